@@ -1,0 +1,36 @@
+import { Command, CommanderError } from 'commander';
+import { register as registerSync } from './cmds/sync/index.js';
+import { register as registerServe } from './cmds/serve/index.js';
+import { register as registerKeys } from './cmds/keys/index.js';
+import { register as registerStart } from './cmds/start/index.js';
+import { CliError } from './cli-error.js';
+
+export function buildProgram(): Command {
+  const program = new Command('node-cli')
+    .description('Self-contained Ethereum chain-data node: import a geth chain export, serve JSON-RPC.')
+    .showHelpAfterError()
+    .exitOverride();
+  registerSync(program);
+  registerServe(program);
+  registerKeys(program);
+  registerStart(program);
+  return program;
+}
+
+/** Runs the CLI. Expected failures (CliError) print one line, never a stack trace. */
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode;
+      return;
+    }
+    if (err instanceof CliError) {
+      process.stderr.write(`node-cli: ${err.message}\n`);
+      process.exitCode = err.exitCode;
+      return;
+    }
+    throw err;
+  }
+}

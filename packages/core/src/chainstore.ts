@@ -1,0 +1,50 @@
+import type {
+  AccountProofRecord,
+  BlockRecord,
+  Bytes,
+  HeaderRecord,
+  LogQuery,
+  LogQueryOptions,
+  LogQueryResult,
+  TxWithLocation,
+  UncleRecord,
+} from './types.js';
+
+export interface ChainHead {
+  number: bigint;
+  hash: Bytes;
+}
+
+/** Facts of the imported chain fixed at genesis. */
+export interface ChainInfo {
+  chainId: bigint;
+  /** Network id for net_version; geth exports carry none, so it equals chainId. */
+  networkId: bigint;
+  genesisHash: Bytes;
+}
+
+/**
+ * The read-only view of an imported chain that all query code depends on (never LevelDB).
+ * Everything is canonical-chain only. "Not found" is `undefined`, never an exception; a
+ * failure to read throws StoreUnavailableError.
+ */
+export interface ChainStore {
+  info(): ChainInfo;
+  /** The newest fully imported block. */
+  head(): Promise<ChainHead>;
+  canonicalHash(number: bigint): Promise<Bytes | undefined>;
+  /** Number of a canonical block by hash; undefined for unknown hashes. */
+  blockNumber(hash: Bytes): Promise<bigint | undefined>;
+  header(hash: Bytes): Promise<HeaderRecord | undefined>;
+  block(hash: Bytes): Promise<BlockRecord | undefined>;
+  /** Uncle `index` of the canonical block `blockHash`; undefined past the end. */
+  uncle(blockHash: Bytes, index: number): Promise<UncleRecord | undefined>;
+  transaction(hash: Bytes): Promise<TxWithLocation | undefined>;
+  /** Matching logs in block then log order, answered from the log index. */
+  logs(query: LogQuery, options: LogQueryOptions): Promise<LogQueryResult>;
+  /** Storage slot (32-byte key) of `address` in the state whose root is `stateRoot`; zero if absent. */
+  storageAt(stateRoot: Bytes, address: Bytes, slot: Bytes): Promise<Bytes>;
+  /** EIP-1186 proof from the trie nodes of the state `stateRoot`. */
+  proof(stateRoot: Bytes, address: Bytes, slots: Bytes[]): Promise<AccountProofRecord>;
+  close(): Promise<void>;
+}

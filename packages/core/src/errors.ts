@@ -1,0 +1,74 @@
+// Typed errors. Every error a client can see is an RpcError subclass carrying its JSON-RPC
+// code; the rpc package maps any thrown value to the wire in exactly one function
+// (`toErrorObject`), so nothing else formats errors and no stack trace reaches a client.
+
+export class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** -32700: the body is not JSON. */
+export class ParseError extends RpcError {
+  constructor(message = 'parse error') {
+    super(-32700, message);
+  }
+}
+
+/** -32600: JSON, but not a JSON-RPC request (or an empty / oversized batch). */
+export class InvalidRequestError extends RpcError {
+  constructor(message = 'invalid request') {
+    super(-32600, message);
+  }
+}
+
+/** -32601 with geth's wording. */
+export class MethodNotFoundError extends RpcError {
+  constructor(method: string) {
+    super(-32601, `the method ${method} does not exist/is not available`);
+  }
+}
+
+/** -32602: names the argument and what was wrong with it. */
+export class InvalidParamsError extends RpcError {
+  constructor(message: string) {
+    super(-32602, message);
+  }
+}
+
+/** -32603: something broke on our side; the message never carries internals. */
+export class InternalError extends RpcError {
+  constructor(message = 'internal error') {
+    super(-32603, message);
+  }
+}
+
+/** -32000: geth's generic server error ("unknown block", ...). */
+export class ServerError extends RpcError {
+  constructor(message: string, data?: unknown) {
+    super(-32000, message, data);
+  }
+}
+
+/** -32005: a limit was hit (result cap, query timeout, daily credits). */
+export class LimitExceededError extends RpcError {
+  constructor(message: string, data?: unknown) {
+    super(-32005, message, data);
+  }
+}
+
+/**
+ * The store could not answer (I/O failure, closed, injected outage). Not an RpcError: the
+ * server may fail over on it; if nothing handles it, it surfaces as -32603.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(message = 'store unavailable', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}

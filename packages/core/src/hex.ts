@@ -1,0 +1,59 @@
+// Hex encoding used on the wire: quantities in minimal form ("0x0", "0x1a"), data as
+// even-length lowercase hex. Parsing of untrusted input lives in the rpc params decoders;
+// these helpers are for trusted, already-typed values.
+import { bytesToHex as utilBytesToHex, hexToBytes as utilHexToBytes } from '@ethereumjs/util';
+
+export type Hex = `0x${string}`;
+
+/** Quantity: minimal hex, "0x0" for zero. */
+export function toQuantity(value: bigint | number): Hex {
+  return `0x${value.toString(16)}`;
+}
+
+/** Data: even-length lowercase hex of the bytes ("0x" for empty). */
+export function toData(bytes: Uint8Array): Hex {
+  return utilBytesToHex(bytes) as Hex;
+}
+
+/** Trusted hex (our own fixtures, config files) to bytes. Throws on malformed input. */
+export function fromHex(hex: string): Uint8Array {
+  const body = hex.startsWith('0x') || hex.startsWith('0X') ? hex.slice(2) : hex;
+  if (body.length % 2 !== 0) return utilHexToBytes(`0x0${body}`);
+  return utilHexToBytes(`0x${body}`);
+}
+
+export function bytesToBigInt(bytes: Uint8Array): bigint {
+  if (bytes.length === 0) return 0n;
+  return BigInt(utilBytesToHex(bytes));
+}
+
+/** Big-endian bytes of a non-negative integer, padded to `width` bytes. */
+export function bigIntToFixed(value: bigint, width: number): Uint8Array {
+  if (value < 0n) throw new RangeError('negative value');
+  const out = new Uint8Array(width);
+  let v = value;
+  for (let i = width - 1; i >= 0; i--) {
+    out[i] = Number(v & 0xffn);
+    v >>= 8n;
+  }
+  if (v !== 0n) throw new RangeError(`value does not fit in ${width} bytes`);
+  return out;
+}
+
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+export function concatBytes(...parts: Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}

@@ -1,0 +1,4 @@
+export * from './hex.js';
+export * from './errors.js';
+export type * from './types.js';
+export type * from './chainstore.js';

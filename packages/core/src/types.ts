@@ -1,0 +1,157 @@
+// Plain, decoded chain records: what the store hands to query code. Bytes are Uint8Array,
+// numbers are bigint (quantities) or number (indexes, sizes). Nothing here knows LevelDB or
+// JSON; the rpc formatters turn these into geth-shaped JSON.
+
+export type Bytes = Uint8Array;
+
+/** A block header with every field a post-Osaka header can carry; later fields are optional. */
+export interface HeaderRecord {
+  hash: Bytes;
+  parentHash: Bytes;
+  uncleHash: Bytes; // sha3Uncles
+  coinbase: Bytes; // miner
+  stateRoot: Bytes;
+  transactionsRoot: Bytes;
+  receiptsRoot: Bytes;
+  logsBloom: Bytes;
+  difficulty: bigint;
+  number: bigint;
+  gasLimit: bigint;
+  gasUsed: bigint;
+  timestamp: bigint;
+  extraData: Bytes;
+  mixHash: Bytes;
+  nonce: Bytes; // 8 bytes
+  baseFeePerGas?: bigint; // London
+  withdrawalsRoot?: Bytes; // Shanghai
+  blobGasUsed?: bigint; // Cancun
+  excessBlobGas?: bigint; // Cancun
+  parentBeaconBlockRoot?: Bytes; // Cancun
+  requestsHash?: Bytes; // Prague
+}
+
+export interface AccessListEntry {
+  address: Bytes;
+  storageKeys: Bytes[];
+}
+
+export interface AuthorizationRecord {
+  chainId: bigint;
+  address: Bytes;
+  nonce: bigint;
+  yParity: bigint;
+  r: bigint;
+  s: bigint;
+}
+
+/** A signed transaction of any type (0 legacy, 1 EIP-2930, 2 EIP-1559, 3 EIP-4844, 4 EIP-7702). */
+export interface TxRecord {
+  type: number;
+  hash: Bytes;
+  from: Bytes; // recovered once at import, stored; never recovered at query time
+  nonce: bigint;
+  gas: bigint;
+  to: Bytes | null; // null: contract creation
+  value: bigint;
+  input: Bytes;
+  v: bigint;
+  r: bigint;
+  s: bigint;
+  chainId?: bigint; // typed txs; legacy only when EIP-155 protected (derived from v)
+  gasPrice?: bigint; // types 0 and 1
+  maxPriorityFeePerGas?: bigint; // types 2, 3, 4
+  maxFeePerGas?: bigint; // types 2, 3, 4
+  accessList?: AccessListEntry[]; // types 1..4
+  maxFeePerBlobGas?: bigint; // type 3
+  blobVersionedHashes?: Bytes[]; // type 3
+  authorizationList?: AuthorizationRecord[]; // type 4
+}
+
+export interface WithdrawalRecord {
+  index: bigint;
+  validatorIndex: bigint;
+  address: Bytes;
+  amount: bigint; // in Gwei, as in the block
+}
+
+/** A canonical block with its body and the facts the RPC adds (size, total difficulty). */
+export interface BlockRecord {
+  header: HeaderRecord;
+  /** RLP length of the whole block ([header, txs, uncles(, withdrawals)]). */
+  size: number;
+  totalDifficulty: bigint;
+  transactions: TxRecord[];
+  uncleHashes: Bytes[];
+  withdrawals?: WithdrawalRecord[]; // present from Shanghai on
+}
+
+/** An uncle header as served by the uncle methods. */
+export interface UncleRecord {
+  header: HeaderRecord;
+  /** RLP length of [header, [], []]: geth marshals an uncle as a block with an empty body. */
+  size: number;
+}
+
+/** A transaction with where it was mined. */
+export interface TxWithLocation {
+  tx: TxRecord;
+  blockHash: Bytes;
+  blockNumber: bigint;
+  transactionIndex: number;
+  blockTimestamp: bigint;
+  /** Base fee of the including block, to compute the effective gas price of 1559-style txs. */
+  baseFeePerGas?: bigint;
+}
+
+export interface LogRecord {
+  address: Bytes;
+  topics: Bytes[];
+  data: Bytes;
+  blockNumber: bigint;
+  blockHash: Bytes;
+  blockTimestamp: bigint;
+  transactionHash: Bytes;
+  transactionIndex: number;
+  logIndex: number; // position in the block
+}
+
+/** A resolved log filter: numbers, not tags. Empty `addresses` means any address. */
+export interface LogQuery {
+  fromBlock: bigint;
+  toBlock: bigint;
+  addresses: Bytes[];
+  /** Positional; null is a wildcard; an array matches any of its values. */
+  topics: (Bytes[] | null)[];
+}
+
+export interface LogQueryOptions {
+  /** Maximum number of logs; one more than this is a "too many" outcome. */
+  limit: number;
+  /** Wall-clock deadline (Date.now() ms). Past it the query stops and throws LimitExceededError. */
+  deadline: number;
+}
+
+export type LogQueryResult =
+  | { kind: 'ok'; logs: LogRecord[] }
+  /**
+   * More than `limit` logs match. `lastFittingBlock` is the end of the longest prefix
+   * [fromBlock, lastFittingBlock] whose matches fit the limit (fromBlock - 1 if even the first
+   * block holds more than `limit`).
+   */
+  | { kind: 'too-many'; lastFittingBlock: bigint };
+
+export interface StorageProofRecord {
+  key: Bytes; // the 32-byte slot as requested (left-padded)
+  value: bigint;
+  proof: Bytes[]; // RLP trie nodes from the storage root
+}
+
+export interface AccountProofRecord {
+  address: Bytes;
+  nonce: bigint;
+  balance: bigint;
+  codeHash: Bytes;
+  storageHash: Bytes; // storage root
+  accountProof: Bytes[]; // RLP trie nodes from the state root
+  storageProof: StorageProofRecord[];
+}
