@@ -1,0 +1,51 @@
+// Contract between the transport (server package) and request handling (this package).
+// The rpc owner implements RpcService; the server only depends on what is declared here.
+import type { ChainStore } from '@chainnode/core';
+
+export type JsonRpcId = number | string | null;
+
+export interface RpcConfig {
+  /** `safe` resolves to head - safeDepth (no consensus client here). Default 0. */
+  safeDepth: number;
+  /** `finalized` resolves to head - finalizedDepth. Default 0. */
+  finalizedDepth: number;
+  /** Maximum calls in one JSON array batch; larger batches get -32600. */
+  maxBatchSize: number;
+  logs: {
+    maxResults: number; // 10,000
+    timeoutMs: number; // 10,000
+    maxFilterParams: number; // 5,000 (addresses + topic values)
+  };
+  /** web3_clientVersion answer. */
+  clientVersion: string;
+}
+
+/** One decoded call on its way to its handler; what middleware sees. */
+export interface CallInfo {
+  method: string; // a name from the method table (unknown methods never reach middleware)
+  cost: number; // credits, from the method table
+  id: JsonRpcId;
+  params: unknown[]; // as received (already checked to be an array)
+  /** True when this call is part of a JSON array batch. */
+  inBatch: boolean;
+}
+
+/**
+ * Wraps every known call: auth/credits/failover/metrics are layers here, never inside
+ * handlers. Return next()'s result (or a substitute result); throw an RpcError to reject.
+ */
+export type CallMiddleware = (call: CallInfo, next: () => Promise<unknown>) => Promise<unknown>;
+
+export interface RpcReply {
+  /** JSON text to send; undefined when nothing is to be sent. */
+  body: string | undefined;
+  /** Whether the request was a batch. */
+  batch: boolean;
+}
+
+export interface RpcServiceApi {
+  /** Answers one HTTP body or WebSocket message (single request or batch). Never throws. */
+  handle(body: string, middleware?: CallMiddleware): Promise<RpcReply>;
+}
+
+export type RpcServiceFactory = (store: ChainStore, config?: Partial<RpcConfig>) => RpcServiceApi;
