@@ -1,1 +1,11 @@
-export {};
+export { startServer } from './server.js';
+export type { RunningServer, ServerOptions } from './server.js';
+export { DEFAULT_CONFIG, PLAN_NAMES, ConfigError, isPlanName, loadConfig, parseConfig } from './config.js';
+export type { PlanConfig, PlanName, ServerConfig } from './config.js';
+export { KeyFileError, KeyRegistry, createKey, findKey, hashKey, keysPath, readKeys, revokeKey } from './keys.js';
+export type { CreateKeyOptions, KeyRecord } from './keys.js';
+export { CreditLedger, nextUtcMidnight, readUsage, utcDay } from './ledger.js';
+export { CreditLimitError, Gate, KeyRevokedError, dailyLimit } from './middleware.js';
+export type { RequestContext } from './middleware.js';
+export { Metrics } from './metrics.js';
+export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';

@@ -1,0 +1,157 @@
+// Server configuration: plans (daily credit balances) and transport limits. A JSON file
+// (`--config <file>`, else `<datadir>/server.json` when present) overrides the documented
+// defaults below field by field; unknown fields are rejected so typos do not pass silently.
+import { readFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const PLAN_NAMES = ['core', 'developer', 'team', 'growth', 'custom'] as const;
+export type PlanName = (typeof PLAN_NAMES)[number];
+
+export interface PlanConfig {
+  /** Credits per UTC day. */
+  dailyCredits: number;
+  /** Whether eth_getBlockByHash may be forwarded to the failover partner (spec 4.3). */
+  failover: boolean;
+}
+
+export interface ServerConfig {
+  plans: Record<PlanName, PlanConfig>;
+  /** Largest accepted HTTP body; larger bodies get 413. */
+  maxBodyBytes: number;
+  /** Most calls in one JSON array batch (passed to the rpc service). */
+  maxBatchSize: number;
+  /** Largest accepted WebSocket message; larger ones close the connection (1009). */
+  wsMaxPayloadBytes: number;
+  /** Bytes buffered towards a slow WebSocket reader before we stop answering its messages. */
+  wsMaxBackpressureBytes: number;
+  /** Messages waiting while a WebSocket is backpressured; beyond this the socket is closed (1013). */
+  wsMaxQueuedMessages: number;
+  /** Seconds a WebSocket may stay silent before it is closed (uWS granularity ~4 s). */
+  wsIdleTimeoutSeconds: number;
+  /** Allowed CORS origins; ["*"] allows any (API keys are in the path, no cookies involved). */
+  corsOrigins: string[];
+  /** How long eth_getBlockByHash may take locally before a failover-plan call is forwarded. */
+  failoverTimeoutMs: number;
+  /** Metrics listener; port 0 means off. Loopback unless configured otherwise. */
+  metricsHost: string;
+  metricsPort: number;
+  /** Longest wait for in-flight requests on SIGTERM/SIGINT before closing anyway. */
+  shutdownGraceMs: number;
+}
+
+/** Documented defaults (README "Plans and credits"). */
+export const DEFAULT_CONFIG: ServerConfig = {
+  plans: {
+    core: { dailyCredits: 6_000_000, failover: false },
+    developer: { dailyCredits: 15_000_000, failover: false },
+    team: { dailyCredits: 75_000_000, failover: false },
+    growth: { dailyCredits: 200_000_000, failover: true },
+    custom: { dailyCredits: 1_000_000_000, failover: true },
+  },
+  maxBodyBytes: 1024 * 1024,
+  maxBatchSize: 1000,
+  wsMaxPayloadBytes: 1024 * 1024,
+  wsMaxBackpressureBytes: 4 * 1024 * 1024,
+  wsMaxQueuedMessages: 1024,
+  wsIdleTimeoutSeconds: 120,
+  corsOrigins: ['*'],
+  failoverTimeoutMs: 2_000,
+  metricsHost: '127.0.0.1',
+  metricsPort: 0,
+  shutdownGraceMs: 10_000,
+};
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export function isPlanName(value: string): value is PlanName {
+  return (PLAN_NAMES as readonly string[]).includes(value);
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function nonNegInt(where: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+    throw new ConfigError(`${where}: expected a non-negative integer, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+/** Merges a parsed config object over the defaults, validating every field. */
+export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
+  if (!isRecord(raw)) throw new ConfigError(`${source}: expected a JSON object`);
+  const out: ServerConfig = structuredClone(DEFAULT_CONFIG);
+  for (const [k, v] of Object.entries(raw)) {
+    const where = `${source}: ${k}`;
+    switch (k) {
+      case 'plans': {
+        if (!isRecord(v)) throw new ConfigError(`${where}: expected an object of plans`);
+        for (const [name, p] of Object.entries(v)) {
+          if (!isPlanName(name)) {
+            throw new ConfigError(`${where}.${name}: unknown plan (expected one of ${PLAN_NAMES.join(', ')})`);
+          }
+          if (!isRecord(p)) throw new ConfigError(`${where}.${name}: expected an object`);
+          const plan = out.plans[name];
+          for (const [pk, pv] of Object.entries(p)) {
+            if (pk === 'dailyCredits') plan.dailyCredits = nonNegInt(`${where}.${name}.dailyCredits`, pv);
+            else if (pk === 'failover') {
+              if (typeof pv !== 'boolean') throw new ConfigError(`${where}.${name}.failover: expected a boolean`);
+              plan.failover = pv;
+            } else throw new ConfigError(`${where}.${name}.${pk}: unknown field`);
+          }
+        }
+        break;
+      }
+      case 'corsOrigins':
+        if (!Array.isArray(v) || !v.every((o) => typeof o === 'string')) {
+          throw new ConfigError(`${where}: expected an array of origin strings`);
+        }
+        out.corsOrigins = v as string[];
+        break;
+      case 'metricsHost':
+        if (typeof v !== 'string' || v === '') throw new ConfigError(`${where}: expected a host name`);
+        out.metricsHost = v;
+        break;
+      case 'maxBodyBytes':
+      case 'maxBatchSize':
+      case 'wsMaxPayloadBytes':
+      case 'wsMaxBackpressureBytes':
+      case 'wsMaxQueuedMessages':
+      case 'wsIdleTimeoutSeconds':
+      case 'failoverTimeoutMs':
+      case 'metricsPort':
+      case 'shutdownGraceMs':
+        out[k] = nonNegInt(where, v);
+        break;
+      default:
+        throw new ConfigError(`${where}: unknown field`);
+    }
+  }
+  if (out.maxBatchSize < 1) throw new ConfigError(`${source}: maxBatchSize must be at least 1`);
+  return out;
+}
+
+/** `--config <file>` if given, else `<datadir>/server.json` if present, else the defaults. */
+export function loadConfig(datadir: string, file?: string): ServerConfig {
+  const path = file ?? join(datadir, 'server.json');
+  if (file === undefined && !existsSync(path)) return structuredClone(DEFAULT_CONFIG);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`config ${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseConfig(raw, path);
+}

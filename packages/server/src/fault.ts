@@ -1,0 +1,34 @@
+// Fault injection for outage drills: NODE_FAULT_INJECT=store-outage wraps the store so that
+// every read throws StoreUnavailableError (what a broken disk or a closed LevelDB would give),
+// which drives the failover path end to end against a real partner process.
+import { StoreUnavailableError } from '@chainnode/core';
+import type { ChainStore } from '@chainnode/core';
+
+export const FAULT_ENV = 'NODE_FAULT_INJECT';
+
+/** A store whose reads all fail; `info()` (genesis facts fixed in memory) and `close()` still work. */
+export function outageStore(inner: ChainStore): ChainStore {
+  const fail = (): Promise<never> => Promise.reject(new StoreUnavailableError('store unavailable (injected fault: store-outage)'));
+  return {
+    info: () => inner.info(),
+    head: fail,
+    canonicalHash: fail,
+    blockNumber: fail,
+    header: fail,
+    block: fail,
+    uncle: fail,
+    transaction: fail,
+    logs: fail,
+    storageAt: fail,
+    proof: fail,
+    close: () => inner.close(),
+  };
+}
+
+/** Applies the fault named by NODE_FAULT_INJECT (if any); unknown names are an error. */
+export function applyFaultInjection(store: ChainStore, env: NodeJS.ProcessEnv = process.env): ChainStore {
+  const fault = env[FAULT_ENV];
+  if (fault === undefined || fault === '') return store;
+  if (fault === 'store-outage') return outageStore(store);
+  throw new Error(`${FAULT_ENV}=${fault}: unknown fault (expected "store-outage")`);
+}

@@ -1,0 +1,368 @@
+// The uWebSockets.js transport: HTTP `POST /v3/<KEY>`, WebSocket `/ws/v3/<KEY>`, `GET /health`,
+// CORS preflight, and a separate (loopback, off by default) metrics listener. It authenticates
+// the key from the path, reads bodies under a size limit, hands the text to the rpc service
+// with the credit/failover/metrics middleware, and writes the reply. URLs are never logged:
+// they carry API keys.
+//
+// uWS rules followed here: `res.onAborted` before anything asynchronous; everything needed
+// from `req` is copied at once (it dies when the handler returns); writes after an await go
+// through `res.cork`; WebSocket sends respect `getBufferedAmount()`.
+import uWS from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket } from 'uWebSockets.js';
+import type { ChainStore } from '@chainnode/core';
+import type { RpcReply, RpcServiceApi } from '@chainnode/rpc';
+import type { ServerConfig } from './config.js';
+import { Gate } from './middleware.js';
+import type { RequestContext } from './middleware.js';
+import { KeyRegistry } from './keys.js';
+import type { KeyRecord } from './keys.js';
+import { CreditLedger } from './ledger.js';
+import { Metrics } from './metrics.js';
+
+export interface ServerOptions {
+  service: RpcServiceApi;
+  /** For /health and the head-block gauge (the rpc service has its own reference). */
+  store: ChainStore;
+  datadir: string;
+  config: ServerConfig;
+  host: string;
+  port: number;
+  failoverUrl?: string;
+  /** Enables the metrics listener on this port (0: ephemeral), overriding config.metricsPort. */
+  metricsPort?: number;
+  /** Operational messages (never containing keys). */
+  log?: (line: string) => void;
+}
+
+export interface RunningServer {
+  readonly port: number;
+  /** Port of the metrics listener, when enabled. */
+  readonly metricsPort: number | undefined;
+  readonly metrics: Metrics;
+  /** Stops accepting, lets in-flight requests finish (up to the grace period), closes WebSockets. */
+  close(): Promise<void>;
+}
+
+interface WsData {
+  keyHash: string;
+  ctxClosed: boolean;
+  inflight: number;
+  queue: string[];
+}
+
+const JSON_TYPE = 'application/json';
+const MAX_WS_INFLIGHT = 256;
+
+function errorBody(code: number, message: string): string {
+  return JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } });
+}
+
+const BODY_MISSING_KEY = errorBody(-32001, 'missing API key: use /v3/<API_KEY> (HTTP) or /ws/v3/<API_KEY> (WebSocket)');
+const BODY_UNKNOWN_KEY = errorBody(-32001, 'invalid API key');
+const BODY_REVOKED_KEY = errorBody(-32001, 'API key revoked');
+const BODY_TOO_LARGE = (max: number): string => errorBody(-32600, `request body too large: the limit is ${max} bytes`);
+const BODY_SHUTTING_DOWN = errorBody(-32603, 'server is shutting down');
+const BODY_NOT_FOUND = errorBody(-32601, 'not found: POST JSON-RPC to /v3/<API_KEY>, or connect to /ws/v3/<API_KEY>');
+const BODY_METHOD = errorBody(-32600, 'method not allowed: use POST with a JSON body');
+
+function keyProblem(rec: KeyRecord | undefined, key: string): string | undefined {
+  if (key === '') return BODY_MISSING_KEY;
+  if (!rec) return BODY_UNKNOWN_KEY;
+  if (rec.revokedAt !== undefined) return BODY_REVOKED_KEY;
+  return undefined;
+}
+
+function listen(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (sock) => {
+      if (sock) resolve(sock);
+      else reject(new Error(`cannot listen on ${host}:${port} (address in use or not available)`));
+    });
+  });
+}
+
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const { service, store, config, datadir } = opts;
+  const log = opts.log ?? (() => {});
+  const metrics = new Metrics();
+  const keys = new KeyRegistry(datadir, log);
+  keys.watch();
+  const ledger = new CreditLedger(datadir);
+  const gate = new Gate({ config, keys, ledger, metrics, ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}) });
+
+  let inflight = 0;
+  let shuttingDown = false;
+  let idleWaiter: (() => void) | undefined;
+  const sockets = new Set<WebSocket<WsData>>();
+  const done = (): void => {
+    inflight--;
+    if (inflight === 0 && idleWaiter) idleWaiter();
+  };
+
+  // CORS: keys travel in the path and no cookies are used, so "*" is the default.
+  const anyOrigin = config.corsOrigins.includes('*');
+  const allowed = new Set(config.corsOrigins);
+  const writeCors = (res: HttpResponse, origin: string): void => {
+    if (anyOrigin) res.writeHeader('Access-Control-Allow-Origin', '*');
+    else if (origin !== '' && allowed.has(origin)) {
+      res.writeHeader('Access-Control-Allow-Origin', origin);
+      res.writeHeader('Vary', 'Origin');
+    }
+  };
+
+  const send = (res: HttpResponse, status: string, origin: string, body: string, close = false): void => {
+    res.writeStatus(status);
+    writeCors(res, origin);
+    res.writeHeader('Content-Type', JSON_TYPE);
+    res.end(body, close);
+    metrics.response('http', Number(status.slice(0, 3)));
+  };
+
+  const app = uWS.App();
+
+  app.options('/*', (res, req) => {
+    const origin = req.getHeader('origin');
+    const reqHeaders = req.getHeader('access-control-request-headers');
+    res.writeStatus('204 No Content');
+    writeCors(res, origin);
+    res.writeHeader('Access-Control-Allow-Methods', 'POST, GET, OPTIONS');
+    res.writeHeader('Access-Control-Allow-Headers', reqHeaders !== '' && reqHeaders.length < 1024 ? reqHeaders : 'content-type');
+    res.writeHeader('Access-Control-Max-Age', '86400');
+    res.endWithoutBody();
+    metrics.response('http', 204);
+  });
+
+  const rpcPost = (res: HttpResponse, req: HttpRequest, key: string): void => {
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    const origin = req.getHeader('origin');
+    const contentLength = req.getHeader('content-length');
+    if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
+    const rec = key === '' ? undefined : keys.lookup(key);
+    const problem = keyProblem(rec, key);
+    if (problem !== undefined || rec === undefined) {
+      return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, contentLength !== '' && contentLength !== '0');
+    }
+    const max = config.maxBodyBytes;
+    if (contentLength !== '' && Number(contentLength) > max) {
+      return send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true);
+    }
+    const keyHash = rec.hash;
+    let chunks: Buffer[] | undefined;
+    let size = 0;
+    let finished = false;
+    res.onData((chunk, isLast) => {
+      if (finished) return;
+      size += chunk.byteLength;
+      if (size > max) {
+        finished = true;
+        if (!aborted) res.cork(() => send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true));
+        return;
+      }
+      let body: string;
+      if (isLast && chunks === undefined) body = Buffer.from(chunk).toString('utf8');
+      else {
+        (chunks ??= []).push(Buffer.from(chunk.slice(0))); // copy: uWS neuters the chunk on return
+        if (!isLast) return;
+        body = Buffer.concat(chunks).toString('utf8');
+      }
+      finished = true;
+      inflight++;
+      const ctx: RequestContext = { keyHash, creditRejected: false };
+      service
+        .handle(body, gate.middleware(ctx))
+        .then(
+          (reply: RpcReply) => {
+            if (aborted) return;
+            const status = !reply.batch && ctx.creditRejected ? '429 Too Many Requests' : '200 OK';
+            res.cork(() => send(res, status, origin, reply.body ?? '', shuttingDown));
+          },
+          () => {
+            // handle() never throws by contract; answer without internals if it does.
+            if (!aborted) res.cork(() => send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true));
+          },
+        )
+        .finally(done);
+    });
+  };
+
+  app.post('/v3/:key', (res, req) => rpcPost(res, req, req.getParameter(0) ?? ''));
+  app.post('/v3', (res, req) => rpcPost(res, req, ''));
+  app.post('/v3/', (res, req) => rpcPost(res, req, ''));
+
+  app.get('/health', (res, req) => {
+    const origin = req.getHeader('origin');
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    store.head().then(
+      (head) => {
+        metrics.headBlock = Number(head.number);
+        if (!aborted) {
+          res.cork(() =>
+            send(res, shuttingDown ? '503 Service Unavailable' : '200 OK', origin, JSON.stringify({ status: shuttingDown ? 'stopping' : 'ok', head: `0x${head.number.toString(16)}`, number: Number(head.number) })),
+          );
+        }
+      },
+      () => {
+        metrics.headBlock = -1;
+        if (!aborted) res.cork(() => send(res, '503 Service Unavailable', origin, JSON.stringify({ status: 'store unavailable' })));
+      },
+    );
+  });
+
+  app.ws<WsData>('/ws/v3/:key', {
+    maxPayloadLength: config.wsMaxPayloadBytes,
+    idleTimeout: config.wsIdleTimeoutSeconds,
+    maxBackpressure: config.wsMaxBackpressureBytes * 2,
+    closeOnBackpressureLimit: 1,
+    sendPingsAutomatically: true,
+    compression: uWS.DISABLED,
+    upgrade: (res, req, context) => {
+      const key = req.getParameter(0) ?? '';
+      const secKey = req.getHeader('sec-websocket-key');
+      const secProtocol = req.getHeader('sec-websocket-protocol');
+      const secExtensions = req.getHeader('sec-websocket-extensions');
+      const origin = req.getHeader('origin');
+      if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
+      const rec = key === '' ? undefined : keys.lookup(key);
+      const problem = keyProblem(rec, key);
+      if (problem !== undefined || rec === undefined) return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, true);
+      metrics.response('ws', 101);
+      res.upgrade<WsData>({ keyHash: rec.hash, ctxClosed: false, inflight: 0, queue: [] }, secKey, secProtocol, secExtensions, context);
+    },
+    open: (ws) => {
+      sockets.add(ws);
+      metrics.wsOpen++;
+    },
+    message: (ws, message) => {
+      const data = ws.getUserData();
+      const text = Buffer.from(message).toString('utf8'); // copy now: the buffer is neutered on return
+      if (data.queue.length > 0 || data.inflight >= MAX_WS_INFLIGHT || ws.getBufferedAmount() > config.wsMaxBackpressureBytes) {
+        if (data.queue.length >= config.wsMaxQueuedMessages) {
+          ws.end(1013, 'too many queued messages: read your replies');
+          return;
+        }
+        data.queue.push(text);
+        return;
+      }
+      runWs(ws, data, text);
+    },
+    drain: (ws) => pump(ws, ws.getUserData()),
+    close: (ws) => {
+      ws.getUserData().ctxClosed = true;
+      sockets.delete(ws);
+      metrics.wsOpen--;
+    },
+  });
+
+  const pump = (ws: WebSocket<WsData>, data: WsData): void => {
+    while (
+      !data.ctxClosed &&
+      data.queue.length > 0 &&
+      data.inflight < MAX_WS_INFLIGHT &&
+      ws.getBufferedAmount() <= config.wsMaxBackpressureBytes
+    ) {
+      runWs(ws, data, data.queue.shift() as string);
+    }
+  };
+
+  const runWs = (ws: WebSocket<WsData>, data: WsData, text: string): void => {
+    data.inflight++;
+    inflight++;
+    const ctx: RequestContext = { keyHash: data.keyHash, creditRejected: false };
+    service
+      .handle(text, gate.middleware(ctx))
+      .then(
+        (reply) => {
+          if (data.ctxClosed || reply.body === undefined) return;
+          ws.cork(() => {
+            ws.send(reply.body as string, false, false);
+          });
+        },
+        () => {
+          if (!data.ctxClosed) ws.cork(() => ws.send(errorBody(-32603, 'internal error'), false, false));
+        },
+      )
+      .finally(() => {
+        data.inflight--;
+        done();
+        if (!data.ctxClosed) pump(ws, data);
+      });
+  };
+
+  app.any('/*', (res, req) => {
+    const url = req.getUrl();
+    const method = req.getMethod();
+    const origin = req.getHeader('origin');
+    if (url === '/ws/v3' || url.startsWith('/ws/v3/') || url === '/v3' || url.startsWith('/v3/')) {
+      // A WebSocket upgrade without a key, or a GET on an RPC path.
+      if (method === 'get' && !url.startsWith('/ws/') && /^\/v3\/[^/]+$/.test(url)) return send(res, '405 Method Not Allowed', origin, BODY_METHOD);
+      if (/^\/(ws\/)?v3\/?$/.test(url)) return send(res, '401 Unauthorized', origin, BODY_MISSING_KEY, method !== 'get');
+      return send(res, '404 Not Found', origin, BODY_NOT_FOUND, method !== 'get');
+    }
+    send(res, '404 Not Found', origin, BODY_NOT_FOUND, method !== 'get' && method !== 'head');
+  });
+
+  const listenSocket = await listen(app, opts.host, opts.port);
+  const port = uWS.us_socket_local_port(listenSocket as never);
+
+  let metricsSocket: us_listen_socket | undefined;
+  let metricsPort: number | undefined;
+  const wantMetricsPort = opts.metricsPort ?? (config.metricsPort !== 0 ? config.metricsPort : undefined);
+  if (wantMetricsPort !== undefined) {
+    // Off unless a port is configured or given (--metrics-port; 0 there means ephemeral).
+    const mapp = uWS.App();
+    mapp.get('/metrics', (res) => {
+      let aborted = false;
+      res.onAborted(() => {
+        aborted = true;
+      });
+      store.head().then(
+        (h) => {
+          metrics.headBlock = Number(h.number);
+        },
+        () => {
+          metrics.headBlock = -1;
+        },
+      ).finally(() => {
+        if (aborted) return;
+        res.cork(() => {
+          res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metrics.render());
+        });
+      });
+    });
+    mapp.any('/*', (res) => {
+      res.writeStatus('404 Not Found').end('not found\n');
+    });
+    metricsSocket = await listen(mapp, config.metricsHost, wantMetricsPort);
+    metricsPort = uWS.us_socket_local_port(metricsSocket as never);
+  }
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      shuttingDown = true;
+      uWS.us_listen_socket_close(listenSocket);
+      if (metricsSocket) uWS.us_listen_socket_close(metricsSocket);
+      if (inflight > 0) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, config.shutdownGraceMs);
+          idleWaiter = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+      }
+      for (const ws of [...sockets]) ws.end(1001, 'server shutting down');
+      keys.stop();
+      ledger.close();
+    })();
+    return closing;
+  };
+
+  return { port, metricsPort, metrics, close };
+}
