@@ -1,1 +1,13 @@
 export type * from './service.js';
+export { createRpcService } from './envelope.js';
+export { DEFAULT_RPC_CONFIG, defaultClientVersion } from './config.js';
+export { methodCosts, isMethodName, METHODS } from './table.js';
+export type { MethodName, MethodTable, RpcSchema } from './table.js';
+export type { MethodDef } from './method.js';
+export { toErrorObject } from './errors.js';
+export type { JsonRpcErrorObject } from './errors.js';
+export type { JsonRpcResponse } from './envelope.js';
+export type { JsonBlock, JsonWithdrawal, JsonHeaderFields } from './formatters/block.js';
+export type { JsonTransaction, JsonAccessListEntry, JsonAuthorization } from './formatters/transaction.js';
+export type { JsonLog } from './formatters/log.js';
+export type { JsonAccountProof, JsonStorageProof } from './formatters/proof.js';

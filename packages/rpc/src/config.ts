@@ -1,0 +1,50 @@
+// Defaults of RpcConfig (documented in the README).
+import type { RpcConfig } from './service.js';
+
+/**
+ * - safe/finalized: there is no consensus client, so both resolve to the head by default
+ *   (depth 0); `pending` always resolves to `latest`.
+ * - maxBatchSize 1000: geth's default BatchRequestLimit. A larger batch is answered with a
+ *   single -32600 "batch too large" (inside a one-element array, as geth does).
+ * - logs: spec 8.2 — at most 10,000 results, 10 s, 5,000 filter parameters.
+ */
+export const DEFAULT_RPC_CONFIG: RpcConfig = {
+  safeDepth: 0,
+  finalizedDepth: 0,
+  maxBatchSize: 1000,
+  logs: {
+    maxResults: 10_000,
+    timeoutMs: 10_000,
+    maxFilterParams: 5_000,
+  },
+  clientVersion: defaultClientVersion(),
+};
+
+/** Like geth's "Geth/v1.16.0-stable/linux-amd64/go1.24": name/version/os-arch/runtime. */
+export function defaultClientVersion(): string {
+  const major = process.versions.node.split('.')[0] ?? '0';
+  return `chainnode/v0.1.0/${process.platform}-${process.arch}/nodejs${major}`;
+}
+
+export function resolveConfig(partial: Partial<RpcConfig> | undefined): RpcConfig {
+  const c: RpcConfig = {
+    ...DEFAULT_RPC_CONFIG,
+    ...partial,
+    logs: { ...DEFAULT_RPC_CONFIG.logs, ...partial?.logs },
+  };
+  for (const [name, v] of [
+    ['safeDepth', c.safeDepth],
+    ['finalizedDepth', c.finalizedDepth],
+  ] as const) {
+    if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`RpcConfig.${name} must be a non-negative integer`);
+  }
+  for (const [name, v] of [
+    ['maxBatchSize', c.maxBatchSize],
+    ['logs.maxResults', c.logs.maxResults],
+    ['logs.timeoutMs', c.logs.timeoutMs],
+    ['logs.maxFilterParams', c.logs.maxFilterParams],
+  ] as const) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`RpcConfig.${name} must be a positive integer`);
+  }
+  return c;
+}

@@ -1,0 +1,61 @@
+// What handlers get: the store, the config, and block-parameter resolution shared by all
+// methods (tags -> numbers, EIP-1898 selectors -> headers).
+import { ServerError } from '@chainnode/core';
+import type { ChainStore, HeaderRecord } from '@chainnode/core';
+import type { RpcConfig } from './service.js';
+import type { BlockNumberParam, BlockSelector, BlockTag } from './params.js';
+
+export interface HandlerContext {
+  store: ChainStore;
+  config: RpcConfig;
+}
+
+/** Tag or number -> block number. Numbers past the head are returned as they are. */
+export async function resolveBlockNumber(ctx: HandlerContext, p: BlockNumberParam): Promise<bigint> {
+  if (p.kind === 'number') return p.number;
+  if (p.tag === 'earliest') return 0n;
+  return tagToNumber(p.tag, (await ctx.store.head()).number, ctx.config);
+}
+
+/** Resolution against a head already read (one consistent head for a whole query). */
+export function numberAgainstHead(p: BlockNumberParam, head: bigint, config: RpcConfig): bigint {
+  return p.kind === 'number' ? p.number : tagToNumber(p.tag, head, config);
+}
+
+/** pending = latest; safe/finalized = configured depths below the head (no consensus client). */
+function tagToNumber(tag: BlockTag, head: bigint, config: RpcConfig): bigint {
+  switch (tag) {
+    case 'earliest':
+      return 0n;
+    case 'latest':
+    case 'pending':
+      return head;
+    case 'safe':
+      return below(head, config.safeDepth);
+    case 'finalized':
+      return below(head, config.finalizedDepth);
+  }
+}
+
+function below(head: bigint, depth: number): bigint {
+  const n = head - BigInt(depth);
+  return n < 0n ? 0n : n;
+}
+
+/**
+ * Header of the state a storage/proof query reads, with geth's errors: -32000 "header not
+ * found" for a number past the head, "header for hash not found" for an unknown hash. Only
+ * canonical blocks are stored, so requireCanonical holds for every hash that resolves.
+ */
+export async function resolveStateHeader(ctx: HandlerContext, sel: BlockSelector): Promise<HeaderRecord> {
+  if (sel.kind === 'hash') {
+    const header = await ctx.store.header(sel.hash);
+    if (header === undefined) throw new ServerError('header for hash not found');
+    return header;
+  }
+  const number = await resolveBlockNumber(ctx, sel);
+  const hash = await ctx.store.canonicalHash(number);
+  const header = hash === undefined ? undefined : await ctx.store.header(hash);
+  if (header === undefined) throw new ServerError('header not found');
+  return header;
+}

@@ -1,0 +1,111 @@
+// JSON-RPC 2.0 envelope: parse, validate each request, dispatch through the method table
+// (wrapped by the caller's middleware), and serialize replies. Batches are answered member by
+// member in order, each with its own id.
+import { InvalidParamsError, InvalidRequestError, MethodNotFoundError, ParseError } from '@chainnode/core';
+import type { RpcError } from '@chainnode/core';
+import { resolveConfig } from './config.js';
+import type { HandlerContext } from './context.js';
+import { toErrorObject } from './errors.js';
+import type { JsonRpcErrorObject } from './errors.js';
+import { isMethodName, METHODS } from './table.js';
+import type { MethodDef } from './method.js';
+import type { CallMiddleware, JsonRpcId, RpcReply, RpcServiceApi, RpcServiceFactory } from './service.js';
+
+export type JsonRpcResponse =
+  | { jsonrpc: '2.0'; id: JsonRpcId; result: unknown }
+  | { jsonrpc: '2.0'; id: JsonRpcId; error: JsonRpcErrorObject };
+
+const passThrough: CallMiddleware = (_call, next) => next();
+
+export const createRpcService: RpcServiceFactory = (store, config) => {
+  const ctx: HandlerContext = { store, config: resolveConfig(config) };
+  const api: RpcServiceApi = {
+    async handle(body, middleware = passThrough): Promise<RpcReply> {
+      let message: unknown;
+      try {
+        message = JSON.parse(body);
+      } catch {
+        return { body: JSON.stringify(errorResponse(null, new ParseError())), batch: false };
+      }
+      if (!Array.isArray(message)) {
+        const reply = await answer(ctx, message, false, middleware);
+        return { body: reply === undefined ? undefined : JSON.stringify(reply), batch: false };
+      }
+      if (message.length === 0) {
+        return { body: JSON.stringify(errorResponse(null, new InvalidRequestError('empty batch'))), batch: true };
+      }
+      if (message.length > ctx.config.maxBatchSize) {
+        // geth: one error in a one-element array, carrying the id of the first call.
+        const first = message.find((m) => callId(m) !== undefined);
+        const reply = errorResponse(first === undefined ? null : (callId(first) ?? null), new InvalidRequestError('batch too large'));
+        return { body: JSON.stringify([reply]), batch: true };
+      }
+      const replies: JsonRpcResponse[] = [];
+      for (const m of message) {
+        const reply = await answer(ctx, m, true, middleware);
+        if (reply !== undefined) replies.push(reply);
+      }
+      return { body: replies.length === 0 ? undefined : JSON.stringify(replies), batch: true };
+    },
+  };
+  return api;
+};
+
+function isValidId(id: unknown): id is JsonRpcId {
+  return id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
+}
+
+/** The id of a well-formed call; undefined for notifications and malformed messages. */
+function callId(m: unknown): JsonRpcId | undefined {
+  if (typeof m !== 'object' || m === null || Array.isArray(m) || !('id' in m)) return undefined;
+  const id = (m as { id: unknown }).id;
+  return isValidId(id) ? id : undefined;
+}
+
+function errorResponse(id: JsonRpcId, err: unknown): JsonRpcResponse {
+  return { jsonrpc: '2.0', id, error: toErrorObject(err) };
+}
+
+/** One request object -> its response, or undefined for a notification (no id member). */
+async function answer(
+  ctx: HandlerContext,
+  m: unknown,
+  inBatch: boolean,
+  middleware: CallMiddleware,
+): Promise<JsonRpcResponse | undefined> {
+  if (typeof m !== 'object' || m === null || Array.isArray(m)) {
+    return errorResponse(null, new InvalidRequestError('invalid request: expected a JSON object'));
+  }
+  const req = m as Record<string, unknown>;
+  const isNotification = !('id' in req);
+  if (!isNotification && !isValidId(req.id)) {
+    return errorResponse(null, new InvalidRequestError('invalid request: id must be a number, a string or null'));
+  }
+  const id: JsonRpcId = isNotification ? null : (req.id as JsonRpcId);
+  if (req.jsonrpc !== '2.0') {
+    return errorResponse(id, new InvalidRequestError('invalid request: jsonrpc must be "2.0"'));
+  }
+  if (typeof req.method !== 'string' || req.method === '') {
+    return errorResponse(id, new InvalidRequestError('invalid request: method must be a non-empty string'));
+  }
+  const method = req.method;
+  let reply: JsonRpcResponse;
+  if (!isMethodName(method)) {
+    reply = errorResponse(id, new MethodNotFoundError(method));
+  } else if (req.params !== undefined && req.params !== null && !Array.isArray(req.params)) {
+    reply = errorResponse(id, new InvalidParamsError('non-array args: params must be a JSON array of positional arguments'));
+  } else {
+    const params = (req.params ?? []) as unknown[];
+    // The table is typed per method; at this point only the name is known, so the entry is
+    // used through its erased shape (decode's output goes straight into the same handle).
+    const def = METHODS[method] as MethodDef<unknown, unknown>;
+    const run = async (): Promise<unknown> => def.handle(ctx, def.decode(params));
+    try {
+      const result = await middleware({ method, cost: def.cost, id, params, inBatch }, run);
+      reply = { jsonrpc: '2.0', id, result: result === undefined ? null : result };
+    } catch (err) {
+      reply = errorResponse(id, err as RpcError | unknown);
+    }
+  }
+  return isNotification ? undefined : reply;
+}

@@ -1,0 +1,114 @@
+// Transaction JSON exactly as geth v1.16's RPCTransaction: same field order, the same
+// per-type presence rules (legacy: no yParity/accessList, chainId only when EIP-155
+// protected; typed: chainId, accessList, yParity; 1559 and later: gasPrice is the effective
+// price paid), blob and set-code fields, and the location fields of a mined transaction.
+import { toData, toQuantity } from '@chainnode/core';
+import type { AccessListEntry, AuthorizationRecord, Hex, TxRecord, TxWithLocation } from '@chainnode/core';
+
+export interface JsonAccessListEntry {
+  address: Hex;
+  storageKeys: Hex[];
+}
+
+export interface JsonAuthorization {
+  chainId: Hex;
+  address: Hex;
+  nonce: Hex;
+  yParity: Hex;
+  r: Hex;
+  s: Hex;
+}
+
+export interface JsonTransaction {
+  blockHash: Hex;
+  blockNumber: Hex;
+  blockTimestamp: Hex;
+  from: Hex;
+  gas: Hex;
+  gasPrice: Hex;
+  maxFeePerGas?: Hex;
+  maxPriorityFeePerGas?: Hex;
+  maxFeePerBlobGas?: Hex;
+  hash: Hex;
+  input: Hex;
+  nonce: Hex;
+  to: Hex | null;
+  transactionIndex: Hex;
+  value: Hex;
+  type: Hex;
+  accessList?: JsonAccessListEntry[];
+  chainId?: Hex;
+  blobVersionedHashes?: Hex[];
+  authorizationList?: JsonAuthorization[];
+  v: Hex;
+  r: Hex;
+  s: Hex;
+  yParity?: Hex;
+}
+
+/** geth's effectiveGasPrice: min(maxPriorityFeePerGas + baseFee, maxFeePerGas). */
+export function effectiveGasPrice(tx: TxRecord, baseFee: bigint | undefined): bigint {
+  const feeCap = tx.maxFeePerGas ?? 0n;
+  if (baseFee === undefined) return feeCap;
+  const tip = tx.maxPriorityFeePerGas ?? 0n;
+  return tip + baseFee < feeCap ? tip + baseFee : feeCap;
+}
+
+export function formatAccessList(list: AccessListEntry[]): JsonAccessListEntry[] {
+  return list.map((e) => ({ address: toData(e.address), storageKeys: e.storageKeys.map(toData) }));
+}
+
+export function formatAuthorization(a: AuthorizationRecord): JsonAuthorization {
+  return {
+    chainId: toQuantity(a.chainId),
+    address: toData(a.address),
+    nonce: toQuantity(a.nonce),
+    yParity: toQuantity(a.yParity),
+    r: toQuantity(a.r),
+    s: toQuantity(a.s),
+  };
+}
+
+export function formatTransaction(loc: TxWithLocation): JsonTransaction {
+  const { tx } = loc;
+  const typed = tx.type !== 0;
+  const dynamicFee = tx.type >= 2;
+  // Insertion order below is geth's struct order; optional fields are simply left out.
+  const out: JsonTransaction = {
+    blockHash: toData(loc.blockHash),
+    blockNumber: toQuantity(loc.blockNumber),
+    blockTimestamp: toQuantity(loc.blockTimestamp),
+    from: toData(tx.from),
+    gas: toQuantity(tx.gas),
+    gasPrice: toQuantity(dynamicFee ? effectiveGasPrice(tx, loc.baseFeePerGas) : (tx.gasPrice ?? 0n)),
+    ...(dynamicFee
+      ? {
+          maxFeePerGas: toQuantity(tx.maxFeePerGas ?? 0n),
+          maxPriorityFeePerGas: toQuantity(tx.maxPriorityFeePerGas ?? 0n),
+        }
+      : {}),
+    ...(tx.type === 3 ? { maxFeePerBlobGas: toQuantity(tx.maxFeePerBlobGas ?? 0n) } : {}),
+    hash: toData(tx.hash),
+    input: toData(tx.input),
+    nonce: toQuantity(tx.nonce),
+    to: tx.to === null ? null : toData(tx.to),
+    transactionIndex: toQuantity(loc.transactionIndex),
+    value: toQuantity(tx.value),
+    type: toQuantity(tx.type),
+    ...(typed ? { accessList: formatAccessList(tx.accessList ?? []) } : {}),
+    ...(typed || (tx.chainId !== undefined && tx.chainId !== 0n) ? { chainId: toQuantity(tx.chainId ?? 0n) } : {}),
+    // geth tags these omitempty: an empty list is left out.
+    ...(tx.blobVersionedHashes && tx.blobVersionedHashes.length > 0
+      ? { blobVersionedHashes: tx.blobVersionedHashes.map(toData) }
+      : {}),
+    ...(tx.authorizationList && tx.authorizationList.length > 0
+      ? { authorizationList: tx.authorizationList.map(formatAuthorization) }
+      : {}),
+    v: toQuantity(tx.v),
+    r: toQuantity(tx.r),
+    s: toQuantity(tx.s),
+    // geth: yParity = v.Sign(), i.e. 0 or 1 for typed transactions.
+    ...(typed ? { yParity: toQuantity(tx.v === 0n ? 0n : 1n) } : {}),
+  };
+  return out;
+}

@@ -1,0 +1,21 @@
+import type { Bytes } from '@chainnode/core';
+import { formatBlock } from '../formatters/block.js';
+import type { JsonBlock } from '../formatters/block.js';
+import { decodeArgs, decodeBool, decodeHash } from '../params.js';
+import type { MethodDef } from '../method.js';
+
+export interface GetBlockByHashParams {
+  hash: Bytes;
+  fullTransactions: boolean;
+}
+
+/** [block hash, full transaction objects?]. */
+export const eth_getBlockByHash: MethodDef<GetBlockByHashParams, JsonBlock | null> = {
+  cost: 80,
+  decode: (params) =>
+    decodeArgs(params, 2, (arg) => ({ hash: decodeHash(arg(0)), fullTransactions: decodeBool(arg(1)) })),
+  async handle(ctx, p) {
+    const block = await ctx.store.block(p.hash);
+    return block === undefined ? null : formatBlock(block, p.fullTransactions);
+  },
+};

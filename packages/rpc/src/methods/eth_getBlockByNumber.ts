@@ -1,0 +1,25 @@
+import { resolveBlockNumber } from '../context.js';
+import { formatBlock } from '../formatters/block.js';
+import type { JsonBlock } from '../formatters/block.js';
+import { decodeArgs, decodeBlockNumber, decodeBool } from '../params.js';
+import type { BlockNumberParam } from '../params.js';
+import type { MethodDef } from '../method.js';
+
+export interface GetBlockByNumberParams {
+  block: BlockNumberParam;
+  fullTransactions: boolean;
+}
+
+/** [block number or tag, full transaction objects?]. */
+export const eth_getBlockByNumber: MethodDef<GetBlockByNumberParams, JsonBlock | null> = {
+  cost: 80,
+  decode: (params) =>
+    decodeArgs(params, 2, (arg) => ({ block: decodeBlockNumber(arg(0)), fullTransactions: decodeBool(arg(1)) })),
+  async handle(ctx, p) {
+    const number = await resolveBlockNumber(ctx, p.block);
+    const hash = await ctx.store.canonicalHash(number);
+    if (hash === undefined) return null;
+    const block = await ctx.store.block(hash);
+    return block === undefined ? null : formatBlock(block, p.fullTransactions);
+  },
+};

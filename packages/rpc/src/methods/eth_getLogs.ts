@@ -1,0 +1,168 @@
+// eth_getLogs with geth's filter semantics and error texts, and the limits of spec 8.2.
+import { InvalidParamsError, LimitExceededError, ServerError, toQuantity } from '@chainnode/core';
+import type { Bytes, LogQuery, LogQueryResult } from '@chainnode/core';
+import { numberAgainstHead } from '../context.js';
+import type { HandlerContext } from '../context.js';
+import { formatLog } from '../formatters/log.js';
+import type { JsonLog } from '../formatters/log.js';
+import { decodeArgs, decodeBlockNumber, jsonType, ParamError } from '../params.js';
+import type { BlockNumberParam } from '../params.js';
+import type { MethodDef } from '../method.js';
+
+const MAX_TOPICS = 4;
+/** Extra wait past the deadline for a store that does not stop on time. */
+const DEADLINE_GRACE_MS = 250;
+
+export type LogFilter = {
+  addresses: Bytes[];
+  /** Positional; null is a wildcard; an array matches any of its values. */
+  topics: (Bytes[] | null)[];
+} & ({ kind: 'hash'; blockHash: Bytes } | { kind: 'range'; fromBlock?: BlockNumberParam; toBlock?: BlockNumberParam });
+
+/** [filter object]. */
+export const eth_getLogs: MethodDef<LogFilter, JsonLog[]> = {
+  cost: 255,
+  decode: (params) => decodeArgs(params, 1, (arg) => decodeFilter(arg(0))),
+  handle: getLogs,
+};
+
+/** geth's FilterCriteria.UnmarshalJSON, message for message. */
+export function decodeFilter(value: unknown): LogFilter {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ParamError(`filter: expected an object, got ${jsonType(value)}`);
+  }
+  const o = value as Record<string, unknown>;
+  const present = (k: string): boolean => o[k] !== undefined && o[k] !== null;
+  const addresses = decodeAddresses(o.address);
+  const topics = decodeTopics(o.topics);
+  if (present('blockHash')) {
+    if (present('fromBlock') || present('toBlock')) {
+      throw new InvalidParamsError('cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other');
+    }
+    return { kind: 'hash', blockHash: decodeFilterHex(o.blockHash, 32, 'blockHash'), addresses, topics };
+  }
+  const filter: LogFilter = { kind: 'range', addresses, topics };
+  if (present('fromBlock')) filter.fromBlock = prefixed('fromBlock', () => decodeBlockNumber(o.fromBlock));
+  if (present('toBlock')) filter.toBlock = prefixed('toBlock', () => decodeBlockNumber(o.toBlock));
+  return filter;
+}
+
+function prefixed<T>(field: string, f: () => T): T {
+  try {
+    return f();
+  } catch (err) {
+    if (err instanceof ParamError) throw new ParamError(`${field}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** geth's hexutil.Decode followed by a length check. */
+function decodeFilterHex(value: unknown, bytes: number, what: string): Bytes {
+  if (typeof value !== 'string') throw new ParamError(`${what}: expected a hex string, got ${jsonType(value)}`);
+  if (value.length === 0) throw new ParamError(`${what}: empty hex string`);
+  if (!value.startsWith('0x') && !value.startsWith('0X')) throw new ParamError(`${what}: hex string without 0x prefix`);
+  const body = value.slice(2);
+  if (body.length % 2 !== 0) throw new ParamError(`${what}: hex string has odd length`);
+  if (!/^[0-9a-fA-F]*$/.test(body)) throw new ParamError(`${what}: invalid hex string`);
+  if (body.length !== bytes * 2) {
+    throw new ParamError(`${what}: hex has invalid length ${body.length / 2} after decoding; expected ${bytes}`);
+  }
+  const out = new Uint8Array(bytes);
+  for (let i = 0; i < bytes; i++) out[i] = parseInt(body.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+function decodeAddresses(value: unknown): Bytes[] {
+  if (value === undefined || value === null) return [];
+  if (typeof value === 'string') return [decodeFilterHex(value, 20, 'address')];
+  if (Array.isArray(value)) {
+    return value.map((a: unknown, i) => {
+      if (typeof a !== 'string') throw new ParamError(`non-string address at index ${i}`);
+      return decodeFilterHex(a, 20, `address[${i}]`);
+    });
+  }
+  throw new ParamError(`address: expected a hex string or an array of them, got ${jsonType(value)}`);
+}
+
+function decodeTopics(value: unknown): (Bytes[] | null)[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw new ParamError(`topics: expected an array, got ${jsonType(value)}`);
+  if (value.length > MAX_TOPICS) throw new InvalidParamsError('exceed max topics');
+  return value.map((t: unknown, i): Bytes[] | null => {
+    if (t === null) return null;
+    if (typeof t === 'string') return [decodeFilterHex(t, 32, `topics[${i}]`)];
+    if (Array.isArray(t)) {
+      // geth: a null anywhere in the alternatives, or no alternatives at all, is a wildcard.
+      if (t.length === 0 || t.some((x) => x === null)) {
+        for (const [j, x] of t.entries()) {
+          if (x !== null) decodeFilterHex(x, 32, `topics[${i}][${j}]`);
+        }
+        return null;
+      }
+      return t.map((x: unknown, j) => decodeFilterHex(x, 32, `topics[${i}][${j}]`));
+    }
+    throw new ParamError(`topics[${i}]: invalid topic(s)`);
+  });
+}
+
+async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonLog[]> {
+  const { logs: limits } = ctx.config;
+  const paramCount = f.addresses.length + f.topics.reduce((n, t) => n + (t?.length ?? 0), 0);
+  if (paramCount > limits.maxFilterParams) {
+    throw new InvalidParamsError(
+      `too many filter parameters: ${paramCount} addresses and topics given, at most ${limits.maxFilterParams} allowed`,
+    );
+  }
+  let fromBlock: bigint;
+  let toBlock: bigint;
+  if (f.kind === 'hash') {
+    const n = await ctx.store.blockNumber(f.blockHash);
+    if (n === undefined) throw new ServerError('unknown block');
+    fromBlock = toBlock = n;
+  } else {
+    const head = (await ctx.store.head()).number;
+    fromBlock = f.fromBlock ? numberAgainstHead(f.fromBlock, head, ctx.config) : head;
+    toBlock = f.toBlock ? numberAgainstHead(f.toBlock, head, ctx.config) : head;
+    if (fromBlock > toBlock) throw new InvalidParamsError('invalid block range params');
+    if (toBlock > head) throw new InvalidParamsError('block range extends beyond current head block');
+  }
+  const query: LogQuery = { fromBlock, toBlock, addresses: f.addresses, topics: f.topics };
+  const result = await withDeadline(ctx, query);
+  if (result.kind === 'too-many') {
+    const limit = limits.maxResults;
+    const last = result.lastFittingBlock;
+    if (last < fromBlock) {
+      // Not even the first block fits: there is no range to suggest.
+      throw new LimitExceededError(`query returned more than ${limit} results`, { limit });
+    }
+    const from = toQuantity(fromBlock);
+    const to = toQuantity(last);
+    throw new LimitExceededError(
+      `query returned more than ${limit} results. Try with this block range [${from}, ${to}].`,
+      { from, to, limit },
+    );
+  }
+  return result.logs.map(formatLog);
+}
+
+/**
+ * The store gets the deadline and stops by itself; if it overruns anyway the client still
+ * gets its answer on time (the store's late result is dropped).
+ */
+async function withDeadline(ctx: HandlerContext, query: LogQuery): Promise<LogQueryResult> {
+  const { maxResults, timeoutMs } = ctx.config.logs;
+  const timeout = (): LimitExceededError => new LimitExceededError('query timeout exceeded');
+  const running = ctx.store.logs(query, { limit: maxResults, deadline: Date.now() + timeoutMs }).catch((err) => {
+    throw err instanceof LimitExceededError ? timeout() : err;
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timeout()), timeoutMs + DEADLINE_GRACE_MS);
+  });
+  running.catch(() => undefined); // a rejection after the race is lost is not unhandled
+  try {
+    return await Promise.race([running, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

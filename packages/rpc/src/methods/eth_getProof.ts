@@ -1,0 +1,48 @@
+import type { Bytes } from '@chainnode/core';
+import { resolveStateHeader } from '../context.js';
+import { formatProof } from '../formatters/proof.js';
+import type { JsonAccountProof } from '../formatters/proof.js';
+import { decodeAddress, decodeArgs, decodeBlockSelector, decodeStorageKey, jsonType, ParamError } from '../params.js';
+import type { BlockSelector } from '../params.js';
+import type { MethodDef } from '../method.js';
+
+export interface GetProofParams {
+  address: Bytes;
+  keys: { slot: Bytes; inputLength: number }[];
+  block: BlockSelector;
+}
+
+/** [address, storageKeys[], block number/tag/hash/EIP-1898]. */
+export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
+  cost: 150,
+  decode: (params) =>
+    decodeArgs(params, 3, (arg) => {
+      const address = decodeAddress(arg(0));
+      const rawKeys = arg(1);
+      if (!Array.isArray(rawKeys)) throw new ParamError(`storageKeys: expected an array, got ${jsonType(rawKeys)}`);
+      const keys = rawKeys.map((k: unknown, i: number) => {
+        try {
+          return decodeStorageKey(k);
+        } catch (err) {
+          if (err instanceof ParamError) throw new ParamError(`storageKeys[${i}]: ${err.message}`);
+          throw err;
+        }
+      });
+      return { address, keys, block: decodeBlockSelector(arg(2)) };
+    }),
+  async handle(ctx, p) {
+    const header = await resolveStateHeader(ctx, p.block);
+    const record = await ctx.store.proof(
+      header.stateRoot,
+      p.address,
+      p.keys.map((k) => k.slot),
+    );
+    if (record.storageProof.length !== p.keys.length) {
+      throw new Error('store returned a proof with the wrong number of storage entries');
+    }
+    return formatProof(
+      record,
+      p.keys.map((k) => k.inputLength),
+    );
+  },
+};

@@ -1,0 +1,31 @@
+import { toData } from '@chainnode/core';
+import type { Bytes, Hex } from '@chainnode/core';
+import { resolveStateHeader } from '../context.js';
+import { decodeAddress, decodeArgs, decodeBlockSelector, decodeStorageKey } from '../params.js';
+import type { BlockSelector } from '../params.js';
+import type { MethodDef } from '../method.js';
+
+export interface GetStorageAtParams {
+  address: Bytes;
+  slot: Bytes;
+  block: BlockSelector;
+}
+
+/** [address, position (hex quantity up to 32 bytes), block number/tag/hash/EIP-1898]. */
+export const eth_getStorageAt: MethodDef<GetStorageAtParams, Hex> = {
+  cost: 80,
+  decode: (params) =>
+    decodeArgs(params, 3, (arg) => ({
+      address: decodeAddress(arg(0)),
+      slot: decodeStorageKey(arg(1)).slot,
+      block: decodeBlockSelector(arg(2)),
+    })),
+  async handle(ctx, p) {
+    const header = await resolveStateHeader(ctx, p.block);
+    const value = await ctx.store.storageAt(header.stateRoot, p.address, p.slot);
+    // Always 32 bytes on the wire, whatever length the store hands back.
+    const padded = new Uint8Array(32);
+    padded.set(value.subarray(Math.max(0, value.length - 32)), 32 - Math.min(32, value.length));
+    return toData(padded);
+  },
+};

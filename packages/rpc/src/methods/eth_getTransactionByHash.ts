@@ -1,0 +1,19 @@
+import type { Bytes } from '@chainnode/core';
+import { formatTransaction } from '../formatters/transaction.js';
+import type { JsonTransaction } from '../formatters/transaction.js';
+import { decodeArgs, decodeHash } from '../params.js';
+import type { MethodDef } from '../method.js';
+
+export interface GetTransactionByHashParams {
+  hash: Bytes;
+}
+
+/** [transaction hash]. */
+export const eth_getTransactionByHash: MethodDef<GetTransactionByHashParams, JsonTransaction | null> = {
+  cost: 80,
+  decode: (params) => decodeArgs(params, 1, (arg) => ({ hash: decodeHash(arg(0)) })),
+  async handle(ctx, p) {
+    const found = await ctx.store.transaction(p.hash);
+    return found === undefined ? null : formatTransaction(found);
+  },
+};

@@ -1,0 +1,21 @@
+import type { Bytes } from '@chainnode/core';
+import { formatUncle } from '../formatters/block.js';
+import type { JsonBlock } from '../formatters/block.js';
+import { decodeArgs, decodeHash, decodeIndex } from '../params.js';
+import type { MethodDef } from '../method.js';
+import { uncleAt } from './uncle.js';
+
+export interface GetUncleByHashParams {
+  hash: Bytes;
+  index: bigint;
+}
+
+/** [block hash, uncle index as hex quantity]. */
+export const eth_getUncleByBlockHashAndIndex: MethodDef<GetUncleByHashParams, JsonBlock | null> = {
+  cost: 150,
+  decode: (params) => decodeArgs(params, 2, (arg) => ({ hash: decodeHash(arg(0)), index: decodeIndex(arg(1)) })),
+  async handle(ctx, p) {
+    const uncle = await uncleAt(ctx, p.hash, p.index);
+    return uncle === undefined ? null : formatUncle(uncle);
+  },
+};

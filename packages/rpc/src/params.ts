@@ -1,0 +1,171 @@
+// Decoders for untrusted positional params. Every failure is an InvalidParamsError whose
+// message follows geth's wording: "invalid argument <i>: <what was wrong>", or the arity
+// messages of geth's rpc package ("missing value for required argument 1", "too many
+// arguments, want at most 2").
+import { InvalidParamsError } from '@chainnode/core';
+import type { Bytes } from '@chainnode/core';
+
+export type BlockTag = 'latest' | 'earliest' | 'pending' | 'safe' | 'finalized';
+
+/** A block parameter of eth_getBlockByNumber & co: a tag or a number. */
+export type BlockNumberParam = { kind: 'tag'; tag: BlockTag } | { kind: 'number'; number: bigint };
+
+/** EIP-1898 block parameter (eth_getStorageAt, eth_getProof): also a hash. */
+export type BlockSelector = BlockNumberParam | { kind: 'hash'; hash: Bytes; requireCanonical: boolean };
+
+const TAGS: ReadonlySet<string> = new Set(['latest', 'earliest', 'pending', 'safe', 'finalized']);
+const MAX_INT64 = (1n << 63n) - 1n;
+
+/** Thrown by the value decoders; the arity wrapper prefixes "invalid argument <i>: ". */
+export class ParamError extends Error {}
+
+/**
+ * Checks the argument count against geth's rules (every declared argument required) and
+ * runs `decode` with a per-argument error prefix.
+ */
+export function decodeArgs<T>(params: unknown[], want: number, decode: (arg: (i: number) => unknown) => T): T {
+  if (params.length > want) throw new InvalidParamsError(`too many arguments, want at most ${want}`);
+  for (let i = 0; i < want; i++) {
+    if (params[i] === undefined || params[i] === null) {
+      throw new InvalidParamsError(`missing value for required argument ${i}`);
+    }
+  }
+  let current = 0;
+  try {
+    return decode((i) => {
+      current = i;
+      return params[i];
+    });
+  } catch (err) {
+    if (err instanceof ParamError) throw new InvalidParamsError(`invalid argument ${current}: ${err.message}`);
+    throw err;
+  }
+}
+
+function hexDigitsOk(body: string): boolean {
+  return /^[0-9a-fA-F]*$/.test(body);
+}
+
+function hexBody(value: unknown, what: string): string {
+  if (typeof value !== 'string') throw new ParamError(`${what}: expected a hex string, got ${jsonType(value)}`);
+  if (value.length === 0) throw new ParamError('empty hex string');
+  if (!value.startsWith('0x') && !value.startsWith('0X')) throw new ParamError('hex string without 0x prefix');
+  return value.slice(2);
+}
+
+/** geth's hexutil.DecodeBig / DecodeUint64 rules: minimal hex, no leading zeros. */
+export function decodeQuantity(value: unknown, what: string, maxBits = 256): bigint {
+  const body = hexBody(value, what);
+  if (body.length === 0) throw new ParamError(`hex string "0x"`);
+  if (!hexDigitsOk(body)) throw new ParamError('invalid hex string');
+  if (body.length > 1 && body[0] === '0') throw new ParamError('hex number with leading zero digits');
+  const n = BigInt(`0x${body}`);
+  if (n >> BigInt(maxBits) !== 0n) throw new ParamError(`hex number > ${maxBits} bits`);
+  return n;
+}
+
+/** Fixed-length data (hash, address): 0x prefix, even length, exact size. */
+export function decodeFixedData(value: unknown, bytes: number, typeName: string): Bytes {
+  const body = hexBody(value, typeName);
+  if (body.length % 2 !== 0) throw new ParamError('hex string has odd length');
+  if (!hexDigitsOk(body)) throw new ParamError('invalid hex string');
+  if (body.length !== bytes * 2) {
+    throw new ParamError(`hex string has length ${body.length}, want ${bytes * 2} for ${typeName}`);
+  }
+  return hexToBytesUnchecked(body);
+}
+
+export function decodeHash(value: unknown): Bytes {
+  return decodeFixedData(value, 32, 'common.Hash');
+}
+
+export function decodeAddress(value: unknown): Bytes {
+  return decodeFixedData(value, 20, 'common.Address');
+}
+
+export function decodeBool(value: unknown): boolean {
+  if (typeof value !== 'boolean') throw new ParamError(`expected a boolean, got ${jsonType(value)}`);
+  return value;
+}
+
+/**
+ * A storage slot as geth's decodeHash reads it: optional 0x, odd length padded, at most
+ * 32 bytes, left-padded to 32. Returns the slot and the byte length the caller gave (geth's
+ * eth_getProof echoes 32-byte keys as data and shorter ones as quantities).
+ */
+export function decodeStorageKey(value: unknown): { slot: Bytes; inputLength: number } {
+  if (typeof value !== 'string') throw new ParamError(`storage key: expected a hex string, got ${jsonType(value)}`);
+  let body = value.startsWith('0x') || value.startsWith('0X') ? value.slice(2) : value;
+  if (!hexDigitsOk(body)) throw new ParamError('storage key: invalid hex string');
+  if (body.length % 2 !== 0) body = `0${body}`;
+  const raw = hexToBytesUnchecked(body);
+  if (raw.length > 32) throw new StorageKeyTooLongError();
+  const slot = new Uint8Array(32);
+  slot.set(raw, 32 - raw.length);
+  return { slot, inputLength: raw.length };
+}
+
+/** Issue 4 asks for this exact text (-32602), without the argument prefix. */
+export class StorageKeyTooLongError extends InvalidParamsError {
+  constructor() {
+    super('storage key too long');
+  }
+}
+
+export function decodeBlockNumber(value: unknown): BlockNumberParam {
+  if (typeof value === 'string' && TAGS.has(value)) return { kind: 'tag', tag: value as BlockTag };
+  if (typeof value !== 'string') throw new ParamError(`block number: expected a hex string or tag, got ${jsonType(value)}`);
+  const n = decodeQuantity(value, 'block number', 64);
+  if (n > MAX_INT64) throw new ParamError('block number larger than int64');
+  return { kind: 'number', number: n };
+}
+
+/** EIP-1898: a number/tag, a bare 32-byte hash, or {blockHash, requireCanonical?} / {blockNumber}. */
+export function decodeBlockSelector(value: unknown): BlockSelector {
+  if (typeof value === 'string') {
+    if (value.length === 66 && !TAGS.has(value)) {
+      return { kind: 'hash', hash: decodeHash(value), requireCanonical: false };
+    }
+    return decodeBlockNumber(value);
+  }
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const o = value as Record<string, unknown>;
+    const hasHash = o.blockHash !== undefined && o.blockHash !== null;
+    const hasNumber = o.blockNumber !== undefined && o.blockNumber !== null;
+    if (hasHash && hasNumber) {
+      throw new ParamError('cannot specify both BlockHash and BlockNumber, choose one or the other');
+    }
+    if (hasHash) {
+      const rc = o.requireCanonical;
+      if (rc !== undefined && rc !== null && typeof rc !== 'boolean') {
+        throw new ParamError(`requireCanonical: expected a boolean, got ${jsonType(rc)}`);
+      }
+      return { kind: 'hash', hash: decodeHash(o.blockHash), requireCanonical: rc === true };
+    }
+    if (hasNumber) return decodeBlockNumber(o.blockNumber);
+    throw new ParamError('invalid arguments; neither block nor hash specified');
+  }
+  throw new ParamError(`expected a block number, tag, block hash or EIP-1898 object, got ${jsonType(value)}`);
+}
+
+/** Uncle index: a hex quantity (geth's hexutil.Uint). */
+export function decodeIndex(value: unknown): bigint {
+  return decodeQuantity(value, 'index', 64);
+}
+
+export function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value === 'object' ? 'object' : typeof value;
+}
+
+function hexToBytesUnchecked(body: string): Bytes {
+  const out = new Uint8Array(body.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(body.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+/** Methods without parameters: anything given is "too many arguments, want at most 0". */
+export function noParams(params: unknown[]): void {
+  decodeArgs(params, 0, () => undefined);
+}

@@ -1,0 +1,80 @@
+// THE method table: every method this node answers, with its params decoder, credit cost
+// and handler. The dispatcher, the credit layer (via methodCosts) and the docs read from
+// here; RpcSchema makes a missing or misspelled entry a compile error.
+//
+// Credits (README "Plans and credits"): the spec's eight keep their spec 8.1 costs;
+// eth_chainId 0, net_version 0, web3_clientVersion 0, eth_blockNumber 10.
+import type { Hex } from '@chainnode/core';
+import type { JsonBlock } from './formatters/block.js';
+import type { JsonLog } from './formatters/log.js';
+import type { JsonAccountProof } from './formatters/proof.js';
+import type { JsonTransaction } from './formatters/transaction.js';
+import type { MethodDef } from './method.js';
+import { eth_blockNumber } from './methods/eth_blockNumber.js';
+import { eth_chainId } from './methods/eth_chainId.js';
+import { eth_getBlockByHash } from './methods/eth_getBlockByHash.js';
+import type { GetBlockByHashParams } from './methods/eth_getBlockByHash.js';
+import { eth_getBlockByNumber } from './methods/eth_getBlockByNumber.js';
+import type { GetBlockByNumberParams } from './methods/eth_getBlockByNumber.js';
+import { eth_getLogs } from './methods/eth_getLogs.js';
+import type { LogFilter } from './methods/eth_getLogs.js';
+import { eth_getProof } from './methods/eth_getProof.js';
+import type { GetProofParams } from './methods/eth_getProof.js';
+import { eth_getStorageAt } from './methods/eth_getStorageAt.js';
+import type { GetStorageAtParams } from './methods/eth_getStorageAt.js';
+import { eth_getTransactionByHash } from './methods/eth_getTransactionByHash.js';
+import type { GetTransactionByHashParams } from './methods/eth_getTransactionByHash.js';
+import { eth_getUncleByBlockHashAndIndex } from './methods/eth_getUncleByBlockHashAndIndex.js';
+import type { GetUncleByHashParams } from './methods/eth_getUncleByBlockHashAndIndex.js';
+import { eth_getUncleByBlockNumberAndIndex } from './methods/eth_getUncleByBlockNumberAndIndex.js';
+import type { GetUncleByNumberParams } from './methods/eth_getUncleByBlockNumberAndIndex.js';
+import { net_version } from './methods/net_version.js';
+import { web3_clientVersion } from './methods/web3_clientVersion.js';
+
+/** Decoded params and result type of every method. */
+export interface RpcSchema {
+  eth_getStorageAt: { params: GetStorageAtParams; result: Hex };
+  eth_getLogs: { params: LogFilter; result: JsonLog[] };
+  eth_getBlockByHash: { params: GetBlockByHashParams; result: JsonBlock | null };
+  eth_getBlockByNumber: { params: GetBlockByNumberParams; result: JsonBlock | null };
+  eth_getUncleByBlockHashAndIndex: { params: GetUncleByHashParams; result: JsonBlock | null };
+  eth_getUncleByBlockNumberAndIndex: { params: GetUncleByNumberParams; result: JsonBlock | null };
+  eth_getTransactionByHash: { params: GetTransactionByHashParams; result: JsonTransaction | null };
+  eth_getProof: { params: GetProofParams; result: JsonAccountProof };
+  eth_chainId: { params: void; result: Hex };
+  net_version: { params: void; result: string };
+  eth_blockNumber: { params: void; result: Hex };
+  web3_clientVersion: { params: void; result: string };
+}
+
+export type MethodName = keyof RpcSchema;
+
+export type MethodTable = {
+  readonly [K in MethodName]: MethodDef<RpcSchema[K]['params'], RpcSchema[K]['result']>;
+};
+
+export const METHODS: MethodTable = {
+  eth_getStorageAt,
+  eth_getLogs,
+  eth_getBlockByHash,
+  eth_getBlockByNumber,
+  eth_getUncleByBlockHashAndIndex,
+  eth_getUncleByBlockNumberAndIndex,
+  eth_getTransactionByHash,
+  eth_getProof,
+  eth_chainId,
+  net_version,
+  eth_blockNumber,
+  web3_clientVersion,
+};
+
+export function isMethodName(name: string): name is MethodName {
+  return Object.prototype.hasOwnProperty.call(METHODS, name);
+}
+
+/** Credit cost per method name, in table order. */
+export function methodCosts(): Record<MethodName, number> {
+  const out = {} as Record<MethodName, number>;
+  for (const name of Object.keys(METHODS) as MethodName[]) out[name] = METHODS[name].cost;
+  return out;
+}
