@@ -2,3 +2,4 @@ export * from './hex.js';
 export * from './errors.js';
 export type * from './types.js';
 export type * from './chainstore.js';
+export * from './codec.js';

@@ -1,1 +1,7 @@
-export {};
+export { openChainStore, LevelChainStore } from './reader.js';
+export { StoreWriter } from './writer.js';
+export type { BlockInput, GenesisInput, LogInput, FlushStats } from './writer.js';
+export { DatadirInUseError, DatadirEmptyError } from './db.js';
+export { digestDatadir } from './digest.js';
+export { SCHEMA_VERSION } from './schema.js';
+export type { StoredBody, StoredReceipt } from './schema.js';

@@ -1,0 +1,28 @@
+/** A block failed verification; nothing of it was written. */
+export class BlockVerificationError extends Error {
+  constructor(
+    readonly blockNumber: bigint,
+    readonly field: string,
+    readonly expected: string,
+    readonly computed: string,
+  ) {
+    super(`block ${blockNumber}: ${field} mismatch: block says ${expected}, computed ${computed}`);
+    this.name = 'BlockVerificationError';
+  }
+}
+
+/** The chain being imported does not belong in this datadir (different genesis or history). */
+export class ChainMismatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ChainMismatchError';
+  }
+}
+
+/** The chain export itself is unreadable (missing files, bad JSON, truncated RLP). */
+export class ChainSourceError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ChainSourceError';
+  }
+}

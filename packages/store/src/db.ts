@@ -1,0 +1,48 @@
+// Opening the one LevelDB of a datadir. classic-level takes an exclusive lock; a second process
+// gets DatadirInUseError (one line naming the datadir) instead of a LevelDB stack trace.
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { Level } from 'level';
+
+export type Db = Level<Uint8Array, Uint8Array>;
+
+export class DatadirInUseError extends Error {
+  constructor(readonly datadir: string) {
+    super(`datadir ${datadir} is in use by another process`);
+    this.name = 'DatadirInUseError';
+  }
+}
+
+export class DatadirEmptyError extends Error {
+  constructor(readonly datadir: string) {
+    super(`datadir ${datadir} holds no imported chain (run node-cli sync first)`);
+    this.name = 'DatadirEmptyError';
+  }
+}
+
+function isLockError(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'LEVEL_LOCKED') return true;
+    if (/lock/i.test(e.message) && /(held|unavailable|resource temporarily)/i.test(e.message)) return true;
+  }
+  return false;
+}
+
+export async function openDb(datadir: string, opts: { create: boolean }): Promise<Db> {
+  const dir = resolve(datadir);
+  if (opts.create) await mkdir(dir, { recursive: true });
+  const db: Db = new Level<Uint8Array, Uint8Array>(resolve(dir, 'chain'), {
+    keyEncoding: 'view',
+    valueEncoding: 'view',
+    createIfMissing: opts.create,
+  });
+  try {
+    await db.open();
+  } catch (err) {
+    if (isLockError(err)) throw new DatadirInUseError(datadir);
+    if (!opts.create) throw new DatadirEmptyError(datadir);
+    throw err;
+  }
+  return db;
+}

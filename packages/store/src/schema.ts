@@ -1,0 +1,379 @@
+// The LevelDB key schema: every table of the store, in ONE database. Each table owns a one-byte
+// prefix (never reuse a retired one), numbers in keys are fixed-width big-endian so that byte order
+// equals numeric order, and each table is a typed class whose range scans are clamped to its prefix.
+//
+//   prefix  table           Key -> Value
+//   0x01    Meta            utf8 name -> bytes   (schemaVersion, genesisHash, chainConfig, head)
+//   0x02    Canonical       number(8) -> blockHash(32)
+//   0x03    HashToNumber    blockHash(32) -> number(8)
+//   0x04    Headers         blockHash(32) -> header RLP (as in the block)
+//   0x05    Bodies          blockHash(32) -> RLP [size, [rawTx..], [uncleHeaderRlp..], withdrawals?]
+//   0x06    Receipts        blockHash(32) -> RLP [[type, status(or postState), cumulativeGasUsed]..]
+//   0x07    TxLookup        txHash(32) -> number(8) ++ txIndex(4)
+//   0x08    TotalDifficulty blockHash(32) -> td (minimal big-endian)
+//   0x09    Senders         blockHash(32) -> sender(20) per tx, concatenated in tx order
+//   0x0a    Blooms          number(8) -> logsBloom(256)
+//   0x0b    BlockLogs       number(8) -> firstLogId(8) ++ logCount(4)
+//   0x0c    Logs            logId(8) -> RLP [number, txIndex, logIndex, address, [topics..], data]
+//   0x0d    LogIndex        kind(1) ++ value(20|32) ++ firstLogIdOfChunk(8) -> delta-varint logIds
+//                           kind: 0x00..0x03 topic position, 0x10 address
+//   0x0e    TrieNodes       key as the MPT / state manager asks (node hash, 'c'++codeHash) -> bytes
+//   0x0f    BlockTxHashes   number(8) -> txHash(32) per tx, concatenated in tx order
+import { RLP } from '@ethereumjs/rlp';
+import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
+
+export const SCHEMA_VERSION = 1;
+
+export const Prefix = {
+  Meta: 0x01,
+  Canonical: 0x02,
+  HashToNumber: 0x03,
+  Headers: 0x04,
+  Bodies: 0x05,
+  Receipts: 0x06,
+  TxLookup: 0x07,
+  TotalDifficulty: 0x08,
+  Senders: 0x09,
+  Blooms: 0x0a,
+  BlockLogs: 0x0b,
+  Logs: 0x0c,
+  LogIndex: 0x0d,
+  TrieNodes: 0x0e,
+  BlockTxHashes: 0x0f,
+} as const;
+
+export const LogIndexKind = { Address: 0x10 } as const;
+
+/** Byte encoding of one side (key part or value) of a table. */
+export interface Codec<T> {
+  encode(value: T): Uint8Array;
+  decode(bytes: Uint8Array): T;
+}
+
+export const rawCodec: Codec<Uint8Array> = { encode: (v) => v, decode: (b) => b };
+
+/** uint64 big-endian, fixed 8 bytes. */
+export const u64Codec: Codec<bigint> = {
+  encode: (v) => bigIntToFixed(v, 8),
+  decode: (b) => {
+    if (b.length !== 8) throw new RangeError(`u64: expected 8 bytes, got ${b.length}`);
+    return bytesToBigInt(b);
+  },
+};
+
+function u32(n: number): Uint8Array {
+  const out = new Uint8Array(4);
+  new DataView(out.buffer).setUint32(0, n);
+  return out;
+}
+
+function readU32(b: Uint8Array, at: number): number {
+  return new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(at);
+}
+
+export function fixedBytesCodec(width: number, what: string): Codec<Uint8Array> {
+  return {
+    encode: (v) => {
+      if (v.length !== width) throw new RangeError(`${what}: expected ${width} bytes, got ${v.length}`);
+      return v;
+    },
+    decode: (b) => {
+      if (b.length !== width) throw new RangeError(`${what}: expected ${width} bytes, got ${b.length}`);
+      return b;
+    },
+  };
+}
+
+export const hashCodec = fixedBytesCodec(32, 'hash');
+
+/** Minimal big-endian unsigned integer (empty for zero), as RLP would carry it. */
+export const bigUintCodec: Codec<bigint> = {
+  encode: (v) => {
+    if (v < 0n) throw new RangeError('negative value');
+    if (v === 0n) return new Uint8Array(0);
+    let hex = v.toString(16);
+    if (hex.length % 2) hex = `0${hex}`;
+    return Uint8Array.from(Buffer.from(hex, 'hex'));
+  },
+  decode: (b) => bytesToBigInt(b),
+};
+
+export interface TxLocation {
+  number: bigint;
+  index: number;
+}
+
+export const txLocationCodec: Codec<TxLocation> = {
+  encode: (v) => concatBytes(bigIntToFixed(v.number, 8), u32(v.index)),
+  decode: (b) => {
+    if (b.length !== 12) throw new RangeError(`tx location: expected 12 bytes, got ${b.length}`);
+    return { number: bytesToBigInt(b.subarray(0, 8)), index: readU32(b, 8) };
+  },
+};
+
+export interface BlockLogRange {
+  firstLogId: bigint;
+  count: number;
+}
+
+export const blockLogRangeCodec: Codec<BlockLogRange> = {
+  encode: (v) => concatBytes(bigIntToFixed(v.firstLogId, 8), u32(v.count)),
+  decode: (b) => {
+    if (b.length !== 12) throw new RangeError(`block log range: expected 12 bytes, got ${b.length}`);
+    return { firstLogId: bytesToBigInt(b.subarray(0, 8)), count: readU32(b, 8) };
+  },
+};
+
+export interface HeadPointer {
+  number: bigint;
+  hash: Uint8Array;
+}
+
+export const headCodec: Codec<HeadPointer> = {
+  encode: (v) => concatBytes(bigIntToFixed(v.number, 8), hashCodec.encode(v.hash)),
+  decode: (b) => {
+    if (b.length !== 40) throw new RangeError(`head: expected 40 bytes, got ${b.length}`);
+    return { number: bytesToBigInt(b.subarray(0, 8)), hash: b.slice(8) };
+  },
+};
+
+/** Concatenation of fixed-width items (senders: 20, tx hashes: 32). */
+export function fixedListCodec(width: number): Codec<Uint8Array[]> {
+  return {
+    encode: (v) => concatBytes(...v.map((x) => fixedBytesCodec(width, 'list item').encode(x))),
+    decode: (b) => {
+      if (b.length % width !== 0) throw new RangeError(`list: length ${b.length} is not a multiple of ${width}`);
+      const out: Uint8Array[] = [];
+      for (let i = 0; i < b.length; i += width) out.push(b.subarray(i, i + width));
+      return out;
+    },
+  };
+}
+
+export interface StoredReceipt {
+  type: number;
+  /** Post-Byzantium status (1 byte: 0 or 1), or the 32-byte post-state root before it. */
+  statusOrState: Uint8Array;
+  cumulativeGasUsed: bigint;
+}
+
+export const receiptsCodec: Codec<StoredReceipt[]> = {
+  encode: (v) =>
+    RLP.encode(v.map((r) => [r.type, r.statusOrState, r.cumulativeGasUsed])),
+  decode: (b) =>
+    (RLP.decode(b) as Uint8Array[][]).map((f) => ({
+      type: Number(bytesToBigInt(f[0] as Uint8Array)),
+      statusOrState: f[1] as Uint8Array,
+      cumulativeGasUsed: bytesToBigInt(f[2] as Uint8Array),
+    })),
+};
+
+export interface StoredBody {
+  /** RLP length of the whole block. */
+  size: number;
+  /** Canonical transaction encodings (typed: type byte ++ payload; legacy: the RLP list). */
+  transactions: Uint8Array[];
+  /** Uncle header RLP encodings. */
+  uncles: Uint8Array[];
+  /** Raw RLP values of the withdrawals list (absent before Shanghai). */
+  withdrawals?: Uint8Array[][];
+}
+
+export const bodyCodec: Codec<StoredBody> = {
+  encode: (v) => {
+    const fields: unknown[] = [v.size, v.transactions, v.uncles];
+    if (v.withdrawals !== undefined) fields.push(v.withdrawals);
+    return RLP.encode(fields as Parameters<typeof RLP.encode>[0]);
+  },
+  decode: (b) => {
+    const f = RLP.decode(b) as unknown as [Uint8Array, Uint8Array[], Uint8Array[], Uint8Array[][]?];
+    const body: StoredBody = {
+      size: Number(bytesToBigInt(f[0])),
+      transactions: f[1],
+      uncles: f[2],
+    };
+    if (f[3] !== undefined) body.withdrawals = f[3];
+    return body;
+  },
+};
+
+export interface StoredLog {
+  blockNumber: bigint;
+  txIndex: number;
+  logIndex: number;
+  address: Uint8Array;
+  topics: Uint8Array[];
+  data: Uint8Array;
+}
+
+export const logCodec: Codec<StoredLog> = {
+  encode: (v) => RLP.encode([v.blockNumber, v.txIndex, v.logIndex, v.address, v.topics, v.data]),
+  decode: (b) => {
+    const f = RLP.decode(b) as unknown as [Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array[], Uint8Array];
+    return {
+      blockNumber: bytesToBigInt(f[0]),
+      txIndex: Number(bytesToBigInt(f[1])),
+      logIndex: Number(bytesToBigInt(f[2])),
+      address: f[3],
+      topics: f[4],
+      data: f[5],
+    };
+  },
+};
+
+/** Strictly increasing log ids as unsigned LEB128 deltas (first one relative to 0). */
+export const postingCodec: Codec<bigint[]> = {
+  encode: (ids) => {
+    const out: number[] = [];
+    let prev = 0n;
+    for (const id of ids) {
+      let d = id - prev;
+      if (d < 0n || (out.length > 0 && d === 0n)) throw new RangeError('posting list: ids must be strictly increasing');
+      prev = id;
+      do {
+        const b = Number(d & 0x7fn);
+        d >>= 7n;
+        out.push(d > 0n ? b | 0x80 : b);
+      } while (d > 0n);
+    }
+    return Uint8Array.from(out);
+  },
+  decode: (b) => {
+    const ids: bigint[] = [];
+    let prev = 0n;
+    let i = 0;
+    while (i < b.length) {
+      // Fast path with numbers while the delta fits 53 bits.
+      let d = 0;
+      let shift = 0;
+      let byte: number;
+      do {
+        const x = b[i++];
+        if (x === undefined) throw new RangeError('posting list: truncated varint');
+        byte = x;
+        d += (byte & 0x7f) * 2 ** shift;
+        shift += 7;
+      } while (byte & 0x80);
+      prev += BigInt(d);
+      ids.push(prev);
+    }
+    return ids;
+  },
+};
+
+export interface LogIndexKey {
+  kind: number;
+  value: Uint8Array;
+  firstLogId: bigint;
+}
+
+export const logIndexKeyCodec: Codec<LogIndexKey> = {
+  encode: (k) => concatBytes(Uint8Array.of(k.kind), k.value, bigIntToFixed(k.firstLogId, 8)),
+  decode: (b) => ({
+    kind: b[0] as number,
+    value: b.subarray(1, b.length - 8),
+    firstLogId: bytesToBigInt(b.subarray(b.length - 8)),
+  }),
+};
+
+// ---------------------------------------------------------------------------------------------
+// Typed tables over a minimal key/value interface (abstract-level compatible).
+
+export interface KvRead {
+  get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  getMany(keys: Uint8Array[]): Promise<(Uint8Array | undefined)[]>;
+  iterator(opts: {
+    gt?: Uint8Array;
+    gte?: Uint8Array;
+    lt?: Uint8Array;
+    lte?: Uint8Array;
+    reverse?: boolean;
+    limit?: number;
+  }): AsyncIterable<[Uint8Array, Uint8Array]> & { close(): Promise<void> };
+}
+
+export interface KvBatch {
+  put(key: Uint8Array, value: Uint8Array): unknown;
+}
+
+export interface RangeOpts<K> {
+  gte?: K;
+  gt?: K;
+  lte?: K;
+  lt?: K;
+  reverse?: boolean;
+  limit?: number;
+}
+
+export class Table<K, V> {
+  constructor(
+    readonly prefix: number,
+    readonly name: string,
+    readonly keyCodec: Codec<K>,
+    readonly valueCodec: Codec<V>,
+  ) {}
+
+  key(k: K): Uint8Array {
+    return concatBytes(Uint8Array.of(this.prefix), this.keyCodec.encode(k));
+  }
+
+  async get(db: KvRead, k: K): Promise<V | undefined> {
+    const v = await db.get(this.key(k));
+    return v === undefined ? undefined : this.valueCodec.decode(v);
+  }
+
+  async getMany(db: KvRead, ks: K[]): Promise<(V | undefined)[]> {
+    if (ks.length === 0) return [];
+    const vs = await db.getMany(ks.map((k) => this.key(k)));
+    return vs.map((v) => (v === undefined ? undefined : this.valueCodec.decode(v)));
+  }
+
+  put(batch: KvBatch, k: K, v: V): void {
+    batch.put(this.key(k), this.valueCodec.encode(v));
+  }
+
+  /** Entries in key order (or reverse), never leaving this table's prefix. */
+  async *range(db: KvRead, opts: RangeOpts<K> = {}): AsyncGenerator<[K, V]> {
+    const lower = opts.gte !== undefined ? { gte: this.key(opts.gte) } : opts.gt !== undefined ? { gt: this.key(opts.gt) } : { gte: Uint8Array.of(this.prefix) };
+    const upper = opts.lte !== undefined ? { lte: this.key(opts.lte) } : opts.lt !== undefined ? { lt: this.key(opts.lt) } : { lt: Uint8Array.of(this.prefix + 1) };
+    const it = db.iterator({ ...lower, ...upper, reverse: opts.reverse ?? false, limit: opts.limit ?? -1 });
+    try {
+      for await (const [k, v] of it) {
+        if (k[0] !== this.prefix) break;
+        yield [this.keyCodec.decode(k.subarray(1)), this.valueCodec.decode(v)];
+      }
+    } finally {
+      await it.close();
+    }
+  }
+}
+
+const utf8: Codec<string> = {
+  encode: (s) => new TextEncoder().encode(s),
+  decode: (b) => new TextDecoder().decode(b),
+};
+
+export const MetaKey = {
+  SchemaVersion: 'schemaVersion',
+  GenesisHash: 'genesisHash',
+  ChainConfig: 'chainConfig',
+  Head: 'head',
+} as const;
+
+export const tables = {
+  meta: new Table(Prefix.Meta, 'Meta', utf8, rawCodec),
+  canonical: new Table(Prefix.Canonical, 'Canonical', u64Codec, hashCodec),
+  hashToNumber: new Table(Prefix.HashToNumber, 'HashToNumber', hashCodec, u64Codec),
+  headers: new Table(Prefix.Headers, 'Headers', hashCodec, rawCodec),
+  bodies: new Table(Prefix.Bodies, 'Bodies', hashCodec, bodyCodec),
+  receipts: new Table(Prefix.Receipts, 'Receipts', hashCodec, receiptsCodec),
+  txLookup: new Table(Prefix.TxLookup, 'TxLookup', hashCodec, txLocationCodec),
+  totalDifficulty: new Table(Prefix.TotalDifficulty, 'TotalDifficulty', hashCodec, bigUintCodec),
+  senders: new Table(Prefix.Senders, 'Senders', hashCodec, fixedListCodec(20)),
+  blooms: new Table(Prefix.Blooms, 'Blooms', u64Codec, fixedBytesCodec(256, 'bloom')),
+  blockLogs: new Table(Prefix.BlockLogs, 'BlockLogs', u64Codec, blockLogRangeCodec),
+  logs: new Table(Prefix.Logs, 'Logs', u64Codec, logCodec),
+  logIndex: new Table(Prefix.LogIndex, 'LogIndex', logIndexKeyCodec, postingCodec),
+  trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
+  blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, fixedListCodec(32)),
+} as const;
