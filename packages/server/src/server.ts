@@ -312,10 +312,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   let metricsSocket: us_listen_socket | undefined;
   let metricsPort: number | undefined;
+  let metricsApp: TemplatedApp | undefined;
   const wantMetricsPort = opts.metricsPort ?? (config.metricsPort !== 0 ? config.metricsPort : undefined);
   if (wantMetricsPort !== undefined) {
     // Off unless a port is configured or given (--metrics-port; 0 there means ephemeral).
     const mapp = uWS.App();
+    metricsApp = mapp;
     mapp.get('/metrics', (res) => {
       let aborted = false;
       res.onAborted(() => {
@@ -360,6 +362,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       for (const ws of [...sockets]) ws.end(1001, 'server shutting down');
       keys.stop();
       ledger.close();
+      // Idle keep-alive connections would hold the process open; this uWS build has app.close().
+      await new Promise((r) => setImmediate(r));
+      (app as TemplatedApp & { close?: () => void }).close?.();
+      if (metricsApp) (metricsApp as TemplatedApp & { close?: () => void }).close?.();
     })();
     return closing;
   };
