@@ -1,12 +1,20 @@
+// `node-cli serve [--datadir ./data] [--host 127.0.0.1] [--port 8545] [--config <file>]
+//  [--failover-url <url>] [--metrics-port <port>]`: JSON-RPC over HTTP and WebSocket.
 import type { Command } from 'commander';
-import { CliError } from '../../cli-error.js';
+import { serve } from './run.js';
+import type { ServeOptions } from './run.js';
 
-// Placeholder until the issue that owns `serve` fills it in.
 export function register(program: Command): void {
   program
     .command('serve')
-    .description('serve (not implemented yet)')
-    .action(() => {
-      throw new CliError('serve is not implemented yet');
+    .description('serve the imported chain: HTTP POST /v3/<API_KEY>, WebSocket /ws/v3/<API_KEY>, GET /health')
+    .option('--datadir <dir>', 'datadir holding the imported chain, keys.json and usage/', './data')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0: any free port)', '8545')
+    .option('--config <file>', 'server config (plans, limits); default <datadir>/server.json if present')
+    .option('--failover-url <url>', 'partner JSON-RPC endpoint for eth_getBlockByHash of growth/custom keys during an outage')
+    .option('--metrics-port <port>', 'serve Prometheus metrics on this port (config metricsHost, loopback by default); off unless given or configured')
+    .action(async (opts: ServeOptions) => {
+      await serve(opts);
     });
 }

@@ -1,12 +1,95 @@
+// `node-cli start` (what `npm start` runs): import the bundled fixtures into ./data when needed
+// (the same importChain that `sync` uses; it resumes from the stored head, so a datadir that
+// is already up to date costs one pass over chain.rlp), make sure a development key exists,
+// and serve on 127.0.0.1:8545, printing the URLs with the key and a curl example.
+//
+// Development key: kept in plaintext in <datadir>/dev-api-key (mode 0600) so repeated starts
+// reuse it; this is a local-development convenience only. Its hash is in keys.json like any
+// other key, so `keys revoke` works on it (the next start then creates a fresh one).
+import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
+import { importChain, BlockVerificationError, ChainMismatchError, ChainSourceError } from '@chainnode/ingest';
+import { DatadirInUseError } from '@chainnode/store';
+import { createKey, findKey, readKeys } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
+import { serve } from '../serve/run.js';
 
-// Placeholder until the issue that owns `start` fills it in.
+interface StartOptions {
+  datadir: string;
+  from: string;
+  host: string;
+  port: string;
+  config?: string;
+  failoverUrl?: string;
+  metricsPort?: string;
+}
+
+export const DEV_KEY_FILE = 'dev-api-key';
+
+/** Returns the development key, creating it (plan custom) when missing or revoked. */
+export function ensureDevKey(datadir: string): { key: string; created: boolean } {
+  const path = join(datadir, DEV_KEY_FILE);
+  if (existsSync(path)) {
+    const key = readFileSync(path, 'utf8').trim();
+    const rec = findKey(readKeys(datadir), key);
+    if (rec && rec.revokedAt === undefined && /^[0-9a-f]{32}$/.test(key)) return { key, created: false };
+  }
+  const { key } = createKey(datadir, { plan: 'custom', label: 'development key (npm start)' });
+  writeFileSync(path, `${key}\n`, { mode: 0o600 });
+  chmodSync(path, 0o600);
+  return { key, created: true };
+}
+
+async function importFixtures(from: string, datadir: string): Promise<void> {
+  if (!existsSync(join(from, 'genesis.json')) || !existsSync(join(from, 'chain.rlp'))) {
+    throw new CliError(`${from} holds no genesis.json + chain.rlp (generate them: npm run fixtures)`);
+  }
+  try {
+    const s = await importChain({ from, datadir });
+    if (s.blocks > 0) process.stdout.write(`start: imported ${s.blocks} blocks (${s.txs} txs, ${s.logs} logs) from ${from} into ${datadir}\n`);
+    else process.stdout.write(`start: ${datadir} is up to date with ${from} (head ${s.head.number})\n`);
+  } catch (err) {
+    if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server already running on it?)`);
+    if (err instanceof ChainMismatchError || err instanceof ChainSourceError) throw new CliError(err.message);
+    if (err instanceof BlockVerificationError) throw new CliError(`import stopped: ${err.message}`);
+    throw err;
+  }
+}
+
 export function register(program: Command): void {
   program
     .command('start')
-    .description('start (not implemented yet)')
-    .action(() => {
-      throw new CliError('start is not implemented yet');
+    .description('import the bundled fixtures if needed, ensure a development key, and serve on 127.0.0.1:8545')
+    .option('--datadir <dir>', 'datadir', './data')
+    .option('--from <dir>', 'chain export to import (genesis.json + chain.rlp)', './fixtures')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on', '8545')
+    .option('--config <file>', 'server config (plans, limits)')
+    .option('--failover-url <url>', 'partner JSON-RPC endpoint for failover')
+    .option('--metrics-port <port>', 'serve Prometheus metrics on this port')
+    .action(async (opts: StartOptions) => {
+      await importFixtures(opts.from, opts.datadir);
+      const { key, created } = ensureDevKey(opts.datadir);
+      await serve(opts, (srv, host) => {
+        const http = `http://${host}:${srv.port}/v3/${key}`;
+        const ws = `ws://${host}:${srv.port}/ws/v3/${key}`;
+        process.stdout.write(
+          [
+            '',
+            `Development key ${created ? 'created' : 'reused'} (plan custom; kept in ${join(opts.datadir, DEV_KEY_FILE)}, mode 0600):`,
+            `  HTTP       ${http}`,
+            `  WebSocket  ${ws}`,
+            '',
+            'Try:',
+            `  curl -s -X POST -H 'content-type: application/json' \\`,
+            `    --data '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}' \\`,
+            `    ${http}`,
+            '',
+            'Ctrl-C stops the server (in-flight requests finish, the store closes cleanly).',
+            '',
+          ].join('\n'),
+        );
+      });
     });
 }

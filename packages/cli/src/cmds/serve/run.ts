@@ -1,0 +1,133 @@
+// Opens the store, builds the rpc service and runs the uWS server until SIGTERM/SIGINT, then
+// shuts down in order: stop accepting, let in-flight requests finish, close the store.
+// Shared by `serve` and `start`. Nothing printed here contains an API key unless the caller
+// passes one for the banner (`start` prints its development key on purpose).
+import { existsSync } from 'node:fs';
+import { ConfigError, FAULT_ENV, applyFaultInjection, loadConfig, startServer } from '@chainnode/server';
+import type { RunningServer, ServerConfig } from '@chainnode/server';
+import { createRpcService } from '@chainnode/rpc';
+import { DatadirEmptyError, DatadirInUseError, openChainStore } from '@chainnode/store';
+import type { ChainStore } from '@chainnode/core';
+import { CliError } from '../../cli-error.js';
+
+export interface ServeOptions {
+  datadir: string;
+  host: string;
+  port: string;
+  config?: string;
+  failoverUrl?: string;
+  metricsPort?: string;
+}
+
+export function parsePort(name: string, value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new CliError(`${name}: expected a port number 0-65535, got "${value}"`);
+  return Number(value);
+}
+
+export function parseFailoverUrl(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    throw new CliError('--failover-url: expected an http(s) URL of a JSON-RPC endpoint');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new CliError('--failover-url: expected an http:// or https:// URL');
+  return value;
+}
+
+export function readConfig(datadir: string, file: string | undefined): ServerConfig {
+  try {
+    return loadConfig(datadir, file);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+export async function openStore(datadir: string): Promise<ChainStore> {
+  if (!existsSync(datadir)) throw new CliError(`datadir ${datadir} does not exist (import a chain first: node-cli sync --from <dir> --datadir ${datadir})`);
+  try {
+    return await openChainStore(datadir);
+  } catch (err) {
+    if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server already running on it?)`);
+    if (err instanceof DatadirEmptyError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+/** Serves until a signal; `banner` receives the bound address once listening. */
+export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, host: string) => void): Promise<void> {
+  const port = parsePort('--port', opts.port);
+  const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
+  const failoverUrl = parseFailoverUrl(opts.failoverUrl);
+  const config = readConfig(opts.datadir, opts.config);
+  const raw = await openStore(opts.datadir);
+  let store: ChainStore;
+  try {
+    store = applyFaultInjection(raw);
+  } catch (err) {
+    await raw.close();
+    throw new CliError((err as Error).message);
+  }
+  if (store !== raw) process.stderr.write(`serve: fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails\n`);
+  const log = (line: string): void => {
+    process.stderr.write(`serve: ${line}\n`);
+  };
+  const service = createRpcService(store, { maxBatchSize: config.maxBatchSize });
+  let srv: RunningServer;
+  try {
+    srv = await startServer({
+      service,
+      store,
+      datadir: opts.datadir,
+      config,
+      host: opts.host,
+      port,
+      log,
+      ...(failoverUrl !== undefined ? { failoverUrl } : {}),
+      ...(metricsPort !== undefined ? { metricsPort } : {}),
+    });
+  } catch (err) {
+    await raw.close();
+    throw new CliError((err as Error).message);
+  }
+  const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  process.stdout.write(`serve: listening on ${hostForUrl}:${srv.port}\n`);
+  process.stdout.write(`serve: HTTP      POST http://${hostForUrl}:${srv.port}/v3/<API_KEY>\n`);
+  process.stdout.write(`serve: WebSocket      ws://${hostForUrl}:${srv.port}/ws/v3/<API_KEY>\n`);
+  process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
+  if (srv.metricsPort !== undefined) process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics\n`);
+  if (failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
+  banner?.(srv, hostForUrl);
+
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) {
+        process.stderr.write(`serve: ${signal} again, exiting now\n`);
+        process.exit(1);
+      }
+      stopping = true;
+      process.stderr.write(`serve: ${signal}: finishing in-flight requests, then closing the store\n`);
+      srv
+        .close()
+        .then(() => raw.close())
+        .then(
+          () => {
+            process.stderr.write('serve: stopped cleanly\n');
+            resolve();
+          },
+          (err: unknown) => {
+            process.stderr.write(`serve: error while stopping: ${(err as Error).message}\n`);
+            process.exitCode = 1;
+            resolve();
+          },
+        );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  });
+  // Idle keep-alive clients must not keep us alive past a clean stop.
+  process.exit(process.exitCode ?? 0);
+}
