@@ -1,0 +1,251 @@
+// Formatters: exact JSON (field presence, order, encodings) as geth v1.16 marshals it.
+import { formatBlock, formatUncle } from '../src/formatters/block.js';
+import { formatLog } from '../src/formatters/log.js';
+import { formatProof, formatStorageKey } from '../src/formatters/proof.js';
+import { formatTransaction } from '../src/formatters/transaction.js';
+import { blobTx, blocks, dynamicTx, eip155Tx, filled, legacyTx, logs, setCodeTx, uncleHeader } from './fake-store.js';
+import type { TxRecord } from '@chainnode/core';
+
+const x = (byte: number, len: number): string => `0x${byte.toString(16).padStart(2, '0').repeat(len)}`;
+
+function at(tx: TxRecord, blockIndex: number, txIndex: number) {
+  const b = blocks[blockIndex]!.header;
+  return {
+    tx,
+    blockHash: b.hash,
+    blockNumber: b.number,
+    transactionIndex: txIndex,
+    blockTimestamp: b.timestamp,
+    baseFeePerGas: b.baseFeePerGas,
+  };
+}
+
+const location1 = { blockHash: x(0xa1, 32), blockNumber: '0x1', blockTimestamp: '0x3f4' };
+const location2 = { blockHash: x(0xa2, 32), blockNumber: '0x2', blockTimestamp: '0x400' };
+
+describe('transaction formatter', () => {
+  test('legacy without replay protection: no chainId, yParity or accessList', () => {
+    expect(JSON.stringify(formatTransaction(at(legacyTx, 1, 0)))).toBe(
+      JSON.stringify({
+        ...location1,
+        from: x(0xf1, 20),
+        gas: '0x5208',
+        gasPrice: '0xa',
+        hash: x(0x01, 32),
+        input: '0x',
+        nonce: '0x0',
+        to: x(0x70, 20),
+        transactionIndex: '0x0',
+        value: '0x1',
+        type: '0x0',
+        v: '0x1b',
+        r: '0x1',
+        s: '0x2',
+      }),
+    );
+  });
+
+  test('legacy EIP-155: chainId, contract creation has to: null', () => {
+    const json = formatTransaction(at(eip155Tx, 1, 1));
+    expect(JSON.stringify(json)).toBe(
+      JSON.stringify({
+        ...location1,
+        from: x(0xf1, 20),
+        gas: '0x5208',
+        gasPrice: '0xa',
+        hash: x(0x02, 32),
+        input: '0x6000',
+        nonce: '0x1',
+        to: null,
+        transactionIndex: '0x1',
+        value: '0x1',
+        type: '0x0',
+        chainId: '0x539',
+        v: '0xa95',
+        r: '0x1',
+        s: '0x2',
+      }),
+    );
+  });
+
+  test('EIP-1559: gasPrice is the effective price min(tip + baseFee, feeCap)', () => {
+    expect(JSON.stringify(formatTransaction(at(dynamicTx, 2, 0)))).toBe(
+      JSON.stringify({
+        ...location2,
+        from: x(0xf1, 20),
+        gas: '0xc350',
+        gasPrice: '0x7', // tip 2 + base fee 5 < cap 100
+        maxFeePerGas: '0x64',
+        maxPriorityFeePerGas: '0x2',
+        hash: x(0x03, 32),
+        input: '0x',
+        nonce: '0x2',
+        to: x(0x70, 20),
+        transactionIndex: '0x0',
+        value: '0x0',
+        type: '0x2',
+        accessList: [{ address: x(0x70, 20), storageKeys: [x(0, 32)] }],
+        chainId: '0x539',
+        v: '0x1',
+        r: '0x3',
+        s: '0x4',
+        yParity: '0x1',
+      }),
+    );
+  });
+
+  test('blob: fee cap below tip + base fee caps the price; blob fields present', () => {
+    const json = formatTransaction(at(blobTx, 2, 1));
+    expect(json.gasPrice).toBe('0x7'); // min(tip 2 + base fee 5, cap 7)
+    expect(json.maxFeePerBlobGas).toBe('0x9');
+    expect(json.blobVersionedHashes).toEqual([x(0x01, 32)]);
+    expect(json.accessList).toEqual([]);
+    expect(json.yParity).toBe('0x0');
+    expect(json.v).toBe('0x0');
+    expect(Object.keys(json)).toEqual([
+      'blockHash', 'blockNumber', 'blockTimestamp', 'from', 'gas', 'gasPrice', 'maxFeePerGas',
+      'maxPriorityFeePerGas', 'maxFeePerBlobGas', 'hash', 'input', 'nonce', 'to', 'transactionIndex',
+      'value', 'type', 'accessList', 'chainId', 'blobVersionedHashes', 'v', 'r', 's', 'yParity',
+    ]);
+  });
+
+  test('fee cap lower than tip + base fee', () => {
+    const json = formatTransaction(at({ ...dynamicTx, maxFeePerGas: 6n }, 2, 0));
+    expect(json.gasPrice).toBe('0x6');
+  });
+
+  test('set-code: authorizationList in geth field order', () => {
+    const json = formatTransaction(at(setCodeTx, 2, 2));
+    expect(JSON.stringify(json.authorizationList)).toBe(
+      JSON.stringify([{ chainId: '0x0', address: x(0x70, 20), nonce: '0x7', yParity: '0x1', r: '0x5', s: '0x6' }]),
+    );
+    expect(json.blobVersionedHashes).toBeUndefined();
+    expect(json.type).toBe('0x4');
+  });
+});
+
+describe('block formatter', () => {
+  test('pre-London block with hashes: alphabetical keys, no fork fields', () => {
+    const json = formatBlock(blocks[1]!, false);
+    expect(JSON.stringify(json)).toBe(
+      JSON.stringify({
+        difficulty: '0x20000',
+        extraData: '0xabcd',
+        gasLimit: '0x1c9c380',
+        gasUsed: '0x5208',
+        hash: x(0xa1, 32),
+        logsBloom: x(0, 256),
+        miner: x(0xc0, 20),
+        mixHash: x(0x33, 32),
+        nonce: x(0, 8),
+        number: '0x1',
+        parentHash: x(0xa0, 32),
+        receiptsRoot: x(0x72, 32),
+        sha3Uncles: x(0x1d, 32),
+        size: '0x2bc',
+        stateRoot: x(0x51, 32),
+        timestamp: '0x3f4',
+        totalDifficulty: '0x40000',
+        transactions: [x(0x01, 32), x(0x02, 32)],
+        transactionsRoot: x(0x70, 32),
+        uncles: [],
+      }),
+    );
+  });
+
+  test('Prague block: every fork field, withdrawals, full transactions', () => {
+    const json = formatBlock(blocks[2]!, true);
+    expect(Object.keys(json)).toEqual([
+      'baseFeePerGas', 'blobGasUsed', 'difficulty', 'excessBlobGas', 'extraData', 'gasLimit', 'gasUsed',
+      'hash', 'logsBloom', 'miner', 'mixHash', 'nonce', 'number', 'parentBeaconBlockRoot', 'parentHash',
+      'receiptsRoot', 'requestsHash', 'sha3Uncles', 'size', 'stateRoot', 'timestamp', 'totalDifficulty',
+      'transactions', 'transactionsRoot', 'uncles', 'withdrawals', 'withdrawalsRoot',
+    ]);
+    expect(json.baseFeePerGas).toBe('0x5');
+    expect(json.blobGasUsed).toBe('0x20000');
+    expect(json.excessBlobGas).toBe('0x0');
+    expect(json.requestsHash).toBe(x(0x99, 32));
+    expect(JSON.stringify(json.withdrawals)).toBe(
+      JSON.stringify([{ index: '0x0', validatorIndex: '0x5', address: x(0x70, 20), amount: '0x20' }]),
+    );
+    expect(json.uncles).toEqual([x(0xee, 32)]);
+    const txs = json.transactions as { hash: string; transactionIndex: string; blockHash: string }[];
+    expect(txs.map((t) => t.hash)).toEqual([x(0x03, 32), x(0x04, 32), x(0x05, 32)]);
+    expect(txs.map((t) => t.transactionIndex)).toEqual(['0x0', '0x1', '0x2']);
+    expect(txs.every((t) => t.blockHash === x(0xa2, 32))).toBe(true);
+  });
+
+  test('uncle: empty body, no transactions, totalDifficulty null', () => {
+    const json = formatUncle({ header: uncleHeader, size: 530 });
+    expect(json.transactions).toBeUndefined();
+    expect(json.uncles).toEqual([]);
+    expect(json.totalDifficulty).toBeNull();
+    expect(json.size).toBe('0x212');
+    expect(json.hash).toBe(x(0xee, 32));
+    expect(json.miner).toBe(x(0xc1, 20));
+    expect('withdrawals' in json).toBe(false);
+    expect(Object.keys(json)).toEqual([...Object.keys(json)].sort());
+  });
+});
+
+describe('log formatter', () => {
+  test('geth field order with blockTimestamp and removed:false', () => {
+    expect(JSON.stringify(formatLog(logs[1]!))).toBe(
+      JSON.stringify({
+        address: x(0xbb, 20),
+        topics: [x(0x10, 32), x(0x11, 32)],
+        data: '0x01',
+        blockNumber: '0x1',
+        transactionHash: x(0x02, 32),
+        transactionIndex: '0x1',
+        blockHash: x(0xa1, 32),
+        blockTimestamp: '0x3f4',
+        logIndex: '0x1',
+        removed: false,
+      }),
+    );
+  });
+
+  test('empty data and no topics', () => {
+    const json = formatLog({ ...logs[2]!, data: new Uint8Array() });
+    expect(json.data).toBe('0x');
+    expect(json.topics).toEqual([]);
+  });
+});
+
+describe('proof formatter', () => {
+  test('storage keys echo as data when given as 32 bytes, else as quantity', () => {
+    expect(formatStorageKey(filled(0, 32), 32)).toBe(x(0, 32));
+    expect(formatStorageKey(filled(0, 32), 1)).toBe('0x0');
+    const slot = new Uint8Array(32);
+    slot[30] = 0x01;
+    slot[31] = 0x0a;
+    expect(formatStorageKey(slot, 2)).toBe('0x10a');
+  });
+
+  test('account proof fields in geth order', () => {
+    const json = formatProof(
+      {
+        address: filled(0xaa, 20),
+        nonce: 0n,
+        balance: 0n,
+        codeHash: filled(0xc5, 32),
+        storageHash: filled(0x56, 32),
+        accountProof: [new Uint8Array([0xc1, 0x80])],
+        storageProof: [{ key: filled(0, 32), value: 0n, proof: [] }],
+      },
+      [1],
+    );
+    expect(JSON.stringify(json)).toBe(
+      JSON.stringify({
+        address: x(0xaa, 20),
+        accountProof: ['0xc180'],
+        balance: '0x0',
+        codeHash: x(0xc5, 32),
+        nonce: '0x0',
+        storageHash: x(0x56, 32),
+        storageProof: [{ key: '0x0', value: '0x0', proof: [] }],
+      }),
+    );
+  });
+});
