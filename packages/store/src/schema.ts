@@ -15,8 +15,10 @@
 //   0x0a    Blooms          number(8) -> logsBloom(256)
 //   0x0b    BlockLogs       number(8) -> firstLogId(8) ++ logCount(4)
 //   0x0c    Logs            logId(8) -> RLP [number, txIndex, logIndex, address, [topics..], data]
-//   0x0d    LogIndex        kind(1) ++ value(20|32) ++ firstLogIdOfChunk(8) -> delta-varint logIds
-//                           kind: 0x00..0x03 topic position, 0x10 address
+//   0x0d    LogIndex        kind(1) ++ value(20|32) ++ chunkStart(8) -> delta-varint logIds
+//                           kind: 0x00..0x03 topic position, 0x10 address; chunkStart is a
+//                           multiple of LOG_INDEX_CHUNK and the chunk holds the value's log ids
+//                           in [chunkStart, chunkStart + LOG_INDEX_CHUNK)
 //   0x0e    TrieNodes       key as the MPT / state manager asks (node hash, 'c'++codeHash) -> bytes
 //   0x0f    BlockTxHashes   number(8) -> txHash(32) per tx, concatenated in tx order
 import { RLP } from '@ethereumjs/rlp';
@@ -43,6 +45,9 @@ export const Prefix = {
 } as const;
 
 export const LogIndexKind = { Address: 0x10 } as const;
+
+/** Log ids per posting-list chunk (aligned buckets). */
+export const LOG_INDEX_CHUNK = 4096n;
 
 /** Byte encoding of one side (key part or value) of a table. */
 export interface Codec<T> {

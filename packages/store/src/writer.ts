@@ -5,7 +5,7 @@
 import { bytesToBigInt } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
-import { LogIndexKind, MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
 import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
 
@@ -185,10 +185,7 @@ export class StoreWriter {
     const ops = this.group;
     const stats: FlushStats = { ...this.groupStats, trieNodes: 0, bytes: 0 };
     if (this.groupHead === undefined) return stats;
-    for (const p of this.postings.values()) {
-      const first = p.ids[0] as bigint;
-      tables.logIndex.put(ops, { kind: p.kind, value: p.value, firstLogId: first }, p.ids);
-    }
+    await this.stagePostings(ops);
     stats.trieNodes = this.trieDb.drainInto(ops);
     tables.meta.put(ops, MetaKey.Head, headCodec.encode(this.groupHead));
     stats.bytes = ops.bytes;
@@ -199,6 +196,32 @@ export class StoreWriter {
     this.groupHead = undefined;
     this.groupStats = { blocks: 0, txs: 0, logs: 0 };
     return stats;
+  }
+
+  /**
+   * Posting lists are chunked by aligned log-id buckets (LOG_INDEX_CHUNK ids): the chunk key is
+   * the bucket start, so the index bytes do not depend on how blocks were grouped into batches
+   * (a resumed import equals an uninterrupted one). A bucket left open by the previous batch is
+   * read and extended inside this batch.
+   */
+  private async stagePostings(ops: KvBatch): Promise<void> {
+    const chunks: { kind: number; value: Uint8Array; firstLogId: bigint; ids: bigint[] }[] = [];
+    for (const p of this.postings.values()) {
+      let cur: (typeof chunks)[number] | undefined;
+      for (const id of p.ids) {
+        const start = id - (id % LOG_INDEX_CHUNK);
+        if (cur === undefined || cur.firstLogId !== start) {
+          cur = { kind: p.kind, value: p.value, firstLogId: start, ids: [] };
+          chunks.push(cur);
+        }
+        cur.ids.push(id);
+      }
+    }
+    const existing = await tables.logIndex.getMany(this.db, chunks);
+    chunks.forEach((c, i) => {
+      const before = existing[i];
+      tables.logIndex.put(ops, c, before === undefined ? c.ids : before.concat(c.ids));
+    });
   }
 
   async close(): Promise<void> {

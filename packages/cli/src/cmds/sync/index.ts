@@ -2,6 +2,7 @@
 // a geth chain export into the datadir. Expected failures print one line (CliError).
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Option } from 'commander';
 import type { Command } from 'commander';
 import { BlockVerificationError, ChainMismatchError, ChainSourceError, importChain } from '@chainnode/ingest';
 import type { ImportProgress } from '@chainnode/ingest';
@@ -12,6 +13,7 @@ interface SyncOptions {
   from: string;
   datadir: string;
   to?: string;
+  groupBlocks?: string;
 }
 
 function parseTo(value: string | undefined): bigint | undefined {
@@ -70,9 +72,14 @@ async function sync(opts: SyncOptions): Promise<void> {
   const reporter = progressReporter();
   let summary;
   try {
-    summary = await importChain({ from: opts.from, datadir: opts.datadir, to, onProgress: reporter.report });
+    const groupBlocks = opts.groupBlocks === undefined ? undefined : Number(opts.groupBlocks);
+    if (groupBlocks !== undefined && !(Number.isInteger(groupBlocks) && groupBlocks > 0)) {
+      throw new CliError(`--group-blocks: expected a positive integer, got "${opts.groupBlocks}"`);
+    }
+    summary = await importChain({ from: opts.from, datadir: opts.datadir, to, onProgress: reporter.report, ...(groupBlocks ? { groupBlocks } : {}) });
   } catch (err) {
     reporter.done();
+    if (err instanceof CliError) throw err;
     if (err instanceof DatadirInUseError || err instanceof ChainMismatchError || err instanceof ChainSourceError) {
       throw new CliError(err.message);
     }
@@ -102,6 +109,8 @@ export function register(program: Command): void {
     .requiredOption('--from <dir>', 'directory holding genesis.json and chain.rlp')
     .option('--datadir <dir>', 'where the store lives', './data')
     .option('--to <block>', 'stop after this block number')
+    // Blocks per atomic batch; small values make crash tests meaningful on short chains.
+    .addOption(new Option('--group-blocks <n>').hideHelp())
     .action(async (opts: SyncOptions) => {
       await sync(opts);
     });

@@ -1,0 +1,119 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Level } from 'level';
+import {
+  LOG_INDEX_CHUNK,
+  Prefix,
+  bigUintCodec,
+  blockLogRangeCodec,
+  bodyCodec,
+  fixedListCodec,
+  headCodec,
+  logCodec,
+  logIndexKeyCodec,
+  postingCodec,
+  receiptsCodec,
+  tables,
+  txLocationCodec,
+  u64Codec,
+} from '../src/schema.js';
+import type { Codec } from '../src/schema.js';
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+const fill = (byte: number, n: number) => new Uint8Array(n).fill(byte);
+
+function roundTrip<T>(codec: Codec<T>, value: T, expectedHex: string): void {
+  const bytes = codec.encode(value);
+  expect(hex(bytes)).toBe(expectedHex);
+  expect(codec.decode(bytes)).toEqual(value);
+}
+
+describe('key-schema codecs: round trip and exact bytes', () => {
+  test('u64 is fixed-width big-endian', () => {
+    roundTrip(u64Codec, 0x0102n, '0000000000000102');
+    roundTrip(u64Codec, 2n ** 64n - 1n, 'ffffffffffffffff');
+    expect(() => u64Codec.encode(2n ** 64n)).toThrow(RangeError);
+  });
+  test('tx location: number(8) ++ index(4)', () => {
+    roundTrip(txLocationCodec, { number: 5n, index: 3 }, '000000000000000500000003');
+  });
+  test('block log range: firstLogId(8) ++ count(4)', () => {
+    roundTrip(blockLogRangeCodec, { firstLogId: 256n, count: 2 }, '000000000000010000000002');
+  });
+  test('head pointer: number(8) ++ hash(32)', () => {
+    roundTrip(headCodec, { number: 1n, hash: fill(0xaa, 32) }, `0000000000000001${'aa'.repeat(32)}`);
+  });
+  test('total difficulty: minimal big-endian', () => {
+    roundTrip(bigUintCodec, 0n, '');
+    roundTrip(bigUintCodec, 0x1234n, '1234');
+    roundTrip(bigUintCodec, 0x10000n, '010000');
+  });
+  test('posting list: LEB128 deltas', () => {
+    roundTrip(postingCodec, [1n, 3n, 200n], '0102c501');
+    roundTrip(postingCodec, [2n ** 40n], '8080808080' + '20');
+    expect(() => postingCodec.encode([3n, 3n])).toThrow(RangeError);
+    expect(() => postingCodec.decode(Uint8Array.of(0x80))).toThrow(RangeError);
+  });
+  test('receipts: RLP [[type, status, cumulativeGas]]', () => {
+    roundTrip(receiptsCodec, [{ type: 2, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 21000n }], 'c6c50201825208');
+  });
+  test('log record: RLP [number, txIndex, logIndex, address, topics, data]', () => {
+    roundTrip(
+      logCodec,
+      { blockNumber: 1n, txIndex: 0, logIndex: 0, address: fill(0x11, 20), topics: [fill(0x22, 32)], data: Uint8Array.of(0x33) },
+      `f83b01808094${'11'.repeat(20)}e1a0${'22'.repeat(32)}33`,
+    );
+  });
+  test('body: RLP [size, txs, uncles(, withdrawals)]', () => {
+    roundTrip(bodyCodec, { size: 5, transactions: [Uint8Array.of(1, 2)], uncles: [] }, 'c605c3820102c0');
+    roundTrip(bodyCodec, { size: 5, transactions: [], uncles: [], withdrawals: [[Uint8Array.of(1), Uint8Array.of(2)]] }, 'c705c0c0c3c20102');
+  });
+  test('log index key: kind ++ value ++ chunkStart(8)', () => {
+    roundTrip(logIndexKeyCodec, { kind: 0x10, value: fill(0xab, 20), firstLogId: LOG_INDEX_CHUNK }, `10${'ab'.repeat(20)}0000000000001000`);
+  });
+  test('fixed lists (senders, tx hashes) concatenate', () => {
+    roundTrip(fixedListCodec(20), [fill(1, 20), fill(2, 20)], '01'.repeat(20) + '02'.repeat(20));
+    expect(() => fixedListCodec(20).decode(new Uint8Array(21))).toThrow(RangeError);
+  });
+  test('table keys carry the one-byte prefix', () => {
+    expect(hex(tables.canonical.key(1n))).toBe('020000000000000001');
+    expect(hex(tables.meta.key('head'))).toBe('0168656164');
+    const prefixes = Object.values(Prefix);
+    expect(new Set(prefixes).size).toBe(prefixes.length);
+    expect(new Set(Object.values(tables).map((t) => t.prefix)).size).toBe(Object.keys(tables).length);
+  });
+});
+
+describe('typed table range scans', () => {
+  let dir: string;
+  let db: Level<Uint8Array, Uint8Array>;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'schema-test-'));
+    db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
+    await db.open();
+  });
+  afterAll(async () => {
+    await db.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('are clamped to the table prefix and ordered numerically', async () => {
+    const batch = db.batch();
+    for (const n of [1n, 2n, 256n, 70000n]) tables.canonical.put(batch, n, fill(Number(n % 200n), 32));
+    // Neighbouring tables (prefixes 0x01 and 0x03) must not leak into a Canonical (0x02) scan.
+    tables.meta.put(batch, 'zzz', Uint8Array.of(1));
+    tables.hashToNumber.put(batch, fill(0, 32), 7n);
+    await batch.write();
+    const all: bigint[] = [];
+    for await (const [n] of tables.canonical.range(db)) all.push(n);
+    expect(all).toEqual([1n, 2n, 256n, 70000n]);
+    const some: bigint[] = [];
+    for await (const [n] of tables.canonical.range(db, { gte: 2n, lt: 70000n })) some.push(n);
+    expect(some).toEqual([2n, 256n]);
+    const rev: bigint[] = [];
+    for await (const [n] of tables.canonical.range(db, { lte: 256n, reverse: true, limit: 2 })) rev.push(n);
+    expect(rev).toEqual([256n, 2n]);
+    expect(await tables.canonical.get(db, 3n)).toBeUndefined();
+  });
+});
