@@ -1,0 +1,85 @@
+// Black-box helpers: run `node-cli serve` as a child process on a free port and talk to it.
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { cliBin, runCli } from '@chainnode/testkit';
+
+export interface ServeProcess {
+  proc: ChildProcess;
+  port: number;
+  url: (key: string) => string;
+  ws: (key: string) => string;
+  base: string;
+  output: () => string;
+  /** Sends `signal` and resolves with the exit code. */
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+}
+
+const live = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const p of live) p.kill('SIGKILL');
+});
+
+export function spawnServe(datadir: string, extra: string[] = [], env: Record<string, string> = {}): Promise<ServeProcess> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [cliBin(), 'serve', '--datadir', datadir, '--port', '0', ...extra], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    live.add(proc);
+    let out = '';
+    const exited = new Promise<number | null>((r) =>
+      proc.on('exit', (code) => {
+        live.delete(proc);
+        r(code);
+      }),
+    );
+    const onData = (d: Buffer): void => {
+      out += d.toString('utf8');
+      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) {
+        const port = Number(m[1]);
+        const base = `http://127.0.0.1:${port}`;
+        resolve({
+          proc,
+          port,
+          base,
+          url: (key) => `${base}/v3/${key}`,
+          ws: (key) => `ws://127.0.0.1:${port}/ws/v3/${key}`,
+          output: () => out,
+          stop: (signal = 'SIGTERM') => {
+            proc.kill(signal);
+            return exited;
+          },
+        });
+      }
+    };
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    void exited.then((code) => reject(new Error(`serve exited (${code}) before listening:\n${out}`)));
+  });
+}
+
+export async function createKeyCli(datadir: string, plan: string, extra: string[] = []): Promise<{ key: string; id: string }> {
+  const r = await runCli(['keys', 'create', '--plan', plan, '--json', '--datadir', datadir, ...extra]);
+  if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as { key: string; id: string };
+}
+
+export async function usageCli(datadir: string, key: string): Promise<{ plan: string; dailyCredits: number; used: number; remaining: number; resetsAt: string }> {
+  const r = await runCli(['keys', 'usage', key, '--json', '--datadir', datadir]);
+  if (r.code !== 0) throw new Error(`keys usage failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as { plan: string; dailyCredits: number; used: number; remaining: number; resetsAt: string };
+}
+
+export interface Envelope {
+  id?: unknown;
+  result?: unknown;
+  error?: { code: number; message: string };
+}
+
+export async function rpc(url: string, method: string, params: unknown[], id = 1): Promise<{ status: number; body: Envelope }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id, method, params }) });
+  return { status: res.status, body: (await res.json()) as Envelope };
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

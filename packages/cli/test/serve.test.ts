@@ -1,0 +1,140 @@
+// Black-box tests of `node-cli serve` + `node-cli keys` as child processes on an imported chain:
+// per-method charges (costs read from the rpc method table), key changes seen by a running
+// server within a second, durability across a SIGKILL restart, failover against a real partner
+// process with NODE_FAULT_INJECT=store-outage, and a clean SIGTERM shutdown.
+import { methodCosts } from '@chainnode/rpc';
+import { chainDir, datadirCopy, runCli } from '@chainnode/testkit';
+import type { ChainName } from '@chainnode/testkit';
+import { createKeyCli, rpc, sleep, spawnServe, usageCli } from './serve-helpers.js';
+import type { ServeProcess } from './serve-helpers.js';
+
+const chain: ChainName = chainDir('fixtures') !== undefined ? 'fixtures' : 'execution-apis';
+const costs = methodCosts() as Record<string, number>;
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()?.();
+});
+
+async function copy(): Promise<string> {
+  const c = await datadirCopy(chain);
+  cleanups.push(c.cleanup);
+  return c.dir;
+}
+
+async function serveOn(dir: string, extra: string[] = [], env: Record<string, string> = {}): Promise<ServeProcess> {
+  const s = await spawnServe(dir, extra, env);
+  cleanups.push(() => s.stop('SIGKILL'));
+  return s;
+}
+
+test('keys CLI + serve: every method charged its table cost; new and revoked keys honoured within a second', async () => {
+  const dir = await copy();
+  const { key } = await createKeyCli(dir, 'team');
+  const s = await serveOn(dir);
+  const head = await rpc(s.url(key), 'eth_getBlockByNumber', ['latest', false]);
+  const block = head.body.result as { hash: string; number: string; stateRoot: string };
+  const calls: [string, unknown[]][] = [
+    ['eth_getBlockByNumber', ['0x1', false]],
+    ['eth_getBlockByHash', [block.hash, false]],
+    ['eth_getStorageAt', ['0x0000000000000000000000000000000000000000', '0x0', 'latest']],
+    ['eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x1' }]],
+    ['eth_getProof', ['0x0000000000000000000000000000000000000000', [], 'latest']],
+    ['eth_getTransactionByHash', [`0x${'00'.repeat(32)}`]],
+    ['eth_getUncleByBlockNumberAndIndex', ['0x1', '0x0']],
+    ['eth_getUncleByBlockHashAndIndex', [block.hash, '0x0']],
+    ['eth_chainId', []],
+    ['eth_blockNumber', []],
+  ];
+  let expected = costs['eth_getBlockByNumber'] as number;
+  expect((await usageCli(dir, key)).used).toBe(expected);
+  for (const [method, params] of calls) {
+    const r = await rpc(s.url(key), method, params);
+    expect(r.body.error).toBeUndefined();
+    expected += costs[method] as number;
+    const u = await usageCli(dir, key);
+    expect({ method, used: u.used }).toEqual({ method, used: expected });
+  }
+  const u = await usageCli(dir, key);
+  expect(u.plan).toBe('team');
+  expect(u.remaining).toBe(u.dailyCredits - expected);
+
+  // A key created by the CLI while the server runs works within a second; a revoke likewise.
+  const fresh = await createKeyCli(dir, 'core');
+  const t0 = Date.now();
+  while ((await rpc(s.url(fresh.key), 'eth_blockNumber', [])).status !== 200) {
+    expect(Date.now() - t0).toBeLessThan(1000);
+    await sleep(20);
+  }
+  const rv = await runCli(['keys', 'revoke', fresh.key, '--datadir', dir]);
+  expect(rv.code).toBe(0);
+  const t1 = Date.now();
+  while ((await rpc(s.url(fresh.key), 'eth_blockNumber', [])).status !== 401) {
+    expect(Date.now() - t1).toBeLessThan(1000);
+    await sleep(20);
+  }
+  // keys list never prints keys.
+  const list = await runCli(['keys', 'list', '--datadir', dir]);
+  expect(list.stdout).not.toContain(key);
+  expect(list.stdout).toContain(fresh.id);
+  expect(s.output()).not.toContain(key);
+});
+
+test('exhaustion and durability: 429 past the balance, and a SIGKILL restart neither refunds nor double-charges', async () => {
+  const dir = await copy();
+  const cost = costs['eth_getBlockByNumber'] as number;
+  const { key } = await createKeyCli(dir, 'core', ['--daily-credits', String(cost * 5)]);
+  const s1 = await serveOn(dir);
+  const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => rpc(s1.url(key), 'eth_getBlockByNumber', ['0x1', false], i)));
+  expect(replies.filter((r) => r.status === 200)).toHaveLength(5);
+  const limited = replies.filter((r) => r.status === 429);
+  expect(limited).toHaveLength(3);
+  expect(limited[0]?.body.error?.code).toBe(-32005);
+  expect(limited[0]?.body.error?.message).toMatch(/daily credit limit reached.*resets at \d{4}-\d\d-\d\dT00:00:00.000Z/);
+  expect(await s1.stop('SIGKILL')).toBeNull();
+  expect((await usageCli(dir, key)).used).toBe(cost * 5);
+  const s2 = await serveOn(dir);
+  expect((await rpc(s2.url(key), 'eth_getBlockByNumber', ['0x1', false])).status).toBe(429);
+  expect((await usageCli(dir, key)).used).toBe(cost * 5);
+});
+
+test('failover: a growth key gets eth_getBlockByHash from the partner process during an injected outage', async () => {
+  const partnerDir = await copy();
+  const partnerKey = (await createKeyCli(partnerDir, 'custom')).key;
+  const partner = await serveOn(partnerDir);
+  const dir = await copy();
+  const growth = (await createKeyCli(dir, 'growth')).key;
+  const custom = (await createKeyCli(dir, 'custom')).key;
+  const core = (await createKeyCli(dir, 'core')).key;
+  const down = await serveOn(dir, ['--failover-url', partner.url(partnerKey)], { NODE_FAULT_INJECT: 'store-outage' });
+  expect(down.output()).toContain('fault injection active');
+
+  const b1 = await rpc(partner.url(partnerKey), 'eth_getBlockByNumber', ['0x1', false]);
+  const hash = (b1.body.result as { hash: string }).hash;
+  const direct = await rpc(partner.url(partnerKey), 'eth_getBlockByHash', [hash, true]);
+  for (const k of [growth, custom]) {
+    const fwd = await rpc(down.url(k), 'eth_getBlockByHash', [hash, true], 77);
+    expect(fwd.status).toBe(200);
+    expect(fwd.body.id).toBe(77);
+    expect(fwd.body.result).toEqual(direct.body.result);
+  }
+  const coreReply = await rpc(down.url(core), 'eth_getBlockByHash', [hash, true]);
+  expect(coreReply.body.error?.code).toBe(-32603);
+  const otherMethod = await rpc(down.url(growth), 'eth_getBlockByNumber', ['0x1', false]);
+  expect(otherMethod.body.error?.code).toBe(-32603);
+  expect((await fetch(`${down.base}/health`)).status).toBe(503);
+  expect((await usageCli(dir, core)).used).toBe(0);
+  expect((await usageCli(dir, growth)).used).toBe(costs['eth_getBlockByHash']);
+});
+
+test('SIGTERM: exits 0 after closing the store (the datadir can be opened again at once)', async () => {
+  const dir = await copy();
+  const { key } = await createKeyCli(dir, 'core');
+  const s = await spawnServe(dir);
+  expect((await rpc(s.url(key), 'eth_blockNumber', [])).status).toBe(200);
+  expect(await s.stop('SIGTERM')).toBe(0);
+  expect(s.output()).toContain('stopped cleanly');
+  const again = await serveOn(dir);
+  expect((await rpc(again.url(key), 'eth_blockNumber', [])).status).toBe(200);
+  expect(await again.stop('SIGINT')).toBe(0);
+});
