@@ -332,11 +332,11 @@ test('failover: growth/custom eth_getBlockByHash goes to the partner on outage o
   // Slow store: past failoverTimeoutMs the call is forwarded.
   const dir2 = datadir();
   const g2 = createKey(dir2, { plan: 'growth' });
-  const slow = await start(dir2, { store: fakeStore(10, 3000), failoverUrl, config: { failoverTimeoutMs: 200 } });
+  const slow = await start(dir2, { store: fakeStore(10, 1500), failoverUrl, config: { failoverTimeoutMs: 200 } });
   const t0 = Date.now();
   const fwd2 = await post(`${slow.url}/v3/${g2.key}`, call('eth_getBlockByHash', [h15, false]));
   expect((fwd2.json as Envelope).result?.hash).toBe(h15);
-  expect(Date.now() - t0).toBeLessThan(2500);
+  expect(Date.now() - t0).toBeLessThan(1400);
 });
 
 test('metrics listener is off by default and counts calls, credits and head when on', async () => {
