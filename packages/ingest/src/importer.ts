@@ -7,7 +7,7 @@ import { createBlockFromBytesArray, genTransactionsTrieRoot, genWithdrawalsTrieR
 import type { Block, BlockBytes } from '@ethereumjs/block';
 import type { Common } from '@ethereumjs/common';
 import { MerklePatriciaTrie } from '@ethereumjs/mpt';
-import { MerkleStateManager } from '@ethereumjs/statemanager';
+import { Caches, MerkleStateManager } from '@ethereumjs/statemanager';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { createVM, runBlock } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
@@ -137,8 +137,10 @@ async function run(
   bytesTotal: number,
   t0: number,
 ): Promise<ImportSummary> {
-  const trie = new MerklePatriciaTrie({ db: writer.trieDb, useKeyHashing: true, valueEncoding: 'view', common });
-  const sm = new MerkleStateManager({ trie, common });
+  // Node cache in the MPT and account/storage/code caches in the state manager: reads of hot
+  // state stay off LevelDB (writes still reach the trie db, hence the store, every block).
+  const trie = new MerklePatriciaTrie({ db: writer.trieDb, useKeyHashing: true, valueEncoding: 'view', common, cacheSize: 200_000 });
+  const sm = new MerkleStateManager({ trie, common, caches: new Caches() });
   const genesis = await buildGenesis(genesisJson, common, sm);
   const stored = writer.storedGenesisHash();
   let createdGenesis = false;
