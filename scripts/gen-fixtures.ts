@@ -1,6 +1,6 @@
 // `npm run fixtures`: writes fixtures/genesis.json, fixtures/chain.rlp and fixtures/README.md.
 // Deterministic: the same sources always produce the same bytes.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 import { buildFixtureChain } from './src/builder.js';
@@ -33,9 +33,18 @@ async function main(): Promise<void> {
   };
   const result = await buildFixtureChain(log);
   await mkdir(out, { recursive: true });
-  await writeFile(join(out, 'genesis.json'), result.genesisJson);
-  await writeFile(join(out, 'chain.rlp'), result.chainRlp);
-  await writeFile(join(out, 'README.md'), renderReadme(result));
+  // Write each file next to its target, then rename: an interrupted run never leaves a
+  // truncated fixture behind.
+  const files: [string, string | Uint8Array][] = [
+    ['genesis.json', result.genesisJson],
+    ['chain.rlp', result.chainRlp],
+    ['README.md', renderReadme(result)],
+  ];
+  for (const [name, content] of files) {
+    const target = join(out, name);
+    await writeFile(`${target}.tmp`, content);
+    await rename(`${target}.tmp`, target);
+  }
   const s = result.stats;
   log(
     `wrote ${out}: ${s.blocks} blocks, ${s.txs} txs, ${s.logs} logs, ${s.uncles} uncles, ` +

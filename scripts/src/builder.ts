@@ -39,7 +39,7 @@ const INITIAL_BASE_FEE = 1_000_000_000n; // EIP-1559 INITIAL_BASE_FEE
 const EXTRA_DATA = new TextEncoder().encode('chainnode fixture');
 const GENESIS_EXTRA_DATA = new TextEncoder().encode('chainnode fixture genesis');
 const TOKEN_MINT = 1_000_000n * 10n ** 18n;
-const BEACONS_IN_BLOCK_1 = 5;
+export const BEACONS_IN_BLOCK_1 = 5;
 const EMPTY_RUN = [1000, 1001, 1002, 1003];
 
 export type TxKind = 'legacy-unprotected' | 'legacy-eip155' | 'eip2930' | 'eip1559';

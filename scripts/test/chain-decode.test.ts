@@ -292,5 +292,5 @@ describe('fixtures/chain.rlp decoded independently', () => {
     // Every sender must be funded in genesis (no one sends from an unfunded account).
     const funded = new Set(Object.keys(genesis.alloc).map((a) => a.toLowerCase()));
     for (const s of senders) expect(funded.has(s)).toBe(true);
-  });
+  }, 900_000);
 });

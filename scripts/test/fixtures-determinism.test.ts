@@ -42,7 +42,7 @@ describe('fixture generator', () => {
     for (const file of ['genesis.json', 'chain.rlp', 'README.md']) {
       expect(`${file} ${await sha256(join(out, file))}`).toBe(`${file} ${await sha256(join(FIXTURES_DIR, file))}`);
     }
-  });
+  }, 1_200_000); // the generator needs ~100 s of CPU
 
   it('rejects a missing --out with a usage message', async () => {
     const child = spawn(process.execPath, [join(REPO_ROOT, 'scripts/dist/gen-fixtures.js')], { stdio: ['ignore', 'ignore', 'pipe'] });
