@@ -1,18 +1,28 @@
-// The log query code of the store: eth_getLogs answered from the log index (posting lists of
-// log ids per address / topic position), and the same query answered by a per-block bloom scan
-// (the baseline the getLogs benchmark compares against). LevelChainStore delegates here.
+// The log query code of the store: eth_getLogs answered from the log index, and the same query
+// answered by a per-block bloom scan (the baseline the getLogs benchmark compares against).
+// LevelChainStore delegates here.
+//
+// Index path: every constraint (the address list, each non-wildcard topic position) is a cursor
+// over posting lists (a union cursor when it lists several values). The cursors are intersected
+// by a leapfrog join: the most selective one proposes a candidate log id, the others seek forward
+// to it (one LevelDB seek to the chunk that may hold it, or a step inside the chunk already
+// loaded), and whoever lands past it proposes the next candidate. Work therefore follows the
+// size of the answer and of the most selective constraint, not the popularity of the others.
+// The result cap is decided on log ids alone (no log is fetched to find it), and the loop yields
+// to the event loop every few milliseconds and stops at the deadline.
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { LimitExceededError, bytesEqual } from '@chainnode/core';
-import type { ChainHead, HeaderRecord, LogQuery, LogQueryOptions, LogQueryResult, LogRecord } from '@chainnode/core';
+import { LimitExceededError, bytesEqual, bytesToBigInt } from '@chainnode/core';
+import type { ChainHead, LogQuery, LogQueryOptions, LogQueryResult, LogRecord } from '@chainnode/core';
+import type { Db } from './db.js';
 import { Lru } from './lru.js';
-import { LogIndexKind, tables } from './schema.js';
-import type { KvRead, StoredLog } from './schema.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, Prefix, decodePostings, logCodec, tables } from './schema.js';
+import type { StoredLog } from './schema.js';
 
-/** What the log code needs from the rest of the reader (canonical chain, cached headers). */
+/** What the log code needs from the rest of the reader. */
 export interface LogReadContext {
   head(): Promise<ChainHead>;
-  canonical(number: bigint): Promise<Uint8Array | undefined>;
-  header(hash: Uint8Array): Promise<HeaderRecord | undefined>;
 }
 
 interface BlockLogContext {
@@ -47,186 +57,414 @@ export function logMatches(log: StoredLog, query: LogQuery): boolean {
   return true;
 }
 
-function bloomHas(bloom: Uint8Array, value: Uint8Array): boolean {
+/** The three (byte, mask) pairs a value sets in a 2048-bit logs bloom. */
+function bloomBits(value: Uint8Array): number[] {
   const h = keccak256(value);
+  const out: number[] = [];
   for (let i = 0; i < 6; i += 2) {
     const bit = (((h[i] as number) << 8) | (h[i + 1] as number)) & 2047;
-    const byte = bloom[255 - (bit >> 3)] as number;
-    if ((byte & (1 << (bit & 7))) === 0) return false;
-  }
-  return true;
-}
-
-function bloomMayMatch(bloom: Uint8Array, constraints: Constraint[]): boolean {
-  return constraints.every((c) => c.values.some((v) => bloomHas(bloom, v)));
-}
-
-function checkDeadline(deadline: number): void {
-  if (Date.now() > deadline) throw new LimitExceededError('query timeout exceeded');
-}
-
-function unionSorted(lists: bigint[][]): bigint[] {
-  if (lists.length === 1) return lists[0] as bigint[];
-  const all = lists.flat().sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const out: bigint[] = [];
-  for (const id of all) if (out.length === 0 || out[out.length - 1] !== id) out.push(id);
-  return out;
-}
-
-function intersectSorted(a: bigint[], b: bigint[]): bigint[] {
-  const out: bigint[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
-    const x = a[i] as bigint;
-    const y = b[j] as bigint;
-    if (x === y) {
-      out.push(x);
-      i++;
-      j++;
-    } else if (x < y) i++;
-    else j++;
+    out.push(255 - (bit >> 3), 1 << (bit & 7));
   }
   return out;
 }
 
-export class LogQueries {
-  private readonly logContexts = new Lru<bigint, BlockLogContext>(1024);
+/** Bloom test of a whole query, with the bit positions of every value computed once. */
+function bloomMatcher(constraints: Constraint[]): (bloom: Uint8Array) => boolean {
+  const bits = constraints.map((c) => c.values.map(bloomBits));
+  const has = (bloom: Uint8Array, b: number[]): boolean => {
+    for (let i = 0; i < b.length; i += 2) if (((bloom[b[i] as number] as number) & (b[i + 1] as number)) === 0) return false;
+    return true;
+  };
+  return (bloom) => bits.every((alternatives) => alternatives.some((b) => has(bloom, b)));
+}
+
+/** Let other requests run at least this often (ms) during one query. */
+const YIELD_EVERY_MS = 4;
+
+/** Deadline and fairness of one query: `tick()` throws past the deadline and yields now and then. */
+class Budget {
+  private last = Date.now();
+  constructor(private readonly deadline: number) {
+    this.check();
+  }
+
+  check(): void {
+    if (Date.now() > this.deadline) throw new LimitExceededError('query timeout exceeded');
+  }
+
+  async tick(): Promise<void> {
+    const now = Date.now();
+    if (now > this.deadline) throw new LimitExceededError('query timeout exceeded');
+    if (now - this.last >= YIELD_EVERY_MS) {
+      await nextTurn();
+      this.last = Date.now();
+      this.check();
+    }
+  }
+}
+
+function putU64(out: Uint8Array, at: number, n: number): void {
+  const hi = Math.floor(n / 0x1_0000_0000);
+  const lo = n >>> 0;
+  out[at] = hi >>> 24;
+  out[at + 1] = (hi >>> 16) & 0xff;
+  out[at + 2] = (hi >>> 8) & 0xff;
+  out[at + 3] = hi & 0xff;
+  out[at + 4] = lo >>> 24;
+  out[at + 5] = (lo >>> 16) & 0xff;
+  out[at + 6] = (lo >>> 8) & 0xff;
+  out[at + 7] = lo & 0xff;
+}
+
+/** Last 8 bytes of a key as a number; Infinity for OPEN_CHUNK (all 0xff). */
+function chunkLast(key: Uint8Array): number {
+  const at = key.length - 8;
+  let open = true;
+  for (let i = at; i < key.length; i++) if (key[i] !== 0xff) open = false;
+  if (open) return Infinity;
+  let n = 0;
+  for (let i = at; i < key.length; i++) n = n * 256 + (key[i] as number);
+  return n;
+}
+
+function logKey(id: number): Uint8Array {
+  const k = new Uint8Array(9);
+  k[0] = Prefix.Logs;
+  putU64(k, 1, id);
+  return k;
+}
+
+interface IdCursor {
+  /** Smallest matching log id >= x (ids only grow between calls), or undefined past the end. */
+  seek(x: number): Promise<number | undefined>;
+  /** Rough count of ids in [start, end), from what the first seek loaded. */
+  estimate(): number;
+  close(): Promise<void>;
+}
+
+interface RawIterator {
+  next(): Promise<[Uint8Array, Uint8Array] | undefined>;
+  seek(target: Uint8Array): void;
+  close(): Promise<void>;
+}
+
+/** The log ids of one (kind, value) below `end`, chunk by chunk, with forward seeks. */
+class PostingCursor implements IdCursor {
+  private it: RawIterator | undefined;
+  private ids: number[] = [];
+  private pos = 0;
+  /** Largest id the loaded chunk covers (Infinity: the open chunk, nothing after it). */
+  private last = -1;
+  private done = false;
+  private firstLoad: { ids: number; span: number } | undefined;
+  private readonly prefix: Uint8Array;
 
   constructor(
-    private readonly db: KvRead,
+    private readonly db: Db,
+    kind: number,
+    value: Uint8Array,
+    private readonly start: number,
+    private readonly end: number,
+  ) {
+    this.prefix = new Uint8Array(2 + value.length);
+    this.prefix[0] = Prefix.LogIndex;
+    this.prefix[1] = kind;
+    this.prefix.set(value, 2);
+  }
+
+  private key(id: number): Uint8Array {
+    const k = new Uint8Array(this.prefix.length + 8);
+    k.set(this.prefix);
+    if (id === Infinity) k.fill(0xff, this.prefix.length);
+    else putU64(k, this.prefix.length, id);
+    return k;
+  }
+
+  /** Loads the chunk that may hold x: the first chunk whose last id is >= x. */
+  private async load(x: number): Promise<boolean> {
+    let entry: [Uint8Array, Uint8Array] | undefined;
+    if (this.it === undefined) {
+      this.it = this.db.iterator({ gte: this.key(x), lte: this.key(Infinity) });
+      entry = await this.it.next();
+    } else {
+      // The iterator stands right after the loaded chunk: try the next chunk before seeking.
+      entry = await this.it.next();
+      if (entry !== undefined && chunkLast(entry[0]) < x) {
+        this.it.seek(this.key(x));
+        entry = await this.it.next();
+      }
+    }
+    if (entry === undefined) return false;
+    this.ids = decodePostings(entry[1]);
+    this.pos = 0;
+    this.last = chunkLast(entry[0]);
+    if (this.firstLoad === undefined) {
+      const first = this.ids[0] as number;
+      const last = this.ids[this.ids.length - 1] as number;
+      this.firstLoad = { ids: this.ids.length, span: this.last === Infinity ? Infinity : last - first + 1 };
+    }
+    return true;
+  }
+
+  async seek(x: number): Promise<number | undefined> {
+    if (this.done) return undefined;
+    if (x > this.last && !(await this.load(x))) {
+      this.done = true;
+      return undefined;
+    }
+    const ids = this.ids;
+    let lo = this.pos;
+    if ((ids[lo] as number) < x) {
+      let hi = ids.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if ((ids[mid] as number) < x) lo = mid + 1;
+        else hi = mid;
+      }
+    }
+    this.pos = lo;
+    const id = ids[lo];
+    if (id === undefined || id >= this.end) {
+      // Past the open chunk's ids (nothing more for this value) or past the range.
+      this.done = true;
+      return undefined;
+    }
+    return id;
+  }
+
+  estimate(): number {
+    if (this.done && this.firstLoad === undefined) return 0;
+    const f = this.firstLoad;
+    if (f === undefined) return 0;
+    if (f.span === Infinity) return f.ids; // the open chunk: everything left of this value
+    return Math.max(LOG_INDEX_CHUNK, (f.ids * (this.end - this.start)) / f.span);
+  }
+
+  async close(): Promise<void> {
+    const it = this.it;
+    this.it = undefined;
+    if (it !== undefined) await it.close();
+  }
+}
+
+/** Ids matching any of several values (one constraint with alternatives). */
+class UnionCursor implements IdCursor {
+  private readonly heads: (number | undefined)[];
+
+  constructor(private readonly parts: IdCursor[]) {
+    this.heads = parts.map(() => -1);
+  }
+
+  async seek(x: number): Promise<number | undefined> {
+    const behind: number[] = [];
+    this.heads.forEach((h, i) => {
+      if (h !== undefined && h < x) behind.push(i);
+    });
+    if (behind.length > 0) {
+      await Promise.all(
+        behind.map(async (i) => {
+          this.heads[i] = await (this.parts[i] as IdCursor).seek(x);
+        }),
+      );
+    }
+    let min: number | undefined;
+    for (const h of this.heads) if (h !== undefined && (min === undefined || h < min)) min = h;
+    return min;
+  }
+
+  estimate(): number {
+    return this.parts.reduce((n, p) => n + p.estimate(), 0);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.parts.map((p) => p.close()));
+  }
+}
+
+/** Values that can occur at all: addresses are 20 bytes, topics 32. */
+function possibleValues(c: Constraint): Uint8Array[] {
+  const width = c.kind === LogIndexKind.Address ? 20 : 32;
+  return c.values.filter((v) => v.length === width);
+}
+
+const LOG_FETCH_BATCH = 512;
+
+export class LogQueries {
+  private readonly logContexts = new Lru<bigint, BlockLogContext>(8192);
+
+  constructor(
+    private readonly db: Db,
     private readonly chain: LogReadContext,
   ) {}
 
   /** Log id range [start, end) covering blocks [from, to] (to clamped to the head). */
-  private async logIdRange(from: bigint, to: bigint): Promise<{ start: bigint; end: bigint; to: bigint } | undefined> {
+  private async logIdRange(from: bigint, to: bigint): Promise<{ start: number; end: number; to: bigint } | undefined> {
     const head = await this.chain.head();
     const last = to > head.number ? head.number : to;
     if (from > last || from < 0n) return undefined;
     const [first, lastRange] = await tables.blockLogs.getMany(this.db, [from, last]);
     if (first === undefined || lastRange === undefined) throw new Error(`block log range missing for ${from}..${last}`);
-    return { start: first.firstLogId, end: lastRange.firstLogId + BigInt(lastRange.count), to: last };
+    return { start: Number(first.firstLogId), end: Number(lastRange.firstLogId) + lastRange.count, to: last };
   }
 
-  private async logContext(number: bigint): Promise<BlockLogContext> {
-    const hit = this.logContexts.get(number);
-    if (hit !== undefined) return hit;
-    const hash = await this.chain.canonical(number);
-    if (hash === undefined) throw new Error(`canonical hash of block ${number} missing`);
-    const header = await this.chain.header(hash);
-    const txHashes = await tables.blockTxHashes.get(this.db, number);
-    if (header === undefined || txHashes === undefined) throw new Error(`block ${number}: header or tx hashes missing`);
-    const ctx = { hash, timestamp: header.timestamp, txHashes };
-    this.logContexts.set(number, ctx);
-    return ctx;
-  }
-
-  private async toRecord(log: StoredLog): Promise<LogRecord> {
-    const ctx = await this.logContext(log.blockNumber);
-    const txHash = ctx.txHashes[log.txIndex];
-    if (txHash === undefined) throw new Error(`block ${log.blockNumber}: log of unknown tx ${log.txIndex}`);
-    return {
-      address: log.address,
-      topics: log.topics,
-      data: log.data,
-      blockNumber: log.blockNumber,
-      blockHash: ctx.hash,
-      blockTimestamp: ctx.timestamp,
-      transactionHash: txHash,
-      transactionIndex: log.txIndex,
-      logIndex: log.logIndex,
-    };
-  }
-
-  private async finish(matched: StoredLog[], query: LogQuery, limit: number): Promise<LogQueryResult> {
-    if (matched.length > limit) {
-      const over = matched[limit] as StoredLog;
-      return { kind: 'too-many', lastFittingBlock: over.blockNumber - 1n };
+  /** Block hash, timestamp and tx hashes of the given blocks (batched reads, LRU-cached). */
+  private async contexts(numbers: Iterable<bigint>): Promise<Map<bigint, BlockLogContext>> {
+    const out = new Map<bigint, BlockLogContext>();
+    const missing: bigint[] = [];
+    for (const n of numbers) {
+      if (out.has(n)) continue;
+      const hit = this.logContexts.get(n);
+      if (hit !== undefined) out.set(n, hit);
+      else if (!missing.includes(n)) missing.push(n);
     }
-    const logs: LogRecord[] = [];
-    for (const l of matched) logs.push(await this.toRecord(l));
-    void query;
-    return { kind: 'ok', logs };
-  }
-
-  /** Log ids of one (kind, value) in [start, end), read from the posting-list chunks. */
-  private async postings(kind: number, value: Uint8Array, start: bigint, end: bigint, deadline: number): Promise<bigint[]> {
-    const out: bigint[] = [];
-    const take = (ids: bigint[]) => {
-      for (const id of ids) if (id >= start && id < end) out.push(id);
-    };
-    // The chunk that starts at or before `start` may hold ids >= start.
-    for await (const [, ids] of tables.logIndex.range(this.db, {
-      gte: { kind, value, firstLogId: 0n },
-      lte: { kind, value, firstLogId: start },
-      reverse: true,
-      limit: 1,
-    })) take(ids);
-    let n = 0;
-    for await (const [, ids] of tables.logIndex.range(this.db, {
-      gt: { kind, value, firstLogId: start },
-      lt: { kind, value, firstLogId: end },
-    })) {
-      take(ids);
-      if (++n % 64 === 0) checkDeadline(deadline);
-    }
+    if (missing.length === 0) return out;
+    const [hashes, txHashes] = await Promise.all([tables.canonical.getMany(this.db, missing), tables.blockTxHashes.getMany(this.db, missing)]);
+    const headers = await tables.headers.getMany(
+      this.db,
+      hashes.map((h, i) => {
+        if (h === undefined) throw new Error(`canonical hash of block ${missing[i]} missing`);
+        return h;
+      }),
+    );
+    missing.forEach((n, i) => {
+      const header = headers[i];
+      const txs = txHashes[i];
+      if (header === undefined || txs === undefined) throw new Error(`block ${n}: header or tx hashes missing`);
+      const fields = RLP.decode(header) as Uint8Array[];
+      const ctx = { hash: hashes[i] as Uint8Array, timestamp: bytesToBigInt(fields[11] as Uint8Array), txHashes: txs };
+      this.logContexts.set(n, ctx);
+      out.set(n, ctx);
+    });
     return out;
   }
 
+  private async toRecords(logs: StoredLog[]): Promise<LogRecord[]> {
+    const numbers = new Set<bigint>();
+    for (const l of logs) numbers.add(l.blockNumber);
+    const ctxs = await this.contexts(numbers);
+    return logs.map((log) => {
+      const ctx = ctxs.get(log.blockNumber) as BlockLogContext;
+      const txHash = ctx.txHashes[log.txIndex];
+      if (txHash === undefined) throw new Error(`block ${log.blockNumber}: log of unknown tx ${log.txIndex}`);
+      return {
+        address: log.address,
+        topics: log.topics,
+        data: log.data,
+        blockNumber: log.blockNumber,
+        blockHash: ctx.hash,
+        blockTimestamp: ctx.timestamp,
+        transactionHash: txHash,
+        transactionIndex: log.txIndex,
+        logIndex: log.logIndex,
+      };
+    });
+  }
+
+  private async fetchLogs(ids: number[]): Promise<StoredLog[]> {
+    const raw = await this.db.getMany(ids.map(logKey));
+    return raw.map((r, i) => {
+      if (r === undefined) throw new Error(`log ${ids[i]} indexed but missing`);
+      return logCodec.decode(r);
+    });
+  }
+
+  /** The cap is exceeded: the longest prefix of blocks that fits ends before the block of log `overId`. */
+  private async tooMany(overId: number): Promise<LogQueryResult> {
+    const [over] = await this.fetchLogs([overId]);
+    return { kind: 'too-many', lastFittingBlock: (over as StoredLog).blockNumber - 1n };
+  }
+
+  /** Matching log ids in [start, end), at most `want` of them, by a leapfrog join of the constraints. */
+  private async matchingIds(constraints: Constraint[], start: number, end: number, want: number, budget: Budget): Promise<number[]> {
+    const cursors: IdCursor[] = [];
+    try {
+      for (const c of constraints) {
+        const parts = possibleValues(c).map((v) => new PostingCursor(this.db, c.kind, v, start, end));
+        if (parts.length === 0) return [];
+        const cursor = parts.length === 1 ? (parts[0] as PostingCursor) : new UnionCursor(parts);
+        cursors.push(cursor);
+      }
+      const firsts = await Promise.all(cursors.map((c) => c.seek(start)));
+      let x = start;
+      for (const f of firsts) {
+        if (f === undefined) return [];
+        if (f > x) x = f;
+      }
+      // The most selective constraint drives; the others only seek to its candidates.
+      const order = cursors.map((c, i) => ({ c, est: c.estimate(), i })).sort((a, b) => a.est - b.est || a.i - b.i);
+      const cs = order.map((o) => o.c);
+      const k = cs.length;
+      const out: number[] = [];
+      let i = 0;
+      let agreed = 0;
+      let steps = 0;
+      for (;;) {
+        const y = await (cs[i] as IdCursor).seek(x);
+        if (y === undefined) break;
+        if (y === x) agreed++;
+        else {
+          x = y;
+          agreed = 1;
+        }
+        if (agreed === k) {
+          out.push(x);
+          if (out.length >= want) break;
+          x++;
+          agreed = 0;
+          i = 0;
+        } else i = (i + 1) % k;
+        if (++steps % 64 === 0) await budget.tick();
+      }
+      return out;
+    } finally {
+      await Promise.all(cursors.map((c) => c.close()));
+    }
+  }
+
   async logs(query: LogQuery, options: LogQueryOptions): Promise<LogQueryResult> {
+    const budget = new Budget(options.deadline);
     const range = await this.logIdRange(query.fromBlock, query.toBlock);
     if (range === undefined || range.start >= range.end) return { kind: 'ok', logs: [] };
     const constraints = constraintsOf(query);
-    const want = options.limit + 1;
-    const matched: StoredLog[] = [];
+    const limit = options.limit;
+    const records: LogRecord[] = [];
     if (constraints.length === 0) {
-      let n = 0;
-      for await (const [, log] of tables.logs.range(this.db, { gte: range.start, lt: range.end, limit: want })) {
-        matched.push(log);
-        if (++n % 256 === 0) checkDeadline(options.deadline);
+      if (range.end - range.start > limit) return this.tooMany(range.start + limit);
+      for (let at = range.start; at < range.end; at += LOG_FETCH_BATCH) {
+        await budget.tick();
+        const batch: StoredLog[] = [];
+        for await (const [, log] of tables.logs.range(this.db, { gte: BigInt(at), lt: BigInt(Math.min(range.end, at + LOG_FETCH_BATCH)) })) batch.push(log);
+        records.push(...(await this.toRecords(batch)));
       }
-      return this.finish(matched, query, options.limit);
+      return { kind: 'ok', logs: records };
     }
-    let ids: bigint[] | undefined;
-    for (const c of constraints) {
-      const lists: bigint[][] = [];
-      for (const v of c.values) {
-        lists.push(await this.postings(c.kind, v, range.start, range.end, options.deadline));
-        checkDeadline(options.deadline);
-      }
-      const union = unionSorted(lists);
-      ids = ids === undefined ? union : intersectSorted(ids, union);
-      if (ids.length === 0) return { kind: 'ok', logs: [] };
+    const ids = await this.matchingIds(constraints, range.start, range.end, limit + 1, budget);
+    if (ids.length > limit) return this.tooMany(ids[limit] as number);
+    for (let i = 0; i < ids.length; i += LOG_FETCH_BATCH) {
+      await budget.tick();
+      const logs = await this.fetchLogs(ids.slice(i, i + LOG_FETCH_BATCH));
+      // The index is exact per value; the re-check guards against a corrupted index.
+      records.push(...(await this.toRecords(logs.filter((l) => logMatches(l, query)))));
     }
-    const picked = (ids ?? []).slice(0, want);
-    for (let i = 0; i < picked.length; i += 512) {
-      checkDeadline(options.deadline);
-      const chunk = picked.slice(i, i + 512);
-      const logs = await tables.logs.getMany(this.db, chunk);
-      logs.forEach((l, j) => {
-        if (l === undefined) throw new Error(`log ${chunk[j]} indexed but missing`);
-        // The index is exact per value; re-check guards against a corrupted index.
-        if (logMatches(l, query)) matched.push(l);
-      });
-    }
-    return this.finish(matched, query, options.limit);
+    return { kind: 'ok', logs: records };
   }
 
   /**
    * The same query answered by scanning per-block blooms (and the logs of the blocks whose bloom
-   * may match). Slower for selective queries over long ranges; the getLogs benchmark compares it
-   * with the index path.
+   * may match), geth's pre-index way. Slow for selective queries over long ranges; the getLogs
+   * benchmark compares it with the index path.
    */
   async logsByBloomScan(query: LogQuery, options: LogQueryOptions): Promise<LogQueryResult> {
+    const budget = new Budget(options.deadline);
     const range = await this.logIdRange(query.fromBlock, query.toBlock);
     if (range === undefined) return { kind: 'ok', logs: [] };
-    const constraints = constraintsOf(query);
+    const mayMatch = bloomMatcher(constraintsOf(query));
     const want = options.limit + 1;
     const matched: StoredLog[] = [];
     let n = 0;
     for await (const [number, bloom] of tables.blooms.range(this.db, { gte: query.fromBlock, lte: range.to })) {
-      if (++n % 256 === 0) checkDeadline(options.deadline);
-      if (!bloomMayMatch(bloom, constraints)) continue;
+      if (++n % 256 === 0) await budget.tick();
+      if (!mayMatch(bloom)) continue;
       const r = await tables.blockLogs.get(this.db, number);
       if (r === undefined || r.count === 0) continue;
       for await (const [, log] of tables.logs.range(this.db, { gte: r.firstLogId, lt: r.firstLogId + BigInt(r.count) })) {
@@ -234,6 +472,11 @@ export class LogQueries {
       }
       if (matched.length >= want) break;
     }
-    return this.finish(matched.slice(0, want), query, options.limit);
+    if (matched.length > options.limit) {
+      return { kind: 'too-many', lastFittingBlock: (matched[options.limit] as StoredLog).blockNumber - 1n };
+    }
+    const records: LogRecord[] = [];
+    for (let i = 0; i < matched.length; i += LOG_FETCH_BATCH) records.push(...(await this.toRecords(matched.slice(i, i + LOG_FETCH_BATCH))));
+    return { kind: 'ok', logs: records };
   }
 }

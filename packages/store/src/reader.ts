@@ -50,11 +50,7 @@ export class LevelChainStore implements ChainStore {
     private readonly chainInfo: ChainInfo,
   ) {
     this.trieDb = new TrieNodeDb(db, false);
-    this.logQueries = new LogQueries(db, {
-      head: () => this.head(),
-      canonical: (n) => this.canonical(n),
-      header: (h) => this.headerOf(h),
-    });
+    this.logQueries = new LogQueries(db, { head: () => this.head() });
   }
 
   static async open(datadir: string): Promise<LevelChainStore> {

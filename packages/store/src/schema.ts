@@ -15,16 +15,19 @@
 //   0x0a    Blooms          number(8) -> logsBloom(256)
 //   0x0b    BlockLogs       number(8) -> firstLogId(8) ++ logCount(4)
 //   0x0c    Logs            logId(8) -> RLP [number, txIndex, logIndex, address, [topics..], data]
-//   0x0d    LogIndex        kind(1) ++ value(20|32) ++ chunkStart(8) -> delta-varint logIds
-//                           kind: 0x00..0x03 topic position, 0x10 address; chunkStart is a
-//                           multiple of LOG_INDEX_CHUNK and the chunk holds the value's log ids
-//                           in [chunkStart, chunkStart + LOG_INDEX_CHUNK)
+//   0x0d    LogIndex        kind(1) ++ value(20|32) ++ lastLogId(8) -> delta-varint logIds
+//                           kind: 0x00..0x03 topic position, 0x10 address. The value's sorted
+//                           log ids are cut into chunks of LOG_INDEX_CHUNK ids (occurrence
+//                           0..N-1, N..2N-1, ...); a full chunk is keyed by its last id, the
+//                           remainder (1..N-1 ids) by OPEN_CHUNK (all 0xff). A forward seek to
+//                           value ++ id lands on the one chunk that may hold id. The layout is a
+//                           pure function of the id set (batch grouping does not show).
 //   0x0e    TrieNodes       key as the MPT / state manager asks (node hash, 'c'++codeHash) -> bytes
 //   0x0f    BlockTxHashes   number(8) -> txHash(32) per tx, concatenated in tx order
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 export const Prefix = {
   Meta: 0x01,
@@ -46,8 +49,11 @@ export const Prefix = {
 
 export const LogIndexKind = { Address: 0x10 } as const;
 
-/** Log ids per posting-list chunk (aligned buckets). */
-export const LOG_INDEX_CHUNK = 4096n;
+/** Log ids per full posting-list chunk. */
+export const LOG_INDEX_CHUNK = 1024;
+
+/** lastLogId of a value's open (not yet full) chunk: sorts after every full chunk. */
+export const OPEN_CHUNK = 0xffff_ffff_ffff_ffffn;
 
 /** Byte encoding of one side (key part or value) of a table. */
 export interface Codec<T> {
@@ -226,58 +232,64 @@ export const logCodec: Codec<StoredLog> = {
   },
 };
 
-/** Strictly increasing log ids as unsigned LEB128 deltas (first one relative to 0). */
-export const postingCodec: Codec<bigint[]> = {
+/**
+ * Strictly increasing log ids as unsigned LEB128 deltas (the first one relative to 0). Ids are
+ * plain numbers: they stay below 2^53 (a log id per log ever emitted).
+ */
+export const postingCodec: Codec<number[]> = {
   encode: (ids) => {
     const out: number[] = [];
-    let prev = 0n;
+    let prev = -1;
     for (const id of ids) {
-      let d = id - prev;
-      if (d < 0n || (out.length > 0 && d === 0n)) throw new RangeError('posting list: ids must be strictly increasing');
+      if (!Number.isSafeInteger(id) || id <= prev) throw new RangeError('posting list: ids must be strictly increasing safe integers');
+      let d = prev < 0 ? id : id - prev;
       prev = id;
-      do {
-        const b = Number(d & 0x7fn);
-        d >>= 7n;
-        out.push(d > 0n ? b | 0x80 : b);
-      } while (d > 0n);
+      while (d >= 0x80) {
+        out.push((d % 0x80) | 0x80);
+        d = Math.floor(d / 0x80);
+      }
+      out.push(d);
     }
     return Uint8Array.from(out);
   },
-  decode: (b) => {
-    const ids: bigint[] = [];
-    let prev = 0n;
-    let i = 0;
-    while (i < b.length) {
-      // Fast path with numbers while the delta fits 53 bits.
-      let d = 0;
-      let shift = 0;
-      let byte: number;
-      do {
-        const x = b[i++];
-        if (x === undefined) throw new RangeError('posting list: truncated varint');
-        byte = x;
-        d += (byte & 0x7f) * 2 ** shift;
-        shift += 7;
-      } while (byte & 0x80);
-      prev += BigInt(d);
-      ids.push(prev);
-    }
-    return ids;
-  },
+  decode: (b) => decodePostings(b),
 };
+
+/** Decodes a posting chunk (see postingCodec) into numbers. */
+export function decodePostings(b: Uint8Array): number[] {
+  const ids: number[] = [];
+  let prev = 0;
+  let i = 0;
+  const n = b.length;
+  while (i < n) {
+    let byte = b[i++] as number;
+    let d = byte & 0x7f;
+    let mul = 0x80;
+    while (byte & 0x80) {
+      if (i >= n) throw new RangeError('posting list: truncated varint');
+      byte = b[i++] as number;
+      d += (byte & 0x7f) * mul;
+      mul *= 0x80;
+    }
+    prev += d;
+    ids.push(prev);
+  }
+  return ids;
+}
 
 export interface LogIndexKey {
   kind: number;
   value: Uint8Array;
-  firstLogId: bigint;
+  /** Last log id of a full chunk, or OPEN_CHUNK. */
+  lastLogId: bigint;
 }
 
 export const logIndexKeyCodec: Codec<LogIndexKey> = {
-  encode: (k) => concatBytes(Uint8Array.of(k.kind), k.value, bigIntToFixed(k.firstLogId, 8)),
+  encode: (k) => concatBytes(Uint8Array.of(k.kind), k.value, bigIntToFixed(k.lastLogId, 8)),
   decode: (b) => ({
     kind: b[0] as number,
     value: b.subarray(1, b.length - 8),
-    firstLogId: bytesToBigInt(b.subarray(b.length - 8)),
+    lastLogId: bytesToBigInt(b.subarray(b.length - 8)),
   }),
 };
 

@@ -5,7 +5,7 @@
 import { bytesToBigInt } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, OPEN_CHUNK, SCHEMA_VERSION, decodePostings, headCodec, tables } from './schema.js';
 import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
 
@@ -37,11 +37,15 @@ export interface GenesisInput {
 }
 
 class Ops implements KvBatch {
-  readonly ops: { type: 'put'; key: Uint8Array; value: Uint8Array }[] = [];
+  readonly ops: ({ type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array })[] = [];
   bytes = 0;
   put(key: Uint8Array, value: Uint8Array): void {
     this.ops.push({ type: 'put', key, value });
     this.bytes += key.length + value.length;
+  }
+  del(key: Uint8Array): void {
+    this.ops.push({ type: 'del', key });
+    this.bytes += key.length;
   }
 }
 
@@ -56,7 +60,7 @@ export interface FlushStats {
 export class StoreWriter {
   readonly trieDb: TrieNodeDb;
   private group = new Ops();
-  private postings = new Map<string, { kind: number; value: Uint8Array; ids: bigint[] }>();
+  private postings = new Map<string, { kind: number; value: Uint8Array; ids: number[] }>();
   private groupHead: HeadPointer | undefined;
   private groupStats = { blocks: 0, txs: 0, logs: 0 };
   private nextLogId = 0n;
@@ -132,8 +136,22 @@ export class StoreWriter {
     this.stageBlock(b);
   }
 
+  /**
+   * Stages a block that was NOT executed here (synthetic or pre-executed elsewhere): the same
+   * tables, batch and log index code as addBlock, but no state: nothing of the trie overlay is
+   * taken, so the datadir holds no state for it. Used by the getLogs benchmark to build large
+   * chains quickly; an importer of real chains must use addBlock.
+   */
+  addPreExecutedBlock(b: BlockInput): void {
+    this.stageRows(b);
+  }
+
   private stageBlock(b: BlockInput): void {
     this.trieDb.acceptBlock();
+    this.stageRows(b);
+  }
+
+  private stageRows(b: BlockInput): void {
     const ops = this.group;
     tables.canonical.put(ops, b.number, b.hash);
     tables.hashToNumber.put(ops, b.hash, b.number);
@@ -151,10 +169,9 @@ export class StoreWriter {
       for (const l of txLogs) {
         const id = this.nextLogId++;
         tables.logs.put(ops, id, { blockNumber: b.number, txIndex, logIndex: logIndex++, ...l });
-        this.post(LogIndexKind.Address, l.address, id);
-        l.topics.forEach((t, pos) => {
-          if (pos < 4) this.post(pos, t, id);
-        });
+        const n = Number(id);
+        this.post(LogIndexKind.Address, l.address, n);
+        for (let pos = 0; pos < l.topics.length && pos < 4; pos++) this.post(pos, l.topics[pos] as Uint8Array, n);
       }
     });
     tables.blockLogs.put(ops, b.number, { firstLogId, count: logIndex });
@@ -164,8 +181,8 @@ export class StoreWriter {
     this.groupStats.logs += logIndex;
   }
 
-  private post(kind: number, value: Uint8Array, id: bigint): void {
-    const key = `${kind}:${Buffer.from(value).toString('hex')}`;
+  private post(kind: number, value: Uint8Array, id: number): void {
+    const key = String.fromCharCode(kind) + Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('latin1');
     const p = this.postings.get(key);
     if (p === undefined) this.postings.set(key, { kind, value, ids: [id] });
     else if (p.ids[p.ids.length - 1] !== id) p.ids.push(id); // a topic repeated in one log counts once
@@ -199,28 +216,26 @@ export class StoreWriter {
   }
 
   /**
-   * Posting lists are chunked by aligned log-id buckets (LOG_INDEX_CHUNK ids): the chunk key is
-   * the bucket start, so the index bytes do not depend on how blocks were grouped into batches
-   * (a resumed import equals an uninterrupted one). A bucket left open by the previous batch is
-   * read and extended inside this batch.
+   * Posting lists: a value's sorted log ids cut into full chunks of LOG_INDEX_CHUNK ids (keyed by
+   * their last id) and one open remainder (keyed by OPEN_CHUNK). The open chunk left by the
+   * previous batch is read and extended inside this batch, so the bytes depend only on the ids,
+   * never on how blocks were grouped into batches (a resumed import equals an uninterrupted one).
    */
-  private async stagePostings(ops: KvBatch): Promise<void> {
-    const chunks: { kind: number; value: Uint8Array; firstLogId: bigint; ids: bigint[] }[] = [];
-    for (const p of this.postings.values()) {
-      let cur: (typeof chunks)[number] | undefined;
-      for (const id of p.ids) {
-        const start = id - (id % LOG_INDEX_CHUNK);
-        if (cur === undefined || cur.firstLogId !== start) {
-          cur = { kind: p.kind, value: p.value, firstLogId: start, ids: [] };
-          chunks.push(cur);
-        }
-        cur.ids.push(id);
-      }
-    }
-    const existing = await tables.logIndex.getMany(this.db, chunks);
-    chunks.forEach((c, i) => {
+  private async stagePostings(ops: Ops): Promise<void> {
+    const entries = [...this.postings.values()];
+    const openKeys = entries.map((p) => tables.logIndex.key({ kind: p.kind, value: p.value, lastLogId: OPEN_CHUNK }));
+    const existing = await this.db.getMany(openKeys);
+    entries.forEach((p, i) => {
+      const openKey = openKeys[i] as Uint8Array;
       const before = existing[i];
-      tables.logIndex.put(ops, c, before === undefined ? c.ids : before.concat(c.ids));
+      const ids = before === undefined ? p.ids : decodePostings(before).concat(p.ids);
+      let at = 0;
+      for (; ids.length - at >= LOG_INDEX_CHUNK; at += LOG_INDEX_CHUNK) {
+        const full = ids.slice(at, at + LOG_INDEX_CHUNK);
+        tables.logIndex.put(ops, { kind: p.kind, value: p.value, lastLogId: BigInt(full[full.length - 1] as number) }, full);
+      }
+      if (at < ids.length) ops.put(openKey, tables.logIndex.valueCodec.encode(at === 0 ? ids : ids.slice(at)));
+      else if (before !== undefined) ops.del(openKey);
     });
   }
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Level } from 'level';
 import {
   LOG_INDEX_CHUNK,
+  OPEN_CHUNK,
   Prefix,
   bigUintCodec,
   blockLogRangeCodec,
@@ -50,9 +51,12 @@ describe('key-schema codecs: round trip and exact bytes', () => {
     roundTrip(bigUintCodec, 0x10000n, '010000');
   });
   test('posting list: LEB128 deltas', () => {
-    roundTrip(postingCodec, [1n, 3n, 200n], '0102c501');
-    roundTrip(postingCodec, [2n ** 40n], '8080808080' + '20');
-    expect(() => postingCodec.encode([3n, 3n])).toThrow(RangeError);
+    roundTrip(postingCodec, [1, 3, 200], '0102c501');
+    roundTrip(postingCodec, [0, 1], '0001');
+    roundTrip(postingCodec, [2 ** 40], '8080808080' + '20');
+    roundTrip(postingCodec, [2 ** 53 - 2, 2 ** 53 - 1], 'feffffffffffff0f' + '01');
+    expect(() => postingCodec.encode([3, 3])).toThrow(RangeError);
+    expect(() => postingCodec.encode([2 ** 53])).toThrow(RangeError);
     expect(() => postingCodec.decode(Uint8Array.of(0x80))).toThrow(RangeError);
   });
   test('receipts: RLP [[type, status, cumulativeGas]]', () => {
@@ -69,8 +73,9 @@ describe('key-schema codecs: round trip and exact bytes', () => {
     roundTrip(bodyCodec, { size: 5, transactions: [Uint8Array.of(1, 2)], uncles: [] }, 'c605c3820102c0');
     roundTrip(bodyCodec, { size: 5, transactions: [], uncles: [], withdrawals: [[Uint8Array.of(1), Uint8Array.of(2)]] }, 'c705c0c0c3c20102');
   });
-  test('log index key: kind ++ value ++ chunkStart(8)', () => {
-    roundTrip(logIndexKeyCodec, { kind: 0x10, value: fill(0xab, 20), firstLogId: LOG_INDEX_CHUNK }, `10${'ab'.repeat(20)}0000000000001000`);
+  test('log index key: kind ++ value ++ lastLogId(8), the open chunk last', () => {
+    roundTrip(logIndexKeyCodec, { kind: 0x10, value: fill(0xab, 20), lastLogId: BigInt(LOG_INDEX_CHUNK) }, `10${'ab'.repeat(20)}0000000000000400`);
+    roundTrip(logIndexKeyCodec, { kind: 0x02, value: fill(0xcd, 32), lastLogId: OPEN_CHUNK }, `02${'cd'.repeat(32)}ffffffffffffffff`);
   });
   test('fixed lists (senders, tx hashes) concatenate', () => {
     roundTrip(fixedListCodec(20), [fill(1, 20), fill(2, 20)], '01'.repeat(20) + '02'.repeat(20));
