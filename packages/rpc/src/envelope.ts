@@ -9,6 +9,7 @@ import { toErrorObject } from './errors.js';
 import type { JsonRpcErrorObject } from './errors.js';
 import { isMethodName, METHODS } from './table.js';
 import type { MethodDef } from './method.js';
+import { rawIds } from './raw-ids.js';
 import type { CallMiddleware, JsonRpcId, RpcReply, RpcServiceApi, RpcServiceFactory } from './service.js';
 
 export type JsonRpcResponse =
@@ -29,30 +30,33 @@ export const createRpcService: RpcServiceFactory = (store, config) => {
       }
       if (!Array.isArray(message)) {
         const reply = await answer(ctx, message, false, middleware);
-        return { body: reply === undefined ? undefined : JSON.stringify(reply), batch: false };
+        const raw = hasNumericId(message) ? rawIds(body) : undefined;
+        return { body: reply === undefined ? undefined : serialize(reply, typeof raw === 'string' ? raw : undefined), batch: false };
       }
       if (message.length === 0) {
         return { body: JSON.stringify(errorResponse(null, new InvalidRequestError('empty batch'))), batch: true };
       }
+      const raws = message.some(hasNumericId) ? rawIds(body) : undefined;
+      const rawAt = (i: number): string | undefined => (Array.isArray(raws) ? raws[i] : undefined);
       if (message.length > ctx.config.maxBatchSize) {
         // geth: one error in a one-element array, carrying the id of the first call.
-        const first = message.find((m) => callId(m) !== undefined);
-        const reply = errorResponse(first === undefined ? null : (callId(first) ?? null), new InvalidRequestError('batch too large'));
-        return { body: JSON.stringify([reply]), batch: true };
+        const first = message.findIndex((m) => callId(m) !== undefined);
+        const reply = errorResponse(first < 0 ? null : (callId(message[first]) ?? null), new InvalidRequestError('batch too large'));
+        return { body: `[${serialize(reply, rawAt(first))}]`, batch: true };
       }
-      const replies: JsonRpcResponse[] = [];
-      for (const m of message) {
+      const replies: string[] = [];
+      for (const [i, m] of message.entries()) {
         const reply = await answer(ctx, m, true, middleware);
-        if (reply !== undefined) replies.push(reply);
+        if (reply !== undefined) replies.push(serialize(reply, rawAt(i)));
       }
-      return { body: replies.length === 0 ? undefined : JSON.stringify(replies), batch: true };
+      return { body: replies.length === 0 ? undefined : `[${replies.join(',')}]`, batch: true };
     },
   };
   return api;
 };
 
 function isValidId(id: unknown): id is JsonRpcId {
-  return id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
+  return id === null || typeof id === 'string' || typeof id === 'number';
 }
 
 /** The id of a well-formed call; undefined for notifications and malformed messages. */
@@ -60,6 +64,17 @@ function callId(m: unknown): JsonRpcId | undefined {
   if (typeof m !== 'object' || m === null || Array.isArray(m) || !('id' in m)) return undefined;
   const id = (m as { id: unknown }).id;
   return isValidId(id) ? id : undefined;
+}
+
+function hasNumericId(m: unknown): boolean {
+  return typeof m === 'object' && m !== null && typeof (m as { id?: unknown }).id === 'number';
+}
+
+/** JSON text of a reply; a numeric id is written as the caller's source text when known. */
+function serialize(reply: JsonRpcResponse, rawId: string | undefined): string {
+  if (rawId === undefined || typeof reply.id !== 'number') return JSON.stringify(reply);
+  const rest = 'error' in reply ? `"error":${JSON.stringify(reply.error)}` : `"result":${JSON.stringify(reply.result)}`;
+  return `{"jsonrpc":"2.0","id":${rawId},${rest}}`;
 }
 
 function errorResponse(id: JsonRpcId, err: unknown): JsonRpcResponse {
