@@ -1,0 +1,275 @@
+// The log index on a synthetic chain big enough for several full posting chunks per hot value,
+// written through StoreWriter.addPreExecutedBlock. Every answer is re-derived by a brute-force
+// filter over the logs the test generated itself; the chunk layout is checked to be independent
+// of how blocks were grouped into batches.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RLP } from '@ethereumjs/rlp';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { bytesEqual } from '@chainnode/core';
+import type { LogQuery, LogQueryResult } from '@chainnode/core';
+import { LevelChainStore, StoreWriter, digestDatadir } from '../src/index.js';
+import type { BlockInput, LogInput } from '../src/index.js';
+import { openDb } from '../src/db.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, OPEN_CHUNK, tables } from '../src/schema.js';
+
+const BLOCKS = 700;
+const fill = (tag: number, i: number, n: number): Uint8Array => {
+  const b = new Uint8Array(n);
+  b[0] = tag;
+  new DataView(b.buffer).setUint32(n - 4, i);
+  return b;
+};
+const HOT_TOPIC = fill(0xee, 0, 32);
+const HOT_ADDR = fill(0xaa, 0, 20);
+const addr = (i: number) => fill(0xab, i, 20);
+const topic = (i: number) => fill(0x70, i, 32);
+
+interface Gen {
+  blockNumber: bigint;
+  logIndex: number;
+  txHash: Uint8Array;
+  blockHash: Uint8Array;
+  timestamp: bigint;
+  log: LogInput;
+}
+
+/** Deterministic pseudo-random numbers (LCG) so the chain is the same in every build. */
+function lcg(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+function makeChain(): { blocks: BlockInput[]; genesis: BlockInput; all: Gen[] } {
+  const r = lcg(42);
+  const all: Gen[] = [];
+  const header = (n: number, parent: Uint8Array, bloom: Uint8Array) =>
+    RLP.encode([parent, new Uint8Array(32), new Uint8Array(20), new Uint8Array(32), new Uint8Array(32), new Uint8Array(32), bloom, 0, n, 30_000_000, 0, 1_000 + n * 12, new Uint8Array(0), new Uint8Array(32), new Uint8Array(8)]);
+  const block = (n: number, parent: Uint8Array, logs: LogInput[][]): BlockInput => {
+    const bloom = new Uint8Array(256);
+    for (const l of logs.flat()) {
+      for (const v of [l.address, ...l.topics]) {
+        const h = keccak256(v);
+        for (let i = 0; i < 6; i += 2) {
+          const bit = (((h[i] as number) << 8) | (h[i + 1] as number)) & 2047;
+          bloom[255 - (bit >> 3)] = (bloom[255 - (bit >> 3)] as number) | (1 << (bit & 7));
+        }
+      }
+    }
+    const headerRlp = header(n, parent, bloom);
+    const hash = keccak256(headerRlp);
+    const txs = logs.map((_, i) => RLP.encode([n, i, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]));
+    const txHashes = txs.map((t) => keccak256(t));
+    let logIndex = 0;
+    logs.forEach((txLogs, i) => {
+      for (const log of txLogs) all.push({ blockNumber: BigInt(n), logIndex: logIndex++, txHash: txHashes[i] as Uint8Array, blockHash: hash, timestamp: BigInt(1_000 + n * 12), log });
+    });
+    return {
+      number: BigInt(n),
+      hash,
+      headerRlp,
+      body: { size: 0, transactions: txs, uncles: [] },
+      totalDifficulty: 0n,
+      senders: txs.map(() => new Uint8Array(20)),
+      txHashes,
+      receipts: txs.map(() => ({ type: 0, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 21000n })),
+      logs,
+      logsBloom: bloom,
+    };
+  };
+  const genesis = block(0, new Uint8Array(32), []);
+  const blocks: BlockInput[] = [];
+  let parent = genesis.hash;
+  for (let n = 1; n <= BLOCKS; n++) {
+    const logs: LogInput[][] = [];
+    // Some blocks without logs, most with 5..20.
+    const count = r() < 0.1 ? 0 : 5 + Math.floor(r() * 16);
+    for (let i = 0; i < count; i++) {
+      if (logs.length === 0 || r() < 0.4) logs.push([]);
+      const a = r() < 0.5 ? HOT_ADDR : r() < 0.9 ? addr(Math.floor(r() * 40)) : addr(100 + Math.floor(r() * 400));
+      const nTopics = Math.floor(r() * 5); // 0..4
+      const topics: Uint8Array[] = [];
+      for (let t = 0; t < nTopics; t++) {
+        if (t === 0) topics.push(r() < 0.6 ? HOT_TOPIC : topic(Math.floor(r() * 8)));
+        else topics.push(topic(t * 1000 + Math.floor(r() * (t === 1 ? 6 : 300))));
+      }
+      (logs[logs.length - 1] as LogInput[]).push({ address: a, topics, data: Uint8Array.of(i) });
+    }
+    const b = block(n, parent, logs);
+    blocks.push(b);
+    parent = b.hash;
+  }
+  return { blocks, genesis, all };
+}
+
+async function buildGrouped(dir: string, chain: ReturnType<typeof makeChain>, groups: number[]): Promise<void> {
+  const w = await StoreWriter.open(dir);
+  try {
+    await w.writeGenesis({ block: chain.genesis, chainConfig: { chainId: 1 } });
+    let g = 0;
+    let inGroup = 0;
+    for (const b of chain.blocks) {
+      w.addPreExecutedBlock(b);
+      if (++inGroup >= (groups[g % groups.length] as number)) {
+        await w.flush();
+        inGroup = 0;
+        g++;
+      }
+    }
+    await w.flush();
+  } finally {
+    await w.close();
+  }
+}
+
+function matches(g: Gen, q: LogQuery): boolean {
+  if (g.blockNumber < q.fromBlock || g.blockNumber > q.toBlock) return false;
+  if (q.addresses.length > 0 && !q.addresses.some((a) => bytesEqual(a, g.log.address))) return false;
+  return q.topics.every((t, i) => t === null || t.length === 0 || (g.log.topics[i] !== undefined && t.some((x) => bytesEqual(x, g.log.topics[i] as Uint8Array))));
+}
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+const describeLog = (l: { blockNumber: bigint; logIndex: number; transactionHash?: Uint8Array; txHash?: Uint8Array }) => `${l.blockNumber}:${l.logIndex}`;
+
+describe('log index over a synthetic chain', () => {
+  const chain = makeChain();
+  const dirs: string[] = [];
+  let store: LevelChainStore;
+  const opts = (limit = 100_000) => ({ limit, deadline: Date.now() + 60_000 });
+
+  beforeAll(async () => {
+    for (let i = 0; i < 3; i++) dirs.push(await mkdtemp(join(tmpdir(), 'store-logs-')));
+    await buildGrouped(dirs[0] as string, chain, [BLOCKS]);
+    await buildGrouped(dirs[1] as string, chain, [1, 7, 33, 2, 120]);
+    await buildGrouped(dirs[2] as string, chain, [50]);
+    store = await LevelChainStore.open(dirs[0] as string);
+  });
+  afterAll(async () => {
+    await store?.close();
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  test('the chain exercises several full chunks of the hot values', () => {
+    const hotTopic = chain.all.filter((g) => g.log.topics[0] !== undefined && bytesEqual(g.log.topics[0], HOT_TOPIC)).length;
+    const hotAddr = chain.all.filter((g) => bytesEqual(g.log.address, HOT_ADDR)).length;
+    expect(hotTopic).toBeGreaterThan(2 * LOG_INDEX_CHUNK);
+    expect(hotAddr).toBeGreaterThan(3 * LOG_INDEX_CHUNK);
+  });
+
+  test('the index bytes do not depend on how blocks were grouped into batches', async () => {
+    await store.close();
+    const digests = await Promise.all(dirs.map((d) => digestDatadir(d)));
+    expect(digests[1]).toEqual(digests[0]);
+    expect(digests[2]).toEqual(digests[0]);
+    store = await LevelChainStore.open(dirs[0] as string);
+  });
+
+  test('posting chunks: full ones hold LOG_INDEX_CHUNK ids and are keyed by their last id, the open one holds the rest', async () => {
+    await store.close();
+    const db = await openDb(dirs[0] as string, { create: false });
+    try {
+      const want = chain.all.map((g, id) => ({ g, id })).filter(({ g }) => bytesEqual(g.log.address, HOT_ADDR)).map(({ id }) => id + 0);
+      const got: number[] = [];
+      const chunks: { last: bigint; n: number }[] = [];
+      for await (const [k, ids] of tables.logIndex.range(db, {
+        gte: { kind: LogIndexKind.Address, value: HOT_ADDR, lastLogId: 0n },
+        lte: { kind: LogIndexKind.Address, value: HOT_ADDR, lastLogId: OPEN_CHUNK },
+      })) {
+        chunks.push({ last: k.lastLogId, n: ids.length });
+        if (k.lastLogId !== OPEN_CHUNK) expect(BigInt(ids[ids.length - 1] as number)).toBe(k.lastLogId);
+        got.push(...ids);
+      }
+      // Genesis has no logs, so log id = position in generation order.
+      expect(got).toEqual(want);
+      const full = chunks.filter((c) => c.last !== OPEN_CHUNK);
+      expect(full.length).toBe(Math.floor(want.length / LOG_INDEX_CHUNK));
+      full.forEach((c) => expect(c.n).toBe(LOG_INDEX_CHUNK));
+      const open = chunks.filter((c) => c.last === OPEN_CHUNK);
+      expect(open.map((c) => c.n)).toEqual(want.length % LOG_INDEX_CHUNK === 0 ? [] : [want.length % LOG_INDEX_CHUNK]);
+    } finally {
+      await db.close();
+      store = await LevelChainStore.open(dirs[0] as string);
+    }
+  });
+
+  function queries(): LogQuery[] {
+    const r = lcg(7);
+    const pick = (n: number) => Math.floor(r() * n);
+    const qs: LogQuery[] = [];
+    const full = { fromBlock: 0n, toBlock: BigInt(BLOCKS) };
+    // Hot topic0 + rare address (the case the streaming intersection is for).
+    for (let i = 0; i < 10; i++) qs.push({ ...full, addresses: [addr(100 + pick(400))], topics: [[HOT_TOPIC]] });
+    // Hot address + hot topic0 + a topic2 value.
+    for (let i = 0; i < 10; i++) qs.push({ ...full, addresses: [HOT_ADDR], topics: [[HOT_TOPIC], null, [topic(2000 + pick(300))]] });
+    // Arrays on several positions, nulls and empty arrays as wildcards, ranges cutting chunks.
+    for (let i = 0; i < 60; i++) {
+      const from = pick(BLOCKS);
+      const to = from + pick(BLOCKS - from + 20);
+      const addresses = i % 4 === 0 ? [] : [HOT_ADDR, addr(pick(40)), addr(100 + pick(400))].slice(0, 1 + (i % 3));
+      const t0 = i % 3 === 0 ? null : i % 3 === 1 ? [HOT_TOPIC] : [HOT_TOPIC, topic(pick(8))];
+      const t1 = i % 5 === 0 ? [topic(1000 + pick(6)), topic(1000 + pick(6))] : i % 5 === 1 ? [] : null;
+      const t2 = i % 7 === 0 ? [topic(2000 + pick(300))] : null;
+      const t3 = i % 11 === 0 ? [topic(3000 + pick(300)), topic(3000 + pick(300))] : null;
+      qs.push({ fromBlock: BigInt(from), toBlock: BigInt(to), addresses, topics: [t0, t1, t2, t3].slice(0, 1 + (i % 4)) });
+    }
+    // Value absent from the chain, a value of the wrong width, a topic only at another position.
+    qs.push({ ...full, addresses: [addr(99_999)], topics: [] });
+    qs.push({ ...full, addresses: [HOT_ADDR.subarray(0, 19)], topics: [] });
+    qs.push({ ...full, addresses: [], topics: [null, [HOT_TOPIC]] });
+    return qs;
+  }
+
+  test('index and bloom-scan answers equal a brute-force filter (intersections, arrays, nulls, cut ranges)', async () => {
+    let nonEmpty = 0;
+    for (const q of queries()) {
+      const want = chain.all.filter((g) => matches(g, q));
+      if (want.length > 0) nonEmpty++;
+      const got = await store.logs(q, opts());
+      const scan = await store.logsByBloomScan(q, opts());
+      if (got.kind !== 'ok' || scan.kind !== 'ok') throw new Error('unexpected too-many');
+      expect(got.logs.map(describeLog)).toEqual(want.map(describeLog));
+      expect(scan.logs.map(describeLog)).toEqual(want.map(describeLog));
+      got.logs.forEach((l, i) => {
+        const g = want[i] as Gen;
+        expect([hex(l.address), l.topics.map(hex), hex(l.data), hex(l.transactionHash), hex(l.blockHash), l.blockTimestamp]).toEqual([
+          hex(g.log.address),
+          g.log.topics.map(hex),
+          hex(g.log.data),
+          hex(g.txHash),
+          hex(g.blockHash),
+          g.timestamp,
+        ]);
+      });
+    }
+    expect(nonEmpty).toBeGreaterThan(40);
+  });
+
+  test('the cap: too-many names the longest fitting prefix, for intersections too', async () => {
+    const cases: LogQuery[] = [
+      { fromBlock: 0n, toBlock: BigInt(BLOCKS), addresses: [], topics: [] },
+      { fromBlock: 3n, toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR], topics: [[HOT_TOPIC]] },
+      { fromBlock: 10n, toBlock: 600n, addresses: [HOT_ADDR, addr(3)], topics: [[HOT_TOPIC, topic(1)], [topic(1000), topic(1001), topic(1002)]] },
+    ];
+    for (const q of cases) {
+      const want = chain.all.filter((g) => matches(g, q));
+      for (const limit of [1, 17, 500, want.length - 1]) {
+        const r: LogQueryResult = await store.logs(q, opts(limit));
+        const over = want[limit] as Gen;
+        expect(r).toEqual({ kind: 'too-many', lastFittingBlock: over.blockNumber - 1n });
+        expect(await store.logsByBloomScan(q, opts(limit))).toEqual(r);
+      }
+      const ok = await store.logs(q, opts(want.length));
+      expect(ok.kind === 'ok' && ok.logs.length).toBe(want.length);
+    }
+  });
+
+  test('a past deadline stops index and scan queries', async () => {
+    const q = { fromBlock: 0n, toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR], topics: [[HOT_TOPIC]] };
+    await expect(store.logs(q, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow('query timeout exceeded');
+    await expect(store.logsByBloomScan(q, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow('query timeout exceeded');
+  });
+});
