@@ -244,7 +244,8 @@ async function indexSize(datadir: string): Promise<BenchResult['index'] & { entr
   }
 }
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+// this file: <repo>/bench/dist/src/getlogs-run.js
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
 
 /** Item 4: eth_getBlockByNumber latency over HTTP while 4 full-range getLogs run concurrently. */
