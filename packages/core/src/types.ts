@@ -120,7 +120,11 @@ export interface LogQuery {
   fromBlock: bigint;
   toBlock: bigint;
   addresses: Bytes[];
-  /** Positional; null is a wildcard; an array matches any of its values. */
+  /**
+   * Positional; null is a wildcard; an array matches any of its values. As in geth, a log with
+   * fewer topics than `topics.length` never matches, even when the extra positions are null
+   * (issue 4: `[null]` excludes logs without topics).
+   */
   topics: (Bytes[] | null)[];
 }
 
