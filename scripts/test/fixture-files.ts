@@ -1,5 +1,6 @@
 // Shared by the fixture tests (not by the generator): locating the committed files and
 // splitting a geth export (concatenated RLP blocks) into one byte slice per block.
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -54,4 +55,34 @@ export function splitRlpItems(buf: Uint8Array): Uint8Array[] {
 
 export function hexToBigInt(hex: string): bigint {
   return BigInt(hex);
+}
+
+/**
+ * Runs a compiled helper (`scripts/dist/test/<name>.js`) in a child node process and parses the
+ * JSON it prints. CPU-heavy fixture checks run there rather than inside jest's module sandbox,
+ * where the same code is about twice slower. A non-zero exit fails with the child's stderr.
+ */
+export function runHelper<T>(name: string, args: readonly string[]): Promise<T> {
+  const script = fileURLToPath(new URL(`./${name}.js`, import.meta.url));
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (c: string) => (stdout += c));
+    child.stderr.on('data', (c: string) => (stderr += c));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) {
+        reject(new Error(`${name} exited with ${code}: ${stderr.trim()}`));
+        return;
+      }
+      try {
+        resolvePromise(JSON.parse(stdout) as T);
+      } catch {
+        reject(new Error(`${name} printed no JSON report: ${stdout.slice(0, 200)} ${stderr.slice(0, 500)}`));
+      }
+    });
+  });
 }

@@ -1,0 +1,104 @@
+// Re-executes a geth chain export with @ethereumjs/vm from its genesis.json, the way the
+// importer will: runBlock (without `generate`) throws unless each block's state root, receipts
+// root, bloom and gas used match what the VM computes, and validates the transactions root,
+// uncles hash and signatures. Reports the logs the VM produced. Run as a child process by
+// chain-execute.test.ts (`node chain-executor.js <fixtures dir>` prints the JSON report).
+import { fileURLToPath } from 'node:url';
+
+import { createBlockFromRLP, createBlockHeader } from '@ethereumjs/block';
+import { createCommonFromGethGenesis } from '@ethereumjs/common';
+import { Address, bytesToHex, createAccount, equalsBytes, hexToBytes } from '@ethereumjs/util';
+import { createVM, runBlock } from '@ethereumjs/vm';
+
+import { readChain, readGenesis, splitRlpItems } from './fixture-files.js';
+
+export interface ExecuteReport {
+  blocks: number;
+  headStateRoot: string;
+  logs: number;
+  logsByAddress: Record<string, number>;
+  logsByTopicCount: number[];
+  logsWithEmptyData: number;
+  logsWithDataAtLeast200: number;
+  reverted: number;
+  revertedWithLogs: number;
+}
+
+function hex(h: string): Uint8Array {
+  return hexToBytes(h as `0x${string}`);
+}
+
+export async function executeChain(dir?: string): Promise<ExecuteReport> {
+  const genesis = readGenesis(dir);
+  const common = createCommonFromGethGenesis(genesis as never, { chain: 'fixture-exec' });
+  const vm = await createVM({ common: common.copy(), setHardfork: true });
+  for (const [addr, acct] of Object.entries(genesis.alloc)) {
+    const address = new Address(hex(addr));
+    await vm.stateManager.putAccount(address, createAccount({ balance: BigInt(acct.balance), nonce: BigInt(acct.nonce ?? 0) }));
+    if (acct.code !== undefined) await vm.stateManager.putCode(address, hex(acct.code));
+    for (const [k, v] of Object.entries(acct.storage ?? {})) await vm.stateManager.putStorage(address, hex(k), hex(v));
+  }
+  const genesisHeader = createBlockHeader(
+    {
+      number: 0n,
+      gasLimit: BigInt(genesis.gasLimit),
+      difficulty: BigInt(genesis.difficulty),
+      timestamp: BigInt(genesis.timestamp),
+      extraData: hex(genesis.extraData),
+      nonce: hex(genesis.nonce),
+      mixHash: hex(genesis.mixHash),
+      coinbase: genesis.coinbase as `0x${string}`,
+      stateRoot: await vm.stateManager.getStateRoot(),
+    },
+    { common, setHardfork: true },
+  );
+
+  const report: ExecuteReport = {
+    blocks: 0,
+    headStateRoot: '',
+    logs: 0,
+    logsByAddress: {},
+    logsByTopicCount: [0, 0, 0, 0, 0],
+    logsWithEmptyData: 0,
+    logsWithDataAtLeast200: 0,
+    reverted: 0,
+    revertedWithLogs: 0,
+  };
+  let parentHash = genesisHeader.hash();
+  for (const [i, encoded] of splitRlpItems(readChain(dir)).entries()) {
+    const block = createBlockFromRLP(encoded, { common, setHardfork: true });
+    const where = `block #${block.header.number} (file item ${i})`;
+    if (!equalsBytes(block.header.parentHash, parentHash)) throw new Error(`${where}: parentHash does not link to the previous block`);
+    // The header against its parent (difficulty, gas limit, base fee) is checked by the decoder;
+    // the VM here has no blockchain to look the parent up in.
+    const result = await runBlock(vm, { block, skipHeaderValidation: true });
+    if (!equalsBytes(result.stateRoot, block.header.stateRoot)) throw new Error(`${where}: state root mismatch`);
+    for (const receipt of result.receipts) {
+      if ('status' in receipt && receipt.status === 0) {
+        report.reverted++;
+        if (receipt.logs.length > 0) report.revertedWithLogs++;
+      }
+      for (const [address, topics, data] of receipt.logs) {
+        report.logs++;
+        const a = bytesToHex(address);
+        report.logsByAddress[a] = (report.logsByAddress[a] ?? 0) + 1;
+        report.logsByTopicCount[topics.length] = (report.logsByTopicCount[topics.length] ?? 0) + 1;
+        if (data.length === 0) report.logsWithEmptyData++;
+        if (data.length >= 200) report.logsWithDataAtLeast200++;
+      }
+    }
+    parentHash = block.hash();
+    report.blocks++;
+    report.headStateRoot = bytesToHex(result.stateRoot);
+  }
+  return report;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  executeChain(process.argv[2])
+    .then((report) => process.stdout.write(`${JSON.stringify(report)}\n`))
+    .catch((err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    });
+}
