@@ -1,6 +1,7 @@
 // fixtures/chain.rlp decoded independently of the generator (see chain-decoder.ts): every
 // hash, link and consensus value is re-derived there, and this test asserts what the chain
 // must contain (issue 2).
+import { readFileSync } from 'node:fs';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +43,14 @@ describe('fixtures/chain.rlp decoded independently', () => {
     expect(report.plainTransfers).toBeGreaterThan(0);
     expect(report.senders.length).toBeGreaterThanOrEqual(50);
     expect(report.unfundedSenders).toEqual([]);
+  });
+
+  it('agrees with the hashes and counts documented in fixtures/README.md', () => {
+    const readme = readFileSync(join(FIXTURES_DIR, 'README.md'), 'utf8');
+    expect(readme).toContain(`genesis hash \`${report.genesisHash}\``);
+    expect(readme).toContain(`hash \`${report.headHash}\``);
+    expect(readme).toContain(`| transactions | ${report.txs.toLocaleString('en-US')} |`);
+    expect(readme).toContain(`| uncles | ${report.uncles.toLocaleString('en-US')};`);
   });
 });
 

@@ -2,7 +2,8 @@
 // importer will: runBlock (without `generate`) throws unless each block's state root, receipts
 // root, bloom and gas used match what the VM computes, and validates the transactions root,
 // uncles hash and signatures. Reports the logs the VM produced. Run as a child process by
-// chain-execute.test.ts (`node chain-executor.js <fixtures dir>` prints the JSON report).
+// chain-execute.test.ts (`node chain-executor.js <fixtures dir> [<address>:<slot> ...]` prints
+// the JSON report, with the head's storage at each requested slot).
 import { fileURLToPath } from 'node:url';
 
 import { createBlockFromRLP, createBlockHeader } from '@ethereumjs/block';
@@ -22,13 +23,15 @@ export interface ExecuteReport {
   logsWithDataAtLeast200: number;
   reverted: number;
   revertedWithLogs: number;
+  /** Storage at the head for each requested `address:slot` (32-byte hex values). */
+  storage: Record<string, string>;
 }
 
 function hex(h: string): Uint8Array {
   return hexToBytes(h as `0x${string}`);
 }
 
-export async function executeChain(dir?: string): Promise<ExecuteReport> {
+export async function executeChain(dir?: string, storageQueries: readonly string[] = []): Promise<ExecuteReport> {
   const genesis = readGenesis(dir);
   const common = createCommonFromGethGenesis(genesis as never, { chain: 'fixture-exec' });
   const vm = await createVM({ common: common.copy(), setHardfork: true });
@@ -63,6 +66,7 @@ export async function executeChain(dir?: string): Promise<ExecuteReport> {
     logsWithDataAtLeast200: 0,
     reverted: 0,
     revertedWithLogs: 0,
+    storage: {},
   };
   let parentHash = genesisHeader.hash();
   for (const [i, encoded] of splitRlpItems(readChain(dir)).entries()) {
@@ -91,11 +95,17 @@ export async function executeChain(dir?: string): Promise<ExecuteReport> {
     report.blocks++;
     report.headStateRoot = bytesToHex(result.stateRoot);
   }
+  for (const q of storageQueries) {
+    const [address, slot] = q.split(':');
+    if (address === undefined || slot === undefined) throw new Error(`storage query ${JSON.stringify(q)}: expected <address>:<slot>`);
+    const value = await vm.stateManager.getStorage(new Address(hex(address)), hex(slot));
+    report.storage[q] = `0x${Buffer.from(value).toString('hex').padStart(64, '0')}`;
+  }
   return report;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  executeChain(process.argv[2])
+  executeChain(process.argv[2], process.argv.slice(3))
     .then((report) => process.stdout.write(`${JSON.stringify(report)}\n`))
     .catch((err: unknown) => {
       process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
