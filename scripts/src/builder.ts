@@ -10,7 +10,7 @@ import {
   createBlockHeader,
   genTransactionsTrieRoot,
 } from '@ethereumjs/block';
-import { type Common, createCommonFromGethGenesis, type GethGenesis, Hardfork } from '@ethereumjs/common';
+import { createCommonFromGethGenesis, type GethGenesis, Hardfork } from '@ethereumjs/common';
 import {
   type AccessList,
   createAccessList2930Tx,
@@ -20,11 +20,11 @@ import {
   type TypedTransaction,
 } from '@ethereumjs/tx';
 import { Address, bytesToHex, createAccount, createContractAddress, KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
-import { createVM, runBlock, type VM } from '@ethereumjs/vm';
+import { createVM, runBlock } from '@ethereumjs/vm';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 
 import { labelAddress, makeSenders, type Sender } from './accounts.js';
-import { compileContracts, creationCode, encodeCall, type CompiledContracts } from './contracts.js';
+import { compileContracts, creationCode, encodeCall } from './contracts.js';
 import { Prng } from './prng.js';
 
 export const CHAIN_ID = 1337;
@@ -465,6 +465,7 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
       baseFeePerGas,
     };
     const draftHeader = createBlockHeader(headerData, { common, setHardfork: true, calcDifficultyFromHeader: parent });
+    // The Block constructor (rather than createBlock) keeps the signed tx objects as they are.
     const draft = new Block(draftHeader, txs, uncles, undefined, { common });
     const result = await runBlock(vm, { block: draft, generate: true, skipBlockValidation: true });
 
@@ -603,5 +604,3 @@ function concat(parts: Uint8Array[]): Uint8Array {
   }
   return out;
 }
-
-export type { CompiledContracts, VM, Common };
