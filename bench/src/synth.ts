@@ -31,8 +31,10 @@ export function chainSpec(size: 'smoke' | 'standard', scale = 1): ChainSpec {
   if (size === 'smoke') return { name: 'smoke', blocks: 2_500, logsPerBlock: 12, tailContracts: 400, holders: 3_000, groupBlocks: 97, seed: 7 };
   return {
     name: scale === 1 ? 'standard' : `standard x${scale}`,
-    blocks: 200_000 * scale,
-    logsPerBlock: 25,
+    // 250,000 blocks x 21 logs (>= 5,000,000 logs): with ~43% Transfer logs, (f) over 1,000 blocks
+    // stays under the 10,000-result cap (at 25 logs/block it would sit right on it).
+    blocks: 250_000 * scale,
+    logsPerBlock: 21,
     tailContracts: 20_000 * scale,
     holders: 250_000 * scale,
     groupBlocks: 1_000,
