@@ -19,6 +19,7 @@ function matches(g: GeneratedLog, q: LogQuery): boolean {
   const n = BigInt(g.blockNumber);
   if (n < q.fromBlock || n > q.toBlock) return false;
   if (q.addresses.length > 0 && !q.addresses.some((a) => bytesEqual(a, g.address))) return false;
+  if (q.topics.length > g.topics.length) return false; // geth: fewer topics than positions never matches
   return q.topics.every((t, i) => t === null || t.length === 0 || (g.topics[i] !== undefined && t.some((x) => bytesEqual(x, g.topics[i] as Uint8Array))));
 }
 

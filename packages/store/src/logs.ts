@@ -46,7 +46,22 @@ function constraintsOf(query: LogQuery): Constraint[] {
   return out;
 }
 
+/**
+ * True when the query has wildcard positions after its last constrained one (e.g. `[T, null]`):
+ * such a query also requires logs to carry that many topics, which the posting lists cannot tell,
+ * so index candidates must be fetched and re-checked before they count.
+ */
+function needsArityCheck(query: LogQuery): boolean {
+  let lastConstrained = -1;
+  query.topics.forEach((t, i) => {
+    if (t !== null && t.length > 0) lastConstrained = i;
+  });
+  return query.topics.length > lastConstrained + 1;
+}
+
 export function logMatches(log: StoredLog, query: LogQuery): boolean {
+  // geth: a log with fewer topics than the filter has positions never matches, wildcards included.
+  if (query.topics.length > log.topics.length) return false;
   if (query.addresses.length > 0 && !query.addresses.some((a) => bytesEqual(a, log.address))) return false;
   for (let i = 0; i < query.topics.length; i++) {
     const t = query.topics[i];
@@ -374,27 +389,39 @@ export class LogQueries {
     return { kind: 'too-many', lastFittingBlock: (over as StoredLog).blockNumber - 1n };
   }
 
-  /** Matching log ids in [start, end), at most `want` of them, by a leapfrog join of the constraints. */
-  private async matchingIds(constraints: Constraint[], start: number, end: number, want: number, budget: Budget): Promise<number[]> {
+  /**
+   * Matching log ids in [start, end), in batches of up to `batch` ascending ids, by a leapfrog join
+   * of the constraints (every id in [start, end) when there are none). Stops when the consumer does.
+   */
+  private async *joinIds(constraints: Constraint[], start: number, end: number, batch: number, budget: Budget): AsyncGenerator<number[]> {
+    if (constraints.length === 0) {
+      for (let at = start; at < end; at += batch) {
+        await budget.tick();
+        const ids: number[] = [];
+        for (let id = at; id < Math.min(end, at + batch); id++) ids.push(id);
+        yield ids;
+      }
+      return;
+    }
     const cursors: IdCursor[] = [];
     try {
       for (const c of constraints) {
         const parts = possibleValues(c).map((v) => new PostingCursor(this.db, c.kind, v, start, end));
-        if (parts.length === 0) return [];
+        if (parts.length === 0) return;
         const cursor = parts.length === 1 ? (parts[0] as PostingCursor) : new UnionCursor(parts);
         cursors.push(cursor);
       }
       const firsts = await Promise.all(cursors.map((c) => c.seek(start)));
       let x = start;
       for (const f of firsts) {
-        if (f === undefined) return [];
+        if (f === undefined) return;
         if (f > x) x = f;
       }
       // The most selective constraint drives; the others only seek to its candidates.
       const order = cursors.map((c, i) => ({ c, est: c.estimate(), i })).sort((a, b) => a.est - b.est || a.i - b.i);
       const cs = order.map((o) => o.c);
       const k = cs.length;
-      const out: number[] = [];
+      let out: number[] = [];
       let i = 0;
       let agreed = 0;
       let steps = 0;
@@ -408,17 +435,30 @@ export class LogQueries {
         }
         if (agreed === k) {
           out.push(x);
-          if (out.length >= want) break;
+          if (out.length >= batch) {
+            yield out;
+            out = [];
+          }
           x++;
           agreed = 0;
           i = 0;
         } else i = (i + 1) % k;
         if (++steps % 64 === 0) await budget.tick();
       }
-      return out;
+      if (out.length > 0) yield out;
     } finally {
       await Promise.all(cursors.map((c) => c.close()));
     }
+  }
+
+  /** At most `want` matching log ids in [start, end) (see joinIds). */
+  private async matchingIds(constraints: Constraint[], start: number, end: number, want: number, budget: Budget): Promise<number[]> {
+    const out: number[] = [];
+    for await (const ids of this.joinIds(constraints, start, end, want, budget)) {
+      out.push(...ids.slice(0, want - out.length));
+      if (out.length >= want) break;
+    }
+    return out;
   }
 
   async logs(query: LogQuery, options: LogQueryOptions): Promise<LogQueryResult> {
@@ -427,6 +467,7 @@ export class LogQueries {
     if (range === undefined || range.start >= range.end) return { kind: 'ok', logs: [] };
     const constraints = constraintsOf(query);
     const limit = options.limit;
+    if (needsArityCheck(query)) return this.logsCheckingArity(query, constraints, range, limit, budget);
     const records: LogRecord[] = [];
     if (constraints.length === 0) {
       if (range.end - range.start > limit) return this.tooMany(range.start + limit);
@@ -445,6 +486,31 @@ export class LogQueries {
       const logs = await this.fetchLogs(ids.slice(i, i + LOG_FETCH_BATCH));
       // The index is exact per value; the re-check guards against a corrupted index.
       records.push(...(await this.toRecords(logs.filter((l) => logMatches(l, query)))));
+    }
+    return { kind: 'ok', logs: records };
+  }
+
+  /**
+   * The index path for queries with trailing wildcard positions: candidates from the join are
+   * fetched in batches and re-checked, and only logs that really match count toward the cap.
+   */
+  private async logsCheckingArity(
+    query: LogQuery,
+    constraints: Constraint[],
+    range: { start: number; end: number },
+    limit: number,
+    budget: Budget,
+  ): Promise<LogQueryResult> {
+    const matched: StoredLog[] = [];
+    for await (const ids of this.joinIds(constraints, range.start, range.end, LOG_FETCH_BATCH, budget)) {
+      await budget.tick();
+      for (const log of await this.fetchLogs(ids)) if (logMatches(log, query)) matched.push(log);
+      if (matched.length > limit) return { kind: 'too-many', lastFittingBlock: (matched[limit] as StoredLog).blockNumber - 1n };
+    }
+    const records: LogRecord[] = [];
+    for (let i = 0; i < matched.length; i += LOG_FETCH_BATCH) {
+      await budget.tick();
+      records.push(...(await this.toRecords(matched.slice(i, i + LOG_FETCH_BATCH))));
     }
     return { kind: 'ok', logs: records };
   }
