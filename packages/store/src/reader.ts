@@ -1,9 +1,18 @@
 // The read side of the store: LevelChainStore implements core's read-only ChainStore over the
-// tables of schema.ts. Decoding happens here (through core's codecs); small LRU caches keep the
-// hot paths (block by number/hash) off LevelDB.
+// tables of schema.ts. Decoding happens here (through core's codecs); bounded LRU caches keep the
+// hot paths (head, block by number/hash, tx lookups, accounts, storage slots, trie nodes and
+// proofs) off LevelDB.
+//
+// Why caching is exact here: the store opens its LevelDB read-only through `open()` alone, and
+// classic-level holds the datadir's exclusive lock for as long as it is open, so nothing can
+// write the chain under it (no import, no reorg) while it serves. The head, the canonical
+// number -> hash map and the tx lookup rows are therefore fixed for its lifetime; everything
+// else is content-addressed (by block hash, state root, storage root or node hash) and immutable
+// anyway. Cached records are shared between callers and must be treated as read-only.
 import { RLP } from '@ethereumjs/rlp';
 import { MerklePatriciaTrie, createMerkleProof } from '@ethereumjs/mpt';
 import { createAccountFromRLP, KECCAK256_NULL, KECCAK256_RLP, setLengthLeft } from '@ethereumjs/util';
+import type { EncodingOpts } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import {
   RpcError,
@@ -36,12 +45,48 @@ import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
 
-const hexKey = (b: Uint8Array): string => Buffer.from(b).toString('hex');
+/** Hex of the bytes, as a cache key (a view, not a copy). */
+const hexKey = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+
+/** An account as the state reads need it (absent accounts are cached as `null`). */
+interface AccountView {
+  nonce: bigint;
+  balance: bigint;
+  codeHash: Uint8Array;
+  storageRoot: Uint8Array;
+}
+
+const ZERO_WORD = new Uint8Array(32);
+
+/**
+ * A bounded node cache in front of the TrieNodes table for the read-only tries: node hashes
+ * are content addresses, so a cached node can never be stale.
+ */
+class CachedTrieDb extends TrieNodeDb {
+  private readonly nodes = new Lru<string, Uint8Array>(65_536);
+
+  override async get(key: string, opts?: EncodingOpts): Promise<Uint8Array | string | undefined> {
+    let v = this.nodes.get(key);
+    if (v === undefined) {
+      const raw = await super.get(key);
+      if (raw === undefined) return undefined;
+      v = typeof raw === 'string' ? Uint8Array.from(Buffer.from(raw, 'hex')) : raw;
+      this.nodes.set(key, v);
+    }
+    return opts?.valueEncoding === 'string' ? Buffer.from(v).toString('hex') : v;
+  }
+}
 
 export class LevelChainStore implements ChainStore {
   private readonly blocks = new Lru<string, BlockRecord>(1024);
   private readonly headers = new Lru<string, HeaderRecord>(4096);
   private readonly canonicalCache = new Lru<bigint, Uint8Array>(8192);
+  private readonly txCache = new Lru<string, TxWithLocation>(16_384);
+  private readonly accounts = new Lru<string, AccountView | null>(16_384);
+  private readonly slots = new Lru<string, Uint8Array>(65_536);
+  private readonly proofs = new Lru<string, AccountProofRecord>(2048);
+  /** The head, read once: no writer can move it while this store holds the datadir lock. */
+  private headCache: ChainHead | undefined;
   private readonly trieDb: TrieNodeDb;
   private readonly logQueries: LogQueries;
 
@@ -49,7 +94,7 @@ export class LevelChainStore implements ChainStore {
     private readonly db: Db,
     private readonly chainInfo: ChainInfo,
   ) {
-    this.trieDb = new TrieNodeDb(db, false);
+    this.trieDb = new CachedTrieDb(db, false);
     this.logQueries = new LogQueries(db, { head: () => this.head() });
   }
 
@@ -91,9 +136,11 @@ export class LevelChainStore implements ChainStore {
 
   head(): Promise<ChainHead> {
     return this.guard('head', async () => {
+      if (this.headCache !== undefined) return this.headCache;
       const raw = await tables.meta.get(this.db, MetaKey.Head);
       if (raw === undefined) throw new Error('head pointer missing');
-      return headCodec.decode(raw);
+      this.headCache = headCodec.decode(raw);
+      return this.headCache;
     });
   }
 
@@ -182,6 +229,9 @@ export class LevelChainStore implements ChainStore {
   transaction(hash: Bytes): Promise<TxWithLocation | undefined> {
     return this.guard('transaction', async () => {
       if (hash.length !== 32) return undefined;
+      const key = hexKey(hash);
+      const hit = this.txCache.get(key);
+      if (hit !== undefined) return hit;
       const loc = await tables.txLookup.get(this.db, hash);
       if (loc === undefined) return undefined;
       const blockHash = await this.canonical(loc.number);
@@ -197,6 +247,7 @@ export class LevelChainStore implements ChainStore {
         blockTimestamp: block.header.timestamp,
       };
       if (block.header.baseFeePerGas !== undefined) out.baseFeePerGas = block.header.baseFeePerGas;
+      this.txCache.set(key, out);
       return out;
     });
   }
@@ -221,30 +272,52 @@ export class LevelChainStore implements ChainStore {
     return new MerklePatriciaTrie({ db: this.trieDb, root, useKeyHashing: true, valueEncoding: 'view' });
   }
 
+  /** The account `address` in the state `stateRoot` (null when absent), cached by both. */
+  private async account(stateRoot: Uint8Array, address: Uint8Array): Promise<AccountView | null> {
+    const key = hexKey(stateRoot) + hexKey(address);
+    const hit = this.accounts.get(key);
+    if (hit !== undefined) return hit;
+    const raw = await this.trie(stateRoot).get(address);
+    let view: AccountView | null = null;
+    if (raw !== null) {
+      const a = createAccountFromRLP(raw);
+      view = { nonce: a.nonce, balance: a.balance, codeHash: a.codeHash, storageRoot: a.storageRoot };
+    }
+    this.accounts.set(key, view);
+    return view;
+  }
+
   storageAt(stateRoot: Bytes, address: Bytes, slot: Bytes): Promise<Bytes> {
     return this.guard('storageAt', async () => {
-      const raw = await this.trie(stateRoot).get(address);
-      if (raw === null) return new Uint8Array(32);
-      const account = createAccountFromRLP(raw);
-      if (bytesEqual(account.storageRoot, KECCAK256_RLP)) return new Uint8Array(32);
-      const v = await this.trie(account.storageRoot).get(setLengthLeft(slot, 32));
-      if (v === null) return new Uint8Array(32);
-      return setLengthLeft(RLP.decode(v) as Uint8Array, 32);
+      const account = await this.account(stateRoot, address);
+      if (account === null || bytesEqual(account.storageRoot, KECCAK256_RLP)) return new Uint8Array(32);
+      const word = setLengthLeft(slot, 32);
+      const key = hexKey(account.storageRoot) + hexKey(word);
+      let value = this.slots.get(key);
+      if (value === undefined) {
+        const v = await this.trie(account.storageRoot).get(word);
+        value = v === null ? ZERO_WORD : setLengthLeft(RLP.decode(v) as Uint8Array, 32);
+        this.slots.set(key, value);
+      }
+      return value.slice(); // callers own what they get
     });
   }
 
   proof(stateRoot: Bytes, address: Bytes, slots: Bytes[]): Promise<AccountProofRecord> {
     return this.guard('proof', async () => {
+      let cacheKey = hexKey(stateRoot) + hexKey(address);
+      for (const slot of slots) cacheKey += `.${hexKey(slot)}`;
+      const hit = this.proofs.get(cacheKey);
+      if (hit !== undefined) return hit;
       const trie = this.trie(stateRoot);
       const accountProof = await createMerkleProof(trie, address);
-      const raw = await trie.get(address);
-      const account = raw === null ? undefined : createAccountFromRLP(raw);
+      const account = await this.account(stateRoot, address);
       const storageRoot = account?.storageRoot ?? KECCAK256_RLP;
       const storageTrie = this.trie(storageRoot);
       const storageProof: StorageProofRecord[] = [];
       for (const slot of slots) {
         const key = setLengthLeft(slot, 32);
-        if (account === undefined || bytesEqual(storageRoot, KECCAK256_RLP)) {
+        if (account === null || bytesEqual(storageRoot, KECCAK256_RLP)) {
           storageProof.push({ key, value: 0n, proof: [] });
           continue;
         }
@@ -252,7 +325,7 @@ export class LevelChainStore implements ChainStore {
         const v = await storageTrie.get(key);
         storageProof.push({ key, value: v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array), proof });
       }
-      return {
+      const record: AccountProofRecord = {
         address,
         nonce: account?.nonce ?? 0n,
         balance: account?.balance ?? 0n,
@@ -261,6 +334,8 @@ export class LevelChainStore implements ChainStore {
         accountProof,
         storageProof,
       };
+      this.proofs.set(cacheKey, record);
+      return record;
     });
   }
 
