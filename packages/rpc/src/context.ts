@@ -1,13 +1,29 @@
 // What handlers get: the store, the config, and block-parameter resolution shared by all
 // methods (tags -> numbers, EIP-1898 selectors -> headers).
 import { ServerError } from '@chainnode/core';
-import type { ChainStore, HeaderRecord } from '@chainnode/core';
+import type { AccountProofRecord, BlockRecord, ChainStore, HeaderRecord, TxWithLocation } from '@chainnode/core';
+import type { JsonBlock } from './formatters/block.js';
+import type { JsonAccountProof } from './formatters/proof.js';
+import type { JsonTransaction } from './formatters/transaction.js';
+import { FormatMemo } from './json-text.js';
 import type { RpcConfig } from './service.js';
 import type { BlockNumberParam, BlockSelector, BlockTag } from './params.js';
 
 export interface HandlerContext {
   store: ChainStore;
   config: RpcConfig;
+  /** JSON text of formatted records, per record object (see json-text.ts). */
+  memo: FormatMemos;
+}
+
+export interface FormatMemos {
+  blocks: FormatMemo<BlockRecord, JsonBlock>;
+  transactions: FormatMemo<TxWithLocation, JsonTransaction>;
+  proofs: FormatMemo<AccountProofRecord, JsonAccountProof>;
+}
+
+export function createFormatMemos(): FormatMemos {
+  return { blocks: new FormatMemo(), transactions: new FormatMemo(), proofs: new FormatMemo() };
 }
 
 /** Tag or number -> block number. Numbers past the head are returned as they are. */

@@ -4,7 +4,9 @@
 import { InvalidParamsError, InvalidRequestError, MethodNotFoundError, ParseError } from '@chainnode/core';
 import type { RpcError } from '@chainnode/core';
 import { resolveConfig } from './config.js';
+import { createFormatMemos } from './context.js';
 import type { HandlerContext } from './context.js';
+import { stringifyResult } from './json-text.js';
 import { toErrorObject } from './errors.js';
 import type { JsonRpcErrorObject } from './errors.js';
 import { isMethodName, METHODS } from './table.js';
@@ -19,7 +21,7 @@ export type JsonRpcResponse =
 const passThrough: CallMiddleware = (_call, next) => next();
 
 export const createRpcService: RpcServiceFactory = (store, config) => {
-  const ctx: HandlerContext = { store, config: resolveConfig(config) };
+  const ctx: HandlerContext = { store, config: resolveConfig(config), memo: createFormatMemos() };
   const api: RpcServiceApi = {
     async handle(body, middleware = passThrough): Promise<RpcReply> {
       let message: unknown;
@@ -70,11 +72,14 @@ function hasNumericId(m: unknown): boolean {
   return typeof m === 'object' && m !== null && typeof (m as { id?: unknown }).id === 'number';
 }
 
-/** JSON text of a reply; a numeric id is written as the caller's source text when known. */
+/**
+ * JSON text of a reply (the bytes JSON.stringify(reply) gives, with pre-serialised results
+ * spliced in); a numeric id is written as the caller's source text when known.
+ */
 function serialize(reply: JsonRpcResponse, rawId: string | undefined): string {
-  if (rawId === undefined || typeof reply.id !== 'number') return JSON.stringify(reply);
-  const rest = 'error' in reply ? `"error":${JSON.stringify(reply.error)}` : `"result":${JSON.stringify(reply.result)}`;
-  return `{"jsonrpc":"2.0","id":${rawId},${rest}}`;
+  const id = rawId !== undefined && typeof reply.id === 'number' ? rawId : JSON.stringify(reply.id);
+  if ('error' in reply) return `{"jsonrpc":"2.0","id":${id},"error":${JSON.stringify(reply.error)}}`;
+  return `{"jsonrpc":"2.0","id":${id},"result":${stringifyResult(reply.result)}}`;
 }
 
 function errorResponse(id: JsonRpcId, err: unknown): JsonRpcResponse {

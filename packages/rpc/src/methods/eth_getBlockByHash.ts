@@ -16,6 +16,8 @@ export const eth_getBlockByHash: MethodDef<GetBlockByHashParams, JsonBlock | nul
     decodeArgs(params, 2, (arg) => ({ hash: decodeHash(arg(0)), fullTransactions: decodeBool(arg(1)) })),
   async handle(ctx, p) {
     const block = await ctx.store.block(p.hash);
-    return block === undefined ? null : formatBlock(block, p.fullTransactions);
+    if (block === undefined) return null;
+    const full = p.fullTransactions;
+    return ctx.memo.blocks.get(block, full ? 'full' : 'hashes', (b) => formatBlock(b, full));
   },
 };

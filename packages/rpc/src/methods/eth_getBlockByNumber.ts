@@ -20,6 +20,8 @@ export const eth_getBlockByNumber: MethodDef<GetBlockByNumberParams, JsonBlock |
     const hash = await ctx.store.canonicalHash(number);
     if (hash === undefined) return null;
     const block = await ctx.store.block(hash);
-    return block === undefined ? null : formatBlock(block, p.fullTransactions);
+    if (block === undefined) return null;
+    const full = p.fullTransactions;
+    return ctx.memo.blocks.get(block, full ? 'full' : 'hashes', (b) => formatBlock(b, full));
   },
 };

@@ -40,9 +40,8 @@ export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
     if (record.storageProof.length !== p.keys.length) {
       throw new Error('store returned a proof with the wrong number of storage entries');
     }
-    return formatProof(
-      record,
-      p.keys.map((k) => k.inputLength),
-    );
+    // The echoed keys depend on how the caller spelled them (their byte lengths).
+    const lengths = p.keys.map((k) => k.inputLength);
+    return ctx.memo.proofs.get(record, lengths.join(','), (r) => formatProof(r, lengths));
   },
 };

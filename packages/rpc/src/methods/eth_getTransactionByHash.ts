@@ -14,6 +14,6 @@ export const eth_getTransactionByHash: MethodDef<GetTransactionByHashParams, Jso
   decode: (params) => decodeArgs(params, 1, (arg) => ({ hash: decodeHash(arg(0)) })),
   async handle(ctx, p) {
     const found = await ctx.store.transaction(p.hash);
-    return found === undefined ? null : formatTransaction(found);
+    return found === undefined ? null : ctx.memo.transactions.get(found, '', formatTransaction);
   },
 };

@@ -1,0 +1,44 @@
+// Pre-serialised results. A handler may return a JsonText instead of a plain value; the
+// envelope splices its text into the reply as it is, so a hot answer is formatted and
+// stringified once, not per call. The text must be exactly JSON.stringify of the value it
+// stands for (toJSON keeps anything else that stringifies it correct, just slower).
+//
+// FormatMemo remembers the text per stored record *object*: the store hands out immutable
+// records (and its caches hand out the same object again), so the text is a pure function of
+// the object. Entries die with the records (WeakMap), so the memo is bounded by the store's
+// own caches; a store that builds fresh objects per call simply never hits.
+
+export class JsonText<T = unknown> {
+  /** Phantom: the type of the value the text encodes. */
+  declare readonly __value?: T;
+  constructor(readonly text: string) {}
+
+  static of<T>(value: T): JsonText<T> {
+    return new JsonText<T>(JSON.stringify(value));
+  }
+
+  toJSON(): unknown {
+    return JSON.parse(this.text) as unknown;
+  }
+}
+
+/** JSON text of `v`, splicing pre-serialised results. */
+export function stringifyResult(v: unknown): string {
+  return v instanceof JsonText ? v.text : JSON.stringify(v);
+}
+
+export class FormatMemo<K extends object, V> {
+  private readonly map = new WeakMap<K, Map<string, JsonText<V>>>();
+
+  /** The text of `format(record)` under `variant`, computed once per (record, variant). */
+  get(record: K, variant: string, format: (record: K) => V): JsonText<V> {
+    let byVariant = this.map.get(record);
+    if (byVariant === undefined) this.map.set(record, (byVariant = new Map()));
+    let text = byVariant.get(variant);
+    if (text === undefined) {
+      text = JsonText.of(format(record));
+      byVariant.set(variant, text);
+    }
+    return text;
+  }
+}
