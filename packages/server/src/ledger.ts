@@ -70,23 +70,38 @@ export class CreditLedger {
   private fdDay = '';
   private pending: Pending | undefined;
   private closed = false;
+  /** [dayStart, dayEnd): the UTC day `day` in epoch ms. */
+  private dayStart = 0;
+  private dayEnd = 0;
 
   constructor(
     private readonly datadir: string,
     private readonly now: () => number = Date.now,
   ) {
     mkdirSync(join(datadir, USAGE_DIR), { recursive: true });
-    this.day = utcDay(this.now());
+    const t = this.now();
+    this.day = utcDay(t);
+    this.setDay(t);
     this.committed = readUsage(datadir, this.day);
   }
 
   private roll(): void {
-    const day = utcDay(this.now());
+    // Hot path: one clock read and a compare; the day string is rebuilt only when the clock
+    // leaves the current UTC day (either way: a clock set back re-reads that day too).
+    const now = this.now();
+    if (now >= this.dayStart && now < this.dayEnd) return;
+    const day = utcDay(now);
+    this.setDay(now);
     if (day !== this.day) {
       this.day = day;
       this.committed = readUsage(this.datadir, day);
       this.reserved = new Map();
     }
+  }
+
+  private setDay(now: number): void {
+    this.dayEnd = nextUtcMidnight(now).getTime();
+    this.dayStart = this.dayEnd - 86_400_000;
   }
 
   /** Credits used today (committed plus in flight). */
