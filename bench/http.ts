@@ -1,34 +1,23 @@
-// `npm run bench:http [-- --datadir <dir>] [--duration 10] [--connections 64]`: requests per
-// second and p50/p99 latency per method against a `node-cli serve` child process on loopback,
-// HTTP with autocannon, WebSocket with a closed-loop `ws` client (64 connections, one call in
-// flight each, like autocannon without pipelining). The load tool shares the 2 cores with the
-// server. Without --datadir the fixture chain (else the execution-apis chain) is imported into
-// a temporary datadir first.
+// `npm run bench:http [-- --datadir <dir>] [--duration 10] [--connections 64] [--tool wrk|autocannon]
+//  [--runs 3] [--json]`: requests per second and p50/p99 latency per method against a `node-cli
+// serve` child process on loopback, 64 connections, closed loop (no pipelining), 2 s warm-up
+// per case. HTTP with wrk when it is installed (Debian's `wrk`, one thread, so the server keeps
+// the other core), else autocannon. WebSocket vs HTTP is compared with one raw node:net client
+// for both transports (bench/src/load.ts), so the comparison is not one of client libraries.
+// Every answer is checked byte for byte against the expected reply; non-200s, mismatched
+// bodies (JSON-RPC errors included) and socket errors are counted and printed, and a case with
+// any of them is flagged. The load tool shares the 2 cores with the server. Without --datadir
+// the fixture chain (else the execution-apis chain) is imported into a temporary datadir first.
 import { spawn, execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { autocannonLoad, haveWrk, rawLoad, wrkLoad } from './src/load.js';
+import type { LoadResult, LoadSpec } from './src/load.js';
 
-const require = createRequire(import.meta.url);
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
-
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number };
-  non2xx: number;
-  errors: number;
-}
-type Autocannon = (opts: Record<string, unknown>) => Promise<AutocannonResult>;
-const autocannon = require('autocannon') as Autocannon;
-interface WsClient {
-  on(ev: string, cb: (...a: unknown[]) => void): void;
-  send(data: string): void;
-  close(): void;
-}
-const WsCtor = require('ws') as new (url: string) => WsClient;
 
 function arg(name: string, dflt?: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -36,6 +25,8 @@ function arg(name: string, dflt?: string): string | undefined {
 }
 const duration = Number(arg('duration', '10'));
 const connections = Number(arg('connections', '64'));
+const runs = Number(arg('runs', '1'));
+const toolArg = arg('tool', haveWrk() ? 'wrk' : 'autocannon');
 
 function node(args: string[]): string {
   return execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
@@ -74,7 +65,8 @@ async function main(): Promise<void> {
     const b = (await get('eth_getBlockByNumber', [`0x${n.toString(16)}`, false])) as { transactions: string[] };
     txHash = b.transactions[0] ?? '';
   }
-  const logs = (await get('eth_getLogs', [{ fromBlock: '0x0', toBlock: 'latest' }])) as { address: string }[];
+  // A contract that emitted logs lately (a small range: the whole chain may pass the result cap).
+  const logs = ((await get('eth_getLogs', [{ fromBlock: `0x${Math.max(0, head - 64).toString(16)}`, toBlock: 'latest' }])) ?? []) as { address: string }[];
   const contract = logs[0]?.address ?? '0x0000000000000000000000000000000000000000';
   const mid = `0x${Math.max(1, Math.floor(head / 2)).toString(16)}`;
   const cases: [string, string, unknown[]][] = [
@@ -84,80 +76,62 @@ async function main(): Promise<void> {
     ['eth_getProof', 'eth_getProof', [contract, ['0x0000000000000000000000000000000000000000000000000000000000000000'], 'latest']],
   ];
   const rows: string[] = [];
-  const results: Record<string, { rps: number; p50: number; p99: number }> = {};
+  const results: Record<string, LoadResult & { runs: number[] }> = {};
+  const loads: number[] = [];
+  const spec = (path: string, body: string, expected: string): LoadSpec => ({ host: '127.0.0.1', port, path, body, expected, connections, seconds: duration });
+  const measure = async (label: string, load: () => Promise<LoadResult>, warm: () => Promise<unknown>): Promise<void> => {
+    await warm();
+    const all: LoadResult[] = [];
+    for (let i = 0; i < runs; i++) {
+      loads.push(loadavg()[0] as number);
+      all.push(await load());
+    }
+    // The median run by req/s; every run's anomalies are summed.
+    const sorted = [...all].sort((x, y) => x.rps - y.rps);
+    const med = sorted[Math.floor(sorted.length / 2)] as LoadResult;
+    const bad = all.reduce((n, r) => n + r.bad, 0);
+    const mism = all.reduce((n, r) => n + r.mismatched, 0);
+    const errs = all.reduce((n, r) => n + r.errors, 0);
+    results[label] = { ...med, bad, mismatched: mism, errors: errs, runs: all.map((r) => Math.round(r.rps)) };
+    const flag = bad + mism + errs > 0 ? ` INVALID: ${bad} non-200, ${mism} wrong bodies, ${errs} socket errors` : '';
+    rows.push(`| ${label} | ${med.tool} | ${Math.round(med.rps)} | ${med.p50} | ${med.p99} | ${all.map((r) => Math.round(r.rps)).join(', ')} | ${bad}/${mism}/${errs} |${flag}`);
+    console.error(rows[rows.length - 1]);
+  };
+  const path = `/v3/${key}`;
+  const expect = async (body: string): Promise<string> => {
+    const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const text = await r.text();
+    if (r.status !== 200 || text.includes('"error"')) throw new Error(`bench: ${body} answered ${r.status} ${text.slice(0, 200)}`);
+    return text;
+  };
   for (const [label, method, params] of cases) {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
-    await autocannon({ url, method: 'POST', headers: { 'content-type': 'application/json' }, body, connections, duration: 2 }); // warm-up
-    const r = await autocannon({ url, method: 'POST', headers: { 'content-type': 'application/json' }, body, connections, duration });
-    if (r.non2xx > 0 || r.errors > 0) throw new Error(`${label}: ${r.non2xx} non-2xx, ${r.errors} errors`);
-    results[`http ${label}`] = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
-    rows.push(`| HTTP | ${label} | ${Math.round(r.requests.average)} | ${r.latency.p50} | ${r.latency.p99} |`);
-    console.error(rows[rows.length - 1]);
+    const s = spec(path, body, await expect(body));
+    const short = { ...s, seconds: 2 };
+    if (toolArg === 'wrk') await measure(`HTTP ${label}`, () => wrkLoad(s), () => wrkLoad(short));
+    else await measure(`HTTP ${label}`, () => autocannonLoad(s), () => autocannonLoad(short));
   }
-  // WebSocket, same call as the first case.
-  for (const [label, method, params] of [cases[0], cases[1]] as [string, string, unknown[]][]) {
+  // WebSocket vs HTTP through the same raw client (rawLoad warms up by itself).
+  for (const [label, method, params] of cases) {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
-    const ws = await wsLoad(`ws://127.0.0.1:${port}/ws/v3/${key}`, body, connections, duration);
-    rows.push(`| WebSocket | ${label} | ${Math.round(ws.rps)} | ${ws.p50} | ${ws.p99} |`);
-    console.error(rows[rows.length - 1]);
+    const s = spec(path, body, await expect(body));
+    await measure(`HTTP ${label}`, () => rawLoad(s, 'http'), async () => {});
+    await measure(`WebSocket ${label}`, () => rawLoad({ ...s, path: `/ws/v3/${key}` }, 'ws'), async () => {});
   }
   srv.kill('SIGTERM');
   await new Promise((r) => srv.on('exit', r));
   if (tmp) rmSync(tmp, { recursive: true, force: true });
   const cpu = cpus()[0]?.model ?? 'unknown cpu';
-  console.log(`\nMachine: ${cpus().length} cores, ${cpu}; Node ${process.version}; ${new Date().toISOString().slice(0, 10)}`);
-  console.log(`Command: npm run bench:http (autocannon ${connections} connections, ${duration} s per method after a 2 s warm-up; chain head ${head})\n`);
-  console.log('| Transport | Method | req/s | p50 ms | p99 ms |\n|---|---|---|---|---|');
+  const la = loads.length === 0 ? 'n/a' : `${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}`;
+  if (process.argv.includes('--json')) {
+    console.log(JSON.stringify({ machine: `${cpus().length} x ${cpu}`, node: process.version, head, connections, duration, runs, loadavg: la, results }, null, 2));
+    return;
+  }
+  console.log(`\nMachine: ${cpus().length} cores, ${cpu}; Node ${process.version}; ${new Date().toISOString().slice(0, 10)}; load average ${la} (1-min, at the start of each run)`);
+  console.log(`Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')} (${connections} connections, closed loop, ${duration} s per run after a 2 s warm-up, median of ${runs} run(s); chain head ${head})\n`);
+  console.log('| Case | Tool | req/s | p50 ms | p99 ms | runs req/s | non-200/wrong/errors |\n|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
-}
-
-/** Closed loop: each connection sends its next call when the previous answer arrives. */
-async function wsLoad(url: string, body: string, conns: number, seconds: number): Promise<{ rps: number; p50: number; p99: number }> {
-  const lat: number[] = [];
-  let count = 0;
-  let running = true;
-  const sockets: WsClient[] = [];
-  await Promise.all(
-    Array.from({ length: conns }, () =>
-      new Promise<void>((res, rej) => {
-        const ws = new WsCtor(url);
-        sockets.push(ws);
-        let t0 = 0;
-        ws.on('open', () => {
-          res();
-        });
-        ws.on('error', (e) => rej(e as Error));
-        ws.on('message', () => {
-          if (t0 !== 0) {
-            lat.push(performance.now() - t0);
-            count++;
-          }
-          if (running) {
-            t0 = performance.now();
-            ws.send(body);
-          }
-        });
-        (ws as unknown as { kick: () => void }).kick = () => {
-          t0 = performance.now();
-          ws.send(body);
-        };
-      }),
-    ),
-  );
-  // warm-up 2 s, then measure
-  for (const s of sockets) (s as unknown as { kick: () => void }).kick();
-  await new Promise((r) => setTimeout(r, 2000));
-  lat.length = 0;
-  count = 0;
-  const start = performance.now();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
-  const elapsed = (performance.now() - start) / 1000;
-  const n = count;
-  running = false;
-  const sorted = lat.slice(0, n).sort((a, b) => a - b);
-  for (const s of sockets) s.close();
-  const pct = (p: number): number => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 100) / 100;
-  return { rps: n / elapsed, p50: pct(0.5), p99: pct(0.99) };
+  if (Object.values(results).some((r) => r.bad + r.mismatched + r.errors > 0)) process.exitCode = 1;
 }
 
 main().catch((err: unknown) => {
