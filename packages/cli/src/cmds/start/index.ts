@@ -1,5 +1,5 @@
 // `node-cli start` (what `npm start` runs): import the bundled fixtures into ./data when needed
-// (the same importChain that `sync` uses; it resumes from the stored head, so a datadir that
+// (the same import as `sync`, with its progress and summary; it resumes from the stored head, so a datadir that
 // is already up to date costs one pass over chain.rlp), make sure a development key exists,
 // and serve on 127.0.0.1:8545, printing the URLs with the key and a curl example.
 //
@@ -9,8 +9,7 @@
 import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { importChain, BlockVerificationError, ChainMismatchError, ChainSourceError } from '@chainnode/ingest';
-import { DatadirInUseError } from '@chainnode/store';
+import { sync } from '../sync/index.js';
 import { createKey, findKey, readKeys } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
 import { serve } from '../serve/run.js';
@@ -45,16 +44,7 @@ async function importFixtures(from: string, datadir: string): Promise<void> {
   if (!existsSync(join(from, 'genesis.json')) || !existsSync(join(from, 'chain.rlp'))) {
     throw new CliError(`${from} holds no genesis.json + chain.rlp (generate them: npm run fixtures)`);
   }
-  try {
-    const s = await importChain({ from, datadir });
-    if (s.blocks > 0) process.stdout.write(`start: imported ${s.blocks} blocks (${s.txs} txs, ${s.logs} logs) from ${from} into ${datadir}\n`);
-    else process.stdout.write(`start: ${datadir} is up to date with ${from} (head ${s.head.number})\n`);
-  } catch (err) {
-    if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server already running on it?)`);
-    if (err instanceof ChainMismatchError || err instanceof ChainSourceError) throw new CliError(err.message);
-    if (err instanceof BlockVerificationError) throw new CliError(`import stopped: ${err.message}`);
-    throw err;
-  }
+  await sync({ from, datadir });
 }
 
 export function register(program: Command): void {

@@ -9,7 +9,7 @@ import type { ImportProgress } from '@chainnode/ingest';
 import { DatadirInUseError } from '@chainnode/store';
 import { CliError } from '../../cli-error.js';
 
-interface SyncOptions {
+export interface SyncOptions {
   from: string;
   datadir: string;
   to?: string;
@@ -67,7 +67,11 @@ function progressReporter(): { report: (p: ImportProgress) => void; done: () => 
   };
 }
 
-async function sync(opts: SyncOptions): Promise<void> {
+/**
+ * Imports (or continues importing) `opts.from` into `opts.datadir` with progress on stderr and a
+ * summary on stdout; expected failures become one-line CliErrors. `start` uses it too.
+ */
+export async function sync(opts: SyncOptions): Promise<void> {
   const to = parseTo(opts.to);
   const reporter = progressReporter();
   let summary;
@@ -80,7 +84,8 @@ async function sync(opts: SyncOptions): Promise<void> {
   } catch (err) {
     reporter.done();
     if (err instanceof CliError) throw err;
-    if (err instanceof DatadirInUseError || err instanceof ChainMismatchError || err instanceof ChainSourceError) {
+    if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server or another sync running on it?)`);
+    if (err instanceof ChainMismatchError || err instanceof ChainSourceError) {
       throw new CliError(err.message);
     }
     if (err instanceof BlockVerificationError) throw new CliError(`import stopped: ${err.message}`);
