@@ -63,9 +63,28 @@ export interface Codec<T> {
 
 export const rawCodec: Codec<Uint8Array> = { encode: (v) => v, decode: (b) => b };
 
+/** Writes a non-negative safe integer as 8 big-endian bytes at `at`. */
+export function putU64(out: Uint8Array, at: number, n: number): void {
+  const hi = Math.floor(n / 0x1_0000_0000);
+  const lo = n >>> 0;
+  out[at] = hi >>> 24;
+  out[at + 1] = (hi >>> 16) & 0xff;
+  out[at + 2] = (hi >>> 8) & 0xff;
+  out[at + 3] = hi & 0xff;
+  out[at + 4] = lo >>> 24;
+  out[at + 5] = (lo >>> 16) & 0xff;
+  out[at + 6] = (lo >>> 8) & 0xff;
+  out[at + 7] = lo & 0xff;
+}
+
 /** uint64 big-endian, fixed 8 bytes. */
 export const u64Codec: Codec<bigint> = {
-  encode: (v) => bigIntToFixed(v, 8),
+  encode: (v) => {
+    if (v < 0n || v > 0x1f_ffff_ffff_ffffn) return bigIntToFixed(v, 8);
+    const out = new Uint8Array(8);
+    putU64(out, 0, Number(v));
+    return out;
+  },
   decode: (b) => {
     if (b.length !== 8) throw new RangeError(`u64: expected 8 bytes, got ${b.length}`);
     return bytesToBigInt(b);
@@ -115,7 +134,7 @@ export interface TxLocation {
 }
 
 export const txLocationCodec: Codec<TxLocation> = {
-  encode: (v) => concatBytes(bigIntToFixed(v.number, 8), u32(v.index)),
+  encode: (v) => concatBytes(u64Codec.encode(v.number), u32(v.index)),
   decode: (b) => {
     if (b.length !== 12) throw new RangeError(`tx location: expected 12 bytes, got ${b.length}`);
     return { number: bytesToBigInt(b.subarray(0, 8)), index: readU32(b, 8) };
@@ -128,7 +147,7 @@ export interface BlockLogRange {
 }
 
 export const blockLogRangeCodec: Codec<BlockLogRange> = {
-  encode: (v) => concatBytes(bigIntToFixed(v.firstLogId, 8), u32(v.count)),
+  encode: (v) => concatBytes(u64Codec.encode(v.firstLogId), u32(v.count)),
   decode: (b) => {
     if (b.length !== 12) throw new RangeError(`block log range: expected 12 bytes, got ${b.length}`);
     return { firstLogId: bytesToBigInt(b.subarray(0, 8)), count: readU32(b, 8) };
@@ -141,7 +160,7 @@ export interface HeadPointer {
 }
 
 export const headCodec: Codec<HeadPointer> = {
-  encode: (v) => concatBytes(bigIntToFixed(v.number, 8), hashCodec.encode(v.hash)),
+  encode: (v) => concatBytes(u64Codec.encode(v.number), hashCodec.encode(v.hash)),
   decode: (b) => {
     if (b.length !== 40) throw new RangeError(`head: expected 40 bytes, got ${b.length}`);
     return { number: bytesToBigInt(b.subarray(0, 8)), hash: b.slice(8) };
@@ -217,20 +236,184 @@ export interface StoredLog {
   data: Uint8Array;
 }
 
-export const logCodec: Codec<StoredLog> = {
-  encode: (v) => RLP.encode([v.blockNumber, v.txIndex, v.logIndex, v.address, v.topics, v.data]),
-  decode: (b) => {
-    const f = RLP.decode(b) as unknown as [Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array[], Uint8Array];
-    return {
-      blockNumber: bytesToBigInt(f[0]),
-      txIndex: Number(bytesToBigInt(f[1])),
-      logIndex: Number(bytesToBigInt(f[2])),
-      address: f[3],
-      topics: f[4],
-      data: f[5],
-    };
-  },
-};
+// The log row is the hottest codec of the store (one per log written, one per log returned), so it
+// is encoded and decoded by hand; the bytes are exactly RLP.encode([...]) (a test compares them).
+
+/** Length of the RLP item of a non-negative safe integer (minimal big-endian string). */
+function rlpUintLength(n: number): number {
+  if (n < 0x80) return 1; // 0 is the empty string 0x80; 1..127 are their own byte
+  let len = 0;
+  for (let x = n; x > 0; x = Math.floor(x / 256)) len++;
+  return 1 + len;
+}
+
+function writeRlpUint(out: Uint8Array, at: number, n: number): number {
+  if (n === 0) {
+    out[at] = 0x80;
+    return at + 1;
+  }
+  if (n < 0x80) {
+    out[at] = n;
+    return at + 1;
+  }
+  const len = rlpUintLength(n) - 1;
+  out[at] = 0x80 + len;
+  for (let i = len, x = n; i > 0; i--, x = Math.floor(x / 256)) out[at + i] = x % 256;
+  return at + 1 + len;
+}
+
+/** Bytes of the length prefix of a string (base 0x80) or list (base 0xc0) of `len` payload bytes. */
+function rlpHeaderLength(len: number): number {
+  if (len < 56) return 1;
+  let n = 0;
+  for (let x = len; x > 0; x = Math.floor(x / 256)) n++;
+  return 1 + n;
+}
+
+function writeRlpHeader(out: Uint8Array, at: number, base: number, len: number): number {
+  if (len < 56) {
+    out[at] = base + len;
+    return at + 1;
+  }
+  const n = rlpHeaderLength(len) - 1;
+  out[at] = base + 55 + n;
+  for (let i = n, x = len; i > 0; i--, x = Math.floor(x / 256)) out[at + i] = x % 256;
+  return at + 1 + n;
+}
+
+function rlpBytesLength(b: Uint8Array): number {
+  if (b.length === 1 && (b[0] as number) < 0x80) return 1;
+  return rlpHeaderLength(b.length) + b.length;
+}
+
+function writeRlpBytes(out: Uint8Array, at: number, b: Uint8Array): number {
+  if (b.length === 1 && (b[0] as number) < 0x80) {
+    out[at] = b[0] as number;
+    return at + 1;
+  }
+  const p = writeRlpHeader(out, at, 0x80, b.length);
+  out.set(b, p);
+  return p + b.length;
+}
+
+/** Log row bytes (RLP, see logCodec), in memory from `alloc` (default: a fresh array). */
+export function encodeLogRow(v: StoredLog, alloc: (n: number) => Uint8Array = (n) => new Uint8Array(n)): Uint8Array {
+  if (v.blockNumber < 0n || v.blockNumber > 0x1f_ffff_ffff_ffffn) {
+    return RLP.encode([v.blockNumber, v.txIndex, v.logIndex, v.address, v.topics, v.data]);
+  }
+  const number = Number(v.blockNumber);
+  let topics = 0;
+  for (const t of v.topics) topics += rlpBytesLength(t);
+  const payload =
+    rlpUintLength(number) +
+    rlpUintLength(v.txIndex) +
+    rlpUintLength(v.logIndex) +
+    rlpBytesLength(v.address) +
+    rlpHeaderLength(topics) +
+    topics +
+    rlpBytesLength(v.data);
+  const out = alloc(rlpHeaderLength(payload) + payload);
+  let at = writeRlpHeader(out, 0, 0xc0, payload);
+  at = writeRlpUint(out, at, number);
+  at = writeRlpUint(out, at, v.txIndex);
+  at = writeRlpUint(out, at, v.logIndex);
+  at = writeRlpBytes(out, at, v.address);
+  at = writeRlpHeader(out, at, 0xc0, topics);
+  for (const t of v.topics) at = writeRlpBytes(out, at, t);
+  writeRlpBytes(out, at, v.data);
+  return out;
+}
+
+/** A cursor over RLP items of `b` (views, no copies); throws RangeError on malformed input. */
+class RlpReader {
+  at = 0;
+  constructor(
+    private readonly b: Uint8Array,
+    private readonly end: number,
+  ) {}
+
+  /** Header of the next item: whether it is a list, and its payload [start, end). */
+  private item(): { list: boolean; start: number; end: number } {
+    const b = this.b;
+    if (this.at >= this.end) throw new RangeError('log record: truncated RLP');
+    const first = b[this.at] as number;
+    let list = false;
+    let start: number;
+    let len: number;
+    if (first < 0x80) {
+      start = this.at;
+      len = 1;
+    } else if (first < 0xb8) {
+      start = this.at + 1;
+      len = first - 0x80;
+    } else if (first < 0xc0) {
+      const n = first - 0xb7;
+      len = 0;
+      for (let i = 1; i <= n; i++) len = len * 256 + (b[this.at + i] as number);
+      start = this.at + 1 + n;
+    } else if (first < 0xf8) {
+      list = true;
+      start = this.at + 1;
+      len = first - 0xc0;
+    } else {
+      list = true;
+      const n = first - 0xf7;
+      len = 0;
+      for (let i = 1; i <= n; i++) len = len * 256 + (b[this.at + i] as number);
+      start = this.at + 1 + n;
+    }
+    if (start + len > this.end) throw new RangeError('log record: RLP item runs past its list');
+    this.at = start + len;
+    return { list, start, end: start + len };
+  }
+
+  bytes(): Uint8Array {
+    const i = this.item();
+    if (i.list) throw new RangeError('log record: expected a byte string, got a list');
+    return this.b.subarray(i.start, i.end);
+  }
+
+  uint(): number {
+    const i = this.item();
+    if (i.list) throw new RangeError('log record: expected an integer, got a list');
+    let n = 0;
+    for (let p = i.start; p < i.end; p++) n = n * 256 + (this.b[p] as number);
+    return n;
+  }
+
+  list(): RlpReader {
+    const i = this.item();
+    if (!i.list) throw new RangeError('log record: expected a list');
+    const r = new RlpReader(this.b, i.end);
+    r.at = i.start;
+    return r;
+  }
+
+  done(): boolean {
+    return this.at >= this.end;
+  }
+}
+
+function decodeLog(b: Uint8Array): StoredLog {
+  const top = new RlpReader(b, b.length).list();
+  const nb = top.bytes();
+  let blockNumber: bigint;
+  if (nb.length <= 6) {
+    let n = 0;
+    for (const x of nb) n = n * 256 + x;
+    blockNumber = BigInt(n);
+  } else blockNumber = bytesToBigInt(nb);
+  const txIndex = top.uint();
+  const logIndex = top.uint();
+  const address = top.bytes();
+  const t = top.list();
+  const topics: Uint8Array[] = [];
+  while (!t.done()) topics.push(t.bytes());
+  const data = top.bytes();
+  return { blockNumber, txIndex, logIndex, address, topics, data };
+}
+
+export const logCodec: Codec<StoredLog> = { encode: (v) => encodeLogRow(v), decode: decodeLog };
 
 /**
  * Strictly increasing log ids as unsigned LEB128 deltas (the first one relative to 0). Ids are
@@ -285,7 +468,7 @@ export interface LogIndexKey {
 }
 
 export const logIndexKeyCodec: Codec<LogIndexKey> = {
-  encode: (k) => concatBytes(Uint8Array.of(k.kind), k.value, bigIntToFixed(k.lastLogId, 8)),
+  encode: (k) => concatBytes(Uint8Array.of(k.kind), k.value, u64Codec.encode(k.lastLogId)),
   decode: (b) => ({
     kind: b[0] as number,
     value: b.subarray(1, b.length - 8),

@@ -106,8 +106,14 @@ function makeChain(): { blocks: BlockInput[]; genesis: BlockInput; all: Gen[] } 
   return { blocks, genesis, all };
 }
 
-async function buildGrouped(dir: string, chain: ReturnType<typeof makeChain>, groups: number[]): Promise<void> {
-  const w = await StoreWriter.open(dir);
+/**
+ * Writes the chain in groups of the given sizes. `reopen`: a new writer (empty caches) after every
+ * group, as a resumed import has; `cacheBytes`: the writer's open-chunk cache budget (a tiny one
+ * drops every value after each flush, so open chunks are read back from LevelDB).
+ */
+async function buildGrouped(dir: string, chain: ReturnType<typeof makeChain>, groups: number[], opts: { reopen?: boolean; cacheBytes?: number } = {}): Promise<void> {
+  const open = () => StoreWriter.open(dir, opts.cacheBytes === undefined ? {} : { openChunkCacheBytes: opts.cacheBytes });
+  let w = await open();
   try {
     await w.writeGenesis({ block: chain.genesis, chainConfig: { chainId: 1 } });
     let g = 0;
@@ -118,6 +124,10 @@ async function buildGrouped(dir: string, chain: ReturnType<typeof makeChain>, gr
         await w.flush();
         inGroup = 0;
         g++;
+        if (opts.reopen) {
+          await w.close();
+          w = await open();
+        }
       }
     }
     await w.flush();
@@ -143,10 +153,12 @@ describe('log index over a synthetic chain', () => {
   const opts = (limit = 100_000) => ({ limit, deadline: Date.now() + 60_000 });
 
   beforeAll(async () => {
-    for (let i = 0; i < 3; i++) dirs.push(await mkdtemp(join(tmpdir(), 'store-logs-')));
+    for (let i = 0; i < 5; i++) dirs.push(await mkdtemp(join(tmpdir(), 'store-logs-')));
     await buildGrouped(dirs[0] as string, chain, [BLOCKS]);
     await buildGrouped(dirs[1] as string, chain, [1, 7, 33, 2, 120]);
     await buildGrouped(dirs[2] as string, chain, [50]);
+    await buildGrouped(dirs[3] as string, chain, [13, 90, 1], { reopen: true });
+    await buildGrouped(dirs[4] as string, chain, [5, 64], { cacheBytes: 1 });
     store = await LevelChainStore.open(dirs[0] as string);
   });
   afterAll(async () => {
@@ -161,11 +173,13 @@ describe('log index over a synthetic chain', () => {
     expect(hotAddr).toBeGreaterThan(3 * LOG_INDEX_CHUNK);
   });
 
-  test('the index bytes do not depend on how blocks were grouped into batches', async () => {
+  test('the index bytes do not depend on how blocks were grouped into batches, nor on the writer cache', async () => {
     await store.close();
     const digests = await Promise.all(dirs.map((d) => digestDatadir(d)));
     expect(digests[1]).toEqual(digests[0]);
     expect(digests[2]).toEqual(digests[0]);
+    expect(digests[3]).toEqual(digests[0]); // reopened writer: open chunks read back from LevelDB
+    expect(digests[4]).toEqual(digests[0]); // cache evicted after every flush
     store = await LevelChainStore.open(dirs[0] as string);
   });
 

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
+import { RLP } from '@ethereumjs/rlp';
 import {
   LOG_INDEX_CHUNK,
   OPEN_CHUNK,
@@ -68,6 +69,28 @@ describe('key-schema codecs: round trip and exact bytes', () => {
       { blockNumber: 1n, txIndex: 0, logIndex: 0, address: fill(0x11, 20), topics: [fill(0x22, 32)], data: Uint8Array.of(0x33) },
       `f83b01808094${'11'.repeat(20)}e1a0${'22'.repeat(32)}33`,
     );
+  });
+  test('log record: the hand-written RLP equals RLP.encode and decodes back, for every length class', () => {
+    // Lengths around the RLP boundaries: single bytes below/above 0x80, 55/56-byte strings and
+    // lists, multi-byte length prefixes; numbers 0, 1..127, 128, multi-byte, above 2^32.
+    const numbers = [0n, 1n, 127n, 128n, 255n, 256n, 65_535n, 2n ** 32n + 5n, 2n ** 53n - 1n, 2n ** 60n];
+    const indexes = [0, 1, 127, 128, 300, 70_000];
+    const datas = [0, 1, 55, 56, 255, 256, 70_000].flatMap((n) => [fill(0x7f, n), fill(0x80, n)]).concat([Uint8Array.of(0), Uint8Array.of(0x81)]);
+    let cases = 0;
+    for (const blockNumber of numbers) {
+      for (const [k, txIndex] of indexes.entries()) {
+        for (const [j, data] of datas.entries()) {
+          const topics = Array.from({ length: (k + j) % 5 }, (_, t) => fill(t * 17 + 1, 32));
+          const log = { blockNumber, txIndex, logIndex: indexes[(k + j) % indexes.length] as number, address: fill(0x11, 20), topics, data };
+          const bytes = logCodec.encode(log);
+          expect(hex(bytes)).toBe(hex(RLP.encode([log.blockNumber, log.txIndex, log.logIndex, log.address, log.topics, log.data])));
+          expect(logCodec.decode(bytes)).toEqual(log);
+          cases++;
+        }
+      }
+    }
+    expect(cases).toBe(numbers.length * indexes.length * datas.length);
+    expect(() => logCodec.decode(Uint8Array.of(0xc3, 0x01, 0x02))).toThrow(RangeError); // truncated
   });
   test('body: RLP [size, txs, uncles(, withdrawals)]', () => {
     roundTrip(bodyCodec, { size: 5, transactions: [Uint8Array.of(1, 2)], uncles: [] }, 'c605c3820102c0');
