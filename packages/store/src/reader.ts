@@ -134,8 +134,13 @@ export class LevelChainStore implements ChainStore {
     }
   }
 
+  /** Cache hits skip guard()'s async wrapper; the open check still comes first. */
+  private hit<T>(v: T | undefined): Promise<T> | undefined {
+    return v !== undefined && this.db.status === 'open' ? Promise.resolve(v) : undefined;
+  }
+
   head(): Promise<ChainHead> {
-    return this.guard('head', async () => {
+    return this.hit(this.headCache) ?? this.guard('head', async () => {
       if (this.headCache !== undefined) return this.headCache;
       const raw = await tables.meta.get(this.db, MetaKey.Head);
       if (raw === undefined) throw new Error('head pointer missing');
@@ -145,7 +150,7 @@ export class LevelChainStore implements ChainStore {
   }
 
   canonicalHash(number: bigint): Promise<Bytes | undefined> {
-    return this.guard('canonicalHash', () => this.canonical(number));
+    return this.hit(this.canonicalCache.get(number)) ?? this.guard('canonicalHash', () => this.canonical(number));
   }
 
   private async canonical(number: bigint): Promise<Uint8Array | undefined> {
@@ -171,7 +176,7 @@ export class LevelChainStore implements ChainStore {
   }
 
   header(hash: Bytes): Promise<HeaderRecord | undefined> {
-    return this.guard('header', () => this.headerOf(hash));
+    return this.hit(this.headers.get(hexKey(hash))) ?? this.guard('header', () => this.headerOf(hash));
   }
 
   private async headerOf(hash: Uint8Array): Promise<HeaderRecord | undefined> {
@@ -187,7 +192,7 @@ export class LevelChainStore implements ChainStore {
   }
 
   block(hash: Bytes): Promise<BlockRecord | undefined> {
-    return this.guard('block', () => this.blockOf(hash));
+    return this.hit(this.blocks.get(hexKey(hash))) ?? this.guard('block', () => this.blockOf(hash));
   }
 
   private async blockOf(hash: Uint8Array): Promise<BlockRecord | undefined> {
@@ -227,7 +232,7 @@ export class LevelChainStore implements ChainStore {
   }
 
   transaction(hash: Bytes): Promise<TxWithLocation | undefined> {
-    return this.guard('transaction', async () => {
+    return this.hit(this.txCache.get(hexKey(hash))) ?? this.guard('transaction', async () => {
       if (hash.length !== 32) return undefined;
       const key = hexKey(hash);
       const hit = this.txCache.get(key);
