@@ -26,6 +26,8 @@ export class KeyRevokedError extends RpcError {
 
 class FailoverTimeout extends Error {}
 
+const local = (result: unknown): { result: unknown; failedOver: boolean } => ({ result, failedOver: false });
+
 /** What one HTTP request or WebSocket message learns while its calls run. */
 export interface RequestContext {
   readonly keyHash: string;
@@ -104,15 +106,24 @@ export class Gate {
     return answer;
   }
 
-  private async withFailover(
+  private withFailover(
     key: KeyRecord,
     call: CallInfo,
     next: () => Promise<unknown>,
   ): Promise<{ result: unknown; failedOver: boolean }> {
     const { config, failoverUrl } = this.o;
     if (call.method !== 'eth_getBlockByHash' || failoverUrl === undefined || !config.plans[key.plan].failover) {
-      return { result: await next(), failedOver: false };
+      return next().then(local);
     }
+    return this.failover(failoverUrl, call, next);
+  }
+
+  private async failover(
+    failoverUrl: string,
+    call: CallInfo,
+    next: () => Promise<unknown>,
+  ): Promise<{ result: unknown; failedOver: boolean }> {
+    const { config } = this.o;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new FailoverTimeout()), config.failoverTimeoutMs);

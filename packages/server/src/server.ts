@@ -51,6 +51,7 @@ interface WsData {
 }
 
 const JSON_TYPE = 'application/json';
+const OK = '200 OK';
 const MAX_WS_INFLIGHT = 256;
 
 function errorBody(code: number, message: string): string {
@@ -111,7 +112,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   };
 
   const send = (res: HttpResponse, status: string, origin: string, body: string, close = false): void => {
-    res.writeStatus(status);
+    if (status !== OK) res.writeStatus(status); // uWS answers 200 OK unless told otherwise
     writeCors(res, origin);
     res.writeHeader('Content-Type', JSON_TYPE);
     res.end(body, close);
@@ -171,20 +172,25 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       finished = true;
       inflight++;
       const ctx: RequestContext = { keyHash, creditRejected: false };
-      service
-        .handle(body, gate.middleware(ctx))
-        .then(
-          (reply: RpcReply) => {
+      service.handle(body, gate.middleware(ctx)).then(
+        (reply: RpcReply) => {
+          try {
             if (aborted) return;
-            const status = !reply.batch && ctx.creditRejected ? '429 Too Many Requests' : '200 OK';
+            const status = !reply.batch && ctx.creditRejected ? '429 Too Many Requests' : OK;
             res.cork(() => send(res, status, origin, reply.body ?? '', shuttingDown));
-          },
-          () => {
+          } finally {
+            done();
+          }
+        },
+        () => {
+          try {
             // handle() never throws by contract; answer without internals if it does.
             if (!aborted) res.cork(() => send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true));
-          },
-        )
-        .finally(done);
+          } finally {
+            done();
+          }
+        },
+      );
     });
   };
 
