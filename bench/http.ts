@@ -1,5 +1,5 @@
 // `npm run bench:http [-- --datadir <dir>] [--duration 10] [--connections 64] [--tool wrk|autocannon]
-//  [--runs 3] [--json]`: requests per second and p50/p99 latency per method against a `node-cli
+//  [--runs 3] [--json] [--cli <node-cli.js of another build>]`: requests per second and p50/p99 latency per method against a `node-cli
 // serve` child process on loopback, 64 connections, closed loop (no pipelining), 2 s warm-up
 // per case. HTTP with wrk when it is installed (Debian's `wrk`, one thread, so the server keeps
 // the other core), else autocannon. WebSocket vs HTTP is compared with one raw node:net client
@@ -17,12 +17,13 @@ import { autocannonLoad, haveWrk, rawLoad, wrkLoad } from './src/load.js';
 import type { LoadResult, LoadSpec } from './src/load.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
 
 function arg(name: string, dflt?: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : dflt;
 }
+/** --cli: another build's node-cli.js (e.g. a checkout of an older commit) for before/after runs. */
+const cli = resolve(arg('cli', join(root, 'packages', 'cli', 'bin', 'node-cli.js')) as string);
 const duration = Number(arg('duration', '10'));
 const connections = Number(arg('connections', '64'));
 const runs = Number(arg('runs', '1'));
