@@ -11,7 +11,6 @@
 // The result cap is decided on log ids alone (no log is fetched to find it), and the loop yields
 // to the event loop every few milliseconds and stops at the deadline.
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { LimitExceededError, bytesEqual, bytesToBigInt } from '@chainnode/core';
 import type { ChainHead, LogQuery, LogQueryOptions, LogQueryResult, LogRecord } from '@chainnode/core';
@@ -163,6 +162,74 @@ interface RawIterator {
   close(): Promise<void>;
 }
 
+type IteratorOptions = { gt?: Uint8Array; gte?: Uint8Array; lt?: Uint8Array; lte?: Uint8Array; reverse?: boolean; limit?: number };
+
+/** What the log code reads LevelDB through (see GatedDb). */
+interface LogDb {
+  get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  getMany(keys: Uint8Array[]): Promise<(Uint8Array | undefined)[]>;
+  iterator(opts: IteratorOptions): RawIterator & AsyncIterable<[Uint8Array, Uint8Array]>;
+}
+
+/** Admits at most `limit` operations at once; the others wait in order. */
+class Gate {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+
+  async run<T>(f: () => Promise<T>): Promise<T> {
+    if (this.active < this.limit) this.active++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve)); // the slot is handed over
+    try {
+      return await f();
+    } finally {
+      const next = this.waiting.shift();
+      if (next !== undefined) next();
+      else this.active--;
+    }
+  }
+}
+
+/**
+ * LevelDB reads run on libuv's thread pool (4 threads by default), shared with every other
+ * request. Heavy log queries could fill it (a 50-address union seeks 50 posting lists at once)
+ * and a cheap eth_getBlockByNumber would then wait behind them; so all log-query reads together
+ * hold at most LOG_READS_IN_FLIGHT threads and queue among themselves for the rest.
+ */
+const LOG_READS_IN_FLIGHT = 2;
+
+class GatedDb implements LogDb {
+  constructor(
+    private readonly db: Db,
+    private readonly gate: Gate,
+  ) {}
+
+  get(key: Uint8Array): Promise<Uint8Array | undefined> {
+    return this.gate.run(() => this.db.get(key));
+  }
+
+  getMany(keys: Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    return this.gate.run(() => this.db.getMany(keys));
+  }
+
+  iterator(opts: IteratorOptions): RawIterator & AsyncIterable<[Uint8Array, Uint8Array]> {
+    const it = this.db.iterator(opts);
+    const gate = this.gate;
+    const next = (): Promise<[Uint8Array, Uint8Array] | undefined> => gate.run(() => it.next());
+    return {
+      next,
+      seek: (target) => it.seek(target),
+      close: () => it.close(),
+      [Symbol.asyncIterator]: () => ({
+        next: async (): Promise<IteratorResult<[Uint8Array, Uint8Array]>> => {
+          const entry = await next();
+          return entry === undefined ? { done: true, value: undefined } : { done: false, value: entry };
+        },
+      }),
+    };
+  }
+}
+
 /** The log ids of one (kind, value) below `end`, chunk by chunk, with forward seeks. */
 class PostingCursor implements IdCursor {
   private it: RawIterator | undefined;
@@ -175,7 +242,7 @@ class PostingCursor implements IdCursor {
   private readonly prefix: Uint8Array;
 
   constructor(
-    private readonly db: Db,
+    private readonly db: LogDb,
     kind: number,
     value: Uint8Array,
     private readonly start: number,
@@ -303,14 +370,46 @@ function possibleValues(c: Constraint): Uint8Array[] {
 }
 
 const LOG_FETCH_BATCH = 512;
+/**
+ * Log rows fetched by id go to LevelDB in reads of this many keys, this many reads in flight per
+ * query: the reads run on libuv's thread pool while the previous batch is decoded, and short ones
+ * keep the pool's queue moving for other requests (a block read waits behind at most a few).
+ */
+const ROW_READ_BATCH = 256;
+const ROW_READS_IN_FLIGHT = 2;
+
+/** Block timestamp (header field 11) without decoding the whole header. */
+function headerTimestamp(header: Uint8Array): bigint {
+  // [start, end) of the item at `at` (a string or a list, with its prefix skipped).
+  const item = (at: number): { start: number; end: number } => {
+    const b = header[at] as number;
+    if (b < 0x80) return { start: at, end: at + 1 };
+    if (b < 0xb8) return { start: at + 1, end: at + 1 + b - 0x80 };
+    if (b < 0xc0 || b >= 0xf8) {
+      const n = b - (b < 0xc0 ? 0xb7 : 0xf7);
+      let len = 0;
+      for (let i = 1; i <= n; i++) len = len * 256 + (header[at + i] as number);
+      return { start: at + 1 + n, end: at + 1 + n + len };
+    }
+    return { start: at + 1, end: at + 1 + b - 0xc0 };
+  };
+  let at = item(0).start;
+  for (let f = 0; f < 11; f++) at = item(at).end;
+  const ts = item(at);
+  if (ts.end > header.length) throw new RangeError('header: truncated before the timestamp');
+  return bytesToBigInt(header.subarray(ts.start, ts.end));
+}
 
 export class LogQueries {
   private readonly logContexts = new Lru<bigint, BlockLogContext>(8192);
+  private readonly db: LogDb;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly chain: LogReadContext,
-  ) {}
+  ) {
+    this.db = new GatedDb(db, new Gate(LOG_READS_IN_FLIGHT));
+  }
 
   /** Log id range [start, end) covering blocks [from, to] (to clamped to the head). */
   private async logIdRange(from: bigint, to: bigint): Promise<{ start: number; end: number; to: bigint } | undefined> {
@@ -330,7 +429,7 @@ export class LogQueries {
       if (out.has(n)) continue;
       const hit = this.logContexts.get(n);
       if (hit !== undefined) out.set(n, hit);
-      else if (!missing.includes(n)) missing.push(n);
+      else missing.push(n); // `numbers` holds each block once
     }
     if (missing.length === 0) return out;
     const [hashes, txHashes] = await Promise.all([tables.canonical.getMany(this.db, missing), tables.blockTxHashes.getMany(this.db, missing)]);
@@ -345,12 +444,40 @@ export class LogQueries {
       const header = headers[i];
       const txs = txHashes[i];
       if (header === undefined || txs === undefined) throw new Error(`block ${n}: header or tx hashes missing`);
-      const fields = RLP.decode(header) as Uint8Array[];
-      const ctx = { hash: hashes[i] as Uint8Array, timestamp: bytesToBigInt(fields[11] as Uint8Array), txHashes: txs };
+      const ctx = { hash: hashes[i] as Uint8Array, timestamp: headerTimestamp(header), txHashes: txs };
       this.logContexts.set(n, ctx);
       out.set(n, ctx);
     });
     return out;
+  }
+
+  /**
+   * Records of the logs `ids` (ascending), optionally re-checked against `query`: reads of
+   * ROW_READ_BATCH keys, ROW_READS_IN_FLIGHT at a time, in order; the budget is checked between.
+   */
+  private async recordsOf(ids: number[], query: LogQuery | undefined, budget: Budget): Promise<LogRecord[]> {
+    const load = async (at: number): Promise<LogRecord[]> => {
+      const logs = await this.fetchLogs(ids.slice(at, at + ROW_READ_BATCH));
+      return this.toRecords(query === undefined ? logs : logs.filter((l) => logMatches(l, query)));
+    };
+    const inFlight: Promise<LogRecord[]>[] = [];
+    let next = 0;
+    const start = (): void => {
+      if (next >= ids.length) return;
+      const p = load(next);
+      p.catch(() => undefined); // awaited below, in order; a later batch may fail after an earlier throw
+      inFlight.push(p);
+      next += ROW_READ_BATCH;
+    };
+    for (let i = 0; i < ROW_READS_IN_FLIGHT; i++) start();
+    const records: LogRecord[] = [];
+    while (inFlight.length > 0) {
+      const batch = await (inFlight.shift() as Promise<LogRecord[]>);
+      for (const r of batch) records.push(r);
+      await budget.tick();
+      start();
+    }
+    return records;
   }
 
   private async toRecords(logs: StoredLog[]): Promise<LogRecord[]> {
@@ -481,13 +608,8 @@ export class LogQueries {
     }
     const ids = await this.matchingIds(constraints, range.start, range.end, limit + 1, budget);
     if (ids.length > limit) return this.tooMany(ids[limit] as number);
-    for (let i = 0; i < ids.length; i += LOG_FETCH_BATCH) {
-      await budget.tick();
-      const logs = await this.fetchLogs(ids.slice(i, i + LOG_FETCH_BATCH));
-      // The index is exact per value; the re-check guards against a corrupted index.
-      records.push(...(await this.toRecords(logs.filter((l) => logMatches(l, query)))));
-    }
-    return { kind: 'ok', logs: records };
+    // The index is exact per value; the re-check guards against a corrupted index.
+    return { kind: 'ok', logs: await this.recordsOf(ids, query, budget) };
   }
 
   /**

@@ -1,4 +1,6 @@
 // Log JSON in geth's field order (types.Log gencodec), with blockTimestamp and removed:false.
+// formatLogsText writes the same JSON as text directly (a getLogs answer holds up to 10,000 logs),
+// in slices, so that a large answer never holds the event loop for long.
 import { toData, toQuantity } from '@chainnode/core';
 import type { Hex, LogRecord } from '@chainnode/core';
 
@@ -28,4 +30,42 @@ export function formatLog(log: LogRecord): JsonLog {
     logIndex: toQuantity(log.logIndex),
     removed: false,
   };
+}
+
+const hexView = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+
+/** Let other requests run at least this often (ms) while a large answer is written. */
+const SLICE_MS = 4;
+
+/**
+ * `JSON.stringify(logs.map(formatLog))`, written directly: every value is a hex string or a
+ * boolean, so nothing needs escaping. Yields to the event loop every few milliseconds and calls
+ * `check` there (it may throw, e.g. past the query deadline).
+ */
+export async function formatLogsText(logs: LogRecord[], check: () => void = () => undefined): Promise<string> {
+  const parts: string[] = new Array<string>(logs.length);
+  // Block fields repeat across the logs of a block: written once per block.
+  let blockOf: bigint | undefined;
+  let blockText = '';
+  let sliceStart = Date.now();
+  for (let i = 0; i < logs.length; i++) {
+    const log = logs[i] as LogRecord;
+    if (log.blockNumber !== blockOf) {
+      blockOf = log.blockNumber;
+      blockText = `"blockNumber":"${toQuantity(log.blockNumber)}"`;
+    }
+    let topics = '';
+    for (let t = 0; t < log.topics.length; t++) topics += `${t === 0 ? '' : ','}"0x${hexView(log.topics[t] as Uint8Array)}"`;
+    parts[i] =
+      `{"address":"0x${hexView(log.address)}","topics":[${topics}],"data":"0x${hexView(log.data)}",${blockText},` +
+      `"transactionHash":"0x${hexView(log.transactionHash)}","transactionIndex":"${toQuantity(log.transactionIndex)}",` +
+      `"blockHash":"0x${hexView(log.blockHash)}","blockTimestamp":"${toQuantity(log.blockTimestamp)}",` +
+      `"logIndex":"${toQuantity(log.logIndex)}","removed":false}`;
+    if ((i & 127) === 127 && Date.now() - sliceStart >= SLICE_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      check();
+      sliceStart = Date.now();
+    }
+  }
+  return `[${parts.join(',')}]`;
 }

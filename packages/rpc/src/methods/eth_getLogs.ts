@@ -3,8 +3,9 @@ import { InvalidParamsError, LimitExceededError, ServerError, toQuantity } from 
 import type { Bytes, LogQuery, LogQueryResult } from '@chainnode/core';
 import { numberAgainstHead } from '../context.js';
 import type { HandlerContext } from '../context.js';
-import { formatLog } from '../formatters/log.js';
+import { formatLogsText } from '../formatters/log.js';
 import type { JsonLog } from '../formatters/log.js';
+import { JsonText } from '../json-text.js';
 import { decodeArgs, decodeBlockNumber, jsonType, ParamError } from '../params.js';
 import type { BlockNumberParam } from '../params.js';
 import type { MethodDef } from '../method.js';
@@ -105,7 +106,7 @@ function decodeTopics(value: unknown): (Bytes[] | null)[] {
   });
 }
 
-async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonLog[]> {
+async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonText<JsonLog[]>> {
   const { logs: limits } = ctx.config;
   const paramCount = f.addresses.length + f.topics.reduce((n, t) => n + (t?.length ?? 0), 0);
   if (paramCount > limits.maxFilterParams) {
@@ -127,7 +128,8 @@ async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonLog[]> {
     if (toBlock > head) throw new InvalidParamsError('block range extends beyond current head block');
   }
   const query: LogQuery = { fromBlock, toBlock, addresses: f.addresses, topics: f.topics };
-  const result = await withDeadline(ctx, query);
+  const deadline = Date.now() + limits.timeoutMs;
+  const result = await withDeadline(ctx, query, deadline);
   if (result.kind === 'too-many') {
     const limit = limits.maxResults;
     const last = result.lastFittingBlock;
@@ -142,17 +144,22 @@ async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonLog[]> {
       { from, to, limit },
     );
   }
-  return result.logs.map(formatLog);
+  // Up to 10,000 logs: written as text in slices (other requests run in between), within the
+  // same deadline as the query.
+  const text = await formatLogsText(result.logs, () => {
+    if (Date.now() > deadline + DEADLINE_GRACE_MS) throw new LimitExceededError('query timeout exceeded');
+  });
+  return new JsonText<JsonLog[]>(text);
 }
 
 /**
  * The store gets the deadline and stops by itself; if it overruns anyway the client still
  * gets its answer on time (the store's late result is dropped).
  */
-async function withDeadline(ctx: HandlerContext, query: LogQuery): Promise<LogQueryResult> {
+async function withDeadline(ctx: HandlerContext, query: LogQuery, deadline: number): Promise<LogQueryResult> {
   const { maxResults, timeoutMs } = ctx.config.logs;
   const timeout = (): LimitExceededError => new LimitExceededError('query timeout exceeded');
-  const running = ctx.store.logs(query, { limit: maxResults, deadline: Date.now() + timeoutMs }).catch((err) => {
+  const running = ctx.store.logs(query, { limit: maxResults, deadline }).catch((err) => {
     throw err instanceof LimitExceededError ? timeout() : err;
   });
   let timer: NodeJS.Timeout | undefined;
