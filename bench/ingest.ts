@@ -1,20 +1,11 @@
 // Ingest benchmark: imports a chain export (default: fixtures/) into a fresh temporary datadir
 // with the same code path as `node-cli sync`, then reports throughput and bytes on disk.
 //   npm run bench:ingest [-- --from <dir>] [--keep]
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { importChain } from '@chainnode/ingest';
-
-async function sizeOnDisk(dir: string): Promise<number> {
-  let total = 0;
-  for (const e of await readdir(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) total += await sizeOnDisk(p);
-    else if (e.isFile()) total += (await stat(p)).size;
-  }
-  return total;
-}
+import { sizeOnDisk } from '@chainnode/store';
 
 const args = process.argv.slice(2);
 const fromIdx = args.indexOf('--from');

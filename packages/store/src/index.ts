@@ -5,3 +5,4 @@ export { DatadirInUseError, DatadirEmptyError } from './db.js';
 export { digestDatadir } from './digest.js';
 export { SCHEMA_VERSION } from './schema.js';
 export type { StoredBody, StoredReceipt } from './schema.js';
+export { sizeOnDisk } from './disk.js';

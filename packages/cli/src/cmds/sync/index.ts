@@ -1,12 +1,10 @@
 // `node-cli sync --from <dir> [--datadir ./data] [--to <block>]`: import (or continue importing)
 // a geth chain export into the datadir. Expected failures print one line (CliError).
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { Option } from 'commander';
 import type { Command } from 'commander';
 import { BlockVerificationError, ChainMismatchError, ChainSourceError, importChain } from '@chainnode/ingest';
 import type { ImportProgress } from '@chainnode/ingest';
-import { DatadirInUseError } from '@chainnode/store';
+import { DatadirInUseError, sizeOnDisk } from '@chainnode/store';
 import { CliError } from '../../cli-error.js';
 
 export interface SyncOptions {
@@ -20,16 +18,6 @@ function parseTo(value: string | undefined): bigint | undefined {
   if (value === undefined) return undefined;
   if (!/^(0x[0-9a-fA-F]+|[0-9]+)$/.test(value)) throw new CliError(`--to: expected a block number (decimal or 0x-hex), got "${value}"`);
   return BigInt(value);
-}
-
-async function sizeOnDisk(dir: string): Promise<number> {
-  let total = 0;
-  for (const e of await readdir(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) total += await sizeOnDisk(p);
-    else if (e.isFile()) total += (await stat(p)).size;
-  }
-  return total;
 }
 
 function fmtBytes(n: number): string {
