@@ -1,6 +1,6 @@
 // Issue 5.8 / 7.2: unmodified clients with default options against a running `node-cli serve`
 // (child process): ethers v6 JsonRpcProvider + WebSocketProvider (network detection on), viem
-// http + webSocket transports without a chain, web3.js v4 over HTTP. Each fetches a block by
+// http + webSocket transports without a chain, web3.js v4 over HTTP and WebSocket. Each fetches a block by
 // number, a transaction, the logs of a range, a storage slot and a proof; every answer is
 // compared with the raw JSON-RPC reply of the same server.
 import { JsonRpcProvider, WebSocketProvider } from 'ethers';
@@ -179,14 +179,13 @@ test('viem webSocket transport, no chain', async () => {
   }
 });
 
-test('web3.js v4 new Web3(url)', async () => {
-  const w = new Web3(server.url(key));
+async function viaWeb3(w: Web3): Promise<Answers> {
   const block = await w.eth.getBlock(facts.blockNumber);
   const tx = await w.eth.getTransaction(facts.tx.hash);
   const logs = (await w.eth.getPastLogs({ fromBlock: facts.logsRange.from, toBlock: facts.logsRange.to })) as { transactionHash?: string }[];
   const storage = await w.eth.getStorageAt(facts.storage.address, facts.storage.slot, 'latest');
   const proof = await w.eth.getProof(facts.proof.address, [`0x${'00'.repeat(32)}`], 'latest');
-  check({
+  return {
     blockHash: String(block.hash),
     txHash: String(tx.hash),
     txFrom: String(tx.from),
@@ -196,5 +195,18 @@ test('web3.js v4 new Web3(url)', async () => {
     proofStorageHash: String(proof.storageHash),
     proofAccountNodes: proof.accountProof.map(String),
     proofStorageValue: BigInt(proof.storageProof[0]?.value ?? -1),
-  });
+  };
+}
+
+test('web3.js v4 new Web3(url)', async () => {
+  check(await viaWeb3(new Web3(server.url(key))));
+});
+
+test('web3.js v4 new Web3(ws url)', async () => {
+  const w = new Web3(server.ws(key));
+  try {
+    check(await viaWeb3(w));
+  } finally {
+    (w.currentProvider as unknown as { disconnect: () => void }).disconnect();
+  }
 });
