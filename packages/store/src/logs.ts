@@ -16,7 +16,7 @@ import { LimitExceededError, bytesEqual, bytesToBigInt } from '@chainnode/core';
 import type { ChainHead, LogQuery, LogQueryOptions, LogQueryResult, LogRecord } from '@chainnode/core';
 import type { Db } from './db.js';
 import { Lru } from './lru.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, Prefix, decodePostings, logCodec, tables } from './schema.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, Prefix, decodePostings, logCodec, putU64, tables } from './schema.js';
 import type { StoredLog } from './schema.js';
 
 /** What the log code needs from the rest of the reader. */
@@ -115,19 +115,6 @@ class Budget {
       this.check();
     }
   }
-}
-
-function putU64(out: Uint8Array, at: number, n: number): void {
-  const hi = Math.floor(n / 0x1_0000_0000);
-  const lo = n >>> 0;
-  out[at] = hi >>> 24;
-  out[at + 1] = (hi >>> 16) & 0xff;
-  out[at + 2] = (hi >>> 8) & 0xff;
-  out[at + 3] = hi & 0xff;
-  out[at + 4] = lo >>> 24;
-  out[at + 5] = (lo >>> 16) & 0xff;
-  out[at + 6] = (lo >>> 8) & 0xff;
-  out[at + 7] = lo & 0xff;
 }
 
 /** Last 8 bytes of a key as a number; Infinity for OPEN_CHUNK (all 0xff). */
