@@ -8,4 +8,5 @@ export default {
   testTimeout: 600_000,
   maxWorkers: 2,
   verbose: true,
+  reporters: ['default', '<rootDir>/jest.summary-reporter.js'],
 };
