@@ -4,17 +4,23 @@ import type { Command } from 'commander';
 import { serve } from './run.js';
 import type { ServeOptions } from './run.js';
 
-export function register(program: Command): void {
-  program
-    .command('serve')
-    .description('serve the imported chain: HTTP POST /v3/<API_KEY>, WebSocket /ws/v3/<API_KEY>, GET /health')
+/** The serving options, declared once for `serve` and `start`. */
+export function withServeOptions(cmd: Command): Command {
+  return cmd
     .option('--datadir <dir>', 'datadir holding the imported chain, keys.json and usage/', './data')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0: any free port)', '8545')
     .option('--config <file>', 'server config (plans, limits); default <datadir>/server.json if present')
     .option('--failover-url <url>', 'partner JSON-RPC endpoint for eth_getBlockByHash of growth/custom keys during an outage')
-    .option('--metrics-port <port>', 'serve Prometheus metrics on this port (config metricsHost, loopback by default); off unless given or configured')
-    .action(async (opts: ServeOptions) => {
+    .option('--metrics-port <port>', 'serve Prometheus metrics on this port (config metricsHost, loopback by default); off unless given or configured');
+}
+
+export function register(program: Command): void {
+  withServeOptions(
+    program
+      .command('serve')
+      .description('serve the imported chain: HTTP POST /v3/<API_KEY>, WebSocket /ws/v3/<API_KEY>, GET /health'),
+  ).action(async (opts: ServeOptions) => {
       await serve(opts);
     });
 }

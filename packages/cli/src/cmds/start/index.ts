@@ -13,6 +13,7 @@ import { sync } from '../sync/index.js';
 import { createKey, findKey, readKeys } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
 import { serve } from '../serve/run.js';
+import { withServeOptions } from '../serve/index.js';
 
 interface StartOptions {
   datadir: string;
@@ -48,17 +49,12 @@ async function importFixtures(from: string, datadir: string): Promise<void> {
 }
 
 export function register(program: Command): void {
-  program
-    .command('start')
-    .description('import the bundled fixtures if needed, ensure a development key, and serve on 127.0.0.1:8545')
-    .option('--datadir <dir>', 'datadir', './data')
-    .option('--from <dir>', 'chain export to import (genesis.json + chain.rlp)', './fixtures')
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
-    .option('--port <port>', 'port to listen on', '8545')
-    .option('--config <file>', 'server config (plans, limits)')
-    .option('--failover-url <url>', 'partner JSON-RPC endpoint for failover')
-    .option('--metrics-port <port>', 'serve Prometheus metrics on this port')
-    .action(async (opts: StartOptions) => {
+  withServeOptions(
+    program
+      .command('start')
+      .description('import the bundled fixtures if needed, ensure a development key, and serve on 127.0.0.1:8545')
+      .option('--from <dir>', 'chain export to import (genesis.json + chain.rlp)', './fixtures'),
+  ).action(async (opts: StartOptions) => {
       await importFixtures(opts.from, opts.datadir);
       const { key, created } = ensureDevKey(opts.datadir);
       await serve(opts, (srv, host) => {
