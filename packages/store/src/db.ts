@@ -29,13 +29,24 @@ function isLockError(err: unknown): boolean {
   return false;
 }
 
-export async function openDb(datadir: string, opts: { create: boolean }): Promise<Db> {
+export interface OpenDbOptions {
+  create: boolean;
+  /**
+   * Let worker threads of this process open the same datadir (classic-level's
+   * `multithreading`); every opener in the process must pass it. Other processes are still
+   * locked out by LevelDB's file lock.
+   */
+  shared?: boolean;
+}
+
+export async function openDb(datadir: string, opts: OpenDbOptions): Promise<Db> {
   const dir = resolve(datadir);
   if (opts.create) await mkdir(dir, { recursive: true });
   const db: Db = new Level<Uint8Array, Uint8Array>(resolve(dir, 'chain'), {
     keyEncoding: 'view',
     valueEncoding: 'view',
     createIfMissing: opts.create,
+    multithreading: opts.shared === true,
   });
   try {
     await db.open();

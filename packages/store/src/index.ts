@@ -1,4 +1,5 @@
 export { openChainStore, LevelChainStore } from './reader.js';
+export type { OpenChainStoreOptions } from './reader.js';
 export { StoreWriter } from './writer.js';
 export type { BlockInput, GenesisInput, LogInput, FlushStats } from './writer.js';
 export { DatadirInUseError, DatadirEmptyError } from './db.js';

@@ -103,8 +103,8 @@ export class LevelChainStore implements ChainStore {
     this.logQueries = new LogQueries(db, { head: () => this.head() });
   }
 
-  static async open(datadir: string): Promise<LevelChainStore> {
-    const db = await openDb(datadir, { create: false });
+  static async open(datadir: string, options: OpenChainStoreOptions = {}): Promise<LevelChainStore> {
+    const db = await openDb(datadir, { create: false, shared: options.shared });
     try {
       const version = await tables.meta.get(db, MetaKey.SchemaVersion);
       const genesisHash = await tables.meta.get(db, MetaKey.GenesisHash);
@@ -354,6 +354,11 @@ export class LevelChainStore implements ChainStore {
   }
 }
 
-export async function openChainStore(datadir: string): Promise<ChainStore> {
-  return LevelChainStore.open(datadir);
+export interface OpenChainStoreOptions {
+  /** Allow worker threads of this process to open the datadir too (see openDb). */
+  shared?: boolean;
+}
+
+export async function openChainStore(datadir: string, options: OpenChainStoreOptions = {}): Promise<ChainStore> {
+  return LevelChainStore.open(datadir, options);
 }
