@@ -1,6 +1,7 @@
 // getLogs benchmark (issue 6): a large synthetic chain built through the store's writer and log
 // index, the query mix on the index and on the bloom-scan baseline, index size, and a server probe.
-//   npm run bench:logs [-- --smoke | --scale N] [--json <file>] [--datadir <dir>] [--no-server]
+//   npm run bench:logs [-- --smoke | --scale N (N >= 1, or 0 < N < 1: a prefix of the standard chain)] [--json <file>] [--datadir <dir>] [--no-server]
+//   [--inline-generator] (generate on the writer's thread, for comparison)
 // --datadir builds into <dir> and keeps it (a later run with the same size reuses it).
 import { writeFile } from 'node:fs/promises';
 import { formatReport, runGetLogsBench } from './src/getlogs-run.js';
@@ -16,8 +17,9 @@ function arg(name: string): string | undefined {
 const smoke = process.argv.includes('--smoke');
 const scaleArg = arg('scale');
 const scale = scaleArg === undefined ? 1 : Number(scaleArg);
-if (!Number.isInteger(scale) || scale < 1) {
-  console.error(`--scale: expected a positive integer, got ${scaleArg}`);
+// An integer >= 1, or a fraction in (0, 1) for a shorter prefix of the standard chain (iteration).
+if (!Number.isFinite(scale) || scale <= 0 || (scale > 1 && !Number.isInteger(scale)) || Math.round(250_000 * scale) < 1_000) {
+  console.error(`--scale: expected a positive integer, or a fraction >= 0.004 below 1, got ${scaleArg}`);
   process.exit(2);
 }
 if (smoke && scaleArg !== undefined) {
@@ -31,6 +33,7 @@ const result = await runGetLogsBench({
   scale,
   ...(datadir !== undefined ? { datadir } : {}),
   server: !process.argv.includes('--no-server'),
+  inlineGenerator: process.argv.includes('--inline-generator'),
   log: (line) => console.error(line),
 });
 console.log(formatReport(result));
