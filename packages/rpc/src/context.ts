@@ -14,6 +14,12 @@ export interface HandlerContext {
   config: RpcConfig;
   /** JSON text of formatted records, per record object (see json-text.ts). */
   memo: FormatMemos;
+  /**
+   * Absolute time (Date.now() scale) by which the caller stops waiting for this call: set by
+   * the offload executor (the deadline of an offloaded call runs from its submission on the
+   * main thread, not from when a worker picks it up). Query limits never reach past it.
+   */
+  deadline?: number;
 }
 
 export interface FormatMemos {

@@ -11,6 +11,7 @@ import { toErrorObject } from './errors.js';
 import type { JsonRpcErrorObject } from './errors.js';
 import { isMethodName, METHODS } from './table.js';
 import type { MethodDef } from './method.js';
+import type { OffloadExecutor } from './offload.js';
 import { rawIds } from './raw-ids.js';
 import type { CallMiddleware, JsonRpcId, RpcReply, RpcServiceApi, RpcServiceFactory } from './service.js';
 
@@ -20,8 +21,9 @@ export type JsonRpcResponse =
 
 const passThrough: CallMiddleware = (_call, next) => next();
 
-export const createRpcService: RpcServiceFactory = (store, config) => {
+export const createRpcService: RpcServiceFactory = (store, config, options) => {
   const ctx: HandlerContext = { store, config: resolveConfig(config), memo: createFormatMemos() };
+  const offload = options?.offload;
   const api: RpcServiceApi = {
     async handle(body, middleware = passThrough): Promise<RpcReply> {
       let message: unknown;
@@ -31,7 +33,7 @@ export const createRpcService: RpcServiceFactory = (store, config) => {
         return { body: JSON.stringify(errorResponse(null, new ParseError())), batch: false };
       }
       if (!Array.isArray(message)) {
-        const reply = await answer(ctx, message, false, middleware);
+        const reply = await answer(ctx, offload, message, false, middleware);
         const raw = hasNumericId(message) ? rawIds(body) : undefined;
         return { body: reply === undefined ? undefined : serialize(reply, typeof raw === 'string' ? raw : undefined), batch: false };
       }
@@ -48,7 +50,7 @@ export const createRpcService: RpcServiceFactory = (store, config) => {
       }
       const replies: string[] = [];
       for (const [i, m] of message.entries()) {
-        const reply = await answer(ctx, m, true, middleware);
+        const reply = await answer(ctx, offload, m, true, middleware);
         if (reply !== undefined) replies.push(serialize(reply, rawAt(i)));
       }
       return { body: replies.length === 0 ? undefined : `[${replies.join(',')}]`, batch: true };
@@ -89,6 +91,7 @@ function errorResponse(id: JsonRpcId, err: unknown): JsonRpcResponse {
 /** One request object -> its response, or undefined for a notification (no id member). */
 async function answer(
   ctx: HandlerContext,
+  offload: OffloadExecutor | undefined,
   m: unknown,
   inBatch: boolean,
   middleware: CallMiddleware,
@@ -119,7 +122,12 @@ async function answer(
     // The table is typed per method; at this point only the name is known, so the entry is
     // used through its erased shape (decode's output goes straight into the same handle).
     const def = METHODS[method] as MethodDef<unknown, unknown>;
-    const run = async (): Promise<unknown> => def.handle(ctx, def.decode(params));
+    // Offloadable methods run whole on the executor when there is one; the middleware around
+    // them (credits, metrics) runs here either way.
+    const run =
+      def.offload === true && offload !== undefined
+        ? (): Promise<unknown> => offload.run(method, params)
+        : async (): Promise<unknown> => def.handle(ctx, def.decode(params));
     try {
       const result = await middleware({ method, cost: def.cost, id, params, inBatch }, run);
       reply = { jsonrpc: '2.0', id, result: result === undefined ? null : result };

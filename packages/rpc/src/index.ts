@@ -1,6 +1,8 @@
 export type * from './service.js';
 export { createRpcService } from './envelope.js';
-export { DEFAULT_RPC_CONFIG, defaultClientVersion } from './config.js';
+export { DEFAULT_RPC_CONFIG, defaultClientVersion, resolveConfig } from './config.js';
+export { OffloadPool, serveOffloadedCalls, TOO_MANY_OFFLOADED } from './offload.js';
+export type { OffloadExecutor, OffloadPoolOptions, OffloadReply, OffloadRequest } from './offload.js';
 export { methodCosts, isMethodName, METHODS } from './table.js';
 export type { MethodName, MethodTable, RpcSchema } from './table.js';
 export type { MethodDef } from './method.js';

@@ -12,4 +12,11 @@ export interface MethodDef<P, R> {
    * with the result's JSON text (memoised per stored record) instead of the value.
    */
   handle(ctx: HandlerContext, params: P): Promise<R | JsonText<R>>;
+  /**
+   * The whole call (decode, store query, formatting) may run on an offload executor (a worker
+   * thread with its own store, see offload.ts) instead of the caller's event loop. Set for
+   * calls whose work grows with the data they read (eth_getLogs); without an executor the call
+   * runs inline like every other.
+   */
+  readonly offload?: boolean;
 }

@@ -1,6 +1,7 @@
 // Contract between the transport (server package) and request handling (this package).
 // The rpc owner implements RpcService; the server only depends on what is declared here.
 import type { ChainStore } from '@chainnode/core';
+import type { OffloadExecutor } from './offload.js';
 
 export type JsonRpcId = number | string | null;
 
@@ -48,4 +49,13 @@ export interface RpcServiceApi {
   handle(body: string, middleware?: CallMiddleware): Promise<RpcReply>;
 }
 
-export type RpcServiceFactory = (store: ChainStore, config?: Partial<RpcConfig>) => RpcServiceApi;
+/** What a service is wired to besides its store and config. */
+export interface RpcServiceOptions {
+  /**
+   * Where methods marked `offload` in the method table (eth_getLogs) run; without one they run
+   * inline on the caller's event loop like every other method.
+   */
+  offload?: OffloadExecutor;
+}
+
+export type RpcServiceFactory = (store: ChainStore, config?: Partial<RpcConfig>, options?: RpcServiceOptions) => RpcServiceApi;

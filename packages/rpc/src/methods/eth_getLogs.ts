@@ -12,7 +12,7 @@ import type { MethodDef } from '../method.js';
 
 const MAX_TOPICS = 4;
 /** Extra wait past the deadline for a store that does not stop on time. */
-const DEADLINE_GRACE_MS = 250;
+export const DEADLINE_GRACE_MS = 250;
 
 export type LogFilter = {
   addresses: Bytes[];
@@ -25,6 +25,9 @@ export const eth_getLogs: MethodDef<LogFilter, JsonLog[]> = {
   cost: 255,
   decode: (params) => decodeArgs(params, 1, (arg) => decodeFilter(arg(0))),
   handle: getLogs,
+  // Work grows with the range and the answer (up to 10,000 logs decoded and written as text):
+  // with log workers configured it never runs on the event loop that answers everything else.
+  offload: true,
 };
 
 /** geth's FilterCriteria.UnmarshalJSON, message for message. */
@@ -128,7 +131,7 @@ async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonText<Json
     if (toBlock > head) throw new InvalidParamsError('block range extends beyond current head block');
   }
   const query: LogQuery = { fromBlock, toBlock, addresses: f.addresses, topics: f.topics };
-  const deadline = Date.now() + limits.timeoutMs;
+  const deadline = Math.min(Date.now() + limits.timeoutMs, ctx.deadline ?? Infinity);
   const result = await withDeadline(ctx, query, deadline);
   if (result.kind === 'too-many') {
     const limit = limits.maxResults;
@@ -157,14 +160,14 @@ async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonText<Json
  * gets its answer on time (the store's late result is dropped).
  */
 async function withDeadline(ctx: HandlerContext, query: LogQuery, deadline: number): Promise<LogQueryResult> {
-  const { maxResults, timeoutMs } = ctx.config.logs;
+  const { maxResults } = ctx.config.logs;
   const timeout = (): LimitExceededError => new LimitExceededError('query timeout exceeded');
   const running = ctx.store.logs(query, { limit: maxResults, deadline }).catch((err) => {
     throw err instanceof LimitExceededError ? timeout() : err;
   });
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(timeout()), timeoutMs + DEADLINE_GRACE_MS);
+    timer = setTimeout(() => reject(timeout()), Math.max(0, deadline - Date.now()) + DEADLINE_GRACE_MS);
   });
   running.catch(() => undefined); // a rejection after the race is lost is not unhandled
   try {
