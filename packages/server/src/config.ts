@@ -37,6 +37,16 @@ export interface ServerConfig {
   metricsPort: number;
   /** Longest wait for in-flight requests on SIGTERM/SIGINT before closing anyway. */
   shutdownGraceMs: number;
+  /**
+   * Worker threads that answer eth_getLogs (each opens the datadir), so a heavy query never
+   * runs on the event loop that answers everything else. 0: answered inline.
+   */
+  logWorkers: number;
+  /**
+   * Most eth_getLogs calls waiting for or running in the log workers at once; more are
+   * refused at once with -32005 "too many concurrent log queries" (not charged).
+   */
+  logQueueLimit: number;
 }
 
 /** Documented defaults (README "Plans and credits"). */
@@ -59,6 +69,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
   metricsHost: '127.0.0.1',
   metricsPort: 0,
   shutdownGraceMs: 10_000,
+  logWorkers: 1,
+  logQueueLimit: 64,
 };
 
 export class ConfigError extends Error {
@@ -127,6 +139,8 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
       case 'failoverTimeoutMs':
       case 'metricsPort':
       case 'shutdownGraceMs':
+      case 'logWorkers':
+      case 'logQueueLimit':
         out[k] = nonNegInt(where, v);
         break;
       default:
@@ -134,6 +148,8 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
     }
   }
   if (out.maxBatchSize < 1) throw new ConfigError(`${source}: maxBatchSize must be at least 1`);
+  if (out.logQueueLimit < 1) throw new ConfigError(`${source}: logQueueLimit must be at least 1`);
+  if (out.logWorkers > 64) throw new ConfigError(`${source}: logWorkers must be at most 64`);
   return out;
 }
 

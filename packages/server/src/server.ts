@@ -53,6 +53,35 @@ interface WsData {
 const JSON_TYPE = 'application/json';
 const OK = '200 OK';
 const MAX_WS_INFLIGHT = 256;
+/** Reply bodies longer than this (UTF-16 units) are streamed under backpressure (see endLong). */
+const STREAM_ABOVE = 256 * 1024;
+
+/**
+ * Ends `res` with a long body: whatever the socket does not take at once is written from
+ * onWritable, and `finished` runs once all of it has been handed to the socket (or the client
+ * went away). res.end() would keep the rest inside uWS, where closing the app on shutdown cut
+ * it off: a multi-megabyte eth_getLogs answer in flight at SIGTERM arrived truncated.
+ * `onAbort` registers what the request's onAborted handler must call.
+ */
+function endLong(res: HttpResponse, body: string, finished: () => void, onAbort: (f: () => void) => void): void {
+  const buf = Buffer.from(body, 'utf8');
+  const total = buf.length;
+  const base = res.getWriteOffset();
+  const [, done] = res.tryEnd(buf, total);
+  if (done) return finished();
+  let ended = false;
+  const end = (): void => {
+    if (ended) return;
+    ended = true;
+    finished();
+  };
+  onAbort(end);
+  res.onWritable((offset) => {
+    const [ok, done2] = res.tryEnd(buf.subarray(offset - base), total);
+    if (done2) end();
+    return ok;
+  });
+}
 
 function errorBody(code: number, message: string): string {
   return JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } });
@@ -111,10 +140,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
   };
 
-  const send = (res: HttpResponse, status: string, origin: string, body: string, close = false): void => {
+  const writeHead = (res: HttpResponse, status: string, origin: string): void => {
     if (status !== OK) res.writeStatus(status); // uWS answers 200 OK unless told otherwise
     writeCors(res, origin);
     res.writeHeader('Content-Type', JSON_TYPE);
+  };
+
+  const send = (res: HttpResponse, status: string, origin: string, body: string, close = false): void => {
+    writeHead(res, status, origin);
     res.end(body, close);
     metrics.response('http', Number(status.slice(0, 3)));
   };
@@ -135,8 +168,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   const rpcPost = (res: HttpResponse, req: HttpRequest, key: string): void => {
     let aborted = false;
+    let onAbort: (() => void) | undefined;
     res.onAborted(() => {
       aborted = true;
+      onAbort?.();
     });
     const origin = req.getHeader('origin');
     const contentLength = req.getHeader('content-length');
@@ -174,12 +209,32 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const ctx: RequestContext = { keyHash, creditRejected: false };
       service.handle(body, gate.middleware(ctx)).then(
         (reply: RpcReply) => {
+          // In flight until the whole body is with the socket: a long one is streamed, and its
+          // `finish` runs when the last byte is written (or the client goes away).
+          let released = false;
+          const finish = (): void => {
+            if (released) return;
+            released = true;
+            done();
+          };
+          let streaming = false;
           try {
             if (aborted) return;
             const status = !reply.batch && ctx.creditRejected ? '429 Too Many Requests' : OK;
-            res.cork(() => send(res, status, origin, reply.body ?? '', shuttingDown));
+            const text = reply.body ?? '';
+            if (text.length <= STREAM_ABOVE) {
+              res.cork(() => send(res, status, origin, text, shuttingDown));
+              return;
+            }
+            // A streamed reply keeps its connection (close() ends it after the last byte).
+            res.cork(() => {
+              writeHead(res, status, origin);
+              endLong(res, text, finish, (f) => (onAbort = f));
+            });
+            streaming = true;
+            metrics.response('http', Number(status.slice(0, 3)));
           } finally {
-            done();
+            if (!streaming) finish();
           }
         },
         () => {

@@ -14,6 +14,7 @@ import {
   utcDay,
 } from '../src/index.js';
 import type { RunningServer } from '../src/index.js';
+import type { RpcServiceApi } from '@chainnode/rpc';
 import { call, fakeHash, fakeService, fakeStore, post, sleep, tempDir, wsOpen } from './helpers.js';
 
 interface Running {
@@ -373,4 +374,40 @@ test('graceful close: in-flight requests finish, new ones are refused', async ()
   expect((r.json as Envelope).result?.hash).toBe(toData(fakeHash(2)));
   await closing;
   await expect(fetch(`${url}/health`)).rejects.toThrow();
+});
+
+test('graceful close: long replies in flight reach the client whole (HTTP and WebSocket)', async () => {
+  const dir = datadir();
+  const { key } = createKey(dir, { plan: 'core' });
+  // Far more than a loopback socket takes at once, so most of each reply is written after close() began.
+  const replyOf = (text: string): string => JSON.stringify({ jsonrpc: '2.0', id: 1, result: [text.repeat(1 << 20)] });
+  const httpBody = replyOf('0123456789abcdef0123456789abcdef'); // 32 MiB
+  const wsBody = replyOf('0123456'); // 7 MiB (uWS ends a WebSocket only after what it has buffered)
+  let arrived = 0;
+  let allArrived: () => void = () => {};
+  const arrivals = new Promise<void>((r) => (allArrived = r));
+  let release: () => void = () => {};
+  const released = new Promise<void>((r) => (release = r));
+  const service: RpcServiceApi = {
+    handle: async (body) => {
+      if (++arrived === 2) allArrived();
+      await released;
+      return { body: (JSON.parse(body) as { id: number }).id === 2 ? wsBody : httpBody, batch: false };
+    },
+  };
+  const store = fakeStore();
+  const srv = await startServer({ service, store, datadir: dir, config: parseConfig({}), host: '127.0.0.1', port: 0 });
+  cleanups.push(() => srv.close());
+  const http = post(`http://127.0.0.1:${srv.port}/v3/${key}`, call('eth_getLogs', [{}], 1));
+  const ws = await wsOpen(`ws://127.0.0.1:${srv.port}/ws/v3/${key}`);
+  const wsReply = ws.request(call('eth_getLogs', [{}], 2));
+  await arrivals;
+  const closing = srv.close();
+  release();
+  const r = await http;
+  expect(r.text.length).toBe(httpBody.length);
+  expect(r.text === httpBody).toBe(true);
+  expect(JSON.stringify(await wsReply) === wsBody).toBe(true);
+  await closing;
+  expect(await ws.closed).toBe(1001);
 });
