@@ -2,6 +2,8 @@
 // per-method charges (costs read from the rpc method table), key changes seen by a running
 // server within a second, durability across a SIGKILL restart, failover against a real partner
 // process with NODE_FAULT_INJECT=store-outage, and a clean SIGTERM shutdown.
+import { writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { methodCosts } from '@chainnode/rpc';
 import { chainDir, datadirCopy, runCli } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
@@ -122,6 +124,10 @@ test('failover: a growth key gets eth_getBlockByHash from the partner process du
   expect(coreReply.body.error?.code).toBe(-32603);
   const otherMethod = await rpc(down.url(growth), 'eth_getBlockByNumber', ['0x1', false]);
   expect(otherMethod.body.error?.code).toBe(-32603);
+  // eth_getLogs runs in a log worker (logWorkers defaults to 1), whose store has the fault too.
+  expect(down.output()).toContain('eth_getLogs runs in 1 worker thread');
+  const logs = await rpc(down.url(core), 'eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x10' }]);
+  expect(logs.body.error).toEqual({ code: -32603, message: 'internal error' });
   expect((await fetch(`${down.base}/health`)).status).toBe(503);
   expect((await usageCli(dir, core)).used).toBe(0);
   expect((await usageCli(dir, growth)).used).toBe(costs['eth_getBlockByHash']);
@@ -137,4 +143,42 @@ test('SIGTERM: exits 0 after closing the store (the datadir can be opened again 
   const again = await serveOn(dir);
   expect((await rpc(again.url(key), 'eth_blockNumber', [])).status).toBe(200);
   expect(await again.stop('SIGINT')).toBe(0);
+});
+
+test('SIGTERM with eth_getLogs in flight in the log worker: answered in full, then workers and store close, exit 0', async () => {
+  const dir = await copy();
+  const { key } = await createKeyCli(dir, 'custom');
+  // 32 calls of ~1,000-2,000 logs each, answered one after the other (a batch): over a second of
+  // work on a 2-core machine, so the signal sent 150 ms after the request finds it in flight.
+  const batch = JSON.stringify(
+    Array.from({ length: 32 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_getLogs', params: [{ fromBlock: `0x${(0x100 + i * 0x20).toString(16)}`, toBlock: `0x${(0x100 + i * 0x20 + 0x48).toString(16)}` }] })),
+  );
+  const post = async (url: string): Promise<string> => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch })).text();
+  // The same batch answered inline (logWorkers 0) is what the worker must answer.
+  const inlineConfig = join(dirname(dir), 'inline.json');
+  await writeFile(inlineConfig, JSON.stringify({ logWorkers: 0 }));
+  const inline = await spawnServe(dir, ['--config', inlineConfig]);
+  expect(inline.output()).not.toContain('worker thread');
+  const want = await post(inline.url(key));
+  expect(await inline.stop('SIGTERM')).toBe(0);
+  const replies = JSON.parse(want) as { id: number; result?: unknown[] }[];
+  expect(replies.map((r) => r.id)).toEqual(Array.from({ length: 32 }, (_, i) => i));
+  for (const r of replies) expect(r.result?.length).toBeGreaterThan(1_000);
+
+  const s = await spawnServe(dir);
+  expect(s.output()).toContain('eth_getLogs runs in 1 worker thread');
+  let answeredAt = 0;
+  const answer = post(s.url(key)).then((text) => {
+    answeredAt = Date.now();
+    return text;
+  });
+  await sleep(150);
+  const signalledAt = Date.now();
+  const exited = s.stop('SIGTERM');
+  expect(await answer).toBe(want);
+  expect(answeredAt).toBeGreaterThan(signalledAt); // it was in flight when the signal came
+  expect(await exited).toBe(0);
+  expect(s.output()).toContain('stopped cleanly');
+  const again = await serveOn(dir); // every handle on the datadir is closed
+  expect((await rpc(again.url(key), 'eth_blockNumber', [])).status).toBe(200);
 });

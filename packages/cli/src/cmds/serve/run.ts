@@ -1,14 +1,18 @@
-// Opens the store, builds the rpc service and runs the uWS server until SIGTERM/SIGINT, then
-// shuts down in order: stop accepting, let in-flight requests finish, close the store.
+// Opens the store, starts the log workers (eth_getLogs off the event loop, config logWorkers),
+// builds the rpc service and runs the uWS server until SIGTERM/SIGINT, then shuts down in
+// order: stop accepting, let in-flight requests finish, stop the log workers (each closes its
+// store), close the store.
 // Shared by `serve` and `start`. Nothing printed here contains an API key unless the caller
 // passes one for the banner (`start` prints its development key on purpose).
 import { existsSync } from 'node:fs';
 import { ConfigError, FAULT_ENV, applyFaultInjection, loadConfig, startServer } from '@chainnode/server';
 import type { RunningServer, ServerConfig } from '@chainnode/server';
-import { createRpcService } from '@chainnode/rpc';
+import type { RpcConfig } from '@chainnode/rpc';
+import { OffloadPool, createRpcService, resolveConfig } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, openChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
 import { CliError } from '../../cli-error.js';
+import type { LogWorkerData } from './log-worker.js';
 
 export interface ServeOptions {
   datadir: string;
@@ -45,10 +49,11 @@ export function readConfig(datadir: string, file: string | undefined): ServerCon
   }
 }
 
-export async function openStore(datadir: string): Promise<ChainStore> {
+/** `shared`: log worker threads of this process will open the datadir too. */
+export async function openStore(datadir: string, shared = false): Promise<ChainStore> {
   if (!existsSync(datadir)) throw new CliError(`datadir ${datadir} does not exist (import a chain first: node-cli sync --from <dir> --datadir ${datadir})`);
   try {
-    return await openChainStore(datadir);
+    return await openChainStore(datadir, { shared });
   } catch (err) {
     if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server already running on it?)`);
     if (err instanceof DatadirEmptyError) throw new CliError(err.message);
@@ -62,7 +67,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
   const failoverUrl = parseFailoverUrl(opts.failoverUrl);
   const config = readConfig(opts.datadir, opts.config);
-  const raw = await openStore(opts.datadir);
+  const raw = await openStore(opts.datadir, config.logWorkers > 0);
   let store: ChainStore;
   try {
     store = applyFaultInjection(raw);
@@ -74,7 +79,17 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   const log = (line: string): void => {
     process.stderr.write(`serve: ${line}\n`);
   };
-  const service = createRpcService(store, { maxBatchSize: config.maxBatchSize });
+  const rpcConfig = resolveConfig({ maxBatchSize: config.maxBatchSize });
+  let logs: OffloadPool | undefined;
+  if (config.logWorkers > 0) {
+    try {
+      logs = await startLogWorkers(opts.datadir, rpcConfig, config, log);
+    } catch (err) {
+      await raw.close();
+      throw new CliError(`cannot start the log workers: ${(err as Error).message}`);
+    }
+  }
+  const service = createRpcService(store, rpcConfig, logs !== undefined ? { offload: logs } : {});
   let srv: RunningServer;
   try {
     srv = await startServer({
@@ -89,6 +104,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       ...(metricsPort !== undefined ? { metricsPort } : {}),
     });
   } catch (err) {
+    await logs?.close();
     await raw.close();
     throw new CliError((err as Error).message);
   }
@@ -112,6 +128,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       process.stderr.write(`serve: ${signal}: finishing in-flight requests, then closing the store\n`);
       srv
         .close()
+        .then(() => logs?.close())
         .then(() => raw.close())
         .then(
           () => {
@@ -130,4 +147,29 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   });
   // Idle keep-alive clients must not keep us alive past a clean stop.
   process.exit(process.exitCode ?? 0);
+}
+
+/**
+ * The log workers: `logWorkers` threads answering eth_getLogs from their own shared handle on
+ * the datadir, at most `logQueueLimit` calls queued or running. Each worker keeps its log reads
+ * to 2 of libuv's thread pool (the store's limit), a pool the whole process shares (default 4
+ * threads, UV_THREADPOOL_SIZE): with more workers than leave 2 threads to the main thread's
+ * reads, block reads could queue behind log reads again, so that is reported.
+ */
+async function startLogWorkers(datadir: string, rpcConfig: RpcConfig, config: ServerConfig, log: (line: string) => void): Promise<OffloadPool> {
+  const threads = Number(process.env['UV_THREADPOOL_SIZE']) || 4;
+  if (2 * config.logWorkers + 2 > threads) {
+    log(`logWorkers ${config.logWorkers}: log reads may hold ${2 * config.logWorkers} of the ${threads} libuv threads; set UV_THREADPOOL_SIZE to at least ${2 * config.logWorkers + 2}`);
+  }
+  const workerData: LogWorkerData = { datadir, rpcConfig };
+  const pool = await OffloadPool.start({
+    script: new URL('./log-worker.js', import.meta.url),
+    workerData,
+    size: config.logWorkers,
+    queueLimit: config.logQueueLimit,
+    timeoutMs: rpcConfig.logs.timeoutMs,
+    log,
+  });
+  log(`eth_getLogs runs in ${config.logWorkers} worker thread${config.logWorkers === 1 ? '' : 's'} (at most ${config.logQueueLimit} calls queued or running)`);
+  return pool;
 }

@@ -1,0 +1,47 @@
+// Entry of a log worker thread of `node-cli serve` (see run.ts and the rpc package's
+// offload.ts): opens the datadir the main thread holds (both with `shared: true`), applies the
+// same fault injection as the main thread (NODE_FAULT_INJECT; the environment is inherited),
+// and answers eth_getLogs calls with rpc's handlers until the pool closes it; then closes the
+// store. Failing to open the store throws, which fails the worker and so the server's start.
+//
+// The thread runs at a lower CPU priority than the main thread: on a machine with few cores a
+// query that keeps this thread busy would otherwise still take CPU time from the thread that
+// answers cheap calls (Linux keeps a nice value per thread; elsewhere this is skipped).
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
+import type { RpcConfig } from '@chainnode/rpc';
+import { serveOffloadedCalls } from '@chainnode/rpc';
+import { applyFaultInjection } from '@chainnode/server/fault';
+import { openChainStore } from '@chainnode/store';
+
+/** How much nicer than the main thread log workers run (CPU share about 1:10 under contention). */
+export const LOG_WORKER_NICE = 5;
+
+export interface LogWorkerData {
+  datadir: string;
+  rpcConfig: RpcConfig;
+}
+
+if (parentPort === null) throw new Error('log-worker.js runs as a worker thread of node-cli serve');
+const port = parentPort;
+const { datadir, rpcConfig } = workerData as LogWorkerData;
+lowerThreadPriority(LOG_WORKER_NICE);
+const raw = await openChainStore(datadir, { shared: true });
+try {
+  await serveOffloadedCalls(port, applyFaultInjection(raw), rpcConfig);
+} finally {
+  await raw.close();
+  port.close();
+}
+
+function lowerThreadPriority(by: number): void {
+  try {
+    // /proc/thread-self -> "<pid>/task/<tid>"; setpriority(PRIO_PROCESS, tid) affects that thread only.
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (!Number.isSafeInteger(tid) || tid <= 0) return;
+    setPriority(tid, Math.min(19, getPriority(tid) + by));
+  } catch {
+    // Not Linux, or not permitted: run at the normal priority.
+  }
+}
