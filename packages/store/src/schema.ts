@@ -59,9 +59,47 @@ export const OPEN_CHUNK = 0xffff_ffff_ffff_ffffn;
 export interface Codec<T> {
   encode(value: T): Uint8Array;
   decode(bytes: Uint8Array): T;
+  /**
+   * The same bytes as encode, written in place: the writer's path (Table.stage), which puts whole
+   * groups of blocks and should not allocate intermediate arrays per row.
+   */
+  into?: ByteWriter<T>;
 }
 
-export const rawCodec: Codec<Uint8Array> = { encode: (v) => v, decode: (b) => b };
+/** Writes a value's encoding into a given buffer. */
+export interface ByteWriter<T> {
+  size(value: T): number;
+  /** Writes at `at`, returns the end (at + size(value)). */
+  write(value: T, out: Uint8Array, at: number): number;
+}
+
+/** Memory for one put of a write batch (the batch copies the bytes at once). */
+export type Alloc = (n: number) => Uint8Array;
+
+/** A codec whose encode is its ByteWriter into a fresh array. */
+function writerCodec<T>(into: ByteWriter<T>, decode: (bytes: Uint8Array) => T): Codec<T> {
+  return {
+    encode: (v) => {
+      const out = new Uint8Array(into.size(v));
+      into.write(v, out, 0);
+      return out;
+    },
+    decode,
+    into,
+  };
+}
+
+export const rawCodec: Codec<Uint8Array> = {
+  encode: (v) => v,
+  decode: (b) => b,
+  into: {
+    size: (v) => v.length,
+    write: (v, out, at) => {
+      out.set(v, at);
+      return at + v.length;
+    },
+  },
+};
 
 /** Writes a non-negative safe integer as 8 big-endian bytes at `at`. */
 export function putU64(out: Uint8Array, at: number, n: number): void {
@@ -77,82 +115,96 @@ export function putU64(out: Uint8Array, at: number, n: number): void {
   out[at + 7] = lo & 0xff;
 }
 
-/** uint64 big-endian, fixed 8 bytes. */
-export const u64Codec: Codec<bigint> = {
-  encode: (v) => {
-    if (v < 0n || v > 0x1f_ffff_ffff_ffffn) return bigIntToFixed(v, 8);
-    const out = new Uint8Array(8);
-    putU64(out, 0, Number(v));
-    return out;
-  },
-  decode: (b) => {
-    if (b.length !== 8) throw new RangeError(`u64: expected 8 bytes, got ${b.length}`);
-    return bytesToBigInt(b);
-  },
-};
+/** Writes a uint64 (0 <= v < 2^64) as 8 big-endian bytes at `at`. */
+function writeU64(v: bigint, out: Uint8Array, at: number): number {
+  if (v >= 0n && v <= 0x1f_ffff_ffff_ffffn) putU64(out, at, Number(v));
+  else out.set(bigIntToFixed(v, 8), at); // throws RangeError outside uint64
+  return at + 8;
+}
 
-function u32(n: number): Uint8Array {
-  const out = new Uint8Array(4);
-  new DataView(out.buffer).setUint32(0, n);
-  return out;
+/** uint64 big-endian, fixed 8 bytes. */
+export const u64Codec: Codec<bigint> = writerCodec({ size: () => 8, write: writeU64 }, (b) => {
+  if (b.length !== 8) throw new RangeError(`u64: expected 8 bytes, got ${b.length}`);
+  return bytesToBigInt(b);
+});
+
+function writeU32(n: number, out: Uint8Array, at: number): number {
+  out[at] = n >>> 24;
+  out[at + 1] = (n >>> 16) & 0xff;
+  out[at + 2] = (n >>> 8) & 0xff;
+  out[at + 3] = n & 0xff;
+  return at + 4;
 }
 
 function readU32(b: Uint8Array, at: number): number {
-  return new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(at);
+  return (((b[at] as number) << 24) | ((b[at + 1] as number) << 16) | ((b[at + 2] as number) << 8) | (b[at + 3] as number)) >>> 0;
 }
 
 export function fixedBytesCodec(width: number, what: string): Codec<Uint8Array> {
+  const check = (v: Uint8Array): Uint8Array => {
+    if (v.length !== width) throw new RangeError(`${what}: expected ${width} bytes, got ${v.length}`);
+    return v;
+  };
   return {
-    encode: (v) => {
-      if (v.length !== width) throw new RangeError(`${what}: expected ${width} bytes, got ${v.length}`);
-      return v;
-    },
-    decode: (b) => {
-      if (b.length !== width) throw new RangeError(`${what}: expected ${width} bytes, got ${b.length}`);
-      return b;
+    encode: check,
+    decode: check,
+    into: {
+      size: () => width,
+      write: (v, out, at) => {
+        out.set(check(v), at);
+        return at + width;
+      },
     },
   };
 }
 
 export const hashCodec = fixedBytesCodec(32, 'hash');
 
+/** Bytes of the minimal big-endian form of a non-negative integer (0 for zero). */
+function uintLength(v: bigint | number): number {
+  if (v < 0) throw new RangeError('negative value');
+  let len = 0;
+  if (typeof v === 'number' && Number.isSafeInteger(v)) for (let x = v; x > 0; x = Math.floor(x / 256)) len++;
+  else for (let x = BigInt(v); x > 0n; x >>= 8n) len++;
+  return len;
+}
+
+/** Writes the minimal big-endian form of `v` (uintLength(v) bytes) at `at`. */
+function writeUint(v: bigint | number, out: Uint8Array, at: number): number {
+  const len = uintLength(v);
+  if (typeof v === 'number' && Number.isSafeInteger(v)) for (let i = len - 1, x = v; i >= 0; i--, x = Math.floor(x / 256)) out[at + i] = x % 256;
+  else for (let i = len - 1, x = BigInt(v); i >= 0; i--, x >>= 8n) out[at + i] = Number(x & 0xffn);
+  return at + len;
+}
+
 /** Minimal big-endian unsigned integer (empty for zero), as RLP would carry it. */
-export const bigUintCodec: Codec<bigint> = {
-  encode: (v) => {
-    if (v < 0n) throw new RangeError('negative value');
-    if (v === 0n) return new Uint8Array(0);
-    let hex = v.toString(16);
-    if (hex.length % 2) hex = `0${hex}`;
-    return Uint8Array.from(Buffer.from(hex, 'hex'));
-  },
-  decode: (b) => bytesToBigInt(b),
-};
+export const bigUintCodec: Codec<bigint> = writerCodec<bigint>({ size: uintLength, write: writeUint }, (b) => bytesToBigInt(b));
 
 export interface TxLocation {
   number: bigint;
   index: number;
 }
 
-export const txLocationCodec: Codec<TxLocation> = {
-  encode: (v) => concatBytes(u64Codec.encode(v.number), u32(v.index)),
-  decode: (b) => {
+export const txLocationCodec: Codec<TxLocation> = writerCodec(
+  { size: () => 12, write: (v, out, at) => writeU32(v.index, out, writeU64(v.number, out, at)) },
+  (b) => {
     if (b.length !== 12) throw new RangeError(`tx location: expected 12 bytes, got ${b.length}`);
     return { number: bytesToBigInt(b.subarray(0, 8)), index: readU32(b, 8) };
   },
-};
+);
 
 export interface BlockLogRange {
   firstLogId: bigint;
   count: number;
 }
 
-export const blockLogRangeCodec: Codec<BlockLogRange> = {
-  encode: (v) => concatBytes(u64Codec.encode(v.firstLogId), u32(v.count)),
-  decode: (b) => {
+export const blockLogRangeCodec: Codec<BlockLogRange> = writerCodec(
+  { size: () => 12, write: (v, out, at) => writeU32(v.count, out, writeU64(v.firstLogId, out, at)) },
+  (b) => {
     if (b.length !== 12) throw new RangeError(`block log range: expected 12 bytes, got ${b.length}`);
     return { firstLogId: bytesToBigInt(b.subarray(0, 8)), count: readU32(b, 8) };
   },
-};
+);
 
 export interface HeadPointer {
   number: bigint;
@@ -169,15 +221,61 @@ export const headCodec: Codec<HeadPointer> = {
 
 /** Concatenation of fixed-width items (senders: 20, tx hashes: 32). */
 export function fixedListCodec(width: number): Codec<Uint8Array[]> {
-  return {
-    encode: (v) => concatBytes(...v.map((x) => fixedBytesCodec(width, 'list item').encode(x))),
-    decode: (b) => {
+  const item = fixedBytesCodec(width, 'list item').into as ByteWriter<Uint8Array>;
+  return writerCodec(
+    {
+      size: (v) => v.length * width,
+      write: (v, out, at) => {
+        for (const x of v) at = item.write(x, out, at);
+        return at;
+      },
+    },
+    (b) => {
       if (b.length % width !== 0) throw new RangeError(`list: length ${b.length} is not a multiple of ${width}`);
       const out: Uint8Array[] = [];
       for (let i = 0; i < b.length; i += width) out.push(b.subarray(i, i + width));
       return out;
     },
-  };
+  );
+}
+
+/** What the store RLP-encodes: byte strings, non-negative integers (minimal big-endian), lists. */
+type RlpItem = Uint8Array | number | bigint | RlpItem[];
+
+/** Length of the RLP encoding of `x` (the same bytes as @ethereumjs/rlp's RLP.encode). */
+function rlpSize(x: RlpItem): number {
+  if (x instanceof Uint8Array) return x.length === 1 && (x[0] as number) < 0x80 ? 1 : rlpHeaderLength(x.length) + x.length;
+  if (Array.isArray(x)) {
+    let payload = 0;
+    for (const y of x) payload += rlpSize(y);
+    return rlpHeaderLength(payload) + payload;
+  }
+  const len = uintLength(x);
+  return len === 1 && x < 0x80 ? 1 : 1 + len;
+}
+
+/** Writes the RLP encoding of `x` at `at`; returns the end. */
+function rlpWrite(x: RlpItem, out: Uint8Array, at: number): number {
+  if (x instanceof Uint8Array) return writeRlpBytes(out, at, x);
+  if (Array.isArray(x)) {
+    let payload = 0;
+    for (const y of x) payload += rlpSize(y);
+    at = writeRlpHeader(out, at, 0xc0, payload);
+    for (const y of x) at = rlpWrite(y, out, at);
+    return at;
+  }
+  const len = uintLength(x);
+  if (len === 1 && x < 0x80) {
+    out[at] = Number(x);
+    return at + 1;
+  }
+  out[at] = 0x80 + len;
+  return writeUint(x, out, at + 1);
+}
+
+/** A codec of an RLP structure: `fields` maps a value to its RLP item, decode reads it back. */
+function rlpCodec<T>(fields: (value: T) => RlpItem, decode: (bytes: Uint8Array) => T): Codec<T> {
+  return writerCodec({ size: (v) => rlpSize(fields(v)), write: (v, out, at) => rlpWrite(fields(v), out, at) }, decode);
 }
 
 export interface StoredReceipt {
@@ -187,16 +285,15 @@ export interface StoredReceipt {
   cumulativeGasUsed: bigint;
 }
 
-export const receiptsCodec: Codec<StoredReceipt[]> = {
-  encode: (v) =>
-    RLP.encode(v.map((r) => [r.type, r.statusOrState, r.cumulativeGasUsed])),
-  decode: (b) =>
+export const receiptsCodec: Codec<StoredReceipt[]> = rlpCodec(
+  (v) => v.map((r) => [r.type, r.statusOrState, r.cumulativeGasUsed]),
+  (b) =>
     (RLP.decode(b) as Uint8Array[][]).map((f) => ({
       type: Number(bytesToBigInt(f[0] as Uint8Array)),
       statusOrState: f[1] as Uint8Array,
       cumulativeGasUsed: bytesToBigInt(f[2] as Uint8Array),
     })),
-};
+);
 
 export interface StoredBody {
   /** RLP length of the whole block. */
@@ -209,13 +306,9 @@ export interface StoredBody {
   withdrawals?: Uint8Array[][];
 }
 
-export const bodyCodec: Codec<StoredBody> = {
-  encode: (v) => {
-    const fields: unknown[] = [v.size, v.transactions, v.uncles];
-    if (v.withdrawals !== undefined) fields.push(v.withdrawals);
-    return RLP.encode(fields as Parameters<typeof RLP.encode>[0]);
-  },
-  decode: (b) => {
+export const bodyCodec: Codec<StoredBody> = rlpCodec(
+  (v) => (v.withdrawals === undefined ? [v.size, v.transactions, v.uncles] : [v.size, v.transactions, v.uncles, v.withdrawals]),
+  (b) => {
     const f = RLP.decode(b) as unknown as [Uint8Array, Uint8Array[], Uint8Array[], Uint8Array[][]?];
     const body: StoredBody = {
       size: Number(bytesToBigInt(f[0])),
@@ -225,7 +318,7 @@ export const bodyCodec: Codec<StoredBody> = {
     if (f[3] !== undefined) body.withdrawals = f[3];
     return body;
   },
-};
+);
 
 export interface StoredLog {
   blockNumber: bigint;
@@ -530,6 +623,26 @@ export class Table<K, V> {
 
   put(batch: KvBatch, k: K, v: V): void {
     batch.put(this.key(k), this.valueCodec.encode(v));
+  }
+
+  /** put with the key and value written into memory from `alloc` (same bytes; the writer's path). */
+  stage(batch: KvBatch, k: K, v: V, alloc: Alloc): void {
+    const ki = this.keyCodec.into;
+    let key: Uint8Array;
+    if (ki === undefined) key = this.key(k);
+    else {
+      key = alloc(1 + ki.size(k));
+      key[0] = this.prefix;
+      ki.write(k, key, 1);
+    }
+    const vi = this.valueCodec.into;
+    let value: Uint8Array;
+    if (vi === undefined) value = this.valueCodec.encode(v);
+    else {
+      value = alloc(vi.size(v));
+      vi.write(v, value, 0);
+    }
+    batch.put(key, value);
   }
 
   /** Entries in key order (or reverse), never leaving this table's prefix. */

@@ -63,33 +63,8 @@ class GroupBatch implements KvBatch {
   }
 }
 
-/**
- * A value's open posting chunk as the database holds it after the last flush: its encoded bytes
- * (see postingCodec), how many ids they hold (0: no open chunk) and the last id.
- */
-interface OpenChunk {
-  bytes: Uint8Array;
-  count: number;
-  last: number;
-}
-
+const NONE = -1;
 const NO_BYTES = new Uint8Array(0);
-
-/** One indexed value (an address, or a topic at a position) the writer has seen recently. */
-interface ValueEntry {
-  kind: number;
-  value: Uint8Array;
-  /** Next entry of the same hash bucket. */
-  next: ValueEntry | undefined;
-  /** LogIndex prefix ++ kind ++ value: a posting key without its last 8 bytes. */
-  keyPrefix: Uint8Array;
-  /** Its open chunk as the last successful flush left it; undefined when not known (read it). */
-  open: OpenChunk | undefined;
-  /** Log ids of the staged group. */
-  ids: number[];
-  /** Flush counter when it was last written, for eviction. */
-  lastUse: number;
-}
 
 function valueHash(kind: number, v: Uint8Array): number {
   let h = Math.imul(kind + 1, 0x9e3779b1);
@@ -101,96 +76,385 @@ function valueHash(kind: number, v: Uint8Array): number {
   return h ^ v.length;
 }
 
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
+/** Bytes of table memory per value besides its bytes and its open chunk (columns and slots). */
+const ENTRY_COST = 64;
 
 /**
- * The values of the staged group and their open posting chunks, kept across flushes so that a
- * flush appends to open chunks without reading them back from LevelDB and without decoding and
- * re-encoding the ids already there. An open chunk here is only ever what a successful flush
- * wrote (the writer is the only process with the datadir open). Bounded by an approximate byte
- * budget: values unused for the longest are dropped, and a dropped value's open chunk is simply
- * read back on its next write.
+ * The indexed values (an address, or a topic at a position) the writer has seen recently: for each,
+ * its open posting chunk as the database holds it after the last flush, and the log ids staged for
+ * it in the current group. Kept across flushes so that a flush appends to open chunks without
+ * reading them back from LevelDB and without decoding and re-encoding the ids already there.
+ *
+ * Everything lives in typed arrays: an open-addressing hash table of entry numbers, the entries as
+ * parallel columns, value bytes and open-chunk bytes in two arenas, and the staged ids as linked
+ * lists in one pair of columns; a post allocates nothing and the GC has no per-value objects to
+ * trace. Bounded by an approximate byte budget: after a flush, the values written longest ago are
+ * dropped (a dropped value's open chunk is read back on its next write). An open chunk here is only
+ * ever what a flush wrote (the writer is the only process with the datadir open; after a failed
+ * batch the writer stops).
  */
 class ValueTable {
-  private readonly buckets = new Map<number, ValueEntry>();
-  private bytes = 0;
-  /** Values with ids in the staged group, in first-use order. */
-  touched: ValueEntry[] = [];
+  private n = 0;
+  private kind = new Uint8Array(0);
+  private hash = new Int32Array(0);
+  private valueAt = new Int32Array(0);
+  private valueLen = new Int32Array(0);
+  private lastUse = new Int32Array(0);
+  /** 1 when openCount/openLast/openAt/openLen hold the value's open chunk; 0: read it. */
+  private openKnown = new Uint8Array(0);
+  private openCount = new Int32Array(0);
+  private openLast = new Float64Array(0);
+  private openAt = new Int32Array(0);
+  private openLen = new Int32Array(0);
+  /** First and last staged posting of the value in the current group, or NONE. */
+  private first = new Int32Array(0);
+  private last = new Int32Array(0);
+  private values = new Uint8Array(1 << 16);
+  private valuesEnd = 0;
+  private opens = new Uint8Array(1 << 16);
+  private opensEnd = 0;
+  private opensLive = 0;
+  /** Entry number + 1 per slot (0: empty); linear probing. */
+  private slots = new Int32Array(1 << 12);
+  private postId = new Float64Array(1 << 14);
+  private postNext = new Int32Array(1 << 14);
+  private posts = 0;
+  /** Values with ids in the current group, in first-use order. */
+  private touchedList = new Int32Array(1 << 12);
+  private touched = 0;
+  /** Hash bits of evicted values (they may have chunks in the database). */
+  private readonly evicted = new Uint8Array(1 << 20);
 
-  constructor(private readonly maxBytes: number) {}
+  /**
+   * `indexEmpty`: the LogIndex held nothing when the writer opened, so a value that is neither in
+   * the table nor evicted from it has no chunk in the database (no read needed).
+   */
+  constructor(
+    private readonly maxBytes: number,
+    private indexEmpty: boolean,
+  ) {
+    this.growEntries(1 << 11);
+  }
 
-  private static cost(e: ValueEntry): number {
-    return 160 + 2 * e.value.length + (e.open?.bytes.length ?? 0);
+  private growEntries(cap: number): void {
+    const grow = <T extends Uint8Array | Int32Array | Float64Array>(a: T, make: (n: number) => T): T => {
+      const b = make(cap);
+      b.set(a.subarray(0, this.n) as never);
+      return b;
+    };
+    this.kind = grow(this.kind, (n) => new Uint8Array(n));
+    this.hash = grow(this.hash, (n) => new Int32Array(n));
+    this.valueAt = grow(this.valueAt, (n) => new Int32Array(n));
+    this.valueLen = grow(this.valueLen, (n) => new Int32Array(n));
+    this.lastUse = grow(this.lastUse, (n) => new Int32Array(n));
+    this.openKnown = grow(this.openKnown, (n) => new Uint8Array(n));
+    this.openCount = grow(this.openCount, (n) => new Int32Array(n));
+    this.openLast = grow(this.openLast, (n) => new Float64Array(n));
+    this.openAt = grow(this.openAt, (n) => new Int32Array(n));
+    this.openLen = grow(this.openLen, (n) => new Int32Array(n));
+    this.first = grow(this.first, (n) => new Int32Array(n));
+    this.last = grow(this.last, (n) => new Int32Array(n));
+  }
+
+  /** Re-slots every entry into a table of `size` slots (a power of two above 2n). */
+  private reslot(size: number): void {
+    const slots = new Int32Array(size);
+    const mask = size - 1;
+    for (let e = 0; e < this.n; e++) {
+      let i = (this.hash[e] as number) & mask;
+      while (slots[i] !== 0) i = (i + 1) & mask;
+      slots[i] = e + 1;
+    }
+    this.slots = slots;
+  }
+
+  private sameValue(e: number, v: Uint8Array): boolean {
+    const len = this.valueLen[e] as number;
+    if (len !== v.length) return false;
+    const values = this.values;
+    const at = this.valueAt[e] as number;
+    for (let i = 0; i < len; i++) if (values[at + i] !== v[i]) return false;
+    return true;
   }
 
   /** Stages log `id` for (kind, value); a value repeated in one log counts once. */
   post(kind: number, value: Uint8Array, id: number): void {
     const h = valueHash(kind, value);
-    const first = this.buckets.get(h);
-    let e = first;
-    while (e !== undefined && !(e.kind === kind && sameBytes(e.value, value))) e = e.next;
-    if (e === undefined) {
-      const owned = value.slice();
-      const keyPrefix = new Uint8Array(2 + owned.length);
-      keyPrefix[0] = Prefix.LogIndex;
-      keyPrefix[1] = kind;
-      keyPrefix.set(owned, 2);
-      e = { kind, value: owned, next: first, keyPrefix, open: undefined, ids: [], lastUse: 0 };
-      this.buckets.set(h, e);
-      this.bytes += ValueTable.cost(e);
-    }
-    const ids = e.ids;
-    if (ids.length === 0) this.touched.push(e);
-    else if (ids[ids.length - 1] === id) return;
-    ids.push(id);
-  }
-
-  /** Hands over the staged group's values (their ids stay with them) and starts a new group. */
-  detach(): ValueEntry[] {
-    const touched = this.touched;
-    this.touched = [];
-    return touched;
-  }
-
-  /** Records the open chunks a landed batch left for its values (see detach). */
-  commit(flush: number, touched: ValueEntry[], after: OpenChunk[]): void {
-    touched.forEach((e, i) => {
-      this.bytes -= ValueTable.cost(e);
-      e.open = after[i];
-      e.lastUse = flush;
-      this.bytes += ValueTable.cost(e);
-    });
-    for (let age = 16; this.bytes > this.maxBytes && age >= 0; age = age === 0 ? -1 : age >> 1) this.evict(flush - age);
-  }
-
-  /** After a failed batch: forget every open chunk (they are read back) and the staged ids. */
-  reset(): void {
-    this.buckets.clear();
-    this.bytes = 0;
-    this.touched = [];
-  }
-
-  /** Drops values last written before flush `before` until under 90% of the budget. */
-  private evict(before: number): void {
-    for (const [h, head] of this.buckets) {
-      if (this.bytes <= this.maxBytes * 0.9) return;
-      let keep: ValueEntry | undefined;
-      for (let e: ValueEntry | undefined = head; e !== undefined; ) {
-        const next: ValueEntry | undefined = e.next;
-        if (e.lastUse < before && e.ids.length === 0) this.bytes -= ValueTable.cost(e);
-        else {
-          e.next = keep;
-          keep = e;
+    let slots = this.slots;
+    let mask = slots.length - 1;
+    let i = h & mask;
+    let e: number;
+    for (;;) {
+      const s = slots[i] as number;
+      if (s === 0) {
+        if (2 * (this.n + 1) > slots.length) {
+          this.reslot(2 * slots.length);
+          slots = this.slots;
+          mask = slots.length - 1;
+          i = h & mask;
+          while (slots[i] !== 0) i = (i + 1) & mask;
         }
-        e = next;
+        e = this.insert(kind, value, h);
+        slots[i] = e + 1;
+        break;
       }
-      if (keep === undefined) this.buckets.delete(h);
-      else this.buckets.set(h, keep);
+      e = s - 1;
+      if (this.hash[e] === h && this.kind[e] === kind && this.sameValue(e, value)) break;
+      i = (i + 1) & mask;
     }
+    const last = this.last[e] as number;
+    if (last === NONE) {
+      if (this.touched === this.touchedList.length) {
+        const bigger = new Int32Array(2 * this.touched);
+        bigger.set(this.touchedList);
+        this.touchedList = bigger;
+      }
+      this.touchedList[this.touched++] = e;
+    } else if (this.postId[last] === id) return;
+    const p = this.posts++;
+    if (p === this.postId.length) {
+      const ids = new Float64Array(2 * p);
+      ids.set(this.postId);
+      this.postId = ids;
+      const next = new Int32Array(2 * p);
+      next.set(this.postNext);
+      this.postNext = next;
+    }
+    this.postId[p] = id;
+    this.postNext[p] = NONE;
+    if (last === NONE) this.first[e] = p;
+    else this.postNext[last] = p;
+    this.last[e] = p;
+  }
+
+  private insert(kind: number, value: Uint8Array, h: number): number {
+    if (this.n === this.kind.length) this.growEntries(2 * this.n);
+    if (this.valuesEnd + value.length > this.values.length) {
+      const bigger = new Uint8Array(Math.max(2 * this.values.length, this.valuesEnd + value.length));
+      bigger.set(this.values.subarray(0, this.valuesEnd));
+      this.values = bigger;
+    }
+    const e = this.n++;
+    this.values.set(value, this.valuesEnd);
+    this.kind[e] = kind;
+    this.hash[e] = h;
+    this.valueAt[e] = this.valuesEnd;
+    this.valueLen[e] = value.length;
+    this.valuesEnd += value.length;
+    this.lastUse[e] = 0;
+    this.openKnown[e] = 0;
+    this.openCount[e] = 0;
+    this.openLen[e] = 0;
+    this.first[e] = NONE;
+    this.last[e] = NONE;
+    return e;
+  }
+
+  /** LogIndex prefix ++ kind ++ value ++ (last id, or OPEN_CHUNK when undefined), from `alloc`. */
+  postingKey(e: number, lastId: number | undefined, alloc: (n: number) => Uint8Array): Uint8Array {
+    const len = this.valueLen[e] as number;
+    const at = this.valueAt[e] as number;
+    const k = alloc(2 + len + 8);
+    k[0] = Prefix.LogIndex;
+    k[1] = this.kind[e] as number;
+    k.set(this.values.subarray(at, at + len), 2);
+    if (lastId === undefined) k.fill(0xff, 2 + len);
+    else putU64(k, 2 + len, lastId);
+    return k;
+  }
+
+  private isEvicted(h: number): boolean {
+    const bit = (h >>> 0) % (this.evicted.length * 8);
+    return ((this.evicted[bit >> 3] as number) & (1 << (bit & 7))) !== 0;
+  }
+
+  /** Space for `n` more bytes at the end of the open-chunk arena. */
+  private reserveOpens(n: number): void {
+    if (this.opensEnd + n > this.opens.length) this.compactOpens(n);
+  }
+
+  /** Copies the live open chunks to a fresh arena with room for `extra` more bytes. */
+  private compactOpens(extra: number): void {
+    let live = 0;
+    for (let e = 0; e < this.n; e++) live += this.openLen[e] as number;
+    const target = new Uint8Array(Math.max(1 << 16, 2 * (live + extra)));
+    let at = 0;
+    for (let e = 0; e < this.n; e++) {
+      const len = this.openLen[e] as number;
+      if (len === 0) continue;
+      const from = this.openAt[e] as number;
+      target.set(this.opens.subarray(from, from + len), at);
+      this.openAt[e] = at;
+      at += len;
+    }
+    this.opens = target;
+    this.opensEnd = at;
+    this.opensLive = live;
+  }
+
+  /** Records `bytes` (count ids, the last one `lastId`) as value e's open chunk. */
+  private setOpen(e: number, bytes: Uint8Array, count: number, lastId: number): void {
+    this.opensLive -= this.openLen[e] as number;
+    this.openLen[e] = 0; // not live while the arena may compact
+    this.reserveOpens(bytes.length);
+    this.opens.set(bytes, this.opensEnd);
+    this.openAt[e] = this.opensEnd;
+    this.openLen[e] = bytes.length;
+    this.opensEnd += bytes.length;
+    this.opensLive += bytes.length;
+    this.openCount[e] = count;
+    this.openLast[e] = lastId;
+    this.openKnown[e] = 1;
+  }
+
+  /**
+   * Posting lists of the staged group, into `ops`: a value's sorted log ids cut into full chunks of
+   * LOG_INDEX_CHUNK ids (keyed by their last id) and one open remainder (keyed by OPEN_CHUNK). The
+   * open chunk left by the previous batch is extended inside this batch, so the bytes depend only
+   * on the ids, never on how blocks were grouped into batches (a resumed import equals an
+   * uninterrupted one). New ids are appended to the open chunk's bytes as deltas (the first id of
+   * a chunk is absolute), which is exactly postingCodec.encode of the chunk's ids. The table then
+   * holds the open chunks as this batch leaves them (valid once it lands; a failed batch stops the
+   * writer) and the staged ids are cleared.
+   */
+  async stage(db: Db, ops: GroupBatch, flush: number, varints: VarintBuffer, alloc: (n: number) => Uint8Array): Promise<void> {
+    const touched = this.touchedList;
+    const count = this.touched;
+    const missing: number[] = [];
+    for (let k = 0; k < count; k++) {
+      const e = touched[k] as number;
+      if (this.openKnown[e] === 1) continue;
+      if (this.indexEmpty && !this.isEvicted(this.hash[e] as number)) this.setOpen(e, NO_BYTES, 0, 0);
+      else missing.push(e);
+    }
+    if (missing.length > 0) {
+      const fresh = (n: number) => new Uint8Array(n);
+      const raw = await db.getMany(missing.map((e) => this.postingKey(e, undefined, fresh)));
+      missing.forEach((e, j) => {
+        const bytes = raw[j];
+        if (bytes === undefined) this.setOpen(e, NO_BYTES, 0, 0);
+        else {
+          const ids = decodePostings(bytes);
+          this.setOpen(e, bytes, ids.length, ids[ids.length - 1] as number);
+        }
+      });
+    }
+    varints.length = 0;
+    for (let k = 0; k < count; k++) {
+      const e = touched[k] as number;
+      const headAt = this.openAt[e] as number;
+      let headLen = this.openLen[e] as number;
+      const before = this.openCount[e] as number;
+      let n = before;
+      let prev = this.openLast[e] as number;
+      for (let p = this.first[e] as number; p !== NONE; p = this.postNext[p] as number) {
+        const id = this.postId[p] as number;
+        if (n > 0 && id <= prev) throw new Error(`log index: id ${id} does not follow ${prev}`);
+        varints.push(n === 0 ? id : id - prev);
+        prev = id;
+        if (++n === LOG_INDEX_CHUNK) {
+          ops.put(this.postingKey(e, id, alloc), varints.take(this.opens.subarray(headAt, headAt + headLen), alloc));
+          headLen = 0;
+          n = 0;
+        }
+      }
+      if (n > 0) {
+        // The new open chunk, written in the arena and put from there (the batch copies it): the
+        // head (when no chunk filled up, the whole current open chunk) then the new deltas.
+        const len = headLen + varints.length;
+        this.reserveOpens(len); // may move the current open chunk: read its place after
+        const at = this.opensEnd;
+        const from = this.openAt[e] as number;
+        if (headLen > 0) this.opens.copyWithin(at, from, from + headLen);
+        varints.copyTo(this.opens, at + headLen);
+        this.opensLive += len - (this.openLen[e] as number);
+        this.openAt[e] = at;
+        this.openLen[e] = len;
+        this.opensEnd += len;
+        this.openCount[e] = n;
+        ops.put(this.postingKey(e, undefined, alloc), this.opens.subarray(at, at + len));
+      } else {
+        if (before > 0) ops.del(this.postingKey(e, undefined, alloc));
+        this.opensLive -= this.openLen[e] as number;
+        this.openLen[e] = 0;
+        this.openCount[e] = 0;
+      }
+      this.openLast[e] = prev;
+      this.lastUse[e] = flush;
+      this.first[e] = NONE;
+      this.last[e] = NONE;
+    }
+    this.touched = 0;
+    this.posts = 0;
+    this.evict(flush);
+  }
+
+  private bytes(): number {
+    return this.n * ENTRY_COST + this.valuesEnd + this.opensLive;
+  }
+
+  /** Over budget: drops the values written longest ago, down to 90% of the budget. */
+  private evict(flush: number): void {
+    if (this.bytes() <= this.maxBytes) return;
+    // Bytes per age (flushes since last written); the oldest go first.
+    const byAge = new Map<number, number>();
+    for (let e = 0; e < this.n; e++) {
+      const age = flush - (this.lastUse[e] as number);
+      byAge.set(age, (byAge.get(age) ?? 0) + ENTRY_COST + (this.valueLen[e] as number) + (this.openLen[e] as number));
+    }
+    let left = this.bytes();
+    let cut = Infinity; // drop ages >= cut
+    for (const age of [...byAge.keys()].sort((a, b) => b - a)) {
+      if (left <= this.maxBytes * 0.9) break;
+      left -= byAge.get(age) as number;
+      cut = age;
+    }
+    let kept = 0;
+    const values = new Uint8Array(Math.max(1 << 16, this.valuesEnd));
+    let valuesEnd = 0;
+    for (let e = 0; e < this.n; e++) {
+      if (flush - (this.lastUse[e] as number) >= cut) {
+        const bit = ((this.hash[e] as number) >>> 0) % (this.evicted.length * 8);
+        this.evicted[bit >> 3] = (this.evicted[bit >> 3] as number) | (1 << (bit & 7));
+        this.opensLive -= this.openLen[e] as number;
+        continue;
+      }
+      const len = this.valueLen[e] as number;
+      values.set(this.values.subarray(this.valueAt[e] as number, (this.valueAt[e] as number) + len), valuesEnd);
+      this.kind[kept] = this.kind[e] as number;
+      this.hash[kept] = this.hash[e] as number;
+      this.valueAt[kept] = valuesEnd;
+      this.valueLen[kept] = len;
+      this.lastUse[kept] = this.lastUse[e] as number;
+      this.openKnown[kept] = this.openKnown[e] as number;
+      this.openCount[kept] = this.openCount[e] as number;
+      this.openLast[kept] = this.openLast[e] as number;
+      this.openAt[kept] = this.openAt[e] as number;
+      this.openLen[kept] = this.openLen[e] as number;
+      this.first[kept] = NONE;
+      this.last[kept] = NONE;
+      valuesEnd += len;
+      kept++;
+    }
+    this.n = kept;
+    this.values = values;
+    this.valuesEnd = valuesEnd;
+    let size = 1 << 12;
+    while (size < 2 * (kept + 1)) size *= 2;
+    this.reslot(size);
+    this.compactOpens(0);
+  }
+
+  /** After a failed batch: forget everything (nothing more is written). */
+  reset(): void {
+    this.n = 0;
+    this.slots.fill(0);
+    this.valuesEnd = 0;
+    this.opensEnd = 0;
+    this.opensLive = 0;
+    this.touched = 0;
+    this.posts = 0;
+    this.indexEmpty = false;
   }
 }
 
@@ -234,6 +498,12 @@ class VarintBuffer {
     this.length = at;
   }
 
+  /** Copies what was pushed to out[at...]; empties the buffer. */
+  copyTo(out: Uint8Array, at: number): void {
+    out.set(this.buf.subarray(0, this.length), at);
+    this.length = 0;
+  }
+
   /** `head` followed by what was pushed, in memory from `alloc`; empties the buffer. */
   take(head: Uint8Array, alloc: (n: number) => Uint8Array): Uint8Array {
     const out = alloc(head.length + this.length);
@@ -260,7 +530,8 @@ export interface FlushStats {
 export class StoreWriter {
   readonly trieDb: TrieNodeDb;
   private group: GroupBatch;
-  private readonly values: ValueTable;
+  private values: ValueTable;
+  private readonly cacheBytes: number;
   private readonly varints = new VarintBuffer();
   private readonly slab = new Slab();
   private flushes = 0;
@@ -279,7 +550,8 @@ export class StoreWriter {
   ) {
     this.trieDb = new TrieNodeDb(db, true);
     this.group = new GroupBatch(db);
-    this.values = new ValueTable(options.openChunkCacheBytes ?? 256 * 2 ** 20);
+    this.cacheBytes = options.openChunkCacheBytes ?? 256 * 2 ** 20;
+    this.values = new ValueTable(this.cacheBytes, false);
   }
 
   static async open(datadir: string, options: WriterOptions = {}): Promise<StoreWriter> {
@@ -306,6 +578,8 @@ export class StoreWriter {
       if (r === undefined) throw new Error(`block log range of head ${this.head.number} missing`);
       this.nextLogId = r.firstLogId + BigInt(r.count);
     }
+    // No log written yet: the log index is empty, so values new to the writer need no read-back.
+    this.values = new ValueTable(this.cacheBytes, this.nextLogId === 0n);
   }
 
   /** The stored genesis hash, or undefined for an empty datadir. */
@@ -364,16 +638,17 @@ export class StoreWriter {
 
   private stageRows(b: BlockInput): void {
     const ops = this.group;
-    tables.canonical.put(ops, b.number, b.hash);
-    tables.hashToNumber.put(ops, b.hash, b.number);
-    tables.headers.put(ops, b.hash, b.headerRlp);
-    tables.bodies.put(ops, b.hash, b.body);
-    tables.receipts.put(ops, b.hash, b.receipts);
-    tables.totalDifficulty.put(ops, b.hash, b.totalDifficulty);
-    tables.senders.put(ops, b.hash, b.senders);
-    tables.blockTxHashes.put(ops, b.number, b.txHashes);
-    tables.blooms.put(ops, b.number, b.logsBloom);
-    b.txHashes.forEach((h, index) => tables.txLookup.put(ops, h, { number: b.number, index }));
+    const alloc = this.alloc;
+    tables.canonical.stage(ops, b.number, b.hash, alloc);
+    tables.hashToNumber.stage(ops, b.hash, b.number, alloc);
+    tables.headers.stage(ops, b.hash, b.headerRlp, alloc);
+    tables.bodies.stage(ops, b.hash, b.body, alloc);
+    tables.receipts.stage(ops, b.hash, b.receipts, alloc);
+    tables.totalDifficulty.stage(ops, b.hash, b.totalDifficulty, alloc);
+    tables.senders.stage(ops, b.hash, b.senders, alloc);
+    tables.blockTxHashes.stage(ops, b.number, b.txHashes, alloc);
+    tables.blooms.stage(ops, b.number, b.logsBloom, alloc);
+    for (let index = 0; index < b.txHashes.length; index++) tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
     const firstLogId = this.nextLogId;
     // Log ids stay below 2^53 (one per log ever emitted), so they are counted as numbers here.
     let id = Number(firstLogId);
@@ -391,7 +666,7 @@ export class StoreWriter {
       }
     });
     this.nextLogId = firstLogId + BigInt(logIndex);
-    tables.blockLogs.put(ops, b.number, { firstLogId, count: logIndex });
+    tables.blockLogs.stage(ops, b.number, { firstLogId, count: logIndex }, alloc);
     this.groupHead = { number: b.number, hash: b.hash };
     this.groupStats.blocks++;
     this.groupStats.txs += b.txHashes.length;
@@ -444,19 +719,16 @@ export class StoreWriter {
     const stats: FlushStats = { ...this.groupStats, trieNodes: 0, bytes: 0 };
     const head = this.groupHead;
     if (head === undefined) return stats;
-    const written = await this.stagePostings(ops);
-    const touched = this.values.detach();
-    touched.forEach((e) => (e.ids = []));
+    const flush = ++this.flushes;
+    await this.values.stage(this.db, ops, flush, this.varints, this.alloc);
     stats.trieNodes = this.trieDb.drainInto(ops);
     tables.meta.put(ops, MetaKey.Head, headCodec.encode(head));
     stats.bytes = ops.bytes;
     this.group = new GroupBatch(this.db);
     this.groupHead = undefined;
     this.groupStats = { blocks: 0, txs: 0, logs: 0 };
-    const flush = ++this.flushes;
     const landed = ops.write().then(
       () => {
-        this.values.commit(flush, touched, written);
         this.head = head;
       },
       (err: unknown) => {
@@ -469,66 +741,6 @@ export class StoreWriter {
     landed.catch(() => undefined); // reported by settle()
     this.inFlight = landed;
     return stats;
-  }
-
-  /**
-   * Posting lists: a value's sorted log ids cut into full chunks of LOG_INDEX_CHUNK ids (keyed by
-   * their last id) and one open remainder (keyed by OPEN_CHUNK). The open chunk left by the
-   * previous batch is extended inside this batch, so the bytes depend only on the ids, never on
-   * how blocks were grouped into batches (a resumed import equals an uninterrupted one). Open
-   * chunks come from the cache of what earlier flushes wrote, else from LevelDB; new ids are
-   * appended to their encoded bytes as deltas (the first id of a chunk is absolute), which is
-   * exactly postingCodec.encode of the chunk's ids. Returns the open chunks as this batch leaves
-   * them, for the cache once the batch has landed.
-   */
-  private async stagePostings(ops: GroupBatch): Promise<OpenChunk[]> {
-    const touched = this.values.touched;
-    const missing = touched.filter((e) => e.open === undefined);
-    const postingKey = (e: ValueEntry, last: number | undefined, alloc: (n: number) => Uint8Array): Uint8Array => {
-      const k = alloc(e.keyPrefix.length + 8);
-      k.set(e.keyPrefix);
-      if (last === undefined) k.fill(0xff, e.keyPrefix.length);
-      else putU64(k, e.keyPrefix.length, last);
-      return k;
-    };
-    const fresh = (n: number) => new Uint8Array(n);
-    if (missing.length > 0) {
-      const raw = await this.db.getMany(missing.map((e) => postingKey(e, undefined, fresh)));
-      missing.forEach((e, j) => {
-        const bytes = raw[j];
-        if (bytes === undefined) e.open = { bytes: NO_BYTES, count: 0, last: 0 };
-        else {
-          const ids = decodePostings(bytes);
-          e.open = { bytes, count: ids.length, last: ids[ids.length - 1] as number };
-        }
-      });
-    }
-    const varints = this.varints;
-    varints.length = 0;
-    return touched.map((e) => {
-      const before = e.open as OpenChunk;
-      let head = before.bytes;
-      let count = before.count;
-      let prev = before.last;
-      for (const id of e.ids) {
-        if (count > 0 && id <= prev) throw new Error(`log index: id ${id} does not follow ${prev}`);
-        varints.push(count === 0 ? id : id - prev);
-        prev = id;
-        if (++count === LOG_INDEX_CHUNK) {
-          ops.put(postingKey(e, id, this.alloc), varints.take(head, this.alloc));
-          head = NO_BYTES;
-          count = 0;
-        }
-      }
-      if (count > 0) {
-        // Kept in the value table after the flush: its own memory, not a slab's.
-        const bytes = varints.take(head, fresh);
-        ops.put(postingKey(e, undefined, this.alloc), bytes);
-        return { bytes, count, last: prev };
-      }
-      if (before.count > 0) ops.del(postingKey(e, undefined, this.alloc));
-      return { bytes: NO_BYTES, count: 0, last: prev };
-    });
   }
 
   async close(): Promise<void> {
