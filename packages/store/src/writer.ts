@@ -63,8 +63,9 @@ class GroupBatch implements KvBatch {
   }
 }
 
-const NONE = -1;
 const NO_BYTES = new Uint8Array(0);
+const NONE = -1;
+const TWO_32 = 0x1_0000_0000;
 
 function valueHash(kind: number, v: Uint8Array): number {
   let h = Math.imul(kind + 1, 0x9e3779b1);
@@ -76,8 +77,27 @@ function valueHash(kind: number, v: Uint8Array): number {
   return h ^ v.length;
 }
 
-/** Bytes of table memory per value besides its bytes and its open chunk (columns and slots). */
-const ENTRY_COST = 64;
+// A value's record: REC int32 fields at REC * entry (64 bytes, so that a post or a flush of one
+// value touches one or two cache lines, not one per column). Log ids (up to 2^53) are split into
+// low and high 32 bits.
+const REC = 16;
+const R_HASH = 0;
+const R_KIND_LEN = 1; // kind << 16 | value length
+const R_VALUE_AT = 2; // in the value arena
+const R_FIRST = 3; // first staged posting of the current group, or NONE
+const R_LAST = 4; // last staged posting, or NONE
+const R_LAST_ID_LO = 5; // id of the last staged posting
+const R_LAST_ID_HI = 6;
+const R_LAST_USE = 7; // flush that last wrote the value
+const R_OPEN_COUNT = 8; // ids in the open chunk; NONE: not known (read it back)
+const R_OPEN_LAST_LO = 9; // last id of the open chunk (of all the value's chunks, when it is empty)
+const R_OPEN_LAST_HI = 10;
+const R_OPEN_AT = 11; // the open chunk's bytes in the open arena: offset, length, capacity
+const R_OPEN_LEN = 12;
+const R_OPEN_CAP = 13;
+
+/** Bytes of table memory per value besides its bytes and its open chunk (record and slots). */
+const ENTRY_COST = 4 * REC + 16;
 
 /**
  * The indexed values (an address, or a topic at a position) the writer has seen recently: for each,
@@ -85,9 +105,10 @@ const ENTRY_COST = 64;
  * it in the current group. Kept across flushes so that a flush appends to open chunks without
  * reading them back from LevelDB and without decoding and re-encoding the ids already there.
  *
- * Everything lives in typed arrays: an open-addressing hash table of entry numbers, the entries as
- * parallel columns, value bytes and open-chunk bytes in two arenas, and the staged ids as linked
- * lists in one pair of columns; a post allocates nothing and the GC has no per-value objects to
+ * Everything lives in typed arrays: an open-addressing hash table (hash and entry number side by
+ * side), one fixed-size record per value, value bytes in one arena, open-chunk bytes in another
+ * (each chunk with room to grow in place; the arena is compacted when full), the staged ids as
+ * linked lists in two columns. A post allocates nothing and the GC has no per-value objects to
  * trace. Bounded by an approximate byte budget: after a flush, the values written longest ago are
  * dropped (a dropped value's open chunk is read back on its next write). An open chunk here is only
  * ever what a flush wrote (the writer is the only process with the datadir open; after a failed
@@ -95,27 +116,15 @@ const ENTRY_COST = 64;
  */
 class ValueTable {
   private n = 0;
-  private kind = new Uint8Array(0);
-  private hash = new Int32Array(0);
-  private valueAt = new Int32Array(0);
-  private valueLen = new Int32Array(0);
-  private lastUse = new Int32Array(0);
-  /** 1 when openCount/openLast/openAt/openLen hold the value's open chunk; 0: read it. */
-  private openKnown = new Uint8Array(0);
-  private openCount = new Int32Array(0);
-  private openLast = new Float64Array(0);
-  private openAt = new Int32Array(0);
-  private openLen = new Int32Array(0);
-  /** First and last staged posting of the value in the current group, or NONE. */
-  private first = new Int32Array(0);
-  private last = new Int32Array(0);
+  private rec = new Int32Array(REC * 1024);
+  /** Per slot: hash, entry number + 1 (0: empty); linear probing. */
+  private slots = new Int32Array(2 * 4096);
   private values = new Uint8Array(1 << 16);
   private valuesEnd = 0;
   private opens = new Uint8Array(1 << 16);
   private opensEnd = 0;
+  /** Sum of the open chunks' capacities. */
   private opensLive = 0;
-  /** Entry number + 1 per slot (0: empty); linear probing. */
-  private slots = new Int32Array(1 << 12);
   private postId = new Float64Array(1 << 14);
   private postNext = new Int32Array(1 << 14);
   private posts = 0;
@@ -132,77 +141,57 @@ class ValueTable {
   constructor(
     private readonly maxBytes: number,
     private indexEmpty: boolean,
-  ) {
-    this.growEntries(1 << 11);
-  }
+  ) {}
 
-  private growEntries(cap: number): void {
-    const grow = <T extends Uint8Array | Int32Array | Float64Array>(a: T, make: (n: number) => T): T => {
-      const b = make(cap);
-      b.set(a.subarray(0, this.n) as never);
-      return b;
-    };
-    this.kind = grow(this.kind, (n) => new Uint8Array(n));
-    this.hash = grow(this.hash, (n) => new Int32Array(n));
-    this.valueAt = grow(this.valueAt, (n) => new Int32Array(n));
-    this.valueLen = grow(this.valueLen, (n) => new Int32Array(n));
-    this.lastUse = grow(this.lastUse, (n) => new Int32Array(n));
-    this.openKnown = grow(this.openKnown, (n) => new Uint8Array(n));
-    this.openCount = grow(this.openCount, (n) => new Int32Array(n));
-    this.openLast = grow(this.openLast, (n) => new Float64Array(n));
-    this.openAt = grow(this.openAt, (n) => new Int32Array(n));
-    this.openLen = grow(this.openLen, (n) => new Int32Array(n));
-    this.first = grow(this.first, (n) => new Int32Array(n));
-    this.last = grow(this.last, (n) => new Int32Array(n));
-  }
-
-  /** Re-slots every entry into a table of `size` slots (a power of two above 2n). */
+  /** Re-slots every entry into `size` slots (a power of two above 2n). */
   private reslot(size: number): void {
-    const slots = new Int32Array(size);
+    const slots = new Int32Array(2 * size);
     const mask = size - 1;
+    const rec = this.rec;
     for (let e = 0; e < this.n; e++) {
-      let i = (this.hash[e] as number) & mask;
-      while (slots[i] !== 0) i = (i + 1) & mask;
-      slots[i] = e + 1;
+      const h = rec[REC * e + R_HASH] as number;
+      let i = h & mask;
+      while (slots[2 * i + 1] !== 0) i = (i + 1) & mask;
+      slots[2 * i] = h;
+      slots[2 * i + 1] = e + 1;
     }
     this.slots = slots;
-  }
-
-  private sameValue(e: number, v: Uint8Array): boolean {
-    const len = this.valueLen[e] as number;
-    if (len !== v.length) return false;
-    const values = this.values;
-    const at = this.valueAt[e] as number;
-    for (let i = 0; i < len; i++) if (values[at + i] !== v[i]) return false;
-    return true;
   }
 
   /** Stages log `id` for (kind, value); a value repeated in one log counts once. */
   post(kind: number, value: Uint8Array, id: number): void {
     const h = valueHash(kind, value);
+    const kindLen = (kind << 16) | value.length;
     let slots = this.slots;
-    let mask = slots.length - 1;
+    let mask = (slots.length >> 1) - 1;
     let i = h & mask;
     let e: number;
     for (;;) {
-      const s = slots[i] as number;
+      const s = slots[2 * i + 1] as number;
       if (s === 0) {
-        if (2 * (this.n + 1) > slots.length) {
-          this.reslot(2 * slots.length);
+        if (2 * (this.n + 1) > slots.length >> 1) {
+          this.reslot(slots.length);
           slots = this.slots;
-          mask = slots.length - 1;
+          mask = (slots.length >> 1) - 1;
           i = h & mask;
-          while (slots[i] !== 0) i = (i + 1) & mask;
+          while (slots[2 * i + 1] !== 0) i = (i + 1) & mask;
         }
-        e = this.insert(kind, value, h);
-        slots[i] = e + 1;
+        e = this.insert(kindLen, value, h);
+        slots[2 * i] = h;
+        slots[2 * i + 1] = e + 1;
         break;
       }
-      e = s - 1;
-      if (this.hash[e] === h && this.kind[e] === kind && this.sameValue(e, value)) break;
+      if (slots[2 * i] === h) {
+        e = s - 1;
+        if (this.rec[REC * e + R_KIND_LEN] === kindLen && this.sameValue(this.rec[REC * e + R_VALUE_AT] as number, value)) break;
+      }
       i = (i + 1) & mask;
     }
-    const last = this.last[e] as number;
+    const rec = this.rec;
+    const r = REC * e;
+    const last = rec[r + R_LAST] as number;
+    const lo = id % TWO_32 | 0;
+    const hi = Math.floor(id / TWO_32);
     if (last === NONE) {
       if (this.touched === this.touchedList.length) {
         const bigger = new Int32Array(2 * this.touched);
@@ -210,7 +199,7 @@ class ValueTable {
         this.touchedList = bigger;
       }
       this.touchedList[this.touched++] = e;
-    } else if (this.postId[last] === id) return;
+    } else if (rec[r + R_LAST_ID_LO] === lo && rec[r + R_LAST_ID_HI] === hi) return;
     const p = this.posts++;
     if (p === this.postId.length) {
       const ids = new Float64Array(2 * p);
@@ -222,13 +211,26 @@ class ValueTable {
     }
     this.postId[p] = id;
     this.postNext[p] = NONE;
-    if (last === NONE) this.first[e] = p;
+    if (last === NONE) rec[r + R_FIRST] = p;
     else this.postNext[last] = p;
-    this.last[e] = p;
+    rec[r + R_LAST] = p;
+    rec[r + R_LAST_ID_LO] = lo;
+    rec[r + R_LAST_ID_HI] = hi;
   }
 
-  private insert(kind: number, value: Uint8Array, h: number): number {
-    if (this.n === this.kind.length) this.growEntries(2 * this.n);
+  private sameValue(at: number, v: Uint8Array): boolean {
+    const values = this.values;
+    for (let i = 0; i < v.length; i++) if (values[at + i] !== v[i]) return false;
+    return true;
+  }
+
+  private insert(kindLen: number, value: Uint8Array, h: number): number {
+    if (value.length > 0xffff) throw new RangeError(`log index: a ${value.length}-byte value`);
+    if (REC * (this.n + 1) > this.rec.length) {
+      const bigger = new Int32Array(2 * this.rec.length);
+      bigger.set(this.rec);
+      this.rec = bigger;
+    }
     if (this.valuesEnd + value.length > this.values.length) {
       const bigger = new Uint8Array(Math.max(2 * this.values.length, this.valuesEnd + value.length));
       bigger.set(this.values.subarray(0, this.valuesEnd));
@@ -236,56 +238,71 @@ class ValueTable {
     }
     const e = this.n++;
     this.values.set(value, this.valuesEnd);
-    this.kind[e] = kind;
-    this.hash[e] = h;
-    this.valueAt[e] = this.valuesEnd;
-    this.valueLen[e] = value.length;
+    const r = REC * e;
+    const rec = this.rec;
+    rec.fill(0, r, r + REC);
+    rec[r + R_HASH] = h;
+    rec[r + R_KIND_LEN] = kindLen;
+    rec[r + R_VALUE_AT] = this.valuesEnd;
+    rec[r + R_FIRST] = NONE;
+    rec[r + R_LAST] = NONE;
+    rec[r + R_OPEN_COUNT] = NONE;
     this.valuesEnd += value.length;
-    this.lastUse[e] = 0;
-    this.openKnown[e] = 0;
-    this.openCount[e] = 0;
-    this.openLen[e] = 0;
-    this.first[e] = NONE;
-    this.last[e] = NONE;
     return e;
   }
 
   /** LogIndex prefix ++ kind ++ value ++ (last id, or OPEN_CHUNK when undefined), from `alloc`. */
   postingKey(e: number, lastId: number | undefined, alloc: (n: number) => Uint8Array): Uint8Array {
-    const len = this.valueLen[e] as number;
-    const at = this.valueAt[e] as number;
+    const kindLen = this.rec[REC * e + R_KIND_LEN] as number;
+    const len = kindLen & 0xffff;
+    const at = this.rec[REC * e + R_VALUE_AT] as number;
     const k = alloc(2 + len + 8);
     k[0] = Prefix.LogIndex;
-    k[1] = this.kind[e] as number;
+    k[1] = kindLen >>> 16;
     k.set(this.values.subarray(at, at + len), 2);
     if (lastId === undefined) k.fill(0xff, 2 + len);
     else putU64(k, 2 + len, lastId);
     return k;
   }
 
-  private isEvicted(h: number): boolean {
-    const bit = (h >>> 0) % (this.evicted.length * 8);
-    return ((this.evicted[bit >> 3] as number) & (1 << (bit & 7))) !== 0;
+  private evictedBit(h: number): number {
+    return (h >>> 0) % (this.evicted.length * 8);
   }
 
-  /** Space for `n` more bytes at the end of the open-chunk arena. */
-  private reserveOpens(n: number): void {
-    if (this.opensEnd + n > this.opens.length) this.compactOpens(n);
+  /**
+   * Gives value e's open chunk (its first `len` bytes live) room for `need` bytes after them, at
+   * the end of the arena; compacts the arena (and moves every chunk) when it is full.
+   */
+  private growOpen(e: number, len: number, need: number): void {
+    const rec = this.rec;
+    const r = REC * e;
+    rec[r + R_OPEN_LEN] = len; // what a compaction keeps of it
+    const cap = Math.max(32, 2 * (len + need));
+    if (this.opensEnd + cap > this.opens.length) this.compactOpens(cap);
+    const from = rec[r + R_OPEN_AT] as number;
+    this.opens.copyWithin(this.opensEnd, from, from + len);
+    this.opensLive += cap - (rec[r + R_OPEN_CAP] as number);
+    rec[r + R_OPEN_AT] = this.opensEnd;
+    rec[r + R_OPEN_LEN] = len;
+    rec[r + R_OPEN_CAP] = cap;
+    this.opensEnd += cap;
   }
 
-  /** Copies the live open chunks to a fresh arena with room for `extra` more bytes. */
+  /** Copies the open chunks (with their capacities) to a fresh arena with `extra` bytes free. */
   private compactOpens(extra: number): void {
+    const rec = this.rec;
     let live = 0;
-    for (let e = 0; e < this.n; e++) live += this.openLen[e] as number;
+    for (let e = 0; e < this.n; e++) live += rec[REC * e + R_OPEN_CAP] as number;
     const target = new Uint8Array(Math.max(1 << 16, 2 * (live + extra)));
     let at = 0;
     for (let e = 0; e < this.n; e++) {
-      const len = this.openLen[e] as number;
-      if (len === 0) continue;
-      const from = this.openAt[e] as number;
-      target.set(this.opens.subarray(from, from + len), at);
-      this.openAt[e] = at;
-      at += len;
+      const r = REC * e;
+      const cap = rec[r + R_OPEN_CAP] as number;
+      if (cap === 0) continue;
+      const from = rec[r + R_OPEN_AT] as number;
+      target.set(this.opens.subarray(from, from + (rec[r + R_OPEN_LEN] as number)), at);
+      rec[r + R_OPEN_AT] = at;
+      at += cap;
     }
     this.opens = target;
     this.opensEnd = at;
@@ -294,17 +311,13 @@ class ValueTable {
 
   /** Records `bytes` (count ids, the last one `lastId`) as value e's open chunk. */
   private setOpen(e: number, bytes: Uint8Array, count: number, lastId: number): void {
-    this.opensLive -= this.openLen[e] as number;
-    this.openLen[e] = 0; // not live while the arena may compact
-    this.reserveOpens(bytes.length);
-    this.opens.set(bytes, this.opensEnd);
-    this.openAt[e] = this.opensEnd;
-    this.openLen[e] = bytes.length;
-    this.opensEnd += bytes.length;
-    this.opensLive += bytes.length;
-    this.openCount[e] = count;
-    this.openLast[e] = lastId;
-    this.openKnown[e] = 1;
+    const r = REC * e;
+    if (bytes.length > (this.rec[r + R_OPEN_CAP] as number)) this.growOpen(e, 0, bytes.length);
+    this.opens.set(bytes, this.rec[r + R_OPEN_AT] as number);
+    this.rec[r + R_OPEN_LEN] = bytes.length;
+    this.rec[r + R_OPEN_COUNT] = count;
+    this.rec[r + R_OPEN_LAST_LO] = lastId % TWO_32 | 0;
+    this.rec[r + R_OPEN_LAST_HI] = Math.floor(lastId / TWO_32);
   }
 
   /**
@@ -312,19 +325,22 @@ class ValueTable {
    * LOG_INDEX_CHUNK ids (keyed by their last id) and one open remainder (keyed by OPEN_CHUNK). The
    * open chunk left by the previous batch is extended inside this batch, so the bytes depend only
    * on the ids, never on how blocks were grouped into batches (a resumed import equals an
-   * uninterrupted one). New ids are appended to the open chunk's bytes as deltas (the first id of
-   * a chunk is absolute), which is exactly postingCodec.encode of the chunk's ids. The table then
-   * holds the open chunks as this batch leaves them (valid once it lands; a failed batch stops the
-   * writer) and the staged ids are cleared.
+   * uninterrupted one). New ids are appended to the open chunk's bytes, in place, as LEB128 deltas
+   * (the first id of a chunk is absolute), which is exactly postingCodec.encode of the chunk's ids.
+   * The table then holds the open chunks as this batch leaves them (valid once it lands; a failed
+   * batch stops the writer) and the staged ids are cleared.
    */
-  async stage(db: Db, ops: GroupBatch, flush: number, varints: VarintBuffer, alloc: (n: number) => Uint8Array): Promise<void> {
+  async stage(db: Db, ops: GroupBatch, flush: number, alloc: (n: number) => Uint8Array): Promise<void> {
     const touched = this.touchedList;
     const count = this.touched;
     const missing: number[] = [];
     for (let k = 0; k < count; k++) {
       const e = touched[k] as number;
-      if (this.openKnown[e] === 1) continue;
-      if (this.indexEmpty && !this.isEvicted(this.hash[e] as number)) this.setOpen(e, NO_BYTES, 0, 0);
+      const r = REC * e;
+      if (this.rec[r + R_OPEN_COUNT] !== NONE) continue;
+      const h = this.rec[r + R_HASH] as number;
+      const bit = this.evictedBit(h);
+      if (this.indexEmpty && ((this.evicted[bit >> 3] as number) & (1 << (bit & 7))) === 0) this.setOpen(e, NO_BYTES, 0, 0);
       else missing.push(e);
     }
     if (missing.length > 0) {
@@ -339,50 +355,49 @@ class ValueTable {
         }
       });
     }
-    varints.length = 0;
+    const rec = this.rec;
     for (let k = 0; k < count; k++) {
       const e = touched[k] as number;
-      const headAt = this.openAt[e] as number;
-      let headLen = this.openLen[e] as number;
-      const before = this.openCount[e] as number;
+      const r = REC * e;
+      const before = rec[r + R_OPEN_COUNT] as number;
       let n = before;
-      let prev = this.openLast[e] as number;
-      for (let p = this.first[e] as number; p !== NONE; p = this.postNext[p] as number) {
+      let prev = (rec[r + R_OPEN_LAST_HI] as number) * TWO_32 + ((rec[r + R_OPEN_LAST_LO] as number) >>> 0);
+      let len = rec[r + R_OPEN_LEN] as number;
+      let cap = rec[r + R_OPEN_CAP] as number;
+      let at = rec[r + R_OPEN_AT] as number;
+      let opens = this.opens;
+      for (let p = rec[r + R_FIRST] as number; p !== NONE; p = this.postNext[p] as number) {
         const id = this.postId[p] as number;
         if (n > 0 && id <= prev) throw new Error(`log index: id ${id} does not follow ${prev}`);
-        varints.push(n === 0 ? id : id - prev);
+        let d = n === 0 ? id : id - prev;
         prev = id;
+        if (len + 8 > cap) {
+          this.growOpen(e, len, 8);
+          opens = this.opens;
+          at = rec[r + R_OPEN_AT] as number;
+          cap = rec[r + R_OPEN_CAP] as number;
+        }
+        while (d >= 0x80) {
+          opens[at + len++] = (d % 0x80) | 0x80;
+          d = Math.floor(d / 0x80);
+        }
+        opens[at + len++] = d;
         if (++n === LOG_INDEX_CHUNK) {
-          ops.put(this.postingKey(e, id, alloc), varints.take(this.opens.subarray(headAt, headAt + headLen), alloc));
-          headLen = 0;
+          // A full chunk: put from the arena (the batch copies it); the open chunk starts empty.
+          ops.put(this.postingKey(e, id, alloc), opens.subarray(at, at + len));
+          len = 0;
           n = 0;
         }
       }
-      if (n > 0) {
-        // The new open chunk, written in the arena and put from there (the batch copies it): the
-        // head (when no chunk filled up, the whole current open chunk) then the new deltas.
-        const len = headLen + varints.length;
-        this.reserveOpens(len); // may move the current open chunk: read its place after
-        const at = this.opensEnd;
-        const from = this.openAt[e] as number;
-        if (headLen > 0) this.opens.copyWithin(at, from, from + headLen);
-        varints.copyTo(this.opens, at + headLen);
-        this.opensLive += len - (this.openLen[e] as number);
-        this.openAt[e] = at;
-        this.openLen[e] = len;
-        this.opensEnd += len;
-        this.openCount[e] = n;
-        ops.put(this.postingKey(e, undefined, alloc), this.opens.subarray(at, at + len));
-      } else {
-        if (before > 0) ops.del(this.postingKey(e, undefined, alloc));
-        this.opensLive -= this.openLen[e] as number;
-        this.openLen[e] = 0;
-        this.openCount[e] = 0;
-      }
-      this.openLast[e] = prev;
-      this.lastUse[e] = flush;
-      this.first[e] = NONE;
-      this.last[e] = NONE;
+      if (n > 0) ops.put(this.postingKey(e, undefined, alloc), opens.subarray(at, at + len));
+      else if (before > 0) ops.del(this.postingKey(e, undefined, alloc));
+      rec[r + R_OPEN_LEN] = len;
+      rec[r + R_OPEN_COUNT] = n;
+      rec[r + R_OPEN_LAST_LO] = prev % TWO_32 | 0;
+      rec[r + R_OPEN_LAST_HI] = Math.floor(prev / TWO_32);
+      rec[r + R_LAST_USE] = flush;
+      rec[r + R_FIRST] = NONE;
+      rec[r + R_LAST] = NONE;
     }
     this.touched = 0;
     this.posts = 0;
@@ -396,11 +411,13 @@ class ValueTable {
   /** Over budget: drops the values written longest ago, down to 90% of the budget. */
   private evict(flush: number): void {
     if (this.bytes() <= this.maxBytes) return;
+    const rec = this.rec;
+    const cost = (e: number) => ENTRY_COST + ((rec[REC * e + R_KIND_LEN] as number) & 0xffff) + (rec[REC * e + R_OPEN_CAP] as number);
     // Bytes per age (flushes since last written); the oldest go first.
     const byAge = new Map<number, number>();
     for (let e = 0; e < this.n; e++) {
-      const age = flush - (this.lastUse[e] as number);
-      byAge.set(age, (byAge.get(age) ?? 0) + ENTRY_COST + (this.valueLen[e] as number) + (this.openLen[e] as number));
+      const age = flush - (rec[REC * e + R_LAST_USE] as number);
+      byAge.set(age, (byAge.get(age) ?? 0) + cost(e));
     }
     let left = this.bytes();
     let cut = Infinity; // drop ages >= cut
@@ -409,37 +426,28 @@ class ValueTable {
       left -= byAge.get(age) as number;
       cut = age;
     }
-    let kept = 0;
     const values = new Uint8Array(Math.max(1 << 16, this.valuesEnd));
     let valuesEnd = 0;
+    let kept = 0;
     for (let e = 0; e < this.n; e++) {
-      if (flush - (this.lastUse[e] as number) >= cut) {
-        const bit = ((this.hash[e] as number) >>> 0) % (this.evicted.length * 8);
+      const r = REC * e;
+      if (flush - (rec[r + R_LAST_USE] as number) >= cut) {
+        const bit = this.evictedBit(rec[r + R_HASH] as number);
         this.evicted[bit >> 3] = (this.evicted[bit >> 3] as number) | (1 << (bit & 7));
-        this.opensLive -= this.openLen[e] as number;
         continue;
       }
-      const len = this.valueLen[e] as number;
-      values.set(this.values.subarray(this.valueAt[e] as number, (this.valueAt[e] as number) + len), valuesEnd);
-      this.kind[kept] = this.kind[e] as number;
-      this.hash[kept] = this.hash[e] as number;
-      this.valueAt[kept] = valuesEnd;
-      this.valueLen[kept] = len;
-      this.lastUse[kept] = this.lastUse[e] as number;
-      this.openKnown[kept] = this.openKnown[e] as number;
-      this.openCount[kept] = this.openCount[e] as number;
-      this.openLast[kept] = this.openLast[e] as number;
-      this.openAt[kept] = this.openAt[e] as number;
-      this.openLen[kept] = this.openLen[e] as number;
-      this.first[kept] = NONE;
-      this.last[kept] = NONE;
+      const len = (rec[r + R_KIND_LEN] as number) & 0xffff;
+      const from = rec[r + R_VALUE_AT] as number;
+      values.set(this.values.subarray(from, from + len), valuesEnd);
+      rec.copyWithin(REC * kept, r, r + REC);
+      rec[REC * kept + R_VALUE_AT] = valuesEnd;
       valuesEnd += len;
       kept++;
     }
     this.n = kept;
     this.values = values;
     this.valuesEnd = valuesEnd;
-    let size = 1 << 12;
+    let size = 4096;
     while (size < 2 * (kept + 1)) size *= 2;
     this.reslot(size);
     this.compactOpens(0);
@@ -477,43 +485,6 @@ class Slab {
   }
 }
 
-/** Appends unsigned LEB128 varints to a growable buffer. */
-class VarintBuffer {
-  private buf = new Uint8Array(4096);
-  length = 0;
-
-  push(d: number): void {
-    if (this.length + 8 > this.buf.length) {
-      const bigger = new Uint8Array(this.buf.length * 2);
-      bigger.set(this.buf);
-      this.buf = bigger;
-    }
-    const buf = this.buf;
-    let at = this.length;
-    while (d >= 0x80) {
-      buf[at++] = (d % 0x80) | 0x80;
-      d = Math.floor(d / 0x80);
-    }
-    buf[at++] = d;
-    this.length = at;
-  }
-
-  /** Copies what was pushed to out[at...]; empties the buffer. */
-  copyTo(out: Uint8Array, at: number): void {
-    out.set(this.buf.subarray(0, this.length), at);
-    this.length = 0;
-  }
-
-  /** `head` followed by what was pushed, in memory from `alloc`; empties the buffer. */
-  take(head: Uint8Array, alloc: (n: number) => Uint8Array): Uint8Array {
-    const out = alloc(head.length + this.length);
-    out.set(head);
-    out.set(this.buf.subarray(0, this.length), head.length);
-    this.length = 0;
-    return out;
-  }
-}
-
 export interface WriterOptions {
   /** Byte budget of the open posting chunks kept in memory between flushes. Default 256 MiB. */
   openChunkCacheBytes?: number;
@@ -532,7 +503,6 @@ export class StoreWriter {
   private group: GroupBatch;
   private values: ValueTable;
   private readonly cacheBytes: number;
-  private readonly varints = new VarintBuffer();
   private readonly slab = new Slab();
   private flushes = 0;
   /** The batch handed to LevelDB and not yet landed (flushBehind). */
@@ -720,7 +690,7 @@ export class StoreWriter {
     const head = this.groupHead;
     if (head === undefined) return stats;
     const flush = ++this.flushes;
-    await this.values.stage(this.db, ops, flush, this.varints, this.alloc);
+    await this.values.stage(this.db, ops, flush, this.alloc);
     stats.trieNodes = this.trieDb.drainInto(ops);
     tables.meta.put(ops, MetaKey.Head, headCodec.encode(head));
     stats.bytes = ops.bytes;
