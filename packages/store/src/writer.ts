@@ -525,7 +525,7 @@ export class StoreWriter {
   }
 
   static async open(datadir: string, options: WriterOptions = {}): Promise<StoreWriter> {
-    const w = new StoreWriter(await openDb(datadir, { create: true }), options);
+    const w = new StoreWriter(await openDb(datadir, { create: true, bulkLoad: true }), options);
     try {
       await w.load();
     } catch (err) {
