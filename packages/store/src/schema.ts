@@ -160,9 +160,12 @@ export function fixedBytesCodec(width: number, what: string): Codec<Uint8Array> 
 
 export const hashCodec = fixedBytesCodec(32, 'hash');
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 /** Bytes of the minimal big-endian form of a non-negative integer (0 for zero). */
 function uintLength(v: bigint | number): number {
   if (v < 0) throw new RangeError('negative value');
+  if (typeof v === 'bigint' && v <= MAX_SAFE) v = Number(v); // number arithmetic is much cheaper
   let len = 0;
   if (typeof v === 'number' && Number.isSafeInteger(v)) for (let x = v; x > 0; x = Math.floor(x / 256)) len++;
   else for (let x = BigInt(v); x > 0n; x >>= 8n) len++;
@@ -171,6 +174,7 @@ function uintLength(v: bigint | number): number {
 
 /** Writes the minimal big-endian form of `v` (uintLength(v) bytes) at `at`. */
 function writeUint(v: bigint | number, out: Uint8Array, at: number): number {
+  if (typeof v === 'bigint' && v <= MAX_SAFE) v = Number(v);
   const len = uintLength(v);
   if (typeof v === 'number' && Number.isSafeInteger(v)) for (let i = len - 1, x = v; i >= 0; i--, x = Math.floor(x / 256)) out[at + i] = x % 256;
   else for (let i = len - 1, x = BigInt(v); i >= 0; i--, x >>= 8n) out[at + i] = Number(x & 0xffn);
