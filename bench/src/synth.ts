@@ -909,6 +909,7 @@ async function* batchesFromThread(spec: ChainSpec, onFacts: (f: ChainFacts) => v
     if (code !== 0 && failure === undefined) failure = new Error(`generator thread exited with ${code}`);
     wake?.();
   });
+  let taken = 0;
   try {
     for (;;) {
       while (queue.length === 0) {
@@ -920,7 +921,8 @@ async function* batchesFromThread(spec: ChainSpec, onFacts: (f: ChainFacts) => v
         onFacts(m.facts);
         return;
       }
-      worker.postMessage({ credit: 1 });
+      // Credits go back in fours (one message per 1,000 blocks).
+      if (++taken % 4 === 0) worker.postMessage({ credit: 4 });
       yield m.buf;
     }
   } finally {
