@@ -10,7 +10,7 @@
 // stored, as the importer does after recovery); the state is empty (stateRoot = empty trie).
 import type { MessagePort } from 'node:worker_threads';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { StoreWriter } from '@chainnode/store';
+import { StoreWriter, rlpHeaderLength, rlpUintLength, writeRlpHeader, writeRlpUint } from '@chainnode/store';
 import type { BlockInput, GenesisInput, LogInput, StoredReceipt } from '@chainnode/store';
 
 export interface ChainSpec {
@@ -401,49 +401,8 @@ const CHAIN_CONFIG = { chainId: CHAIN_ID, homesteadBlock: 0, eip150Block: 0, eip
 
 // ---------------------------------------------------------------------------------------------
 // RLP by hand (the generator writes headers and transactions straight into its output buffer;
-// bench/test checks the bytes against @ethereumjs/rlp).
-
-/** RLP length of a non-negative safe integer (0 is the empty string). */
-function rlpUintLength(n: number): number {
-  if (n < 0x80) return 1;
-  let len = 0;
-  for (let x = n; x > 0; x = Math.floor(x / 256)) len++;
-  return 1 + len;
-}
-
-function writeRlpUint(out: Uint8Array, at: number, n: number): number {
-  if (n === 0) {
-    out[at] = 0x80;
-    return at + 1;
-  }
-  if (n < 0x80) {
-    out[at] = n;
-    return at + 1;
-  }
-  const len = rlpUintLength(n) - 1;
-  out[at] = 0x80 + len;
-  for (let i = len, x = n; i > 0; i--, x = Math.floor(x / 256)) out[at + i] = x % 256;
-  return at + 1 + len;
-}
-
-/** Bytes of the length prefix of a string (base 0x80) or list (base 0xc0) of `len` payload bytes. */
-function rlpHeaderLength(len: number): number {
-  if (len < 56) return 1;
-  let n = 0;
-  for (let x = len; x > 0; x = Math.floor(x / 256)) n++;
-  return 1 + n;
-}
-
-function writeRlpHeader(out: Uint8Array, at: number, base: number, len: number): number {
-  if (len < 56) {
-    out[at] = base + len;
-    return at + 1;
-  }
-  const n = rlpHeaderLength(len) - 1;
-  out[at] = base + 55 + n;
-  for (let i = n, x = len; i > 0; i--, x = Math.floor(x / 256)) out[at + i] = x % 256;
-  return at + 1 + n;
-}
+// bench/test checks the bytes against @ethereumjs/rlp). Integer and length-prefix writers are
+// the store's (@chainnode/store), shared with its log-row encoder.
 
 /** A string of 2..55 bytes (all the generator's fixed-width fields): prefix + bytes. */
 function writeRlpShort(out: Uint8Array, at: number, b: Uint8Array): number {

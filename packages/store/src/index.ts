@@ -7,3 +7,5 @@ export { digestDatadir } from './digest.js';
 export { SCHEMA_VERSION } from './schema.js';
 export type { StoredBody, StoredReceipt } from './schema.js';
 export { sizeOnDisk } from './disk.js';
+/** Hand RLP writers (byte-equal to RLP.encode, tested in schema.test), for writers of synthetic blocks. */
+export { rlpUintLength, writeRlpUint, rlpHeaderLength, writeRlpHeader } from './schema.js';

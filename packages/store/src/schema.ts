@@ -337,14 +337,14 @@ export interface StoredLog {
 // is encoded and decoded by hand; the bytes are exactly RLP.encode([...]) (a test compares them).
 
 /** Length of the RLP item of a non-negative safe integer (minimal big-endian string). */
-function rlpUintLength(n: number): number {
+export function rlpUintLength(n: number): number {
   if (n < 0x80) return 1; // 0 is the empty string 0x80; 1..127 are their own byte
   let len = 0;
   for (let x = n; x > 0; x = Math.floor(x / 256)) len++;
   return 1 + len;
 }
 
-function writeRlpUint(out: Uint8Array, at: number, n: number): number {
+export function writeRlpUint(out: Uint8Array, at: number, n: number): number {
   if (n === 0) {
     out[at] = 0x80;
     return at + 1;
@@ -360,14 +360,14 @@ function writeRlpUint(out: Uint8Array, at: number, n: number): number {
 }
 
 /** Bytes of the length prefix of a string (base 0x80) or list (base 0xc0) of `len` payload bytes. */
-function rlpHeaderLength(len: number): number {
+export function rlpHeaderLength(len: number): number {
   if (len < 56) return 1;
   let n = 0;
   for (let x = len; x > 0; x = Math.floor(x / 256)) n++;
   return 1 + n;
 }
 
-function writeRlpHeader(out: Uint8Array, at: number, base: number, len: number): number {
+export function writeRlpHeader(out: Uint8Array, at: number, base: number, len: number): number {
   if (len < 56) {
     out[at] = base + len;
     return at + 1;
