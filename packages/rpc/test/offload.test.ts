@@ -220,7 +220,9 @@ describe('the pool', () => {
 
   test('a stuck worker: the caller gets the timeout at its deadline; the worker is replaced', async () => {
     const lines: string[] = [];
-    const p = await pool({ timeoutMs: 300, stuckAfterMs: 200, log: (l) => lines.push(l) });
+    // 3 s, not less: the call after the stuck one waits (within its own deadline) for the
+    // replacement worker to start, which takes a while on a loaded machine.
+    const p = await pool({ timeoutMs: 3_000, stuckAfterMs: 200, log: (l) => lines.push(l) });
     expect(await getLogs(p, STUCK).catch(wire)).toEqual({ code: -32005, message: 'query timeout exceeded', data: undefined });
     expect(p.load).toBe(1); // still counted until the stuck worker is gone; new calls wait for its successor
     const text = await getLogs(p);
