@@ -597,6 +597,19 @@ export class ChainGenerator {
     this.dv = new DataView(bigger.buffer);
   }
 
+  /** Log `li` names two holders (topic1, topic2), drawn in this order; returns the second. */
+  private twoHolders(li: number, kind: number, sig: number): number {
+    const a = pickHolder(this.rng, this.spec.holders);
+    const b = pickHolder(this.rng, this.spec.holders);
+    this.logKind[li] = kind;
+    this.logSig[li] = sig;
+    this.logA[li] = a;
+    this.logB[li] = b;
+    this.holderBits.set(this.bloom, a);
+    this.holderBits.set(this.bloom, b);
+    return b;
+  }
+
   /** Draws block n + 1 and writes it at `at`; returns the end. */
   private block(at: number): number {
     const n = ++this.n;
@@ -618,27 +631,13 @@ export class ChainGenerator {
       const u = rng.next();
       let topics: number;
       if (u < 0.38) {
-        const from = pickHolder(rng, spec.holders);
-        const to = pickHolder(rng, spec.holders);
-        logKind[li] = LOG_TRANSFER;
-        logSig[li] = SIG_TRANSFER;
-        logA[li] = from;
-        logB[li] = to;
-        this.holderBits.set(bloom, from);
-        this.holderBits.set(bloom, to);
+        const to = this.twoHolders(li, LOG_TRANSFER, SIG_TRANSFER);
         logX[li] = rng.u32();
         facts.transferLogs++;
         if (c === 0) facts.hotIncoming[to] = (facts.hotIncoming[to] as number) + 1;
         topics = 3;
       } else if (u < 0.63) {
-        const a = pickHolder(rng, spec.holders);
-        const b = pickHolder(rng, spec.holders);
-        logKind[li] = LOG_PAIR;
-        logSig[li] = u < 0.48 ? SIG_APPROVAL : SIG_SWAP;
-        logA[li] = a;
-        logB[li] = b;
-        this.holderBits.set(bloom, a);
-        this.holderBits.set(bloom, b);
+        this.twoHolders(li, LOG_PAIR, u < 0.48 ? SIG_APPROVAL : SIG_SWAP);
         topics = 3;
       } else if (u < 0.83) {
         const a = pickHolder(rng, spec.holders);
@@ -652,16 +651,9 @@ export class ChainGenerator {
         logSig[li] = SIG_OTHER + rng.int(OTHER_SIGS.length);
         topics = 1;
       } else {
-        const a = pickHolder(rng, spec.holders);
-        const b = pickHolder(rng, spec.holders);
+        this.twoHolders(li, LOG_NFT, SIG_TRANSFER);
         const id = rng.int(10_000);
-        logKind[li] = LOG_NFT;
-        logSig[li] = SIG_TRANSFER;
-        logA[li] = a;
-        logB[li] = b;
         logX[li] = id;
-        this.holderBits.set(bloom, a);
-        this.holderBits.set(bloom, b);
         this.tokenBits.set(bloom, id);
         facts.transferLogs++;
         topics = 4;
