@@ -6,7 +6,7 @@ import type { RpcError } from '@chainnode/core';
 import { resolveConfig } from './config.js';
 import { createFormatMemos } from './context.js';
 import type { HandlerContext } from './context.js';
-import { stringifyResult } from './json-text.js';
+import { JsonText, stringifyResult } from './json-text.js';
 import { toErrorObject } from './errors.js';
 import type { JsonRpcErrorObject } from './errors.js';
 import { isMethodName, METHODS } from './table.js';
@@ -34,8 +34,11 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
       }
       if (!Array.isArray(message)) {
         const reply = await answer(ctx, offload, message, false, middleware);
+        if (reply === undefined) return { body: undefined, batch: false };
         const raw = hasNumericId(message) ? rawIds(body) : undefined;
-        return { body: reply === undefined ? undefined : serialize(reply, typeof raw === 'string' ? raw : undefined), batch: false };
+        const rawId = typeof raw === 'string' ? raw : undefined;
+        if ('result' in reply && reply.result instanceof JsonText) return memoisedReply(reply, rawId, reply.result);
+        return { body: serialize(reply, rawId), batch: false };
       }
       if (message.length === 0) {
         return { body: JSON.stringify(errorResponse(null, new InvalidRequestError('empty batch'))), batch: true };
@@ -82,6 +85,21 @@ function serialize(reply: JsonRpcResponse, rawId: string | undefined): string {
   const id = rawId !== undefined && typeof reply.id === 'number' ? rawId : JSON.stringify(reply.id);
   if ('error' in reply) return `{"jsonrpc":"2.0","id":${id},"error":${JSON.stringify(reply.error)}}`;
   return `{"jsonrpc":"2.0","id":${id},"result":${stringifyResult(reply.result)}}`;
+}
+
+const RESULT_END = 0x7d; // }
+
+/** A single call answered with a memoised result: the text, and the bytes built from its bytes. */
+function memoisedReply(reply: JsonRpcResponse, rawId: string | undefined, result: JsonText): RpcReply {
+  const id = rawId !== undefined && typeof reply.id === 'number' ? rawId : JSON.stringify(reply.id);
+  const head = `{"jsonrpc":"2.0","id":${id},"result":`;
+  const tail = result.bytes();
+  const headLength = Buffer.byteLength(head, 'utf8');
+  const bytes = Buffer.allocUnsafe(headLength + tail.length + 1);
+  bytes.write(head, 0, 'utf8');
+  bytes.set(tail, headLength);
+  bytes[headLength + tail.length] = RESULT_END;
+  return { body: `${head}${result.text}}`, bytes, batch: false };
 }
 
 function errorResponse(id: JsonRpcId, err: unknown): JsonRpcResponse {

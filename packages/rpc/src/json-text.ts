@@ -11,7 +11,17 @@
 export class JsonText<T = unknown> {
   /** Phantom: the type of the value the text encodes. */
   declare readonly __value?: T;
+  private utf8: Uint8Array | undefined;
   constructor(readonly text: string) {}
+
+  /**
+   * The text as UTF-8, encoded on first use and kept: a memoised answer is handed to the
+   * socket as bytes, so the transport does not re-encode (and first flatten) the whole text
+   * for every call.
+   */
+  bytes(): Uint8Array {
+    return (this.utf8 ??= Buffer.from(this.text, 'utf8'));
+  }
 
   static of<T>(value: T): JsonText<T> {
     return new JsonText<T>(JSON.stringify(value));

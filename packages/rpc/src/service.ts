@@ -40,6 +40,11 @@ export type CallMiddleware = (call: CallInfo, next: () => Promise<unknown>) => P
 export interface RpcReply {
   /** JSON text to send; undefined when nothing is to be sent. */
   body: string | undefined;
+  /**
+   * The same reply as UTF-8 bytes, when the service has them at hand (a single call answered
+   * from a memoised result): cheaper for a transport to write than `body`.
+   */
+  bytes?: Uint8Array;
   /** Whether the request was a batch. */
   batch: boolean;
 }

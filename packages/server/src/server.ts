@@ -146,7 +146,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     res.writeHeader('Content-Type', JSON_TYPE);
   };
 
-  const send = (res: HttpResponse, status: string, origin: string, body: string, close = false): void => {
+  const send = (res: HttpResponse, status: string, origin: string, body: string | Uint8Array, close = false): void => {
     writeHead(res, status, origin);
     res.end(body, close);
     metrics.response('http', Number(status.slice(0, 3)));
@@ -223,7 +223,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
             const status = !reply.batch && ctx.creditRejected ? '429 Too Many Requests' : OK;
             const text = reply.body ?? '';
             if (text.length <= STREAM_ABOVE) {
-              res.cork(() => send(res, status, origin, text, shuttingDown));
+              res.cork(() => send(res, status, origin, reply.bytes ?? text, shuttingDown));
               return;
             }
             // A streamed reply keeps its connection (close() ends it after the last byte).
@@ -340,8 +340,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       .then(
         (reply) => {
           if (data.ctxClosed || reply.body === undefined) return;
+          const message = reply.bytes ?? reply.body;
           ws.cork(() => {
-            ws.send(reply.body as string, false, false);
+            ws.send(message, false, false); // a text frame either way
           });
         },
         () => {
