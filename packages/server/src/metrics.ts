@@ -26,42 +26,54 @@ function esc(v: string): string {
   return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }
 
+/** Per method: calls by outcome, the latency histogram, credits charged. */
+class MethodSeries {
+  readonly calls = new Map<Outcome, number>();
+  readonly latency = new Histogram();
+  /** Undefined until the method is first charged (a 0-credit method then shows 0). */
+  credits: number | undefined;
+}
+
 export class Metrics {
-  private requests = new Map<string, number>(); // "method\0outcome" -> n
-  private latency = new Map<string, Histogram>();
-  private credits = new Map<string, number>();
-  private httpStatus = new Map<string, number>(); // "transport\0status" -> n
+  // Nested maps, no composite string keys: the hot path builds no strings.
+  private readonly methods = new Map<string, MethodSeries>();
+  private readonly statuses = { http: new Map<number, number>(), ws: new Map<number, number>() };
   wsOpen = 0;
   headBlock = -1;
 
+  private series(method: string): MethodSeries {
+    let m = this.methods.get(method);
+    if (m === undefined) this.methods.set(method, (m = new MethodSeries()));
+    return m;
+  }
+
   call(method: string, outcome: Outcome, seconds: number): void {
-    const k = `${method}\0${outcome}`;
-    this.requests.set(k, (this.requests.get(k) ?? 0) + 1);
-    let h = this.latency.get(method);
-    if (!h) this.latency.set(method, (h = new Histogram()));
-    h.observe(seconds);
+    const m = this.series(method);
+    m.calls.set(outcome, (m.calls.get(outcome) ?? 0) + 1);
+    m.latency.observe(seconds);
   }
 
   charged(method: string, credits: number): void {
-    this.credits.set(method, (this.credits.get(method) ?? 0) + credits);
+    const m = this.series(method);
+    m.credits = (m.credits ?? 0) + credits;
   }
 
   response(transport: 'http' | 'ws', status: number): void {
-    const k = `${transport}\0${status}`;
-    this.httpStatus.set(k, (this.httpStatus.get(k) ?? 0) + 1);
+    const byStatus = this.statuses[transport];
+    byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
   }
 
   render(): string {
     const out: string[] = [];
     out.push('# HELP chainnode_rpc_calls_total JSON-RPC calls by method and outcome.');
     out.push('# TYPE chainnode_rpc_calls_total counter');
-    for (const [k, n] of this.requests) {
-      const [method, outcome] = k.split('\0') as [string, string];
-      out.push(`chainnode_rpc_calls_total{method="${esc(method)}",outcome="${outcome}"} ${n}`);
+    for (const [method, m] of this.methods) {
+      for (const [outcome, n] of m.calls) out.push(`chainnode_rpc_calls_total{method="${esc(method)}",outcome="${outcome}"} ${n}`);
     }
     out.push('# HELP chainnode_rpc_call_duration_seconds Time from dispatch to answer per call.');
     out.push('# TYPE chainnode_rpc_call_duration_seconds histogram');
-    for (const [method, h] of this.latency) {
+    for (const [method, { latency: h }] of this.methods) {
+      if (h.count === 0) continue;
       const m = esc(method);
       let cum = 0;
       for (let i = 0; i < BUCKETS.length; i++) {
@@ -74,12 +86,13 @@ export class Metrics {
     }
     out.push('# HELP chainnode_credits_charged_total Credits charged, by method.');
     out.push('# TYPE chainnode_credits_charged_total counter');
-    for (const [method, n] of this.credits) out.push(`chainnode_credits_charged_total{method="${esc(method)}"} ${n}`);
+    for (const [method, m] of this.methods) {
+      if (m.credits !== undefined) out.push(`chainnode_credits_charged_total{method="${esc(method)}"} ${m.credits}`);
+    }
     out.push('# HELP chainnode_responses_total Transport responses by status (WebSocket: 101 per accepted upgrade).');
     out.push('# TYPE chainnode_responses_total counter');
-    for (const [k, n] of this.httpStatus) {
-      const [transport, status] = k.split('\0') as [string, string];
-      out.push(`chainnode_responses_total{transport="${transport}",status="${status}"} ${n}`);
+    for (const transport of ['http', 'ws'] as const) {
+      for (const [status, n] of this.statuses[transport]) out.push(`chainnode_responses_total{transport="${transport}",status="${status}"} ${n}`);
     }
     out.push('# HELP chainnode_websocket_connections Open WebSocket connections.');
     out.push('# TYPE chainnode_websocket_connections gauge');
