@@ -50,8 +50,18 @@ interface WsData {
   queue: string[];
 }
 
-const JSON_TYPE = 'application/json';
 const OK = '200 OK';
+// Header names and values of every RPC response, as bytes once: uWS converts a JS string
+// argument to UTF-8 on each call, and these run for every request.
+const ascii = (text: string): Uint8Array => Buffer.from(text, 'latin1');
+const H_ALLOW_ORIGIN = ascii('Access-Control-Allow-Origin');
+const H_VARY = ascii('Vary');
+const H_CONTENT_TYPE = ascii('Content-Type');
+const V_ANY = ascii('*');
+const V_ORIGIN = ascii('Origin');
+const V_JSON = ascii('application/json');
+const REQ_ORIGIN = ascii('origin');
+const REQ_CONTENT_LENGTH = ascii('content-length');
 const MAX_WS_INFLIGHT = 256;
 /** Reply bodies longer than this (UTF-16 units) are streamed under backpressure (see endLong). */
 const STREAM_ABOVE = 256 * 1024;
@@ -133,17 +143,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const anyOrigin = config.corsOrigins.includes('*');
   const allowed = new Set(config.corsOrigins);
   const writeCors = (res: HttpResponse, origin: string): void => {
-    if (anyOrigin) res.writeHeader('Access-Control-Allow-Origin', '*');
+    if (anyOrigin) res.writeHeader(H_ALLOW_ORIGIN, V_ANY);
     else if (origin !== '' && allowed.has(origin)) {
-      res.writeHeader('Access-Control-Allow-Origin', origin);
-      res.writeHeader('Vary', 'Origin');
+      res.writeHeader(H_ALLOW_ORIGIN, origin);
+      res.writeHeader(H_VARY, V_ORIGIN);
     }
   };
 
   const writeHead = (res: HttpResponse, status: string, origin: string): void => {
     if (status !== OK) res.writeStatus(status); // uWS answers 200 OK unless told otherwise
     writeCors(res, origin);
-    res.writeHeader('Content-Type', JSON_TYPE);
+    res.writeHeader(H_CONTENT_TYPE, V_JSON);
   };
 
   const send = (res: HttpResponse, status: string, origin: string, body: string | Uint8Array, close = false): void => {
@@ -173,8 +183,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       aborted = true;
       onAbort?.();
     });
-    const origin = req.getHeader('origin');
-    const contentLength = req.getHeader('content-length');
+    const origin = req.getHeader(REQ_ORIGIN);
+    const contentLength = req.getHeader(REQ_CONTENT_LENGTH);
     if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
     const rec = key === '' ? undefined : keys.lookup(key);
     const problem = keyProblem(rec, key);
