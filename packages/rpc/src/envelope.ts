@@ -37,7 +37,7 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
         if (reply === undefined) return { body: undefined, batch: false };
         const raw = hasNumericId(message) ? rawIds(body) : undefined;
         const rawId = typeof raw === 'string' ? raw : undefined;
-        if ('result' in reply && reply.result instanceof JsonText) return memoisedReply(reply, rawId, reply.result);
+        if ('result' in reply && reply.result instanceof JsonText && reply.result.shared) return memoisedReply(reply, rawId, reply.result);
         return { body: serialize(reply, rawId), batch: false };
       }
       if (message.length === 0) {

@@ -12,7 +12,14 @@ export class JsonText<T = unknown> {
   /** Phantom: the type of the value the text encodes. */
   declare readonly __value?: T;
   private utf8: Uint8Array | undefined;
-  constructor(readonly text: string) {}
+  /**
+   * @param shared The same object answers many calls (a FormatMemo entry): worth keeping its
+   *   UTF-8 bytes (see bytes()). A one-off text (a getLogs answer) is not.
+   */
+  constructor(
+    readonly text: string,
+    readonly shared = false,
+  ) {}
 
   /**
    * The text as UTF-8, encoded on first use and kept: a memoised answer is handed to the
@@ -23,8 +30,8 @@ export class JsonText<T = unknown> {
     return (this.utf8 ??= Buffer.from(this.text, 'utf8'));
   }
 
-  static of<T>(value: T): JsonText<T> {
-    return new JsonText<T>(JSON.stringify(value));
+  static of<T>(value: T, shared = false): JsonText<T> {
+    return new JsonText<T>(JSON.stringify(value), shared);
   }
 
   toJSON(): unknown {
@@ -46,7 +53,7 @@ export class FormatMemo<K extends object, V> {
     if (byVariant === undefined) this.map.set(record, (byVariant = new Map()));
     let text = byVariant.get(variant);
     if (text === undefined) {
-      text = JsonText.of(format(record));
+      text = JsonText.of(format(record), true);
       byVariant.set(variant, text);
     }
     return text;
