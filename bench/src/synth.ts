@@ -10,6 +10,7 @@
 // stored, as the importer does after recovery); the state is empty (stateRoot = empty trie).
 import type { MessagePort } from 'node:worker_threads';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { createKeccak } from 'hash-wasm';
 import { StoreWriter, rlpHeaderLength, rlpUintLength, writeRlpHeader, writeRlpUint } from '@chainnode/store';
 import type { BlockInput, GenesisInput, LogInput, StoredReceipt } from '@chainnode/store';
 
@@ -55,174 +56,19 @@ export const CHAIN_ID = 1337;
 
 
 // ---------------------------------------------------------------------------------------------
-// Keccak-256 (Ethereum's: padding 0x01 ... 0x80) for the generator. Most of the generator's time
-// went to hashing transactions and headers; this Keccak-f[1600], unrolled over 32-bit lane halves
-// held in locals, is several times faster than the general-purpose one (bench/test compares the
-// two on inputs of every length up to several blocks). Lane i of the state is s[2i] (low 32 bits)
-// and s[2i + 1] (high); rho and pi are folded into the b variables (b at y + 5 * ((2x + 3y) % 5)
-// is rot(a at x + 5y)); chi writes the lanes back.
-
-// Round constants, low and high halves.
-const RC = Int32Array.from([
-  0x00000001, 0x00000000, 0x00008082, 0x00000000, 0x0000808a, 0x80000000, 0x80008000, 0x80000000,
-  0x0000808b, 0x00000000, 0x80000001, 0x00000000, 0x80008081, 0x80000000, 0x00008009, 0x80000000,
-  0x0000008a, 0x00000000, 0x00000088, 0x00000000, 0x80008009, 0x00000000, 0x8000000a, 0x00000000,
-  0x8000808b, 0x00000000, 0x0000008b, 0x80000000, 0x00008089, 0x80000000, 0x00008003, 0x80000000,
-  0x00008002, 0x80000000, 0x00000080, 0x80000000, 0x0000800a, 0x00000000, 0x8000000a, 0x80000000,
-  0x80008081, 0x80000000, 0x00008080, 0x80000000, 0x80000001, 0x00000000, 0x80008008, 0x80000000,
-]);
-
-function keccakF(s: Int32Array): void {
-  let s0 = s[0] as number, s1 = s[1] as number, s2 = s[2] as number, s3 = s[3] as number, s4 = s[4] as number, s5 = s[5] as number, s6 = s[6] as number, s7 = s[7] as number, s8 = s[8] as number, s9 = s[9] as number;
-  let s10 = s[10] as number, s11 = s[11] as number, s12 = s[12] as number, s13 = s[13] as number, s14 = s[14] as number, s15 = s[15] as number, s16 = s[16] as number, s17 = s[17] as number, s18 = s[18] as number, s19 = s[19] as number;
-  let s20 = s[20] as number, s21 = s[21] as number, s22 = s[22] as number, s23 = s[23] as number, s24 = s[24] as number, s25 = s[25] as number, s26 = s[26] as number, s27 = s[27] as number, s28 = s[28] as number, s29 = s[29] as number;
-  let s30 = s[30] as number, s31 = s[31] as number, s32 = s[32] as number, s33 = s[33] as number, s34 = s[34] as number, s35 = s[35] as number, s36 = s[36] as number, s37 = s[37] as number, s38 = s[38] as number, s39 = s[39] as number;
-  let s40 = s[40] as number, s41 = s[41] as number, s42 = s[42] as number, s43 = s[43] as number, s44 = s[44] as number, s45 = s[45] as number, s46 = s[46] as number, s47 = s[47] as number, s48 = s[48] as number, s49 = s[49] as number;
-  for (let r = 0; r < 48; r += 2) {
-    const c0 = s0 ^ s10 ^ s20 ^ s30 ^ s40, c1 = s1 ^ s11 ^ s21 ^ s31 ^ s41;
-    const c2 = s2 ^ s12 ^ s22 ^ s32 ^ s42, c3 = s3 ^ s13 ^ s23 ^ s33 ^ s43;
-    const c4 = s4 ^ s14 ^ s24 ^ s34 ^ s44, c5 = s5 ^ s15 ^ s25 ^ s35 ^ s45;
-    const c6 = s6 ^ s16 ^ s26 ^ s36 ^ s46, c7 = s7 ^ s17 ^ s27 ^ s37 ^ s47;
-    const c8 = s8 ^ s18 ^ s28 ^ s38 ^ s48, c9 = s9 ^ s19 ^ s29 ^ s39 ^ s49;
-    const d0 = c8 ^ ((c2 << 1) | (c3 >>> 31)), d1 = c9 ^ ((c3 << 1) | (c2 >>> 31));
-    const d2 = c0 ^ ((c4 << 1) | (c5 >>> 31)), d3 = c1 ^ ((c5 << 1) | (c4 >>> 31));
-    const d4 = c2 ^ ((c6 << 1) | (c7 >>> 31)), d5 = c3 ^ ((c7 << 1) | (c6 >>> 31));
-    const d6 = c4 ^ ((c8 << 1) | (c9 >>> 31)), d7 = c5 ^ ((c9 << 1) | (c8 >>> 31));
-    const d8 = c6 ^ ((c0 << 1) | (c1 >>> 31)), d9 = c7 ^ ((c1 << 1) | (c0 >>> 31));
-    const b0 = s0 ^ d0, b1 = s1 ^ d1;
-    const a2 = s2 ^ d2, a3 = s3 ^ d3;
-    const b20 = (a2 << 1) | (a3 >>> 31), b21 = (a3 << 1) | (a2 >>> 31);
-    const a4 = s4 ^ d4, a5 = s5 ^ d5;
-    const b40 = (a5 << 30) | (a4 >>> 2), b41 = (a4 << 30) | (a5 >>> 2);
-    const a6 = s6 ^ d6, a7 = s7 ^ d7;
-    const b10 = (a6 << 28) | (a7 >>> 4), b11 = (a7 << 28) | (a6 >>> 4);
-    const a8 = s8 ^ d8, a9 = s9 ^ d9;
-    const b30 = (a8 << 27) | (a9 >>> 5), b31 = (a9 << 27) | (a8 >>> 5);
-    const a10 = s10 ^ d0, a11 = s11 ^ d1;
-    const b32 = (a11 << 4) | (a10 >>> 28), b33 = (a10 << 4) | (a11 >>> 28);
-    const a12 = s12 ^ d2, a13 = s13 ^ d3;
-    const b2 = (a13 << 12) | (a12 >>> 20), b3 = (a12 << 12) | (a13 >>> 20);
-    const a14 = s14 ^ d4, a15 = s15 ^ d5;
-    const b22 = (a14 << 6) | (a15 >>> 26), b23 = (a15 << 6) | (a14 >>> 26);
-    const a16 = s16 ^ d6, a17 = s17 ^ d7;
-    const b42 = (a17 << 23) | (a16 >>> 9), b43 = (a16 << 23) | (a17 >>> 9);
-    const a18 = s18 ^ d8, a19 = s19 ^ d9;
-    const b12 = (a18 << 20) | (a19 >>> 12), b13 = (a19 << 20) | (a18 >>> 12);
-    const a20 = s20 ^ d0, a21 = s21 ^ d1;
-    const b14 = (a20 << 3) | (a21 >>> 29), b15 = (a21 << 3) | (a20 >>> 29);
-    const a22 = s22 ^ d2, a23 = s23 ^ d3;
-    const b34 = (a22 << 10) | (a23 >>> 22), b35 = (a23 << 10) | (a22 >>> 22);
-    const a24 = s24 ^ d4, a25 = s25 ^ d5;
-    const b4 = (a25 << 11) | (a24 >>> 21), b5 = (a24 << 11) | (a25 >>> 21);
-    const a26 = s26 ^ d6, a27 = s27 ^ d7;
-    const b24 = (a26 << 25) | (a27 >>> 7), b25 = (a27 << 25) | (a26 >>> 7);
-    const a28 = s28 ^ d8, a29 = s29 ^ d9;
-    const b44 = (a29 << 7) | (a28 >>> 25), b45 = (a28 << 7) | (a29 >>> 25);
-    const a30 = s30 ^ d0, a31 = s31 ^ d1;
-    const b46 = (a31 << 9) | (a30 >>> 23), b47 = (a30 << 9) | (a31 >>> 23);
-    const a32 = s32 ^ d2, a33 = s33 ^ d3;
-    const b16 = (a33 << 13) | (a32 >>> 19), b17 = (a32 << 13) | (a33 >>> 19);
-    const a34 = s34 ^ d4, a35 = s35 ^ d5;
-    const b36 = (a34 << 15) | (a35 >>> 17), b37 = (a35 << 15) | (a34 >>> 17);
-    const a36 = s36 ^ d6, a37 = s37 ^ d7;
-    const b6 = (a36 << 21) | (a37 >>> 11), b7 = (a37 << 21) | (a36 >>> 11);
-    const a38 = s38 ^ d8, a39 = s39 ^ d9;
-    const b26 = (a38 << 8) | (a39 >>> 24), b27 = (a39 << 8) | (a38 >>> 24);
-    const a40 = s40 ^ d0, a41 = s41 ^ d1;
-    const b28 = (a40 << 18) | (a41 >>> 14), b29 = (a41 << 18) | (a40 >>> 14);
-    const a42 = s42 ^ d2, a43 = s43 ^ d3;
-    const b48 = (a42 << 2) | (a43 >>> 30), b49 = (a43 << 2) | (a42 >>> 30);
-    const a44 = s44 ^ d4, a45 = s45 ^ d5;
-    const b18 = (a45 << 29) | (a44 >>> 3), b19 = (a44 << 29) | (a45 >>> 3);
-    const a46 = s46 ^ d6, a47 = s47 ^ d7;
-    const b38 = (a47 << 24) | (a46 >>> 8), b39 = (a46 << 24) | (a47 >>> 8);
-    const a48 = s48 ^ d8, a49 = s49 ^ d9;
-    const b8 = (a48 << 14) | (a49 >>> 18), b9 = (a49 << 14) | (a48 >>> 18);
-    s0 = b0 ^ (~b2 & b4);
-    s1 = b1 ^ (~b3 & b5);
-    s2 = b2 ^ (~b4 & b6);
-    s3 = b3 ^ (~b5 & b7);
-    s4 = b4 ^ (~b6 & b8);
-    s5 = b5 ^ (~b7 & b9);
-    s6 = b6 ^ (~b8 & b0);
-    s7 = b7 ^ (~b9 & b1);
-    s8 = b8 ^ (~b0 & b2);
-    s9 = b9 ^ (~b1 & b3);
-    s10 = b10 ^ (~b12 & b14);
-    s11 = b11 ^ (~b13 & b15);
-    s12 = b12 ^ (~b14 & b16);
-    s13 = b13 ^ (~b15 & b17);
-    s14 = b14 ^ (~b16 & b18);
-    s15 = b15 ^ (~b17 & b19);
-    s16 = b16 ^ (~b18 & b10);
-    s17 = b17 ^ (~b19 & b11);
-    s18 = b18 ^ (~b10 & b12);
-    s19 = b19 ^ (~b11 & b13);
-    s20 = b20 ^ (~b22 & b24);
-    s21 = b21 ^ (~b23 & b25);
-    s22 = b22 ^ (~b24 & b26);
-    s23 = b23 ^ (~b25 & b27);
-    s24 = b24 ^ (~b26 & b28);
-    s25 = b25 ^ (~b27 & b29);
-    s26 = b26 ^ (~b28 & b20);
-    s27 = b27 ^ (~b29 & b21);
-    s28 = b28 ^ (~b20 & b22);
-    s29 = b29 ^ (~b21 & b23);
-    s30 = b30 ^ (~b32 & b34);
-    s31 = b31 ^ (~b33 & b35);
-    s32 = b32 ^ (~b34 & b36);
-    s33 = b33 ^ (~b35 & b37);
-    s34 = b34 ^ (~b36 & b38);
-    s35 = b35 ^ (~b37 & b39);
-    s36 = b36 ^ (~b38 & b30);
-    s37 = b37 ^ (~b39 & b31);
-    s38 = b38 ^ (~b30 & b32);
-    s39 = b39 ^ (~b31 & b33);
-    s40 = b40 ^ (~b42 & b44);
-    s41 = b41 ^ (~b43 & b45);
-    s42 = b42 ^ (~b44 & b46);
-    s43 = b43 ^ (~b45 & b47);
-    s44 = b44 ^ (~b46 & b48);
-    s45 = b45 ^ (~b47 & b49);
-    s46 = b46 ^ (~b48 & b40);
-    s47 = b47 ^ (~b49 & b41);
-    s48 = b48 ^ (~b40 & b42);
-    s49 = b49 ^ (~b41 & b43);
-    s0 ^= RC[r] as number;
-    s1 ^= RC[r + 1] as number;
-  }
-  s[0] = s0; s[1] = s1; s[2] = s2; s[3] = s3; s[4] = s4; s[5] = s5; s[6] = s6; s[7] = s7; s[8] = s8; s[9] = s9;
-  s[10] = s10; s[11] = s11; s[12] = s12; s[13] = s13; s[14] = s14; s[15] = s15; s[16] = s16; s[17] = s17; s[18] = s18; s[19] = s19;
-  s[20] = s20; s[21] = s21; s[22] = s22; s[23] = s23; s[24] = s24; s[25] = s25; s[26] = s26; s[27] = s27; s[28] = s28; s[29] = s29;
-  s[30] = s30; s[31] = s31; s[32] = s32; s[33] = s33; s[34] = s34; s[35] = s35; s[36] = s36; s[37] = s37; s[38] = s38; s[39] = s39;
-  s[40] = s40; s[41] = s41; s[42] = s42; s[43] = s43; s[44] = s44; s[45] = s45; s[46] = s46; s[47] = s47; s[48] = s48; s[49] = s49;
-}
-
-const keccakState = new Int32Array(50);
+// Keccak-256 (Ethereum's) from hash-wasm: hashing headers and transactions is most of the
+// generator's time, and its WebAssembly Keccak is the fastest maintained one measured on these
+// small inputs (see bench/RESULTS.md). One hasher, created (async) once when the module loads.
+const keccakHasher = await createKeccak(256);
 
 /** keccak256 of src[start, end), written to out[at, at + 32). */
 export function keccak256Into(src: Uint8Array, start: number, end: number, out: Uint8Array, at: number): void {
-  const s = keccakState;
-  s.fill(0);
-  let p = start;
-  while (end - p >= 136) {
-    for (let w = 0; w < 34; w++, p += 4) s[w] = (s[w] as number) ^ ((src[p] as number) | ((src[p + 1] as number) << 8) | ((src[p + 2] as number) << 16) | ((src[p + 3] as number) << 24));
-    keccakF(s);
-  }
-  // The last, partial block: the rest of the data, 0x01 after it, 0x80 in the block's last byte.
-  const n = end - p;
-  for (let i = 0; i < n; i++) s[i >> 2] = (s[i >> 2] as number) ^ ((src[p + i] as number) << ((i & 3) << 3));
-  s[n >> 2] = (s[n >> 2] as number) ^ (0x01 << ((n & 3) << 3));
-  s[33] = (s[33] as number) ^ (0x80 << 24);
-  keccakF(s);
-  for (let i = 0; i < 32; i++) out[at + i] = (s[i >> 2] as number) >>> ((i & 3) << 3);
+  out.set(keccakHasher.init().update(src.subarray(start, end)).digest('binary'), at);
 }
 
 /** keccak256 of `b`, as a fresh 32-byte array. */
 export function keccak256(b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(32);
-  keccak256Into(b, 0, b.length, out, 0);
-  return out;
+  return keccakHasher.init().update(b).digest('binary');
 }
 const enc = new TextEncoder();
 export const TRANSFER = keccak256(enc.encode('Transfer(address,address,uint256)'));
