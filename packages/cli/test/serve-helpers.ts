@@ -20,8 +20,13 @@ process.on('exit', () => {
 });
 
 export function spawnServe(datadir: string, extra: string[] = [], env: Record<string, string> = {}): Promise<ServeProcess> {
+  return spawnServing(['serve', '--datadir', datadir, '--port', '0', ...extra], env);
+}
+
+/** Runs a serving node-cli command (`serve`, `start`) and resolves once it listens. */
+export function spawnServing(args: string[], env: Record<string, string> = {}): Promise<ServeProcess> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [cliBin(), 'serve', '--datadir', datadir, '--port', '0', ...extra], {
+    const proc = spawn(process.execPath, [cliBin(), ...args], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
