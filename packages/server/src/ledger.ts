@@ -59,7 +59,10 @@ export interface Reservation {
 
 interface Pending {
   lines: Map<string, Map<string, number>>; // day -> hash -> credits
-  waiters: { resolve: () => void; reject: (err: unknown) => void }[];
+  /** Settles when this turn's charges are written (or failed to be): one promise for all of them. */
+  written: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
 }
 
 export class CreditLedger {
@@ -138,14 +141,21 @@ export class CreditLedger {
     }
     let p = this.pending;
     if (!p) {
-      p = { lines: new Map(), waiters: [] };
+      let resolve!: () => void;
+      let reject!: (err: unknown) => void;
+      const written = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      written.catch(() => {}); // every committer awaits it; this only keeps a failure from being "unhandled"
+      p = { lines: new Map(), written, resolve, reject };
       this.pending = p;
       setImmediate(() => this.flush());
     }
     let day = p.lines.get(r.day);
     if (!day) p.lines.set(r.day, (day = new Map()));
     day.set(r.hash, (day.get(r.hash) ?? 0) + r.cost);
-    return new Promise((resolve, reject) => p.waiters.push({ resolve, reject }));
+    return p.written;
   }
 
   private fdFor(day: string): number {
@@ -179,10 +189,10 @@ export class CreditLedger {
       // Not journaled, so not charged: undo the in-memory charges and fail those calls.
       const today = p.lines.get(this.day);
       if (today) for (const [hash, credits] of today) this.committed.set(hash, (this.committed.get(hash) ?? 0) - credits);
-      for (const w of p.waiters) w.reject(err);
+      p.reject(err);
       return;
     }
-    for (const w of p.waiters) w.resolve();
+    p.resolve();
   }
 
   close(): void {
