@@ -89,17 +89,23 @@ function serialize(reply: JsonRpcResponse, rawId: string | undefined): string {
 
 const RESULT_END = 0x7d; // }
 
-/** A single call answered with a memoised result: the text, and the bytes built from its bytes. */
+/** A single call answered with a memoised result: the text, and an encoder from the memo's bytes. */
 function memoisedReply(reply: JsonRpcResponse, rawId: string | undefined, result: JsonText): RpcReply {
   const id = rawId !== undefined && typeof reply.id === 'number' ? rawId : JSON.stringify(reply.id);
   const head = `{"jsonrpc":"2.0","id":${id},"result":`;
-  const tail = result.bytes();
-  const headLength = Buffer.byteLength(head, 'utf8');
-  const bytes = Buffer.allocUnsafe(headLength + tail.length + 1);
-  bytes.write(head, 0, 'utf8');
-  bytes.set(tail, headLength);
-  bytes[headLength + tail.length] = RESULT_END;
-  return { body: `${head}${result.text}}`, bytes, batch: false };
+  return {
+    body: `${head}${result.text}}`,
+    batch: false,
+    encode: (alloc) => {
+      const tail = result.bytes();
+      const headLength = Buffer.byteLength(head, 'utf8');
+      const out = alloc(headLength + tail.length + 1);
+      out.write(head, 0, 'utf8');
+      out.set(tail, headLength);
+      out[headLength + tail.length] = RESULT_END;
+      return out;
+    },
+  };
 }
 
 function errorResponse(id: JsonRpcId, err: unknown): JsonRpcResponse {

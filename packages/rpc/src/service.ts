@@ -41,10 +41,12 @@ export interface RpcReply {
   /** JSON text to send; undefined when nothing is to be sent. */
   body: string | undefined;
   /**
-   * The same reply as UTF-8 bytes, when the service has them at hand (a single call answered
-   * from a memoised result): cheaper for a transport to write than `body`.
+   * Writes the same reply as UTF-8 bytes into memory the transport provides (`alloc(n)` returns
+   * n writable bytes) and returns them; present when that is cheaper than converting `body` (a
+   * single call answered from a memoised result, whose bytes are kept with the memo). The bytes
+   * are valid until the transport reuses that memory: write them out before encoding another.
    */
-  bytes?: Uint8Array;
+  encode?: (alloc: (length: number) => Buffer) => Uint8Array;
   /** Whether the request was a batch. */
   batch: boolean;
 }

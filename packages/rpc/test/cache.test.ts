@@ -15,9 +15,12 @@ type Json = Record<string, unknown>;
 let withBytes = 0;
 /** The reply text, after checking that the reply's bytes (when it has them) are that text. */
 function textOf(reply: RpcReply): string | undefined {
-  if (reply.bytes !== undefined) {
+  if (reply.encode !== undefined) {
     withBytes++;
-    expect(Buffer.from(reply.bytes).toString('utf8')).toBe(reply.body);
+    // Into fresh memory, and into a reused buffer that held other bytes before.
+    expect(Buffer.from(reply.encode((n) => Buffer.alloc(n))).toString('utf8')).toBe(reply.body);
+    const reused = Buffer.alloc(1 << 16, 0x7b);
+    expect(Buffer.from(reply.encode((n) => reused.subarray(0, n))).toString('utf8')).toBe(reply.body);
   }
   return reply.body;
 }

@@ -63,6 +63,13 @@ const V_JSON = ascii('application/json');
 const REQ_ORIGIN = ascii('origin');
 const REQ_CONTENT_LENGTH = ascii('content-length');
 const MAX_WS_INFLIGHT = 256;
+/**
+ * Replies that can encode themselves (RpcReply.encode) are written into this buffer and handed to
+ * uWS at once; uWS copies what it does not send right away, so one buffer serves every reply
+ * (no allocation per response). Longer ones get their own.
+ */
+const SCRATCH = Buffer.allocUnsafeSlow(64 * 1024);
+const scratch = (length: number): Buffer => (length <= SCRATCH.length ? SCRATCH.subarray(0, length) : Buffer.allocUnsafe(length));
 /** Reply bodies longer than this (UTF-16 units) are streamed under backpressure (see endLong). */
 const STREAM_ABOVE = 256 * 1024;
 
@@ -233,7 +240,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
             const status = !reply.batch && ctx.creditRejected ? '429 Too Many Requests' : OK;
             const text = reply.body ?? '';
             if (text.length <= STREAM_ABOVE) {
-              res.cork(() => send(res, status, origin, reply.bytes ?? text, shuttingDown));
+              res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown));
               return;
             }
             // A streamed reply keeps its connection (close() ends it after the last byte).
@@ -350,9 +357,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       .then(
         (reply) => {
           if (data.ctxClosed || reply.body === undefined) return;
-          const message = reply.bytes ?? reply.body;
+          const { body, encode } = reply;
           ws.cork(() => {
-            ws.send(message, false, false); // a text frame either way
+            ws.send(encode?.(scratch) ?? body, false, false); // a text frame either way
           });
         },
         () => {
