@@ -243,45 +243,6 @@ export function fixedListCodec(width: number): Codec<Uint8Array[]> {
   );
 }
 
-/** What the store RLP-encodes: byte strings, non-negative integers (minimal big-endian), lists. */
-type RlpItem = Uint8Array | number | bigint | RlpItem[];
-
-/** Length of the RLP encoding of `x` (the same bytes as @ethereumjs/rlp's RLP.encode). */
-function rlpSize(x: RlpItem): number {
-  if (x instanceof Uint8Array) return x.length === 1 && (x[0] as number) < 0x80 ? 1 : rlpHeaderLength(x.length) + x.length;
-  if (Array.isArray(x)) {
-    let payload = 0;
-    for (const y of x) payload += rlpSize(y);
-    return rlpHeaderLength(payload) + payload;
-  }
-  const len = uintLength(x);
-  return len === 1 && x < 0x80 ? 1 : 1 + len;
-}
-
-/** Writes the RLP encoding of `x` at `at`; returns the end. */
-function rlpWrite(x: RlpItem, out: Uint8Array, at: number): number {
-  if (x instanceof Uint8Array) return writeRlpBytes(out, at, x);
-  if (Array.isArray(x)) {
-    let payload = 0;
-    for (const y of x) payload += rlpSize(y);
-    at = writeRlpHeader(out, at, 0xc0, payload);
-    for (const y of x) at = rlpWrite(y, out, at);
-    return at;
-  }
-  const len = uintLength(x);
-  if (len === 1 && x < 0x80) {
-    out[at] = Number(x);
-    return at + 1;
-  }
-  out[at] = 0x80 + len;
-  return writeUint(x, out, at + 1);
-}
-
-/** A codec of an RLP structure: `fields` maps a value to its RLP item, decode reads it back. */
-function rlpCodec<T>(fields: (value: T) => RlpItem, decode: (bytes: Uint8Array) => T): Codec<T> {
-  return writerCodec({ size: (v) => rlpSize(fields(v)), write: (v, out, at) => rlpWrite(fields(v), out, at) }, decode);
-}
-
 export interface StoredReceipt {
   type: number;
   /** Post-Byzantium status (1 byte: 0 or 1), or the 32-byte post-state root before it. */
@@ -289,15 +250,17 @@ export interface StoredReceipt {
   cumulativeGasUsed: bigint;
 }
 
-export const receiptsCodec: Codec<StoredReceipt[]> = rlpCodec(
-  (v) => v.map((r) => [r.type, r.statusOrState, r.cumulativeGasUsed]),
-  (b) =>
+// Per-block rows (receipts, bodies) go through @ethereumjs/rlp; only the per-log row below is
+// encoded by hand, where the rate of rows makes it worth it.
+export const receiptsCodec: Codec<StoredReceipt[]> = {
+  encode: (v) => RLP.encode(v.map((r) => [r.type, r.statusOrState, r.cumulativeGasUsed])),
+  decode: (b) =>
     (RLP.decode(b) as Uint8Array[][]).map((f) => ({
       type: Number(bytesToBigInt(f[0] as Uint8Array)),
       statusOrState: f[1] as Uint8Array,
       cumulativeGasUsed: bytesToBigInt(f[2] as Uint8Array),
     })),
-);
+};
 
 export interface StoredBody {
   /** RLP length of the whole block. */
@@ -310,9 +273,9 @@ export interface StoredBody {
   withdrawals?: Uint8Array[][];
 }
 
-export const bodyCodec: Codec<StoredBody> = rlpCodec(
-  (v) => (v.withdrawals === undefined ? [v.size, v.transactions, v.uncles] : [v.size, v.transactions, v.uncles, v.withdrawals]),
-  (b) => {
+export const bodyCodec: Codec<StoredBody> = {
+  encode: (v) => RLP.encode(v.withdrawals === undefined ? [v.size, v.transactions, v.uncles] : [v.size, v.transactions, v.uncles, v.withdrawals]),
+  decode: (b) => {
     const f = RLP.decode(b) as unknown as [Uint8Array, Uint8Array[], Uint8Array[], Uint8Array[][]?];
     const body: StoredBody = {
       size: Number(bytesToBigInt(f[0])),
@@ -322,7 +285,7 @@ export const bodyCodec: Codec<StoredBody> = rlpCodec(
     if (f[3] !== undefined) body.withdrawals = f[3];
     return body;
   },
-);
+};
 
 export interface StoredLog {
   blockNumber: bigint;
