@@ -16,7 +16,7 @@ import { LimitExceededError, bytesEqual, bytesToBigInt } from '@chainnode/core';
 import type { ChainHead, LogQuery, LogQueryOptions, LogQueryResult, LogRecord } from '@chainnode/core';
 import type { Db } from './db.js';
 import { Lru } from './lru.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, Prefix, decodePostings, logCodec, putU64, tables } from './schema.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, Prefix, decodePostings, logCodec, logIndexKeyLength, putU64, tables, writeLogIndexKey } from './schema.js';
 import type { StoredLog } from './schema.js';
 
 /** What the log code needs from the rest of the reader. */
@@ -226,28 +226,20 @@ class PostingCursor implements IdCursor {
   private last = -1;
   private done = false;
   private firstLoad: { ids: number; span: number } | undefined;
-  private readonly prefix: Uint8Array;
 
   constructor(
     private readonly db: LogDb,
-    kind: number,
-    value: Uint8Array,
+    private readonly kind: number,
+    private readonly value: Uint8Array,
     private readonly start: number,
     private readonly end: number,
-  ) {
-    this.prefix = new Uint8Array(2 + value.length);
-    this.prefix[0] = Prefix.LogIndex;
-    this.prefix[1] = kind;
-    this.prefix.set(value, 2);
-  }
+  ) {}
 
   private key(id: number): Uint8Array {
-    const k = new Uint8Array(this.prefix.length + 8);
-    k.set(this.prefix);
-    if (id === Infinity) k.fill(0xff, this.prefix.length);
-    else putU64(k, this.prefix.length, id);
-    return k;
+    const k = new Uint8Array(logIndexKeyLength(this.value.length));
+    return writeLogIndexKey(k, this.kind, this.value, id === Infinity ? undefined : id);
   }
+
 
   /** Loads the chunk that may hold x: the first chunk whose last id is >= x. */
   private async load(x: number): Promise<boolean> {

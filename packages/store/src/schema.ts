@@ -527,6 +527,24 @@ export interface LogIndexKey {
   lastLogId: bigint;
 }
 
+/**
+ * Writes the LogIndex row key (table prefix included) of (kind, value) and a chunk's last id
+ * (undefined: OPEN_CHUNK) into `out`, which must be logIndexKeyLength(value.length) bytes: the one
+ * builder of these keys for the writer (from its arenas) and the reader (seek targets).
+ */
+export function writeLogIndexKey(out: Uint8Array, kind: number, value: Uint8Array, lastId: number | undefined): Uint8Array {
+  out[0] = Prefix.LogIndex;
+  out[1] = kind;
+  out.set(value, 2);
+  if (lastId === undefined) out.fill(0xff, 2 + value.length);
+  else putU64(out, 2 + value.length, lastId);
+  return out;
+}
+
+export function logIndexKeyLength(valueLength: number): number {
+  return 2 + valueLength + 8;
+}
+
 export const logIndexKeyCodec: Codec<LogIndexKey> = {
   encode: (k) => concatBytes(Uint8Array.of(k.kind), k.value, u64Codec.encode(k.lastLogId)),
   decode: (b) => ({

@@ -5,7 +5,7 @@
 import { bytesToBigInt } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, SCHEMA_VERSION, decodePostings, encodeLogRow, headCodec, putU64, tables } from './schema.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, SCHEMA_VERSION, decodePostings, encodeLogRow, headCodec, logIndexKeyLength, putU64, tables, writeLogIndexKey } from './schema.js';
 import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
 
@@ -329,13 +329,7 @@ class ValueTable {
     const kindLen = this.rec[REC * e + R_KIND_LEN] as number;
     const len = kindLen & 0xffff;
     const at = this.rec[REC * e + R_VALUE_AT] as number;
-    const k = alloc(2 + len + 8);
-    k[0] = Prefix.LogIndex;
-    k[1] = kindLen >>> 16;
-    k.set(this.values.subarray(at, at + len), 2);
-    if (lastId === undefined) k.fill(0xff, 2 + len);
-    else putU64(k, 2 + len, lastId);
-    return k;
+    return writeLogIndexKey(alloc(logIndexKeyLength(len)), kindLen >>> 16, this.values.subarray(at, at + len), lastId);
   }
 
   private evictedBit(h: number): number {

@@ -14,6 +14,8 @@ import {
   headCodec,
   logCodec,
   logIndexKeyCodec,
+  logIndexKeyLength,
+  writeLogIndexKey,
   postingCodec,
   receiptsCodec,
   tables,
@@ -99,6 +101,18 @@ describe('key-schema codecs: round trip and exact bytes', () => {
   test('log index key: kind ++ value ++ lastLogId(8), the open chunk last', () => {
     roundTrip(logIndexKeyCodec, { kind: 0x10, value: fill(0xab, 20), lastLogId: BigInt(LOG_INDEX_CHUNK) }, `10${'ab'.repeat(20)}0000000000000400`);
     roundTrip(logIndexKeyCodec, { kind: 0x02, value: fill(0xcd, 32), lastLogId: OPEN_CHUNK }, `02${'cd'.repeat(32)}ffffffffffffffff`);
+  });
+  test('writeLogIndexKey (writer and reader) gives the LogIndex table key', () => {
+    for (const [kind, value, last] of [
+      [0x10, fill(0xab, 20), LOG_INDEX_CHUNK],
+      [0x03, fill(0x01, 32), 2 ** 40 + 7],
+      [0x00, fill(0xcd, 32), undefined],
+    ] as const) {
+      const out = new Uint8Array(logIndexKeyLength(value.length));
+      const key = tables.logIndex.key({ kind, value, lastLogId: last === undefined ? OPEN_CHUNK : BigInt(last) });
+      expect(Buffer.from(writeLogIndexKey(out, kind, value, last)).toString('hex')).toBe(Buffer.from(key).toString('hex'));
+      expect(key[0]).toBe(0x0d);
+    }
   });
   test('fixed lists (senders, tx hashes) concatenate', () => {
     roundTrip(fixedListCodec(20), [fill(1, 20), fill(2, 20)], '01'.repeat(20) + '02'.repeat(20));
