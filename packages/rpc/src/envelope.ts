@@ -82,17 +82,21 @@ function hasNumericId(m: unknown): boolean {
  * spliced in); a numeric id is written as the caller's source text when known.
  */
 function serialize(reply: JsonRpcResponse, rawId: string | undefined): string {
-  const id = rawId !== undefined && typeof reply.id === 'number' ? rawId : JSON.stringify(reply.id);
+  const id = idText(reply, rawId);
   if ('error' in reply) return `{"jsonrpc":"2.0","id":${id},"error":${JSON.stringify(reply.error)}}`;
   return `{"jsonrpc":"2.0","id":${id},"result":${stringifyResult(reply.result)}}`;
+}
+
+/** The id as the reply writes it: a numeric id as the caller's source text when known. */
+function idText(reply: JsonRpcResponse, rawId: string | undefined): string {
+  return rawId !== undefined && typeof reply.id === 'number' ? rawId : JSON.stringify(reply.id);
 }
 
 const RESULT_END = 0x7d; // }
 
 /** A single call answered with a memoised result: the text, and an encoder from the memo's bytes. */
 function memoisedReply(reply: JsonRpcResponse, rawId: string | undefined, result: JsonText): RpcReply {
-  const id = rawId !== undefined && typeof reply.id === 'number' ? rawId : JSON.stringify(reply.id);
-  const head = `{"jsonrpc":"2.0","id":${id},"result":`;
+  const head = `{"jsonrpc":"2.0","id":${idText(reply, rawId)},"result":`;
   return {
     body: `${head}${result.text}}`,
     batch: false,
