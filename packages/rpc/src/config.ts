@@ -8,6 +8,12 @@ import type { RpcConfig } from './service.js';
  *   single -32600 "batch too large" (inside a one-element array, as geth does).
  * - logs: spec 8.2 — at most 10,000 results, 10 s, 5,000 filter parameters.
  */
+/**
+ * Extra wait past a call's deadline for a store (or a log worker) that does not stop on time,
+ * before the caller gets "query timeout exceeded" anyway.
+ */
+export const DEADLINE_GRACE_MS = 250;
+
 export const DEFAULT_RPC_CONFIG: RpcConfig = {
   safeDepth: 0,
   finalizedDepth: 0,

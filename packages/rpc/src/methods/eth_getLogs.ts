@@ -1,6 +1,7 @@
 // eth_getLogs with geth's filter semantics and error texts, and the limits of spec 8.2.
 import { InvalidParamsError, LimitExceededError, ServerError, toQuantity } from '@chainnode/core';
 import type { Bytes, LogQuery, LogQueryResult } from '@chainnode/core';
+import { DEADLINE_GRACE_MS } from '../config.js';
 import { numberAgainstHead } from '../context.js';
 import type { HandlerContext } from '../context.js';
 import { formatLogsText } from '../formatters/log.js';
@@ -11,8 +12,6 @@ import type { BlockNumberParam } from '../params.js';
 import type { MethodDef } from '../method.js';
 
 const MAX_TOPICS = 4;
-/** Extra wait past the deadline for a store that does not stop on time. */
-export const DEADLINE_GRACE_MS = 250;
 
 export type LogFilter = {
   addresses: Bytes[];
