@@ -11,7 +11,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { createKeccak } from 'hash-wasm';
-import { StoreWriter, rlpHeaderLength, rlpUintLength, writeRlpHeader, writeRlpUint } from '@chainnode/store';
+import { StoreWriter, rlpHeaderLength, rlpUintLength, writeRlpBytes, writeRlpHeader, writeRlpUint } from '@chainnode/store';
 import type { BlockInput, GenesisInput, LogInput, StoredReceipt } from '@chainnode/store';
 
 export interface ChainSpec {
@@ -248,14 +248,7 @@ const CHAIN_CONFIG = { chainId: CHAIN_ID, homesteadBlock: 0, eip150Block: 0, eip
 // ---------------------------------------------------------------------------------------------
 // RLP by hand (the generator writes headers and transactions straight into its output buffer;
 // bench/test checks the bytes against @ethereumjs/rlp). Integer and length-prefix writers are
-// the store's (@chainnode/store), shared with its log-row encoder.
-
-/** A string of 2..55 bytes (all the generator's fixed-width fields): prefix + bytes. */
-function writeRlpShort(out: Uint8Array, at: number, b: Uint8Array): number {
-  out[at] = 0x80 + b.length;
-  out.set(b, at + 1);
-  return at + 1 + b.length;
-}
+// the store's (@chainnode/store), shared with its log-row encoder, and so is the string writer.
 
 const GAS_LIMIT = 30_000_000;
 const GAS_PRICE = 1_000_000_000;
@@ -274,10 +267,10 @@ function headerPayload(n: number, gasUsed: number): number {
  */
 function writeHeader(out: Uint8Array, at: number, n: number, parent: Uint8Array, coinbase: Uint8Array, bloom: Uint8Array, gasUsed: number): number {
   at = writeRlpHeader(out, at, 0xc0, headerPayload(n, gasUsed));
-  at = writeRlpShort(out, at, parent);
-  at = writeRlpShort(out, at, EMPTY_UNCLES);
-  at = writeRlpShort(out, at, coinbase);
-  for (let i = 0; i < 3; i++) at = writeRlpShort(out, at, EMPTY_TRIE);
+  at = writeRlpBytes(out, at, parent);
+  at = writeRlpBytes(out, at, EMPTY_UNCLES);
+  at = writeRlpBytes(out, at, coinbase);
+  for (let i = 0; i < 3; i++) at = writeRlpBytes(out, at, EMPTY_TRIE);
   at = writeRlpHeader(out, at, 0x80, 256);
   out.set(bloom, at);
   at += 256;

@@ -8,4 +8,4 @@ export { SCHEMA_VERSION } from './schema.js';
 export type { StoredBody, StoredReceipt } from './schema.js';
 export { sizeOnDisk } from './disk.js';
 /** Hand RLP writers (byte-equal to RLP.encode, tested in schema.test), for writers of synthetic blocks. */
-export { rlpUintLength, writeRlpUint, rlpHeaderLength, writeRlpHeader } from './schema.js';
+export { rlpUintLength, writeRlpUint, rlpHeaderLength, writeRlpHeader, writeRlpBytes } from './schema.js';

@@ -346,7 +346,8 @@ function rlpBytesLength(b: Uint8Array): number {
   return rlpHeaderLength(b.length) + b.length;
 }
 
-function writeRlpBytes(out: Uint8Array, at: number, b: Uint8Array): number {
+/** Writes the RLP string item of `b` at `at`; returns the end. */
+export function writeRlpBytes(out: Uint8Array, at: number, b: Uint8Array): number {
   if (b.length === 1 && (b[0] as number) < 0x80) {
     out[at] = b[0] as number;
     return at + 1;
