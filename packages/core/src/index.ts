@@ -3,3 +3,4 @@ export * from './errors.js';
 export type * from './types.js';
 export type * from './chainstore.js';
 export * from './codec.js';
+export type * from './chain-events.js';
