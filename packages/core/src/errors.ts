@@ -63,6 +63,23 @@ export class LimitExceededError extends RpcError {
 }
 
 /**
+ * A refusal by the gateway in Infura's shape: the error object carries `event` (Infura's
+ * numeric event, e.g. -33300) and `details` beside code and message, as docs.metamask.io shows:
+ * {"code":429,"event":-33300,"message":"Too Many Requests","details":"..."}.
+ */
+export class GatewayError extends RpcError {
+  constructor(
+    code: number,
+    message: string,
+    readonly event: number,
+    readonly details: string,
+    data?: unknown,
+  ) {
+    super(code, message, data);
+  }
+}
+
+/**
  * The store could not answer (I/O failure, closed, injected outage). Not an RpcError: the
  * server may fail over on it; if nothing handles it, it surfaces as -32603.
  */

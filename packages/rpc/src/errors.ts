@@ -1,9 +1,12 @@
 // The one place where anything thrown during a call becomes a JSON-RPC error object.
-import { RpcError } from '@chainnode/core';
+import { GatewayError, RpcError } from '@chainnode/core';
 
 export interface JsonRpcErrorObject {
   code: number;
   message: string;
+  /** Infura's event number of a gateway refusal (GatewayError). */
+  event?: number;
+  details?: string;
   data?: unknown;
 }
 
@@ -15,6 +18,10 @@ export interface JsonRpcErrorObject {
 export function toErrorObject(err: unknown): JsonRpcErrorObject {
   if (err instanceof RpcError) {
     const out: JsonRpcErrorObject = { code: err.code, message: err.message };
+    if (err instanceof GatewayError) {
+      out.event = err.event;
+      out.details = err.details;
+    }
     if (err.data !== undefined) out.data = err.data;
     return out;
   }

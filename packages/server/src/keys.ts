@@ -2,12 +2,14 @@
 // the `keys` CLI works with or without a server. Only sha256(key) is stored; the key itself is
 // shown once at creation and never written or logged anywhere. Writes are atomic (temp file +
 // rename); the server reloads the file within a second (fs.watch on the directory plus a poll).
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, statSync, watch, writeSync, mkdirSync } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { isPlanName, PLAN_NAMES } from './config.js';
 import type { PlanName } from './config.js';
+import { AllowlistError, validateAllowlists } from './allowlist.js';
+import type { Allowlists } from './allowlist.js';
 
 export const KEYS_FILE = 'keys.json';
 
@@ -22,6 +24,42 @@ export interface KeyRecord {
   label?: string;
   createdAt: string;
   revokedAt?: string;
+  // Optional fields of the dashboard (issue 18); absent on keys made before it.
+  /** Display name; older keys show `label`. */
+  name?: string;
+  /** The first KEY_PREFIX_LENGTH characters of the key itself (not of its hash), to recognise it. */
+  prefix?: string;
+  /** Networks the key may use (enforced by the networks routing); absent = all. */
+  networks?: string[];
+  /** Per-key limits below the plan's (Infura "Key Credit Limits"): 429 with event -33400 / -33300. */
+  limits?: KeyLimits;
+  /** Infura-style allowlists; see allowlist.ts. */
+  allowlists?: Allowlists;
+  /** sha256 of the key's API secret (HTTP basic auth password, empty user name). */
+  secretHash?: string;
+  /** Refuse every request that does not carry the secret (401). */
+  secretRequired?: boolean;
+  /**
+   * The 64-hex identity the credit ledger charges: the hash of the key as first created, kept
+   * across rotations so that rotating a key does not refill its daily balance. Absent = `hash`.
+   */
+  chargeTo?: string;
+  rotatedAt?: string;
+}
+
+export interface KeyLimits {
+  /** Credits per UTC day for this key (0 or absent: the plan's). */
+  creditsPerDay?: number;
+  /** Credits per second for this key (0 or absent: no per-key throughput cap). */
+  creditsPerSecond?: number;
+}
+
+/** Characters of the plaintext key kept for display (of 32 hex: 104 random bits stay secret). */
+export const KEY_PREFIX_LENGTH = 6;
+
+/** The ledger identity of a key (see KeyRecord.chargeTo). */
+export function chargeHash(rec: KeyRecord): string {
+  return rec.chargeTo ?? rec.hash;
 }
 
 interface KeysFile {
@@ -67,6 +105,36 @@ function validateRecord(r: unknown, i: number): KeyRecord {
   if (typeof o['dailyCredits'] === 'number') rec.dailyCredits = o['dailyCredits'];
   if (typeof o['label'] === 'string') rec.label = o['label'];
   if (typeof o['revokedAt'] === 'string') rec.revokedAt = o['revokedAt'];
+  if (typeof o['name'] === 'string') rec.name = o['name'];
+  if (typeof o['prefix'] === 'string' && /^[0-9a-f]{1,16}$/.test(o['prefix'])) rec.prefix = o['prefix'];
+  if (o['networks'] !== undefined) {
+    if (!Array.isArray(o['networks']) || !o['networks'].every((n) => typeof n === 'string')) throw new KeyFileError(`${where}.networks: expected an array of network names`);
+    rec.networks = o['networks'] as string[];
+  }
+  if (o['limits'] !== undefined) {
+    const l = o['limits'] as Record<string, unknown> | null;
+    if (typeof l !== 'object' || l === null) throw new KeyFileError(`${where}.limits: expected an object`);
+    const limits: KeyLimits = {};
+    for (const f of ['creditsPerDay', 'creditsPerSecond'] as const) {
+      const v = l[f];
+      if (v === undefined) continue;
+      if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new KeyFileError(`${where}.limits.${f}: expected a non-negative integer`);
+      limits[f] = v;
+    }
+    rec.limits = limits;
+  }
+  if (o['allowlists'] !== undefined) {
+    try {
+      rec.allowlists = validateAllowlists(o['allowlists']);
+    } catch (err) {
+      if (err instanceof AllowlistError) throw new KeyFileError(`${where}.allowlists: ${err.message}`);
+      throw err;
+    }
+  }
+  if (typeof o['secretHash'] === 'string' && /^[0-9a-f]{64}$/.test(o['secretHash'])) rec.secretHash = o['secretHash'];
+  if (o['secretRequired'] === true) rec.secretRequired = true;
+  if (typeof o['chargeTo'] === 'string' && /^[0-9a-f]{64}$/.test(o['chargeTo'])) rec.chargeTo = o['chargeTo'];
+  if (typeof o['rotatedAt'] === 'string') rec.rotatedAt = o['rotatedAt'];
   return rec;
 }
 
@@ -116,7 +184,7 @@ export interface CreateKeyOptions {
 export function createKey(datadir: string, opts: CreateKeyOptions): { key: string; record: KeyRecord } {
   const key = generateKey();
   const hash = hashKey(key);
-  const record: KeyRecord = { id: hash.slice(0, 12), hash, plan: opts.plan, createdAt: new Date().toISOString() };
+  const record: KeyRecord = { id: hash.slice(0, 12), hash, plan: opts.plan, createdAt: new Date().toISOString(), prefix: key.slice(0, KEY_PREFIX_LENGTH) };
   if (opts.dailyCredits !== undefined) record.dailyCredits = opts.dailyCredits;
   if (opts.label !== undefined) record.label = opts.label;
   const keys = readKeys(datadir);
@@ -222,4 +290,27 @@ export class KeyRegistry {
   byKeyHash(hash: string): KeyRecord | undefined {
     return this.byHash.get(hash);
   }
+}
+
+/** A key's API secret: 32 hex digits (128 random bits), stored only as sha256. */
+export function generateSecret(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/**
+ * Checks the request's Authorization header against the key's secret (Infura: HTTP basic auth,
+ * empty user name, the secret as password). 'ok' also when the key has no secret, or has one
+ * that is not required and the request carries none; a secret sent but wrong is always refused.
+ */
+export function checkSecret(rec: KeyRecord, authorization: string): 'ok' | 'missing' | 'wrong' {
+  if (rec.secretHash === undefined) return 'ok';
+  if (authorization === '') return rec.secretRequired === true ? 'missing' : 'ok';
+  const m = /^Basic ([A-Za-z0-9+/=]{1,512})$/i.exec(authorization.trim());
+  if (!m) return 'wrong';
+  const decoded = Buffer.from(m[1] as string, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon !== 0) return 'wrong'; // the user name must be empty
+  const given = Buffer.from(hashKey(decoded.slice(1)), 'hex');
+  const want = Buffer.from(rec.secretHash, 'hex');
+  return given.length === want.length && timingSafeEqual(given, want) ? 'ok' : 'wrong';
 }

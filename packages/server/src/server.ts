@@ -14,10 +14,12 @@ import type { RpcReply, RpcServiceApi } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
 import { Gate } from './middleware.js';
 import type { RequestContext } from './middleware.js';
-import { KeyRegistry } from './keys.js';
+import { KeyRegistry, checkSecret } from './keys.js';
 import type { KeyRecord } from './keys.js';
 import { CreditLedger } from './ledger.js';
 import { Metrics } from './metrics.js';
+import { EmbeddedUsage, REQUEST_METHOD } from './usage.js';
+import type { UsageRecord } from './usage.js';
 
 export interface ServerOptions {
   service: RpcServiceApi;
@@ -32,6 +34,8 @@ export interface ServerOptions {
   metricsPort?: number;
   /** Operational messages (never containing keys). */
   log?: (line: string) => void;
+  /** The per-key usage record; default: the embedded one in <datadir>/usage-stats/. */
+  usage?: UsageRecord;
 }
 
 export interface RunningServer {
@@ -39,12 +43,18 @@ export interface RunningServer {
   /** Port of the metrics listener, when enabled. */
   readonly metricsPort: number | undefined;
   readonly metrics: Metrics;
+  /** The live key set, credit ledger and usage record (the dashboard reads them in-process). */
+  readonly keys: KeyRegistry;
+  readonly ledger: CreditLedger;
+  readonly usage: UsageRecord;
   /** Stops accepting, lets in-flight requests finish (up to the grace period), closes WebSockets. */
   close(): Promise<void>;
 }
 
 interface WsData {
   keyHash: string;
+  origin: string;
+  userAgent: string;
   ctxClosed: boolean;
   inflight: number;
   queue: string[];
@@ -62,6 +72,8 @@ const V_ORIGIN = ascii('Origin');
 const V_JSON = ascii('application/json');
 const REQ_ORIGIN = ascii('origin');
 const REQ_CONTENT_LENGTH = ascii('content-length');
+const REQ_USER_AGENT = ascii('user-agent');
+const REQ_AUTHORIZATION = ascii('authorization');
 const MAX_WS_INFLIGHT = 256;
 /**
  * Replies that can encode themselves (RpcReply.encode) are written into this buffer and handed to
@@ -111,6 +123,9 @@ const BODY_TOO_LARGE = (max: number): string => errorBody(-32600, `request body 
 const BODY_SHUTTING_DOWN = errorBody(-32603, 'server is shutting down');
 const BODY_NOT_FOUND = errorBody(-32601, 'not found: POST JSON-RPC to /v3/<API_KEY>, or connect to /ws/v3/<API_KEY>');
 const BODY_METHOD = errorBody(-32600, 'method not allowed: use POST with a JSON body');
+const BODY_SECRET_MISSING = errorBody(-32001, 'project secret required: send it as the HTTP basic auth password with an empty user name');
+const BODY_SECRET_WRONG = errorBody(-32001, 'invalid project id or project secret');
+const STATUS_TEXT: Record<number, string> = { 403: '403 Forbidden', 429: '429 Too Many Requests' };
 
 function keyProblem(rec: KeyRecord | undefined, key: string): string | undefined {
   if (key === '') return BODY_MISSING_KEY;
@@ -135,7 +150,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const keys = new KeyRegistry(datadir, log);
   keys.watch();
   const ledger = new CreditLedger(datadir);
-  const gate = new Gate({ config, keys, ledger, metrics, ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}) });
+  const usage = opts.usage ?? new EmbeddedUsage(datadir).start();
+  const gate = new Gate({ config, keys, ledger, metrics, usage, ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}) });
+  /** The key's secret, checked before the body is read; a refusal is a 4xx in the key's usage. */
+  const secretProblem = (rec: KeyRecord, authorization: string): string | undefined => {
+    const s = checkSecret(rec, authorization);
+    if (s === 'ok') return undefined;
+    usage.record({ key: rec.id, method: REQUEST_METHOD, credits: 0, error: '4xx' });
+    return s === 'missing' ? BODY_SECRET_MISSING : BODY_SECRET_WRONG;
+  };
 
   let inflight = 0;
   let shuttingDown = false;
@@ -192,9 +215,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     });
     const origin = req.getHeader(REQ_ORIGIN);
     const contentLength = req.getHeader(REQ_CONTENT_LENGTH);
+    const userAgent = req.getHeader(REQ_USER_AGENT);
+    const authorization = req.getHeader(REQ_AUTHORIZATION);
     if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
     const rec = key === '' ? undefined : keys.lookup(key);
-    const problem = keyProblem(rec, key);
+    const problem = keyProblem(rec, key) ?? (rec !== undefined ? secretProblem(rec, authorization) : undefined);
     if (problem !== undefined || rec === undefined) {
       return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, contentLength !== '' && contentLength !== '0');
     }
@@ -223,7 +248,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       finished = true;
       inflight++;
-      const ctx: RequestContext = { keyHash, creditRejected: false };
+      const ctx: RequestContext = { keyHash, creditRejected: false, origin, userAgent };
       service.handle(body, gate.middleware(ctx)).then(
         (reply: RpcReply) => {
           // In flight until the whole body is with the socket: a long one is streamed, and its
@@ -237,7 +262,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           let streaming = false;
           try {
             if (aborted) return;
-            const status = !reply.batch && ctx.creditRejected ? '429 Too Many Requests' : OK;
+            const status = reply.batch ? OK : ctx.creditRejected ? '429 Too Many Requests' : ctx.status !== undefined ? (STATUS_TEXT[ctx.status] ?? OK) : OK;
             const text = reply.body ?? '';
             if (text.length <= STREAM_ABOVE) {
               res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown));
@@ -305,12 +330,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const secProtocol = req.getHeader('sec-websocket-protocol');
       const secExtensions = req.getHeader('sec-websocket-extensions');
       const origin = req.getHeader('origin');
+      const userAgent = req.getHeader('user-agent');
+      const authorization = req.getHeader('authorization');
       if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
       const rec = key === '' ? undefined : keys.lookup(key);
-      const problem = keyProblem(rec, key);
+      const problem = keyProblem(rec, key) ?? (rec !== undefined ? secretProblem(rec, authorization) : undefined);
       if (problem !== undefined || rec === undefined) return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, true);
       metrics.response('ws', 101);
-      res.upgrade<WsData>({ keyHash: rec.hash, ctxClosed: false, inflight: 0, queue: [] }, secKey, secProtocol, secExtensions, context);
+      res.upgrade<WsData>({ keyHash: rec.hash, origin, userAgent, ctxClosed: false, inflight: 0, queue: [] }, secKey, secProtocol, secExtensions, context);
     },
     open: (ws) => {
       sockets.add(ws);
@@ -351,7 +378,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const runWs = (ws: WebSocket<WsData>, data: WsData, text: string): void => {
     data.inflight++;
     inflight++;
-    const ctx: RequestContext = { keyHash: data.keyHash, creditRejected: false };
+    const ctx: RequestContext = { keyHash: data.keyHash, creditRejected: false, origin: data.origin, userAgent: data.userAgent };
     service
       .handle(text, gate.middleware(ctx))
       .then(
@@ -441,6 +468,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       for (const ws of [...sockets]) ws.end(1001, 'server shutting down');
       keys.stop();
       ledger.close();
+      if (opts.usage === undefined) usage.close();
       // Idle keep-alive connections would hold the process open; this uWS build has app.close().
       await new Promise((r) => setImmediate(r));
       (app as TemplatedApp & { close?: () => void }).close?.();
@@ -449,5 +477,5 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return closing;
   };
 
-  return { port, metricsPort, metrics, close };
+  return { port, metricsPort, metrics, keys, ledger, usage, close };
 }
