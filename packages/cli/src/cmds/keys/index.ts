@@ -1,21 +1,11 @@
-// `node-cli keys create|list|revoke|usage`: manage API keys in <datadir>/keys.json (hashed) and
-// read today's usage from <datadir>/usage/. Works with or without a running server: the server
-// picks changes up within a second. The plaintext key is printed once, by `create`.
+// `node-cli keys …`: every action of the dashboard, through the same key-management module
+// (KeyManager of @chainnode/dashboard) over <datadir>/keys.json (hashed keys). Works with or
+// without a running server: the server picks changes up within a second. A key or secret is
+// printed once, by the command that creates it (create, rotate, secret create).
 import type { Command } from 'commander';
-import {
-  KeyFileError,
-  PLAN_NAMES,
-  createKey,
-  dailyLimit,
-  findKey,
-  isPlanName,
-  nextUtcMidnight,
-  readKeys,
-  readUsage,
-  revokeKey,
-  utcDay,
-} from '@chainnode/server';
-import type { KeyRecord, ServerConfig } from '@chainnode/server';
+import { KeyFileError, PLAN_NAMES } from '@chainnode/server';
+import { KeyActionError, KeyManager } from '@chainnode/dashboard';
+import type { KeyView } from '@chainnode/dashboard';
 import { CliError } from '../../cli-error.js';
 import { readConfig } from '../serve/run.js';
 
@@ -25,126 +15,224 @@ interface Common {
   json?: boolean;
 }
 
-function keys(datadir: string): KeyRecord[] {
+function manager(opts: Common): KeyManager {
+  return new KeyManager({ datadir: opts.datadir, config: readConfig(opts.datadir, opts.config) });
+}
+
+/** Runs a key action; refusals become one-line CLI errors. */
+function run<T>(f: () => T): T {
   try {
-    return readKeys(datadir);
+    return f();
   } catch (err) {
-    if (err instanceof KeyFileError) throw new CliError(err.message);
+    if (err instanceof KeyActionError || err instanceof KeyFileError) throw new CliError(err.message);
     throw err;
   }
 }
 
-function usageOf(datadir: string, config: ServerConfig, rec: KeyRecord): {
-  id: string;
-  plan: string;
-  label: string | null;
-  revoked: boolean;
-  dailyCredits: number;
-  used: number;
-  remaining: number;
-  resetsAt: string;
-} {
-  const now = Date.now();
-  const used = readUsage(datadir, utcDay(now)).get(rec.hash) ?? 0;
-  const daily = dailyLimit(config, rec);
-  return {
-    id: rec.id,
-    plan: rec.plan,
-    label: rec.label ?? null,
-    revoked: rec.revokedAt !== undefined,
-    dailyCredits: daily,
-    used,
-    remaining: Math.max(0, daily - used),
-    resetsAt: nextUtcMidnight(now).toISOString(),
-  };
-}
-
-function lookup(datadir: string, keyOrId: string): KeyRecord {
-  const rec = findKey(keys(datadir), keyOrId);
-  if (!rec) throw new CliError('no such key in the datadir (give the key, or its id from `keys list`)');
-  return rec;
-}
-
-function parseCredits(value: string | undefined): number | undefined {
+function credits(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d{1,15}$/.test(value)) throw new CliError(`--daily-credits: expected a non-negative integer, got "${value}"`);
+  if (!/^\d{1,15}$/.test(value)) throw new CliError(`${flag}: expected a non-negative integer, got "${value}"`);
   return Number(value);
 }
 
+function csv(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function out(opts: Common, json: unknown, text: string): void {
+  process.stdout.write(opts.json ? `${JSON.stringify(json)}\n` : `${text}\n`);
+}
+
+function describe(v: KeyView): string {
+  const lim = [v.limits.creditsPerDay !== null ? `${v.limits.creditsPerDay} credits/day` : '', v.limits.creditsPerSecond !== null ? `${v.limits.creditsPerSecond} credits/s` : ''].filter((s) => s !== '');
+  return `key ${v.id} "${v.name}" (${v.prefix !== null ? `${v.prefix}…, ` : ''}${v.plan}, ${v.status}${lim.length > 0 ? `, ${lim.join(', ')}` : ''})`;
+}
+
 export function register(program: Command): void {
-  const cmd = program.command('keys').description('manage API keys (stored hashed in <datadir>/keys.json)');
+  const cmd = program.command('keys').description('manage API keys (stored hashed in <datadir>/keys.json); the same actions as the dashboard');
   const common = (c: Command): Command =>
     c
       .option('--datadir <dir>', 'datadir of the server', './data')
-      .option('--config <file>', 'server config with the plans; default <datadir>/server.json if present');
+      .option('--config <file>', 'server config with the plans; default <datadir>/server.json if present')
+      .option('--json', 'print JSON');
 
   common(cmd.command('create'))
-    .description('create a key; prints it once (only its sha256 is stored)')
+    .description('create a key; prints it once (only its sha256 and its first 6 characters are stored)')
     .requiredOption('--plan <plan>', `plan: ${PLAN_NAMES.join(', ')}`)
+    .option('--name <name>', 'name to recognise the key by')
+    .option('--label <label>', 'older spelling of --name')
+    .option('--networks <list>', 'comma-separated networks the key may use (default: all)')
     .option('--daily-credits <n>', "override the plan's daily credit balance for this key")
-    .option('--label <label>', 'free text to recognise the key by')
-    .option('--json', 'print a JSON object')
-    .action((opts: Common & { plan: string; dailyCredits?: string; label?: string }) => {
-      if (!isPlanName(opts.plan)) throw new CliError(`--plan: expected one of ${PLAN_NAMES.join(', ')}, got "${opts.plan}"`);
-      const config = readConfig(opts.datadir, opts.config);
-      const dailyCredits = parseCredits(opts.dailyCredits);
-      const { key, record } = createKey(opts.datadir, {
-        plan: opts.plan,
-        ...(dailyCredits !== undefined ? { dailyCredits } : {}),
-        ...(opts.label !== undefined ? { label: opts.label } : {}),
-      });
-      const daily = dailyLimit(config, record);
+    .option('--credits-per-day <n>', "per-key daily limit below the plan's (429, event -33400)")
+    .option('--credits-per-second <n>', 'per-key throughput limit (429, event -33300)')
+    .action((opts: Common & { plan: string; name?: string; label?: string; networks?: string; dailyCredits?: string; creditsPerDay?: string; creditsPerSecond?: string }) => {
+      const km = manager(opts);
+      const cpd = credits('--credits-per-day', opts.creditsPerDay);
+      const cps = credits('--credits-per-second', opts.creditsPerSecond);
+      const { key, view } = run(() =>
+        km.create({
+          name: opts.name ?? opts.label ?? `key created ${new Date().toISOString().slice(0, 10)}`,
+          plan: opts.plan,
+          networks: opts.networks !== undefined ? csv(opts.networks) : undefined,
+          dailyCredits: credits('--daily-credits', opts.dailyCredits),
+          limits: cpd !== undefined || cps !== undefined ? { ...(cpd !== undefined ? { creditsPerDay: cpd } : {}), ...(cps !== undefined ? { creditsPerSecond: cps } : {}) } : undefined,
+        }),
+      );
       if (opts.json) {
-        process.stdout.write(`${JSON.stringify({ key, id: record.id, plan: record.plan, dailyCredits: daily, label: record.label ?? null, createdAt: record.createdAt })}\n`);
+        process.stdout.write(`${JSON.stringify({ key, id: view.id, name: view.name, prefix: view.prefix, plan: view.plan, dailyCredits: view.planDailyCredits, label: view.name, createdAt: view.createdAt, networks: view.networks, limits: view.limits })}\n`);
       } else {
         process.stdout.write(`${key}\n`);
-        process.stderr.write(`keys: created key ${record.id} on plan ${record.plan} (${daily} credits/day). It is shown only this once.\n`);
+        process.stderr.write(`keys: created ${describe(view)}, ${view.planDailyCredits} credits/day. It is shown only this once: copy it now.\n`);
       }
     });
 
   common(cmd.command('list'))
-    .description('list keys (ids, never the keys) with plan, balance and usage today')
-    .option('--json', 'print a JSON array')
+    .description('list keys (name, key prefix, plan, created, last used, status; never the keys)')
     .action((opts: Common) => {
-      const config = readConfig(opts.datadir, opts.config);
-      const rows = keys(opts.datadir).map((k) => ({ ...usageOf(opts.datadir, config, k), createdAt: k.createdAt, revokedAt: k.revokedAt ?? null }));
-      if (opts.json) {
-        process.stdout.write(`${JSON.stringify(rows)}\n`);
-        return;
-      }
-      if (rows.length === 0) {
-        process.stdout.write('no keys (create one: node-cli keys create --plan core)\n');
-        return;
-      }
-      process.stdout.write(`${['ID'.padEnd(12), 'PLAN'.padEnd(9), 'STATUS'.padEnd(7), 'USED/DAILY'.padEnd(24), 'CREATED'.padEnd(24), 'LABEL'].join(' ')}\n`);
-      for (const r of rows) {
-        process.stdout.write(
-          `${[r.id.padEnd(12), r.plan.padEnd(9), (r.revoked ? 'revoked' : 'active').padEnd(7), `${r.used}/${r.dailyCredits}`.padEnd(24), r.createdAt.padEnd(24), r.label ?? ''].join(' ')}\n`,
-        );
-      }
+      const rows = run(() => manager(opts).list());
+      if (opts.json) return out(opts, rows, '');
+      if (rows.length === 0) return out(opts, [], 'no keys (create one: node-cli keys create --plan core --name my-app)');
+      const head = ['ID'.padEnd(12), 'KEY'.padEnd(8), 'PLAN'.padEnd(9), 'STATUS'.padEnd(7), 'CREATED'.padEnd(17), 'LAST USED'.padEnd(17), 'NAME'].join(' ');
+      const lines = rows.map((r) =>
+        [r.id.padEnd(12), (r.prefix !== null ? `${r.prefix}…` : '-').padEnd(8), r.plan.padEnd(9), r.status.padEnd(7), r.createdAt.slice(0, 16).replace('T', ' ').padEnd(17), (r.lastUsed?.slice(0, 16).replace('T', ' ') ?? 'never').padEnd(17), r.name].join(' '),
+      );
+      process.stdout.write(`${[head, ...lines].join('\n')}\n`);
+    });
+
+  common(cmd.command('show <key>'))
+    .description('settings of a key (the key itself or its id)')
+    .action((keyOrId: string, opts: Common) => {
+      const v = run(() => manager(opts).get(keyOrId));
+      out(opts, v, `${describe(v)}\n${JSON.stringify({ networks: v.networks, allowlists: v.allowlists, secret: v.secret }, null, 2)}`);
     });
 
   common(cmd.command('revoke <key>'))
     .description('revoke a key (the key itself or its id); a running server refuses it within a second')
-    .option('--json', 'print a JSON object')
     .action((keyOrId: string, opts: Common) => {
-      lookup(opts.datadir, keyOrId);
-      const rec = revokeKey(opts.datadir, keyOrId) as KeyRecord;
-      if (opts.json) process.stdout.write(`${JSON.stringify({ id: rec.id, revokedAt: rec.revokedAt })}\n`);
-      else process.stdout.write(`keys: revoked ${rec.id}\n`);
+      const v = run(() => manager(opts).revoke(keyOrId));
+      out(opts, { id: v.id, revokedAt: v.revokedAt }, `keys: revoked ${v.id}`);
+    });
+
+  common(cmd.command('rename <key> <name>'))
+    .description('rename a key')
+    .action((keyOrId: string, name: string, opts: Common) => {
+      const v = run(() => manager(opts).rename(keyOrId, name));
+      out(opts, v, `keys: renamed ${v.id} to "${v.name}"`);
+    });
+
+  common(cmd.command('rotate <key>'))
+    .description('give a key a new value (same id, settings and daily balance); prints the new value once')
+    .action((keyOrId: string, opts: Common) => {
+      const { key, view } = run(() => manager(opts).rotate(keyOrId));
+      if (opts.json) process.stdout.write(`${JSON.stringify({ key, id: view.id, prefix: view.prefix })}\n`);
+      else {
+        process.stdout.write(`${key}\n`);
+        process.stderr.write(`keys: rotated ${view.id}; the old value stops working within a second. The new one is shown only this once.\n`);
+      }
+    });
+
+  common(cmd.command('limits <key>'))
+    .description("per-key limits below the plan's (0: none)")
+    .option('--credits-per-day <n>', 'credits per UTC day (429, event -33400)')
+    .option('--credits-per-second <n>', 'credits per second (429, event -33300)')
+    .action((keyOrId: string, opts: Common & { creditsPerDay?: string; creditsPerSecond?: string }) => {
+      const limits: { creditsPerDay?: number; creditsPerSecond?: number } = {};
+      const cpd = credits('--credits-per-day', opts.creditsPerDay);
+      const cps = credits('--credits-per-second', opts.creditsPerSecond);
+      if (cpd !== undefined) limits.creditsPerDay = cpd;
+      if (cps !== undefined) limits.creditsPerSecond = cps;
+      const v = run(() => manager(opts).update(keyOrId, { limits }));
+      out(opts, v, `keys: ${describe(v)}`);
+    });
+
+  common(cmd.command('networks <key> <list>'))
+    .description('networks the key may use: comma-separated names, or "all"')
+    .action((keyOrId: string, list: string, opts: Common) => {
+      const v = run(() => manager(opts).update(keyOrId, { networks: list === 'all' ? null : csv(list) }));
+      out(opts, v, `keys: ${v.id} may use ${v.networks === null ? 'every network' : v.networks.join(', ')}`);
+    });
+
+  common(cmd.command('allowlist <key>'))
+    .description('set allowlists (each option replaces that type; "" clears it); types are AND-ed, entries OR-ed, at most 30 each')
+    .option('--addresses <list>', 'contract addresses (eth_getLogs address, eth_getStorageAt, eth_getProof)')
+    .option('--origins <list>', 'origins, e.g. https://*.example.com')
+    .option('--user-agents <list>', 'User-Agent substrings')
+    .option('--methods <list>', 'JSON-RPC methods')
+    .option('--clear', 'remove every allowlist')
+    .action((keyOrId: string, opts: Common & { addresses?: string; origins?: string; userAgents?: string; methods?: string; clear?: boolean }) => {
+      const km = manager(opts);
+      const cur = run(() => km.get(keyOrId)).allowlists;
+      const lists = opts.clear
+        ? {}
+        : {
+            addresses: opts.addresses !== undefined ? csv(opts.addresses) : cur.addresses,
+            origins: opts.origins !== undefined ? csv(opts.origins) : cur.origins,
+            userAgents: opts.userAgents !== undefined ? csv(opts.userAgents) : cur.userAgents,
+            methods: opts.methods !== undefined ? csv(opts.methods) : cur.methods,
+          };
+      const v = run(() => km.update(keyOrId, { allowlists: lists }));
+      out(opts, v.allowlists, `keys: allowlists of ${v.id}: ${JSON.stringify(v.allowlists)}`);
+    });
+
+  const secret = cmd.command('secret').description("the key's API secret (HTTP basic auth password, empty user name)");
+  common(secret.command('create <key>'))
+    .description('create (or replace) the secret; prints it once')
+    .action((keyOrId: string, opts: Common) => {
+      const r = run(() => manager(opts).createSecret(keyOrId));
+      if (opts.json) process.stdout.write(`${JSON.stringify({ secret: r.secret, id: r.view.id })}\n`);
+      else {
+        process.stdout.write(`${r.secret}\n`);
+        process.stderr.write(`keys: secret set for ${r.view.id}; shown only this once. Send it as: curl --user :<SECRET> …\n`);
+      }
+    });
+  common(secret.command('delete <key>'))
+    .description('remove the secret (and the requirement)')
+    .action((keyOrId: string, opts: Common) => {
+      const v = run(() => manager(opts).deleteSecret(keyOrId));
+      out(opts, v.secret, `keys: secret of ${v.id} removed`);
+    });
+  common(secret.command('require <key>'))
+    .description('refuse every request without the secret (401)')
+    .action((keyOrId: string, opts: Common) => {
+      const v = run(() => manager(opts).update(keyOrId, { secretRequired: true }));
+      out(opts, v.secret, `keys: ${v.id} now requires its secret`);
+    });
+  common(secret.command('optional <key>'))
+    .description('accept requests without the secret again (a wrong secret is still refused)')
+    .action((keyOrId: string, opts: Common) => {
+      const v = run(() => manager(opts).update(keyOrId, { secretRequired: false }));
+      out(opts, v.secret, `keys: ${v.id} no longer requires its secret`);
     });
 
   common(cmd.command('usage <key>'))
-    .description("today's credit usage of a key (the key itself or its id)")
-    .option('--json', 'print a JSON object')
+    .description("a key's balance today and its usage per UTC day and method (last 30 days) and per minute (last 15)")
     .action((keyOrId: string, opts: Common) => {
-      const config = readConfig(opts.datadir, opts.config);
-      const u = usageOf(opts.datadir, config, lookup(opts.datadir, keyOrId));
-      if (opts.json) process.stdout.write(`${JSON.stringify(u)}\n`);
-      else {
-        process.stdout.write(
-          `key ${u.id} (${u.plan}${u.revoked ? ', revoked' : ''}): ${u.used} of ${u.dailyCredits} credits used today, ${u.remaining} left; resets at ${u.resetsAt}\n`,
-        );
+      const km = manager(opts);
+      const v = run(() => km.get(keyOrId));
+      const u = run(() => km.usage(keyOrId));
+      const json = {
+        id: v.id,
+        name: v.name,
+        plan: v.plan,
+        label: v.name,
+        revoked: v.status === 'revoked',
+        dailyCredits: u.balance.dailyCredits,
+        used: u.balance.used,
+        remaining: u.balance.remaining,
+        resetsAt: u.balance.resetsAt,
+        days: u.days,
+        methods: u.methods,
+        minutes: u.minutes,
+      };
+      if (opts.json) return out(opts, json, '');
+      const lines = [`key ${v.id} "${v.name}" (${v.plan}${v.status === 'revoked' ? ', revoked' : ''}): ${u.balance.used} of ${u.balance.dailyCredits} credits used today, ${u.balance.remaining} left; resets at ${u.balance.resetsAt}`];
+      if (u.methods.length > 0) {
+        lines.push(`${'METHOD (30 days)'.padEnd(36)} ${'CALLS'.padStart(9)} ${'CREDITS'.padStart(12)} ${'4XX'.padStart(6)} ${'5XX'.padStart(6)} ${'RPC ERR'.padStart(8)}`);
+        for (const m of u.methods) lines.push(`${m.method.padEnd(36)} ${String(m.calls).padStart(9)} ${String(m.credits).padStart(12)} ${String(m.e4xx).padStart(6)} ${String(m.e5xx).padStart(6)} ${String(m.erpc).padStart(8)}`);
       }
+      process.stdout.write(`${lines.join('\n')}\n`);
     });
 }

@@ -4,7 +4,9 @@
 // store), close the store.
 // Shared by `serve` and `start`. Nothing printed here contains an API key unless the caller
 // passes one for the banner (`start` prints its development key on purpose).
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { KeyManager, hasAdminToken, startDashboard } from '@chainnode/dashboard';
+import type { RunningDashboard } from '@chainnode/dashboard';
 import { ConfigError, FAULT_ENV, applyFaultInjection, loadConfig, startServer } from '@chainnode/server';
 import type { RunningServer, ServerConfig } from '@chainnode/server';
 import type { RpcConfig } from '@chainnode/rpc';
@@ -21,6 +23,27 @@ export interface ServeOptions {
   config?: string;
   failoverUrl?: string;
   metricsPort?: string;
+  dashboard?: boolean;
+  adminHost?: string;
+  adminPort?: string;
+  adminTlsCert?: string;
+  adminTlsKey?: string;
+}
+
+/** The admin port to use, or undefined when the dashboard is off (default port 8546). */
+function dashboardPort(opts: ServeOptions): number | undefined {
+  if (opts.adminPort !== undefined) return parsePort('--admin-port', opts.adminPort);
+  return opts.dashboard === true ? 8546 : undefined;
+}
+
+function readTls(opts: ServeOptions): { cert: string; key: string } | undefined {
+  if (opts.adminTlsCert === undefined && opts.adminTlsKey === undefined) return undefined;
+  if (opts.adminTlsCert === undefined || opts.adminTlsKey === undefined) throw new CliError('--admin-tls-cert and --admin-tls-key go together');
+  try {
+    return { cert: readFileSync(opts.adminTlsCert, 'utf8'), key: readFileSync(opts.adminTlsKey, 'utf8') };
+  } catch (err) {
+    throw new CliError(`cannot read the admin TLS files: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
 }
 
 export function parsePort(name: string, value: string): number {
@@ -66,6 +89,8 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   const port = parsePort('--port', opts.port);
   const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
   const failoverUrl = parseFailoverUrl(opts.failoverUrl);
+  const adminPort = dashboardPort(opts);
+  const adminTls = adminPort !== undefined ? readTls(opts) : undefined;
   const config = readConfig(opts.datadir, opts.config);
   const raw = await openStore(opts.datadir, config.logWorkers > 0);
   let store: ChainStore;
@@ -109,12 +134,36 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
     throw new CliError((err as Error).message);
   }
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  let dash: RunningDashboard | undefined;
+  if (adminPort !== undefined) {
+    const keys = new KeyManager({ datadir: opts.datadir, config, usage: srv.usage, ledger: srv.ledger });
+    try {
+      dash = await startDashboard({
+        datadir: opts.datadir,
+        keys,
+        host: opts.adminHost ?? '127.0.0.1',
+        port: adminPort,
+        rpcUrl: `http://${hostForUrl}:${srv.port}`,
+        log,
+        ...(adminTls !== undefined ? { tls: adminTls } : {}),
+      });
+    } catch (err) {
+      await srv.close();
+      await logs?.close();
+      await raw.close();
+      throw new CliError(`cannot start the dashboard: ${(err as Error).message}`);
+    }
+  }
   process.stdout.write(`serve: listening on ${hostForUrl}:${srv.port}\n`);
   process.stdout.write(`serve: HTTP      POST http://${hostForUrl}:${srv.port}/v3/<API_KEY>\n`);
   process.stdout.write(`serve: WebSocket      ws://${hostForUrl}:${srv.port}/ws/v3/<API_KEY>\n`);
   process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
   if (srv.metricsPort !== undefined) process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics\n`);
   if (failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
+  if (dash !== undefined) {
+    process.stdout.write(`serve: dashboard ${dash.url}\n`);
+    if (!hasAdminToken(opts.datadir)) process.stderr.write(`serve: no admin token yet: create one with node-cli admin token create --datadir ${opts.datadir}\n`);
+  }
   banner?.(srv, hostForUrl);
 
   await new Promise<void>((resolve) => {
@@ -128,6 +177,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       process.stderr.write(`serve: ${signal}: finishing in-flight requests, then closing the store\n`);
       srv
         .close()
+        .then(() => dash?.close())
         .then(() => logs?.close())
         .then(() => raw.close())
         .then(
