@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RpcError, StoreUnavailableError, InvalidParamsError, toData, fromHex } from '@chainnode/core';
+import { GatewayError, RpcError, StoreUnavailableError, InvalidParamsError, toData, fromHex } from '@chainnode/core';
 import type { ChainStore, HeaderRecord } from '@chainnode/core';
 import type { CallInfo, CallMiddleware, JsonRpcId, RpcReply, RpcServiceApi } from '@chainnode/rpc';
 
@@ -85,6 +85,7 @@ export function fakeStore(count = 10, delayMs = 0): ChainStore & { closed: boole
 }
 
 function toWireError(err: unknown): { code: number; message: string; data?: unknown } {
+  if (err instanceof GatewayError) return { code: err.code, message: err.message, event: err.event, details: err.details, ...(err.data !== undefined ? { data: err.data } : {}) } as never;
   if (err instanceof RpcError) return { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) };
   return { code: -32603, message: err instanceof StoreUnavailableError ? 'store unavailable' : 'internal error' };
 }
