@@ -108,7 +108,7 @@ function drawChart(days) {
       width,
       height: 240,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-      scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(10, max * 1.1)] } },
+      scales: { x: { time: true, range: (u, min, max) => [min - 43200, max + 43200] }, y: { range: (u, min, max) => [0, Math.max(10, max * 1.1)] } },
       axes: [{}, { values: (u, vals) => vals.map((v) => fmt(v)), size: 70 }],
       legend: { show: true },
       series: [{}, { label: 'credits', stroke: '#1f6feb', fill: 'rgba(31,111,235,0.25)', width: 1, paths: uPlot.paths.bars({ size: [0.7, 40] }), points: { show: false } }],
@@ -202,13 +202,9 @@ function showLogin() {
 }
 
 async function start() {
-  try {
-    const s = await api('GET', '/api/session');
-    csrf = s.csrf;
-  } catch (err) {
-    if (err.status === 401) return showLogin();
-    throw err;
-  }
+  const s = await api('GET', '/api/session');
+  if (!s.loggedIn) return showLogin();
+  csrf = s.csrf;
   showApp();
   await loadPlans();
   await loadKeys();

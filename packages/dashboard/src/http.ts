@@ -173,7 +173,15 @@ export async function startDashboard(o: DashboardOptions): Promise<RunningDashbo
         return { ok: true };
       },
     },
-    { method: 'GET', path: /^\/api\/session$/, auth: true, mutates: false, handler: ({ session }) => ({ csrf: (session as Session).csrf, rpcUrl: o.rpcUrl ?? null }) },
+    // Not an error when logged out (200 {loggedIn:false}): the page asks on load, and a 401 there
+    // would be a console error in every browser for the normal case.
+    {
+      method: 'GET',
+      path: /^\/api\/session$/,
+      auth: false,
+      mutates: false,
+      handler: ({ session }) => (session ? { loggedIn: true, csrf: session.csrf, rpcUrl: o.rpcUrl ?? null } : { loggedIn: false }),
+    },
     { method: 'GET', path: /^\/api\/plans$/, auth: true, mutates: false, handler: () => km.plans },
     { method: 'GET', path: /^\/api\/keys$/, auth: true, mutates: false, handler: () => km.list() },
     {

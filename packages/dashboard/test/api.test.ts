@@ -100,7 +100,6 @@ test('every API route needs a session: 401 without a cookie and with a forged on
   const env = await setup();
   const id = '0123456789ab';
   const routes: Array<[string, string]> = [
-    ['GET', '/api/session'],
     ['GET', '/api/plans'],
     ['GET', '/api/keys'],
     ['POST', '/api/keys'],
@@ -118,6 +117,7 @@ test('every API route needs a session: 401 without a cookie and with a forged on
     expect([m, p, (await req(env, m, p, { cookie: `chainnode_session=${'A'.repeat(43)}`, body: m === 'GET' || m === 'DELETE' ? undefined : {} })).status]).toEqual([m, p, 401]);
   }
   expect((await req(env, 'GET', '/api/nope')).status).toBe(404);
+  expect((await req(env, 'GET', '/api/session')).body).toEqual({ loggedIn: false });
 });
 
 test('CSRF: a state-changing call needs the same origin AND the session CSRF token', async () => {
@@ -147,7 +147,7 @@ test('keys: create shows the key once; list, get, rename, networks, limits, allo
   const s = await login(env);
   const call = (m: string, p: string, body?: unknown): Promise<Res> => req(env, m, p, { cookie: s.cookie, csrf: s.csrf, body });
 
-  expect((await call('GET', '/api/session')).body['csrf']).toBe(s.csrf);
+  expect((await call('GET', '/api/session')).body).toMatchObject({ loggedIn: true, csrf: s.csrf });
   expect((await call('GET', '/api/plans')).body).toEqual(expect.arrayContaining([{ name: 'core', dailyCredits: 1000 }]));
 
   const c = await call('POST', '/api/keys', { name: 'web app', plan: 'core', networks: ['mainnet', 'sepolia'], limits: { creditsPerDay: 500, creditsPerSecond: 100 } });
