@@ -8,21 +8,11 @@ import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { isPlanName, PLAN_NAMES } from './config.js';
 import type { PlanName } from './config.js';
+import type { KeyRecord } from './ledger-api.js';
 
 export const KEYS_FILE = 'keys.json';
 
-export interface KeyRecord {
-  /** Short public id: the first 12 hex digits of the hash (safe to show and log). */
-  id: string;
-  /** sha256 of the key, hex. */
-  hash: string;
-  plan: PlanName;
-  /** Per-key override of the plan's daily balance. */
-  dailyCredits?: number;
-  label?: string;
-  createdAt: string;
-  revokedAt?: string;
-}
+export type { KeyRecord } from './ledger-api.js';
 
 interface KeysFile {
   version: 1;
