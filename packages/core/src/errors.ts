@@ -3,6 +3,10 @@
 // (`toErrorObject`), so nothing else formats errors and no stack trace reaches a client.
 
 export class RpcError extends Error {
+  /** Infura's error `event` (e.g. -33000 daily credits, -33200 throughput), written after `code`. */
+  event?: number;
+  /** Infura's human-readable `details`, written after `message`. */
+  details?: string;
   constructor(
     readonly code: number,
     message: string,

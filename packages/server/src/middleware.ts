@@ -1,19 +1,57 @@
 // The layers around dispatch, keyed by method name (never inside handlers):
-//   metrics -> key still valid -> credits (reserve, answer, journal) -> failover -> handler.
+//   metrics -> key still valid -> credits (debit both limits, answer, settle) -> failover -> handler.
 // The key itself is authenticated by the transport before the body is read (401); these
 // layers see only its record, and re-check it per call so a key revoked while a WebSocket is
 // open stops working within a second.
-import { InternalError, LimitExceededError, RpcError, StoreUnavailableError } from '@chainnode/core';
+//
+// Charging rules (Infura's): a call refused by a limit (402, 429) or failing on our side (5xx
+// class: internal errors, store unavailable, log queue full) costs nothing; a call failing
+// because of the request (invalid params, unknown block, result cap, ... and envelope errors:
+// parse error, invalid request, unknown method) costs 5 credits (never more than the method);
+// an answered call costs its method's credits. Each call of a batch is charged on its own.
+import { InternalError, RpcError, StoreUnavailableError } from '@chainnode/core';
 import type { CallInfo, CallMiddleware } from '@chainnode/rpc';
+import { TOO_MANY_OFFLOADED } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
 import type { KeyRecord, KeyRegistry } from './keys.js';
-import type { CreditLedger } from './ledger.js';
+import { LedgerUnavailableError } from './ledger-api.js';
+import type { CreditLedger, DebitResult, Limits } from './ledger-api.js';
 import type { Metrics, Outcome } from './metrics.js';
 
-/** -32005 for a call today's balance cannot cover; the transport answers a single one with 429. */
-export class CreditLimitError extends LimitExceededError {
-  constructor(message: string, resetsAt: string) {
-    super(message, { resetsAt });
+/** Credits a call that failed because of the request costs (Infura: "other 4xx cost 5 credits"). */
+export const REQUEST_ERROR_CREDITS = 5;
+
+export const DAILY_LIMIT_DETAILS =
+  'You have reached your daily credit limit. To continue making requests, upgrade your plan or purchase additional credits.';
+export const THROUGHPUT_LIMIT_DETAILS =
+  'You have surpassed your allowed throughput limit. Reduce the amount of requests per second or upgrade for more capacity.';
+
+/**
+ * Daily credits exhausted: Infura's body {"code":402,"event":-33000,"message":"Payment Required",
+ * "details":"You have reached your daily credit limit. …"} plus data.resetsAt (next 00:00 UTC).
+ * A single request answers HTTP 402; WebSockets of the key are closed after it.
+ */
+export class DailyLimitError extends RpcError {
+  constructor(resetsAt: string) {
+    super(402, 'Payment Required', { resetsAt });
+    this.event = -33000;
+    this.details = `${DAILY_LIMIT_DETAILS} The balance resets at ${resetsAt}.`;
+  }
+}
+
+/** Credits per second exceeded: {"code":429,"event":-33200,"message":"Too Many Requests",...}; HTTP 429. */
+export class ThroughputLimitError extends RpcError {
+  constructor() {
+    super(429, 'Too Many Requests');
+    this.event = -33200;
+    this.details = THROUGHPUT_LIMIT_DETAILS;
+  }
+}
+
+/** The shared ledger cannot be reached and the failure mode is `closed`: -32603, HTTP 503, free. */
+export class LedgerDownError extends InternalError {
+  constructor() {
+    super('credit ledger unavailable: try again shortly');
   }
 }
 
@@ -29,13 +67,32 @@ class FailoverTimeout extends Error {}
 /** What one HTTP request or WebSocket message learns while its calls run. */
 export interface RequestContext {
   readonly keyHash: string;
-  /** At least one call was refused for lack of credits. */
-  creditRejected: boolean;
+  /**
+   * HTTP status of the first call refused by a limit or by an unavailable ledger (402, 429,
+   * 503); a single request answers with it (a batch answers 200).
+   */
+  refusal?: 402 | 429 | 503;
+  /** Calls answered with a request error before the middleware (charged by chargeRequestErrors). */
+  requestErrors: number;
 }
 
 /** The daily balance of a key: its override, else its plan's. */
 export function dailyLimit(config: ServerConfig, key: KeyRecord): number {
   return key.dailyCredits ?? config.plans[key.plan].dailyCredits;
+}
+
+/** Both limits of a key: its overrides, else its plan's. */
+export function limitsOf(config: ServerConfig, key: KeyRecord): Limits {
+  const plan = config.plans[key.plan];
+  return { daily: key.dailyCredits ?? plan.dailyCredits, perSecond: key.creditsPerSecond ?? plan.creditsPerSecond };
+}
+
+/** What a call that ended in `err` costs (the charging rules above). */
+export function creditsForError(cost: number, err: unknown): number {
+  if (!(err instanceof RpcError)) return 0; // store unavailable, a bug: our side
+  if (err.code === -32603 || err.code === 402 || err.code === 429 || err.code === -32001) return 0;
+  if (err.code === -32005 && err.message === TOO_MANY_OFFLOADED) return 0; // overload: our side
+  return Math.min(REQUEST_ERROR_CREDITS, cost);
 }
 
 export interface GateOptions {
@@ -45,15 +102,49 @@ export interface GateOptions {
   metrics: Metrics;
   /** Partner JSON-RPC endpoint for failover-plan eth_getBlockByHash calls. */
   failoverUrl?: string;
+  log?: (line: string) => void;
 }
 
 export class Gate {
   constructor(private readonly o: GateOptions) {}
 
+  /** A fresh context for one request (single call or batch) made with the key `keyHash`. */
+  static context(keyHash: string): RequestContext {
+    return { keyHash, requestErrors: 0 };
+  }
+
+  /** Pass as handle()'s onRequestError. */
+  static requestErrorCounter(ctx: RequestContext): () => void {
+    return () => {
+      ctx.requestErrors++;
+    };
+  }
+
   /**
-   * The middleware for one request (single call or batch) made with the key `keyHash`. One async
-   * frame per call (key check, reservation, answer, journal, metrics): this runs for every call,
-   * and each extra await layer is a measurable share of a cached answer's cost.
+   * Charges the request errors of `ctx` (5 credits each) before the reply goes out. Free when
+   * the key's limits are reached or the ledger is away (a refusal would be free too).
+   */
+  async chargeRequestErrors(ctx: RequestContext): Promise<void> {
+    if (ctx.requestErrors === 0) return;
+    const key = this.o.keys.byKeyHash(ctx.keyHash);
+    if (!key || key.revokedAt !== undefined) return;
+    const cost = ctx.requestErrors * REQUEST_ERROR_CREDITS;
+    ctx.requestErrors = 0;
+    try {
+      const d = await this.o.ledger.debit(key.hash, cost, limitsOf(this.o.config, key));
+      if (d.ok) {
+        await this.o.ledger.settle(d.debit, cost);
+        this.o.metrics.charged('request_error', cost);
+      }
+    } catch {
+      // not charged
+    }
+  }
+
+  /**
+   * The middleware for one request made under `ctx`. One async frame per call (key check,
+   * debit, answer, settle, metrics): this runs for every call, and each extra await layer is a
+   * measurable share of a cached answer's cost.
    */
   middleware(ctx: RequestContext): CallMiddleware {
     const { config, keys, ledger, metrics, failoverUrl } = this.o;
@@ -63,40 +154,50 @@ export class Gate {
       try {
         const key = keys.byKeyHash(ctx.keyHash);
         if (!key || key.revokedAt !== undefined) throw new KeyRevokedError();
-        const limit = dailyLimit(config, key);
-        const reservation = ledger.reserve(key.hash, call.cost, limit);
-        if (!reservation) {
-          ctx.creditRejected = true;
-          const resetsAt = ledger.resetsAt().toISOString();
-          throw new CreditLimitError(
-            `daily credit limit reached: ${call.method} costs ${call.cost} credits, ` +
-              `${Math.max(0, limit - ledger.used(key.hash))} of ${limit} left today; the balance resets at ${resetsAt}`,
-            resetsAt,
-          );
-        }
-        let result: unknown;
-        try {
+        const invoke = async (): Promise<unknown> => {
           if (failoverUrl !== undefined && call.method === 'eth_getBlockByHash' && config.plans[key.plan].failover) {
             const answer = await this.failover(failoverUrl, call, next);
             if (answer.failedOver) outcome = 'failover';
-            result = answer.result;
-          } else {
-            result = await next();
+            return answer.result;
           }
+          return next();
+        };
+        if (call.cost === 0) return await invoke(); // free methods never touch the ledger
+        let d: DebitResult;
+        try {
+          d = await ledger.debit(key.hash, call.cost, limitsOf(config, key));
         } catch (err) {
-          ledger.release(reservation);
+          if (!(err instanceof LedgerUnavailableError)) throw err;
+          ctx.refusal ??= 503;
+          throw new LedgerDownError();
+        }
+        if (!d.ok) {
+          ctx.refusal ??= d.reason === 'daily' ? 402 : 429;
+          throw d.reason === 'daily' ? new DailyLimitError(d.resetsAt) : new ThroughputLimitError();
+        }
+        let result: unknown;
+        try {
+          result = await invoke();
+        } catch (err) {
+          const credits = creditsForError(call.cost, err);
+          try {
+            await ledger.settle(d.debit, credits);
+            if (credits > 0) metrics.charged(call.method, credits);
+          } catch {
+            // the error goes out either way; an unrecorded 5-credit charge is not worth refusing it
+          }
           throw err;
         }
         try {
-          await ledger.commit(reservation);
+          await ledger.settle(d.debit, call.cost);
         } catch {
-          // Not journaled means not charged, and then the answer is not given either.
+          // Not recorded means not charged, and then the answer is not given either.
           throw new InternalError('could not record credit usage; the call was not charged');
         }
         metrics.charged(call.method, call.cost);
         return result;
       } catch (err) {
-        outcome = err instanceof CreditLimitError ? 'no_credits' : 'error';
+        outcome = err instanceof DailyLimitError || err instanceof ThroughputLimitError ? 'no_credits' : 'error';
         throw err;
       } finally {
         metrics.call(call.method, outcome, (performance.now() - t0) / 1000);

@@ -5,8 +5,8 @@
 // Shared by `serve` and `start`. Nothing printed here contains an API key unless the caller
 // passes one for the banner (`start` prints its development key on purpose).
 import { existsSync } from 'node:fs';
-import { ConfigError, FAULT_ENV, applyFaultInjection, loadConfig, startServer } from '@chainnode/server';
-import type { RunningServer, ServerConfig } from '@chainnode/server';
+import { ConfigError, FAULT_ENV, LedgerUnavailableError, applyFaultInjection, checkLedgerUrl, loadConfig, openLedger, startServer } from '@chainnode/server';
+import type { LedgerFailureMode, OpenLedger, RunningServer, ServerConfig } from '@chainnode/server';
 import type { RpcConfig } from '@chainnode/rpc';
 import { OffloadPool, createRpcService, resolveConfig } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, openChainStore } from '@chainnode/store';
@@ -21,6 +21,25 @@ export interface ServeOptions {
   config?: string;
   failoverUrl?: string;
   metricsPort?: string;
+  /** redis://host:port[/db]: keys and credits shared through Redis; default the embedded ledger. */
+  ledger?: string;
+  ledgerFailure?: string;
+}
+
+/** `--ledger`: undefined (embedded) or a checked redis:// URL. */
+export function parseLedgerUrl(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return checkLedgerUrl(value);
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+}
+
+export function parseLedgerFailure(value: string | undefined): LedgerFailureMode {
+  if (value === undefined || value === 'open') return 'open';
+  if (value === 'closed') return 'closed';
+  throw new CliError(`--ledger-failure: expected open or closed, got "${value}"`);
 }
 
 export function parsePort(name: string, value: string): number {
@@ -61,13 +80,46 @@ export async function openStore(datadir: string, shared = false): Promise<ChainS
   }
 }
 
-/** Serves until a signal; `banner` receives the bound address once listening. */
-export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, host: string) => void): Promise<void> {
+/**
+ * Serves until a signal; `banner` receives the bound address once listening; `onLedger` runs once
+ * the ledger is open, before the server starts (`start` makes its development key there).
+ */
+export async function serve(
+  opts: ServeOptions,
+  banner?: (srv: RunningServer, host: string) => void,
+  onLedger?: (l: OpenLedger) => Promise<void>,
+): Promise<void> {
   const port = parsePort('--port', opts.port);
   const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
   const failoverUrl = parseFailoverUrl(opts.failoverUrl);
+  const ledgerUrl = parseLedgerUrl(opts.ledger);
+  const failure = parseLedgerFailure(opts.ledgerFailure);
   const config = readConfig(opts.datadir, opts.config);
-  const raw = await openStore(opts.datadir, config.logWorkers > 0);
+  const log = (line: string): void => {
+    process.stderr.write(`serve: ${line}\n`);
+  };
+  let ledger: OpenLedger;
+  try {
+    ledger = await openLedger({
+      ...(ledgerUrl !== undefined ? { url: ledgerUrl } : {}),
+      datadir: opts.datadir,
+      failure,
+      commandTimeoutMs: config.ledgerCommandTimeoutMs,
+      journalMax: config.ledgerJournalMax,
+      log,
+    });
+    await onLedger?.(ledger);
+  } catch (err) {
+    if (err instanceof LedgerUnavailableError) throw new CliError(err.message);
+    throw err;
+  }
+  let raw: ChainStore;
+  try {
+    raw = await openStore(opts.datadir, config.logWorkers > 0);
+  } catch (err) {
+    await ledger.close();
+    throw err;
+  }
   let store: ChainStore;
   try {
     store = applyFaultInjection(raw);
@@ -76,9 +128,6 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
     throw new CliError((err as Error).message);
   }
   if (store !== raw) process.stderr.write(`serve: fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails\n`);
-  const log = (line: string): void => {
-    process.stderr.write(`serve: ${line}\n`);
-  };
   const rpcConfig = resolveConfig({ maxBatchSize: config.maxBatchSize });
   let logs: OffloadPool | undefined;
   if (config.logWorkers > 0) {
@@ -100,12 +149,14 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       host: opts.host,
       port,
       log,
+      ledger: { keys: ledger.keys, credits: ledger.ledger() },
       ...(failoverUrl !== undefined ? { failoverUrl } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
     });
   } catch (err) {
     await logs?.close();
     await raw.close();
+    await ledger.close();
     throw new CliError((err as Error).message);
   }
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
@@ -115,6 +166,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
   if (srv.metricsPort !== undefined) process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics\n`);
   if (failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
+  process.stdout.write(`serve: ledger    ${ledger.engine === 'redis' ? `redis (shared; when unreachable: fail-${failure})` : `embedded (${opts.datadir})`}\n`);
   banner?.(srv, hostForUrl);
 
   await new Promise<void>((resolve) => {
@@ -130,6 +182,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
         .close()
         .then(() => logs?.close())
         .then(() => raw.close())
+        .then(() => ledger.close())
         .then(
           () => {
             process.stderr.write('serve: stopped cleanly\n');
