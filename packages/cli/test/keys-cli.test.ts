@@ -16,7 +16,7 @@ test('keys: create (name, networks, limits), list with the key prefix, show, ren
     return JSON.parse(r.stdout) as unknown;
   };
   try {
-    const c = (await cli('keys', 'create', '--plan', 'developer', '--name', 'indexer', '--networks', 'mainnet,sepolia', '--credits-per-day', '5000', '--credits-per-second', '100')) as { key: string; id: string; prefix: string };
+    const c = (await cli('keys', 'create', '--plan', 'developer', '--name', 'indexer', '--networks', 'mainnet,sepolia', '--limit-per-day', '5000', '--limit-per-second', '100')) as { key: string; id: string; prefix: string };
     expect(c.key).toMatch(/^[0-9a-f]{32}$/);
     expect(c.prefix).toBe(c.key.slice(0, 6));
     const file = readFileSync(join(t.dir, 'keys.json'), 'utf8');
@@ -30,7 +30,7 @@ test('keys: create (name, networks, limits), list with the key prefix, show, ren
     expect(await cli('keys', 'show', c.id)).toMatchObject({ name: 'indexer', plan: 'developer', networks: ['mainnet', 'sepolia'], limits: { creditsPerDay: 5000, creditsPerSecond: 100 } });
 
     expect(await cli('keys', 'rename', c.id, 'indexer v2')).toMatchObject({ name: 'indexer v2' });
-    expect(await cli('keys', 'limits', c.id, '--credits-per-day', '0')).toMatchObject({ limits: { creditsPerDay: null, creditsPerSecond: 100 } });
+    expect(await cli('keys', 'limits', c.id, '--per-day', '0')).toMatchObject({ limits: { creditsPerDay: null, creditsPerSecond: 100 } });
     expect(await cli('keys', 'networks', c.id, 'all')).toMatchObject({ networks: null });
     expect(await cli('keys', 'allowlist', c.id, '--origins', 'https://*.example.com', '--methods', 'eth_blockNumber,eth_getLogs')).toEqual({
       addresses: [],

@@ -3,6 +3,10 @@
 // (`toErrorObject`), so nothing else formats errors and no stack trace reaches a client.
 
 export class RpcError extends Error {
+  /** Infura's error `event` (e.g. -33000 daily credits, -33200 throughput), written after `code`. */
+  event?: number;
+  /** Infura's human-readable `details`, written after `message`. */
+  details?: string;
   constructor(
     readonly code: number,
     message: string,
@@ -59,23 +63,6 @@ export class ServerError extends RpcError {
 export class LimitExceededError extends RpcError {
   constructor(message: string, data?: unknown) {
     super(-32005, message, data);
-  }
-}
-
-/**
- * A refusal by the gateway in Infura's shape: the error object carries `event` (Infura's
- * numeric event, e.g. -33300) and `details` beside code and message, as docs.metamask.io shows:
- * {"code":429,"event":-33300,"message":"Too Many Requests","details":"..."}.
- */
-export class GatewayError extends RpcError {
-  constructor(
-    code: number,
-    message: string,
-    readonly event: number,
-    readonly details: string,
-    data?: unknown,
-  ) {
-    super(code, message, data);
   }
 }
 

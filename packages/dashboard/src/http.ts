@@ -273,7 +273,7 @@ export async function startDashboard(o: DashboardOptions): Promise<RunningDashbo
         }
       } else body = {};
     }
-    const out = route.handler({ req, res, params, body, session, cookie });
+    const out = await route.handler({ req, res, params, body, session, cookie });
     sendJson(res, 200, out);
   };
 

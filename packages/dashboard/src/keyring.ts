@@ -1,7 +1,8 @@
 // The one key-management module: every action of the dashboard and of `node-cli keys` goes
 // through KeyManager, so both validate the same way and write the same records. It works over
-// the key store of today (<datadir>/keys.json, written atomically; a running server reloads it
-// within a second) and reads usage from the usage record and the credit ledger.
+// the ledger's KeyStore (embedded: <datadir>/keys.json; Redis: one JSON value per key; servers
+// pick changes up within a second) and reads usage from the usage record and the credit ledger
+// of the same engine.
 //
 // Secrets (the key, its API secret) leave this module only in the return value of the action
 // that created them (create, rotate, createSecret), once; nothing here logs.
@@ -9,23 +10,17 @@ import {
   KEY_PREFIX_LENGTH,
   PLAN_NAMES,
   chargeHash,
-  dailyLimit,
-  findKey,
+  effectiveLimits,
   generateKey,
   generateSecret,
   hashKey,
   isPlanName,
-  nextUtcMidnight,
-  readKeys,
-  readUsage,
-  readUsageStats,
-  utcDay,
+  limitsOf,
   validateAllowlists,
-  writeKeys,
   AllowlistError,
   USAGE_DAYS,
 } from '@chainnode/server';
-import type { Allowlists, Counters, CreditLedger, DayUsage, KeyLimits, KeyRecord, MinuteUsage, PlanName, ServerConfig, UsageRecord } from '@chainnode/server';
+import type { Allowlists, Counters, DayUsage, KeyLimits, KeyRecord, KeyStore, MinuteUsage, PlanName, ServerConfig, Usage, UsageRecord } from '@chainnode/server';
 
 /** A refused action: bad input (400) or no such key (404). The message is safe to show. */
 export class KeyActionError extends Error {
@@ -57,8 +52,9 @@ export interface KeyView {
   lastUsed: string | null;
   networks: string[] | null;
   limits: { creditsPerDay: number | null; creditsPerSecond: number | null };
-  /** The plan's (or the key's override of the) daily balance. */
+  /** The plan's (or the operator's per-key override of the) daily balance and credits per second. */
   planDailyCredits: number;
+  planCreditsPerSecond: number;
   allowlists: Required<Allowlists>;
   secret: { set: boolean; required: boolean };
 }
@@ -83,8 +79,9 @@ export interface CreateInput {
   plan: string;
   networks?: string[] | undefined;
   limits?: KeyLimits | undefined;
-  /** Per-key override of the plan's daily balance (the older `--daily-credits`). */
+  /** Operator overrides of the plan's daily credits and credits per second (`--daily-credits`, `--credits-per-second`). */
   dailyCredits?: number | undefined;
+  creditsPerSecond?: number | undefined;
 }
 
 export interface UpdateInput {
@@ -122,12 +119,13 @@ function validCredits(field: string, v: unknown): number | undefined {
 }
 
 export interface KeyManagerOptions {
-  datadir: string;
+  /** The ledger's key store (openLedger().keys). */
+  keys: KeyStore;
   config: ServerConfig;
-  /** The running server's usage record (else the files of the embedded one are read). */
-  usage?: UsageRecord;
-  /** The running server's ledger (else today's journal is read). */
-  ledger?: CreditLedger;
+  /** The ledger's usage record (openLedger().usageRecord(), or the running server's). */
+  usage: UsageRecord;
+  /** Today's credits of a ledger identity (openLedger().usage). */
+  balance: (hash: string) => Promise<Usage>;
   now?: () => number;
 }
 
@@ -138,38 +136,40 @@ export class KeyManager {
     this.now = o.now ?? Date.now;
   }
 
-  get plans(): Array<{ name: PlanName; dailyCredits: number }> {
-    return PLAN_NAMES.map((name) => ({ name, dailyCredits: this.o.config.plans[name].dailyCredits }));
+  get plans(): Array<{ name: PlanName; dailyCredits: number; creditsPerSecond: number }> {
+    return PLAN_NAMES.map((name) => ({ name, dailyCredits: this.o.config.plans[name].dailyCredits, creditsPerSecond: this.o.config.plans[name].creditsPerSecond }));
   }
 
-  private all(): KeyRecord[] {
-    return readKeys(this.o.datadir);
+  /** Every key, less the records of rotated-away values (kept, revoked, so they stay refused). */
+  private async all(): Promise<KeyRecord[]> {
+    return (await this.o.keys.list()).filter((k) => k.replacedBy === undefined);
   }
 
   /** Finds by id, or (CLI) by the plaintext key. */
-  private find(keys: KeyRecord[], keyOrId: string): KeyRecord {
-    const rec = /^[0-9a-f]{12}$/.test(keyOrId) ? keys.find((k) => k.id === keyOrId) ?? findKey(keys, keyOrId) : findKey(keys, keyOrId);
+  private async find(keyOrId: string): Promise<KeyRecord> {
+    const keys = await this.all();
+    const h = hashKey(keyOrId);
+    const rec = keys.find((k) => k.id === keyOrId) ?? keys.find((k) => k.hash === h);
     if (!rec) throw new KeyActionError('no such key (give its id from the key list, or the key itself)', 404);
     return rec;
   }
 
-  private mutate<T>(keyOrId: string, f: (rec: KeyRecord) => T): T {
-    const keys = this.all();
-    const rec = this.find(keys, keyOrId);
+  private async mutate<T>(keyOrId: string, f: (rec: KeyRecord) => T): Promise<T> {
+    const rec = await this.find(keyOrId);
     const out = f(rec);
-    writeKeys(this.o.datadir, keys);
+    await this.o.keys.put(rec);
     return out;
   }
 
-  list(): KeyView[] {
-    return this.all().map((k) => this.view(k));
+  async list(): Promise<KeyView[]> {
+    return Promise.all((await this.all()).map((k) => this.view(k)));
   }
 
-  get(keyOrId: string): KeyView {
-    return this.view(this.find(this.all(), keyOrId));
+  async get(keyOrId: string): Promise<KeyView> {
+    return this.view(await this.find(keyOrId));
   }
 
-  create(input: CreateInput): { key: string; view: KeyView } {
+  async create(input: CreateInput): Promise<{ key: string; view: KeyView }> {
     const name = validName(input.name);
     if (typeof input.plan !== 'string' || !isPlanName(input.plan)) throw new KeyActionError(`plan: expected one of ${PLAN_NAMES.join(', ')}`);
     const key = generateKey();
@@ -177,12 +177,14 @@ export class KeyManager {
     const rec: KeyRecord = { id: hash.slice(0, 12), hash, plan: input.plan, createdAt: new Date(this.now()).toISOString(), name, prefix: key.slice(0, KEY_PREFIX_LENGTH) };
     const daily = validCredits('dailyCredits', input.dailyCredits);
     if (daily !== undefined) rec.dailyCredits = daily;
+    if (input.creditsPerSecond !== undefined) {
+      if (!Number.isSafeInteger(input.creditsPerSecond) || input.creditsPerSecond < 0) throw new KeyActionError('creditsPerSecond: expected a non-negative integer');
+      rec.creditsPerSecond = input.creditsPerSecond;
+    }
     if (input.networks !== undefined) rec.networks = validNetworks(input.networks);
     if (input.limits !== undefined) this.applyLimits(rec, input.limits);
-    const keys = this.all();
-    keys.push(rec);
-    writeKeys(this.o.datadir, keys);
-    return { key, view: this.view(rec) };
+    await this.o.keys.put(rec);
+    return { key, view: await this.view(rec) };
   }
 
   private applyLimits(rec: KeyRecord, l: { creditsPerDay?: number | null | undefined; creditsPerSecond?: number | null | undefined }): void {
@@ -203,12 +205,12 @@ export class KeyManager {
     else rec.limits = limits;
   }
 
-  update(keyOrId: string, input: UpdateInput): KeyView {
+  async update(keyOrId: string, input: UpdateInput): Promise<KeyView> {
     if (typeof input !== 'object' || input === null) throw new KeyActionError('expected a JSON object');
     for (const k of Object.keys(input)) {
       if (!['name', 'networks', 'limits', 'allowlists', 'secretRequired'].includes(k)) throw new KeyActionError(`${k}: unknown field`);
     }
-    return this.mutate(keyOrId, (rec) => {
+    const rec = await this.mutate(keyOrId, (rec) => {
       if (rec.revokedAt !== undefined) throw new KeyActionError('the key is revoked', 409);
       if (input.name !== undefined) rec.name = validName(input.name);
       if (input.networks !== undefined) {
@@ -233,70 +235,64 @@ export class KeyManager {
         if (input.secretRequired) rec.secretRequired = true;
         else delete rec.secretRequired;
       }
-      return this.view(rec);
+      return rec;
     });
+    return this.view(rec);
   }
 
-  rename(keyOrId: string, name: string): KeyView {
+  rename(keyOrId: string, name: string): Promise<KeyView> {
     return this.update(keyOrId, { name });
   }
 
-  revoke(keyOrId: string): KeyView {
-    return this.mutate(keyOrId, (rec) => {
+  async revoke(keyOrId: string): Promise<KeyView> {
+    const rec = await this.mutate(keyOrId, (rec) => {
       rec.revokedAt ??= new Date(this.now()).toISOString();
-      return this.view(rec);
+      return rec;
     });
+    return this.view(rec);
   }
 
   /**
    * A new key value for the same record: same id, settings and daily balance (the ledger keeps
-   * charging the original identity); the old value stops working within a second.
+   * charging the original identity, chargeTo). The old value's record stays in the store,
+   * revoked and marked replacedBy (stores are keyed by hash and have no delete), so it is refused
+   * (401) within a second; lists hide it.
    */
-  rotate(keyOrId: string): { key: string; view: KeyView } {
+  async rotate(keyOrId: string): Promise<{ key: string; view: KeyView }> {
+    const old = await this.find(keyOrId);
+    if (old.revokedAt !== undefined) throw new KeyActionError('the key is revoked', 409);
     const key = generateKey();
-    const view = this.mutate(keyOrId, (rec) => {
-      if (rec.revokedAt !== undefined) throw new KeyActionError('the key is revoked', 409);
-      rec.chargeTo = chargeHash(rec);
-      rec.hash = hashKey(key);
-      rec.prefix = key.slice(0, KEY_PREFIX_LENGTH);
-      rec.rotatedAt = new Date(this.now()).toISOString();
-      return this.view(rec);
-    });
-    return { key, view };
+    const at = new Date(this.now()).toISOString();
+    const rec: KeyRecord = { ...old, hash: hashKey(key), chargeTo: chargeHash(old), prefix: key.slice(0, KEY_PREFIX_LENGTH), rotatedAt: at };
+    await this.o.keys.put(rec);
+    await this.o.keys.put({ ...old, revokedAt: at, replacedBy: rec.hash });
+    return { key, view: await this.view(rec) };
   }
 
   /** Creates (or replaces) the key's API secret; returns it once. */
-  createSecret(keyOrId: string): { secret: string; view: KeyView } {
+  async createSecret(keyOrId: string): Promise<{ secret: string; view: KeyView }> {
     const secret = generateSecret();
-    const view = this.mutate(keyOrId, (rec) => {
+    const rec = await this.mutate(keyOrId, (rec) => {
       if (rec.revokedAt !== undefined) throw new KeyActionError('the key is revoked', 409);
       rec.secretHash = hashKey(secret);
-      return this.view(rec);
+      return rec;
     });
-    return { secret, view };
+    return { secret, view: await this.view(rec) };
   }
 
-  deleteSecret(keyOrId: string): KeyView {
-    return this.mutate(keyOrId, (rec) => {
+  async deleteSecret(keyOrId: string): Promise<KeyView> {
+    const rec = await this.mutate(keyOrId, (rec) => {
       delete rec.secretHash;
       delete rec.secretRequired;
-      return this.view(rec);
+      return rec;
     });
+    return this.view(rec);
   }
 
-  usage(keyOrId: string, nDays = USAGE_DAYS): KeyUsage {
-    const rec = this.find(this.all(), keyOrId);
+  async usage(keyOrId: string, nDays = USAGE_DAYS): Promise<KeyUsage> {
+    const rec = await this.find(keyOrId);
     const n = Math.min(Math.max(1, Math.trunc(nDays)), USAGE_DAYS);
-    let days: DayUsage[];
-    let minutes: MinuteUsage[];
-    if (this.o.usage) {
-      days = this.o.usage.days(rec.id, n);
-      minutes = this.o.usage.minutes(rec.id);
-    } else {
-      const r = readUsageStats(this.o.datadir, rec.id, this.now());
-      days = r.days.slice(-n);
-      minutes = r.minutes;
-    }
+    const [days, minutes, today] = await Promise.all([this.o.usage.days(rec.id, n), this.o.usage.minutes(rec.id), this.o.balance(chargeHash(rec))]);
     const methods = new Map<string, Counters>();
     for (const d of days) {
       for (const [m, c] of Object.entries(d.methods)) {
@@ -309,39 +305,26 @@ export class KeyManager {
         methods.set(m, t);
       }
     }
-    const used = this.o.ledger ? this.o.ledger.used(chargeHash(rec)) : (readUsage(this.o.datadir, utcDay(this.now())).get(chargeHash(rec)) ?? 0);
-    const daily = this.dailyCredits(rec);
+    const daily = effectiveLimits(this.o.config, rec).daily;
     return {
       id: rec.id,
       days,
       minutes,
       methods: [...methods].map(([method, c]) => ({ method, ...c })).sort((a, b) => b.credits - a.credits || b.calls - a.calls || a.method.localeCompare(b.method)),
-      balance: { dailyCredits: daily, used, remaining: Math.max(0, daily - used), resetsAt: nextUtcMidnight(this.now()).toISOString() },
+      balance: { dailyCredits: daily, used: today.used, remaining: Math.max(0, daily - today.used), resetsAt: today.resetsAt },
     };
   }
 
-  private dailyCredits(rec: KeyRecord): number {
-    const plan = dailyLimit(this.o.config, rec);
-    const own = rec.limits?.creditsPerDay;
-    return own !== undefined && own > 0 ? Math.min(plan, own) : plan;
-  }
-
-  private lastUsed(rec: KeyRecord): string | null {
-    const minutes = this.o.usage ? this.o.usage.minutes(rec.id) : undefined;
-    if (minutes) {
-      for (let i = minutes.length - 1; i >= 0; i--) if ((minutes[i] as MinuteUsage).calls > 0) return (minutes[i] as MinuteUsage).minute;
-      const days = this.o.usage?.days(rec.id) ?? [];
-      for (let i = days.length - 1; i >= 0; i--) if ((days[i] as DayUsage).calls > 0) return (days[i] as DayUsage).day;
-      return null;
-    }
-    // Another process (CLI): the files of the embedded record, days only (cheap enough for a list).
-    const r = readUsageStats(this.o.datadir, rec.id, this.now());
-    for (let i = r.minutes.length - 1; i >= 0; i--) if ((r.minutes[i] as MinuteUsage).calls > 0) return (r.minutes[i] as MinuteUsage).minute;
-    for (let i = r.days.length - 1; i >= 0; i--) if ((r.days[i] as DayUsage).calls > 0) return (r.days[i] as DayUsage).day;
+  private async lastUsed(rec: KeyRecord): Promise<string | null> {
+    const minutes = await this.o.usage.minutes(rec.id);
+    for (let i = minutes.length - 1; i >= 0; i--) if ((minutes[i] as MinuteUsage).calls > 0) return (minutes[i] as MinuteUsage).minute;
+    const days = await this.o.usage.days(rec.id);
+    for (let i = days.length - 1; i >= 0; i--) if ((days[i] as DayUsage).calls > 0) return (days[i] as DayUsage).day;
     return null;
   }
 
-  view(rec: KeyRecord): KeyView {
+  async view(rec: KeyRecord): Promise<KeyView> {
+    const base = limitsOf(this.o.config, rec);
     return {
       id: rec.id,
       name: rec.name ?? rec.label ?? '',
@@ -351,10 +334,11 @@ export class KeyManager {
       createdAt: rec.createdAt,
       revokedAt: rec.revokedAt ?? null,
       rotatedAt: rec.rotatedAt ?? null,
-      lastUsed: this.lastUsed(rec),
+      lastUsed: await this.lastUsed(rec),
       networks: rec.networks ?? null,
       limits: { creditsPerDay: rec.limits?.creditsPerDay ?? null, creditsPerSecond: rec.limits?.creditsPerSecond ?? null },
-      planDailyCredits: dailyLimit(this.o.config, rec),
+      planDailyCredits: base.daily,
+      planCreditsPerSecond: base.perSecond,
       allowlists: {
         addresses: rec.allowlists?.addresses ?? [],
         userAgents: rec.allowlists?.userAgents ?? [],

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { EmbeddedUsage, parseConfig, readKeys } from '@chainnode/server';
+import { EmbeddedLedger, EmbeddedUsage, FileKeyStore, parseConfig, readKeys } from '@chainnode/server';
 import type { KeyRecord } from '@chainnode/server';
 import { KeyManager, createAdminToken, startDashboard } from '../src/index.js';
 import type { KeyView, RunningDashboard } from '../src/index.js';
@@ -30,7 +30,9 @@ async function setup(): Promise<Env> {
   const token = createAdminToken(dir);
   const usage = new EmbeddedUsage(dir);
   cleanups.push(() => usage.close());
-  const keys = new KeyManager({ datadir: dir, config: parseConfig({ plans: { core: { dailyCredits: 1000 } } }), usage });
+  const ledger = new EmbeddedLedger(dir);
+  cleanups.push(() => ledger.close());
+  const keys = new KeyManager({ keys: new FileKeyStore(dir), config: parseConfig({ plans: { core: { dailyCredits: 1000 } } }), usage, balance: (h) => ledger.usage(h) });
   const dash = await startDashboard({ datadir: dir, keys, host: '127.0.0.1', port: 0 });
   cleanups.push(() => dash.close());
   const origin = `http://127.0.0.1:${dash.port}`;
@@ -148,7 +150,7 @@ test('keys: create shows the key once; list, get, rename, networks, limits, allo
   const call = (m: string, p: string, body?: unknown): Promise<Res> => req(env, m, p, { cookie: s.cookie, csrf: s.csrf, body });
 
   expect((await call('GET', '/api/session')).body).toMatchObject({ loggedIn: true, csrf: s.csrf });
-  expect((await call('GET', '/api/plans')).body).toEqual(expect.arrayContaining([{ name: 'core', dailyCredits: 1000 }]));
+  expect((await call('GET', '/api/plans')).body).toEqual(expect.arrayContaining([{ name: 'core', dailyCredits: 1000, creditsPerSecond: 500 }]));
 
   const c = await call('POST', '/api/keys', { name: 'web app', plan: 'core', networks: ['mainnet', 'sepolia'], limits: { creditsPerDay: 500, creditsPerSecond: 100 } });
   expect(c.status).toBe(200);
@@ -207,9 +209,13 @@ test('keys: create shows the key once; list, get, rename, networks, limits, allo
   expect(key2).not.toBe(key);
   expect((rot.body['view'] as KeyView).id).toBe(view.id);
   expect((rot.body['view'] as KeyView).prefix).toBe(key2.slice(0, 6));
-  const after = readKeys(env.dir)[0] as KeyRecord;
+  const stored = readKeys(env.dir);
+  const after = stored.find((k) => k.replacedBy === undefined) as KeyRecord;
   expect(after.hash).toBe(createHash('sha256').update(key2).digest('hex'));
   expect(after.chargeTo).toBe(rec.hash);
+  // The old value's record stays, revoked and pointing at its successor (refused, hidden from lists).
+  expect(stored.find((k) => k.hash === rec.hash)).toMatchObject({ replacedBy: after.hash, revokedAt: expect.any(String) });
+  expect(((await call('GET', '/api/keys')).body as unknown as KeyView[]).map((k) => k.id)).toEqual([view.id]);
 
   // Revoke; a revoked key cannot be changed; unknown ids are 404; wrong methods 405.
   expect((await call('POST', `/api/keys/${view.id}/revoke`)).body['status']).toBe('revoked');

@@ -20,20 +20,22 @@ export type JsonRpcResponse =
   | { jsonrpc: '2.0'; id: JsonRpcId; error: JsonRpcErrorObject };
 
 const passThrough: CallMiddleware = (_call, next) => next();
+const noop = (): void => {};
 
 export const createRpcService: RpcServiceFactory = (store, config, options) => {
   const ctx: HandlerContext = { store, config: resolveConfig(config), memo: createFormatMemos() };
   const offload = options?.offload;
   const api: RpcServiceApi = {
-    async handle(body, middleware = passThrough): Promise<RpcReply> {
+    async handle(body, middleware = passThrough, onRequestError = noop): Promise<RpcReply> {
       let message: unknown;
       try {
         message = JSON.parse(body);
       } catch {
+        onRequestError();
         return { body: JSON.stringify(errorResponse(null, new ParseError())), batch: false };
       }
       if (!Array.isArray(message)) {
-        const reply = await answer(ctx, offload, message, false, middleware);
+        const reply = await answer(ctx, offload, message, false, middleware, onRequestError);
         if (reply === undefined) return { body: undefined, batch: false };
         const raw = hasNumericId(message) ? rawIds(body) : undefined;
         const rawId = typeof raw === 'string' ? raw : undefined;
@@ -41,19 +43,21 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
         return { body: serialize(reply, rawId), batch: false };
       }
       if (message.length === 0) {
+        onRequestError();
         return { body: JSON.stringify(errorResponse(null, new InvalidRequestError('empty batch'))), batch: true };
       }
       const raws = message.some(hasNumericId) ? rawIds(body) : undefined;
       const rawAt = (i: number): string | undefined => (Array.isArray(raws) ? raws[i] : undefined);
       if (message.length > ctx.config.maxBatchSize) {
         // geth: one error in a one-element array, carrying the id of the first call.
+        onRequestError();
         const first = message.findIndex((m) => callId(m) !== undefined);
         const reply = errorResponse(first < 0 ? null : (callId(message[first]) ?? null), new InvalidRequestError('batch too large'));
         return { body: `[${serialize(reply, rawAt(first))}]`, batch: true };
       }
       const replies: string[] = [];
       for (const [i, m] of message.entries()) {
-        const reply = await answer(ctx, offload, m, true, middleware);
+        const reply = await answer(ctx, offload, m, true, middleware, onRequestError);
         if (reply !== undefined) replies.push(serialize(reply, rawAt(i)));
       }
       return { body: replies.length === 0 ? undefined : `[${replies.join(',')}]`, batch: true };
@@ -123,28 +127,34 @@ async function answer(
   m: unknown,
   inBatch: boolean,
   middleware: CallMiddleware,
+  onRequestError: () => void,
 ): Promise<JsonRpcResponse | undefined> {
+  // A request error answered here, before the middleware: reported so the server can charge it.
+  const rejected = (id: JsonRpcId, err: RpcError): JsonRpcResponse => {
+    onRequestError();
+    return errorResponse(id, err);
+  };
   if (typeof m !== 'object' || m === null || Array.isArray(m)) {
-    return errorResponse(null, new InvalidRequestError('invalid request: expected a JSON object'));
+    return rejected(null, new InvalidRequestError('invalid request: expected a JSON object'));
   }
   const req = m as Record<string, unknown>;
   const isNotification = !('id' in req);
   if (!isNotification && !isValidId(req.id)) {
-    return errorResponse(null, new InvalidRequestError('invalid request: id must be a number, a string or null'));
+    return rejected(null, new InvalidRequestError('invalid request: id must be a number, a string or null'));
   }
   const id: JsonRpcId = isNotification ? null : (req.id as JsonRpcId);
   if (req.jsonrpc !== '2.0') {
-    return errorResponse(id, new InvalidRequestError('invalid request: jsonrpc must be "2.0"'));
+    return rejected(id, new InvalidRequestError('invalid request: jsonrpc must be "2.0"'));
   }
   if (typeof req.method !== 'string' || req.method === '') {
-    return errorResponse(id, new InvalidRequestError('invalid request: method must be a non-empty string'));
+    return rejected(id, new InvalidRequestError('invalid request: method must be a non-empty string'));
   }
   const method = req.method;
   let reply: JsonRpcResponse;
   if (!isMethodName(method)) {
-    reply = errorResponse(id, new MethodNotFoundError(method));
+    reply = rejected(id, new MethodNotFoundError(method));
   } else if (req.params !== undefined && req.params !== null && !Array.isArray(req.params)) {
-    reply = errorResponse(id, new InvalidParamsError('non-array args: params must be a JSON array of positional arguments'));
+    reply = rejected(id, new InvalidParamsError('non-array args: params must be a JSON array of positional arguments'));
   } else {
     const params = (req.params ?? []) as unknown[];
     // The table is typed per method; at this point only the name is known, so the entry is

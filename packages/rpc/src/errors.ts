@@ -1,11 +1,11 @@
 // The one place where anything thrown during a call becomes a JSON-RPC error object.
-import { GatewayError, RpcError } from '@chainnode/core';
+import { RpcError } from '@chainnode/core';
 
 export interface JsonRpcErrorObject {
   code: number;
-  message: string;
-  /** Infura's event number of a gateway refusal (GatewayError). */
+  /** Infura's event code (quota errors), present only when the error carries one. */
   event?: number;
+  message: string;
   details?: string;
   data?: unknown;
 }
@@ -17,11 +17,9 @@ export interface JsonRpcErrorObject {
  */
 export function toErrorObject(err: unknown): JsonRpcErrorObject {
   if (err instanceof RpcError) {
-    const out: JsonRpcErrorObject = { code: err.code, message: err.message };
-    if (err instanceof GatewayError) {
-      out.event = err.event;
-      out.details = err.details;
-    }
+    // Member order as Infura writes it: code, event, message, details, data.
+    const out: JsonRpcErrorObject = err.event === undefined ? { code: err.code, message: err.message } : { code: err.code, event: err.event, message: err.message };
+    if (err.details !== undefined) out.details = err.details;
     if (err.data !== undefined) out.data = err.data;
     return out;
   }

@@ -53,7 +53,12 @@ export interface RpcReply {
 
 export interface RpcServiceApi {
   /** Answers one HTTP body or WebSocket message (single request or batch). Never throws. */
-  handle(body: string, middleware?: CallMiddleware): Promise<RpcReply>;
+  /**
+   * `onRequestError` is called once for each call answered with a request error that never
+   * reached the middleware (parse error, invalid request, unknown method, non-array params), so
+   * the server can charge it as a client error.
+   */
+  handle(body: string, middleware?: CallMiddleware, onRequestError?: () => void): Promise<RpcReply>;
 }
 
 /** What a service is wired to besides its store and config. */

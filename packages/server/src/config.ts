@@ -8,8 +8,10 @@ export const PLAN_NAMES = ['core', 'developer', 'team', 'growth', 'custom'] as c
 export type PlanName = (typeof PLAN_NAMES)[number];
 
 export interface PlanConfig {
-  /** Credits per UTC day. */
+  /** Credits per UTC day (HTTP 402 beyond, until 00:00 UTC). */
   dailyCredits: number;
+  /** Credits per second, a token bucket holding one second of credits (HTTP 429 beyond); 0: no limit. */
+  creditsPerSecond: number;
   /** Whether eth_getBlockByHash may be forwarded to the failover partner (spec 4.3). */
   failover: boolean;
 }
@@ -47,16 +49,23 @@ export interface ServerConfig {
    * refused at once with -32005 "too many concurrent log queries" (not charged).
    */
   logQueueLimit: number;
+  /** Timeout (ms) of each Redis ledger command; a debit slower than this counts as Redis being away. */
+  ledgerCommandTimeoutMs: number;
+  /** Most charges a replica journals locally while Redis is away (fail-open); beyond, paid calls are refused. */
+  ledgerJournalMax: number;
 }
 
-/** Documented defaults (README "Plans and credits"). */
+/**
+ * Documented defaults (README "Limits"): core, developer and team as on Infura's pricing page;
+ * growth (legacy at Infura) and custom are ours to set.
+ */
 export const DEFAULT_CONFIG: ServerConfig = {
   plans: {
-    core: { dailyCredits: 6_000_000, failover: false },
-    developer: { dailyCredits: 15_000_000, failover: false },
-    team: { dailyCredits: 75_000_000, failover: false },
-    growth: { dailyCredits: 200_000_000, failover: true },
-    custom: { dailyCredits: 1_000_000_000, failover: true },
+    core: { dailyCredits: 3_000_000, creditsPerSecond: 500, failover: false },
+    developer: { dailyCredits: 15_000_000, creditsPerSecond: 4_000, failover: false },
+    team: { dailyCredits: 75_000_000, creditsPerSecond: 40_000, failover: false },
+    growth: { dailyCredits: 200_000_000, creditsPerSecond: 20_000, failover: true },
+    custom: { dailyCredits: 1_000_000_000, creditsPerSecond: 0, failover: true },
   },
   maxBodyBytes: 1024 * 1024,
   maxBatchSize: 1000,
@@ -71,6 +80,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
   shutdownGraceMs: 10_000,
   logWorkers: 1,
   logQueueLimit: 64,
+  ledgerCommandTimeoutMs: 1_000,
+  ledgerJournalMax: 200_000,
 };
 
 export class ConfigError extends Error {
@@ -112,6 +123,7 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
           const plan = out.plans[name];
           for (const [pk, pv] of Object.entries(p)) {
             if (pk === 'dailyCredits') plan.dailyCredits = nonNegInt(`${where}.${name}.dailyCredits`, pv);
+            else if (pk === 'creditsPerSecond') plan.creditsPerSecond = nonNegInt(`${where}.${name}.creditsPerSecond`, pv);
             else if (pk === 'failover') {
               if (typeof pv !== 'boolean') throw new ConfigError(`${where}.${name}.failover: expected a boolean`);
               plan.failover = pv;
@@ -141,6 +153,8 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
       case 'shutdownGraceMs':
       case 'logWorkers':
       case 'logQueueLimit':
+      case 'ledgerCommandTimeoutMs':
+      case 'ledgerJournalMax':
         out[k] = nonNegInt(where, v);
         break;
       default:
@@ -149,6 +163,7 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
   }
   if (out.maxBatchSize < 1) throw new ConfigError(`${source}: maxBatchSize must be at least 1`);
   if (out.logQueueLimit < 1) throw new ConfigError(`${source}: logQueueLimit must be at least 1`);
+  if (out.ledgerCommandTimeoutMs < 1) throw new ConfigError(`${source}: ledgerCommandTimeoutMs must be at least 1`);
   if (out.logWorkers > 64) throw new ConfigError(`${source}: logWorkers must be at most 64`);
   return out;
 }

@@ -2,14 +2,35 @@ export { startServer } from './server.js';
 export type { RunningServer, ServerOptions } from './server.js';
 export { DEFAULT_CONFIG, PLAN_NAMES, ConfigError, isPlanName, loadConfig, parseConfig } from './config.js';
 export type { PlanConfig, PlanName, ServerConfig } from './config.js';
-export { KEY_PREFIX_LENGTH, KeyFileError, KeyRegistry, chargeHash, checkSecret, createKey, findKey, generateKey, generateSecret, hashKey, keysPath, readKeys, revokeKey, writeKeys } from './keys.js';
-export type { CreateKeyOptions, KeyLimits, KeyRecord } from './keys.js';
+export { KEY_PREFIX_LENGTH, KeyRegistry, chargeHash, checkSecret, createKey, findKey, generateKey, generateSecret, hashKey, revokeKey } from './keys.js';
+export type { CreateKeyOptions, KeyLimits } from './keys.js';
+export type { DashboardKeyFields } from './key-fields.js';
+export { EmbeddedLedger, FileKeyStore, KeyFileError, LocalBuckets, keysPath, readKeys, readUsage, usagePath, validateKeyRecord, writeKeys } from './ledger-embedded.js';
+export { RedisKeyStore, RedisLedger, DEBIT_LUA, connectRedis, parseRedisUrl } from './ledger-redis.js';
+export { JOURNAL_DIR, checkLedgerUrl, openLedger } from './ledger.js';
+export type { LedgerSpec, OpenLedger } from './ledger.js';
+export { LedgerUnavailableError, nextUtcMidnight, utcDay } from './ledger-api.js';
+export type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, LedgerFailureMode, Limits, Usage } from './ledger-api.js';
 export { ALLOWLIST_TYPES, AllowlistError, MAX_ALLOWLIST_ENTRIES, allowlistRefusal, originMatches, parseOriginPattern, takesAddress, validateAllowlists } from './allowlist.js';
 export type { AllowlistRequest, AllowlistType, Allowlists } from './allowlist.js';
-export { EmbeddedUsage, MINUTE_BUCKETS, REQUEST_METHOD, USAGE_DAYS, USAGE_STATS_DIR, lastDays, readUsageStats } from './usage.js';
+export { EmbeddedUsage, MINUTE_BUCKETS, REQUEST_METHOD, USAGE_DAYS, USAGE_STATS_DIR, lastDays } from './usage.js';
+export { RedisUsage } from './usage-redis.js';
 export type { Counters, DayUsage, ErrorClass, MinuteUsage, UsageEvent, UsageRecord } from './usage.js';
-export { CreditLedger, nextUtcMidnight, readUsage, utcDay } from './ledger.js';
-export { AllowlistRejectedError, CreditLimitError, Gate, KeyLimitError, KeyRevokedError, KeyThrottle, dailyLimit, errorClass } from './middleware.js';
+export {
+  AllowlistRejectedError,
+  DailyLimitError,
+  Gate,
+  KeyLimitError,
+  KeyRevokedError,
+  LedgerDownError,
+  ThroughputLimitError,
+  creditsForError,
+  dailyLimit,
+  effectiveLimits,
+  errorClass,
+  limitsOf,
+  REQUEST_ERROR_CREDITS,
+} from './middleware.js';
 export type { RequestContext } from './middleware.js';
 export { Metrics } from './metrics.js';
 export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';

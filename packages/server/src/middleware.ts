@@ -1,31 +1,69 @@
 // The layers around dispatch, keyed by method name (never inside handlers):
-//   metrics + usage record -> key still valid -> allowlists (-32002) -> per-key daily limit
-//   (429/-33400) -> plan credits (reserve) -> per-key throughput (429/-33300) -> answer, journal
-//   -> failover -> handler.
+//   metrics + usage record -> key still valid -> allowlists (-32002, HTTP 403) -> credits (debit
+//   both limits: the plan's and the key's own, answer, settle) -> failover -> handler.
+// The key's own limits (dashboard "Key Credit Limits") are folded into the one atomic debit: the
+// smaller of each pair is checked, and a refusal says whose limit it was (the key's: 429 with
+// event -33400 daily / -33300 per second; the plan's: 402 / 429 -33200).
 // The key itself is authenticated by the transport before the body is read (401); these
 // layers see only its record, and re-check it per call so a key revoked while a WebSocket is
 // open stops working within a second.
-import { GatewayError, InternalError, LimitExceededError, RpcError, StoreUnavailableError } from '@chainnode/core';
+//
+// Charging rules (Infura's): a call refused by a limit (402, 429) or failing on our side (5xx
+// class: internal errors, store unavailable, log queue full) costs nothing; a call failing
+// because of the request (invalid params, unknown block, result cap, ... and envelope errors:
+// parse error, invalid request, unknown method) costs 5 credits (never more than the method);
+// an answered call costs its method's credits. Each call of a batch is charged on its own.
+import { InternalError, RpcError, StoreUnavailableError } from '@chainnode/core';
 import type { CallInfo, CallMiddleware } from '@chainnode/rpc';
+import { TOO_MANY_OFFLOADED } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
 import { chargeHash } from './keys.js';
 import type { KeyRecord, KeyRegistry } from './keys.js';
-import type { CreditLedger } from './ledger.js';
-import type { Metrics, Outcome } from './metrics.js';
 import { allowlistRefusal } from './allowlist.js';
 import type { ErrorClass, UsageRecord } from './usage.js';
+import { LedgerUnavailableError } from './ledger-api.js';
+import type { CreditLedger, DebitResult, Limits } from './ledger-api.js';
+import type { Metrics, Outcome } from './metrics.js';
 
-/** -32005 for a call today's balance cannot cover; the transport answers a single one with 429. */
-export class CreditLimitError extends LimitExceededError {
-  constructor(message: string, resetsAt: string) {
-    super(message, { resetsAt });
+/** Credits a call that failed because of the request costs (Infura: "other 4xx cost 5 credits"). */
+export const REQUEST_ERROR_CREDITS = 5;
+
+export const DAILY_LIMIT_DETAILS =
+  'You have reached your daily credit limit. To continue making requests, upgrade your plan or purchase additional credits.';
+export const THROUGHPUT_LIMIT_DETAILS =
+  'You have surpassed your allowed throughput limit. Reduce the amount of requests per second or upgrade for more capacity.';
+
+/**
+ * Daily credits exhausted: Infura's body {"code":402,"event":-33000,"message":"Payment Required",
+ * "details":"You have reached your daily credit limit. …"} plus data.resetsAt (next 00:00 UTC).
+ * A single request answers HTTP 402; WebSockets of the key are closed after it.
+ */
+export class DailyLimitError extends RpcError {
+  constructor(resetsAt: string) {
+    super(402, 'Payment Required', { resetsAt });
+    this.event = -33000;
+    this.details = `${DAILY_LIMIT_DETAILS} The balance resets at ${resetsAt}.`;
   }
 }
 
-/** A key that was valid at connect time but has been revoked since. */
-export class KeyRevokedError extends RpcError {
+/** Credits per second exceeded: {"code":429,"event":-33200,"message":"Too Many Requests",...}; HTTP 429. */
+export class ThroughputLimitError extends RpcError {
   constructor() {
-    super(-32001, 'API key revoked');
+    super(429, 'Too Many Requests');
+    this.event = -33200;
+    this.details = THROUGHPUT_LIMIT_DETAILS;
+  }
+}
+
+/** User-defined per-key limit exceeded (Infura "Key Credit Limits"): HTTP 429, event -33300 (per second) or -33400 (per day). */
+export class KeyLimitError extends RpcError {
+  constructor(kind: 'daily' | 'throughput', resetsAt?: string) {
+    super(429, 'Too Many Requests', resetsAt !== undefined ? { resetsAt } : undefined);
+    this.event = kind === 'daily' ? -33400 : -33300;
+    this.details =
+      kind === 'daily'
+        ? 'You have surpassed your user-defined key daily credit limit setting. To make more requests with this key, review key setting configurations.'
+        : 'You have surpassed your user-defined key throughput limit setting. To make more requests with this key, review key setting configurations.';
   }
 }
 
@@ -36,18 +74,17 @@ export class AllowlistRejectedError extends RpcError {
   }
 }
 
-/** A per-key limit of the key's settings (Infura "Key Credit Limits"): HTTP 429. */
-export class KeyLimitError extends GatewayError {
-  static perSecond(): KeyLimitError {
-    return new KeyLimitError(-33300, 'You have surpassed your user-defined key throughput limit setting. To make more requests with this key, review key setting configurations.');
+/** The shared ledger cannot be reached and the failure mode is `closed`: -32603, HTTP 503, free. */
+export class LedgerDownError extends InternalError {
+  constructor() {
+    super('credit ledger unavailable: try again shortly');
   }
+}
 
-  static perDay(resetsAt: string): KeyLimitError {
-    return new KeyLimitError(-33400, 'You have surpassed your user-defined key daily credit limit setting. To make more requests with this key, review key setting configurations.', { resetsAt });
-  }
-
-  private constructor(event: number, details: string, data?: unknown) {
-    super(429, 'Too Many Requests', event, details, data);
+/** A key that was valid at connect time but has been revoked since. */
+export class KeyRevokedError extends RpcError {
+  constructor() {
+    super(-32001, 'API key revoked');
   }
 }
 
@@ -56,64 +93,56 @@ class FailoverTimeout extends Error {}
 /** What one HTTP request or WebSocket message learns while its calls run. */
 export interface RequestContext {
   readonly keyHash: string;
-  /** At least one call was refused for lack of credits. */
-  creditRejected: boolean;
-  /** Origin and User-Agent headers of the request (or of the WebSocket upgrade); '' when absent. */
-  readonly origin?: string;
-  readonly userAgent?: string;
-  /** The HTTP status a refused single call asks for (403 allowlist, 429 key limit). */
-  status?: number;
-}
-
-/**
- * Per-key credits-per-second: a token bucket per key id holding at most `rate` credits, refilled
- * continuously at `rate` per second (so a key may spend `rate` credits in any one-second window,
- * and bursts never exceed one second's worth). In memory, per process; bounded by the number of
- * keys with a limit (idle buckets are dropped when the map grows large).
- */
-export class KeyThrottle {
-  private readonly buckets = new Map<string, { tokens: number; at: number; rate: number }>();
-
-  constructor(private readonly now: () => number = () => performance.now()) {}
-
-  /** Takes `cost` credits from the key's bucket; false (nothing taken) when it cannot. */
-  take(id: string, rate: number, cost: number): boolean {
-    const t = this.now();
-    let b = this.buckets.get(id);
-    if (!b || b.rate !== rate) {
-      if (!b && this.buckets.size >= 100_000) this.sweep(t);
-      b = { tokens: rate, at: t, rate };
-      this.buckets.set(id, b);
-    } else {
-      b.tokens = Math.min(rate, b.tokens + ((t - b.at) / 1000) * rate);
-      b.at = t;
-    }
-    if (b.tokens < cost) return false;
-    b.tokens -= cost;
-    return true;
-  }
-
-  /** Gives credits back (the call was refused later, or failed: it costs nothing). */
-  refund(id: string, cost: number): void {
-    const b = this.buckets.get(id);
-    if (b) b.tokens = Math.min(b.rate, b.tokens + cost);
-  }
-
-  private sweep(t: number): void {
-    for (const [id, b] of this.buckets) if (t - b.at > 1000) this.buckets.delete(id);
-  }
-}
-
-/** The usage class of an error a call ended with. */
-export function errorClass(err: unknown): ErrorClass {
-  if (err instanceof AllowlistRejectedError || err instanceof KeyLimitError || err instanceof CreditLimitError || err instanceof KeyRevokedError) return '4xx';
-  if (err instanceof RpcError && err.code !== -32603) return 'rpc';
-  return '5xx';
+  /**
+   * HTTP status of the first call refused by a limit or by an unavailable ledger (402, 429,
+   * 503); a single request answers with it (a batch answers 200).
+   */
+  refusal?: 402 | 403 | 429 | 503;
+  /** Calls answered with a request error before the middleware (charged by chargeRequestErrors). */
+  requestErrors: number;
+  /** Origin and User-Agent headers of the request (or of the WebSocket upgrade), for the allowlists. */
+  origin: string;
+  userAgent: string;
 }
 
 /** The daily balance of a key: its override, else its plan's. */
 export function dailyLimit(config: ServerConfig, key: KeyRecord): number {
   return key.dailyCredits ?? config.plans[key.plan].dailyCredits;
+}
+
+/** Both limits of a key: its overrides, else its plan's. */
+export function limitsOf(config: ServerConfig, key: KeyRecord): Limits {
+  const plan = config.plans[key.plan];
+  return { daily: key.dailyCredits ?? plan.dailyCredits, perSecond: key.creditsPerSecond ?? plan.creditsPerSecond };
+}
+
+/**
+ * The limits a debit checks: the plan's (or the key's operator overrides) and the key's own
+ * user-defined limits, the smaller of each pair; `own*` says whether the key's own limit is the
+ * binding one (its refusal is then 429 -33400 / -33300 instead of 402 / 429 -33200).
+ */
+export function effectiveLimits(config: ServerConfig, key: KeyRecord): Limits & { ownDaily: boolean; ownPerSecond: boolean } {
+  const base = limitsOf(config, key);
+  const d = key.limits?.creditsPerDay;
+  const s = key.limits?.creditsPerSecond;
+  const ownDaily = d !== undefined && d > 0 && d < base.daily;
+  const ownPerSecond = s !== undefined && s > 0 && (base.perSecond === 0 || s < base.perSecond);
+  return { daily: ownDaily ? (d as number) : base.daily, perSecond: ownPerSecond ? (s as number) : base.perSecond, ownDaily, ownPerSecond };
+}
+
+/** The usage class of an error a call ended with: refused by the gateway, our side, or the request's. */
+export function errorClass(err: unknown): ErrorClass {
+  if (err instanceof AllowlistRejectedError || err instanceof KeyLimitError || err instanceof DailyLimitError || err instanceof ThroughputLimitError || err instanceof KeyRevokedError) return '4xx';
+  if (err instanceof RpcError && err.code !== -32603) return 'rpc';
+  return '5xx';
+}
+
+/** What a call that ended in `err` costs (the charging rules above). */
+export function creditsForError(cost: number, err: unknown): number {
+  if (!(err instanceof RpcError)) return 0; // store unavailable, a bug: our side
+  if (err.code === -32603 || err.code === 402 || err.code === 429 || err.code === -32001) return 0;
+  if (err.code === -32005 && err.message === TOO_MANY_OFFLOADED) return 0; // overload: our side
+  return Math.min(REQUEST_ERROR_CREDITS, cost);
 }
 
 export interface GateOptions {
@@ -123,26 +152,55 @@ export interface GateOptions {
   metrics: Metrics;
   /** Partner JSON-RPC endpoint for failover-plan eth_getBlockByHash calls. */
   failoverUrl?: string;
-  /** The per-key usage record (dashboard); every call the gate sees is recorded. */
+  log?: (line: string) => void;
+  /** The per-key usage record (dashboard): every call the gate sees is recorded. */
   usage?: UsageRecord;
-  throttle?: KeyThrottle;
 }
 
 export class Gate {
-  private readonly throttle: KeyThrottle;
+  constructor(private readonly o: GateOptions) {}
 
-  constructor(private readonly o: GateOptions) {
-    this.throttle = o.throttle ?? new KeyThrottle();
+  /** A fresh context for one request (single call or batch) made with the key `keyHash`. */
+  static context(keyHash: string, origin = '', userAgent = ''): RequestContext {
+    return { keyHash, requestErrors: 0, origin, userAgent };
+  }
+
+  /** Pass as handle()'s onRequestError. */
+  static requestErrorCounter(ctx: RequestContext): () => void {
+    return () => {
+      ctx.requestErrors++;
+    };
   }
 
   /**
-   * The middleware for one request (single call or batch) made with the key `keyHash`. One async
-   * frame per call (key check, reservation, answer, journal, metrics): this runs for every call,
-   * and each extra await layer is a measurable share of a cached answer's cost.
+   * Charges the request errors of `ctx` (5 credits each) before the reply goes out. Free when
+   * the key's limits are reached or the ledger is away (a refusal would be free too).
+   */
+  async chargeRequestErrors(ctx: RequestContext): Promise<void> {
+    if (ctx.requestErrors === 0) return;
+    const key = this.o.keys.byKeyHash(ctx.keyHash);
+    if (!key || key.revokedAt !== undefined) return;
+    const cost = ctx.requestErrors * REQUEST_ERROR_CREDITS;
+    ctx.requestErrors = 0;
+    try {
+      const d = await this.o.ledger.debit(chargeHash(key), cost, effectiveLimits(this.o.config, key));
+      if (d.ok) {
+        await this.o.ledger.settle(d.debit, cost);
+        this.o.metrics.charged('request_error', cost);
+        this.o.usage?.record({ key: key.id, method: '(request)', credits: cost, error: 'rpc' });
+      }
+    } catch {
+      // not charged
+    }
+  }
+
+  /**
+   * The middleware for one request made under `ctx`. One async frame per call (key check,
+   * debit, answer, settle, metrics): this runs for every call, and each extra await layer is a
+   * measurable share of a cached answer's cost.
    */
   middleware(ctx: RequestContext): CallMiddleware {
     const { config, keys, ledger, metrics, failoverUrl, usage } = this.o;
-    const throttle = this.throttle;
     return async (call, next) => {
       const t0 = performance.now();
       let outcome: Outcome = 'ok';
@@ -152,61 +210,66 @@ export class Gate {
       try {
         key = keys.byKeyHash(ctx.keyHash);
         if (!key || key.revokedAt !== undefined) throw new KeyRevokedError();
-        if (key.allowlists !== undefined) {
-          const refused = allowlistRefusal(key.allowlists, { method: call.method, params: call.params, origin: ctx.origin ?? '', userAgent: ctx.userAgent ?? '' });
-          if (refused !== undefined) {
-            ctx.status ??= 403;
-            throw new AllowlistRejectedError();
+        if (key.allowlists !== undefined && allowlistRefusal(key.allowlists, { method: call.method, params: call.params, origin: ctx.origin, userAgent: ctx.userAgent }) !== undefined) {
+          ctx.refusal ??= 403;
+          throw new AllowlistRejectedError();
+        }
+        const k = key;
+        const invoke = async (): Promise<unknown> => {
+          if (failoverUrl !== undefined && call.method === 'eth_getBlockByHash' && config.plans[k.plan].failover) {
+            const answer = await this.failover(failoverUrl, call, next);
+            if (answer.failedOver) outcome = 'failover';
+            return answer.result;
           }
+          return next();
+        };
+        if (call.cost === 0) return await invoke(); // free methods never touch the ledger
+        let d: DebitResult;
+        const limits = effectiveLimits(config, key);
+        try {
+          d = await ledger.debit(chargeHash(key), call.cost, limits);
+        } catch (err) {
+          if (!(err instanceof LedgerUnavailableError)) throw err;
+          ctx.refusal ??= 503;
+          throw new LedgerDownError();
         }
-        const account = chargeHash(key);
-        const keyDaily = key.limits?.creditsPerDay;
-        if (keyDaily !== undefined && keyDaily > 0 && ledger.used(account) + call.cost > keyDaily) {
-          ctx.status ??= 429;
-          throw KeyLimitError.perDay(ledger.resetsAt().toISOString());
-        }
-        const limit = dailyLimit(config, key);
-        const reservation = ledger.reserve(account, call.cost, limit);
-        if (!reservation) {
-          ctx.creditRejected = true;
-          const resetsAt = ledger.resetsAt().toISOString();
-          throw new CreditLimitError(
-            `daily credit limit reached: ${call.method} costs ${call.cost} credits, ` +
-              `${Math.max(0, limit - ledger.used(account))} of ${limit} left today; the balance resets at ${resetsAt}`,
-            resetsAt,
-          );
-        }
-        const perSecond = key.limits?.creditsPerSecond;
-        if (perSecond !== undefined && perSecond > 0 && !throttle.take(key.id, perSecond, call.cost)) {
-          ledger.release(reservation);
-          ctx.status ??= 429;
-          throw KeyLimitError.perSecond();
+        if (!d.ok) {
+          if (d.reason === 'daily' && limits.ownDaily) {
+            ctx.refusal ??= 429;
+            throw new KeyLimitError('daily', d.resetsAt);
+          }
+          if (d.reason === 'throughput' && limits.ownPerSecond) {
+            ctx.refusal ??= 429;
+            throw new KeyLimitError('throughput');
+          }
+          ctx.refusal ??= d.reason === 'daily' ? 402 : 429;
+          throw d.reason === 'daily' ? new DailyLimitError(d.resetsAt) : new ThroughputLimitError();
         }
         let result: unknown;
         try {
-          if (failoverUrl !== undefined && call.method === 'eth_getBlockByHash' && config.plans[key.plan].failover) {
-            const answer = await this.failover(failoverUrl, call, next);
-            if (answer.failedOver) outcome = 'failover';
-            result = answer.result;
-          } else {
-            result = await next();
-          }
+          result = await invoke();
         } catch (err) {
-          ledger.release(reservation);
-          if (perSecond !== undefined && perSecond > 0) throttle.refund(key.id, call.cost);
+          const credits = creditsForError(call.cost, err);
+          try {
+            await ledger.settle(d.debit, credits);
+            charged = credits;
+            if (credits > 0) metrics.charged(call.method, credits);
+          } catch {
+            // the error goes out either way; an unrecorded 5-credit charge is not worth refusing it
+          }
           throw err;
         }
         try {
-          await ledger.commit(reservation);
+          await ledger.settle(d.debit, call.cost);
         } catch {
-          // Not journaled means not charged, and then the answer is not given either.
+          // Not recorded means not charged, and then the answer is not given either.
           throw new InternalError('could not record credit usage; the call was not charged');
         }
-        charged = call.cost;
         metrics.charged(call.method, call.cost);
+        charged = call.cost;
         return result;
       } catch (err) {
-        outcome = err instanceof CreditLimitError || err instanceof KeyLimitError ? 'no_credits' : 'error';
+        outcome = err instanceof DailyLimitError || err instanceof ThroughputLimitError || err instanceof KeyLimitError ? 'no_credits' : 'error';
         failure = errorClass(err);
         throw err;
       } finally {

@@ -16,7 +16,8 @@ import { Gate } from './middleware.js';
 import type { RequestContext } from './middleware.js';
 import { KeyRegistry, checkSecret } from './keys.js';
 import type { KeyRecord } from './keys.js';
-import { CreditLedger } from './ledger.js';
+import { EmbeddedLedger, FileKeyStore } from './ledger-embedded.js';
+import type { CreditLedger, KeyStore } from './ledger-api.js';
 import { Metrics } from './metrics.js';
 import { EmbeddedUsage, REQUEST_METHOD } from './usage.js';
 import type { UsageRecord } from './usage.js';
@@ -34,7 +35,12 @@ export interface ServerOptions {
   metricsPort?: number;
   /** Operational messages (never containing keys). */
   log?: (line: string) => void;
-  /** The per-key usage record; default: the embedded one in <datadir>/usage-stats/. */
+  /**
+   * Where keys and credits live (e.g. openLedger's Redis engine). Default: the embedded engine
+   * in `datadir`. The caller keeps ownership: close() does not close a ledger given here.
+   */
+  ledger?: { keys: KeyStore; credits: CreditLedger };
+  /** The per-key usage record (the caller keeps ownership); default: the embedded one in <datadir>/usage-stats/. */
   usage?: UsageRecord;
 }
 
@@ -61,6 +67,8 @@ interface WsData {
 }
 
 const OK = '200 OK';
+/** Status of a single request refused by a limit or by an unavailable ledger. */
+const REFUSAL_STATUS = { 402: '402 Payment Required', 403: '403 Forbidden', 429: '429 Too Many Requests', 503: '503 Service Unavailable' } as const;
 // Header names and values of every RPC response, as bytes once: uWS converts a JS string
 // argument to UTF-8 on each call, and these run for every request.
 const ascii = (text: string): Uint8Array => Buffer.from(text, 'latin1');
@@ -125,7 +133,6 @@ const BODY_NOT_FOUND = errorBody(-32601, 'not found: POST JSON-RPC to /v3/<API_K
 const BODY_METHOD = errorBody(-32600, 'method not allowed: use POST with a JSON body');
 const BODY_SECRET_MISSING = errorBody(-32001, 'project secret required: send it as the HTTP basic auth password with an empty user name');
 const BODY_SECRET_WRONG = errorBody(-32001, 'invalid project id or project secret');
-const STATUS_TEXT: Record<number, string> = { 403: '403 Forbidden', 429: '429 Too Many Requests' };
 
 function keyProblem(rec: KeyRecord | undefined, key: string): string | undefined {
   if (key === '') return BODY_MISSING_KEY;
@@ -147,11 +154,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { service, store, config, datadir } = opts;
   const log = opts.log ?? (() => {});
   const metrics = new Metrics();
-  const keys = new KeyRegistry(datadir, log);
-  keys.watch();
-  const ledger = new CreditLedger(datadir);
+  const ownLedger = opts.ledger === undefined ? new EmbeddedLedger(datadir) : undefined;
+  const ledger: CreditLedger = opts.ledger?.credits ?? (ownLedger as EmbeddedLedger);
+  const keys = await KeyRegistry.open(opts.ledger?.keys ?? new FileKeyStore(datadir), log);
   const usage = opts.usage ?? new EmbeddedUsage(datadir).start();
-  const gate = new Gate({ config, keys, ledger, metrics, usage, ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}) });
+  const gate = new Gate({ config, keys, ledger, metrics, log, usage, ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}) });
   /** The key's secret, checked before the body is read; a refusal is a 4xx in the key's usage. */
   const secretProblem = (rec: KeyRecord, authorization: string): string | undefined => {
     const s = checkSecret(rec, authorization);
@@ -164,6 +171,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let shuttingDown = false;
   let idleWaiter: (() => void) | undefined;
   const sockets = new Set<WebSocket<WsData>>();
+  /** Open WebSockets by key hash: all of a key's sockets close once its daily credits run out. */
+  const socketsByKey = new Map<string, Set<WebSocket<WsData>>>();
   const done = (): void => {
     inflight--;
     if (inflight === 0 && idleWaiter) idleWaiter();
@@ -248,8 +257,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       finished = true;
       inflight++;
-      const ctx: RequestContext = { keyHash, creditRejected: false, origin, userAgent };
-      service.handle(body, gate.middleware(ctx)).then(
+      const ctx: RequestContext = Gate.context(keyHash, origin, userAgent);
+      service.handle(body, gate.middleware(ctx), Gate.requestErrorCounter(ctx)).then(
+        (reply: RpcReply) => (ctx.requestErrors > 0 ? gate.chargeRequestErrors(ctx).then(() => reply) : reply),
+      ).then(
         (reply: RpcReply) => {
           // In flight until the whole body is with the socket: a long one is streamed, and its
           // `finish` runs when the last byte is written (or the client goes away).
@@ -262,7 +273,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           let streaming = false;
           try {
             if (aborted) return;
-            const status = reply.batch ? OK : ctx.creditRejected ? '429 Too Many Requests' : ctx.status !== undefined ? (STATUS_TEXT[ctx.status] ?? OK) : OK;
+            const status = !reply.batch && ctx.refusal !== undefined ? REFUSAL_STATUS[ctx.refusal] : OK;
             const text = reply.body ?? '';
             if (text.length <= STREAM_ABOVE) {
               res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown));
@@ -341,6 +352,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     },
     open: (ws) => {
       sockets.add(ws);
+      const h = ws.getUserData().keyHash;
+      let set = socketsByKey.get(h);
+      if (!set) socketsByKey.set(h, (set = new Set()));
+      set.add(ws);
       metrics.wsOpen++;
     },
     message: (ws, message) => {
@@ -358,8 +373,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     },
     drain: (ws) => pump(ws, ws.getUserData()),
     close: (ws) => {
-      ws.getUserData().ctxClosed = true;
+      const data = ws.getUserData();
+      data.ctxClosed = true;
       sockets.delete(ws);
+      const set = socketsByKey.get(data.keyHash);
+      set?.delete(ws);
+      if (set?.size === 0) socketsByKey.delete(data.keyHash);
       metrics.wsOpen--;
     },
   });
@@ -378,16 +397,24 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const runWs = (ws: WebSocket<WsData>, data: WsData, text: string): void => {
     data.inflight++;
     inflight++;
-    const ctx: RequestContext = { keyHash: data.keyHash, creditRejected: false, origin: data.origin, userAgent: data.userAgent };
+    const ctx: RequestContext = Gate.context(data.keyHash, data.origin, data.userAgent);
     service
-      .handle(text, gate.middleware(ctx))
+      .handle(text, gate.middleware(ctx), Gate.requestErrorCounter(ctx))
+      .then((reply) => (ctx.requestErrors > 0 ? gate.chargeRequestErrors(ctx).then(() => reply) : reply))
       .then(
         (reply) => {
-          if (data.ctxClosed || reply.body === undefined) return;
-          const { body, encode } = reply;
-          ws.cork(() => {
-            ws.send(encode?.(scratch) ?? body, false, false); // a text frame either way
-          });
+          if (data.ctxClosed) return;
+          if (reply.body !== undefined) {
+            const { body, encode } = reply;
+            ws.cork(() => {
+              ws.send(encode?.(scratch) ?? body, false, false); // a text frame either way
+            });
+          }
+          // Daily credits exhausted: after the 402 error, every socket of the key on this
+          // replica is closed (Infura severs them); other replicas close theirs on their next 402.
+          if (ctx.refusal === 402) {
+            for (const s of [...(socketsByKey.get(data.keyHash) ?? [])]) s.end(1008, 'daily credit limit reached');
+          }
         },
         () => {
           if (!data.ctxClosed) ws.cork(() => ws.send(errorBody(-32603, 'internal error'), false, false));
@@ -467,8 +494,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       for (const ws of [...sockets]) ws.end(1001, 'server shutting down');
       keys.stop();
-      ledger.close();
-      if (opts.usage === undefined) usage.close();
+      await ownLedger?.close();
+      if (opts.usage === undefined) await usage.close();
       // Idle keep-alive connections would hold the process open; this uWS build has app.close().
       await new Promise((r) => setImmediate(r));
       (app as TemplatedApp & { close?: () => void }).close?.();

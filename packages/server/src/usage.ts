@@ -12,7 +12,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { utcDay } from './ledger.js';
+import { utcDay } from './ledger-api.js';
 
 export const USAGE_DAYS = 30;
 export const MINUTE_BUCKETS = 15;
@@ -54,23 +54,29 @@ export interface MinuteUsage extends Counters {
   minute: string;
 }
 
-/** The usage record; one interface, an embedded engine here (a Redis one with the shared ledger). */
+/**
+ * The usage record; one interface, two engines: EmbeddedUsage (files in the datadir) and
+ * RedisUsage (usage-redis.ts, shared by the replicas of `--ledger redis://`). Recording is
+ * synchronous and buffered (it runs for every call); reads are asynchronous.
+ */
 export interface UsageRecord {
   record(e: UsageEvent): void;
   /** The last `n` UTC days ending today (oldest first, zero-filled), n <= USAGE_DAYS. */
-  days(key: string, n?: number): DayUsage[];
+  days(key: string, n?: number): Promise<DayUsage[]>;
   /** The last MINUTE_BUCKETS whole minutes plus the current one (oldest first, zero-filled). */
-  minutes(key: string): MinuteUsage[];
-  /** Writes what is not yet durable. */
-  flush(): void;
-  close(): void;
+  minutes(key: string): Promise<MinuteUsage[]>;
+  /** Writes what is buffered. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
 }
+
+export const COUNTER_FIELDS = ['calls', 'credits', 'e4xx', 'e5xx', 'erpc'] as const;
 
 export function zero(): Counters {
   return { calls: 0, credits: 0, e4xx: 0, e5xx: 0, erpc: 0 };
 }
 
-function add(c: Counters, e: UsageEvent): void {
+export function add(c: Counters, e: UsageEvent): void {
   c.calls++;
   c.credits += e.credits;
   if (e.error === '4xx') c.e4xx++;
@@ -145,7 +151,7 @@ export function lastDays(now: number, n: number): string[] {
   return out;
 }
 
-function dayUsage(day: string, methods: Map<string, Counters> | undefined): DayUsage {
+export function dayUsage(day: string, methods: Map<string, Counters> | undefined): DayUsage {
   const d: DayUsage = { day, ...zero(), methods: {} };
   if (methods) {
     for (const [name, c] of methods) {
@@ -197,7 +203,7 @@ export class EmbeddedUsage implements UsageRecord {
 
   /** Starts the once-a-second writer. */
   start(): this {
-    this.timer = setInterval(() => this.flush(), 1000);
+    this.timer = setInterval(() => this.flushSync(), 1000);
     this.timer.unref();
     return this;
   }
@@ -251,15 +257,19 @@ export class EmbeddedUsage implements UsageRecord {
     }
   }
 
-  days(key: string, n = USAGE_DAYS): DayUsage[] {
+  async days(key: string, n = USAGE_DAYS): Promise<DayUsage[]> {
     return lastDays(this.now(), Math.min(Math.max(1, n), USAGE_DAYS)).map((day) => dayUsage(day, this.daysMap.get(day)?.get(key)));
   }
 
-  minutes(key: string): MinuteUsage[] {
+  async minutes(key: string): Promise<MinuteUsage[]> {
     return minuteSeries(this.now(), this.minuteMap.get(key) ?? []);
   }
 
-  flush(): void {
+  async flush(): Promise<void> {
+    this.flushSync();
+  }
+
+  flushSync(): void {
     for (const day of this.dirty) {
       const table = this.daysMap.get(day);
       if (table) atomicWrite(join(this.dir, `${day}.json`), dayToJson(table));
@@ -273,9 +283,13 @@ export class EmbeddedUsage implements UsageRecord {
     }
   }
 
-  close(): void {
+  async close(): Promise<void> {
+    this.closeSync();
+  }
+
+  closeSync(): void {
     if (this.timer) clearInterval(this.timer);
-    this.flush();
+    this.flushSync();
   }
 }
 
@@ -302,7 +316,7 @@ function readMinutes(dir: string): Map<string, Minute[]> {
   return out;
 }
 
-function minuteSeries(now: number, list: Minute[]): MinuteUsage[] {
+export function minuteSeries(now: number, list: Array<{ start: number; c: Counters }>): MinuteUsage[] {
   const current = now - (now % 60_000);
   const out: MinuteUsage[] = [];
   for (let i = MINUTE_BUCKETS; i >= 0; i--) {
@@ -311,19 +325,4 @@ function minuteSeries(now: number, list: Minute[]): MinuteUsage[] {
     out.push({ minute: new Date(start).toISOString(), ...(m ? { ...m.c } : zero()) });
   }
   return out;
-}
-
-/** Reads the embedded record's files from another process (the CLI), read-only. */
-export function readUsageStats(datadir: string, key: string, now = Date.now()): { days: DayUsage[]; minutes: MinuteUsage[] } {
-  const dir = join(datadir, USAGE_STATS_DIR);
-  const days = lastDays(now, USAGE_DAYS).map((day) => {
-    let table: DayTable = new Map();
-    try {
-      table = parseDay(readFileSync(join(dir, `${day}.json`), 'utf8'));
-    } catch {
-      // no usage that day
-    }
-    return dayUsage(day, table.get(key));
-  });
-  return { days, minutes: minuteSeries(now, readMinutes(dir).get(key) ?? []) };
 }

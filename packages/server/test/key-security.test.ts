@@ -4,7 +4,7 @@
 // -33300), and the per-key usage record (calls, credits, errors by class).
 import { createRequire } from 'node:module';
 import { toData } from '@chainnode/core';
-import { EmbeddedUsage, createKey, hashKey, outageStore, parseConfig, readKeys, readUsage, readUsageStats, startServer, utcDay, writeKeys } from '../src/index.js';
+import { EmbeddedUsage, createKey, hashKey, outageStore, parseConfig, readKeys, readUsage, startServer, utcDay, writeKeys } from '../src/index.js';
 import type { KeyRecord, RunningServer } from '../src/index.js';
 import { call, fakeHash, fakeService, fakeStore, post, sleep, tempDir } from './helpers.js';
 
@@ -26,9 +26,9 @@ async function start(dir: string, outage = false): Promise<{ srv: RunningServer;
   return { srv, url: `http://127.0.0.1:${srv.port}`, ws: `ws://127.0.0.1:${srv.port}` };
 }
 
-/** A key whose record is edited before the server starts. */
-function keyWith(dir: string, edit: (r: KeyRecord) => void): { key: string; rec: KeyRecord } {
-  const { key, record } = createKey(dir, { plan: 'core' });
+/** A key (plan custom: no plan throughput limit) whose record is edited before the server starts. */
+async function keyWith(dir: string, edit: (r: KeyRecord) => void): Promise<{ key: string; rec: KeyRecord }> {
+  const { key, record } = await createKey(dir, { plan: 'custom' });
   const all = readKeys(dir);
   const rec = all.find((k) => k.id === record.id) as KeyRecord;
   edit(rec);
@@ -62,7 +62,7 @@ function upgradeStatus(url: string, headers: Record<string, string> = {}): Promi
 test('API key secret: optional until required; wrong or missing -> 401 for HTTP and the WebSocket upgrade', async () => {
   const dir = datadir();
   const secret = 'a'.repeat(32);
-  const { key, rec } = keyWith(dir, (r) => {
+  const { key, rec } = await keyWith(dir, (r) => {
     r.secretHash = hashKey(secret);
   });
   const { url, ws, srv } = await start(dir);
@@ -95,7 +95,7 @@ test('API key secret: optional until required; wrong or missing -> 401 for HTTP 
   expect(await upgradeStatus(`${ws}/ws/v3/${key}`, { authorization: basic('', secret) })).toBe(101);
 
   // Refusals are 4xx of the key's usage, not charged.
-  const day = srv.usage.days(rec.id, 1)[0];
+  const day = (await srv.usage.days(rec.id, 1))[0];
   expect(day?.methods['(request)']?.e4xx).toBeGreaterThanOrEqual(5);
   expect(readUsage(dir, utcDay(Date.now())).get(rec.hash)).toBe(80 * (answered + 1));
 });
@@ -103,7 +103,7 @@ test('API key secret: optional until required; wrong or missing -> 401 for HTTP 
 test('allowlists in the serving path: -32002 "rejected due to project ID settings", HTTP 403 alone, per call in a batch, not charged', async () => {
   const dir = datadir();
   const A1 = '0x' + '11'.repeat(20);
-  const { key, rec } = keyWith(dir, (r) => {
+  const { key, rec } = await keyWith(dir, (r) => {
     r.allowlists = { origins: ['https://*.example.com'], userAgents: ['MyApp'], methods: ['eth_getBlockByNumber', 'eth_getProof'], addresses: [A1] };
   });
   const { url } = await start(dir);
@@ -134,7 +134,7 @@ test('allowlists in the serving path: -32002 "rejected due to project ID setting
 
 test('per-key credits/day below the plan: 429 with event -33400, the plan balance untouched', async () => {
   const dir = datadir();
-  const { key, rec } = keyWith(dir, (r) => {
+  const { key, rec } = await keyWith(dir, (r) => {
     r.limits = { creditsPerDay: 200 };
   });
   const { url } = await start(dir);
@@ -154,7 +154,7 @@ test('per-key credits/day below the plan: 429 with event -33400, the plan balanc
 
 test('per-key credits/second: 429 with event -33300 past the rate, accepted again once it drops', async () => {
   const dir = datadir();
-  const { key } = keyWith(dir, (r) => {
+  const { key } = await keyWith(dir, (r) => {
     r.limits = { creditsPerSecond: 160 };
   });
   const { url } = await start(dir);
@@ -170,44 +170,45 @@ test('per-key credits/second: 429 with event -33300 past the rate, accepted agai
 
 test('usage record: per key, day and method: calls, credits, errors by class (4xx, 5xx, JSON-RPC); per minute; durable', async () => {
   const dir = datadir();
-  const { key, rec } = keyWith(dir, (r) => {
-    r.limits = { creditsPerDay: 240 };
+  const { key, rec } = await keyWith(dir, (r) => {
+    r.limits = { creditsPerDay: 245 };
   });
   const { srv, url } = await start(dir);
   await post(`${url}/v3/${key}`, BLOCK); // ok, 80
   await post(`${url}/v3/${key}`, call('eth_getBlockByHash', [toData(fakeHash(2)), false])); // ok, 80
-  await post(`${url}/v3/${key}`, call('eth_getBlockByHash', ['0x12', false])); // invalid params: JSON-RPC error
-  await post(`${url}/v3/${key}`, BLOCK); // ok, 80 (240 reached)
+  await post(`${url}/v3/${key}`, call('eth_getBlockByHash', ['0x12', false])); // invalid params: JSON-RPC error, 5 credits (Infura's rule)
+  await post(`${url}/v3/${key}`, BLOCK); // ok, 80 (245 reached)
   await post(`${url}/v3/${key}`, BLOCK); // per-key day limit: 4xx
-  const day = srv.usage.days(rec.id, 1)[0];
-  expect(day).toMatchObject({ calls: 5, credits: 240, e4xx: 1, e5xx: 0, erpc: 1 });
+  const day = (await srv.usage.days(rec.id, 1))[0];
+  expect(day).toMatchObject({ calls: 5, credits: 245, e4xx: 1, e5xx: 0, erpc: 1 });
   expect(day?.methods['eth_getBlockByNumber']).toEqual({ calls: 3, credits: 160, e4xx: 1, e5xx: 0, erpc: 0 });
-  expect(day?.methods['eth_getBlockByHash']).toEqual({ calls: 2, credits: 80, e4xx: 0, e5xx: 0, erpc: 1 });
-  const minutes = srv.usage.minutes(rec.id);
+  expect(day?.methods['eth_getBlockByHash']).toEqual({ calls: 2, credits: 85, e4xx: 0, e5xx: 0, erpc: 1 });
+  const minutes = await srv.usage.minutes(rec.id);
   expect(minutes).toHaveLength(16);
   expect(minutes[15]?.calls).toBe(5);
   expect(minutes.slice(0, 15).every((m) => m.calls === 0 || m.minute < (minutes[15]?.minute as string))).toBe(true);
   // The 30-day series is zero-filled and ends today.
-  const days = srv.usage.days(rec.id);
+  const days = await srv.usage.days(rec.id);
   expect(days).toHaveLength(30);
   expect(days[29]?.day).toBe(utcDay(Date.now()));
   // Written to disk (another process, the CLI, reads the same numbers).
-  srv.usage.flush();
-  expect(readUsageStats(dir, rec.id).days[29]).toMatchObject({ calls: 5, credits: 240, e4xx: 1, erpc: 1 });
+  await srv.usage.flush();
+  const reader = new EmbeddedUsage(dir);
+  expect((await reader.days(rec.id))[29]).toMatchObject({ calls: 5, credits: 245, e4xx: 1, erpc: 1 });
   // The credit ledger agrees with the record's credits.
-  expect(readUsage(dir, utcDay(Date.now())).get(rec.hash)).toBe(240);
+  expect(readUsage(dir, utcDay(Date.now())).get(rec.hash)).toBe(245);
 });
 
 test('usage record: a failure on our side is a 5xx', async () => {
   const dir = datadir();
-  const { key, rec } = keyWith(dir, () => {});
+  const { key, rec } = await keyWith(dir, () => {});
   const { srv, url } = await start(dir, true);
   const r = await post(`${url}/v3/${key}`, BLOCK);
   expect((r.json as Env).error?.code).toBe(-32603);
-  expect(srv.usage.days(rec.id, 1)[0]).toMatchObject({ calls: 1, credits: 0, e5xx: 1 });
+  expect((await srv.usage.days(rec.id, 1))[0]).toMatchObject({ calls: 1, credits: 0, e5xx: 1 });
 });
 
-test('the embedded usage record keeps 30 days and drops older ones', () => {
+test('the embedded usage record keeps 30 days and drops older ones', async () => {
   const dir = datadir();
   let now = Date.UTC(2026, 0, 1, 12);
   const u = new EmbeddedUsage(dir, () => now);
@@ -216,12 +217,12 @@ test('the embedded usage record keeps 30 days and drops older ones', () => {
     now += 86_400_000;
   }
   now -= 86_400_000;
-  u.close();
-  const days = u.days('k');
+  await u.close();
+  const days = await u.days('k');
   expect(days).toHaveLength(30);
   expect(days.map((d) => d.credits)).toEqual(Array.from({ length: 30 }, (_, i) => i + 10));
   // Reopened from disk: the same 30 days, and the older files are gone.
   const again = new EmbeddedUsage(dir, () => now);
-  expect(again.days('k').map((d) => d.credits)).toEqual(Array.from({ length: 30 }, (_, i) => i + 10));
-  again.close();
+  expect((await again.days('k')).map((d) => d.credits)).toEqual(Array.from({ length: 30 }, (_, i) => i + 10));
+  await again.close();
 });

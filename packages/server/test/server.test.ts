@@ -59,7 +59,7 @@ type Envelope = { id?: unknown; result?: { hash?: string }; error?: { code: numb
 
 test('answers single calls and batches over HTTP and charges each method its cost', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'core' });
+  const { key, record } = await createKey(dir, { plan: 'core' });
   const { url } = await start(dir);
   const r1 = await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x3', false]));
   expect(r1.status).toBe(200);
@@ -79,8 +79,8 @@ test('answers single calls and batches over HTTP and charges each method its cos
 
 test('missing, unknown and revoked keys: 401 with a JSON-RPC error, WS upgrade refused, nothing charged', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'core' });
-  revokeKey(dir, key);
+  const { key, record } = await createKey(dir, { plan: 'core' });
+  await revokeKey(dir, key);
   const { url, ws } = await start(dir);
   for (const path of ['/v3', '/v3/', '/v3/00000000000000000000000000000000', `/v3/${key}`]) {
     const r = await post(`${url}${path}`, call('eth_getBlockByNumber', ['0x1', false]));
@@ -98,9 +98,9 @@ test('missing, unknown and revoked keys: 401 with a JSON-RPC error, WS upgrade r
 
 test('a running server honours a new key and a revocation within a second', async () => {
   const dir = datadir();
-  createKey(dir, { plan: 'core' }); // the file exists before start
+  await createKey(dir, { plan: 'core' }); // the file exists before start
   const { url } = await start(dir);
-  const { key } = createKey(dir, { plan: 'developer' });
+  const { key } = await createKey(dir, { plan: 'developer' });
   const waitFor = async (status: number): Promise<number> => {
     const t0 = Date.now();
     for (;;) {
@@ -111,13 +111,13 @@ test('a running server honours a new key and a revocation within a second', asyn
     }
   };
   expect(await waitFor(200)).toBeLessThanOrEqual(1000);
-  revokeKey(dir, key);
+  await revokeKey(dir, key);
   expect(await waitFor(401)).toBeLessThanOrEqual(1000);
 });
 
 test('exhaustion: 429 and -32005 with the reset time, costs nothing; a batch charges each call on its own', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'core', dailyCredits: 200 });
+  const { key, record } = await createKey(dir, { plan: 'core', dailyCredits: 200 });
   const { url } = await start(dir);
   for (let i = 0; i < 2; i++) expect((await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false]))).status).toBe(200);
   const r = await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], 42));
@@ -133,7 +133,7 @@ test('exhaustion: 429 and -32005 with the reset time, costs nothing; a batch cha
   // A free call still passes (cost 0 fits any balance).
   expect((await post(`${url}/v3/${key}`, call('eth_chainId', []))).status).toBe(200);
 
-  const b = createKey(dir, { plan: 'core', dailyCredits: 250 });
+  const b = await createKey(dir, { plan: 'core', dailyCredits: 250 });
   await sleep(700); // let the server pick up the new key
   const rb = await post(`${url}/v3/${b.key}`, [
     call('eth_getProof', [], 1),
@@ -150,7 +150,7 @@ test('exhaustion: 429 and -32005 with the reset time, costs nothing; a batch cha
 
 test('150 concurrent calls against a balance of 100 calls: exactly 100 succeed', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'core', dailyCredits: 100 * 80 });
+  const { key, record } = await createKey(dir, { plan: 'core', dailyCredits: 100 * 80 });
   const { url } = await start(dir, { store: fakeStore(10, 5) });
   const replies = await Promise.all(
     Array.from({ length: 150 }, (_, i) => post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], i))),
@@ -164,7 +164,7 @@ test('150 concurrent calls against a balance of 100 calls: exactly 100 succeed',
 
 test('charges survive a restart: no refund, no double charge', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'core', dailyCredits: 300 });
+  const { key, record } = await createKey(dir, { plan: 'core', dailyCredits: 300 });
   const first = await start(dir);
   for (let i = 0; i < 3; i++) await post(`${first.url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false]));
   await first.srv.close();
@@ -177,7 +177,7 @@ test('charges survive a restart: no refund, no double charge', async () => {
 
 test('WebSocket: same envelopes in and out, charged like HTTP', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'team' });
+  const { key, record } = await createKey(dir, { plan: 'team' });
   const { ws } = await start(dir);
   const conn = await wsOpen(`${ws}/ws/v3/${key}`);
   const single = (await conn.request(call('eth_getBlockByNumber', ['0x4', false], 5))) as Envelope;
@@ -194,7 +194,7 @@ test('WebSocket: same envelopes in and out, charged like HTTP', async () => {
 
 test('CORS: preflight answered, responses carry the allow-origin header', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'core' });
+  const { key } = await createKey(dir, { plan: 'core' });
   const { url } = await start(dir);
   const pre = await fetch(`${url}/v3/${key}`, {
     method: 'OPTIONS',
@@ -209,7 +209,7 @@ test('CORS: preflight answered, responses carry the allow-origin header', async 
 
   // A restricted origin list echoes allowed origins only.
   const dir2 = datadir();
-  const k2 = createKey(dir2, { plan: 'core' });
+  const k2 = await createKey(dir2, { plan: 'core' });
   const s2 = await start(dir2, { config: { corsOrigins: ['https://good.example'] } });
   const good = await post(`${s2.url}/v3/${k2.key}`, call('eth_chainId', []), { origin: 'https://good.example' });
   expect(good.headers.get('access-control-allow-origin')).toBe('https://good.example');
@@ -232,7 +232,7 @@ function postChunked(url: string, body: string): Promise<number> {
 
 test('oversized bodies get 413 (declared or streamed), oversized WS messages close the socket', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'core' });
+  const { key } = await createKey(dir, { plan: 'core' });
   const { url, ws } = await start(dir, { config: { maxBodyBytes: 4096, wsMaxPayloadBytes: 4096 } });
   const big = JSON.stringify(call('eth_getBlockByNumber', ['0x1', false, 'x'.repeat(5000)]));
   const r = await post(`${url}/v3/${key}`, big);
@@ -248,7 +248,7 @@ test('oversized bodies get 413 (declared or streamed), oversized WS messages clo
 
 test('fuzz: thousands of malformed requests, then the server still answers correctly', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'custom' });
+  const { key } = await createKey(dir, { plan: 'custom' });
   const { url, ws } = await start(dir, { config: { maxBodyBytes: 8192 } });
   let seed = 12345;
   const rnd = (n: number): number => {
@@ -307,13 +307,13 @@ test('fuzz: thousands of malformed requests, then the server still answers corre
 
 test('failover: growth/custom eth_getBlockByHash goes to the partner on outage or timeout; others get an error', async () => {
   const partnerDir = datadir();
-  const partnerKey = createKey(partnerDir, { plan: 'custom' }).key;
+  const partnerKey = (await createKey(partnerDir, { plan: "custom" })).key;
   const partner = await start(partnerDir, { store: fakeStore(20) }); // the partner knows 20 blocks
   const failoverUrl = `${partner.url}/v3/${partnerKey}`;
 
   const dir = datadir();
-  const growth = createKey(dir, { plan: 'growth' });
-  const core = createKey(dir, { plan: 'core' });
+  const growth = await createKey(dir, { plan: 'growth' });
+  const core = await createKey(dir, { plan: 'core' });
   const down = await start(dir, { store: outageStore(fakeStore(10)), failoverUrl, metricsPort: 0 });
   const h15 = toData(fakeHash(15)); // only the partner has block 15: proves the answer came from it
   const fwd = await post(`${down.url}/v3/${growth.key}`, call('eth_getBlockByHash', [h15, false], 9));
@@ -332,7 +332,7 @@ test('failover: growth/custom eth_getBlockByHash goes to the partner on outage o
 
   // Slow store: past failoverTimeoutMs the call is forwarded.
   const dir2 = datadir();
-  const g2 = createKey(dir2, { plan: 'growth' });
+  const g2 = await createKey(dir2, { plan: 'growth' });
   const slow = await start(dir2, { store: fakeStore(10, 1500), failoverUrl, config: { failoverTimeoutMs: 200 } });
   const t0 = Date.now();
   const fwd2 = await post(`${slow.url}/v3/${g2.key}`, call('eth_getBlockByHash', [h15, false]));
@@ -342,11 +342,11 @@ test('failover: growth/custom eth_getBlockByHash goes to the partner on outage o
 
 test('metrics listener is off by default and counts calls, credits and head when on', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'core' });
+  const { key } = await createKey(dir, { plan: 'core' });
   const off = await start(dir);
   expect(off.srv.metricsPort).toBeUndefined();
   const dir2 = datadir();
-  const k2 = createKey(dir2, { plan: 'core' });
+  const k2 = await createKey(dir2, { plan: 'core' });
   const on = await start(dir2, { metricsPort: 0 });
   await post(`${on.url}/v3/${k2.key}`, call('eth_getBlockByNumber', ['0x1', false]));
   await post(`${on.url}/v3/nobody`, call('eth_getBlockByNumber', ['0x1', false]));
@@ -365,7 +365,7 @@ test('metrics listener is off by default and counts calls, credits and head when
 
 test('graceful close: in-flight requests finish, new ones are refused', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'core' });
+  const { key } = await createKey(dir, { plan: 'core' });
   const { url, srv } = await start(dir, { store: fakeStore(10, 400) });
   const pending = post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x2', false]));
   await sleep(100);
@@ -378,7 +378,7 @@ test('graceful close: in-flight requests finish, new ones are refused', async ()
 
 test('graceful close: long replies in flight reach the client whole (HTTP and WebSocket)', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'core' });
+  const { key } = await createKey(dir, { plan: 'core' });
   // Far more than a loopback socket takes at once, so most of each reply is written after close() began.
   const replyOf = (text: string): string => JSON.stringify({ jsonrpc: '2.0', id: 1, result: [text.repeat(1 << 20)] });
   const httpBody = replyOf('0123456789abcdef0123456789abcdef'); // 32 MiB

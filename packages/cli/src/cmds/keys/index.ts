@@ -1,31 +1,41 @@
 // `node-cli keys …`: every action of the dashboard, through the same key-management module
-// (KeyManager of @chainnode/dashboard) over <datadir>/keys.json (hashed keys). Works with or
-// without a running server: the server picks changes up within a second. A key or secret is
-// printed once, by the command that creates it (create, rotate, secret create).
+// (KeyManager of @chainnode/dashboard) over the ledger's key store: embedded (<datadir>/keys.json,
+// hashed) or, with `--ledger redis://host:port[/db]`, the shared Redis ledger. Works with or
+// without a running server: servers pick changes up within a second. A key or secret is printed
+// once, by the command that creates it (create, rotate, secret create).
 import type { Command } from 'commander';
-import { KeyFileError, PLAN_NAMES } from '@chainnode/server';
+import { KeyFileError, LedgerUnavailableError, PLAN_NAMES, openLedger } from '@chainnode/server';
+import type { OpenLedger } from '@chainnode/server';
 import { KeyActionError, KeyManager } from '@chainnode/dashboard';
 import type { KeyView } from '@chainnode/dashboard';
 import { CliError } from '../../cli-error.js';
-import { readConfig } from '../serve/run.js';
+import { parseLedgerUrl, readConfig } from '../serve/run.js';
 
 interface Common {
   datadir: string;
   config?: string;
+  ledger?: string;
   json?: boolean;
 }
 
-function manager(opts: Common): KeyManager {
-  return new KeyManager({ datadir: opts.datadir, config: readConfig(opts.datadir, opts.config) });
-}
-
-/** Runs a key action; refusals become one-line CLI errors. */
-function run<T>(f: () => T): T {
+/** Runs a key action with the ledger the options name (closed afterwards); refusals become one line. */
+async function run<T>(opts: Common, f: (km: KeyManager) => Promise<T>): Promise<T> {
+  const config = readConfig(opts.datadir, opts.config);
+  const url = parseLedgerUrl(opts.ledger);
+  let l: OpenLedger;
   try {
-    return f();
+    l = await openLedger({ ...(url !== undefined ? { url } : {}), datadir: opts.datadir });
   } catch (err) {
-    if (err instanceof KeyActionError || err instanceof KeyFileError) throw new CliError(err.message);
+    if (err instanceof LedgerUnavailableError) throw new CliError(err.message);
     throw err;
+  }
+  try {
+    return await f(new KeyManager({ keys: l.keys, config, usage: l.usageRecord(), balance: (hash) => l.usage(hash) }));
+  } catch (err) {
+    if (err instanceof KeyActionError || err instanceof KeyFileError || err instanceof LedgerUnavailableError) throw new CliError(err.message);
+    throw err;
+  } finally {
+    await l.close();
   }
 }
 
@@ -57,6 +67,7 @@ export function register(program: Command): void {
     c
       .option('--datadir <dir>', 'datadir of the server', './data')
       .option('--config <file>', 'server config with the plans; default <datadir>/server.json if present')
+      .option('--ledger <url>', 'shared ledger redis://host:port[/db] (default: the embedded ledger in the datadir)')
       .option('--json', 'print JSON');
 
   common(cmd.command('create'))
@@ -65,24 +76,28 @@ export function register(program: Command): void {
     .option('--name <name>', 'name to recognise the key by')
     .option('--label <label>', 'older spelling of --name')
     .option('--networks <list>', 'comma-separated networks the key may use (default: all)')
-    .option('--daily-credits <n>', "override the plan's daily credit balance for this key")
-    .option('--credits-per-day <n>', "per-key daily limit below the plan's (429, event -33400)")
-    .option('--credits-per-second <n>', 'per-key throughput limit (429, event -33300)')
-    .action((opts: Common & { plan: string; name?: string; label?: string; networks?: string; dailyCredits?: string; creditsPerDay?: string; creditsPerSecond?: string }) => {
-      const km = manager(opts);
-      const cpd = credits('--credits-per-day', opts.creditsPerDay);
-      const cps = credits('--credits-per-second', opts.creditsPerSecond);
-      const { key, view } = run(() =>
+    .option('--daily-credits <n>', "operator: override the plan's daily credits for this key (402 beyond)")
+    .option('--credits-per-second <n>', "operator: override the plan's credits per second for this key (0: none; 429 -33200 beyond)")
+    .option('--limit-per-day <n>', "the key's own daily limit below the plan's (429, event -33400)")
+    .option('--limit-per-second <n>', "the key's own credits-per-second limit below the plan's (429, event -33300)")
+    .action(async (opts: Common & { plan: string; name?: string; label?: string; networks?: string; dailyCredits?: string; creditsPerSecond?: string; limitPerDay?: string; limitPerSecond?: string }) => {
+      const cpd = credits('--limit-per-day', opts.limitPerDay);
+      const cps = credits('--limit-per-second', opts.limitPerSecond);
+      const override = credits('--credits-per-second', opts.creditsPerSecond);
+      const { key, view } = await run(opts, (km) =>
         km.create({
           name: opts.name ?? opts.label ?? `key created ${new Date().toISOString().slice(0, 10)}`,
           plan: opts.plan,
           networks: opts.networks !== undefined ? csv(opts.networks) : undefined,
           dailyCredits: credits('--daily-credits', opts.dailyCredits),
+          creditsPerSecond: override,
           limits: cpd !== undefined || cps !== undefined ? { ...(cpd !== undefined ? { creditsPerDay: cpd } : {}), ...(cps !== undefined ? { creditsPerSecond: cps } : {}) } : undefined,
         }),
       );
       if (opts.json) {
-        process.stdout.write(`${JSON.stringify({ key, id: view.id, name: view.name, prefix: view.prefix, plan: view.plan, dailyCredits: view.planDailyCredits, label: view.name, createdAt: view.createdAt, networks: view.networks, limits: view.limits })}\n`);
+        process.stdout.write(
+          `${JSON.stringify({ key, id: view.id, name: view.name, prefix: view.prefix, plan: view.plan, dailyCredits: view.planDailyCredits, creditsPerSecond: view.planCreditsPerSecond, label: view.name, createdAt: view.createdAt, networks: view.networks, limits: view.limits })}\n`,
+        );
       } else {
         process.stdout.write(`${key}\n`);
         process.stderr.write(`keys: created ${describe(view)}, ${view.planDailyCredits} credits/day. It is shown only this once: copy it now.\n`);
@@ -91,8 +106,8 @@ export function register(program: Command): void {
 
   common(cmd.command('list'))
     .description('list keys (name, key prefix, plan, created, last used, status; never the keys)')
-    .action((opts: Common) => {
-      const rows = run(() => manager(opts).list());
+    .action(async (opts: Common) => {
+      const rows = await run(opts, (km) => km.list());
       if (opts.json) return out(opts, rows, '');
       if (rows.length === 0) return out(opts, [], 'no keys (create one: node-cli keys create --plan core --name my-app)');
       const head = ['ID'.padEnd(12), 'KEY'.padEnd(8), 'PLAN'.padEnd(9), 'STATUS'.padEnd(7), 'CREATED'.padEnd(17), 'LAST USED'.padEnd(17), 'NAME'].join(' ');
@@ -104,29 +119,29 @@ export function register(program: Command): void {
 
   common(cmd.command('show <key>'))
     .description('settings of a key (the key itself or its id)')
-    .action((keyOrId: string, opts: Common) => {
-      const v = run(() => manager(opts).get(keyOrId));
+    .action(async (keyOrId: string, opts: Common) => {
+      const v = await run(opts, (km) => km.get(keyOrId));
       out(opts, v, `${describe(v)}\n${JSON.stringify({ networks: v.networks, allowlists: v.allowlists, secret: v.secret }, null, 2)}`);
     });
 
   common(cmd.command('revoke <key>'))
     .description('revoke a key (the key itself or its id); a running server refuses it within a second')
-    .action((keyOrId: string, opts: Common) => {
-      const v = run(() => manager(opts).revoke(keyOrId));
+    .action(async (keyOrId: string, opts: Common) => {
+      const v = await run(opts, (km) => km.revoke(keyOrId));
       out(opts, { id: v.id, revokedAt: v.revokedAt }, `keys: revoked ${v.id}`);
     });
 
   common(cmd.command('rename <key> <name>'))
     .description('rename a key')
-    .action((keyOrId: string, name: string, opts: Common) => {
-      const v = run(() => manager(opts).rename(keyOrId, name));
+    .action(async (keyOrId: string, name: string, opts: Common) => {
+      const v = await run(opts, (km) => km.rename(keyOrId, name));
       out(opts, v, `keys: renamed ${v.id} to "${v.name}"`);
     });
 
   common(cmd.command('rotate <key>'))
     .description('give a key a new value (same id, settings and daily balance); prints the new value once')
-    .action((keyOrId: string, opts: Common) => {
-      const { key, view } = run(() => manager(opts).rotate(keyOrId));
+    .action(async (keyOrId: string, opts: Common) => {
+      const { key, view } = await run(opts, (km) => km.rotate(keyOrId));
       if (opts.json) process.stdout.write(`${JSON.stringify({ key, id: view.id, prefix: view.prefix })}\n`);
       else {
         process.stdout.write(`${key}\n`);
@@ -136,22 +151,22 @@ export function register(program: Command): void {
 
   common(cmd.command('limits <key>'))
     .description("per-key limits below the plan's (0: none)")
-    .option('--credits-per-day <n>', 'credits per UTC day (429, event -33400)')
-    .option('--credits-per-second <n>', 'credits per second (429, event -33300)')
-    .action((keyOrId: string, opts: Common & { creditsPerDay?: string; creditsPerSecond?: string }) => {
+    .option('--per-day <n>', 'credits per UTC day (429, event -33400)')
+    .option('--per-second <n>', 'credits per second (429, event -33300)')
+    .action(async (keyOrId: string, opts: Common & { perDay?: string; perSecond?: string }) => {
       const limits: { creditsPerDay?: number; creditsPerSecond?: number } = {};
-      const cpd = credits('--credits-per-day', opts.creditsPerDay);
-      const cps = credits('--credits-per-second', opts.creditsPerSecond);
+      const cpd = credits('--per-day', opts.perDay);
+      const cps = credits('--per-second', opts.perSecond);
       if (cpd !== undefined) limits.creditsPerDay = cpd;
       if (cps !== undefined) limits.creditsPerSecond = cps;
-      const v = run(() => manager(opts).update(keyOrId, { limits }));
+      const v = await run(opts, (km) => km.update(keyOrId, { limits }));
       out(opts, v, `keys: ${describe(v)}`);
     });
 
   common(cmd.command('networks <key> <list>'))
     .description('networks the key may use: comma-separated names, or "all"')
-    .action((keyOrId: string, list: string, opts: Common) => {
-      const v = run(() => manager(opts).update(keyOrId, { networks: list === 'all' ? null : csv(list) }));
+    .action(async (keyOrId: string, list: string, opts: Common) => {
+      const v = await run(opts, (km) => km.update(keyOrId, { networks: list === 'all' ? null : csv(list) }));
       out(opts, v, `keys: ${v.id} may use ${v.networks === null ? 'every network' : v.networks.join(', ')}`);
     });
 
@@ -162,26 +177,27 @@ export function register(program: Command): void {
     .option('--user-agents <list>', 'User-Agent substrings')
     .option('--methods <list>', 'JSON-RPC methods')
     .option('--clear', 'remove every allowlist')
-    .action((keyOrId: string, opts: Common & { addresses?: string; origins?: string; userAgents?: string; methods?: string; clear?: boolean }) => {
-      const km = manager(opts);
-      const cur = run(() => km.get(keyOrId)).allowlists;
-      const lists = opts.clear
-        ? {}
-        : {
-            addresses: opts.addresses !== undefined ? csv(opts.addresses) : cur.addresses,
-            origins: opts.origins !== undefined ? csv(opts.origins) : cur.origins,
-            userAgents: opts.userAgents !== undefined ? csv(opts.userAgents) : cur.userAgents,
-            methods: opts.methods !== undefined ? csv(opts.methods) : cur.methods,
-          };
-      const v = run(() => km.update(keyOrId, { allowlists: lists }));
+    .action(async (keyOrId: string, opts: Common & { addresses?: string; origins?: string; userAgents?: string; methods?: string; clear?: boolean }) => {
+      const v = await run(opts, async (km) => {
+        const cur = (await km.get(keyOrId)).allowlists;
+        const lists = opts.clear
+          ? {}
+          : {
+              addresses: opts.addresses !== undefined ? csv(opts.addresses) : cur.addresses,
+              origins: opts.origins !== undefined ? csv(opts.origins) : cur.origins,
+              userAgents: opts.userAgents !== undefined ? csv(opts.userAgents) : cur.userAgents,
+              methods: opts.methods !== undefined ? csv(opts.methods) : cur.methods,
+            };
+        return km.update(keyOrId, { allowlists: lists });
+      });
       out(opts, v.allowlists, `keys: allowlists of ${v.id}: ${JSON.stringify(v.allowlists)}`);
     });
 
   const secret = cmd.command('secret').description("the key's API secret (HTTP basic auth password, empty user name)");
   common(secret.command('create <key>'))
     .description('create (or replace) the secret; prints it once')
-    .action((keyOrId: string, opts: Common) => {
-      const r = run(() => manager(opts).createSecret(keyOrId));
+    .action(async (keyOrId: string, opts: Common) => {
+      const r = await run(opts, (km) => km.createSecret(keyOrId));
       if (opts.json) process.stdout.write(`${JSON.stringify({ secret: r.secret, id: r.view.id })}\n`);
       else {
         process.stdout.write(`${r.secret}\n`);
@@ -190,29 +206,27 @@ export function register(program: Command): void {
     });
   common(secret.command('delete <key>'))
     .description('remove the secret (and the requirement)')
-    .action((keyOrId: string, opts: Common) => {
-      const v = run(() => manager(opts).deleteSecret(keyOrId));
+    .action(async (keyOrId: string, opts: Common) => {
+      const v = await run(opts, (km) => km.deleteSecret(keyOrId));
       out(opts, v.secret, `keys: secret of ${v.id} removed`);
     });
   common(secret.command('require <key>'))
     .description('refuse every request without the secret (401)')
-    .action((keyOrId: string, opts: Common) => {
-      const v = run(() => manager(opts).update(keyOrId, { secretRequired: true }));
+    .action(async (keyOrId: string, opts: Common) => {
+      const v = await run(opts, (km) => km.update(keyOrId, { secretRequired: true }));
       out(opts, v.secret, `keys: ${v.id} now requires its secret`);
     });
   common(secret.command('optional <key>'))
     .description('accept requests without the secret again (a wrong secret is still refused)')
-    .action((keyOrId: string, opts: Common) => {
-      const v = run(() => manager(opts).update(keyOrId, { secretRequired: false }));
+    .action(async (keyOrId: string, opts: Common) => {
+      const v = await run(opts, (km) => km.update(keyOrId, { secretRequired: false }));
       out(opts, v.secret, `keys: ${v.id} no longer requires its secret`);
     });
 
   common(cmd.command('usage <key>'))
     .description("a key's balance today and its usage per UTC day and method (last 30 days) and per minute (last 15)")
-    .action((keyOrId: string, opts: Common) => {
-      const km = manager(opts);
-      const v = run(() => km.get(keyOrId));
-      const u = run(() => km.usage(keyOrId));
+    .action(async (keyOrId: string, opts: Common) => {
+      const [v, u] = await run(opts, async (km) => [await km.get(keyOrId), await km.usage(keyOrId)] as const);
       const json = {
         id: v.id,
         name: v.name,
@@ -220,6 +234,7 @@ export function register(program: Command): void {
         label: v.name,
         revoked: v.status === 'revoked',
         dailyCredits: u.balance.dailyCredits,
+        creditsPerSecond: v.limits.creditsPerSecond ?? v.planCreditsPerSecond,
         used: u.balance.used,
         remaining: u.balance.remaining,
         resetsAt: u.balance.resetsAt,

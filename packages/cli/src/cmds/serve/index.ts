@@ -1,5 +1,5 @@
 // `node-cli serve [--datadir ./data] [--host 127.0.0.1] [--port 8545] [--config <file>]
-//  [--failover-url <url>] [--metrics-port <port>]`: JSON-RPC over HTTP and WebSocket.
+//  [--failover-url <url>] [--metrics-port <port>] [--ledger redis://host:port[/db]] [--ledger-failure open|closed]`: JSON-RPC over HTTP and WebSocket.
 import type { Command } from 'commander';
 import { serve } from './run.js';
 import type { ServeOptions } from './run.js';
@@ -13,6 +13,8 @@ export function withServeOptions(cmd: Command): Command {
     .option('--config <file>', 'server config (plans, limits); default <datadir>/server.json if present')
     .option('--failover-url <url>', 'partner JSON-RPC endpoint for eth_getBlockByHash of growth/custom keys during an outage')
     .option('--metrics-port <port>', 'serve Prometheus metrics on this port (config metricsHost, loopback by default); off unless given or configured')
+    .option('--ledger <url>', 'keys and credits shared by every replica in Redis: redis://host:port[/db] (default: embedded in the datadir)')
+    .option('--ledger-failure <mode>', 'while the Redis ledger is unreachable: open (serve, journal locally, replay later) or closed (refuse paid calls)', 'open')
     .option('--dashboard', 'serve the developer dashboard on the admin listener (--admin-host, --admin-port)')
     .option('--admin-host <host>', 'address of the admin listener (dashboard)', '127.0.0.1')
     .option('--admin-port <port>', 'port of the admin listener (implies --dashboard; 0: any free port)')

@@ -7,8 +7,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { KeyManager, hasAdminToken, startDashboard } from '@chainnode/dashboard';
 import type { RunningDashboard } from '@chainnode/dashboard';
-import { ConfigError, FAULT_ENV, applyFaultInjection, loadConfig, startServer } from '@chainnode/server';
-import type { RunningServer, ServerConfig } from '@chainnode/server';
+import { ConfigError, FAULT_ENV, LedgerUnavailableError, applyFaultInjection, checkLedgerUrl, loadConfig, openLedger, startServer } from '@chainnode/server';
+import type { LedgerFailureMode, OpenLedger, RunningServer, ServerConfig } from '@chainnode/server';
 import type { RpcConfig } from '@chainnode/rpc';
 import { OffloadPool, createRpcService, resolveConfig } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, openChainStore } from '@chainnode/store';
@@ -23,6 +23,9 @@ export interface ServeOptions {
   config?: string;
   failoverUrl?: string;
   metricsPort?: string;
+  /** redis://host:port[/db]: keys and credits shared through Redis; default the embedded ledger. */
+  ledger?: string;
+  ledgerFailure?: string;
   dashboard?: boolean;
   adminHost?: string;
   adminPort?: string;
@@ -44,6 +47,22 @@ function readTls(opts: ServeOptions): { cert: string; key: string } | undefined 
   } catch (err) {
     throw new CliError(`cannot read the admin TLS files: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
+}
+
+/** `--ledger`: undefined (embedded) or a checked redis:// URL. */
+export function parseLedgerUrl(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return checkLedgerUrl(value);
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+}
+
+export function parseLedgerFailure(value: string | undefined): LedgerFailureMode {
+  if (value === undefined || value === 'open') return 'open';
+  if (value === 'closed') return 'closed';
+  throw new CliError(`--ledger-failure: expected open or closed, got "${value}"`);
 }
 
 export function parsePort(name: string, value: string): number {
@@ -84,15 +103,48 @@ export async function openStore(datadir: string, shared = false): Promise<ChainS
   }
 }
 
-/** Serves until a signal; `banner` receives the bound address once listening. */
-export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, host: string) => void): Promise<void> {
+/**
+ * Serves until a signal; `banner` receives the bound address once listening; `onLedger` runs once
+ * the ledger is open, before the server starts (`start` makes its development key there).
+ */
+export async function serve(
+  opts: ServeOptions,
+  banner?: (srv: RunningServer, host: string) => void,
+  onLedger?: (l: OpenLedger) => Promise<void>,
+): Promise<void> {
   const port = parsePort('--port', opts.port);
   const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
   const failoverUrl = parseFailoverUrl(opts.failoverUrl);
   const adminPort = dashboardPort(opts);
   const adminTls = adminPort !== undefined ? readTls(opts) : undefined;
+  const ledgerUrl = parseLedgerUrl(opts.ledger);
+  const failure = parseLedgerFailure(opts.ledgerFailure);
   const config = readConfig(opts.datadir, opts.config);
-  const raw = await openStore(opts.datadir, config.logWorkers > 0);
+  const log = (line: string): void => {
+    process.stderr.write(`serve: ${line}\n`);
+  };
+  let ledger: OpenLedger;
+  try {
+    ledger = await openLedger({
+      ...(ledgerUrl !== undefined ? { url: ledgerUrl } : {}),
+      datadir: opts.datadir,
+      failure,
+      commandTimeoutMs: config.ledgerCommandTimeoutMs,
+      journalMax: config.ledgerJournalMax,
+      log,
+    });
+    await onLedger?.(ledger);
+  } catch (err) {
+    if (err instanceof LedgerUnavailableError) throw new CliError(err.message);
+    throw err;
+  }
+  let raw: ChainStore;
+  try {
+    raw = await openStore(opts.datadir, config.logWorkers > 0);
+  } catch (err) {
+    await ledger.close();
+    throw err;
+  }
   let store: ChainStore;
   try {
     store = applyFaultInjection(raw);
@@ -101,9 +153,6 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
     throw new CliError((err as Error).message);
   }
   if (store !== raw) process.stderr.write(`serve: fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails\n`);
-  const log = (line: string): void => {
-    process.stderr.write(`serve: ${line}\n`);
-  };
   const rpcConfig = resolveConfig({ maxBatchSize: config.maxBatchSize });
   let logs: OffloadPool | undefined;
   if (config.logWorkers > 0) {
@@ -125,18 +174,21 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       host: opts.host,
       port,
       log,
+      ledger: { keys: ledger.keys, credits: ledger.ledger() },
+      usage: ledger.usageRecord(),
       ...(failoverUrl !== undefined ? { failoverUrl } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
     });
   } catch (err) {
     await logs?.close();
     await raw.close();
+    await ledger.close();
     throw new CliError((err as Error).message);
   }
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
   let dash: RunningDashboard | undefined;
   if (adminPort !== undefined) {
-    const keys = new KeyManager({ datadir: opts.datadir, config, usage: srv.usage, ledger: srv.ledger });
+    const keys = new KeyManager({ keys: ledger.keys, config, usage: srv.usage, balance: (hash) => ledger.usage(hash) });
     try {
       dash = await startDashboard({
         datadir: opts.datadir,
@@ -151,6 +203,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       await srv.close();
       await logs?.close();
       await raw.close();
+      await ledger.close();
       throw new CliError(`cannot start the dashboard: ${(err as Error).message}`);
     }
   }
@@ -164,6 +217,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
     process.stdout.write(`serve: dashboard ${dash.url}\n`);
     if (!hasAdminToken(opts.datadir)) process.stderr.write(`serve: no admin token yet: create one with node-cli admin token create --datadir ${opts.datadir}\n`);
   }
+  process.stdout.write(`serve: ledger    ${ledger.engine === 'redis' ? `redis (shared; when unreachable: fail-${failure})` : `embedded (${opts.datadir})`}\n`);
   banner?.(srv, hostForUrl);
 
   await new Promise<void>((resolve) => {
@@ -180,6 +234,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
         .then(() => dash?.close())
         .then(() => logs?.close())
         .then(() => raw.close())
+        .then(() => ledger.close())
         .then(
           () => {
             process.stderr.write('serve: stopped cleanly\n');
