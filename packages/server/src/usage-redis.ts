@@ -79,41 +79,45 @@ export class RedisUsage implements UsageRecord {
     }
   }
 
-  /** Adds the buffered counters to Redis; on failure they stay buffered for the next try. */
+  /**
+   * Adds the buffered counters to Redis; on failure they stay buffered for the next try. A flush
+   * asked for while one runs waits for it and then flushes again (what was recorded meanwhile).
+   */
   flush(): Promise<void> {
-    this.flushing ??= (async () => {
-      try {
-        if (this.dropped > 0) {
-          this.log(`usage record: Redis away too long, ${this.dropped} counter updates dropped`);
-          this.dropped = 0;
+    if (this.flushing) return this.flushing.then(() => this.flush());
+    const p: Promise<void> = this.write().finally(() => {
+      if (this.flushing === p) this.flushing = undefined;
+    });
+    this.flushing = p;
+    return p;
+  }
+
+  private async write(): Promise<void> {
+    if (this.dropped > 0) {
+      this.log(`usage record: Redis away too long, ${this.dropped} counter updates dropped`);
+      this.dropped = 0;
+    }
+    const batch = this.pending;
+    if (batch.size === 0) return;
+    this.pending = new Map();
+    this.pendingFields = 0;
+    const ops: Promise<unknown>[] = [];
+    for (const [key, fields] of batch) {
+      for (const [field, by] of fields) ops.push(this.client.hIncrBy(key, field, by));
+      ops.push(this.client.expire(key, key.includes('}:m:') ? MINUTE_TTL_S : DAY_TTL_S));
+    }
+    const results = await Promise.allSettled(ops);
+    if (results.some((r) => r.status === 'rejected')) {
+      // A failed HINCRBY did not apply: put those counters back for the next flush.
+      let i = 0;
+      for (const [key, fields] of batch) {
+        for (const [field, by] of fields) {
+          if (results[i]?.status === 'rejected') this.add(key, field, by);
+          i++;
         }
-        const batch = this.pending;
-        if (batch.size === 0) return;
-        this.pending = new Map();
-        this.pendingFields = 0;
-        const ops: Promise<unknown>[] = [];
-        for (const [key, fields] of batch) {
-          for (const [field, by] of fields) ops.push(this.client.hIncrBy(key, field, by));
-          ops.push(this.client.expire(key, key.includes('}:m:') ? MINUTE_TTL_S : DAY_TTL_S));
-        }
-        const results = await Promise.allSettled(ops);
-        if (results.some((r) => r.status === 'rejected')) {
-          // Which ones applied is unknown per field only when the connection broke mid-way; put
-          // back the keys whose increments failed (a failed HINCRBY did not apply).
-          let i = 0;
-          for (const [key, fields] of batch) {
-            for (const [field, by] of fields) {
-              if (results[i]?.status === 'rejected') this.add(key, field, by);
-              i++;
-            }
-            i++; // the EXPIRE
-          }
-        }
-      } finally {
-        this.flushing = undefined;
+        i++; // the EXPIRE
       }
-    })();
-    return this.flushing;
+    }
   }
 
   private async read(key: string): Promise<Record<string, string>> {
