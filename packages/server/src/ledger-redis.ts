@@ -200,7 +200,9 @@ export class RedisKeyStore implements KeyStore {
         .get(KEYS_VERSION)
         .then((v) => {
           const ver = v === null ? null : String(v);
-          if (last !== undefined && ver !== last) onChange();
+          // The first poll counts as a change too: a put between the caller's list() and this
+          // first poll would otherwise never be seen (its version would become `last`).
+          if (ver !== last) onChange();
           last = ver;
         })
         .catch(() => {}) // Redis away: the last key set stays in force
