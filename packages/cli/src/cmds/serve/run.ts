@@ -160,13 +160,13 @@ export async function serve(
     throw new CliError((err as Error).message);
   }
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  process.stdout.write(`serve: ledger    ${ledger.engine === 'redis' ? `redis (shared; when unreachable: fail-${failure})` : `embedded (${opts.datadir})`}\n`);
   process.stdout.write(`serve: listening on ${hostForUrl}:${srv.port}\n`);
   process.stdout.write(`serve: HTTP      POST http://${hostForUrl}:${srv.port}/v3/<API_KEY>\n`);
   process.stdout.write(`serve: WebSocket      ws://${hostForUrl}:${srv.port}/ws/v3/<API_KEY>\n`);
   process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
   if (srv.metricsPort !== undefined) process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics\n`);
   if (failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
-  process.stdout.write(`serve: ledger    ${ledger.engine === 'redis' ? `redis (shared; when unreachable: fail-${failure})` : `embedded (${opts.datadir})`}\n`);
   banner?.(srv, hostForUrl);
 
   await new Promise<void>((resolve) => {
