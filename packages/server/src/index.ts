@@ -6,6 +6,7 @@ export { KeyRegistry, createKey, findKey, generateKey, hashKey, revokeKey } from
 export { EmbeddedLedger, FileKeyStore, KeyFileError, LocalBuckets, keysPath, readKeys, readUsage, usagePath, validateKeyRecord, writeKeys } from './ledger-embedded.js';
 export { RedisKeyStore, RedisLedger, DEBIT_LUA, connectRedis, parseRedisUrl } from './ledger-redis.js';
 export { JOURNAL_DIR, checkLedgerUrl, openLedger } from './ledger.js';
+export { PortLedger, serveLedgerOverPort } from './ledger-port.js';
 export type { LedgerSpec, OpenLedger } from './ledger.js';
 export type { CreateKeyOptions } from './keys.js';
 export { LedgerUnavailableError, nextUtcMidnight, utcDay } from './ledger-api.js';
