@@ -47,7 +47,7 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
       engine: 'embedded',
       keys,
       ledger: () => (ledger ??= new EmbeddedLedger(spec.datadir)),
-      usage: (hash) => (ledger ?? new EmbeddedLedger(spec.datadir)).usage(hash),
+      usage: (hash) => (ledger ??= new EmbeddedLedger(spec.datadir)).usage(hash),
       close: async () => {
         await ledger?.close();
         await keys.close();
