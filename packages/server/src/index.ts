@@ -8,6 +8,7 @@ export type { DashboardKeyFields } from './key-fields.js';
 export { EmbeddedLedger, FileKeyStore, KeyFileError, LocalBuckets, keysPath, readKeys, readUsage, usagePath, validateKeyRecord, writeKeys } from './ledger-embedded.js';
 export { RedisKeyStore, RedisLedger, DEBIT_LUA, connectRedis, parseRedisUrl } from './ledger-redis.js';
 export { JOURNAL_DIR, checkLedgerUrl, openLedger } from './ledger.js';
+export { PortLedger, serveLedgerOverPort } from './ledger-port.js';
 export type { LedgerSpec, OpenLedger } from './ledger.js';
 export { LedgerUnavailableError, nextUtcMidnight, utcDay } from './ledger-api.js';
 export type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, LedgerFailureMode, Limits, Usage } from './ledger-api.js';

@@ -54,7 +54,7 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
       engine: 'embedded',
       keys,
       ledger: () => (ledger ??= new EmbeddedLedger(spec.datadir)),
-      usage: (hash) => (ledger ?? new EmbeddedLedger(spec.datadir)).usage(hash),
+      usage: (hash) => (ledger ??= new EmbeddedLedger(spec.datadir)).usage(hash),
       usageRecord: () => (record ??= new EmbeddedUsage(spec.datadir).start()),
       close: async () => {
         await record?.close();

@@ -258,46 +258,47 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       finished = true;
       inflight++;
       const ctx: RequestContext = Gate.context(keyHash, origin, userAgent);
+      const write = (reply: RpcReply): void => {
+        // In flight until the whole body is with the socket: a long one is streamed, and its
+        // `finish` runs when the last byte is written (or the client goes away).
+        let released = false;
+        const finish = (): void => {
+          if (released) return;
+          released = true;
+          done();
+        };
+        let streaming = false;
+        try {
+          if (aborted) return;
+          const status = !reply.batch && ctx.refusal !== undefined ? REFUSAL_STATUS[ctx.refusal] : OK;
+          const text = reply.body ?? '';
+          if (text.length <= STREAM_ABOVE) {
+            res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown));
+            return;
+          }
+          // A streamed reply keeps its connection (close() ends it after the last byte).
+          res.cork(() => {
+            writeHead(res, status, origin);
+            endLong(res, text, finish, (f) => (onAbort = f));
+          });
+          streaming = true;
+          metrics.response('http', Number(status.slice(0, 3)));
+        } finally {
+          if (!streaming) finish();
+        }
+      };
+      const fail = (): void => {
+        try {
+          // handle() never throws by contract; answer without internals if it does.
+          if (!aborted) res.cork(() => send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true));
+        } finally {
+          done();
+        }
+      };
       service.handle(body, gate.middleware(ctx), Gate.requestErrorCounter(ctx)).then(
-        (reply: RpcReply) => (ctx.requestErrors > 0 ? gate.chargeRequestErrors(ctx).then(() => reply) : reply),
-      ).then(
-        (reply: RpcReply) => {
-          // In flight until the whole body is with the socket: a long one is streamed, and its
-          // `finish` runs when the last byte is written (or the client goes away).
-          let released = false;
-          const finish = (): void => {
-            if (released) return;
-            released = true;
-            done();
-          };
-          let streaming = false;
-          try {
-            if (aborted) return;
-            const status = !reply.batch && ctx.refusal !== undefined ? REFUSAL_STATUS[ctx.refusal] : OK;
-            const text = reply.body ?? '';
-            if (text.length <= STREAM_ABOVE) {
-              res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown));
-              return;
-            }
-            // A streamed reply keeps its connection (close() ends it after the last byte).
-            res.cork(() => {
-              writeHead(res, status, origin);
-              endLong(res, text, finish, (f) => (onAbort = f));
-            });
-            streaming = true;
-            metrics.response('http', Number(status.slice(0, 3)));
-          } finally {
-            if (!streaming) finish();
-          }
-        },
-        () => {
-          try {
-            // handle() never throws by contract; answer without internals if it does.
-            if (!aborted) res.cork(() => send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true));
-          } finally {
-            done();
-          }
-        },
+        // Request errors (5 credits each) are charged before the reply goes out; chargeRequestErrors never rejects.
+        (reply) => (ctx.requestErrors > 0 ? void gate.chargeRequestErrors(ctx).then(() => write(reply)) : write(reply)),
+        fail,
       );
     });
   };

@@ -14,3 +14,16 @@ test('logWorkers (default 1, 0 = inline) and logQueueLimit (default 64) are read
   expect(() => parseConfig({ logWorkers: 1.5 }, 'server.json')).toThrow(ConfigError);
   expect(() => parseConfig({ logWorkers: 65 }, 'server.json')).toThrow(new ConfigError('server.json: logWorkers must be at most 64'));
 });
+
+test('plans: Infura\'s daily credits and credits per second by default, every figure overridable', () => {
+  const p = DEFAULT_CONFIG.plans;
+  expect([p.core.dailyCredits, p.core.creditsPerSecond]).toEqual([3_000_000, 500]);
+  expect([p.developer.dailyCredits, p.developer.creditsPerSecond]).toEqual([15_000_000, 4_000]);
+  expect([p.team.dailyCredits, p.team.creditsPerSecond]).toEqual([75_000_000, 40_000]);
+  const c = parseConfig({ plans: { growth: { dailyCredits: 5, creditsPerSecond: 7 }, core: { creditsPerSecond: 0 } } });
+  expect([c.plans.growth.dailyCredits, c.plans.growth.creditsPerSecond, c.plans.core.creditsPerSecond, c.plans.core.dailyCredits]).toEqual([5, 7, 0, 3_000_000]);
+  expect(() => parseConfig({ plans: { team: { creditsPerSecond: -1 } } }, 'server.json')).toThrow(
+    new ConfigError('server.json: plans.team.creditsPerSecond: expected a non-negative integer, got -1'),
+  );
+  expect(parseConfig({ ledgerCommandTimeoutMs: 250, ledgerJournalMax: 10 })).toMatchObject({ ledgerCommandTimeoutMs: 250, ledgerJournalMax: 10 });
+});

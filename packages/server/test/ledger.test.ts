@@ -5,10 +5,11 @@
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
 import { createClient } from '@redis/client';
 import { NO_REDIS, redisServerPath, startRedis } from '@chainnode/testkit';
 import type { RedisProcess } from '@chainnode/testkit';
-import { EmbeddedLedger, FileKeyStore, LedgerUnavailableError, RedisKeyStore, RedisLedger, connectRedis, hashKey, readUsage, usagePath, utcDay } from '../src/index.js';
+import { EmbeddedLedger, FileKeyStore, LedgerUnavailableError, PortLedger, serveLedgerOverPort, RedisKeyStore, RedisLedger, connectRedis, hashKey, readUsage, usagePath, utcDay } from '../src/index.js';
 import type { Limits } from '../src/index.js';
 import { ledgerSuite } from './ledger-suite.js';
 
@@ -35,6 +36,27 @@ ledgerSuite('embedded', async () => {
     keys,
     another: async () => ({ ledger: new EmbeddedLedger(dir), keys: new FileKeyStore(dir) }),
     close: () => ledger.close(),
+  };
+});
+
+// What a worker thread of `serve --threads` uses: the embedded engine of the main thread, every
+// call structured-cloned over a MessagePort.
+ledgerSuite('embedded through a MessagePort (threads)', async () => {
+  const dir = datadir();
+  const owner = new EmbeddedLedger(dir);
+  const { port1, port2 } = new MessageChannel();
+  const stop = serveLedgerOverPort(owner, port1);
+  const ledger = new PortLedger(port2);
+  return {
+    ledger,
+    keys: new FileKeyStore(dir),
+    another: async () => ({ ledger: new EmbeddedLedger(dir), keys: new FileKeyStore(dir) }),
+    close: async () => {
+      await ledger.close();
+      stop();
+      port1.close();
+      await owner.close();
+    },
   };
 });
 

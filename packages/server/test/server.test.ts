@@ -71,10 +71,16 @@ test('answers single calls and batches over HTTP and charges each method its cos
   expect(batch.map((e) => e.id)).toEqual([7, 8]);
   expect(batch[0]?.result?.hash).toBe(toData(fakeHash(2)));
   expect(used(dir, record.hash)).toBe(80 + 80 + 150);
-  // Calls that fail (bad params) or never reach a handler (unknown method) cost nothing.
+  // Request errors cost 5 credits: bad params, an unknown method, a body that is not JSON.
   await post(`${url}/v3/${key}`, call('eth_getBlockByHash', ['0x12', false]));
+  expect(used(dir, record.hash)).toBe(315);
   await post(`${url}/v3/${key}`, call('eth_nope', []));
-  expect(used(dir, record.hash)).toBe(310);
+  expect(used(dir, record.hash)).toBe(320);
+  await post(`${url}/v3/${key}`, '{not json');
+  expect(used(dir, record.hash)).toBe(325);
+  // In a batch each call is charged on its own: 80 + 5 + 5.
+  await post(`${url}/v3/${key}`, [call('eth_getBlockByNumber', ['0x1', false], 1), call('eth_getBlockByNumber', ['nope'], 2), call('eth_nope', [], 3)]);
+  expect(used(dir, record.hash)).toBe(415);
 });
 
 test('missing, unknown and revoked keys: 401 with a JSON-RPC error, WS upgrade refused, nothing charged', async () => {
@@ -115,22 +121,30 @@ test('a running server honours a new key and a revocation within a second', asyn
   expect(await waitFor(401)).toBeLessThanOrEqual(1000);
 });
 
-test('exhaustion: 429 and -32005 with the reset time, costs nothing; a batch charges each call on its own', async () => {
+test('daily credits exhausted: HTTP 402 with Infura\'s body and data.resetsAt, free; a batch charges each call on its own', async () => {
   const dir = datadir();
   const { key, record } = await createKey(dir, { plan: 'core', dailyCredits: 200 });
   const { url } = await start(dir);
   for (let i = 0; i < 2; i++) expect((await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false]))).status).toBe(200);
   const r = await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], 42));
-  expect(r.status).toBe(429);
-  const env = r.json as Envelope;
-  expect(env.id).toBe(42);
-  expect(env.error?.code).toBe(-32005);
+  expect(r.status).toBe(402);
   const resets = nextUtcMidnight(Date.now()).toISOString();
-  expect(env.error?.message).toContain('daily credit limit reached');
-  expect(env.error?.message).toContain(resets);
-  expect(env.error?.data?.resetsAt).toBe(resets);
+  // Byte for byte: Infura's member order (code, event, message, details) plus data.resetsAt.
+  expect(r.text).toBe(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 42,
+      error: {
+        code: 402,
+        event: -33000,
+        message: 'Payment Required',
+        details: `You have reached your daily credit limit. To continue making requests, upgrade your plan or purchase additional credits. The balance resets at ${resets}.`,
+        data: { resetsAt: resets },
+      },
+    }),
+  );
   expect(used(dir, record.hash)).toBe(160);
-  // A free call still passes (cost 0 fits any balance).
+  // A free call still passes (cost 0 never touches the ledger).
   expect((await post(`${url}/v3/${key}`, call('eth_chainId', []))).status).toBe(200);
 
   const b = await createKey(dir, { plan: 'core', dailyCredits: 250 });
@@ -140,23 +154,61 @@ test('exhaustion: 429 and -32005 with the reset time, costs nothing; a batch cha
     call('eth_getBlockByNumber', ['0x1', false], 2),
     call('eth_getBlockByNumber', ['0x2', false], 3),
   ]);
-  expect(rb.status).toBe(200);
-  const out = rb.json as Envelope[];
+  expect(rb.status).toBe(200); // a batch answers 200; the refused call carries the 402 error object
+  const out = rb.json as (Envelope & { error?: { event?: number } })[];
   expect(out[0]?.result).toBeDefined();
   expect(out[1]?.result?.hash).toBe(toData(fakeHash(1)));
-  expect(out[2]?.error?.code).toBe(-32005);
+  expect(out[2]?.error?.code).toBe(402);
+  expect(out[2]?.error?.event).toBe(-33000);
   expect(used(dir, b.record.hash)).toBe(230);
+});
+
+test('throughput: past the credits per second HTTP 429 with event -33200, free; the bucket refills', async () => {
+  const dir = datadir();
+  const { key, record } = await createKey(dir, { plan: 'core', creditsPerSecond: 400 }); // 5 calls of 80 at once
+  const { url } = await start(dir);
+  const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], i))));
+  const ok = replies.filter((x) => x.status === 200);
+  const limited = replies.filter((x) => x.status === 429);
+  expect(ok.length).toBeGreaterThanOrEqual(5);
+  expect(ok.length).toBeLessThanOrEqual(6); // the bucket refills 0.4 credits per ms while they run
+  expect(limited.length).toBe(8 - ok.length);
+  expect(limited[0]?.json).toEqual({
+    jsonrpc: '2.0',
+    id: (limited[0]?.json as Envelope).id,
+    error: { code: 429, event: -33200, message: 'Too Many Requests', details: 'You have surpassed your allowed throughput limit. Reduce the amount of requests per second or upgrade for more capacity.' },
+  });
+  expect(used(dir, record.hash)).toBe(80 * ok.length);
+  await sleep(1000);
+  expect((await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false]))).status).toBe(200);
+});
+
+test('WebSocket: the 402 reply is sent, then every socket of that key is closed; other keys keep theirs', async () => {
+  const dir = datadir();
+  const { key } = await createKey(dir, { plan: 'core', dailyCredits: 80 });
+  const other = await createKey(dir, { plan: 'core' });
+  const { ws } = await start(dir);
+  const a = await wsOpen(`${ws}/ws/v3/${key}`);
+  const b = await wsOpen(`${ws}/ws/v3/${key}`);
+  const c = await wsOpen(`${ws}/ws/v3/${other.key}`);
+  expect(((await a.request(call('eth_getBlockByNumber', ['0x1', false], 1))) as Envelope).result?.hash).toBe(toData(fakeHash(1)));
+  const refused = (await a.request(call('eth_getBlockByNumber', ['0x1', false], 2))) as Envelope;
+  expect(refused.error?.code).toBe(402);
+  expect(await a.closed).toBe(1008);
+  expect(await b.closed).toBe(1008);
+  expect(((await c.request(call('eth_getBlockByNumber', ['0x3', false], 3))) as Envelope).result?.hash).toBe(toData(fakeHash(3)));
+  c.ws.close();
 });
 
 test('150 concurrent calls against a balance of 100 calls: exactly 100 succeed', async () => {
   const dir = datadir();
-  const { key, record } = await createKey(dir, { plan: 'core', dailyCredits: 100 * 80 });
+  const { key, record } = await createKey(dir, { plan: 'core', dailyCredits: 100 * 80, creditsPerSecond: 0 });
   const { url } = await start(dir, { store: fakeStore(10, 5) });
   const replies = await Promise.all(
     Array.from({ length: 150 }, (_, i) => post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], i))),
   );
   const ok = replies.filter((r) => r.status === 200 && (r.json as Envelope).result !== undefined);
-  const limited = replies.filter((r) => r.status === 429 && (r.json as Envelope).error?.code === -32005);
+  const limited = replies.filter((r) => r.status === 402 && (r.json as Envelope).error?.code === 402);
   expect(ok).toHaveLength(100);
   expect(limited).toHaveLength(50);
   expect(used(dir, record.hash)).toBe(8000);
@@ -171,7 +223,7 @@ test('charges survive a restart: no refund, no double charge', async () => {
   expect(used(dir, record.hash)).toBe(240);
   const second = await start(dir);
   const r = await post(`${second.url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false]));
-  expect(r.status).toBe(429); // 240 + 80 > 300: the earlier charges still count
+  expect(r.status).toBe(402); // 240 + 80 > 300: the earlier charges still count
   expect(used(dir, record.hash)).toBe(240);
 });
 
@@ -188,7 +240,7 @@ test('WebSocket: same envelopes in and out, charged like HTTP', async () => {
   expect(batch[0]?.result?.hash).toBe(toData(fakeHash(1)));
   const bad = (await conn.request('{not json')) as Envelope;
   expect(bad.error?.code).toBe(-32700);
-  expect(used(dir, record.hash)).toBe(160);
+  expect(used(dir, record.hash)).toBe(165); // a request error costs 5
   conn.ws.close();
 });
 
@@ -275,7 +327,7 @@ test('fuzz: thousands of malformed requests, then the server still answers corre
     }
   };
   const paths = [`/v3/${key}`, `/v3/${key}`, `/v3/${key}`, '/v3/', `/v3/${key}/x`, '/nope', '/ws/v3/x', `/v3/${key}?a=1`];
-  const allowed = new Set([200, 400, 401, 404, 405, 413, 429]);
+  const allowed = new Set([200, 400, 401, 404, 405, 413]);
   const statuses = new Map<number, number>();
   let i = 0;
   const worker = async (): Promise<void> => {

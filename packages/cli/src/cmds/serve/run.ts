@@ -207,6 +207,7 @@ export async function serve(
       throw new CliError(`cannot start the dashboard: ${(err as Error).message}`);
     }
   }
+  process.stdout.write(`serve: ledger    ${ledger.engine === 'redis' ? `redis (shared; when unreachable: fail-${failure})` : `embedded (${opts.datadir})`}\n`);
   process.stdout.write(`serve: listening on ${hostForUrl}:${srv.port}\n`);
   process.stdout.write(`serve: HTTP      POST http://${hostForUrl}:${srv.port}/v3/<API_KEY>\n`);
   process.stdout.write(`serve: WebSocket      ws://${hostForUrl}:${srv.port}/ws/v3/<API_KEY>\n`);
@@ -217,7 +218,6 @@ export async function serve(
     process.stdout.write(`serve: dashboard ${dash.url}\n`);
     if (!hasAdminToken(opts.datadir)) process.stderr.write(`serve: no admin token yet: create one with node-cli admin token create --datadir ${opts.datadir}\n`);
   }
-  process.stdout.write(`serve: ledger    ${ledger.engine === 'redis' ? `redis (shared; when unreachable: fail-${failure})` : `embedded (${opts.datadir})`}\n`);
   banner?.(srv, hostForUrl);
 
   await new Promise<void>((resolve) => {
