@@ -1,5 +1,20 @@
-// Defaults of RpcConfig (documented in the README).
-import type { RpcConfig } from './service.js';
+// RpcConfig: the service's settings, their defaults (documented in the README) and checks.
+
+export interface RpcConfig {
+  /** `safe` resolves to head - safeDepth (no consensus client here). Default 0. */
+  safeDepth: number;
+  /** `finalized` resolves to head - finalizedDepth. Default 0. */
+  finalizedDepth: number;
+  /** Maximum calls in one JSON array batch; larger batches get -32600. */
+  maxBatchSize: number;
+  logs: {
+    maxResults: number; // 10,000
+    timeoutMs: number; // 10,000
+    maxFilterParams: number; // 5,000 (addresses + topic values)
+  };
+  /** web3_clientVersion answer. */
+  clientVersion: string;
+}
 
 /**
  * - safe/finalized: there is no consensus client, so both resolve to the head by default
