@@ -18,6 +18,7 @@ import { KeyRegistry } from './keys.js';
 import type { KeyRecord } from './keys.js';
 import { CreditLedger } from './ledger.js';
 import { Metrics } from './metrics.js';
+import { ReplyBudget } from './reply-budget.js';
 
 export interface ServerOptions {
   service: RpcServiceApi;
@@ -48,6 +49,10 @@ interface WsData {
   ctxClosed: boolean;
   inflight: number;
   queue: string[];
+  /** UTF-16 units of request text in `queue`. */
+  queuedChars: number;
+  /** Pumps this socket's queue (registered with the reply budget while the process is over it). */
+  resume?: () => void;
 }
 
 const OK = '200 OK';
@@ -80,22 +85,32 @@ const STREAM_ABOVE = 256 * 1024;
  * it off: a multi-megabyte eth_getLogs answer in flight at SIGTERM arrived truncated.
  * `onAbort` registers what the request's onAborted handler must call.
  */
-function endLong(res: HttpResponse, body: string, finished: () => void, onAbort: (f: () => void) => void): void {
+function endLong(
+  res: HttpResponse,
+  body: string,
+  finished: () => void,
+  onAbort: (f: () => void) => void,
+  budget: ReplyBudget<unknown>,
+): void {
   const buf = Buffer.from(body, 'utf8');
   const total = buf.length;
   const base = res.getWriteOffset();
   const [, done] = res.tryEnd(buf, total);
   if (done) return finished();
+  // The rest stays in `buf` until the socket takes it: reply bytes in flight.
+  budget.update(res, total - (res.getWriteOffset() - base));
   let ended = false;
   const end = (): void => {
     if (ended) return;
     ended = true;
+    budget.release(res);
     finished();
   };
   onAbort(end);
   res.onWritable((offset) => {
     const [ok, done2] = res.tryEnd(buf.subarray(offset - base), total);
     if (done2) end();
+    else budget.update(res, total - (res.getWriteOffset() - base));
     return ok;
   });
 }
@@ -111,6 +126,12 @@ const BODY_TOO_LARGE = (max: number): string => errorBody(-32600, `request body 
 const BODY_SHUTTING_DOWN = errorBody(-32603, 'server is shutting down');
 const BODY_NOT_FOUND = errorBody(-32601, 'not found: POST JSON-RPC to /v3/<API_KEY>, or connect to /ws/v3/<API_KEY>');
 const BODY_METHOD = errorBody(-32600, 'method not allowed: use POST with a JSON body');
+const BODY_BUSY = errorBody(-32005, 'server busy: reply bytes in flight are over the process budget, retry later');
+const CLOSE_POLICY = 1008;
+const REASON_CONNECTION_BUDGET = 'reply bytes in flight over this connection\'s budget: read your replies';
+const REASON_PROCESS_BUDGET = 'server reply budget exhausted: this connection holds the most unread replies';
+const REASON_SLOW_READER = 'slow reader: buffered replies not read in time';
+const REASON_QUEUE = 'too many queued messages: read your replies';
 
 function keyProblem(rec: KeyRecord | undefined, key: string): string | undefined {
   if (key === '') return BODY_MISSING_KEY;
@@ -137,6 +158,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const ledger = new CreditLedger(datadir);
   const gate = new Gate({ config, keys, ledger, metrics, ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}) });
 
+  const budget = new ReplyBudget<unknown>(config.maxReplyBytesInFlight);
   let inflight = 0;
   let shuttingDown = false;
   let idleWaiter: (() => void) | undefined;
@@ -198,6 +220,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (problem !== undefined || rec === undefined) {
       return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, contentLength !== '' && contentLength !== '0');
     }
+    if (budget.over) return send(res, '503 Service Unavailable', origin, BODY_BUSY, true);
     const max = config.maxBodyBytes;
     if (contentLength !== '' && Number(contentLength) > max) {
       return send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true);
@@ -246,7 +269,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
             // A streamed reply keeps its connection (close() ends it after the last byte).
             res.cork(() => {
               writeHead(res, status, origin);
-              endLong(res, text, finish, (f) => (onAbort = f));
+              endLong(res, text, finish, (f) => (onAbort = f), budget);
             });
             streaming = true;
             metrics.response('http', Number(status.slice(0, 3)));
@@ -310,7 +333,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const problem = keyProblem(rec, key);
       if (problem !== undefined || rec === undefined) return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, true);
       metrics.response('ws', 101);
-      res.upgrade<WsData>({ keyHash: rec.hash, ctxClosed: false, inflight: 0, queue: [] }, secKey, secProtocol, secExtensions, context);
+      res.upgrade<WsData>({ keyHash: rec.hash, ctxClosed: false, inflight: 0, queue: [], queuedChars: 0 }, secKey, secProtocol, secExtensions, context);
     },
     open: (ws) => {
       sockets.add(ws);
@@ -319,33 +342,88 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     message: (ws, message) => {
       const data = ws.getUserData();
       const text = Buffer.from(message).toString('utf8'); // copy now: the buffer is neutered on return
-      if (data.queue.length > 0 || data.inflight >= MAX_WS_INFLIGHT || ws.getBufferedAmount() > config.wsMaxBackpressureBytes) {
-        if (data.queue.length >= config.wsMaxQueuedMessages) {
-          ws.end(1013, 'too many queued messages: read your replies');
+      if (data.queue.length > 0 || data.inflight >= MAX_WS_INFLIGHT || ws.getBufferedAmount() > config.wsMaxBackpressureBytes || budget.over) {
+        if (data.queue.length >= config.wsMaxQueuedMessages || data.queuedChars + text.length > config.wsMaxQueuedBytes) {
+          cut(ws, 1013, REASON_QUEUE, 'queue');
           return;
         }
         data.queue.push(text);
+        data.queuedChars += text.length;
+        if (budget.over) budget.whenUnder((data.resume ??= () => pump(ws, data)));
         return;
       }
       runWs(ws, data, text);
     },
-    drain: (ws) => pump(ws, ws.getUserData()),
+    drain: (ws) => {
+      budget.update(ws, ws.getBufferedAmount());
+      pump(ws, ws.getUserData());
+    },
     close: (ws) => {
-      ws.getUserData().ctxClosed = true;
+      const data = ws.getUserData();
+      data.ctxClosed = true;
+      data.queue.length = 0;
+      if (data.resume) budget.forget(data.resume);
+      budget.release(ws);
       sockets.delete(ws);
       metrics.wsOpen--;
     },
   });
+
+  /** Sends a reply within the connection's budget, or closes the connection (1008). */
+  const sendWs = (ws: WebSocket<WsData>, reply: string | Uint8Array): void => {
+    const buffered = ws.getBufferedAmount();
+    const length = typeof reply === 'string' ? reply.length : reply.byteLength;
+    if (buffered > 0 && buffered + length > 2 * config.wsMaxBackpressureBytes) {
+      cut(ws, CLOSE_POLICY, REASON_CONNECTION_BUDGET, 'connection_budget');
+      return;
+    }
+    ws.send(reply, false, false); // a text frame either way
+    if (ws.getUserData().ctxClosed) return;
+    budget.update(ws, ws.getBufferedAmount());
+    if (budget.over) shed();
+  };
+
+  /** Over the process budget: close the connections holding more than their own budget. */
+  const cut = (ws: WebSocket<WsData>, code: number, reason: string, label: string): void => {
+    metrics.cuts.set(label, (metrics.cuts.get(label) ?? 0) + 1);
+    ws.end(code, reason);
+  };
+
+  const shed = (): void => {
+    for (const c of budget.holdingMore(config.wsMaxBackpressureBytes)) {
+      const ws = c as WebSocket<WsData>;
+      if (!sockets.has(ws)) continue;
+      cut(ws, CLOSE_POLICY, REASON_PROCESS_BUDGET, 'process_budget');
+      if (!budget.over) break;
+    }
+  };
+
+  // Slow readers: buffered replies that have not gone down for wsSlowReaderTimeoutSeconds.
+  const sweep = setInterval(() => {
+    for (const c of budget.holders()) {
+      const ws = c as WebSocket<WsData>;
+      if (sockets.has(ws)) budget.update(ws, ws.getBufferedAmount()); // drain may not report the last bytes
+    }
+    for (const c of budget.stalled(config.wsSlowReaderTimeoutSeconds * 1000)) {
+      const ws = c as WebSocket<WsData>;
+      if (sockets.has(ws)) cut(ws, CLOSE_POLICY, REASON_SLOW_READER, 'slow_reader');
+    }
+  }, 1000);
+  sweep.unref();
 
   const pump = (ws: WebSocket<WsData>, data: WsData): void => {
     while (
       !data.ctxClosed &&
       data.queue.length > 0 &&
       data.inflight < MAX_WS_INFLIGHT &&
-      ws.getBufferedAmount() <= config.wsMaxBackpressureBytes
+      ws.getBufferedAmount() <= config.wsMaxBackpressureBytes &&
+      !budget.over
     ) {
-      runWs(ws, data, data.queue.shift() as string);
+      const text = data.queue.shift() as string;
+      data.queuedChars -= text.length;
+      runWs(ws, data, text);
     }
+    if (!data.ctxClosed && data.queue.length > 0 && budget.over) budget.whenUnder((data.resume ??= () => pump(ws, data)));
   };
 
   const runWs = (ws: WebSocket<WsData>, data: WsData, text: string): void => {
@@ -358,12 +436,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         (reply) => {
           if (data.ctxClosed || reply.body === undefined) return;
           const { body, encode } = reply;
-          ws.cork(() => {
-            ws.send(encode?.(scratch) ?? body, false, false); // a text frame either way
-          });
+          ws.cork(() => sendWs(ws, encode?.(scratch) ?? body));
         },
         () => {
-          if (!data.ctxClosed) ws.cork(() => ws.send(errorBody(-32603, 'internal error'), false, false));
+          if (!data.ctxClosed) ws.cork(() => sendWs(ws, errorBody(-32603, 'internal error')));
         },
       )
       .finally(() => {
@@ -405,6 +481,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       store.head().then(
         (h) => {
           metrics.headBlock = Number(h.number);
+          metrics.replyBytesInFlight = budget.bytes;
         },
         () => {
           metrics.headBlock = -1;
@@ -427,6 +504,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const close = (): Promise<void> => {
     closing ??= (async () => {
       shuttingDown = true;
+      clearInterval(sweep);
       uWS.us_listen_socket_close(listenSocket);
       if (metricsSocket) uWS.us_listen_socket_close(metricsSocket);
       if (inflight > 0) {

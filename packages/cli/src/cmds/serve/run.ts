@@ -79,7 +79,11 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   const log = (line: string): void => {
     process.stderr.write(`serve: ${line}\n`);
   };
-  const rpcConfig = resolveConfig({ maxBatchSize: config.maxBatchSize });
+  const rpcConfig = resolveConfig({
+    maxBatchSize: config.maxBatchSize,
+    maxBatchResponseBytes: config.maxBatchResponseBytes,
+    maxConcurrentBatches: config.maxConcurrentBatches,
+  });
   let logs: OffloadPool | undefined;
   if (config.logWorkers > 0) {
     try {
