@@ -46,7 +46,7 @@ export const DEFAULT_RPC_CONFIG: RpcConfig = {
   finalizedDepth: 0,
   maxBatchSize: 1000,
   maxBatchResponseBytes: 25_000_000,
-  maxConcurrentBatches: 4,
+  maxConcurrentBatches: 2,
   logs: {
     maxResults: 10_000,
     timeoutMs: 10_000,

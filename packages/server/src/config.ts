@@ -85,7 +85,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
   wsSlowReaderTimeoutSeconds: 30,
   maxReplyBytesInFlight: 128 * 1024 * 1024,
   maxBatchResponseBytes: 25_000_000,
-  maxConcurrentBatches: 4,
+  maxConcurrentBatches: 2,
   wsIdleTimeoutSeconds: 120,
   corsOrigins: ['*'],
   failoverTimeoutMs: 2_000,
