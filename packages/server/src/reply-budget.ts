@@ -2,8 +2,8 @@
 // kernel, per connection and for the whole process. The server reports each connection's
 // buffered amount after every send and on every drain; this keeps the sum, tells the server
 // when the process is over its budget (then no new request starts until bytes drain), and
-// finds the connections to cut: those that made no progress reading for too long, and those
-// holding more than their share while the process is over budget.
+// finds the connections to cut: those that made no progress reading for too long, and, while
+// the process is over budget, the largest holders among those not reading at the moment.
 
 interface Holding {
   bytes: number;
@@ -74,8 +74,9 @@ export class ReplyBudget<C> {
     return [...this.holdings].filter(([, h]) => h.progressAt <= cutoff).map(([c]) => c);
   }
 
-  /** Connections holding more than `bytes`, largest first. */
-  holdingMore(bytes: number): C[] {
-    return [...this.holdings].filter(([, h]) => h.bytes > bytes).sort((a, b) => b[1].bytes - a[1].bytes).map(([c]) => c);
+  /** Connections that made no progress reading for `ms`, largest holding first. */
+  stalledLargestFirst(ms: number): C[] {
+    const cutoff = this.now() - ms;
+    return [...this.holdings].filter(([, h]) => h.progressAt <= cutoff).sort((a, b) => b[1].bytes - a[1].bytes).map(([c]) => c);
   }
 }

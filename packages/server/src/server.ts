@@ -128,6 +128,8 @@ const BODY_NOT_FOUND = errorBody(-32601, 'not found: POST JSON-RPC to /v3/<API_K
 const BODY_METHOD = errorBody(-32600, 'method not allowed: use POST with a JSON body');
 const BODY_BUSY = errorBody(-32005, 'server busy: reply bytes in flight are over the process budget, retry later');
 const CLOSE_POLICY = 1008;
+/** Over the process budget, connections that have not read for this long may be closed. */
+const SHED_STALLED_MS = 1000;
 const REASON_CONNECTION_BUDGET = 'reply bytes in flight over this connection\'s budget: read your replies';
 const REASON_PROCESS_BUDGET = 'server reply budget exhausted: this connection holds the most unread replies';
 const REASON_SLOW_READER = 'slow reader: buffered replies not read in time';
@@ -383,14 +385,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (budget.over) shed();
   };
 
-  /** Over the process budget: close the connections holding more than their own budget. */
   const cut = (ws: WebSocket<WsData>, code: number, reason: string, label: string): void => {
     metrics.cuts.set(label, (metrics.cuts.get(label) ?? 0) + 1);
     ws.end(code, reason);
   };
 
+  /**
+   * Over the process budget: close connections that have not read for a second, largest holding
+   * first, until under it (readers that are draining keep going).
+   */
   const shed = (): void => {
-    for (const c of budget.holdingMore(config.wsMaxBackpressureBytes)) {
+    for (const c of budget.stalledLargestFirst(SHED_STALLED_MS)) {
       const ws = c as WebSocket<WsData>;
       if (!sockets.has(ws)) continue;
       cut(ws, CLOSE_POLICY, REASON_PROCESS_BUDGET, 'process_budget');
@@ -408,6 +413,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const ws = c as WebSocket<WsData>;
       if (sockets.has(ws)) cut(ws, CLOSE_POLICY, REASON_SLOW_READER, 'slow_reader');
     }
+    if (budget.over) shed();
   }, 1000);
   sweep.unref();
 

@@ -1,5 +1,5 @@
 // ReplyBudget: the sum of every connection's buffered reply bytes, over/under the process
-// budget with resumption on drain, stalled connections and the largest holders.
+// budget with resumption on drain, stalled connections and the largest stalled holders.
 import { ReplyBudget } from '../src/reply-budget.js';
 
 describe('ReplyBudget', () => {
@@ -39,8 +39,9 @@ describe('ReplyBudget', () => {
     now += 2000;
     expect(b.stalled(6000)).toEqual(['stuck']);
     expect(b.stalled(1000).sort()).toEqual(['reader', 'stuck']);
-    expect(b.holdingMore(300)).toEqual(['stuck']);
-    b.update('reader', 900);
-    expect(b.holdingMore(300)).toEqual(['reader', 'stuck']);
+    expect(b.stalledLargestFirst(6000)).toEqual(['stuck']);
+    b.update('small', 100);
+    now += 10_000;
+    expect(b.stalledLargestFirst(6000)).toEqual(['stuck', 'reader', 'small']);
   });
 });

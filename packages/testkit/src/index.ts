@@ -127,3 +127,5 @@ export async function tempDir(prefix = 'chainnode-'): Promise<{ dir: string; cle
   const dir = await mkdtemp(join(tmpdir(), prefix));
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
+
+export { rawWebSocket, readUntilClose, textFrame } from './raw-ws.js';
