@@ -1,8 +1,9 @@
 // `npm run bench:soak [-- --datadir <dir>] [--duration 600] [--warmup 60] [--connections 1000]
-//  [--cli <node-cli.js>]`: a soak of a freshly started `node-cli serve` (a bench, not a timed test).
+//  [--think-min-ms 5000] [--think-max-ms 15000] [--max-batch 50] [--cli <node-cli.js>]`: a soak of a freshly started `node-cli serve` (a bench, not a timed test).
 // For --duration seconds, --connections clients (80% WebSocket, 20% HTTP keep-alive) send mixed,
-// varied traffic with think time: single calls of every method on random blocks, transactions and
-// slots, batches of 2-100 calls, bad requests (malformed JSON, unknown methods, invalid params),
+// varied traffic with think time (5-15 s: about 100 requests/s in all, a load a 2-core machine
+// sustains; a client waits for each answer, 30 s at most): single calls of every method on random blocks, transactions and
+// slots, batches of 2-50 calls, bad requests (malformed JSON, unknown methods, invalid params),
 // and every second 1% of the WebSocket connections are dropped and replaced (churn). GET /health
 // is asked every second throughout. The server's RSS is sampled every 10 s from /proc.
 // Verdict: RSS at the end within 10% of RSS after --warmup; no error except the limits' own
@@ -25,6 +26,10 @@ const durationS = Number(arg('duration', '600'));
 const warmupS = Number(arg('warmup', '60'));
 const connections = Number(arg('connections', '1000'));
 const wsShare = 0.8;
+/** Think time between a client's requests: 1,000 connections at 5-15 s offer ~100 requests/s. */
+const thinkMinMs = Number(arg('think-min-ms', '5000'));
+const thinkMaxMs = Number(arg('think-max-ms', '15000'));
+const maxBatch = Number(arg('max-batch', '50'));
 
 interface WsClient {
   on(ev: 'open', cb: () => void): void;
@@ -53,6 +58,7 @@ const counts = {
   expectedErrors: 0, // the answers bad requests must get
   limitErrors: 0, // -32005 / -32003 / 503 / 429
   otherErrors: 0,
+  unanswered: 0, // no answer within 30 s (the client gives up on that connection)
   wsOpened: 0,
   wsChurned: 0,
   wsCut: 0, // closed by the server with 1008/1013
@@ -98,7 +104,7 @@ function request(chain: Chain): { body: string; kind: 'ok' | 'bad'; batch: boole
   }
   if (r < 0.2) {
     counts.batches++;
-    return { body: JSON.stringify(Array.from({ length: 2 + rnd(99) }, (_, i) => call(i))), kind: 'ok', batch: true };
+    return { body: JSON.stringify(Array.from({ length: 2 + rnd(maxBatch - 1) }, (_, i) => call(i))), kind: 'ok', batch: true };
   }
   return { body: JSON.stringify(call(1)), kind: 'ok', batch: false };
 }
@@ -137,17 +143,17 @@ async function main(): Promise<void> {
     node(['sync', '--from', join(root, 'fixtures'), '--datadir', datadir]);
   }
   const key = (JSON.parse(node(['keys', 'create', '--plan', 'custom', '--daily-credits', '900000000000000', '--label', 'soak', '--json', '--datadir', datadir])) as { key: string }).key;
-  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', '--metrics-port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((r) => srv.on('exit', r));
   let stopping = false;
   const sockets = new Set<WsClient>();
   try {
+    let out = '';
     const port = await new Promise<number>((res, rej) => {
-      let out = '';
       srv.stdout.on('data', (d: Buffer) => {
         out += d.toString();
         const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
-        if (m) res(Number(m[1]));
+        if (m && /metrics\s+GET/.test(out)) res(Number(m[1]));
       });
       srv.on('exit', () => rej(new Error('serve exited')));
     });
@@ -165,7 +171,7 @@ async function main(): Promise<void> {
     if (chain.contracts.length === 0) chain.contracts.push('0x0000000000000000000000000000000000000000');
 
     const end = Date.now() + durationS * 1000;
-    const think = (): Promise<void> => sleep(500 + rnd(1500));
+    const think = (): Promise<void> => sleep(thinkMinMs + rnd(thinkMaxMs - thinkMinMs));
 
     // WebSocket clients: one request at a time each, with think time; replaced when churned or cut.
     const wsClient = async (): Promise<void> => {
@@ -193,11 +199,22 @@ async function main(): Promise<void> {
         while (!stopping && Date.now() < end && closedCode === undefined) {
           const req = request(chain);
           counts.requests++;
-          const reply = await new Promise<string | undefined>((resolve) => {
-            waiting = { resolve };
+          const reply = await new Promise<string | undefined | null>((resolve) => {
+            const timer = setTimeout(() => resolve(null), 30_000);
+            waiting = {
+              resolve: (t) => {
+                clearTimeout(timer);
+                resolve(t);
+              },
+            };
             ws.send(req.body);
           });
           waiting = undefined;
+          if (reply === null) {
+            counts.unanswered++;
+            if (otherErrorSamples.length < 5) otherErrorSamples.push(`no WebSocket answer in 30 s to ${req.body.slice(0, 120)}`);
+            break;
+          }
           if (reply !== undefined) judge(reply, req.kind);
           else break;
           await think();
@@ -214,7 +231,7 @@ async function main(): Promise<void> {
         const req = request(chain);
         counts.requests++;
         try {
-          const res = await fetch(httpUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: req.body });
+          const res = await fetch(httpUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: req.body, signal: AbortSignal.timeout(30_000) });
           const text = await res.text();
           if (res.status === 503 || res.status === 429) counts.limitErrors++;
           else judge(text, req.kind);
@@ -277,19 +294,22 @@ async function main(): Promise<void> {
     await Promise.all([...clients, health, sampler]);
     clearInterval(churn);
     samples.push({ t: Math.round((Date.now() - t0) / 1000), rssMb: Math.round(rssMb(pid)), load1: Number(loadavg()[0]!.toFixed(1)), requests: counts.requests });
+    const metricsUrl = /metrics\s+GET\s+(http:\S+)/.exec(out)?.[1];
+    const serverMetrics = metricsUrl === undefined ? [] : (await (await fetch(metricsUrl)).text()).split('\n').filter((l) => /^chainnode_(connections_cut_total|reply_bytes_in_flight|websocket_connections|responses_total)/.test(l));
+    console.error(serverMetrics.join('\n'));
     const afterWarmup = samples.find((s) => s.t >= warmupS) ?? samples[0]!;
     const last = samples.at(-1)!;
     const drift = (last.rssMb - afterWarmup.rssMb) / afterWarmup.rssMb;
     const verdict = {
       rssFlat: Math.abs(drift) <= 0.1,
-      onlyLimitErrors: counts.otherErrors === 0 && counts.wsLost === 0,
+      onlyLimitErrors: counts.otherErrors === 0 && counts.wsLost === 0 && counts.unanswered === 0,
       healthThroughout: counts.healthFailed === 0,
     };
     console.log(JSON.stringify({ durationS, warmupS, connections, counts, otherErrorSamples, rss: { afterWarmup: afterWarmup.rssMb, last: last.rssMb, max: Math.max(...samples.map((s) => s.rssMb)), driftPct: Number((drift * 100).toFixed(1)) }, verdict, samples }));
     console.log(
       `soak: ${durationS} s, ${connections} connections, ${counts.requests} requests (${counts.batches} batches, ${counts.bad} bad), ` +
         `RSS after warm-up ${afterWarmup.rssMb} MB -> end ${last.rssMb} MB (${(drift * 100).toFixed(1)}%), max ${Math.max(...samples.map((s) => s.rssMb))} MB; ` +
-        `limit errors ${counts.limitErrors}, other errors ${counts.otherErrors}, ws cut ${counts.wsCut}, ws lost ${counts.wsLost}; ` +
+        `limit errors ${counts.limitErrors}, other errors ${counts.otherErrors}, unanswered ${counts.unanswered}, ws cut ${counts.wsCut}, ws lost ${counts.wsLost}; ` +
         `/health ${counts.health - counts.healthFailed}/${counts.health} ok (max ${counts.healthMaxMs} ms); ` +
         `verdict ${Object.values(verdict).every(Boolean) ? 'PASS' : 'FAIL'} ${JSON.stringify(verdict)}`,
     );

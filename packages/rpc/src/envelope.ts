@@ -53,6 +53,9 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
         const reply = errorResponse(first < 0 ? null : (callId(message[first]) ?? null), new InvalidRequestError('batch too large'));
         return { body: `[${serialize(reply, rawAt(first))}]`, batch: true };
       }
+      // Offloaded calls (eth_getLogs) of a batch wait outside the lanes: a lane is for work here.
+      const batchOffload: OffloadExecutor | undefined =
+        offload === undefined ? undefined : { run: (method, params) => batchLanes.outside(() => offload.run(method, params)) };
       const replies = await batchLanes.run(async () => {
         const out: string[] = [];
         let size = 0;
@@ -62,7 +65,7 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
             if (!isNotification(m)) out.push(serialize(errorResponse(callId(m) ?? null, new ResponseTooLargeError()), rawAt(i)));
             continue;
           }
-          const reply = await answer(ctx, offload, m, true, middleware);
+          const reply = await answer(ctx, batchOffload, m, true, middleware);
           if (reply === undefined) continue;
           const text = serialize(reply, rawAt(i));
           size += text.length + 1;

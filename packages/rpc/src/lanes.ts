@@ -14,10 +14,28 @@ export class Lanes {
     try {
       return await work();
     } finally {
-      const next = this.waiting.shift();
-      if (next !== undefined) next(); // the lane passes straight to the next in line
-      else this.busy--;
+      this.leave();
     }
+  }
+
+  /**
+   * From inside run(): gives the lane up while `work` waits on something that is not this
+   * thread's work (a call on the offload executor), then takes a lane again.
+   */
+  async outside<T>(work: () => Promise<T>): Promise<T> {
+    this.leave();
+    try {
+      return await work();
+    } finally {
+      if (this.busy >= this.count) await new Promise<void>((resolve) => this.waiting.push(resolve));
+      else this.busy++;
+    }
+  }
+
+  private leave(): void {
+    const next = this.waiting.shift();
+    if (next !== undefined) next(); // the lane passes straight to the next in line
+    else this.busy--;
   }
 
   /** Callers waiting for a lane. */
