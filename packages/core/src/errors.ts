@@ -66,6 +66,13 @@ export class LimitExceededError extends RpcError {
   }
 }
 
+/** -32003: geth's "response too large": a batch's answers passed the configured size. */
+export class ResponseTooLargeError extends RpcError {
+  constructor() {
+    super(-32003, 'response too large');
+  }
+}
+
 /**
  * The store could not answer (I/O failure, closed, injected outage). Not an RpcError: the
  * server may fail over on it; if nothing handles it, it surfaces as -32603.

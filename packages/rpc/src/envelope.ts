@@ -1,12 +1,13 @@
 // JSON-RPC 2.0 envelope: parse, validate each request, dispatch through the method table
 // (wrapped by the caller's middleware), and serialize replies. Batches are answered member by
 // member in order, each with its own id.
-import { InvalidParamsError, InvalidRequestError, MethodNotFoundError, ParseError } from '@chainnode/core';
+import { InvalidParamsError, InvalidRequestError, MethodNotFoundError, ParseError, ResponseTooLargeError } from '@chainnode/core';
 import type { RpcError } from '@chainnode/core';
 import { resolveConfig } from './config.js';
 import { createFormatMemos } from './context.js';
 import type { HandlerContext } from './context.js';
 import { JsonText, stringifyResult } from './json-text.js';
+import { Lanes } from './lanes.js';
 import { toErrorObject } from './errors.js';
 import type { JsonRpcErrorObject } from './errors.js';
 import { isMethodName, METHODS } from './table.js';
@@ -25,6 +26,7 @@ const noop = (): void => {};
 export const createRpcService: RpcServiceFactory = (store, config, options) => {
   const ctx: HandlerContext = { store, config: resolveConfig(config), memo: createFormatMemos() };
   const offload = options?.offload;
+  const batchLanes = new Lanes(ctx.config.maxConcurrentBatches);
   const api: RpcServiceApi = {
     async handle(body, middleware = passThrough, onRequestError = noop): Promise<RpcReply> {
       let message: unknown;
@@ -55,11 +57,26 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
         const reply = errorResponse(first < 0 ? null : (callId(message[first]) ?? null), new InvalidRequestError('batch too large'));
         return { body: `[${serialize(reply, rawAt(first))}]`, batch: true };
       }
-      const replies: string[] = [];
-      for (const [i, m] of message.entries()) {
-        const reply = await answer(ctx, offload, m, true, middleware, onRequestError);
-        if (reply !== undefined) replies.push(serialize(reply, rawAt(i)));
-      }
+      // Offloaded calls (eth_getLogs) of a batch wait outside the lanes: a lane is for work here.
+      const batchOffload: OffloadExecutor | undefined =
+        offload === undefined ? undefined : { run: (method, params) => batchLanes.outside(() => offload.run(method, params)) };
+      const replies = await batchLanes.run(async () => {
+        const out: string[] = [];
+        let size = 0;
+        for (const [i, m] of message.entries()) {
+          if (size > ctx.config.maxBatchResponseBytes) {
+            // geth: the calls after the answers passed the limit are not run.
+            if (!isNotification(m)) out.push(serialize(errorResponse(callId(m) ?? null, new ResponseTooLargeError()), rawAt(i)));
+            continue;
+          }
+          const reply = await answer(ctx, batchOffload, m, true, middleware, onRequestError);
+          if (reply === undefined) continue;
+          const text = serialize(reply, rawAt(i));
+          size += text.length + 1;
+          out.push(text);
+        }
+        return out;
+      });
       return { body: replies.length === 0 ? undefined : `[${replies.join(',')}]`, batch: true };
     },
   };
@@ -75,6 +92,10 @@ function callId(m: unknown): JsonRpcId | undefined {
   if (typeof m !== 'object' || m === null || Array.isArray(m) || !('id' in m)) return undefined;
   const id = (m as { id: unknown }).id;
   return isValidId(id) ? id : undefined;
+}
+
+function isNotification(m: unknown): boolean {
+  return typeof m === 'object' && m !== null && !Array.isArray(m) && !('id' in m);
 }
 
 function hasNumericId(m: unknown): boolean {

@@ -1,25 +1,13 @@
 // Contract between the transport (server package) and request handling (this package).
 // The rpc owner implements RpcService; the server only depends on what is declared here.
 import type { ChainStore } from '@chainnode/core';
+import type { RpcConfig } from './config.js';
 import type { OffloadExecutor } from './offload.js';
 
-export type JsonRpcId = number | string | null;
+/** The service's settings live with their defaults and checks (config.ts); re-exported here. */
+export type { RpcConfig } from './config.js';
 
-export interface RpcConfig {
-  /** `safe` resolves to head - safeDepth (no consensus client here). Default 0. */
-  safeDepth: number;
-  /** `finalized` resolves to head - finalizedDepth. Default 0. */
-  finalizedDepth: number;
-  /** Maximum calls in one JSON array batch; larger batches get -32600. */
-  maxBatchSize: number;
-  logs: {
-    maxResults: number; // 10,000
-    timeoutMs: number; // 10,000
-    maxFilterParams: number; // 5,000 (addresses + topic values)
-  };
-  /** web3_clientVersion answer. */
-  clientVersion: string;
-}
+export type JsonRpcId = number | string | null;
 
 /** One decoded call on its way to its handler; what middleware sees. */
 export interface CallInfo {

@@ -24,10 +24,28 @@ export interface ServerConfig {
   maxBatchSize: number;
   /** Largest accepted WebSocket message; larger ones close the connection (1009). */
   wsMaxPayloadBytes: number;
-  /** Bytes buffered towards a slow WebSocket reader before we stop answering its messages. */
+  /**
+   * Per-connection budget of reply bytes in flight (buffered towards a slow WebSocket reader):
+   * above it the connection's next messages wait; a reply that would take it past twice this
+   * closes it (1008).
+   */
   wsMaxBackpressureBytes: number;
   /** Messages waiting while a WebSocket is backpressured; beyond this the socket is closed (1013). */
   wsMaxQueuedMessages: number;
+  /** Bytes of request text waiting on one WebSocket; beyond this the socket is closed (1013). */
+  wsMaxQueuedBytes: number;
+  /** A WebSocket whose buffered replies have not gone down for this long is closed (1008). */
+  wsSlowReaderTimeoutSeconds: number;
+  /**
+   * Process budget of reply bytes in flight (every connection's buffered replies together):
+   * over it no new request starts (WebSocket messages wait, HTTP gets 503 -32005) and the
+   * connections holding more than wsMaxBackpressureBytes are closed (1008).
+   */
+  maxReplyBytesInFlight: number;
+  /** Largest answer of one batch (rpc maxBatchResponseBytes; geth's 25 MB). */
+  maxBatchResponseBytes: number;
+  /** Batches answered at once (rpc maxConcurrentBatches); more wait their turn. */
+  maxConcurrentBatches: number;
   /** Seconds a WebSocket may stay silent before it is closed (uWS granularity ~4 s). */
   wsIdleTimeoutSeconds: number;
   /** Allowed CORS origins; ["*"] allows any (API keys are in the path, no cookies involved). */
@@ -72,6 +90,11 @@ export const DEFAULT_CONFIG: ServerConfig = {
   wsMaxPayloadBytes: 1024 * 1024,
   wsMaxBackpressureBytes: 4 * 1024 * 1024,
   wsMaxQueuedMessages: 1024,
+  wsMaxQueuedBytes: 1024 * 1024,
+  wsSlowReaderTimeoutSeconds: 30,
+  maxReplyBytesInFlight: 128 * 1024 * 1024,
+  maxBatchResponseBytes: 25_000_000,
+  maxConcurrentBatches: 2,
   wsIdleTimeoutSeconds: 120,
   corsOrigins: ['*'],
   failoverTimeoutMs: 2_000,
@@ -147,6 +170,11 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
       case 'wsMaxPayloadBytes':
       case 'wsMaxBackpressureBytes':
       case 'wsMaxQueuedMessages':
+      case 'wsMaxQueuedBytes':
+      case 'wsSlowReaderTimeoutSeconds':
+      case 'maxReplyBytesInFlight':
+      case 'maxBatchResponseBytes':
+      case 'maxConcurrentBatches':
       case 'wsIdleTimeoutSeconds':
       case 'failoverTimeoutMs':
       case 'metricsPort':
@@ -162,6 +190,8 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
     }
   }
   if (out.maxBatchSize < 1) throw new ConfigError(`${source}: maxBatchSize must be at least 1`);
+  if (out.maxConcurrentBatches < 1) throw new ConfigError(`${source}: maxConcurrentBatches must be at least 1`);
+  if (out.maxBatchResponseBytes < 1) throw new ConfigError(`${source}: maxBatchResponseBytes must be at least 1`);
   if (out.logQueueLimit < 1) throw new ConfigError(`${source}: logQueueLimit must be at least 1`);
   if (out.ledgerCommandTimeoutMs < 1) throw new ConfigError(`${source}: ledgerCommandTimeoutMs must be at least 1`);
   if (out.logWorkers > 64) throw new ConfigError(`${source}: logWorkers must be at most 64`);

@@ -39,6 +39,10 @@ export class Metrics {
   private readonly methods = new Map<string, MethodSeries>();
   private readonly statuses = { http: new Map<number, number>(), ws: new Map<number, number>() };
   wsOpen = 0;
+  /** Reply bytes buffered towards clients (set before each render). */
+  replyBytesInFlight = 0;
+  /** Connections closed by the reply budgets and timeouts, by reason. */
+  readonly cuts = new Map<string, number>();
   headBlock = -1;
 
   private series(method: string): MethodSeries {
@@ -97,6 +101,12 @@ export class Metrics {
     out.push('# HELP chainnode_websocket_connections Open WebSocket connections.');
     out.push('# TYPE chainnode_websocket_connections gauge');
     out.push(`chainnode_websocket_connections ${this.wsOpen}`);
+    out.push('# HELP chainnode_reply_bytes_in_flight Reply bytes buffered towards clients (all connections).');
+    out.push('# TYPE chainnode_reply_bytes_in_flight gauge');
+    out.push(`chainnode_reply_bytes_in_flight ${this.replyBytesInFlight}`);
+    out.push('# HELP chainnode_connections_cut_total Connections closed by the reply budgets and timeouts, by reason.');
+    out.push('# TYPE chainnode_connections_cut_total counter');
+    for (const [reason, n] of this.cuts) out.push(`chainnode_connections_cut_total{reason="${reason}"} ${n}`);
     out.push('# HELP chainnode_head_block Number of the newest imported block (-1 when the store is unavailable).');
     out.push('# TYPE chainnode_head_block gauge');
     out.push(`chainnode_head_block ${this.headBlock}`);

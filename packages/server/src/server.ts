@@ -21,6 +21,7 @@ import type { CreditLedger, KeyStore } from './ledger-api.js';
 import { Metrics } from './metrics.js';
 import { EmbeddedUsage, REQUEST_METHOD } from './usage.js';
 import type { UsageRecord } from './usage.js';
+import { ReplyBudget } from './reply-budget.js';
 
 export interface ServerOptions {
   service: RpcServiceApi;
@@ -64,6 +65,10 @@ interface WsData {
   ctxClosed: boolean;
   inflight: number;
   queue: string[];
+  /** UTF-16 units of request text in `queue`. */
+  queuedChars: number;
+  /** Pumps this socket's queue (registered with the reply budget while the process is over it). */
+  resume?: () => void;
 }
 
 const OK = '200 OK';
@@ -100,22 +105,32 @@ const STREAM_ABOVE = 256 * 1024;
  * it off: a multi-megabyte eth_getLogs answer in flight at SIGTERM arrived truncated.
  * `onAbort` registers what the request's onAborted handler must call.
  */
-function endLong(res: HttpResponse, body: string, finished: () => void, onAbort: (f: () => void) => void): void {
+function endLong(
+  res: HttpResponse,
+  body: string,
+  finished: () => void,
+  onAbort: (f: () => void) => void,
+  budget: ReplyBudget<unknown>,
+): void {
   const buf = Buffer.from(body, 'utf8');
   const total = buf.length;
   const base = res.getWriteOffset();
   const [, done] = res.tryEnd(buf, total);
   if (done) return finished();
+  // The rest stays in `buf` until the socket takes it: reply bytes in flight.
+  budget.update(res, total - (res.getWriteOffset() - base));
   let ended = false;
   const end = (): void => {
     if (ended) return;
     ended = true;
+    budget.release(res);
     finished();
   };
   onAbort(end);
   res.onWritable((offset) => {
     const [ok, done2] = res.tryEnd(buf.subarray(offset - base), total);
     if (done2) end();
+    else budget.update(res, total - (res.getWriteOffset() - base));
     return ok;
   });
 }
@@ -133,6 +148,14 @@ const BODY_NOT_FOUND = errorBody(-32601, 'not found: POST JSON-RPC to /v3/<API_K
 const BODY_METHOD = errorBody(-32600, 'method not allowed: use POST with a JSON body');
 const BODY_SECRET_MISSING = errorBody(-32001, 'project secret required: send it as the HTTP basic auth password with an empty user name');
 const BODY_SECRET_WRONG = errorBody(-32001, 'invalid project id or project secret');
+const BODY_BUSY = errorBody(-32005, 'server busy: reply bytes in flight are over the process budget, retry later');
+const CLOSE_POLICY = 1008;
+/** Over the process budget, connections that have not read for this long may be closed. */
+const SHED_STALLED_MS = 1000;
+const REASON_CONNECTION_BUDGET = 'reply bytes in flight over this connection\'s budget: read your replies';
+const REASON_PROCESS_BUDGET = 'server reply budget exhausted: this connection holds the most unread replies';
+const REASON_SLOW_READER = 'slow reader: buffered replies not read in time';
+const REASON_QUEUE = 'too many queued messages: read your replies';
 
 function keyProblem(rec: KeyRecord | undefined, key: string): string | undefined {
   if (key === '') return BODY_MISSING_KEY;
@@ -167,6 +190,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return s === 'missing' ? BODY_SECRET_MISSING : BODY_SECRET_WRONG;
   };
 
+  const budget = new ReplyBudget<unknown>(config.maxReplyBytesInFlight);
   let inflight = 0;
   let shuttingDown = false;
   let idleWaiter: (() => void) | undefined;
@@ -232,6 +256,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (problem !== undefined || rec === undefined) {
       return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, contentLength !== '' && contentLength !== '0');
     }
+    if (budget.over) return send(res, '503 Service Unavailable', origin, BODY_BUSY, true);
     const max = config.maxBodyBytes;
     if (contentLength !== '' && Number(contentLength) > max) {
       return send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true);
@@ -279,7 +304,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           // A streamed reply keeps its connection (close() ends it after the last byte).
           res.cork(() => {
             writeHead(res, status, origin);
-            endLong(res, text, finish, (f) => (onAbort = f));
+            endLong(res, text, finish, (f) => (onAbort = f), budget);
           });
           streaming = true;
           metrics.response('http', Number(status.slice(0, 3)));
@@ -349,7 +374,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const problem = keyProblem(rec, key) ?? (rec !== undefined ? secretProblem(rec, authorization) : undefined);
       if (problem !== undefined || rec === undefined) return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, true);
       metrics.response('ws', 101);
-      res.upgrade<WsData>({ keyHash: rec.hash, origin, userAgent, ctxClosed: false, inflight: 0, queue: [] }, secKey, secProtocol, secExtensions, context);
+      res.upgrade<WsData>({ keyHash: rec.hash, origin, userAgent, ctxClosed: false, inflight: 0, queue: [], queuedChars: 0 }, secKey, secProtocol, secExtensions, context);
     },
     open: (ws) => {
       sockets.add(ws);
@@ -362,20 +387,28 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     message: (ws, message) => {
       const data = ws.getUserData();
       const text = Buffer.from(message).toString('utf8'); // copy now: the buffer is neutered on return
-      if (data.queue.length > 0 || data.inflight >= MAX_WS_INFLIGHT || ws.getBufferedAmount() > config.wsMaxBackpressureBytes) {
-        if (data.queue.length >= config.wsMaxQueuedMessages) {
-          ws.end(1013, 'too many queued messages: read your replies');
+      if (data.queue.length > 0 || data.inflight >= MAX_WS_INFLIGHT || ws.getBufferedAmount() > config.wsMaxBackpressureBytes || budget.over) {
+        if (data.queue.length >= config.wsMaxQueuedMessages || data.queuedChars + text.length > config.wsMaxQueuedBytes) {
+          cut(ws, 1013, REASON_QUEUE, 'queue');
           return;
         }
         data.queue.push(text);
+        data.queuedChars += text.length;
+        if (budget.over) budget.whenUnder((data.resume ??= () => pump(ws, data)));
         return;
       }
       runWs(ws, data, text);
     },
-    drain: (ws) => pump(ws, ws.getUserData()),
+    drain: (ws) => {
+      budget.update(ws, ws.getBufferedAmount());
+      pump(ws, ws.getUserData());
+    },
     close: (ws) => {
       const data = ws.getUserData();
       data.ctxClosed = true;
+      data.queue.length = 0;
+      if (data.resume) budget.forget(data.resume);
+      budget.release(ws);
       sockets.delete(ws);
       const set = socketsByKey.get(data.keyHash);
       set?.delete(ws);
@@ -384,15 +417,65 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     },
   });
 
+  /** Sends a reply within the connection's budget, or closes the connection (1008). */
+  const sendWs = (ws: WebSocket<WsData>, reply: string | Uint8Array): void => {
+    const buffered = ws.getBufferedAmount();
+    const length = typeof reply === 'string' ? reply.length : reply.byteLength;
+    if (buffered > 0 && buffered + length > 2 * config.wsMaxBackpressureBytes) {
+      cut(ws, CLOSE_POLICY, REASON_CONNECTION_BUDGET, 'connection_budget');
+      return;
+    }
+    ws.send(reply, false, false); // a text frame either way
+    if (ws.getUserData().ctxClosed) return;
+    budget.update(ws, ws.getBufferedAmount());
+    if (budget.over) shed();
+  };
+
+  const cut = (ws: WebSocket<WsData>, code: number, reason: string, label: string): void => {
+    metrics.cuts.set(label, (metrics.cuts.get(label) ?? 0) + 1);
+    ws.end(code, reason);
+  };
+
+  /**
+   * Over the process budget: close connections that have not read for a second, largest holding
+   * first, until under it (readers that are draining keep going).
+   */
+  const shed = (): void => {
+    for (const c of budget.stalledLargestFirst(SHED_STALLED_MS)) {
+      const ws = c as WebSocket<WsData>;
+      if (!sockets.has(ws)) continue;
+      cut(ws, CLOSE_POLICY, REASON_PROCESS_BUDGET, 'process_budget');
+      if (!budget.over) break;
+    }
+  };
+
+  // Slow readers: buffered replies that have not gone down for wsSlowReaderTimeoutSeconds.
+  const sweep = setInterval(() => {
+    for (const c of budget.holders()) {
+      const ws = c as WebSocket<WsData>;
+      if (sockets.has(ws)) budget.update(ws, ws.getBufferedAmount()); // drain may not report the last bytes
+    }
+    for (const c of budget.stalled(config.wsSlowReaderTimeoutSeconds * 1000)) {
+      const ws = c as WebSocket<WsData>;
+      if (sockets.has(ws)) cut(ws, CLOSE_POLICY, REASON_SLOW_READER, 'slow_reader');
+    }
+    if (budget.over) shed();
+  }, 1000);
+  sweep.unref();
+
   const pump = (ws: WebSocket<WsData>, data: WsData): void => {
     while (
       !data.ctxClosed &&
       data.queue.length > 0 &&
       data.inflight < MAX_WS_INFLIGHT &&
-      ws.getBufferedAmount() <= config.wsMaxBackpressureBytes
+      ws.getBufferedAmount() <= config.wsMaxBackpressureBytes &&
+      !budget.over
     ) {
-      runWs(ws, data, data.queue.shift() as string);
+      const text = data.queue.shift() as string;
+      data.queuedChars -= text.length;
+      runWs(ws, data, text);
     }
+    if (!data.ctxClosed && data.queue.length > 0 && budget.over) budget.whenUnder((data.resume ??= () => pump(ws, data)));
   };
 
   const runWs = (ws: WebSocket<WsData>, data: WsData, text: string): void => {
@@ -408,7 +491,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           if (reply.body !== undefined) {
             const { body, encode } = reply;
             ws.cork(() => {
-              ws.send(encode?.(scratch) ?? body, false, false); // a text frame either way
+              sendWs(ws, encode?.(scratch) ?? body); // a text frame either way
             });
           }
           // Daily credits exhausted: after the 402 error, every socket of the key on this
@@ -418,7 +501,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           }
         },
         () => {
-          if (!data.ctxClosed) ws.cork(() => ws.send(errorBody(-32603, 'internal error'), false, false));
+          if (!data.ctxClosed) ws.cork(() => sendWs(ws, errorBody(-32603, 'internal error')));
         },
       )
       .finally(() => {
@@ -460,6 +543,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       store.head().then(
         (h) => {
           metrics.headBlock = Number(h.number);
+          metrics.replyBytesInFlight = budget.bytes;
         },
         () => {
           metrics.headBlock = -1;
@@ -482,6 +566,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const close = (): Promise<void> => {
     closing ??= (async () => {
       shuttingDown = true;
+      clearInterval(sweep);
       uWS.us_listen_socket_close(listenSocket);
       if (metricsSocket) uWS.us_listen_socket_close(metricsSocket);
       if (inflight > 0) {

@@ -27,3 +27,19 @@ test('plans: Infura\'s daily credits and credits per second by default, every fi
   );
   expect(parseConfig({ ledgerCommandTimeoutMs: 250, ledgerJournalMax: 10 })).toMatchObject({ ledgerCommandTimeoutMs: 250, ledgerJournalMax: 10 });
 });
+
+test('reply budgets and batch limits: documented defaults, overrides, refusals', () => {
+  expect([
+    DEFAULT_CONFIG.maxReplyBytesInFlight,
+    DEFAULT_CONFIG.wsMaxBackpressureBytes,
+    DEFAULT_CONFIG.wsMaxQueuedBytes,
+    DEFAULT_CONFIG.wsSlowReaderTimeoutSeconds,
+    DEFAULT_CONFIG.maxBatchResponseBytes,
+    DEFAULT_CONFIG.maxConcurrentBatches,
+  ]).toEqual([128 * 1024 * 1024, 4 * 1024 * 1024, 1024 * 1024, 30, 25_000_000, 2]);
+  const c = parseConfig({ maxReplyBytesInFlight: 1000, wsMaxQueuedBytes: 10, wsSlowReaderTimeoutSeconds: 5, maxBatchResponseBytes: 99, maxConcurrentBatches: 8 });
+  expect([c.maxReplyBytesInFlight, c.wsMaxQueuedBytes, c.wsSlowReaderTimeoutSeconds, c.maxBatchResponseBytes, c.maxConcurrentBatches]).toEqual([1000, 10, 5, 99, 8]);
+  expect(() => parseConfig({ maxConcurrentBatches: 0 }, 'server.json')).toThrow(new ConfigError('server.json: maxConcurrentBatches must be at least 1'));
+  expect(() => parseConfig({ maxBatchResponseBytes: 0 }, 'server.json')).toThrow(new ConfigError('server.json: maxBatchResponseBytes must be at least 1'));
+  expect(() => parseConfig({ maxReplyBytesInFlight: 'lots' }, 'server.json')).toThrow(ConfigError);
+});

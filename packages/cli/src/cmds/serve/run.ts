@@ -153,7 +153,11 @@ export async function serve(
     throw new CliError((err as Error).message);
   }
   if (store !== raw) process.stderr.write(`serve: fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails\n`);
-  const rpcConfig = resolveConfig({ maxBatchSize: config.maxBatchSize });
+  const rpcConfig = resolveConfig({
+    maxBatchSize: config.maxBatchSize,
+    maxBatchResponseBytes: config.maxBatchResponseBytes,
+    maxConcurrentBatches: config.maxConcurrentBatches,
+  });
   let logs: OffloadPool | undefined;
   if (config.logWorkers > 0) {
     try {
