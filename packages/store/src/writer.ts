@@ -43,6 +43,8 @@ export interface GenesisInput {
   block: BlockInput;
   /** The `config` object of genesis.json, stored as JSON. */
   chainConfig: unknown;
+  /** The whole genesis.json, stored as JSON when given. */
+  genesisJson?: unknown;
 }
 
 /**
@@ -599,6 +601,8 @@ class Slab {
 }
 
 export interface WriterOptions {
+  /** Let worker threads of this process open the datadir too (classic-level multithreading). */
+  shared?: boolean;
   /** Byte budget of the open posting chunks kept in memory between flushes. Default 256 MiB. */
   openChunkCacheBytes?: number;
 }
@@ -638,7 +642,7 @@ export class StoreWriter {
   }
 
   static async open(datadir: string, options: WriterOptions = {}): Promise<StoreWriter> {
-    const w = new StoreWriter(await openDb(datadir, { create: true, bulkLoad: true }), options);
+    const w = new StoreWriter(await openDb(datadir, { create: true, bulkLoad: true, shared: options.shared === true }), options);
     try {
       await w.load();
     } catch (err) {
@@ -670,6 +674,12 @@ export class StoreWriter {
     return this.genesisHash;
   }
 
+  /** The genesis.json stored at writeGenesis, if it was. */
+  async genesisJson(): Promise<unknown> {
+    const raw = await tables.meta.get(this.db, MetaKey.GenesisJson);
+    return raw === undefined ? undefined : JSON.parse(new TextDecoder().decode(raw));
+  }
+
   /** Last durable (flushed) head. */
   durableHead(): HeadPointer | undefined {
     return this.head;
@@ -694,6 +704,7 @@ export class StoreWriter {
     tables.meta.put(ops, MetaKey.SchemaVersion, Uint8Array.of(SCHEMA_VERSION));
     tables.meta.put(ops, MetaKey.GenesisHash, g.block.hash);
     tables.meta.put(ops, MetaKey.ChainConfig, new TextEncoder().encode(JSON.stringify(g.chainConfig)));
+    if (g.genesisJson !== undefined) tables.meta.put(ops, MetaKey.GenesisJson, new TextEncoder().encode(JSON.stringify(g.genesisJson)));
     this.stageBlock(g.block);
     await this.flush();
     this.genesisHash = g.block.hash;
