@@ -62,6 +62,8 @@ export interface FollowOptions {
   shared?: boolean;
   /** Upstream call timeout (default 10 s). */
   timeoutMs?: number;
+  /** The datadir holds a chain (genesis written if it was empty) and the upstream is that chain. */
+  onReady?: () => void;
   onCommit?: (commit: ChainCommit) => void;
   onStatus?: (status: FollowStatus) => void;
   log?: (line: string) => void;
@@ -171,6 +173,7 @@ export class Follower {
       await this.withRetries(() => this.open());
       this.startNumber = this.pipeline.head().number;
       this.publish();
+      this.opts.onReady?.();
       for (;;) {
         if (this.opts.signal?.aborted) break;
         const caughtUp = await this.withRetries(() => this.step());
@@ -253,7 +256,7 @@ export class Follower {
       }
       throw new ChainMismatchError(`upstream ${this.client.origin} block 0 is ${hex(theirs.hash())}, genesis.json builds ${hex(built.hash())} (differing: ${diff.join(', ')})`);
     };
-    this.pipeline = await ImportPipeline.open({
+    this.pipeline ??= await ImportPipeline.open({
       datadir: this.opts.datadir,
       ...(json !== undefined ? { genesis: { json } } : {}),
       ...(this.opts.shared ? { shared: true } : {}),
