@@ -21,6 +21,14 @@ export class SingleFlight<K, V> {
     return started;
   }
 
+  /**
+   * Forget every load in progress (a commit moved the head): callers from now on start a fresh
+   * load instead of sharing one that may read the chain as it was before the commit.
+   */
+  clear(): void {
+    this.loads.clear();
+  }
+
   /** Loads in progress. */
   get size(): number {
     return this.loads.size;

@@ -34,4 +34,5 @@ export {
 } from './middleware.js';
 export type { RequestContext } from './middleware.js';
 export { Metrics } from './metrics.js';
+export type { IngestStatusView } from './metrics.js';
 export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';

@@ -9,7 +9,7 @@
 // through `res.cork`; WebSocket sends respect `getBufferedAmount()`.
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket } from 'uWebSockets.js';
-import type { ChainStore } from '@chainnode/core';
+import type { ChainEvents, ChainStore } from '@chainnode/core';
 import type { RpcReply, RpcServiceApi } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
 import { Gate } from './middleware.js';
@@ -22,6 +22,7 @@ import { Metrics } from './metrics.js';
 import { EmbeddedUsage, REQUEST_METHOD } from './usage.js';
 import type { UsageRecord } from './usage.js';
 import { ReplyBudget } from './reply-budget.js';
+import type { IngestStatusView } from './metrics.js';
 
 export interface ServerOptions {
   service: RpcServiceApi;
@@ -43,6 +44,28 @@ export interface ServerOptions {
   ledger?: { keys: KeyStore; credits: CreditLedger };
   /** The per-key usage record (the caller keeps ownership); default: the embedded one in <datadir>/usage-stats/. */
   usage?: UsageRecord;
+  /**
+   * Commits of a follower's ingest (serve --follow), published on this thread after the store's
+   * caches dropped what each commit made stale: for consumers such as eth_subscribe.
+   */
+  chainEvents?: ChainEvents;
+  /** State of a follower's ingest, for /health and the metrics (serve --follow). */
+  ingestStatus?: () => IngestStatusView;
+}
+
+function ingestJson(v: IngestStatusView): Record<string, unknown> {
+  return {
+    state: v.state,
+    upstream: v.upstream,
+    upstreamHead: v.upstreamHead === undefined ? null : Number(v.upstreamHead),
+    localHead: Number(v.localHead),
+    lagBlocks: Number(v.lagBlocks),
+    lagSeconds: v.lagSeconds,
+    reorgs: v.reorgs,
+    blocksImported: v.blocksImported,
+    lastError: v.lastError ?? null,
+    lastErrorAt: v.lastErrorAt === undefined ? null : new Date(v.lastErrorAt).toISOString(),
+  };
 }
 
 export interface RunningServer {
@@ -177,6 +200,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { service, store, config, datadir } = opts;
   const log = opts.log ?? (() => {});
   const metrics = new Metrics();
+  if (opts.ingestStatus !== undefined) metrics.ingest = opts.ingestStatus;
   const ownLedger = opts.ledger === undefined ? new EmbeddedLedger(datadir) : undefined;
   const ledger: CreditLedger = opts.ledger?.credits ?? (ownLedger as EmbeddedLedger);
   const keys = await KeyRegistry.open(opts.ledger?.keys ?? new FileKeyStore(datadir), log);
@@ -343,7 +367,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         metrics.headBlock = Number(head.number);
         if (!aborted) {
           res.cork(() =>
-            send(res, shuttingDown ? '503 Service Unavailable' : '200 OK', origin, JSON.stringify({ status: shuttingDown ? 'stopping' : 'ok', head: `0x${head.number.toString(16)}`, number: Number(head.number) })),
+            send(
+              res,
+              shuttingDown ? '503 Service Unavailable' : '200 OK',
+              origin,
+              JSON.stringify({
+                status: shuttingDown ? 'stopping' : 'ok',
+                head: `0x${head.number.toString(16)}`,
+                number: Number(head.number),
+                ...(opts.ingestStatus !== undefined ? { follow: ingestJson(opts.ingestStatus()) } : {}),
+              }),
+            ),
           );
         }
       },

@@ -11,10 +11,13 @@ import { ConfigError, FAULT_ENV, LedgerUnavailableError, applyFaultInjection, ch
 import type { LedgerFailureMode, OpenLedger, RunningServer, ServerConfig } from '@chainnode/server';
 import type { RpcConfig } from '@chainnode/rpc';
 import { OffloadPool, createRpcService, resolveConfig } from '@chainnode/rpc';
-import { DatadirEmptyError, DatadirInUseError, openChainStore } from '@chainnode/store';
+import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
 import { CliError } from '../../cli-error.js';
 import type { LogWorkerData } from './log-worker.js';
+import { FollowRuntime } from './follow-runtime.js';
+import { redactUrl } from '@chainnode/ingest';
+import { isUpstreamUrl, parseReorgDepth } from '../sync/index.js';
 
 export interface ServeOptions {
   datadir: string;
@@ -31,6 +34,11 @@ export interface ServeOptions {
   adminPort?: string;
   adminTlsCert?: string;
   adminTlsKey?: string;
+  /** serve --follow <URL>: follow a live upstream while serving. */
+  follow?: string;
+  genesis?: string;
+  reorgDepth?: string;
+  pollMs?: string;
 }
 
 /** The admin port to use, or undefined when the dashboard is off (default port 8546). */
@@ -138,9 +146,27 @@ export async function serve(
     if (err instanceof LedgerUnavailableError) throw new CliError(err.message);
     throw err;
   }
+  let follow: FollowRuntime | undefined;
   let raw: ChainStore;
   try {
-    raw = await openStore(opts.datadir, config.logWorkers > 0);
+    if (opts.follow !== undefined) {
+      if (!isUpstreamUrl(opts.follow)) throw new CliError('--follow: expected an http(s):// or ws(s):// JSON-RPC URL');
+      const reorgDepth = parseReorgDepth(opts.reorgDepth);
+      const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
+      if (!Number.isInteger(pollMs) || pollMs < 10) throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
+      if (config.logWorkers > 0) {
+        // Each log worker keeps its own store caches, which the commits do not reach.
+        log('--follow: eth_getLogs runs on the serving thread (logWorkers is ignored while following)');
+        config.logWorkers = 0;
+      }
+      follow = new FollowRuntime({ url: opts.follow, datadir: opts.datadir, ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}), reorgDepth, pollMs }, log);
+      const store = await openFollowedStore(opts.datadir, follow);
+      follow.attach(store);
+      raw = store;
+    } else {
+      if (opts.genesis !== undefined) throw new CliError('--genesis: only with --follow <URL>');
+      raw = await openStore(opts.datadir, config.logWorkers > 0);
+    }
   } catch (err) {
     await ledger.close();
     throw err;
@@ -182,8 +208,10 @@ export async function serve(
       usage: ledger.usageRecord(),
       ...(failoverUrl !== undefined ? { failoverUrl } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
+      ...(follow !== undefined ? { chainEvents: follow, ingestStatus: () => follow.status() } : {}),
     });
   } catch (err) {
+    await follow?.stop();
     await logs?.close();
     await raw.close();
     await ledger.close();
@@ -222,6 +250,7 @@ export async function serve(
     process.stdout.write(`serve: dashboard ${dash.url}\n`);
     if (!hasAdminToken(opts.datadir)) process.stderr.write(`serve: no admin token yet: create one with node-cli admin token create --datadir ${opts.datadir}\n`);
   }
+  if (follow !== undefined) process.stdout.write(`serve: following ${redactUrl(opts.follow ?? '')} (reorg depth ${parseReorgDepth(opts.reorgDepth)})\n`);
   banner?.(srv, hostForUrl);
 
   await new Promise<void>((resolve) => {
@@ -236,6 +265,7 @@ export async function serve(
       srv
         .close()
         .then(() => dash?.close())
+        .then(() => follow?.stop())
         .then(() => logs?.close())
         .then(() => raw.close())
         .then(() => ledger.close())
@@ -281,4 +311,34 @@ async function startLogWorkers(datadir: string, rpcConfig: RpcConfig, config: Se
   });
   log(`eth_getLogs runs in ${config.logWorkers} worker thread${config.logWorkers === 1 ? '' : 's'} (at most ${config.logQueueLimit} calls queued or running)`);
   return pool;
+}
+
+/**
+ * The serving store of `serve --follow`, opened shared with the ingest thread: at once if the
+ * datadir already holds a chain, else once the ingest has written its genesis.
+ */
+async function openFollowedStore(datadir: string, follow: FollowRuntime): Promise<LevelChainStore> {
+  const open = async (): Promise<LevelChainStore> => {
+    try {
+      return await LevelChainStore.open(datadir, { shared: true });
+    } catch (err) {
+      if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server or a sync already running on it?)`);
+      throw err;
+    }
+  };
+  try {
+    return await open();
+  } catch (err) {
+    if (!(err instanceof DatadirEmptyError)) {
+      await follow.stop();
+      throw err;
+    }
+  }
+  try {
+    await follow.ready;
+  } catch (err) {
+    await follow.stop();
+    throw new CliError(`--follow: ${(err as Error).message}`);
+  }
+  return open();
 }
