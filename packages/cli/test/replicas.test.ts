@@ -154,7 +154,7 @@ maybe('three replicas sharing one Redis ledger', () => {
     // close to that bound from below as well.
     expect(credits).toBeLessThanOrEqual(K * (seconds + 1));
     expect(credits).toBeGreaterThanOrEqual(K * (seconds - 1));
-    expect(h.statuses.get(429) ?? 0).toBeGreaterThan(h.answered); // most were refused
+    expect(h.statuses.get(429) ?? 0).toBeGreaterThan(0); // demand exceeded the limit: the limit, not the clients, set the rate
     expect([...h.statuses.keys()].sort()).toEqual([200, 429]);
     expect(await redisUsed(key)).toBe(used0 + credits); // 429s are free
   });
