@@ -43,6 +43,7 @@ import type { Db } from './db.js';
 import { Lru } from './lru.js';
 import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
+import type { KvRead, KvSyncRead } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
 
 /** Hex of the bytes, as a cache key (a view, not a copy). */
@@ -70,12 +71,16 @@ const ZERO_WORD = new Uint8Array(32);
 class CachedTrieDb extends TrieNodeDb {
   private readonly nodes = new Lru<string, Uint8Array>(65_536);
 
+  constructor(private readonly sync: KvSyncRead) {
+    super(sync as unknown as KvRead, false);
+  }
+
   override async get(key: string, opts?: EncodingOpts): Promise<Uint8Array | string | undefined> {
     let v = this.nodes.get(key);
     if (v === undefined) {
-      const raw = await super.get(key);
-      if (raw === undefined) return undefined;
-      v = typeof raw === 'string' ? Uint8Array.from(Buffer.from(raw, 'hex')) : raw;
+      // A synchronous read (KvSyncRead): one trie walk is several dependent node reads.
+      v = tables.trieNodes.getSync(this.sync, Buffer.from(key, 'hex'));
+      if (v === undefined) return undefined;
       this.nodes.set(key, v);
     }
     return opts?.valueEncoding === 'string' ? Buffer.from(v).toString('hex') : v;
@@ -99,7 +104,7 @@ export class LevelChainStore implements ChainStore {
     private readonly db: Db,
     private readonly chainInfo: ChainInfo,
   ) {
-    this.trieDb = new CachedTrieDb(db, false);
+    this.trieDb = new CachedTrieDb(db);
     this.logQueries = new LogQueries(db, { head: () => this.head() });
   }
 
@@ -147,7 +152,7 @@ export class LevelChainStore implements ChainStore {
   head(): Promise<ChainHead> {
     return this.hit(this.headCache) ?? this.guard('head', async () => {
       if (this.headCache !== undefined) return this.headCache;
-      const raw = await tables.meta.get(this.db, MetaKey.Head);
+      const raw = tables.meta.getSync(this.db, MetaKey.Head);
       if (raw === undefined) throw new Error('head pointer missing');
       this.headCache = headCodec.decode(raw);
       return this.headCache;
@@ -162,7 +167,7 @@ export class LevelChainStore implements ChainStore {
     if (number < 0n || number >= 2n ** 64n) return undefined;
     const hit = this.canonicalCache.get(number);
     if (hit !== undefined) return hit;
-    const hash = await tables.canonical.get(this.db, number);
+    const hash = tables.canonical.getSync(this.db, number);
     if (hash !== undefined) this.canonicalCache.set(number, hash);
     return hash;
   }
@@ -174,7 +179,7 @@ export class LevelChainStore implements ChainStore {
   /** Number of `hash` if it is canonical. */
   private async canonicalNumber(hash: Uint8Array): Promise<bigint | undefined> {
     if (hash.length !== 32) return undefined;
-    const n = await tables.hashToNumber.get(this.db, hash);
+    const n = tables.hashToNumber.getSync(this.db, hash);
     if (n === undefined) return undefined;
     const c = await this.canonical(n);
     return c !== undefined && bytesEqual(c, hash) ? n : undefined;
@@ -189,9 +194,9 @@ export class LevelChainStore implements ChainStore {
     const hit = this.headers.get(key);
     if (hit !== undefined) return hit;
     if ((await this.canonicalNumber(hash)) === undefined) return undefined;
-    const raw = await tables.headers.get(this.db, hash);
+    const raw = tables.headers.getSync(this.db, hash);
     if (raw === undefined) return undefined;
-    const h = decodeHeader(raw);
+    const h = decodeHeader(raw, hash.slice());
     this.headers.set(key, h);
     return h;
   }
@@ -206,18 +211,20 @@ export class LevelChainStore implements ChainStore {
     if (hit !== undefined) return hit;
     const header = await this.headerOf(hash);
     if (header === undefined) return undefined;
-    const [body, senders, td] = await Promise.all([
-      tables.bodies.get(this.db, hash),
-      tables.senders.get(this.db, hash),
-      tables.totalDifficulty.get(this.db, hash),
-    ]);
-    if (body === undefined || senders === undefined || td === undefined) throw new Error(`block ${header.number}: body rows missing`);
+    // Synchronous point reads (KvSyncRead), and the tx hashes stored at import instead of keccak
+    // of every transaction here.
+    const body = tables.bodies.getSync(this.db, hash);
+    const senders = tables.senders.getSync(this.db, hash);
+    const td = tables.totalDifficulty.getSync(this.db, hash);
+    const txHashes = body === undefined || body.transactions.length === 0 ? [] : tables.blockTxHashes.getSync(this.db, header.number);
+    if (body === undefined || senders === undefined || td === undefined || txHashes === undefined) throw new Error(`block ${header.number}: body rows missing`);
     if (senders.length !== body.transactions.length) throw new Error(`block ${header.number}: ${senders.length} senders for ${body.transactions.length} txs`);
+    if (txHashes.length !== body.transactions.length) throw new Error(`block ${header.number}: ${txHashes.length} tx hashes for ${body.transactions.length} txs`);
     const record: BlockRecord = {
       header,
       size: body.size,
       totalDifficulty: td,
-      transactions: body.transactions.map((raw, i) => decodeTransaction(raw, senders[i] as Uint8Array)),
+      transactions: body.transactions.map((raw, i) => decodeTransaction(raw, senders[i] as Uint8Array, (txHashes[i] as Uint8Array).slice())),
       uncleHashes: body.uncles.map((u) => keccak256(u)),
     };
     if (body.withdrawals !== undefined) record.withdrawals = withdrawalsFromValues(body.withdrawals);
@@ -228,7 +235,7 @@ export class LevelChainStore implements ChainStore {
   uncle(blockHash: Bytes, index: number): Promise<UncleRecord | undefined> {
     return this.guard('uncle', async () => {
       if ((await this.canonicalNumber(blockHash)) === undefined) return undefined;
-      const body = await tables.bodies.get(this.db, blockHash);
+      const body = tables.bodies.getSync(this.db, blockHash);
       const raw = body?.uncles[index];
       if (raw === undefined) return undefined;
       const size = RLP.encode([RLP.decode(raw) as Uint8Array[], [], []]).length;
@@ -242,7 +249,7 @@ export class LevelChainStore implements ChainStore {
       const key = byteKey(hash);
       const hit = this.txCache.get(key);
       if (hit !== undefined) return hit;
-      const loc = await tables.txLookup.get(this.db, hash);
+      const loc = tables.txLookup.getSync(this.db, hash);
       if (loc === undefined) return undefined;
       const blockHash = await this.canonical(loc.number);
       if (blockHash === undefined) return undefined;
