@@ -57,6 +57,9 @@ export interface Reservation {
   readonly cost: number;
 }
 
+/** What the gate uses of a ledger: CreditLedger, or ThreadCreditLedger (ledger-threads.ts) in an app thread. */
+export type LedgerApi = Pick<CreditLedger, 'used' | 'resetsAt' | 'reserve' | 'release' | 'commit' | 'close'>;
+
 interface Pending {
   lines: Map<string, Map<string, number>>; // day -> hash -> credits
   /** Settles when this turn's charges are written (or failed to be): one promise for all of them. */

@@ -7,7 +7,7 @@ import { InternalError, LimitExceededError, RpcError, StoreUnavailableError } fr
 import type { CallInfo, CallMiddleware } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
 import type { KeyRecord, KeyRegistry } from './keys.js';
-import type { CreditLedger } from './ledger.js';
+import type { LedgerApi } from './ledger.js';
 import type { Metrics, Outcome } from './metrics.js';
 
 /** -32005 for a call today's balance cannot cover; the transport answers a single one with 429. */
@@ -41,7 +41,7 @@ export function dailyLimit(config: ServerConfig, key: KeyRecord): number {
 export interface GateOptions {
   config: ServerConfig;
   keys: KeyRegistry;
-  ledger: CreditLedger;
+  ledger: LedgerApi;
   metrics: Metrics;
   /** Partner JSON-RPC endpoint for failover-plan eth_getBlockByHash calls. */
   failoverUrl?: string;

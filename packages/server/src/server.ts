@@ -17,6 +17,7 @@ import type { RequestContext } from './middleware.js';
 import { KeyRegistry } from './keys.js';
 import type { KeyRecord } from './keys.js';
 import { CreditLedger } from './ledger.js';
+import type { LedgerApi } from './ledger.js';
 import { Metrics } from './metrics.js';
 
 export interface ServerOptions {
@@ -32,6 +33,11 @@ export interface ServerOptions {
   metricsPort?: number;
   /** Operational messages (never containing keys). */
   log?: (line: string) => void;
+  /**
+   * The credit ledger (default: a CreditLedger journaling in the datadir). An app thread of
+   * `serve --threads` passes its ThreadCreditLedger; the server closes it on close().
+   */
+  ledger?: LedgerApi;
 }
 
 export interface RunningServer {
@@ -134,7 +140,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const metrics = new Metrics();
   const keys = new KeyRegistry(datadir, log);
   keys.watch();
-  const ledger = new CreditLedger(datadir);
+  const ledger = opts.ledger ?? new CreditLedger(datadir);
   const gate = new Gate({ config, keys, ledger, metrics, ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}) });
 
   let inflight = 0;

@@ -12,7 +12,8 @@ export function withServeOptions(cmd: Command): Command {
     .option('--port <port>', 'port to listen on (0: any free port)', '8545')
     .option('--config <file>', 'server config (plans, limits); default <datadir>/server.json if present')
     .option('--failover-url <url>', 'partner JSON-RPC endpoint for eth_getBlockByHash of growth/custom keys during an outage')
-    .option('--metrics-port <port>', 'serve Prometheus metrics on this port (config metricsHost, loopback by default); off unless given or configured');
+    .option('--metrics-port <port>', 'serve Prometheus metrics on this port (config metricsHost, loopback by default); off unless given or configured')
+    .option('--threads <n>', 'app threads serving the port, each with the store open; credits exact across them (default: the number of cores)');
 }
 
 export function register(program: Command): void {

@@ -5,14 +5,19 @@
 // Shared by `serve` and `start`. Nothing printed here contains an API key unless the caller
 // passes one for the banner (`start` prints its development key on purpose).
 import { existsSync } from 'node:fs';
-import { ConfigError, FAULT_ENV, applyFaultInjection, loadConfig, startServer } from '@chainnode/server';
-import type { RunningServer, ServerConfig } from '@chainnode/server';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { ConfigError, FAULT_ENV, SharedLedgerHost, applyFaultInjection, loadConfig, startServer } from '@chainnode/server';
+import type { LedgerApi, RunningServer, ServerConfig } from '@chainnode/server';
 import type { RpcConfig } from '@chainnode/rpc';
 import { OffloadPool, createRpcService, resolveConfig } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, openChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
 import { CliError } from '../../cli-error.js';
 import type { LogWorkerData } from './log-worker.js';
+import type { AppThreadData, AppThreadListening, AppThreadMessage } from './app-thread-api.js';
 
 export interface ServeOptions {
   datadir: string;
@@ -21,6 +26,8 @@ export interface ServeOptions {
   config?: string;
   failoverUrl?: string;
   metricsPort?: string;
+  /** App threads on the port (default: the number of cores). */
+  threads?: string;
 }
 
 export function parsePort(name: string, value: string): number {
@@ -61,13 +68,30 @@ export async function openStore(datadir: string, shared = false): Promise<ChainS
   }
 }
 
-/** Serves until a signal; `banner` receives the bound address once listening. */
-export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, host: string) => void): Promise<void> {
+/** A started server with everything it holds (store, log workers). */
+export interface App {
+  srv: RunningServer;
+  /** Stop accepting, finish in-flight requests, stop the log workers, close the store. */
+  stop(): Promise<void>;
+}
+
+export interface AppExtras {
+  /** Other threads of this process open the datadir too (serve --threads). */
+  shared?: boolean;
+  /** The ledger of an app thread (serve --threads); default: the datadir's CreditLedger. */
+  ledger?: LedgerApi;
+  /** Print the startup notes (fault injection, log workers): one app thread of several does. */
+  notes?: boolean;
+}
+
+/** Opens the store, starts the log workers and the uWS server on `opts`; nothing is printed to stdout. */
+export async function startApp(opts: ServeOptions, extras: AppExtras = {}): Promise<App> {
   const port = parsePort('--port', opts.port);
   const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
   const failoverUrl = parseFailoverUrl(opts.failoverUrl);
   const config = readConfig(opts.datadir, opts.config);
-  const raw = await openStore(opts.datadir, config.logWorkers > 0);
+  const notes = extras.notes ?? true;
+  const raw = await openStore(opts.datadir, config.logWorkers > 0 || extras.shared === true);
   let store: ChainStore;
   try {
     store = applyFaultInjection(raw);
@@ -75,7 +99,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
     await raw.close();
     throw new CliError((err as Error).message);
   }
-  if (store !== raw) process.stderr.write(`serve: fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails\n`);
+  if (store !== raw && notes) process.stderr.write(`serve: fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails\n`);
   const log = (line: string): void => {
     process.stderr.write(`serve: ${line}\n`);
   };
@@ -83,7 +107,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   let logs: OffloadPool | undefined;
   if (config.logWorkers > 0) {
     try {
-      logs = await startLogWorkers(opts.datadir, rpcConfig, config, log);
+      logs = await startLogWorkers(opts.datadir, rpcConfig, config, notes ? log : () => {});
     } catch (err) {
       await raw.close();
       throw new CliError(`cannot start the log workers: ${(err as Error).message}`);
@@ -102,51 +126,171 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       log,
       ...(failoverUrl !== undefined ? { failoverUrl } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
+      ...(extras.ledger !== undefined ? { ledger: extras.ledger } : {}),
     });
   } catch (err) {
     await logs?.close();
     await raw.close();
     throw new CliError((err as Error).message);
   }
-  const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  process.stdout.write(`serve: listening on ${hostForUrl}:${srv.port}\n`);
-  process.stdout.write(`serve: HTTP      POST http://${hostForUrl}:${srv.port}/v3/<API_KEY>\n`);
-  process.stdout.write(`serve: WebSocket      ws://${hostForUrl}:${srv.port}/ws/v3/<API_KEY>\n`);
-  process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
-  if (srv.metricsPort !== undefined) process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics\n`);
-  if (failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
-  banner?.(srv, hostForUrl);
+  return {
+    srv,
+    stop: async () => {
+      await srv.close();
+      await logs?.close();
+      await raw.close();
+    },
+  };
+}
 
-  await new Promise<void>((resolve) => {
+/** --threads: a positive integer (default: the number of cores). */
+export function parseThreads(value: string | undefined): number {
+  if (value === undefined) return availableParallelism();
+  if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 256) throw new CliError(`--threads: expected a number of threads 1-256, got "${value}"`);
+  return Number(value);
+}
+
+function printBanner(opts: ServeOptions, port: number, metricsPort: number | undefined, threads: number): string {
+  const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  process.stdout.write(`serve: listening on ${hostForUrl}:${port}${threads > 1 ? ` (${threads} threads)` : ''}\n`);
+  process.stdout.write(`serve: HTTP      POST http://${hostForUrl}:${port}/v3/<API_KEY>\n`);
+  process.stdout.write(`serve: WebSocket      ws://${hostForUrl}:${port}/ws/v3/<API_KEY>\n`);
+  process.stdout.write(`serve: health    GET  http://${hostForUrl}:${port}/health\n`);
+  if (metricsPort !== undefined) {
+    const config = readConfig(opts.datadir, opts.config);
+    process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${metricsPort}/metrics${threads > 1 ? ' (thread 0 only)' : ''}\n`);
+  }
+  if (opts.failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
+  return hostForUrl;
+}
+
+/** Runs `stop` on the first SIGTERM/SIGINT; a second one exits at once. */
+function untilSignal(stop: () => Promise<void>): Promise<void> {
+  return new Promise<void>((resolve) => {
     let stopping = false;
-    const stop = (signal: string): void => {
+    const onSignal = (signal: string): void => {
       if (stopping) {
         process.stderr.write(`serve: ${signal} again, exiting now\n`);
         process.exit(1);
       }
       stopping = true;
       process.stderr.write(`serve: ${signal}: finishing in-flight requests, then closing the store\n`);
-      srv
-        .close()
-        .then(() => logs?.close())
-        .then(() => raw.close())
-        .then(
-          () => {
-            process.stderr.write('serve: stopped cleanly\n');
-            resolve();
-          },
-          (err: unknown) => {
-            process.stderr.write(`serve: error while stopping: ${(err as Error).message}\n`);
-            process.exitCode = 1;
-            resolve();
-          },
-        );
+      stop().then(
+        () => {
+          process.stderr.write('serve: stopped cleanly\n');
+          resolve();
+        },
+        (err: unknown) => {
+          process.stderr.write(`serve: error while stopping: ${(err as Error).message}\n`);
+          process.exitCode = 1;
+          resolve();
+        },
+      );
     };
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
+    process.on('SIGINT', () => onSignal('SIGINT'));
   });
+}
+
+/** Serves until a signal; `banner` receives the bound address once listening. */
+export async function serve(opts: ServeOptions, banner?: (srv: { port: number }, host: string) => void): Promise<void> {
+  const threads = parseThreads(opts.threads);
+  if (threads > 1) {
+    await serveThreads(opts, threads, banner);
+  } else {
+    const app = await startApp(opts);
+    const host = printBanner(opts, app.srv.port, app.srv.metricsPort, 1);
+    banner?.(app.srv, host);
+    await untilSignal(app.stop);
+  }
   // Idle keep-alive clients must not keep us alive past a clean stop.
   process.exit(process.exitCode ?? 0);
+}
+
+/** A port free on `host` right now (bound and released). */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, host, () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * `--threads N`: N app threads (app-thread.ts), each a whole server (uWS app, its own shared
+ * handle on the datadir, log workers, key registry) listening on the same port (uWS sets
+ * SO_REUSEPORT on an explicit port: the kernel spreads connections over the threads). Credits stay exact through one
+ * ledger on this thread (ledger-threads.ts). Thread 0 starts first and alone serves metrics.
+ */
+async function serveThreads(opts: ServeOptions, threads: number, banner?: (srv: { port: number }, host: string) => void): Promise<void> {
+  parsePort('--port', opts.port);
+  readConfig(opts.datadir, opts.config); // a config error stops here with its message
+  const host = new SharedLedgerHost(opts.datadir);
+  const workers: Worker[] = [];
+  let failed: ((err: Error) => void) | undefined;
+  const failure = new Promise<never>((_, reject) => (failed = reject));
+  failure.catch(() => undefined);
+  const startThread = (index: number, port: string): Promise<AppThreadListening> => {
+    const link = host.link();
+    const data: AppThreadData = { opts: { ...opts, port, ...(index === 0 ? {} : { metricsPort: undefined }) }, index, link };
+    const w = new Worker(new URL('./app-thread.js', import.meta.url), { workerData: data, transferList: [link.port] });
+    workers.push(w);
+    return new Promise<AppThreadListening>((resolve, reject) => {
+      w.on('message', (m: AppThreadMessage) => {
+        if (m.type === 'listening') resolve(m);
+      });
+      w.on('error', (err) => {
+        reject(err);
+        failed?.(err);
+      });
+      w.on('exit', (code) => {
+        const err = new Error(`app thread ${index} exited with code ${code}`);
+        reject(err);
+        if (!stopping) failed?.(err);
+      });
+    });
+  };
+  let stopping = false;
+  const stopAll = async (): Promise<void> => {
+    stopping = true;
+    await Promise.all(
+      workers.map(async (w) => {
+        const exited = new Promise<void>((r) => w.once('exit', () => r()));
+        const stopped = new Promise<void>((r) =>
+          w.on('message', (m: AppThreadMessage) => {
+            if (m.type === 'stopped') r();
+          }),
+        );
+        w.postMessage({ type: 'stop' });
+        await Promise.race([stopped, exited]);
+        await w.terminate();
+      }),
+    );
+    host.close();
+  };
+  let first: AppThreadListening;
+  try {
+    // uWS sets SO_REUSEPORT only on an explicit port: with --port 0 one is picked here first.
+    const port = parsePort('--port', opts.port) === 0 ? String(await freePort(opts.host)) : opts.port;
+    first = await startThread(0, port);
+    await Promise.all(Array.from({ length: threads - 1 }, (_, i) => startThread(i + 1, port)));
+  } catch (err) {
+    await stopAll();
+    throw err instanceof CliError ? err : new CliError((err as Error).message);
+  }
+  const hostForUrl = printBanner(opts, first.port, first.metricsPort, threads);
+  banner?.({ port: first.port }, hostForUrl);
+  await Promise.race([
+    untilSignal(stopAll),
+    failure.catch(async (err: unknown) => {
+      process.stderr.write(`serve: ${(err as Error).message}; stopping\n`);
+      process.exitCode = 1;
+      await stopAll();
+    }),
+  ]);
 }
 
 /**
