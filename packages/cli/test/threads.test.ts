@@ -34,6 +34,7 @@ test('--threads 2: 150 concurrent calls over fresh connections against a 100-cal
     const { key } = await createKeyCli(c.dir, 'core', ['--daily-credits', String(100 * 80)]);
     srv = await spawnServe(c.dir, ['--threads', '2', '--metrics-port', '0']);
     expect(srv.output()).toContain('(2 threads)');
+    for (let i = 0; i < 50 && !srv.output().includes('/metrics'); i++) await new Promise((r) => setTimeout(r, 100)); // printed just after the listening line
     const metricsPort = Number(/metrics\s+GET\s+http:\/\/127\.0\.0\.1:(\d+)\/metrics/.exec(srv.output())?.[1]);
     expect(metricsPort).toBeGreaterThan(0);
     const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_getBlockByNumber', params: ['0x10', false] });
