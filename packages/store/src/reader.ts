@@ -35,6 +35,7 @@ import type {
   LogQueryOptions,
   LogQueryResult,
   StorageProofRecord,
+  TxRecord,
   TxWithLocation,
   UncleRecord,
 } from '@chainnode/core';
@@ -45,6 +46,8 @@ import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
 import type { KvRead, KvSyncRead } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
+import { trieGet } from './trie-read.js';
+import type { NodeSource } from './trie-read.js';
 
 /** Hex of the bytes, as a cache key (a view, not a copy). */
 /**
@@ -220,13 +223,21 @@ export class LevelChainStore implements ChainStore {
     if (body === undefined || senders === undefined || td === undefined || txHashes === undefined) throw new Error(`block ${header.number}: body rows missing`);
     if (senders.length !== body.transactions.length) throw new Error(`block ${header.number}: ${senders.length} senders for ${body.transactions.length} txs`);
     if (txHashes.length !== body.transactions.length) throw new Error(`block ${header.number}: ${txHashes.length} tx hashes for ${body.transactions.length} txs`);
-    const record: BlockRecord = {
+    const hashes = txHashes.map((h) => h.slice());
+    // Transactions are decoded when first read (a full block, a transaction lookup), not for a
+    // hashes-only answer, which takes transactionHashes.
+    let txs: TxRecord[] | undefined;
+    const record = {
       header,
       size: body.size,
       totalDifficulty: td,
-      transactions: body.transactions.map((raw, i) => decodeTransaction(raw, senders[i] as Uint8Array, (txHashes[i] as Uint8Array).slice())),
+      transactionHashes: hashes,
       uncleHashes: body.uncles.map((u) => keccak256(u)),
-    };
+    } as BlockRecord;
+    Object.defineProperty(record, 'transactions', {
+      enumerable: true,
+      get: (): TxRecord[] => (txs ??= body.transactions.map((raw, i) => decodeTransaction(raw, senders[i] as Uint8Array, hashes[i] as Uint8Array))),
+    });
     if (body.withdrawals !== undefined) record.withdrawals = withdrawalsFromValues(body.withdrawals);
     this.blocks.set(key, record);
     return record;
@@ -289,12 +300,30 @@ export class LevelChainStore implements ChainStore {
     return new MerklePatriciaTrie({ db: this.trieDb, root, useKeyHashing: true, valueEncoding: 'view' });
   }
 
+  /** Trie nodes by hash for trieLookup (content-addressed: never stale). */
+  private readonly nodeCache = new Lru<string, Uint8Array>(65_536);
+  private readonly nodeSource: NodeSource = (hash) => {
+    const key = byteKey(hash);
+    let v = this.nodeCache.get(key);
+    if (v === undefined) {
+      v = tables.trieNodes.getSync(this.db, hash);
+      if (v !== undefined) this.nodeCache.set(key, v);
+    }
+    return v;
+  };
+
+  /** The value at hashed key `path` of the trie `root` (null when absent): trie-read.ts, synchronous reads. */
+  private trieLookup(root: Uint8Array, path: Uint8Array): Uint8Array | null {
+    if (bytesEqual(root, KECCAK256_RLP)) return null;
+    return trieGet(this.nodeSource, root, path);
+  }
+
   /** The account `address` in the state `stateRoot` (null when absent), cached by both. */
   private async account(stateRoot: Uint8Array, address: Uint8Array): Promise<AccountView | null> {
     const key = byteKey(stateRoot) + byteKey(address);
     const hit = this.accounts.get(key);
     if (hit !== undefined) return hit;
-    const raw = await this.trie(stateRoot).get(address);
+    const raw = this.trieLookup(stateRoot, keccak256(address));
     let view: AccountView | null = null;
     if (raw !== null) {
       const a = createAccountFromRLP(raw);
@@ -312,7 +341,7 @@ export class LevelChainStore implements ChainStore {
       const key = byteKey(account.storageRoot) + byteKey(word);
       let value = this.slots.get(key);
       if (value === undefined) {
-        const v = await this.trie(account.storageRoot).get(word);
+        const v = this.trieLookup(account.storageRoot, keccak256(word));
         value = v === null ? ZERO_WORD : setLengthLeft(RLP.decode(v) as Uint8Array, 32);
         this.slots.set(key, value);
       }
