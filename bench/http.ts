@@ -3,7 +3,7 @@
 // anvil in the same run (bench/src/varied-run.ts).
 //
 // `npm run bench:http [-- --datadir <dir>] [--duration 10] [--connections 64] [--tool wrk|autocannon]
-//  [--runs 3] [--json] [--cli <node-cli.js of another build>]`: the MEMO PATH, one request body
+//  [--runs 3] [--json] [--cli <node-cli.js of another build>] [--serve-args "<args>"]`: the MEMO PATH, one request body
 // repeated per method (after the first request every reply is the memoised one):
 // requests per second and p50/p99 latency per method against a `node-cli
 // serve` child process on loopback, 64 connections, closed loop (no pipelining), 2 s warm-up
@@ -69,7 +69,8 @@ async function main(): Promise<void> {
     node(['sync', '--from', from, '--datadir', datadir]);
   }
   const key = (JSON.parse(node(['keys', 'create', '--plan', 'custom', '--daily-credits', '900000000000000', '--label', 'bench', '--json', '--datadir', datadir])) as { key: string }).key;
-  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const extra = (arg('serve-args') ?? '').split(' ').filter((x) => x !== '');
+  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((res, rej) => {
     let out = '';
     srv.stdout.on('data', (d: Buffer) => {

@@ -14,7 +14,7 @@ export interface AppThreadListening {
   metricsPort: number | undefined;
 }
 
-export type AppThreadMessage = AppThreadListening | { type: 'stopped' };
+export type AppThreadMessage = AppThreadListening | { type: 'drained' } | { type: 'stopped' };
 
-/** Main thread -> app thread. */
-export type AppThreadCommand = { type: 'stop' };
+/** Main thread -> app thread: `drain` (stop accepting, finish in-flight requests), then `release` (close the store). */
+export type AppThreadCommand = { type: 'drain' } | { type: 'release' };

@@ -17,7 +17,7 @@ import { DatadirEmptyError, DatadirInUseError, openChainStore } from '@chainnode
 import type { ChainStore } from '@chainnode/core';
 import { CliError } from '../../cli-error.js';
 import type { LogWorkerData } from './log-worker.js';
-import type { AppThreadData, AppThreadListening, AppThreadMessage } from './app-thread-api.js';
+import type { AppThreadCommand, AppThreadData, AppThreadListening, AppThreadMessage } from './app-thread-api.js';
 
 export interface ServeOptions {
   datadir: string;
@@ -73,6 +73,10 @@ export interface App {
   srv: RunningServer;
   /** Stop accepting, finish in-flight requests, stop the log workers, close the store. */
   stop(): Promise<void>;
+  /** The first half of stop(): stop accepting and finish in-flight requests. */
+  drain(): Promise<void>;
+  /** The second half: stop the log workers and close the store. */
+  release(): Promise<void>;
 }
 
 export interface AppExtras {
@@ -133,12 +137,17 @@ export async function startApp(opts: ServeOptions, extras: AppExtras = {}): Prom
     await raw.close();
     throw new CliError((err as Error).message);
   }
+  const release = async (): Promise<void> => {
+    await logs?.close();
+    await raw.close();
+  };
   return {
     srv,
+    drain: () => srv.close(),
+    release,
     stop: async () => {
       await srv.close();
-      await logs?.close();
-      await raw.close();
+      await release();
     },
   };
 }
@@ -254,21 +263,28 @@ async function serveThreads(opts: ServeOptions, threads: number, banner?: (srv: 
     });
   };
   let stopping = false;
-  const stopAll = async (): Promise<void> => {
-    stopping = true;
-    await Promise.all(
+  // Two phases: every thread drains (stops accepting, finishes in-flight requests) before any
+  // closes its store: a thread closing its handle on the shared LevelDB while another thread's
+  // reads were running crashed the process (SIGSEGV), as did terminating a thread that holds uWS
+  // while another serves. So nothing is terminated either: the threads end with the process,
+  // which serve exits right after.
+  const phase = (command: AppThreadCommand['type'], reply: AppThreadMessage['type']): Promise<void[]> =>
+    Promise.all(
       workers.map(async (w) => {
         const exited = new Promise<void>((r) => w.once('exit', () => r()));
-        const stopped = new Promise<void>((r) =>
+        const done = new Promise<void>((r) =>
           w.on('message', (m: AppThreadMessage) => {
-            if (m.type === 'stopped') r();
+            if (m.type === reply) r();
           }),
         );
-        w.postMessage({ type: 'stop' });
-        await Promise.race([stopped, exited]);
-        await w.terminate();
+        w.postMessage({ type: command } satisfies AppThreadCommand);
+        await Promise.race([done, exited]);
       }),
     );
+  const stopAll = async (): Promise<void> => {
+    stopping = true;
+    await phase('drain', 'drained');
+    await phase('release', 'stopped');
     host.close();
   };
   let first: AppThreadListening;
