@@ -13,7 +13,7 @@ export function withServeOptions(cmd: Command): Command {
     .option('--config <file>', 'server config (plans, limits); default <datadir>/server.json if present')
     .option('--failover-url <url>', 'partner JSON-RPC endpoint for eth_getBlockByHash of growth/custom keys during an outage')
     .option('--metrics-port <port>', 'serve Prometheus metrics on this port (config metricsHost, loopback by default); off unless given or configured')
-    .option('--threads <n>', 'app threads serving the port, each with the store open; credits exact across them (default: the number of cores)');
+    .option('--threads <n>', 'app threads serving the port, each with the store open; credits exact across them ("cores": one per core)', '1');
 }
 
 export function register(program: Command): void {

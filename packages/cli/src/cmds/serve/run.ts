@@ -26,7 +26,7 @@ export interface ServeOptions {
   config?: string;
   failoverUrl?: string;
   metricsPort?: string;
-  /** App threads on the port (default: the number of cores). */
+  /** App threads on the port (default 1; `cores`: one per core). */
   threads?: string;
 }
 
@@ -152,9 +152,15 @@ export async function startApp(opts: ServeOptions, extras: AppExtras = {}): Prom
   };
 }
 
-/** --threads: a positive integer (default: the number of cores). */
+/**
+ * --threads: a positive integer, or `cores` (availableParallelism()). Default 1: with several
+ * threads a connection still in a thread's accept queue when SIGTERM closes the listeners is
+ * reset (SO_REUSEPORT queues are per listener), which the single-thread server's in-flight
+ * guarantee does not allow yet.
+ */
 export function parseThreads(value: string | undefined): number {
-  if (value === undefined) return availableParallelism();
+  if (value === undefined) return 1;
+  if (value === 'cores') return availableParallelism();
   if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 256) throw new CliError(`--threads: expected a number of threads 1-256, got "${value}"`);
   return Number(value);
 }
