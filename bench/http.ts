@@ -1,5 +1,11 @@
+// `npm run bench:http -- --varied [--datadir <dir>] [--duration 6] [--bodies 4000] [--only <mix words>]
+//  [--no-anvil] [--serve-args "<args>"]`: varied bodies across the whole chain, against this node and
+// anvil in the same run (bench/src/varied-run.ts).
+//
 // `npm run bench:http [-- --datadir <dir>] [--duration 10] [--connections 64] [--tool wrk|autocannon]
-//  [--runs 3] [--json] [--cli <node-cli.js of another build>]`: requests per second and p50/p99 latency per method against a `node-cli
+//  [--runs 3] [--json] [--cli <node-cli.js of another build>] [--serve-args "<args>"]`: the MEMO PATH, one request body
+// repeated per method (after the first request every reply is the memoised one):
+// requests per second and p50/p99 latency per method against a `node-cli
 // serve` child process on loopback, 64 connections, closed loop (no pipelining), 2 s warm-up
 // per case. HTTP with wrk when it is installed (Debian's `wrk`, one thread, so the server keeps
 // the other core), else autocannon. WebSocket vs HTTP is compared with one raw node:net client
@@ -14,6 +20,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { autocannonLoad, haveWrk, rawLoad, wrkLoad } from './src/load.js';
+import { runVaried } from './src/varied-run.js';
 import type { LoadResult, LoadSpec } from './src/load.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -34,6 +41,23 @@ function node(args: string[]): string {
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--varied')) {
+    const only = arg('only');
+    const serveArgs = arg('serve-args');
+    const datadir = arg('datadir');
+    await runVaried({
+      root,
+      cli,
+      seconds: Number(arg('duration', '6')),
+      connections,
+      bodies: Number(arg('bodies', '4000')),
+      noAnvil: process.argv.includes('--no-anvil'),
+      ...(datadir !== undefined ? { datadir } : {}),
+      ...(only !== undefined ? { only: only.split(',') } : {}),
+      ...(serveArgs !== undefined ? { serveArgs: serveArgs.split(' ').filter((x) => x !== '') } : {}),
+    });
+    return;
+  }
   let datadir = arg('datadir');
   let tmp: string | undefined;
   if (datadir === undefined) {
@@ -45,7 +69,8 @@ async function main(): Promise<void> {
     node(['sync', '--from', from, '--datadir', datadir]);
   }
   const key = (JSON.parse(node(['keys', 'create', '--plan', 'custom', '--daily-credits', '900000000000000', '--label', 'bench', '--json', '--datadir', datadir])) as { key: string }).key;
-  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const extra = (arg('serve-args') ?? '').split(' ').filter((x) => x !== '');
+  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((res, rej) => {
     let out = '';
     srv.stdout.on('data', (d: Buffer) => {
@@ -95,7 +120,7 @@ async function main(): Promise<void> {
     const errs = all.reduce((n, r) => n + r.errors, 0);
     results[label] = { ...med, bad, mismatched: mism, errors: errs, runs: all.map((r) => Math.round(r.rps)) };
     const flag = bad + mism + errs > 0 ? ` INVALID: ${bad} non-200, ${mism} wrong bodies, ${errs} socket errors` : '';
-    rows.push(`| ${label} | ${med.tool} | ${Math.round(med.rps)} | ${med.p50} | ${med.p99} | ${all.map((r) => Math.round(r.rps)).join(', ')} | ${bad}/${mism}/${errs} |${flag}`);
+    rows.push(`| ${label} (memo path) | ${med.tool} | ${Math.round(med.rps)} | ${med.p50} | ${med.p99} | ${all.map((r) => Math.round(r.rps)).join(', ')} | ${bad}/${mism}/${errs} |${flag}`);
     console.error(rows[rows.length - 1]);
   };
   const path = `/v3/${key}`;

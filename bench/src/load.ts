@@ -278,3 +278,103 @@ export async function rawLoad(s: LoadSpec, kind: 'http' | 'ws'): Promise<LoadRes
   const sorted = lat.subarray(0, n).sort();
   return { tool: `raw-${kind}`, rps: counts.ok / secs, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), ...counts, errors };
 }
+
+export interface VariedSpec {
+  host: string;
+  port: number;
+  path: string;
+  /** Request bodies, sent in turn (each connection takes the next one). */
+  bodies: string[];
+  /** The checked reply of each body, byte for byte. */
+  expected: string[];
+  connections: number;
+  seconds: number;
+  /** Warm-up seconds before measuring (default 2). */
+  warmup?: number;
+}
+
+export interface VariedResult extends LoadResult {
+  /** Wrong replies that were JSON-RPC -32005 (shed / limited). */
+  shed: number;
+  /** Distinct bodies answered during the measured window. */
+  distinct: number;
+}
+
+/**
+ * The raw HTTP closed-loop client over `connections` keep-alive sockets with a different body per
+ * request: bodies are taken in turn from the list (a shared cursor), and each answer is compared
+ * byte for byte with the checked reply of its own body.
+ */
+export async function rawLoadVaried(s: VariedSpec): Promise<VariedResult> {
+  const reqs = s.bodies.map((body) =>
+    Buffer.from(
+      `POST ${s.path} HTTP/1.1\r\nHost: ${s.host}:${s.port}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    ),
+  );
+  const exp = s.expected.map((e) => Buffer.from(e));
+  const sockets = await Promise.all(Array.from({ length: s.connections }, () => open({ ...s, body: '', expected: '' }, 'http')));
+  let cursor = 0;
+  let measuring = false;
+  let running = true;
+  let errors = 0;
+  let shed = 0;
+  const seen = new Uint8Array(reqs.length);
+  const lat = new Float64Array(1 << 23);
+  let n = 0;
+  const counts = { ok: 0, bad: 0, mismatched: 0 };
+  const SHED = Buffer.from('"code":-32005');
+  for (const sock of sockets) {
+    sock.setNoDelay(true);
+    sock.on('error', () => errors++);
+    let buf: Buffer = Buffer.alloc(0);
+    let idx = 0;
+    let t0 = 0;
+    const send = (): void => {
+      idx = cursor;
+      cursor = cursor + 1 === reqs.length ? 0 : cursor + 1;
+      t0 = performance.now();
+      sock.write(reqs[idx] as Buffer);
+    };
+    sock.on('data', (d: Buffer) => {
+      buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
+      for (;;) {
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = buf.subarray(0, end).toString('latin1');
+        const m = /\r\ncontent-length: *(\d+)/i.exec(head);
+        if (!m) throw new Error('raw http client: answer without Content-Length');
+        const len = Number(m[1]);
+        if (buf.length < end + 4 + len) return;
+        const body = buf.subarray(end + 4, end + 4 + len);
+        buf = buf.subarray(end + 4 + len);
+        if (measuring) {
+          const ms = performance.now() - t0;
+          if (!head.startsWith('HTTP/1.1 200')) counts.bad++;
+          else if (body.equals(exp[idx] as Buffer)) {
+            counts.ok++;
+            seen[idx] = 1;
+            if (n < lat.length) lat[n++] = ms;
+          } else {
+            counts.mismatched++;
+            if (body.includes(SHED)) shed++;
+          }
+        }
+        if (running) send();
+      }
+    });
+    send();
+  }
+  await new Promise((r) => setTimeout(r, (s.warmup ?? 2) * 1000));
+  measuring = true;
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, s.seconds * 1000));
+  measuring = false;
+  const secs = (performance.now() - t0) / 1000;
+  running = false;
+  for (const sock of sockets) sock.destroy();
+  const sorted = lat.subarray(0, n).sort();
+  let distinct = 0;
+  for (const x of seen) distinct += x;
+  return { tool: 'raw-http varied', rps: counts.ok / secs, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), ...counts, errors, shed, distinct };
+}

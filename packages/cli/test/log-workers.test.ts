@@ -59,7 +59,7 @@ async function reply(svc: RpcServiceApi, b: string): Promise<string> {
 test('answers through the log worker are byte-identical to inline answers on the fixture chain', async () => {
   const { store, pool } = await setup();
   const inline = createRpcService(store, rpcConfig);
-  const offloaded = createRpcService(store, rpcConfig, { offload: pool });
+  const offloaded = createRpcService(store, rpcConfig, { offload: pool, inlineCostLimit: -1 });
   const head = Number((await store.head()).number);
 
   // Material for filters: the logs of a few spans of the chain, read inline.
@@ -129,7 +129,8 @@ test('answers through the log worker are byte-identical to inline answers on the
 test('NODE_FAULT_INJECT=store-outage reaches the worker: eth_getLogs fails as inline reads do', async () => {
   const { store, pool } = await setup({ ...process.env, NODE_FAULT_INJECT: 'store-outage' });
   const inline = createRpcService(outageStore(store), rpcConfig);
-  const offloaded = createRpcService(store, rpcConfig, { offload: pool }); // the main store is healthy
+  // The main store is healthy; inlineCostLimit -1 sends even cheap filters to the worker.
+  const offloaded = createRpcService(store, rpcConfig, { offload: pool, inlineCostLimit: -1 });
   for (const b of [body([{ fromBlock: '0x0', toBlock: '0x10' }]), body([{ blockHash: `0x${'11'.repeat(32)}` }]), body([{ fromBlock: 'soon' }])]) {
     expect(await reply(offloaded, b)).toBe(await reply(inline, b));
   }
@@ -138,7 +139,7 @@ test('NODE_FAULT_INJECT=store-outage reaches the worker: eth_getLogs fails as in
 
 test('after the pool closes, the workers hold no handle on the datadir', async () => {
   const { dir, store, pool } = await setup();
-  const svc = createRpcService(store, rpcConfig, { offload: pool });
+  const svc = createRpcService(store, rpcConfig, { offload: pool, inlineCostLimit: -1 });
   expect(await reply(svc, body([{ fromBlock: '0x1', toBlock: '0x2' }]))).toMatch(/^\{"jsonrpc":"2.0","id":1,"result":\[\{"address"/);
   await pool.close();
   await store.close();

@@ -29,9 +29,12 @@ function num(v: Nested | undefined, what: string): bigint {
   return bytesToBigInt(asBytes(v, what));
 }
 
-/** Header fields from its RLP encoding; `hash` is keccak256 of exactly these bytes. */
-export function decodeHeader(rlp: Uint8Array): HeaderRecord {
-  return headerFromValues(asList(RLP.decode(rlp) as Nested, 'header'), keccak256(rlp));
+/**
+ * Header fields from its RLP encoding; `hash` is keccak256 of exactly these bytes (pass it when
+ * the caller read the header by that hash: the store's key is its keccak, checked at import).
+ */
+export function decodeHeader(rlp: Uint8Array, hash: Uint8Array = keccak256(rlp)): HeaderRecord {
+  return headerFromValues(asList(RLP.decode(rlp) as Nested, 'header'), hash);
 }
 
 /** Header fields from an already-decoded RLP list (e.g. an uncle inside a body). */
@@ -97,8 +100,8 @@ function toField(v: Nested | undefined): Uint8Array | null {
  * A signed transaction from its canonical encoding (legacy: the RLP list; typed: type byte ++
  * RLP payload), minus the sender, which the caller supplies (recovered once at import).
  */
-export function decodeTransaction(raw: Uint8Array, from: Uint8Array): TxRecord {
-  const hash = keccak256(raw);
+/** `hash`: the transaction's hash when the caller has it stored (else keccak of `raw` here). */
+export function decodeTransaction(raw: Uint8Array, from: Uint8Array, hash: Uint8Array = keccak256(raw)): TxRecord {
   const first = raw[0];
   if (first === undefined) throw new RangeError('tx: empty encoding');
   if (first >= 0xc0) {

@@ -81,6 +81,12 @@ export interface BlockRecord {
   size: number;
   totalDifficulty: bigint;
   transactions: TxRecord[];
+  /**
+   * The transaction hashes in order, when the store has them without decoding `transactions`
+   * (a store may then decode those only when they are first read): what a hashes-only block
+   * answer needs.
+   */
+  transactionHashes?: Bytes[];
   uncleHashes: Bytes[];
   withdrawals?: WithdrawalRecord[]; // present from Shanghai on
 }

@@ -41,6 +41,14 @@ export interface RpcConfig {
  */
 export const DEADLINE_GRACE_MS = 250;
 
+/**
+ * Offloadable calls whose estimated cost (MethodDef.estimateCost) is at most this run inline:
+ * for eth_getLogs, one address over up to 100 blocks, or any filter over up to 10 blocks
+ * (a block hash query counts as one block). Such a call reads a few index chunks and at most a
+ * few thousand logs, less work than the round trip to a worker.
+ */
+export const INLINE_COST_LIMIT = 100;
+
 export const DEFAULT_RPC_CONFIG: RpcConfig = {
   safeDepth: 0,
   finalizedDepth: 0,

@@ -3,7 +3,7 @@
 // member in order, each with its own id.
 import { InvalidParamsError, InvalidRequestError, MethodNotFoundError, ParseError, ResponseTooLargeError } from '@chainnode/core';
 import type { RpcError } from '@chainnode/core';
-import { resolveConfig } from './config.js';
+import { INLINE_COST_LIMIT, resolveConfig } from './config.js';
 import { createFormatMemos } from './context.js';
 import type { HandlerContext } from './context.js';
 import { JsonText, stringifyResult } from './json-text.js';
@@ -27,6 +27,7 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
   const ctx: HandlerContext = { store, config: resolveConfig(config), memo: createFormatMemos() };
   const offload = options?.offload;
   const batchLanes = new Lanes(ctx.config.maxConcurrentBatches);
+  const inlineCostLimit = options?.inlineCostLimit ?? INLINE_COST_LIMIT;
   const api: RpcServiceApi = {
     async handle(body, middleware = passThrough, onRequestError = noop): Promise<RpcReply> {
       let message: unknown;
@@ -37,7 +38,7 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
         return { body: JSON.stringify(errorResponse(null, new ParseError())), batch: false };
       }
       if (!Array.isArray(message)) {
-        const reply = await answer(ctx, offload, message, false, middleware, onRequestError);
+        const reply = await answer(ctx, offload, inlineCostLimit, message, false, middleware, onRequestError);
         if (reply === undefined) return { body: undefined, batch: false };
         const raw = hasNumericId(message) ? rawIds(body) : undefined;
         const rawId = typeof raw === 'string' ? raw : undefined;
@@ -69,7 +70,7 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
             if (!isNotification(m)) out.push(serialize(errorResponse(callId(m) ?? null, new ResponseTooLargeError()), rawAt(i)));
             continue;
           }
-          const reply = await answer(ctx, batchOffload, m, true, middleware, onRequestError);
+          const reply = await answer(ctx, batchOffload, inlineCostLimit, m, true, middleware, onRequestError);
           if (reply === undefined) continue;
           const text = serialize(reply, rawAt(i));
           size += text.length + 1;
@@ -145,6 +146,7 @@ function errorResponse(id: JsonRpcId, err: unknown): JsonRpcResponse {
 async function answer(
   ctx: HandlerContext,
   offload: OffloadExecutor | undefined,
+  inlineCostLimit: number,
   m: unknown,
   inBatch: boolean,
   middleware: CallMiddleware,
@@ -183,9 +185,16 @@ async function answer(
     const def = METHODS[method] as MethodDef<unknown, unknown>;
     // Offloadable methods run whole on the executor when there is one; the middleware around
     // them (credits, metrics) runs here either way.
+    // Cheap ones (by the method's estimate) run inline even then: admission by cost, not count.
     const run =
       def.offload === true && offload !== undefined
-        ? (): Promise<unknown> => offload.run(method, params)
+        ? async (): Promise<unknown> => {
+            if (def.estimateCost !== undefined && inlineCostLimit >= 0) {
+              const p = def.decode(params);
+              if ((await def.estimateCost(ctx, p)) <= inlineCostLimit) return def.handle(ctx, p);
+            }
+            return offload.run(method, params);
+          }
         : async (): Promise<unknown> => def.handle(ctx, def.decode(params));
     try {
       const result = await middleware({ method, cost: def.cost, id, params, inBatch }, run);

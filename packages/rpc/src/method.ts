@@ -19,4 +19,12 @@ export interface MethodDef<P, R> {
    * runs inline like every other.
    */
   readonly offload?: boolean;
+  /**
+   * Admission by cost for offloadable methods: an estimate of the call's work (for eth_getLogs:
+   * blocks spanned times the filter's breadth) made on the caller's thread before anything is
+   * queued. A call estimated at most INLINE_COST_LIMIT (config.ts) runs inline at once, so
+   * cheap calls never wait behind, or get shed because of, expensive ones in the executor's
+   * bounded queue; the rest go to the executor.
+   */
+  estimateCost?(ctx: HandlerContext, params: P): Promise<number>;
 }

@@ -56,6 +56,11 @@ export interface RpcServiceOptions {
    * inline on the caller's event loop like every other method.
    */
   offload?: OffloadExecutor;
+  /**
+   * With an offload executor: calls estimated (MethodDef.estimateCost) at most this cost run
+   * inline instead (default INLINE_COST_LIMIT; a negative value offloads every call).
+   */
+  inlineCostLimit?: number;
 }
 
 export type RpcServiceFactory = (store: ChainStore, config?: Partial<RpcConfig>, options?: RpcServiceOptions) => RpcServiceApi;

@@ -97,7 +97,8 @@ const BODIES: string[] = [
 async function compare(config: Partial<RpcConfig>, bodies: string[]): Promise<string[]> {
   const inline = createRpcService(new FakeStore(), config);
   const p = await pool({ workerData: { config } });
-  const offloaded = createRpcService(new FakeStore({ failWith: new Error('the main-thread store must not answer eth_getLogs') }), config, { offload: p });
+  // inlineCostLimit -1: every call goes to the worker (cheap ones would run inline by default).
+  const offloaded = createRpcService(new FakeStore({ failWith: new Error('the main-thread store must not answer eth_getLogs') }), config, { offload: p, inlineCostLimit: -1 });
   const out: string[] = [];
   for (const b of bodies) {
     const want = (await inline.handle(b)).body;
@@ -144,7 +145,7 @@ describe('eth_getLogs through worker threads', () => {
       };
       const inline = createRpcService(new FakeStore({ failWith: err }));
       const p = await pool({ workerData: { failWith } });
-      const offloaded = createRpcService(new FakeStore(), undefined, { offload: p });
+      const offloaded = createRpcService(new FakeStore(), undefined, { offload: p, inlineCostLimit: -1 });
       const want = (await inline.handle(filter({}), mw)).body;
       expect(want).toBe('{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"internal error"}}');
       expect((await offloaded.handle(filter({}), mw)).body).toBe(want);
@@ -159,7 +160,7 @@ describe('eth_getLogs through worker threads', () => {
       calls.push(`${call.method}:${call.cost}:${call.inBatch}`);
       return next();
     };
-    const svc = createRpcService(new FakeStore(), undefined, { offload: p });
+    const svc = createRpcService(new FakeStore(), undefined, { offload: p, inlineCostLimit: -1 });
     const reply = await svc.handle(filter({ fromBlock: '0x0', address: B }), mw);
     expect(JSON.parse(reply.body ?? '')).toEqual({
       jsonrpc: '2.0',
@@ -254,11 +255,33 @@ describe('the pool', () => {
     await g.started();
     const second = getLogs(p); // queued behind the first
     expect(await getLogs(p).catch(wire)).toEqual({ code: -32005, message: TOO_MANY_OFFLOADED, data: { limit: 2 } });
-    const svc = createRpcService(new FakeStore(), undefined, { offload: p });
+    const svc = createRpcService(new FakeStore(), undefined, { offload: p, inlineCostLimit: -1 });
     expect((await svc.handle(filter({}))).body).toBe(`{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"too many concurrent log queries","data":{"limit":2}}}`);
     g.release();
     expect(await first).toBe('[]');
     expect(`{"jsonrpc":"2.0","id":1,"result":${await second}}`).toBe(await normalAnswer());
+    expect(p.load).toBe(0);
+  });
+
+  test('admission by cost: with the queue full of expensive calls, cheap ones are answered inline, expensive ones shed', async () => {
+    const p = await pool({ perWorker: 1, queueLimit: 2 });
+    const g = gate();
+    const first = getLogs(p, GATED);
+    await g.started();
+    const second = getLogs(p); // the queue is now full
+    // Limit 10: one address over one block (cost 1) is cheap; no address from block 0 (10 per block) is not.
+    const svc = createRpcService(new FakeStore(), undefined, { offload: p, inlineCostLimit: 10 });
+    const inline = createRpcService(new FakeStore());
+    const cheap = [filter({ fromBlock: '0x1', toBlock: '0x1', address: B }), filter({ blockHash: hex(blocks[1]!.header.hash) })];
+    for (const b of cheap) {
+      const got = (await svc.handle(b)).body;
+      expect(got).toBe((await inline.handle(b)).body);
+      expect(got).toContain('"result":[');
+    }
+    expect((await svc.handle(filter({ fromBlock: '0x0' }))).body).toBe(`{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"too many concurrent log queries","data":{"limit":2}}}`);
+    g.release();
+    expect(await first).toBe('[]');
+    await second;
     expect(p.load).toBe(0);
   });
 

@@ -9,6 +9,8 @@ export { EmbeddedLedger, FileKeyStore, KeyFileError, LocalBuckets, keysPath, rea
 export { RedisKeyStore, RedisLedger, DEBIT_LUA, connectRedis, parseRedisUrl } from './ledger-redis.js';
 export { JOURNAL_DIR, checkLedgerUrl, openLedger } from './ledger.js';
 export { PortLedger, serveLedgerOverPort } from './ledger-port.js';
+export { PortKeyStore, PortUsage, ThreadLedgerHost, linkPorts, openThreadLedger } from './ledger-threads.js';
+export type { ThreadLedger, ThreadLedgerLink, ThreadLedgerSources } from './ledger-threads.js';
 export type { LedgerSpec, OpenLedger } from './ledger.js';
 export { LedgerUnavailableError, nextUtcMidnight, utcDay } from './ledger-api.js';
 export type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, LedgerFailureMode, Limits, Usage } from './ledger-api.js';

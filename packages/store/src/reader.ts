@@ -40,6 +40,7 @@ import type {
   LogQueryOptions,
   LogQueryResult,
   StorageProofRecord,
+  TxRecord,
   TxWithLocation,
   UncleRecord,
 } from '@chainnode/core';
@@ -48,7 +49,10 @@ import type { Db } from './db.js';
 import { Lru } from './lru.js';
 import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
+import type { KvRead, KvSyncRead } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
+import { trieGet } from './trie-read.js';
+import type { NodeSource } from './trie-read.js';
 
 /** Hex of the bytes, as a cache key (a view, not a copy). */
 /**
@@ -74,20 +78,21 @@ const ZERO_WORD = new Uint8Array(32);
  */
 class CachedTrieDb extends TrieNodeDb {
   private readonly nodes = new Lru<string, Uint8Array>(65_536);
-  private readonly loading = new SingleFlight<string, Uint8Array | undefined>();
 
-  override async get(key: string, opts?: EncodingOpts): Promise<Uint8Array | string | undefined> {
-    const v = this.nodes.get(key) ?? (await this.loading.run(key, () => this.load(key)));
-    if (v === undefined) return undefined;
-    return opts?.valueEncoding === 'string' ? Buffer.from(v).toString('hex') : v;
+  constructor(private readonly sync: KvSyncRead) {
+    super(sync as unknown as KvRead, false);
   }
 
-  private async load(key: string): Promise<Uint8Array | undefined> {
-    const raw = await super.get(key);
-    if (raw === undefined) return undefined;
-    const v = typeof raw === 'string' ? Uint8Array.from(Buffer.from(raw, 'hex')) : raw;
-    this.nodes.set(key, v);
-    return v;
+  override async get(key: string, opts?: EncodingOpts): Promise<Uint8Array | string | undefined> {
+    let v = this.nodes.get(key);
+    if (v === undefined) {
+      // A synchronous read (KvSyncRead): one trie walk is several dependent node reads. No
+      // single-flight needed: a synchronous load fills the cache before any other caller runs.
+      v = tables.trieNodes.getSync(this.sync, Buffer.from(key, 'hex'));
+      if (v === undefined) return undefined;
+      this.nodes.set(key, v);
+    }
+    return opts?.valueEncoding === 'string' ? Buffer.from(v).toString('hex') : v;
   }
 }
 
@@ -99,14 +104,14 @@ export class LevelChainStore implements ChainStore {
   private readonly accounts = new Lru<string, AccountView | null>(16_384);
   private readonly slots = new Lru<string, Uint8Array>(65_536);
   private readonly proofs = new Lru<string, AccountProofRecord>(2048);
-  /** Cache misses in progress, one load per key however many callers wait (single-flight). */
+  /**
+   * Cache misses in progress, one load per key however many callers wait (single-flight). Loads
+   * that are wholly synchronous (canonical numbers, accounts, storage slots: the cold path) need none.
+   */
   private readonly loading = {
-    canonical: new SingleFlight<bigint, Uint8Array | undefined>(),
     headers: new SingleFlight<string, HeaderRecord | undefined>(),
     blocks: new SingleFlight<string, BlockRecord | undefined>(),
     txs: new SingleFlight<string, TxWithLocation | undefined>(),
-    accounts: new SingleFlight<string, AccountView | null>(),
-    slots: new SingleFlight<string, Uint8Array>(),
     proofs: new SingleFlight<string, AccountProofRecord>(),
   };
   /** The head, read once: no writer can move it while this store holds the datadir lock. */
@@ -120,7 +125,7 @@ export class LevelChainStore implements ChainStore {
     private readonly db: Db,
     private readonly chainInfo: ChainInfo,
   ) {
-    this.trieDb = new CachedTrieDb(db, false);
+    this.trieDb = new CachedTrieDb(db);
     this.logQueries = new LogQueries(db, { head: () => this.head(), generation: () => this.gen });
   }
 
@@ -168,7 +173,7 @@ export class LevelChainStore implements ChainStore {
   head(): Promise<ChainHead> {
     return this.hit(this.headCache) ?? this.guard('head', async () => {
       if (this.headCache !== undefined) return this.headCache;
-      const raw = await tables.meta.get(this.db, MetaKey.Head);
+      const raw = tables.meta.getSync(this.db, MetaKey.Head);
       if (raw === undefined) throw new Error('head pointer missing');
       this.headCache = headCodec.decode(raw);
       return this.headCache;
@@ -183,13 +188,11 @@ export class LevelChainStore implements ChainStore {
     if (number < 0n || number >= 2n ** 64n) return undefined;
     const hit = this.canonicalCache.get(number);
     if (hit !== undefined) return hit;
-    return this.loading.canonical.run(number, () => this.loadCanonical(number));
-  }
-
-  private async loadCanonical(number: bigint): Promise<Uint8Array | undefined> {
-    const gen = this.gen;
-    const hash = await tables.canonical.get(this.db, number);
-    if (hash !== undefined && gen === this.gen) this.canonicalCache.set(number, hash);
+    // A synchronous read (cold path): it fills the cache before any other caller can run, so
+    // concurrent misses cannot pile up (no single-flight needed) and no commit can land between
+    // the read and the fill (no generation check needed).
+    const hash = tables.canonical.getSync(this.db, number);
+    if (hash !== undefined) this.canonicalCache.set(number, hash);
     return hash;
   }
 
@@ -200,7 +203,7 @@ export class LevelChainStore implements ChainStore {
   /** Number of `hash` if it is canonical. */
   private async canonicalNumber(hash: Uint8Array): Promise<bigint | undefined> {
     if (hash.length !== 32) return undefined;
-    const n = await tables.hashToNumber.get(this.db, hash);
+    const n = tables.hashToNumber.getSync(this.db, hash);
     if (n === undefined) return undefined;
     const c = await this.canonical(n);
     return c !== undefined && bytesEqual(c, hash) ? n : undefined;
@@ -220,9 +223,9 @@ export class LevelChainStore implements ChainStore {
   private async loadHeader(hash: Uint8Array, key: string): Promise<HeaderRecord | undefined> {
     const gen = this.gen;
     if ((await this.canonicalNumber(hash)) === undefined) return undefined;
-    const raw = await tables.headers.get(this.db, hash);
+    const raw = tables.headers.getSync(this.db, hash);
     if (raw === undefined) return undefined;
-    const h = decodeHeader(raw);
+    const h = decodeHeader(raw, hash.slice());
     if (gen === this.gen) this.headers.set(key, h);
     return h;
   }
@@ -242,20 +245,42 @@ export class LevelChainStore implements ChainStore {
     const gen = this.gen;
     const header = await this.headerOf(hash);
     if (header === undefined) return undefined;
-    const [body, senders, td] = await Promise.all([
-      tables.bodies.get(this.db, hash),
-      tables.senders.get(this.db, hash),
-      tables.totalDifficulty.get(this.db, hash),
-    ]);
-    if (body === undefined || senders === undefined || td === undefined) throw new Error(`block ${header.number}: body rows missing`);
+    // Synchronous point reads (KvSyncRead), and the tx hashes stored at import instead of keccak
+    // of every transaction here.
+    const body = tables.bodies.getSync(this.db, hash);
+    const senders = tables.senders.getSync(this.db, hash);
+    const td = tables.totalDifficulty.getSync(this.db, hash);
+    // BlockTxHashes is keyed by number: under a follower the row may already belong to a block of
+    // another branch written since the header was checked (its commit not yet applied here), so it
+    // is used only while the number is still this block's; otherwise the hashes are recomputed.
+    const stillCanonical = (): boolean => {
+      const c = tables.canonical.getSync(this.db, header.number);
+      return c !== undefined && bytesEqual(c, hash);
+    };
+    const txHashes =
+      body === undefined || body.transactions.length === 0
+        ? []
+        : stillCanonical()
+          ? tables.blockTxHashes.getSync(this.db, header.number)
+          : body.transactions.map((raw) => keccak256(raw));
+    if (body === undefined || senders === undefined || td === undefined || txHashes === undefined) throw new Error(`block ${header.number}: body rows missing`);
     if (senders.length !== body.transactions.length) throw new Error(`block ${header.number}: ${senders.length} senders for ${body.transactions.length} txs`);
-    const record: BlockRecord = {
+    if (txHashes.length !== body.transactions.length) throw new Error(`block ${header.number}: ${txHashes.length} tx hashes for ${body.transactions.length} txs`);
+    const hashes = txHashes.map((h) => h.slice());
+    // Transactions are decoded when first read (a full block, a transaction lookup), not for a
+    // hashes-only answer, which takes transactionHashes.
+    let txs: TxRecord[] | undefined;
+    const record = {
       header,
       size: body.size,
       totalDifficulty: td,
-      transactions: body.transactions.map((raw, i) => decodeTransaction(raw, senders[i] as Uint8Array)),
+      transactionHashes: hashes,
       uncleHashes: body.uncles.map((u) => keccak256(u)),
-    };
+    } as BlockRecord;
+    Object.defineProperty(record, 'transactions', {
+      enumerable: true,
+      get: (): TxRecord[] => (txs ??= body.transactions.map((raw, i) => decodeTransaction(raw, senders[i] as Uint8Array, hashes[i] as Uint8Array))),
+    });
     if (body.withdrawals !== undefined) record.withdrawals = withdrawalsFromValues(body.withdrawals);
     if (gen === this.gen) this.blocks.set(key, record);
     return record;
@@ -264,7 +289,7 @@ export class LevelChainStore implements ChainStore {
   uncle(blockHash: Bytes, index: number): Promise<UncleRecord | undefined> {
     return this.guard('uncle', async () => {
       if ((await this.canonicalNumber(blockHash)) === undefined) return undefined;
-      const body = await tables.bodies.get(this.db, blockHash);
+      const body = tables.bodies.getSync(this.db, blockHash);
       const raw = body?.uncles[index];
       if (raw === undefined) return undefined;
       const size = RLP.encode([RLP.decode(raw) as Uint8Array[], [], []]).length;
@@ -284,7 +309,7 @@ export class LevelChainStore implements ChainStore {
 
   private async loadTransaction(hash: Uint8Array, key: string): Promise<TxWithLocation | undefined> {
     const gen = this.gen;
-    const loc = await tables.txLookup.get(this.db, hash);
+    const loc = tables.txLookup.getSync(this.db, hash);
     if (loc === undefined) return undefined;
     const blockHash = await this.canonical(loc.number);
     if (blockHash === undefined) return undefined;
@@ -346,16 +371,32 @@ export class LevelChainStore implements ChainStore {
     return new MerklePatriciaTrie({ db: this.trieDb, root, useKeyHashing: true, valueEncoding: 'view' });
   }
 
+  /** Trie nodes by hash for trieLookup (content-addressed: never stale). */
+  private readonly nodeCache = new Lru<string, Uint8Array>(65_536);
+  private readonly nodeSource: NodeSource = (hash) => {
+    const key = byteKey(hash);
+    let v = this.nodeCache.get(key);
+    if (v === undefined) {
+      v = tables.trieNodes.getSync(this.db, hash);
+      if (v !== undefined) this.nodeCache.set(key, v);
+    }
+    return v;
+  };
+
+  /** The value at hashed key `path` of the trie `root` (null when absent): trie-read.ts, synchronous reads. */
+  private trieLookup(root: Uint8Array, path: Uint8Array): Uint8Array | null {
+    if (bytesEqual(root, KECCAK256_RLP)) return null;
+    return trieGet(this.nodeSource, root, path);
+  }
+
   /** The account `address` in the state `stateRoot` (null when absent), cached by both. */
   private async account(stateRoot: Uint8Array, address: Uint8Array): Promise<AccountView | null> {
     const key = byteKey(stateRoot) + byteKey(address);
     const hit = this.accounts.get(key);
     if (hit !== undefined) return hit;
-    return this.loading.accounts.run(key, () => this.loadAccount(stateRoot, address, key));
-  }
-
-  private async loadAccount(stateRoot: Uint8Array, address: Uint8Array, key: string): Promise<AccountView | null> {
-    const raw = await this.trie(stateRoot).get(address);
+    // trie-read.ts walks the trie with synchronous reads: the account is loaded and cached before
+    // any other caller runs, so concurrent misses share it without a single-flight.
+    const raw = this.trieLookup(stateRoot, keccak256(address));
     let view: AccountView | null = null;
     if (raw !== null) {
       const a = createAccountFromRLP(raw);
@@ -371,14 +412,13 @@ export class LevelChainStore implements ChainStore {
       if (account === null || bytesEqual(account.storageRoot, KECCAK256_RLP)) return new Uint8Array(32);
       const word = setLengthLeft(slot, 32);
       const key = byteKey(account.storageRoot) + byteKey(word);
-      const value =
-        this.slots.get(key) ??
-        (await this.loading.slots.run(key, async () => {
-          const v = await this.trie(account.storageRoot).get(word);
-          const loaded = v === null ? ZERO_WORD : setLengthLeft(RLP.decode(v) as Uint8Array, 32);
-          this.slots.set(key, loaded);
-          return loaded;
-        }));
+      let value = this.slots.get(key);
+      if (value === undefined) {
+        // Synchronous walk (trie-read.ts): filled before any other caller runs.
+        const v = this.trieLookup(account.storageRoot, keccak256(word));
+        value = v === null ? ZERO_WORD : setLengthLeft(RLP.decode(v) as Uint8Array, 32);
+        this.slots.set(key, value);
+      }
       return value.slice(); // callers own what they get
     });
   }

@@ -571,6 +571,15 @@ export interface KvRead {
   }): AsyncIterable<[Uint8Array, Uint8Array]> & { close(): Promise<void> };
 }
 
+/**
+ * Synchronous point reads (classic-level 3's getSync): on the cold read path a LevelDB get from the
+ * OS page cache takes a few microseconds, far less than a round trip through libuv's thread pool
+ * and the promise machinery around it, and the answer needs no other turn of the event loop.
+ */
+export interface KvSyncRead {
+  getSync(key: Uint8Array): Uint8Array | undefined;
+}
+
 export interface KvBatch {
   put(key: Uint8Array, value: Uint8Array): unknown;
 }
@@ -598,6 +607,12 @@ export class Table<K, V> {
 
   async get(db: KvRead, k: K): Promise<V | undefined> {
     const v = await db.get(this.key(k));
+    return v === undefined ? undefined : this.valueCodec.decode(v);
+  }
+
+  /** get without leaving the thread (see KvSyncRead). */
+  getSync(db: KvSyncRead, k: K): V | undefined {
+    const v = db.getSync(this.key(k));
     return v === undefined ? undefined : this.valueCodec.decode(v);
   }
 

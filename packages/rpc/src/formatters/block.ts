@@ -101,7 +101,7 @@ export function formatBlock(b: BlockRecord, fullTransactions: boolean): JsonBloc
             baseFeePerGas: h.baseFeePerGas,
           }),
         )
-      : b.transactions.map((tx) => toData(tx.hash)),
+      : (b.transactionHashes ?? b.transactions.map((tx) => tx.hash)).map(toData),
     uncles: b.uncleHashes.map(toData),
   };
   if (b.withdrawals !== undefined) out.withdrawals = b.withdrawals.map(formatWithdrawal);

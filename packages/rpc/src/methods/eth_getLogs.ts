@@ -27,7 +27,27 @@ export const eth_getLogs: MethodDef<LogFilter, JsonLog[]> = {
   // Work grows with the range and the answer (up to 10,000 logs decoded and written as text):
   // with log workers configured it never runs on the event loop that answers everything else.
   offload: true,
+  estimateCost,
 };
+
+/** Filter breadth of a query without an address: any emitter in the range may match. */
+const NO_ADDRESS_BREADTH = 10;
+
+/**
+ * Estimated work of a filter (see MethodDef.estimateCost): blocks spanned (1 for a block hash,
+ * 0 for a range the handler refuses) times the number of addresses, or NO_ADDRESS_BREADTH
+ * without one. The head read is a cache hit.
+ */
+async function estimateCost(ctx: HandlerContext, f: LogFilter): Promise<number> {
+  let span = 1;
+  if (f.kind === 'range') {
+    const head = (await ctx.store.head()).number;
+    const from = f.fromBlock ? numberAgainstHead(f.fromBlock, head, ctx.config) : head;
+    const to = f.toBlock ? numberAgainstHead(f.toBlock, head, ctx.config) : head;
+    span = to < from || to > head ? 0 : Number(to - from) + 1;
+  }
+  return span * (f.addresses.length > 0 ? f.addresses.length : NO_ADDRESS_BREADTH);
+}
 
 /** geth's FilterCriteria.UnmarshalJSON, message for message. */
 export function decodeFilter(value: unknown): LogFilter {

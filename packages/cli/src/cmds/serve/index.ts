@@ -21,7 +21,8 @@ export function withServeOptions(cmd: Command): Command {
     .option('--admin-host <host>', 'address of the admin listener (dashboard)', '127.0.0.1')
     .option('--admin-port <port>', 'port of the admin listener (implies --dashboard; 0: any free port)')
     .option('--admin-tls-cert <file>', 'PEM certificate: serve the dashboard over TLS (with --admin-tls-key)')
-    .option('--admin-tls-key <file>', 'PEM private key of --admin-tls-cert');
+    .option('--admin-tls-key <file>', 'PEM private key of --admin-tls-cert')
+    .option('--threads <n>', 'app threads serving the port, each with the store open; credits exact across them ("cores": one per core; not with --follow)', '1');
 }
 
 export function register(program: Command): void {

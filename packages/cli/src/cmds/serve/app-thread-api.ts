@@ -1,0 +1,21 @@
+// Messages between `serve --threads` (run.ts) and its app threads (app-thread.ts).
+import type { ThreadLedgerLink } from '@chainnode/server';
+import type { ServeOptions } from './run.js';
+
+export interface AppThreadData {
+  opts: ServeOptions;
+  index: number;
+  /** The main thread's ledger engine (keys, credits, usage record), over MessagePorts. */
+  link: ThreadLedgerLink;
+}
+
+export interface AppThreadListening {
+  type: 'listening';
+  port: number;
+  metricsPort: number | undefined;
+}
+
+export type AppThreadMessage = AppThreadListening | { type: 'drained' } | { type: 'stopped' };
+
+/** Main thread -> app thread: `drain` (stop accepting, finish in-flight requests), then `release` (close the store). */
+export type AppThreadCommand = { type: 'drain' } | { type: 'release' };

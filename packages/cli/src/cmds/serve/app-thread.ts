@@ -1,0 +1,24 @@
+// One app thread of `node-cli serve --threads N` (see run.ts): a whole server on the shared port,
+// with its own shared handle on the datadir and the main thread's ledger engine (keys, credits,
+// usage record) through ledger-threads.ts. Reports
+// `listening` once bound; on `drain` stops accepting and finishes in-flight requests (`drained`),
+// on `release` closes its log workers and store (`stopped`); see run.ts for why in two phases. A start failure throws, which fails
+// the thread and the server's start with its message.
+import { parentPort, workerData } from 'node:worker_threads';
+import { openThreadLedger } from '@chainnode/server';
+import { startApp } from './run.js';
+import type { AppThreadCommand, AppThreadData, AppThreadMessage } from './app-thread-api.js';
+
+if (parentPort === null) throw new Error('app-thread.js runs as a worker thread of node-cli serve --threads');
+const port = parentPort;
+const { opts, index, link } = workerData as AppThreadData;
+const ledger = openThreadLedger(link);
+const app = await startApp(opts, () => ledger, { shared: true, notes: index === 0 });
+port.postMessage({ type: 'listening', port: app.srv.port, metricsPort: app.srv.metricsPort } satisfies AppThreadMessage);
+port.on('message', (m: AppThreadCommand) => {
+  if (m.type === 'drain') void app.drain().finally(() => port.postMessage({ type: 'drained' } satisfies AppThreadMessage));
+  else if (m.type === 'release') void app
+      .release()
+      .then(() => ledger.close())
+      .finally(() => port.postMessage({ type: 'stopped' } satisfies AppThreadMessage));
+});

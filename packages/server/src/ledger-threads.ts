@@ -1,0 +1,244 @@
+// The ledger of `serve --threads N`: the main thread owns the authoritative engine (embedded or
+// Redis, opened by openLedger) and every app thread reaches it through adapters implementing the
+// same interfaces, so keys, credits and the usage record are exact across threads:
+//   - credits: PortLedger / serveLedgerOverPort (ledger-port.ts): debit() and settle() run on the
+//     main thread's CreditLedger, one at a time, so 150 concurrent calls against a balance of 100
+//     calls admit exactly 100 whichever threads they arrive on, and a settle resolves only once
+//     the engine made the charge durable (the answer is released after that, as with one thread);
+//   - keys: PortKeyStore, the main thread's KeyStore (list/get/put; watch() forwarded);
+//   - usage: PortUsage, the main thread's UsageRecord (record() posted, reads asked).
+//   main thread:   const host = new ThreadLedgerHost(sources); worker: openThreadLedger(host.link())
+import { MessageChannel } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
+import { PortLedger, serveLedgerOverPort } from './ledger-port.js';
+import type { CreditLedger, KeyRecord, KeyStore } from './ledger-api.js';
+import type { DayUsage, MinuteUsage, UsageEvent, UsageRecord } from './usage.js';
+
+/** What an app thread needs (structured-cloneable; transfer the three ports). */
+export interface ThreadLedgerLink {
+  credits: MessagePort;
+  keys: MessagePort;
+  usage: MessagePort;
+}
+
+/** The ports of a link, for `transferList`. */
+export function linkPorts(link: ThreadLedgerLink): MessagePort[] {
+  return [link.credits, link.keys, link.usage];
+}
+
+export interface ThreadLedgerSources {
+  keys: KeyStore;
+  credits: CreditLedger;
+  usage: UsageRecord;
+}
+
+type Ask = { id: number; op: string; args: unknown[] };
+type Answer = { id: number; ok: true; value: unknown } | { id: number; ok: false; message: string };
+/** Messages without an id: one-way (usage records, key-change notices, watch requests). */
+type Note = { note: string; args: unknown[] };
+
+/** Answers `Ask`s on `port` with `handlers`; one-way notes go to `onNote`. */
+function servePort(port: MessagePort, handlers: Record<string, (...args: never[]) => Promise<unknown>>, onNote: (n: Note) => void = () => {}): void {
+  port.on('message', (m: Ask | Note) => {
+    if (!('id' in m)) {
+      onNote(m);
+      return;
+    }
+    const h = handlers[m.op];
+    const p = h === undefined ? Promise.reject(new Error(`unknown op ${m.op}`)) : (h as (...a: unknown[]) => Promise<unknown>)(...m.args);
+    p.then(
+      (value) => port.postMessage({ id: m.id, ok: true, value } satisfies Answer),
+      (err: unknown) => port.postMessage({ id: m.id, ok: false, message: (err as Error).message ?? 'error' } satisfies Answer),
+    );
+  });
+}
+
+/** The asking side of servePort. */
+class PortClient {
+  private next = 1;
+  private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  private closed = false;
+
+  constructor(
+    readonly port: MessagePort,
+    onNote: (n: Note) => void = () => {},
+  ) {
+    port.on('message', (m: Answer | Note) => {
+      if (!('id' in m)) {
+        onNote(m);
+        return;
+      }
+      const w = this.waiting.get(m.id);
+      if (w === undefined) return;
+      this.waiting.delete(m.id);
+      if (m.ok) w.resolve(m.value);
+      else w.reject(new Error(m.message));
+    });
+  }
+
+  ask<T>(op: string, ...args: unknown[]): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('thread ledger link is closed'));
+    const id = this.next++;
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.port.postMessage({ id, op, args } satisfies Ask);
+    });
+  }
+
+  note(note: string, ...args: unknown[]): void {
+    if (!this.closed) this.port.postMessage({ note, args } satisfies Note);
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const w of this.waiting.values()) w.reject(new Error('thread ledger link is closed'));
+    this.waiting.clear();
+    this.port.close();
+  }
+}
+
+/** The main thread's KeyStore, from an app thread. */
+export class PortKeyStore implements KeyStore {
+  private readonly client: PortClient;
+  private readonly watchers = new Set<() => void>();
+  private watching = false;
+
+  constructor(port: MessagePort) {
+    this.client = new PortClient(port, (n) => {
+      if (n.note === 'changed') for (const w of this.watchers) w();
+    });
+  }
+
+  list(): Promise<KeyRecord[]> {
+    return this.client.ask('list');
+  }
+
+  get(hash: string): Promise<KeyRecord | undefined> {
+    return this.client.ask('get', hash);
+  }
+
+  put(record: KeyRecord): Promise<void> {
+    return this.client.ask('put', record);
+  }
+
+  watch(onChange: () => void): () => void {
+    this.watchers.add(onChange);
+    if (!this.watching) {
+      this.watching = true;
+      this.client.note('watch');
+    }
+    return () => this.watchers.delete(onChange);
+  }
+
+  async close(): Promise<void> {
+    this.watchers.clear();
+    this.client.close();
+  }
+}
+
+/** The main thread's UsageRecord, from an app thread: record() is posted (synchronous, buffered there). */
+export class PortUsage implements UsageRecord {
+  private readonly client: PortClient;
+
+  constructor(port: MessagePort) {
+    this.client = new PortClient(port);
+  }
+
+  record(e: UsageEvent): void {
+    this.client.note('record', e);
+  }
+
+  days(key: string, n?: number): Promise<DayUsage[]> {
+    return this.client.ask('days', key, n);
+  }
+
+  minutes(key: string): Promise<MinuteUsage[]> {
+    return this.client.ask('minutes', key);
+  }
+
+  flush(): Promise<void> {
+    return this.client.ask('flush');
+  }
+
+  async close(): Promise<void> {
+    // Messages posted before close() are delivered in order before the port closes: ask for a
+    // flush so that every record of this thread is written by the main thread's record.
+    try {
+      await this.client.ask('flush');
+    } finally {
+      this.client.close();
+    }
+  }
+}
+
+/** The main thread's side: one link per app thread onto the engine it owns. */
+export class ThreadLedgerHost {
+  private readonly ports: MessagePort[] = [];
+  private readonly unwatch: (() => void)[] = [];
+
+  constructor(private readonly sources: ThreadLedgerSources) {}
+
+  /** A link for one app thread (post it with `transferList: linkPorts(link)`). */
+  link(): ThreadLedgerLink {
+    const credits = new MessageChannel();
+    serveLedgerOverPort(this.sources.credits, credits.port1);
+    const keys = new MessageChannel();
+    const ks = this.sources.keys;
+    servePort(
+      keys.port1,
+      {
+        list: () => ks.list(),
+        get: (hash: string) => ks.get(hash),
+        put: (record: KeyRecord) => ks.put(record),
+      },
+      (n) => {
+        if (n.note === 'watch') this.unwatch.push(ks.watch(() => keys.port1.postMessage({ note: 'changed', args: [] } satisfies Note)));
+      },
+    );
+    const usage = new MessageChannel();
+    const us = this.sources.usage;
+    servePort(
+      usage.port1,
+      {
+        days: (key: string, n?: number) => us.days(key, n),
+        minutes: (key: string) => us.minutes(key),
+        flush: () => us.flush(),
+      },
+      (n) => {
+        if (n.note === 'record') us.record(n.args[0] as UsageEvent);
+      },
+    );
+    this.ports.push(credits.port1, keys.port1, usage.port1);
+    return { credits: credits.port2, keys: keys.port2, usage: usage.port2 };
+  }
+
+  /** After every app thread stopped: stops answering (the caller closes the engine it owns). */
+  close(): void {
+    for (const u of this.unwatch) u();
+    for (const p of this.ports) p.close();
+  }
+}
+
+/** An app thread's ledger: the interfaces of the main thread's engine, over the link's ports. */
+export interface ThreadLedger {
+  keys: KeyStore;
+  credits: CreditLedger;
+  usage: UsageRecord;
+  close(): Promise<void>;
+}
+
+export function openThreadLedger(link: ThreadLedgerLink): ThreadLedger {
+  const keys = new PortKeyStore(link.keys);
+  const credits = new PortLedger(link.credits);
+  const usage = new PortUsage(link.usage);
+  return {
+    keys,
+    credits,
+    usage,
+    close: async () => {
+      await usage.close().catch(() => undefined);
+      await credits.close();
+      await keys.close();
+    },
+  };
+}
