@@ -195,5 +195,5 @@ describe('a chainnode replica follows a chainnode primary', () => {
     const [dp, d1, d2] = await Promise.all([digestDatadir(primaryDir), digestDatadir(r1Dir), digestDatadir(r2Dir)]);
     expect(d1).toEqual(dp);
     expect(d2).toEqual(dp);
-  });
+  }, 2_400_000); // three full chains executed (the prepared datadir, R1's follow, the fork) on 2 cores
 });
