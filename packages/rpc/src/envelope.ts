@@ -13,7 +13,8 @@ import { isMethodName, METHODS } from './table.js';
 import type { MethodDef } from './method.js';
 import type { OffloadExecutor } from './offload.js';
 import { rawIds } from './raw-ids.js';
-import type { CallMiddleware, JsonRpcId, RpcReply, RpcServiceApi, RpcServiceFactory } from './service.js';
+import type { CallMiddleware, JsonRpcId, RpcConnectionApi, RpcReply, RpcServiceApi, RpcServiceFactory } from './service.js';
+import type { SubscriptionConnection } from './subscriptions/hub.js';
 
 export type JsonRpcResponse =
   | { jsonrpc: '2.0'; id: JsonRpcId; result: unknown }
@@ -24,8 +25,7 @@ const passThrough: CallMiddleware = (_call, next) => next();
 export const createRpcService: RpcServiceFactory = (store, config, options) => {
   const ctx: HandlerContext = { store, config: resolveConfig(config), memo: createFormatMemos() };
   const offload = options?.offload;
-  const api: RpcServiceApi = {
-    async handle(body, middleware = passThrough): Promise<RpcReply> {
+  const handleWith = async (ctx: HandlerContext, body: string, middleware: CallMiddleware): Promise<RpcReply> => {
       let message: unknown;
       try {
         message = JSON.parse(body);
@@ -57,7 +57,31 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
         if (reply !== undefined) replies.push(serialize(reply, rawAt(i)));
       }
       return { body: replies.length === 0 ? undefined : `[${replies.join(',')}]`, batch: true };
-    },
+  };
+  const api: RpcServiceApi = {
+    handle: (body, middleware = passThrough) => handleWith(ctx, body, middleware),
+    connect: (subscriptions: SubscriptionConnection): RpcConnectionApi => ({
+      async handle(body, middleware = passThrough): Promise<RpcReply> {
+        // Calls of one message run one after the other, so what a failed call created is exactly
+        // what was created since its mark: its id never reaches the client, so it is dropped.
+        const subs = subscriptions.forMessage();
+        const guarded: CallMiddleware = async (call, next) => {
+          const mark = subs.mark();
+          try {
+            return await middleware(call, next);
+          } catch (err) {
+            subs.rollback(mark);
+            throw err;
+          }
+        };
+        const reply = await handleWith({ ...ctx, subscriptions: subs }, body, guarded);
+        if (reply.body === undefined) {
+          subs.activate(); // nothing to send (notifications only)
+          return reply;
+        }
+        return { ...reply, sent: () => subs.activate() };
+      },
+    }),
   };
   return api;
 };

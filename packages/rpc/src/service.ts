@@ -2,6 +2,7 @@
 // The rpc owner implements RpcService; the server only depends on what is declared here.
 import type { ChainStore } from '@chainnode/core';
 import type { OffloadExecutor } from './offload.js';
+import type { SubscriptionConnection } from './subscriptions/hub.js';
 
 export type JsonRpcId = number | string | null;
 
@@ -49,10 +50,29 @@ export interface RpcReply {
   encode?: (alloc: (length: number) => Buffer) => Uint8Array;
   /** Whether the request was a batch. */
   batch: boolean;
+  /**
+   * Call once the reply has been handed to the socket (connections only): subscriptions the
+   * message created start delivering then, so no notification precedes the id it belongs to.
+   */
+  sent?: () => void;
 }
 
 export interface RpcServiceApi {
-  /** Answers one HTTP body or WebSocket message (single request or batch). Never throws. */
+  /**
+   * Answers one HTTP body or WebSocket message (single request or batch). Never throws.
+   * No notifications: eth_subscribe answers -32601 "notifications not supported".
+   */
+  handle(body: string, middleware?: CallMiddleware): Promise<RpcReply>;
+  /**
+   * A connection that carries notifications (WebSocket): its messages may subscribe, through
+   * `subscriptions` (SubscriptionHub.connect). Optional so transport test doubles need not offer it.
+   */
+  connect?(subscriptions: SubscriptionConnection): RpcConnectionApi;
+}
+
+/** One notification-carrying connection of an RpcServiceApi. */
+export interface RpcConnectionApi {
+  /** As RpcServiceApi.handle; call the reply's `sent()` after writing it. Never throws. */
   handle(body: string, middleware?: CallMiddleware): Promise<RpcReply>;
 }
 
