@@ -47,6 +47,15 @@ export interface ServerConfig {
    * refused at once with -32005 "too many concurrent log queries" (not charged).
    */
   logQueueLimit: number;
+  /** eth_subscribe: most subscriptions one WebSocket may hold (more: -32005). */
+  subscriptionsPerConnection: number;
+  /** eth_subscribe: most subscriptions one API key may hold over all its WebSockets (more: -32005). */
+  subscriptionsPerKey: number;
+  /**
+   * A subscriber whose socket holds more than this many unsent bytes when a notification is due
+   * is disconnected (1008): notifications never pile up in memory for a reader that does not read.
+   */
+  wsMaxUnsentNotificationBytes: number;
 }
 
 /** Documented defaults (README "Plans and credits"). */
@@ -71,6 +80,9 @@ export const DEFAULT_CONFIG: ServerConfig = {
   shutdownGraceMs: 10_000,
   logWorkers: 1,
   logQueueLimit: 64,
+  subscriptionsPerConnection: 100,
+  subscriptionsPerKey: 1000,
+  wsMaxUnsentNotificationBytes: 4 * 1024 * 1024,
 };
 
 export class ConfigError extends Error {
@@ -141,6 +153,9 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
       case 'shutdownGraceMs':
       case 'logWorkers':
       case 'logQueueLimit':
+      case 'subscriptionsPerConnection':
+      case 'subscriptionsPerKey':
+      case 'wsMaxUnsentNotificationBytes':
         out[k] = nonNegInt(where, v);
         break;
       default:

@@ -9,3 +9,5 @@ export { CreditLimitError, Gate, KeyRevokedError, dailyLimit } from './middlewar
 export type { RequestContext } from './middleware.js';
 export { Metrics } from './metrics.js';
 export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';
+export { WsNotifier, WS_POLICY_CLOSE } from './notifier.js';
+export type { NotifierDeps, NotifierSocket } from './notifier.js';

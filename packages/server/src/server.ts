@@ -9,8 +9,9 @@
 // through `res.cork`; WebSocket sends respect `getBufferedAmount()`.
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket } from 'uWebSockets.js';
-import type { ChainStore } from '@chainnode/core';
-import type { RpcReply, RpcServiceApi } from '@chainnode/rpc';
+import type { ChainEvents, ChainStore } from '@chainnode/core';
+import { SubscriptionHub } from '@chainnode/rpc';
+import type { RpcConnectionApi, RpcReply, RpcServiceApi, SubscriptionConnection } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
 import { Gate } from './middleware.js';
 import type { RequestContext } from './middleware.js';
@@ -18,6 +19,7 @@ import { KeyRegistry } from './keys.js';
 import type { KeyRecord } from './keys.js';
 import { CreditLedger } from './ledger.js';
 import { Metrics } from './metrics.js';
+import { WsNotifier } from './notifier.js';
 
 export interface ServerOptions {
   service: RpcServiceApi;
@@ -32,6 +34,11 @@ export interface ServerOptions {
   metricsPort?: number;
   /** Operational messages (never containing keys). */
   log?: (line: string) => void;
+  /**
+   * Durable commits of the store (a following node): they drive eth_subscribe notifications.
+   * Without it subscriptions are accepted and stay silent (a static chain has no new blocks).
+   */
+  chainEvents?: ChainEvents;
 }
 
 export interface RunningServer {
@@ -39,6 +46,8 @@ export interface RunningServer {
   /** Port of the metrics listener, when enabled. */
   readonly metricsPort: number | undefined;
   readonly metrics: Metrics;
+  /** Every eth_subscribe subscription of this server (size, per-key counts). */
+  readonly subscriptions: SubscriptionHub;
   /** Stops accepting, lets in-flight requests finish (up to the grace period), closes WebSockets. */
   close(): Promise<void>;
 }
@@ -48,6 +57,9 @@ interface WsData {
   ctxClosed: boolean;
   inflight: number;
   queue: string[];
+  /** The connection's subscriptions and the rpc connection that may create them (set on open). */
+  subs?: SubscriptionConnection;
+  rpc?: RpcConnectionApi;
 }
 
 const OK = '200 OK';
@@ -135,6 +147,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const keys = new KeyRegistry(datadir, log);
   keys.watch();
   const ledger = new CreditLedger(datadir);
+  const subscriptions = new SubscriptionHub(store, {
+    limits: { perConnection: config.subscriptionsPerConnection, perKey: config.subscriptionsPerKey },
+    log,
+  });
+  const detachEvents = opts.chainEvents !== undefined ? subscriptions.attach(opts.chainEvents) : undefined;
   const gate = new Gate({ config, keys, ledger, metrics, ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}) });
 
   let inflight = 0;
@@ -315,6 +332,23 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     open: (ws) => {
       sockets.add(ws);
       metrics.wsOpen++;
+      const data = ws.getUserData();
+      if (service.connect !== undefined) {
+        const notifier = new WsNotifier(
+          {
+            send: (text) => {
+              ws.cork(() => ws.send(text, false, false));
+            },
+            bufferedAmount: () => ws.getBufferedAmount(),
+            closed: () => data.ctxClosed,
+            end: (code, reason) => ws.end(code, reason),
+          },
+          data.keyHash,
+          { config, keys, ledger, metrics, log },
+        );
+        data.subs = subscriptions.connect(data.keyHash, notifier);
+        data.rpc = service.connect(data.subs);
+      }
     },
     message: (ws, message) => {
       const data = ws.getUserData();
@@ -331,7 +365,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     },
     drain: (ws) => pump(ws, ws.getUserData()),
     close: (ws) => {
-      ws.getUserData().ctxClosed = true;
+      const data = ws.getUserData();
+      data.ctxClosed = true;
+      data.subs?.close(); // frees its subscriptions at once
       sockets.delete(ws);
       metrics.wsOpen--;
     },
@@ -352,7 +388,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     data.inflight++;
     inflight++;
     const ctx: RequestContext = { keyHash: data.keyHash, creditRejected: false };
-    service
+    (data.rpc ?? service)
       .handle(text, gate.middleware(ctx))
       .then(
         (reply) => {
@@ -361,6 +397,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           ws.cork(() => {
             ws.send(encode?.(scratch) ?? body, false, false); // a text frame either way
           });
+          reply.sent?.(); // subscriptions created by this message may speak from now on
         },
         () => {
           if (!data.ctxClosed) ws.cork(() => ws.send(errorBody(-32603, 'internal error'), false, false));
@@ -427,6 +464,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const close = (): Promise<void> => {
     closing ??= (async () => {
       shuttingDown = true;
+      detachEvents?.();
       uWS.us_listen_socket_close(listenSocket);
       if (metricsSocket) uWS.us_listen_socket_close(metricsSocket);
       if (inflight > 0) {
@@ -449,5 +487,5 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return closing;
   };
 
-  return { port, metricsPort, metrics, close };
+  return { port, metricsPort, metrics, subscriptions, close };
 }
