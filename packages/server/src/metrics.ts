@@ -4,6 +4,21 @@
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** What /health and the metrics show of a follower's ingest (ingest's FollowStatus fits it). */
+export interface IngestStatusView {
+  state: string;
+  /** Origin of the upstream (no path: it may hold a key). */
+  upstream: string;
+  upstreamHead: bigint | undefined;
+  localHead: bigint;
+  lagBlocks: bigint;
+  lagSeconds: number;
+  reorgs: number;
+  blocksImported: number;
+  lastError: string | undefined;
+  lastErrorAt: number | undefined;
+}
+
 export type Outcome = 'ok' | 'error' | 'no_credits' | 'unauthorized' | 'failover';
 
 class Histogram {
@@ -40,6 +55,8 @@ export class Metrics {
   private readonly statuses = { http: new Map<number, number>(), ws: new Map<number, number>() };
   wsOpen = 0;
   headBlock = -1;
+  /** A follower's ingest state (serve --follow). */
+  ingest: (() => IngestStatusView) | undefined;
 
   private series(method: string): MethodSeries {
     let m = this.methods.get(method);
@@ -100,6 +117,23 @@ export class Metrics {
     out.push('# HELP chainnode_head_block Number of the newest imported block (-1 when the store is unavailable).');
     out.push('# TYPE chainnode_head_block gauge');
     out.push(`chainnode_head_block ${this.headBlock}`);
+    const f = this.ingest?.();
+    if (f !== undefined) {
+      const gauge = (name: string, help: string, v: number | bigint) => {
+        out.push(`# HELP chainnode_follow_${name} ${help}`);
+        out.push(`# TYPE chainnode_follow_${name} gauge`);
+        out.push(`chainnode_follow_${name} ${v}`);
+      };
+      gauge('upstream_head_block', 'Head block number the upstream last reported (-1 before its first answer).', f.upstreamHead ?? -1);
+      gauge('local_head_block', 'Newest block the follower has verified and committed.', f.localHead);
+      gauge('lag_blocks', 'Upstream head minus local head.', f.lagBlocks);
+      gauge('lag_seconds', "Upstream head's timestamp minus local head's timestamp.", f.lagSeconds);
+      gauge('reorgs', 'Reorgs (and rollbacks) applied since start.', f.reorgs);
+      gauge('blocks_imported', 'Blocks committed since start.', f.blocksImported);
+      gauge('failed', '1 when a verification failure (or a too-deep reorg) stopped the ingest; serving continues on the verified prefix.', f.state === 'failed' ? 1 : 0);
+      gauge('upstream_up', '0 while the upstream is failing and being retried.', f.state === 'retrying' || f.state === 'starting' ? 0 : 1);
+      gauge('last_error_timestamp_seconds', 'Unix time of the last upstream or ingest error (0: none).', f.lastErrorAt === undefined ? 0 : Math.floor(f.lastErrorAt / 1000));
+    }
     return `${out.join('\n')}\n`;
   }
 }

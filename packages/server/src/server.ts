@@ -19,6 +19,7 @@ import { KeyRegistry } from './keys.js';
 import type { KeyRecord } from './keys.js';
 import { CreditLedger } from './ledger.js';
 import { Metrics } from './metrics.js';
+import type { IngestStatusView } from './metrics.js';
 import { WsNotifier } from './notifier.js';
 
 export interface ServerOptions {
@@ -35,10 +36,28 @@ export interface ServerOptions {
   /** Operational messages (never containing keys). */
   log?: (line: string) => void;
   /**
-   * Durable commits of the store (a following node): they drive eth_subscribe notifications.
-   * Without it subscriptions are accepted and stay silent (a static chain has no new blocks).
+   * Commits of a follower's ingest (serve --follow), published on this thread after the store's
+   * caches dropped what each commit made stale: they drive eth_subscribe notifications. Without
+   * it subscriptions are accepted and stay silent (a static chain has no new blocks).
    */
   chainEvents?: ChainEvents;
+  /** State of a follower's ingest, for /health and the metrics (serve --follow). */
+  ingestStatus?: () => IngestStatusView;
+}
+
+function ingestJson(v: IngestStatusView): Record<string, unknown> {
+  return {
+    state: v.state,
+    upstream: v.upstream,
+    upstreamHead: v.upstreamHead === undefined ? null : Number(v.upstreamHead),
+    localHead: Number(v.localHead),
+    lagBlocks: Number(v.lagBlocks),
+    lagSeconds: v.lagSeconds,
+    reorgs: v.reorgs,
+    blocksImported: v.blocksImported,
+    lastError: v.lastError ?? null,
+    lastErrorAt: v.lastErrorAt === undefined ? null : new Date(v.lastErrorAt).toISOString(),
+  };
 }
 
 export interface RunningServer {
@@ -144,6 +163,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { service, store, config, datadir } = opts;
   const log = opts.log ?? (() => {});
   const metrics = new Metrics();
+  if (opts.ingestStatus !== undefined) metrics.ingest = opts.ingestStatus;
   const keys = new KeyRegistry(datadir, log);
   keys.watch();
   const ledger = new CreditLedger(datadir);
@@ -298,7 +318,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         metrics.headBlock = Number(head.number);
         if (!aborted) {
           res.cork(() =>
-            send(res, shuttingDown ? '503 Service Unavailable' : '200 OK', origin, JSON.stringify({ status: shuttingDown ? 'stopping' : 'ok', head: `0x${head.number.toString(16)}`, number: Number(head.number) })),
+            send(
+              res,
+              shuttingDown ? '503 Service Unavailable' : '200 OK',
+              origin,
+              JSON.stringify({
+                status: shuttingDown ? 'stopping' : 'ok',
+                head: `0x${head.number.toString(16)}`,
+                number: Number(head.number),
+                ...(opts.ingestStatus !== undefined ? { follow: ingestJson(opts.ingestStatus()) } : {}),
+              }),
+            ),
           );
         }
       },

@@ -9,10 +9,13 @@ import { ConfigError, FAULT_ENV, applyFaultInjection, loadConfig, startServer } 
 import type { RunningServer, ServerConfig } from '@chainnode/server';
 import type { RpcConfig } from '@chainnode/rpc';
 import { OffloadPool, createRpcService, resolveConfig } from '@chainnode/rpc';
-import { DatadirEmptyError, DatadirInUseError, openChainStore } from '@chainnode/store';
+import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
 import { CliError } from '../../cli-error.js';
 import type { LogWorkerData } from './log-worker.js';
+import { FollowRuntime } from './follow-runtime.js';
+import { redactUrl } from '@chainnode/ingest';
+import { isUpstreamUrl, parseReorgDepth } from '../sync/index.js';
 
 export interface ServeOptions {
   datadir: string;
@@ -21,6 +24,11 @@ export interface ServeOptions {
   config?: string;
   failoverUrl?: string;
   metricsPort?: string;
+  /** serve --follow <URL>: follow a live upstream while serving. */
+  follow?: string;
+  genesis?: string;
+  reorgDepth?: string;
+  pollMs?: string;
 }
 
 export function parsePort(name: string, value: string): number {
@@ -67,7 +75,29 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
   const failoverUrl = parseFailoverUrl(opts.failoverUrl);
   const config = readConfig(opts.datadir, opts.config);
-  const raw = await openStore(opts.datadir, config.logWorkers > 0);
+  const log = (line: string): void => {
+    process.stderr.write(`serve: ${line}\n`);
+  };
+  let follow: FollowRuntime | undefined;
+  let raw: ChainStore;
+  if (opts.follow !== undefined) {
+    if (!isUpstreamUrl(opts.follow)) throw new CliError('--follow: expected an http(s):// or ws(s):// JSON-RPC URL');
+    const reorgDepth = parseReorgDepth(opts.reorgDepth);
+    const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
+    if (!Number.isInteger(pollMs) || pollMs < 10) throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
+    if (config.logWorkers > 0) {
+      // Each log worker keeps its own store caches, which the commits do not reach.
+      log('--follow: eth_getLogs runs on the serving thread (logWorkers is ignored while following)');
+      config.logWorkers = 0;
+    }
+    follow = new FollowRuntime({ url: opts.follow, datadir: opts.datadir, ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}), reorgDepth, pollMs }, log);
+    const store = await openFollowedStore(opts.datadir, follow);
+    follow.attach(store);
+    raw = store;
+  } else {
+    if (opts.genesis !== undefined) throw new CliError('--genesis: only with --follow <URL>');
+    raw = await openStore(opts.datadir, config.logWorkers > 0);
+  }
   let store: ChainStore;
   try {
     store = applyFaultInjection(raw);
@@ -76,9 +106,6 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
     throw new CliError((err as Error).message);
   }
   if (store !== raw) process.stderr.write(`serve: fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails\n`);
-  const log = (line: string): void => {
-    process.stderr.write(`serve: ${line}\n`);
-  };
   const rpcConfig = resolveConfig({ maxBatchSize: config.maxBatchSize });
   let logs: OffloadPool | undefined;
   if (config.logWorkers > 0) {
@@ -102,8 +129,10 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       log,
       ...(failoverUrl !== undefined ? { failoverUrl } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
+      ...(follow !== undefined ? { chainEvents: follow, ingestStatus: () => follow.status() } : {}),
     });
   } catch (err) {
+    await follow?.stop();
     await logs?.close();
     await raw.close();
     throw new CliError((err as Error).message);
@@ -115,6 +144,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
   if (srv.metricsPort !== undefined) process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics\n`);
   if (failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
+  if (follow !== undefined) process.stdout.write(`serve: following ${redactUrl(opts.follow ?? '')} (reorg depth ${parseReorgDepth(opts.reorgDepth)})\n`);
   banner?.(srv, hostForUrl);
 
   await new Promise<void>((resolve) => {
@@ -128,6 +158,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       process.stderr.write(`serve: ${signal}: finishing in-flight requests, then closing the store\n`);
       srv
         .close()
+        .then(() => follow?.stop())
         .then(() => logs?.close())
         .then(() => raw.close())
         .then(
@@ -172,4 +203,34 @@ async function startLogWorkers(datadir: string, rpcConfig: RpcConfig, config: Se
   });
   log(`eth_getLogs runs in ${config.logWorkers} worker thread${config.logWorkers === 1 ? '' : 's'} (at most ${config.logQueueLimit} calls queued or running)`);
   return pool;
+}
+
+/**
+ * The serving store of `serve --follow`, opened shared with the ingest thread: at once if the
+ * datadir already holds a chain, else once the ingest has written its genesis.
+ */
+async function openFollowedStore(datadir: string, follow: FollowRuntime): Promise<LevelChainStore> {
+  const open = async (): Promise<LevelChainStore> => {
+    try {
+      return await LevelChainStore.open(datadir, { shared: true });
+    } catch (err) {
+      if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server or a sync already running on it?)`);
+      throw err;
+    }
+  };
+  try {
+    return await open();
+  } catch (err) {
+    if (!(err instanceof DatadirEmptyError)) {
+      await follow.stop();
+      throw err;
+    }
+  }
+  try {
+    await follow.ready;
+  } catch (err) {
+    await follow.stop();
+    throw new CliError(`--follow: ${(err as Error).message}`);
+  }
+  return open();
 }
