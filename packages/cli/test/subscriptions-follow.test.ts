@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { repoRoot, tempDir } from '@chainnode/testkit';
 import { Contract, WebSocketProvider, id as keccakText } from 'ethers';
+import type { ContractEventPayload } from 'ethers';
 import { createPublicClient, parseAbi, webSocket } from 'viem';
 import type { Log } from 'viem';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
@@ -39,6 +40,12 @@ const PING = keccakText('Ping(address,bytes32,uint256)');
 const pingData = (n: number): string => `${PING}${n.toString(16).padStart(64, '0')}`;
 
 type Json = Record<string, unknown>;
+
+/** viem keeps its socket (and reconnects it) after unwatching: close it for good. */
+async function closeViem(c: { transport: unknown }): Promise<void> {
+  const rpc = await (c.transport as { getRpcClient: () => Promise<{ close: () => void }> }).getRpcClient();
+  rpc.close();
+}
 
 async function rpcResult<T = unknown>(url: string, method: string, params: unknown[]): Promise<T> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
@@ -136,8 +143,11 @@ test('ethers v6 WebSocketProvider: provider.on("block") and contract.on(filter) 
       readable.push(rpcResult<Json | null>(ours, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]).then((b) => b !== null));
     });
     const contract = new Contract(logger, ABI, provider);
-    await contract.on(contract.filters.Ping!(DEV[1]), (caller: string, _sig: string, n: bigint, ev: { log: { blockNumber: number; transactionHash: string; index: number } }) => {
-      events.push({ caller: caller.toLowerCase(), n, block: ev.log.blockNumber, tx: ev.log.transactionHash, index: ev.log.index });
+    // A filter with an argument (a deferred topic filter): ethers hands the listener only the
+    // event payload, whose log carries the decoded args.
+    await contract.on(contract.filters.Ping!(DEV[1]), (...a: unknown[]) => {
+      const { log } = a[a.length - 1] as ContractEventPayload;
+      events.push({ caller: String(log.args[0]).toLowerCase(), n: log.args[2] as bigint, block: log.blockNumber, tx: log.transactionHash, index: log.index });
     });
     await sleep(300); // let both eth_subscribe calls land
     for (let i = 0; i < 3; i++) {
@@ -162,7 +172,7 @@ test('ethers v6 WebSocketProvider: provider.on("block") and contract.on(filter) 
 
 test('viem watchBlocks and watchContractEvent over webSocket() hear the same', async () => {
   const start = await waitSynced();
-  const client = createPublicClient({ transport: webSocket(node.ws(key)) });
+  const client = createPublicClient({ transport: webSocket(node.ws(key), { reconnect: false }) });
   const blocks: { number: bigint; hash: string }[] = [];
   const logs: Log[] = [];
   const unwatchBlocks = client.watchBlocks({ onBlock: (b) => blocks.push({ number: b.number as bigint, hash: b.hash as string }) });
@@ -183,6 +193,7 @@ test('viem watchBlocks and watchContractEvent over webSocket() hear the same', a
   } finally {
     unwatchBlocks();
     unwatchLogs();
+    await closeViem(client);
   }
 }, 120_000);
 
@@ -206,7 +217,7 @@ test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then th
   const raw = await WsClient.open(node.ws(key));
   const sub = await raw.subscribe(['logs', { address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] }]);
   const heads = await raw.subscribe(['newHeads']);
-  const client = createPublicClient({ transport: webSocket(node.ws(key)) });
+  const client = createPublicClient({ transport: webSocket(node.ws(key), { reconnect: false }) });
   const viemLogs: Log[] = [];
   const unwatch = client.watchContractEvent({ address: logger as `0x${string}`, abi: parseAbi(ABI), eventName: 'Ping', args: { caller: DEV[1] as `0x${string}` }, onLogs: (l) => viemLogs.push(...l) });
   await sleep(500);
@@ -236,5 +247,6 @@ test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then th
   for (let i = 0; i < 100 && viemLogs.length < want.length; i++) await sleep(50);
   expect(viemLogs.map((l) => [l.blockHash, l.logIndex, l.removed])).toEqual(want.map((l) => [l.blockHash, Number(l.logIndex), l.removed]));
   unwatch();
+  await closeViem(client);
   raw.close();
 }, 120_000);
