@@ -366,8 +366,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (service.connect !== undefined) {
         const notifier = new WsNotifier(
           {
-            send: (text) => {
-              ws.cork(() => ws.send(text, false, false));
+            send: (texts) => {
+              ws.cork(() => {
+                for (const text of texts) ws.send(text, false, false);
+              });
             },
             bufferedAmount: () => ws.getBufferedAmount(),
             closed: () => data.ctxClosed,
