@@ -229,12 +229,15 @@ test('credits: subscribe 5, unsubscribe 10, newHeads 50 per head, logs 300 per b
   expect(used()).toBe(base + 2 * 50 + 2 * 300);
   expect((await c.call('eth_unsubscribe', [token])).result).toBe(true);
   expect(used()).toBe(base + 2 * 50 + 2 * 300 + 10);
+  // Another socket of the key (opening is free): like after a call's 402, it closes too.
+  const other = await WsClient.open(s.ws(key));
   // 50 left: one more head, then the next is refused.
   s.events.publish(await commitOf(s.store, 1600n, 1600n));
   s.events.publish(await commitOf(s.store, 1600n, 1600n));
   const closed = await c.closed;
   expect(closed.code).toBe(1008);
   expect(closed.reason).toBe('daily credit limit reached');
+  expect(await other.closed).toEqual({ code: 1008, reason: 'daily credit limit reached' });
   expect(c.notifications(heads).length).toBe(3);
   const last = c.messages[c.messages.length - 1];
   expect(last?.id).toBeNull();
