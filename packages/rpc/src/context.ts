@@ -8,6 +8,7 @@ import type { JsonTransaction } from './formatters/transaction.js';
 import { FormatMemo } from './json-text.js';
 import type { RpcConfig } from './config.js';
 import type { BlockNumberParam, BlockSelector, BlockTag } from './params.js';
+import type { MessageSubscriptions } from './subscriptions/hub.js';
 
 export interface HandlerContext {
   store: ChainStore;
@@ -20,6 +21,11 @@ export interface HandlerContext {
    * main thread, not from when a worker picks it up). Query limits never reach past it.
    */
   deadline?: number;
+  /**
+   * The subscriptions of the connection this call came on (eth_subscribe / eth_unsubscribe);
+   * absent on transports without notifications (HTTP).
+   */
+  subscriptions?: MessageSubscriptions;
 }
 
 export interface FormatMemos {

@@ -14,7 +14,8 @@ import { isMethodName, METHODS } from './table.js';
 import type { MethodDef } from './method.js';
 import type { OffloadExecutor } from './offload.js';
 import { rawIds } from './raw-ids.js';
-import type { CallMiddleware, JsonRpcId, RpcReply, RpcServiceApi, RpcServiceFactory } from './service.js';
+import type { CallMiddleware, JsonRpcId, RpcConnectionApi, RpcReply, RpcServiceApi, RpcServiceFactory } from './service.js';
+import type { SubscriptionConnection } from './subscriptions/hub.js';
 
 export type JsonRpcResponse =
   | { jsonrpc: '2.0'; id: JsonRpcId; result: unknown }
@@ -28,8 +29,12 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
   const offload = options?.offload;
   const batchLanes = new Lanes(ctx.config.maxConcurrentBatches);
   const inlineCostLimit = options?.inlineCostLimit ?? INLINE_COST_LIMIT;
-  const api: RpcServiceApi = {
-    async handle(body, middleware = passThrough, onRequestError = noop): Promise<RpcReply> {
+  const handleWith = async (
+    ctx: HandlerContext,
+    body: string,
+    middleware: CallMiddleware,
+    onRequestError: () => void,
+  ): Promise<RpcReply> => {
       let message: unknown;
       try {
         message = JSON.parse(body);
@@ -79,7 +84,31 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
         return out;
       });
       return { body: replies.length === 0 ? undefined : `[${replies.join(',')}]`, batch: true };
-    },
+  };
+  const api: RpcServiceApi = {
+    handle: (body, middleware = passThrough, onRequestError = noop) => handleWith(ctx, body, middleware, onRequestError),
+    connect: (subscriptions: SubscriptionConnection): RpcConnectionApi => ({
+      async handle(body, middleware = passThrough, onRequestError = noop): Promise<RpcReply> {
+        // Calls of one message run one after the other, so what a failed call created is exactly
+        // what was created since its mark: its id never reaches the client, so it is dropped.
+        const subs = subscriptions.forMessage();
+        const guarded: CallMiddleware = async (call, next) => {
+          const mark = subs.mark();
+          try {
+            return await middleware(call, next);
+          } catch (err) {
+            subs.rollback(mark);
+            throw err;
+          }
+        };
+        const reply = await handleWith({ ...ctx, subscriptions: subs }, body, guarded, onRequestError);
+        if (reply.body === undefined) {
+          subs.activate(); // nothing to send (notifications only)
+          return reply;
+        }
+        return { ...reply, sent: () => subs.activate() };
+      },
+    }),
   };
   return api;
 };

@@ -13,3 +13,20 @@ export type { JsonBlock, JsonWithdrawal, JsonHeaderFields } from './formatters/b
 export type { JsonTransaction, JsonAccessListEntry, JsonAuthorization } from './formatters/transaction.js';
 export type { JsonLog } from './formatters/log.js';
 export type { JsonAccountProof, JsonStorageProof } from './formatters/proof.js';
+export { SubscriptionHub, DEFAULT_SUBSCRIPTION_LIMITS, EVENT_CREDITS, newSubscriptionId } from './subscriptions/hub.js';
+export type {
+  MessageSubscriptions,
+  Notification,
+  NotificationSink,
+  SubscriptionConnection,
+  SubscriptionHubOptions,
+  SubscriptionKind,
+  SubscriptionLimits,
+  SubscriptionRequest,
+  SubscriptionScope,
+} from './subscriptions/hub.js';
+export { LogFilterIndex, filterMatches, logKeys } from './subscriptions/log-filter-index.js';
+export type { LogKeys, LogMatchFilter, MatchableLog } from './subscriptions/log-filter-index.js';
+export { formatNewHead, formatSubscriptionLog, notificationText } from './subscriptions/format.js';
+export type { JsonNewHead, JsonSubscriptionLog } from './subscriptions/format.js';
+export { NotificationsUnsupportedError, SubscriptionNotFoundError, UnknownSubscriptionError } from './subscriptions/errors.js';

@@ -3,6 +3,7 @@
 import type { ChainStore } from '@chainnode/core';
 import type { RpcConfig } from './config.js';
 import type { OffloadExecutor } from './offload.js';
+import type { SubscriptionConnection } from './subscriptions/hub.js';
 
 /** The service's settings live with their defaults and checks (config.ts); re-exported here. */
 export type { RpcConfig } from './config.js';
@@ -37,15 +38,32 @@ export interface RpcReply {
   encode?: (alloc: (length: number) => Buffer) => Uint8Array;
   /** Whether the request was a batch. */
   batch: boolean;
+  /**
+   * Call once the reply has been handed to the socket (connections only): subscriptions the
+   * message created start delivering then, so no notification precedes the id it belongs to.
+   */
+  sent?: () => void;
 }
 
 export interface RpcServiceApi {
-  /** Answers one HTTP body or WebSocket message (single request or batch). Never throws. */
   /**
+   * Answers one HTTP body or WebSocket message (single request or batch). Never throws.
+   * No notifications: eth_subscribe answers -32601 "notifications not supported".
    * `onRequestError` is called once for each call answered with a request error that never
    * reached the middleware (parse error, invalid request, unknown method, non-array params), so
    * the server can charge it as a client error.
    */
+  handle(body: string, middleware?: CallMiddleware, onRequestError?: () => void): Promise<RpcReply>;
+  /**
+   * A connection that carries notifications (WebSocket): its messages may subscribe, through
+   * `subscriptions` (SubscriptionHub.connect). Optional so transport test doubles need not offer it.
+   */
+  connect?(subscriptions: SubscriptionConnection): RpcConnectionApi;
+}
+
+/** One notification-carrying connection of an RpcServiceApi. */
+export interface RpcConnectionApi {
+  /** As RpcServiceApi.handle; call the reply's `sent()` after writing it. Never throws. */
   handle(body: string, middleware?: CallMiddleware, onRequestError?: () => void): Promise<RpcReply>;
 }
 

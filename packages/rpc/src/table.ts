@@ -3,7 +3,9 @@
 // here; RpcSchema makes a missing or misspelled entry a compile error.
 //
 // Credits (README "Plans and credits"): the spec's eight keep their spec 8.1 costs;
-// eth_chainId 0, net_version 0, web3_clientVersion 0, eth_blockNumber 10.
+// eth_chainId 0, net_version 0, web3_clientVersion 0, eth_blockNumber 10; eth_subscribe 5,
+// eth_unsubscribe 10 (Infura's table; notifications are charged per event by the transport,
+// subscriptions/hub.ts EVENT_CREDITS).
 import type { Hex } from '@chainnode/core';
 import type { JsonBlock } from './formatters/block.js';
 import type { JsonLog } from './formatters/log.js';
@@ -28,6 +30,9 @@ import { eth_getUncleByBlockHashAndIndex } from './methods/eth_getUncleByBlockHa
 import type { GetUncleByHashParams } from './methods/eth_getUncleByBlockHashAndIndex.js';
 import { eth_getUncleByBlockNumberAndIndex } from './methods/eth_getUncleByBlockNumberAndIndex.js';
 import type { GetUncleByNumberParams } from './methods/eth_getUncleByBlockNumberAndIndex.js';
+import { eth_subscribe } from './methods/eth_subscribe.js';
+import type { SubscribeParams } from './methods/eth_subscribe.js';
+import { eth_unsubscribe } from './methods/eth_unsubscribe.js';
 import { net_version } from './methods/net_version.js';
 import { web3_clientVersion } from './methods/web3_clientVersion.js';
 
@@ -45,6 +50,8 @@ export interface RpcSchema {
   net_version: { params: void; result: string };
   eth_blockNumber: { params: void; result: Hex };
   web3_clientVersion: { params: void; result: string };
+  eth_subscribe: { params: SubscribeParams; result: Hex };
+  eth_unsubscribe: { params: string; result: boolean };
 }
 
 export type MethodName = keyof RpcSchema;
@@ -66,6 +73,8 @@ export const METHODS: MethodTable = {
   net_version,
   eth_blockNumber,
   web3_clientVersion,
+  eth_subscribe,
+  eth_unsubscribe,
 };
 
 export function isMethodName(name: string): name is MethodName {

@@ -233,7 +233,7 @@ describe('middleware', () => {
 });
 
 describe('method table', () => {
-  test('costs: the spec eight keep spec 8.1, bootstrap methods as documented', () => {
+  test('costs: the spec eight keep spec 8.1, bootstrap and subscription methods as documented (Infura: subscribe 5, unsubscribe 10)', () => {
     expect(methodCosts()).toEqual({
       eth_getStorageAt: 80,
       eth_getLogs: 255,
@@ -247,6 +247,8 @@ describe('method table', () => {
       net_version: 0,
       eth_blockNumber: 10,
       web3_clientVersion: 0,
+      eth_subscribe: 5,
+      eth_unsubscribe: 10,
     });
   });
 });

@@ -71,6 +71,15 @@ export interface ServerConfig {
   ledgerCommandTimeoutMs: number;
   /** Most charges a replica journals locally while Redis is away (fail-open); beyond, paid calls are refused. */
   ledgerJournalMax: number;
+  /** eth_subscribe: most subscriptions one WebSocket may hold (more: -32005). */
+  subscriptionsPerConnection: number;
+  /** eth_subscribe: most subscriptions one API key may hold over all its WebSockets (more: -32005). */
+  subscriptionsPerKey: number;
+  /**
+   * A subscriber whose socket holds more than this many unsent bytes when a notification is due
+   * is disconnected (1008): notifications never pile up in memory for a reader that does not read.
+   */
+  wsMaxUnsentNotificationBytes: number;
 }
 
 /**
@@ -105,6 +114,9 @@ export const DEFAULT_CONFIG: ServerConfig = {
   logQueueLimit: 64,
   ledgerCommandTimeoutMs: 1_000,
   ledgerJournalMax: 200_000,
+  subscriptionsPerConnection: 100,
+  subscriptionsPerKey: 1000,
+  wsMaxUnsentNotificationBytes: 4 * 1024 * 1024,
 };
 
 export class ConfigError extends Error {
@@ -183,6 +195,9 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
       case 'logQueueLimit':
       case 'ledgerCommandTimeoutMs':
       case 'ledgerJournalMax':
+      case 'subscriptionsPerConnection':
+      case 'subscriptionsPerKey':
+      case 'wsMaxUnsentNotificationBytes':
         out[k] = nonNegInt(where, v);
         break;
       default:

@@ -38,3 +38,5 @@ export type { RequestContext } from './middleware.js';
 export { Metrics } from './metrics.js';
 export type { IngestStatusView } from './metrics.js';
 export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';
+export { WsNotifier, WS_POLICY_CLOSE } from './notifier.js';
+export type { NotifierDeps, NotifierSocket } from './notifier.js';

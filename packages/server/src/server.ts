@@ -10,7 +10,8 @@
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket } from 'uWebSockets.js';
 import type { ChainEvents, ChainStore } from '@chainnode/core';
-import type { RpcReply, RpcServiceApi } from '@chainnode/rpc';
+import { SubscriptionHub } from '@chainnode/rpc';
+import type { RpcConnectionApi, RpcReply, RpcServiceApi, SubscriptionConnection } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
 import { Gate } from './middleware.js';
 import type { RequestContext } from './middleware.js';
@@ -23,6 +24,7 @@ import { EmbeddedUsage, REQUEST_METHOD } from './usage.js';
 import type { UsageRecord } from './usage.js';
 import { ReplyBudget } from './reply-budget.js';
 import type { IngestStatusView } from './metrics.js';
+import { WsNotifier } from './notifier.js';
 
 export interface ServerOptions {
   service: RpcServiceApi;
@@ -46,7 +48,8 @@ export interface ServerOptions {
   usage?: UsageRecord;
   /**
    * Commits of a follower's ingest (serve --follow), published on this thread after the store's
-   * caches dropped what each commit made stale: for consumers such as eth_subscribe.
+   * caches dropped what each commit made stale: they drive eth_subscribe notifications. Without
+   * it subscriptions are accepted and stay silent (a static chain has no new blocks).
    */
   chainEvents?: ChainEvents;
   /** State of a follower's ingest, for /health and the metrics (serve --follow). */
@@ -77,6 +80,8 @@ export interface RunningServer {
   readonly keys: KeyRegistry;
   readonly ledger: CreditLedger;
   readonly usage: UsageRecord;
+  /** Every eth_subscribe subscription of this server (size, per-key counts). */
+  readonly subscriptions: SubscriptionHub;
   /** Stops accepting, lets in-flight requests finish (up to the grace period), closes WebSockets. */
   close(): Promise<void>;
 }
@@ -92,6 +97,9 @@ interface WsData {
   queuedChars: number;
   /** Pumps this socket's queue (registered with the reply budget while the process is over it). */
   resume?: () => void;
+  /** The connection's subscriptions and the rpc connection that may create them (set on open). */
+  subs?: SubscriptionConnection;
+  rpc?: RpcConnectionApi;
 }
 
 const OK = '200 OK';
@@ -213,6 +221,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     usage.record({ key: rec.id, method: REQUEST_METHOD, credits: 0, error: '4xx' });
     return s === 'missing' ? BODY_SECRET_MISSING : BODY_SECRET_WRONG;
   };
+  const subscriptions = new SubscriptionHub(store, {
+    limits: { perConnection: config.subscriptionsPerConnection, perKey: config.subscriptionsPerKey },
+    log,
+  });
+  const detachEvents = opts.chainEvents !== undefined ? subscriptions.attach(opts.chainEvents) : undefined;
 
   const budget = new ReplyBudget<unknown>(config.maxReplyBytesInFlight);
   let inflight = 0;
@@ -417,6 +430,30 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (!set) socketsByKey.set(h, (set = new Set()));
       set.add(ws);
       metrics.wsOpen++;
+      const data = ws.getUserData();
+      if (service.connect !== undefined) {
+        const notifier = new WsNotifier(
+          {
+            send: (texts) => {
+              ws.cork(() => {
+                for (const text of texts) ws.send(text, false, false);
+              });
+              // Notification bytes count in the process reply budget like replies do.
+              if (data.ctxClosed) return;
+              budget.update(ws, ws.getBufferedAmount());
+              if (budget.over) shed();
+            },
+            bufferedAmount: () => ws.getBufferedAmount(),
+            closed: () => data.ctxClosed,
+            end: (code, reason) => ws.end(code, reason),
+            dailyLimitReached: () => closeKeySockets(data.keyHash),
+          },
+          data.keyHash,
+          { config, keys, ledger, metrics, log, usage },
+        );
+        data.subs = subscriptions.connect(data.keyHash, notifier);
+        data.rpc = service.connect(data.subs);
+      }
     },
     message: (ws, message) => {
       const data = ws.getUserData();
@@ -443,6 +480,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       data.queue.length = 0;
       if (data.resume) budget.forget(data.resume);
       budget.release(ws);
+      data.subs?.close(); // frees its subscriptions at once
       sockets.delete(ws);
       const set = socketsByKey.get(data.keyHash);
       set?.delete(ws);
@@ -463,6 +501,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (ws.getUserData().ctxClosed) return;
     budget.update(ws, ws.getBufferedAmount());
     if (budget.over) shed();
+  };
+
+  /** Closes every WebSocket of a key on this replica (its daily credits ran out). */
+  const closeKeySockets = (keyHash: string): void => {
+    for (const s of [...(socketsByKey.get(keyHash) ?? [])]) {
+      if (!s.getUserData().ctxClosed) s.end(CLOSE_POLICY, 'daily credit limit reached');
+    }
   };
 
   const cut = (ws: WebSocket<WsData>, code: number, reason: string, label: string): void => {
@@ -516,7 +561,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     data.inflight++;
     inflight++;
     const ctx: RequestContext = Gate.context(data.keyHash, data.origin, data.userAgent);
-    service
+    (data.rpc ?? service)
       .handle(text, gate.middleware(ctx), Gate.requestErrorCounter(ctx))
       .then((reply) => (ctx.requestErrors > 0 ? gate.chargeRequestErrors(ctx).then(() => reply) : reply))
       .then(
@@ -528,11 +573,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
               sendWs(ws, encode?.(scratch) ?? body); // a text frame either way
             });
           }
+          // Subscriptions created by this message may speak from now on (after their ids went
+          // out; if sendWs cut the connection instead, close() already freed them).
+          if (!data.ctxClosed) reply.sent?.();
           // Daily credits exhausted: after the 402 error, every socket of the key on this
           // replica is closed (Infura severs them); other replicas close theirs on their next 402.
-          if (ctx.refusal === 402) {
-            for (const s of [...(socketsByKey.get(data.keyHash) ?? [])]) s.end(1008, 'daily credit limit reached');
-          }
+          if (ctx.refusal === 402) closeKeySockets(data.keyHash);
         },
         () => {
           if (!data.ctxClosed) ws.cork(() => sendWs(ws, errorBody(-32603, 'internal error')));
@@ -601,6 +647,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     closing ??= (async () => {
       shuttingDown = true;
       clearInterval(sweep);
+      detachEvents?.();
       uWS.us_listen_socket_close(listenSocket);
       if (metricsSocket) uWS.us_listen_socket_close(metricsSocket);
       if (inflight > 0) {
@@ -624,5 +671,5 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return closing;
   };
 
-  return { port, metricsPort, metrics, keys, ledger, usage, close };
+  return { port, metricsPort, metrics, keys, ledger, usage, subscriptions, close };
 }

@@ -128,9 +128,14 @@ function decodeTopics(value: unknown): (Bytes[] | null)[] {
   });
 }
 
+/** Addresses plus topic values of a filter (the spec's 5,000 limit counts these). */
+export function filterParamCount(f: { addresses: readonly unknown[]; topics: readonly (readonly unknown[] | null)[] }): number {
+  return f.addresses.length + f.topics.reduce((n, t) => n + (t?.length ?? 0), 0);
+}
+
 async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonText<JsonLog[]>> {
   const { logs: limits } = ctx.config;
-  const paramCount = f.addresses.length + f.topics.reduce((n, t) => n + (t?.length ?? 0), 0);
+  const paramCount = filterParamCount(f);
   if (paramCount > limits.maxFilterParams) {
     throw new InvalidParamsError(
       `too many filter parameters: ${paramCount} addresses and topics given, at most ${limits.maxFilterParams} allowed`,

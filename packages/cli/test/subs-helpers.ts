@@ -1,0 +1,187 @@
+// Helpers for the subscription tests: a real server in this process over a copy of a real
+// datadir, fed by a ChainEvents source the test drives, and raw WebSocket clients.
+import { createRequire } from 'node:module';
+import type { ChainCommit, ChainCommitListener, ChainEvents, ChainStore, CommittedBlock } from '@chainnode/core';
+import { createRpcService, resolveConfig } from '@chainnode/rpc';
+import { createKey, parseConfig, startServer } from '@chainnode/server';
+import type { RunningServer } from '@chainnode/server';
+import { openChainStore } from '@chainnode/store';
+import { datadirCopy } from '@chainnode/testkit';
+
+/** A ChainEvents source the test publishes to (what `serve --follow` does after each durable batch). */
+export class TestChainEvents implements ChainEvents {
+  private readonly listeners = new Set<ChainCommitListener>();
+  subscribe(listener: ChainCommitListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+  publish(commit: ChainCommit): void {
+    for (const l of this.listeners) l(commit);
+  }
+  get listenerCount(): number {
+    return this.listeners.size;
+  }
+}
+
+/** The committed-block record of canonical block `n`, its logs read back from the store. */
+export async function committedBlock(store: ChainStore, n: bigint): Promise<CommittedBlock> {
+  const hash = await store.canonicalHash(n);
+  if (hash === undefined) throw new Error(`block ${n} not in the store`);
+  const r = await store.logs({ fromBlock: n, toBlock: n, addresses: [], topics: [] }, { limit: 1_000_000, deadline: Date.now() + 60_000 });
+  if (r.kind !== 'ok') throw new Error('too many logs');
+  return { number: n, hash, logs: r.logs };
+}
+
+/** A commit that adds canonical blocks `from..to` of the store. */
+export async function commitOf(store: ChainStore, from: bigint, to: bigint): Promise<ChainCommit> {
+  const added: CommittedBlock[] = [];
+  for (let n = from; n <= to; n++) added.push(await committedBlock(store, n));
+  const last = added[added.length - 1] as CommittedBlock;
+  return { removed: [], added, head: { number: last.number, hash: last.hash } };
+}
+
+export interface SubsServer {
+  srv: RunningServer;
+  store: ChainStore;
+  events: TestChainEvents;
+  datadir: string;
+  key: string;
+  http: string;
+  ws: (key?: string) => string;
+  newKey: (dailyCredits?: number) => Promise<string>;
+  stop: () => Promise<void>;
+}
+
+/** A real server (real rpc service, real store of `chain`) with a test ChainEvents source. */
+export async function startSubsServer(config: Record<string, unknown> = {}): Promise<SubsServer> {
+  const { dir, cleanup } = await datadirCopy('fixtures');
+  const store = await openChainStore(dir);
+  const events = new TestChainEvents();
+  const cfg = parseConfig({ logWorkers: 0, ...config });
+  const service = createRpcService(store, resolveConfig({ maxBatchSize: cfg.maxBatchSize }));
+  const srv = await startServer({ service, store, datadir: dir, config: cfg, host: '127.0.0.1', port: 0, chainEvents: events });
+  const key = (await createKey(dir, { plan: 'custom' })).key;
+  await srv.keys.reload();
+  return {
+    srv,
+    store,
+    events,
+    datadir: dir,
+    key,
+    http: `http://127.0.0.1:${srv.port}/v3/${key}`,
+    ws: (k = key) => `ws://127.0.0.1:${srv.port}/ws/v3/${k}`,
+    newKey: async (dailyCredits) => {
+      const created = await createKey(dir, { plan: 'core', ...(dailyCredits !== undefined ? { dailyCredits } : {}) });
+      await srv.keys.reload(); // the server sees it now, not at its next watch tick
+      return created.key;
+    },
+    stop: async () => {
+      await srv.close();
+      await store.close();
+      await cleanup();
+    },
+  };
+}
+
+interface RawWs {
+  on(event: 'message', f: (data: Buffer) => void): void;
+  on(event: 'close', f: (code: number, reason: Buffer) => void): void;
+  on(event: 'open', f: () => void): void;
+  on(event: 'error', f: (err: Error) => void): void;
+  on(event: 'unexpected-response', f: (req: unknown, res: { statusCode: number }) => void): void;
+  send(data: string): void;
+  close(): void;
+  terminate(): void;
+  readyState: number;
+}
+const WsCtor = createRequire(import.meta.url)('ws') as new (url: string) => RawWs;
+
+export interface JsonMessage {
+  jsonrpc: string;
+  id?: unknown;
+  result?: unknown;
+  error?: { code: number; event?: number; message: string; details?: string; data?: unknown };
+  method?: string;
+  params?: { subscription: string; result: Record<string, unknown> };
+}
+
+/** A WebSocket client that keeps every message, with request/response by id. */
+export class WsClient {
+  readonly messages: JsonMessage[] = [];
+  readonly closed: Promise<{ code: number; reason: string }>;
+  private nextId = 1;
+  private readonly waiting = new Map<unknown, (m: JsonMessage) => void>();
+  private watchers: (() => void)[] = [];
+  private constructor(readonly ws: RawWs) {
+    let done!: (v: { code: number; reason: string }) => void;
+    this.closed = new Promise((r) => (done = r));
+    ws.on('close', (code, reason) => done({ code, reason: reason.toString('utf8') }));
+    ws.on('message', (data) => {
+      const m = JSON.parse(data.toString('utf8')) as JsonMessage;
+      this.messages.push(m);
+      if (m.id !== undefined && m.id !== null && this.waiting.has(m.id)) {
+        const w = this.waiting.get(m.id) as (m: JsonMessage) => void;
+        this.waiting.delete(m.id);
+        w(m);
+      }
+      for (const f of this.watchers) f();
+    });
+  }
+
+  static open(url: string): Promise<WsClient> {
+    return new Promise((resolve, reject) => {
+      const ws = new WsCtor(url);
+      ws.on('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
+      ws.on('error', reject);
+      ws.on('open', () => resolve(new WsClient(ws)));
+    });
+  }
+
+  call(method: string, params: unknown[]): Promise<JsonMessage> {
+    const id = this.nextId++;
+    return this.send({ jsonrpc: '2.0', id, method, params }, id);
+  }
+
+  send(msg: unknown, id: unknown): Promise<JsonMessage> {
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      this.ws.send(typeof msg === 'string' ? msg : JSON.stringify(msg));
+    });
+  }
+
+  async subscribe(params: unknown[]): Promise<string> {
+    const r = await this.call('eth_subscribe', params);
+    if (typeof r.result !== 'string') throw new Error(`subscribe failed: ${JSON.stringify(r.error)}`);
+    return r.result;
+  }
+
+  notifications(sub?: string): { subscription: string; result: Record<string, unknown> }[] {
+    return this.messages.flatMap((m) =>
+      m.method === 'eth_subscription' && m.params !== undefined && (sub === undefined || m.params.subscription === sub) ? [m.params] : [],
+    );
+  }
+
+  /** Resolves once `pred` holds over the messages received so far (or rejects after `ms`). */
+  until(pred: () => boolean, ms = 20_000): Promise<void> {
+    if (pred()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.watchers = this.watchers.filter((w) => w !== check);
+        reject(new Error(`timed out after ${ms} ms (${this.messages.length} messages)`));
+      }, ms);
+      const check = (): void => {
+        if (!pred()) return;
+        clearTimeout(timer);
+        this.watchers = this.watchers.filter((w) => w !== check);
+        resolve();
+      };
+      this.watchers.push(check);
+    });
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

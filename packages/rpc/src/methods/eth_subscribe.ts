@@ -1,0 +1,74 @@
+// eth_subscribe("newHeads") / eth_subscribe("logs", filter): only on a connection that carries
+// notifications (WebSocket). Checks in geth's order (rpc/handler.go handleSubscribe): no
+// notifications on this transport (-32601) before the name is looked at, then the name
+// (-32602 when it is not a string, -32601 when unknown), then the arguments (-32602, the filter
+// with eth_getLogs' decoder and texts).
+import { InvalidParamsError } from '@chainnode/core';
+import type { Hex } from '@chainnode/core';
+import type { HandlerContext } from '../context.js';
+import type { MethodDef } from '../method.js';
+import { decodeArgs } from '../params.js';
+import type { BlockNumberParam } from '../params.js';
+import { NotificationsUnsupportedError, UnknownSubscriptionError } from '../subscriptions/errors.js';
+import type { SubscriptionRequest } from '../subscriptions/hub.js';
+import { decodeFilter, filterParamCount } from './eth_getLogs.js';
+
+/** The decoded request, or the error to answer with once the transport check has passed. */
+export type SubscribeParams = { ok: SubscriptionRequest } | { error: unknown };
+
+/** [name, filter?]. */
+export const eth_subscribe: MethodDef<SubscribeParams, Hex> = {
+  cost: 5,
+  decode: (params) => {
+    try {
+      return { ok: decodeSubscribe(params) };
+    } catch (err) {
+      return { error: err };
+    }
+  },
+  handle: async (ctx: HandlerContext, p) => {
+    if (ctx.subscriptions === undefined) throw new NotificationsUnsupportedError();
+    if ('error' in p) throw p.error;
+    const req = p.ok;
+    if (req.kind === 'logs') {
+      const n = filterParamCount(req.filter);
+      const max = ctx.config.logs.maxFilterParams;
+      if (n > max) throw new InvalidParamsError(`too many filter parameters: ${n} addresses and topics given, at most ${max} allowed`);
+    }
+    return ctx.subscriptions.subscribe(req) as Hex;
+  },
+};
+
+function decodeSubscribe(params: unknown[]): SubscriptionRequest {
+  const name = params[0];
+  if (typeof name !== 'string') throw new InvalidParamsError('expected subscription name as first argument');
+  switch (name) {
+    case 'newHeads':
+      return decodeArgs(params, 1, () => ({ kind: 'newHeads' }));
+    case 'logs':
+      return decodeArgs(params, 2, (arg) => {
+        const f = decodeFilter(arg(1));
+        const req: SubscriptionRequest = { kind: 'logs', filter: { addresses: f.addresses, topics: f.topics } };
+        // geth: ranges limit which new blocks' logs are sent (no history is replayed); a
+        // blockHash is ignored by a subscription. Tags other than earliest mean "no bound".
+        if (f.kind === 'range') {
+          const from = bound(f.fromBlock);
+          const to = bound(f.toBlock);
+          if (from !== undefined && to !== undefined && from > to) throw new InvalidParamsError('invalid block range params');
+          if (from !== undefined) req.fromBlock = from;
+          if (to !== undefined) req.toBlock = to;
+        }
+        return req;
+      });
+    default:
+      throw new UnknownSubscriptionError(name);
+  }
+}
+
+function bound(p: BlockNumberParam | undefined): bigint | undefined {
+  if (p === undefined) return undefined;
+  if (p.kind === 'number') return p.number;
+  return p.tag === 'earliest' ? 0n : undefined;
+}
+
+
