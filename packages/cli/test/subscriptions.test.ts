@@ -231,9 +231,9 @@ test('credits: subscribe 5, unsubscribe 10, newHeads 50 per head, logs 300 per b
   expect(used()).toBe(base + 2 * 50 + 2 * 300 + 10);
   // Another socket of the key (opening is free): like after a call's 402, it closes too.
   const other = await WsClient.open(s.ws(key));
-  // 50 left: one more head, then the next is refused.
-  s.events.publish(await commitOf(s.store, 1600n, 1600n));
-  s.events.publish(await commitOf(s.store, 1600n, 1600n));
+  // 50 left: one commit of two blocks — its first head is paid and sent, the second refused
+  // (the batch does not fit as a whole, so it is paid notification by notification).
+  s.events.publish(await commitOf(s.store, 1599n, 1600n));
   const closed = await c.closed;
   expect(closed.code).toBe(1008);
   expect(closed.reason).toBe('daily credit limit reached');
