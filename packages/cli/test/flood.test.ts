@@ -88,7 +88,13 @@ describe('flood: a WebSocket client that never reads', () => {
   test('is cut off at its reply budget; other clients keep their latency; RSS under the documented bound', async () => {
     const { key } = await createKeyCli(dir, 'custom');
     srv = await spawnServe(dir, ['--metrics-port', '0']);
-    const metricsUrl = /metrics\s+GET\s+(http:\S+)/.exec(srv.output())![1]!;
+    // The metrics line follows the "listening" line spawnServe waits for.
+    let metricsLine: RegExpExecArray | null = null;
+    for (let i = 0; i < 500 && metricsLine === null; i++) {
+      metricsLine = /metrics\s+GET\s+(http:\S+)/.exec(srv.output());
+      if (metricsLine === null) await sleep(20);
+    }
+    const metricsUrl = metricsLine![1]!;
     const pid = srv.proc.pid!;
     let maxRss = rssMb(pid);
     const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMb(pid))), 100);
