@@ -2,7 +2,8 @@
 // across them through real sockets (each call on its own TCP connection, so the kernel spreads
 // them over the threads), and durable across a restart.
 import { request } from 'node:http';
-import { datadirCopy, runCli } from '@chainnode/testkit';
+import { NO_REDIS, datadirCopy, redisServerPath, runCli, startRedis } from '@chainnode/testkit';
+import type { RedisProcess } from '@chainnode/testkit';
 import { createKeyCli, rpc, spawnServe, usageCli } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
@@ -80,3 +81,34 @@ test('--threads 2 with --follow is refused with one line, before anything is ope
     await c.cleanup();
   }
 });
+
+// With --ledger redis:// the main thread's Redis engine decides every app thread's debits.
+(redisServerPath() !== undefined ? test : test.skip)('--threads 2 --ledger redis://: 150 concurrent calls against a 100-call balance: exactly 100 served, usage in Redis', async () => {
+  const c = await datadirCopy('fixtures');
+  let redis: RedisProcess | undefined;
+  let srv: ServeProcess | undefined;
+  try {
+    redis = await startRedis();
+    const r = await runCli(['keys', 'create', '--plan', 'core', '--json', '--daily-credits', String(100 * 80), '--credits-per-second', '0', '--ledger', redis.url, '--datadir', c.dir]);
+    expect(r.code).toBe(0);
+    const { key } = JSON.parse(r.stdout) as { key: string };
+    srv = await spawnServe(c.dir, ['--threads', '2', '--ledger', redis.url]);
+    expect(srv.output()).toContain('(2 threads)');
+    expect(srv.output()).toContain('ledger    redis');
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_getBlockByNumber', params: ['0x10', false] });
+    const port = srv.port;
+    const replies = await Promise.all(Array.from({ length: 150 }, () => post(port, `/v3/${key}`, body)));
+    expect(replies.filter((x) => x.status === 200).length).toBe(100);
+    expect(replies.filter((x) => x.status === 402).length).toBe(50);
+    expect((await srv.stop()) ?? 0).toBe(0);
+    srv = undefined;
+    const u = await runCli(['keys', 'usage', key, '--json', '--ledger', redis.url, '--datadir', c.dir]);
+    expect((JSON.parse(u.stdout) as { used: number }).used).toBe(8000);
+  } finally {
+    if (srv !== undefined) await srv.stop();
+    await redis?.stop();
+    await redis?.cleanup();
+    await c.cleanup();
+  }
+});
+if (redisServerPath() === undefined) console.log(NO_REDIS);
