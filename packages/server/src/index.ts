@@ -1,11 +1,13 @@
 export { startServer } from './server.js';
 export type { RunningServer, ServerOptions } from './server.js';
-export { DEFAULT_CONFIG, PLAN_NAMES, ConfigError, isPlanName, loadConfig, parseConfig } from './config.js';
-export type { PlanConfig, PlanName, ServerConfig } from './config.js';
-export { KeyFileError, KeyRegistry, createKey, findKey, hashKey, keysPath, readKeys, revokeKey } from './keys.js';
+export { DEFAULT_CONFIG, PLAN_NAMES, ConfigError, checkNetwork, checkNetworks, isPlanName, loadConfig, parseConfig } from './config.js';
+export type { NetworkConfig, PlanConfig, PlanName, ServerConfig } from './config.js';
+export { KeyFileError, KeyRegistry, createKey, findKey, hashKey, keyAllowsNetwork, keysPath, readKeys, revokeKey } from './keys.js';
 export type { CreateKeyOptions, KeyRecord } from './keys.js';
-export { CreditLedger, nextUtcMidnight, readUsage, utcDay } from './ledger.js';
-export { CreditLimitError, Gate, KeyRevokedError, dailyLimit } from './middleware.js';
+export { CreditLedger, NO_NETWORK, nextUtcMidnight, readUsage, readUsageByNetwork, utcDay } from './ledger.js';
+export { CreditLimitError, Gate, KeyRevokedError, NetworkNotAllowedError, dailyLimit } from './middleware.js';
+export { IMPLICIT_NETWORK, MAX_NETWORKS, NETWORK_NAME_RE, NetworkRouter, NetworkRuntime, hostLabel, networkNameProblem } from './network.js';
+export type { NetworkHealth, NetworkParts, RouterOptions } from './network.js';
 export type { RequestContext } from './middleware.js';
 export { Metrics } from './metrics.js';
 export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';

@@ -8,6 +8,7 @@ import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { isPlanName, PLAN_NAMES } from './config.js';
 import type { PlanName } from './config.js';
+import { NETWORK_NAME_RE } from './network.js';
 
 export const KEYS_FILE = 'keys.json';
 
@@ -22,6 +23,19 @@ export interface KeyRecord {
   label?: string;
   createdAt: string;
   revokedAt?: string;
+  /**
+   * The networks this key may call (names as in `serve --network <name>=…`); absent: every
+   * network. A call to another network is refused with 403 / -32002 and costs nothing.
+   */
+  networks?: string[];
+}
+
+/** At most this many network names on one key. */
+export const MAX_KEY_NETWORKS = 32;
+
+/** Whether a key may call `network` (no list on the key: every network). */
+export function keyAllowsNetwork(rec: KeyRecord, network: string): boolean {
+  return rec.networks === undefined || rec.networks.includes(network);
 }
 
 interface KeysFile {
@@ -67,6 +81,13 @@ function validateRecord(r: unknown, i: number): KeyRecord {
   if (typeof o['dailyCredits'] === 'number') rec.dailyCredits = o['dailyCredits'];
   if (typeof o['label'] === 'string') rec.label = o['label'];
   if (typeof o['revokedAt'] === 'string') rec.revokedAt = o['revokedAt'];
+  if (o['networks'] !== undefined) {
+    const n = o['networks'];
+    if (!Array.isArray(n) || n.length > MAX_KEY_NETWORKS || !n.every((x) => typeof x === 'string' && NETWORK_NAME_RE.test(x))) {
+      throw new KeyFileError(`${where}.networks: expected at most ${MAX_KEY_NETWORKS} network names (lowercase DNS labels)`);
+    }
+    rec.networks = [...new Set(n as string[])];
+  }
   return rec;
 }
 
@@ -110,6 +131,8 @@ export interface CreateKeyOptions {
   plan: PlanName;
   dailyCredits?: number;
   label?: string;
+  /** Limit the key to these networks (absent: every network). */
+  networks?: string[];
 }
 
 /** Creates a key; returns the plaintext key (to print once) and its stored record. */
@@ -119,6 +142,7 @@ export function createKey(datadir: string, opts: CreateKeyOptions): { key: strin
   const record: KeyRecord = { id: hash.slice(0, 12), hash, plan: opts.plan, createdAt: new Date().toISOString() };
   if (opts.dailyCredits !== undefined) record.dailyCredits = opts.dailyCredits;
   if (opts.label !== undefined) record.label = opts.label;
+  if (opts.networks !== undefined) record.networks = validateRecord({ ...record, networks: opts.networks }, 0).networks as string[];
   const keys = readKeys(datadir);
   keys.push(record);
   writeKeys(datadir, keys);

@@ -1,5 +1,8 @@
 // Daily credit usage: an append-only journal per UTC day, `<datadir>/usage/YYYY-MM-DD.log`,
-// one line `<sha256(key)> <credits>` per key per event-loop turn. Outside LevelDB so the
+// one line `<sha256(key)> <credits>[ <network>]` per key (and network) per event-loop turn: the
+// balance is one account across networks (readUsage sums every line of a key), the network field
+// splits that usage by network (readUsageByNetwork; absent on lines of a single-network server
+// and of older versions). Outside LevelDB so the
 // `keys usage` command can read it while a server runs.
 //
 // Exactness: a call first *reserves* its cost in memory (synchronous check-and-add, so 150
@@ -28,11 +31,25 @@ export function usagePath(datadir: string, day: string): string {
   return join(datadir, USAGE_DIR, `${day}.log`);
 }
 
-const LINE = /^([0-9a-f]{64}) (\d{1,15})$/;
+const LINE = /^([0-9a-f]{64}) (\d{1,15})(?: ([a-z0-9-]{1,32}))?$/;
 
 /** Sums the journal of one day per key hash. Partial (unterminated) trailing lines are ignored. */
 export function readUsage(datadir: string, day: string): Map<string, number> {
   const out = new Map<string, number>();
+  for (const [hash, byNetwork] of readUsageByNetwork(datadir, day)) {
+    let sum = 0;
+    for (const credits of byNetwork.values()) sum += credits;
+    out.set(hash, sum);
+  }
+  return out;
+}
+
+/** Key usage under no network name: lines of a server started without networks. */
+export const NO_NETWORK = '';
+
+/** The journal of one day per key hash and network (NO_NETWORK for lines without one). */
+export function readUsageByNetwork(datadir: string, day: string): Map<string, Map<string, number>> {
+  const out = new Map<string, Map<string, number>>();
   let text: string;
   try {
     text = readFileSync(usagePath(datadir, day), 'utf8');
@@ -46,7 +63,10 @@ export function readUsage(datadir: string, day: string): Map<string, number> {
     const m = LINE.exec(line);
     if (!m) continue;
     const hash = m[1] as string;
-    out.set(hash, (out.get(hash) ?? 0) + Number(m[2]));
+    const network = m[3] ?? NO_NETWORK;
+    let byNetwork = out.get(hash);
+    if (byNetwork === undefined) out.set(hash, (byNetwork = new Map()));
+    byNetwork.set(network, (byNetwork.get(network) ?? 0) + Number(m[2]));
   }
   return out;
 }
@@ -55,10 +75,12 @@ export interface Reservation {
   readonly day: string;
   readonly hash: string;
   readonly cost: number;
+  /** The network the call went to (journaled with the charge); undefined on a single-network server. */
+  readonly network?: string;
 }
 
 interface Pending {
-  lines: Map<string, Map<string, number>>; // day -> hash -> credits
+  lines: Map<string, Map<string, number>>; // day -> "hash[ network]" -> credits
   /** Settles when this turn's charges are written (or failed to be): one promise for all of them. */
   written: Promise<void>;
   resolve: () => void;
@@ -117,11 +139,14 @@ export class CreditLedger {
     return nextUtcMidnight(this.now());
   }
 
-  /** Reserves `cost` if today's balance `limit` covers it; undefined when it does not. */
-  reserve(hash: string, cost: number, limit: number): Reservation | undefined {
+  /**
+   * Reserves `cost` if today's balance `limit` covers it; undefined when it does not. The balance
+   * is the key's across all networks; `network` only labels the charge in the journal.
+   */
+  reserve(hash: string, cost: number, limit: number, network?: string): Reservation | undefined {
     if (this.used(hash) + cost > limit) return undefined;
     this.reserved.set(hash, (this.reserved.get(hash) ?? 0) + cost);
-    return { day: this.day, hash, cost };
+    return network === undefined ? { day: this.day, hash, cost } : { day: this.day, hash, cost, network };
   }
 
   /** Gives an unused reservation back (the call failed; it costs nothing). */
@@ -154,7 +179,8 @@ export class CreditLedger {
     }
     let day = p.lines.get(r.day);
     if (!day) p.lines.set(r.day, (day = new Map()));
-    day.set(r.hash, (day.get(r.hash) ?? 0) + r.cost);
+    const entry = r.network === undefined ? r.hash : `${r.hash} ${r.network}`;
+    day.set(entry, (day.get(entry) ?? 0) + r.cost);
     return p.written;
   }
 
@@ -182,13 +208,21 @@ export class CreditLedger {
     try {
       for (const [day, hashes] of p.lines) {
         let text = '';
-        for (const [hash, credits] of hashes) text += `${hash} ${credits}\n`;
+        for (const [entry, credits] of hashes) {
+          const sp = entry.indexOf(' ');
+          text += sp < 0 ? `${entry} ${credits}\n` : `${entry.slice(0, sp)} ${credits}${entry.slice(sp)}\n`;
+        }
         writeSync(this.fdFor(day), text);
       }
     } catch (err) {
       // Not journaled, so not charged: undo the in-memory charges and fail those calls.
       const today = p.lines.get(this.day);
-      if (today) for (const [hash, credits] of today) this.committed.set(hash, (this.committed.get(hash) ?? 0) - credits);
+      if (today) {
+        for (const [entry, credits] of today) {
+          const hash = entry.slice(0, 64);
+          this.committed.set(hash, (this.committed.get(hash) ?? 0) - credits);
+        }
+      }
       p.reject(err);
       return;
     }

@@ -1,6 +1,9 @@
 // Prometheus text exposition (format 0.0.4) for the few series we keep: requests by method
 // and outcome, latency histograms per method, credits charged per method, HTTP responses by
 // status, open WebSockets, and the head block. No key (or key hash) ever appears in a label.
+// Each network of the process keeps its own Metrics (label `network="<name>"`); responses that
+// reach no network (unknown network, preflight, process health) go to an unlabelled one, and
+// Metrics.renderAll writes every family once with all their series.
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -41,6 +44,16 @@ export class Metrics {
   wsOpen = 0;
   headBlock = -1;
 
+  /**
+   * `network`: the label of every series of this instance (undefined: unlabelled, as a
+   * single-network server has always written them). `routing`: this is the process-wide instance
+   * of a multi-network server (it then writes no WebSocket or head gauge of its own).
+   */
+  constructor(
+    readonly network?: string,
+    private readonly routing = false,
+  ) {}
+
   private series(method: string): MethodSeries {
     let m = this.methods.get(method);
     if (m === undefined) this.methods.set(method, (m = new MethodSeries()));
@@ -63,43 +76,67 @@ export class Metrics {
     byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
   }
 
+  /** This instance alone, in the exposition format. */
   render(): string {
+    return Metrics.renderAll([this]);
+  }
+
+  /** Several instances (one per network, plus the process's own) as one exposition: each family once. */
+  static renderAll(all: readonly Metrics[]): string {
+    const families = new Map<string, string[]>();
+    for (const m of all) m.collect(families);
     const out: string[] = [];
-    out.push('# HELP chainnode_rpc_calls_total JSON-RPC calls by method and outcome.');
-    out.push('# TYPE chainnode_rpc_calls_total counter');
-    for (const [method, m] of this.methods) {
-      for (const [outcome, n] of m.calls) out.push(`chainnode_rpc_calls_total{method="${esc(method)}",outcome="${outcome}"} ${n}`);
+    for (const [family, lines] of families) {
+      const meta = FAMILIES[family as keyof typeof FAMILIES];
+      out.push(`# HELP ${family} ${meta.help}`, `# TYPE ${family} ${meta.type}`, ...lines);
     }
-    out.push('# HELP chainnode_rpc_call_duration_seconds Time from dispatch to answer per call.');
-    out.push('# TYPE chainnode_rpc_call_duration_seconds histogram');
+    return `${out.join('\n')}\n`;
+  }
+
+  /** Appends this instance's samples to `families` (family name -> sample lines). */
+  private collect(families: Map<string, string[]>): void {
+    const add = (family: keyof typeof FAMILIES, line: string): void => {
+      let lines = families.get(family);
+      if (lines === undefined) families.set(family, (lines = []));
+      lines.push(line);
+    };
+    for (const f of Object.keys(FAMILIES)) if (!families.has(f)) families.set(f, []);
+    const n = this.network === undefined ? '' : `network="${esc(this.network)}",`;
+    const only = this.network === undefined ? '' : `{network="${esc(this.network)}"}`;
+    for (const [method, m] of this.methods) {
+      for (const [outcome, c] of m.calls) add('chainnode_rpc_calls_total', `chainnode_rpc_calls_total{${n}method="${esc(method)}",outcome="${outcome}"} ${c}`);
+    }
     for (const [method, { latency: h }] of this.methods) {
       if (h.count === 0) continue;
-      const m = esc(method);
+      const m = `${n}method="${esc(method)}"`;
       let cum = 0;
       for (let i = 0; i < BUCKETS.length; i++) {
         cum += h.counts[i] as number;
-        out.push(`chainnode_rpc_call_duration_seconds_bucket{method="${m}",le="${BUCKETS[i]}"} ${cum}`);
+        add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_bucket{${m},le="${BUCKETS[i]}"} ${cum}`);
       }
-      out.push(`chainnode_rpc_call_duration_seconds_bucket{method="${m}",le="+Inf"} ${h.count}`);
-      out.push(`chainnode_rpc_call_duration_seconds_sum{method="${m}"} ${h.sum}`);
-      out.push(`chainnode_rpc_call_duration_seconds_count{method="${m}"} ${h.count}`);
+      add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_bucket{${m},le="+Inf"} ${h.count}`);
+      add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_sum{${m}} ${h.sum}`);
+      add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_count{${m}} ${h.count}`);
     }
-    out.push('# HELP chainnode_credits_charged_total Credits charged, by method.');
-    out.push('# TYPE chainnode_credits_charged_total counter');
     for (const [method, m] of this.methods) {
-      if (m.credits !== undefined) out.push(`chainnode_credits_charged_total{method="${esc(method)}"} ${m.credits}`);
+      if (m.credits !== undefined) add('chainnode_credits_charged_total', `chainnode_credits_charged_total{${n}method="${esc(method)}"} ${m.credits}`);
     }
-    out.push('# HELP chainnode_responses_total Transport responses by status (WebSocket: 101 per accepted upgrade).');
-    out.push('# TYPE chainnode_responses_total counter');
     for (const transport of ['http', 'ws'] as const) {
-      for (const [status, n] of this.statuses[transport]) out.push(`chainnode_responses_total{transport="${transport}",status="${status}"} ${n}`);
+      for (const [status, c] of this.statuses[transport]) add('chainnode_responses_total', `chainnode_responses_total{${n}transport="${transport}",status="${status}"} ${c}`);
     }
-    out.push('# HELP chainnode_websocket_connections Open WebSocket connections.');
-    out.push('# TYPE chainnode_websocket_connections gauge');
-    out.push(`chainnode_websocket_connections ${this.wsOpen}`);
-    out.push('# HELP chainnode_head_block Number of the newest imported block (-1 when the store is unavailable).');
-    out.push('# TYPE chainnode_head_block gauge');
-    out.push(`chainnode_head_block ${this.headBlock}`);
-    return `${out.join('\n')}\n`;
+    // The process-wide instance of a multi-network server has no WebSockets or head of its own.
+    if (this.network !== undefined || !this.routing) {
+      add('chainnode_websocket_connections', `chainnode_websocket_connections${only} ${this.wsOpen}`);
+      add('chainnode_head_block', `chainnode_head_block${only} ${this.headBlock}`);
+    }
   }
 }
+
+const FAMILIES = {
+  chainnode_rpc_calls_total: { help: 'JSON-RPC calls by method and outcome.', type: 'counter' },
+  chainnode_rpc_call_duration_seconds: { help: 'Time from dispatch to answer per call.', type: 'histogram' },
+  chainnode_credits_charged_total: { help: 'Credits charged, by method.', type: 'counter' },
+  chainnode_responses_total: { help: 'Transport responses by status (WebSocket: 101 per accepted upgrade).', type: 'counter' },
+  chainnode_websocket_connections: { help: 'Open WebSocket connections.', type: 'gauge' },
+  chainnode_head_block: { help: 'Number of the newest imported block (-1 when the store is unavailable).', type: 'gauge' },
+} as const;

@@ -6,9 +6,11 @@
 import { InternalError, LimitExceededError, RpcError, StoreUnavailableError } from '@chainnode/core';
 import type { CallInfo, CallMiddleware } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
+import { keyAllowsNetwork } from './keys.js';
 import type { KeyRecord, KeyRegistry } from './keys.js';
 import type { CreditLedger } from './ledger.js';
 import type { Metrics, Outcome } from './metrics.js';
+import type { NetworkRuntime } from './network.js';
 
 /** -32005 for a call today's balance cannot cover; the transport answers a single one with 429. */
 export class CreditLimitError extends LimitExceededError {
@@ -24,6 +26,22 @@ export class KeyRevokedError extends RpcError {
   }
 }
 
+/**
+ * A key limited to other networks (KeyRecord.networks). Infura answers a project that has not
+ * enabled a network with HTTP 403 and -32002 ("project ID does not have access to <network>");
+ * the transport refuses the request or upgrade with 403, and this per-call check stops an open
+ * WebSocket within a second of the key's network list changing.
+ */
+export class NetworkNotAllowedError extends RpcError {
+  constructor(network: string) {
+    super(-32002, networkNotAllowedMessage(network));
+  }
+}
+
+export function networkNotAllowedMessage(network: string): string {
+  return `API key does not have access to network "${network}"`;
+}
+
 class FailoverTimeout extends Error {}
 
 /** What one HTTP request or WebSocket message learns while its calls run. */
@@ -31,6 +49,11 @@ export interface RequestContext {
   readonly keyHash: string;
   /** At least one call was refused for lack of credits. */
   creditRejected: boolean;
+  /**
+   * The network the request was routed to (multi-network servers): checked against the key's
+   * networks, labels the charge in the journal, and its metrics count the call.
+   */
+  readonly network?: NetworkRuntime;
 }
 
 /** The daily balance of a key: its override, else its plan's. */
@@ -56,15 +79,19 @@ export class Gate {
    * and each extra await layer is a measurable share of a cached answer's cost.
    */
   middleware(ctx: RequestContext): CallMiddleware {
-    const { config, keys, ledger, metrics, failoverUrl } = this.o;
+    const { config, keys, ledger, failoverUrl } = this.o;
+    const metrics = ctx.network?.metrics ?? this.o.metrics;
+    // The implicit network of a single-network server journals no network name (as before).
+    const network = ctx.network === undefined || ctx.network.implicit ? undefined : ctx.network.name;
     return async (call, next) => {
       const t0 = performance.now();
       let outcome: Outcome = 'ok';
       try {
         const key = keys.byKeyHash(ctx.keyHash);
         if (!key || key.revokedAt !== undefined) throw new KeyRevokedError();
+        if (ctx.network !== undefined && !keyAllowsNetwork(key, ctx.network.name)) throw new NetworkNotAllowedError(ctx.network.name);
         const limit = dailyLimit(config, key);
-        const reservation = ledger.reserve(key.hash, call.cost, limit);
+        const reservation = ledger.reserve(key.hash, call.cost, limit, network);
         if (!reservation) {
           ctx.creditRejected = true;
           const resetsAt = ledger.resetsAt().toISOString();
@@ -96,7 +123,7 @@ export class Gate {
         metrics.charged(call.method, call.cost);
         return result;
       } catch (err) {
-        outcome = err instanceof CreditLimitError ? 'no_credits' : 'error';
+        outcome = err instanceof CreditLimitError ? 'no_credits' : err instanceof NetworkNotAllowedError ? 'unauthorized' : 'error';
         throw err;
       } finally {
         metrics.call(call.method, outcome, (performance.now() - t0) / 1000);

@@ -2,7 +2,9 @@
 // CORS preflight, and a separate (loopback, off by default) metrics listener. It authenticates
 // the key from the path, reads bodies under a size limit, hands the text to the rpc service
 // with the credit/failover/metrics middleware, and writes the reply. URLs are never logged:
-// they carry API keys.
+// they carry API keys. Several networks: the request's Host picks the network's runtime (its rpc
+// service, store, metrics) through the NetworkRouter (network.ts) before anything else; keys,
+// credits and limits are shared by all networks.
 //
 // uWS rules followed here: `res.onAborted` before anything asynchronous; everything needed
 // from `req` is copied at once (it dies when the handler returns); writes after an await go
@@ -14,15 +16,23 @@ import type { RpcReply, RpcServiceApi } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
 import { Gate } from './middleware.js';
 import type { RequestContext } from './middleware.js';
-import { KeyRegistry } from './keys.js';
+import { KeyRegistry, keyAllowsNetwork } from './keys.js';
 import type { KeyRecord } from './keys.js';
 import { CreditLedger } from './ledger.js';
 import { Metrics } from './metrics.js';
+import { networkNotAllowedMessage } from './middleware.js';
+import { IMPLICIT_NETWORK, NetworkRouter, NetworkRuntime } from './network.js';
 
 export interface ServerOptions {
-  service: RpcServiceApi;
+  /** One chain (the server answers every Host from it): `service` + `store`, or else `networks`. */
+  service?: RpcServiceApi;
   /** For /health and the head-block gauge (the rpc service has its own reference). */
-  store: ChainStore;
+  store?: ChainStore;
+  /** Several chains, chosen by the request's Host; the caller closes them after close(). */
+  networks?: NetworkRuntime[];
+  /** The network answering bare hosts (IP literals, `localhost`, no Host); none: those get 404. */
+  defaultNetwork?: string;
+  /** Holds keys.json and usage/ (one account across every network). */
   datadir: string;
   config: ServerConfig;
   host: string;
@@ -39,12 +49,14 @@ export interface RunningServer {
   /** Port of the metrics listener, when enabled. */
   readonly metricsPort: number | undefined;
   readonly metrics: Metrics;
+  readonly router: NetworkRouter;
   /** Stops accepting, lets in-flight requests finish (up to the grace period), closes WebSockets. */
   close(): Promise<void>;
 }
 
 interface WsData {
   keyHash: string;
+  net: NetworkRuntime;
   ctxClosed: boolean;
   inflight: number;
   queue: string[];
@@ -111,6 +123,12 @@ const BODY_TOO_LARGE = (max: number): string => errorBody(-32600, `request body 
 const BODY_SHUTTING_DOWN = errorBody(-32603, 'server is shutting down');
 const BODY_NOT_FOUND = errorBody(-32601, 'not found: POST JSON-RPC to /v3/<API_KEY>, or connect to /ws/v3/<API_KEY>');
 const BODY_METHOD = errorBody(-32600, 'method not allowed: use POST with a JSON body');
+// Infura answers a host it serves no network on with 404, and a project that has not enabled a
+// network with 403 / -32002 (README "Networks"). Neither is charged.
+const BODY_UNKNOWN_NETWORK = (host: string, names: string[]): string =>
+  errorBody(-32601, `unknown network "${NetworkRouter.askedFor(host)}": this server serves ${names.join(', ')} (use http://<network>.<host>/v3/<API_KEY>)`);
+const BODY_NETWORK_NOT_ALLOWED = (network: string): string => errorBody(-32002, networkNotAllowedMessage(network));
+const REQ_HOST = ascii('host');
 
 function keyProblem(rec: KeyRecord | undefined, key: string): string | undefined {
   if (key === '') return BODY_MISSING_KEY;
@@ -129,9 +147,14 @@ function listen(app: TemplatedApp, host: string, port: number): Promise<us_liste
 }
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
-  const { service, store, config, datadir } = opts;
+  const { config, datadir } = opts;
   const log = opts.log ?? (() => {});
-  const metrics = new Metrics();
+  const router = opts.networks !== undefined
+    ? new NetworkRouter(opts.networks, opts.defaultNetwork !== undefined ? { defaultNetwork: opts.defaultNetwork } : {})
+    : new NetworkRouter([singleNetwork(opts)]);
+  // Responses that reach no network (unknown network, preflight, process health); a server
+  // started without networks has one set of series, unlabelled, as before.
+  const metrics = router.single ? (router.networks[0] as NetworkRuntime).metrics : new Metrics(undefined, true);
   const keys = new KeyRegistry(datadir, log);
   keys.watch();
   const ledger = new CreditLedger(datadir);
@@ -163,10 +186,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     res.writeHeader(H_CONTENT_TYPE, V_JSON);
   };
 
-  const send = (res: HttpResponse, status: string, origin: string, body: string | Uint8Array, close = false): void => {
+  const send = (res: HttpResponse, status: string, origin: string, body: string | Uint8Array, close = false, m = metrics): void => {
     writeHead(res, status, origin);
     res.end(body, close);
-    metrics.response('http', Number(status.slice(0, 3)));
+    m.response('http', Number(status.slice(0, 3)));
   };
 
   const app = uWS.App();
@@ -192,15 +215,21 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     });
     const origin = req.getHeader(REQ_ORIGIN);
     const contentLength = req.getHeader(REQ_CONTENT_LENGTH);
+    const host = req.getHeader(REQ_HOST);
+    const hasBody = contentLength !== '' && contentLength !== '0';
     if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
+    const net = router.route(host);
+    if (net === undefined) return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), hasBody);
+    const m = net.metrics;
     const rec = key === '' ? undefined : keys.lookup(key);
     const problem = keyProblem(rec, key);
     if (problem !== undefined || rec === undefined) {
-      return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, contentLength !== '' && contentLength !== '0');
+      return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, hasBody, m);
     }
+    if (!keyAllowsNetwork(rec, net.name)) return send(res, '403 Forbidden', origin, BODY_NETWORK_NOT_ALLOWED(net.name), hasBody, m);
     const max = config.maxBodyBytes;
     if (contentLength !== '' && Number(contentLength) > max) {
-      return send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true);
+      return send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true, m);
     }
     const keyHash = rec.hash;
     let chunks: Buffer[] | undefined;
@@ -211,7 +240,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       size += chunk.byteLength;
       if (size > max) {
         finished = true;
-        if (!aborted) res.cork(() => send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true));
+        if (!aborted) res.cork(() => send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true, m));
         return;
       }
       let body: string;
@@ -223,8 +252,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       finished = true;
       inflight++;
-      const ctx: RequestContext = { keyHash, creditRejected: false };
-      service.handle(body, gate.middleware(ctx)).then(
+      const ctx: RequestContext = { keyHash, creditRejected: false, network: net };
+      net.service.handle(body, gate.middleware(ctx)).then(
         (reply: RpcReply) => {
           // In flight until the whole body is with the socket: a long one is streamed, and its
           // `finish` runs when the last byte is written (or the client goes away).
@@ -240,7 +269,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
             const status = !reply.batch && ctx.creditRejected ? '429 Too Many Requests' : OK;
             const text = reply.body ?? '';
             if (text.length <= STREAM_ABOVE) {
-              res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown));
+              res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown, m));
               return;
             }
             // A streamed reply keeps its connection (close() ends it after the last byte).
@@ -249,7 +278,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
               endLong(res, text, finish, (f) => (onAbort = f));
             });
             streaming = true;
-            metrics.response('http', Number(status.slice(0, 3)));
+            m.response('http', Number(status.slice(0, 3)));
           } finally {
             if (!streaming) finish();
           }
@@ -257,7 +286,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         () => {
           try {
             // handle() never throws by contract; answer without internals if it does.
-            if (!aborted) res.cork(() => send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true));
+            if (!aborted) res.cork(() => send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true, m));
           } finally {
             done();
           }
@@ -272,24 +301,25 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   app.get('/health', (res, req) => {
     const origin = req.getHeader('origin');
+    const host = req.getHeader(REQ_HOST);
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
     });
-    store.head().then(
-      (head) => {
-        metrics.headBlock = Number(head.number);
-        if (!aborted) {
-          res.cork(() =>
-            send(res, shuttingDown ? '503 Service Unavailable' : '200 OK', origin, JSON.stringify({ status: shuttingDown ? 'stopping' : 'ok', head: `0x${head.number.toString(16)}`, number: Number(head.number) })),
-          );
-        }
-      },
-      () => {
-        metrics.headBlock = -1;
-        if (!aborted) res.cork(() => send(res, '503 Service Unavailable', origin, JSON.stringify({ status: 'store unavailable' })));
-      },
-    );
+    const reply = (ok: boolean, body: Record<string, unknown>): void => {
+      if (!aborted) res.cork(() => send(res, ok && !shuttingDown ? '200 OK' : '503 Service Unavailable', origin, JSON.stringify(body)));
+    };
+    // A bare host of a multi-network server: every network (overall rule in NetworkRouter.health).
+    if (router.isProcessHost(host)) {
+      void router.health(shuttingDown).then(({ ok, body }) => reply(ok, body));
+      return;
+    }
+    const net = router.route(host);
+    if (net === undefined) return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()));
+    void net.health().then((h) => {
+      const status = shuttingDown ? 'stopping' : h.status;
+      reply(h.status === 'ok', router.single ? { ...h, status } : { network: net.name, ...h, status });
+    });
   });
 
   app.ws<WsData>('/ws/v3/:key', {
@@ -305,16 +335,20 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const secProtocol = req.getHeader('sec-websocket-protocol');
       const secExtensions = req.getHeader('sec-websocket-extensions');
       const origin = req.getHeader('origin');
+      const host = req.getHeader(REQ_HOST);
       if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
+      const net = router.route(host);
+      if (net === undefined) return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), true);
       const rec = key === '' ? undefined : keys.lookup(key);
       const problem = keyProblem(rec, key);
-      if (problem !== undefined || rec === undefined) return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, true);
-      metrics.response('ws', 101);
-      res.upgrade<WsData>({ keyHash: rec.hash, ctxClosed: false, inflight: 0, queue: [] }, secKey, secProtocol, secExtensions, context);
+      if (problem !== undefined || rec === undefined) return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, true, net.metrics);
+      if (!keyAllowsNetwork(rec, net.name)) return send(res, '403 Forbidden', origin, BODY_NETWORK_NOT_ALLOWED(net.name), true, net.metrics);
+      net.metrics.response('ws', 101);
+      res.upgrade<WsData>({ keyHash: rec.hash, net, ctxClosed: false, inflight: 0, queue: [] }, secKey, secProtocol, secExtensions, context);
     },
     open: (ws) => {
       sockets.add(ws);
-      metrics.wsOpen++;
+      ws.getUserData().net.metrics.wsOpen++;
     },
     message: (ws, message) => {
       const data = ws.getUserData();
@@ -331,9 +365,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     },
     drain: (ws) => pump(ws, ws.getUserData()),
     close: (ws) => {
-      ws.getUserData().ctxClosed = true;
+      const data = ws.getUserData();
+      data.ctxClosed = true;
       sockets.delete(ws);
-      metrics.wsOpen--;
+      data.net.metrics.wsOpen--;
     },
   });
 
@@ -351,8 +386,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const runWs = (ws: WebSocket<WsData>, data: WsData, text: string): void => {
     data.inflight++;
     inflight++;
-    const ctx: RequestContext = { keyHash: data.keyHash, creditRejected: false };
-    service
+    const ctx: RequestContext = { keyHash: data.keyHash, creditRejected: false, network: data.net };
+    data.net.service
       .handle(text, gate.middleware(ctx))
       .then(
         (reply) => {
@@ -402,17 +437,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       res.onAborted(() => {
         aborted = true;
       });
-      store.head().then(
-        (h) => {
-          metrics.headBlock = Number(h.number);
-        },
-        () => {
-          metrics.headBlock = -1;
-        },
-      ).finally(() => {
+      // Refreshes each network's head gauge (health() never rejects).
+      void Promise.all(router.networks.map((n) => n.health())).then(() => {
         if (aborted) return;
+        const all = router.single ? [metrics] : [metrics, ...router.networks.map((n) => n.metrics)];
         res.cork(() => {
-          res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metrics.render());
+          res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(Metrics.renderAll(all));
         });
       });
     });
@@ -449,5 +479,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return closing;
   };
 
-  return { port, metricsPort, metrics, close };
+  return { port, metricsPort, metrics, router, close };
+}
+
+/** The one network of a server given `service` + `store`: every Host, unlabelled metrics. */
+function singleNetwork(opts: ServerOptions): NetworkRuntime {
+  if (opts.service === undefined || opts.store === undefined) throw new Error('startServer: give service and store, or networks');
+  return new NetworkRuntime({ name: IMPLICIT_NETWORK, store: opts.store, service: opts.service, implicit: true });
 }
