@@ -10,8 +10,9 @@ import {
   findKey,
   isPlanName,
   nextUtcMidnight,
+  networkNameProblem,
   readKeys,
-  readUsage,
+  readUsageByNetwork,
   revokeKey,
   utcDay,
 } from '@chainnode/server';
@@ -43,9 +44,13 @@ function usageOf(datadir: string, config: ServerConfig, rec: KeyRecord): {
   used: number;
   remaining: number;
   resetsAt: string;
+  networks: string[] | null;
+  byNetwork: Record<string, number>;
 } {
   const now = Date.now();
-  const used = readUsage(datadir, utcDay(now)).get(rec.hash) ?? 0;
+  // One balance across networks; byNetwork splits it ("" holds charges of a server without networks).
+  const byNetwork = Object.fromEntries(readUsageByNetwork(datadir, utcDay(now)).get(rec.hash) ?? new Map<string, number>());
+  const used = Object.values(byNetwork).reduce((a, b) => a + b, 0);
   const daily = dailyLimit(config, rec);
   return {
     id: rec.id,
@@ -56,6 +61,8 @@ function usageOf(datadir: string, config: ServerConfig, rec: KeyRecord): {
     used,
     remaining: Math.max(0, daily - used),
     resetsAt: nextUtcMidnight(now).toISOString(),
+    networks: rec.networks ?? null,
+    byNetwork,
   };
 }
 
@@ -63,6 +70,17 @@ function lookup(datadir: string, keyOrId: string): KeyRecord {
   const rec = findKey(keys(datadir), keyOrId);
   if (!rec) throw new CliError('no such key in the datadir (give the key, or its id from `keys list`)');
   return rec;
+}
+
+function parseNetworks(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const names = value.split(',').map((n) => n.trim()).filter((n) => n !== '');
+  if (names.length === 0) throw new CliError('--networks: expected a comma-separated list of network names');
+  for (const n of names) {
+    const problem = networkNameProblem(n);
+    if (problem !== undefined) throw new CliError(`--networks: ${problem}`);
+  }
+  return names;
 }
 
 function parseCredits(value: string | undefined): number | undefined {
@@ -83,19 +101,22 @@ export function register(program: Command): void {
     .requiredOption('--plan <plan>', `plan: ${PLAN_NAMES.join(', ')}`)
     .option('--daily-credits <n>', "override the plan's daily credit balance for this key")
     .option('--label <label>', 'free text to recognise the key by')
+    .option('--networks <names>', 'limit the key to these networks (comma-separated names); default: every network')
     .option('--json', 'print a JSON object')
-    .action((opts: Common & { plan: string; dailyCredits?: string; label?: string }) => {
+    .action((opts: Common & { plan: string; dailyCredits?: string; label?: string; networks?: string }) => {
       if (!isPlanName(opts.plan)) throw new CliError(`--plan: expected one of ${PLAN_NAMES.join(', ')}, got "${opts.plan}"`);
       const config = readConfig(opts.datadir, opts.config);
       const dailyCredits = parseCredits(opts.dailyCredits);
+      const networks = parseNetworks(opts.networks);
       const { key, record } = createKey(opts.datadir, {
+        ...(networks !== undefined ? { networks } : {}),
         plan: opts.plan,
         ...(dailyCredits !== undefined ? { dailyCredits } : {}),
         ...(opts.label !== undefined ? { label: opts.label } : {}),
       });
       const daily = dailyLimit(config, record);
       if (opts.json) {
-        process.stdout.write(`${JSON.stringify({ key, id: record.id, plan: record.plan, dailyCredits: daily, label: record.label ?? null, createdAt: record.createdAt })}\n`);
+        process.stdout.write(`${JSON.stringify({ key, id: record.id, plan: record.plan, dailyCredits: daily, label: record.label ?? null, networks: record.networks ?? null, createdAt: record.createdAt })}\n`);
       } else {
         process.stdout.write(`${key}\n`);
         process.stderr.write(`keys: created key ${record.id} on plan ${record.plan} (${daily} credits/day). It is shown only this once.\n`);

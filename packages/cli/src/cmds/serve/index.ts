@@ -1,5 +1,6 @@
 // `node-cli serve [--datadir ./data] [--host 127.0.0.1] [--port 8545] [--config <file>]
-//  [--failover-url <url>] [--metrics-port <port>]`: JSON-RPC over HTTP and WebSocket.
+//  [--failover-url <url>] [--metrics-port <port>] [--network <name>=<datadir>[,follow=<URL>]]...
+//  [--default-network <name>]`: JSON-RPC over HTTP and WebSocket, one or several networks.
 import type { Command } from 'commander';
 import { serve } from './run.js';
 import type { ServeOptions } from './run.js';
@@ -20,7 +21,14 @@ export function register(program: Command): void {
     program
       .command('serve')
       .description('serve the imported chain: HTTP POST /v3/<API_KEY>, WebSocket /ws/v3/<API_KEY>, GET /health'),
-  ).action(async (opts: ServeOptions) => {
+  )
+    .option(
+      '--network <name>=<datadir>[,follow=<URL>]',
+      'serve this network, chosen by the request Host <name>.<anything> (repeatable; replaces the config\'s networks); --datadir then holds only keys, usage and config',
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
+    .option('--default-network <name>', 'the network answering bare hosts (IP addresses, localhost); without it they get 404')
+    .action(async (opts: ServeOptions) => {
       await serve(opts);
     });
 }

@@ -1,18 +1,17 @@
-// Opens the store, starts the log workers (eth_getLogs off the event loop, config logWorkers),
-// builds the rpc service and runs the uWS server until SIGTERM/SIGINT, then shuts down in
-// order: stop accepting, let in-flight requests finish, stop the log workers (each closes its
-// store), close the store.
+// Opens each network (its store, log workers and rpc service: network.ts), runs the uWS server
+// until SIGTERM/SIGINT, then shuts down in order: stop accepting, let in-flight requests finish,
+// stop each network's log workers (each closes its store), close the stores.
+// Without --network (or config networks) the one chain of --datadir is served on every Host,
+// exactly as before networks existed.
 // Shared by `serve` and `start`. Nothing printed here contains an API key unless the caller
 // passes one for the banner (`start` prints its development key on purpose).
-import { existsSync } from 'node:fs';
-import { ConfigError, FAULT_ENV, applyFaultInjection, loadConfig, startServer } from '@chainnode/server';
-import type { RunningServer, ServerConfig } from '@chainnode/server';
-import type { RpcConfig } from '@chainnode/rpc';
-import { OffloadPool, createRpcService, resolveConfig } from '@chainnode/rpc';
-import { DatadirEmptyError, DatadirInUseError, openChainStore } from '@chainnode/store';
-import type { ChainStore } from '@chainnode/core';
+import { ConfigError, loadConfig, startServer } from '@chainnode/server';
+import type { NetworkRuntime, RunningServer, ServerConfig } from '@chainnode/server';
+import { resolveConfig } from '@chainnode/rpc';
 import { CliError } from '../../cli-error.js';
-import type { LogWorkerData } from './log-worker.js';
+import { checkThreadPool, openNetwork, resolveNetworks } from './network.js';
+
+export { openStore } from './network.js';
 
 export interface ServeOptions {
   datadir: string;
@@ -21,6 +20,10 @@ export interface ServeOptions {
   config?: string;
   failoverUrl?: string;
   metricsPort?: string;
+  /** `--network <name>=<datadir>[,follow=<URL>]`, repeatable. */
+  network?: string[];
+  /** `--default-network <name>`: the network answering bare hosts. */
+  defaultNetwork?: string;
 }
 
 export function parsePort(name: string, value: string): number {
@@ -49,52 +52,40 @@ export function readConfig(datadir: string, file: string | undefined): ServerCon
   }
 }
 
-/** `shared`: log worker threads of this process will open the datadir too. */
-export async function openStore(datadir: string, shared = false): Promise<ChainStore> {
-  if (!existsSync(datadir)) throw new CliError(`datadir ${datadir} does not exist (import a chain first: node-cli sync --from <dir> --datadir ${datadir})`);
-  try {
-    return await openChainStore(datadir, { shared });
-  } catch (err) {
-    if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server already running on it?)`);
-    if (err instanceof DatadirEmptyError) throw new CliError(err.message);
-    throw err;
-  }
-}
-
 /** Serves until a signal; `banner` receives the bound address once listening. */
 export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, host: string) => void): Promise<void> {
   const port = parsePort('--port', opts.port);
   const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
   const failoverUrl = parseFailoverUrl(opts.failoverUrl);
   const config = readConfig(opts.datadir, opts.config);
-  const raw = await openStore(opts.datadir, config.logWorkers > 0);
-  let store: ChainStore;
-  try {
-    store = applyFaultInjection(raw);
-  } catch (err) {
-    await raw.close();
-    throw new CliError((err as Error).message);
+  const specs = resolveNetworks(opts.network, config);
+  const defaultNetwork = opts.defaultNetwork ?? (specs.length > 0 ? config.defaultNetwork : undefined);
+  if (defaultNetwork !== undefined) {
+    if (specs.length === 0) throw new CliError('--default-network needs --network (or networks in the config)');
+    if (!specs.some((n) => n.name === defaultNetwork)) throw new CliError(`--default-network ${defaultNetwork}: not among the networks (${specs.map((n) => n.name).join(', ')})`);
   }
-  if (store !== raw) process.stderr.write(`serve: fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails\n`);
   const log = (line: string): void => {
     process.stderr.write(`serve: ${line}\n`);
   };
   const rpcConfig = resolveConfig({ maxBatchSize: config.maxBatchSize });
-  let logs: OffloadPool | undefined;
-  if (config.logWorkers > 0) {
-    try {
-      logs = await startLogWorkers(opts.datadir, rpcConfig, config, log);
-    } catch (err) {
-      await raw.close();
-      throw new CliError(`cannot start the log workers: ${(err as Error).message}`);
-    }
+  checkThreadPool(config, Math.max(1, specs.length), log);
+  // One after the other: each opens a LevelDB and starts worker threads; a failure closes the rest.
+  const networks: NetworkRuntime[] = [];
+  const closeAll = async (): Promise<void> => {
+    await Promise.allSettled(networks.map((n) => n.close()));
+  };
+  try {
+    if (specs.length === 0) networks.push(await openNetwork({ name: '', datadir: opts.datadir, implicit: true, config, rpcConfig, log }));
+    for (const n of specs) networks.push(await openNetwork({ name: n.name, datadir: n.datadir, config, rpcConfig, log }));
+  } catch (err) {
+    await closeAll();
+    throw err;
   }
-  const service = createRpcService(store, rpcConfig, logs !== undefined ? { offload: logs } : {});
   let srv: RunningServer;
   try {
     srv = await startServer({
-      service,
-      store,
+      networks,
+      ...(defaultNetwork !== undefined ? { defaultNetwork } : {}),
       datadir: opts.datadir,
       config,
       host: opts.host,
@@ -104,8 +95,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       ...(metricsPort !== undefined ? { metricsPort } : {}),
     });
   } catch (err) {
-    await logs?.close();
-    await raw.close();
+    await closeAll();
     throw new CliError((err as Error).message);
   }
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
@@ -115,6 +105,15 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
   if (srv.metricsPort !== undefined) process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics\n`);
   if (failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
+  if (specs.length > 0) {
+    // *.localhost names the loopback in browsers and curl; elsewhere use DNS names whose first label is the network.
+    const shown = opts.host === '127.0.0.1' || opts.host === '::1' || opts.host === 'localhost' ? 'localhost' : hostForUrl;
+    for (const n of specs) {
+      const dflt = n.name === defaultNetwork ? ' (default: also bare hosts)' : '';
+      process.stdout.write(`serve: network ${n.name.padEnd(10)} http://${n.name}.${shown}:${srv.port}/v3/<API_KEY>  ws://${n.name}.${shown}:${srv.port}/ws/v3/<API_KEY>  ${n.datadir}${dflt}\n`);
+    }
+    process.stdout.write(`serve: keys and usage (one account across networks) in ${opts.datadir}\n`);
+  }
   banner?.(srv, hostForUrl);
 
   await new Promise<void>((resolve) => {
@@ -128,8 +127,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       process.stderr.write(`serve: ${signal}: finishing in-flight requests, then closing the store\n`);
       srv
         .close()
-        .then(() => logs?.close())
-        .then(() => raw.close())
+        .then(() => srv.router.close())
         .then(
           () => {
             process.stderr.write('serve: stopped cleanly\n');
@@ -147,29 +145,4 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   });
   // Idle keep-alive clients must not keep us alive past a clean stop.
   process.exit(process.exitCode ?? 0);
-}
-
-/**
- * The log workers: `logWorkers` threads answering eth_getLogs from their own shared handle on
- * the datadir, at most `logQueueLimit` calls queued or running. Each worker keeps its log reads
- * to 2 of libuv's thread pool (the store's limit), a pool the whole process shares (default 4
- * threads, UV_THREADPOOL_SIZE): with more workers than leave 2 threads to the main thread's
- * reads, block reads could queue behind log reads again, so that is reported.
- */
-async function startLogWorkers(datadir: string, rpcConfig: RpcConfig, config: ServerConfig, log: (line: string) => void): Promise<OffloadPool> {
-  const threads = Number(process.env['UV_THREADPOOL_SIZE']) || 4;
-  if (2 * config.logWorkers + 2 > threads) {
-    log(`logWorkers ${config.logWorkers}: log reads may hold ${2 * config.logWorkers} of the ${threads} libuv threads; set UV_THREADPOOL_SIZE to at least ${2 * config.logWorkers + 2}`);
-  }
-  const workerData: LogWorkerData = { datadir, rpcConfig };
-  const pool = await OffloadPool.start({
-    script: new URL('./log-worker.js', import.meta.url),
-    workerData,
-    size: config.logWorkers,
-    queueLimit: config.logQueueLimit,
-    timeoutMs: rpcConfig.logs.timeoutMs,
-    log,
-  });
-  log(`eth_getLogs runs in ${config.logWorkers} worker thread${config.logWorkers === 1 ? '' : 's'} (at most ${config.logQueueLimit} calls queued or running)`);
-  return pool;
 }
