@@ -10,7 +10,7 @@
 import { request } from 'node:http';
 import type { LookupFunction } from 'node:net';
 import { createRequire } from 'node:module';
-import { writeFile } from 'node:fs/promises';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { methodCosts } from '@chainnode/rpc';
 import { chainDir, datadirCopy, runCli, tempDir } from '@chainnode/testkit';
@@ -226,6 +226,29 @@ maybe('two networks in one process: answers by Host match each chain alone; one 
   expect(usageOnlyA).toMatchObject({ used: 0, networks: ['fixtures'] }); // eth_chainId costs 0; the refusals nothing
   const after = JSON.parse((await runCli(['keys', 'usage', every, '--json', '--datadir', home.dir])).stdout) as { used: number };
   expect(after.used).toBe(before.used);
+  // An open WebSocket whose key loses the network (as the dashboard would set it in keys.json):
+  // its next calls get -32002 within a second, uncharged.
+  const later = await createKeyCli(home.dir, 'team');
+  const open = await wsOpen(wsAt('execapis', later.key));
+  expect(JSON.parse(await open.send(call('eth_blockNumber', []))).result).toBe('0x36');
+  const file = JSON.parse(await readFile(join(home.dir, 'keys.json'), 'utf8')) as { keys: { id: string; networks?: string[] }[] };
+  for (const k of file.keys) if (k.id === later.id) k.networks = ['fixtures'];
+  await writeFile(join(home.dir, 'keys.json.tmp'), JSON.stringify(file));
+  await rename(join(home.dir, 'keys.json.tmp'), join(home.dir, 'keys.json'));
+  const t0 = Date.now();
+  let refused: { error?: { code: number } } = {};
+  let answered = 1;
+  for (;;) {
+    expect(Date.now() - t0).toBeLessThan(1500);
+    refused = JSON.parse(await open.send(call('eth_blockNumber', []))) as typeof refused;
+    if (refused.error !== undefined) break;
+    answered++;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(refused.error.code).toBe(-32002);
+  open.close();
+  const usedLater = JSON.parse((await runCli(['keys', 'usage', later.key, '--json', '--datadir', home.dir])).stdout) as { used: number };
+  expect(usedLater.used).toBe(answered * (costs['eth_blockNumber'] as number));
 
   // Health per network and for the process; metrics labelled by network, each family once.
   const health = await get(`http://127.0.0.1:${s.port}/health`);
