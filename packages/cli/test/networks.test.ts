@@ -304,11 +304,11 @@ maybe('two networks in one process: answers by Host match each chain alone; one 
   expect(await f.stop('SIGTERM')).toBe(0);
 });
 
-test('--network is validated: follow= not supported in this build, bad names, shared datadirs, unknown default', async () => {
+test('--network is validated: follow URLs, bad names, shared datadirs, unknown default', async () => {
   const home = await tempDir('chainnode-home-');
   cleanups.push(home.cleanup);
   const cases: [string[], RegExp][] = [
-    [['--network', `a=${home.dir}/x,follow=http://127.0.0.1:1/`], /follow=<URL> is not supported in this build/],
+    [['--network', `a=${home.dir}/x,follow=http://127.0.0.1:1/`, '--follow', 'http://127.0.0.1:1/'], /--follow: with networks, give each network its own/],
     [['--network', `a=${home.dir}/x,follow=ftp://h/`], /follow: expected an http\(s\):\/\/ or ws\(s\):\/\/ URL/],
     [['--network', `Main_net=${home.dir}/x`], /network name "Main_net"/],
     [['--network', `a=${home.dir}/x`, '--network', `b=${home.dir}/x`], /share the datadir/],
@@ -321,4 +321,51 @@ test('--network is validated: follow= not supported in this build, bad names, sh
     expect({ args, code: r.code }).toEqual({ args, code: 1 });
     expect(r.stderr).toMatch(message);
   }
+});
+
+maybe('a network with follow=<URL> follows its own upstream while the other network serves unchanged', async () => {
+  // Upstream: a chainnode serving the whole execution-apis chain (54 blocks).
+  const up = await datadirCopy('execution-apis');
+  cleanups.push(up.cleanup);
+  const upKey = (await createKeyCli(up.dir, 'custom')).key;
+  const upstream = await serveOn(up.dir);
+  // The follower starts from the same chain imported to block 20 only.
+  const part = await tempDir('chainnode-follow-');
+  cleanups.push(part.cleanup);
+  const liveDir = join(part.dir, 'live');
+  const sync = await runCli(['sync', '--from', chainDir('execution-apis') as string, '--datadir', liveDir, '--to', '20']);
+  expect(sync.code).toBe(0);
+  const a = await datadirCopy('fixtures');
+  cleanups.push(a.cleanup);
+  const home = await tempDir('chainnode-home-');
+  cleanups.push(home.cleanup);
+  const key = (await createKeyCli(home.dir, 'custom')).key;
+  const s = await serveOn(home.dir, ['--network', `fixtures=${a.dir}`, '--network', `live=${liveDir},follow=${upstream.url(upKey)}`, '--poll-ms', '50', '--metrics-port', '0']);
+  expect(s.output()).not.toContain(upKey); // the upstream URL carries a key: never printed
+  const at = (net: string): string => `http://${net}.localhost:${s.port}/v3/${key}`;
+  const t0 = Date.now();
+  for (;;) {
+    const n = (await post(at('live'), call('eth_blockNumber', []))).json.result;
+    if (n === '0x36') break;
+    expect(Date.now() - t0).toBeLessThan(120_000);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  // What the follower committed answers exactly as the upstream does; fixtures is untouched.
+  for (const n of ['0x15', '0x2d', '0x36']) {
+    const mine = await post(at('live'), call('eth_getBlockByNumber', [n, true]));
+    const theirs = await post(upstream.url(upKey), call('eth_getBlockByNumber', [n, true]));
+    expect(mine.text).toBe(theirs.text);
+  }
+  expect((await post(at('fixtures'), call('eth_blockNumber', []))).json.result).toBe('0x640');
+  const health = await get(`http://127.0.0.1:${s.port}/health`);
+  expect(health.json['status']).toBe('ok');
+  const live = (health.json['networks'] as Record<string, { number: number; follow?: { state: string; localHead: number } }>)['live'];
+  expect(live?.number).toBe(54);
+  expect(live?.follow?.localHead).toBe(54);
+  expect((health.json['networks'] as Record<string, { follow?: unknown }>)['fixtures']?.follow).toBeUndefined();
+  const metricsPort = /metrics\s+GET\s+http:\/\/127\.0\.0\.1:(\d+)\/metrics/.exec(s.output())?.[1];
+  const metrics = (await get(`http://127.0.0.1:${metricsPort}/metrics`)).text;
+  expect(metrics).toContain('chainnode_follow_local_head_block{network="live"} 54');
+  expect(metrics).not.toContain('chainnode_follow_local_head_block{network="fixtures"}');
+  expect(await s.stop('SIGTERM')).toBe(0);
 });

@@ -26,3 +26,19 @@ export class ChainSourceError extends Error {
     this.name = 'ChainSourceError';
   }
 }
+
+/** The new canonical chain leaves the stored one deeper than the allowed reorg depth. */
+export class ReorgTooDeepError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReorgTooDeepError';
+  }
+}
+
+/** The upstream node is unreachable or answers something that is not a valid reply. */
+export class UpstreamError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'UpstreamError';
+  }
+}

@@ -1,5 +1,13 @@
 export { importChain } from './importer.js';
 export type { ImportOptions, ImportProgress, ImportSummary } from './importer.js';
-export { BlockVerificationError, ChainMismatchError, ChainSourceError } from './errors.js';
+export { BlockVerificationError, ChainMismatchError, ChainSourceError, ReorgTooDeepError, UpstreamError } from './errors.js';
+export { ImportPipeline, GenesisRequiredError } from './pipeline.js';
+export type { PipelineOptions, PipelineHead, GenesisChoice } from './pipeline.js';
 export { readRlpBlocks } from './rlp-stream.js';
 export type { RawBlock } from './rlp-stream.js';
+export { Follower, followUpstream } from './follow.js';
+export type { FollowOptions, FollowStatus, FollowState, FollowSummary } from './follow.js';
+export { createRpcClient, redactUrl, UpstreamRpcError } from './rpc-client.js';
+export type { RpcClient, RpcClientOptions } from './rpc-client.js';
+export { RpcBlockSource } from './rpc-source.js';
+export type { UpstreamBlock, UpstreamTip } from './rpc-source.js';

@@ -10,4 +10,5 @@ export { IMPLICIT_NETWORK, MAX_NETWORKS, NETWORK_NAME_RE, NetworkRouter, Network
 export type { NetworkHealth, NetworkParts, RouterOptions } from './network.js';
 export type { RequestContext } from './middleware.js';
 export { Metrics } from './metrics.js';
+export type { IngestStatusView } from './metrics.js';
 export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';

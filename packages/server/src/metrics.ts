@@ -7,6 +7,21 @@
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** What /health and the metrics show of a follower's ingest (ingest's FollowStatus fits it). */
+export interface IngestStatusView {
+  state: string;
+  /** Origin of the upstream (no path: it may hold a key). */
+  upstream: string;
+  upstreamHead: bigint | undefined;
+  localHead: bigint;
+  lagBlocks: bigint;
+  lagSeconds: number;
+  reorgs: number;
+  blocksImported: number;
+  lastError: string | undefined;
+  lastErrorAt: number | undefined;
+}
+
 export type Outcome = 'ok' | 'error' | 'no_credits' | 'unauthorized' | 'failover';
 
 class Histogram {
@@ -43,6 +58,8 @@ export class Metrics {
   private readonly statuses = { http: new Map<number, number>(), ws: new Map<number, number>() };
   wsOpen = 0;
   headBlock = -1;
+  /** A follower's ingest state (serve --follow). */
+  ingest: (() => IngestStatusView) | undefined;
 
   /**
    * `network`: the label of every series of this instance (undefined: unlabelled, as a
@@ -87,7 +104,7 @@ export class Metrics {
     for (const m of all) m.collect(families);
     const out: string[] = [];
     for (const [family, lines] of families) {
-      const meta = FAMILIES[family as keyof typeof FAMILIES];
+      const meta = FAMILIES[family as keyof typeof FAMILIES] ?? FOLLOW_GAUGES[family as keyof typeof FOLLOW_GAUGES];
       out.push(`# HELP ${family} ${meta.help}`, `# TYPE ${family} ${meta.type}`, ...lines);
     }
     return `${out.join('\n')}\n`;
@@ -95,7 +112,7 @@ export class Metrics {
 
   /** Appends this instance's samples to `families` (family name -> sample lines). */
   private collect(families: Map<string, string[]>): void {
-    const add = (family: keyof typeof FAMILIES, line: string): void => {
+    const add = (family: keyof typeof FAMILIES | keyof typeof FOLLOW_GAUGES, line: string): void => {
       let lines = families.get(family);
       if (lines === undefined) families.set(family, (lines = []));
       lines.push(line);
@@ -129,6 +146,19 @@ export class Metrics {
       add('chainnode_websocket_connections', `chainnode_websocket_connections${only} ${this.wsOpen}`);
       add('chainnode_head_block', `chainnode_head_block${only} ${this.headBlock}`);
     }
+    const f = this.ingest?.();
+    if (f !== undefined) {
+      const gauge = (name: keyof typeof FOLLOW_GAUGES, v: number | bigint): void => add(name, `${name}${only} ${v}`);
+      gauge('chainnode_follow_upstream_head_block', f.upstreamHead ?? -1);
+      gauge('chainnode_follow_local_head_block', f.localHead);
+      gauge('chainnode_follow_lag_blocks', f.lagBlocks);
+      gauge('chainnode_follow_lag_seconds', f.lagSeconds);
+      gauge('chainnode_follow_reorgs', f.reorgs);
+      gauge('chainnode_follow_blocks_imported', f.blocksImported);
+      gauge('chainnode_follow_failed', f.state === 'failed' ? 1 : 0);
+      gauge('chainnode_follow_upstream_up', f.state === 'retrying' || f.state === 'starting' ? 0 : 1);
+      gauge('chainnode_follow_last_error_timestamp_seconds', f.lastErrorAt === undefined ? 0 : Math.floor(f.lastErrorAt / 1000));
+    }
   }
 }
 
@@ -139,4 +169,17 @@ const FAMILIES = {
   chainnode_responses_total: { help: 'Transport responses by status (WebSocket: 101 per accepted upgrade).', type: 'counter' },
   chainnode_websocket_connections: { help: 'Open WebSocket connections.', type: 'gauge' },
   chainnode_head_block: { help: 'Number of the newest imported block (-1 when the store is unavailable).', type: 'gauge' },
+} as const;
+
+/** A follower's gauges (serve --follow), written only by a network that follows an upstream. */
+const FOLLOW_GAUGES = {
+  chainnode_follow_upstream_head_block: { help: 'Head block number the upstream last reported (-1 before its first answer).', type: 'gauge' },
+  chainnode_follow_local_head_block: { help: 'Newest block the follower has verified and committed.', type: 'gauge' },
+  chainnode_follow_lag_blocks: { help: 'Upstream head minus local head.', type: 'gauge' },
+  chainnode_follow_lag_seconds: { help: "Upstream head's timestamp minus local head's timestamp.", type: 'gauge' },
+  chainnode_follow_reorgs: { help: 'Reorgs (and rollbacks) applied since start.', type: 'gauge' },
+  chainnode_follow_blocks_imported: { help: 'Blocks committed since start.', type: 'gauge' },
+  chainnode_follow_failed: { help: '1 when a verification failure (or a too-deep reorg) stopped the ingest; serving continues on the verified prefix.', type: 'gauge' },
+  chainnode_follow_upstream_up: { help: '0 while the upstream is failing and being retried.', type: 'gauge' },
+  chainnode_follow_last_error_timestamp_seconds: { help: 'Unix time of the last upstream or ingest error (0: none).', type: 'gauge' },
 } as const;

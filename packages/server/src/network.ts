@@ -13,9 +13,10 @@
 //      answered from some other chain.
 // A server started the old way (`serve --datadir D`, one implicit network) answers every Host
 // from its one network (catch-all), exactly as before networks existed.
-import type { ChainStore } from '@chainnode/core';
+import type { ChainEvents, ChainStore } from '@chainnode/core';
 import type { RpcServiceApi } from '@chainnode/rpc';
 import { Metrics } from './metrics.js';
+import type { IngestStatusView } from './metrics.js';
 
 /** A DNS label: network names appear as the first label of a Host, in metrics and in key records. */
 export const NETWORK_NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
@@ -46,12 +47,33 @@ export interface NetworkParts {
    * Host and its metrics carry no `network` label, exactly as before networks existed.
    */
   implicit?: boolean;
+  /** Commits of this network's follower (`follow=<URL>`), for consumers such as eth_subscribe. */
+  chainEvents?: ChainEvents;
+  /** State of this network's follower, for /health and its metrics. */
+  ingestStatus?: () => IngestStatusView;
 }
 
 export interface NetworkHealth {
   status: 'ok' | 'store unavailable';
   head?: string;
   number?: number;
+  /** The follower's state, on a network that follows an upstream. */
+  follow?: Record<string, unknown>;
+}
+
+function ingestJson(v: IngestStatusView): Record<string, unknown> {
+  return {
+    state: v.state,
+    upstream: v.upstream,
+    upstreamHead: v.upstreamHead === undefined ? null : Number(v.upstreamHead),
+    localHead: Number(v.localHead),
+    lagBlocks: Number(v.lagBlocks),
+    lagSeconds: v.lagSeconds,
+    reorgs: v.reorgs,
+    blocksImported: v.blocksImported,
+    lastError: v.lastError ?? null,
+    lastErrorAt: v.lastErrorAt === undefined ? null : new Date(v.lastErrorAt).toISOString(),
+  };
 }
 
 /** One network served by the process: routing target of the server. */
@@ -62,6 +84,8 @@ export class NetworkRuntime {
   /** This network's series; rendered with a `network` label next to the others. */
   readonly metrics: Metrics;
   readonly implicit: boolean;
+  /** Commits of this network's follower, if it follows an upstream. */
+  readonly chainEvents: ChainEvents | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly parts: NetworkParts) {
@@ -72,17 +96,20 @@ export class NetworkRuntime {
     this.service = parts.service;
     this.implicit = parts.implicit === true;
     this.metrics = new Metrics(this.implicit ? undefined : parts.name);
+    this.metrics.ingest = parts.ingestStatus;
+    this.chainEvents = parts.chainEvents;
   }
 
   /** Reads the head; a failing store reports `store unavailable` (and -1 in the head gauge). */
   async health(): Promise<NetworkHealth> {
+    const follow = this.parts.ingestStatus === undefined ? {} : { follow: ingestJson(this.parts.ingestStatus()) };
     try {
       const head = await this.store.head();
       this.metrics.headBlock = Number(head.number);
-      return { status: 'ok', head: `0x${head.number.toString(16)}`, number: Number(head.number) };
+      return { status: 'ok', head: `0x${head.number.toString(16)}`, number: Number(head.number), ...follow };
     } catch {
       this.metrics.headBlock = -1;
-      return { status: 'store unavailable' };
+      return { status: 'store unavailable', ...follow };
     }
   }
 

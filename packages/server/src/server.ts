@@ -11,7 +11,7 @@
 // through `res.cork`; WebSocket sends respect `getBufferedAmount()`.
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket } from 'uWebSockets.js';
-import type { ChainStore } from '@chainnode/core';
+import type { ChainEvents, ChainStore } from '@chainnode/core';
 import type { RpcReply, RpcServiceApi } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
 import { Gate } from './middleware.js';
@@ -20,6 +20,7 @@ import { KeyRegistry, keyAllowsNetwork } from './keys.js';
 import type { KeyRecord } from './keys.js';
 import { CreditLedger } from './ledger.js';
 import { Metrics } from './metrics.js';
+import type { IngestStatusView } from './metrics.js';
 import { networkNotAllowedMessage } from './middleware.js';
 import { IMPLICIT_NETWORK, NetworkRouter, NetworkRuntime } from './network.js';
 
@@ -42,7 +43,15 @@ export interface ServerOptions {
   metricsPort?: number;
   /** Operational messages (never containing keys). */
   log?: (line: string) => void;
+  /**
+   * Commits of a follower's ingest (serve --follow), published on this thread after the store's
+   * caches dropped what each commit made stale: for consumers such as eth_subscribe.
+   */
+  chainEvents?: ChainEvents;
+  /** State of a follower's ingest, for /health and the metrics (serve --follow). */
+  ingestStatus?: () => IngestStatusView;
 }
+
 
 export interface RunningServer {
   readonly port: number;
@@ -485,5 +494,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 /** The one network of a server given `service` + `store`: every Host, unlabelled metrics. */
 function singleNetwork(opts: ServerOptions): NetworkRuntime {
   if (opts.service === undefined || opts.store === undefined) throw new Error('startServer: give service and store, or networks');
-  return new NetworkRuntime({ name: IMPLICIT_NETWORK, store: opts.store, service: opts.service, implicit: true });
+  return new NetworkRuntime({
+    name: IMPLICIT_NETWORK,
+    store: opts.store,
+    service: opts.service,
+    implicit: true,
+    ...(opts.chainEvents !== undefined ? { chainEvents: opts.chainEvents } : {}),
+    ...(opts.ingestStatus !== undefined ? { ingestStatus: opts.ingestStatus } : {}),
+  });
 }

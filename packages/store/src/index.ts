@@ -1,7 +1,7 @@
 export { openChainStore, LevelChainStore } from './reader.js';
 export type { OpenChainStoreOptions } from './reader.js';
 export { StoreWriter } from './writer.js';
-export type { BlockInput, GenesisInput, LogInput, FlushStats } from './writer.js';
+export type { BlockInput, GenesisInput, LogInput, FlushStats, RemovedBlock } from './writer.js';
 export { DatadirInUseError, DatadirEmptyError } from './db.js';
 export { digestDatadir } from './digest.js';
 export { SCHEMA_VERSION } from './schema.js';

@@ -22,6 +22,8 @@ import type { StoredLog } from './schema.js';
 /** What the log code needs from the rest of the reader. */
 export interface LogReadContext {
   head(): Promise<ChainHead>;
+  /** Changes whenever a commit may have made cached block contexts stale (serve --follow). */
+  generation?(): number;
 }
 
 interface BlockLogContext {
@@ -390,6 +392,11 @@ export class LogQueries {
     this.db = new GatedDb(db, new Gate(LOG_READS_IN_FLIGHT));
   }
 
+  /** A commit changed the canonical blocks at these numbers (see LevelChainStore.applyCommit). */
+  forget(numbers: bigint[]): void {
+    for (const n of numbers) this.logContexts.delete(n);
+  }
+
   /** Log id range [start, end) covering blocks [from, to] (to clamped to the head). */
   private async logIdRange(from: bigint, to: bigint): Promise<{ start: number; end: number; to: bigint } | undefined> {
     const head = await this.chain.head();
@@ -411,6 +418,7 @@ export class LogQueries {
       else missing.push(n); // `numbers` holds each block once
     }
     if (missing.length === 0) return out;
+    const gen = this.chain.generation?.();
     const [hashes, txHashes] = await Promise.all([tables.canonical.getMany(this.db, missing), tables.blockTxHashes.getMany(this.db, missing)]);
     const headers = await tables.headers.getMany(
       this.db,
@@ -424,7 +432,7 @@ export class LogQueries {
       const txs = txHashes[i];
       if (header === undefined || txs === undefined) throw new Error(`block ${n}: header or tx hashes missing`);
       const ctx = { hash: hashes[i] as Uint8Array, timestamp: headerTimestamp(header), txHashes: txs };
-      this.logContexts.set(n, ctx);
+      if (gen === this.chain.generation?.()) this.logContexts.set(n, ctx);
       out.set(n, ctx);
     });
     return out;

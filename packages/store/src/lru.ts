@@ -28,6 +28,11 @@ export class Lru<K, V> {
     this.young.set(key, value);
   }
 
+  delete(key: K): void {
+    this.young.delete(key);
+    this.old.delete(key);
+  }
+
   clear(): void {
     this.young.clear();
     this.old.clear();

@@ -3,12 +3,15 @@
 // hot paths (head, block by number/hash, tx lookups, accounts, storage slots, trie nodes and
 // proofs) off LevelDB.
 //
-// Why caching is exact here: the store opens its LevelDB read-only through `open()` alone, and
-// classic-level holds the datadir's exclusive lock for as long as it is open, so nothing can
-// write the chain under it (no import, no reorg) while it serves. The head, the canonical
-// number -> hash map and the tx lookup rows are therefore fixed for its lifetime; everything
-// else is content-addressed (by block hash, state root, storage root or node hash) and immutable
-// anyway. Cached records are shared between callers and must be treated as read-only.
+// Why caching is exact here: without a follower, classic-level holds the datadir's exclusive lock
+// for as long as the store is open, so nothing writes the chain under it: the head, the canonical
+// number -> hash map and the tx lookup rows are fixed; everything else is content-addressed (by
+// block hash, state root, storage root or node hash) and immutable anyway. With `serve --follow`
+// an ingest thread of the same process writes: after each durable batch the serving thread calls
+// applyCommit(), which moves the cached head and drops every entry the commit made stale (canonical
+// numbers, tx locations, records of orphaned blocks, per-block log contexts). A read that was in
+// flight across a commit does not fill the caches (generation check). Cached records are shared
+// between callers and must be treated as read-only.
 import { RLP } from '@ethereumjs/rlp';
 import { MerklePatriciaTrie, createMerkleProof } from '@ethereumjs/mpt';
 import { createAccountFromRLP, KECCAK256_NULL, KECCAK256_RLP, setLengthLeft } from '@ethereumjs/util';
@@ -27,6 +30,7 @@ import type {
   AccountProofRecord,
   BlockRecord,
   Bytes,
+  ChainCommit,
   ChainHead,
   ChainInfo,
   ChainStore,
@@ -92,6 +96,8 @@ export class LevelChainStore implements ChainStore {
   private readonly proofs = new Lru<string, AccountProofRecord>(2048);
   /** The head, read once: no writer can move it while this store holds the datadir lock. */
   private headCache: ChainHead | undefined;
+  /** Bumped by applyCommit: a read that started under an older generation does not fill caches. */
+  private gen = 0;
   private readonly trieDb: TrieNodeDb;
   private readonly logQueries: LogQueries;
 
@@ -100,7 +106,7 @@ export class LevelChainStore implements ChainStore {
     private readonly chainInfo: ChainInfo,
   ) {
     this.trieDb = new CachedTrieDb(db, false);
-    this.logQueries = new LogQueries(db, { head: () => this.head() });
+    this.logQueries = new LogQueries(db, { head: () => this.head(), generation: () => this.gen });
   }
 
   static async open(datadir: string, options: OpenChainStoreOptions = {}): Promise<LevelChainStore> {
@@ -162,8 +168,9 @@ export class LevelChainStore implements ChainStore {
     if (number < 0n || number >= 2n ** 64n) return undefined;
     const hit = this.canonicalCache.get(number);
     if (hit !== undefined) return hit;
+    const gen = this.gen;
     const hash = await tables.canonical.get(this.db, number);
-    if (hash !== undefined) this.canonicalCache.set(number, hash);
+    if (hash !== undefined && gen === this.gen) this.canonicalCache.set(number, hash);
     return hash;
   }
 
@@ -188,11 +195,12 @@ export class LevelChainStore implements ChainStore {
     const key = byteKey(hash);
     const hit = this.headers.get(key);
     if (hit !== undefined) return hit;
+    const gen = this.gen;
     if ((await this.canonicalNumber(hash)) === undefined) return undefined;
     const raw = await tables.headers.get(this.db, hash);
     if (raw === undefined) return undefined;
     const h = decodeHeader(raw);
-    this.headers.set(key, h);
+    if (gen === this.gen) this.headers.set(key, h);
     return h;
   }
 
@@ -204,6 +212,7 @@ export class LevelChainStore implements ChainStore {
     const key = byteKey(hash);
     const hit = this.blocks.get(key);
     if (hit !== undefined) return hit;
+    const gen = this.gen;
     const header = await this.headerOf(hash);
     if (header === undefined) return undefined;
     const [body, senders, td] = await Promise.all([
@@ -221,7 +230,7 @@ export class LevelChainStore implements ChainStore {
       uncleHashes: body.uncles.map((u) => keccak256(u)),
     };
     if (body.withdrawals !== undefined) record.withdrawals = withdrawalsFromValues(body.withdrawals);
-    this.blocks.set(key, record);
+    if (gen === this.gen) this.blocks.set(key, record);
     return record;
   }
 
@@ -242,6 +251,7 @@ export class LevelChainStore implements ChainStore {
       const key = byteKey(hash);
       const hit = this.txCache.get(key);
       if (hit !== undefined) return hit;
+      const gen = this.gen;
       const loc = await tables.txLookup.get(this.db, hash);
       if (loc === undefined) return undefined;
       const blockHash = await this.canonical(loc.number);
@@ -257,9 +267,31 @@ export class LevelChainStore implements ChainStore {
         blockTimestamp: block.header.timestamp,
       };
       if (block.header.baseFeePerGas !== undefined) out.baseFeePerGas = block.header.baseFeePerGas;
-      this.txCache.set(key, out);
+      if (gen === this.gen) this.txCache.set(key, out);
       return out;
     });
+  }
+
+  /**
+   * A follower's batch has landed (serve --follow; called on the serving thread before the commit
+   * is published): `latest` moves to the commit's head at once, and whatever the commit made stale
+   * is dropped. Entries keyed by block hash stay unless their block was orphaned; state entries
+   * are keyed by state root and never go stale.
+   */
+  applyCommit(commit: ChainCommit): void {
+    this.gen++;
+    this.headCache = { number: commit.head.number, hash: commit.head.hash };
+    const numbers: bigint[] = [];
+    for (const b of commit.removed) {
+      numbers.push(b.number);
+      this.blocks.delete(byteKey(b.hash));
+      this.headers.delete(byteKey(b.hash));
+    }
+    for (const b of commit.added) numbers.push(b.number);
+    for (const n of numbers) this.canonicalCache.delete(n);
+    // A tx of an orphaned block may be in the new branch at another place, or nowhere.
+    if (commit.removed.length > 0) this.txCache.clear();
+    this.logQueries.forget(numbers);
   }
 
   // --- logs (the query code lives in logs.ts) ---------------------------------------------------

@@ -657,6 +657,8 @@ export const MetaKey = {
   GenesisHash: 'genesisHash',
   ChainConfig: 'chainConfig',
   Head: 'head',
+  /** The whole genesis.json the chain was started from (JSON): a follower restarts without --genesis. */
+  GenesisJson: 'genesisJson',
 } as const;
 
 export const tables = {

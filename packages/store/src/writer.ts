@@ -2,10 +2,12 @@
 // written by `flush()` as ONE LevelDB batch holding every table row, every trie node of the
 // group and the head pointer (last). A crash before the batch lands leaves the previous head
 // and nothing of the group; after it, the whole group.
+import { RLP } from '@ethereumjs/rlp';
 import { bytesToBigInt } from '@chainnode/core';
+import type { LogRecord } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, SCHEMA_VERSION, decodePostings, encodeLogRow, headCodec, logIndexKeyLength, putU64, tables, writeLogIndexKey } from './schema.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, SCHEMA_VERSION, decodePostings, encodeLogRow, headCodec, logIndexKeyLength, postingCodec, putU64, tables, writeLogIndexKey } from './schema.js';
 import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
 
@@ -30,10 +32,19 @@ export interface BlockInput {
   logsBloom: Uint8Array;
 }
 
+/** A block a rewind took off the canonical chain, with the logs it had. */
+export interface RemovedBlock {
+  number: bigint;
+  hash: Uint8Array;
+  logs: LogRecord[];
+}
+
 export interface GenesisInput {
   block: BlockInput;
   /** The `config` object of genesis.json, stored as JSON. */
   chainConfig: unknown;
+  /** The whole genesis.json, stored as JSON when given. */
+  genesisJson?: unknown;
 }
 
 /**
@@ -241,11 +252,12 @@ class ValueTable {
 
   /** The entry of posting p's value, inserted (open chunk unknown) if new. */
   private entryOf(p: number): number {
-    const h = this.pHash[p] as number;
-    const kindLen = this.pKindLen[p] as number;
+    return this.findOrInsert(this.pHash[p] as number, this.pKindLen[p] as number, this.posted, this.pAt[p] as number);
+  }
+
+  /** The entry of the value `posted[at, at + len)` (hash h, kind << 16 | len), inserted if new. */
+  private findOrInsert(h: number, kindLen: number, posted: Uint8Array, at: number): number {
     const len = kindLen & 0xffff;
-    const at = this.pAt[p] as number;
-    const posted = this.posted;
     let slots = this.slots;
     let mask = (slots.length >> 1) - 1;
     let i = h & mask;
@@ -545,6 +557,17 @@ class ValueTable {
     this.compactOpens(0);
   }
 
+  /**
+   * A reorg truncated (kind, value)'s postings in the batch being staged: its open chunk is now
+   * `ids` (fewer than LOG_INDEX_CHUNK, possibly none), whatever the database still holds.
+   */
+  replaceOpen(kind: number, value: Uint8Array, ids: number[], flush: number): void {
+    if (this.posts !== 0) throw new Error('log index: replaceOpen with postings staged');
+    const e = this.findOrInsert(valueHash(kind, value), (kind << 16) | value.length, value, 0);
+    this.setOpen(e, ids.length === 0 ? NO_BYTES : postingCodec.encode(ids), ids.length, ids.length === 0 ? 0 : (ids[ids.length - 1] as number));
+    this.rec[REC * e + R_LAST_USE] = flush;
+  }
+
   /** After a failed batch: forget everything (nothing more is written). */
   reset(): void {
     this.n = 0;
@@ -578,6 +601,8 @@ class Slab {
 }
 
 export interface WriterOptions {
+  /** Let worker threads of this process open the datadir too (classic-level multithreading). */
+  shared?: boolean;
   /** Byte budget of the open posting chunks kept in memory between flushes. Default 256 MiB. */
   openChunkCacheBytes?: number;
 }
@@ -617,7 +642,7 @@ export class StoreWriter {
   }
 
   static async open(datadir: string, options: WriterOptions = {}): Promise<StoreWriter> {
-    const w = new StoreWriter(await openDb(datadir, { create: true, bulkLoad: true }), options);
+    const w = new StoreWriter(await openDb(datadir, { create: true, bulkLoad: true, shared: options.shared === true }), options);
     try {
       await w.load();
     } catch (err) {
@@ -649,6 +674,12 @@ export class StoreWriter {
     return this.genesisHash;
   }
 
+  /** The genesis.json stored at writeGenesis, if it was. */
+  async genesisJson(): Promise<unknown> {
+    const raw = await tables.meta.get(this.db, MetaKey.GenesisJson);
+    return raw === undefined ? undefined : JSON.parse(new TextDecoder().decode(raw));
+  }
+
   /** Last durable (flushed) head. */
   durableHead(): HeadPointer | undefined {
     return this.head;
@@ -673,6 +704,7 @@ export class StoreWriter {
     tables.meta.put(ops, MetaKey.SchemaVersion, Uint8Array.of(SCHEMA_VERSION));
     tables.meta.put(ops, MetaKey.GenesisHash, g.block.hash);
     tables.meta.put(ops, MetaKey.ChainConfig, new TextEncoder().encode(JSON.stringify(g.chainConfig)));
+    if (g.genesisJson !== undefined) tables.meta.put(ops, MetaKey.GenesisJson, new TextEncoder().encode(JSON.stringify(g.genesisJson)));
     this.stageBlock(g.block);
     await this.flush();
     this.genesisHash = g.block.hash;
@@ -736,6 +768,90 @@ export class StoreWriter {
   }
 
   private readonly alloc = (n: number): Uint8Array => this.slab.alloc(n);
+
+  /**
+   * Stages, into the current group, the undo of every canonical block above `ancestor` (a reorg:
+   * the caller then stages the new branch's blocks into the same group, and one flush writes it
+   * all, so no reader ever sees the ancestor as head or a mix of branches). The undo is derived
+   * from what those blocks wrote: their canonical-number, tx-hash-list, bloom and log-range rows,
+   * their log rows, their tx-hash lookups and their log-index postings (log ids are a dense tail
+   * above the ancestor's last log, so each touched posting list is cut at the first orphaned id,
+   * leaving exactly the chunks it had before those logs were added). Rows keyed by block hash
+   * (headers, bodies, receipts, senders, total difficulty, hash -> number) stay: readers see a
+   * block by hash only while the canonical row of its number names it, and a later reorg back to
+   * it rewrites the same bytes. Trie nodes are content-addressed and need no undo.
+   *
+   * Must be called with nothing staged and no batch in flight (after flush()). Returns the
+   * removed blocks, oldest first, with the logs they had.
+   */
+  async rewind(ancestor: bigint): Promise<RemovedBlock[]> {
+    await this.settle();
+    if (this.failed !== undefined) throw this.failed;
+    if (this.groupHead !== undefined || this.group.bytes !== 0) throw new Error('rewind: blocks are staged');
+    const head = this.head;
+    if (head === undefined || ancestor >= head.number) return [];
+    if (ancestor < 0n) throw new Error('rewind: below genesis');
+    const ancestorHash = await tables.canonical.get(this.db, ancestor);
+    const ancestorLogs = await tables.blockLogs.get(this.db, ancestor);
+    if (ancestorHash === undefined || ancestorLogs === undefined) throw new Error(`rewind: block ${ancestor} rows missing`);
+    const cut = ancestorLogs.firstLogId + BigInt(ancestorLogs.count);
+    const ops = this.group;
+    const removed: RemovedBlock[] = [];
+    for (let n = ancestor + 1n; n <= head.number; n++) {
+      const [hash, txHashes, range] = await Promise.all([tables.canonical.get(this.db, n), tables.blockTxHashes.get(this.db, n), tables.blockLogs.get(this.db, n)]);
+      if (hash === undefined || txHashes === undefined || range === undefined) throw new Error(`rewind: block ${n} rows missing`);
+      const headerRlp = await tables.headers.get(this.db, hash);
+      if (headerRlp === undefined) throw new Error(`rewind: header of block ${n} missing`);
+      const timestamp = bytesToBigInt((RLP.decode(headerRlp) as Uint8Array[])[11] as Uint8Array);
+      const logs: LogRecord[] = [];
+      for await (const [, row] of tables.logs.range(this.db, { gte: range.firstLogId, lt: range.firstLogId + BigInt(range.count) })) {
+        logs.push({
+          address: row.address,
+          topics: row.topics,
+          data: row.data,
+          blockNumber: n,
+          blockHash: hash,
+          blockTimestamp: timestamp,
+          transactionHash: txHashes[row.txIndex] as Uint8Array,
+          transactionIndex: row.txIndex,
+          logIndex: row.logIndex,
+        });
+      }
+      removed.push({ number: n, hash, logs });
+      ops.del(tables.canonical.key(n));
+      ops.del(tables.blockTxHashes.key(n));
+      ops.del(tables.blooms.key(n));
+      ops.del(tables.blockLogs.key(n));
+      for (const t of txHashes) ops.del(tables.txLookup.key(t));
+      for (let id = range.firstLogId; id < range.firstLogId + BigInt(range.count); id++) ops.del(tables.logs.key(id));
+    }
+    // The posting lists of every value the orphaned logs carried, cut at `cut`.
+    const touched = new Map<string, { kind: number; value: Uint8Array }>();
+    const touch = (kind: number, value: Uint8Array) => touched.set(`${kind}:${Buffer.from(value).toString('hex')}`, { kind, value });
+    for (const b of removed) {
+      for (const l of b.logs) {
+        touch(LogIndexKind.Address, l.address);
+        for (let pos = 0; pos < l.topics.length && pos < 4; pos++) touch(pos, l.topics[pos] as Uint8Array);
+      }
+    }
+    const flush = ++this.flushes;
+    const fresh = (k: number) => new Uint8Array(k);
+    for (const { kind, value } of touched.values()) {
+      const from = writeLogIndexKey(fresh(logIndexKeyLength(value.length)), kind, value, Number(cut));
+      const to = writeLogIndexKey(fresh(logIndexKeyLength(value.length)), kind, value, undefined);
+      const kept: number[] = [];
+      for await (const [k, v] of this.db.iterator({ gte: from, lte: to })) {
+        for (const id of decodePostings(v)) if (id < Number(cut)) kept.push(id);
+        ops.del(k.slice());
+      }
+      if (kept.length >= LOG_INDEX_CHUNK) throw new Error('rewind: a cut posting chunk is full');
+      if (kept.length > 0) ops.put(to, postingCodec.encode(kept));
+      this.values.replaceOpen(kind, value, kept, flush);
+    }
+    this.nextLogId = cut;
+    this.groupHead = { number: ancestor, hash: ancestorHash };
+    return removed;
+  }
 
   /** Approximate bytes staged (rows + trie nodes not counted) — for group sizing. */
   stagedBytes(): number {

@@ -1,6 +1,8 @@
 // `node-cli serve [--datadir ./data] [--host 127.0.0.1] [--port 8545] [--config <file>]
-//  [--failover-url <url>] [--metrics-port <port>] [--network <name>=<datadir>[,follow=<URL>]]...
-//  [--default-network <name>]`: JSON-RPC over HTTP and WebSocket, one or several networks.
+//  [--failover-url <url>] [--metrics-port <port>] [--follow <URL> [--genesis <file>] [--reorg-depth <n>]]
+//  [--network <name>=<datadir>[,follow=<URL>]]... [--default-network <name>]`: JSON-RPC over
+//  HTTP and WebSocket, one or several networks.
+import { Option } from 'commander';
 import type { Command } from 'commander';
 import { serve } from './run.js';
 import type { ServeOptions } from './run.js';
@@ -20,7 +22,11 @@ export function register(program: Command): void {
   withServeOptions(
     program
       .command('serve')
-      .description('serve the imported chain: HTTP POST /v3/<API_KEY>, WebSocket /ws/v3/<API_KEY>, GET /health'),
+      .description('serve the imported chain: HTTP POST /v3/<API_KEY>, WebSocket /ws/v3/<API_KEY>, GET /health')
+      .option('--follow <URL>', 'follow a live JSON-RPC upstream (http(s):// or ws(s)://) while serving; every block is verified before it is written')
+      .option('--genesis <file>', 'genesis.json of the followed chain (required for an empty datadir)')
+      .option('--reorg-depth <n>', 'deepest upstream reorg followed before the ingest stops (also for --network …,follow=)', '64')
+      .addOption(new Option('--poll-ms <ms>', 'upstream poll interval when caught up').default('1000').hideHelp()),
   )
     .option(
       '--network <name>=<datadir>[,follow=<URL>]',

@@ -3,24 +3,27 @@
 // which the server routes requests to by Host. Nothing here is shared between networks except the
 // process: a network whose store fails answers its own calls with errors, the others carry on.
 //
+// With `follow=<URL>` the network also runs its own ingest thread following that upstream
+// (follow-runtime.ts, as `serve --follow`): its commits reach only its own store and ChainEvents.
 // `--network <name>=<datadir>[,follow=<URL>]` is parsed here too.
 import { existsSync } from 'node:fs';
 import { ConfigError, FAULT_ENV, IMPLICIT_NETWORK, NetworkRuntime, applyFaultInjection, checkNetwork, checkNetworks } from '@chainnode/server';
 import type { NetworkConfig, ServerConfig } from '@chainnode/server';
 import type { RpcConfig } from '@chainnode/rpc';
 import { OffloadPool, createRpcService } from '@chainnode/rpc';
-import { DatadirEmptyError, DatadirInUseError, openChainStore } from '@chainnode/store';
+import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
 import { CliError } from '../../cli-error.js';
 import type { LogWorkerData } from './log-worker.js';
+import { FollowRuntime } from './follow-runtime.js';
 
-/**
- * Whether this build can follow a live upstream (`follow=<URL>`). The follow runtime is another
- * workstream's (`serve --follow`); until it is part of this build a network with `follow=` is
- * refused at start with FOLLOW_UNSUPPORTED rather than served as a frozen chain.
- */
-export const FOLLOW_SUPPORTED = false;
-export const FOLLOW_UNSUPPORTED = 'follow=<URL> is not supported in this build (no follow runtime); serve the network from its imported datadir without follow=';
+/** How a network follows its upstream (`follow=<URL>`, or `serve --follow` for --datadir). */
+export interface FollowOptions {
+  url: string;
+  genesisPath?: string;
+  reorgDepth: bigint;
+  pollMs: number;
+}
 
 /** Parses one `--network <name>=<datadir>[,follow=<URL>]`. */
 export function parseNetworkSpec(spec: string): NetworkConfig {
@@ -49,7 +52,6 @@ export function resolveNetworks(flags: readonly string[] | undefined, config: Se
     if (err instanceof ConfigError) throw new CliError(err.message);
     throw err;
   }
-  for (const n of list) if (n.follow !== undefined && !FOLLOW_SUPPORTED) throw new CliError(`network ${n.name}: ${FOLLOW_UNSUPPORTED}`);
   return list;
 }
 
@@ -73,29 +75,52 @@ export interface OpenNetworkOptions {
   config: ServerConfig;
   rpcConfig: RpcConfig;
   log: (line: string) => void;
+  /** Follow this upstream while serving (own ingest thread into the network's datadir). */
+  follow?: FollowOptions;
 }
 
 /** Opens a network's store, its log workers and rpc service; on failure nothing stays open. */
 export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime> {
   const label = o.implicit ? '' : `network ${o.name}: `;
   const log = (line: string): void => o.log(`${label}${line}`);
-  const raw = await openStore(o.datadir, o.config.logWorkers > 0).catch((err: unknown) => {
+  // Each log worker keeps its own store caches, which a follower's commits do not reach: a
+  // following network answers eth_getLogs on the serving thread.
+  let workers = o.config.logWorkers;
+  if (o.follow !== undefined && workers > 0) {
+    log('follows an upstream: eth_getLogs runs on the serving thread (logWorkers is ignored while following)');
+    workers = 0;
+  }
+  let follow: FollowRuntime | undefined;
+  let raw: ChainStore;
+  try {
+    if (o.follow !== undefined) {
+      const f = o.follow;
+      follow = new FollowRuntime({ url: f.url, datadir: o.datadir, ...(f.genesisPath !== undefined ? { genesisPath: f.genesisPath } : {}), reorgDepth: f.reorgDepth, pollMs: f.pollMs }, log);
+      const store = await openFollowedStore(o.datadir, follow, o.implicit ? '--follow' : 'follow');
+      follow.attach(store);
+      raw = store;
+    } else {
+      raw = await openStore(o.datadir, workers > 0);
+    }
+  } catch (err) {
     throw err instanceof CliError && !o.implicit ? new CliError(`${label}${err.message}`) : err;
-  });
+  }
   const network = o.implicit ? undefined : o.name;
   let store: ChainStore;
   try {
     store = applyFaultInjection(raw, process.env, network);
   } catch (err) {
+    await follow?.stop();
     await raw.close();
     throw new CliError((err as Error).message);
   }
   if (store !== raw) log(`fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails`);
   let logs: OffloadPool | undefined;
-  if (o.config.logWorkers > 0) {
+  if (workers > 0) {
     try {
       logs = await startLogWorkers({ datadir: o.datadir, rpcConfig: o.rpcConfig, ...(network !== undefined ? { network } : {}) }, o.config, log);
     } catch (err) {
+      await follow?.stop();
       await raw.close();
       throw new CliError(`${label}cannot start the log workers: ${(err as Error).message}`);
     }
@@ -106,7 +131,9 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
     store,
     service,
     implicit: o.implicit === true,
+    ...(follow !== undefined ? { chainEvents: follow, ingestStatus: () => (follow as FollowRuntime).status() } : {}),
     stop: async () => {
+      await follow?.stop();
       await logs?.close();
     },
     closeStore: () => raw.close(),
@@ -140,4 +167,34 @@ export function checkThreadPool(config: ServerConfig, networks: number, log: (li
   if (workers > 0 && 2 * workers + 2 > threads) {
     log(`logWorkers ${config.logWorkers}${networks > 1 ? ` x ${networks} networks` : ''}: log reads may hold ${2 * workers} of the ${threads} libuv threads; set UV_THREADPOOL_SIZE to at least ${2 * workers + 2}`);
   }
+}
+
+/**
+ * The serving store of a following network, opened shared with its ingest thread: at once if the
+ * datadir already holds a chain, else once the ingest has written its genesis.
+ */
+async function openFollowedStore(datadir: string, follow: FollowRuntime, what: string): Promise<LevelChainStore> {
+  const open = async (): Promise<LevelChainStore> => {
+    try {
+      return await LevelChainStore.open(datadir, { shared: true });
+    } catch (err) {
+      if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server or a sync already running on it?)`);
+      throw err;
+    }
+  };
+  try {
+    return await open();
+  } catch (err) {
+    if (!(err instanceof DatadirEmptyError)) {
+      await follow.stop();
+      throw err;
+    }
+  }
+  try {
+    await follow.ready;
+  } catch (err) {
+    await follow.stop();
+    throw new CliError(`${what}: ${(err as Error).message}`);
+  }
+  return open();
 }

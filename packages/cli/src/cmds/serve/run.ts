@@ -2,14 +2,18 @@
 // until SIGTERM/SIGINT, then shuts down in order: stop accepting, let in-flight requests finish,
 // stop each network's log workers (each closes its store), close the stores.
 // Without --network (or config networks) the one chain of --datadir is served on every Host,
-// exactly as before networks existed.
+// exactly as before networks existed (and `--follow <URL>` follows it live). A network given as
+// `--network <name>=<datadir>,follow=<URL>` follows its own upstream with its own ingest thread.
 // Shared by `serve` and `start`. Nothing printed here contains an API key unless the caller
 // passes one for the banner (`start` prints its development key on purpose).
 import { ConfigError, loadConfig, startServer } from '@chainnode/server';
 import type { NetworkRuntime, RunningServer, ServerConfig } from '@chainnode/server';
 import { resolveConfig } from '@chainnode/rpc';
+import { redactUrl } from '@chainnode/ingest';
+import { isUpstreamUrl, parseReorgDepth } from '../sync/index.js';
 import { CliError } from '../../cli-error.js';
 import { checkThreadPool, openNetwork, resolveNetworks } from './network.js';
+import type { FollowOptions } from './network.js';
 
 export { openStore } from './network.js';
 
@@ -24,6 +28,11 @@ export interface ServeOptions {
   network?: string[];
   /** `--default-network <name>`: the network answering bare hosts. */
   defaultNetwork?: string;
+  /** serve --follow <URL>: follow a live upstream while serving (the --datadir chain). */
+  follow?: string;
+  genesis?: string;
+  reorgDepth?: string;
+  pollMs?: string;
 }
 
 export function parsePort(name: string, value: string): number {
@@ -59,6 +68,14 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   const failoverUrl = parseFailoverUrl(opts.failoverUrl);
   const config = readConfig(opts.datadir, opts.config);
   const specs = resolveNetworks(opts.network, config);
+  if (specs.length > 0 && opts.follow !== undefined) throw new CliError('--follow: with networks, give each network its own: --network <name>=<datadir>,follow=<URL>');
+  if (opts.follow !== undefined && !isUpstreamUrl(opts.follow)) throw new CliError('--follow: expected an http(s):// or ws(s):// JSON-RPC URL');
+  if (opts.genesis !== undefined && opts.follow === undefined) throw new CliError('--genesis: only with --follow <URL>');
+  const reorgDepth = parseReorgDepth(opts.reorgDepth);
+  const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
+  if (!Number.isInteger(pollMs) || pollMs < 10) throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
+  const followOf = (url: string | undefined, genesisPath?: string): FollowOptions | undefined =>
+    url === undefined ? undefined : { url, reorgDepth, pollMs, ...(genesisPath !== undefined ? { genesisPath } : {}) };
   const defaultNetwork = opts.defaultNetwork ?? (specs.length > 0 ? config.defaultNetwork : undefined);
   if (defaultNetwork !== undefined) {
     if (specs.length === 0) throw new CliError('--default-network needs --network (or networks in the config)');
@@ -68,15 +85,21 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
     process.stderr.write(`serve: ${line}\n`);
   };
   const rpcConfig = resolveConfig({ maxBatchSize: config.maxBatchSize });
-  checkThreadPool(config, Math.max(1, specs.length), log);
+  checkThreadPool(config, specs.length === 0 ? (opts.follow === undefined ? 1 : 0) : specs.filter((n) => n.follow === undefined).length, log);
   // One after the other: each opens a LevelDB and starts worker threads; a failure closes the rest.
   const networks: NetworkRuntime[] = [];
   const closeAll = async (): Promise<void> => {
     await Promise.allSettled(networks.map((n) => n.close()));
   };
   try {
-    if (specs.length === 0) networks.push(await openNetwork({ name: '', datadir: opts.datadir, implicit: true, config, rpcConfig, log }));
-    for (const n of specs) networks.push(await openNetwork({ name: n.name, datadir: n.datadir, config, rpcConfig, log }));
+    if (specs.length === 0) {
+      const follow = followOf(opts.follow, opts.genesis);
+      networks.push(await openNetwork({ name: '', datadir: opts.datadir, implicit: true, config, rpcConfig, log, ...(follow !== undefined ? { follow } : {}) }));
+    }
+    for (const n of specs) {
+      const follow = followOf(n.follow);
+      networks.push(await openNetwork({ name: n.name, datadir: n.datadir, config, rpcConfig, log, ...(follow !== undefined ? { follow } : {}) }));
+    }
   } catch (err) {
     await closeAll();
     throw err;
@@ -105,11 +128,12 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
   if (srv.metricsPort !== undefined) process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics\n`);
   if (failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
+  if (opts.follow !== undefined) process.stdout.write(`serve: following ${redactUrl(opts.follow)} (reorg depth ${reorgDepth})\n`);
   if (specs.length > 0) {
     // *.localhost names the loopback in browsers and curl; elsewhere use DNS names whose first label is the network.
     const shown = opts.host === '127.0.0.1' || opts.host === '::1' || opts.host === 'localhost' ? 'localhost' : hostForUrl;
     for (const n of specs) {
-      const dflt = n.name === defaultNetwork ? ' (default: also bare hosts)' : '';
+      const dflt = `${n.name === defaultNetwork ? ' (default: also bare hosts)' : ''}${n.follow !== undefined ? ` following ${redactUrl(n.follow)}` : ''}`;
       process.stdout.write(`serve: network ${n.name.padEnd(10)} http://${n.name}.${shown}:${srv.port}/v3/<API_KEY>  ws://${n.name}.${shown}:${srv.port}/ws/v3/<API_KEY>  ${n.datadir}${dflt}\n`);
     }
     process.stdout.write(`serve: keys and usage (one account across networks) in ${opts.datadir}\n`);

@@ -2,7 +2,7 @@
 // a geth chain export into the datadir. Expected failures print one line (CliError).
 import { Option } from 'commander';
 import type { Command } from 'commander';
-import { BlockVerificationError, ChainMismatchError, ChainSourceError, importChain } from '@chainnode/ingest';
+import { BlockVerificationError, ChainMismatchError, ChainSourceError, GenesisRequiredError, ReorgTooDeepError, UpstreamError, followUpstream, importChain } from '@chainnode/ingest';
 import type { ImportProgress } from '@chainnode/ingest';
 import { DatadirInUseError, sizeOnDisk } from '@chainnode/store';
 import { CliError } from '../../cli-error.js';
@@ -12,6 +12,17 @@ export interface SyncOptions {
   datadir: string;
   to?: string;
   groupBlocks?: string;
+  genesis?: string;
+  reorgDepth?: string;
+}
+
+/** `--from` names a JSON-RPC upstream rather than a directory. */
+export const isUpstreamUrl = (from: string): boolean => /^(https?|wss?):\/\//i.test(from);
+
+export function parseReorgDepth(value: string | undefined): bigint {
+  if (value === undefined) return 64n;
+  if (!/^[0-9]+$/.test(value)) throw new CliError(`--reorg-depth: expected a number of blocks, got "${value}"`);
+  return BigInt(value);
 }
 
 function parseTo(value: string | undefined): bigint | undefined {
@@ -68,12 +79,26 @@ export async function sync(opts: SyncOptions): Promise<void> {
     if (groupBlocks !== undefined && !(Number.isInteger(groupBlocks) && groupBlocks > 0)) {
       throw new CliError(`--group-blocks: expected a positive integer, got "${opts.groupBlocks}"`);
     }
-    summary = await importChain({ from: opts.from, datadir: opts.datadir, to, onProgress: reporter.report, ...(groupBlocks ? { groupBlocks } : {}) });
+    const reorgDepth = parseReorgDepth(opts.reorgDepth);
+    if (isUpstreamUrl(opts.from)) {
+      summary = await followUpstream({
+        url: opts.from,
+        datadir: opts.datadir,
+        ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}),
+        ...(to !== undefined ? { to } : {}),
+        reorgDepth,
+        ...(groupBlocks ? { groupBlocks } : {}),
+        log: (line) => process.stderr.write(`${line}\n`),
+      });
+    } else {
+      if (opts.genesis !== undefined) throw new CliError('--genesis: only with --from <URL> (a directory holds its genesis.json)');
+      summary = await importChain({ from: opts.from, datadir: opts.datadir, to, reorgDepth, onProgress: reporter.report, ...(groupBlocks ? { groupBlocks } : {}) });
+    }
   } catch (err) {
     reporter.done();
     if (err instanceof CliError) throw err;
     if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server or another sync running on it?)`);
-    if (err instanceof ChainMismatchError || err instanceof ChainSourceError) {
+    if (err instanceof ChainMismatchError || err instanceof ChainSourceError || err instanceof GenesisRequiredError || err instanceof ReorgTooDeepError || err instanceof UpstreamError) {
       throw new CliError(err.message);
     }
     if (err instanceof BlockVerificationError) throw new CliError(`import stopped: ${err.message}`);
@@ -98,8 +123,10 @@ export async function sync(opts: SyncOptions): Promise<void> {
 export function register(program: Command): void {
   program
     .command('sync')
-    .description('import a geth chain export (genesis.json + chain.rlp), verifying every block; resumes from the stored head')
-    .requiredOption('--from <dir>', 'directory holding genesis.json and chain.rlp')
+    .description('import a geth chain export (genesis.json + chain.rlp) or a live JSON-RPC upstream, verifying every block; resumes from the stored head')
+    .requiredOption('--from <dir|URL>', 'directory holding genesis.json and chain.rlp, or an http(s)/ws(s) JSON-RPC upstream')
+    .option('--genesis <file>', 'genesis.json of the upstream chain (with --from <URL>; required for an empty datadir)')
+    .option('--reorg-depth <n>', 'deepest reorg followed before the import stops', '64')
     .option('--datadir <dir>', 'where the store lives', './data')
     .option('--to <block>', 'stop after this block number')
     // Blocks per atomic batch; small values make crash tests meaningful on short chains.

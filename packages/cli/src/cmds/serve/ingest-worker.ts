@@ -1,0 +1,57 @@
+// Entry of the ingest worker thread of `node-cli serve --follow`: follows the upstream with the
+// ingest package's Follower, writing the datadir the serving thread reads (both open it with
+// `shared: true`), and posts to the serving thread: `ready` once the datadir holds the chain,
+// every durable `commit`, `status` changes, `log` lines, and `failed` when a verification
+// failure or a too-deep reorg stops it (the serving thread keeps serving the verified prefix).
+// A `stop` message ends it after the batch in flight.
+import { parentPort, workerData } from 'node:worker_threads';
+import { Follower } from '@chainnode/ingest';
+import type { ChainCommit } from '@chainnode/core';
+import type { FollowStatus } from '@chainnode/ingest';
+
+export interface IngestWorkerData {
+  url: string;
+  datadir: string;
+  genesisPath?: string;
+  reorgDepth: bigint;
+  pollMs: number;
+}
+
+export type IngestMessage =
+  | { type: 'ready' }
+  | { type: 'commit'; commit: ChainCommit }
+  | { type: 'status'; status: FollowStatus }
+  | { type: 'log'; line: string }
+  | { type: 'failed'; message: string }
+  | { type: 'stopped' };
+
+if (parentPort === null) throw new Error('ingest-worker.js runs as a worker thread of node-cli serve --follow');
+const port = parentPort;
+const data = workerData as IngestWorkerData;
+const abort = new AbortController();
+port.on('message', (m: { type?: string }) => {
+  if (m.type === 'stop') abort.abort();
+});
+const post = (m: IngestMessage) => port.postMessage(m);
+const follower = new Follower({
+  url: data.url,
+  datadir: data.datadir,
+  ...(data.genesisPath !== undefined ? { genesisPath: data.genesisPath } : {}),
+  follow: true,
+  reorgDepth: data.reorgDepth,
+  pollMs: data.pollMs,
+  shared: true,
+  signal: abort.signal,
+  onReady: () => post({ type: 'ready' }),
+  onCommit: (commit) => post({ type: 'commit', commit }),
+  onStatus: (status) => post({ type: 'status', status }),
+  log: (line) => post({ type: 'log', line }),
+});
+try {
+  await follower.run();
+  post({ type: 'stopped' });
+} catch (err) {
+  post({ type: 'failed', message: (err as Error).message });
+} finally {
+  port.close();
+}

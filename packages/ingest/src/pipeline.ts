@@ -1,0 +1,380 @@
+// The one import pipeline every source feeds (chain.rlp file, JSON-RPC upstream): consensus block
+// bytes -> decode -> verify (parent link, transactions root, uncles hash, withdrawals root) ->
+// execute with @ethereumjs/vm -> verify (state root, receipts root, bloom, gas used, requests
+// hash) -> stage into the writer's group; `flush()` writes the group as ONE LevelDB batch and
+// returns what it changed as a ChainCommit. `rewind(ancestor)` stages a reorg's undo into the
+// next group, so the orphaned blocks' removal and the new branch land together.
+import { RLP } from '@ethereumjs/rlp';
+import { createBlockFromBytesArray, genTransactionsTrieRoot, genWithdrawalsTrieRoot } from '@ethereumjs/block';
+import type { Block, BlockBytes } from '@ethereumjs/block';
+import type { Common, GethGenesis } from '@ethereumjs/common';
+import { MerklePatriciaTrie } from '@ethereumjs/mpt';
+import { Caches, MerkleStateManager } from '@ethereumjs/statemanager';
+import { bytesToHex, equalsBytes } from '@ethereumjs/util';
+import { createVM, runBlock } from '@ethereumjs/vm';
+import type { VM } from '@ethereumjs/vm';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { bytesToBigInt } from '@chainnode/core';
+import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
+import { StoreWriter } from '@chainnode/store';
+import type { BlockInput, FlushStats, StoredReceipt } from '@chainnode/store';
+import { BlockVerificationError, ChainMismatchError } from './errors.js';
+import { buildGenesis, commonFromGenesis } from './genesis.js';
+
+const hex = (b: Uint8Array): string => bytesToHex(b);
+
+export function check(number: bigint, field: string, expected: Uint8Array | bigint, computed: Uint8Array | bigint): void {
+  const same = typeof expected === 'bigint' ? expected === computed : equalsBytes(expected, computed as Uint8Array);
+  if (!same) {
+    const fmt = (v: Uint8Array | bigint) => (typeof v === 'bigint' ? v.toString() : hex(v));
+    throw new BlockVerificationError(number, field, fmt(expected), fmt(computed));
+  }
+}
+
+/** BLOCKHASH source for the EVM: recent hashes in memory, older ones from the store. */
+class HashSource {
+  private readonly recent = new Map<bigint, Uint8Array>();
+  constructor(private readonly writer: StoreWriter) {}
+  remember(n: bigint, hash: Uint8Array): void {
+    this.recent.set(n, hash);
+    this.recent.delete(n - 300n);
+  }
+  /** A rewind: the hashes above `n` are no longer canonical (lower ones are the same on both branches). */
+  forgetAbove(n: bigint): void {
+    for (const k of [...this.recent.keys()]) if (k > n) this.recent.delete(k);
+  }
+  asBlockchain() {
+    return {
+      getBlock: async (n: number) => {
+        const num = BigInt(n);
+        const hash = this.recent.get(num) ?? (await this.writer.canonicalHash(num)) ?? new Uint8Array(32);
+        return { hash: () => hash };
+      },
+      putBlock: async () => {},
+      shallowCopy() {
+        return this;
+      },
+    };
+  }
+}
+
+async function verifyStatic(block: Block, values: BlockBytes): Promise<void> {
+  const h = block.header;
+  const n = h.number;
+  check(n, 'transactionsRoot', h.transactionsTrie, await genTransactionsTrieRoot(block.transactions));
+  const uncles = values[2] as unknown as Uint8Array[][];
+  check(n, 'uncleHash (sha3Uncles)', h.uncleHash, keccak256(RLP.encode(uncles)));
+  if (h.withdrawalsRoot !== undefined) {
+    check(n, 'withdrawalsRoot', h.withdrawalsRoot, await genWithdrawalsTrieRoot(block.withdrawals ?? []));
+  }
+}
+
+function receiptsOf(result: Awaited<ReturnType<typeof runBlock>>, block: Block): StoredReceipt[] {
+  return result.receipts.map((r, i) => ({
+    type: block.transactions[i]?.type ?? 0,
+    statusOrState: 'stateRoot' in r ? r.stateRoot : Uint8Array.of(r.status),
+    cumulativeGasUsed: r.cumulativeBlockGasUsed,
+  }));
+}
+
+/** The genesis the pipeline starts from when the datadir is empty. */
+export interface GenesisChoice {
+  json: GethGenesis;
+  /**
+   * Header RLP to store as block 0 instead of the one built from genesis.json (the caller has
+   * checked that it differs at most in its state root: the anvil --init quirk). The state is
+   * still the alloc's; block 1's executed state root checks it.
+   */
+  headerRlp?: Uint8Array;
+}
+
+export interface PipelineOptions {
+  datadir: string;
+  /** Required for an empty datadir; otherwise the stored genesis.json is used (and must agree). */
+  genesis?: GenesisChoice;
+  /** Let worker threads of this process open the datadir too (serve --follow). */
+  shared?: boolean;
+  /**
+   * Called before an empty datadir's genesis is written, with the block built from genesis.json:
+   * may throw (refuse) or return the header RLP to store instead (see GenesisChoice.headerRlp).
+   */
+  checkGenesis?: (built: Block, common: Common) => Promise<Uint8Array | undefined>;
+}
+
+export interface PipelineHead {
+  number: bigint;
+  hash: Uint8Array;
+  timestamp: bigint;
+}
+
+export class ImportPipeline {
+  private td = 0n;
+  private prev: PipelineHead = { number: 0n, hash: new Uint8Array(32), timestamp: 0n };
+  private readonly hashes: HashSource;
+  private vm!: VM;
+  private added: CommittedBlock[] = [];
+  private removed: CommittedBlock[] = [];
+  /** The durable head after the last flush. */
+  private durable: PipelineHead = { number: 0n, hash: new Uint8Array(32), timestamp: 0n };
+  createdGenesis = false;
+
+  private constructor(
+    readonly writer: StoreWriter,
+    readonly common: Common,
+    readonly genesisJson: GethGenesis,
+    private readonly sm: MerkleStateManager,
+    /** The state root of the genesis alloc (may differ from the stored block 0 header's). */
+    private readonly genesisStateRoot: Uint8Array,
+    readonly genesisHash: Uint8Array,
+  ) {
+    this.hashes = new HashSource(writer);
+  }
+
+  /**
+   * Opens the datadir. With an empty datadir `opts.genesis` is required and written; otherwise
+   * the stored genesis.json is used and `opts.genesis`, if given, must build the stored genesis.
+   */
+  static async open(opts: PipelineOptions): Promise<ImportPipeline> {
+    const writer = await StoreWriter.open(opts.datadir, opts.shared === true ? { shared: true } : {});
+    try {
+      return await ImportPipeline.start(writer, opts);
+    } catch (err) {
+      await writer.close();
+      throw err;
+    }
+  }
+
+  private static async start(writer: StoreWriter, opts: PipelineOptions): Promise<ImportPipeline> {
+    const stored = writer.storedGenesisHash();
+    let json: GethGenesis;
+    if (stored === undefined) {
+      if (opts.genesis === undefined) throw new GenesisRequiredError(opts.datadir);
+      json = opts.genesis.json;
+    } else {
+      const storedJson = await writer.genesisJson();
+      json = (storedJson as GethGenesis | undefined) ?? opts.genesis?.json ?? (() => {
+        throw new GenesisRequiredError(opts.datadir);
+      })();
+    }
+    const common = commonFromGenesis(json);
+    // Node cache in the MPT and account/storage/code caches in the state manager: reads of hot
+    // state stay off LevelDB (writes still reach the trie db, hence the store, every block).
+    const trie = new MerklePatriciaTrie({ db: writer.trieDb, useKeyHashing: true, valueEncoding: 'view', common, cacheSize: 200_000 });
+    const sm = new MerkleStateManager({ trie, common, caches: new Caches() });
+    const genesis = await buildGenesis(json, common, sm);
+    const genesisStateRoot = genesis.header.stateRoot;
+    let headerRlp = stored === undefined && opts.genesis?.headerRlp !== undefined ? opts.genesis.headerRlp : genesis.header.serialize();
+    if (stored === undefined && opts.checkGenesis !== undefined) headerRlp = (await opts.checkGenesis(genesis, common)) ?? headerRlp;
+    const genesisHash = keccak256(headerRlp);
+    let created = false;
+    if (stored === undefined) {
+      await writer.writeGenesis({
+        chainConfig: json.config,
+        genesisJson: json,
+        block: {
+          number: 0n,
+          hash: genesisHash,
+          headerRlp,
+          body: { size: RLP.encode([RLP.decode(headerRlp) as Uint8Array[], [], [], ...(genesis.withdrawals ? [[]] : [])]).length, transactions: [], uncles: [], ...(genesis.withdrawals ? { withdrawals: [] } : {}) },
+          totalDifficulty: genesis.header.difficulty,
+          senders: [],
+          txHashes: [],
+          receipts: [],
+          logs: [],
+          logsBloom: genesis.header.logsBloom,
+        },
+      });
+      created = true;
+    } else {
+      writer.trieDb.rejectBlock(); // genesis state already stored
+      if (opts.genesis !== undefined && !equalsBytes(stored, genesisHash) && opts.genesis.headerRlp === undefined) {
+        throw new ChainMismatchError(
+          `datadir ${opts.datadir} holds a chain with genesis ${hex(stored)}, but the given genesis.json has genesis ${hex(genesisHash)}; use another --datadir`,
+        );
+      }
+    }
+    const p = new ImportPipeline(writer, common, json, sm, genesisStateRoot, stored ?? genesisHash);
+    p.createdGenesis = created;
+    await p.resetToDurable();
+    return p;
+  }
+
+  /** Execution state, td and links from the durable head (after open or a rewind's failure). */
+  private async resetToDurable(): Promise<void> {
+    const durable = this.writer.durableHead();
+    if (durable === undefined) throw new Error('store has no head after genesis');
+    await this.moveTo(durable.number, durable.hash);
+    this.durable = { ...this.prev };
+  }
+
+  private async moveTo(number: bigint, hash: Uint8Array): Promise<void> {
+    const headerRlp = await this.writer.headerRlp(hash);
+    const td = await this.writer.totalDifficulty(hash);
+    if (headerRlp === undefined || td === undefined) throw new Error(`block ${number} rows missing`);
+    const fields = RLP.decode(headerRlp) as Uint8Array[];
+    this.td = td;
+    this.prev = { number, hash, timestamp: bytesToBigInt(fields[11] as Uint8Array) };
+    // Block 0's header may carry an upstream's state root (anvil --init); the alloc's is the state.
+    await this.sm.setStateRoot(number === 0n ? this.genesisStateRoot : (fields[3] as Uint8Array));
+    this.hashes.forgetAbove(number);
+    this.vm = await createVM({ common: this.common, stateManager: this.sm, blockchain: this.hashes.asBlockchain() as never, setHardfork: true });
+  }
+
+  /** The last block staged or written. */
+  head(): PipelineHead {
+    return this.prev;
+  }
+
+  /** The head of the last batch that landed. */
+  durableHead(): PipelineHead {
+    return this.durable;
+  }
+
+  /** Canonical hash at `n` as staged or stored: only valid with nothing staged above the durable head. */
+  canonicalHash(n: bigint): Promise<Uint8Array | undefined> {
+    return this.writer.canonicalHash(n);
+  }
+
+  stagedBlocks(): number {
+    return this.writer.stagedBlocks();
+  }
+
+  stagedBytes(): number {
+    return this.writer.stagedBytes();
+  }
+
+  /**
+   * Verifies, executes and stages one block given as consensus RLP (`[header, txs, uncles,
+   * withdrawals?]`). Its parent must be the current head (see ParentMismatch).
+   */
+  async append(raw: Uint8Array, decoded?: BlockBytes): Promise<CommittedBlock> {
+    const values = decoded ?? (RLP.decode(raw) as unknown as BlockBytes);
+    const headerValues = values[0] as unknown as Uint8Array[];
+    const number = bytesToBigInt(headerValues[8] as Uint8Array);
+    if (number !== this.prev.number + 1n) throw new Error(`pipeline: block ${number} does not follow ${this.prev.number}`);
+    let block: Block;
+    try {
+      block = createBlockFromBytesArray(values, { common: this.common, setHardfork: true });
+    } catch (err) {
+      throw new BlockVerificationError(number, 'encoding', 'a decodable block', (err as Error).message);
+    }
+    check(number, 'parentHash', this.prev.hash, block.header.parentHash);
+    await verifyStatic(block, values);
+    let result;
+    try {
+      result = await runBlock(this.vm, { block, generate: true, skipBlockValidation: true, skipHeaderValidation: true, setHardfork: true });
+    } catch (err) {
+      this.writer.trieDb.rejectBlock();
+      throw new BlockVerificationError(number, 'execution', 'a valid block', (err as Error).message);
+    }
+    try {
+      const h = block.header;
+      check(number, 'stateRoot', h.stateRoot, result.stateRoot);
+      check(number, 'receiptsRoot', h.receiptTrie, result.receiptsRoot);
+      check(number, 'logsBloom', h.logsBloom, result.logsBloom);
+      check(number, 'gasUsed', h.gasUsed, result.gasUsed);
+      if (h.requestsHash !== undefined) {
+        if (result.requestsHash === undefined) throw new BlockVerificationError(number, 'requestsHash', hex(h.requestsHash), 'none');
+        check(number, 'requestsHash', h.requestsHash, result.requestsHash);
+      }
+    } catch (err) {
+      this.writer.trieDb.rejectBlock();
+      throw err;
+    }
+    const hash = block.hash();
+    this.td += block.header.difficulty;
+    const txHashes = block.transactions.map((tx) => tx.hash());
+    const logs = result.receipts.map((r) => r.logs.map(([address, topics, data]) => ({ address, topics, data })));
+    const input: BlockInput = {
+      number,
+      hash,
+      headerRlp: RLP.encode(headerValues),
+      body: {
+        size: raw.length,
+        transactions: block.transactions.map((tx) => tx.serialize()),
+        uncles: (values[2] as unknown as Uint8Array[][]).map((u) => RLP.encode(u)),
+        ...(values[3] !== undefined ? { withdrawals: values[3] as unknown as Uint8Array[][] } : {}),
+      },
+      totalDifficulty: this.td,
+      senders: block.transactions.map((tx) => tx.getSenderAddress().bytes),
+      txHashes,
+      receipts: receiptsOf(result, block),
+      logs,
+      logsBloom: result.logsBloom,
+    };
+    this.writer.addBlock(input);
+    this.hashes.remember(number, hash);
+    this.prev = { number, hash, timestamp: block.header.timestamp };
+    const records: LogRecord[] = [];
+    let logIndex = 0;
+    logs.forEach((txLogs, transactionIndex) => {
+      for (const l of txLogs) {
+        records.push({
+          ...l,
+          blockNumber: number,
+          blockHash: hash,
+          blockTimestamp: block.header.timestamp,
+          transactionHash: txHashes[transactionIndex] as Uint8Array,
+          transactionIndex,
+          logIndex: logIndex++,
+        });
+      }
+    });
+    const committed: CommittedBlock = { number, hash, logs: records };
+    this.added.push(committed);
+    return committed;
+  }
+
+  /**
+   * Stages the undo of every block above `ancestor` (which must be canonical and at most the
+   * durable head). Anything staged is flushed first — it is verified and canonical until now.
+   * The next flush writes the undo and the blocks appended after it as one batch.
+   */
+  async rewind(ancestor: bigint): Promise<void> {
+    if (this.writer.stagedBlocks() > 0) await this.flushOnly();
+    const hash = await this.writer.canonicalHash(ancestor);
+    if (hash === undefined) throw new Error(`rewind: no canonical block ${ancestor}`);
+    const removed = await this.writer.rewind(ancestor);
+    this.removed.push(...removed);
+    await this.moveTo(ancestor, hash);
+  }
+
+  private async flushOnly(): Promise<{ stats: FlushStats; commit: ChainCommit | undefined }> {
+    const stats = await this.writer.flush();
+    const durable = this.writer.durableHead();
+    if (durable === undefined) throw new Error('no head after flush');
+    let commit: ChainCommit | undefined;
+    if (this.added.length > 0 || this.removed.length > 0) {
+      commit = { removed: this.removed, added: this.added, head: { number: durable.number, hash: durable.hash } };
+      this.pending.push(commit);
+    }
+    this.added = [];
+    this.removed = [];
+    this.durable = { ...this.prev };
+    return { stats, commit };
+  }
+
+  /** Commits flushed but not yet taken by the caller (a rewind may flush on its own). */
+  private pending: ChainCommit[] = [];
+
+  /** Writes the staged group (undo included) as one atomic batch; returns its stats and the commits written. */
+  async flush(): Promise<{ stats: FlushStats; commits: ChainCommit[] }> {
+    const { stats } = await this.flushOnly();
+    const commits = this.pending;
+    this.pending = [];
+    return { stats, commits };
+  }
+
+  /** Drops whatever is staged and not flushed (after a verification failure) and closes. */
+  async close(): Promise<void> {
+    await this.writer.close();
+  }
+}
+
+/** An empty datadir and no genesis.json to start it from. */
+export class GenesisRequiredError extends Error {
+  constructor(readonly datadir: string) {
+    super(`datadir ${datadir} is empty: --genesis <genesis.json> is required to start it`);
+    this.name = 'GenesisRequiredError';
+  }
+}

@@ -1,0 +1,174 @@
+// StoreWriter.rewind: the undo of orphaned blocks, derived from what they wrote. A store that
+// held branch A up to block 12, then rewound to 6 and took branch B (7..14) must equal, row for
+// row, a store that only ever held A(0..6) + B — except the rows keyed by an orphaned block's
+// hash (headers, bodies, ...), which stay and are unreachable. Hot values carry more than
+// LOG_INDEX_CHUNK logs, so the cut goes through a full posting chunk; the same holds when the
+// rewind runs in a fresh writer (after a restart) and in the writer that wrote A.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RLP } from '@ethereumjs/rlp';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { LevelChainStore, StoreWriter } from '../src/index.js';
+import type { BlockInput, LogInput } from '../src/index.js';
+import { openDb } from '../src/db.js';
+import { LOG_INDEX_CHUNK, Prefix } from '../src/schema.js';
+
+const word = (tag: number, i: number, n: number): Uint8Array => {
+  const b = new Uint8Array(n);
+  b[0] = tag;
+  new DataView(b.buffer).setUint32(n - 4, i);
+  return b;
+};
+const HOT_ADDR = word(0xaa, 0, 20);
+const HOT_TOPIC = word(0xee, 0, 32);
+
+function block(n: number, parent: Uint8Array, branch: number): BlockInput {
+  const headerRlp = RLP.encode([parent, new Uint8Array(32), new Uint8Array(20), new Uint8Array(32), new Uint8Array(32), new Uint8Array(32), new Uint8Array(256), 0, n, 30_000_000, 0, 1_000 + n * 12 + branch, new Uint8Array(0), new Uint8Array(32), new Uint8Array(8)]);
+  const hash = keccak256(headerRlp);
+  // 3 txs; each with 100 logs on the hot address/topic and a branch-specific address.
+  const logs: LogInput[][] = [];
+  const txs: Uint8Array[] = [];
+  for (let t = 0; t < 3; t++) {
+    txs.push(RLP.encode([n * 10 + t, branch + 1, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]));
+    const txLogs: LogInput[] = [];
+    for (let i = 0; i < 100; i++) txLogs.push({ address: i % 2 === 0 ? HOT_ADDR : word(0xb0 + branch, n, 20), topics: [HOT_TOPIC, word(0x70, i % 7, 32)], data: Uint8Array.of(n, t, i) });
+    logs.push(txLogs);
+  }
+  // Branch B repeats one tx of A at the same height (its lookup must survive the undo).
+  if (branch === 1 && n === 8) txs[0] = RLP.encode([n * 10, 1, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]);
+  const txHashes = txs.map((t) => keccak256(t));
+  return {
+    number: BigInt(n),
+    hash,
+    headerRlp,
+    body: { size: 0, transactions: txs, uncles: [] },
+    totalDifficulty: 0n,
+    senders: txs.map(() => new Uint8Array(20)),
+    txHashes,
+    receipts: txs.map(() => ({ type: 0, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 21000n })),
+    logs,
+    logsBloom: new Uint8Array(256),
+  };
+}
+
+function chain(branchAt: number, to: number, branch: number, base: BlockInput[]): BlockInput[] {
+  const out = base.slice(0, branchAt + 1);
+  for (let n = branchAt + 1; n <= to; n++) out.push(block(n, (out[n - 1] as BlockInput).hash, branch));
+  return out;
+}
+
+const genesis = block(0, new Uint8Array(32), 0);
+const A = chain(0, 12, 0, [genesis]);
+const B = chain(6, 14, 1, A);
+
+async function write(dir: string, blocks: BlockInput[], perFlush: number): Promise<void> {
+  const w = await StoreWriter.open(dir);
+  try {
+    if (w.storedGenesisHash() === undefined) await w.writeGenesis({ chainConfig: { chainId: 1 }, block: genesis });
+    const from = Number((w.durableHead()?.number ?? 0n) + 1n);
+    for (let n = from; n < blocks.length; n++) {
+      w.addPreExecutedBlock(blocks[n] as BlockInput);
+      if (n % perFlush === 0) await w.flush();
+    }
+    await w.flush();
+  } finally {
+    await w.close();
+  }
+}
+
+async function rows(dir: string): Promise<Map<string, string>> {
+  const db = await openDb(dir, { create: false });
+  const out = new Map<string, string>();
+  try {
+    for await (const [k, v] of db.iterator()) out.set(Buffer.from(k).toString('hex'), Buffer.from(v).toString('hex'));
+  } finally {
+    await db.close();
+  }
+  return out;
+}
+
+const OPTS = { limit: 100_000, deadline: Date.now() + 600_000 };
+const HASH_KEYED = [Prefix.HashToNumber, Prefix.Headers, Prefix.Bodies, Prefix.Receipts, Prefix.TotalDifficulty, Prefix.Senders];
+
+describe('StoreWriter.rewind', () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'rewind-'));
+  });
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  test('the cut goes through a full posting chunk of the hot topic (every log carries it)', () => {
+    const cut = 7 * 300; // log ids of blocks 0..6
+    const chunkEnd = Math.ceil(cut / LOG_INDEX_CHUNK) * LOG_INDEX_CHUNK;
+    expect(cut % LOG_INDEX_CHUNK).not.toBe(0);
+    expect(13 * 300).toBeGreaterThan(chunkEnd); // A filled that chunk before the rewind
+  });
+
+  for (const mode of ['same writer', 'reopened writer'] as const) {
+    test(`rewind + new branch equals a store that only held the new branch (${mode})`, async () => {
+      const reorged = join(root, `reorged-${mode.replace(' ', '-')}`);
+      const direct = join(root, `direct-${mode.replace(' ', '-')}`);
+      await write(direct, B, 3);
+      const w0 = await StoreWriter.open(reorged);
+      await w0.writeGenesis({ chainConfig: { chainId: 1 }, block: genesis });
+      for (let n = 1; n <= 12; n++) {
+        w0.addPreExecutedBlock(A[n] as BlockInput);
+        if (n % 4 === 0) await w0.flush();
+      }
+      await w0.flush();
+      let w = w0;
+      if (mode === 'reopened writer') {
+        await w0.close();
+        w = await StoreWriter.open(reorged);
+      }
+      try {
+        const removed = await w.rewind(6n);
+        expect(removed.map((b) => b.number)).toEqual([7n, 8n, 9n, 10n, 11n, 12n]);
+        expect(removed.map((b) => Buffer.from(b.hash).toString('hex'))).toEqual(A.slice(7).map((b) => Buffer.from(b.hash).toString('hex')));
+        expect(removed[0]?.logs.length).toBe(300);
+        expect(removed[0]?.logs[299]?.logIndex).toBe(299);
+        expect(Buffer.from(removed[0]?.logs[0]?.transactionHash ?? []).equals(Buffer.from((A[7] as BlockInput).txHashes[0] as Uint8Array))).toBe(true);
+        // Nothing is visible before the flush: the head is still A's.
+        expect(w.durableHead()?.number).toBe(12n);
+        for (let n = 7; n <= 14; n++) w.addPreExecutedBlock(B[n] as BlockInput);
+        await w.flush();
+        expect(w.durableHead()?.number).toBe(14n);
+      } finally {
+        await w.close();
+      }
+      const got = await rows(reorged);
+      const want = await rows(direct);
+      const orphans = new Set(A.slice(7).map((b) => Buffer.from(b.hash).toString('hex')));
+      const isOrphanRow = (k: string) => (HASH_KEYED as number[]).includes(parseInt(k.slice(0, 2), 16)) && orphans.has(k.slice(2, 66));
+      const leftovers = [...got.keys()].filter(isOrphanRow);
+      expect(leftovers.length).toBe(6 * HASH_KEYED.length);
+      for (const k of leftovers) got.delete(k);
+      expect(got.size).toBe(want.size);
+      for (const [k, v] of want) expect([k, got.get(k)]).toEqual([k, v]);
+
+      // Reads: orphaned blocks and their txs are gone, the repeated tx points at B's block.
+      const store = await LevelChainStore.open(reorged);
+      try {
+        expect(await store.block((A[9] as BlockInput).hash)).toBeUndefined();
+        expect(await store.transaction((A[9] as BlockInput).txHashes[1] as Uint8Array)).toBeUndefined();
+        const repeated = await store.transaction((B[8] as BlockInput).txHashes[0] as Uint8Array);
+        expect(repeated?.blockNumber).toBe(8n);
+        expect(Buffer.from(repeated?.blockHash ?? []).equals(Buffer.from((B[8] as BlockInput).hash))).toBe(true);
+        const all = await store.logs({ fromBlock: 0n, toBlock: 14n, addresses: [HOT_ADDR], topics: [] }, OPTS);
+        if (all.kind !== 'ok') throw new Error(all.kind);
+        expect(all.logs.length).toBe(15 * 150); // genesis carries logs too in this synthetic chain
+        for (const l of all.logs) {
+          const b = B[Number(l.blockNumber)] as BlockInput;
+          expect(Buffer.from(l.blockHash).equals(Buffer.from(b.hash))).toBe(true);
+        }
+        const orphanAddr = await store.logs({ fromBlock: 0n, toBlock: 14n, addresses: [word(0xb0, 9, 20)], topics: [] }, OPTS);
+        expect(orphanAddr.kind === 'ok' ? orphanAddr.logs.length : -1).toBe(0);
+      } finally {
+        await store.close();
+      }
+    });
+  }
+});
