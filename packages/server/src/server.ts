@@ -52,7 +52,6 @@ export interface ServerOptions {
   ingestStatus?: () => IngestStatusView;
 }
 
-
 export interface RunningServer {
   readonly port: number;
   /** Port of the metrics listener, when enabled. */
