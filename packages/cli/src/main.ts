@@ -3,6 +3,7 @@ import { register as registerSync } from './cmds/sync/index.js';
 import { register as registerServe } from './cmds/serve/index.js';
 import { register as registerKeys } from './cmds/keys/index.js';
 import { register as registerStart } from './cmds/start/index.js';
+import { register as registerAdmin } from './cmds/admin/index.js';
 import { CliError } from './cli-error.js';
 
 export function buildProgram(): Command {
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
   registerServe(program);
   registerKeys(program);
   registerStart(program);
+  registerAdmin(program);
   return program;
 }
 

@@ -82,21 +82,23 @@ test('keys CLI + serve: every method charged its table cost; new and revoked key
   expect(s.output()).not.toContain(key);
 });
 
-test('exhaustion and durability: 429 past the balance, and a SIGKILL restart neither refunds nor double-charges', async () => {
+test('exhaustion and durability: 402 past the balance, and a SIGKILL restart neither refunds nor double-charges', async () => {
   const dir = await copy();
   const cost = costs['eth_getBlockByNumber'] as number;
   const { key } = await createKeyCli(dir, 'core', ['--daily-credits', String(cost * 5)]);
   const s1 = await serveOn(dir);
   const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => rpc(s1.url(key), 'eth_getBlockByNumber', ['0x1', false], i)));
   expect(replies.filter((r) => r.status === 200)).toHaveLength(5);
-  const limited = replies.filter((r) => r.status === 429);
+  const limited = replies.filter((r) => r.status === 402);
   expect(limited).toHaveLength(3);
-  expect(limited[0]?.body.error?.code).toBe(-32005);
-  expect(limited[0]?.body.error?.message).toMatch(/daily credit limit reached.*resets at \d{4}-\d\d-\d\dT00:00:00.000Z/);
+  const err = limited[0]?.body.error as { code: number; event?: number; message: string; details?: string; data?: { resetsAt?: string } };
+  expect([err.code, err.event, err.message]).toEqual([402, -33000, 'Payment Required']);
+  expect(err.details).toMatch(/^You have reached your daily credit limit\. .*resets at \d{4}-\d\d-\d\dT00:00:00.000Z\.$/);
+  expect(err.data?.resetsAt).toMatch(/^\d{4}-\d\d-\d\dT00:00:00.000Z$/);
   expect(await s1.stop('SIGKILL')).toBeNull();
   expect((await usageCli(dir, key)).used).toBe(cost * 5);
   const s2 = await serveOn(dir);
-  expect((await rpc(s2.url(key), 'eth_getBlockByNumber', ['0x1', false])).status).toBe(429);
+  expect((await rpc(s2.url(key), "eth_getBlockByNumber", ["0x1", false])).status).toBe(402);
   expect((await usageCli(dir, key)).used).toBe(cost * 5);
 });
 

@@ -3,6 +3,10 @@
 // (`toErrorObject`), so nothing else formats errors and no stack trace reaches a client.
 
 export class RpcError extends Error {
+  /** Infura's error `event` (e.g. -33000 daily credits, -33200 throughput), written after `code`. */
+  event?: number;
+  /** Infura's human-readable `details`, written after `message`. */
+  details?: string;
   constructor(
     readonly code: number,
     message: string,
@@ -59,6 +63,13 @@ export class ServerError extends RpcError {
 export class LimitExceededError extends RpcError {
   constructor(message: string, data?: unknown) {
     super(-32005, message, data);
+  }
+}
+
+/** -32003: geth's "response too large": a batch's answers passed the configured size. */
+export class ResponseTooLargeError extends RpcError {
+  constructor() {
+    super(-32003, 'response too large');
   }
 }
 

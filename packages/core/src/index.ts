@@ -4,3 +4,4 @@ export type * from './types.js';
 export type * from './chainstore.js';
 export * from './codec.js';
 export type * from './chain-events.js';
+export * from './single-flight.js';

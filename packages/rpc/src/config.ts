@@ -1,5 +1,32 @@
-// Defaults of RpcConfig (documented in the README).
-import type { RpcConfig } from './service.js';
+// RpcConfig: the service's settings, their defaults (documented in the README) and checks.
+
+export interface RpcConfig {
+  /** `safe` resolves to head - safeDepth (no consensus client here). Default 0. */
+  safeDepth: number;
+  /** `finalized` resolves to head - finalizedDepth. Default 0. */
+  finalizedDepth: number;
+  /** Maximum calls in one JSON array batch; larger batches get -32600. */
+  maxBatchSize: number;
+  /**
+   * Largest answer of one batch, in characters of JSON (geth's BatchResponseMaxSize, same
+   * default): once the answers so far pass it, the remaining calls are not run and each gets
+   * -32003 "response too large". Bounds the memory one batch can take.
+   */
+  maxBatchResponseBytes: number;
+  /**
+   * Batches answered at once; more wait their turn in arrival order. Batches that need the
+   * same records then finish one after another instead of all together at the end (first
+   * answer early), and at most this many batch answers are being built at any time.
+   */
+  maxConcurrentBatches: number;
+  logs: {
+    maxResults: number; // 10,000
+    timeoutMs: number; // 10,000
+    maxFilterParams: number; // 5,000 (addresses + topic values)
+  };
+  /** web3_clientVersion answer. */
+  clientVersion: string;
+}
 
 /**
  * - safe/finalized: there is no consensus client, so both resolve to the head by default
@@ -18,6 +45,8 @@ export const DEFAULT_RPC_CONFIG: RpcConfig = {
   safeDepth: 0,
   finalizedDepth: 0,
   maxBatchSize: 1000,
+  maxBatchResponseBytes: 25_000_000,
+  maxConcurrentBatches: 2,
   logs: {
     maxResults: 10_000,
     timeoutMs: 10_000,
@@ -46,6 +75,8 @@ export function resolveConfig(partial: Partial<RpcConfig> | undefined): RpcConfi
   }
   for (const [name, v] of [
     ['maxBatchSize', c.maxBatchSize],
+    ['maxBatchResponseBytes', c.maxBatchResponseBytes],
+    ['maxConcurrentBatches', c.maxConcurrentBatches],
     ['logs.maxResults', c.logs.maxResults],
     ['logs.timeoutMs', c.logs.timeoutMs],
     ['logs.maxFilterParams', c.logs.maxFilterParams],

@@ -6,7 +6,7 @@ import type { JsonBlock } from './formatters/block.js';
 import type { JsonAccountProof } from './formatters/proof.js';
 import type { JsonTransaction } from './formatters/transaction.js';
 import { FormatMemo } from './json-text.js';
-import type { RpcConfig } from './service.js';
+import type { RpcConfig } from './config.js';
 import type { BlockNumberParam, BlockSelector, BlockTag } from './params.js';
 
 export interface HandlerContext {

@@ -1,12 +1,13 @@
 // JSON-RPC 2.0 envelope: parse, validate each request, dispatch through the method table
 // (wrapped by the caller's middleware), and serialize replies. Batches are answered member by
 // member in order, each with its own id.
-import { InvalidParamsError, InvalidRequestError, MethodNotFoundError, ParseError } from '@chainnode/core';
+import { InvalidParamsError, InvalidRequestError, MethodNotFoundError, ParseError, ResponseTooLargeError } from '@chainnode/core';
 import type { RpcError } from '@chainnode/core';
 import { resolveConfig } from './config.js';
 import { createFormatMemos } from './context.js';
 import type { HandlerContext } from './context.js';
 import { JsonText, stringifyResult } from './json-text.js';
+import { Lanes } from './lanes.js';
 import { toErrorObject } from './errors.js';
 import type { JsonRpcErrorObject } from './errors.js';
 import { isMethodName, METHODS } from './table.js';
@@ -20,20 +21,23 @@ export type JsonRpcResponse =
   | { jsonrpc: '2.0'; id: JsonRpcId; error: JsonRpcErrorObject };
 
 const passThrough: CallMiddleware = (_call, next) => next();
+const noop = (): void => {};
 
 export const createRpcService: RpcServiceFactory = (store, config, options) => {
   const ctx: HandlerContext = { store, config: resolveConfig(config), memo: createFormatMemos() };
   const offload = options?.offload;
+  const batchLanes = new Lanes(ctx.config.maxConcurrentBatches);
   const api: RpcServiceApi = {
-    async handle(body, middleware = passThrough): Promise<RpcReply> {
+    async handle(body, middleware = passThrough, onRequestError = noop): Promise<RpcReply> {
       let message: unknown;
       try {
         message = JSON.parse(body);
       } catch {
+        onRequestError();
         return { body: JSON.stringify(errorResponse(null, new ParseError())), batch: false };
       }
       if (!Array.isArray(message)) {
-        const reply = await answer(ctx, offload, message, false, middleware);
+        const reply = await answer(ctx, offload, message, false, middleware, onRequestError);
         if (reply === undefined) return { body: undefined, batch: false };
         const raw = hasNumericId(message) ? rawIds(body) : undefined;
         const rawId = typeof raw === 'string' ? raw : undefined;
@@ -41,21 +45,38 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
         return { body: serialize(reply, rawId), batch: false };
       }
       if (message.length === 0) {
+        onRequestError();
         return { body: JSON.stringify(errorResponse(null, new InvalidRequestError('empty batch'))), batch: true };
       }
       const raws = message.some(hasNumericId) ? rawIds(body) : undefined;
       const rawAt = (i: number): string | undefined => (Array.isArray(raws) ? raws[i] : undefined);
       if (message.length > ctx.config.maxBatchSize) {
         // geth: one error in a one-element array, carrying the id of the first call.
+        onRequestError();
         const first = message.findIndex((m) => callId(m) !== undefined);
         const reply = errorResponse(first < 0 ? null : (callId(message[first]) ?? null), new InvalidRequestError('batch too large'));
         return { body: `[${serialize(reply, rawAt(first))}]`, batch: true };
       }
-      const replies: string[] = [];
-      for (const [i, m] of message.entries()) {
-        const reply = await answer(ctx, offload, m, true, middleware);
-        if (reply !== undefined) replies.push(serialize(reply, rawAt(i)));
-      }
+      // Offloaded calls (eth_getLogs) of a batch wait outside the lanes: a lane is for work here.
+      const batchOffload: OffloadExecutor | undefined =
+        offload === undefined ? undefined : { run: (method, params) => batchLanes.outside(() => offload.run(method, params)) };
+      const replies = await batchLanes.run(async () => {
+        const out: string[] = [];
+        let size = 0;
+        for (const [i, m] of message.entries()) {
+          if (size > ctx.config.maxBatchResponseBytes) {
+            // geth: the calls after the answers passed the limit are not run.
+            if (!isNotification(m)) out.push(serialize(errorResponse(callId(m) ?? null, new ResponseTooLargeError()), rawAt(i)));
+            continue;
+          }
+          const reply = await answer(ctx, batchOffload, m, true, middleware, onRequestError);
+          if (reply === undefined) continue;
+          const text = serialize(reply, rawAt(i));
+          size += text.length + 1;
+          out.push(text);
+        }
+        return out;
+      });
       return { body: replies.length === 0 ? undefined : `[${replies.join(',')}]`, batch: true };
     },
   };
@@ -71,6 +92,10 @@ function callId(m: unknown): JsonRpcId | undefined {
   if (typeof m !== 'object' || m === null || Array.isArray(m) || !('id' in m)) return undefined;
   const id = (m as { id: unknown }).id;
   return isValidId(id) ? id : undefined;
+}
+
+function isNotification(m: unknown): boolean {
+  return typeof m === 'object' && m !== null && !Array.isArray(m) && !('id' in m);
 }
 
 function hasNumericId(m: unknown): boolean {
@@ -123,28 +148,34 @@ async function answer(
   m: unknown,
   inBatch: boolean,
   middleware: CallMiddleware,
+  onRequestError: () => void,
 ): Promise<JsonRpcResponse | undefined> {
+  // A request error answered here, before the middleware: reported so the server can charge it.
+  const rejected = (id: JsonRpcId, err: RpcError): JsonRpcResponse => {
+    onRequestError();
+    return errorResponse(id, err);
+  };
   if (typeof m !== 'object' || m === null || Array.isArray(m)) {
-    return errorResponse(null, new InvalidRequestError('invalid request: expected a JSON object'));
+    return rejected(null, new InvalidRequestError('invalid request: expected a JSON object'));
   }
   const req = m as Record<string, unknown>;
   const isNotification = !('id' in req);
   if (!isNotification && !isValidId(req.id)) {
-    return errorResponse(null, new InvalidRequestError('invalid request: id must be a number, a string or null'));
+    return rejected(null, new InvalidRequestError('invalid request: id must be a number, a string or null'));
   }
   const id: JsonRpcId = isNotification ? null : (req.id as JsonRpcId);
   if (req.jsonrpc !== '2.0') {
-    return errorResponse(id, new InvalidRequestError('invalid request: jsonrpc must be "2.0"'));
+    return rejected(id, new InvalidRequestError('invalid request: jsonrpc must be "2.0"'));
   }
   if (typeof req.method !== 'string' || req.method === '') {
-    return errorResponse(id, new InvalidRequestError('invalid request: method must be a non-empty string'));
+    return rejected(id, new InvalidRequestError('invalid request: method must be a non-empty string'));
   }
   const method = req.method;
   let reply: JsonRpcResponse;
   if (!isMethodName(method)) {
-    reply = errorResponse(id, new MethodNotFoundError(method));
+    reply = rejected(id, new MethodNotFoundError(method));
   } else if (req.params !== undefined && req.params !== null && !Array.isArray(req.params)) {
-    reply = errorResponse(id, new InvalidParamsError('non-array args: params must be a JSON array of positional arguments'));
+    reply = rejected(id, new InvalidParamsError('non-array args: params must be a JSON array of positional arguments'));
   } else {
     const params = (req.params ?? []) as unknown[];
     // The table is typed per method; at this point only the name is known, so the entry is

@@ -3,7 +3,10 @@ import { RpcError } from '@chainnode/core';
 
 export interface JsonRpcErrorObject {
   code: number;
+  /** Infura's event code (quota errors), present only when the error carries one. */
+  event?: number;
   message: string;
+  details?: string;
   data?: unknown;
 }
 
@@ -14,7 +17,9 @@ export interface JsonRpcErrorObject {
  */
 export function toErrorObject(err: unknown): JsonRpcErrorObject {
   if (err instanceof RpcError) {
-    const out: JsonRpcErrorObject = { code: err.code, message: err.message };
+    // Member order as Infura writes it: code, event, message, details, data.
+    const out: JsonRpcErrorObject = err.event === undefined ? { code: err.code, message: err.message } : { code: err.code, event: err.event, message: err.message };
+    if (err.details !== undefined) out.details = err.details;
     if (err.data !== undefined) out.data = err.data;
     return out;
   }

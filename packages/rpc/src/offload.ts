@@ -23,7 +23,7 @@ import { JsonText, stringifyResult } from './json-text.js';
 import type { MethodDef } from './method.js';
 import { isMethodName, METHODS } from './table.js';
 import type { MethodName } from './table.js';
-import type { RpcConfig } from './service.js';
+import type { RpcConfig } from './config.js';
 
 /** Runs calls of offloadable methods somewhere else than the caller's event loop. */
 export interface OffloadExecutor {

@@ -20,12 +20,19 @@ const MAX_INT64 = (1n << 63n) - 1n;
 export class ParamError extends Error {}
 
 /**
- * Checks the argument count against geth's rules (every declared argument required) and
- * runs `decode` with a per-argument error prefix.
+ * Checks the argument count against geth's rules and runs `decode` with a per-argument error
+ * prefix. The first `required` arguments must be present and non-null (geth's non-pointer
+ * parameters); the rest up to `want` are optional (geth's pointer parameters: omitted or null
+ * reaches the decoder as undefined/null, which picks the default).
  */
-export function decodeArgs<T>(params: unknown[], want: number, decode: (arg: (i: number) => unknown) => T): T {
+export function decodeArgs<T>(
+  params: unknown[],
+  want: number,
+  decode: (arg: (i: number) => unknown) => T,
+  required = want,
+): T {
   if (params.length > want) throw new InvalidParamsError(`too many arguments, want at most ${want}`);
-  for (let i = 0; i < want; i++) {
+  for (let i = 0; i < required; i++) {
     if (params[i] === undefined || params[i] === null) {
       throw new InvalidParamsError(`missing value for required argument ${i}`);
     }
@@ -146,6 +153,11 @@ export function decodeBlockSelector(value: unknown): BlockSelector {
     throw new ParamError('invalid arguments; neither block nor hash specified');
   }
   throw new ParamError(`expected a block number, tag, block hash or EIP-1898 object, got ${jsonType(value)}`);
+}
+
+/** The block selector of a state method whose block parameter is optional: omitted or null is `latest` (geth). */
+export function decodeOptionalBlockSelector(value: unknown): BlockSelector {
+  return value === undefined || value === null ? { kind: 'tag', tag: 'latest' } : decodeBlockSelector(value);
 }
 
 /** Uncle index: a hex quantity (geth's hexutil.Uint). */

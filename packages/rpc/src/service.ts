@@ -1,25 +1,13 @@
 // Contract between the transport (server package) and request handling (this package).
 // The rpc owner implements RpcService; the server only depends on what is declared here.
 import type { ChainStore } from '@chainnode/core';
+import type { RpcConfig } from './config.js';
 import type { OffloadExecutor } from './offload.js';
 
-export type JsonRpcId = number | string | null;
+/** The service's settings live with their defaults and checks (config.ts); re-exported here. */
+export type { RpcConfig } from './config.js';
 
-export interface RpcConfig {
-  /** `safe` resolves to head - safeDepth (no consensus client here). Default 0. */
-  safeDepth: number;
-  /** `finalized` resolves to head - finalizedDepth. Default 0. */
-  finalizedDepth: number;
-  /** Maximum calls in one JSON array batch; larger batches get -32600. */
-  maxBatchSize: number;
-  logs: {
-    maxResults: number; // 10,000
-    timeoutMs: number; // 10,000
-    maxFilterParams: number; // 5,000 (addresses + topic values)
-  };
-  /** web3_clientVersion answer. */
-  clientVersion: string;
-}
+export type JsonRpcId = number | string | null;
 
 /** One decoded call on its way to its handler; what middleware sees. */
 export interface CallInfo {
@@ -53,7 +41,12 @@ export interface RpcReply {
 
 export interface RpcServiceApi {
   /** Answers one HTTP body or WebSocket message (single request or batch). Never throws. */
-  handle(body: string, middleware?: CallMiddleware): Promise<RpcReply>;
+  /**
+   * `onRequestError` is called once for each call answered with a request error that never
+   * reached the middleware (parse error, invalid request, unknown method, non-array params), so
+   * the server can charge it as a client error.
+   */
+  handle(body: string, middleware?: CallMiddleware, onRequestError?: () => void): Promise<RpcReply>;
 }
 
 /** What a service is wired to besides its store and config. */

@@ -641,6 +641,12 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
     const viaNumber = await c.call<string>('eth_getStorageAt', head.miner, '0x0', head.number);
     expect(await c.call('eth_getStorageAt', head.miner, '0x0', head.hash)).toBe(viaNumber);
     expect(await c.call('eth_getStorageAt', head.miner, '0x0', { blockNumber: head.number })).toBe(viaNumber);
+    // An omitted block parameter is "latest" (geth v1.16), here the head.
+    expect(await c.raw('eth_getStorageAt', [head.miner, '0x0'])).toEqual(await c.raw('eth_getStorageAt', [head.miner, '0x0', 'latest']));
+    expect(await c.call('eth_getStorageAt', head.miner, '0x0')).toBe(viaNumber);
+    const proofLatest = await c.raw('eth_getProof', [head.miner, ['0x0']]);
+    expect(proofLatest).toEqual(await c.raw('eth_getProof', [head.miner, ['0x0'], 'latest']));
+    expect(proofLatest.result).toEqual(await c.call('eth_getProof', head.miner, ['0x0'], head.number));
   });
 });
 

@@ -135,6 +135,52 @@ describe('batches', () => {
   });
 });
 
+describe('batch answer limits', () => {
+  const blocks = (ids: unknown[]) =>
+    JSON.stringify(ids.map((id, i) => ({ jsonrpc: '2.0', ...(id === undefined ? {} : { id }), method: 'eth_getBlockByNumber', params: [`0x${(i % 3).toString(16)}`, true] })));
+
+  test('answers past maxBatchResponseBytes are not run: -32003 "response too large" each, like geth', async () => {
+    const full = JSON.parse((await createRpcService(new FakeStore()).handle(blocks([1, 2, 3, 4, 5]))).body!) as { result: unknown }[];
+    const one = JSON.stringify(full[0]).length;
+    const small = createRpcService(new FakeStore(), { maxBatchResponseBytes: one + 10 });
+    const ran: unknown[] = [];
+    const mw: CallMiddleware = (call, next) => {
+      ran.push(call.id);
+      return next();
+    };
+    // The first answer fits, the second passes the limit: the calls after it (3, a notification, 'x') do not run.
+    const out = JSON.parse((await small.handle(blocks([1, 2, 3, undefined, 'x']), mw)).body!) as unknown[];
+    expect(ran).toEqual([1, 2]);
+    expect(out).toEqual([
+      full[0],
+      full[1],
+      { jsonrpc: '2.0', id: 3, error: { code: -32003, message: 'response too large' } },
+      { jsonrpc: '2.0', id: 'x', error: { code: -32003, message: 'response too large' } },
+    ]);
+    // Under the limit nothing changes.
+    expect((await createRpcService(new FakeStore(), { maxBatchResponseBytes: 10 * one }).handle(blocks([1, 2, 3, 4, 5]))).body).toBe(
+      JSON.stringify(full),
+    );
+  });
+
+  test('maxConcurrentBatches: batches beyond it wait and are answered whole, in arrival order', async () => {
+    const one = createRpcService(new FakeStore(), { maxConcurrentBatches: 1 });
+    const order: string[] = [];
+    const mw = (tag: string): CallMiddleware => async (call, next) => {
+      order.push(`${tag}${String(call.id)}`);
+      await new Promise((r) => setTimeout(r, 1));
+      return next();
+    };
+    await Promise.all(['a', 'b', 'c'].map((tag) => one.handle(blocks([1, 2, 3]), mw(tag))));
+    expect(order).toEqual(['a1', 'a2', 'a3', 'b1', 'b2', 'b3', 'c1', 'c2', 'c3']);
+    // Without the limit (here 3 lanes) the same batches interleave.
+    const three = createRpcService(new FakeStore(), { maxConcurrentBatches: 3 });
+    order.length = 0;
+    await Promise.all(['a', 'b', 'c'].map((tag) => three.handle(blocks([1, 2, 3]), mw(tag))));
+    expect(order.slice(0, 3).sort()).toEqual(['a1', 'b1', 'c1']);
+  });
+});
+
 describe('middleware', () => {
   test('sees every known call with its cost; not unknown methods or invalid requests', async () => {
     const seen: CallInfo[] = [];

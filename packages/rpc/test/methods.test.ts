@@ -134,6 +134,29 @@ describe('eth_getStorageAt', () => {
       err(-32602, 'invalid argument 0: hex string has length 2, want 40 for common.Address'),
     );
   });
+  test('block parameter optional: omitted or null answers as "latest"; other arity rules unchanged', async () => {
+    // Slot 0xa differs between block 1 (empty) and the head (0x0a), so "latest" is told apart.
+    const latest = await call('eth_getStorageAt', A, '0xa', 'latest');
+    expect(latest).toMatchObject({ result: `0x${'00'.repeat(31)}0a` });
+    expect(await call('eth_getStorageAt', A, '0xa')).toEqual(latest);
+    expect(await call('eth_getStorageAt', A, '0xa', null)).toEqual(latest);
+    expect(await call('eth_getStorageAt', A, '0xa', '0x1')).not.toEqual(latest);
+    // A wrong-typed third argument is still refused, naming it.
+    expect(await call('eth_getStorageAt', A, '0xa', true)).toMatchObject(
+      err(-32602, 'invalid argument 2: expected a block number, tag, block hash or EIP-1898 object, got boolean'),
+    );
+    expect(await call('eth_getStorageAt', A, '0xa', 2)).toMatchObject(
+      err(-32602, 'invalid argument 2: expected a block number, tag, block hash or EIP-1898 object, got number'),
+    );
+    expect(await call('eth_getStorageAt', A, '0xa', 'newest')).toMatchObject(
+      err(-32602, 'invalid argument 2: hex string without 0x prefix'),
+    );
+    expect(await call('eth_getStorageAt', A)).toMatchObject(err(-32602, 'missing value for required argument 1'));
+    expect(await call('eth_getStorageAt', A, null)).toMatchObject(err(-32602, 'missing value for required argument 1'));
+    expect(await call('eth_getStorageAt', A, '0xa', 'latest', 1)).toMatchObject(
+      err(-32602, 'too many arguments, want at most 3'),
+    );
+  });
 });
 
 describe('eth_getProof', () => {
@@ -157,6 +180,24 @@ describe('eth_getProof', () => {
       err(-32602, 'storage key too long'),
     );
     expect(await call('eth_getProof', x(0xaa, 20), [], '0x7')).toMatchObject(err(-32000, 'header not found'));
+  });
+  test('block parameter optional: omitted or null answers as "latest"; other arity rules unchanged', async () => {
+    const A = x(0xaa, 20);
+    const keys = ['0x1', `0x${'00'.repeat(31)}02`];
+    const latest = await call('eth_getProof', A, keys, 'latest');
+    // The fake echoes the state root it was asked for: the head's (0x52..), not block 1's.
+    expect((latest.result as { storageHash: string }).storageHash).toBe(x(0x52, 32));
+    expect(await call('eth_getProof', A, keys)).toEqual(latest);
+    expect(await call('eth_getProof', A, keys, null)).toEqual(latest);
+    expect(await call('eth_getProof', A, keys, '0x1')).not.toEqual(latest);
+    expect(await call('eth_getProof', A, keys, false)).toMatchObject(
+      err(-32602, 'invalid argument 2: expected a block number, tag, block hash or EIP-1898 object, got boolean'),
+    );
+    expect(await call('eth_getProof', A, keys, [])).toMatchObject(
+      err(-32602, 'invalid argument 2: expected a block number, tag, block hash or EIP-1898 object, got array'),
+    );
+    expect(await call('eth_getProof', A)).toMatchObject(err(-32602, 'missing value for required argument 1'));
+    expect(await call('eth_getProof', A, keys, 'latest', 1)).toMatchObject(err(-32602, 'too many arguments, want at most 3'));
   });
 });
 

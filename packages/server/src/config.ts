@@ -9,8 +9,10 @@ export const PLAN_NAMES = ['core', 'developer', 'team', 'growth', 'custom'] as c
 export type PlanName = (typeof PLAN_NAMES)[number];
 
 export interface PlanConfig {
-  /** Credits per UTC day. */
+  /** Credits per UTC day (HTTP 402 beyond, until 00:00 UTC). */
   dailyCredits: number;
+  /** Credits per second, a token bucket holding one second of credits (HTTP 429 beyond); 0: no limit. */
+  creditsPerSecond: number;
   /** Whether eth_getBlockByHash may be forwarded to the failover partner (spec 4.3). */
   failover: boolean;
 }
@@ -32,10 +34,28 @@ export interface ServerConfig {
   maxBatchSize: number;
   /** Largest accepted WebSocket message; larger ones close the connection (1009). */
   wsMaxPayloadBytes: number;
-  /** Bytes buffered towards a slow WebSocket reader before we stop answering its messages. */
+  /**
+   * Per-connection budget of reply bytes in flight (buffered towards a slow WebSocket reader):
+   * above it the connection's next messages wait; a reply that would take it past twice this
+   * closes it (1008).
+   */
   wsMaxBackpressureBytes: number;
   /** Messages waiting while a WebSocket is backpressured; beyond this the socket is closed (1013). */
   wsMaxQueuedMessages: number;
+  /** Bytes of request text waiting on one WebSocket; beyond this the socket is closed (1013). */
+  wsMaxQueuedBytes: number;
+  /** A WebSocket whose buffered replies have not gone down for this long is closed (1008). */
+  wsSlowReaderTimeoutSeconds: number;
+  /**
+   * Process budget of reply bytes in flight (every connection's buffered replies together):
+   * over it no new request starts (WebSocket messages wait, HTTP gets 503 -32005) and the
+   * connections holding more than wsMaxBackpressureBytes are closed (1008).
+   */
+  maxReplyBytesInFlight: number;
+  /** Largest answer of one batch (rpc maxBatchResponseBytes; geth's 25 MB). */
+  maxBatchResponseBytes: number;
+  /** Batches answered at once (rpc maxConcurrentBatches); more wait their turn. */
+  maxConcurrentBatches: number;
   /** Seconds a WebSocket may stay silent before it is closed (uWS granularity ~4 s). */
   wsIdleTimeoutSeconds: number;
   /** Allowed CORS origins; ["*"] allows any (API keys are in the path, no cookies involved). */
@@ -61,22 +81,34 @@ export interface ServerConfig {
   networks: NetworkConfig[];
   /** The network answering bare hosts (IP literals, `localhost`); absent: those get 404. */
   defaultNetwork?: string;
+  /** Timeout (ms) of each Redis ledger command; a debit slower than this counts as Redis being away. */
+  ledgerCommandTimeoutMs: number;
+  /** Most charges a replica journals locally while Redis is away (fail-open); beyond, paid calls are refused. */
+  ledgerJournalMax: number;
 }
 
-/** Documented defaults (README "Plans and credits"). */
+/**
+ * Documented defaults (README "Limits"): core, developer and team as on Infura's pricing page;
+ * growth (legacy at Infura) and custom are ours to set.
+ */
 export const DEFAULT_CONFIG: ServerConfig = {
   plans: {
-    core: { dailyCredits: 6_000_000, failover: false },
-    developer: { dailyCredits: 15_000_000, failover: false },
-    team: { dailyCredits: 75_000_000, failover: false },
-    growth: { dailyCredits: 200_000_000, failover: true },
-    custom: { dailyCredits: 1_000_000_000, failover: true },
+    core: { dailyCredits: 3_000_000, creditsPerSecond: 500, failover: false },
+    developer: { dailyCredits: 15_000_000, creditsPerSecond: 4_000, failover: false },
+    team: { dailyCredits: 75_000_000, creditsPerSecond: 40_000, failover: false },
+    growth: { dailyCredits: 200_000_000, creditsPerSecond: 20_000, failover: true },
+    custom: { dailyCredits: 1_000_000_000, creditsPerSecond: 0, failover: true },
   },
   maxBodyBytes: 1024 * 1024,
   maxBatchSize: 1000,
   wsMaxPayloadBytes: 1024 * 1024,
   wsMaxBackpressureBytes: 4 * 1024 * 1024,
   wsMaxQueuedMessages: 1024,
+  wsMaxQueuedBytes: 1024 * 1024,
+  wsSlowReaderTimeoutSeconds: 30,
+  maxReplyBytesInFlight: 128 * 1024 * 1024,
+  maxBatchResponseBytes: 25_000_000,
+  maxConcurrentBatches: 2,
   wsIdleTimeoutSeconds: 120,
   corsOrigins: ['*'],
   failoverTimeoutMs: 2_000,
@@ -86,6 +118,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
   logWorkers: 1,
   logQueueLimit: 64,
   networks: [],
+  ledgerCommandTimeoutMs: 1_000,
+  ledgerJournalMax: 200_000,
 };
 
 export class ConfigError extends Error {
@@ -127,6 +161,7 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
           const plan = out.plans[name];
           for (const [pk, pv] of Object.entries(p)) {
             if (pk === 'dailyCredits') plan.dailyCredits = nonNegInt(`${where}.${name}.dailyCredits`, pv);
+            else if (pk === 'creditsPerSecond') plan.creditsPerSecond = nonNegInt(`${where}.${name}.creditsPerSecond`, pv);
             else if (pk === 'failover') {
               if (typeof pv !== 'boolean') throw new ConfigError(`${where}.${name}.failover: expected a boolean`);
               plan.failover = pv;
@@ -150,12 +185,19 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
       case 'wsMaxPayloadBytes':
       case 'wsMaxBackpressureBytes':
       case 'wsMaxQueuedMessages':
+      case 'wsMaxQueuedBytes':
+      case 'wsSlowReaderTimeoutSeconds':
+      case 'maxReplyBytesInFlight':
+      case 'maxBatchResponseBytes':
+      case 'maxConcurrentBatches':
       case 'wsIdleTimeoutSeconds':
       case 'failoverTimeoutMs':
       case 'metricsPort':
       case 'shutdownGraceMs':
       case 'logWorkers':
       case 'logQueueLimit':
+      case 'ledgerCommandTimeoutMs':
+      case 'ledgerJournalMax':
         out[k] = nonNegInt(where, v);
         break;
       case 'networks': {
@@ -182,7 +224,10 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
     }
   }
   if (out.maxBatchSize < 1) throw new ConfigError(`${source}: maxBatchSize must be at least 1`);
+  if (out.maxConcurrentBatches < 1) throw new ConfigError(`${source}: maxConcurrentBatches must be at least 1`);
+  if (out.maxBatchResponseBytes < 1) throw new ConfigError(`${source}: maxBatchResponseBytes must be at least 1`);
   if (out.logQueueLimit < 1) throw new ConfigError(`${source}: logQueueLimit must be at least 1`);
+  if (out.ledgerCommandTimeoutMs < 1) throw new ConfigError(`${source}: ledgerCommandTimeoutMs must be at least 1`);
   if (out.logWorkers > 64) throw new ConfigError(`${source}: logWorkers must be at most 64`);
   if (out.defaultNetwork !== undefined && out.networks.length > 0 && !out.networks.some((n) => n.name === out.defaultNetwork)) {
     throw new ConfigError(`${source}: defaultNetwork "${out.defaultNetwork}" is not among networks`);

@@ -57,6 +57,10 @@ export class Metrics {
   private readonly methods = new Map<string, MethodSeries>();
   private readonly statuses = { http: new Map<number, number>(), ws: new Map<number, number>() };
   wsOpen = 0;
+  /** Reply bytes buffered towards clients (set before each render). */
+  replyBytesInFlight = 0;
+  /** Connections closed by the reply budgets and timeouts, by reason. */
+  readonly cuts = new Map<string, number>();
   headBlock = -1;
   /** A follower's ingest state (serve --follow). */
   ingest: (() => IngestStatusView) | undefined;
@@ -144,6 +148,13 @@ export class Metrics {
     // The process-wide instance of a multi-network server has no WebSockets or head of its own.
     if (this.network !== undefined || !this.routing) {
       add('chainnode_websocket_connections', `chainnode_websocket_connections${only} ${this.wsOpen}`);
+    }
+    // Reply budgets are the process's (one budget across networks): written by the unlabelled instance.
+    if (this.network === undefined) {
+      add('chainnode_reply_bytes_in_flight', `chainnode_reply_bytes_in_flight ${this.replyBytesInFlight}`);
+      for (const [reason, c] of this.cuts) add('chainnode_connections_cut_total', `chainnode_connections_cut_total{reason="${reason}"} ${c}`);
+    }
+    if (this.network !== undefined || !this.routing) {
       add('chainnode_head_block', `chainnode_head_block${only} ${this.headBlock}`);
     }
     const f = this.ingest?.();
@@ -168,6 +179,8 @@ const FAMILIES = {
   chainnode_credits_charged_total: { help: 'Credits charged, by method.', type: 'counter' },
   chainnode_responses_total: { help: 'Transport responses by status (WebSocket: 101 per accepted upgrade).', type: 'counter' },
   chainnode_websocket_connections: { help: 'Open WebSocket connections.', type: 'gauge' },
+  chainnode_reply_bytes_in_flight: { help: 'Reply bytes buffered towards clients (all connections).', type: 'gauge' },
+  chainnode_connections_cut_total: { help: 'Connections closed by the reply budgets and timeouts, by reason.', type: 'counter' },
   chainnode_head_block: { help: 'Number of the newest imported block (-1 when the store is unavailable).', type: 'gauge' },
 } as const;
 

@@ -1,21 +1,85 @@
 // The layers around dispatch, keyed by method name (never inside handlers):
-//   metrics -> key still valid -> credits (reserve, answer, journal) -> failover -> handler.
+//   metrics + usage record -> key still valid -> key allowed on the request's network (-32002,
+//   HTTP 403) -> allowlists (-32002, HTTP 403) -> credits (debit
+//   both limits: the plan's and the key's own, answer, settle) -> failover -> handler.
+// The key's own limits (dashboard "Key Credit Limits") are folded into the one atomic debit: the
+// smaller of each pair is checked, and a refusal says whose limit it was (the key's: 429 with
+// event -33400 daily / -33300 per second; the plan's: 402 / 429 -33200).
 // The key itself is authenticated by the transport before the body is read (401); these
 // layers see only its record, and re-check it per call so a key revoked while a WebSocket is
 // open stops working within a second.
-import { InternalError, LimitExceededError, RpcError, StoreUnavailableError } from '@chainnode/core';
+//
+// Charging rules (Infura's): a call refused by a limit (402, 429) or failing on our side (5xx
+// class: internal errors, store unavailable, log queue full) costs nothing; a call failing
+// because of the request (invalid params, unknown block, result cap, ... and envelope errors:
+// parse error, invalid request, unknown method) costs 5 credits (never more than the method);
+// an answered call costs its method's credits. Each call of a batch is charged on its own.
+import { InternalError, RpcError, StoreUnavailableError } from '@chainnode/core';
 import type { CallInfo, CallMiddleware } from '@chainnode/rpc';
+import { TOO_MANY_OFFLOADED } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
-import { keyAllowsNetwork } from './keys.js';
+import { chargeHash, keyAllowsNetwork } from './keys.js';
 import type { KeyRecord, KeyRegistry } from './keys.js';
-import type { CreditLedger } from './ledger.js';
+import { allowlistRefusal } from './allowlist.js';
+import type { ErrorClass, UsageRecord } from './usage.js';
+import { LedgerUnavailableError } from './ledger-api.js';
+import type { CreditLedger, DebitResult, Limits } from './ledger-api.js';
 import type { Metrics, Outcome } from './metrics.js';
 import type { NetworkRuntime } from './network.js';
 
-/** -32005 for a call today's balance cannot cover; the transport answers a single one with 429. */
-export class CreditLimitError extends LimitExceededError {
-  constructor(message: string, resetsAt: string) {
-    super(message, { resetsAt });
+/** Credits a call that failed because of the request costs (Infura: "other 4xx cost 5 credits"). */
+export const REQUEST_ERROR_CREDITS = 5;
+
+export const DAILY_LIMIT_DETAILS =
+  'You have reached your daily credit limit. To continue making requests, upgrade your plan or purchase additional credits.';
+export const THROUGHPUT_LIMIT_DETAILS =
+  'You have surpassed your allowed throughput limit. Reduce the amount of requests per second or upgrade for more capacity.';
+
+/**
+ * Daily credits exhausted: Infura's body {"code":402,"event":-33000,"message":"Payment Required",
+ * "details":"You have reached your daily credit limit. …"} plus data.resetsAt (next 00:00 UTC).
+ * A single request answers HTTP 402; WebSockets of the key are closed after it.
+ */
+export class DailyLimitError extends RpcError {
+  constructor(resetsAt: string) {
+    super(402, 'Payment Required', { resetsAt });
+    this.event = -33000;
+    this.details = `${DAILY_LIMIT_DETAILS} The balance resets at ${resetsAt}.`;
+  }
+}
+
+/** Credits per second exceeded: {"code":429,"event":-33200,"message":"Too Many Requests",...}; HTTP 429. */
+export class ThroughputLimitError extends RpcError {
+  constructor() {
+    super(429, 'Too Many Requests');
+    this.event = -33200;
+    this.details = THROUGHPUT_LIMIT_DETAILS;
+  }
+}
+
+/** User-defined per-key limit exceeded (Infura "Key Credit Limits"): HTTP 429, event -33300 (per second) or -33400 (per day). */
+export class KeyLimitError extends RpcError {
+  constructor(kind: 'daily' | 'throughput', resetsAt?: string) {
+    super(429, 'Too Many Requests', resetsAt !== undefined ? { resetsAt } : undefined);
+    this.event = kind === 'daily' ? -33400 : -33300;
+    this.details =
+      kind === 'daily'
+        ? 'You have surpassed your user-defined key daily credit limit setting. To make more requests with this key, review key setting configurations.'
+        : 'You have surpassed your user-defined key throughput limit setting. To make more requests with this key, review key setting configurations.';
+  }
+}
+
+/** -32002: the call did not pass the key's allowlists (Infura's code and text); HTTP 403 alone. */
+export class AllowlistRejectedError extends RpcError {
+  constructor() {
+    super(-32002, 'rejected due to project ID settings');
+  }
+}
+
+/** The shared ledger cannot be reached and the failure mode is `closed`: -32603, HTTP 503, free. */
+export class LedgerDownError extends InternalError {
+  constructor() {
+    super('credit ledger unavailable: try again shortly');
   }
 }
 
@@ -47,18 +111,69 @@ class FailoverTimeout extends Error {}
 /** What one HTTP request or WebSocket message learns while its calls run. */
 export interface RequestContext {
   readonly keyHash: string;
-  /** At least one call was refused for lack of credits. */
-  creditRejected: boolean;
+  /**
+   * HTTP status of the first call refused by a limit or by an unavailable ledger (402, 429,
+   * 503); a single request answers with it (a batch answers 200).
+   */
+  refusal?: 402 | 403 | 429 | 503;
+  /** Calls answered with a request error before the middleware (charged by chargeRequestErrors). */
+  requestErrors: number;
+  /** Origin and User-Agent headers of the request (or of the WebSocket upgrade), for the allowlists. */
+  origin: string;
+  userAgent: string;
   /**
    * The network the request was routed to (multi-network servers): checked against the key's
-   * networks, labels the charge in the journal, and its metrics count the call.
+   * networks, labels the charge in the ledger, and its metrics count the call.
    */
-  readonly network?: NetworkRuntime;
+  network?: NetworkRuntime;
+}
+
+/**
+ * The network label of a request's charges: the routed network's name; none for the implicit
+ * network of a server without networks (its journal lines stay as before networks existed).
+ */
+function networkLabel(ctx: RequestContext): string | undefined {
+  return ctx.network === undefined || ctx.network.implicit ? undefined : ctx.network.name;
 }
 
 /** The daily balance of a key: its override, else its plan's. */
 export function dailyLimit(config: ServerConfig, key: KeyRecord): number {
   return key.dailyCredits ?? config.plans[key.plan].dailyCredits;
+}
+
+/** Both limits of a key: its overrides, else its plan's. */
+export function limitsOf(config: ServerConfig, key: KeyRecord): Limits {
+  const plan = config.plans[key.plan];
+  return { daily: key.dailyCredits ?? plan.dailyCredits, perSecond: key.creditsPerSecond ?? plan.creditsPerSecond };
+}
+
+/**
+ * The limits a debit checks: the plan's (or the key's operator overrides) and the key's own
+ * user-defined limits, the smaller of each pair; `own*` says whether the key's own limit is the
+ * binding one (its refusal is then 429 -33400 / -33300 instead of 402 / 429 -33200).
+ */
+export function effectiveLimits(config: ServerConfig, key: KeyRecord): Limits & { ownDaily: boolean; ownPerSecond: boolean } {
+  const base = limitsOf(config, key);
+  const d = key.limits?.creditsPerDay;
+  const s = key.limits?.creditsPerSecond;
+  const ownDaily = d !== undefined && d > 0 && d < base.daily;
+  const ownPerSecond = s !== undefined && s > 0 && (base.perSecond === 0 || s < base.perSecond);
+  return { daily: ownDaily ? (d as number) : base.daily, perSecond: ownPerSecond ? (s as number) : base.perSecond, ownDaily, ownPerSecond };
+}
+
+/** The usage class of an error a call ended with: refused by the gateway, our side, or the request's. */
+export function errorClass(err: unknown): ErrorClass {
+  if (err instanceof AllowlistRejectedError || err instanceof KeyLimitError || err instanceof DailyLimitError || err instanceof ThroughputLimitError || err instanceof KeyRevokedError || err instanceof NetworkNotAllowedError) return '4xx';
+  if (err instanceof RpcError && err.code !== -32603) return 'rpc';
+  return '5xx';
+}
+
+/** What a call that ended in `err` costs (the charging rules above). */
+export function creditsForError(cost: number, err: unknown): number {
+  if (!(err instanceof RpcError)) return 0; // store unavailable, a bug: our side
+  if (err.code === -32603 || err.code === 402 || err.code === 429 || err.code === -32001) return 0;
+  if (err.code === -32005 && err.message === TOO_MANY_OFFLOADED) return 0; // overload: our side
+  return Math.min(REQUEST_ERROR_CREDITS, cost);
 }
 
 export interface GateOptions {
@@ -68,65 +183,143 @@ export interface GateOptions {
   metrics: Metrics;
   /** Partner JSON-RPC endpoint for failover-plan eth_getBlockByHash calls. */
   failoverUrl?: string;
+  log?: (line: string) => void;
+  /** The per-key usage record (dashboard): every call the gate sees is recorded. */
+  usage?: UsageRecord;
 }
 
 export class Gate {
   constructor(private readonly o: GateOptions) {}
 
+  /** A fresh context for one request (single call or batch) made with the key `keyHash`. */
+  static context(keyHash: string, origin = '', userAgent = ''): RequestContext {
+    return { keyHash, requestErrors: 0, origin, userAgent };
+  }
+
+  /** Pass as handle()'s onRequestError. */
+  static requestErrorCounter(ctx: RequestContext): () => void {
+    return () => {
+      ctx.requestErrors++;
+    };
+  }
+
   /**
-   * The middleware for one request (single call or batch) made with the key `keyHash`. One async
-   * frame per call (key check, reservation, answer, journal, metrics): this runs for every call,
-   * and each extra await layer is a measurable share of a cached answer's cost.
+   * Charges the request errors of `ctx` (5 credits each) before the reply goes out. Free when
+   * the key's limits are reached or the ledger is away (a refusal would be free too).
+   */
+  async chargeRequestErrors(ctx: RequestContext): Promise<void> {
+    if (ctx.requestErrors === 0) return;
+    const key = this.o.keys.byKeyHash(ctx.keyHash);
+    if (!key || key.revokedAt !== undefined) return;
+    if (ctx.network !== undefined && !keyAllowsNetwork(key, ctx.network.name)) return; // refused calls cost nothing
+    const cost = ctx.requestErrors * REQUEST_ERROR_CREDITS;
+    ctx.requestErrors = 0;
+    try {
+      const d = await this.o.ledger.debit(chargeHash(key), cost, effectiveLimits(this.o.config, key), networkLabel(ctx));
+      if (d.ok) {
+        await this.o.ledger.settle(d.debit, cost);
+        (ctx.network?.metrics ?? this.o.metrics).charged('request_error', cost);
+        this.o.usage?.record({ key: key.id, method: '(request)', credits: cost, error: 'rpc' });
+      }
+    } catch {
+      // not charged
+    }
+  }
+
+  /**
+   * The middleware for one request made under `ctx`. One async frame per call (key check,
+   * debit, answer, settle, metrics): this runs for every call, and each extra await layer is a
+   * measurable share of a cached answer's cost.
    */
   middleware(ctx: RequestContext): CallMiddleware {
-    const { config, keys, ledger, failoverUrl } = this.o;
+    const { config, keys, ledger, failoverUrl, usage } = this.o;
     const metrics = ctx.network?.metrics ?? this.o.metrics;
-    // The implicit network of a single-network server journals no network name (as before).
-    const network = ctx.network === undefined || ctx.network.implicit ? undefined : ctx.network.name;
+    const network = networkLabel(ctx);
     return async (call, next) => {
       const t0 = performance.now();
       let outcome: Outcome = 'ok';
+      let key: KeyRecord | undefined;
+      let charged = 0;
+      let failure: ErrorClass | undefined;
       try {
-        const key = keys.byKeyHash(ctx.keyHash);
+        key = keys.byKeyHash(ctx.keyHash);
         if (!key || key.revokedAt !== undefined) throw new KeyRevokedError();
-        if (ctx.network !== undefined && !keyAllowsNetwork(key, ctx.network.name)) throw new NetworkNotAllowedError(ctx.network.name);
-        const limit = dailyLimit(config, key);
-        const reservation = ledger.reserve(key.hash, call.cost, limit, network);
-        if (!reservation) {
-          ctx.creditRejected = true;
-          const resetsAt = ledger.resetsAt().toISOString();
-          throw new CreditLimitError(
-            `daily credit limit reached: ${call.method} costs ${call.cost} credits, ` +
-              `${Math.max(0, limit - ledger.used(key.hash))} of ${limit} left today; the balance resets at ${resetsAt}`,
-            resetsAt,
-          );
+        if (ctx.network !== undefined && !keyAllowsNetwork(key, ctx.network.name)) {
+          ctx.refusal ??= 403;
+          throw new NetworkNotAllowedError(ctx.network.name);
+        }
+        if (key.allowlists !== undefined && allowlistRefusal(key.allowlists, { method: call.method, params: call.params, origin: ctx.origin, userAgent: ctx.userAgent }) !== undefined) {
+          ctx.refusal ??= 403;
+          throw new AllowlistRejectedError();
+        }
+        const k = key;
+        const invoke = async (): Promise<unknown> => {
+          if (failoverUrl !== undefined && call.method === 'eth_getBlockByHash' && config.plans[k.plan].failover) {
+            const answer = await this.failover(failoverUrl, call, next);
+            if (answer.failedOver) outcome = 'failover';
+            return answer.result;
+          }
+          return next();
+        };
+        if (call.cost === 0) return await invoke(); // free methods never touch the ledger
+        let d: DebitResult;
+        const limits = effectiveLimits(config, key);
+        try {
+          d = await ledger.debit(chargeHash(key), call.cost, limits, network);
+        } catch (err) {
+          if (!(err instanceof LedgerUnavailableError)) throw err;
+          ctx.refusal ??= 503;
+          throw new LedgerDownError();
+        }
+        if (!d.ok) {
+          if (d.reason === 'daily' && limits.ownDaily) {
+            ctx.refusal ??= 429;
+            throw new KeyLimitError('daily', d.resetsAt);
+          }
+          if (d.reason === 'throughput' && limits.ownPerSecond) {
+            ctx.refusal ??= 429;
+            throw new KeyLimitError('throughput');
+          }
+          ctx.refusal ??= d.reason === 'daily' ? 402 : 429;
+          throw d.reason === 'daily' ? new DailyLimitError(d.resetsAt) : new ThroughputLimitError();
         }
         let result: unknown;
         try {
-          if (failoverUrl !== undefined && call.method === 'eth_getBlockByHash' && config.plans[key.plan].failover) {
-            const answer = await this.failover(failoverUrl, call, next);
-            if (answer.failedOver) outcome = 'failover';
-            result = answer.result;
-          } else {
-            result = await next();
-          }
+          result = await invoke();
         } catch (err) {
-          ledger.release(reservation);
+          const credits = creditsForError(call.cost, err);
+          try {
+            await ledger.settle(d.debit, credits);
+            charged = credits;
+            if (credits > 0) metrics.charged(call.method, credits);
+          } catch {
+            // the error goes out either way; an unrecorded 5-credit charge is not worth refusing it
+          }
           throw err;
         }
         try {
-          await ledger.commit(reservation);
+          await ledger.settle(d.debit, call.cost);
         } catch {
-          // Not journaled means not charged, and then the answer is not given either.
+          // Not recorded means not charged, and then the answer is not given either.
           throw new InternalError('could not record credit usage; the call was not charged');
         }
         metrics.charged(call.method, call.cost);
+        charged = call.cost;
         return result;
       } catch (err) {
-        outcome = err instanceof CreditLimitError ? 'no_credits' : err instanceof NetworkNotAllowedError ? 'unauthorized' : 'error';
+        outcome =
+          err instanceof DailyLimitError || err instanceof ThroughputLimitError || err instanceof KeyLimitError
+            ? 'no_credits'
+            : err instanceof NetworkNotAllowedError
+              ? 'unauthorized'
+              : 'error';
+        failure = errorClass(err);
         throw err;
       } finally {
         metrics.call(call.method, outcome, (performance.now() - t0) / 1000);
+        if (usage !== undefined && key !== undefined) {
+          usage.record(failure === undefined ? { key: key.id, method: call.method, credits: charged } : { key: key.id, method: call.method, credits: charged, error: failure });
+        }
       }
     };
   }

@@ -16,10 +16,14 @@ import type { RpcReply, RpcServiceApi } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
 import { Gate } from './middleware.js';
 import type { RequestContext } from './middleware.js';
-import { KeyRegistry, keyAllowsNetwork } from './keys.js';
+import { KeyRegistry, checkSecret, keyAllowsNetwork } from './keys.js';
 import type { KeyRecord } from './keys.js';
-import { CreditLedger } from './ledger.js';
+import { EmbeddedLedger, FileKeyStore } from './ledger-embedded.js';
+import type { CreditLedger, KeyStore } from './ledger-api.js';
 import { Metrics } from './metrics.js';
+import { EmbeddedUsage, REQUEST_METHOD } from './usage.js';
+import type { UsageRecord } from './usage.js';
+import { ReplyBudget } from './reply-budget.js';
 import type { IngestStatusView } from './metrics.js';
 import { networkNotAllowedMessage } from './middleware.js';
 import { IMPLICIT_NETWORK, NetworkRouter, NetworkRuntime } from './network.js';
@@ -44,6 +48,13 @@ export interface ServerOptions {
   /** Operational messages (never containing keys). */
   log?: (line: string) => void;
   /**
+   * Where keys and credits live (e.g. openLedger's Redis engine). Default: the embedded engine
+   * in `datadir`. The caller keeps ownership: close() does not close a ledger given here.
+   */
+  ledger?: { keys: KeyStore; credits: CreditLedger };
+  /** The per-key usage record (the caller keeps ownership); default: the embedded one in <datadir>/usage-stats/. */
+  usage?: UsageRecord;
+  /**
    * Commits of a follower's ingest (serve --follow), published on this thread after the store's
    * caches dropped what each commit made stale: for consumers such as eth_subscribe.
    */
@@ -58,6 +69,10 @@ export interface RunningServer {
   readonly metricsPort: number | undefined;
   readonly metrics: Metrics;
   readonly router: NetworkRouter;
+  /** The live key set, credit ledger and usage record (the dashboard reads them in-process). */
+  readonly keys: KeyRegistry;
+  readonly ledger: CreditLedger;
+  readonly usage: UsageRecord;
   /** Stops accepting, lets in-flight requests finish (up to the grace period), closes WebSockets. */
   close(): Promise<void>;
 }
@@ -65,12 +80,20 @@ export interface RunningServer {
 interface WsData {
   keyHash: string;
   net: NetworkRuntime;
+  origin: string;
+  userAgent: string;
   ctxClosed: boolean;
   inflight: number;
   queue: string[];
+  /** UTF-16 units of request text in `queue`. */
+  queuedChars: number;
+  /** Pumps this socket's queue (registered with the reply budget while the process is over it). */
+  resume?: () => void;
 }
 
 const OK = '200 OK';
+/** Status of a single request refused by a limit or by an unavailable ledger. */
+const REFUSAL_STATUS = { 402: '402 Payment Required', 403: '403 Forbidden', 429: '429 Too Many Requests', 503: '503 Service Unavailable' } as const;
 // Header names and values of every RPC response, as bytes once: uWS converts a JS string
 // argument to UTF-8 on each call, and these run for every request.
 const ascii = (text: string): Uint8Array => Buffer.from(text, 'latin1');
@@ -82,6 +105,8 @@ const V_ORIGIN = ascii('Origin');
 const V_JSON = ascii('application/json');
 const REQ_ORIGIN = ascii('origin');
 const REQ_CONTENT_LENGTH = ascii('content-length');
+const REQ_USER_AGENT = ascii('user-agent');
+const REQ_AUTHORIZATION = ascii('authorization');
 const MAX_WS_INFLIGHT = 256;
 /**
  * Replies that can encode themselves (RpcReply.encode) are written into this buffer and handed to
@@ -100,22 +125,32 @@ const STREAM_ABOVE = 256 * 1024;
  * it off: a multi-megabyte eth_getLogs answer in flight at SIGTERM arrived truncated.
  * `onAbort` registers what the request's onAborted handler must call.
  */
-function endLong(res: HttpResponse, body: string, finished: () => void, onAbort: (f: () => void) => void): void {
+function endLong(
+  res: HttpResponse,
+  body: string,
+  finished: () => void,
+  onAbort: (f: () => void) => void,
+  budget: ReplyBudget<unknown>,
+): void {
   const buf = Buffer.from(body, 'utf8');
   const total = buf.length;
   const base = res.getWriteOffset();
   const [, done] = res.tryEnd(buf, total);
   if (done) return finished();
+  // The rest stays in `buf` until the socket takes it: reply bytes in flight.
+  budget.update(res, total - (res.getWriteOffset() - base));
   let ended = false;
   const end = (): void => {
     if (ended) return;
     ended = true;
+    budget.release(res);
     finished();
   };
   onAbort(end);
   res.onWritable((offset) => {
     const [ok, done2] = res.tryEnd(buf.subarray(offset - base), total);
     if (done2) end();
+    else budget.update(res, total - (res.getWriteOffset() - base));
     return ok;
   });
 }
@@ -137,6 +172,16 @@ const BODY_UNKNOWN_NETWORK = (host: string, names: string[]): string =>
   errorBody(-32601, `unknown network "${NetworkRouter.askedFor(host)}": this server serves ${names.join(', ')} (use http://<network>.<host>/v3/<API_KEY>)`);
 const BODY_NETWORK_NOT_ALLOWED = (network: string): string => errorBody(-32002, networkNotAllowedMessage(network));
 const REQ_HOST = ascii('host');
+const BODY_SECRET_MISSING = errorBody(-32001, 'project secret required: send it as the HTTP basic auth password with an empty user name');
+const BODY_SECRET_WRONG = errorBody(-32001, 'invalid project id or project secret');
+const BODY_BUSY = errorBody(-32005, 'server busy: reply bytes in flight are over the process budget, retry later');
+const CLOSE_POLICY = 1008;
+/** Over the process budget, connections that have not read for this long may be closed. */
+const SHED_STALLED_MS = 1000;
+const REASON_CONNECTION_BUDGET = 'reply bytes in flight over this connection\'s budget: read your replies';
+const REASON_PROCESS_BUDGET = 'server reply budget exhausted: this connection holds the most unread replies';
+const REASON_SLOW_READER = 'slow reader: buffered replies not read in time';
+const REASON_QUEUE = 'too many queued messages: read your replies';
 
 function keyProblem(rec: KeyRecord | undefined, key: string): string | undefined {
   if (key === '') return BODY_MISSING_KEY;
@@ -160,18 +205,30 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const router = opts.networks !== undefined
     ? new NetworkRouter(opts.networks, opts.defaultNetwork !== undefined ? { defaultNetwork: opts.defaultNetwork } : {})
     : new NetworkRouter([singleNetwork(opts)]);
-  // Responses that reach no network (unknown network, preflight, process health); a server
-  // started without networks has one set of series, unlabelled, as before.
+  // Responses that reach no network (unknown network, preflight, process health) and the
+  // process-wide series (reply budgets); a server started without networks has one set of
+  // series, unlabelled, as before.
   const metrics = router.single ? (router.networks[0] as NetworkRuntime).metrics : new Metrics(undefined, true);
-  const keys = new KeyRegistry(datadir, log);
-  keys.watch();
-  const ledger = new CreditLedger(datadir);
-  const gate = new Gate({ config, keys, ledger, metrics, ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}) });
+  const ownLedger = opts.ledger === undefined ? new EmbeddedLedger(datadir) : undefined;
+  const ledger: CreditLedger = opts.ledger?.credits ?? (ownLedger as EmbeddedLedger);
+  const keys = await KeyRegistry.open(opts.ledger?.keys ?? new FileKeyStore(datadir), log);
+  const usage = opts.usage ?? new EmbeddedUsage(datadir).start();
+  const gate = new Gate({ config, keys, ledger, metrics, log, usage, ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}) });
+  /** The key's secret, checked before the body is read; a refusal is a 4xx in the key's usage. */
+  const secretProblem = (rec: KeyRecord, authorization: string): string | undefined => {
+    const s = checkSecret(rec, authorization);
+    if (s === 'ok') return undefined;
+    usage.record({ key: rec.id, method: REQUEST_METHOD, credits: 0, error: '4xx' });
+    return s === 'missing' ? BODY_SECRET_MISSING : BODY_SECRET_WRONG;
+  };
 
+  const budget = new ReplyBudget<unknown>(config.maxReplyBytesInFlight);
   let inflight = 0;
   let shuttingDown = false;
   let idleWaiter: (() => void) | undefined;
   const sockets = new Set<WebSocket<WsData>>();
+  /** Open WebSockets by key hash: all of a key's sockets close once its daily credits run out. */
+  const socketsByKey = new Map<string, Set<WebSocket<WsData>>>();
   const done = (): void => {
     inflight--;
     if (inflight === 0 && idleWaiter) idleWaiter();
@@ -225,16 +282,22 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const contentLength = req.getHeader(REQ_CONTENT_LENGTH);
     const host = req.getHeader(REQ_HOST);
     const hasBody = contentLength !== '' && contentLength !== '0';
+    const userAgent = req.getHeader(REQ_USER_AGENT);
+    const authorization = req.getHeader(REQ_AUTHORIZATION);
     if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
     const net = router.route(host);
     if (net === undefined) return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), hasBody);
     const m = net.metrics;
     const rec = key === '' ? undefined : keys.lookup(key);
-    const problem = keyProblem(rec, key);
+    const problem = keyProblem(rec, key) ?? (rec !== undefined ? secretProblem(rec, authorization) : undefined);
     if (problem !== undefined || rec === undefined) {
       return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, hasBody, m);
     }
-    if (!keyAllowsNetwork(rec, net.name)) return send(res, '403 Forbidden', origin, BODY_NETWORK_NOT_ALLOWED(net.name), hasBody, m);
+    if (!keyAllowsNetwork(rec, net.name)) {
+      usage.record({ key: rec.id, method: REQUEST_METHOD, credits: 0, error: '4xx' });
+      return send(res, '403 Forbidden', origin, BODY_NETWORK_NOT_ALLOWED(net.name), hasBody, m);
+    }
+    if (budget.over) return send(res, '503 Service Unavailable', origin, BODY_BUSY, true, m);
     const max = config.maxBodyBytes;
     if (contentLength !== '' && Number(contentLength) > max) {
       return send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true, m);
@@ -260,45 +323,49 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       finished = true;
       inflight++;
-      const ctx: RequestContext = { keyHash, creditRejected: false, network: net };
-      net.service.handle(body, gate.middleware(ctx)).then(
-        (reply: RpcReply) => {
-          // In flight until the whole body is with the socket: a long one is streamed, and its
-          // `finish` runs when the last byte is written (or the client goes away).
-          let released = false;
-          const finish = (): void => {
-            if (released) return;
-            released = true;
-            done();
-          };
-          let streaming = false;
-          try {
-            if (aborted) return;
-            const status = !reply.batch && ctx.creditRejected ? '429 Too Many Requests' : OK;
-            const text = reply.body ?? '';
-            if (text.length <= STREAM_ABOVE) {
-              res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown, m));
-              return;
-            }
-            // A streamed reply keeps its connection (close() ends it after the last byte).
-            res.cork(() => {
-              writeHead(res, status, origin);
-              endLong(res, text, finish, (f) => (onAbort = f));
-            });
-            streaming = true;
-            m.response('http', Number(status.slice(0, 3)));
-          } finally {
-            if (!streaming) finish();
+      const ctx: RequestContext = Gate.context(keyHash, origin, userAgent);
+      ctx.network = net;
+      const write = (reply: RpcReply): void => {
+        // In flight until the whole body is with the socket: a long one is streamed, and its
+        // `finish` runs when the last byte is written (or the client goes away).
+        let released = false;
+        const finish = (): void => {
+          if (released) return;
+          released = true;
+          done();
+        };
+        let streaming = false;
+        try {
+          if (aborted) return;
+          const status = !reply.batch && ctx.refusal !== undefined ? REFUSAL_STATUS[ctx.refusal] : OK;
+          const text = reply.body ?? '';
+          if (text.length <= STREAM_ABOVE) {
+            res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown, m));
+            return;
           }
-        },
-        () => {
-          try {
-            // handle() never throws by contract; answer without internals if it does.
-            if (!aborted) res.cork(() => send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true, m));
-          } finally {
-            done();
-          }
-        },
+          // A streamed reply keeps its connection (close() ends it after the last byte).
+          res.cork(() => {
+            writeHead(res, status, origin);
+            endLong(res, text, finish, (f) => (onAbort = f), budget);
+          });
+          streaming = true;
+          m.response('http', Number(status.slice(0, 3)));
+        } finally {
+          if (!streaming) finish();
+        }
+      };
+      const fail = (): void => {
+        try {
+          // handle() never throws by contract; answer without internals if it does.
+          if (!aborted) res.cork(() => send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true, m));
+        } finally {
+          done();
+        }
+      };
+      net.service.handle(body, gate.middleware(ctx), Gate.requestErrorCounter(ctx)).then(
+        // Request errors (5 credits each) are charged before the reply goes out; chargeRequestErrors never rejects.
+        (reply) => (ctx.requestErrors > 0 ? void gate.chargeRequestErrors(ctx).then(() => write(reply)) : write(reply)),
+        fail,
       );
     });
   };
@@ -344,69 +411,148 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const secExtensions = req.getHeader('sec-websocket-extensions');
       const origin = req.getHeader('origin');
       const host = req.getHeader(REQ_HOST);
+      const userAgent = req.getHeader('user-agent');
+      const authorization = req.getHeader('authorization');
       if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
       const net = router.route(host);
       if (net === undefined) return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), true);
       const rec = key === '' ? undefined : keys.lookup(key);
-      const problem = keyProblem(rec, key);
+      const problem = keyProblem(rec, key) ?? (rec !== undefined ? secretProblem(rec, authorization) : undefined);
       if (problem !== undefined || rec === undefined) return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, true, net.metrics);
-      if (!keyAllowsNetwork(rec, net.name)) return send(res, '403 Forbidden', origin, BODY_NETWORK_NOT_ALLOWED(net.name), true, net.metrics);
+      if (!keyAllowsNetwork(rec, net.name)) {
+        usage.record({ key: rec.id, method: REQUEST_METHOD, credits: 0, error: '4xx' });
+        return send(res, '403 Forbidden', origin, BODY_NETWORK_NOT_ALLOWED(net.name), true, net.metrics);
+      }
       net.metrics.response('ws', 101);
-      res.upgrade<WsData>({ keyHash: rec.hash, net, ctxClosed: false, inflight: 0, queue: [] }, secKey, secProtocol, secExtensions, context);
+      res.upgrade<WsData>({ keyHash: rec.hash, net, origin, userAgent, ctxClosed: false, inflight: 0, queue: [], queuedChars: 0 }, secKey, secProtocol, secExtensions, context);
     },
     open: (ws) => {
       sockets.add(ws);
-      ws.getUserData().net.metrics.wsOpen++;
+      const data = ws.getUserData();
+      let set = socketsByKey.get(data.keyHash);
+      if (!set) socketsByKey.set(data.keyHash, (set = new Set()));
+      set.add(ws);
+      data.net.metrics.wsOpen++;
     },
     message: (ws, message) => {
       const data = ws.getUserData();
       const text = Buffer.from(message).toString('utf8'); // copy now: the buffer is neutered on return
-      if (data.queue.length > 0 || data.inflight >= MAX_WS_INFLIGHT || ws.getBufferedAmount() > config.wsMaxBackpressureBytes) {
-        if (data.queue.length >= config.wsMaxQueuedMessages) {
-          ws.end(1013, 'too many queued messages: read your replies');
+      if (data.queue.length > 0 || data.inflight >= MAX_WS_INFLIGHT || ws.getBufferedAmount() > config.wsMaxBackpressureBytes || budget.over) {
+        if (data.queue.length >= config.wsMaxQueuedMessages || data.queuedChars + text.length > config.wsMaxQueuedBytes) {
+          cut(ws, 1013, REASON_QUEUE, 'queue');
           return;
         }
         data.queue.push(text);
+        data.queuedChars += text.length;
+        if (budget.over) budget.whenUnder((data.resume ??= () => pump(ws, data)));
         return;
       }
       runWs(ws, data, text);
     },
-    drain: (ws) => pump(ws, ws.getUserData()),
+    drain: (ws) => {
+      budget.update(ws, ws.getBufferedAmount());
+      pump(ws, ws.getUserData());
+    },
     close: (ws) => {
       const data = ws.getUserData();
       data.ctxClosed = true;
+      data.queue.length = 0;
+      if (data.resume) budget.forget(data.resume);
+      budget.release(ws);
       sockets.delete(ws);
+      const set = socketsByKey.get(data.keyHash);
+      set?.delete(ws);
+      if (set?.size === 0) socketsByKey.delete(data.keyHash);
       data.net.metrics.wsOpen--;
     },
   });
+
+  /** Sends a reply within the connection's budget, or closes the connection (1008). */
+  const sendWs = (ws: WebSocket<WsData>, reply: string | Uint8Array): void => {
+    const buffered = ws.getBufferedAmount();
+    const length = typeof reply === 'string' ? reply.length : reply.byteLength;
+    if (buffered > 0 && buffered + length > 2 * config.wsMaxBackpressureBytes) {
+      cut(ws, CLOSE_POLICY, REASON_CONNECTION_BUDGET, 'connection_budget');
+      return;
+    }
+    ws.send(reply, false, false); // a text frame either way
+    if (ws.getUserData().ctxClosed) return;
+    budget.update(ws, ws.getBufferedAmount());
+    if (budget.over) shed();
+  };
+
+  const cut = (ws: WebSocket<WsData>, code: number, reason: string, label: string): void => {
+    metrics.cuts.set(label, (metrics.cuts.get(label) ?? 0) + 1);
+    ws.end(code, reason);
+  };
+
+  /**
+   * Over the process budget: close connections that have not read for a second, largest holding
+   * first, until under it (readers that are draining keep going).
+   */
+  const shed = (): void => {
+    for (const c of budget.stalledLargestFirst(SHED_STALLED_MS)) {
+      const ws = c as WebSocket<WsData>;
+      if (!sockets.has(ws)) continue;
+      cut(ws, CLOSE_POLICY, REASON_PROCESS_BUDGET, 'process_budget');
+      if (!budget.over) break;
+    }
+  };
+
+  // Slow readers: buffered replies that have not gone down for wsSlowReaderTimeoutSeconds.
+  const sweep = setInterval(() => {
+    for (const c of budget.holders()) {
+      const ws = c as WebSocket<WsData>;
+      if (sockets.has(ws)) budget.update(ws, ws.getBufferedAmount()); // drain may not report the last bytes
+    }
+    for (const c of budget.stalled(config.wsSlowReaderTimeoutSeconds * 1000)) {
+      const ws = c as WebSocket<WsData>;
+      if (sockets.has(ws)) cut(ws, CLOSE_POLICY, REASON_SLOW_READER, 'slow_reader');
+    }
+    if (budget.over) shed();
+  }, 1000);
+  sweep.unref();
 
   const pump = (ws: WebSocket<WsData>, data: WsData): void => {
     while (
       !data.ctxClosed &&
       data.queue.length > 0 &&
       data.inflight < MAX_WS_INFLIGHT &&
-      ws.getBufferedAmount() <= config.wsMaxBackpressureBytes
+      ws.getBufferedAmount() <= config.wsMaxBackpressureBytes &&
+      !budget.over
     ) {
-      runWs(ws, data, data.queue.shift() as string);
+      const text = data.queue.shift() as string;
+      data.queuedChars -= text.length;
+      runWs(ws, data, text);
     }
+    if (!data.ctxClosed && data.queue.length > 0 && budget.over) budget.whenUnder((data.resume ??= () => pump(ws, data)));
   };
 
   const runWs = (ws: WebSocket<WsData>, data: WsData, text: string): void => {
     data.inflight++;
     inflight++;
-    const ctx: RequestContext = { keyHash: data.keyHash, creditRejected: false, network: data.net };
+    const ctx: RequestContext = Gate.context(data.keyHash, data.origin, data.userAgent);
+    ctx.network = data.net;
     data.net.service
-      .handle(text, gate.middleware(ctx))
+      .handle(text, gate.middleware(ctx), Gate.requestErrorCounter(ctx))
+      .then((reply) => (ctx.requestErrors > 0 ? gate.chargeRequestErrors(ctx).then(() => reply) : reply))
       .then(
         (reply) => {
-          if (data.ctxClosed || reply.body === undefined) return;
-          const { body, encode } = reply;
-          ws.cork(() => {
-            ws.send(encode?.(scratch) ?? body, false, false); // a text frame either way
-          });
+          if (data.ctxClosed) return;
+          if (reply.body !== undefined) {
+            const { body, encode } = reply;
+            ws.cork(() => {
+              sendWs(ws, encode?.(scratch) ?? body); // a text frame either way
+            });
+          }
+          // Daily credits exhausted: after the 402 error, every socket of the key on this
+          // replica is closed (Infura severs them); other replicas close theirs on their next 402.
+          if (ctx.refusal === 402) {
+            for (const s of [...(socketsByKey.get(data.keyHash) ?? [])]) s.end(1008, 'daily credit limit reached');
+          }
         },
         () => {
-          if (!data.ctxClosed) ws.cork(() => ws.send(errorBody(-32603, 'internal error'), false, false));
+          if (!data.ctxClosed) ws.cork(() => sendWs(ws, errorBody(-32603, 'internal error')));
         },
       )
       .finally(() => {
@@ -445,6 +591,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       res.onAborted(() => {
         aborted = true;
       });
+      metrics.replyBytesInFlight = budget.bytes;
       // Refreshes each network's head gauge (health() never rejects).
       void Promise.all(router.networks.map((n) => n.health())).then(() => {
         if (aborted) return;
@@ -465,6 +612,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const close = (): Promise<void> => {
     closing ??= (async () => {
       shuttingDown = true;
+      clearInterval(sweep);
       uWS.us_listen_socket_close(listenSocket);
       if (metricsSocket) uWS.us_listen_socket_close(metricsSocket);
       if (inflight > 0) {
@@ -478,7 +626,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       for (const ws of [...sockets]) ws.end(1001, 'server shutting down');
       keys.stop();
-      ledger.close();
+      await ownLedger?.close();
+      if (opts.usage === undefined) await usage.close();
       // Idle keep-alive connections would hold the process open; this uWS build has app.close().
       await new Promise((r) => setImmediate(r));
       (app as TemplatedApp & { close?: () => void }).close?.();
@@ -487,7 +636,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return closing;
   };
 
-  return { port, metricsPort, metrics, router, close };
+  return { port, metricsPort, metrics, router, keys, ledger, usage, close };
 }
 
 /** The one network of a server given `service` + `store`: every Host, unlabelled metrics. */

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { RpcError, StoreUnavailableError, InvalidParamsError, toData, fromHex } from '@chainnode/core';
 import type { ChainStore, HeaderRecord } from '@chainnode/core';
 import type { CallInfo, CallMiddleware, JsonRpcId, RpcReply, RpcServiceApi } from '@chainnode/rpc';
+import { toErrorObject } from '@chainnode/rpc';
 
 export const FAKE_COSTS: Record<string, number> = {
   eth_getBlockByHash: 80,
@@ -84,9 +85,9 @@ export function fakeStore(count = 10, delayMs = 0): ChainStore & { closed: boole
   return s;
 }
 
-function toWireError(err: unknown): { code: number; message: string; data?: unknown } {
-  if (err instanceof RpcError) return { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) };
-  return { code: -32603, message: err instanceof StoreUnavailableError ? 'store unavailable' : 'internal error' };
+function toWireError(err: unknown): unknown {
+  if (err instanceof StoreUnavailableError) return { code: -32603, message: 'store unavailable' };
+  return toErrorObject(err); // the one mapping function, so Infura's event/details go out as in production
 }
 
 function blockJson(b: NonNullable<Awaited<ReturnType<ChainStore['block']>>>): unknown {
@@ -110,8 +111,9 @@ export function fakeService(store: ChainStore, maxBatchSize = 100): RpcServiceAp
     },
     eth_getProof: async () => ({ fake: true }),
   };
-  const one = async (req: unknown, mw: CallMiddleware | undefined, inBatch: boolean): Promise<unknown> => {
+  const one = async (req: unknown, mw: CallMiddleware | undefined, inBatch: boolean, onRequestError: () => void): Promise<unknown> => {
     let id: JsonRpcId = null;
+    let reached = false;
     try {
       if (typeof req !== 'object' || req === null || Array.isArray(req)) throw new RpcError(-32600, 'invalid request');
       const r = req as Record<string, unknown>;
@@ -123,28 +125,32 @@ export function fakeService(store: ChainStore, maxBatchSize = 100): RpcServiceAp
       const params = r['params'] === undefined ? [] : r['params'];
       if (!Array.isArray(params)) throw new InvalidParamsError('params: expected an array');
       const call: CallInfo = { method, cost: FAKE_COSTS[method] ?? 0, id, params, inBatch };
+      reached = true;
       const result = mw ? await mw(call, () => handler(params)) : await handler(params);
       return { jsonrpc: '2.0', id, result };
     } catch (err) {
+      if (!reached) onRequestError();
       return { jsonrpc: '2.0', id, error: toWireError(err) };
     }
   };
   return {
-    async handle(body: string, mw?: CallMiddleware): Promise<RpcReply> {
+    async handle(body: string, mw?: CallMiddleware, onRequestError: () => void = () => {}): Promise<RpcReply> {
       let parsed: unknown;
       try {
         parsed = JSON.parse(body);
       } catch {
+        onRequestError();
         return { body: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } }), batch: false };
       }
       if (Array.isArray(parsed)) {
         if (parsed.length === 0 || parsed.length > maxBatchSize) {
+          onRequestError();
           return { body: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'bad batch size' } }), batch: false };
         }
-        const out = await Promise.all(parsed.map((r) => one(r, mw, true)));
+        const out = await Promise.all(parsed.map((r) => one(r, mw, true, onRequestError)));
         return { body: JSON.stringify(out), batch: true };
       }
-      return { body: JSON.stringify(await one(parsed, mw, false)), batch: false };
+      return { body: JSON.stringify(await one(parsed, mw, false, onRequestError)), batch: false };
     },
   };
 }

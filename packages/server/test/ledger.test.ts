@@ -1,13 +1,19 @@
-// CreditLedger on its own: exact reservations, journal-before-answer, a failed journal write
-// undoing its charges, the UTC day roll with an injected clock, and replay by a new ledger (what
-// a restarted server does). The black-box CLI tests drive the same code through HTTP.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// The shared ledger suite against both engines, then what is particular to each: the embedded
+// journal (journal-before-answer, a failed write undoing its charges, the UTC day roll with an
+// injected clock) and the Redis engine (idempotent replays of commands whose reply was lost,
+// fail-open with a local journal replayed when Redis returns, fail-closed refusing).
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreditLedger, readUsage, usagePath, utcDay } from '../src/ledger.js';
+import { MessageChannel } from 'node:worker_threads';
+import { createClient } from '@redis/client';
+import { NO_REDIS, redisServerPath, startRedis } from '@chainnode/testkit';
+import type { RedisProcess } from '@chainnode/testkit';
+import { EmbeddedLedger, FileKeyStore, LedgerUnavailableError, PortLedger, serveLedgerOverPort, RedisKeyStore, RedisLedger, connectRedis, hashKey, readUsage, usagePath, utcDay } from '../src/index.js';
+import type { Limits } from '../src/index.js';
+import { ledgerSuite } from './ledger-suite.js';
 
 const A = 'a'.repeat(64);
-const B = 'b'.repeat(64);
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -17,6 +23,66 @@ function datadir(): string {
   dirs.push(d);
   return d;
 }
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const HAVE_REDIS = redisServerPath() !== undefined;
+if (!HAVE_REDIS) console.log(NO_REDIS);
+
+ledgerSuite('embedded', async () => {
+  const dir = datadir();
+  const ledger = new EmbeddedLedger(dir);
+  const keys = new FileKeyStore(dir);
+  return {
+    ledger,
+    keys,
+    another: async () => ({ ledger: new EmbeddedLedger(dir), keys: new FileKeyStore(dir) }),
+    close: () => ledger.close(),
+  };
+});
+
+// What a worker thread of `serve --threads` uses: the embedded engine of the main thread, every
+// call structured-cloned over a MessagePort.
+ledgerSuite('embedded through a MessagePort (threads)', async () => {
+  const dir = datadir();
+  const owner = new EmbeddedLedger(dir);
+  const { port1, port2 } = new MessageChannel();
+  const stop = serveLedgerOverPort(owner, port1);
+  const ledger = new PortLedger(port2);
+  return {
+    ledger,
+    keys: new FileKeyStore(dir),
+    another: async () => ({ ledger: new EmbeddedLedger(dir), keys: new FileKeyStore(dir) }),
+    close: async () => {
+      await ledger.close();
+      stop();
+      port1.close();
+      await owner.close();
+    },
+  };
+});
+
+let shared: RedisProcess | undefined;
+ledgerSuite('redis', async () => {
+  if (!HAVE_REDIS) return undefined;
+  shared = await startRedis();
+  const redis = shared;
+  const dir = datadir();
+  const clients: { close(): Promise<unknown> }[] = [];
+  const make = async (): Promise<{ ledger: RedisLedger; keys: RedisKeyStore }> => {
+    const client = await connectRedis({ url: redis.url });
+    clients.push(client);
+    return { ledger: new RedisLedger({ client, failure: 'open', journalDir: join(dir, `j${clients.length}`) }), keys: new RedisKeyStore(client) };
+  };
+  const first = await make();
+  return {
+    ...first,
+    another: make,
+    close: async () => {
+      for (const c of clients) await c.close();
+      await redis.stop();
+      await redis.cleanup();
+    },
+  };
+});
 
 /** Sums the journal lines of `day` for `hash`, parsed here independently of readUsage. */
 function journalSum(dir: string, day: string, hash: string): number {
@@ -32,68 +98,241 @@ function journalSum(dir: string, day: string, hash: string): number {
     .reduce((n, l) => n + Number(l.slice(65)), 0);
 }
 
-test('reservations are exact: 150 concurrent calls of 80 against a balance of 100 calls admit exactly 100', async () => {
-  const dir = datadir();
-  const ledger = new CreditLedger(dir);
-  const admitted = Array.from({ length: 150 }, () => ledger.reserve(A, 80, 8000)).filter((r) => r !== undefined);
-  expect(admitted).toHaveLength(100);
-  expect(ledger.used(A)).toBe(8000);
-  // Nothing is journaled before commit; all of it after the commits resolve.
-  expect(journalSum(dir, utcDay(Date.now()), A)).toBe(0);
-  await Promise.all(admitted.map((r) => ledger.commit(r)));
-  expect(journalSum(dir, utcDay(Date.now()), A)).toBe(8000);
-  expect(ledger.used(A)).toBe(8000);
-  expect(ledger.reserve(A, 80, 8000)).toBeUndefined();
-  // Another key has its own balance.
-  expect(ledger.reserve(B, 80, 8000)).toBeDefined();
-  ledger.close();
+const L: Limits = { daily: 1000, perSecond: 0 };
+
+describe('embedded engine specifics', () => {
+  test('a charge is journaled before settle resolves; nothing before', async () => {
+    const dir = datadir();
+    const ledger = new EmbeddedLedger(dir);
+    const d = await ledger.debit(A, 80, L);
+    if (!d.ok) throw new Error('refused');
+    expect(journalSum(dir, utcDay(Date.now()), A)).toBe(0);
+    await ledger.settle(d.debit, 80);
+    expect(journalSum(dir, utcDay(Date.now()), A)).toBe(80);
+    expect(readUsage(dir, utcDay(Date.now())).get(A)).toBe(80);
+    await ledger.close();
+  });
+
+  test('a journal that cannot be written fails the settles of that turn and undoes their charges', async () => {
+    const dir = datadir();
+    const ledger = new EmbeddedLedger(dir);
+    mkdirSync(usagePath(dir, utcDay(Date.now()))); // the day's journal path is a directory
+    const r1 = await ledger.debit(A, 80, L);
+    const r2 = await ledger.debit(A, 80, L);
+    if (!r1.ok || !r2.ok) throw new Error('refused');
+    const results = await Promise.allSettled([ledger.settle(r1.debit, 80), ledger.settle(r2.debit, 80)]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect(ledger.used(A)).toBe(0);
+    expect((await ledger.debit(A, 1000, L)).ok).toBe(true);
+    await ledger.close();
+  });
+
+  test('the balance resets at 00:00 UTC; the old day stays in its own journal', async () => {
+    const dir = datadir();
+    let now = Date.UTC(2026, 10, 22, 23, 59, 59, 500);
+    const ledger = new EmbeddedLedger(dir, () => now);
+    const r = await ledger.debit(A, 900, L);
+    if (!r.ok) throw new Error('refused');
+    await ledger.settle(r.debit, 900);
+    const refused = await ledger.debit(A, 200, L);
+    expect(refused).toEqual({ ok: false, reason: 'daily', resetsAt: '2026-11-23T00:00:00.000Z' });
+    now = Date.UTC(2026, 10, 23, 0, 0, 0, 1);
+    expect(ledger.used(A)).toBe(0);
+    const r2 = await ledger.debit(A, 200, L);
+    if (!r2.ok) throw new Error('refused');
+    await ledger.settle(r2.debit, 200);
+    expect(journalSum(dir, '2026-11-22', A)).toBe(900);
+    expect(journalSum(dir, '2026-11-23', A)).toBe(200);
+    expect(await ledger.usage(A)).toEqual({ used: 200, resetsAt: '2026-11-24T00:00:00.000Z', byNetwork: { '': 200 } });
+    await ledger.close();
+  });
 });
 
-test('a released reservation costs nothing; a new ledger replays what was committed, once', async () => {
-  const dir = datadir();
-  const first = new CreditLedger(dir);
-  const kept = first.reserve(A, 150, 1000);
-  const failed = first.reserve(A, 255, 1000);
-  expect(kept && failed).toBeDefined();
-  first.release(failed!);
-  expect(first.used(A)).toBe(150);
-  await first.commit(kept!);
-  first.close();
-  const again = new CreditLedger(dir);
-  expect(again.used(A)).toBe(150);
-  expect(readUsage(dir, utcDay(Date.now())).get(A)).toBe(150);
-  again.close();
-});
+const redisTest = HAVE_REDIS ? test : test.skip;
 
-test('a journal that cannot be written fails the commits of that turn and undoes their charges', async () => {
-  const dir = datadir();
-  const ledger = new CreditLedger(dir);
-  // The day's journal path is a directory: opening it for append fails.
-  mkdirSync(usagePath(dir, utcDay(Date.now())));
-  const r1 = ledger.reserve(A, 80, 1000);
-  const r2 = ledger.reserve(A, 80, 1000);
-  const results = await Promise.allSettled([ledger.commit(r1!), ledger.commit(r2!)]);
-  expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
-  expect(ledger.used(A)).toBe(0);
-  expect(ledger.reserve(A, 1000, 1000)).toBeDefined();
-  ledger.close();
-});
+describe('redis engine specifics', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length > 0) await cleanups.pop()?.();
+  });
+  async function redis(persist = false): Promise<RedisProcess> {
+    const r = await startRedis({ persist });
+    cleanups.push(async () => {
+      await r.stop('SIGKILL');
+      await r.cleanup();
+    });
+    return r;
+  }
+  async function ledgerOn(r: RedisProcess, failure: 'open' | 'closed', commandTimeoutMs = 1000): Promise<{ ledger: RedisLedger; dir: string }> {
+    const client = await connectRedis({ url: r.url, commandTimeoutMs });
+    const dir = datadir();
+    const ledger = new RedisLedger({ client, failure, journalDir: dir, commandTimeoutMs });
+    cleanups.push(async () => {
+      await ledger.close();
+      client.destroy();
+    });
+    return { ledger, dir };
+  }
+  /** Usage read straight from Redis, independently of the engine: HGET of the day field. */
+  async function rawUsed(r: RedisProcess, hash: string): Promise<number> {
+    const c = createClient({ url: r.url });
+    c.on('error', () => {});
+    await c.connect();
+    try {
+      const t = (await c.sendCommand(['TIME'])) as string[];
+      const v = await c.hGet(`cn:{${hash}}:d`, String(Math.floor(Number(t[0]) / 86400)));
+      return v === null || v === undefined ? 0 : Number(v);
+    } finally {
+      c.destroy();
+    }
+  }
 
-test('the balance resets at 00:00 UTC; the old day stays in its own journal', async () => {
-  const dir = datadir();
-  let now = Date.UTC(2026, 10, 22, 23, 59, 59, 500);
-  const ledger = new CreditLedger(dir, () => now);
-  expect(ledger.resetsAt().toISOString()).toBe('2026-11-23T00:00:00.000Z');
-  const r = ledger.reserve(A, 900, 1000);
-  await ledger.commit(r!);
-  expect(ledger.reserve(A, 200, 1000)).toBeUndefined();
-  now = Date.UTC(2026, 10, 23, 0, 0, 0, 1);
-  expect(ledger.used(A)).toBe(0);
-  const r2 = ledger.reserve(A, 200, 1000);
-  expect(r2).toBeDefined();
-  await ledger.commit(r2!);
-  expect(journalSum(dir, '2026-11-22', A)).toBe(900);
-  expect(journalSum(dir, '2026-11-23', A)).toBe(200);
-  expect(ledger.resetsAt().toISOString()).toBe('2026-11-24T00:00:00.000Z');
-  ledger.close();
+  redisTest('keys are in one Cluster slot per API key (hash tag) and the day is Redis\'s', async () => {
+    const r = await redis();
+    const { ledger } = await ledgerOn(r, 'open');
+    const h = hashKey('slot test');
+    const d = await ledger.debit(h, 80, { daily: 1000, perSecond: 100 });
+    if (!d.ok) throw new Error('refused');
+    const c = createClient({ url: r.url });
+    c.on('error', () => {});
+    await c.connect();
+    const names = (await c.keys(`cn:*${h}*`)).sort();
+    expect(names).toEqual([`cn:{${h}}:d`, `cn:{${h}}:q:${ledger.rid}`, `cn:{${h}}:tb`]);
+    const slots = await Promise.all(names.map((k) => c.sendCommand(['CLUSTER', 'KEYSLOT', k]).catch(() => 'no cluster')));
+    // CLUSTER KEYSLOT needs cluster mode on some versions; when it answers, all slots agree.
+    if (typeof slots[0] === 'number') expect(new Set(slots).size).toBe(1);
+    c.destroy();
+    expect(await rawUsed(r, h)).toBe(80);
+  });
+
+  redisTest('a command whose reply is lost (timeout) is journaled and replayed once: never charged twice', async () => {
+    const r = await redis();
+    const { ledger } = await ledgerOn(r, 'open', 150);
+    const h = hashKey('idempotent');
+    const limits = { daily: 1_000_000, perSecond: 0 };
+    // Warm up (script loaded, connection up).
+    const w = await ledger.debit(h, 10, limits);
+    if (!w.ok) throw new Error('refused');
+    // Redis stops answering for 600 ms: every debit sent meanwhile times out on our side, but
+    // Redis still runs them when the pause ends (they are queued on the connection).
+    const admin = createClient({ url: r.url });
+    admin.on('error', () => {});
+    await admin.connect();
+    await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
+    const during = await Promise.all(Array.from({ length: 20 }, () => ledger.debit(h, 100, limits)));
+    expect(during.every((x) => x.ok)).toBe(true); // fail-open: decided locally
+    expect(ledger.isDegraded).toBe(true);
+    await Promise.all(during.map((x) => (x.ok ? ledger.settle(x.debit, 100) : undefined)));
+    admin.destroy();
+    // Redis runs the queued originals, then the replay finds each applied and skips it.
+    const t0 = Date.now();
+    while (ledger.isDegraded) {
+      if (Date.now() - t0 > 5000) throw new Error('never recovered');
+      await sleep(50);
+    }
+    expect(ledger.stats.replayed).toBeGreaterThanOrEqual(20);
+    expect(await rawUsed(r, h)).toBe(10 + 20 * 100);
+    await ledger.settle(w.debit, 10);
+    expect((await ledger.usage(h)).used).toBe(2010);
+  });
+
+  redisTest('fail-open: Redis stopped -> calls decided locally and journaled on disk; restarted -> replayed, usage equals charges', async () => {
+    const r = await redis(true);
+    const { ledger, dir } = await ledgerOn(r, 'open', 300);
+    const h = hashKey('outage');
+    const limits = { daily: 100_000, perSecond: 0 };
+    let charged = 0;
+    const charge = async (cost: number, final = cost): Promise<boolean> => {
+      const d = await ledger.debit(h, cost, limits);
+      if (!d.ok) return false;
+      await ledger.settle(d.debit, final);
+      charged += final;
+      return true;
+    };
+    for (let i = 0; i < 10; i++) expect(await charge(80)).toBe(true);
+    await r.stop('SIGKILL');
+    for (let i = 0; i < 30; i++) expect(await charge(80, i % 10 === 0 ? 5 : 80)).toBe(true);
+    expect(ledger.isDegraded).toBe(true);
+    // The journal is on disk before settle resolved (it survives a crash of this replica).
+    const files = readdirSync(dir).filter((f) => f.endsWith('.log'));
+    expect(files).toEqual([`${ledger.rid}.log`]);
+    expect(readFileSync(join(dir, files[0] as string), 'utf8').trim().split('\n').length).toBeGreaterThanOrEqual(30);
+    await r.restart();
+    const t0 = Date.now();
+    while (ledger.isDegraded) {
+      if (Date.now() - t0 > 5000) throw new Error('never recovered');
+      await sleep(50);
+    }
+    expect(await rawUsed(r, h)).toBe(charged);
+    expect(readdirSync(dir).filter((f) => f.endsWith('.log'))).toEqual([]); // replayed: gone
+    expect(await charge(80)).toBe(true);
+    expect(await rawUsed(r, h)).toBe(charged);
+  });
+
+  redisTest('fail-open bound: while away a replica spends at most what it knew was left', async () => {
+    const r = await redis();
+    const { ledger } = await ledgerOn(r, 'open', 300);
+    const h = hashKey('bound');
+    const limits = { daily: 800, perSecond: 0 };
+    const first = await ledger.debit(h, 400, limits);
+    if (!first.ok) throw new Error('refused');
+    await ledger.settle(first.debit, 400);
+    await r.stop('SIGKILL');
+    const during = [];
+    for (let i = 0; i < 10; i++) during.push(await ledger.debit(h, 80, limits));
+    expect(during.filter((d) => d.ok)).toHaveLength(5); // 400 known used + 5 x 80 = 800
+  });
+
+  redisTest('a journal left by a crashed replica is replayed by the next one on the same datadir', async () => {
+    const r = await redis();
+    const { ledger, dir } = await ledgerOn(r, 'open', 300);
+    const h = hashKey('orphan');
+    const limits = { daily: 100_000, perSecond: 0 };
+    await r.stop('SIGKILL');
+    for (let i = 0; i < 7; i++) {
+      const d = await ledger.debit(h, 150, limits);
+      if (!d.ok) throw new Error('refused');
+      await ledger.settle(d.debit, 150);
+    }
+    // "Crash": the instance is abandoned with its journal on disk.
+    await r.restart();
+    const client = await connectRedis({ url: r.url });
+    const next = new RedisLedger({ client, failure: 'open', journalDir: dir });
+    cleanups.push(async () => {
+      await next.close();
+      client.destroy();
+    });
+    const t0 = Date.now();
+    while (next.isDegraded) {
+      if (Date.now() - t0 > 5000) throw new Error('never recovered');
+      await sleep(50);
+    }
+    expect(await rawUsed(r, h)).toBe(7 * 150);
+  });
+
+  redisTest('fail-closed: Redis away -> paid calls refused (LedgerUnavailableError), nothing charged', async () => {
+    const r = await redis(true);
+    const { ledger } = await ledgerOn(r, 'closed', 300);
+    const h = hashKey('closed');
+    const limits = { daily: 100_000, perSecond: 0 };
+    const ok = await ledger.debit(h, 80, limits);
+    if (!ok.ok) throw new Error('refused');
+    await ledger.settle(ok.debit, 80);
+    await r.stop('SIGKILL');
+    await expect(ledger.debit(h, 80, limits)).rejects.toBeInstanceOf(LedgerUnavailableError);
+    await expect(ledger.debit(h, 80, limits)).rejects.toBeInstanceOf(LedgerUnavailableError);
+    await r.restart();
+    const t0 = Date.now();
+    for (;;) {
+      try {
+        const d = await ledger.debit(h, 80, limits);
+        if (d.ok) await ledger.settle(d.debit, 80);
+        break;
+      } catch (err) {
+        if (!(err instanceof LedgerUnavailableError) || Date.now() - t0 > 5000) throw err;
+        await sleep(50);
+      }
+    }
+    expect(await rawUsed(r, h)).toBe(160);
+  });
 });

@@ -4,7 +4,9 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreditLedger, readUsage, readUsageByNetwork, utcDay } from '../src/ledger.js';
+import { EmbeddedLedger, readUsage, readUsageByNetwork } from '../src/ledger-embedded.js';
+import { utcDay } from '../src/ledger-api.js';
+import type { Limits } from '../src/ledger-api.js';
 import { Metrics } from '../src/metrics.js';
 import { NetworkRouter, NetworkRuntime, hostLabel } from '../src/network.js';
 import { parseConfig } from '../src/config.js';
@@ -97,23 +99,27 @@ test('Metrics.renderAll: one HELP/TYPE per family, a network label per network, 
 test('ledger: one balance across networks, the journal split by network; old lines still count', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'chainnode-ledger-'));
   try {
-    const ledger = new CreditLedger(dir);
+    const ledger = new EmbeddedLedger(dir);
     const hash = 'ab'.repeat(32);
-    const r1 = ledger.reserve(hash, 30, 100, 'mainnet');
-    const r2 = ledger.reserve(hash, 50, 100, 'sepolia');
-    expect(ledger.reserve(hash, 30, 100, 'mainnet')).toBeUndefined(); // 80 + 30 > 100: one balance
-    const r3 = ledger.reserve(hash, 20, 100);
-    await Promise.all([ledger.commit(r1!), ledger.commit(r2!), ledger.commit(r3!)]);
-    ledger.close();
+    const limits: Limits = { daily: 100, perSecond: 0 };
+    const r1 = await ledger.debit(hash, 30, limits, 'mainnet');
+    const r2 = await ledger.debit(hash, 50, limits, 'sepolia');
+    expect((await ledger.debit(hash, 30, limits, 'mainnet')).ok).toBe(false); // 80 + 30 > 100: one balance
+    const r3 = await ledger.debit(hash, 20, limits);
+    if (!r1.ok || !r2.ok || !r3.ok) throw new Error('refused');
+    await Promise.all([ledger.settle(r1.debit, 30), ledger.settle(r2.debit, 50), ledger.settle(r3.debit, 20)]);
+    expect((await ledger.usage(hash)).byNetwork).toEqual({ '': 20, mainnet: 30, sepolia: 50 });
+    await ledger.close();
     const day = utcDay(Date.now());
     const text = readFileSync(join(dir, 'usage', `${day}.log`), 'utf8');
     expect(text.split('\n').filter(Boolean).sort()).toEqual([`${hash} 20`, `${hash} 30 mainnet`, `${hash} 50 sepolia`]);
     expect(readUsage(dir, day).get(hash)).toBe(100);
     expect(Object.fromEntries(readUsageByNetwork(dir, day).get(hash) ?? [])).toEqual({ '': 20, mainnet: 30, sepolia: 50 });
     // A restart sees the whole balance used.
-    const again = new CreditLedger(dir);
-    expect(again.reserve(hash, 1, 100, 'sepolia')).toBeUndefined();
-    again.close();
+    const again = new EmbeddedLedger(dir);
+    expect((await again.debit(hash, 1, limits, 'sepolia')).ok).toBe(false);
+    expect(await again.usage(hash)).toMatchObject({ used: 100, byNetwork: { '': 20, mainnet: 30, sepolia: 50 } });
+    await again.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -59,7 +59,7 @@ type Envelope = { id?: unknown; result?: { hash?: string }; error?: { code: numb
 
 test('answers single calls and batches over HTTP and charges each method its cost', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'core' });
+  const { key, record } = await createKey(dir, { plan: 'core' });
   const { url } = await start(dir);
   const r1 = await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x3', false]));
   expect(r1.status).toBe(200);
@@ -71,16 +71,22 @@ test('answers single calls and batches over HTTP and charges each method its cos
   expect(batch.map((e) => e.id)).toEqual([7, 8]);
   expect(batch[0]?.result?.hash).toBe(toData(fakeHash(2)));
   expect(used(dir, record.hash)).toBe(80 + 80 + 150);
-  // Calls that fail (bad params) or never reach a handler (unknown method) cost nothing.
+  // Request errors cost 5 credits: bad params, an unknown method, a body that is not JSON.
   await post(`${url}/v3/${key}`, call('eth_getBlockByHash', ['0x12', false]));
+  expect(used(dir, record.hash)).toBe(315);
   await post(`${url}/v3/${key}`, call('eth_nope', []));
-  expect(used(dir, record.hash)).toBe(310);
+  expect(used(dir, record.hash)).toBe(320);
+  await post(`${url}/v3/${key}`, '{not json');
+  expect(used(dir, record.hash)).toBe(325);
+  // In a batch each call is charged on its own: 80 + 5 + 5.
+  await post(`${url}/v3/${key}`, [call('eth_getBlockByNumber', ['0x1', false], 1), call('eth_getBlockByNumber', ['nope'], 2), call('eth_nope', [], 3)]);
+  expect(used(dir, record.hash)).toBe(415);
 });
 
 test('missing, unknown and revoked keys: 401 with a JSON-RPC error, WS upgrade refused, nothing charged', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'core' });
-  revokeKey(dir, key);
+  const { key, record } = await createKey(dir, { plan: 'core' });
+  await revokeKey(dir, key);
   const { url, ws } = await start(dir);
   for (const path of ['/v3', '/v3/', '/v3/00000000000000000000000000000000', `/v3/${key}`]) {
     const r = await post(`${url}${path}`, call('eth_getBlockByNumber', ['0x1', false]));
@@ -98,9 +104,9 @@ test('missing, unknown and revoked keys: 401 with a JSON-RPC error, WS upgrade r
 
 test('a running server honours a new key and a revocation within a second', async () => {
   const dir = datadir();
-  createKey(dir, { plan: 'core' }); // the file exists before start
+  await createKey(dir, { plan: 'core' }); // the file exists before start
   const { url } = await start(dir);
-  const { key } = createKey(dir, { plan: 'developer' });
+  const { key } = await createKey(dir, { plan: 'developer' });
   const waitFor = async (status: number): Promise<number> => {
     const t0 = Date.now();
     for (;;) {
@@ -111,52 +117,98 @@ test('a running server honours a new key and a revocation within a second', asyn
     }
   };
   expect(await waitFor(200)).toBeLessThanOrEqual(1000);
-  revokeKey(dir, key);
+  await revokeKey(dir, key);
   expect(await waitFor(401)).toBeLessThanOrEqual(1000);
 });
 
-test('exhaustion: 429 and -32005 with the reset time, costs nothing; a batch charges each call on its own', async () => {
+test('daily credits exhausted: HTTP 402 with Infura\'s body and data.resetsAt, free; a batch charges each call on its own', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'core', dailyCredits: 200 });
+  const { key, record } = await createKey(dir, { plan: 'core', dailyCredits: 200 });
   const { url } = await start(dir);
   for (let i = 0; i < 2; i++) expect((await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false]))).status).toBe(200);
   const r = await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], 42));
-  expect(r.status).toBe(429);
-  const env = r.json as Envelope;
-  expect(env.id).toBe(42);
-  expect(env.error?.code).toBe(-32005);
+  expect(r.status).toBe(402);
   const resets = nextUtcMidnight(Date.now()).toISOString();
-  expect(env.error?.message).toContain('daily credit limit reached');
-  expect(env.error?.message).toContain(resets);
-  expect(env.error?.data?.resetsAt).toBe(resets);
+  // Byte for byte: Infura's member order (code, event, message, details) plus data.resetsAt.
+  expect(r.text).toBe(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 42,
+      error: {
+        code: 402,
+        event: -33000,
+        message: 'Payment Required',
+        details: `You have reached your daily credit limit. To continue making requests, upgrade your plan or purchase additional credits. The balance resets at ${resets}.`,
+        data: { resetsAt: resets },
+      },
+    }),
+  );
   expect(used(dir, record.hash)).toBe(160);
-  // A free call still passes (cost 0 fits any balance).
+  // A free call still passes (cost 0 never touches the ledger).
   expect((await post(`${url}/v3/${key}`, call('eth_chainId', []))).status).toBe(200);
 
-  const b = createKey(dir, { plan: 'core', dailyCredits: 250 });
+  const b = await createKey(dir, { plan: 'core', dailyCredits: 250 });
   await sleep(700); // let the server pick up the new key
   const rb = await post(`${url}/v3/${b.key}`, [
     call('eth_getProof', [], 1),
     call('eth_getBlockByNumber', ['0x1', false], 2),
     call('eth_getBlockByNumber', ['0x2', false], 3),
   ]);
-  expect(rb.status).toBe(200);
-  const out = rb.json as Envelope[];
+  expect(rb.status).toBe(200); // a batch answers 200; the refused call carries the 402 error object
+  const out = rb.json as (Envelope & { error?: { event?: number } })[];
   expect(out[0]?.result).toBeDefined();
   expect(out[1]?.result?.hash).toBe(toData(fakeHash(1)));
-  expect(out[2]?.error?.code).toBe(-32005);
+  expect(out[2]?.error?.code).toBe(402);
+  expect(out[2]?.error?.event).toBe(-33000);
   expect(used(dir, b.record.hash)).toBe(230);
+});
+
+test('throughput: past the credits per second HTTP 429 with event -33200, free; the bucket refills', async () => {
+  const dir = datadir();
+  const { key, record } = await createKey(dir, { plan: 'core', creditsPerSecond: 400 }); // 5 calls of 80 at once
+  const { url } = await start(dir);
+  const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], i))));
+  const ok = replies.filter((x) => x.status === 200);
+  const limited = replies.filter((x) => x.status === 429);
+  expect(ok.length).toBeGreaterThanOrEqual(5);
+  expect(ok.length).toBeLessThanOrEqual(6); // the bucket refills 0.4 credits per ms while they run
+  expect(limited.length).toBe(8 - ok.length);
+  expect(limited[0]?.json).toEqual({
+    jsonrpc: '2.0',
+    id: (limited[0]?.json as Envelope).id,
+    error: { code: 429, event: -33200, message: 'Too Many Requests', details: 'You have surpassed your allowed throughput limit. Reduce the amount of requests per second or upgrade for more capacity.' },
+  });
+  expect(used(dir, record.hash)).toBe(80 * ok.length);
+  await sleep(1000);
+  expect((await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false]))).status).toBe(200);
+});
+
+test('WebSocket: the 402 reply is sent, then every socket of that key is closed; other keys keep theirs', async () => {
+  const dir = datadir();
+  const { key } = await createKey(dir, { plan: 'core', dailyCredits: 80 });
+  const other = await createKey(dir, { plan: 'core' });
+  const { ws } = await start(dir);
+  const a = await wsOpen(`${ws}/ws/v3/${key}`);
+  const b = await wsOpen(`${ws}/ws/v3/${key}`);
+  const c = await wsOpen(`${ws}/ws/v3/${other.key}`);
+  expect(((await a.request(call('eth_getBlockByNumber', ['0x1', false], 1))) as Envelope).result?.hash).toBe(toData(fakeHash(1)));
+  const refused = (await a.request(call('eth_getBlockByNumber', ['0x1', false], 2))) as Envelope;
+  expect(refused.error?.code).toBe(402);
+  expect(await a.closed).toBe(1008);
+  expect(await b.closed).toBe(1008);
+  expect(((await c.request(call('eth_getBlockByNumber', ['0x3', false], 3))) as Envelope).result?.hash).toBe(toData(fakeHash(3)));
+  c.ws.close();
 });
 
 test('150 concurrent calls against a balance of 100 calls: exactly 100 succeed', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'core', dailyCredits: 100 * 80 });
+  const { key, record } = await createKey(dir, { plan: 'core', dailyCredits: 100 * 80, creditsPerSecond: 0 });
   const { url } = await start(dir, { store: fakeStore(10, 5) });
   const replies = await Promise.all(
     Array.from({ length: 150 }, (_, i) => post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], i))),
   );
   const ok = replies.filter((r) => r.status === 200 && (r.json as Envelope).result !== undefined);
-  const limited = replies.filter((r) => r.status === 429 && (r.json as Envelope).error?.code === -32005);
+  const limited = replies.filter((r) => r.status === 402 && (r.json as Envelope).error?.code === 402);
   expect(ok).toHaveLength(100);
   expect(limited).toHaveLength(50);
   expect(used(dir, record.hash)).toBe(8000);
@@ -164,20 +216,20 @@ test('150 concurrent calls against a balance of 100 calls: exactly 100 succeed',
 
 test('charges survive a restart: no refund, no double charge', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'core', dailyCredits: 300 });
+  const { key, record } = await createKey(dir, { plan: 'core', dailyCredits: 300 });
   const first = await start(dir);
   for (let i = 0; i < 3; i++) await post(`${first.url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false]));
   await first.srv.close();
   expect(used(dir, record.hash)).toBe(240);
   const second = await start(dir);
   const r = await post(`${second.url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false]));
-  expect(r.status).toBe(429); // 240 + 80 > 300: the earlier charges still count
+  expect(r.status).toBe(402); // 240 + 80 > 300: the earlier charges still count
   expect(used(dir, record.hash)).toBe(240);
 });
 
 test('WebSocket: same envelopes in and out, charged like HTTP', async () => {
   const dir = datadir();
-  const { key, record } = createKey(dir, { plan: 'team' });
+  const { key, record } = await createKey(dir, { plan: 'team' });
   const { ws } = await start(dir);
   const conn = await wsOpen(`${ws}/ws/v3/${key}`);
   const single = (await conn.request(call('eth_getBlockByNumber', ['0x4', false], 5))) as Envelope;
@@ -188,13 +240,13 @@ test('WebSocket: same envelopes in and out, charged like HTTP', async () => {
   expect(batch[0]?.result?.hash).toBe(toData(fakeHash(1)));
   const bad = (await conn.request('{not json')) as Envelope;
   expect(bad.error?.code).toBe(-32700);
-  expect(used(dir, record.hash)).toBe(160);
+  expect(used(dir, record.hash)).toBe(165); // a request error costs 5
   conn.ws.close();
 });
 
 test('CORS: preflight answered, responses carry the allow-origin header', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'core' });
+  const { key } = await createKey(dir, { plan: 'core' });
   const { url } = await start(dir);
   const pre = await fetch(`${url}/v3/${key}`, {
     method: 'OPTIONS',
@@ -209,7 +261,7 @@ test('CORS: preflight answered, responses carry the allow-origin header', async 
 
   // A restricted origin list echoes allowed origins only.
   const dir2 = datadir();
-  const k2 = createKey(dir2, { plan: 'core' });
+  const k2 = await createKey(dir2, { plan: 'core' });
   const s2 = await start(dir2, { config: { corsOrigins: ['https://good.example'] } });
   const good = await post(`${s2.url}/v3/${k2.key}`, call('eth_chainId', []), { origin: 'https://good.example' });
   expect(good.headers.get('access-control-allow-origin')).toBe('https://good.example');
@@ -232,7 +284,7 @@ function postChunked(url: string, body: string): Promise<number> {
 
 test('oversized bodies get 413 (declared or streamed), oversized WS messages close the socket', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'core' });
+  const { key } = await createKey(dir, { plan: 'core' });
   const { url, ws } = await start(dir, { config: { maxBodyBytes: 4096, wsMaxPayloadBytes: 4096 } });
   const big = JSON.stringify(call('eth_getBlockByNumber', ['0x1', false, 'x'.repeat(5000)]));
   const r = await post(`${url}/v3/${key}`, big);
@@ -248,7 +300,7 @@ test('oversized bodies get 413 (declared or streamed), oversized WS messages clo
 
 test('fuzz: thousands of malformed requests, then the server still answers correctly', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'custom' });
+  const { key } = await createKey(dir, { plan: 'custom' });
   const { url, ws } = await start(dir, { config: { maxBodyBytes: 8192 } });
   let seed = 12345;
   const rnd = (n: number): number => {
@@ -275,7 +327,7 @@ test('fuzz: thousands of malformed requests, then the server still answers corre
     }
   };
   const paths = [`/v3/${key}`, `/v3/${key}`, `/v3/${key}`, '/v3/', `/v3/${key}/x`, '/nope', '/ws/v3/x', `/v3/${key}?a=1`];
-  const allowed = new Set([200, 400, 401, 404, 405, 413, 429]);
+  const allowed = new Set([200, 400, 401, 404, 405, 413]);
   const statuses = new Map<number, number>();
   let i = 0;
   const worker = async (): Promise<void> => {
@@ -307,13 +359,13 @@ test('fuzz: thousands of malformed requests, then the server still answers corre
 
 test('failover: growth/custom eth_getBlockByHash goes to the partner on outage or timeout; others get an error', async () => {
   const partnerDir = datadir();
-  const partnerKey = createKey(partnerDir, { plan: 'custom' }).key;
+  const partnerKey = (await createKey(partnerDir, { plan: "custom" })).key;
   const partner = await start(partnerDir, { store: fakeStore(20) }); // the partner knows 20 blocks
   const failoverUrl = `${partner.url}/v3/${partnerKey}`;
 
   const dir = datadir();
-  const growth = createKey(dir, { plan: 'growth' });
-  const core = createKey(dir, { plan: 'core' });
+  const growth = await createKey(dir, { plan: 'growth' });
+  const core = await createKey(dir, { plan: 'core' });
   const down = await start(dir, { store: outageStore(fakeStore(10)), failoverUrl, metricsPort: 0 });
   const h15 = toData(fakeHash(15)); // only the partner has block 15: proves the answer came from it
   const fwd = await post(`${down.url}/v3/${growth.key}`, call('eth_getBlockByHash', [h15, false], 9));
@@ -332,7 +384,7 @@ test('failover: growth/custom eth_getBlockByHash goes to the partner on outage o
 
   // Slow store: past failoverTimeoutMs the call is forwarded.
   const dir2 = datadir();
-  const g2 = createKey(dir2, { plan: 'growth' });
+  const g2 = await createKey(dir2, { plan: 'growth' });
   const slow = await start(dir2, { store: fakeStore(10, 1500), failoverUrl, config: { failoverTimeoutMs: 200 } });
   const t0 = Date.now();
   const fwd2 = await post(`${slow.url}/v3/${g2.key}`, call('eth_getBlockByHash', [h15, false]));
@@ -342,11 +394,11 @@ test('failover: growth/custom eth_getBlockByHash goes to the partner on outage o
 
 test('metrics listener is off by default and counts calls, credits and head when on', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'core' });
+  const { key } = await createKey(dir, { plan: 'core' });
   const off = await start(dir);
   expect(off.srv.metricsPort).toBeUndefined();
   const dir2 = datadir();
-  const k2 = createKey(dir2, { plan: 'core' });
+  const k2 = await createKey(dir2, { plan: 'core' });
   const on = await start(dir2, { metricsPort: 0 });
   await post(`${on.url}/v3/${k2.key}`, call('eth_getBlockByNumber', ['0x1', false]));
   await post(`${on.url}/v3/nobody`, call('eth_getBlockByNumber', ['0x1', false]));
@@ -365,7 +417,7 @@ test('metrics listener is off by default and counts calls, credits and head when
 
 test('graceful close: in-flight requests finish, new ones are refused', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'core' });
+  const { key } = await createKey(dir, { plan: 'core' });
   const { url, srv } = await start(dir, { store: fakeStore(10, 400) });
   const pending = post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x2', false]));
   await sleep(100);
@@ -378,7 +430,7 @@ test('graceful close: in-flight requests finish, new ones are refused', async ()
 
 test('graceful close: long replies in flight reach the client whole (HTTP and WebSocket)', async () => {
   const dir = datadir();
-  const { key } = createKey(dir, { plan: 'core' });
+  const { key } = await createKey(dir, { plan: 'core' });
   // Far more than a loopback socket takes at once, so most of each reply is written after close() began.
   const replyOf = (text: string): string => JSON.stringify({ jsonrpc: '2.0', id: 1, result: [text.repeat(1 << 20)] });
   const httpBody = replyOf('0123456789abcdef0123456789abcdef'); // 32 MiB

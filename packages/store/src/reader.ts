@@ -19,6 +19,7 @@ import type { EncodingOpts } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import {
   RpcError,
+  SingleFlight,
   StoreUnavailableError,
   bytesEqual,
   bytesToBigInt,
@@ -73,16 +74,20 @@ const ZERO_WORD = new Uint8Array(32);
  */
 class CachedTrieDb extends TrieNodeDb {
   private readonly nodes = new Lru<string, Uint8Array>(65_536);
+  private readonly loading = new SingleFlight<string, Uint8Array | undefined>();
 
   override async get(key: string, opts?: EncodingOpts): Promise<Uint8Array | string | undefined> {
-    let v = this.nodes.get(key);
-    if (v === undefined) {
-      const raw = await super.get(key);
-      if (raw === undefined) return undefined;
-      v = typeof raw === 'string' ? Uint8Array.from(Buffer.from(raw, 'hex')) : raw;
-      this.nodes.set(key, v);
-    }
+    const v = this.nodes.get(key) ?? (await this.loading.run(key, () => this.load(key)));
+    if (v === undefined) return undefined;
     return opts?.valueEncoding === 'string' ? Buffer.from(v).toString('hex') : v;
+  }
+
+  private async load(key: string): Promise<Uint8Array | undefined> {
+    const raw = await super.get(key);
+    if (raw === undefined) return undefined;
+    const v = typeof raw === 'string' ? Uint8Array.from(Buffer.from(raw, 'hex')) : raw;
+    this.nodes.set(key, v);
+    return v;
   }
 }
 
@@ -94,6 +99,16 @@ export class LevelChainStore implements ChainStore {
   private readonly accounts = new Lru<string, AccountView | null>(16_384);
   private readonly slots = new Lru<string, Uint8Array>(65_536);
   private readonly proofs = new Lru<string, AccountProofRecord>(2048);
+  /** Cache misses in progress, one load per key however many callers wait (single-flight). */
+  private readonly loading = {
+    canonical: new SingleFlight<bigint, Uint8Array | undefined>(),
+    headers: new SingleFlight<string, HeaderRecord | undefined>(),
+    blocks: new SingleFlight<string, BlockRecord | undefined>(),
+    txs: new SingleFlight<string, TxWithLocation | undefined>(),
+    accounts: new SingleFlight<string, AccountView | null>(),
+    slots: new SingleFlight<string, Uint8Array>(),
+    proofs: new SingleFlight<string, AccountProofRecord>(),
+  };
   /** The head, read once: no writer can move it while this store holds the datadir lock. */
   private headCache: ChainHead | undefined;
   /** Bumped by applyCommit: a read that started under an older generation does not fill caches. */
@@ -168,6 +183,10 @@ export class LevelChainStore implements ChainStore {
     if (number < 0n || number >= 2n ** 64n) return undefined;
     const hit = this.canonicalCache.get(number);
     if (hit !== undefined) return hit;
+    return this.loading.canonical.run(number, () => this.loadCanonical(number));
+  }
+
+  private async loadCanonical(number: bigint): Promise<Uint8Array | undefined> {
     const gen = this.gen;
     const hash = await tables.canonical.get(this.db, number);
     if (hash !== undefined && gen === this.gen) this.canonicalCache.set(number, hash);
@@ -195,6 +214,10 @@ export class LevelChainStore implements ChainStore {
     const key = byteKey(hash);
     const hit = this.headers.get(key);
     if (hit !== undefined) return hit;
+    return this.loading.headers.run(key, () => this.loadHeader(hash, key));
+  }
+
+  private async loadHeader(hash: Uint8Array, key: string): Promise<HeaderRecord | undefined> {
     const gen = this.gen;
     if ((await this.canonicalNumber(hash)) === undefined) return undefined;
     const raw = await tables.headers.get(this.db, hash);
@@ -212,6 +235,10 @@ export class LevelChainStore implements ChainStore {
     const key = byteKey(hash);
     const hit = this.blocks.get(key);
     if (hit !== undefined) return hit;
+    return this.loading.blocks.run(key, () => this.loadBlock(hash, key));
+  }
+
+  private async loadBlock(hash: Uint8Array, key: string): Promise<BlockRecord | undefined> {
     const gen = this.gen;
     const header = await this.headerOf(hash);
     if (header === undefined) return undefined;
@@ -251,25 +278,29 @@ export class LevelChainStore implements ChainStore {
       const key = byteKey(hash);
       const hit = this.txCache.get(key);
       if (hit !== undefined) return hit;
-      const gen = this.gen;
-      const loc = await tables.txLookup.get(this.db, hash);
-      if (loc === undefined) return undefined;
-      const blockHash = await this.canonical(loc.number);
-      if (blockHash === undefined) return undefined;
-      const block = await this.blockOf(blockHash);
-      const tx = block?.transactions[loc.index];
-      if (block === undefined || tx === undefined || !bytesEqual(tx.hash, hash)) return undefined;
-      const out: TxWithLocation = {
-        tx,
-        blockHash,
-        blockNumber: loc.number,
-        transactionIndex: loc.index,
-        blockTimestamp: block.header.timestamp,
-      };
-      if (block.header.baseFeePerGas !== undefined) out.baseFeePerGas = block.header.baseFeePerGas;
-      if (gen === this.gen) this.txCache.set(key, out);
-      return out;
+      return this.loading.txs.run(key, () => this.loadTransaction(hash, key));
     });
+  }
+
+  private async loadTransaction(hash: Uint8Array, key: string): Promise<TxWithLocation | undefined> {
+    const gen = this.gen;
+    const loc = await tables.txLookup.get(this.db, hash);
+    if (loc === undefined) return undefined;
+    const blockHash = await this.canonical(loc.number);
+    if (blockHash === undefined) return undefined;
+    const block = await this.blockOf(blockHash);
+    const tx = block?.transactions[loc.index];
+    if (block === undefined || tx === undefined || !bytesEqual(tx.hash, hash)) return undefined;
+    const out: TxWithLocation = {
+      tx,
+      blockHash,
+      blockNumber: loc.number,
+      transactionIndex: loc.index,
+      blockTimestamp: block.header.timestamp,
+    };
+    if (block.header.baseFeePerGas !== undefined) out.baseFeePerGas = block.header.baseFeePerGas;
+    if (gen === this.gen) this.txCache.set(key, out);
+    return out;
   }
 
   /**
@@ -280,6 +311,7 @@ export class LevelChainStore implements ChainStore {
    */
   applyCommit(commit: ChainCommit): void {
     this.gen++;
+    for (const flight of Object.values(this.loading)) flight.clear();
     this.headCache = { number: commit.head.number, hash: commit.head.hash };
     const numbers: bigint[] = [];
     for (const b of commit.removed) {
@@ -319,6 +351,10 @@ export class LevelChainStore implements ChainStore {
     const key = byteKey(stateRoot) + byteKey(address);
     const hit = this.accounts.get(key);
     if (hit !== undefined) return hit;
+    return this.loading.accounts.run(key, () => this.loadAccount(stateRoot, address, key));
+  }
+
+  private async loadAccount(stateRoot: Uint8Array, address: Uint8Array, key: string): Promise<AccountView | null> {
     const raw = await this.trie(stateRoot).get(address);
     let view: AccountView | null = null;
     if (raw !== null) {
@@ -335,12 +371,14 @@ export class LevelChainStore implements ChainStore {
       if (account === null || bytesEqual(account.storageRoot, KECCAK256_RLP)) return new Uint8Array(32);
       const word = setLengthLeft(slot, 32);
       const key = byteKey(account.storageRoot) + byteKey(word);
-      let value = this.slots.get(key);
-      if (value === undefined) {
-        const v = await this.trie(account.storageRoot).get(word);
-        value = v === null ? ZERO_WORD : setLengthLeft(RLP.decode(v) as Uint8Array, 32);
-        this.slots.set(key, value);
-      }
+      const value =
+        this.slots.get(key) ??
+        (await this.loading.slots.run(key, async () => {
+          const v = await this.trie(account.storageRoot).get(word);
+          const loaded = v === null ? ZERO_WORD : setLengthLeft(RLP.decode(v) as Uint8Array, 32);
+          this.slots.set(key, loaded);
+          return loaded;
+        }));
       return value.slice(); // callers own what they get
     });
   }
@@ -351,34 +389,38 @@ export class LevelChainStore implements ChainStore {
       for (const slot of slots) cacheKey += String.fromCharCode(slot.length) + byteKey(slot); // slots vary in width
       const hit = this.proofs.get(cacheKey);
       if (hit !== undefined) return hit;
-      const trie = this.trie(stateRoot);
-      const accountProof = await createMerkleProof(trie, address);
-      const account = await this.account(stateRoot, address);
-      const storageRoot = account?.storageRoot ?? KECCAK256_RLP;
-      const storageTrie = this.trie(storageRoot);
-      const storageProof: StorageProofRecord[] = [];
-      for (const slot of slots) {
-        const key = setLengthLeft(slot, 32);
-        if (account === null || bytesEqual(storageRoot, KECCAK256_RLP)) {
-          storageProof.push({ key, value: 0n, proof: [] });
-          continue;
-        }
-        const proof = await createMerkleProof(storageTrie, key);
-        const v = await storageTrie.get(key);
-        storageProof.push({ key, value: v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array), proof });
-      }
-      const record: AccountProofRecord = {
-        address,
-        nonce: account?.nonce ?? 0n,
-        balance: account?.balance ?? 0n,
-        codeHash: account?.codeHash ?? KECCAK256_NULL,
-        storageHash: storageRoot,
-        accountProof,
-        storageProof,
-      };
-      this.proofs.set(cacheKey, record);
-      return record;
+      return this.loading.proofs.run(cacheKey, () => this.loadProof(stateRoot, address, slots, cacheKey));
     });
+  }
+
+  private async loadProof(stateRoot: Uint8Array, address: Uint8Array, slots: Uint8Array[], cacheKey: string): Promise<AccountProofRecord> {
+    const trie = this.trie(stateRoot);
+    const accountProof = await createMerkleProof(trie, address);
+    const account = await this.account(stateRoot, address);
+    const storageRoot = account?.storageRoot ?? KECCAK256_RLP;
+    const storageTrie = this.trie(storageRoot);
+    const storageProof: StorageProofRecord[] = [];
+    for (const slot of slots) {
+      const key = setLengthLeft(slot, 32);
+      if (account === null || bytesEqual(storageRoot, KECCAK256_RLP)) {
+        storageProof.push({ key, value: 0n, proof: [] });
+        continue;
+      }
+      const proof = await createMerkleProof(storageTrie, key);
+      const v = await storageTrie.get(key);
+      storageProof.push({ key, value: v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array), proof });
+    }
+    const record: AccountProofRecord = {
+      address,
+      nonce: account?.nonce ?? 0n,
+      balance: account?.balance ?? 0n,
+      codeHash: account?.codeHash ?? KECCAK256_NULL,
+      storageHash: storageRoot,
+      accountProof,
+      storageProof,
+    };
+    this.proofs.set(cacheKey, record);
+    return record;
   }
 
   async close(): Promise<void> {

@@ -127,3 +127,6 @@ export async function tempDir(prefix = 'chainnode-'): Promise<{ dir: string; cle
   const dir = await mkdtemp(join(tmpdir(), prefix));
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
+export { NO_REDIS, freePort, redisServerPath, startRedis } from './redis.js';
+export type { RedisProcess } from './redis.js';
+export { rawWebSocket, readUntilClose, textFrame } from './raw-ws.js';

@@ -2,7 +2,7 @@ import type { Bytes } from '@chainnode/core';
 import { resolveStateHeader } from '../context.js';
 import { formatProof } from '../formatters/proof.js';
 import type { JsonAccountProof } from '../formatters/proof.js';
-import { decodeAddress, decodeArgs, decodeBlockSelector, decodeStorageKey, jsonType, ParamError } from '../params.js';
+import { decodeAddress, decodeArgs, decodeOptionalBlockSelector, decodeStorageKey, jsonType, ParamError } from '../params.js';
 import type { BlockSelector } from '../params.js';
 import type { MethodDef } from '../method.js';
 
@@ -12,7 +12,7 @@ export interface GetProofParams {
   block: BlockSelector;
 }
 
-/** [address, storageKeys[], block number/tag/hash/EIP-1898]. */
+/** [address, storageKeys[], block number/tag/hash/EIP-1898, optional: latest]. */
 export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
   cost: 150,
   decode: (params) =>
@@ -28,8 +28,8 @@ export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
           throw err;
         }
       });
-      return { address, keys, block: decodeBlockSelector(arg(2)) };
-    }),
+      return { address, keys, block: decodeOptionalBlockSelector(arg(2)) };
+    }, 2),
   async handle(ctx, p) {
     const header = await resolveStateHeader(ctx, p.block);
     const record = await ctx.store.proof(

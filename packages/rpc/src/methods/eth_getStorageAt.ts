@@ -1,7 +1,7 @@
 import { toData } from '@chainnode/core';
 import type { Bytes, Hex } from '@chainnode/core';
 import { resolveStateHeader } from '../context.js';
-import { decodeAddress, decodeArgs, decodeBlockSelector, decodeStorageKey } from '../params.js';
+import { decodeAddress, decodeArgs, decodeOptionalBlockSelector, decodeStorageKey } from '../params.js';
 import type { BlockSelector } from '../params.js';
 import type { MethodDef } from '../method.js';
 
@@ -11,15 +11,15 @@ export interface GetStorageAtParams {
   block: BlockSelector;
 }
 
-/** [address, position (hex quantity up to 32 bytes), block number/tag/hash/EIP-1898]. */
+/** [address, position (hex quantity up to 32 bytes), block number/tag/hash/EIP-1898, optional: latest]. */
 export const eth_getStorageAt: MethodDef<GetStorageAtParams, Hex> = {
   cost: 80,
   decode: (params) =>
     decodeArgs(params, 3, (arg) => ({
       address: decodeAddress(arg(0)),
       slot: decodeStorageKey(arg(1)).slot,
-      block: decodeBlockSelector(arg(2)),
-    })),
+      block: decodeOptionalBlockSelector(arg(2)),
+    }), 2),
   async handle(ctx, p) {
     const header = await resolveStateHeader(ctx, p.block);
     const value = await ctx.store.storageAt(header.stateRoot, p.address, p.slot);

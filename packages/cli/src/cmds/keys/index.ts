@@ -1,171 +1,258 @@
-// `node-cli keys create|list|revoke|usage`: manage API keys in <datadir>/keys.json (hashed) and
-// read today's usage from <datadir>/usage/. Works with or without a running server: the server
-// picks changes up within a second. The plaintext key is printed once, by `create`.
+// `node-cli keys …`: every action of the dashboard, through the same key-management module
+// (KeyManager of @chainnode/dashboard) over the ledger's key store: embedded (<datadir>/keys.json,
+// hashed) or, with `--ledger redis://host:port[/db]`, the shared Redis ledger. Works with or
+// without a running server: servers pick changes up within a second. A key or secret is printed
+// once, by the command that creates it (create, rotate, secret create).
 import type { Command } from 'commander';
-import {
-  KeyFileError,
-  PLAN_NAMES,
-  createKey,
-  dailyLimit,
-  findKey,
-  isPlanName,
-  nextUtcMidnight,
-  networkNameProblem,
-  readKeys,
-  readUsageByNetwork,
-  revokeKey,
-  utcDay,
-} from '@chainnode/server';
-import type { KeyRecord, ServerConfig } from '@chainnode/server';
+import { KeyFileError, LedgerUnavailableError, PLAN_NAMES, openLedger } from '@chainnode/server';
+import type { OpenLedger } from '@chainnode/server';
+import { KeyActionError, KeyManager } from '@chainnode/dashboard';
+import type { KeyView } from '@chainnode/dashboard';
 import { CliError } from '../../cli-error.js';
-import { readConfig } from '../serve/run.js';
+import { parseLedgerUrl, readConfig } from '../serve/run.js';
 
 interface Common {
   datadir: string;
   config?: string;
+  ledger?: string;
   json?: boolean;
 }
 
-function keys(datadir: string): KeyRecord[] {
+/** Runs a key action with the ledger the options name (closed afterwards); refusals become one line. */
+async function run<T>(opts: Common, f: (km: KeyManager) => Promise<T>): Promise<T> {
+  const config = readConfig(opts.datadir, opts.config);
+  const url = parseLedgerUrl(opts.ledger);
+  let l: OpenLedger;
   try {
-    return readKeys(datadir);
+    l = await openLedger({ ...(url !== undefined ? { url } : {}), datadir: opts.datadir });
   } catch (err) {
-    if (err instanceof KeyFileError) throw new CliError(err.message);
+    if (err instanceof LedgerUnavailableError) throw new CliError(err.message);
     throw err;
   }
-}
-
-function usageOf(datadir: string, config: ServerConfig, rec: KeyRecord): {
-  id: string;
-  plan: string;
-  label: string | null;
-  revoked: boolean;
-  dailyCredits: number;
-  used: number;
-  remaining: number;
-  resetsAt: string;
-  networks: string[] | null;
-  byNetwork: Record<string, number>;
-} {
-  const now = Date.now();
-  // One balance across networks; byNetwork splits it ("" holds charges of a server without networks).
-  const byNetwork = Object.fromEntries(readUsageByNetwork(datadir, utcDay(now)).get(rec.hash) ?? new Map<string, number>());
-  const used = Object.values(byNetwork).reduce((a, b) => a + b, 0);
-  const daily = dailyLimit(config, rec);
-  return {
-    id: rec.id,
-    plan: rec.plan,
-    label: rec.label ?? null,
-    revoked: rec.revokedAt !== undefined,
-    dailyCredits: daily,
-    used,
-    remaining: Math.max(0, daily - used),
-    resetsAt: nextUtcMidnight(now).toISOString(),
-    networks: rec.networks ?? null,
-    byNetwork,
-  };
-}
-
-function lookup(datadir: string, keyOrId: string): KeyRecord {
-  const rec = findKey(keys(datadir), keyOrId);
-  if (!rec) throw new CliError('no such key in the datadir (give the key, or its id from `keys list`)');
-  return rec;
-}
-
-function parseNetworks(value: string | undefined): string[] | undefined {
-  if (value === undefined) return undefined;
-  const names = value.split(',').map((n) => n.trim()).filter((n) => n !== '');
-  if (names.length === 0) throw new CliError('--networks: expected a comma-separated list of network names');
-  for (const n of names) {
-    const problem = networkNameProblem(n);
-    if (problem !== undefined) throw new CliError(`--networks: ${problem}`);
+  try {
+    return await f(new KeyManager({ keys: l.keys, config, usage: l.usageRecord(), balance: (hash) => l.usage(hash) }));
+  } catch (err) {
+    if (err instanceof KeyActionError || err instanceof KeyFileError || err instanceof LedgerUnavailableError) throw new CliError(err.message);
+    throw err;
+  } finally {
+    await l.close();
   }
-  return names;
 }
 
-function parseCredits(value: string | undefined): number | undefined {
+function credits(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d{1,15}$/.test(value)) throw new CliError(`--daily-credits: expected a non-negative integer, got "${value}"`);
+  if (!/^\d{1,15}$/.test(value)) throw new CliError(`${flag}: expected a non-negative integer, got "${value}"`);
   return Number(value);
 }
 
+function csv(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function out(opts: Common, json: unknown, text: string): void {
+  process.stdout.write(opts.json ? `${JSON.stringify(json)}\n` : `${text}\n`);
+}
+
+function describe(v: KeyView): string {
+  const lim = [v.limits.creditsPerDay !== null ? `${v.limits.creditsPerDay} credits/day` : '', v.limits.creditsPerSecond !== null ? `${v.limits.creditsPerSecond} credits/s` : ''].filter((s) => s !== '');
+  return `key ${v.id} "${v.name}" (${v.prefix !== null ? `${v.prefix}…, ` : ''}${v.plan}, ${v.status}${lim.length > 0 ? `, ${lim.join(', ')}` : ''})`;
+}
+
 export function register(program: Command): void {
-  const cmd = program.command('keys').description('manage API keys (stored hashed in <datadir>/keys.json)');
+  const cmd = program.command('keys').description('manage API keys (stored hashed in <datadir>/keys.json); the same actions as the dashboard');
   const common = (c: Command): Command =>
     c
       .option('--datadir <dir>', 'datadir of the server', './data')
-      .option('--config <file>', 'server config with the plans; default <datadir>/server.json if present');
+      .option('--config <file>', 'server config with the plans; default <datadir>/server.json if present')
+      .option('--ledger <url>', 'shared ledger redis://host:port[/db] (default: the embedded ledger in the datadir)')
+      .option('--json', 'print JSON');
 
   common(cmd.command('create'))
-    .description('create a key; prints it once (only its sha256 is stored)')
+    .description('create a key; prints it once (only its sha256 and its first 6 characters are stored)')
     .requiredOption('--plan <plan>', `plan: ${PLAN_NAMES.join(', ')}`)
-    .option('--daily-credits <n>', "override the plan's daily credit balance for this key")
-    .option('--label <label>', 'free text to recognise the key by')
-    .option('--networks <names>', 'limit the key to these networks (comma-separated names); default: every network')
-    .option('--json', 'print a JSON object')
-    .action((opts: Common & { plan: string; dailyCredits?: string; label?: string; networks?: string }) => {
-      if (!isPlanName(opts.plan)) throw new CliError(`--plan: expected one of ${PLAN_NAMES.join(', ')}, got "${opts.plan}"`);
-      const config = readConfig(opts.datadir, opts.config);
-      const dailyCredits = parseCredits(opts.dailyCredits);
-      const networks = parseNetworks(opts.networks);
-      const { key, record } = createKey(opts.datadir, {
-        ...(networks !== undefined ? { networks } : {}),
-        plan: opts.plan,
-        ...(dailyCredits !== undefined ? { dailyCredits } : {}),
-        ...(opts.label !== undefined ? { label: opts.label } : {}),
-      });
-      const daily = dailyLimit(config, record);
+    .option('--name <name>', 'name to recognise the key by')
+    .option('--label <label>', 'older spelling of --name')
+    .option('--networks <list>', 'comma-separated networks the key may use (default: all)')
+    .option('--daily-credits <n>', "operator: override the plan's daily credits for this key (402 beyond)")
+    .option('--credits-per-second <n>', "operator: override the plan's credits per second for this key (0: none; 429 -33200 beyond)")
+    .option('--limit-per-day <n>', "the key's own daily limit below the plan's (429, event -33400)")
+    .option('--limit-per-second <n>', "the key's own credits-per-second limit below the plan's (429, event -33300)")
+    .action(async (opts: Common & { plan: string; name?: string; label?: string; networks?: string; dailyCredits?: string; creditsPerSecond?: string; limitPerDay?: string; limitPerSecond?: string }) => {
+      const cpd = credits('--limit-per-day', opts.limitPerDay);
+      const cps = credits('--limit-per-second', opts.limitPerSecond);
+      const override = credits('--credits-per-second', opts.creditsPerSecond);
+      const { key, view } = await run(opts, (km) =>
+        km.create({
+          name: opts.name ?? opts.label ?? `key created ${new Date().toISOString().slice(0, 10)}`,
+          plan: opts.plan,
+          networks: opts.networks !== undefined ? csv(opts.networks) : undefined,
+          dailyCredits: credits('--daily-credits', opts.dailyCredits),
+          creditsPerSecond: override,
+          limits: cpd !== undefined || cps !== undefined ? { ...(cpd !== undefined ? { creditsPerDay: cpd } : {}), ...(cps !== undefined ? { creditsPerSecond: cps } : {}) } : undefined,
+        }),
+      );
       if (opts.json) {
-        process.stdout.write(`${JSON.stringify({ key, id: record.id, plan: record.plan, dailyCredits: daily, label: record.label ?? null, networks: record.networks ?? null, createdAt: record.createdAt })}\n`);
+        process.stdout.write(
+          `${JSON.stringify({ key, id: view.id, name: view.name, prefix: view.prefix, plan: view.plan, dailyCredits: view.planDailyCredits, creditsPerSecond: view.planCreditsPerSecond, label: view.name, createdAt: view.createdAt, networks: view.networks, limits: view.limits })}\n`,
+        );
       } else {
         process.stdout.write(`${key}\n`);
-        process.stderr.write(`keys: created key ${record.id} on plan ${record.plan} (${daily} credits/day). It is shown only this once.\n`);
+        process.stderr.write(`keys: created ${describe(view)}, ${view.planDailyCredits} credits/day. It is shown only this once: copy it now.\n`);
       }
     });
 
   common(cmd.command('list'))
-    .description('list keys (ids, never the keys) with plan, balance and usage today')
-    .option('--json', 'print a JSON array')
-    .action((opts: Common) => {
-      const config = readConfig(opts.datadir, opts.config);
-      const rows = keys(opts.datadir).map((k) => ({ ...usageOf(opts.datadir, config, k), createdAt: k.createdAt, revokedAt: k.revokedAt ?? null }));
-      if (opts.json) {
-        process.stdout.write(`${JSON.stringify(rows)}\n`);
-        return;
-      }
-      if (rows.length === 0) {
-        process.stdout.write('no keys (create one: node-cli keys create --plan core)\n');
-        return;
-      }
-      process.stdout.write(`${['ID'.padEnd(12), 'PLAN'.padEnd(9), 'STATUS'.padEnd(7), 'USED/DAILY'.padEnd(24), 'CREATED'.padEnd(24), 'LABEL'].join(' ')}\n`);
-      for (const r of rows) {
-        process.stdout.write(
-          `${[r.id.padEnd(12), r.plan.padEnd(9), (r.revoked ? 'revoked' : 'active').padEnd(7), `${r.used}/${r.dailyCredits}`.padEnd(24), r.createdAt.padEnd(24), r.label ?? ''].join(' ')}\n`,
-        );
-      }
+    .description('list keys (name, key prefix, plan, created, last used, status; never the keys)')
+    .action(async (opts: Common) => {
+      const rows = await run(opts, (km) => km.list());
+      if (opts.json) return out(opts, rows, '');
+      if (rows.length === 0) return out(opts, [], 'no keys (create one: node-cli keys create --plan core --name my-app)');
+      const head = ['ID'.padEnd(12), 'KEY'.padEnd(8), 'PLAN'.padEnd(9), 'STATUS'.padEnd(7), 'CREATED'.padEnd(17), 'LAST USED'.padEnd(17), 'NAME'].join(' ');
+      const lines = rows.map((r) =>
+        [r.id.padEnd(12), (r.prefix !== null ? `${r.prefix}…` : '-').padEnd(8), r.plan.padEnd(9), r.status.padEnd(7), r.createdAt.slice(0, 16).replace('T', ' ').padEnd(17), (r.lastUsed?.slice(0, 16).replace('T', ' ') ?? 'never').padEnd(17), r.name].join(' '),
+      );
+      process.stdout.write(`${[head, ...lines].join('\n')}\n`);
+    });
+
+  common(cmd.command('show <key>'))
+    .description('settings of a key (the key itself or its id)')
+    .action(async (keyOrId: string, opts: Common) => {
+      const v = await run(opts, (km) => km.get(keyOrId));
+      out(opts, v, `${describe(v)}\n${JSON.stringify({ networks: v.networks, allowlists: v.allowlists, secret: v.secret }, null, 2)}`);
     });
 
   common(cmd.command('revoke <key>'))
     .description('revoke a key (the key itself or its id); a running server refuses it within a second')
-    .option('--json', 'print a JSON object')
-    .action((keyOrId: string, opts: Common) => {
-      lookup(opts.datadir, keyOrId);
-      const rec = revokeKey(opts.datadir, keyOrId) as KeyRecord;
-      if (opts.json) process.stdout.write(`${JSON.stringify({ id: rec.id, revokedAt: rec.revokedAt })}\n`);
-      else process.stdout.write(`keys: revoked ${rec.id}\n`);
+    .action(async (keyOrId: string, opts: Common) => {
+      const v = await run(opts, (km) => km.revoke(keyOrId));
+      out(opts, { id: v.id, revokedAt: v.revokedAt }, `keys: revoked ${v.id}`);
+    });
+
+  common(cmd.command('rename <key> <name>'))
+    .description('rename a key')
+    .action(async (keyOrId: string, name: string, opts: Common) => {
+      const v = await run(opts, (km) => km.rename(keyOrId, name));
+      out(opts, v, `keys: renamed ${v.id} to "${v.name}"`);
+    });
+
+  common(cmd.command('rotate <key>'))
+    .description('give a key a new value (same id, settings and daily balance); prints the new value once')
+    .action(async (keyOrId: string, opts: Common) => {
+      const { key, view } = await run(opts, (km) => km.rotate(keyOrId));
+      if (opts.json) process.stdout.write(`${JSON.stringify({ key, id: view.id, prefix: view.prefix })}\n`);
+      else {
+        process.stdout.write(`${key}\n`);
+        process.stderr.write(`keys: rotated ${view.id}; the old value stops working within a second. The new one is shown only this once.\n`);
+      }
+    });
+
+  common(cmd.command('limits <key>'))
+    .description("per-key limits below the plan's (0: none)")
+    .option('--per-day <n>', 'credits per UTC day (429, event -33400)')
+    .option('--per-second <n>', 'credits per second (429, event -33300)')
+    .action(async (keyOrId: string, opts: Common & { perDay?: string; perSecond?: string }) => {
+      const limits: { creditsPerDay?: number; creditsPerSecond?: number } = {};
+      const cpd = credits('--per-day', opts.perDay);
+      const cps = credits('--per-second', opts.perSecond);
+      if (cpd !== undefined) limits.creditsPerDay = cpd;
+      if (cps !== undefined) limits.creditsPerSecond = cps;
+      const v = await run(opts, (km) => km.update(keyOrId, { limits }));
+      out(opts, v, `keys: ${describe(v)}`);
+    });
+
+  common(cmd.command('networks <key> <list>'))
+    .description('networks the key may use: comma-separated names, or "all"')
+    .action(async (keyOrId: string, list: string, opts: Common) => {
+      const v = await run(opts, (km) => km.update(keyOrId, { networks: list === 'all' ? null : csv(list) }));
+      out(opts, v, `keys: ${v.id} may use ${v.networks === null ? 'every network' : v.networks.join(', ')}`);
+    });
+
+  common(cmd.command('allowlist <key>'))
+    .description('set allowlists (each option replaces that type; "" clears it); types are AND-ed, entries OR-ed, at most 30 each')
+    .option('--addresses <list>', 'contract addresses (eth_getLogs address, eth_getStorageAt, eth_getProof)')
+    .option('--origins <list>', 'origins, e.g. https://*.example.com')
+    .option('--user-agents <list>', 'User-Agent substrings')
+    .option('--methods <list>', 'JSON-RPC methods')
+    .option('--clear', 'remove every allowlist')
+    .action(async (keyOrId: string, opts: Common & { addresses?: string; origins?: string; userAgents?: string; methods?: string; clear?: boolean }) => {
+      const v = await run(opts, async (km) => {
+        const cur = (await km.get(keyOrId)).allowlists;
+        const lists = opts.clear
+          ? {}
+          : {
+              addresses: opts.addresses !== undefined ? csv(opts.addresses) : cur.addresses,
+              origins: opts.origins !== undefined ? csv(opts.origins) : cur.origins,
+              userAgents: opts.userAgents !== undefined ? csv(opts.userAgents) : cur.userAgents,
+              methods: opts.methods !== undefined ? csv(opts.methods) : cur.methods,
+            };
+        return km.update(keyOrId, { allowlists: lists });
+      });
+      out(opts, v.allowlists, `keys: allowlists of ${v.id}: ${JSON.stringify(v.allowlists)}`);
+    });
+
+  const secret = cmd.command('secret').description("the key's API secret (HTTP basic auth password, empty user name)");
+  common(secret.command('create <key>'))
+    .description('create (or replace) the secret; prints it once')
+    .action(async (keyOrId: string, opts: Common) => {
+      const r = await run(opts, (km) => km.createSecret(keyOrId));
+      if (opts.json) process.stdout.write(`${JSON.stringify({ secret: r.secret, id: r.view.id })}\n`);
+      else {
+        process.stdout.write(`${r.secret}\n`);
+        process.stderr.write(`keys: secret set for ${r.view.id}; shown only this once. Send it as: curl --user :<SECRET> …\n`);
+      }
+    });
+  common(secret.command('delete <key>'))
+    .description('remove the secret (and the requirement)')
+    .action(async (keyOrId: string, opts: Common) => {
+      const v = await run(opts, (km) => km.deleteSecret(keyOrId));
+      out(opts, v.secret, `keys: secret of ${v.id} removed`);
+    });
+  common(secret.command('require <key>'))
+    .description('refuse every request without the secret (401)')
+    .action(async (keyOrId: string, opts: Common) => {
+      const v = await run(opts, (km) => km.update(keyOrId, { secretRequired: true }));
+      out(opts, v.secret, `keys: ${v.id} now requires its secret`);
+    });
+  common(secret.command('optional <key>'))
+    .description('accept requests without the secret again (a wrong secret is still refused)')
+    .action(async (keyOrId: string, opts: Common) => {
+      const v = await run(opts, (km) => km.update(keyOrId, { secretRequired: false }));
+      out(opts, v.secret, `keys: ${v.id} no longer requires its secret`);
     });
 
   common(cmd.command('usage <key>'))
-    .description("today's credit usage of a key (the key itself or its id)")
-    .option('--json', 'print a JSON object')
-    .action((keyOrId: string, opts: Common) => {
-      const config = readConfig(opts.datadir, opts.config);
-      const u = usageOf(opts.datadir, config, lookup(opts.datadir, keyOrId));
-      if (opts.json) process.stdout.write(`${JSON.stringify(u)}\n`);
-      else {
-        process.stdout.write(
-          `key ${u.id} (${u.plan}${u.revoked ? ', revoked' : ''}): ${u.used} of ${u.dailyCredits} credits used today, ${u.remaining} left; resets at ${u.resetsAt}\n`,
-        );
+    .description("a key's balance today and its usage per UTC day and method (last 30 days) and per minute (last 15)")
+    .action(async (keyOrId: string, opts: Common) => {
+      const [v, u] = await run(opts, async (km) => [await km.get(keyOrId), await km.usage(keyOrId)] as const);
+      const json = {
+        id: v.id,
+        name: v.name,
+        plan: v.plan,
+        label: v.name,
+        revoked: v.status === 'revoked',
+        dailyCredits: u.balance.dailyCredits,
+        creditsPerSecond: v.limits.creditsPerSecond ?? v.planCreditsPerSecond,
+        used: u.balance.used,
+        remaining: u.balance.remaining,
+        resetsAt: u.balance.resetsAt,
+        // One balance across networks (serve --network): the key's networks and today's split.
+        networks: v.networks,
+        byNetwork: u.balance.byNetwork,
+        days: u.days,
+        methods: u.methods,
+        minutes: u.minutes,
+      };
+      if (opts.json) return out(opts, json, '');
+      const lines = [`key ${v.id} "${v.name}" (${v.plan}${v.status === 'revoked' ? ', revoked' : ''}): ${u.balance.used} of ${u.balance.dailyCredits} credits used today, ${u.balance.remaining} left; resets at ${u.balance.resetsAt}`];
+      const split = Object.entries(u.balance.byNetwork).filter(([n]) => n !== '');
+      if (split.length > 0) lines.push(`today by network: ${split.map(([n, c]) => `${n} ${c}`).join(', ')}${(u.balance.byNetwork[''] ?? 0) > 0 ? `, (no network) ${u.balance.byNetwork['']}` : ''}`);
+      if (u.methods.length > 0) {
+        lines.push(`${'METHOD (30 days)'.padEnd(36)} ${'CALLS'.padStart(9)} ${'CREDITS'.padStart(12)} ${'4XX'.padStart(6)} ${'5XX'.padStart(6)} ${'RPC ERR'.padStart(8)}`);
+        for (const m of u.methods) lines.push(`${m.method.padEnd(36)} ${String(m.calls).padStart(9)} ${String(m.credits).padStart(12)} ${String(m.e4xx).padStart(6)} ${String(m.e5xx).padStart(6)} ${String(m.erpc).padStart(8)}`);
       }
+      process.stdout.write(`${lines.join('\n')}\n`);
     });
 }

@@ -1,5 +1,6 @@
 // `node-cli serve [--datadir ./data] [--host 127.0.0.1] [--port 8545] [--config <file>]
-//  [--failover-url <url>] [--metrics-port <port>] [--follow <URL> [--genesis <file>] [--reorg-depth <n>]]
+//  [--failover-url <url>] [--metrics-port <port>] [--ledger redis://host:port[/db]] [--ledger-failure open|closed]
+//  [--follow <URL> [--genesis <genesis.json>] [--reorg-depth N] [--poll-ms N]]
 //  [--network <name>=<datadir>[,follow=<URL>]]... [--default-network <name>]`: JSON-RPC over
 //  HTTP and WebSocket, one or several networks.
 import { Option } from 'commander';
@@ -15,7 +16,14 @@ export function withServeOptions(cmd: Command): Command {
     .option('--port <port>', 'port to listen on (0: any free port)', '8545')
     .option('--config <file>', 'server config (plans, limits); default <datadir>/server.json if present')
     .option('--failover-url <url>', 'partner JSON-RPC endpoint for eth_getBlockByHash of growth/custom keys during an outage')
-    .option('--metrics-port <port>', 'serve Prometheus metrics on this port (config metricsHost, loopback by default); off unless given or configured');
+    .option('--metrics-port <port>', 'serve Prometheus metrics on this port (config metricsHost, loopback by default); off unless given or configured')
+    .option('--ledger <url>', 'keys and credits shared by every replica in Redis: redis://host:port[/db] (default: embedded in the datadir)')
+    .option('--ledger-failure <mode>', 'while the Redis ledger is unreachable: open (serve, journal locally, replay later) or closed (refuse paid calls)', 'open')
+    .option('--dashboard', 'serve the developer dashboard on the admin listener (--admin-host, --admin-port)')
+    .option('--admin-host <host>', 'address of the admin listener (dashboard)', '127.0.0.1')
+    .option('--admin-port <port>', 'port of the admin listener (implies --dashboard; 0: any free port)')
+    .option('--admin-tls-cert <file>', 'PEM certificate: serve the dashboard over TLS (with --admin-tls-key)')
+    .option('--admin-tls-key <file>', 'PEM private key of --admin-tls-cert');
 }
 
 export function register(program: Command): void {

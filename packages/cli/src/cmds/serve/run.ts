@@ -6,8 +6,11 @@
 // `--network <name>=<datadir>,follow=<URL>` follows its own upstream with its own ingest thread.
 // Shared by `serve` and `start`. Nothing printed here contains an API key unless the caller
 // passes one for the banner (`start` prints its development key on purpose).
-import { ConfigError, loadConfig, startServer } from '@chainnode/server';
-import type { NetworkRuntime, RunningServer, ServerConfig } from '@chainnode/server';
+import { readFileSync } from 'node:fs';
+import { KeyManager, hasAdminToken, startDashboard } from '@chainnode/dashboard';
+import type { RunningDashboard } from '@chainnode/dashboard';
+import { ConfigError, LedgerUnavailableError, checkLedgerUrl, loadConfig, openLedger, startServer } from '@chainnode/server';
+import type { LedgerFailureMode, NetworkRuntime, OpenLedger, RunningServer, ServerConfig } from '@chainnode/server';
 import { resolveConfig } from '@chainnode/rpc';
 import { redactUrl } from '@chainnode/ingest';
 import { isUpstreamUrl, parseReorgDepth } from '../sync/index.js';
@@ -29,10 +32,50 @@ export interface ServeOptions {
   /** `--default-network <name>`: the network answering bare hosts. */
   defaultNetwork?: string;
   /** serve --follow <URL>: follow a live upstream while serving (the --datadir chain). */
+  /** redis://host:port[/db]: keys and credits shared through Redis; default the embedded ledger. */
+  ledger?: string;
+  ledgerFailure?: string;
+  dashboard?: boolean;
+  adminHost?: string;
+  adminPort?: string;
+  adminTlsCert?: string;
+  adminTlsKey?: string;
   follow?: string;
   genesis?: string;
   reorgDepth?: string;
   pollMs?: string;
+}
+
+/** The admin port to use, or undefined when the dashboard is off (default port 8546). */
+function dashboardPort(opts: ServeOptions): number | undefined {
+  if (opts.adminPort !== undefined) return parsePort('--admin-port', opts.adminPort);
+  return opts.dashboard === true ? 8546 : undefined;
+}
+
+function readTls(opts: ServeOptions): { cert: string; key: string } | undefined {
+  if (opts.adminTlsCert === undefined && opts.adminTlsKey === undefined) return undefined;
+  if (opts.adminTlsCert === undefined || opts.adminTlsKey === undefined) throw new CliError('--admin-tls-cert and --admin-tls-key go together');
+  try {
+    return { cert: readFileSync(opts.adminTlsCert, 'utf8'), key: readFileSync(opts.adminTlsKey, 'utf8') };
+  } catch (err) {
+    throw new CliError(`cannot read the admin TLS files: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+}
+
+/** `--ledger`: undefined (embedded) or a checked redis:// URL. */
+export function parseLedgerUrl(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return checkLedgerUrl(value);
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+}
+
+export function parseLedgerFailure(value: string | undefined): LedgerFailureMode {
+  if (value === undefined || value === 'open') return 'open';
+  if (value === 'closed') return 'closed';
+  throw new CliError(`--ledger-failure: expected open or closed, got "${value}"`);
 }
 
 export function parsePort(name: string, value: string): number {
@@ -61,11 +104,22 @@ export function readConfig(datadir: string, file: string | undefined): ServerCon
   }
 }
 
-/** Serves until a signal; `banner` receives the bound address once listening. */
-export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, host: string) => void): Promise<void> {
+/**
+ * Serves until a signal; `banner` receives the bound address once listening; `onLedger` runs once
+ * the ledger is open, before the server starts (`start` makes its development key there).
+ */
+export async function serve(
+  opts: ServeOptions,
+  banner?: (srv: RunningServer, host: string) => void,
+  onLedger?: (l: OpenLedger) => Promise<void>,
+): Promise<void> {
   const port = parsePort('--port', opts.port);
   const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
   const failoverUrl = parseFailoverUrl(opts.failoverUrl);
+  const adminPort = dashboardPort(opts);
+  const adminTls = adminPort !== undefined ? readTls(opts) : undefined;
+  const ledgerUrl = parseLedgerUrl(opts.ledger);
+  const failure = parseLedgerFailure(opts.ledgerFailure);
   const config = readConfig(opts.datadir, opts.config);
   const specs = resolveNetworks(opts.network, config);
   if (specs.length > 0 && opts.follow !== undefined) throw new CliError('--follow: with networks, give each network its own: --network <name>=<datadir>,follow=<URL>');
@@ -84,7 +138,26 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
   const log = (line: string): void => {
     process.stderr.write(`serve: ${line}\n`);
   };
-  const rpcConfig = resolveConfig({ maxBatchSize: config.maxBatchSize });
+  let ledger: OpenLedger;
+  try {
+    ledger = await openLedger({
+      ...(ledgerUrl !== undefined ? { url: ledgerUrl } : {}),
+      datadir: opts.datadir,
+      failure,
+      commandTimeoutMs: config.ledgerCommandTimeoutMs,
+      journalMax: config.ledgerJournalMax,
+      log,
+    });
+    await onLedger?.(ledger);
+  } catch (err) {
+    if (err instanceof LedgerUnavailableError) throw new CliError(err.message);
+    throw err;
+  }
+  const rpcConfig = resolveConfig({
+    maxBatchSize: config.maxBatchSize,
+    maxBatchResponseBytes: config.maxBatchResponseBytes,
+    maxConcurrentBatches: config.maxConcurrentBatches,
+  });
   checkThreadPool(config, specs.length === 0 ? (opts.follow === undefined ? 1 : 0) : specs.filter((n) => n.follow === undefined).length, log);
   // One after the other: each opens a LevelDB and starts worker threads; a failure closes the rest.
   const networks: NetworkRuntime[] = [];
@@ -102,6 +175,7 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
     }
   } catch (err) {
     await closeAll();
+    await ledger.close();
     throw err;
   }
   let srv: RunningServer;
@@ -114,20 +188,48 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       host: opts.host,
       port,
       log,
+      ledger: { keys: ledger.keys, credits: ledger.ledger() },
+      usage: ledger.usageRecord(),
       ...(failoverUrl !== undefined ? { failoverUrl } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
     });
   } catch (err) {
     await closeAll();
+    await ledger.close();
     throw new CliError((err as Error).message);
   }
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  let dash: RunningDashboard | undefined;
+  if (adminPort !== undefined) {
+    const keys = new KeyManager({ keys: ledger.keys, config, usage: srv.usage, balance: (hash) => ledger.usage(hash) });
+    try {
+      dash = await startDashboard({
+        datadir: opts.datadir,
+        keys,
+        host: opts.adminHost ?? '127.0.0.1',
+        port: adminPort,
+        rpcUrl: `http://${hostForUrl}:${srv.port}`,
+        log,
+        ...(adminTls !== undefined ? { tls: adminTls } : {}),
+      });
+    } catch (err) {
+      await srv.close();
+      await srv.router.close();
+      await ledger.close();
+      throw new CliError(`cannot start the dashboard: ${(err as Error).message}`);
+    }
+  }
+  process.stdout.write(`serve: ledger    ${ledger.engine === 'redis' ? `redis (shared; when unreachable: fail-${failure})` : `embedded (${opts.datadir})`}\n`);
   process.stdout.write(`serve: listening on ${hostForUrl}:${srv.port}\n`);
   process.stdout.write(`serve: HTTP      POST http://${hostForUrl}:${srv.port}/v3/<API_KEY>\n`);
   process.stdout.write(`serve: WebSocket      ws://${hostForUrl}:${srv.port}/ws/v3/<API_KEY>\n`);
   process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
   if (srv.metricsPort !== undefined) process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics\n`);
   if (failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
+  if (dash !== undefined) {
+    process.stdout.write(`serve: dashboard ${dash.url}\n`);
+    if (!hasAdminToken(opts.datadir)) process.stderr.write(`serve: no admin token yet: create one with node-cli admin token create --datadir ${opts.datadir}\n`);
+  }
   if (opts.follow !== undefined) process.stdout.write(`serve: following ${redactUrl(opts.follow)} (reorg depth ${reorgDepth})\n`);
   if (specs.length > 0) {
     // *.localhost names the loopback in browsers and curl; elsewhere use DNS names whose first label is the network.
@@ -151,7 +253,9 @@ export async function serve(opts: ServeOptions, banner?: (srv: RunningServer, ho
       process.stderr.write(`serve: ${signal}: finishing in-flight requests, then closing the store\n`);
       srv
         .close()
+        .then(() => dash?.close())
         .then(() => srv.router.close())
+        .then(() => ledger.close())
         .then(
           () => {
             process.stderr.write('serve: stopped cleanly\n');

@@ -10,7 +10,8 @@ import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { sync } from '../sync/index.js';
-import { createKey, findKey, readKeys } from '@chainnode/server';
+import { createKey, findKey } from '@chainnode/server';
+import type { KeyStore } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
 import { serve } from '../serve/run.js';
 import { withServeOptions } from '../serve/index.js';
@@ -23,19 +24,21 @@ interface StartOptions {
   config?: string;
   failoverUrl?: string;
   metricsPort?: string;
+  ledger?: string;
+  ledgerFailure?: string;
 }
 
 export const DEV_KEY_FILE = 'dev-api-key';
 
 /** Returns the development key, creating it (plan custom) when missing or revoked. */
-export function ensureDevKey(datadir: string): { key: string; created: boolean } {
+export async function ensureDevKey(datadir: string, keys: KeyStore): Promise<{ key: string; created: boolean }> {
   const path = join(datadir, DEV_KEY_FILE);
   if (existsSync(path)) {
     const key = readFileSync(path, 'utf8').trim();
-    const rec = findKey(readKeys(datadir), key);
+    const rec = findKey(await keys.list(), key);
     if (rec && rec.revokedAt === undefined && /^[0-9a-f]{32}$/.test(key)) return { key, created: false };
   }
-  const { key } = createKey(datadir, { plan: 'custom', label: 'development key (npm start)' });
+  const { key } = await createKey(keys, { plan: 'custom', label: 'development key (npm start)' });
   writeFileSync(path, `${key}\n`, { mode: 0o600 });
   chmodSync(path, 0o600);
   return { key, created: true };
@@ -56,7 +59,8 @@ export function register(program: Command): void {
       .option('--from <dir>', 'chain export to import (genesis.json + chain.rlp)', './fixtures'),
   ).action(async (opts: StartOptions) => {
       await importFixtures(opts.from, opts.datadir);
-      const { key, created } = ensureDevKey(opts.datadir);
+      let key = '';
+      let created = false;
       await serve(opts, (srv, host) => {
         const http = `http://${host}:${srv.port}/v3/${key}`;
         const ws = `ws://${host}:${srv.port}/ws/v3/${key}`;
@@ -76,6 +80,8 @@ export function register(program: Command): void {
             '',
           ].join('\n'),
         );
+      }, async (l) => {
+        ({ key, created } = await ensureDevKey(opts.datadir, l.keys));
       });
     });
 }

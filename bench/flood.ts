@@ -1,0 +1,134 @@
+// `npm run bench:flood [-- --datadir <dir>] [--connections 2000] [--senders 200] [--batch 100]
+//  [--cli <node-cli.js>]`: the flood of issue 19 on a freshly started `node-cli serve` (cold
+// caches): open 2,000 WebSocket connections, then 200 of them each send, at the same moment, one
+// batch of 100 eth_getBlockByNumber(n, true) for blocks 1..100 (the same batch everywhere).
+// Prints the time to the first and to the last complete answer, the server's RSS before and its
+// peak during the flood (sampled every 50 ms from /proc), and checks every answer (100 blocks,
+// numbers 1..100, all 200 answers byte-identical). Without --datadir the fixture chain is
+// imported into a temporary datadir first. The client shares the machine's cores with the server.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+function arg(name: string, dflt?: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : dflt;
+}
+const cli = resolve(arg('cli', join(root, 'packages', 'cli', 'bin', 'node-cli.js')) as string);
+const connections = Number(arg('connections', '2000'));
+const senders = Number(arg('senders', '200'));
+const batchSize = Number(arg('batch', '100'));
+
+interface WsClient {
+  on(ev: 'open', cb: () => void): void;
+  on(ev: 'message', cb: (data: Buffer) => void): void;
+  on(ev: 'error', cb: (err: Error) => void): void;
+  on(ev: 'close', cb: () => void): void;
+  send(data: string): void;
+  close(): void;
+}
+const WsCtor = createRequire(import.meta.url)('ws') as new (url: string) => WsClient;
+
+function node(args: string[]): string {
+  return execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+function open(url: string): Promise<WsClient> {
+  return new Promise((res, rej) => {
+    const ws = new WsCtor(url);
+    ws.on('open', () => res(ws));
+    ws.on('error', rej);
+  });
+}
+
+async function main(): Promise<void> {
+  let datadir = arg('datadir');
+  let tmp: string | undefined;
+  if (datadir === undefined) {
+    tmp = mkdtempSync(join(tmpdir(), 'bench-flood-'));
+    datadir = join(tmp, 'data');
+    console.error(`bench: importing fixtures into ${datadir}`);
+    node(['sync', '--from', join(root, 'fixtures'), '--datadir', datadir]);
+  }
+  const key = (JSON.parse(node(['keys', 'create', '--plan', 'custom', '--daily-credits', '900000000000000', '--label', 'flood', '--json', '--datadir', datadir])) as { key: string }).key;
+  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((r) => srv.on('exit', r));
+  const sockets: WsClient[] = [];
+  try {
+    const port = await new Promise<number>((res, rej) => {
+      let out = '';
+      srv.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
+        if (m) res(Number(m[1]));
+      });
+      srv.on('exit', () => rej(new Error('serve exited')));
+    });
+    const pid = srv.pid!;
+    const url = `ws://127.0.0.1:${port}/ws/v3/${key}`;
+    for (let i = 0; i < connections; i += 100) {
+      sockets.push(...(await Promise.all(Array.from({ length: Math.min(100, connections - i) }, () => open(url)))));
+    }
+    const rssBefore = rssMb(pid);
+    const batch = JSON.stringify(Array.from({ length: batchSize }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_getBlockByNumber', params: [`0x${(i + 1).toString(16)}`, true] })));
+    let peak = rssBefore;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 50);
+    const load = loadavg()[0]!;
+    const start = performance.now();
+    const answers = await Promise.all(
+      sockets.slice(0, senders).map(
+        (ws) =>
+          new Promise<{ at: number; text: string }>((res) => {
+            ws.on('message', (d) => res({ at: performance.now() - start, text: d.toString('utf8') }));
+            ws.send(batch);
+          }),
+      ),
+    );
+    clearInterval(sampler);
+    peak = Math.max(peak, rssMb(pid));
+    const times = answers.map((a) => a.at).sort((a, b) => a - b);
+    const first = answers[0]!.text;
+    const parsed = JSON.parse(first) as { id: number; result: { number: string } | null }[];
+    const ok =
+      parsed.length === batchSize &&
+      parsed.every((r, i) => r.id === i && r.result !== null && Number(r.result.number) === i + 1) &&
+      answers.every((a) => a.text === first);
+    const result = {
+      connections,
+      senders,
+      batch: batchSize,
+      answerBytes: Buffer.byteLength(first),
+      firstMs: Math.round(times[0]!),
+      medianMs: Math.round(times[Math.floor(times.length / 2)]!),
+      lastMs: Math.round(times.at(-1)!),
+      rssBeforeMb: Math.round(rssBefore),
+      rssPeakMb: Math.round(peak),
+      answersOk: ok,
+      load1: load,
+    };
+    console.log(JSON.stringify(result));
+    console.log(
+      `flood: ${connections} WS open, ${senders} x batch of ${batchSize} eth_getBlockByNumber(n,true): first answer ${result.firstMs} ms, ` +
+        `median ${result.medianMs} ms, last ${result.lastMs} ms; server RSS ${result.rssBeforeMb} -> peak ${result.rssPeakMb} MB; ` +
+        `answers ${ok ? 'all correct and identical' : 'WRONG'} (${result.answerBytes} bytes each); load avg ${load.toFixed(1)}`,
+    );
+    if (!ok) process.exitCode = 1;
+  } finally {
+    for (const ws of sockets) ws.close();
+    srv.kill('SIGTERM');
+    await exited;
+    if (tmp !== undefined) rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,173 @@
+// chainnode -> chainnode: a primary serves the fixture chain; replica R1 follows it over HTTP
+// (its URL with the primary's key) from an empty datadir and is SIGKILLed 3 times while catching
+// up; replica R2 follows over WebSocket from a datadir the file import prepared. Then the primary
+// is stopped (both replicas keep serving and retry), imports fixtures/fork (the file reorgs its
+// store 10 blocks deep) and restarts on the same port; R1 is SIGKILLed twice more while it
+// reorgs. Checked: at every stage all eight methods answer byte-equal on primary and replicas at
+// every block; orphaned txs are null; the three stores end digest-equal (file reorg, followed
+// reorg, and a followed reorg interrupted five times).
+import { join } from 'node:path';
+import { digestDatadir } from '@chainnode/store';
+import { chainDir, datadirCopy, runCli, tempDir } from '@chainnode/testkit';
+import { call, post, result } from './anvil-upstream.js';
+import { createKeyCli, spawnServe } from './serve-helpers.js';
+import type { ServeProcess } from './serve-helpers.js';
+
+type Json = Record<string, unknown>;
+const hexN = (n: number | bigint) => `0x${n.toString(16)}`;
+const FIXTURES = chainDir('fixtures') as string;
+const FORK = join(FIXTURES, 'fork');
+
+/** Raw reply texts of a batch, in call order (ids 0..n-1 per chunk of 500). */
+async function rawBatch(url: string, calls: [string, unknown[]][]): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < calls.length; i += 500) {
+    const chunk = calls.slice(i, i + 500);
+    const res = await post(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chunk.map(([method, params], j) => ({ jsonrpc: '2.0', id: j, method, params }))),
+    });
+    const replies = JSON.parse(await res.text()) as Json[];
+    const byId = new Map(replies.map((r) => [r.id, JSON.stringify(r)]));
+    chunk.forEach((_, j) => out.push(byId.get(j) ?? 'missing'));
+  }
+  return out;
+}
+
+/** All eight methods at every block, byte for byte: returns counts compared. */
+async function compareNodes(a: string, b: string): Promise<{ blocks: number; txs: number }> {
+  const head = Number(await result<string>(a, 'eth_blockNumber', []));
+  expect(await result<string>(b, 'eth_blockNumber', [])).toBe(hexN(head));
+  const nums = Array.from({ length: head + 1 }, (_, n) => n);
+  const blockCalls: [string, unknown[]][] = nums.map((n) => ['eth_getBlockByNumber', [hexN(n), true]]);
+  const [ra, rb] = await Promise.all([rawBatch(a, blockCalls), rawBatch(b, blockCalls)]);
+  const hashes: string[] = [];
+  const txs: string[] = [];
+  nums.forEach((n) => {
+    expect([n, rb[n]]).toEqual([n, ra[n]]);
+    const blk = (JSON.parse(ra[n] as string) as { result: Json }).result;
+    hashes.push(blk.hash as string);
+    for (const t of blk.transactions as Json[]) txs.push(t.hash as string);
+  });
+  const calls: [string, unknown[]][] = [
+    ...hashes.map((h): [string, unknown[]] => ['eth_getBlockByHash', [h, false]]),
+    ...hashes.map((h): [string, unknown[]] => ['eth_getUncleByBlockHashAndIndex', [h, '0x0']]),
+    ...nums.map((n): [string, unknown[]] => ['eth_getUncleByBlockNumberAndIndex', [hexN(n), '0x1']]),
+    ...txs.map((h): [string, unknown[]] => ['eth_getTransactionByHash', [h]]),
+    ...hashes.filter((_, i) => i % 4 === 0).map((h): [string, unknown[]] => ['eth_getLogs', [{ blockHash: h }]]),
+    ...nums.filter((n) => n % 100 === 0).map((n): [string, unknown[]] => ['eth_getLogs', [{ fromBlock: hexN(n), toBlock: hexN(Math.min(head, n + 99)) }]]),
+  ];
+  const sample = nums.filter((n) => n % 53 === 0 || n > head - 12);
+  const token = '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359'; // FixtureToken (fixtures/README.md); slot 2: totalSupply
+  for (const n of sample) {
+    calls.push(['eth_getStorageAt', [token, '0x2', hexN(n)]]);
+    calls.push(['eth_getProof', [token, ['0x2', `0x${'00'.repeat(31)}07`], hexN(n)]]);
+  }
+  const [ca, cb] = await Promise.all([rawBatch(a, calls), rawBatch(b, calls)]);
+  ca.forEach((t, i) => expect([calls[i]?.[0], cb[i]]).toEqual([calls[i]?.[0], t]));
+  return { blocks: nums.length, txs: txs.length };
+}
+
+async function waitHead(url: string, hash: string, what: string, timeoutMs = 900_000): Promise<void> {
+  const t0 = Date.now();
+  for (;;) {
+    const r = await call(url, 'eth_getBlockByNumber', ['latest', false]).catch(() => undefined);
+    if ((r?.result as Json | undefined)?.hash === hash) return;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not at ${hash} after ${timeoutMs} ms (${JSON.stringify(r?.result ?? r).slice(0, 200)})`);
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('a chainnode replica follows a chainnode primary', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  const procs: ServeProcess[] = [];
+  afterAll(async () => {
+    for (const p of procs) await p.stop('SIGKILL').catch(() => undefined);
+    for (const c of cleanups) await c();
+  });
+
+  test('HTTP and WebSocket replicas, SIGKILL x5, primary restart with a 10-block reorg: byte-equal answers, equal digests', async () => {
+    const primaryCopy = await datadirCopy('fixtures');
+    cleanups.push(primaryCopy.cleanup);
+    const wsCopy = await datadirCopy('fixtures');
+    cleanups.push(wsCopy.cleanup);
+    const t = await tempDir('follow-replica-');
+    cleanups.push(t.cleanup);
+    const primaryDir = primaryCopy.dir;
+    const r1Dir = join(t.dir, 'r1');
+    const r2Dir = wsCopy.dir;
+    const pk = (await createKeyCli(primaryDir, 'custom')).key;
+    const k1 = (await createKeyCli(r1Dir, 'custom')).key;
+    const k2 = (await createKeyCli(r2Dir, 'custom')).key;
+    let primary = await spawnServe(primaryDir);
+    procs.push(primary);
+    const port = primary.port;
+    const pUrl = primary.url(pk);
+    const mainHead = await result<Json>(pUrl, 'eth_getBlockByNumber', ['latest', false]);
+    expect(mainHead.number).toBe(hexN(1600));
+    const genesis = join(FIXTURES, 'genesis.json');
+    const r1Args = ['--follow', pUrl, '--genesis', genesis, '--poll-ms', '100'];
+    const r2 = await spawnServe(r2Dir, ['--follow', `ws://127.0.0.1:${port}/ws/v3/${pk}`, '--poll-ms', '100']);
+    procs.push(r2);
+    // R1: follow from an empty datadir, SIGKILLed 3 times while catching up.
+    let r1 = await spawnServe(r1Dir, r1Args);
+    procs.push(r1);
+    for (let k = 0; k < 3; k++) {
+      await sleep(3000 + k * 1500);
+      await r1.stop('SIGKILL');
+      r1 = await spawnServe(r1Dir, r1Args);
+      procs.push(r1);
+    }
+    await waitHead(r1.url(k1), mainHead.hash as string, 'R1');
+    await waitHead(r2.url(k2), mainHead.hash as string, 'R2');
+    const seen = await compareNodes(pUrl, r1.url(k1));
+    expect(seen.blocks).toBe(1601);
+    expect(seen.txs).toBeGreaterThan(10_000);
+    await compareNodes(pUrl, r2.url(k2));
+    const orphanBlock = await result<Json>(pUrl, 'eth_getBlockByNumber', [hexN(1595), false]);
+
+    // The primary goes away: the replicas keep serving and report it.
+    await primary.stop('SIGTERM');
+    await sleep(1500);
+    expect(await result(r1.url(k1), 'eth_blockNumber', [])).toBe(hexN(1600));
+    const health = (await (await fetch(`${r1.base}/health`)).json()) as { follow: Json };
+    expect(health.follow.state).toBe('retrying');
+    expect(String(health.follow.lastError)).toContain(`http://127.0.0.1:${port}`);
+    expect(String(health.follow.lastError)).not.toContain(pk); // the key in the URL path is never shown
+
+    // The primary imports the fork: chain.rlp leaves its store at block 1591 (a file reorg).
+    const sync = await runCli(['sync', '--from', FORK, '--datadir', primaryDir]);
+    expect(sync.code).toBe(0);
+    primary = await spawnServe(primaryDir, ['--port', String(port)]);
+    procs.push(primary);
+    const forkHead = await result<Json>(pUrl, 'eth_getBlockByNumber', ['latest', false]);
+    expect(forkHead.number).toBe(hexN(1605));
+    // R1 is killed twice more while it reorgs.
+    for (let k = 0; k < 2; k++) {
+      await sleep(300 + k * 400);
+      await r1.stop('SIGKILL');
+      r1 = await spawnServe(r1Dir, r1Args);
+      procs.push(r1);
+    }
+    await waitHead(r1.url(k1), forkHead.hash as string, 'R1 after the fork');
+    await waitHead(r2.url(k2), forkHead.hash as string, 'R2 after the fork');
+    await compareNodes(pUrl, r1.url(k1));
+    await compareNodes(pUrl, r2.url(k2));
+    // Orphaned: block by hash and its txs are gone, on the primary (file reorg) and replicas.
+    for (const url of [pUrl, r1.url(k1), r2.url(k2)]) {
+      expect(await result(url, 'eth_getBlockByHash', [orphanBlock.hash, false])).toBeNull();
+      for (const tx of orphanBlock.transactions as string[]) expect(await result(url, 'eth_getTransactionByHash', [tx])).toBeNull();
+    }
+    const h2 = (await (await fetch(`${r2.base}/health`)).json()) as { follow: Json };
+    expect(h2.follow).toMatchObject({ state: 'following', localHead: 1605, upstreamHead: 1605, lagBlocks: 0, reorgs: 1 });
+
+    // Stores: file reorg == followed reorg == followed reorg killed 5 times.
+    for (const p of [primary, r1, r2]) expect(await p.stop('SIGTERM')).toBe(0);
+    const [dp, d1, d2] = await Promise.all([digestDatadir(primaryDir), digestDatadir(r1Dir), digestDatadir(r2Dir)]);
+    expect(d1).toEqual(dp);
+    expect(d2).toEqual(dp);
+  });
+});

@@ -1,0 +1,426 @@
+// The embedded engine (the default for one process): keys in <datadir>/keys.json (FileKeyStore)
+// and daily usage as an append-only journal per UTC day, `<datadir>/usage/YYYY-MM-DD.log`, one
+// line `<sha256(key)> <credits>[ <network>]` per key (and network) per event-loop turn
+// (EmbeddedLedger). The balance is one account across networks (readUsage sums every line of a
+// key); the network field splits it (readUsageByNetwork; absent on lines of a server without
+// networks and of older versions). Both live outside
+// LevelDB so the `keys` CLI can read and write them while a server runs.
+//
+// Exactness: debit() checks and takes the cost in memory in one synchronous step (so 150
+// concurrent calls against a balance of 100 calls admit exactly 100), together with the
+// in-process token bucket of the throughput limit. settle() queues the final charge; one
+// writeSync per event-loop turn writes every charge of that turn, and only then do the settles
+// resolve and the answers go out. After a crash nothing answered is refunded (the journal holds
+// every charge whose answer was sent) and nothing is charged twice (replay reads each line once).
+// A debit whose call never settles (a crash mid-call) was never journaled: it costs nothing.
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, watch, writeSync } from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { isPlanName, PLAN_NAMES } from './config.js';
+import { NO_NETWORK, nextUtcMidnight, utcDay } from './ledger-api.js';
+import { checkDashboardFields } from './key-fields.js';
+import type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, Limits, Usage } from './ledger-api.js';
+
+export const USAGE_DIR = 'usage';
+export const KEYS_FILE = 'keys.json';
+
+export function usagePath(datadir: string, day: string): string {
+  return join(datadir, USAGE_DIR, `${day}.log`);
+}
+
+const LINE = /^([0-9a-f]{64}) (\d{1,15})(?: ([a-z0-9-]{1,32}))?$/;
+
+/** Sums the journal of one day per key hash. Partial (unterminated) trailing lines are ignored. */
+export function readUsage(datadir: string, day: string): Map<string, number> {
+  return sumNetworks(readUsageByNetwork(datadir, day));
+}
+
+function sumNetworks(byNetwork: Map<string, Map<string, number>>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [hash, nets] of byNetwork) {
+    let sum = 0;
+    for (const credits of nets.values()) sum += credits;
+    out.set(hash, sum);
+  }
+  return out;
+}
+
+/** The journal of one day per key hash and network (NO_NETWORK for lines without one). */
+export function readUsageByNetwork(datadir: string, day: string): Map<string, Map<string, number>> {
+  const out = new Map<string, Map<string, number>>();
+  let text: string;
+  try {
+    text = readFileSync(usagePath(datadir, day), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return out;
+    throw err;
+  }
+  const lines = text.split('\n');
+  lines.pop(); // after the last newline: empty, or a line a crash cut short
+  for (const line of lines) {
+    const m = LINE.exec(line);
+    if (!m) continue;
+    addTo(out, m[1] as string, m[3] ?? NO_NETWORK, Number(m[2]));
+  }
+  return out;
+}
+
+function addTo(byNetwork: Map<string, Map<string, number>>, hash: string, network: string, credits: number): void {
+  let nets = byNetwork.get(hash);
+  if (nets === undefined) byNetwork.set(hash, (nets = new Map()));
+  const v = (nets.get(network) ?? 0) + credits;
+  if (v === 0) nets.delete(network);
+  else nets.set(network, v);
+}
+
+interface Pending {
+  lines: Map<string, Map<string, number>>; // day -> "hash[ network]" -> credits
+  /** Settles when this turn's charges are written (or failed to be): one promise for all of them. */
+  written: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+interface EmbeddedToken {
+  day: string;
+  perSecond: number;
+}
+
+/** The pending-line key of a charge: the hash, and the network after a space when there is one. */
+const entryOf = (hash: string, network: string | undefined): string => (network === undefined ? hash : `${hash} ${network}`);
+
+/**
+ * Token bucket per key: capacity = one second of credits, refilled continuously at the rate.
+ * Shared by the embedded engine and the Redis engine's fail-open mode.
+ */
+export class LocalBuckets {
+  private buckets = new Map<string, { tokens: number; at: number }>();
+  constructor(private readonly now: () => number = () => performance.now()) {}
+
+  /** Takes `cost` tokens when available; false otherwise (nothing taken). */
+  take(hash: string, cost: number, perSecond: number): boolean {
+    if (perSecond <= 0 || cost === 0) return true;
+    const t = this.now();
+    let b = this.buckets.get(hash);
+    if (!b) {
+      if (this.buckets.size >= 100_000) this.buckets.clear(); // bounded: a full bucket is the default anyway
+      b = { tokens: perSecond, at: t };
+      this.buckets.set(hash, b);
+    }
+    b.tokens = Math.min(perSecond, b.tokens + ((t - b.at) / 1000) * perSecond);
+    b.at = t;
+    if (b.tokens < cost) return false;
+    b.tokens -= cost;
+    return true;
+  }
+
+  give(hash: string, credits: number, perSecond: number): void {
+    const b = this.buckets.get(hash);
+    if (b && perSecond > 0) b.tokens = Math.min(perSecond, b.tokens + credits);
+  }
+}
+
+export class EmbeddedLedger implements CreditLedger {
+  private day: string;
+  private committed: Map<string, number>;
+  /** Today's journaled credits per key and network (for Usage.byNetwork). */
+  private committedByNetwork: Map<string, Map<string, number>>;
+  private reserved = new Map<string, number>();
+  private fd: number | undefined;
+  private fdDay = '';
+  private pending: Pending | undefined;
+  private closed = false;
+  private readonly buckets = new LocalBuckets();
+  /** [dayStart, dayEnd): the UTC day `day` in epoch ms. */
+  private dayStart = 0;
+  private dayEnd = 0;
+
+  constructor(
+    private readonly datadir: string,
+    private readonly now: () => number = Date.now,
+  ) {
+    mkdirSync(join(datadir, USAGE_DIR), { recursive: true });
+    const t = this.now();
+    this.day = utcDay(t);
+    this.setDay(t);
+    this.committedByNetwork = readUsageByNetwork(datadir, this.day);
+    this.committed = sumNetworks(this.committedByNetwork);
+  }
+
+  private roll(): void {
+    // Hot path: one clock read and a compare; the day string is rebuilt only when the clock
+    // leaves the current UTC day (either way: a clock set back re-reads that day too).
+    const now = this.now();
+    if (now >= this.dayStart && now < this.dayEnd) return;
+    const day = utcDay(now);
+    this.setDay(now);
+    if (day !== this.day) {
+      this.day = day;
+      this.committedByNetwork = readUsageByNetwork(this.datadir, day);
+      this.committed = sumNetworks(this.committedByNetwork);
+      this.reserved = new Map();
+    }
+  }
+
+  private setDay(now: number): void {
+    this.dayEnd = nextUtcMidnight(now).getTime();
+    this.dayStart = this.dayEnd - 86_400_000;
+  }
+
+  /** Credits used today (journaled plus in flight). */
+  used(hash: string): number {
+    this.roll();
+    return (this.committed.get(hash) ?? 0) + (this.reserved.get(hash) ?? 0);
+  }
+
+  private resetsAt(): string {
+    return new Date(this.dayEnd).toISOString();
+  }
+
+  /** The synchronous check-and-take behind debit(); `network` only labels the charge. */
+  debitSync(hash: string, cost: number, limits: Limits, network?: string): DebitResult {
+    if (this.used(hash) + cost > limits.daily) return { ok: false, reason: 'daily', resetsAt: this.resetsAt() };
+    if (!this.buckets.take(hash, cost, limits.perSecond)) return { ok: false, reason: 'throughput', resetsAt: this.resetsAt() };
+    this.reserved.set(hash, (this.reserved.get(hash) ?? 0) + cost);
+    const token: EmbeddedToken = { day: this.day, perSecond: limits.perSecond };
+    return { ok: true, debit: network === undefined ? { hash, cost, token } : { hash, cost, token, network } };
+  }
+
+  debit(hash: string, cost: number, limits: Limits, network?: string): Promise<DebitResult> {
+    return Promise.resolve(this.debitSync(hash, cost, limits, network));
+  }
+
+  private unreserve(day: string, hash: string, cost: number): void {
+    if (day !== this.day) return;
+    const left = (this.reserved.get(hash) ?? 0) - cost;
+    if (left > 0) this.reserved.set(hash, left);
+    else this.reserved.delete(hash);
+  }
+
+  settle(debit: Debit, finalCost: number): Promise<void> {
+    const { day, perSecond } = debit.token as EmbeddedToken;
+    this.roll();
+    this.unreserve(day, debit.hash, debit.cost);
+    if (finalCost < debit.cost) this.buckets.give(debit.hash, debit.cost - finalCost, perSecond);
+    if (finalCost <= 0) return Promise.resolve();
+    if (this.closed) return Promise.reject(new Error('credit ledger is closed'));
+    if (day === this.day) {
+      this.committed.set(debit.hash, (this.committed.get(debit.hash) ?? 0) + finalCost);
+      addTo(this.committedByNetwork, debit.hash, debit.network ?? NO_NETWORK, finalCost);
+    }
+    let p = this.pending;
+    if (!p) {
+      let resolve!: () => void;
+      let reject!: (err: unknown) => void;
+      const written = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      written.catch(() => {}); // every settler awaits it; this only keeps a failure from being "unhandled"
+      p = { lines: new Map(), written, resolve, reject };
+      this.pending = p;
+      setImmediate(() => this.flush());
+    }
+    let forDay = p.lines.get(day);
+    if (!forDay) p.lines.set(day, (forDay = new Map()));
+    const entry = entryOf(debit.hash, debit.network);
+    forDay.set(entry, (forDay.get(entry) ?? 0) + finalCost);
+    return p.written;
+  }
+
+  async usage(hash: string): Promise<Usage> {
+    const byNetwork = Object.fromEntries(this.committedByNetwork.get(hash) ?? []);
+    return { used: this.used(hash), resetsAt: this.resetsAt(), byNetwork };
+  }
+
+  private fdFor(day: string): number {
+    if (this.fd !== undefined && this.fdDay === day) return this.fd;
+    if (this.fd !== undefined) closeSync(this.fd);
+    const fd = openSync(usagePath(this.datadir, day), 'a+', 0o600);
+    // A crash may have cut the last line short: start ours on a fresh line.
+    const size = fstatSync(fd).size;
+    if (size > 0) {
+      const last = Buffer.alloc(1);
+      readSync(fd, last, 0, 1, size - 1);
+      if (last[0] !== 0x0a) writeSync(fd, '\n');
+    }
+    this.fd = fd;
+    this.fdDay = day;
+    return fd;
+  }
+
+  /** Writes every charge of this turn (one write per day touched), then releases the answers. */
+  flush(): void {
+    const p = this.pending;
+    if (!p) return;
+    this.pending = undefined;
+    try {
+      for (const [day, entries] of p.lines) {
+        let text = '';
+        for (const [entry, credits] of entries) {
+          // "<hash> <credits>" or "<hash> <credits> <network>"
+          text += entry.length === 64 ? `${entry} ${credits}\n` : `${entry.slice(0, 64)} ${credits}${entry.slice(64)}\n`;
+        }
+        writeSync(this.fdFor(day), text);
+      }
+    } catch (err) {
+      // Not journaled, so not charged: undo the in-memory charges and fail those calls.
+      const today = p.lines.get(this.day);
+      if (today) {
+        for (const [entry, credits] of today) {
+          const hash = entry.slice(0, 64);
+          this.committed.set(hash, (this.committed.get(hash) ?? 0) - credits);
+          addTo(this.committedByNetwork, hash, entry.length === 64 ? NO_NETWORK : entry.slice(65), -credits);
+        }
+      }
+      p.reject(err);
+      return;
+    }
+    p.resolve();
+  }
+
+  async close(): Promise<void> {
+    this.flush();
+    this.closed = true;
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
+
+export class KeyFileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'KeyFileError';
+  }
+}
+
+interface KeysFile {
+  version: 1;
+  keys: KeyRecord[];
+}
+
+export function keysPath(datadir: string): string {
+  return join(datadir, KEYS_FILE);
+}
+
+const nonNegInt = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/**
+ * Checks the fields this package relies on and keeps every other field as it is (one JSON value
+ * per key: fields added by other features pass through).
+ */
+export function validateKeyRecord(r: unknown, where: string): KeyRecord {
+  if (typeof r !== 'object' || r === null || Array.isArray(r)) throw new KeyFileError(`${where}: expected an object`);
+  const o = r as Record<string, unknown>;
+  if (typeof o['hash'] !== 'string' || !/^[0-9a-f]{64}$/.test(o['hash'])) throw new KeyFileError(`${where}.hash: expected 64 hex digits`);
+  if (typeof o['plan'] !== 'string' || !isPlanName(o['plan'])) throw new KeyFileError(`${where}.plan: expected one of ${PLAN_NAMES.join(', ')}`);
+  for (const f of ['dailyCredits', 'creditsPerSecond']) {
+    if (o[f] !== undefined && !nonNegInt(o[f])) throw new KeyFileError(`${where}.${f}: expected a non-negative integer`);
+  }
+  for (const f of ['label', 'revokedAt']) {
+    if (o[f] !== undefined && typeof o[f] !== 'string') throw new KeyFileError(`${where}.${f}: expected a string`);
+  }
+  return {
+    ...o,
+    ...checkDashboardFields(o, where, (m) => new KeyFileError(m)),
+    id: typeof o['id'] === 'string' ? o['id'] : o['hash'].slice(0, 12),
+    hash: o['hash'],
+    plan: o['plan'],
+    createdAt: typeof o['createdAt'] === 'string' ? o['createdAt'] : '',
+  };
+}
+
+/** Reads the key file; a missing file is an empty key set. */
+export function readKeys(datadir: string): KeyRecord[] {
+  let text: string;
+  try {
+    text = readFileSync(keysPath(datadir), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new KeyFileError(`${keysPath(datadir)} is not valid JSON`);
+  }
+  const keys = (parsed as Partial<KeysFile> | null)?.keys;
+  if (!Array.isArray(keys)) throw new KeyFileError(`${keysPath(datadir)}: expected {"version":1,"keys":[...]}`);
+  return keys.map((k, i) => validateKeyRecord(k, `keys.json: keys[${i}]`));
+}
+
+/** Atomic replace: write a temp file, fsync, rename over the old one. */
+export function writeKeys(datadir: string, keys: KeyRecord[]): void {
+  mkdirSync(datadir, { recursive: true });
+  const path = keysPath(datadir);
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const body: KeysFile = { version: 1, keys };
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, `${JSON.stringify(body, null, 2)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+/** Keys in `<datadir>/keys.json` (written atomically, mode 0600); watched with fs.watch plus a 500 ms poll. */
+export class FileKeyStore implements KeyStore {
+  constructor(private readonly datadir: string) {}
+
+  async list(): Promise<KeyRecord[]> {
+    return readKeys(this.datadir);
+  }
+
+  async get(hash: string): Promise<KeyRecord | undefined> {
+    return readKeys(this.datadir).find((k) => k.hash === hash);
+  }
+
+  async put(record: KeyRecord): Promise<void> {
+    const keys = readKeys(this.datadir);
+    const i = keys.findIndex((k) => k.hash === record.hash);
+    if (i >= 0) keys[i] = record;
+    else keys.push(record);
+    writeKeys(this.datadir, keys);
+  }
+
+  private stamp(): string {
+    try {
+      const st = statSync(keysPath(this.datadir));
+      return `${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch {
+      return 'missing';
+    }
+  }
+
+  watch(onChange: () => void): () => void {
+    let last = this.stamp();
+    const check = (): void => {
+      const now = this.stamp();
+      if (now !== last) {
+        last = now;
+        onChange();
+      }
+    };
+    let watcher: FSWatcher | undefined;
+    try {
+      watcher = watch(this.datadir, { persistent: false }, (_event, name) => {
+        if (name === null || name === KEYS_FILE) check();
+      });
+      watcher.on('error', () => {});
+    } catch {
+      // fs.watch is unavailable on some file systems; the poll still runs.
+    }
+    const timer = setInterval(check, 500);
+    timer.unref();
+    return () => {
+      watcher?.close();
+      clearInterval(timer);
+    };
+  }
+
+  async close(): Promise<void> {}
+}
