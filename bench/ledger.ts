@@ -72,17 +72,19 @@ async function main(): Promise<void> {
   await admin.connect();
   // commandstats also counts the commands a script runs (redis.call): those are not round trips.
   const INSIDE_SCRIPT = new Set(['time', 'zremrangebyscore', 'hget', 'zscore', 'hmget', 'hset', 'pexpire', 'hdel', 'expire', 'zadd']);
-  const stats = async (): Promise<{ scripts: number; all: number }> => {
+  const stats = async (): Promise<{ scripts: number; all: number; scriptUsec: number }> => {
     const info = String(await admin.sendCommand(['INFO', 'commandstats']));
     let scripts = 0;
     let all = 0;
+    // Redis CPU spent in debit scripts (commandstats usec, the commands they run included).
+    const scriptUsec = [...info.matchAll(/cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
     for (const m of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) {
       const name = m[1] as string;
       const n = Number(m[2]);
       if (name === 'evalsha' || name === 'eval') scripts += n;
       if (!INSIDE_SCRIPT.has(name) && name !== 'info') all += n; // the bench's own INFO excluded
     }
-    return { scripts, all };
+    return { scripts, all, scriptUsec };
   };
   const limits = ['--daily-credits', '900000000000000', '--credits-per-second', '1000000000000'];
   const embeddedKey = (JSON.parse(node(['keys', 'create', '--plan', 'custom', ...limits, '--json', '--datadir', copies[0] as string])) as { key: string }).key;
@@ -110,7 +112,7 @@ async function main(): Promise<void> {
       const p99 = Math.max(...results.map((r) => r.p99));
       const p50 = Math.max(...results.map((r) => r.p50));
       const anomalies = results.reduce((n, r) => n + r.bad + r.mismatched + r.errors, 0);
-      const trips = extra.length === 0 ? '0' : `${((after.scripts - before.scripts) / ok).toFixed(3)} (all round trips ${((after.all - before.all) / ok).toFixed(3)})`;
+      const trips = extra.length === 0 ? '0' : `${((after.scripts - before.scripts) / ok).toFixed(3)} (all round trips ${((after.all - before.all) / ok).toFixed(3)}; ${((after.scriptUsec - before.scriptUsec) / Math.max(1, after.scripts - before.scripts)).toFixed(1)} µs of Redis CPU per script)`;
       rows.push(`| ${label} | ${servers.length} | ${Math.round(rps)} | ${p50} | ${p99} | ${trips} | ${anomalies} |`);
       console.error(rows[rows.length - 1]);
     } finally {

@@ -81,6 +81,24 @@ async function waitHead(url: string, hash: string, what: string, timeoutMs = 900
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Waits until the replica serves a head above `n`. */
+async function waitPast(p: ServeProcess, key: string, n: number): Promise<void> {
+  for (;;) {
+    const r = await call(p.url(key), 'eth_blockNumber', []).catch(() => undefined);
+    if (typeof r?.result === 'string' && Number(r.result) > n) return;
+    await sleep(20);
+  }
+}
+
+/** Waits until the replica's ingest reports an upstream head of at least `n`. */
+async function waitUpstream(p: ServeProcess, n: number): Promise<void> {
+  for (;;) {
+    const h = (await fetch(`${p.base}/health`).then((r) => r.json()).catch(() => undefined)) as { follow?: { upstreamHead?: number } } | undefined;
+    if ((h?.follow?.upstreamHead ?? 0) >= n) return;
+    await sleep(10);
+  }
+}
+
 describe('a chainnode replica follows a chainnode primary', () => {
   const cleanups: (() => Promise<void>)[] = [];
   const procs: ServeProcess[] = [];
@@ -116,7 +134,9 @@ describe('a chainnode replica follows a chainnode primary', () => {
     let r1 = await spawnServe(r1Dir, r1Args);
     procs.push(r1);
     for (let k = 0; k < 3; k++) {
-      await sleep(3000 + k * 1500);
+      // Killed mid-catch-up: once it has committed past 300, 700, 1100 blocks.
+      await waitPast(r1, k1, 300 + 400 * k);
+      await sleep(150 * k);
       await r1.stop('SIGKILL');
       r1 = await spawnServe(r1Dir, r1Args);
       procs.push(r1);
@@ -139,6 +159,9 @@ describe('a chainnode replica follows a chainnode primary', () => {
     expect(String(health.follow.lastError)).not.toContain(pk); // the key in the URL path is never shown
 
     // The primary imports the fork: chain.rlp leaves its store at block 1591 (a file reorg).
+    const tooDeep = await runCli(['sync', '--from', FORK, '--datadir', primaryDir, '--reorg-depth', '5']);
+    expect(tooDeep.code).toBe(1);
+    expect(tooDeep.stderr).toMatch(/^node-cli: chain\.rlp leaves the stored chain at block 1591 \(stored head 1600\): a reorg of 10 blocks is deeper than --reorg-depth 5\n$/);
     const sync = await runCli(['sync', '--from', FORK, '--datadir', primaryDir]);
     expect(sync.code).toBe(0);
     primary = await spawnServe(primaryDir, ['--port', String(port)]);
@@ -147,7 +170,10 @@ describe('a chainnode replica follows a chainnode primary', () => {
     expect(forkHead.number).toBe(hexN(1605));
     // R1 is killed twice more while it reorgs.
     for (let k = 0; k < 2; k++) {
-      await sleep(300 + k * 400);
+      // As soon as its ingest has seen the primary's new head: the reorg batch is being built
+      // or written.
+      await waitUpstream(r1, 1605);
+      await sleep(k * 40);
       await r1.stop('SIGKILL');
       r1 = await spawnServe(r1Dir, r1Args);
       procs.push(r1);

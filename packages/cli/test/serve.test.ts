@@ -157,8 +157,11 @@ test('SIGTERM with eth_getLogs in flight in the log worker: answered in full, th
   );
   const post = async (url: string): Promise<string> => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch })).text();
   // The same batch answered inline (logWorkers 0) is what the worker must answer.
+  // The whole answer (~36 MB) is over the default batch answer limit (25 MB, geth's): raised here.
   const inlineConfig = join(dirname(dir), 'inline.json');
-  await writeFile(inlineConfig, JSON.stringify({ logWorkers: 0 }));
+  await writeFile(inlineConfig, JSON.stringify({ logWorkers: 0, maxBatchResponseBytes: 100_000_000 }));
+  const workerConfig = join(dirname(dir), 'worker.json');
+  await writeFile(workerConfig, JSON.stringify({ maxBatchResponseBytes: 100_000_000 }));
   const inline = await spawnServe(dir, ['--config', inlineConfig]);
   expect(inline.output()).not.toContain('worker thread');
   const want = await post(inline.url(key));
@@ -167,7 +170,7 @@ test('SIGTERM with eth_getLogs in flight in the log worker: answered in full, th
   expect(replies.map((r) => r.id)).toEqual(Array.from({ length: 32 }, (_, i) => i));
   for (const r of replies) expect(r.result?.length).toBeGreaterThan(1_000);
 
-  const s = await spawnServe(dir);
+  const s = await spawnServe(dir, ['--config', workerConfig]);
   expect(s.output()).toContain('eth_getLogs runs in 1 worker thread');
   let answeredAt = 0;
   const answer = post(s.url(key)).then((text) => {

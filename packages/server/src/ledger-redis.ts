@@ -70,7 +70,9 @@ if mode == 'u' and not redis.call('ZSCORE', KEYS[3], ARGV[8]) then
   redis.call('PEXPIRE', KEYS[3], 86400000)
   return {4, used, day}
 end
-if rate > 0 and cost ~= 0 then
+-- The bucket: checked and debited in mode c; refunds (negative) give tokens back; replayed
+-- charges (f/u, positive) leave it alone (the replica's own bucket limited them during the outage).
+if rate > 0 and (mode == 'c' and cost > 0 or cost < 0) then
   local b = redis.call('HMGET', KEYS[2], 'v', 't')
   local tokens = tonumber(b[1])
   local last = tonumber(b[2])
@@ -127,7 +129,7 @@ export function parseRedisUrl(value: string): string {
   try {
     u = new URL(value);
   } catch {
-    throw new Error(`--ledger: expected redis://host:port[/db], got "${value}"`);
+    throw new Error('--ledger: expected redis://host:port[/db] (not a URL)'); // the value may hold a password: not echoed
   }
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error('--ledger: expected a redis:// (or rediss://) URL');
   if (u.hostname === '') throw new Error('--ledger: the URL names no host');

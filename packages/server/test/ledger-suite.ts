@@ -20,8 +20,9 @@ let n = 0;
 const freshHash = (): string => hashKey(`suite-${process.pid}-${Date.now()}-${n++}`);
 const NO_RATE: Limits = { daily: 8000, perSecond: 0 };
 
-export function ledgerSuite(name: string, open: () => Promise<EngineUnderTest | undefined>): void {
-  describe(`ledger engine: ${name}`, () => {
+/** `available` false (e.g. no redis-server on this machine): the suite is reported as skipped. */
+export function ledgerSuite(name: string, open: () => Promise<EngineUnderTest | undefined>, available = true): void {
+  (available ? describe : describe.skip)(`ledger engine: ${name}`, () => {
     let e: EngineUnderTest | undefined;
     const extra: { close(): Promise<void> }[] = [];
     beforeAll(async () => {
