@@ -4,7 +4,7 @@
 //  2. head lag while anvil mines one block per second with 20 transactions each, followed by
 //     `serve --follow`: time from anvil having a block to this node serving it (p50/p99), and
 //     the latency of eth_getBlockByNumber("latest") on the follower meanwhile (p50/p99).
-//   npm run bench:follow [-- --seconds 60]
+//   npm run bench:follow [-- --seconds 60] [--lag-only]
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -17,6 +17,8 @@ const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
 const args = process.argv.slice(2);
 const secondsIdx = args.indexOf('--seconds');
 const lagSeconds = secondsIdx >= 0 ? Number(args[secondsIdx + 1]) : 60;
+/** --lag-only: skip the throughput part (two imports of the fixture chain). */
+const lagOnly = args.includes('--lag-only');
 
 const run = (argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
   new Promise((res) =>
@@ -71,6 +73,7 @@ const kill: ChildProcess[] = [];
 try {
   const load0 = loadavg()[0]?.toFixed(2);
   // 1. Throughput.
+  if (!lagOnly) {
   const primaryDir = join(base, 'primary');
   let t0 = Date.now();
   const imp = await run(['sync', '--from', join(root, 'fixtures'), '--datadir', primaryDir]);
@@ -86,6 +89,7 @@ try {
   primary.proc.kill('SIGTERM');
   const logs = 45_373;
   console.log(JSON.stringify({ part: 'throughput', blocks: 1600, logs, fileImportSeconds: fileSecs, fileBlocksPerSec: +(1600 / fileSecs).toFixed(1), followSeconds: rpcSecs, followBlocksPerSec: +(1600 / rpcSecs).toFixed(1), followLogsPerSec: Math.round(logs / rpcSecs), load1: load0 }));
+  }
 
   // 2. Lag while anvil mines 1 block/s with 20 txs.
   const anvilPort = await freePort();

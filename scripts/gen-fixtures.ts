@@ -1,4 +1,5 @@
-// `npm run fixtures`: writes fixtures/genesis.json, fixtures/chain.rlp and fixtures/README.md.
+// `npm run fixtures`: writes fixtures/genesis.json, fixtures/chain.rlp and fixtures/README.md, and the
+// fork of that chain for reorg tests: fixtures/fork/genesis.json + fixtures/fork/chain.rlp.
 // Deterministic: the same sources always produce the same bytes.
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -40,6 +41,8 @@ async function main(): Promise<void> {
     ['chain.rlp', result.chainRlp],
     ['README.md', renderReadme(result)],
   ];
+  await mkdir(join(out, 'fork'), { recursive: true });
+  files.push(['fork/genesis.json', result.genesisJson], ['fork/chain.rlp', result.fork.chainRlp]);
   for (const [name, content] of files) {
     const target = join(out, name);
     await writeFile(`${target}.tmp`, content);

@@ -30,6 +30,10 @@ import { Prng } from './prng.js';
 export const CHAIN_ID = 1337;
 export const LONDON_BLOCK = 600;
 export const BLOCK_COUNT = 1600;
+/** The fork leaves the main chain after this block (10 blocks before its head)... */
+export const FORK_AT = 1590;
+/** ...with this many blocks of its own (so it is longer than the main chain). */
+export const FORK_BLOCKS = 15;
 export const GENESIS_TIMESTAMP = 1_700_000_000;
 export const GENESIS_GAS_LIMIT = 15_000_000n;
 export const GENESIS_DIFFICULTY = 0x400000n;
@@ -71,6 +75,8 @@ export interface ChainStats {
 
 export interface FixtureOutput {
   genesisJson: string;
+  /** fixtures/fork/chain.rlp: blocks 1..forkAt of the main chain, then `blocks` blocks of its own. */
+  fork: { chainRlp: Uint8Array; forkAt: number; blocks: number; txs: number; logs: number; headHash: string };
   chainRlp: Uint8Array;
   genesisHash: string;
   genesisStateRoot: string;
@@ -542,7 +548,88 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
   const lastEntry = registryEntries[registryEntries.length - 1];
   if (lastEntry === undefined) throw new Error('no registry entries were stored');
 
+  // The fork (fixtures/fork/): the same chain up to FORK_AT, then FORK_BLOCKS other blocks with
+  // other transactions and logs, built on the state of block FORK_AT (the in-memory trie keeps
+  // every state the main chain passed through).
+  const forkRng = new Prng('chainnode fixture fork v1');
+  await vm.stateManager.setStateRoot(canonical[FORK_AT]!.stateRoot);
+  const forkBlocks: Uint8Array[] = encodedBlocks.slice(0, FORK_AT);
+  const forkStats = { blocks: 0, txs: 0, logs: 0, headHash: '' };
+  let forkParent = canonical[FORK_AT]!;
+  for (let number = FORK_AT + 1; number <= FORK_AT + FORK_BLOCKS; number++) {
+    const baseFeePerGas = forkParent.calcNextBaseFee();
+    const txs: TypedTransaction[] = [];
+    const pending = new Map<string, bigint>();
+    const nonceOf = async (s: Sender): Promise<bigint> => {
+      const n = pending.get(s.hex) ?? (await vm.stateManager.getAccount(s.address))?.nonce ?? 0n;
+      pending.set(s.hex, n + 1n);
+      return n;
+    };
+    const count = forkRng.int(1, 6);
+    for (let t = 0; t < count; t++) {
+      const from = forkRng.pick(senders);
+      const tip = BigInt(forkRng.int(1, 20)) * (GWEI / 10n);
+      const emit = forkRng.chance(0.5);
+      const data = emit ? encodeCall(contracts.emitter, 'emitAll', [forkRng.bigint(64), forkRng.bytes(forkRng.int(0, 80))]) : new Uint8Array(0);
+      txs.push(
+        createFeeMarket1559Tx(
+          {
+            nonce: await nonceOf(from),
+            gasLimit: emit ? 200_000n : 21_000n,
+            to: emit ? emitterAddr : forkRng.pick(recipients),
+            value: emit ? 0n : BigInt(forkRng.int(1, 1_000_000)),
+            data,
+            chainId: BigInt(CHAIN_ID),
+            maxPriorityFeePerGas: tip,
+            maxFeePerGas: baseFeePerGas * 2n + tip,
+          },
+          { common: txCommonLondon },
+        ).sign(from.privateKey),
+      );
+    }
+    const headerData = {
+      parentHash: forkParent.hash(),
+      uncleHash: KECCAK256_RLP_ARRAY,
+      coinbase: forkRng.pick(miners),
+      number: BigInt(number),
+      gasLimit: forkParent.gasLimit,
+      timestamp: forkParent.timestamp + BigInt(forkRng.int(3, 25)),
+      extraData: new TextEncoder().encode('chainnode fixture fork'),
+      mixHash: forkRng.bytes(32),
+      nonce: forkRng.bytes(8),
+      baseFeePerGas,
+    };
+    const draftHeader = createBlockHeader(headerData, { common, setHardfork: true, calcDifficultyFromHeader: forkParent });
+    const draft = new Block(draftHeader, txs, [], undefined, { common });
+    const result = await runBlock(vm, { block: draft, generate: true, skipBlockValidation: true });
+    const finalHeader = createBlockHeader(
+      {
+        ...headerData,
+        difficulty: draftHeader.difficulty,
+        stateRoot: result.stateRoot,
+        transactionsTrie: await genTransactionsTrieRoot(txs),
+        receiptTrie: result.receiptsRoot,
+        logsBloom: result.logsBloom,
+        gasUsed: result.gasUsed,
+      },
+      { common, setHardfork: true },
+    );
+    const block = new Block(finalHeader, txs, [], undefined, { common });
+    checkBlock(block, forkParent, number);
+    for (const r of result.receipts) {
+      if ('status' in r && r.status !== 1) throw new Error(`fork block ${number}: a tx failed`);
+      forkStats.logs += r.logs.length;
+    }
+    forkStats.blocks++;
+    forkStats.txs += txs.length;
+    forkBlocks.push(block.serialize());
+    forkParent = block.header;
+  }
+  forkStats.headHash = bytesToHex(forkParent.hash());
+  progress(`fork: blocks ${FORK_AT + 1}..${FORK_AT + FORK_BLOCKS} on block ${FORK_AT}: ${forkStats.txs} txs, ${forkStats.logs} logs, head ${forkStats.headHash}`);
+
   return {
+    fork: { chainRlp: concat(forkBlocks), forkAt: FORK_AT, ...forkStats },
     genesisJson: `${JSON.stringify(genesis, null, 2)}\n`,
     chainRlp: concat(encodedBlocks),
     genesisHash: bytesToHex(genesisHeader.hash()),

@@ -35,11 +35,11 @@ describe('fixture generator', () => {
     if (out !== undefined) await rm(out, { recursive: true, force: true });
   });
 
-  it('regenerates genesis.json, chain.rlp and README.md byte for byte', async () => {
+  it('regenerates genesis.json, chain.rlp, README.md and the fork byte for byte', async () => {
     out = await mkdtemp(join(tmpdir(), 'chainnode-fixtures-'));
     const { code, stderr } = await runGenerator(out);
     if (code !== 0) throw new Error(`generator exited with ${code}:\n${stderr}`);
-    for (const file of ['genesis.json', 'chain.rlp', 'README.md']) {
+    for (const file of ['genesis.json', 'chain.rlp', 'README.md', 'fork/genesis.json', 'fork/chain.rlp']) {
       expect(`${file} ${await sha256(join(out, file))}`).toBe(`${file} ${await sha256(join(FIXTURES_DIR, file))}`);
     }
   }, 1_200_000); // the generator needs ~100 s of CPU
