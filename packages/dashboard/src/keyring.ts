@@ -16,6 +16,8 @@ import {
   hashKey,
   isPlanName,
   limitsOf,
+  MAX_KEY_NETWORKS,
+  networkNameProblem,
   validateAllowlists,
   AllowlistError,
   USAGE_DAYS,
@@ -34,8 +36,8 @@ export class KeyActionError extends Error {
 }
 
 export const MAX_NAME_LENGTH = 64;
-export const MAX_NETWORKS = 32;
-const NETWORK = /^[a-z0-9][a-z0-9-]{0,31}$/;
+/** At most this many networks on one key (the server's limit on KeyRecord.networks). */
+export const MAX_NETWORKS = MAX_KEY_NETWORKS;
 
 /** What the dashboard and `keys list` show of a key: never the key, its hash or its secret. */
 export interface KeyView {
@@ -71,6 +73,8 @@ export interface KeyUsage {
     used: number;
     remaining: number;
     resetsAt: string;
+    /** Today's credits by the network they were charged on ("" = a server without networks); sums to `used`. */
+    byNetwork: Record<string, number>;
   };
 }
 
@@ -104,9 +108,13 @@ function validName(v: unknown): string {
 function validNetworks(v: unknown): string[] {
   if (!Array.isArray(v)) throw new KeyActionError('networks: expected an array of network names');
   if (v.length > MAX_NETWORKS) throw new KeyActionError(`networks: at most ${MAX_NETWORKS}`);
+  if (v.length === 0) throw new KeyActionError('networks: give at least one network name (or none at all for every network)');
   const out: string[] = [];
   for (const n of v) {
-    if (typeof n !== 'string' || !NETWORK.test(n)) throw new KeyActionError(`networks: "${String(n)}" is not a network name (lowercase letters, digits, -)`);
+    // The names `serve --network <name>=…` accepts: the first DNS label of the Host.
+    if (typeof n !== 'string') throw new KeyActionError('networks: expected an array of network names');
+    const problem = networkNameProblem(n);
+    if (problem !== undefined) throw new KeyActionError(`networks: ${problem}`);
     if (!out.includes(n)) out.push(n);
   }
   return out;
@@ -311,7 +319,7 @@ export class KeyManager {
       days,
       minutes,
       methods: [...methods].map(([method, c]) => ({ method, ...c })).sort((a, b) => b.credits - a.credits || b.calls - a.calls || a.method.localeCompare(b.method)),
-      balance: { dailyCredits: daily, used: today.used, remaining: Math.max(0, daily - today.used), resetsAt: today.resetsAt },
+      balance: { dailyCredits: daily, used: today.used, remaining: Math.max(0, daily - today.used), resetsAt: today.resetsAt, byNetwork: today.byNetwork ?? {} },
     };
   }
 

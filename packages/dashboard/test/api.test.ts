@@ -254,7 +254,7 @@ test('usage route: 30 UTC days, per-method totals, the last 15 minutes, and the 
   expect(minutes).toHaveLength(16);
   expect(minutes[15]?.calls).toBe(5);
   // No ledger in this setup: today's journal is empty, so the whole key limit (below the plan's 1000) remains.
-  expect(u.body['balance']).toEqual({ dailyCredits: 600, used: 0, remaining: 600, resetsAt: expect.stringMatching(/T00:00:00\.000Z$/) });
+  expect(u.body['balance']).toEqual({ dailyCredits: 600, used: 0, remaining: 600, resetsAt: expect.stringMatching(/T00:00:00\.000Z$/), byNetwork: {} });
   // lastUsed appears in the list.
   const k = (await req(env, 'GET', `/api/keys/${id}`, { cookie: s.cookie })).body as unknown as KeyView;
   expect(k.lastUsed).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/);

@@ -2,7 +2,8 @@
 // (`--config <file>`, else `<datadir>/server.json` when present) overrides the documented
 // defaults below field by field; unknown fields are rejected so typos do not pass silently.
 import { readFileSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { MAX_NETWORKS, networkNameProblem } from './network.js';
 
 export const PLAN_NAMES = ['core', 'developer', 'team', 'growth', 'custom'] as const;
 export type PlanName = (typeof PLAN_NAMES)[number];
@@ -14,6 +15,15 @@ export interface PlanConfig {
   creditsPerSecond: number;
   /** Whether eth_getBlockByHash may be forwarded to the failover partner (spec 4.3). */
   failover: boolean;
+}
+
+/** One network of `serve` (README "Networks"): `--network <name>=<datadir>[,follow=<URL>]`. */
+export interface NetworkConfig {
+  name: string;
+  /** Datadir holding the network's imported chain (relative paths: to the working directory). */
+  datadir: string;
+  /** Upstream JSON-RPC endpoint to follow (validated here; whether the build can follow is the CLI's business). */
+  follow?: string;
 }
 
 export interface ServerConfig {
@@ -67,6 +77,10 @@ export interface ServerConfig {
    * refused at once with -32005 "too many concurrent log queries" (not charged).
    */
   logQueueLimit: number;
+  /** Networks served by one process, chosen by Host; empty: the one chain of --datadir. */
+  networks: NetworkConfig[];
+  /** The network answering bare hosts (IP literals, `localhost`); absent: those get 404. */
+  defaultNetwork?: string;
   /** Timeout (ms) of each Redis ledger command; a debit slower than this counts as Redis being away. */
   ledgerCommandTimeoutMs: number;
   /** Most charges a replica journals locally while Redis is away (fail-open); beyond, paid calls are refused. */
@@ -112,6 +126,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
   shutdownGraceMs: 10_000,
   logWorkers: 1,
   logQueueLimit: 64,
+  networks: [],
   ledgerCommandTimeoutMs: 1_000,
   ledgerJournalMax: 200_000,
   subscriptionsPerConnection: 100,
@@ -200,6 +215,25 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
       case 'wsMaxUnsentNotificationBytes':
         out[k] = nonNegInt(where, v);
         break;
+      case 'networks': {
+        if (!isRecord(v)) throw new ConfigError(`${where}: expected an object {"<name>": {"datadir": "...", "follow"?: "<URL>"}}`);
+        out.networks = Object.entries(v).map(([name, n]) => {
+          if (!isRecord(n)) throw new ConfigError(`${where}.${name}: expected {"datadir": "...", "follow"?: "<URL>"}`);
+          const spec: Record<string, string> = {};
+          for (const [nk, nv] of Object.entries(n)) {
+            if (nk !== 'datadir' && nk !== 'follow') throw new ConfigError(`${where}.${name}.${nk}: unknown field`);
+            if (typeof nv !== 'string') throw new ConfigError(`${where}.${name}.${nk}: expected a string`);
+            spec[nk] = nv;
+          }
+          return checkNetwork(`${where}.${name}`, name, spec['datadir'], spec['follow']);
+        });
+        checkNetworks(where, out.networks);
+        break;
+      }
+      case 'defaultNetwork':
+        if (typeof v !== 'string' || networkNameProblem(v) !== undefined) throw new ConfigError(`${where}: expected a network name`);
+        out.defaultNetwork = v;
+        break;
       default:
         throw new ConfigError(`${where}: unknown field`);
     }
@@ -210,7 +244,41 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
   if (out.logQueueLimit < 1) throw new ConfigError(`${source}: logQueueLimit must be at least 1`);
   if (out.ledgerCommandTimeoutMs < 1) throw new ConfigError(`${source}: ledgerCommandTimeoutMs must be at least 1`);
   if (out.logWorkers > 64) throw new ConfigError(`${source}: logWorkers must be at most 64`);
+  if (out.defaultNetwork !== undefined && out.networks.length > 0 && !out.networks.some((n) => n.name === out.defaultNetwork)) {
+    throw new ConfigError(`${source}: defaultNetwork "${out.defaultNetwork}" is not among networks`);
+  }
   return out;
+}
+
+/** Validates one network: its name, a datadir, an optional http(s)/ws(s) follow URL. */
+export function checkNetwork(where: string, name: string, datadir: string | undefined, follow: string | undefined): NetworkConfig {
+  const problem = networkNameProblem(name);
+  if (problem !== undefined) throw new ConfigError(`${where}: ${problem}`);
+  if (datadir === undefined || datadir === '') throw new ConfigError(`${where}: a datadir is required`);
+  if (follow === undefined) return { name, datadir };
+  let u: URL;
+  try {
+    u = new URL(follow);
+  } catch {
+    throw new ConfigError(`${where}: follow: expected the URL of a JSON-RPC endpoint (http, https, ws or wss)`);
+  }
+  if (!['http:', 'https:', 'ws:', 'wss:'].includes(u.protocol)) throw new ConfigError(`${where}: follow: expected an http(s):// or ws(s):// URL`);
+  return { name, datadir, follow };
+}
+
+/** Names unique, datadirs distinct (LevelDB admits one opener), at most MAX_NETWORKS. */
+export function checkNetworks(where: string, networks: readonly NetworkConfig[]): void {
+  if (networks.length > MAX_NETWORKS) throw new ConfigError(`${where}: at most ${MAX_NETWORKS} networks`);
+  const names = new Set<string>();
+  const dirs = new Map<string, string>();
+  for (const n of networks) {
+    if (names.has(n.name)) throw new ConfigError(`${where}: network "${n.name}" given twice`);
+    names.add(n.name);
+    const dir = resolve(n.datadir);
+    const other = dirs.get(dir);
+    if (other !== undefined) throw new ConfigError(`${where}: networks "${other}" and "${n.name}" share the datadir ${n.datadir}`);
+    dirs.set(dir, n.name);
+  }
 }
 
 /** `--config <file>` if given, else `<datadir>/server.json` if present, else the defaults. */

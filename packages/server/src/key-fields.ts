@@ -3,6 +3,10 @@
 // every read (validateKeyRecord), so the serving path only ever sees well-formed values.
 import { AllowlistError, validateAllowlists } from './allowlist.js';
 import type { Allowlists } from './allowlist.js';
+import { NETWORK_NAME_RE } from './network.js';
+
+/** At most this many network names on one key. */
+export const MAX_KEY_NETWORKS = 32;
 
 export interface KeyLimits {
   /** Credits per UTC day for this key (absent: the plan's). Over it: HTTP 429, event -33400. */
@@ -16,7 +20,10 @@ export interface DashboardKeyFields {
   name?: string;
   /** The first KEY_PREFIX_LENGTH characters of the key itself (not of its hash), to recognise it. */
   prefix?: string;
-  /** Networks the key may use (enforced by the networks routing); absent = all. */
+  /**
+   * Networks the key may use (names as in `serve --network <name>=…`; enforced by the Host
+   * routing: another network gets 403 / -32002, uncharged); absent = all.
+   */
   networks?: string[];
   /** User-defined limits below the plan's (Infura "Key Credit Limits"). */
   limits?: KeyLimits;
@@ -52,8 +59,11 @@ export function checkDashboardFields(o: Record<string, unknown>, where: string, 
     out.prefix = o['prefix'];
   }
   if (o['networks'] !== undefined) {
-    if (!Array.isArray(o['networks']) || !o['networks'].every((n) => typeof n === 'string')) throw fail(`${where}.networks: expected an array of network names`);
-    out.networks = [...(o['networks'] as string[])];
+    const n = o['networks'];
+    if (!Array.isArray(n) || n.length > MAX_KEY_NETWORKS || !n.every((x) => typeof x === 'string' && NETWORK_NAME_RE.test(x))) {
+      throw fail(`${where}.networks: expected at most ${MAX_KEY_NETWORKS} network names (lowercase DNS labels)`);
+    }
+    out.networks = [...new Set(n as string[])];
   }
   if (o['limits'] !== undefined) {
     const l = o['limits'];

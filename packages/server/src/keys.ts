@@ -5,10 +5,19 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { PlanName } from './config.js';
 import type { KeyRecord, KeyStore } from './ledger-api.js';
-import { FileKeyStore } from './ledger-embedded.js';
+import { FileKeyStore, validateKeyRecord } from './ledger-embedded.js';
 
 export type { KeyRecord } from './ledger-api.js';
 export type { KeyLimits } from './key-fields.js';
+export { MAX_KEY_NETWORKS } from './key-fields.js';
+
+/**
+ * Whether a key may call `network` (KeyRecord.networks; no list on the key: every network). A call
+ * to another network is refused with 403 / -32002 and costs nothing.
+ */
+export function keyAllowsNetwork(rec: KeyRecord, network: string): boolean {
+  return rec.networks === undefined || rec.networks.includes(network);
+}
 
 /** Characters of the plaintext key kept for display (of 32 hex: 104 random bits stay secret). */
 export const KEY_PREFIX_LENGTH = 6;
@@ -54,6 +63,8 @@ export interface CreateKeyOptions {
   dailyCredits?: number;
   creditsPerSecond?: number;
   label?: string;
+  /** Limit the key to these networks (absent: every network). */
+  networks?: string[];
 }
 
 /** A KeyStore, or a datadir (its embedded keys.json). */
@@ -69,8 +80,10 @@ export async function createKey(at: KeysAt, opts: CreateKeyOptions): Promise<{ k
   if (opts.dailyCredits !== undefined) record.dailyCredits = opts.dailyCredits;
   if (opts.creditsPerSecond !== undefined) record.creditsPerSecond = opts.creditsPerSecond;
   if (opts.label !== undefined) record.label = opts.label;
-  await store.put(record);
-  return { key, record };
+  if (opts.networks !== undefined) record.networks = opts.networks;
+  const stored = validateKeyRecord(record, 'key record'); // networks: names checked, duplicates dropped
+  await store.put(stored);
+  return { key, record: stored };
 }
 
 /** Finds a key by its plaintext or by its public id (as printed by `keys list`). */

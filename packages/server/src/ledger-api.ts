@@ -61,6 +61,8 @@ export interface Limits {
 /** An admitted debit, to be settled once the call has an outcome. */
 export interface Debit {
   readonly hash: string;
+  /** The network the call went to (labels the charge); undefined on a server without networks. */
+  readonly network?: string;
   /** Credits taken at admission (the method's cost). */
   readonly cost: number;
   /** Engine bookkeeping (charge id, day). */
@@ -78,8 +80,13 @@ export type DebitResult =
     };
 
 export interface Usage {
-  /** Credits charged today (UTC, by the ledger's clock). */
+  /** Credits charged today (UTC, by the ledger's clock): one balance across every network. */
   used: number;
+  /**
+   * Today's credits split by the network the calls went to (`serve --network`); NO_NETWORK ("")
+   * holds charges of a server without networks. Absent when the engine could not tell.
+   */
+  byNetwork?: Record<string, number>;
   /** Next 00:00 UTC, ISO 8601. */
   resetsAt: string;
 }
@@ -93,8 +100,12 @@ export interface Usage {
  * idempotent: a retried or replayed command never charges twice.
  */
 export interface CreditLedger {
-  /** Checks `limits` and takes `cost` credits from key `hash`, atomically. */
-  debit(hash: string, cost: number, limits: Limits): Promise<DebitResult>;
+  /**
+   * Checks `limits` and takes `cost` credits from key `hash`, atomically. The balance is the key's
+   * across all networks; `network` (a multi-network server's network of the call) only labels
+   * the charge, so usage can be split by network (Usage.byNetwork).
+   */
+  debit(hash: string, cost: number, limits: Limits, network?: string): Promise<DebitResult>;
   /** Charges `finalCost` (0 <= finalCost <= debit.cost) for an admitted debit; gives the rest back. */
   settle(debit: Debit, finalCost: number): Promise<void>;
   /** Today's usage of key `hash`. */
@@ -110,6 +121,9 @@ export class LedgerUnavailableError extends Error {
     this.name = 'LedgerUnavailableError';
   }
 }
+
+/** The network label of charges made by a server without networks (in Usage.byNetwork). */
+export const NO_NETWORK = '';
 
 /** What to do while the shared ledger is unreachable. */
 export type LedgerFailureMode = 'open' | 'closed';

@@ -1,6 +1,9 @@
 // The embedded engine (the default for one process): keys in <datadir>/keys.json (FileKeyStore)
 // and daily usage as an append-only journal per UTC day, `<datadir>/usage/YYYY-MM-DD.log`, one
-// line `<sha256(key)> <credits>` per key per event-loop turn (EmbeddedLedger). Both live outside
+// line `<sha256(key)> <credits>[ <network>]` per key (and network) per event-loop turn
+// (EmbeddedLedger). The balance is one account across networks (readUsage sums every line of a
+// key); the network field splits it (readUsageByNetwork; absent on lines of a server without
+// networks and of older versions). Both live outside
 // LevelDB so the `keys` CLI can read and write them while a server runs.
 //
 // Exactness: debit() checks and takes the cost in memory in one synchronous step (so 150
@@ -15,7 +18,7 @@ import type { FSWatcher } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { isPlanName, PLAN_NAMES } from './config.js';
-import { nextUtcMidnight, utcDay } from './ledger-api.js';
+import { NO_NETWORK, nextUtcMidnight, utcDay } from './ledger-api.js';
 import { checkDashboardFields } from './key-fields.js';
 import type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, Limits, Usage } from './ledger-api.js';
 
@@ -26,11 +29,26 @@ export function usagePath(datadir: string, day: string): string {
   return join(datadir, USAGE_DIR, `${day}.log`);
 }
 
-const LINE = /^([0-9a-f]{64}) (\d{1,15})$/;
+const LINE = /^([0-9a-f]{64}) (\d{1,15})(?: ([a-z0-9-]{1,32}))?$/;
 
 /** Sums the journal of one day per key hash. Partial (unterminated) trailing lines are ignored. */
 export function readUsage(datadir: string, day: string): Map<string, number> {
+  return sumNetworks(readUsageByNetwork(datadir, day));
+}
+
+function sumNetworks(byNetwork: Map<string, Map<string, number>>): Map<string, number> {
   const out = new Map<string, number>();
+  for (const [hash, nets] of byNetwork) {
+    let sum = 0;
+    for (const credits of nets.values()) sum += credits;
+    out.set(hash, sum);
+  }
+  return out;
+}
+
+/** The journal of one day per key hash and network (NO_NETWORK for lines without one). */
+export function readUsageByNetwork(datadir: string, day: string): Map<string, Map<string, number>> {
+  const out = new Map<string, Map<string, number>>();
   let text: string;
   try {
     text = readFileSync(usagePath(datadir, day), 'utf8');
@@ -43,14 +61,21 @@ export function readUsage(datadir: string, day: string): Map<string, number> {
   for (const line of lines) {
     const m = LINE.exec(line);
     if (!m) continue;
-    const hash = m[1] as string;
-    out.set(hash, (out.get(hash) ?? 0) + Number(m[2]));
+    addTo(out, m[1] as string, m[3] ?? NO_NETWORK, Number(m[2]));
   }
   return out;
 }
 
+function addTo(byNetwork: Map<string, Map<string, number>>, hash: string, network: string, credits: number): void {
+  let nets = byNetwork.get(hash);
+  if (nets === undefined) byNetwork.set(hash, (nets = new Map()));
+  const v = (nets.get(network) ?? 0) + credits;
+  if (v === 0) nets.delete(network);
+  else nets.set(network, v);
+}
+
 interface Pending {
-  lines: Map<string, Map<string, number>>; // day -> hash -> credits
+  lines: Map<string, Map<string, number>>; // day -> "hash[ network]" -> credits
   /** Settles when this turn's charges are written (or failed to be): one promise for all of them. */
   written: Promise<void>;
   resolve: () => void;
@@ -61,6 +86,9 @@ interface EmbeddedToken {
   day: string;
   perSecond: number;
 }
+
+/** The pending-line key of a charge: the hash, and the network after a space when there is one. */
+const entryOf = (hash: string, network: string | undefined): string => (network === undefined ? hash : `${hash} ${network}`);
 
 /**
  * Token bucket per key: capacity = one second of credits, refilled continuously at the rate.
@@ -96,6 +124,8 @@ export class LocalBuckets {
 export class EmbeddedLedger implements CreditLedger {
   private day: string;
   private committed: Map<string, number>;
+  /** Today's journaled credits per key and network (for Usage.byNetwork). */
+  private committedByNetwork: Map<string, Map<string, number>>;
   private reserved = new Map<string, number>();
   private fd: number | undefined;
   private fdDay = '';
@@ -114,7 +144,8 @@ export class EmbeddedLedger implements CreditLedger {
     const t = this.now();
     this.day = utcDay(t);
     this.setDay(t);
-    this.committed = readUsage(datadir, this.day);
+    this.committedByNetwork = readUsageByNetwork(datadir, this.day);
+    this.committed = sumNetworks(this.committedByNetwork);
   }
 
   private roll(): void {
@@ -126,7 +157,8 @@ export class EmbeddedLedger implements CreditLedger {
     this.setDay(now);
     if (day !== this.day) {
       this.day = day;
-      this.committed = readUsage(this.datadir, day);
+      this.committedByNetwork = readUsageByNetwork(this.datadir, day);
+      this.committed = sumNetworks(this.committedByNetwork);
       this.reserved = new Map();
     }
   }
@@ -146,17 +178,17 @@ export class EmbeddedLedger implements CreditLedger {
     return new Date(this.dayEnd).toISOString();
   }
 
-  /** The synchronous check-and-take behind debit(). */
-  debitSync(hash: string, cost: number, limits: Limits): DebitResult {
+  /** The synchronous check-and-take behind debit(); `network` only labels the charge. */
+  debitSync(hash: string, cost: number, limits: Limits, network?: string): DebitResult {
     if (this.used(hash) + cost > limits.daily) return { ok: false, reason: 'daily', resetsAt: this.resetsAt() };
     if (!this.buckets.take(hash, cost, limits.perSecond)) return { ok: false, reason: 'throughput', resetsAt: this.resetsAt() };
     this.reserved.set(hash, (this.reserved.get(hash) ?? 0) + cost);
     const token: EmbeddedToken = { day: this.day, perSecond: limits.perSecond };
-    return { ok: true, debit: { hash, cost, token } };
+    return { ok: true, debit: network === undefined ? { hash, cost, token } : { hash, cost, token, network } };
   }
 
-  debit(hash: string, cost: number, limits: Limits): Promise<DebitResult> {
-    return Promise.resolve(this.debitSync(hash, cost, limits));
+  debit(hash: string, cost: number, limits: Limits, network?: string): Promise<DebitResult> {
+    return Promise.resolve(this.debitSync(hash, cost, limits, network));
   }
 
   private unreserve(day: string, hash: string, cost: number): void {
@@ -173,7 +205,10 @@ export class EmbeddedLedger implements CreditLedger {
     if (finalCost < debit.cost) this.buckets.give(debit.hash, debit.cost - finalCost, perSecond);
     if (finalCost <= 0) return Promise.resolve();
     if (this.closed) return Promise.reject(new Error('credit ledger is closed'));
-    if (day === this.day) this.committed.set(debit.hash, (this.committed.get(debit.hash) ?? 0) + finalCost);
+    if (day === this.day) {
+      this.committed.set(debit.hash, (this.committed.get(debit.hash) ?? 0) + finalCost);
+      addTo(this.committedByNetwork, debit.hash, debit.network ?? NO_NETWORK, finalCost);
+    }
     let p = this.pending;
     if (!p) {
       let resolve!: () => void;
@@ -189,12 +224,14 @@ export class EmbeddedLedger implements CreditLedger {
     }
     let forDay = p.lines.get(day);
     if (!forDay) p.lines.set(day, (forDay = new Map()));
-    forDay.set(debit.hash, (forDay.get(debit.hash) ?? 0) + finalCost);
+    const entry = entryOf(debit.hash, debit.network);
+    forDay.set(entry, (forDay.get(entry) ?? 0) + finalCost);
     return p.written;
   }
 
   async usage(hash: string): Promise<Usage> {
-    return { used: this.used(hash), resetsAt: this.resetsAt() };
+    const byNetwork = Object.fromEntries(this.committedByNetwork.get(hash) ?? []);
+    return { used: this.used(hash), resetsAt: this.resetsAt(), byNetwork };
   }
 
   private fdFor(day: string): number {
@@ -219,15 +256,24 @@ export class EmbeddedLedger implements CreditLedger {
     if (!p) return;
     this.pending = undefined;
     try {
-      for (const [day, hashes] of p.lines) {
+      for (const [day, entries] of p.lines) {
         let text = '';
-        for (const [hash, credits] of hashes) text += `${hash} ${credits}\n`;
+        for (const [entry, credits] of entries) {
+          // "<hash> <credits>" or "<hash> <credits> <network>"
+          text += entry.length === 64 ? `${entry} ${credits}\n` : `${entry.slice(0, 64)} ${credits}${entry.slice(64)}\n`;
+        }
         writeSync(this.fdFor(day), text);
       }
     } catch (err) {
       // Not journaled, so not charged: undo the in-memory charges and fail those calls.
       const today = p.lines.get(this.day);
-      if (today) for (const [hash, credits] of today) this.committed.set(hash, (this.committed.get(hash) ?? 0) - credits);
+      if (today) {
+        for (const [entry, credits] of today) {
+          const hash = entry.slice(0, 64);
+          this.committed.set(hash, (this.committed.get(hash) ?? 0) - credits);
+          addTo(this.committedByNetwork, hash, entry.length === 64 ? NO_NETWORK : entry.slice(65), -credits);
+        }
+      }
       p.reject(err);
       return;
     }

@@ -8,7 +8,7 @@ import { LedgerUnavailableError } from './ledger-api.js';
 import type { CreditLedger, Debit, DebitResult, Limits, Usage } from './ledger-api.js';
 
 type Request =
-  | { id: number; op: 'debit'; hash: string; cost: number; limits: Limits }
+  | { id: number; op: 'debit'; hash: string; cost: number; limits: Limits; network?: string }
   | { id: number; op: 'settle'; debit: Debit; finalCost: number }
   | { id: number; op: 'usage'; hash: string };
 
@@ -27,7 +27,7 @@ export function serveLedgerOverPort(ledger: CreditLedger, port: MessagePort): ()
           port.postMessage({ id: req.id, ok: false, unavailable: err instanceof LedgerUnavailableError, message: (err as Error).message ?? 'ledger error' } satisfies Reply),
       );
     };
-    if (req.op === 'debit') done(ledger.debit(req.hash, req.cost, req.limits));
+    if (req.op === 'debit') done(ledger.debit(req.hash, req.cost, req.limits, req.network));
     else if (req.op === 'settle') done(ledger.settle(req.debit, req.finalCost));
     else done(ledger.usage(req.hash));
   };
@@ -57,8 +57,8 @@ export class PortLedger implements CreditLedger {
     });
   }
 
-  debit(hash: string, cost: number, limits: Limits): Promise<DebitResult> {
-    return this.ask({ op: 'debit', hash, cost, limits });
+  debit(hash: string, cost: number, limits: Limits, network?: string): Promise<DebitResult> {
+    return this.ask(network === undefined ? { op: 'debit', hash, cost, limits } : { op: 'debit', hash, cost, limits, network });
   }
 
   settle(debit: Debit, finalCost: number): Promise<void> {

@@ -6,6 +6,8 @@
 //   cn:{keys}            HASH  sha256(key) -> the KeyRecord as one JSON value
 //   cn:{keys}:ver        STRING counter, INCR'd with every key change (replicas poll it)
 //   cn:{<hash>}:d        HASH  UTC epoch day number -> credits used that day (older days dropped)
+//   cn:{<hash>}:n:<day>  HASH  network -> credits of that day charged on that network (multi-network
+//                              servers; the balance is :d, this only splits it). Expires in 3 days.
 //   cn:{<hash>}:tb       HASH  token bucket {v: tokens, t: last refill, µs on Redis's clock}
 //   cn:{<hash>}:q:<rid>  ZSET  sequence numbers of replica <rid>'s charges applied but not yet
 //                              acknowledged (idempotency: a retried/replayed charge applies once)
@@ -29,7 +31,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, 
 import { join } from 'node:path';
 import { createClient } from '@redis/client';
 import { LocalBuckets, validateKeyRecord } from './ledger-embedded.js';
-import { LedgerUnavailableError } from './ledger-api.js';
+import { LedgerUnavailableError, NO_NETWORK } from './ledger-api.js';
 import type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, LedgerFailureMode, Limits, Usage } from './ledger-api.js';
 
 const DAY_S = 86_400;
@@ -42,11 +44,12 @@ const R_APPLIED = 3;
 const R_NOTHING = 4;
 
 /**
- * KEYS: 1 day hash, 2 token bucket, 3 applied-sequence zset of this replica.
+ * KEYS: 1 day hash, 2 token bucket, 3 applied-sequence zset of this replica, 4 prefix of the
+ *       per-network split (`:<day>` is appended in the script: same hash tag, same slot).
  * ARGV: 1 mode (c: check limits and debit; f: force, apply the delta; u: undo, apply the delta
  *       only if sequence ARGV[8] was applied), 2 seq, 3 credits (negative: a refund),
  *       4 daily limit, 5 credits/s (0: none), 6 watermark (sequences below it are acknowledged),
- *       7 epoch day ('' = today by Redis's clock), 8 undo target seq.
+ *       7 epoch day ('' = today by Redis's clock), 8 undo target seq, 9 network ('' = none).
  * Returns {code, used that day, day}.
  */
 export const DEBIT_LUA = `
@@ -93,6 +96,11 @@ redis.call('HDEL', KEYS[1], tostring(tonumber(day) - 2))
 redis.call('EXPIRE', KEYS[1], 259200)
 redis.call('ZADD', KEYS[3], seq, seq)
 redis.call('PEXPIRE', KEYS[3], 86400000)
+if ARGV[9] ~= nil and ARGV[9] ~= '' then
+  local nk = KEYS[4] .. ':' .. day
+  if redis.call('HINCRBY', nk, ARGV[9], cost) <= 0 then redis.call('HDEL', nk, ARGV[9]) end
+  redis.call('EXPIRE', nk, 259200)
+end
 return {3, used, day}
 `;
 const DEBIT_SHA = createHash('sha1').update(DEBIT_LUA).digest('hex');
@@ -102,6 +110,8 @@ export const KEYS_VERSION = 'cn:{keys}:ver';
 export const dayKey = (hash: string): string => `cn:{${hash}}:d`;
 export const bucketKey = (hash: string): string => `cn:{${hash}}:tb`;
 export const appliedKey = (hash: string, rid: string): string => `cn:{${hash}}:q:${rid}`;
+/** Prefix of the per-network split of a key's day (`:<epoch day>` follows). */
+export const networkKey = (hash: string): string => `cn:{${hash}}:n`;
 
 export interface RedisOptions {
   /** redis://host:port[/db] */
@@ -233,6 +243,8 @@ interface Entry {
   u?: number;
   /** the key's credits/s at the time, for the bucket */
   p: number;
+  /** the network the call went to (labels the charge; absent: none) */
+  n?: string;
 }
 
 interface RedisToken {
@@ -240,6 +252,8 @@ interface RedisToken {
   day: string;
   perSecond: number;
 }
+
+const NETWORK_LABEL = /^[a-z0-9-]{1,32}$/;
 
 export interface RedisLedgerOptions {
   client: Client;
@@ -321,7 +335,7 @@ export class RedisLedger implements CreditLedger {
 
   private async run(rid: string, hash: string, args: string[], watermark: number): Promise<[number, number, string]> {
     this.stats.redisCalls++;
-    const keys = [dayKey(hash), bucketKey(hash), appliedKey(hash, rid)];
+    const keys = [dayKey(hash), bucketKey(hash), appliedKey(hash, rid), networkKey(hash)];
     const tail = [String(keys.length), ...keys, ...args.slice(0, 5), String(watermark), ...args.slice(5)];
     let reply: unknown;
     try {
@@ -347,16 +361,16 @@ export class RedisLedger implements CreditLedger {
     this.known.set(hash, { day, used });
   }
 
-  async debit(hash: string, cost: number, limits: Limits): Promise<DebitResult> {
+  async debit(hash: string, cost: number, limits: Limits, network?: string): Promise<DebitResult> {
     if (this.closed) throw new LedgerUnavailableError('credit ledger is closed');
     const seq = this.nextSeq();
     if (!this.degraded) {
       try {
-        const [code, used, day] = await this.run(this.rid, hash, ['c', String(seq), String(cost), String(limits.daily), String(limits.perSecond), '', ''], this.watermark());
+        const [code, used, day] = await this.run(this.rid, hash, ['c', String(seq), String(cost), String(limits.daily), String(limits.perSecond), '', '', network ?? ''], this.watermark());
         this.resolve(seq);
         if (code === R_APPLIED) {
           this.note(hash, day, used);
-          return { ok: true, debit: { hash, cost, token: { seq, day, perSecond: limits.perSecond } satisfies RedisToken } };
+          return { ok: true, debit: debitOf(hash, cost, { seq, day, perSecond: limits.perSecond }, network) };
         }
         this.note(hash, day, used);
         return { ok: false, reason: code === R_THROUGHPUT ? 'throughput' : 'daily', resetsAt: this.resetsAtOf(day) };
@@ -364,18 +378,19 @@ export class RedisLedger implements CreditLedger {
         // No reply: the script may or may not have run. Decide locally below; the journal entry
         // carries this same sequence number, so the replay finds out which.
         this.enterDegraded((err as Error).message);
-        return this.decideLocally(seq, hash, cost, limits, true);
+        return this.decideLocally(seq, hash, cost, limits, true, network);
       }
     }
-    return this.decideLocally(seq, hash, cost, limits, false);
+    return this.decideLocally(seq, hash, cost, limits, false, network);
   }
 
-  private decideLocally(seq: number, hash: string, cost: number, limits: Limits, ambiguous: boolean): DebitResult {
+  private decideLocally(seq: number, hash: string, cost: number, limits: Limits, ambiguous: boolean, network: string | undefined): DebitResult {
     this.stats.degradedDecisions++;
     const day = this.localDay();
+    const n = network !== undefined ? { n: network } : {};
     const undo = (): void => {
       // The command that timed out may have debited in Redis: journal an undo of it.
-      if (ambiguous) this.append({ r: this.rid, s: this.nextSeq(), h: hash, d: day, c: -cost, u: seq, p: limits.perSecond });
+      if (ambiguous) this.append({ r: this.rid, s: this.nextSeq(), h: hash, d: day, c: -cost, u: seq, p: limits.perSecond, ...n });
     };
     if (this.failure === 'closed' || this.journal.length >= this.journalMax) {
       undo();
@@ -396,9 +411,9 @@ export class RedisLedger implements CreditLedger {
     }
     this.note(hash, day, used + cost);
     // Journaled now (in memory; on disk by the time settle() resolves, i.e. before the answer).
-    this.append({ r: this.rid, s: seq, h: hash, d: day, c: cost, p: limits.perSecond });
+    this.append({ r: this.rid, s: seq, h: hash, d: day, c: cost, p: limits.perSecond, ...n });
     this.resolve(seq);
-    return { ok: true, debit: { hash, cost, token: { seq, day, perSecond: limits.perSecond } satisfies RedisToken } };
+    return { ok: true, debit: debitOf(hash, cost, { seq, day, perSecond: limits.perSecond }, network) };
   }
 
   async settle(debit: Debit, finalCost: number): Promise<void> {
@@ -410,14 +425,14 @@ export class RedisLedger implements CreditLedger {
       const seq = this.nextSeq();
       if (!this.degraded) {
         try {
-          await this.run(this.rid, debit.hash, ['f', String(seq), String(-refund), '0', String(perSecond), day, ''], this.watermark());
+          await this.run(this.rid, debit.hash, ['f', String(seq), String(-refund), '0', String(perSecond), day, '', debit.network ?? ''], this.watermark());
           this.resolve(seq);
           return;
         } catch (err) {
           this.enterDegraded((err as Error).message);
         }
       }
-      this.append({ r: this.rid, s: seq, h: debit.hash, d: day, c: -refund, p: perSecond });
+      this.append({ r: this.rid, s: seq, h: debit.hash, d: day, c: -refund, p: perSecond, ...(debit.network !== undefined ? { n: debit.network } : {}) });
       this.resolve(seq);
     }
     this.flushJournal();
@@ -475,7 +490,7 @@ export class RedisLedger implements CreditLedger {
         // nothing is acknowledged during a replay (entries may be out of sequence order).
         await Promise.all(
           batch.map((e) =>
-            this.run(e.r, e.h, [e.u !== undefined ? 'u' : 'f', String(e.s), String(e.c), '0', String(e.p), e.d, e.u !== undefined ? String(e.u) : ''], 0),
+            this.run(e.r, e.h, [e.u !== undefined ? 'u' : 'f', String(e.s), String(e.c), '0', String(e.p), e.d, e.u !== undefined ? String(e.u) : '', e.n ?? ''], 0),
           ),
         );
         this.journal.splice(0, batch.length);
@@ -538,12 +553,33 @@ export function timed<T>(p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
-/** Today's usage of a key (by Redis's clock), read without a ledger instance. */
+function debitOf(hash: string, cost: number, token: RedisToken, network: string | undefined): Debit {
+  return network === undefined ? { hash, cost, token } : { hash, cost, token, network };
+}
+
+/**
+ * Today's usage of a key (by Redis's clock), read without a ledger instance. byNetwork: the
+ * per-network split; what no network claims (charges of servers without networks) is NO_NETWORK.
+ */
 export async function redisUsage(client: Client, hash: string, timeoutMs = 1000): Promise<Usage> {
   const t = (await timed(client.sendCommand(['TIME']), timeoutMs)) as [string, string];
   const day = Math.floor(Number(t[0]) / DAY_S);
-  const used = await timed(client.hGet(dayKey(hash), String(day)), timeoutMs);
-  return { used: used === null || used === undefined ? 0 : Number(used), resetsAt: new Date((day + 1) * DAY_S * 1000).toISOString() };
+  const [usedRaw, split] = await Promise.all([
+    timed(client.hGet(dayKey(hash), String(day)), timeoutMs),
+    timed(client.hGetAll(`${networkKey(hash)}:${day}`), timeoutMs) as Promise<Record<string, string>>,
+  ]);
+  const used = usedRaw === null || usedRaw === undefined ? 0 : Number(usedRaw);
+  const byNetwork: Record<string, number> = {};
+  let claimed = 0;
+  for (const [network, v] of Object.entries(split)) {
+    const credits = Number(v);
+    if (credits > 0) {
+      byNetwork[network] = credits;
+      claimed += credits;
+    }
+  }
+  if (used - claimed > 0) byNetwork[NO_NETWORK] = used - claimed;
+  return { used, resetsAt: new Date((day + 1) * DAY_S * 1000).toISOString(), byNetwork };
 }
 
 function readJournal(path: string): Entry[] {
@@ -559,7 +595,7 @@ function readJournal(path: string): Entry[] {
   for (const line of lines) {
     try {
       const e = JSON.parse(line) as Entry;
-      if (typeof e.r === 'string' && Number.isSafeInteger(e.s) && /^[0-9a-f]{64}$/.test(e.h) && /^\d+$/.test(e.d) && Number.isSafeInteger(e.c)) out.push(e);
+      if (typeof e.r === 'string' && Number.isSafeInteger(e.s) && /^[0-9a-f]{64}$/.test(e.h) && /^\d+$/.test(e.d) && Number.isSafeInteger(e.c) && (e.n === undefined || (typeof e.n === 'string' && NETWORK_LABEL.test(e.n)))) out.push(e);
     } catch {
       // skip a damaged line
     }

@@ -1,6 +1,9 @@
 // Prometheus text exposition (format 0.0.4) for the few series we keep: requests by method
 // and outcome, latency histograms per method, credits charged per method, HTTP responses by
 // status, open WebSockets, and the head block. No key (or key hash) ever appears in a label.
+// Each network of the process keeps its own Metrics (label `network="<name>"`); responses that
+// reach no network (unknown network, preflight, process health) go to an unlabelled one, and
+// Metrics.renderAll writes every family once with all their series.
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -62,6 +65,16 @@ export class Metrics {
   /** A follower's ingest state (serve --follow). */
   ingest: (() => IngestStatusView) | undefined;
 
+  /**
+   * `network`: the label of every series of this instance (undefined: unlabelled, as a
+   * single-network server has always written them). `routing`: this is the process-wide instance
+   * of a multi-network server (it then writes no WebSocket or head gauge of its own).
+   */
+  constructor(
+    readonly network?: string,
+    private readonly routing = false,
+  ) {}
+
   private series(method: string): MethodSeries {
     let m = this.methods.get(method);
     if (m === undefined) this.methods.set(method, (m = new MethodSeries()));
@@ -84,66 +97,102 @@ export class Metrics {
     byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
   }
 
+  /** This instance alone, in the exposition format. */
   render(): string {
+    return Metrics.renderAll([this]);
+  }
+
+  /** Several instances (one per network, plus the process's own) as one exposition: each family once. */
+  static renderAll(all: readonly Metrics[]): string {
+    const families = new Map<string, string[]>();
+    for (const m of all) m.collect(families);
     const out: string[] = [];
-    out.push('# HELP chainnode_rpc_calls_total JSON-RPC calls by method and outcome.');
-    out.push('# TYPE chainnode_rpc_calls_total counter');
-    for (const [method, m] of this.methods) {
-      for (const [outcome, n] of m.calls) out.push(`chainnode_rpc_calls_total{method="${esc(method)}",outcome="${outcome}"} ${n}`);
-    }
-    out.push('# HELP chainnode_rpc_call_duration_seconds Time from dispatch to answer per call.');
-    out.push('# TYPE chainnode_rpc_call_duration_seconds histogram');
-    for (const [method, { latency: h }] of this.methods) {
-      if (h.count === 0) continue;
-      const m = esc(method);
-      let cum = 0;
-      for (let i = 0; i < BUCKETS.length; i++) {
-        cum += h.counts[i] as number;
-        out.push(`chainnode_rpc_call_duration_seconds_bucket{method="${m}",le="${BUCKETS[i]}"} ${cum}`);
-      }
-      out.push(`chainnode_rpc_call_duration_seconds_bucket{method="${m}",le="+Inf"} ${h.count}`);
-      out.push(`chainnode_rpc_call_duration_seconds_sum{method="${m}"} ${h.sum}`);
-      out.push(`chainnode_rpc_call_duration_seconds_count{method="${m}"} ${h.count}`);
-    }
-    out.push('# HELP chainnode_credits_charged_total Credits charged, by method.');
-    out.push('# TYPE chainnode_credits_charged_total counter');
-    for (const [method, m] of this.methods) {
-      if (m.credits !== undefined) out.push(`chainnode_credits_charged_total{method="${esc(method)}"} ${m.credits}`);
-    }
-    out.push('# HELP chainnode_responses_total Transport responses by status (WebSocket: 101 per accepted upgrade).');
-    out.push('# TYPE chainnode_responses_total counter');
-    for (const transport of ['http', 'ws'] as const) {
-      for (const [status, n] of this.statuses[transport]) out.push(`chainnode_responses_total{transport="${transport}",status="${status}"} ${n}`);
-    }
-    out.push('# HELP chainnode_websocket_connections Open WebSocket connections.');
-    out.push('# TYPE chainnode_websocket_connections gauge');
-    out.push(`chainnode_websocket_connections ${this.wsOpen}`);
-    out.push('# HELP chainnode_reply_bytes_in_flight Reply bytes buffered towards clients (all connections).');
-    out.push('# TYPE chainnode_reply_bytes_in_flight gauge');
-    out.push(`chainnode_reply_bytes_in_flight ${this.replyBytesInFlight}`);
-    out.push('# HELP chainnode_connections_cut_total Connections closed by the reply budgets and timeouts, by reason.');
-    out.push('# TYPE chainnode_connections_cut_total counter');
-    for (const [reason, n] of this.cuts) out.push(`chainnode_connections_cut_total{reason="${reason}"} ${n}`);
-    out.push('# HELP chainnode_head_block Number of the newest imported block (-1 when the store is unavailable).');
-    out.push('# TYPE chainnode_head_block gauge');
-    out.push(`chainnode_head_block ${this.headBlock}`);
-    const f = this.ingest?.();
-    if (f !== undefined) {
-      const gauge = (name: string, help: string, v: number | bigint) => {
-        out.push(`# HELP chainnode_follow_${name} ${help}`);
-        out.push(`# TYPE chainnode_follow_${name} gauge`);
-        out.push(`chainnode_follow_${name} ${v}`);
-      };
-      gauge('upstream_head_block', 'Head block number the upstream last reported (-1 before its first answer).', f.upstreamHead ?? -1);
-      gauge('local_head_block', 'Newest block the follower has verified and committed.', f.localHead);
-      gauge('lag_blocks', 'Upstream head minus local head.', f.lagBlocks);
-      gauge('lag_seconds', "Upstream head's timestamp minus local head's timestamp.", f.lagSeconds);
-      gauge('reorgs', 'Reorgs (and rollbacks) applied since start.', f.reorgs);
-      gauge('blocks_imported', 'Blocks committed since start.', f.blocksImported);
-      gauge('failed', '1 when a verification failure (or a too-deep reorg) stopped the ingest; serving continues on the verified prefix.', f.state === 'failed' ? 1 : 0);
-      gauge('upstream_up', '0 while the upstream is failing and being retried.', f.state === 'retrying' || f.state === 'starting' ? 0 : 1);
-      gauge('last_error_timestamp_seconds', 'Unix time of the last upstream or ingest error (0: none).', f.lastErrorAt === undefined ? 0 : Math.floor(f.lastErrorAt / 1000));
+    for (const [family, lines] of families) {
+      const meta = FAMILIES[family as keyof typeof FAMILIES] ?? FOLLOW_GAUGES[family as keyof typeof FOLLOW_GAUGES];
+      out.push(`# HELP ${family} ${meta.help}`, `# TYPE ${family} ${meta.type}`, ...lines);
     }
     return `${out.join('\n')}\n`;
   }
+
+  /** Appends this instance's samples to `families` (family name -> sample lines). */
+  private collect(families: Map<string, string[]>): void {
+    const add = (family: keyof typeof FAMILIES | keyof typeof FOLLOW_GAUGES, line: string): void => {
+      let lines = families.get(family);
+      if (lines === undefined) families.set(family, (lines = []));
+      lines.push(line);
+    };
+    for (const f of Object.keys(FAMILIES)) if (!families.has(f)) families.set(f, []);
+    const n = this.network === undefined ? '' : `network="${esc(this.network)}",`;
+    const only = this.network === undefined ? '' : `{network="${esc(this.network)}"}`;
+    for (const [method, m] of this.methods) {
+      for (const [outcome, c] of m.calls) add('chainnode_rpc_calls_total', `chainnode_rpc_calls_total{${n}method="${esc(method)}",outcome="${outcome}"} ${c}`);
+    }
+    for (const [method, { latency: h }] of this.methods) {
+      if (h.count === 0) continue;
+      const m = `${n}method="${esc(method)}"`;
+      let cum = 0;
+      for (let i = 0; i < BUCKETS.length; i++) {
+        cum += h.counts[i] as number;
+        add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_bucket{${m},le="${BUCKETS[i]}"} ${cum}`);
+      }
+      add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_bucket{${m},le="+Inf"} ${h.count}`);
+      add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_sum{${m}} ${h.sum}`);
+      add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_count{${m}} ${h.count}`);
+    }
+    for (const [method, m] of this.methods) {
+      if (m.credits !== undefined) add('chainnode_credits_charged_total', `chainnode_credits_charged_total{${n}method="${esc(method)}"} ${m.credits}`);
+    }
+    for (const transport of ['http', 'ws'] as const) {
+      for (const [status, c] of this.statuses[transport]) add('chainnode_responses_total', `chainnode_responses_total{${n}transport="${transport}",status="${status}"} ${c}`);
+    }
+    // The process-wide instance of a multi-network server has no WebSockets or head of its own.
+    if (this.network !== undefined || !this.routing) {
+      add('chainnode_websocket_connections', `chainnode_websocket_connections${only} ${this.wsOpen}`);
+    }
+    // Reply budgets are the process's (one budget across networks): written by the unlabelled instance.
+    if (this.network === undefined) {
+      add('chainnode_reply_bytes_in_flight', `chainnode_reply_bytes_in_flight ${this.replyBytesInFlight}`);
+      for (const [reason, c] of this.cuts) add('chainnode_connections_cut_total', `chainnode_connections_cut_total{reason="${reason}"} ${c}`);
+    }
+    if (this.network !== undefined || !this.routing) {
+      add('chainnode_head_block', `chainnode_head_block${only} ${this.headBlock}`);
+    }
+    const f = this.ingest?.();
+    if (f !== undefined) {
+      const gauge = (name: keyof typeof FOLLOW_GAUGES, v: number | bigint): void => add(name, `${name}${only} ${v}`);
+      gauge('chainnode_follow_upstream_head_block', f.upstreamHead ?? -1);
+      gauge('chainnode_follow_local_head_block', f.localHead);
+      gauge('chainnode_follow_lag_blocks', f.lagBlocks);
+      gauge('chainnode_follow_lag_seconds', f.lagSeconds);
+      gauge('chainnode_follow_reorgs', f.reorgs);
+      gauge('chainnode_follow_blocks_imported', f.blocksImported);
+      gauge('chainnode_follow_failed', f.state === 'failed' ? 1 : 0);
+      gauge('chainnode_follow_upstream_up', f.state === 'retrying' || f.state === 'starting' ? 0 : 1);
+      gauge('chainnode_follow_last_error_timestamp_seconds', f.lastErrorAt === undefined ? 0 : Math.floor(f.lastErrorAt / 1000));
+    }
+  }
 }
+
+const FAMILIES = {
+  chainnode_rpc_calls_total: { help: 'JSON-RPC calls by method and outcome.', type: 'counter' },
+  chainnode_rpc_call_duration_seconds: { help: 'Time from dispatch to answer per call.', type: 'histogram' },
+  chainnode_credits_charged_total: { help: 'Credits charged, by method.', type: 'counter' },
+  chainnode_responses_total: { help: 'Transport responses by status (WebSocket: 101 per accepted upgrade).', type: 'counter' },
+  chainnode_websocket_connections: { help: 'Open WebSocket connections.', type: 'gauge' },
+  chainnode_reply_bytes_in_flight: { help: 'Reply bytes buffered towards clients (all connections).', type: 'gauge' },
+  chainnode_connections_cut_total: { help: 'Connections closed by the reply budgets and timeouts, by reason.', type: 'counter' },
+  chainnode_head_block: { help: 'Number of the newest imported block (-1 when the store is unavailable).', type: 'gauge' },
+} as const;
+
+/** A follower's gauges (serve --follow), written only by a network that follows an upstream. */
+const FOLLOW_GAUGES = {
+  chainnode_follow_upstream_head_block: { help: 'Head block number the upstream last reported (-1 before its first answer).', type: 'gauge' },
+  chainnode_follow_local_head_block: { help: 'Newest block the follower has verified and committed.', type: 'gauge' },
+  chainnode_follow_lag_blocks: { help: 'Upstream head minus local head.', type: 'gauge' },
+  chainnode_follow_lag_seconds: { help: "Upstream head's timestamp minus local head's timestamp.", type: 'gauge' },
+  chainnode_follow_reorgs: { help: 'Reorgs (and rollbacks) applied since start.', type: 'gauge' },
+  chainnode_follow_blocks_imported: { help: 'Blocks committed since start.', type: 'gauge' },
+  chainnode_follow_failed: { help: '1 when a verification failure (or a too-deep reorg) stopped the ingest; serving continues on the verified prefix.', type: 'gauge' },
+  chainnode_follow_upstream_up: { help: '0 while the upstream is failing and being retried.', type: 'gauge' },
+  chainnode_follow_last_error_timestamp_seconds: { help: 'Unix time of the last upstream or ingest error (0: none).', type: 'gauge' },
+} as const;

@@ -1,5 +1,6 @@
 // The layers around dispatch, keyed by method name (never inside handlers):
-//   metrics + usage record -> key still valid -> allowlists (-32002, HTTP 403) -> credits (debit
+//   metrics + usage record -> key still valid -> key allowed on the request's network (-32002,
+//   HTTP 403) -> allowlists (-32002, HTTP 403) -> credits (debit
 //   both limits: the plan's and the key's own, answer, settle) -> failover -> handler.
 // The key's own limits (dashboard "Key Credit Limits") are folded into the one atomic debit: the
 // smaller of each pair is checked, and a refusal says whose limit it was (the key's: 429 with
@@ -17,13 +18,14 @@ import { InternalError, RpcError, StoreUnavailableError } from '@chainnode/core'
 import type { CallInfo, CallMiddleware } from '@chainnode/rpc';
 import { TOO_MANY_OFFLOADED } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
-import { chargeHash } from './keys.js';
+import { chargeHash, keyAllowsNetwork } from './keys.js';
 import type { KeyRecord, KeyRegistry } from './keys.js';
 import { allowlistRefusal } from './allowlist.js';
 import type { ErrorClass, UsageRecord } from './usage.js';
 import { LedgerUnavailableError } from './ledger-api.js';
 import type { CreditLedger, DebitResult, Limits } from './ledger-api.js';
 import type { Metrics, Outcome } from './metrics.js';
+import type { NetworkRuntime } from './network.js';
 
 /** Credits a call that failed because of the request costs (Infura: "other 4xx cost 5 credits"). */
 export const REQUEST_ERROR_CREDITS = 5;
@@ -88,6 +90,22 @@ export class KeyRevokedError extends RpcError {
   }
 }
 
+/**
+ * A key limited to other networks (KeyRecord.networks). Infura answers a project that has not
+ * enabled a network with HTTP 403 and -32002 ("project ID does not have access to <network>");
+ * the transport refuses the request or upgrade with 403, and this per-call check stops an open
+ * WebSocket within a second of the key's network list changing.
+ */
+export class NetworkNotAllowedError extends RpcError {
+  constructor(network: string) {
+    super(-32002, networkNotAllowedMessage(network));
+  }
+}
+
+export function networkNotAllowedMessage(network: string): string {
+  return `API key does not have access to network "${network}"`;
+}
+
 class FailoverTimeout extends Error {}
 
 /** What one HTTP request or WebSocket message learns while its calls run. */
@@ -103,6 +121,19 @@ export interface RequestContext {
   /** Origin and User-Agent headers of the request (or of the WebSocket upgrade), for the allowlists. */
   origin: string;
   userAgent: string;
+  /**
+   * The network the request was routed to (multi-network servers): checked against the key's
+   * networks, labels the charge in the ledger, and its metrics count the call.
+   */
+  network?: NetworkRuntime;
+}
+
+/**
+ * The network label of a request's charges: the routed network's name; none for the implicit
+ * network of a server without networks (its journal lines stay as before networks existed).
+ */
+function networkLabel(ctx: RequestContext): string | undefined {
+  return ctx.network === undefined || ctx.network.implicit ? undefined : ctx.network.name;
 }
 
 /** The daily balance of a key: its override, else its plan's. */
@@ -132,7 +163,7 @@ export function effectiveLimits(config: ServerConfig, key: KeyRecord): Limits & 
 
 /** The usage class of an error a call ended with: refused by the gateway, our side, or the request's. */
 export function errorClass(err: unknown): ErrorClass {
-  if (err instanceof AllowlistRejectedError || err instanceof KeyLimitError || err instanceof DailyLimitError || err instanceof ThroughputLimitError || err instanceof KeyRevokedError) return '4xx';
+  if (err instanceof AllowlistRejectedError || err instanceof KeyLimitError || err instanceof DailyLimitError || err instanceof ThroughputLimitError || err instanceof KeyRevokedError || err instanceof NetworkNotAllowedError) return '4xx';
   if (err instanceof RpcError && err.code !== -32603) return 'rpc';
   return '5xx';
 }
@@ -180,13 +211,14 @@ export class Gate {
     if (ctx.requestErrors === 0) return;
     const key = this.o.keys.byKeyHash(ctx.keyHash);
     if (!key || key.revokedAt !== undefined) return;
+    if (ctx.network !== undefined && !keyAllowsNetwork(key, ctx.network.name)) return; // refused calls cost nothing
     const cost = ctx.requestErrors * REQUEST_ERROR_CREDITS;
     ctx.requestErrors = 0;
     try {
-      const d = await this.o.ledger.debit(chargeHash(key), cost, effectiveLimits(this.o.config, key));
+      const d = await this.o.ledger.debit(chargeHash(key), cost, effectiveLimits(this.o.config, key), networkLabel(ctx));
       if (d.ok) {
         await this.o.ledger.settle(d.debit, cost);
-        this.o.metrics.charged('request_error', cost);
+        (ctx.network?.metrics ?? this.o.metrics).charged('request_error', cost);
         this.o.usage?.record({ key: key.id, method: '(request)', credits: cost, error: 'rpc' });
       }
     } catch {
@@ -200,7 +232,9 @@ export class Gate {
    * measurable share of a cached answer's cost.
    */
   middleware(ctx: RequestContext): CallMiddleware {
-    const { config, keys, ledger, metrics, failoverUrl, usage } = this.o;
+    const { config, keys, ledger, failoverUrl, usage } = this.o;
+    const metrics = ctx.network?.metrics ?? this.o.metrics;
+    const network = networkLabel(ctx);
     return async (call, next) => {
       const t0 = performance.now();
       let outcome: Outcome = 'ok';
@@ -210,6 +244,10 @@ export class Gate {
       try {
         key = keys.byKeyHash(ctx.keyHash);
         if (!key || key.revokedAt !== undefined) throw new KeyRevokedError();
+        if (ctx.network !== undefined && !keyAllowsNetwork(key, ctx.network.name)) {
+          ctx.refusal ??= 403;
+          throw new NetworkNotAllowedError(ctx.network.name);
+        }
         if (key.allowlists !== undefined && allowlistRefusal(key.allowlists, { method: call.method, params: call.params, origin: ctx.origin, userAgent: ctx.userAgent }) !== undefined) {
           ctx.refusal ??= 403;
           throw new AllowlistRejectedError();
@@ -227,7 +265,7 @@ export class Gate {
         let d: DebitResult;
         const limits = effectiveLimits(config, key);
         try {
-          d = await ledger.debit(chargeHash(key), call.cost, limits);
+          d = await ledger.debit(chargeHash(key), call.cost, limits, network);
         } catch (err) {
           if (!(err instanceof LedgerUnavailableError)) throw err;
           ctx.refusal ??= 503;
@@ -269,7 +307,12 @@ export class Gate {
         charged = call.cost;
         return result;
       } catch (err) {
-        outcome = err instanceof DailyLimitError || err instanceof ThroughputLimitError || err instanceof KeyLimitError ? 'no_credits' : 'error';
+        outcome =
+          err instanceof DailyLimitError || err instanceof ThroughputLimitError || err instanceof KeyLimitError
+            ? 'no_credits'
+            : err instanceof NetworkNotAllowedError
+              ? 'unauthorized'
+              : 'error';
         failure = errorClass(err);
         throw err;
       } finally {

@@ -2,7 +2,9 @@
 // CORS preflight, and a separate (loopback, off by default) metrics listener. It authenticates
 // the key from the path, reads bodies under a size limit, hands the text to the rpc service
 // with the credit/failover/metrics middleware, and writes the reply. URLs are never logged:
-// they carry API keys.
+// they carry API keys. Several networks: the request's Host picks the network's runtime (its rpc
+// service, store, metrics) through the NetworkRouter (network.ts) before anything else; keys,
+// credits and limits are shared by all networks.
 //
 // uWS rules followed here: `res.onAborted` before anything asynchronous; everything needed
 // from `req` is copied at once (it dies when the handler returns); writes after an await go
@@ -15,7 +17,7 @@ import type { RpcConnectionApi, RpcReply, RpcServiceApi, SubscriptionConnection 
 import type { ServerConfig } from './config.js';
 import { Gate } from './middleware.js';
 import type { RequestContext } from './middleware.js';
-import { KeyRegistry, checkSecret } from './keys.js';
+import { KeyRegistry, checkSecret, keyAllowsNetwork } from './keys.js';
 import type { KeyRecord } from './keys.js';
 import { EmbeddedLedger, FileKeyStore } from './ledger-embedded.js';
 import type { CreditLedger, KeyStore } from './ledger-api.js';
@@ -25,11 +27,19 @@ import type { UsageRecord } from './usage.js';
 import { ReplyBudget } from './reply-budget.js';
 import type { IngestStatusView } from './metrics.js';
 import { WsNotifier } from './notifier.js';
+import { networkNotAllowedMessage } from './middleware.js';
+import { IMPLICIT_NETWORK, NetworkRouter, NetworkRuntime } from './network.js';
 
 export interface ServerOptions {
-  service: RpcServiceApi;
+  /** One chain (the server answers every Host from it): `service` + `store`, or else `networks`. */
+  service?: RpcServiceApi;
   /** For /health and the head-block gauge (the rpc service has its own reference). */
-  store: ChainStore;
+  store?: ChainStore;
+  /** Several chains, chosen by the request's Host; the caller closes them after close(). */
+  networks?: NetworkRuntime[];
+  /** The network answering bare hosts (IP literals, `localhost`, no Host); none: those get 404. */
+  defaultNetwork?: string;
+  /** Holds keys.json and usage/ (one account across every network). */
   datadir: string;
   config: ServerConfig;
   host: string;
@@ -56,26 +66,12 @@ export interface ServerOptions {
   ingestStatus?: () => IngestStatusView;
 }
 
-function ingestJson(v: IngestStatusView): Record<string, unknown> {
-  return {
-    state: v.state,
-    upstream: v.upstream,
-    upstreamHead: v.upstreamHead === undefined ? null : Number(v.upstreamHead),
-    localHead: Number(v.localHead),
-    lagBlocks: Number(v.lagBlocks),
-    lagSeconds: v.lagSeconds,
-    reorgs: v.reorgs,
-    blocksImported: v.blocksImported,
-    lastError: v.lastError ?? null,
-    lastErrorAt: v.lastErrorAt === undefined ? null : new Date(v.lastErrorAt).toISOString(),
-  };
-}
-
 export interface RunningServer {
   readonly port: number;
   /** Port of the metrics listener, when enabled. */
   readonly metricsPort: number | undefined;
   readonly metrics: Metrics;
+  readonly router: NetworkRouter;
   /** The live key set, credit ledger and usage record (the dashboard reads them in-process). */
   readonly keys: KeyRegistry;
   readonly ledger: CreditLedger;
@@ -88,6 +84,7 @@ export interface RunningServer {
 
 interface WsData {
   keyHash: string;
+  net: NetworkRuntime;
   origin: string;
   userAgent: string;
   ctxClosed: boolean;
@@ -177,6 +174,12 @@ const BODY_TOO_LARGE = (max: number): string => errorBody(-32600, `request body 
 const BODY_SHUTTING_DOWN = errorBody(-32603, 'server is shutting down');
 const BODY_NOT_FOUND = errorBody(-32601, 'not found: POST JSON-RPC to /v3/<API_KEY>, or connect to /ws/v3/<API_KEY>');
 const BODY_METHOD = errorBody(-32600, 'method not allowed: use POST with a JSON body');
+// Infura answers a host it serves no network on with 404, and a project that has not enabled a
+// network with 403 / -32002 (README "Networks"). Neither is charged.
+const BODY_UNKNOWN_NETWORK = (host: string, names: string[]): string =>
+  errorBody(-32601, `unknown network "${NetworkRouter.askedFor(host)}": this server serves ${names.join(', ')} (use http://<network>.<host>/v3/<API_KEY>)`);
+const BODY_NETWORK_NOT_ALLOWED = (network: string): string => errorBody(-32002, networkNotAllowedMessage(network));
+const REQ_HOST = ascii('host');
 const BODY_SECRET_MISSING = errorBody(-32001, 'project secret required: send it as the HTTP basic auth password with an empty user name');
 const BODY_SECRET_WRONG = errorBody(-32001, 'invalid project id or project secret');
 const BODY_BUSY = errorBody(-32005, 'server busy: reply bytes in flight are over the process budget, retry later');
@@ -205,10 +208,15 @@ function listen(app: TemplatedApp, host: string, port: number): Promise<us_liste
 }
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
-  const { service, store, config, datadir } = opts;
+  const { config, datadir } = opts;
   const log = opts.log ?? (() => {});
-  const metrics = new Metrics();
-  if (opts.ingestStatus !== undefined) metrics.ingest = opts.ingestStatus;
+  const router = opts.networks !== undefined
+    ? new NetworkRouter(opts.networks, opts.defaultNetwork !== undefined ? { defaultNetwork: opts.defaultNetwork } : {})
+    : new NetworkRouter([singleNetwork(opts)]);
+  // Responses that reach no network (unknown network, preflight, process health) and the
+  // process-wide series (reply budgets); a server started without networks has one set of
+  // series, unlabelled, as before.
+  const metrics = router.single ? (router.networks[0] as NetworkRuntime).metrics : new Metrics(undefined, true);
   const ownLedger = opts.ledger === undefined ? new EmbeddedLedger(datadir) : undefined;
   const ledger: CreditLedger = opts.ledger?.credits ?? (ownLedger as EmbeddedLedger);
   const keys = await KeyRegistry.open(opts.ledger?.keys ?? new FileKeyStore(datadir), log);
@@ -221,11 +229,21 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     usage.record({ key: rec.id, method: REQUEST_METHOD, credits: 0, error: '4xx' });
     return s === 'missing' ? BODY_SECRET_MISSING : BODY_SECRET_WRONG;
   };
-  const subscriptions = new SubscriptionHub(store, {
-    limits: { perConnection: config.subscriptionsPerConnection, perKey: config.subscriptionsPerKey },
-    log,
-  });
-  const detachEvents = opts.chainEvents !== undefined ? subscriptions.attach(opts.chainEvents) : undefined;
+  // One subscription hub per network: each reads its own store and follows its own commits.
+  // The per-key subscription limit therefore holds per network.
+  const hubs = new Map<NetworkRuntime, SubscriptionHub>();
+  const detachers: (() => void)[] = [];
+  for (const net of router.networks) {
+    const hub = new SubscriptionHub(net.store, {
+      limits: { perConnection: config.subscriptionsPerConnection, perKey: config.subscriptionsPerKey },
+      log,
+    });
+    hubs.set(net, hub);
+    if (net.chainEvents !== undefined) detachers.push(hub.attach(net.chainEvents));
+  }
+  const hubOf = (net: NetworkRuntime): SubscriptionHub => hubs.get(net) as SubscriptionHub;
+  /** The first (or only) network's hub. */
+  const subscriptions = hubOf(router.networks[0] as NetworkRuntime);
 
   const budget = new ReplyBudget<unknown>(config.maxReplyBytesInFlight);
   let inflight = 0;
@@ -256,10 +274,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     res.writeHeader(H_CONTENT_TYPE, V_JSON);
   };
 
-  const send = (res: HttpResponse, status: string, origin: string, body: string | Uint8Array, close = false): void => {
+  const send = (res: HttpResponse, status: string, origin: string, body: string | Uint8Array, close = false, m = metrics): void => {
     writeHead(res, status, origin);
     res.end(body, close);
-    metrics.response('http', Number(status.slice(0, 3)));
+    m.response('http', Number(status.slice(0, 3)));
   };
 
   const app = uWS.App();
@@ -285,18 +303,27 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     });
     const origin = req.getHeader(REQ_ORIGIN);
     const contentLength = req.getHeader(REQ_CONTENT_LENGTH);
+    const host = req.getHeader(REQ_HOST);
+    const hasBody = contentLength !== '' && contentLength !== '0';
     const userAgent = req.getHeader(REQ_USER_AGENT);
     const authorization = req.getHeader(REQ_AUTHORIZATION);
     if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
+    const net = router.route(host);
+    if (net === undefined) return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), hasBody);
+    const m = net.metrics;
     const rec = key === '' ? undefined : keys.lookup(key);
     const problem = keyProblem(rec, key) ?? (rec !== undefined ? secretProblem(rec, authorization) : undefined);
     if (problem !== undefined || rec === undefined) {
-      return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, contentLength !== '' && contentLength !== '0');
+      return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, hasBody, m);
     }
-    if (budget.over) return send(res, '503 Service Unavailable', origin, BODY_BUSY, true);
+    if (!keyAllowsNetwork(rec, net.name)) {
+      usage.record({ key: rec.id, method: REQUEST_METHOD, credits: 0, error: '4xx' });
+      return send(res, '403 Forbidden', origin, BODY_NETWORK_NOT_ALLOWED(net.name), hasBody, m);
+    }
+    if (budget.over) return send(res, '503 Service Unavailable', origin, BODY_BUSY, true, m);
     const max = config.maxBodyBytes;
     if (contentLength !== '' && Number(contentLength) > max) {
-      return send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true);
+      return send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true, m);
     }
     const keyHash = rec.hash;
     let chunks: Buffer[] | undefined;
@@ -307,7 +334,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       size += chunk.byteLength;
       if (size > max) {
         finished = true;
-        if (!aborted) res.cork(() => send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true));
+        if (!aborted) res.cork(() => send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true, m));
         return;
       }
       let body: string;
@@ -320,6 +347,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       finished = true;
       inflight++;
       const ctx: RequestContext = Gate.context(keyHash, origin, userAgent);
+      ctx.network = net;
       const write = (reply: RpcReply): void => {
         // In flight until the whole body is with the socket: a long one is streamed, and its
         // `finish` runs when the last byte is written (or the client goes away).
@@ -335,7 +363,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           const status = !reply.batch && ctx.refusal !== undefined ? REFUSAL_STATUS[ctx.refusal] : OK;
           const text = reply.body ?? '';
           if (text.length <= STREAM_ABOVE) {
-            res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown));
+            res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown, m));
             return;
           }
           // A streamed reply keeps its connection (close() ends it after the last byte).
@@ -344,7 +372,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
             endLong(res, text, finish, (f) => (onAbort = f), budget);
           });
           streaming = true;
-          metrics.response('http', Number(status.slice(0, 3)));
+          m.response('http', Number(status.slice(0, 3)));
         } finally {
           if (!streaming) finish();
         }
@@ -352,12 +380,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const fail = (): void => {
         try {
           // handle() never throws by contract; answer without internals if it does.
-          if (!aborted) res.cork(() => send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true));
+          if (!aborted) res.cork(() => send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true, m));
         } finally {
           done();
         }
       };
-      service.handle(body, gate.middleware(ctx), Gate.requestErrorCounter(ctx)).then(
+      net.service.handle(body, gate.middleware(ctx), Gate.requestErrorCounter(ctx)).then(
         // Request errors (5 credits each) are charged before the reply goes out; chargeRequestErrors never rejects.
         (reply) => (ctx.requestErrors > 0 ? void gate.chargeRequestErrors(ctx).then(() => write(reply)) : write(reply)),
         fail,
@@ -371,34 +399,25 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   app.get('/health', (res, req) => {
     const origin = req.getHeader('origin');
+    const host = req.getHeader(REQ_HOST);
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
     });
-    store.head().then(
-      (head) => {
-        metrics.headBlock = Number(head.number);
-        if (!aborted) {
-          res.cork(() =>
-            send(
-              res,
-              shuttingDown ? '503 Service Unavailable' : '200 OK',
-              origin,
-              JSON.stringify({
-                status: shuttingDown ? 'stopping' : 'ok',
-                head: `0x${head.number.toString(16)}`,
-                number: Number(head.number),
-                ...(opts.ingestStatus !== undefined ? { follow: ingestJson(opts.ingestStatus()) } : {}),
-              }),
-            ),
-          );
-        }
-      },
-      () => {
-        metrics.headBlock = -1;
-        if (!aborted) res.cork(() => send(res, '503 Service Unavailable', origin, JSON.stringify({ status: 'store unavailable' })));
-      },
-    );
+    const reply = (ok: boolean, body: Record<string, unknown>): void => {
+      if (!aborted) res.cork(() => send(res, ok && !shuttingDown ? '200 OK' : '503 Service Unavailable', origin, JSON.stringify(body)));
+    };
+    // A bare host of a multi-network server: every network (overall rule in NetworkRouter.health).
+    if (router.isProcessHost(host)) {
+      void router.health(shuttingDown).then(({ ok, body }) => reply(ok, body));
+      return;
+    }
+    const net = router.route(host);
+    if (net === undefined) return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()));
+    void net.health().then((h) => {
+      const status = shuttingDown ? 'stopping' : h.status;
+      reply(h.status === 'ok', router.single ? { ...h, status } : { network: net.name, ...h, status });
+    });
   });
 
   app.ws<WsData>('/ws/v3/:key', {
@@ -414,23 +433,30 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const secProtocol = req.getHeader('sec-websocket-protocol');
       const secExtensions = req.getHeader('sec-websocket-extensions');
       const origin = req.getHeader('origin');
+      const host = req.getHeader(REQ_HOST);
       const userAgent = req.getHeader('user-agent');
       const authorization = req.getHeader('authorization');
       if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
+      const net = router.route(host);
+      if (net === undefined) return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), true);
       const rec = key === '' ? undefined : keys.lookup(key);
       const problem = keyProblem(rec, key) ?? (rec !== undefined ? secretProblem(rec, authorization) : undefined);
-      if (problem !== undefined || rec === undefined) return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, true);
-      metrics.response('ws', 101);
-      res.upgrade<WsData>({ keyHash: rec.hash, origin, userAgent, ctxClosed: false, inflight: 0, queue: [], queuedChars: 0 }, secKey, secProtocol, secExtensions, context);
+      if (problem !== undefined || rec === undefined) return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, true, net.metrics);
+      if (!keyAllowsNetwork(rec, net.name)) {
+        usage.record({ key: rec.id, method: REQUEST_METHOD, credits: 0, error: '4xx' });
+        return send(res, '403 Forbidden', origin, BODY_NETWORK_NOT_ALLOWED(net.name), true, net.metrics);
+      }
+      net.metrics.response('ws', 101);
+      res.upgrade<WsData>({ keyHash: rec.hash, net, origin, userAgent, ctxClosed: false, inflight: 0, queue: [], queuedChars: 0 }, secKey, secProtocol, secExtensions, context);
     },
     open: (ws) => {
       sockets.add(ws);
-      const h = ws.getUserData().keyHash;
-      let set = socketsByKey.get(h);
-      if (!set) socketsByKey.set(h, (set = new Set()));
-      set.add(ws);
-      metrics.wsOpen++;
       const data = ws.getUserData();
+      let set = socketsByKey.get(data.keyHash);
+      if (!set) socketsByKey.set(data.keyHash, (set = new Set()));
+      set.add(ws);
+      data.net.metrics.wsOpen++;
+      const service = data.net.service;
       if (service.connect !== undefined) {
         const notifier = new WsNotifier(
           {
@@ -449,9 +475,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
             dailyLimitReached: () => closeKeySockets(data.keyHash),
           },
           data.keyHash,
-          { config, keys, ledger, metrics, log, usage },
+          { config, keys, ledger, metrics: data.net.metrics, log, usage },
         );
-        data.subs = subscriptions.connect(data.keyHash, notifier);
+        data.subs = hubOf(data.net).connect(data.keyHash, notifier);
         data.rpc = service.connect(data.subs);
       }
     },
@@ -485,7 +511,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const set = socketsByKey.get(data.keyHash);
       set?.delete(ws);
       if (set?.size === 0) socketsByKey.delete(data.keyHash);
-      metrics.wsOpen--;
+      data.net.metrics.wsOpen--;
     },
   });
 
@@ -561,7 +587,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     data.inflight++;
     inflight++;
     const ctx: RequestContext = Gate.context(data.keyHash, data.origin, data.userAgent);
-    (data.rpc ?? service)
+    ctx.network = data.net;
+    (data.rpc ?? data.net.service)
       .handle(text, gate.middleware(ctx), Gate.requestErrorCounter(ctx))
       .then((reply) => (ctx.requestErrors > 0 ? gate.chargeRequestErrors(ctx).then(() => reply) : reply))
       .then(
@@ -620,18 +647,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       res.onAborted(() => {
         aborted = true;
       });
-      store.head().then(
-        (h) => {
-          metrics.headBlock = Number(h.number);
-          metrics.replyBytesInFlight = budget.bytes;
-        },
-        () => {
-          metrics.headBlock = -1;
-        },
-      ).finally(() => {
+      metrics.replyBytesInFlight = budget.bytes;
+      // Refreshes each network's head gauge (health() never rejects).
+      void Promise.all(router.networks.map((n) => n.health())).then(() => {
         if (aborted) return;
+        const all = router.single ? [metrics] : [metrics, ...router.networks.map((n) => n.metrics)];
         res.cork(() => {
-          res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metrics.render());
+          res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(Metrics.renderAll(all));
         });
       });
     });
@@ -647,7 +669,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     closing ??= (async () => {
       shuttingDown = true;
       clearInterval(sweep);
-      detachEvents?.();
+      for (const detach of detachers) detach();
       uWS.us_listen_socket_close(listenSocket);
       if (metricsSocket) uWS.us_listen_socket_close(metricsSocket);
       if (inflight > 0) {
@@ -671,5 +693,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return closing;
   };
 
-  return { port, metricsPort, metrics, keys, ledger, usage, subscriptions, close };
+  return { port, metricsPort, metrics, router, keys, ledger, usage, subscriptions, close };
+}
+
+/** The one network of a server given `service` + `store`: every Host, unlabelled metrics. */
+function singleNetwork(opts: ServerOptions): NetworkRuntime {
+  if (opts.service === undefined || opts.store === undefined) throw new Error('startServer: give service and store, or networks');
+  return new NetworkRuntime({
+    name: IMPLICIT_NETWORK,
+    store: opts.store,
+    service: opts.service,
+    implicit: true,
+    ...(opts.chainEvents !== undefined ? { chainEvents: opts.chainEvents } : {}),
+    ...(opts.ingestStatus !== undefined ? { ingestStatus: opts.ingestStatus } : {}),
+  });
 }

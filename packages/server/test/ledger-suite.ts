@@ -117,6 +117,31 @@ export function ledgerSuite(name: string, open: () => Promise<EngineUnderTest | 
       expect(free.every((r) => r.ok)).toBe(true);
     });
 
+    test('networks: one balance across networks, today\'s usage split by network (refunds too), seen by another instance', async () => {
+      const x = engine();
+      if (!x) return;
+      const h = freshHash();
+      const limits: Limits = { daily: 100, perSecond: 0 };
+      const a = await x.ledger.debit(h, 30, limits, 'mainnet');
+      const b = await x.ledger.debit(h, 50, limits, 'sepolia');
+      expect((await x.ledger.debit(h, 30, limits, 'mainnet')).ok).toBe(false); // 80 + 30 > 100: one balance
+      const c = await x.ledger.debit(h, 20, limits); // a server without networks: no label
+      if (!a.ok || !b.ok || !c.ok) throw new Error('debits refused');
+      expect(a.debit.network).toBe('mainnet');
+      await Promise.all([x.ledger.settle(a.debit, 30), x.ledger.settle(b.debit, 45), x.ledger.settle(c.debit, 20)]);
+      const u = await x.ledger.usage(h);
+      expect(u.used).toBe(95);
+      expect(u.byNetwork).toEqual({ '': 20, mainnet: 30, sepolia: 45 });
+      const other = await x.another();
+      extra.push(other.ledger, other.keys);
+      expect((await other.ledger.usage(h)).byNetwork).toEqual({ '': 20, mainnet: 30, sepolia: 45 });
+      expect((await other.ledger.debit(h, 10, limits, 'sepolia')).ok).toBe(false); // 95 + 10 > 100
+      const last = await other.ledger.debit(h, 5, limits, 'sepolia');
+      if (!last.ok) throw new Error('refused');
+      await other.ledger.settle(last.debit, 5);
+      expect(await other.ledger.usage(h)).toMatchObject({ used: 100, byNetwork: { '': 20, mainnet: 30, sepolia: 50 } });
+    });
+
     test('keys: one JSON value per key, unknown fields pass through, other instances see changes within a second', async () => {
       const x = engine();
       if (!x) return;

@@ -145,7 +145,7 @@ describe('embedded engine specifics', () => {
     await ledger.settle(r2.debit, 200);
     expect(journalSum(dir, '2026-11-22', A)).toBe(900);
     expect(journalSum(dir, '2026-11-23', A)).toBe(200);
-    expect(await ledger.usage(A)).toEqual({ used: 200, resetsAt: '2026-11-24T00:00:00.000Z' });
+    expect(await ledger.usage(A)).toEqual({ used: 200, resetsAt: '2026-11-24T00:00:00.000Z', byNetwork: { '': 200 } });
     await ledger.close();
   });
 });

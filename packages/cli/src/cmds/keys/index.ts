@@ -238,12 +238,17 @@ export function register(program: Command): void {
         used: u.balance.used,
         remaining: u.balance.remaining,
         resetsAt: u.balance.resetsAt,
+        // One balance across networks (serve --network): the key's networks and today's split.
+        networks: v.networks,
+        byNetwork: u.balance.byNetwork,
         days: u.days,
         methods: u.methods,
         minutes: u.minutes,
       };
       if (opts.json) return out(opts, json, '');
       const lines = [`key ${v.id} "${v.name}" (${v.plan}${v.status === 'revoked' ? ', revoked' : ''}): ${u.balance.used} of ${u.balance.dailyCredits} credits used today, ${u.balance.remaining} left; resets at ${u.balance.resetsAt}`];
+      const split = Object.entries(u.balance.byNetwork).filter(([n]) => n !== '');
+      if (split.length > 0) lines.push(`today by network: ${split.map(([n, c]) => `${n} ${c}`).join(', ')}${(u.balance.byNetwork[''] ?? 0) > 0 ? `, (no network) ${u.balance.byNetwork['']}` : ''}`);
       if (u.methods.length > 0) {
         lines.push(`${'METHOD (30 days)'.padEnd(36)} ${'CALLS'.padStart(9)} ${'CREDITS'.padStart(12)} ${'4XX'.padStart(6)} ${'5XX'.padStart(6)} ${'RPC ERR'.padStart(8)}`);
         for (const m of u.methods) lines.push(`${m.method.padEnd(36)} ${String(m.calls).padStart(9)} ${String(m.credits).padStart(12)} ${String(m.e4xx).padStart(6)} ${String(m.e5xx).padStart(6)} ${String(m.erpc).padStart(8)}`);

@@ -1,6 +1,8 @@
 // `node-cli serve [--datadir ./data] [--host 127.0.0.1] [--port 8545] [--config <file>]
-//  [--failover-url <url>] [--metrics-port <port>] [--ledger redis://host:port[/db]] [--ledger-failure open|closed]`: JSON-RPC over HTTP and WebSocket.
+//  [--failover-url <url>] [--metrics-port <port>] [--ledger redis://host:port[/db]] [--ledger-failure open|closed]
 //  [--follow <URL> [--genesis <genesis.json>] [--reorg-depth N] [--poll-ms N]]
+//  [--network <name>=<datadir>[,follow=<URL>]]... [--default-network <name>]`: JSON-RPC over
+//  HTTP and WebSocket, one or several networks.
 import { Option } from 'commander';
 import type { Command } from 'commander';
 import { serve } from './run.js';
@@ -32,9 +34,16 @@ export function register(program: Command): void {
       .description('serve the imported chain: HTTP POST /v3/<API_KEY>, WebSocket /ws/v3/<API_KEY>, GET /health')
       .option('--follow <URL>', 'follow a live JSON-RPC upstream (http(s):// or ws(s)://) while serving; every block is verified before it is written')
       .option('--genesis <file>', 'genesis.json of the followed chain (required for an empty datadir)')
-      .option('--reorg-depth <n>', 'deepest upstream reorg followed before the ingest stops', '64')
+      .option('--reorg-depth <n>', 'deepest upstream reorg followed before the ingest stops (also for --network …,follow=)', '64')
       .addOption(new Option('--poll-ms <ms>', 'upstream poll interval when caught up').default('1000').hideHelp()),
-  ).action(async (opts: ServeOptions) => {
+  )
+    .option(
+      '--network <name>=<datadir>[,follow=<URL>]',
+      'serve this network, chosen by the request Host <name>.<anything> (repeatable; replaces the config\'s networks); --datadir then holds only keys, usage and config',
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
+    .option('--default-network <name>', 'the network answering bare hosts (IP addresses, localhost); without it they get 404')
+    .action(async (opts: ServeOptions) => {
       await serve(opts);
     });
 }

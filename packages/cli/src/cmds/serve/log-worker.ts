@@ -26,15 +26,17 @@ export const LOG_WORKER_NICE = 5;
 export interface LogWorkerData {
   datadir: string;
   rpcConfig: RpcConfig;
+  /** The network this worker serves (fault injection per network); absent for `serve --datadir D`. */
+  network?: string;
 }
 
 if (parentPort === null) throw new Error('log-worker.js runs as a worker thread of node-cli serve');
 const port = parentPort;
-const { datadir, rpcConfig } = workerData as LogWorkerData;
+const { datadir, rpcConfig, network } = workerData as LogWorkerData;
 lowerThreadPriority(LOG_WORKER_NICE);
 const raw = await openChainStore(datadir, { shared: true });
 try {
-  await serveOffloadedCalls(port, applyFaultInjection(raw), rpcConfig);
+  await serveOffloadedCalls(port, applyFaultInjection(raw, process.env, network), rpcConfig);
 } finally {
   await raw.close();
   port.close();

@@ -1,30 +1,31 @@
-// Opens the store, starts the log workers (eth_getLogs off the event loop, config logWorkers),
-// builds the rpc service and runs the uWS server until SIGTERM/SIGINT, then shuts down in
-// order: stop accepting, let in-flight requests finish, stop the log workers (each closes its
-// store), close the store.
+// Opens each network (its store, log workers and rpc service: network.ts), runs the uWS server
+// until SIGTERM/SIGINT, then shuts down in order: stop accepting, let in-flight requests finish,
+// stop each network's log workers and follower, close the stores.
+// Without --network (or config networks) the one chain of --datadir is served on every Host,
+// exactly as before networks existed (and `--follow <URL>` follows it live). A network given as
+// `--network <name>=<datadir>,follow=<URL>` follows its own upstream with its own ingest thread.
 // With `--threads N` (N > 1) this thread owns the ledger (and the dashboard) and N app threads
 // (app-thread.ts) each run the rest on the same port; see serveThreads.
 // Shared by `serve` and `start`. Nothing printed here contains an API key unless the caller
 // passes one for the banner (`start` prints its development key on purpose).
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { KeyManager, hasAdminToken, startDashboard } from '@chainnode/dashboard';
 import type { RunningDashboard } from '@chainnode/dashboard';
-import { ConfigError, FAULT_ENV, LedgerUnavailableError, ThreadLedgerHost, applyFaultInjection, checkLedgerUrl, linkPorts, loadConfig, openLedger, startServer } from '@chainnode/server';
-import type { CreditLedger, KeyStore, LedgerFailureMode, OpenLedger, RunningServer, ServerConfig, UsageRecord } from '@chainnode/server';
-import type { RpcConfig } from '@chainnode/rpc';
-import { OffloadPool, createRpcService, resolveConfig } from '@chainnode/rpc';
-import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
-import type { ChainStore } from '@chainnode/core';
-import { CliError } from '../../cli-error.js';
-import type { LogWorkerData } from './log-worker.js';
-import { FollowRuntime } from './follow-runtime.js';
+import { ConfigError, LedgerUnavailableError, ThreadLedgerHost, checkLedgerUrl, linkPorts, loadConfig, openLedger, startServer } from '@chainnode/server';
+import type { CreditLedger, KeyStore, LedgerFailureMode, NetworkConfig, NetworkRuntime, OpenLedger, RunningServer, ServerConfig, UsageRecord } from '@chainnode/server';
+import { resolveConfig } from '@chainnode/rpc';
 import { redactUrl } from '@chainnode/ingest';
+import { CliError } from '../../cli-error.js';
 import { isUpstreamUrl, parseReorgDepth } from '../sync/index.js';
+import { checkThreadPool, openNetwork, resolveNetworks } from './network.js';
+import type { FollowOptions } from './network.js';
 import type { AppThreadCommand, AppThreadData, AppThreadListening, AppThreadMessage } from './app-thread-api.js';
+
+export { openStore } from './network.js';
 
 export interface ServeOptions {
   datadir: string;
@@ -33,6 +34,10 @@ export interface ServeOptions {
   config?: string;
   failoverUrl?: string;
   metricsPort?: string;
+  /** `--network <name>=<datadir>[,follow=<URL>]`, repeatable. */
+  network?: string[];
+  /** `--default-network <name>`: the network answering bare hosts. */
+  defaultNetwork?: string;
   /** redis://host:port[/db]: keys and credits shared through Redis; default the embedded ledger. */
   ledger?: string;
   ledgerFailure?: string;
@@ -108,19 +113,6 @@ export function readConfig(datadir: string, file: string | undefined): ServerCon
   }
 }
 
-/** `shared`: log worker threads of this process will open the datadir too. */
-export async function openStore(datadir: string, shared = false): Promise<ChainStore> {
-  if (!existsSync(datadir)) throw new CliError(`datadir ${datadir} does not exist (import a chain first: node-cli sync --from <dir> --datadir ${datadir})`);
-  try {
-    return await openChainStore(datadir, { shared });
-  } catch (err) {
-    if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server already running on it?)`);
-    if (err instanceof DatadirEmptyError) throw new CliError(err.message);
-    throw err;
-  }
-}
-
-
 /** A started server with everything it holds (store, log workers, follower). */
 export interface App {
   srv: RunningServer;
@@ -150,11 +142,25 @@ const log = (line: string): void => {
   process.stderr.write(`serve: ${line}\n`);
 };
 
+/** The networks `opts` asks for, checked (`--network` flags replace the config's). */
+function networkSpecs(opts: ServeOptions, config: ServerConfig): { specs: NetworkConfig[]; defaultNetwork: string | undefined } {
+  const specs = resolveNetworks(opts.network, config);
+  if (specs.length > 0 && opts.follow !== undefined) throw new CliError('--follow: with networks, give each network its own: --network <name>=<datadir>,follow=<URL>');
+  if (opts.follow !== undefined && !isUpstreamUrl(opts.follow)) throw new CliError('--follow: expected an http(s):// or ws(s):// JSON-RPC URL');
+  if (opts.genesis !== undefined && opts.follow === undefined) throw new CliError('--genesis: only with --follow <URL>');
+  const defaultNetwork = opts.defaultNetwork ?? (specs.length > 0 ? config.defaultNetwork : undefined);
+  if (defaultNetwork !== undefined) {
+    if (specs.length === 0) throw new CliError('--default-network needs --network (or networks in the config)');
+    if (!specs.some((n) => n.name === defaultNetwork)) throw new CliError(`--default-network ${defaultNetwork}: not among the networks (${specs.map((n) => n.name).join(', ')})`);
+  }
+  return { specs, defaultNetwork };
+}
+
 /**
- * Opens the store (following an upstream with `opts.follow`), starts the log workers and the uWS
- * server on `opts` with the ledger `ledgerOf()` returns (asked for once the store is open: the
- * embedded engine creates files in the datadir, which must not appear before the store's checks);
- * nothing is printed to stdout.
+ * Opens every network (each its store, log workers, rpc service and, with a follow URL, its
+ * ingest thread) and starts the uWS server on `opts` with the ledger `ledgerOf()` returns (asked
+ * for once the stores are open: the embedded engine creates files in the datadir, which must not
+ * appear before the store's checks); nothing is printed to stdout.
  */
 export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, extras: AppExtras = {}): Promise<App> {
   const port = parsePort('--port', opts.port);
@@ -165,58 +171,46 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
   const quiet = (line: string): void => {
     if (notes) log(line);
   };
-  let follow: FollowRuntime | undefined;
-  let raw: ChainStore;
-  if (opts.follow !== undefined) {
-    if (extras.shared === true) throw new CliError('--follow: not with --threads > 1');
-    if (!isUpstreamUrl(opts.follow)) throw new CliError('--follow: expected an http(s):// or ws(s):// JSON-RPC URL');
-    const reorgDepth = parseReorgDepth(opts.reorgDepth);
-    const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
-    if (!Number.isInteger(pollMs) || pollMs < 10) throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
-    if (config.logWorkers > 0) {
-      // Each log worker keeps its own store caches, which the commits do not reach.
-      log('--follow: eth_getLogs runs on the serving thread (logWorkers is ignored while following)');
-      config.logWorkers = 0;
-    }
-    follow = new FollowRuntime({ url: opts.follow, datadir: opts.datadir, ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}), reorgDepth, pollMs }, log);
-    const store = await openFollowedStore(opts.datadir, follow);
-    follow.attach(store);
-    raw = store;
-  } else {
-    if (opts.genesis !== undefined) throw new CliError('--genesis: only with --follow <URL>');
-    raw = await openStore(opts.datadir, config.logWorkers > 0 || extras.shared === true);
+  const { specs, defaultNetwork } = networkSpecs(opts, config);
+  if (extras.shared === true && (opts.follow !== undefined || specs.some((n) => n.follow !== undefined))) {
+    throw new CliError('--follow: not with --threads > 1');
   }
-  let store: ChainStore;
-  try {
-    store = applyFaultInjection(raw);
-  } catch (err) {
-    await follow?.stop();
-    await raw.close();
-    throw new CliError((err as Error).message);
-  }
-  if (store !== raw) quiet(`fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails`);
+  const reorgDepth = parseReorgDepth(opts.reorgDepth);
+  const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
+  if (!Number.isInteger(pollMs) || pollMs < 10) throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
+  const followOf = (url: string | undefined, genesisPath?: string): FollowOptions | undefined =>
+    url === undefined ? undefined : { url, reorgDepth, pollMs, ...(genesisPath !== undefined ? { genesisPath } : {}) };
   const rpcConfig = resolveConfig({
     maxBatchSize: config.maxBatchSize,
     maxBatchResponseBytes: config.maxBatchResponseBytes,
     maxConcurrentBatches: config.maxConcurrentBatches,
   });
-  let logs: OffloadPool | undefined;
-  if (config.logWorkers > 0) {
-    try {
-      logs = await startLogWorkers(opts.datadir, rpcConfig, config, notes ? log : () => {});
-    } catch (err) {
-      await follow?.stop();
-      await raw.close();
-      throw new CliError(`cannot start the log workers: ${(err as Error).message}`);
+  if (notes) checkThreadPool(config, specs.length === 0 ? (opts.follow === undefined ? 1 : 0) : specs.filter((n) => n.follow === undefined).length, log);
+  const shared = extras.shared === true;
+  // One after the other: each opens a LevelDB and starts worker threads; a failure closes the rest.
+  const networks: NetworkRuntime[] = [];
+  const closeAll = async (): Promise<void> => {
+    await Promise.allSettled(networks.map((n) => n.close()));
+  };
+  try {
+    if (specs.length === 0) {
+      const follow = followOf(opts.follow, opts.genesis);
+      networks.push(await openNetwork({ name: '', datadir: opts.datadir, implicit: true, config, rpcConfig, log: quiet, shared, ...(follow !== undefined ? { follow } : {}) }));
     }
+    for (const n of specs) {
+      const follow = followOf(n.follow);
+      networks.push(await openNetwork({ name: n.name, datadir: n.datadir, config, rpcConfig, log: quiet, shared, ...(follow !== undefined ? { follow } : {}) }));
+    }
+  } catch (err) {
+    await closeAll();
+    throw err;
   }
-  const service = createRpcService(store, rpcConfig, logs !== undefined ? { offload: logs } : {});
   let srv: RunningServer;
   try {
     const ledger = ledgerOf();
     srv = await startServer({
-      service,
-      store,
+      networks,
+      ...(defaultNetwork !== undefined ? { defaultNetwork } : {}),
       datadir: opts.datadir,
       config,
       host: opts.host,
@@ -226,18 +220,13 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
       usage: ledger.usage,
       ...(failoverUrl !== undefined ? { failoverUrl } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
-      ...(follow !== undefined ? { chainEvents: follow, ingestStatus: () => follow.status() } : {}),
     });
   } catch (err) {
-    await follow?.stop();
-    await logs?.close();
-    await raw.close();
+    await closeAll();
     throw new CliError((err as Error).message);
   }
   const release = async (): Promise<void> => {
-    await follow?.stop();
-    await logs?.close();
-    await raw.close();
+    await srv.router.close();
   };
   return {
     srv,
@@ -332,6 +321,16 @@ function printBanner(
     if (!hasAdminToken(opts.datadir)) process.stderr.write(`serve: no admin token yet: create one with node-cli admin token create --datadir ${opts.datadir}\n`);
   }
   if (opts.follow !== undefined) process.stdout.write(`serve: following ${redactUrl(opts.follow)} (reorg depth ${parseReorgDepth(opts.reorgDepth)})\n`);
+  const { specs, defaultNetwork } = networkSpecs(opts, config);
+  if (specs.length > 0) {
+    // *.localhost names the loopback in browsers and curl; elsewhere use DNS names whose first label is the network.
+    const shown = opts.host === '127.0.0.1' || opts.host === '::1' || opts.host === 'localhost' ? 'localhost' : hostForUrl;
+    for (const n of specs) {
+      const dflt = `${n.name === defaultNetwork ? ' (default: also bare hosts)' : ''}${n.follow !== undefined ? ` following ${redactUrl(n.follow)}` : ''}`;
+      process.stdout.write(`serve: network ${n.name.padEnd(10)} http://${n.name}.${shown}:${srv.port}/v3/<API_KEY>  ws://${n.name}.${shown}:${srv.port}/ws/v3/<API_KEY>  ${n.datadir}${dflt}\n`);
+    }
+    process.stdout.write(`serve: keys and usage (one account across networks) in ${opts.datadir}\n`);
+  }
   return hostForUrl;
 }
 
@@ -373,7 +372,7 @@ export async function serve(
   onLedger?: (l: OpenLedger) => Promise<void>,
 ): Promise<void> {
   const threads = parseThreads(opts.threads);
-  if (threads > 1 && opts.follow !== undefined) {
+  if (threads > 1 && (opts.follow !== undefined || (opts.network ?? []).some((n) => n.includes(',follow=')))) {
     // The follower's commits invalidate the caches of the one serving thread (applyCommit); the
     // other app threads' stores would not see them.
     throw new CliError('--threads > 1 cannot be combined with --follow (a follower serves from one thread)');
@@ -386,6 +385,7 @@ export async function serve(
   parseLedgerUrl(opts.ledger);
   parseLedgerFailure(opts.ledgerFailure);
   const config = readConfig(opts.datadir, opts.config);
+  networkSpecs(opts, config);
   const ledger = await openServeLedger(opts, config, onLedger);
   if (threads > 1) {
     await serveThreads(opts, threads, ledger, config, banner);
@@ -519,59 +519,4 @@ async function serveThreads(
       await stopAll();
     }),
   ]);
-}
-
-/**
- * The log workers: `logWorkers` threads answering eth_getLogs from their own shared handle on
- * the datadir, at most `logQueueLimit` calls queued or running. Each worker keeps its log reads
- * to 2 of libuv's thread pool (the store's limit), a pool the whole process shares (default 4
- * threads, UV_THREADPOOL_SIZE): with more workers than leave 2 threads to the main thread's
- * reads, block reads could queue behind log reads again, so that is reported.
- */
-async function startLogWorkers(datadir: string, rpcConfig: RpcConfig, config: ServerConfig, log: (line: string) => void): Promise<OffloadPool> {
-  const threads = Number(process.env['UV_THREADPOOL_SIZE']) || 4;
-  if (2 * config.logWorkers + 2 > threads) {
-    log(`logWorkers ${config.logWorkers}: log reads may hold ${2 * config.logWorkers} of the ${threads} libuv threads; set UV_THREADPOOL_SIZE to at least ${2 * config.logWorkers + 2}`);
-  }
-  const workerData: LogWorkerData = { datadir, rpcConfig };
-  const pool = await OffloadPool.start({
-    script: new URL('./log-worker.js', import.meta.url),
-    workerData,
-    size: config.logWorkers,
-    queueLimit: config.logQueueLimit,
-    timeoutMs: rpcConfig.logs.timeoutMs,
-    log,
-  });
-  log(`eth_getLogs runs in ${config.logWorkers} worker thread${config.logWorkers === 1 ? '' : 's'} (at most ${config.logQueueLimit} calls queued or running)`);
-  return pool;
-}
-
-/**
- * The serving store of `serve --follow`, opened shared with the ingest thread: at once if the
- * datadir already holds a chain, else once the ingest has written its genesis.
- */
-async function openFollowedStore(datadir: string, follow: FollowRuntime): Promise<LevelChainStore> {
-  const open = async (): Promise<LevelChainStore> => {
-    try {
-      return await LevelChainStore.open(datadir, { shared: true });
-    } catch (err) {
-      if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server or a sync already running on it?)`);
-      throw err;
-    }
-  };
-  try {
-    return await open();
-  } catch (err) {
-    if (!(err instanceof DatadirEmptyError)) {
-      await follow.stop();
-      throw err;
-    }
-  }
-  try {
-    await follow.ready;
-  } catch (err) {
-    await follow.stop();
-    throw new CliError(`--follow: ${(err as Error).message}`);
-  }
-  return open();
 }

@@ -1,0 +1,202 @@
+// One network of `serve`: opens its datadir (its own store and caches), starts its own log
+// workers, builds its rpc service and hands the server a NetworkRuntime (server/src/network.ts),
+// which the server routes requests to by Host. Nothing here is shared between networks except the
+// process: a network whose store fails answers its own calls with errors, the others carry on.
+//
+// With `follow=<URL>` the network also runs its own ingest thread following that upstream
+// (follow-runtime.ts, as `serve --follow`): its commits reach only its own store and ChainEvents.
+// `--network <name>=<datadir>[,follow=<URL>]` is parsed here too.
+import { existsSync } from 'node:fs';
+import { ConfigError, FAULT_ENV, IMPLICIT_NETWORK, NetworkRuntime, applyFaultInjection, checkNetwork, checkNetworks } from '@chainnode/server';
+import type { NetworkConfig, ServerConfig } from '@chainnode/server';
+import type { RpcConfig } from '@chainnode/rpc';
+import { OffloadPool, createRpcService } from '@chainnode/rpc';
+import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
+import type { ChainStore } from '@chainnode/core';
+import { CliError } from '../../cli-error.js';
+import type { LogWorkerData } from './log-worker.js';
+import { FollowRuntime } from './follow-runtime.js';
+
+/** How a network follows its upstream (`follow=<URL>`, or `serve --follow` for --datadir). */
+export interface FollowOptions {
+  url: string;
+  genesisPath?: string;
+  reorgDepth: bigint;
+  pollMs: number;
+}
+
+/** Parses one `--network <name>=<datadir>[,follow=<URL>]`. */
+export function parseNetworkSpec(spec: string): NetworkConfig {
+  const eq = spec.indexOf('=');
+  if (eq <= 0) throw new CliError(`--network ${spec}: expected <name>=<datadir>[,follow=<URL>]`);
+  const name = spec.slice(0, eq);
+  const rest = spec.slice(eq + 1);
+  // The datadir is everything up to the first ",follow=" (a datadir may contain commas otherwise).
+  const at = rest.indexOf(',follow=');
+  const datadir = at < 0 ? rest : rest.slice(0, at);
+  const follow = at < 0 ? undefined : rest.slice(at + ',follow='.length);
+  try {
+    return checkNetwork(`--network ${name}`, name, datadir, follow);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+/** The networks to serve: `--network` flags (they replace the config's), else the config's. */
+export function resolveNetworks(flags: readonly string[] | undefined, config: ServerConfig): NetworkConfig[] {
+  const list = flags !== undefined && flags.length > 0 ? flags.map(parseNetworkSpec) : config.networks;
+  try {
+    checkNetworks('--network', list);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message);
+    throw err;
+  }
+  return list;
+}
+
+/** `shared`: log worker threads of this process will open the datadir too. */
+export async function openStore(datadir: string, shared = false): Promise<ChainStore> {
+  if (!existsSync(datadir)) throw new CliError(`datadir ${datadir} does not exist (import a chain first: node-cli sync --from <dir> --datadir ${datadir})`);
+  try {
+    return await openChainStore(datadir, { shared });
+  } catch (err) {
+    if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server already running on it?)`);
+    if (err instanceof DatadirEmptyError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+export interface OpenNetworkOptions {
+  name: string;
+  datadir: string;
+  /** The one network of `serve --datadir D` (every Host, unlabelled metrics, journal without network). */
+  implicit?: boolean;
+  config: ServerConfig;
+  rpcConfig: RpcConfig;
+  log: (line: string) => void;
+  /** Follow this upstream while serving (own ingest thread into the network's datadir). */
+  follow?: FollowOptions;
+  /** Other threads of this process open the datadir too (serve --threads). */
+  shared?: boolean;
+}
+
+/** Opens a network's store, its log workers and rpc service; on failure nothing stays open. */
+export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime> {
+  const label = o.implicit ? '' : `network ${o.name}: `;
+  const log = (line: string): void => o.log(`${label}${line}`);
+  // Each log worker keeps its own store caches, which a follower's commits do not reach: a
+  // following network answers eth_getLogs on the serving thread.
+  let workers = o.config.logWorkers;
+  if (o.follow !== undefined && workers > 0) {
+    log('follows an upstream: eth_getLogs runs on the serving thread (logWorkers is ignored while following)');
+    workers = 0;
+  }
+  let follow: FollowRuntime | undefined;
+  let raw: ChainStore;
+  try {
+    if (o.follow !== undefined) {
+      const f = o.follow;
+      follow = new FollowRuntime({ url: f.url, datadir: o.datadir, ...(f.genesisPath !== undefined ? { genesisPath: f.genesisPath } : {}), reorgDepth: f.reorgDepth, pollMs: f.pollMs }, log);
+      const store = await openFollowedStore(o.datadir, follow, o.implicit ? '--follow' : 'follow');
+      follow.attach(store);
+      raw = store;
+    } else {
+      raw = await openStore(o.datadir, workers > 0 || o.shared === true);
+    }
+  } catch (err) {
+    throw err instanceof CliError && !o.implicit ? new CliError(`${label}${err.message}`) : err;
+  }
+  const network = o.implicit ? undefined : o.name;
+  let store: ChainStore;
+  try {
+    store = applyFaultInjection(raw, process.env, network);
+  } catch (err) {
+    await follow?.stop();
+    await raw.close();
+    throw new CliError((err as Error).message);
+  }
+  if (store !== raw) log(`fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails`);
+  let logs: OffloadPool | undefined;
+  if (workers > 0) {
+    try {
+      logs = await startLogWorkers({ datadir: o.datadir, rpcConfig: o.rpcConfig, ...(network !== undefined ? { network } : {}) }, o.config, log);
+    } catch (err) {
+      await follow?.stop();
+      await raw.close();
+      throw new CliError(`${label}cannot start the log workers: ${(err as Error).message}`);
+    }
+  }
+  const service = createRpcService(store, o.rpcConfig, logs !== undefined ? { offload: logs } : {});
+  return new NetworkRuntime({
+    name: o.implicit ? IMPLICIT_NETWORK : o.name,
+    store,
+    service,
+    implicit: o.implicit === true,
+    ...(follow !== undefined ? { chainEvents: follow, ingestStatus: () => (follow as FollowRuntime).status() } : {}),
+    stop: async () => {
+      await follow?.stop();
+      await logs?.close();
+    },
+    closeStore: () => raw.close(),
+  });
+}
+
+/**
+ * The log workers of one network: `logWorkers` threads answering eth_getLogs from their own
+ * shared handle on the network's datadir, at most `logQueueLimit` calls queued or running. Each
+ * worker keeps its log reads to 2 of libuv's thread pool (the store's limit), a pool the whole
+ * process shares (default 4 threads, UV_THREADPOOL_SIZE): with more workers than leave 2 threads
+ * to the main thread's reads, block reads could queue behind log reads again, so that is reported.
+ */
+async function startLogWorkers(workerData: LogWorkerData, config: ServerConfig, log: (line: string) => void): Promise<OffloadPool> {
+  const pool = await OffloadPool.start({
+    script: new URL('./log-worker.js', import.meta.url),
+    workerData,
+    size: config.logWorkers,
+    queueLimit: config.logQueueLimit,
+    timeoutMs: workerData.rpcConfig.logs.timeoutMs,
+    log,
+  });
+  log(`eth_getLogs runs in ${config.logWorkers} worker thread${config.logWorkers === 1 ? '' : 's'} (at most ${config.logQueueLimit} calls queued or running)`);
+  return pool;
+}
+
+/** Warns when the log workers of all networks may hold more of libuv's pool than it has. */
+export function checkThreadPool(config: ServerConfig, networks: number, log: (line: string) => void): void {
+  const threads = Number(process.env['UV_THREADPOOL_SIZE']) || 4;
+  const workers = config.logWorkers * networks;
+  if (workers > 0 && 2 * workers + 2 > threads) {
+    log(`logWorkers ${config.logWorkers}${networks > 1 ? ` x ${networks} networks` : ''}: log reads may hold ${2 * workers} of the ${threads} libuv threads; set UV_THREADPOOL_SIZE to at least ${2 * workers + 2}`);
+  }
+}
+
+/**
+ * The serving store of a following network, opened shared with its ingest thread: at once if the
+ * datadir already holds a chain, else once the ingest has written its genesis.
+ */
+async function openFollowedStore(datadir: string, follow: FollowRuntime, what: string): Promise<LevelChainStore> {
+  const open = async (): Promise<LevelChainStore> => {
+    try {
+      return await LevelChainStore.open(datadir, { shared: true });
+    } catch (err) {
+      if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server or a sync already running on it?)`);
+      throw err;
+    }
+  };
+  try {
+    return await open();
+  } catch (err) {
+    if (!(err instanceof DatadirEmptyError)) {
+      await follow.stop();
+      throw err;
+    }
+  }
+  try {
+    await follow.ready;
+  } catch (err) {
+    await follow.stop();
+    throw new CliError(`${what}: ${(err as Error).message}`);
+  }
+  return open();
+}
