@@ -187,9 +187,15 @@ export class ImportPipeline {
       created = true;
     } else {
       writer.trieDb.rejectBlock(); // genesis state already stored
-      if (opts.genesis !== undefined && !equalsBytes(stored, genesisHash) && opts.genesis.headerRlp === undefined) {
+      // The stored genesis.json builds `genesisHash`; a given one must build the same block 0.
+      const given = opts.genesis;
+      const givenHash =
+        given === undefined || given.headerRlp !== undefined || JSON.stringify(given.json) === JSON.stringify(json)
+          ? genesisHash
+          : await genesisHashOf(given.json);
+      if (given !== undefined && !equalsBytes(stored, givenHash) && given.headerRlp === undefined) {
         throw new ChainMismatchError(
-          `datadir ${opts.datadir} holds a chain with genesis ${hex(stored)}, but the given genesis.json has genesis ${hex(genesisHash)}; use another --datadir`,
+          `datadir ${opts.datadir} holds a chain with genesis ${hex(stored)}, but the given genesis.json has genesis ${hex(givenHash)}; use another --datadir`,
         );
       }
     }
@@ -377,4 +383,11 @@ export class GenesisRequiredError extends Error {
     super(`datadir ${datadir} is empty: --genesis <genesis.json> is required to start it`);
     this.name = 'GenesisRequiredError';
   }
+}
+
+/** The block-0 hash `json` builds, computed in a throwaway in-memory state (alloc included). */
+async function genesisHashOf(json: GethGenesis): Promise<Uint8Array> {
+  const common = commonFromGenesis(json);
+  const block = await buildGenesis(json, common, new MerkleStateManager({ common }));
+  return block.hash();
 }
