@@ -3,7 +3,7 @@
 // proofs) cause exactly ONE read of each LevelDB key, through the real store over the fixture
 // chain, and all 200 get the same answer. The service is what HTTP, WebSocket and batches all
 // call, so this holds for every transport. Reads are counted by wrapping the store's LevelDB
-// handle (get, getMany and iterators).
+// handle (get, getSync, getMany and iterators).
 import { openChainStore } from '@chainnode/store';
 import { datadirCopy } from '@chainnode/testkit';
 import type { ChainStore } from '@chainnode/core';
@@ -23,11 +23,17 @@ function instrument(store: ChainStore): Reads {
   };
   const db = (store as unknown as { db: Record<string, (...a: unknown[]) => unknown> }).db;
   const get = db.get!.bind(db);
+  const getSync = db.getSync!.bind(db);
   const getMany = db.getMany!.bind(db);
   const iterator = db.iterator!.bind(db);
   db.get = (key: unknown, ...rest: unknown[]) => {
     count(hex(key as Uint8Array));
     return get(key, ...rest);
+  };
+  // The cold path reads synchronously (classic-level getSync): those reads count the same.
+  db.getSync = (key: unknown, ...rest: unknown[]) => {
+    count(hex(key as Uint8Array));
+    return getSync(key, ...rest);
   };
   db.getMany = (keys: unknown, ...rest: unknown[]) => {
     for (const k of keys as Uint8Array[]) count(hex(k));

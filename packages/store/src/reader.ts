@@ -84,20 +84,32 @@ class CachedTrieDb extends TrieNodeDb {
   }
 
   override async get(key: string, opts?: EncodingOpts): Promise<Uint8Array | string | undefined> {
-    let v = this.nodes.get(key);
-    if (v === undefined) {
-      // A synchronous read (KvSyncRead): one trie walk is several dependent node reads. No
-      // single-flight needed: a synchronous load fills the cache before any other caller runs.
-      v = tables.trieNodes.getSync(this.sync, Buffer.from(key, 'hex'));
-      if (v === undefined) return undefined;
-      this.nodes.set(key, v);
-    }
+    const v = this.node(key);
+    if (v === undefined) return undefined;
     return opts?.valueEncoding === 'string' ? Buffer.from(v).toString('hex') : v;
+  }
+
+  /**
+   * The node whose hash is `hexHash`, read synchronously (KvSyncRead) and cached: the proof
+   * tries (get above) and the synchronous trie walk of storage reads share this one cache, so a
+   * node is read once whichever path asks first. No single-flight needed: a synchronous load
+   * fills the cache before any other caller runs.
+   */
+  node(hexHash: string): Uint8Array | undefined {
+    let v = this.nodes.get(hexHash);
+    if (v === undefined) {
+      v = tables.trieNodes.getSync(this.sync, Buffer.from(hexHash, 'hex'));
+      if (v === undefined) return undefined;
+      this.nodes.set(hexHash, v);
+    }
+    return v;
   }
 }
 
 export class LevelChainStore implements ChainStore {
   private readonly blocks = new Lru<string, BlockRecord>(1024);
+  /** Block number by block hash (immutable: a block's number never changes). */
+  private readonly numbers = new Lru<string, bigint>(65_536);
   private readonly headers = new Lru<string, HeaderRecord>(4096);
   private readonly canonicalCache = new Lru<bigint, Uint8Array>(8192);
   private readonly txCache = new Lru<string, TxWithLocation>(16_384);
@@ -118,7 +130,7 @@ export class LevelChainStore implements ChainStore {
   private headCache: ChainHead | undefined;
   /** Bumped by applyCommit: a read that started under an older generation does not fill caches. */
   private gen = 0;
-  private readonly trieDb: TrieNodeDb;
+  private readonly trieDb: CachedTrieDb;
   private readonly logQueries: LogQueries;
 
   private constructor(
@@ -191,6 +203,13 @@ export class LevelChainStore implements ChainStore {
     // A synchronous read (cold path): it fills the cache before any other caller can run, so
     // concurrent misses cannot pile up (no single-flight needed) and no commit can land between
     // the read and the fill (no generation check needed).
+    return this.canonicalSync(number);
+  }
+
+  /** The canonical hash of `number` from the cache, else one synchronous read that fills it. */
+  private canonicalSync(number: bigint): Uint8Array | undefined {
+    const hit = this.canonicalCache.get(number);
+    if (hit !== undefined) return hit;
     const hash = tables.canonical.getSync(this.db, number);
     if (hash !== undefined) this.canonicalCache.set(number, hash);
     return hash;
@@ -203,8 +222,15 @@ export class LevelChainStore implements ChainStore {
   /** Number of `hash` if it is canonical. */
   private async canonicalNumber(hash: Uint8Array): Promise<bigint | undefined> {
     if (hash.length !== 32) return undefined;
-    const n = tables.hashToNumber.getSync(this.db, hash);
-    if (n === undefined) return undefined;
+    // A block's number never changes, so hash -> number is cached without invalidation; whether
+    // the block is canonical is asked of the canonical table (cache) each time.
+    const key = byteKey(hash);
+    let n = this.numbers.get(key);
+    if (n === undefined) {
+      n = tables.hashToNumber.getSync(this.db, hash);
+      if (n === undefined) return undefined;
+      this.numbers.set(key, n);
+    }
     const c = await this.canonical(n);
     return c !== undefined && bytesEqual(c, hash) ? n : undefined;
   }
@@ -254,7 +280,7 @@ export class LevelChainStore implements ChainStore {
     // another branch written since the header was checked (its commit not yet applied here), so it
     // is used only while the number is still this block's; otherwise the hashes are recomputed.
     const stillCanonical = (): boolean => {
-      const c = tables.canonical.getSync(this.db, header.number);
+      const c = this.canonicalSync(header.number);
       return c !== undefined && bytesEqual(c, hash);
     };
     const txHashes =
@@ -371,17 +397,8 @@ export class LevelChainStore implements ChainStore {
     return new MerklePatriciaTrie({ db: this.trieDb, root, useKeyHashing: true, valueEncoding: 'view' });
   }
 
-  /** Trie nodes by hash for trieLookup (content-addressed: never stale). */
-  private readonly nodeCache = new Lru<string, Uint8Array>(65_536);
-  private readonly nodeSource: NodeSource = (hash) => {
-    const key = byteKey(hash);
-    let v = this.nodeCache.get(key);
-    if (v === undefined) {
-      v = tables.trieNodes.getSync(this.db, hash);
-      if (v !== undefined) this.nodeCache.set(key, v);
-    }
-    return v;
-  };
+  /** Trie nodes by hash for trieLookup: the same cache as the proof tries (content-addressed: never stale). */
+  private readonly nodeSource: NodeSource = (hash) => this.trieDb.node(Buffer.from(hash).toString('hex'));
 
   /** The value at hashed key `path` of the trie `root` (null when absent): trie-read.ts, synchronous reads. */
   private trieLookup(root: Uint8Array, path: Uint8Array): Uint8Array | null {
