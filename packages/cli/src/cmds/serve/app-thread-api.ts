@@ -1,6 +1,6 @@
 // Messages between `serve --threads` (run.ts) and its app threads (app-thread.ts).
 import type { ThreadLedgerLink } from '@chainnode/server';
-import type { ServeOptions } from './run.js';
+import type { ServeOptions } from './options.js';
 
 export interface AppThreadData {
   opts: ServeOptions;

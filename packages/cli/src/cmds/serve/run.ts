@@ -24,36 +24,11 @@ import { isUpstreamUrl, parseReorgDepth } from '../sync/index.js';
 import { checkThreadPool, openNetwork, resolveNetworks } from './network.js';
 import type { FollowOptions } from './network.js';
 import type { AppThreadCommand, AppThreadData, AppThreadListening, AppThreadMessage } from './app-thread-api.js';
+import type { ServeOptions } from './options.js';
 
 export { openStore } from './network.js';
 
-export interface ServeOptions {
-  datadir: string;
-  host: string;
-  port: string;
-  config?: string;
-  failoverUrl?: string;
-  metricsPort?: string;
-  /** `--network <name>=<datadir>[,follow=<URL>]`, repeatable. */
-  network?: string[];
-  /** `--default-network <name>`: the network answering bare hosts. */
-  defaultNetwork?: string;
-  /** redis://host:port[/db]: keys and credits shared through Redis; default the embedded ledger. */
-  ledger?: string;
-  ledgerFailure?: string;
-  dashboard?: boolean;
-  adminHost?: string;
-  adminPort?: string;
-  adminTlsCert?: string;
-  adminTlsKey?: string;
-  /** serve --follow <URL>: follow a live upstream while serving. */
-  follow?: string;
-  genesis?: string;
-  reorgDepth?: string;
-  pollMs?: string;
-  /** App threads on the port (default 1; `cores`: one per core). Not with `follow`. */
-  threads?: string;
-}
+export type { ServeOptions } from './options.js';
 
 /** The admin port to use, or undefined when the dashboard is off (default port 8546). */
 function dashboardPort(opts: ServeOptions): number | undefined {

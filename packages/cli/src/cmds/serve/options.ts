@@ -1,0 +1,29 @@
+// The options of `serve` (and `start`), as commander hands them over: shared by run.ts and the
+// app threads' messages (app-thread-api.ts) without either importing the other.
+export interface ServeOptions {
+  datadir: string;
+  host: string;
+  port: string;
+  config?: string;
+  failoverUrl?: string;
+  metricsPort?: string;
+  /** `--network <name>=<datadir>[,follow=<URL>]`, repeatable. */
+  network?: string[];
+  /** `--default-network <name>`: the network answering bare hosts. */
+  defaultNetwork?: string;
+  /** redis://host:port[/db]: keys and credits shared through Redis; default the embedded ledger. */
+  ledger?: string;
+  ledgerFailure?: string;
+  dashboard?: boolean;
+  adminHost?: string;
+  adminPort?: string;
+  adminTlsCert?: string;
+  adminTlsKey?: string;
+  /** serve --follow <URL>: follow a live upstream while serving. */
+  follow?: string;
+  genesis?: string;
+  reorgDepth?: string;
+  pollMs?: string;
+  /** App threads on the port (default 1; `cores`: one per core). Not with `follow`. */
+  threads?: string;
+}
