@@ -28,6 +28,11 @@ export interface ChainInfo {
  * Everything is canonical-chain only. "Not found" is `undefined`, never an exception; a
  * failure to read throws StoreUnavailableError.
  */
+/** A JSON text ready to be spliced into an answer (exactly what the formatter would write). */
+export interface ReadyJson {
+  readonly text: string;
+}
+
 export interface ChainStore {
   info(): ChainInfo;
   /** The newest fully imported block. */
@@ -37,6 +42,12 @@ export interface ChainStore {
   blockNumber(hash: Bytes): Promise<bigint | undefined>;
   header(hash: Bytes): Promise<HeaderRecord | undefined>;
   block(hash: Bytes): Promise<BlockRecord | undefined>;
+  /**
+   * The canonical block `hash` as its hashes-only JSON answer, when the store keeps a
+   * ready-to-serve encoding of it (else undefined, and the caller formats block()). While
+   * cached, the same object for the same block.
+   */
+  readyBlockJson?(hash: Bytes): Promise<ReadyJson | undefined>;
   /** Uncle `index` of the canonical block `blockHash`; undefined past the end. */
   uncle(blockHash: Bytes, index: number): Promise<UncleRecord | undefined>;
   transaction(hash: Bytes): Promise<TxWithLocation | undefined>;

@@ -5,3 +5,4 @@ export type * from './chainstore.js';
 export * from './codec.js';
 export type * from './chain-events.js';
 export * from './single-flight.js';
+export * from './block-json.js';

@@ -1,7 +1,7 @@
 // What handlers get: the store, the config, and block-parameter resolution shared by all
 // methods (tags -> numbers, EIP-1898 selectors -> headers).
 import { ServerError } from '@chainnode/core';
-import type { AccountProofRecord, BlockRecord, ChainStore, HeaderRecord, TxWithLocation } from '@chainnode/core';
+import type { AccountProofRecord, BlockRecord, ChainStore, HeaderRecord, ReadyJson, TxWithLocation } from '@chainnode/core';
 import type { JsonBlock } from './formatters/block.js';
 import type { JsonAccountProof } from './formatters/proof.js';
 import type { JsonTransaction } from './formatters/transaction.js';
@@ -30,12 +30,14 @@ export interface HandlerContext {
 
 export interface FormatMemos {
   blocks: FormatMemo<BlockRecord, JsonBlock>;
+  /** The store's ready-to-serve block answers (ChainStore.readyBlockJson). */
+  ready: FormatMemo<ReadyJson, JsonBlock>;
   transactions: FormatMemo<TxWithLocation, JsonTransaction>;
   proofs: FormatMemo<AccountProofRecord, JsonAccountProof>;
 }
 
 export function createFormatMemos(): FormatMemos {
-  return { blocks: new FormatMemo(), transactions: new FormatMemo(), proofs: new FormatMemo() };
+  return { blocks: new FormatMemo(), ready: new FormatMemo(), transactions: new FormatMemo(), proofs: new FormatMemo() };
 }
 
 /** Tag or number -> block number. Numbers past the head are returned as they are. */

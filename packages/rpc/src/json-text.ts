@@ -58,4 +58,16 @@ export class FormatMemo<K extends object, V> {
     }
     return text;
   }
+
+  /** Like get(), for a writer that produces the JSON text itself (exactly JSON.stringify of the value). */
+  text(record: K, variant: string, write: (record: K) => string): JsonText<V> {
+    let byVariant = this.map.get(record);
+    if (byVariant === undefined) this.map.set(record, (byVariant = new Map()));
+    let text = byVariant.get(variant);
+    if (text === undefined) {
+      text = new JsonText<V>(write(record), true);
+      byVariant.set(variant, text);
+    }
+    return text;
+  }
 }

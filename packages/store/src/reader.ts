@@ -25,6 +25,8 @@ import {
   bytesToBigInt,
   decodeHeader,
   decodeTransaction,
+  hashList,
+  spliceTransactions,
   withdrawalsFromValues,
 } from '@chainnode/core';
 import type {
@@ -39,6 +41,7 @@ import type {
   LogQuery,
   LogQueryOptions,
   LogQueryResult,
+  ReadyJson,
   StorageProofRecord,
   TxRecord,
   TxWithLocation,
@@ -116,6 +119,8 @@ export class LevelChainStore implements ChainStore {
   private readonly accounts = new Lru<string, AccountView | null>(16_384);
   private readonly slots = new Lru<string, Uint8Array>(65_536);
   private readonly proofs = new Lru<string, AccountProofRecord>(2048);
+  /** Hashes-only block answers (about 1.5 KB each): what readyBlockJson hands out. */
+  private readonly readyJson = new Lru<string, ReadyJson>(4096);
   /**
    * Cache misses in progress, one load per key however many callers wait (single-flight). Loads
    * that are wholly synchronous (canonical numbers, accounts, storage slots: the cold path) need none.
@@ -312,6 +317,36 @@ export class LevelChainStore implements ChainStore {
     return record;
   }
 
+  readyBlockJson(hash: Bytes): Promise<ReadyJson | undefined> {
+    return this.hit(this.readyJson.get(byteKey(hash))) ?? this.guard('readyBlockJson', () => this.loadReadyJson(hash));
+  }
+
+  /**
+   * The BlockJson row (written at import, schema.ts) with the block's tx hashes spliced in: two
+   * synchronous reads and no decoding. Undefined when the block is not canonical or has no row
+   * (a datadir written before the row existed).
+   */
+  private async loadReadyJson(hash: Uint8Array): Promise<ReadyJson | undefined> {
+    const key = byteKey(hash);
+    const hit = this.readyJson.get(key);
+    if (hit !== undefined) return hit;
+    const gen = this.gen;
+    const n = await this.canonicalNumber(hash);
+    if (n === undefined) return undefined;
+    const raw = tables.blockJson.getSync(this.db, hash);
+    if (raw === undefined) return undefined;
+    const head = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('latin1');
+    // BlockTxHashes is keyed by number: under a follower the row may already belong to another
+    // branch's block (written, its commit not yet applied here). Read first, then check that the
+    // DATABASE still maps the number to this block; otherwise the caller formats block().
+    const txHashes = tables.blockTxHashes.getSync(this.db, n) ?? [];
+    const now = tables.canonical.getSync(this.db, n);
+    if (now === undefined || !bytesEqual(now, hash)) return undefined;
+    const ready: ReadyJson = { text: spliceTransactions(head, hashList(txHashes)) };
+    if (gen === this.gen) this.readyJson.set(key, ready);
+    return ready;
+  }
+
   uncle(blockHash: Bytes, index: number): Promise<UncleRecord | undefined> {
     return this.guard('uncle', async () => {
       if ((await this.canonicalNumber(blockHash)) === undefined) return undefined;
@@ -368,6 +403,7 @@ export class LevelChainStore implements ChainStore {
     for (const b of commit.removed) {
       numbers.push(b.number);
       this.blocks.delete(byteKey(b.hash));
+      this.readyJson.delete(byteKey(b.hash));
       this.headers.delete(byteKey(b.hash));
     }
     for (const b of commit.added) numbers.push(b.number);

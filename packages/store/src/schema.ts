@@ -24,6 +24,11 @@
 //                           pure function of the id set (batch grouping does not show).
 //   0x0e    TrieNodes       key as the MPT / state manager asks (node hash, 'c'++codeHash) -> bytes
 //   0x0f    BlockTxHashes   number(8) -> txHash(32) per tx, concatenated in tx order
+//   0x10    BlockJson       blockHash(32) -> the block's JSON answer with an empty transaction list
+//                           (core's blockJsonHead, ASCII), written at import: a ready-to-serve
+//                           encoding for hashes-only block answers. Optional per block: a
+//                           datadir written before it existed has none, and readers then format
+//                           the block from the rows above (so no schema version bump).
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
 
@@ -45,6 +50,7 @@ export const Prefix = {
   LogIndex: 0x0d,
   TrieNodes: 0x0e,
   BlockTxHashes: 0x0f,
+  BlockJson: 0x10,
 } as const;
 
 export const LogIndexKind = { Address: 0x10 } as const;
@@ -692,4 +698,5 @@ export const tables = {
   logIndex: new Table(Prefix.LogIndex, 'LogIndex', logIndexKeyCodec, postingCodec),
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, fixedListCodec(32)),
+  blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, rawCodec),
 } as const;

@@ -3,7 +3,8 @@
 // group and the head pointer (last). A crash before the batch lands leaves the previous head
 // and nothing of the group; after it, the whole group.
 import { RLP } from '@ethereumjs/rlp';
-import { bytesToBigInt } from '@chainnode/core';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { blockJsonHead, bytesToBigInt, decodeHeader, withdrawalsFromValues } from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
@@ -728,6 +729,16 @@ export class StoreWriter {
   private stageBlock(b: BlockInput): void {
     this.trieDb.acceptBlock();
     this.stageRows(b);
+    // The ready-to-serve JSON of the block (schema.ts, BlockJson). Not for addPreExecutedBlock's
+    // synthetic bench chains: readers format blocks without the row.
+    const text = blockJsonHead({
+      header: decodeHeader(b.headerRlp, b.hash),
+      size: b.body.size,
+      totalDifficulty: b.totalDifficulty,
+      uncleHashes: b.body.uncles.map((u) => keccak256(u)),
+      ...(b.body.withdrawals !== undefined ? { withdrawals: withdrawalsFromValues(b.body.withdrawals) } : {}),
+    });
+    tables.blockJson.stage(this.group, b.hash, Buffer.from(text, 'latin1'), this.alloc);
   }
 
   private stageRows(b: BlockInput): void {

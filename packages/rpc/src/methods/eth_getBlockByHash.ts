@@ -1,5 +1,5 @@
 import type { Bytes } from '@chainnode/core';
-import { formatBlock } from '../formatters/block.js';
+import { blockText } from '../formatters/block.js';
 import type { JsonBlock } from '../formatters/block.js';
 import { decodeArgs, decodeBool, decodeHash } from '../params.js';
 import type { MethodDef } from '../method.js';
@@ -15,9 +15,13 @@ export const eth_getBlockByHash: MethodDef<GetBlockByHashParams, JsonBlock | nul
   decode: (params) =>
     decodeArgs(params, 2, (arg) => ({ hash: decodeHash(arg(0)), fullTransactions: decodeBool(arg(1)) })),
   async handle(ctx, p) {
+    if (!p.fullTransactions && ctx.store.readyBlockJson !== undefined) {
+      const ready = await ctx.store.readyBlockJson(p.hash);
+      if (ready !== undefined) return ctx.memo.ready.text(ready, 'hashes', (r) => r.text);
+    }
     const block = await ctx.store.block(p.hash);
     if (block === undefined) return null;
     const full = p.fullTransactions;
-    return ctx.memo.blocks.get(block, full ? 'full' : 'hashes', (b) => formatBlock(b, full));
+    return ctx.memo.blocks.text(block, full ? 'full' : 'hashes', (b) => blockText(b, full));
   },
 };

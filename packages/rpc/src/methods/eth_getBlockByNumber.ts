@@ -1,5 +1,5 @@
 import { resolveBlockNumber } from '../context.js';
-import { formatBlock } from '../formatters/block.js';
+import { blockText } from '../formatters/block.js';
 import type { JsonBlock } from '../formatters/block.js';
 import { decodeArgs, decodeBlockNumber, decodeBool } from '../params.js';
 import type { BlockNumberParam } from '../params.js';
@@ -19,9 +19,13 @@ export const eth_getBlockByNumber: MethodDef<GetBlockByNumberParams, JsonBlock |
     const number = await resolveBlockNumber(ctx, p.block);
     const hash = await ctx.store.canonicalHash(number);
     if (hash === undefined) return null;
+    if (!p.fullTransactions && ctx.store.readyBlockJson !== undefined) {
+      const ready = await ctx.store.readyBlockJson(hash);
+      if (ready !== undefined) return ctx.memo.ready.text(ready, 'hashes', (r) => r.text);
+    }
     const block = await ctx.store.block(hash);
     if (block === undefined) return null;
     const full = p.fullTransactions;
-    return ctx.memo.blocks.get(block, full ? 'full' : 'hashes', (b) => formatBlock(b, full));
+    return ctx.memo.blocks.text(block, full ? 'full' : 'hashes', (b) => blockText(b, full));
   },
 };

@@ -1,5 +1,6 @@
 import type { Bytes } from '@chainnode/core';
-import { formatUncle } from '../formatters/block.js';
+import { uncleText } from '../formatters/block.js';
+import { JsonText } from '../json-text.js';
 import type { JsonBlock } from '../formatters/block.js';
 import { decodeArgs, decodeHash, decodeIndex } from '../params.js';
 import type { MethodDef } from '../method.js';
@@ -16,6 +17,6 @@ export const eth_getUncleByBlockHashAndIndex: MethodDef<GetUncleByHashParams, Js
   decode: (params) => decodeArgs(params, 2, (arg) => ({ hash: decodeHash(arg(0)), index: decodeIndex(arg(1)) })),
   async handle(ctx, p) {
     const uncle = await uncleAt(ctx, p.hash, p.index);
-    return uncle === undefined ? null : formatUncle(uncle);
+    return uncle === undefined ? null : new JsonText<JsonBlock>(uncleText(uncle));
   },
 };

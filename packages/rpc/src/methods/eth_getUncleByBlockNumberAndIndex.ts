@@ -1,5 +1,6 @@
 import { resolveBlockNumber } from '../context.js';
-import { formatUncle } from '../formatters/block.js';
+import { uncleText } from '../formatters/block.js';
+import { JsonText } from '../json-text.js';
 import type { JsonBlock } from '../formatters/block.js';
 import { decodeArgs, decodeBlockNumber, decodeIndex } from '../params.js';
 import type { BlockNumberParam } from '../params.js';
@@ -20,6 +21,6 @@ export const eth_getUncleByBlockNumberAndIndex: MethodDef<GetUncleByNumberParams
     const hash = await ctx.store.canonicalHash(await resolveBlockNumber(ctx, p.block));
     if (hash === undefined) return null;
     const uncle = await uncleAt(ctx, hash, p.index);
-    return uncle === undefined ? null : formatUncle(uncle);
+    return uncle === undefined ? null : new JsonText<JsonBlock>(uncleText(uncle));
   },
 };

@@ -1,0 +1,74 @@
+// geth's block JSON (v1.16 RPCMarshalBlock: a map, so keys come out sorted; fork fields only when
+// the header has them; plus the spec's totalDifficulty) written directly as text: every value is
+// a hex string, so nothing needs escaping and no intermediate object or key sort is needed.
+//
+// It lives in core because two layers write it: the store keeps each block's text with an empty
+// transaction list at import (a ready-to-serve encoding: a hashes-only answer is one read and a
+// splice), and the rpc formatters write it for blocks without that row and for full-transaction
+// answers. rpc's format tests hold it equal to JSON.stringify of the object formatter.
+import type { Bytes, HeaderRecord, WithdrawalRecord } from './types.js';
+
+/** What the block JSON shows besides its transactions. */
+export interface BlockJsonFields {
+  header: HeaderRecord;
+  size: number;
+  totalDifficulty: bigint;
+  uncleHashes: Bytes[];
+  withdrawals?: WithdrawalRecord[];
+}
+
+const hex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+const q = (v: bigint | number): string => v.toString(16);
+
+/** The transaction list of blockJsonHead's text, where spliceTransactions puts the real one. */
+const EMPTY_TXS = '"transactions":[]';
+
+/** `"0x<hash>"` strings joined by commas: a JSON array's inside. */
+export function hashList(hashes: readonly Uint8Array[]): string {
+  let s = '';
+  for (let i = 0; i < hashes.length; i++) s += `${i === 0 ? '' : ','}"0x${hex(hashes[i] as Uint8Array)}"`;
+  return s;
+}
+
+/**
+ * The block's JSON with `"transactions":[]`; an uncle (`uncle: true`) as geth marshals it: a
+ * block with an empty body (no transactions member, no uncles) and totalDifficulty null.
+ */
+export function blockJsonHead(b: BlockJsonFields, uncle = false): string {
+  const h = b.header;
+  let s = '{';
+  if (h.baseFeePerGas !== undefined) s += `"baseFeePerGas":"0x${q(h.baseFeePerGas)}",`;
+  if (h.blobGasUsed !== undefined) s += `"blobGasUsed":"0x${q(h.blobGasUsed)}",`;
+  s += `"difficulty":"0x${q(h.difficulty)}",`;
+  if (h.excessBlobGas !== undefined) s += `"excessBlobGas":"0x${q(h.excessBlobGas)}",`;
+  s +=
+    `"extraData":"0x${hex(h.extraData)}","gasLimit":"0x${q(h.gasLimit)}","gasUsed":"0x${q(h.gasUsed)}",` +
+    `"hash":"0x${hex(h.hash)}","logsBloom":"0x${hex(h.logsBloom)}","miner":"0x${hex(h.coinbase)}",` +
+    `"mixHash":"0x${hex(h.mixHash)}","nonce":"0x${hex(h.nonce)}","number":"0x${q(h.number)}",`;
+  if (h.parentBeaconBlockRoot !== undefined) s += `"parentBeaconBlockRoot":"0x${hex(h.parentBeaconBlockRoot)}",`;
+  s += `"parentHash":"0x${hex(h.parentHash)}","receiptsRoot":"0x${hex(h.receiptsRoot)}",`;
+  if (h.requestsHash !== undefined) s += `"requestsHash":"0x${hex(h.requestsHash)}",`;
+  s +=
+    `"sha3Uncles":"0x${hex(h.uncleHash)}","size":"0x${q(b.size)}","stateRoot":"0x${hex(h.stateRoot)}",` +
+    `"timestamp":"0x${q(h.timestamp)}",`;
+  s += uncle ? '"totalDifficulty":null,' : `"totalDifficulty":"0x${q(b.totalDifficulty)}",${EMPTY_TXS},`;
+  s += `"transactionsRoot":"0x${hex(h.transactionsRoot)}","uncles":[${uncle ? '' : hashList(b.uncleHashes)}]`;
+  if (b.withdrawals !== undefined && !uncle) {
+    s += ',"withdrawals":[';
+    b.withdrawals.forEach((w, i) => {
+      s += `${i === 0 ? '' : ','}{"index":"0x${q(w.index)}","validatorIndex":"0x${q(w.validatorIndex)}","address":"0x${hex(w.address)}","amount":"0x${q(w.amount)}"}`;
+    });
+    s += ']';
+  }
+  if (h.withdrawalsRoot !== undefined) s += `,"withdrawalsRoot":"0x${hex(h.withdrawalsRoot)}"`;
+  return `${s}}`;
+}
+
+/** blockJsonHead's text with its transaction list replaced by `list` (the inside of the JSON array). */
+export function spliceTransactions(head: string, list: string): string {
+  if (list === '') return head;
+  const at = head.indexOf(EMPTY_TXS);
+  if (at < 0) throw new Error('block JSON without a transaction list');
+  const cut = at + EMPTY_TXS.length - 1;
+  return `${head.slice(0, cut)}${list}${head.slice(cut)}`;
+}
