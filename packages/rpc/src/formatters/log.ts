@@ -32,7 +32,14 @@ export function formatLog(log: LogRecord): JsonLog {
   };
 }
 
-const hexView = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+/**
+ * Hex of a byte view without allocating a Buffer for it: Buffer's own hexSlice works on any
+ * Uint8Array (a log answer hexes about seven values per log; the Buffer views were a fifth of its
+ * time, and their garbage more). Falls back to a view where hexSlice is missing.
+ */
+const hexSlice = (Buffer.prototype as unknown as { hexSlice?: (this: Uint8Array, start: number, end: number) => string }).hexSlice;
+const hexView: (b: Uint8Array) => string =
+  hexSlice !== undefined ? (b) => hexSlice.call(b, 0, b.length) : (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 
 /** Let other requests run at least this often (ms) while a large answer is written. */
 const SLICE_MS = 4;
@@ -44,23 +51,30 @@ const SLICE_MS = 4;
  */
 export async function formatLogsText(logs: LogRecord[], check: () => void = () => undefined): Promise<string> {
   const parts: string[] = new Array<string>(logs.length);
-  // Block fields repeat across the logs of a block: written once per block.
+  // Block and transaction fields repeat across the logs of a block / transaction: written once.
   let blockOf: bigint | undefined;
+  let blockNumberText = '';
   let blockText = '';
+  let txOf = -1;
+  let txText = '';
   let sliceStart = Date.now();
   for (let i = 0; i < logs.length; i++) {
     const log = logs[i] as LogRecord;
     if (log.blockNumber !== blockOf) {
       blockOf = log.blockNumber;
-      blockText = `"blockNumber":"${toQuantity(log.blockNumber)}"`;
+      blockNumberText = `"blockNumber":"${toQuantity(log.blockNumber)}"`;
+      blockText = `"blockHash":"0x${hexView(log.blockHash)}","blockTimestamp":"${toQuantity(log.blockTimestamp)}"`;
+      txOf = -1;
+    }
+    if (log.transactionIndex !== txOf) {
+      txOf = log.transactionIndex;
+      txText = `"transactionHash":"0x${hexView(log.transactionHash)}","transactionIndex":"${toQuantity(log.transactionIndex)}"`;
     }
     let topics = '';
     for (let t = 0; t < log.topics.length; t++) topics += `${t === 0 ? '' : ','}"0x${hexView(log.topics[t] as Uint8Array)}"`;
     parts[i] =
-      `{"address":"0x${hexView(log.address)}","topics":[${topics}],"data":"0x${hexView(log.data)}",${blockText},` +
-      `"transactionHash":"0x${hexView(log.transactionHash)}","transactionIndex":"${toQuantity(log.transactionIndex)}",` +
-      `"blockHash":"0x${hexView(log.blockHash)}","blockTimestamp":"${toQuantity(log.blockTimestamp)}",` +
-      `"logIndex":"${toQuantity(log.logIndex)}","removed":false}`;
+      `{"address":"0x${hexView(log.address)}","topics":[${topics}],"data":"0x${hexView(log.data)}",${blockNumberText},` +
+      `${txText},${blockText},"logIndex":"${toQuantity(log.logIndex)}","removed":false}`;
     if ((i & 127) === 127 && Date.now() - sliceStart >= SLICE_MS) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       check();
