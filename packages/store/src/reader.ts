@@ -13,7 +13,6 @@
 // flight across a commit does not fill the caches (generation check). Cached records are shared
 // between callers and must be treated as read-only.
 import { RLP } from '@ethereumjs/rlp';
-import { MerklePatriciaTrie, createMerkleProof } from '@ethereumjs/mpt';
 import { createAccountFromRLP, KECCAK256_NULL, KECCAK256_RLP, setLengthLeft } from '@ethereumjs/util';
 import type { EncodingOpts } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
@@ -429,11 +428,7 @@ export class LevelChainStore implements ChainStore {
 
   // --- state ----------------------------------------------------------------------------------
 
-  private trie(root: Uint8Array): MerklePatriciaTrie {
-    return new MerklePatriciaTrie({ db: this.trieDb, root, useKeyHashing: true, valueEncoding: 'view' });
-  }
-
-  /** Trie nodes by hash for trieLookup: the same cache as the proof tries (content-addressed: never stale). */
+  /** Trie nodes by hash for the trie walks of lookups and proofs (content-addressed: never stale). */
   private readonly nodeSource: NodeSource = (hash) => this.trieDb.node(Buffer.from(hash).toString('hex'));
 
   /** The value at hashed key `path` of the trie `root` (null when absent): trie-read.ts, synchronous reads. */
@@ -486,12 +481,16 @@ export class LevelChainStore implements ChainStore {
     });
   }
 
+  /**
+   * EIP-1186 proof by the synchronous trie walk (trie-read.ts): the nodes read by hash along the
+   * account's and each slot's path, root first, from the shared node cache or one getSync each.
+   */
   private async loadProof(stateRoot: Uint8Array, address: Uint8Array, slots: Uint8Array[], cacheKey: string): Promise<AccountProofRecord> {
-    const trie = this.trie(stateRoot);
-    const accountProof = await createMerkleProof(trie, address);
-    const account = await this.account(stateRoot, address);
+    const gen = this.gen;
+    const accountProof: Uint8Array[] = [];
+    const raw = bytesEqual(stateRoot, KECCAK256_RLP) ? null : trieGet(this.nodeSource, stateRoot, keccak256(address), accountProof);
+    const account = raw === null ? null : createAccountFromRLP(raw);
     const storageRoot = account?.storageRoot ?? KECCAK256_RLP;
-    const storageTrie = this.trie(storageRoot);
     const storageProof: StorageProofRecord[] = [];
     for (const slot of slots) {
       const key = setLengthLeft(slot, 32);
@@ -499,8 +498,8 @@ export class LevelChainStore implements ChainStore {
         storageProof.push({ key, value: 0n, proof: [] });
         continue;
       }
-      const proof = await createMerkleProof(storageTrie, key);
-      const v = await storageTrie.get(key);
+      const proof: Uint8Array[] = [];
+      const v = trieGet(this.nodeSource, storageRoot, keccak256(key), proof);
       storageProof.push({ key, value: v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array), proof });
     }
     const record: AccountProofRecord = {
@@ -512,7 +511,7 @@ export class LevelChainStore implements ChainStore {
       accountProof,
       storageProof,
     };
-    this.proofs.set(cacheKey, record);
+    if (gen === this.gen) this.proofs.set(cacheKey, record);
     return record;
   }
 

@@ -1,7 +1,9 @@
 // A synchronous Merkle-Patricia lookup for the read path (eth_getStorageAt and the account of a
 // state): walks from the root to the key's leaf reading each node by its hash with one
 // synchronous LevelDB get (or from a node cache), with no trie object, no promises and no
-// library checkpoint layer per call. Proofs still go through @ethereumjs/mpt (createMerkleProof).
+// library checkpoint layer per call. The same walk collects EIP-1186 proofs: the RLP of every
+// node it reads by hash, root first (what geth's Prove lists; embedded nodes are inside their
+// parent's bytes).
 //
 // Node shapes (Yellow Paper, appendix D): a branch is a 17-item list (16 children, value); a
 // leaf or an extension is a 2-item list [hex-prefix path, value | child]. A child is a 32-byte
@@ -28,9 +30,17 @@ function nibbles(key: Uint8Array): Uint8Array {
  * root hash `root`, or null when absent. Throws when a referenced node is missing (a damaged
  * store) or malformed.
  */
-export function trieGet(source: NodeSource, root: Uint8Array, path: Uint8Array): Uint8Array | null {
+export function trieGet(nodes: NodeSource, root: Uint8Array, path: Uint8Array, proof?: Uint8Array[]): Uint8Array | null {
   const key = nibbles(path);
   let at = 0;
+  const source: NodeSource =
+    proof === undefined
+      ? nodes
+      : (hash) => {
+          const raw = nodes(hash);
+          if (raw !== undefined) proof.push(raw);
+          return raw;
+        };
   let node: Node = load(source, root);
   for (;;) {
     if (!Array.isArray(node)) throw new Error('trie: node is not a list');
