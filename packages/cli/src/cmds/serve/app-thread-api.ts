@@ -1,12 +1,17 @@
 // Messages between `serve --threads` (run.ts) and its app threads (app-thread.ts).
+import type { MessagePort } from 'node:worker_threads';
 import type { ThreadLedgerLink } from '@chainnode/server';
 import type { ServeOptions } from './options.js';
 
 export interface AppThreadData {
   opts: ServeOptions;
   index: number;
+  /** How many app threads serve the port. */
+  threads: number;
   /** The main thread's ledger engine (keys, credits, usage record), over MessagePorts. */
   link: ThreadLedgerLink;
+  /** Per followed network ('' for the one network of --datadir): the events of its ingest thread, which the main thread owns. */
+  followFeeds: [string, MessagePort][];
 }
 
 export interface AppThreadListening {

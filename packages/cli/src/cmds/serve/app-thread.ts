@@ -1,6 +1,8 @@
 // One app thread of `node-cli serve --threads N` (see run.ts): a whole server on the shared port,
 // with its own shared handle on the datadir and the main thread's ledger engine (keys, credits,
-// usage record) through ledger-threads.ts. Reports
+// usage record) through ledger-threads.ts, and for each followed network the events of the ingest
+// thread the main thread owns (follow-runtime.ts: applied to this thread's store, then published to
+// this thread's subscribers). Reports
 // `listening` once bound; on `drain` stops accepting and finishes in-flight requests (`drained`),
 // on `release` closes its log workers and store (`stopped`); see run.ts for why in two phases. A start failure throws, which fails
 // the thread and the server's start with its message.
@@ -11,9 +13,9 @@ import type { AppThreadCommand, AppThreadData, AppThreadMessage } from './app-th
 
 if (parentPort === null) throw new Error('app-thread.js runs as a worker thread of node-cli serve --threads');
 const port = parentPort;
-const { opts, index, link } = workerData as AppThreadData;
+const { opts, index, threads, link, followFeeds } = workerData as AppThreadData;
 const ledger = openThreadLedger(link);
-const app = await startApp(opts, () => ledger, { shared: true, notes: index === 0 });
+const app = await startApp(opts, () => ledger, { shared: true, notes: index === 0, threads, followFeeds: new Map(followFeeds) });
 port.postMessage({ type: 'listening', port: app.srv.port, metricsPort: app.srv.metricsPort } satisfies AppThreadMessage);
 port.on('message', (m: AppThreadCommand) => {
   if (m.type === 'drain') void app.drain().finally(() => port.postMessage({ type: 'drained' } satisfies AppThreadMessage));
