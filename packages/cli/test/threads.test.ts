@@ -56,11 +56,14 @@ test('--threads 2: 150 concurrent calls over fresh connections against a 100-cal
       const e = (JSON.parse(r.body) as { error: { code: number; event: number } }).error;
       expect([e.code, e.event]).toEqual([402, -33000]);
     }
-    // Thread 0 alone serves metrics: it saw some of the 150 calls, not all, so the other thread answered the rest.
-    const m = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
-    const seen = callsTotal(await m.text());
-    expect(seen).toBeGreaterThan(0);
-    expect(seen).toBeLessThan(150);
+    // Thread 0 serves the metrics of both threads: all 150 calls, and each thread answered some.
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(callsTotal(text)).toBe(150);
+    const perThread = threadCalls(text);
+    expect([...perThread.keys()].sort()).toEqual([0, 1]);
+    expect(perThread.get(0)).toBeGreaterThan(0);
+    expect(perThread.get(1)).toBeGreaterThan(0);
+    expect((perThread.get(0) ?? 0) + (perThread.get(1) ?? 0)).toBe(150);
     // Every thread sees the same exhausted balance.
     for (let i = 0; i < 6; i++) expect((await post(port, `/v3/${key}`, body)).status).toBe(402);
     expect((await srv.stop()) ?? 0).toBe(0);
@@ -75,7 +78,14 @@ test('--threads 2: 150 concurrent calls over fresh connections against a 100-cal
   }
 });
 
-/** thread 0's open WebSockets, from its metrics. */
+/** chainnode_thread_rpc_calls_total by thread. */
+function threadCalls(text: string): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const m of text.matchAll(/^chainnode_thread_rpc_calls_total\{thread="(\d+)"\} (\d+)$/gm)) out.set(Number(m[1]), Number(m[2]));
+  return out;
+}
+
+/** Open WebSockets of the whole process (all threads), from the metrics. */
 function wsOpen(text: string): number {
   const m = /^chainnode_websocket_connections(?:\{[^}]*\})? (\d+)$/m.exec(text);
   if (m === null) throw new Error('no chainnode_websocket_connections in the metrics');
@@ -112,30 +122,35 @@ test('--threads 2 --follow <anvil>: every thread serves each new block, every We
     };
     /**
      * `n` calls, each on a fresh connection (the kernel picks the thread): their answers, after
-     * checking from thread 0's metrics that both threads answered some.
+     * checking from the per-thread counts of the metrics that both threads answered some.
      */
     const onBothThreads = async (n: number, method: string, params: unknown[]): Promise<unknown[]> => {
-      const before = callsTotal(await metrics());
+      const before = threadCalls(await metrics());
       const answers: unknown[] = [];
       for (let i = 0; i < n; i++) answers.push(await ask(method, params));
-      const seen = callsTotal(await metrics()) - before;
-      expect(seen).toBeGreaterThan(0);
-      expect(seen).toBeLessThan(n);
+      const after = threadCalls(await metrics());
+      const d0 = (after.get(0) ?? 0) - (before.get(0) ?? 0);
+      const d1 = (after.get(1) ?? 0) - (before.get(1) ?? 0);
+      expect([d0 > 0, d1 > 0, d0 + d1]).toEqual([true, true, n]);
       return answers;
     };
     // Caught up with anvil's head (wait on either thread, then check both).
     const head0 = await result<string>(up, 'eth_blockNumber', []);
     for (let i = 0; i < 200 && (await ask('eth_blockNumber', [])) !== head0; i++) await sleep(50);
     expect(new Set(await onBothThreads(24, 'eth_blockNumber', []))).toEqual(new Set([head0]));
-    // newHeads on WebSockets until thread 0 holds some of them and the other thread the rest.
-    for (let i = 0; i < 32 && (sockets.length < 4 || wsOpen(await metrics()) === 0 || wsOpen(await metrics()) === sockets.length); i++) {
+    // newHeads on WebSockets until both threads hold some (each eth_subscribe is a call on the
+    // socket's thread).
+    const subscribedOn = new Set<number>();
+    for (let i = 0; i < 32 && (sockets.length < 4 || subscribedOn.size < 2); i++) {
+      const before = threadCalls(await metrics());
       const ws = await WsClient.open(srv.ws(key));
       sockets.push(ws);
       await ws.subscribe(['newHeads']);
+      const after = threadCalls(await metrics());
+      for (const [thread, n] of after) if (n > (before.get(thread) ?? 0)) subscribedOn.add(thread);
     }
-    const onThread0 = wsOpen(await metrics());
-    expect(onThread0).toBeGreaterThan(0);
-    expect(onThread0).toBeLessThan(sockets.length);
+    expect([...subscribedOn].sort()).toEqual([0, 1]);
+    expect(wsOpen(await metrics())).toBe(sockets.length);
     const heads = (ws: WsClient): string[] => ws.notifications().map((n) => n.result.hash as string);
     // Each new block: every socket hears its head (so both threads applied it), then fresh
     // connections on both threads serve it as anvil does.

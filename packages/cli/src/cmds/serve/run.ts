@@ -18,7 +18,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { KeyManager, hasAdminToken, startDashboard } from '@chainnode/dashboard';
 import type { RunningDashboard } from '@chainnode/dashboard';
 import { ConfigError, LedgerUnavailableError, ThreadLedgerHost, checkLedgerUrl, linkPorts, loadConfig, openLedger, startServer } from '@chainnode/server';
-import type { CreditLedger, KeyStore, LedgerFailureMode, NetworkConfig, NetworkRuntime, OpenLedger, RunningServer, ServerConfig, UsageRecord } from '@chainnode/server';
+import type { CreditLedger, KeyStore, LedgerFailureMode, NetworkConfig, NetworkRuntime, OpenLedger, RunningServer, PeerMetrics, ServerConfig, UsageRecord } from '@chainnode/server';
 import { resolveConfig } from '@chainnode/rpc';
 import { redactUrl } from '@chainnode/ingest';
 import { CliError } from '../../cli-error.js';
@@ -123,6 +123,10 @@ export interface AppExtras {
   notes?: boolean;
   /** How many app threads serve the port (serve --threads; absent: 1): for the thread-pool check. */
   threads?: number;
+  /** serve --threads, thread 0: the other threads' metrics counts, added to its own at /metrics. */
+  peerMetrics?: () => Promise<PeerMetrics[]>;
+  /** serve --threads: this app thread's index. */
+  thread?: number;
 }
 
 const log = (line: string): void => {
@@ -232,6 +236,8 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
       usage: ledger.usage,
       ...(failoverUrl !== undefined ? { failoverUrl } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
+      ...(extras.peerMetrics !== undefined ? { peerMetrics: extras.peerMetrics } : {}),
+      ...(extras.thread !== undefined ? { thread: extras.thread } : {}),
     });
   } catch (err) {
     await closeAll();
@@ -323,7 +329,7 @@ function printBanner(
   process.stdout.write(`serve: WebSocket      ws://${hostForUrl}:${srv.port}/ws/v3/<API_KEY>\n`);
   process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
   if (srv.metricsPort !== undefined) {
-    process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics${threads > 1 ? ' (thread 0 only)' : ''}\n`);
+    process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics${threads > 1 ? ' (all threads)' : ''}\n`);
   }
   if (opts.failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
   if (dash !== undefined) {
@@ -482,6 +488,9 @@ async function serveThreads(
     return new Promise<AppThreadListening>((resolve, reject) => {
       w.on('message', (m: AppThreadMessage) => {
         if (m.type === 'listening') resolve(m);
+        else if (m.type === 'peer-metrics') {
+          void peerCounts(w).then((t) => w.postMessage({ type: 'peer-metrics', id: m.id, threads: t } satisfies AppThreadCommand));
+        }
       });
       w.on('error', (err) => {
         reject(err);
@@ -494,12 +503,37 @@ async function serveThreads(
       });
     });
   };
+  // Every app thread's metrics counts but `asker`'s; a thread that does not answer within 2 s
+  // (busy, stopping) is left out of that scrape.
+  let nextAsk = 0;
+  const peerCounts = (asker: Worker): Promise<PeerMetrics[]> =>
+    Promise.all(
+      workers
+        .filter((w) => w !== asker)
+        .map(
+          (w) =>
+            new Promise<PeerMetrics | undefined>((resolve) => {
+              const id = nextAsk++;
+              const timer = setTimeout(() => done(undefined), 2000);
+              const onMessage = (m: AppThreadMessage): void => {
+                if (m.type === 'metrics' && m.id === id) done({ thread: workers.indexOf(w), metrics: m.counts });
+              };
+              function done(v: PeerMetrics | undefined): void {
+                clearTimeout(timer);
+                w.off('message', onMessage);
+                resolve(v);
+              }
+              w.on('message', onMessage);
+              w.postMessage({ type: 'metrics', id } satisfies AppThreadCommand);
+            }),
+        ),
+    ).then((all) => all.filter((t): t is PeerMetrics => t !== undefined));
   // Two phases: every thread drains (stops accepting, finishes in-flight requests) before any
   // closes its store: a thread closing its handle on the shared LevelDB while another thread's
   // reads were running crashed the process (SIGSEGV: see the first-opener note above), as did
   // terminating a thread that holds uWS while another serves. So nothing is terminated either:
   // the threads end with the process, which serve exits right after.
-  const phase = (command: AppThreadCommand['type'], reply: AppThreadMessage['type']): Promise<void[]> =>
+  const phase = (command: 'drain' | 'release', reply: 'drained' | 'stopped'): Promise<void[]> =>
     Promise.all(
       workers.map(async (w) => {
         const exited = new Promise<void>((r) => w.once('exit', () => r()));
