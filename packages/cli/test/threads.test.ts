@@ -219,6 +219,21 @@ test.each([2, 1])('--threads %i --follow <anvil>: every thread serves each new b
   }
 }, 180_000);
 
+// An ingest that fails before the datadir holds a chain fails every app thread's start: serve must
+// then stop the threads it started (one of which has already ended) and exit 1 with the reason,
+// as with one thread (it once waited forever on the ended thread and exited 13, silently).
+test.each([2, 1])('--threads %i --follow with an unreadable --genesis on an empty datadir: exit 1 with the reason, nothing left listening', async (threads) => {
+  const t = await tempDir('threads-follow-fail-');
+  try {
+    const r = await runCli(['serve', '--datadir', join(t.dir, 'data'), '--port', '0', '--threads', String(threads), '--follow', 'http://127.0.0.1:9', '--genesis', join(t.dir, 'missing.json')], { timeoutMs: 60_000 });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`node-cli: --follow: cannot read ${join(t.dir, 'missing.json')}`);
+    expect(r.stdout).not.toContain('listening');
+  } finally {
+    await t.cleanup();
+  }
+});
+
 // With --ledger redis:// the main thread's Redis engine decides every app thread's debits.
 (redisServerPath() !== undefined ? test : test.skip)('--threads 2 --ledger redis://: 150 concurrent calls against a 100-call balance: exactly 100 served, usage in Redis', async () => {
   const c = await datadirCopy('fixtures');

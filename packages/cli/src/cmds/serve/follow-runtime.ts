@@ -31,7 +31,6 @@ export interface CommitSink {
 export class IngestThread {
   private readonly worker: Worker;
   private readonly listeners = new Set<FollowListener>();
-  private readonly ports = new Set<MessagePort>();
   private isReady = false;
   private latest: FollowStatus | undefined;
   private failure: FollowEvent | undefined;
@@ -52,11 +51,11 @@ export class IngestThread {
         this.failure = e;
         this.emit(e);
       });
+      // Ports stay open after the exit (closing one may drop what was posted just before): each
+      // app thread closes its end when it releases its stores.
       this.worker.on('exit', () => {
         this.ended = true;
         this.emit({ type: 'exited' });
-        for (const p of this.ports) p.close();
-        this.ports.clear();
         resolve();
       });
     });
@@ -85,17 +84,8 @@ export class IngestThread {
   /** A port carrying listen() to another thread (transfer it there and give it to FollowRuntime.fromPort). */
   port(): MessagePort {
     const { port1, port2 } = new MessageChannel();
-    if (this.ended) {
-      port1.postMessage({ type: 'exited' } satisfies FollowEvent);
-      port1.close();
-      return port2;
-    }
-    this.ports.add(port1);
     const stop = this.listen((e) => port1.postMessage(e));
-    port1.on('close', () => {
-      stop();
-      this.ports.delete(port1);
-    });
+    port1.on('close', stop);
     return port2;
   }
 

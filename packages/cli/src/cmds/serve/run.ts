@@ -473,6 +473,8 @@ async function serveThreads(
 ): Promise<void> {
   const host = new ThreadLedgerHost({ keys: ledger.keys, credits: ledger.ledger(), usage: ledger.usageRecord() });
   const workers: Worker[] = [];
+  /** Each worker's end, recorded at its start: a phase must not wait on a thread that already ended. */
+  const exits = new Map<Worker, Promise<void>>();
   const anchors: ChainStore[] = [];
   const ingests = new Map<string, IngestThread>();
   let failed: ((err: Error) => void) | undefined;
@@ -485,6 +487,7 @@ async function serveThreads(
     const data: AppThreadData = { opts: { ...opts, port, ...(index === 0 ? {} : { metricsPort: undefined }) }, index, threads, link, followFeeds };
     const w = new Worker(new URL('./app-thread.js', import.meta.url), { workerData: data, transferList: [...linkPorts(link), ...followFeeds.map(([, p]) => p)] });
     workers.push(w);
+    exits.set(w, new Promise<void>((r) => w.once('exit', () => r())));
     return new Promise<AppThreadListening>((resolve, reject) => {
       w.on('message', (m: AppThreadMessage) => {
         if (m.type === 'listening') resolve(m);
@@ -536,7 +539,7 @@ async function serveThreads(
   const phase = (command: 'drain' | 'release', reply: 'drained' | 'stopped'): Promise<void[]> =>
     Promise.all(
       workers.map(async (w) => {
-        const exited = new Promise<void>((r) => w.once('exit', () => r()));
+        const exited = exits.get(w) ?? Promise.resolve();
         const done = new Promise<void>((r) =>
           w.on('message', (m: AppThreadMessage) => {
             if (m.type === reply) r();
