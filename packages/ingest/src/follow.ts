@@ -38,6 +38,24 @@ export interface FollowStatus {
   lastErrorAt: number | undefined;
 }
 
+/** The status of a follower that has not reached its upstream yet (the one definition: the serving side starts from it too). */
+export function initialFollowStatus(upstream = ''): FollowStatus {
+  return {
+    state: 'starting',
+    upstream,
+    upstreamHead: undefined,
+    upstreamHeadTimestamp: undefined,
+    localHead: 0n,
+    localHeadTimestamp: 0n,
+    lagBlocks: 0n,
+    lagSeconds: 0,
+    reorgs: 0,
+    blocksImported: 0,
+    lastError: undefined,
+    lastErrorAt: undefined,
+  };
+}
+
 export interface FollowOptions {
   /** http(s):// or ws(s):// JSON-RPC URL of the upstream. */
   url: string;
@@ -122,20 +140,7 @@ export class Follower {
 
   constructor(private readonly opts: FollowOptions) {
     this.client = createRpcClient(opts.url, { timeoutMs: opts.timeoutMs ?? 10_000 });
-    this.status = {
-      state: 'starting',
-      upstream: this.client.origin,
-      upstreamHead: undefined,
-      upstreamHeadTimestamp: undefined,
-      localHead: 0n,
-      localHeadTimestamp: 0n,
-      lagBlocks: 0n,
-      lagSeconds: 0,
-      reorgs: 0,
-      blocksImported: 0,
-      lastError: undefined,
-      lastErrorAt: undefined,
-    };
+    this.status = initialFollowStatus(this.client.origin);
   }
 
   private log(line: string): void {

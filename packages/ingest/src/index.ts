@@ -5,7 +5,7 @@ export { ImportPipeline, GenesisRequiredError } from './pipeline.js';
 export type { PipelineOptions, PipelineHead, GenesisChoice } from './pipeline.js';
 export { readRlpBlocks } from './rlp-stream.js';
 export type { RawBlock } from './rlp-stream.js';
-export { Follower, followUpstream } from './follow.js';
+export { Follower, followUpstream, initialFollowStatus } from './follow.js';
 export type { FollowOptions, FollowStatus, FollowState, FollowSummary } from './follow.js';
 export { createRpcClient, redactUrl, UpstreamRpcError } from './rpc-client.js';
 export type { RpcClient, RpcClientOptions } from './rpc-client.js';

@@ -1,5 +1,5 @@
 export { startServer } from './server.js';
-export type { RunningServer, ServerOptions } from './server.js';
+export type { PeerMetrics, RunningServer, ServerOptions, ThreadMetrics } from './server.js';
 export { DEFAULT_CONFIG, PLAN_NAMES, ConfigError, checkNetwork, checkNetworks, isPlanName, loadConfig, parseConfig } from './config.js';
 export type { NetworkConfig, PlanConfig, PlanName, ServerConfig } from './config.js';
 export { KEY_PREFIX_LENGTH, MAX_KEY_NETWORKS, KeyRegistry, chargeHash, checkSecret, createKey, findKey, generateKey, generateSecret, hashKey, keyAllowsNetwork, revokeKey } from './keys.js';
@@ -40,7 +40,7 @@ export { IMPLICIT_NETWORK, MAX_NETWORKS, NETWORK_NAME_RE, NetworkRouter, Network
 export type { NetworkHealth, NetworkParts, RouterOptions } from './network.js';
 export type { RequestContext } from './middleware.js';
 export { Metrics } from './metrics.js';
-export type { IngestStatusView } from './metrics.js';
+export type { IngestStatusView, MetricsCounts } from './metrics.js';
 export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';
 export { WsNotifier, WS_POLICY_CLOSE } from './notifier.js';
 export type { NotifierDeps, NotifierSocket } from './notifier.js';

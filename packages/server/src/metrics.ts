@@ -24,6 +24,25 @@ export interface IngestStatusView {
 
 export type Outcome = 'ok' | 'error' | 'no_credits' | 'unauthorized' | 'failover';
 
+/**
+ * The additive part of a Metrics instance as plain data (structured-clone safe): what another app
+ * thread of `serve --threads` sends to thread 0, which adds it to its own before rendering, so
+ * /metrics covers every thread. Gauges that every thread shares (head block, a follower's
+ * status) are not in it; open WebSockets and reply bytes buffered are summed.
+ */
+export interface MetricsCounts {
+  methods: [method: string, series: { calls: [Outcome, number][]; buckets: number[]; sum: number; count: number; credits: number | undefined }][];
+  http: [number, number][];
+  ws: [number, number][];
+  wsOpen: number;
+  replyBytesInFlight: number;
+  cuts: [string, number][];
+}
+
+const addTo = <K>(m: Map<K, number>, k: K, v: number): void => {
+  m.set(k, (m.get(k) ?? 0) + v);
+};
+
 class Histogram {
   readonly counts = new Array<number>(BUCKETS.length).fill(0);
   sum = 0;
@@ -95,6 +114,61 @@ export class Metrics {
   response(transport: 'http' | 'ws', status: number): void {
     const byStatus = this.statuses[transport];
     byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+  }
+
+  /** The additive counts of this instance (see MetricsCounts). */
+  counts(): MetricsCounts {
+    return {
+      methods: [...this.methods].map(([method, m]) => [method, { calls: [...m.calls], buckets: [...m.latency.counts], sum: m.latency.sum, count: m.latency.count, credits: m.credits }]),
+      http: [...this.statuses.http],
+      ws: [...this.statuses.ws],
+      wsOpen: this.wsOpen,
+      replyBytesInFlight: this.replyBytesInFlight,
+      cuts: [...this.cuts],
+    };
+  }
+
+  /** Adds `c` (another thread's counts of the same series) to this instance. */
+  add(c: MetricsCounts): void {
+    for (const [method, x] of c.methods) {
+      const m = this.series(method);
+      for (const [outcome, n] of x.calls) addTo(m.calls, outcome, n);
+      for (let i = 0; i < BUCKETS.length; i++) m.latency.counts[i] = (m.latency.counts[i] as number) + (x.buckets[i] ?? 0);
+      m.latency.sum += x.sum;
+      m.latency.count += x.count;
+      if (x.credits !== undefined) m.credits = (m.credits ?? 0) + x.credits;
+    }
+    for (const [status, n] of c.http) addTo(this.statuses.http, status, n);
+    for (const [status, n] of c.ws) addTo(this.statuses.ws, status, n);
+    this.wsOpen += c.wsOpen;
+    this.replyBytesInFlight += c.replyBytesInFlight;
+    for (const [reason, n] of c.cuts) addTo(this.cuts, reason, n);
+  }
+
+  /** A copy of this instance with `others` added (its gauges of the head and a follower are this one's). */
+  sum(others: readonly MetricsCounts[]): Metrics {
+    const out = new Metrics(this.network, this.routing);
+    out.add(this.counts());
+    for (const c of others) out.add(c);
+    out.headBlock = this.headBlock;
+    out.ingest = this.ingest;
+    return out;
+  }
+
+  /**
+   * serve --threads: JSON-RPC calls answered per app thread (each thread's counts of every
+   * instance), a family of its own so the sums above stay the process's: how evenly the kernel
+   * spreads connections over the threads.
+   */
+  static renderThreadCalls(threads: readonly [thread: number, counts: readonly MetricsCounts[]][]): string {
+    const lines = [...threads]
+      .sort((a, b) => a[0] - b[0])
+      .map(([thread, counts]) => {
+        let n = 0;
+        for (const c of counts) for (const [, x] of c.methods) for (const [, k] of x.calls) n += k;
+        return `chainnode_thread_rpc_calls_total{thread="${thread}"} ${n}`;
+      });
+    return `# HELP chainnode_thread_rpc_calls_total JSON-RPC calls by app thread (serve --threads).\n# TYPE chainnode_thread_rpc_calls_total counter\n${lines.join('\n')}\n`;
   }
 
   /** This instance alone, in the exposition format. */

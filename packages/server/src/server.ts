@@ -25,7 +25,7 @@ import { Metrics } from './metrics.js';
 import { EmbeddedUsage, REQUEST_METHOD } from './usage.js';
 import type { UsageRecord } from './usage.js';
 import { ReplyBudget } from './reply-budget.js';
-import type { IngestStatusView } from './metrics.js';
+import type { IngestStatusView, MetricsCounts } from './metrics.js';
 import { WsNotifier } from './notifier.js';
 import { networkNotAllowedMessage } from './middleware.js';
 import { IMPLICIT_NETWORK, NetworkRouter, NetworkRuntime } from './network.js';
@@ -64,6 +64,22 @@ export interface ServerOptions {
   chainEvents?: ChainEvents;
   /** State of a follower's ingest, for /health and the metrics (serve --follow). */
   ingestStatus?: () => IngestStatusView;
+  /**
+   * serve --threads: the counts of the process's other app threads (their metricsCounts()),
+   * added to this server's own at /metrics, so the one metrics listener covers every thread.
+   */
+  peerMetrics?: () => Promise<PeerMetrics[]>;
+  /** serve --threads: this app thread's index (thread 0 serves /metrics). */
+  thread?: number;
+}
+
+/** One server's metrics counts: per instance, '' for the unlabelled one, else the network's name. */
+export type ThreadMetrics = [instance: string, counts: MetricsCounts][];
+
+/** Another app thread's counts, with its index. */
+export interface PeerMetrics {
+  thread: number;
+  metrics: ThreadMetrics;
 }
 
 export interface RunningServer {
@@ -71,6 +87,8 @@ export interface RunningServer {
   /** Port of the metrics listener, when enabled. */
   readonly metricsPort: number | undefined;
   readonly metrics: Metrics;
+  /** This server's metrics counts (serve --threads: what thread 0 adds to its own at /metrics). */
+  metricsCounts(): ThreadMetrics;
   readonly router: NetworkRouter;
   /** The live key set, credit ledger and usage record (the dashboard reads them in-process). */
   readonly keys: KeyRegistry;
@@ -634,6 +652,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const listenSocket = await listen(app, opts.host, opts.port);
   const port = uWS.us_socket_local_port(listenSocket as never);
 
+  // Every Metrics instance of this server by name ('' the unlabelled one): what /metrics renders.
+  const metricsInstances = (): [string, Metrics][] => (router.single ? [['', metrics]] : [['', metrics], ...router.networks.map((n): [string, Metrics] => [n.name, n.metrics])]);
+  const metricsCounts = (): ThreadMetrics => {
+    metrics.replyBytesInFlight = budget.bytes;
+    return metricsInstances().map(([name, m]) => [name, m.counts()]);
+  };
   let metricsSocket: us_listen_socket | undefined;
   let metricsPort: number | undefined;
   let metricsApp: TemplatedApp | undefined;
@@ -648,12 +672,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         aborted = true;
       });
       metrics.replyBytesInFlight = budget.bytes;
-      // Refreshes each network's head gauge (health() never rejects).
-      void Promise.all(router.networks.map((n) => n.health())).then(() => {
+      // Refreshes each network's head gauge (health() never rejects); peers' counts never reject either.
+      const peers = opts.peerMetrics?.().catch(() => []) ?? Promise.resolve([]);
+      void Promise.all([peers, ...router.networks.map((n) => n.health())]).then(([others]) => {
         if (aborted) return;
-        const all = router.single ? [metrics] : [metrics, ...router.networks.map((n) => n.metrics)];
+        const all = metricsInstances().map(([name, m]) => (others.length === 0 ? m : m.sum(others.flatMap((t) => t.metrics.filter(([n]) => n === name).map(([, c]) => c)))));
+        let text = Metrics.renderAll(all);
+        if (opts.thread !== undefined) {
+          const mine: PeerMetrics = { thread: opts.thread, metrics: metricsCounts() };
+          text += Metrics.renderThreadCalls([mine, ...others].map((t) => [t.thread, t.metrics.map(([, c]) => c)]));
+        }
         res.cork(() => {
-          res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(Metrics.renderAll(all));
+          res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(text);
         });
       });
     });
@@ -693,7 +723,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return closing;
   };
 
-  return { port, metricsPort, metrics, router, keys, ledger, usage, subscriptions, close };
+  return { port, metricsPort, metrics, metricsCounts, router, keys, ledger, usage, subscriptions, close };
 }
 
 /** The one network of a server given `service` + `store`: every Host, unlabelled metrics. */

@@ -136,3 +136,31 @@ test('config: networks and defaultNetwork validated', () => {
   expect(() => parseConfig({ networks: { A: { datadir: '/d' } } })).toThrow('network name "A"');
   expect(() => parseConfig({ networks: { a: {} } })).toThrow('a datadir is required');
 });
+
+test('Metrics.sum (serve --threads): two threads\' counts render exactly as one instance that saw every event; shared gauges are the receiver\'s', () => {
+  const events = (m: Metrics, k: number): void => {
+    for (let i = 0; i < 5 + k; i++) m.call('eth_blockNumber', i % 3 === 0 ? 'no_credits' : 'ok', (i + k) * 0.0007);
+    m.call(`eth_only${k}`, 'error', 0.3 * k);
+    m.charged('eth_blockNumber', 10 * (k + 1));
+    m.response('http', 200);
+    m.response(k === 0 ? 'http' : 'ws', k === 0 ? 402 : 101);
+    m.cuts.set('slow_reader', (m.cuts.get('slow_reader') ?? 0) + k + 1);
+    m.wsOpen += k + 2;
+    m.replyBytesInFlight += 100 * (k + 1);
+  };
+  const t0 = new Metrics();
+  const t1 = new Metrics();
+  const one = new Metrics();
+  events(t0, 0);
+  events(t1, 1);
+  events(one, 0);
+  events(one, 1);
+  t0.headBlock = one.headBlock = 42;
+  t1.headBlock = 7; // another thread's head gauge is not added
+  const summed = t0.sum([structuredClone(t1.counts())]);
+  expect(summed.render()).toBe(one.render());
+  expect(summed.render()).toContain('\nchainnode_head_block 42\n');
+  expect(summed.render()).toContain('\nchainnode_websocket_connections 5\n');
+  // The per-thread family: calls answered by each thread.
+  expect(Metrics.renderThreadCalls([[1, [t1.counts()]], [0, [t0.counts()]]])).toContain('chainnode_thread_rpc_calls_total{thread="0"} 6\nchainnode_thread_rpc_calls_total{thread="1"} 7\n');
+});

@@ -1,12 +1,17 @@
 // Messages between `serve --threads` (run.ts) and its app threads (app-thread.ts).
-import type { ThreadLedgerLink } from '@chainnode/server';
+import type { MessagePort } from 'node:worker_threads';
+import type { PeerMetrics, ThreadLedgerLink, ThreadMetrics } from '@chainnode/server';
 import type { ServeOptions } from './options.js';
 
 export interface AppThreadData {
   opts: ServeOptions;
   index: number;
+  /** How many app threads serve the port. */
+  threads: number;
   /** The main thread's ledger engine (keys, credits, usage record), over MessagePorts. */
   link: ThreadLedgerLink;
+  /** Per followed network ('' for the one network of --datadir): the events of its ingest thread, which the main thread owns. */
+  followFeeds: [string, MessagePort][];
 }
 
 export interface AppThreadListening {
@@ -15,7 +20,25 @@ export interface AppThreadListening {
   metricsPort: number | undefined;
 }
 
-export type AppThreadMessage = AppThreadListening | { type: 'drained' } | { type: 'stopped' };
+/**
+ * App thread -> main thread: `listening`, `drained`, `stopped` (see AppThreadCommand); `metrics`
+ * answers a `metrics` command with this thread's counts; `peer-metrics` (thread 0, which serves
+ * /metrics) asks for every other thread's counts.
+ */
+export type AppThreadMessage =
+  | AppThreadListening
+  | { type: 'drained' }
+  | { type: 'stopped' }
+  | { type: 'metrics'; id: number; counts: ThreadMetrics }
+  | { type: 'peer-metrics'; id: number };
 
-/** Main thread -> app thread: `drain` (stop accepting, finish in-flight requests), then `release` (close the store). */
-export type AppThreadCommand = { type: 'drain' } | { type: 'release' };
+/**
+ * Main thread -> app thread: `drain` (stop accepting, finish in-flight requests), then `release`
+ * (close the store); `metrics`: send your metrics counts; `peer-metrics`: the other threads' counts
+ * thread 0 asked for.
+ */
+export type AppThreadCommand =
+  | { type: 'drain' }
+  | { type: 'release' }
+  | { type: 'metrics'; id: number }
+  | { type: 'peer-metrics'; id: number; threads: PeerMetrics[] };

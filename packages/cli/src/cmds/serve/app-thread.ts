@@ -1,19 +1,32 @@
 // One app thread of `node-cli serve --threads N` (see run.ts): a whole server on the shared port,
 // with its own shared handle on the datadir and the main thread's ledger engine (keys, credits,
-// usage record) through ledger-threads.ts. Reports
+// usage record) through ledger-threads.ts, and for each followed network the events of the ingest
+// thread the main thread owns (follow-runtime.ts: applied to this thread's store, then published to
+// this thread's subscribers). Thread 0's /metrics adds the other threads' counts (asked for through
+// the main thread). Reports
 // `listening` once bound; on `drain` stops accepting and finishes in-flight requests (`drained`),
 // on `release` closes its log workers and store (`stopped`); see run.ts for why in two phases. A start failure throws, which fails
 // the thread and the server's start with its message.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openThreadLedger } from '@chainnode/server';
+import type { PeerMetrics } from '@chainnode/server';
 import { startApp } from './run.js';
 import type { AppThreadCommand, AppThreadData, AppThreadMessage } from './app-thread-api.js';
 
 if (parentPort === null) throw new Error('app-thread.js runs as a worker thread of node-cli serve --threads');
 const port = parentPort;
-const { opts, index, link } = workerData as AppThreadData;
+const { opts, index, threads, link, followFeeds } = workerData as AppThreadData;
 const ledger = openThreadLedger(link);
-const app = await startApp(opts, () => ledger, { shared: true, notes: index === 0 });
+// Thread 0 serves /metrics: it asks the main thread for the other threads' counts and adds them.
+const peerAsks = new Map<number, (t: PeerMetrics[]) => void>();
+let nextAsk = 0;
+const peerMetrics = (): Promise<PeerMetrics[]> =>
+  new Promise((resolve) => {
+    const id = nextAsk++;
+    peerAsks.set(id, resolve);
+    port.postMessage({ type: 'peer-metrics', id } satisfies AppThreadMessage);
+  });
+const app = await startApp(opts, () => ledger, { shared: true, notes: index === 0, threads, thread: index, followFeeds: new Map(followFeeds), ...(index === 0 ? { peerMetrics } : {}) });
 port.postMessage({ type: 'listening', port: app.srv.port, metricsPort: app.srv.metricsPort } satisfies AppThreadMessage);
 port.on('message', (m: AppThreadCommand) => {
   if (m.type === 'drain') void app.drain().finally(() => port.postMessage({ type: 'drained' } satisfies AppThreadMessage));
@@ -21,4 +34,9 @@ port.on('message', (m: AppThreadCommand) => {
       .release()
       .then(() => ledger.close())
       .finally(() => port.postMessage({ type: 'stopped' } satisfies AppThreadMessage));
+  else if (m.type === 'metrics') port.postMessage({ type: 'metrics', id: m.id, counts: app.srv.metricsCounts() } satisfies AppThreadMessage);
+  else if (m.type === 'peer-metrics') {
+    peerAsks.get(m.id)?.(m.threads);
+    peerAsks.delete(m.id);
+  }
 });

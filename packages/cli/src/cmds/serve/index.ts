@@ -1,7 +1,7 @@
 // `node-cli serve [--datadir ./data] [--host 127.0.0.1] [--port 8545] [--config <file>]
 //  [--failover-url <url>] [--metrics-port <port>] [--ledger redis://host:port[/db]] [--ledger-failure open|closed]
 //  [--follow <URL> [--genesis <genesis.json>] [--reorg-depth N] [--poll-ms N]]
-//  [--network <name>=<datadir>[,follow=<URL>]]... [--default-network <name>]`: JSON-RPC over
+//  [--network <name>=<datadir>[,follow=<URL>]]... [--default-network <name>] [--threads N|cores]`: JSON-RPC over
 //  HTTP and WebSocket, one or several networks.
 import { Option } from 'commander';
 import type { Command } from 'commander';
@@ -24,7 +24,7 @@ export function withServeOptions(cmd: Command): Command {
     .option('--admin-port <port>', 'port of the admin listener (implies --dashboard; 0: any free port)')
     .option('--admin-tls-cert <file>', 'PEM certificate: serve the dashboard over TLS (with --admin-tls-key)')
     .option('--admin-tls-key <file>', 'PEM private key of --admin-tls-cert')
-    .option('--threads <n>', 'app threads serving the port, each with the store open; credits exact across them ("cores": one per core; not with --follow)', '1');
+    .option('--threads <n>', 'app threads serving the port, each with the store open and its own caches; credits exact across them, a follower\'s blocks reach all of them (default: one per core; 1: a single-thread server)');
 }
 
 export function register(program: Command): void {

@@ -3,10 +3,12 @@
 // which the server routes requests to by Host. Nothing here is shared between networks except the
 // process: a network whose store fails answers its own calls with errors, the others carry on.
 //
-// With `follow=<URL>` the network also runs its own ingest thread following that upstream
-// (follow-runtime.ts, as `serve --follow`): its commits reach only its own store and ChainEvents.
+// With `follow=<URL>` the network also has its own ingest thread following that upstream
+// (follow-runtime.ts, as `serve --follow`): its commits reach only its own store and ChainEvents
+// (with --threads N: the store and ChainEvents of this network in every app thread).
 // `--network <name>=<datadir>[,follow=<URL>]` is parsed here too.
 import { existsSync } from 'node:fs';
+import type { MessagePort } from 'node:worker_threads';
 import { ConfigError, FAULT_ENV, IMPLICIT_NETWORK, NetworkRuntime, applyFaultInjection, checkNetwork, checkNetworks } from '@chainnode/server';
 import type { NetworkConfig, ServerConfig } from '@chainnode/server';
 import type { RpcConfig } from '@chainnode/rpc';
@@ -14,6 +16,7 @@ import { OffloadPool, createRpcService } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
 import { CliError } from '../../cli-error.js';
+import type { IngestWorkerData } from './ingest-worker.js';
 import type { LogWorkerData } from './log-worker.js';
 import { FollowRuntime } from './follow-runtime.js';
 
@@ -77,8 +80,19 @@ export interface OpenNetworkOptions {
   log: (line: string) => void;
   /** Follow this upstream while serving (own ingest thread into the network's datadir). */
   follow?: FollowOptions;
+  /**
+   * With `follow`: the events of the ingest thread another thread owns (serve --threads: the main
+   * thread runs one ingest per followed datadir and forwards its events to every app thread).
+   * Without it this thread starts and owns the ingest thread itself.
+   */
+  followFeed?: MessagePort;
   /** Other threads of this process open the datadir too (serve --threads). */
   shared?: boolean;
+}
+
+/** What the ingest worker of a followed datadir is started with. */
+export function ingestWorkerData(datadir: string, f: FollowOptions): IngestWorkerData {
+  return { url: f.url, datadir, ...(f.genesisPath !== undefined ? { genesisPath: f.genesisPath } : {}), reorgDepth: f.reorgDepth, pollMs: f.pollMs };
 }
 
 /** Opens a network's store, its log workers and rpc service; on failure nothing stays open. */
@@ -97,7 +111,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   try {
     if (o.follow !== undefined) {
       const f = o.follow;
-      follow = new FollowRuntime({ url: f.url, datadir: o.datadir, ...(f.genesisPath !== undefined ? { genesisPath: f.genesisPath } : {}), reorgDepth: f.reorgDepth, pollMs: f.pollMs }, log);
+      follow = o.followFeed !== undefined ? FollowRuntime.fromPort(o.followFeed, log) : FollowRuntime.own(ingestWorkerData(o.datadir, f), log);
       const store = await openFollowedStore(o.datadir, follow, o.implicit ? '--follow' : 'follow');
       follow.attach(store);
       raw = store;
@@ -162,12 +176,16 @@ async function startLogWorkers(workerData: LogWorkerData, config: ServerConfig, 
   return pool;
 }
 
-/** Warns when the log workers of all networks may hold more of libuv's pool than it has. */
-export function checkThreadPool(config: ServerConfig, networks: number, log: (line: string) => void): void {
+/**
+ * Warns when the log workers of all networks and app threads (--threads: each app thread has its
+ * own) may hold more of libuv's pool, which the whole process shares, than it has.
+ */
+export function checkThreadPool(config: ServerConfig, networks: number, appThreads: number, log: (line: string) => void): void {
   const threads = Number(process.env['UV_THREADPOOL_SIZE']) || 4;
-  const workers = config.logWorkers * networks;
+  const workers = config.logWorkers * networks * appThreads;
   if (workers > 0 && 2 * workers + 2 > threads) {
-    log(`logWorkers ${config.logWorkers}${networks > 1 ? ` x ${networks} networks` : ''}: log reads may hold ${2 * workers} of the ${threads} libuv threads; set UV_THREADPOOL_SIZE to at least ${2 * workers + 2}`);
+    const of = `${networks > 1 ? ` x ${networks} networks` : ''}${appThreads > 1 ? ` x ${appThreads} app threads` : ''}`;
+    log(`logWorkers ${config.logWorkers}${of}: log reads may hold ${2 * workers} of the ${threads} libuv threads; set UV_THREADPOOL_SIZE to at least ${2 * workers + 2}`);
   }
 }
 

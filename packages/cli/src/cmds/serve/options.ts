@@ -24,6 +24,6 @@ export interface ServeOptions {
   genesis?: string;
   reorgDepth?: string;
   pollMs?: string;
-  /** App threads on the port (default 1; `cores`: one per core). Not with `follow`. */
+  /** App threads on the port (default and `cores`: one per core; 1: the single-thread server). */
   threads?: string;
 }

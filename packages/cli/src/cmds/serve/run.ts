@@ -4,8 +4,9 @@
 // Without --network (or config networks) the one chain of --datadir is served on every Host,
 // exactly as before networks existed (and `--follow <URL>` follows it live). A network given as
 // `--network <name>=<datadir>,follow=<URL>` follows its own upstream with its own ingest thread.
-// With `--threads N` (N > 1) this thread owns the ledger (and the dashboard) and N app threads
-// (app-thread.ts) each run the rest on the same port; see serveThreads.
+// With `--threads N` (N > 1; the default is one per core) this thread owns the ledger, the
+// dashboard and each followed datadir's one ingest thread, and N app threads (app-thread.ts) each
+// run the rest on the same port; see serveThreads. `--threads 1` runs everything on this thread.
 // Shared by `serve` and `start`. Nothing printed here contains an API key unless the caller
 // passes one for the banner (`start` prints its development key on purpose).
 import { readFileSync } from 'node:fs';
@@ -13,15 +14,19 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 import { KeyManager, hasAdminToken, startDashboard } from '@chainnode/dashboard';
 import type { RunningDashboard } from '@chainnode/dashboard';
 import { ConfigError, LedgerUnavailableError, ThreadLedgerHost, checkLedgerUrl, linkPorts, loadConfig, openLedger, startServer } from '@chainnode/server';
-import type { CreditLedger, KeyStore, LedgerFailureMode, NetworkConfig, NetworkRuntime, OpenLedger, RunningServer, ServerConfig, UsageRecord } from '@chainnode/server';
+import type { CreditLedger, KeyStore, LedgerFailureMode, NetworkConfig, NetworkRuntime, OpenLedger, RunningServer, PeerMetrics, ServerConfig, UsageRecord } from '@chainnode/server';
 import { resolveConfig } from '@chainnode/rpc';
 import { redactUrl } from '@chainnode/ingest';
 import { CliError } from '../../cli-error.js';
 import { isUpstreamUrl, parseReorgDepth } from '../sync/index.js';
-import { checkThreadPool, openNetwork, resolveNetworks } from './network.js';
+import { LevelChainStore } from '@chainnode/store';
+import type { ChainStore } from '@chainnode/core';
+import { IngestThread } from './follow-runtime.js';
+import { checkThreadPool, ingestWorkerData, openNetwork, resolveNetworks } from './network.js';
 import type { FollowOptions } from './network.js';
 import type { AppThreadCommand, AppThreadData, AppThreadListening, AppThreadMessage } from './app-thread-api.js';
 import type { ServeOptions } from './options.js';
@@ -109,8 +114,19 @@ export interface AppLedger {
 export interface AppExtras {
   /** Other threads of this process open the datadir too (serve --threads). */
   shared?: boolean;
+  /**
+   * serve --threads: the events of each followed network's ingest thread, which the main thread
+   * owns, by network name ('' for the one network of --datadir): required for every followed network.
+   */
+  followFeeds?: ReadonlyMap<string, MessagePort>;
   /** Print the startup notes (fault injection, log workers, follower): one app thread of several does. */
   notes?: boolean;
+  /** How many app threads serve the port (serve --threads; absent: 1): for the thread-pool check. */
+  threads?: number;
+  /** serve --threads, thread 0: the other threads' metrics counts, added to its own at /metrics. */
+  peerMetrics?: () => Promise<PeerMetrics[]>;
+  /** serve --threads: this app thread's index. */
+  thread?: number;
 }
 
 const log = (line: string): void => {
@@ -131,6 +147,32 @@ function networkSpecs(opts: ServeOptions, config: ServerConfig): { specs: Networ
   return { specs, defaultNetwork };
 }
 
+/** Every datadir `opts` serves: --datadir's chain, or each network's. */
+function servedDatadirs(opts: ServeOptions, config: ServerConfig): string[] {
+  const { specs } = networkSpecs(opts, config);
+  return specs.length === 0 ? [opts.datadir] : specs.map((n) => n.datadir);
+}
+
+/** A datadir to follow and how: `network` is the network's name, '' for the one network of --datadir. */
+export interface FollowedDatadir {
+  network: string;
+  datadir: string;
+  follow: FollowOptions;
+}
+
+/** The datadirs `opts` follows (`--follow`, or networks with `follow=<URL>`), options checked. */
+export function followPlan(opts: ServeOptions, config: ServerConfig): FollowedDatadir[] {
+  const { specs } = networkSpecs(opts, config);
+  const reorgDepth = parseReorgDepth(opts.reorgDepth);
+  const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
+  if (!Number.isInteger(pollMs) || pollMs < 10) throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
+  if (specs.length === 0) {
+    if (opts.follow === undefined) return [];
+    return [{ network: '', datadir: opts.datadir, follow: { url: opts.follow, reorgDepth, pollMs, ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}) } }];
+  }
+  return specs.flatMap((n) => (n.follow === undefined ? [] : [{ network: n.name, datadir: n.datadir, follow: { url: n.follow, reorgDepth, pollMs } }]));
+}
+
 /**
  * Opens every network (each its store, log workers, rpc service and, with a follow URL, its
  * ingest thread) and starts the uWS server on `opts` with the ledger `ledgerOf()` returns (asked
@@ -147,20 +189,21 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
     if (notes) log(line);
   };
   const { specs, defaultNetwork } = networkSpecs(opts, config);
-  if (extras.shared === true && (opts.follow !== undefined || specs.some((n) => n.follow !== undefined))) {
-    throw new CliError('--follow: not with --threads > 1');
-  }
-  const reorgDepth = parseReorgDepth(opts.reorgDepth);
-  const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
-  if (!Number.isInteger(pollMs) || pollMs < 10) throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
-  const followOf = (url: string | undefined, genesisPath?: string): FollowOptions | undefined =>
-    url === undefined ? undefined : { url, reorgDepth, pollMs, ...(genesisPath !== undefined ? { genesisPath } : {}) };
+  const follows = new Map(followPlan(opts, config).map((f) => [f.network, f.follow]));
+  const followOf = (network: string): { follow?: FollowOptions; followFeed?: MessagePort } => {
+    const follow = follows.get(network);
+    if (follow === undefined) return {};
+    const feed = extras.followFeeds?.get(network);
+    // With --threads the main thread owns the ingest: an app thread never starts its own.
+    if (extras.shared === true && feed === undefined) throw new Error(`no ingest feed for followed network "${network}"`);
+    return { follow, ...(feed !== undefined ? { followFeed: feed } : {}) };
+  };
   const rpcConfig = resolveConfig({
     maxBatchSize: config.maxBatchSize,
     maxBatchResponseBytes: config.maxBatchResponseBytes,
     maxConcurrentBatches: config.maxConcurrentBatches,
   });
-  if (notes) checkThreadPool(config, specs.length === 0 ? (opts.follow === undefined ? 1 : 0) : specs.filter((n) => n.follow === undefined).length, log);
+  if (notes) checkThreadPool(config, specs.length === 0 ? (opts.follow === undefined ? 1 : 0) : specs.filter((n) => n.follow === undefined).length, extras.threads ?? 1, log);
   const shared = extras.shared === true;
   // One after the other: each opens a LevelDB and starts worker threads; a failure closes the rest.
   const networks: NetworkRuntime[] = [];
@@ -169,12 +212,10 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
   };
   try {
     if (specs.length === 0) {
-      const follow = followOf(opts.follow, opts.genesis);
-      networks.push(await openNetwork({ name: '', datadir: opts.datadir, implicit: true, config, rpcConfig, log: quiet, shared, ...(follow !== undefined ? { follow } : {}) }));
+      networks.push(await openNetwork({ name: '', datadir: opts.datadir, implicit: true, config, rpcConfig, log: quiet, shared, ...followOf('') }));
     }
     for (const n of specs) {
-      const follow = followOf(n.follow);
-      networks.push(await openNetwork({ name: n.name, datadir: n.datadir, config, rpcConfig, log: quiet, shared, ...(follow !== undefined ? { follow } : {}) }));
+      networks.push(await openNetwork({ name: n.name, datadir: n.datadir, config, rpcConfig, log: quiet, shared, ...followOf(n.name) }));
     }
   } catch (err) {
     await closeAll();
@@ -195,6 +236,8 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
       usage: ledger.usage,
       ...(failoverUrl !== undefined ? { failoverUrl } : {}),
       ...(metricsPort !== undefined ? { metricsPort } : {}),
+      ...(extras.peerMetrics !== undefined ? { peerMetrics: extras.peerMetrics } : {}),
+      ...(extras.thread !== undefined ? { thread: extras.thread } : {}),
     });
   } catch (err) {
     await closeAll();
@@ -215,14 +258,12 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
 }
 
 /**
- * --threads: a positive integer, or `cores` (availableParallelism()). Default 1 until the serve
- * suite has run green with several threads: on the heavily loaded machine it was built on, two
- * serve tests (the SIGTERM-with-getLogs-in-flight one, past its 10 s grace, and a 600 s timeout)
- * failed with 2 threads and with 1 alike, so nothing was learned from them either way.
+ * --threads: a positive integer, or `cores`; default (and `cores`): the number of cores
+ * (availableParallelism()), whatever else is asked for (a follower included). `--threads 1` is
+ * the single-thread server: no app threads, the ledger, store and follower on the main thread.
  */
 export function parseThreads(value: string | undefined): number {
-  if (value === undefined) return 1;
-  if (value === 'cores') return availableParallelism();
+  if (value === undefined || value === 'cores') return availableParallelism();
   if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 256) throw new CliError(`--threads: expected a number of threads 1-256, got "${value}"`);
   return Number(value);
 }
@@ -288,7 +329,7 @@ function printBanner(
   process.stdout.write(`serve: WebSocket      ws://${hostForUrl}:${srv.port}/ws/v3/<API_KEY>\n`);
   process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
   if (srv.metricsPort !== undefined) {
-    process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics${threads > 1 ? ' (thread 0 only)' : ''}\n`);
+    process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics${threads > 1 ? ' (all threads)' : ''}\n`);
   }
   if (opts.failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
   if (dash !== undefined) {
@@ -347,11 +388,6 @@ export async function serve(
   onLedger?: (l: OpenLedger) => Promise<void>,
 ): Promise<void> {
   const threads = parseThreads(opts.threads);
-  if (threads > 1 && (opts.follow !== undefined || (opts.network ?? []).some((n) => n.includes(',follow=')))) {
-    // The follower's commits invalidate the caches of the one serving thread (applyCommit); the
-    // other app threads' stores would not see them.
-    throw new CliError('--threads > 1 cannot be combined with --follow (a follower serves from one thread)');
-  }
   // Option errors before anything is opened.
   parsePort('--port', opts.port);
   if (opts.metricsPort !== undefined) parsePort('--metrics-port', opts.metricsPort);
@@ -361,6 +397,7 @@ export async function serve(
   parseLedgerFailure(opts.ledgerFailure);
   const config = readConfig(opts.datadir, opts.config);
   networkSpecs(opts, config);
+  followPlan(opts, config);
   const ledger = await openServeLedger(opts, config, onLedger);
   if (threads > 1) {
     await serveThreads(opts, threads, ledger, config, banner);
@@ -412,6 +449,20 @@ function freePort(host: string): Promise<number> {
  * owns the ledger engine (embedded or Redis) and the dashboard; the app threads reach the ledger
  * through ledger-threads.ts (same interfaces), so credits stay exact across threads. Thread 0
  * starts first and alone serves metrics.
+ *
+ * A followed datadir (`--follow`, `follow=<URL>`) has ONE ingest thread, owned here
+ * (follow-runtime.ts IngestThread); every app thread gets a port carrying its events, applies each
+ * commit to its own store and publishes it to its own subscribers, and shows the ingest status in
+ * its /health and metrics. An app thread serves once its store opens: at once when the datadir
+ * holds a chain, else when the ingest reports ready (as with one thread).
+ *
+ * LevelDB handles: classic-level shares one LevelDB per datadir between the threads of a process,
+ * but that LevelDB keeps using the block cache and filter policy of its FIRST opener, which that
+ * opener frees when it closes: a first opener closing while another thread reads (or LevelDB
+ * compacts) uses freed memory (the SIGSEGVs seen while building this). So this thread opens every
+ * datadir that holds a chain first (an anchor handle, never read) and closes it last; a followed
+ * datadir that is still empty is first opened by its ingest thread, which therefore stops after
+ * the app threads released theirs.
  */
 async function serveThreads(
   opts: ServeOptions,
@@ -422,18 +473,27 @@ async function serveThreads(
 ): Promise<void> {
   const host = new ThreadLedgerHost({ keys: ledger.keys, credits: ledger.ledger(), usage: ledger.usageRecord() });
   const workers: Worker[] = [];
+  /** Each worker's end, recorded at its start: a phase must not wait on a thread that already ended. */
+  const exits = new Map<Worker, Promise<void>>();
+  const anchors: ChainStore[] = [];
+  const ingests = new Map<string, IngestThread>();
   let failed: ((err: Error) => void) | undefined;
   const failure = new Promise<never>((_, reject) => (failed = reject));
   failure.catch(() => undefined);
   let stopping = false;
   const startThread = (index: number, port: string): Promise<AppThreadListening> => {
     const link = host.link();
-    const data: AppThreadData = { opts: { ...opts, port, ...(index === 0 ? {} : { metricsPort: undefined }) }, index, link };
-    const w = new Worker(new URL('./app-thread.js', import.meta.url), { workerData: data, transferList: linkPorts(link) });
+    const followFeeds = [...ingests].map(([network, ingest]): [string, MessagePort] => [network, ingest.port()]);
+    const data: AppThreadData = { opts: { ...opts, port, ...(index === 0 ? {} : { metricsPort: undefined }) }, index, threads, link, followFeeds };
+    const w = new Worker(new URL('./app-thread.js', import.meta.url), { workerData: data, transferList: [...linkPorts(link), ...followFeeds.map(([, p]) => p)] });
     workers.push(w);
+    exits.set(w, new Promise<void>((r) => w.once('exit', () => r())));
     return new Promise<AppThreadListening>((resolve, reject) => {
       w.on('message', (m: AppThreadMessage) => {
         if (m.type === 'listening') resolve(m);
+        else if (m.type === 'peer-metrics') {
+          void peerCounts(w).then((t) => w.postMessage({ type: 'peer-metrics', id: m.id, threads: t } satisfies AppThreadCommand));
+        }
       });
       w.on('error', (err) => {
         reject(err);
@@ -446,15 +506,40 @@ async function serveThreads(
       });
     });
   };
+  // Every app thread's metrics counts but `asker`'s; a thread that does not answer within 2 s
+  // (busy, stopping) is left out of that scrape.
+  let nextAsk = 0;
+  const peerCounts = (asker: Worker): Promise<PeerMetrics[]> =>
+    Promise.all(
+      workers
+        .filter((w) => w !== asker)
+        .map(
+          (w) =>
+            new Promise<PeerMetrics | undefined>((resolve) => {
+              const id = nextAsk++;
+              const timer = setTimeout(() => done(undefined), 2000);
+              const onMessage = (m: AppThreadMessage): void => {
+                if (m.type === 'metrics' && m.id === id) done({ thread: workers.indexOf(w), metrics: m.counts });
+              };
+              function done(v: PeerMetrics | undefined): void {
+                clearTimeout(timer);
+                w.off('message', onMessage);
+                resolve(v);
+              }
+              w.on('message', onMessage);
+              w.postMessage({ type: 'metrics', id } satisfies AppThreadCommand);
+            }),
+        ),
+    ).then((all) => all.filter((t): t is PeerMetrics => t !== undefined));
   // Two phases: every thread drains (stops accepting, finishes in-flight requests) before any
   // closes its store: a thread closing its handle on the shared LevelDB while another thread's
-  // reads were running crashed the process (SIGSEGV), as did terminating a thread that holds uWS
-  // while another serves. So nothing is terminated either: the threads end with the process,
-  // which serve exits right after.
-  const phase = (command: AppThreadCommand['type'], reply: AppThreadMessage['type']): Promise<void[]> =>
+  // reads were running crashed the process (SIGSEGV: see the first-opener note above), as did
+  // terminating a thread that holds uWS while another serves. So nothing is terminated either:
+  // the threads end with the process, which serve exits right after.
+  const phase = (command: 'drain' | 'release', reply: 'drained' | 'stopped'): Promise<void[]> =>
     Promise.all(
       workers.map(async (w) => {
-        const exited = new Promise<void>((r) => w.once('exit', () => r()));
+        const exited = exits.get(w) ?? Promise.resolve();
         const done = new Promise<void>((r) =>
           w.on('message', (m: AppThreadMessage) => {
             if (m.type === reply) r();
@@ -465,16 +550,28 @@ async function serveThreads(
       }),
     );
   let dash: RunningDashboard | undefined;
+  // Drain the app threads (no request runs any more; commits still reach them, harmlessly), then
+  // each releases its stores (and closes its ports of the ingest), then the ingest threads stop,
+  // then the anchors close: the first opener of each datadir closes last.
   const stopAll = async (): Promise<void> => {
     stopping = true;
     await phase('drain', 'drained');
     await dash?.close();
     await phase('release', 'stopped');
+    await Promise.allSettled([...ingests.values()].map((i) => i.stop()));
+    await Promise.allSettled(anchors.map((a) => a.close()));
     host.close();
     await ledger.close();
   };
   let first: AppThreadListening;
   try {
+    // Anchors (see above): a datadir that does not open here (missing, empty, busy) is left to
+    // the app threads, which fail with the usual message, or to its ingest (an empty followed datadir).
+    for (const datadir of new Set(servedDatadirs(opts, config))) {
+      const anchor = await LevelChainStore.open(datadir, { shared: true }).catch(() => undefined);
+      if (anchor !== undefined) anchors.push(anchor);
+    }
+    for (const f of followPlan(opts, config)) ingests.set(f.network, new IngestThread(ingestWorkerData(f.datadir, f.follow)));
     // uWS sets SO_REUSEPORT only on an explicit port: with --port 0 one is picked here first.
     const port = parsePort('--port', opts.port) === 0 ? String(await freePort(opts.host)) : opts.port;
     first = await startThread(0, port);
