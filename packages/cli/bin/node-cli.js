@@ -1,5 +1,15 @@
 #!/usr/bin/env node
 // Thin launcher so `npx node-cli` works right after `npm ci` (whose `prepare` step runs `tsc -b`).
-import { main } from '../dist/src/main.js';
-
-await main(process.argv);
+//
+// CommonJS on purpose (bin/package.json): libuv sizes its thread pool once, at its first use, from
+// UV_THREADPOOL_SIZE, and an ES module entry is itself read through that pool, so only a CommonJS
+// entry runs early enough to set it. serve needs 2 pool threads per log worker plus 2 (each app
+// thread, one per core by default, has its own log worker; network.ts checkThreadPool): the
+// default here covers one network with the default logWorkers on every core. A value given in the
+// environment wins.
+'use strict';
+if (process.env.UV_THREADPOOL_SIZE === undefined) {
+  const cores = require('node:os').availableParallelism();
+  process.env.UV_THREADPOOL_SIZE = String(Math.min(1024, Math.max(4, 2 * cores + 2)));
+}
+import('../dist/src/main.js').then(({ main }) => main(process.argv));
