@@ -289,11 +289,11 @@ export async function buildScaledChain(url: string, dir: string, blocks: number,
         }
       }
     }
-    // Sent in order, one request each (anvil may process a batch's members concurrently).
-    for (const r of raws) {
-      const [h] = await rpc([['eth_sendRawTransaction', [r.raw]]]);
-      if (h !== r.hash) throw new Error(`scaled: anvil took ${r.hash} as ${String(h)}`);
-    }
+    // One batch (fifo order; the mined block's order is checked below, as in fixture-chain.ts).
+    const hs = await rpc(raws.map((r) => ['eth_sendRawTransaction', [r.raw]] as [string, unknown[]]));
+    hs.forEach((h, i) => {
+      if (h !== raws[i]?.hash) throw new Error(`scaled: anvil took ${String(raws[i]?.hash)} as ${String(h)}`);
+    });
     await rpc([['evm_mine', [T0 + 12 * n]]]);
     const b = (await rpc([['eth_getBlockByNumber', [`0x${n.toString(16)}`, false]]]))[0] as Record<string, unknown>;
     const want = raws.map((r) => r.hash);

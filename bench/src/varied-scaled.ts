@@ -104,7 +104,7 @@ function buildMixes(m: ScaledModel, n: number, nLogs: number): Mix[] {
   ];
 }
 
-class ScaledChecker {
+export class ScaledChecker {
   readonly freshByAddress: Map<string, { block: number; value: bigint }>;
   readonly contractIndex: Map<string, number>;
   constructor(readonly m: ScaledModel) {
