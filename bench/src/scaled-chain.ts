@@ -31,7 +31,7 @@ export const SENDERS = 4;
 export const CONTRACTS = 4;
 export const TRANSFERS = 6;
 export const CALLS = 2;
-export const NEW_SLOTS = 10;
+export const NEW_SLOTS = 12;
 export const T0 = 1_700_000_000;
 const BALANCE = 10_000n * 10n ** 18n;
 

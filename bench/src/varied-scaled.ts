@@ -264,7 +264,11 @@ export async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
   let syncing: Promise<void> | undefined;
   const t0 = Date.now();
   const syncTo = async (to: number): Promise<void> => {
-    const out = await runChild(process.execPath, [o.cli, 'sync', '--from', anvilUrl, '--genesis', genesisPath, '--datadir', datadir, '--to', String(to)], () => {});
+    // --genesis only for the first chunk: a datadir whose block 0 is anvil's (its --init block 0
+    // carries the empty-trie state root, which the import stores) refuses the same genesis.json
+    // on resume ("holds a chain with genesis <anvil's>, but the given genesis.json has <geth's>").
+    const genesisArg = imported === 0 ? ['--genesis', genesisPath] : [];
+    const out = await runChild(process.execPath, [o.cli, 'sync', '--from', anvilUrl, ...genesisArg, '--datadir', datadir, '--to', String(to)], () => {});
     imported = to;
     o.log(`scaled: chainnode imported to block ${to} (${((Date.now() - t0) / 1000).toFixed(0)} s since the build started)${/datadir .* is (.*) on disk/.exec(out)?.[1] !== undefined ? `, datadir ${/datadir .* is (.*) on disk/.exec(out)?.[1]}` : ''}`);
   };
