@@ -9,26 +9,25 @@
 //   anvil (varied-fixtures.ts). Smaller than the caches: most mixes measure caches after warm-up.
 //
 // Per mix and server:
-// 1. cold pass: every body of the mix sent once (64 connections), the md5 of each answer kept;
+// 1. cold pass: every body of the mix sent once (64 connections), the SHA-256 of each answer kept;
 //    its req/s and latencies are the "cold" columns (first time this server process sees these
 //    bodies; earlier mixes may have warmed shared data, e.g. for the mixed workload);
 // 2. check: each distinct body is asked again and its reply checked against an answer the bench
 //    computes itself (the chain module's check), the two servers' normalised replies compared with
-//    each other, and the reply's md5 compared with the cold pass's (so the cold answers are checked
+//    each other, and the reply's SHA-256 compared with the cold pass's (so the cold answers are checked
 //    too);
-// 3. warm load: 2 s warm-up + --duration s, bodies in turn, each answer's md5 compared with its
+// 3. warm load: 2 s warm-up + --duration s, bodies in turn, each answer's SHA-256 compared with its
 //    body's checked digest; anything else is counted (wrong replies, -32005 sheds among them,
 //    non-200s, socket errors).
-// The client keeps a 16-byte digest per body and server, never reply texts (memory stays bounded
+// The client keeps a 32-byte SHA-256 per body and server, never reply texts (memory stays bounded
 // with 20,000 bodies of up to ~1 MB each); the client CPU spent hashing answers is measured and
 // printed per case.
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { runChild, spawnChild, stopChild } from './children.js';
-import { rawLoadVaried, rawOnce } from './load.js';
+import { DIGEST, digest, rawLoadVaried, rawOnce } from './load.js';
 import type { OnceResult, VariedResult } from './load.js';
 import { prepareFixtures } from './varied-fixtures.js';
 import { prepareScaled } from './varied-scaled.js';
@@ -76,7 +75,6 @@ interface Target {
   unsupported: Set<string>;
 }
 
-const md5 = (s: string | Uint8Array): Buffer => createHash('md5').update(s).digest();
 
 async function waitFor(url: string): Promise<void> {
   for (let i = 0; i < 300; i++) {
@@ -98,7 +96,12 @@ async function waitFor(url: string): Promise<void> {
 async function checkReplies(chain: ChainUnderTest, t: Target, calls: Call[], cold: OnceResult | undefined, facts: Map<string, Buffer>, peer: Target | undefined): Promise<number> {
   const url = `http://127.0.0.1:${t.port}${t.path}`;
   const coldOf = new Map<string, Buffer>();
-  if (cold !== undefined) calls.forEach((c, i) => coldOf.set(c.body, cold.digests.subarray(i * 16, i * 16 + 16)));
+  if (cold !== undefined) calls.forEach((c, i) => coldOf.set(c.body, cold.digests.subarray(i * DIGEST, i * DIGEST + DIGEST)));
+  // Bodies checked in an earlier mix: the cold answer must be the checked one.
+  for (const [body, cd] of coldOf) {
+    const d = t.digests.get(body);
+    if (d !== undefined && !d.equals(cd)) throw new Error(`${t.name}: ${body}: the cold pass got another answer than the checked one`);
+  }
   const todo = [...new Map(calls.filter((c) => !t.digests.has(c.body) && !t.unsupported.has(c.body)).map((c) => [c.body, c])).values()];
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -107,7 +110,7 @@ async function checkReplies(chain: ChainUnderTest, t: Target, calls: Call[], col
       const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: c.body });
       const buf = Buffer.from(await r.arrayBuffer());
       if (r.status !== 200) throw new Error(`${t.name}: ${c.body} -> HTTP ${r.status}`);
-      const d = md5(buf);
+      const d = digest(buf);
       const reply = JSON.parse(buf.toString('utf8')) as Reply;
       const verdict = await chain.check(c, reply, t.name);
       if (verdict === 'unsupported') {
@@ -118,7 +121,7 @@ async function checkReplies(chain: ChainUnderTest, t: Target, calls: Call[], col
       if (cd !== undefined && !cd.equals(d)) throw new Error(`${t.name}: ${c.body}: the cold pass got another answer than the check (${buf.toString('utf8').slice(0, 200)})`);
       const n = chain.normalise(c, reply, t.name);
       if (n !== undefined) {
-        const nd = md5(n);
+        const nd = digest(Buffer.from(n));
         const other = facts.get(c.body);
         if (other === undefined) facts.set(c.body, nd);
         else if (!other.equals(nd)) throw new Error(`${t.name}: ${c.body}: the two servers' normalised replies differ: ${await diff(chain, c, n, peer)}`);
@@ -184,6 +187,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     const rows: string[] = [];
     const coldRows: string[] = [];
     const loads: number[] = [];
+    const checkCost: number[] = [];
     const fmt = (r: VariedResult | undefined, of: number): string =>
       r === undefined
         ? 'unsupported | | | '
@@ -213,7 +217,8 @@ export async function runVaried(o: VariedOptions): Promise<void> {
         loads.push(loadavg()[0] as number);
         const r = await rawLoadVaried({ host: '127.0.0.1', port: t.port, path: t.path, bodies: usable.map((c) => c.body), expected, connections: o.connections, seconds: o.seconds });
         res.push(r);
-        log(`varied: ${m.label}: ${t.name} ${Math.round(r.rps)} req/s p50 ${r.p50} p99 ${r.p99} wrong ${r.mismatched} (shed ${r.shed}) non-200 ${r.bad} errors ${r.errors}, ${r.distinct} distinct bodies answered; client md5 checks ${r.checkMsPerSec.toFixed(0)} ms CPU per s`);
+        checkCost.push(r.checkMsPerSec);
+        log(`varied: ${m.label}: ${t.name} ${Math.round(r.rps)} req/s p50 ${r.p50} p99 ${r.p99} wrong ${r.mismatched} (shed ${r.shed}) non-200 ${r.bad} errors ${r.errors}, ${r.distinct} distinct bodies answered; client SHA-256 checks ${r.checkMsPerSec.toFixed(0)} ms CPU per s`);
       }
       const distinct = new Set(m.calls.map((c) => c.body.replace(/"id":\d+,/, ''))).size;
       rows.push(`| ${m.label} | ${distinct} | ${fmt(res[0], subsets[0] ?? 0)} | ${targets.length > 1 ? fmt(res[1], subsets[1] ?? 0) : 'not run | | | '} |`);
@@ -223,7 +228,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     console.log(`\nMachine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'cpu'}; Node ${process.version}; ${new Date().toISOString().slice(0, 16)} UTC; load average ${la} (1-min, at the start of each pass)`);
     console.log(`Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')}`);
     console.log(`Chain: ${chain.describe}; chainnode datadir ${(datadirBytes / 1e6).toFixed(0)} MB; setup (build + import) ${setupSecs.toFixed(0)} s`);
-    console.log(`Client: raw-http, ${o.connections} connections, closed loop; warm: ${o.seconds} s after a 2 s warm-up per case; every answer's md5 compared with its body's checked reply${targets[1]?.unsupported.size ? `; anvil: ${targets[1].unsupported.size} bodies unsupported (no state at old blocks / no historical proofs), its rows run on the bodies it answers (count in brackets)` : ''}\n`);
+    console.log(`Client: raw-http, ${o.connections} connections, closed loop; warm: ${o.seconds} s after a 2 s warm-up per case; every answer's SHA-256 compared with its body's checked reply (client CPU for it: ${checkCost.length === 0 ? 'n/a' : `${Math.min(...checkCost).toFixed(0)}-${Math.max(...checkCost).toFixed(0)}`} ms per second of load)${targets[1]?.unsupported.size ? `; anvil: ${targets[1].unsupported.size} bodies unsupported (no state at old blocks / no historical proofs), its rows run on the bodies it answers (count in brackets)` : ''}\n`);
     console.log('| request mix | distinct params | chainnode req/s | p50 ms | p99 ms | errors | anvil req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
     console.log('\nCold pass (every body once, first time this server process is asked it):\n');
