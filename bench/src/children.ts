@@ -7,6 +7,14 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 
 const live = new Set<ChildProcess>();
+const cleanups = new Set<() => void>();
+
+/** A synchronous cleanup (e.g. removing a temporary directory) run on every exit path, after the children are killed. */
+export function onExit(fn: () => void): () => void {
+  install();
+  cleanups.add(fn);
+  return () => cleanups.delete(fn);
+}
 
 function killGroup(p: ChildProcess, signal: NodeJS.Signals): void {
   if (p.pid === undefined || p.exitCode !== null || p.signalCode !== null) return;
@@ -21,6 +29,14 @@ function killGroup(p: ChildProcess, signal: NodeJS.Signals): void {
 export function killAllChildren(): void {
   for (const p of live) killGroup(p, 'SIGKILL');
   live.clear();
+  for (const fn of cleanups) {
+    try {
+      fn();
+    } catch {
+      // best effort on the way out
+    }
+  }
+  cleanups.clear();
 }
 
 let installed = false;

@@ -26,7 +26,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
-import { runChild, spawnChild, stopChild } from './children.js';
+import { onExit, runChild, spawnChild, stopChild } from './children.js';
 import { DIGEST, digest, rawLoadVaried, rawOnce } from './load.js';
 import type { OnceResult, VariedResult } from './load.js';
 import { prepareFixtures } from './varied-fixtures.js';
@@ -160,6 +160,7 @@ async function diff(chain: ChainUnderTest, c: Call, mine: string, peer: Target |
 
 export async function runVaried(o: VariedOptions): Promise<void> {
   const tmp = mkdtempSync(join(tmpdir(), 'bench-varied-'));
+  const dropTmp = onExit(() => rmSync(tmp, { recursive: true, force: true }));
   const log = (line: string): void => {
     process.stderr.write(`${line}\n`);
   };
@@ -238,5 +239,6 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     if (srv !== undefined) await stopChild(srv);
     if (chain !== undefined) await chain.close();
     rmSync(tmp, { recursive: true, force: true });
+    dropTmp();
   }
 }
