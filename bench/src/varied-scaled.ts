@@ -293,11 +293,14 @@ export async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
   if (syncErr !== undefined) throw syncErr;
   if (imported < o.blocks) await syncTo(o.blocks);
   o.log(`scaled: built in ${((tb - t0) / 1000).toFixed(0)} s; chainnode's import done ${((Date.now() - tb) / 1000).toFixed(0)} s after the build (total ${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+  // anvil's memory after the build (launcher + binary: its process group).
+  const rssKb = (await runChild('ps', ['-o', 'rss=', '-g', String(anvil.pid)]).catch(() => '')).split(/\s+/).filter((x) => x !== '').reduce((a, x) => a + Number(x), 0);
+  o.log(`scaled: anvil RSS ${(rssKb / 1024).toFixed(0)} MB after the build (--prune-history ${o.anvilHistory})`);
   if (o.noAnvil) await stopChild(anvil);
   const checker = new ScaledChecker(model);
   const c = model.counts;
   return {
-    describe: `scaled, built by anvil in this run: ${c.blocks} blocks, ${c.txs} txs, ${c.accounts} accounts, ${c.slots} contract slots, ${c.logs} logs`,
+    describe: `scaled, built by anvil in this run: ${c.blocks} blocks, ${c.txs} txs, ${c.accounts} accounts, ${c.slots} contract slots, ${c.logs} logs; anvil --prune-history ${o.anvilHistory} (state of its last ${o.anvilHistory} blocks), RSS ${(rssKb / 1024).toFixed(0)} MB after the build`,
     mixes: buildMixes(model, o.bodies, o.logBodies),
     datadir,
     anvilUrl: o.noAnvil ? undefined : anvilUrl,
