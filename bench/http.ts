@@ -1,4 +1,4 @@
-// `npm run bench:http -- --varied [--chain scaled|fixtures] [--blocks 3000] [--anvil-history 128]
+// `npm run bench:http -- --varied [--chain scaled|fixtures] [--blocks 3000] [--anvil-history 128] [--anvil-proofs 200]
 //  [--duration 6] [--bodies 20000 (fixtures: 4000)] [--log-bodies 2000] [--only <mix words>] [--no-anvil]
 //  [--serve-args "<args>"] [--datadir <imported fixtures, with --chain fixtures>]`: varied bodies across
 // the whole chain, against this node and anvil in the same run (bench/src/varied-run.ts). The default
@@ -57,6 +57,7 @@ async function main(): Promise<void> {
       chain,
       blocks: Number(arg('blocks', '3000')),
       anvilHistory: Number(arg('anvil-history', '128')),
+      anvilProofSample: Number(arg('anvil-proofs', '200')),
       seconds: Number(arg('duration', '6')),
       connections,
       bodies,

@@ -44,6 +44,12 @@ export interface ChainUnderTest {
    * compared), with the deviations of anvil from geth normalised away.
    */
   normalise(c: Call, r: Reply, server: ServerName): string | undefined;
+  /**
+   * Bodies anvil is not asked at all, with the reason (undefined: ask it): the state of blocks
+   * before its kept window, which it refuses, and eth_getProof beyond a sample (anvil rebuilds
+   * the state trie per call: hundreds of ms each on the scaled chain).
+   */
+  anvilSkips?(calls: Call[]): Set<string>;
   /** Stops what the chain started (anvil). */
   close(): Promise<void>;
 }

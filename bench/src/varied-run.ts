@@ -41,6 +41,8 @@ export interface VariedOptions {
   blocks: number;
   /** States anvil keeps on the scaled chain (--prune-history). */
   anvilHistory: number;
+  /** eth_getProof bodies per mix sent to anvil on the scaled chain. */
+  anvilProofSample: number;
   datadir?: string;
   seconds: number;
   connections: number;
@@ -170,7 +172,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     const tSetup = Date.now();
     chain =
       o.chain === 'scaled'
-        ? await prepareScaled({ root: o.root, cli: o.cli, dir: tmp, blocks: o.blocks, bodies: o.bodies, logBodies: o.logBodies, anvilHistory: o.anvilHistory, noAnvil: o.noAnvil === true, log })
+        ? await prepareScaled({ root: o.root, cli: o.cli, dir: tmp, blocks: o.blocks, bodies: o.bodies, logBodies: o.logBodies, anvilHistory: o.anvilHistory, anvilProofSample: o.anvilProofSample, noAnvil: o.noAnvil === true, log })
         : await prepareFixtures({ root: o.root, cli: o.cli, dir: tmp, ...(o.datadir !== undefined ? { datadir: o.datadir } : {}), bodies: o.bodies, noAnvil: o.noAnvil === true, log });
     const setupSecs = (Date.now() - tSetup) / 1000;
     const mixes = chain.mixes.filter((m) => o.only === undefined || o.only.some((w) => m.label.startsWith(w) || m.label.includes(w)));
@@ -199,18 +201,29 @@ export async function runVaried(o: VariedOptions): Promise<void> {
       const colds: (OnceResult | undefined)[] = [];
       const subsets: number[] = [];
       for (const t of targets) {
-        const bodies = m.calls.map((c) => c.body);
+        // Bodies the chain knows anvil refuses (or is too slow for) are not sent to it.
+        const skips = t.name === 'anvil' && chain.anvilSkips !== undefined ? chain.anvilSkips(m.calls) : new Set<string>();
+        for (const b of skips) t.unsupported.add(b);
+        const calls = t.unsupported.size === 0 ? m.calls : m.calls.filter((c) => !t.unsupported.has(c.body));
+        const bodies = calls.map((c) => c.body);
+        if (bodies.length === 0) {
+          res.push(undefined);
+          colds.push(undefined);
+          subsets.push(0);
+          log(`varied: ${m.label}: ${t.name}: no body it answers`);
+          continue;
+        }
         loads.push(loadavg()[0] as number);
         const cold = await rawOnce({ host: '127.0.0.1', port: t.port, path: t.path, bodies, connections: o.connections, seconds: 0 });
         if (cold.bad + cold.errors > 0) throw new Error(`${t.name}: ${m.label}: cold pass: ${cold.bad} non-200, ${cold.errors} socket errors`);
         const tc = Date.now();
-        const checked = await checkReplies(chain, t, m.calls, cold, facts, targets.find((x) => x !== t));
+        const checked = await checkReplies(chain, t, calls, cold, facts, targets.find((x) => x !== t));
         log(`varied: ${m.label}: ${t.name} cold pass ${bodies.length} bodies in ${cold.secs.toFixed(1)} s (${Math.round(cold.rps)} req/s, p50 ${cold.p50} p99 ${cold.p99} ms); ${checked} new distinct replies checked in ${((Date.now() - tc) / 1000).toFixed(1)} s${t.unsupported.size > 0 ? ` (${t.unsupported.size} unsupported so far)` : ''}`);
         const usable = m.calls.filter((c) => !t.unsupported.has(c.body));
         subsets.push(usable.length < m.calls.length ? new Set(usable.map((c) => c.body)).size : 0);
-        if (usable.length < Math.min(100, m.calls.length)) {
+        if (usable.length === 0) {
           res.push(undefined);
-          colds.push(usable.length === 0 ? undefined : cold);
+          colds.push(undefined);
           continue;
         }
         colds.push(cold);
@@ -229,7 +242,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     console.log(`\nMachine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'cpu'}; Node ${process.version}; ${new Date().toISOString().slice(0, 16)} UTC; load average ${la} (1-min, at the start of each pass)`);
     console.log(`Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')}`);
     console.log(`Chain: ${chain.describe}; chainnode datadir ${(datadirBytes / 1e6).toFixed(0)} MB; setup (build + import) ${setupSecs.toFixed(0)} s`);
-    console.log(`Client: raw-http, ${o.connections} connections, closed loop; warm: ${o.seconds} s after a 2 s warm-up per case; every answer's SHA-256 compared with its body's checked reply (client CPU for it: ${checkCost.length === 0 ? 'n/a' : `${Math.min(...checkCost).toFixed(0)}-${Math.max(...checkCost).toFixed(0)}`} ms per second of load)${targets[1]?.unsupported.size ? `; anvil: ${targets[1].unsupported.size} bodies unsupported (no state at old blocks / no historical proofs), its rows run on the bodies it answers (count in brackets)` : ''}\n`);
+    console.log(`Client: raw-http, ${o.connections} connections, closed loop; warm: ${o.seconds} s after a 2 s warm-up per case; every answer's SHA-256 compared with its body's checked reply (client CPU for it: ${checkCost.length === 0 ? 'n/a' : `${Math.min(...checkCost).toFixed(0)}-${Math.max(...checkCost).toFixed(0)}`} ms per second of load)${targets[1]?.unsupported.size ? `; anvil: ${targets[1].unsupported.size} bodies not answered or not sent (no state before its last ${o.anvilHistory} blocks), its rows run on the bodies it answers (distinct count in brackets; eth_getProof: a sample of at most ${o.anvilProofSample} per mix, the rest not sent)` : ''}\n`);
     console.log('| request mix | distinct params | chainnode req/s | p50 ms | p99 ms | errors | anvil req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
     console.log('\nCold pass (every body once, first time this server process is asked it):\n');

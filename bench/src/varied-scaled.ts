@@ -34,6 +34,8 @@ export interface ScaledOptions {
   logBodies: number;
   /** States anvil keeps (its --prune-history). */
   anvilHistory: number;
+  /** eth_getProof bodies per mix sent to anvil (each costs it hundreds of ms). */
+  anvilProofSample: number;
   noAnvil: boolean;
   log: (line: string) => void;
 }
@@ -305,6 +307,17 @@ export async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
     datadir,
     anvilUrl: o.noAnvil ? undefined : anvilUrl,
     check: (call, r, server) => checker.check(call, r, server),
+    anvilSkips: (calls) => {
+      const skip = new Set<string>();
+      const oldest = o.blocks - o.anvilHistory + 2; // its window, with a block of margin
+      let proofs = 0;
+      for (const c of calls) {
+        if (c.kind !== 'storage' && c.kind !== 'account' && c.kind !== 'proof') continue;
+        if (Number(c.params[2]) < oldest) skip.add(c.body);
+        else if (c.kind !== 'storage' && ++proofs > o.anvilProofSample) skip.add(c.body);
+      }
+      return skip;
+    },
     normalise: (call, r) => normaliseScaled(call, r),
     close: () => stopChild(anvil),
   };
