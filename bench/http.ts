@@ -1,6 +1,8 @@
-// `npm run bench:http -- --varied [--datadir <dir>] [--duration 6] [--bodies 4000] [--only <mix words>]
-//  [--no-anvil] [--serve-args "<args>"]`: varied bodies across the whole chain, against this node and
-// anvil in the same run (bench/src/varied-run.ts).
+// `npm run bench:http -- --varied [--chain scaled|fixtures] [--blocks 3000] [--anvil-history 128] [--anvil-proofs 200]
+//  [--duration 6] [--bodies 20000 (fixtures: 4000)] [--log-bodies 2000] [--only <mix words>] [--no-anvil]
+//  [--serve-args "<args>"] [--datadir <imported fixtures, with --chain fixtures>]`: varied bodies across
+// the whole chain, against this node and anvil in the same run (bench/src/varied-run.ts). The default
+// scaled chain is built in the run by anvil and imported by this node (several minutes).
 //
 // `npm run bench:http [-- --datadir <dir>] [--duration 10] [--connections 64] [--tool wrk|autocannon]
 //  [--runs 3] [--json] [--cli <node-cli.js of another build>] [--serve-args "<args>"]`: the MEMO PATH, one request body
@@ -45,12 +47,21 @@ async function main(): Promise<void> {
     const only = arg('only');
     const serveArgs = arg('serve-args');
     const datadir = arg('datadir');
+    const chain = arg('chain', 'scaled');
+    if (chain !== 'scaled' && chain !== 'fixtures') throw new Error(`--chain: scaled or fixtures, not ${chain}`);
+    if (chain === 'scaled' && datadir !== undefined) throw new Error('--datadir: only with --chain fixtures (the scaled chain is built in the run)');
+    const bodies = Number(arg('bodies', chain === 'scaled' ? '20000' : '4000'));
     await runVaried({
       root,
       cli,
+      chain,
+      blocks: Number(arg('blocks', '3000')),
+      anvilHistory: Number(arg('anvil-history', '128')),
+      anvilProofSample: Number(arg('anvil-proofs', '200')),
       seconds: Number(arg('duration', '6')),
       connections,
-      bodies: Number(arg('bodies', '4000')),
+      bodies,
+      logBodies: Number(arg('log-bodies', String(Math.min(bodies, 2000)))),
       noAnvil: process.argv.includes('--no-anvil'),
       ...(datadir !== undefined ? { datadir } : {}),
       ...(only !== undefined ? { only: only.split(',') } : {}),

@@ -1,0 +1,104 @@
+// Child processes of a bench run (anvil, `node-cli serve`, `node-cli sync`), each started in its
+// own process group and stopped with its whole group on EVERY exit path: normal return, a thrown
+// error, an uncaught exception or rejection, SIGINT/SIGTERM/SIGHUP. node_modules/.bin/anvil is a
+// JS launcher that spawns the platform binary, so killing only the launcher's pid would leave the
+// binary running: the group kill reaches both.
+import { spawn } from 'node:child_process';
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
+
+const live = new Set<ChildProcess>();
+const cleanups = new Set<() => void>();
+
+/** A synchronous cleanup (e.g. removing a temporary directory) run on every exit path, after the children are killed. */
+export function onExit(fn: () => void): () => void {
+  install();
+  cleanups.add(fn);
+  return () => cleanups.delete(fn);
+}
+
+function killGroup(p: ChildProcess, signal: NodeJS.Signals): void {
+  if (p.pid === undefined || p.exitCode !== null || p.signalCode !== null) return;
+  try {
+    process.kill(-p.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** Sends SIGKILL to every live child's process group (synchronous: usable in an 'exit' handler). */
+export function killAllChildren(): void {
+  for (const p of live) killGroup(p, 'SIGKILL');
+  live.clear();
+  for (const fn of cleanups) {
+    try {
+      fn();
+    } catch {
+      // best effort on the way out
+    }
+  }
+  cleanups.clear();
+}
+
+let installed = false;
+function install(): void {
+  if (installed) return;
+  installed = true;
+  process.on('exit', killAllChildren);
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(sig, () => {
+      process.stderr.write(`bench: ${sig}: stopping ${live.size} child process(es)\n`);
+      killAllChildren();
+      process.exit(130);
+    });
+  }
+  process.on('uncaughtException', (err) => {
+    process.stderr.write(`bench: uncaught: ${err.stack ?? String(err)}\n`);
+    killAllChildren();
+    process.exit(1);
+  });
+  process.on('unhandledRejection', (err) => {
+    process.stderr.write(`bench: unhandled rejection: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    killAllChildren();
+    process.exit(1);
+  });
+}
+
+/** spawn() in a new process group, tracked until it exits. */
+export function spawnChild(cmd: string, args: string[], opts: SpawnOptions = {}): ChildProcess {
+  install();
+  const p = spawn(cmd, args, { ...opts, detached: true });
+  live.add(p);
+  p.on('exit', () => live.delete(p));
+  return p;
+}
+
+/** Stops one child's group (SIGTERM, then SIGKILL after `graceMs`) and waits for its exit. */
+export async function stopChild(p: ChildProcess, graceMs = 5000): Promise<void> {
+  if (p.exitCode !== null || p.signalCode !== null) {
+    live.delete(p);
+    return;
+  }
+  const exited = new Promise<void>((r) => p.once('exit', () => r()));
+  killGroup(p, 'SIGTERM');
+  const t = setTimeout(() => killGroup(p, 'SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(t);
+  live.delete(p);
+}
+
+/** Runs a child to completion (stdout collected, stderr passed through); rejects on a non-zero exit. */
+export async function runChild(cmd: string, args: string[], onStderr?: (line: string) => void): Promise<string> {
+  const p = spawnChild(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let errTail = '';
+  p.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  p.stderr?.on('data', (d: Buffer) => {
+    const s = d.toString();
+    errTail = (errTail + s).slice(-4000);
+    if (onStderr === undefined) process.stderr.write(s);
+    else for (const line of s.split('\n')) if (line !== '') onStderr(line);
+  });
+  const code = await new Promise<number | null>((r) => p.on('exit', (c) => r(c)));
+  if (code !== 0) throw new Error(`${cmd} ${args.join(' ')}: exit ${code}\n${errTail}`);
+  return out;
+}

@@ -1,0 +1,228 @@
+// `--chain fixtures`: the varied bench on the bundled fixture chain (1,600 blocks), imported into
+// chainnode from chain.rlp, and the same transactions replayed into anvil block by block
+// (bench/src/fixture-chain.ts): same transactions, contracts, storage and logs at the same numbers,
+// other block hashes (anvil writes its own headers). Replies are checked against answers computed
+// here from chain.rlp: block hashes = keccak(header RLP), tx hashes = keccak(tx bytes), tx locations
+// from the export's order, the account proof's root node hashing to the export's state root; and the
+// values two independent EVMs (this node's ethereumjs-executed import, anvil's revm) must agree on
+// (storage words, logs, tx lists) are compared between the servers by the runner (normalise below).
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runChild, spawnChild, stopChild } from './children.js';
+import { batchClient, readChain, replayIntoAnvil } from './fixture-chain.js';
+import type { FixtureBlock } from './fixture-chain.js';
+import { callMaker, qty } from './varied-mix.js';
+import type { Call, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
+import { Rng, keccak256 } from './synth.js';
+import type { ChildProcess } from 'node:child_process';
+
+const TOKEN = '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359';
+const EMITTER = '0xac71dc6244075b8763fac5367375306e747c761a';
+const REGISTRY = '0xc3e03991e5e0bd4a705887a58bb2d3fa2538c0c7';
+const word = (n: number): string => `0x${n.toString(16).padStart(64, '0')}`;
+
+function buildMixes(chain: FixtureBlock[], beacons: string[], n: number): Mix[] {
+  const rng = new Rng(15);
+  const head = chain.length;
+  const allTxs = chain.flatMap((b) => b.txs);
+  const call = callMaker();
+  const blockNo = (): number => 1 + rng.int(head);
+  // Storage tuples (contract, slot, block), shared by the storage and proof mixes.
+  const contracts = [TOKEN, EMITTER, REGISTRY];
+  const tuples = Array.from({ length: n }, () => ({ address: contracts[rng.int(3)] as string, slot: rng.int(8), block: blockNo() }));
+  const hashes: Call[] = Array.from({ length: n }, () => call('blockHashes', 'eth_getBlockByNumber', [qty(blockNo()), false]));
+  const full: Call[] = Array.from({ length: n }, () => call('blockFull', 'eth_getBlockByNumber', [qty(blockNo()), true]));
+  const txs: Call[] = Array.from({ length: n }, (_, i) => call('tx', 'eth_getTransactionByHash', [(allTxs[i < allTxs.length ? i : rng.int(allTxs.length)] as { hash: string }).hash]));
+  // Every transaction once, in random order.
+  for (let i = txs.length - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [txs[i], txs[j]] = [txs[j] as Call, txs[i] as Call];
+  }
+  const storage = tuples.map((t, i) => call('storage', 'eth_getStorageAt', [t.address, word(t.slot), qty(t.block)], i));
+  const proofs = tuples.map((t, i) => call('proof', 'eth_getProof', [t.address, [word(t.slot)], qty(t.block)], i));
+  const addresses = [TOKEN, EMITTER, ...beacons];
+  const logs: Call[] = Array.from({ length: n }, () => {
+    const width = 1 + rng.int(100);
+    const from = 1 + rng.int(head - width + 1);
+    // Mostly the two busy contracts (real traffic), a quarter rare emitters.
+    const address = rng.next() < 0.75 ? (addresses[rng.int(2)] as string) : (addresses[2 + rng.int(addresses.length - 2)] as string);
+    return call('logs', 'eth_getLogs', [{ address, fromBlock: qty(from), toBlock: qty(from + width - 1) }]);
+  });
+  // The mixed workload: a fifth each of blocks (half full), txs, storage, proofs, small getLogs.
+  const mixed: Call[] = [];
+  const pools = [hashes, full, txs, storage, proofs, logs];
+  const weights = [0.1, 0.1, 0.2, 0.2, 0.2, 0.2];
+  for (let i = 0; i < n; i++) {
+    let r = rng.next();
+    let k = 0;
+    while (k < weights.length - 1 && r >= (weights[k] as number)) r -= weights[k++] as number;
+    const pool = pools[k] as Call[];
+    mixed.push(pool[rng.int(pool.length)] as Call);
+  }
+  return [
+    { label: 'eth_getBlockByNumber, random block, hashes', calls: hashes },
+    { label: 'eth_getBlockByNumber, random block, full txs', calls: full },
+    { label: 'eth_getTransactionByHash, every tx', calls: txs },
+    { label: 'eth_getStorageAt, contract slots at random blocks', calls: storage },
+    { label: 'eth_getProof, same tuples, one slot', calls: proofs },
+    { label: 'eth_getLogs, one address, 1-100 blocks', calls: logs },
+    { label: 'mixed (blocks 20%, txs, storage, proofs, small getLogs 20% each)', calls: mixed },
+  ];
+}
+
+class Checker {
+  readonly byNumber = new Map<number, FixtureBlock>();
+  readonly txLoc = new Map<string, { block: FixtureBlock; index: number }>();
+  constructor(chain: FixtureBlock[]) {
+    for (const b of chain) {
+      this.byNumber.set(b.number, b);
+      b.txs.forEach((t, i) => this.txLoc.set(t.hash, { block: b, index: i }));
+    }
+  }
+
+  /** Throws unless `r` is the right answer to `c` (`ours`: this node, whose block hashes are the export's). */
+  check(c: Call, r: Reply, ours: boolean): void {
+    const fail = (why: string): never => {
+      throw new Error(`${ours ? 'chainnode' : 'anvil'}: ${c.body} -> ${why}: ${JSON.stringify(r).slice(0, 300)}`);
+    };
+    if (r.error !== undefined || r.result === undefined || r.result === null) fail('no result');
+    const res = r.result as Record<string, unknown>;
+    switch (c.kind) {
+      case 'blockHashes':
+      case 'blockFull': {
+        const b = this.byNumber.get(Number(c.params[0])) as FixtureBlock;
+        if (Number(res['number']) !== b.number) fail('wrong number');
+        if (ours && res['hash'] !== b.hash) fail('block hash is not keccak(header)');
+        const txs = res['transactions'] as (string | Record<string, unknown>)[];
+        const got = txs.map((t) => (typeof t === 'string' ? t : (t['hash'] as string)));
+        if (got.join() !== b.txs.map((t) => t.hash).join()) fail('transaction hashes differ from the export');
+        if (c.kind === 'blockFull') {
+          txs.forEach((t, i) => {
+            const o = t as Record<string, unknown>;
+            if (Number(o['blockNumber']) !== b.number || Number(o['transactionIndex']) !== i) fail('tx location');
+            if (ours && o['blockHash'] !== b.hash) fail('tx blockHash');
+          });
+        }
+        break;
+      }
+      case 'tx': {
+        const loc = this.txLoc.get(c.params[0] as string);
+        if (loc === undefined) return fail('unknown tx');
+        if (res['hash'] !== c.params[0]) fail('hash');
+        if (Number(res['blockNumber']) !== loc.block.number || Number(res['transactionIndex']) !== loc.index) fail('location');
+        if (ours && res['blockHash'] !== loc.block.hash) fail('blockHash');
+        break;
+      }
+      case 'storage': {
+        if (typeof r.result !== 'string' || !/^0x[0-9a-f]{64}$/.test(r.result)) fail('not a word');
+        break;
+      }
+      case 'proof': {
+        const b = this.byNumber.get(Number(c.params[2])) as FixtureBlock;
+        const ap = res['accountProof'] as string[];
+        const root = `0x${Buffer.from(keccak256(Buffer.from((ap[0] as string).slice(2), 'hex'))).toString('hex')}`;
+        if (ours && root !== b.stateRoot) fail("account proof root is not the export's state root");
+        if (!Array.isArray(res['storageProof']) || (res['storageProof'] as unknown[]).length !== 1) fail('storageProof');
+        break;
+      }
+      case 'logs': {
+        const logs = r.result as Record<string, unknown>[];
+        if (!Array.isArray(logs)) return fail('not an array');
+        const [from, to] = [Number((c.params[0] as { fromBlock: string }).fromBlock), Number((c.params[0] as { toBlock: string }).toBlock)];
+        for (const l of logs) {
+          const n = Number(l['blockNumber']);
+          if (n < from || n > to || l['address'] !== (c.params[0] as { address: string }).address) fail('log outside the filter');
+          const loc = this.txLoc.get(l['transactionHash'] as string);
+          if (loc === undefined || loc.block.number !== n || Number(l['transactionIndex']) !== loc.index) fail('log tx location');
+          if (ours && l['blockHash'] !== (loc as { block: FixtureBlock }).block.hash) fail('log blockHash');
+        }
+        break;
+      }
+    }
+  }
+}
+
+
+/** What both EVMs must agree on (block hashes differ: anvil writes its own headers). */
+function normaliseFixture(c: Call, r: Reply): string | undefined {
+  const res = r.result as Record<string, unknown>;
+  switch (c.kind) {
+    case 'storage':
+      return JSON.stringify(r.result);
+    case 'blockHashes':
+    case 'blockFull':
+      return ((res['transactions'] as (string | Record<string, unknown>)[]).map((t) => (typeof t === 'string' ? t : (t['hash'] as string)))).join();
+    case 'tx':
+      return [res['hash'], res['blockNumber'], res['transactionIndex'], res['from'], res['input']].join('|');
+    case 'logs':
+      return (r.result as Record<string, unknown>[]).map((x) => [x['blockNumber'], x['transactionHash'], x['logIndex'], x['address'], (x['topics'] as string[]).join(), x['data']].join('|')).join('\n');
+    default:
+      return undefined;
+  }
+}
+
+async function waitRpc(url: string, proc: ChildProcess): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (proc.exitCode !== null) throw new Error(`${url}: process exited`);
+    try {
+      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' });
+      if (r.ok) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url}: did not start`);
+}
+
+export interface FixtureOptions {
+  root: string;
+  cli: string;
+  dir: string;
+  /** An imported copy of the fixtures (else imported into dir). */
+  datadir?: string;
+  bodies: number;
+  noAnvil: boolean;
+  log: (line: string) => void;
+}
+
+export async function prepareFixtures(o: FixtureOptions): Promise<ChainUnderTest> {
+  const fixtures = join(o.root, 'fixtures');
+  const chain = readChain(join(fixtures, 'chain.rlp'));
+  const beacons = [...readFileSync(join(fixtures, 'README.md'), 'utf8').matchAll(/^\| \d+ \| `(0x[0-9a-f]{40})` \| \d+ \|$/gm)].map((m) => m[1] as string);
+  let datadir = o.datadir;
+  if (datadir === undefined) {
+    mkdirSync(o.dir, { recursive: true });
+    datadir = join(o.dir, 'data');
+    o.log(`varied: importing ${fixtures} into ${datadir}`);
+    await runChild(process.execPath, [o.cli, 'sync', '--from', fixtures, '--datadir', datadir], () => {});
+  }
+  let anvil: ChildProcess | undefined;
+  let anvilUrl: string | undefined;
+  if (!o.noAnvil) {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    anvilUrl = `http://127.0.0.1:${port}/`;
+    anvil = spawnChild(join(o.root, 'node_modules', '.bin', 'anvil'), ['--port', String(port), '--host', '127.0.0.1', '--init', join(fixtures, 'genesis.json'), '--cache-path', join(o.dir, 'anvil-cache'), '--no-mining', '--order', 'fifo', '--hardfork', 'london', '--silent'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    await waitRpc(anvilUrl, anvil);
+    const t0 = Date.now();
+    await replayIntoAnvil(batchClient(anvilUrl), chain);
+    o.log(`varied: anvil replayed ${chain.length} blocks in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  }
+  const checker = new Checker(chain);
+  const txCount = chain.reduce((s, b) => s + b.txs.length, 0);
+  return {
+    describe: `fixtures, ${chain.length} blocks, ${txCount} txs; anvil 1.7.1 on the same transactions replayed`,
+    mixes: buildMixes(chain, beacons, o.bodies),
+    datadir,
+    anvilUrl,
+    check: async (c: Call, r: Reply, server: ServerName) => {
+      if (server === 'anvil' && r.error !== undefined && c.kind === 'proof') return 'unsupported';
+      checker.check(c, r, server === 'chainnode');
+      return 'ok';
+    },
+    normalise: (c, r) => normaliseFixture(c, r),
+    close: async () => {
+      if (anvil !== undefined) await stopChild(anvil);
+    },
+  };
+}

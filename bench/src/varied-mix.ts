@@ -1,0 +1,88 @@
+// What the varied bench's runner (varied-run.ts) needs from a chain: request mixes, an
+// independent check of every reply, and a normalised form of each reply for comparing the two
+// servers with each other. Two chains implement it: the fixture chain (varied-fixtures.ts) and
+// the scaled chain (varied-scaled.ts).
+
+export type Kind = 'blockHashes' | 'blockFull' | 'tx' | 'storage' | 'account' | 'proof' | 'logs';
+export type ServerName = 'chainnode' | 'anvil';
+
+export interface Call {
+  kind: Kind;
+  method: string;
+  params: unknown[];
+  /** The body, with its own id. */
+  body: string;
+  /** For storage/proof: the tuple index shared by the two mixes. */
+  tuple?: number;
+}
+
+export interface Mix {
+  label: string;
+  calls: Call[];
+}
+
+export interface Reply {
+  result?: unknown;
+  error?: { code: number; message: string };
+}
+
+export interface ChainUnderTest {
+  /** One line for the report header: what the chain is and how big. */
+  describe: string;
+  mixes: Mix[];
+  datadir: string;
+  /** anvil's JSON-RPC URL (undefined: --no-anvil). */
+  anvilUrl: string | undefined;
+  /**
+   * Throws unless `r` is the right answer to `c`, computed independently of both servers.
+   * Returns 'unsupported' for an answer the server may legitimately refuse (anvil without the
+   * state of an old block), which takes the body out of that server's load.
+   */
+  check(c: Call, r: Reply, server: ServerName): Promise<'ok' | 'unsupported'>;
+  /**
+   * The part of a checked reply both servers must agree on, as a string (undefined: not
+   * compared), with the deviations of anvil from geth normalised away.
+   */
+  normalise(c: Call, r: Reply, server: ServerName): string | undefined;
+  /**
+   * Bodies anvil is not asked at all, with the reason (undefined: ask it): the state of blocks
+   * before its kept window, which it refuses, and eth_getProof beyond a sample (anvil rebuilds
+   * the state trie per call: hundreds of ms each on the scaled chain).
+   */
+  anvilSkips?(calls: Call[]): Set<string>;
+  /** Stops what the chain started (anvil). */
+  close(): Promise<void>;
+}
+
+export function callMaker(): (kind: Kind, method: string, params: unknown[], tuple?: number) => Call {
+  let id = 1;
+  return (kind, method, params, tuple) => {
+    const c: Call = { kind, method, params, body: JSON.stringify({ jsonrpc: '2.0', id: id++, method, params }) };
+    if (tuple !== undefined) c.tuple = tuple;
+    return c;
+  };
+}
+
+export const qty = (n: number | bigint): string => `0x${n.toString(16)}`;
+
+/** A mixed workload: `n` calls drawn from `pools` with `weights` (summing to 1). */
+export function mixOf(pools: Call[][], weights: number[], n: number, next: () => number): Call[] {
+  const out: Call[] = [];
+  for (let i = 0; i < n; i++) {
+    let r = next();
+    let k = 0;
+    while (k < weights.length - 1 && r >= (weights[k] as number)) r -= weights[k++] as number;
+    const pool = pools[k] as Call[];
+    out.push(pool[Math.floor(next() * pool.length)] as Call);
+  }
+  return out;
+}
+
+/** Shuffles in place (Fisher-Yates). */
+export function shuffle<T>(a: T[], next: () => number): T[] {
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [a[i], a[j]] = [a[j] as T, a[i] as T];
+  }
+  return a;
+}
