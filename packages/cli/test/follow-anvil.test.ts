@@ -16,7 +16,7 @@ import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import type { GethGenesis } from '@ethereumjs/common';
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
-import { tempDir } from '@chainnode/testkit';
+import { runCli, tempDir } from '@chainnode/testkit';
 import { DEV, GENESIS, REVERTING_INIT, batch, call, result, startAnvil, txRequest } from './anvil-upstream.js';
 import type { Anvil, Envelope } from './anvil-upstream.js';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
@@ -232,6 +232,23 @@ describe('serve --follow with anvil as the upstream', () => {
     const l = (await call(ours, 'eth_getLogs', [{ blockHash: old.hash }])) as Envelope;
     expect(l.error?.code).toBe(-32000);
   });
+
+  test('sync --from anvil resumes with the same --genesis given again (the stored block 0 is anvil\'s header, not the one built here)', async () => {
+    const dir = join(temp.dir, 'resume');
+    const genesisPath = join(temp.dir, 'genesis.json');
+    const first = await runCli(['sync', '--from', anvil.url, '--genesis', genesisPath, '--to', '3', '--datadir', dir]);
+    expect(first.code).toBe(0);
+    const again = await runCli(['sync', '--from', anvil.url, '--genesis', genesisPath, '--to', '6', '--datadir', dir]);
+    expect(again.stderr).not.toContain('holds a chain with genesis');
+    expect(again.code).toBe(0);
+    expect(again.stdout + again.stderr).toMatch(/head 6 0x[0-9a-f]{64}/);
+    // A genesis.json that builds another block 0 is still refused.
+    const other = join(temp.dir, 'other-genesis.json');
+    await writeFile(other, JSON.stringify({ ...GENESIS, extraData: '0x1234' }));
+    const wrong = await runCli(['sync', '--from', anvil.url, '--genesis', other, '--to', '7', '--datadir', dir]);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toContain('holds a chain with genesis');
+  }, 120_000);
 
   test('a block that fails verification stops the ingest; serving continues on the verified prefix; /health and metrics show it', async () => {
     // anvil keeps an empty account after a reverted contract creation (see REVERTING_INIT):

@@ -187,16 +187,18 @@ export class ImportPipeline {
       created = true;
     } else {
       writer.trieDb.rejectBlock(); // genesis state already stored
-      // The stored genesis.json builds `genesisHash`; a given one must build the same block 0.
+      // A given genesis.json must be the stored one, or build the same block 0 here. The stored
+      // block 0 may be an upstream's header rather than the one built here (anvil's genesis state
+      // root deviates, README "Following a live chain"), so a different file is compared with
+      // both: the stored hash and the hash the stored genesis.json builds here (`genesisHash`).
       const given = opts.genesis;
-      const givenHash =
-        given === undefined || given.headerRlp !== undefined || JSON.stringify(given.json) === JSON.stringify(json)
-          ? genesisHash
-          : await genesisHashOf(given.json);
-      if (given !== undefined && !equalsBytes(stored, givenHash) && given.headerRlp === undefined) {
-        throw new ChainMismatchError(
-          `datadir ${opts.datadir} holds a chain with genesis ${hex(stored)}, but the given genesis.json has genesis ${hex(givenHash)}; use another --datadir`,
-        );
+      if (given !== undefined && given.headerRlp === undefined && JSON.stringify(given.json) !== JSON.stringify(json)) {
+        const givenHash = await genesisHashOf(given.json);
+        if (!equalsBytes(stored, givenHash) && !equalsBytes(genesisHash, givenHash)) {
+          throw new ChainMismatchError(
+            `datadir ${opts.datadir} holds a chain with genesis ${hex(stored)}, but the given genesis.json has genesis ${hex(givenHash)}; use another --datadir`,
+          );
+        }
       }
     }
     const p = new ImportPipeline(writer, common, json, sm, genesisStateRoot, stored ?? genesisHash);
