@@ -3,6 +3,11 @@
 // exact across threads. The Redis engine needs no proxy (one instance per thread is exact, Redis
 // serialises the scripts), but works through this as well.
 //   main thread:   serveLedgerOverPort(ledger, port1)      worker: new PortLedger(port2)
+//
+// Both sides post BATCHES, one message per event-loop turn (setImmediate): every call is a debit
+// and a settle, and a message per request and per reply (each a structured clone, an event on the
+// other thread and its wake-up) cost more CPU than the call itself. Order is kept: requests are
+// handed to the ledger in the order they were asked, within and across batches.
 import type { MessagePort } from 'node:worker_threads';
 import { LedgerUnavailableError } from './ledger-api.js';
 import type { CreditLedger, Debit, DebitResult, Limits, Usage } from './ledger-api.js';
@@ -17,35 +22,67 @@ type Unnumbered = Request extends infer R ? (R extends unknown ? Omit<R, 'id'> :
 
 type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; unavailable: boolean; message: string };
 
+/** Messages of `T`, posted on `port` as one array per event-loop turn. */
+class Outbox<T> {
+  private items: T[] = [];
+  private scheduled = false;
+  constructor(private readonly port: MessagePort) {}
+
+  push(item: T): void {
+    this.items.push(item);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    if (this.items.length === 0) return;
+    const batch = this.items;
+    this.items = [];
+    this.port.postMessage(batch);
+  }
+}
+
 /** Answers PortLedger requests arriving on `port` from `ledger`; returns a function that stops. */
 export function serveLedgerOverPort(ledger: CreditLedger, port: MessagePort): () => void {
-  const onMessage = (req: Request): void => {
+  const replies = new Outbox<Reply>(port);
+  const one = (req: Request): void => {
     const done = (p: Promise<unknown>): void => {
       p.then(
-        (value) => port.postMessage({ id: req.id, ok: true, value } satisfies Reply),
-        (err: unknown) =>
-          port.postMessage({ id: req.id, ok: false, unavailable: err instanceof LedgerUnavailableError, message: (err as Error).message ?? 'ledger error' } satisfies Reply),
+        (value) => replies.push({ id: req.id, ok: true, value }),
+        (err: unknown) => replies.push({ id: req.id, ok: false, unavailable: err instanceof LedgerUnavailableError, message: (err as Error).message ?? 'ledger error' }),
       );
     };
     if (req.op === 'debit') done(ledger.debit(req.hash, req.cost, req.limits, req.network));
     else if (req.op === 'settle') done(ledger.settle(req.debit, req.finalCost));
     else done(ledger.usage(req.hash));
   };
+  const onMessage = (batch: Request[]): void => {
+    for (const req of batch) one(req);
+  };
   port.on('message', onMessage);
-  return () => port.off('message', onMessage);
+  return () => {
+    port.off('message', onMessage);
+    replies.flush();
+  };
 }
 
 export class PortLedger implements CreditLedger {
   private next = 1;
   private waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  private readonly requests: Outbox<Request>;
 
   constructor(private readonly port: MessagePort) {
-    port.on('message', (r: Reply) => {
-      const w = this.waiting.get(r.id);
-      if (!w) return;
-      this.waiting.delete(r.id);
-      if (r.ok) w.resolve(r.value);
-      else w.reject(r.unavailable ? new LedgerUnavailableError(r.message) : new Error(r.message));
+    this.requests = new Outbox<Request>(port);
+    port.on('message', (batch: Reply[]) => {
+      for (const r of batch) {
+        const w = this.waiting.get(r.id);
+        if (!w) continue;
+        this.waiting.delete(r.id);
+        if (r.ok) w.resolve(r.value);
+        else w.reject(r.unavailable ? new LedgerUnavailableError(r.message) : new Error(r.message));
+      }
     });
   }
 
@@ -53,7 +90,7 @@ export class PortLedger implements CreditLedger {
     const id = this.next++;
     return new Promise<T>((resolve, reject) => {
       this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.port.postMessage({ ...req, id });
+      this.requests.push({ ...req, id } as Request);
     });
   }
 

@@ -36,10 +36,16 @@ type Ask = { id: number; op: string; args: unknown[] };
 type Answer = { id: number; ok: true; value: unknown } | { id: number; ok: false; message: string };
 /** Messages without an id: one-way (usage records, key-change notices, watch requests). */
 type Note = { note: string; args: unknown[] };
+/** The notes of one event-loop turn of the asking side (a usage record per call: one message per turn). */
+type Notes = { notes: Note[] };
 
 /** Answers `Ask`s on `port` with `handlers`; one-way notes go to `onNote`. */
 function servePort(port: MessagePort, handlers: Record<string, (...args: never[]) => Promise<unknown>>, onNote: (n: Note) => void = () => {}): void {
-  port.on('message', (m: Ask | Note) => {
+  port.on('message', (m: Ask | Note | Notes) => {
+    if ('notes' in m) {
+      for (const n of m.notes) onNote(n);
+      return;
+    }
     if (!('id' in m)) {
       onNote(m);
       return;
@@ -79,17 +85,35 @@ class PortClient {
   ask<T>(op: string, ...args: unknown[]): Promise<T> {
     if (this.closed) return Promise.reject(new Error('thread ledger link is closed'));
     const id = this.next++;
+    this.flushNotes(); // an ask (e.g. the usage flush) comes after every note sent before it
     return new Promise<T>((resolve, reject) => {
       this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
       this.port.postMessage({ id, op, args } satisfies Ask);
     });
   }
 
+  private notes: Note[] = [];
+  private notesScheduled = false;
+
+  /** Sent with the other notes of this event-loop turn, in order. */
   note(note: string, ...args: unknown[]): void {
-    if (!this.closed) this.port.postMessage({ note, args } satisfies Note);
+    if (this.closed) return;
+    this.notes.push({ note, args });
+    if (this.notesScheduled) return;
+    this.notesScheduled = true;
+    setImmediate(() => this.flushNotes());
+  }
+
+  private flushNotes(): void {
+    this.notesScheduled = false;
+    if (this.notes.length === 0 || this.closed) return;
+    const notes = this.notes;
+    this.notes = [];
+    this.port.postMessage({ notes } satisfies Notes);
   }
 
   close(): void {
+    this.flushNotes();
     this.closed = true;
     for (const w of this.waiting.values()) w.reject(new Error('thread ledger link is closed'));
     this.waiting.clear();
