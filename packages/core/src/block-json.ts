@@ -5,7 +5,9 @@
 // It lives in core because two layers write it: the store keeps each block's text with an empty
 // transaction list at import (a ready-to-serve encoding: a hashes-only answer is one read and a
 // splice), and the rpc formatters write it for blocks without that row and for full-transaction
-// answers. rpc's format tests hold it equal to JSON.stringify of the object formatter.
+// answers (their object form is its parse). rpc's format.test.ts checks its output against
+// hand-written geth shapes (every fork field, withdrawals, uncles); block-text.test.ts checks the
+// rows written at import against the text written from each block's decoded rows.
 import type { Bytes, HeaderRecord, WithdrawalRecord } from './types.js';
 
 /** What the block JSON shows besides its transactions. */
