@@ -162,6 +162,11 @@ maybe('three replicas sharing one Redis ledger', () => {
   test('Redis stopped under load and restarted: serving continues, final usage equals the calls answered', async () => {
     const { key } = await createKey(['--plan', 'team', '--credits-per-second', '0']);
     await waitOnAll(key, 200);
+    // waitOnAll saw the new key answered by one app thread of each replica; every other app
+    // thread learns it from its next key poll (within a second). Redis is killed below: a thread
+    // that had not polled yet would not know the key until Redis is back (401), as a replica
+    // started during the outage would not.
+    await sleep(1500);
     const used0 = await redisUsed(key);
     const load = hammer(key, 4000, 12);
     await sleep(1000);
