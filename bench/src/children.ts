@@ -102,3 +102,21 @@ export async function runChild(cmd: string, args: string[], onStderr?: (line: st
   if (code !== 0) throw new Error(`${cmd} ${args.join(' ')}: exit ${code}\n${errTail}`);
   return out;
 }
+
+/**
+ * Waits until `url` answers a JSON-RPC eth_chainId with 200 (30 s at most); fails at once when
+ * `proc` (the server being started) has exited.
+ */
+export async function waitRpc(url: string, proc?: ChildProcess): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (proc !== undefined && proc.exitCode !== null) throw new Error(`${url}: process exited`);
+    try {
+      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' });
+      if (r.ok) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url}: did not start`);
+}

@@ -8,7 +8,7 @@
 // (storage words, logs, tx lists) are compared between the servers by the runner (normalise below).
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runChild, spawnChild, stopChild } from './children.js';
+import { runChild, spawnChild, stopChild, waitRpc } from './children.js';
 import { batchClient, readChain, replayIntoAnvil } from './fixture-chain.js';
 import type { FixtureBlock } from './fixture-chain.js';
 import { callMaker, qty } from './varied-mix.js';
@@ -161,19 +161,6 @@ function normaliseFixture(c: Call, r: Reply): string | undefined {
   }
 }
 
-async function waitRpc(url: string, proc: ChildProcess): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (proc.exitCode !== null) throw new Error(`${url}: process exited`);
-    try {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' });
-      if (r.ok) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url}: did not start`);
-}
 
 export interface FixtureOptions {
   root: string;

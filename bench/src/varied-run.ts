@@ -26,7 +26,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
-import { onExit, runChild, spawnChild, stopChild } from './children.js';
+import { onExit, runChild, spawnChild, stopChild, waitRpc } from './children.js';
 import { DIGEST, digest, rawLoadVaried, rawOnce } from './load.js';
 import type { OnceResult, VariedResult } from './load.js';
 import { prepareFixtures } from './varied-fixtures.js';
@@ -78,18 +78,6 @@ interface Target {
 }
 
 
-async function waitFor(url: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    try {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' });
-      if (r.ok) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url}: did not start`);
-}
 
 /**
  * Asks each distinct call of `calls` (not yet checked on `t`) again, checks it, compares it with
@@ -180,7 +168,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     const key = (JSON.parse(await runChild(process.execPath, [o.cli, 'keys', 'create', '--plan', 'custom', '--daily-credits', '900000000000000', '--label', 'bench', '--json', '--datadir', chain.datadir])) as { key: string }).key;
     const ourPort = await freePort();
     srv = spawnChild(process.execPath, [o.cli, 'serve', '--datadir', chain.datadir, '--port', String(ourPort), ...(o.serveArgs ?? [])], { stdio: ['ignore', 'ignore', 'inherit'] });
-    await waitFor(`http://127.0.0.1:${ourPort}/v3/${key}`);
+    await waitRpc(`http://127.0.0.1:${ourPort}/v3/${key}`);
     const targets: Target[] = [{ name: 'chainnode', port: ourPort, path: `/v3/${key}`, digests: new Map(), unsupported: new Set() }];
     if (chain.anvilUrl !== undefined) {
       const u = new URL(chain.anvilUrl);

@@ -16,7 +16,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
 import { verifyMerkleProof } from '@ethereumjs/mpt';
-import { runChild, spawnChild, stopChild } from './children.js';
+import { runChild, spawnChild, stopChild, waitRpc } from './children.js';
 import { CODE_HASH, CONTRACTS, EVENT, anvilArgs, buildScaledChain, headerHash, senderWallets, scaledGenesis, storageAt, txHashOf, word } from './scaled-chain.js';
 import type { ModelBlock, ScaledModel } from './scaled-chain.js';
 import { callMaker, mixOf, qty, shuffle } from './varied-mix.js';
@@ -47,19 +47,6 @@ const qtyHex = (v: bigint): string => (v === 0n ? '0x' : `0x${v.toString(16).pad
 const hexOf = (b: Uint8Array): string => `0x${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex')}`;
 const bytesOf = (h: string): Uint8Array => Buffer.from(h.slice(2), 'hex');
 
-async function waitRpc(url: string, proc: ChildProcess): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (proc.exitCode !== null) throw new Error(`${url}: process exited`);
-    try {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' });
-      if (r.ok) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url}: did not start`);
-}
 
 function buildMixes(m: ScaledModel, n: number, nLogs: number): Mix[] {
   const rng = new Rng(15);
