@@ -22,7 +22,7 @@
 // The client keeps a 32-byte SHA-256 per body and server, never reply texts (memory stays bounded
 // with 20,000 bodies of up to ~1 MB each); the client CPU spent hashing answers is measured and
 // printed per case.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -55,6 +55,8 @@ export interface VariedOptions {
   noAnvil?: boolean;
   /** Extra args for `serve`. */
   serveArgs?: string[];
+  /** Move chainnode's datadir here after the run (profiling a built scaled chain without rebuilding it). */
+  keepDatadir?: string;
 }
 
 async function freePort(): Promise<number> {
@@ -239,6 +241,10 @@ export async function runVaried(o: VariedOptions): Promise<void> {
   } finally {
     if (srv !== undefined) await stopChild(srv);
     if (chain !== undefined) await chain.close();
+    if (o.keepDatadir !== undefined && chain !== undefined && chain.datadir.startsWith(tmp)) {
+      renameSync(chain.datadir, o.keepDatadir);
+      log(`varied: chainnode's datadir kept at ${o.keepDatadir}`);
+    }
     rmSync(tmp, { recursive: true, force: true });
     dropTmp();
   }

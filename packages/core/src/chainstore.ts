@@ -6,6 +6,7 @@ import type {
   LogQuery,
   LogQueryOptions,
   LogQueryResult,
+  LogTextQueryResult,
   TxWithLocation,
   UncleRecord,
 } from './types.js';
@@ -53,6 +54,11 @@ export interface ChainStore {
   transaction(hash: Bytes): Promise<TxWithLocation | undefined>;
   /** Matching logs in block then log order, answered from the log index. */
   logs(query: LogQuery, options: LogQueryOptions): Promise<LogQueryResult>;
+  /**
+   * The same query answered as JSON text, when the store keeps ready-to-serve log encodings (else
+   * undefined, and the caller formats logs()). Undefined also for queries it leaves to logs().
+   */
+  logsText?(query: LogQuery, options: LogQueryOptions): Promise<LogTextQueryResult | undefined>;
   /** Storage slot (32-byte key) of `address` in the state whose root is `stateRoot`; zero if absent. */
   storageAt(stateRoot: Bytes, address: Bytes, slot: Bytes): Promise<Bytes>;
   /** EIP-1186 proof from the trie nodes of the state `stateRoot`. */

@@ -6,3 +6,4 @@ export * from './codec.js';
 export type * from './chain-events.js';
 export * from './single-flight.js';
 export * from './block-json.js';
+export * from './log-json.js';

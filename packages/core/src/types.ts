@@ -150,6 +150,9 @@ export type LogQueryResult =
    */
   | { kind: 'too-many'; lastFittingBlock: bigint };
 
+/** LogQueryResult with the logs as their JSON answer (an array's text), as formatLog would write it. */
+export type LogTextQueryResult = { kind: 'ok'; text: string; count: number } | { kind: 'too-many'; lastFittingBlock: bigint };
+
 export interface StorageProofRecord {
   key: Bytes; // the 32-byte slot as requested (left-padded)
   value: bigint;

@@ -12,11 +12,11 @@
 // to the event loop every few milliseconds and stops at the deadline.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { LimitExceededError, bytesEqual, bytesToBigInt } from '@chainnode/core';
-import type { ChainHead, LogQuery, LogQueryOptions, LogQueryResult, LogRecord } from '@chainnode/core';
+import { LimitExceededError, LogJsonWriter, bytesEqual, bytesToBigInt } from '@chainnode/core';
+import type { ChainHead, LogQuery, LogQueryOptions, LogQueryResult, LogRecord, LogTextQueryResult } from '@chainnode/core';
 import type { Db } from './db.js';
 import { Lru } from './lru.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, Prefix, decodePostings, logCodec, logIndexKeyLength, putU64, tables, writeLogIndexKey } from './schema.js';
+import { AddressLogsJsonView, LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, decodePostings, u64Codec, logCodec, logIndexKeyLength, putU64, tables, writeLogIndexKey } from './schema.js';
 import type { StoredLog } from './schema.js';
 
 /** What the log code needs from the rest of the reader. */
@@ -147,6 +147,7 @@ interface IdCursor {
 
 interface RawIterator {
   next(): Promise<[Uint8Array, Uint8Array] | undefined>;
+  nextv(size: number): Promise<[Uint8Array, Uint8Array][]>;
   seek(target: Uint8Array): void;
   close(): Promise<void>;
 }
@@ -207,6 +208,7 @@ class GatedDb implements LogDb {
     const next = (): Promise<[Uint8Array, Uint8Array] | undefined> => gate.run(() => it.next());
     return {
       next,
+      nextv: (size) => gate.run(() => it.nextv(size)),
       seek: (target) => it.seek(target),
       close: () => it.close(),
       [Symbol.asyncIterator]: () => ({
@@ -351,6 +353,37 @@ function possibleValues(c: Constraint): Uint8Array[] {
 }
 
 const LOG_FETCH_BATCH = 512;
+/** logsText uses the AddressLogsJson rows for queries naming at most this many addresses. */
+const ROWS_MAX_ADDRESSES = 8;
+/** AddressLogsJson rows read per iterator step of an address scan. */
+const ROW_SCAN_BATCH = 64;
+/** rowsFrom() of a datadir without AddressLogsJson rows. */
+const NO_ROWS = 2n ** 64n;
+const META_LOGS_JSON_FROM = tables.meta.key(MetaKey.LogsJsonFrom);
+const EMPTY_TEXT: LogTextQueryResult = { kind: 'ok', text: '[]', count: 0 };
+
+/** The block number of an AddressLogsJson key (prefix, address, number). */
+function addressLogsNumber(key: Uint8Array): bigint {
+  let n = 0;
+  for (let i = 21; i < 29; i++) n = n * 256 + (key[i] as number);
+  return BigInt(n);
+}
+
+/** logsText: scan the blocks' log ranges when the range spans at most this many blocks... */
+const BLOCK_SCAN_MIN = 1024;
+/** ...or at most this many blocks per match (else the matches' own log rows tell their blocks). */
+const BLOCKS_PER_MATCH = 4;
+
+/** The matches of one block (see LogQueries.picksOf). */
+interface BlockPick {
+  number: bigint;
+  /** Log id of the block's first log. */
+  first: number;
+  /** Logs in the block. */
+  count: number;
+  /** Positions in the block of the matching logs, ascending; undefined: all of them. */
+  locals: number[] | undefined;
+}
 /**
  * Log rows fetched by id go to LevelDB in reads of this many keys, this many reads in flight per
  * query: the reads run on libuv's thread pool while the previous batch is decoded, and short ones
@@ -384,6 +417,7 @@ function headerTimestamp(header: Uint8Array): bigint {
 export class LogQueries {
   private readonly logContexts = new Lru<bigint, BlockLogContext>(8192);
   private readonly db: LogDb;
+  private logsJsonFrom: bigint | undefined;
 
   constructor(
     db: Db,
@@ -498,7 +532,7 @@ export class LogQueries {
   }
 
   /** The cap is exceeded: the longest prefix of blocks that fits ends before the block of log `overId`. */
-  private async tooMany(overId: number): Promise<LogQueryResult> {
+  private async tooMany(overId: number): Promise<{ kind: 'too-many'; lastFittingBlock: bigint }> {
     const [over] = await this.fetchLogs([overId]);
     return { kind: 'too-many', lastFittingBlock: (over as StoredLog).blockNumber - 1n };
   }
@@ -582,21 +616,211 @@ export class LogQueries {
     const constraints = constraintsOf(query);
     const limit = options.limit;
     if (needsArityCheck(query)) return this.logsCheckingArity(query, constraints, range, limit, budget);
-    const records: LogRecord[] = [];
     if (constraints.length === 0) {
       if (range.end - range.start > limit) return this.tooMany(range.start + limit);
-      for (let at = range.start; at < range.end; at += LOG_FETCH_BATCH) {
-        await budget.tick();
-        const batch: StoredLog[] = [];
-        for await (const [, log] of tables.logs.range(this.db, { gte: BigInt(at), lt: BigInt(Math.min(range.end, at + LOG_FETCH_BATCH)) })) batch.push(log);
-        records.push(...(await this.toRecords(batch)));
-      }
-      return { kind: 'ok', logs: records };
+      return { kind: 'ok', logs: await this.recordsInRange(range.start, range.end, budget) };
     }
     const ids = await this.matchingIds(constraints, range.start, range.end, limit + 1, budget);
     if (ids.length > limit) return this.tooMany(ids[limit] as number);
     // The index is exact per value; the re-check guards against a corrupted index.
     return { kind: 'ok', logs: await this.recordsOf(ids, query, budget) };
+  }
+
+  /** Meta.logsJsonFrom: the AddressLogsJson rows exist from this block on (NO_ROWS: none). */
+  private async rowsFrom(): Promise<bigint> {
+    if (this.logsJsonFrom === undefined) {
+      const raw = await this.db.get(META_LOGS_JSON_FROM);
+      // Read once: a datadir upgraded while served keeps the old path until the next open.
+      this.logsJsonFrom = raw === undefined ? NO_ROWS : u64Codec.decode(raw);
+    }
+    return this.logsJsonFrom;
+  }
+
+  /**
+   * logs() answered as JSON text from the AddressLogsJson rows (schema.ts), for queries naming 1 to
+   * ROWS_MAX_ADDRESSES addresses from a block that has the rows on. Without topics, one forward
+   * scan per address over its rows in the range: no posting list, log row or formatting, the answer
+   * is the rows' own text. With topics, the ids come from the index join as in logs() and each
+   * match is a slice of its address's row of its block. Other queries (no address, many addresses,
+   * trailing wildcard positions, blocks before the rows) are left to logs(): undefined.
+   */
+  async logsText(query: LogQuery, options: LogQueryOptions): Promise<LogTextQueryResult | undefined> {
+    if (query.addresses.length === 0 || needsArityCheck(query)) return undefined;
+    const addresses = new Map<string, Uint8Array>();
+    for (const a of possibleValues({ kind: LogIndexKind.Address, values: query.addresses })) addresses.set(Buffer.from(a).toString('hex'), a);
+    if (addresses.size > ROWS_MAX_ADDRESSES) return undefined;
+    if (query.fromBlock < (await this.rowsFrom())) return undefined;
+    const budget = new Budget(options.deadline);
+    const head = await this.chain.head();
+    const to = query.toBlock > head.number ? head.number : query.toBlock;
+    if (addresses.size === 0 || query.fromBlock > to) return EMPTY_TEXT;
+    const list = [...addresses.values()];
+    if (constraintsOf(query).length === 1) return this.scanText(list, query.fromBlock, to, options.limit, budget);
+    return this.pickedText(query, list, to, options.limit, budget);
+  }
+
+  /** An address-only query: each address's rows over [from, to] in one forward scan. */
+  private async scanText(addresses: Uint8Array[], from: bigint, to: bigint, limit: number, budget: Budget): Promise<LogTextQueryResult> {
+    const perAddress: { number: bigint; view: AddressLogsJsonView }[][] = [];
+    for (const address of addresses) {
+      const rows: { number: bigint; view: AddressLogsJsonView }[] = [];
+      let count = 0;
+      const it = this.db.iterator({ gte: tables.addressLogsJson.key({ address, number: from }), lte: tables.addressLogsJson.key({ address, number: to }) });
+      try {
+        // An address's logs past the first limit + 1 cannot be in the answer nor decide the cap.
+        while (count <= limit) {
+          const entries = await it.nextv(ROW_SCAN_BATCH);
+          if (entries.length === 0) break;
+          for (const [k, v] of entries) {
+            const view = new AddressLogsJsonView(v);
+            rows.push({ number: addressLogsNumber(k), view });
+            count += view.count;
+          }
+          await budget.tick();
+        }
+      } finally {
+        await it.close();
+      }
+      perAddress.push(rows);
+    }
+    if (perAddress.length === 1) {
+      const rows = perAddress[0] as { number: bigint; view: AddressLogsJsonView }[];
+      let count = 0;
+      const parts = new Array<string>(rows.length);
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i] as { number: bigint; view: AddressLogsJsonView };
+        count += r.view.count;
+        if (count > limit) return { kind: 'too-many', lastFittingBlock: r.number - 1n };
+        parts[i] = r.view.all();
+      }
+      return { kind: 'ok', text: `[${parts.join(',')}]`, count };
+    }
+    // Several addresses: their logs interleave by block, then log index.
+    const entries: { number: bigint; logIndex: number; view: AddressLogsJsonView; i: number }[] = [];
+    for (const rows of perAddress) for (const r of rows) for (let i = 0; i < r.view.count; i++) entries.push({ number: r.number, logIndex: r.view.logIndex(i), view: r.view, i });
+    entries.sort((x, y) => (x.number < y.number ? -1 : x.number > y.number ? 1 : x.logIndex - y.logIndex));
+    if (entries.length > limit) return { kind: 'too-many', lastFittingBlock: (entries[limit] as { number: bigint }).number - 1n };
+    return { kind: 'ok', text: `[${entries.map((e) => e.view.text(e.i)).join(',')}]`, count: entries.length };
+  }
+
+  /** An address query with topics: ids from the index join, texts from the addresses' rows. */
+  private async pickedText(query: LogQuery, addresses: Uint8Array[], to: bigint, limit: number, budget: Budget): Promise<LogTextQueryResult> {
+    const range = await this.logIdRange(query.fromBlock, to);
+    if (range === undefined || range.start >= range.end) return EMPTY_TEXT;
+    const ids = await this.matchingIds(constraintsOf(query), range.start, range.end, limit + 1, budget);
+    if (ids.length > limit) return this.tooMany(ids[limit] as number);
+    if (ids.length === 0) return EMPTY_TEXT;
+    const blocks = Number(range.to - query.fromBlock) + 1;
+    if (blocks > Math.max(BLOCK_SCAN_MIN, BLOCKS_PER_MATCH * ids.length)) {
+      // Few matches spread over a long range: finding their blocks by reading every block's log
+      // range would cost more than reading their log rows (which carry the block).
+      const records = await this.recordsOf(ids, query, budget);
+      return { kind: 'ok', text: await this.textOf(records, budget), count: records.length };
+    }
+    const picks = await this.picksOf(query.fromBlock, range.to, ids, budget);
+    const keys: { address: Uint8Array; number: bigint }[] = [];
+    for (const p of picks) for (const address of addresses) keys.push({ address, number: p.number });
+    const rows = new Map<bigint, AddressLogsJsonView[]>();
+    for (let at = 0; at < keys.length; at += ROW_READ_BATCH) {
+      const part = keys.slice(at, at + ROW_READ_BATCH);
+      const raws = await tables.addressLogsJson.getMany(this.db, part);
+      raws.forEach((raw, i) => {
+        if (raw === undefined) return;
+        const n = (part[i] as { number: bigint }).number;
+        let list = rows.get(n);
+        if (list === undefined) rows.set(n, (list = []));
+        list.push(new AddressLogsJsonView(raw));
+      });
+      await budget.tick();
+    }
+    // Each match from the row holding its log index; one that none holds (a row missing) from
+    // its log row.
+    const parts: (string | undefined)[] = [];
+    const missing: { at: number; id: number }[] = [];
+    for (const p of picks) {
+      const views = rows.get(p.number) ?? [];
+      for (const local of p.locals ?? []) {
+        let text: string | undefined;
+        for (const v of views) {
+          const i = v.find(local);
+          if (i >= 0) {
+            text = v.text(i);
+            break;
+          }
+        }
+        if (text === undefined) missing.push({ at: parts.length, id: p.first + local });
+        parts.push(text);
+      }
+    }
+    if (missing.length > 0) {
+      const writer = new LogJsonWriter();
+      const byLog = new Map<string, string>();
+      for (const r of await this.recordsOf(missing.map((m) => m.id), query, budget)) byLog.set(`${r.blockNumber}:${r.logIndex}`, writer.write(r));
+      for (const m of missing) {
+        const p = picks.find((x) => m.id >= x.first && m.id < x.first + x.count) as BlockPick;
+        parts[m.at] = byLog.get(`${p.number}:${m.id - p.first}`);
+      }
+    }
+    const texts = parts.filter((t): t is string => t !== undefined);
+    return { kind: 'ok', text: `[${texts.join(',')}]`, count: texts.length };
+  }
+
+  /**
+   * The blocks of [from, to] holding matches, with the matches' positions in the block (`locals`
+   * undefined: all of the block's logs), in block order: the blocks' log ranges read in batches.
+   */
+  private async picksOf(from: bigint, to: bigint, ids: number[] | undefined, budget: Budget): Promise<BlockPick[]> {
+    const out: BlockPick[] = [];
+    let next = 0; // the first id not yet placed
+    for (let at = from; at <= to; at += BigInt(ROW_READ_BATCH * 4)) {
+      const numbers: bigint[] = [];
+      for (let n = at; n <= to && n < at + BigInt(ROW_READ_BATCH * 4); n++) numbers.push(n);
+      const ranges = await tables.blockLogs.getMany(this.db, numbers);
+      ranges.forEach((r, i) => {
+        const number = numbers[i] as bigint;
+        if (r === undefined) throw new Error(`block log range missing for ${number}`);
+        if (r.count === 0) return;
+        const first = Number(r.firstLogId);
+        if (ids === undefined) {
+          out.push({ number, first, count: r.count, locals: undefined });
+          return;
+        }
+        const locals: number[] = [];
+        while (next < ids.length && (ids[next] as number) < first + r.count) {
+          const id = ids[next++] as number;
+          if (id < first) throw new Error(`log ${id} precedes block ${number}'s logs`);
+          locals.push(id - first);
+        }
+        if (locals.length > 0) out.push({ number, first, count: r.count, locals });
+      });
+      if (ids !== undefined && next >= ids.length) break;
+      await budget.tick();
+    }
+    if (ids !== undefined && next < ids.length) throw new Error(`log ${ids[next]} is past block ${to}`);
+    return out;
+  }
+
+  /** Every log of ids [start, end), as records. */
+  private async recordsInRange(start: number, end: number, budget: Budget): Promise<LogRecord[]> {
+    const records: LogRecord[] = [];
+    for (let at = start; at < end; at += LOG_FETCH_BATCH) {
+      await budget.tick();
+      const batch: StoredLog[] = [];
+      for await (const [, log] of tables.logs.range(this.db, { gte: BigInt(at), lt: BigInt(Math.min(end, at + LOG_FETCH_BATCH)) })) batch.push(log);
+      records.push(...(await this.toRecords(batch)));
+    }
+    return records;
+  }
+
+  /** The JSON text of records (core's LogJsonWriter), with the budget checked now and then. */
+  private async textOf(records: LogRecord[], budget: Budget): Promise<string> {
+    const writer = new LogJsonWriter();
+    const parts = new Array<string>(records.length);
+    for (let i = 0; i < records.length; i++) {
+      parts[i] = writer.write(records[i] as LogRecord);
+      if ((i & 127) === 127) await budget.tick();
+    }
+    return `[${parts.join(',')}]`;
   }
 
   /**

@@ -40,6 +40,7 @@ import type {
   LogQuery,
   LogQueryOptions,
   LogQueryResult,
+  LogTextQueryResult,
   ReadyJson,
   StorageProofRecord,
   TxRecord,
@@ -416,6 +417,10 @@ export class LevelChainStore implements ChainStore {
 
   logs(query: LogQuery, options: LogQueryOptions): Promise<LogQueryResult> {
     return this.guard('logs', () => this.logQueries.logs(query, options));
+  }
+
+  logsText(query: LogQuery, options: LogQueryOptions): Promise<LogTextQueryResult | undefined> {
+    return this.guard('logsText', () => this.logQueries.logsText(query, options));
   }
 
   /**

@@ -29,6 +29,16 @@
 //                           encoding for hashes-only block answers. Optional per block: a
 //                           datadir written before it existed has none, and readers then format
 //                           the block from the rows above (so no schema version bump).
+//   0x11    AddressLogsJson address(20) ++ number(8) -> count(4) ++ count x [logIndex(4) ++ textEnd(4)]
+//                           ++ ASCII text: the JSON (core's LogJsonWriter) of the logs this address
+//                           emitted in this block, joined by ',', in log order; entry i spans
+//                           [i = 0 ? 0 : textEnd(i-1) + 1, textEnd(i)) of the text. Written at
+//                           import: a ready-to-serve encoding laid out for the commonest getLogs
+//                           query (an address over a block range: one forward scan of contiguous
+//                           rows, each read whole). Present from block Meta.logsJsonFrom on (a
+//                           datadir written before the table existed has none below its first
+//                           block written after; readers then format logs from the Logs rows,
+//                           so no schema version bump).
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
 
@@ -51,6 +61,7 @@ export const Prefix = {
   TrieNodes: 0x0e,
   BlockTxHashes: 0x0f,
   BlockJson: 0x10,
+  AddressLogsJson: 0x11,
 } as const;
 
 export const LogIndexKind = { Address: 0x10 } as const;
@@ -165,6 +176,27 @@ export function fixedBytesCodec(width: number, what: string): Codec<Uint8Array> 
 }
 
 export const hashCodec = fixedBytesCodec(32, 'hash');
+
+/** An address's rows of one block: address(20) ++ number(8) (AddressLogsJson keys). */
+export interface AddressNumber {
+  address: Uint8Array;
+  number: bigint;
+}
+
+export const addressNumberCodec: Codec<AddressNumber> = writerCodec(
+  {
+    size: () => 28,
+    write: (v, out, at) => {
+      if (v.address.length !== 20) throw new RangeError(`address: expected 20 bytes, got ${v.address.length}`);
+      out.set(v.address, at);
+      return writeU64(v.number, out, at + 20);
+    },
+  },
+  (b) => {
+    if (b.length !== 28) throw new RangeError(`address ++ number: expected 28 bytes, got ${b.length}`);
+    return { address: b.subarray(0, 20), number: bytesToBigInt(b.subarray(20)) };
+  },
+);
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
@@ -680,6 +712,8 @@ export const MetaKey = {
   Head: 'head',
   /** The whole genesis.json the chain was started from (JSON): a follower restarts without --genesis. */
   GenesisJson: 'genesisJson',
+  /** u64: AddressLogsJson rows exist for every block from this number on (see the table). */
+  LogsJsonFrom: 'logsJsonFrom',
 } as const;
 
 export const tables = {
@@ -699,4 +733,80 @@ export const tables = {
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, fixedListCodec(32)),
   blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, rawCodec),
+  addressLogsJson: new Table(Prefix.AddressLogsJson, 'AddressLogsJson', addressNumberCodec, rawCodec),
 } as const;
+
+/** The AddressLogsJson row of one address's logs in one block (see the table above), in memory from `alloc`. */
+export function encodeAddressLogsJson(entries: readonly { logIndex: number; text: string }[], alloc: (n: number) => Uint8Array = (n) => new Uint8Array(n)): Uint8Array {
+  let chars = entries.length === 0 ? 0 : entries.length - 1;
+  for (const e of entries) chars += e.text.length;
+  const head = 4 + 8 * entries.length;
+  const out = alloc(head + chars);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  view.setUint32(0, entries.length);
+  let at = head;
+  entries.forEach((e, i) => {
+    if (i > 0) out[at++] = 0x2c; // ','
+    const t = e.text;
+    for (let c = 0; c < t.length; c++) {
+      const code = t.charCodeAt(c);
+      if (code > 0x7e) throw new RangeError('log text is not ASCII');
+      out[at++] = code;
+    }
+    view.setUint32(4 + 8 * i, e.logIndex);
+    view.setUint32(8 + 8 * i, at - head);
+  });
+  return out;
+}
+
+const latin1Slice = (Buffer.prototype as unknown as { latin1Slice?: (this: Uint8Array, start: number, end: number) => string }).latin1Slice;
+const latin1: (b: Uint8Array, start: number, end: number) => string =
+  latin1Slice !== undefined ? (b, start, end) => latin1Slice.call(b, start, end) : (b, start, end) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1', start, end);
+
+/** An AddressLogsJson row read back: texts sliced out on demand, never all decoded. */
+export class AddressLogsJsonView {
+  readonly count: number;
+  private readonly view: DataView;
+  private readonly head: number;
+
+  constructor(private readonly raw: Uint8Array) {
+    if (raw.length < 4) throw new RangeError('AddressLogsJson: truncated row');
+    this.view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+    this.count = this.view.getUint32(0);
+    this.head = 4 + 8 * this.count;
+    if (this.count === 0 || raw.length < this.head || this.head + this.end(this.count - 1) !== raw.length) throw new RangeError('AddressLogsJson: malformed row');
+  }
+
+  private end(i: number): number {
+    return this.view.getUint32(8 + 8 * i);
+  }
+
+  /** The block-wide log index of entry `i`. */
+  logIndex(i: number): number {
+    return this.view.getUint32(4 + 8 * i);
+  }
+
+  /** The entry holding log `logIndex` of the block, or -1. */
+  find(logIndex: number): number {
+    let lo = 0;
+    let hi = this.count;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.logIndex(mid) < logIndex) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < this.count && this.logIndex(lo) === logIndex ? lo : -1;
+  }
+
+  /** The JSON of entry `i`. */
+  text(i: number): string {
+    if (i < 0 || i >= this.count) throw new RangeError(`AddressLogsJson: no entry ${i} of ${this.count}`);
+    const start = i === 0 ? 0 : this.end(i - 1) + 1;
+    return latin1(this.raw, this.head + start, this.head + this.end(i));
+  }
+
+  /** Every entry's JSON, joined by ','. */
+  all(): string {
+    return latin1(this.raw, this.head, this.raw.length);
+  }
+}

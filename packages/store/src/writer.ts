@@ -4,11 +4,11 @@
 // and nothing of the group; after it, the whole group.
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { blockJsonHead, bytesToBigInt, decodeHeader, withdrawalsFromValues } from '@chainnode/core';
+import { LogJsonWriter, blockJsonHead, bytesToBigInt, decodeHeader, withdrawalsFromValues } from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, SCHEMA_VERSION, decodePostings, encodeLogRow, headCodec, logIndexKeyLength, postingCodec, putU64, tables, writeLogIndexKey } from './schema.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, SCHEMA_VERSION, decodePostings, u64Codec, encodeAddressLogsJson, encodeLogRow, headCodec, logIndexKeyLength, postingCodec, putU64, tables, writeLogIndexKey } from './schema.js';
 import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
 
@@ -629,6 +629,8 @@ export class StoreWriter {
   private groupHead: HeadPointer | undefined;
   private groupStats = { blocks: 0, txs: 0, logs: 0 };
   private nextLogId = 0n;
+  /** Meta.logsJsonFrom as this writer leaves it; `stored`: already in the database. */
+  private logsJsonFrom: { value: bigint; stored: boolean } | undefined;
   private head: HeadPointer | undefined;
   private genesisHash: Uint8Array | undefined;
 
@@ -666,6 +668,10 @@ export class StoreWriter {
       if (r === undefined) throw new Error(`block log range of head ${this.head.number} missing`);
       this.nextLogId = r.firstLogId + BigInt(r.count);
     }
+    const from = await tables.meta.get(this.db, MetaKey.LogsJsonFrom);
+    // A datadir written before AddressLogsJson existed has rows only from its next block on.
+    if (from !== undefined) this.logsJsonFrom = { value: u64Codec.decode(from), stored: true };
+    else this.logsJsonFrom = { value: this.head === undefined ? 0n : this.head.number + 1n, stored: false };
     // No log written yet: the log index is empty, so values new to the writer need no read-back.
     this.values = new ValueTable(this.cacheBytes, this.nextLogId === 0n);
   }
@@ -722,8 +728,10 @@ export class StoreWriter {
    * taken, so the datadir holds no state for it. Used by the getLogs benchmark to build large
    * chains quickly; an importer of real chains must use addBlock.
    */
-  addPreExecutedBlock(b: BlockInput): void {
+  addPreExecutedBlock(b: BlockInput, opts: { logsJson?: boolean } = {}): void {
     this.stageRows(b);
+    if (opts.logsJson === true) this.stageLogsJson(b, decodeHeader(b.headerRlp, b.hash).timestamp);
+    else this.withoutLogsJson(b.number);
   }
 
   private stageBlock(b: BlockInput): void {
@@ -731,14 +739,45 @@ export class StoreWriter {
     this.stageRows(b);
     // The ready-to-serve JSON of the block (schema.ts, BlockJson). Not for addPreExecutedBlock's
     // synthetic bench chains: readers format blocks without the row.
+    const header = decodeHeader(b.headerRlp, b.hash);
     const text = blockJsonHead({
-      header: decodeHeader(b.headerRlp, b.hash),
+      header,
       size: b.body.size,
       totalDifficulty: b.totalDifficulty,
       uncleHashes: b.body.uncles.map((u) => keccak256(u)),
       ...(b.body.withdrawals !== undefined ? { withdrawals: withdrawalsFromValues(b.body.withdrawals) } : {}),
     });
     tables.blockJson.stage(this.group, b.hash, Buffer.from(text, 'latin1'), this.alloc);
+    this.stageLogsJson(b, header.timestamp);
+  }
+
+  /**
+   * The ready-to-serve JSON of a block's logs (schema.ts, AddressLogsJson): one row per address
+   * that emitted logs in the block.
+   */
+  private stageLogsJson(b: BlockInput, timestamp: bigint): void {
+    const byAddress = new Map<string, { address: Uint8Array; entries: { logIndex: number; text: string }[] }>();
+    const writer = new LogJsonWriter();
+    let logIndex = 0;
+    b.logs.forEach((txLogs, transactionIndex) => {
+      const transactionHash = b.txHashes[transactionIndex];
+      if (transactionHash === undefined) throw new Error(`block ${b.number}: logs of unknown tx ${transactionIndex}`);
+      for (const l of txLogs) {
+        const text = writer.write({ ...l, blockNumber: b.number, blockHash: b.hash, blockTimestamp: timestamp, transactionHash, transactionIndex, logIndex });
+        const key = Buffer.from(l.address.buffer, l.address.byteOffset, l.address.byteLength).toString('latin1');
+        let row = byAddress.get(key);
+        if (row === undefined) byAddress.set(key, (row = { address: l.address, entries: [] }));
+        row.entries.push({ logIndex: logIndex++, text });
+      }
+    });
+    for (const row of byAddress.values()) {
+      tables.addressLogsJson.stage(this.group, { address: row.address, number: b.number }, encodeAddressLogsJson(row.entries, this.alloc), this.alloc);
+    }
+  }
+
+  /** A block staged without AddressLogsJson rows: readers may use the rows only above it. */
+  private withoutLogsJson(number: bigint): void {
+    if (this.logsJsonFrom === undefined || number + 1n > this.logsJsonFrom.value) this.logsJsonFrom = { value: number + 1n, stored: false };
   }
 
   private stageRows(b: BlockInput): void {
@@ -835,6 +874,9 @@ export class StoreWriter {
       ops.del(tables.blockLogs.key(n));
       for (const t of txHashes) ops.del(tables.txLookup.key(t));
       for (let id = range.firstLogId; id < range.firstLogId + BigInt(range.count); id++) ops.del(tables.logs.key(id));
+      const rowsOf = new Map<string, Uint8Array>();
+      for (const l of logs) rowsOf.set(Buffer.from(l.address).toString('hex'), l.address);
+      for (const address of rowsOf.values()) ops.del(tables.addressLogsJson.key({ address, number: n }));
     }
     // The posting lists of every value the orphaned logs carried, cut at `cut`.
     const touched = new Map<string, { kind: number; value: Uint8Array }>();
@@ -911,6 +953,8 @@ export class StoreWriter {
     const flush = ++this.flushes;
     await this.values.stage(this.db, ops, flush, this.alloc);
     stats.trieNodes = this.trieDb.drainInto(ops);
+    const rowsFrom = this.logsJsonFrom;
+    if (rowsFrom !== undefined && !rowsFrom.stored) tables.meta.put(ops, MetaKey.LogsJsonFrom, u64Codec.encode(rowsFrom.value));
     ops.putLast(tables.meta.key(MetaKey.Head), headCodec.encode(head));
     stats.bytes = ops.bytes;
     this.group = new GroupBatch(this.db);
@@ -919,6 +963,7 @@ export class StoreWriter {
     const landed = ops.write().then(
       () => {
         this.head = head;
+        if (rowsFrom !== undefined && this.logsJsonFrom === rowsFrom) rowsFrom.stored = true;
       },
       (err: unknown) => {
         // Nothing of the group landed, and what was staged after it assumed it would: stop.

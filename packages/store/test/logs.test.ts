@@ -12,9 +12,11 @@ import type { LogQuery, LogQueryResult } from '@chainnode/core';
 import { LevelChainStore, StoreWriter, digestDatadir } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, OPEN_CHUNK, tables } from '../src/schema.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, OPEN_CHUNK, encodeAddressLogsJson, tables } from '../src/schema.js';
 
 const BLOCKS = 700;
+/** dirs[5] has AddressLogsJson rows from this block on. */
+const ROWS_FROM = 301;
 const fill = (tag: number, i: number, n: number): Uint8Array => {
   const b = new Uint8Array(n);
   b[0] = tag;
@@ -30,6 +32,7 @@ interface Gen {
   blockNumber: bigint;
   logIndex: number;
   txHash: Uint8Array;
+  txIndex: number;
   blockHash: Uint8Array;
   timestamp: bigint;
   log: LogInput;
@@ -66,7 +69,7 @@ function makeChain(): { blocks: BlockInput[]; genesis: BlockInput; all: Gen[] } 
     const txHashes = txs.map((t) => keccak256(t));
     let logIndex = 0;
     logs.forEach((txLogs, i) => {
-      for (const log of txLogs) all.push({ blockNumber: BigInt(n), logIndex: logIndex++, txHash: txHashes[i] as Uint8Array, blockHash: hash, timestamp: BigInt(1_000 + n * 12), log });
+      for (const log of txLogs) all.push({ blockNumber: BigInt(n), logIndex: logIndex++, txHash: txHashes[i] as Uint8Array, txIndex: i, blockHash: hash, timestamp: BigInt(1_000 + n * 12), log });
     });
     return {
       number: BigInt(n),
@@ -111,7 +114,7 @@ function makeChain(): { blocks: BlockInput[]; genesis: BlockInput; all: Gen[] } 
  * group, as a resumed import has; `cacheBytes`: the writer's open-chunk cache budget (a tiny one
  * drops every value after each flush, so open chunks are read back from LevelDB).
  */
-async function buildGrouped(dir: string, chain: ReturnType<typeof makeChain>, groups: number[], opts: { reopen?: boolean; cacheBytes?: number } = {}): Promise<void> {
+async function buildGrouped(dir: string, chain: ReturnType<typeof makeChain>, groups: number[], opts: { reopen?: boolean; cacheBytes?: number; logsJsonFrom?: number } = {}): Promise<void> {
   const open = () => StoreWriter.open(dir, opts.cacheBytes === undefined ? {} : { openChunkCacheBytes: opts.cacheBytes });
   let w = await open();
   try {
@@ -119,7 +122,7 @@ async function buildGrouped(dir: string, chain: ReturnType<typeof makeChain>, gr
     let g = 0;
     let inGroup = 0;
     for (const b of chain.blocks) {
-      w.addPreExecutedBlock(b);
+      w.addPreExecutedBlock(b, { logsJson: opts.logsJsonFrom !== undefined && b.number >= BigInt(opts.logsJsonFrom) });
       if (++inGroup >= (groups[g % groups.length] as number)) {
         await w.flush();
         inGroup = 0;
@@ -150,19 +153,25 @@ describe('log index over a synthetic chain', () => {
   const chain = makeChain();
   const dirs: string[] = [];
   let store: LevelChainStore;
+  let withRows: LevelChainStore;
   const opts = (limit = 100_000) => ({ limit, deadline: Date.now() + 60_000 });
 
   beforeAll(async () => {
-    for (let i = 0; i < 5; i++) dirs.push(await mkdtemp(join(tmpdir(), 'store-logs-')));
+    for (let i = 0; i < 6; i++) dirs.push(await mkdtemp(join(tmpdir(), 'store-logs-')));
     await buildGrouped(dirs[0] as string, chain, [BLOCKS]);
     await buildGrouped(dirs[1] as string, chain, [1, 7, 33, 2, 120]);
     await buildGrouped(dirs[2] as string, chain, [50]);
     await buildGrouped(dirs[3] as string, chain, [13, 90, 1], { reopen: true });
     await buildGrouped(dirs[4] as string, chain, [5, 64], { cacheBytes: 1 });
+    // The same chain with the AddressLogsJson rows real imports write, from block ROWS_FROM on (a
+    // datadir written by an older version, then resumed).
+    await buildGrouped(dirs[5] as string, chain, [64], { logsJsonFrom: ROWS_FROM });
     store = await LevelChainStore.open(dirs[0] as string);
+    withRows = await LevelChainStore.open(dirs[5] as string);
   });
   afterAll(async () => {
     await store?.close();
+    await withRows?.close();
     for (const d of dirs) await rm(d, { recursive: true, force: true });
   });
 
@@ -175,7 +184,7 @@ describe('log index over a synthetic chain', () => {
 
   test('the index bytes do not depend on how blocks were grouped into batches, nor on the writer cache', async () => {
     await store.close();
-    const digests = await Promise.all(dirs.map((d) => digestDatadir(d)));
+    const digests = await Promise.all(dirs.slice(0, 5).map((d) => digestDatadir(d)));
     expect(digests[1]).toEqual(digests[0]);
     expect(digests[2]).toEqual(digests[0]);
     expect(digests[3]).toEqual(digests[0]); // reopened writer: open chunks read back from LevelDB
@@ -268,6 +277,84 @@ describe('log index over a synthetic chain', () => {
     expect(nonEmpty).toBeGreaterThan(40);
   });
 
+  /** A log's JSON as geth writes it, from the test's own record of the chain. */
+  const jsonOf = (g: Gen): unknown => ({
+    address: `0x${hex(g.log.address)}`,
+    topics: g.log.topics.map((t) => `0x${hex(t)}`),
+    data: `0x${hex(g.log.data)}`,
+    blockNumber: `0x${g.blockNumber.toString(16)}`,
+    transactionHash: `0x${hex(g.txHash)}`,
+    transactionIndex: `0x${g.txIndex.toString(16)}`,
+    blockHash: `0x${hex(g.blockHash)}`,
+    blockTimestamp: `0x${g.timestamp.toString(16)}`,
+    logIndex: `0x${g.logIndex.toString(16)}`,
+    removed: false,
+  });
+
+  test('logsText from the AddressLogsJson rows equals the brute-force answer as geth writes it', async () => {
+    let fromRows = 0;
+    let picked = 0;
+    const qs = queries().flatMap((q) => [q, { ...q, fromBlock: q.fromBlock < BigInt(ROWS_FROM) ? BigInt(ROWS_FROM) : q.fromBlock }]);
+    qs.push({ fromBlock: BigInt(ROWS_FROM), toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR, HOT_ADDR, addr(3)], topics: [] });
+    for (const q of qs) {
+      const want = chain.all.filter((g) => matches(g, q));
+      // Without rows (dirs[0] was written without them) the query is left to logs().
+      expect(await store.logsText(q, opts())).toBeUndefined();
+      const got = await withRows.logsText(q, opts());
+      const lastTopic = q.topics.reduce((at, t, i) => (t !== null && t.length > 0 ? i : at), -1);
+      const served = q.addresses.length > 0 && q.addresses.length <= 8 && q.topics.length === lastTopic + 1 && q.fromBlock >= BigInt(ROWS_FROM);
+      if (!served) {
+        expect(got).toBeUndefined();
+        continue;
+      }
+      if (got === undefined || got.kind !== 'ok') throw new Error(`expected an answer: ${JSON.stringify(got)}`);
+      fromRows++;
+      if (lastTopic >= 0 && want.length > 0) picked++;
+      expect(got.count).toBe(want.length);
+      // Byte for byte as geth writes them (JSON.stringify keeps jsonOf's key order).
+      expect(got.text).toBe(JSON.stringify(want.map(jsonOf)));
+    }
+    expect(fromRows).toBeGreaterThan(30);
+    expect(picked).toBeGreaterThan(5);
+  });
+
+  test('logsText: a row is served as it is; a match whose row is missing comes from its log row', async () => {
+    // A marked row for (HOT_ADDR, block 400) shows up in an address-only answer: the answer is the rows' text.
+    const q400 = { fromBlock: 400n, toBlock: 400n, addresses: [HOT_ADDR], topics: [] };
+    const hot400 = chain.all.filter((g) => matches(g, q400));
+    expect(hot400.length).toBeGreaterThan(0);
+    await withRows.close();
+    let db = await openDb(dirs[5] as string, { create: false });
+    const marked = hot400.map((g, i) => ({ logIndex: g.logIndex, text: `{"marked":${i}}` }));
+    try {
+      await db.put(tables.addressLogsJson.key({ address: HOT_ADDR, number: 400n }), encodeAddressLogsJson(marked));
+    } finally {
+      await db.close();
+      withRows = await LevelChainStore.open(dirs[5] as string);
+    }
+    expect(await withRows.logsText(q400, opts())).toEqual({ kind: 'ok', text: `[${marked.map((m) => m.text).join(',')}]`, count: marked.length });
+    // Rows of every third block gone: queries with topics find their matches in the log rows.
+    await withRows.close();
+    db = await openDb(dirs[5] as string, { create: false });
+    try {
+      // (block 400's marked row goes too)
+      for (const g of chain.all) if (g.blockNumber % 3n === 0n || g.blockNumber === 400n) await db.del(tables.addressLogsJson.key({ address: g.log.address, number: g.blockNumber }));
+    } finally {
+      await db.close();
+      withRows = await LevelChainStore.open(dirs[5] as string);
+    }
+    let checked = 0;
+    for (const q of queries().filter((x) => x.addresses.length > 0 && x.topics.some((t) => t !== null && t.length > 0))) {
+      const q2 = { ...q, fromBlock: q.fromBlock < BigInt(ROWS_FROM) ? BigInt(ROWS_FROM) : q.fromBlock };
+      const got = await withRows.logsText(q2, opts());
+      if (got === undefined) continue;
+      const want = chain.all.filter((g) => matches(g, q2));
+      expect(got).toEqual({ kind: 'ok', text: JSON.stringify(want.map(jsonOf)), count: want.length });
+      if (want.some((g) => g.blockNumber % 3n === 0n)) checked++;
+    }
+    expect(checked).toBeGreaterThan(5);
+  });
+
   test('the cap: too-many names the longest fitting prefix, for intersections too', async () => {
     const cases: LogQuery[] = [
       { fromBlock: 0n, toBlock: BigInt(BLOCKS), addresses: [], topics: [] },
@@ -284,6 +371,11 @@ describe('log index over a synthetic chain', () => {
         const over = want[limit] as Gen;
         expect(r).toEqual({ kind: 'too-many', lastFittingBlock: over.blockNumber - 1n });
         expect(await store.logsByBloomScan(q, opts(limit))).toEqual(r);
+        const rowsQ = { ...q, fromBlock: BigInt(ROWS_FROM) };
+        const rowsWant = chain.all.filter((g) => matches(g, rowsQ));
+        if (q.addresses.length > 0 && q.topics.every((t) => t !== null && t.length > 0) && limit < rowsWant.length) {
+          expect(await withRows.logsText(rowsQ, opts(limit))).toEqual({ kind: 'too-many', lastFittingBlock: (rowsWant[limit] as Gen).blockNumber - 1n });
+        }
       }
       const ok = await store.logs(q, opts(want.length));
       expect(ok.kind === 'ok' && ok.logs.length).toBe(want.length);
@@ -294,5 +386,6 @@ describe('log index over a synthetic chain', () => {
     const q = { fromBlock: 0n, toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR], topics: [[HOT_TOPIC]] };
     await expect(store.logs(q, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow('query timeout exceeded');
     await expect(store.logsByBloomScan(q, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow('query timeout exceeded');
+    await expect(withRows.logsText({ ...q, fromBlock: BigInt(ROWS_FROM) }, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow('query timeout exceeded');
   });
 });

@@ -1,6 +1,6 @@
 // eth_getLogs with geth's filter semantics and error texts, and the limits of spec 8.2.
 import { InvalidParamsError, LimitExceededError, ServerError, toQuantity } from '@chainnode/core';
-import type { Bytes, LogQuery, LogQueryResult } from '@chainnode/core';
+import type { Bytes, LogQuery } from '@chainnode/core';
 import { DEADLINE_GRACE_MS } from '../config.js';
 import { numberAgainstHead } from '../context.js';
 import type { HandlerContext } from '../context.js';
@@ -156,7 +156,11 @@ async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonText<Json
   }
   const query: LogQuery = { fromBlock, toBlock, addresses: f.addresses, topics: f.topics };
   const deadline = Math.min(Date.now() + limits.timeoutMs, ctx.deadline ?? Infinity);
-  const result = await withDeadline(ctx, query, deadline);
+  const options = { limit: limits.maxResults, deadline };
+  // The store's ready-to-serve log text when it has it for this query, else its records.
+  const store = ctx.store;
+  const ready = store.logsText === undefined ? undefined : await withDeadline(store.logsText(query, options), deadline);
+  const result = ready ?? (await withDeadline(store.logs(query, options), deadline));
   if (result.kind === 'too-many') {
     const limit = limits.maxResults;
     const last = result.lastFittingBlock;
@@ -171,6 +175,7 @@ async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonText<Json
       { from, to, limit },
     );
   }
+  if ('text' in result) return new JsonText<JsonLog[]>(result.text);
   // Up to 10,000 logs: written as text in slices (other requests run in between), within the
   // same deadline as the query.
   const text = await formatLogsText(result.logs, () => {
@@ -183,19 +188,18 @@ async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonText<Json
  * The store gets the deadline and stops by itself; if it overruns anyway the client still
  * gets its answer on time (the store's late result is dropped).
  */
-async function withDeadline(ctx: HandlerContext, query: LogQuery, deadline: number): Promise<LogQueryResult> {
-  const { maxResults } = ctx.config.logs;
+async function withDeadline<T>(running: Promise<T>, deadline: number): Promise<T> {
   const timeout = (): LimitExceededError => new LimitExceededError('query timeout exceeded');
-  const running = ctx.store.logs(query, { limit: maxResults, deadline }).catch((err) => {
+  const guarded = running.catch((err: unknown) => {
     throw err instanceof LimitExceededError ? timeout() : err;
   });
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(timeout()), Math.max(0, deadline - Date.now()) + DEADLINE_GRACE_MS);
   });
-  running.catch(() => undefined); // a rejection after the race is lost is not unhandled
+  guarded.catch(() => undefined); // a rejection after the race is lost is not unhandled
   try {
-    return await Promise.race([running, late]);
+    return await Promise.race([guarded, late]);
   } finally {
     clearTimeout(timer);
   }
