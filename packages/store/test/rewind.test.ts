@@ -3,7 +3,8 @@
 // row, a store that only ever held A(0..6) + B — except the rows keyed by an orphaned block's
 // hash (headers, bodies, ...), which stay and are unreachable. Hot values carry more than
 // LOG_INDEX_CHUNK logs, so the cut goes through a full posting chunk; the same holds when the
-// rewind runs in a fresh writer (after a restart) and in the writer that wrote A.
+// rewind runs in a fresh writer (after a restart) and in the writer that wrote A. Both stores
+// keep the ready-to-serve log rows (AddressLogsJson), so those are compared too.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,7 +69,7 @@ async function write(dir: string, blocks: BlockInput[], perFlush: number): Promi
     if (w.storedGenesisHash() === undefined) await w.writeGenesis({ chainConfig: { chainId: 1 }, block: genesis });
     const from = Number((w.durableHead()?.number ?? 0n) + 1n);
     for (let n = from; n < blocks.length; n++) {
-      w.addPreExecutedBlock(blocks[n] as BlockInput);
+      w.addPreExecutedBlock(blocks[n] as BlockInput, { logsJson: true });
       if (n % perFlush === 0) await w.flush();
     }
     await w.flush();
@@ -115,7 +116,7 @@ describe('StoreWriter.rewind', () => {
       const w0 = await StoreWriter.open(reorged);
       await w0.writeGenesis({ chainConfig: { chainId: 1 }, block: genesis });
       for (let n = 1; n <= 12; n++) {
-        w0.addPreExecutedBlock(A[n] as BlockInput);
+        w0.addPreExecutedBlock(A[n] as BlockInput, { logsJson: true });
         if (n % 4 === 0) await w0.flush();
       }
       await w0.flush();
@@ -133,7 +134,7 @@ describe('StoreWriter.rewind', () => {
         expect(Buffer.from(removed[0]?.logs[0]?.transactionHash ?? []).equals(Buffer.from((A[7] as BlockInput).txHashes[0] as Uint8Array))).toBe(true);
         // Nothing is visible before the flush: the head is still A's.
         expect(w.durableHead()?.number).toBe(12n);
-        for (let n = 7; n <= 14; n++) w.addPreExecutedBlock(B[n] as BlockInput);
+        for (let n = 7; n <= 14; n++) w.addPreExecutedBlock(B[n] as BlockInput, { logsJson: true });
         await w.flush();
         expect(w.durableHead()?.number).toBe(14n);
       } finally {
@@ -166,6 +167,14 @@ describe('StoreWriter.rewind', () => {
         }
         const orphanAddr = await store.logs({ fromBlock: 0n, toBlock: 14n, addresses: [word(0xb0, 9, 20)], topics: [] }, OPTS);
         expect(orphanAddr.kind === 'ok' ? orphanAddr.logs.length : -1).toBe(0);
+        // The ready-to-serve rows (AddressLogsJson) tell the same: B's logs only.
+        const text = await store.logsText({ fromBlock: 0n, toBlock: 14n, addresses: [HOT_ADDR], topics: [] }, OPTS);
+        if (text?.kind !== 'ok') throw new Error(`logsText: ${JSON.stringify(text)}`);
+        const parsed = JSON.parse(text.text) as { blockNumber: string; blockHash: string; logIndex: string; data: string }[];
+        expect(parsed.map((l) => [l.blockNumber, l.blockHash, l.logIndex, l.data])).toEqual(
+          all.logs.map((l) => [`0x${l.blockNumber.toString(16)}`, `0x${Buffer.from(l.blockHash).toString('hex')}`, `0x${l.logIndex.toString(16)}`, `0x${Buffer.from(l.data).toString('hex')}`]),
+        );
+        expect(await store.logsText({ fromBlock: 0n, toBlock: 14n, addresses: [word(0xb0, 9, 20)], topics: [] }, OPTS)).toEqual({ kind: 'ok', text: '[]', count: 0 });
       } finally {
         await store.close();
       }
