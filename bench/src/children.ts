@@ -4,6 +4,7 @@
 // JS launcher that spawns the platform binary, so killing only the launcher's pid would leave the
 // binary running: the group kill reaches both.
 import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 
 const live = new Set<ChildProcess>();
@@ -119,4 +120,27 @@ export async function waitRpc(url: string, proc?: ChildProcess): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url}: did not start`);
+}
+
+/**
+ * CPU time (user + system, ms) used so far by every live process of the process group `pgid`
+ * (Linux /proc; all threads of each process included; 10 ms resolution). A server's cost per
+ * request when the load client, not the server, limits the rate on a small machine.
+ */
+export function groupCpuMs(pgid: number): number {
+  let ticks = 0;
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    // Fields after the parenthesised command name: state(3) ppid(4) pgrp(5) ... utime(14) stime(15).
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(f[2]) !== pgid) continue;
+    ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks * 10; // USER_HZ is 100 on Linux
 }

@@ -296,6 +296,8 @@ export interface VariedSpec {
   seconds: number;
   /** Warm-up seconds before measuring (default 2). */
   warmup?: number;
+  /** Called when the measured window opens and when it closes (e.g. to read the server's CPU time). */
+  onWindow?: (edge: 'open' | 'close') => void;
 }
 
 export interface VariedResult extends LoadResult {
@@ -420,10 +422,12 @@ async function rawVaried(s: VariedSpec, once: boolean): Promise<VariedResult & {
     secs = (performance.now() - t0) / 1000;
   } else {
     await new Promise((r) => setTimeout(r, (s.warmup ?? 2) * 1000));
+    s.onWindow?.('open');
     measuring = true;
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, s.seconds * 1000));
     measuring = false;
+    s.onWindow?.('close');
     secs = (performance.now() - t0) / 1000;
   }
   running = false;

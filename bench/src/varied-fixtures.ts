@@ -202,6 +202,7 @@ export async function prepareFixtures(o: FixtureOptions): Promise<ChainUnderTest
     mixes: buildMixes(chain, beacons, o.bodies),
     datadir,
     anvilUrl,
+    ...(anvil?.pid !== undefined ? { anvilPgid: anvil.pid } : {}),
     check: async (c: Call, r: Reply, server: ServerName) => {
       if (server === 'anvil' && r.error !== undefined && c.kind === 'proof') return 'unsupported';
       checker.check(c, r, server === 'chainnode');

@@ -33,6 +33,8 @@ export interface ChainUnderTest {
   datadir: string;
   /** anvil's JSON-RPC URL (undefined: --no-anvil). */
   anvilUrl: string | undefined;
+  /** anvil's process group (its CPU is measured per request). */
+  anvilPgid?: number;
   /**
    * Throws unless `r` is the right answer to `c`, computed independently of both servers.
    * Returns 'unsupported' for an answer the server may legitimately refuse (anvil without the

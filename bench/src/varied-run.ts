@@ -26,7 +26,7 @@ import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
-import { onExit, runChild, spawnChild, stopChild, waitRpc } from './children.js';
+import { groupCpuMs, onExit, runChild, spawnChild, stopChild, waitRpc } from './children.js';
 import { DIGEST, digest, rawLoadVaried, rawOnce } from './load.js';
 import type { OnceResult, VariedResult } from './load.js';
 import { prepareFixtures } from './varied-fixtures.js';
@@ -77,6 +77,8 @@ interface Target {
   /** Checked reply digest per body. */
   digests: Map<string, Buffer>;
   unsupported: Set<string>;
+  /** Process group of the server (its CPU time is read around each warm run). */
+  pgid?: number;
 }
 
 
@@ -171,23 +173,24 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     const ourPort = await freePort();
     srv = spawnChild(process.execPath, [o.cli, 'serve', '--datadir', chain.datadir, '--port', String(ourPort), ...(o.serveArgs ?? [])], { stdio: ['ignore', 'ignore', 'inherit'] });
     await waitRpc(`http://127.0.0.1:${ourPort}/v3/${key}`);
-    const targets: Target[] = [{ name: 'chainnode', port: ourPort, path: `/v3/${key}`, digests: new Map(), unsupported: new Set() }];
+    const targets: Target[] = [{ name: 'chainnode', port: ourPort, path: `/v3/${key}`, digests: new Map(), unsupported: new Set(), ...(srv.pid !== undefined ? { pgid: srv.pid } : {}) }];
     if (chain.anvilUrl !== undefined) {
       const u = new URL(chain.anvilUrl);
-      targets.push({ name: 'anvil', port: Number(u.port), path: u.pathname, digests: new Map(), unsupported: new Set() });
+      targets.push({ name: 'anvil', port: Number(u.port), path: u.pathname, digests: new Map(), unsupported: new Set(), ...(chain.anvilPgid !== undefined ? { pgid: chain.anvilPgid } : {}) });
     }
     const facts = new Map<string, Buffer>();
     const rows: string[] = [];
     const coldRows: string[] = [];
     const loads: number[] = [];
     const checkCost: number[] = [];
-    const fmt = (r: VariedResult | undefined, of: number): string =>
+    const fmt = (r: VariedResult | undefined, of: number, cpu: { usPerReq: number; coreShare: number } | undefined): string =>
       r === undefined
-        ? 'unsupported | | | '
-        : `${Math.round(r.rps)}${of > 0 ? ` (${of} bodies)` : ''} | ${r.p50} | ${r.p99} | ${r.bad + r.mismatched + r.errors}${r.shed > 0 ? ` (${r.shed} shed)` : ''}`;
+        ? 'unsupported | | | | '
+        : `${Math.round(r.rps)}${of > 0 ? ` (${of} bodies)` : ''} | ${r.p50} | ${r.p99} | ${r.bad + r.mismatched + r.errors}${r.shed > 0 ? ` (${r.shed} shed)` : ''} | ${cpu === undefined ? '' : `${cpu.usPerReq.toFixed(0)} (${(cpu.coreShare * 100).toFixed(0)}%)`}`;
     const fmtCold = (r: OnceResult | undefined): string => (r === undefined ? 'unsupported | | ' : `${Math.round(r.rps)} | ${r.p50} | ${r.p99}`);
     for (const m of mixes) {
       const res: (VariedResult | undefined)[] = [];
+      const cpuOf: ({ usPerReq: number; coreShare: number } | undefined)[] = [];
       const colds: (OnceResult | undefined)[] = [];
       const subsets: number[] = [];
       for (const t of targets) {
@@ -198,6 +201,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
         const bodies = calls.map((c) => c.body);
         if (bodies.length === 0) {
           res.push(undefined);
+          cpuOf.push(undefined);
           colds.push(undefined);
           subsets.push(0);
           log(`varied: ${m.label}: ${t.name}: no body it answers`);
@@ -213,19 +217,33 @@ export async function runVaried(o: VariedOptions): Promise<void> {
         subsets.push(usable.length < m.calls.length ? new Set(usable.map((c) => c.body)).size : 0);
         if (usable.length === 0) {
           res.push(undefined);
+          cpuOf.push(undefined);
           colds.push(undefined);
           continue;
         }
         colds.push(cold);
         const expected = Buffer.concat(usable.map((c) => t.digests.get(c.body) as Buffer));
         loads.push(loadavg()[0] as number);
-        const r = await rawLoadVaried({ host: '127.0.0.1', port: t.port, path: t.path, bodies: usable.map((c) => c.body), expected, connections: o.connections, seconds: o.seconds });
+        // The server's CPU time in the measured window, per request answered in it.
+        const pgid = t.pgid;
+        const cpu: number[] = [];
+        const r = await rawLoadVaried({
+          host: '127.0.0.1',
+          port: t.port,
+          path: t.path,
+          bodies: usable.map((c) => c.body),
+          expected,
+          connections: o.connections,
+          seconds: o.seconds,
+          ...(pgid !== undefined ? { onWindow: () => cpu.push(groupCpuMs(pgid)) } : {}),
+        });
         res.push(r);
+        cpuOf.push(cpu.length === 2 ? { usPerReq: ((cpu[1] as number) - (cpu[0] as number)) * 1000 / Math.max(1, r.ok), coreShare: ((cpu[1] as number) - (cpu[0] as number)) / 1000 / o.seconds } : undefined);
         checkCost.push(r.checkMsPerSec);
         log(`varied: ${m.label}: ${t.name} ${Math.round(r.rps)} req/s p50 ${r.p50} p99 ${r.p99} wrong ${r.mismatched} (shed ${r.shed}) non-200 ${r.bad} errors ${r.errors}, ${r.distinct} distinct bodies answered; client SHA-256 checks ${r.checkMsPerSec.toFixed(0)} ms CPU per s`);
       }
       const distinct = new Set(m.calls.map((c) => c.body.replace(/"id":\d+,/, ''))).size;
-      rows.push(`| ${m.label} | ${distinct} | ${fmt(res[0], subsets[0] ?? 0)} | ${targets.length > 1 ? fmt(res[1], subsets[1] ?? 0) : 'not run | | | '} |`);
+      rows.push(`| ${m.label} | ${distinct} | ${fmt(res[0], subsets[0] ?? 0, cpuOf[0])} | ${targets.length > 1 ? fmt(res[1], subsets[1] ?? 0, cpuOf[1]) : 'not run | | | | '} |`);
       coldRows.push(`| ${m.label} | ${m.calls.length} | ${fmtCold(colds[0])} | ${targets.length > 1 ? fmtCold(colds[1]) : 'not run | | '} |`);
     }
     const la = loads.length === 0 ? 'n/a' : `${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}`;
@@ -233,7 +251,8 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     console.log(`Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')}`);
     console.log(`Chain: ${chain.describe}; chainnode datadir ${(datadirBytes / 1e6).toFixed(0)} MB; setup (build + import) ${setupSecs.toFixed(0)} s`);
     console.log(`Client: raw-http, ${o.connections} connections, closed loop; warm: ${o.seconds} s after a 2 s warm-up per case; every answer's SHA-256 compared with its body's checked reply (client CPU for it: ${checkCost.length === 0 ? 'n/a' : `${Math.min(...checkCost).toFixed(0)}-${Math.max(...checkCost).toFixed(0)}`} ms per second of load)${targets[1]?.unsupported.size ? `; anvil: ${targets[1].unsupported.size} bodies not answered or not sent (no state before its last ${o.anvilHistory} blocks), its rows run on the bodies it answers (distinct count in brackets; eth_getProof: a sample of at most ${o.anvilProofSample} per mix, the rest not sent)` : ''}\n`);
-    console.log('| request mix | distinct params | chainnode req/s | p50 ms | p99 ms | errors | anvil req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|---|---|---|---|---|');
+    console.log('Server CPU: user + system time of the server\'s process group in the measured window per request answered (µs), and as a share of one core; on 2 cores the load client takes about one, so a server below ~100% is limited by the client, not by itself.\n');
+    console.log('| request mix | distinct params | chainnode req/s | p50 ms | p99 ms | errors | CPU µs/req (core) | anvil req/s | p50 ms | p99 ms | errors | CPU µs/req (core) |\n|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
     console.log('\nCold pass (every body once, first time this server process is asked it):\n');
     console.log('| request mix | bodies | chainnode req/s | p50 ms | p99 ms | anvil req/s | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|');

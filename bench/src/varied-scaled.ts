@@ -297,6 +297,7 @@ export async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
     mixes: buildMixes(model, o.bodies, o.logBodies),
     datadir,
     anvilUrl: o.noAnvil ? undefined : anvilUrl,
+    ...(!o.noAnvil && anvil.pid !== undefined ? { anvilPgid: anvil.pid } : {}),
     check: (call, r, server) => checker.check(call, r, server),
     anvilSkips: (calls) => {
       const skip = new Set<string>();

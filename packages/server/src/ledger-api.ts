@@ -130,8 +130,16 @@ export type LedgerFailureMode = 'open' | 'closed';
 
 /** `YYYY-MM-DD` of a UTC instant. */
 export function utcDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
+  // Asked on every request: the day's text is made once per day, not a Date and an ISO string per call.
+  if (ms >= dayCache.start && ms < dayCache.start + DAY_MS) return dayCache.text;
+  const start = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
+  const text = new Date(ms).toISOString().slice(0, 10);
+  dayCache = { start, text };
+  return text;
 }
+
+const DAY_MS = 86_400_000;
+let dayCache = { start: Number.NaN, text: '' };
 
 /** The next 00:00 UTC after `ms`. */
 export function nextUtcMidnight(ms: number): Date {

@@ -338,3 +338,14 @@ describe('redis engine specifics', () => {
     expect(await rawUsed(r, h)).toBe(160);
   });
 });
+
+test('utcDay: the UTC date of any instant, across midnights, in any order of calls', () => {
+  const midnight = Date.UTC(2026, 10, 23);
+  const instants = [midnight, midnight - 1, midnight + 1, midnight + 86_399_999, midnight + 86_400_000, Date.UTC(2024, 1, 29, 12), midnight - 86_400_000, 0, Date.UTC(2031, 0, 1) - 1];
+  let seed = 3;
+  for (let i = 0; i < 200; i++) {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    instants.push(midnight + Math.floor((seed / 2147483648 - 0.5) * 10 * 86_400_000));
+  }
+  for (const ms of [...instants, ...instants.reverse()]) expect(utcDay(ms)).toBe(new Date(ms).toISOString().slice(0, 10));
+});
