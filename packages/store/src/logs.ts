@@ -16,7 +16,7 @@ import { LimitExceededError, LogJsonWriter, bytesEqual, bytesToBigInt } from '@c
 import type { ChainHead, LogQuery, LogQueryOptions, LogQueryResult, LogRecord, LogTextQueryResult } from '@chainnode/core';
 import type { Db } from './db.js';
 import { Lru } from './lru.js';
-import { AddressLogsJsonView, LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, decodePostings, u64Codec, logCodec, logIndexKeyLength, putU64, tables, writeLogIndexKey } from './schema.js';
+import { AddressLogsJsonView, LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, decodePostings, logCodec, logIndexKeyLength, putU64, tables, u64Codec, writeLogIndexKey } from './schema.js';
 import type { KvSyncRead, StoredLog } from './schema.js';
 
 /** What the log code needs from the rest of the reader. */

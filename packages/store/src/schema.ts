@@ -3,7 +3,8 @@
 // equals numeric order, and each table is a typed class whose range scans are clamped to its prefix.
 //
 //   prefix  table           Key -> Value
-//   0x01    Meta            utf8 name -> bytes   (schemaVersion, genesisHash, chainConfig, head)
+//   0x01    Meta            utf8 name -> bytes   (schemaVersion, genesisHash, chainConfig, head,
+//                           genesisJson, logsJsonFrom)
 //   0x02    Canonical       number(8) -> blockHash(32)
 //   0x03    HashToNumber    blockHash(32) -> number(8)
 //   0x04    Headers         blockHash(32) -> header RLP (as in the block)

@@ -8,7 +8,7 @@ import { LogJsonWriter, blockJsonHead, bytesToBigInt, decodeHeader, withdrawalsF
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, SCHEMA_VERSION, decodePostings, u64Codec, encodeAddressLogsJson, encodeLogRow, headCodec, logIndexKeyLength, postingCodec, putU64, tables, writeLogIndexKey } from './schema.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, SCHEMA_VERSION, decodePostings, encodeAddressLogsJson, encodeLogRow, headCodec, logIndexKeyLength, postingCodec, putU64, tables, u64Codec, writeLogIndexKey } from './schema.js';
 import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
 
