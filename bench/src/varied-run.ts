@@ -51,6 +51,8 @@ export interface VariedOptions {
   logBodies: number;
   /** Only these mixes (labels' first word), or all. */
   only?: string[];
+  /** Build the scaled chain in this directory and keep it; reuse it when it is there (with noAnvil). */
+  keep?: string;
   /** Skip anvil (quick iterations on this node only). */
   noAnvil?: boolean;
   /** Extra args for `serve`. */
@@ -149,8 +151,9 @@ async function diff(chain: ChainUnderTest, c: Call, mine: string, peer: Target |
 }
 
 export async function runVaried(o: VariedOptions): Promise<void> {
-  const tmp = mkdtempSync(join(tmpdir(), 'bench-varied-'));
-  const dropTmp = onExit(() => rmSync(tmp, { recursive: true, force: true }));
+  // --keep <dir>: the chain is built (or reused) there and kept after the run (scaled chain only).
+  const tmp = o.keep ?? mkdtempSync(join(tmpdir(), 'bench-varied-'));
+  const dropTmp = o.keep !== undefined ? () => {} : onExit(() => rmSync(tmp, { recursive: true, force: true }));
   const log = (line: string): void => {
     process.stderr.write(`${line}\n`);
   };
@@ -160,7 +163,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     const tSetup = Date.now();
     chain =
       o.chain === 'scaled'
-        ? await prepareScaled({ root: o.root, cli: o.cli, dir: tmp, blocks: o.blocks, bodies: o.bodies, logBodies: o.logBodies, anvilHistory: o.anvilHistory, anvilProofSample: o.anvilProofSample, noAnvil: o.noAnvil === true, log })
+        ? await prepareScaled({ root: o.root, cli: o.cli, dir: tmp, blocks: o.blocks, bodies: o.bodies, logBodies: o.logBodies, anvilHistory: o.anvilHistory, anvilProofSample: o.anvilProofSample, noAnvil: o.noAnvil === true, keep: o.keep !== undefined, log })
         : await prepareFixtures({ root: o.root, cli: o.cli, dir: tmp, ...(o.datadir !== undefined ? { datadir: o.datadir } : {}), bodies: o.bodies, noAnvil: o.noAnvil === true, log });
     const setupSecs = (Date.now() - tSetup) / 1000;
     const mixes = chain.mixes.filter((m) => o.only === undefined || o.only.some((w) => m.label.startsWith(w) || m.label.includes(w)));
@@ -239,7 +242,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
   } finally {
     if (srv !== undefined) await stopChild(srv);
     if (chain !== undefined) await chain.close();
-    rmSync(tmp, { recursive: true, force: true });
+    if (o.keep === undefined) rmSync(tmp, { recursive: true, force: true });
     dropTmp();
   }
 }
