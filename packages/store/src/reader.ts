@@ -14,8 +14,6 @@
 // between callers and must be treated as read-only.
 import { RLP } from '@ethereumjs/rlp';
 import { createAccountFromRLP, KECCAK256_NULL, KECCAK256_RLP, setLengthLeft } from '@ethereumjs/util';
-import type { EncodingOpts } from '@ethereumjs/util';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import {
   RpcError,
   SingleFlight,
@@ -51,8 +49,8 @@ import type { Db } from './db.js';
 import { Lru } from './lru.js';
 import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
-import type { KvRead, KvSyncRead } from './schema.js';
-import { TrieNodeDb } from './trie-db.js';
+import { keccak256 } from './keccak.js';
+import { NodeCache } from './node-cache.js';
 import { trieGet } from './trie-read.js';
 import type { NodeSource } from './trie-read.js';
 
@@ -73,40 +71,6 @@ interface AccountView {
 }
 
 const ZERO_WORD = new Uint8Array(32);
-
-/**
- * A bounded node cache in front of the TrieNodes table for the read-only tries: node hashes
- * are content addresses, so a cached node can never be stale.
- */
-class CachedTrieDb extends TrieNodeDb {
-  private readonly nodes = new Lru<string, Uint8Array>(65_536);
-
-  constructor(private readonly sync: KvSyncRead) {
-    super(sync as unknown as KvRead, false);
-  }
-
-  override async get(key: string, opts?: EncodingOpts): Promise<Uint8Array | string | undefined> {
-    const v = this.node(key);
-    if (v === undefined) return undefined;
-    return opts?.valueEncoding === 'string' ? Buffer.from(v).toString('hex') : v;
-  }
-
-  /**
-   * The node whose hash is `hexHash`, read synchronously (KvSyncRead) and cached: the proof
-   * tries (get above) and the synchronous trie walk of storage reads share this one cache, so a
-   * node is read once whichever path asks first. No single-flight needed: a synchronous load
-   * fills the cache before any other caller runs.
-   */
-  node(hexHash: string): Uint8Array | undefined {
-    let v = this.nodes.get(hexHash);
-    if (v === undefined) {
-      v = tables.trieNodes.getSync(this.sync, Buffer.from(hexHash, 'hex'));
-      if (v === undefined) return undefined;
-      this.nodes.set(hexHash, v);
-    }
-    return v;
-  }
-}
 
 export class LevelChainStore implements ChainStore {
   private readonly blocks = new Lru<string, BlockRecord>(1024);
@@ -134,14 +98,17 @@ export class LevelChainStore implements ChainStore {
   private headCache: ChainHead | undefined;
   /** Bumped by applyCommit: a read that started under an older generation does not fill caches. */
   private gen = 0;
-  private readonly trieDb: CachedTrieDb;
+  /**
+   * Trie nodes by hash (node-cache.ts), shared by the storage, account and proof walks: a node is
+   * read once whichever path asks first. 65,536 nodes: about 35 MB at ~530 bytes per branch node.
+   */
+  private readonly trieNodes = new NodeCache(65_536);
   private readonly logQueries: LogQueries;
 
   private constructor(
     private readonly db: Db,
     private readonly chainInfo: ChainInfo,
   ) {
-    this.trieDb = new CachedTrieDb(db);
     this.logQueries = new LogQueries(db, { head: () => this.head(), generation: () => this.gen });
   }
 
@@ -429,7 +396,16 @@ export class LevelChainStore implements ChainStore {
   // --- state ----------------------------------------------------------------------------------
 
   /** Trie nodes by hash for the trie walks of lookups and proofs (content-addressed: never stale). */
-  private readonly nodeSource: NodeSource = (hash) => this.trieDb.node(Buffer.from(hash).toString('hex'));
+  // No single-flight needed: a synchronous load fills the cache before any other caller runs.
+  private readonly nodeSource: NodeSource = (hash) => {
+    let v = this.trieNodes.get(hash);
+    if (v === undefined) {
+      v = tables.trieNodes.getSync(this.db, hash);
+      if (v === undefined) return undefined;
+      this.trieNodes.set(hash, v);
+    }
+    return v;
+  };
 
   /** The value at hashed key `path` of the trie `root` (null when absent): trie-read.ts, synchronous reads. */
   private trieLookup(root: Uint8Array, path: Uint8Array): Uint8Array | null {
