@@ -92,7 +92,6 @@ export class LevelChainStore implements ChainStore {
     headers: new SingleFlight<string, HeaderRecord | undefined>(),
     blocks: new SingleFlight<string, BlockRecord | undefined>(),
     txs: new SingleFlight<string, TxWithLocation | undefined>(),
-    proofs: new SingleFlight<string, AccountProofRecord>(),
   };
   /** The head, read once: no writer can move it while this store holds the datadir lock. */
   private headCache: ChainHead | undefined;
@@ -448,21 +447,18 @@ export class LevelChainStore implements ChainStore {
   }
 
   proof(stateRoot: Bytes, address: Bytes, slots: Bytes[]): Promise<AccountProofRecord> {
-    return this.guard('proof', async () => {
-      let cacheKey = byteKey(stateRoot) + byteKey(address);
-      for (const slot of slots) cacheKey += String.fromCharCode(slot.length) + byteKey(slot); // slots vary in width
-      const hit = this.proofs.get(cacheKey);
-      if (hit !== undefined) return hit;
-      return this.loading.proofs.run(cacheKey, () => this.loadProof(stateRoot, address, slots, cacheKey));
-    });
+    let cacheKey = byteKey(stateRoot) + byteKey(address);
+    for (const slot of slots) cacheKey += String.fromCharCode(slot.length) + byteKey(slot); // slots vary in width
+    // The load is wholly synchronous (trie-read.ts): it fills the cache before any other caller
+    // runs, so concurrent misses cannot pile up (no single-flight needed).
+    return this.hit(this.proofs.get(cacheKey)) ?? this.guard('proof', async () => this.proofs.get(cacheKey) ?? this.loadProof(stateRoot, address, slots, cacheKey));
   }
 
   /**
    * EIP-1186 proof by the synchronous trie walk (trie-read.ts): the nodes read by hash along the
    * account's and each slot's path, root first, from the shared node cache or one getSync each.
    */
-  private async loadProof(stateRoot: Uint8Array, address: Uint8Array, slots: Uint8Array[], cacheKey: string): Promise<AccountProofRecord> {
-    const gen = this.gen;
+  private loadProof(stateRoot: Uint8Array, address: Uint8Array, slots: Uint8Array[], cacheKey: string): AccountProofRecord {
     const accountProof: Uint8Array[] = [];
     const raw = bytesEqual(stateRoot, KECCAK256_RLP) ? null : trieGet(this.nodeSource, stateRoot, keccak256(address), accountProof);
     const account = raw === null ? null : createAccountFromRLP(raw);
@@ -487,7 +483,7 @@ export class LevelChainStore implements ChainStore {
       accountProof,
       storageProof,
     };
-    if (gen === this.gen) this.proofs.set(cacheKey, record);
+    this.proofs.set(cacheKey, record);
     return record;
   }
 
