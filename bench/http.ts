@@ -1,6 +1,7 @@
 // `npm run bench:http -- --varied [--chain scaled|fixtures] [--blocks 3000] [--anvil-history 128] [--anvil-proofs 200]
 //  [--duration 6] [--bodies 20000 (fixtures: 4000)] [--log-bodies 2000] [--only <mix words>] [--no-anvil]
-//  [--serve-args "<args>"] [--datadir <imported fixtures, with --chain fixtures>] [--keep-datadir <dir>]`: varied bodies across
+//  [--serve-args "<args>"] [--datadir <imported fixtures, with --chain fixtures>] [--keep <dir>: build the
+//  scaled chain there and keep it; a later run with the same --keep and --no-anvil reuses it]`: varied bodies across
 // the whole chain, against this node and anvil in the same run (bench/src/varied-run.ts). The default
 // scaled chain is built in the run by anvil and imported by this node (several minutes).
 //
@@ -47,7 +48,6 @@ async function main(): Promise<void> {
     const only = arg('only');
     const serveArgs = arg('serve-args');
     const datadir = arg('datadir');
-    const keepDatadir = arg('keep-datadir');
     const chain = arg('chain', 'scaled');
     if (chain !== 'scaled' && chain !== 'fixtures') throw new Error(`--chain: scaled or fixtures, not ${chain}`);
     if (chain === 'scaled' && datadir !== undefined) throw new Error('--datadir: only with --chain fixtures (the scaled chain is built in the run)');
@@ -64,8 +64,8 @@ async function main(): Promise<void> {
       bodies,
       logBodies: Number(arg('log-bodies', String(Math.min(bodies, 2000)))),
       noAnvil: process.argv.includes('--no-anvil'),
+      ...(arg('keep') !== undefined ? { keep: arg('keep') as string } : {}),
       ...(datadir !== undefined ? { datadir } : {}),
-      ...(keepDatadir !== undefined ? { keepDatadir: resolve(keepDatadir) } : {}),
       ...(only !== undefined ? { only: only.split(',') } : {}),
       ...(serveArgs !== undefined ? { serveArgs: serveArgs.split(' ').filter((x) => x !== '') } : {}),
     });

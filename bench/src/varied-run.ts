@@ -22,7 +22,7 @@
 // The client keeps a 32-byte SHA-256 per body and server, never reply texts (memory stays bounded
 // with 20,000 bodies of up to ~1 MB each); the client CPU spent hashing answers is measured and
 // printed per case.
-import { mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -51,12 +51,12 @@ export interface VariedOptions {
   logBodies: number;
   /** Only these mixes (labels' first word), or all. */
   only?: string[];
+  /** Build the scaled chain in this directory and keep it; reuse it when it is there (with noAnvil). */
+  keep?: string;
   /** Skip anvil (quick iterations on this node only). */
   noAnvil?: boolean;
   /** Extra args for `serve`. */
   serveArgs?: string[];
-  /** Move chainnode's datadir here after the run (profiling a built scaled chain without rebuilding it). */
-  keepDatadir?: string;
 }
 
 async function freePort(): Promise<number> {
@@ -153,8 +153,9 @@ async function diff(chain: ChainUnderTest, c: Call, mine: string, peer: Target |
 }
 
 export async function runVaried(o: VariedOptions): Promise<void> {
-  const tmp = mkdtempSync(join(tmpdir(), 'bench-varied-'));
-  const dropTmp = onExit(() => rmSync(tmp, { recursive: true, force: true }));
+  // --keep <dir>: the chain is built (or reused) there and kept after the run (scaled chain only).
+  const tmp = o.keep ?? mkdtempSync(join(tmpdir(), 'bench-varied-'));
+  const dropTmp = o.keep !== undefined ? () => {} : onExit(() => rmSync(tmp, { recursive: true, force: true }));
   const log = (line: string): void => {
     process.stderr.write(`${line}\n`);
   };
@@ -164,7 +165,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     const tSetup = Date.now();
     chain =
       o.chain === 'scaled'
-        ? await prepareScaled({ root: o.root, cli: o.cli, dir: tmp, blocks: o.blocks, bodies: o.bodies, logBodies: o.logBodies, anvilHistory: o.anvilHistory, anvilProofSample: o.anvilProofSample, noAnvil: o.noAnvil === true, log })
+        ? await prepareScaled({ root: o.root, cli: o.cli, dir: tmp, blocks: o.blocks, bodies: o.bodies, logBodies: o.logBodies, anvilHistory: o.anvilHistory, anvilProofSample: o.anvilProofSample, noAnvil: o.noAnvil === true, keep: o.keep !== undefined, log })
         : await prepareFixtures({ root: o.root, cli: o.cli, dir: tmp, ...(o.datadir !== undefined ? { datadir: o.datadir } : {}), bodies: o.bodies, noAnvil: o.noAnvil === true, log });
     const setupSecs = (Date.now() - tSetup) / 1000;
     const mixes = chain.mixes.filter((m) => o.only === undefined || o.only.some((w) => m.label.startsWith(w) || m.label.includes(w)));
@@ -260,11 +261,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
   } finally {
     if (srv !== undefined) await stopChild(srv);
     if (chain !== undefined) await chain.close();
-    if (o.keepDatadir !== undefined && chain !== undefined && chain.datadir.startsWith(tmp)) {
-      renameSync(chain.datadir, o.keepDatadir);
-      log(`varied: chainnode's datadir kept at ${o.keepDatadir}`);
-    }
-    rmSync(tmp, { recursive: true, force: true });
+    if (o.keep === undefined) rmSync(tmp, { recursive: true, force: true });
     dropTmp();
   }
 }

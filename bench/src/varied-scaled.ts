@@ -12,7 +12,7 @@
 // - eth_getLogs: equal to a brute-force scan of the model's record of emitted logs.
 // anvil keeps the state of its last blocks only (started with --prune-history W: see below): its
 // state answers at older blocks are errors, counted as unsupported and left out of its load.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
 import { verifyMerkleProof } from '@ethereumjs/mpt';
@@ -37,7 +37,25 @@ export interface ScaledOptions {
   /** eth_getProof bodies per mix sent to anvil (each costs it hundreds of ms). */
   anvilProofSample: number;
   noAnvil: boolean;
+  /**
+   * --keep: `dir` is kept after the run, with the model beside the datadir (model.json); a later
+   * run with the same --keep and --no-anvil reuses both instead of building the chain again.
+   */
+  keep?: boolean;
   log: (line: string) => void;
+}
+
+/** The model as JSON: Maps and bigints tagged, so that reviveModel gives the same object back. */
+function saveModel(path: string, m: ScaledModel): void {
+  writeFileSync(path, JSON.stringify(m, (_k, v: unknown) => (v instanceof Map ? { $map: [...v.entries()] } : typeof v === 'bigint' ? { $big: v.toString() } : v)));
+}
+
+function loadModel(path: string): ScaledModel {
+  return JSON.parse(readFileSync(path, 'utf8'), (_k, v: unknown) => {
+    if (v !== null && typeof v === 'object' && '$map' in v) return new Map((v as { $map: [unknown, unknown][] }).$map);
+    if (v !== null && typeof v === 'object' && '$big' in v) return BigInt((v as { $big: string }).$big);
+    return v;
+  }) as ScaledModel;
 }
 
 const EMPTY_ROOT = '0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421';
@@ -242,6 +260,12 @@ function normaliseScaled(c: Call, r: Reply): string | undefined {
 
 export async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
   mkdirSync(o.dir, { recursive: true });
+  const modelPath = join(o.dir, 'model.json');
+  if (o.keep === true && existsSync(modelPath)) {
+    if (!o.noAnvil) throw new Error(`--keep ${o.dir}: reusing a kept chain needs --no-anvil (anvil is not kept)`);
+    o.log(`scaled: reusing the chain kept in ${o.dir}`);
+    return scaledUnderTest(o, loadModel(modelPath), join(o.dir, 'data'), 0, undefined, undefined);
+  }
   const genesisPath = join(o.dir, 'genesis.json');
   writeFileSync(genesisPath, JSON.stringify(scaledGenesis(senderWallets().map((w) => w.address.toLowerCase()))));
   const port = 20000 + Math.floor(Math.random() * 20000);
@@ -290,14 +314,19 @@ export async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
   const rssKb = (await runChild('ps', ['-o', 'rss=', '-g', String(anvil.pid)]).catch(() => '')).split(/\s+/).filter((x) => x !== '').reduce((a, x) => a + Number(x), 0);
   o.log(`scaled: anvil RSS ${(rssKb / 1024).toFixed(0)} MB after the build (--prune-history ${o.anvilHistory})`);
   if (o.noAnvil) await stopChild(anvil);
+  if (o.keep === true) saveModel(modelPath, model);
+  return scaledUnderTest(o, model, datadir, rssKb, anvil, anvilUrl);
+}
+
+function scaledUnderTest(o: ScaledOptions, model: ScaledModel, datadir: string, rssKb: number, anvil: ChildProcess | undefined, anvilUrl: string | undefined): ChainUnderTest {
   const checker = new ScaledChecker(model);
   const c = model.counts;
   return {
     describe: `scaled, built by anvil in this run: ${c.blocks} blocks, ${c.txs} txs, ${c.accounts} accounts, ${c.slots} contract slots, ${c.logs} logs; anvil --prune-history ${o.anvilHistory} (state of its last ${o.anvilHistory} blocks), RSS ${(rssKb / 1024).toFixed(0)} MB after the build`,
     mixes: buildMixes(model, o.bodies, o.logBodies),
     datadir,
-    anvilUrl: o.noAnvil ? undefined : anvilUrl,
-    ...(!o.noAnvil && anvil.pid !== undefined ? { anvilPgid: anvil.pid } : {}),
+    anvilUrl: o.noAnvil || anvil === undefined ? undefined : anvilUrl,
+    ...(!o.noAnvil && anvil?.pid !== undefined ? { anvilPgid: anvil.pid } : {}),
     check: (call, r, server) => checker.check(call, r, server),
     anvilSkips: (calls) => {
       const skip = new Set<string>();
@@ -311,6 +340,6 @@ export async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
       return skip;
     },
     normalise: (call, r) => normaliseScaled(call, r),
-    close: () => stopChild(anvil),
+    close: () => (anvil === undefined ? Promise.resolve() : stopChild(anvil)),
   };
 }

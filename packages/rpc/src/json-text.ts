@@ -12,14 +12,36 @@ export class JsonText<T = unknown> {
   /** Phantom: the type of the value the text encodes. */
   declare readonly __value?: T;
   private utf8: Uint8Array | undefined;
+  private str: string | undefined;
   /**
    * @param shared The same object answers many calls (a FormatMemo entry): worth keeping its
    *   UTF-8 bytes (see bytes()). A one-off text (a getLogs answer) is not.
    */
   constructor(
-    readonly text: string,
+    text: string,
     readonly shared = false,
-  ) {}
+  ) {
+    this.str = text;
+  }
+
+  /**
+   * A text written as bytes by its formatter (ASCII only: the bytes are its UTF-8 and its
+   * Latin-1 alike): bytes() hands them out as they are, and the string is made only if asked.
+   */
+  static ofAscii<T>(ascii: Uint8Array, shared = false): JsonText<T> {
+    const t = new JsonText<T>('', shared);
+    t.str = undefined;
+    t.utf8 = ascii;
+    return t;
+  }
+
+  get text(): string {
+    if (this.str === undefined) {
+      const b = this.utf8 as Uint8Array;
+      this.str = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
+    }
+    return this.str;
+  }
 
   /**
    * The text as UTF-8, encoded on first use and kept: a memoised answer is handed to the
@@ -54,6 +76,18 @@ export class FormatMemo<K extends object, V> {
     let text = byVariant.get(variant);
     if (text === undefined) {
       text = JsonText.of(format(record), true);
+      byVariant.set(variant, text);
+    }
+    return text;
+  }
+
+  /** Like text(), for a writer that produces the text as ASCII bytes (JsonText.ofAscii). */
+  ascii(record: K, variant: string, write: (record: K) => Uint8Array): JsonText<V> {
+    let byVariant = this.map.get(record);
+    if (byVariant === undefined) this.map.set(record, (byVariant = new Map()));
+    let text = byVariant.get(variant);
+    if (text === undefined) {
+      text = JsonText.ofAscii<V>(write(record), true);
       byVariant.set(variant, text);
     }
     return text;

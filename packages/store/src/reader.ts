@@ -14,8 +14,6 @@
 // between callers and must be treated as read-only.
 import { RLP } from '@ethereumjs/rlp';
 import { createAccountFromRLP, KECCAK256_NULL, KECCAK256_RLP, setLengthLeft } from '@ethereumjs/util';
-import type { EncodingOpts } from '@ethereumjs/util';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import {
   RpcError,
   SingleFlight,
@@ -52,8 +50,8 @@ import type { Db } from './db.js';
 import { Lru } from './lru.js';
 import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
-import type { KvRead, KvSyncRead } from './schema.js';
-import { TrieNodeDb } from './trie-db.js';
+import { keccak256 } from './keccak.js';
+import { NodeCache } from './node-cache.js';
 import { trieGet } from './trie-read.js';
 import type { NodeSource } from './trie-read.js';
 
@@ -75,40 +73,6 @@ interface AccountView {
 
 const ZERO_WORD = new Uint8Array(32);
 
-/**
- * A bounded node cache in front of the TrieNodes table for the read-only tries: node hashes
- * are content addresses, so a cached node can never be stale.
- */
-class CachedTrieDb extends TrieNodeDb {
-  private readonly nodes = new Lru<string, Uint8Array>(65_536);
-
-  constructor(private readonly sync: KvSyncRead) {
-    super(sync as unknown as KvRead, false);
-  }
-
-  override async get(key: string, opts?: EncodingOpts): Promise<Uint8Array | string | undefined> {
-    const v = this.node(key);
-    if (v === undefined) return undefined;
-    return opts?.valueEncoding === 'string' ? Buffer.from(v).toString('hex') : v;
-  }
-
-  /**
-   * The node whose hash is `hexHash`, read synchronously (KvSyncRead) and cached: the proof
-   * tries (get above) and the synchronous trie walk of storage reads share this one cache, so a
-   * node is read once whichever path asks first. No single-flight needed: a synchronous load
-   * fills the cache before any other caller runs.
-   */
-  node(hexHash: string): Uint8Array | undefined {
-    let v = this.nodes.get(hexHash);
-    if (v === undefined) {
-      v = tables.trieNodes.getSync(this.sync, Buffer.from(hexHash, 'hex'));
-      if (v === undefined) return undefined;
-      this.nodes.set(hexHash, v);
-    }
-    return v;
-  }
-}
-
 export class LevelChainStore implements ChainStore {
   private readonly blocks = new Lru<string, BlockRecord>(1024);
   /** Block number by block hash (immutable: a block's number never changes). */
@@ -129,20 +93,22 @@ export class LevelChainStore implements ChainStore {
     headers: new SingleFlight<string, HeaderRecord | undefined>(),
     blocks: new SingleFlight<string, BlockRecord | undefined>(),
     txs: new SingleFlight<string, TxWithLocation | undefined>(),
-    proofs: new SingleFlight<string, AccountProofRecord>(),
   };
   /** The head, read once: no writer can move it while this store holds the datadir lock. */
   private headCache: ChainHead | undefined;
   /** Bumped by applyCommit: a read that started under an older generation does not fill caches. */
   private gen = 0;
-  private readonly trieDb: CachedTrieDb;
+  /**
+   * Trie nodes by hash (node-cache.ts), shared by the storage, account and proof walks: a node is
+   * read once whichever path asks first. 65,536 nodes: about 35 MB at ~530 bytes per branch node.
+   */
+  private readonly trieNodes = new NodeCache(65_536);
   private readonly logQueries: LogQueries;
 
   private constructor(
     private readonly db: Db,
     private readonly chainInfo: ChainInfo,
   ) {
-    this.trieDb = new CachedTrieDb(db);
     this.logQueries = new LogQueries(db, { head: () => this.head(), generation: () => this.gen });
   }
 
@@ -434,7 +400,16 @@ export class LevelChainStore implements ChainStore {
   // --- state ----------------------------------------------------------------------------------
 
   /** Trie nodes by hash for the trie walks of lookups and proofs (content-addressed: never stale). */
-  private readonly nodeSource: NodeSource = (hash) => this.trieDb.node(Buffer.from(hash).toString('hex'));
+  // No single-flight needed: a synchronous load fills the cache before any other caller runs.
+  private readonly nodeSource: NodeSource = (hash) => {
+    let v = this.trieNodes.get(hash);
+    if (v === undefined) {
+      v = tables.trieNodes.getSync(this.db, hash);
+      if (v === undefined) return undefined;
+      this.trieNodes.set(hash, v);
+    }
+    return v;
+  };
 
   /** The value at hashed key `path` of the trie `root` (null when absent): trie-read.ts, synchronous reads. */
   private trieLookup(root: Uint8Array, path: Uint8Array): Uint8Array | null {
@@ -477,21 +452,18 @@ export class LevelChainStore implements ChainStore {
   }
 
   proof(stateRoot: Bytes, address: Bytes, slots: Bytes[]): Promise<AccountProofRecord> {
-    return this.guard('proof', async () => {
-      let cacheKey = byteKey(stateRoot) + byteKey(address);
-      for (const slot of slots) cacheKey += String.fromCharCode(slot.length) + byteKey(slot); // slots vary in width
-      const hit = this.proofs.get(cacheKey);
-      if (hit !== undefined) return hit;
-      return this.loading.proofs.run(cacheKey, () => this.loadProof(stateRoot, address, slots, cacheKey));
-    });
+    let cacheKey = byteKey(stateRoot) + byteKey(address);
+    for (const slot of slots) cacheKey += String.fromCharCode(slot.length) + byteKey(slot); // slots vary in width
+    // The load is wholly synchronous (trie-read.ts): it fills the cache before any other caller
+    // runs, so concurrent misses cannot pile up (no single-flight needed).
+    return this.hit(this.proofs.get(cacheKey)) ?? this.guard('proof', async () => this.proofs.get(cacheKey) ?? this.loadProof(stateRoot, address, slots, cacheKey));
   }
 
   /**
    * EIP-1186 proof by the synchronous trie walk (trie-read.ts): the nodes read by hash along the
    * account's and each slot's path, root first, from the shared node cache or one getSync each.
    */
-  private async loadProof(stateRoot: Uint8Array, address: Uint8Array, slots: Uint8Array[], cacheKey: string): Promise<AccountProofRecord> {
-    const gen = this.gen;
+  private loadProof(stateRoot: Uint8Array, address: Uint8Array, slots: Uint8Array[], cacheKey: string): AccountProofRecord {
     const accountProof: Uint8Array[] = [];
     const raw = bytesEqual(stateRoot, KECCAK256_RLP) ? null : trieGet(this.nodeSource, stateRoot, keccak256(address), accountProof);
     const account = raw === null ? null : createAccountFromRLP(raw);
@@ -516,7 +488,7 @@ export class LevelChainStore implements ChainStore {
       accountProof,
       storageProof,
     };
-    if (gen === this.gen) this.proofs.set(cacheKey, record);
+    this.proofs.set(cacheKey, record);
     return record;
   }
 

@@ -8,12 +8,58 @@
 // Node shapes (Yellow Paper, appendix D): a branch is a 17-item list (16 children, value); a
 // leaf or an extension is a 2-item list [hex-prefix path, value | child]. A child is a 32-byte
 // node hash, or the node itself embedded when its RLP is shorter than 32 bytes, or empty.
-import { RLP } from '@ethereumjs/rlp';
-
-type Node = Uint8Array | Node[];
+//
+// The walk reads the RLP in place: it does not decode a node into arrays (a branch is 17 items
+// and the walk needs one of them), it skips items by their headers and follows the one child
+// reference the key's nibble selects. Every header is bounds-checked against the node's bytes;
+// a node that is not well-formed RLP of one of the shapes above throws.
 
 /** Node bytes by hash, or undefined when the store has no such node. */
 export type NodeSource = (hash: Uint8Array) => Uint8Array | undefined;
+
+// Scan state: the item the last header() call read. Module-level to keep the walk free of
+// per-item allocations (the walk is synchronous and not re-entrant).
+let itemStart = 0; // first byte of the item's payload
+let itemEnd = 0; // one past its last byte
+let itemList = false; // a list (else a byte string)
+
+/** Reads the RLP header of the item at `pos` (which must end by `limit`) into itemStart/itemEnd/itemList. */
+function header(b: Uint8Array, pos: number, limit: number): void {
+  if (pos >= limit) throw new Error('trie: truncated node');
+  const h = b[pos] as number;
+  if (h < 0x80) {
+    itemStart = pos;
+    itemEnd = pos + 1;
+    itemList = false;
+    return;
+  }
+  if (h < 0xb8) {
+    itemStart = pos + 1;
+    itemEnd = itemStart + h - 0x80;
+    itemList = false;
+  } else if (h < 0xc0) {
+    itemStart = pos + 1 + (h - 0xb7);
+    itemEnd = itemStart + lengthAt(b, pos + 1, h - 0xb7, limit);
+    itemList = false;
+  } else if (h < 0xf8) {
+    itemStart = pos + 1;
+    itemEnd = itemStart + h - 0xc0;
+    itemList = true;
+  } else {
+    itemStart = pos + 1 + (h - 0xf7);
+    itemEnd = itemStart + lengthAt(b, pos + 1, h - 0xf7, limit);
+    itemList = true;
+  }
+  if (itemEnd > limit) throw new Error('trie: truncated node');
+}
+
+/** A big-endian length of `n` bytes at `pos` (a node is far below 2^32 bytes). */
+function lengthAt(b: Uint8Array, pos: number, n: number, limit: number): number {
+  if (n > 4 || pos + n > limit) throw new Error('trie: bad RLP length');
+  let len = 0;
+  for (let i = 0; i < n; i++) len = len * 256 + (b[pos + i] as number);
+  return len;
+}
 
 /** The nibbles of a key (its bytes split high, low). */
 function nibbles(key: Uint8Array): Uint8Array {
@@ -28,66 +74,112 @@ function nibbles(key: Uint8Array): Uint8Array {
 /**
  * The value stored under `path` (already hashed: keccak of the address or slot) in the trie with
  * root hash `root`, or null when absent. Throws when a referenced node is missing (a damaged
- * store) or malformed.
+ * store) or malformed. The value is a copy (it does not keep the node's bytes alive).
  */
 export function trieGet(nodes: NodeSource, root: Uint8Array, path: Uint8Array, proof?: Uint8Array[]): Uint8Array | null {
   const key = nibbles(path);
   let at = 0;
-  const source: NodeSource =
-    proof === undefined
-      ? nodes
-      : (hash) => {
-          const raw = nodes(hash);
-          if (raw !== undefined) proof.push(raw);
-          return raw;
-        };
-  let node: Node = load(source, root);
+  // The node being read: bytes b[pos, end) are its RLP (a whole stored node, or one embedded in it).
+  let b = load(nodes, root, proof);
+  let pos = 0;
+  let end = b.length;
   for (;;) {
-    if (!Array.isArray(node)) throw new Error('trie: node is not a list');
-    if (node.length === 17) {
-      if (at === key.length) {
-        const v = node[16] as Uint8Array;
-        return v.length === 0 ? null : v;
+    header(b, pos, end);
+    if (!itemList || itemEnd !== end) throw new Error('trie: node is not a list');
+    const listEnd = itemEnd;
+    // Item 0, item 1, then the rest: two items are a leaf or an extension, 17 a branch.
+    const first = itemStart;
+    header(b, first, listEnd);
+    const s0 = itemStart;
+    const e0 = itemEnd;
+    const l0 = itemList;
+    let p = itemEnd;
+    header(b, p, listEnd);
+    if (itemEnd !== listEnd) {
+      // A branch: find child `nibble` (or the value, item 16) and check there are 17 items.
+      const want = at === key.length ? 16 : (key[at] as number);
+      // The chosen item: its header's position and its payload [cs, ce).
+      let cpos = first;
+      let cs = s0;
+      let ce = e0;
+      let cl = l0;
+      let count = 2;
+      if (want === 1) {
+        cpos = p;
+        cs = itemStart;
+        ce = itemEnd;
+        cl = itemList;
       }
-      const child = node[key[at++] as number] as Node;
-      const next = follow(source, child);
-      if (next === null) return null;
-      node = next;
+      p = itemEnd;
+      while (p < listEnd) {
+        header(b, p, listEnd);
+        if (count === want) {
+          cs = itemStart;
+          ce = itemEnd;
+          cl = itemList;
+          cpos = p;
+        }
+        count++;
+        p = itemEnd;
+      }
+      if (count !== 17) throw new Error(`trie: node with ${count} items`);
+      if (want === 16) {
+        if (cl) throw new Error('trie: branch value is a list');
+        return ce === cs ? null : b.slice(cs, ce);
+      }
+      at++;
+      // Follow the child: empty, a 32-byte hash, or an embedded node (a list, read in place).
+      if (cl) {
+        pos = cpos;
+        end = ce;
+        continue;
+      }
+      if (ce === cs) return null;
+      if (ce - cs !== 32) throw new Error('trie: bad child reference');
+      b = load(nodes, b.subarray(cs, ce), proof);
+      pos = 0;
+      end = b.length;
       continue;
     }
-    if (node.length !== 2) throw new Error(`trie: node with ${node.length} items`);
-    const hp = node[0] as Uint8Array;
-    if (!(hp instanceof Uint8Array) || hp.length === 0) throw new Error('trie: bad hex-prefix path');
-    const flag = (hp[0] as number) >> 4;
+    // A leaf or an extension: [hex-prefix path, value | child].
+    if (l0 || e0 === s0) throw new Error('trie: bad hex-prefix path');
+    const vs = itemStart;
+    const ve = itemEnd;
+    const vl = itemList;
+    const vpos = p;
+    const flag = (b[s0] as number) >> 4;
     const leaf = flag >= 2;
     // The node's path nibbles: the low nibble of the first byte when odd, then every byte's two.
     let match = true;
     if (flag & 1) {
-      if (key[at] !== ((hp[0] as number) & 0x0f)) match = false;
+      if (key[at] !== ((b[s0] as number) & 0x0f)) match = false;
       at++;
     }
-    for (let i = 1; match && i < hp.length; i++) {
-      if (key[at] !== (hp[i] as number) >> 4 || key[at + 1] !== ((hp[i] as number) & 0x0f)) match = false;
+    for (let i = s0 + 1; match && i < e0; i++) {
+      if (key[at] !== (b[i] as number) >> 4 || key[at + 1] !== ((b[i] as number) & 0x0f)) match = false;
       at += 2;
     }
     if (!match || at > key.length) return null;
-    if (leaf) return at === key.length ? (node[1] as Uint8Array) : null;
-    const next = follow(source, node[1] as Node);
-    if (next === null) return null;
-    node = next;
+    if (leaf) {
+      if (vl) throw new Error('trie: leaf value is a list');
+      return at === key.length ? b.slice(vs, ve) : null;
+    }
+    if (vl) {
+      pos = vpos;
+      end = ve;
+      continue;
+    }
+    if (ve === vs) return null;
+    if (ve - vs !== 32) throw new Error('trie: bad child reference');
+    b = load(nodes, b.subarray(vs, ve), proof);
+    pos = 0;
+    end = b.length;
   }
 }
 
-function load(source: NodeSource, hash: Uint8Array): Node {
-  const raw = source(hash);
+function load(nodes: NodeSource, hash: Uint8Array, proof: Uint8Array[] | undefined): Uint8Array {
+  const raw = nodes(hash);
   if (raw === undefined) throw new Error('trie: missing node');
-  return RLP.decode(raw) as Node;
-}
-
-/** The node a child reference points to (hash, embedded node, or empty). */
-function follow(source: NodeSource, ref: Node): Node | null {
-  if (Array.isArray(ref)) return ref;
-  if (ref.length === 0) return null;
-  if (ref.length === 32) return load(source, ref);
-  throw new Error('trie: bad child reference');
+  proof?.push(raw);
+  return raw;
 }

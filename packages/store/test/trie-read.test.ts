@@ -1,0 +1,170 @@
+// trie-read.ts (the read path's in-place RLP trie walk) and node-cache.ts against @ethereumjs/mpt:
+// random tries built by the library (short keys that are prefixes of others, so branch values;
+// tiny values, so nodes embedded in their parents; hashed 32-byte keys, as the state and storage
+// tries), every lookup's value equal to the library's get(), every proof equal node for node to
+// the library's createMerkleProof (less the embedded nodes it lists and geth does not) and
+// verified by verifyMerkleProof. The walk reads nodes only from the union of the library's
+// proofs (no access to the library's database).
+import { createMerkleProof, createMPT, verifyMerkleProof } from '@ethereumjs/mpt';
+import type { MerklePatriciaTrie } from '@ethereumjs/mpt';
+import { RLP } from '@ethereumjs/rlp';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { NodeCache } from '../src/node-cache.js';
+import { keccak256 as wasmKeccak } from '../src/keccak.js';
+import { trieGet } from '../src/trie-read.js';
+import type { NodeSource } from '../src/trie-read.js';
+
+const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
+
+/** A small seeded PRNG (mulberry32): the same tries on every run. */
+function rng(seed: number): (n: number) => number {
+  let a = seed >>> 0;
+  return (n) => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) % n) >>> 0;
+  };
+}
+
+const bytes = (r: (n: number) => number, len: number): Uint8Array => Uint8Array.from({ length: len }, () => r(256));
+
+interface Case {
+  trie: MerklePatriciaTrie;
+  present: Uint8Array[];
+  absent: Uint8Array[];
+}
+
+async function build(seed: number, hashed: boolean, count: number): Promise<Case> {
+  const r = rng(seed);
+  const trie = await createMPT(hashed ? { useKeyHashing: true } : {});
+  const present: Uint8Array[] = [];
+  const seen = new Set<string>();
+  for (let i = 0; i < count; i++) {
+    // Unhashed: 1-4 byte keys over a small alphabet, so keys share prefixes and some are
+    // prefixes of others (a value in a branch); hashed: 20-byte keys (addresses).
+    const key = hashed ? bytes(r, 20) : Uint8Array.from({ length: 1 + r(4) }, () => r(6) * 17);
+    if (seen.has(hex(key))) continue;
+    seen.add(hex(key));
+    // Values of 1-40 bytes: the short ones make nodes under 32 bytes (embedded in the parent).
+    await trie.put(key, bytes(r, 1 + r(40)));
+    present.push(key);
+  }
+  const absent: Uint8Array[] = [];
+  while (absent.length < count / 2) {
+    const key = hashed ? bytes(r, 20) : Uint8Array.from({ length: 1 + r(5) }, () => r(7) * 17);
+    if (!seen.has(hex(key))) absent.push(key);
+  }
+  return { trie, present, absent };
+}
+
+/** The library's proofs of every key: their nodes by hash are the walk's whole node source. */
+async function librarySource(c: Case): Promise<{ source: NodeSource; proofs: Map<string, Uint8Array[]> }> {
+  const nodes = new Map<string, Uint8Array>();
+  const proofs = new Map<string, Uint8Array[]>();
+  for (const key of [...c.present, ...c.absent]) {
+    const proof = await createMerkleProof(c.trie, key);
+    proofs.set(hex(key), proof);
+    for (const n of proof) nodes.set(hex(keccak256(n)), n);
+  }
+  return { source: (h) => nodes.get(hex(h)), proofs };
+}
+
+describe('trieGet against @ethereumjs/mpt', () => {
+  for (const [label, hashed, seeds, count] of [
+    ['short keys: branch values, embedded nodes', false, [1, 2, 3, 4, 5, 6], 120],
+    ['hashed keys, as the state and storage tries', true, [7, 8, 9], 400],
+  ] as const) {
+    test(label, async () => {
+      let embedded = 0;
+      let branchValues = 0;
+      let checked = 0;
+      for (const seed of seeds) {
+        const c = await build(seed, hashed, count);
+        const { source, proofs } = await librarySource(c);
+        const root = c.trie.root();
+        for (const key of [...c.present, ...c.absent]) {
+          const path = hashed ? keccak256(key) : key;
+          const proof: Uint8Array[] = [];
+          const got = trieGet(source, root, path, proof);
+          const want = await c.trie.get(key);
+          expect(got === null ? null : hex(got)).toBe(want === null ? null : hex(want));
+          // geth's Prove lists the nodes read by hash (an embedded node is inside its parent's
+          // bytes); the library lists embedded nodes too: the same list without those.
+          const library = (proofs.get(hex(key)) as Uint8Array[]).filter((n, i) => i === 0 || n.length >= 32);
+          expect(proof.map(hex)).toEqual(library.map(hex));
+          const verified = await verifyMerkleProof(key, proof, { root, useKeyHashing: hashed });
+          expect(verified === null ? null : hex(verified)).toBe(want === null ? null : hex(want));
+          // The same walk without a proof list gives the same value.
+          const plain = trieGet(source, root, path);
+          expect(plain === null ? null : hex(plain)).toBe(got === null ? null : hex(got));
+          checked++;
+          if (!hashed && c.present.some((k) => k.length > key.length && hex(k).startsWith(hex(key))) && want !== null) branchValues++;
+        }
+        // Nodes shorter than 32 bytes sit inside their parents: count the proofs' nodes that
+        // carry one (a child or an extension's next node that is a list, not a hash).
+        for (const p of proofs.values())
+          for (const n of p) {
+            const items = RLP.decode(n) as (Uint8Array | unknown[])[];
+            const children = items.length === 17 ? items.slice(0, 16) : [items[1]];
+            if (children.some((x) => Array.isArray(x))) embedded++;
+          }
+      }
+      expect(checked).toBeGreaterThan(seeds.length * count);
+      if (!hashed) {
+        expect(branchValues).toBeGreaterThan(0);
+        expect(embedded).toBeGreaterThan(0);
+      }
+    });
+  }
+
+  test('a missing node or a malformed node throws', async () => {
+    const c = await build(11, true, 50);
+    const { source } = await librarySource(c);
+    const root = c.trie.root();
+    const key = keccak256(c.present[0] as Uint8Array);
+    expect(() => trieGet(() => undefined, root, key)).toThrow('trie: missing node');
+    const rootNode = source(root) as Uint8Array;
+    const truncated: NodeSource = (h) => (hex(h) === hex(root) ? rootNode.subarray(0, rootNode.length - 5) : source(h));
+    expect(() => trieGet(truncated, root, key)).toThrow(/trie:/);
+    const notList: NodeSource = (h) => (hex(h) === hex(root) ? Uint8Array.of(0x83, 1, 2, 3) : source(h));
+    expect(() => trieGet(notList, root, key)).toThrow('trie: node is not a list');
+  });
+});
+
+describe('NodeCache', () => {
+  test('hashes sharing the cache key never answer for each other', () => {
+    const cache = new NodeCache(8);
+    const a = new Uint8Array(32).fill(1);
+    const b = new Uint8Array(32).fill(1);
+    b[31] = 2; // same first 4 bytes: same key
+    cache.set(a, Uint8Array.of(0xaa));
+    expect(cache.get(a)).toEqual(Uint8Array.of(0xaa));
+    expect(cache.get(b)).toBeUndefined();
+    cache.set(b, Uint8Array.of(0xbb));
+    expect(cache.get(b)).toEqual(Uint8Array.of(0xbb));
+    expect(cache.get(a)).toBeUndefined(); // replaced: a miss, never b's node
+  });
+
+  test('holds at most its capacity and keeps recently used entries', () => {
+    const cache = new NodeCache(64);
+    const h = (i: number): Uint8Array => keccak256(Uint8Array.of(i & 0xff, i >> 8));
+    for (let i = 0; i < 1000; i++) {
+      cache.set(h(i), Uint8Array.of(i & 0xff));
+      expect(cache.get(h(i))?.[0]).toBe(i & 0xff);
+    }
+    let held = 0;
+    for (let i = 0; i < 1000; i++) if (cache.get(h(i)) !== undefined) held++;
+    expect(held).toBeLessThanOrEqual(64);
+    expect(held).toBeGreaterThan(0);
+  });
+});
+
+test('the read path Keccak (hash-wasm) equals ethereum-cryptography on random inputs', () => {
+  const r = rng(99);
+  for (let i = 0; i < 500; i++) {
+    const b = bytes(r, r(300));
+    expect(hex(wasmKeccak(b))).toBe(hex(keccak256(b)));
+  }
+});
