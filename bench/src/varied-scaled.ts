@@ -322,7 +322,10 @@ function scaledUnderTest(o: ScaledOptions, model: ScaledModel, datadir: string, 
   const checker = new ScaledChecker(model);
   const c = model.counts;
   return {
-    describe: `scaled, built by anvil in this run: ${c.blocks} blocks, ${c.txs} txs, ${c.accounts} accounts, ${c.slots} contract slots, ${c.logs} logs; anvil --prune-history ${o.anvilHistory} (state of its last ${o.anvilHistory} blocks), RSS ${(rssKb / 1024).toFixed(0)} MB after the build`,
+    describe:
+      anvil === undefined && rssKb === 0
+        ? `scaled, kept in ${o.dir} by an earlier --keep run (its anvil is not kept): ${c.blocks} blocks, ${c.txs} txs, ${c.accounts} accounts, ${c.slots} contract slots, ${c.logs} logs`
+        : `scaled, built by anvil in this run: ${c.blocks} blocks, ${c.txs} txs, ${c.accounts} accounts, ${c.slots} contract slots, ${c.logs} logs; anvil --prune-history ${o.anvilHistory} (state of its last ${o.anvilHistory} blocks), RSS ${(rssKb / 1024).toFixed(0)} MB after the build`,
     mixes: buildMixes(model, o.bodies, o.logBodies),
     datadir,
     anvilUrl: o.noAnvil || anvil === undefined ? undefined : anvilUrl,
