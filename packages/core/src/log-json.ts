@@ -5,16 +5,8 @@
 // import (a ready-to-serve encoding: a dense getLogs answer is slices of one row per block), and
 // the rpc writes it for logs read from the per-log rows. rpc's tests compare both with
 // JSON.stringify of formatLog.
+import { hexOfBytes } from './hex.js';
 import type { LogRecord } from './types.js';
-
-/**
- * Hex of a byte view without allocating a Buffer for it: Buffer's own hexSlice works on any
- * Uint8Array (a log answer hexes about seven values per log; Buffer views were a fifth of its
- * time, and their garbage more). Falls back to a view where hexSlice is missing.
- */
-const hexSlice = (Buffer.prototype as unknown as { hexSlice?: (this: Uint8Array, start: number, end: number) => string }).hexSlice;
-export const hexOfBytes: (b: Uint8Array) => string =
-  hexSlice !== undefined ? (b) => hexSlice.call(b, 0, b.length) : (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 
 /**
  * Writes logs one by one, in block then log order. The block and transaction fields repeat

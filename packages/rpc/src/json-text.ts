@@ -71,35 +71,26 @@ export class FormatMemo<K extends object, V> {
 
   /** The text of `format(record)` under `variant`, computed once per (record, variant). */
   get(record: K, variant: string, format: (record: K) => V): JsonText<V> {
-    let byVariant = this.map.get(record);
-    if (byVariant === undefined) this.map.set(record, (byVariant = new Map()));
-    let text = byVariant.get(variant);
-    if (text === undefined) {
-      text = JsonText.of(format(record), true);
-      byVariant.set(variant, text);
-    }
-    return text;
+    return this.memo(record, variant, () => JsonText.of(format(record), true));
   }
 
   /** Like text(), for a writer that produces the text as ASCII bytes (JsonText.ofAscii). */
   ascii(record: K, variant: string, write: (record: K) => Uint8Array): JsonText<V> {
-    let byVariant = this.map.get(record);
-    if (byVariant === undefined) this.map.set(record, (byVariant = new Map()));
-    let text = byVariant.get(variant);
-    if (text === undefined) {
-      text = JsonText.ofAscii<V>(write(record), true);
-      byVariant.set(variant, text);
-    }
-    return text;
+    return this.memo(record, variant, () => JsonText.ofAscii<V>(write(record), true));
   }
 
   /** Like get(), for a writer that produces the JSON text itself (exactly JSON.stringify of the value). */
   text(record: K, variant: string, write: (record: K) => string): JsonText<V> {
+    return this.memo(record, variant, () => new JsonText<V>(write(record), true));
+  }
+
+  /** The memoised text of (record, variant), made by `make` the first time. */
+  private memo(record: K, variant: string, make: () => JsonText<V>): JsonText<V> {
     let byVariant = this.map.get(record);
     if (byVariant === undefined) this.map.set(record, (byVariant = new Map()));
     let text = byVariant.get(variant);
     if (text === undefined) {
-      text = new JsonText<V>(write(record), true);
+      text = make();
       byVariant.set(variant, text);
     }
     return text;

@@ -41,7 +41,7 @@
 //                           block written after; readers then format logs from the Logs rows,
 //                           so no schema version bump).
 import { RLP } from '@ethereumjs/rlp';
-import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
+import { bigIntToFixed, bytesToBigInt, concatBytes, latin1OfBytes } from '@chainnode/core';
 
 export const SCHEMA_VERSION = 2;
 
@@ -760,10 +760,6 @@ export function encodeAddressLogsJson(entries: readonly { logIndex: number; text
   return out;
 }
 
-const latin1Slice = (Buffer.prototype as unknown as { latin1Slice?: (this: Uint8Array, start: number, end: number) => string }).latin1Slice;
-const latin1: (b: Uint8Array, start: number, end: number) => string =
-  latin1Slice !== undefined ? (b, start, end) => latin1Slice.call(b, start, end) : (b, start, end) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1', start, end);
-
 /** An AddressLogsJson row read back: texts sliced out on demand, never all decoded. */
 export class AddressLogsJsonView {
   readonly count: number;
@@ -803,11 +799,11 @@ export class AddressLogsJsonView {
   text(i: number): string {
     if (i < 0 || i >= this.count) throw new RangeError(`AddressLogsJson: no entry ${i} of ${this.count}`);
     const start = i === 0 ? 0 : this.end(i - 1) + 1;
-    return latin1(this.raw, this.head + start, this.head + this.end(i));
+    return latin1OfBytes(this.raw, this.head + start, this.head + this.end(i));
   }
 
   /** Every entry's JSON, joined by ','. */
   all(): string {
-    return latin1(this.raw, this.head, this.raw.length);
+    return latin1OfBytes(this.raw, this.head, this.raw.length);
   }
 }

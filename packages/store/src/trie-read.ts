@@ -95,6 +95,11 @@ export function trieGet(nodes: NodeSource, root: Uint8Array, path: Uint8Array, p
     const l0 = itemList;
     let p = itemEnd;
     header(b, p, listEnd);
+    // The child to follow: its header's position, its payload [rs, re), whether it is a list.
+    let rpos: number;
+    let rs: number;
+    let re: number;
+    let rl: boolean;
     if (itemEnd !== listEnd) {
       // A branch: find child `nibble` (or the value, item 16) and check there are 17 items.
       const want = at === key.length ? 16 : (key[at] as number);
@@ -128,50 +133,49 @@ export function trieGet(nodes: NodeSource, root: Uint8Array, path: Uint8Array, p
         return ce === cs ? null : b.slice(cs, ce);
       }
       at++;
-      // Follow the child: empty, a 32-byte hash, or an embedded node (a list, read in place).
-      if (cl) {
-        pos = cpos;
-        end = ce;
-        continue;
+      rpos = cpos;
+      rs = cs;
+      re = ce;
+      rl = cl;
+    } else {
+      // A leaf or an extension: [hex-prefix path, value | child].
+      if (l0 || e0 === s0) throw new Error('trie: bad hex-prefix path');
+      const vs = itemStart;
+      const ve = itemEnd;
+      const vl = itemList;
+      const vpos = p;
+      const flag = (b[s0] as number) >> 4;
+      const leaf = flag >= 2;
+      // The node's path nibbles: the low nibble of the first byte when odd, then every byte's two.
+      let match = true;
+      if (flag & 1) {
+        if (key[at] !== ((b[s0] as number) & 0x0f)) match = false;
+        at++;
       }
-      if (ce === cs) return null;
-      if (ce - cs !== 32) throw new Error('trie: bad child reference');
-      b = load(nodes, b.subarray(cs, ce), proof);
-      pos = 0;
-      end = b.length;
+      for (let i = s0 + 1; match && i < e0; i++) {
+        if (key[at] !== (b[i] as number) >> 4 || key[at + 1] !== ((b[i] as number) & 0x0f)) match = false;
+        at += 2;
+      }
+      if (!match || at > key.length) return null;
+      if (leaf) {
+        if (vl) throw new Error('trie: leaf value is a list');
+        return at === key.length ? b.slice(vs, ve) : null;
+      }
+      rpos = vpos;
+      rs = vs;
+      re = ve;
+      rl = vl;
+    }
+    // Follow the child (a branch's or an extension's): empty, a 32-byte hash, or an embedded
+    // node (a list, read in place).
+    if (rl) {
+      pos = rpos;
+      end = re;
       continue;
     }
-    // A leaf or an extension: [hex-prefix path, value | child].
-    if (l0 || e0 === s0) throw new Error('trie: bad hex-prefix path');
-    const vs = itemStart;
-    const ve = itemEnd;
-    const vl = itemList;
-    const vpos = p;
-    const flag = (b[s0] as number) >> 4;
-    const leaf = flag >= 2;
-    // The node's path nibbles: the low nibble of the first byte when odd, then every byte's two.
-    let match = true;
-    if (flag & 1) {
-      if (key[at] !== ((b[s0] as number) & 0x0f)) match = false;
-      at++;
-    }
-    for (let i = s0 + 1; match && i < e0; i++) {
-      if (key[at] !== (b[i] as number) >> 4 || key[at + 1] !== ((b[i] as number) & 0x0f)) match = false;
-      at += 2;
-    }
-    if (!match || at > key.length) return null;
-    if (leaf) {
-      if (vl) throw new Error('trie: leaf value is a list');
-      return at === key.length ? b.slice(vs, ve) : null;
-    }
-    if (vl) {
-      pos = vpos;
-      end = ve;
-      continue;
-    }
-    if (ve === vs) return null;
-    if (ve - vs !== 32) throw new Error('trie: bad child reference');
-    b = load(nodes, b.subarray(vs, ve), proof);
+    if (re === rs) return null;
+    if (re - rs !== 32) throw new Error('trie: bad child reference');
+    b = load(nodes, b.subarray(rs, re), proof);
     pos = 0;
     end = b.length;
   }
