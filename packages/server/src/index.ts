@@ -5,9 +5,11 @@ export type { NetworkConfig, PlanConfig, PlanName, ServerConfig } from './config
 export { KEY_PREFIX_LENGTH, MAX_KEY_NETWORKS, KeyRegistry, chargeHash, checkSecret, createKey, findKey, generateKey, generateSecret, hashKey, keyAllowsNetwork, revokeKey } from './keys.js';
 export type { CreateKeyOptions, KeyLimits } from './keys.js';
 export type { DashboardKeyFields } from './key-fields.js';
-export { EmbeddedLedger, FileKeyStore, KeyFileError, LocalBuckets, keysPath, readKeys, readUsage, readUsageByNetwork, usagePath, validateKeyRecord, writeKeys } from './ledger-embedded.js';
+export { EmbeddedLedger, FileKeyStore, KeyFileError, keysPath, readKeys, readUsage, readUsageByNetwork, usagePath, validateKeyRecord, writeKeys } from './ledger-embedded.js';
 export { RedisKeyStore, RedisLedger, DEBIT_LUA, connectRedis, parseRedisUrl } from './ledger-redis.js';
 export { JOURNAL_DIR, checkLedgerUrl, openLedger } from './ledger.js';
+export { LocalBuckets, LocalTally, SHARED_TALLY_KEYS, SharedTally, TallyFullError, sharedTallyBuffer } from './ledger-tally.js';
+export type { ReserveOutcome, SharedCredits, Tally } from './ledger-tally.js';
 export { PortLedger, serveLedgerOverPort } from './ledger-port.js';
 export { PortKeyStore, PortUsage, ThreadLedgerHost, linkPorts, openThreadLedger } from './ledger-threads.js';
 export type { ThreadLedger, ThreadLedgerLink, ThreadLedgerSources } from './ledger-threads.js';

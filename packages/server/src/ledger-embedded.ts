@@ -18,7 +18,9 @@ import type { FSWatcher } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { isPlanName, PLAN_NAMES } from './config.js';
-import { NO_NETWORK, nextUtcMidnight, utcDay } from './ledger-api.js';
+import { LedgerUnavailableError, NO_NETWORK, nextUtcMidnight, utcDay } from './ledger-api.js';
+import { LocalTally, TallyFullError } from './ledger-tally.js';
+import type { Tally } from './ledger-tally.js';
 import { checkDashboardFields } from './key-fields.js';
 import type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, Limits, Usage } from './ledger-api.js';
 
@@ -75,7 +77,7 @@ function addTo(byNetwork: Map<string, Map<string, number>>, hash: string, networ
 }
 
 interface Pending {
-  lines: Map<string, Map<string, number>>; // day -> "hash[ network]" -> credits
+  lines: Map<string, { dayNo: number; entries: Map<string, number> }>; // day -> "hash[ network]" -> credits
   /** Settles when this turn's charges are written (or failed to be): one promise for all of them. */
   written: Promise<void>;
   resolve: () => void;
@@ -84,54 +86,29 @@ interface Pending {
 
 interface EmbeddedToken {
   day: string;
+  dayNo: number;
   perSecond: number;
 }
 
 /** The pending-line key of a charge: the hash, and the network after a space when there is one. */
 const entryOf = (hash: string, network: string | undefined): string => (network === undefined ? hash : `${hash} ${network}`);
 
-/**
- * Token bucket per key: capacity = one second of credits, refilled continuously at the rate.
- * Shared by the embedded engine and the Redis engine's fail-open mode.
- */
-export class LocalBuckets {
-  private buckets = new Map<string, { tokens: number; at: number }>();
-  constructor(private readonly now: () => number = () => performance.now()) {}
-
-  /** Takes `cost` tokens when available; false otherwise (nothing taken). */
-  take(hash: string, cost: number, perSecond: number): boolean {
-    if (perSecond <= 0 || cost === 0) return true;
-    const t = this.now();
-    let b = this.buckets.get(hash);
-    if (!b) {
-      if (this.buckets.size >= 100_000) this.buckets.clear(); // bounded: a full bucket is the default anyway
-      b = { tokens: perSecond, at: t };
-      this.buckets.set(hash, b);
-    }
-    b.tokens = Math.min(perSecond, b.tokens + ((t - b.at) / 1000) * perSecond);
-    b.at = t;
-    if (b.tokens < cost) return false;
-    b.tokens -= cost;
-    return true;
-  }
-
-  give(hash: string, credits: number, perSecond: number): void {
-    const b = this.buckets.get(hash);
-    if (b && perSecond > 0) b.tokens = Math.min(perSecond, b.tokens + credits);
-  }
-}
-
 export class EmbeddedLedger implements CreditLedger {
   private day: string;
-  private committed: Map<string, number>;
-  /** Today's journaled credits per key and network (for Usage.byNetwork). */
+  /** The UTC day number of `day` (what the tally is asked with). */
+  private dayNo: number;
+  private readonly tally: Tally;
+  /**
+   * Today's journaled credits per key and network (for Usage.byNetwork): this instance's own
+   * charges with a LocalTally; with a SharedTally every thread journals, so it is read from the
+   * day's file (the part added since the last read).
+   */
   private committedByNetwork: Map<string, Map<string, number>>;
-  private reserved = new Map<string, number>();
+  private tail: { day: string; offset: number } | undefined;
   private fd: number | undefined;
   private fdDay = '';
   private pending: Pending | undefined;
   private closed = false;
-  private readonly buckets = new LocalBuckets();
   /** [dayStart, dayEnd): the UTC day `day` in epoch ms. */
   private dayStart = 0;
   private dayEnd = 0;
@@ -139,13 +116,28 @@ export class EmbeddedLedger implements CreditLedger {
   constructor(
     private readonly datadir: string,
     private readonly now: () => number = Date.now,
+    /** Where the counts live: this instance's (default), or a SharedTally of `serve --threads`. */
+    tally?: Tally,
   ) {
     mkdirSync(join(datadir, USAGE_DIR), { recursive: true });
+    this.tally = tally ?? new LocalTally();
     const t = this.now();
     this.day = utcDay(t);
     this.setDay(t);
-    this.committedByNetwork = readUsageByNetwork(datadir, this.day);
-    this.committed = sumNetworks(this.committedByNetwork);
+    this.dayNo = this.dayStart / 86_400_000;
+    this.committedByNetwork = new Map();
+    this.enterDay();
+  }
+
+  private get shared(): boolean {
+    return !(this.tally instanceof LocalTally);
+  }
+
+  /** Puts the tally on this.day, reading the day's journal if the tally moves. */
+  private enterDay(): void {
+    let byNetwork: Map<string, Map<string, number>> | undefined;
+    this.tally.enter(this.dayNo, () => sumNetworks((byNetwork = readUsageByNetwork(this.datadir, this.day))));
+    if (!this.shared) this.committedByNetwork = byNetwork ?? new Map();
   }
 
   private roll(): void {
@@ -157,9 +149,8 @@ export class EmbeddedLedger implements CreditLedger {
     this.setDay(now);
     if (day !== this.day) {
       this.day = day;
-      this.committedByNetwork = readUsageByNetwork(this.datadir, day);
-      this.committed = sumNetworks(this.committedByNetwork);
-      this.reserved = new Map();
+      this.dayNo = this.dayStart / 86_400_000;
+      this.enterDay();
     }
   }
 
@@ -171,7 +162,7 @@ export class EmbeddedLedger implements CreditLedger {
   /** Credits used today (journaled plus in flight). */
   used(hash: string): number {
     this.roll();
-    return (this.committed.get(hash) ?? 0) + (this.reserved.get(hash) ?? 0);
+    return this.tally.used(this.dayNo, hash);
   }
 
   private resetsAt(): string {
@@ -180,35 +171,37 @@ export class EmbeddedLedger implements CreditLedger {
 
   /** The synchronous check-and-take behind debit(); `network` only labels the charge. */
   debitSync(hash: string, cost: number, limits: Limits, network?: string): DebitResult {
-    if (this.used(hash) + cost > limits.daily) return { ok: false, reason: 'daily', resetsAt: this.resetsAt() };
-    if (!this.buckets.take(hash, cost, limits.perSecond)) return { ok: false, reason: 'throughput', resetsAt: this.resetsAt() };
-    this.reserved.set(hash, (this.reserved.get(hash) ?? 0) + cost);
-    const token: EmbeddedToken = { day: this.day, perSecond: limits.perSecond };
+    this.roll();
+    let outcome = this.tally.reserve(this.dayNo, hash, cost, limits.daily, limits.perSecond);
+    if (outcome === 'moved') {
+      // Another thread moved the shared tally to another day (its clock crossed midnight first,
+      // or this one was set back): read the clock again and put the tally on its day.
+      this.dayStart = this.dayEnd = 0;
+      this.roll();
+      this.enterDay();
+      outcome = this.tally.reserve(this.dayNo, hash, cost, limits.daily, limits.perSecond);
+      if (outcome === 'moved') throw new LedgerUnavailableError('credit ledger: the threads disagree on the UTC day');
+    }
+    if (outcome !== 'ok') return { ok: false, reason: outcome, resetsAt: this.resetsAt() };
+    const token: EmbeddedToken = { day: this.day, dayNo: this.dayNo, perSecond: limits.perSecond };
     return { ok: true, debit: network === undefined ? { hash, cost, token } : { hash, cost, token, network } };
   }
 
   debit(hash: string, cost: number, limits: Limits, network?: string): Promise<DebitResult> {
-    return Promise.resolve(this.debitSync(hash, cost, limits, network));
-  }
-
-  private unreserve(day: string, hash: string, cost: number): void {
-    if (day !== this.day) return;
-    const left = (this.reserved.get(hash) ?? 0) - cost;
-    if (left > 0) this.reserved.set(hash, left);
-    else this.reserved.delete(hash);
+    try {
+      return Promise.resolve(this.debitSync(hash, cost, limits, network));
+    } catch (err) {
+      return Promise.reject(err instanceof TallyFullError ? new LedgerUnavailableError(err.message) : err);
+    }
   }
 
   settle(debit: Debit, finalCost: number): Promise<void> {
-    const { day, perSecond } = debit.token as EmbeddedToken;
+    const { day, dayNo, perSecond } = debit.token as EmbeddedToken;
     this.roll();
-    this.unreserve(day, debit.hash, debit.cost);
-    if (finalCost < debit.cost) this.buckets.give(debit.hash, debit.cost - finalCost, perSecond);
+    this.tally.settle(dayNo, debit.hash, debit.cost, finalCost, perSecond);
     if (finalCost <= 0) return Promise.resolve();
     if (this.closed) return Promise.reject(new Error('credit ledger is closed'));
-    if (day === this.day) {
-      this.committed.set(debit.hash, (this.committed.get(debit.hash) ?? 0) + finalCost);
-      addTo(this.committedByNetwork, debit.hash, debit.network ?? NO_NETWORK, finalCost);
-    }
+    if (day === this.day && !this.shared) addTo(this.committedByNetwork, debit.hash, debit.network ?? NO_NETWORK, finalCost);
     let p = this.pending;
     if (!p) {
       let resolve!: () => void;
@@ -223,20 +216,52 @@ export class EmbeddedLedger implements CreditLedger {
       setImmediate(() => this.flush());
     }
     let forDay = p.lines.get(day);
-    if (!forDay) p.lines.set(day, (forDay = new Map()));
+    if (!forDay) p.lines.set(day, (forDay = { dayNo, entries: new Map() }));
     const entry = entryOf(debit.hash, debit.network);
-    forDay.set(entry, (forDay.get(entry) ?? 0) + finalCost);
+    forDay.entries.set(entry, (forDay.entries.get(entry) ?? 0) + finalCost);
     return p.written;
   }
 
   async usage(hash: string): Promise<Usage> {
+    const used = this.used(hash);
+    if (this.shared) this.readTail();
     const byNetwork = Object.fromEntries(this.committedByNetwork.get(hash) ?? []);
-    return { used: this.used(hash), resetsAt: this.resetsAt(), byNetwork };
+    return { used, resetsAt: this.resetsAt(), byNetwork };
+  }
+
+  /** SharedTally: adds the lines journaled since the last read of today's file (every thread's). */
+  private readTail(): void {
+    if (this.tail?.day !== this.day) {
+      this.tail = { day: this.day, offset: 0 };
+      this.committedByNetwork = new Map();
+    }
+    let fd: number;
+    try {
+      fd = openSync(usagePath(this.datadir, this.day), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    try {
+      const size = fstatSync(fd).size;
+      if (size <= this.tail.offset) return;
+      const buf = Buffer.alloc(size - this.tail.offset);
+      const n = readSync(fd, buf, 0, buf.length, this.tail.offset);
+      const complete = n === 0 ? 0 : buf.lastIndexOf(0x0a, n - 1) + 1; // a line still being written is read next time
+      for (const line of buf.toString('latin1', 0, complete).split('\n')) {
+        const m = LINE.exec(line);
+        if (m) addTo(this.committedByNetwork, m[1] as string, m[3] ?? NO_NETWORK, Number(m[2]));
+      }
+      this.tail.offset += complete;
+    } finally {
+      closeSync(fd);
+    }
   }
 
   private fdFor(day: string): number {
     if (this.fd !== undefined && this.fdDay === day) return this.fd;
     if (this.fd !== undefined) closeSync(this.fd);
+    // 'a+': O_APPEND, so the threads sharing a tally each append whole lines with one write.
     const fd = openSync(usagePath(this.datadir, day), 'a+', 0o600);
     // A crash may have cut the last line short: start ours on a fresh line.
     const size = fstatSync(fd).size;
@@ -256,7 +281,7 @@ export class EmbeddedLedger implements CreditLedger {
     if (!p) return;
     this.pending = undefined;
     try {
-      for (const [day, entries] of p.lines) {
+      for (const [day, { entries }] of p.lines) {
         let text = '';
         for (const [entry, credits] of entries) {
           // "<hash> <credits>" or "<hash> <credits> <network>"
@@ -266,12 +291,11 @@ export class EmbeddedLedger implements CreditLedger {
       }
     } catch (err) {
       // Not journaled, so not charged: undo the in-memory charges and fail those calls.
-      const today = p.lines.get(this.day);
-      if (today) {
-        for (const [entry, credits] of today) {
+      for (const [day, { dayNo, entries }] of p.lines) {
+        for (const [entry, credits] of entries) {
           const hash = entry.slice(0, 64);
-          this.committed.set(hash, (this.committed.get(hash) ?? 0) - credits);
-          addTo(this.committedByNetwork, hash, entry.length === 64 ? NO_NETWORK : entry.slice(65), -credits);
+          this.tally.uncharge(dayNo, hash, credits);
+          if (day === this.day && !this.shared) addTo(this.committedByNetwork, hash, entry.length === 64 ? NO_NETWORK : entry.slice(65), -credits);
         }
       }
       p.reject(err);

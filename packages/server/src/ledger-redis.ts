@@ -30,7 +30,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from '@redis/client';
-import { LocalBuckets, validateKeyRecord } from './ledger-embedded.js';
+import { validateKeyRecord } from './ledger-embedded.js';
+import { LocalBuckets } from './ledger-tally.js';
 import { LedgerUnavailableError, NO_NETWORK } from './ledger-api.js';
 import type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, LedgerFailureMode, Limits, Usage } from './ledger-api.js';
 

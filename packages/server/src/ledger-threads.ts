@@ -1,34 +1,47 @@
 // The ledger of `serve --threads N`: the main thread owns the authoritative engine (embedded or
 // Redis, opened by openLedger) and every app thread reaches it through adapters implementing the
 // same interfaces, so keys, credits and the usage record are exact across threads:
-//   - credits: PortLedger / serveLedgerOverPort (ledger-port.ts): debit() and settle() run on the
-//     main thread's CreditLedger, one at a time, so 150 concurrent calls against a balance of 100
-//     calls admit exactly 100 whichever threads they arrive on, and a settle resolves only once
-//     the engine made the charge durable (the answer is released after that, as with one thread);
+//   - credits, embedded engine: each app thread has its own EmbeddedLedger on one SharedTally
+//     (ledger-tally.ts: the counts in shared memory, checked and taken under one lock), so 150
+//     concurrent calls against a balance of 100 calls admit exactly 100 whichever threads they
+//     arrive on, with no hop to another thread; each thread journals its own charges to the day's
+//     file before its answers go out, as with one thread;
+//   - credits, Redis engine: PortLedger / serveLedgerOverPort (ledger-port.ts): debit() and
+//     settle() run on the main thread's CreditLedger, and a settle resolves only once the engine
+//     made the charge durable;
 //   - keys: PortKeyStore, the main thread's KeyStore (list/get/put; watch() forwarded);
 //   - usage: PortUsage, the main thread's UsageRecord (record() posted, reads asked).
 //   main thread:   const host = new ThreadLedgerHost(sources); worker: openThreadLedger(host.link())
 import { MessageChannel } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
+import { EmbeddedLedger } from './ledger-embedded.js';
 import { PortLedger, serveLedgerOverPort } from './ledger-port.js';
+import { SharedTally } from './ledger-tally.js';
+import type { SharedCredits } from './ledger-tally.js';
 import type { CreditLedger, KeyRecord, KeyStore } from './ledger-api.js';
 import type { DayUsage, MinuteUsage, UsageEvent, UsageRecord } from './usage.js';
 
-/** What an app thread needs (structured-cloneable; transfer the three ports). */
+/** What an app thread needs (structured-cloneable; transfer the ports). */
 export interface ThreadLedgerLink {
-  credits: MessagePort;
+  /** The credits: the shared counts of the embedded engine, else a port to the main thread's ledger. */
+  credits: MessagePort | SharedCredits;
   keys: MessagePort;
   usage: MessagePort;
 }
 
 /** The ports of a link, for `transferList`. */
 export function linkPorts(link: ThreadLedgerLink): MessagePort[] {
-  return [link.credits, link.keys, link.usage];
+  return [...(isShared(link.credits) ? [] : [link.credits]), link.keys, link.usage];
+}
+
+function isShared(c: MessagePort | CreditLedger | SharedCredits): c is SharedCredits {
+  return (c as Partial<SharedCredits>).tally instanceof SharedArrayBuffer;
 }
 
 export interface ThreadLedgerSources {
   keys: KeyStore;
-  credits: CreditLedger;
+  /** The main thread's ledger, or the shared counts every thread opens its own ledger on. */
+  credits: CreditLedger | SharedCredits;
   usage: UsageRecord;
 }
 
@@ -160,16 +173,36 @@ export class PortKeyStore implements KeyStore {
   }
 }
 
-/** The main thread's UsageRecord, from an app thread: record() is posted (synchronous, buffered there). */
+/**
+ * The main thread's UsageRecord, from an app thread: record() is posted (synchronous, buffered
+ * there). The calls of one event-loop turn with the same key, method and outcome are posted as one
+ * event (UsageEvent.calls): the main thread then receives one small note per turn, not one object
+ * per call (which, cloned and replayed there, cost more than the record itself).
+ */
 export class PortUsage implements UsageRecord {
   private readonly client: PortClient;
+  private turn = new Map<string, UsageEvent>();
 
   constructor(port: MessagePort) {
     this.client = new PortClient(port);
   }
 
   record(e: UsageEvent): void {
-    this.client.note('record', e);
+    const k = `${e.key}\n${e.method}\n${e.error ?? ''}`;
+    const had = this.turn.get(k);
+    if (had !== undefined) {
+      had.calls = (had.calls ?? 1) + (e.calls ?? 1);
+      had.credits += e.credits;
+      return;
+    }
+    if (this.turn.size === 0) setImmediate(() => this.post());
+    this.turn.set(k, { ...e, calls: e.calls ?? 1 });
+  }
+
+  /** This turn's events, to the main thread. */
+  private post(): void {
+    for (const e of this.turn.values()) this.client.note('record', e);
+    this.turn.clear();
   }
 
   days(key: string, n?: number): Promise<DayUsage[]> {
@@ -181,12 +214,14 @@ export class PortUsage implements UsageRecord {
   }
 
   flush(): Promise<void> {
+    this.post();
     return this.client.ask('flush');
   }
 
   async close(): Promise<void> {
     // Messages posted before close() are delivered in order before the port closes: ask for a
     // flush so that every record of this thread is written by the main thread's record.
+    this.post();
     try {
       await this.client.ask('flush');
     } finally {
@@ -204,8 +239,15 @@ export class ThreadLedgerHost {
 
   /** A link for one app thread (post it with `transferList: linkPorts(link)`). */
   link(): ThreadLedgerLink {
-    const credits = new MessageChannel();
-    serveLedgerOverPort(this.sources.credits, credits.port1);
+    const shared = this.sources.credits;
+    let credits: MessagePort | SharedCredits;
+    if (isShared(shared)) credits = shared;
+    else {
+      const channel = new MessageChannel();
+      serveLedgerOverPort(shared, channel.port1);
+      this.ports.push(channel.port1);
+      credits = channel.port2;
+    }
     const keys = new MessageChannel();
     const ks = this.sources.keys;
     servePort(
@@ -232,8 +274,8 @@ export class ThreadLedgerHost {
         if (n.note === 'record') us.record(n.args[0] as UsageEvent);
       },
     );
-    this.ports.push(credits.port1, keys.port1, usage.port1);
-    return { credits: credits.port2, keys: keys.port2, usage: usage.port2 };
+    this.ports.push(keys.port1, usage.port1);
+    return { credits, keys: keys.port2, usage: usage.port2 };
   }
 
   /** After every app thread stopped: stops answering (the caller closes the engine it owns). */
@@ -253,7 +295,7 @@ export interface ThreadLedger {
 
 export function openThreadLedger(link: ThreadLedgerLink): ThreadLedger {
   const keys = new PortKeyStore(link.keys);
-  const credits = new PortLedger(link.credits);
+  const credits = isShared(link.credits) ? new EmbeddedLedger(link.credits.datadir, Date.now, new SharedTally(link.credits.tally)) : new PortLedger(link.credits);
   const usage = new PortUsage(link.usage);
   return {
     keys,

@@ -2,6 +2,8 @@
 // (`--ledger redis://host:port[/db]`). `serve` and every `keys` command go through here.
 import { join } from 'node:path';
 import { EmbeddedLedger, FileKeyStore } from './ledger-embedded.js';
+import { SharedTally, sharedTallyBuffer } from './ledger-tally.js';
+import type { SharedCredits } from './ledger-tally.js';
 import { RedisKeyStore, RedisLedger, connectRedis, parseRedisUrl, redisUsage } from './ledger-redis.js';
 import type { CreditLedger, KeyStore, LedgerFailureMode, Usage } from './ledger-api.js';
 import { EmbeddedUsage } from './usage.js';
@@ -25,6 +27,11 @@ export interface LedgerSpec {
    */
   journalName?: string;
   log?: (line: string) => void;
+  /**
+   * `serve --threads`: the embedded engine keeps its counts in shared memory (OpenLedger.shared),
+   * on which every app thread opens its own ledger. Ignored by the Redis engine.
+   */
+  threads?: boolean;
 }
 
 export interface OpenLedger {
@@ -32,6 +39,8 @@ export interface OpenLedger {
   readonly keys: KeyStore;
   /** The serving ledger, opened on first use (only `serve` needs it). */
   ledger(): CreditLedger;
+  /** With `threads` (embedded engine): the counts every thread's ledger shares, ledger()'s included. */
+  readonly shared?: SharedCredits;
   /** Today's usage of a key, read without opening the serving ledger (for the `keys` commands). */
   usage(hash: string): Promise<Usage>;
   /** The per-key/per-method usage record of this engine (the dashboard's), opened on first use. */
@@ -50,11 +59,14 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
     const keys = new FileKeyStore(spec.datadir);
     let ledger: EmbeddedLedger | undefined;
     let record: EmbeddedUsage | undefined;
+    const shared: SharedCredits | undefined = spec.threads === true ? { datadir: spec.datadir, tally: sharedTallyBuffer() } : undefined;
+    const open = (): EmbeddedLedger => (ledger ??= new EmbeddedLedger(spec.datadir, Date.now, shared === undefined ? undefined : new SharedTally(shared.tally)));
     return {
       engine: 'embedded',
       keys,
-      ledger: () => (ledger ??= new EmbeddedLedger(spec.datadir)),
-      usage: (hash) => (ledger ??= new EmbeddedLedger(spec.datadir)).usage(hash),
+      ...(shared !== undefined ? { shared } : {}),
+      ledger: open,
+      usage: (hash) => open().usage(hash),
       usageRecord: () => (record ??= new EmbeddedUsage(spec.datadir).start()),
       close: async () => {
         await record?.close();

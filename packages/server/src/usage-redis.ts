@@ -10,7 +10,7 @@
 // dropped and reported) and added when it returns. This is statistics: the credit ledger, not
 // this record, enforces balances. Days and minutes follow this replica's clock.
 import { utcDay } from './ledger-api.js';
-import { COUNTER_FIELDS, MINUTE_BUCKETS, USAGE_DAYS, dayUsage, lastDays, minuteSeries, zero } from './usage.js';
+import { COUNTER_FIELDS, MINUTE_BUCKETS, USAGE_DAYS, add, dayUsage, lastDays, minuteSeries, zero } from './usage.js';
 import type { Counters, DayUsage, MinuteUsage, UsageEvent, UsageRecord } from './usage.js';
 
 /** The few commands used, as @redis/client exposes them. */
@@ -65,11 +65,7 @@ export class RedisUsage implements UsageRecord {
   record(e: UsageEvent): void {
     const t = this.now();
     const c: Counters = zero();
-    c.calls = 1;
-    c.credits = e.credits;
-    if (e.error === '4xx') c.e4xx = 1;
-    else if (e.error === '5xx') c.e5xx = 1;
-    else if (e.error === 'rpc') c.erpc = 1;
+    add(c, e);
     const day = usageDayKey(e.key, utcDay(t));
     const minute = usageMinuteKey(e.key, t - (t % 60_000));
     const method = e.method.replace(/\|/g, '_').slice(0, 100);

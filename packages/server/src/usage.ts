@@ -39,9 +39,11 @@ export interface UsageEvent {
   /** KeyRecord.id */
   key: string;
   method: string;
-  /** Credits charged (0 for a failed or free call). */
+  /** Credits charged (0 for a failed or free call); of all `calls` together. */
   credits: number;
   error?: ErrorClass;
+  /** How many calls this event stands for (default 1): a thread's identical calls of one turn, summed. */
+  calls?: number;
 }
 
 export interface DayUsage extends Counters {
@@ -77,11 +79,12 @@ export function zero(): Counters {
 }
 
 export function add(c: Counters, e: UsageEvent): void {
-  c.calls++;
+  const n = e.calls ?? 1;
+  c.calls += n;
   c.credits += e.credits;
-  if (e.error === '4xx') c.e4xx++;
-  else if (e.error === '5xx') c.e5xx++;
-  else if (e.error === 'rpc') c.erpc++;
+  if (e.error === '4xx') c.e4xx += n;
+  else if (e.error === '5xx') c.e5xx += n;
+  else if (e.error === 'rpc') c.erpc += n;
 }
 
 function sum(into: Counters, c: Counters): void {

@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { EmbeddedLedger, EmbeddedUsage, FileKeyStore, ThreadLedgerHost, linkPorts, openThreadLedger, readUsage, utcDay } from '../src/index.js';
-import type { KeyRecord } from '../src/index.js';
+import { EmbeddedLedger, EmbeddedUsage, FileKeyStore, SharedTally, ThreadLedgerHost, linkPorts, openThreadLedger, readUsage, sharedTallyBuffer, utcDay } from '../src/index.js';
+import type { KeyRecord, SharedCredits } from '../src/index.js';
 
 const HASH = 'ab'.repeat(32);
 const OTHER = 'cd'.repeat(32);
@@ -22,7 +22,8 @@ import(workerData.module).then(async ({ openThreadLedger }) => {
   const got = results.filter((r) => r.ok);
   const refused = results.filter((r) => !r.ok && r.reason === 'daily').length;
   await Promise.all(got.map((r) => l.credits.settle(r.debit, 80)));
-  l.usage.record({ key: 'k1', method: 'eth_blockNumber', credits: 80 * got.length });
+  // One usage event per call, as the middleware records them (the link sums a turn's alike ones).
+  for (const r of results) l.usage.record(r.ok ? { key: 'k1', method: 'eth_blockNumber', credits: 80 } : { key: 'k1', method: 'eth_blockNumber', credits: 0, error: '4xx' });
   await l.close();
   parentPort.postMessage({ got: got.length, refused });
 });
@@ -34,11 +35,15 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-test('4 threads racing 150 debits each against a 100-call balance: exactly 100 admitted, journaled, usage recorded', async () => {
-  const credits = new EmbeddedLedger(dir);
+// The embedded engine reaches the threads two ways: the counts in shared memory, each thread
+// with its own ledger on them (what `serve --threads` does), and the main thread's ledger over a
+// port (what the Redis engine does).
+test.each(['shared counts', 'a port to the main thread'])('4 threads racing 150 debits each against a 100-call balance (%s): exactly 100 admitted, journaled, usage recorded', async (mode) => {
+  const shared: SharedCredits = { datadir: dir, tally: sharedTallyBuffer(1024) };
+  const credits = mode === 'shared counts' ? new EmbeddedLedger(dir, Date.now, new SharedTally(shared.tally)) : new EmbeddedLedger(dir);
   const keys = new FileKeyStore(dir);
   const usage = new EmbeddedUsage(dir).start();
-  const host = new ThreadLedgerHost({ credits, keys, usage });
+  const host = new ThreadLedgerHost({ credits: mode === 'shared counts' ? shared : credits, keys, usage });
   const module = new URL('../src/ledger-threads.js', import.meta.url).href;
   const counts = await Promise.all(
     Array.from({ length: 4 }, () => {
@@ -53,10 +58,14 @@ test('4 threads racing 150 debits each against a 100-call balance: exactly 100 a
   expect(counts.reduce((a, c) => a + c.got, 0)).toBe(100);
   expect(counts.reduce((a, c) => a + c.refused, 0)).toBe(500);
   expect((await credits.usage(HASH)).used).toBe(8000);
+  // Each thread's journal lines are whole: the day's file sums to the charges, line by line.
+  expect(readUsage(dir, utcDay(Date.now())).get(HASH)).toBe(8000);
+  expect((await credits.usage(HASH)).byNetwork).toEqual({ '': 8000 });
   // The usage records of every thread reached the main thread's record.
   const days = await usage.days('k1', 1);
   expect(days[days.length - 1]?.credits).toBe(8000);
-  expect(days[days.length - 1]?.calls).toBe(4);
+  expect(days[days.length - 1]?.calls).toBe(600);
+  expect(days[days.length - 1]?.e4xx).toBe(500);
   host.close();
   await usage.close();
   await credits.close();

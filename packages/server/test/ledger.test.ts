@@ -9,7 +9,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { createClient } from '@redis/client';
 import { NO_REDIS, redisServerPath, startRedis } from '@chainnode/testkit';
 import type { RedisProcess } from '@chainnode/testkit';
-import { EmbeddedLedger, FileKeyStore, LedgerUnavailableError, PortLedger, serveLedgerOverPort, RedisKeyStore, RedisLedger, connectRedis, hashKey, readUsage, usagePath, utcDay } from '../src/index.js';
+import { EmbeddedLedger, FileKeyStore, LedgerUnavailableError, PortLedger, SharedTally, sharedTallyBuffer, serveLedgerOverPort, RedisKeyStore, RedisLedger, connectRedis, hashKey, readUsage, usagePath, utcDay } from '../src/index.js';
 import type { Limits } from '../src/index.js';
 import { ledgerSuite } from './ledger-suite.js';
 
@@ -56,6 +56,28 @@ ledgerSuite('embedded through a MessagePort (threads)', async () => {
       stop();
       port1.close();
       await owner.close();
+    },
+  };
+});
+
+// What the app threads of `serve --threads` use with the embedded engine: each thread its own
+// ledger on counts in shared memory; `another` is another thread's ledger on the same memory.
+ledgerSuite('embedded, counts shared between threads (SharedTally)', async () => {
+  const dir = datadir();
+  const tally = sharedTallyBuffer(1024);
+  const ledger = new EmbeddedLedger(dir, Date.now, new SharedTally(tally));
+  const others: EmbeddedLedger[] = [];
+  return {
+    ledger,
+    keys: new FileKeyStore(dir),
+    another: async () => {
+      const other = new EmbeddedLedger(dir, Date.now, new SharedTally(tally));
+      others.push(other);
+      return { ledger: other, keys: new FileKeyStore(dir) };
+    },
+    close: async () => {
+      for (const o of others) await o.close();
+      await ledger.close();
     },
   };
 });
@@ -147,6 +169,82 @@ describe('embedded engine specifics', () => {
     expect(journalSum(dir, '2026-11-23', A)).toBe(200);
     expect(await ledger.usage(A)).toEqual({ used: 200, resetsAt: '2026-11-24T00:00:00.000Z', byNetwork: { '': 200 } });
     await ledger.close();
+  });
+});
+
+describe('embedded engine, counts shared between threads', () => {
+  test('two ledgers on one SharedTally: one balance, both journals in the day file, byNetwork from it', async () => {
+    const dir = datadir();
+    const tally = sharedTallyBuffer(64);
+    const a = new EmbeddedLedger(dir, Date.now, new SharedTally(tally));
+    const b = new EmbeddedLedger(dir, Date.now, new SharedTally(tally));
+    const ra = await a.debit(A, 600, L, 'mainnet');
+    expect((await b.debit(A, 600, L, 'sepolia')).ok).toBe(false); // 600 + 600 > 1000 across both
+    const rb = await b.debit(A, 400, L, 'sepolia');
+    if (!ra.ok || !rb.ok) throw new Error('refused');
+    expect(a.used(A)).toBe(1000);
+    await Promise.all([a.settle(ra.debit, 600), b.settle(rb.debit, 5)]); // b's call was a request error
+    expect(b.used(A)).toBe(605);
+    expect(readUsage(dir, utcDay(Date.now())).get(A)).toBe(605);
+    expect(await a.usage(A)).toMatchObject({ used: 605, byNetwork: { mainnet: 600, sepolia: 5 } });
+    const rc = await b.debit(A, 100, L, 'sepolia');
+    if (!rc.ok) throw new Error('refused');
+    await b.settle(rc.debit, 100);
+    expect((await a.usage(A)).byNetwork).toEqual({ mainnet: 600, sepolia: 105 }); // read on from where it stopped
+    // A restart (a new buffer) starts from the file.
+    const again = new EmbeddedLedger(dir, Date.now, new SharedTally(sharedTallyBuffer(64)));
+    expect(again.used(A)).toBe(705);
+    await Promise.all([a.close(), b.close(), again.close()]);
+  });
+
+  test('a failed journal write undoes the charge in the shared counts', async () => {
+    const dir = datadir();
+    const tally = sharedTallyBuffer(64);
+    const a = new EmbeddedLedger(dir, Date.now, new SharedTally(tally));
+    const b = new EmbeddedLedger(dir, Date.now, new SharedTally(tally));
+    mkdirSync(usagePath(dir, utcDay(Date.now())));
+    const r = await a.debit(A, 800, L);
+    if (!r.ok) throw new Error('refused');
+    await expect(a.settle(r.debit, 800)).rejects.toThrow();
+    expect(b.used(A)).toBe(0);
+    expect((await b.debit(A, 1000, L)).ok).toBe(true);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  test("midnight: the first thread to cross it moves the counts; the other's old debit leaves the new day alone", async () => {
+    const dir = datadir();
+    const tally = sharedTallyBuffer(64);
+    let nowA = Date.UTC(2026, 10, 22, 23, 59, 59, 900);
+    let nowB = nowA;
+    const a = new EmbeddedLedger(dir, () => nowA, new SharedTally(tally));
+    const b = new EmbeddedLedger(dir, () => nowB, new SharedTally(tally));
+    const old = await b.debit(A, 900, L);
+    if (!old.ok) throw new Error('refused');
+    nowA = Date.UTC(2026, 10, 23, 0, 0, 0, 5);
+    expect(a.used(A)).toBe(0); // a crossed midnight: a new day, nothing used
+    nowB = Date.UTC(2026, 10, 23, 0, 0, 0, 6);
+    await b.settle(old.debit, 900); // yesterday's call: its charge goes to yesterday's journal
+    expect(journalSum(dir, '2026-11-22', A)).toBe(900);
+    expect(a.used(A)).toBe(0);
+    expect((await b.debit(A, 1000, L)).ok).toBe(true); // today's balance is whole
+    // A thread whose clock is still before midnight when the counts moved: its debit moves them back
+    // to its day (read from that day's journal), as one ledger does when its clock is set back.
+    const c = new EmbeddedLedger(dir, () => Date.UTC(2026, 10, 22, 23, 59, 59, 999), new SharedTally(tally));
+    const r = await c.debit(A, 200, L);
+    expect(r).toEqual({ ok: false, reason: 'daily', resetsAt: '2026-11-23T00:00:00.000Z' }); // 900 journaled + 200 > 1000
+    await Promise.all([a.close(), b.close(), c.close()]);
+  });
+
+  test('a full table refuses further keys as unavailable, never a wrong balance', async () => {
+    const dir = datadir();
+    const a = new EmbeddedLedger(dir, Date.now, new SharedTally(sharedTallyBuffer(8)));
+    const hashes = Array.from({ length: 7 }, (_, i) => String(i).repeat(64));
+    const results = await Promise.allSettled(hashes.map((h) => a.debit(h, 1, L)));
+    expect(results.slice(0, 6).every((r) => r.status === 'fulfilled' && r.value.ok)).toBe(true); // 3/4 of 8
+    expect(results[6]?.status).toBe('rejected');
+    expect(results[6]?.status === 'rejected' && results[6].reason).toBeInstanceOf(LedgerUnavailableError);
+    expect((await a.debit(hashes[0] as string, 1, L)).ok).toBe(true); // known keys still count
+    await a.close();
   });
 });
 

@@ -269,7 +269,7 @@ export function parseThreads(value: string | undefined): number {
 }
 
 /** The ledger of this process, opened once on this thread (the main thread with --threads). */
-async function openServeLedger(opts: ServeOptions, config: ServerConfig, onLedger?: (l: OpenLedger) => Promise<void>): Promise<OpenLedger> {
+async function openServeLedger(opts: ServeOptions, config: ServerConfig, threads: number, onLedger?: (l: OpenLedger) => Promise<void>): Promise<OpenLedger> {
   const ledgerUrl = parseLedgerUrl(opts.ledger);
   const failure = parseLedgerFailure(opts.ledgerFailure);
   let ledger: OpenLedger | undefined;
@@ -281,6 +281,7 @@ async function openServeLedger(opts: ServeOptions, config: ServerConfig, onLedge
       commandTimeoutMs: config.ledgerCommandTimeoutMs,
       journalMax: config.ledgerJournalMax,
       log,
+      threads: threads > 1,
     });
     await onLedger?.(ledger);
     return ledger;
@@ -398,7 +399,7 @@ export async function serve(
   const config = readConfig(opts.datadir, opts.config);
   networkSpecs(opts, config);
   followPlan(opts, config);
-  const ledger = await openServeLedger(opts, config, onLedger);
+  const ledger = await openServeLedger(opts, config, threads, onLedger);
   if (threads > 1) {
     await serveThreads(opts, threads, ledger, config, banner);
   } else {
@@ -471,7 +472,10 @@ async function serveThreads(
   config: ServerConfig,
   banner?: (srv: { port: number }, host: string) => void,
 ): Promise<void> {
-  const host = new ThreadLedgerHost({ keys: ledger.keys, credits: ledger.ledger(), usage: ledger.usageRecord() });
+  // The embedded engine's counts are shared memory every app thread opens its own ledger on (the
+  // main thread's ledger() too, for the dashboard); Redis's ledger is reached through this thread.
+  const credits = ledger.ledger();
+  const host = new ThreadLedgerHost({ keys: ledger.keys, credits: ledger.shared ?? credits, usage: ledger.usageRecord() });
   const workers: Worker[] = [];
   /** Each worker's end, recorded at its start: a phase must not wait on a thread that already ended. */
   const exits = new Map<Worker, Promise<void>>();
