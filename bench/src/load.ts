@@ -341,7 +341,7 @@ const SHED = Buffer.from('"code":-32005');
  * The raw HTTP closed-loop client over `connections` keep-alive sockets with a different body per
  * request. `once`: every body exactly once (the cold pass), recording each answer's digest.
  * Otherwise bodies are taken in turn from the list (a shared cursor) for warm-up + `seconds`, and
- * each answer's SHA-256 is compared with its own body's expected digest.
+ * each answer's digest is compared with its own body's expected one.
  */
 async function rawVaried(s: VariedSpec, once: boolean): Promise<VariedResult & { digests: Buffer; secs: number }> {
   const reqs = s.bodies.map((body) =>

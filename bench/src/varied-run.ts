@@ -9,17 +9,17 @@
 //   anvil (varied-fixtures.ts). Smaller than the caches: most mixes measure caches after warm-up.
 //
 // Per mix and server:
-// 1. cold pass: every body of the mix sent once (64 connections), the SHA-256 of each answer kept;
+// 1. cold pass: every body of the mix sent once (64 connections), the digest (XXH3-128) of each answer kept;
 //    its req/s and latencies are the "cold" columns (first time this server process sees these
 //    bodies; earlier mixes may have warmed shared data, e.g. for the mixed workload);
 // 2. check: each distinct body is asked again and its reply checked against an answer the bench
 //    computes itself (the chain module's check), the two servers' normalised replies compared with
-//    each other, and the reply's SHA-256 compared with the cold pass's (so the cold answers are checked
+//    each other, and the reply's digest compared with the cold pass's (so the cold answers are checked
 //    too);
-// 3. warm load: 2 s warm-up + --duration s, bodies in turn, each answer's SHA-256 compared with its
+// 3. warm load: 2 s warm-up + --duration s, bodies in turn, each answer's digest compared with its
 //    body's checked digest; anything else is counted (wrong replies, -32005 sheds among them,
 //    non-200s, socket errors).
-// The client keeps a 32-byte SHA-256 per body and server, never reply texts (memory stays bounded
+// The client keeps a 16-byte digest per body and server, never reply texts (memory stays bounded
 // with 20,000 bodies of up to ~1 MB each); the client CPU spent hashing answers is measured and
 // printed per case.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -241,7 +241,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
         res.push(r);
         cpuOf.push(cpu.length === 2 ? { usPerReq: ((cpu[1] as number) - (cpu[0] as number)) * 1000 / Math.max(1, r.ok), coreShare: ((cpu[1] as number) - (cpu[0] as number)) / 1000 / o.seconds } : undefined);
         checkCost.push(r.checkMsPerSec);
-        log(`varied: ${m.label}: ${t.name} ${Math.round(r.rps)} req/s p50 ${r.p50} p99 ${r.p99} wrong ${r.mismatched} (shed ${r.shed}) non-200 ${r.bad} errors ${r.errors}, ${r.distinct} distinct bodies answered; client SHA-256 checks ${r.checkMsPerSec.toFixed(0)} ms CPU per s`);
+        log(`varied: ${m.label}: ${t.name} ${Math.round(r.rps)} req/s p50 ${r.p50} p99 ${r.p99} wrong ${r.mismatched} (shed ${r.shed}) non-200 ${r.bad} errors ${r.errors}, ${r.distinct} distinct bodies answered; client digest checks ${r.checkMsPerSec.toFixed(0)} ms CPU per s`);
       }
       const distinct = new Set(m.calls.map((c) => c.body.replace(/"id":\d+,/, ''))).size;
       rows.push(`| ${m.label} | ${distinct} | ${fmt(res[0], subsets[0] ?? 0, cpuOf[0])} | ${targets.length > 1 ? fmt(res[1], subsets[1] ?? 0, cpuOf[1]) : 'not run | | | | '} |`);
@@ -251,7 +251,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     console.log(`\nMachine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'cpu'}; Node ${process.version}; ${new Date().toISOString().slice(0, 16)} UTC; load average ${la} (1-min, at the start of each pass)`);
     console.log(`Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')}`);
     console.log(`Chain: ${chain.describe}; chainnode datadir ${(datadirBytes / 1e6).toFixed(0)} MB; setup (build + import) ${setupSecs.toFixed(0)} s`);
-    console.log(`Client: raw-http, ${o.connections} connections, closed loop; warm: ${o.seconds} s after a 2 s warm-up per case; every answer's SHA-256 compared with its body's checked reply (client CPU for it: ${checkCost.length === 0 ? 'n/a' : `${Math.min(...checkCost).toFixed(0)}-${Math.max(...checkCost).toFixed(0)}`} ms per second of load)${targets[1]?.unsupported.size ? `; anvil: ${targets[1].unsupported.size} bodies not answered or not sent (no state before its last ${o.anvilHistory} blocks), its rows run on the bodies it answers (distinct count in brackets; eth_getProof: a sample of at most ${o.anvilProofSample} per mix, the rest not sent)` : ''}\n`);
+    console.log(`Client: raw-http, ${o.connections} connections, closed loop; warm: ${o.seconds} s after a 2 s warm-up per case; every answer's digest (XXH3-128) compared with its body's checked reply (client CPU for it: ${checkCost.length === 0 ? 'n/a' : `${Math.min(...checkCost).toFixed(0)}-${Math.max(...checkCost).toFixed(0)}`} ms per second of load)${targets[1]?.unsupported.size ? `; anvil: ${targets[1].unsupported.size} bodies not answered or not sent (no state before its last ${o.anvilHistory} blocks), its rows run on the bodies it answers (distinct count in brackets; eth_getProof: a sample of at most ${o.anvilProofSample} per mix, the rest not sent)` : ''}\n`);
     console.log('Server CPU: user + system time of the server\'s process group in the measured window per request answered (µs), and as a share of one core; on 2 cores the load client takes about one, so a server below ~100% is limited by the client, not by itself.\n');
     console.log('| request mix | distinct params | chainnode req/s | p50 ms | p99 ms | errors | CPU µs/req (core) | anvil req/s | p50 ms | p99 ms | errors | CPU µs/req (core) |\n|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
