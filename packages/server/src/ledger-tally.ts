@@ -105,7 +105,10 @@ export class LocalTally implements Tally {
   }
 }
 
-/** Keys one SharedTally holds per day by default (4 MiB of shared memory). */
+/**
+ * Slots of a SharedTally by default (4 MiB of shared memory): it holds three quarters as many
+ * keys per UTC day (49,152), a quarter stays free to keep probe runs short.
+ */
 export const SHARED_TALLY_KEYS = 65_536;
 
 // Layout of the buffer: a header of 4 Int32 (lock, day, keys in the table, capacity), then per
@@ -124,7 +127,7 @@ const F_AT = 3;
 /** The table is full for the day: the key cannot be counted (the caller refuses the call). */
 export class TallyFullError extends Error {
   constructor(capacity: number) {
-    super(`the shared credit table holds ${capacity} keys and is full until 00:00 UTC (serve --threads 1, or a Redis ledger, has no such bound)`);
+    super(`the shared credit table holds ${capacity - (capacity >> 2)} keys a day and is full until 00:00 UTC (serve --threads 1, or a Redis ledger, has no such bound)`);
     this.name = 'TallyFullError';
   }
 }
@@ -136,7 +139,7 @@ export interface SharedCredits {
   tally: SharedArrayBuffer;
 }
 
-/** Allocates the shared memory of a SharedTally for `keys` keys a day (a power of two). */
+/** Allocates the shared memory of a SharedTally of `keys` slots (a power of two; 3/4 of them usable). */
 export function sharedTallyBuffer(keys = SHARED_TALLY_KEYS): SharedArrayBuffer {
   if (!Number.isInteger(Math.log2(keys)) || keys < 8) throw new Error(`shared tally: ${keys} is not a power of two >= 8`);
   const sab = new SharedArrayBuffer(HEADER_BYTES + keys + keys * 32 + keys * 32);
@@ -208,9 +211,10 @@ export class SharedTally implements Tally {
       this.header[COUNT] = 0;
       this.header[DAY] = day;
       for (const [hash, credits] of journaled) {
+        // A key that no longer fits stays out for the day: its calls are refused (reserve finds
+        // no room for it either), never served against a count without its journaled credits.
         const s = this.find(hash, true);
-        if (s < 0) throw new TallyFullError(this.capacity);
-        this.f[s * 4 + F_COMMITTED] = credits;
+        if (s >= 0) this.f[s * 4 + F_COMMITTED] = credits;
       }
     });
   }

@@ -245,6 +245,22 @@ describe('embedded engine, counts shared between threads', () => {
     expect(results[6]?.status === 'rejected' && results[6].reason).toBeInstanceOf(LedgerUnavailableError);
     expect((await a.debit(hashes[0] as string, 1, L)).ok).toBe(true); // known keys still count
     await a.close();
+    // A restart whose journal of the day names more keys than fit: it starts, and the key left
+    // out is refused, not served against a count without its journaled credits.
+    const full = Array.from({ length: 7 }, (_, i) => String(i + 1).repeat(64));
+    const dir2 = datadir();
+    const b = new EmbeddedLedger(dir2);
+    for (const h of full) {
+      const r = await b.debit(h, 1000, L);
+      if (!r.ok) throw new Error('refused');
+      await b.settle(r.debit, 1000);
+    }
+    await b.close();
+    const c = new EmbeddedLedger(dir2, Date.now, new SharedTally(sharedTallyBuffer(8)));
+    const again = await Promise.allSettled(full.map((h) => c.debit(h, 1, L)));
+    expect(again.filter((r) => r.status === 'fulfilled' && !r.value.ok && r.value.reason === 'daily')).toHaveLength(6);
+    expect(again.filter((r) => r.status === 'rejected' && r.reason instanceof LedgerUnavailableError)).toHaveLength(1);
+    await c.close();
   });
 });
 
