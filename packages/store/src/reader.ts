@@ -51,7 +51,7 @@ import { Lru } from './lru.js';
 import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
 import { keccak256 } from './keccak.js';
-import { NodeCache } from './node-cache.js';
+import { HashCache, NodeCache, PairCache } from './hash-cache.js';
 import { trieGet } from './trie-read.js';
 import type { NodeSource } from './trie-read.js';
 
@@ -76,15 +76,16 @@ const ZERO_WORD = new Uint8Array(32);
 export class LevelChainStore implements ChainStore {
   private readonly blocks = new Lru<string, BlockRecord>(1024);
   /** Block number by block hash (immutable: a block's number never changes). */
-  private readonly numbers = new Lru<string, bigint>(65_536);
+  private readonly numbers = new HashCache<bigint>(65_536);
   private readonly headers = new Lru<string, HeaderRecord>(4096);
   private readonly canonicalCache = new Lru<bigint, Uint8Array>(8192);
   private readonly txCache = new Lru<string, TxWithLocation>(16_384);
-  private readonly accounts = new Lru<string, AccountView | null>(16_384);
-  private readonly slots = new Lru<string, Uint8Array>(65_536);
+  /** Accounts by (state root, address) and storage words by (storage root, slot word): hash-cache.ts. */
+  private readonly accounts = new PairCache<AccountView | null>(16_384);
+  private readonly slots = new PairCache<Uint8Array>(65_536);
   private readonly proofs = new Lru<string, AccountProofRecord>(2048);
   /** Hashes-only block answers (about 1.5 KB each): what readyBlockJson hands out. */
-  private readonly readyJson = new Lru<string, ReadyJson>(4096);
+  private readonly readyJson = new HashCache<ReadyJson>(4096);
   /**
    * Cache misses in progress, one load per key however many callers wait (single-flight). Loads
    * that are wholly synchronous (canonical numbers, accounts, storage slots: the cold path) need none.
@@ -99,7 +100,7 @@ export class LevelChainStore implements ChainStore {
   /** Bumped by applyCommit: a read that started under an older generation does not fill caches. */
   private gen = 0;
   /**
-   * Trie nodes by hash (node-cache.ts), shared by the storage, account and proof walks: a node is
+   * Trie nodes by hash (hash-cache.ts), shared by the storage, account and proof walks: a node is
    * read once whichever path asks first. 65,536 nodes: about 35 MB at ~530 bytes per branch node.
    */
   private readonly trieNodes = new NodeCache(65_536);
@@ -195,12 +196,11 @@ export class LevelChainStore implements ChainStore {
     if (hash.length !== 32) return undefined;
     // A block's number never changes, so hash -> number is cached without invalidation; whether
     // the block is canonical is asked of the canonical table (cache) each time.
-    const key = byteKey(hash);
-    let n = this.numbers.get(key);
+    let n = this.numbers.get(hash);
     if (n === undefined) {
       n = tables.hashToNumber.getSync(this.db, hash);
       if (n === undefined) return undefined;
-      this.numbers.set(key, n);
+      this.numbers.set(hash, n);
     }
     const c = await this.canonical(n);
     return c !== undefined && bytesEqual(c, hash) ? n : undefined;
@@ -284,7 +284,7 @@ export class LevelChainStore implements ChainStore {
   }
 
   readyBlockJson(hash: Bytes): Promise<ReadyJson | undefined> {
-    return this.hit(this.readyJson.get(byteKey(hash))) ?? this.guard('readyBlockJson', () => this.loadReadyJson(hash));
+    return this.hit(this.readyJson.get(hash)) ?? this.guard('readyBlockJson', () => this.loadReadyJson(hash));
   }
 
   /**
@@ -293,8 +293,7 @@ export class LevelChainStore implements ChainStore {
    * (a datadir written before the row existed).
    */
   private async loadReadyJson(hash: Uint8Array): Promise<ReadyJson | undefined> {
-    const key = byteKey(hash);
-    const hit = this.readyJson.get(key);
+    const hit = this.readyJson.get(hash);
     if (hit !== undefined) return hit;
     const gen = this.gen;
     const n = await this.canonicalNumber(hash);
@@ -309,7 +308,7 @@ export class LevelChainStore implements ChainStore {
     const now = tables.canonical.getSync(this.db, n);
     if (now === undefined || !bytesEqual(now, hash)) return undefined;
     const ready: ReadyJson = { text: spliceTransactions(head, hashList(txHashes)) };
-    if (gen === this.gen) this.readyJson.set(key, ready);
+    if (gen === this.gen) this.readyJson.set(hash, ready);
     return ready;
   }
 
@@ -369,7 +368,7 @@ export class LevelChainStore implements ChainStore {
     for (const b of commit.removed) {
       numbers.push(b.number);
       this.blocks.delete(byteKey(b.hash));
-      this.readyJson.delete(byteKey(b.hash));
+      this.readyJson.delete(b.hash);
       this.headers.delete(byteKey(b.hash));
     }
     for (const b of commit.added) numbers.push(b.number);
@@ -419,8 +418,7 @@ export class LevelChainStore implements ChainStore {
 
   /** The account `address` in the state `stateRoot` (null when absent), cached by both. */
   private async account(stateRoot: Uint8Array, address: Uint8Array): Promise<AccountView | null> {
-    const key = byteKey(stateRoot) + byteKey(address);
-    const hit = this.accounts.get(key);
+    const hit = this.accounts.get(stateRoot, address);
     if (hit !== undefined) return hit;
     // trie-read.ts walks the trie with synchronous reads: the account is loaded and cached before
     // any other caller runs, so concurrent misses share it without a single-flight.
@@ -430,7 +428,7 @@ export class LevelChainStore implements ChainStore {
       const a = createAccountFromRLP(raw);
       view = { nonce: a.nonce, balance: a.balance, codeHash: a.codeHash, storageRoot: a.storageRoot };
     }
-    this.accounts.set(key, view);
+    this.accounts.set(stateRoot, address, view);
     return view;
   }
 
@@ -439,13 +437,12 @@ export class LevelChainStore implements ChainStore {
       const account = await this.account(stateRoot, address);
       if (account === null || bytesEqual(account.storageRoot, KECCAK256_RLP)) return new Uint8Array(32);
       const word = setLengthLeft(slot, 32);
-      const key = byteKey(account.storageRoot) + byteKey(word);
-      let value = this.slots.get(key);
+      let value = this.slots.get(account.storageRoot, word);
       if (value === undefined) {
         // Synchronous walk (trie-read.ts): filled before any other caller runs.
         const v = this.trieLookup(account.storageRoot, keccak256(word));
         value = v === null ? ZERO_WORD : setLengthLeft(RLP.decode(v) as Uint8Array, 32);
-        this.slots.set(key, value);
+        this.slots.set(account.storageRoot, word, value);
       }
       return value.slice(); // callers own what they get
     });

@@ -1,4 +1,4 @@
-// trie-read.ts (the read path's in-place RLP trie walk) and node-cache.ts against @ethereumjs/mpt:
+// trie-read.ts (the read path's in-place RLP trie walk) and hash-cache.ts's NodeCache against @ethereumjs/mpt:
 // random tries built by the library (short keys that are prefixes of others, so branch values;
 // tiny values, so nodes embedded in their parents; hashed 32-byte keys, as the state and storage
 // tries), every lookup's value equal to the library's get(), every proof equal node for node to
@@ -9,7 +9,7 @@ import { createMerkleProof, createMPT, verifyMerkleProof } from '@ethereumjs/mpt
 import type { MerklePatriciaTrie } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { NodeCache } from '../src/node-cache.js';
+import { HashCache, NodeCache, PairCache, cacheKeyOf } from '../src/hash-cache.js';
 import { keccak256 as wasmKeccak } from '../src/keccak.js';
 import { trieGet } from '../src/trie-read.js';
 import type { NodeSource } from '../src/trie-read.js';
@@ -133,18 +133,54 @@ describe('trieGet against @ethereumjs/mpt', () => {
   });
 });
 
-describe('NodeCache', () => {
-  test('hashes sharing the cache key never answer for each other', () => {
+/** Two different keys (of `len` bytes) filed under one integer, found by search (30 bits: ~2^15 tries). */
+function collision(len: number, pairWith?: Uint8Array): [Uint8Array, Uint8Array] {
+  const seen = new Map<number, Uint8Array>();
+  const r = rng(7);
+  for (;;) {
+    const k = bytes(r, len);
+    const id = cacheKeyOf(k, pairWith);
+    const other = seen.get(id);
+    if (other !== undefined && hex(other) !== hex(k)) return [other, k];
+    seen.set(id, k);
+  }
+}
+
+describe('hash-cache.ts', () => {
+  test('keys filed under one integer never answer for each other (NodeCache, HashCache)', () => {
+    const [a, b] = collision(32);
     const cache = new NodeCache(8);
-    const a = new Uint8Array(32).fill(1);
-    const b = new Uint8Array(32).fill(1);
-    b[31] = 2; // same first 4 bytes: same key
     cache.set(a, Uint8Array.of(0xaa));
     expect(cache.get(a)).toEqual(Uint8Array.of(0xaa));
     expect(cache.get(b)).toBeUndefined();
     cache.set(b, Uint8Array.of(0xbb));
     expect(cache.get(b)).toEqual(Uint8Array.of(0xbb));
     expect(cache.get(a)).toBeUndefined(); // replaced: a miss, never b's node
+    const numbers = new HashCache<bigint | null>(8);
+    numbers.set(a, null);
+    expect(numbers.get(a)).toBeNull(); // null is a value (a hit), undefined a miss
+    numbers.delete(b); // another key under the same integer: a's entry stays
+    expect(numbers.get(a)).toBeNull();
+    numbers.delete(a);
+    expect(numbers.get(a)).toBeUndefined();
+  });
+
+  test('PairCache: both keys must match; a colliding pair is a miss, never the other value', () => {
+    const root = keccak256(Uint8Array.of(1));
+    const [s1, s2] = collision(32, root);
+    const cache = new PairCache<string>(8);
+    cache.set(root, s1, 'one');
+    expect(cache.get(root, s1)).toBe('one');
+    expect(cache.get(root, s2)).toBeUndefined();
+    expect(cache.get(keccak256(Uint8Array.of(2)), s1)).toBeUndefined();
+    // Small slot words (leading zero bytes) and a key that is a view of a larger buffer.
+    const word = new Uint8Array(40).subarray(8);
+    word[31] = 5;
+    cache.set(root, word, 'five');
+    word[31] = 6; // the cache copied the key
+    const five = new Uint8Array(32);
+    five[31] = 5;
+    expect(cache.get(root, five)).toBe('five');
   });
 
   test('holds at most its capacity and keeps recently used entries', () => {

@@ -1,0 +1,110 @@
+// Bounded caches keyed by byte strings (hashes, addresses, storage words), for the read path.
+// Keyed by a small integer mixed from a few bytes of each key, not by a string built from the
+// bytes: a lookup allocates nothing and hashes no string (a latin1 key string per lookup, and the
+// Map hashing it, were a tenth of the server's time on random storage reads). The full key is
+// kept with each entry and compared on every hit, so two keys that share the integer are never
+// confused (the later one replaces the earlier: a collision costs a miss, never a wrong value).
+//
+// Eviction is the two-generation approximation of LRU of lru.ts: at most `capacity` entries.
+
+/** FNV-1a over the first and the last 4 bytes of `b`, continuing from `h`. */
+function mix(h: number, b: Uint8Array): number {
+  const n = b.length;
+  for (let i = 0; i < 4 && i < n; i++) h = Math.imul(h ^ (b[i] as number), 0x01000193);
+  for (let i = Math.max(4, n - 4); i < n; i++) h = Math.imul(h ^ (b[i] as number), 0x01000193);
+  return Math.imul(h ^ n, 0x01000193);
+}
+
+/** 30 bits (a V8 small integer on every platform). */
+const small = (h: number): number => h >>> 2;
+
+/** The integer a key (or a pair) is filed under: exported for the tests, which look for collisions. */
+export function cacheKeyOf(a: Uint8Array, b?: Uint8Array): number {
+  const h = mix(0x811c9dc5, a);
+  return small(b === undefined ? h : mix(h, b));
+}
+
+function same(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+interface Entry<V> {
+  a: Uint8Array;
+  b: Uint8Array | undefined;
+  v: V;
+}
+
+class Generations<V> {
+  private young = new Map<number, Entry<V>>();
+  private old = new Map<number, Entry<V>>();
+  private readonly half: number;
+
+  constructor(readonly capacity: number) {
+    this.half = Math.max(1, Math.floor(capacity / 2));
+  }
+
+  protected find(k: number, a: Uint8Array, b: Uint8Array | undefined): V | undefined {
+    const y = this.young.get(k);
+    if (y !== undefined && same(y.a, a) && (b === undefined || (y.b !== undefined && same(y.b, b)))) return y.v;
+    const o = this.old.get(k);
+    if (o === undefined || !same(o.a, a) || (b !== undefined && (o.b === undefined || !same(o.b, b)))) return undefined;
+    this.put(k, o);
+    return o.v;
+  }
+
+  /** Keys are copied: callers may pass views of larger buffers. */
+  protected store(k: number, a: Uint8Array, b: Uint8Array | undefined, v: V): void {
+    this.put(k, { a: a.slice(), b: b?.slice(), v });
+  }
+
+  protected drop(k: number, a: Uint8Array): void {
+    const y = this.young.get(k);
+    if (y !== undefined && same(y.a, a)) this.young.delete(k);
+    const o = this.old.get(k);
+    if (o !== undefined && same(o.a, a)) this.old.delete(k);
+  }
+
+  private put(k: number, e: Entry<V>): void {
+    if (!this.young.has(k) && this.young.size >= this.half) {
+      this.old = this.young;
+      this.young = new Map();
+    }
+    this.young.set(k, e);
+  }
+
+  clear(): void {
+    this.young.clear();
+    this.old.clear();
+  }
+}
+
+/** Values by one byte key (a hash). `undefined` is a miss; any other value (null too) is a hit. */
+export class HashCache<V> extends Generations<V> {
+  get(key: Uint8Array): V | undefined {
+    return this.find(cacheKeyOf(key), key, undefined);
+  }
+
+  set(key: Uint8Array, value: V): void {
+    this.store(cacheKeyOf(key), key, undefined, value);
+  }
+
+  delete(key: Uint8Array): void {
+    this.drop(cacheKeyOf(key), key);
+  }
+}
+
+/** Values by two byte keys (a state root and an address, a storage root and a slot). */
+export class PairCache<V> extends Generations<V> {
+  get(a: Uint8Array, b: Uint8Array): V | undefined {
+    return this.find(cacheKeyOf(a, b), a, b);
+  }
+
+  set(a: Uint8Array, b: Uint8Array, value: V): void {
+    this.store(cacheKeyOf(a, b), a, b, value);
+  }
+}
+
+/** Trie nodes by hash (content-addressed: a cached node is never stale). */
+export class NodeCache extends HashCache<Uint8Array> {}
