@@ -66,7 +66,7 @@ const hexOf = (b: Uint8Array): string => `0x${Buffer.from(b.buffer, b.byteOffset
 const bytesOf = (h: string): Uint8Array => Buffer.from(h.slice(2), 'hex');
 
 
-function buildMixes(m: ScaledModel, n: number, nLogs: number): Mix[] {
+function buildMixes(m: ScaledModel, n: number, nLogs: number, anvilHistory: number): Mix[] {
   const rng = new Rng(15);
   const next = (): number => rng.next();
   const head = m.blocks.length - 1;
@@ -99,11 +99,22 @@ function buildMixes(m: ScaledModel, n: number, nLogs: number): Mix[] {
     return call('logs', 'eth_getLogs', [{ address: m.contracts[rng.int(CONTRACTS)], fromBlock: qty(from), toBlock: qty(from + width - 1) }]);
   });
   const mixed = mixOf([hashes, full, txs, storage, accounts, proofs, logs], [0.1, 0.1, 0.2, 0.15, 0.1, 0.15, 0.2], n, next);
+  // The same kind of storage reads at blocks whose state anvil keeps (its last anvilHistory
+  // blocks, a block of margin): the one storage mix both servers answer in full, so the two
+  // rows compare the same bodies (its own generator: the mixes above stay as they were).
+  const recent = new Rng(16);
+  const oldest = head - anvilHistory + 2;
+  const recentStorage = Array.from({ length: n }, (_, i) => {
+    const c = recent.int(CONTRACTS);
+    const keys = m.slotKeys[c] as string[];
+    return call('storage', 'eth_getStorageAt', [m.contracts[c], keys[recent.int(keys.length)], qty(oldest + recent.int(head - oldest + 1))], i);
+  });
   return [
     { label: 'eth_getBlockByNumber, random block, hashes', calls: hashes },
     { label: 'eth_getBlockByNumber, random block, full txs', calls: full },
     { label: 'eth_getTransactionByHash, random txs', calls: txs },
     { label: 'eth_getStorageAt, contract slots at random blocks', calls: storage },
+    { label: "eth_getStorageAt, contract slots at recent blocks (anvil's state window)", calls: recentStorage },
     { label: 'eth_getProof, fresh accounts at random blocks, no slot', calls: accounts },
     { label: 'eth_getProof, same slot tuples', calls: proofs },
     { label: 'eth_getLogs, one address, 1-100 blocks', calls: logs },
@@ -326,7 +337,7 @@ function scaledUnderTest(o: ScaledOptions, model: ScaledModel, datadir: string, 
       anvil === undefined && rssKb === 0
         ? `scaled, kept in ${o.dir} by an earlier --keep run (its anvil is not kept): ${c.blocks} blocks, ${c.txs} txs, ${c.accounts} accounts, ${c.slots} contract slots, ${c.logs} logs`
         : `scaled, built by anvil in this run: ${c.blocks} blocks, ${c.txs} txs, ${c.accounts} accounts, ${c.slots} contract slots, ${c.logs} logs; anvil --prune-history ${o.anvilHistory} (state of its last ${o.anvilHistory} blocks), RSS ${(rssKb / 1024).toFixed(0)} MB after the build`,
-    mixes: buildMixes(model, o.bodies, o.logBodies),
+    mixes: buildMixes(model, o.bodies, o.logBodies, o.anvilHistory),
     datadir,
     anvilUrl: o.noAnvil || anvil === undefined ? undefined : anvilUrl,
     ...(!o.noAnvil && anvil?.pid !== undefined ? { anvilPgid: anvil.pid } : {}),

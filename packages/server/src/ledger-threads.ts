@@ -1,6 +1,7 @@
-// The ledger of `serve --threads N`: the main thread owns the authoritative engine (embedded or
-// Redis, opened by openLedger) and every app thread reaches it through adapters implementing the
-// same interfaces, so keys, credits and the usage record are exact across threads:
+// The ledger of `serve --threads N`: the main thread owns the engine (embedded or Redis, opened by
+// openLedger) and every app thread reaches it through adapters implementing the same interfaces
+// (the embedded engine's credits excepted: the threads share their counts in memory), so keys,
+// credits and the usage record are exact across threads:
 //   - credits, embedded engine: each app thread has its own EmbeddedLedger on one SharedTally
 //     (ledger-tally.ts: the counts in shared memory, checked and taken under one lock), so 150
 //     concurrent calls against a balance of 100 calls admit exactly 100 whichever threads they
