@@ -137,7 +137,7 @@ export class EmbeddedLedger implements CreditLedger {
   private enterDay(): void {
     let byNetwork: Map<string, Map<string, number>> | undefined;
     this.tally.enter(this.dayNo, () => sumNetworks((byNetwork = readUsageByNetwork(this.datadir, this.day))));
-    if (!this.shared) this.committedByNetwork = byNetwork ?? new Map();
+    if (!this.shared && byNetwork !== undefined) this.committedByNetwork = byNetwork; // only when the tally moved
   }
 
   private roll(): void {
