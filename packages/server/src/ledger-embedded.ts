@@ -58,14 +58,16 @@ export function readUsageByNetwork(datadir: string, day: string): Map<string, Ma
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return out;
     throw err;
   }
-  const lines = text.split('\n');
-  lines.pop(); // after the last newline: empty, or a line a crash cut short
-  for (const line of lines) {
-    const m = LINE.exec(line);
-    if (!m) continue;
-    addTo(out, m[1] as string, m[3] ?? NO_NETWORK, Number(m[2]));
-  }
+  addLines(out, text.slice(0, text.lastIndexOf('\n') + 1)); // after the last newline: nothing, or a line a crash cut short
   return out;
+}
+
+/** Adds journal lines (whole ones, each ending in a newline) to `byNetwork`. */
+function addLines(byNetwork: Map<string, Map<string, number>>, text: string): void {
+  for (const line of text.split('\n')) {
+    const m = LINE.exec(line);
+    if (m) addTo(byNetwork, m[1] as string, m[3] ?? NO_NETWORK, Number(m[2]));
+  }
 }
 
 function addTo(byNetwork: Map<string, Map<string, number>>, hash: string, network: string, credits: number): void {
@@ -99,11 +101,11 @@ export class EmbeddedLedger implements CreditLedger {
   private dayNo: number;
   private readonly tally: Tally;
   /**
-   * Today's journaled credits per key and network (for Usage.byNetwork): this instance's own
-   * charges with a LocalTally; with a SharedTally every thread journals, so it is read from the
-   * day's file (the part added since the last read).
+   * Today's journaled credits per key and network (Usage.byNetwork), read from the day's file,
+   * the part added since the last read: every thread sharing a tally journals there, and a
+   * charge is in it once it is durable.
    */
-  private committedByNetwork: Map<string, Map<string, number>>;
+  private committedByNetwork = new Map<string, Map<string, number>>();
   private tail: { day: string; offset: number } | undefined;
   private fd: number | undefined;
   private fdDay = '';
@@ -125,19 +127,12 @@ export class EmbeddedLedger implements CreditLedger {
     this.day = utcDay(t);
     this.setDay(t);
     this.dayNo = this.dayStart / 86_400_000;
-    this.committedByNetwork = new Map();
     this.enterDay();
-  }
-
-  private get shared(): boolean {
-    return !(this.tally instanceof LocalTally);
   }
 
   /** Puts the tally on this.day, reading the day's journal if the tally moves. */
   private enterDay(): void {
-    let byNetwork: Map<string, Map<string, number>> | undefined;
-    this.tally.enter(this.dayNo, () => sumNetworks((byNetwork = readUsageByNetwork(this.datadir, this.day))));
-    if (!this.shared && byNetwork !== undefined) this.committedByNetwork = byNetwork; // only when the tally moved
+    this.tally.enter(this.dayNo, () => readUsage(this.datadir, this.day));
   }
 
   private roll(): void {
@@ -201,7 +196,6 @@ export class EmbeddedLedger implements CreditLedger {
     this.tally.settle(dayNo, debit.hash, debit.cost, finalCost, perSecond);
     if (finalCost <= 0) return Promise.resolve();
     if (this.closed) return Promise.reject(new Error('credit ledger is closed'));
-    if (day === this.day && !this.shared) addTo(this.committedByNetwork, debit.hash, debit.network ?? NO_NETWORK, finalCost);
     let p = this.pending;
     if (!p) {
       let resolve!: () => void;
@@ -224,12 +218,12 @@ export class EmbeddedLedger implements CreditLedger {
 
   async usage(hash: string): Promise<Usage> {
     const used = this.used(hash);
-    if (this.shared) this.readTail();
+    this.readTail();
     const byNetwork = Object.fromEntries(this.committedByNetwork.get(hash) ?? []);
     return { used, resetsAt: this.resetsAt(), byNetwork };
   }
 
-  /** SharedTally: adds the lines journaled since the last read of today's file (every thread's). */
+  /** Adds the lines journaled since the last read of today's file (every thread's). */
   private readTail(): void {
     if (this.tail?.day !== this.day) {
       this.tail = { day: this.day, offset: 0 };
@@ -248,10 +242,7 @@ export class EmbeddedLedger implements CreditLedger {
       const buf = Buffer.alloc(size - this.tail.offset);
       const n = readSync(fd, buf, 0, buf.length, this.tail.offset);
       const complete = n === 0 ? 0 : buf.lastIndexOf(0x0a, n - 1) + 1; // a line still being written is read next time
-      for (const line of buf.toString('latin1', 0, complete).split('\n')) {
-        const m = LINE.exec(line);
-        if (m) addTo(this.committedByNetwork, m[1] as string, m[3] ?? NO_NETWORK, Number(m[2]));
-      }
+      addLines(this.committedByNetwork, buf.toString('latin1', 0, complete));
       this.tail.offset += complete;
     } finally {
       closeSync(fd);
@@ -291,12 +282,8 @@ export class EmbeddedLedger implements CreditLedger {
       }
     } catch (err) {
       // Not journaled, so not charged: undo the in-memory charges and fail those calls.
-      for (const [day, { dayNo, entries }] of p.lines) {
-        for (const [entry, credits] of entries) {
-          const hash = entry.slice(0, 64);
-          this.tally.uncharge(dayNo, hash, credits);
-          if (day === this.day && !this.shared) addTo(this.committedByNetwork, hash, entry.length === 64 ? NO_NETWORK : entry.slice(65), -credits);
-        }
+      for (const { dayNo, entries } of p.lines.values()) {
+        for (const [entry, credits] of entries) this.tally.uncharge(dayNo, entry.slice(0, 64), credits);
       }
       p.reject(err);
       return;

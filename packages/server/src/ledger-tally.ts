@@ -36,6 +36,11 @@ export interface Tally {
  * Token bucket per key: capacity = one second of credits, refilled continuously at the rate.
  * Shared by the embedded engine and the Redis engine's fail-open mode.
  */
+/** A token bucket's tokens at `t`: at most one second of credits, refilled continuously at the rate. */
+export function bucketTokens(tokens: number, at: number, t: number, perSecond: number): number {
+  return Math.min(perSecond, tokens + (Math.max(0, t - at) / 1000) * perSecond);
+}
+
 export class LocalBuckets {
   private buckets = new Map<string, { tokens: number; at: number }>();
   constructor(private readonly now: () => number = () => performance.now()) {}
@@ -50,7 +55,7 @@ export class LocalBuckets {
       b = { tokens: perSecond, at: t };
       this.buckets.set(hash, b);
     }
-    b.tokens = Math.min(perSecond, b.tokens + ((t - b.at) / 1000) * perSecond);
+    b.tokens = bucketTokens(b.tokens, b.at, t, perSecond);
     b.at = t;
     if (b.tokens < cost) return false;
     b.tokens -= cost;
@@ -190,20 +195,12 @@ export class SharedTally implements Tally {
     }
   }
 
-  private locked<T>(f: () => T): T {
-    this.lock();
-    try {
-      return f();
-    } finally {
-      this.unlock();
-    }
-  }
-
   enter(day: number, load: () => Map<string, number>): void {
     if (Atomics.load(this.header, DAY) === day) return;
     // Read the journal outside the lock (a file read); a thread that entered meanwhile wins.
     const journaled = load();
-    this.locked(() => {
+    this.lock();
+    try {
       if (this.header[DAY] === day) return;
       this.used8.fill(0);
       this.hashes.fill(0);
@@ -216,7 +213,9 @@ export class SharedTally implements Tally {
         const s = this.find(hash, true);
         if (s >= 0) this.f[s * 4 + F_COMMITTED] = credits;
       }
-    });
+    } finally {
+      this.unlock();
+    }
   }
 
   /** The slot of `hash` (lock held), -1 when absent (or, with `create`, when the table is full). */
@@ -256,16 +255,20 @@ export class SharedTally implements Tally {
   }
 
   used(day: number, hash: string): number {
-    return this.locked(() => {
+    this.lock();
+    try {
       if (this.header[DAY] !== day) return 0;
       const s = this.find(hash, false);
       return s < 0 ? 0 : (this.f[s * 4 + F_COMMITTED] as number) + (this.f[s * 4 + F_RESERVED] as number);
-    });
+    } finally {
+      this.unlock();
+    }
   }
 
   reserve(day: number, hash: string, cost: number, daily: number, perSecond: number): ReserveOutcome {
     const t = this.now();
-    return this.locked(() => {
+    this.lock();
+    try {
       if (this.header[DAY] !== day) return 'moved';
       const s = this.find(hash, true);
       if (s < 0) throw new TallyFullError(this.capacity);
@@ -274,9 +277,9 @@ export class SharedTally implements Tally {
       const reserved = f[o + F_RESERVED] as number;
       if ((f[o + F_COMMITTED] as number) + reserved + cost > daily) return 'daily';
       if (perSecond > 0 && cost > 0) {
-        // The token bucket of LocalBuckets: one second of credits, refilled continuously.
+        // The token bucket of LocalBuckets, its state in the slot.
         const at = f[o + F_AT] as number;
-        const tokens = at === 0 ? perSecond : Math.min(perSecond, (f[o + F_TOKENS] as number) + (Math.max(0, t - at) / 1000) * perSecond);
+        const tokens = at === 0 ? perSecond : bucketTokens(f[o + F_TOKENS] as number, at, t, perSecond);
         f[o + F_AT] = t;
         if (tokens < cost) {
           f[o + F_TOKENS] = tokens;
@@ -286,11 +289,14 @@ export class SharedTally implements Tally {
       }
       f[o + F_RESERVED] = reserved + cost;
       return 'ok';
-    });
+    } finally {
+      this.unlock();
+    }
   }
 
   settle(day: number, hash: string, cost: number, finalCost: number, perSecond: number): void {
-    this.locked(() => {
+    this.lock();
+    try {
       if (this.header[DAY] !== day) return;
       const s = this.find(hash, false);
       if (s < 0) return;
@@ -299,14 +305,19 @@ export class SharedTally implements Tally {
       if (finalCost < cost && perSecond > 0 && (f[o + F_AT] as number) !== 0) f[o + F_TOKENS] = Math.min(perSecond, (f[o + F_TOKENS] as number) + cost - finalCost);
       f[o + F_RESERVED] = Math.max(0, (f[o + F_RESERVED] as number) - cost);
       f[o + F_COMMITTED] = (f[o + F_COMMITTED] as number) + finalCost;
-    });
+    } finally {
+      this.unlock();
+    }
   }
 
   uncharge(day: number, hash: string, credits: number): void {
-    this.locked(() => {
+    this.lock();
+    try {
       if (this.header[DAY] !== day) return;
       const s = this.find(hash, false);
       if (s >= 0) this.f[s * 4 + F_COMMITTED] = (this.f[s * 4 + F_COMMITTED] as number) - credits;
-    });
+    } finally {
+      this.unlock();
+    }
   }
 }

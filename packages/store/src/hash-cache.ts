@@ -6,6 +6,7 @@
 // confused (the later one replaces the earlier: a collision costs a miss, never a wrong value).
 //
 // Eviction is the two-generation approximation of LRU of lru.ts: at most `capacity` entries.
+import { bytesEqual } from '@chainnode/core';
 
 /** FNV-1a over the first and the last 4 bytes of `b`, continuing from `h`. */
 function mix(h: number, b: Uint8Array): number {
@@ -24,11 +25,6 @@ export function cacheKeyOf(a: Uint8Array, b?: Uint8Array): number {
   return small(b === undefined ? h : mix(h, b));
 }
 
-function same(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
 
 interface Entry<V> {
   a: Uint8Array;
@@ -47,9 +43,9 @@ class Generations<V> {
 
   protected find(k: number, a: Uint8Array, b: Uint8Array | undefined): V | undefined {
     const y = this.young.get(k);
-    if (y !== undefined && same(y.a, a) && (b === undefined || (y.b !== undefined && same(y.b, b)))) return y.v;
+    if (y !== undefined && bytesEqual(y.a, a) && (b === undefined || (y.b !== undefined && bytesEqual(y.b, b)))) return y.v;
     const o = this.old.get(k);
-    if (o === undefined || !same(o.a, a) || (b !== undefined && (o.b === undefined || !same(o.b, b)))) return undefined;
+    if (o === undefined || !bytesEqual(o.a, a) || (b !== undefined && (o.b === undefined || !bytesEqual(o.b, b)))) return undefined;
     this.put(k, o);
     return o.v;
   }
@@ -61,9 +57,9 @@ class Generations<V> {
 
   protected drop(k: number, a: Uint8Array): void {
     const y = this.young.get(k);
-    if (y !== undefined && same(y.a, a)) this.young.delete(k);
+    if (y !== undefined && bytesEqual(y.a, a)) this.young.delete(k);
     const o = this.old.get(k);
-    if (o !== undefined && same(o.a, a)) this.old.delete(k);
+    if (o !== undefined && bytesEqual(o.a, a)) this.old.delete(k);
   }
 
   private put(k: number, e: Entry<V>): void {
