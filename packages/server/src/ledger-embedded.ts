@@ -13,14 +13,24 @@
 // resolve and the answers go out. After a crash nothing answered is refunded (the journal holds
 // every charge whose answer was sent) and nothing is charged twice (replay reads each line once).
 // A debit whose call never settles (a crash mid-call) was never journaled: it costs nothing.
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, watch, writeSync } from 'node:fs';
+//
+// Compaction: a line per key per turn per thread is ~1,500 lines a second per busy thread (a
+// gigabyte a day, read whole at every start). Once the day's file reaches its compaction size
+// (JOURNAL_COMPACT_MIN, and at least 4x what the last compaction left), the thread that sees it
+// writes the same sums as one line per key and network into a new file, adds the lines appended
+// meanwhile, and renames it over the journal: readers see the old file or the new one, both whole,
+// with the same sums. The swap runs under the journal lock every append takes (ledger-tally.ts
+// JournalSync), and bumps a generation that makes every writer reopen the path before its next
+// append, so no line lands in a replaced file. A crash mid-compaction leaves the journal as it
+// was (and a *.tmp file, removed at the next start).
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, watch, writeSync } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { isPlanName, PLAN_NAMES } from './config.js';
 import { LedgerUnavailableError, NO_NETWORK, nextUtcMidnight, utcDay } from './ledger-api.js';
 import { LocalTally, TallyFullError } from './ledger-tally.js';
-import type { Tally } from './ledger-tally.js';
+import type { JournalSync, Tally } from './ledger-tally.js';
 import { checkDashboardFields } from './key-fields.js';
 import type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, Limits, Usage } from './ledger-api.js';
 
@@ -51,15 +61,43 @@ function sumNetworks(byNetwork: Map<string, Map<string, number>>): Map<string, n
 /** The journal of one day per key hash and network (NO_NETWORK for lines without one). */
 export function readUsageByNetwork(datadir: string, day: string): Map<string, Map<string, number>> {
   const out = new Map<string, Map<string, number>>();
-  let text: string;
+  let fd: number;
   try {
-    text = readFileSync(usagePath(datadir, day), 'utf8');
+    fd = openSync(usagePath(datadir, day), 'r');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return out;
     throw err;
   }
-  addLines(out, text.slice(0, text.lastIndexOf('\n') + 1)); // after the last newline: nothing, or a line a crash cut short
+  try {
+    addFrom(fd, 0, out);
+  } finally {
+    closeSync(fd);
+  }
   return out;
+}
+
+/** Bytes read at a time: a journal of any size is summed in bounded memory. */
+const READ_CHUNK = 4 << 20;
+
+/**
+ * Adds the whole lines of `fd` from byte `from` to `byNetwork`, reading in chunks; returns the
+ * offset after the last whole line (after it: nothing, a line still being written, or one a crash
+ * cut short).
+ */
+function addFrom(fd: number, from: number, byNetwork: Map<string, Map<string, number>>): number {
+  const buf = Buffer.allocUnsafe(READ_CHUNK);
+  let at = from;
+  for (;;) {
+    const n = readSync(fd, buf, 0, buf.length, at);
+    if (n === 0) return at;
+    const whole = buf.lastIndexOf(0x0a, n - 1) + 1;
+    if (whole === 0) {
+      if (n < buf.length) return at; // the rest is one unfinished line
+      throw new Error(`usage journal: a line of more than ${READ_CHUNK} bytes at offset ${at}`);
+    }
+    addLines(byNetwork, buf.toString('latin1', 0, whole));
+    at += whole;
+  }
 }
 
 /** Adds journal lines (whole ones, each ending in a newline) to `byNetwork`. */
@@ -70,12 +108,54 @@ function addLines(byNetwork: Map<string, Map<string, number>>, text: string): vo
   }
 }
 
+/** The journal lines that give exactly `byNetwork`: one per key and network. */
+function summaryLines(byNetwork: Map<string, Map<string, number>>): string {
+  const lines: string[] = [];
+  for (const [hash, nets] of byNetwork) {
+    for (const [network, credits] of nets) lines.push(network === NO_NETWORK ? `${hash} ${credits}\n` : `${hash} ${credits} ${network}\n`);
+  }
+  return lines.join('');
+}
+
+/** The smallest journal a compaction rewrites (and the default compaction size). */
+export const JOURNAL_COMPACT_MIN = 8 << 20;
+/** Appended bytes between two checks of the journal's size (one fstat; at most an eighth of the compaction size). */
+const CHECK_EVERY = 64 << 10;
+
 function addTo(byNetwork: Map<string, Map<string, number>>, hash: string, network: string, credits: number): void {
   let nets = byNetwork.get(hash);
   if (nets === undefined) byNetwork.set(hash, (nets = new Map()));
   const v = (nets.get(network) ?? 0) + credits;
   if (v === 0) nets.delete(network);
   else nets.set(network, v);
+}
+
+/** Makes a rename in `dir` durable (best effort: not every file system lets a directory be synced). */
+function syncDir(dir: string): void {
+  try {
+    const fd = openSync(dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // the rename itself is atomic either way
+  }
+}
+
+/** Removes compaction temps another process left (a crash mid-compaction); this process's are its threads'. */
+function removeStaleTemps(dir: string): void {
+  for (const name of readdirSync(dir)) {
+    const m = /^\d{4}-\d{2}-\d{2}\.log\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(name);
+    if (m && Number(m[1]) !== process.pid) {
+      try {
+        unlinkSync(join(dir, name));
+      } catch {
+        // gone already
+      }
+    }
+  }
 }
 
 interface Pending {
@@ -106,9 +186,17 @@ export class EmbeddedLedger implements CreditLedger {
    * charge is in it once it is durable.
    */
   private committedByNetwork = new Map<string, Map<string, number>>();
-  private tail: { day: string; offset: number } | undefined;
+  /** Where readTail stopped: in which day's file, which file (its inode: compaction replaces it), how far. */
+  private tail: { day: string; ino: number; offset: number } | undefined;
   private fd: number | undefined;
   private fdDay = '';
+  /** The journal generation `fd` was opened in (JournalSync: a compaction replaced the file since when older). */
+  private fdGen = 0;
+  /** Bytes this ledger appended since it last looked at the journal's size. */
+  private sinceCheck = 0;
+  /** This thread does not try to compact below this size again (after a failed compaction). */
+  private retryAt = 0;
+  private readonly compactMin: number;
   private pending: Pending | undefined;
   private closed = false;
   /** [dayStart, dayEnd): the UTC day `day` in epoch ms. */
@@ -120,9 +208,12 @@ export class EmbeddedLedger implements CreditLedger {
     private readonly now: () => number = Date.now,
     /** Where the counts live: this instance's (default), or a SharedTally of `serve --threads`. */
     tally?: Tally,
+    options: { journalCompactMin?: number } = {},
   ) {
     mkdirSync(join(datadir, USAGE_DIR), { recursive: true });
+    removeStaleTemps(join(datadir, USAGE_DIR));
     this.tally = tally ?? new LocalTally();
+    this.compactMin = options.journalCompactMin ?? JOURNAL_COMPACT_MIN;
     const t = this.now();
     this.day = utcDay(t);
     this.setDay(t);
@@ -223,35 +314,39 @@ export class EmbeddedLedger implements CreditLedger {
     return { used, resetsAt: this.resetsAt(), byNetwork };
   }
 
-  /** Adds the lines journaled since the last read of today's file (every thread's). */
+  /**
+   * Adds the lines journaled since the last read of today's file (every thread's). A compacted
+   * file (another inode) holds the same sums in other lines: it is read again from its start.
+   */
   private readTail(): void {
-    if (this.tail?.day !== this.day) {
-      this.tail = { day: this.day, offset: 0 };
-      this.committedByNetwork = new Map();
-    }
     let fd: number;
     try {
       fd = openSync(usagePath(this.datadir, this.day), 'r');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if (this.tail?.day !== this.day) {
+        this.tail = undefined; // nothing journaled today yet
+        this.committedByNetwork = new Map();
+      }
+      return;
     }
     try {
-      const size = fstatSync(fd).size;
-      if (size <= this.tail.offset) return;
-      const buf = Buffer.alloc(size - this.tail.offset);
-      const n = readSync(fd, buf, 0, buf.length, this.tail.offset);
-      const complete = n === 0 ? 0 : buf.lastIndexOf(0x0a, n - 1) + 1; // a line still being written is read next time
-      addLines(this.committedByNetwork, buf.toString('latin1', 0, complete));
-      this.tail.offset += complete;
+      const st = fstatSync(fd);
+      if (this.tail?.day !== this.day || this.tail.ino !== st.ino) {
+        this.tail = { day: this.day, ino: st.ino, offset: 0 };
+        this.committedByNetwork = new Map();
+      }
+      if (st.size > this.tail.offset) this.tail.offset = addFrom(fd, this.tail.offset, this.committedByNetwork);
     } finally {
       closeSync(fd);
     }
   }
 
-  private fdFor(day: string): number {
-    if (this.fd !== undefined && this.fdDay === day) return this.fd;
+  /** The journal of `day`, open for appending (call with the journal lock held). */
+  private fdFor(day: string, gen: number): number {
+    if (this.fd !== undefined && this.fdDay === day && this.fdGen === gen) return this.fd;
     if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
     // 'a+': O_APPEND, so the threads sharing a tally each append whole lines with one write.
     const fd = openSync(usagePath(this.datadir, day), 'a+', 0o600);
     // A crash may have cut the last line short: start ours on a fresh line.
@@ -263,6 +358,7 @@ export class EmbeddedLedger implements CreditLedger {
     }
     this.fd = fd;
     this.fdDay = day;
+    this.fdGen = gen;
     return fd;
   }
 
@@ -271,6 +367,8 @@ export class EmbeddedLedger implements CreditLedger {
     const p = this.pending;
     if (!p) return;
     this.pending = undefined;
+    const journal = this.tally.journal;
+    let compact: string | undefined;
     try {
       for (const [day, { entries }] of p.lines) {
         let text = '';
@@ -278,7 +376,16 @@ export class EmbeddedLedger implements CreditLedger {
           // "<hash> <credits>" or "<hash> <credits> <network>"
           text += entry.length === 64 ? `${entry} ${credits}\n` : `${entry.slice(0, 64)} ${credits}${entry.slice(64)}\n`;
         }
-        writeSync(this.fdFor(day), text);
+        // Under the journal lock: never into a file a compaction has just replaced.
+        const size = journal.locked(() => {
+          const fd = this.fdFor(day, journal.generation());
+          writeSync(fd, text);
+          this.sinceCheck += text.length;
+          if (this.sinceCheck < Math.min(CHECK_EVERY, this.compactMin >> 3) || day !== this.day) return 0;
+          this.sinceCheck = 0;
+          return fstatSync(fd).size;
+        });
+        if (size >= Math.max(this.retryAt, journal.compactAt() || this.compactMin)) compact = day;
       }
     } catch (err) {
       // Not journaled, so not charged: undo the in-memory charges and fail those calls.
@@ -289,6 +396,85 @@ export class EmbeddedLedger implements CreditLedger {
       return;
     }
     p.resolve();
+    if (compact !== undefined) {
+      const day = compact;
+      setImmediate(() => this.compactJournal(day));
+    }
+  }
+
+  /**
+   * Rewrites the journal of `day` as one line per key and network (the same sums), keeping the
+   * lines appended meanwhile; see the top of this file. Returns false when nothing was done
+   * (another thread is compacting, or the rewrite failed: the journal stays as it was, and this
+   * thread tries again once the file has doubled).
+   */
+  compactJournal(day: string = this.day): boolean {
+    const journal = this.tally.journal;
+    if (this.closed || !journal.claim()) return false;
+    const path = usagePath(this.datadir, day);
+    const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    let out: number | undefined;
+    let renamed = false;
+    let size = 0;
+    try {
+      // The bulk outside the lock: every append meanwhile goes to the old file, after `upTo`.
+      const gen = journal.generation();
+      const sums = new Map<string, Map<string, number>>();
+      let upTo: number;
+      const inFd = openSync(path, 'r');
+      try {
+        upTo = addFrom(inFd, 0, sums);
+      } finally {
+        closeSync(inFd);
+      }
+      out = openSync(tmp, 'w', 0o600);
+      writeSync(out, summaryLines(sums));
+      const o = out;
+      renamed = journal.locked(() => {
+        if (journal.generation() !== gen) return false; // cannot happen while claimed; never swap a newer file
+        // The lines appended since the read (whole ones: every append is, under this lock).
+        const inFd2 = openSync(path, 'r');
+        try {
+          const rest = fstatSync(inFd2).size - upTo;
+          if (rest > 0) {
+            const buf = Buffer.allocUnsafe(rest);
+            let got = 0;
+            while (got < rest) {
+              const n = readSync(inFd2, buf, got, rest - got, upTo + got);
+              if (n === 0) break;
+              got += n;
+            }
+            writeSync(o, buf, 0, got);
+          }
+        } finally {
+          closeSync(inFd2);
+        }
+        fsyncSync(o);
+        size = fstatSync(o).size;
+        renameSync(tmp, path);
+        journal.bump();
+        return true;
+      });
+      if (renamed) {
+        syncDir(join(this.datadir, USAGE_DIR));
+        journal.setCompactAt(Math.max(this.compactMin, 4 * size));
+      }
+    } catch {
+      // Disk full, a permission: the journal is untouched and still the truth.
+      renamed = false;
+    } finally {
+      if (out !== undefined) closeSync(out);
+      if (!renamed) {
+        try {
+          unlinkSync(tmp);
+        } catch {
+          // not created
+        }
+        this.retryAt = 2 * Math.max(this.retryAt, journal.compactAt() || this.compactMin);
+      }
+      journal.unclaim();
+    }
+    return renamed;
   }
 
   async close(): Promise<void> {

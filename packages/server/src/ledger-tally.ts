@@ -30,6 +30,58 @@ export interface Tally {
   settle(day: number, hash: string, cost: number, finalCost: number, perSecond: number): void;
   /** Journaled credits that could not be written after all: taken back. */
   uncharge(day: number, hash: string, credits: number): void;
+  /** The order between the journal's writers and its compaction (shared like the counts). */
+  readonly journal: JournalSync;
+}
+
+/**
+ * Every writer of the day's journal (one EmbeddedLedger per app thread) appends under one lock,
+ * and a compaction swaps the file (ledger-embedded.ts) under the same lock and bumps a generation:
+ * a writer whose file is of an older generation reopens the path before its next append, so no
+ * line is ever appended to a file that was already replaced.
+ */
+export interface JournalSync {
+  /** Runs `fn` holding the journal lock (not re-entrant; short: an append, or a compaction's swap). */
+  locked<T>(fn: () => T): T;
+  /** The journal file's generation, bumped by every compaction. */
+  generation(): number;
+  /** Bumps the generation (with the lock held, right after the swap). */
+  bump(): void;
+  /** Takes the right to compact: one compaction at a time; false when another thread has it. */
+  claim(): boolean;
+  unclaim(): void;
+  /** The journal size (bytes) at which a writer starts a compaction; 0 until a compaction set it. */
+  compactAt(): number;
+  setCompactAt(bytes: number): void;
+}
+
+class LocalJournalSync implements JournalSync {
+  private gen = 0;
+  private claimed = false;
+  private at = 0;
+  locked<T>(fn: () => T): T {
+    return fn();
+  }
+  generation(): number {
+    return this.gen;
+  }
+  bump(): void {
+    this.gen++;
+  }
+  claim(): boolean {
+    if (this.claimed) return false;
+    this.claimed = true;
+    return true;
+  }
+  unclaim(): void {
+    this.claimed = false;
+  }
+  compactAt(): number {
+    return this.at;
+  }
+  setCompactAt(bytes: number): void {
+    this.at = bytes;
+  }
 }
 
 /**
@@ -69,6 +121,7 @@ export class LocalBuckets {
 }
 
 export class LocalTally implements Tally {
+  readonly journal: JournalSync = new LocalJournalSync();
   private day = Number.NaN;
   private committed = new Map<string, number>();
   private reserved = new Map<string, number>();
@@ -116,14 +169,20 @@ export class LocalTally implements Tally {
  */
 export const SHARED_TALLY_KEYS = 65_536;
 
-// Layout of the buffer: a header of 4 Int32 (lock, day, keys in the table, capacity), then per
-// slot a flag byte, then per slot the key's 32 hash bytes, then per slot 4 Float64: committed,
-// reserved, bucket tokens, bucket time (ms; 0: a full bucket not yet used).
+// Layout of the buffer: a header of 8 Int32 (lock, day, keys in the table, capacity; the
+// journal's lock, generation, compaction claim and compaction size in KiB), then per slot a flag
+// byte, then per slot the key's 32 hash bytes, then per slot 4 Float64: committed, reserved,
+// bucket tokens, bucket time (ms; 0: a full bucket not yet used).
 const LOCK = 0;
 const DAY = 1;
 const COUNT = 2;
 const CAPACITY = 3;
-const HEADER_BYTES = 16;
+const J_LOCK = 4;
+const J_GEN = 5;
+const J_CLAIM = 6;
+const J_COMPACT_KIB = 7;
+const HEADER_INTS = 8;
+const HEADER_BYTES = HEADER_INTS * 4;
 const F_COMMITTED = 0;
 const F_RESERVED = 1;
 const F_TOKENS = 2;
@@ -148,14 +207,63 @@ export interface SharedCredits {
 export function sharedTallyBuffer(keys = SHARED_TALLY_KEYS): SharedArrayBuffer {
   if (!Number.isInteger(Math.log2(keys)) || keys < 8) throw new Error(`shared tally: ${keys} is not a power of two >= 8`);
   const sab = new SharedArrayBuffer(HEADER_BYTES + keys + keys * 32 + keys * 32);
-  const h = new Int32Array(sab, 0, 4);
+  const h = new Int32Array(sab, 0, HEADER_INTS);
   h[DAY] = -1;
   h[CAPACITY] = keys;
   return sab;
 }
 
+// A futex-style mutex on h[at] (states 0 free, 1 held, 2 held with waiters): the sections it
+// guards are short, so a waiter seldom sleeps.
+function lockAt(h: Int32Array, at: number): void {
+  let c = Atomics.compareExchange(h, at, 0, 1);
+  if (c === 0) return;
+  do {
+    if (c === 2 || Atomics.compareExchange(h, at, 1, 2) !== 0) Atomics.wait(h, at, 2);
+  } while ((c = Atomics.compareExchange(h, at, 0, 2)) !== 0);
+}
+
+function unlockAt(h: Int32Array, at: number): void {
+  if (Atomics.sub(h, at, 1) !== 1) {
+    Atomics.store(h, at, 0);
+    Atomics.notify(h, at, 1);
+  }
+}
+
+/** The journal's lock, generation, claim and size in the shared header. */
+class SharedJournalSync implements JournalSync {
+  constructor(private readonly h: Int32Array) {}
+  locked<T>(fn: () => T): T {
+    lockAt(this.h, J_LOCK);
+    try {
+      return fn();
+    } finally {
+      unlockAt(this.h, J_LOCK);
+    }
+  }
+  generation(): number {
+    return Atomics.load(this.h, J_GEN);
+  }
+  bump(): void {
+    Atomics.add(this.h, J_GEN, 1);
+  }
+  claim(): boolean {
+    return Atomics.compareExchange(this.h, J_CLAIM, 0, 1) === 0;
+  }
+  unclaim(): void {
+    Atomics.store(this.h, J_CLAIM, 0);
+  }
+  compactAt(): number {
+    return Atomics.load(this.h, J_COMPACT_KIB) * 1024;
+  }
+  setCompactAt(bytes: number): void {
+    Atomics.store(this.h, J_COMPACT_KIB, Math.min(0x7fffffff, Math.ceil(bytes / 1024)));
+  }
+}
+
 /** One thread's view of a tally shared between threads (each thread makes its own from the buffer). */
 export class SharedTally implements Tally {
+  readonly journal: JournalSync;
   private readonly header: Int32Array;
   private readonly used8: Uint8Array;
   private readonly hashes: Uint8Array;
@@ -170,29 +278,21 @@ export class SharedTally implements Tally {
     /** Milliseconds on a clock all threads share (the bucket's refill). */
     private readonly now: () => number = () => performance.timeOrigin + performance.now(),
   ) {
-    this.header = new Int32Array(buffer, 0, 4);
+    this.header = new Int32Array(buffer, 0, HEADER_INTS);
+    this.journal = new SharedJournalSync(this.header);
     this.capacity = this.header[CAPACITY] as number;
     this.used8 = new Uint8Array(buffer, HEADER_BYTES, this.capacity);
     this.hashes = new Uint8Array(buffer, HEADER_BYTES + this.capacity, this.capacity * 32);
     this.f = new Float64Array(buffer, HEADER_BYTES + this.capacity * 33, this.capacity * 4);
   }
 
-  // A futex-style mutex (states 0 free, 1 held, 2 held with waiters): the sections it guards are
-  // a few loads and stores, so a waiter almost never sleeps.
+  // The counts' lock (lockAt): held for a few loads and stores.
   private lock(): void {
-    const h = this.header;
-    let c = Atomics.compareExchange(h, LOCK, 0, 1);
-    if (c === 0) return;
-    do {
-      if (c === 2 || Atomics.compareExchange(h, LOCK, 1, 2) !== 0) Atomics.wait(h, LOCK, 2);
-    } while ((c = Atomics.compareExchange(h, LOCK, 0, 2)) !== 0);
+    lockAt(this.header, LOCK);
   }
 
   private unlock(): void {
-    if (Atomics.sub(this.header, LOCK, 1) !== 1) {
-      Atomics.store(this.header, LOCK, 0);
-      Atomics.notify(this.header, LOCK, 1);
-    }
+    unlockAt(this.header, LOCK);
   }
 
   enter(day: number, load: () => Map<string, number>): void {

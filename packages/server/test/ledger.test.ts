@@ -2,14 +2,14 @@
 // journal (journal-before-answer, a failed write undoing its charges, the UTC day roll with an
 // injected clock) and the Redis engine (idempotent replays of commands whose reply was lost,
 // fail-open with a local journal replayed when Redis returns, fail-closed refusing).
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import { createClient } from '@redis/client';
 import { NO_REDIS, redisServerPath, startRedis } from '@chainnode/testkit';
 import type { RedisProcess } from '@chainnode/testkit';
-import { EmbeddedLedger, FileKeyStore, LedgerUnavailableError, PortLedger, SharedTally, sharedTallyBuffer, serveLedgerOverPort, RedisKeyStore, RedisLedger, connectRedis, hashKey, readUsage, usagePath, utcDay } from '../src/index.js';
+import { EmbeddedLedger, FileKeyStore, LedgerUnavailableError, PortLedger, SharedTally, sharedTallyBuffer, serveLedgerOverPort, RedisKeyStore, RedisLedger, connectRedis, hashKey, readUsage, readUsageByNetwork, usagePath, utcDay } from '../src/index.js';
 import type { Limits } from '../src/index.js';
 import { ledgerSuite } from './ledger-suite.js';
 
@@ -261,6 +261,142 @@ describe('embedded engine, counts shared between threads', () => {
     expect(again.filter((r) => r.status === 'fulfilled' && !r.value.ok && r.value.reason === 'daily')).toHaveLength(6);
     expect(again.filter((r) => r.status === 'rejected' && r.reason instanceof LedgerUnavailableError)).toHaveLength(1);
     await c.close();
+  });
+});
+
+// The journal's compaction (ledger-embedded.ts): the same sums in one line per key and network,
+// no line lost while other writers append, readers and restarts unchanged.
+describe('embedded journal compaction', () => {
+  const KEYS = ['1', '2', '3'].map((c) => c.repeat(64));
+  const NETS = [undefined, 'mainnet', 'sepolia'];
+  const lines = (dir: string): string[] => readFileSync(usagePath(dir, utcDay(Date.now())), 'utf8').split('\n').filter((l) => l !== '');
+  /** Expected sums, kept by the test as it charges (key -> network ('' for none) -> credits). */
+  const add = (exp: Map<string, Map<string, number>>, hash: string, net: string | undefined, c: number): void => {
+    const m = exp.get(hash) ?? new Map<string, number>();
+    exp.set(hash, m);
+    m.set(net ?? '', (m.get(net ?? '') ?? 0) + c);
+  };
+  const plain = (m: Map<string, Map<string, number>>): Record<string, Record<string, number>> =>
+    Object.fromEntries([...m].map(([k, v]) => [k, Object.fromEntries([...v].sort())]));
+
+  test('once the file reaches its size, the same sums as one line per key and network; usage, restarts and appends go on', async () => {
+    const dir = datadir();
+    const ledger = new EmbeddedLedger(dir, Date.now, undefined, { journalCompactMin: 4096 });
+    const exp = new Map<string, Map<string, number>>();
+    for (let i = 0; i < 400; i++) {
+      const hash = KEYS[i % 3] as string;
+      const net = NETS[(i >> 2) % 3];
+      const r = await ledger.debit(hash, 7, { daily: 1e9, perSecond: 0 }, net);
+      if (!r.ok) throw new Error('refused');
+      await ledger.settle(r.debit, 1 + (i % 5)); // one turn each: a line each
+      add(exp, hash, net, 1 + (i % 5));
+      if (i === 150) expect(plain(readUsageByNetwork(dir, utcDay(Date.now())))).toEqual(plain(exp));
+      await new Promise((r) => setImmediate(r)); // the compaction a flush schedules
+    }
+    // 400 lines of ~70 bytes would be ~28 KB: the file was rewritten on the way.
+    expect(lines(dir).length).toBeLessThan(150);
+    expect(plain(readUsageByNetwork(dir, utcDay(Date.now())))).toEqual(plain(exp));
+    // usage() reads the journal on from where it stopped, across the swaps (another file each time).
+    const total = (h: string): number => [...(exp.get(h) ?? new Map<string, number>()).values()].reduce((a, b) => a + b, 0);
+    const u = await ledger.usage(KEYS[0] as string);
+    expect(u.used).toBe(total(KEYS[0] as string));
+    expect(u.byNetwork).toEqual(Object.fromEntries(exp.get(KEYS[0] as string) ?? []));
+    // An explicit compaction: exactly one line per key and network, in the journal's format.
+    expect(ledger.compactJournal()).toBe(true);
+    expect(lines(dir)).toHaveLength(9);
+    for (const l of lines(dir)) expect(l).toMatch(/^[0-9a-f]{64} \d+( (mainnet|sepolia))?$/);
+    expect(plain(readUsageByNetwork(dir, utcDay(Date.now())))).toEqual(plain(exp));
+    // The writer reopens the new file: a charge after the swap lands in it.
+    const r = await ledger.debit(KEYS[1] as string, 3, L, 'mainnet');
+    if (!r.ok) throw new Error('refused');
+    await ledger.settle(r.debit, 3);
+    add(exp, KEYS[1] as string, 'mainnet', 3);
+    expect(lines(dir)).toHaveLength(10);
+    expect(plain(readUsageByNetwork(dir, utcDay(Date.now())))).toEqual(plain(exp));
+    await ledger.close();
+    // A restart starts from the compacted file.
+    const again = new EmbeddedLedger(dir);
+    for (const h of KEYS) expect(again.used(h)).toBe(total(h));
+    await again.close();
+  });
+
+  test('two writers on one SharedTally: the other reopens after the swap, no line lost', async () => {
+    const dir = datadir();
+    const tally = sharedTallyBuffer(64);
+    const a = new EmbeddedLedger(dir, Date.now, new SharedTally(tally), { journalCompactMin: 1 << 20 });
+    const b = new EmbeddedLedger(dir, Date.now, new SharedTally(tally), { journalCompactMin: 1 << 20 });
+    let sum = 0;
+    for (let i = 0; i < 60; i++) {
+      const w = i % 2 === 0 ? a : b;
+      const r = await w.debit(A, 10, { daily: 1e9, perSecond: 0 });
+      if (!r.ok) throw new Error('refused');
+      await w.settle(r.debit, 10);
+      sum += 10;
+      if (i % 20 === 10) expect((i % 4 === 0 ? b : a).compactJournal()).toBe(true); // the one that did not just write
+    }
+    expect(readUsage(dir, utcDay(Date.now())).get(A)).toBe(sum);
+    expect(new EmbeddedLedger(dir).used(A)).toBe(sum);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  test('in real threads appending at once, with compactions among them: every charge is in the journal', async () => {
+    const dir = datadir();
+    const tally = sharedTallyBuffer(64);
+    const module = new URL('../src/index.js', import.meta.url).href;
+    // Each thread charges its own key 1..300 credits, one turn per charge (45,150 credits each).
+    const src = `
+      const { parentPort, workerData } = require('node:worker_threads');
+      import(workerData.module).then(async ({ EmbeddedLedger, SharedTally }) => {
+        const l = new EmbeddedLedger(workerData.dir, Date.now, new SharedTally(workerData.tally), { journalCompactMin: 2048 });
+        let compactions = 0;
+        for (let i = 1; i <= 300; i++) {
+          const r = await l.debit(workerData.hash, i, { daily: 1e12, perSecond: 0 });
+          if (!r.ok) throw new Error('refused');
+          await l.settle(r.debit, i);
+          if (i % 50 === 0 && l.compactJournal()) compactions++;
+        }
+        await l.close();
+        parentPort.postMessage(compactions);
+      });`;
+    const hashes = ['7', '8', '9'].map((c) => c.repeat(64));
+    const compactions = await Promise.all(
+      hashes.map((hash) => {
+        const w = new Worker(src, { eval: true, workerData: { module, dir, tally, hash } });
+        return new Promise<number>((resolve, reject) => {
+          w.once('message', resolve);
+          w.once('error', reject);
+        });
+      }),
+    );
+    expect(compactions.reduce((x, y) => x + y, 0)).toBeGreaterThan(0);
+    const sums = readUsage(dir, utcDay(Date.now()));
+    for (const h of hashes) expect(sums.get(h)).toBe(45_150);
+    expect(lines(dir).length).toBeLessThan(900); // 900 turns wrote a line each
+  });
+
+  test("a compaction temp a crashed process left is removed at start; this process's are not", async () => {
+    const dir = datadir();
+    mkdirSync(join(dir, 'usage'));
+    const day = utcDay(Date.now());
+    const stale = join(dir, 'usage', `${day}.log.999999.0badf00d.tmp`);
+    const ours = join(dir, 'usage', `${day}.log.${process.pid}.0badf00d.tmp`);
+    writeFileSync(stale, 'x');
+    writeFileSync(ours, 'x');
+    const l = new EmbeddedLedger(dir);
+    const left = readdirSync(join(dir, 'usage'));
+    expect(left).not.toContain(`${day}.log.999999.0badf00d.tmp`);
+    expect(left).toContain(`${day}.log.${process.pid}.0badf00d.tmp`);
+    await l.close();
+  });
+
+  test('a compaction that fails changes nothing and leaves no temp', async () => {
+    const dir = datadir();
+    const l = new EmbeddedLedger(dir);
+    const day = utcDay(Date.now());
+    mkdirSync(usagePath(dir, day)); // the day's journal cannot be read as a file
+    expect(l.compactJournal()).toBe(false);
+    expect(readdirSync(join(dir, 'usage')).sort()).toEqual([`${day}.log`]);
+    await l.close();
   });
 });
 
