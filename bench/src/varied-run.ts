@@ -27,7 +27,8 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { groupCpuMs, onExit, runChild, spawnChild, stopChild, waitRpc } from './children.js';
-import { DIGEST, digest, rawLoadVaried, rawOnce } from './load.js';
+import { DIGEST, digest } from './load.js';
+import { rawLoadVariedThread, rawOnceThread } from './load-thread.js';
 import type { OnceResult, VariedResult } from './load.js';
 import { prepareFixtures } from './varied-fixtures.js';
 import { prepareScaled } from './varied-scaled.js';
@@ -209,7 +210,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
           continue;
         }
         loads.push(loadavg()[0] as number);
-        const cold = await rawOnce({ host: '127.0.0.1', port: t.port, path: t.path, bodies, connections: o.connections, seconds: 0 });
+        const cold = await rawOnceThread({ host: '127.0.0.1', port: t.port, path: t.path, bodies, connections: o.connections, seconds: 0 });
         if (cold.bad + cold.errors > 0) throw new Error(`${t.name}: ${m.label}: cold pass: ${cold.bad} non-200, ${cold.errors} socket errors`);
         const tc = Date.now();
         const checked = await checkReplies(chain, t, calls, cold, facts, targets.find((x) => x !== t));
@@ -228,7 +229,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
         // The server's CPU time in the measured window, per request answered in it.
         const pgid = t.pgid;
         const cpu: number[] = [];
-        const r = await rawLoadVaried({
+        const r = await rawLoadVariedThread({
           host: '127.0.0.1',
           port: t.port,
           path: t.path,
