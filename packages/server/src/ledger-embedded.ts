@@ -30,7 +30,7 @@ import { join } from 'node:path';
 import { isPlanName, PLAN_NAMES } from './config.js';
 import { LedgerUnavailableError, NO_NETWORK, nextUtcMidnight, utcDay } from './ledger-api.js';
 import { LocalTally, TallyFullError } from './ledger-tally.js';
-import type { JournalSync, Tally } from './ledger-tally.js';
+import type { Tally } from './ledger-tally.js';
 import { checkDashboardFields } from './key-fields.js';
 import type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, Limits, Usage } from './ledger-api.js';
 
@@ -186,8 +186,11 @@ export class EmbeddedLedger implements CreditLedger {
    * charge is in it once it is durable.
    */
   private committedByNetwork = new Map<string, Map<string, number>>();
-  /** Where readTail stopped: in which day's file, which file (its inode: compaction replaces it), how far. */
-  private tail: { day: string; ino: number; offset: number } | undefined;
+  /**
+   * Where readTail stopped: in which day's file, which file (the journal generation and the inode:
+   * a compaction replaces the file, and a later one may reuse a freed inode number), how far.
+   */
+  private tail: { day: string; gen: number; ino: number; offset: number } | undefined;
   private fd: number | undefined;
   private fdDay = '';
   /** The journal generation `fd` was opened in (JournalSync: a compaction replaced the file since when older). */
@@ -319,6 +322,8 @@ export class EmbeddedLedger implements CreditLedger {
    * file (another inode) holds the same sums in other lines: it is read again from its start.
    */
   private readTail(): void {
+    // The generation before the open: a compaction in between makes the next read start over.
+    const gen = this.tally.journal.generation();
     let fd: number;
     try {
       fd = openSync(usagePath(this.datadir, this.day), 'r');
@@ -332,8 +337,8 @@ export class EmbeddedLedger implements CreditLedger {
     }
     try {
       const st = fstatSync(fd);
-      if (this.tail?.day !== this.day || this.tail.ino !== st.ino) {
-        this.tail = { day: this.day, ino: st.ino, offset: 0 };
+      if (this.tail?.day !== this.day || this.tail.gen !== gen || this.tail.ino !== st.ino) {
+        this.tail = { day: this.day, gen, ino: st.ino, offset: 0 };
         this.committedByNetwork = new Map();
       }
       if (st.size > this.tail.offset) this.tail.offset = addFrom(fd, this.tail.offset, this.committedByNetwork);
