@@ -102,11 +102,13 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
           }
         };
         const reply = await handleWith({ ...ctx, subscriptions: subs }, body, guarded, onRequestError);
-        if (reply.body === undefined) {
+        if (reply.encode === undefined && reply.body === undefined) {
           subs.activate(); // nothing to send (notifications only)
           return reply;
         }
-        return { ...reply, sent: () => subs.activate() };
+        // Set on the reply itself: a copy would read (and so make) a memoised reply's body.
+        reply.sent = () => subs.activate();
+        return reply;
       },
     }),
   };
@@ -152,12 +154,17 @@ const RESULT_END = 0x7d; // }
 /** A single call answered with a memoised result: the text, and an encoder from the memo's bytes. */
 function memoisedReply(reply: JsonRpcResponse, rawId: string | undefined, result: JsonText): RpcReply {
   const head = `{"jsonrpc":"2.0","id":${idText(reply, rawId)},"result":`;
+  const headLength = Buffer.byteLength(head, 'utf8');
   return {
-    body: `${head}${result.text}}`,
+    // Made only if read: a transport sends encode()'s bytes, and a result written as bytes
+    // (a proof's) would otherwise be copied into a string of its own for every answer.
+    get body(): string {
+      return `${head}${result.text}}`;
+    },
     batch: false,
+    size: headLength + result.byteLength() + 1,
     encode: (alloc) => {
       const tail = result.bytes();
-      const headLength = Buffer.byteLength(head, 'utf8');
       const out = alloc(headLength + tail.length + 1);
       out.write(head, 0, 'utf8');
       out.set(tail, headLength);

@@ -52,6 +52,11 @@ export class JsonText<T = unknown> {
     return (this.utf8 ??= Buffer.from(this.text, 'utf8'));
   }
 
+  /** The length of bytes(), without making them. */
+  byteLength(): number {
+    return this.utf8 !== undefined ? this.utf8.length : Buffer.byteLength(this.str as string, 'utf8');
+  }
+
   static of<T>(value: T, shared = false): JsonText<T> {
     return new JsonText<T>(JSON.stringify(value), shared);
   }

@@ -27,8 +27,11 @@ export interface CallInfo {
 export type CallMiddleware = (call: CallInfo, next: () => Promise<unknown>) => Promise<unknown>;
 
 export interface RpcReply {
-  /** JSON text to send; undefined when nothing is to be sent. */
-  body: string | undefined;
+  /**
+   * JSON text to send; undefined when nothing is to be sent. A reply with `encode` may make it
+   * only when read: a transport that sends encode()'s bytes should not read it.
+   */
+  readonly body: string | undefined;
   /**
    * Writes the same reply as UTF-8 bytes into memory the transport provides (`alloc(n)` returns
    * n writable bytes) and returns them; present when that is cheaper than converting `body` (a
@@ -36,6 +39,8 @@ export interface RpcReply {
    * are valid until the transport reuses that memory: write them out before encoding another.
    */
   encode?: (alloc: (length: number) => Buffer) => Uint8Array;
+  /** With `encode`: the byte length of what it writes (known before it runs). */
+  size?: number;
   /** Whether the request was a batch. */
   batch: boolean;
   /**

@@ -379,9 +379,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         try {
           if (aborted) return;
           const status = !reply.batch && ctx.refusal !== undefined ? REFUSAL_STATUS[ctx.refusal] : OK;
+          const { encode } = reply;
+          if (encode !== undefined && (reply.size ?? Infinity) <= STREAM_ABOVE) {
+            res.cork(() => send(res, status, origin, encode(scratch), shuttingDown, m));
+            return;
+          }
           const text = reply.body ?? '';
           if (text.length <= STREAM_ABOVE) {
-            res.cork(() => send(res, status, origin, reply.encode?.(scratch) ?? text, shuttingDown, m));
+            res.cork(() => send(res, status, origin, text, shuttingDown, m));
             return;
           }
           // A streamed reply keeps its connection (close() ends it after the last byte).
@@ -612,11 +617,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       .then(
         (reply) => {
           if (data.ctxClosed) return;
-          if (reply.body !== undefined) {
-            const { body, encode } = reply;
-            ws.cork(() => {
-              sendWs(ws, encode?.(scratch) ?? body); // a text frame either way
-            });
+          const { encode } = reply;
+          if (encode !== undefined) ws.cork(() => sendWs(ws, encode(scratch)));
+          else {
+            const { body } = reply;
+            if (body !== undefined) ws.cork(() => sendWs(ws, body)); // a text frame either way
           }
           // Subscriptions created by this message may speak from now on (after their ids went
           // out; if sendWs cut the connection instead, close() already freed them).

@@ -50,79 +50,80 @@ function hexData(b: Uint8Array): string {
   return `0x${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex')}`;
 }
 
-/**
- * The quoted hex text of the upper trie nodes of proofs (the first CACHED_LEVELS of each list) as
- * ASCII bytes, by node object: the store hands out the same node object for as long as its node
- * cache holds it, and the upper nodes of a state (its root, the first levels below it, most of
- * them unchanged over many blocks) are in most proofs of that state and its neighbours. The
- * nodes below are written straight into the answer and not kept: near the leaves a node is in
- * few proofs (one account's), so keeping their text would only evict the shared ones. Bounded:
- * at most NODE_TEXT_ENTRIES texts of ~1 KB each (two generations, as the store's Lru; ~9 MB at
- * 532-byte branch nodes), per app thread.
- */
-const NODE_TEXT_ENTRIES = 8192;
-const CACHED_LEVELS = 3;
-let nodeTextYoung = new Map<Uint8Array, Uint8Array>();
-let nodeTextOld = new Map<Uint8Array, Uint8Array>();
+/** Each byte's two lowercase hex digits as one little-endian 16-bit word (low byte first). */
+const HEX_PAIRS = new Uint16Array(256);
+for (let i = 0; i < 256; i++) {
+  const digits = '0123456789abcdef';
+  HEX_PAIRS[i] = digits.charCodeAt(i >> 4) | (digits.charCodeAt(i & 15) << 8);
+}
 
-function nodeText(node: Uint8Array): Uint8Array {
-  let t = nodeTextYoung.get(node);
-  if (t !== undefined) return t;
-  t = nodeTextOld.get(node);
-  if (t === undefined) {
-    // Buffer's native hex encoder (a JS loop over the bytes measured ~1.6x slower here).
-    const q = Buffer.allocUnsafe(node.length * 2 + 4);
-    q.write('"0x', 0, 'latin1');
-    q.write(Buffer.from(node.buffer, node.byteOffset, node.byteLength).toString('hex'), 3, 'latin1');
-    q[q.length - 1] = 0x22; // "
-    t = q;
+/** Bytes a node list takes in the answer: `"0x<hex>"` per node, commas between. */
+function listSize(nodes: Uint8Array[]): number {
+  let size = nodes.length > 0 ? nodes.length - 1 : 0;
+  for (const node of nodes) size += 2 * node.length + 4;
+  return size;
+}
+
+/**
+ * Writes a node list at `at` of `out` (through `view`, the same memory): each node's hex is
+ * written straight into the answer, two digits per store. Measured on this machine: ~1 ns per
+ * node byte, against ~1.3 for Buffer's native hex encoder plus the copy of its string into the
+ * answer (and ~1.6 for a loop storing one digit at a time).
+ */
+function writeList(out: Uint8Array, view: DataView, at: number, nodes: Uint8Array[]): number {
+  for (let i = 0; i < nodes.length; i++) {
+    if (i > 0) out[at++] = 0x2c; // ,
+    out[at++] = 0x22; // "
+    out[at++] = 0x30; // 0
+    out[at++] = 0x78; // x
+    const node = nodes[i] as Uint8Array;
+    for (let j = 0; j < node.length; j++) {
+      view.setUint16(at, HEX_PAIRS[node[j] as number] as number, true);
+      at += 2;
+    }
+    out[at++] = 0x22;
   }
-  if (nodeTextYoung.size >= NODE_TEXT_ENTRIES / 2) {
-    nodeTextOld = nodeTextYoung;
-    nodeTextYoung = new Map();
-  }
-  nodeTextYoung.set(node, t);
-  return t;
+  return at;
 }
 
 /**
  * The eth_getProof answer as JSON text in ASCII bytes, written directly: exactly
  * JSON.stringify(formatProof(p, keyInputLengths)) (every member is a hex string: nothing to
- * escape), without building the object tree or a string per answer, and without hex-encoding
- * an upper node again while a recent proof's text of it is kept (nodeText).
+ * escape). Its size is known before a byte is written (the small members are made as strings
+ * first, a node takes 2 bytes per byte plus `"0x"`), so the answer is one allocation of the exact
+ * size, the nodes' hex is written into it in place, and nothing else is built per node: no
+ * object tree, no string, no piece list. Random historical proofs rarely share a node below the
+ * root's first levels, so nothing is kept between answers either (a node-text cache measured
+ * slower here than writing the hex again: its lookups, and the evictions of 1 KB texts, cost
+ * more than ~0.5 µs of hex per node).
  */
 export function proofJson(p: AccountProofRecord, keyInputLengths: number[]): Uint8Array {
-  // The pieces in order: ASCII strings (the small members) and node texts.
-  const pieces: (string | Uint8Array)[] = [];
-  const list = (nodes: Uint8Array[]): void => {
-    for (let i = 0; i < nodes.length; i++) {
-      if (i > 0) pieces.push(',');
-      const node = nodes[i] as Uint8Array;
-      if (i < CACHED_LEVELS) pieces.push(nodeText(node));
-      else pieces.push('"0x', Buffer.from(node.buffer, node.byteOffset, node.byteLength).toString('hex'), '"');
-    }
-  };
-  pieces.push(`{"address":"${hexData(p.address)}","accountProof":[`);
-  list(p.accountProof);
-  pieces.push(`],"balance":"${toQuantity(p.balance)}","codeHash":"${hexData(p.codeHash)}","nonce":"${toQuantity(p.nonce)}","storageHash":"${hexData(p.storageHash)}","storageProof":[`);
+  const head = `{"address":"${hexData(p.address)}","accountProof":[`;
+  const middle = `],"balance":"${toQuantity(p.balance)}","codeHash":"${hexData(p.codeHash)}","nonce":"${toQuantity(p.nonce)}","storageHash":"${hexData(p.storageHash)}","storageProof":[`;
+  const keyHeads: string[] = [];
+  let size = head.length + listSize(p.accountProof) + middle.length + 2; // ]}
   for (let i = 0; i < p.storageProof.length; i++) {
     const sp = p.storageProof[i] as StorageProofRecord;
     const inputLength = keyInputLengths[i] ?? 32;
-    pieces.push(`${i === 0 ? '' : ','}{"key":"${inputLength === 32 ? hexData(sp.key) : formatStorageKey(sp.key, inputLength)}","value":"${toQuantity(sp.value)}","proof":[`);
-    list(sp.proof);
-    pieces.push(']}');
+    const keyHead = `${i === 0 ? '' : ','}{"key":"${inputLength === 32 ? hexData(sp.key) : formatStorageKey(sp.key, inputLength)}","value":"${toQuantity(sp.value)}","proof":[`;
+    keyHeads.push(keyHead);
+    size += keyHead.length + listSize(sp.proof) + 2; // ]}
   }
-  pieces.push(']}');
-  let size = 0;
-  for (const x of pieces) size += x.length; // ASCII: one byte per char
-  const out = Buffer.allocUnsafe(size);
-  let at = 0;
-  for (const x of pieces) {
-    if (typeof x === 'string') at += out.write(x, at, 'latin1');
-    else {
-      out.set(x, at);
-      at += x.length;
-    }
+  // Its own memory (not Buffer's shared pool): an answer is kept by the reply memo, and a pooled
+  // slice would keep its whole 8 KB pool alive with it.
+  const out = Buffer.allocUnsafeSlow(size);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  let at = out.write(head, 0, 'latin1');
+  at = writeList(out, view, at, p.accountProof);
+  at += out.write(middle, at, 'latin1');
+  for (let i = 0; i < p.storageProof.length; i++) {
+    at += out.write(keyHeads[i] as string, at, 'latin1');
+    at = writeList(out, view, at, (p.storageProof[i] as StorageProofRecord).proof);
+    out[at++] = 0x5d; // ]
+    out[at++] = 0x7d; // }
   }
+  out[at++] = 0x5d;
+  out[at++] = 0x7d;
+  if (at !== size) throw new Error(`proofJson: wrote ${at} bytes of ${size}`);
   return out;
 }
