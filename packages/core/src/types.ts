@@ -150,8 +150,13 @@ export type LogQueryResult =
    */
   | { kind: 'too-many'; lastFittingBlock: bigint };
 
-/** LogQueryResult with the logs as their JSON answer (an array's text), as formatLog would write it. */
-export type LogTextQueryResult = { kind: 'ok'; text: string; count: number } | { kind: 'too-many'; lastFittingBlock: bigint };
+/**
+ * LogQueryResult with the logs as their JSON answer (an array's text), as formatLog would write
+ * it, in ASCII bytes (every member is a hex string, a number or false: the bytes are its UTF-8
+ * and its Latin-1 alike). Bytes, not a string: the stored rows are bytes, and an answer of
+ * hundreds of KB built as a string is copied again (joined, flattened, encoded) on its way out.
+ */
+export type LogTextQueryResult = { kind: 'ok'; ascii: Uint8Array; count: number } | { kind: 'too-many'; lastFittingBlock: bigint };
 
 export interface StorageProofRecord {
   key: Bytes; // the 32-byte slot as requested (left-padded)

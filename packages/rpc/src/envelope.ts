@@ -47,7 +47,7 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
         if (reply === undefined) return { body: undefined, batch: false };
         const raw = hasNumericId(message) ? rawIds(body) : undefined;
         const rawId = typeof raw === 'string' ? raw : undefined;
-        if ('result' in reply && reply.result instanceof JsonText && reply.result.shared) return memoisedReply(reply, rawId, reply.result);
+        if ('result' in reply && reply.result instanceof JsonText && (reply.result.shared || reply.result.hasBytes)) return textReply(reply, rawId, reply.result);
         return { body: serialize(reply, rawId), batch: false };
       }
       if (message.length === 0) {
@@ -151,8 +151,11 @@ function idText(reply: JsonRpcResponse, rawId: string | undefined): string {
 
 const RESULT_END = 0x7d; // }
 
-/** A single call answered with a memoised result: the text, and an encoder from the memo's bytes. */
-function memoisedReply(reply: JsonRpcResponse, rawId: string | undefined, result: JsonText): RpcReply {
+/**
+ * A single call answered with a memoised result or one written as bytes (a proof's, a getLogs
+ * answer from the stored rows): an encoder from those bytes, and the text only if asked.
+ */
+function textReply(reply: JsonRpcResponse, rawId: string | undefined, result: JsonText): RpcReply {
   const head = `{"jsonrpc":"2.0","id":${idText(reply, rawId)},"result":`;
   const headLength = Buffer.byteLength(head, 'utf8');
   return {

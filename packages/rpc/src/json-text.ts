@@ -52,6 +52,11 @@ export class JsonText<T = unknown> {
     return (this.utf8 ??= Buffer.from(this.text, 'utf8'));
   }
 
+  /** Whether the text is held as bytes (written as bytes, or bytes() was asked once). */
+  get hasBytes(): boolean {
+    return this.utf8 !== undefined;
+  }
+
   /** The length of bytes(), without making them. */
   byteLength(): number {
     return this.utf8 !== undefined ? this.utf8.length : Buffer.byteLength(this.str as string, 'utf8');

@@ -134,15 +134,24 @@ const REQ_CONTENT_LENGTH = ascii('content-length');
 const REQ_USER_AGENT = ascii('user-agent');
 const REQ_AUTHORIZATION = ascii('authorization');
 const MAX_WS_INFLIGHT = 256;
+/** Reply bodies longer than this (UTF-16 units, or bytes) are streamed under backpressure (see endLong). */
+const STREAM_ABOVE = 256 * 1024;
 /**
  * Replies that can encode themselves (RpcReply.encode) are written into this buffer and handed to
  * uWS at once; uWS copies what it does not send right away, so one buffer serves every reply
- * (no allocation per response). Longer ones get their own.
+ * (no allocation per response). It grows to the largest reply written so far, up to
+ * SCRATCH_MAX (one per app thread: module state), and stays: a fresh buffer for each
+ * answer of a few hundred KB (a getLogs answer) is fresh memory every time, and the page faults
+ * of touching it measured costlier than the copy into it. Longer replies get their own.
  */
-const SCRATCH = Buffer.allocUnsafeSlow(64 * 1024);
-const scratch = (length: number): Buffer => (length <= SCRATCH.length ? SCRATCH.subarray(0, length) : Buffer.allocUnsafe(length));
-/** Reply bodies longer than this (UTF-16 units) are streamed under backpressure (see endLong). */
-const STREAM_ABOVE = 256 * 1024;
+const SCRATCH_MAX = STREAM_ABOVE + 64 * 1024;
+let SCRATCH = Buffer.allocUnsafeSlow(64 * 1024);
+const scratch = (length: number): Buffer => {
+  if (length > SCRATCH.length && length <= SCRATCH_MAX) SCRATCH = Buffer.allocUnsafeSlow(Math.min(SCRATCH_MAX, Math.max(length, 2 * SCRATCH.length)));
+  return length <= SCRATCH.length ? SCRATCH.subarray(0, length) : Buffer.allocUnsafe(length);
+};
+/** Memory of its own for a reply that outlives the call (a streamed one). */
+const ownMemory = (length: number): Buffer => Buffer.allocUnsafe(length);
 
 /**
  * Ends `res` with a long body: whatever the socket does not take at once is written from
@@ -153,12 +162,12 @@ const STREAM_ABOVE = 256 * 1024;
  */
 function endLong(
   res: HttpResponse,
-  body: string,
+  body: string | Uint8Array,
   finished: () => void,
   onAbort: (f: () => void) => void,
   budget: ReplyBudget<unknown>,
 ): void {
-  const buf = Buffer.from(body, 'utf8');
+  const buf = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
   const total = buf.length;
   const base = res.getWriteOffset();
   const [, done] = res.tryEnd(buf, total);
@@ -380,19 +389,25 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           if (aborted) return;
           const status = !reply.batch && ctx.refusal !== undefined ? REFUSAL_STATUS[ctx.refusal] : OK;
           const { encode } = reply;
-          if (encode !== undefined && (reply.size ?? Infinity) <= STREAM_ABOVE) {
-            res.cork(() => send(res, status, origin, encode(scratch), shuttingDown, m));
-            return;
-          }
-          const text = reply.body ?? '';
-          if (text.length <= STREAM_ABOVE) {
-            res.cork(() => send(res, status, origin, text, shuttingDown, m));
-            return;
+          let long: string | Uint8Array;
+          if (encode !== undefined) {
+            if ((reply.size ?? Infinity) <= STREAM_ABOVE) {
+              res.cork(() => send(res, status, origin, encode(scratch), shuttingDown, m));
+              return;
+            }
+            long = encode(ownMemory);
+          } else {
+            const text = reply.body ?? '';
+            if (text.length <= STREAM_ABOVE) {
+              res.cork(() => send(res, status, origin, text, shuttingDown, m));
+              return;
+            }
+            long = text;
           }
           // A streamed reply keeps its connection (close() ends it after the last byte).
           res.cork(() => {
             writeHead(res, status, origin);
-            endLong(res, text, finish, (f) => (onAbort = f), budget);
+            endLong(res, long, finish, (f) => (onAbort = f), budget);
           });
           streaming = true;
           m.response('http', Number(status.slice(0, 3)));

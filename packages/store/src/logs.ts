@@ -362,7 +362,24 @@ const ROW_SCAN_BATCH = 64;
 /** rowsFrom() of a datadir without AddressLogsJson rows. */
 const NO_ROWS = 2n ** 64n;
 const META_LOGS_JSON_FROM = tables.meta.key(MetaKey.LogsJsonFrom);
-const EMPTY_TEXT: LogTextQueryResult = { kind: 'ok', text: '[]', count: 0 };
+const EMPTY_TEXT: LogTextQueryResult = { kind: 'ok', ascii: Buffer.from('[]', 'latin1'), count: 0 };
+
+/** `[` + the parts joined by `,` + `]`, in one allocation of the exact size. */
+function jsonArrayOf(parts: Uint8Array[]): Uint8Array {
+  let size = parts.length > 0 ? parts.length + 1 : 2;
+  for (const p of parts) size += p.length;
+  const out = Buffer.allocUnsafeSlow(size);
+  out[0] = 0x5b; // [
+  let at = 1;
+  for (let i = 0; i < parts.length; i++) {
+    if (i > 0) out[at++] = 0x2c; // ,
+    const p = parts[i] as Uint8Array;
+    out.set(p, at);
+    at += p.length;
+  }
+  out[at] = 0x5d; // ]
+  return out;
+}
 
 /** The block number of an AddressLogsJson key (prefix, address, number). */
 function addressLogsNumber(key: Uint8Array): bigint {
@@ -709,21 +726,21 @@ export class LogQueries {
     if (perAddress.length === 1) {
       const rows = perAddress[0] as { number: bigint; view: AddressLogsJsonView }[];
       let count = 0;
-      const parts = new Array<string>(rows.length);
+      const parts = new Array<Uint8Array>(rows.length);
       for (let i = 0; i < rows.length; i++) {
         const r = rows[i] as { number: bigint; view: AddressLogsJsonView };
         count += r.view.count;
         if (count > limit) return { kind: 'too-many', lastFittingBlock: r.number - 1n };
-        parts[i] = r.view.all();
+        parts[i] = r.view.allBytes();
       }
-      return { kind: 'ok', text: `[${parts.join(',')}]`, count };
+      return { kind: 'ok', ascii: jsonArrayOf(parts), count };
     }
     // Several addresses: their logs interleave by block, then log index.
     const entries: { number: bigint; logIndex: number; view: AddressLogsJsonView; i: number }[] = [];
     for (const rows of perAddress) for (const r of rows) for (let i = 0; i < r.view.count; i++) entries.push({ number: r.number, logIndex: r.view.logIndex(i), view: r.view, i });
     entries.sort((x, y) => (x.number < y.number ? -1 : x.number > y.number ? 1 : x.logIndex - y.logIndex));
     if (entries.length > limit) return { kind: 'too-many', lastFittingBlock: (entries[limit] as { number: bigint }).number - 1n };
-    return { kind: 'ok', text: `[${entries.map((e) => e.view.text(e.i)).join(',')}]`, count: entries.length };
+    return { kind: 'ok', ascii: jsonArrayOf(entries.map((e) => e.view.textBytes(e.i))), count: entries.length };
   }
 
   /** An address query with topics: ids from the index join, texts from the addresses' rows. */
@@ -738,7 +755,7 @@ export class LogQueries {
       // Few matches spread over a long range: finding their blocks by reading every block's log
       // range would cost more than reading their log rows (which carry the block).
       const records = await this.recordsOf(ids, query, budget);
-      return { kind: 'ok', text: await this.textOf(records, budget), count: records.length };
+      return { kind: 'ok', ascii: Buffer.from(await this.textOf(records, budget), 'latin1'), count: records.length };
     }
     const picks = await this.picksOf(query.fromBlock, range.to, ids, budget);
     const keys: { address: Uint8Array; number: bigint }[] = [];
@@ -758,16 +775,16 @@ export class LogQueries {
     }
     // Each match from the row holding its log index; one that none holds (a row missing) from
     // its log row.
-    const parts: (string | undefined)[] = [];
+    const parts: (Uint8Array | undefined)[] = [];
     const missing: { at: number; id: number }[] = [];
     for (const p of picks) {
       const views = rows.get(p.number) ?? [];
       for (const local of p.locals ?? []) {
-        let text: string | undefined;
+        let text: Uint8Array | undefined;
         for (const v of views) {
           const i = v.find(local);
           if (i >= 0) {
-            text = v.text(i);
+            text = v.textBytes(i);
             break;
           }
         }
@@ -777,15 +794,15 @@ export class LogQueries {
     }
     if (missing.length > 0) {
       const writer = new LogJsonWriter();
-      const byLog = new Map<string, string>();
-      for (const r of await this.recordsOf(missing.map((m) => m.id), query, budget)) byLog.set(`${r.blockNumber}:${r.logIndex}`, writer.write(r));
+      const byLog = new Map<string, Uint8Array>();
+      for (const r of await this.recordsOf(missing.map((m) => m.id), query, budget)) byLog.set(`${r.blockNumber}:${r.logIndex}`, Buffer.from(writer.write(r), 'latin1'));
       for (const m of missing) {
         const p = picks.find((x) => m.id >= x.first && m.id < x.first + x.count) as BlockPick;
         parts[m.at] = byLog.get(`${p.number}:${m.id - p.first}`);
       }
     }
-    const texts = parts.filter((t): t is string => t !== undefined);
-    return { kind: 'ok', text: `[${texts.join(',')}]`, count: texts.length };
+    const texts = parts.filter((t): t is Uint8Array => t !== undefined);
+    return { kind: 'ok', ascii: jsonArrayOf(texts), count: texts.length };
   }
 
   /**

@@ -806,4 +806,16 @@ export class AddressLogsJsonView {
   all(): string {
     return latin1OfBytes(this.raw, this.head, this.raw.length);
   }
+
+  /** text(i) as the row's own bytes (a view of the row, not a copy). */
+  textBytes(i: number): Uint8Array {
+    if (i < 0 || i >= this.count) throw new RangeError(`AddressLogsJson: no entry ${i} of ${this.count}`);
+    const start = i === 0 ? 0 : this.end(i - 1) + 1;
+    return this.raw.subarray(this.head + start, this.head + this.end(i));
+  }
+
+  /** all() as the row's own bytes (a view of the row, not a copy). */
+  allBytes(): Uint8Array {
+    return this.raw.subarray(this.head);
+  }
 }
