@@ -153,10 +153,12 @@ export type LogQueryResult =
 /**
  * LogQueryResult with the logs as their JSON answer (an array's text), as formatLog would write
  * it, in ASCII bytes (every member is a hex string, a number or false: the bytes are its UTF-8
- * and its Latin-1 alike). Bytes, not a string: the stored rows are bytes, and an answer of
- * hundreds of KB built as a string is copied again (joined, flattened, encoded) on its way out.
+ * and its Latin-1 alike), in chunks: concatenated in order they are the text. Bytes, not a
+ * string: the stored rows are bytes, and an answer of hundreds of KB built as a string is copied
+ * again (joined, flattened, encoded) on its way out. Chunks, not one buffer: they are views of
+ * the rows as read and the separators between them, written once, into the reply.
  */
-export type LogTextQueryResult = { kind: 'ok'; ascii: Uint8Array; count: number } | { kind: 'too-many'; lastFittingBlock: bigint };
+export type LogTextQueryResult = { kind: 'ok'; ascii: Uint8Array[]; count: number } | { kind: 'too-many'; lastFittingBlock: bigint };
 
 export interface StorageProofRecord {
   key: Bytes; // the 32-byte slot as requested (left-padded)

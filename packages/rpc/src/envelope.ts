@@ -167,11 +167,10 @@ function textReply(reply: JsonRpcResponse, rawId: string | undefined, result: Js
     batch: false,
     size: headLength + result.byteLength() + 1,
     encode: (alloc) => {
-      const tail = result.bytes();
-      const out = alloc(headLength + tail.length + 1);
+      const out = alloc(headLength + result.byteLength() + 1);
       out.write(head, 0, 'utf8');
-      out.set(tail, headLength);
-      out[headLength + tail.length] = RESULT_END;
+      const end = result.writeInto(out, headLength);
+      out[end] = RESULT_END;
       return out;
     },
   };

@@ -13,6 +13,9 @@ export class JsonText<T = unknown> {
   declare readonly __value?: T;
   private utf8: Uint8Array | undefined;
   private str: string | undefined;
+  /** ofAsciiChunks: the bytes in chunks (joined into utf8 only if bytes() is asked). */
+  private chunks: Uint8Array[] | undefined;
+  private chunksLength = 0;
   /**
    * @param shared The same object answers many calls (a FormatMemo entry): worth keeping its
    *   UTF-8 bytes (see bytes()). A one-off text (a getLogs answer) is not.
@@ -35,9 +38,18 @@ export class JsonText<T = unknown> {
     return t;
   }
 
+  /** ofAscii, for a text in chunks that concatenated in order are the bytes. */
+  static ofAsciiChunks<T>(chunks: Uint8Array[], shared = false): JsonText<T> {
+    const t = new JsonText<T>('', shared);
+    t.str = undefined;
+    t.chunks = chunks;
+    for (const c of chunks) t.chunksLength += c.length;
+    return t;
+  }
+
   get text(): string {
     if (this.str === undefined) {
-      const b = this.utf8 as Uint8Array;
+      const b = this.bytes();
       this.str = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
     }
     return this.str;
@@ -49,16 +61,35 @@ export class JsonText<T = unknown> {
    * for every call.
    */
   bytes(): Uint8Array {
+    if (this.utf8 === undefined && this.chunks !== undefined) {
+      this.utf8 = Buffer.concat(this.chunks, this.chunksLength);
+      this.chunks = undefined;
+    }
     return (this.utf8 ??= Buffer.from(this.text, 'utf8'));
+  }
+
+  /** Writes bytes() into `out` at `at` (chunks straight from where they are); returns the end. */
+  writeInto(out: Uint8Array, at: number): number {
+    if (this.chunks !== undefined) {
+      for (const c of this.chunks) {
+        out.set(c, at);
+        at += c.length;
+      }
+      return at;
+    }
+    const b = this.bytes();
+    out.set(b, at);
+    return at + b.length;
   }
 
   /** Whether the text is held as bytes (written as bytes, or bytes() was asked once). */
   get hasBytes(): boolean {
-    return this.utf8 !== undefined;
+    return this.utf8 !== undefined || this.chunks !== undefined;
   }
 
   /** The length of bytes(), without making them. */
   byteLength(): number {
+    if (this.chunks !== undefined) return this.chunksLength;
     return this.utf8 !== undefined ? this.utf8.length : Buffer.byteLength(this.str as string, 'utf8');
   }
 

@@ -175,7 +175,7 @@ async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonText<Json
       { from, to, limit },
     );
   }
-  if ('ascii' in result) return JsonText.ofAscii<JsonLog[]>(result.ascii);
+  if ('ascii' in result) return JsonText.ofAsciiChunks<JsonLog[]>(result.ascii);
   // Up to 10,000 logs: written as text in slices (other requests run in between), within the
   // same deadline as the query.
   const text = await formatLogsText(result.logs, () => {
