@@ -66,8 +66,3 @@ export function concatBytes(...parts: Uint8Array[]): Uint8Array {
 const hexSlice = (Buffer.prototype as unknown as { hexSlice?: (this: Uint8Array, start: number, end: number) => string }).hexSlice;
 export const hexOfBytes: (b: Uint8Array) => string =
   hexSlice !== undefined ? (b) => hexSlice.call(b, 0, b.length) : (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
-
-const latin1Slice = (Buffer.prototype as unknown as { latin1Slice?: (this: Uint8Array, start: number, end: number) => string }).latin1Slice;
-/** Bytes [start, end) of a view as a one-byte-per-char string (ASCII text stored as bytes), without a Buffer view. */
-export const latin1OfBytes: (b: Uint8Array, start: number, end: number) => string =
-  latin1Slice !== undefined ? (b, start, end) => latin1Slice.call(b, start, end) : (b, start, end) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1', start, end);

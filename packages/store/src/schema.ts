@@ -41,7 +41,7 @@
 //                           block written after; readers then format logs from the Logs rows,
 //                           so no schema version bump).
 import { RLP } from '@ethereumjs/rlp';
-import { bigIntToFixed, bytesToBigInt, concatBytes, latin1OfBytes } from '@chainnode/core';
+import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
 
 export const SCHEMA_VERSION = 2;
 
@@ -795,26 +795,14 @@ export class AddressLogsJsonView {
     return lo < this.count && this.logIndex(lo) === logIndex ? lo : -1;
   }
 
-  /** The JSON of entry `i`. */
-  text(i: number): string {
-    if (i < 0 || i >= this.count) throw new RangeError(`AddressLogsJson: no entry ${i} of ${this.count}`);
-    const start = i === 0 ? 0 : this.end(i - 1) + 1;
-    return latin1OfBytes(this.raw, this.head + start, this.head + this.end(i));
-  }
-
-  /** Every entry's JSON, joined by ','. */
-  all(): string {
-    return latin1OfBytes(this.raw, this.head, this.raw.length);
-  }
-
-  /** text(i) as the row's own bytes (a view of the row, not a copy). */
+  /** The JSON of entry `i`, as the row's own bytes (a view of the row, not a copy). */
   textBytes(i: number): Uint8Array {
     if (i < 0 || i >= this.count) throw new RangeError(`AddressLogsJson: no entry ${i} of ${this.count}`);
     const start = i === 0 ? 0 : this.end(i - 1) + 1;
     return this.raw.subarray(this.head + start, this.head + this.end(i));
   }
 
-  /** all() as the row's own bytes (a view of the row, not a copy). */
+  /** Every entry's JSON, joined by ',', as the row's own bytes (a view of the row, not a copy). */
   allBytes(): Uint8Array {
     return this.raw.subarray(this.head);
   }
