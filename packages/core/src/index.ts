@@ -7,3 +7,4 @@ export type * from './chain-events.js';
 export * from './single-flight.js';
 export * from './block-json.js';
 export * from './log-json.js';
+export * from './ascii-chunks.js';

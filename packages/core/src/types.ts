@@ -1,6 +1,7 @@
 // Plain, decoded chain records: what the store hands to query code. Bytes are Uint8Array,
 // numbers are bigint (quantities) or number (indexes, sizes). Nothing here knows LevelDB or
 // JSON; the rpc formatters turn these into geth-shaped JSON.
+import type { AsciiChunk } from './ascii-chunks.js';
 
 export type Bytes = Uint8Array;
 
@@ -156,9 +157,10 @@ export type LogQueryResult =
  * and its Latin-1 alike), in chunks: concatenated in order they are the text. Bytes, not a
  * string: the stored rows are bytes, and an answer of hundreds of KB built as a string is copied
  * again (joined, flattened, encoded) on its way out. Chunks, not one buffer: they are views of
- * the rows as read and the separators between them, written once, into the reply.
+ * the rows as read and the separators between them, written once, into the reply; a chunk may
+ * also be a slice of a sealed log segment's file, read straight into the reply (ascii-chunks.ts).
  */
-export type LogTextQueryResult = { kind: 'ok'; ascii: Uint8Array[]; count: number } | { kind: 'too-many'; lastFittingBlock: bigint };
+export type LogTextQueryResult = { kind: 'ok'; ascii: AsciiChunk[]; count: number } | { kind: 'too-many'; lastFittingBlock: bigint };
 
 export interface StorageProofRecord {
   key: Bytes; // the 32-byte slot as requested (left-padded)

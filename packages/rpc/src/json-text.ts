@@ -7,6 +7,8 @@
 // records (and its caches hand out the same object again), so the text is a pure function of
 // the object. Entries die with the records (WeakMap), so the memo is bounded by the store's
 // own caches; a store that builds fresh objects per call simply never hits.
+import { chunksToBytes, writeChunk } from '@chainnode/core';
+import type { AsciiChunk } from '@chainnode/core';
 
 export class JsonText<T = unknown> {
   /** Phantom: the type of the value the text encodes. */
@@ -14,7 +16,7 @@ export class JsonText<T = unknown> {
   private utf8: Uint8Array | undefined;
   private str: string | undefined;
   /** ofAsciiChunks: the bytes in chunks (joined into utf8 only if bytes() is asked). */
-  private chunks: Uint8Array[] | undefined;
+  private chunks: AsciiChunk[] | undefined;
   private chunksLength = 0;
   /**
    * @param shared The same object answers many calls (a FormatMemo entry): worth keeping its
@@ -38,8 +40,11 @@ export class JsonText<T = unknown> {
     return t;
   }
 
-  /** ofAscii, for a text in chunks that concatenated in order are the bytes. */
-  static ofAsciiChunks<T>(chunks: Uint8Array[], shared = false): JsonText<T> {
+  /**
+   * ofAscii, for a text in chunks that concatenated in order are the bytes (a chunk may be a
+   * slice of an immutable file: read when the text is written or asked for).
+   */
+  static ofAsciiChunks<T>(chunks: AsciiChunk[], shared = false): JsonText<T> {
     const t = new JsonText<T>('', shared);
     t.str = undefined;
     t.chunks = chunks;
@@ -62,7 +67,7 @@ export class JsonText<T = unknown> {
    */
   bytes(): Uint8Array {
     if (this.utf8 === undefined && this.chunks !== undefined) {
-      this.utf8 = Buffer.concat(this.chunks, this.chunksLength);
+      this.utf8 = chunksToBytes(this.chunks);
       this.chunks = undefined;
     }
     return (this.utf8 ??= Buffer.from(this.text, 'utf8'));
@@ -71,10 +76,7 @@ export class JsonText<T = unknown> {
   /** Writes bytes() into `out` at `at` (chunks straight from where they are); returns the end. */
   writeInto(out: Uint8Array, at: number): number {
     if (this.chunks !== undefined) {
-      for (const c of this.chunks) {
-        out.set(c, at);
-        at += c.length;
-      }
+      for (const c of this.chunks) at = writeChunk(c, out, at);
       return at;
     }
     const b = this.bytes();

@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
+import { chunksToBytes } from '@chainnode/core';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { LevelChainStore, StoreWriter } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
@@ -170,12 +171,12 @@ describe('StoreWriter.rewind', () => {
         // The ready-to-serve rows (AddressLogsJson) tell the same: B's logs only.
         const text = await store.logsText({ fromBlock: 0n, toBlock: 14n, addresses: [HOT_ADDR], topics: [] }, OPTS);
         if (text?.kind !== 'ok') throw new Error(`logsText: ${JSON.stringify(text)}`);
-        const parsed = JSON.parse(Buffer.concat(text.ascii).toString('latin1')) as { blockNumber: string; blockHash: string; logIndex: string; data: string }[];
+        const parsed = JSON.parse(chunksToBytes(text.ascii).toString('latin1')) as { blockNumber: string; blockHash: string; logIndex: string; data: string }[];
         expect(parsed.map((l) => [l.blockNumber, l.blockHash, l.logIndex, l.data])).toEqual(
           all.logs.map((l) => [`0x${l.blockNumber.toString(16)}`, `0x${Buffer.from(l.blockHash).toString('hex')}`, `0x${l.logIndex.toString(16)}`, `0x${Buffer.from(l.data).toString('hex')}`]),
         );
         const none = await store.logsText({ fromBlock: 0n, toBlock: 14n, addresses: [word(0xb0, 9, 20)], topics: [] }, OPTS);
-        expect(none?.kind === 'ok' ? [Buffer.concat(none.ascii).toString('latin1'), none.count] : none).toEqual(['[]', 0]);
+        expect(none?.kind === 'ok' ? [chunksToBytes(none.ascii).toString('latin1'), none.count] : none).toEqual(['[]', 0]);
       } finally {
         await store.close();
       }
