@@ -13,9 +13,10 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { LimitExceededError, LogJsonWriter, bytesEqual, bytesToBigInt } from '@chainnode/core';
-import type { ChainHead, LogQuery, LogQueryOptions, LogQueryResult, LogRecord, LogTextQueryResult } from '@chainnode/core';
+import type { AsciiChunk, ChainHead, LogQuery, LogQueryOptions, LogQueryResult, LogRecord, LogTextQueryResult } from '@chainnode/core';
 import type { Db } from './db.js';
 import { Lru } from './lru.js';
+import { LogSegmentReader } from './log-segments.js';
 import { AddressLogsJsonView, LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, decodePostings, logCodec, logIndexKeyLength, putU64, tables, u64Codec, writeLogIndexKey } from './schema.js';
 import type { KvSyncRead, StoredLog } from './schema.js';
 
@@ -442,13 +443,21 @@ export class LogQueries {
   /** Synchronous point reads, outside the gate (they take no thread-pool thread). */
   private readonly sync: KvSyncRead;
   private logsJsonFrom: bigint | undefined;
+  private readonly segments: LogSegmentReader;
 
   constructor(
     db: Db,
+    datadir: string,
     private readonly chain: LogReadContext,
   ) {
     this.db = new GatedDb(db, new Gate(LOG_READS_IN_FLIGHT));
     this.sync = db;
+    this.segments = new LogSegmentReader(db, datadir);
+  }
+
+  /** Closes the log segment files (the store is closing: no reply will read them any more). */
+  close(): void {
+    this.segments.close();
   }
 
   /** A commit changed the canonical blocks at these numbers (see LevelChainStore.applyCommit). */
@@ -686,64 +695,100 @@ export class LogQueries {
 
   /** An address-only query: each address's rows over [from, to] in one forward scan. */
   private async scanText(addresses: Uint8Array[], from: bigint, to: bigint, limit: number, budget: Budget): Promise<LogTextQueryResult> {
+    if (addresses.length === 1) return this.scanOneText(addresses[0] as Uint8Array, from, to, limit, budget);
     const perAddress: { number: bigint; view: AddressLogsJsonView }[][] = [];
-    for (const address of addresses) {
-      const rows: { number: bigint; view: AddressLogsJsonView }[] = [];
-      let count = 0;
-      if ((to - from + 1n) * BigInt(addresses.length) <= BigInt(SYNC_SCAN_MAX)) {
-        // A short range: one synchronous get per block (a LevelDB iterator costs more to open and
-        // seek than tens of point reads of rows that mostly sit in one table file).
-        const key = tables.addressLogsJson.key({ address, number: from });
-        const last = Number(to);
-        for (let n = Number(from); n <= last && count <= limit; n++) {
-          putU64(key, 21, n);
-          const raw = this.sync.getSync(key);
-          if (raw !== undefined) {
-            const view = new AddressLogsJsonView(raw);
-            rows.push({ number: BigInt(n), view });
-            count += view.count;
-          }
-          if ((n & 127) === 127) await budget.tick();
-        }
-        perAddress.push(rows);
-        continue;
-      }
-      const it = this.db.iterator({ gte: tables.addressLogsJson.key({ address, number: from }), lte: tables.addressLogsJson.key({ address, number: to }) });
-      try {
-        // An address's logs past the first limit + 1 cannot be in the answer nor decide the cap.
-        while (count <= limit) {
-          const entries = await it.nextv(ROW_SCAN_BATCH);
-          if (entries.length === 0) break;
-          for (const [k, v] of entries) {
-            const view = new AddressLogsJsonView(v);
-            rows.push({ number: addressLogsNumber(k), view });
-            count += view.count;
-          }
-          await budget.tick();
-        }
-      } finally {
-        await it.close();
-      }
-      perAddress.push(rows);
-    }
-    if (perAddress.length === 1) {
-      const rows = perAddress[0] as { number: bigint; view: AddressLogsJsonView }[];
-      let count = 0;
-      const parts = new Array<Uint8Array>(rows.length);
-      for (let i = 0; i < rows.length; i++) {
-        const r = rows[i] as { number: bigint; view: AddressLogsJsonView };
-        count += r.view.count;
-        if (count > limit) return { kind: 'too-many', lastFittingBlock: r.number - 1n };
-        parts[i] = r.view.allBytes();
-      }
-      return { kind: 'ok', ascii: jsonArrayOf(parts), count };
-    }
+    for (const address of addresses) perAddress.push(await this.rowsOf(address, from, to, limit, budget, addresses.length));
     // Several addresses: their logs interleave by block, then log index.
     const entries: { number: bigint; logIndex: number; view: AddressLogsJsonView; i: number }[] = [];
     for (const rows of perAddress) for (const r of rows) for (let i = 0; i < r.view.count; i++) entries.push({ number: r.number, logIndex: r.view.logIndex(i), view: r.view, i });
     entries.sort((x, y) => (x.number < y.number ? -1 : x.number > y.number ? 1 : x.logIndex - y.logIndex));
     if (entries.length > limit) return { kind: 'too-many', lastFittingBlock: (entries[limit] as { number: bigint }).number - 1n };
     return { kind: 'ok', ascii: jsonArrayOf(entries.map((e) => e.view.textBytes(e.i))), count: entries.length };
+  }
+
+  /**
+   * One address: its sealed spans (log-segments.ts) as file slices, the blocks around them from
+   * its rows, in block order.
+   */
+  private async scanOneText(address: Uint8Array, from: bigint, to: bigint, limit: number, budget: Budget): Promise<LogTextQueryResult> {
+    const sealed = this.segments.sealed();
+    const chunks: AsciiChunk[] = [OPEN];
+    let count = 0;
+    const add = (c: AsciiChunk): void => {
+      if (chunks.length > 1) chunks.push(COMMA);
+      chunks.push(c);
+    };
+    const fromRows = async (lo: bigint, hi: bigint): Promise<LogTextQueryResult | undefined> => {
+      for (const r of await this.rowsOf(address, lo, hi, limit - count, budget, 1)) {
+        count += r.view.count;
+        if (count > limit) return { kind: 'too-many', lastFittingBlock: r.number - 1n };
+        add(r.view.allBytes());
+      }
+      return undefined;
+    };
+    let at = from;
+    if (sealed !== undefined && from < sealed.to && to >= sealed.from) {
+      if (at < sealed.from) {
+        const over = await fromRows(at, sealed.from - 1n);
+        if (over !== undefined) return over;
+        at = sealed.from;
+      }
+      const hi = to < sealed.to ? to : sealed.to - 1n;
+      const r = this.segments.scan(address, at, hi, count, limit);
+      if (r.kind === 'too-many') return r;
+      count = r.count;
+      for (const s of r.slices) add(s);
+      at = hi + 1n;
+    }
+    if (at <= to) {
+      const over = await fromRows(at, to);
+      if (over !== undefined) return over;
+    }
+    chunks.push(CLOSE);
+    return { kind: 'ok', ascii: chunks, count };
+  }
+
+  /**
+   * An address's AddressLogsJson rows over [from, to], stopping once they hold over `limit` logs;
+   * `addresses`: how many addresses the query reads so (they share SYNC_SCAN_MAX).
+   */
+  private async rowsOf(address: Uint8Array, from: bigint, to: bigint, limit: number, budget: Budget, addresses: number): Promise<{ number: bigint; view: AddressLogsJsonView }[]> {
+    const rows: { number: bigint; view: AddressLogsJsonView }[] = [];
+    let count = 0;
+    if ((to - from + 1n) * BigInt(addresses) <= BigInt(SYNC_SCAN_MAX)) {
+      // A short range: one synchronous get per block (a LevelDB iterator costs more to open and
+      // seek than tens of point reads of rows that mostly sit in one table file).
+      const key = tables.addressLogsJson.key({ address, number: from });
+      const last = Number(to);
+      for (let n = Number(from); n <= last && count <= limit; n++) {
+        putU64(key, 21, n);
+        const raw = this.sync.getSync(key);
+        if (raw !== undefined) {
+          const view = new AddressLogsJsonView(raw);
+          rows.push({ number: BigInt(n), view });
+          count += view.count;
+        }
+        if ((n & 127) === 127) await budget.tick();
+      }
+      return rows;
+    }
+    const it = this.db.iterator({ gte: tables.addressLogsJson.key({ address, number: from }), lte: tables.addressLogsJson.key({ address, number: to }) });
+    try {
+      // An address's logs past the first limit + 1 cannot be in the answer nor decide the cap.
+      while (count <= limit) {
+        const entries = await it.nextv(ROW_SCAN_BATCH);
+        if (entries.length === 0) break;
+        for (const [k, v] of entries) {
+          const view = new AddressLogsJsonView(v);
+          rows.push({ number: addressLogsNumber(k), view });
+          count += view.count;
+        }
+        await budget.tick();
+      }
+    } finally {
+      await it.close();
+    }
+    return rows;
   }
 
   /** An address query with topics: ids from the index join, texts from the addresses' rows. */

@@ -115,9 +115,10 @@ export class LevelChainStore implements ChainStore {
 
   private constructor(
     private readonly db: Db,
+    datadir: string,
     private readonly chainInfo: ChainInfo,
   ) {
-    this.logQueries = new LogQueries(db, { head: () => this.head(), generation: () => this.gen });
+    this.logQueries = new LogQueries(db, datadir, { head: () => this.head(), generation: () => this.gen });
   }
 
   static async open(datadir: string, options: OpenChainStoreOptions = {}): Promise<LevelChainStore> {
@@ -135,7 +136,7 @@ export class LevelChainStore implements ChainStore {
       const parsed = JSON.parse(new TextDecoder().decode(config)) as { chainId?: number | string };
       if (parsed.chainId === undefined) throw new Error(`datadir ${datadir}: stored chain config has no chainId`);
       const chainId = BigInt(parsed.chainId);
-      return new LevelChainStore(db, { chainId, networkId: chainId, genesisHash });
+      return new LevelChainStore(db, datadir, { chainId, networkId: chainId, genesisHash });
     } catch (err) {
       await db.close();
       throw err;
@@ -498,6 +499,7 @@ export class LevelChainStore implements ChainStore {
 
   async close(): Promise<void> {
     if (this.db.status === 'open' || this.db.status === 'opening') await this.db.close();
+    this.logQueries.close();
   }
 }
 

@@ -4,7 +4,7 @@
 //
 //   prefix  table           Key -> Value
 //   0x01    Meta            utf8 name -> bytes   (schemaVersion, genesisHash, chainConfig, head,
-//                           genesisJson, logsJsonFrom)
+//                           genesisJson, logsJsonFrom, logSegments)
 //   0x02    Canonical       number(8) -> blockHash(32)
 //   0x03    HashToNumber    blockHash(32) -> number(8)
 //   0x04    Headers         blockHash(32) -> header RLP (as in the block)
@@ -40,6 +40,12 @@
 //                           datadir written before the table existed has none below its first
 //                           block written after; readers then format logs from the Logs rows,
 //                           so no schema version bump).
+//   0x12    LogSegments     spanStart(8) ++ address(20) -> file(4) ++ offset(8) ++ count(4) ++ count x
+//                           [block - spanStart (4) ++ textEnd(4) ++ logCount(4)]: where an address's
+//                           AddressLogsJson text of a sealed span (log-segments.ts) lies in segment
+//                           file `file`: its blocks in order, block i's text (its row's text) at
+//                           [offset + (i = 0 ? 0 : textEnd(i-1) + 1), offset + textEnd(i)), the
+//                           blocks joined by ','. Present for the spans of Meta.logSegments only.
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
 
@@ -63,6 +69,7 @@ export const Prefix = {
   BlockTxHashes: 0x0f,
   BlockJson: 0x10,
   AddressLogsJson: 0x11,
+  LogSegments: 0x12,
 } as const;
 
 export const LogIndexKind = { Address: 0x10 } as const;
@@ -715,6 +722,12 @@ export const MetaKey = {
   GenesisJson: 'genesisJson',
   /** u64: AddressLogsJson rows exist for every block from this number on (see the table). */
   LogsJsonFrom: 'logsJsonFrom',
+  /**
+   * from(8) ++ to(8) ++ file(4) ++ fileLength(8): the spans of blocks [from, to) are sealed into
+   * log segments (log-segments.ts), and segment file `file`, the one appended to, ends at
+   * fileLength (bytes past it are a crashed seal's and are cut off by the next).
+   */
+  LogSegments: 'logSegments',
 } as const;
 
 export const tables = {

@@ -8,6 +8,7 @@ import { LogJsonWriter, blockJsonHead, bytesToBigInt, decodeHeader, withdrawalsF
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
+import { LogSegmentSealer } from './log-segments.js';
 import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, SCHEMA_VERSION, decodePostings, encodeAddressLogsJson, encodeLogRow, headCodec, logIndexKeyLength, postingCodec, putU64, tables, u64Codec, writeLogIndexKey } from './schema.js';
 import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
@@ -633,6 +634,9 @@ export class StoreWriter {
   private logsJsonFrom: { value: bigint; stored: boolean } | undefined;
   private head: HeadPointer | undefined;
   private genesisHash: Uint8Array | undefined;
+  private segments!: LogSegmentSealer;
+  /** A rewind is staged (it unseals log segments): no sealing until its batch has landed. */
+  private rewound = false;
 
   private constructor(
     readonly db: Db,
@@ -648,6 +652,7 @@ export class StoreWriter {
     const w = new StoreWriter(await openDb(datadir, { create: true, bulkLoad: true, shared: options.shared === true }), options);
     try {
       await w.load();
+      w.segments = await LogSegmentSealer.open(w.db, datadir);
     } catch (err) {
       await w.db.close();
       throw err;
@@ -901,6 +906,8 @@ export class StoreWriter {
       if (kept.length > 0) ops.put(to, postingCodec.encode(kept));
       this.values.replaceOpen(kind, value, kept, flush);
     }
+    await this.segments.unsealFrom(ancestor + 1n, ops);
+    this.rewound = true;
     this.nextLogId = cut;
     this.groupHead = { number: ancestor, hash: ancestorHash };
     return removed;
@@ -919,7 +926,18 @@ export class StoreWriter {
   async flush(): Promise<FlushStats> {
     const stats = await this.writeGroup();
     await this.settle();
+    await this.sealLogSegments();
     return stats;
+  }
+
+  /**
+   * Seals the log segments (log-segments.ts) that the durable head has left SEAL_DEPTH behind.
+   * Between groups only: it reads what landed and writes a batch of its own.
+   */
+  private async sealLogSegments(): Promise<void> {
+    const rows = this.logsJsonFrom;
+    if (this.rewound || this.head === undefined || rows === undefined || !rows.stored) return;
+    await this.segments.sealBelow(rows.value, this.head.number);
   }
 
   /**
@@ -946,6 +964,7 @@ export class StoreWriter {
   private async writeGroup(): Promise<FlushStats> {
     await this.settle(); // open chunks are read (and cached) only as the last landed batch left them
     if (this.failed !== undefined) throw this.failed;
+    await this.sealLogSegments();
     const ops = this.group;
     const stats: FlushStats = { ...this.groupStats, trieNodes: 0, bytes: 0 };
     const head = this.groupHead;
@@ -960,6 +979,7 @@ export class StoreWriter {
     this.group = new GroupBatch(this.db);
     this.groupHead = undefined;
     this.groupStats = { blocks: 0, txs: 0, logs: 0 };
+    this.rewound = false; // the next seal comes after this batch has landed (settle())
     const landed = ops.write().then(
       () => {
         this.head = head;

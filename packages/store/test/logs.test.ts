@@ -2,7 +2,7 @@
 // written through StoreWriter.addPreExecutedBlock. Every answer is re-derived by a brute-force
 // filter over the logs the test generated itself; the chunk layout is checked to be independent
 // of how blocks were grouped into batches.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { appendFile, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
@@ -12,7 +12,8 @@ import type { LogQuery, LogQueryResult, LogTextQueryResult } from '@chainnode/co
 import { LevelChainStore, StoreWriter, digestDatadir } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, OPEN_CHUNK, encodeAddressLogsJson, tables } from '../src/schema.js';
+import { SEGMENT_SPAN } from '../src/log-segments.js';
+import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, OPEN_CHUNK, encodeAddressLogsJson, tables } from '../src/schema.js';
 
 const BLOCKS = 700;
 /** dirs[5] has AddressLogsJson rows from this block on. */
@@ -47,7 +48,7 @@ function lcg(seed: number): () => number {
   };
 }
 
-function makeChain(): { blocks: BlockInput[]; genesis: BlockInput; all: Gen[] } {
+function makeChain(length = BLOCKS): { blocks: BlockInput[]; genesis: BlockInput; all: Gen[] } {
   const r = lcg(42);
   const all: Gen[] = [];
   const header = (n: number, parent: Uint8Array, bloom: Uint8Array) =>
@@ -87,7 +88,7 @@ function makeChain(): { blocks: BlockInput[]; genesis: BlockInput; all: Gen[] } 
   const genesis = block(0, new Uint8Array(32), []);
   const blocks: BlockInput[] = [];
   let parent = genesis.hash;
-  for (let n = 1; n <= BLOCKS; n++) {
+  for (let n = 1; n <= length; n++) {
     const logs: LogInput[][] = [];
     // Some blocks without logs, most with 5..20.
     const count = r() < 0.1 ? 0 : 5 + Math.floor(r() * 16);
@@ -147,6 +148,20 @@ function matches(g: Gen, q: LogQuery): boolean {
 }
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+/** A log's JSON as geth writes it, from the test's own record of the chain. */
+const jsonOf = (g: Gen): unknown => ({
+  address: `0x${hex(g.log.address)}`,
+  topics: g.log.topics.map((t) => `0x${hex(t)}`),
+  data: `0x${hex(g.log.data)}`,
+  blockNumber: `0x${g.blockNumber.toString(16)}`,
+  transactionHash: `0x${hex(g.txHash)}`,
+  transactionIndex: `0x${g.txIndex.toString(16)}`,
+  blockHash: `0x${hex(g.blockHash)}`,
+  blockTimestamp: `0x${g.timestamp.toString(16)}`,
+  logIndex: `0x${g.logIndex.toString(16)}`,
+  removed: false,
+});
+
 /** A logsText answer with its ASCII bytes as text, to compare with the expected text. */
 const asText = (r: LogTextQueryResult | undefined) => (r?.kind === 'ok' ? { kind: 'ok', text: chunksToBytes(r.ascii).toString('latin1'), count: r.count } : r);
 const describeLog = (l: { blockNumber: bigint; logIndex: number; transactionHash?: Uint8Array; txHash?: Uint8Array }) => `${l.blockNumber}:${l.logIndex}`;
@@ -279,20 +294,6 @@ describe('log index over a synthetic chain', () => {
     expect(nonEmpty).toBeGreaterThan(40);
   });
 
-  /** A log's JSON as geth writes it, from the test's own record of the chain. */
-  const jsonOf = (g: Gen): unknown => ({
-    address: `0x${hex(g.log.address)}`,
-    topics: g.log.topics.map((t) => `0x${hex(t)}`),
-    data: `0x${hex(g.log.data)}`,
-    blockNumber: `0x${g.blockNumber.toString(16)}`,
-    transactionHash: `0x${hex(g.txHash)}`,
-    transactionIndex: `0x${g.txIndex.toString(16)}`,
-    blockHash: `0x${hex(g.blockHash)}`,
-    blockTimestamp: `0x${g.timestamp.toString(16)}`,
-    logIndex: `0x${g.logIndex.toString(16)}`,
-    removed: false,
-  });
-
   test('logsText from the AddressLogsJson rows equals the brute-force answer as geth writes it', async () => {
     let fromRows = 0;
     let picked = 0;
@@ -390,5 +391,126 @@ describe('log index over a synthetic chain', () => {
     await expect(store.logs(q, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow('query timeout exceeded');
     await expect(store.logsByBloomScan(q, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow('query timeout exceeded');
     await expect(withRows.logsText({ ...q, fromBlock: BigInt(ROWS_FROM) }, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow('query timeout exceeded');
+  });
+});
+
+// Sealed log segments (log-segments.ts): spans of SEGMENT_SPAN blocks SEAL_DEPTH below the head
+// are served from segment files. Answers re-derived by brute force across the sealed boundaries,
+// after a crashed seal's leftover bytes, and after a rewind below the sealed end.
+describe('log segments', () => {
+  const LENGTH = 1500;
+  const chain = makeChain(LENGTH);
+  let dir: string;
+  let store: LevelChainStore | undefined;
+  const opts = (limit = 100_000) => ({ limit, deadline: Date.now() + 60_000 });
+  const segmentsDir = () => join(dir, 'log-segments');
+
+  /** Writes blocks [from, to] (numbers) in groups of 100 into `dir` (genesis first when from is 1), after `before`. */
+  async function write(from: number, to: number, before?: (w: StoreWriter) => Promise<void>): Promise<void> {
+    await store?.close();
+    store = undefined;
+    const w = await StoreWriter.open(dir);
+    try {
+      if (before !== undefined) await before(w);
+      if (from === 1) await w.writeGenesis({ block: chain.genesis, chainConfig: { chainId: 1 } });
+      for (const b of chain.blocks.slice(from - 1, to)) {
+        w.addPreExecutedBlock(b, { logsJson: true });
+        if (w.stagedBlocks() >= 100) await w.flush();
+      }
+      await w.flush();
+    } finally {
+      await w.close();
+    }
+    store = await LevelChainStore.open(dir);
+  }
+
+  async function sealedRange(): Promise<[bigint, bigint]> {
+    await store?.close();
+    store = undefined;
+    const db = await openDb(dir, { create: false });
+    try {
+      const raw = await tables.meta.get(db, MetaKey.LogSegments);
+      if (raw === undefined) throw new Error('no Meta.logSegments');
+      const v = Buffer.from(raw);
+      return [v.readBigUInt64BE(0), v.readBigUInt64BE(8)];
+    } finally {
+      await db.close();
+      store = await LevelChainStore.open(dir);
+    }
+  }
+
+  /** Random one-address queries, and the edges of the sealed range; each checked by brute force. */
+  async function checkAnswers(head: number, sealed: [bigint, bigint]): Promise<number> {
+    const r = lcg(7);
+    const pick = (n: number) => Math.floor(r() * n);
+    const edges = [1, 255, 256, 257, Number(sealed[0]) - 1, Number(sealed[0]), Number(sealed[1]) - 1, Number(sealed[1]), head];
+    const qs: LogQuery[] = [];
+    for (const e of edges) for (const w of [1, 2, 100, 300]) qs.push({ fromBlock: BigInt(Math.max(1, e - pick(w))), toBlock: BigInt(Math.min(head, e + pick(w))), addresses: [HOT_ADDR], topics: [] });
+    for (let i = 0; i < 150; i++) {
+      const from = 1 + pick(head);
+      const to = Math.min(head, from + pick(i % 3 === 0 ? 600 : 100));
+      const a = i % 4 === 0 ? HOT_ADDR : i % 4 === 3 ? addr(100 + pick(400)) : addr(pick(40));
+      qs.push({ fromBlock: BigInt(from), toBlock: BigInt(to), addresses: [a], topics: [] });
+    }
+    let fromFiles = 0;
+    for (const q of qs) {
+      const want = chain.all.filter((g) => matches(g, q));
+      const got = await (store as LevelChainStore).logsText(q, opts());
+      if (got === undefined || got.kind !== 'ok') throw new Error(`expected an answer: ${JSON.stringify(got)}`);
+      expect(got.count).toBe(want.length);
+      expect(chunksToBytes(got.ascii).toString('latin1')).toBe(JSON.stringify(want.map(jsonOf)));
+      if (got.ascii.some((c) => !(c instanceof Uint8Array))) fromFiles++;
+    }
+    return fromFiles;
+  }
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'store-segments-'));
+  });
+  afterAll(async () => {
+    await store?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('whole spans SEAL_DEPTH below the head are sealed, and answers across them are exact', async () => {
+    await write(1, 1200);
+    // Rows from genesis on: spans 0..1023 sealed, as 1023 + 128 <= 1200 < 1279 + 128.
+    expect(await sealedRange()).toEqual([0n, 4n * BigInt(SEGMENT_SPAN)]);
+    expect((await readdir(segmentsDir())).length).toBe(1);
+    expect(await checkAnswers(1200, [0n, 1024n])).toBeGreaterThan(100);
+  });
+
+  test('the cap: too-many names the same last fitting block inside and across sealed spans', async () => {
+    for (const [from, to] of [[200, 1100], [300, 700], [1000, 1200]] as const) {
+      const q = { fromBlock: BigInt(from), toBlock: BigInt(to), addresses: [HOT_ADDR], topics: [] };
+      const want = chain.all.filter((g) => matches(g, q));
+      for (const limit of [1, 7, 100, 1000, want.length - 1]) {
+        expect(await (store as LevelChainStore).logsText(q, opts(limit))).toEqual({ kind: 'too-many', lastFittingBlock: (want[limit] as Gen).blockNumber - 1n });
+      }
+      expect((await (store as LevelChainStore).logsText(q, opts(want.length)))?.kind).toBe('ok');
+    }
+  });
+
+  test("a crashed seal's bytes past the recorded length are cut off by the next seal", async () => {
+    const file = join(segmentsDir(), (await readdir(segmentsDir()))[0] as string);
+    const before = (await stat(file)).size;
+    await appendFile(file, Buffer.alloc(4096, 0x78)); // 'xxxx...': a seal that never committed
+    await write(1201, 1450);
+    expect(await sealedRange()).toEqual([0n, 1280n]);
+    expect((await stat(file)).size).toBeGreaterThan(before);
+    expect((await readFile(file)).includes(Buffer.alloc(64, 0x78))).toBe(false);
+    expect(await checkAnswers(1450, [0n, 1280n])).toBeGreaterThan(100);
+  });
+
+  test('a rewind below the sealed end unseals its spans; they are sealed again once deep enough', async () => {
+    await write(901, 900, async (w) => {
+      const removed = await w.rewind(900n);
+      expect(removed.length).toBe(550);
+    });
+    expect(await sealedRange()).toEqual([0n, 768n]);
+    expect(await checkAnswers(900, [0n, 768n])).toBeGreaterThan(50);
+    await write(901, 1500);
+    expect(await sealedRange()).toEqual([0n, 1280n]);
+    expect(await checkAnswers(1500, [0n, 1280n])).toBeGreaterThan(100);
   });
 });

@@ -1,0 +1,294 @@
+// Sealed log segments: an address's logs over a block range as contiguous bytes of a file.
+//
+// The AddressLogsJson rows (schema.ts) are one LevelDB value per (address, block): a getLogs
+// answer over tens of blocks reads tens of values, and classic-level hands each one out as a
+// Buffer of its own (malloc, a copy, and external memory, which is what starts V8's full marking:
+// bench/RESULTS.md, session 9). Once a span of SEGMENT_SPAN blocks lies SEAL_DEPTH blocks below
+// the head, the writer copies its rows, address by address, into an append-only segment file, and
+// LogSegments keys (schema.ts) say where each address's text of the span lies. A one-address
+// query then costs one small point read per span, and its answer is a file slice that the
+// transport reads straight into the reply (core's ascii-chunks.ts): the bytes are copied once,
+// from the page cache into the reply, and never live in the JS heap or its external memory.
+// The rows stay: topic and multi-address queries, and the blocks not sealed yet, read them.
+//
+// Durability: a span's bytes are written and fsynced before the one batch that names them (its
+// index keys and Meta.logSegments). A crash in between leaves bytes past the recorded file length,
+// which the next seal cuts off before it appends. A rewind below the sealed end drops the index
+// keys of the spans from the rewound block's span on, in the rewind's own batch; their bytes stay
+// in the file unreferenced (a reader may be writing a slice of them into a reply right then) and
+// the spans are sealed again, appended, once the new branch is deep enough.
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import type { FileSlice } from '@chainnode/core';
+import { join } from 'node:path';
+import type { Db } from './db.js';
+import { AddressLogsJsonView, MetaKey, Prefix, putU64, tables } from './schema.js';
+import type { KvSyncRead } from './schema.js';
+
+/** Blocks per sealed span. A 100-block query touches at most two. */
+export const SEGMENT_SPAN = 256;
+/** A span is sealed once its last block is this far below the head (twice the default reorg depth). */
+export const SEAL_DEPTH = 128n;
+/** A segment file is appended to until it holds this many bytes; the next span starts a new one. */
+const FILE_MAX = 2 ** 30;
+const KEY_LENGTH = 1 + 8 + 20;
+const ENTRY = 12;
+const VALUE_HEAD = 16;
+const META_KEY = tables.meta.key(MetaKey.LogSegments);
+const COMMA = 0x2c;
+
+/** Meta.logSegments: spans [from, to) sealed; file `file` is appended to and ends at fileLength. */
+export interface SegmentsState {
+  from: bigint;
+  to: bigint;
+  file: number;
+  fileLength: number;
+}
+
+function encodeState(s: SegmentsState): Uint8Array {
+  const out = new Uint8Array(28);
+  putU64(out, 0, Number(s.from));
+  putU64(out, 8, Number(s.to));
+  new DataView(out.buffer).setUint32(16, s.file);
+  putU64(out, 20, s.fileLength);
+  return out;
+}
+
+function decodeState(b: Uint8Array): SegmentsState {
+  if (b.length !== 28) throw new RangeError(`Meta.logSegments: expected 28 bytes, got ${b.length}`);
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const u64 = (at: number): number => v.getUint32(at) * 2 ** 32 + v.getUint32(at + 4);
+  return { from: BigInt(u64(0)), to: BigInt(u64(8)), file: v.getUint32(16), fileLength: u64(20) };
+}
+
+function indexKey(spanStart: number, address: Uint8Array): Uint8Array {
+  const key = new Uint8Array(KEY_LENGTH);
+  key[0] = Prefix.LogSegments;
+  putU64(key, 1, spanStart);
+  key.set(address, 9);
+  return key;
+}
+
+function segmentDir(datadir: string): string {
+  return join(datadir, 'log-segments');
+}
+
+function segmentPath(dir: string, file: number): string {
+  return join(dir, `${String(file).padStart(6, '0')}.seg`);
+}
+
+function spanOf(n: bigint): bigint {
+  return n - (n % BigInt(SEGMENT_SPAN));
+}
+
+/** Writer side: seals spans, and unseals them when a rewind goes below their end. */
+export class LogSegmentSealer {
+  private constructor(
+    private readonly db: Db,
+    private readonly dir: string,
+    private state: SegmentsState | undefined,
+  ) {}
+
+  static async open(db: Db, datadir: string): Promise<LogSegmentSealer> {
+    const raw = await db.get(META_KEY);
+    return new LogSegmentSealer(db, segmentDir(datadir), raw === undefined ? undefined : decodeState(raw));
+  }
+
+  /** The first block not sealed (undefined: nothing sealed yet). */
+  sealedTo(): bigint | undefined {
+    return this.state?.to;
+  }
+
+  /**
+   * Seals every whole span not sealed yet whose blocks all have AddressLogsJson rows (from
+   * `rowsFrom` on) and lie at least SEAL_DEPTH below `head` (durable). Returns the spans sealed.
+   */
+  async sealBelow(rowsFrom: bigint, head: bigint): Promise<number> {
+    const span = BigInt(SEGMENT_SPAN);
+    const first = spanOf(rowsFrom + span - 1n);
+    if (this.state === undefined || this.state.to < first) {
+      // Nothing sealed yet, or rows are missing below `first` (a datadir upgraded in place).
+      if (this.state !== undefined && this.state.to !== this.state.from) return 0;
+      this.state = { from: first, to: first, file: this.state?.file ?? 0, fileLength: this.state?.fileLength ?? 0 };
+    }
+    let sealed = 0;
+    while (this.state.to + span - 1n + SEAL_DEPTH <= head) {
+      await this.seal(this.state.to);
+      sealed++;
+    }
+    return sealed;
+  }
+
+  /** One span: its rows' text appended to the segment file, fsynced, then its index in one batch. */
+  private async seal(start: bigint): Promise<void> {
+    const state = this.state as SegmentsState;
+    const end = start + BigInt(SEGMENT_SPAN) - 1n;
+    const [firstRange, lastRange] = await tables.blockLogs.getMany(this.db, [start, end]);
+    if (firstRange === undefined || lastRange === undefined) throw new Error(`log segments: block log range missing for ${start}..${end}`);
+    // Which addresses emitted logs in which blocks: from the span's log rows (block order).
+    const blocksOf = new Map<string, { address: Uint8Array; blocks: bigint[] }>();
+    const stop = lastRange.firstLogId + BigInt(lastRange.count);
+    if (firstRange.firstLogId < stop) {
+      for await (const [, row] of tables.logs.range(this.db, { gte: firstRange.firstLogId, lt: stop })) {
+        const k = Buffer.from(row.address.buffer, row.address.byteOffset, row.address.byteLength).toString('latin1');
+        let e = blocksOf.get(k);
+        if (e === undefined) blocksOf.set(k, (e = { address: row.address.slice(), blocks: [] }));
+        if (e.blocks[e.blocks.length - 1] !== row.blockNumber) e.blocks.push(row.blockNumber);
+      }
+    }
+    let file = state.file;
+    let at = state.fileLength;
+    if (at >= FILE_MAX) {
+      file++;
+      at = 0;
+    }
+    mkdirSync(this.dir, { recursive: true });
+    const fd = openSync(segmentPath(this.dir, file), 'a+');
+    const batch = this.db.batch();
+    try {
+      // Bytes past the recorded length are a crashed seal's: cut them off before appending.
+      if (fstatSync(fd).size > at) ftruncateSync(fd, at);
+      for (const key of [...blocksOf.keys()].sort()) {
+        const { address, blocks } = blocksOf.get(key) as { address: Uint8Array; blocks: bigint[] };
+        const raws = await tables.addressLogsJson.getMany(this.db, blocks.map((number) => ({ address, number })));
+        const value = new Uint8Array(VALUE_HEAD + ENTRY * blocks.length);
+        const dv = new DataView(value.buffer);
+        dv.setUint32(0, file);
+        putU64(value, 4, at);
+        dv.setUint32(12, blocks.length);
+        const parts: Uint8Array[] = [];
+        let textEnd = 0;
+        raws.forEach((raw, i) => {
+          const number = blocks[i] as bigint;
+          if (raw === undefined) throw new Error(`log segments: AddressLogsJson row of block ${number} missing`);
+          const view = new AddressLogsJsonView(raw);
+          if (i > 0) {
+            parts.push(Uint8Array.of(COMMA));
+            textEnd++;
+          }
+          const text = view.allBytes();
+          parts.push(text);
+          textEnd += text.length;
+          const e = VALUE_HEAD + ENTRY * i;
+          dv.setUint32(e, Number(number - start));
+          dv.setUint32(e + 4, textEnd);
+          dv.setUint32(e + 8, view.count);
+        });
+        const bytes = Buffer.concat(parts, textEnd);
+        let written = 0;
+        while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+        at += bytes.length;
+        batch.put(indexKey(Number(start), address), value);
+      }
+      fsyncSync(fd);
+    } catch (err) {
+      await batch.close();
+      throw err;
+    } finally {
+      closeSync(fd);
+    }
+    const next: SegmentsState = { from: state.from, to: end + 1n, file, fileLength: at };
+    batch.put(META_KEY, encodeState(next));
+    await batch.write();
+    this.state = next;
+  }
+
+  /**
+   * Stages into `ops` (a rewind's batch) the unsealing of every span holding a block from `first`
+   * on: their index keys go, and Meta.logSegments ends before them. The caller must not seal again
+   * before that batch has landed.
+   */
+  async unsealFrom(first: bigint, ops: { put(key: Uint8Array, value: Uint8Array): void; del(key: Uint8Array): void }): Promise<void> {
+    const state = this.state;
+    if (state === undefined || first >= state.to) return;
+    const to = first <= state.from ? state.from : spanOf(first);
+    const it = this.db.keys({ gte: indexKey(Number(to), new Uint8Array(20)), lt: indexKey(Number(state.to), new Uint8Array(20)) });
+    try {
+      for await (const k of it) ops.del(k.slice());
+    } finally {
+      await it.close();
+    }
+    this.state = { ...state, to };
+    ops.put(META_KEY, encodeState(this.state));
+  }
+}
+
+/** A sealed span's text of one address over a block range, or where the result cap is crossed. */
+export type SegmentScan = { kind: 'ok'; slices: FileSlice[]; count: number } | { kind: 'too-many'; lastFittingBlock: bigint };
+
+/** Reader side: the sealed spans an address's query covers, as file slices. */
+export class LogSegmentReader {
+  private readonly dir: string;
+  /** Segment files open for reading, by number: immutable where an index names them, so kept open. */
+  private readonly fds = new Map<number, number>();
+
+  constructor(
+    private readonly db: KvSyncRead,
+    datadir: string,
+  ) {
+    this.dir = segmentDir(datadir);
+  }
+
+  /** Meta.logSegments as stored now: the sealed blocks [from, to), or undefined (none). */
+  sealed(): { from: bigint; to: bigint } | undefined {
+    const raw = this.db.getSync(META_KEY);
+    if (raw === undefined) return undefined;
+    const s = decodeState(raw);
+    return s.to > s.from ? { from: s.from, to: s.to } : undefined;
+  }
+
+  /**
+   * `address`'s logs in blocks [from, to] (all sealed) as slices of the segment files, in block
+   * order, each slice the blocks' texts joined by ','; `counted` logs come before them in the
+   * answer, which may hold at most `limit`.
+   */
+  scan(address: Uint8Array, from: bigint, to: bigint, counted: number, limit: number): SegmentScan {
+    const slices: FileSlice[] = [];
+    let count = counted;
+    const span = BigInt(SEGMENT_SPAN);
+    for (let start = spanOf(from); start <= to; start += span) {
+      const raw = this.db.getSync(indexKey(Number(start), address));
+      if (raw === undefined) continue;
+      const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+      const n = dv.getUint32(12);
+      if (raw.length !== VALUE_HEAD + ENTRY * n || n === 0) throw new Error(`log segments: malformed index value of span ${start}`);
+      const lo = from > start ? Number(from - start) : 0;
+      const hi = Number((to < start + span - 1n ? to : start + span - 1n) - start);
+      const block = (i: number): number => dv.getUint32(VALUE_HEAD + ENTRY * i);
+      // First entry at or after lo (binary search), then forward while at or before hi.
+      let a = 0;
+      let b = n;
+      while (a < b) {
+        const mid = (a + b) >>> 1;
+        if (block(mid) < lo) a = mid + 1;
+        else b = mid;
+      }
+      let last = -1;
+      for (let i = a; i < n && block(i) <= hi; i++) {
+        count += dv.getUint32(VALUE_HEAD + ENTRY * i + 8);
+        if (count > limit) return { kind: 'too-many', lastFittingBlock: start + BigInt(block(i)) - 1n };
+        last = i;
+      }
+      if (last < 0) continue;
+      const offset = dv.getUint32(4) * 2 ** 32 + dv.getUint32(8);
+      const textStart = a === 0 ? 0 : dv.getUint32(VALUE_HEAD + ENTRY * (a - 1) + 4) + 1;
+      const textEnd = dv.getUint32(VALUE_HEAD + ENTRY * last + 4);
+      slices.push({ fd: this.fdOf(dv.getUint32(0)), position: offset + textStart, length: textEnd - textStart });
+    }
+    return { kind: 'ok', slices, count };
+  }
+
+  private fdOf(file: number): number {
+    let fd = this.fds.get(file);
+    if (fd === undefined) {
+      fd = openSync(segmentPath(this.dir, file), 'r');
+      this.fds.set(file, fd);
+    }
+    return fd;
+  }
+
+  /** Closes the segment files (after the last reply holding a slice of them is written). */
+  close(): void {
+    for (const fd of this.fds.values()) closeSync(fd);
+    this.fds.clear();
+  }
+}
