@@ -194,6 +194,22 @@ function errorBody(code: number, message: string): string {
   return JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } });
 }
 
+/** A reply whose bytes could not be made (see encodeOrUndefined). */
+const BODY_UNWRITABLE = errorBody(-32603, 'internal error');
+
+/**
+ * RpcReply.encode, or undefined if it throws: a reply that reads a file slice as it is written (a
+ * getLogs answer from a sealed log segment) fails only on a damaged datadir, and then the caller
+ * gets an internal error instead of the thread dying on an unhandled rejection.
+ */
+function encodeOrUndefined(encode: NonNullable<RpcReply['encode']>, alloc: Parameters<NonNullable<RpcReply['encode']>>[0]): Uint8Array | undefined {
+  try {
+    return encode(alloc);
+  } catch {
+    return undefined;
+  }
+}
+
 const BODY_MISSING_KEY = errorBody(-32001, 'missing API key: use /v3/<API_KEY> (HTTP) or /ws/v3/<API_KEY> (WebSocket)');
 const BODY_UNKNOWN_KEY = errorBody(-32001, 'invalid API key');
 const BODY_REVOKED_KEY = errorBody(-32001, 'API key revoked');
@@ -391,11 +407,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           const { encode } = reply;
           let long: string | Uint8Array;
           if (encode !== undefined) {
-            if ((reply.size ?? Infinity) <= STREAM_ABOVE) {
-              res.cork(() => send(res, status, origin, encode(scratch), shuttingDown, m));
+            const small = (reply.size ?? Infinity) <= STREAM_ABOVE;
+            const bytes = encodeOrUndefined(encode, small ? scratch : ownMemory);
+            if (bytes === undefined) {
+              res.cork(() => send(res, '500 Internal Server Error', origin, BODY_UNWRITABLE, shuttingDown, m));
               return;
             }
-            long = encode(ownMemory);
+            if (small) {
+              res.cork(() => send(res, status, origin, bytes, shuttingDown, m));
+              return;
+            }
+            long = bytes;
           } else {
             const text = reply.body ?? '';
             if (text.length <= STREAM_ABOVE) {
@@ -633,7 +655,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         (reply) => {
           if (data.ctxClosed) return;
           const { encode } = reply;
-          if (encode !== undefined) ws.cork(() => sendWs(ws, encode(scratch)));
+          if (encode !== undefined) {
+            const bytes = encodeOrUndefined(encode, scratch) ?? BODY_UNWRITABLE;
+            ws.cork(() => sendWs(ws, bytes));
+          }
           else {
             const { body } = reply;
             if (body !== undefined) ws.cork(() => sendWs(ws, body)); // a text frame either way

@@ -218,8 +218,11 @@ export type SegmentScan = { kind: 'ok'; slices: FileSlice[]; count: number } | {
 /** Reader side: the sealed spans an address's query covers, as file slices. */
 export class LogSegmentReader {
   private readonly dir: string;
-  /** Segment files open for reading, by number: immutable where an index names them, so kept open. */
-  private readonly fds = new Map<number, number>();
+  /**
+   * Segment files open for reading, by number, with the size last seen: immutable where an index
+   * names them (only appended to), so kept open.
+   */
+  private readonly files = new Map<number, { fd: number; size: number }>();
 
   constructor(
     private readonly db: KvSyncRead,
@@ -272,23 +275,33 @@ export class LogSegmentReader {
       const offset = dv.getUint32(4) * 2 ** 32 + dv.getUint32(8);
       const textStart = a === 0 ? 0 : dv.getUint32(VALUE_HEAD + ENTRY * (a - 1) + 4) + 1;
       const textEnd = dv.getUint32(VALUE_HEAD + ENTRY * last + 4);
-      slices.push({ fd: this.fdOf(dv.getUint32(0)), position: offset + textStart, length: textEnd - textStart });
+      slices.push(this.slice(dv.getUint32(0), offset + textStart, textEnd - textStart));
     }
     return { kind: 'ok', slices, count };
   }
 
-  private fdOf(file: number): number {
-    let fd = this.fds.get(file);
-    if (fd === undefined) {
-      fd = openSync(segmentPath(this.dir, file), 'r');
-      this.fds.set(file, fd);
+  /**
+   * A slice of segment file `file`, checked against its size now (the reply reads it later, and
+   * a file shorter than its index is a damaged datadir: an error for this query, not a reply cut
+   * short).
+   */
+  private slice(file: number, position: number, length: number): FileSlice {
+    let f = this.files.get(file);
+    if (f === undefined) {
+      const fd = openSync(segmentPath(this.dir, file), 'r');
+      f = { fd, size: fstatSync(fd).size };
+      this.files.set(file, f);
     }
-    return fd;
+    if (position + length > f.size) {
+      f.size = fstatSync(f.fd).size; // appended to since it was opened
+      if (position + length > f.size) throw new Error(`log segments: file ${file} ends at ${f.size}, its index names bytes up to ${position + length}`);
+    }
+    return { fd: f.fd, position, length };
   }
 
   /** Closes the segment files (after the last reply holding a slice of them is written). */
   close(): void {
-    for (const fd of this.fds.values()) closeSync(fd);
-    this.fds.clear();
+    for (const f of this.files.values()) closeSync(f.fd);
+    this.files.clear();
   }
 }
