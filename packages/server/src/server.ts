@@ -658,8 +658,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           if (encode !== undefined) {
             const bytes = encodeOrUndefined(encode, scratch) ?? BODY_UNWRITABLE;
             ws.cork(() => sendWs(ws, bytes));
-          }
-          else {
+          } else {
             const { body } = reply;
             if (body !== undefined) ws.cork(() => sendWs(ws, body)); // a text frame either way
           }
