@@ -34,7 +34,8 @@ const KEY_LENGTH = 1 + 8 + 20;
 const ENTRY = 12;
 const VALUE_HEAD = 16;
 const META_KEY = tables.meta.key(MetaKey.LogSegments);
-const COMMA = 0x2c;
+/** Between two blocks' texts in a segment, as between two logs' in a row. */
+const SEPARATOR = Uint8Array.of(0x2c);
 
 /** Meta.logSegments: spans [from, to) sealed; file `file` is appended to and ends at fileLength. */
 export interface SegmentsState {
@@ -93,29 +94,19 @@ export class LogSegmentSealer {
     return new LogSegmentSealer(db, segmentDir(datadir), raw === undefined ? undefined : decodeState(raw));
   }
 
-  /** The first block not sealed (undefined: nothing sealed yet). */
-  sealedTo(): bigint | undefined {
-    return this.state?.to;
-  }
-
   /**
    * Seals every whole span not sealed yet whose blocks all have AddressLogsJson rows (from
-   * `rowsFrom` on) and lie at least SEAL_DEPTH below `head` (durable). Returns the spans sealed.
+   * `rowsFrom` on) and lie at least SEAL_DEPTH below `head` (durable).
    */
-  async sealBelow(rowsFrom: bigint, head: bigint): Promise<number> {
+  async sealBelow(rowsFrom: bigint, head: bigint): Promise<void> {
     const span = BigInt(SEGMENT_SPAN);
     const first = spanOf(rowsFrom + span - 1n);
-    if (this.state === undefined || this.state.to < first) {
-      // Nothing sealed yet, or rows are missing below `first` (a datadir upgraded in place).
-      if (this.state !== undefined && this.state.to !== this.state.from) return 0;
-      this.state = { from: first, to: first, file: this.state?.file ?? 0, fileLength: this.state?.fileLength ?? 0 };
-    }
-    let sealed = 0;
-    while (this.state.to + span - 1n + SEAL_DEPTH <= head) {
-      await this.seal(this.state.to);
-      sealed++;
-    }
-    return sealed;
+    const s = this.state;
+    // Nothing sealed yet: start at the first whole span with rows.
+    if (s === undefined || (s.to === s.from && s.from < first)) this.state = { from: first, to: first, file: s?.file ?? 0, fileLength: s?.fileLength ?? 0 };
+    // Rows missing right after the sealed spans (a datadir upgraded in place): nothing more to seal.
+    else if (s.to < first) return;
+    for (let start = (this.state as SegmentsState).to; start + span - 1n + SEAL_DEPTH <= head; start += span) await this.seal(start);
   }
 
   /** One span: its rows' text appended to the segment file, fsynced, then its index in one batch. */
@@ -162,7 +153,7 @@ export class LogSegmentSealer {
           if (raw === undefined) throw new Error(`log segments: AddressLogsJson row of block ${number} missing`);
           const view = new AddressLogsJsonView(raw);
           if (i > 0) {
-            parts.push(Uint8Array.of(COMMA));
+            parts.push(SEPARATOR);
             textEnd++;
           }
           const text = view.allBytes();
