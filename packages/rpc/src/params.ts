@@ -2,7 +2,7 @@
 // message follows geth's wording: "invalid argument <i>: <what was wrong>", or the arity
 // messages of geth's rpc package ("missing value for required argument 1", "too many
 // arguments, want at most 2").
-import { InvalidParamsError } from '@chainnode/core';
+import { hexDigitsToBytes, InvalidParamsError } from '@chainnode/core';
 import type { Bytes } from '@chainnode/core';
 
 export type BlockTag = 'latest' | 'earliest' | 'pending' | 'safe' | 'finalized';
@@ -75,11 +75,12 @@ export function decodeQuantity(value: unknown, what: string, maxBits = 256): big
 export function decodeFixedData(value: unknown, bytes: number, typeName: string): Bytes {
   const body = hexBody(value, typeName);
   if (body.length % 2 !== 0) throw new ParamError('hex string has odd length');
-  if (!hexDigitsOk(body)) throw new ParamError('invalid hex string');
-  if (body.length !== bytes * 2) {
+  const out = hexDigitsToBytes(body);
+  if (out === undefined) throw new ParamError('invalid hex string');
+  if (out.length !== bytes) {
     throw new ParamError(`hex string has length ${body.length}, want ${bytes * 2} for ${typeName}`);
   }
-  return hexToBytesUnchecked(body);
+  return out;
 }
 
 export function decodeHash(value: unknown): Bytes {
@@ -103,9 +104,9 @@ export function decodeBool(value: unknown): boolean {
 export function decodeStorageKey(value: unknown): { slot: Bytes; inputLength: number } {
   if (typeof value !== 'string') throw new ParamError(`storage key: expected a hex string, got ${jsonType(value)}`);
   let body = value.startsWith('0x') || value.startsWith('0X') ? value.slice(2) : value;
-  if (!hexDigitsOk(body)) throw new ParamError('storage key: invalid hex string');
   if (body.length % 2 !== 0) body = `0${body}`;
-  const raw = hexToBytesUnchecked(body);
+  const raw = hexDigitsToBytes(body);
+  if (raw === undefined) throw new ParamError('storage key: invalid hex string');
   if (raw.length > 32) throw new StorageKeyTooLongError();
   const slot = new Uint8Array(32);
   slot.set(raw, 32 - raw.length);
@@ -169,12 +170,6 @@ export function jsonType(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';
   return typeof value === 'object' ? 'object' : typeof value;
-}
-
-function hexToBytesUnchecked(body: string): Bytes {
-  const out = new Uint8Array(body.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(body.slice(i * 2, i * 2 + 2), 16);
-  return out;
 }
 
 /** Methods without parameters: anything given is "too many arguments, want at most 0". */

@@ -85,6 +85,11 @@ describe('blocks and uncles', () => {
     expect(await call('eth_getBlockByHash', x(1, 20), false)).toMatchObject(
       err(-32602, 'invalid argument 0: hex string has length 40, want 64 for common.Hash'),
     );
+    // A non-digit anywhere (either half of a byte, a letter past f, a character past ASCII) is
+    // invalid hex, and it is reported before a wrong length.
+    for (const bad of [`0x${'ab'.repeat(31)}ag`, `0xg${'a'.repeat(63)}`, `0x${'ab'.repeat(31)}\u00e9a`, '0x1:', '0x/0']) {
+      expect(await call('eth_getBlockByHash', bad, false)).toMatchObject(err(-32602, 'invalid argument 0: invalid hex string'));
+    }
     expect(await call('eth_getTransactionByHash', 'ab'.repeat(32))).toMatchObject(
       err(-32602, 'invalid argument 0: hex string without 0x prefix'),
     );
@@ -126,6 +131,9 @@ describe('eth_getStorageAt', () => {
   test('errors', async () => {
     expect(await call('eth_getStorageAt', A, `0x${'11'.repeat(33)}`, 'latest')).toMatchObject(err(-32602, 'storage key too long'));
     expect(await call('eth_getStorageAt', A, '0xzz', 'latest')).toMatchObject(
+      err(-32602, 'invalid argument 1: storage key: invalid hex string'),
+    );
+    expect(await call('eth_getStorageAt', A, '0x5g5', 'latest')).toMatchObject(
       err(-32602, 'invalid argument 1: storage key: invalid hex string'),
     );
     expect(await call('eth_getStorageAt', A, '0x1', '0x9')).toMatchObject(err(-32000, 'header not found'));

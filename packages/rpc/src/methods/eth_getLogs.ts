@@ -1,5 +1,5 @@
 // eth_getLogs with geth's filter semantics and error texts, and the limits of spec 8.2.
-import { InvalidParamsError, LimitExceededError, ServerError, toQuantity } from '@chainnode/core';
+import { hexDigitsToBytes, InvalidParamsError, LimitExceededError, ServerError, toQuantity } from '@chainnode/core';
 import type { Bytes, LogQuery } from '@chainnode/core';
 import { DEADLINE_GRACE_MS } from '../config.js';
 import { numberAgainstHead } from '../context.js';
@@ -86,12 +86,11 @@ function decodeFilterHex(value: unknown, bytes: number, what: string): Bytes {
   if (!value.startsWith('0x') && !value.startsWith('0X')) throw new ParamError(`${what}: hex string without 0x prefix`);
   const body = value.slice(2);
   if (body.length % 2 !== 0) throw new ParamError(`${what}: hex string has odd length`);
-  if (!/^[0-9a-fA-F]*$/.test(body)) throw new ParamError(`${what}: invalid hex string`);
-  if (body.length !== bytes * 2) {
-    throw new ParamError(`${what}: hex has invalid length ${body.length / 2} after decoding; expected ${bytes}`);
+  const out = hexDigitsToBytes(body);
+  if (out === undefined) throw new ParamError(`${what}: invalid hex string`);
+  if (out.length !== bytes) {
+    throw new ParamError(`${what}: hex has invalid length ${out.length} after decoding; expected ${bytes}`);
   }
-  const out = new Uint8Array(bytes);
-  for (let i = 0; i < bytes; i++) out[i] = parseInt(body.slice(i * 2, i * 2 + 2), 16);
   return out;
 }
 
