@@ -29,9 +29,9 @@ export interface ChainInfo {
  * Everything is canonical-chain only. "Not found" is `undefined`, never an exception; a
  * failure to read throws StoreUnavailableError.
  */
-/** A JSON text ready to be spliced into an answer (exactly what the formatter would write). */
+/** A JSON text ready to be spliced into an answer (exactly what the formatter would write), as its ASCII bytes. */
 export interface ReadyJson {
-  readonly text: string;
+  readonly ascii: Uint8Array;
 }
 
 export interface ChainStore {

@@ -191,7 +191,10 @@ export class LevelChainStore implements ChainStore {
     const hit = this.canonicalCache.get(number);
     if (hit !== undefined) return hit;
     const hash = tables.canonical.getSync(this.db, number);
-    if (hash !== undefined) this.canonicalCache.set(number, hash);
+    if (hash !== undefined) {
+      this.canonicalCache.set(number, hash);
+      this.numbers.set(hash, number); // a block's number never changes (canonicalNumber)
+    }
     return hash;
   }
 
@@ -296,9 +299,10 @@ export class LevelChainStore implements ChainStore {
   }
 
   /**
-   * The BlockJson row (written at import, schema.ts) with the block's tx hashes spliced in: two
-   * synchronous reads and no decoding. Undefined when the block is not canonical or has no row
-   * (a datadir written before the row existed).
+   * The BlockJson row (written at import, schema.ts): the answer's bytes as read, one synchronous
+   * read once the block is known canonical (canonicalSync files hash -> number, so a block found
+   * by number costs no hashToNumber read), and no formatting. Undefined when the block is not
+   * canonical or has no row (a datadir written before the row existed).
    */
   private async loadReadyJson(hash: Uint8Array): Promise<ReadyJson | undefined> {
     const hit = this.readyJson.get(hash);
@@ -306,16 +310,21 @@ export class LevelChainStore implements ChainStore {
     const gen = this.gen;
     const n = await this.canonicalNumber(hash);
     if (n === undefined) return undefined;
-    const raw = tables.blockJson.getSync(this.db, hash);
-    if (raw === undefined) return undefined;
-    const head = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('latin1');
-    // BlockTxHashes is keyed by number: under a follower the row may already belong to another
-    // branch's block (written, its commit not yet applied here). Read first, then check that the
-    // DATABASE still maps the number to this block; otherwise the caller formats block().
-    const txHashes = tables.blockTxHashes.getSync(this.db, n) ?? [];
-    const now = tables.canonical.getSync(this.db, n);
-    if (now === undefined || !bytesEqual(now, hash)) return undefined;
-    const ready: ReadyJson = { text: spliceTransactions(head, hashList(txHashes)) };
+    const row = tables.blockJson.getSync(this.db, hash);
+    if (row === undefined) return undefined;
+    let ready: ReadyJson;
+    if (row.whole) ready = { ascii: row.ascii };
+    else {
+      // An older row, without the tx hashes. BlockTxHashes is keyed by number: under a follower
+      // the row may already belong to another branch's block (written, its commit not yet
+      // applied here). Read first, then check that the DATABASE still maps the number to this
+      // block; otherwise the caller formats block().
+      const head = Buffer.from(row.head.buffer, row.head.byteOffset, row.head.byteLength).toString('latin1');
+      const txHashes = tables.blockTxHashes.getSync(this.db, n) ?? [];
+      const now = tables.canonical.getSync(this.db, n);
+      if (now === undefined || !bytesEqual(now, hash)) return undefined;
+      ready = { ascii: Buffer.from(spliceTransactions(head, hashList(txHashes)), 'latin1') };
+    }
     if (gen === this.gen) this.readyJson.set(hash, ready);
     return ready;
   }

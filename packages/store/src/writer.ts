@@ -4,7 +4,7 @@
 // and nothing of the group; after it, the whole group.
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { LogJsonWriter, blockJsonHead, bytesToBigInt, decodeHeader, withdrawalsFromValues } from '@chainnode/core';
+import { LogJsonWriter, blockJsonHead, bytesToBigInt, decodeHeader, hashList, spliceTransactions, withdrawalsFromValues } from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
@@ -742,17 +742,19 @@ export class StoreWriter {
   private stageBlock(b: BlockInput): void {
     this.trieDb.acceptBlock();
     this.stageRows(b);
-    // The ready-to-serve JSON of the block (schema.ts, BlockJson). Not for addPreExecutedBlock's
-    // synthetic bench chains: readers format blocks without the row.
+    // The ready-to-serve hashes-only answer of the block, its tx hashes in it (schema.ts,
+    // BlockJson). Not for addPreExecutedBlock's synthetic bench chains: readers format blocks
+    // without the row.
     const header = decodeHeader(b.headerRlp, b.hash);
-    const text = blockJsonHead({
+    const head = blockJsonHead({
       header,
       size: b.body.size,
       totalDifficulty: b.totalDifficulty,
       uncleHashes: b.body.uncles.map((u) => keccak256(u)),
       ...(b.body.withdrawals !== undefined ? { withdrawals: withdrawalsFromValues(b.body.withdrawals) } : {}),
     });
-    tables.blockJson.stage(this.group, b.hash, Buffer.from(text, 'latin1'), this.alloc);
+    const text = spliceTransactions(head, hashList(b.txHashes));
+    tables.blockJson.stage(this.group, b.hash, { whole: true, ascii: Buffer.from(text, 'latin1') }, this.alloc);
     this.stageLogsJson(b, header.timestamp);
   }
 

@@ -17,7 +17,7 @@ export const eth_getBlockByHash: MethodDef<GetBlockByHashParams, JsonBlock | nul
   async handle(ctx, p) {
     if (!p.fullTransactions && ctx.store.readyBlockJson !== undefined) {
       const ready = await ctx.store.readyBlockJson(p.hash);
-      if (ready !== undefined) return ctx.memo.ready.text(ready, 'hashes', (r) => r.text);
+      if (ready !== undefined) return ctx.memo.ready.ascii(ready, 'hashes', (r) => r.ascii);
     }
     const block = await ctx.store.block(p.hash);
     if (block === undefined) return null;

@@ -21,7 +21,7 @@ export const eth_getBlockByNumber: MethodDef<GetBlockByNumberParams, JsonBlock |
     if (hash === undefined) return null;
     if (!p.fullTransactions && ctx.store.readyBlockJson !== undefined) {
       const ready = await ctx.store.readyBlockJson(hash);
-      if (ready !== undefined) return ctx.memo.ready.text(ready, 'hashes', (r) => r.text);
+      if (ready !== undefined) return ctx.memo.ready.ascii(ready, 'hashes', (r) => r.ascii);
     }
     const block = await ctx.store.block(hash);
     if (block === undefined) return null;
