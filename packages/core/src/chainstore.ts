@@ -42,6 +42,11 @@ export interface ChainStore {
   /** Number of a canonical block by hash; undefined for unknown hashes. */
   blockNumber(hash: Bytes): Promise<bigint | undefined>;
   header(hash: Bytes): Promise<HeaderRecord | undefined>;
+  /**
+   * The state root of the canonical block `hash` (undefined when it is not canonical), for
+   * state reads that need nothing else of the header; without it callers read header().
+   */
+  stateRoot?(hash: Bytes): Promise<Bytes | undefined>;
   block(hash: Bytes): Promise<BlockRecord | undefined>;
   /**
    * The canonical block `hash` as its hashes-only JSON answer, when the store keeps a

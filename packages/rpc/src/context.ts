@@ -1,7 +1,7 @@
 // What handlers get: the store, the config, and block-parameter resolution shared by all
 // methods (tags -> numbers, EIP-1898 selectors -> headers).
 import { ServerError } from '@chainnode/core';
-import type { AccountProofRecord, BlockRecord, ChainStore, HeaderRecord, ReadyJson, TxWithLocation } from '@chainnode/core';
+import type { AccountProofRecord, BlockRecord, Bytes, ChainStore, HeaderRecord, ReadyJson, TxWithLocation } from '@chainnode/core';
 import type { JsonBlock } from './formatters/block.js';
 import type { JsonAccountProof } from './formatters/proof.js';
 import type { JsonTransaction } from './formatters/transaction.js';
@@ -73,19 +73,21 @@ function below(head: bigint, depth: number): bigint {
 }
 
 /**
- * Header of the state a storage/proof query reads, with geth's errors: -32000 "header not
+ * State root of the block a storage/proof query reads, with geth's errors: -32000 "header not
  * found" for a number past the head, "header for hash not found" for an unknown hash. Only
  * canonical blocks are stored, so requireCanonical holds for every hash that resolves.
  */
-export async function resolveStateHeader(ctx: HandlerContext, sel: BlockSelector): Promise<HeaderRecord> {
+export async function resolveStateRoot(ctx: HandlerContext, sel: BlockSelector): Promise<Bytes> {
+  const rootOf = async (hash: Bytes): Promise<Bytes | undefined> =>
+    ctx.store.stateRoot !== undefined ? ctx.store.stateRoot(hash) : (await ctx.store.header(hash))?.stateRoot;
   if (sel.kind === 'hash') {
-    const header = await ctx.store.header(sel.hash);
-    if (header === undefined) throw new ServerError('header for hash not found');
-    return header;
+    const root = await rootOf(sel.hash);
+    if (root === undefined) throw new ServerError('header for hash not found');
+    return root;
   }
   const number = await resolveBlockNumber(ctx, sel);
   const hash = await ctx.store.canonicalHash(number);
-  const header = hash === undefined ? undefined : await ctx.store.header(hash);
-  if (header === undefined) throw new ServerError('header not found');
-  return header;
+  const root = hash === undefined ? undefined : await rootOf(hash);
+  if (root === undefined) throw new ServerError('header not found');
+  return root;
 }

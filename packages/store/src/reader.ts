@@ -23,6 +23,7 @@ import {
   decodeHeader,
   decodeTransaction,
   hashList,
+  headerStateRoot,
   spliceTransactions,
   withdrawalsFromValues,
 } from '@chainnode/core';
@@ -77,6 +78,8 @@ export class LevelChainStore implements ChainStore {
   private readonly blocks = new Lru<string, BlockRecord>(1024);
   /** Block number by block hash (immutable: a block's number never changes). */
   private readonly numbers = new HashCache<bigint>(65_536);
+  /** State roots by block hash (a header never changes, so no invalidation): 16,384 x 32 bytes. */
+  private readonly stateRoots = new HashCache<Uint8Array>(16_384);
   private readonly headers = new Lru<string, HeaderRecord>(4096);
   private readonly canonicalCache = new Lru<bigint, Uint8Array>(8192);
   private readonly txCache = new Lru<string, TxWithLocation>(16_384);
@@ -236,6 +239,25 @@ export class LevelChainStore implements ChainStore {
     const h = decodeHeader(raw, hash.slice());
     if (gen === this.gen) this.headers.set(key, h);
     return h;
+  }
+
+  /**
+   * The state root of canonical block `hash`: the header row's 4th item read in place
+   * (core's headerStateRoot), not the whole header decoded; cached by hash. Whether the block is
+   * canonical is asked each time, as canonicalNumber does.
+   */
+  stateRoot(hash: Bytes): Promise<Bytes | undefined> {
+    return this.guard('stateRoot', async () => {
+      if ((await this.canonicalNumber(hash)) === undefined) return undefined;
+      let root = this.stateRoots.get(hash);
+      if (root === undefined) {
+        const raw = tables.headers.getSync(this.db, hash);
+        if (raw === undefined) return undefined;
+        root = headerStateRoot(raw);
+        this.stateRoots.set(hash, root);
+      }
+      return root;
+    });
   }
 
   block(hash: Bytes): Promise<BlockRecord | undefined> {

@@ -1,5 +1,5 @@
 import type { Bytes } from '@chainnode/core';
-import { resolveStateHeader } from '../context.js';
+import { resolveStateRoot } from '../context.js';
 import { proofJson } from '../formatters/proof.js';
 import type { JsonAccountProof } from '../formatters/proof.js';
 import { decodeAddress, decodeArgs, decodeOptionalBlockSelector, decodeStorageKey, jsonType, ParamError } from '../params.js';
@@ -31,9 +31,9 @@ export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
       return { address, keys, block: decodeOptionalBlockSelector(arg(2)) };
     }, 2),
   async handle(ctx, p) {
-    const header = await resolveStateHeader(ctx, p.block);
+    const stateRoot = await resolveStateRoot(ctx, p.block);
     const record = await ctx.store.proof(
-      header.stateRoot,
+      stateRoot,
       p.address,
       p.keys.map((k) => k.slot),
     );

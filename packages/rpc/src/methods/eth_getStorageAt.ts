@@ -1,6 +1,6 @@
 import { toData } from '@chainnode/core';
 import type { Bytes, Hex } from '@chainnode/core';
-import { resolveStateHeader } from '../context.js';
+import { resolveStateRoot } from '../context.js';
 import { decodeAddress, decodeArgs, decodeOptionalBlockSelector, decodeStorageKey } from '../params.js';
 import type { BlockSelector } from '../params.js';
 import type { MethodDef } from '../method.js';
@@ -21,8 +21,8 @@ export const eth_getStorageAt: MethodDef<GetStorageAtParams, Hex> = {
       block: decodeOptionalBlockSelector(arg(2)),
     }), 2),
   async handle(ctx, p) {
-    const header = await resolveStateHeader(ctx, p.block);
-    const value = await ctx.store.storageAt(header.stateRoot, p.address, p.slot);
+    const stateRoot = await resolveStateRoot(ctx, p.block);
+    const value = await ctx.store.storageAt(stateRoot, p.address, p.slot);
     // Always 32 bytes on the wire, whatever length the store hands back.
     const padded = new Uint8Array(32);
     padded.set(value.subarray(Math.max(0, value.length - 32)), 32 - Math.min(32, value.length));
