@@ -221,11 +221,19 @@ describe('serve --follow with anvil as the upstream', () => {
     await compareAll();
   });
 
-  test('an orphaned block by hash is null, and getLogs by its hash is an unknown block (like anvil)', async () => {
+  test('an orphaned block by hash is null, state reads at it fail, and getLogs by its hash is an unknown block (like anvil)', async () => {
     const head = Number(await result<string>(anvil.url, 'eth_blockNumber', []));
     const old = await result<Json>(anvil.url, 'eth_getBlockByNumber', [hexN(head), false]);
+    // State read at the block while it is canonical (its state root cached by the threads that answer)...
+    const atOld = ['0x0000000000000000000000000000000000000000', '0x0', { blockHash: old.hash }];
+    for (let i = 0; i < 8; i++) expect((await call(ours, 'eth_getStorageAt', atOld)).result).toBe(`0x${'0'.repeat(64)}`);
     await result(anvil.url, 'anvil_reorg', [1, []]);
     await waitSynced();
+    // ...and not once it is orphaned (geth: -32000 header for hash not found).
+    for (let i = 0; i < 8; i++) {
+      const e = (await call(ours, 'eth_getStorageAt', atOld)) as Envelope;
+      expect([e.error?.code, e.error?.message]).toEqual([-32000, 'header for hash not found']);
+    }
     const [a, o] = await Promise.all([call(anvil.url, 'eth_getBlockByHash', [old.hash, false]), call(ours, 'eth_getBlockByHash', [old.hash, false])]);
     expect(o.result).toBeNull();
     expect(a.result).toBeNull();

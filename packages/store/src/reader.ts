@@ -78,7 +78,7 @@ export class LevelChainStore implements ChainStore {
   private readonly blocks = new Lru<string, BlockRecord>(1024);
   /** Block number by block hash (immutable: a block's number never changes). */
   private readonly numbers = new HashCache<bigint>(65_536);
-  /** State roots by block hash (a header never changes, so no invalidation): 16,384 x 32 bytes. */
+  /** State roots of canonical blocks by hash (dropped when a reorg removes the block): 16,384 x 32 bytes. */
   private readonly stateRoots = new HashCache<Uint8Array>(16_384);
   private readonly headers = new Lru<string, HeaderRecord>(4096);
   private readonly canonicalCache = new Lru<bigint, Uint8Array>(8192);
@@ -242,22 +242,25 @@ export class LevelChainStore implements ChainStore {
   }
 
   /**
-   * The state root of canonical block `hash`: the header row's 4th item read in place
-   * (core's headerStateRoot), not the whole header decoded; cached by hash. Whether the block is
-   * canonical is asked each time, as canonicalNumber does.
+   * The state root of canonical block `hash`: the header row's 4th item read in place (core's
+   * headerStateRoot), not the whole header decoded. Cached by hash like header(): a hit needs no
+   * canonical check because applyCommit drops the roots of the blocks a reorg removes.
    */
   stateRoot(hash: Bytes): Promise<Bytes | undefined> {
-    return this.guard('stateRoot', async () => {
-      if ((await this.canonicalNumber(hash)) === undefined) return undefined;
-      let root = this.stateRoots.get(hash);
-      if (root === undefined) {
-        const raw = tables.headers.getSync(this.db, hash);
-        if (raw === undefined) return undefined;
-        root = headerStateRoot(raw);
-        this.stateRoots.set(hash, root);
-      }
-      return root;
-    });
+    return this.hit(this.stateRoots.get(hash)) ?? this.guard('stateRoot', () => this.stateRootOf(hash));
+  }
+
+  private async stateRootOf(hash: Uint8Array): Promise<Uint8Array | undefined> {
+    const gen = this.gen;
+    if ((await this.canonicalNumber(hash)) === undefined) return undefined;
+    // From here on synchronous: the first of concurrent misses fills the cache, the rest find it.
+    const hit = this.stateRoots.get(hash);
+    if (hit !== undefined) return hit;
+    const raw = tables.headers.getSync(this.db, hash);
+    if (raw === undefined) return undefined;
+    const root = headerStateRoot(raw);
+    if (gen === this.gen) this.stateRoots.set(hash, root);
+    return root;
   }
 
   block(hash: Bytes): Promise<BlockRecord | undefined> {
@@ -409,6 +412,7 @@ export class LevelChainStore implements ChainStore {
       this.blocks.delete(byteKey(b.hash));
       this.readyJson.delete(b.hash);
       this.headers.delete(byteKey(b.hash));
+      this.stateRoots.delete(b.hash);
     }
     for (const b of commit.added) numbers.push(b.number);
     for (const n of numbers) this.canonicalCache.delete(n);
