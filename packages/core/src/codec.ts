@@ -37,43 +37,6 @@ export function decodeHeader(rlp: Uint8Array, hash: Uint8Array = keccak256(rlp))
   return headerFromValues(asList(RLP.decode(rlp) as Nested, 'header'), hash);
 }
 
-/**
- * The state root of a header from its RLP, without decoding the rest: the list's 4th item
- * (parentHash, uncleHash, coinbase, stateRoot). A copy. Throws RangeError on a malformed header.
- * State reads need only this field, and decodeHeader builds ~20 values for it.
- */
-export function headerStateRoot(rlp: Uint8Array): Uint8Array {
-  const list = rlpItem(rlp, 0, rlp.length);
-  if (!list.isList || list.end !== rlp.length) throw new RangeError('header: not one RLP list');
-  let at = list.start;
-  for (let i = 0; i < 3; i++) at = rlpItem(rlp, at, list.end).end;
-  const root = rlpItem(rlp, at, list.end);
-  if (root.isList || root.end - root.start !== 32) throw new RangeError('header.stateRoot: expected 32 bytes');
-  return rlp.slice(root.start, root.end);
-}
-
-/** The RLP item at `pos` (ending by `limit`): its payload [start, end) and whether it is a list. */
-function rlpItem(b: Uint8Array, pos: number, limit: number): { start: number; end: number; isList: boolean } {
-  if (pos >= limit) throw new RangeError('header: truncated RLP');
-  const h = b[pos] as number;
-  let start: number;
-  let length: number;
-  if (h < 0x80) return { start: pos, end: pos + 1, isList: false };
-  if (h < 0xb8 || (h >= 0xc0 && h < 0xf8)) {
-    start = pos + 1;
-    length = h - (h < 0xc0 ? 0x80 : 0xc0);
-  } else {
-    const n = h - (h < 0xc0 ? 0xb7 : 0xf7);
-    if (n > 4 || pos + 1 + n > limit) throw new RangeError('header: bad RLP length');
-    length = 0;
-    for (let i = 1; i <= n; i++) length = length * 256 + (b[pos + i] as number);
-    start = pos + 1 + n;
-  }
-  const end = start + length;
-  if (end > limit) throw new RangeError('header: truncated RLP');
-  return { start, end, isList: h >= 0xc0 };
-}
-
 /** Header fields from an already-decoded RLP list (e.g. an uncle inside a body). */
 export function headerFromValues(f: Nested[], hash: Uint8Array): HeaderRecord {
   if (f.length < 15) throw new RangeError(`header: expected at least 15 fields, got ${f.length}`);

@@ -23,7 +23,6 @@ import {
   decodeHeader,
   decodeTransaction,
   hashList,
-  headerStateRoot,
   spliceTransactions,
   withdrawalsFromValues,
 } from '@chainnode/core';
@@ -53,7 +52,7 @@ import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
 import { keccak256 } from './keccak.js';
 import { HashCache, NodeCache, PairCache } from './hash-cache.js';
-import { trieGet } from './trie-read.js';
+import { headerStateRoot, trieGet } from './trie-read.js';
 import type { NodeSource } from './trie-read.js';
 
 /** Hex of the bytes, as a cache key (a view, not a copy). */
@@ -242,7 +241,7 @@ export class LevelChainStore implements ChainStore {
   }
 
   /**
-   * The state root of canonical block `hash`: the header row's 4th item read in place (core's
+   * The state root of canonical block `hash`: the header row's 4th item read in place (trie-read.ts's
    * headerStateRoot), not the whole header decoded. Cached by hash like header(): a hit needs no
    * canonical check because applyCommit drops the roots of the blocks a reorg removes.
    */

@@ -61,6 +61,25 @@ function lengthAt(b: Uint8Array, pos: number, n: number, limit: number): number 
   return len;
 }
 
+/**
+ * The state root of a header from its RLP (the list's 4th item: parentHash, uncleHash, coinbase,
+ * stateRoot), read in place with the walk's scanner instead of decoding the ~20 fields; a copy.
+ * State reads need only this field. Throws on malformed RLP.
+ */
+export function headerStateRoot(rlp: Uint8Array): Uint8Array {
+  header(rlp, 0, rlp.length);
+  if (!itemList || itemEnd !== rlp.length) throw new Error('header: not one RLP list');
+  const end = itemEnd;
+  let p = itemStart;
+  for (let i = 0; i < 3; i++) {
+    header(rlp, p, end);
+    p = itemEnd;
+  }
+  header(rlp, p, end);
+  if (itemList || itemEnd - itemStart !== 32) throw new Error('header: stateRoot is not 32 bytes');
+  return rlp.slice(itemStart, itemEnd);
+}
+
 /** The nibbles of a key (its bytes split high, low). */
 function nibbles(key: Uint8Array): Uint8Array {
   const out = new Uint8Array(key.length * 2);
