@@ -2,9 +2,8 @@
 // the header has them; plus the spec's totalDifficulty) written directly as text: every value is
 // a hex string, so nothing needs escaping and no intermediate object or key sort is needed.
 //
-// It lives in core because two layers write it: the store keeps each block's text with an empty
-// transaction list at import (a ready-to-serve encoding: a hashes-only answer is one read and a
-// splice), and the rpc formatters write it for blocks without that row and for full-transaction
+// It lives in core because two layers write it: the store keeps each block's hashes-only text at
+// import (a ready-to-serve encoding: a hashes-only answer is one read), and the rpc formatters write it for blocks without that row and for full-transaction
 // answers (their object form is its parse). rpc's format.test.ts checks its output against
 // hand-written geth shapes (every fork field, withdrawals, uncles); block-text.test.ts checks the
 // rows written at import against the text written from each block's decoded rows.
@@ -22,7 +21,7 @@ export interface BlockJsonFields {
 const hex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 const q = (v: bigint | number): string => v.toString(16);
 
-/** The transaction list of blockJsonHead's text, where spliceTransactions puts the real one. */
+/** The transaction list of the BlockJson rows written before their tx hashes were (see spliceTransactions). */
 const EMPTY_TXS = '"transactions":[]';
 
 /** `"0x<hash>"` strings joined by commas: a JSON array's inside. */
@@ -33,10 +32,11 @@ export function hashList(hashes: readonly Uint8Array[]): string {
 }
 
 /**
- * The block's JSON with `"transactions":[]`; an uncle (`uncle: true`) as geth marshals it: a
+ * The block's JSON with `transactions` (the inside of its JSON array: hashList's text, or the
+ * transaction objects') as its transaction list; an uncle (`uncle: true`) as geth marshals it: a
  * block with an empty body (no transactions member, no uncles) and totalDifficulty null.
  */
-export function blockJsonHead(b: BlockJsonFields, uncle = false): string {
+export function blockJsonHead(b: BlockJsonFields, uncle = false, transactions = ''): string {
   const h = b.header;
   let s = '{';
   if (h.baseFeePerGas !== undefined) s += `"baseFeePerGas":"0x${q(h.baseFeePerGas)}",`;
@@ -53,7 +53,7 @@ export function blockJsonHead(b: BlockJsonFields, uncle = false): string {
   s +=
     `"sha3Uncles":"0x${hex(h.uncleHash)}","size":"0x${q(b.size)}","stateRoot":"0x${hex(h.stateRoot)}",` +
     `"timestamp":"0x${q(h.timestamp)}",`;
-  s += uncle ? '"totalDifficulty":null,' : `"totalDifficulty":"0x${q(b.totalDifficulty)}",${EMPTY_TXS},`;
+  s += uncle ? '"totalDifficulty":null,' : `"totalDifficulty":"0x${q(b.totalDifficulty)}","transactions":[${transactions}],`;
   s += `"transactionsRoot":"0x${hex(h.transactionsRoot)}","uncles":[${uncle ? '' : hashList(b.uncleHashes)}]`;
   if (b.withdrawals !== undefined && !uncle) {
     s += ',"withdrawals":[';
@@ -66,7 +66,10 @@ export function blockJsonHead(b: BlockJsonFields, uncle = false): string {
   return `${s}}`;
 }
 
-/** blockJsonHead's text with its transaction list replaced by `list` (the inside of the JSON array). */
+/**
+ * blockJsonHead's text written without transactions (an older BlockJson row) with its empty
+ * transaction list replaced by `list` (the inside of the JSON array).
+ */
 export function spliceTransactions(head: string, list: string): string {
   if (list === '') return head;
   const at = head.indexOf(EMPTY_TXS);

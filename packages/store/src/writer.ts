@@ -4,7 +4,7 @@
 // and nothing of the group; after it, the whole group.
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { LogJsonWriter, blockJsonHead, bytesToBigInt, decodeHeader, hashList, spliceTransactions, withdrawalsFromValues } from '@chainnode/core';
+import { LogJsonWriter, blockJsonHead, bytesToBigInt, decodeHeader, hashList, withdrawalsFromValues } from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
@@ -746,14 +746,17 @@ export class StoreWriter {
     // BlockJson). Not for addPreExecutedBlock's synthetic bench chains: readers format blocks
     // without the row.
     const header = decodeHeader(b.headerRlp, b.hash);
-    const head = blockJsonHead({
-      header,
-      size: b.body.size,
-      totalDifficulty: b.totalDifficulty,
-      uncleHashes: b.body.uncles.map((u) => keccak256(u)),
-      ...(b.body.withdrawals !== undefined ? { withdrawals: withdrawalsFromValues(b.body.withdrawals) } : {}),
-    });
-    const text = spliceTransactions(head, hashList(b.txHashes));
+    const text = blockJsonHead(
+      {
+        header,
+        size: b.body.size,
+        totalDifficulty: b.totalDifficulty,
+        uncleHashes: b.body.uncles.map((u) => keccak256(u)),
+        ...(b.body.withdrawals !== undefined ? { withdrawals: withdrawalsFromValues(b.body.withdrawals) } : {}),
+      },
+      false,
+      hashList(b.txHashes),
+    );
     tables.blockJson.stage(this.group, b.hash, { whole: true, ascii: Buffer.from(text, 'latin1') }, this.alloc);
     this.stageLogsJson(b, header.timestamp);
   }

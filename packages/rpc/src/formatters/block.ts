@@ -2,7 +2,7 @@
 // in alphabetical order; fork fields appear only when the header has them. Plus the spec's
 // totalDifficulty (null for uncles, as geth's uncle answer has no total difficulty). The text
 // itself is written by core's blockJsonHead (the store keeps it per block, ready to serve).
-import { blockJsonHead, hashList, spliceTransactions, toData, toQuantity } from '@chainnode/core';
+import { blockJsonHead, hashList, toData, toQuantity } from '@chainnode/core';
 import type { BlockRecord, Hex, UncleRecord, WithdrawalRecord } from '@chainnode/core';
 import { formatTransaction } from './transaction.js';
 import type { JsonTransaction } from './transaction.js';
@@ -73,15 +73,11 @@ function transactionObjects(b: BlockRecord): JsonTransaction[] {
 
 /**
  * The block's JSON text (what both block methods serve): core's blockJsonHead with the
- * transaction hashes, or the transaction objects, spliced in.
+ * transaction hashes, or the transaction objects, as its list.
  */
 export function blockText(b: BlockRecord, fullTransactions: boolean): string {
-  const head = blockJsonHead(b);
-  if (fullTransactions) {
-    const txs = JSON.stringify(transactionObjects(b));
-    return spliceTransactions(head, txs.slice(1, -1));
-  }
-  return spliceTransactions(head, hashList(b.transactionHashes ?? b.transactions.map((tx) => tx.hash)));
+  if (fullTransactions) return blockJsonHead(b, false, JSON.stringify(transactionObjects(b)).slice(1, -1));
+  return blockJsonHead(b, false, hashList(b.transactionHashes ?? b.transactions.map((tx) => tx.hash)));
 }
 
 /** The block as an object (tests; what blockText encodes). */
