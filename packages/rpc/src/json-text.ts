@@ -10,6 +10,16 @@
 import { chunksToBytes, writeChunk } from '@chainnode/core';
 import type { AsciiChunk } from '@chainnode/core';
 
+/**
+ * ASCII JSON text of a known length, written on demand straight into memory the caller provides
+ * (an eth_getProof answer: written into the transport's buffer, with no copy of its own).
+ */
+export interface AsciiWriter {
+  readonly length: number;
+  /** Writes the text at `at` of `out` (which has room for it); returns `at + length`. */
+  write(out: Uint8Array, at: number): number;
+}
+
 export class JsonText<T = unknown> {
   /** Phantom: the type of the value the text encodes. */
   declare readonly __value?: T;
@@ -18,6 +28,8 @@ export class JsonText<T = unknown> {
   /** ofAsciiChunks: the bytes in chunks (joined into utf8 only if bytes() is asked). */
   private chunks: AsciiChunk[] | undefined;
   private chunksLength = 0;
+  /** ofAsciiWriter: written where it is needed (bytes() makes and keeps them only if asked). */
+  private writer: AsciiWriter | undefined;
   /**
    * @param shared The same object answers many calls (a FormatMemo entry): worth keeping its
    *   UTF-8 bytes (see bytes()). A one-off text (a getLogs answer) is not.
@@ -52,6 +64,18 @@ export class JsonText<T = unknown> {
     return t;
   }
 
+  /**
+   * ofAscii, for a text written on demand (AsciiWriter): writeInto() writes it where the
+   * transport wants it, every time (nothing allocated or kept per answer); bytes() and text make
+   * and keep a copy only when asked (a batch, a test).
+   */
+  static ofAsciiWriter<T>(writer: AsciiWriter, shared = false): JsonText<T> {
+    const t = new JsonText<T>('', shared);
+    t.str = undefined;
+    t.writer = writer;
+    return t;
+  }
+
   get text(): string {
     if (this.str === undefined) {
       const b = this.bytes();
@@ -66,6 +90,12 @@ export class JsonText<T = unknown> {
    * for every call.
    */
   bytes(): Uint8Array {
+    if (this.utf8 === undefined && this.writer !== undefined) {
+      const out = Buffer.allocUnsafeSlow(this.writer.length); // kept: its own memory, not the pool's
+      this.written(this.writer, out, 0);
+      this.utf8 = out;
+      this.writer = undefined;
+    }
     if (this.utf8 === undefined && this.chunks !== undefined) {
       this.utf8 = chunksToBytes(this.chunks);
       this.chunks = undefined;
@@ -75,6 +105,7 @@ export class JsonText<T = unknown> {
 
   /** Writes bytes() into `out` at `at` (chunks straight from where they are); returns the end. */
   writeInto(out: Uint8Array, at: number): number {
+    if (this.writer !== undefined) return this.written(this.writer, out, at);
     if (this.chunks !== undefined) {
       for (const c of this.chunks) at = writeChunk(c, out, at);
       return at;
@@ -84,13 +115,23 @@ export class JsonText<T = unknown> {
     return at + b.length;
   }
 
-  /** Whether the text is held as bytes (written as bytes, or bytes() was asked once). */
+  private written(writer: AsciiWriter, out: Uint8Array, at: number): number {
+    const end = writer.write(out, at);
+    if (end !== at + writer.length) throw new Error(`JsonText: writer wrote ${end - at} bytes of ${writer.length}`);
+    return end;
+  }
+
+  /**
+   * Whether the text is (or is written) as bytes without being made a string first (written as
+   * bytes, written on demand, or bytes() was asked once).
+   */
   get hasBytes(): boolean {
-    return this.utf8 !== undefined || this.chunks !== undefined;
+    return this.utf8 !== undefined || this.chunks !== undefined || this.writer !== undefined;
   }
 
   /** The length of bytes(), without making them. */
   byteLength(): number {
+    if (this.writer !== undefined) return this.writer.length;
     if (this.chunks !== undefined) return this.chunksLength;
     return this.utf8 !== undefined ? this.utf8.length : Buffer.byteLength(this.str as string, 'utf8');
   }
@@ -120,6 +161,11 @@ export class FormatMemo<K extends object, V> {
   /** Like text(), for a writer that produces the text as ASCII bytes (JsonText.ofAscii). */
   ascii(record: K, variant: string, write: (record: K) => Uint8Array): JsonText<V> {
     return this.memo(record, variant, () => JsonText.ofAscii<V>(write(record), true));
+  }
+
+  /** Like ascii(), for a text written on demand wherever it is needed (JsonText.ofAsciiWriter). */
+  writer(record: K, variant: string, make: (record: K) => AsciiWriter): JsonText<V> {
+    return this.memo(record, variant, () => JsonText.ofAsciiWriter<V>(make(record), true));
   }
 
   /** Like get(), for a writer that produces the JSON text itself (exactly JSON.stringify of the value). */

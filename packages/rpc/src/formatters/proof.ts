@@ -1,6 +1,7 @@
 // eth_getProof answer in geth's AccountResult field order.
 import { toData, toQuantity } from '@chainnode/core';
 import type { AccountProofRecord, Bytes, Hex, StorageProofRecord } from '@chainnode/core';
+import type { AsciiWriter } from '../json-text.js';
 
 export interface JsonStorageProof {
   key: Hex;
@@ -90,40 +91,43 @@ function writeList(out: Uint8Array, view: DataView, at: number, nodes: Uint8Arra
  * The eth_getProof answer as JSON text in ASCII bytes, written directly: exactly
  * JSON.stringify(formatProof(p, keyInputLengths)) (every member is a hex string: nothing to
  * escape). Its size is known before a byte is written (the small members are made as strings
- * first, a node takes 2 bytes per byte plus `"0x"`), so the answer is one allocation of the exact
- * size, the nodes' hex is written into it in place, and nothing else is built per node: no
- * object tree, no string, no piece list. Random historical proofs rarely share a node below the
- * root's first levels, so nothing is kept between answers either (a node-text cache measured
- * slower here than writing the hex again: its lookups, and the evictions of 1 KB texts, cost
- * more than ~0.5 µs of hex per node).
+ * first, a node takes 2 bytes per byte plus `"0x"`), so the nodes' hex is written in place into
+ * whatever memory the caller provides (the transport's reply buffer: no allocation and no copy
+ * per answer), and nothing else is built per node: no object tree, no string, no piece list.
+ * Random historical proofs rarely share a node below the root's first levels, so nothing is
+ * kept between answers either (a node-text cache measured slower here than writing the hex
+ * again: its lookups, and the evictions of 1 KB texts, cost more than ~0.5 µs of hex per node).
  */
-export function proofJson(p: AccountProofRecord, keyInputLengths: number[]): Uint8Array {
+export function proofWriter(p: AccountProofRecord, keyInputLengths: number[]): AsciiWriter {
   const head = `{"address":"${hexData(p.address)}","accountProof":[`;
   const middle = `],"balance":"${toQuantity(p.balance)}","codeHash":"${hexData(p.codeHash)}","nonce":"${toQuantity(p.nonce)}","storageHash":"${hexData(p.storageHash)}","storageProof":[`;
   const keyHeads: string[] = [];
-  let size = head.length + listSize(p.accountProof) + middle.length + 2; // ]}
+  let length = head.length + listSize(p.accountProof) + middle.length + 2; // ]}
   for (let i = 0; i < p.storageProof.length; i++) {
     const sp = p.storageProof[i] as StorageProofRecord;
     const inputLength = keyInputLengths[i] ?? 32;
     const keyHead = `${i === 0 ? '' : ','}{"key":"${inputLength === 32 ? hexData(sp.key) : formatStorageKey(sp.key, inputLength)}","value":"${toQuantity(sp.value)}","proof":[`;
     keyHeads.push(keyHead);
-    size += keyHead.length + listSize(sp.proof) + 2; // ]}
+    length += keyHead.length + listSize(sp.proof) + 2; // ]}
   }
-  // Its own memory (not Buffer's shared pool): an answer is kept by the reply memo, and a pooled
-  // slice would keep its whole 8 KB pool alive with it.
-  const out = Buffer.allocUnsafeSlow(size);
-  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-  let at = out.write(head, 0, 'latin1');
-  at = writeList(out, view, at, p.accountProof);
-  at += out.write(middle, at, 'latin1');
-  for (let i = 0; i < p.storageProof.length; i++) {
-    at += out.write(keyHeads[i] as string, at, 'latin1');
-    at = writeList(out, view, at, (p.storageProof[i] as StorageProofRecord).proof);
-    out[at++] = 0x5d; // ]
-    out[at++] = 0x7d; // }
-  }
-  out[at++] = 0x5d;
-  out[at++] = 0x7d;
-  if (at !== size) throw new Error(`proofJson: wrote ${at} bytes of ${size}`);
-  return out;
+  return {
+    length,
+    write(out: Uint8Array, start: number): number {
+      const buf = Buffer.isBuffer(out) ? out : Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+      const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+      let at = start + buf.write(head, start, 'latin1');
+      at = writeList(buf, view, at, p.accountProof);
+      at += buf.write(middle, at, 'latin1');
+      for (let i = 0; i < p.storageProof.length; i++) {
+        at += buf.write(keyHeads[i] as string, at, 'latin1');
+        at = writeList(buf, view, at, (p.storageProof[i] as StorageProofRecord).proof);
+        buf[at++] = 0x5d; // ]
+        buf[at++] = 0x7d; // }
+      }
+      buf[at++] = 0x5d;
+      buf[at++] = 0x7d;
+      if (at - start !== length) throw new Error(`proofWriter: wrote ${at - start} bytes of ${length}`);
+      return at;
+    },
+  };
 }

@@ -1,6 +1,6 @@
 import type { Bytes } from '@chainnode/core';
 import { resolveStateRoot } from '../context.js';
-import { proofJson } from '../formatters/proof.js';
+import { proofWriter } from '../formatters/proof.js';
 import type { JsonAccountProof } from '../formatters/proof.js';
 import { decodeAddress, decodeArgs, decodeOptionalBlockSelector, decodeStorageKey, jsonType, ParamError } from '../params.js';
 import type { BlockSelector } from '../params.js';
@@ -42,6 +42,6 @@ export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
     }
     // The echoed keys depend on how the caller spelled them (their byte lengths).
     const lengths = p.keys.map((k) => k.inputLength);
-    return ctx.memo.proofs.ascii(record, lengths.join(','), (r) => proofJson(r, lengths));
+    return ctx.memo.proofs.writer(record, lengths.join(','), (r) => proofWriter(r, lengths));
   },
 };

@@ -1,0 +1,43 @@
+// JsonText written on demand (ofAsciiWriter, what eth_getProof answers are; their replies through
+// the envelope are checked in proof-text.test.ts): written into the caller's memory on every use,
+// made into bytes and text once only when asked, and a writer that writes other than the length it declared is an error, never a short reply.
+import { JsonText } from '../src/json-text.js';
+import type { AsciiWriter } from '../src/json-text.js';
+
+const writerOf = (text: string, declared = text.length): AsciiWriter & { calls: number } => {
+  const w = {
+    calls: 0,
+    length: declared,
+    write(out: Uint8Array, at: number): number {
+      w.calls++;
+      for (let i = 0; i < text.length; i++) out[at + i] = text.charCodeAt(i); // past the end: dropped
+      return at + text.length;
+    },
+  };
+  return w;
+};
+
+test('writes into the given memory each time, and makes and keeps bytes only when asked', () => {
+  const w = writerOf('{"a":"0x01"}');
+  const t = JsonText.ofAsciiWriter(w, true);
+  expect(t.hasBytes).toBe(true);
+  expect(t.byteLength()).toBe(12);
+  for (let i = 0; i < 2; i++) {
+    const out = Buffer.alloc(20, 0x20);
+    expect(t.writeInto(out, 5)).toBe(17);
+    expect(out.toString('latin1')).toBe('     {"a":"0x01"}   ');
+  }
+  expect(w.calls).toBe(2);
+  expect(t.text).toBe('{"a":"0x01"}');
+  expect(Buffer.from(t.bytes()).toString('latin1')).toBe('{"a":"0x01"}');
+  const out = Buffer.alloc(12);
+  t.writeInto(out, 0);
+  expect(w.calls).toBe(3); // the text and the write after it came from the bytes made once
+  expect(out.toString('latin1')).toBe('{"a":"0x01"}');
+  expect(t.toJSON()).toEqual({ a: '0x01' });
+});
+
+test('a writer that writes another length than it declared fails', () => {
+  expect(() => JsonText.ofAsciiWriter(writerOf('{"a":1}', 8)).writeInto(Buffer.alloc(16), 0)).toThrow('writer wrote 7 bytes of 8');
+  expect(() => JsonText.ofAsciiWriter(writerOf('{"a":1}', 6)).bytes()).toThrow('writer wrote 7 bytes of 6');
+});
