@@ -52,7 +52,7 @@ import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
 import { keccak256 } from './keccak.js';
 import { HashCache, NodeCache, PairCache } from './hash-cache.js';
-import { headerStateRoot, trieGet } from './trie-read.js';
+import { bodyTransaction, headerStateRoot, trieGet } from './trie-read.js';
 import type { NodeSource } from './trie-read.js';
 
 /** Hex of the bytes, as a cache key (a view, not a copy). */
@@ -93,6 +93,12 @@ export class LevelChainStore implements ChainStore {
    * the same rate (account proofs at random blocks, one app thread).
    */
   private readonly proofs = new Lru<string, AccountProofRecord>(128);
+  /**
+   * The body and senders rows, as stored, of the blocks whose transactions were last looked up
+   * alone (loadTransaction): the other transactions of a block asked next, or at once, read no row
+   * again. 64 blocks: ~8 MB at mainnet's ~120 KB bodies.
+   */
+  private readonly txRows = new HashCache<{ body: Uint8Array; senders: Uint8Array }>(64);
   /** Hashes-only block answers (about 1.5 KB each): what readyBlockJson hands out. */
   private readonly readyJson = new HashCache<ReadyJson>(4096);
   /**
@@ -374,23 +380,59 @@ export class LevelChainStore implements ChainStore {
     });
   }
 
+  /**
+   * A transaction by hash: its location, the canonical hash of that number, and then either the
+   * block record when it is cached or, on a miss (a random lookup on a chain larger than the
+   * caches), just that transaction: its item of the body row read in place (trie-read.ts
+   * bodyTransaction), its sender, and it alone decoded. Loading the whole block for it decoded
+   * every transaction of the block and read three more rows (total difficulty, tx hashes,
+   * uncles hashed) that the answer does not show.
+   */
   private async loadTransaction(hash: Uint8Array, key: string): Promise<TxWithLocation | undefined> {
     const gen = this.gen;
     const loc = tables.txLookup.getSync(this.db, hash);
     if (loc === undefined) return undefined;
     const blockHash = await this.canonical(loc.number);
     if (blockHash === undefined) return undefined;
-    const block = await this.blockOf(blockHash);
-    const tx = block?.transactions[loc.index];
-    if (block === undefined || tx === undefined || !bytesEqual(tx.hash, hash)) return undefined;
+    let tx: TxRecord | undefined;
+    let header: HeaderRecord | undefined;
+    const block = this.blocks.get(byteKey(blockHash));
+    if (block !== undefined) {
+      tx = block.transactions[loc.index];
+      header = block.header;
+    } else {
+      header = await this.headerOf(blockHash);
+      if (header === undefined) return undefined;
+      // Rows keyed by block hash: they never change, so no canonical re-check is needed after them.
+      // Read synchronously: the first of concurrent lookups in the block files them for the rest.
+      let rows = this.txRows.get(blockHash);
+      if (rows === undefined) {
+        const body = tables.bodies.getRawSync(this.db, blockHash);
+        const senders = tables.senders.getRawSync(this.db, blockHash);
+        if (body === undefined || senders === undefined) throw new Error(`block ${header.number}: body rows missing`);
+        rows = { body, senders };
+        this.txRows.set(blockHash, rows);
+      }
+      const { body, senders } = rows;
+      const raw = bodyTransaction(body, loc.index);
+      const at = loc.index * 20;
+      if (raw !== undefined) {
+        if (at + 20 > senders.length) throw new Error(`block ${header.number}: no sender for tx ${loc.index}`);
+        // A location of another branch's block (written by a follower, not yet applied here)
+        // points at another transaction: its hash tells.
+        const txHash = keccak256(raw);
+        if (bytesEqual(txHash, hash)) tx = decodeTransaction(raw, senders.slice(at, at + 20), txHash);
+      }
+    }
+    if (tx === undefined || !bytesEqual(tx.hash, hash)) return undefined;
     const out: TxWithLocation = {
       tx,
       blockHash,
       blockNumber: loc.number,
       transactionIndex: loc.index,
-      blockTimestamp: block.header.timestamp,
+      blockTimestamp: header.timestamp,
     };
-    if (block.header.baseFeePerGas !== undefined) out.baseFeePerGas = block.header.baseFeePerGas;
+    if (header.baseFeePerGas !== undefined) out.baseFeePerGas = header.baseFeePerGas;
     if (gen === this.gen) this.txCache.set(key, out);
     return out;
   }
@@ -412,6 +454,7 @@ export class LevelChainStore implements ChainStore {
       this.readyJson.delete(b.hash);
       this.headers.delete(byteKey(b.hash));
       this.stateRoots.delete(b.hash);
+      this.txRows.delete(b.hash);
     }
     for (const b of commit.added) numbers.push(b.number);
     for (const n of numbers) this.canonicalCache.delete(n);

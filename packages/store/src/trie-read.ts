@@ -80,6 +80,32 @@ export function headerStateRoot(rlp: Uint8Array): Uint8Array {
   return rlp.slice(itemStart, itemEnd);
 }
 
+/**
+ * The `index`-th transaction's bytes (as the block carries them) from a stored body's RLP
+ * ([size, [tx..], [uncle..], withdrawals?]: schema.ts bodyCodec), read in place with the same
+ * scanner: a lookup of one transaction neither decodes nor copies the others. Undefined past the
+ * last transaction; a copy otherwise. Throws on malformed RLP.
+ */
+export function bodyTransaction(rlp: Uint8Array, index: number): Uint8Array | undefined {
+  header(rlp, 0, rlp.length);
+  if (!itemList || itemEnd !== rlp.length) throw new Error('body: not one RLP list');
+  const end = itemEnd;
+  header(rlp, itemStart, end); // size
+  header(rlp, itemEnd, end); // the transactions
+  if (!itemList) throw new Error('body: the transactions are not a list');
+  const txsEnd = itemEnd;
+  let p = itemStart;
+  for (let i = 0; i < index; i++) {
+    if (p >= txsEnd) return undefined;
+    header(rlp, p, txsEnd);
+    p = itemEnd;
+  }
+  if (p >= txsEnd) return undefined;
+  header(rlp, p, txsEnd);
+  if (itemList) throw new Error('body: a transaction is not a byte string');
+  return rlp.slice(itemStart, itemEnd);
+}
+
 /** The nibbles of a key (its bytes split high, low). */
 function nibbles(key: Uint8Array): Uint8Array {
   const out = new Uint8Array(key.length * 2);

@@ -1,0 +1,111 @@
+// A transaction by hash on a cache miss reads only that transaction (reader.ts loadTransaction:
+// its body item in place, trie-read.ts bodyTransaction, its sender, it alone decoded). Checked
+// for every transaction of both real chains (legacy to type-4 transactions) against the
+// transaction of the block record, the path a cached block takes; the body scanner against the
+// body codec's decode for every block; a location row that points at another transaction (what a
+// follower's write of another branch can leave for a moment) answers not found; malformed bodies
+// throw.
+import { RLP } from '@ethereumjs/rlp';
+import { bytesEqual } from '@chainnode/core';
+import { chainDir, datadirCopy } from '@chainnode/testkit';
+import type { ChainName } from '@chainnode/testkit';
+import { LevelChainStore } from '../src/index.js';
+import { openDb } from '../src/db.js';
+import { bodyCodec, tables } from '../src/schema.js';
+import { bodyTransaction } from '../src/trie-read.js';
+
+/** A record as text (bytes as hex, bigints as decimal): jest's deep equality walks typed arrays byte by byte. */
+const text = (v: unknown): string =>
+  JSON.stringify(v, function (this: Record<string, unknown>, k: string, x: unknown) {
+    const raw = this[k]; // before a Buffer's toJSON: Buffers and Uint8Arrays alike
+    return raw instanceof Uint8Array ? `0x${Buffer.from(raw).toString('hex')}` : typeof raw === 'bigint' ? `${raw}n` : x;
+  });
+
+const chains: ChainName[] = ['fixtures', ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : [])];
+
+test.each(chains)('%s: every transaction by hash equals its block\'s, read alone', async (chain) => {
+  const c = await datadirCopy(chain);
+  // Two handles on one datadir are not allowed: the blocks are read first, then a fresh store asks
+  // for each transaction with nothing cached but the headers its lookups load.
+  const expected: { hash: Uint8Array; tx: Record<string, unknown> & { blockNumber: bigint; transactionIndex: number } }[] = [];
+  const types = new Set<number>();
+  const hashes: Uint8Array[] = [];
+  let blocks = await LevelChainStore.open(c.dir);
+  try {
+    const head = (await blocks.head()).number;
+    for (let n = 0n; n <= head; n++) {
+      const hash = (await blocks.canonicalHash(n)) as Uint8Array;
+      const block = await blocks.block(hash);
+      if (block === undefined) throw new Error(`block ${n}`);
+      hashes.push(hash);
+      block.transactions.forEach((tx, i) => {
+        types.add(tx.type);
+        expected.push({
+          hash: tx.hash,
+          tx: {
+            tx,
+            blockHash: hash,
+            blockNumber: n,
+            transactionIndex: i,
+            blockTimestamp: block.header.timestamp,
+            ...(block.header.baseFeePerGas !== undefined ? { baseFeePerGas: block.header.baseFeePerGas } : {}),
+          },
+        });
+      });
+    }
+  } finally {
+    await blocks.close();
+  }
+  // The body scanner against the body codec, every block.
+  const raw = await openDb(c.dir, { create: false });
+  try {
+    for (const hash of hashes) {
+      const body = tables.bodies.getRawSync(raw, hash) as Uint8Array;
+      const decoded = bodyCodec.decode(body);
+      decoded.transactions.forEach((t, i) => expect(bytesEqual(bodyTransaction(body, i) as Uint8Array, t)).toBe(true));
+      expect(bodyTransaction(body, decoded.transactions.length)).toBeUndefined();
+    }
+  } finally {
+    await raw.close();
+  }
+  expect(expected.length).toBeGreaterThan(20);
+  if (chain === 'execution-apis') expect(types.size).toBeGreaterThan(3); // legacy, 2930, 1559, blob, 7702
+  blocks = await LevelChainStore.open(c.dir);
+  try {
+    for (const e of expected) expect(text(await blocks.transaction(e.hash))).toBe(text(e.tx));
+    expect(await blocks.transaction(new Uint8Array(32).fill(0xab))).toBeUndefined();
+  } finally {
+    await blocks.close();
+  }
+  // A location row that points at the next transaction of the block answers not found (the
+  // hash check), on a fresh store so the body path is the one taken.
+  const [first, second] = expected as [(typeof expected)[number], (typeof expected)[number]];
+  expect(second.tx.blockNumber).toBeGreaterThanOrEqual(first.tx.blockNumber);
+  const db = await openDb(c.dir, { create: false });
+  const batch = db.batch();
+  tables.txLookup.put(batch, first.hash, { number: first.tx.blockNumber, index: first.tx.transactionIndex + 1 });
+  await batch.write();
+  await db.close();
+  const moved = await LevelChainStore.open(c.dir);
+  try {
+    expect(await moved.transaction(first.hash)).toBeUndefined();
+    expect(text(await moved.transaction(second.hash))).toBe(text(second.tx));
+  } finally {
+    await moved.close();
+    await c.cleanup();
+  }
+}, 240_000);
+
+test('bodyTransaction: malformed bodies throw', () => {
+  const tx1 = Uint8Array.from([0x02, 0xc1, 0x05]);
+  const tx2 = RLP.encode([1, 2, 3]);
+  const good = RLP.encode([Uint8Array.of(9), [tx1, tx2], []]);
+  expect(bodyTransaction(good, 0)).toEqual(tx1);
+  expect(bodyTransaction(good, 1)).toEqual(tx2);
+  expect(bodyTransaction(good, 2)).toBeUndefined();
+  expect(bodyTransaction(RLP.encode([Uint8Array.of(9), [], []]), 0)).toBeUndefined();
+  expect(() => bodyTransaction(good.subarray(0, good.length - 1), 0)).toThrow('trie: truncated node');
+  expect(() => bodyTransaction(RLP.encode(tx1), 0)).toThrow('body: not one RLP list');
+  expect(() => bodyTransaction(RLP.encode([Uint8Array.of(9), tx1, []]), 0)).toThrow('body: the transactions are not a list');
+  expect(() => bodyTransaction(RLP.encode([Uint8Array.of(9), [[tx1]], []]), 0)).toThrow('body: a transaction is not a byte string');
+});
