@@ -52,7 +52,7 @@ import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
 import { keccak256 } from './keccak.js';
 import { HashCache, NodeCache, PairCache } from './hash-cache.js';
-import { bodyTransaction, headerStateRoot, trieGet } from './trie-read.js';
+import { bodyTransaction, headerStateRoot, headerTxFields, trieGet } from './trie-read.js';
 import type { NodeSource } from './trie-read.js';
 
 /** Hex of the bytes, as a cache key (a view, not a copy). */
@@ -62,6 +62,9 @@ import type { NodeSource } from './trie-read.js';
  * variable-width parts with their length, so that no two inputs share a key.
  */
 const byteKey = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
+
+/** What a transaction's answer shows of its block's header. */
+type TxBlockFields = { timestamp: bigint; baseFeePerGas?: bigint };
 
 /** An account as the state reads need it (absent accounts are cached as `null`). */
 interface AccountView {
@@ -94,11 +97,12 @@ export class LevelChainStore implements ChainStore {
    */
   private readonly proofs = new Lru<string, AccountProofRecord>(128);
   /**
-   * The body and senders rows, as stored, of the blocks whose transactions were last looked up
-   * alone (loadTransaction): the other transactions of a block asked next, or at once, read no row
-   * again. 64 blocks: ~8 MB at mainnet's ~120 KB bodies.
+   * Of the blocks whose transactions were last looked up alone (loadTransaction): the body and
+   * senders rows as stored, and the two header fields a transaction's answer shows. The other
+   * transactions of a block asked next, or at once, read no row again. 64 blocks: ~8 MB at
+   * mainnet's ~120 KB bodies.
    */
-  private readonly txRows = new HashCache<{ body: Uint8Array; senders: Uint8Array }>(64);
+  private readonly txRows = new HashCache<{ head: TxBlockFields; body: Uint8Array; senders: Uint8Array }>(64);
   /** Hashes-only block answers (about 1.5 KB each): what readyBlockJson hands out. */
   private readonly readyJson = new HashCache<ReadyJson>(4096);
   /**
@@ -395,29 +399,36 @@ export class LevelChainStore implements ChainStore {
     const blockHash = await this.canonical(loc.number);
     if (blockHash === undefined) return undefined;
     let tx: TxRecord | undefined;
-    let header: HeaderRecord | undefined;
+    let fields: TxBlockFields;
     const block = this.blocks.get(byteKey(blockHash));
     if (block !== undefined) {
       tx = block.transactions[loc.index];
-      header = block.header;
+      fields = block.header;
     } else {
-      header = await this.headerOf(blockHash);
-      if (header === undefined) return undefined;
       // Rows keyed by block hash: they never change, so no canonical re-check is needed after them.
       // Read synchronously: the first of concurrent lookups in the block files them for the rest.
       let rows = this.txRows.get(blockHash);
       if (rows === undefined) {
+        // The two header fields the answer shows: from a cached header, else read in place from
+        // the header row (no decoding of the other ~20 fields).
+        let head: TxBlockFields | undefined = this.headers.get(byteKey(blockHash));
+        if (head === undefined) {
+          const raw = tables.headers.getSync(this.db, blockHash);
+          if (raw === undefined) return undefined;
+          head = headerTxFields(raw);
+        }
         const body = tables.bodies.getRawSync(this.db, blockHash);
         const senders = tables.senders.getRawSync(this.db, blockHash);
-        if (body === undefined || senders === undefined) throw new Error(`block ${header.number}: body rows missing`);
-        rows = { body, senders };
+        if (body === undefined || senders === undefined) throw new Error(`block ${loc.number}: body rows missing`);
+        rows = { head, body, senders };
         this.txRows.set(blockHash, rows);
       }
       const { body, senders } = rows;
+      fields = rows.head;
       const raw = bodyTransaction(body, loc.index);
       const at = loc.index * 20;
       if (raw !== undefined) {
-        if (at + 20 > senders.length) throw new Error(`block ${header.number}: no sender for tx ${loc.index}`);
+        if (at + 20 > senders.length) throw new Error(`block ${loc.number}: no sender for tx ${loc.index}`);
         // A location of another branch's block (written by a follower, not yet applied here)
         // points at another transaction: its hash tells.
         const txHash = keccak256(raw);
@@ -430,9 +441,9 @@ export class LevelChainStore implements ChainStore {
       blockHash,
       blockNumber: loc.number,
       transactionIndex: loc.index,
-      blockTimestamp: header.timestamp,
+      blockTimestamp: fields.timestamp,
     };
-    if (header.baseFeePerGas !== undefined) out.baseFeePerGas = header.baseFeePerGas;
+    if (fields.baseFeePerGas !== undefined) out.baseFeePerGas = fields.baseFeePerGas;
     if (gen === this.gen) this.txCache.set(key, out);
     return out;
   }

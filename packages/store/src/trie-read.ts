@@ -80,6 +80,39 @@ export function headerStateRoot(rlp: Uint8Array): Uint8Array {
   return rlp.slice(itemStart, itemEnd);
 }
 
+/** A big-endian unsigned integer item (at most 32 bytes) as a bigint. */
+function uintAt(b: Uint8Array, start: number, end: number, what: string): bigint {
+  if (end - start > 32) throw new Error(`header: ${what} longer than 32 bytes`);
+  let v = 0n;
+  for (let i = start; i < end; i++) v = (v << 8n) | BigInt(b[i] as number);
+  return v;
+}
+
+/**
+ * The header fields a transaction's answer shows of its block (timestamp: the 12th item;
+ * baseFeePerGas: the 16th, from London on), read in place from the header's RLP like
+ * headerStateRoot. Throws on malformed RLP.
+ */
+export function headerTxFields(rlp: Uint8Array): { timestamp: bigint; baseFeePerGas?: bigint } {
+  header(rlp, 0, rlp.length);
+  if (!itemList || itemEnd !== rlp.length) throw new Error('header: not one RLP list');
+  const end = itemEnd;
+  let p = itemStart;
+  let timestamp: bigint | undefined;
+  for (let i = 0; i <= 15 && p < end; i++) {
+    header(rlp, p, end);
+    if (i === 11 || i === 15) {
+      if (itemList) throw new Error(`header: item ${i} is a list`);
+      const v = uintAt(rlp, itemStart, itemEnd, i === 11 ? 'timestamp' : 'baseFeePerGas');
+      if (i === 15) return { timestamp: timestamp as bigint, baseFeePerGas: v };
+      timestamp = v;
+    }
+    p = itemEnd;
+  }
+  if (timestamp === undefined) throw new Error('header: fewer than 12 items');
+  return { timestamp };
+}
+
 /**
  * The `index`-th transaction's bytes (as the block carries them) from a stored body's RLP
  * ([size, [tx..], [uncle..], withdrawals?]: schema.ts bodyCodec), read in place with the same

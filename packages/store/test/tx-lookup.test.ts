@@ -1,8 +1,9 @@
 // A transaction by hash on a cache miss reads only that transaction (reader.ts loadTransaction:
-// its body item in place, trie-read.ts bodyTransaction, its sender, it alone decoded). Checked
+// its body item in place, trie-read.ts bodyTransaction, its sender, it alone decoded, and the
+// block's timestamp and base fee read in place from the header row, headerTxFields). Checked
 // for every transaction of both real chains (legacy to type-4 transactions) against the
-// transaction of the block record, the path a cached block takes; the body scanner against the
-// body codec's decode for every block; a location row that points at another transaction (what a
+// transaction of the block record, the path a cached block takes; the scanners against the
+// codecs' decodes for every block; a location row that points at another transaction (what a
 // follower's write of another branch can leave for a moment) answers not found; malformed bodies
 // throw.
 import { RLP } from '@ethereumjs/rlp';
@@ -12,7 +13,7 @@ import type { ChainName } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import { bodyCodec, tables } from '../src/schema.js';
-import { bodyTransaction } from '../src/trie-read.js';
+import { bodyTransaction, headerTxFields } from '../src/trie-read.js';
 
 /** A record as text (bytes as hex, bigints as decimal): jest's deep equality walks typed arrays byte by byte. */
 const text = (v: unknown): string =>
@@ -30,6 +31,7 @@ test.each(chains)('%s: every transaction by hash equals its block\'s, read alone
   const expected: { hash: Uint8Array; tx: Record<string, unknown> & { blockNumber: bigint; transactionIndex: number } }[] = [];
   const types = new Set<number>();
   const hashes: Uint8Array[] = [];
+  const headerFields: string[] = [];
   let blocks = await LevelChainStore.open(c.dir);
   try {
     const head = (await blocks.head()).number;
@@ -38,6 +40,7 @@ test.each(chains)('%s: every transaction by hash equals its block\'s, read alone
       const block = await blocks.block(hash);
       if (block === undefined) throw new Error(`block ${n}`);
       hashes.push(hash);
+      headerFields.push(text({ timestamp: block.header.timestamp, ...(block.header.baseFeePerGas !== undefined ? { baseFeePerGas: block.header.baseFeePerGas } : {}) }));
       block.transactions.forEach((tx, i) => {
         types.add(tx.type);
         expected.push({
@@ -56,10 +59,11 @@ test.each(chains)('%s: every transaction by hash equals its block\'s, read alone
   } finally {
     await blocks.close();
   }
-  // The body scanner against the body codec, every block.
+  // The body and header scanners against the codecs, every block.
   const raw = await openDb(c.dir, { create: false });
   try {
-    for (const hash of hashes) {
+    for (const [i, hash] of hashes.entries()) {
+      expect(text(headerTxFields(tables.headers.getSync(raw, hash) as Uint8Array))).toBe(headerFields[i]);
       const body = tables.bodies.getRawSync(raw, hash) as Uint8Array;
       const decoded = bodyCodec.decode(body);
       decoded.transactions.forEach((t, i) => expect(bytesEqual(bodyTransaction(body, i) as Uint8Array, t)).toBe(true));
@@ -95,6 +99,20 @@ test.each(chains)('%s: every transaction by hash equals its block\'s, read alone
     await c.cleanup();
   }
 }, 240_000);
+
+test('headerTxFields: before and after London; malformed headers throw', () => {
+  const h32 = new Uint8Array(32);
+  const items = (n: number): Uint8Array[] => Array.from({ length: n }, (_, i) => (i === 11 ? Uint8Array.of(0x01, 0x02) : i === 15 ? Uint8Array.of(0x07) : h32));
+  expect(headerTxFields(RLP.encode(items(15)))).toEqual({ timestamp: 0x0102n });
+  expect(headerTxFields(RLP.encode(items(16)))).toEqual({ timestamp: 0x0102n, baseFeePerGas: 7n });
+  expect(headerTxFields(RLP.encode(items(21)))).toEqual({ timestamp: 0x0102n, baseFeePerGas: 7n });
+  expect(() => headerTxFields(RLP.encode(items(11)))).toThrow('header: fewer than 12 items');
+  expect(() => headerTxFields(RLP.encode([...items(11), [h32]]))).toThrow('header: item 11 is a list');
+  expect(() => headerTxFields(RLP.encode([...items(11), new Uint8Array(33)]))).toThrow('header: timestamp longer than 32 bytes');
+  const good = RLP.encode(items(16));
+  expect(() => headerTxFields(good.subarray(0, good.length - 1))).toThrow('trie: truncated node');
+  expect(() => headerTxFields(RLP.encode(h32))).toThrow('header: not one RLP list');
+});
 
 test('bodyTransaction: malformed bodies throw', () => {
   const tx1 = Uint8Array.from([0x02, 0xc1, 0x05]);
