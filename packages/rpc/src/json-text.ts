@@ -30,6 +30,8 @@ export class JsonText<T = unknown> {
   private chunksLength = 0;
   /** ofAsciiWriter: written where it is needed (bytes() makes and keeps them only if asked). */
   private writer: AsciiWriter | undefined;
+  /** ofAsciiWriter: writeInto() has written the text once (see there). */
+  private writtenOnce = false;
   /**
    * @param shared The same object answers many calls (a FormatMemo entry): worth keeping its
    *   UTF-8 bytes (see bytes()). A one-off text (a getLogs answer) is not.
@@ -66,8 +68,10 @@ export class JsonText<T = unknown> {
 
   /**
    * ofAscii, for a text written on demand (AsciiWriter): writeInto() writes it where the
-   * transport wants it, every time (nothing allocated or kept per answer); bytes() and text make
-   * and keep a copy only when asked (a batch, a test).
+   * transport wants it (nothing allocated or kept for an answer given once); bytes() and text
+   * make and keep a copy only when asked (a batch, a test), and so does a second writeInto() of a
+   * shared text (a memoised answer asked again: copying kept bytes is cheaper than writing the
+   * hex again, ~4 KB per proof).
    */
   static ofAsciiWriter<T>(writer: AsciiWriter, shared = false): JsonText<T> {
     const t = new JsonText<T>('', shared);
@@ -105,7 +109,10 @@ export class JsonText<T = unknown> {
 
   /** Writes bytes() into `out` at `at` (chunks straight from where they are); returns the end. */
   writeInto(out: Uint8Array, at: number): number {
-    if (this.writer !== undefined) return this.written(this.writer, out, at);
+    if (this.writer !== undefined && !(this.shared && this.writtenOnce)) {
+      this.writtenOnce = true;
+      return this.written(this.writer, out, at);
+    }
     if (this.chunks !== undefined) {
       for (const c of this.chunks) at = writeChunk(c, out, at);
       return at;

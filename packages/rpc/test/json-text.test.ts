@@ -1,6 +1,6 @@
 // JsonText written on demand (ofAsciiWriter, what eth_getProof answers are; their replies through
-// the envelope are checked in proof-text.test.ts): written into the caller's memory on every use,
-// made into bytes and text once only when asked, and a writer that writes other than the length it declared is an error, never a short reply.
+// the envelope are checked in proof-text.test.ts): written into the caller's memory, made into
+// bytes and text once only when asked or when a shared (memoised) text is written again, and a writer that writes other than the length it declared is an error, never a short reply.
 import { JsonText } from '../src/json-text.js';
 import type { AsciiWriter } from '../src/json-text.js';
 
@@ -17,9 +17,9 @@ const writerOf = (text: string, declared = text.length): AsciiWriter & { calls: 
   return w;
 };
 
-test('writes into the given memory each time, and makes and keeps bytes only when asked', () => {
+test('a one-off text is written into the given memory each time, and made into bytes only when asked', () => {
   const w = writerOf('{"a":"0x01"}');
-  const t = JsonText.ofAsciiWriter(w, true);
+  const t = JsonText.ofAsciiWriter(w);
   expect(t.hasBytes).toBe(true);
   expect(t.byteLength()).toBe(12);
   for (let i = 0; i < 2; i++) {
@@ -35,6 +35,21 @@ test('writes into the given memory each time, and makes and keeps bytes only whe
   expect(w.calls).toBe(3); // the text and the write after it came from the bytes made once
   expect(out.toString('latin1')).toBe('{"a":"0x01"}');
   expect(t.toJSON()).toEqual({ a: '0x01' });
+});
+
+test('a shared (memoised) text is written in place once, then from bytes kept on its second use', () => {
+  const w = writerOf('{"a":"0x02"}');
+  const t = JsonText.ofAsciiWriter(w, true);
+  for (let i = 0; i < 4; i++) {
+    const out = Buffer.alloc(16, 0x20);
+    expect(t.writeInto(out, 2)).toBe(14);
+    expect(out.toString('latin1')).toBe('  {"a":"0x02"}  ');
+    expect(t.byteLength()).toBe(12);
+    expect(t.hasBytes).toBe(true);
+  }
+  expect(w.calls).toBe(2); // once in place, once into the bytes kept for the later uses
+  expect(t.text).toBe('{"a":"0x02"}');
+  expect(w.calls).toBe(2);
 });
 
 test('a writer that writes another length than it declared fails', () => {
