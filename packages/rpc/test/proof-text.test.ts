@@ -54,7 +54,7 @@ test('fixtures: proof answers equal the object formatter and verify, over random
       const record = await store.proof(header.stateRoot, fromHex(address), keys.map((k) => (k.length === 66 ? fromHex(k) : fromHex(`0x${k.slice(2).padStart(2 * Math.ceil((k.length - 2) / 2), '0')}`))));
       const want = `{"jsonrpc":"2.0","id":1,"result":${JSON.stringify(formatProof(record, lengths))}}`;
       // As the transport takes it (encode() into its own dirty memory, at an offset), twice (the
-      // second from the memo, written again), then as text (which makes and keeps the bytes),
+      // second from the memo, which keeps its bytes from then on), then as text,
       // then encoded once more from the kept bytes.
       for (const as of ['bytes', 'bytes', 'text', 'bytes'] as const) {
         const r = await svc.handle(body);

@@ -12,13 +12,14 @@
 // to the event loop every few milliseconds and stops at the deadline.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { LimitExceededError, LogJsonWriter, bytesEqual, bytesToBigInt } from '@chainnode/core';
+import { LimitExceededError, LogJsonWriter, bytesEqual } from '@chainnode/core';
 import type { AsciiChunk, ChainHead, LogQuery, LogQueryOptions, LogQueryResult, LogRecord, LogTextQueryResult } from '@chainnode/core';
 import type { Db } from './db.js';
 import { Lru } from './lru.js';
 import { LogSegmentReader } from './log-segments.js';
 import { AddressLogsJsonView, LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, decodePostings, logCodec, logIndexKeyLength, putU64, tables, u64Codec, writeLogIndexKey } from './schema.js';
 import type { KvSyncRead, StoredLog } from './schema.js';
+import { headerTxFields } from './trie-read.js';
 
 /** What the log code needs from the rest of the reader. */
 export interface LogReadContext {
@@ -415,28 +416,6 @@ interface BlockPick {
 const ROW_READ_BATCH = 256;
 const ROW_READS_IN_FLIGHT = 2;
 
-/** Block timestamp (header field 11) without decoding the whole header. */
-function headerTimestamp(header: Uint8Array): bigint {
-  // [start, end) of the item at `at` (a string or a list, with its prefix skipped).
-  const item = (at: number): { start: number; end: number } => {
-    const b = header[at] as number;
-    if (b < 0x80) return { start: at, end: at + 1 };
-    if (b < 0xb8) return { start: at + 1, end: at + 1 + b - 0x80 };
-    if (b < 0xc0 || b >= 0xf8) {
-      const n = b - (b < 0xc0 ? 0xb7 : 0xf7);
-      let len = 0;
-      for (let i = 1; i <= n; i++) len = len * 256 + (header[at + i] as number);
-      return { start: at + 1 + n, end: at + 1 + n + len };
-    }
-    return { start: at + 1, end: at + 1 + b - 0xc0 };
-  };
-  let at = item(0).start;
-  for (let f = 0; f < 11; f++) at = item(at).end;
-  const ts = item(at);
-  if (ts.end > header.length) throw new RangeError('header: truncated before the timestamp');
-  return bytesToBigInt(header.subarray(ts.start, ts.end));
-}
-
 export class LogQueries {
   private readonly logContexts = new Lru<bigint, BlockLogContext>(8192);
   private readonly db: LogDb;
@@ -499,7 +478,7 @@ export class LogQueries {
       const header = headers[i];
       const txs = txHashes[i];
       if (header === undefined || txs === undefined) throw new Error(`block ${n}: header or tx hashes missing`);
-      const ctx = { hash: hashes[i] as Uint8Array, timestamp: headerTimestamp(header), txHashes: txs };
+      const ctx = { hash: hashes[i] as Uint8Array, timestamp: headerTxFields(header).timestamp, txHashes: txs };
       if (gen === this.chain.generation?.()) this.logContexts.set(n, ctx);
       out.set(n, ctx);
     });

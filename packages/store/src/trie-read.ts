@@ -14,6 +14,8 @@
 // reference the key's nibble selects. Every header is bounds-checked against the node's bytes;
 // a node that is not well-formed RLP of one of the shapes above throws.
 
+import { bytesToBigInt } from '@chainnode/core';
+
 /** Node bytes by hash, or undefined when the store has no such node. */
 export type NodeSource = (hash: Uint8Array) => Uint8Array | undefined;
 
@@ -83,15 +85,13 @@ export function headerStateRoot(rlp: Uint8Array): Uint8Array {
 /** A big-endian unsigned integer item (at most 32 bytes) as a bigint. */
 function uintAt(b: Uint8Array, start: number, end: number, what: string): bigint {
   if (end - start > 32) throw new Error(`header: ${what} longer than 32 bytes`);
-  let v = 0n;
-  for (let i = start; i < end; i++) v = (v << 8n) | BigInt(b[i] as number);
-  return v;
+  return bytesToBigInt(b.subarray(start, end));
 }
 
 /**
- * The header fields a transaction's answer shows of its block (timestamp: the 12th item;
- * baseFeePerGas: the 16th, from London on), read in place from the header's RLP like
- * headerStateRoot. Throws on malformed RLP.
+ * The header fields a transaction's answer (and a log's, its timestamp: logs.ts) shows of its
+ * block (timestamp: the 12th item; baseFeePerGas: the 16th, from London on), read in place from
+ * the header's RLP like headerStateRoot. Throws on malformed RLP.
  */
 export function headerTxFields(rlp: Uint8Array): { timestamp: bigint; baseFeePerGas?: bigint } {
   header(rlp, 0, rlp.length);
