@@ -53,7 +53,7 @@ import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
 import { keccak256 } from './keccak.js';
 import { HashCache, NodeCache, PairCache } from './hash-cache.js';
 import { bodyTransaction, headerStateRoot, headerTxFields, trieGet } from './trie-read.js';
-import type { NodeSource } from './trie-read.js';
+import type { HeaderTxFields, NodeSource } from './trie-read.js';
 
 /** Hex of the bytes, as a cache key (a view, not a copy). */
 /**
@@ -62,9 +62,6 @@ import type { NodeSource } from './trie-read.js';
  * variable-width parts with their length, so that no two inputs share a key.
  */
 const byteKey = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
-
-/** What a transaction's answer shows of its block's header. */
-type TxBlockFields = { timestamp: bigint; baseFeePerGas?: bigint };
 
 /** An account as the state reads need it (absent accounts are cached as `null`). */
 interface AccountView {
@@ -102,7 +99,7 @@ export class LevelChainStore implements ChainStore {
    * transactions of a block asked next, or at once, read no row again. 64 blocks: ~8 MB at
    * mainnet's ~120 KB bodies.
    */
-  private readonly txRows = new HashCache<{ head: TxBlockFields; body: Uint8Array; senders: Uint8Array }>(64);
+  private readonly txRows = new HashCache<{ head: HeaderTxFields; body: Uint8Array; senders: Uint8Array }>(64);
   /** Hashes-only block answers (about 1.5 KB each): what readyBlockJson hands out. */
   private readonly readyJson = new HashCache<ReadyJson>(4096);
   /**
@@ -399,7 +396,7 @@ export class LevelChainStore implements ChainStore {
     const blockHash = await this.canonical(loc.number);
     if (blockHash === undefined) return undefined;
     let tx: TxRecord | undefined;
-    let fields: TxBlockFields;
+    let fields: HeaderTxFields;
     const block = this.blocks.get(byteKey(blockHash));
     if (block !== undefined) {
       tx = block.transactions[loc.index];
@@ -411,7 +408,7 @@ export class LevelChainStore implements ChainStore {
       if (rows === undefined) {
         // The two header fields the answer shows: from a cached header, else read in place from
         // the header row (no decoding of the other ~20 fields).
-        let head: TxBlockFields | undefined = this.headers.get(byteKey(blockHash));
+        let head: HeaderTxFields | undefined = this.headers.get(byteKey(blockHash));
         if (head === undefined) {
           const raw = tables.headers.getSync(this.db, blockHash);
           if (raw === undefined) return undefined;

@@ -82,6 +82,12 @@ export function headerStateRoot(rlp: Uint8Array): Uint8Array {
   return rlp.slice(itemStart, itemEnd);
 }
 
+/** The header fields a transaction's answer shows of its block (headerTxFields). */
+export interface HeaderTxFields {
+  timestamp: bigint;
+  baseFeePerGas?: bigint;
+}
+
 /** A big-endian unsigned integer item (at most 32 bytes) as a bigint. */
 function uintAt(b: Uint8Array, start: number, end: number, what: string): bigint {
   if (end - start > 32) throw new Error(`header: ${what} longer than 32 bytes`);
@@ -93,7 +99,7 @@ function uintAt(b: Uint8Array, start: number, end: number, what: string): bigint
  * block (timestamp: the 12th item; baseFeePerGas: the 16th, from London on), read in place from
  * the header's RLP like headerStateRoot. Throws on malformed RLP.
  */
-export function headerTxFields(rlp: Uint8Array): { timestamp: bigint; baseFeePerGas?: bigint } {
+export function headerTxFields(rlp: Uint8Array): HeaderTxFields {
   header(rlp, 0, rlp.length);
   if (!itemList || itemEnd !== rlp.length) throw new Error('header: not one RLP list');
   const end = itemEnd;
