@@ -12,7 +12,8 @@
 // The walk reads the RLP in place: it does not decode a node into arrays (a branch is 17 items
 // and the walk needs one of them), it skips items by their headers and follows the one child
 // reference the key's nibble selects. Every header is bounds-checked against the node's bytes;
-// a node that is not well-formed RLP of one of the shapes above throws.
+// a node that is not well-formed RLP of one of the shapes above throws ("rlp: ..." for bad RLP,
+// which the header and body scanners below share; "trie: ..." for a bad node shape).
 
 import { bytesToBigInt } from '@chainnode/core';
 
@@ -27,7 +28,7 @@ let itemList = false; // a list (else a byte string)
 
 /** Reads the RLP header of the item at `pos` (which must end by `limit`) into itemStart/itemEnd/itemList. */
 function header(b: Uint8Array, pos: number, limit: number): void {
-  if (pos >= limit) throw new Error('trie: truncated node');
+  if (pos >= limit) throw new Error('rlp: truncated item');
   const h = b[pos] as number;
   if (h < 0x80) {
     itemStart = pos;
@@ -52,12 +53,12 @@ function header(b: Uint8Array, pos: number, limit: number): void {
     itemEnd = itemStart + lengthAt(b, pos + 1, h - 0xf7, limit);
     itemList = true;
   }
-  if (itemEnd > limit) throw new Error('trie: truncated node');
+  if (itemEnd > limit) throw new Error('rlp: truncated item');
 }
 
 /** A big-endian length of `n` bytes at `pos` (a node is far below 2^32 bytes). */
 function lengthAt(b: Uint8Array, pos: number, n: number, limit: number): number {
-  if (n > 4 || pos + n > limit) throw new Error('trie: bad RLP length');
+  if (n > 4 || pos + n > limit) throw new Error('rlp: bad length');
   let len = 0;
   for (let i = 0; i < n; i++) len = len * 256 + (b[pos + i] as number);
   return len;

@@ -37,11 +37,11 @@ test('headerStateRoot: malformed headers throw', () => {
   const h32 = new Uint8Array(32).fill(7);
   const good = RLP.encode([h32, h32, new Uint8Array(20), h32, h32]);
   expect(bytesEqual(headerStateRoot(good), h32)).toBe(true);
-  expect(() => headerStateRoot(good.subarray(0, good.length - 1))).toThrow('trie: truncated node'); // truncated
-  expect(() => headerStateRoot(RLP.encode([h32, h32, new Uint8Array(20)]))).toThrow('trie: truncated node'); // too few items
+  expect(() => headerStateRoot(good.subarray(0, good.length - 1))).toThrow('rlp: truncated item'); // truncated
+  expect(() => headerStateRoot(RLP.encode([h32, h32, new Uint8Array(20)]))).toThrow('rlp: truncated item'); // too few items
   expect(() => headerStateRoot(RLP.encode([h32, h32, new Uint8Array(20), new Uint8Array(31)]))).toThrow('header: stateRoot is not 32 bytes'); // short root
   expect(() => headerStateRoot(RLP.encode([h32, h32, new Uint8Array(20), [h32]]))).toThrow('header: stateRoot is not 32 bytes'); // a list
   expect(() => headerStateRoot(RLP.encode(h32))).toThrow('header: not one RLP list'); // not a list
-  expect(() => headerStateRoot(new Uint8Array([0xf9, 0xff]))).toThrow('trie: bad RLP length'); // length past the end
-  expect(() => headerStateRoot(new Uint8Array(0))).toThrow('trie: truncated node');
+  expect(() => headerStateRoot(new Uint8Array([0xf9, 0xff]))).toThrow('rlp: bad length'); // length past the end
+  expect(() => headerStateRoot(new Uint8Array(0))).toThrow('rlp: truncated item');
 });

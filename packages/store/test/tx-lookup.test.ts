@@ -110,7 +110,7 @@ test('headerTxFields: before and after London; malformed headers throw', () => {
   expect(() => headerTxFields(RLP.encode([...items(11), [h32]]))).toThrow('header: item 11 is a list');
   expect(() => headerTxFields(RLP.encode([...items(11), new Uint8Array(33)]))).toThrow('header: timestamp longer than 32 bytes');
   const good = RLP.encode(items(16));
-  expect(() => headerTxFields(good.subarray(0, good.length - 1))).toThrow('trie: truncated node');
+  expect(() => headerTxFields(good.subarray(0, good.length - 1))).toThrow('rlp: truncated item');
   expect(() => headerTxFields(RLP.encode(h32))).toThrow('header: not one RLP list');
 });
 
@@ -122,7 +122,7 @@ test('bodyTransaction: malformed bodies throw', () => {
   expect(bodyTransaction(good, 1)).toEqual(tx2);
   expect(bodyTransaction(good, 2)).toBeUndefined();
   expect(bodyTransaction(RLP.encode([Uint8Array.of(9), [], []]), 0)).toBeUndefined();
-  expect(() => bodyTransaction(good.subarray(0, good.length - 1), 0)).toThrow('trie: truncated node');
+  expect(() => bodyTransaction(good.subarray(0, good.length - 1), 0)).toThrow('rlp: truncated item');
   expect(() => bodyTransaction(RLP.encode(tx1), 0)).toThrow('body: not one RLP list');
   expect(() => bodyTransaction(RLP.encode([Uint8Array.of(9), tx1, []]), 0)).toThrow('body: the transactions are not a list');
   expect(() => bodyTransaction(RLP.encode([Uint8Array.of(9), [[tx1]], []]), 0)).toThrow('body: a transaction is not a byte string');
