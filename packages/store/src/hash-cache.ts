@@ -102,5 +102,3 @@ export class PairCache<V> extends Generations<V> {
   }
 }
 
-/** Trie nodes by hash (content-addressed: a cached node is never stale). */
-export class NodeCache extends HashCache<Uint8Array> {}

@@ -51,7 +51,8 @@ import { Lru } from './lru.js';
 import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
 import { keccak256 } from './keccak.js';
-import { HashCache, NodeCache, PairCache } from './hash-cache.js';
+import { HashCache, PairCache } from './hash-cache.js';
+import { copyNodes, NodeSlab } from './node-slab.js';
 import { bodyTransaction, headerStateRoot, headerTxFields, trieGet } from './trie-read.js';
 import type { HeaderTxFields, NodeSource } from './trie-read.js';
 
@@ -116,10 +117,11 @@ export class LevelChainStore implements ChainStore {
   /** Bumped by applyCommit: a read that started under an older generation does not fill caches. */
   private gen = 0;
   /**
-   * Trie nodes by hash (hash-cache.ts), shared by the storage, account and proof walks: a node is
-   * read once whichever path asks first. 65,536 nodes: about 35 MB at ~530 bytes per branch node.
+   * Trie nodes by hash (node-slab.ts), shared by the storage, account and proof walks: a node is
+   * read once whichever path asks first. 32 MiB of node bytes (~64,000 branch nodes of ~530
+   * bytes; more of the smaller leaves) and a 131,072-slot index (5.5 MiB).
    */
-  private readonly trieNodes = new NodeCache(65_536);
+  private readonly trieNodes = new NodeSlab(32 << 20, 131_072);
   private readonly logQueries: LogQueries;
 
   private constructor(
@@ -493,14 +495,12 @@ export class LevelChainStore implements ChainStore {
 
   /** Trie nodes by hash for the trie walks of lookups and proofs (content-addressed: never stale). */
   // No single-flight needed: a synchronous load fills the cache before any other caller runs.
+  // What it returns is a view of the slab: valid for the walk that asked, copied by whoever keeps it.
   private readonly nodeSource: NodeSource = (hash) => {
-    let v = this.trieNodes.get(hash);
-    if (v === undefined) {
-      v = tables.trieNodes.getSync(this.db, hash);
-      if (v === undefined) return undefined;
-      this.trieNodes.set(hash, v);
-    }
-    return v;
+    const v = this.trieNodes.get(hash);
+    if (v !== undefined) return v;
+    const raw = tables.trieNodes.getSync(this.db, hash);
+    return raw === undefined ? undefined : this.trieNodes.set(hash, raw);
   };
 
   /** The value at hashed key `path` of the trie `root` (null when absent): trie-read.ts, synchronous reads. */
@@ -554,8 +554,11 @@ export class LevelChainStore implements ChainStore {
    * account's and each slot's path, root first, from the shared node cache or one getSync each.
    */
   private loadProof(stateRoot: Uint8Array, address: Uint8Array, slots: Uint8Array[], cacheKey: string): AccountProofRecord {
-    const accountProof: Uint8Array[] = [];
+    // Each walk's nodes are views of the node cache's slab, valid while the walk runs: copied
+    // after it into one buffer per walk, since the record outlives it (memo, answer written later).
+    let accountProof: Uint8Array[] = [];
     const raw = bytesEqual(stateRoot, KECCAK256_RLP) ? null : trieGet(this.nodeSource, stateRoot, keccak256(address), accountProof);
+    accountProof = copyNodes(accountProof);
     const account = raw === null ? null : createAccountFromRLP(raw);
     const storageRoot = account?.storageRoot ?? KECCAK256_RLP;
     const storageProof: StorageProofRecord[] = [];
@@ -567,7 +570,7 @@ export class LevelChainStore implements ChainStore {
       }
       const proof: Uint8Array[] = [];
       const v = trieGet(this.nodeSource, storageRoot, keccak256(key), proof);
-      storageProof.push({ key, value: v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array), proof });
+      storageProof.push({ key, value: v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array), proof: copyNodes(proof) });
     }
     const record: AccountProofRecord = {
       address,

@@ -1,4 +1,4 @@
-// trie-read.ts (the read path's in-place RLP trie walk) and hash-cache.ts's NodeCache against @ethereumjs/mpt:
+// trie-read.ts (the read path's in-place RLP trie walk) and hash-cache.ts's caches against @ethereumjs/mpt:
 // random tries built by the library (short keys that are prefixes of others, so branch values;
 // tiny values, so nodes embedded in their parents; hashed 32-byte keys, as the state and storage
 // tries), every lookup's value equal to the library's get(), every proof equal node for node to
@@ -9,7 +9,7 @@ import { createMerkleProof, createMPT, verifyMerkleProof } from '@ethereumjs/mpt
 import type { MerklePatriciaTrie } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { HashCache, NodeCache, PairCache, cacheKeyOf } from '../src/hash-cache.js';
+import { HashCache, PairCache, cacheKeyOf } from '../src/hash-cache.js';
 import { keccak256 as wasmKeccak } from '../src/keccak.js';
 import { trieGet } from '../src/trie-read.js';
 import type { NodeSource } from '../src/trie-read.js';
@@ -147,9 +147,9 @@ function collision(len: number, pairWith?: Uint8Array): [Uint8Array, Uint8Array]
 }
 
 describe('hash-cache.ts', () => {
-  test('keys filed under one integer never answer for each other (NodeCache, HashCache)', () => {
+  test('keys filed under one integer never answer for each other (HashCache)', () => {
     const [a, b] = collision(32);
-    const cache = new NodeCache(8);
+    const cache = new HashCache<Uint8Array>(8);
     cache.set(a, Uint8Array.of(0xaa));
     expect(cache.get(a)).toEqual(Uint8Array.of(0xaa));
     expect(cache.get(b)).toBeUndefined();
@@ -184,7 +184,7 @@ describe('hash-cache.ts', () => {
   });
 
   test('holds at most its capacity and keeps recently used entries', () => {
-    const cache = new NodeCache(64);
+    const cache = new HashCache<Uint8Array>(64);
     const h = (i: number): Uint8Array => keccak256(Uint8Array.of(i & 0xff, i >> 8));
     for (let i = 0; i < 1000; i++) {
       cache.set(h(i), Uint8Array.of(i & 0xff));
