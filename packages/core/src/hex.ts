@@ -52,9 +52,19 @@ export function hexDigitsToBytes(digits: string): Uint8Array | undefined {
   return out;
 }
 
+/**
+ * A big-endian unsigned integer. Up to 6 bytes (nonces, slot words of small counters, block
+ * numbers) through a double, exactly; longer through Buffer's native hex encoder. Both without
+ * the per-byte string building of a JS hex encoder (the read path decodes one or more per call).
+ */
 export function bytesToBigInt(bytes: Uint8Array): bigint {
-  if (bytes.length === 0) return 0n;
-  return BigInt(utilBytesToHex(bytes));
+  const n = bytes.length;
+  if (n <= 6) {
+    let v = 0;
+    for (let i = 0; i < n; i++) v = v * 256 + (bytes[i] as number);
+    return BigInt(v);
+  }
+  return BigInt(`0x${Buffer.from(bytes.buffer, bytes.byteOffset, n).toString('hex')}`);
 }
 
 /** Big-endian bytes of a non-negative integer, padded to `width` bytes. */
