@@ -13,7 +13,7 @@
 // flight across a commit does not fill the caches (generation check). Cached records are shared
 // between callers and must be treated as read-only.
 import { RLP } from '@ethereumjs/rlp';
-import { createAccountFromRLP, KECCAK256_NULL, KECCAK256_RLP, setLengthLeft } from '@ethereumjs/util';
+import { KECCAK256_NULL, KECCAK256_RLP, setLengthLeft } from '@ethereumjs/util';
 import {
   RpcError,
   SingleFlight,
@@ -53,7 +53,7 @@ import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
 import { keccak256 } from './keccak.js';
 import { HashCache, PairCache } from './hash-cache.js';
 import { copyNodes, NodeSlab } from './node-slab.js';
-import { bodyTransaction, headerStateRoot, headerTxFields, trieGet } from './trie-read.js';
+import { accountFields, bodyTransaction, headerStateRoot, headerTxFields, rlpString, trieGet } from './trie-read.js';
 import type { HeaderTxFields, NodeSource } from './trie-read.js';
 
 /** Hex of the bytes, as a cache key (a view, not a copy). */
@@ -518,7 +518,7 @@ export class LevelChainStore implements ChainStore {
     const raw = this.trieLookup(stateRoot, keccak256(address));
     let view: AccountView | null = null;
     if (raw !== null) {
-      const a = createAccountFromRLP(raw);
+      const a = accountFields(raw);
       view = { nonce: a.nonce, balance: a.balance, codeHash: a.codeHash, storageRoot: a.storageRoot };
     }
     this.accounts.set(stateRoot, address, view);
@@ -534,7 +534,7 @@ export class LevelChainStore implements ChainStore {
       if (value === undefined) {
         // Synchronous walk (trie-read.ts): filled before any other caller runs.
         const v = this.trieLookup(account.storageRoot, keccak256(word));
-        value = v === null ? ZERO_WORD : setLengthLeft(RLP.decode(v) as Uint8Array, 32);
+        value = v === null ? ZERO_WORD : setLengthLeft(rlpString(v), 32);
         this.slots.set(account.storageRoot, word, value);
       }
       return value.slice(); // callers own what they get
@@ -559,7 +559,7 @@ export class LevelChainStore implements ChainStore {
     let accountProof: Uint8Array[] = [];
     const raw = bytesEqual(stateRoot, KECCAK256_RLP) ? null : trieGet(this.nodeSource, stateRoot, keccak256(address), accountProof);
     accountProof = copyNodes(accountProof);
-    const account = raw === null ? null : createAccountFromRLP(raw);
+    const account = raw === null ? null : accountFields(raw);
     const storageRoot = account?.storageRoot ?? KECCAK256_RLP;
     const storageProof: StorageProofRecord[] = [];
     for (const slot of slots) {
@@ -570,7 +570,7 @@ export class LevelChainStore implements ChainStore {
       }
       const proof: Uint8Array[] = [];
       const v = trieGet(this.nodeSource, storageRoot, keccak256(key), proof);
-      storageProof.push({ key, value: v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array), proof: copyNodes(proof) });
+      storageProof.push({ key, value: v === null ? 0n : bytesToBigInt(rlpString(v)), proof: copyNodes(proof) });
     }
     const record: AccountProofRecord = {
       address,

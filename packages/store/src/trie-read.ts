@@ -83,6 +83,53 @@ export function headerStateRoot(rlp: Uint8Array): Uint8Array {
   return rlp.slice(itemStart, itemEnd);
 }
 
+/** An account as the state trie stores it: RLP [nonce, balance, storageRoot, codeHash]. */
+export interface AccountFields {
+  nonce: bigint;
+  balance: bigint;
+  storageRoot: Uint8Array;
+  codeHash: Uint8Array;
+}
+
+/**
+ * The fields of an account's RLP (a state-trie leaf value), read in place with the walk's
+ * scanner: what @ethereumjs/util's createAccountFromRLP gives, with its checks (four byte
+ * strings, 32-byte roots), without decoding into arrays or building an Account. The roots are
+ * views of `rlp` (the walk's value is a copy of its own). Throws on anything else.
+ */
+export function accountFields(rlp: Uint8Array): AccountFields {
+  header(rlp, 0, rlp.length);
+  if (!itemList || itemEnd !== rlp.length) throw new Error('account: not one RLP list');
+  const end = itemEnd;
+  let p = itemStart;
+  const item = (what: string): [number, number] => {
+    header(rlp, p, end);
+    if (itemList) throw new Error(`account: ${what} is a list`);
+    p = itemEnd;
+    return [itemStart, itemEnd];
+  };
+  const [ns, ne] = item('nonce');
+  const [bs, be] = item('balance');
+  const [rs, re] = item('storageRoot');
+  const [cs, ce] = item('codeHash');
+  if (p !== end) throw new Error('account: more than 4 items');
+  if (ne - ns > 32 || be - bs > 32) throw new Error('account: nonce or balance longer than 32 bytes');
+  if (re - rs !== 32 || ce - cs !== 32) throw new Error('account: storageRoot and codeHash must be 32 bytes');
+  return {
+    nonce: bytesToBigInt(rlp.subarray(ns, ne)),
+    balance: bytesToBigInt(rlp.subarray(bs, be)),
+    storageRoot: rlp.subarray(rs, re),
+    codeHash: rlp.subarray(cs, ce),
+  };
+}
+
+/** The payload of one RLP byte string (a storage-trie leaf value: the slot's word, RLP-encoded), in place. */
+export function rlpString(rlp: Uint8Array): Uint8Array {
+  header(rlp, 0, rlp.length);
+  if (itemList || itemEnd !== rlp.length) throw new Error('rlp: not one byte string');
+  return rlp.subarray(itemStart, itemEnd);
+}
+
 /** The header fields a transaction's answer shows of its block (headerTxFields). */
 export interface HeaderTxFields {
   timestamp: bigint;

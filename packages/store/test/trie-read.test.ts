@@ -11,7 +11,8 @@ import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { HashCache, PairCache, cacheKeyOf } from '../src/hash-cache.js';
 import { keccak256 as wasmKeccak } from '../src/keccak.js';
-import { trieGet } from '../src/trie-read.js';
+import { createAccount, createAccountFromRLP } from '@ethereumjs/util';
+import { accountFields, rlpString, trieGet } from '../src/trie-read.js';
 import type { NodeSource } from '../src/trie-read.js';
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
@@ -203,4 +204,45 @@ test('the read path Keccak (hash-wasm) equals ethereum-cryptography on random in
     const b = bytes(r, r(300));
     expect(hex(wasmKeccak(b))).toBe(hex(keccak256(b)));
   }
+});
+
+describe('accountFields and rlpString (in-place decoders of trie values)', () => {
+  test('accounts as @ethereumjs/util encodes and decodes them, including zero and 32-byte fields', () => {
+    const r = rng(21);
+    const amounts = [0n, 1n, 255n, 256n, 2n ** 48n - 1n, 2n ** 48n, 10n ** 18n, 2n ** 256n - 1n];
+    for (let i = 0; i < 300; i++) {
+      const nonce = i < amounts.length ? (amounts[i] as bigint) : BigInt(r(1_000_000));
+      const balance = amounts[i % amounts.length] as bigint;
+      const account = createAccount({ nonce, balance, storageRoot: bytes(r, 32), codeHash: bytes(r, 32) });
+      const raw = account.serialize();
+      const mine = accountFields(raw);
+      const theirs = createAccountFromRLP(raw);
+      expect(mine.nonce).toBe(theirs.nonce);
+      expect(mine.balance).toBe(theirs.balance);
+      expect(hex(mine.storageRoot)).toBe(hex(theirs.storageRoot));
+      expect(hex(mine.codeHash)).toBe(hex(theirs.codeHash));
+    }
+  });
+
+  test('malformed accounts throw (extra items too, as geth decodes accounts; @ethereumjs/util ignores them)', () => {
+    const root = new Uint8Array(32);
+    for (const bad of [
+      RLP.encode([1, 2, root]), // 3 items
+      RLP.encode([1, 2, root, root, 5]), // 5 items
+      RLP.encode([1, 2, root.subarray(1), root]), // 31-byte storage root
+      RLP.encode([1, [2], root, root]), // a list as balance
+      RLP.encode(root), // not a list
+      RLP.encode([1, 2, root, root]).subarray(0, 40), // truncated
+    ]) {
+      expect(() => accountFields(bad)).toThrow(/^(account|rlp): /);
+    }
+  });
+
+  test('rlpString: the payload of one byte string, else an error', () => {
+    for (const v of [Uint8Array.of(1), Uint8Array.of(0x80), bytes(rng(4), 32), new Uint8Array(0)]) {
+      expect(hex(rlpString(RLP.encode(v)))).toBe(hex(v));
+    }
+    expect(() => rlpString(RLP.encode([Uint8Array.of(1)]))).toThrow('rlp: not one byte string');
+    expect(() => rlpString(Uint8Array.of(0x82, 1))).toThrow('rlp: truncated item');
+  });
 });
