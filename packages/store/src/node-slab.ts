@@ -126,21 +126,40 @@ export class NodeSlab {
   }
 }
 
+/** Memory copyNodes carves walks' copies from: a fresh 32 KiB block when one is used up. */
+const POOL = 32 * 1024;
+let pool = new ArrayBuffer(POOL);
+let poolAt = 0;
+
 /**
- * `nodes` copied into one new buffer, as views of it in the same order (for proofs kept after a
- * walk). The buffer comes from Buffer's pool when small (a walk's nodes are ~1-3 KB): no memory of
- * its own to allocate and free per walk; the views are plain Uint8Arrays (cheaper than Buffers).
+ * `nodes` copied into one new piece of memory, as views of it in the same order (for proofs kept
+ * after a walk). A walk's nodes are ~1-3 KB: they are carved from a shared 32 KiB block (no
+ * memory of their own to allocate and free per walk; a block is freed once no copy in it is
+ * kept: the proof caches keep at most a few MB of blocks alive), larger ones get their own.
  */
 export function copyNodes(nodes: Uint8Array[]): Uint8Array[] {
   let total = 0;
   for (const n of nodes) total += n.length;
-  const out = Buffer.allocUnsafe(total);
+  let buffer: ArrayBuffer;
+  let at: number;
+  if (total > POOL >> 2) {
+    buffer = new ArrayBuffer(total);
+    at = 0;
+  } else {
+    if (poolAt + total > POOL) {
+      pool = new ArrayBuffer(POOL);
+      poolAt = 0;
+    }
+    buffer = pool;
+    at = poolAt;
+    poolAt += total;
+  }
   const views: Uint8Array[] = new Array<Uint8Array>(nodes.length);
-  let at = 0;
   for (let i = 0; i < nodes.length; i++) {
     const n = nodes[i] as Uint8Array;
-    out.set(n, at);
-    views[i] = new Uint8Array(out.buffer, out.byteOffset + at, n.length);
+    const view = new Uint8Array(buffer, at, n.length);
+    view.set(n);
+    views[i] = view;
     at += n.length;
   }
   return views;
