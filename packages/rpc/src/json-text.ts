@@ -5,8 +5,12 @@
 //
 // FormatMemo remembers the text per stored record *object*: the store hands out immutable
 // records (and its caches hand out the same object again), so the text is a pure function of
-// the object. Entries die with the records (WeakMap), so the memo is bounded by the store's
-// own caches; a store that builds fresh objects per call simply never hits.
+// the object. The texts hang off the record itself (a non-enumerable property of each memo's own
+// symbol), so they die with it and the memo is bounded by the store's own caches; a store that
+// builds fresh objects per call simply never hits. Not a WeakMap: V8's young-generation
+// collector keeps a WeakMap entry's value (the text, which references its record) alive, so
+// every record of a random-access method (a proof, a transaction) that met the memo was
+// promoted and collected again as old garbage (~2.5 MB per young collection on random proofs).
 import { chunksToBytes, writeChunk } from '@chainnode/core';
 import type { AsciiChunk } from '@chainnode/core';
 
@@ -158,7 +162,8 @@ export function stringifyResult(v: unknown): string {
 }
 
 export class FormatMemo<K extends object, V> {
-  private readonly map = new WeakMap<K, Map<string, JsonText<V>>>();
+  /** The property this memo keeps a record's texts under (a Map by variant). */
+  private readonly slot = Symbol('FormatMemo');
 
   /** The text of `format(record)` under `variant`, computed once per (record, variant). */
   get(record: K, variant: string, format: (record: K) => V): JsonText<V> {
@@ -182,8 +187,13 @@ export class FormatMemo<K extends object, V> {
 
   /** The memoised text of (record, variant), made by `make` the first time. */
   private memo(record: K, variant: string, make: () => JsonText<V>): JsonText<V> {
-    let byVariant = this.map.get(record);
-    if (byVariant === undefined) this.map.set(record, (byVariant = new Map()));
+    const holder = record as unknown as Record<symbol, Map<string, JsonText<V>> | undefined>;
+    let byVariant = holder[this.slot];
+    if (byVariant === undefined) {
+      byVariant = new Map();
+      // Non-enumerable: the record's own keys, JSON and equality checks stay as they were.
+      Object.defineProperty(record, this.slot, { value: byVariant });
+    }
     let text = byVariant.get(variant);
     if (text === undefined) {
       text = make();

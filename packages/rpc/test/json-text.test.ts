@@ -1,7 +1,7 @@
 // JsonText written on demand (ofAsciiWriter, what eth_getProof answers are; their replies through
 // the envelope are checked in proof-text.test.ts): written into the caller's memory, made into
 // bytes and text once only when asked or when a shared (memoised) text is written again, and a writer that writes other than the length it declared is an error, never a short reply.
-import { JsonText } from '../src/json-text.js';
+import { FormatMemo, JsonText } from '../src/json-text.js';
 import type { AsciiWriter } from '../src/json-text.js';
 
 const writerOf = (text: string, declared = text.length): AsciiWriter & { calls: number } => {
@@ -55,4 +55,25 @@ test('a shared (memoised) text is written in place once, then from bytes kept on
 test('a writer that writes another length than it declared fails', () => {
   expect(() => JsonText.ofAsciiWriter(writerOf('{"a":1}', 8)).writeInto(Buffer.alloc(16), 0)).toThrow('writer wrote 7 bytes of 8');
   expect(() => JsonText.ofAsciiWriter(writerOf('{"a":1}', 6)).bytes()).toThrow('writer wrote 7 bytes of 6');
+});
+
+test('FormatMemo: one text per (record, variant), kept on the record without changing its keys, JSON or equality', () => {
+  const memo = new FormatMemo<{ a: number }, { a: number }>();
+  const other = new FormatMemo<{ a: number }, { a: number }>();
+  const record = { a: 1 };
+  let formatted = 0;
+  const format = (r: { a: number }): { a: number } => {
+    formatted++;
+    return { a: r.a };
+  };
+  const t = memo.get(record, 'x', format);
+  expect(memo.get(record, 'x', format)).toBe(t);
+  expect(memo.get(record, 'y', format)).not.toBe(t);
+  expect(other.get(record, 'x', format)).not.toBe(t); // each memo its own
+  expect(formatted).toBe(3);
+  expect(t.text).toBe('{"a":1}');
+  expect(memo.get({ a: 1 }, 'x', format)).not.toBe(t); // another object: another entry
+  expect(Object.keys(record)).toEqual(['a']);
+  expect(JSON.stringify(record)).toBe('{"a":1}');
+  expect(record).toEqual({ a: 1 });
 });
