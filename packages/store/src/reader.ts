@@ -51,7 +51,7 @@ import { Lru } from './lru.js';
 import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
 import { keccak256 } from './keccak.js';
-import { HashCache, PairCache } from './hash-cache.js';
+import { cacheKeyOf, HashCache, PairCache } from './hash-cache.js';
 import { copyNodes, NodeSlab } from './node-slab.js';
 import { accountFields, bodyTransaction, headerStateRoot, headerTxFields, rlpString, trieGet } from './trie-read.js';
 import type { HeaderTxFields, NodeSource } from './trie-read.js';
@@ -91,9 +91,17 @@ export class LevelChainStore implements ChainStore {
    * polling its account). Small on purpose: random proofs almost never repeat, and 2,048 kept
    * records (4-8 KB each with their text) lived long enough to be promoted and then died in the
    * old generation: 128 took the GC threads' CPU down ~4% of a core and p99 from 24 to 19 ms at
-   * the same rate (account proofs at random blocks, one app thread).
+   * the same rate (account proofs at random blocks, one app thread). Even 128 records lived long
+   * enough to be promoted (~2.5 MB per young collection on random slot proofs), so a proof is
+   * admitted only when its request was seen recently (`proofSeen`): a repeated body is kept from
+   * its second call on, and a proof asked once never enters the cache and dies young.
    */
   private readonly proofs = new Lru<string, AccountProofRecord>(128);
+  /**
+   * The proofs' admission filter: a 32-bit digest of each recent request by a slot of its own
+   * (4,096 slots, 16 KiB, no objects). A digest shared by two requests only admits one early.
+   */
+  private readonly proofSeen = new Int32Array(4096);
   /**
    * Of the blocks whose transactions were last looked up alone (loadTransaction): the body and
    * senders rows as stored, and the two header fields a transaction's answer shows. The other
@@ -542,6 +550,14 @@ export class LevelChainStore implements ChainStore {
   }
 
   proof(stateRoot: Bytes, address: Bytes, slots: Bytes[]): Promise<AccountProofRecord> {
+    let digest = cacheKeyOf(stateRoot, address);
+    for (const slot of slots) digest = Math.imul(digest ^ cacheKeyOf(slot), 0x01000193);
+    const at = digest & (this.proofSeen.length - 1);
+    if (this.proofSeen[at] !== digest) {
+      // First sight (lately): answered, not kept.
+      this.proofSeen[at] = digest;
+      return this.guard('proof', async () => this.loadProof(stateRoot, address, slots, undefined));
+    }
     let cacheKey = byteKey(stateRoot) + byteKey(address);
     for (const slot of slots) cacheKey += String.fromCharCode(slot.length) + byteKey(slot); // slots vary in width
     // The load is wholly synchronous (trie-read.ts): it fills the cache before any other caller
@@ -553,7 +569,7 @@ export class LevelChainStore implements ChainStore {
    * EIP-1186 proof by the synchronous trie walk (trie-read.ts): the nodes read by hash along the
    * account's and each slot's path, root first, from the shared node cache or one getSync each.
    */
-  private loadProof(stateRoot: Uint8Array, address: Uint8Array, slots: Uint8Array[], cacheKey: string): AccountProofRecord {
+  private loadProof(stateRoot: Uint8Array, address: Uint8Array, slots: Uint8Array[], cacheKey: string | undefined): AccountProofRecord {
     // Each walk's nodes are views of the node cache's slab, valid while the walk runs: copied
     // after it into one buffer per walk, since the record outlives it (memo, answer written later).
     let accountProof: Uint8Array[] = [];
@@ -581,7 +597,7 @@ export class LevelChainStore implements ChainStore {
       accountProof,
       storageProof,
     };
-    this.proofs.set(cacheKey, record);
+    if (cacheKey !== undefined) this.proofs.set(cacheKey, record);
     return record;
   }
 

@@ -256,4 +256,20 @@ d('ChainStore over the imported execution-apis chain', () => {
     }
     expect(withStorage).toBeGreaterThan(0);
   });
+
+  test('a proof is kept from the second time it is asked (the same record object after that), not on first sight', async () => {
+    const root = records[40]!.header.stateRoot;
+    const addr = records[40]!.transactions[0]?.from ?? new Uint8Array(20).fill(7);
+    const slot = [setLengthLeft(u(5n), 32)];
+    const first = await store.proof(root, addr, slot);
+    const second = await store.proof(root, addr, slot);
+    const third = await store.proof(root, addr, slot);
+    expect(second).not.toBe(first); // first sight: answered, not kept
+    expect(third).toBe(second); // kept on the second request
+    expect(await store.proof(root, addr, slot)).toBe(second);
+    // Another slot list of the same account is another request.
+    const other = await store.proof(root, addr, [setLengthLeft(u(6n), 32)]);
+    expect(other).not.toBe(second);
+    expect(hex(other.accountProof[0] as Uint8Array)).toBe(hex(second.accountProof[0] as Uint8Array));
+  });
 });
