@@ -75,7 +75,14 @@ interface AccountView {
 const ZERO_WORD = new Uint8Array(32);
 
 export class LevelChainStore implements ChainStore {
-  private readonly blocks = new Lru<string, BlockRecord>(1024);
+  /**
+   * Decoded blocks (every transaction decoded, and the full answer's text memoised on them): 256.
+   * A decoded block is a large graph of small objects that the collector walks while it is kept:
+   * with 1,024 of the varied bench's full-transaction blocks held, every other call got ~30%
+   * dearer (random slot proofs right after that mix: 90 µs of server CPU each instead of 65),
+   * and at mainnet's few hundred transactions per block 1,024 would be hundreds of MB of heap.
+   */
+  private readonly blocks = new Lru<string, BlockRecord>(256);
   /** Block number by block hash (immutable: a block's number never changes). */
   private readonly numbers = new HashCache<bigint>(65_536);
   /** State roots of canonical blocks by hash (dropped when a reorg removes the block): 16,384 x 32 bytes. */
