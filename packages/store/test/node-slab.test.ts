@@ -6,21 +6,8 @@ import { createMerkleProof, createMPT } from '@ethereumjs/mpt';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { copyNodes, NodeSlab } from '../src/node-slab.js';
 import { trieGet } from '../src/trie-read.js';
+import { bytes, hex, rng } from './random.js';
 
-const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
-
-function rng(seed: number): (n: number) => number {
-  let a = seed >>> 0;
-  return (n) => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) % n) >>> 0;
-  };
-}
-
-const bytes = (r: (n: number) => number, len: number): Uint8Array => Uint8Array.from({ length: len }, () => r(256));
 
 describe('NodeSlab', () => {
   test('random runs that wrap the slab hundreds of times: every hit is exactly the node stored under its key', () => {

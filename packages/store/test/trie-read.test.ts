@@ -14,22 +14,8 @@ import { keccak256 as wasmKeccak } from '../src/keccak.js';
 import { createAccount, createAccountFromRLP } from '@ethereumjs/util';
 import { accountFields, rlpString, trieGet } from '../src/trie-read.js';
 import type { NodeSource } from '../src/trie-read.js';
+import { bytes, hex, rng } from './random.js';
 
-const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
-
-/** A small seeded PRNG (mulberry32): the same tries on every run. */
-function rng(seed: number): (n: number) => number {
-  let a = seed >>> 0;
-  return (n) => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) % n) >>> 0;
-  };
-}
-
-const bytes = (r: (n: number) => number, len: number): Uint8Array => Uint8Array.from({ length: len }, () => r(256));
 
 interface Case {
   trie: MerklePatriciaTrie;
