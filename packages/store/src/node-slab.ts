@@ -46,11 +46,6 @@ export class NodeSlab {
     this.guard = Math.min(4 << 20, bytes >> 2);
   }
 
-  /** Bytes of node data the cache holds at most. */
-  get capacity(): number {
-    return this.size;
-  }
-
   private home(key: Uint8Array): number {
     // Keys are keccak hashes: any four bytes are uniform.
     return (((key[0] as number) << 24) | ((key[1] as number) << 16) | ((key[2] as number) << 8) | (key[3] as number)) & this.mask;
@@ -119,10 +114,6 @@ export class NodeSlab {
     this.len[slot] = n;
     this.head += n;
     return this.slab.subarray(at, at + n);
-  }
-
-  clear(): void {
-    this.pos.fill(-1);
   }
 }
 

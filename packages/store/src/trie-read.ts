@@ -101,26 +101,23 @@ export function accountFields(rlp: Uint8Array): AccountFields {
   header(rlp, 0, rlp.length);
   if (!itemList || itemEnd !== rlp.length) throw new Error('account: not one RLP list');
   const end = itemEnd;
-  let p = itemStart;
-  const item = (what: string): [number, number] => {
-    header(rlp, p, end);
-    if (itemList) throw new Error(`account: ${what} is a list`);
-    p = itemEnd;
-    return [itemStart, itemEnd];
-  };
-  const [ns, ne] = item('nonce');
-  const [bs, be] = item('balance');
-  const [rs, re] = item('storageRoot');
-  const [cs, ce] = item('codeHash');
-  if (p !== end) throw new Error('account: more than 4 items');
-  if (ne - ns > 32 || be - bs > 32) throw new Error('account: nonce or balance longer than 32 bytes');
-  if (re - rs !== 32 || ce - cs !== 32) throw new Error('account: storageRoot and codeHash must be 32 bytes');
-  return {
-    nonce: bytesToBigInt(rlp.subarray(ns, ne)),
-    balance: bytesToBigInt(rlp.subarray(bs, be)),
-    storageRoot: rlp.subarray(rs, re),
-    codeHash: rlp.subarray(cs, ce),
-  };
+  header(rlp, itemStart, end);
+  if (itemList) throw new Error('account: nonce is a list');
+  const nonce = uintAt(rlp, itemStart, itemEnd, 'account: nonce');
+  header(rlp, itemEnd, end);
+  if (itemList) throw new Error('account: balance is a list');
+  const balance = uintAt(rlp, itemStart, itemEnd, 'account: balance');
+  const storageRoot = hash32At(rlp, itemEnd, end, 'account: storageRoot');
+  const codeHash = hash32At(rlp, itemEnd, end, 'account: codeHash');
+  if (itemEnd !== end) throw new Error('account: more than 4 items');
+  return { nonce, balance, storageRoot, codeHash };
+}
+
+/** The 32-byte string item at `pos` (before `end`), as a view; the scan state is left on it. */
+function hash32At(b: Uint8Array, pos: number, end: number, what: string): Uint8Array {
+  header(b, pos, end);
+  if (itemList || itemEnd - itemStart !== 32) throw new Error(`${what} must be 32 bytes`);
+  return b.subarray(itemStart, itemEnd);
 }
 
 /** The payload of one RLP byte string (a storage-trie leaf value: the slot's word, RLP-encoded), in place. */
@@ -138,7 +135,7 @@ export interface HeaderTxFields {
 
 /** A big-endian unsigned integer item (at most 32 bytes) as a bigint. */
 function uintAt(b: Uint8Array, start: number, end: number, what: string): bigint {
-  if (end - start > 32) throw new Error(`header: ${what} longer than 32 bytes`);
+  if (end - start > 32) throw new Error(`${what} longer than 32 bytes`);
   return bytesToBigInt(b.subarray(start, end));
 }
 
@@ -157,7 +154,7 @@ export function headerTxFields(rlp: Uint8Array): HeaderTxFields {
     header(rlp, p, end);
     if (i === 11 || i === 15) {
       if (itemList) throw new Error(`header: item ${i} is a list`);
-      const v = uintAt(rlp, itemStart, itemEnd, i === 11 ? 'timestamp' : 'baseFeePerGas');
+      const v = uintAt(rlp, itemStart, itemEnd, i === 11 ? 'header: timestamp' : 'header: baseFeePerGas');
       if (i === 15) return { timestamp: timestamp as bigint, baseFeePerGas: v };
       timestamp = v;
     }
