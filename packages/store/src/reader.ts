@@ -74,6 +74,14 @@ interface AccountView {
 
 const ZERO_WORD = new Uint8Array(32);
 
+/** A copy of `b` (a storage value: at most 32 bytes) left-padded to 32 bytes. */
+function word32(b: Uint8Array): Uint8Array {
+  if (b.length > 32) throw new Error('storage: value longer than 32 bytes');
+  const out = new Uint8Array(32);
+  out.set(b, 32 - b.length);
+  return out;
+}
+
 export class LevelChainStore implements ChainStore {
   /**
    * Decoded blocks (every transaction decoded, and the full answer's text memoised on them): 256.
@@ -136,14 +144,16 @@ export class LevelChainStore implements ChainStore {
    * read once whichever path asks first. 32 MiB of node bytes (~64,000 branch nodes of ~530
    * bytes; more of the smaller leaves) and a 131,072-slot index (5.5 MiB).
    */
-  private readonly trieNodes = new NodeSlab(32 << 20, 131_072);
+  private readonly trieNodes: NodeSlab;
   private readonly logQueries: LogQueries;
 
   private constructor(
     private readonly db: Db,
     datadir: string,
     private readonly chainInfo: ChainInfo,
+    nodeCacheBytes: number,
   ) {
+    this.trieNodes = new NodeSlab(nodeCacheBytes, Math.max(1, Math.round(nodeCacheBytes / 256)));
     this.logQueries = new LogQueries(db, datadir, { head: () => this.head(), generation: () => this.gen });
   }
 
@@ -162,7 +172,7 @@ export class LevelChainStore implements ChainStore {
       const parsed = JSON.parse(new TextDecoder().decode(config)) as { chainId?: number | string };
       if (parsed.chainId === undefined) throw new Error(`datadir ${datadir}: stored chain config has no chainId`);
       const chainId = BigInt(parsed.chainId);
-      return new LevelChainStore(db, datadir, { chainId, networkId: chainId, genesisHash });
+      return new LevelChainStore(db, datadir, { chainId, networkId: chainId, genesisHash }, options.nodeCacheBytes ?? NODE_CACHE_BYTES);
     } catch (err) {
       await db.close();
       throw err;
@@ -533,8 +543,10 @@ export class LevelChainStore implements ChainStore {
     const raw = this.trieLookup(stateRoot, keccak256(address));
     let view: AccountView | null = null;
     if (raw !== null) {
+      // raw is a view of the node cache (trieGet): the roots are copied (32-byte copies live in
+      // their array objects, no memory of their own).
       const a = accountFields(raw);
-      view = { nonce: a.nonce, balance: a.balance, codeHash: a.codeHash, storageRoot: a.storageRoot };
+      view = { nonce: a.nonce, balance: a.balance, codeHash: a.codeHash.slice(), storageRoot: a.storageRoot.slice() };
     }
     this.accounts.set(stateRoot, address, view);
     return view;
@@ -549,7 +561,7 @@ export class LevelChainStore implements ChainStore {
       if (value === undefined) {
         // Synchronous walk (trie-read.ts): filled before any other caller runs.
         const v = this.trieLookup(account.storageRoot, keccak256(word));
-        value = v === null ? ZERO_WORD : setLengthLeft(rlpString(v), 32);
+        value = v === null ? ZERO_WORD : word32(rlpString(v)); // a copy: v is a view of the node cache
         this.slots.set(account.storageRoot, word, value);
       }
       return value.slice(); // callers own what they get
@@ -583,7 +595,8 @@ export class LevelChainStore implements ChainStore {
     const raw = bytesEqual(stateRoot, KECCAK256_RLP) ? null : trieGet(this.nodeSource, stateRoot, keccak256(address), accountProof);
     accountProof = copyNodes(accountProof);
     const account = raw === null ? null : accountFields(raw);
-    const storageRoot = account?.storageRoot ?? KECCAK256_RLP;
+    // The roots are views of the node cache (trieGet): the record keeps copies.
+    const storageRoot = account === null ? KECCAK256_RLP : account.storageRoot.slice();
     const storageProof: StorageProofRecord[] = [];
     for (const slot of slots) {
       const key = setLengthLeft(slot, 32);
@@ -599,7 +612,7 @@ export class LevelChainStore implements ChainStore {
       address,
       nonce: account?.nonce ?? 0n,
       balance: account?.balance ?? 0n,
-      codeHash: account?.codeHash ?? KECCAK256_NULL,
+      codeHash: account === null ? KECCAK256_NULL : account.codeHash.slice(),
       storageHash: storageRoot,
       accountProof,
       storageProof,
@@ -617,7 +630,12 @@ export class LevelChainStore implements ChainStore {
 export interface OpenChainStoreOptions {
   /** Allow worker threads of this process to open the datadir too (see openDb). */
   shared?: boolean;
+  /** Bytes of the trie-node cache (NodeSlab; default 32 MiB, at least 4096): tests make it wrap. */
+  nodeCacheBytes?: number;
 }
+
+/** The trie-node cache of each open store (one per serving thread): 32 MiB of node bytes. */
+const NODE_CACHE_BYTES = 32 << 20;
 
 export async function openChainStore(datadir: string, options: OpenChainStoreOptions = {}): Promise<ChainStore> {
   return LevelChainStore.open(datadir, options);

@@ -95,7 +95,8 @@ export interface AccountFields {
  * The fields of an account's RLP (a state-trie leaf value), read in place with the walk's
  * scanner: what @ethereumjs/util's createAccountFromRLP gives, with its checks (four byte
  * strings, 32-byte roots), without decoding into arrays or building an Account. The roots are
- * views of `rlp` (the walk's value is a copy of its own). Throws on anything else.
+ * views of `rlp` (which trieGet gives as a view of its node: copy them to keep them). Throws on
+ * anything else.
  */
 export function accountFields(rlp: Uint8Array): AccountFields {
   header(rlp, 0, rlp.length);
@@ -203,7 +204,10 @@ function nibbles(key: Uint8Array): Uint8Array {
 /**
  * The value stored under `path` (already hashed: keccak of the address or slot) in the trie with
  * root hash `root`, or null when absent. Throws when a referenced node is missing (a damaged
- * store) or malformed. The value is a copy (it does not keep the node's bytes alive).
+ * store) or malformed. The value is a view of its node's bytes, valid as long as they are (a
+ * slab's view: until the slab comes round, node-slab.ts): callers copy what they keep. A copy
+ * here was a malloc'd array per walk (values over 64 bytes, an account's, are not kept in the
+ * array object), on every warm eth_getProof.
  */
 export function trieGet(nodes: NodeSource, root: Uint8Array, path: Uint8Array, proof?: Uint8Array[]): Uint8Array | null {
   const key = nibbles(path);
@@ -259,7 +263,7 @@ export function trieGet(nodes: NodeSource, root: Uint8Array, path: Uint8Array, p
       if (count !== 17) throw new Error(`trie: node with ${count} items`);
       if (want === 16) {
         if (cl) throw new Error('trie: branch value is a list');
-        return ce === cs ? null : b.slice(cs, ce);
+        return ce === cs ? null : b.subarray(cs, ce);
       }
       at++;
       rpos = cpos;
@@ -288,7 +292,7 @@ export function trieGet(nodes: NodeSource, root: Uint8Array, path: Uint8Array, p
       if (!match || at > key.length) return null;
       if (leaf) {
         if (vl) throw new Error('trie: leaf value is a list');
-        return at === key.length ? b.slice(vs, ve) : null;
+        return at === key.length ? b.subarray(vs, ve) : null;
       }
       rpos = vpos;
       rs = vs;
