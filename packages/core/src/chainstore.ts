@@ -47,6 +47,11 @@ export interface ChainStore {
    * state reads that need nothing else of the header; without it callers read header().
    */
   stateRoot?(hash: Bytes): Promise<Bytes | undefined>;
+  /**
+   * The state root of the canonical block numbered `number` (undefined past the head): what
+   * canonicalHash then stateRoot give, in one step (one promise per state read, not three).
+   */
+  canonicalStateRoot?(number: bigint): Promise<Bytes | undefined>;
   block(hash: Bytes): Promise<BlockRecord | undefined>;
   /**
    * The canonical block `hash` as its hashes-only JSON answer, when the store keeps a

@@ -85,9 +85,13 @@ export async function resolveStateRoot(ctx: HandlerContext, sel: BlockSelector):
     if (root === undefined) throw new ServerError('header for hash not found');
     return root;
   }
-  const number = await resolveBlockNumber(ctx, sel);
-  const hash = await ctx.store.canonicalHash(number);
-  const root = hash === undefined ? undefined : await rootOf(hash);
+  const number = sel.kind === 'number' ? sel.number : await resolveBlockNumber(ctx, sel);
+  let root: Bytes | undefined;
+  if (ctx.store.canonicalStateRoot !== undefined) root = await ctx.store.canonicalStateRoot(number);
+  else {
+    const hash = await ctx.store.canonicalHash(number);
+    root = hash === undefined ? undefined : await rootOf(hash);
+  }
   if (root === undefined) throw new ServerError('header not found');
   return root;
 }

@@ -279,6 +279,15 @@ export class LevelChainStore implements ChainStore {
    * headerStateRoot), not the whole header decoded. Cached by hash like header(): a hit needs no
    * canonical check because applyCommit drops the roots of the blocks a reorg removes.
    */
+  canonicalStateRoot(number: bigint): Promise<Bytes | undefined> {
+    const hash = this.canonicalCache.get(number);
+    const root = hash === undefined ? undefined : this.stateRoots.get(hash);
+    return this.hit(root) ?? this.guard('canonicalStateRoot', async () => {
+      const h = await this.canonical(number);
+      return h === undefined ? undefined : this.stateRootOf(h);
+    });
+  }
+
   stateRoot(hash: Bytes): Promise<Bytes | undefined> {
     return this.hit(this.stateRoots.get(hash)) ?? this.guard('stateRoot', () => this.stateRootOf(hash));
   }

@@ -99,6 +99,13 @@ d('ChainStore over the imported execution-apis chain', () => {
     expect(await store.block(new Uint8Array(32))).toBeUndefined();
   });
 
+  test('canonicalStateRoot(n) is the state root of block n, first read and cached; nothing past the head', async () => {
+    for (let round = 0; round < 2; round++) {
+      for (const [n, b] of records.entries()) expect(hex((await store.canonicalStateRoot(BigInt(n))) as Uint8Array)).toBe(hex(b.header.stateRoot));
+    }
+    for (const past of [55n, 2n ** 64n, -1n]) expect(await store.canonicalStateRoot(past)).toBeUndefined();
+  });
+
   test('every header hash re-derives from the decoded record and links to its parent', () => {
     records.forEach((b, n) => {
       expect(hex(keccak256(RLP.encode(headerFields(b.header))))).toBe(hex(b.header.hash));
