@@ -50,7 +50,7 @@ import type { Db } from './db.js';
 import { Lru } from './lru.js';
 import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
-import { keccak256 } from './keccak.js';
+import { AddressHashes, keccak256 } from './keccak.js';
 import { cacheKeyOf, HashCache, PairCache } from './hash-cache.js';
 import { copyNodes, NodeSlab } from './node-slab.js';
 import { accountFields, bodyTransaction, headerStateRoot, headerTxFields, rlpString, trieGet } from './trie-read.js';
@@ -145,6 +145,8 @@ export class LevelChainStore implements ChainStore {
    * bytes; more of the smaller leaves) and a 131,072-slot index (5.5 MiB).
    */
   private readonly trieNodes: NodeSlab;
+  /** keccak256 of recently read accounts' addresses (keccak.ts): 4,096 addresses, 212 KB. */
+  private readonly addressHashes = new AddressHashes(4096);
   private readonly logQueries: LogQueries;
 
   private constructor(
@@ -549,7 +551,7 @@ export class LevelChainStore implements ChainStore {
     if (hit !== undefined) return hit;
     // trie-read.ts walks the trie with synchronous reads: the account is loaded and cached before
     // any other caller runs, so concurrent misses share it without a single-flight.
-    const raw = this.trieLookup(stateRoot, keccak256(address));
+    const raw = this.trieLookup(stateRoot, this.addressHashes.of(address));
     let view: AccountView | null = null;
     if (raw !== null) {
       // raw is a view of the node cache (trieGet): the roots are copied (32-byte copies live in
@@ -601,7 +603,7 @@ export class LevelChainStore implements ChainStore {
     // Each walk's nodes are views of the node cache's slab, valid while the walk runs: copied
     // after it into one buffer per walk, since the record outlives it (memo, answer written later).
     let accountProof: Uint8Array[] = [];
-    const raw = bytesEqual(stateRoot, KECCAK256_RLP) ? null : trieGet(this.nodeSource, stateRoot, keccak256(address), accountProof);
+    const raw = bytesEqual(stateRoot, KECCAK256_RLP) ? null : trieGet(this.nodeSource, stateRoot, this.addressHashes.of(address), accountProof);
     accountProof = copyNodes(accountProof);
     const account = raw === null ? null : accountFields(raw);
     // The roots are views of the node cache (trieGet): the record keeps copies.

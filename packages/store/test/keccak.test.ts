@@ -1,7 +1,7 @@
 // The read path's Keccak-256 (hash-wasm over a scratch copy of the input) against
 // ethereum-cryptography's, at every input width the scratch handles and past it.
 import { keccak256 as reference } from 'ethereum-cryptography/keccak.js';
-import { keccak256 } from '../src/keccak.js';
+import { AddressHashes, keccak256 } from '../src/keccak.js';
 import { bytes, hex, rng } from './random.js';
 
 describe('keccak256 (read path)', () => {
@@ -28,3 +28,21 @@ describe('keccak256 (read path)', () => {
   });
 });
 
+describe('AddressHashes', () => {
+  it('gives keccak256 of every address, hit or miss, in a table small enough to collide all the time', () => {
+    const r = rng(11);
+    const table = new AddressHashes(8); // 8 slots for 200 addresses: most lookups evict another
+    const addrs = Array.from({ length: 200 }, () => bytes(r, 20));
+    addrs.push(new Uint8Array(20), Uint8Array.from(addrs[0] as Uint8Array).fill(0, 4, 16)); // same hash bytes as addrs[0]
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < addrs.length; i++) {
+        const a = addrs[(i * 7 + round) % addrs.length] as Uint8Array;
+        const got = table.of(a);
+        expect(hex(got)).toBe(hex(reference(a)));
+        got.fill(0); // the caller owns what it gets: the table's copy stays right
+        expect(hex(table.of(a))).toBe(hex(reference(a)));
+      }
+    }
+    expect(hex(table.of(new Uint8Array(32).fill(5)))).toBe(hex(reference(new Uint8Array(32).fill(5)))); // not an address: hashed
+  });
+});
