@@ -281,6 +281,15 @@ export class LevelChainStore implements ChainStore {
    * headerStateRoot), not the whole header decoded. Cached by hash like header(): a hit needs no
    * canonical check because applyCommit drops the roots of the blocks a reorg removes.
    */
+  stateRoot(hash: Bytes): Promise<Bytes | undefined> {
+    return this.hit(this.stateRoots.get(hash)) ?? this.guard('stateRoot', () => this.stateRootOf(hash));
+  }
+
+  /**
+   * The state root of canonical block `number`: canonicalHash then stateRoot, answered from both
+   * caches in one step when they hold it (the canonical hash by number is dropped for every number
+   * a commit changes, so a hit is the canonical block's root).
+   */
   canonicalStateRoot(number: bigint): Promise<Bytes | undefined> {
     const hash = this.canonicalCache.get(number);
     const root = hash === undefined ? undefined : this.stateRoots.get(hash);
@@ -288,10 +297,6 @@ export class LevelChainStore implements ChainStore {
       const h = await this.canonical(number);
       return h === undefined ? undefined : this.stateRootOf(h);
     });
-  }
-
-  stateRoot(hash: Bytes): Promise<Bytes | undefined> {
-    return this.hit(this.stateRoots.get(hash)) ?? this.guard('stateRoot', () => this.stateRootOf(hash));
   }
 
   private async stateRootOf(hash: Uint8Array): Promise<Uint8Array | undefined> {
