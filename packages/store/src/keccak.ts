@@ -12,6 +12,7 @@
 // time its `.buffer` is read. That externalisation, and freeing it after the next young
 // collection, was most of the off-heap allocation of a warm eth_getProof (perf, issue 15).
 import { createKeccak } from 'hash-wasm';
+import { cacheKeyOf } from './hash-cache.js';
 
 const hasher = await createKeccak(256);
 
@@ -56,10 +57,7 @@ export class AddressHashes {
   /** keccak256(address), a fresh 32-byte array (any other length is hashed, not kept). */
   of(address: Uint8Array): Uint8Array {
     if (address.length !== 20) return keccak256(address);
-    let h = 0x811c9dc5;
-    for (let i = 0; i < 4; i++) h = Math.imul(h ^ (address[i] as number), 0x01000193);
-    for (let i = 16; i < 20; i++) h = Math.imul(h ^ (address[i] as number), 0x01000193);
-    const slot = (h >>> 0) & this.mask;
+    const slot = cacheKeyOf(address) & this.mask; // the caches' key mix (hash-cache.ts)
     const k = slot * 20;
     const keys = this.keys;
     if (this.filled[slot] === 1) {
