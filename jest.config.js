@@ -3,7 +3,11 @@
 export default {
   testEnvironment: 'node',
   transform: {},
-  testMatch: ['<rootDir>/packages/*/dist/test/**/*.test.js', '<rootDir>/scripts/dist/test/**/*.test.js', '<rootDir>/bench/dist/test/**/*.test.js'],
+  testMatch: [
+    '<rootDir>/packages/*/dist/test/**/*.test.js',
+    '<rootDir>/scripts/dist/test/**/*.test.js',
+    '<rootDir>/bench/dist/test/**/*.test.js',
+  ],
   testPathIgnorePatterns: ['/node_modules/'],
   testTimeout: 600_000,
   maxWorkers: 2,

@@ -18,9 +18,14 @@ const arg = (name: string, dflt?: string): string | undefined => {
 };
 const datadir = arg('datadir') as string;
 const chain = readChain(join(resolve(arg('from', join(root, 'fixtures')) as string), 'chain.rlp'));
-const pct = (xs: number[], p: number): string => ((xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] as number) * 1000).toFixed(0);
+const pct = (xs: number[], p: number): string =>
+  ((xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] as number) * 1000).toFixed(0);
 
-async function run(kind: string, bodies: string[], check: (i: number, reply: { result?: unknown }) => void): Promise<void> {
+async function run(
+  kind: string,
+  bodies: string[],
+  check: (i: number, reply: { result?: unknown }) => void,
+): Promise<void> {
   const store = await openChainStore(datadir);
   const svc = createRpcService(store);
   await svc.handle('{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
@@ -38,25 +43,59 @@ async function run(kind: string, bodies: string[], check: (i: number, reply: { r
 const body = (method: string, params: unknown[]): string => JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
 const rng = new Rng(3);
 const order = chain.map((b) => b.number).sort(() => rng.next() - 0.5);
-console.log(`cold calls, load average ${loadavg()[0]?.toFixed(1)}\n\n| call (each key once, fresh store) | calls | p50 µs | p90 µs | p99 µs |\n|---|---|---|---|---|`);
-await run('eth_getBlockByNumber, hashes', order.map((n) => body('eth_getBlockByNumber', [`0x${n.toString(16)}`, false])), (i, r) => {
-  const b = chain[(order[i] as number) - 1];
-  if ((r.result as { hash: string }).hash !== b?.hash) throw new Error(`block ${order[i]}: wrong hash`);
-});
-await run('eth_getBlockByNumber, full', order.map((n) => body('eth_getBlockByNumber', [`0x${n.toString(16)}`, true])), (i, r) => {
-  const b = chain[(order[i] as number) - 1] as (typeof chain)[number];
-  const txs = (r.result as { transactions: { hash: string }[] }).transactions;
-  if (txs.map((t) => t.hash).join() !== b.txs.map((t) => t.hash).join()) throw new Error(`block ${order[i]}: wrong txs`);
-});
-const txs = chain.flatMap((b) => b.txs.map((t) => ({ n: b.number, h: t.hash }))).sort(() => rng.next() - 0.5).slice(0, 3000);
-await run('eth_getTransactionByHash', txs.map((t) => body('eth_getTransactionByHash', [t.h])), (i, r) => {
-  if (Number((r.result as { blockNumber: string }).blockNumber) !== txs[i]?.n) throw new Error('tx: wrong block');
-});
-const contracts = ['0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359', '0xac71dc6244075b8763fac5367375306e747c761a', '0xc3e03991e5e0bd4a705887a58bb2d3fa2538c0c7'];
-const tuples = Array.from({ length: 3000 }, () => [contracts[rng.int(3)], `0x${rng.int(8).toString(16)}`, `0x${(1 + rng.int(chain.length)).toString(16)}`]);
-await run('eth_getStorageAt', tuples.map((t) => body('eth_getStorageAt', t)), (_i, r) => {
-  if (typeof r.result !== 'string' || r.result.length !== 66) throw new Error('storage: not a word');
-});
-await run('eth_getProof', tuples.map((t) => body('eth_getProof', [t[0], [t[1]], t[2]])), (_i, r) => {
-  if (r.result === undefined) throw new Error('proof: no result');
-});
+console.log(
+  `cold calls, load average ${loadavg()[0]?.toFixed(1)}\n\n| call (each key once, fresh store) | calls | p50 µs | p90 µs | p99 µs |\n|---|---|---|---|---|`,
+);
+await run(
+  'eth_getBlockByNumber, hashes',
+  order.map((n) => body('eth_getBlockByNumber', [`0x${n.toString(16)}`, false])),
+  (i, r) => {
+    const b = chain[(order[i] as number) - 1];
+    if ((r.result as { hash: string }).hash !== b?.hash) throw new Error(`block ${order[i]}: wrong hash`);
+  },
+);
+await run(
+  'eth_getBlockByNumber, full',
+  order.map((n) => body('eth_getBlockByNumber', [`0x${n.toString(16)}`, true])),
+  (i, r) => {
+    const b = chain[(order[i] as number) - 1] as (typeof chain)[number];
+    const txs = (r.result as { transactions: { hash: string }[] }).transactions;
+    if (txs.map((t) => t.hash).join() !== b.txs.map((t) => t.hash).join())
+      throw new Error(`block ${order[i]}: wrong txs`);
+  },
+);
+const txs = chain
+  .flatMap((b) => b.txs.map((t) => ({ n: b.number, h: t.hash })))
+  .sort(() => rng.next() - 0.5)
+  .slice(0, 3000);
+await run(
+  'eth_getTransactionByHash',
+  txs.map((t) => body('eth_getTransactionByHash', [t.h])),
+  (i, r) => {
+    if (Number((r.result as { blockNumber: string }).blockNumber) !== txs[i]?.n) throw new Error('tx: wrong block');
+  },
+);
+const contracts = [
+  '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359',
+  '0xac71dc6244075b8763fac5367375306e747c761a',
+  '0xc3e03991e5e0bd4a705887a58bb2d3fa2538c0c7',
+];
+const tuples = Array.from({ length: 3000 }, () => [
+  contracts[rng.int(3)],
+  `0x${rng.int(8).toString(16)}`,
+  `0x${(1 + rng.int(chain.length)).toString(16)}`,
+]);
+await run(
+  'eth_getStorageAt',
+  tuples.map((t) => body('eth_getStorageAt', t)),
+  (_i, r) => {
+    if (typeof r.result !== 'string' || r.result.length !== 66) throw new Error('storage: not a word');
+  },
+);
+await run(
+  'eth_getProof',
+  tuples.map((t) => body('eth_getProof', [t[0], [t[1]], t[2]])),
+  (_i, r) => {
+    if (r.result === undefined) throw new Error('proof: no result');
+  },
+);

@@ -60,8 +60,26 @@ async function main(): Promise<void> {
     console.error(`bench: importing fixtures into ${datadir}`);
     node(['sync', '--from', join(root, 'fixtures'), '--datadir', datadir]);
   }
-  const key = (JSON.parse(node(['keys', 'create', '--plan', 'custom', '--daily-credits', '900000000000000', '--label', 'flood', '--json', '--datadir', datadir])) as { key: string }).key;
-  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const key = (
+    JSON.parse(
+      node([
+        'keys',
+        'create',
+        '--plan',
+        'custom',
+        '--daily-credits',
+        '900000000000000',
+        '--label',
+        'flood',
+        '--json',
+        '--datadir',
+        datadir,
+      ]),
+    ) as { key: string }
+  ).key;
+  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = new Promise((r) => srv.on('exit', r));
   const sockets: WsClient[] = [];
   try {
@@ -80,7 +98,14 @@ async function main(): Promise<void> {
       sockets.push(...(await Promise.all(Array.from({ length: Math.min(100, connections - i) }, () => open(url)))));
     }
     const rssBefore = rssMb(pid);
-    const batch = JSON.stringify(Array.from({ length: batchSize }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_getBlockByNumber', params: [`0x${(i + 1).toString(16)}`, true] })));
+    const batch = JSON.stringify(
+      Array.from({ length: batchSize }, (_, i) => ({
+        jsonrpc: '2.0',
+        id: i,
+        method: 'eth_getBlockByNumber',
+        params: [`0x${(i + 1).toString(16)}`, true],
+      })),
+    );
     let peak = rssBefore;
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 50);
     const load = loadavg()[0]!;

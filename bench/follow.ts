@@ -52,7 +52,11 @@ function serve(argv: string[]): Promise<{ proc: ChildProcess; port: number }> {
 }
 
 async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const j = (await r.json()) as { result?: unknown; error?: { message: string } };
   if (j.error) throw new Error(`${method}: ${j.error.message}`);
   return j.result;
@@ -74,33 +78,99 @@ try {
   const load0 = loadavg()[0]?.toFixed(2);
   // 1. Throughput.
   if (!lagOnly) {
-  const primaryDir = join(base, 'primary');
-  let t0 = Date.now();
-  const imp = await run(['sync', '--from', join(root, 'fixtures'), '--datadir', primaryDir]);
-  if (imp.code !== 0) throw new Error(imp.stderr);
-  const fileSecs = (Date.now() - t0) / 1000;
-  const pk = await key(primaryDir);
-  const primary = await serve(['--datadir', primaryDir]);
-  kill.push(primary.proc);
-  t0 = Date.now();
-  const fol = await run(['sync', '--from', `http://127.0.0.1:${primary.port}/v3/${pk}`, '--genesis', join(root, 'fixtures', 'genesis.json'), '--datadir', join(base, 'replica')]);
-  if (fol.code !== 0) throw new Error(fol.stderr);
-  const rpcSecs = (Date.now() - t0) / 1000;
-  primary.proc.kill('SIGTERM');
-  const logs = 45_373;
-  console.log(JSON.stringify({ part: 'throughput', blocks: 1600, logs, fileImportSeconds: fileSecs, fileBlocksPerSec: +(1600 / fileSecs).toFixed(1), followSeconds: rpcSecs, followBlocksPerSec: +(1600 / rpcSecs).toFixed(1), followLogsPerSec: Math.round(logs / rpcSecs), load1: load0 }));
+    const primaryDir = join(base, 'primary');
+    let t0 = Date.now();
+    const imp = await run(['sync', '--from', join(root, 'fixtures'), '--datadir', primaryDir]);
+    if (imp.code !== 0) throw new Error(imp.stderr);
+    const fileSecs = (Date.now() - t0) / 1000;
+    const pk = await key(primaryDir);
+    const primary = await serve(['--datadir', primaryDir]);
+    kill.push(primary.proc);
+    t0 = Date.now();
+    const fol = await run([
+      'sync',
+      '--from',
+      `http://127.0.0.1:${primary.port}/v3/${pk}`,
+      '--genesis',
+      join(root, 'fixtures', 'genesis.json'),
+      '--datadir',
+      join(base, 'replica'),
+    ]);
+    if (fol.code !== 0) throw new Error(fol.stderr);
+    const rpcSecs = (Date.now() - t0) / 1000;
+    primary.proc.kill('SIGTERM');
+    const logs = 45_373;
+    console.log(
+      JSON.stringify({
+        part: 'throughput',
+        blocks: 1600,
+        logs,
+        fileImportSeconds: fileSecs,
+        fileBlocksPerSec: +(1600 / fileSecs).toFixed(1),
+        followSeconds: rpcSecs,
+        followBlocksPerSec: +(1600 / rpcSecs).toFixed(1),
+        followLogsPerSec: Math.round(logs / rpcSecs),
+        load1: load0,
+      }),
+    );
   }
 
   // 2. Lag while anvil mines 1 block/s with 20 txs.
   const anvilPort = await freePort();
   const genesis = {
-    config: { chainId: 31337, homesteadBlock: 0, eip150Block: 0, eip155Block: 0, eip158Block: 0, byzantiumBlock: 0, constantinopleBlock: 0, petersburgBlock: 0, istanbulBlock: 0, berlinBlock: 0, londonBlock: 0, mergeNetsplitBlock: 0, terminalTotalDifficulty: 0, terminalTotalDifficultyPassed: true, shanghaiTime: 0, cancunTime: 0 },
-    nonce: '0x0', timestamp: '0x0', extraData: '0x', gasLimit: '0x1c9c380', difficulty: '0x0', mixHash: `0x${'00'.repeat(32)}`, coinbase: `0x${'00'.repeat(20)}`, baseFeePerGas: '0x3b9aca00',
-    alloc: Object.fromEntries(['f39fd6e51aad88f6f4ce6ab8827279cfffb92266', '70997970c51812dc3a010c7d01b50e0d17dc79c8', '3c44cdddb6a900fa2b585dd299e03d12fa4293bc', '90f79bf6eb2c4f870365e785982e1f101e93b906'].map((a) => [a, { balance: '0x21e19e0c9bab2400000' }])),
+    config: {
+      chainId: 31337,
+      homesteadBlock: 0,
+      eip150Block: 0,
+      eip155Block: 0,
+      eip158Block: 0,
+      byzantiumBlock: 0,
+      constantinopleBlock: 0,
+      petersburgBlock: 0,
+      istanbulBlock: 0,
+      berlinBlock: 0,
+      londonBlock: 0,
+      mergeNetsplitBlock: 0,
+      terminalTotalDifficulty: 0,
+      terminalTotalDifficultyPassed: true,
+      shanghaiTime: 0,
+      cancunTime: 0,
+    },
+    nonce: '0x0',
+    timestamp: '0x0',
+    extraData: '0x',
+    gasLimit: '0x1c9c380',
+    difficulty: '0x0',
+    mixHash: `0x${'00'.repeat(32)}`,
+    coinbase: `0x${'00'.repeat(20)}`,
+    baseFeePerGas: '0x3b9aca00',
+    alloc: Object.fromEntries(
+      [
+        'f39fd6e51aad88f6f4ce6ab8827279cfffb92266',
+        '70997970c51812dc3a010c7d01b50e0d17dc79c8',
+        '3c44cdddb6a900fa2b585dd299e03d12fa4293bc',
+        '90f79bf6eb2c4f870365e785982e1f101e93b906',
+      ].map((a) => [a, { balance: '0x21e19e0c9bab2400000' }]),
+    ),
   };
   const gpath = join(base, 'genesis.json');
   await writeFile(gpath, JSON.stringify(genesis));
-  const anvil = spawn(join(root, 'node_modules', '.bin', 'anvil'), ['--init', gpath, '--hardfork', 'cancun', '--accounts', '4', '--no-create2', '--port', String(anvilPort), '--no-mining'], { stdio: 'ignore', detached: true });
+  const anvil = spawn(
+    join(root, 'node_modules', '.bin', 'anvil'),
+    [
+      '--init',
+      gpath,
+      '--hardfork',
+      'cancun',
+      '--accounts',
+      '4',
+      '--no-create2',
+      '--port',
+      String(anvilPort),
+      '--no-mining',
+    ],
+    { stdio: 'ignore', detached: true },
+  );
   const anvilUrl = `http://127.0.0.1:${anvilPort}`;
   try {
     for (let i = 0; i < 100; i++) {
@@ -130,12 +200,17 @@ try {
     const dev = Object.keys(genesis.alloc).map((a) => `0x${a}`);
     for (let s = 0; s < lagSeconds; s++) {
       const tick = Date.now();
-      for (let i = 0; i < 20; i++) await rpc(anvilUrl, 'eth_sendTransaction', [{ from: dev[i % 4], to: dev[(i + 1) % 4], value: '0x1', gas: '0x5208' }]);
+      for (let i = 0; i < 20; i++)
+        await rpc(anvilUrl, 'eth_sendTransaction', [
+          { from: dev[i % 4], to: dev[(i + 1) % 4], value: '0x1', gas: '0x5208' },
+        ]);
       await rpc(anvilUrl, 'evm_mine', []);
       const mined = Date.now();
       const want = ((await rpc(anvilUrl, 'eth_getBlockByNumber', ['latest', false])) as { hash: string }).hash;
       for (;;) {
-        const got = (await rpc(fUrl, 'eth_getBlockByNumber', ['latest', false]).catch(() => null)) as { hash?: string } | null;
+        const got = (await rpc(fUrl, 'eth_getBlockByNumber', ['latest', false]).catch(() => null)) as {
+          hash?: string;
+        } | null;
         if (got?.hash === want) break;
         if (Date.now() - mined > 30_000) throw new Error('follower does not keep up');
         await new Promise((r) => setTimeout(r, 5));
@@ -145,7 +220,21 @@ try {
     }
     stop = true;
     await prober;
-    console.log(JSON.stringify({ part: 'lag', blocks: lags.length, txsPerBlock: 20, pollMs: 100, lagMsP50: pct(lags, 50), lagMsP99: pct(lags, 99), getBlockByNumberMsP50: +pct(latencies, 50).toFixed(2), getBlockByNumberMsP99: +pct(latencies, 99).toFixed(2), calls: latencies.length, load1: loadavg()[0]?.toFixed(2), cpus: cpus().length }));
+    console.log(
+      JSON.stringify({
+        part: 'lag',
+        blocks: lags.length,
+        txsPerBlock: 20,
+        pollMs: 100,
+        lagMsP50: pct(lags, 50),
+        lagMsP99: pct(lags, 99),
+        getBlockByNumberMsP50: +pct(latencies, 50).toFixed(2),
+        getBlockByNumberMsP99: +pct(latencies, 99).toFixed(2),
+        calls: latencies.length,
+        load1: loadavg()[0]?.toFixed(2),
+        cpus: cpus().length,
+      }),
+    );
   } finally {
     try {
       if (anvil.pid !== undefined) process.kill(-anvil.pid, 'SIGKILL');

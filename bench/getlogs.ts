@@ -18,7 +18,12 @@ const smoke = process.argv.includes('--smoke');
 const scaleArg = arg('scale');
 const scale = scaleArg === undefined ? 1 : Number(scaleArg);
 // An integer >= 1, or a fraction in (0, 1) for a shorter prefix of the standard chain (iteration).
-if (!Number.isFinite(scale) || scale <= 0 || (scale > 1 && !Number.isInteger(scale)) || Math.round(250_000 * scale) < 1_000) {
+if (
+  !Number.isFinite(scale) ||
+  scale <= 0 ||
+  (scale > 1 && !Number.isInteger(scale)) ||
+  Math.round(250_000 * scale) < 1_000
+) {
   console.error(`--scale: expected a positive integer, or a fraction >= 0.004 below 1, got ${scaleArg}`);
   process.exit(2);
 }

@@ -50,7 +50,8 @@ async function main(): Promise<void> {
     const datadir = arg('datadir');
     const chain = arg('chain', 'scaled');
     if (chain !== 'scaled' && chain !== 'fixtures') throw new Error(`--chain: scaled or fixtures, not ${chain}`);
-    if (chain === 'scaled' && datadir !== undefined) throw new Error('--datadir: only with --chain fixtures (the scaled chain is built in the run)');
+    if (chain === 'scaled' && datadir !== undefined)
+      throw new Error('--datadir: only with --chain fixtures (the scaled chain is built in the run)');
     const bodies = Number(arg('bodies', chain === 'scaled' ? '20000' : '4000'));
     await runVaried({
       root,
@@ -75,15 +76,35 @@ async function main(): Promise<void> {
   let tmp: string | undefined;
   if (datadir === undefined) {
     const fixtures = join(root, 'fixtures');
-    const from = existsSync(join(fixtures, 'chain.rlp')) ? fixtures : resolve(root, '..', 'shared', 'chains', 'execution-apis');
+    const from = existsSync(join(fixtures, 'chain.rlp'))
+      ? fixtures
+      : resolve(root, '..', 'shared', 'chains', 'execution-apis');
     tmp = mkdtempSync(join(tmpdir(), 'bench-http-'));
     datadir = join(tmp, 'data');
     console.error(`bench: importing ${from} into ${datadir}`);
     node(['sync', '--from', from, '--datadir', datadir]);
   }
-  const key = (JSON.parse(node(['keys', 'create', '--plan', 'custom', '--daily-credits', '900000000000000', '--label', 'bench', '--json', '--datadir', datadir])) as { key: string }).key;
+  const key = (
+    JSON.parse(
+      node([
+        'keys',
+        'create',
+        '--plan',
+        'custom',
+        '--daily-credits',
+        '900000000000000',
+        '--label',
+        'bench',
+        '--json',
+        '--datadir',
+        datadir,
+      ]),
+    ) as { key: string }
+  ).key;
   const extra = (arg('serve-args') ?? '').split(' ').filter((x) => x !== '');
-  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', ...extra], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const port = await new Promise<number>((res, rej) => {
     let out = '';
     srv.stdout.on('data', (d: Buffer) => {
@@ -95,7 +116,11 @@ async function main(): Promise<void> {
   });
   const url = `http://127.0.0.1:${port}/v3/${key}`;
   const get = async (method: string, params: unknown[]): Promise<unknown> => {
-    const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const r = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
     return ((await r.json()) as { result: unknown }).result;
   };
   const head = Number(await get('eth_blockNumber', []));
@@ -105,20 +130,38 @@ async function main(): Promise<void> {
     txHash = b.transactions[0] ?? '';
   }
   // A contract that emitted logs lately (a small range: the whole chain may pass the result cap).
-  const logs = ((await get('eth_getLogs', [{ fromBlock: `0x${Math.max(0, head - 64).toString(16)}`, toBlock: 'latest' }])) ?? []) as { address: string }[];
+  const logs = ((await get('eth_getLogs', [
+    { fromBlock: `0x${Math.max(0, head - 64).toString(16)}`, toBlock: 'latest' },
+  ])) ?? []) as { address: string }[];
   const contract = logs[0]?.address ?? '0x0000000000000000000000000000000000000000';
   const mid = `0x${Math.max(1, Math.floor(head / 2)).toString(16)}`;
   const cases: [string, string, unknown[]][] = [
     ['eth_getBlockByNumber', 'eth_getBlockByNumber', [mid, false]],
     ['eth_getTransactionByHash', 'eth_getTransactionByHash', [txHash]],
     ['eth_getStorageAt', 'eth_getStorageAt', [contract, '0x0', 'latest']],
-    ['eth_getProof', 'eth_getProof', [contract, ['0x0000000000000000000000000000000000000000000000000000000000000000'], 'latest']],
+    [
+      'eth_getProof',
+      'eth_getProof',
+      [contract, ['0x0000000000000000000000000000000000000000000000000000000000000000'], 'latest'],
+    ],
   ];
   const rows: string[] = [];
   const results: Record<string, LoadResult & { runs: number[] }> = {};
   const loads: number[] = [];
-  const spec = (path: string, body: string, expected: string): LoadSpec => ({ host: '127.0.0.1', port, path, body, expected, connections, seconds: duration });
-  const measure = async (label: string, load: () => Promise<LoadResult>, warm: () => Promise<unknown>): Promise<void> => {
+  const spec = (path: string, body: string, expected: string): LoadSpec => ({
+    host: '127.0.0.1',
+    port,
+    path,
+    body,
+    expected,
+    connections,
+    seconds: duration,
+  });
+  const measure = async (
+    label: string,
+    load: () => Promise<LoadResult>,
+    warm: () => Promise<unknown>,
+  ): Promise<void> => {
     await warm();
     const all: LoadResult[] = [];
     for (let i = 0; i < runs; i++) {
@@ -133,29 +176,50 @@ async function main(): Promise<void> {
     const errs = all.reduce((n, r) => n + r.errors, 0);
     results[label] = { ...med, bad, mismatched: mism, errors: errs, runs: all.map((r) => Math.round(r.rps)) };
     const flag = bad + mism + errs > 0 ? ` INVALID: ${bad} non-200, ${mism} wrong bodies, ${errs} socket errors` : '';
-    rows.push(`| ${label} (memo path) | ${med.tool} | ${Math.round(med.rps)} | ${med.p50} | ${med.p99} | ${all.map((r) => Math.round(r.rps)).join(', ')} | ${bad}/${mism}/${errs} |${flag}`);
+    rows.push(
+      `| ${label} (memo path) | ${med.tool} | ${Math.round(med.rps)} | ${med.p50} | ${med.p99} | ${all.map((r) => Math.round(r.rps)).join(', ')} | ${bad}/${mism}/${errs} |${flag}`,
+    );
     console.error(rows[rows.length - 1]);
   };
   const path = `/v3/${key}`;
   const expect = async (body: string): Promise<string> => {
     const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     const text = await r.text();
-    if (r.status !== 200 || text.includes('"error"')) throw new Error(`bench: ${body} answered ${r.status} ${text.slice(0, 200)}`);
+    if (r.status !== 200 || text.includes('"error"'))
+      throw new Error(`bench: ${body} answered ${r.status} ${text.slice(0, 200)}`);
     return text;
   };
   for (const [label, method, params] of cases) {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
     const s = spec(path, body, await expect(body));
     const short = { ...s, seconds: 2 };
-    if (toolArg === 'wrk') await measure(`HTTP ${label}`, () => wrkLoad(s), () => wrkLoad(short));
-    else await measure(`HTTP ${label}`, () => autocannonLoad(s), () => autocannonLoad(short));
+    if (toolArg === 'wrk')
+      await measure(
+        `HTTP ${label}`,
+        () => wrkLoad(s),
+        () => wrkLoad(short),
+      );
+    else
+      await measure(
+        `HTTP ${label}`,
+        () => autocannonLoad(s),
+        () => autocannonLoad(short),
+      );
   }
   // WebSocket vs HTTP through the same raw client (rawLoad warms up by itself).
   for (const [label, method, params] of cases) {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
     const s = spec(path, body, await expect(body));
-    await measure(`HTTP ${label}`, () => rawLoad(s, 'http'), async () => {});
-    await measure(`WebSocket ${label}`, () => rawLoad({ ...s, path: `/ws/v3/${key}` }, 'ws'), async () => {});
+    await measure(
+      `HTTP ${label}`,
+      () => rawLoad(s, 'http'),
+      async () => {},
+    );
+    await measure(
+      `WebSocket ${label}`,
+      () => rawLoad({ ...s, path: `/ws/v3/${key}` }, 'ws'),
+      async () => {},
+    );
   }
   srv.kill('SIGTERM');
   await new Promise((r) => srv.on('exit', r));
@@ -163,12 +227,33 @@ async function main(): Promise<void> {
   const cpu = cpus()[0]?.model ?? 'unknown cpu';
   const la = loads.length === 0 ? 'n/a' : `${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}`;
   if (process.argv.includes('--json')) {
-    console.log(JSON.stringify({ machine: `${cpus().length} x ${cpu}`, node: process.version, head, connections, duration, runs, loadavg: la, results }, null, 2));
+    console.log(
+      JSON.stringify(
+        {
+          machine: `${cpus().length} x ${cpu}`,
+          node: process.version,
+          head,
+          connections,
+          duration,
+          runs,
+          loadavg: la,
+          results,
+        },
+        null,
+        2,
+      ),
+    );
     return;
   }
-  console.log(`\nMachine: ${cpus().length} cores, ${cpu}; Node ${process.version}; ${new Date().toISOString().slice(0, 10)}; load average ${la} (1-min, at the start of each run)`);
-  console.log(`Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')} (${connections} connections, closed loop, ${duration} s per run after a 2 s warm-up, median of ${runs} run(s); chain head ${head})\n`);
-  console.log('| Case | Tool | req/s | p50 ms | p99 ms | runs req/s | non-200/wrong/errors |\n|---|---|---|---|---|---|---|');
+  console.log(
+    `\nMachine: ${cpus().length} cores, ${cpu}; Node ${process.version}; ${new Date().toISOString().slice(0, 10)}; load average ${la} (1-min, at the start of each run)`,
+  );
+  console.log(
+    `Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')} (${connections} connections, closed loop, ${duration} s per run after a 2 s warm-up, median of ${runs} run(s); chain head ${head})\n`,
+  );
+  console.log(
+    '| Case | Tool | req/s | p50 ms | p99 ms | runs req/s | non-200/wrong/errors |\n|---|---|---|---|---|---|---|',
+  );
   for (const r of rows) console.log(r);
   if (Object.values(results).some((r) => r.bad + r.mismatched + r.errors > 0)) process.exitCode = 1;
 }

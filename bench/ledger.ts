@@ -31,7 +31,9 @@ function node(args: string[]): string {
 }
 
 function serve(datadir: string, extra: string[]): Promise<{ proc: ChildProcess; port: number }> {
-  const proc = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', ...extra], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((res, rej) => {
     let out = '';
     proc.stdout?.on('data', (d: Buffer) => {
@@ -55,7 +57,9 @@ async function main(): Promise<void> {
   let datadir = arg('datadir');
   if (datadir === undefined) {
     const fixtures = join(root, 'fixtures');
-    const from = existsSync(join(fixtures, 'chain.rlp')) ? fixtures : resolve(root, '..', 'shared', 'chains', 'execution-apis');
+    const from = existsSync(join(fixtures, 'chain.rlp'))
+      ? fixtures
+      : resolve(root, '..', 'shared', 'chains', 'execution-apis');
     datadir = join(tmp, 'data');
     console.error(`bench: importing ${from} into ${datadir}`);
     node(['sync', '--from', from, '--datadir', datadir]);
@@ -71,13 +75,27 @@ async function main(): Promise<void> {
   admin.on('error', () => {});
   await admin.connect();
   // commandstats also counts the commands a script runs (redis.call): those are not round trips.
-  const INSIDE_SCRIPT = new Set(['time', 'zremrangebyscore', 'hget', 'zscore', 'hmget', 'hset', 'pexpire', 'hdel', 'expire', 'zadd']);
+  const INSIDE_SCRIPT = new Set([
+    'time',
+    'zremrangebyscore',
+    'hget',
+    'zscore',
+    'hmget',
+    'hset',
+    'pexpire',
+    'hdel',
+    'expire',
+    'zadd',
+  ]);
   const stats = async (): Promise<{ scripts: number; all: number; scriptUsec: number }> => {
     const info = String(await admin.sendCommand(['INFO', 'commandstats']));
     let scripts = 0;
     let all = 0;
     // Redis CPU spent in debit scripts (commandstats usec, the commands they run included).
-    const scriptUsec = [...info.matchAll(/cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+    const scriptUsec = [...info.matchAll(/cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/g)].reduce(
+      (n, m) => n + Number(m[1]),
+      0,
+    );
     for (const m of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) {
       const name = m[1] as string;
       const n = Number(m[2]);
@@ -87,8 +105,27 @@ async function main(): Promise<void> {
     return { scripts, all, scriptUsec };
   };
   const limits = ['--daily-credits', '900000000000000', '--credits-per-second', '1000000000000'];
-  const embeddedKey = (JSON.parse(node(['keys', 'create', '--plan', 'custom', ...limits, '--json', '--datadir', copies[0] as string])) as { key: string }).key;
-  const redisKey = (JSON.parse(node(['keys', 'create', '--plan', 'custom', ...limits, '--json', '--datadir', copies[0] as string, '--ledger', redis.url])) as { key: string }).key;
+  const embeddedKey = (
+    JSON.parse(node(['keys', 'create', '--plan', 'custom', ...limits, '--json', '--datadir', copies[0] as string])) as {
+      key: string;
+    }
+  ).key;
+  const redisKey = (
+    JSON.parse(
+      node([
+        'keys',
+        'create',
+        '--plan',
+        'custom',
+        ...limits,
+        '--json',
+        '--datadir',
+        copies[0] as string,
+        '--ledger',
+        redis.url,
+      ]),
+    ) as { key: string }
+  ).key;
 
   const rows: string[] = [];
   const loads: string[] = [];
@@ -96,12 +133,39 @@ async function main(): Promise<void> {
     const servers = await Promise.all(dirs.map((d) => serve(d, extra)));
     try {
       const head = Number(
-        ((await (await fetch(`http://127.0.0.1:${servers[0]?.port}/v3/${key}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}' })).json()) as { result: string }).result,
+        (
+          (await (
+            await fetch(`http://127.0.0.1:${servers[0]?.port}/v3/${key}`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+            })
+          ).json()) as { result: string }
+        ).result,
       );
-      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: [`0x${Math.floor(head / 2).toString(16)}`, false] });
-      const expected = await (await fetch(`http://127.0.0.1:${servers[0]?.port}/v3/${key}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).text();
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'eth_getBlockByNumber',
+        params: [`0x${Math.floor(head / 2).toString(16)}`, false],
+      });
+      const expected = await (
+        await fetch(`http://127.0.0.1:${servers[0]?.port}/v3/${key}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        })
+      ).text();
       const per = Math.floor(connections / servers.length);
-      const specs = servers.map((s) => ({ host: '127.0.0.1', port: s.port, path: `/v3/${key}`, body, expected, connections: per, seconds: duration }));
+      const specs = servers.map((s) => ({
+        host: '127.0.0.1',
+        port: s.port,
+        path: `/v3/${key}`,
+        body,
+        expected,
+        connections: per,
+        seconds: duration,
+      }));
       await Promise.all(specs.map((s) => wrkLoad({ ...s, seconds: 2 }))); // warm-up
       const before = await stats();
       loads.push(loadavg()[0]?.toFixed(1) ?? '?');
@@ -112,7 +176,10 @@ async function main(): Promise<void> {
       const p99 = Math.max(...results.map((r) => r.p99));
       const p50 = Math.max(...results.map((r) => r.p50));
       const anomalies = results.reduce((n, r) => n + r.bad + r.mismatched + r.errors, 0);
-      const trips = extra.length === 0 ? '0' : `${((after.scripts - before.scripts) / ok).toFixed(3)} (all round trips ${((after.all - before.all) / ok).toFixed(3)}; ${((after.scriptUsec - before.scriptUsec) / Math.max(1, after.scripts - before.scripts)).toFixed(1)} µs of Redis CPU per script)`;
+      const trips =
+        extra.length === 0
+          ? '0'
+          : `${((after.scripts - before.scripts) / ok).toFixed(3)} (all round trips ${((after.all - before.all) / ok).toFixed(3)}; ${((after.scriptUsec - before.scriptUsec) / Math.max(1, after.scripts - before.scripts)).toFixed(1)} µs of Redis CPU per script)`;
       rows.push(`| ${label} | ${servers.length} | ${Math.round(rps)} | ${p50} | ${p99} | ${trips} | ${anomalies} |`);
       console.error(rows[rows.length - 1]);
     } finally {
@@ -129,9 +196,15 @@ async function main(): Promise<void> {
     await redis.cleanup();
     rmSync(tmp, { recursive: true, force: true });
   }
-  console.log(`\nMachine: ${cpus().length} cores, ${cpus()[0]?.model ?? '?'}; Node ${process.version}; ${new Date().toISOString()}; load average (1-min) at the start of each run: ${loads.join(', ')}`);
-  console.log(`Command: node bench/dist/ledger.js ${process.argv.slice(2).join(' ')} (${connections} connections in total, closed loop, ${duration} s per case after a 2 s warm-up, one run)\n`);
-  console.log('| Ledger | replicas | req/s (sum) | p50 ms (worst replica) | p99 ms (worst replica) | Redis round trips per request (debit scripts) | non-200/wrong/errors |\n|---|---|---|---|---|---|---|');
+  console.log(
+    `\nMachine: ${cpus().length} cores, ${cpus()[0]?.model ?? '?'}; Node ${process.version}; ${new Date().toISOString()}; load average (1-min) at the start of each run: ${loads.join(', ')}`,
+  );
+  console.log(
+    `Command: node bench/dist/ledger.js ${process.argv.slice(2).join(' ')} (${connections} connections in total, closed loop, ${duration} s per case after a 2 s warm-up, one run)\n`,
+  );
+  console.log(
+    '| Ledger | replicas | req/s (sum) | p50 ms (worst replica) | p99 ms (worst replica) | Redis round trips per request (debit scripts) | non-200/wrong/errors |\n|---|---|---|---|---|---|---|',
+  );
   for (const r of rows) console.log(r);
 }
 

@@ -38,9 +38,34 @@ async function main(): Promise<void> {
   const seconds = Number(arg('duration', '5'));
   const datadir = join(dir, 'data');
   const m = JSON.parse(readFileSync(join(dir, 'model.json'), 'utf8')) as Model;
-  const key = (JSON.parse(execFileSync(process.execPath, [cli, 'keys', 'create', '--plan', 'custom', '--daily-credits', '900000000000000', '--label', 'proof-cpu', '--json', '--datadir', datadir], { encoding: 'utf8' })) as { key: string }).key;
+  const key = (
+    JSON.parse(
+      execFileSync(
+        process.execPath,
+        [
+          cli,
+          'keys',
+          'create',
+          '--plan',
+          'custom',
+          '--daily-credits',
+          '900000000000000',
+          '--label',
+          'proof-cpu',
+          '--json',
+          '--datadir',
+          datadir,
+        ],
+        { encoding: 'utf8' },
+      ),
+    ) as { key: string }
+  ).key;
   const port = 30000 + Math.floor(Math.random() * 20000);
-  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', String(port), '--threads', threads], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const srv = spawn(
+    process.execPath,
+    [cli, 'serve', '--datadir', datadir, '--port', String(port), '--threads', threads],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
   try {
     const path = `/v3/${key}`;
     await waitRpc(`http://127.0.0.1:${port}${path}`);
@@ -55,7 +80,8 @@ async function main(): Promise<void> {
       return seed % n;
     };
     const q = (n: number): string => `0x${n.toString(16)}`;
-    const body = (i: number, params: unknown[]): string => JSON.stringify({ jsonrpc: '2.0', id: i, method: 'eth_getProof', params });
+    const body = (i: number, params: unknown[]): string =>
+      JSON.stringify({ jsonrpc: '2.0', id: i, method: 'eth_getProof', params });
     const n = 20000;
     const accounts = Array.from({ length: n }, (_, i) => {
       const a = m.fresh[rnd(m.fresh.length)] as { address: string; block: number };
@@ -76,7 +102,16 @@ async function main(): Promise<void> {
       const coldUs = ((cpuMs() - c0) * 1000) / bodies.length;
       c0 = cpuMs();
       const t0 = Date.now();
-      const r = await rawLoadVaried({ host: '127.0.0.1', port, path, bodies: [...bodies], expected: cold.digests, connections: 64, seconds, warmup: 0 });
+      const r = await rawLoadVaried({
+        host: '127.0.0.1',
+        port,
+        path,
+        bodies: [...bodies],
+        expected: cold.digests,
+        connections: 64,
+        seconds,
+        warmup: 0,
+      });
       const answered = r.rps * ((Date.now() - t0) / 1000);
       const warmUs = ((cpuMs() - c0) * 1000) / answered;
       console.log(

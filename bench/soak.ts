@@ -85,11 +85,26 @@ function request(chain: Chain): { body: string; kind: 'ok' | 'bad'; batch: boole
       case 1:
         return { jsonrpc: '2.0', id, method: 'eth_getTransactionByHash', params: [chain.txs[rnd(chain.txs.length)]] };
       case 2:
-        return { jsonrpc: '2.0', id, method: 'eth_getStorageAt', params: [chain.contracts[rnd(chain.contracts.length)], q(rnd(4)), q(n)] };
+        return {
+          jsonrpc: '2.0',
+          id,
+          method: 'eth_getStorageAt',
+          params: [chain.contracts[rnd(chain.contracts.length)], q(rnd(4)), q(n)],
+        };
       case 3:
-        return { jsonrpc: '2.0', id, method: 'eth_getProof', params: [chain.contracts[rnd(chain.contracts.length)], [q(rnd(4))], q(n)] };
+        return {
+          jsonrpc: '2.0',
+          id,
+          method: 'eth_getProof',
+          params: [chain.contracts[rnd(chain.contracts.length)], [q(rnd(4))], q(n)],
+        };
       case 4:
-        return { jsonrpc: '2.0', id, method: 'eth_getLogs', params: [{ fromBlock: q(n), toBlock: q(Math.min(chain.head, n + rnd(20))) }] };
+        return {
+          jsonrpc: '2.0',
+          id,
+          method: 'eth_getLogs',
+          params: [{ fromBlock: q(n), toBlock: q(Math.min(chain.head, n + rnd(20))) }],
+        };
       case 5:
         return { jsonrpc: '2.0', id, method: 'eth_blockNumber', params: [] };
       default:
@@ -99,12 +114,22 @@ function request(chain: Chain): { body: string; kind: 'ok' | 'bad'; batch: boole
   const r = Math.random();
   if (r < 0.08) {
     counts.bad++;
-    const bad = ['{"jsonrpc":"2.0","id":1,"method":', '{"jsonrpc":"2.0","id":1,"method":"eth_nope","params":[]}', '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0xzz",true]}', '[]', '"hello"'];
+    const bad = [
+      '{"jsonrpc":"2.0","id":1,"method":',
+      '{"jsonrpc":"2.0","id":1,"method":"eth_nope","params":[]}',
+      '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0xzz",true]}',
+      '[]',
+      '"hello"',
+    ];
     return { body: bad[rnd(bad.length)]!, kind: 'bad', batch: false };
   }
   if (r < 0.2) {
     counts.batches++;
-    return { body: JSON.stringify(Array.from({ length: 2 + rnd(maxBatch - 1) }, (_, i) => call(i))), kind: 'ok', batch: true };
+    return {
+      body: JSON.stringify(Array.from({ length: 2 + rnd(maxBatch - 1) }, (_, i) => call(i))),
+      kind: 'ok',
+      batch: true,
+    };
   }
   return { body: JSON.stringify(call(1)), kind: 'ok', batch: false };
 }
@@ -135,15 +160,34 @@ function judge(text: string, kind: 'ok' | 'bad'): void {
 async function main(): Promise<void> {
   let datadir = arg('datadir');
   let tmp: string | undefined;
-  const node = (args: string[]): string => execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const node = (args: string[]): string =>
+    execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (datadir === undefined) {
     tmp = mkdtempSync(join(tmpdir(), 'bench-soak-'));
     datadir = join(tmp, 'data');
     console.error(`soak: importing fixtures into ${datadir}`);
     node(['sync', '--from', join(root, 'fixtures'), '--datadir', datadir]);
   }
-  const key = (JSON.parse(node(['keys', 'create', '--plan', 'custom', '--daily-credits', '900000000000000', '--label', 'soak', '--json', '--datadir', datadir])) as { key: string }).key;
-  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', '--metrics-port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const key = (
+    JSON.parse(
+      node([
+        'keys',
+        'create',
+        '--plan',
+        'custom',
+        '--daily-credits',
+        '900000000000000',
+        '--label',
+        'soak',
+        '--json',
+        '--datadir',
+        datadir,
+      ]),
+    ) as { key: string }
+  ).key;
+  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', '--metrics-port', '0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = new Promise((r) => srv.on('exit', r));
   let stopping = false;
   const sockets = new Set<WsClient>();
@@ -162,10 +206,17 @@ async function main(): Promise<void> {
     const httpUrl = `${base}/v3/${key}`;
     const wsUrl = `ws://127.0.0.1:${port}/ws/v3/${key}`;
     const get = async (method: string, params: unknown[]): Promise<unknown> =>
-      ((await (await fetch(httpUrl, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })).json()) as { result: unknown }).result;
+      (
+        (await (
+          await fetch(httpUrl, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })
+        ).json()) as { result: unknown }
+      ).result;
     const head = Number(await get('eth_blockNumber', []));
     const chain: Chain = { head, txs: [], contracts: [] };
-    for (let n = head; n > head - 40; n--) chain.txs.push(...((await get('eth_getBlockByNumber', [q(n), false])) as { transactions: string[] }).transactions);
+    for (let n = head; n > head - 40; n--)
+      chain.txs.push(
+        ...((await get('eth_getBlockByNumber', [q(n), false])) as { transactions: string[] }).transactions,
+      );
     const logs = (await get('eth_getLogs', [{ fromBlock: q(head - 20), toBlock: q(head) }])) as { address: string }[];
     chain.contracts = [...new Set(logs.map((l) => l.address))];
     if (chain.contracts.length === 0) chain.contracts.push('0x0000000000000000000000000000000000000000');
@@ -212,7 +263,8 @@ async function main(): Promise<void> {
           waiting = undefined;
           if (reply === null) {
             counts.unanswered++;
-            if (otherErrorSamples.length < 5) otherErrorSamples.push(`no WebSocket answer in 30 s to ${req.body.slice(0, 120)}`);
+            if (otherErrorSamples.length < 5)
+              otherErrorSamples.push(`no WebSocket answer in 30 s to ${req.body.slice(0, 120)}`);
             break;
           }
           if (reply !== undefined) judge(reply, req.kind);
@@ -231,7 +283,12 @@ async function main(): Promise<void> {
         const req = request(chain);
         counts.requests++;
         try {
-          const res = await fetch(httpUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: req.body, signal: AbortSignal.timeout(30_000) });
+          const res = await fetch(httpUrl, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: req.body,
+            signal: AbortSignal.timeout(30_000),
+          });
           const text = await res.text();
           if (res.status === 503 || res.status === 429) counts.limitErrors++;
           else judge(text, req.kind);
@@ -285,17 +342,36 @@ async function main(): Promise<void> {
     const t0 = Date.now();
     const sampler = (async () => {
       while (Date.now() < end) {
-        samples.push({ t: Math.round((Date.now() - t0) / 1000), rssMb: Math.round(rssMb(pid)), load1: Number(loadavg()[0]!.toFixed(1)), requests: counts.requests });
-        console.error(`soak: t=${samples.at(-1)!.t}s rss=${samples.at(-1)!.rssMb} MB requests=${counts.requests} open ws=${sockets.size} load=${samples.at(-1)!.load1}`);
+        samples.push({
+          t: Math.round((Date.now() - t0) / 1000),
+          rssMb: Math.round(rssMb(pid)),
+          load1: Number(loadavg()[0]!.toFixed(1)),
+          requests: counts.requests,
+        });
+        console.error(
+          `soak: t=${samples.at(-1)!.t}s rss=${samples.at(-1)!.rssMb} MB requests=${counts.requests} open ws=${sockets.size} load=${samples.at(-1)!.load1}`,
+        );
         await sleep(10_000);
       }
     })();
 
     await Promise.all([...clients, health, sampler]);
     clearInterval(churn);
-    samples.push({ t: Math.round((Date.now() - t0) / 1000), rssMb: Math.round(rssMb(pid)), load1: Number(loadavg()[0]!.toFixed(1)), requests: counts.requests });
+    samples.push({
+      t: Math.round((Date.now() - t0) / 1000),
+      rssMb: Math.round(rssMb(pid)),
+      load1: Number(loadavg()[0]!.toFixed(1)),
+      requests: counts.requests,
+    });
     const metricsUrl = /metrics\s+GET\s+(http:\S+)/.exec(out)?.[1];
-    const serverMetrics = metricsUrl === undefined ? [] : (await (await fetch(metricsUrl)).text()).split('\n').filter((l) => /^chainnode_(connections_cut_total|reply_bytes_in_flight|websocket_connections|responses_total)/.test(l));
+    const serverMetrics =
+      metricsUrl === undefined
+        ? []
+        : (await (await fetch(metricsUrl)).text())
+            .split('\n')
+            .filter((l) =>
+              /^chainnode_(connections_cut_total|reply_bytes_in_flight|websocket_connections|responses_total)/.test(l),
+            );
     console.error(serverMetrics.join('\n'));
     const afterWarmup = samples.find((s) => s.t >= warmupS) ?? samples[0]!;
     const last = samples.at(-1)!;
@@ -305,7 +381,23 @@ async function main(): Promise<void> {
       onlyLimitErrors: counts.otherErrors === 0 && counts.wsLost === 0 && counts.unanswered === 0,
       healthThroughout: counts.healthFailed === 0,
     };
-    console.log(JSON.stringify({ durationS, warmupS, connections, counts, otherErrorSamples, rss: { afterWarmup: afterWarmup.rssMb, last: last.rssMb, max: Math.max(...samples.map((s) => s.rssMb)), driftPct: Number((drift * 100).toFixed(1)) }, verdict, samples }));
+    console.log(
+      JSON.stringify({
+        durationS,
+        warmupS,
+        connections,
+        counts,
+        otherErrorSamples,
+        rss: {
+          afterWarmup: afterWarmup.rssMb,
+          last: last.rssMb,
+          max: Math.max(...samples.map((s) => s.rssMb)),
+          driftPct: Number((drift * 100).toFixed(1)),
+        },
+        verdict,
+        samples,
+      }),
+    );
     console.log(
       `soak: ${durationS} s, ${connections} connections, ${counts.requests} requests (${counts.batches} batches, ${counts.bad} bad), ` +
         `RSS after warm-up ${afterWarmup.rssMb} MB -> end ${last.rssMb} MB (${(drift * 100).toFixed(1)}%), max ${Math.max(...samples.map((s) => s.rssMb))} MB; ` +

@@ -29,7 +29,10 @@ function arg(name: string, dflt?: string): string | undefined {
 }
 
 type ToChild = { publish: number } | { cpu: true } | { stop: true };
-type FromChild = { ready: { port: number; key: string; first: number; last: number } } | { published: { block: number; t0: number } } | { cpu: { user: number; system: number } };
+type FromChild =
+  | { ready: { port: number; key: string; first: number; last: number } }
+  | { published: { block: number; t0: number } }
+  | { cpu: { user: number; system: number } };
 
 // ----------------------------------------------------------------------------------------- child
 async function child(datadir: string, blocks: number): Promise<void> {
@@ -44,7 +47,11 @@ async function child(datadir: string, blocks: number): Promise<void> {
       return () => listeners.delete(l);
     },
   };
-  const config = parseConfig({ logWorkers: 0, subscriptionsPerKey: 100_000, wsMaxUnsentNotificationBytes: 64 * 1024 * 1024 });
+  const config = parseConfig({
+    logWorkers: 0,
+    subscriptionsPerKey: 100_000,
+    wsMaxUnsentNotificationBytes: 64 * 1024 * 1024,
+  });
   const service = createRpcService(store, resolveConfig({}));
   const srv = await startServer({ service, store, datadir, config, host: '127.0.0.1', port: 0, chainEvents: events });
   const key = (await createKey(datadir, { plan: 'custom' })).key;
@@ -54,7 +61,10 @@ async function child(datadir: string, blocks: number): Promise<void> {
   const commits = new Map<number, ChainCommit>();
   for (let n = first; n <= head; n++) {
     const hash = await store.canonicalHash(BigInt(n));
-    const r = await store.logs({ fromBlock: BigInt(n), toBlock: BigInt(n), addresses: [], topics: [] }, { limit: 1_000_000, deadline: Date.now() + 60_000 });
+    const r = await store.logs(
+      { fromBlock: BigInt(n), toBlock: BigInt(n), addresses: [], topics: [] },
+      { limit: 1_000_000, deadline: Date.now() + 60_000 },
+    );
     if (hash === undefined || r.kind !== 'ok') throw new Error(`block ${n}`);
     const b: CommittedBlock = { number: BigInt(n), hash, logs: r.logs };
     commits.set(n, { removed: [], added: [b], head: { number: b.number, hash } });
@@ -68,7 +78,10 @@ async function child(datadir: string, blocks: number): Promise<void> {
     } else if ('cpu' in m) {
       send({ cpu: process.cpuUsage() });
     } else {
-      void srv.close().then(() => store.close()).then(() => process.exit(0));
+      void srv
+        .close()
+        .then(() => store.close())
+        .then(() => process.exit(0));
     }
   });
   send({ ready: { port: srv.port, key, first, last: head } });
@@ -94,15 +107,21 @@ function pct(sorted: number[], p: number): number {
 
 async function parent(): Promise<void> {
   const src = arg('datadir');
-  if (src === undefined) throw new Error('--datadir <imported fixtures datadir> is required (it is copied, never opened)');
+  if (src === undefined)
+    throw new Error('--datadir <imported fixtures datadir> is required (it is copied, never opened)');
   const subscribers = Number(arg('subscribers', '1000'));
   const blocks = Number(arg('blocks', '200'));
   const interval = Number(arg('interval-ms', '50'));
   const tmp = await mkdtemp(join(tmpdir(), 'bench-subs-'));
   const datadir = join(tmp, 'data');
   await cp(src, datadir, { recursive: true });
-  const accounts = Object.keys((JSON.parse(await readFile(join(root, 'fixtures', 'genesis.json'), 'utf8')) as { alloc: Record<string, unknown> }).alloc).map((a) => `0x${'00'.repeat(12)}${a.replace(/^0x/, '').toLowerCase()}`);
-  const proc: ChildProcess = fork(fileURLToPath(import.meta.url), ['--child', datadir, String(blocks)], { stdio: 'inherit' });
+  const accounts = Object.keys(
+    (JSON.parse(await readFile(join(root, 'fixtures', 'genesis.json'), 'utf8')) as { alloc: Record<string, unknown> })
+      .alloc,
+  ).map((a) => `0x${'00'.repeat(12)}${a.replace(/^0x/, '').toLowerCase()}`);
+  const proc: ChildProcess = fork(fileURLToPath(import.meta.url), ['--child', datadir, String(blocks)], {
+    stdio: 'inherit',
+  });
   const waiters: ((m: FromChild) => void)[] = [];
   proc.on('message', (m: FromChild) => waiters.shift()?.(m));
   const next = (): Promise<FromChild> => new Promise((r) => waiters.push(r));
@@ -123,7 +142,10 @@ async function parent(): Promise<void> {
         ws.on('error', reject);
         ws.on('message', (d) => {
           const t = now();
-          const m = JSON.parse(d.toString('utf8')) as { id?: number; params?: { result: { number?: string; blockNumber?: string } } };
+          const m = JSON.parse(d.toString('utf8')) as {
+            id?: number;
+            params?: { result: { number?: string; blockNumber?: string } };
+          };
           if (m.id !== undefined) return resolveOpen();
           const r = m.params?.result;
           if (r === undefined) return;
@@ -139,17 +161,33 @@ async function parent(): Promise<void> {
             const acct = accounts[j % accounts.length] as string;
             const other = accounts[(j * 7 + 3) % accounts.length] as string;
             switch (j % 5) {
-              case 0: params = ['logs', { address: TOKEN, topics: [TRANSFER, acct] }]; break;
-              case 1: params = ['logs', { address: TOKEN, topics: [TRANSFER, null, acct] }]; break;
-              case 2: params = ['logs', { topics: [TRANSFER, [acct, other]] }]; break;
-              case 3: params = ['logs', { address: [EMITTER, TOKEN].slice(0, 1 + (j % 2)), topics: [null, `0x${(j % 1000).toString(16).padStart(64, '0')}`] }]; break;
-              default: params = ['logs', { address: j % 2 === 0 ? TOKEN : EMITTER }];
+              case 0:
+                params = ['logs', { address: TOKEN, topics: [TRANSFER, acct] }];
+                break;
+              case 1:
+                params = ['logs', { address: TOKEN, topics: [TRANSFER, null, acct] }];
+                break;
+              case 2:
+                params = ['logs', { topics: [TRANSFER, [acct, other]] }];
+                break;
+              case 3:
+                params = [
+                  'logs',
+                  {
+                    address: [EMITTER, TOKEN].slice(0, 1 + (j % 2)),
+                    topics: [null, `0x${(j % 1000).toString(16).padStart(64, '0')}`],
+                  },
+                ];
+                break;
+              default:
+                params = ['logs', { address: j % 2 === 0 ? TOKEN : EMITTER }];
             }
           }
           ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params }));
         });
       });
-    for (let i = 0; i < subscribers; i += 50) await Promise.all(Array.from({ length: Math.min(50, subscribers - i) }, (_, k) => open(i + k)));
+    for (let i = 0; i < subscribers; i += 50)
+      await Promise.all(Array.from({ length: Math.min(50, subscribers - i) }, (_, k) => open(i + k)));
     proc.send({ cpu: true } satisfies ToChild);
     const c0 = await next();
     const load0 = loadavg()[0] as number;
@@ -174,7 +212,11 @@ async function parent(): Promise<void> {
       intervalMs: interval,
       seconds: (Date.now() - t0) / 1000,
       notifications: { total, heads, logs },
-      latencyMs: { p50: +pct(latencies, 50).toFixed(2), p99: +pct(latencies, 99).toFixed(2), max: +(latencies[latencies.length - 1] ?? NaN).toFixed(2) },
+      latencyMs: {
+        p50: +pct(latencies, 50).toFixed(2),
+        p99: +pct(latencies, 99).toFixed(2),
+        max: +(latencies[latencies.length - 1] ?? NaN).toFixed(2),
+      },
       serverCpuMsPer1000: +((cpuMs / total) * 1000).toFixed(1),
       serverCpuMs: +cpuMs.toFixed(0),
       load: { before: load0, after: loadavg()[0] },

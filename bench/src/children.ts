@@ -58,7 +58,9 @@ function install(): void {
     process.exit(1);
   });
   process.on('unhandledRejection', (err) => {
-    process.stderr.write(`bench: unhandled rejection: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `bench: unhandled rejection: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     killAllChildren();
     process.exit(1);
   });
@@ -112,7 +114,11 @@ export async function waitRpc(url: string, proc?: ChildProcess): Promise<void> {
   for (let i = 0; i < 300; i++) {
     if (proc !== undefined && proc.exitCode !== null) throw new Error(`${url}: process exited`);
     try {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' });
+      const r = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+      });
       if (r.ok) return;
     } catch {
       /* not yet */

@@ -33,7 +33,10 @@ export function readChain(file: string): FixtureBlock[] {
   const out: FixtureBlock[] = [];
   let at = 0;
   while (at < raw.length) {
-    const { data, remainder } = RLP.decode(raw.subarray(at), true) as unknown as { data: [Uint8Array[], (Uint8Array | Uint8Array[])[]]; remainder: Uint8Array };
+    const { data, remainder } = RLP.decode(raw.subarray(at), true) as unknown as {
+      data: [Uint8Array[], (Uint8Array | Uint8Array[])[]];
+      remainder: Uint8Array;
+    };
     const end = raw.length - remainder.length;
     const [header, txs] = data;
     const headerRlp = RLP.encode(header);
@@ -58,7 +61,11 @@ export function batchClient(url: string): Rpc {
   let id = 0;
   return async (calls) => {
     const body = calls.map(([method, params]) => ({ jsonrpc: '2.0', id: id++, method, params }));
-    const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const out = (await r.json()) as { id: number; result?: unknown; error?: unknown }[];
     out.sort((a, b) => a.id - b.id);
     for (const x of out) if (x.error !== undefined) throw new Error(`rpc: ${JSON.stringify(x.error)}`);
@@ -79,10 +86,14 @@ export async function replayIntoAnvil(rpc: Rpc, blocks: FixtureBlock[]): Promise
     // One call after the other: anvil may run the members of a batch concurrently.
     await rpc(calls);
     await rpc([['evm_mine', [b.timestamp]]]);
-    const mined = (await rpc([['eth_getBlockByNumber', [`0x${b.number.toString(16)}`, false]]]))[0] as { transactions: string[] } | null;
+    const mined = (await rpc([['eth_getBlockByNumber', [`0x${b.number.toString(16)}`, false]]]))[0] as {
+      transactions: string[];
+    } | null;
     const want = b.txs.map((t) => t.hash);
     if (mined === null || mined.transactions.join() !== want.join()) {
-      throw new Error(`anvil replay: block ${b.number} holds ${mined?.transactions.length ?? 'no'} txs, the export ${want.length} (or another order)`);
+      throw new Error(
+        `anvil replay: block ${b.number} holds ${mined?.transactions.length ?? 'no'} txs, the export ${want.length} (or another order)`,
+      );
     }
   }
 }

@@ -71,7 +71,13 @@ export interface BenchResult {
    * flushes, waiting for LevelDB) and `logsPerSecWriter` = logs / writeSeconds: the ingest rate
    * of the store; `generateSeconds` is the generator thread's time.
    */
-  ingest: { seconds: number; writeSeconds: number; generateSeconds: number; logsPerSecWriter: number; logsPerSecTotal: number };
+  ingest: {
+    seconds: number;
+    writeSeconds: number;
+    generateSeconds: number;
+    logsPerSecWriter: number;
+    logsPerSecTotal: number;
+  };
   index: {
     entries: number;
     keyValueBytes: number;
@@ -135,7 +141,9 @@ function stats(ms: number[], results: number[], tooMany: number, totalMs: number
 /** Comparable form of an answer. */
 function answerKey(r: LogQueryResult): string {
   if (r.kind === 'too-many') return `too-many:${r.lastFittingBlock}`;
-  return r.logs.map((l) => `${l.blockNumber}:${l.logIndex}:${Buffer.from(l.transactionHash).toString('hex').slice(0, 8)}`).join(',');
+  return r.logs
+    .map((l) => `${l.blockNumber}:${l.logIndex}:${Buffer.from(l.transactionHash).toString('hex').slice(0, 8)}`)
+    .join(',');
 }
 
 interface Case {
@@ -170,35 +178,105 @@ export function queryCases(facts: ChainFacts, quick: boolean): Case[] {
   facts.hotIncoming.forEach((n, i) => {
     if (n >= 2 && n <= 100) holders.push(i);
   });
-  if (rare.length === 0 || holders.length === 0) throw new Error('chain too small: no rare contract or holder to query');
+  if (rare.length === 0 || holders.length === 0)
+    throw new Error('chain too small: no rare contract or holder to query');
   const tail = facts.contractLogs.length - hot;
   const pick = <T>(xs: T[]): T => xs[rng.int(xs.length)] as T;
   const runs = (n: number) => (quick ? Math.max(3, Math.ceil(n / 5)) : n);
   return [
-    { name: 'a_by_block_hash', description: 'blockHash: all logs of one block', make: () => ({ ...range(1), addresses: [], topics: [] }), byHash: true, indexRuns: runs(200), scanRuns: runs(50) },
-    { name: 'b_blocks_1', description: 'all logs of 1 block', make: () => ({ ...range(1), addresses: [], topics: [] }), indexRuns: runs(200), scanRuns: runs(50) },
-    { name: 'b_blocks_10', description: 'all logs of 10 blocks', make: () => ({ ...range(10), addresses: [], topics: [] }), indexRuns: runs(100), scanRuns: runs(30) },
-    { name: 'b_blocks_100', description: 'all logs of 100 blocks', make: () => ({ ...range(100), addresses: [], topics: [] }), indexRuns: runs(50), scanRuns: runs(20) },
-    { name: 'c_hot_address_100', description: `hot address (${HOT_SHARES[cIdx] ?? '?'} of logs) over 100 blocks`, make: () => ({ ...range(100), addresses: [cAddr], topics: [] }), indexRuns: runs(100), scanRuns: runs(30) },
-    { name: 'c_hot_address_1000', description: 'same address over 1,000 blocks', make: () => ({ ...range(1_000), addresses: [cAddr], topics: [] }), indexRuns: runs(50), scanRuns: runs(10) },
-    { name: 'c_hot_address_10000', description: 'same address over 10,000 blocks', make: () => ({ ...range(10_000), addresses: [cAddr], topics: [] }), indexRuns: runs(20), scanRuns: runs(5) },
-    { name: 'd_rare_address_full', description: 'rare tail contract (10-200 logs) over the full range', make: () => ({ ...full, addresses: [contractAddress(pick(rare))], topics: [] }), indexRuns: runs(100), scanRuns: runs(5) },
     {
-      name: 'e_address_topic0_topic2_full',
-      description: `hottest contract (${HOT_SHARES[0]}) + Transfer + topic2 = one holder, full range`,
-      make: () => ({ ...full, addresses: [contractAddress(0)], topics: [[TRANSFER], null, [holderTopic(pick(holders))]] }),
+      name: 'a_by_block_hash',
+      description: 'blockHash: all logs of one block',
+      make: () => ({ ...range(1), addresses: [], topics: [] }),
+      byHash: true,
+      indexRuns: runs(200),
+      scanRuns: runs(50),
+    },
+    {
+      name: 'b_blocks_1',
+      description: 'all logs of 1 block',
+      make: () => ({ ...range(1), addresses: [], topics: [] }),
+      indexRuns: runs(200),
+      scanRuns: runs(50),
+    },
+    {
+      name: 'b_blocks_10',
+      description: 'all logs of 10 blocks',
+      make: () => ({ ...range(10), addresses: [], topics: [] }),
+      indexRuns: runs(100),
+      scanRuns: runs(30),
+    },
+    {
+      name: 'b_blocks_100',
+      description: 'all logs of 100 blocks',
+      make: () => ({ ...range(100), addresses: [], topics: [] }),
+      indexRuns: runs(50),
+      scanRuns: runs(20),
+    },
+    {
+      name: 'c_hot_address_100',
+      description: `hot address (${HOT_SHARES[cIdx] ?? '?'} of logs) over 100 blocks`,
+      make: () => ({ ...range(100), addresses: [cAddr], topics: [] }),
+      indexRuns: runs(100),
+      scanRuns: runs(30),
+    },
+    {
+      name: 'c_hot_address_1000',
+      description: 'same address over 1,000 blocks',
+      make: () => ({ ...range(1_000), addresses: [cAddr], topics: [] }),
+      indexRuns: runs(50),
+      scanRuns: runs(10),
+    },
+    {
+      name: 'c_hot_address_10000',
+      description: 'same address over 10,000 blocks',
+      make: () => ({ ...range(10_000), addresses: [cAddr], topics: [] }),
+      indexRuns: runs(20),
+      scanRuns: runs(5),
+    },
+    {
+      name: 'd_rare_address_full',
+      description: 'rare tail contract (10-200 logs) over the full range',
+      make: () => ({ ...full, addresses: [contractAddress(pick(rare))], topics: [] }),
       indexRuns: runs(100),
       scanRuns: runs(5),
     },
-    { name: 'f_topic0_1000', description: 'Transfer topic0 alone over 1,000 blocks', make: () => ({ ...range(1_000), addresses: [], topics: [[TRANSFER]] }), indexRuns: runs(20), scanRuns: runs(5) },
+    {
+      name: 'e_address_topic0_topic2_full',
+      description: `hottest contract (${HOT_SHARES[0]}) + Transfer + topic2 = one holder, full range`,
+      make: () => ({
+        ...full,
+        addresses: [contractAddress(0)],
+        topics: [[TRANSFER], null, [holderTopic(pick(holders))]],
+      }),
+      indexRuns: runs(100),
+      scanRuns: runs(5),
+    },
+    {
+      name: 'f_topic0_1000',
+      description: 'Transfer topic0 alone over 1,000 blocks',
+      make: () => ({ ...range(1_000), addresses: [], topics: [[TRANSFER]] }),
+      indexRuns: runs(20),
+      scanRuns: runs(5),
+    },
     {
       name: 'g_50_addresses_10000',
       description: '50 tail contracts at once over 10,000 blocks',
-      make: () => ({ ...range(10_000), addresses: Array.from({ length: 50 }, () => contractAddress(hot + rng.int(tail))), topics: [] }),
+      make: () => ({
+        ...range(10_000),
+        addresses: Array.from({ length: 50 }, () => contractAddress(hot + rng.int(tail))),
+        topics: [],
+      }),
       indexRuns: runs(30),
       scanRuns: runs(5),
     },
-    { name: 'h_cap_error_full', description: 'Transfer topic0 over the full range: more than 10,000 results (time to the error)', make: () => ({ ...full, addresses: [], topics: [[TRANSFER]] }), indexRuns: runs(50), scanRuns: runs(5) },
+    {
+      name: 'h_cap_error_full',
+      description: 'Transfer topic0 over the full range: more than 10,000 results (time to the error)',
+      make: () => ({ ...full, addresses: [], topics: [[TRANSFER]] }),
+      indexRuns: runs(50),
+      scanRuns: runs(5),
+    },
   ];
 }
 
@@ -237,7 +315,11 @@ async function timeQueries(
 }
 
 async function indexSize(datadir: string): Promise<BenchResult['index'] & { entries: number }> {
-  const db = new Level<Uint8Array, Uint8Array>(join(datadir, 'chain'), { keyEncoding: 'view', valueEncoding: 'view', createIfMissing: false });
+  const db = new Level<Uint8Array, Uint8Array>(join(datadir, 'chain'), {
+    keyEncoding: 'view',
+    valueEncoding: 'view',
+    createIfMissing: false,
+  });
   await db.open();
   try {
     const lo = Uint8Array.of(0x0d);
@@ -249,10 +331,19 @@ async function indexSize(datadir: string): Promise<BenchResult['index'] & { entr
       bytes += k.length + v.length;
     }
     // `level` is classic-level on Node; its type only declares the portable subset.
-    const native = db as unknown as { compactRange(a: Uint8Array, b: Uint8Array): Promise<void>; approximateSize(a: Uint8Array, b: Uint8Array): Promise<number> };
+    const native = db as unknown as {
+      compactRange(a: Uint8Array, b: Uint8Array): Promise<void>;
+      approximateSize(a: Uint8Array, b: Uint8Array): Promise<number>;
+    };
     await native.compactRange(lo, hi);
     const disk = await native.approximateSize(lo, hi);
-    return { entries, keyValueBytes: bytes, diskBytesAfterCompaction: disk, bytesPerValueKeyValue: 0, bytesPerValueDisk: 0 };
+    return {
+      entries,
+      keyValueBytes: bytes,
+      diskBytesAfterCompaction: disk,
+      bytesPerValueKeyValue: 0,
+      bytesPerValueDisk: 0,
+    };
   } finally {
     await db.close();
   }
@@ -263,17 +354,41 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
 
 /** Item 4: eth_getBlockByNumber latency over HTTP while 4 full-range getLogs run concurrently. */
-async function concurrencyProbe(datadir: string, facts: ChainFacts, seconds: number, log: (s: string) => void): Promise<BenchResult['concurrency']> {
+async function concurrencyProbe(
+  datadir: string,
+  facts: ChainFacts,
+  seconds: number,
+  log: (s: string) => void,
+): Promise<BenchResult['concurrency']> {
   if (!existsSync(join(root, 'packages', 'cli', 'dist', 'src', 'main.js'))) {
     log('concurrency probe skipped: packages/cli is not built (npx tsc -b packages/cli)');
     return null;
   }
-  const out = execFileSync(process.execPath, [cli, 'keys', 'create', '--plan', 'custom', '--daily-credits', '900000000000000', '--label', 'bench-getlogs', '--json', '--datadir', datadir], {
-    encoding: 'utf8',
+  const out = execFileSync(
+    process.execPath,
+    [
+      cli,
+      'keys',
+      'create',
+      '--plan',
+      'custom',
+      '--daily-credits',
+      '900000000000000',
+      '--label',
+      'bench-getlogs',
+      '--json',
+      '--datadir',
+      datadir,
+    ],
+    {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const key = (JSON.parse(out) as { key: string }).key;
+  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const key = (JSON.parse(out) as { key: string }).key;
-  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const port = await new Promise<number>((res, rej) => {
       let text = '';
@@ -285,8 +400,15 @@ async function concurrencyProbe(datadir: string, facts: ChainFacts, seconds: num
       srv.on('exit', (code) => rej(new Error(`serve exited with ${code}`)));
     });
     const url = `http://127.0.0.1:${port}/v3/${key}`;
-    const call = async (method: string, params: unknown[]): Promise<{ result?: unknown; error?: { code: number; message: string } }> => {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const call = async (
+      method: string,
+      params: unknown[],
+    ): Promise<{ result?: unknown; error?: { code: number; message: string } }> => {
+      const r = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
       return (await r.json()) as { result?: unknown; error?: { code: number; message: string } };
     };
     const rng = new Rng(5);
@@ -297,14 +419,20 @@ async function concurrencyProbe(datadir: string, facts: ChainFacts, seconds: num
         const s = performance.now();
         const r = await call('eth_getBlockByNumber', [qhex(1 + rng.int(facts.head)), false]);
         lat.push(performance.now() - s);
-        if (r.error !== undefined || r.result === null) throw new Error(`eth_getBlockByNumber failed: ${JSON.stringify(r.error)}`);
+        if (r.error !== undefined || r.result === null)
+          throw new Error(`eth_getBlockByNumber failed: ${JSON.stringify(r.error)}`);
       }
       return lat.sort((a, b) => a - b);
     };
     await blockCalls(1000); // warm-up
     const idle = await blockCalls(Math.min(5000, seconds * 1000));
     const cases = queryCases(facts, true);
-    const heavy = ['d_rare_address_full', 'e_address_topic0_topic2_full', 'h_cap_error_full', 'g_50_addresses_10000'].map((n) => cases.find((c) => c.name === n) as Case);
+    const heavy = [
+      'd_rare_address_full',
+      'e_address_topic0_topic2_full',
+      'h_cap_error_full',
+      'g_50_addresses_10000',
+    ].map((n) => cases.find((c) => c.name === n) as Case);
     const filterOf = (q: LogQuery): Record<string, unknown> => ({
       fromBlock: '0x0',
       toBlock: qhex(facts.head),
@@ -332,7 +460,11 @@ async function concurrencyProbe(datadir: string, facts: ChainFacts, seconds: num
     stop = true;
     await Promise.all(workers);
     logLat.sort((a, b) => a - b);
-    const summary = (xs: number[]) => ({ calls: xs.length, p50: round(percentile(xs, 50)), p99: round(percentile(xs, 99)) });
+    const summary = (xs: number[]) => ({
+      calls: xs.length,
+      p50: round(percentile(xs, 50)),
+      p99: round(percentile(xs, 99)),
+    });
     return {
       getLogsWorkers: heavy.length,
       getLogsCompleted: completed,
@@ -349,7 +481,12 @@ async function concurrencyProbe(datadir: string, facts: ChainFacts, seconds: num
 }
 
 function factsToJson(f: ChainFacts): string {
-  return JSON.stringify({ ...f, contractLogs: [...f.contractLogs], hotIncoming: [...f.hotIncoming], generated: undefined });
+  return JSON.stringify({
+    ...f,
+    contractLogs: [...f.contractLogs],
+    hotIncoming: [...f.hotIncoming],
+    generated: undefined,
+  });
 }
 
 function factsFromJson(text: string): ChainFacts {
@@ -358,15 +495,23 @@ function factsFromJson(text: string): ChainFacts {
 }
 
 /** Builds (or reuses) the chain at `datadir`. */
-export async function prepareChain(datadir: string, spec: ChainSpec, log: (s: string) => void, keepLogs = false, inlineGenerator = false): Promise<ChainFacts> {
+export async function prepareChain(
+  datadir: string,
+  spec: ChainSpec,
+  log: (s: string) => void,
+  keepLogs = false,
+  inlineGenerator = false,
+): Promise<ChainFacts> {
   const factsFile = join(datadir, 'getlogs-facts.json');
   if (existsSync(factsFile)) {
     const facts = factsFromJson(await readFile(factsFile, 'utf8'));
-    if (facts.spec.blocks !== spec.blocks || facts.spec.seed !== spec.seed) throw new Error(`${datadir} holds a different synthetic chain (${facts.spec.name})`);
+    if (facts.spec.blocks !== spec.blocks || facts.spec.seed !== spec.seed)
+      throw new Error(`${datadir} holds a different synthetic chain (${facts.spec.name})`);
     log(`reusing ${datadir} (${facts.head} blocks, ${facts.logs} logs)`);
     return facts;
   }
-  if (existsSync(join(datadir, 'chain'))) throw new Error(`${datadir} already holds a chain that this bench did not finish building; use a fresh directory`);
+  if (existsSync(join(datadir, 'chain')))
+    throw new Error(`${datadir} already holds a chain that this bench did not finish building; use a fresh directory`);
   log(`building ${spec.name}: ${spec.blocks} blocks, ~${spec.blocks * spec.logsPerBlock} logs into ${datadir}`);
   const start = performance.now();
   let lastReport = start;
@@ -406,8 +551,15 @@ export async function runGetLogsBench(opts: RunOptions): Promise<BenchResult> {
             opts.log(`MISMATCH ${c.name} run ${i}: index and bloom scan differ`);
           }
         });
-        queries[c.name] = { description: c.description, index: idx.stats, bloomScan: scan.stats, ratioP50: round(scan.stats.p50 / Math.max(0.001, idx.stats.p50), 1) };
-        opts.log(`${c.name.padEnd(30)} index p50 ${idx.stats.p50} ms p99 ${idx.stats.p99} ms (${idx.stats.meanResults} logs), bloom p50 ${scan.stats.p50} ms, x${queries[c.name]?.ratioP50}`);
+        queries[c.name] = {
+          description: c.description,
+          index: idx.stats,
+          bloomScan: scan.stats,
+          ratioP50: round(scan.stats.p50 / Math.max(0.001, idx.stats.p50), 1),
+        };
+        opts.log(
+          `${c.name.padEnd(30)} index p50 ${idx.stats.p50} ms p99 ${idx.stats.p99} ms (${idx.stats.meanResults} logs), bloom p50 ${scan.stats.p50} ms, x${queries[c.name]?.ratioP50}`,
+        );
       }
     } finally {
       await store.close();
@@ -415,7 +567,9 @@ export async function runGetLogsBench(opts: RunOptions): Promise<BenchResult> {
     const index = await indexSize(datadir);
     index.bytesPerValueKeyValue = round(index.keyValueBytes / facts.indexedValues);
     index.bytesPerValueDisk = round(index.diskBytesAfterCompaction / facts.indexedValues);
-    const concurrency = opts.server ? await concurrencyProbe(datadir, facts, opts.size === 'smoke' ? 3 : 20, opts.log) : null;
+    const concurrency = opts.server
+      ? await concurrencyProbe(datadir, facts, opts.size === 'smoke' ? 3 : 20, opts.log)
+      : null;
     const cpu = cpus()[0]?.model ?? 'unknown cpu';
     // Wall time of the build (generation overlaps writing); facts of chains built before
     // wallSeconds existed: generation and writing were sequential.
@@ -456,7 +610,9 @@ export async function runGetLogsBench(opts: RunOptions): Promise<BenchResult> {
 /** The human table. */
 export function formatReport(r: BenchResult): string {
   const lines: string[] = [];
-  lines.push(`getLogs bench: ${r.size} (${r.chain.blocks} blocks, ${r.chain.logs} logs, ${r.chain.indexedValues} indexed values), ${r.machine}`);
+  lines.push(
+    `getLogs bench: ${r.size} (${r.chain.blocks} blocks, ${r.chain.logs} logs, ${r.chain.indexedValues} indexed values), ${r.machine}`,
+  );
   lines.push(
     `ingest: ${r.ingest.logsPerSecWriter} logs/s in the store writer (${r.ingest.writeSeconds} s), ${r.ingest.logsPerSecTotal} logs/s for the whole build with generation (${r.ingest.seconds} s wall; generator thread ${r.ingest.generateSeconds} s)`,
   );
@@ -464,11 +620,15 @@ export function formatReport(r: BenchResult): string {
     `index: ${r.index.entries} chunks, ${r.index.keyValueBytes} key+value bytes (${r.index.bytesPerValueKeyValue} B/value), ${r.index.diskBytesAfterCompaction} bytes on disk after compaction (${r.index.bytesPerValueDisk} B/value)`,
   );
   lines.push('');
-  lines.push('| query | results | index p50 ms | index p99 ms | index q/s | bloom p50 ms | bloom p99 ms | bloom/index |');
+  lines.push(
+    '| query | results | index p50 ms | index p99 ms | index q/s | bloom p50 ms | bloom p99 ms | bloom/index |',
+  );
   lines.push('|---|---|---|---|---|---|---|---|');
   for (const [name, q] of Object.entries(r.queries)) {
     const res = q.index.tooMany > 0 ? `cap error (${q.index.tooMany}/${q.index.runs})` : String(q.index.meanResults);
-    lines.push(`| ${name} | ${res} | ${q.index.p50} | ${q.index.p99} | ${q.index.qps} | ${q.bloomScan.p50} | ${q.bloomScan.p99} | ${q.ratioP50} |`);
+    lines.push(
+      `| ${name} | ${res} | ${q.index.p50} | ${q.index.p99} | ${q.index.qps} | ${q.bloomScan.p50} | ${q.bloomScan.p99} | ${q.ratioP50} |`,
+    );
   }
   lines.push('');
   lines.push(`index vs bloom-scan mismatches: ${r.mismatches}`);

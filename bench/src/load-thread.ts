@@ -73,6 +73,7 @@ if (!isMainThread && (workerData as Partial<Job> | null)?.loadThreadJob === true
   };
   (job.once ? rawOnce(spec) : rawLoadVaried(spec)).then(
     (result) => port.postMessage({ result } satisfies FromWorker),
-    (err: unknown) => port.postMessage({ error: err instanceof Error ? err.message : String(err) } satisfies FromWorker),
+    (err: unknown) =>
+      port.postMessage({ error: err instanceof Error ? err.message : String(err) } satisfies FromWorker),
   );
 }

@@ -88,7 +88,19 @@ export async function wrkLoad(s: LoadSpec, threads = 1): Promise<LoadResult> {
     const out = await new Promise<string>((resolve, reject) => {
       execFile(
         'wrk',
-        ['-t', String(threads), '-c', String(s.connections), '-d', `${s.seconds}s`, '--timeout', '10s', '-s', script, url],
+        [
+          '-t',
+          String(threads),
+          '-c',
+          String(s.connections),
+          '-d',
+          `${s.seconds}s`,
+          '--timeout',
+          '10s',
+          '-s',
+          script,
+          url,
+        ],
         { env: { ...process.env, BENCH_BODY: s.body, BENCH_EXPECT: s.expected }, maxBuffer: 1 << 20 },
         (err, stdout) => (err ? reject(err) : resolve(stdout)),
       );
@@ -96,7 +108,16 @@ export async function wrkLoad(s: LoadSpec, threads = 1): Promise<LoadResult> {
     const m = /BENCH (\d+) (\d+) (\d+) (\d+) ([\d.]+) ([\d.]+) ([\d.]+)/.exec(out);
     if (!m) throw new Error(`wrk printed no result:\n${out}`);
     const [ok, bad, mismatched, errors, secs, p50, p99] = m.slice(1).map(Number) as number[];
-    return { tool: `wrk -t${threads}`, rps: (ok as number) / (secs as number), p50: p50 as number, p99: p99 as number, ok: ok as number, bad: bad as number, mismatched: mismatched as number, errors: errors as number };
+    return {
+      tool: `wrk -t${threads}`,
+      rps: (ok as number) / (secs as number),
+      p50: p50 as number,
+      p99: p99 as number,
+      ok: ok as number,
+      bad: bad as number,
+      mismatched: mismatched as number,
+      errors: errors as number,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -126,7 +147,16 @@ export async function autocannonLoad(s: LoadSpec): Promise<LoadResult> {
     duration: s.seconds,
   });
   const ok = r['2xx'] - r.mismatches;
-  return { tool: 'autocannon', rps: ok / r.duration, p50: r.latency.p50, p99: r.latency.p99, ok, bad: r.non2xx, mismatched: r.mismatches, errors: r.errors + r.timeouts };
+  return {
+    tool: 'autocannon',
+    rps: ok / r.duration,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    ok,
+    bad: r.non2xx,
+    mismatched: r.mismatches,
+    errors: r.errors + r.timeouts,
+  };
 }
 
 /** One connection of the raw client: sends `request`, parses one answer, repeats. */
@@ -201,7 +231,8 @@ class RawConn {
 function wsFrame(text: string): Buffer {
   const payload = Buffer.from(text);
   const n = payload.length;
-  const head = n < 126 ? Buffer.from([0x81, 0x80 | n]) : n < 65536 ? Buffer.from([0x81, 0x80 | 126, n >> 8, n & 0xff]) : undefined;
+  const head =
+    n < 126 ? Buffer.from([0x81, 0x80 | n]) : n < 65536 ? Buffer.from([0x81, 0x80 | 126, n >> 8, n & 0xff]) : undefined;
   if (!head) throw new Error('raw ws client: body too large');
   return Buffer.concat([head, Buffer.alloc(4), payload]);
 }
@@ -277,7 +308,14 @@ export async function rawLoad(s: LoadSpec, kind: 'http' | 'ws'): Promise<LoadRes
   running = false;
   for (const sock of sockets) sock.destroy();
   const sorted = lat.subarray(0, n).sort();
-  return { tool: `raw-${kind}`, rps: counts.ok / secs, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), ...counts, errors };
+  return {
+    tool: `raw-${kind}`,
+    rps: counts.ok / secs,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    ...counts,
+    errors,
+  };
 }
 
 export interface VariedSpec {
@@ -353,7 +391,9 @@ async function rawVaried(s: VariedSpec, once: boolean): Promise<VariedResult & {
   const exp = s.expected;
   const digests = once ? Buffer.alloc(reqs.length * DIGEST) : Buffer.alloc(0);
   const conns = Math.min(s.connections, reqs.length);
-  const sockets = await Promise.all(Array.from({ length: conns }, () => open({ ...s, body: '', expected: '' }, 'http')));
+  const sockets = await Promise.all(
+    Array.from({ length: conns }, () => open({ ...s, body: '', expected: '' }, 'http')),
+  );
   let cursor = 0;
   let measuring = once;
   let running = true;
@@ -477,7 +517,8 @@ async function rawVaried(s: VariedSpec, once: boolean): Promise<VariedResult & {
 
 /** Warm load: bodies in turn, each answer checked against its body's expected digest. */
 export async function rawLoadVaried(s: VariedSpec): Promise<VariedResult> {
-  if (s.expected === undefined || s.expected.length !== s.bodies.length * DIGEST) throw new Error(`rawLoadVaried: one ${DIGEST}-byte digest per body`);
+  if (s.expected === undefined || s.expected.length !== s.bodies.length * DIGEST)
+    throw new Error(`rawLoadVaried: one ${DIGEST}-byte digest per body`);
   const r = await rawVaried(s, false);
   const { digests: _d, secs: _s, ...rest } = r;
   return rest;

@@ -128,7 +128,11 @@ function rpcClient(url: string): Rpc {
   let id = 0;
   return async (calls) => {
     const body = calls.map(([method, params]) => ({ jsonrpc: '2.0', id: id++, method, params }));
-    const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const out = (await r.json()) as { id: number; result?: unknown; error?: unknown }[];
     out.sort((a, b) => a.id - b.id);
     for (const x of out) if (x.error !== undefined) throw new Error(`anvil: ${JSON.stringify(x.error)}`);
@@ -138,10 +142,26 @@ function rpcClient(url: string): Rpc {
 
 /** The Cancun header fields in RLP order, from a JSON-RPC block. */
 const HEADER_FIELDS = [
-  ['parentHash', 'b'], ['sha3Uncles', 'b'], ['miner', 'b'], ['stateRoot', 'b'], ['transactionsRoot', 'b'], ['receiptsRoot', 'b'],
-  ['logsBloom', 'b'], ['difficulty', 'n'], ['number', 'n'], ['gasLimit', 'n'], ['gasUsed', 'n'], ['timestamp', 'n'],
-  ['extraData', 'b'], ['mixHash', 'b'], ['nonce', 'b'], ['baseFeePerGas', 'n'], ['withdrawalsRoot', 'b'], ['blobGasUsed', 'n'],
-  ['excessBlobGas', 'n'], ['parentBeaconBlockRoot', 'b'],
+  ['parentHash', 'b'],
+  ['sha3Uncles', 'b'],
+  ['miner', 'b'],
+  ['stateRoot', 'b'],
+  ['transactionsRoot', 'b'],
+  ['receiptsRoot', 'b'],
+  ['logsBloom', 'b'],
+  ['difficulty', 'n'],
+  ['number', 'n'],
+  ['gasLimit', 'n'],
+  ['gasUsed', 'n'],
+  ['timestamp', 'n'],
+  ['extraData', 'b'],
+  ['mixHash', 'b'],
+  ['nonce', 'b'],
+  ['baseFeePerGas', 'n'],
+  ['withdrawalsRoot', 'b'],
+  ['blobGasUsed', 'n'],
+  ['excessBlobGas', 'n'],
+  ['parentBeaconBlockRoot', 'b'],
 ] as const;
 
 /** Minimal big-endian bytes of a JSON quantity (0 -> empty). */
@@ -171,18 +191,56 @@ export function headerHash(b: Record<string, unknown>): string {
 export function txHashOf(t: Record<string, unknown>): string {
   const type = Number(t['type']);
   const to = t['to'] === null ? new Uint8Array(0) : dataBytes(t['to']);
-  const al = ((t['accessList'] ?? []) as { address: string; storageKeys: string[] }[]).map((e) => [dataBytes(e.address), e.storageKeys.map(dataBytes)]);
+  const al = ((t['accessList'] ?? []) as { address: string; storageKeys: string[] }[]).map((e) => [
+    dataBytes(e.address),
+    e.storageKeys.map(dataBytes),
+  ]);
   const sig = [qtyBytes(t['r']), qtyBytes(t['s'])];
   const common = [qtyBytes(t['nonce'])];
   let raw: Uint8Array;
   if (type === 0) {
-    raw = RLP.encode([...common, qtyBytes(t['gasPrice']), qtyBytes(t['gas']), to, qtyBytes(t['value']), dataBytes(t['input']), qtyBytes(t['v']), ...sig]);
+    raw = RLP.encode([
+      ...common,
+      qtyBytes(t['gasPrice']),
+      qtyBytes(t['gas']),
+      to,
+      qtyBytes(t['value']),
+      dataBytes(t['input']),
+      qtyBytes(t['v']),
+      ...sig,
+    ]);
   } else if (type === 1) {
-    raw = Buffer.concat([Buffer.from([1]), RLP.encode([qtyBytes(t['chainId']), ...common, qtyBytes(t['gasPrice']), qtyBytes(t['gas']), to, qtyBytes(t['value']), dataBytes(t['input']), al, qtyBytes(t['yParity'] ?? t['v']), ...sig])]);
+    raw = Buffer.concat([
+      Buffer.from([1]),
+      RLP.encode([
+        qtyBytes(t['chainId']),
+        ...common,
+        qtyBytes(t['gasPrice']),
+        qtyBytes(t['gas']),
+        to,
+        qtyBytes(t['value']),
+        dataBytes(t['input']),
+        al,
+        qtyBytes(t['yParity'] ?? t['v']),
+        ...sig,
+      ]),
+    ]);
   } else if (type === 2) {
     raw = Buffer.concat([
       Buffer.from([2]),
-      RLP.encode([qtyBytes(t['chainId']), ...common, qtyBytes(t['maxPriorityFeePerGas']), qtyBytes(t['maxFeePerGas']), qtyBytes(t['gas']), to, qtyBytes(t['value']), dataBytes(t['input']), al, qtyBytes(t['yParity'] ?? t['v']), ...sig]),
+      RLP.encode([
+        qtyBytes(t['chainId']),
+        ...common,
+        qtyBytes(t['maxPriorityFeePerGas']),
+        qtyBytes(t['maxFeePerGas']),
+        qtyBytes(t['gas']),
+        to,
+        qtyBytes(t['value']),
+        dataBytes(t['input']),
+        al,
+        qtyBytes(t['yParity'] ?? t['v']),
+        ...sig,
+      ]),
     ]);
   } else throw new Error(`tx type ${type}`);
   return hexOf(keccak256(raw));
@@ -197,19 +255,58 @@ async function txRoot(raws: Uint8Array[]): Promise<string> {
 export function scaledGenesis(senders: string[]): Record<string, unknown> {
   return {
     config: {
-      chainId: CHAIN_ID, homesteadBlock: 0, eip150Block: 0, eip155Block: 0, eip158Block: 0, byzantiumBlock: 0, constantinopleBlock: 0,
-      petersburgBlock: 0, istanbulBlock: 0, berlinBlock: 0, londonBlock: 0, mergeNetsplitBlock: 0, terminalTotalDifficulty: 0,
-      terminalTotalDifficultyPassed: true, shanghaiTime: 0, cancunTime: 0,
+      chainId: CHAIN_ID,
+      homesteadBlock: 0,
+      eip150Block: 0,
+      eip155Block: 0,
+      eip158Block: 0,
+      byzantiumBlock: 0,
+      constantinopleBlock: 0,
+      petersburgBlock: 0,
+      istanbulBlock: 0,
+      berlinBlock: 0,
+      londonBlock: 0,
+      mergeNetsplitBlock: 0,
+      terminalTotalDifficulty: 0,
+      terminalTotalDifficultyPassed: true,
+      shanghaiTime: 0,
+      cancunTime: 0,
     },
-    nonce: '0x0', timestamp: `0x${T0.toString(16)}`, extraData: '0x', gasLimit: '0x1c9c380', difficulty: '0x0',
-    mixHash: `0x${'00'.repeat(32)}`, coinbase: `0x${'00'.repeat(20)}`, baseFeePerGas: '0x3b9aca00',
+    nonce: '0x0',
+    timestamp: `0x${T0.toString(16)}`,
+    extraData: '0x',
+    gasLimit: '0x1c9c380',
+    difficulty: '0x0',
+    mixHash: `0x${'00'.repeat(32)}`,
+    coinbase: `0x${'00'.repeat(20)}`,
+    baseFeePerGas: '0x3b9aca00',
     alloc: Object.fromEntries(senders.map((a) => [a.slice(2).toLowerCase(), { balance: `0x${BALANCE.toString(16)}` }])),
   };
 }
 
 /** The anvil flags that make its genesis state equal the genesis file's alloc. */
 export function anvilArgs(genesisPath: string, port: number, cachePath: string): string[] {
-  return ['--init', genesisPath, '--cache-path', cachePath, '--hardfork', 'cancun', '--accounts', String(SENDERS), '--balance', String(BALANCE / 10n ** 18n), '--no-create2', '--no-mining', '--order', 'fifo', '--port', String(port), '--host', '127.0.0.1', '--silent'];
+  return [
+    '--init',
+    genesisPath,
+    '--cache-path',
+    cachePath,
+    '--hardfork',
+    'cancun',
+    '--accounts',
+    String(SENDERS),
+    '--balance',
+    String(BALANCE / 10n ** 18n),
+    '--no-create2',
+    '--no-mining',
+    '--order',
+    'fifo',
+    '--port',
+    String(port),
+    '--host',
+    '127.0.0.1',
+    '--silent',
+  ];
 }
 
 export function senderWallets(): HDNodeWallet[] {
@@ -220,7 +317,13 @@ export function senderWallets(): HDNodeWallet[] {
  * Builds the chain into a running anvil (started with anvilArgs) up to block `blocks`, checking
  * every block as it goes, and returns the model. `log` gets progress lines.
  */
-export async function buildScaledChain(url: string, dir: string, blocks: number, log: (line: string) => void, onBlock?: (n: number) => void): Promise<ScaledModel> {
+export async function buildScaledChain(
+  url: string,
+  dir: string,
+  blocks: number,
+  log: (line: string) => void,
+  onBlock?: (n: number) => void,
+): Promise<ScaledModel> {
   const rpc = rpcClient(url);
   const wallets = senderWallets();
   const senders = wallets.map((w) => w.address.toLowerCase());
@@ -230,8 +333,17 @@ export async function buildScaledChain(url: string, dir: string, blocks: number,
   const nonces = senders.map(() => 0);
   const rng = new Rng(0x5ca1ed);
   const m: ScaledModel = {
-    genesis, genesisPath, blocks: [], txs: new Map(), txList: [], contracts: [], slots: Array.from({ length: CONTRACTS }, () => new Map()),
-    slotKeys: Array.from({ length: CONTRACTS }, () => []), logs: [[]], fresh: [], counts: { blocks: 0, txs: 0, accounts: 0, slots: 0, logs: 0 },
+    genesis,
+    genesisPath,
+    blocks: [],
+    txs: new Map(),
+    txList: [],
+    contracts: [],
+    slots: Array.from({ length: CONTRACTS }, () => new Map()),
+    slotKeys: Array.from({ length: CONTRACTS }, () => []),
+    logs: [[]],
+    fresh: [],
+    counts: { blocks: 0, txs: 0, accounts: 0, slots: 0, logs: 0 },
   };
   const g = (await rpc([['eth_getBlockByNumber', ['0x0', false]]]))[0] as Record<string, unknown>;
   if (headerHash(g) !== g['hash']) throw new Error('scaled: anvil block 0 hash is not keccak(header)');
@@ -261,7 +373,16 @@ export async function buildScaledChain(url: string, dir: string, blocks: number,
     if (n === 1) {
       for (let c = 0; c < CONTRACTS; c++) {
         m.contracts.push(getCreateAddress({ from: senders[0] as string, nonce: nonces[0] as number }).toLowerCase());
-        raws.push({ ...sign(0, { type: 2, data: INIT, gasLimit: 200_000, maxFeePerGas: 3_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n }), from: 0 });
+        raws.push({
+          ...sign(0, {
+            type: 2,
+            data: INIT,
+            gasLimit: 200_000,
+            maxFeePerGas: 3_000_000_000n,
+            maxPriorityFeePerGas: 1_000_000_000n,
+          }),
+          from: 0,
+        });
       }
     } else {
       for (let i = 0; i < TRANSFERS; i++) {
@@ -269,7 +390,10 @@ export async function buildScaledChain(url: string, dir: string, blocks: number,
         const address = hexOf(keccak256(Buffer.from(`scaled-bench-account-${freshN}`))).slice(0, 42);
         const value = 1_000_000_000n + BigInt(freshN++);
         fresh.push({ address, block: n, value });
-        const fee = i % 2 === 0 ? { type: 2, maxFeePerGas: 3_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n } : { type: 0, gasPrice: 2_000_000_000n };
+        const fee =
+          i % 2 === 0
+            ? { type: 2, maxFeePerGas: 3_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n }
+            : { type: 0, gasPrice: 2_000_000_000n };
         raws.push({ ...sign(s, { ...fee, to: address, value, gasLimit: 21_000 }), from: s });
       }
       for (let i = 0; i < CALLS; i++) {
@@ -280,12 +404,22 @@ export async function buildScaledChain(url: string, dir: string, blocks: number,
         for (let k = 0; k < NEW_SLOTS; k++) pairs.push([word(rand32()), rand32()]);
         if (keys.length > 0) pairs.push([keys[rng.int(keys.length)] as string, rand32()]);
         const data = `0x${pairs.map(([k, v]) => k.slice(2) + word(v).slice(2)).join('')}`;
-        const fee = i % 2 === 0 ? { type: 2, maxFeePerGas: 3_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n } : { type: 1, gasPrice: 2_000_000_000n, accessList: [] };
+        const fee =
+          i % 2 === 0
+            ? { type: 2, maxFeePerGas: 3_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n }
+            : { type: 1, gasPrice: 2_000_000_000n, accessList: [] };
         const signed = sign(s, { ...fee, to: m.contracts[c], data, gasLimit: 400_000 });
         raws.push({ ...signed, from: s });
         for (const [k, v] of pairs) {
           writes.push([c, k, v]);
-          logs.push({ address: m.contracts[c] as string, slot: k, value: word(v), txIndex: raws.length - 1, logIndex: logs.length, txHash: signed.hash });
+          logs.push({
+            address: m.contracts[c] as string,
+            slot: k,
+            value: word(v),
+            txIndex: raws.length - 1,
+            logIndex: logs.length,
+            txHash: signed.hash,
+          });
         }
       }
     }
@@ -297,18 +431,27 @@ export async function buildScaledChain(url: string, dir: string, blocks: number,
     await rpc([['evm_mine', [T0 + 12 * n]]]);
     const b = (await rpc([['eth_getBlockByNumber', [`0x${n.toString(16)}`, false]]]))[0] as Record<string, unknown>;
     const want = raws.map((r) => r.hash);
-    if ((b['transactions'] as string[]).join() !== want.join()) throw new Error(`scaled: block ${n} holds other transactions than sent`);
+    if ((b['transactions'] as string[]).join() !== want.join())
+      throw new Error(`scaled: block ${n} holds other transactions than sent`);
     const hash = headerHash(b);
-    if (hash !== b['hash']) throw new Error(`scaled: block ${n}: keccak(header) ${hash} != anvil's ${String(b['hash'])}`);
+    if (hash !== b['hash'])
+      throw new Error(`scaled: block ${n}: keccak(header) ${hash} != anvil's ${String(b['hash'])}`);
     if (b['parentHash'] !== (m.blocks[n - 1] as ModelBlock).hash) throw new Error(`scaled: block ${n} parentHash`);
-    if ((await txRoot(raws.map((r) => bytesOf(r.raw)))) !== b['transactionsRoot']) throw new Error(`scaled: block ${n}: transactionsRoot is not the trie of the signed txs`);
+    if ((await txRoot(raws.map((r) => bytesOf(r.raw)))) !== b['transactionsRoot'])
+      throw new Error(`scaled: block ${n}: transactionsRoot is not the trie of the signed txs`);
     if (n === 1) {
-      const receipts = (await rpc(raws.map((r) => ['eth_getTransactionReceipt', [r.hash]] as [string, unknown[]]))) as { status: string }[];
-      const codes = (await rpc(m.contracts.map((a) => ['eth_getCode', [a, 'latest']] as [string, unknown[]]))) as string[];
-      if (receipts.some((r) => r.status !== '0x1') || codes.some((c) => c !== RUNTIME)) throw new Error('scaled: contract deployment failed');
+      const receipts = (await rpc(raws.map((r) => ['eth_getTransactionReceipt', [r.hash]] as [string, unknown[]]))) as {
+        status: string;
+      }[];
+      const codes = (await rpc(
+        m.contracts.map((a) => ['eth_getCode', [a, 'latest']] as [string, unknown[]]),
+      )) as string[];
+      if (receipts.some((r) => r.status !== '0x1') || codes.some((c) => c !== RUNTIME))
+        throw new Error('scaled: contract deployment failed');
     } else {
       const gasUsed = Number(b['gasUsed']);
-      if (gasUsed < TRANSFERS * 21_000 + CALLS * NEW_SLOTS * 22_100) throw new Error(`scaled: block ${n} used only ${gasUsed} gas (a call failed?)`);
+      if (gasUsed < TRANSFERS * 21_000 + CALLS * NEW_SLOTS * 22_100)
+        throw new Error(`scaled: block ${n} used only ${gasUsed} gas (a call failed?)`);
     }
     m.blocks.push({ number: n, hash, stateRoot: b['stateRoot'] as string, txs: want });
     raws.forEach((r, index) => {
@@ -332,7 +475,9 @@ export async function buildScaledChain(url: string, dir: string, blocks: number,
     if (Date.now() - lastLog >= 10_000 || n === blocks) {
       lastLog = Date.now();
       const s = (Date.now() - t0) / 1000;
-      log(`scaled: anvil built block ${n}/${blocks} (${m.txList.length} txs) in ${s.toFixed(0)} s, ${(n / s).toFixed(0)} blocks/s`);
+      log(
+        `scaled: anvil built block ${n}/${blocks} (${m.txList.length} txs) in ${s.toFixed(0)} s, ${(n / s).toFixed(0)} blocks/s`,
+      );
     }
   }
   m.counts = {

@@ -11,7 +11,14 @@
 import type { MessagePort } from 'node:worker_threads';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { createKeccak } from 'hash-wasm';
-import { StoreWriter, rlpHeaderLength, rlpUintLength, writeRlpBytes, writeRlpHeader, writeRlpUint } from '@chainnode/store';
+import {
+  StoreWriter,
+  rlpHeaderLength,
+  rlpUintLength,
+  writeRlpBytes,
+  writeRlpHeader,
+  writeRlpUint,
+} from '@chainnode/store';
 import type { BlockInput, GenesisInput, LogInput, StoredReceipt } from '@chainnode/store';
 
 export interface ChainSpec {
@@ -34,7 +41,16 @@ export interface ChainSpec {
  * chain: same populations and seed, so it is exactly the first blocks of the standard chain.
  */
 export function chainSpec(size: 'smoke' | 'standard', scale = 1): ChainSpec {
-  if (size === 'smoke') return { name: 'smoke', blocks: 2_500, logsPerBlock: 12, tailContracts: 400, holders: 3_000, groupBlocks: 97, seed: 7 };
+  if (size === 'smoke')
+    return {
+      name: 'smoke',
+      blocks: 2_500,
+      logsPerBlock: 12,
+      tailContracts: 400,
+      holders: 3_000,
+      groupBlocks: 97,
+      seed: 7,
+    };
   const population = Math.max(1, scale);
   return {
     name: scale === 1 ? 'standard' : `standard x${scale}`,
@@ -53,7 +69,6 @@ export function chainSpec(size: 'smoke' | 'standard', scale = 1): ChainSpec {
 /** Shares of the hot contracts (the rest goes to the tail). */
 export const HOT_SHARES = [0.22, 0.12, 0.08, 0.05, 0.03];
 export const CHAIN_ID = 1337;
-
 
 // ---------------------------------------------------------------------------------------------
 // Keccak-256 (Ethereum's) from hash-wasm: hashing headers and transactions is most of the
@@ -243,7 +258,19 @@ function pickHolder(rng: Rng, holders: number): number {
   return Math.floor(holders * v * v * v);
 }
 
-const CHAIN_CONFIG = { chainId: CHAIN_ID, homesteadBlock: 0, eip150Block: 0, eip155Block: 0, eip158Block: 0, byzantiumBlock: 0, constantinopleBlock: 0, petersburgBlock: 0, istanbulBlock: 0, berlinBlock: 0, londonBlock: 0 };
+const CHAIN_CONFIG = {
+  chainId: CHAIN_ID,
+  homesteadBlock: 0,
+  eip150Block: 0,
+  eip155Block: 0,
+  eip158Block: 0,
+  byzantiumBlock: 0,
+  constantinopleBlock: 0,
+  petersburgBlock: 0,
+  istanbulBlock: 0,
+  berlinBlock: 0,
+  londonBlock: 0,
+};
 
 // ---------------------------------------------------------------------------------------------
 // RLP by hand (the generator writes headers and transactions straight into its output buffer;
@@ -257,7 +284,22 @@ const TX_V = CHAIN_ID * 2 + 35;
 
 /** Payload length of header n's RLP list (see writeHeader). */
 function headerPayload(n: number, gasUsed: number): number {
-  return 33 + 33 + 21 + 3 * 33 + 259 + 1 + rlpUintLength(n) + rlpUintLength(GAS_LIMIT) + rlpUintLength(gasUsed) + rlpUintLength(1_700_000_000 + n * 12) + 1 + 33 + 9 + 1;
+  return (
+    33 +
+    33 +
+    21 +
+    3 * 33 +
+    259 +
+    1 +
+    rlpUintLength(n) +
+    rlpUintLength(GAS_LIMIT) +
+    rlpUintLength(gasUsed) +
+    rlpUintLength(1_700_000_000 + n * 12) +
+    1 +
+    33 +
+    9 +
+    1
+  );
 }
 
 /**
@@ -265,7 +307,15 @@ function headerPayload(n: number, gasUsed: number): number {
  * receiptRoot (all three the empty trie: no state, and the roots are not checked here), bloom,
  * difficulty 0, number, gasLimit, gasUsed, timestamp, extraData '', mixHash 0, nonce 0, baseFee 7].
  */
-function writeHeader(out: Uint8Array, at: number, n: number, parent: Uint8Array, coinbase: Uint8Array, bloom: Uint8Array, gasUsed: number): number {
+function writeHeader(
+  out: Uint8Array,
+  at: number,
+  n: number,
+  parent: Uint8Array,
+  coinbase: Uint8Array,
+  bloom: Uint8Array,
+  gasUsed: number,
+): number {
   at = writeRlpHeader(out, at, 0xc0, headerPayload(n, gasUsed));
   at = writeRlpBytes(out, at, parent);
   at = writeRlpBytes(out, at, EMPTY_UNCLES);
@@ -292,7 +342,17 @@ function writeHeader(out: Uint8Array, at: number, n: number, parent: Uint8Array,
 
 /** Payload length of a legacy tx [nonce, gasPrice, gas, to, value 0, data '', v, r, s] (see writeTx). */
 function txPayload(nonce: number): number {
-  return rlpUintLength(nonce) + rlpUintLength(GAS_PRICE) + rlpUintLength(TX_GAS) + 21 + 1 + 1 + rlpUintLength(TX_V) + rlpUintLength(0x1111) + rlpUintLength(0x2222);
+  return (
+    rlpUintLength(nonce) +
+    rlpUintLength(GAS_PRICE) +
+    rlpUintLength(TX_GAS) +
+    21 +
+    1 +
+    1 +
+    rlpUintLength(TX_V) +
+    rlpUintLength(0x1111) +
+    rlpUintLength(0x2222)
+  );
 }
 
 /** The synthetic legacy transaction to[toAt, toAt + 20) (its signature is not real: the sender is stored). */
@@ -554,7 +614,8 @@ export class ChainGenerator {
         buf.set(SIGS[logSig[li] as number] as Uint8Array, topicsAt);
         at = topicsAt + 32;
         if (kind !== LOG_BARE) at = this.holderTopic(buf, at, logA[li] as number);
-        if (kind === LOG_TRANSFER || kind === LOG_PAIR || kind === LOG_NFT) at = this.holderTopic(buf, at, logB[li] as number);
+        if (kind === LOG_TRANSFER || kind === LOG_PAIR || kind === LOG_NFT)
+          at = this.holderTopic(buf, at, logB[li] as number);
         if (kind === LOG_NFT) at = uint32Word(buf, at, logX[li] as number);
         buf[topicsAt - 1] = (at - topicsAt) / 32;
         if (kind === LOG_TRANSFER) {
@@ -637,7 +698,18 @@ export function decodeBlocks(buf: ArrayBuffer): BlockInput[] {
       logs.push(txLogs);
     }
     const logsBloom = bytes(256);
-    out.push({ number, hash, headerRlp, body: { size, transactions, uncles: [] }, totalDifficulty: 0n, senders, txHashes, receipts, logs, logsBloom });
+    out.push({
+      number,
+      hash,
+      headerRlp,
+      body: { size, transactions, uncles: [] },
+      totalDifficulty: 0n,
+      senders,
+      txHashes,
+      receipts,
+      logs,
+      logsBloom,
+    });
   }
   return out;
 }
@@ -756,13 +828,21 @@ export async function buildChain(datadir: string, spec: ChainSpec, opts: BuildOp
   try {
     await writer.writeGenesis(genesisInput());
     const gen = opts.inlineGenerator ? new ChainGenerator(spec) : undefined;
-    const batches = gen !== undefined ? batchesInline(gen, (s) => (inlineSeconds = s)) : batchesFromThread(spec, (f) => (facts = f));
+    const batches =
+      gen !== undefined ? batchesInline(gen, (s) => (inlineSeconds = s)) : batchesFromThread(spec, (f) => (facts = f));
     for await (const buf of batches) {
       const blocks = decodeBlocks(buf);
       if (generated !== undefined) {
         for (const b of blocks) {
           let logIndex = 0;
-          for (const txLogs of b.logs) for (const l of txLogs) generated.push({ blockNumber: Number(b.number), logIndex: logIndex++, address: l.address, topics: l.topics });
+          for (const txLogs of b.logs)
+            for (const l of txLogs)
+              generated.push({
+                blockNumber: Number(b.number),
+                logIndex: logIndex++,
+                address: l.address,
+                topics: l.topics,
+              });
         }
       }
       const w0 = process.hrtime.bigint();

@@ -29,10 +29,22 @@ function buildMixes(chain: FixtureBlock[], beacons: string[], n: number): Mix[] 
   const blockNo = (): number => 1 + rng.int(head);
   // Storage tuples (contract, slot, block), shared by the storage and proof mixes.
   const contracts = [TOKEN, EMITTER, REGISTRY];
-  const tuples = Array.from({ length: n }, () => ({ address: contracts[rng.int(3)] as string, slot: rng.int(8), block: blockNo() }));
-  const hashes: Call[] = Array.from({ length: n }, () => call('blockHashes', 'eth_getBlockByNumber', [qty(blockNo()), false]));
-  const full: Call[] = Array.from({ length: n }, () => call('blockFull', 'eth_getBlockByNumber', [qty(blockNo()), true]));
-  const txs: Call[] = Array.from({ length: n }, (_, i) => call('tx', 'eth_getTransactionByHash', [(allTxs[i < allTxs.length ? i : rng.int(allTxs.length)] as { hash: string }).hash]));
+  const tuples = Array.from({ length: n }, () => ({
+    address: contracts[rng.int(3)] as string,
+    slot: rng.int(8),
+    block: blockNo(),
+  }));
+  const hashes: Call[] = Array.from({ length: n }, () =>
+    call('blockHashes', 'eth_getBlockByNumber', [qty(blockNo()), false]),
+  );
+  const full: Call[] = Array.from({ length: n }, () =>
+    call('blockFull', 'eth_getBlockByNumber', [qty(blockNo()), true]),
+  );
+  const txs: Call[] = Array.from({ length: n }, (_, i) =>
+    call('tx', 'eth_getTransactionByHash', [
+      (allTxs[i < allTxs.length ? i : rng.int(allTxs.length)] as { hash: string }).hash,
+    ]),
+  );
   // Every transaction once, in random order.
   for (let i = txs.length - 1; i > 0; i--) {
     const j = rng.int(i + 1);
@@ -45,7 +57,8 @@ function buildMixes(chain: FixtureBlock[], beacons: string[], n: number): Mix[] 
     const width = 1 + rng.int(100);
     const from = 1 + rng.int(head - width + 1);
     // Mostly the two busy contracts (real traffic), a quarter rare emitters.
-    const address = rng.next() < 0.75 ? (addresses[rng.int(2)] as string) : (addresses[2 + rng.int(addresses.length - 2)] as string);
+    const address =
+      rng.next() < 0.75 ? (addresses[rng.int(2)] as string) : (addresses[2 + rng.int(addresses.length - 2)] as string);
     return call('logs', 'eth_getLogs', [{ address, fromBlock: qty(from), toBlock: qty(from + width - 1) }]);
   });
   // The mixed workload: a fifth each of blocks (half full), txs, storage, proofs, small getLogs.
@@ -109,7 +122,8 @@ class Checker {
         const loc = this.txLoc.get(c.params[0] as string);
         if (loc === undefined) return fail('unknown tx');
         if (res['hash'] !== c.params[0]) fail('hash');
-        if (Number(res['blockNumber']) !== loc.block.number || Number(res['transactionIndex']) !== loc.index) fail('location');
+        if (Number(res['blockNumber']) !== loc.block.number || Number(res['transactionIndex']) !== loc.index)
+          fail('location');
         if (ours && res['blockHash'] !== loc.block.hash) fail('blockHash');
         break;
       }
@@ -122,18 +136,24 @@ class Checker {
         const ap = res['accountProof'] as string[];
         const root = `0x${Buffer.from(keccak256(Buffer.from((ap[0] as string).slice(2), 'hex'))).toString('hex')}`;
         if (ours && root !== b.stateRoot) fail("account proof root is not the export's state root");
-        if (!Array.isArray(res['storageProof']) || (res['storageProof'] as unknown[]).length !== 1) fail('storageProof');
+        if (!Array.isArray(res['storageProof']) || (res['storageProof'] as unknown[]).length !== 1)
+          fail('storageProof');
         break;
       }
       case 'logs': {
         const logs = r.result as Record<string, unknown>[];
         if (!Array.isArray(logs)) return fail('not an array');
-        const [from, to] = [Number((c.params[0] as { fromBlock: string }).fromBlock), Number((c.params[0] as { toBlock: string }).toBlock)];
+        const [from, to] = [
+          Number((c.params[0] as { fromBlock: string }).fromBlock),
+          Number((c.params[0] as { toBlock: string }).toBlock),
+        ];
         for (const l of logs) {
           const n = Number(l['blockNumber']);
-          if (n < from || n > to || l['address'] !== (c.params[0] as { address: string }).address) fail('log outside the filter');
+          if (n < from || n > to || l['address'] !== (c.params[0] as { address: string }).address)
+            fail('log outside the filter');
           const loc = this.txLoc.get(l['transactionHash'] as string);
-          if (loc === undefined || loc.block.number !== n || Number(l['transactionIndex']) !== loc.index) fail('log tx location');
+          if (loc === undefined || loc.block.number !== n || Number(l['transactionIndex']) !== loc.index)
+            fail('log tx location');
           if (ours && l['blockHash'] !== (loc as { block: FixtureBlock }).block.hash) fail('log blockHash');
         }
         break;
@@ -141,7 +161,6 @@ class Checker {
     }
   }
 }
-
 
 /** What both EVMs must agree on (block hashes differ: anvil writes its own headers). */
 function normaliseFixture(c: Call, r: Reply): string | undefined {
@@ -151,16 +170,28 @@ function normaliseFixture(c: Call, r: Reply): string | undefined {
       return JSON.stringify(r.result);
     case 'blockHashes':
     case 'blockFull':
-      return ((res['transactions'] as (string | Record<string, unknown>)[]).map((t) => (typeof t === 'string' ? t : (t['hash'] as string)))).join();
+      return (res['transactions'] as (string | Record<string, unknown>)[])
+        .map((t) => (typeof t === 'string' ? t : (t['hash'] as string)))
+        .join();
     case 'tx':
       return [res['hash'], res['blockNumber'], res['transactionIndex'], res['from'], res['input']].join('|');
     case 'logs':
-      return (r.result as Record<string, unknown>[]).map((x) => [x['blockNumber'], x['transactionHash'], x['logIndex'], x['address'], (x['topics'] as string[]).join(), x['data']].join('|')).join('\n');
+      return (r.result as Record<string, unknown>[])
+        .map((x) =>
+          [
+            x['blockNumber'],
+            x['transactionHash'],
+            x['logIndex'],
+            x['address'],
+            (x['topics'] as string[]).join(),
+            x['data'],
+          ].join('|'),
+        )
+        .join('\n');
     default:
       return undefined;
   }
 }
-
 
 export interface FixtureOptions {
   root: string;
@@ -176,7 +207,9 @@ export interface FixtureOptions {
 export async function prepareFixtures(o: FixtureOptions): Promise<ChainUnderTest> {
   const fixtures = join(o.root, 'fixtures');
   const chain = readChain(join(fixtures, 'chain.rlp'));
-  const beacons = [...readFileSync(join(fixtures, 'README.md'), 'utf8').matchAll(/^\| \d+ \| `(0x[0-9a-f]{40})` \| \d+ \|$/gm)].map((m) => m[1] as string);
+  const beacons = [
+    ...readFileSync(join(fixtures, 'README.md'), 'utf8').matchAll(/^\| \d+ \| `(0x[0-9a-f]{40})` \| \d+ \|$/gm),
+  ].map((m) => m[1] as string);
   let datadir = o.datadir;
   if (datadir === undefined) {
     mkdirSync(o.dir, { recursive: true });
@@ -189,7 +222,26 @@ export async function prepareFixtures(o: FixtureOptions): Promise<ChainUnderTest
   if (!o.noAnvil) {
     const port = 20000 + Math.floor(Math.random() * 20000);
     anvilUrl = `http://127.0.0.1:${port}/`;
-    anvil = spawnChild(join(o.root, 'node_modules', '.bin', 'anvil'), ['--port', String(port), '--host', '127.0.0.1', '--init', join(fixtures, 'genesis.json'), '--cache-path', join(o.dir, 'anvil-cache'), '--no-mining', '--order', 'fifo', '--hardfork', 'london', '--silent'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    anvil = spawnChild(
+      join(o.root, 'node_modules', '.bin', 'anvil'),
+      [
+        '--port',
+        String(port),
+        '--host',
+        '127.0.0.1',
+        '--init',
+        join(fixtures, 'genesis.json'),
+        '--cache-path',
+        join(o.dir, 'anvil-cache'),
+        '--no-mining',
+        '--order',
+        'fifo',
+        '--hardfork',
+        'london',
+        '--silent',
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
     await waitRpc(anvilUrl, anvil);
     const t0 = Date.now();
     await replayIntoAnvil(batchClient(anvilUrl), chain);

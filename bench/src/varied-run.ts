@@ -82,22 +82,33 @@ interface Target {
   pgid?: number;
 }
 
-
-
 /**
  * Asks each distinct call of `calls` (not yet checked on `t`) again, checks it, compares it with
  * the other server's normalised reply (`facts`) and with the cold pass's digest.
  */
-async function checkReplies(chain: ChainUnderTest, t: Target, calls: Call[], cold: OnceResult | undefined, facts: Map<string, Buffer>, peer: Target | undefined): Promise<number> {
+async function checkReplies(
+  chain: ChainUnderTest,
+  t: Target,
+  calls: Call[],
+  cold: OnceResult | undefined,
+  facts: Map<string, Buffer>,
+  peer: Target | undefined,
+): Promise<number> {
   const url = `http://127.0.0.1:${t.port}${t.path}`;
   const coldOf = new Map<string, Buffer>();
-  if (cold !== undefined) calls.forEach((c, i) => coldOf.set(c.body, cold.digests.subarray(i * DIGEST, i * DIGEST + DIGEST)));
+  if (cold !== undefined)
+    calls.forEach((c, i) => coldOf.set(c.body, cold.digests.subarray(i * DIGEST, i * DIGEST + DIGEST)));
   // Bodies checked in an earlier mix: the cold answer must be the checked one.
   for (const [body, cd] of coldOf) {
     const d = t.digests.get(body);
-    if (d !== undefined && !d.equals(cd)) throw new Error(`${t.name}: ${body}: the cold pass got another answer than the checked one`);
+    if (d !== undefined && !d.equals(cd))
+      throw new Error(`${t.name}: ${body}: the cold pass got another answer than the checked one`);
   }
-  const todo = [...new Map(calls.filter((c) => !t.digests.has(c.body) && !t.unsupported.has(c.body)).map((c) => [c.body, c])).values()];
+  const todo = [
+    ...new Map(
+      calls.filter((c) => !t.digests.has(c.body) && !t.unsupported.has(c.body)).map((c) => [c.body, c]),
+    ).values(),
+  ];
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < todo.length) {
@@ -113,13 +124,19 @@ async function checkReplies(chain: ChainUnderTest, t: Target, calls: Call[], col
         continue;
       }
       const cd = coldOf.get(c.body);
-      if (cd !== undefined && !cd.equals(d)) throw new Error(`${t.name}: ${c.body}: the cold pass got another answer than the check (${buf.toString('utf8').slice(0, 200)})`);
+      if (cd !== undefined && !cd.equals(d))
+        throw new Error(
+          `${t.name}: ${c.body}: the cold pass got another answer than the check (${buf.toString('utf8').slice(0, 200)})`,
+        );
       const n = chain.normalise(c, reply, t.name);
       if (n !== undefined) {
         const nd = digest(Buffer.from(n));
         const other = facts.get(c.body);
         if (other === undefined) facts.set(c.body, nd);
-        else if (!other.equals(nd)) throw new Error(`${t.name}: ${c.body}: the two servers' normalised replies differ: ${await diff(chain, c, n, peer)}`);
+        else if (!other.equals(nd))
+          throw new Error(
+            `${t.name}: ${c.body}: the two servers' normalised replies differ: ${await diff(chain, c, n, peer)}`,
+          );
       }
       t.digests.set(c.body, d);
     }
@@ -131,12 +148,17 @@ async function checkReplies(chain: ChainUnderTest, t: Target, calls: Call[], col
 /** Where `mine` (normalised) differs from the peer's normalised reply to the same call (asked again). */
 async function diff(chain: ChainUnderTest, c: Call, mine: string, peer: Target | undefined): Promise<string> {
   if (peer === undefined) return mine.slice(0, 300);
-  const r = await fetch(`http://127.0.0.1:${peer.port}${peer.path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: c.body });
+  const r = await fetch(`http://127.0.0.1:${peer.port}${peer.path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: c.body,
+  });
   const theirs = chain.normalise(c, (await r.json()) as Reply, peer.name) ?? '';
   const flat = (s: string): Map<string, string> => {
     const out = new Map<string, string>();
     const walk = (v: unknown, path: string): void => {
-      if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v as Record<string, unknown>)) walk(x, `${path}.${k}`);
+      if (v !== null && typeof v === 'object')
+        for (const [k, x] of Object.entries(v as Record<string, unknown>)) walk(x, `${path}.${k}`);
       else out.set(path, JSON.stringify(v));
     };
     try {
@@ -149,7 +171,8 @@ async function diff(chain: ChainUnderTest, c: Call, mine: string, peer: Target |
   const a = flat(mine);
   const b = flat(theirs);
   const d: string[] = [];
-  for (const k of new Set([...a.keys(), ...b.keys()])) if (a.get(k) !== b.get(k)) d.push(`${k}: ${a.get(k) ?? '(absent)'} vs ${peer.name} ${b.get(k) ?? '(absent)'}`);
+  for (const k of new Set([...a.keys(), ...b.keys()]))
+    if (a.get(k) !== b.get(k)) d.push(`${k}: ${a.get(k) ?? '(absent)'} vs ${peer.name} ${b.get(k) ?? '(absent)'}`);
   return d.slice(0, 12).join('; ');
 }
 
@@ -166,30 +189,94 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     const tSetup = Date.now();
     chain =
       o.chain === 'scaled'
-        ? await prepareScaled({ root: o.root, cli: o.cli, dir: tmp, blocks: o.blocks, bodies: o.bodies, logBodies: o.logBodies, anvilHistory: o.anvilHistory, anvilProofSample: o.anvilProofSample, noAnvil: o.noAnvil === true, keep: o.keep !== undefined, log })
-        : await prepareFixtures({ root: o.root, cli: o.cli, dir: tmp, ...(o.datadir !== undefined ? { datadir: o.datadir } : {}), bodies: o.bodies, noAnvil: o.noAnvil === true, log });
+        ? await prepareScaled({
+            root: o.root,
+            cli: o.cli,
+            dir: tmp,
+            blocks: o.blocks,
+            bodies: o.bodies,
+            logBodies: o.logBodies,
+            anvilHistory: o.anvilHistory,
+            anvilProofSample: o.anvilProofSample,
+            noAnvil: o.noAnvil === true,
+            keep: o.keep !== undefined,
+            log,
+          })
+        : await prepareFixtures({
+            root: o.root,
+            cli: o.cli,
+            dir: tmp,
+            ...(o.datadir !== undefined ? { datadir: o.datadir } : {}),
+            bodies: o.bodies,
+            noAnvil: o.noAnvil === true,
+            log,
+          });
     const setupSecs = (Date.now() - tSetup) / 1000;
-    const mixes = chain.mixes.filter((m) => o.only === undefined || o.only.some((w) => m.label.startsWith(w) || m.label.includes(w)));
+    const mixes = chain.mixes.filter(
+      (m) => o.only === undefined || o.only.some((w) => m.label.startsWith(w) || m.label.includes(w)),
+    );
     const datadirBytes = Number((await runChild('du', ['-sb', chain.datadir])).split('\t')[0]);
-    const key = (JSON.parse(await runChild(process.execPath, [o.cli, 'keys', 'create', '--plan', 'custom', '--daily-credits', '900000000000000', '--label', 'bench', '--json', '--datadir', chain.datadir])) as { key: string }).key;
+    const key = (
+      JSON.parse(
+        await runChild(process.execPath, [
+          o.cli,
+          'keys',
+          'create',
+          '--plan',
+          'custom',
+          '--daily-credits',
+          '900000000000000',
+          '--label',
+          'bench',
+          '--json',
+          '--datadir',
+          chain.datadir,
+        ]),
+      ) as { key: string }
+    ).key;
     const ourPort = await freePort();
-    srv = spawnChild(process.execPath, [o.cli, 'serve', '--datadir', chain.datadir, '--port', String(ourPort), ...(o.serveArgs ?? [])], { stdio: ['ignore', 'ignore', 'inherit'] });
+    srv = spawnChild(
+      process.execPath,
+      [o.cli, 'serve', '--datadir', chain.datadir, '--port', String(ourPort), ...(o.serveArgs ?? [])],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
     await waitRpc(`http://127.0.0.1:${ourPort}/v3/${key}`);
-    const targets: Target[] = [{ name: 'chainnode', port: ourPort, path: `/v3/${key}`, digests: new Map(), unsupported: new Set(), ...(srv.pid !== undefined ? { pgid: srv.pid } : {}) }];
+    const targets: Target[] = [
+      {
+        name: 'chainnode',
+        port: ourPort,
+        path: `/v3/${key}`,
+        digests: new Map(),
+        unsupported: new Set(),
+        ...(srv.pid !== undefined ? { pgid: srv.pid } : {}),
+      },
+    ];
     if (chain.anvilUrl !== undefined) {
       const u = new URL(chain.anvilUrl);
-      targets.push({ name: 'anvil', port: Number(u.port), path: u.pathname, digests: new Map(), unsupported: new Set(), ...(chain.anvilPgid !== undefined ? { pgid: chain.anvilPgid } : {}) });
+      targets.push({
+        name: 'anvil',
+        port: Number(u.port),
+        path: u.pathname,
+        digests: new Map(),
+        unsupported: new Set(),
+        ...(chain.anvilPgid !== undefined ? { pgid: chain.anvilPgid } : {}),
+      });
     }
     const facts = new Map<string, Buffer>();
     const rows: string[] = [];
     const coldRows: string[] = [];
     const loads: number[] = [];
     const checkCost: number[] = [];
-    const fmt = (r: VariedResult | undefined, of: number, cpu: { usPerReq: number; coreShare: number } | undefined): string =>
+    const fmt = (
+      r: VariedResult | undefined,
+      of: number,
+      cpu: { usPerReq: number; coreShare: number } | undefined,
+    ): string =>
       r === undefined
         ? 'unsupported | | | | '
         : `${Math.round(r.rps)}${of > 0 ? ` (${of} bodies)` : ''} | ${r.p50} | ${r.p99} | ${r.bad + r.mismatched + r.errors}${r.shed > 0 ? ` (${r.shed} shed)` : ''} | ${cpu === undefined ? '' : `${cpu.usPerReq.toFixed(0)} (${(cpu.coreShare * 100).toFixed(0)}%)`}`;
-    const fmtCold = (r: OnceResult | undefined): string => (r === undefined ? 'unsupported | | ' : `${Math.round(r.rps)} | ${r.p50} | ${r.p99}`);
+    const fmtCold = (r: OnceResult | undefined): string =>
+      r === undefined ? 'unsupported | | ' : `${Math.round(r.rps)} | ${r.p50} | ${r.p99}`;
     for (const m of mixes) {
       const res: (VariedResult | undefined)[] = [];
       const cpuOf: ({ usPerReq: number; coreShare: number } | undefined)[] = [];
@@ -197,7 +284,8 @@ export async function runVaried(o: VariedOptions): Promise<void> {
       const subsets: number[] = [];
       for (const t of targets) {
         // Bodies the chain knows anvil refuses (or is too slow for) are not sent to it.
-        const skips = t.name === 'anvil' && chain.anvilSkips !== undefined ? chain.anvilSkips(m.calls) : new Set<string>();
+        const skips =
+          t.name === 'anvil' && chain.anvilSkips !== undefined ? chain.anvilSkips(m.calls) : new Set<string>();
         for (const b of skips) t.unsupported.add(b);
         const calls = t.unsupported.size === 0 ? m.calls : m.calls.filter((c) => !t.unsupported.has(c.body));
         const bodies = calls.map((c) => c.body);
@@ -210,11 +298,28 @@ export async function runVaried(o: VariedOptions): Promise<void> {
           continue;
         }
         loads.push(loadavg()[0] as number);
-        const cold = await rawOnceThread({ host: '127.0.0.1', port: t.port, path: t.path, bodies, connections: o.connections, seconds: 0 });
-        if (cold.bad + cold.errors > 0) throw new Error(`${t.name}: ${m.label}: cold pass: ${cold.bad} non-200, ${cold.errors} socket errors`);
+        const cold = await rawOnceThread({
+          host: '127.0.0.1',
+          port: t.port,
+          path: t.path,
+          bodies,
+          connections: o.connections,
+          seconds: 0,
+        });
+        if (cold.bad + cold.errors > 0)
+          throw new Error(`${t.name}: ${m.label}: cold pass: ${cold.bad} non-200, ${cold.errors} socket errors`);
         const tc = Date.now();
-        const checked = await checkReplies(chain, t, calls, cold, facts, targets.find((x) => x !== t));
-        log(`varied: ${m.label}: ${t.name} cold pass ${bodies.length} bodies in ${cold.secs.toFixed(1)} s (${Math.round(cold.rps)} req/s, p50 ${cold.p50} p99 ${cold.p99} ms); ${checked} new distinct replies checked in ${((Date.now() - tc) / 1000).toFixed(1)} s${t.unsupported.size > 0 ? ` (${t.unsupported.size} unsupported so far)` : ''}`);
+        const checked = await checkReplies(
+          chain,
+          t,
+          calls,
+          cold,
+          facts,
+          targets.find((x) => x !== t),
+        );
+        log(
+          `varied: ${m.label}: ${t.name} cold pass ${bodies.length} bodies in ${cold.secs.toFixed(1)} s (${Math.round(cold.rps)} req/s, p50 ${cold.p50} p99 ${cold.p99} ms); ${checked} new distinct replies checked in ${((Date.now() - tc) / 1000).toFixed(1)} s${t.unsupported.size > 0 ? ` (${t.unsupported.size} unsupported so far)` : ''}`,
+        );
         const usable = m.calls.filter((c) => !t.unsupported.has(c.body));
         subsets.push(usable.length < m.calls.length ? new Set(usable.map((c) => c.body)).size : 0);
         if (usable.length === 0) {
@@ -240,24 +345,49 @@ export async function runVaried(o: VariedOptions): Promise<void> {
           ...(pgid !== undefined ? { onWindow: () => cpu.push(groupCpuMs(pgid)) } : {}),
         });
         res.push(r);
-        cpuOf.push(cpu.length === 2 ? { usPerReq: ((cpu[1] as number) - (cpu[0] as number)) * 1000 / Math.max(1, r.ok), coreShare: ((cpu[1] as number) - (cpu[0] as number)) / 1000 / o.seconds } : undefined);
+        cpuOf.push(
+          cpu.length === 2
+            ? {
+                usPerReq: (((cpu[1] as number) - (cpu[0] as number)) * 1000) / Math.max(1, r.ok),
+                coreShare: ((cpu[1] as number) - (cpu[0] as number)) / 1000 / o.seconds,
+              }
+            : undefined,
+        );
         checkCost.push(r.checkMsPerSec);
-        log(`varied: ${m.label}: ${t.name} ${Math.round(r.rps)} req/s p50 ${r.p50} p99 ${r.p99} wrong ${r.mismatched} (shed ${r.shed}) non-200 ${r.bad} errors ${r.errors}, ${r.distinct} distinct bodies answered; client digest checks ${r.checkMsPerSec.toFixed(0)} ms CPU per s`);
+        log(
+          `varied: ${m.label}: ${t.name} ${Math.round(r.rps)} req/s p50 ${r.p50} p99 ${r.p99} wrong ${r.mismatched} (shed ${r.shed}) non-200 ${r.bad} errors ${r.errors}, ${r.distinct} distinct bodies answered; client digest checks ${r.checkMsPerSec.toFixed(0)} ms CPU per s`,
+        );
       }
       const distinct = new Set(m.calls.map((c) => c.body.replace(/"id":\d+,/, ''))).size;
-      rows.push(`| ${m.label} | ${distinct} | ${fmt(res[0], subsets[0] ?? 0, cpuOf[0])} | ${targets.length > 1 ? fmt(res[1], subsets[1] ?? 0, cpuOf[1]) : 'not run | | | | '} |`);
-      coldRows.push(`| ${m.label} | ${m.calls.length} | ${fmtCold(colds[0])} | ${targets.length > 1 ? fmtCold(colds[1]) : 'not run | | '} |`);
+      rows.push(
+        `| ${m.label} | ${distinct} | ${fmt(res[0], subsets[0] ?? 0, cpuOf[0])} | ${targets.length > 1 ? fmt(res[1], subsets[1] ?? 0, cpuOf[1]) : 'not run | | | | '} |`,
+      );
+      coldRows.push(
+        `| ${m.label} | ${m.calls.length} | ${fmtCold(colds[0])} | ${targets.length > 1 ? fmtCold(colds[1]) : 'not run | | '} |`,
+      );
     }
     const la = loads.length === 0 ? 'n/a' : `${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}`;
-    console.log(`\nMachine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'cpu'}; Node ${process.version}; ${new Date().toISOString().slice(0, 16)} UTC; load average ${la} (1-min, at the start of each pass)`);
+    console.log(
+      `\nMachine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'cpu'}; Node ${process.version}; ${new Date().toISOString().slice(0, 16)} UTC; load average ${la} (1-min, at the start of each pass)`,
+    );
     console.log(`Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')}`);
-    console.log(`Chain: ${chain.describe}; chainnode datadir ${(datadirBytes / 1e6).toFixed(0)} MB; setup (build + import) ${setupSecs.toFixed(0)} s`);
-    console.log(`Client: raw-http, ${o.connections} connections, closed loop; warm: ${o.seconds} s after a 2 s warm-up per case; every answer's digest (XXH3-128) compared with its body's checked reply (client CPU for it: ${checkCost.length === 0 ? 'n/a' : `${Math.min(...checkCost).toFixed(0)}-${Math.max(...checkCost).toFixed(0)}`} ms per second of load)${targets[1]?.unsupported.size ? `; anvil: ${targets[1].unsupported.size} bodies not answered or not sent (no state before its last ${o.anvilHistory} blocks), its rows run on the bodies it answers (distinct count in brackets; eth_getProof: a sample of at most ${o.anvilProofSample} per mix, the rest not sent)` : ''}\n`);
-    console.log('Server CPU: user + system time of the server\'s process group in the measured window per request answered (µs), and as a share of one core; on 2 cores the load client takes about one, so a server below ~100% is limited by the client, not by itself.\n');
-    console.log('| request mix | distinct params | chainnode req/s | p50 ms | p99 ms | errors | CPU µs/req (core) | anvil req/s | p50 ms | p99 ms | errors | CPU µs/req (core) |\n|---|---|---|---|---|---|---|---|---|---|---|---|');
+    console.log(
+      `Chain: ${chain.describe}; chainnode datadir ${(datadirBytes / 1e6).toFixed(0)} MB; setup (build + import) ${setupSecs.toFixed(0)} s`,
+    );
+    console.log(
+      `Client: raw-http, ${o.connections} connections, closed loop; warm: ${o.seconds} s after a 2 s warm-up per case; every answer's digest (XXH3-128) compared with its body's checked reply (client CPU for it: ${checkCost.length === 0 ? 'n/a' : `${Math.min(...checkCost).toFixed(0)}-${Math.max(...checkCost).toFixed(0)}`} ms per second of load)${targets[1]?.unsupported.size ? `; anvil: ${targets[1].unsupported.size} bodies not answered or not sent (no state before its last ${o.anvilHistory} blocks), its rows run on the bodies it answers (distinct count in brackets; eth_getProof: a sample of at most ${o.anvilProofSample} per mix, the rest not sent)` : ''}\n`,
+    );
+    console.log(
+      "Server CPU: user + system time of the server's process group in the measured window per request answered (µs), and as a share of one core; on 2 cores the load client takes about one, so a server below ~100% is limited by the client, not by itself.\n",
+    );
+    console.log(
+      '| request mix | distinct params | chainnode req/s | p50 ms | p99 ms | errors | CPU µs/req (core) | anvil req/s | p50 ms | p99 ms | errors | CPU µs/req (core) |\n|---|---|---|---|---|---|---|---|---|---|---|---|',
+    );
     for (const r of rows) console.log(r);
     console.log('\nCold pass (every body once, first time this server process is asked it):\n');
-    console.log('| request mix | bodies | chainnode req/s | p50 ms | p99 ms | anvil req/s | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|');
+    console.log(
+      '| request mix | bodies | chainnode req/s | p50 ms | p99 ms | anvil req/s | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|',
+    );
     for (const r of coldRows) console.log(r);
   } finally {
     if (srv !== undefined) await stopChild(srv);

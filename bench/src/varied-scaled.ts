@@ -17,7 +17,19 @@ import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
 import { verifyMerkleProof } from '@ethereumjs/mpt';
 import { runChild, spawnChild, stopChild, waitRpc } from './children.js';
-import { CODE_HASH, CONTRACTS, EVENT, anvilArgs, buildScaledChain, headerHash, senderWallets, scaledGenesis, storageAt, txHashOf, word } from './scaled-chain.js';
+import {
+  CODE_HASH,
+  CONTRACTS,
+  EVENT,
+  anvilArgs,
+  buildScaledChain,
+  headerHash,
+  senderWallets,
+  scaledGenesis,
+  storageAt,
+  txHashOf,
+  word,
+} from './scaled-chain.js';
 import type { ModelBlock, ScaledModel } from './scaled-chain.js';
 import { callMaker, mixOf, qty, shuffle } from './varied-mix.js';
 import type { Call, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
@@ -47,7 +59,12 @@ export interface ScaledOptions {
 
 /** The model as JSON: Maps and bigints tagged, so that reviveModel gives the same object back. */
 function saveModel(path: string, m: ScaledModel): void {
-  writeFileSync(path, JSON.stringify(m, (_k, v: unknown) => (v instanceof Map ? { $map: [...v.entries()] } : typeof v === 'bigint' ? { $big: v.toString() } : v)));
+  writeFileSync(
+    path,
+    JSON.stringify(m, (_k, v: unknown) =>
+      v instanceof Map ? { $map: [...v.entries()] } : typeof v === 'bigint' ? { $big: v.toString() } : v,
+    ),
+  );
 }
 
 function loadModel(path: string): ScaledModel {
@@ -61,10 +78,10 @@ function loadModel(path: string): ScaledModel {
 const EMPTY_ROOT = '0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421';
 const EMPTY_CODE = '0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470';
 /** The minimal big-endian hex of a value as RLP stores it ('0x' for 0). */
-const qtyHex = (v: bigint): string => (v === 0n ? '0x' : `0x${v.toString(16).padStart(v.toString(16).length + (v.toString(16).length % 2), '0')}`);
+const qtyHex = (v: bigint): string =>
+  v === 0n ? '0x' : `0x${v.toString(16).padStart(v.toString(16).length + (v.toString(16).length % 2), '0')}`;
 const hexOf = (b: Uint8Array): string => `0x${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex')}`;
 const bytesOf = (h: string): Uint8Array => Buffer.from(h.slice(2), 'hex');
-
 
 function buildMixes(m: ScaledModel, n: number, nLogs: number, anvilHistory: number): Mix[] {
   const rng = new Rng(15);
@@ -75,7 +92,9 @@ function buildMixes(m: ScaledModel, n: number, nLogs: number, anvilHistory: numb
   const hashes = Array.from({ length: n }, () => call('blockHashes', 'eth_getBlockByNumber', [qty(blockNo()), false]));
   const full = Array.from({ length: n }, () => call('blockFull', 'eth_getBlockByNumber', [qty(blockNo()), true]));
   const order = shuffle([...m.txList], next);
-  const txs = Array.from({ length: n }, (_, i) => call('tx', 'eth_getTransactionByHash', [i < order.length ? order[i] : order[rng.int(order.length)]]));
+  const txs = Array.from({ length: n }, (_, i) =>
+    call('tx', 'eth_getTransactionByHash', [i < order.length ? order[i] : order[rng.int(order.length)]]),
+  );
   // (contract, slot, block): three quarters at or after the slot's first write.
   const tuples = Array.from({ length: n }, () => {
     const c = rng.int(CONTRACTS);
@@ -85,7 +104,9 @@ function buildMixes(m: ScaledModel, n: number, nLogs: number, anvilHistory: numb
     const block = rng.next() < 0.75 ? first + rng.int(head - first + 1) : blockNo();
     return { c, slot, block };
   });
-  const storage = tuples.map((t, i) => call('storage', 'eth_getStorageAt', [m.contracts[t.c], t.slot, qty(t.block)], i));
+  const storage = tuples.map((t, i) =>
+    call('storage', 'eth_getStorageAt', [m.contracts[t.c], t.slot, qty(t.block)], i),
+  );
   const proofs = tuples.map((t, i) => call('proof', 'eth_getProof', [m.contracts[t.c], [t.slot], qty(t.block)], i));
   // Account proofs of fresh accounts at a block at or after their creation (chainnode serves no
   // eth_getBalance: a chain-data node; the proof carries the balance).
@@ -96,9 +117,16 @@ function buildMixes(m: ScaledModel, n: number, nLogs: number, anvilHistory: numb
   const logs = Array.from({ length: nLogs }, () => {
     const width = 1 + rng.int(100);
     const from = 1 + rng.int(head - width + 1);
-    return call('logs', 'eth_getLogs', [{ address: m.contracts[rng.int(CONTRACTS)], fromBlock: qty(from), toBlock: qty(from + width - 1) }]);
+    return call('logs', 'eth_getLogs', [
+      { address: m.contracts[rng.int(CONTRACTS)], fromBlock: qty(from), toBlock: qty(from + width - 1) },
+    ]);
   });
-  const mixed = mixOf([hashes, full, txs, storage, accounts, proofs, logs], [0.1, 0.1, 0.2, 0.15, 0.1, 0.15, 0.2], n, next);
+  const mixed = mixOf(
+    [hashes, full, txs, storage, accounts, proofs, logs],
+    [0.1, 0.1, 0.2, 0.15, 0.1, 0.15, 0.2],
+    n,
+    next,
+  );
   // The same kind of storage reads at blocks whose state anvil keeps (its last anvilHistory
   // blocks, a block of margin): the one storage mix both servers answer in full, so the two
   // rows compare the same bodies (its own generator: the mixes above stay as they were).
@@ -107,7 +135,12 @@ function buildMixes(m: ScaledModel, n: number, nLogs: number, anvilHistory: numb
   const recentStorage = Array.from({ length: n }, (_, i) => {
     const c = recent.int(CONTRACTS);
     const keys = m.slotKeys[c] as string[];
-    return call('storage', 'eth_getStorageAt', [m.contracts[c], keys[recent.int(keys.length)], qty(oldest + recent.int(head - oldest + 1))], i);
+    return call(
+      'storage',
+      'eth_getStorageAt',
+      [m.contracts[c], keys[recent.int(keys.length)], qty(oldest + recent.int(head - oldest + 1))],
+      i,
+    );
   });
   return [
     { label: 'eth_getBlockByNumber, random block, hashes', calls: hashes },
@@ -118,7 +151,10 @@ function buildMixes(m: ScaledModel, n: number, nLogs: number, anvilHistory: numb
     { label: 'eth_getProof, fresh accounts at random blocks, no slot', calls: accounts },
     { label: 'eth_getProof, same slot tuples', calls: proofs },
     { label: 'eth_getLogs, one address, 1-100 blocks', calls: logs },
-    { label: 'mixed (blocks 20%, txs 20%, storage 15%, account proofs 10%, slot proofs 15%, small getLogs 20%)', calls: mixed },
+    {
+      label: 'mixed (blocks 20%, txs 20%, storage 15%, account proofs 10%, slot proofs 15%, small getLogs 20%)',
+      calls: mixed,
+    },
   ];
 }
 
@@ -151,7 +187,13 @@ export class ScaledChecker {
     };
     const stateKind = c.kind === 'storage' || c.kind === 'account' || c.kind === 'proof';
     // anvil (--prune-history) has no state for old blocks; no eth_getProof at any historical block.
-    if (server === 'anvil' && stateKind && r.error !== undefined && (c.kind === 'proof' || c.kind === 'account' || /BlockOutOfRange/i.test(r.error.message))) return 'unsupported';
+    if (
+      server === 'anvil' &&
+      stateKind &&
+      r.error !== undefined &&
+      (c.kind === 'proof' || c.kind === 'account' || /BlockOutOfRange/i.test(r.error.message))
+    )
+      return 'unsupported';
     if (r.error !== undefined || r.result === undefined || r.result === null) fail('no result');
     const res = r.result as Record<string, unknown>;
     switch (c.kind) {
@@ -183,12 +225,23 @@ export class ScaledChecker {
         const f = this.freshByAddress.get(address);
         if (f === undefined) return fail('unknown account');
         const ap = (res['accountProof'] as string[]).map(bytesOf);
-        const acct = await verifyMerkleProof(keccak256(bytesOf(address)), ap, { root: bytesOf(this.block(Number(c.params[2])).stateRoot) }).catch(() => fail('account proof does not verify against the stateRoot'));
+        const acct = await verifyMerkleProof(keccak256(bytesOf(address)), ap, {
+          root: bytesOf(this.block(Number(c.params[2])).stateRoot),
+        }).catch(() => fail('account proof does not verify against the stateRoot'));
         if (acct === null) return fail('account absent from the state');
         const [nonce, balance, storageRoot, codeHash] = (RLP.decode(acct) as Uint8Array[]).map(hexOf);
-        if (nonce !== '0x' || balance !== qtyHex(f.value) || storageRoot !== EMPTY_ROOT || codeHash !== EMPTY_CODE) fail(`proven account ${nonce} ${balance} ${storageRoot} ${codeHash}: the model has balance ${qty(f.value)}`);
-        if (res['address'] !== address || res['balance'] !== qty(f.value) || res['nonce'] !== '0x0' || res['storageHash'] !== EMPTY_ROOT || res['codeHash'] !== EMPTY_CODE) fail('account fields differ from the proven account');
-        if (!Array.isArray(res['storageProof']) || (res['storageProof'] as unknown[]).length !== 0) fail('storageProof of no slot');
+        if (nonce !== '0x' || balance !== qtyHex(f.value) || storageRoot !== EMPTY_ROOT || codeHash !== EMPTY_CODE)
+          fail(`proven account ${nonce} ${balance} ${storageRoot} ${codeHash}: the model has balance ${qty(f.value)}`);
+        if (
+          res['address'] !== address ||
+          res['balance'] !== qty(f.value) ||
+          res['nonce'] !== '0x0' ||
+          res['storageHash'] !== EMPTY_ROOT ||
+          res['codeHash'] !== EMPTY_CODE
+        )
+          fail('account fields differ from the proven account');
+        if (!Array.isArray(res['storageProof']) || (res['storageProof'] as unknown[]).length !== 0)
+          fail('storageProof of no slot');
         break;
       }
       case 'proof': {
@@ -198,23 +251,32 @@ export class ScaledChecker {
         const ci = this.contractIndex.get(address) as number;
         const root = bytesOf(this.block(n).stateRoot);
         const ap = (res['accountProof'] as string[]).map(bytesOf);
-        const acct = await verifyMerkleProof(keccak256(bytesOf(address)), ap, { root }).catch(() => fail('account proof does not verify against the stateRoot'));
+        const acct = await verifyMerkleProof(keccak256(bytesOf(address)), ap, { root }).catch(() =>
+          fail('account proof does not verify against the stateRoot'),
+        );
         if (acct === null) return fail('account absent from the state');
         const [nonce, balance, storageRoot, codeHash] = RLP.decode(acct) as Uint8Array[];
         const num = (b: Uint8Array | undefined): bigint => (b === undefined || b.length === 0 ? 0n : BigInt(hexOf(b)));
         if (hexOf(codeHash as Uint8Array) !== CODE_HASH || res['codeHash'] !== CODE_HASH) fail('codeHash');
-        if (num(nonce) !== 1n || res['nonce'] !== qty(num(nonce)) || res['balance'] !== qty(num(balance))) fail('account fields');
+        if (num(nonce) !== 1n || res['nonce'] !== qty(num(nonce)) || res['balance'] !== qty(num(balance)))
+          fail('account fields');
         if (res['storageHash'] !== hexOf(storageRoot as Uint8Array)) fail('storageHash is not the proven storage root');
         const sp = (res['storageProof'] as { key: string; value: string; proof: string[] }[])[0];
         if (sp === undefined || BigInt(sp.key) !== BigInt(slot)) return fail('storage proof key');
         // An empty storage trie (the contract not written yet): nothing to walk; geth proves with
         // [], anvil with ["0x80"] (the RLP of the empty root node).
         const empty = hexOf(storageRoot as Uint8Array) === EMPTY_ROOT;
-        if (empty && !(sp.proof.length === 0 || (sp.proof.length === 1 && sp.proof[0] === '0x80'))) fail('proof into an empty storage trie');
-        const v = empty ? null : await verifyMerkleProof(keccak256(bytesOf(slot)), sp.proof.map(bytesOf), { root: storageRoot as Uint8Array }).catch(() => fail('storage proof does not verify'));
+        if (empty && !(sp.proof.length === 0 || (sp.proof.length === 1 && sp.proof[0] === '0x80')))
+          fail('proof into an empty storage trie');
+        const v = empty
+          ? null
+          : await verifyMerkleProof(keccak256(bytesOf(slot)), sp.proof.map(bytesOf), {
+              root: storageRoot as Uint8Array,
+            }).catch(() => fail('storage proof does not verify'));
         const proven = v === null ? 0n : num(RLP.decode(v) as Uint8Array);
         const want = storageAt(this.m, ci, slot, n);
-        if (proven !== want || BigInt(sp.value) !== want || sp.value !== qty(want)) fail(`storage proof value: the model says ${qty(want)}`);
+        if (proven !== want || BigInt(sp.value) !== want || sp.value !== qty(want))
+          fail(`storage proof value: the model says ${qty(want)}`);
         break;
       }
       case 'logs': {
@@ -226,13 +288,25 @@ export class ScaledChecker {
           const blk = this.block(b);
           for (const l of this.m.logs[b] ?? []) {
             if (l.address !== q.address) continue;
-            want.push({ address: l.address, topics: [EVENT, l.slot], data: l.value, blockNumber: qty(b), blockHash: blk.hash, transactionHash: l.txHash, transactionIndex: qty(l.txIndex), logIndex: qty(l.logIndex), removed: false });
+            want.push({
+              address: l.address,
+              topics: [EVENT, l.slot],
+              data: l.value,
+              blockNumber: qty(b),
+              blockHash: blk.hash,
+              transactionHash: l.txHash,
+              transactionIndex: qty(l.txIndex),
+              logIndex: qty(l.logIndex),
+              removed: false,
+            });
           }
         }
         if (logs.length !== want.length) fail(`${logs.length} logs, the model has ${want.length}`);
         logs.forEach((l, i) => {
           const w = want[i] as Record<string, unknown>;
-          for (const k of Object.keys(w)) if (JSON.stringify(l[k]) !== JSON.stringify(w[k])) fail(`log ${i}: ${k} is ${JSON.stringify(l[k])}, the model has ${JSON.stringify(w[k])}`);
+          for (const k of Object.keys(w))
+            if (JSON.stringify(l[k]) !== JSON.stringify(w[k]))
+              fail(`log ${i}: ${k} is ${JSON.stringify(l[k])}, the model has ${JSON.stringify(w[k])}`);
         });
         break;
       }
@@ -282,7 +356,9 @@ export async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
   const port = 20000 + Math.floor(Math.random() * 20000);
   const anvilUrl = `http://127.0.0.1:${port}`;
   const args = [...anvilArgs(genesisPath, port, join(o.dir, 'anvil-cache')), '--prune-history', String(o.anvilHistory)];
-  const anvil = spawnChild(join(o.root, 'node_modules', '.bin', 'anvil'), args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  const anvil = spawnChild(join(o.root, 'node_modules', '.bin', 'anvil'), args, {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   await waitRpc(anvilUrl, anvil);
   const datadir = join(o.dir, 'data');
   // chainnode imports while anvil builds (the two share the 2 cores): `sync --to <built head>` in
@@ -296,9 +372,15 @@ export async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
     // carries the empty-trie state root, which the import stores) refuses the same genesis.json
     // on resume ("holds a chain with genesis <anvil's>, but the given genesis.json has <geth's>").
     const genesisArg = imported === 0 ? ['--genesis', genesisPath] : [];
-    const out = await runChild(process.execPath, [o.cli, 'sync', '--from', anvilUrl, ...genesisArg, '--datadir', datadir, '--to', String(to)], () => {});
+    const out = await runChild(
+      process.execPath,
+      [o.cli, 'sync', '--from', anvilUrl, ...genesisArg, '--datadir', datadir, '--to', String(to)],
+      () => {},
+    );
     imported = to;
-    o.log(`scaled: chainnode imported to block ${to} (${((Date.now() - t0) / 1000).toFixed(0)} s since the build started)${/datadir .* is (.*) on disk/.exec(out)?.[1] !== undefined ? `, datadir ${/datadir .* is (.*) on disk/.exec(out)?.[1]}` : ''}`);
+    o.log(
+      `scaled: chainnode imported to block ${to} (${((Date.now() - t0) / 1000).toFixed(0)} s since the build started)${/datadir .* is (.*) on disk/.exec(out)?.[1] !== undefined ? `, datadir ${/datadir .* is (.*) on disk/.exec(out)?.[1]}` : ''}`,
+    );
   };
   let syncErr: unknown;
   const kick = (): void => {
@@ -320,16 +402,28 @@ export async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
   while (syncing !== undefined) await syncing;
   if (syncErr !== undefined) throw syncErr;
   if (imported < o.blocks) await syncTo(o.blocks);
-  o.log(`scaled: built in ${((tb - t0) / 1000).toFixed(0)} s; chainnode's import done ${((Date.now() - tb) / 1000).toFixed(0)} s after the build (total ${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+  o.log(
+    `scaled: built in ${((tb - t0) / 1000).toFixed(0)} s; chainnode's import done ${((Date.now() - tb) / 1000).toFixed(0)} s after the build (total ${((Date.now() - t0) / 1000).toFixed(0)} s)`,
+  );
   // anvil's memory after the build (launcher + binary: its process group).
-  const rssKb = (await runChild('ps', ['-o', 'rss=', '-g', String(anvil.pid)]).catch(() => '')).split(/\s+/).filter((x) => x !== '').reduce((a, x) => a + Number(x), 0);
+  const rssKb = (await runChild('ps', ['-o', 'rss=', '-g', String(anvil.pid)]).catch(() => ''))
+    .split(/\s+/)
+    .filter((x) => x !== '')
+    .reduce((a, x) => a + Number(x), 0);
   o.log(`scaled: anvil RSS ${(rssKb / 1024).toFixed(0)} MB after the build (--prune-history ${o.anvilHistory})`);
   if (o.noAnvil) await stopChild(anvil);
   if (o.keep === true) saveModel(modelPath, model);
   return scaledUnderTest(o, model, datadir, rssKb, anvil, anvilUrl);
 }
 
-function scaledUnderTest(o: ScaledOptions, model: ScaledModel, datadir: string, rssKb: number, anvil: ChildProcess | undefined, anvilUrl: string | undefined): ChainUnderTest {
+function scaledUnderTest(
+  o: ScaledOptions,
+  model: ScaledModel,
+  datadir: string,
+  rssKb: number,
+  anvil: ChildProcess | undefined,
+  anvilUrl: string | undefined,
+): ChainUnderTest {
   const checker = new ScaledChecker(model);
   const c = model.counts;
   return {

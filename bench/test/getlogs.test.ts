@@ -20,7 +20,12 @@ function matches(g: GeneratedLog, q: LogQuery): boolean {
   if (n < q.fromBlock || n > q.toBlock) return false;
   if (q.addresses.length > 0 && !q.addresses.some((a) => bytesEqual(a, g.address))) return false;
   if (q.topics.length > g.topics.length) return false; // geth: fewer topics than positions never matches
-  return q.topics.every((t, i) => t === null || t.length === 0 || (g.topics[i] !== undefined && t.some((x) => bytesEqual(x, g.topics[i] as Uint8Array))));
+  return q.topics.every(
+    (t, i) =>
+      t === null ||
+      t.length === 0 ||
+      (g.topics[i] !== undefined && t.some((x) => bytesEqual(x, g.topics[i] as Uint8Array))),
+  );
 }
 
 /** The answer a correct getLogs gives, from the generated logs alone. */
@@ -31,7 +36,9 @@ function bruteForce(all: GeneratedLog[], q: LogQuery, limit: number): string {
 }
 
 function key(r: LogQueryResult): string {
-  return r.kind === 'too-many' ? `too-many:${r.lastFittingBlock}` : r.logs.map((l) => `${l.blockNumber}:${l.logIndex}`).join(',');
+  return r.kind === 'too-many'
+    ? `too-many:${r.lastFittingBlock}`
+    : r.logs.map((l) => `${l.blockNumber}:${l.logIndex}`).join(',');
 }
 
 describe('getLogs bench at smoke size', () => {
@@ -72,8 +79,12 @@ describe('getLogs bench at smoke size', () => {
   test('--smoke --json writes every figure under its stable name', async () => {
     const out = join(dir, 'smoke.json');
     const res = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
-      execFile(process.execPath, [join(benchDist, 'getlogs.js'), '--smoke', '--json', out], { timeout: 300_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
-        done({ code: err === null ? 0 : ((err as { code?: number }).code ?? 1), stdout, stderr }),
+      execFile(
+        process.execPath,
+        [join(benchDist, 'getlogs.js'), '--smoke', '--json', out],
+        { timeout: 300_000, maxBuffer: 16 << 20 },
+        (err, stdout, stderr) =>
+          done({ code: err === null ? 0 : ((err as { code?: number }).code ?? 1), stdout, stderr }),
       );
     });
     expect(res.stderr).not.toMatch(/MISMATCH/);
@@ -86,21 +97,43 @@ describe('getLogs bench at smoke size', () => {
     const num = (x: unknown) => expect(typeof x === 'number' && Number.isFinite(x)).toBe(true);
     expect(j.schema).toBe('getlogs-bench/1');
     expect(j.mismatches).toBe(0);
-    for (const k of ['blocks', 'logs', 'txs', 'indexedValues', 'tailContracts', 'holders', 'hottestShare', 'transferShare']) num((j.chain as Record<string, unknown>)[k]);
-    for (const k of ['seconds', 'writeSeconds', 'generateSeconds', 'logsPerSecWriter', 'logsPerSecTotal']) num((j.ingest as Record<string, unknown>)[k]);
-    for (const k of ['entries', 'keyValueBytes', 'diskBytesAfterCompaction', 'bytesPerValueKeyValue', 'bytesPerValueDisk']) num((j.index as Record<string, unknown>)[k]);
+    for (const k of [
+      'blocks',
+      'logs',
+      'txs',
+      'indexedValues',
+      'tailContracts',
+      'holders',
+      'hottestShare',
+      'transferShare',
+    ])
+      num((j.chain as Record<string, unknown>)[k]);
+    for (const k of ['seconds', 'writeSeconds', 'generateSeconds', 'logsPerSecWriter', 'logsPerSecTotal'])
+      num((j.ingest as Record<string, unknown>)[k]);
+    for (const k of [
+      'entries',
+      'keyValueBytes',
+      'diskBytesAfterCompaction',
+      'bytesPerValueKeyValue',
+      'bytesPerValueDisk',
+    ])
+      num((j.index as Record<string, unknown>)[k]);
     expect(Object.keys(j.queries)).toEqual([...QUERY_NAMES]);
     for (const name of QUERY_NAMES) {
       const q = j.queries[name] as Record<string, Record<string, unknown>>;
       num(q.ratioP50);
-      for (const side of ['index', 'bloomScan']) for (const k of ['runs', 'p50', 'p99', 'qps', 'meanResults', 'tooMany']) num((q[side] as Record<string, unknown>)[k]);
+      for (const side of ['index', 'bloomScan'])
+        for (const k of ['runs', 'p50', 'p99', 'qps', 'meanResults', 'tooMany'])
+          num((q[side] as Record<string, unknown>)[k]);
     }
     expect((j.queries.h_cap_error_full?.index as { tooMany: number }).tooMany).toBeGreaterThan(0);
     // The server probe (needs packages/cli built, as `npm test` does).
     const c = j.concurrency as Record<string, unknown>;
     expect(c).not.toBeNull();
-    for (const k of ['getLogsWorkers', 'getLogsCompleted', 'getLogsCapErrors', 'getLogsOtherErrors', 'getLogsP50']) num(c[k]);
-    for (const k of ['blockByNumberIdle', 'blockByNumberUnderLoad']) for (const f of ['calls', 'p50', 'p99']) num((c[k] as Record<string, unknown>)[f]);
+    for (const k of ['getLogsWorkers', 'getLogsCompleted', 'getLogsCapErrors', 'getLogsOtherErrors', 'getLogsP50'])
+      num(c[k]);
+    for (const k of ['blockByNumberIdle', 'blockByNumberUnderLoad'])
+      for (const f of ['calls', 'p50', 'p99']) num((c[k] as Record<string, unknown>)[f]);
     expect(c.getLogsOtherErrors).toBe(0);
     expect(c.getLogsCompleted as number).toBeGreaterThan(0);
   });

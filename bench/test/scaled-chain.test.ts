@@ -12,7 +12,15 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import { spawnChild, stopChild } from '../src/children.js';
-import { CONTRACTS, anvilArgs, buildScaledChain, scaledGenesis, senderWallets, storageAt, word } from '../src/scaled-chain.js';
+import {
+  CONTRACTS,
+  anvilArgs,
+  buildScaledChain,
+  scaledGenesis,
+  senderWallets,
+  storageAt,
+  word,
+} from '../src/scaled-chain.js';
 import type { ScaledModel } from '../src/scaled-chain.js';
 import { ScaledChecker } from '../src/varied-scaled.js';
 import { callMaker, qty } from '../src/varied-mix.js';
@@ -35,7 +43,8 @@ describe('the scaled chain and its checker, against anvil', () => {
     return (await r.json()) as Reply;
   };
   /** The checker's verdict, or the error it throws. */
-  const verdict = async (c: Call, r: Reply): Promise<string> => checker.check(c, r, 'anvil').catch((e: unknown) => `rejected: ${(e as Error).message.slice(0, 80)}`);
+  const verdict = async (c: Call, r: Reply): Promise<string> =>
+    checker.check(c, r, 'anvil').catch((e: unknown) => `rejected: ${(e as Error).message.slice(0, 80)}`);
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'bench-scaled-'));
@@ -43,10 +52,18 @@ describe('the scaled chain and its checker, against anvil', () => {
     writeFileSync(genesisPath, JSON.stringify(scaledGenesis(senderWallets().map((w) => w.address.toLowerCase()))));
     const port = 20000 + Math.floor(Math.random() * 20000);
     url = `http://127.0.0.1:${port}`;
-    anvil = spawnChild(join(root, 'node_modules', '.bin', 'anvil'), anvilArgs(genesisPath, port, join(dir, 'anvil-cache')), { stdio: 'ignore' });
+    anvil = spawnChild(
+      join(root, 'node_modules', '.bin', 'anvil'),
+      anvilArgs(genesisPath, port, join(dir, 'anvil-cache')),
+      { stdio: 'ignore' },
+    );
     for (let i = 0; ; i++) {
       try {
-        await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' });
+        await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+        });
         break;
       } catch {
         if (i > 200) throw new Error('anvil did not start');
@@ -89,18 +106,36 @@ describe('the scaled chain and its checker, against anvil', () => {
     const slot = (m.slotKeys[0] as string[])[0] as string;
     const fresh = m.fresh.at(-1) as { address: string };
     const cases: [Call, (r: Record<string, unknown>) => void][] = [
-      [call('blockHashes', 'eth_getBlockByNumber', [qty(head), false]), (r) => (r['gasUsed'] = qty(Number(r['gasUsed']) + 1))],
-      [call('blockFull', 'eth_getBlockByNumber', [qty(head), true]), (r) => ((r['transactions'] as Record<string, unknown>[])[0] as Record<string, unknown>)['value'] = '0x1'],
+      [
+        call('blockHashes', 'eth_getBlockByNumber', [qty(head), false]),
+        (r) => (r['gasUsed'] = qty(Number(r['gasUsed']) + 1)),
+      ],
+      [
+        call('blockFull', 'eth_getBlockByNumber', [qty(head), true]),
+        (r) => (((r['transactions'] as Record<string, unknown>[])[0] as Record<string, unknown>)['value'] = '0x1'),
+      ],
       [call('tx', 'eth_getTransactionByHash', [tx]), (r) => (r['nonce'] = qty(Number(r['nonce']) + 1))],
-      [call('tx', 'eth_getTransactionByHash', [callTx]), (r) => (r['input'] = `${(r['input'] as string).slice(0, -2)}00`)],
+      [
+        call('tx', 'eth_getTransactionByHash', [callTx]),
+        (r) => (r['input'] = `${(r['input'] as string).slice(0, -2)}00`),
+      ],
       [call('storage', 'eth_getStorageAt', [m.contracts[0], slot, qty(head)]), (r) => (r['__word'] = true)],
       [call('account', 'eth_getProof', [fresh.address, [], qty(head)]), (r) => (r['balance'] = '0x1')],
-      [call('account', 'eth_getProof', [fresh.address, [], qty(head)]), (r) => {
-        const p = r['accountProof'] as string[];
-        p[0] = `${(p[0] as string).slice(0, 10)}${(p[0] as string)[10] === '0' ? '1' : '0'}${(p[0] as string).slice(11)}`;
-      }],
-      [call('proof', 'eth_getProof', [m.contracts[0], [slot], qty(head)]), (r) => (((r['storageProof'] as Record<string, unknown>[])[0] as Record<string, unknown>)['value'] = '0x1')],
-      [call('logs', 'eth_getLogs', [{ address: m.contracts[0], fromBlock: '0x1', toBlock: qty(head) }]), (r) => (r['__drop'] = true)],
+      [
+        call('account', 'eth_getProof', [fresh.address, [], qty(head)]),
+        (r) => {
+          const p = r['accountProof'] as string[];
+          p[0] = `${(p[0] as string).slice(0, 10)}${(p[0] as string)[10] === '0' ? '1' : '0'}${(p[0] as string).slice(11)}`;
+        },
+      ],
+      [
+        call('proof', 'eth_getProof', [m.contracts[0], [slot], qty(head)]),
+        (r) => (((r['storageProof'] as Record<string, unknown>[])[0] as Record<string, unknown>)['value'] = '0x1'),
+      ],
+      [
+        call('logs', 'eth_getLogs', [{ address: m.contracts[0], fromBlock: '0x1', toBlock: qty(head) }]),
+        (r) => (r['__drop'] = true),
+      ],
     ];
     for (const [c, alter] of cases) {
       const r = await ask(c);

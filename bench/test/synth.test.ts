@@ -65,14 +65,18 @@ describe('synthetic chain encodings', () => {
             const tx = RLP.decode(raw) as Uint8Array[];
             expect(hex(RLP.encode(tx))).toBe(hex(raw));
             expect(decodeUint(tx[0] as Uint8Array)).toBe(nonce++);
-            expect(hex(tx[3] as Uint8Array)).toBe(hex((b.logs[i] as { address: Uint8Array }[])[0]?.address as Uint8Array));
+            expect(hex(tx[3] as Uint8Array)).toBe(
+              hex((b.logs[i] as { address: Uint8Array }[])[0]?.address as Uint8Array),
+            );
             expect(hex(b.txHashes[i] as Uint8Array)).toBe(hex(referenceKeccak(raw)));
             gas += 30_000 + 10_000 * (b.logs[i] as unknown[]).length;
             expect(b.receipts[i]?.cumulativeGasUsed).toBe(BigInt(gas));
           });
           expect(decodeUint(fields[10] as Uint8Array)).toBe(gas);
           // The block's RLP: [header fields, [legacy txs as lists], uncles []].
-          expect(b.body.size).toBe(RLP.encode([fields, b.body.transactions.map((raw) => RLP.decode(raw) as Uint8Array[]), []]).length);
+          expect(b.body.size).toBe(
+            RLP.encode([fields, b.body.transactions.map((raw) => RLP.decode(raw) as Uint8Array[]), []]).length,
+          );
           logs += all.length;
         }
       }

@@ -4,12 +4,7 @@
 // and their rewards are paid by the VM. The seal (mixHash/nonce) is not a valid ethash proof,
 // like geth's chain maker with a fake ethash engine.
 import { RLP } from '@ethereumjs/rlp';
-import {
-  Block,
-  type BlockHeader,
-  createBlockHeader,
-  genTransactionsTrieRoot,
-} from '@ethereumjs/block';
+import { Block, type BlockHeader, createBlockHeader, genTransactionsTrieRoot } from '@ethereumjs/block';
 import { createCommonFromGethGenesis, type GethGenesis, Hardfork } from '@ethereumjs/common';
 import {
   type AccessList,
@@ -365,17 +360,29 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
         if (r < 0.13) {
           const n = rng.int(4, 30);
           const data = rng.bytes(rng.int(0, 240));
-          add(from, emitterAddr, encodeCall(contracts.emitter, 'burst', [n, rng.bigint(64), data]), 80_000n + BigInt(n) * 9_000n, {
-            accessList: accessListFor(emitterAddr),
-          });
+          add(
+            from,
+            emitterAddr,
+            encodeCall(contracts.emitter, 'burst', [n, rng.bigint(64), data]),
+            80_000n + BigInt(n) * 9_000n,
+            {
+              accessList: accessListFor(emitterAddr),
+            },
+          );
         } else if (r < 0.16) {
           const data = rng.bytes(rng.int(200, 240));
           add(from, emitterAddr, encodeCall(contracts.emitter, 'emitAll', [rng.bigint(64), data]), 200_000n);
         } else if (r < 0.18) {
           const n = rng.int(1, 10);
-          add(from, emitterAddr, encodeCall(contracts.emitter, 'burstThenRevert', [n, rng.bigint(64), rng.bytes(32)]), 80_000n + BigInt(n) * 9_000n, {
-            expectSuccess: false,
-          });
+          add(
+            from,
+            emitterAddr,
+            encodeCall(contracts.emitter, 'burstThenRevert', [n, rng.bigint(64), rng.bytes(32)]),
+            80_000n + BigInt(n) * 9_000n,
+            {
+              expectSuccess: false,
+            },
+          );
         } else if (r < 0.4) {
           const to = rng.chance(0.7) ? otherSender(from).address : rng.pick(recipients);
           const have = tokenBalance.get(from.hex) ?? 0n;
@@ -387,18 +394,31 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
           tokenBalance.set(to.toString(), (tokenBalance.get(to.toString()) ?? 0n) + amount);
         } else if (r < 0.5) {
           const k = rng.int(2, 20);
-          const tos = Array.from({ length: k }, () => (rng.chance(0.5) ? rng.pick(senders).address : rng.pick(recipients)).toString());
+          const tos = Array.from({ length: k }, () =>
+            (rng.chance(0.5) ? rng.pick(senders).address : rng.pick(recipients)).toString(),
+          );
           const have = tokenBalance.get(from.hex) ?? 0n;
           const amount = rng.bigint(48);
           if (amount * BigInt(k) > have) continue;
-          add(from, tokenAddr, encodeCall(contracts.token, 'batchTransfer', [tos, amount]), 70_000n + BigInt(k) * 32_000n);
+          add(
+            from,
+            tokenAddr,
+            encodeCall(contracts.token, 'batchTransfer', [tos, amount]),
+            70_000n + BigInt(k) * 32_000n,
+          );
           tokenBalance.set(from.hex, have - amount * BigInt(k));
           for (const to of tos) tokenBalance.set(to, (tokenBalance.get(to) ?? 0n) + amount);
         } else if (r < 0.53) {
           const have = tokenBalance.get(from.hex) ?? 0n;
-          add(from, tokenAddr, encodeCall(contracts.token, 'transfer', [otherSender(from).hex, have + 1n + rng.bigint(32)]), 90_000n, {
-            expectSuccess: false,
-          });
+          add(
+            from,
+            tokenAddr,
+            encodeCall(contracts.token, 'transfer', [otherSender(from).hex, have + 1n + rng.bigint(32)]),
+            90_000n,
+            {
+              expectSuccess: false,
+            },
+          );
         } else if (r < 0.58) {
           const spender = otherSender(from);
           const amount = rng.bigint(80);
@@ -425,7 +445,9 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
           });
           registryEntries.push({ caller: from.hex, key, value });
         } else if (r < 0.73) {
-          add(from, registryAddr, encodeCall(contracts.registry, 'fail', [rng.int(0, 1000)]), 60_000n, { expectSuccess: false });
+          add(from, registryAddr, encodeCall(contracts.registry, 'fail', [rng.int(0, 1000)]), 60_000n, {
+            expectSuccess: false,
+          });
         } else if (r < 0.9) {
           const to = rng.chance(0.6) ? otherSender(from).address : rng.pick(recipients);
           const value = rng.chance(0.1) ? 0n : rng.bigint(60);
@@ -437,7 +459,12 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
           // more burst traffic on the hot contract
           const n = rng.int(4, 20);
           const data = rng.bytes(rng.int(0, 120));
-          add(from, emitterAddr, encodeCall(contracts.emitter, 'burst', [n, rng.bigint(64), data]), 80_000n + BigInt(n) * 9_000n);
+          add(
+            from,
+            emitterAddr,
+            encodeCall(contracts.emitter, 'burst', [n, rng.bigint(64), data]),
+            80_000n + BigInt(n) * 9_000n,
+          );
         }
       }
       // Congestion after London: a few runs of blocks whose gas used is far above the target,
@@ -448,7 +475,9 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
           congestionLeft--;
           const room = (gasLimit * 8n) / 10n - plannedGas;
           if (room > 100_000n) {
-            add(rng.pick(senders), registryAddr, encodeCall(contracts.registry, 'burn', []), room, { expectSuccess: false });
+            add(rng.pick(senders), registryAddr, encodeCall(contracts.registry, 'burn', []), room, {
+              expectSuccess: false,
+            });
           }
         }
       }
@@ -496,7 +525,9 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
       if (receipt === undefined) throw new Error(`block ${number}: missing receipt ${i}`);
       const ok = 'status' in receipt ? receipt.status === 1 : true;
       if (ok !== p.expectSuccess) {
-        throw new Error(`block ${number} tx ${i}: status ${ok ? 1 : 0}, planned ${p.expectSuccess ? 'success' : 'revert'}`);
+        throw new Error(
+          `block ${number} tx ${i}: status ${ok ? 1 : 0}, planned ${p.expectSuccess ? 'success' : 'revert'}`,
+        );
       }
       stats.txs++;
       stats.txsByKind[p.kind]++;
@@ -570,7 +601,9 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
       const from = forkRng.pick(senders);
       const tip = BigInt(forkRng.int(1, 20)) * (GWEI / 10n);
       const emit = forkRng.chance(0.5);
-      const data = emit ? encodeCall(contracts.emitter, 'emitAll', [forkRng.bigint(64), forkRng.bytes(forkRng.int(0, 80))]) : new Uint8Array(0);
+      const data = emit
+        ? encodeCall(contracts.emitter, 'emitAll', [forkRng.bigint(64), forkRng.bytes(forkRng.int(0, 80))])
+        : new Uint8Array(0);
       txs.push(
         createFeeMarket1559Tx(
           {
@@ -599,7 +632,11 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
       nonce: forkRng.bytes(8),
       baseFeePerGas,
     };
-    const draftHeader = createBlockHeader(headerData, { common, setHardfork: true, calcDifficultyFromHeader: forkParent });
+    const draftHeader = createBlockHeader(headerData, {
+      common,
+      setHardfork: true,
+      calcDifficultyFromHeader: forkParent,
+    });
     const draft = new Block(draftHeader, txs, [], undefined, { common });
     const result = await runBlock(vm, { block: draft, generate: true, skipBlockValidation: true });
     const finalHeader = createBlockHeader(
@@ -626,7 +663,9 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
     forkParent = block.header;
   }
   forkStats.headHash = bytesToHex(forkParent.hash());
-  progress(`fork: blocks ${FORK_AT + 1}..${FORK_AT + FORK_BLOCKS} on block ${FORK_AT}: ${forkStats.txs} txs, ${forkStats.logs} logs, head ${forkStats.headHash}`);
+  progress(
+    `fork: blocks ${FORK_AT + 1}..${FORK_AT + FORK_BLOCKS} on block ${FORK_AT}: ${forkStats.txs} txs, ${forkStats.logs} logs, head ${forkStats.headHash}`,
+  );
 
   return {
     fork: { chainRlp: concat(forkBlocks), forkAt: FORK_AT, ...forkStats },

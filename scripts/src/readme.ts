@@ -3,7 +3,16 @@
 import { bytesToHex } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 
-import { BEACONS_IN_BLOCK_1, BLOCK_COUNT, CHAIN_ID, GENESIS_TIMESTAMP, LONDON_BLOCK, mappingSlot, SENDER_BALANCE, type FixtureOutput } from './builder.js';
+import {
+  BEACONS_IN_BLOCK_1,
+  BLOCK_COUNT,
+  CHAIN_ID,
+  GENESIS_TIMESTAMP,
+  LONDON_BLOCK,
+  mappingSlot,
+  SENDER_BALANCE,
+  type FixtureOutput,
+} from './builder.js';
 
 function topic(signature: string): string {
   return bytesToHex(keccak256(new TextEncoder().encode(signature)));

@@ -99,7 +99,10 @@ function checkGasLimit(h: Header, parent: Header, london: bigint): void {
   const parentLimit = h.number === london ? parent.gasLimit * 2n : parent.gasLimit;
   const bound = parentLimit / 1024n;
   const diff = h.gasLimit > parentLimit ? h.gasLimit - parentLimit : parentLimit - h.gasLimit;
-  check(diff < bound && h.gasLimit >= 5000n, `block ${h.number}: gas limit ${h.gasLimit} invalid after ${parent.gasLimit}`);
+  check(
+    diff < bound && h.gasLimit >= 5000n,
+    `block ${h.number}: gas limit ${h.gasLimit} invalid after ${parent.gasLimit}`,
+  );
   check(h.gasUsed <= h.gasLimit, `block ${h.number}: gasUsed above gasLimit`);
 }
 
@@ -213,9 +216,15 @@ export async function decodeChain(dir?: string): Promise<DecodeReport> {
 
     // numbering, parent links, timestamps, difficulty, gas limit
     check(h.number === BigInt(i + 1), `${where}: header number ${h.number}`);
-    check(h.parentHash === parent.hash, `${where}: parentHash ${h.parentHash} is not the hash of the previous block ${parent.hash}`);
+    check(
+      h.parentHash === parent.hash,
+      `${where}: parentHash ${h.parentHash} is not the hash of the previous block ${parent.hash}`,
+    );
     check(h.timestamp > parent.timestamp, `${where}: timestamp does not increase`);
-    check(h.difficulty === expectedDifficulty(h, parent), `${where}: difficulty ${h.difficulty}, expected ${expectedDifficulty(h, parent)}`);
+    check(
+      h.difficulty === expectedDifficulty(h, parent),
+      `${where}: difficulty ${h.difficulty}, expected ${expectedDifficulty(h, parent)}`,
+    );
     checkGasLimit(h, parent, london);
     check(h.difficulty > 0n, `${where}: zero difficulty`);
     const newTd = td + h.difficulty;
@@ -234,7 +243,10 @@ export async function decodeChain(dir?: string): Promise<DecodeReport> {
 
     // uncles
     const uncleList = asList(uncleItems, `${where} uncles`);
-    check(hex(h.uncleHash) === hex(keccak256(RLP.encode(uncleList))), `${where}: uncles hash does not match the uncles`);
+    check(
+      hex(h.uncleHash) === hex(keccak256(RLP.encode(uncleList))),
+      `${where}: uncles hash does not match the uncles`,
+    );
     unclesPerBlock[uncleList.length] = (unclesPerBlock[uncleList.length] ?? 0) + 1;
     for (const [j, u] of uncleList.entries()) {
       const uw = `${where} uncle ${j}`;
@@ -243,7 +255,10 @@ export async function decodeChain(dir?: string): Promise<DecodeReport> {
       check(depth >= 1 && depth <= 6, `${uw}: depth ${depth} outside 1..6`);
       uncleDepths[depth] = (uncleDepths[depth] ?? 0) + 1;
       const uncleParent = canonical.get(uh.number - 1n);
-      check(uncleParent !== undefined && uh.parentHash === uncleParent.hash, `${uw}: parent is not a canonical ancestor`);
+      check(
+        uncleParent !== undefined && uh.parentHash === uncleParent.hash,
+        `${uw}: parent is not a canonical ancestor`,
+      );
       check(!canonicalHashes.has(uh.hash), `${uw}: is itself canonical`);
       check(!seenUncles.has(uh.hash), `${uw}: included twice`);
       seenUncles.add(uh.hash);
@@ -276,7 +291,10 @@ export async function decodeChain(dir?: string): Promise<DecodeReport> {
         const v = toBig(asBytes(fields[6], 'v'));
         if (v === 27n || v === 28n) txTypes.legacyUnprotected++;
         else {
-          check(v === chainId * 2n + 35n || v === chainId * 2n + 36n, `${tw}: v ${v} is neither 27/28 nor EIP-155 for chain ${chainId}`);
+          check(
+            v === chainId * 2n + 35n || v === chainId * 2n + 36n,
+            `${tw}: v ${v} is neither 27/28 nor EIP-155 for chain ${chainId}`,
+          );
           txTypes.legacyEip155++;
         }
       }

@@ -36,12 +36,20 @@ const [, caller, keyDec, nestedSlot, nestedValue] = match(
   /made by `(0x[0-9a-f]{40})` with\s+key (\d+):[\s\S]*?= `(0x[0-9a-f]{64})` and holds\s+`(0x[0-9a-f]{64})`/,
   'the nested mapping example',
 ) as unknown as [string, string, string, string, string];
-const registry = match(readme, /Registry \(plain slots \+ nested mapping\) \| `(0x[0-9a-f]{40})`/, 'the Registry address')[1]!;
+const registry = match(
+  readme,
+  /Registry \(plain slots \+ nested mapping\) \| `(0x[0-9a-f]{40})`/,
+  'the Registry address',
+)[1]!;
 
 describe('fixtures/chain.rlp executed with @ethereumjs/vm', () => {
   let report: ExecuteReport;
   beforeAll(async () => {
-    report = await runHelper<ExecuteReport>('chain-executor', [FIXTURES_DIR, `${token}:${holderSlot}`, `${registry}:${nestedSlot}`]);
+    report = await runHelper<ExecuteReport>('chain-executor', [
+      FIXTURES_DIR,
+      `${token}:${holderSlot}`,
+      `${registry}:${nestedSlot}`,
+    ]);
   }, 1_200_000); // ~80 s of CPU; slower on a shared machine
 
   it('reproduces every block (state root, receipts root, bloom, gas used)', () => {

@@ -37,7 +37,10 @@ export async function executeChain(dir?: string, storageQueries: readonly string
   const vm = await createVM({ common: common.copy(), setHardfork: true });
   for (const [addr, acct] of Object.entries(genesis.alloc)) {
     const address = new Address(hex(addr));
-    await vm.stateManager.putAccount(address, createAccount({ balance: BigInt(acct.balance), nonce: BigInt(acct.nonce ?? 0) }));
+    await vm.stateManager.putAccount(
+      address,
+      createAccount({ balance: BigInt(acct.balance), nonce: BigInt(acct.nonce ?? 0) }),
+    );
     if (acct.code !== undefined) await vm.stateManager.putCode(address, hex(acct.code));
     for (const [k, v] of Object.entries(acct.storage ?? {})) await vm.stateManager.putStorage(address, hex(k), hex(v));
   }
@@ -72,7 +75,8 @@ export async function executeChain(dir?: string, storageQueries: readonly string
   for (const [i, encoded] of splitRlpItems(readChain(dir)).entries()) {
     const block = createBlockFromRLP(encoded, { common, setHardfork: true });
     const where = `block #${block.header.number} (file item ${i})`;
-    if (!equalsBytes(block.header.parentHash, parentHash)) throw new Error(`${where}: parentHash does not link to the previous block`);
+    if (!equalsBytes(block.header.parentHash, parentHash))
+      throw new Error(`${where}: parentHash does not link to the previous block`);
     // The header against its parent (difficulty, gas limit, base fee) is checked by the decoder;
     // the VM here has no blockchain to look the parent up in.
     const result = await runBlock(vm, { block, skipHeaderValidation: true });
@@ -97,7 +101,8 @@ export async function executeChain(dir?: string, storageQueries: readonly string
   }
   for (const q of storageQueries) {
     const [address, slot] = q.split(':');
-    if (address === undefined || slot === undefined) throw new Error(`storage query ${JSON.stringify(q)}: expected <address>:<slot>`);
+    if (address === undefined || slot === undefined)
+      throw new Error(`storage query ${JSON.stringify(q)}: expected <address>:<slot>`);
     const value = await vm.stateManager.getStorage(new Address(hex(address)), hex(slot));
     report.storage[q] = `0x${Buffer.from(value).toString('hex').padStart(64, '0')}`;
   }

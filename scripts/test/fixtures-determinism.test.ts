@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import { FIXTURES_DIR, REPO_ROOT } from './fixture-files.js';
 
 async function sha256(path: string): Promise<string> {
-  return createHash('sha256').update(await readFile(path)).digest('hex');
+  return createHash('sha256')
+    .update(await readFile(path))
+    .digest('hex');
 }
 
 function runGenerator(out: string): Promise<{ code: number | null; stderr: string }> {
@@ -45,7 +47,9 @@ describe('fixture generator', () => {
   }, 1_200_000); // the generator needs ~100 s of CPU
 
   it('rejects a missing --out with a usage message', async () => {
-    const child = spawn(process.execPath, [join(REPO_ROOT, 'scripts/dist/gen-fixtures.js')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'scripts/dist/gen-fixtures.js')], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (c: string) => (stderr += c));

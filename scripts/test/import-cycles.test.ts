@@ -33,7 +33,10 @@ describe('import cycles', () => {
       write('src/ok.ts', "import { b } from './b.js';\nexport const ok = b;\n");
       write('test/self.test.ts', "import './self.test.js';\n");
       write('dist/src/a.ts', "import './a.js';\n"); // build output is not scanned
-      expect(importCycles(importGraph(dir), dir)).toEqual([['src/a.ts', 'src/b.ts', 'src/deep/c.ts'], ['test/self.test.ts']]);
+      expect(importCycles(importGraph(dir), dir)).toEqual([
+        ['src/a.ts', 'src/b.ts', 'src/deep/c.ts'],
+        ['test/self.test.ts'],
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -17,17 +17,22 @@ const pkgDir = (name: string) => dirname(require.resolve(`${name}/package.json`)
 
 describe('native modules load without install scripts', () => {
   test('the root package.json denies every install script it knows, and approves none', () => {
-    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { allowScripts?: Record<string, boolean> };
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      allowScripts?: Record<string, boolean>;
+    };
     expect(pkg.allowScripts).toBeDefined();
     expect(Object.values(pkg.allowScripts!).every((v) => v === false)).toBe(true);
   });
 
-  test.each(['classic-level', 'secp256k1', 'bufferutil', 'utf-8-validate'])('%s: node-gyp-build finds a prebuilt binary', (name) => {
-    const dir = pkgDir(name);
-    const binary = gypBuild.path(dir);
-    expect(binary.startsWith(join(dir, 'prebuilds') + sep)).toBe(true);
-    expect(() => require(binary)).not.toThrow();
-  });
+  test.each(['classic-level', 'secp256k1', 'bufferutil', 'utf-8-validate'])(
+    '%s: node-gyp-build finds a prebuilt binary',
+    (name) => {
+      const dir = pkgDir(name);
+      const binary = gypBuild.path(dir);
+      expect(binary.startsWith(join(dir, 'prebuilds') + sep)).toBe(true);
+      expect(() => require(binary)).not.toThrow();
+    },
+  );
 
   test('classic-level: a database opens, writes and reads back', async () => {
     const { ClassicLevel } = (await import('classic-level')) as typeof import('classic-level');
@@ -59,12 +64,19 @@ describe('native modules load without install scripts', () => {
     expect(typeof uws.App).toBe('function');
     const loaded = Object.keys(require.cache).filter((k) => k.includes(`${sep}binaries${sep}uws_`));
     expect(loaded).toEqual([
-      join(pkgDir('uWebSockets.js'), 'binaries', `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`),
+      join(
+        pkgDir('uWebSockets.js'),
+        'binaries',
+        `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`,
+      ),
     ]);
   });
 
   test('anvil: the binary from the platform package runs', () => {
-    const out = spawnSync(join(root, 'node_modules', '.bin', 'anvil'), ['--version'], { encoding: 'utf8', timeout: 60_000 });
+    const out = spawnSync(join(root, 'node_modules', '.bin', 'anvil'), ['--version'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(out.status).toBe(0);
     expect(out.stdout).toMatch(/anvil Version: 1\.7\.1/);
   });

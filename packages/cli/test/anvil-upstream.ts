@@ -18,12 +18,31 @@ export const DEV = [
 
 export const GENESIS = {
   config: {
-    chainId: 31337, homesteadBlock: 0, eip150Block: 0, eip155Block: 0, eip158Block: 0, byzantiumBlock: 0, constantinopleBlock: 0,
-    petersburgBlock: 0, istanbulBlock: 0, berlinBlock: 0, londonBlock: 0, mergeNetsplitBlock: 0, terminalTotalDifficulty: 0,
-    terminalTotalDifficultyPassed: true, shanghaiTime: 0, cancunTime: 0,
+    chainId: 31337,
+    homesteadBlock: 0,
+    eip150Block: 0,
+    eip155Block: 0,
+    eip158Block: 0,
+    byzantiumBlock: 0,
+    constantinopleBlock: 0,
+    petersburgBlock: 0,
+    istanbulBlock: 0,
+    berlinBlock: 0,
+    londonBlock: 0,
+    mergeNetsplitBlock: 0,
+    terminalTotalDifficulty: 0,
+    terminalTotalDifficultyPassed: true,
+    shanghaiTime: 0,
+    cancunTime: 0,
   },
-  nonce: '0x0', timestamp: '0x0', extraData: '0x', gasLimit: '0x1c9c380', difficulty: '0x0',
-  mixHash: `0x${'00'.repeat(32)}`, coinbase: `0x${'00'.repeat(20)}`, baseFeePerGas: '0x3b9aca00',
+  nonce: '0x0',
+  timestamp: '0x0',
+  extraData: '0x',
+  gasLimit: '0x1c9c380',
+  difficulty: '0x0',
+  mixHash: `0x${'00'.repeat(32)}`,
+  coinbase: `0x${'00'.repeat(20)}`,
+  baseFeePerGas: '0x3b9aca00',
   alloc: Object.fromEntries(DEV.map((a) => [a.slice(2), { balance: '0x21e19e0c9bab2400000' }])),
 };
 
@@ -73,7 +92,11 @@ export async function post(url: string, init: RequestInit): Promise<Response> {
 }
 
 export async function call(url: string, method: string, params: unknown[]): Promise<Envelope> {
-  const res = await post(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await post(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   return (await res.json()) as Envelope;
 }
 
@@ -120,10 +143,27 @@ export async function startAnvil(dir: string, extra: string[] = []): Promise<Anv
   const bin = join(repoRoot(), 'node_modules', '.bin', 'anvil');
   // node_modules/.bin/anvil is a JS launcher that spawns the platform binary: run it in its own
   // process group and stop the whole group, or the binary outlives the test (holding its pipes).
-  const proc = spawn(bin, ['--init', genesisPath, '--hardfork', 'cancun', '--accounts', '4', '--no-create2', '--port', String(port), '--host', '127.0.0.1', ...extra], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const proc = spawn(
+    bin,
+    [
+      '--init',
+      genesisPath,
+      '--hardfork',
+      'cancun',
+      '--accounts',
+      '4',
+      '--no-create2',
+      '--port',
+      String(port),
+      '--host',
+      '127.0.0.1',
+      ...extra,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
   const killGroup = () => {
     try {
       if (proc.pid !== undefined) process.kill(-proc.pid, 'SIGKILL');
@@ -171,13 +211,33 @@ export function txRequest(k: number, i: number, logger: string | undefined): Rec
     case 0: // legacy transfer
       return { from, to, value: `0x${(1000 + i).toString(16)}`, gasPrice: '0x77359400', type: '0x0', gas: '0x5208' };
     case 1: // EIP-2930 transfer with an access list
-      return { from, to, value: '0x1', gasPrice: '0x77359400', type: '0x1', gas: '0x7530', accessList: [{ address: logger ?? to, storageKeys: [word] }] };
+      return {
+        from,
+        to,
+        value: '0x1',
+        gasPrice: '0x77359400',
+        type: '0x1',
+        gas: '0x7530',
+        accessList: [{ address: logger ?? to, storageKeys: [word] }],
+      };
     case 2: // EIP-1559 transfer
-      return { from, to, value: '0x2', maxFeePerGas: '0x77359400', maxPriorityFeePerGas: '0x3b9aca00', type: '0x2', gas: '0x5208' };
+      return {
+        from,
+        to,
+        value: '0x2',
+        maxFeePerGas: '0x77359400',
+        maxPriorityFeePerGas: '0x3b9aca00',
+        type: '0x2',
+        gas: '0x5208',
+      };
     case 3: // log-emitting, storage-writing call (1559)
-      return logger === undefined ? { from, to, value: '0x3', type: '0x2', gas: '0x5208' } : { from, to: logger, data: `${word}${'ab'.repeat(i % 5)}`, type: '0x2', gas: '0x186a0' };
+      return logger === undefined
+        ? { from, to, value: '0x3', type: '0x2', gas: '0x5208' }
+        : { from, to: logger, data: `${word}${'ab'.repeat(i % 5)}`, type: '0x2', gas: '0x186a0' };
     case 4: // reverting call (legacy)
-      return logger === undefined ? { from, to, value: '0x4', gasPrice: '0x77359400', type: '0x0', gas: '0x5208' } : { from, to: logger, data: '0x', gasPrice: '0x77359400', type: '0x0', gas: '0x186a0' };
+      return logger === undefined
+        ? { from, to, value: '0x4', gasPrice: '0x77359400', type: '0x0', gas: '0x5208' }
+        : { from, to: logger, data: '0x', gasPrice: '0x77359400', type: '0x0', gas: '0x186a0' };
     case 5: // contract creation (2930)
       return { from, data: LOGGER_INIT, gasPrice: '0x77359400', type: '0x1', gas: '0x30d40' };
     default: // contract creation (legacy). (Not a failing creation: see REVERTING_INIT.)

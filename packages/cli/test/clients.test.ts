@@ -65,20 +65,36 @@ beforeAll(async () => {
   if (!block) throw new Error('no block with transactions in the chain');
   const tx = (await get('eth_getTransactionByHash', [block.transactions[0]])) as Facts['tx'];
   const to = Math.min(head, blockNumber + 9);
-  const logs = (await get('eth_getLogs', [{ fromBlock: `0x${blockNumber.toString(16)}`, toBlock: `0x${to.toString(16)}` }])) as { address: string; transactionHash: string }[];
+  const logs = (await get('eth_getLogs', [
+    { fromBlock: `0x${blockNumber.toString(16)}`, toBlock: `0x${to.toString(16)}` },
+  ])) as { address: string; transactionHash: string }[];
   if (logs.length === 0) throw new Error('no logs in the range');
   const address = (logs[0] as { address: string }).address;
   const slot = '0x0';
   const value = (await get('eth_getStorageAt', [address, slot, 'latest'])) as string;
   const proofKey = `0x${'00'.repeat(32)}`;
-  const p = (await get('eth_getProof', [address, [proofKey], 'latest'])) as { storageHash: string; accountProof: string[]; storageProof: { value: string }[] };
+  const p = (await get('eth_getProof', [address, [proofKey], 'latest'])) as {
+    storageHash: string;
+    accountProof: string[];
+    storageProof: { value: string }[];
+  };
   facts = {
     blockNumber,
     block,
     tx,
-    logsRange: { from: blockNumber, to, count: logs.length, firstTxHash: (logs[0] as { transactionHash: string }).transactionHash },
+    logsRange: {
+      from: blockNumber,
+      to,
+      count: logs.length,
+      firstTxHash: (logs[0] as { transactionHash: string }).transactionHash,
+    },
     storage: { address, slot, value },
-    proof: { address, storageHash: p.storageHash, accountProof: p.accountProof, storageValue: (p.storageProof[0] as { value: string }).value },
+    proof: {
+      address,
+      storageHash: p.storageHash,
+      accountProof: p.accountProof,
+      storageValue: (p.storageProof[0] as { value: string }).value,
+    },
   };
 });
 
@@ -150,7 +166,11 @@ async function viaViem(c: ViemClient): Promise<Answers> {
   const tx = await c.getTransaction({ hash: facts.tx.hash as Hex });
   const logs = await c.getLogs({ fromBlock: BigInt(facts.logsRange.from), toBlock: BigInt(facts.logsRange.to) });
   const storage = await c.getStorageAt({ address: facts.storage.address as Hex, slot: facts.storage.slot as Hex });
-  const proof = await c.getProof({ address: facts.proof.address as Hex, storageKeys: [`0x${'00'.repeat(32)}`], blockTag: 'latest' });
+  const proof = await c.getProof({
+    address: facts.proof.address as Hex,
+    storageKeys: [`0x${'00'.repeat(32)}`],
+    blockTag: 'latest',
+  });
   return {
     blockHash: block.hash ?? '',
     txHash: tx.hash,
@@ -174,7 +194,9 @@ test('viem webSocket transport, no chain', async () => {
   try {
     check(await viaViem(c));
   } finally {
-    const rpcClient = await (c.transport as unknown as { getRpcClient: () => Promise<{ close: () => void }> }).getRpcClient();
+    const rpcClient = await (
+      c.transport as unknown as { getRpcClient: () => Promise<{ close: () => void }> }
+    ).getRpcClient();
     rpcClient.close();
   }
 });
@@ -182,7 +204,9 @@ test('viem webSocket transport, no chain', async () => {
 async function viaWeb3(w: Web3): Promise<Answers> {
   const block = await w.eth.getBlock(facts.blockNumber);
   const tx = await w.eth.getTransaction(facts.tx.hash);
-  const logs = (await w.eth.getPastLogs({ fromBlock: facts.logsRange.from, toBlock: facts.logsRange.to })) as { transactionHash?: string }[];
+  const logs = (await w.eth.getPastLogs({ fromBlock: facts.logsRange.from, toBlock: facts.logsRange.to })) as {
+    transactionHash?: string;
+  }[];
   const storage = await w.eth.getStorageAt(facts.storage.address, facts.storage.slot, 'latest');
   const proof = await w.eth.getProof(facts.proof.address, [`0x${'00'.repeat(32)}`], 'latest');
   return {

@@ -22,9 +22,21 @@ const maybe = have ? test : test.skip;
 // Infura's rule that a call failing because of the request costs 5 credits.
 const COST = { eth_blockNumber: 10, eth_getBlockByNumber: 80, requestError: 5 } as const;
 
-async function rpc(url: string, method: string, params: unknown[], headers: Record<string, string> = {}): Promise<{ status: number; body: { result?: unknown; error?: { code: number; message: string } } }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-  return { status: res.status, body: (await res.json()) as { result?: unknown; error?: { code: number; message: string } } };
+async function rpc(
+  url: string,
+  method: string,
+  params: unknown[],
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: { result?: unknown; error?: { code: number; message: string } } }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  return {
+    status: res.status,
+    body: (await res.json()) as { result?: unknown; error?: { code: number; message: string } },
+  };
 }
 
 async function until(what: string, f: () => Promise<boolean>, ms = 10_000): Promise<void> {
@@ -50,13 +62,25 @@ maybe('dashboard in chromium: login, create a key, usage table and chart, origin
     const token = (JSON.parse(tok.stdout) as { token: string }).token;
     s = await spawnServe(data.dir, ['--admin-port', '0']);
     const srv = s;
-    await until('the dashboard line', async () => /serve: dashboard http:\/\/127\.0\.0\.1:\d+\//.test(srv.output()), 5000);
+    await until(
+      'the dashboard line',
+      async () => /serve: dashboard http:\/\/127\.0\.0\.1:\d+\//.test(srv.output()),
+      5000,
+    );
     const dashUrl = (/serve: dashboard (http:\/\/127\.0\.0\.1:\d+\/)/.exec(s.output()) as RegExpExecArray)[1] as string;
 
     ctx = await chromium.launchPersistentContext(profile.dir, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1200, height: 1500 },
     });
     const problems: string[] = [];
@@ -102,23 +126,37 @@ maybe('dashboard in chromium: login, create a key, usage table and chart, origin
       const box = await over.boundingBox();
       if (!box) return '';
       await page.mouse.move(box.x + box.width - 3, box.y + box.height / 2);
-      return ((await page.locator('#chart .u-legend .u-series').nth(1).locator('.u-value').textContent()) ?? '').replace(/,/g, '');
+      return (
+        (await page.locator('#chart .u-legend .u-series').nth(1).locator('.u-value').textContent()) ?? ''
+      ).replace(/,/g, '');
     };
     expect(await lastBar()).toBe('0');
 
     // Call the JSON-RPC endpoint with the key (one answered error too).
     const url = `${s.base}/v3/${key}`;
     expect((await rpc(url, 'eth_blockNumber', [])).body.result).toBe('0x28');
-    for (const n of ['0x1', '0x2', '0x3']) expect((await rpc(url, 'eth_getBlockByNumber', [n, false])).status).toBe(200);
+    for (const n of ['0x1', '0x2', '0x3'])
+      expect((await rpc(url, 'eth_getBlockByNumber', [n, false])).status).toBe(200);
     expect((await rpc(url, 'eth_getBlockByNumber', ['0xzz', false])).body.error?.code).toBe(-32602);
     const spent = COST.eth_blockNumber + 3 * COST.eth_getBlockByNumber + COST.requestError;
 
     // The usage table and chart update (the page refreshes every 3 s).
     const methodRow = page.locator('#methods tbody tr', { hasText: 'eth_getBlockByNumber' });
     await methodRow.waitFor({ state: 'visible', timeout: 10_000 });
-    const cells = async (): Promise<string[]> => (await methodRow.locator('td').allTextContents()).map((t) => t.replace(/,/g, ''));
-    expect(await cells()).toEqual(['eth_getBlockByNumber', '4', String(3 * COST.eth_getBlockByNumber + COST.requestError), '0', '0', '1']);
-    await until('the balance card', async () => ((await page.textContent('#d-used')) ?? '').replace(/,/g, '') === String(spent));
+    const cells = async (): Promise<string[]> =>
+      (await methodRow.locator('td').allTextContents()).map((t) => t.replace(/,/g, ''));
+    expect(await cells()).toEqual([
+      'eth_getBlockByNumber',
+      '4',
+      String(3 * COST.eth_getBlockByNumber + COST.requestError),
+      '0',
+      '0',
+      '1',
+    ]);
+    await until(
+      'the balance card',
+      async () => ((await page.textContent('#d-used')) ?? '').replace(/,/g, '') === String(spent),
+    );
     expect(((await page.textContent('#d-remaining')) ?? '').replace(/,/g, '')).toBe(String(3_000_000 - spent));
     expect(await page.textContent('#d-resets')).toMatch(/T00:00:00\.000Z/);
     expect(await lastBar()).toBe(String(spent));
@@ -136,8 +174,16 @@ maybe('dashboard in chromium: login, create a key, usage table and chart, origin
     // An origin allowlist set in the page: another Origin is refused with -32002.
     await page.fill('#al-origins', 'https://*.example.com');
     await page.click('#save');
-    await until('the saved allowlist', async () => ((await page.inputValue('#al-origins')) === 'https://*.example.com' && (await page.textContent('#error')) === ''));
-    await until('the server to apply the allowlist', async () => (await rpc(url, 'eth_blockNumber', [], { origin: 'https://evil.test' })).status === 403, 3000);
+    await until(
+      'the saved allowlist',
+      async () =>
+        (await page.inputValue('#al-origins')) === 'https://*.example.com' && (await page.textContent('#error')) === '',
+    );
+    await until(
+      'the server to apply the allowlist',
+      async () => (await rpc(url, 'eth_blockNumber', [], { origin: 'https://evil.test' })).status === 403,
+      3000,
+    );
     const refused = await rpc(url, 'eth_blockNumber', [], { origin: 'https://evil.test' });
     expect(refused.body.error).toEqual({ code: -32002, message: 'rejected due to project ID settings' });
     expect((await rpc(url, 'eth_blockNumber', [], { origin: 'https://app.example.com' })).status).toBe(200);
@@ -146,7 +192,11 @@ maybe('dashboard in chromium: login, create a key, usage table and chart, origin
     // Revoke in the page: the key gets 401.
     await page.click('#revoke');
     await until('the revoked status', async () => (await page.textContent('#d-status')) === 'revoked');
-    await until('401 for the revoked key', async () => (await rpc(url, 'eth_blockNumber', [], { origin: 'https://app.example.com' })).status === 401, 3000);
+    await until(
+      '401 for the revoked key',
+      async () => (await rpc(url, 'eth_blockNumber', [], { origin: 'https://app.example.com' })).status === 401,
+      3000,
+    );
     await page.screenshot({ path: join(shots, '5-revoked.png') });
 
     // Reload: the session survives (HttpOnly cookie), the key is nowhere in the page.

@@ -33,7 +33,10 @@ async function metric(url: string, name: string): Promise<number> {
 }
 
 /** A client that keeps asking small questions and records how long each answer takes. */
-function latencyProbe(ws: WsClient, httpUrl: string): { stop: () => Promise<{ ws: number[]; http: number[]; errors: number }> } {
+function latencyProbe(
+  ws: WsClient,
+  httpUrl: string,
+): { stop: () => Promise<{ ws: number[]; http: number[]; errors: number }> } {
   const out = { ws: [] as number[], http: [] as number[], errors: 0 };
   let running = true;
   const waiting: ((d: string) => void)[] = [];
@@ -43,7 +46,14 @@ function latencyProbe(ws: WsClient, httpUrl: string): { stop: () => Promise<{ ws
       const t = performance.now();
       const reply = await new Promise<string>((r) => {
         waiting.push(r);
-        ws.send(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'eth_getBlockByNumber', params: [`0x${(200 + (i % 1000)).toString(16)}`, false] }));
+        ws.send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: i,
+            method: 'eth_getBlockByNumber',
+            params: [`0x${(200 + (i % 1000)).toString(16)}`, false],
+          }),
+        );
       });
       out.ws.push(performance.now() - t);
       if (!reply.includes('"result":{')) out.errors++;
@@ -53,7 +63,10 @@ function latencyProbe(ws: WsClient, httpUrl: string): { stop: () => Promise<{ ws
   const httpLoop = (async () => {
     for (let i = 0; running; i++) {
       const t = performance.now();
-      const res = await fetch(httpUrl, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'eth_blockNumber', params: [] }) });
+      const res = await fetch(httpUrl, {
+        method: 'POST',
+        body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'eth_blockNumber', params: [] }),
+      });
       const text = await res.text();
       out.http.push(performance.now() - t);
       if (res.status !== 200 || !text.includes('"result"')) out.errors++;
@@ -69,7 +82,8 @@ function latencyProbe(ws: WsClient, httpUrl: string): { stop: () => Promise<{ ws
   };
 }
 
-const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const pct = (xs: number[], p: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
 describe('flood: a WebSocket client that never reads', () => {
   let dir: string;
@@ -111,7 +125,14 @@ describe('flood: a WebSocket client that never reads', () => {
 
       const hog = await rawWebSocket(srv.port, `/ws/v3/${key}`);
       const during = latencyProbe(ws, srv.url(key));
-      const batch = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_getBlockByNumber', params: [`0x${(i + 1).toString(16)}`, true] })));
+      const batch = JSON.stringify(
+        Array.from({ length: 100 }, (_, i) => ({
+          jsonrpc: '2.0',
+          id: i,
+          method: 'eth_getBlockByNumber',
+          params: [`0x${(i + 1).toString(16)}`, true],
+        })),
+      );
       // 60 batches of ~0.8 MB answers each: ~48 MB, far past the 8 MiB a connection may hold.
       for (let i = 0; i < 60; i++) hog.socket.write(textFrame(batch));
       const deadline = Date.now() + 60_000;
@@ -135,7 +156,12 @@ describe('flood: a WebSocket client that never reads', () => {
       expect(flood.http.length).toBeGreaterThan(10);
       const summary = {
         baseline: { ws: pct(baseline.ws, 50), http: pct(baseline.http, 50) },
-        during: { wsP50: pct(flood.ws, 50), wsP99: pct(flood.ws, 99), httpP50: pct(flood.http, 50), httpP99: pct(flood.http, 99) },
+        during: {
+          wsP50: pct(flood.ws, 50),
+          wsP99: pct(flood.ws, 99),
+          httpP50: pct(flood.http, 50),
+          httpP99: pct(flood.http, 99),
+        },
         maxRss,
       };
       // eslint-disable-next-line no-console

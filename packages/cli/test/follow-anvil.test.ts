@@ -43,7 +43,16 @@ describe('serve --follow with anvil as the upstream', () => {
     await writeFile(genesisPath, JSON.stringify(GENESIS));
     const datadir = join(temp.dir, 'data');
     const { key } = await createKeyCli(datadir, 'custom');
-    node = await spawnServe(datadir, ['--follow', anvil.url, '--genesis', genesisPath, '--poll-ms', '50', '--metrics-port', '0']);
+    node = await spawnServe(datadir, [
+      '--follow',
+      anvil.url,
+      '--genesis',
+      genesisPath,
+      '--poll-ms',
+      '50',
+      '--metrics-port',
+      '0',
+    ]);
     ours = node.url(key);
   }, 120_000);
 
@@ -70,7 +79,11 @@ describe('serve --follow with anvil as the upstream', () => {
         // Remember deployed loggers for log-emitting calls.
         const blk = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', true]);
         for (const tx of blk.transactions as Json[]) {
-          if (tx.to !== null || tx.input !== `0x${'601f600c600039601f6000f3'}361560195736600060003733600035366000a23360003555005b60006000fd`) continue;
+          if (
+            tx.to !== null ||
+            tx.input !== `0x${'601f600c600039601f6000f3'}361560195736600060003733600035366000a23360003555005b60006000fd`
+          )
+            continue;
           const receipt = await result<Json>(anvil.url, 'eth_getTransactionReceipt', [tx.hash]);
           if (receipt.status === '0x1') loggers.push(receipt.contractAddress as string);
         }
@@ -84,7 +97,10 @@ describe('serve --follow with anvil as the upstream', () => {
     for (;;) {
       const got = (await call(ours, 'eth_getBlockByNumber', ['latest', false])).result as Json | null;
       if (got?.hash === want.hash) return;
-      if (Date.now() - t0 > 60_000) throw new Error(`not synced: ours ${got?.number} ${got?.hash}, anvil ${want.number} ${want.hash}\n${node.output().slice(-2000)}`);
+      if (Date.now() - t0 > 60_000)
+        throw new Error(
+          `not synced: ours ${got?.number} ${got?.hash}, anvil ${want.number} ${want.hash}\n${node.output().slice(-2000)}`,
+        );
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -112,7 +128,8 @@ describe('serve --follow with anvil as the upstream', () => {
     const [ta, tm] = await Promise.all([batch(anvil.url, byHash), batch(ours, byHash)]);
     ta.forEach((a, i) => {
       const r = a.result as Json;
-      const size = createBlockFromRPC((theirs[i]?.result ?? {}) as never, [], { common, setHardfork: true }).serialize().length;
+      const size = createBlockFromRPC((theirs[i]?.result ?? {}) as never, [], { common, setHardfork: true }).serialize()
+        .length;
       expect([i, tm[i]?.result]).toEqual([i, { ...r, size: hexN(size) }]);
     });
     // Every transaction.
@@ -132,7 +149,11 @@ describe('serve --follow with anvil as the upstream', () => {
     // geth rule: the uncle of an unknown block is null (anvil: -32001 "Resource not found").
     expect((await call(ours, 'eth_getUncleByBlockHashAndIndex', [`0x${'12'.repeat(32)}`, '0x0'])).result).toBeNull();
     // Logs: the whole range, by address, by topic, per block hash.
-    const logQueries: Json[] = [{ fromBlock: '0x0', toBlock: 'latest' }, ...loggers.map((address) => ({ fromBlock: '0x0', toBlock: 'latest', address })), { fromBlock: '0x0', toBlock: 'latest', topics: [null, `0x${'00'.repeat(12)}${(DEV[3] as string).slice(2)}`] }];
+    const logQueries: Json[] = [
+      { fromBlock: '0x0', toBlock: 'latest' },
+      ...loggers.map((address) => ({ fromBlock: '0x0', toBlock: 'latest', address })),
+      { fromBlock: '0x0', toBlock: 'latest', topics: [null, `0x${'00'.repeat(12)}${(DEV[3] as string).slice(2)}`] },
+    ];
     let logs = 0;
     for (const q of logQueries) {
       const [a, o] = await Promise.all([call(anvil.url, 'eth_getLogs', [q]), call(ours, 'eth_getLogs', [q])]);
@@ -147,13 +168,20 @@ describe('serve --follow with anvil as the upstream', () => {
     const slots = Array.from({ length: 4 }, (_, k) => `0x${(k * 7919 + 3).toString(16).padStart(64, '0')}`);
     for (const address of [...loggers, ...DEV]) {
       for (const slot of slots) {
-        const [a, o] = await Promise.all([call(anvil.url, 'eth_getStorageAt', [address, slot, 'latest']), call(ours, 'eth_getStorageAt', [address, slot, 'latest'])]);
+        const [a, o] = await Promise.all([
+          call(anvil.url, 'eth_getStorageAt', [address, slot, 'latest']),
+          call(ours, 'eth_getStorageAt', [address, slot, 'latest']),
+        ]);
         expect(o.result).toEqual(a.result);
       }
-      const [a, o] = await Promise.all([call(anvil.url, 'eth_getProof', [address, slots, 'latest']), call(ours, 'eth_getProof', [address, slots, 'latest'])]);
+      const [a, o] = await Promise.all([
+        call(anvil.url, 'eth_getProof', [address, slots, 'latest']),
+        call(ours, 'eth_getProof', [address, slots, 'latest']),
+      ]);
       const want = a.result as Json;
       // geth rule: an empty storage trie has no nodes to prove (anvil: ["0x80"]).
-      if (want.storageHash === EMPTY_TRIE) want.storageProof = (want.storageProof as Json[]).map((p) => ({ ...p, proof: [] }));
+      if (want.storageHash === EMPTY_TRIE)
+        want.storageProof = (want.storageProof as Json[]).map((p) => ({ ...p, proof: [] }));
       expect(o.result).toEqual(want);
     }
     return { blocks: nums.length, txs: txHashes.length, logs };
@@ -169,7 +197,14 @@ describe('serve --follow with anvil as the upstream', () => {
     expect(loggers.length).toBeGreaterThan(0);
     // The node verified every block itself: /health reports the follow state.
     const health = (await (await fetch(`${node.base}/health`)).json()) as Json;
-    expect(health.follow).toMatchObject({ state: 'following', localHead: 205, upstreamHead: 205, lagBlocks: 0, reorgs: 0, lastError: null });
+    expect(health.follow).toMatchObject({
+      state: 'following',
+      localHead: 205,
+      upstreamHead: 205,
+      lagBlocks: 0,
+      reorgs: 0,
+      lastError: null,
+    });
   });
 
   test('anvil_reorg at depths 1..5 with replacement txs, then anvil_rollback: every block equals anvil after each', async () => {
@@ -192,7 +227,10 @@ describe('serve --follow with anvil as the upstream', () => {
       await waitSynced();
       await compareAll();
       for (const h of orphanTxs) {
-        const [a, o] = await Promise.all([call(anvil.url, 'eth_getTransactionByHash', [h]), call(ours, 'eth_getTransactionByHash', [h])]);
+        const [a, o] = await Promise.all([
+          call(anvil.url, 'eth_getTransactionByHash', [h]),
+          call(ours, 'eth_getTransactionByHash', [h]),
+        ]);
         // anvil_reorg may mine an orphaned tx again in the new branch: then both answer it from
         // there. A tx only in orphaned blocks (anvil: null, or back in its pool with blockHash
         // null) is null here — geth's rule; this node has no pool.
@@ -226,7 +264,8 @@ describe('serve --follow with anvil as the upstream', () => {
     const old = await result<Json>(anvil.url, 'eth_getBlockByNumber', [hexN(head), false]);
     // State read at the block while it is canonical (its state root cached by the threads that answer)...
     const atOld = ['0x0000000000000000000000000000000000000000', '0x0', { blockHash: old.hash }];
-    for (let i = 0; i < 8; i++) expect((await call(ours, 'eth_getStorageAt', atOld)).result).toBe(`0x${'0'.repeat(64)}`);
+    for (let i = 0; i < 8; i++)
+      expect((await call(ours, 'eth_getStorageAt', atOld)).result).toBe(`0x${'0'.repeat(64)}`);
     await result(anvil.url, 'anvil_reorg', [1, []]);
     await waitSynced();
     // ...and not once it is orphaned (geth: -32000 header for hash not found).
@@ -234,14 +273,17 @@ describe('serve --follow with anvil as the upstream', () => {
       const e = (await call(ours, 'eth_getStorageAt', atOld)) as Envelope;
       expect([e.error?.code, e.error?.message]).toEqual([-32000, 'header for hash not found']);
     }
-    const [a, o] = await Promise.all([call(anvil.url, 'eth_getBlockByHash', [old.hash, false]), call(ours, 'eth_getBlockByHash', [old.hash, false])]);
+    const [a, o] = await Promise.all([
+      call(anvil.url, 'eth_getBlockByHash', [old.hash, false]),
+      call(ours, 'eth_getBlockByHash', [old.hash, false]),
+    ]);
     expect(o.result).toBeNull();
     expect(a.result).toBeNull();
     const l = (await call(ours, 'eth_getLogs', [{ blockHash: old.hash }])) as Envelope;
     expect(l.error?.code).toBe(-32000);
   });
 
-  test('sync --from anvil resumes with the same --genesis given again (the stored block 0 is anvil\'s header, not the one built here)', async () => {
+  test("sync --from anvil resumes with the same --genesis given again (the stored block 0 is anvil's header, not the one built here)", async () => {
     const dir = join(temp.dir, 'resume');
     const genesisPath = join(temp.dir, 'genesis.json');
     const first = await runCli(['sync', '--from', anvil.url, '--genesis', genesisPath, '--to', '3', '--datadir', dir]);
@@ -272,8 +314,11 @@ describe('serve --follow with anvil as the upstream', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(health.follow).toMatchObject({ state: 'failed', localHead: before, upstreamHead: before + 1 });
-    expect((health.follow as Json).lastError).toMatch(new RegExp(`^block ${before + 1}: stateRoot mismatch: block says 0x[0-9a-f]{64}, computed 0x[0-9a-f]{64}$`));
-    while (!/follow: ingest stopped: block \d+: stateRoot mismatch/.test(node.output()) && Date.now() - t0 < 30_000) await new Promise((r) => setTimeout(r, 50));
+    expect((health.follow as Json).lastError).toMatch(
+      new RegExp(`^block ${before + 1}: stateRoot mismatch: block says 0x[0-9a-f]{64}, computed 0x[0-9a-f]{64}$`),
+    );
+    while (!/follow: ingest stopped: block \d+: stateRoot mismatch/.test(node.output()) && Date.now() - t0 < 30_000)
+      await new Promise((r) => setTimeout(r, 50));
     expect(node.output()).toMatch(/follow: ingest stopped: block \d+: stateRoot mismatch/);
     const metricsUrl = /metrics +GET +(http:\/\/\S+\/metrics)/.exec(node.output())?.[1];
     expect(metricsUrl).toBeDefined();

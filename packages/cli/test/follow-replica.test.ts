@@ -57,7 +57,12 @@ async function compareNodes(a: string, b: string): Promise<{ blocks: number; txs
     ...nums.map((n): [string, unknown[]] => ['eth_getUncleByBlockNumberAndIndex', [hexN(n), '0x1']]),
     ...txs.map((h): [string, unknown[]] => ['eth_getTransactionByHash', [h]]),
     ...hashes.filter((_, i) => i % 4 === 0).map((h): [string, unknown[]] => ['eth_getLogs', [{ blockHash: h }]]),
-    ...nums.filter((n) => n % 100 === 0).map((n): [string, unknown[]] => ['eth_getLogs', [{ fromBlock: hexN(n), toBlock: hexN(Math.min(head, n + 99)) }]]),
+    ...nums
+      .filter((n) => n % 100 === 0)
+      .map((n): [string, unknown[]] => [
+        'eth_getLogs',
+        [{ fromBlock: hexN(n), toBlock: hexN(Math.min(head, n + 99)) }],
+      ]),
   ];
   const sample = nums.filter((n) => n % 53 === 0 || n > head - 12);
   const token = '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359'; // FixtureToken (fixtures/README.md); slot 2: totalSupply
@@ -75,7 +80,10 @@ async function waitHead(url: string, hash: string, what: string, timeoutMs = 900
   for (;;) {
     const r = await call(url, 'eth_getBlockByNumber', ['latest', false]).catch(() => undefined);
     if ((r?.result as Json | undefined)?.hash === hash) return;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not at ${hash} after ${timeoutMs} ms (${JSON.stringify(r?.result ?? r).slice(0, 200)})`);
+    if (Date.now() - t0 > timeoutMs)
+      throw new Error(
+        `${what}: not at ${hash} after ${timeoutMs} ms (${JSON.stringify(r?.result ?? r).slice(0, 200)})`,
+      );
     await new Promise((res) => setTimeout(res, 200));
   }
 }
@@ -106,7 +114,9 @@ async function waitPast(p: ServeProcess, key: string, n: number): Promise<void> 
 /** Waits until the replica's ingest reports an upstream head of at least `n`. */
 async function waitUpstream(p: ServeProcess, n: number): Promise<void> {
   for (;;) {
-    const h = (await fetch(`${p.base}/health`).then((r) => r.json()).catch(() => undefined)) as { follow?: { upstreamHead?: number } } | undefined;
+    const h = (await fetch(`${p.base}/health`)
+      .then((r) => r.json())
+      .catch(() => undefined)) as { follow?: { upstreamHead?: number } } | undefined;
     if ((h?.follow?.upstreamHead ?? 0) >= n) return;
     await sleep(10);
   }
@@ -177,7 +187,9 @@ describe('a chainnode replica follows a chainnode primary', () => {
     // The primary imports the fork: chain.rlp leaves its store at block 1591 (a file reorg).
     const tooDeep = await runCli(['sync', '--from', FORK, '--datadir', primaryDir, '--reorg-depth', '5']);
     expect(tooDeep.code).toBe(1);
-    expect(tooDeep.stderr).toMatch(/(^|\n)node-cli: chain\.rlp leaves the stored chain at block 1591 \(stored head 1600\): a reorg of 10 blocks is deeper than --reorg-depth 5\n$/);
+    expect(tooDeep.stderr).toMatch(
+      /(^|\n)node-cli: chain\.rlp leaves the stored chain at block 1591 \(stored head 1600\): a reorg of 10 blocks is deeper than --reorg-depth 5\n$/,
+    );
     const sync = await runCli(['sync', '--from', FORK, '--datadir', primaryDir]);
     expect(sync.code).toBe(0);
     primary = await spawnServe(primaryDir, ['--port', String(port)]);
@@ -201,10 +213,17 @@ describe('a chainnode replica follows a chainnode primary', () => {
     // Orphaned: block by hash and its txs are gone, on the primary (file reorg) and replicas.
     for (const url of [pUrl, r1.url(k1), r2.url(k2)]) {
       expect(await result(url, 'eth_getBlockByHash', [orphanBlock.hash, false])).toBeNull();
-      for (const tx of orphanBlock.transactions as string[]) expect(await result(url, 'eth_getTransactionByHash', [tx])).toBeNull();
+      for (const tx of orphanBlock.transactions as string[])
+        expect(await result(url, 'eth_getTransactionByHash', [tx])).toBeNull();
     }
     const h2 = (await (await fetch(`${r2.base}/health`)).json()) as { follow: Json };
-    expect(h2.follow).toMatchObject({ state: 'following', localHead: 1605, upstreamHead: 1605, lagBlocks: 0, reorgs: 1 });
+    expect(h2.follow).toMatchObject({
+      state: 'following',
+      localHead: 1605,
+      upstreamHead: 1605,
+      lagBlocks: 0,
+      reorgs: 1,
+    });
 
     // Stores: file reorg == followed reorg == followed reorg killed 5 times.
     for (const p of [primary, r1, r2]) expect(await p.stop('SIGTERM')).toBe(0);

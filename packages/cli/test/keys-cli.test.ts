@@ -16,7 +16,20 @@ test('keys: create (name, networks, limits), list with the key prefix, show, ren
     return JSON.parse(r.stdout) as unknown;
   };
   try {
-    const c = (await cli('keys', 'create', '--plan', 'developer', '--name', 'indexer', '--networks', 'mainnet,sepolia', '--limit-per-day', '5000', '--limit-per-second', '100')) as { key: string; id: string; prefix: string };
+    const c = (await cli(
+      'keys',
+      'create',
+      '--plan',
+      'developer',
+      '--name',
+      'indexer',
+      '--networks',
+      'mainnet,sepolia',
+      '--limit-per-day',
+      '5000',
+      '--limit-per-second',
+      '100',
+    )) as { key: string; id: string; prefix: string };
     expect(c.key).toMatch(/^[0-9a-f]{32}$/);
     expect(c.prefix).toBe(c.key.slice(0, 6));
     const file = readFileSync(join(t.dir, 'keys.json'), 'utf8');
@@ -27,12 +40,29 @@ test('keys: create (name, networks, limits), list with the key prefix, show, ren
     expect(list.stdout).toContain(`${c.key.slice(0, 6)}…`);
     expect(list.stdout).toContain('indexer');
     expect(list.stdout).not.toContain(c.key);
-    expect(await cli('keys', 'show', c.id)).toMatchObject({ name: 'indexer', plan: 'developer', networks: ['mainnet', 'sepolia'], limits: { creditsPerDay: 5000, creditsPerSecond: 100 } });
+    expect(await cli('keys', 'show', c.id)).toMatchObject({
+      name: 'indexer',
+      plan: 'developer',
+      networks: ['mainnet', 'sepolia'],
+      limits: { creditsPerDay: 5000, creditsPerSecond: 100 },
+    });
 
     expect(await cli('keys', 'rename', c.id, 'indexer v2')).toMatchObject({ name: 'indexer v2' });
-    expect(await cli('keys', 'limits', c.id, '--per-day', '0')).toMatchObject({ limits: { creditsPerDay: null, creditsPerSecond: 100 } });
+    expect(await cli('keys', 'limits', c.id, '--per-day', '0')).toMatchObject({
+      limits: { creditsPerDay: null, creditsPerSecond: 100 },
+    });
     expect(await cli('keys', 'networks', c.id, 'all')).toMatchObject({ networks: null });
-    expect(await cli('keys', 'allowlist', c.id, '--origins', 'https://*.example.com', '--methods', 'eth_blockNumber,eth_getLogs')).toEqual({
+    expect(
+      await cli(
+        'keys',
+        'allowlist',
+        c.id,
+        '--origins',
+        'https://*.example.com',
+        '--methods',
+        'eth_blockNumber,eth_getLogs',
+      ),
+    ).toEqual({
       addresses: [],
       userAgents: [],
       origins: ['https://*.example.com'],
@@ -41,7 +71,9 @@ test('keys: create (name, networks, limits), list with the key prefix, show, ren
     // Invalid input: one line, exit 1, nothing changed.
     const bad = await runCli(['keys', 'allowlist', c.id, '--addresses', '0x1234', ...d]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/^node-cli: allowlists: addresses: "0x1234" is not a 0x-prefixed 20-byte hex address\n$/);
+    expect(bad.stderr).toMatch(
+      /^node-cli: allowlists: addresses: "0x1234" is not a 0x-prefixed 20-byte hex address\n$/,
+    );
 
     const sec = (await cli('keys', 'secret', 'create', c.id)) as { secret: string };
     expect(readFileSync(join(t.dir, 'keys.json'), 'utf8')).toContain(sha(sec.secret));
@@ -56,7 +88,13 @@ test('keys: create (name, networks, limits), list with the key prefix, show, ren
     expect((await runCli(['keys', 'show', c.key, ...d])).code).toBe(1);
     expect(await cli('keys', 'show', rot.key)).toMatchObject({ id: c.id, prefix: rot.key.slice(0, 6) });
 
-    const u = (await cli('keys', 'usage', c.id)) as { dailyCredits: number; used: number; days: unknown[]; minutes: unknown[]; methods: unknown[] };
+    const u = (await cli('keys', 'usage', c.id)) as {
+      dailyCredits: number;
+      used: number;
+      days: unknown[];
+      minutes: unknown[];
+      methods: unknown[];
+    };
     expect(u).toMatchObject({ dailyCredits: 15_000_000, used: 0 });
     expect(u.days).toHaveLength(30);
     expect(u.minutes).toHaveLength(16);

@@ -25,7 +25,14 @@ async function setup(env?: NodeJS.ProcessEnv): Promise<{ dir: string; store: Cha
   cleanups.push(c.cleanup);
   const store = await openChainStore(c.dir, { shared: true });
   cleanups.push(() => store.close());
-  const pool = await OffloadPool.start({ script, workerData: { datadir: c.dir, rpcConfig }, size: 2, queueLimit: 64, timeoutMs: rpcConfig.logs.timeoutMs, ...(env ? { env } : {}) });
+  const pool = await OffloadPool.start({
+    script,
+    workerData: { datadir: c.dir, rpcConfig },
+    size: 2,
+    queueLimit: 64,
+    timeoutMs: rpcConfig.logs.timeoutMs,
+    ...(env ? { env } : {}),
+  });
   cleanups.push(() => pool.close());
   return { dir: c.dir, store, pool };
 }
@@ -50,7 +57,8 @@ interface WireLog {
 }
 
 const q = (n: number): string => `0x${n.toString(16)}`;
-const body = (params: unknown[], id = 1): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getLogs', params });
+const body = (params: unknown[], id = 1): string =>
+  JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getLogs', params });
 
 async function reply(svc: RpcServiceApi, b: string): Promise<string> {
   return (await svc.handle(b)).body ?? '';
@@ -65,13 +73,17 @@ test('answers through the log worker are byte-identical to inline answers on the
   // Material for filters: the logs of a few spans of the chain, read inline.
   const sample: WireLog[] = [];
   for (const from of [1, 300, 650, 1200, head - 40]) {
-    const r = JSON.parse(await reply(inline, body([{ fromBlock: q(from), toBlock: q(Math.min(head, from + 40)) }]))) as { result: WireLog[] };
+    const r = JSON.parse(
+      await reply(inline, body([{ fromBlock: q(from), toBlock: q(Math.min(head, from + 40)) }])),
+    ) as { result: WireLog[] };
     sample.push(...r.result);
   }
   expect(sample.length).toBeGreaterThan(100);
   const rng = new Rng(6);
   const addresses = [...new Set(sample.map((l) => l.address))];
-  const topicAt = (i: number): string[] => [...new Set(sample.flatMap((l) => (l.topics[i] !== undefined ? [l.topics[i] as string] : [])))];
+  const topicAt = (i: number): string[] => [
+    ...new Set(sample.flatMap((l) => (l.topics[i] !== undefined ? [l.topics[i] as string] : []))),
+  ];
   const range = (): { fromBlock: string; toBlock: string } => {
     const span = rng.pick([1, 10, 100, 1_000, head]);
     const from = rng.int(Math.max(1, head - span + 1));
@@ -96,7 +108,12 @@ test('answers through the log worker are byte-identical to inline answers on the
     JSON.stringify([
       { jsonrpc: '2.0', id: 'a', method: 'eth_getLogs', params: [{ fromBlock: '0x1', toBlock: '0x20' }] },
       { jsonrpc: '2.0', id: 'b', method: 'eth_blockNumber', params: [] },
-      { jsonrpc: '2.0', id: 'c', method: 'eth_getLogs', params: [{ fromBlock: '0x0', toBlock: 'latest', topics: [topicAt(0)] }] },
+      {
+        jsonrpc: '2.0',
+        id: 'c',
+        method: 'eth_getLogs',
+        params: [{ fromBlock: '0x0', toBlock: 'latest', topics: [topicAt(0)] }],
+      },
     ]),
   ];
   for (let i = 0; i < 60; i++) {
@@ -105,9 +122,16 @@ test('answers through the log worker are byte-identical to inline answers on the
     for (let t = 0; t < positions; t++) {
       const values = topicAt(t);
       const kind = rng.int(3);
-      topics.push(kind === 0 || values.length === 0 ? null : kind === 1 ? rng.pick(values) : [rng.pick(values), rng.pick(values)]);
+      topics.push(
+        kind === 0 || values.length === 0 ? null : kind === 1 ? rng.pick(values) : [rng.pick(values), rng.pick(values)],
+      );
     }
-    const address = rng.int(3) === 0 ? undefined : rng.int(2) === 0 ? rng.pick(addresses) : [rng.pick(addresses), rng.pick(addresses)];
+    const address =
+      rng.int(3) === 0
+        ? undefined
+        : rng.int(2) === 0
+          ? rng.pick(addresses)
+          : [rng.pick(addresses), rng.pick(addresses)];
     bodies.push(body([{ ...range(), ...(address !== undefined ? { address } : {}), topics }], i));
   }
 
@@ -131,16 +155,24 @@ test('NODE_FAULT_INJECT=store-outage reaches the worker: eth_getLogs fails as in
   const inline = createRpcService(outageStore(store), rpcConfig);
   // The main store is healthy; inlineCostLimit -1 sends even cheap filters to the worker.
   const offloaded = createRpcService(store, rpcConfig, { offload: pool, inlineCostLimit: -1 });
-  for (const b of [body([{ fromBlock: '0x0', toBlock: '0x10' }]), body([{ blockHash: `0x${'11'.repeat(32)}` }]), body([{ fromBlock: 'soon' }])]) {
+  for (const b of [
+    body([{ fromBlock: '0x0', toBlock: '0x10' }]),
+    body([{ blockHash: `0x${'11'.repeat(32)}` }]),
+    body([{ fromBlock: 'soon' }]),
+  ]) {
     expect(await reply(offloaded, b)).toBe(await reply(inline, b));
   }
-  expect(await reply(offloaded, body([{}]))).toBe('{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"internal error"}}');
+  expect(await reply(offloaded, body([{}]))).toBe(
+    '{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"internal error"}}',
+  );
 });
 
 test('after the pool closes, the workers hold no handle on the datadir', async () => {
   const { dir, store, pool } = await setup();
   const svc = createRpcService(store, rpcConfig, { offload: pool, inlineCostLimit: -1 });
-  expect(await reply(svc, body([{ fromBlock: '0x1', toBlock: '0x2' }]))).toMatch(/^\{"jsonrpc":"2.0","id":1,"result":\[\{"address"/);
+  expect(await reply(svc, body([{ fromBlock: '0x1', toBlock: '0x2' }]))).toMatch(
+    /^\{"jsonrpc":"2.0","id":1,"result":\[\{"address"/,
+  );
   await pool.close();
   await store.close();
   const again = await openChainStore(dir); // not shared: fails while any handle is open

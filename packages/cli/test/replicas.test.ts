@@ -38,7 +38,8 @@ maybe('three replicas sharing one Redis ledger', () => {
     // A generous Redis timeout (default 1 s): on a heavily loaded machine a slow reply would
     // count as Redis being away and the replicas would decide locally (the outage test kills
     // Redis, so its commands fail at once whatever the timeout).
-    for (const d of dirs) await writeFile(join(d.dir, 'server.json'), JSON.stringify({ ledgerCommandTimeoutMs: 10_000 }));
+    for (const d of dirs)
+      await writeFile(join(d.dir, 'server.json'), JSON.stringify({ ledgerCommandTimeoutMs: 10_000 }));
     replicas = await Promise.all([0, 1, 2].map(startReplica));
     for (const r of replicas) expect(r.output()).toContain('ledger    redis (shared; when unreachable: fail-open)');
   });
@@ -96,12 +97,21 @@ maybe('three replicas sharing one Redis ledger', () => {
   });
 
   test('150 concurrent calls over the three replicas against a balance of 100 calls: exactly 100 answered, 50 get 402', async () => {
-    const { key } = await createKey(['--plan', 'core', '--daily-credits', String(100 * COST), '--credits-per-second', '0']);
+    const { key } = await createKey([
+      '--plan',
+      'core',
+      '--daily-credits',
+      String(100 * COST),
+      '--credits-per-second',
+      '0',
+    ]);
     expect(await waitOnAll(key, 200)).toBeLessThanOrEqual(1000);
     const used0 = await redisUsed(key);
     expect(used0).toBe(0);
     const replies = await Promise.all(
-      Array.from({ length: 150 }, (_, i) => rpc((replicas[i % 3] as ServeProcess).url(key), 'eth_getBlockByNumber', ['0x1', false], i)),
+      Array.from({ length: 150 }, (_, i) =>
+        rpc((replicas[i % 3] as ServeProcess).url(key), 'eth_getBlockByNumber', ['0x1', false], i),
+      ),
     );
     const ok = replies.filter((r) => r.status === 200 && r.body.result !== undefined);
     const refused = replies.filter((r) => r.status === 402 && r.body.error?.code === 402);
@@ -112,11 +122,21 @@ maybe('three replicas sharing one Redis ledger', () => {
     expect(perReplica.reduce((a, b) => a + b, 0)).toBe(100);
     expect(await redisUsed(key)).toBe(100 * COST);
     const u = await keysCli(['usage', key, '--json']);
-    expect(JSON.parse(u.stdout)).toMatchObject({ used: 100 * COST, remaining: 0, dailyCredits: 100 * COST, creditsPerSecond: 0 });
+    expect(JSON.parse(u.stdout)).toMatchObject({
+      used: 100 * COST,
+      remaining: 0,
+      dailyCredits: 100 * COST,
+      creditsPerSecond: 0,
+    });
   });
 
   /** Calls eth_getBlockByNumber from `conns` loops spread over the replicas for `ms`. */
-  async function hammer(key: string, ms: number, conns: number, stopAt?: () => boolean): Promise<{ answered: number; statuses: Map<number, number>; failed: number; t0: number; t1: number }> {
+  async function hammer(
+    key: string,
+    ms: number,
+    conns: number,
+    stopAt?: () => boolean,
+  ): Promise<{ answered: number; statuses: Map<number, number>; failed: number; t0: number; t1: number }> {
     const statuses = new Map<number, number>();
     let answered = 0;
     let failed = 0;

@@ -19,7 +19,11 @@ process.on('exit', () => {
   for (const p of live) p.kill('SIGKILL');
 });
 
-export function spawnServe(datadir: string, extra: string[] = [], env: Record<string, string> = {}): Promise<ServeProcess> {
+export function spawnServe(
+  datadir: string,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): Promise<ServeProcess> {
   return spawnServing(['serve', '--datadir', datadir, '--port', '0', ...extra], env);
 }
 
@@ -64,16 +68,29 @@ export function spawnServing(args: string[], env: Record<string, string> = {}): 
   });
 }
 
-export async function createKeyCli(datadir: string, plan: string, extra: string[] = []): Promise<{ key: string; id: string }> {
+export async function createKeyCli(
+  datadir: string,
+  plan: string,
+  extra: string[] = [],
+): Promise<{ key: string; id: string }> {
   const r = await runCli(['keys', 'create', '--plan', plan, '--json', '--datadir', datadir, ...extra]);
   if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
   return JSON.parse(r.stdout) as { key: string; id: string };
 }
 
-export async function usageCli(datadir: string, key: string): Promise<{ plan: string; dailyCredits: number; used: number; remaining: number; resetsAt: string }> {
+export async function usageCli(
+  datadir: string,
+  key: string,
+): Promise<{ plan: string; dailyCredits: number; used: number; remaining: number; resetsAt: string }> {
   const r = await runCli(['keys', 'usage', key, '--json', '--datadir', datadir]);
   if (r.code !== 0) throw new Error(`keys usage failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as { plan: string; dailyCredits: number; used: number; remaining: number; resetsAt: string };
+  return JSON.parse(r.stdout) as {
+    plan: string;
+    dailyCredits: number;
+    used: number;
+    remaining: number;
+    resetsAt: string;
+  };
 }
 
 export interface Envelope {
@@ -82,8 +99,17 @@ export interface Envelope {
   error?: { code: number; message: string };
 }
 
-export async function rpc(url: string, method: string, params: unknown[], id = 1): Promise<{ status: number; body: Envelope }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id, method, params }) });
+export async function rpc(
+  url: string,
+  method: string,
+  params: unknown[],
+  id = 1,
+): Promise<{ status: number; body: Envelope }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+  });
   return { status: res.status, body: (await res.json()) as Envelope };
 }
 

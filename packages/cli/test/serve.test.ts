@@ -87,18 +87,28 @@ test('exhaustion and durability: 402 past the balance, and a SIGKILL restart nei
   const cost = costs['eth_getBlockByNumber'] as number;
   const { key } = await createKeyCli(dir, 'core', ['--daily-credits', String(cost * 5)]);
   const s1 = await serveOn(dir);
-  const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => rpc(s1.url(key), 'eth_getBlockByNumber', ['0x1', false], i)));
+  const replies = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => rpc(s1.url(key), 'eth_getBlockByNumber', ['0x1', false], i)),
+  );
   expect(replies.filter((r) => r.status === 200)).toHaveLength(5);
   const limited = replies.filter((r) => r.status === 402);
   expect(limited).toHaveLength(3);
-  const err = limited[0]?.body.error as { code: number; event?: number; message: string; details?: string; data?: { resetsAt?: string } };
+  const err = limited[0]?.body.error as {
+    code: number;
+    event?: number;
+    message: string;
+    details?: string;
+    data?: { resetsAt?: string };
+  };
   expect([err.code, err.event, err.message]).toEqual([402, -33000, 'Payment Required']);
-  expect(err.details).toMatch(/^You have reached your daily credit limit\. .*resets at \d{4}-\d\d-\d\dT00:00:00.000Z\.$/);
+  expect(err.details).toMatch(
+    /^You have reached your daily credit limit\. .*resets at \d{4}-\d\d-\d\dT00:00:00.000Z\.$/,
+  );
   expect(err.data?.resetsAt).toMatch(/^\d{4}-\d\d-\d\dT00:00:00.000Z$/);
   expect(await s1.stop('SIGKILL')).toBeNull();
   expect((await usageCli(dir, key)).used).toBe(cost * 5);
   const s2 = await serveOn(dir);
-  expect((await rpc(s2.url(key), "eth_getBlockByNumber", ["0x1", false])).status).toBe(402);
+  expect((await rpc(s2.url(key), 'eth_getBlockByNumber', ['0x1', false])).status).toBe(402);
   expect((await usageCli(dir, key)).used).toBe(cost * 5);
 });
 
@@ -153,9 +163,17 @@ test('SIGTERM with eth_getLogs in flight in the log worker: answered in full, th
   // 32 calls of ~1,000-2,000 logs each, answered one after the other (a batch): over a second of
   // work on a 2-core machine, so the signal sent 150 ms after the request finds it in flight.
   const batch = JSON.stringify(
-    Array.from({ length: 32 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_getLogs', params: [{ fromBlock: `0x${(0x100 + i * 0x20).toString(16)}`, toBlock: `0x${(0x100 + i * 0x20 + 0x48).toString(16)}` }] })),
+    Array.from({ length: 32 }, (_, i) => ({
+      jsonrpc: '2.0',
+      id: i,
+      method: 'eth_getLogs',
+      params: [
+        { fromBlock: `0x${(0x100 + i * 0x20).toString(16)}`, toBlock: `0x${(0x100 + i * 0x20 + 0x48).toString(16)}` },
+      ],
+    })),
   );
-  const post = async (url: string): Promise<string> => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch })).text();
+  const post = async (url: string): Promise<string> =>
+    (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch })).text();
   // The same batch answered inline (logWorkers 0) is what the worker must answer.
   // The whole answer (~36 MB) is over the default batch answer limit (25 MB, geth's): raised here.
   const inlineConfig = join(dirname(dir), 'inline.json');

@@ -31,47 +31,63 @@ function banner(out: string): { key: string; http: string; ws: string; curlData:
   const ws = /WebSocket\s+(ws:\/\/127\.0\.0\.1:\d+\/ws\/v3\/[0-9a-f]{32})\s*$/m.exec(out);
   const curl = /curl -s -X POST -H 'content-type: application\/json' \\\n\s+--data '([^']+)' \\\n\s+(\S+)/.exec(out);
   if (!http || !ws || !curl) throw new Error(`banner not found in:\n${out}`);
-  return { key: http[2] as string, http: http[1] as string, ws: ws[1] as string, curlData: curl[1] as string, curlUrl: curl[2] as string };
+  return {
+    key: http[2] as string,
+    http: http[1] as string,
+    ws: ws[1] as string,
+    curlData: curl[1] as string,
+    curlUrl: curl[2] as string,
+  };
 }
 
-t('start on an imported datadir: development key once, URLs and a working curl example, key reused, a revoked one replaced', async () => {
-  const copy = await datadirCopy('fixtures');
-  cleanups.push(copy.cleanup);
-  const dir = copy.dir;
+t(
+  'start on an imported datadir: development key once, URLs and a working curl example, key reused, a revoked one replaced',
+  async () => {
+    const copy = await datadirCopy('fixtures');
+    cleanups.push(copy.cleanup);
+    const dir = copy.dir;
 
-  const first = await start(dir);
-  const b1 = banner(first.output());
-  expect(first.output()).toMatch(/Development key created/);
-  expect(b1.ws).toBe(`ws://127.0.0.1:${first.port}/ws/v3/${b1.key}`);
-  expect(b1.http).toBe(first.url(b1.key));
-  expect(b1.curlUrl).toBe(b1.http);
-  // The key file: the printed key, owner-only.
-  const keyFile = join(dir, 'dev-api-key');
-  expect(readFileSync(keyFile, 'utf8').trim()).toBe(b1.key);
-  expect(statSync(keyFile).mode & 0o777).toBe(0o600);
-  // keys.json holds its hash, never the key itself.
-  expect(readFileSync(join(dir, 'keys.json'), 'utf8')).not.toContain(b1.key);
-  // The curl example's request, sent as printed, answers the head block.
-  const res = await fetch(b1.curlUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: b1.curlData });
-  expect(res.status).toBe(200);
-  const head = ((await res.json()) as { result: { number: string; hash: string } }).result;
-  const direct = await rpc(b1.http, 'eth_getBlockByNumber', [head.number, false]);
-  expect((direct.body.result as { hash: string }).hash).toBe(head.hash);
-  expect(await first.stop('SIGTERM')).toBe(0);
+    const first = await start(dir);
+    const b1 = banner(first.output());
+    expect(first.output()).toMatch(/Development key created/);
+    expect(b1.ws).toBe(`ws://127.0.0.1:${first.port}/ws/v3/${b1.key}`);
+    expect(b1.http).toBe(first.url(b1.key));
+    expect(b1.curlUrl).toBe(b1.http);
+    // The key file: the printed key, owner-only.
+    const keyFile = join(dir, 'dev-api-key');
+    expect(readFileSync(keyFile, 'utf8').trim()).toBe(b1.key);
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    // keys.json holds its hash, never the key itself.
+    expect(readFileSync(join(dir, 'keys.json'), 'utf8')).not.toContain(b1.key);
+    // The curl example's request, sent as printed, answers the head block.
+    const res = await fetch(b1.curlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: b1.curlData,
+    });
+    expect(res.status).toBe(200);
+    const head = ((await res.json()) as { result: { number: string; hash: string } }).result;
+    const direct = await rpc(b1.http, 'eth_getBlockByNumber', [head.number, false]);
+    expect((direct.body.result as { hash: string }).hash).toBe(head.hash);
+    expect(await first.stop('SIGTERM')).toBe(0);
 
-  const second = await start(dir);
-  const b2 = banner(second.output());
-  expect(second.output()).toMatch(/Development key reused/);
-  expect(b2.key).toBe(b1.key);
-  expect(await second.stop('SIGTERM')).toBe(0);
+    const second = await start(dir);
+    const b2 = banner(second.output());
+    expect(second.output()).toMatch(/Development key reused/);
+    expect(b2.key).toBe(b1.key);
+    expect(await second.stop('SIGTERM')).toBe(0);
 
-  const revoked = await runCli(['keys', 'revoke', b1.key, '--datadir', dir]);
-  expect(revoked.code).toBe(0);
-  const third = await start(dir);
-  const b3 = banner(third.output());
-  expect(third.output()).toMatch(/Development key created/);
-  expect(b3.key).not.toBe(b1.key);
-  expect((await rpc(b1.http.replace(String(first.port), String(third.port)), 'eth_blockNumber', [])).status).toBe(401);
-  expect((await rpc(b3.http, 'eth_blockNumber', [])).status).toBe(200);
-  expect(await third.stop('SIGTERM')).toBe(0);
-}, 180_000);
+    const revoked = await runCli(['keys', 'revoke', b1.key, '--datadir', dir]);
+    expect(revoked.code).toBe(0);
+    const third = await start(dir);
+    const b3 = banner(third.output());
+    expect(third.output()).toMatch(/Development key created/);
+    expect(b3.key).not.toBe(b1.key);
+    expect((await rpc(b1.http.replace(String(first.port), String(third.port)), 'eth_blockNumber', [])).status).toBe(
+      401,
+    );
+    expect((await rpc(b3.http, 'eth_blockNumber', [])).status).toBe(200);
+    expect(await third.stop('SIGTERM')).toBe(0);
+  },
+  180_000,
+);

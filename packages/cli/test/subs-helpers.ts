@@ -27,7 +27,10 @@ export class TestChainEvents implements ChainEvents {
 export async function committedBlock(store: ChainStore, n: bigint): Promise<CommittedBlock> {
   const hash = await store.canonicalHash(n);
   if (hash === undefined) throw new Error(`block ${n} not in the store`);
-  const r = await store.logs({ fromBlock: n, toBlock: n, addresses: [], topics: [] }, { limit: 1_000_000, deadline: Date.now() + 60_000 });
+  const r = await store.logs(
+    { fromBlock: n, toBlock: n, addresses: [], topics: [] },
+    { limit: 1_000_000, deadline: Date.now() + 60_000 },
+  );
   if (r.kind !== 'ok') throw new Error('too many logs');
   return { number: n, hash, logs: r.logs };
 }
@@ -59,7 +62,15 @@ export async function startSubsServer(config: Record<string, unknown> = {}): Pro
   const events = new TestChainEvents();
   const cfg = parseConfig({ logWorkers: 0, ...config });
   const service = createRpcService(store, resolveConfig({ maxBatchSize: cfg.maxBatchSize }));
-  const srv = await startServer({ service, store, datadir: dir, config: cfg, host: '127.0.0.1', port: 0, chainEvents: events });
+  const srv = await startServer({
+    service,
+    store,
+    datadir: dir,
+    config: cfg,
+    host: '127.0.0.1',
+    port: 0,
+    chainEvents: events,
+  });
   const key = (await createKey(dir, { plan: 'custom' })).key;
   await srv.keys.reload();
   return {
@@ -157,7 +168,9 @@ export class WsClient {
 
   notifications(sub?: string): { subscription: string; result: Record<string, unknown> }[] {
     return this.messages.flatMap((m) =>
-      m.method === 'eth_subscription' && m.params !== undefined && (sub === undefined || m.params.subscription === sub) ? [m.params] : [],
+      m.method === 'eth_subscription' && m.params !== undefined && (sub === undefined || m.params.subscription === sub)
+        ? [m.params]
+        : [],
     );
   }
 

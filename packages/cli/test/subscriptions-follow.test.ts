@@ -20,15 +20,39 @@ import { sleep, WsClient } from './subs-helpers.js';
 
 // A Cancun genesis funding exactly anvil's 4 dev accounts (anvil's state then equals the alloc;
 // ../shared/research/follow.md), as the follow tests use it.
-const DEV = ['0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266', '0x70997970c51812dc3a010c7d01b50e0d17dc79c8', '0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc', '0x90f79bf6eb2c4f870365e785982e1f101e93b906'];
+const DEV = [
+  '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266',
+  '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
+  '0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc',
+  '0x90f79bf6eb2c4f870365e785982e1f101e93b906',
+];
 const GENESIS = {
   config: {
-    chainId: 31337, homesteadBlock: 0, eip150Block: 0, eip155Block: 0, eip158Block: 0, byzantiumBlock: 0, constantinopleBlock: 0,
-    petersburgBlock: 0, istanbulBlock: 0, berlinBlock: 0, londonBlock: 0, mergeNetsplitBlock: 0, terminalTotalDifficulty: 0,
-    terminalTotalDifficultyPassed: true, shanghaiTime: 0, cancunTime: 0,
+    chainId: 31337,
+    homesteadBlock: 0,
+    eip150Block: 0,
+    eip155Block: 0,
+    eip158Block: 0,
+    byzantiumBlock: 0,
+    constantinopleBlock: 0,
+    petersburgBlock: 0,
+    istanbulBlock: 0,
+    berlinBlock: 0,
+    londonBlock: 0,
+    mergeNetsplitBlock: 0,
+    terminalTotalDifficulty: 0,
+    terminalTotalDifficultyPassed: true,
+    shanghaiTime: 0,
+    cancunTime: 0,
   },
-  nonce: '0x0', timestamp: '0x0', extraData: '0x', gasLimit: '0x1c9c380', difficulty: '0x0',
-  mixHash: `0x${'00'.repeat(32)}`, coinbase: `0x${'00'.repeat(20)}`, baseFeePerGas: '0x3b9aca00',
+  nonce: '0x0',
+  timestamp: '0x0',
+  extraData: '0x',
+  gasLimit: '0x1c9c380',
+  difficulty: '0x0',
+  mixHash: `0x${'00'.repeat(32)}`,
+  coinbase: `0x${'00'.repeat(20)}`,
+  baseFeePerGas: '0x3b9aca00',
   alloc: Object.fromEntries(DEV.map((a) => [a.slice(2), { balance: '0x21e19e0c9bab2400000' }])),
 };
 // Runtime: with calldata, LOG2(data = calldata, topics = [calldata[0..32], caller]); without, REVERT.
@@ -48,7 +72,11 @@ async function closeViem(c: { transport: unknown }): Promise<void> {
 }
 
 async function rpcResult<T = unknown>(url: string, method: string, params: unknown[]): Promise<T> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const body = (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
   if (body.error !== undefined) throw new Error(`${method}: ${body.error.code} ${body.error.message}`);
   return body.result as T;
@@ -97,7 +125,24 @@ beforeAll(async () => {
   const genesisPath = join(temp.dir, 'genesis.json');
   await writeFile(genesisPath, JSON.stringify(GENESIS));
   const port = await freePort();
-  anvil = spawn(join(repoRoot(), 'node_modules', '.bin', 'anvil'), ['--init', genesisPath, '--hardfork', 'cancun', '--accounts', '4', '--no-create2', '--no-mining', '--port', String(port), '--host', '127.0.0.1'], { stdio: 'ignore' });
+  anvil = spawn(
+    join(repoRoot(), 'node_modules', '.bin', 'anvil'),
+    [
+      '--init',
+      genesisPath,
+      '--hardfork',
+      'cancun',
+      '--accounts',
+      '4',
+      '--no-create2',
+      '--no-mining',
+      '--port',
+      String(port),
+      '--host',
+      '127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   anvilUrl = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     try {
@@ -108,7 +153,9 @@ beforeAll(async () => {
       await sleep(100);
     }
   }
-  const hash = await rpcResult<string>(anvilUrl, 'eth_sendTransaction', [{ from: DEV[0], data: LOGGER_INIT, gas: '0x30d40' }]);
+  const hash = await rpcResult<string>(anvilUrl, 'eth_sendTransaction', [
+    { from: DEV[0], data: LOGGER_INIT, gas: '0x30d40' },
+  ]);
   await mine();
   logger = (await rpcResult<Json>(anvilUrl, 'eth_getTransactionReceipt', [hash])).contractAddress as string;
   const datadir = join(temp.dir, 'data');
@@ -127,7 +174,9 @@ afterAll(async () => {
 /** anvil's logs of the Ping filter for caller `from` in blocks a..b (the upstream's own answer). */
 async function upstreamPings(from: string, a: number, b: number): Promise<Json[]> {
   const topic1 = `0x${'00'.repeat(12)}${from.slice(2)}`;
-  return rpcResult<Json[]>(anvilUrl, 'eth_getLogs', [{ address: logger, topics: [PING, topic1], fromBlock: `0x${a.toString(16)}`, toBlock: `0x${b.toString(16)}` }]);
+  return rpcResult<Json[]>(anvilUrl, 'eth_getLogs', [
+    { address: logger, topics: [PING, topic1], fromBlock: `0x${a.toString(16)}`, toBlock: `0x${b.toString(16)}` },
+  ]);
 }
 
 test('ethers v6 WebSocketProvider: provider.on("block") and contract.on(filter) hear what the chain produces; each block readable at once', async () => {
@@ -140,14 +189,22 @@ test('ethers v6 WebSocketProvider: provider.on("block") and contract.on(filter) 
     await provider.on('block', (n: number) => {
       blocks.push(n);
       // The race Erigon once had: the block a head announces must be there at once.
-      readable.push(rpcResult<Json | null>(ours, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]).then((b) => b !== null));
+      readable.push(
+        rpcResult<Json | null>(ours, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]).then((b) => b !== null),
+      );
     });
     const contract = new Contract(logger, ABI, provider);
     // A filter with an argument (a deferred topic filter): ethers hands the listener only the
     // event payload, whose log carries the decoded args.
     await contract.on(contract.filters.Ping!(DEV[1]), (...a: unknown[]) => {
       const { log } = a[a.length - 1] as ContractEventPayload;
-      events.push({ caller: String(log.args[0]).toLowerCase(), n: log.args[2] as bigint, block: log.blockNumber, tx: log.transactionHash, index: log.index });
+      events.push({
+        caller: String(log.args[0]).toLowerCase(),
+        n: log.args[2] as bigint,
+        block: log.blockNumber,
+        tx: log.transactionHash,
+        index: log.index,
+      });
     });
     await sleep(300); // let both eth_subscribe calls land
     for (let i = 0; i < 3; i++) {
@@ -163,7 +220,13 @@ test('ethers v6 WebSocketProvider: provider.on("block") and contract.on(filter) 
     const want = await upstreamPings(DEV[1] as string, start + 1, start + 3);
     expect(want.length).toBe(6);
     expect(events).toEqual(
-      want.map((l) => ({ caller: DEV[1], n: BigInt(`0x${(l.data as string).slice(66)}`), block: Number(l.blockNumber), tx: l.transactionHash, index: Number(l.logIndex) })),
+      want.map((l) => ({
+        caller: DEV[1],
+        n: BigInt(`0x${(l.data as string).slice(66)}`),
+        block: Number(l.blockNumber),
+        tx: l.transactionHash,
+        index: Number(l.logIndex),
+      })),
     );
   } finally {
     await provider.destroy();
@@ -175,8 +238,16 @@ test('viem watchBlocks and watchContractEvent over webSocket() hear the same', a
   const client = createPublicClient({ transport: webSocket(node.ws(key), { reconnect: false }) });
   const blocks: { number: bigint; hash: string }[] = [];
   const logs: Log[] = [];
-  const unwatchBlocks = client.watchBlocks({ onBlock: (b) => blocks.push({ number: b.number as bigint, hash: b.hash as string }) });
-  const unwatchLogs = client.watchContractEvent({ address: logger as `0x${string}`, abi: parseAbi(ABI), eventName: 'Ping', args: { caller: DEV[1] as `0x${string}` }, onLogs: (l) => logs.push(...l) });
+  const unwatchBlocks = client.watchBlocks({
+    onBlock: (b) => blocks.push({ number: b.number as bigint, hash: b.hash as string }),
+  });
+  const unwatchLogs = client.watchContractEvent({
+    address: logger as `0x${string}`,
+    abi: parseAbi(ABI),
+    eventName: 'Ping',
+    args: { caller: DEV[1] as `0x${string}` },
+    onLogs: (l) => logs.push(...l),
+  });
   try {
     await sleep(500);
     for (let i = 0; i < 2; i++) {
@@ -186,10 +257,16 @@ test('viem watchBlocks and watchContractEvent over webSocket() hear the same', a
     }
     await waitSynced();
     for (let i = 0; i < 100 && (logs.length < 2 || blocks.length < 2); i++) await sleep(50);
-    const upstreamBlocks = await Promise.all([start + 1, start + 2].map((n) => rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])));
+    const upstreamBlocks = await Promise.all(
+      [start + 1, start + 2].map((n) =>
+        rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]),
+      ),
+    );
     expect(blocks).toEqual(upstreamBlocks.map((b) => ({ number: BigInt(b.number as string), hash: b.hash })));
     const want = await upstreamPings(DEV[1] as string, start + 1, start + 2);
-    expect(logs.map((l) => [l.blockHash, l.transactionHash, l.logIndex, l.removed])).toEqual(want.map((l) => [l.blockHash, l.transactionHash, Number(l.logIndex), false]));
+    expect(logs.map((l) => [l.blockHash, l.transactionHash, l.logIndex, l.removed])).toEqual(
+      want.map((l) => [l.blockHash, l.transactionHash, Number(l.logIndex), false]),
+    );
   } finally {
     unwatchBlocks();
     unwatchLogs();
@@ -199,8 +276,16 @@ test('viem watchBlocks and watchContractEvent over webSocket() hear the same', a
 
 /** The log JSON (eth_getLogs shape) with `removed` as given; anvil's own objects minus its `removed`. */
 const asNotified = (l: Json, block: Json, removed: boolean): Json => ({
-  address: l.address, topics: l.topics, data: l.data, blockNumber: l.blockNumber, transactionHash: l.transactionHash,
-  transactionIndex: l.transactionIndex, blockHash: l.blockHash, blockTimestamp: block.timestamp, logIndex: l.logIndex, removed,
+  address: l.address,
+  topics: l.topics,
+  data: l.data,
+  blockNumber: l.blockNumber,
+  transactionHash: l.transactionHash,
+  transactionIndex: l.transactionIndex,
+  blockHash: l.blockHash,
+  blockTimestamp: block.timestamp,
+  logIndex: l.logIndex,
+  removed,
 });
 
 test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then the new branch; viem onLogs sees them; a head per new block', async () => {
@@ -215,23 +300,55 @@ test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then th
   const top = await waitSynced();
   expect(top).toBe(start + 3);
   const raw = await WsClient.open(node.ws(key));
-  const sub = await raw.subscribe(['logs', { address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] }]);
+  const sub = await raw.subscribe([
+    'logs',
+    { address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] },
+  ]);
   const heads = await raw.subscribe(['newHeads']);
   const client = createPublicClient({ transport: webSocket(node.ws(key), { reconnect: false }) });
   const viemLogs: Log[] = [];
-  const unwatch = client.watchContractEvent({ address: logger as `0x${string}`, abi: parseAbi(ABI), eventName: 'Ping', args: { caller: DEV[1] as `0x${string}` }, onLogs: (l) => viemLogs.push(...l) });
+  const unwatch = client.watchContractEvent({
+    address: logger as `0x${string}`,
+    abi: parseAbi(ABI),
+    eventName: 'Ping',
+    args: { caller: DEV[1] as `0x${string}` },
+    onLogs: (l) => viemLogs.push(...l),
+  });
   await sleep(500);
 
   // The branch about to be dropped, as the upstream has it now (blocks top-1, top).
-  const oldBlocks = await Promise.all([top - 1, top].map((n) => rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])));
-  const oldLogs = await Promise.all(oldBlocks.map((b) => rpcResult<Json[]>(anvilUrl, 'eth_getLogs', [{ blockHash: b.hash, address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] }])));
+  const oldBlocks = await Promise.all(
+    [top - 1, top].map((n) => rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])),
+  );
+  const oldLogs = await Promise.all(
+    oldBlocks.map((b) =>
+      rpcResult<Json[]>(anvilUrl, 'eth_getLogs', [
+        { blockHash: b.hash, address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] },
+      ]),
+    ),
+  );
   // Replacements: one Ping from DEV[1] in the first new block, two (one of them DEV[3]'s) in the second.
   const req = (from: string, n: number): Json => ({ from, to: logger, data: pingData(n), gas: '0x186a0' });
-  await rpcResult(anvilUrl, 'anvil_reorg', [2, [[req(DEV[1] as string, 900), 0], [req(DEV[3] as string, 901), 1], [req(DEV[1] as string, 902), 1]]]);
+  await rpcResult(anvilUrl, 'anvil_reorg', [
+    2,
+    [
+      [req(DEV[1] as string, 900), 0],
+      [req(DEV[3] as string, 901), 1],
+      [req(DEV[1] as string, 902), 1],
+    ],
+  ]);
   await waitSynced();
-  const newBlocks = await Promise.all([top - 1, top].map((n) => rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])));
+  const newBlocks = await Promise.all(
+    [top - 1, top].map((n) => rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])),
+  );
   expect(newBlocks.map((b) => b.hash)).not.toEqual(oldBlocks.map((b) => b.hash));
-  const newLogs = await Promise.all(newBlocks.map((b) => rpcResult<Json[]>(anvilUrl, 'eth_getLogs', [{ blockHash: b.hash, address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] }])));
+  const newLogs = await Promise.all(
+    newBlocks.map((b) =>
+      rpcResult<Json[]>(anvilUrl, 'eth_getLogs', [
+        { blockHash: b.hash, address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] },
+      ]),
+    ),
+  );
   // geth's rule, from the two branches: dropped blocks oldest first, each in log-index order, removed:true; then the new ones.
   const byIndex = (a: Json, b: Json): number => Number(a.logIndex) - Number(b.logIndex);
   const want = [
@@ -245,7 +362,9 @@ test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then th
   expect(raw.notifications(sub).map((n) => n.result)).toEqual(want);
   expect(raw.notifications(heads).map((n) => n.result.hash)).toEqual(newBlocks.map((b) => b.hash));
   for (let i = 0; i < 100 && viemLogs.length < want.length; i++) await sleep(50);
-  expect(viemLogs.map((l) => [l.blockHash, l.logIndex, l.removed])).toEqual(want.map((l) => [l.blockHash, Number(l.logIndex), l.removed]));
+  expect(viemLogs.map((l) => [l.blockHash, l.logIndex, l.removed])).toEqual(
+    want.map((l) => [l.blockHash, Number(l.logIndex), l.removed]),
+  );
   unwatch();
   await closeViem(client);
   raw.close();

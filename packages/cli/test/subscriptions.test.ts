@@ -24,8 +24,15 @@ afterAll(async () => {
   await s?.stop();
 });
 
-async function post(method: string, params: unknown[]): Promise<{ result?: unknown; error?: { code: number; message: string } }> {
-  const res = await fetch(s.http, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+async function post(
+  method: string,
+  params: unknown[],
+): Promise<{ result?: unknown; error?: { code: number; message: string } }> {
+  const res = await fetch(s.http, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   return (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
 }
 
@@ -33,8 +40,21 @@ async function post(method: string, params: unknown[]): Promise<{ result?: unkno
 function headerHash(h: Record<string, unknown>): string {
   const q = (v: unknown): string => (BigInt(v as string) === 0n ? '0x' : toBeHex(BigInt(v as string)));
   const fields = [
-    h.parentHash, h.sha3Uncles, h.miner, h.stateRoot, h.transactionsRoot, h.receiptsRoot, h.logsBloom,
-    q(h.difficulty), q(h.number), q(h.gasLimit), q(h.gasUsed), q(h.timestamp), h.extraData, h.mixHash, h.nonce,
+    h.parentHash,
+    h.sha3Uncles,
+    h.miner,
+    h.stateRoot,
+    h.transactionsRoot,
+    h.receiptsRoot,
+    h.logsBloom,
+    q(h.difficulty),
+    q(h.number),
+    q(h.gasLimit),
+    q(h.gasUsed),
+    q(h.timestamp),
+    h.extraData,
+    h.mixHash,
+    h.nonce,
   ] as string[];
   if (h.baseFeePerGas !== null) fields.push(q(h.baseFeePerGas));
   return keccak256(encodeRlp(fields));
@@ -68,15 +88,23 @@ test('newHeads and logs: geth shapes, every block once, in order, readable the m
   const readBack: Promise<unknown>[] = [];
   let seenHeads = 0;
   c.ws.on('message', (data) => {
-    const m = JSON.parse(data.toString('utf8')) as { params?: { subscription: string; result: { number: string; hash: string } } };
+    const m = JSON.parse(data.toString('utf8')) as {
+      params?: { subscription: string; result: { number: string; hash: string } };
+    };
     if (m.params?.subscription !== heads) return;
     seenHeads++;
     const { number, hash } = m.params.result;
-    readBack.push(c.call('eth_getBlockByNumber', [number, false]).then((r) => expect((r.result as { hash: string }).hash).toBe(hash)));
+    readBack.push(
+      c
+        .call('eth_getBlockByNumber', [number, false])
+        .then((r) => expect((r.result as { hash: string }).hash).toBe(hash)),
+    );
   });
   s.events.publish(commit);
   const tokenLogs = commit.added.flatMap((b) => b.logs.filter(isToken));
-  const transferLogs = commit.added.flatMap((b) => b.logs.filter((l) => l.topics.length > 0 && toData(l.topics[0] as Uint8Array) === TRANSFER));
+  const transferLogs = commit.added.flatMap((b) =>
+    b.logs.filter((l) => l.topics.length > 0 && toData(l.topics[0] as Uint8Array) === TRANSFER),
+  );
   expect(tokenLogs.length).toBeGreaterThan(10);
   await c.until(() => c.notifications().length === 11 + tokenLogs.length + transferLogs.length);
   await Promise.all(readBack);
@@ -97,14 +125,23 @@ test('newHeads and logs: geth shapes, every block once, in order, readable the m
   expect(c.notifications(token).map((n) => n.result)).toEqual(tokenLogs.map((l) => expectedLog(l, false)));
   expect(c.notifications(transfers).map((n) => n.result)).toEqual(transferLogs.map((l) => expectedLog(l, false)));
   // ... which is what eth_getLogs says for the same filter and range.
-  const viaGetLogs = (await post('eth_getLogs', [{ address: TOKEN, fromBlock: toQuantity(1590n), toBlock: toQuantity(1600n) }])).result;
+  const viaGetLogs = (
+    await post('eth_getLogs', [{ address: TOKEN, fromBlock: toQuantity(1590n), toBlock: toQuantity(1600n) }])
+  ).result;
   expect(c.notifications(token).map((n) => n.result)).toEqual(viaGetLogs);
   c.close();
 });
 
 /** geth's rule (core/blockchain.go reorg): dropped blocks oldest first, each in log order, removed:true; then the new branch. */
 function gethReorgSequence(commit: ChainCommit, match: (l: LogRecord) => boolean): Record<string, unknown>[] {
-  const removed = [...commit.removed].sort((a, b) => Number(a.number - b.number)).flatMap((b) => [...b.logs].sort((x, y) => x.logIndex - y.logIndex).filter(match).map((l) => expectedLog(l, true)));
+  const removed = [...commit.removed]
+    .sort((a, b) => Number(a.number - b.number))
+    .flatMap((b) =>
+      [...b.logs]
+        .sort((x, y) => x.logIndex - y.logIndex)
+        .filter(match)
+        .map((l) => expectedLog(l, true)),
+    );
   const added = commit.added.flatMap((b) => b.logs.filter(match).map((l) => expectedLog(l, false)));
   return [...removed, ...added];
 }
@@ -121,11 +158,22 @@ test('a reorg commit: removed logs first (oldest dropped block first, log order)
   const sub = await c.subscribe(['logs', { address: [TOKEN, EMITTER], topics: [[TRANSFER, '0x' + '00'.repeat(32)]] }]);
   const all = await c.subscribe(['logs', {}]);
   const heads = await c.subscribe(['newHeads']);
-  const wantSub = gethReorgSequence(commit, (l) => [TOKEN, EMITTER].includes(toData(l.address)) && l.topics.length > 0 && toData(l.topics[0] as Uint8Array) === TRANSFER);
+  const wantSub = gethReorgSequence(
+    commit,
+    (l) =>
+      [TOKEN, EMITTER].includes(toData(l.address)) &&
+      l.topics.length > 0 &&
+      toData(l.topics[0] as Uint8Array) === TRANSFER,
+  );
   const wantAll = gethReorgSequence(commit, () => true);
   expect(wantSub.some((l) => l.removed === true) && wantSub.some((l) => l.removed === false)).toBe(true);
   s.events.publish(commit);
-  await c.until(() => c.notifications(all).length === wantAll.length && c.notifications(heads).length === 5 && c.notifications(sub).length === wantSub.length);
+  await c.until(
+    () =>
+      c.notifications(all).length === wantAll.length &&
+      c.notifications(heads).length === 5 &&
+      c.notifications(sub).length === wantSub.length,
+  );
   expect(c.notifications(sub).map((n) => n.result)).toEqual(wantSub);
   expect(c.notifications(all).map((n) => n.result)).toEqual(wantAll);
   expect(c.notifications(heads).map((n) => n.result.number)).toEqual(['0x636', '0x637', '0x638', '0x639', '0x63a']);
@@ -136,14 +184,28 @@ test('a reorg commit: removed logs first (oldest dropped block first, log order)
 });
 
 test('errors as geth: over HTTP, unknown names, unknown ids, malformed filters', async () => {
-  expect((await post('eth_subscribe', ['newHeads'])).error).toEqual({ code: -32601, message: 'notifications not supported' });
+  expect((await post('eth_subscribe', ['newHeads'])).error).toEqual({
+    code: -32601,
+    message: 'notifications not supported',
+  });
   expect((await post('eth_unsubscribe', ['0x1'])).error).toEqual({ code: -32000, message: 'subscription not found' });
   const c = await WsClient.open(s.ws());
   for (const name of ['newPendingTransactions', 'syncing', 'newBlockHeaders']) {
-    expect((await c.call('eth_subscribe', [name])).error).toEqual({ code: -32601, message: `no "${name}" subscription in eth namespace` });
+    expect((await c.call('eth_subscribe', [name])).error).toEqual({
+      code: -32601,
+      message: `no "${name}" subscription in eth namespace`,
+    });
   }
-  expect((await c.call('eth_unsubscribe', ['0x0123'])).error).toEqual({ code: -32000, message: 'subscription not found' });
-  for (const f of [{ address: '0x1234' }, { topics: [1] }, { topics: [null, null, null, null, null] }, { fromBlock: '0x3', toBlock: '0x1' }]) {
+  expect((await c.call('eth_unsubscribe', ['0x0123'])).error).toEqual({
+    code: -32000,
+    message: 'subscription not found',
+  });
+  for (const f of [
+    { address: '0x1234' },
+    { topics: [1] },
+    { topics: [null, null, null, null, null] },
+    { fromBlock: '0x3', toBlock: '0x1' },
+  ]) {
     const viaLogs = await post('eth_getLogs', [f]);
     const viaSub = await c.call('eth_subscribe', ['logs', f]);
     expect(viaSub.error?.code).toBe(-32602);
@@ -164,7 +226,11 @@ test('10,000 subscribe/unsubscribe cycles on one socket: the count returns to ze
   let peak = 0;
   for (let round = 0; round < 200; round++) {
     // 50 cycles in flight at a time (the per-connection limit is 100).
-    const ids = await Promise.all(Array.from({ length: 50 }, (_, i) => c.subscribe(i % 2 === 0 ? ['newHeads'] : ['logs', { address: TOKEN, topics: [TRANSFER] }])));
+    const ids = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        c.subscribe(i % 2 === 0 ? ['newHeads'] : ['logs', { address: TOKEN, topics: [TRANSFER] }]),
+      ),
+    );
     peak = Math.max(peak, s.srv.subscriptions.size);
     const oks = await Promise.all(ids.map((id) => c.call('eth_unsubscribe', [id])));
     expect(oks.every((r) => r.result === true)).toBe(true);
@@ -182,9 +248,15 @@ test('limits per connection and per key; a closed socket frees its subscriptions
   const b = await WsClient.open(s.ws());
   for (let i = 0; i < 100; i++) await a.subscribe(['newHeads']);
   const over = await a.call('eth_subscribe', ['newHeads']);
-  expect(over.error).toEqual({ code: -32005, message: 'too many subscriptions on this connection: at most 100', data: { limit: 100 } });
+  expect(over.error).toEqual({
+    code: -32005,
+    message: 'too many subscriptions on this connection: at most 100',
+    data: { limit: 100 },
+  });
   for (let i = 0; i < 50; i++) await b.subscribe(['logs', { address: TOKEN }]);
-  expect((await b.call('eth_subscribe', ['newHeads'])).error?.message).toBe('too many subscriptions for this API key: at most 150');
+  expect((await b.call('eth_subscribe', ['newHeads'])).error?.message).toBe(
+    'too many subscriptions for this API key: at most 150',
+  );
   // Another key is not affected.
   const k2 = await WsClient.open(s.ws(await s.newKey()));
   await k2.subscribe(['newHeads']);
@@ -223,7 +295,11 @@ test('credits: subscribe 5, unsubscribe 10, newHeads 50 per head, logs 300 per b
   const base = used();
   expect(base).toBe(5 + 5 + 10 + 5 + 10 + 5);
   const tokenLogs = blocks.flatMap((b) => b.logs.filter(isToken));
-  s.events.publish({ removed: [], added: blocks, head: { number: (blocks[1] as CommittedBlock).number, hash: (blocks[1] as CommittedBlock).hash } });
+  s.events.publish({
+    removed: [],
+    added: blocks,
+    head: { number: (blocks[1] as CommittedBlock).number, hash: (blocks[1] as CommittedBlock).hash },
+  });
   await c.until(() => c.notifications(token).length === tokenLogs.length && c.notifications(heads).length === 2);
   await sleep(50);
   expect(used()).toBe(base + 2 * 50 + 2 * 300);
@@ -272,9 +348,15 @@ function deafClient(port: number, key: string): Promise<{ destroy: () => void }>
         if (!head.includes('\r\n\r\n')) return;
         sock.off('data', onData);
         // One masked text frame: eth_subscribe newHeads. Then stop reading for good.
-        const payload = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: ['newHeads'] }));
+        const payload = Buffer.from(
+          JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: ['newHeads'] }),
+        );
         const mask = Buffer.from([1, 2, 3, 4]);
-        const frame = Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, Buffer.from(payload.map((b, i) => b ^ (mask[i % 4] as number)))]);
+        const frame = Buffer.concat([
+          Buffer.from([0x81, 0x80 | payload.length]),
+          mask,
+          Buffer.from(payload.map((b, i) => b ^ (mask[i % 4] as number))),
+        ]);
         sock.write(frame);
         sock.pause();
         resolve({ destroy: () => sock.destroy() });
@@ -315,7 +397,9 @@ test('a consumer that never reads is disconnected; server memory stays flat', as
   const m1 = retained();
   // It was offered more than the limit (4 MiB; the warm-up commit counted too), and kept none of it.
   expect((produced + 1600) * 1200).toBeGreaterThan(4 * 1024 * 1024);
-  process.stdout.write(`deaf consumer: ${produced} heads offered; retained JS memory ${((m1.heap - m0.heap) / 1048576).toFixed(1)} MiB, native ${((m1.native - m0.native) / 1048576).toFixed(1)} MiB\n`);
+  process.stdout.write(
+    `deaf consumer: ${produced} heads offered; retained JS memory ${((m1.heap - m0.heap) / 1048576).toFixed(1)} MiB, native ${((m1.native - m0.native) / 1048576).toFixed(1)} MiB\n`,
+  );
   // Nothing of it is kept by the server's JS (the notifier sends only while the socket holds at
   // most wsMaxUnsentNotificationBytes, then closes it). The native figure is printed, not asserted:
   // in this process it also counts heap pages V8 keeps after the garbage of the burst.

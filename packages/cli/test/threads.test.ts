@@ -15,12 +15,22 @@ import { WsClient } from './subs-helpers.js';
 /** One POST on a fresh connection (no keep-alive agent). */
 function post(port: number, path: string, body: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'content-type': 'application/json', connection: 'close' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', connection: 'close' },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -29,7 +39,8 @@ function post(port: number, path: string, body: string): Promise<{ status: numbe
 /** Sum of chainnode_rpc_calls_total in a Prometheus text. */
 function callsTotal(text: string): number {
   let n = 0;
-  for (const line of text.split('\n')) if (line.startsWith('chainnode_rpc_calls_total{')) n += Number(line.split(' ').pop());
+  for (const line of text.split('\n'))
+    if (line.startsWith('chainnode_rpc_calls_total{')) n += Number(line.split(' ').pop());
   return n;
 }
 
@@ -38,7 +49,12 @@ test('--threads 2: 150 concurrent calls over fresh connections against a 100-cal
   let srv: ServeProcess | undefined;
   try {
     // No throughput limit: the daily balance alone decides (the main thread's engine, one debit at a time).
-    const { key } = await createKeyCli(c.dir, 'core', ['--daily-credits', String(100 * 80), '--credits-per-second', '0']);
+    const { key } = await createKeyCli(c.dir, 'core', [
+      '--daily-credits',
+      String(100 * 80),
+      '--credits-per-second',
+      '0',
+    ]);
     srv = await spawnServe(c.dir, ['--threads', '2', '--metrics-port', '0']);
     expect(srv.output()).toContain('(2 threads)');
     for (let i = 0; i < 50 && !srv.output().includes('/metrics'); i++) await new Promise((r) => setTimeout(r, 100)); // printed just after the listening line
@@ -81,7 +97,8 @@ test('--threads 2: 150 concurrent calls over fresh connections against a 100-cal
 /** chainnode_thread_rpc_calls_total by thread. */
 function threadCalls(text: string): Map<number, number> {
   const out = new Map<number, number>();
-  for (const m of text.matchAll(/^chainnode_thread_rpc_calls_total\{thread="(\d+)"\} (\d+)$/gm)) out.set(Number(m[1]), Number(m[2]));
+  for (const m of text.matchAll(/^chainnode_thread_rpc_calls_total\{thread="(\d+)"\} (\d+)$/gm))
+    out.set(Number(m[1]), Number(m[2]));
   return out;
 }
 
@@ -100,167 +117,235 @@ type Json = Record<string, unknown>;
 // `--threads 1` runs the same scenario on the single-thread server (no app threads: the serving
 // thread owns the ingest thread itself), which no other follow test exercises now that the default
 // is one thread per core.
-test.each([2, 1])('--threads %i --follow <anvil>: every thread serves each new block, every WebSocket on either thread hears every head, and after anvil_reorg every thread serves the new branch', async (threads) => {
-  const t = await tempDir('threads-follow-');
-  let anvil: Anvil | undefined;
-  let srv: ServeProcess | undefined;
-  const sockets: WsClient[] = [];
-  try {
-    anvil = await startAnvil(t.dir, ['--no-mining']);
-    const up = anvil.url;
-    for (let i = 0; i < 3; i++) await result(up, 'evm_mine', []);
-    const datadir = join(t.dir, 'data');
-    const { key } = await createKeyCli(datadir, 'custom');
-    srv = await spawnServe(datadir, ['--threads', String(threads), '--follow', up, '--genesis', join(t.dir, 'anvil-genesis.json'), '--poll-ms', '50', '--metrics-port', '0']);
-    if (threads > 1) expect(srv.output()).toContain(`(${threads} threads)`);
-    else expect(srv.output()).not.toContain('threads)');
-    for (let i = 0; i < 50 && !srv.output().includes('/metrics'); i++) await sleep(100);
-    const metricsPort = Number(/metrics\s+GET\s+http:\/\/127\.0\.0\.1:(\d+)\/metrics/.exec(srv.output())?.[1]);
-    expect(metricsPort).toBeGreaterThan(0);
-    const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    const port = srv.port;
-    const ask = async (method: string, params: unknown[]): Promise<unknown> => {
-      const r = await post(port, `/v3/${key}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
-      expect(r.status).toBe(200);
-      return (JSON.parse(r.body) as { result: unknown }).result;
-    };
-    /**
-     * `n` calls, each on a fresh connection (the kernel picks the thread): their answers, after
-     * checking from the per-thread counts of the metrics that both threads answered some.
-     */
-    const onBothThreads = async (n: number, method: string, params: unknown[]): Promise<unknown[]> => {
-      const before = threadCalls(await metrics());
-      const answers: unknown[] = [];
-      for (let i = 0; i < n; i++) answers.push(await ask(method, params));
-      if (threads === 1) return answers;
-      const after = threadCalls(await metrics());
-      const d0 = (after.get(0) ?? 0) - (before.get(0) ?? 0);
-      const d1 = (after.get(1) ?? 0) - (before.get(1) ?? 0);
-      expect([d0 > 0, d1 > 0, d0 + d1]).toEqual([true, true, n]);
-      return answers;
-    };
-    // Caught up with anvil's head (wait on either thread, then check both).
-    const head0 = await result<string>(up, 'eth_blockNumber', []);
-    for (let i = 0; i < 200 && (await ask('eth_blockNumber', [])) !== head0; i++) await sleep(50);
-    expect(new Set(await onBothThreads(24, 'eth_blockNumber', []))).toEqual(new Set([head0]));
-    // newHeads on WebSockets until both threads hold some (each eth_subscribe is a call on the
-    // socket's thread).
-    const subscribedOn = new Set<number>();
-    for (let i = 0; i < 32 && (sockets.length < 4 || subscribedOn.size < Math.min(threads, 2)); i++) {
-      const before = threadCalls(await metrics());
-      const ws = await WsClient.open(srv.ws(key));
-      sockets.push(ws);
-      await ws.subscribe(['newHeads']);
-      const after = threadCalls(await metrics());
-      for (const [thread, n] of after) if (n > (before.get(thread) ?? 0)) subscribedOn.add(thread);
+test.each([2, 1])(
+  '--threads %i --follow <anvil>: every thread serves each new block, every WebSocket on either thread hears every head, and after anvil_reorg every thread serves the new branch',
+  async (threads) => {
+    const t = await tempDir('threads-follow-');
+    let anvil: Anvil | undefined;
+    let srv: ServeProcess | undefined;
+    const sockets: WsClient[] = [];
+    try {
+      anvil = await startAnvil(t.dir, ['--no-mining']);
+      const up = anvil.url;
+      for (let i = 0; i < 3; i++) await result(up, 'evm_mine', []);
+      const datadir = join(t.dir, 'data');
+      const { key } = await createKeyCli(datadir, 'custom');
+      srv = await spawnServe(datadir, [
+        '--threads',
+        String(threads),
+        '--follow',
+        up,
+        '--genesis',
+        join(t.dir, 'anvil-genesis.json'),
+        '--poll-ms',
+        '50',
+        '--metrics-port',
+        '0',
+      ]);
+      if (threads > 1) expect(srv.output()).toContain(`(${threads} threads)`);
+      else expect(srv.output()).not.toContain('threads)');
+      for (let i = 0; i < 50 && !srv.output().includes('/metrics'); i++) await sleep(100);
+      const metricsPort = Number(/metrics\s+GET\s+http:\/\/127\.0\.0\.1:(\d+)\/metrics/.exec(srv.output())?.[1]);
+      expect(metricsPort).toBeGreaterThan(0);
+      const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const port = srv.port;
+      const ask = async (method: string, params: unknown[]): Promise<unknown> => {
+        const r = await post(port, `/v3/${key}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
+        expect(r.status).toBe(200);
+        return (JSON.parse(r.body) as { result: unknown }).result;
+      };
+      /**
+       * `n` calls, each on a fresh connection (the kernel picks the thread): their answers, after
+       * checking from the per-thread counts of the metrics that both threads answered some.
+       */
+      const onBothThreads = async (n: number, method: string, params: unknown[]): Promise<unknown[]> => {
+        const before = threadCalls(await metrics());
+        const answers: unknown[] = [];
+        for (let i = 0; i < n; i++) answers.push(await ask(method, params));
+        if (threads === 1) return answers;
+        const after = threadCalls(await metrics());
+        const d0 = (after.get(0) ?? 0) - (before.get(0) ?? 0);
+        const d1 = (after.get(1) ?? 0) - (before.get(1) ?? 0);
+        expect([d0 > 0, d1 > 0, d0 + d1]).toEqual([true, true, n]);
+        return answers;
+      };
+      // Caught up with anvil's head (wait on either thread, then check both).
+      const head0 = await result<string>(up, 'eth_blockNumber', []);
+      for (let i = 0; i < 200 && (await ask('eth_blockNumber', [])) !== head0; i++) await sleep(50);
+      expect(new Set(await onBothThreads(24, 'eth_blockNumber', []))).toEqual(new Set([head0]));
+      // newHeads on WebSockets until both threads hold some (each eth_subscribe is a call on the
+      // socket's thread).
+      const subscribedOn = new Set<number>();
+      for (let i = 0; i < 32 && (sockets.length < 4 || subscribedOn.size < Math.min(threads, 2)); i++) {
+        const before = threadCalls(await metrics());
+        const ws = await WsClient.open(srv.ws(key));
+        sockets.push(ws);
+        await ws.subscribe(['newHeads']);
+        const after = threadCalls(await metrics());
+        for (const [thread, n] of after) if (n > (before.get(thread) ?? 0)) subscribedOn.add(thread);
+      }
+      if (threads > 1) expect([...subscribedOn].sort()).toEqual([0, 1]);
+      else expect(threadCalls(await metrics()).size).toBe(0); // no app threads, no per-thread family
+      expect(wsOpen(await metrics())).toBe(sockets.length);
+      const heads = (ws: WsClient): string[] => ws.notifications().map((n) => n.result.hash as string);
+      // Each new block: every socket hears its head (so both threads applied it), then fresh
+      // connections on both threads serve it as anvil does.
+      const mined: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        await result(up, 'eth_sendTransaction', [
+          { from: DEV[0], to: DEV[1], value: `0x${(i + 1).toString(16)}`, gas: '0x5208' },
+        ]);
+        await result(up, 'evm_mine', []);
+        const b = await result<Json>(up, 'eth_getBlockByNumber', ['latest', false]);
+        mined.push(b.hash as string);
+        await Promise.all(sockets.map((ws) => ws.until(() => heads(ws).includes(b.hash as string))));
+        const answers = (await onBothThreads(16, 'eth_getBlockByNumber', [b.number, false])) as Json[];
+        for (const a of answers)
+          expect([a.hash, a.parentHash, a.transactions]).toEqual([b.hash, b.parentHash, b.transactions]);
+        expect(new Set(await onBothThreads(16, 'eth_blockNumber', []))).toEqual(new Set([b.number]));
+      }
+      for (const ws of sockets) expect(heads(ws)).toEqual(mined);
+      // A reorg of the last 2 blocks (a replacement tx makes the new branch differ). Both threads
+      // have the old branch cached now (just read above); after the commit every one serves anvil's.
+      const top = Number(await result<string>(up, 'eth_blockNumber', []));
+      const old = await result<Json>(up, 'eth_getBlockByNumber', [`0x${top.toString(16)}`, false]);
+      await result(up, 'anvil_reorg', [2, [[{ from: DEV[2], to: DEV[3], value: '0x99', gas: '0x5208' }, 0]]]);
+      const newTop = await result<Json>(up, 'eth_getBlockByNumber', ['latest', false]);
+      expect(newTop.hash).not.toBe(old.hash);
+      await Promise.all(sockets.map((ws) => ws.until(() => heads(ws).includes(newTop.hash as string))));
+      for (let n = top - 3; n <= Number(newTop.number); n++) {
+        const want = await result<Json>(up, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]);
+        const answers = (await onBothThreads(12, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])) as Json[];
+        for (const a of answers)
+          expect([n, a.hash, a.parentHash, a.transactions]).toEqual([n, want.hash, want.parentHash, want.transactions]);
+      }
+      // The new branch's transactions (the replacement among them), on both threads, where anvil has them.
+      const branchTxs: string[] = [];
+      for (let n = top - 1; n <= Number(newTop.number); n++)
+        branchTxs.push(
+          ...((await result<Json>(up, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]))
+            .transactions as string[]),
+        );
+      expect(branchTxs.length).toBeGreaterThan(0);
+      for (const tx of branchTxs) {
+        const want = await result<Json>(up, 'eth_getTransactionByHash', [tx]);
+        const answers = (await onBothThreads(12, 'eth_getTransactionByHash', [tx])) as Json[];
+        for (const a of answers)
+          expect([tx, a.blockHash, a.blockNumber]).toEqual([tx, want.blockHash, want.blockNumber]);
+      }
+      // /health on fresh connections (either thread) shows the follower's status; the reorg count
+      // comes with the ingest's next status update, so each answer may take a few polls.
+      const follow = async (): Promise<Json | undefined> => {
+        const h = (await (
+          await fetch(`http://127.0.0.1:${port}/health`, { headers: { connection: 'close' } })
+        ).json()) as { follow?: Json };
+        return h.follow;
+      };
+      const settled = (f: Json | undefined): boolean =>
+        f?.state === 'following' && f.localHead === Number(newTop.number) && f.reorgs === 1;
+      for (let i = 0; i < 8; i++) {
+        let f = await follow();
+        for (let k = 0; k < 100 && !settled(f); k++) f = await sleep(50).then(follow);
+        expect(f).toMatchObject({
+          state: 'following',
+          localHead: Number(newTop.number),
+          upstreamHead: Number(newTop.number),
+          reorgs: 1,
+          lastError: null,
+        });
+      }
+      for (const ws of sockets) ws.close();
+      sockets.length = 0;
+      expect((await srv.stop()) ?? 0).toBe(0);
+      expect(srv.output()).toContain('stopped cleanly');
+      srv = undefined;
+    } finally {
+      for (const ws of sockets) ws.close();
+      if (srv !== undefined) await srv.stop();
+      await anvil?.stop();
+      await t.cleanup();
     }
-    if (threads > 1) expect([...subscribedOn].sort()).toEqual([0, 1]);
-    else expect(threadCalls(await metrics()).size).toBe(0); // no app threads, no per-thread family
-    expect(wsOpen(await metrics())).toBe(sockets.length);
-    const heads = (ws: WsClient): string[] => ws.notifications().map((n) => n.result.hash as string);
-    // Each new block: every socket hears its head (so both threads applied it), then fresh
-    // connections on both threads serve it as anvil does.
-    const mined: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      await result(up, 'eth_sendTransaction', [{ from: DEV[0], to: DEV[1], value: `0x${(i + 1).toString(16)}`, gas: '0x5208' }]);
-      await result(up, 'evm_mine', []);
-      const b = await result<Json>(up, 'eth_getBlockByNumber', ['latest', false]);
-      mined.push(b.hash as string);
-      await Promise.all(sockets.map((ws) => ws.until(() => heads(ws).includes(b.hash as string))));
-      const answers = (await onBothThreads(16, 'eth_getBlockByNumber', [b.number, false])) as Json[];
-      for (const a of answers) expect([a.hash, a.parentHash, a.transactions]).toEqual([b.hash, b.parentHash, b.transactions]);
-      expect(new Set(await onBothThreads(16, 'eth_blockNumber', []))).toEqual(new Set([b.number]));
-    }
-    for (const ws of sockets) expect(heads(ws)).toEqual(mined);
-    // A reorg of the last 2 blocks (a replacement tx makes the new branch differ). Both threads
-    // have the old branch cached now (just read above); after the commit every one serves anvil's.
-    const top = Number(await result<string>(up, 'eth_blockNumber', []));
-    const old = await result<Json>(up, 'eth_getBlockByNumber', [`0x${top.toString(16)}`, false]);
-    await result(up, 'anvil_reorg', [2, [[{ from: DEV[2], to: DEV[3], value: '0x99', gas: '0x5208' }, 0]]]);
-    const newTop = await result<Json>(up, 'eth_getBlockByNumber', ['latest', false]);
-    expect(newTop.hash).not.toBe(old.hash);
-    await Promise.all(sockets.map((ws) => ws.until(() => heads(ws).includes(newTop.hash as string))));
-    for (let n = top - 3; n <= Number(newTop.number); n++) {
-      const want = await result<Json>(up, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]);
-      const answers = (await onBothThreads(12, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])) as Json[];
-      for (const a of answers) expect([n, a.hash, a.parentHash, a.transactions]).toEqual([n, want.hash, want.parentHash, want.transactions]);
-    }
-    // The new branch's transactions (the replacement among them), on both threads, where anvil has them.
-    const branchTxs: string[] = [];
-    for (let n = top - 1; n <= Number(newTop.number); n++) branchTxs.push(...(await result<Json>(up, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])).transactions as string[]);
-    expect(branchTxs.length).toBeGreaterThan(0);
-    for (const tx of branchTxs) {
-      const want = await result<Json>(up, 'eth_getTransactionByHash', [tx]);
-      const answers = (await onBothThreads(12, 'eth_getTransactionByHash', [tx])) as Json[];
-      for (const a of answers) expect([tx, a.blockHash, a.blockNumber]).toEqual([tx, want.blockHash, want.blockNumber]);
-    }
-    // /health on fresh connections (either thread) shows the follower's status; the reorg count
-    // comes with the ingest's next status update, so each answer may take a few polls.
-    const follow = async (): Promise<Json | undefined> => {
-      const h = (await (await fetch(`http://127.0.0.1:${port}/health`, { headers: { connection: 'close' } })).json()) as { follow?: Json };
-      return h.follow;
-    };
-    const settled = (f: Json | undefined): boolean => f?.state === 'following' && f.localHead === Number(newTop.number) && f.reorgs === 1;
-    for (let i = 0; i < 8; i++) {
-      let f = await follow();
-      for (let k = 0; k < 100 && !settled(f); k++) f = await sleep(50).then(follow);
-      expect(f).toMatchObject({ state: 'following', localHead: Number(newTop.number), upstreamHead: Number(newTop.number), reorgs: 1, lastError: null });
-    }
-    for (const ws of sockets) ws.close();
-    sockets.length = 0;
-    expect((await srv.stop()) ?? 0).toBe(0);
-    expect(srv.output()).toContain('stopped cleanly');
-    srv = undefined;
-  } finally {
-    for (const ws of sockets) ws.close();
-    if (srv !== undefined) await srv.stop();
-    await anvil?.stop();
-    await t.cleanup();
-  }
-}, 180_000);
+  },
+  180_000,
+);
 
 // An ingest that fails before the datadir holds a chain fails every app thread's start: serve must
 // then stop the threads it started (one of which has already ended) and exit 1 with the reason,
 // as with one thread (it once waited forever on the ended thread and exited 13, silently).
-test.each([2, 1])('--threads %i --follow with an unreadable --genesis on an empty datadir: exit 1 with the reason, nothing left listening', async (threads) => {
-  const t = await tempDir('threads-follow-fail-');
-  try {
-    const r = await runCli(['serve', '--datadir', join(t.dir, 'data'), '--port', '0', '--threads', String(threads), '--follow', 'http://127.0.0.1:9', '--genesis', join(t.dir, 'missing.json')], { timeoutMs: 60_000 });
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`node-cli: --follow: cannot read ${join(t.dir, 'missing.json')}`);
-    expect(r.stdout).not.toContain('listening');
-  } finally {
-    await t.cleanup();
-  }
-});
+test.each([2, 1])(
+  '--threads %i --follow with an unreadable --genesis on an empty datadir: exit 1 with the reason, nothing left listening',
+  async (threads) => {
+    const t = await tempDir('threads-follow-fail-');
+    try {
+      const r = await runCli(
+        [
+          'serve',
+          '--datadir',
+          join(t.dir, 'data'),
+          '--port',
+          '0',
+          '--threads',
+          String(threads),
+          '--follow',
+          'http://127.0.0.1:9',
+          '--genesis',
+          join(t.dir, 'missing.json'),
+        ],
+        { timeoutMs: 60_000 },
+      );
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`node-cli: --follow: cannot read ${join(t.dir, 'missing.json')}`);
+      expect(r.stdout).not.toContain('listening');
+    } finally {
+      await t.cleanup();
+    }
+  },
+);
 
 // With --ledger redis:// the main thread's Redis engine decides every app thread's debits.
-(redisServerPath() !== undefined ? test : test.skip)('--threads 2 --ledger redis://: 150 concurrent calls against a 100-call balance: exactly 100 served, usage in Redis', async () => {
-  const c = await datadirCopy('fixtures');
-  let redis: RedisProcess | undefined;
-  let srv: ServeProcess | undefined;
-  try {
-    redis = await startRedis();
-    const r = await runCli(['keys', 'create', '--plan', 'core', '--json', '--daily-credits', String(100 * 80), '--credits-per-second', '0', '--ledger', redis.url, '--datadir', c.dir]);
-    expect(r.code).toBe(0);
-    const { key } = JSON.parse(r.stdout) as { key: string };
-    srv = await spawnServe(c.dir, ['--threads', '2', '--ledger', redis.url]);
-    expect(srv.output()).toContain('(2 threads)');
-    expect(srv.output()).toContain('ledger    redis');
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_getBlockByNumber', params: ['0x10', false] });
-    const port = srv.port;
-    const replies = await Promise.all(Array.from({ length: 150 }, () => post(port, `/v3/${key}`, body)));
-    expect(replies.filter((x) => x.status === 200).length).toBe(100);
-    expect(replies.filter((x) => x.status === 402).length).toBe(50);
-    expect((await srv.stop()) ?? 0).toBe(0);
-    srv = undefined;
-    const u = await runCli(['keys', 'usage', key, '--json', '--ledger', redis.url, '--datadir', c.dir]);
-    expect((JSON.parse(u.stdout) as { used: number }).used).toBe(8000);
-  } finally {
-    if (srv !== undefined) await srv.stop();
-    await redis?.stop();
-    await redis?.cleanup();
-    await c.cleanup();
-  }
-});
+(redisServerPath() !== undefined ? test : test.skip)(
+  '--threads 2 --ledger redis://: 150 concurrent calls against a 100-call balance: exactly 100 served, usage in Redis',
+  async () => {
+    const c = await datadirCopy('fixtures');
+    let redis: RedisProcess | undefined;
+    let srv: ServeProcess | undefined;
+    try {
+      redis = await startRedis();
+      const r = await runCli([
+        'keys',
+        'create',
+        '--plan',
+        'core',
+        '--json',
+        '--daily-credits',
+        String(100 * 80),
+        '--credits-per-second',
+        '0',
+        '--ledger',
+        redis.url,
+        '--datadir',
+        c.dir,
+      ]);
+      expect(r.code).toBe(0);
+      const { key } = JSON.parse(r.stdout) as { key: string };
+      srv = await spawnServe(c.dir, ['--threads', '2', '--ledger', redis.url]);
+      expect(srv.output()).toContain('(2 threads)');
+      expect(srv.output()).toContain('ledger    redis');
+      const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_getBlockByNumber', params: ['0x10', false] });
+      const port = srv.port;
+      const replies = await Promise.all(Array.from({ length: 150 }, () => post(port, `/v3/${key}`, body)));
+      expect(replies.filter((x) => x.status === 200).length).toBe(100);
+      expect(replies.filter((x) => x.status === 402).length).toBe(50);
+      expect((await srv.stop()) ?? 0).toBe(0);
+      srv = undefined;
+      const u = await runCli(['keys', 'usage', key, '--json', '--ledger', redis.url, '--datadir', c.dir]);
+      expect((JSON.parse(u.stdout) as { used: number }).used).toBe(8000);
+    } finally {
+      if (srv !== undefined) await srv.stop();
+      await redis?.stop();
+      await redis?.cleanup();
+      await c.cleanup();
+    }
+  },
+);
 if (redisServerPath() === undefined) console.log(NO_REDIS);

@@ -21,7 +21,8 @@ export function writeChunk(c: AsciiChunk, out: Uint8Array, at: number): number {
   let done = 0;
   while (done < c.length) {
     const n = readSync(c.fd, out, at + done, c.length - done, c.position + done);
-    if (n === 0) throw new Error(`file slice: ${c.length - done} bytes missing at ${c.position + done} (file truncated)`);
+    if (n === 0)
+      throw new Error(`file slice: ${c.length - done} bytes missing at ${c.position + done} (file truncated)`);
     done += n;
   }
   return at + c.length;

@@ -53,7 +53,9 @@ export function blockJsonHead(b: BlockJsonFields, uncle = false, transactions = 
   s +=
     `"sha3Uncles":"0x${hex(h.uncleHash)}","size":"0x${q(b.size)}","stateRoot":"0x${hex(h.stateRoot)}",` +
     `"timestamp":"0x${q(h.timestamp)}",`;
-  s += uncle ? '"totalDifficulty":null,' : `"totalDifficulty":"0x${q(b.totalDifficulty)}","transactions":[${transactions}],`;
+  s += uncle
+    ? '"totalDifficulty":null,'
+    : `"totalDifficulty":"0x${q(b.totalDifficulty)}","transactions":[${transactions}],`;
   s += `"transactionsRoot":"0x${hex(h.transactionsRoot)}","uncles":[${uncle ? '' : hashList(b.uncleHashes)}]`;
   if (b.withdrawals !== undefined && !uncle) {
     s += ',"withdrawals":[';

@@ -5,13 +5,7 @@
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { bytesToBigInt } from './hex.js';
-import type {
-  AccessListEntry,
-  AuthorizationRecord,
-  HeaderRecord,
-  TxRecord,
-  WithdrawalRecord,
-} from './types.js';
+import type { AccessListEntry, AuthorizationRecord, HeaderRecord, TxRecord, WithdrawalRecord } from './types.js';
 
 type Nested = Uint8Array | Nested[];
 

@@ -103,6 +103,10 @@ export function concatBytes(...parts: Uint8Array[]): Uint8Array {
  * Uint8Array (a log answer hexes about seven values per log; Buffer views were a fifth of its
  * time, and their garbage more). Falls back to a view where hexSlice is missing.
  */
-const hexSlice = (Buffer.prototype as unknown as { hexSlice?: (this: Uint8Array, start: number, end: number) => string }).hexSlice;
+const hexSlice = (
+  Buffer.prototype as unknown as { hexSlice?: (this: Uint8Array, start: number, end: number) => string }
+).hexSlice;
 export const hexOfBytes: (b: Uint8Array) => string =
-  hexSlice !== undefined ? (b) => hexSlice.call(b, 0, b.length) : (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+  hexSlice !== undefined
+    ? (b) => hexSlice.call(b, 0, b.length)
+    : (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');

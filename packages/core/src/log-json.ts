@@ -34,7 +34,8 @@ export class LogJsonWriter {
       this.txText = `"transactionHash":"0x${hexOfBytes(log.transactionHash)}","transactionIndex":"0x${log.transactionIndex.toString(16)}"`;
     }
     let topics = '';
-    for (let t = 0; t < log.topics.length; t++) topics += `${t === 0 ? '' : ','}"0x${hexOfBytes(log.topics[t] as Uint8Array)}"`;
+    for (let t = 0; t < log.topics.length; t++)
+      topics += `${t === 0 ? '' : ','}"0x${hexOfBytes(log.topics[t] as Uint8Array)}"`;
     return (
       `{"address":"0x${hexOfBytes(log.address)}","topics":[${topics}],"data":"0x${hexOfBytes(log.data)}",${this.blockNumberText},` +
       `${this.txText},${this.blockText},"logIndex":"0x${log.logIndex.toString(16)}","removed":false}`

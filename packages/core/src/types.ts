@@ -160,7 +160,9 @@ export type LogQueryResult =
  * the rows as read and the separators between them, written once, into the reply; a chunk may
  * also be a slice of a sealed log segment's file, read straight into the reply (ascii-chunks.ts).
  */
-export type LogTextQueryResult = { kind: 'ok'; ascii: AsciiChunk[]; count: number } | { kind: 'too-many'; lastFittingBlock: bigint };
+export type LogTextQueryResult =
+  | { kind: 'ok'; ascii: AsciiChunk[]; count: number }
+  | { kind: 'too-many'; lastFittingBlock: bigint };
 
 export interface StorageProofRecord {
   key: Bytes; // the 32-byte slot as requested (left-padded)

@@ -23,7 +23,13 @@ async function api(method, path, body) {
     headers['Content-Type'] = 'application/json';
     headers['X-CSRF-Token'] = csrf;
   }
-  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin', cache: 'no-store' });
+  const res = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'same-origin',
+    cache: 'no-store',
+  });
   const data = await res.json().catch(() => ({}));
   if (!res.ok) throw new ApiError(res.status, data.error || `HTTP ${res.status}`);
   return data;
@@ -42,8 +48,16 @@ function cell(tr, text, cls) {
 }
 
 const fmt = (n) => Number(n).toLocaleString('en-US');
-const lines = (text) => text.split('\n').map((s) => s.trim()).filter((s) => s !== '');
-const list = (text) => text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+const lines = (text) =>
+  text
+    .split('\n')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+const list = (text) =>
+  text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 const numOrNull = (v) => (v === '' ? null : Number(v));
 
 function showOnce(title, value) {
@@ -108,10 +122,23 @@ function drawChart(days) {
       width,
       height: 240,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-      scales: { x: { time: true, range: (u, min, max) => [min - 43200, max + 43200] }, y: { range: (u, min, max) => [0, Math.max(10, max * 1.1)] } },
+      scales: {
+        x: { time: true, range: (u, min, max) => [min - 43200, max + 43200] },
+        y: { range: (u, min, max) => [0, Math.max(10, max * 1.1)] },
+      },
       axes: [{}, { values: (u, vals) => vals.map((v) => fmt(v)), size: 70 }],
       legend: { show: true },
-      series: [{}, { label: 'credits', stroke: '#1f6feb', fill: 'rgba(31,111,235,0.25)', width: 1, paths: uPlot.paths.bars({ size: [0.7, 40] }), points: { show: false } }],
+      series: [
+        {},
+        {
+          label: 'credits',
+          stroke: '#1f6feb',
+          fill: 'rgba(31,111,235,0.25)',
+          width: 1,
+          paths: uPlot.paths.bars({ size: [0.7, 40] }),
+          points: { show: false },
+        },
+      ],
     },
     [xs, ys],
     el,
@@ -125,7 +152,10 @@ async function loadUsage() {
   $('d-resets').textContent = `resets at ${u.balance.resetsAt}`;
   $('d-used').textContent = fmt(u.balance.used);
   $('d-daily').textContent = `of ${fmt(u.balance.dailyCredits)} credits/day`;
-  const tot = u.days.reduce((a, d) => ({ calls: a.calls + d.calls, e4xx: a.e4xx + d.e4xx, e5xx: a.e5xx + d.e5xx, erpc: a.erpc + d.erpc }), { calls: 0, e4xx: 0, e5xx: 0, erpc: 0 });
+  const tot = u.days.reduce(
+    (a, d) => ({ calls: a.calls + d.calls, e4xx: a.e4xx + d.e4xx, e5xx: a.e5xx + d.e5xx, erpc: a.erpc + d.erpc }),
+    { calls: 0, e4xx: 0, e5xx: 0, erpc: 0 },
+  );
   $('d-calls').textContent = fmt(tot.calls);
   $('d-errors').textContent = `${fmt(tot.e4xx)} 4xx · ${fmt(tot.e5xx)} 5xx · ${fmt(tot.erpc)} JSON-RPC errors`;
   drawChart(u.days);
@@ -159,7 +189,9 @@ function fillDetail(k) {
   $('s-cpd').value = k.limits.creditsPerDay ?? '';
   $('s-cps').value = k.limits.creditsPerSecond ?? '';
   for (const t of ['addresses', 'origins', 'userAgents', 'methods']) $(`al-${t}`).value = k.allowlists[t].join('\n');
-  $('secret-state').textContent = k.secret.set ? `A secret is set${k.secret.required ? ' and required for every request' : ' (optional: requests without it are accepted)'}.` : 'No secret.';
+  $('secret-state').textContent = k.secret.set
+    ? `A secret is set${k.secret.required ? ' and required for every request' : ' (optional: requests without it are accepted)'}.`
+    : 'No secret.';
   $('secret-required').checked = k.secret.required;
   $('secret-required').disabled = !k.secret.set || k.status !== 'active';
   const revoked = k.status !== 'active';
@@ -232,62 +264,94 @@ $('login-form').addEventListener('submit', (ev) => {
     .catch((err) => showError(err, 'login-error'));
 });
 
-$('logout').addEventListener('click', act(async () => {
-  await api('POST', '/api/logout');
-  showLogin();
-}));
+$('logout').addEventListener(
+  'click',
+  act(async () => {
+    await api('POST', '/api/logout');
+    showLogin();
+  }),
+);
 
-$('create-form').addEventListener('submit', act(async () => {
-  const networks = list($('create-networks').value);
-  const limits = { creditsPerDay: numOrNull($('create-cpd').value), creditsPerSecond: numOrNull($('create-cps').value) };
-  const r = await api('POST', '/api/keys', { name: $('create-name').value, plan: $('create-plan').value, networks: networks.length > 0 ? networks : null, limits });
-  $('create-form').reset();
-  showOnce(`Your new API key "${r.view.name}"`, r.key);
-  await loadKeys();
-  await openKey(r.view.id);
-}));
+$('create-form').addEventListener(
+  'submit',
+  act(async () => {
+    const networks = list($('create-networks').value);
+    const limits = {
+      creditsPerDay: numOrNull($('create-cpd').value),
+      creditsPerSecond: numOrNull($('create-cps').value),
+    };
+    const r = await api('POST', '/api/keys', {
+      name: $('create-name').value,
+      plan: $('create-plan').value,
+      networks: networks.length > 0 ? networks : null,
+      limits,
+    });
+    $('create-form').reset();
+    showOnce(`Your new API key "${r.view.name}"`, r.key);
+    await loadKeys();
+    await openKey(r.view.id);
+  }),
+);
 
 $('once-copy').addEventListener('click', () => {
   navigator.clipboard?.writeText($('once-value').textContent).catch(() => {});
 });
 $('once-done').addEventListener('click', clearOnce);
 
-$('settings-form').addEventListener('submit', act(async () => {
-  const networks = list($('s-networks').value);
-  const allowlists = {};
-  for (const t of ['addresses', 'origins', 'userAgents', 'methods']) allowlists[t] = lines($(`al-${t}`).value);
-  await api('PATCH', `/api/keys/${current}`, {
-    name: $('s-name').value,
-    networks: networks.length > 0 ? networks : null,
-    limits: { creditsPerDay: numOrNull($('s-cpd').value), creditsPerSecond: numOrNull($('s-cps').value) },
-    allowlists,
-  });
-  await refreshAll();
-}));
+$('settings-form').addEventListener(
+  'submit',
+  act(async () => {
+    const networks = list($('s-networks').value);
+    const allowlists = {};
+    for (const t of ['addresses', 'origins', 'userAgents', 'methods']) allowlists[t] = lines($(`al-${t}`).value);
+    await api('PATCH', `/api/keys/${current}`, {
+      name: $('s-name').value,
+      networks: networks.length > 0 ? networks : null,
+      limits: { creditsPerDay: numOrNull($('s-cpd').value), creditsPerSecond: numOrNull($('s-cps').value) },
+      allowlists,
+    });
+    await refreshAll();
+  }),
+);
 
-$('secret-create').addEventListener('click', act(async () => {
-  const r = await api('POST', `/api/keys/${current}/secret`);
-  showOnce('Your new API key secret', r.secret);
-  await refreshAll();
-}));
-$('secret-delete').addEventListener('click', act(async () => {
-  await api('DELETE', `/api/keys/${current}/secret`);
-  await refreshAll();
-}));
-$('secret-required').addEventListener('change', act(async () => {
-  await api('PATCH', `/api/keys/${current}`, { secretRequired: $('secret-required').checked });
-  await refreshAll();
-}));
-$('rotate').addEventListener('click', act(async () => {
-  if (!window.confirm('Rotate this key? The current key value stops working within a second.')) return;
-  const r = await api('POST', `/api/keys/${current}/rotate`);
-  showOnce(`The new value of "${r.view.name}"`, r.key);
-  await refreshAll();
-}));
-$('revoke').addEventListener('click', act(async () => {
-  if (!window.confirm('Revoke this key? Every request with it will be refused (401).')) return;
-  await api('POST', `/api/keys/${current}/revoke`);
-  await refreshAll();
-}));
+$('secret-create').addEventListener(
+  'click',
+  act(async () => {
+    const r = await api('POST', `/api/keys/${current}/secret`);
+    showOnce('Your new API key secret', r.secret);
+    await refreshAll();
+  }),
+);
+$('secret-delete').addEventListener(
+  'click',
+  act(async () => {
+    await api('DELETE', `/api/keys/${current}/secret`);
+    await refreshAll();
+  }),
+);
+$('secret-required').addEventListener(
+  'change',
+  act(async () => {
+    await api('PATCH', `/api/keys/${current}`, { secretRequired: $('secret-required').checked });
+    await refreshAll();
+  }),
+);
+$('rotate').addEventListener(
+  'click',
+  act(async () => {
+    if (!window.confirm('Rotate this key? The current key value stops working within a second.')) return;
+    const r = await api('POST', `/api/keys/${current}/rotate`);
+    showOnce(`The new value of "${r.view.name}"`, r.key);
+    await refreshAll();
+  }),
+);
+$('revoke').addEventListener(
+  'click',
+  act(async () => {
+    if (!window.confirm('Revoke this key? Every request with it will be refused (401).')) return;
+    await api('POST', `/api/keys/${current}/revoke`);
+    await refreshAll();
+  }),
+);
 
 start().catch((err) => showError(err));

@@ -51,7 +51,8 @@ function readAdmin(datadir: string): AdminFile | undefined {
     throw new AdminTokenError(`${adminPath(datadir)} is not valid JSON`);
   }
   const r = o as Partial<AdminFile> | null;
-  if (!r || typeof r.tokenHash !== 'string' || !/^[0-9a-f]{64}$/.test(r.tokenHash)) throw new AdminTokenError(`${adminPath(datadir)}: expected {"version":1,"tokenHash":"<64 hex>"}`);
+  if (!r || typeof r.tokenHash !== 'string' || !/^[0-9a-f]{64}$/.test(r.tokenHash))
+    throw new AdminTokenError(`${adminPath(datadir)}: expected {"version":1,"tokenHash":"<64 hex>"}`);
   return { version: 1, tokenHash: r.tokenHash, createdAt: typeof r.createdAt === 'string' ? r.createdAt : '' };
 }
 
@@ -65,7 +66,9 @@ export function hasAdminToken(datadir: string): boolean {
  */
 export function createAdminToken(datadir: string, replace = false): string {
   if (!replace && readAdmin(datadir) !== undefined) {
-    throw new AdminTokenError('an admin token exists already (it is shown only when created); use --replace to make a new one');
+    throw new AdminTokenError(
+      'an admin token exists already (it is shown only when created); use --replace to make a new one',
+    );
   }
   const token = `cna_${randomBytes(32).toString('base64url')}`;
   const body: AdminFile = { version: 1, tokenHash: sha256(token).toString('hex'), createdAt: new Date().toISOString() };
@@ -142,7 +145,8 @@ export class Sessions {
 
   private sweep(): void {
     const t = this.now();
-    for (const [h, s] of this.byHash) if (t - s.seen > SESSION_IDLE_MS || t - s.created > SESSION_MAX_MS) this.byHash.delete(h);
+    for (const [h, s] of this.byHash)
+      if (t - s.seen > SESSION_IDLE_MS || t - s.created > SESSION_MAX_MS) this.byHash.delete(h);
   }
 }
 
@@ -187,7 +191,8 @@ export class LoginThrottle {
 
   failed(client: string): void {
     this.roll();
-    if (this.failures.size < 10_000 || this.failures.has(client)) this.failures.set(client, (this.failures.get(client) ?? 0) + 1);
+    if (this.failures.size < 10_000 || this.failures.has(client))
+      this.failures.set(client, (this.failures.get(client) ?? 0) + 1);
     this.total++;
   }
 }
@@ -217,7 +222,10 @@ export function clearCookie(secure: boolean): string {
  * without one, Sec-Fetch-Site must say same-origin; with neither, it is refused (a browser always
  * sends one of them on a POST; other clients can set Origin). The second layer is the CSRF token.
  */
-export function sameOrigin(headers: { origin?: string | undefined; secFetchSite?: string | undefined; host?: string | undefined }, scheme: 'http' | 'https'): boolean {
+export function sameOrigin(
+  headers: { origin?: string | undefined; secFetchSite?: string | undefined; host?: string | undefined },
+  scheme: 'http' | 'https',
+): boolean {
   if (headers.secFetchSite !== undefined && headers.secFetchSite !== 'same-origin') return false;
   if (headers.origin !== undefined) {
     if (headers.host === undefined || headers.host === '') return false;

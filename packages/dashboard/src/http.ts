@@ -92,13 +92,17 @@ function assets(): Map<string, { file: string; type: string }> {
     ['/', { file: join(pub, 'index.html'), type: 'text/html; charset=utf-8' }],
     ['/app.js', { file: join(pub, 'app.js'), type: 'text/javascript; charset=utf-8' }],
     ['/app.css', { file: join(pub, 'app.css'), type: 'text/css; charset=utf-8' }],
-    ['/vendor/uPlot.iife.min.js', { file: join(uplotDir, 'uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' }],
+    [
+      '/vendor/uPlot.iife.min.js',
+      { file: join(uplotDir, 'uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
+    ],
     ['/vendor/uPlot.min.css', { file: join(uplotDir, 'uPlot.min.css'), type: 'text/css; charset=utf-8' }],
   ]);
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
-  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
   'X-Frame-Options': 'DENY',
@@ -151,7 +155,8 @@ export async function startDashboard(o: DashboardOptions): Promise<RunningDashbo
       handler: ({ req, res, body }) => {
         const client = req.socket.remoteAddress ?? '?';
         const wait = throttle.retryAfter(client);
-        if (wait > 0) throw new HttpError(429, 'too many login attempts; try again later', { 'Retry-After': String(wait) });
+        if (wait > 0)
+          throw new HttpError(429, 'too many login attempts; try again later', { 'Retry-After': String(wait) });
         const token = str(obj(body)['token'], 'token');
         if (!verifyAdminToken(o.datadir, token)) {
           throttle.failed(client);
@@ -180,7 +185,8 @@ export async function startDashboard(o: DashboardOptions): Promise<RunningDashbo
       path: /^\/api\/session$/,
       auth: false,
       mutates: false,
-      handler: ({ session }) => (session ? { loggedIn: true, csrf: session.csrf, rpcUrl: o.rpcUrl ?? null } : { loggedIn: false }),
+      handler: ({ session }) =>
+        session ? { loggedIn: true, csrf: session.csrf, rpcUrl: o.rpcUrl ?? null } : { loggedIn: false },
     },
     { method: 'GET', path: /^\/api\/plans$/, auth: true, mutates: false, handler: () => km.plans },
     { method: 'GET', path: /^\/api\/keys$/, auth: true, mutates: false, handler: () => km.list() },
@@ -191,7 +197,8 @@ export async function startDashboard(o: DashboardOptions): Promise<RunningDashbo
       mutates: true,
       handler: ({ body }) => {
         const b = obj(body);
-        for (const k of Object.keys(b)) if (!['name', 'plan', 'networks', 'limits'].includes(k)) throw new HttpError(400, `${k}: unknown field`);
+        for (const k of Object.keys(b))
+          if (!['name', 'plan', 'networks', 'limits'].includes(k)) throw new HttpError(400, `${k}: unknown field`);
         return km.create({
           name: str(b['name'], 'name'),
           plan: str(b['plan'], 'plan'),
@@ -200,18 +207,70 @@ export async function startDashboard(o: DashboardOptions): Promise<RunningDashbo
         });
       },
     },
-    { method: 'GET', path: new RegExp(`^/api/keys/${ID}$`), auth: true, mutates: false, handler: ({ params }) => km.get(params[0] as string) },
-    { method: 'PATCH', path: new RegExp(`^/api/keys/${ID}$`), auth: true, mutates: true, handler: ({ params, body }) => km.update(params[0] as string, obj(body)) },
-    { method: 'POST', path: new RegExp(`^/api/keys/${ID}/revoke$`), auth: true, mutates: true, handler: ({ params }) => km.revoke(params[0] as string) },
-    { method: 'POST', path: new RegExp(`^/api/keys/${ID}/rotate$`), auth: true, mutates: true, handler: ({ params }) => km.rotate(params[0] as string) },
-    { method: 'POST', path: new RegExp(`^/api/keys/${ID}/secret$`), auth: true, mutates: true, handler: ({ params }) => km.createSecret(params[0] as string) },
-    { method: 'DELETE', path: new RegExp(`^/api/keys/${ID}/secret$`), auth: true, mutates: true, handler: ({ params }) => km.deleteSecret(params[0] as string) },
-    { method: 'GET', path: new RegExp(`^/api/keys/${ID}/usage$`), auth: true, mutates: false, handler: ({ params }) => km.usage(params[0] as string) },
+    {
+      method: 'GET',
+      path: new RegExp(`^/api/keys/${ID}$`),
+      auth: true,
+      mutates: false,
+      handler: ({ params }) => km.get(params[0] as string),
+    },
+    {
+      method: 'PATCH',
+      path: new RegExp(`^/api/keys/${ID}$`),
+      auth: true,
+      mutates: true,
+      handler: ({ params, body }) => km.update(params[0] as string, obj(body)),
+    },
+    {
+      method: 'POST',
+      path: new RegExp(`^/api/keys/${ID}/revoke$`),
+      auth: true,
+      mutates: true,
+      handler: ({ params }) => km.revoke(params[0] as string),
+    },
+    {
+      method: 'POST',
+      path: new RegExp(`^/api/keys/${ID}/rotate$`),
+      auth: true,
+      mutates: true,
+      handler: ({ params }) => km.rotate(params[0] as string),
+    },
+    {
+      method: 'POST',
+      path: new RegExp(`^/api/keys/${ID}/secret$`),
+      auth: true,
+      mutates: true,
+      handler: ({ params }) => km.createSecret(params[0] as string),
+    },
+    {
+      method: 'DELETE',
+      path: new RegExp(`^/api/keys/${ID}/secret$`),
+      auth: true,
+      mutates: true,
+      handler: ({ params }) => km.deleteSecret(params[0] as string),
+    },
+    {
+      method: 'GET',
+      path: new RegExp(`^/api/keys/${ID}/usage$`),
+      auth: true,
+      mutates: false,
+      handler: ({ params }) => km.usage(params[0] as string),
+    },
   ];
 
-  const sendJson = (res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void => {
+  const sendJson = (
+    res: ServerResponse,
+    status: number,
+    value: unknown,
+    headers: Record<string, string> = {},
+  ): void => {
     const text = JSON.stringify(value);
-    res.writeHead(status, { ...SECURITY_HEADERS, 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', ...headers });
+    res.writeHead(status, {
+      ...SECURITY_HEADERS,
+      'Content-Type': 'application/json; charset=utf-8',
+      'Cache-Control': 'no-store',
+      ...headers,
+    });
     res.end(text);
   };
 
@@ -250,14 +309,16 @@ export async function startDashboard(o: DashboardOptions): Promise<RunningDashbo
       const h = req.headers;
       const origin = typeof h['origin'] === 'string' ? h['origin'] : undefined;
       const site = typeof h['sec-fetch-site'] === 'string' ? h['sec-fetch-site'] : undefined;
-      if (!sameOrigin({ origin, secFetchSite: site, host: h.host }, scheme)) throw new HttpError(403, 'cross-origin request refused');
+      if (!sameOrigin({ origin, secFetchSite: site, host: h.host }, scheme))
+        throw new HttpError(403, 'cross-origin request refused');
     }
     const cookie = sessionCookie(req.headers.cookie);
     const session = sessions.get(cookie);
     if (route.auth && !session) throw new HttpError(401, 'not logged in');
     if (route.auth && route.mutates) {
       const header = req.headers[CSRF_HEADER];
-      if (!csrfMatches(session as Session, typeof header === 'string' ? header : undefined)) throw new HttpError(403, 'missing or wrong CSRF token');
+      if (!csrfMatches(session as Session, typeof header === 'string' ? header : undefined))
+        throw new HttpError(403, 'missing or wrong CSRF token');
     }
     let body: unknown;
     if (method === 'POST' || method === 'PATCH') {
@@ -290,7 +351,9 @@ export async function startDashboard(o: DashboardOptions): Promise<RunningDashbo
     });
   };
 
-  const server: Server = o.tls ? createHttpsServer({ cert: o.tls.cert, key: o.tls.key }, listener) : createHttpServer(listener);
+  const server: Server = o.tls
+    ? createHttpsServer({ cert: o.tls.cert, key: o.tls.key }, listener)
+    : createHttpServer(listener);
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   server.maxHeadersCount = 100;

@@ -22,7 +22,19 @@ import {
   AllowlistError,
   USAGE_DAYS,
 } from '@chainnode/server';
-import type { Allowlists, Counters, DayUsage, KeyLimits, KeyRecord, KeyStore, MinuteUsage, PlanName, ServerConfig, Usage, UsageRecord } from '@chainnode/server';
+import type {
+  Allowlists,
+  Counters,
+  DayUsage,
+  KeyLimits,
+  KeyRecord,
+  KeyStore,
+  MinuteUsage,
+  PlanName,
+  ServerConfig,
+  Usage,
+  UsageRecord,
+} from '@chainnode/server';
 
 /** A refused action: bad input (400) or no such key (404). The message is safe to show. */
 export class KeyActionError extends Error {
@@ -99,7 +111,8 @@ export interface UpdateInput {
 function validName(v: unknown): string {
   if (typeof v !== 'string') throw new KeyActionError('name: expected a string');
   const name = v.trim();
-  if (name === '' || name.length > MAX_NAME_LENGTH) throw new KeyActionError(`name: 1 to ${MAX_NAME_LENGTH} characters`);
+  if (name === '' || name.length > MAX_NAME_LENGTH)
+    throw new KeyActionError(`name: 1 to ${MAX_NAME_LENGTH} characters`);
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(name)) throw new KeyActionError('name: control characters are not allowed');
   return name;
@@ -108,7 +121,8 @@ function validName(v: unknown): string {
 function validNetworks(v: unknown): string[] {
   if (!Array.isArray(v)) throw new KeyActionError('networks: expected an array of network names');
   if (v.length > MAX_NETWORKS) throw new KeyActionError(`networks: at most ${MAX_NETWORKS}`);
-  if (v.length === 0) throw new KeyActionError('networks: give at least one network name (or none at all for every network)');
+  if (v.length === 0)
+    throw new KeyActionError('networks: give at least one network name (or none at all for every network)');
   const out: string[] = [];
   for (const n of v) {
     // The names `serve --network <name>=…` accepts: the first DNS label of the Host.
@@ -122,7 +136,8 @@ function validNetworks(v: unknown): string[] {
 
 function validCredits(field: string, v: unknown): number | undefined {
   if (v === null || v === undefined || v === 0) return undefined;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new KeyActionError(`${field}: expected a non-negative integer (0: the plan's)`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    throw new KeyActionError(`${field}: expected a non-negative integer (0: the plan's)`);
   return v;
 }
 
@@ -145,7 +160,11 @@ export class KeyManager {
   }
 
   get plans(): Array<{ name: PlanName; dailyCredits: number; creditsPerSecond: number }> {
-    return PLAN_NAMES.map((name) => ({ name, dailyCredits: this.o.config.plans[name].dailyCredits, creditsPerSecond: this.o.config.plans[name].creditsPerSecond }));
+    return PLAN_NAMES.map((name) => ({
+      name,
+      dailyCredits: this.o.config.plans[name].dailyCredits,
+      creditsPerSecond: this.o.config.plans[name].creditsPerSecond,
+    }));
   }
 
   /** Every key, less the records of rotated-away values (kept, revoked, so they stay refused). */
@@ -179,14 +198,23 @@ export class KeyManager {
 
   async create(input: CreateInput): Promise<{ key: string; view: KeyView }> {
     const name = validName(input.name);
-    if (typeof input.plan !== 'string' || !isPlanName(input.plan)) throw new KeyActionError(`plan: expected one of ${PLAN_NAMES.join(', ')}`);
+    if (typeof input.plan !== 'string' || !isPlanName(input.plan))
+      throw new KeyActionError(`plan: expected one of ${PLAN_NAMES.join(', ')}`);
     const key = generateKey();
     const hash = hashKey(key);
-    const rec: KeyRecord = { id: hash.slice(0, 12), hash, plan: input.plan, createdAt: new Date(this.now()).toISOString(), name, prefix: key.slice(0, KEY_PREFIX_LENGTH) };
+    const rec: KeyRecord = {
+      id: hash.slice(0, 12),
+      hash,
+      plan: input.plan,
+      createdAt: new Date(this.now()).toISOString(),
+      name,
+      prefix: key.slice(0, KEY_PREFIX_LENGTH),
+    };
     const daily = validCredits('dailyCredits', input.dailyCredits);
     if (daily !== undefined) rec.dailyCredits = daily;
     if (input.creditsPerSecond !== undefined) {
-      if (!Number.isSafeInteger(input.creditsPerSecond) || input.creditsPerSecond < 0) throw new KeyActionError('creditsPerSecond: expected a non-negative integer');
+      if (!Number.isSafeInteger(input.creditsPerSecond) || input.creditsPerSecond < 0)
+        throw new KeyActionError('creditsPerSecond: expected a non-negative integer');
       rec.creditsPerSecond = input.creditsPerSecond;
     }
     if (input.networks !== undefined) rec.networks = validNetworks(input.networks);
@@ -195,9 +223,14 @@ export class KeyManager {
     return { key, view: await this.view(rec) };
   }
 
-  private applyLimits(rec: KeyRecord, l: { creditsPerDay?: number | null | undefined; creditsPerSecond?: number | null | undefined }): void {
-    if (typeof l !== 'object' || l === null) throw new KeyActionError('limits: expected {creditsPerDay, creditsPerSecond}');
-    for (const k of Object.keys(l)) if (k !== 'creditsPerDay' && k !== 'creditsPerSecond') throw new KeyActionError(`limits.${k}: unknown field`);
+  private applyLimits(
+    rec: KeyRecord,
+    l: { creditsPerDay?: number | null | undefined; creditsPerSecond?: number | null | undefined },
+  ): void {
+    if (typeof l !== 'object' || l === null)
+      throw new KeyActionError('limits: expected {creditsPerDay, creditsPerSecond}');
+    for (const k of Object.keys(l))
+      if (k !== 'creditsPerDay' && k !== 'creditsPerSecond') throw new KeyActionError(`limits.${k}: unknown field`);
     const limits: KeyLimits = { ...rec.limits };
     if ('creditsPerDay' in l) {
       const v = validCredits('limits.creditsPerDay', l.creditsPerDay);
@@ -216,7 +249,8 @@ export class KeyManager {
   async update(keyOrId: string, input: UpdateInput): Promise<KeyView> {
     if (typeof input !== 'object' || input === null) throw new KeyActionError('expected a JSON object');
     for (const k of Object.keys(input)) {
-      if (!['name', 'networks', 'limits', 'allowlists', 'secretRequired'].includes(k)) throw new KeyActionError(`${k}: unknown field`);
+      if (!['name', 'networks', 'limits', 'allowlists', 'secretRequired'].includes(k))
+        throw new KeyActionError(`${k}: unknown field`);
     }
     const rec = await this.mutate(keyOrId, (rec) => {
       if (rec.revokedAt !== undefined) throw new KeyActionError('the key is revoked', 409);
@@ -238,8 +272,10 @@ export class KeyManager {
         else rec.allowlists = lists;
       }
       if (input.secretRequired !== undefined) {
-        if (typeof input.secretRequired !== 'boolean') throw new KeyActionError('secretRequired: expected true or false');
-        if (input.secretRequired && rec.secretHash === undefined) throw new KeyActionError('secretRequired: create a secret first', 409);
+        if (typeof input.secretRequired !== 'boolean')
+          throw new KeyActionError('secretRequired: expected true or false');
+        if (input.secretRequired && rec.secretHash === undefined)
+          throw new KeyActionError('secretRequired: create a secret first', 409);
         if (input.secretRequired) rec.secretRequired = true;
         else delete rec.secretRequired;
       }
@@ -271,7 +307,13 @@ export class KeyManager {
     if (old.revokedAt !== undefined) throw new KeyActionError('the key is revoked', 409);
     const key = generateKey();
     const at = new Date(this.now()).toISOString();
-    const rec: KeyRecord = { ...old, hash: hashKey(key), chargeTo: chargeHash(old), prefix: key.slice(0, KEY_PREFIX_LENGTH), rotatedAt: at };
+    const rec: KeyRecord = {
+      ...old,
+      hash: hashKey(key),
+      chargeTo: chargeHash(old),
+      prefix: key.slice(0, KEY_PREFIX_LENGTH),
+      rotatedAt: at,
+    };
     await this.o.keys.put(rec);
     await this.o.keys.put({ ...old, revokedAt: at, replacedBy: rec.hash });
     return { key, view: await this.view(rec) };
@@ -300,7 +342,11 @@ export class KeyManager {
   async usage(keyOrId: string, nDays = USAGE_DAYS): Promise<KeyUsage> {
     const rec = await this.find(keyOrId);
     const n = Math.min(Math.max(1, Math.trunc(nDays)), USAGE_DAYS);
-    const [days, minutes, today] = await Promise.all([this.o.usage.days(rec.id, n), this.o.usage.minutes(rec.id), this.o.balance(chargeHash(rec))]);
+    const [days, minutes, today] = await Promise.all([
+      this.o.usage.days(rec.id, n),
+      this.o.usage.minutes(rec.id),
+      this.o.balance(chargeHash(rec)),
+    ]);
     const methods = new Map<string, Counters>();
     for (const d of days) {
       for (const [m, c] of Object.entries(d.methods)) {
@@ -318,14 +364,23 @@ export class KeyManager {
       id: rec.id,
       days,
       minutes,
-      methods: [...methods].map(([method, c]) => ({ method, ...c })).sort((a, b) => b.credits - a.credits || b.calls - a.calls || a.method.localeCompare(b.method)),
-      balance: { dailyCredits: daily, used: today.used, remaining: Math.max(0, daily - today.used), resetsAt: today.resetsAt, byNetwork: today.byNetwork ?? {} },
+      methods: [...methods]
+        .map(([method, c]) => ({ method, ...c }))
+        .sort((a, b) => b.credits - a.credits || b.calls - a.calls || a.method.localeCompare(b.method)),
+      balance: {
+        dailyCredits: daily,
+        used: today.used,
+        remaining: Math.max(0, daily - today.used),
+        resetsAt: today.resetsAt,
+        byNetwork: today.byNetwork ?? {},
+      },
     };
   }
 
   private async lastUsed(rec: KeyRecord): Promise<string | null> {
     const minutes = await this.o.usage.minutes(rec.id);
-    for (let i = minutes.length - 1; i >= 0; i--) if ((minutes[i] as MinuteUsage).calls > 0) return (minutes[i] as MinuteUsage).minute;
+    for (let i = minutes.length - 1; i >= 0; i--)
+      if ((minutes[i] as MinuteUsage).calls > 0) return (minutes[i] as MinuteUsage).minute;
     const days = await this.o.usage.days(rec.id);
     for (let i = days.length - 1; i >= 0; i--) if ((days[i] as DayUsage).calls > 0) return (days[i] as DayUsage).day;
     return null;
@@ -344,7 +399,10 @@ export class KeyManager {
       rotatedAt: rec.rotatedAt ?? null,
       lastUsed: await this.lastUsed(rec),
       networks: rec.networks ?? null,
-      limits: { creditsPerDay: rec.limits?.creditsPerDay ?? null, creditsPerSecond: rec.limits?.creditsPerSecond ?? null },
+      limits: {
+        creditsPerDay: rec.limits?.creditsPerDay ?? null,
+        creditsPerSecond: rec.limits?.creditsPerSecond ?? null,
+      },
       planDailyCredits: base.daily,
       planCreditsPerSecond: base.perSecond,
       allowlists: {

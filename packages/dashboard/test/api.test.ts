@@ -32,7 +32,12 @@ async function setup(): Promise<Env> {
   cleanups.push(() => usage.close());
   const ledger = new EmbeddedLedger(dir);
   cleanups.push(() => ledger.close());
-  const keys = new KeyManager({ keys: new FileKeyStore(dir), config: parseConfig({ plans: { core: { dailyCredits: 1000 } } }), usage, balance: (h) => ledger.usage(h) });
+  const keys = new KeyManager({
+    keys: new FileKeyStore(dir),
+    config: parseConfig({ plans: { core: { dailyCredits: 1000 } } }),
+    usage,
+    balance: (h) => ledger.usage(h),
+  });
   const dash = await startDashboard({ datadir: dir, keys, host: '127.0.0.1', port: 0 });
   cleanups.push(() => dash.close());
   const origin = `http://127.0.0.1:${dash.port}`;
@@ -46,14 +51,23 @@ interface Res {
   text: string;
 }
 
-async function req(env: Env, method: string, path: string, opts: { body?: unknown; cookie?: string; csrf?: string; headers?: Record<string, string> } = {}): Promise<Res> {
+async function req(
+  env: Env,
+  method: string,
+  path: string,
+  opts: { body?: unknown; cookie?: string; csrf?: string; headers?: Record<string, string> } = {},
+): Promise<Res> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.body !== undefined) headers['content-type'] ??= 'application/json';
   if (method !== 'GET' && headers['origin'] === undefined && !('no-origin' in headers)) headers['origin'] = env.origin;
   delete headers['no-origin'];
   if (opts.cookie) headers['cookie'] = opts.cookie;
   if (opts.csrf) headers['x-csrf-token'] = opts.csrf;
-  const res = await fetch(`${env.base}${path}`, { method, headers, body: opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body) });
+  const res = await fetch(`${env.base}${path}`, {
+    method,
+    headers,
+    body: opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body),
+  });
   const text = await res.text();
   let body: Res['body'] = {};
   try {
@@ -92,7 +106,8 @@ test('login: wrong or missing admin token -> 401; the right one -> HttpOnly Same
 
 test('login is rate-limited: after 5 wrong tokens from one client, 429 with Retry-After even for the right one', async () => {
   const env = await setup();
-  for (let i = 0; i < 5; i++) expect((await req(env, 'POST', '/api/login', { body: { token: `cna_guess${i}` } })).status).toBe(401);
+  for (let i = 0; i < 5; i++)
+    expect((await req(env, 'POST', '/api/login', { body: { token: `cna_guess${i}` } })).status).toBe(401);
   const r = await req(env, 'POST', '/api/login', { body: { token: env.token } });
   expect(r.status).toBe(429);
   expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -115,8 +130,21 @@ test('every API route needs a session: 401 without a cookie and with a forged on
     ['POST', '/api/logout'],
   ];
   for (const [m, p] of routes) {
-    expect([m, p, (await req(env, m, p, { body: m === 'GET' || m === 'DELETE' ? undefined : {} })).status]).toEqual([m, p, 401]);
-    expect([m, p, (await req(env, m, p, { cookie: `chainnode_session=${'A'.repeat(43)}`, body: m === 'GET' || m === 'DELETE' ? undefined : {} })).status]).toEqual([m, p, 401]);
+    expect([m, p, (await req(env, m, p, { body: m === 'GET' || m === 'DELETE' ? undefined : {} })).status]).toEqual([
+      m,
+      p,
+      401,
+    ]);
+    expect([
+      m,
+      p,
+      (
+        await req(env, m, p, {
+          cookie: `chainnode_session=${'A'.repeat(43)}`,
+          body: m === 'GET' || m === 'DELETE' ? undefined : {},
+        })
+      ).status,
+    ]).toEqual([m, p, 401]);
   }
   expect((await req(env, 'GET', '/api/nope')).status).toBe(404);
   expect((await req(env, 'GET', '/api/session')).body).toEqual({ loggedIn: false });
@@ -130,16 +158,41 @@ test('CSRF: a state-changing call needs the same origin AND the session CSRF tok
   expect((await req(env, 'POST', '/api/keys', { cookie, body })).status).toBe(403);
   expect((await req(env, 'POST', '/api/keys', { cookie, csrf: 'A'.repeat(43), body })).status).toBe(403);
   // Right token, but from another origin, or a cross-site fetch, or no origin information at all.
-  expect((await req(env, 'POST', '/api/keys', { cookie, csrf, body, headers: { origin: 'http://evil.test' } })).status).toBe(403);
-  expect((await req(env, 'POST', '/api/keys', { cookie, csrf, body, headers: { 'sec-fetch-site': 'cross-site' } })).status).toBe(403);
+  expect(
+    (await req(env, 'POST', '/api/keys', { cookie, csrf, body, headers: { origin: 'http://evil.test' } })).status,
+  ).toBe(403);
+  expect(
+    (await req(env, 'POST', '/api/keys', { cookie, csrf, body, headers: { 'sec-fetch-site': 'cross-site' } })).status,
+  ).toBe(403);
   expect((await req(env, 'POST', '/api/keys', { cookie, csrf, body, headers: { 'no-origin': '1' } })).status).toBe(403);
   // A form post (text/plain or urlencoded, the classic CSRF vehicle) is refused even with everything else right.
-  expect((await req(env, 'POST', '/api/keys', { cookie, csrf, body: 'name=x&plan=core', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(415);
+  expect(
+    (
+      await req(env, 'POST', '/api/keys', {
+        cookie,
+        csrf,
+        body: 'name=x&plan=core',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      })
+    ).status,
+  ).toBe(415);
   // Login itself is also origin-checked (login CSRF).
-  expect((await req(env, 'POST', '/api/login', { body: { token: env.token }, headers: { origin: 'http://evil.test' } })).status).toBe(403);
+  expect(
+    (await req(env, 'POST', '/api/login', { body: { token: env.token }, headers: { origin: 'http://evil.test' } }))
+      .status,
+  ).toBe(403);
   expect(readKeys(env.dir)).toHaveLength(0);
   // Same origin by Sec-Fetch-Site alone (no Origin header) with the token: accepted.
-  expect((await req(env, 'POST', '/api/keys', { cookie, csrf, body, headers: { 'no-origin': '1', 'sec-fetch-site': 'same-origin' } })).status).toBe(200);
+  expect(
+    (
+      await req(env, 'POST', '/api/keys', {
+        cookie,
+        csrf,
+        body,
+        headers: { 'no-origin': '1', 'sec-fetch-site': 'same-origin' },
+      })
+    ).status,
+  ).toBe(200);
   expect((await req(env, 'POST', '/api/keys', { cookie, csrf, body })).status).toBe(200);
   expect(readKeys(env.dir)).toHaveLength(2);
 });
@@ -147,17 +200,32 @@ test('CSRF: a state-changing call needs the same origin AND the session CSRF tok
 test('keys: create shows the key once; list, get, rename, networks, limits, allowlists, secret, rotate, revoke', async () => {
   const env = await setup();
   const s = await login(env);
-  const call = (m: string, p: string, body?: unknown): Promise<Res> => req(env, m, p, { cookie: s.cookie, csrf: s.csrf, body });
+  const call = (m: string, p: string, body?: unknown): Promise<Res> =>
+    req(env, m, p, { cookie: s.cookie, csrf: s.csrf, body });
 
   expect((await call('GET', '/api/session')).body).toMatchObject({ loggedIn: true, csrf: s.csrf });
-  expect((await call('GET', '/api/plans')).body).toEqual(expect.arrayContaining([{ name: 'core', dailyCredits: 1000, creditsPerSecond: 500 }]));
+  expect((await call('GET', '/api/plans')).body).toEqual(
+    expect.arrayContaining([{ name: 'core', dailyCredits: 1000, creditsPerSecond: 500 }]),
+  );
 
-  const c = await call('POST', '/api/keys', { name: 'web app', plan: 'core', networks: ['mainnet', 'sepolia'], limits: { creditsPerDay: 500, creditsPerSecond: 100 } });
+  const c = await call('POST', '/api/keys', {
+    name: 'web app',
+    plan: 'core',
+    networks: ['mainnet', 'sepolia'],
+    limits: { creditsPerDay: 500, creditsPerSecond: 100 },
+  });
   expect(c.status).toBe(200);
   const key = c.body['key'] as string;
   const view = c.body['view'] as KeyView;
   expect(key).toMatch(/^[0-9a-f]{32}$/);
-  expect(view).toMatchObject({ name: 'web app', plan: 'core', status: 'active', prefix: key.slice(0, 6), networks: ['mainnet', 'sepolia'], limits: { creditsPerDay: 500, creditsPerSecond: 100 } });
+  expect(view).toMatchObject({
+    name: 'web app',
+    plan: 'core',
+    status: 'active',
+    prefix: key.slice(0, 6),
+    networks: ['mainnet', 'sepolia'],
+    limits: { creditsPerDay: 500, creditsPerSecond: 100 },
+  });
   const rec = readKeys(env.dir)[0] as KeyRecord;
   expect(rec.hash).toBe(createHash('sha256').update(key).digest('hex'));
   expect(readFileSync(join(env.dir, 'keys.json'), 'utf8')).not.toContain(key);
@@ -189,8 +257,16 @@ test('keys: create shows the key once; list, get, rename, networks, limits, allo
     allowlists: { origins: ['https://*.example.com'], methods: ['eth_blockNumber'], addresses: [], userAgents: [] },
   });
   expect(upd.status).toBe(200);
-  expect(upd.body).toMatchObject({ name: 'web app (prod)', networks: null, limits: { creditsPerDay: null, creditsPerSecond: 100 }, allowlists: { origins: ['https://*.example.com'], methods: ['eth_blockNumber'], addresses: [], userAgents: [] } });
-  expect(readKeys(env.dir)[0]?.allowlists).toEqual({ origins: ['https://*.example.com'], methods: ['eth_blockNumber'] });
+  expect(upd.body).toMatchObject({
+    name: 'web app (prod)',
+    networks: null,
+    limits: { creditsPerDay: null, creditsPerSecond: 100 },
+    allowlists: { origins: ['https://*.example.com'], methods: ['eth_blockNumber'], addresses: [], userAgents: [] },
+  });
+  expect(readKeys(env.dir)[0]?.allowlists).toEqual({
+    origins: ['https://*.example.com'],
+    methods: ['eth_blockNumber'],
+  });
 
   // Secret: require needs one; created once; stored hashed.
   expect((await call('PATCH', `/api/keys/${view.id}`, { secretRequired: true })).status).toBe(409);
@@ -198,7 +274,10 @@ test('keys: create shows the key once; list, get, rename, networks, limits, allo
   const secret = sec.body['secret'] as string;
   expect(secret).toMatch(/^[0-9a-f]{32}$/);
   expect(readKeys(env.dir)[0]?.secretHash).toBe(createHash('sha256').update(secret).digest('hex'));
-  expect((await call('PATCH', `/api/keys/${view.id}`, { secretRequired: true })).body['secret']).toEqual({ set: true, required: true });
+  expect((await call('PATCH', `/api/keys/${view.id}`, { secretRequired: true })).body['secret']).toEqual({
+    set: true,
+    required: true,
+  });
   expect((await call('GET', `/api/keys/${view.id}`)).text).not.toContain(secret);
   expect((await call('DELETE', `/api/keys/${view.id}/secret`)).body['secret']).toEqual({ set: false, required: false });
 
@@ -214,7 +293,10 @@ test('keys: create shows the key once; list, get, rename, networks, limits, allo
   expect(after.hash).toBe(createHash('sha256').update(key2).digest('hex'));
   expect(after.chargeTo).toBe(rec.hash);
   // The old value's record stays, revoked and pointing at its successor (refused, hidden from lists).
-  expect(stored.find((k) => k.hash === rec.hash)).toMatchObject({ replacedBy: after.hash, revokedAt: expect.any(String) });
+  expect(stored.find((k) => k.hash === rec.hash)).toMatchObject({
+    replacedBy: after.hash,
+    revokedAt: expect.any(String),
+  });
   expect(((await call('GET', '/api/keys')).body as unknown as KeyView[]).map((k) => k.id)).toEqual([view.id]);
 
   // Revoke; a revoked key cannot be changed; unknown ids are 404; wrong methods 405.
@@ -232,7 +314,11 @@ test('keys: create shows the key once; list, get, rename, networks, limits, allo
 test('usage route: 30 UTC days, per-method totals, the last 15 minutes, and the balance with resetsAt', async () => {
   const env = await setup();
   const s = await login(env);
-  const c = await req(env, 'POST', '/api/keys', { cookie: s.cookie, csrf: s.csrf, body: { name: 'u', plan: 'core', limits: { creditsPerDay: 600 } } });
+  const c = await req(env, 'POST', '/api/keys', {
+    cookie: s.cookie,
+    csrf: s.csrf,
+    body: { name: 'u', plan: 'core', limits: { creditsPerDay: 600 } },
+  });
   const id = (c.body['view'] as KeyView).id;
   env.usage.record({ key: id, method: 'eth_getBlockByNumber', credits: 80 });
   env.usage.record({ key: id, method: 'eth_getBlockByNumber', credits: 80 });
@@ -254,7 +340,13 @@ test('usage route: 30 UTC days, per-method totals, the last 15 minutes, and the 
   expect(minutes).toHaveLength(16);
   expect(minutes[15]?.calls).toBe(5);
   // No ledger in this setup: today's journal is empty, so the whole key limit (below the plan's 1000) remains.
-  expect(u.body['balance']).toEqual({ dailyCredits: 600, used: 0, remaining: 600, resetsAt: expect.stringMatching(/T00:00:00\.000Z$/), byNetwork: {} });
+  expect(u.body['balance']).toEqual({
+    dailyCredits: 600,
+    used: 0,
+    remaining: 600,
+    resetsAt: expect.stringMatching(/T00:00:00\.000Z$/),
+    byNetwork: {},
+  });
   // lastUsed appears in the list.
   const k = (await req(env, 'GET', `/api/keys/${id}`, { cookie: s.cookie })).body as unknown as KeyView;
   expect(k.lastUsed).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/);

@@ -12,11 +12,23 @@ const OPENSSL = '/usr/bin/openssl';
 const maybe = existsSync(OPENSSL) ? test : test.skip;
 if (!existsSync(OPENSSL)) console.log('dashboard TLS test skipped: no openssl to make a certificate');
 
-function post(port: number, path: string, body: unknown, origin: string): Promise<{ status: number; setCookie: string[] }> {
+function post(
+  port: number,
+  path: string,
+  body: unknown,
+  origin: string,
+): Promise<{ status: number; setCookie: string[] }> {
   return new Promise((resolve, reject) => {
     const text = JSON.stringify(body);
     const req = request(
-      { host: '127.0.0.1', port, path, method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json', origin, 'content-length': Buffer.byteLength(text) } },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        rejectUnauthorized: false,
+        headers: { 'content-type': 'application/json', origin, 'content-length': Buffer.byteLength(text) },
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode ?? 0, setCookie: res.headers['set-cookie'] ?? [] }));
@@ -32,10 +44,39 @@ maybe('over TLS the session cookie is Secure; an http:// Origin is cross-origin'
   const usage = new EmbeddedUsage(dir);
   const ledger = new EmbeddedLedger(dir);
   try {
-    execFileSync(OPENSSL, ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      OPENSSL,
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     const token = createAdminToken(dir);
-    const keys = new KeyManager({ keys: new FileKeyStore(dir), config: parseConfig({}), usage, balance: (h) => ledger.usage(h) });
-    const dash = await startDashboard({ datadir: dir, keys, host: '127.0.0.1', port: 0, tls: { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'key.pem'), 'utf8') } });
+    const keys = new KeyManager({
+      keys: new FileKeyStore(dir),
+      config: parseConfig({}),
+      usage,
+      balance: (h) => ledger.usage(h),
+    });
+    const dash = await startDashboard({
+      datadir: dir,
+      keys,
+      host: '127.0.0.1',
+      port: 0,
+      tls: { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'key.pem'), 'utf8') },
+    });
     try {
       expect(dash.url).toMatch(/^https:\/\//);
       const origin = `https://127.0.0.1:${dash.port}`;

@@ -6,7 +6,13 @@
 import secp256k1 from 'secp256k1';
 import { calculateSigRecovery, concatBytes, setLengthLeft } from '@ethereumjs/util';
 
-export function nativeEcrecover(msgHash: Uint8Array, v: bigint, r: Uint8Array, s: Uint8Array, chainId?: bigint): Uint8Array {
+export function nativeEcrecover(
+  msgHash: Uint8Array,
+  v: bigint,
+  r: Uint8Array,
+  s: Uint8Array,
+  chainId?: bigint,
+): Uint8Array {
   const recovery = calculateSigRecovery(v, chainId);
   if (recovery !== 0n && recovery !== 1n) throw new Error('Invalid signature v value');
   const signature = concatBytes(setLengthLeft(r, 32), setLengthLeft(s, 32));

@@ -114,7 +114,29 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   });
 
 /** Header fields of genesis.json's block vs the upstream's block 0: names of those that differ. */
-const HEADER_FIELDS = ['parentHash', 'uncleHash', 'coinbase', 'stateRoot', 'transactionsTrie', 'receiptTrie', 'logsBloom', 'difficulty', 'number', 'gasLimit', 'gasUsed', 'timestamp', 'extraData', 'mixHash', 'nonce', 'baseFeePerGas', 'withdrawalsRoot', 'blobGasUsed', 'excessBlobGas', 'parentBeaconBlockRoot', 'requestsHash'];
+const HEADER_FIELDS = [
+  'parentHash',
+  'uncleHash',
+  'coinbase',
+  'stateRoot',
+  'transactionsTrie',
+  'receiptTrie',
+  'logsBloom',
+  'difficulty',
+  'number',
+  'gasLimit',
+  'gasUsed',
+  'timestamp',
+  'extraData',
+  'mixHash',
+  'nonce',
+  'baseFeePerGas',
+  'withdrawalsRoot',
+  'blobGasUsed',
+  'excessBlobGas',
+  'parentBeaconBlockRoot',
+  'requestsHash',
+];
 
 function differingFields(a: Uint8Array[], b: Uint8Array[]): string[] {
   const out: string[] = [];
@@ -162,7 +184,10 @@ export class Follower {
       s.localHeadTimestamp = head.timestamp;
     }
     s.lagBlocks = s.upstreamHead !== undefined && s.upstreamHead > s.localHead ? s.upstreamHead - s.localHead : 0n;
-    s.lagSeconds = s.upstreamHeadTimestamp !== undefined && s.upstreamHeadTimestamp > s.localHeadTimestamp ? Number(s.upstreamHeadTimestamp - s.localHeadTimestamp) : 0;
+    s.lagSeconds =
+      s.upstreamHeadTimestamp !== undefined && s.upstreamHeadTimestamp > s.localHeadTimestamp
+        ? Number(s.upstreamHeadTimestamp - s.localHeadTimestamp)
+        : 0;
     this.opts.onStatus?.({ ...s });
   }
 
@@ -240,12 +265,16 @@ export class Follower {
   }
 
   private async open(): Promise<void> {
-    const json: GethGenesis | undefined = this.opts.genesisPath !== undefined ? await readGenesisJson(this.opts.genesisPath) : undefined;
+    const json: GethGenesis | undefined =
+      this.opts.genesisPath !== undefined ? await readGenesisJson(this.opts.genesisPath) : undefined;
     const upstreamChainId = await this.probeChainId();
     let upstream0: unknown;
     const checkGenesis = async (built: Block, common: Common): Promise<Uint8Array | undefined> => {
       const ours = BigInt(common.chainId());
-      if (ours !== upstreamChainId) throw new ChainMismatchError(`upstream ${this.client.origin} has chain id ${upstreamChainId}, genesis.json has ${ours}`);
+      if (ours !== upstreamChainId)
+        throw new ChainMismatchError(
+          `upstream ${this.client.origin} has chain id ${upstreamChainId}, genesis.json has ${ours}`,
+        );
       this.source = new RpcBlockSource(this.client, common);
       upstream0 = await this.source.blockJson(0n);
       if (upstream0 === null) throw new UpstreamError(`${this.client.origin}: no block 0`);
@@ -259,7 +288,9 @@ export class Follower {
         );
         return theirs.serialize();
       }
-      throw new ChainMismatchError(`upstream ${this.client.origin} block 0 is ${hex(theirs.hash())}, genesis.json builds ${hex(built.hash())} (differing: ${diff.join(', ')})`);
+      throw new ChainMismatchError(
+        `upstream ${this.client.origin} block 0 is ${hex(theirs.hash())}, genesis.json builds ${hex(built.hash())} (differing: ${diff.join(', ')})`,
+      );
     };
     this.pipeline ??= await ImportPipeline.open({
       datadir: this.opts.datadir,
@@ -270,12 +301,17 @@ export class Follower {
     if (this.source === undefined) this.source = new RpcBlockSource(this.client, this.pipeline.common);
     // A datadir that already holds a chain: the upstream must be that chain.
     const ours = BigInt(this.pipeline.common.chainId());
-    if (ours !== upstreamChainId) throw new ChainMismatchError(`upstream ${this.client.origin} has chain id ${upstreamChainId}, datadir ${this.opts.datadir} holds chain id ${ours}`);
+    if (ours !== upstreamChainId)
+      throw new ChainMismatchError(
+        `upstream ${this.client.origin} has chain id ${upstreamChainId}, datadir ${this.opts.datadir} holds chain id ${ours}`,
+      );
     const tip0 = await this.source.tipByHash(this.pipeline.genesisHash);
     if (tip0 === undefined || tip0.number !== 0n) {
       const up0 = await this.source.blockJson(0n);
       const h = up0 === null ? 'nothing' : hex(this.source.headerFromJson(up0).hash());
-      throw new ChainMismatchError(`upstream ${this.client.origin} block 0 is ${h}, datadir ${this.opts.datadir} holds genesis ${hex(this.pipeline.genesisHash)}`);
+      throw new ChainMismatchError(
+        `upstream ${this.client.origin} block 0 is ${h}, datadir ${this.opts.datadir} holds genesis ${hex(this.pipeline.genesisHash)}`,
+      );
     }
   }
 
@@ -302,12 +338,17 @@ export class Follower {
         // The upstream reports an older head of our own chain: a lagging (load-balanced) node, or
         // a rollback. Only when it persists and the upstream no longer has our head, roll back.
         this.lowerPolls++;
-        if (this.lowerPolls >= (this.opts.rollbackPolls ?? 3) && (await this.source.tipByHash(local.hash)) === undefined) {
+        if (
+          this.lowerPolls >= (this.opts.rollbackPolls ?? 3) &&
+          (await this.source.tipByHash(local.hash)) === undefined
+        ) {
           this.checkDepth(tip.number);
           await this.pipeline.rewind(tip.number);
           await this.flush();
           this.status.reorgs++;
-          this.log(`follow: upstream rolled back to block ${tip.number} (${hex(tip.hash)}); dropped ${local.number - tip.number} blocks`);
+          this.log(
+            `follow: upstream rolled back to block ${tip.number} (${hex(tip.hash)}); dropped ${local.number - tip.number} blocks`,
+          );
           this.lowerPolls = 0;
         }
         this.publish();
@@ -317,7 +358,8 @@ export class Follower {
     this.lowerPolls = 0;
     if (tip.number <= local.number) {
       const blk = await this.source.byHash(tip.hash);
-      if (blk === undefined) throw new UpstreamError(`${this.client.origin}: head ${hex(tip.hash)} vanished (reorging?)`);
+      if (blk === undefined)
+        throw new UpstreamError(`${this.client.origin}: head ${hex(tip.hash)} vanished (reorging?)`);
       await this.reconcile(blk);
       return equalsBytes(this.pipeline.head().hash, tip.hash);
     }
@@ -363,7 +405,9 @@ export class Follower {
     const depth = this.opts.reorgDepth ?? 64n;
     const head = this.pipeline.head().number;
     if (head - ancestor > depth) {
-      throw new ReorgTooDeepError(`upstream reorg from block ${ancestor + 1n} replaces ${head - ancestor} blocks, deeper than --reorg-depth ${depth}; ingest stopped`);
+      throw new ReorgTooDeepError(
+        `upstream reorg from block ${ancestor + 1n} replaces ${head - ancestor} blocks, deeper than --reorg-depth ${depth}; ingest stopped`,
+      );
     }
   }
 
@@ -385,7 +429,10 @@ export class Follower {
       }
       this.checkDepth(parentNumber - 1n);
       const parent = await this.source.byHash(first.parentHash);
-      if (parent === undefined) throw new UpstreamError(`${this.client.origin}: parent ${hex(first.parentHash)} of block ${first.number} not served (reorging?)`);
+      if (parent === undefined)
+        throw new UpstreamError(
+          `${this.client.origin}: parent ${hex(first.parentHash)} of block ${first.number} not served (reorging?)`,
+        );
       branch.unshift(parent);
     }
     this.checkDepth(ancestor);
@@ -402,7 +449,11 @@ export class Follower {
   private async flush(): Promise<void> {
     const { stats, commits } = await this.pipeline.flush();
     this.lastFlush = Date.now();
-    this.totals = { blocks: this.totals.blocks + stats.blocks, txs: this.totals.txs + stats.txs, logs: this.totals.logs + stats.logs };
+    this.totals = {
+      blocks: this.totals.blocks + stats.blocks,
+      txs: this.totals.txs + stats.txs,
+      logs: this.totals.logs + stats.logs,
+    };
     this.status.blocksImported = this.totals.blocks;
     for (const c of commits) this.opts.onCommit?.(c);
     if (commits.length > 0) this.publish();

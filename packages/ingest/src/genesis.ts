@@ -27,7 +27,8 @@ export async function readGenesisJson(path: string): Promise<GethGenesis> {
   }
   try {
     const json = JSON.parse(text) as GethGenesis;
-    if (typeof json !== 'object' || json === null || typeof json.config !== 'object') throw new Error('no "config" object');
+    if (typeof json !== 'object' || json === null || typeof json.config !== 'object')
+      throw new Error('no "config" object');
     return json;
   } catch (err) {
     throw new ChainSourceError(`${path} is not a geth genesis.json: ${(err as Error).message}`, { cause: err });
@@ -35,10 +36,14 @@ export async function readGenesisJson(path: string): Promise<GethGenesis> {
 }
 
 export function commonFromGenesis(json: GethGenesis): Common {
-  return createCommonFromGethGenesis(json, { chain: 'custom', customCrypto: { kzg: getKzg(), ecrecover: nativeEcrecover } });
+  return createCommonFromGethGenesis(json, {
+    chain: 'custom',
+    customCrypto: { kzg: getKzg(), ecrecover: nativeEcrecover },
+  });
 }
 
-const hexOr = (v: unknown): string | undefined => (typeof v === 'string' ? v : typeof v === 'number' ? `0x${v.toString(16)}` : undefined);
+const hexOr = (v: unknown): string | undefined =>
+  typeof v === 'string' ? v : typeof v === 'number' ? `0x${v.toString(16)}` : undefined;
 
 /** Writes the alloc into the state manager and returns the genesis block over its state root. */
 export async function buildGenesis(json: GethGenesis, common: Common, sm: MerkleStateManager): Promise<Block> {
@@ -51,7 +56,12 @@ export async function buildGenesis(json: GethGenesis, common: Common, sm: Merkle
     gasLimit: hexOr(g.gasLimit),
     difficulty: hexOr(g.difficulty),
     extraData: hexOr(g.extraData),
-    nonce: hexOr(g.nonce) !== undefined ? `0x${BigInt(hexOr(g.nonce) as string).toString(16).padStart(16, '0')}` : undefined,
+    nonce:
+      hexOr(g.nonce) !== undefined
+        ? `0x${BigInt(hexOr(g.nonce) as string)
+            .toString(16)
+            .padStart(16, '0')}`
+        : undefined,
     mixHash: hexOr(g.mixHash) ?? hexOr(g.mixhash),
     timestamp: hexOr(g.timestamp),
     coinbase: hexOr(g.coinbase),

@@ -83,12 +83,19 @@ async function openForFile(datadir: string, json: GethGenesis, path: string): Pr
   try {
     return await ImportPipeline.open({ datadir, genesis: { json } });
   } catch (err) {
-    if (err instanceof ChainMismatchError) throw new ChainMismatchError(err.message.replace('the given genesis.json', path));
+    if (err instanceof ChainMismatchError)
+      throw new ChainMismatchError(err.message.replace('the given genesis.json', path));
     throw err;
   }
 }
 
-async function run(opts: ImportOptions, pipeline: ImportPipeline, chainPath: string, bytesTotal: number, t0: number): Promise<ImportSummary> {
+async function run(
+  opts: ImportOptions,
+  pipeline: ImportPipeline,
+  chainPath: string,
+  bytesTotal: number,
+  t0: number,
+): Promise<ImportSummary> {
   const startNumber = pipeline.head().number;
   const genesisHash = pipeline.genesisHash;
   const reorgDepth = opts.reorgDepth ?? 64n;
@@ -101,7 +108,14 @@ async function run(opts: ImportOptions, pipeline: ImportPipeline, chainPath: str
   let firstBlockSeen = false;
   let reorgs = 0;
   const progress = () =>
-    opts.onProgress?.({ number: pipeline.head().number, startNumber, ...totals, elapsedMs: Date.now() - t0, bytesRead, bytesTotal });
+    opts.onProgress?.({
+      number: pipeline.head().number,
+      startNumber,
+      ...totals,
+      elapsedMs: Date.now() - t0,
+      bytesRead,
+      bytesTotal,
+    });
   const flush = async () => {
     const { stats: s, commits } = await pipeline.flush();
     for (const c of commits) opts.onCommit?.(c);
@@ -120,7 +134,9 @@ async function run(opts: ImportOptions, pipeline: ImportPipeline, chainPath: str
         firstBlockSeen = true;
         const parent = headerValues[0] as Uint8Array;
         if (number === 1n && !equalsBytes(parent, genesisHash)) {
-          throw new ChainMismatchError(`genesis.json builds genesis ${hex(genesisHash)}, but block 1 of chain.rlp has parent ${hex(parent)}`);
+          throw new ChainMismatchError(
+            `genesis.json builds genesis ${hex(genesisHash)}, but block 1 of chain.rlp has parent ${hex(parent)}`,
+          );
         }
       }
       if (opts.to !== undefined && number > opts.to) break;
@@ -131,7 +147,10 @@ async function run(opts: ImportOptions, pipeline: ImportPipeline, chainPath: str
         const have = await pipeline.canonicalHash(number);
         const hash = keccak256(RLP.encode(headerValues));
         if (have !== undefined && equalsBytes(have, hash)) continue;
-        if (number === 0n) throw new ChainMismatchError(`chain.rlp block 0 is ${hex(hash)}, but datadir ${opts.datadir} holds genesis ${hex(genesisHash)}`);
+        if (number === 0n)
+          throw new ChainMismatchError(
+            `chain.rlp block 0 is ${hex(hash)}, but datadir ${opts.datadir} holds genesis ${hex(genesisHash)}`,
+          );
         if (head.number - (number - 1n) > reorgDepth) {
           throw new ReorgTooDeepError(
             `chain.rlp leaves the stored chain at block ${number} (stored head ${head.number}): a reorg of ${head.number - number + 1n} blocks is deeper than --reorg-depth ${reorgDepth}`,
@@ -143,7 +162,11 @@ async function run(opts: ImportOptions, pipeline: ImportPipeline, chainPath: str
         throw new ChainSourceError(`chain.rlp: expected block ${head.number + 1n} next, found block ${number}`);
       }
       await pipeline.append(raw.bytes, values);
-      if (pipeline.stagedBlocks() >= groupBlocks || pipeline.stagedBytes() >= groupBytes || Date.now() - lastFlush >= groupMs) {
+      if (
+        pipeline.stagedBlocks() >= groupBlocks ||
+        pipeline.stagedBytes() >= groupBytes ||
+        Date.now() - lastFlush >= groupMs
+      ) {
         await flush();
       }
     }
@@ -152,5 +175,12 @@ async function run(opts: ImportOptions, pipeline: ImportPipeline, chainPath: str
     await flush();
   }
   const head = pipeline.durableHead();
-  return { head: { number: head.number, hash: head.hash }, startNumber, ...totals, reorgs, elapsedMs: Date.now() - t0, createdGenesis: pipeline.createdGenesis };
+  return {
+    head: { number: head.number, hash: head.hash },
+    startNumber,
+    ...totals,
+    reorgs,
+    elapsedMs: Date.now() - t0,
+    createdGenesis: pipeline.createdGenesis,
+  };
 }

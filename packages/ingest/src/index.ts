@@ -1,6 +1,12 @@
 export { importChain } from './importer.js';
 export type { ImportOptions, ImportProgress, ImportSummary } from './importer.js';
-export { BlockVerificationError, ChainMismatchError, ChainSourceError, ReorgTooDeepError, UpstreamError } from './errors.js';
+export {
+  BlockVerificationError,
+  ChainMismatchError,
+  ChainSourceError,
+  ReorgTooDeepError,
+  UpstreamError,
+} from './errors.js';
 export { ImportPipeline, GenesisRequiredError } from './pipeline.js';
 export type { PipelineOptions, PipelineHead, GenesisChoice } from './pipeline.js';
 export { readRlpBlocks } from './rlp-stream.js';

@@ -23,7 +23,12 @@ import { buildGenesis, commonFromGenesis } from './genesis.js';
 
 const hex = (b: Uint8Array): string => bytesToHex(b);
 
-export function check(number: bigint, field: string, expected: Uint8Array | bigint, computed: Uint8Array | bigint): void {
+export function check(
+  number: bigint,
+  field: string,
+  expected: Uint8Array | bigint,
+  computed: Uint8Array | bigint,
+): void {
   const same = typeof expected === 'bigint' ? expected === computed : equalsBytes(expected, computed as Uint8Array);
   if (!same) {
     const fmt = (v: Uint8Array | bigint) => (typeof v === 'bigint' ? v.toString() : hex(v));
@@ -152,19 +157,32 @@ export class ImportPipeline {
       json = opts.genesis.json;
     } else {
       const storedJson = await writer.genesisJson();
-      json = (storedJson as GethGenesis | undefined) ?? opts.genesis?.json ?? (() => {
-        throw new GenesisRequiredError(opts.datadir);
-      })();
+      json =
+        (storedJson as GethGenesis | undefined) ??
+        opts.genesis?.json ??
+        (() => {
+          throw new GenesisRequiredError(opts.datadir);
+        })();
     }
     const common = commonFromGenesis(json);
     // Node cache in the MPT and account/storage/code caches in the state manager: reads of hot
     // state stay off LevelDB (writes still reach the trie db, hence the store, every block).
-    const trie = new MerklePatriciaTrie({ db: writer.trieDb, useKeyHashing: true, valueEncoding: 'view', common, cacheSize: 200_000 });
+    const trie = new MerklePatriciaTrie({
+      db: writer.trieDb,
+      useKeyHashing: true,
+      valueEncoding: 'view',
+      common,
+      cacheSize: 200_000,
+    });
     const sm = new MerkleStateManager({ trie, common, caches: new Caches() });
     const genesis = await buildGenesis(json, common, sm);
     const genesisStateRoot = genesis.header.stateRoot;
-    let headerRlp = stored === undefined && opts.genesis?.headerRlp !== undefined ? opts.genesis.headerRlp : genesis.header.serialize();
-    if (stored === undefined && opts.checkGenesis !== undefined) headerRlp = (await opts.checkGenesis(genesis, common)) ?? headerRlp;
+    let headerRlp =
+      stored === undefined && opts.genesis?.headerRlp !== undefined
+        ? opts.genesis.headerRlp
+        : genesis.header.serialize();
+    if (stored === undefined && opts.checkGenesis !== undefined)
+      headerRlp = (await opts.checkGenesis(genesis, common)) ?? headerRlp;
     const genesisHash = keccak256(headerRlp);
     let created = false;
     if (stored === undefined) {
@@ -175,7 +193,13 @@ export class ImportPipeline {
           number: 0n,
           hash: genesisHash,
           headerRlp,
-          body: { size: RLP.encode([RLP.decode(headerRlp) as Uint8Array[], [], [], ...(genesis.withdrawals ? [[]] : [])]).length, transactions: [], uncles: [], ...(genesis.withdrawals ? { withdrawals: [] } : {}) },
+          body: {
+            size: RLP.encode([RLP.decode(headerRlp) as Uint8Array[], [], [], ...(genesis.withdrawals ? [[]] : [])])
+              .length,
+            transactions: [],
+            uncles: [],
+            ...(genesis.withdrawals ? { withdrawals: [] } : {}),
+          },
           totalDifficulty: genesis.header.difficulty,
           senders: [],
           txHashes: [],
@@ -225,7 +249,12 @@ export class ImportPipeline {
     // Block 0's header may carry an upstream's state root (anvil --init); the alloc's is the state.
     await this.sm.setStateRoot(number === 0n ? this.genesisStateRoot : (fields[3] as Uint8Array));
     this.hashes.forgetAbove(number);
-    this.vm = await createVM({ common: this.common, stateManager: this.sm, blockchain: this.hashes.asBlockchain() as never, setHardfork: true });
+    this.vm = await createVM({
+      common: this.common,
+      stateManager: this.sm,
+      blockchain: this.hashes.asBlockchain() as never,
+      setHardfork: true,
+    });
   }
 
   /** The last block staged or written. */
@@ -259,7 +288,8 @@ export class ImportPipeline {
     const values = decoded ?? (RLP.decode(raw) as unknown as BlockBytes);
     const headerValues = values[0] as unknown as Uint8Array[];
     const number = bytesToBigInt(headerValues[8] as Uint8Array);
-    if (number !== this.prev.number + 1n) throw new Error(`pipeline: block ${number} does not follow ${this.prev.number}`);
+    if (number !== this.prev.number + 1n)
+      throw new Error(`pipeline: block ${number} does not follow ${this.prev.number}`);
     let block: Block;
     try {
       block = createBlockFromBytesArray(values, { common: this.common, setHardfork: true });
@@ -270,7 +300,13 @@ export class ImportPipeline {
     await verifyStatic(block, values);
     let result;
     try {
-      result = await runBlock(this.vm, { block, generate: true, skipBlockValidation: true, skipHeaderValidation: true, setHardfork: true });
+      result = await runBlock(this.vm, {
+        block,
+        generate: true,
+        skipBlockValidation: true,
+        skipHeaderValidation: true,
+        setHardfork: true,
+      });
     } catch (err) {
       this.writer.trieDb.rejectBlock();
       throw new BlockVerificationError(number, 'execution', 'a valid block', (err as Error).message);
@@ -282,7 +318,8 @@ export class ImportPipeline {
       check(number, 'logsBloom', h.logsBloom, result.logsBloom);
       check(number, 'gasUsed', h.gasUsed, result.gasUsed);
       if (h.requestsHash !== undefined) {
-        if (result.requestsHash === undefined) throw new BlockVerificationError(number, 'requestsHash', hex(h.requestsHash), 'none');
+        if (result.requestsHash === undefined)
+          throw new BlockVerificationError(number, 'requestsHash', hex(h.requestsHash), 'none');
         check(number, 'requestsHash', h.requestsHash, result.requestsHash);
       }
     } catch (err) {

@@ -37,12 +37,14 @@ export async function* readRlpBlocks(path: string): AsyncGenerator<RawBlock> {
     for (;;) {
       const len = itemLength(buf, pos, buf.length - pos);
       if (len === undefined || pos + len > buf.length) break;
-      if ((buf[pos] as number) < 0xc0) throw new Error(`chain.rlp: offset ${fileOffset + pos}: expected an RLP list (a block)`);
+      if ((buf[pos] as number) < 0xc0)
+        throw new Error(`chain.rlp: offset ${fileOffset + pos}: expected an RLP list (a block)`);
       yield { offset: fileOffset + pos, bytes: buf.slice(pos, pos + len) };
       pos += len;
     }
     buf = buf.slice(pos);
     fileOffset += pos;
   }
-  if (buf.length > 0) throw new Error(`chain.rlp: ${buf.length} trailing bytes at offset ${fileOffset} do not form a complete block`);
+  if (buf.length > 0)
+    throw new Error(`chain.rlp: ${buf.length} trailing bytes at offset ${fileOffset} do not form a complete block`);
 }

@@ -57,7 +57,8 @@ function parseReply(text: string, id: number, origin: string): unknown {
   } catch {
     throw new UpstreamError(`${origin}: reply is not JSON`);
   }
-  if (typeof reply !== 'object' || reply === null || Array.isArray(reply)) throw new UpstreamError(`${origin}: reply is not a JSON-RPC object`);
+  if (typeof reply !== 'object' || reply === null || Array.isArray(reply))
+    throw new UpstreamError(`${origin}: reply is not a JSON-RPC object`);
   const r = reply as { id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } };
   if (r.id !== id) throw new UpstreamError(`${origin}: reply id does not match the request`);
   if (r.error !== undefined && r.error !== null) {
@@ -108,7 +109,9 @@ class HttpRpcClient implements RpcClient {
     } catch (err) {
       if (err instanceof UpstreamError) throw err;
       const e = err as Error;
-      throw new UpstreamError(`${this.origin}: ${e.name === 'TimeoutError' ? `no reply within ${this.timeoutMs} ms` : `request failed (${(e.cause as Error | undefined)?.message ?? e.message})`}`);
+      throw new UpstreamError(
+        `${this.origin}: ${e.name === 'TimeoutError' ? `no reply within ${this.timeoutMs} ms` : `request failed (${(e.cause as Error | undefined)?.message ?? e.message})`}`,
+      );
     }
     return parseReply(text, id, this.origin);
   }
@@ -121,7 +124,10 @@ class WsRpcClient implements RpcClient {
   private nextId = 1;
   private socket: WebSocket | undefined;
   private opening: Promise<WebSocket> | undefined;
-  private readonly pending = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (text: string) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }
+  >();
   private readonly timeoutMs: number;
   private readonly maxBytes: number;
   private closed = false;

@@ -40,7 +40,8 @@ function field(obj: Record<string, unknown>, name: string, re: RegExp, origin: s
 }
 
 function tipOf(json: unknown, origin: string): UpstreamTip {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new UpstreamError(`${origin}: block reply is not an object`);
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw new UpstreamError(`${origin}: block reply is not an object`);
   const o = json as Record<string, unknown>;
   return {
     number: BigInt(field(o, 'number', QUANTITY, origin)),
@@ -58,7 +59,8 @@ export class RpcBlockSource {
 
   static async chainIdOf(client: RpcClient): Promise<bigint> {
     const v = await client.call('eth_chainId', []);
-    if (typeof v !== 'string' || !QUANTITY.test(v)) throw new UpstreamError(`${client.origin}: eth_chainId reply is not a quantity`);
+    if (typeof v !== 'string' || !QUANTITY.test(v))
+      throw new UpstreamError(`${client.origin}: eth_chainId reply is not a quantity`);
     return BigInt(v);
   }
 
@@ -87,7 +89,8 @@ export class RpcBlockSource {
     const json = await this.client.call('eth_getBlockByHash', [bytesToHex(hash), true]);
     if (json === null) return undefined;
     const b = await this.rebuild(json);
-    if (!equalsBytes(b.hash, hash)) throw new UpstreamError(`${this.client.origin}: asked for block ${bytesToHex(hash)}, got ${bytesToHex(b.hash)}`);
+    if (!equalsBytes(b.hash, hash))
+      throw new UpstreamError(`${this.client.origin}: asked for block ${bytesToHex(hash)}, got ${bytesToHex(b.hash)}`);
     return b;
   }
 
@@ -96,12 +99,23 @@ export class RpcBlockSource {
     const tip = tipOf(json, this.client.origin);
     let header: BlockHeader;
     try {
-      header = createBlockHeaderFromRPC(json as never, { common: this.common, setHardfork: true, skipConsensusFormatValidation: true });
+      header = createBlockHeaderFromRPC(json as never, {
+        common: this.common,
+        setHardfork: true,
+        skipConsensusFormatValidation: true,
+      });
     } catch (err) {
-      throw new UpstreamError(`${this.client.origin}: block ${tip.number} header cannot be rebuilt: ${(err as Error).message}`);
+      throw new UpstreamError(
+        `${this.client.origin}: block ${tip.number} header cannot be rebuilt: ${(err as Error).message}`,
+      );
     }
     if (!equalsBytes(header.hash(), tip.hash)) {
-      throw new BlockVerificationError(tip.number, 'hash', bytesToHex(tip.hash), `${bytesToHex(header.hash())} (the header rebuilt from the upstream's fields)`);
+      throw new BlockVerificationError(
+        tip.number,
+        'hash',
+        bytesToHex(tip.hash),
+        `${bytesToHex(header.hash())} (the header rebuilt from the upstream's fields)`,
+      );
     }
     return header;
   }
@@ -117,13 +131,20 @@ export class RpcBlockSource {
     const txs = o.transactions;
     const uncleHashes = o.uncles ?? [];
     if (!Array.isArray(txs)) throw new UpstreamError(`${origin}: block ${tip.number} has no transaction list`);
-    if (!Array.isArray(uncleHashes) || uncleHashes.length > 2) throw new UpstreamError(`${origin}: block ${tip.number} has an invalid uncle list`);
+    if (!Array.isArray(uncleHashes) || uncleHashes.length > 2)
+      throw new UpstreamError(`${origin}: block ${tip.number} has an invalid uncle list`);
     for (const t of txs) {
-      if (typeof t !== 'object' || t === null) throw new UpstreamError(`${origin}: block ${tip.number}: transactions are not objects (full transactions expected)`);
+      if (typeof t !== 'object' || t === null)
+        throw new UpstreamError(
+          `${origin}: block ${tip.number}: transactions are not objects (full transactions expected)`,
+        );
     }
     const uncles: unknown[] = [];
     for (let i = 0; i < uncleHashes.length; i++) {
-      const u = await this.client.call('eth_getUncleByBlockHashAndIndex', [bytesToHex(tip.hash), `0x${i.toString(16)}`]);
+      const u = await this.client.call('eth_getUncleByBlockHashAndIndex', [
+        bytesToHex(tip.hash),
+        `0x${i.toString(16)}`,
+      ]);
       if (u === null) throw new UpstreamError(`${origin}: block ${tip.number}: uncle ${i} not served`);
       const uh = this.headerFromJson(u); // hashes to the hash the uncle reply names
       const want = uncleHashes[i];
@@ -136,16 +157,32 @@ export class RpcBlockSource {
     try {
       block = createBlockFromRPC(json as never, uncles as never[], { common: this.common, setHardfork: true });
     } catch (err) {
-      throw new UpstreamError(`${origin}: block ${tip.number} cannot be rebuilt from its JSON: ${(err as Error).message}`);
+      throw new UpstreamError(
+        `${origin}: block ${tip.number} cannot be rebuilt from its JSON: ${(err as Error).message}`,
+      );
     }
     const computed = block.hash();
     if (!equalsBytes(computed, tip.hash)) {
-      throw new BlockVerificationError(tip.number, 'hash', bytesToHex(tip.hash), `${bytesToHex(computed)} (the header rebuilt from the upstream's fields)`);
+      throw new BlockVerificationError(
+        tip.number,
+        'hash',
+        bytesToHex(tip.hash),
+        `${bytesToHex(computed)} (the header rebuilt from the upstream's fields)`,
+      );
     }
     block.transactions.forEach((tx, i) => {
       const stated = (txs[i] as { hash?: unknown }).hash;
-      if (typeof stated !== 'string' || !HASH.test(stated) || !equalsBytes(tx.hash(), hexToBytes(stated as `0x${string}`))) {
-        throw new BlockVerificationError(tip.number, `transaction ${i} hash`, String(stated), `${bytesToHex(tx.hash())} (rebuilt from the upstream's fields)`);
+      if (
+        typeof stated !== 'string' ||
+        !HASH.test(stated) ||
+        !equalsBytes(tx.hash(), hexToBytes(stated as `0x${string}`))
+      ) {
+        throw new BlockVerificationError(
+          tip.number,
+          `transaction ${i} hash`,
+          String(stated),
+          `${bytesToHex(tx.hash())} (rebuilt from the upstream's fields)`,
+        );
       }
     });
     return { ...tip, raw: block.serialize(), block };

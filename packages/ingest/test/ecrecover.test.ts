@@ -49,7 +49,11 @@ describe('native ecrecover', () => {
       const rb = Buffer.from(r, 'hex');
       const sb = Buffer.from(s, 'hex');
       const rec = BigInt(sig.recovery);
-      for (const [v, chainId] of [[rec, undefined], [27n + rec, undefined], [1337n * 2n + 35n + rec, 1337n]] as [bigint, bigint | undefined][]) {
+      for (const [v, chainId] of [
+        [rec, undefined],
+        [27n + rec, undefined],
+        [1337n * 2n + 35n + rec, 1337n],
+      ] as [bigint, bigint | undefined][]) {
         expect(hex(nativeEcrecover(msg, v, rb, sb, chainId))).toBe(hex(jsEcrecover(msg, v, rb, sb, chainId)));
       }
     }
@@ -66,11 +70,14 @@ describe('native ecrecover', () => {
   });
 
   const shared = chainDir('execution-apis');
-  (shared ? test : test.skip)('recovers every sender of the execution-apis chain (all tx types) like the JS one', async () => {
-    const { n, types } = await sendersBothWays(shared as string, Infinity);
-    expect(n).toBe(249);
-    expect([...types].sort()).toEqual(['legacy-155', 'legacy-27/28', 'type-1', 'type-2', 'type-3', 'type-4']);
-  });
+  (shared ? test : test.skip)(
+    'recovers every sender of the execution-apis chain (all tx types) like the JS one',
+    async () => {
+      const { n, types } = await sendersBothWays(shared as string, Infinity);
+      expect(n).toBe(249);
+      expect([...types].sort()).toEqual(['legacy-155', 'legacy-27/28', 'type-1', 'type-2', 'type-3', 'type-4']);
+    },
+  );
   if (!shared) console.log('skipped: ../shared/chains/execution-apis not present');
 
   const fixtures = chainDir('fixtures');

@@ -27,7 +27,12 @@ async function readBlocks(path: string): Promise<Nested[][]> {
 }
 
 /** A copy of `src` whose chain.rlp has block `number` rewritten by `edit`. */
-async function tamperedChain(src: string, dir: string, number: number, edit: (block: Nested[]) => void): Promise<string> {
+async function tamperedChain(
+  src: string,
+  dir: string,
+  number: number,
+  edit: (block: Nested[]) => void,
+): Promise<string> {
   const blocks = await readBlocks(join(src, 'chain.rlp'));
   const target = blocks[number - 1] as Nested[];
   edit(target);
@@ -108,7 +113,11 @@ d('import of ../shared/chains/execution-apis', () => {
     // Through the CLI: one line, exit 1.
     const r = await runCli(['sync', '--from', chain, '--datadir', datadir]);
     expect(r.code).toBe(1);
-    expect(r.stderr.trim().split('\n').pop()).toMatch(new RegExp(`^node-cli: import stopped: block ${number}: .* mismatch: block says (0x[0-9a-f]+|\\d+), computed (0x[0-9a-f]+|\\d+)$`));
+    expect(r.stderr.trim().split('\n').pop()).toMatch(
+      new RegExp(
+        `^node-cli: import stopped: block ${number}: .* mismatch: block says (0x[0-9a-f]+|\\d+), computed (0x[0-9a-f]+|\\d+)$`,
+      ),
+    );
   });
 
   test('a chain with a different genesis is refused with a clear message', async () => {
@@ -124,7 +133,9 @@ d('import of ../shared/chains/execution-apis', () => {
     await expect(importChain({ from: other, datadir })).rejects.toBeInstanceOf(ChainMismatchError);
     const r = await runCli(['sync', '--from', other, '--datadir', datadir]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^node-cli: datadir .* holds a chain with genesis 0x[0-9a-f]{64}, but .* has genesis 0x[0-9a-f]{64}; use another --datadir\n$/);
+    expect(r.stderr).toMatch(
+      /^node-cli: datadir .* holds a chain with genesis 0x[0-9a-f]{64}, but .* has genesis 0x[0-9a-f]{64}; use another --datadir\n$/,
+    );
   });
 
   test('a datadir in use by another process is refused at once with one line naming it', async () => {
@@ -134,12 +145,13 @@ d('import of ../shared/chains/execution-apis', () => {
     try {
       const r = await runCli(['sync', '--from', src, '--datadir', datadir], { timeoutMs: 30_000 });
       expect(r.code).toBe(1);
-      expect(r.stderr).toBe(`node-cli: datadir ${datadir} is in use by another process (is a server or another sync running on it?)\n`);
+      expect(r.stderr).toBe(
+        `node-cli: datadir ${datadir} is in use by another process (is a server or another sync running on it?)\n`,
+      );
     } finally {
       await store.close();
     }
   });
-
 });
 
 // The crash test runs on the fixture chain: its import takes about a minute on 2 cores, so
@@ -156,7 +168,11 @@ f('crash safety on the fixture chain', () => {
       let kills = 0;
       for (let round = 0; round < 6; round++) {
         // One block per batch, so a kill can fall between any two blocks.
-        const child = spawn(process.execPath, [cliBin(), 'sync', '--from', fixtures as string, '--datadir', datadir, '--group-blocks', '1'], { stdio: 'ignore' });
+        const child = spawn(
+          process.execPath,
+          [cliBin(), 'sync', '--from', fixtures as string, '--datadir', datadir, '--group-blocks', '1'],
+          { stdio: 'ignore' },
+        );
         const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
         const delay = 1_000 + Math.floor(Math.random() * 4_000); // 6 rounds stay well inside a ~1 min import
         const timer = setTimeout(() => child.kill('SIGKILL'), delay);

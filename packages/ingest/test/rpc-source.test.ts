@@ -12,8 +12,30 @@ import { BlockVerificationError, RpcBlockSource, UpstreamError, createRpcClient 
 // A chain with every fork through Cancun at genesis.
 const common = createCommonFromGethGenesis(
   {
-    config: { chainId: 31337, homesteadBlock: 0, eip150Block: 0, eip155Block: 0, eip158Block: 0, byzantiumBlock: 0, constantinopleBlock: 0, petersburgBlock: 0, istanbulBlock: 0, berlinBlock: 0, londonBlock: 0, mergeNetsplitBlock: 0, terminalTotalDifficulty: 0, terminalTotalDifficultyPassed: true, shanghaiTime: 0, cancunTime: 0 },
-    gasLimit: '0x1c9c380', difficulty: '0x0', nonce: '0x0', extraData: '0x', timestamp: '0x0', alloc: {},
+    config: {
+      chainId: 31337,
+      homesteadBlock: 0,
+      eip150Block: 0,
+      eip155Block: 0,
+      eip158Block: 0,
+      byzantiumBlock: 0,
+      constantinopleBlock: 0,
+      petersburgBlock: 0,
+      istanbulBlock: 0,
+      berlinBlock: 0,
+      londonBlock: 0,
+      mergeNetsplitBlock: 0,
+      terminalTotalDifficulty: 0,
+      terminalTotalDifficultyPassed: true,
+      shanghaiTime: 0,
+      cancunTime: 0,
+    },
+    gasLimit: '0x1c9c380',
+    difficulty: '0x0',
+    nonce: '0x0',
+    extraData: '0x',
+    timestamp: '0x0',
+    alloc: {},
   } as never,
   { chain: 'custom' },
 );
@@ -88,23 +110,33 @@ describe('RpcBlockSource over HTTP', () => {
   test('a field that does not match the stated hash is a verification failure naming the block', async () => {
     const j = { ...blockJson(7), gasLimit: '0x1c9c381' };
     answer = (b) => ok(b.id, j);
-    const err = await source().byNumber(7n).catch((e: unknown) => e);
+    const err = await source()
+      .byNumber(7n)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BlockVerificationError);
-    expect((err as Error).message).toMatch(/^block 7: hash mismatch: block says 0x[0-9a-f]{64}, computed 0x[0-9a-f]{64}/);
+    expect((err as Error).message).toMatch(
+      /^block 7: hash mismatch: block says 0x[0-9a-f]{64}, computed 0x[0-9a-f]{64}/,
+    );
   });
 
   test('garbage, wrong ids, error objects, silence and a missing field are upstream faults; the key in the path is never shown', async () => {
     const cases: [string, (b: { id: number }) => string | undefined, RegExp][] = [
       ['garbage', () => 'not json at all', /reply is not JSON/],
       ['wrong id', (b) => ok(b.id + 1, blockJson(1)), /reply id does not match/],
-      ['error', (b) => JSON.stringify({ jsonrpc: '2.0', id: b.id, error: { code: -32000, message: 'header not found' } }), /-32000 header not found/],
+      [
+        'error',
+        (b) => JSON.stringify({ jsonrpc: '2.0', id: b.id, error: { code: -32000, message: 'header not found' } }),
+        /-32000 header not found/,
+      ],
       ['missing field', (b) => ok(b.id, { ...blockJson(1), hash: undefined }), /no valid "hash"/],
       ['not an object', (b) => ok(b.id, 42), /block reply is not an object/],
       ['silence', () => undefined, /no reply within 300 ms/],
     ];
     for (const [what, reply, msg] of cases) {
       answer = reply;
-      const err = await source(300).byNumber(1n).catch((e: unknown) => e);
+      const err = await source(300)
+        .byNumber(1n)
+        .catch((e: unknown) => e);
       expect([what, err instanceof UpstreamError]).toEqual([what, true]);
       expect([what, (err as Error).message]).toEqual([what, expect.stringMatching(msg)]);
       expect((err as Error).message).not.toContain('SECRETKEY123');

@@ -1,7 +1,15 @@
 // What handlers get: the store, the config, and block-parameter resolution shared by all
 // methods (tags -> numbers, EIP-1898 selectors -> headers).
 import { ServerError } from '@chainnode/core';
-import type { AccountProofRecord, BlockRecord, Bytes, ChainStore, HeaderRecord, ReadyJson, TxWithLocation } from '@chainnode/core';
+import type {
+  AccountProofRecord,
+  BlockRecord,
+  Bytes,
+  ChainStore,
+  HeaderRecord,
+  ReadyJson,
+  TxWithLocation,
+} from '@chainnode/core';
 import type { JsonBlock } from './formatters/block.js';
 import type { JsonAccountProof } from './formatters/proof.js';
 import type { JsonTransaction } from './formatters/transaction.js';
@@ -37,7 +45,12 @@ export interface FormatMemos {
 }
 
 export function createFormatMemos(): FormatMemos {
-  return { blocks: new FormatMemo(), ready: new FormatMemo(), transactions: new FormatMemo(), proofs: new FormatMemo() };
+  return {
+    blocks: new FormatMemo(),
+    ready: new FormatMemo(),
+    transactions: new FormatMemo(),
+    proofs: new FormatMemo(),
+  };
 }
 
 /** Tag or number -> block number. Numbers past the head are returned as they are. */

@@ -1,7 +1,13 @@
 // JSON-RPC 2.0 envelope: parse, validate each request, dispatch through the method table
 // (wrapped by the caller's middleware), and serialize replies. Batches are answered member by
 // member in order, each with its own id.
-import { InvalidParamsError, InvalidRequestError, MethodNotFoundError, ParseError, ResponseTooLargeError } from '@chainnode/core';
+import {
+  InvalidParamsError,
+  InvalidRequestError,
+  MethodNotFoundError,
+  ParseError,
+  ResponseTooLargeError,
+} from '@chainnode/core';
 import type { RpcError } from '@chainnode/core';
 import { INLINE_COST_LIMIT, resolveConfig } from './config.js';
 import { createFormatMemos } from './context.js';
@@ -14,7 +20,14 @@ import { isMethodName, METHODS } from './table.js';
 import type { MethodDef } from './method.js';
 import type { OffloadExecutor } from './offload.js';
 import { rawIds } from './raw-ids.js';
-import type { CallMiddleware, JsonRpcId, RpcConnectionApi, RpcReply, RpcServiceApi, RpcServiceFactory } from './service.js';
+import type {
+  CallMiddleware,
+  JsonRpcId,
+  RpcConnectionApi,
+  RpcReply,
+  RpcServiceApi,
+  RpcServiceFactory,
+} from './service.js';
 import type { SubscriptionConnection } from './subscriptions/hub.js';
 
 export type JsonRpcResponse =
@@ -35,58 +48,66 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
     middleware: CallMiddleware,
     onRequestError: () => void,
   ): Promise<RpcReply> => {
-      let message: unknown;
-      try {
-        message = JSON.parse(body);
-      } catch {
-        onRequestError();
-        return { body: JSON.stringify(errorResponse(null, new ParseError())), batch: false };
-      }
-      if (!Array.isArray(message)) {
-        const reply = await answer(ctx, offload, inlineCostLimit, message, false, middleware, onRequestError);
-        if (reply === undefined) return { body: undefined, batch: false };
-        const raw = hasNumericId(message) ? rawIds(body) : undefined;
-        const rawId = typeof raw === 'string' ? raw : undefined;
-        if ('result' in reply && reply.result instanceof JsonText && (reply.result.shared || reply.result.hasBytes)) return textReply(reply, rawId, reply.result);
-        return { body: serialize(reply, rawId), batch: false };
-      }
-      if (message.length === 0) {
-        onRequestError();
-        return { body: JSON.stringify(errorResponse(null, new InvalidRequestError('empty batch'))), batch: true };
-      }
-      const raws = message.some(hasNumericId) ? rawIds(body) : undefined;
-      const rawAt = (i: number): string | undefined => (Array.isArray(raws) ? raws[i] : undefined);
-      if (message.length > ctx.config.maxBatchSize) {
-        // geth: one error in a one-element array, carrying the id of the first call.
-        onRequestError();
-        const first = message.findIndex((m) => callId(m) !== undefined);
-        const reply = errorResponse(first < 0 ? null : (callId(message[first]) ?? null), new InvalidRequestError('batch too large'));
-        return { body: `[${serialize(reply, rawAt(first))}]`, batch: true };
-      }
-      // Offloaded calls (eth_getLogs) of a batch wait outside the lanes: a lane is for work here.
-      const batchOffload: OffloadExecutor | undefined =
-        offload === undefined ? undefined : { run: (method, params) => batchLanes.outside(() => offload.run(method, params)) };
-      const replies = await batchLanes.run(async () => {
-        const out: string[] = [];
-        let size = 0;
-        for (const [i, m] of message.entries()) {
-          if (size > ctx.config.maxBatchResponseBytes) {
-            // geth: the calls after the answers passed the limit are not run.
-            if (!isNotification(m)) out.push(serialize(errorResponse(callId(m) ?? null, new ResponseTooLargeError()), rawAt(i)));
-            continue;
-          }
-          const reply = await answer(ctx, batchOffload, inlineCostLimit, m, true, middleware, onRequestError);
-          if (reply === undefined) continue;
-          const text = serialize(reply, rawAt(i));
-          size += text.length + 1;
-          out.push(text);
+    let message: unknown;
+    try {
+      message = JSON.parse(body);
+    } catch {
+      onRequestError();
+      return { body: JSON.stringify(errorResponse(null, new ParseError())), batch: false };
+    }
+    if (!Array.isArray(message)) {
+      const reply = await answer(ctx, offload, inlineCostLimit, message, false, middleware, onRequestError);
+      if (reply === undefined) return { body: undefined, batch: false };
+      const raw = hasNumericId(message) ? rawIds(body) : undefined;
+      const rawId = typeof raw === 'string' ? raw : undefined;
+      if ('result' in reply && reply.result instanceof JsonText && (reply.result.shared || reply.result.hasBytes))
+        return textReply(reply, rawId, reply.result);
+      return { body: serialize(reply, rawId), batch: false };
+    }
+    if (message.length === 0) {
+      onRequestError();
+      return { body: JSON.stringify(errorResponse(null, new InvalidRequestError('empty batch'))), batch: true };
+    }
+    const raws = message.some(hasNumericId) ? rawIds(body) : undefined;
+    const rawAt = (i: number): string | undefined => (Array.isArray(raws) ? raws[i] : undefined);
+    if (message.length > ctx.config.maxBatchSize) {
+      // geth: one error in a one-element array, carrying the id of the first call.
+      onRequestError();
+      const first = message.findIndex((m) => callId(m) !== undefined);
+      const reply = errorResponse(
+        first < 0 ? null : (callId(message[first]) ?? null),
+        new InvalidRequestError('batch too large'),
+      );
+      return { body: `[${serialize(reply, rawAt(first))}]`, batch: true };
+    }
+    // Offloaded calls (eth_getLogs) of a batch wait outside the lanes: a lane is for work here.
+    const batchOffload: OffloadExecutor | undefined =
+      offload === undefined
+        ? undefined
+        : { run: (method, params) => batchLanes.outside(() => offload.run(method, params)) };
+    const replies = await batchLanes.run(async () => {
+      const out: string[] = [];
+      let size = 0;
+      for (const [i, m] of message.entries()) {
+        if (size > ctx.config.maxBatchResponseBytes) {
+          // geth: the calls after the answers passed the limit are not run.
+          if (!isNotification(m))
+            out.push(serialize(errorResponse(callId(m) ?? null, new ResponseTooLargeError()), rawAt(i)));
+          continue;
         }
-        return out;
-      });
-      return { body: replies.length === 0 ? undefined : `[${replies.join(',')}]`, batch: true };
+        const reply = await answer(ctx, batchOffload, inlineCostLimit, m, true, middleware, onRequestError);
+        if (reply === undefined) continue;
+        const text = serialize(reply, rawAt(i));
+        size += text.length + 1;
+        out.push(text);
+      }
+      return out;
+    });
+    return { body: replies.length === 0 ? undefined : `[${replies.join(',')}]`, batch: true };
   };
   const api: RpcServiceApi = {
-    handle: (body, middleware = passThrough, onRequestError = noop) => handleWith(ctx, body, middleware, onRequestError),
+    handle: (body, middleware = passThrough, onRequestError = noop) =>
+      handleWith(ctx, body, middleware, onRequestError),
     connect: (subscriptions: SubscriptionConnection): RpcConnectionApi => ({
       async handle(body, middleware = passThrough, onRequestError = noop): Promise<RpcReply> {
         // Calls of one message run one after the other, so what a failed call created is exactly

@@ -18,7 +18,10 @@ export interface JsonRpcErrorObject {
 export function toErrorObject(err: unknown): JsonRpcErrorObject {
   if (err instanceof RpcError) {
     // Member order as Infura writes it: code, event, message, details, data.
-    const out: JsonRpcErrorObject = err.event === undefined ? { code: err.code, message: err.message } : { code: err.code, event: err.event, message: err.message };
+    const out: JsonRpcErrorObject =
+      err.event === undefined
+        ? { code: err.code, message: err.message }
+        : { code: err.code, event: err.event, message: err.message };
     if (err.details !== undefined) out.details = err.details;
     if (err.data !== undefined) out.data = err.data;
     return out;

@@ -29,4 +29,8 @@ export { LogFilterIndex, filterMatches, logKeys } from './subscriptions/log-filt
 export type { LogKeys, LogMatchFilter, MatchableLog } from './subscriptions/log-filter-index.js';
 export { formatNewHead, formatSubscriptionLog, notificationText } from './subscriptions/format.js';
 export type { JsonNewHead, JsonSubscriptionLog } from './subscriptions/format.js';
-export { NotificationsUnsupportedError, SubscriptionNotFoundError, UnknownSubscriptionError } from './subscriptions/errors.js';
+export {
+  NotificationsUnsupportedError,
+  SubscriptionNotFoundError,
+  UnknownSubscriptionError,
+} from './subscriptions/errors.js';

@@ -34,7 +34,8 @@ export class Lanes {
 
   private leave(): void {
     const next = this.waiting.shift();
-    if (next !== undefined) next(); // the lane passes straight to the next in line
+    if (next !== undefined)
+      next(); // the lane passes straight to the next in line
     else this.busy--;
   }
 

@@ -12,7 +12,13 @@
 //   client sees the same bytes whichever thread answered.
 import { Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
-import { InternalError, LimitExceededError, MethodNotFoundError, RpcError, StoreUnavailableError } from '@chainnode/core';
+import {
+  InternalError,
+  LimitExceededError,
+  MethodNotFoundError,
+  RpcError,
+  StoreUnavailableError,
+} from '@chainnode/core';
 import type { ChainStore } from '@chainnode/core';
 import { DEADLINE_GRACE_MS, resolveConfig } from './config.js';
 import { createFormatMemos } from './context.js';
@@ -73,7 +79,10 @@ export function serveOffloadedCalls(port: MessagePort, store: ChainStore, config
   });
 }
 
-async function runOffloaded(ctx: HandlerContext, msg: Extract<OffloadRequest, { type: 'call' }>): Promise<OffloadReply> {
+async function runOffloaded(
+  ctx: HandlerContext,
+  msg: Extract<OffloadRequest, { type: 'call' }>,
+): Promise<OffloadReply> {
   try {
     if (!isMethodName(msg.method)) throw new MethodNotFoundError(msg.method);
     const def = METHODS[msg.method] as MethodDef<unknown, unknown>;
@@ -155,8 +164,10 @@ export class OffloadPool implements OffloadExecutor {
   private readonly log: (line: string) => void;
 
   private constructor(private readonly o: OffloadPoolOptions) {
-    if (!Number.isSafeInteger(o.size) || o.size < 1) throw new RangeError('OffloadPool: size must be a positive integer');
-    if (!Number.isSafeInteger(o.queueLimit) || o.queueLimit < 1) throw new RangeError('OffloadPool: queueLimit must be a positive integer');
+    if (!Number.isSafeInteger(o.size) || o.size < 1)
+      throw new RangeError('OffloadPool: size must be a positive integer');
+    if (!Number.isSafeInteger(o.queueLimit) || o.queueLimit < 1)
+      throw new RangeError('OffloadPool: queueLimit must be a positive integer');
     this.perWorker = o.perWorker ?? 4;
     this.stuckAfterMs = o.stuckAfterMs ?? 5_000;
     this.log = o.log ?? (() => {});
@@ -225,7 +236,10 @@ export class OffloadPool implements OffloadExecutor {
   }
 
   private spawn(index: number): Promise<void> {
-    const worker = new Worker(this.o.script, { workerData: this.o.workerData, ...(this.o.env !== undefined ? { env: this.o.env } : {}) });
+    const worker = new Worker(this.o.script, {
+      workerData: this.o.workerData,
+      ...(this.o.env !== undefined ? { env: this.o.env } : {}),
+    });
     const slot: Slot = { index, worker, ready: false, jobs: new Map(), overdue: 0, ending: false };
     this.slots[index] = slot;
     return new Promise<void>((resolve, reject) => {
@@ -259,7 +273,8 @@ export class OffloadPool implements OffloadExecutor {
           this.release();
         }
         slot.jobs.clear();
-        if (!slot.ready) reject(failure ?? new Error(`log worker ${index} exited with code ${code} before it was ready`));
+        if (!slot.ready)
+          reject(failure ?? new Error(`log worker ${index} exited with code ${code} before it was ready`));
         if (this.closing) return;
         if (!slot.ending) this.log(`log worker ${index} exited with code ${code}; restarting it`);
         const crashes = this.crashes[index]!++;
@@ -283,7 +298,13 @@ export class OffloadPool implements OffloadExecutor {
       const job = this.queue.shift() as Job;
       best.jobs.set(job.id, job);
       try {
-        best.worker.postMessage({ type: 'call', id: job.id, method: job.method, params: job.params, deadline: job.deadline } satisfies OffloadRequest);
+        best.worker.postMessage({
+          type: 'call',
+          id: job.id,
+          method: job.method,
+          params: job.params,
+          deadline: job.deadline,
+        } satisfies OffloadRequest);
       } catch {
         best.jobs.delete(job.id);
         this.answer(job, () => job.reject(new InternalError()));
@@ -307,7 +328,9 @@ export class OffloadPool implements OffloadExecutor {
     slot.overdue++;
     setTimeout(() => {
       if (slot.jobs.has(job.id) && !slot.ending) {
-        this.log(`log worker ${slot.index} has not answered a call ${this.stuckAfterMs} ms past its deadline; restarting it`);
+        this.log(
+          `log worker ${slot.index} has not answered a call ${this.stuckAfterMs} ms past its deadline; restarting it`,
+        );
         slot.ending = true;
         void slot.worker.terminate();
       }

@@ -122,7 +122,8 @@ export class StorageKeyTooLongError extends InvalidParamsError {
 
 export function decodeBlockNumber(value: unknown): BlockNumberParam {
   if (typeof value === 'string' && TAGS.has(value)) return { kind: 'tag', tag: value as BlockTag };
-  if (typeof value !== 'string') throw new ParamError(`block number: expected a hex string or tag, got ${jsonType(value)}`);
+  if (typeof value !== 'string')
+    throw new ParamError(`block number: expected a hex string or tag, got ${jsonType(value)}`);
   const n = decodeQuantity(value, 'block number', 64);
   if (n > MAX_INT64) throw new ParamError('block number larger than int64');
   return { kind: 'number', number: n };

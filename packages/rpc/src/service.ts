@@ -86,4 +86,8 @@ export interface RpcServiceOptions {
   inlineCostLimit?: number;
 }
 
-export type RpcServiceFactory = (store: ChainStore, config?: Partial<RpcConfig>, options?: RpcServiceOptions) => RpcServiceApi;
+export type RpcServiceFactory = (
+  store: ChainStore,
+  config?: Partial<RpcConfig>,
+  options?: RpcServiceOptions,
+) => RpcServiceApi;

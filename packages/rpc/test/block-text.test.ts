@@ -9,51 +9,62 @@ import type { ChainName } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import { blockText } from '../src/formatters/block.js';
 
-const chains: ChainName[] = ['fixtures', ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : [])];
+const chains: ChainName[] = [
+  'fixtures',
+  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
+];
 
-test.each(chains)('%s: the ready hashes-only answer equals the formatted block, for every block', async (chain) => {
-  const c = await datadirCopy(chain);
-  const store = await openChainStore(c.dir);
-  const svc = createRpcService(store);
-  const call = async (method: string, params: unknown[]): Promise<string> => {
-    const r = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
-    const text = typeof r === 'string' ? r : (r as { body: string }).body;
-    return text;
-  };
-  try {
-    const readyOf = store.readyBlockJson?.bind(store);
-    if (readyOf === undefined) throw new Error('the LevelDB store keeps ready block JSON');
-    const head = (await store.head()).number;
-    const seen = { ready: 0, withdrawals: 0, blob: 0, uncles: 0, txs: 0 };
-    for (let n = 0n; n <= head; n++) {
-      const hash = await store.canonicalHash(n);
-      if (hash === undefined) throw new Error(`block ${n} missing`);
-      const ready = await readyOf(hash);
-      const block = await store.block(hash);
-      if (ready === undefined || block === undefined) throw new Error(`block ${n}: no ready JSON or no block`);
-      const formatted = blockText(block, false);
-      expect(Buffer.from(ready.ascii).toString('latin1')).toBe(formatted);
-      const hex = `0x${n.toString(16)}`;
-      const hashHex = `0x${Buffer.from(hash).toString('hex')}`;
-      expect(await call('eth_getBlockByNumber', [hex, false])).toBe(`{"jsonrpc":"2.0","id":1,"result":${formatted}}`);
-      expect(await call('eth_getBlockByHash', [hashHex, false])).toBe(`{"jsonrpc":"2.0","id":1,"result":${formatted}}`);
-      seen.ready++;
-      if (block.withdrawals !== undefined) seen.withdrawals++;
-      if (block.header.blobGasUsed !== undefined) seen.blob++;
-      if (block.uncleHashes.length > 0) seen.uncles++;
-      seen.txs += block.transactions.length;
+test.each(chains)(
+  '%s: the ready hashes-only answer equals the formatted block, for every block',
+  async (chain) => {
+    const c = await datadirCopy(chain);
+    const store = await openChainStore(c.dir);
+    const svc = createRpcService(store);
+    const call = async (method: string, params: unknown[]): Promise<string> => {
+      const r = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
+      const text = typeof r === 'string' ? r : (r as { body: string }).body;
+      return text;
+    };
+    try {
+      const readyOf = store.readyBlockJson?.bind(store);
+      if (readyOf === undefined) throw new Error('the LevelDB store keeps ready block JSON');
+      const head = (await store.head()).number;
+      const seen = { ready: 0, withdrawals: 0, blob: 0, uncles: 0, txs: 0 };
+      for (let n = 0n; n <= head; n++) {
+        const hash = await store.canonicalHash(n);
+        if (hash === undefined) throw new Error(`block ${n} missing`);
+        const ready = await readyOf(hash);
+        const block = await store.block(hash);
+        if (ready === undefined || block === undefined) throw new Error(`block ${n}: no ready JSON or no block`);
+        const formatted = blockText(block, false);
+        expect(Buffer.from(ready.ascii).toString('latin1')).toBe(formatted);
+        const hex = `0x${n.toString(16)}`;
+        const hashHex = `0x${Buffer.from(hash).toString('hex')}`;
+        expect(await call('eth_getBlockByNumber', [hex, false])).toBe(`{"jsonrpc":"2.0","id":1,"result":${formatted}}`);
+        expect(await call('eth_getBlockByHash', [hashHex, false])).toBe(
+          `{"jsonrpc":"2.0","id":1,"result":${formatted}}`,
+        );
+        seen.ready++;
+        if (block.withdrawals !== undefined) seen.withdrawals++;
+        if (block.header.blobGasUsed !== undefined) seen.blob++;
+        if (block.uncleHashes.length > 0) seen.uncles++;
+        seen.txs += block.transactions.length;
+      }
+      // The chains cover what the writer branches on.
+      expect(seen.ready).toBe(Number(head) + 1);
+      expect(seen.txs).toBeGreaterThan(0);
+      if (chain === 'fixtures') expect(seen.uncles).toBeGreaterThan(0);
+      else expect(Math.min(seen.withdrawals, seen.blob)).toBeGreaterThan(0);
+      // Unknown hash: no ready answer, and the method answers null.
+      const unknown = new Uint8Array(32).fill(0xab);
+      expect(await readyOf(unknown)).toBeUndefined();
+      expect(await call('eth_getBlockByHash', [`0x${'ab'.repeat(32)}`, false])).toBe(
+        '{"jsonrpc":"2.0","id":1,"result":null}',
+      );
+    } finally {
+      await store.close();
+      await c.cleanup();
     }
-    // The chains cover what the writer branches on.
-    expect(seen.ready).toBe(Number(head) + 1);
-    expect(seen.txs).toBeGreaterThan(0);
-    if (chain === 'fixtures') expect(seen.uncles).toBeGreaterThan(0);
-    else expect(Math.min(seen.withdrawals, seen.blob)).toBeGreaterThan(0);
-    // Unknown hash: no ready answer, and the method answers null.
-    const unknown = new Uint8Array(32).fill(0xab);
-    expect(await readyOf(unknown)).toBeUndefined();
-    expect(await call('eth_getBlockByHash', [`0x${'ab'.repeat(32)}`, false])).toBe('{"jsonrpc":"2.0","id":1,"result":null}');
-  } finally {
-    await store.close();
-    await c.cleanup();
-  }
-}, 180_000);
+  },
+  180_000,
+);

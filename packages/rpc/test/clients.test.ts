@@ -101,15 +101,25 @@ suite('unmodified clients over HTTP (execution-apis chain)', () => {
       expect(t?.hash).toBe(tx.hash);
       expect(t?.from.toLowerCase()).toBe(tx.from);
       expect(t?.gasPrice).toBe(BigInt(tx.gasPrice));
-      const ls = await provider.getLogs({ fromBlock: Number(BigInt(logs[0]!.blockNumber)), toBlock: Number(BigInt(block.number)) });
-      expect(ls.map((l) => `${l.blockNumber}/${l.index}`)).toEqual(logs.map((l) => `${Number(BigInt(l.blockNumber))}/${Number(BigInt(l.logIndex))}`));
+      const ls = await provider.getLogs({
+        fromBlock: Number(BigInt(logs[0]!.blockNumber)),
+        toBlock: Number(BigInt(block.number)),
+      });
+      expect(ls.map((l) => `${l.blockNumber}/${l.index}`)).toEqual(
+        logs.map((l) => `${Number(BigInt(l.blockNumber))}/${Number(BigInt(l.logIndex))}`),
+      );
       const slot = await provider.getStorage(contract, 0, Number(BigInt(block.number)));
       expect(slot).toBe(await call('eth_getStorageAt', contract, '0x0', block.number));
       const proof = (await provider.send('eth_getProof', [contract, ['0x0'], block.number])) as { address: string };
       expect(proof.address).toBe(contract);
       for (const [kind, s] of samples) {
         const got = await provider.getTransaction(s.hash);
-        expect([kind, got?.hash, got?.from.toLowerCase(), got?.type]).toEqual([kind, s.hash, s.from, Number(BigInt(s.type))]);
+        expect([kind, got?.hash, got?.from.toLowerCase(), got?.type]).toEqual([
+          kind,
+          s.hash,
+          s.from,
+          Number(BigInt(s.type)),
+        ]);
       }
     } finally {
       provider.destroy();
@@ -126,14 +136,24 @@ suite('unmodified clients over HTTP (execution-apis chain)', () => {
     expect(t.gasPrice).toBe(BigInt(tx.gasPrice));
     const ls = await client.getLogs({ fromBlock: BigInt(logs[0]!.blockNumber), toBlock: BigInt(block.number) });
     expect(ls.length).toBe(logs.length);
-    const slot = await client.getStorageAt({ address: contract as `0x${string}`, slot: '0x0', blockNumber: BigInt(block.number) });
+    const slot = await client.getStorageAt({
+      address: contract as `0x${string}`,
+      slot: '0x0',
+      blockNumber: BigInt(block.number),
+    });
     expect(slot).toBe(await call('eth_getStorageAt', contract, '0x0', block.number));
-    const proof = await client.getProof({ address: contract as `0x${string}`, storageKeys: [`0x${'00'.repeat(32)}`], blockNumber: BigInt(block.number) });
+    const proof = await client.getProof({
+      address: contract as `0x${string}`,
+      storageKeys: [`0x${'00'.repeat(32)}`],
+      blockNumber: BigInt(block.number),
+    });
     for (const [kind, s] of samples) {
       const got = await client.getTransaction({ hash: s.hash as `0x${string}` });
       expect([kind, got.hash, got.from]).toEqual([kind, s.hash, s.from]);
     }
-    expect(proof.storageProof[0]!.value).toBe(BigInt((await call<string>('eth_getStorageAt', contract, '0x0', block.number))));
+    expect(proof.storageProof[0]!.value).toBe(
+      BigInt(await call<string>('eth_getStorageAt', contract, '0x0', block.number)),
+    );
   });
 
   test('web3.js v4', async () => {
@@ -152,13 +172,29 @@ suite('unmodified clients over HTTP (execution-apis chain)', () => {
       expect([kind, got.hash, got.from]).toEqual([kind, s.hash, s.from]);
     }
     const proof = await web3.eth.getProof(contract, [`0x${'00'.repeat(32)}`], n);
-    expect(proof.storageHash).toBe((await call<{ storageHash: string }>('eth_getProof', contract, ['0x0'], block.number)).storageHash);
+    expect(proof.storageHash).toBe(
+      (await call<{ storageHash: string }>('eth_getProof', contract, ['0x0'], block.number)).storageHash,
+    );
   });
 
   test('clients only needed methods of the table', () => {
     // Anything else a client asked for would have been answered -32601; list it if so.
-    expect([...methodsSeen].filter((m) => !['eth_chainId', 'net_version', 'eth_blockNumber', 'web3_clientVersion',
-      'eth_getBlockByNumber', 'eth_getBlockByHash', 'eth_getTransactionByHash', 'eth_getLogs', 'eth_getStorageAt',
-      'eth_getProof'].includes(m))).toEqual([]);
+    expect(
+      [...methodsSeen].filter(
+        (m) =>
+          ![
+            'eth_chainId',
+            'net_version',
+            'eth_blockNumber',
+            'web3_clientVersion',
+            'eth_getBlockByNumber',
+            'eth_getBlockByHash',
+            'eth_getTransactionByHash',
+            'eth_getLogs',
+            'eth_getStorageAt',
+            'eth_getProof',
+          ].includes(m),
+      ),
+    ).toEqual([]);
   });
 });

@@ -59,7 +59,8 @@ class Client {
   }
   async call<T>(method: string, ...params: unknown[]): Promise<T> {
     const r = await this.raw(method, params);
-    if (r.error !== undefined) throw new Error(`${method} ${JSON.stringify(params).slice(0, 200)}: ${JSON.stringify(r.error)}`);
+    if (r.error !== undefined)
+      throw new Error(`${method} ${JSON.stringify(params).slice(0, 200)}: ${JSON.stringify(r.error)}`);
     return r.result as T;
   }
 }
@@ -67,9 +68,21 @@ class Client {
 /** Header fields in consensus order, from the returned JSON (block or uncle). */
 function headerList(h: JsonBlock): Uint8Array[] {
   const list = [
-    b(h.parentHash), b(h.sha3Uncles), b(h.miner), b(h.stateRoot), b(h.transactionsRoot), b(h.receiptsRoot),
-    b(h.logsBloom), q(h.difficulty), q(h.number), q(h.gasLimit), q(h.gasUsed), q(h.timestamp), b(h.extraData),
-    b(h.mixHash), b(h.nonce),
+    b(h.parentHash),
+    b(h.sha3Uncles),
+    b(h.miner),
+    b(h.stateRoot),
+    b(h.transactionsRoot),
+    b(h.receiptsRoot),
+    b(h.logsBloom),
+    q(h.difficulty),
+    q(h.number),
+    q(h.gasLimit),
+    q(h.gasUsed),
+    q(h.timestamp),
+    b(h.extraData),
+    b(h.mixHash),
+    b(h.nonce),
   ];
   if (h.baseFeePerGas !== undefined) list.push(q(h.baseFeePerGas));
   if (h.withdrawalsRoot !== undefined) list.push(b(h.withdrawalsRoot));
@@ -122,28 +135,64 @@ function checkEncodings(obj: unknown, path = ''): void {
     if (k === 'key') continue;
     if (typeof v === 'string') {
       const quantity = QUANTITY_FIELDS.has(k) || (k === 'nonce' && nonceIsQuantity);
-      if (!(quantity ? QUANTITY : DATA).test(v)) throw new Error(`${path}.${k} = ${v.slice(0, 80)} is not ${quantity ? 'a quantity' : 'data'}`);
+      if (!(quantity ? QUANTITY : DATA).test(v))
+        throw new Error(`${path}.${k} = ${v.slice(0, 80)} is not ${quantity ? 'a quantity' : 'data'}`);
     } else checkEncodings(v, `${path}.${k}`);
   }
 }
 const QUANTITY_FIELDS = new Set([
-  'difficulty', 'gasLimit', 'gasUsed', 'number', 'size', 'timestamp', 'totalDifficulty', 'baseFeePerGas', 'blobGasUsed',
-  'excessBlobGas', 'blockNumber', 'blockTimestamp', 'gas', 'gasPrice', 'maxFeePerGas', 'maxPriorityFeePerGas',
-  'maxFeePerBlobGas', 'transactionIndex', 'value', 'type', 'chainId', 'v', 'r', 's', 'yParity', 'logIndex',
-  'index', 'validatorIndex', 'amount', 'balance',
+  'difficulty',
+  'gasLimit',
+  'gasUsed',
+  'number',
+  'size',
+  'timestamp',
+  'totalDifficulty',
+  'baseFeePerGas',
+  'blobGasUsed',
+  'excessBlobGas',
+  'blockNumber',
+  'blockTimestamp',
+  'gas',
+  'gasPrice',
+  'maxFeePerGas',
+  'maxPriorityFeePerGas',
+  'maxFeePerBlobGas',
+  'transactionIndex',
+  'value',
+  'type',
+  'chainId',
+  'v',
+  'r',
+  's',
+  'yParity',
+  'logIndex',
+  'index',
+  'validatorIndex',
+  'amount',
+  'balance',
 ]);
 
 function txData(t: JsonTransaction): TypedTxData {
   const type = Number(t.type);
   const base = {
-    type, nonce: t.nonce, gasLimit: t.gas, to: t.to ?? undefined, value: t.value, data: t.input, v: t.v, r: t.r, s: t.s,
+    type,
+    nonce: t.nonce,
+    gasLimit: t.gas,
+    to: t.to ?? undefined,
+    value: t.value,
+    data: t.input,
+    v: t.v,
+    r: t.r,
+    s: t.s,
   };
   if (type === 0) return { ...base, gasPrice: t.gasPrice } as TypedTxData;
   const typed = { ...base, chainId: t.chainId, accessList: t.accessList };
   if (type === 1) return { ...typed, gasPrice: t.gasPrice } as TypedTxData;
   const dyn = { ...typed, maxFeePerGas: t.maxFeePerGas, maxPriorityFeePerGas: t.maxPriorityFeePerGas };
   if (type === 2) return dyn as TypedTxData;
-  if (type === 3) return { ...dyn, maxFeePerBlobGas: t.maxFeePerBlobGas, blobVersionedHashes: t.blobVersionedHashes } as TypedTxData;
+  if (type === 3)
+    return { ...dyn, maxFeePerBlobGas: t.maxFeePerBlobGas, blobVersionedHashes: t.blobVersionedHashes } as TypedTxData;
   return { ...dyn, authorizationList: t.authorizationList } as unknown as TypedTxData;
 }
 
@@ -232,7 +281,9 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
   });
 
   test('bootstrap answers: chainId from genesis, net_version, head', async () => {
-    const genesis = JSON.parse(readFileSync(join(chainDir(name)!, 'genesis.json'), 'utf8')) as { config: { chainId: number } };
+    const genesis = JSON.parse(readFileSync(join(chainDir(name)!, 'genesis.json'), 'utf8')) as {
+      config: { chainId: number };
+    };
     expect(BigInt(await chain.client.call<string>('eth_chainId'))).toBe(BigInt(genesis.config.chainId));
     expect(await chain.client.call<string>('net_version')).toBe(String(genesis.config.chainId));
     const latest = await chain.client.call<JsonBlock>('eth_getBlockByNumber', 'latest', false);
@@ -265,7 +316,9 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
       });
       expect(await trieRoot(rebuilt.map((tx) => tx.serialize()))).toBe(block.transactionsRoot);
       if (block.withdrawals !== undefined) {
-        const ws = block.withdrawals.map((w) => RLP.encode([q(w.index), q(w.validatorIndex), b(w.address), q(w.amount)]));
+        const ws = block.withdrawals.map((w) =>
+          RLP.encode([q(w.index), q(w.validatorIndex), b(w.address), q(w.amount)]),
+        );
         expect(await trieRoot(ws)).toBe(block.withdrawalsRoot);
       } else {
         expect(block.withdrawalsRoot).toBeUndefined();
@@ -350,13 +403,16 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
     const rand = rng(name === 'fixtures' ? 1 : 2);
     const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
     const addrs = [...new Set(chain.logs.map((l) => l.address))];
-    const topicsAt = [0, 1, 2, 3].map((i) => [...new Set(chain.logs.map((l) => l.topics[i]).filter((t): t is Hex => t !== undefined))]);
+    const topicsAt = [0, 1, 2, 3].map((i) => [
+      ...new Set(chain.logs.map((l) => l.topics[i]).filter((t): t is Hex => t !== undefined)),
+    ]);
     const absent = `0x${'ab'.repeat(20)}`;
     const absentTopic = kec('0xdead');
     let nonEmpty = 0;
     let capped = 0;
     const mismatches: { msg: string; wildcard: boolean }[] = [];
-    const wild = (ts: (string | string[] | null)[]): boolean => ts.some((t) => t === null || (Array.isArray(t) && t.length === 0));
+    const wild = (ts: (string | string[] | null)[]): boolean =>
+      ts.some((t) => t === null || (Array.isArray(t) && t.length === 0));
     for (let k = 0; k < 300; k++) {
       const filter: Record<string, unknown> = {};
       const r = rand();
@@ -407,19 +463,28 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
         const fits = want.filter((l) => Number(BigInt(l.blockNumber)) <= last).length;
         const next = want.filter((l) => Number(BigInt(l.blockNumber)) <= last + 1).length;
         if (r.error?.code !== -32005 || data?.from !== `0x${from.toString(16)}` || fits > 10_000 || next <= 10_000) {
-          mismatches.push({ wildcard: wild(topics), msg: `filter ${JSON.stringify(filter)}: ${JSON.stringify(r.error)}; brute force ${want.length}, ${fits} up to the suggestion, ${next} one block more` });
+          mismatches.push({
+            wildcard: wild(topics),
+            msg: `filter ${JSON.stringify(filter)}: ${JSON.stringify(r.error)}; brute force ${want.length}, ${fits} up to the suggestion, ${next} one block more`,
+          });
         }
         capped++;
         continue;
       }
       const reply = await chain.client.raw('eth_getLogs', [filter]);
       if (reply.error !== undefined) {
-        mismatches.push({ wildcard: wild(topics), msg: `filter ${JSON.stringify(filter)}: ${JSON.stringify(reply.error)}, brute force ${want.length}` });
+        mismatches.push({
+          wildcard: wild(topics),
+          msg: `filter ${JSON.stringify(filter)}: ${JSON.stringify(reply.error)}, brute force ${want.length}`,
+        });
         continue;
       }
       const got = reply.result as JsonLog[];
       if (got.length !== want.length || JSON.stringify(got) !== JSON.stringify(want)) {
-        mismatches.push({ wildcard: wild(topics), msg: `filter ${JSON.stringify(filter)}: got ${got.length} logs, brute force ${want.length}` });
+        mismatches.push({
+          wildcard: wild(topics),
+          msg: `filter ${JSON.stringify(filter)}: got ${got.length} logs, brute force ${want.length}`,
+        });
         continue;
       }
       if (want.length > 0) nonEmpty++;
@@ -428,7 +493,11 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
     // fewer topics than the filter has positions must not match, geth's rule) listed apart.
     const wildcard = mismatches.filter((m) => m.wildcard).map((m) => m.msg);
     const other = mismatches.filter((m) => !m.wildcard).map((m) => m.msg);
-    expect({ other: other.slice(0, 5), wildcard: wildcard.slice(0, 3), counts: [other.length, wildcard.length] }).toEqual({
+    expect({
+      other: other.slice(0, 5),
+      wildcard: wildcard.slice(0, 3),
+      counts: [other.length, wildcard.length],
+    }).toEqual({
       other: [],
       wildcard: [],
       counts: [0, 0],
@@ -442,7 +511,8 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
     // Per-block match counts, so each brute-force answer is a walk over blocks, not over all logs.
     const perBlock = (address?: string): number[] => {
       const out = new Array<number>(chain.head + 1).fill(0);
-      for (const l of chain.logs) if (address === undefined || l.address === address) out[Number(BigInt(l.blockNumber))]!++;
+      for (const l of chain.logs)
+        if (address === undefined || l.address === address) out[Number(BigInt(l.blockNumber))]!++;
       return out;
     };
     const cache = new Map<string, number[]>();
@@ -457,8 +527,18 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
       for (let i = from; i <= to; i++) n += c[i]!;
       return n;
     };
-    const expectCap = async (client: Client, limit: number, from: number, to: number, address?: string): Promise<void> => {
-      const filter = { fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}`, ...(address ? { address } : {}) };
+    const expectCap = async (
+      client: Client,
+      limit: number,
+      from: number,
+      to: number,
+      address?: string,
+    ): Promise<void> => {
+      const filter = {
+        fromBlock: `0x${from.toString(16)}`,
+        toBlock: `0x${to.toString(16)}`,
+        ...(address ? { address } : {}),
+      };
       const r = await client.raw('eth_getLogs', [filter]);
       if (count(from, to, address) <= limit) {
         expect(r.error).toBeUndefined();
@@ -469,7 +549,11 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
       let sum = 0;
       while (last + 1 <= to && sum + c[last + 1]! <= limit) sum += c[++last]!;
       if (last < from) {
-        expect(r.error).toEqual({ code: -32005, message: `query returned more than ${limit} results`, data: { limit } });
+        expect(r.error).toEqual({
+          code: -32005,
+          message: `query returned more than ${limit} results`,
+          data: { limit },
+        });
         return;
       }
       const [f, t] = [`0x${from.toString(16)}`, `0x${last.toString(16)}`];
@@ -483,9 +567,9 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
       expect(ok.length).toBeLessThanOrEqual(limit);
     };
     // The default 10,000 cap over the whole chain and over its busiest address.
-    const busiest = [...chain.logs.reduce((m, l) => m.set(l.address, (m.get(l.address) ?? 0) + 1), new Map<string, number>())].sort(
-      (a, b2) => b2[1] - a[1],
-    )[0]?.[0];
+    const busiest = [
+      ...chain.logs.reduce((m, l) => m.set(l.address, (m.get(l.address) ?? 0) + 1), new Map<string, number>()),
+    ].sort((a, b2) => b2[1] - a[1])[0]?.[0];
     await expectCap(chain.client, 10_000, 0, chain.head);
     if (busiest !== undefined) await expectCap(chain.client, 10_000, 0, chain.head, busiest);
     if (name === 'fixtures' && chain.logs.length > 10_000) {
@@ -515,7 +599,14 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
     }
     for (const l of chain.logs) addresses.add(l.address);
     const all = [...addresses];
-    const sampleBlocks = [...new Set([0, chain.head, Math.floor(chain.head / 2), ...Array.from({ length: 4 }, () => Math.floor(rand() * (chain.head + 1)))])];
+    const sampleBlocks = [
+      ...new Set([
+        0,
+        chain.head,
+        Math.floor(chain.head / 2),
+        ...Array.from({ length: 4 }, () => Math.floor(rand() * (chain.head + 1))),
+      ]),
+    ];
     let present = 0;
     let absentCount = 0;
     let storageChecked = 0;
@@ -540,7 +631,13 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
           expect(p.storageHash).toBe(hx(storageRoot!));
           expect(p.codeHash).toBe(hx(codeHash!));
         }
-        expect(p.storageProof.map((s) => s.key)).toEqual(['0x0', '0x1', '0x2', ZERO32.slice(0, 65) + '3', kec(address)]);
+        expect(p.storageProof.map((s) => s.key)).toEqual([
+          '0x0',
+          '0x1',
+          '0x2',
+          ZERO32.slice(0, 65) + '3',
+          kec(address),
+        ]);
         for (const [i, s] of p.storageProof.entries()) {
           const slot = hx(bigIntToFixed32(BigInt(keys[i]!)));
           let v: bigint;
@@ -549,7 +646,10 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
             v = 0n;
           } else {
             const raw = await verifyMerkleProof(keccak256(b(slot)), s.proof.map(b), { root: b(p.storageHash) });
-            v = raw === null ? 0n : BigInt(hx(RLP.decode(raw) as Uint8Array) === '0x' ? 0 : hx(RLP.decode(raw) as Uint8Array));
+            v =
+              raw === null
+                ? 0n
+                : BigInt(hx(RLP.decode(raw) as Uint8Array) === '0x' ? 0 : hx(RLP.decode(raw) as Uint8Array));
           }
           expect(BigInt(s.value)).toBe(v);
           const stored = await chain.client.call<string>('eth_getStorageAt', address, keys[i], { blockHash: blk.hash });
@@ -580,7 +680,9 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
         expect(raw).not.toBeNull();
         expect(BigInt(hx(RLP.decode(raw!) as Uint8Array))).toBe(BigInt(s.value));
       }
-      const account = await verifyMerkleProof(keccak256(b(address)), p.accountProof.map(b), { root: b(head.stateRoot) });
+      const account = await verifyMerkleProof(keccak256(b(address)), p.accountProof.map(b), {
+        root: b(head.stateRoot),
+      });
       expect(account === null ? EMPTY_ROOT : hx((RLP.decode(account) as Uint8Array[])[2]!)).toBe(p.storageHash);
     }
     expect(nonZero).toBeGreaterThan(0);
@@ -620,8 +722,13 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
   test('errors and not-found on real data', async () => {
     const c = chain.client;
     const head = chain.blocks[chain.head]!;
-    expect((await c.raw('eth_getLogs', [{ blockHash: kec('0x01') }])).error).toEqual({ code: -32000, message: 'unknown block' });
-    expect((await c.raw('eth_getLogs', [{ fromBlock: '0x0', toBlock: `0x${(chain.head + 1).toString(16)}` }])).error).toEqual({
+    expect((await c.raw('eth_getLogs', [{ blockHash: kec('0x01') }])).error).toEqual({
+      code: -32000,
+      message: 'unknown block',
+    });
+    expect(
+      (await c.raw('eth_getLogs', [{ fromBlock: '0x0', toBlock: `0x${(chain.head + 1).toString(16)}` }])).error,
+    ).toEqual({
       code: -32602,
       message: 'block range extends beyond current head block',
     });
@@ -642,7 +749,9 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
     expect(await c.call('eth_getStorageAt', head.miner, '0x0', head.hash)).toBe(viaNumber);
     expect(await c.call('eth_getStorageAt', head.miner, '0x0', { blockNumber: head.number })).toBe(viaNumber);
     // An omitted block parameter is "latest" (geth v1.16), here the head.
-    expect(await c.raw('eth_getStorageAt', [head.miner, '0x0'])).toEqual(await c.raw('eth_getStorageAt', [head.miner, '0x0', 'latest']));
+    expect(await c.raw('eth_getStorageAt', [head.miner, '0x0'])).toEqual(
+      await c.raw('eth_getStorageAt', [head.miner, '0x0', 'latest']),
+    );
     expect(await c.call('eth_getStorageAt', head.miner, '0x0')).toBe(viaNumber);
     const proofLatest = await c.raw('eth_getProof', [head.miner, ['0x0']]);
     expect(proofLatest).toEqual(await c.raw('eth_getProof', [head.miner, ['0x0'], 'latest']));

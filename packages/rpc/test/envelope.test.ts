@@ -28,26 +28,37 @@ describe('envelope', () => {
 
   test('memoised answers also come as their UTF-8 bytes; one-off answers only as text', async () => {
     // A non-ASCII string id: the byte length of the prefix differs from its length in chars.
-    const block = await svc.handle('{"jsonrpc":"2.0","id":"bl\u00f6ck \u2603","method":"eth_getBlockByNumber","params":["0x1",false]}');
+    const block = await svc.handle(
+      '{"jsonrpc":"2.0","id":"bl\u00f6ck \u2603","method":"eth_getBlockByNumber","params":["0x1",false]}',
+    );
     expect(block.body).toMatch(/^\{"jsonrpc":"2.0","id":"blöck ☃","result":\{"/);
     expect(block.encode).toBeDefined();
     expect(Buffer.from(block.encode!((n) => Buffer.alloc(n))).toString('utf8')).toBe(block.body);
     const plain = await svc.handle('{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x1",false]}');
-    expect((JSON.parse(block.body as string) as { result: unknown }).result).toEqual((JSON.parse(plain.body as string) as { result: unknown }).result);
+    expect((JSON.parse(block.body as string) as { result: unknown }).result).toEqual(
+      (JSON.parse(plain.body as string) as { result: unknown }).result,
+    );
     expect(Buffer.from(plain.encode!((n) => Buffer.alloc(n))).toString('utf8')).toBe(plain.body);
-    const logs = await svc.handle('{"jsonrpc":"2.0","id":2,"method":"eth_getLogs","params":[{"fromBlock":"0x0","toBlock":"0x2"}]}');
+    const logs = await svc.handle(
+      '{"jsonrpc":"2.0","id":2,"method":"eth_getLogs","params":[{"fromBlock":"0x0","toBlock":"0x2"}]}',
+    );
     expect(logs.body).toMatch(/^\{"jsonrpc":"2.0","id":2,"result":\[/);
     expect(logs.encode).toBeUndefined();
     expect((await svc.handle('{"jsonrpc":"2.0","id":3,"method":"eth_chainId"}')).encode).toBeUndefined();
   });
 
   test('params may be omitted for a method without arguments', async () => {
-    expect(await body('{"jsonrpc":"2.0","id":7,"method":"eth_blockNumber"}')).toBe('{"jsonrpc":"2.0","id":7,"result":"0x2"}');
+    expect(await body('{"jsonrpc":"2.0","id":7,"method":"eth_blockNumber"}')).toBe(
+      '{"jsonrpc":"2.0","id":7,"result":"0x2"}',
+    );
   });
 
   test('parse error -32700 with id null', async () => {
     const reply = await svc.handle('{"jsonrpc":"2.0",');
-    expect(reply).toEqual({ body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}', batch: false });
+    expect(reply).toEqual({
+      body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}',
+      batch: false,
+    });
   });
 
   test('invalid requests -32600', async () => {
@@ -90,7 +101,10 @@ describe('envelope', () => {
   });
 
   test('notification (no id) gets no reply', async () => {
-    expect(await svc.handle('{"jsonrpc":"2.0","method":"eth_chainId","params":[]}')).toEqual({ body: undefined, batch: false });
+    expect(await svc.handle('{"jsonrpc":"2.0","method":"eth_chainId","params":[]}')).toEqual({
+      body: undefined,
+      batch: false,
+    });
   });
 });
 
@@ -137,10 +151,19 @@ describe('batches', () => {
 
 describe('batch answer limits', () => {
   const blocks = (ids: unknown[]) =>
-    JSON.stringify(ids.map((id, i) => ({ jsonrpc: '2.0', ...(id === undefined ? {} : { id }), method: 'eth_getBlockByNumber', params: [`0x${(i % 3).toString(16)}`, true] })));
+    JSON.stringify(
+      ids.map((id, i) => ({
+        jsonrpc: '2.0',
+        ...(id === undefined ? {} : { id }),
+        method: 'eth_getBlockByNumber',
+        params: [`0x${(i % 3).toString(16)}`, true],
+      })),
+    );
 
   test('answers past maxBatchResponseBytes are not run: -32003 "response too large" each, like geth', async () => {
-    const full = JSON.parse((await createRpcService(new FakeStore()).handle(blocks([1, 2, 3, 4, 5]))).body!) as { result: unknown }[];
+    const full = JSON.parse((await createRpcService(new FakeStore()).handle(blocks([1, 2, 3, 4, 5]))).body!) as {
+      result: unknown;
+    }[];
     const one = JSON.stringify(full[0]).length;
     const small = createRpcService(new FakeStore(), { maxBatchResponseBytes: one + 10 });
     const ran: unknown[] = [];
@@ -158,19 +181,22 @@ describe('batch answer limits', () => {
       { jsonrpc: '2.0', id: 'x', error: { code: -32003, message: 'response too large' } },
     ]);
     // Under the limit nothing changes.
-    expect((await createRpcService(new FakeStore(), { maxBatchResponseBytes: 10 * one }).handle(blocks([1, 2, 3, 4, 5]))).body).toBe(
-      JSON.stringify(full),
-    );
+    expect(
+      (await createRpcService(new FakeStore(), { maxBatchResponseBytes: 10 * one }).handle(blocks([1, 2, 3, 4, 5])))
+        .body,
+    ).toBe(JSON.stringify(full));
   });
 
   test('maxConcurrentBatches: batches beyond it wait and are answered whole, in arrival order', async () => {
     const one = createRpcService(new FakeStore(), { maxConcurrentBatches: 1 });
     const order: string[] = [];
-    const mw = (tag: string): CallMiddleware => async (call, next) => {
-      order.push(`${tag}${String(call.id)}`);
-      await new Promise((r) => setTimeout(r, 1));
-      return next();
-    };
+    const mw =
+      (tag: string): CallMiddleware =>
+      async (call, next) => {
+        order.push(`${tag}${String(call.id)}`);
+        await new Promise((r) => setTimeout(r, 1));
+        return next();
+      };
     await Promise.all(['a', 'b', 'c'].map((tag) => one.handle(blocks([1, 2, 3]), mw(tag))));
     expect(order).toEqual(['a1', 'a2', 'a3', 'b1', 'b2', 'b3', 'c1', 'c2', 'c3']);
     // Without the limit (here 3 lanes) the same batches interleave.

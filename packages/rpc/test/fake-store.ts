@@ -124,7 +124,14 @@ export const blocks: BlockRecord[] = [
     uncleHashes: [],
   },
   {
-    header: header(2n, { baseFeePerGas: 5n, withdrawalsRoot: filled(0x77, 32), blobGasUsed: 131072n, excessBlobGas: 0n, parentBeaconBlockRoot: filled(0x88, 32), requestsHash: filled(0x99, 32) }),
+    header: header(2n, {
+      baseFeePerGas: 5n,
+      withdrawalsRoot: filled(0x77, 32),
+      blobGasUsed: 131072n,
+      excessBlobGas: 0n,
+      parentBeaconBlockRoot: filled(0x88, 32),
+      requestsHash: filled(0x99, 32),
+    }),
     size: 900,
     totalDifficulty: 393216n,
     transactions: [dynamicTx, blobTx, setCodeTx],

@@ -103,9 +103,29 @@ describe('transaction formatter', () => {
     expect(json.yParity).toBe('0x0');
     expect(json.v).toBe('0x0');
     expect(Object.keys(json)).toEqual([
-      'blockHash', 'blockNumber', 'blockTimestamp', 'from', 'gas', 'gasPrice', 'maxFeePerGas',
-      'maxPriorityFeePerGas', 'maxFeePerBlobGas', 'hash', 'input', 'nonce', 'to', 'transactionIndex',
-      'value', 'type', 'accessList', 'chainId', 'blobVersionedHashes', 'v', 'r', 's', 'yParity',
+      'blockHash',
+      'blockNumber',
+      'blockTimestamp',
+      'from',
+      'gas',
+      'gasPrice',
+      'maxFeePerGas',
+      'maxPriorityFeePerGas',
+      'maxFeePerBlobGas',
+      'hash',
+      'input',
+      'nonce',
+      'to',
+      'transactionIndex',
+      'value',
+      'type',
+      'accessList',
+      'chainId',
+      'blobVersionedHashes',
+      'v',
+      'r',
+      's',
+      'yParity',
     ]);
   });
 
@@ -156,10 +176,33 @@ describe('block formatter', () => {
   test('Prague block: every fork field, withdrawals, full transactions', () => {
     const json = formatBlock(blocks[2]!, true);
     expect(Object.keys(json)).toEqual([
-      'baseFeePerGas', 'blobGasUsed', 'difficulty', 'excessBlobGas', 'extraData', 'gasLimit', 'gasUsed',
-      'hash', 'logsBloom', 'miner', 'mixHash', 'nonce', 'number', 'parentBeaconBlockRoot', 'parentHash',
-      'receiptsRoot', 'requestsHash', 'sha3Uncles', 'size', 'stateRoot', 'timestamp', 'totalDifficulty',
-      'transactions', 'transactionsRoot', 'uncles', 'withdrawals', 'withdrawalsRoot',
+      'baseFeePerGas',
+      'blobGasUsed',
+      'difficulty',
+      'excessBlobGas',
+      'extraData',
+      'gasLimit',
+      'gasUsed',
+      'hash',
+      'logsBloom',
+      'miner',
+      'mixHash',
+      'nonce',
+      'number',
+      'parentBeaconBlockRoot',
+      'parentHash',
+      'receiptsRoot',
+      'requestsHash',
+      'sha3Uncles',
+      'size',
+      'stateRoot',
+      'timestamp',
+      'totalDifficulty',
+      'transactions',
+      'transactionsRoot',
+      'uncles',
+      'withdrawals',
+      'withdrawalsRoot',
     ]);
     expect(json.baseFeePerGas).toBe('0x5');
     expect(json.blobGasUsed).toBe('0x20000');

@@ -53,7 +53,9 @@ test('a shared (memoised) text is written in place once, then from bytes kept on
 });
 
 test('a writer that writes another length than it declared fails', () => {
-  expect(() => JsonText.ofAsciiWriter(writerOf('{"a":1}', 8)).writeInto(Buffer.alloc(16), 0)).toThrow('writer wrote 7 bytes of 8');
+  expect(() => JsonText.ofAsciiWriter(writerOf('{"a":1}', 8)).writeInto(Buffer.alloc(16), 0)).toThrow(
+    'writer wrote 7 bytes of 8',
+  );
   expect(() => JsonText.ofAsciiWriter(writerOf('{"a":1}', 6)).bytes()).toThrow('writer wrote 7 bytes of 6');
 });
 

@@ -11,73 +11,103 @@ import type { LogQuery } from '@chainnode/core';
 import { createRpcService } from '../src/index.js';
 import { formatLogsText } from '../src/formatters/log.js';
 
-const chains: ChainName[] = ['fixtures', ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : [])];
+const chains: ChainName[] = [
+  'fixtures',
+  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
+];
 const hex = (b: Uint8Array): string => `0x${Buffer.from(b).toString('hex')}`;
 
-test.each(chains)('%s: getLogs from the address rows equals the per-log rows, formatted', async (chain) => {
-  const c = await datadirCopy(chain);
-  const store = await openChainStore(c.dir);
-  const svc = createRpcService(store);
-  try {
-    const logsText = store.logsText?.bind(store);
-    if (logsText === undefined) throw new Error('the LevelDB store answers getLogs as text');
-    const head = (await store.head()).number;
-    const opts = () => ({ limit: 100_000, deadline: Date.now() + 60_000 });
-    // Every log of the chain, per block (the per-log rows), and who emitted them.
-    const emitters = new Map<string, { address: Uint8Array; blocks: bigint[]; topic0: Uint8Array[] }>();
-    for (let n = 0n; n <= head; n++) {
-      const r = await store.logs({ fromBlock: n, toBlock: n, addresses: [], topics: [] }, opts());
-      if (r.kind !== 'ok') throw new Error(r.kind);
-      for (const l of r.logs) {
-        const k = hex(l.address);
-        let e = emitters.get(k);
-        if (e === undefined) emitters.set(k, (e = { address: l.address, blocks: [], topic0: [] }));
-        if (e.blocks[e.blocks.length - 1] !== n) e.blocks.push(n);
-        if (l.topics[0] !== undefined && e.topic0.length < 3 && !e.topic0.some((t) => hex(t) === hex(l.topics[0] as Uint8Array))) e.topic0.push(l.topics[0]);
+test.each(chains)(
+  '%s: getLogs from the address rows equals the per-log rows, formatted',
+  async (chain) => {
+    const c = await datadirCopy(chain);
+    const store = await openChainStore(c.dir);
+    const svc = createRpcService(store);
+    try {
+      const logsText = store.logsText?.bind(store);
+      if (logsText === undefined) throw new Error('the LevelDB store answers getLogs as text');
+      const head = (await store.head()).number;
+      const opts = () => ({ limit: 100_000, deadline: Date.now() + 60_000 });
+      // Every log of the chain, per block (the per-log rows), and who emitted them.
+      const emitters = new Map<string, { address: Uint8Array; blocks: bigint[]; topic0: Uint8Array[] }>();
+      for (let n = 0n; n <= head; n++) {
+        const r = await store.logs({ fromBlock: n, toBlock: n, addresses: [], topics: [] }, opts());
+        if (r.kind !== 'ok') throw new Error(r.kind);
+        for (const l of r.logs) {
+          const k = hex(l.address);
+          let e = emitters.get(k);
+          if (e === undefined) emitters.set(k, (e = { address: l.address, blocks: [], topic0: [] }));
+          if (e.blocks[e.blocks.length - 1] !== n) e.blocks.push(n);
+          if (
+            l.topics[0] !== undefined &&
+            e.topic0.length < 3 &&
+            !e.topic0.some((t) => hex(t) === hex(l.topics[0] as Uint8Array))
+          )
+            e.topic0.push(l.topics[0]);
+        }
       }
-    }
-    expect(emitters.size).toBeGreaterThan(0);
-    let seed = 5;
-    const rnd = (n: number): number => {
-      seed = (seed * 1103515245 + 12345) % 2147483648;
-      return Math.floor((seed / 2147483648) * n);
-    };
-    const queries: LogQuery[] = [];
-    const all = [...emitters.values()];
-    for (const e of all) {
-      queries.push({ fromBlock: 0n, toBlock: head, addresses: [e.address], topics: [] });
-      for (const b of e.blocks.slice(0, 3)) queries.push({ fromBlock: b, toBlock: b, addresses: [e.address], topics: [] });
-      for (let i = 0; i < 4; i++) {
-        const from = BigInt(rnd(Number(head) + 1));
-        const to = from + BigInt(rnd(100));
-        queries.push({ fromBlock: from, toBlock: to > head ? head : to, addresses: [e.address], topics: [] });
+      expect(emitters.size).toBeGreaterThan(0);
+      let seed = 5;
+      const rnd = (n: number): number => {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return Math.floor((seed / 2147483648) * n);
+      };
+      const queries: LogQuery[] = [];
+      const all = [...emitters.values()];
+      for (const e of all) {
+        queries.push({ fromBlock: 0n, toBlock: head, addresses: [e.address], topics: [] });
+        for (const b of e.blocks.slice(0, 3))
+          queries.push({ fromBlock: b, toBlock: b, addresses: [e.address], topics: [] });
+        for (let i = 0; i < 4; i++) {
+          const from = BigInt(rnd(Number(head) + 1));
+          const to = from + BigInt(rnd(100));
+          queries.push({ fromBlock: from, toBlock: to > head ? head : to, addresses: [e.address], topics: [] });
+        }
+        for (const t of e.topic0) queries.push({ fromBlock: 0n, toBlock: head, addresses: [e.address], topics: [[t]] });
       }
-      for (const t of e.topic0) queries.push({ fromBlock: 0n, toBlock: head, addresses: [e.address], topics: [[t]] });
-    }
-    queries.push({ fromBlock: 0n, toBlock: head, addresses: all.slice(0, 3).map((e) => e.address), topics: [] });
-    queries.push({ fromBlock: 1n, toBlock: head, addresses: all.slice(0, 2).map((e) => e.address), topics: [all[0]?.topic0.slice(0, 1) ?? null] });
-    let nonEmpty = 0;
-    for (const q of queries) {
-      const rows = await logsText(q, opts());
-      const records = await store.logs(q, opts());
-      if (rows === undefined || rows.kind !== 'ok' || records.kind !== 'ok') throw new Error(`unexpected answer for ${JSON.stringify(q, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Uint8Array ? hex(v) : v))}`);
-      const want = await formatLogsText(records.logs);
-      expect(chunksToBytes(rows.ascii).toString('latin1')).toBe(want);
-      expect(rows.count).toBe(records.logs.length);
-      if (records.logs.length > 0) nonEmpty++;
-      if (records.logs.length > 10_000) {
-        // Past the method's cap (10,000): both paths name the same fitting range.
-        const capped = { limit: 10_000, deadline: Date.now() + 60_000 };
-        expect(await logsText(q, capped)).toEqual(await store.logs(q, capped));
-        continue;
+      queries.push({ fromBlock: 0n, toBlock: head, addresses: all.slice(0, 3).map((e) => e.address), topics: [] });
+      queries.push({
+        fromBlock: 1n,
+        toBlock: head,
+        addresses: all.slice(0, 2).map((e) => e.address),
+        topics: [all[0]?.topic0.slice(0, 1) ?? null],
+      });
+      let nonEmpty = 0;
+      for (const q of queries) {
+        const rows = await logsText(q, opts());
+        const records = await store.logs(q, opts());
+        if (rows === undefined || rows.kind !== 'ok' || records.kind !== 'ok')
+          throw new Error(
+            `unexpected answer for ${JSON.stringify(q, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Uint8Array ? hex(v) : v))}`,
+          );
+        const want = await formatLogsText(records.logs);
+        expect(chunksToBytes(rows.ascii).toString('latin1')).toBe(want);
+        expect(rows.count).toBe(records.logs.length);
+        if (records.logs.length > 0) nonEmpty++;
+        if (records.logs.length > 10_000) {
+          // Past the method's cap (10,000): both paths name the same fitting range.
+          const capped = { limit: 10_000, deadline: Date.now() + 60_000 };
+          expect(await logsText(q, capped)).toEqual(await store.logs(q, capped));
+          continue;
+        }
+        const params = [
+          {
+            address: q.addresses.map(hex),
+            fromBlock: `0x${q.fromBlock.toString(16)}`,
+            toBlock: `0x${q.toBlock.toString(16)}`,
+            topics: q.topics.map((t) => (t === null ? null : t.map(hex))),
+          },
+        ];
+        const r = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params }));
+        expect(typeof r === 'string' ? r : (r as { body: string }).body).toBe(
+          `{"jsonrpc":"2.0","id":1,"result":${want}}`,
+        );
       }
-      const params = [{ address: q.addresses.map(hex), fromBlock: `0x${q.fromBlock.toString(16)}`, toBlock: `0x${q.toBlock.toString(16)}`, topics: q.topics.map((t) => (t === null ? null : t.map(hex))) }];
-      const r = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params }));
-      expect(typeof r === 'string' ? r : (r as { body: string }).body).toBe(`{"jsonrpc":"2.0","id":1,"result":${want}}`);
+      expect(nonEmpty).toBeGreaterThan(queries.length / 2);
+    } finally {
+      await store.close();
+      await c.cleanup();
     }
-    expect(nonEmpty).toBeGreaterThan(queries.length / 2);
-  } finally {
-    await store.close();
-    await c.cleanup();
-  }
-}, 300_000);
+  },
+  300_000,
+);

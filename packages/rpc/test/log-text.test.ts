@@ -4,7 +4,8 @@
 import type { LogRecord } from '@chainnode/core';
 import { formatLog, formatLogsText } from '../src/formatters/log.js';
 
-const bytes = (seed: number, n: number): Uint8Array => Uint8Array.from({ length: n }, (_, i) => (seed * 31 + i * 7) & 0xff);
+const bytes = (seed: number, n: number): Uint8Array =>
+  Uint8Array.from({ length: n }, (_, i) => (seed * 31 + i * 7) & 0xff);
 
 function records(n: number): LogRecord[] {
   const out: LogRecord[] = [];

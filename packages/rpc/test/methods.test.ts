@@ -51,7 +51,9 @@ describe('blocks and uncles', () => {
     expect((byNumber.result as { hash: string }).hash).toBe(x(0xee, 32));
     expect((await call('eth_getUncleByBlockHashAndIndex', x(0xa2, 32), '0x0')).result).toEqual(byNumber.result);
     expect(await call('eth_getUncleByBlockHashAndIndex', x(0xa2, 32), '0x1')).toMatchObject({ result: null });
-    expect(await call('eth_getUncleByBlockHashAndIndex', x(0xa2, 32), '0xffffffffffffffff')).toMatchObject({ result: null });
+    expect(await call('eth_getUncleByBlockHashAndIndex', x(0xa2, 32), '0xffffffffffffffff')).toMatchObject({
+      result: null,
+    });
     expect(await call('eth_getUncleByBlockNumberAndIndex', '0x9', '0x0')).toMatchObject({ result: null });
     expect(await call('eth_getUncleByBlockNumberAndIndex', '0x2', '0')).toMatchObject(
       err(-32602, 'invalid argument 1: hex string without 0x prefix'),
@@ -59,13 +61,21 @@ describe('blocks and uncles', () => {
   });
 
   test('param errors name the argument', async () => {
-    expect(await call('eth_getBlockByNumber', '0x1')).toMatchObject(err(-32602, 'missing value for required argument 1'));
-    expect(await call('eth_getBlockByNumber', '0x1', false, 1)).toMatchObject(err(-32602, 'too many arguments, want at most 2'));
+    expect(await call('eth_getBlockByNumber', '0x1')).toMatchObject(
+      err(-32602, 'missing value for required argument 1'),
+    );
+    expect(await call('eth_getBlockByNumber', '0x1', false, 1)).toMatchObject(
+      err(-32602, 'too many arguments, want at most 2'),
+    );
     expect(await call('eth_getBlockByNumber', '0x01', false)).toMatchObject(
       err(-32602, 'invalid argument 0: hex number with leading zero digits'),
     );
-    expect(await call('eth_getBlockByNumber', '0x', false)).toMatchObject(err(-32602, 'invalid argument 0: hex string "0x"'));
-    expect(await call('eth_getBlockByNumber', '0xzz', false)).toMatchObject(err(-32602, 'invalid argument 0: invalid hex string'));
+    expect(await call('eth_getBlockByNumber', '0x', false)).toMatchObject(
+      err(-32602, 'invalid argument 0: hex string "0x"'),
+    );
+    expect(await call('eth_getBlockByNumber', '0xzz', false)).toMatchObject(
+      err(-32602, 'invalid argument 0: invalid hex string'),
+    );
     expect(await call('eth_getBlockByNumber', 'newest', false)).toMatchObject(
       err(-32602, 'invalid argument 0: hex string without 0x prefix'),
     );
@@ -81,14 +91,24 @@ describe('blocks and uncles', () => {
     expect(await call('eth_getBlockByNumber', '0x1', 'yes')).toMatchObject(
       err(-32602, 'invalid argument 1: expected a boolean, got string'),
     );
-    expect(await call('eth_getBlockByHash', '0x123', false)).toMatchObject(err(-32602, 'invalid argument 0: hex string has odd length'));
+    expect(await call('eth_getBlockByHash', '0x123', false)).toMatchObject(
+      err(-32602, 'invalid argument 0: hex string has odd length'),
+    );
     expect(await call('eth_getBlockByHash', x(1, 20), false)).toMatchObject(
       err(-32602, 'invalid argument 0: hex string has length 40, want 64 for common.Hash'),
     );
     // A non-digit anywhere (either half of a byte, a letter past f, a character past ASCII) is
     // invalid hex, and it is reported before a wrong length.
-    for (const bad of [`0x${'ab'.repeat(31)}ag`, `0xg${'a'.repeat(63)}`, `0x${'ab'.repeat(31)}\u00e9a`, '0x1:', '0x/0']) {
-      expect(await call('eth_getBlockByHash', bad, false)).toMatchObject(err(-32602, 'invalid argument 0: invalid hex string'));
+    for (const bad of [
+      `0x${'ab'.repeat(31)}ag`,
+      `0xg${'a'.repeat(63)}`,
+      `0x${'ab'.repeat(31)}\u00e9a`,
+      '0x1:',
+      '0x/0',
+    ]) {
+      expect(await call('eth_getBlockByHash', bad, false)).toMatchObject(
+        err(-32602, 'invalid argument 0: invalid hex string'),
+      );
     }
     expect(await call('eth_getTransactionByHash', 'ab'.repeat(32))).toMatchObject(
       err(-32602, 'invalid argument 0: hex string without 0x prefix'),
@@ -118,7 +138,9 @@ describe('eth_getStorageAt', () => {
   test('EIP-1898 block parameter: bare hash, {blockHash}, {blockNumber}', async () => {
     const want = `0x${'00'.repeat(31)}05`;
     expect(await call('eth_getStorageAt', A, '0x5', x(0xa2, 32))).toMatchObject({ result: want });
-    expect(await call('eth_getStorageAt', A, '0x5', { blockHash: x(0xa2, 32), requireCanonical: true })).toMatchObject({ result: want });
+    expect(await call('eth_getStorageAt', A, '0x5', { blockHash: x(0xa2, 32), requireCanonical: true })).toMatchObject({
+      result: want,
+    });
     expect(await call('eth_getStorageAt', A, '0x5', { blockNumber: '0x2' })).toMatchObject({ result: want });
     expect(await call('eth_getStorageAt', A, '0x5', { blockHash: x(0xa2, 32), blockNumber: '0x2' })).toMatchObject(
       err(-32602, 'invalid argument 2: cannot specify both BlockHash and BlockNumber, choose one or the other'),
@@ -129,7 +151,9 @@ describe('eth_getStorageAt', () => {
   });
 
   test('errors', async () => {
-    expect(await call('eth_getStorageAt', A, `0x${'11'.repeat(33)}`, 'latest')).toMatchObject(err(-32602, 'storage key too long'));
+    expect(await call('eth_getStorageAt', A, `0x${'11'.repeat(33)}`, 'latest')).toMatchObject(
+      err(-32602, 'storage key too long'),
+    );
     expect(await call('eth_getStorageAt', A, '0xzz', 'latest')).toMatchObject(
       err(-32602, 'invalid argument 1: storage key: invalid hex string'),
     );
@@ -137,7 +161,9 @@ describe('eth_getStorageAt', () => {
       err(-32602, 'invalid argument 1: storage key: invalid hex string'),
     );
     expect(await call('eth_getStorageAt', A, '0x1', '0x9')).toMatchObject(err(-32000, 'header not found'));
-    expect(await call('eth_getStorageAt', A, '0x1', x(0x12, 32))).toMatchObject(err(-32000, 'header for hash not found'));
+    expect(await call('eth_getStorageAt', A, '0x1', x(0x12, 32))).toMatchObject(
+      err(-32000, 'header for hash not found'),
+    );
     expect(await call('eth_getStorageAt', '0xaa', '0x1', 'latest')).toMatchObject(
       err(-32602, 'invalid argument 0: hex string has length 2, want 40 for common.Address'),
     );
@@ -205,7 +231,9 @@ describe('eth_getProof', () => {
       err(-32602, 'invalid argument 2: expected a block number, tag, block hash or EIP-1898 object, got array'),
     );
     expect(await call('eth_getProof', A)).toMatchObject(err(-32602, 'missing value for required argument 1'));
-    expect(await call('eth_getProof', A, keys, 'latest', 1)).toMatchObject(err(-32602, 'too many arguments, want at most 3'));
+    expect(await call('eth_getProof', A, keys, 'latest', 1)).toMatchObject(
+      err(-32602, 'too many arguments, want at most 3'),
+    );
   });
 });
 
@@ -224,24 +252,59 @@ describe('eth_getLogs', () => {
 
   test('filters agree with the brute-force reference on every combination', async () => {
     const addrChoices = [undefined, A, [A], [A, B], [B]];
-    const topicChoices = [undefined, [], [null], [T0], [[T0, T1]], [null, T0], [T1, null], [[T0, null]], [[]], [T0, T1, null]];
-    const ranges = [{}, { fromBlock: '0x0' }, { fromBlock: '0x2' }, { fromBlock: 'earliest', toBlock: '0x1' }, { blockHash: x(0xa1, 32) }];
+    const topicChoices = [
+      undefined,
+      [],
+      [null],
+      [T0],
+      [[T0, T1]],
+      [null, T0],
+      [T1, null],
+      [[T0, null]],
+      [[]],
+      [T0, T1, null],
+    ];
+    const ranges = [
+      {},
+      { fromBlock: '0x0' },
+      { fromBlock: '0x2' },
+      { fromBlock: 'earliest', toBlock: '0x1' },
+      { blockHash: x(0xa1, 32) },
+    ];
     let nonEmpty = 0;
     for (const address of addrChoices) {
       for (const t of topicChoices) {
         for (const range of ranges) {
-          const filter = { ...range, ...(address === undefined ? {} : { address }), ...(t === undefined ? {} : { topics: t }) };
-          const from = 'blockHash' in range ? 1n : range.fromBlock === undefined ? 2n : BigInt(range.fromBlock === 'earliest' ? 0 : range.fromBlock);
+          const filter = {
+            ...range,
+            ...(address === undefined ? {} : { address }),
+            ...(t === undefined ? {} : { topics: t }),
+          };
+          const from =
+            'blockHash' in range
+              ? 1n
+              : range.fromBlock === undefined
+                ? 2n
+                : BigInt(range.fromBlock === 'earliest' ? 0 : range.fromBlock);
           const to = 'blockHash' in range ? 1n : range.toBlock === undefined ? 2n : BigInt(range.toBlock);
           const q = {
             fromBlock: from,
             toBlock: to,
-            addresses: address === undefined ? [] : [address].flat().map((a) => Uint8Array.from(Buffer.from(a.slice(2), 'hex'))),
+            addresses:
+              address === undefined ? [] : [address].flat().map((a) => Uint8Array.from(Buffer.from(a.slice(2), 'hex'))),
             topics: (t ?? []).map((p) =>
-              p === null ? null : Array.isArray(p) ? (p.length === 0 || p.includes(null) ? null : p.map((h) => Uint8Array.from(Buffer.from((h as string).slice(2), 'hex')))) : [Uint8Array.from(Buffer.from(p.slice(2), 'hex'))],
+              p === null
+                ? null
+                : Array.isArray(p)
+                  ? p.length === 0 || p.includes(null)
+                    ? null
+                    : p.map((h) => Uint8Array.from(Buffer.from((h as string).slice(2), 'hex')))
+                  : [Uint8Array.from(Buffer.from(p.slice(2), 'hex'))],
             ),
           };
-          const want = logs.filter((l) => matches(q, l)).map((l) => `0x${l.blockNumber.toString(16)}/0x${l.logIndex.toString(16)}`);
+          const want = logs
+            .filter((l) => matches(q, l))
+            .map((l) => `0x${l.blockNumber.toString(16)}/0x${l.logIndex.toString(16)}`);
           expect(await keys(filter)).toEqual(want);
           if (want.length > 0) nonEmpty++;
         }
@@ -261,16 +324,22 @@ describe('eth_getLogs', () => {
     expect(await call('eth_getLogs', { blockHash: x(0xa1, 32), fromBlock: '0x1' })).toMatchObject(
       err(-32602, 'cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other'),
     );
-    expect(await call('eth_getLogs', { fromBlock: '0x2', toBlock: '0x1' })).toMatchObject(err(-32602, 'invalid block range params'));
+    expect(await call('eth_getLogs', { fromBlock: '0x2', toBlock: '0x1' })).toMatchObject(
+      err(-32602, 'invalid block range params'),
+    );
     expect(await call('eth_getLogs', { fromBlock: '0x1', toBlock: '0x3' })).toMatchObject(
       err(-32602, 'block range extends beyond current head block'),
     );
     expect(await call('eth_getLogs', { blockHash: x(0x12, 32) })).toMatchObject(err(-32000, 'unknown block'));
-    expect(await call('eth_getLogs', { topics: [null, null, null, null, null] })).toMatchObject(err(-32602, 'exceed max topics'));
+    expect(await call('eth_getLogs', { topics: [null, null, null, null, null] })).toMatchObject(
+      err(-32602, 'exceed max topics'),
+    );
     expect(await call('eth_getLogs', { address: '0xaa' })).toMatchObject(
       err(-32602, 'invalid argument 0: address: hex has invalid length 1 after decoding; expected 20'),
     );
-    expect(await call('eth_getLogs', { topics: [5] })).toMatchObject(err(-32602, 'invalid argument 0: topics[0]: invalid topic(s)'));
+    expect(await call('eth_getLogs', { topics: [5] })).toMatchObject(
+      err(-32602, 'invalid argument 0: topics[0]: invalid topic(s)'),
+    );
     expect(await call('eth_getLogs', { fromBlock: 'soon' })).toMatchObject(
       err(-32602, 'invalid argument 0: fromBlock: hex string without 0x prefix'),
     );

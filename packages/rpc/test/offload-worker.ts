@@ -15,7 +15,11 @@ import type { RpcConfig } from '../src/index.js';
 import { FakeStore } from './fake-store.js';
 import { CRASH, GATE_CHANNEL, GATED, STUCK } from './offload-gate.js';
 
-const data = (workerData ?? {}) as { config?: Partial<RpcConfig>; failStart?: boolean; failWith?: 'unavailable' | 'bug' };
+const data = (workerData ?? {}) as {
+  config?: Partial<RpcConfig>;
+  failStart?: boolean;
+  failWith?: 'unavailable' | 'bug';
+};
 if (data.failStart === true) throw new Error('cannot open the store (test)');
 
 const channel = new BroadcastChannel(GATE_CHANNEL);

@@ -49,10 +49,15 @@ function gate(): { started: () => Promise<void>; release: () => void; closed: ()
     }
     return new Promise((resolve) => waiters.push({ what, resolve }));
   };
-  return { started: () => wait('started'), release: () => ch.postMessage('release'), closed: () => wait('store closed') };
+  return {
+    started: () => wait('started'),
+    release: () => ch.postMessage('release'),
+    closed: () => wait('store closed'),
+  };
 }
 
-const body = (params: unknown, id: unknown = 1): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getLogs', params });
+const body = (params: unknown, id: unknown = 1): string =>
+  JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getLogs', params });
 const filter = (f: Record<string, unknown>): string => body([f]);
 
 /** Every eth_getLogs outcome the FakeStore can give under `config` (see the cases' comments). */
@@ -98,7 +103,11 @@ async function compare(config: Partial<RpcConfig>, bodies: string[]): Promise<st
   const inline = createRpcService(new FakeStore(), config);
   const p = await pool({ workerData: { config } });
   // inlineCostLimit -1: every call goes to the worker (cheap ones would run inline by default).
-  const offloaded = createRpcService(new FakeStore({ failWith: new Error('the main-thread store must not answer eth_getLogs') }), config, { offload: p, inlineCostLimit: -1 });
+  const offloaded = createRpcService(
+    new FakeStore({ failWith: new Error('the main-thread store must not answer eth_getLogs') }),
+    config,
+    { offload: p, inlineCostLimit: -1 },
+  );
   const out: string[] = [];
   for (const b of bodies) {
     const want = (await inline.handle(b)).body;
@@ -118,15 +127,21 @@ describe('eth_getLogs through worker threads', () => {
     const all = replies.join('\n');
     expect(all).toContain('"result":[{"address":"0xaaaa');
     expect(all).toContain('"result":[]');
-    expect(all).toContain('"error":{"code":-32005,"message":"query returned more than 2 results. Try with this block range [0x0, 0x1].","data":{"from":"0x0","to":"0x1","limit":2}}');
+    expect(all).toContain(
+      '"error":{"code":-32005,"message":"query returned more than 2 results. Try with this block range [0x0, 0x1].","data":{"from":"0x0","to":"0x1","limit":2}}',
+    );
     expect(all).toContain('{"code":-32000,"message":"unknown block"}');
     expect(all).toContain('"message":"exceed max topics"');
     expect(all).toContain('"message":"too many filter parameters: 4 addresses and topics given, at most 3 allowed"');
     expect(all).toContain('"message":"missing value for required argument 0"');
     expect(all).toContain('"id":12345678901234567890,');
     // With a cap of 1 even the first block does not fit: the error without a range.
-    const [capped] = await compare({ logs: { maxResults: 1, maxFilterParams: 5_000, timeoutMs: 10_000 } }, [filter({ fromBlock: '0x1' })]);
-    expect(capped).toBe('{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"query returned more than 1 results","data":{"limit":1}}}');
+    const [capped] = await compare({ logs: { maxResults: 1, maxFilterParams: 5_000, timeoutMs: 10_000 } }, [
+      filter({ fromBlock: '0x1' }),
+    ]);
+    expect(capped).toBe(
+      '{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"query returned more than 1 results","data":{"limit":1}}}',
+    );
   });
 
   test('store failures: -32603 without internals, and middleware still sees a StoreUnavailableError', async () => {
@@ -180,14 +195,30 @@ describe('the worker side', () => {
     const served = serveOffloadedCalls(port2, store);
     expect(await ready).toEqual({ type: 'ready' });
     const deadline = Date.now() + 1_234;
-    port1.postMessage({ type: 'call', id: 7, method: 'eth_getLogs', params: [{ fromBlock: '0x0', address: B }], deadline });
+    port1.postMessage({
+      type: 'call',
+      id: 7,
+      method: 'eth_getLogs',
+      params: [{ fromBlock: '0x0', address: B }],
+      deadline,
+    });
     const r7 = await next();
     expect(r7).toMatchObject({ type: 'result', id: 7 });
     expect(store.lastLogOptions?.deadline).toBe(deadline); // not now + 10 s
     port1.postMessage({ type: 'call', id: 8, method: 'eth_getBlockByNumber', params: ['0x1', false], deadline });
-    expect(await next()).toEqual({ type: 'error', id: 8, error: { code: -32603, message: 'internal error' }, unavailable: false });
+    expect(await next()).toEqual({
+      type: 'error',
+      id: 8,
+      error: { code: -32603, message: 'internal error' },
+      unavailable: false,
+    });
     port1.postMessage({ type: 'call', id: 9, method: 'eth_nope', params: [], deadline });
-    expect(await next()).toEqual({ type: 'error', id: 9, error: { code: -32601, message: 'the method eth_nope does not exist/is not available' }, unavailable: false });
+    expect(await next()).toEqual({
+      type: 'error',
+      id: 9,
+      error: { code: -32601, message: 'the method eth_nope does not exist/is not available' },
+      unavailable: false,
+    });
     port1.postMessage({ type: 'close' });
     await served; // resolves once closed and idle
     port1.close();
@@ -196,12 +227,18 @@ describe('the worker side', () => {
 
 describe('the pool', () => {
   const getLogs = (p: OffloadPool, first?: number): Promise<string> =>
-    p.run('eth_getLogs', [first === undefined ? { fromBlock: '0x0', address: B } : { address: addressFor(first) }]).then((t) => t.text);
-  const normalAnswer = async (): Promise<string> => (await createRpcService(new FakeStore()).handle(filter({ fromBlock: '0x0', address: B }))).body ?? '';
-  const wire = (e: unknown): unknown => (e instanceof RpcError ? { code: e.code, message: e.message, data: e.data } : String(e));
+    p
+      .run('eth_getLogs', [first === undefined ? { fromBlock: '0x0', address: B } : { address: addressFor(first) }])
+      .then((t) => t.text);
+  const normalAnswer = async (): Promise<string> =>
+    (await createRpcService(new FakeStore()).handle(filter({ fromBlock: '0x0', address: B }))).body ?? '';
+  const wire = (e: unknown): unknown =>
+    e instanceof RpcError ? { code: e.code, message: e.message, data: e.data } : String(e);
 
   test('a worker that fails to start fails the pool start with its error', async () => {
-    await expect(OffloadPool.start({ script, workerData: { failStart: true }, size: 1, queueLimit: 1, timeoutMs: 1_000 })).rejects.toThrow('cannot open the store (test)');
+    await expect(
+      OffloadPool.start({ script, workerData: { failStart: true }, size: 1, queueLimit: 1, timeoutMs: 1_000 }),
+    ).rejects.toThrow('cannot open the store (test)');
   });
 
   test('a crashed worker: its calls get -32603, it is restarted, later calls are answered', async () => {
@@ -224,7 +261,11 @@ describe('the pool', () => {
     // 3 s, not less: the call after the stuck one waits (within its own deadline) for the
     // replacement worker to start, which takes a while on a loaded machine.
     const p = await pool({ timeoutMs: 3_000, stuckAfterMs: 200, log: (l) => lines.push(l) });
-    expect(await getLogs(p, STUCK).catch(wire)).toEqual({ code: -32005, message: 'query timeout exceeded', data: undefined });
+    expect(await getLogs(p, STUCK).catch(wire)).toEqual({
+      code: -32005,
+      message: 'query timeout exceeded',
+      data: undefined,
+    });
     expect(p.load).toBe(1); // still counted until the stuck worker is gone; new calls wait for its successor
     const text = await getLogs(p);
     expect(`{"jsonrpc":"2.0","id":1,"result":${text}}`).toBe(await normalAnswer());
@@ -256,7 +297,9 @@ describe('the pool', () => {
     const second = getLogs(p); // queued behind the first
     expect(await getLogs(p).catch(wire)).toEqual({ code: -32005, message: TOO_MANY_OFFLOADED, data: { limit: 2 } });
     const svc = createRpcService(new FakeStore(), undefined, { offload: p, inlineCostLimit: -1 });
-    expect((await svc.handle(filter({}))).body).toBe(`{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"too many concurrent log queries","data":{"limit":2}}}`);
+    expect((await svc.handle(filter({}))).body).toBe(
+      `{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"too many concurrent log queries","data":{"limit":2}}}`,
+    );
     g.release();
     expect(await first).toBe('[]');
     expect(`{"jsonrpc":"2.0","id":1,"result":${await second}}`).toBe(await normalAnswer());
@@ -272,13 +315,18 @@ describe('the pool', () => {
     // Limit 10: one address over one block (cost 1) is cheap; no address from block 0 (10 per block) is not.
     const svc = createRpcService(new FakeStore(), undefined, { offload: p, inlineCostLimit: 10 });
     const inline = createRpcService(new FakeStore());
-    const cheap = [filter({ fromBlock: '0x1', toBlock: '0x1', address: B }), filter({ blockHash: hex(blocks[1]!.header.hash) })];
+    const cheap = [
+      filter({ fromBlock: '0x1', toBlock: '0x1', address: B }),
+      filter({ blockHash: hex(blocks[1]!.header.hash) }),
+    ];
     for (const b of cheap) {
       const got = (await svc.handle(b)).body;
       expect(got).toBe((await inline.handle(b)).body);
       expect(got).toContain('"result":[');
     }
-    expect((await svc.handle(filter({ fromBlock: '0x0' }))).body).toBe(`{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"too many concurrent log queries","data":{"limit":2}}}`);
+    expect((await svc.handle(filter({ fromBlock: '0x0' }))).body).toBe(
+      `{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"too many concurrent log queries","data":{"limit":2}}}`,
+    );
     g.release();
     expect(await first).toBe('[]');
     await second;
@@ -295,7 +343,11 @@ describe('the pool', () => {
     await g.started();
     const storesClosed = Promise.all([g.closed(), g.closed()]);
     const closing = p.close().then(() => events.push('closed'));
-    expect(await p.run('eth_getLogs', [{}]).catch(wire)).toEqual({ code: -32603, message: 'server is shutting down', data: undefined });
+    expect(await p.run('eth_getLogs', [{}]).catch(wire)).toEqual({
+      code: -32603,
+      message: 'server is shutting down',
+      data: undefined,
+    });
     for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
     expect(events).toEqual([]);
     g.release();

@@ -42,16 +42,34 @@ test('fixtures: proof answers equal the object formatter and verify, over random
       const n = 1 + rnd(head);
       const header = await store.header((await store.canonicalHash(BigInt(n))) as Uint8Array);
       if (header === undefined) throw new Error(`block ${n}`);
-      const address = rnd(5) === 0 ? toHex(Uint8Array.from({ length: 20 }, () => rnd(256))) : (known[rnd(known.length)] as string);
+      const address =
+        rnd(5) === 0 ? toHex(Uint8Array.from({ length: 20 }, () => rnd(256))) : (known[rnd(known.length)] as string);
       // 0-3 keys: small slots as quantities ("0x2"), as 32-byte data, or random 32-byte words.
       const keys: string[] = [];
       for (let k = rnd(4); k > 0; k--) {
         const kind = rnd(3);
-        keys.push(kind === 0 ? `0x${rnd(8).toString(16)}` : kind === 1 ? `0x${rnd(8).toString(16).padStart(64, '0')}` : toHex(Uint8Array.from({ length: 32 }, () => rnd(256))));
+        keys.push(
+          kind === 0
+            ? `0x${rnd(8).toString(16)}`
+            : kind === 1
+              ? `0x${rnd(8).toString(16).padStart(64, '0')}`
+              : toHex(Uint8Array.from({ length: 32 }, () => rnd(256))),
+        );
       }
-      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getProof', params: [address, keys, `0x${n.toString(16)}`] });
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'eth_getProof',
+        params: [address, keys, `0x${n.toString(16)}`],
+      });
       const lengths = keys.map((k) => (k.length === 66 ? 32 : Math.ceil((k.length - 2) / 2)));
-      const record = await store.proof(header.stateRoot, fromHex(address), keys.map((k) => (k.length === 66 ? fromHex(k) : fromHex(`0x${k.slice(2).padStart(2 * Math.ceil((k.length - 2) / 2), '0')}`))));
+      const record = await store.proof(
+        header.stateRoot,
+        fromHex(address),
+        keys.map((k) =>
+          k.length === 66 ? fromHex(k) : fromHex(`0x${k.slice(2).padStart(2 * Math.ceil((k.length - 2) / 2), '0')}`),
+        ),
+      );
       const want = `{"jsonrpc":"2.0","id":1,"result":${JSON.stringify(formatProof(record, lengths))}}`;
       // As the transport takes it (encode() into its own dirty memory, at an offset), twice (the
       // second from the memo, which keeps its bytes from then on), then as text,
@@ -68,8 +86,19 @@ test('fixtures: proof answers equal the object formatter and verify, over random
         expect(Buffer.from(out).toString('latin1')).toBe(want);
       }
       // The answer's proofs verify against the roots.
-      const result = (JSON.parse(want) as { result: { accountProof: string[]; storageHash: string; storageProof: { key: string; value: string; proof: string[] }[] } }).result;
-      const account = await verifyMerkleProof(fromHex(address), result.accountProof.map(fromHex), { root: header.stateRoot, useKeyHashing: true });
+      const result = (
+        JSON.parse(want) as {
+          result: {
+            accountProof: string[];
+            storageHash: string;
+            storageProof: { key: string; value: string; proof: string[] }[];
+          };
+        }
+      ).result;
+      const account = await verifyMerkleProof(fromHex(address), result.accountProof.map(fromHex), {
+        root: header.stateRoot,
+        useKeyHashing: true,
+      });
       if (account === null) seen.absent++;
       else {
         seen.present++;
@@ -83,8 +112,14 @@ test('fixtures: proof answers equal the object formatter and verify, over random
         }
         seen.slotProofs++;
         const slot = fromHex(`0x${sp.key.slice(2).padStart(64, '0')}`);
-        const v = await verifyMerkleProof(slot, sp.proof.map(fromHex), { root: fromHex(result.storageHash), useKeyHashing: true });
-        const value = v === null ? 0n : BigInt(toHex(RLP.decode(v) as Uint8Array) === '0x' ? 0 : toHex(RLP.decode(v) as Uint8Array));
+        const v = await verifyMerkleProof(slot, sp.proof.map(fromHex), {
+          root: fromHex(result.storageHash),
+          useKeyHashing: true,
+        });
+        const value =
+          v === null
+            ? 0n
+            : BigInt(toHex(RLP.decode(v) as Uint8Array) === '0x' ? 0 : toHex(RLP.decode(v) as Uint8Array));
         expect(`0x${value.toString(16)}`).toBe(sp.value);
         if (value !== 0n) seen.slotValues++;
       }

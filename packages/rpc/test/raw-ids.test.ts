@@ -5,7 +5,9 @@ import { FakeStore } from './fake-store.js';
 
 describe('rawIds scanner', () => {
   test('single object, nested values and tricky strings before the id', () => {
-    expect(rawIds('{"params":[{"a":"]}\\"{["},[1,[2]]],"method":"x","id": 12345678901234567890 }')).toBe('12345678901234567890');
+    expect(rawIds('{"params":[{"a":"]}\\"{["},[1,[2]]],"method":"x","id": 12345678901234567890 }')).toBe(
+      '12345678901234567890',
+    );
     expect(rawIds('{"id":1.0}')).toBe('1.0');
     expect(rawIds('{"jsonrpc":"2.0"}')).toBeUndefined();
     expect(rawIds('{}')).toBeUndefined();
@@ -52,7 +54,10 @@ describe('rawIds scanner', () => {
     };
     const ids = ['1', '-7', '1.0', '2e5', '12345678901234567890', '0.10', '"s\\"id"', 'null'];
     for (let n = 0; n < 2000; n++) {
-      const members = Array.from({ length: rnd(5) }, () => `${JSON.stringify(str() + 'x')}:${JSON.stringify(value(0))}`);
+      const members = Array.from(
+        { length: rnd(5) },
+        () => `${JSON.stringify(str() + 'x')}:${JSON.stringify(value(0))}`,
+      );
       const id = ids[rnd(ids.length)] as string;
       members.splice(rnd(members.length + 1), 0, `"id" :\t${id}`);
       const text = `{${members.join(' , ')}}`;
@@ -61,7 +66,13 @@ describe('rawIds scanner', () => {
   });
 
   test('batch: one entry per element', () => {
-    expect(rawIds(' [ {"id":1e2} , 5, {"x":{"id":3}}, {"id":"s"}, [] ] ')).toEqual(['1e2', undefined, undefined, '"s"', undefined]);
+    expect(rawIds(' [ {"id":1e2} , 5, {"x":{"id":3}}, {"id":"s"}, [] ] ')).toEqual([
+      '1e2',
+      undefined,
+      undefined,
+      '"s"',
+      undefined,
+    ]);
     expect(rawIds('[]')).toEqual([]);
   });
 });
@@ -73,7 +84,11 @@ describe('ids echoed as given', () => {
       const body = (await svc.handle(`{"jsonrpc":"2.0","id":${id},"method":"eth_chainId","params":[]}`)).body;
       expect(body).toBe(`{"jsonrpc":"2.0","id":${id},"result":"0x539"}`);
     }
-    const batch = (await svc.handle('[{"jsonrpc":"2.0","id":9007199254740993,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2.50,"method":"nope"}]')).body;
+    const batch = (
+      await svc.handle(
+        '[{"jsonrpc":"2.0","id":9007199254740993,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2.50,"method":"nope"}]',
+      )
+    ).body;
     expect(batch).toBe(
       '[{"jsonrpc":"2.0","id":9007199254740993,"result":"0x539"},{"jsonrpc":"2.0","id":2.50,"error":{"code":-32601,"message":"the method nope does not exist/is not available"}}]',
     );

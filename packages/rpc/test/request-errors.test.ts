@@ -8,7 +8,10 @@ import { FakeStore } from './fake-store.js';
 
 const svc = createRpcService(new FakeStore());
 
-async function count(text: string, mw?: CallMiddleware): Promise<{ errors: number; reached: number; body: string | undefined }> {
+async function count(
+  text: string,
+  mw?: CallMiddleware,
+): Promise<{ errors: number; reached: number; body: string | undefined }> {
   let errors = 0;
   let reached = 0;
   const counting: CallMiddleware = (call, next) => {
@@ -22,17 +25,32 @@ async function count(text: string, mw?: CallMiddleware): Promise<{ errors: numbe
 test('request errors before the middleware are reported once per call; handler errors are not', async () => {
   expect(await count('{not json')).toMatchObject({ errors: 1, reached: 0 });
   expect(await count('[]')).toMatchObject({ errors: 1, reached: 0 });
-  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_nope","params":[]}')).toMatchObject({ errors: 1, reached: 0 });
-  expect(await count('{"jsonrpc":"1.0","id":1,"method":"eth_chainId","params":[]}')).toMatchObject({ errors: 1, reached: 0 });
-  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":{}}')).toMatchObject({ errors: 1, reached: 0 });
+  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_nope","params":[]}')).toMatchObject({
+    errors: 1,
+    reached: 0,
+  });
+  expect(await count('{"jsonrpc":"1.0","id":1,"method":"eth_chainId","params":[]}')).toMatchObject({
+    errors: 1,
+    reached: 0,
+  });
+  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":{}}')).toMatchObject({
+    errors: 1,
+    reached: 0,
+  });
   // Invalid params of a known method reach the middleware (which charges them itself).
-  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["zz",false]}')).toMatchObject({ errors: 0, reached: 1 });
+  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["zz",false]}')).toMatchObject({
+    errors: 0,
+    reached: 1,
+  });
   // A batch: each call on its own.
   const batch = await count(
     '[{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]},{"jsonrpc":"2.0","id":2,"method":"eth_nope"},7,{"jsonrpc":"2.0","id":3,"method":"eth_blockNumber","params":[]}]',
   );
   expect(batch).toMatchObject({ errors: 2, reached: 2 });
-  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).toMatchObject({ errors: 0, reached: 1 });
+  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).toMatchObject({
+    errors: 0,
+    reached: 1,
+  });
 });
 
 test('an error with event and details goes out as code, event, message, details, data', async () => {

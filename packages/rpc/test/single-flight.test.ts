@@ -58,7 +58,8 @@ async function concurrently(svc: RpcServiceApi, body: string): Promise<string[]>
   return replies.map((r) => r.body!);
 }
 
-const call = (method: string, params: unknown[], id: number | string = 1): string => JSON.stringify({ jsonrpc: '2.0', id, method, params });
+const call = (method: string, params: unknown[], id: number | string = 1): string =>
+  JSON.stringify({ jsonrpc: '2.0', id, method, params });
 
 describe('single-flight: concurrent cold requests share one read per record', () => {
   let dir: string;
@@ -74,11 +75,15 @@ describe('single-flight: concurrent cold requests share one read per record', ()
     const first = await openChainStore(dir);
     const probe = createRpcService(first);
     for (const n of [1400, 1401, 1402]) {
-      const b = JSON.parse((await probe.handle(call('eth_getBlockByNumber', [q(n), false]))).body!) as { result: JsonBlock };
+      const b = JSON.parse((await probe.handle(call('eth_getBlockByNumber', [q(n), false]))).body!) as {
+        result: JsonBlock;
+      };
       known.txHashes.push(...(b.result.transactions as string[]));
       known.miner = b.result.miner;
     }
-    known.blockHash = (JSON.parse((await probe.handle(call('eth_getBlockByNumber', [q(1500), false]))).body!) as { result: JsonBlock }).result.hash;
+    known.blockHash = (
+      JSON.parse((await probe.handle(call('eth_getBlockByNumber', [q(1500), false]))).body!) as { result: JsonBlock }
+    ).result.hash;
     await first.close();
     expect(known.txHashes.length).toBeGreaterThan(2);
     store = await openChainStore(dir);
@@ -94,7 +99,14 @@ describe('single-flight: concurrent cold requests share one read per record', ()
   beforeEach(() => reads.clear());
 
   test(`${N} identical batches of 100 eth_getBlockByNumber(n, true): one read per key, one answer`, async () => {
-    const batch = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_getBlockByNumber', params: [q(i + 1), true] })));
+    const batch = JSON.stringify(
+      Array.from({ length: 100 }, (_, i) => ({
+        jsonrpc: '2.0',
+        id: i,
+        method: 'eth_getBlockByNumber',
+        params: [q(i + 1), true],
+      })),
+    );
     const replies = await concurrently(svc, batch);
     expectEachReadOnce(reads);
     expect(new Set(replies).size).toBe(1);

@@ -41,7 +41,9 @@ function reference(f: RefFilter, log: { address: string; topics: string[] }): bo
 function randomFilter(r: () => number): LogMatchFilter {
   const pick = <T>(xs: T[]): T => xs[Math.floor(r() * xs.length)] as T;
   const addresses = r() < 0.5 ? [] : Array.from({ length: 1 + Math.floor(r() * 3) }, () => pick(ADDRS));
-  const topics = Array.from({ length: Math.floor(r() * 4) }, () => (r() < 0.4 ? null : Array.from({ length: 1 + Math.floor(r() * 2) }, () => pick(TOPICS))));
+  const topics = Array.from({ length: Math.floor(r() * 4) }, () =>
+    r() < 0.4 ? null : Array.from({ length: 1 + Math.floor(r() * 2) }, () => pick(TOPICS)),
+  );
   return { addresses, topics };
 }
 
@@ -114,7 +116,11 @@ class Capture implements NotificationSink {
   }
   results(): { sub: string; result: Record<string, unknown> }[] {
     return this.got.map((n) => {
-      const m = JSON.parse(n.text) as { jsonrpc: string; method: string; params: { subscription: string; result: Record<string, unknown> } };
+      const m = JSON.parse(n.text) as {
+        jsonrpc: string;
+        method: string;
+        params: { subscription: string; result: Record<string, unknown> };
+      };
       expect(m.jsonrpc).toBe('2.0');
       expect(m.method).toBe('eth_subscription');
       expect(m.params.subscription).toBe(n.subscription);
@@ -164,7 +170,11 @@ describe('SubscriptionHub', () => {
     const logsA = m.subscribe({ kind: 'logs', filter: { addresses: [A], topics: [] } });
     const logsT = m.subscribe({ kind: 'logs', filter: { addresses: [], topics: [null, [U]] } });
     m.activate();
-    const b1 = mkBlock(1n, h(1), [[A, [T]], [B, [T, U]], [A, [T, U]]]);
+    const b1 = mkBlock(1n, h(1), [
+      [A, [T]],
+      [B, [T, U]],
+      [A, [T, U]],
+    ]);
     const b2 = mkBlock(2n, h(2), [[B, [T]]]);
     await hub.publish({ removed: [], added: [b1, b2], head: { number: 2n, hash: h(2) } });
     const got = sink.results();
@@ -179,9 +189,28 @@ describe('SubscriptionHub', () => {
     ]);
     const head = got[0]?.result as Record<string, unknown>;
     expect(Object.keys(head)).toEqual([
-      'parentHash', 'sha3Uncles', 'miner', 'stateRoot', 'transactionsRoot', 'receiptsRoot', 'logsBloom', 'difficulty', 'number',
-      'gasLimit', 'gasUsed', 'timestamp', 'extraData', 'mixHash', 'nonce', 'baseFeePerGas', 'withdrawalsRoot', 'blobGasUsed',
-      'excessBlobGas', 'parentBeaconBlockRoot', 'requestsHash', 'hash',
+      'parentHash',
+      'sha3Uncles',
+      'miner',
+      'stateRoot',
+      'transactionsRoot',
+      'receiptsRoot',
+      'logsBloom',
+      'difficulty',
+      'number',
+      'gasLimit',
+      'gasUsed',
+      'timestamp',
+      'extraData',
+      'mixHash',
+      'nonce',
+      'baseFeePerGas',
+      'withdrawalsRoot',
+      'blobGasUsed',
+      'excessBlobGas',
+      'parentBeaconBlockRoot',
+      'requestsHash',
+      'hash',
     ]);
     const want = header(1n);
     expect(head.hash).toBe(toData(want.hash));
@@ -189,8 +218,16 @@ describe('SubscriptionHub', () => {
     expect(head.baseFeePerGas).toBeNull();
     const log = got[1]?.result as Record<string, unknown>;
     expect(log).toEqual({
-      address: toData(A), topics: [toData(T)], data: '0x00', blockNumber: '0x1', transactionHash: toData(filled(0x40, 32)),
-      transactionIndex: '0x0', blockHash: toData(h(1)), blockTimestamp: '0x3f4', logIndex: '0x0', removed: false,
+      address: toData(A),
+      topics: [toData(T)],
+      data: '0x00',
+      blockNumber: '0x1',
+      transactionHash: toData(filled(0x40, 32)),
+      transactionIndex: '0x0',
+      blockHash: toData(h(1)),
+      blockTimestamp: '0x3f4',
+      logIndex: '0x0',
+      removed: false,
     });
     // 2 heads x 50; logsA: block 1 once (300, second log 0); logsT: block 1 once.
     expect(sink.got.map((n) => n.credits)).toEqual([50, 300, 300, 0, 0, 50]);
@@ -206,13 +243,25 @@ describe('SubscriptionHub', () => {
     const logs = m.subscribe({ kind: 'logs', filter: { addresses: [A], topics: [] } });
     const heads = m.subscribe({ kind: 'newHeads' });
     m.activate();
-    const old1 = mkBlock(1n, filled(0x01, 32), [[A, [T]], [B, []], [A, []]]);
+    const old1 = mkBlock(1n, filled(0x01, 32), [
+      [A, [T]],
+      [B, []],
+      [A, []],
+    ]);
     const old2 = mkBlock(2n, filled(0x02, 32), [[A, [U]]]);
     const new1 = mkBlock(1n, h(1), [[A, [U]]]);
-    const new2 = mkBlock(2n, h(2), [[B, []], [A, [T]]]);
+    const new2 = mkBlock(2n, h(2), [
+      [B, []],
+      [A, [T]],
+    ]);
     const commit: ChainCommit = { removed: [old1, old2], added: [new1, new2], head: { number: 2n, hash: h(2) } };
     await hub.publish(commit);
-    const got = sink.results().map((g) => `${g.sub === logs ? 'log' : 'head'} ${String(g.result.blockHash ?? g.result.hash).slice(0, 6)} ${String(g.result.logIndex ?? g.result.number)} ${String(g.result.removed ?? '')}`);
+    const got = sink
+      .results()
+      .map(
+        (g) =>
+          `${g.sub === logs ? 'log' : 'head'} ${String(g.result.blockHash ?? g.result.hash).slice(0, 6)} ${String(g.result.logIndex ?? g.result.number)} ${String(g.result.removed ?? '')}`,
+      );
     expect(got).toEqual([
       'log 0x0101 0x0 true',
       'log 0x0101 0x2 true',
@@ -234,7 +283,11 @@ describe('SubscriptionHub', () => {
     m.subscribe({ kind: 'logs', filter: { addresses: [], topics: [] }, fromBlock: 2n });
     m.subscribe({ kind: 'logs', filter: { addresses: [], topics: [] }, toBlock: 1n });
     m.activate();
-    await hub.publish({ removed: [], added: [mkBlock(1n, h(1), [[A, []]]), mkBlock(2n, h(2), [[A, []]])], head: { number: 2n, hash: h(2) } });
+    await hub.publish({
+      removed: [],
+      added: [mkBlock(1n, h(1), [[A, []]]), mkBlock(2n, h(2), [[A, []]])],
+      head: { number: 2n, hash: h(2) },
+    });
     expect(sink.results().map((g) => g.result.blockNumber)).toEqual(['0x1', '0x2']);
   });
 
@@ -281,7 +334,7 @@ describe('SubscriptionHub', () => {
     expect(() => c1.forMessage().subscribe({ kind: 'newHeads' })).toThrow();
   });
 
-  test('unsubscribe only reaches the connection\'s own subscriptions', () => {
+  test("unsubscribe only reaches the connection's own subscriptions", () => {
     const hub = new SubscriptionHub(store);
     const c1 = hub.connect('k', new Capture());
     const c2 = hub.connect('k', new Capture());
@@ -298,9 +351,10 @@ describe('eth_subscribe / eth_unsubscribe through the envelope', () => {
   const store = new FakeStore();
   const svc = createRpcService(store);
   const call = (method: string, params: unknown[]): string => JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
-  const err = (code: number, message: string): string => `{"jsonrpc":"2.0","id":1,"error":${JSON.stringify({ code, message })}}`;
+  const err = (code: number, message: string): string =>
+    `{"jsonrpc":"2.0","id":1,"error":${JSON.stringify({ code, message })}}`;
 
-  test('without a connection (HTTP): geth\'s answers, before any argument is looked at', async () => {
+  test("without a connection (HTTP): geth's answers, before any argument is looked at", async () => {
     for (const params of [['newHeads'], ['nope'], [], [1], ['logs', { address: 'zz' }]]) {
       expect((await svc.handle(call('eth_subscribe', params))).body).toBe(err(-32601, 'notifications not supported'));
     }
@@ -316,14 +370,26 @@ describe('eth_subscribe / eth_unsubscribe through the envelope', () => {
     reply.sent?.();
     expect(hub.size).toBe(1);
     for (const name of ['newPendingTransactions', 'syncing', 'newheads', 'Logs']) {
-      expect((await conn.handle(call('eth_subscribe', [name]))).body).toBe(err(-32601, `no "${name}" subscription in eth namespace`));
+      expect((await conn.handle(call('eth_subscribe', [name]))).body).toBe(
+        err(-32601, `no "${name}" subscription in eth namespace`),
+      );
     }
-    expect((await conn.handle(call('eth_subscribe', []))).body).toBe(err(-32602, 'expected subscription name as first argument'));
-    expect((await conn.handle(call('eth_subscribe', [7]))).body).toBe(err(-32602, 'expected subscription name as first argument'));
-    expect((await conn.handle(call('eth_subscribe', ['newHeads', {}]))).body).toBe(err(-32602, 'too many arguments, want at most 1'));
-    expect((await conn.handle(call('eth_subscribe', ['logs']))).body).toBe(err(-32602, 'missing value for required argument 1'));
+    expect((await conn.handle(call('eth_subscribe', []))).body).toBe(
+      err(-32602, 'expected subscription name as first argument'),
+    );
+    expect((await conn.handle(call('eth_subscribe', [7]))).body).toBe(
+      err(-32602, 'expected subscription name as first argument'),
+    );
+    expect((await conn.handle(call('eth_subscribe', ['newHeads', {}]))).body).toBe(
+      err(-32602, 'too many arguments, want at most 1'),
+    );
+    expect((await conn.handle(call('eth_subscribe', ['logs']))).body).toBe(
+      err(-32602, 'missing value for required argument 1'),
+    );
     expect((await conn.handle(call('eth_unsubscribe', ['0xdead']))).body).toBe(err(-32000, 'subscription not found'));
-    expect((await conn.handle(call('eth_unsubscribe', [5]))).body).toBe(err(-32602, 'invalid argument 0: subscription id: expected a string, got number'));
+    expect((await conn.handle(call('eth_unsubscribe', [5]))).body).toBe(
+      err(-32602, 'invalid argument 0: subscription id: expected a string, got number'),
+    );
     expect((await conn.handle(call('eth_unsubscribe', [id]))).body).toBe('{"jsonrpc":"2.0","id":1,"result":true}');
     expect((await conn.handle(call('eth_unsubscribe', [id]))).body).toBe(err(-32000, 'subscription not found'));
     expect(hub.size).toBe(0);
@@ -346,13 +412,22 @@ describe('eth_subscribe / eth_unsubscribe through the envelope', () => {
       'not an object',
     ];
     for (const f of bad) {
-      const fromLogs = JSON.parse((await svc.handle(call('eth_getLogs', [f]))).body as string) as { error: { code: number; message: string } };
-      const fromSub = JSON.parse((await conn.handle(call('eth_subscribe', ['logs', f]))).body as string) as { error: { code: number; message: string } };
+      const fromLogs = JSON.parse((await svc.handle(call('eth_getLogs', [f]))).body as string) as {
+        error: { code: number; message: string };
+      };
+      const fromSub = JSON.parse((await conn.handle(call('eth_subscribe', ['logs', f]))).body as string) as {
+        error: { code: number; message: string };
+      };
       expect(fromLogs.error.code).toBe(-32602);
       // eth_getLogs' filter is argument 0, the subscription's argument 1.
-      expect(fromSub.error).toEqual({ code: -32602, message: fromLogs.error.message.replace(/^invalid argument 0:/, 'invalid argument 1:') });
+      expect(fromSub.error).toEqual({
+        code: -32602,
+        message: fromLogs.error.message.replace(/^invalid argument 0:/, 'invalid argument 1:'),
+      });
     }
-    expect((await conn.handle(call('eth_subscribe', ['logs', { fromBlock: '0x5', toBlock: '0x2' }]))).body).toBe(err(-32602, 'invalid block range params'));
+    expect((await conn.handle(call('eth_subscribe', ['logs', { fromBlock: '0x5', toBlock: '0x2' }]))).body).toBe(
+      err(-32602, 'invalid block range params'),
+    );
     expect(hub.size).toBe(0);
   });
 
@@ -363,7 +438,10 @@ describe('eth_subscribe / eth_unsubscribe through the envelope', () => {
       await next();
       throw new Error('journal write failed');
     };
-    const reply = await conn.handle(`[${call('eth_subscribe', ['newHeads'])},${call('eth_subscribe', ['newHeads'])}]`, failing);
+    const reply = await conn.handle(
+      `[${call('eth_subscribe', ['newHeads'])},${call('eth_subscribe', ['newHeads'])}]`,
+      failing,
+    );
     expect(reply.body).toBe(`[${err(-32603, 'internal error')},${err(-32603, 'internal error')}]`);
     expect(hub.size).toBe(0);
   });

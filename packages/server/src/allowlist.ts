@@ -136,15 +136,19 @@ export function originMatches(entry: string, origin: string): boolean {
 
 function checkEntries(type: AllowlistType, raw: unknown): string[] {
   if (!Array.isArray(raw)) throw new AllowlistError(`${type}: expected an array of strings`);
-  if (raw.length > MAX_ALLOWLIST_ENTRIES) throw new AllowlistError(`${type}: at most ${MAX_ALLOWLIST_ENTRIES} entries, got ${raw.length}`);
+  if (raw.length > MAX_ALLOWLIST_ENTRIES)
+    throw new AllowlistError(`${type}: at most ${MAX_ALLOWLIST_ENTRIES} entries, got ${raw.length}`);
   const out: string[] = [];
   for (const v of raw) {
-    if (typeof v !== 'string' || v.trim() === '') throw new AllowlistError(`${type}: entries must be non-empty strings`);
-    if (v.length > MAX_ALLOWLIST_ENTRY_LENGTH) throw new AllowlistError(`${type}: an entry is longer than ${MAX_ALLOWLIST_ENTRY_LENGTH} characters`);
+    if (typeof v !== 'string' || v.trim() === '')
+      throw new AllowlistError(`${type}: entries must be non-empty strings`);
+    if (v.length > MAX_ALLOWLIST_ENTRY_LENGTH)
+      throw new AllowlistError(`${type}: an entry is longer than ${MAX_ALLOWLIST_ENTRY_LENGTH} characters`);
     let norm: string;
     switch (type) {
       case 'addresses':
-        if (!ADDRESS.test(v.trim())) throw new AllowlistError(`addresses: "${v}" is not a 0x-prefixed 20-byte hex address`);
+        if (!ADDRESS.test(v.trim()))
+          throw new AllowlistError(`addresses: "${v}" is not a 0x-prefixed 20-byte hex address`);
         norm = v.trim().toLowerCase();
         break;
       case 'origins':
@@ -171,7 +175,8 @@ export function validateAllowlists(raw: unknown): Allowlists {
   if (!isObject(raw)) throw new AllowlistError('expected an object with addresses, userAgents, origins, methods');
   const out: Allowlists = {};
   for (const [k, v] of Object.entries(raw)) {
-    if (!(ALLOWLIST_TYPES as readonly string[]).includes(k)) throw new AllowlistError(`unknown allowlist type "${k}" (expected one of ${ALLOWLIST_TYPES.join(', ')})`);
+    if (!(ALLOWLIST_TYPES as readonly string[]).includes(k))
+      throw new AllowlistError(`unknown allowlist type "${k}" (expected one of ${ALLOWLIST_TYPES.join(', ')})`);
     if (v === undefined) continue;
     const entries = checkEntries(k as AllowlistType, v);
     if (entries.length > 0) out[k as AllowlistType] = entries;
@@ -207,8 +212,10 @@ export function allowlistRefusal(lists: Allowlists | undefined, req: AllowlistRe
   if (lists === undefined) return undefined;
   const { methods, origins, userAgents, addresses } = lists;
   if (methods !== undefined && methods.length > 0 && !methods.includes(req.method)) return 'methods';
-  if (origins !== undefined && origins.length > 0 && !origins.some((o) => originMatches(o, req.origin))) return 'origins';
-  if (userAgents !== undefined && userAgents.length > 0 && !userAgents.some((u) => req.userAgent.includes(u))) return 'userAgents';
+  if (origins !== undefined && origins.length > 0 && !origins.some((o) => originMatches(o, req.origin)))
+    return 'origins';
+  if (userAgents !== undefined && userAgents.length > 0 && !userAgents.some((u) => req.userAgent.includes(u)))
+    return 'userAgents';
   if (addresses !== undefined && addresses.length > 0) {
     const queried = addressesOf(req.method, req.params);
     if (queried !== undefined) {

@@ -173,7 +173,8 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
           const plan = out.plans[name];
           for (const [pk, pv] of Object.entries(p)) {
             if (pk === 'dailyCredits') plan.dailyCredits = nonNegInt(`${where}.${name}.dailyCredits`, pv);
-            else if (pk === 'creditsPerSecond') plan.creditsPerSecond = nonNegInt(`${where}.${name}.creditsPerSecond`, pv);
+            else if (pk === 'creditsPerSecond')
+              plan.creditsPerSecond = nonNegInt(`${where}.${name}.creditsPerSecond`, pv);
             else if (pk === 'failover') {
               if (typeof pv !== 'boolean') throw new ConfigError(`${where}.${name}.failover: expected a boolean`);
               plan.failover = pv;
@@ -216,7 +217,8 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
         out[k] = nonNegInt(where, v);
         break;
       case 'networks': {
-        if (!isRecord(v)) throw new ConfigError(`${where}: expected an object {"<name>": {"datadir": "...", "follow"?: "<URL>"}}`);
+        if (!isRecord(v))
+          throw new ConfigError(`${where}: expected an object {"<name>": {"datadir": "...", "follow"?: "<URL>"}}`);
         out.networks = Object.entries(v).map(([name, n]) => {
           if (!isRecord(n)) throw new ConfigError(`${where}.${name}: expected {"datadir": "...", "follow"?: "<URL>"}`);
           const spec: Record<string, string> = {};
@@ -231,7 +233,8 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
         break;
       }
       case 'defaultNetwork':
-        if (typeof v !== 'string' || networkNameProblem(v) !== undefined) throw new ConfigError(`${where}: expected a network name`);
+        if (typeof v !== 'string' || networkNameProblem(v) !== undefined)
+          throw new ConfigError(`${where}: expected a network name`);
         out.defaultNetwork = v;
         break;
       default:
@@ -244,14 +247,23 @@ export function parseConfig(raw: unknown, source = 'config'): ServerConfig {
   if (out.logQueueLimit < 1) throw new ConfigError(`${source}: logQueueLimit must be at least 1`);
   if (out.ledgerCommandTimeoutMs < 1) throw new ConfigError(`${source}: ledgerCommandTimeoutMs must be at least 1`);
   if (out.logWorkers > 64) throw new ConfigError(`${source}: logWorkers must be at most 64`);
-  if (out.defaultNetwork !== undefined && out.networks.length > 0 && !out.networks.some((n) => n.name === out.defaultNetwork)) {
+  if (
+    out.defaultNetwork !== undefined &&
+    out.networks.length > 0 &&
+    !out.networks.some((n) => n.name === out.defaultNetwork)
+  ) {
     throw new ConfigError(`${source}: defaultNetwork "${out.defaultNetwork}" is not among networks`);
   }
   return out;
 }
 
 /** Validates one network: its name, a datadir, an optional http(s)/ws(s) follow URL. */
-export function checkNetwork(where: string, name: string, datadir: string | undefined, follow: string | undefined): NetworkConfig {
+export function checkNetwork(
+  where: string,
+  name: string,
+  datadir: string | undefined,
+  follow: string | undefined,
+): NetworkConfig {
   const problem = networkNameProblem(name);
   if (problem !== undefined) throw new ConfigError(`${where}: ${problem}`);
   if (datadir === undefined || datadir === '') throw new ConfigError(`${where}: a datadir is required`);
@@ -262,7 +274,8 @@ export function checkNetwork(where: string, name: string, datadir: string | unde
   } catch {
     throw new ConfigError(`${where}: follow: expected the URL of a JSON-RPC endpoint (http, https, ws or wss)`);
   }
-  if (!['http:', 'https:', 'ws:', 'wss:'].includes(u.protocol)) throw new ConfigError(`${where}: follow: expected an http(s):// or ws(s):// URL`);
+  if (!['http:', 'https:', 'ws:', 'wss:'].includes(u.protocol))
+    throw new ConfigError(`${where}: follow: expected an http(s):// or ws(s):// URL`);
   return { name, datadir, follow };
 }
 
@@ -276,7 +289,8 @@ export function checkNetworks(where: string, networks: readonly NetworkConfig[])
     names.add(n.name);
     const dir = resolve(n.datadir);
     const other = dirs.get(dir);
-    if (other !== undefined) throw new ConfigError(`${where}: networks "${other}" and "${n.name}" share the datadir ${n.datadir}`);
+    if (other !== undefined)
+      throw new ConfigError(`${where}: networks "${other}" and "${n.name}" share the datadir ${n.datadir}`);
     dirs.set(dir, n.name);
   }
 }

@@ -10,7 +10,8 @@ export const FAULT_ENV = 'NODE_FAULT_INJECT';
 
 /** A store whose reads all fail; `info()` (genesis facts fixed in memory) and `close()` still work. */
 export function outageStore(inner: ChainStore): ChainStore {
-  const fail = (): Promise<never> => Promise.reject(new StoreUnavailableError('store unavailable (injected fault: store-outage)'));
+  const fail = (): Promise<never> =>
+    Promise.reject(new StoreUnavailableError('store unavailable (injected fault: store-outage)'));
   return {
     info: () => inner.info(),
     head: fail,
@@ -32,11 +33,17 @@ export function outageStore(inner: ChainStore): ChainStore {
  * server without networks, which only `store-outage` without a list affects); unknown names are
  * an error.
  */
-export function applyFaultInjection(store: ChainStore, env: NodeJS.ProcessEnv = process.env, network?: string): ChainStore {
+export function applyFaultInjection(
+  store: ChainStore,
+  env: NodeJS.ProcessEnv = process.env,
+  network?: string,
+): ChainStore {
   const fault = env[FAULT_ENV];
   if (fault === undefined || fault === '') return store;
   if (fault === 'store-outage') return outageStore(store);
   const m = /^store-outage:([a-z0-9-]+(?:,[a-z0-9-]+)*)$/.exec(fault);
   if (m) return network !== undefined && (m[1] as string).split(',').includes(network) ? outageStore(store) : store;
-  throw new Error(`${FAULT_ENV}=${fault}: unknown fault (expected "store-outage" or "store-outage:<network>[,<network>]")`);
+  throw new Error(
+    `${FAULT_ENV}=${fault}: unknown fault (expected "store-outage" or "store-outage:<network>[,<network>]")`,
+  );
 }

@@ -47,7 +47,11 @@ const HEX64 = /^[0-9a-f]{64}$/;
 const nonNegInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 /** Validates the dashboard fields of a raw record; throws `fail(message)` on a malformed one. */
-export function checkDashboardFields(o: Record<string, unknown>, where: string, fail: (message: string) => Error): DashboardKeyFields {
+export function checkDashboardFields(
+  o: Record<string, unknown>,
+  where: string,
+  fail: (message: string) => Error,
+): DashboardKeyFields {
   const out: DashboardKeyFields = {};
   for (const f of ['name', 'rotatedAt'] as const) {
     if (o[f] === undefined) continue;
@@ -55,12 +59,17 @@ export function checkDashboardFields(o: Record<string, unknown>, where: string, 
     out[f] = o[f];
   }
   if (o['prefix'] !== undefined) {
-    if (typeof o['prefix'] !== 'string' || !/^[0-9a-f]{1,16}$/.test(o['prefix'])) throw fail(`${where}.prefix: expected 1-16 hex digits`);
+    if (typeof o['prefix'] !== 'string' || !/^[0-9a-f]{1,16}$/.test(o['prefix']))
+      throw fail(`${where}.prefix: expected 1-16 hex digits`);
     out.prefix = o['prefix'];
   }
   if (o['networks'] !== undefined) {
     const n = o['networks'];
-    if (!Array.isArray(n) || n.length > MAX_KEY_NETWORKS || !n.every((x) => typeof x === 'string' && NETWORK_NAME_RE.test(x))) {
+    if (
+      !Array.isArray(n) ||
+      n.length > MAX_KEY_NETWORKS ||
+      !n.every((x) => typeof x === 'string' && NETWORK_NAME_RE.test(x))
+    ) {
       throw fail(`${where}.networks: expected at most ${MAX_KEY_NETWORKS} network names (lowercase DNS labels)`);
     }
     out.networks = [...new Set(n as string[])];

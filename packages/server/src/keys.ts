@@ -76,7 +76,13 @@ export async function createKey(at: KeysAt, opts: CreateKeyOptions): Promise<{ k
   const store = storeOf(at);
   const key = generateKey();
   const hash = hashKey(key);
-  const record: KeyRecord = { id: hash.slice(0, 12), hash, plan: opts.plan, createdAt: new Date().toISOString(), prefix: key.slice(0, KEY_PREFIX_LENGTH) };
+  const record: KeyRecord = {
+    id: hash.slice(0, 12),
+    hash,
+    plan: opts.plan,
+    createdAt: new Date().toISOString(),
+    prefix: key.slice(0, KEY_PREFIX_LENGTH),
+  };
   if (opts.dailyCredits !== undefined) record.dailyCredits = opts.dailyCredits;
   if (opts.creditsPerSecond !== undefined) record.creditsPerSecond = opts.creditsPerSecond;
   if (opts.label !== undefined) record.label = opts.label;

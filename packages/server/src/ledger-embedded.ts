@@ -23,7 +23,21 @@
 // JournalSync), and bumps a generation that makes every writer reopen the path before its next
 // append, so no line lands in a replaced file. A crash mid-compaction leaves the journal as it
 // was (and a *.tmp file, removed at the next start).
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, unlinkSync, watch, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  watch,
+  writeSync,
+} from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -112,7 +126,8 @@ function addLines(byNetwork: Map<string, Map<string, number>>, text: string): vo
 function summaryLines(byNetwork: Map<string, Map<string, number>>): string {
   const lines: string[] = [];
   for (const [hash, nets] of byNetwork) {
-    for (const [network, credits] of nets) lines.push(network === NO_NETWORK ? `${hash} ${credits}\n` : `${hash} ${credits} ${network}\n`);
+    for (const [network, credits] of nets)
+      lines.push(network === NO_NETWORK ? `${hash} ${credits}\n` : `${hash} ${credits} ${network}\n`);
   }
   return lines.join('');
 }
@@ -173,7 +188,8 @@ interface EmbeddedToken {
 }
 
 /** The pending-line key of a charge: the hash, and the network after a space when there is one. */
-const entryOf = (hash: string, network: string | undefined): string => (network === undefined ? hash : `${hash} ${network}`);
+const entryOf = (hash: string, network: string | undefined): string =>
+  network === undefined ? hash : `${hash} ${network}`;
 
 export class EmbeddedLedger implements CreditLedger {
   private day: string;
@@ -379,7 +395,8 @@ export class EmbeddedLedger implements CreditLedger {
         let text = '';
         for (const [entry, credits] of entries) {
           // "<hash> <credits>" or "<hash> <credits> <network>"
-          text += entry.length === 64 ? `${entry} ${credits}\n` : `${entry.slice(0, 64)} ${credits}${entry.slice(64)}\n`;
+          text +=
+            entry.length === 64 ? `${entry} ${credits}\n` : `${entry.slice(0, 64)} ${credits}${entry.slice(64)}\n`;
         }
         // Under the journal lock: never into a file a compaction has just replaced.
         const size = journal.locked(() => {
@@ -515,10 +532,13 @@ const nonNegInt = (v: unknown): boolean => typeof v === 'number' && Number.isSaf
 export function validateKeyRecord(r: unknown, where: string): KeyRecord {
   if (typeof r !== 'object' || r === null || Array.isArray(r)) throw new KeyFileError(`${where}: expected an object`);
   const o = r as Record<string, unknown>;
-  if (typeof o['hash'] !== 'string' || !/^[0-9a-f]{64}$/.test(o['hash'])) throw new KeyFileError(`${where}.hash: expected 64 hex digits`);
-  if (typeof o['plan'] !== 'string' || !isPlanName(o['plan'])) throw new KeyFileError(`${where}.plan: expected one of ${PLAN_NAMES.join(', ')}`);
+  if (typeof o['hash'] !== 'string' || !/^[0-9a-f]{64}$/.test(o['hash']))
+    throw new KeyFileError(`${where}.hash: expected 64 hex digits`);
+  if (typeof o['plan'] !== 'string' || !isPlanName(o['plan']))
+    throw new KeyFileError(`${where}.plan: expected one of ${PLAN_NAMES.join(', ')}`);
   for (const f of ['dailyCredits', 'creditsPerSecond']) {
-    if (o[f] !== undefined && !nonNegInt(o[f])) throw new KeyFileError(`${where}.${f}: expected a non-negative integer`);
+    if (o[f] !== undefined && !nonNegInt(o[f]))
+      throw new KeyFileError(`${where}.${f}: expected a non-negative integer`);
   }
   for (const f of ['label', 'revokedAt']) {
     if (o[f] !== undefined && typeof o[f] !== 'string') throw new KeyFileError(`${where}.${f}: expected a string`);

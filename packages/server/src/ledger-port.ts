@@ -20,7 +20,9 @@ type Request =
 /** A request before it gets its id (Omit distributed over the union). */
 type Unnumbered = Request extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never;
 
-type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; unavailable: boolean; message: string };
+type Reply =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; unavailable: boolean; message: string };
 
 /** Messages of `T`, posted on `port` as one array per event-loop turn. */
 class Outbox<T> {
@@ -51,7 +53,13 @@ export function serveLedgerOverPort(ledger: CreditLedger, port: MessagePort): ()
     const done = (p: Promise<unknown>): void => {
       p.then(
         (value) => replies.push({ id: req.id, ok: true, value }),
-        (err: unknown) => replies.push({ id: req.id, ok: false, unavailable: err instanceof LedgerUnavailableError, message: (err as Error).message ?? 'ledger error' }),
+        (err: unknown) =>
+          replies.push({
+            id: req.id,
+            ok: false,
+            unavailable: err instanceof LedgerUnavailableError,
+            message: (err as Error).message ?? 'ledger error',
+          }),
       );
     };
     if (req.op === 'debit') done(ledger.debit(req.hash, req.cost, req.limits, req.network));
@@ -95,7 +103,9 @@ export class PortLedger implements CreditLedger {
   }
 
   debit(hash: string, cost: number, limits: Limits, network?: string): Promise<DebitResult> {
-    return this.ask(network === undefined ? { op: 'debit', hash, cost, limits } : { op: 'debit', hash, cost, limits, network });
+    return this.ask(
+      network === undefined ? { op: 'debit', hash, cost, limits } : { op: 'debit', hash, cost, limits, network },
+    );
   }
 
   settle(debit: Debit, finalCost: number): Promise<void> {

@@ -33,7 +33,16 @@ import { createClient } from '@redis/client';
 import { validateKeyRecord } from './ledger-embedded.js';
 import { LocalBuckets } from './ledger-tally.js';
 import { LedgerUnavailableError, NO_NETWORK } from './ledger-api.js';
-import type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, LedgerFailureMode, Limits, Usage } from './ledger-api.js';
+import type {
+  CreditLedger,
+  Debit,
+  DebitResult,
+  KeyRecord,
+  KeyStore,
+  LedgerFailureMode,
+  Limits,
+  Usage,
+} from './ledger-api.js';
 
 const DAY_S = 86_400;
 
@@ -132,9 +141,11 @@ export function parseRedisUrl(value: string): string {
   } catch {
     throw new Error('--ledger: expected redis://host:port[/db] (not a URL)'); // the value may hold a password: not echoed
   }
-  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error('--ledger: expected a redis:// (or rediss://) URL');
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:')
+    throw new Error('--ledger: expected a redis:// (or rediss://) URL');
   if (u.hostname === '') throw new Error('--ledger: the URL names no host');
-  if (u.pathname !== '' && u.pathname !== '/' && !/^\/\d{1,2}$/.test(u.pathname)) throw new Error('--ledger: the path must be a database number, e.g. redis://127.0.0.1:6379/0');
+  if (u.pathname !== '' && u.pathname !== '/' && !/^\/\d{1,2}$/.test(u.pathname))
+    throw new Error('--ledger: the path must be a database number, e.g. redis://127.0.0.1:6379/0');
   return value;
 }
 
@@ -189,13 +200,16 @@ export class RedisKeyStore implements KeyStore {
   async list(): Promise<KeyRecord[]> {
     const all = (await this.client.hGetAll(KEYS_HASH)) as Record<string, string>;
     const out: KeyRecord[] = [];
-    for (const [hash, json] of Object.entries(all)) out.push(validateKeyRecord(JSON.parse(json), `redis ${KEYS_HASH} ${hash.slice(0, 12)}`));
+    for (const [hash, json] of Object.entries(all))
+      out.push(validateKeyRecord(JSON.parse(json), `redis ${KEYS_HASH} ${hash.slice(0, 12)}`));
     return out;
   }
 
   async get(hash: string): Promise<KeyRecord | undefined> {
     const json = await this.client.hGet(KEYS_HASH, hash);
-    return json === null || json === undefined ? undefined : validateKeyRecord(JSON.parse(String(json)), `redis ${KEYS_HASH} ${hash.slice(0, 12)}`);
+    return json === null || json === undefined
+      ? undefined
+      : validateKeyRecord(JSON.parse(String(json)), `redis ${KEYS_HASH} ${hash.slice(0, 12)}`);
   }
 
   async put(record: KeyRecord): Promise<void> {
@@ -304,7 +318,8 @@ export class RedisLedger implements CreditLedger {
     this.timeoutMs = o.commandTimeoutMs ?? 1000;
     this.log = o.log ?? (() => {});
     mkdirSync(this.journalDir, { recursive: true, mode: 0o700 });
-    for (const name of readdirSync(this.journalDir)) if (name.endsWith('.log')) this.orphanFiles.push(join(this.journalDir, name));
+    for (const name of readdirSync(this.journalDir))
+      if (name.endsWith('.log')) this.orphanFiles.push(join(this.journalDir, name));
     if (this.orphanFiles.length > 0) {
       // Charges of an earlier process that Redis may not have: replay them before anything else.
       for (const f of this.orphanFiles) this.journal.push(...readJournal(f));
@@ -367,7 +382,12 @@ export class RedisLedger implements CreditLedger {
     const seq = this.nextSeq();
     if (!this.degraded) {
       try {
-        const [code, used, day] = await this.run(this.rid, hash, ['c', String(seq), String(cost), String(limits.daily), String(limits.perSecond), '', '', network ?? ''], this.watermark());
+        const [code, used, day] = await this.run(
+          this.rid,
+          hash,
+          ['c', String(seq), String(cost), String(limits.daily), String(limits.perSecond), '', '', network ?? ''],
+          this.watermark(),
+        );
         this.resolve(seq);
         if (code === R_APPLIED) {
           this.note(hash, day, used);
@@ -385,18 +405,28 @@ export class RedisLedger implements CreditLedger {
     return this.decideLocally(seq, hash, cost, limits, false, network);
   }
 
-  private decideLocally(seq: number, hash: string, cost: number, limits: Limits, ambiguous: boolean, network: string | undefined): DebitResult {
+  private decideLocally(
+    seq: number,
+    hash: string,
+    cost: number,
+    limits: Limits,
+    ambiguous: boolean,
+    network: string | undefined,
+  ): DebitResult {
     this.stats.degradedDecisions++;
     const day = this.localDay();
     const n = network !== undefined ? { n: network } : {};
     const undo = (): void => {
       // The command that timed out may have debited in Redis: journal an undo of it.
-      if (ambiguous) this.append({ r: this.rid, s: this.nextSeq(), h: hash, d: day, c: -cost, u: seq, p: limits.perSecond, ...n });
+      if (ambiguous)
+        this.append({ r: this.rid, s: this.nextSeq(), h: hash, d: day, c: -cost, u: seq, p: limits.perSecond, ...n });
     };
     if (this.failure === 'closed' || this.journal.length >= this.journalMax) {
       undo();
       this.resolve(seq);
-      throw new LedgerUnavailableError(this.failure === 'closed' ? 'credit ledger unavailable' : 'credit ledger unavailable (local journal full)');
+      throw new LedgerUnavailableError(
+        this.failure === 'closed' ? 'credit ledger unavailable' : 'credit ledger unavailable (local journal full)',
+      );
     }
     const k = this.known.get(hash);
     const used = k !== undefined && k.day === day ? k.used : 0;
@@ -426,14 +456,27 @@ export class RedisLedger implements CreditLedger {
       const seq = this.nextSeq();
       if (!this.degraded) {
         try {
-          await this.run(this.rid, debit.hash, ['f', String(seq), String(-refund), '0', String(perSecond), day, '', debit.network ?? ''], this.watermark());
+          await this.run(
+            this.rid,
+            debit.hash,
+            ['f', String(seq), String(-refund), '0', String(perSecond), day, '', debit.network ?? ''],
+            this.watermark(),
+          );
           this.resolve(seq);
           return;
         } catch (err) {
           this.enterDegraded((err as Error).message);
         }
       }
-      this.append({ r: this.rid, s: seq, h: debit.hash, d: day, c: -refund, p: perSecond, ...(debit.network !== undefined ? { n: debit.network } : {}) });
+      this.append({
+        r: this.rid,
+        s: seq,
+        h: debit.hash,
+        d: day,
+        c: -refund,
+        p: perSecond,
+        ...(debit.network !== undefined ? { n: debit.network } : {}),
+      });
       this.resolve(seq);
     }
     this.flushJournal();
@@ -470,7 +513,10 @@ export class RedisLedger implements CreditLedger {
 
   private enterDegraded(reason: string): void {
     if (this.closed) return;
-    if (!this.degraded) this.log(`ledger: Redis unavailable (${reason}); ${this.failure === 'open' ? 'serving on local decisions, journaling charges' : 'refusing paid calls'} until it returns`);
+    if (!this.degraded)
+      this.log(
+        `ledger: Redis unavailable (${reason}); ${this.failure === 'open' ? 'serving on local decisions, journaling charges' : 'refusing paid calls'} until it returns`,
+      );
     this.degraded = true;
     if (this.probe === undefined) {
       this.probe = setInterval(() => void this.tryRecover(), 200);
@@ -491,7 +537,21 @@ export class RedisLedger implements CreditLedger {
         // nothing is acknowledged during a replay (entries may be out of sequence order).
         await Promise.all(
           batch.map((e) =>
-            this.run(e.r, e.h, [e.u !== undefined ? 'u' : 'f', String(e.s), String(e.c), '0', String(e.p), e.d, e.u !== undefined ? String(e.u) : '', e.n ?? ''], 0),
+            this.run(
+              e.r,
+              e.h,
+              [
+                e.u !== undefined ? 'u' : 'f',
+                String(e.s),
+                String(e.c),
+                '0',
+                String(e.p),
+                e.d,
+                e.u !== undefined ? String(e.u) : '',
+                e.n ?? '',
+              ],
+              0,
+            ),
           ),
         );
         this.journal.splice(0, batch.length);
@@ -596,7 +656,15 @@ function readJournal(path: string): Entry[] {
   for (const line of lines) {
     try {
       const e = JSON.parse(line) as Entry;
-      if (typeof e.r === 'string' && Number.isSafeInteger(e.s) && /^[0-9a-f]{64}$/.test(e.h) && /^\d+$/.test(e.d) && Number.isSafeInteger(e.c) && (e.n === undefined || (typeof e.n === 'string' && NETWORK_LABEL.test(e.n)))) out.push(e);
+      if (
+        typeof e.r === 'string' &&
+        Number.isSafeInteger(e.s) &&
+        /^[0-9a-f]{64}$/.test(e.h) &&
+        /^\d+$/.test(e.d) &&
+        Number.isSafeInteger(e.c) &&
+        (e.n === undefined || (typeof e.n === 'string' && NETWORK_LABEL.test(e.n)))
+      )
+        out.push(e);
     } catch {
       // skip a damaged line
     }

@@ -191,7 +191,9 @@ const F_AT = 3;
 /** The table is full for the day: the key cannot be counted (the caller refuses the call). */
 export class TallyFullError extends Error {
   constructor(capacity: number) {
-    super(`the shared credit table holds ${capacity - (capacity >> 2)} keys a day and is full until 00:00 UTC (serve --threads 1, or a Redis ledger, has no such bound)`);
+    super(
+      `the shared credit table holds ${capacity - (capacity >> 2)} keys a day and is full until 00:00 UTC (serve --threads 1, or a Redis ledger, has no such bound)`,
+    );
     this.name = 'TallyFullError';
   }
 }
@@ -205,7 +207,8 @@ export interface SharedCredits {
 
 /** Allocates the shared memory of a SharedTally of `keys` slots (a power of two; 3/4 of them usable). */
 export function sharedTallyBuffer(keys = SHARED_TALLY_KEYS): SharedArrayBuffer {
-  if (!Number.isInteger(Math.log2(keys)) || keys < 8) throw new Error(`shared tally: ${keys} is not a power of two >= 8`);
+  if (!Number.isInteger(Math.log2(keys)) || keys < 8)
+    throw new Error(`shared tally: ${keys} is not a power of two >= 8`);
   const sab = new SharedArrayBuffer(HEADER_BYTES + keys + keys * 32 + keys * 32);
   const h = new Int32Array(sab, 0, HEADER_INTS);
   h[DAY] = -1;
@@ -402,7 +405,8 @@ export class SharedTally implements Tally {
       if (s < 0) return;
       const f = this.f;
       const o = s * 4;
-      if (finalCost < cost && perSecond > 0 && (f[o + F_AT] as number) !== 0) f[o + F_TOKENS] = Math.min(perSecond, (f[o + F_TOKENS] as number) + cost - finalCost);
+      if (finalCost < cost && perSecond > 0 && (f[o + F_AT] as number) !== 0)
+        f[o + F_TOKENS] = Math.min(perSecond, (f[o + F_TOKENS] as number) + cost - finalCost);
       f[o + F_RESERVED] = Math.max(0, (f[o + F_RESERVED] as number) - cost);
       f[o + F_COMMITTED] = (f[o + F_COMMITTED] as number) + finalCost;
     } finally {

@@ -54,7 +54,11 @@ type Note = { note: string; args: unknown[] };
 type Notes = { notes: Note[] };
 
 /** Answers `Ask`s on `port` with `handlers`; one-way notes go to `onNote`. */
-function servePort(port: MessagePort, handlers: Record<string, (...args: never[]) => Promise<unknown>>, onNote: (n: Note) => void = () => {}): void {
+function servePort(
+  port: MessagePort,
+  handlers: Record<string, (...args: never[]) => Promise<unknown>>,
+  onNote: (n: Note) => void = () => {},
+): void {
   port.on('message', (m: Ask | Note | Notes) => {
     if ('notes' in m) {
       for (const n of m.notes) onNote(n);
@@ -65,10 +69,14 @@ function servePort(port: MessagePort, handlers: Record<string, (...args: never[]
       return;
     }
     const h = handlers[m.op];
-    const p = h === undefined ? Promise.reject(new Error(`unknown op ${m.op}`)) : (h as (...a: unknown[]) => Promise<unknown>)(...m.args);
+    const p =
+      h === undefined
+        ? Promise.reject(new Error(`unknown op ${m.op}`))
+        : (h as (...a: unknown[]) => Promise<unknown>)(...m.args);
     p.then(
       (value) => port.postMessage({ id: m.id, ok: true, value } satisfies Answer),
-      (err: unknown) => port.postMessage({ id: m.id, ok: false, message: (err as Error).message ?? 'error' } satisfies Answer),
+      (err: unknown) =>
+        port.postMessage({ id: m.id, ok: false, message: (err as Error).message ?? 'error' } satisfies Answer),
     );
   });
 }
@@ -275,7 +283,8 @@ export class ThreadLedgerHost {
         put: (record: KeyRecord) => ks.put(record),
       },
       (n) => {
-        if (n.note === 'watch') this.unwatch.push(ks.watch(() => keys.port1.postMessage({ note: 'changed', args: [] } satisfies Note)));
+        if (n.note === 'watch')
+          this.unwatch.push(ks.watch(() => keys.port1.postMessage({ note: 'changed', args: [] } satisfies Note)));
       },
     );
     const usage = new MessageChannel();
@@ -312,7 +321,9 @@ export interface ThreadLedger {
 
 export function openThreadLedger(link: ThreadLedgerLink): ThreadLedger {
   const keys = new PortKeyStore(link.keys);
-  const credits = isShared(link.credits) ? new EmbeddedLedger(link.credits.datadir, Date.now, new SharedTally(link.credits.tally)) : new PortLedger(link.credits);
+  const credits = isShared(link.credits)
+    ? new EmbeddedLedger(link.credits.datadir, Date.now, new SharedTally(link.credits.tally))
+    : new PortLedger(link.credits);
   const usage = new PortUsage(link.usage);
   return {
     keys,

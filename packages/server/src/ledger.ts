@@ -59,8 +59,14 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
     const keys = new FileKeyStore(spec.datadir);
     let ledger: EmbeddedLedger | undefined;
     let record: EmbeddedUsage | undefined;
-    const shared: SharedCredits | undefined = spec.threads === true ? { datadir: spec.datadir, tally: sharedTallyBuffer() } : undefined;
-    const open = (): EmbeddedLedger => (ledger ??= new EmbeddedLedger(spec.datadir, Date.now, shared === undefined ? undefined : new SharedTally(shared.tally)));
+    const shared: SharedCredits | undefined =
+      spec.threads === true ? { datadir: spec.datadir, tally: sharedTallyBuffer() } : undefined;
+    const open = (): EmbeddedLedger =>
+      (ledger ??= new EmbeddedLedger(
+        spec.datadir,
+        Date.now,
+        shared === undefined ? undefined : new SharedTally(shared.tally),
+      ));
     return {
       engine: 'embedded',
       keys,
@@ -75,7 +81,10 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
       },
     };
   }
-  const client = await connectRedis({ url: spec.url, ...(spec.commandTimeoutMs !== undefined ? { commandTimeoutMs: spec.commandTimeoutMs } : {}) }, spec.log);
+  const client = await connectRedis(
+    { url: spec.url, ...(spec.commandTimeoutMs !== undefined ? { commandTimeoutMs: spec.commandTimeoutMs } : {}) },
+    spec.log,
+  );
   const keys = new RedisKeyStore(client);
   let ledger: RedisLedger | undefined;
   let record: RedisUsage | undefined;

@@ -31,7 +31,10 @@ export type Outcome = 'ok' | 'error' | 'no_credits' | 'unauthorized' | 'failover
  * status) are not in it; open WebSockets and reply bytes buffered are summed.
  */
 export interface MetricsCounts {
-  methods: [method: string, series: { calls: [Outcome, number][]; buckets: number[]; sum: number; count: number; credits: number | undefined }][];
+  methods: [
+    method: string,
+    series: { calls: [Outcome, number][]; buckets: number[]; sum: number; count: number; credits: number | undefined },
+  ][];
   http: [number, number][];
   ws: [number, number][];
   wsOpen: number;
@@ -119,7 +122,16 @@ export class Metrics {
   /** The additive counts of this instance (see MetricsCounts). */
   counts(): MetricsCounts {
     return {
-      methods: [...this.methods].map(([method, m]) => [method, { calls: [...m.calls], buckets: [...m.latency.counts], sum: m.latency.sum, count: m.latency.count, credits: m.credits }]),
+      methods: [...this.methods].map(([method, m]) => [
+        method,
+        {
+          calls: [...m.calls],
+          buckets: [...m.latency.counts],
+          sum: m.latency.sum,
+          count: m.latency.count,
+          credits: m.credits,
+        },
+      ]),
       http: [...this.statuses.http],
       ws: [...this.statuses.ws],
       wsOpen: this.wsOpen,
@@ -133,7 +145,8 @@ export class Metrics {
     for (const [method, x] of c.methods) {
       const m = this.series(method);
       for (const [outcome, n] of x.calls) addTo(m.calls, outcome, n);
-      for (let i = 0; i < BUCKETS.length; i++) m.latency.counts[i] = (m.latency.counts[i] as number) + (x.buckets[i] ?? 0);
+      for (let i = 0; i < BUCKETS.length; i++)
+        m.latency.counts[i] = (m.latency.counts[i] as number) + (x.buckets[i] ?? 0);
       m.latency.sum += x.sum;
       m.latency.count += x.count;
       if (x.credits !== undefined) m.credits = (m.credits ?? 0) + x.credits;
@@ -199,7 +212,11 @@ export class Metrics {
     const n = this.network === undefined ? '' : `network="${esc(this.network)}",`;
     const only = this.network === undefined ? '' : `{network="${esc(this.network)}"}`;
     for (const [method, m] of this.methods) {
-      for (const [outcome, c] of m.calls) add('chainnode_rpc_calls_total', `chainnode_rpc_calls_total{${n}method="${esc(method)}",outcome="${outcome}"} ${c}`);
+      for (const [outcome, c] of m.calls)
+        add(
+          'chainnode_rpc_calls_total',
+          `chainnode_rpc_calls_total{${n}method="${esc(method)}",outcome="${outcome}"} ${c}`,
+        );
     }
     for (const [method, { latency: h }] of this.methods) {
       if (h.count === 0) continue;
@@ -207,17 +224,31 @@ export class Metrics {
       let cum = 0;
       for (let i = 0; i < BUCKETS.length; i++) {
         cum += h.counts[i] as number;
-        add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_bucket{${m},le="${BUCKETS[i]}"} ${cum}`);
+        add(
+          'chainnode_rpc_call_duration_seconds',
+          `chainnode_rpc_call_duration_seconds_bucket{${m},le="${BUCKETS[i]}"} ${cum}`,
+        );
       }
-      add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_bucket{${m},le="+Inf"} ${h.count}`);
+      add(
+        'chainnode_rpc_call_duration_seconds',
+        `chainnode_rpc_call_duration_seconds_bucket{${m},le="+Inf"} ${h.count}`,
+      );
       add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_sum{${m}} ${h.sum}`);
       add('chainnode_rpc_call_duration_seconds', `chainnode_rpc_call_duration_seconds_count{${m}} ${h.count}`);
     }
     for (const [method, m] of this.methods) {
-      if (m.credits !== undefined) add('chainnode_credits_charged_total', `chainnode_credits_charged_total{${n}method="${esc(method)}"} ${m.credits}`);
+      if (m.credits !== undefined)
+        add(
+          'chainnode_credits_charged_total',
+          `chainnode_credits_charged_total{${n}method="${esc(method)}"} ${m.credits}`,
+        );
     }
     for (const transport of ['http', 'ws'] as const) {
-      for (const [status, c] of this.statuses[transport]) add('chainnode_responses_total', `chainnode_responses_total{${n}transport="${transport}",status="${status}"} ${c}`);
+      for (const [status, c] of this.statuses[transport])
+        add(
+          'chainnode_responses_total',
+          `chainnode_responses_total{${n}transport="${transport}",status="${status}"} ${c}`,
+        );
     }
     // The process-wide instance of a multi-network server has no WebSockets or head of its own.
     if (this.network !== undefined || !this.routing) {
@@ -226,7 +257,8 @@ export class Metrics {
     // Reply budgets are the process's (one budget across networks): written by the unlabelled instance.
     if (this.network === undefined) {
       add('chainnode_reply_bytes_in_flight', `chainnode_reply_bytes_in_flight ${this.replyBytesInFlight}`);
-      for (const [reason, c] of this.cuts) add('chainnode_connections_cut_total', `chainnode_connections_cut_total{reason="${reason}"} ${c}`);
+      for (const [reason, c] of this.cuts)
+        add('chainnode_connections_cut_total', `chainnode_connections_cut_total{reason="${reason}"} ${c}`);
     }
     if (this.network !== undefined || !this.routing) {
       add('chainnode_head_block', `chainnode_head_block${only} ${this.headBlock}`);
@@ -242,7 +274,10 @@ export class Metrics {
       gauge('chainnode_follow_blocks_imported', f.blocksImported);
       gauge('chainnode_follow_failed', f.state === 'failed' ? 1 : 0);
       gauge('chainnode_follow_upstream_up', f.state === 'retrying' || f.state === 'starting' ? 0 : 1);
-      gauge('chainnode_follow_last_error_timestamp_seconds', f.lastErrorAt === undefined ? 0 : Math.floor(f.lastErrorAt / 1000));
+      gauge(
+        'chainnode_follow_last_error_timestamp_seconds',
+        f.lastErrorAt === undefined ? 0 : Math.floor(f.lastErrorAt / 1000),
+      );
     }
   }
 }
@@ -251,22 +286,40 @@ const FAMILIES = {
   chainnode_rpc_calls_total: { help: 'JSON-RPC calls by method and outcome.', type: 'counter' },
   chainnode_rpc_call_duration_seconds: { help: 'Time from dispatch to answer per call.', type: 'histogram' },
   chainnode_credits_charged_total: { help: 'Credits charged, by method.', type: 'counter' },
-  chainnode_responses_total: { help: 'Transport responses by status (WebSocket: 101 per accepted upgrade).', type: 'counter' },
+  chainnode_responses_total: {
+    help: 'Transport responses by status (WebSocket: 101 per accepted upgrade).',
+    type: 'counter',
+  },
   chainnode_websocket_connections: { help: 'Open WebSocket connections.', type: 'gauge' },
   chainnode_reply_bytes_in_flight: { help: 'Reply bytes buffered towards clients (all connections).', type: 'gauge' },
-  chainnode_connections_cut_total: { help: 'Connections closed by the reply budgets and timeouts, by reason.', type: 'counter' },
-  chainnode_head_block: { help: 'Number of the newest imported block (-1 when the store is unavailable).', type: 'gauge' },
+  chainnode_connections_cut_total: {
+    help: 'Connections closed by the reply budgets and timeouts, by reason.',
+    type: 'counter',
+  },
+  chainnode_head_block: {
+    help: 'Number of the newest imported block (-1 when the store is unavailable).',
+    type: 'gauge',
+  },
 } as const;
 
 /** A follower's gauges (serve --follow), written only by a network that follows an upstream. */
 const FOLLOW_GAUGES = {
-  chainnode_follow_upstream_head_block: { help: 'Head block number the upstream last reported (-1 before its first answer).', type: 'gauge' },
+  chainnode_follow_upstream_head_block: {
+    help: 'Head block number the upstream last reported (-1 before its first answer).',
+    type: 'gauge',
+  },
   chainnode_follow_local_head_block: { help: 'Newest block the follower has verified and committed.', type: 'gauge' },
   chainnode_follow_lag_blocks: { help: 'Upstream head minus local head.', type: 'gauge' },
   chainnode_follow_lag_seconds: { help: "Upstream head's timestamp minus local head's timestamp.", type: 'gauge' },
   chainnode_follow_reorgs: { help: 'Reorgs (and rollbacks) applied since start.', type: 'gauge' },
   chainnode_follow_blocks_imported: { help: 'Blocks committed since start.', type: 'gauge' },
-  chainnode_follow_failed: { help: '1 when a verification failure (or a too-deep reorg) stopped the ingest; serving continues on the verified prefix.', type: 'gauge' },
+  chainnode_follow_failed: {
+    help: '1 when a verification failure (or a too-deep reorg) stopped the ingest; serving continues on the verified prefix.',
+    type: 'gauge',
+  },
   chainnode_follow_upstream_up: { help: '0 while the upstream is failing and being retried.', type: 'gauge' },
-  chainnode_follow_last_error_timestamp_seconds: { help: 'Unix time of the last upstream or ingest error (0: none).', type: 'gauge' },
+  chainnode_follow_last_error_timestamp_seconds: {
+    help: 'Unix time of the last upstream or ingest error (0: none).',
+    type: 'gauge',
+  },
 } as const;

@@ -152,18 +152,34 @@ export function limitsOf(config: ServerConfig, key: KeyRecord): Limits {
  * user-defined limits, the smaller of each pair; `own*` says whether the key's own limit is the
  * binding one (its refusal is then 429 -33400 / -33300 instead of 402 / 429 -33200).
  */
-export function effectiveLimits(config: ServerConfig, key: KeyRecord): Limits & { ownDaily: boolean; ownPerSecond: boolean } {
+export function effectiveLimits(
+  config: ServerConfig,
+  key: KeyRecord,
+): Limits & { ownDaily: boolean; ownPerSecond: boolean } {
   const base = limitsOf(config, key);
   const d = key.limits?.creditsPerDay;
   const s = key.limits?.creditsPerSecond;
   const ownDaily = d !== undefined && d > 0 && d < base.daily;
   const ownPerSecond = s !== undefined && s > 0 && (base.perSecond === 0 || s < base.perSecond);
-  return { daily: ownDaily ? (d as number) : base.daily, perSecond: ownPerSecond ? (s as number) : base.perSecond, ownDaily, ownPerSecond };
+  return {
+    daily: ownDaily ? (d as number) : base.daily,
+    perSecond: ownPerSecond ? (s as number) : base.perSecond,
+    ownDaily,
+    ownPerSecond,
+  };
 }
 
 /** The usage class of an error a call ended with: refused by the gateway, our side, or the request's. */
 export function errorClass(err: unknown): ErrorClass {
-  if (err instanceof AllowlistRejectedError || err instanceof KeyLimitError || err instanceof DailyLimitError || err instanceof ThroughputLimitError || err instanceof KeyRevokedError || err instanceof NetworkNotAllowedError) return '4xx';
+  if (
+    err instanceof AllowlistRejectedError ||
+    err instanceof KeyLimitError ||
+    err instanceof DailyLimitError ||
+    err instanceof ThroughputLimitError ||
+    err instanceof KeyRevokedError ||
+    err instanceof NetworkNotAllowedError
+  )
+    return '4xx';
   if (err instanceof RpcError && err.code !== -32603) return 'rpc';
   return '5xx';
 }
@@ -215,7 +231,12 @@ export class Gate {
     const cost = ctx.requestErrors * REQUEST_ERROR_CREDITS;
     ctx.requestErrors = 0;
     try {
-      const d = await this.o.ledger.debit(chargeHash(key), cost, effectiveLimits(this.o.config, key), networkLabel(ctx));
+      const d = await this.o.ledger.debit(
+        chargeHash(key),
+        cost,
+        effectiveLimits(this.o.config, key),
+        networkLabel(ctx),
+      );
       if (d.ok) {
         await this.o.ledger.settle(d.debit, cost);
         (ctx.network?.metrics ?? this.o.metrics).charged('request_error', cost);
@@ -248,7 +269,15 @@ export class Gate {
           ctx.refusal ??= 403;
           throw new NetworkNotAllowedError(ctx.network.name);
         }
-        if (key.allowlists !== undefined && allowlistRefusal(key.allowlists, { method: call.method, params: call.params, origin: ctx.origin, userAgent: ctx.userAgent }) !== undefined) {
+        if (
+          key.allowlists !== undefined &&
+          allowlistRefusal(key.allowlists, {
+            method: call.method,
+            params: call.params,
+            origin: ctx.origin,
+            userAgent: ctx.userAgent,
+          }) !== undefined
+        ) {
           ctx.refusal ??= 403;
           throw new AllowlistRejectedError();
         }
@@ -318,7 +347,11 @@ export class Gate {
       } finally {
         metrics.call(call.method, outcome, (performance.now() - t0) / 1000);
         if (usage !== undefined && key !== undefined) {
-          usage.record(failure === undefined ? { key: key.id, method: call.method, credits: charged } : { key: key.id, method: call.method, credits: charged, error: failure });
+          usage.record(
+            failure === undefined
+              ? { key: key.id, method: call.method, credits: charged }
+              : { key: key.id, method: call.method, credits: charged, error: failure },
+          );
         }
       }
     };
@@ -370,6 +403,7 @@ export async function forward(url: string, call: CallInfo): Promise<unknown> {
     const message = typeof r.error.message === 'string' ? r.error.message : 'failover provider error';
     throw new RpcError(code, `failover provider: ${message}`);
   }
-  if (!('result' in r)) throw new InternalError('the local store is unavailable and the failover provider answered garbage');
+  if (!('result' in r))
+    throw new InternalError('the local store is unavailable and the failover provider answered garbage');
   return r.result;
 }

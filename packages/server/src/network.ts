@@ -149,7 +149,10 @@ export class NetworkRouter {
   private readonly fallback: NetworkRuntime | undefined;
   private readonly catchAll: boolean;
 
-  constructor(readonly networks: readonly NetworkRuntime[], opts: RouterOptions = {}) {
+  constructor(
+    readonly networks: readonly NetworkRuntime[],
+    opts: RouterOptions = {},
+  ) {
     if (networks.length === 0) throw new Error('no network to serve');
     if (networks.length > MAX_NETWORKS) throw new Error(`at most ${MAX_NETWORKS} networks per process`);
     for (const n of networks) {
@@ -158,10 +161,14 @@ export class NetworkRouter {
     }
     // Every Host goes to the one network of a server started without networks.
     this.catchAll = networks.some((n) => n.implicit);
-    if (this.catchAll && networks.length !== 1) throw new Error('the implicit network (serve --datadir) cannot be combined with other networks');
+    if (this.catchAll && networks.length !== 1)
+      throw new Error('the implicit network (serve --datadir) cannot be combined with other networks');
     if (opts.defaultNetwork !== undefined) {
       const d = this.byName.get(opts.defaultNetwork);
-      if (d === undefined) throw new Error(`default network "${opts.defaultNetwork}" is not among the networks (${this.names().join(', ')})`);
+      if (d === undefined)
+        throw new Error(
+          `default network "${opts.defaultNetwork}" is not among the networks (${this.names().join(', ')})`,
+        );
       this.fallback = d;
     } else if (this.catchAll) this.fallback = networks[0];
   }

@@ -77,6 +77,9 @@ export class ReplyBudget<C> {
   /** Connections that made no progress reading for `ms`, largest holding first. */
   stalledLargestFirst(ms: number): C[] {
     const cutoff = this.now() - ms;
-    return [...this.holdings].filter(([, h]) => h.progressAt <= cutoff).sort((a, b) => b[1].bytes - a[1].bytes).map(([c]) => c);
+    return [...this.holdings]
+      .filter(([, h]) => h.progressAt <= cutoff)
+      .sort((a, b) => b[1].bytes - a[1].bytes)
+      .map(([c]) => c);
   }
 }

@@ -119,7 +119,12 @@ interface WsData {
 
 const OK = '200 OK';
 /** Status of a single request refused by a limit or by an unavailable ledger. */
-const REFUSAL_STATUS = { 402: '402 Payment Required', 403: '403 Forbidden', 429: '429 Too Many Requests', 503: '503 Service Unavailable' } as const;
+const REFUSAL_STATUS = {
+  402: '402 Payment Required',
+  403: '403 Forbidden',
+  429: '429 Too Many Requests',
+  503: '503 Service Unavailable',
+} as const;
 // Header names and values of every RPC response, as bytes once: uWS converts a JS string
 // argument to UTF-8 on each call, and these run for every request.
 const ascii = (text: string): Uint8Array => Buffer.from(text, 'latin1');
@@ -147,7 +152,8 @@ const STREAM_ABOVE = 256 * 1024;
 const SCRATCH_MAX = STREAM_ABOVE + 64 * 1024;
 let SCRATCH = Buffer.allocUnsafeSlow(64 * 1024);
 const scratch = (length: number): Buffer => {
-  if (length > SCRATCH.length && length <= SCRATCH_MAX) SCRATCH = Buffer.allocUnsafeSlow(Math.min(SCRATCH_MAX, Math.max(length, 2 * SCRATCH.length)));
+  if (length > SCRATCH.length && length <= SCRATCH_MAX)
+    SCRATCH = Buffer.allocUnsafeSlow(Math.min(SCRATCH_MAX, Math.max(length, 2 * SCRATCH.length)));
   return length <= SCRATCH.length ? SCRATCH.subarray(0, length) : Buffer.allocUnsafe(length);
 };
 /** Memory of its own for a reply that outlives the call (a streamed one). */
@@ -202,7 +208,10 @@ const BODY_UNWRITABLE = errorBody(-32603, 'internal error');
  * getLogs answer from a sealed log segment) fails only on a damaged datadir, and then the caller
  * gets an internal error instead of the thread dying on an unhandled rejection.
  */
-function encodeOrUndefined(encode: NonNullable<RpcReply['encode']>, alloc: Parameters<NonNullable<RpcReply['encode']>>[0]): Uint8Array | undefined {
+function encodeOrUndefined(
+  encode: NonNullable<RpcReply['encode']>,
+  alloc: Parameters<NonNullable<RpcReply['encode']>>[0],
+): Uint8Array | undefined {
   try {
     return encode(alloc);
   } catch {
@@ -220,16 +229,22 @@ const BODY_METHOD = errorBody(-32600, 'method not allowed: use POST with a JSON 
 // Infura answers a host it serves no network on with 404, and a project that has not enabled a
 // network with 403 / -32002 (README "Networks"). Neither is charged.
 const BODY_UNKNOWN_NETWORK = (host: string, names: string[]): string =>
-  errorBody(-32601, `unknown network "${NetworkRouter.askedFor(host)}": this server serves ${names.join(', ')} (use http://<network>.<host>/v3/<API_KEY>)`);
+  errorBody(
+    -32601,
+    `unknown network "${NetworkRouter.askedFor(host)}": this server serves ${names.join(', ')} (use http://<network>.<host>/v3/<API_KEY>)`,
+  );
 const BODY_NETWORK_NOT_ALLOWED = (network: string): string => errorBody(-32002, networkNotAllowedMessage(network));
 const REQ_HOST = ascii('host');
-const BODY_SECRET_MISSING = errorBody(-32001, 'project secret required: send it as the HTTP basic auth password with an empty user name');
+const BODY_SECRET_MISSING = errorBody(
+  -32001,
+  'project secret required: send it as the HTTP basic auth password with an empty user name',
+);
 const BODY_SECRET_WRONG = errorBody(-32001, 'invalid project id or project secret');
 const BODY_BUSY = errorBody(-32005, 'server busy: reply bytes in flight are over the process budget, retry later');
 const CLOSE_POLICY = 1008;
 /** Over the process budget, connections that have not read for this long may be closed. */
 const SHED_STALLED_MS = 1000;
-const REASON_CONNECTION_BUDGET = 'reply bytes in flight over this connection\'s budget: read your replies';
+const REASON_CONNECTION_BUDGET = "reply bytes in flight over this connection's budget: read your replies";
 const REASON_PROCESS_BUDGET = 'server reply budget exhausted: this connection holds the most unread replies';
 const REASON_SLOW_READER = 'slow reader: buffered replies not read in time';
 const REASON_QUEUE = 'too many queued messages: read your replies';
@@ -253,9 +268,13 @@ function listen(app: TemplatedApp, host: string, port: number): Promise<us_liste
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { config, datadir } = opts;
   const log = opts.log ?? (() => {});
-  const router = opts.networks !== undefined
-    ? new NetworkRouter(opts.networks, opts.defaultNetwork !== undefined ? { defaultNetwork: opts.defaultNetwork } : {})
-    : new NetworkRouter([singleNetwork(opts)]);
+  const router =
+    opts.networks !== undefined
+      ? new NetworkRouter(
+          opts.networks,
+          opts.defaultNetwork !== undefined ? { defaultNetwork: opts.defaultNetwork } : {},
+        )
+      : new NetworkRouter([singleNetwork(opts)]);
   // Responses that reach no network (unknown network, preflight, process health) and the
   // process-wide series (reply budgets); a server started without networks has one set of
   // series, unlabelled, as before.
@@ -264,7 +283,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const ledger: CreditLedger = opts.ledger?.credits ?? (ownLedger as EmbeddedLedger);
   const keys = await KeyRegistry.open(opts.ledger?.keys ?? new FileKeyStore(datadir), log);
   const usage = opts.usage ?? new EmbeddedUsage(datadir).start();
-  const gate = new Gate({ config, keys, ledger, metrics, log, usage, ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}) });
+  const gate = new Gate({
+    config,
+    keys,
+    ledger,
+    metrics,
+    log,
+    usage,
+    ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}),
+  });
   /** The key's secret, checked before the body is read; a refusal is a 4xx in the key's usage. */
   const secretProblem = (rec: KeyRecord, authorization: string): string | undefined => {
     const s = checkSecret(rec, authorization);
@@ -317,7 +344,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     res.writeHeader(H_CONTENT_TYPE, V_JSON);
   };
 
-  const send = (res: HttpResponse, status: string, origin: string, body: string | Uint8Array, close = false, m = metrics): void => {
+  const send = (
+    res: HttpResponse,
+    status: string,
+    origin: string,
+    body: string | Uint8Array,
+    close = false,
+    m = metrics,
+  ): void => {
     writeHead(res, status, origin);
     res.end(body, close);
     m.response('http', Number(status.slice(0, 3)));
@@ -331,7 +365,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     res.writeStatus('204 No Content');
     writeCors(res, origin);
     res.writeHeader('Access-Control-Allow-Methods', 'POST, GET, OPTIONS');
-    res.writeHeader('Access-Control-Allow-Headers', reqHeaders !== '' && reqHeaders.length < 1024 ? reqHeaders : 'content-type');
+    res.writeHeader(
+      'Access-Control-Allow-Headers',
+      reqHeaders !== '' && reqHeaders.length < 1024 ? reqHeaders : 'content-type',
+    );
     res.writeHeader('Access-Control-Max-Age', '86400');
     res.endWithoutBody();
     metrics.response('http', 204);
@@ -352,7 +389,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const authorization = req.getHeader(REQ_AUTHORIZATION);
     if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
     const net = router.route(host);
-    if (net === undefined) return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), hasBody);
+    if (net === undefined)
+      return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), hasBody);
     const m = net.metrics;
     const rec = key === '' ? undefined : keys.lookup(key);
     const problem = keyProblem(rec, key) ?? (rec !== undefined ? secretProblem(rec, authorization) : undefined);
@@ -440,7 +478,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const fail = (): void => {
         try {
           // handle() never throws by contract; answer without internals if it does.
-          if (!aborted) res.cork(() => send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true, m));
+          if (!aborted)
+            res.cork(() =>
+              send(res, '500 Internal Server Error', origin, errorBody(-32603, 'internal error'), true, m),
+            );
         } finally {
           done();
         }
@@ -465,7 +506,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       aborted = true;
     });
     const reply = (ok: boolean, body: Record<string, unknown>): void => {
-      if (!aborted) res.cork(() => send(res, ok && !shuttingDown ? '200 OK' : '503 Service Unavailable', origin, JSON.stringify(body)));
+      if (!aborted)
+        res.cork(() =>
+          send(res, ok && !shuttingDown ? '200 OK' : '503 Service Unavailable', origin, JSON.stringify(body)),
+        );
     };
     // A bare host of a multi-network server: every network (overall rule in NetworkRouter.health).
     if (router.isProcessHost(host)) {
@@ -498,16 +542,24 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const authorization = req.getHeader('authorization');
       if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
       const net = router.route(host);
-      if (net === undefined) return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), true);
+      if (net === undefined)
+        return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), true);
       const rec = key === '' ? undefined : keys.lookup(key);
       const problem = keyProblem(rec, key) ?? (rec !== undefined ? secretProblem(rec, authorization) : undefined);
-      if (problem !== undefined || rec === undefined) return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, true, net.metrics);
+      if (problem !== undefined || rec === undefined)
+        return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, true, net.metrics);
       if (!keyAllowsNetwork(rec, net.name)) {
         usage.record({ key: rec.id, method: REQUEST_METHOD, credits: 0, error: '4xx' });
         return send(res, '403 Forbidden', origin, BODY_NETWORK_NOT_ALLOWED(net.name), true, net.metrics);
       }
       net.metrics.response('ws', 101);
-      res.upgrade<WsData>({ keyHash: rec.hash, net, origin, userAgent, ctxClosed: false, inflight: 0, queue: [], queuedChars: 0 }, secKey, secProtocol, secExtensions, context);
+      res.upgrade<WsData>(
+        { keyHash: rec.hash, net, origin, userAgent, ctxClosed: false, inflight: 0, queue: [], queuedChars: 0 },
+        secKey,
+        secProtocol,
+        secExtensions,
+        context,
+      );
     },
     open: (ws) => {
       sockets.add(ws);
@@ -544,8 +596,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     message: (ws, message) => {
       const data = ws.getUserData();
       const text = Buffer.from(message).toString('utf8'); // copy now: the buffer is neutered on return
-      if (data.queue.length > 0 || data.inflight >= MAX_WS_INFLIGHT || ws.getBufferedAmount() > config.wsMaxBackpressureBytes || budget.over) {
-        if (data.queue.length >= config.wsMaxQueuedMessages || data.queuedChars + text.length > config.wsMaxQueuedBytes) {
+      if (
+        data.queue.length > 0 ||
+        data.inflight >= MAX_WS_INFLIGHT ||
+        ws.getBufferedAmount() > config.wsMaxBackpressureBytes ||
+        budget.over
+      ) {
+        if (
+          data.queue.length >= config.wsMaxQueuedMessages ||
+          data.queuedChars + text.length > config.wsMaxQueuedBytes
+        ) {
           cut(ws, 1013, REASON_QUEUE, 'queue');
           return;
         }
@@ -640,7 +700,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       data.queuedChars -= text.length;
       runWs(ws, data, text);
     }
-    if (!data.ctxClosed && data.queue.length > 0 && budget.over) budget.whenUnder((data.resume ??= () => pump(ws, data)));
+    if (!data.ctxClosed && data.queue.length > 0 && budget.over)
+      budget.whenUnder((data.resume ??= () => pump(ws, data)));
   };
 
   const runWs = (ws: WebSocket<WsData>, data: WsData, text: string): void => {
@@ -686,8 +747,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const origin = req.getHeader('origin');
     if (url === '/ws/v3' || url.startsWith('/ws/v3/') || url === '/v3' || url.startsWith('/v3/')) {
       // A WebSocket upgrade without a key, or a GET on an RPC path.
-      if (method === 'get' && !url.startsWith('/ws/') && /^\/v3\/[^/]+$/.test(url)) return send(res, '405 Method Not Allowed', origin, BODY_METHOD);
-      if (/^\/(ws\/)?v3\/?$/.test(url)) return send(res, '401 Unauthorized', origin, BODY_MISSING_KEY, method !== 'get');
+      if (method === 'get' && !url.startsWith('/ws/') && /^\/v3\/[^/]+$/.test(url))
+        return send(res, '405 Method Not Allowed', origin, BODY_METHOD);
+      if (/^\/(ws\/)?v3\/?$/.test(url))
+        return send(res, '401 Unauthorized', origin, BODY_MISSING_KEY, method !== 'get');
       return send(res, '404 Not Found', origin, BODY_NOT_FOUND, method !== 'get');
     }
     send(res, '404 Not Found', origin, BODY_NOT_FOUND, method !== 'get' && method !== 'head');
@@ -697,7 +760,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const port = uWS.us_socket_local_port(listenSocket as never);
 
   // Every Metrics instance of this server by name ('' the unlabelled one): what /metrics renders.
-  const metricsInstances = (): [string, Metrics][] => (router.single ? [['', metrics]] : [['', metrics], ...router.networks.map((n): [string, Metrics] => [n.name, n.metrics])]);
+  const metricsInstances = (): [string, Metrics][] =>
+    router.single
+      ? [['', metrics]]
+      : [['', metrics], ...router.networks.map((n): [string, Metrics] => [n.name, n.metrics])];
   const metricsCounts = (): ThreadMetrics => {
     metrics.replyBytesInFlight = budget.bytes;
     return metricsInstances().map(([name, m]) => [name, m.counts()]);
@@ -720,7 +786,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const peers = opts.peerMetrics?.().catch(() => []) ?? Promise.resolve([]);
       void Promise.all([peers, ...router.networks.map((n) => n.health())]).then(([others]) => {
         if (aborted) return;
-        const all = metricsInstances().map(([name, m]) => (others.length === 0 ? m : m.sum(others.flatMap((t) => t.metrics.filter(([n]) => n === name).map(([, c]) => c)))));
+        const all = metricsInstances().map(([name, m]) =>
+          others.length === 0
+            ? m
+            : m.sum(others.flatMap((t) => t.metrics.filter(([n]) => n === name).map(([, c]) => c))),
+        );
         let text = Metrics.renderAll(all);
         if (opts.thread !== undefined) {
           const mine: PeerMetrics = { thread: opts.thread, metrics: metricsCounts() };
@@ -772,7 +842,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
 /** The one network of a server given `service` + `store`: every Host, unlabelled metrics. */
 function singleNetwork(opts: ServerOptions): NetworkRuntime {
-  if (opts.service === undefined || opts.store === undefined) throw new Error('startServer: give service and store, or networks');
+  if (opts.service === undefined || opts.store === undefined)
+    throw new Error('startServer: give service and store, or networks');
   return new NetworkRuntime({
     name: IMPLICIT_NETWORK,
     store: opts.store,

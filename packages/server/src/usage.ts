@@ -9,7 +9,17 @@
 // middleware) plus '(request)' for refusals before any method is known; minutes: 16 buckets per key.
 //
 // Keys are identified by their record id (stable across rotations), never by the key.
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { utcDay } from './ledger-api.js';
@@ -108,7 +118,9 @@ const MAX_METHOD_LENGTH = 100;
 function isCounters(v: unknown): v is Counters {
   if (typeof v !== 'object' || v === null) return false;
   const o = v as Record<string, unknown>;
-  return ['calls', 'credits', 'e4xx', 'e5xx', 'erpc'].every((f) => typeof o[f] === 'number' && Number.isSafeInteger(o[f]) && (o[f] as number) >= 0);
+  return ['calls', 'credits', 'e4xx', 'e5xx', 'erpc'].every(
+    (f) => typeof o[f] === 'number' && Number.isSafeInteger(o[f]) && (o[f] as number) >= 0,
+  );
 }
 
 function atomicWrite(path: string, text: string): void {
@@ -135,7 +147,8 @@ function parseDay(text: string): DayTable {
   for (const [key, methods] of Object.entries(raw as Record<string, unknown>)) {
     if (typeof methods !== 'object' || methods === null) continue;
     const m = new Map<string, Counters>();
-    for (const [name, c] of Object.entries(methods as Record<string, unknown>)) if (isCounters(c)) m.set(name, { ...c });
+    for (const [name, c] of Object.entries(methods as Record<string, unknown>))
+      if (isCounters(c)) m.set(name, { ...c });
     out.set(key, m);
   }
   return out;
@@ -261,7 +274,9 @@ export class EmbeddedUsage implements UsageRecord {
   }
 
   async days(key: string, n = USAGE_DAYS): Promise<DayUsage[]> {
-    return lastDays(this.now(), Math.min(Math.max(1, n), USAGE_DAYS)).map((day) => dayUsage(day, this.daysMap.get(day)?.get(key)));
+    return lastDays(this.now(), Math.min(Math.max(1, n), USAGE_DAYS)).map((day) =>
+      dayUsage(day, this.daysMap.get(day)?.get(key)),
+    );
   }
 
   async minutes(key: string): Promise<MinuteUsage[]> {

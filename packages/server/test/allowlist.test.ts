@@ -1,12 +1,24 @@
 // The allowlist matcher, rule by rule (Infura's "Secure an API > Allowlists" semantics).
-import { AllowlistError, MAX_ALLOWLIST_ENTRIES, allowlistRefusal, originMatches, validateAllowlists } from '../src/index.js';
+import {
+  AllowlistError,
+  MAX_ALLOWLIST_ENTRIES,
+  allowlistRefusal,
+  originMatches,
+  validateAllowlists,
+} from '../src/index.js';
 import type { AllowlistRequest } from '../src/index.js';
 
 const A1 = '0x' + '11'.repeat(20);
 const A2 = '0x' + 'aB'.repeat(20);
 const A3 = '0x' + '33'.repeat(20);
 
-const req = (over: Partial<AllowlistRequest> = {}): AllowlistRequest => ({ method: 'eth_blockNumber', params: [], origin: '', userAgent: '', ...over });
+const req = (over: Partial<AllowlistRequest> = {}): AllowlistRequest => ({
+  method: 'eth_blockNumber',
+  params: [],
+  origin: '',
+  userAgent: '',
+  ...over,
+});
 
 test('no allowlist (or empty lists) accepts everything', () => {
   expect(allowlistRefusal(undefined, req())).toBeUndefined();
@@ -59,7 +71,12 @@ test('origins: wildcard subdomains, optional scheme that must match when given, 
 test('contract addresses: eth_getLogs address (string or array), eth_getStorageAt, eth_getProof; other methods pass', () => {
   const lists = { addresses: [A1, A2.toLowerCase()] };
   expect(allowlistRefusal(lists, req({ method: 'eth_getStorageAt', params: [A1, '0x0', 'latest'] }))).toBeUndefined();
-  expect(allowlistRefusal(lists, req({ method: 'eth_getStorageAt', params: [A2.toUpperCase().replace('0X', '0x'), '0x0', 'latest'] }))).toBeUndefined(); // case-insensitive
+  expect(
+    allowlistRefusal(
+      lists,
+      req({ method: 'eth_getStorageAt', params: [A2.toUpperCase().replace('0X', '0x'), '0x0', 'latest'] }),
+    ),
+  ).toBeUndefined(); // case-insensitive
   expect(allowlistRefusal(lists, req({ method: 'eth_getStorageAt', params: [A3, '0x0', 'latest'] }))).toBe('addresses');
   expect(allowlistRefusal(lists, req({ method: 'eth_getProof', params: [A1, [], 'latest'] }))).toBeUndefined();
   expect(allowlistRefusal(lists, req({ method: 'eth_getProof', params: [A3, [], 'latest'] }))).toBe('addresses');
@@ -71,8 +88,18 @@ test('contract addresses: eth_getLogs address (string or array), eth_getStorageA
 });
 
 test('types are AND-ed: a call must pass every type that has entries', () => {
-  const lists = { methods: ['eth_getStorageAt'], origins: ['https://*.example.com'], userAgents: ['MyApp'], addresses: [A1] };
-  const ok = req({ method: 'eth_getStorageAt', params: [A1, '0x0', 'latest'], origin: 'https://a.example.com', userAgent: 'MyApp/1' });
+  const lists = {
+    methods: ['eth_getStorageAt'],
+    origins: ['https://*.example.com'],
+    userAgents: ['MyApp'],
+    addresses: [A1],
+  };
+  const ok = req({
+    method: 'eth_getStorageAt',
+    params: [A1, '0x0', 'latest'],
+    origin: 'https://a.example.com',
+    userAgent: 'MyApp/1',
+  });
   expect(allowlistRefusal(lists, ok)).toBeUndefined();
   expect(allowlistRefusal(lists, { ...ok, method: 'eth_getProof' })).toBe('methods');
   expect(allowlistRefusal(lists, { ...ok, origin: 'https://evil.test' })).toBe('origins');
@@ -81,7 +108,14 @@ test('types are AND-ed: a call must pass every type that has entries', () => {
 });
 
 test('validation: at most 30 entries per type, well-formed entries, normalised, unknown types refused', () => {
-  expect(validateAllowlists({ addresses: [A2], origins: ['HTTPS://*.Example.com'], methods: [' eth_chainId '], userAgents: ['x', 'x'] })).toEqual({
+  expect(
+    validateAllowlists({
+      addresses: [A2],
+      origins: ['HTTPS://*.Example.com'],
+      methods: [' eth_chainId '],
+      userAgents: ['x', 'x'],
+    }),
+  ).toEqual({
     addresses: [A2.toLowerCase()],
     origins: ['https://*.example.com'],
     methods: ['eth_chainId'],

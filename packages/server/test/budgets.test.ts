@@ -19,10 +19,19 @@ const bigService: RpcServiceApi = {
   },
 };
 
-async function start(config: unknown): Promise<{ srv: RunningServer; key: string; port: number; cleanup: () => Promise<void> }> {
+async function start(
+  config: unknown,
+): Promise<{ srv: RunningServer; key: string; port: number; cleanup: () => Promise<void> }> {
   const t = tempDir();
   const { key } = await createKey(t.dir, { plan: 'custom' });
-  const srv = await startServer({ service: bigService, store: fakeStore(), datadir: t.dir, config: parseConfig(config), host: '127.0.0.1', port: 0 });
+  const srv = await startServer({
+    service: bigService,
+    store: fakeStore(),
+    datadir: t.dir,
+    config: parseConfig(config),
+    host: '127.0.0.1',
+    port: 0,
+  });
   return {
     srv,
     key,
@@ -69,7 +78,11 @@ test('a WebSocket client that stops reading is closed as a slow reader; others a
 });
 
 test('over the process budget: HTTP 503 -32005, WebSocket messages wait; the stalled holder is shed, then all resumes', async () => {
-  const s = await start({ maxReplyBytesInFlight: 2 * 1024 * 1024, wsMaxBackpressureBytes: 64 * 1024 * 1024, wsSlowReaderTimeoutSeconds: 600 });
+  const s = await start({
+    maxReplyBytesInFlight: 2 * 1024 * 1024,
+    wsMaxBackpressureBytes: 64 * 1024 * 1024,
+    wsSlowReaderTimeoutSeconds: 600,
+  });
   try {
     const base = `http://127.0.0.1:${s.port}/v3/${s.key}`;
     expect((await post(base, msg(1, 'small'))).status).toBe(200);

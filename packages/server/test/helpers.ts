@@ -69,7 +69,9 @@ export function fakeStore(count = 10, delayMs = 0): ChainStore & { closed: boole
     block: async (h: Uint8Array) => {
       await wait();
       const n = byHash.get(toData(h));
-      return n === undefined ? undefined : { header: header(n), size: 500, totalDifficulty: BigInt(n + 1), transactions: [], uncleHashes: [] };
+      return n === undefined
+        ? undefined
+        : { header: header(n), size: 500, totalDifficulty: BigInt(n + 1), transactions: [], uncleHashes: [] };
     },
     uncle: async () => undefined,
     transaction: async () => undefined,
@@ -91,7 +93,12 @@ function toWireError(err: unknown): unknown {
 }
 
 function blockJson(b: NonNullable<Awaited<ReturnType<ChainStore['block']>>>): unknown {
-  return { number: `0x${b.header.number.toString(16)}`, hash: toData(b.header.hash), parentHash: toData(b.header.parentHash), transactions: [] };
+  return {
+    number: `0x${b.header.number.toString(16)}`,
+    hash: toData(b.header.hash),
+    parentHash: toData(b.header.parentHash),
+    transactions: [],
+  };
 }
 
 /** The fake rpc service: the store is read through `store` at call time (so outages show). */
@@ -99,19 +106,26 @@ export function fakeService(store: ChainStore, maxBatchSize = 100): RpcServiceAp
   const handlers: Record<string, (params: unknown[]) => Promise<unknown>> = {
     eth_chainId: async () => '0x539',
     eth_getBlockByHash: async (p) => {
-      if (typeof p[0] !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(p[0])) throw new InvalidParamsError('invalid argument 0: expected a 32-byte hex hash');
+      if (typeof p[0] !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(p[0]))
+        throw new InvalidParamsError('invalid argument 0: expected a 32-byte hex hash');
       const b = await store.block(fromHex(p[0]));
       return b ? blockJson(b) : null;
     },
     eth_getBlockByNumber: async (p) => {
-      if (typeof p[0] !== 'string' || !/^0x[0-9a-f]+$/.test(p[0])) throw new InvalidParamsError('invalid argument 0: expected a hex block number');
+      if (typeof p[0] !== 'string' || !/^0x[0-9a-f]+$/.test(p[0]))
+        throw new InvalidParamsError('invalid argument 0: expected a hex block number');
       const h = await store.canonicalHash(BigInt(p[0]));
       const b = h ? await store.block(h) : undefined;
       return b ? blockJson(b) : null;
     },
     eth_getProof: async () => ({ fake: true }),
   };
-  const one = async (req: unknown, mw: CallMiddleware | undefined, inBatch: boolean, onRequestError: () => void): Promise<unknown> => {
+  const one = async (
+    req: unknown,
+    mw: CallMiddleware | undefined,
+    inBatch: boolean,
+    onRequestError: () => void,
+  ): Promise<unknown> => {
     let id: JsonRpcId = null;
     let reached = false;
     try {
@@ -140,12 +154,18 @@ export function fakeService(store: ChainStore, maxBatchSize = 100): RpcServiceAp
         parsed = JSON.parse(body);
       } catch {
         onRequestError();
-        return { body: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } }), batch: false };
+        return {
+          body: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } }),
+          batch: false,
+        };
       }
       if (Array.isArray(parsed)) {
         if (parsed.length === 0 || parsed.length > maxBatchSize) {
           onRequestError();
-          return { body: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'bad batch size' } }), batch: false };
+          return {
+            body: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'bad batch size' } }),
+            batch: false,
+          };
         }
         const out = await Promise.all(parsed.map((r) => one(r, mw, true, onRequestError)));
         return { body: JSON.stringify(out), batch: true };
@@ -200,7 +220,9 @@ interface WsClient {
 const WsCtor = createRequire(import.meta.url)('ws') as new (url: string) => WsClient;
 
 /** Opens a WebSocket; resolves with a request/response helper, or rejects with the HTTP status. */
-export function wsOpen(url: string): Promise<{ ws: WsClient; request: (msg: unknown) => Promise<unknown>; closed: Promise<number> }> {
+export function wsOpen(
+  url: string,
+): Promise<{ ws: WsClient; request: (msg: unknown) => Promise<unknown>; closed: Promise<number> }> {
   return new Promise((resolve, reject) => {
     const ws = new WsCtor(url);
     const waiting: ((v: unknown) => void)[] = [];

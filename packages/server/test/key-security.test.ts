@@ -4,7 +4,18 @@
 // -33300), and the per-key usage record (calls, credits, errors by class).
 import { createRequire } from 'node:module';
 import { toData } from '@chainnode/core';
-import { EmbeddedUsage, createKey, hashKey, outageStore, parseConfig, readKeys, readUsage, startServer, utcDay, writeKeys } from '../src/index.js';
+import {
+  EmbeddedUsage,
+  createKey,
+  hashKey,
+  outageStore,
+  parseConfig,
+  readKeys,
+  readUsage,
+  startServer,
+  utcDay,
+  writeKeys,
+} from '../src/index.js';
 import type { KeyRecord, RunningServer } from '../src/index.js';
 import { call, fakeHash, fakeService, fakeStore, post, sleep, tempDir } from './helpers.js';
 
@@ -21,7 +32,14 @@ function datadir(): string {
 
 async function start(dir: string, outage = false): Promise<{ srv: RunningServer; url: string; ws: string }> {
   const store = outage ? outageStore(fakeStore()) : fakeStore();
-  const srv = await startServer({ service: fakeService(store), store, datadir: dir, config: parseConfig({}), host: '127.0.0.1', port: 0 });
+  const srv = await startServer({
+    service: fakeService(store),
+    store,
+    datadir: dir,
+    config: parseConfig({}),
+    host: '127.0.0.1',
+    port: 0,
+  });
   cleanups.push(() => srv.close());
   return { srv, url: `http://127.0.0.1:${srv.port}`, ws: `ws://127.0.0.1:${srv.port}` };
 }
@@ -45,7 +63,10 @@ interface WsLike {
   on(ev: string, cb: (...a: unknown[]) => void): void;
   close(): void;
 }
-const WsCtor = createRequire(import.meta.url)('ws') as new (url: string, opts?: { headers?: Record<string, string> }) => WsLike;
+const WsCtor = createRequire(import.meta.url)('ws') as new (
+  url: string,
+  opts?: { headers?: Record<string, string> },
+) => WsLike;
 /** Resolves 101 when the upgrade succeeds, else the refusal's HTTP status. */
 function upgradeStatus(url: string, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve) => {
@@ -104,7 +125,12 @@ test('allowlists in the serving path: -32002 "rejected due to project ID setting
   const dir = datadir();
   const A1 = '0x' + '11'.repeat(20);
   const { key, rec } = await keyWith(dir, (r) => {
-    r.allowlists = { origins: ['https://*.example.com'], userAgents: ['MyApp'], methods: ['eth_getBlockByNumber', 'eth_getProof'], addresses: [A1] };
+    r.allowlists = {
+      origins: ['https://*.example.com'],
+      userAgents: ['MyApp'],
+      methods: ['eth_getBlockByNumber', 'eth_getProof'],
+      addresses: [A1],
+    };
   });
   const { url } = await start(dir);
   const good = { origin: 'https://app.example.com', 'user-agent': 'MyApp/1.0' };
@@ -158,7 +184,9 @@ test('per-key credits/second: 429 with event -33300 past the rate, accepted agai
     r.limits = { creditsPerSecond: 160 };
   });
   const { url } = await start(dir);
-  const burst = await Promise.all(Array.from({ length: 5 }, (_, i) => post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], i))));
+  const burst = await Promise.all(
+    Array.from({ length: 5 }, (_, i) => post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], i))),
+  );
   const statuses = burst.map((r) => r.status).sort();
   expect(statuses).toEqual([200, 200, 429, 429, 429]);
   const e = (burst.find((r) => r.status === 429)?.json as Env).error as Err;

@@ -113,11 +113,13 @@ export function ledgerSuite(name: string, open: () => Promise<EngineUnderTest | 
       if (full.ok) await x.ledger.settle(full.debit, 0);
       expect((await x.ledger.debit(h, 1000, limits)).ok).toBe(true);
       // perSecond 0: no throughput limit.
-      const free = await Promise.all(Array.from({ length: 20 }, () => x.ledger.debit(freshHash(), 5000, { daily: 10_000, perSecond: 0 })));
+      const free = await Promise.all(
+        Array.from({ length: 20 }, () => x.ledger.debit(freshHash(), 5000, { daily: 10_000, perSecond: 0 })),
+      );
       expect(free.every((r) => r.ok)).toBe(true);
     });
 
-    test('networks: one balance across networks, today\'s usage split by network (refunds too), seen by another instance', async () => {
+    test("networks: one balance across networks, today's usage split by network (refunds too), seen by another instance", async () => {
       const x = engine();
       if (!x) return;
       const h = freshHash();

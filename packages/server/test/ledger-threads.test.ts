@@ -6,7 +6,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { EmbeddedLedger, EmbeddedUsage, FileKeyStore, SharedTally, ThreadLedgerHost, linkPorts, openThreadLedger, readUsage, sharedTallyBuffer, utcDay } from '../src/index.js';
+import {
+  EmbeddedLedger,
+  EmbeddedUsage,
+  FileKeyStore,
+  SharedTally,
+  ThreadLedgerHost,
+  linkPorts,
+  openThreadLedger,
+  readUsage,
+  sharedTallyBuffer,
+  utcDay,
+} from '../src/index.js';
 import type { KeyRecord, SharedCredits } from '../src/index.js';
 
 const HASH = 'ab'.repeat(32);
@@ -38,52 +49,62 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 // The embedded engine reaches the threads two ways: the counts in shared memory, each thread
 // with its own ledger on them (what `serve --threads` does), and the main thread's ledger over a
 // port (what the Redis engine does).
-test.each(['shared counts', 'a port to the main thread'])('4 threads racing 150 debits each against a 100-call balance (%s): exactly 100 admitted, journaled, usage recorded', async (mode) => {
-  const shared: SharedCredits = { datadir: dir, tally: sharedTallyBuffer(1024) };
-  const credits = mode === 'shared counts' ? new EmbeddedLedger(dir, Date.now, new SharedTally(shared.tally)) : new EmbeddedLedger(dir);
-  const keys = new FileKeyStore(dir);
-  const usage = new EmbeddedUsage(dir).start();
-  const host = new ThreadLedgerHost({ credits: mode === 'shared counts' ? shared : credits, keys, usage });
-  const module = new URL('../src/ledger-threads.js', import.meta.url).href;
-  const counts = await Promise.all(
-    Array.from({ length: 4 }, () => {
-      const link = host.link();
-      const w = new Worker(THREAD, { eval: true, workerData: { module, link, hash: HASH, tries: 150, limits: LIMITS }, transferList: linkPorts(link) });
-      return new Promise<{ got: number; refused: number }>((resolve, reject) => {
-        w.once('message', resolve);
-        w.once('error', reject);
-      });
-    }),
-  );
-  expect(counts.reduce((a, c) => a + c.got, 0)).toBe(100);
-  expect(counts.reduce((a, c) => a + c.refused, 0)).toBe(500);
-  expect((await credits.usage(HASH)).used).toBe(8000);
-  // Each thread's journal lines are whole: the day's file sums to the charges, line by line.
-  expect(readUsage(dir, utcDay(Date.now())).get(HASH)).toBe(8000);
-  expect((await credits.usage(HASH)).byNetwork).toEqual({ '': 8000 });
-  // The usage records of every thread reached the main thread's record.
-  const days = await usage.days('k1', 1);
-  expect(days[days.length - 1]?.credits).toBe(8000);
-  expect(days[days.length - 1]?.calls).toBe(600);
-  expect(days[days.length - 1]?.e4xx).toBe(500);
-  host.close();
-  await usage.close();
-  await credits.close();
-  expect(readUsage(dir, utcDay(Date.now())).get(HASH)).toBe(8000);
-  // A restart starts from the journal: nothing left today for that key, another key is untouched.
-  const again = new EmbeddedLedger(dir);
-  const host2 = new ThreadLedgerHost({ credits: again, keys, usage: new EmbeddedUsage(dir) });
-  const l = openThreadLedger(host2.link());
-  expect((await l.credits.usage(HASH)).used).toBe(8000);
-  const refused = await l.credits.debit(HASH, 80, LIMITS);
-  expect(refused.ok).toBe(false);
-  expect(!refused.ok && refused.reason).toBe('daily');
-  expect((await l.credits.debit(OTHER, 80, LIMITS)).ok).toBe(true);
-  await l.credits.close();
-  await l.keys.close();
-  host2.close();
-  await again.close();
-});
+test.each(['shared counts', 'a port to the main thread'])(
+  '4 threads racing 150 debits each against a 100-call balance (%s): exactly 100 admitted, journaled, usage recorded',
+  async (mode) => {
+    const shared: SharedCredits = { datadir: dir, tally: sharedTallyBuffer(1024) };
+    const credits =
+      mode === 'shared counts'
+        ? new EmbeddedLedger(dir, Date.now, new SharedTally(shared.tally))
+        : new EmbeddedLedger(dir);
+    const keys = new FileKeyStore(dir);
+    const usage = new EmbeddedUsage(dir).start();
+    const host = new ThreadLedgerHost({ credits: mode === 'shared counts' ? shared : credits, keys, usage });
+    const module = new URL('../src/ledger-threads.js', import.meta.url).href;
+    const counts = await Promise.all(
+      Array.from({ length: 4 }, () => {
+        const link = host.link();
+        const w = new Worker(THREAD, {
+          eval: true,
+          workerData: { module, link, hash: HASH, tries: 150, limits: LIMITS },
+          transferList: linkPorts(link),
+        });
+        return new Promise<{ got: number; refused: number }>((resolve, reject) => {
+          w.once('message', resolve);
+          w.once('error', reject);
+        });
+      }),
+    );
+    expect(counts.reduce((a, c) => a + c.got, 0)).toBe(100);
+    expect(counts.reduce((a, c) => a + c.refused, 0)).toBe(500);
+    expect((await credits.usage(HASH)).used).toBe(8000);
+    // Each thread's journal lines are whole: the day's file sums to the charges, line by line.
+    expect(readUsage(dir, utcDay(Date.now())).get(HASH)).toBe(8000);
+    expect((await credits.usage(HASH)).byNetwork).toEqual({ '': 8000 });
+    // The usage records of every thread reached the main thread's record.
+    const days = await usage.days('k1', 1);
+    expect(days[days.length - 1]?.credits).toBe(8000);
+    expect(days[days.length - 1]?.calls).toBe(600);
+    expect(days[days.length - 1]?.e4xx).toBe(500);
+    host.close();
+    await usage.close();
+    await credits.close();
+    expect(readUsage(dir, utcDay(Date.now())).get(HASH)).toBe(8000);
+    // A restart starts from the journal: nothing left today for that key, another key is untouched.
+    const again = new EmbeddedLedger(dir);
+    const host2 = new ThreadLedgerHost({ credits: again, keys, usage: new EmbeddedUsage(dir) });
+    const l = openThreadLedger(host2.link());
+    expect((await l.credits.usage(HASH)).used).toBe(8000);
+    const refused = await l.credits.debit(HASH, 80, LIMITS);
+    expect(refused.ok).toBe(false);
+    expect(!refused.ok && refused.reason).toBe('daily');
+    expect((await l.credits.debit(OTHER, 80, LIMITS)).ok).toBe(true);
+    await l.credits.close();
+    await l.keys.close();
+    host2.close();
+    await again.close();
+  },
+);
 
 test('a partial settle gives credits back across the link; key changes reach an app thread', async () => {
   const credits = new EmbeddedLedger(dir);
@@ -100,7 +121,13 @@ test('a partial settle gives credits back across the link; key changes reach an 
 
   let changed = 0;
   const stop = l.keys.watch(() => changed++);
-  const rec: KeyRecord = { id: HASH.slice(0, 12), hash: HASH, plan: 'core', createdAt: new Date(0).toISOString(), name: 'from a thread' };
+  const rec: KeyRecord = {
+    id: HASH.slice(0, 12),
+    hash: HASH,
+    plan: 'core',
+    createdAt: new Date(0).toISOString(),
+    name: 'from a thread',
+  };
   await l.keys.put(rec); // written by the main thread's store
   expect((await keys.get(HASH))?.['name']).toBe('from a thread');
   expect((await l.keys.get(HASH))?.hash).toBe(HASH);

@@ -9,7 +9,23 @@ import { MessageChannel, Worker } from 'node:worker_threads';
 import { createClient } from '@redis/client';
 import { NO_REDIS, redisServerPath, startRedis } from '@chainnode/testkit';
 import type { RedisProcess } from '@chainnode/testkit';
-import { EmbeddedLedger, FileKeyStore, LedgerUnavailableError, PortLedger, SharedTally, sharedTallyBuffer, serveLedgerOverPort, RedisKeyStore, RedisLedger, connectRedis, hashKey, readUsage, readUsageByNetwork, usagePath, utcDay } from '../src/index.js';
+import {
+  EmbeddedLedger,
+  FileKeyStore,
+  LedgerUnavailableError,
+  PortLedger,
+  SharedTally,
+  sharedTallyBuffer,
+  serveLedgerOverPort,
+  RedisKeyStore,
+  RedisLedger,
+  connectRedis,
+  hashKey,
+  readUsage,
+  readUsageByNetwork,
+  usagePath,
+  utcDay,
+} from '../src/index.js';
 import type { Limits } from '../src/index.js';
 import { ledgerSuite } from './ledger-suite.js';
 
@@ -83,30 +99,42 @@ ledgerSuite('embedded, counts shared between threads (SharedTally)', async () =>
 });
 
 let shared: RedisProcess | undefined;
-ledgerSuite('redis', async () => {
-  if (!HAVE_REDIS) return undefined;
-  shared = await startRedis();
-  const redis = shared;
-  const dir = datadir();
-  const clients: { close(): Promise<unknown> }[] = [];
-  const make = async (): Promise<{ ledger: RedisLedger; keys: RedisKeyStore }> => {
-    // A generous timeout: this suite checks exactness with Redis up; on a heavily loaded machine a
-    // reply can take more than the default second, which the engine (rightly) treats as Redis away.
-    const client = await connectRedis({ url: redis.url, commandTimeoutMs: 10_000 });
-    clients.push(client);
-    return { ledger: new RedisLedger({ client, failure: 'open', journalDir: join(dir, `j${clients.length}`), commandTimeoutMs: 10_000 }), keys: new RedisKeyStore(client) };
-  };
-  const first = await make();
-  return {
-    ...first,
-    another: make,
-    close: async () => {
-      for (const c of clients) await c.close();
-      await redis.stop();
-      await redis.cleanup();
-    },
-  };
-}, HAVE_REDIS);
+ledgerSuite(
+  'redis',
+  async () => {
+    if (!HAVE_REDIS) return undefined;
+    shared = await startRedis();
+    const redis = shared;
+    const dir = datadir();
+    const clients: { close(): Promise<unknown> }[] = [];
+    const make = async (): Promise<{ ledger: RedisLedger; keys: RedisKeyStore }> => {
+      // A generous timeout: this suite checks exactness with Redis up; on a heavily loaded machine a
+      // reply can take more than the default second, which the engine (rightly) treats as Redis away.
+      const client = await connectRedis({ url: redis.url, commandTimeoutMs: 10_000 });
+      clients.push(client);
+      return {
+        ledger: new RedisLedger({
+          client,
+          failure: 'open',
+          journalDir: join(dir, `j${clients.length}`),
+          commandTimeoutMs: 10_000,
+        }),
+        keys: new RedisKeyStore(client),
+      };
+    };
+    const first = await make();
+    return {
+      ...first,
+      another: make,
+      close: async () => {
+        for (const c of clients) await c.close();
+        await redis.stop();
+        await redis.cleanup();
+      },
+    };
+  },
+  HAVE_REDIS,
+);
 
 /** Sums the journal lines of `day` for `hash`, parsed here independently of readUsage. */
 function journalSum(dir: string, day: string, hash: string): number {
@@ -269,7 +297,10 @@ describe('embedded engine, counts shared between threads', () => {
 describe('embedded journal compaction', () => {
   const KEYS = ['1', '2', '3'].map((c) => c.repeat(64));
   const NETS = [undefined, 'mainnet', 'sepolia'];
-  const lines = (dir: string): string[] => readFileSync(usagePath(dir, utcDay(Date.now())), 'utf8').split('\n').filter((l) => l !== '');
+  const lines = (dir: string): string[] =>
+    readFileSync(usagePath(dir, utcDay(Date.now())), 'utf8')
+      .split('\n')
+      .filter((l) => l !== '');
   /** Expected sums, kept by the test as it charges (key -> network ('' for none) -> credits). */
   const add = (exp: Map<string, Map<string, number>>, hash: string, net: string | undefined, c: number): void => {
     const m = exp.get(hash) ?? new Map<string, number>();
@@ -297,7 +328,8 @@ describe('embedded journal compaction', () => {
     expect(lines(dir).length).toBeLessThan(150);
     expect(plain(readUsageByNetwork(dir, utcDay(Date.now())))).toEqual(plain(exp));
     // usage() reads the journal on from where it stopped, across the swaps (another file each time).
-    const total = (h: string): number => [...(exp.get(h) ?? new Map<string, number>()).values()].reduce((a, b) => a + b, 0);
+    const total = (h: string): number =>
+      [...(exp.get(h) ?? new Map<string, number>()).values()].reduce((a, b) => a + b, 0);
     const u = await ledger.usage(KEYS[0] as string);
     expect(u.used).toBe(total(KEYS[0] as string));
     expect(u.byNetwork).toEqual(Object.fromEntries(exp.get(KEYS[0] as string) ?? []));
@@ -310,7 +342,9 @@ describe('embedded journal compaction', () => {
     // back), so the read starts over, never on at an offset of an older file.
     expect(ledger.compactJournal()).toBe(true);
     expect(ledger.compactJournal()).toBe(true);
-    expect((await ledger.usage(KEYS[2] as string)).byNetwork).toEqual(Object.fromEntries(exp.get(KEYS[2] as string) ?? []));
+    expect((await ledger.usage(KEYS[2] as string)).byNetwork).toEqual(
+      Object.fromEntries(exp.get(KEYS[2] as string) ?? []),
+    );
     // The writer reopens the new file: a charge after the swap lands in it.
     const r = await ledger.debit(KEYS[1] as string, 3, L, 'mainnet');
     if (!r.ok) throw new Error('refused');
@@ -420,7 +454,11 @@ describe('redis engine specifics', () => {
     });
     return r;
   }
-  async function ledgerOn(r: RedisProcess, failure: 'open' | 'closed', commandTimeoutMs = 1000): Promise<{ ledger: RedisLedger; dir: string }> {
+  async function ledgerOn(
+    r: RedisProcess,
+    failure: 'open' | 'closed',
+    commandTimeoutMs = 1000,
+  ): Promise<{ ledger: RedisLedger; dir: string }> {
     const client = await connectRedis({ url: r.url, commandTimeoutMs });
     const dir = datadir();
     const ledger = new RedisLedger({ client, failure, journalDir: dir, commandTimeoutMs });
@@ -444,7 +482,7 @@ describe('redis engine specifics', () => {
     }
   }
 
-  redisTest('keys are in one Cluster slot per API key (hash tag) and the day is Redis\'s', async () => {
+  redisTest("keys are in one Cluster slot per API key (hash tag) and the day is Redis's", async () => {
     const r = await redis();
     const { ledger } = await ledgerOn(r, 'open');
     const h = hashKey('slot test');
@@ -455,7 +493,9 @@ describe('redis engine specifics', () => {
     await c.connect();
     const names = (await c.keys(`cn:*${h}*`)).sort();
     expect(names).toEqual([`cn:{${h}}:d`, `cn:{${h}}:q:${ledger.rid}`, `cn:{${h}}:tb`]);
-    const slots = await Promise.all(names.map((k) => c.sendCommand(['CLUSTER', 'KEYSLOT', k]).catch(() => 'no cluster')));
+    const slots = await Promise.all(
+      names.map((k) => c.sendCommand(['CLUSTER', 'KEYSLOT', k]).catch(() => 'no cluster')),
+    );
     // CLUSTER KEYSLOT needs cluster mode on some versions; when it answers, all slots agree.
     if (typeof slots[0] === 'number') expect(new Set(slots).size).toBe(1);
     c.destroy();
@@ -493,38 +533,45 @@ describe('redis engine specifics', () => {
     expect((await ledger.usage(h)).used).toBe(2010);
   });
 
-  redisTest('fail-open: Redis stopped -> calls decided locally and journaled on disk; restarted -> replayed, usage equals charges', async () => {
-    const r = await redis(true);
-    const { ledger, dir } = await ledgerOn(r, 'open', 300);
-    const h = hashKey('outage');
-    const limits = { daily: 100_000, perSecond: 0 };
-    let charged = 0;
-    const charge = async (cost: number, final = cost): Promise<boolean> => {
-      const d = await ledger.debit(h, cost, limits);
-      if (!d.ok) return false;
-      await ledger.settle(d.debit, final);
-      charged += final;
-      return true;
-    };
-    for (let i = 0; i < 10; i++) expect(await charge(80)).toBe(true);
-    await r.stop('SIGKILL');
-    for (let i = 0; i < 30; i++) expect(await charge(80, i % 10 === 0 ? 5 : 80)).toBe(true);
-    expect(ledger.isDegraded).toBe(true);
-    // The journal is on disk before settle resolved (it survives a crash of this replica).
-    const files = readdirSync(dir).filter((f) => f.endsWith('.log'));
-    expect(files).toEqual([`${ledger.rid}.log`]);
-    expect(readFileSync(join(dir, files[0] as string), 'utf8').trim().split('\n').length).toBeGreaterThanOrEqual(30);
-    await r.restart();
-    const t0 = Date.now();
-    while (ledger.isDegraded) {
-      if (Date.now() - t0 > 5000) throw new Error('never recovered');
-      await sleep(50);
-    }
-    expect(await rawUsed(r, h)).toBe(charged);
-    expect(readdirSync(dir).filter((f) => f.endsWith('.log'))).toEqual([]); // replayed: gone
-    expect(await charge(80)).toBe(true);
-    expect(await rawUsed(r, h)).toBe(charged);
-  });
+  redisTest(
+    'fail-open: Redis stopped -> calls decided locally and journaled on disk; restarted -> replayed, usage equals charges',
+    async () => {
+      const r = await redis(true);
+      const { ledger, dir } = await ledgerOn(r, 'open', 300);
+      const h = hashKey('outage');
+      const limits = { daily: 100_000, perSecond: 0 };
+      let charged = 0;
+      const charge = async (cost: number, final = cost): Promise<boolean> => {
+        const d = await ledger.debit(h, cost, limits);
+        if (!d.ok) return false;
+        await ledger.settle(d.debit, final);
+        charged += final;
+        return true;
+      };
+      for (let i = 0; i < 10; i++) expect(await charge(80)).toBe(true);
+      await r.stop('SIGKILL');
+      for (let i = 0; i < 30; i++) expect(await charge(80, i % 10 === 0 ? 5 : 80)).toBe(true);
+      expect(ledger.isDegraded).toBe(true);
+      // The journal is on disk before settle resolved (it survives a crash of this replica).
+      const files = readdirSync(dir).filter((f) => f.endsWith('.log'));
+      expect(files).toEqual([`${ledger.rid}.log`]);
+      expect(
+        readFileSync(join(dir, files[0] as string), 'utf8')
+          .trim()
+          .split('\n').length,
+      ).toBeGreaterThanOrEqual(30);
+      await r.restart();
+      const t0 = Date.now();
+      while (ledger.isDegraded) {
+        if (Date.now() - t0 > 5000) throw new Error('never recovered');
+        await sleep(50);
+      }
+      expect(await rawUsed(r, h)).toBe(charged);
+      expect(readdirSync(dir).filter((f) => f.endsWith('.log'))).toEqual([]); // replayed: gone
+      expect(await charge(80)).toBe(true);
+      expect(await rawUsed(r, h)).toBe(charged);
+    },
+  );
 
   redisTest('fail-open bound: while away a replica spends at most what it knew was left', async () => {
     const r = await redis();
@@ -596,11 +643,22 @@ describe('redis engine specifics', () => {
 
 test('utcDay: the UTC date of any instant, across midnights, in any order of calls', () => {
   const midnight = Date.UTC(2026, 10, 23);
-  const instants = [midnight, midnight - 1, midnight + 1, midnight + 86_399_999, midnight + 86_400_000, Date.UTC(2024, 1, 29, 12), midnight - 86_400_000, 0, Date.UTC(2031, 0, 1) - 1];
+  const instants = [
+    midnight,
+    midnight - 1,
+    midnight + 1,
+    midnight + 86_399_999,
+    midnight + 86_400_000,
+    Date.UTC(2024, 1, 29, 12),
+    midnight - 86_400_000,
+    0,
+    Date.UTC(2031, 0, 1) - 1,
+  ];
   let seed = 3;
   for (let i = 0; i < 200; i++) {
     seed = (seed * 1103515245 + 12345) % 2147483648;
     instants.push(midnight + Math.floor((seed / 2147483648 - 0.5) * 10 * 86_400_000));
   }
-  for (const ms of [...instants, ...instants.reverse()]) expect(utcDay(ms)).toBe(new Date(ms).toISOString().slice(0, 10));
+  for (const ms of [...instants, ...instants.reverse()])
+    expect(utcDay(ms)).toBe(new Date(ms).toISOString().slice(0, 10));
 });

@@ -21,7 +21,8 @@ test('hostLabel: the first DNS label, lowercased; bare for IP literals, single l
   expect(hostLabel('mainnet.localhost:8545')).toBe('mainnet');
   expect(hostLabel('Sepolia.Example.COM')).toBe('sepolia');
   expect(hostLabel('mainnet.example.')).toBe('mainnet');
-  for (const bare of ['localhost:8545', 'localhost', '127.0.0.1:8545', '10.1.2.3', '[::1]:8545', '', 'myhost']) expect(hostLabel(bare)).toBeUndefined();
+  for (const bare of ['localhost:8545', 'localhost', '127.0.0.1:8545', '10.1.2.3', '[::1]:8545', '', 'myhost'])
+    expect(hostLabel(bare)).toBeUndefined();
 });
 
 test('NetworkRouter: by first label, default only for bare hosts, unknown -> undefined; one implicit network answers every Host', () => {
@@ -54,10 +55,16 @@ test('NetworkRouter.health: ok / degraded / unavailable / stopping', async () =>
   const broken = fakeStore(3);
   broken.head = () => Promise.reject(new Error('disk'));
   const bad = new NetworkRuntime({ name: 'b', store: broken, service: fakeService(broken) });
-  expect(await new NetworkRouter([ok]).health(false)).toEqual({ ok: true, body: { status: 'ok', networks: { a: { status: 'ok', head: '0x2', number: 2 } } } });
+  expect(await new NetworkRouter([ok]).health(false)).toEqual({
+    ok: true,
+    body: { status: 'ok', networks: { a: { status: 'ok', head: '0x2', number: 2 } } },
+  });
   expect((await new NetworkRouter([ok, bad]).health(false)).body['status']).toBe('degraded');
   expect((await new NetworkRouter([ok, bad]).health(false)).ok).toBe(true);
-  expect(await new NetworkRouter([bad]).health(false)).toEqual({ ok: false, body: { status: 'unavailable', networks: { b: { status: 'store unavailable' } } } });
+  expect(await new NetworkRouter([bad]).health(false)).toEqual({
+    ok: false,
+    body: { status: 'unavailable', networks: { b: { status: 'store unavailable' } } },
+  });
   expect(await new NetworkRouter([ok]).health(true)).toMatchObject({ ok: false, body: { status: 'stopping' } });
   expect(bad.metrics.headBlock).toBe(-1);
 });
@@ -114,7 +121,11 @@ test('ledger: one balance across networks, the journal split by network; old lin
     const text = readFileSync(join(dir, 'usage', `${day}.log`), 'utf8');
     expect(text.split('\n').filter(Boolean).sort()).toEqual([`${hash} 20`, `${hash} 30 mainnet`, `${hash} 50 sepolia`]);
     expect(readUsage(dir, day).get(hash)).toBe(100);
-    expect(Object.fromEntries(readUsageByNetwork(dir, day).get(hash) ?? [])).toEqual({ '': 20, mainnet: 30, sepolia: 50 });
+    expect(Object.fromEntries(readUsageByNetwork(dir, day).get(hash) ?? [])).toEqual({
+      '': 20,
+      mainnet: 30,
+      sepolia: 50,
+    });
     // A restart sees the whole balance used.
     const again = new EmbeddedLedger(dir);
     expect((await again.debit(hash, 1, limits, 'sepolia')).ok).toBe(false);
@@ -126,10 +137,18 @@ test('ledger: one balance across networks, the journal split by network; old lin
 });
 
 test('config: networks and defaultNetwork validated', () => {
-  const c = parseConfig({ networks: { mainnet: { datadir: '/d/m' }, sepolia: { datadir: '/d/s', follow: 'ws://127.0.0.1:8546' } }, defaultNetwork: 'mainnet' });
-  expect(c.networks).toEqual([{ name: 'mainnet', datadir: '/d/m' }, { name: 'sepolia', datadir: '/d/s', follow: 'ws://127.0.0.1:8546' }]);
+  const c = parseConfig({
+    networks: { mainnet: { datadir: '/d/m' }, sepolia: { datadir: '/d/s', follow: 'ws://127.0.0.1:8546' } },
+    defaultNetwork: 'mainnet',
+  });
+  expect(c.networks).toEqual([
+    { name: 'mainnet', datadir: '/d/m' },
+    { name: 'sepolia', datadir: '/d/s', follow: 'ws://127.0.0.1:8546' },
+  ]);
   expect(c.defaultNetwork).toBe('mainnet');
-  expect(() => parseConfig({ networks: { mainnet: { datadir: '/d/m' } }, defaultNetwork: 'x' })).toThrow('defaultNetwork "x" is not among networks');
+  expect(() => parseConfig({ networks: { mainnet: { datadir: '/d/m' } }, defaultNetwork: 'x' })).toThrow(
+    'defaultNetwork "x" is not among networks',
+  );
   expect(() => parseConfig({ networks: { a: { datadir: '/d' }, b: { datadir: '/d' } } })).toThrow('share the datadir');
   expect(() => parseConfig({ networks: { a: { datadir: '/d', extra: 1 } } })).toThrow('a.extra: unknown field');
   expect(() => parseConfig({ networks: { a: { datadir: '/d', follow: 'file:///x' } } })).toThrow('follow');
@@ -137,7 +156,7 @@ test('config: networks and defaultNetwork validated', () => {
   expect(() => parseConfig({ networks: { a: {} } })).toThrow('a datadir is required');
 });
 
-test('Metrics.sum (serve --threads): two threads\' counts render exactly as one instance that saw every event; shared gauges are the receiver\'s', () => {
+test("Metrics.sum (serve --threads): two threads' counts render exactly as one instance that saw every event; shared gauges are the receiver's", () => {
   const events = (m: Metrics, k: number): void => {
     for (let i = 0; i < 5 + k; i++) m.call('eth_blockNumber', i % 3 === 0 ? 'no_credits' : 'ok', (i + k) * 0.0007);
     m.call(`eth_only${k}`, 'error', 0.3 * k);
@@ -162,5 +181,10 @@ test('Metrics.sum (serve --threads): two threads\' counts render exactly as one 
   expect(summed.render()).toContain('\nchainnode_head_block 42\n');
   expect(summed.render()).toContain('\nchainnode_websocket_connections 5\n');
   // The per-thread family: calls answered by each thread.
-  expect(Metrics.renderThreadCalls([[1, [t1.counts()]], [0, [t0.counts()]]])).toContain('chainnode_thread_rpc_calls_total{thread="0"} 6\nchainnode_thread_rpc_calls_total{thread="1"} 7\n');
+  expect(
+    Metrics.renderThreadCalls([
+      [1, [t1.counts()]],
+      [0, [t0.counts()]],
+    ]),
+  ).toContain('chainnode_thread_rpc_calls_total{thread="0"} 6\nchainnode_thread_rpc_calls_total{thread="1"} 7\n');
 });

@@ -55,7 +55,11 @@ function datadir(): string {
 
 const used = (dir: string, hash: string): number => readUsage(dir, utcDay(Date.now())).get(hash) ?? 0;
 
-type Envelope = { id?: unknown; result?: { hash?: string }; error?: { code: number; message: string; data?: { resetsAt?: string } } };
+type Envelope = {
+  id?: unknown;
+  result?: { hash?: string };
+  error?: { code: number; message: string; data?: { resetsAt?: string } };
+};
 
 test('answers single calls and batches over HTTP and charges each method its cost', async () => {
   const dir = datadir();
@@ -65,7 +69,10 @@ test('answers single calls and batches over HTTP and charges each method its cos
   expect(r1.status).toBe(200);
   expect((r1.json as Envelope).result?.hash).toBe(toData(fakeHash(3)));
   expect(used(dir, record.hash)).toBe(80);
-  const r2 = await post(`${url}/v3/${key}`, [call('eth_getBlockByHash', [toData(fakeHash(2)), false], 7), call('eth_getProof', [], 8)]);
+  const r2 = await post(`${url}/v3/${key}`, [
+    call('eth_getBlockByHash', [toData(fakeHash(2)), false], 7),
+    call('eth_getProof', [], 8),
+  ]);
   expect(r2.status).toBe(200);
   const batch = r2.json as Envelope[];
   expect(batch.map((e) => e.id)).toEqual([7, 8]);
@@ -79,7 +86,11 @@ test('answers single calls and batches over HTTP and charges each method its cos
   await post(`${url}/v3/${key}`, '{not json');
   expect(used(dir, record.hash)).toBe(325);
   // In a batch each call is charged on its own: 80 + 5 + 5.
-  await post(`${url}/v3/${key}`, [call('eth_getBlockByNumber', ['0x1', false], 1), call('eth_getBlockByNumber', ['nope'], 2), call('eth_nope', [], 3)]);
+  await post(`${url}/v3/${key}`, [
+    call('eth_getBlockByNumber', ['0x1', false], 1),
+    call('eth_getBlockByNumber', ['nope'], 2),
+    call('eth_nope', [], 3),
+  ]);
   expect(used(dir, record.hash)).toBe(415);
 });
 
@@ -121,11 +132,12 @@ test('a running server honours a new key and a revocation within a second', asyn
   expect(await waitFor(401)).toBeLessThanOrEqual(1000);
 });
 
-test('daily credits exhausted: HTTP 402 with Infura\'s body and data.resetsAt, free; a batch charges each call on its own', async () => {
+test("daily credits exhausted: HTTP 402 with Infura's body and data.resetsAt, free; a batch charges each call on its own", async () => {
   const dir = datadir();
   const { key, record } = await createKey(dir, { plan: 'core', dailyCredits: 200 });
   const { url } = await start(dir);
-  for (let i = 0; i < 2; i++) expect((await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false]))).status).toBe(200);
+  for (let i = 0; i < 2; i++)
+    expect((await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false]))).status).toBe(200);
   const r = await post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], 42));
   expect(r.status).toBe(402);
   const resets = nextUtcMidnight(Date.now()).toISOString();
@@ -167,7 +179,9 @@ test('throughput: past the credits per second HTTP 429 with event -33200, free; 
   const dir = datadir();
   const { key, record } = await createKey(dir, { plan: 'core', creditsPerSecond: 400 }); // 5 calls of 80 at once
   const { url } = await start(dir);
-  const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], i))));
+  const replies = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], i))),
+  );
   const ok = replies.filter((x) => x.status === 200);
   const limited = replies.filter((x) => x.status === 429);
   expect(ok.length).toBeGreaterThanOrEqual(5);
@@ -176,7 +190,13 @@ test('throughput: past the credits per second HTTP 429 with event -33200, free; 
   expect(limited[0]?.json).toEqual({
     jsonrpc: '2.0',
     id: (limited[0]?.json as Envelope).id,
-    error: { code: 429, event: -33200, message: 'Too Many Requests', details: 'You have surpassed your allowed throughput limit. Reduce the amount of requests per second or upgrade for more capacity.' },
+    error: {
+      code: 429,
+      event: -33200,
+      message: 'Too Many Requests',
+      details:
+        'You have surpassed your allowed throughput limit. Reduce the amount of requests per second or upgrade for more capacity.',
+    },
   });
   expect(used(dir, record.hash)).toBe(80 * ok.length);
   await sleep(1000);
@@ -191,12 +211,16 @@ test('WebSocket: the 402 reply is sent, then every socket of that key is closed;
   const a = await wsOpen(`${ws}/ws/v3/${key}`);
   const b = await wsOpen(`${ws}/ws/v3/${key}`);
   const c = await wsOpen(`${ws}/ws/v3/${other.key}`);
-  expect(((await a.request(call('eth_getBlockByNumber', ['0x1', false], 1))) as Envelope).result?.hash).toBe(toData(fakeHash(1)));
+  expect(((await a.request(call('eth_getBlockByNumber', ['0x1', false], 1))) as Envelope).result?.hash).toBe(
+    toData(fakeHash(1)),
+  );
   const refused = (await a.request(call('eth_getBlockByNumber', ['0x1', false], 2))) as Envelope;
   expect(refused.error?.code).toBe(402);
   expect(await a.closed).toBe(1008);
   expect(await b.closed).toBe(1008);
-  expect(((await c.request(call('eth_getBlockByNumber', ['0x3', false], 3))) as Envelope).result?.hash).toBe(toData(fakeHash(3)));
+  expect(((await c.request(call('eth_getBlockByNumber', ['0x3', false], 3))) as Envelope).result?.hash).toBe(
+    toData(fakeHash(3)),
+  );
   c.ws.close();
 });
 
@@ -235,7 +259,10 @@ test('WebSocket: same envelopes in and out, charged like HTTP', async () => {
   const single = (await conn.request(call('eth_getBlockByNumber', ['0x4', false], 5))) as Envelope;
   expect(single.id).toBe(5);
   expect(single.result?.hash).toBe(toData(fakeHash(4)));
-  const batch = (await conn.request([call('eth_getBlockByHash', [toData(fakeHash(1)), false], 1), call('eth_chainId', [], 2)])) as Envelope[];
+  const batch = (await conn.request([
+    call('eth_getBlockByHash', [toData(fakeHash(1)), false], 1),
+    call('eth_chainId', [], 2),
+  ])) as Envelope[];
   expect(batch).toHaveLength(2);
   expect(batch[0]?.result?.hash).toBe(toData(fakeHash(1)));
   const bad = (await conn.request('{not json')) as Envelope;
@@ -250,7 +277,11 @@ test('CORS: preflight answered, responses carry the allow-origin header', async 
   const { url } = await start(dir);
   const pre = await fetch(`${url}/v3/${key}`, {
     method: 'OPTIONS',
-    headers: { origin: 'https://dapp.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+    headers: {
+      origin: 'https://dapp.example',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'content-type',
+    },
   });
   expect(pre.status).toBe(204);
   expect(pre.headers.get('access-control-allow-origin')).toBe('*');
@@ -272,10 +303,14 @@ test('CORS: preflight answered, responses carry the allow-origin header', async 
 /** POSTs without a content-length (chunked), so the limit is enforced while streaming. */
 function postChunked(url: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
+    const req = httpRequest(
+      url,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on('error', reject);
     for (let i = 0; i < body.length; i += 1024) req.write(body.slice(i, i + 1024));
     req.end();
@@ -307,8 +342,32 @@ test('fuzz: thousands of malformed requests, then the server still answers corre
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
     return seed % n;
   };
-  const valid = JSON.stringify([call('eth_getBlockByNumber', ['0x1', true]), call('eth_getBlockByHash', [toData(fakeHash(1)), false])]);
-  const pieces = ['{', '}', '[', ']', '"', ':', ',', 'null', '0x', '"jsonrpc"', '"2.0"', '"method"', '"params"', '"id"', '1e999', '-0', '\\u0000', 'true', '\u00ff', '\ud800'];
+  const valid = JSON.stringify([
+    call('eth_getBlockByNumber', ['0x1', true]),
+    call('eth_getBlockByHash', [toData(fakeHash(1)), false]),
+  ]);
+  const pieces = [
+    '{',
+    '}',
+    '[',
+    ']',
+    '"',
+    ':',
+    ',',
+    'null',
+    '0x',
+    '"jsonrpc"',
+    '"2.0"',
+    '"method"',
+    '"params"',
+    '"id"',
+    '1e999',
+    '-0',
+    '\\u0000',
+    'true',
+    '\u00ff',
+    '\ud800',
+  ];
   const mutate = (): string => {
     switch (rnd(5)) {
       case 0: // random bytes as latin1
@@ -318,15 +377,41 @@ test('fuzz: thousands of malformed requests, then the server still answers corre
       case 2: {
         // a valid batch with a byte flipped, truncated or duplicated
         const i = rnd(valid.length);
-        return valid.slice(0, i) + String.fromCharCode(rnd(128)) + valid.slice(i + (rnd(2) ? 1 : 0), rnd(2) ? valid.length : i + rnd(valid.length));
+        return (
+          valid.slice(0, i) +
+          String.fromCharCode(rnd(128)) +
+          valid.slice(i + (rnd(2) ? 1 : 0), rnd(2) ? valid.length : i + rnd(valid.length))
+        );
       }
       case 3: // well-formed JSON of the wrong shape
-        return JSON.stringify([{ jsonrpc: '2.0', id: { x: 1 }, method: 7, params: 'no' }, [], 1, null, { method: 'eth_getBlockByHash', params: [null, null] }][rnd(5)]);
+        return JSON.stringify(
+          [
+            { jsonrpc: '2.0', id: { x: 1 }, method: 7, params: 'no' },
+            [],
+            1,
+            null,
+            { method: 'eth_getBlockByHash', params: [null, null] },
+          ][rnd(5)],
+        );
       default: // wrong params to real methods
-        return JSON.stringify(call(['eth_getBlockByHash', 'eth_getBlockByNumber', 'eth_getProof'][rnd(3)] as string, [rnd(2) ? '0x' + 'g'.repeat(rnd(70)) : rnd(1e9), { a: [] }]));
+        return JSON.stringify(
+          call(['eth_getBlockByHash', 'eth_getBlockByNumber', 'eth_getProof'][rnd(3)] as string, [
+            rnd(2) ? '0x' + 'g'.repeat(rnd(70)) : rnd(1e9),
+            { a: [] },
+          ]),
+        );
     }
   };
-  const paths = [`/v3/${key}`, `/v3/${key}`, `/v3/${key}`, '/v3/', `/v3/${key}/x`, '/nope', '/ws/v3/x', `/v3/${key}?a=1`];
+  const paths = [
+    `/v3/${key}`,
+    `/v3/${key}`,
+    `/v3/${key}`,
+    '/v3/',
+    `/v3/${key}/x`,
+    '/nope',
+    '/ws/v3/x',
+    `/v3/${key}?a=1`,
+  ];
   const allowed = new Set([200, 400, 401, 404, 405, 413]);
   const statuses = new Map<number, number>();
   let i = 0;
@@ -335,7 +420,11 @@ test('fuzz: thousands of malformed requests, then the server still answers corre
       i++;
       const path = paths[rnd(paths.length)] as string;
       const method = ['POST', 'POST', 'POST', 'GET', 'PUT', 'DELETE'][rnd(6)] as string;
-      const res = await fetch(`${url}${path}`, { method, ...(method === 'GET' ? {} : { body: mutate() }), headers: { 'content-type': rnd(4) === 0 ? 'text/plain' : 'application/json' } });
+      const res = await fetch(`${url}${path}`, {
+        method,
+        ...(method === 'GET' ? {} : { body: mutate() }),
+        headers: { 'content-type': rnd(4) === 0 ? 'text/plain' : 'application/json' },
+      });
       const text = await res.text();
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       if (!allowed.has(res.status)) throw new Error(`unexpected status ${res.status}`);
@@ -359,7 +448,7 @@ test('fuzz: thousands of malformed requests, then the server still answers corre
 
 test('failover: growth/custom eth_getBlockByHash goes to the partner on outage or timeout; others get an error', async () => {
   const partnerDir = datadir();
-  const partnerKey = (await createKey(partnerDir, { plan: "custom" })).key;
+  const partnerKey = (await createKey(partnerDir, { plan: 'custom' })).key;
   const partner = await start(partnerDir, { store: fakeStore(20) }); // the partner knows 20 blocks
   const failoverUrl = `${partner.url}/v3/${partnerKey}`;
 

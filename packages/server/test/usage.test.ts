@@ -68,7 +68,9 @@ function usageSuite(name: string, open: () => Promise<UsageEngine | undefined>):
       expect(minutes).toHaveLength(16);
       expect(minutes.reduce((s, m) => s + m.calls, 0)).toBe(5);
       expect(minutes.reduce((s, m) => s + m.credits, 0)).toBe(165);
-      expect(minutes.map((m) => Date.parse(m.minute)).every((t, i, a) => i === 0 || t - (a[i - 1] as number) === 60_000)).toBe(true);
+      expect(
+        minutes.map((m) => Date.parse(m.minute)).every((t, i, a) => i === 0 || t - (a[i - 1] as number) === 60_000),
+      ).toBe(true);
       await e.a.flush();
       const b = await e.another();
       b.record({ key: k, method: 'eth_getLogs', credits: 255 });
@@ -145,75 +147,91 @@ usageSuite('redis', async () => {
 
 const redisTest = HAVE_REDIS ? test : test.skip;
 
-redisTest('two replicas over one Redis: the key limits (429 -33400 / -33300) hold across both; each usage record shows both', async () => {
-  const redis = await startRedis();
-  const closers: Array<() => Promise<unknown> | void> = [];
-  try {
-    const dirs = [tempDir(), tempDir()];
-    for (const d of dirs) closers.push(d.cleanup);
-    const clientFor = async (): Promise<Awaited<ReturnType<typeof connectRedis>>> => {
-      const c = await connectRedis({ url: redis.url });
-      closers.push(() => c.close());
-      return c;
-    };
-    const admin = await clientFor();
-    const keys = new RedisKeyStore(admin);
-    const { key, record } = await createKey(keys, { plan: 'custom' });
-    const rec: KeyRecord = { ...record, limits: { creditsPerDay: 400 } };
-    await keys.put(rec);
-    const replicas: RunningServer[] = [];
-    for (const [i, d] of dirs.entries()) {
-      const c = await clientFor();
-      const store = fakeStore();
-      const usage = new RedisUsage(c as never).start();
-      closers.push(() => usage.close());
-      const srv = await startServer({
-        service: fakeService(store),
-        store,
-        datadir: d.dir,
-        config: parseConfig({}),
-        host: '127.0.0.1',
-        port: 0,
-        ledger: { keys: new RedisKeyStore(c), credits: new RedisLedger({ client: c, failure: 'open', journalDir: join(d.dir, `j${i}`) }) },
-        usage,
-      });
-      closers.push(() => srv.close());
-      replicas.push(srv);
+redisTest(
+  'two replicas over one Redis: the key limits (429 -33400 / -33300) hold across both; each usage record shows both',
+  async () => {
+    const redis = await startRedis();
+    const closers: Array<() => Promise<unknown> | void> = [];
+    try {
+      const dirs = [tempDir(), tempDir()];
+      for (const d of dirs) closers.push(d.cleanup);
+      const clientFor = async (): Promise<Awaited<ReturnType<typeof connectRedis>>> => {
+        const c = await connectRedis({ url: redis.url });
+        closers.push(() => c.close());
+        return c;
+      };
+      const admin = await clientFor();
+      const keys = new RedisKeyStore(admin);
+      const { key, record } = await createKey(keys, { plan: 'custom' });
+      const rec: KeyRecord = { ...record, limits: { creditsPerDay: 400 } };
+      await keys.put(rec);
+      const replicas: RunningServer[] = [];
+      for (const [i, d] of dirs.entries()) {
+        const c = await clientFor();
+        const store = fakeStore();
+        const usage = new RedisUsage(c as never).start();
+        closers.push(() => usage.close());
+        const srv = await startServer({
+          service: fakeService(store),
+          store,
+          datadir: d.dir,
+          config: parseConfig({}),
+          host: '127.0.0.1',
+          port: 0,
+          ledger: {
+            keys: new RedisKeyStore(c),
+            credits: new RedisLedger({ client: c, failure: 'open', journalDir: join(d.dir, `j${i}`) }),
+          },
+          usage,
+        });
+        closers.push(() => srv.close());
+        replicas.push(srv);
+      }
+      const url = (i: number): string => `http://127.0.0.1:${(replicas[i] as RunningServer).port}/v3/${key}`;
+      // 8 calls of 80 alternating over the replicas against the key's own 400/day: exactly 5 pass.
+      const statuses: number[] = [];
+      const events: Array<number | undefined> = [];
+      for (let i = 0; i < 8; i++) {
+        const r = await post(url(i % 2), call('eth_getBlockByHash', [toData(fakeHash(1)), false], i));
+        statuses.push(r.status);
+        events.push((r.json as { error?: { event?: number } }).error?.event);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+      expect(events.slice(5)).toEqual([-33400, -33400, -33400]);
+      // Either replica's usage record shows all 8 calls of the key.
+      for (const srv of replicas) {
+        await srv.usage.flush();
+      }
+      for (const srv of replicas) {
+        expect((await srv.usage.days(rec.id, 1))[0]?.methods['eth_getBlockByHash']).toEqual({
+          calls: 8,
+          credits: 400,
+          e4xx: 3,
+          e5xx: 0,
+          erpc: 0,
+        });
+      }
+      // The key's own credits/second, across replicas (one bucket in Redis).
+      await keys.put({ ...rec, limits: { creditsPerSecond: 160 } });
+      // Replicas see key changes within a second (allow more on a loaded machine).
+      const t0 = Date.now();
+      while (!replicas.every((srv) => srv.keys.byKeyHash(rec.hash)?.limits?.creditsPerSecond === 160)) {
+        expect(Date.now() - t0).toBeLessThan(5000);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const burst = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          post(url(i % 2), call('eth_getBlockByHash', [toData(fakeHash(1)), false], i)),
+        ),
+      );
+      expect(burst.filter((r) => r.status === 200)).toHaveLength(2);
+      const limited = burst.filter((r) => r.status === 429);
+      expect(limited).toHaveLength(4);
+      for (const r of limited) expect((r.json as { error?: { event?: number } }).error?.event).toBe(-33300);
+    } finally {
+      for (const c of closers.reverse()) await c();
+      await redis.stop();
+      await redis.cleanup();
     }
-    const url = (i: number): string => `http://127.0.0.1:${(replicas[i] as RunningServer).port}/v3/${key}`;
-    // 8 calls of 80 alternating over the replicas against the key's own 400/day: exactly 5 pass.
-    const statuses: number[] = [];
-    const events: Array<number | undefined> = [];
-    for (let i = 0; i < 8; i++) {
-      const r = await post(url(i % 2), call('eth_getBlockByHash', [toData(fakeHash(1)), false], i));
-      statuses.push(r.status);
-      events.push((r.json as { error?: { event?: number } }).error?.event);
-    }
-    expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
-    expect(events.slice(5)).toEqual([-33400, -33400, -33400]);
-    // Either replica's usage record shows all 8 calls of the key.
-    for (const srv of replicas) {
-      await srv.usage.flush();
-    }
-    for (const srv of replicas) {
-      expect((await srv.usage.days(rec.id, 1))[0]?.methods['eth_getBlockByHash']).toEqual({ calls: 8, credits: 400, e4xx: 3, e5xx: 0, erpc: 0 });
-    }
-    // The key's own credits/second, across replicas (one bucket in Redis).
-    await keys.put({ ...rec, limits: { creditsPerSecond: 160 } });
-    // Replicas see key changes within a second (allow more on a loaded machine).
-    const t0 = Date.now();
-    while (!replicas.every((srv) => srv.keys.byKeyHash(rec.hash)?.limits?.creditsPerSecond === 160)) {
-      expect(Date.now() - t0).toBeLessThan(5000);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const burst = await Promise.all(Array.from({ length: 6 }, (_, i) => post(url(i % 2), call('eth_getBlockByHash', [toData(fakeHash(1)), false], i))));
-    expect(burst.filter((r) => r.status === 200)).toHaveLength(2);
-    const limited = burst.filter((r) => r.status === 429);
-    expect(limited).toHaveLength(4);
-    for (const r of limited) expect((r.json as { error?: { event?: number } }).error?.event).toBe(-33300);
-  } finally {
-    for (const c of closers.reverse()) await c();
-    await redis.stop();
-    await redis.cleanup();
-  }
-});
+  },
+);

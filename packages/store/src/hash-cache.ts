@@ -25,7 +25,6 @@ export function cacheKeyOf(a: Uint8Array, b?: Uint8Array): number {
   return small(b === undefined ? h : mix(h, b));
 }
 
-
 interface Entry<V> {
   a: Uint8Array;
   b: Uint8Array | undefined;
@@ -43,9 +42,11 @@ class Generations<V> {
 
   protected find(k: number, a: Uint8Array, b: Uint8Array | undefined): V | undefined {
     const y = this.young.get(k);
-    if (y !== undefined && bytesEqual(y.a, a) && (b === undefined || (y.b !== undefined && bytesEqual(y.b, b)))) return y.v;
+    if (y !== undefined && bytesEqual(y.a, a) && (b === undefined || (y.b !== undefined && bytesEqual(y.b, b))))
+      return y.v;
     const o = this.old.get(k);
-    if (o === undefined || !bytesEqual(o.a, a) || (b !== undefined && (o.b === undefined || !bytesEqual(o.b, b)))) return undefined;
+    if (o === undefined || !bytesEqual(o.a, a) || (b !== undefined && (o.b === undefined || !bytesEqual(o.b, b))))
+      return undefined;
     this.put(k, o);
     return o.v;
   }
@@ -101,4 +102,3 @@ export class PairCache<V> extends Generations<V> {
     this.store(cacheKeyOf(a, b), a, b, value);
   }
 }
-

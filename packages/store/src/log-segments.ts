@@ -103,10 +103,12 @@ export class LogSegmentSealer {
     const first = spanOf(rowsFrom + span - 1n);
     const s = this.state;
     // Nothing sealed yet: start at the first whole span with rows.
-    if (s === undefined || (s.to === s.from && s.from < first)) this.state = { from: first, to: first, file: s?.file ?? 0, fileLength: s?.fileLength ?? 0 };
+    if (s === undefined || (s.to === s.from && s.from < first))
+      this.state = { from: first, to: first, file: s?.file ?? 0, fileLength: s?.fileLength ?? 0 };
     // Rows missing right after the sealed spans (a datadir upgraded in place): nothing more to seal.
     else if (s.to < first) return;
-    for (let start = (this.state as SegmentsState).to; start + span - 1n + SEAL_DEPTH <= head; start += span) await this.seal(start);
+    for (let start = (this.state as SegmentsState).to; start + span - 1n + SEAL_DEPTH <= head; start += span)
+      await this.seal(start);
   }
 
   /** One span: its rows' text appended to the segment file, fsynced, then its index in one batch. */
@@ -114,7 +116,8 @@ export class LogSegmentSealer {
     const state = this.state as SegmentsState;
     const end = start + BigInt(SEGMENT_SPAN) - 1n;
     const [firstRange, lastRange] = await tables.blockLogs.getMany(this.db, [start, end]);
-    if (firstRange === undefined || lastRange === undefined) throw new Error(`log segments: block log range missing for ${start}..${end}`);
+    if (firstRange === undefined || lastRange === undefined)
+      throw new Error(`log segments: block log range missing for ${start}..${end}`);
     // Which addresses emitted logs in which blocks: from the span's log rows (block order).
     const blocksOf = new Map<string, { address: Uint8Array; blocks: bigint[] }>();
     const stop = lastRange.firstLogId + BigInt(lastRange.count);
@@ -140,7 +143,10 @@ export class LogSegmentSealer {
       if (fstatSync(fd).size > at) ftruncateSync(fd, at);
       for (const key of [...blocksOf.keys()].sort()) {
         const { address, blocks } = blocksOf.get(key) as { address: Uint8Array; blocks: bigint[] };
-        const raws = await tables.addressLogsJson.getMany(this.db, blocks.map((number) => ({ address, number })));
+        const raws = await tables.addressLogsJson.getMany(
+          this.db,
+          blocks.map((number) => ({ address, number })),
+        );
         const value = new Uint8Array(VALUE_HEAD + ENTRY * blocks.length);
         const dv = new DataView(value.buffer);
         dv.setUint32(0, file);
@@ -188,11 +194,17 @@ export class LogSegmentSealer {
    * on: their index keys go, and Meta.logSegments ends before them. The caller must not seal again
    * before that batch has landed.
    */
-  async unsealFrom(first: bigint, ops: { put(key: Uint8Array, value: Uint8Array): void; del(key: Uint8Array): void }): Promise<void> {
+  async unsealFrom(
+    first: bigint,
+    ops: { put(key: Uint8Array, value: Uint8Array): void; del(key: Uint8Array): void },
+  ): Promise<void> {
     const state = this.state;
     if (state === undefined || first >= state.to) return;
     const to = first <= state.from ? state.from : spanOf(first);
-    const it = this.db.keys({ gte: indexKey(Number(to), new Uint8Array(20)), lt: indexKey(Number(state.to), new Uint8Array(20)) });
+    const it = this.db.keys({
+      gte: indexKey(Number(to), new Uint8Array(20)),
+      lt: indexKey(Number(state.to), new Uint8Array(20)),
+    });
     try {
       for await (const k of it) ops.del(k.slice());
     } finally {
@@ -204,7 +216,9 @@ export class LogSegmentSealer {
 }
 
 /** A sealed span's text of one address over a block range, or where the result cap is crossed. */
-export type SegmentScan = { kind: 'ok'; slices: FileSlice[]; count: number } | { kind: 'too-many'; lastFittingBlock: bigint };
+export type SegmentScan =
+  | { kind: 'ok'; slices: FileSlice[]; count: number }
+  | { kind: 'too-many'; lastFittingBlock: bigint };
 
 /** Reader side: the sealed spans an address's query covers, as file slices. */
 export class LogSegmentReader {
@@ -244,7 +258,8 @@ export class LogSegmentReader {
       if (raw === undefined) continue;
       const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
       const n = dv.getUint32(12);
-      if (raw.length !== VALUE_HEAD + ENTRY * n || n === 0) throw new Error(`log segments: malformed index value of span ${start}`);
+      if (raw.length !== VALUE_HEAD + ENTRY * n || n === 0)
+        throw new Error(`log segments: malformed index value of span ${start}`);
       const lo = from > start ? Number(from - start) : 0;
       const hi = Number((to < start + span - 1n ? to : start + span - 1n) - start);
       const block = (i: number): number => dv.getUint32(VALUE_HEAD + ENTRY * i);
@@ -285,7 +300,10 @@ export class LogSegmentReader {
     }
     if (position + length > f.size) {
       f.size = fstatSync(f.fd).size; // appended to since it was opened
-      if (position + length > f.size) throw new Error(`log segments: file ${file} ends at ${f.size}, its index names bytes up to ${position + length}`);
+      if (position + length > f.size)
+        throw new Error(
+          `log segments: file ${file} ends at ${f.size}, its index names bytes up to ${position + length}`,
+        );
     }
     return { fd: f.fd, position, length };
   }

@@ -13,11 +13,32 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { LimitExceededError, LogJsonWriter, bytesEqual } from '@chainnode/core';
-import type { AsciiChunk, ChainHead, LogQuery, LogQueryOptions, LogQueryResult, LogRecord, LogTextQueryResult } from '@chainnode/core';
+import type {
+  AsciiChunk,
+  ChainHead,
+  LogQuery,
+  LogQueryOptions,
+  LogQueryResult,
+  LogRecord,
+  LogTextQueryResult,
+} from '@chainnode/core';
 import type { Db } from './db.js';
 import { Lru } from './lru.js';
 import { LogSegmentReader } from './log-segments.js';
-import { AddressLogsJsonView, LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, decodePostings, logCodec, logIndexKeyLength, putU64, tables, u64Codec, writeLogIndexKey } from './schema.js';
+import {
+  AddressLogsJsonView,
+  LOG_INDEX_CHUNK,
+  LogIndexKind,
+  MetaKey,
+  Prefix,
+  decodePostings,
+  logCodec,
+  logIndexKeyLength,
+  putU64,
+  tables,
+  u64Codec,
+  writeLogIndexKey,
+} from './schema.js';
 import type { KvSyncRead, StoredLog } from './schema.js';
 import { headerTxFields } from './trie-read.js';
 
@@ -90,7 +111,8 @@ function bloomBits(value: Uint8Array): number[] {
 function bloomMatcher(constraints: Constraint[]): (bloom: Uint8Array) => boolean {
   const bits = constraints.map((c) => c.values.map(bloomBits));
   const has = (bloom: Uint8Array, b: number[]): boolean => {
-    for (let i = 0; i < b.length; i += 2) if (((bloom[b[i] as number] as number) & (b[i + 1] as number)) === 0) return false;
+    for (let i = 0; i < b.length; i += 2)
+      if (((bloom[b[i] as number] as number) & (b[i + 1] as number)) === 0) return false;
     return true;
   };
   return (bloom) => bits.every((alternatives) => alternatives.some((b) => has(bloom, b)));
@@ -154,7 +176,14 @@ interface RawIterator {
   close(): Promise<void>;
 }
 
-type IteratorOptions = { gt?: Uint8Array; gte?: Uint8Array; lt?: Uint8Array; lte?: Uint8Array; reverse?: boolean; limit?: number };
+type IteratorOptions = {
+  gt?: Uint8Array;
+  gte?: Uint8Array;
+  lt?: Uint8Array;
+  lte?: Uint8Array;
+  reverse?: boolean;
+  limit?: number;
+};
 
 /** What the log code reads LevelDB through (see GatedDb). */
 interface LogDb {
@@ -245,7 +274,6 @@ class PostingCursor implements IdCursor {
     const k = new Uint8Array(logIndexKeyLength(this.value.length));
     return writeLogIndexKey(k, this.kind, this.value, id === Infinity ? undefined : id);
   }
-
 
   /** Loads the chunk that may hold x: the first chunk whose last id is >= x. */
   private async load(x: number): Promise<boolean> {
@@ -466,7 +494,10 @@ export class LogQueries {
     }
     if (missing.length === 0) return out;
     const gen = this.chain.generation?.();
-    const [hashes, txHashes] = await Promise.all([tables.canonical.getMany(this.db, missing), tables.blockTxHashes.getMany(this.db, missing)]);
+    const [hashes, txHashes] = await Promise.all([
+      tables.canonical.getMany(this.db, missing),
+      tables.blockTxHashes.getMany(this.db, missing),
+    ]);
     const headers = await tables.headers.getMany(
       this.db,
       hashes.map((h, i) => {
@@ -554,7 +585,13 @@ export class LogQueries {
    * Matching log ids in [start, end), in batches of up to `batch` ascending ids, by a leapfrog join
    * of the constraints (every id in [start, end) when there are none). Stops when the consumer does.
    */
-  private async *joinIds(constraints: Constraint[], start: number, end: number, batch: number, budget: Budget): AsyncGenerator<number[]> {
+  private async *joinIds(
+    constraints: Constraint[],
+    start: number,
+    end: number,
+    batch: number,
+    budget: Budget,
+  ): AsyncGenerator<number[]> {
     if (constraints.length === 0) {
       for (let at = start; at < end; at += batch) {
         await budget.tick();
@@ -613,7 +650,13 @@ export class LogQueries {
   }
 
   /** At most `want` matching log ids in [start, end) (see joinIds). */
-  private async matchingIds(constraints: Constraint[], start: number, end: number, want: number, budget: Budget): Promise<number[]> {
+  private async matchingIds(
+    constraints: Constraint[],
+    start: number,
+    end: number,
+    want: number,
+    budget: Budget,
+  ): Promise<number[]> {
     const out: number[] = [];
     for await (const ids of this.joinIds(constraints, start, end, want, budget)) {
       out.push(...ids.slice(0, want - out.length));
@@ -660,7 +703,8 @@ export class LogQueries {
   async logsText(query: LogQuery, options: LogQueryOptions): Promise<LogTextQueryResult | undefined> {
     if (query.addresses.length === 0 || needsArityCheck(query)) return undefined;
     const addresses = new Map<string, Uint8Array>();
-    for (const a of possibleValues({ kind: LogIndexKind.Address, values: query.addresses })) addresses.set(Buffer.from(a).toString('hex'), a);
+    for (const a of possibleValues({ kind: LogIndexKind.Address, values: query.addresses }))
+      addresses.set(Buffer.from(a).toString('hex'), a);
     if (addresses.size > ROWS_MAX_ADDRESSES) return undefined;
     if (query.fromBlock < (await this.rowsFrom())) return undefined;
     const budget = new Budget(options.deadline);
@@ -673,15 +717,26 @@ export class LogQueries {
   }
 
   /** An address-only query: each address's rows over [from, to] in one forward scan. */
-  private async scanText(addresses: Uint8Array[], from: bigint, to: bigint, limit: number, budget: Budget): Promise<LogTextQueryResult> {
+  private async scanText(
+    addresses: Uint8Array[],
+    from: bigint,
+    to: bigint,
+    limit: number,
+    budget: Budget,
+  ): Promise<LogTextQueryResult> {
     if (addresses.length === 1) return this.scanOneText(addresses[0] as Uint8Array, from, to, limit, budget);
     const perAddress: { number: bigint; view: AddressLogsJsonView }[][] = [];
-    for (const address of addresses) perAddress.push(await this.rowsOf(address, from, to, limit, budget, addresses.length));
+    for (const address of addresses)
+      perAddress.push(await this.rowsOf(address, from, to, limit, budget, addresses.length));
     // Several addresses: their logs interleave by block, then log index.
     const entries: { number: bigint; logIndex: number; view: AddressLogsJsonView; i: number }[] = [];
-    for (const rows of perAddress) for (const r of rows) for (let i = 0; i < r.view.count; i++) entries.push({ number: r.number, logIndex: r.view.logIndex(i), view: r.view, i });
+    for (const rows of perAddress)
+      for (const r of rows)
+        for (let i = 0; i < r.view.count; i++)
+          entries.push({ number: r.number, logIndex: r.view.logIndex(i), view: r.view, i });
     entries.sort((x, y) => (x.number < y.number ? -1 : x.number > y.number ? 1 : x.logIndex - y.logIndex));
-    if (entries.length > limit) return { kind: 'too-many', lastFittingBlock: (entries[limit] as { number: bigint }).number - 1n };
+    if (entries.length > limit)
+      return { kind: 'too-many', lastFittingBlock: (entries[limit] as { number: bigint }).number - 1n };
     return { kind: 'ok', ascii: jsonArrayOf(entries.map((e) => e.view.textBytes(e.i))), count: entries.length };
   }
 
@@ -689,7 +744,13 @@ export class LogQueries {
    * One address: its sealed spans (log-segments.ts) as file slices, the blocks around them from
    * its rows, in block order.
    */
-  private async scanOneText(address: Uint8Array, from: bigint, to: bigint, limit: number, budget: Budget): Promise<LogTextQueryResult> {
+  private async scanOneText(
+    address: Uint8Array,
+    from: bigint,
+    to: bigint,
+    limit: number,
+    budget: Budget,
+  ): Promise<LogTextQueryResult> {
     const sealed = this.segments.sealed();
     const chunks: AsciiChunk[] = [OPEN];
     let count = 0;
@@ -731,7 +792,14 @@ export class LogQueries {
    * An address's AddressLogsJson rows over [from, to], stopping once they hold over `limit` logs;
    * `addresses`: how many addresses the query reads so (they share SYNC_SCAN_MAX).
    */
-  private async rowsOf(address: Uint8Array, from: bigint, to: bigint, limit: number, budget: Budget, addresses: number): Promise<{ number: bigint; view: AddressLogsJsonView }[]> {
+  private async rowsOf(
+    address: Uint8Array,
+    from: bigint,
+    to: bigint,
+    limit: number,
+    budget: Budget,
+    addresses: number,
+  ): Promise<{ number: bigint; view: AddressLogsJsonView }[]> {
     const rows: { number: bigint; view: AddressLogsJsonView }[] = [];
     let count = 0;
     if ((to - from + 1n) * BigInt(addresses) <= BigInt(SYNC_SCAN_MAX)) {
@@ -751,7 +819,10 @@ export class LogQueries {
       }
       return rows;
     }
-    const it = this.db.iterator({ gte: tables.addressLogsJson.key({ address, number: from }), lte: tables.addressLogsJson.key({ address, number: to }) });
+    const it = this.db.iterator({
+      gte: tables.addressLogsJson.key({ address, number: from }),
+      lte: tables.addressLogsJson.key({ address, number: to }),
+    });
     try {
       // An address's logs past the first limit + 1 cannot be in the answer nor decide the cap.
       while (count <= limit) {
@@ -771,7 +842,13 @@ export class LogQueries {
   }
 
   /** An address query with topics: ids from the index join, texts from the addresses' rows. */
-  private async pickedText(query: LogQuery, addresses: Uint8Array[], to: bigint, limit: number, budget: Budget): Promise<LogTextQueryResult> {
+  private async pickedText(
+    query: LogQuery,
+    addresses: Uint8Array[],
+    to: bigint,
+    limit: number,
+    budget: Budget,
+  ): Promise<LogTextQueryResult> {
     const range = await this.logIdRange(query.fromBlock, to);
     if (range === undefined || range.start >= range.end) return EMPTY_TEXT;
     const ids = await this.matchingIds(constraintsOf(query), range.start, range.end, limit + 1, budget);
@@ -822,7 +899,12 @@ export class LogQueries {
     if (missing.length > 0) {
       const writer = new LogJsonWriter();
       const byLog = new Map<string, Uint8Array>();
-      for (const r of await this.recordsOf(missing.map((m) => m.id), query, budget)) byLog.set(`${r.blockNumber}:${r.logIndex}`, Buffer.from(writer.write(r), 'latin1'));
+      for (const r of await this.recordsOf(
+        missing.map((m) => m.id),
+        query,
+        budget,
+      ))
+        byLog.set(`${r.blockNumber}:${r.logIndex}`, Buffer.from(writer.write(r), 'latin1'));
       for (const m of missing) {
         const p = picks.find((x) => m.id >= x.first && m.id < x.first + x.count) as BlockPick;
         parts[m.at] = byLog.get(`${p.number}:${m.id - p.first}`);
@@ -873,7 +955,11 @@ export class LogQueries {
     for (let at = start; at < end; at += LOG_FETCH_BATCH) {
       await budget.tick();
       const batch: StoredLog[] = [];
-      for await (const [, log] of tables.logs.range(this.db, { gte: BigInt(at), lt: BigInt(Math.min(end, at + LOG_FETCH_BATCH)) })) batch.push(log);
+      for await (const [, log] of tables.logs.range(this.db, {
+        gte: BigInt(at),
+        lt: BigInt(Math.min(end, at + LOG_FETCH_BATCH)),
+      }))
+        batch.push(log);
       records.push(...(await this.toRecords(batch)));
     }
     return records;
@@ -905,7 +991,8 @@ export class LogQueries {
     for await (const ids of this.joinIds(constraints, range.start, range.end, LOG_FETCH_BATCH, budget)) {
       await budget.tick();
       for (const log of await this.fetchLogs(ids)) if (logMatches(log, query)) matched.push(log);
-      if (matched.length > limit) return { kind: 'too-many', lastFittingBlock: (matched[limit] as StoredLog).blockNumber - 1n };
+      if (matched.length > limit)
+        return { kind: 'too-many', lastFittingBlock: (matched[limit] as StoredLog).blockNumber - 1n };
     }
     const records: LogRecord[] = [];
     for (let i = 0; i < matched.length; i += LOG_FETCH_BATCH) {
@@ -933,7 +1020,10 @@ export class LogQueries {
       if (!mayMatch(bloom)) continue;
       const r = await tables.blockLogs.get(this.db, number);
       if (r === undefined || r.count === 0) continue;
-      for await (const [, log] of tables.logs.range(this.db, { gte: r.firstLogId, lt: r.firstLogId + BigInt(r.count) })) {
+      for await (const [, log] of tables.logs.range(this.db, {
+        gte: r.firstLogId,
+        lt: r.firstLogId + BigInt(r.count),
+      })) {
         if (logMatches(log, query)) matched.push(log);
       }
       if (matched.length >= want) break;
@@ -942,7 +1032,8 @@ export class LogQueries {
       return { kind: 'too-many', lastFittingBlock: (matched[options.limit] as StoredLog).blockNumber - 1n };
     }
     const records: LogRecord[] = [];
-    for (let i = 0; i < matched.length; i += LOG_FETCH_BATCH) records.push(...(await this.toRecords(matched.slice(i, i + LOG_FETCH_BATCH))));
+    for (let i = 0; i < matched.length; i += LOG_FETCH_BATCH)
+      records.push(...(await this.toRecords(matched.slice(i, i + LOG_FETCH_BATCH))));
     return { kind: 'ok', logs: records };
   }
 }

@@ -48,7 +48,10 @@ export class NodeSlab {
 
   private home(key: Uint8Array): number {
     // Keys are keccak hashes: any four bytes are uniform.
-    return (((key[0] as number) << 24) | ((key[1] as number) << 16) | ((key[2] as number) << 8) | (key[3] as number)) & this.mask;
+    return (
+      (((key[0] as number) << 24) | ((key[1] as number) << 16) | ((key[2] as number) << 8) | (key[3] as number)) &
+      this.mask
+    );
   }
 
   private keyAt(slot: number, key: Uint8Array): boolean {
@@ -108,7 +111,8 @@ export class NodeSlab {
       at = 0;
     }
     // `node` may be a view of the slab itself (a refresh): copyWithin-safe either way.
-    if (node.buffer === this.slab.buffer) this.slab.copyWithin(at, node.byteOffset - this.slab.byteOffset, node.byteOffset - this.slab.byteOffset + n);
+    if (node.buffer === this.slab.buffer)
+      this.slab.copyWithin(at, node.byteOffset - this.slab.byteOffset, node.byteOffset - this.slab.byteOffset + n);
     else this.slab.set(node, at);
     this.pos[slot] = this.head;
     this.len[slot] = n;

@@ -170,11 +170,17 @@ export class LevelChainStore implements ChainStore {
         throw new DatadirEmptyError(datadir);
       }
       const v = Number(bytesToBigInt(version));
-      if (v !== SCHEMA_VERSION) throw new Error(`datadir ${datadir} has store schema version ${v}, this build reads ${SCHEMA_VERSION}`);
+      if (v !== SCHEMA_VERSION)
+        throw new Error(`datadir ${datadir} has store schema version ${v}, this build reads ${SCHEMA_VERSION}`);
       const parsed = JSON.parse(new TextDecoder().decode(config)) as { chainId?: number | string };
       if (parsed.chainId === undefined) throw new Error(`datadir ${datadir}: stored chain config has no chainId`);
       const chainId = BigInt(parsed.chainId);
-      return new LevelChainStore(db, datadir, { chainId, networkId: chainId, genesisHash }, options.nodeCacheBytes ?? NODE_CACHE_BYTES);
+      return new LevelChainStore(
+        db,
+        datadir,
+        { chainId, networkId: chainId, genesisHash },
+        options.nodeCacheBytes ?? NODE_CACHE_BYTES,
+      );
     } catch (err) {
       await db.close();
       throw err;
@@ -186,7 +192,8 @@ export class LevelChainStore implements ChainStore {
   }
 
   private async guard<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    if (this.db.status !== 'open') throw new StoreUnavailableError(`store unavailable: ${what}: database is ${this.db.status}`);
+    if (this.db.status !== 'open')
+      throw new StoreUnavailableError(`store unavailable: ${what}: database is ${this.db.status}`);
     try {
       return await fn();
     } catch (err) {
@@ -201,13 +208,16 @@ export class LevelChainStore implements ChainStore {
   }
 
   head(): Promise<ChainHead> {
-    return this.hit(this.headCache) ?? this.guard('head', async () => {
-      if (this.headCache !== undefined) return this.headCache;
-      const raw = tables.meta.getSync(this.db, MetaKey.Head);
-      if (raw === undefined) throw new Error('head pointer missing');
-      this.headCache = headCodec.decode(raw);
-      return this.headCache;
-    });
+    return (
+      this.hit(this.headCache) ??
+      this.guard('head', async () => {
+        if (this.headCache !== undefined) return this.headCache;
+        const raw = tables.meta.getSync(this.db, MetaKey.Head);
+        if (raw === undefined) throw new Error('head pointer missing');
+        this.headCache = headCodec.decode(raw);
+        return this.headCache;
+      })
+    );
   }
 
   canonicalHash(number: bigint): Promise<Bytes | undefined> {
@@ -293,10 +303,13 @@ export class LevelChainStore implements ChainStore {
   canonicalStateRoot(number: bigint): Promise<Bytes | undefined> {
     const hash = this.canonicalCache.get(number);
     const root = hash === undefined ? undefined : this.stateRoots.get(hash);
-    return this.hit(root) ?? this.guard('canonicalStateRoot', async () => {
-      const h = await this.canonical(number);
-      return h === undefined ? undefined : this.stateRootOf(h);
-    });
+    return (
+      this.hit(root) ??
+      this.guard('canonicalStateRoot', async () => {
+        const h = await this.canonical(number);
+        return h === undefined ? undefined : this.stateRootOf(h);
+      })
+    );
   }
 
   private async stateRootOf(hash: Uint8Array): Promise<Uint8Array | undefined> {
@@ -345,9 +358,12 @@ export class LevelChainStore implements ChainStore {
         : stillCanonical()
           ? tables.blockTxHashes.getSync(this.db, header.number)
           : body.transactions.map((raw) => keccak256(raw));
-    if (body === undefined || senders === undefined || td === undefined || txHashes === undefined) throw new Error(`block ${header.number}: body rows missing`);
-    if (senders.length !== body.transactions.length) throw new Error(`block ${header.number}: ${senders.length} senders for ${body.transactions.length} txs`);
-    if (txHashes.length !== body.transactions.length) throw new Error(`block ${header.number}: ${txHashes.length} tx hashes for ${body.transactions.length} txs`);
+    if (body === undefined || senders === undefined || td === undefined || txHashes === undefined)
+      throw new Error(`block ${header.number}: body rows missing`);
+    if (senders.length !== body.transactions.length)
+      throw new Error(`block ${header.number}: ${senders.length} senders for ${body.transactions.length} txs`);
+    if (txHashes.length !== body.transactions.length)
+      throw new Error(`block ${header.number}: ${txHashes.length} tx hashes for ${body.transactions.length} txs`);
     const hashes = txHashes.map((h) => h.slice());
     // Transactions are decoded when first read (a full block, a transaction lookup), not for a
     // hashes-only answer, which takes transactionHashes.
@@ -361,7 +377,10 @@ export class LevelChainStore implements ChainStore {
     } as BlockRecord;
     Object.defineProperty(record, 'transactions', {
       enumerable: true,
-      get: (): TxRecord[] => (txs ??= body.transactions.map((raw, i) => decodeTransaction(raw, senders[i] as Uint8Array, hashes[i] as Uint8Array))),
+      get: (): TxRecord[] =>
+        (txs ??= body.transactions.map((raw, i) =>
+          decodeTransaction(raw, senders[i] as Uint8Array, hashes[i] as Uint8Array),
+        )),
     });
     if (body.withdrawals !== undefined) record.withdrawals = withdrawalsFromValues(body.withdrawals);
     if (gen === this.gen) this.blocks.set(key, record);
@@ -415,13 +434,16 @@ export class LevelChainStore implements ChainStore {
   }
 
   transaction(hash: Bytes): Promise<TxWithLocation | undefined> {
-    return this.hit(this.txCache.get(byteKey(hash))) ?? this.guard('transaction', async () => {
-      if (hash.length !== 32) return undefined;
-      const key = byteKey(hash);
-      const hit = this.txCache.get(key);
-      if (hit !== undefined) return hit;
-      return this.loading.txs.run(key, () => this.loadTransaction(hash, key));
-    });
+    return (
+      this.hit(this.txCache.get(byteKey(hash))) ??
+      this.guard('transaction', async () => {
+        if (hash.length !== 32) return undefined;
+        const key = byteKey(hash);
+        const hit = this.txCache.get(key);
+        if (hit !== undefined) return hit;
+        return this.loading.txs.run(key, () => this.loadTransaction(hash, key));
+      })
+    );
   }
 
   /**
@@ -597,18 +619,28 @@ export class LevelChainStore implements ChainStore {
     for (const slot of slots) cacheKey += String.fromCharCode(slot.length) + byteKey(slot); // slots vary in width
     // The load is wholly synchronous (trie-read.ts): it fills the cache before any other caller
     // runs, so concurrent misses cannot pile up (no single-flight needed).
-    return this.hit(this.proofs.get(cacheKey)) ?? this.guard('proof', async () => this.proofs.get(cacheKey) ?? this.loadProof(stateRoot, address, slots, cacheKey));
+    return (
+      this.hit(this.proofs.get(cacheKey)) ??
+      this.guard('proof', async () => this.proofs.get(cacheKey) ?? this.loadProof(stateRoot, address, slots, cacheKey))
+    );
   }
 
   /**
    * EIP-1186 proof by the synchronous trie walk (trie-read.ts): the nodes read by hash along the
    * account's and each slot's path, root first, from the shared node cache or one getSync each.
    */
-  private loadProof(stateRoot: Uint8Array, address: Uint8Array, slots: Uint8Array[], cacheKey: string | undefined): AccountProofRecord {
+  private loadProof(
+    stateRoot: Uint8Array,
+    address: Uint8Array,
+    slots: Uint8Array[],
+    cacheKey: string | undefined,
+  ): AccountProofRecord {
     // Each walk's nodes are views of the node cache's slab, valid while the walk runs: copied
     // after it into one buffer per walk, since the record outlives it (memo, answer written later).
     let accountProof: Uint8Array[] = [];
-    const raw = bytesEqual(stateRoot, KECCAK256_RLP) ? null : trieGet(this.nodeSource, stateRoot, this.addressHashes.of(address), accountProof);
+    const raw = bytesEqual(stateRoot, KECCAK256_RLP)
+      ? null
+      : trieGet(this.nodeSource, stateRoot, this.addressHashes.of(address), accountProof);
     accountProof = copyNodes(accountProof);
     const account = raw === null ? null : accountFields(raw);
     // The roots are views of the node cache (trieGet): the record keeps copies.

@@ -191,7 +191,13 @@ function writeU32(n: number, out: Uint8Array, at: number): number {
 }
 
 function readU32(b: Uint8Array, at: number): number {
-  return (((b[at] as number) << 24) | ((b[at + 1] as number) << 16) | ((b[at + 2] as number) << 8) | (b[at + 3] as number)) >>> 0;
+  return (
+    (((b[at] as number) << 24) |
+      ((b[at + 1] as number) << 16) |
+      ((b[at + 2] as number) << 8) |
+      (b[at + 3] as number)) >>>
+    0
+  );
 }
 
 export function fixedBytesCodec(width: number, what: string): Codec<Uint8Array> {
@@ -251,13 +257,16 @@ function uintLength(v: bigint | number): number {
 function writeUint(v: bigint | number, out: Uint8Array, at: number): number {
   if (typeof v === 'bigint' && v <= MAX_SAFE) v = Number(v);
   const len = uintLength(v);
-  if (typeof v === 'number' && Number.isSafeInteger(v)) for (let i = len - 1, x = v; i >= 0; i--, x = Math.floor(x / 256)) out[at + i] = x % 256;
+  if (typeof v === 'number' && Number.isSafeInteger(v))
+    for (let i = len - 1, x = v; i >= 0; i--, x = Math.floor(x / 256)) out[at + i] = x % 256;
   else for (let i = len - 1, x = BigInt(v); i >= 0; i--, x >>= 8n) out[at + i] = Number(x & 0xffn);
   return at + len;
 }
 
 /** Minimal big-endian unsigned integer (empty for zero), as RLP would carry it. */
-export const bigUintCodec: Codec<bigint> = writerCodec<bigint>({ size: uintLength, write: writeUint }, (b) => bytesToBigInt(b));
+export const bigUintCodec: Codec<bigint> = writerCodec<bigint>({ size: uintLength, write: writeUint }, (b) =>
+  bytesToBigInt(b),
+);
 
 export interface TxLocation {
   number: bigint;
@@ -349,7 +358,12 @@ export interface StoredBody {
 }
 
 export const bodyCodec: Codec<StoredBody> = {
-  encode: (v) => RLP.encode(v.withdrawals === undefined ? [v.size, v.transactions, v.uncles] : [v.size, v.transactions, v.uncles, v.withdrawals]),
+  encode: (v) =>
+    RLP.encode(
+      v.withdrawals === undefined
+        ? [v.size, v.transactions, v.uncles]
+        : [v.size, v.transactions, v.uncles, v.withdrawals],
+    ),
   decode: (b) => {
     const f = RLP.decode(b) as unknown as [Uint8Array, Uint8Array[], Uint8Array[], Uint8Array[][]?];
     const body: StoredBody = {
@@ -560,7 +574,8 @@ export const postingCodec: Codec<number[]> = {
     const out: number[] = [];
     let prev = -1;
     for (const id of ids) {
-      if (!Number.isSafeInteger(id) || id <= prev) throw new RangeError('posting list: ids must be strictly increasing safe integers');
+      if (!Number.isSafeInteger(id) || id <= prev)
+        throw new RangeError('posting list: ids must be strictly increasing safe integers');
       let d = prev < 0 ? id : id - prev;
       prev = id;
       while (d >= 0x80) {
@@ -608,7 +623,12 @@ export interface LogIndexKey {
  * (undefined: OPEN_CHUNK) into `out`, which must be logIndexKeyLength(value.length) bytes: the one
  * builder of these keys for the writer (from its arenas) and the reader (seek targets).
  */
-export function writeLogIndexKey(out: Uint8Array, kind: number, value: Uint8Array, lastId: number | undefined): Uint8Array {
+export function writeLogIndexKey(
+  out: Uint8Array,
+  kind: number,
+  value: Uint8Array,
+  lastId: number | undefined,
+): Uint8Array {
   out[0] = Prefix.LogIndex;
   out[1] = kind;
   out.set(value, 2);
@@ -728,8 +748,18 @@ export class Table<K, V> {
 
   /** Entries in key order (or reverse), never leaving this table's prefix. */
   async *range(db: KvRead, opts: RangeOpts<K> = {}): AsyncGenerator<[K, V]> {
-    const lower = opts.gte !== undefined ? { gte: this.key(opts.gte) } : opts.gt !== undefined ? { gt: this.key(opts.gt) } : { gte: Uint8Array.of(this.prefix) };
-    const upper = opts.lte !== undefined ? { lte: this.key(opts.lte) } : opts.lt !== undefined ? { lt: this.key(opts.lt) } : { lt: Uint8Array.of(this.prefix + 1) };
+    const lower =
+      opts.gte !== undefined
+        ? { gte: this.key(opts.gte) }
+        : opts.gt !== undefined
+          ? { gt: this.key(opts.gt) }
+          : { gte: Uint8Array.of(this.prefix) };
+    const upper =
+      opts.lte !== undefined
+        ? { lte: this.key(opts.lte) }
+        : opts.lt !== undefined
+          ? { lt: this.key(opts.lt) }
+          : { lt: Uint8Array.of(this.prefix + 1) };
     const it = db.iterator({ ...lower, ...upper, reverse: opts.reverse ?? false, limit: opts.limit ?? -1 });
     try {
       for await (const [k, v] of it) {
@@ -785,7 +815,10 @@ export const tables = {
 } as const;
 
 /** The AddressLogsJson row of one address's logs in one block (see the table above), in memory from `alloc`. */
-export function encodeAddressLogsJson(entries: readonly { logIndex: number; text: string }[], alloc: (n: number) => Uint8Array = (n) => new Uint8Array(n)): Uint8Array {
+export function encodeAddressLogsJson(
+  entries: readonly { logIndex: number; text: string }[],
+  alloc: (n: number) => Uint8Array = (n) => new Uint8Array(n),
+): Uint8Array {
   let chars = entries.length === 0 ? 0 : entries.length - 1;
   for (const e of entries) chars += e.text.length;
   const head = 4 + 8 * entries.length;
@@ -818,7 +851,8 @@ export class AddressLogsJsonView {
     this.view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
     this.count = this.view.getUint32(0);
     this.head = 4 + 8 * this.count;
-    if (this.count === 0 || raw.length < this.head || this.head + this.end(this.count - 1) !== raw.length) throw new RangeError('AddressLogsJson: malformed row');
+    if (this.count === 0 || raw.length < this.head || this.head + this.end(this.count - 1) !== raw.length)
+      throw new RangeError('AddressLogsJson: malformed row');
   }
 
   private end(i: number): number {

@@ -209,7 +209,12 @@ function nibbles(key: Uint8Array): Uint8Array {
  * here was a malloc'd array per walk (values over 64 bytes, an account's, are not kept in the
  * array object), on every warm eth_getProof.
  */
-export function trieGet(nodes: NodeSource, root: Uint8Array, path: Uint8Array, proof?: Uint8Array[]): Uint8Array | null {
+export function trieGet(
+  nodes: NodeSource,
+  root: Uint8Array,
+  path: Uint8Array,
+  proof?: Uint8Array[],
+): Uint8Array | null {
   const key = nibbles(path);
   let at = 0;
   // The node being read: bytes b[pos, end) are its RLP (a whole stored node, or one embedded in it).

@@ -4,12 +4,35 @@
 // and nothing of the group; after it, the whole group.
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { LogJsonWriter, blockJsonHead, bytesToBigInt, decodeHeader, hashList, withdrawalsFromValues } from '@chainnode/core';
+import {
+  LogJsonWriter,
+  blockJsonHead,
+  bytesToBigInt,
+  decodeHeader,
+  hashList,
+  withdrawalsFromValues,
+} from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
 import { LogSegmentSealer } from './log-segments.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, Prefix, SCHEMA_VERSION, decodePostings, encodeAddressLogsJson, encodeLogRow, headCodec, logIndexKeyLength, postingCodec, putU64, tables, u64Codec, writeLogIndexKey } from './schema.js';
+import {
+  LOG_INDEX_CHUNK,
+  LogIndexKind,
+  MetaKey,
+  Prefix,
+  SCHEMA_VERSION,
+  decodePostings,
+  encodeAddressLogsJson,
+  encodeLogRow,
+  headCodec,
+  logIndexKeyLength,
+  postingCodec,
+  putU64,
+  tables,
+  u64Codec,
+  writeLogIndexKey,
+} from './schema.js';
 import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
 
@@ -105,7 +128,8 @@ const NONE = -1;
 function valueHash(kind: number, v: Uint8Array): number {
   let h = Math.imul(kind + 1, 0x9e3779b1);
   for (let i = 0; i < v.length; i += 4) {
-    const w = (v[i] as number) | ((v[i + 1] as number) << 8) | ((v[i + 2] as number) << 16) | ((v[i + 3] as number) << 24);
+    const w =
+      (v[i] as number) | ((v[i + 1] as number) << 8) | ((v[i + 2] as number) << 16) | ((v[i + 3] as number) << 24);
     h = Math.imul(h ^ w, 0x85ebca6b);
     h ^= h >>> 13;
   }
@@ -448,7 +472,8 @@ class ValueTable {
       const r = REC * e;
       if (rec[r + R_OPEN_COUNT] !== NONE) continue;
       const bit = this.evictedBit(rec[r + R_HASH] as number);
-      if (this.indexEmpty && ((this.evicted[bit >> 3] as number) & (1 << (bit & 7))) === 0) this.setOpen(e, NO_BYTES, 0, 0);
+      if (this.indexEmpty && ((this.evicted[bit >> 3] as number) & (1 << (bit & 7))) === 0)
+        this.setOpen(e, NO_BYTES, 0, 0);
       else missing.push(e);
     }
     if (missing.length > 0) {
@@ -517,7 +542,8 @@ class ValueTable {
   private evict(flush: number): void {
     if (this.bytes() <= this.maxBytes) return;
     const rec = this.rec;
-    const cost = (e: number) => ENTRY_COST + ((rec[REC * e + R_KIND_LEN] as number) & 0xffff) + (rec[REC * e + R_OPEN_CAP] as number);
+    const cost = (e: number) =>
+      ENTRY_COST + ((rec[REC * e + R_KIND_LEN] as number) & 0xffff) + (rec[REC * e + R_OPEN_CAP] as number);
     // Bytes per age (flushes since last written); the oldest go first.
     const byAge = new Map<number, number>();
     for (let e = 0; e < this.n; e++) {
@@ -566,7 +592,12 @@ class ValueTable {
   replaceOpen(kind: number, value: Uint8Array, ids: number[], flush: number): void {
     if (this.posts !== 0) throw new Error('log index: replaceOpen with postings staged');
     const e = this.findOrInsert(valueHash(kind, value), (kind << 16) | value.length, value, 0);
-    this.setOpen(e, ids.length === 0 ? NO_BYTES : postingCodec.encode(ids), ids.length, ids.length === 0 ? 0 : (ids[ids.length - 1] as number));
+    this.setOpen(
+      e,
+      ids.length === 0 ? NO_BYTES : postingCodec.encode(ids),
+      ids.length,
+      ids.length === 0 ? 0 : (ids[ids.length - 1] as number),
+    );
     this.rec[REC * e + R_LAST_USE] = flush;
   }
 
@@ -649,7 +680,10 @@ export class StoreWriter {
   }
 
   static async open(datadir: string, options: WriterOptions = {}): Promise<StoreWriter> {
-    const w = new StoreWriter(await openDb(datadir, { create: true, bulkLoad: true, shared: options.shared === true }), options);
+    const w = new StoreWriter(
+      await openDb(datadir, { create: true, bulkLoad: true, shared: options.shared === true }),
+      options,
+    );
     try {
       await w.load();
       w.segments = await LogSegmentSealer.open(w.db, datadir);
@@ -716,7 +750,8 @@ export class StoreWriter {
     tables.meta.put(ops, MetaKey.SchemaVersion, Uint8Array.of(SCHEMA_VERSION));
     tables.meta.put(ops, MetaKey.GenesisHash, g.block.hash);
     tables.meta.put(ops, MetaKey.ChainConfig, new TextEncoder().encode(JSON.stringify(g.chainConfig)));
-    if (g.genesisJson !== undefined) tables.meta.put(ops, MetaKey.GenesisJson, new TextEncoder().encode(JSON.stringify(g.genesisJson)));
+    if (g.genesisJson !== undefined)
+      tables.meta.put(ops, MetaKey.GenesisJson, new TextEncoder().encode(JSON.stringify(g.genesisJson)));
     this.stageBlock(g.block);
     await this.flush();
     this.genesisHash = g.block.hash;
@@ -773,7 +808,15 @@ export class StoreWriter {
       const transactionHash = b.txHashes[transactionIndex];
       if (transactionHash === undefined) throw new Error(`block ${b.number}: logs of unknown tx ${transactionIndex}`);
       for (const l of txLogs) {
-        const text = writer.write({ ...l, blockNumber: b.number, blockHash: b.hash, blockTimestamp: timestamp, transactionHash, transactionIndex, logIndex });
+        const text = writer.write({
+          ...l,
+          blockNumber: b.number,
+          blockHash: b.hash,
+          blockTimestamp: timestamp,
+          transactionHash,
+          transactionIndex,
+          logIndex,
+        });
         const key = Buffer.from(l.address.buffer, l.address.byteOffset, l.address.byteLength).toString('latin1');
         let row = byAddress.get(key);
         if (row === undefined) byAddress.set(key, (row = { address: l.address, entries: [] }));
@@ -781,13 +824,19 @@ export class StoreWriter {
       }
     });
     for (const row of byAddress.values()) {
-      tables.addressLogsJson.stage(this.group, { address: row.address, number: b.number }, encodeAddressLogsJson(row.entries, this.alloc), this.alloc);
+      tables.addressLogsJson.stage(
+        this.group,
+        { address: row.address, number: b.number },
+        encodeAddressLogsJson(row.entries, this.alloc),
+        this.alloc,
+      );
     }
   }
 
   /** A block staged without AddressLogsJson rows: readers may use the rows only above it. */
   private withoutLogsJson(number: bigint): void {
-    if (this.logsJsonFrom === undefined || number + 1n > this.logsJsonFrom.value) this.logsJsonFrom = { value: number + 1n, stored: false };
+    if (this.logsJsonFrom === undefined || number + 1n > this.logsJsonFrom.value)
+      this.logsJsonFrom = { value: number + 1n, stored: false };
   }
 
   private stageRows(b: BlockInput): void {
@@ -802,7 +851,8 @@ export class StoreWriter {
     tables.senders.stage(ops, b.hash, b.senders, alloc);
     tables.blockTxHashes.stage(ops, b.number, b.txHashes, alloc);
     tables.blooms.stage(ops, b.number, b.logsBloom, alloc);
-    for (let index = 0; index < b.txHashes.length; index++) tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
+    for (let index = 0; index < b.txHashes.length; index++)
+      tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
     const firstLogId = this.nextLogId;
     // Log ids stay below 2^53 (one per log ever emitted), so they are counted as numbers here.
     let id = Number(firstLogId);
@@ -812,10 +862,18 @@ export class StoreWriter {
         const key = this.slab.alloc(9);
         key[0] = Prefix.Logs;
         putU64(key, 1, id);
-        const row = { blockNumber: b.number, txIndex, logIndex: logIndex++, address: l.address, topics: l.topics, data: l.data };
+        const row = {
+          blockNumber: b.number,
+          txIndex,
+          logIndex: logIndex++,
+          address: l.address,
+          topics: l.topics,
+          data: l.data,
+        };
         ops.put(key, encodeLogRow(row, this.alloc));
         this.values.post(LogIndexKind.Address, l.address, id);
-        for (let pos = 0; pos < l.topics.length && pos < 4; pos++) this.values.post(pos, l.topics[pos] as Uint8Array, id);
+        for (let pos = 0; pos < l.topics.length && pos < 4; pos++)
+          this.values.post(pos, l.topics[pos] as Uint8Array, id);
         id++;
       }
     });
@@ -853,18 +911,27 @@ export class StoreWriter {
     if (ancestor < 0n) throw new Error('rewind: below genesis');
     const ancestorHash = await tables.canonical.get(this.db, ancestor);
     const ancestorLogs = await tables.blockLogs.get(this.db, ancestor);
-    if (ancestorHash === undefined || ancestorLogs === undefined) throw new Error(`rewind: block ${ancestor} rows missing`);
+    if (ancestorHash === undefined || ancestorLogs === undefined)
+      throw new Error(`rewind: block ${ancestor} rows missing`);
     const cut = ancestorLogs.firstLogId + BigInt(ancestorLogs.count);
     const ops = this.group;
     const removed: RemovedBlock[] = [];
     for (let n = ancestor + 1n; n <= head.number; n++) {
-      const [hash, txHashes, range] = await Promise.all([tables.canonical.get(this.db, n), tables.blockTxHashes.get(this.db, n), tables.blockLogs.get(this.db, n)]);
-      if (hash === undefined || txHashes === undefined || range === undefined) throw new Error(`rewind: block ${n} rows missing`);
+      const [hash, txHashes, range] = await Promise.all([
+        tables.canonical.get(this.db, n),
+        tables.blockTxHashes.get(this.db, n),
+        tables.blockLogs.get(this.db, n),
+      ]);
+      if (hash === undefined || txHashes === undefined || range === undefined)
+        throw new Error(`rewind: block ${n} rows missing`);
       const headerRlp = await tables.headers.get(this.db, hash);
       if (headerRlp === undefined) throw new Error(`rewind: header of block ${n} missing`);
       const timestamp = bytesToBigInt((RLP.decode(headerRlp) as Uint8Array[])[11] as Uint8Array);
       const logs: LogRecord[] = [];
-      for await (const [, row] of tables.logs.range(this.db, { gte: range.firstLogId, lt: range.firstLogId + BigInt(range.count) })) {
+      for await (const [, row] of tables.logs.range(this.db, {
+        gte: range.firstLogId,
+        lt: range.firstLogId + BigInt(range.count),
+      })) {
         logs.push({
           address: row.address,
           topics: row.topics,
@@ -890,7 +957,8 @@ export class StoreWriter {
     }
     // The posting lists of every value the orphaned logs carried, cut at `cut`.
     const touched = new Map<string, { kind: number; value: Uint8Array }>();
-    const touch = (kind: number, value: Uint8Array) => touched.set(`${kind}:${Buffer.from(value).toString('hex')}`, { kind, value });
+    const touch = (kind: number, value: Uint8Array) =>
+      touched.set(`${kind}:${Buffer.from(value).toString('hex')}`, { kind, value });
     for (const b of removed) {
       for (const l of b.logs) {
         touch(LogIndexKind.Address, l.address);
@@ -978,7 +1046,8 @@ export class StoreWriter {
     await this.values.stage(this.db, ops, flush, this.alloc);
     stats.trieNodes = this.trieDb.drainInto(ops);
     const rowsFrom = this.logsJsonFrom;
-    if (rowsFrom !== undefined && !rowsFrom.stored) tables.meta.put(ops, MetaKey.LogsJsonFrom, u64Codec.encode(rowsFrom.value));
+    if (rowsFrom !== undefined && !rowsFrom.stored)
+      tables.meta.put(ops, MetaKey.LogsJsonFrom, u64Codec.encode(rowsFrom.value));
     ops.putLast(tables.meta.key(MetaKey.Head), headCodec.encode(head));
     stats.bytes = ops.bytes;
     this.group = new GroupBatch(this.db);
@@ -1012,4 +1081,3 @@ export class StoreWriter {
     }
   }
 }
-

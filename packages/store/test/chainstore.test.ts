@@ -26,7 +26,23 @@ const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const u = bigIntToUnpaddedBytes;
 
 function headerFields(h: HeaderRecord): Uint8Array[] {
-  const f = [h.parentHash, h.uncleHash, h.coinbase, h.stateRoot, h.transactionsRoot, h.receiptsRoot, h.logsBloom, u(h.difficulty), u(h.number), u(h.gasLimit), u(h.gasUsed), u(h.timestamp), h.extraData, h.mixHash, h.nonce];
+  const f = [
+    h.parentHash,
+    h.uncleHash,
+    h.coinbase,
+    h.stateRoot,
+    h.transactionsRoot,
+    h.receiptsRoot,
+    h.logsBloom,
+    u(h.difficulty),
+    u(h.number),
+    u(h.gasLimit),
+    u(h.gasUsed),
+    u(h.timestamp),
+    h.extraData,
+    h.mixHash,
+    h.nonce,
+  ];
   if (h.baseFeePerGas !== undefined) f.push(u(h.baseFeePerGas));
   if (h.withdrawalsRoot !== undefined) f.push(h.withdrawalsRoot);
   if (h.blobGasUsed !== undefined) f.push(u(h.blobGasUsed));
@@ -65,7 +81,10 @@ d('ChainStore over the imported execution-apis chain', () => {
   beforeAll(async () => {
     const src = join(chains as string, 'execution-apis');
     const genesis = JSON.parse(await readFile(join(src, 'genesis.json'), 'utf8')) as GethGenesis;
-    const common = createCommonFromGethGenesis(genesis, { chain: 'custom', customCrypto: { kzg: new KZG(trustedSetup) as unknown as KzgInterface } });
+    const common = createCommonFromGethGenesis(genesis, {
+      chain: 'custom',
+      customCrypto: { kzg: new KZG(trustedSetup) as unknown as KzgInterface },
+    });
     let rest: Uint8Array = await readFile(join(src, 'chain.rlp'));
     while (rest.length > 0) {
       const { remainder } = RLP.decode(rest, true);
@@ -101,7 +120,8 @@ d('ChainStore over the imported execution-apis chain', () => {
 
   test('canonicalStateRoot(n) is the state root of block n, first read and cached; nothing past the head', async () => {
     for (let round = 0; round < 2; round++) {
-      for (const [n, b] of records.entries()) expect(hex((await store.canonicalStateRoot(BigInt(n))) as Uint8Array)).toBe(hex(b.header.stateRoot));
+      for (const [n, b] of records.entries())
+        expect(hex((await store.canonicalStateRoot(BigInt(n))) as Uint8Array)).toBe(hex(b.header.stateRoot));
     }
     for (const past of [55n, 2n ** 64n, -1n]) expect(await store.canonicalStateRoot(past)).toBeUndefined();
   });
@@ -133,20 +153,36 @@ d('ChainStore over the imported execution-apis chain', () => {
         expect(hex(r.hash)).toBe(hex(tx.hash()));
         expect(hex(r.from)).toBe(hex(tx.getSenderAddress().bytes));
         expect([r.type, r.nonce, r.gas, r.value, hex(r.input), r.to && hex(r.to), r.v, r.r, r.s]).toEqual([
-          tx.type, tx.nonce, tx.gasLimit, tx.value, hex(tx.data), tx.to ? hex(tx.to.bytes) : null, tx.v, tx.r, tx.s,
+          tx.type,
+          tx.nonce,
+          tx.gasLimit,
+          tx.value,
+          hex(tx.data),
+          tx.to ? hex(tx.to.bytes) : null,
+          tx.v,
+          tx.r,
+          tx.s,
         ]);
         const t = tx as unknown as Record<string, unknown>;
         if (r.gasPrice !== undefined) expect(r.gasPrice).toBe(t.gasPrice);
-        if (r.maxFeePerGas !== undefined) expect([r.maxFeePerGas, r.maxPriorityFeePerGas]).toEqual([t.maxFeePerGas, t.maxPriorityFeePerGas]);
+        if (r.maxFeePerGas !== undefined)
+          expect([r.maxFeePerGas, r.maxPriorityFeePerGas]).toEqual([t.maxFeePerGas, t.maxPriorityFeePerGas]);
         if (tx.supports(Capability.EIP2930AccessLists)) {
           const al = t.accessList as [Uint8Array, Uint8Array[]][];
-          expect(r.accessList?.map((e) => [hex(e.address), e.storageKeys.map(hex)])).toEqual(al.map(([a, ks]) => [hex(a), ks.map(hex)]));
+          expect(r.accessList?.map((e) => [hex(e.address), e.storageKeys.map(hex)])).toEqual(
+            al.map(([a, ks]) => [hex(a), ks.map(hex)]),
+          );
         }
         if (r.type === 0 && r.v >= 35n) expect(r.chainId).toBe(3503995874084926n);
-        if (r.type === 3) expect(r.blobVersionedHashes?.map(hex)).toEqual((t.blobVersionedHashes as string[]).map((h) => h.slice(2)));
+        if (r.type === 3)
+          expect(r.blobVersionedHashes?.map(hex)).toEqual((t.blobVersionedHashes as string[]).map((h) => h.slice(2)));
         if (r.type === 4) expect(r.authorizationList?.length).toBe((t.authorizationList as unknown[]).length);
         const located = await store.transaction(r.hash);
-        expect(located && [located.blockNumber, located.transactionIndex, hex(located.blockHash)]).toEqual([BigInt(n), i, hex(lib.hash())]);
+        expect(located && [located.blockNumber, located.transactionIndex, hex(located.blockHash)]).toEqual([
+          BigInt(n),
+          i,
+          hex(lib.hash()),
+        ]);
       }
       for (const [i, h] of lib.uncleHeaders.entries()) {
         const uncle = await store.uncle(lib.hash(), i);
@@ -193,17 +229,32 @@ d('ChainStore over the imported execution-apis chain', () => {
           fromBlock: from,
           toBlock: to,
           addresses: i % 3 === 0 ? [] : [pick(addresses, i), ...(i % 4 === 0 ? [pick(addresses, i + 1)] : [])],
-          topics: i % 5 === 0 ? [] : [i % 2 ? null : [pick(topics, i)], ...(i % 3 === 1 ? [[pick(topics, i * 3), pick(topics, i + 2)]] : [])],
+          topics:
+            i % 5 === 0
+              ? []
+              : [
+                  i % 2 ? null : [pick(topics, i)],
+                  ...(i % 3 === 1 ? [[pick(topics, i * 3), pick(topics, i + 2)]] : []),
+                ],
         });
       }
       // A query built from an actual log with all its topics must find it.
       const sample = all.find((l) => l.topics.length >= 2)!;
-      queries.push({ fromBlock: 0n, toBlock: 100n, addresses: [sample.address], topics: sample.topics.map((t) => [t]) });
+      queries.push({
+        fromBlock: 0n,
+        toBlock: 100n,
+        addresses: [sample.address],
+        topics: sample.topics.map((t) => [t]),
+      });
       const matches = (l: LogRecord, q: LogQuery) =>
-        l.blockNumber >= q.fromBlock && l.blockNumber <= q.toBlock &&
+        l.blockNumber >= q.fromBlock &&
+        l.blockNumber <= q.toBlock &&
         (q.addresses.length === 0 || q.addresses.some((a) => bytesEqual(a, l.address))) &&
         q.topics.length <= l.topics.length && // geth: fewer topics than positions never matches
-        q.topics.every((t, i) => t === null || t.length === 0 || (l.topics[i] !== undefined && t.some((x) => bytesEqual(x, l.topics[i]!))));
+        q.topics.every(
+          (t, i) =>
+            t === null || t.length === 0 || (l.topics[i] !== undefined && t.some((x) => bytesEqual(x, l.topics[i]!))),
+        );
       const key = (l: LogRecord) => `${l.blockNumber}:${l.logIndex}`;
       let nonEmpty = 0;
       for (const q of queries) {
@@ -233,7 +284,8 @@ d('ChainStore over the imported execution-apis chain', () => {
 
   test('proofs and storage verify against the state roots (present and absent accounts and slots)', async () => {
     const addrs = new Map<string, Uint8Array>();
-    for (const b of records) for (const t of b.transactions) for (const a of [t.from, t.to]) if (a) addrs.set(hex(a), a);
+    for (const b of records)
+      for (const t of b.transactions) for (const a of [t.from, t.to]) if (a) addrs.set(hex(a), a);
     addrs.set('ab'.repeat(20), new Uint8Array(20).fill(0xab)); // never touched
     const slots = [0n, 1n, 2n, 3n].map((i) => setLengthLeft(u(i), 32));
     let withStorage = 0;
@@ -246,7 +298,12 @@ d('ChainStore over the imported execution-apis chain', () => {
           expect([p.nonce, p.balance]).toEqual([0n, 0n]);
         } else {
           const acc = createAccountFromRLP(value);
-          expect([acc.nonce, acc.balance, hex(acc.codeHash), hex(acc.storageRoot)]).toEqual([p.nonce, p.balance, hex(p.codeHash), hex(p.storageHash)]);
+          expect([acc.nonce, acc.balance, hex(acc.codeHash), hex(acc.storageRoot)]).toEqual([
+            p.nonce,
+            p.balance,
+            hex(p.codeHash),
+            hex(p.storageHash),
+          ]);
         }
         for (const sp of p.storageProof) {
           const stored = await store.storageAt(root, addr, sp.key);

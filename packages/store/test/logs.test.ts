@@ -52,7 +52,23 @@ function makeChain(length = BLOCKS): { blocks: BlockInput[]; genesis: BlockInput
   const r = lcg(42);
   const all: Gen[] = [];
   const header = (n: number, parent: Uint8Array, bloom: Uint8Array) =>
-    RLP.encode([parent, new Uint8Array(32), new Uint8Array(20), new Uint8Array(32), new Uint8Array(32), new Uint8Array(32), bloom, 0, n, 30_000_000, 0, 1_000 + n * 12, new Uint8Array(0), new Uint8Array(32), new Uint8Array(8)]);
+    RLP.encode([
+      parent,
+      new Uint8Array(32),
+      new Uint8Array(20),
+      new Uint8Array(32),
+      new Uint8Array(32),
+      new Uint8Array(32),
+      bloom,
+      0,
+      n,
+      30_000_000,
+      0,
+      1_000 + n * 12,
+      new Uint8Array(0),
+      new Uint8Array(32),
+      new Uint8Array(8),
+    ]);
   const block = (n: number, parent: Uint8Array, logs: LogInput[][]): BlockInput => {
     const bloom = new Uint8Array(256);
     for (const l of logs.flat()) {
@@ -70,7 +86,16 @@ function makeChain(length = BLOCKS): { blocks: BlockInput[]; genesis: BlockInput
     const txHashes = txs.map((t) => keccak256(t));
     let logIndex = 0;
     logs.forEach((txLogs, i) => {
-      for (const log of txLogs) all.push({ blockNumber: BigInt(n), logIndex: logIndex++, txHash: txHashes[i] as Uint8Array, txIndex: i, blockHash: hash, timestamp: BigInt(1_000 + n * 12), log });
+      for (const log of txLogs)
+        all.push({
+          blockNumber: BigInt(n),
+          logIndex: logIndex++,
+          txHash: txHashes[i] as Uint8Array,
+          txIndex: i,
+          blockHash: hash,
+          timestamp: BigInt(1_000 + n * 12),
+          log,
+        });
     });
     return {
       number: BigInt(n),
@@ -115,8 +140,14 @@ function makeChain(length = BLOCKS): { blocks: BlockInput[]; genesis: BlockInput
  * group, as a resumed import has; `cacheBytes`: the writer's open-chunk cache budget (a tiny one
  * drops every value after each flush, so open chunks are read back from LevelDB).
  */
-async function buildGrouped(dir: string, chain: ReturnType<typeof makeChain>, groups: number[], opts: { reopen?: boolean; cacheBytes?: number; logsJsonFrom?: number } = {}): Promise<void> {
-  const open = () => StoreWriter.open(dir, opts.cacheBytes === undefined ? {} : { openChunkCacheBytes: opts.cacheBytes });
+async function buildGrouped(
+  dir: string,
+  chain: ReturnType<typeof makeChain>,
+  groups: number[],
+  opts: { reopen?: boolean; cacheBytes?: number; logsJsonFrom?: number } = {},
+): Promise<void> {
+  const open = () =>
+    StoreWriter.open(dir, opts.cacheBytes === undefined ? {} : { openChunkCacheBytes: opts.cacheBytes });
   let w = await open();
   try {
     await w.writeGenesis({ block: chain.genesis, chainConfig: { chainId: 1 } });
@@ -144,7 +175,12 @@ function matches(g: Gen, q: LogQuery): boolean {
   if (g.blockNumber < q.fromBlock || g.blockNumber > q.toBlock) return false;
   if (q.addresses.length > 0 && !q.addresses.some((a) => bytesEqual(a, g.log.address))) return false;
   if (q.topics.length > g.log.topics.length) return false; // geth: fewer topics than positions never matches
-  return q.topics.every((t, i) => t === null || t.length === 0 || (g.log.topics[i] !== undefined && t.some((x) => bytesEqual(x, g.log.topics[i] as Uint8Array))));
+  return q.topics.every(
+    (t, i) =>
+      t === null ||
+      t.length === 0 ||
+      (g.log.topics[i] !== undefined && t.some((x) => bytesEqual(x, g.log.topics[i] as Uint8Array))),
+  );
 }
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -163,8 +199,10 @@ const jsonOf = (g: Gen): unknown => ({
 });
 
 /** A logsText answer with its ASCII bytes as text, to compare with the expected text. */
-const asText = (r: LogTextQueryResult | undefined) => (r?.kind === 'ok' ? { kind: 'ok', text: chunksToBytes(r.ascii).toString('latin1'), count: r.count } : r);
-const describeLog = (l: { blockNumber: bigint; logIndex: number; transactionHash?: Uint8Array; txHash?: Uint8Array }) => `${l.blockNumber}:${l.logIndex}`;
+const asText = (r: LogTextQueryResult | undefined) =>
+  r?.kind === 'ok' ? { kind: 'ok', text: chunksToBytes(r.ascii).toString('latin1'), count: r.count } : r;
+const describeLog = (l: { blockNumber: bigint; logIndex: number; transactionHash?: Uint8Array; txHash?: Uint8Array }) =>
+  `${l.blockNumber}:${l.logIndex}`;
 
 describe('log index over a synthetic chain', () => {
   const chain = makeChain();
@@ -193,7 +231,9 @@ describe('log index over a synthetic chain', () => {
   });
 
   test('the chain exercises several full chunks of the hot values', () => {
-    const hotTopic = chain.all.filter((g) => g.log.topics[0] !== undefined && bytesEqual(g.log.topics[0], HOT_TOPIC)).length;
+    const hotTopic = chain.all.filter(
+      (g) => g.log.topics[0] !== undefined && bytesEqual(g.log.topics[0], HOT_TOPIC),
+    ).length;
     const hotAddr = chain.all.filter((g) => bytesEqual(g.log.address, HOT_ADDR)).length;
     expect(hotTopic).toBeGreaterThan(2 * LOG_INDEX_CHUNK);
     expect(hotAddr).toBeGreaterThan(3 * LOG_INDEX_CHUNK);
@@ -213,7 +253,10 @@ describe('log index over a synthetic chain', () => {
     await store.close();
     const db = await openDb(dirs[0] as string, { create: false });
     try {
-      const want = chain.all.map((g, id) => ({ g, id })).filter(({ g }) => bytesEqual(g.log.address, HOT_ADDR)).map(({ id }) => id + 0);
+      const want = chain.all
+        .map((g, id) => ({ g, id }))
+        .filter(({ g }) => bytesEqual(g.log.address, HOT_ADDR))
+        .map(({ id }) => id + 0);
       const got: number[] = [];
       const chunks: { last: bigint; n: number }[] = [];
       for await (const [k, ids] of tables.logIndex.range(db, {
@@ -245,7 +288,8 @@ describe('log index over a synthetic chain', () => {
     // Hot topic0 + rare address (the case the streaming intersection is for).
     for (let i = 0; i < 10; i++) qs.push({ ...full, addresses: [addr(100 + pick(400))], topics: [[HOT_TOPIC]] });
     // Hot address + hot topic0 + a topic2 value.
-    for (let i = 0; i < 10; i++) qs.push({ ...full, addresses: [HOT_ADDR], topics: [[HOT_TOPIC], null, [topic(2000 + pick(300))]] });
+    for (let i = 0; i < 10; i++)
+      qs.push({ ...full, addresses: [HOT_ADDR], topics: [[HOT_TOPIC], null, [topic(2000 + pick(300))]] });
     // Arrays on several positions, nulls and empty arrays as wildcards, ranges cutting chunks.
     for (let i = 0; i < 60; i++) {
       const from = pick(BLOCKS);
@@ -255,7 +299,12 @@ describe('log index over a synthetic chain', () => {
       const t1 = i % 5 === 0 ? [topic(1000 + pick(6)), topic(1000 + pick(6))] : i % 5 === 1 ? [] : null;
       const t2 = i % 7 === 0 ? [topic(2000 + pick(300))] : null;
       const t3 = i % 11 === 0 ? [topic(3000 + pick(300)), topic(3000 + pick(300))] : null;
-      qs.push({ fromBlock: BigInt(from), toBlock: BigInt(to), addresses, topics: [t0, t1, t2, t3].slice(0, 1 + (i % 4)) });
+      qs.push({
+        fromBlock: BigInt(from),
+        toBlock: BigInt(to),
+        addresses,
+        topics: [t0, t1, t2, t3].slice(0, 1 + (i % 4)),
+      });
     }
     // Value absent from the chain, a value of the wrong width, a topic only at another position.
     qs.push({ ...full, addresses: [addr(99_999)], topics: [] });
@@ -281,7 +330,14 @@ describe('log index over a synthetic chain', () => {
       expect(scan.logs.map(describeLog)).toEqual(want.map(describeLog));
       got.logs.forEach((l, i) => {
         const g = want[i] as Gen;
-        expect([hex(l.address), l.topics.map(hex), hex(l.data), hex(l.transactionHash), hex(l.blockHash), l.blockTimestamp]).toEqual([
+        expect([
+          hex(l.address),
+          l.topics.map(hex),
+          hex(l.data),
+          hex(l.transactionHash),
+          hex(l.blockHash),
+          l.blockTimestamp,
+        ]).toEqual([
           hex(g.log.address),
           g.log.topics.map(hex),
           hex(g.log.data),
@@ -297,15 +353,27 @@ describe('log index over a synthetic chain', () => {
   test('logsText from the AddressLogsJson rows equals the brute-force answer as geth writes it', async () => {
     let fromRows = 0;
     let picked = 0;
-    const qs = queries().flatMap((q) => [q, { ...q, fromBlock: q.fromBlock < BigInt(ROWS_FROM) ? BigInt(ROWS_FROM) : q.fromBlock }]);
-    qs.push({ fromBlock: BigInt(ROWS_FROM), toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR, HOT_ADDR, addr(3)], topics: [] });
+    const qs = queries().flatMap((q) => [
+      q,
+      { ...q, fromBlock: q.fromBlock < BigInt(ROWS_FROM) ? BigInt(ROWS_FROM) : q.fromBlock },
+    ]);
+    qs.push({
+      fromBlock: BigInt(ROWS_FROM),
+      toBlock: BigInt(BLOCKS),
+      addresses: [HOT_ADDR, HOT_ADDR, addr(3)],
+      topics: [],
+    });
     for (const q of qs) {
       const want = chain.all.filter((g) => matches(g, q));
       // Without rows (dirs[0] was written without them) the query is left to logs().
       expect(await store.logsText(q, opts())).toBeUndefined();
       const got = await withRows.logsText(q, opts());
       const lastTopic = q.topics.reduce((at, t, i) => (t !== null && t.length > 0 ? i : at), -1);
-      const served = q.addresses.length > 0 && q.addresses.length <= 8 && q.topics.length === lastTopic + 1 && q.fromBlock >= BigInt(ROWS_FROM);
+      const served =
+        q.addresses.length > 0 &&
+        q.addresses.length <= 8 &&
+        q.topics.length === lastTopic + 1 &&
+        q.fromBlock >= BigInt(ROWS_FROM);
       if (!served) {
         expect(got).toBeUndefined();
         continue;
@@ -336,19 +404,27 @@ describe('log index over a synthetic chain', () => {
       await db.close();
       withRows = await LevelChainStore.open(dirs[5] as string);
     }
-    expect(asText(await withRows.logsText(q400, opts()))).toEqual({ kind: 'ok', text: `[${marked.map((m) => m.text).join(',')}]`, count: marked.length });
+    expect(asText(await withRows.logsText(q400, opts()))).toEqual({
+      kind: 'ok',
+      text: `[${marked.map((m) => m.text).join(',')}]`,
+      count: marked.length,
+    });
     // Rows of every third block gone: queries with topics find their matches in the log rows.
     await withRows.close();
     db = await openDb(dirs[5] as string, { create: false });
     try {
       // (block 400's marked row goes too)
-      for (const g of chain.all) if (g.blockNumber % 3n === 0n || g.blockNumber === 400n) await db.del(tables.addressLogsJson.key({ address: g.log.address, number: g.blockNumber }));
+      for (const g of chain.all)
+        if (g.blockNumber % 3n === 0n || g.blockNumber === 400n)
+          await db.del(tables.addressLogsJson.key({ address: g.log.address, number: g.blockNumber }));
     } finally {
       await db.close();
       withRows = await LevelChainStore.open(dirs[5] as string);
     }
     let checked = 0;
-    for (const q of queries().filter((x) => x.addresses.length > 0 && x.topics.some((t) => t !== null && t.length > 0))) {
+    for (const q of queries().filter(
+      (x) => x.addresses.length > 0 && x.topics.some((t) => t !== null && t.length > 0),
+    )) {
       const q2 = { ...q, fromBlock: q.fromBlock < BigInt(ROWS_FROM) ? BigInt(ROWS_FROM) : q.fromBlock };
       const got = await withRows.logsText(q2, opts());
       if (got === undefined) continue;
@@ -363,7 +439,15 @@ describe('log index over a synthetic chain', () => {
     const cases: LogQuery[] = [
       { fromBlock: 0n, toBlock: BigInt(BLOCKS), addresses: [], topics: [] },
       { fromBlock: 3n, toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR], topics: [[HOT_TOPIC]] },
-      { fromBlock: 10n, toBlock: 600n, addresses: [HOT_ADDR, addr(3)], topics: [[HOT_TOPIC, topic(1)], [topic(1000), topic(1001), topic(1002)]] },
+      {
+        fromBlock: 10n,
+        toBlock: 600n,
+        addresses: [HOT_ADDR, addr(3)],
+        topics: [
+          [HOT_TOPIC, topic(1)],
+          [topic(1000), topic(1001), topic(1002)],
+        ],
+      },
       // Trailing wildcards: only logs with enough topics may count toward the cap.
       { fromBlock: 0n, toBlock: BigInt(BLOCKS), addresses: [], topics: [null, null] },
       { fromBlock: 5n, toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR], topics: [[HOT_TOPIC], null, null] },
@@ -378,7 +462,10 @@ describe('log index over a synthetic chain', () => {
         const rowsQ = { ...q, fromBlock: BigInt(ROWS_FROM) };
         const rowsWant = chain.all.filter((g) => matches(g, rowsQ));
         if (q.addresses.length > 0 && q.topics.every((t) => t !== null && t.length > 0) && limit < rowsWant.length) {
-          expect(await withRows.logsText(rowsQ, opts(limit))).toEqual({ kind: 'too-many', lastFittingBlock: (rowsWant[limit] as Gen).blockNumber - 1n });
+          expect(await withRows.logsText(rowsQ, opts(limit))).toEqual({
+            kind: 'too-many',
+            lastFittingBlock: (rowsWant[limit] as Gen).blockNumber - 1n,
+          });
         }
       }
       const ok = await store.logs(q, opts(want.length));
@@ -389,8 +476,12 @@ describe('log index over a synthetic chain', () => {
   test('a past deadline stops index and scan queries', async () => {
     const q = { fromBlock: 0n, toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR], topics: [[HOT_TOPIC]] };
     await expect(store.logs(q, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow('query timeout exceeded');
-    await expect(store.logsByBloomScan(q, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow('query timeout exceeded');
-    await expect(withRows.logsText({ ...q, fromBlock: BigInt(ROWS_FROM) }, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow('query timeout exceeded');
+    await expect(store.logsByBloomScan(q, { limit: 100_000, deadline: Date.now() - 1 })).rejects.toThrow(
+      'query timeout exceeded',
+    );
+    await expect(
+      withRows.logsText({ ...q, fromBlock: BigInt(ROWS_FROM) }, { limit: 100_000, deadline: Date.now() - 1 }),
+    ).rejects.toThrow('query timeout exceeded');
   });
 });
 
@@ -443,9 +534,26 @@ describe('log segments', () => {
   async function checkAnswers(head: number, sealed: [bigint, bigint]): Promise<number> {
     const r = lcg(7);
     const pick = (n: number) => Math.floor(r() * n);
-    const edges = [1, 255, 256, 257, Number(sealed[0]) - 1, Number(sealed[0]), Number(sealed[1]) - 1, Number(sealed[1]), head];
+    const edges = [
+      1,
+      255,
+      256,
+      257,
+      Number(sealed[0]) - 1,
+      Number(sealed[0]),
+      Number(sealed[1]) - 1,
+      Number(sealed[1]),
+      head,
+    ];
     const qs: LogQuery[] = [];
-    for (const e of edges) for (const w of [1, 2, 100, 300]) qs.push({ fromBlock: BigInt(Math.max(1, e - pick(w))), toBlock: BigInt(Math.min(head, e + pick(w))), addresses: [HOT_ADDR], topics: [] });
+    for (const e of edges)
+      for (const w of [1, 2, 100, 300])
+        qs.push({
+          fromBlock: BigInt(Math.max(1, e - pick(w))),
+          toBlock: BigInt(Math.min(head, e + pick(w))),
+          addresses: [HOT_ADDR],
+          topics: [],
+        });
     for (let i = 0; i < 150; i++) {
       const from = 1 + pick(head);
       const to = Math.min(head, from + pick(i % 3 === 0 ? 600 : 100));
@@ -481,11 +589,18 @@ describe('log segments', () => {
   });
 
   test('the cap: too-many names the same last fitting block inside and across sealed spans', async () => {
-    for (const [from, to] of [[200, 1100], [300, 700], [1000, 1200]] as const) {
+    for (const [from, to] of [
+      [200, 1100],
+      [300, 700],
+      [1000, 1200],
+    ] as const) {
       const q = { fromBlock: BigInt(from), toBlock: BigInt(to), addresses: [HOT_ADDR], topics: [] };
       const want = chain.all.filter((g) => matches(g, q));
       for (const limit of [1, 7, 100, 1000, want.length - 1]) {
-        expect(await (store as LevelChainStore).logsText(q, opts(limit))).toEqual({ kind: 'too-many', lastFittingBlock: (want[limit] as Gen).blockNumber - 1n });
+        expect(await (store as LevelChainStore).logsText(q, opts(limit))).toEqual({
+          kind: 'too-many',
+          lastFittingBlock: (want[limit] as Gen).blockNumber - 1n,
+        });
       }
       expect((await (store as LevelChainStore).logsText(q, opts(want.length)))?.kind).toBe('ok');
     }
@@ -523,6 +638,10 @@ describe('log segments', () => {
     await expect(store.logsText(q, opts())).rejects.toThrow('store unavailable: logsText failed');
     // Blocks past the sealed end still come from the rows.
     const tail = { fromBlock: 1300n, toBlock: 1400n, addresses: [HOT_ADDR], topics: [] };
-    expect(asText(await store.logsText(tail, opts()))).toEqual({ kind: 'ok', text: JSON.stringify(chain.all.filter((g) => matches(g, tail)).map(jsonOf)), count: chain.all.filter((g) => matches(g, tail)).length });
+    expect(asText(await store.logsText(tail, opts()))).toEqual({
+      kind: 'ok',
+      text: JSON.stringify(chain.all.filter((g) => matches(g, tail)).map(jsonOf)),
+      count: chain.all.filter((g) => matches(g, tail)).length,
+    });
   });
 });

@@ -54,7 +54,12 @@ d('a store whose trie-node cache wraps all the time (4 KiB)', () => {
       if (value === null) expect([p.nonce, p.balance]).toEqual([0n, 0n]);
       else {
         const acc = createAccountFromRLP(value);
-        expect([acc.nonce, acc.balance, hex(acc.codeHash), hex(acc.storageRoot)]).toEqual([p.nonce, p.balance, hex(p.codeHash), hex(p.storageHash)]);
+        expect([acc.nonce, acc.balance, hex(acc.codeHash), hex(acc.storageRoot)]).toEqual([
+          p.nonce,
+          p.balance,
+          hex(p.codeHash),
+          hex(p.storageHash),
+        ]);
       }
       for (const [i, sp] of p.storageProof.entries()) {
         expect(bytesToBigInt(stored[i] as Uint8Array)).toBe(sp.value);

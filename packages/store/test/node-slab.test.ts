@@ -8,7 +8,6 @@ import { copyNodes, NodeSlab } from '../src/node-slab.js';
 import { trieGet } from '../src/trie-read.js';
 import { bytes, hex, rng } from './random.js';
 
-
 describe('NodeSlab', () => {
   test('random runs that wrap the slab hundreds of times: every hit is exactly the node stored under its key', () => {
     for (const [seed, size, keys, sameHome] of [
@@ -64,7 +63,8 @@ describe('NodeSlab', () => {
     const view = slab.get(k0) as Uint8Array;
     expect(hex(view)).toBe(hex(n0));
     // A quarter of the slab more: the view's bytes are still n0's.
-    for (let w = 0; w + 500 <= size / 4; w += 500, i++) slab.set(keccak256(Uint8Array.of(i & 0xff, i >> 8)), bytes(r, 500));
+    for (let w = 0; w + 500 <= size / 4; w += 500, i++)
+      slab.set(keccak256(Uint8Array.of(i & 0xff, i >> 8)), bytes(r, 500));
     expect(hex(view)).toBe(hex(n0));
   });
 

@@ -15,4 +15,5 @@ export function rng(seed: number): (n: number) => number {
 }
 
 /** `len` random bytes from `r`. */
-export const bytes = (r: (n: number) => number, len: number): Uint8Array => Uint8Array.from({ length: len }, () => r(256));
+export const bytes = (r: (n: number) => number, len: number): Uint8Array =>
+  Uint8Array.from({ length: len }, () => r(256));

@@ -26,7 +26,23 @@ const HOT_ADDR = word(0xaa, 0, 20);
 const HOT_TOPIC = word(0xee, 0, 32);
 
 function block(n: number, parent: Uint8Array, branch: number): BlockInput {
-  const headerRlp = RLP.encode([parent, new Uint8Array(32), new Uint8Array(20), new Uint8Array(32), new Uint8Array(32), new Uint8Array(32), new Uint8Array(256), 0, n, 30_000_000, 0, 1_000 + n * 12 + branch, new Uint8Array(0), new Uint8Array(32), new Uint8Array(8)]);
+  const headerRlp = RLP.encode([
+    parent,
+    new Uint8Array(32),
+    new Uint8Array(20),
+    new Uint8Array(32),
+    new Uint8Array(32),
+    new Uint8Array(32),
+    new Uint8Array(256),
+    0,
+    n,
+    30_000_000,
+    0,
+    1_000 + n * 12 + branch,
+    new Uint8Array(0),
+    new Uint8Array(32),
+    new Uint8Array(8),
+  ]);
   const hash = keccak256(headerRlp);
   // 3 txs; each with 100 logs on the hot address/topic and a branch-specific address.
   const logs: LogInput[][] = [];
@@ -34,11 +50,17 @@ function block(n: number, parent: Uint8Array, branch: number): BlockInput {
   for (let t = 0; t < 3; t++) {
     txs.push(RLP.encode([n * 10 + t, branch + 1, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]));
     const txLogs: LogInput[] = [];
-    for (let i = 0; i < 100; i++) txLogs.push({ address: i % 2 === 0 ? HOT_ADDR : word(0xb0 + branch, n, 20), topics: [HOT_TOPIC, word(0x70, i % 7, 32)], data: Uint8Array.of(n, t, i) });
+    for (let i = 0; i < 100; i++)
+      txLogs.push({
+        address: i % 2 === 0 ? HOT_ADDR : word(0xb0 + branch, n, 20),
+        topics: [HOT_TOPIC, word(0x70, i % 7, 32)],
+        data: Uint8Array.of(n, t, i),
+      });
     logs.push(txLogs);
   }
   // Branch B repeats one tx of A at the same height (its lookup must survive the undo).
-  if (branch === 1 && n === 8) txs[0] = RLP.encode([n * 10, 1, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]);
+  if (branch === 1 && n === 8)
+    txs[0] = RLP.encode([n * 10, 1, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]);
   const txHashes = txs.map((t) => keccak256(t));
   return {
     number: BigInt(n),
@@ -91,7 +113,14 @@ async function rows(dir: string): Promise<Map<string, string>> {
 }
 
 const OPTS = { limit: 100_000, deadline: Date.now() + 600_000 };
-const HASH_KEYED = [Prefix.HashToNumber, Prefix.Headers, Prefix.Bodies, Prefix.Receipts, Prefix.TotalDifficulty, Prefix.Senders];
+const HASH_KEYED = [
+  Prefix.HashToNumber,
+  Prefix.Headers,
+  Prefix.Bodies,
+  Prefix.Receipts,
+  Prefix.TotalDifficulty,
+  Prefix.Senders,
+];
 
 describe('StoreWriter.rewind', () => {
   let root: string;
@@ -129,10 +158,16 @@ describe('StoreWriter.rewind', () => {
       try {
         const removed = await w.rewind(6n);
         expect(removed.map((b) => b.number)).toEqual([7n, 8n, 9n, 10n, 11n, 12n]);
-        expect(removed.map((b) => Buffer.from(b.hash).toString('hex'))).toEqual(A.slice(7).map((b) => Buffer.from(b.hash).toString('hex')));
+        expect(removed.map((b) => Buffer.from(b.hash).toString('hex'))).toEqual(
+          A.slice(7).map((b) => Buffer.from(b.hash).toString('hex')),
+        );
         expect(removed[0]?.logs.length).toBe(300);
         expect(removed[0]?.logs[299]?.logIndex).toBe(299);
-        expect(Buffer.from(removed[0]?.logs[0]?.transactionHash ?? []).equals(Buffer.from((A[7] as BlockInput).txHashes[0] as Uint8Array))).toBe(true);
+        expect(
+          Buffer.from(removed[0]?.logs[0]?.transactionHash ?? []).equals(
+            Buffer.from((A[7] as BlockInput).txHashes[0] as Uint8Array),
+          ),
+        ).toBe(true);
         // Nothing is visible before the flush: the head is still A's.
         expect(w.durableHead()?.number).toBe(12n);
         for (let n = 7; n <= 14; n++) w.addPreExecutedBlock(B[n] as BlockInput, { logsJson: true });
@@ -144,7 +179,8 @@ describe('StoreWriter.rewind', () => {
       const got = await rows(reorged);
       const want = await rows(direct);
       const orphans = new Set(A.slice(7).map((b) => Buffer.from(b.hash).toString('hex')));
-      const isOrphanRow = (k: string) => (HASH_KEYED as number[]).includes(parseInt(k.slice(0, 2), 16)) && orphans.has(k.slice(2, 66));
+      const isOrphanRow = (k: string) =>
+        (HASH_KEYED as number[]).includes(parseInt(k.slice(0, 2), 16)) && orphans.has(k.slice(2, 66));
       const leftovers = [...got.keys()].filter(isOrphanRow);
       expect(leftovers.length).toBe(6 * HASH_KEYED.length);
       for (const k of leftovers) got.delete(k);
@@ -166,17 +202,36 @@ describe('StoreWriter.rewind', () => {
           const b = B[Number(l.blockNumber)] as BlockInput;
           expect(Buffer.from(l.blockHash).equals(Buffer.from(b.hash))).toBe(true);
         }
-        const orphanAddr = await store.logs({ fromBlock: 0n, toBlock: 14n, addresses: [word(0xb0, 9, 20)], topics: [] }, OPTS);
+        const orphanAddr = await store.logs(
+          { fromBlock: 0n, toBlock: 14n, addresses: [word(0xb0, 9, 20)], topics: [] },
+          OPTS,
+        );
         expect(orphanAddr.kind === 'ok' ? orphanAddr.logs.length : -1).toBe(0);
         // The ready-to-serve rows (AddressLogsJson) tell the same: B's logs only.
         const text = await store.logsText({ fromBlock: 0n, toBlock: 14n, addresses: [HOT_ADDR], topics: [] }, OPTS);
         if (text?.kind !== 'ok') throw new Error(`logsText: ${JSON.stringify(text)}`);
-        const parsed = JSON.parse(chunksToBytes(text.ascii).toString('latin1')) as { blockNumber: string; blockHash: string; logIndex: string; data: string }[];
+        const parsed = JSON.parse(chunksToBytes(text.ascii).toString('latin1')) as {
+          blockNumber: string;
+          blockHash: string;
+          logIndex: string;
+          data: string;
+        }[];
         expect(parsed.map((l) => [l.blockNumber, l.blockHash, l.logIndex, l.data])).toEqual(
-          all.logs.map((l) => [`0x${l.blockNumber.toString(16)}`, `0x${Buffer.from(l.blockHash).toString('hex')}`, `0x${l.logIndex.toString(16)}`, `0x${Buffer.from(l.data).toString('hex')}`]),
+          all.logs.map((l) => [
+            `0x${l.blockNumber.toString(16)}`,
+            `0x${Buffer.from(l.blockHash).toString('hex')}`,
+            `0x${l.logIndex.toString(16)}`,
+            `0x${Buffer.from(l.data).toString('hex')}`,
+          ]),
         );
-        const none = await store.logsText({ fromBlock: 0n, toBlock: 14n, addresses: [word(0xb0, 9, 20)], topics: [] }, OPTS);
-        expect(none?.kind === 'ok' ? [chunksToBytes(none.ascii).toString('latin1'), none.count] : none).toEqual(['[]', 0]);
+        const none = await store.logsText(
+          { fromBlock: 0n, toBlock: 14n, addresses: [word(0xb0, 9, 20)], topics: [] },
+          OPTS,
+        );
+        expect(none?.kind === 'ok' ? [chunksToBytes(none.ascii).toString('latin1'), none.count] : none).toEqual([
+          '[]',
+          0,
+        ]);
       } finally {
         await store.close();
       }

@@ -63,12 +63,23 @@ describe('key-schema codecs: round trip and exact bytes', () => {
     expect(() => postingCodec.decode(Uint8Array.of(0x80))).toThrow(RangeError);
   });
   test('receipts: RLP [[type, status, cumulativeGas]]', () => {
-    roundTrip(receiptsCodec, [{ type: 2, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 21000n }], 'c6c50201825208');
+    roundTrip(
+      receiptsCodec,
+      [{ type: 2, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 21000n }],
+      'c6c50201825208',
+    );
   });
   test('log record: RLP [number, txIndex, logIndex, address, topics, data]', () => {
     roundTrip(
       logCodec,
-      { blockNumber: 1n, txIndex: 0, logIndex: 0, address: fill(0x11, 20), topics: [fill(0x22, 32)], data: Uint8Array.of(0x33) },
+      {
+        blockNumber: 1n,
+        txIndex: 0,
+        logIndex: 0,
+        address: fill(0x11, 20),
+        topics: [fill(0x22, 32)],
+        data: Uint8Array.of(0x33),
+      },
       `f83b01808094${'11'.repeat(20)}e1a0${'22'.repeat(32)}33`,
     );
   });
@@ -77,15 +88,26 @@ describe('key-schema codecs: round trip and exact bytes', () => {
     // lists, multi-byte length prefixes; numbers 0, 1..127, 128, multi-byte, above 2^32.
     const numbers = [0n, 1n, 127n, 128n, 255n, 256n, 65_535n, 2n ** 32n + 5n, 2n ** 53n - 1n, 2n ** 60n];
     const indexes = [0, 1, 127, 128, 300, 70_000];
-    const datas = [0, 1, 55, 56, 255, 256, 70_000].flatMap((n) => [fill(0x7f, n), fill(0x80, n)]).concat([Uint8Array.of(0), Uint8Array.of(0x81)]);
+    const datas = [0, 1, 55, 56, 255, 256, 70_000]
+      .flatMap((n) => [fill(0x7f, n), fill(0x80, n)])
+      .concat([Uint8Array.of(0), Uint8Array.of(0x81)]);
     let cases = 0;
     for (const blockNumber of numbers) {
       for (const [k, txIndex] of indexes.entries()) {
         for (const [j, data] of datas.entries()) {
           const topics = Array.from({ length: (k + j) % 5 }, (_, t) => fill(t * 17 + 1, 32));
-          const log = { blockNumber, txIndex, logIndex: indexes[(k + j) % indexes.length] as number, address: fill(0x11, 20), topics, data };
+          const log = {
+            blockNumber,
+            txIndex,
+            logIndex: indexes[(k + j) % indexes.length] as number,
+            address: fill(0x11, 20),
+            topics,
+            data,
+          };
           const bytes = logCodec.encode(log);
-          expect(hex(bytes)).toBe(hex(RLP.encode([log.blockNumber, log.txIndex, log.logIndex, log.address, log.topics, log.data])));
+          expect(hex(bytes)).toBe(
+            hex(RLP.encode([log.blockNumber, log.txIndex, log.logIndex, log.address, log.topics, log.data])),
+          );
           expect(logCodec.decode(bytes)).toEqual(log);
           cases++;
         }
@@ -96,11 +118,23 @@ describe('key-schema codecs: round trip and exact bytes', () => {
   });
   test('body: RLP [size, txs, uncles(, withdrawals)]', () => {
     roundTrip(bodyCodec, { size: 5, transactions: [Uint8Array.of(1, 2)], uncles: [] }, 'c605c3820102c0');
-    roundTrip(bodyCodec, { size: 5, transactions: [], uncles: [], withdrawals: [[Uint8Array.of(1), Uint8Array.of(2)]] }, 'c705c0c0c3c20102');
+    roundTrip(
+      bodyCodec,
+      { size: 5, transactions: [], uncles: [], withdrawals: [[Uint8Array.of(1), Uint8Array.of(2)]] },
+      'c705c0c0c3c20102',
+    );
   });
   test('log index key: kind ++ value ++ lastLogId(8), the open chunk last', () => {
-    roundTrip(logIndexKeyCodec, { kind: 0x10, value: fill(0xab, 20), lastLogId: BigInt(LOG_INDEX_CHUNK) }, `10${'ab'.repeat(20)}0000000000000400`);
-    roundTrip(logIndexKeyCodec, { kind: 0x02, value: fill(0xcd, 32), lastLogId: OPEN_CHUNK }, `02${'cd'.repeat(32)}ffffffffffffffff`);
+    roundTrip(
+      logIndexKeyCodec,
+      { kind: 0x10, value: fill(0xab, 20), lastLogId: BigInt(LOG_INDEX_CHUNK) },
+      `10${'ab'.repeat(20)}0000000000000400`,
+    );
+    roundTrip(
+      logIndexKeyCodec,
+      { kind: 0x02, value: fill(0xcd, 32), lastLogId: OPEN_CHUNK },
+      `02${'cd'.repeat(32)}ffffffffffffffff`,
+    );
   });
   test('writeLogIndexKey (writer and reader) gives the LogIndex table key', () => {
     for (const [kind, value, last] of [
@@ -110,7 +144,9 @@ describe('key-schema codecs: round trip and exact bytes', () => {
     ] as const) {
       const out = new Uint8Array(logIndexKeyLength(value.length));
       const key = tables.logIndex.key({ kind, value, lastLogId: last === undefined ? OPEN_CHUNK : BigInt(last) });
-      expect(Buffer.from(writeLogIndexKey(out, kind, value, last)).toString('hex')).toBe(Buffer.from(key).toString('hex'));
+      expect(Buffer.from(writeLogIndexKey(out, kind, value, last)).toString('hex')).toBe(
+        Buffer.from(key).toString('hex'),
+      );
       expect(key[0]).toBe(0x0d);
     }
   });

@@ -16,7 +16,6 @@ import { accountFields, rlpString, trieGet } from '../src/trie-read.js';
 import type { NodeSource } from '../src/trie-read.js';
 import { bytes, hex, rng } from './random.js';
 
-
 interface Case {
   trie: MerklePatriciaTrie;
   present: Uint8Array[];
@@ -87,7 +86,8 @@ describe('trieGet against @ethereumjs/mpt', () => {
           const plain = trieGet(source, root, path);
           expect(plain === null ? null : hex(plain)).toBe(got === null ? null : hex(got));
           checked++;
-          if (!hashed && c.present.some((k) => k.length > key.length && hex(k).startsWith(hex(key))) && want !== null) branchValues++;
+          if (!hashed && c.present.some((k) => k.length > key.length && hex(k).startsWith(hex(key))) && want !== null)
+            branchValues++;
         }
         // Nodes shorter than 32 bytes sit inside their parents: count the proofs' nodes that
         // carry one (a child or an extension's next node that is a list, not a hash).

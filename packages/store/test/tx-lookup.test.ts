@@ -19,96 +19,120 @@ import { bodyTransaction, headerTxFields } from '../src/trie-read.js';
 const text = (v: unknown): string =>
   JSON.stringify(v, function (this: Record<string, unknown>, k: string, x: unknown) {
     const raw = this[k]; // before a Buffer's toJSON: Buffers and Uint8Arrays alike
-    return raw instanceof Uint8Array ? `0x${Buffer.from(raw).toString('hex')}` : typeof raw === 'bigint' ? `${raw}n` : x;
+    return raw instanceof Uint8Array
+      ? `0x${Buffer.from(raw).toString('hex')}`
+      : typeof raw === 'bigint'
+        ? `${raw}n`
+        : x;
   });
 
-const chains: ChainName[] = ['fixtures', ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : [])];
+const chains: ChainName[] = [
+  'fixtures',
+  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
+];
 
-test.each(chains)('%s: every transaction by hash equals its block\'s, read alone', async (chain) => {
-  const c = await datadirCopy(chain);
-  // Two handles on one datadir are not allowed: the blocks are read first, then a fresh store asks
-  // for each transaction with nothing cached but the headers its lookups load.
-  const expected: { hash: Uint8Array; tx: Record<string, unknown> & { blockNumber: bigint; transactionIndex: number } }[] = [];
-  const types = new Set<number>();
-  const hashes: Uint8Array[] = [];
-  const headerFields: string[] = [];
-  let blocks = await LevelChainStore.open(c.dir);
-  try {
-    const head = (await blocks.head()).number;
-    for (let n = 0n; n <= head; n++) {
-      const hash = (await blocks.canonicalHash(n)) as Uint8Array;
-      const block = await blocks.block(hash);
-      if (block === undefined) throw new Error(`block ${n}`);
-      hashes.push(hash);
-      headerFields.push(text({ timestamp: block.header.timestamp, ...(block.header.baseFeePerGas !== undefined ? { baseFeePerGas: block.header.baseFeePerGas } : {}) }));
-      block.transactions.forEach((tx, i) => {
-        types.add(tx.type);
-        expected.push({
-          hash: tx.hash,
-          tx: {
-            tx,
-            blockHash: hash,
-            blockNumber: n,
-            transactionIndex: i,
-            blockTimestamp: block.header.timestamp,
+test.each(chains)(
+  "%s: every transaction by hash equals its block's, read alone",
+  async (chain) => {
+    const c = await datadirCopy(chain);
+    // Two handles on one datadir are not allowed: the blocks are read first, then a fresh store asks
+    // for each transaction with nothing cached but the headers its lookups load.
+    const expected: {
+      hash: Uint8Array;
+      tx: Record<string, unknown> & { blockNumber: bigint; transactionIndex: number };
+    }[] = [];
+    const types = new Set<number>();
+    const hashes: Uint8Array[] = [];
+    const headerFields: string[] = [];
+    let blocks = await LevelChainStore.open(c.dir);
+    try {
+      const head = (await blocks.head()).number;
+      for (let n = 0n; n <= head; n++) {
+        const hash = (await blocks.canonicalHash(n)) as Uint8Array;
+        const block = await blocks.block(hash);
+        if (block === undefined) throw new Error(`block ${n}`);
+        hashes.push(hash);
+        headerFields.push(
+          text({
+            timestamp: block.header.timestamp,
             ...(block.header.baseFeePerGas !== undefined ? { baseFeePerGas: block.header.baseFeePerGas } : {}),
-          },
+          }),
+        );
+        block.transactions.forEach((tx, i) => {
+          types.add(tx.type);
+          expected.push({
+            hash: tx.hash,
+            tx: {
+              tx,
+              blockHash: hash,
+              blockNumber: n,
+              transactionIndex: i,
+              blockTimestamp: block.header.timestamp,
+              ...(block.header.baseFeePerGas !== undefined ? { baseFeePerGas: block.header.baseFeePerGas } : {}),
+            },
+          });
         });
-      });
+      }
+    } finally {
+      await blocks.close();
     }
-  } finally {
-    await blocks.close();
-  }
-  // The body and header scanners against the codecs, every block.
-  const raw = await openDb(c.dir, { create: false });
-  try {
-    for (const [i, hash] of hashes.entries()) {
-      expect(text(headerTxFields(tables.headers.getSync(raw, hash) as Uint8Array))).toBe(headerFields[i]);
-      const body = tables.bodies.getRawSync(raw, hash) as Uint8Array;
-      const decoded = bodyCodec.decode(body);
-      decoded.transactions.forEach((t, i) => expect(bytesEqual(bodyTransaction(body, i) as Uint8Array, t)).toBe(true));
-      expect(bodyTransaction(body, decoded.transactions.length)).toBeUndefined();
+    // The body and header scanners against the codecs, every block.
+    const raw = await openDb(c.dir, { create: false });
+    try {
+      for (const [i, hash] of hashes.entries()) {
+        expect(text(headerTxFields(tables.headers.getSync(raw, hash) as Uint8Array))).toBe(headerFields[i]);
+        const body = tables.bodies.getRawSync(raw, hash) as Uint8Array;
+        const decoded = bodyCodec.decode(body);
+        decoded.transactions.forEach((t, i) =>
+          expect(bytesEqual(bodyTransaction(body, i) as Uint8Array, t)).toBe(true),
+        );
+        expect(bodyTransaction(body, decoded.transactions.length)).toBeUndefined();
+      }
+    } finally {
+      await raw.close();
     }
-  } finally {
-    await raw.close();
-  }
-  expect(expected.length).toBeGreaterThan(20);
-  if (chain === 'execution-apis') expect(types.size).toBeGreaterThan(3); // legacy, 2930, 1559, blob, 7702
-  blocks = await LevelChainStore.open(c.dir);
-  try {
-    for (const e of expected) expect(text(await blocks.transaction(e.hash))).toBe(text(e.tx));
-    expect(await blocks.transaction(new Uint8Array(32).fill(0xab))).toBeUndefined();
-  } finally {
-    await blocks.close();
-  }
-  // A location row that points at the next transaction of the block answers not found (the
-  // hash check), on a fresh store so the body path is the one taken.
-  const [first, second] = expected as [(typeof expected)[number], (typeof expected)[number]];
-  expect(second.tx.blockNumber).toBeGreaterThanOrEqual(first.tx.blockNumber);
-  const db = await openDb(c.dir, { create: false });
-  const batch = db.batch();
-  tables.txLookup.put(batch, first.hash, { number: first.tx.blockNumber, index: first.tx.transactionIndex + 1 });
-  await batch.write();
-  await db.close();
-  const moved = await LevelChainStore.open(c.dir);
-  try {
-    expect(await moved.transaction(first.hash)).toBeUndefined();
-    expect(text(await moved.transaction(second.hash))).toBe(text(second.tx));
-  } finally {
-    await moved.close();
-    await c.cleanup();
-  }
-}, 240_000);
+    expect(expected.length).toBeGreaterThan(20);
+    if (chain === 'execution-apis') expect(types.size).toBeGreaterThan(3); // legacy, 2930, 1559, blob, 7702
+    blocks = await LevelChainStore.open(c.dir);
+    try {
+      for (const e of expected) expect(text(await blocks.transaction(e.hash))).toBe(text(e.tx));
+      expect(await blocks.transaction(new Uint8Array(32).fill(0xab))).toBeUndefined();
+    } finally {
+      await blocks.close();
+    }
+    // A location row that points at the next transaction of the block answers not found (the
+    // hash check), on a fresh store so the body path is the one taken.
+    const [first, second] = expected as [(typeof expected)[number], (typeof expected)[number]];
+    expect(second.tx.blockNumber).toBeGreaterThanOrEqual(first.tx.blockNumber);
+    const db = await openDb(c.dir, { create: false });
+    const batch = db.batch();
+    tables.txLookup.put(batch, first.hash, { number: first.tx.blockNumber, index: first.tx.transactionIndex + 1 });
+    await batch.write();
+    await db.close();
+    const moved = await LevelChainStore.open(c.dir);
+    try {
+      expect(await moved.transaction(first.hash)).toBeUndefined();
+      expect(text(await moved.transaction(second.hash))).toBe(text(second.tx));
+    } finally {
+      await moved.close();
+      await c.cleanup();
+    }
+  },
+  240_000,
+);
 
 test('headerTxFields: before and after London; malformed headers throw', () => {
   const h32 = new Uint8Array(32);
-  const items = (n: number): Uint8Array[] => Array.from({ length: n }, (_, i) => (i === 11 ? Uint8Array.of(0x01, 0x02) : i === 15 ? Uint8Array.of(0x07) : h32));
+  const items = (n: number): Uint8Array[] =>
+    Array.from({ length: n }, (_, i) => (i === 11 ? Uint8Array.of(0x01, 0x02) : i === 15 ? Uint8Array.of(0x07) : h32));
   expect(headerTxFields(RLP.encode(items(15)))).toEqual({ timestamp: 0x0102n });
   expect(headerTxFields(RLP.encode(items(16)))).toEqual({ timestamp: 0x0102n, baseFeePerGas: 7n });
   expect(headerTxFields(RLP.encode(items(21)))).toEqual({ timestamp: 0x0102n, baseFeePerGas: 7n });
   expect(() => headerTxFields(RLP.encode(items(11)))).toThrow('header: fewer than 12 items');
   expect(() => headerTxFields(RLP.encode([...items(11), [h32]]))).toThrow('header: item 11 is a list');
-  expect(() => headerTxFields(RLP.encode([...items(11), new Uint8Array(33)]))).toThrow('header: timestamp longer than 32 bytes');
+  expect(() => headerTxFields(RLP.encode([...items(11), new Uint8Array(33)]))).toThrow(
+    'header: timestamp longer than 32 bytes',
+  );
   const good = RLP.encode(items(16));
   expect(() => headerTxFields(good.subarray(0, good.length - 1))).toThrow('rlp: truncated item');
   expect(() => headerTxFields(RLP.encode(h32))).toThrow('header: not one RLP list');
@@ -124,6 +148,10 @@ test('bodyTransaction: malformed bodies throw', () => {
   expect(bodyTransaction(RLP.encode([Uint8Array.of(9), [], []]), 0)).toBeUndefined();
   expect(() => bodyTransaction(good.subarray(0, good.length - 1), 0)).toThrow('rlp: truncated item');
   expect(() => bodyTransaction(RLP.encode(tx1), 0)).toThrow('body: not one RLP list');
-  expect(() => bodyTransaction(RLP.encode([Uint8Array.of(9), tx1, []]), 0)).toThrow('body: the transactions are not a list');
-  expect(() => bodyTransaction(RLP.encode([Uint8Array.of(9), [[tx1]], []]), 0)).toThrow('body: a transaction is not a byte string');
+  expect(() => bodyTransaction(RLP.encode([Uint8Array.of(9), tx1, []]), 0)).toThrow(
+    'body: the transactions are not a list',
+  );
+  expect(() => bodyTransaction(RLP.encode([Uint8Array.of(9), [[tx1]], []]), 0)).toThrow(
+    'body: a transaction is not a byte string',
+  );
 });

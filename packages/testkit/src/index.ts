@@ -26,7 +26,8 @@ export function sharedChainsDir(): string | undefined {
 
 /** Directory holding genesis.json + chain.rlp of `chain`, or undefined when not available. */
 export function chainDir(chain: ChainName): string | undefined {
-  const dir = chain === 'fixtures' ? join(repoRoot(), 'fixtures') : join(sharedChainsDir() ?? '/nonexistent', 'execution-apis');
+  const dir =
+    chain === 'fixtures' ? join(repoRoot(), 'fixtures') : join(sharedChainsDir() ?? '/nonexistent', 'execution-apis');
   return existsSync(join(dir, 'genesis.json')) && existsSync(join(dir, 'chain.rlp')) ? dir : undefined;
 }
 
@@ -44,10 +45,16 @@ export interface CliResult {
 /** Runs `node-cli <args>` as a child process and collects its output (never throws on exit code). */
 export function runCli(args: string[], opts: { timeoutMs?: number } = {}): Promise<CliResult> {
   return new Promise((res) => {
-    execFile(process.execPath, [cliBin(), ...args], { timeout: opts.timeoutMs ?? 600_000, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1;
-      res({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [cliBin(), ...args],
+      { timeout: opts.timeoutMs ?? 600_000, maxBuffer: 64 << 20 },
+      (err, stdout, stderr) => {
+        const code =
+          err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1;
+        res({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -69,7 +76,8 @@ async function inputsHash(dir: string): Promise<string> {
   const s = await stat(chain);
   // Content hash of the chain (streamed through readFile in one go is fine up to a few hundred MB).
   h.update(String(s.size)).update(await readFile(chain));
-  for (const pkg of ['core', 'store', 'ingest', 'cli']) await hashTree(h, join(repoRoot(), 'packages', pkg, 'dist', 'src'));
+  for (const pkg of ['core', 'store', 'ingest', 'cli'])
+    await hashTree(h, join(repoRoot(), 'packages', pkg, 'dist', 'src'));
   return h.digest('hex').slice(0, 16);
 }
 

@@ -9,7 +9,19 @@ import type { Socket } from 'node:net';
 export function textFrame(text: string): Buffer {
   const payload = Buffer.from(text, 'utf8');
   const n = payload.length;
-  const head = n < 126 ? Buffer.from([0x81, 0x80 | n]) : n < 65536 ? Buffer.from([0x81, 0x80 | 126, n >> 8, n & 0xff]) : Buffer.concat([Buffer.from([0x81, 0x80 | 127]), (() => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(n)); return b; })()]);
+  const head =
+    n < 126
+      ? Buffer.from([0x81, 0x80 | n])
+      : n < 65536
+        ? Buffer.from([0x81, 0x80 | 126, n >> 8, n & 0xff])
+        : Buffer.concat([
+            Buffer.from([0x81, 0x80 | 127]),
+            (() => {
+              const b = Buffer.alloc(8);
+              b.writeBigUInt64BE(BigInt(n));
+              return b;
+            })(),
+          ]);
   const mask = randomBytes(4);
   const masked = Buffer.alloc(n);
   for (let i = 0; i < n; i++) masked[i] = payload[i]! ^ mask[i & 3]!;
@@ -43,11 +55,18 @@ export function rawWebSocket(port: number, path: string): Promise<{ socket: Sock
 }
 
 /** Reads the socket from now on until a close frame arrives: its code and reason. */
-export function readUntilClose(socket: Socket, pending: Buffer, timeoutMs: number): Promise<{ code: number; reason: string; bytes: number }> {
+export function readUntilClose(
+  socket: Socket,
+  pending: Buffer,
+  timeoutMs: number,
+): Promise<{ code: number; reason: string; bytes: number }> {
   return new Promise((resolve, reject) => {
     let buf = pending;
     let bytes = 0;
-    const timer = setTimeout(() => reject(new Error(`no close frame after ${timeoutMs} ms (${bytes} bytes read)`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`no close frame after ${timeoutMs} ms (${bytes} bytes read)`)),
+      timeoutMs,
+    );
     const parse = (): void => {
       for (;;) {
         if (buf.length < 2) return;
@@ -69,7 +88,11 @@ export function readUntilClose(socket: Socket, pending: Buffer, timeoutMs: numbe
         if (opcode === 8) {
           clearTimeout(timer);
           socket.destroy();
-          return resolve({ code: payload.length >= 2 ? payload.readUInt16BE(0) : 1005, reason: payload.subarray(2).toString('utf8'), bytes });
+          return resolve({
+            code: payload.length >= 2 ? payload.readUInt16BE(0) : 1005,
+            reason: payload.subarray(2).toString('utf8'),
+            bytes,
+          });
         }
       }
     };

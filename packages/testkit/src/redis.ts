@@ -25,12 +25,14 @@ export function redisServerPath(): string | undefined {
   const which = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
   const found = which.stdout.trim();
   if (which.status === 0 && found !== '') return found;
-  for (const p of ['/usr/bin/redis-server', '/usr/sbin/redis-server', '/usr/local/bin/redis-server']) if (existsSync(p)) return p;
+  for (const p of ['/usr/bin/redis-server', '/usr/sbin/redis-server', '/usr/local/bin/redis-server'])
+    if (existsSync(p)) return p;
   return undefined;
 }
 
 /** The one line a Redis test logs when it skips. */
-export const NO_REDIS = 'redis-server not installed: Redis ledger tests skipped (install it: apt-get install redis-server, or run .ci/run)';
+export const NO_REDIS =
+  'redis-server not installed: Redis ledger tests skipped (install it: apt-get install redis-server, or run .ci/run)';
 
 /** A free loopback TCP port (bound and released). */
 export function freePort(): Promise<number> {
@@ -92,7 +94,22 @@ export async function startRedis(opts: { persist?: boolean } = {}): Promise<Redi
   if (bin === undefined) throw new Error(NO_REDIS);
   const dir = await mkdtemp(join(tmpdir(), 'chainnode-redis-'));
   const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no', '--protected-mode', 'yes', '--loglevel', 'warning'];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--daemonize',
+    'no',
+    '--protected-mode',
+    'yes',
+    '--loglevel',
+    'warning',
+  ];
   if (opts.persist) args.push('--appendonly', 'yes', '--appendfsync', 'always');
   else args.push('--appendonly', 'no');
   let proc: ChildProcess | undefined;

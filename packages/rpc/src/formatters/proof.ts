@@ -113,7 +113,15 @@ const KEY = '{"key":"';
 const VALUE = '","value":"';
 const PROOF = '","proof":[';
 /** The members' fixed text: everything but the hex and the quantities. */
-const FIXED = HEAD.length + AFTER_ADDRESS.length + BALANCE.length + CODE_HASH.length + NONCE.length + STORAGE_HASH.length + STORAGE_PROOF.length + 2; // ]}
+const FIXED =
+  HEAD.length +
+  AFTER_ADDRESS.length +
+  BALANCE.length +
+  CODE_HASH.length +
+  NONCE.length +
+  STORAGE_HASH.length +
+  STORAGE_PROOF.length +
+  2; // ]}
 
 /**
  * The eth_getProof answer as JSON text in ASCII bytes, written directly: exactly
@@ -133,7 +141,14 @@ export function proofWriter(p: AccountProofRecord, keyInputLengths: number[]): A
   const balance = toQuantity(p.balance);
   const nonce = toQuantity(p.nonce);
   const hexLength = (b: Uint8Array): number => 2 + 2 * b.length;
-  let length = FIXED + hexLength(p.address) + listSize(p.accountProof) + balance.length + hexLength(p.codeHash) + nonce.length + hexLength(p.storageHash);
+  let length =
+    FIXED +
+    hexLength(p.address) +
+    listSize(p.accountProof) +
+    balance.length +
+    hexLength(p.codeHash) +
+    nonce.length +
+    hexLength(p.storageHash);
   // Per storage proof: the key as a quantity when it was sent shorter than 32 bytes (else hex), the value.
   const keys: (string | undefined)[] = [];
   const values: string[] = [];
@@ -144,7 +159,15 @@ export function proofWriter(p: AccountProofRecord, keyInputLengths: number[]): A
     const value = toQuantity(sp.value);
     keys.push(key);
     values.push(value);
-    length += (i === 0 ? 0 : 1) + KEY.length + (key === undefined ? hexLength(sp.key) : key.length) + VALUE.length + value.length + PROOF.length + listSize(sp.proof) + 2; // ]}
+    length +=
+      (i === 0 ? 0 : 1) +
+      KEY.length +
+      (key === undefined ? hexLength(sp.key) : key.length) +
+      VALUE.length +
+      value.length +
+      PROOF.length +
+      listSize(sp.proof) +
+      2; // ]}
   }
   return {
     length,

@@ -128,7 +128,10 @@ function decodeTopics(value: unknown): (Bytes[] | null)[] {
 }
 
 /** Addresses plus topic values of a filter (the spec's 5,000 limit counts these). */
-export function filterParamCount(f: { addresses: readonly unknown[]; topics: readonly (readonly unknown[] | null)[] }): number {
+export function filterParamCount(f: {
+  addresses: readonly unknown[];
+  topics: readonly (readonly unknown[] | null)[];
+}): number {
   return f.addresses.length + f.topics.reduce((n, t) => n + (t?.length ?? 0), 0);
 }
 

@@ -2,7 +2,14 @@ import type { Bytes } from '@chainnode/core';
 import { resolveStateRoot } from '../context.js';
 import { proofWriter } from '../formatters/proof.js';
 import type { JsonAccountProof } from '../formatters/proof.js';
-import { decodeAddress, decodeArgs, decodeOptionalBlockSelector, decodeStorageKey, jsonType, ParamError } from '../params.js';
+import {
+  decodeAddress,
+  decodeArgs,
+  decodeOptionalBlockSelector,
+  decodeStorageKey,
+  jsonType,
+  ParamError,
+} from '../params.js';
 import type { BlockSelector } from '../params.js';
 import type { MethodDef } from '../method.js';
 
@@ -16,20 +23,25 @@ export interface GetProofParams {
 export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
   cost: 150,
   decode: (params) =>
-    decodeArgs(params, 3, (arg) => {
-      const address = decodeAddress(arg(0));
-      const rawKeys = arg(1);
-      if (!Array.isArray(rawKeys)) throw new ParamError(`storageKeys: expected an array, got ${jsonType(rawKeys)}`);
-      const keys = rawKeys.map((k: unknown, i: number) => {
-        try {
-          return decodeStorageKey(k);
-        } catch (err) {
-          if (err instanceof ParamError) throw new ParamError(`storageKeys[${i}]: ${err.message}`);
-          throw err;
-        }
-      });
-      return { address, keys, block: decodeOptionalBlockSelector(arg(2)) };
-    }, 2),
+    decodeArgs(
+      params,
+      3,
+      (arg) => {
+        const address = decodeAddress(arg(0));
+        const rawKeys = arg(1);
+        if (!Array.isArray(rawKeys)) throw new ParamError(`storageKeys: expected an array, got ${jsonType(rawKeys)}`);
+        const keys = rawKeys.map((k: unknown, i: number) => {
+          try {
+            return decodeStorageKey(k);
+          } catch (err) {
+            if (err instanceof ParamError) throw new ParamError(`storageKeys[${i}]: ${err.message}`);
+            throw err;
+          }
+        });
+        return { address, keys, block: decodeOptionalBlockSelector(arg(2)) };
+      },
+      2,
+    ),
   async handle(ctx, p) {
     const stateRoot = await resolveStateRoot(ctx, p.block);
     const record = await ctx.store.proof(

@@ -15,11 +15,16 @@ export interface GetStorageAtParams {
 export const eth_getStorageAt: MethodDef<GetStorageAtParams, Hex> = {
   cost: 80,
   decode: (params) =>
-    decodeArgs(params, 3, (arg) => ({
-      address: decodeAddress(arg(0)),
-      slot: decodeStorageKey(arg(1)).slot,
-      block: decodeOptionalBlockSelector(arg(2)),
-    }), 2),
+    decodeArgs(
+      params,
+      3,
+      (arg) => ({
+        address: decodeAddress(arg(0)),
+        slot: decodeStorageKey(arg(1)).slot,
+        block: decodeOptionalBlockSelector(arg(2)),
+      }),
+      2,
+    ),
   async handle(ctx, p) {
     const stateRoot = await resolveStateRoot(ctx, p.block);
     const value = await ctx.store.storageAt(stateRoot, p.address, p.slot);

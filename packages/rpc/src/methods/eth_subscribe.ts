@@ -33,7 +33,10 @@ export const eth_subscribe: MethodDef<SubscribeParams, Hex> = {
     if (req.kind === 'logs') {
       const n = filterParamCount(req.filter);
       const max = ctx.config.logs.maxFilterParams;
-      if (n > max) throw new InvalidParamsError(`too many filter parameters: ${n} addresses and topics given, at most ${max} allowed`);
+      if (n > max)
+        throw new InvalidParamsError(
+          `too many filter parameters: ${n} addresses and topics given, at most ${max} allowed`,
+        );
     }
     return ctx.subscriptions.subscribe(req) as Hex;
   },
@@ -54,7 +57,8 @@ function decodeSubscribe(params: unknown[]): SubscriptionRequest {
         if (f.kind === 'range') {
           const from = bound(f.fromBlock);
           const to = bound(f.toBlock);
-          if (from !== undefined && to !== undefined && from > to) throw new InvalidParamsError('invalid block range params');
+          if (from !== undefined && to !== undefined && from > to)
+            throw new InvalidParamsError('invalid block range params');
           if (from !== undefined) req.fromBlock = from;
           if (to !== undefined) req.toBlock = to;
         }
@@ -70,5 +74,3 @@ function bound(p: BlockNumberParam | undefined): bigint | undefined {
   if (p.kind === 'number') return p.number;
   return p.tag === 'earliest' ? 0n : undefined;
 }
-
-

@@ -197,7 +197,9 @@ export class SubscriptionHub {
   /** Queues one commit; commits are dispatched strictly in the order they were published. */
   publish(commit: ChainCommit): Promise<void> {
     const run = this.tail.then(() => this.dispatch(commit));
-    this.tail = run.catch((err: unknown) => this.log(`subscriptions: a commit could not be dispatched: ${(err as Error).message}`));
+    this.tail = run.catch((err: unknown) =>
+      this.log(`subscriptions: a commit could not be dispatched: ${(err as Error).message}`),
+    );
     return this.tail;
   }
 
@@ -205,11 +207,15 @@ export class SubscriptionHub {
   add(conn: Conn, req: SubscriptionRequest): Sub {
     if (conn.closed) throw new LimitExceededError('connection closed');
     if (conn.subs.size >= this.limits.perConnection) {
-      throw new LimitExceededError(`too many subscriptions on this connection: at most ${this.limits.perConnection}`, { limit: this.limits.perConnection });
+      throw new LimitExceededError(`too many subscriptions on this connection: at most ${this.limits.perConnection}`, {
+        limit: this.limits.perConnection,
+      });
     }
     const owned = this.countFor(conn.owner);
     if (owned >= this.limits.perKey) {
-      throw new LimitExceededError(`too many subscriptions for this API key: at most ${this.limits.perKey}`, { limit: this.limits.perKey });
+      throw new LimitExceededError(`too many subscriptions for this API key: at most ${this.limits.perKey}`, {
+        limit: this.limits.perKey,
+      });
     }
     let id = newSubscriptionId();
     while (this.all.has(id)) id = newSubscriptionId();
@@ -274,7 +280,12 @@ export class SubscriptionHub {
       if (header !== undefined && this.heads.size > 0) {
         const result = JSON.stringify(formatNewHead(header));
         for (const sub of this.heads) {
-          push(sub, { subscription: sub.id, kind: 'newHeads', text: notificationText(sub.id, result), credits: EVENT_CREDITS.newHeads });
+          push(sub, {
+            subscription: sub.id,
+            kind: 'newHeads',
+            text: notificationText(sub.id, result),
+            credits: EVENT_CREDITS.newHeads,
+          });
         }
       }
       this.blockLogs(block, false, push);
@@ -291,11 +302,20 @@ export class SubscriptionHub {
       let text: string | undefined;
       this.logs.forEachMatch(logKeys(log), (sub) => {
         const req = sub.req as Extract<SubscriptionRequest, { kind: 'logs' }>;
-        if ((req.fromBlock !== undefined && block.number < req.fromBlock) || (req.toBlock !== undefined && block.number > req.toBlock)) return;
+        if (
+          (req.fromBlock !== undefined && block.number < req.fromBlock) ||
+          (req.toBlock !== undefined && block.number > req.toBlock)
+        )
+          return;
         text ??= JSON.stringify(formatSubscriptionLog(log as LogRecord, removed));
         const first = !charged.has(sub);
         if (first) charged.add(sub);
-        push(sub, { subscription: sub.id, kind: 'logs', text: notificationText(sub.id, text), credits: first ? EVENT_CREDITS.logs : 0 });
+        push(sub, {
+          subscription: sub.id,
+          kind: 'logs',
+          text: notificationText(sub.id, text),
+          credits: first ? EVENT_CREDITS.logs : 0,
+        });
       });
     }
   }

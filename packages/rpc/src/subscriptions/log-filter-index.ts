@@ -138,5 +138,7 @@ export function filterMatches(filter: LogMatchFilter, log: MatchableLog): boolea
   const k = logKeys(log);
   if (filter.addresses.length > 0 && !filter.addresses.some((a) => hex(a) === k.address)) return false;
   if (filter.topics.length > k.topics.length) return false;
-  return filter.topics.every((alts, i) => alts === null || alts.length === 0 || alts.some((t) => hex(t) === k.topics[i]));
+  return filter.topics.every(
+    (alts, i) => alts === null || alts.length === 0 || alts.some((t) => hex(t) === k.topics[i]),
+  );
 }

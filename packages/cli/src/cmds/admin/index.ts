@@ -25,7 +25,9 @@ export function register(program: Command): void {
       if (opts.json) process.stdout.write(`${JSON.stringify({ token })}\n`);
       else {
         process.stdout.write(`${token}\n`);
-        process.stderr.write('admin: token created. It is shown only this once; log in to the dashboard with it (serve --dashboard).\n');
+        process.stderr.write(
+          'admin: token created. It is shown only this once; log in to the dashboard with it (serve --dashboard).\n',
+        );
       }
     });
 }

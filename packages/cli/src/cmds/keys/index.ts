@@ -32,7 +32,8 @@ async function run<T>(opts: Common, f: (km: KeyManager) => Promise<T>): Promise<
   try {
     return await f(new KeyManager({ keys: l.keys, config, usage: l.usageRecord(), balance: (hash) => l.usage(hash) }));
   } catch (err) {
-    if (err instanceof KeyActionError || err instanceof KeyFileError || err instanceof LedgerUnavailableError) throw new CliError(err.message);
+    if (err instanceof KeyActionError || err instanceof KeyFileError || err instanceof LedgerUnavailableError)
+      throw new CliError(err.message);
     throw err;
   } finally {
     await l.close();
@@ -57,12 +58,17 @@ function out(opts: Common, json: unknown, text: string): void {
 }
 
 function describe(v: KeyView): string {
-  const lim = [v.limits.creditsPerDay !== null ? `${v.limits.creditsPerDay} credits/day` : '', v.limits.creditsPerSecond !== null ? `${v.limits.creditsPerSecond} credits/s` : ''].filter((s) => s !== '');
+  const lim = [
+    v.limits.creditsPerDay !== null ? `${v.limits.creditsPerDay} credits/day` : '',
+    v.limits.creditsPerSecond !== null ? `${v.limits.creditsPerSecond} credits/s` : '',
+  ].filter((s) => s !== '');
   return `key ${v.id} "${v.name}" (${v.prefix !== null ? `${v.prefix}…, ` : ''}${v.plan}, ${v.status}${lim.length > 0 ? `, ${lim.join(', ')}` : ''})`;
 }
 
 export function register(program: Command): void {
-  const cmd = program.command('keys').description('manage API keys (stored hashed in <datadir>/keys.json); the same actions as the dashboard');
+  const cmd = program
+    .command('keys')
+    .description('manage API keys (stored hashed in <datadir>/keys.json); the same actions as the dashboard');
   const common = (c: Command): Command =>
     c
       .option('--datadir <dir>', 'datadir of the server', './data')
@@ -77,42 +83,83 @@ export function register(program: Command): void {
     .option('--label <label>', 'older spelling of --name')
     .option('--networks <list>', 'comma-separated networks the key may use (default: all)')
     .option('--daily-credits <n>', "operator: override the plan's daily credits for this key (402 beyond)")
-    .option('--credits-per-second <n>', "operator: override the plan's credits per second for this key (0: none; 429 -33200 beyond)")
+    .option(
+      '--credits-per-second <n>',
+      "operator: override the plan's credits per second for this key (0: none; 429 -33200 beyond)",
+    )
     .option('--limit-per-day <n>', "the key's own daily limit below the plan's (429, event -33400)")
     .option('--limit-per-second <n>', "the key's own credits-per-second limit below the plan's (429, event -33300)")
-    .action(async (opts: Common & { plan: string; name?: string; label?: string; networks?: string; dailyCredits?: string; creditsPerSecond?: string; limitPerDay?: string; limitPerSecond?: string }) => {
-      const cpd = credits('--limit-per-day', opts.limitPerDay);
-      const cps = credits('--limit-per-second', opts.limitPerSecond);
-      const override = credits('--credits-per-second', opts.creditsPerSecond);
-      const { key, view } = await run(opts, (km) =>
-        km.create({
-          name: opts.name ?? opts.label ?? `key created ${new Date().toISOString().slice(0, 10)}`,
-          plan: opts.plan,
-          networks: opts.networks !== undefined ? csv(opts.networks) : undefined,
-          dailyCredits: credits('--daily-credits', opts.dailyCredits),
-          creditsPerSecond: override,
-          limits: cpd !== undefined || cps !== undefined ? { ...(cpd !== undefined ? { creditsPerDay: cpd } : {}), ...(cps !== undefined ? { creditsPerSecond: cps } : {}) } : undefined,
-        }),
-      );
-      if (opts.json) {
-        process.stdout.write(
-          `${JSON.stringify({ key, id: view.id, name: view.name, prefix: view.prefix, plan: view.plan, dailyCredits: view.planDailyCredits, creditsPerSecond: view.planCreditsPerSecond, label: view.name, createdAt: view.createdAt, networks: view.networks, limits: view.limits })}\n`,
+    .action(
+      async (
+        opts: Common & {
+          plan: string;
+          name?: string;
+          label?: string;
+          networks?: string;
+          dailyCredits?: string;
+          creditsPerSecond?: string;
+          limitPerDay?: string;
+          limitPerSecond?: string;
+        },
+      ) => {
+        const cpd = credits('--limit-per-day', opts.limitPerDay);
+        const cps = credits('--limit-per-second', opts.limitPerSecond);
+        const override = credits('--credits-per-second', opts.creditsPerSecond);
+        const { key, view } = await run(opts, (km) =>
+          km.create({
+            name: opts.name ?? opts.label ?? `key created ${new Date().toISOString().slice(0, 10)}`,
+            plan: opts.plan,
+            networks: opts.networks !== undefined ? csv(opts.networks) : undefined,
+            dailyCredits: credits('--daily-credits', opts.dailyCredits),
+            creditsPerSecond: override,
+            limits:
+              cpd !== undefined || cps !== undefined
+                ? {
+                    ...(cpd !== undefined ? { creditsPerDay: cpd } : {}),
+                    ...(cps !== undefined ? { creditsPerSecond: cps } : {}),
+                  }
+                : undefined,
+          }),
         );
-      } else {
-        process.stdout.write(`${key}\n`);
-        process.stderr.write(`keys: created ${describe(view)}, ${view.planDailyCredits} credits/day. It is shown only this once: copy it now.\n`);
-      }
-    });
+        if (opts.json) {
+          process.stdout.write(
+            `${JSON.stringify({ key, id: view.id, name: view.name, prefix: view.prefix, plan: view.plan, dailyCredits: view.planDailyCredits, creditsPerSecond: view.planCreditsPerSecond, label: view.name, createdAt: view.createdAt, networks: view.networks, limits: view.limits })}\n`,
+          );
+        } else {
+          process.stdout.write(`${key}\n`);
+          process.stderr.write(
+            `keys: created ${describe(view)}, ${view.planDailyCredits} credits/day. It is shown only this once: copy it now.\n`,
+          );
+        }
+      },
+    );
 
   common(cmd.command('list'))
     .description('list keys (name, key prefix, plan, created, last used, status; never the keys)')
     .action(async (opts: Common) => {
       const rows = await run(opts, (km) => km.list());
       if (opts.json) return out(opts, rows, '');
-      if (rows.length === 0) return out(opts, [], 'no keys (create one: node-cli keys create --plan core --name my-app)');
-      const head = ['ID'.padEnd(12), 'KEY'.padEnd(8), 'PLAN'.padEnd(9), 'STATUS'.padEnd(7), 'CREATED'.padEnd(17), 'LAST USED'.padEnd(17), 'NAME'].join(' ');
+      if (rows.length === 0)
+        return out(opts, [], 'no keys (create one: node-cli keys create --plan core --name my-app)');
+      const head = [
+        'ID'.padEnd(12),
+        'KEY'.padEnd(8),
+        'PLAN'.padEnd(9),
+        'STATUS'.padEnd(7),
+        'CREATED'.padEnd(17),
+        'LAST USED'.padEnd(17),
+        'NAME',
+      ].join(' ');
       const lines = rows.map((r) =>
-        [r.id.padEnd(12), (r.prefix !== null ? `${r.prefix}…` : '-').padEnd(8), r.plan.padEnd(9), r.status.padEnd(7), r.createdAt.slice(0, 16).replace('T', ' ').padEnd(17), (r.lastUsed?.slice(0, 16).replace('T', ' ') ?? 'never').padEnd(17), r.name].join(' '),
+        [
+          r.id.padEnd(12),
+          (r.prefix !== null ? `${r.prefix}…` : '-').padEnd(8),
+          r.plan.padEnd(9),
+          r.status.padEnd(7),
+          r.createdAt.slice(0, 16).replace('T', ' ').padEnd(17),
+          (r.lastUsed?.slice(0, 16).replace('T', ' ') ?? 'never').padEnd(17),
+          r.name,
+        ].join(' '),
       );
       process.stdout.write(`${[head, ...lines].join('\n')}\n`);
     });
@@ -121,7 +168,11 @@ export function register(program: Command): void {
     .description('settings of a key (the key itself or its id)')
     .action(async (keyOrId: string, opts: Common) => {
       const v = await run(opts, (km) => km.get(keyOrId));
-      out(opts, v, `${describe(v)}\n${JSON.stringify({ networks: v.networks, allowlists: v.allowlists, secret: v.secret }, null, 2)}`);
+      out(
+        opts,
+        v,
+        `${describe(v)}\n${JSON.stringify({ networks: v.networks, allowlists: v.allowlists, secret: v.secret }, null, 2)}`,
+      );
     });
 
   common(cmd.command('revoke <key>'))
@@ -145,7 +196,9 @@ export function register(program: Command): void {
       if (opts.json) process.stdout.write(`${JSON.stringify({ key, id: view.id, prefix: view.prefix })}\n`);
       else {
         process.stdout.write(`${key}\n`);
-        process.stderr.write(`keys: rotated ${view.id}; the old value stops working within a second. The new one is shown only this once.\n`);
+        process.stderr.write(
+          `keys: rotated ${view.id}; the old value stops working within a second. The new one is shown only this once.\n`,
+        );
       }
     });
 
@@ -171,27 +224,34 @@ export function register(program: Command): void {
     });
 
   common(cmd.command('allowlist <key>'))
-    .description('set allowlists (each option replaces that type; "" clears it); types are AND-ed, entries OR-ed, at most 30 each')
+    .description(
+      'set allowlists (each option replaces that type; "" clears it); types are AND-ed, entries OR-ed, at most 30 each',
+    )
     .option('--addresses <list>', 'contract addresses (eth_getLogs address, eth_getStorageAt, eth_getProof)')
     .option('--origins <list>', 'origins, e.g. https://*.example.com')
     .option('--user-agents <list>', 'User-Agent substrings')
     .option('--methods <list>', 'JSON-RPC methods')
     .option('--clear', 'remove every allowlist')
-    .action(async (keyOrId: string, opts: Common & { addresses?: string; origins?: string; userAgents?: string; methods?: string; clear?: boolean }) => {
-      const v = await run(opts, async (km) => {
-        const cur = (await km.get(keyOrId)).allowlists;
-        const lists = opts.clear
-          ? {}
-          : {
-              addresses: opts.addresses !== undefined ? csv(opts.addresses) : cur.addresses,
-              origins: opts.origins !== undefined ? csv(opts.origins) : cur.origins,
-              userAgents: opts.userAgents !== undefined ? csv(opts.userAgents) : cur.userAgents,
-              methods: opts.methods !== undefined ? csv(opts.methods) : cur.methods,
-            };
-        return km.update(keyOrId, { allowlists: lists });
-      });
-      out(opts, v.allowlists, `keys: allowlists of ${v.id}: ${JSON.stringify(v.allowlists)}`);
-    });
+    .action(
+      async (
+        keyOrId: string,
+        opts: Common & { addresses?: string; origins?: string; userAgents?: string; methods?: string; clear?: boolean },
+      ) => {
+        const v = await run(opts, async (km) => {
+          const cur = (await km.get(keyOrId)).allowlists;
+          const lists = opts.clear
+            ? {}
+            : {
+                addresses: opts.addresses !== undefined ? csv(opts.addresses) : cur.addresses,
+                origins: opts.origins !== undefined ? csv(opts.origins) : cur.origins,
+                userAgents: opts.userAgents !== undefined ? csv(opts.userAgents) : cur.userAgents,
+                methods: opts.methods !== undefined ? csv(opts.methods) : cur.methods,
+              };
+          return km.update(keyOrId, { allowlists: lists });
+        });
+        out(opts, v.allowlists, `keys: allowlists of ${v.id}: ${JSON.stringify(v.allowlists)}`);
+      },
+    );
 
   const secret = cmd.command('secret').description("the key's API secret (HTTP basic auth password, empty user name)");
   common(secret.command('create <key>'))
@@ -201,7 +261,9 @@ export function register(program: Command): void {
       if (opts.json) process.stdout.write(`${JSON.stringify({ secret: r.secret, id: r.view.id })}\n`);
       else {
         process.stdout.write(`${r.secret}\n`);
-        process.stderr.write(`keys: secret set for ${r.view.id}; shown only this once. Send it as: curl --user :<SECRET> …\n`);
+        process.stderr.write(
+          `keys: secret set for ${r.view.id}; shown only this once. Send it as: curl --user :<SECRET> …\n`,
+        );
       }
     });
   common(secret.command('delete <key>'))
@@ -246,12 +308,22 @@ export function register(program: Command): void {
         minutes: u.minutes,
       };
       if (opts.json) return out(opts, json, '');
-      const lines = [`key ${v.id} "${v.name}" (${v.plan}${v.status === 'revoked' ? ', revoked' : ''}): ${u.balance.used} of ${u.balance.dailyCredits} credits used today, ${u.balance.remaining} left; resets at ${u.balance.resetsAt}`];
+      const lines = [
+        `key ${v.id} "${v.name}" (${v.plan}${v.status === 'revoked' ? ', revoked' : ''}): ${u.balance.used} of ${u.balance.dailyCredits} credits used today, ${u.balance.remaining} left; resets at ${u.balance.resetsAt}`,
+      ];
       const split = Object.entries(u.balance.byNetwork).filter(([n]) => n !== '');
-      if (split.length > 0) lines.push(`today by network: ${split.map(([n, c]) => `${n} ${c}`).join(', ')}${(u.balance.byNetwork[''] ?? 0) > 0 ? `, (no network) ${u.balance.byNetwork['']}` : ''}`);
+      if (split.length > 0)
+        lines.push(
+          `today by network: ${split.map(([n, c]) => `${n} ${c}`).join(', ')}${(u.balance.byNetwork[''] ?? 0) > 0 ? `, (no network) ${u.balance.byNetwork['']}` : ''}`,
+        );
       if (u.methods.length > 0) {
-        lines.push(`${'METHOD (30 days)'.padEnd(36)} ${'CALLS'.padStart(9)} ${'CREDITS'.padStart(12)} ${'4XX'.padStart(6)} ${'5XX'.padStart(6)} ${'RPC ERR'.padStart(8)}`);
-        for (const m of u.methods) lines.push(`${m.method.padEnd(36)} ${String(m.calls).padStart(9)} ${String(m.credits).padStart(12)} ${String(m.e4xx).padStart(6)} ${String(m.e5xx).padStart(6)} ${String(m.erpc).padStart(8)}`);
+        lines.push(
+          `${'METHOD (30 days)'.padEnd(36)} ${'CALLS'.padStart(9)} ${'CREDITS'.padStart(12)} ${'4XX'.padStart(6)} ${'5XX'.padStart(6)} ${'RPC ERR'.padStart(8)}`,
+        );
+        for (const m of u.methods)
+          lines.push(
+            `${m.method.padEnd(36)} ${String(m.calls).padStart(9)} ${String(m.credits).padStart(12)} ${String(m.e4xx).padStart(6)} ${String(m.e5xx).padStart(6)} ${String(m.erpc).padStart(8)}`,
+          );
       }
       process.stdout.write(`${lines.join('\n')}\n`);
     });

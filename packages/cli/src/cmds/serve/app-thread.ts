@@ -26,15 +26,29 @@ const peerMetrics = (): Promise<PeerMetrics[]> =>
     peerAsks.set(id, resolve);
     port.postMessage({ type: 'peer-metrics', id } satisfies AppThreadMessage);
   });
-const app = await startApp(opts, () => ledger, { shared: true, notes: index === 0, threads, thread: index, followFeeds: new Map(followFeeds), ...(index === 0 ? { peerMetrics } : {}) });
-port.postMessage({ type: 'listening', port: app.srv.port, metricsPort: app.srv.metricsPort } satisfies AppThreadMessage);
+const app = await startApp(opts, () => ledger, {
+  shared: true,
+  notes: index === 0,
+  threads,
+  thread: index,
+  followFeeds: new Map(followFeeds),
+  ...(index === 0 ? { peerMetrics } : {}),
+});
+port.postMessage({
+  type: 'listening',
+  port: app.srv.port,
+  metricsPort: app.srv.metricsPort,
+} satisfies AppThreadMessage);
 port.on('message', (m: AppThreadCommand) => {
-  if (m.type === 'drain') void app.drain().finally(() => port.postMessage({ type: 'drained' } satisfies AppThreadMessage));
-  else if (m.type === 'release') void app
+  if (m.type === 'drain')
+    void app.drain().finally(() => port.postMessage({ type: 'drained' } satisfies AppThreadMessage));
+  else if (m.type === 'release')
+    void app
       .release()
       .then(() => ledger.close())
       .finally(() => port.postMessage({ type: 'stopped' } satisfies AppThreadMessage));
-  else if (m.type === 'metrics') port.postMessage({ type: 'metrics', id: m.id, counts: app.srv.metricsCounts() } satisfies AppThreadMessage);
+  else if (m.type === 'metrics')
+    port.postMessage({ type: 'metrics', id: m.id, counts: app.srv.metricsCounts() } satisfies AppThreadMessage);
   else if (m.type === 'peer-metrics') {
     peerAsks.get(m.id)?.(m.threads);
     peerAsks.delete(m.id);

@@ -128,7 +128,11 @@ export class FollowRuntime implements ChainEvents {
   /** Starts the ingest thread and serves its events in this thread (one serving thread). */
   static own(data: IngestWorkerData, log: (line: string) => void): FollowRuntime {
     const ingest = new IngestThread(data);
-    return new FollowRuntime((on) => ingest.listen(on), () => ingest.stop(), log);
+    return new FollowRuntime(
+      (on) => ingest.listen(on),
+      () => ingest.stop(),
+      log,
+    );
   }
 
   /** The events another thread's IngestThread sends through `port` (an app thread of --threads N). */

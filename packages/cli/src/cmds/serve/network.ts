@@ -9,7 +9,15 @@
 // `--network <name>=<datadir>[,follow=<URL>]` is parsed here too.
 import { existsSync } from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
-import { ConfigError, FAULT_ENV, IMPLICIT_NETWORK, NetworkRuntime, applyFaultInjection, checkNetwork, checkNetworks } from '@chainnode/server';
+import {
+  ConfigError,
+  FAULT_ENV,
+  IMPLICIT_NETWORK,
+  NetworkRuntime,
+  applyFaultInjection,
+  checkNetwork,
+  checkNetworks,
+} from '@chainnode/server';
 import type { NetworkConfig, ServerConfig } from '@chainnode/server';
 import type { RpcConfig } from '@chainnode/rpc';
 import { OffloadPool, createRpcService } from '@chainnode/rpc';
@@ -60,7 +68,10 @@ export function resolveNetworks(flags: readonly string[] | undefined, config: Se
 
 /** `shared`: log worker threads of this process will open the datadir too. */
 export async function openStore(datadir: string, shared = false): Promise<ChainStore> {
-  if (!existsSync(datadir)) throw new CliError(`datadir ${datadir} does not exist (import a chain first: node-cli sync --from <dir> --datadir ${datadir})`);
+  if (!existsSync(datadir))
+    throw new CliError(
+      `datadir ${datadir} does not exist (import a chain first: node-cli sync --from <dir> --datadir ${datadir})`,
+    );
   try {
     return await openChainStore(datadir, { shared });
   } catch (err) {
@@ -92,7 +103,13 @@ export interface OpenNetworkOptions {
 
 /** What the ingest worker of a followed datadir is started with. */
 export function ingestWorkerData(datadir: string, f: FollowOptions): IngestWorkerData {
-  return { url: f.url, datadir, ...(f.genesisPath !== undefined ? { genesisPath: f.genesisPath } : {}), reorgDepth: f.reorgDepth, pollMs: f.pollMs };
+  return {
+    url: f.url,
+    datadir,
+    ...(f.genesisPath !== undefined ? { genesisPath: f.genesisPath } : {}),
+    reorgDepth: f.reorgDepth,
+    pollMs: f.pollMs,
+  };
 }
 
 /** Opens a network's store, its log workers and rpc service; on failure nothing stays open. */
@@ -111,7 +128,10 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   try {
     if (o.follow !== undefined) {
       const f = o.follow;
-      follow = o.followFeed !== undefined ? FollowRuntime.fromPort(o.followFeed, log) : FollowRuntime.own(ingestWorkerData(o.datadir, f), log);
+      follow =
+        o.followFeed !== undefined
+          ? FollowRuntime.fromPort(o.followFeed, log)
+          : FollowRuntime.own(ingestWorkerData(o.datadir, f), log);
       const store = await openFollowedStore(o.datadir, follow, o.implicit ? '--follow' : 'follow');
       follow.attach(store);
       raw = store;
@@ -134,7 +154,11 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   let logs: OffloadPool | undefined;
   if (workers > 0) {
     try {
-      logs = await startLogWorkers({ datadir: o.datadir, rpcConfig: o.rpcConfig, ...(network !== undefined ? { network } : {}) }, o.config, log);
+      logs = await startLogWorkers(
+        { datadir: o.datadir, rpcConfig: o.rpcConfig, ...(network !== undefined ? { network } : {}) },
+        o.config,
+        log,
+      );
     } catch (err) {
       await follow?.stop();
       await raw.close();
@@ -163,7 +187,11 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
  * process shares (default 4 threads, UV_THREADPOOL_SIZE): with more workers than leave 2 threads
  * to the main thread's reads, block reads could queue behind log reads again, so that is reported.
  */
-async function startLogWorkers(workerData: LogWorkerData, config: ServerConfig, log: (line: string) => void): Promise<OffloadPool> {
+async function startLogWorkers(
+  workerData: LogWorkerData,
+  config: ServerConfig,
+  log: (line: string) => void,
+): Promise<OffloadPool> {
   const pool = await OffloadPool.start({
     script: new URL('./log-worker.js', import.meta.url),
     workerData,
@@ -172,7 +200,9 @@ async function startLogWorkers(workerData: LogWorkerData, config: ServerConfig, 
     timeoutMs: workerData.rpcConfig.logs.timeoutMs,
     log,
   });
-  log(`eth_getLogs runs in ${config.logWorkers} worker thread${config.logWorkers === 1 ? '' : 's'} (at most ${config.logQueueLimit} calls queued or running)`);
+  log(
+    `eth_getLogs runs in ${config.logWorkers} worker thread${config.logWorkers === 1 ? '' : 's'} (at most ${config.logQueueLimit} calls queued or running)`,
+  );
   return pool;
 }
 
@@ -180,12 +210,19 @@ async function startLogWorkers(workerData: LogWorkerData, config: ServerConfig, 
  * Warns when the log workers of all networks and app threads (--threads: each app thread has its
  * own) may hold more of libuv's pool, which the whole process shares, than it has.
  */
-export function checkThreadPool(config: ServerConfig, networks: number, appThreads: number, log: (line: string) => void): void {
+export function checkThreadPool(
+  config: ServerConfig,
+  networks: number,
+  appThreads: number,
+  log: (line: string) => void,
+): void {
   const threads = Number(process.env['UV_THREADPOOL_SIZE']) || 4;
   const workers = config.logWorkers * networks * appThreads;
   if (workers > 0 && 2 * workers + 2 > threads) {
     const of = `${networks > 1 ? ` x ${networks} networks` : ''}${appThreads > 1 ? ` x ${appThreads} app threads` : ''}`;
-    log(`logWorkers ${config.logWorkers}${of}: log reads may hold ${2 * workers} of the ${threads} libuv threads; set UV_THREADPOOL_SIZE to at least ${2 * workers + 2}`);
+    log(
+      `logWorkers ${config.logWorkers}${of}: log reads may hold ${2 * workers} of the ${threads} libuv threads; set UV_THREADPOOL_SIZE to at least ${2 * workers + 2}`,
+    );
   }
 }
 
@@ -198,7 +235,8 @@ async function openFollowedStore(datadir: string, follow: FollowRuntime, what: s
     try {
       return await LevelChainStore.open(datadir, { shared: true });
     } catch (err) {
-      if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server or a sync already running on it?)`);
+      if (err instanceof DatadirInUseError)
+        throw new CliError(`${err.message} (is a server or a sync already running on it?)`);
       throw err;
     }
   };

@@ -17,8 +17,28 @@ import { Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { KeyManager, hasAdminToken, startDashboard } from '@chainnode/dashboard';
 import type { RunningDashboard } from '@chainnode/dashboard';
-import { ConfigError, LedgerUnavailableError, ThreadLedgerHost, checkLedgerUrl, linkPorts, loadConfig, openLedger, startServer } from '@chainnode/server';
-import type { CreditLedger, KeyStore, LedgerFailureMode, NetworkConfig, NetworkRuntime, OpenLedger, RunningServer, PeerMetrics, ServerConfig, UsageRecord } from '@chainnode/server';
+import {
+  ConfigError,
+  LedgerUnavailableError,
+  ThreadLedgerHost,
+  checkLedgerUrl,
+  linkPorts,
+  loadConfig,
+  openLedger,
+  startServer,
+} from '@chainnode/server';
+import type {
+  CreditLedger,
+  KeyStore,
+  LedgerFailureMode,
+  NetworkConfig,
+  NetworkRuntime,
+  OpenLedger,
+  RunningServer,
+  PeerMetrics,
+  ServerConfig,
+  UsageRecord,
+} from '@chainnode/server';
 import { resolveConfig } from '@chainnode/rpc';
 import { redactUrl } from '@chainnode/ingest';
 import { CliError } from '../../cli-error.js';
@@ -43,7 +63,8 @@ function dashboardPort(opts: ServeOptions): number | undefined {
 
 function readTls(opts: ServeOptions): { cert: string; key: string } | undefined {
   if (opts.adminTlsCert === undefined && opts.adminTlsKey === undefined) return undefined;
-  if (opts.adminTlsCert === undefined || opts.adminTlsKey === undefined) throw new CliError('--admin-tls-cert and --admin-tls-key go together');
+  if (opts.adminTlsCert === undefined || opts.adminTlsKey === undefined)
+    throw new CliError('--admin-tls-cert and --admin-tls-key go together');
   try {
     return { cert: readFileSync(opts.adminTlsCert, 'utf8'), key: readFileSync(opts.adminTlsKey, 'utf8') };
   } catch (err) {
@@ -68,7 +89,8 @@ export function parseLedgerFailure(value: string | undefined): LedgerFailureMode
 }
 
 export function parsePort(name: string, value: string): number {
-  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new CliError(`${name}: expected a port number 0-65535, got "${value}"`);
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535)
+    throw new CliError(`${name}: expected a port number 0-65535, got "${value}"`);
   return Number(value);
 }
 
@@ -80,7 +102,8 @@ export function parseFailoverUrl(value: string | undefined): string | undefined 
   } catch {
     throw new CliError('--failover-url: expected an http(s) URL of a JSON-RPC endpoint');
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new CliError('--failover-url: expected an http:// or https:// URL');
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new CliError('--failover-url: expected an http:// or https:// URL');
   return value;
 }
 
@@ -134,15 +157,24 @@ const log = (line: string): void => {
 };
 
 /** The networks `opts` asks for, checked (`--network` flags replace the config's). */
-function networkSpecs(opts: ServeOptions, config: ServerConfig): { specs: NetworkConfig[]; defaultNetwork: string | undefined } {
+function networkSpecs(
+  opts: ServeOptions,
+  config: ServerConfig,
+): { specs: NetworkConfig[]; defaultNetwork: string | undefined } {
   const specs = resolveNetworks(opts.network, config);
-  if (specs.length > 0 && opts.follow !== undefined) throw new CliError('--follow: with networks, give each network its own: --network <name>=<datadir>,follow=<URL>');
-  if (opts.follow !== undefined && !isUpstreamUrl(opts.follow)) throw new CliError('--follow: expected an http(s):// or ws(s):// JSON-RPC URL');
-  if (opts.genesis !== undefined && opts.follow === undefined) throw new CliError('--genesis: only with --follow <URL>');
+  if (specs.length > 0 && opts.follow !== undefined)
+    throw new CliError('--follow: with networks, give each network its own: --network <name>=<datadir>,follow=<URL>');
+  if (opts.follow !== undefined && !isUpstreamUrl(opts.follow))
+    throw new CliError('--follow: expected an http(s):// or ws(s):// JSON-RPC URL');
+  if (opts.genesis !== undefined && opts.follow === undefined)
+    throw new CliError('--genesis: only with --follow <URL>');
   const defaultNetwork = opts.defaultNetwork ?? (specs.length > 0 ? config.defaultNetwork : undefined);
   if (defaultNetwork !== undefined) {
     if (specs.length === 0) throw new CliError('--default-network needs --network (or networks in the config)');
-    if (!specs.some((n) => n.name === defaultNetwork)) throw new CliError(`--default-network ${defaultNetwork}: not among the networks (${specs.map((n) => n.name).join(', ')})`);
+    if (!specs.some((n) => n.name === defaultNetwork))
+      throw new CliError(
+        `--default-network ${defaultNetwork}: not among the networks (${specs.map((n) => n.name).join(', ')})`,
+      );
   }
   return { specs, defaultNetwork };
 }
@@ -165,12 +197,28 @@ export function followPlan(opts: ServeOptions, config: ServerConfig): FollowedDa
   const { specs } = networkSpecs(opts, config);
   const reorgDepth = parseReorgDepth(opts.reorgDepth);
   const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
-  if (!Number.isInteger(pollMs) || pollMs < 10) throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
+  if (!Number.isInteger(pollMs) || pollMs < 10)
+    throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
   if (specs.length === 0) {
     if (opts.follow === undefined) return [];
-    return [{ network: '', datadir: opts.datadir, follow: { url: opts.follow, reorgDepth, pollMs, ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}) } }];
+    return [
+      {
+        network: '',
+        datadir: opts.datadir,
+        follow: {
+          url: opts.follow,
+          reorgDepth,
+          pollMs,
+          ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}),
+        },
+      },
+    ];
   }
-  return specs.flatMap((n) => (n.follow === undefined ? [] : [{ network: n.name, datadir: n.datadir, follow: { url: n.follow, reorgDepth, pollMs } }]));
+  return specs.flatMap((n) =>
+    n.follow === undefined
+      ? []
+      : [{ network: n.name, datadir: n.datadir, follow: { url: n.follow, reorgDepth, pollMs } }],
+  );
 }
 
 /**
@@ -195,7 +243,8 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
     if (follow === undefined) return {};
     const feed = extras.followFeeds?.get(network);
     // With --threads the main thread owns the ingest: an app thread never starts its own.
-    if (extras.shared === true && feed === undefined) throw new Error(`no ingest feed for followed network "${network}"`);
+    if (extras.shared === true && feed === undefined)
+      throw new Error(`no ingest feed for followed network "${network}"`);
     return { follow, ...(feed !== undefined ? { followFeed: feed } : {}) };
   };
   const rpcConfig = resolveConfig({
@@ -203,7 +252,13 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
     maxBatchResponseBytes: config.maxBatchResponseBytes,
     maxConcurrentBatches: config.maxConcurrentBatches,
   });
-  if (notes) checkThreadPool(config, specs.length === 0 ? (opts.follow === undefined ? 1 : 0) : specs.filter((n) => n.follow === undefined).length, extras.threads ?? 1, log);
+  if (notes)
+    checkThreadPool(
+      config,
+      specs.length === 0 ? (opts.follow === undefined ? 1 : 0) : specs.filter((n) => n.follow === undefined).length,
+      extras.threads ?? 1,
+      log,
+    );
   const shared = extras.shared === true;
   // One after the other: each opens a LevelDB and starts worker threads; a failure closes the rest.
   const networks: NetworkRuntime[] = [];
@@ -212,10 +267,31 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
   };
   try {
     if (specs.length === 0) {
-      networks.push(await openNetwork({ name: '', datadir: opts.datadir, implicit: true, config, rpcConfig, log: quiet, shared, ...followOf('') }));
+      networks.push(
+        await openNetwork({
+          name: '',
+          datadir: opts.datadir,
+          implicit: true,
+          config,
+          rpcConfig,
+          log: quiet,
+          shared,
+          ...followOf(''),
+        }),
+      );
     }
     for (const n of specs) {
-      networks.push(await openNetwork({ name: n.name, datadir: n.datadir, config, rpcConfig, log: quiet, shared, ...followOf(n.name) }));
+      networks.push(
+        await openNetwork({
+          name: n.name,
+          datadir: n.datadir,
+          config,
+          rpcConfig,
+          log: quiet,
+          shared,
+          ...followOf(n.name),
+        }),
+      );
     }
   } catch (err) {
     await closeAll();
@@ -264,12 +340,18 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
  */
 export function parseThreads(value: string | undefined): number {
   if (value === undefined || value === 'cores') return availableParallelism();
-  if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 256) throw new CliError(`--threads: expected a number of threads 1-256, got "${value}"`);
+  if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 256)
+    throw new CliError(`--threads: expected a number of threads 1-256, got "${value}"`);
   return Number(value);
 }
 
 /** The ledger of this process, opened once on this thread (the main thread with --threads). */
-async function openServeLedger(opts: ServeOptions, config: ServerConfig, threads: number, onLedger?: (l: OpenLedger) => Promise<void>): Promise<OpenLedger> {
+async function openServeLedger(
+  opts: ServeOptions,
+  config: ServerConfig,
+  threads: number,
+  onLedger?: (l: OpenLedger) => Promise<void>,
+): Promise<OpenLedger> {
   const ledgerUrl = parseLedgerUrl(opts.ledger);
   const failure = parseLedgerFailure(opts.ledgerFailure);
   let ledger: OpenLedger | undefined;
@@ -293,12 +375,22 @@ async function openServeLedger(opts: ServeOptions, config: ServerConfig, threads
 }
 
 /** The dashboard on the admin listener, when asked for (on this thread, beside the ledger it reads). */
-async function startAdmin(opts: ServeOptions, ledger: OpenLedger, config: ServerConfig, rpcPort: number): Promise<RunningDashboard | undefined> {
+async function startAdmin(
+  opts: ServeOptions,
+  ledger: OpenLedger,
+  config: ServerConfig,
+  rpcPort: number,
+): Promise<RunningDashboard | undefined> {
   const adminPort = dashboardPort(opts);
   if (adminPort === undefined) return undefined;
   const adminTls = readTls(opts);
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  const keys = new KeyManager({ keys: ledger.keys, config, usage: ledger.usageRecord(), balance: (hash) => ledger.usage(hash) });
+  const keys = new KeyManager({
+    keys: ledger.keys,
+    config,
+    usage: ledger.usageRecord(),
+    balance: (hash) => ledger.usage(hash),
+  });
   try {
     return await startDashboard({
       datadir: opts.datadir,
@@ -324,27 +416,41 @@ function printBanner(
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
   const config = readConfig(opts.datadir, opts.config);
   const failure = parseLedgerFailure(opts.ledgerFailure);
-  process.stdout.write(`serve: ledger    ${ledger.engine === 'redis' ? `redis (shared; when unreachable: fail-${failure})` : `embedded (${opts.datadir})`}\n`);
+  process.stdout.write(
+    `serve: ledger    ${ledger.engine === 'redis' ? `redis (shared; when unreachable: fail-${failure})` : `embedded (${opts.datadir})`}\n`,
+  );
   process.stdout.write(`serve: listening on ${hostForUrl}:${srv.port}${threads > 1 ? ` (${threads} threads)` : ''}\n`);
   process.stdout.write(`serve: HTTP      POST http://${hostForUrl}:${srv.port}/v3/<API_KEY>\n`);
   process.stdout.write(`serve: WebSocket      ws://${hostForUrl}:${srv.port}/ws/v3/<API_KEY>\n`);
   process.stdout.write(`serve: health    GET  http://${hostForUrl}:${srv.port}/health\n`);
   if (srv.metricsPort !== undefined) {
-    process.stdout.write(`serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics${threads > 1 ? ' (all threads)' : ''}\n`);
+    process.stdout.write(
+      `serve: metrics   GET  http://${config.metricsHost}:${srv.metricsPort}/metrics${threads > 1 ? ' (all threads)' : ''}\n`,
+    );
   }
-  if (opts.failoverUrl !== undefined) process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
+  if (opts.failoverUrl !== undefined)
+    process.stdout.write('serve: failover partner configured for eth_getBlockByHash (growth, custom plans)\n');
   if (dash !== undefined) {
     process.stdout.write(`serve: dashboard ${dash.url}\n`);
-    if (!hasAdminToken(opts.datadir)) process.stderr.write(`serve: no admin token yet: create one with node-cli admin token create --datadir ${opts.datadir}\n`);
+    if (!hasAdminToken(opts.datadir))
+      process.stderr.write(
+        `serve: no admin token yet: create one with node-cli admin token create --datadir ${opts.datadir}\n`,
+      );
   }
-  if (opts.follow !== undefined) process.stdout.write(`serve: following ${redactUrl(opts.follow)} (reorg depth ${parseReorgDepth(opts.reorgDepth)})\n`);
+  if (opts.follow !== undefined)
+    process.stdout.write(
+      `serve: following ${redactUrl(opts.follow)} (reorg depth ${parseReorgDepth(opts.reorgDepth)})\n`,
+    );
   const { specs, defaultNetwork } = networkSpecs(opts, config);
   if (specs.length > 0) {
     // *.localhost names the loopback in browsers and curl; elsewhere use DNS names whose first label is the network.
-    const shown = opts.host === '127.0.0.1' || opts.host === '::1' || opts.host === 'localhost' ? 'localhost' : hostForUrl;
+    const shown =
+      opts.host === '127.0.0.1' || opts.host === '::1' || opts.host === 'localhost' ? 'localhost' : hostForUrl;
     for (const n of specs) {
       const dflt = `${n.name === defaultNetwork ? ' (default: also bare hosts)' : ''}${n.follow !== undefined ? ` following ${redactUrl(n.follow)}` : ''}`;
-      process.stdout.write(`serve: network ${n.name.padEnd(10)} http://${n.name}.${shown}:${srv.port}/v3/<API_KEY>  ws://${n.name}.${shown}:${srv.port}/ws/v3/<API_KEY>  ${n.datadir}${dflt}\n`);
+      process.stdout.write(
+        `serve: network ${n.name.padEnd(10)} http://${n.name}.${shown}:${srv.port}/v3/<API_KEY>  ws://${n.name}.${shown}:${srv.port}/ws/v3/<API_KEY>  ${n.datadir}${dflt}\n`,
+      );
     }
     process.stdout.write(`serve: keys and usage (one account across networks) in ${opts.datadir}\n`);
   }
@@ -475,7 +581,11 @@ async function serveThreads(
   // The embedded engine's counts are shared memory every app thread opens its own ledger on (the
   // main thread's ledger() too, for the dashboard); Redis's ledger is reached through this thread.
   const credits = ledger.ledger();
-  const host = new ThreadLedgerHost({ keys: ledger.keys, credits: ledger.shared ?? credits, usage: ledger.usageRecord() });
+  const host = new ThreadLedgerHost({
+    keys: ledger.keys,
+    credits: ledger.shared ?? credits,
+    usage: ledger.usageRecord(),
+  });
   const workers: Worker[] = [];
   /** Each worker's end, recorded at its start: a phase must not wait on a thread that already ended. */
   const exits = new Map<Worker, Promise<void>>();
@@ -488,15 +598,26 @@ async function serveThreads(
   const startThread = (index: number, port: string): Promise<AppThreadListening> => {
     const link = host.link();
     const followFeeds = [...ingests].map(([network, ingest]): [string, MessagePort] => [network, ingest.port()]);
-    const data: AppThreadData = { opts: { ...opts, port, ...(index === 0 ? {} : { metricsPort: undefined }) }, index, threads, link, followFeeds };
-    const w = new Worker(new URL('./app-thread.js', import.meta.url), { workerData: data, transferList: [...linkPorts(link), ...followFeeds.map(([, p]) => p)] });
+    const data: AppThreadData = {
+      opts: { ...opts, port, ...(index === 0 ? {} : { metricsPort: undefined }) },
+      index,
+      threads,
+      link,
+      followFeeds,
+    };
+    const w = new Worker(new URL('./app-thread.js', import.meta.url), {
+      workerData: data,
+      transferList: [...linkPorts(link), ...followFeeds.map(([, p]) => p)],
+    });
     workers.push(w);
     exits.set(w, new Promise<void>((r) => w.once('exit', () => r())));
     return new Promise<AppThreadListening>((resolve, reject) => {
       w.on('message', (m: AppThreadMessage) => {
         if (m.type === 'listening') resolve(m);
         else if (m.type === 'peer-metrics') {
-          void peerCounts(w).then((t) => w.postMessage({ type: 'peer-metrics', id: m.id, threads: t } satisfies AppThreadCommand));
+          void peerCounts(w).then((t) =>
+            w.postMessage({ type: 'peer-metrics', id: m.id, threads: t } satisfies AppThreadCommand),
+          );
         }
       });
       w.on('error', (err) => {
@@ -575,7 +696,8 @@ async function serveThreads(
       const anchor = await LevelChainStore.open(datadir, { shared: true }).catch(() => undefined);
       if (anchor !== undefined) anchors.push(anchor);
     }
-    for (const f of followPlan(opts, config)) ingests.set(f.network, new IngestThread(ingestWorkerData(f.datadir, f.follow)));
+    for (const f of followPlan(opts, config))
+      ingests.set(f.network, new IngestThread(ingestWorkerData(f.datadir, f.follow)));
     // uWS sets SO_REUSEPORT only on an explicit port: with --port 0 one is picked here first.
     const port = parsePort('--port', opts.port) === 0 ? String(await freePort(opts.host)) : opts.port;
     first = await startThread(0, port);

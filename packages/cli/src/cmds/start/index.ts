@@ -58,10 +58,12 @@ export function register(program: Command): void {
       .description('import the bundled fixtures if needed, ensure a development key, and serve on 127.0.0.1:8545')
       .option('--from <dir>', 'chain export to import (genesis.json + chain.rlp)', './fixtures'),
   ).action(async (opts: StartOptions) => {
-      await importFixtures(opts.from, opts.datadir);
-      let key = '';
-      let created = false;
-      await serve(opts, (srv, host) => {
+    await importFixtures(opts.from, opts.datadir);
+    let key = '';
+    let created = false;
+    await serve(
+      opts,
+      (srv, host) => {
         const http = `http://${host}:${srv.port}/v3/${key}`;
         const ws = `ws://${host}:${srv.port}/ws/v3/${key}`;
         process.stdout.write(
@@ -80,8 +82,10 @@ export function register(program: Command): void {
             '',
           ].join('\n'),
         );
-      }, async (l) => {
+      },
+      async (l) => {
         ({ key, created } = await ensureDevKey(opts.datadir, l.keys));
-      });
-    });
+      },
+    );
+  });
 }

@@ -2,7 +2,16 @@
 // a geth chain export into the datadir. Expected failures print one line (CliError).
 import { Option } from 'commander';
 import type { Command } from 'commander';
-import { BlockVerificationError, ChainMismatchError, ChainSourceError, GenesisRequiredError, ReorgTooDeepError, UpstreamError, followUpstream, importChain } from '@chainnode/ingest';
+import {
+  BlockVerificationError,
+  ChainMismatchError,
+  ChainSourceError,
+  GenesisRequiredError,
+  ReorgTooDeepError,
+  UpstreamError,
+  followUpstream,
+  importChain,
+} from '@chainnode/ingest';
 import type { ImportProgress } from '@chainnode/ingest';
 import { DatadirInUseError, sizeOnDisk } from '@chainnode/store';
 import { CliError } from '../../cli-error.js';
@@ -27,7 +36,8 @@ export function parseReorgDepth(value: string | undefined): bigint {
 
 function parseTo(value: string | undefined): bigint | undefined {
   if (value === undefined) return undefined;
-  if (!/^(0x[0-9a-fA-F]+|[0-9]+)$/.test(value)) throw new CliError(`--to: expected a block number (decimal or 0x-hex), got "${value}"`);
+  if (!/^(0x[0-9a-fA-F]+|[0-9]+)$/.test(value))
+    throw new CliError(`--to: expected a block number (decimal or 0x-hex), got "${value}"`);
   return BigInt(value);
 }
 
@@ -54,7 +64,9 @@ function progressReporter(): { report: (p: ImportProgress) => void; done: () => 
       if (tty) {
         const width = 30;
         const filled = Math.round(frac * width);
-        process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${(frac * 100).toFixed(1)}%  ${stats}\x1b[K`);
+        process.stderr.write(
+          `\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${(frac * 100).toFixed(1)}%  ${stats}\x1b[K`,
+        );
       } else if (Date.now() - lastLine >= 5000) {
         lastLine = Date.now();
         process.stderr.write(`sync: ${(frac * 100).toFixed(1)}%  ${stats}\n`);
@@ -91,14 +103,29 @@ export async function sync(opts: SyncOptions): Promise<void> {
         log: (line) => process.stderr.write(`${line}\n`),
       });
     } else {
-      if (opts.genesis !== undefined) throw new CliError('--genesis: only with --from <URL> (a directory holds its genesis.json)');
-      summary = await importChain({ from: opts.from, datadir: opts.datadir, to, reorgDepth, onProgress: reporter.report, ...(groupBlocks ? { groupBlocks } : {}) });
+      if (opts.genesis !== undefined)
+        throw new CliError('--genesis: only with --from <URL> (a directory holds its genesis.json)');
+      summary = await importChain({
+        from: opts.from,
+        datadir: opts.datadir,
+        to,
+        reorgDepth,
+        onProgress: reporter.report,
+        ...(groupBlocks ? { groupBlocks } : {}),
+      });
     }
   } catch (err) {
     reporter.done();
     if (err instanceof CliError) throw err;
-    if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server or another sync running on it?)`);
-    if (err instanceof ChainMismatchError || err instanceof ChainSourceError || err instanceof GenesisRequiredError || err instanceof ReorgTooDeepError || err instanceof UpstreamError) {
+    if (err instanceof DatadirInUseError)
+      throw new CliError(`${err.message} (is a server or another sync running on it?)`);
+    if (
+      err instanceof ChainMismatchError ||
+      err instanceof ChainSourceError ||
+      err instanceof GenesisRequiredError ||
+      err instanceof ReorgTooDeepError ||
+      err instanceof UpstreamError
+    ) {
       throw new CliError(err.message);
     }
     if (err instanceof BlockVerificationError) throw new CliError(`import stopped: ${err.message}`);
@@ -117,14 +144,21 @@ export async function sync(opts: SyncOptions): Promise<void> {
         `in ${secs}s: ${rate(s.blocks, s.elapsedMs)} blocks/s, ${rate(s.logs, s.elapsedMs)} logs/s\n`,
     );
   }
-  process.stdout.write(`sync: head ${s.head.number} ${headHex}; datadir ${opts.datadir} is ${fmtBytes(size)} on disk\n`);
+  process.stdout.write(
+    `sync: head ${s.head.number} ${headHex}; datadir ${opts.datadir} is ${fmtBytes(size)} on disk\n`,
+  );
 }
 
 export function register(program: Command): void {
   program
     .command('sync')
-    .description('import a geth chain export (genesis.json + chain.rlp) or a live JSON-RPC upstream, verifying every block; resumes from the stored head')
-    .requiredOption('--from <dir|URL>', 'directory holding genesis.json and chain.rlp, or an http(s)/ws(s) JSON-RPC upstream')
+    .description(
+      'import a geth chain export (genesis.json + chain.rlp) or a live JSON-RPC upstream, verifying every block; resumes from the stored head',
+    )
+    .requiredOption(
+      '--from <dir|URL>',
+      'directory holding genesis.json and chain.rlp, or an http(s)/ws(s) JSON-RPC upstream',
+    )
     .option('--genesis <file>', 'genesis.json of the upstream chain (with --from <URL>; required for an empty datadir)')
     .option('--reorg-depth <n>', 'deepest reorg followed before the import stops', '64')
     .option('--datadir <dir>', 'where the store lives', './data')
