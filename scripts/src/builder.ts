@@ -255,7 +255,7 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
             extraData: new TextEncoder().encode(`uncle ${number}/${i}`),
             mixHash: rng.bytes(32),
             nonce: rng.bytes(8),
-            baseFeePerGas: sibling.baseFeePerGas,
+            ...(sibling.baseFeePerGas !== undefined ? { baseFeePerGas: sibling.baseFeePerGas } : {}),
           },
           { common, setHardfork: true, calcDifficultyFromHeader: uncleParent },
         );
@@ -285,14 +285,14 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
       to: Address | undefined,
       data: Uint8Array,
       gasLimit: bigint,
-      opts: { value?: bigint; expectSuccess?: boolean; kind?: TxKind; accessList?: AccessList } = {},
+      opts: { value?: bigint; expectSuccess?: boolean; kind?: TxKind; accessList?: AccessList | undefined } = {},
     ): void => {
       const kind = opts.kind ?? pickKind();
       const nonce = nextNonce(from);
       const value = opts.value ?? 0n;
       const tip = BigInt(rng.int(1, 20)) * (GWEI / 10n);
       const gasPrice = london ? fee + tip : BigInt(rng.int(1, 30)) * (GWEI / 10n);
-      const base = { nonce, gasLimit, to, value, data };
+      const base = { nonce, gasLimit, value, data, ...(to !== undefined ? { to } : {}) };
       let tx: TypedTransaction;
       if (kind === 'legacy-unprotected') {
         const signed = createLegacyTx({ ...base, gasPrice }, { common: txCommonUnprotected }).sign(from.privateKey);
@@ -497,7 +497,7 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
       extraData: EXTRA_DATA,
       mixHash: rng.bytes(32),
       nonce: rng.bytes(8),
-      baseFeePerGas,
+      ...(baseFeePerGas !== undefined ? { baseFeePerGas } : {}),
     };
     const draftHeader = createBlockHeader(headerData, { common, setHardfork: true, calcDifficultyFromHeader: parent });
     // The Block constructor (rather than createBlock) keeps the signed tx objects as they are.

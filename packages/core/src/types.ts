@@ -107,7 +107,7 @@ export interface TxWithLocation {
   transactionIndex: number;
   blockTimestamp: bigint;
   /** Base fee of the including block, to compute the effective gas price of 1559-style txs. */
-  baseFeePerGas?: bigint;
+  baseFeePerGas?: bigint | undefined;
 }
 
 export interface LogRecord {

@@ -66,7 +66,9 @@ async function req(
   const res = await fetch(`${env.base}${path}`, {
     method,
     headers,
-    body: opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body),
+    ...(opts.body === undefined
+      ? {}
+      : { body: typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body) }),
   });
   const text = await res.text();
   let body: Res['body'] = {};

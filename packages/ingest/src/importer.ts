@@ -34,7 +34,7 @@ export interface ImportOptions {
   from: string;
   datadir: string;
   /** Stop after this block (inclusive). */
-  to?: bigint;
+  to?: bigint | undefined;
   onProgress?: (p: ImportProgress) => void;
   /** Flush a group after this many blocks (default 256), staged bytes (default 64 MiB) or ms (default 2000). */
   groupBlocks?: number;

@@ -6,7 +6,6 @@ import type {
   BlockRecord,
   Bytes,
   ChainStore,
-  HeaderRecord,
   ReadyJson,
   TxWithLocation,
 } from '@chainnode/core';

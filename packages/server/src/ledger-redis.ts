@@ -46,12 +46,8 @@ import type {
 
 const DAY_S = 86_400;
 
-/** Reply codes of DEBIT. */
-const R_DAILY = 0;
-const R_THROUGHPUT = 1;
-const R_DUPLICATE = 2;
-const R_APPLIED = 3;
-const R_NOTHING = 4;
+/** Reply codes of DEBIT (the script returns the numbers). */
+const DebitReply = { daily: 0, throughput: 1, duplicate: 2, applied: 3, nothing: 4 } as const;
 
 /**
  * KEYS: 1 day hash, 2 token bucket, 3 applied-sequence zset of this replica, 4 prefix of the
@@ -389,12 +385,12 @@ export class RedisLedger implements CreditLedger {
           this.watermark(),
         );
         this.resolve(seq);
-        if (code === R_APPLIED) {
+        if (code === DebitReply.applied) {
           this.note(hash, day, used);
           return { ok: true, debit: debitOf(hash, cost, { seq, day, perSecond: limits.perSecond }, network) };
         }
         this.note(hash, day, used);
-        return { ok: false, reason: code === R_THROUGHPUT ? 'throughput' : 'daily', resetsAt: this.resetsAtOf(day) };
+        return { ok: false, reason: code === DebitReply.throughput ? 'throughput' : 'daily', resetsAt: this.resetsAtOf(day) };
       } catch (err) {
         // No reply: the script may or may not have run. Decide locally below; the journal entry
         // carries this same sequence number, so the replay finds out which.

@@ -37,7 +37,7 @@ export interface OpenDbOptions {
    * `multithreading`); every opener in the process must pass it. Other processes are still
    * locked out by LevelDB's file lock.
    */
-  shared?: boolean;
+  shared?: boolean | undefined;
   /** The writer's open: LevelDB tuned for large batches (see BULK_LOAD). */
   bulkLoad?: boolean;
 }

@@ -6,7 +6,7 @@ export interface ServeOptions {
   port: string;
   config?: string;
   failoverUrl?: string;
-  metricsPort?: string;
+  metricsPort?: string | undefined;
   /** `--network <name>=<datadir>[,follow=<URL>]`, repeatable. */
   network?: string[];
   /** `--default-network <name>`: the network answering bare hosts. */
