@@ -89,7 +89,9 @@ class Checker {
   constructor(chain: FixtureBlock[]) {
     for (const b of chain) {
       this.byNumber.set(b.number, b);
-      b.txs.forEach((t, i) => this.txLoc.set(t.hash, { block: b, index: i }));
+      b.txs.forEach((t, i) => {
+        this.txLoc.set(t.hash, { block: b, index: i });
+      });
     }
   }
 
@@ -120,7 +122,10 @@ class Checker {
       }
       case 'tx': {
         const loc = this.txLoc.get(c.params[0] as string);
-        if (loc === undefined) return fail('unknown tx');
+        if (loc === undefined) {
+          fail('unknown tx');
+          return;
+        }
         if (res['hash'] !== c.params[0]) fail('hash');
         if (Number(res['blockNumber']) !== loc.block.number || Number(res['transactionIndex']) !== loc.index)
           fail('location');
@@ -142,7 +147,10 @@ class Checker {
       }
       case 'logs': {
         const logs = r.result as Record<string, unknown>[];
-        if (!Array.isArray(logs)) return fail('not an array');
+        if (!Array.isArray(logs)) {
+          fail('not an array');
+          return;
+        }
         const [from, to] = [
           Number((c.params[0] as { fromBlock: string }).fromBlock),
           Number((c.params[0] as { toBlock: string }).toBlock),

@@ -97,7 +97,9 @@ async function checkReplies(
   const url = `http://127.0.0.1:${t.port}${t.path}`;
   const coldOf = new Map<string, Buffer>();
   if (cold !== undefined)
-    calls.forEach((c, i) => coldOf.set(c.body, cold.digests.subarray(i * DIGEST, i * DIGEST + DIGEST)));
+    calls.forEach((c, i) => {
+      coldOf.set(c.body, cold.digests.subarray(i * DIGEST, i * DIGEST + DIGEST));
+    });
   // Bodies checked in an earlier mix: the cold answer must be the checked one.
   for (const [body, cd] of coldOf) {
     const d = t.digests.get(body);

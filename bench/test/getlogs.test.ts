@@ -126,7 +126,7 @@ describe('getLogs bench at smoke size', () => {
         for (const k of ['runs', 'p50', 'p99', 'qps', 'meanResults', 'tooMany'])
           num((q[side] as Record<string, unknown>)[k]);
     }
-    expect((j.queries.h_cap_error_full?.index as { tooMany: number }).tooMany).toBeGreaterThan(0);
+    expect((j.queries.h_cap_error_full!.index as { tooMany: number }).tooMany).toBeGreaterThan(0);
     // The server probe (needs packages/cli built, as `npm test` does).
     const c = j.concurrency as Record<string, unknown>;
     expect(c).not.toBeNull();

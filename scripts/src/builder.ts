@@ -14,7 +14,7 @@ import {
   createLegacyTxFromBytesArray,
   type TypedTransaction,
 } from '@ethereumjs/tx';
-import { Address, bytesToHex, createAccount, createContractAddress, KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
+import { type Address, bytesToHex, createAccount, createContractAddress, KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
 import { createVM, runBlock } from '@ethereumjs/vm';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 

@@ -119,7 +119,9 @@ export async function batch(url: string, calls: [string, unknown[]][]): Promise<
     const replies = (await res.json()) as Envelope[];
     if (!Array.isArray(replies)) throw new Error(`batch: ${JSON.stringify(replies).slice(0, 200)}`);
     const byId = new Map(replies.map((r) => [r.id, r]));
-    chunk.forEach((_, j) => out.push(byId.get(i + j) ?? { error: { code: 0, message: 'missing reply' } }));
+    chunk.forEach((_, j) => {
+      out.push(byId.get(i + j) ?? { error: { code: 0, message: 'missing reply' } });
+    });
   }
   return out;
 }

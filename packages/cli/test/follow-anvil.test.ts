@@ -135,7 +135,9 @@ describe('serve --follow with anvil as the upstream', () => {
     // Every transaction.
     const txCalls: [string, unknown[]][] = txHashes.map((h) => ['eth_getTransactionByHash', [h]]);
     const [xa, xm] = await Promise.all([batch(anvil.url, txCalls), batch(ours, txCalls)]);
-    xa.forEach((a, i) => expect([txHashes[i], xm[i]?.result]).toEqual([txHashes[i], a.result]));
+    xa.forEach((a, i) => {
+      expect([txHashes[i], xm[i]?.result]).toEqual([txHashes[i], a.result]);
+    });
     // Uncles: none on this chain; by number and by hash null on both.
     const uncleCalls: [string, unknown[]][] = nums.flatMap((n) => [
       ['eth_getUncleByBlockNumberAndIndex', [hexN(n), '0x0']] as [string, unknown[]],
@@ -163,7 +165,9 @@ describe('serve --follow with anvil as the upstream', () => {
     }
     const perBlock: [string, unknown[]][] = blockHashes.map((h) => ['eth_getLogs', [{ blockHash: h }]]);
     const [la, lm] = await Promise.all([batch(anvil.url, perBlock), batch(ours, perBlock)]);
-    la.forEach((a, i) => expect([i, lm[i]?.result]).toEqual([i, a.result]));
+    la.forEach((a, i) => {
+      expect([i, lm[i]?.result]).toEqual([i, a.result]);
+    });
     // State at the head: storage of every logger (the slots their calls wrote) and proofs.
     const slots = Array.from({ length: 4 }, (_, k) => `0x${(k * 7919 + 3).toString(16).padStart(64, '0')}`);
     for (const address of [...loggers, ...DEV]) {

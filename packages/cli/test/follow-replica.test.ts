@@ -31,7 +31,9 @@ async function rawBatch(url: string, calls: [string, unknown[]][]): Promise<stri
     });
     const replies = JSON.parse(await res.text()) as Json[];
     const byId = new Map(replies.map((r) => [r.id, JSON.stringify(r)]));
-    chunk.forEach((_, j) => out.push(byId.get(j) ?? 'missing'));
+    chunk.forEach((_, j) => {
+      out.push(byId.get(j) ?? 'missing');
+    });
   }
   return out;
 }
@@ -71,7 +73,9 @@ async function compareNodes(a: string, b: string): Promise<{ blocks: number; txs
     calls.push(['eth_getProof', [token, ['0x2', `0x${'00'.repeat(31)}07`], hexN(n)]]);
   }
   const [ca, cb] = await Promise.all([rawBatch(a, calls), rawBatch(b, calls)]);
-  ca.forEach((t, i) => expect([calls[i]?.[0], cb[i]]).toEqual([calls[i]?.[0], t]));
+  ca.forEach((t, i) => {
+    expect([calls[i]?.[0], cb[i]]).toEqual([calls[i]?.[0], t]);
+  });
   return { blocks: nums.length, txs: txs.length };
 }
 

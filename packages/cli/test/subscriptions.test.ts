@@ -155,7 +155,7 @@ test('a reorg commit: removed logs first (oldest dropped block first, log order)
   const next = await commitOf(s.store, 1590n, 1594n);
   const commit: ChainCommit = { removed: dropped, added: next.added, head: next.head };
   const c = await WsClient.open(s.ws());
-  const sub = await c.subscribe(['logs', { address: [TOKEN, EMITTER], topics: [[TRANSFER, '0x' + '00'.repeat(32)]] }]);
+  const sub = await c.subscribe(['logs', { address: [TOKEN, EMITTER], topics: [[TRANSFER, `0x${'00'.repeat(32)}`]] }]);
   const all = await c.subscribe(['logs', {}]);
   const heads = await c.subscribe(['newHeads']);
   const wantSub = gethReorgSequence(
@@ -282,7 +282,7 @@ test('credits: subscribe 5, unsubscribe 10, newHeads 50 per head, logs 300 per b
   const gone = await c.subscribe(['newHeads']);
   expect((await c.call('eth_unsubscribe', [gone])).result).toBe(true);
   // A filter that matches nothing costs nothing per block.
-  const none = await c.subscribe(['logs', { address: '0x' + '12'.repeat(20) }]);
+  const none = await c.subscribe(['logs', { address: `0x${'12'.repeat(20)}` }]);
   expect(used()).toBe(5 + 5 + 10 + 5);
   // The token's logs of two blocks with several matches each: 300 per block, not per log.
   const blocks: CommittedBlock[] = [];

@@ -123,10 +123,10 @@ function drawChart(days) {
       height: 240,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       scales: {
-        x: { time: true, range: (u, min, max) => [min - 43200, max + 43200] },
-        y: { range: (u, min, max) => [0, Math.max(10, max * 1.1)] },
+        x: { time: true, range: (_u, min, max) => [min - 43200, max + 43200] },
+        y: { range: (_u, _min, max) => [0, Math.max(10, max * 1.1)] },
       },
-      axes: [{}, { values: (u, vals) => vals.map((v) => fmt(v)), size: 70 }],
+      axes: [{}, { values: (_u, vals) => vals.map((v) => fmt(v)), size: 70 }],
       legend: { show: true },
       series: [
         {},

@@ -26,7 +26,7 @@ import {
   verifyAdminToken,
 } from './admin.js';
 import type { Session } from './admin.js';
-import { KeyActionError, KeyManager } from './keyring.js';
+import { KeyActionError, type KeyManager } from './keyring.js';
 
 export interface DashboardOptions {
   datadir: string;

@@ -114,6 +114,7 @@ function validName(v: unknown): string {
   if (name === '' || name.length > MAX_NAME_LENGTH)
     throw new KeyActionError(`name: 1 to ${MAX_NAME_LENGTH} characters`);
   // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
   if (/[\u0000-\u001f\u007f]/.test(name)) throw new KeyActionError('name: control characters are not allowed');
   return name;
 }

@@ -66,9 +66,7 @@ async function req(
   const res = await fetch(`${env.base}${path}`, {
     method,
     headers,
-    ...(opts.body === undefined
-      ? {}
-      : { body: typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body) }),
+    ...(opts.body === undefined ? {} : { body: typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body) }),
   });
   const text = await res.text();
   let body: Res['body'] = {};

@@ -378,7 +378,7 @@ export class Follower {
         const from = this.pipeline.head().number + 1n;
         const count = Number(target - from + 1n < BigInt(window) ? target - from + 1n : BigInt(window));
         const fetches = Array.from({ length: count }, (_, i) => this.source.byNumber(from + BigInt(i)));
-        fetches.forEach((f) => f.catch(() => undefined));
+        for (const f of fetches) f.catch(() => undefined);
         let stop = false;
         for (const f of fetches) {
           const blk = await f;

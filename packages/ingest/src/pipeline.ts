@@ -298,7 +298,7 @@ export class ImportPipeline {
     }
     check(number, 'parentHash', this.prev.hash, block.header.parentHash);
     await verifyStatic(block, values);
-    let result;
+    let result: Awaited<ReturnType<typeof runBlock>>;
     try {
       result = await runBlock(this.vm, {
         block,

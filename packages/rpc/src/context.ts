@@ -1,14 +1,7 @@
 // What handlers get: the store, the config, and block-parameter resolution shared by all
 // methods (tags -> numbers, EIP-1898 selectors -> headers).
 import { ServerError } from '@chainnode/core';
-import type {
-  AccountProofRecord,
-  BlockRecord,
-  Bytes,
-  ChainStore,
-  ReadyJson,
-  TxWithLocation,
-} from '@chainnode/core';
+import type { AccountProofRecord, BlockRecord, Bytes, ChainStore, ReadyJson, TxWithLocation } from '@chainnode/core';
 import type { JsonBlock } from './formatters/block.js';
 import type { JsonAccountProof } from './formatters/proof.js';
 import type { JsonTransaction } from './formatters/transaction.js';

@@ -16,7 +16,11 @@ export function rawIds(text: string): string | undefined | (string | undefined)[
     if (s.code() === CLOSE_BRACKET) return out;
     for (;;) {
       s.ws();
-      out.push(s.code() === OPEN_BRACE ? s.objectId() : (s.skipValue(), undefined));
+      if (s.code() === OPEN_BRACE) out.push(s.objectId());
+      else {
+        s.skipValue();
+        out.push(undefined);
+      }
       s.ws();
       if (s.text.charCodeAt(s.pos++) === CLOSE_BRACKET) return out;
     }

@@ -78,7 +78,7 @@ export const METHODS: MethodTable = {
 };
 
 export function isMethodName(name: string): name is MethodName {
-  return Object.prototype.hasOwnProperty.call(METHODS, name);
+  return Object.hasOwn(METHODS, name);
 }
 
 /** Credit cost per method name, in table order. */

@@ -614,7 +614,7 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
       const blk = chain.blocks[n]!;
       const sample = all.length > 40 ? Array.from({ length: 40 }, () => all[Math.floor(rand() * all.length)]!) : all;
       for (const address of new Set(sample)) {
-        const keys = ['0x0', '0x1', '0x2', ZERO32.slice(0, 65) + '3', kec(address)];
+        const keys = ['0x0', '0x1', '0x2', `${ZERO32.slice(0, 65)}3`, kec(address)];
         const tag = rand() < 0.5 ? blk.number : blk.hash;
         const p = await chain.client.call<JsonAccountProof>('eth_getProof', address, keys, tag);
         checkEncodings(p);
@@ -635,7 +635,7 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
           '0x0',
           '0x1',
           '0x2',
-          ZERO32.slice(0, 65) + '3',
+          `${ZERO32.slice(0, 65)}3`,
           kec(address),
         ]);
         for (const [i, s] of p.storageProof.entries()) {

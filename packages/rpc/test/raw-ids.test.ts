@@ -56,7 +56,7 @@ describe('rawIds scanner', () => {
     for (let n = 0; n < 2000; n++) {
       const members = Array.from(
         { length: rnd(5) },
-        () => `${JSON.stringify(str() + 'x')}:${JSON.stringify(value(0))}`,
+        () => `${JSON.stringify(`${str()}x`)}:${JSON.stringify(value(0))}`,
       );
       const id = ids[rnd(ids.length)] as string;
       members.splice(rnd(members.length + 1), 0, `"id" :\t${id}`);

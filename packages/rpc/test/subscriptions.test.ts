@@ -57,7 +57,9 @@ describe('LogFilterIndex', () => {
     const r = rng(7);
     const index = new LogFilterIndex<number>();
     const filters = Array.from({ length: 1000 }, () => randomFilter(r));
-    filters.forEach((f, i) => index.add(i, f));
+    filters.forEach((f, i) => {
+      index.add(i, f);
+    });
     const refs = filters.map(refFilter);
     let total = 0;
     for (let n = 0; n < 1000; n++) {
@@ -401,14 +403,14 @@ describe('eth_subscribe / eth_unsubscribe through the envelope', () => {
     const bad: unknown[] = [
       { address: '0x12' },
       { address: 5 },
-      { address: ['0x' + 'aa'.repeat(20), 7] },
+      { address: [`0x${'aa'.repeat(20)}`, 7] },
       { topics: 'x' },
       { topics: [null, null, null, null, null] },
-      { topics: ['0x' + 'zz'.repeat(32)] },
+      { topics: [`0x${'zz'.repeat(32)}`] },
       { topics: [['0x12']] },
-      { fromBlock: '0x1', blockHash: '0x' + '11'.repeat(32) },
+      { fromBlock: '0x1', blockHash: `0x${'11'.repeat(32)}` },
       { fromBlock: 'earliestish' },
-      { address: Array.from({ length: 5001 }, (_, i) => '0x' + i.toString(16).padStart(40, '0')) },
+      { address: Array.from({ length: 5001 }, (_, i) => `0x${i.toString(16).padStart(40, '0')}`) },
       'not an object',
     ];
     for (const f of bad) {

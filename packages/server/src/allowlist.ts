@@ -161,6 +161,7 @@ function checkEntries(type: AllowlistType, raw: unknown): string[] {
         break;
       case 'userAgents':
         // eslint-disable-next-line no-control-regex
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
         if (/[\u0000-\u001f\u007f]/.test(v)) throw new AllowlistError('userAgents: control characters are not allowed');
         norm = v;
         break;

@@ -390,7 +390,11 @@ export class RedisLedger implements CreditLedger {
           return { ok: true, debit: debitOf(hash, cost, { seq, day, perSecond: limits.perSecond }, network) };
         }
         this.note(hash, day, used);
-        return { ok: false, reason: code === DebitReply.throughput ? 'throughput' : 'daily', resetsAt: this.resetsAtOf(day) };
+        return {
+          ok: false,
+          reason: code === DebitReply.throughput ? 'throughput' : 'daily',
+          resetsAt: this.resetsAtOf(day),
+        };
       } catch (err) {
         // No reply: the script may or may not have run. Decide locally below; the journal entry
         // carries this same sequence number, so the replay finds out which.

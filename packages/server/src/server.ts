@@ -177,7 +177,10 @@ function endLong(
   const total = buf.length;
   const base = res.getWriteOffset();
   const [, done] = res.tryEnd(buf, total);
-  if (done) return finished();
+  if (done) {
+    finished();
+    return;
+  }
   // The rest stays in `buf` until the socket takes it: reply bytes in flight.
   budget.update(res, total - (res.getWriteOffset() - base));
   let ended = false;
@@ -387,24 +390,35 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const hasBody = contentLength !== '' && contentLength !== '0';
     const userAgent = req.getHeader(REQ_USER_AGENT);
     const authorization = req.getHeader(REQ_AUTHORIZATION);
-    if (shuttingDown) return send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
+    if (shuttingDown) {
+      send(res, '503 Service Unavailable', origin, BODY_SHUTTING_DOWN, true);
+      return;
+    }
     const net = router.route(host);
-    if (net === undefined)
-      return send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), hasBody);
+    if (net === undefined) {
+      send(res, '404 Not Found', origin, BODY_UNKNOWN_NETWORK(host, router.names()), hasBody);
+      return;
+    }
     const m = net.metrics;
     const rec = key === '' ? undefined : keys.lookup(key);
     const problem = keyProblem(rec, key) ?? (rec !== undefined ? secretProblem(rec, authorization) : undefined);
     if (problem !== undefined || rec === undefined) {
-      return send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, hasBody, m);
+      send(res, '401 Unauthorized', origin, problem ?? BODY_UNKNOWN_KEY, hasBody, m);
+      return;
     }
     if (!keyAllowsNetwork(rec, net.name)) {
       usage.record({ key: rec.id, method: REQUEST_METHOD, credits: 0, error: '4xx' });
-      return send(res, '403 Forbidden', origin, BODY_NETWORK_NOT_ALLOWED(net.name), hasBody, m);
+      send(res, '403 Forbidden', origin, BODY_NETWORK_NOT_ALLOWED(net.name), hasBody, m);
+      return;
     }
-    if (budget.over) return send(res, '503 Service Unavailable', origin, BODY_BUSY, true, m);
+    if (budget.over) {
+      send(res, '503 Service Unavailable', origin, BODY_BUSY, true, m);
+      return;
+    }
     const max = config.maxBodyBytes;
     if (contentLength !== '' && Number(contentLength) > max) {
-      return send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true, m);
+      send(res, '413 Payload Too Large', origin, BODY_TOO_LARGE(max), true, m);
+      return;
     }
     const keyHash = rec.hash;
     let chunks: Buffer[] | undefined;

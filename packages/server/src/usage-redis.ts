@@ -148,7 +148,7 @@ export class RedisUsage implements UsageRecord {
     const hashes = await Promise.all(starts.map((s) => this.read(usageMinuteKey(key, s))));
     const list = starts.map((start, i) => {
       const c = zero();
-      for (const f of COUNTER_FIELDS) c[f] = Number((hashes[i] ?? {})[f]) || 0;
+      for (const f of COUNTER_FIELDS) c[f] = Number(hashes[i]?.[f]) || 0;
       return { start, c };
     });
     return minuteSeries(t, list);

@@ -8,9 +8,9 @@ import {
 } from '../src/index.js';
 import type { AllowlistRequest } from '../src/index.js';
 
-const A1 = '0x' + '11'.repeat(20);
-const A2 = '0x' + 'aB'.repeat(20);
-const A3 = '0x' + '33'.repeat(20);
+const A1 = `0x${'11'.repeat(20)}`;
+const A2 = `0x${'aB'.repeat(20)}`;
+const A3 = `0x${'33'.repeat(20)}`;
 
 const req = (over: Partial<AllowlistRequest> = {}): AllowlistRequest => ({
   method: 'eth_blockNumber',

@@ -123,7 +123,7 @@ test('API key secret: optional until required; wrong or missing -> 401 for HTTP 
 
 test('allowlists in the serving path: -32002 "rejected due to project ID settings", HTTP 403 alone, per call in a batch, not charged', async () => {
   const dir = datadir();
-  const A1 = '0x' + '11'.repeat(20);
+  const A1 = `0x${'11'.repeat(20)}`;
   const { key, rec } = await keyWith(dir, (r) => {
     r.allowlists = {
       origins: ['https://*.example.com'],
@@ -141,7 +141,7 @@ test('allowlists in the serving path: -32002 "rejected due to project ID setting
     [{ 'user-agent': 'MyApp/1.0' }, BLOCK], // no Origin header at all
     [{ ...good, 'user-agent': 'curl/8' }, BLOCK], // user agent
     [good, call('eth_getBlockByHash', [toData(fakeHash(1)), false])], // method
-    [good, call('eth_getProof', ['0x' + '22'.repeat(20), [], 'latest'])], // address
+    [good, call('eth_getProof', [`0x${'22'.repeat(20)}`, [], 'latest'])], // address
   ] as const) {
     const r = await post(`${url}/v3/${key}`, body, headers);
     expect(r.status).toBe(403);
@@ -167,7 +167,7 @@ test('per-key credits/day below the plan: 429 with event -33400, the plan balanc
   const replies = [];
   for (let i = 0; i < 4; i++) replies.push(await post(`${url}/v3/${key}`, BLOCK));
   expect(replies.map((r) => r.status)).toEqual([200, 200, 429, 429]);
-  const e = (replies[2]?.json as Env).error as Err;
+  const e = (replies[2]!.json as Env).error as Err;
   expect(e.code).toBe(429);
   expect(e.event).toBe(-33400);
   expect(e.message).toBe('Too Many Requests');
@@ -189,7 +189,7 @@ test('per-key credits/second: 429 with event -33300 past the rate, accepted agai
   );
   const statuses = burst.map((r) => r.status).sort();
   expect(statuses).toEqual([200, 200, 429, 429, 429]);
-  const e = (burst.find((r) => r.status === 429)?.json as Env).error as Err;
+  const e = (burst.find((r) => r.status === 429)!.json as Env).error as Err;
   expect(e).toMatchObject({ code: 429, event: -33300, message: 'Too Many Requests' });
   expect(e.details).toMatch(/user-defined key throughput limit/);
   await sleep(1100);

@@ -4,7 +4,7 @@ import { ReplyBudget } from '../src/reply-budget.js';
 
 describe('ReplyBudget', () => {
   test('sums connections, signals over budget, resumes waiters once bytes drain under it', () => {
-    let now = 0;
+    const now = 0;
     const b = new ReplyBudget<string>(100, () => now);
     b.update('a', 60);
     b.update('b', 30);

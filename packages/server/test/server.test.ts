@@ -189,7 +189,7 @@ test('throughput: past the credits per second HTTP 429 with event -33200, free; 
   expect(limited.length).toBe(8 - ok.length);
   expect(limited[0]?.json).toEqual({
     jsonrpc: '2.0',
-    id: (limited[0]?.json as Envelope).id,
+    id: (limited[0]!.json as Envelope).id,
     error: {
       code: 429,
       event: -33200,
@@ -396,7 +396,7 @@ test('fuzz: thousands of malformed requests, then the server still answers corre
       default: // wrong params to real methods
         return JSON.stringify(
           call(['eth_getBlockByHash', 'eth_getBlockByNumber', 'eth_getProof'][rnd(3)] as string, [
-            rnd(2) ? '0x' + 'g'.repeat(rnd(70)) : rnd(1e9),
+            rnd(2) ? `0x${'g'.repeat(rnd(70))}` : rnd(1e9),
             { a: [] },
           ]),
         );

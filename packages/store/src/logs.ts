@@ -709,6 +709,7 @@ export class LogQueries {
     if (query.fromBlock < (await this.rowsFrom())) return undefined;
     const budget = new Budget(options.deadline);
     const head = await this.chain.head();
+    // biome-ignore lint/complexity/useMathMinMax: bigints (Math.min takes numbers only)
     const to = query.toBlock > head.number ? head.number : query.toBlock;
     if (addresses.size === 0 || query.fromBlock > to) return EMPTY_TEXT;
     const list = [...addresses.values()];

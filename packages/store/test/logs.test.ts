@@ -271,7 +271,7 @@ describe('log index over a synthetic chain', () => {
       expect(got).toEqual(want);
       const full = chunks.filter((c) => c.last !== OPEN_CHUNK);
       expect(full.length).toBe(Math.floor(want.length / LOG_INDEX_CHUNK));
-      full.forEach((c) => expect(c.n).toBe(LOG_INDEX_CHUNK));
+      for (const c of full) expect(c.n).toBe(LOG_INDEX_CHUNK);
       const open = chunks.filter((c) => c.last === OPEN_CHUNK);
       expect(open.map((c) => c.n)).toEqual(want.length % LOG_INDEX_CHUNK === 0 ? [] : [want.length % LOG_INDEX_CHUNK]);
     } finally {

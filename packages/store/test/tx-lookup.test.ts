@@ -83,9 +83,9 @@ test.each(chains)(
         expect(text(headerTxFields(tables.headers.getSync(raw, hash) as Uint8Array))).toBe(headerFields[i]);
         const body = tables.bodies.getRawSync(raw, hash) as Uint8Array;
         const decoded = bodyCodec.decode(body);
-        decoded.transactions.forEach((t, i) =>
-          expect(bytesEqual(bodyTransaction(body, i) as Uint8Array, t)).toBe(true),
-        );
+        decoded.transactions.forEach((t, i) => {
+          expect(bytesEqual(bodyTransaction(body, i) as Uint8Array, t)).toBe(true);
+        });
         expect(bodyTransaction(body, decoded.transactions.length)).toBeUndefined();
       }
     } finally {

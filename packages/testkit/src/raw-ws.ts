@@ -47,8 +47,8 @@ export function rawWebSocket(port: number, path: string): Promise<{ socket: Sock
       socket.off('data', onData);
       socket.pause();
       const head = got.subarray(0, end).toString('latin1');
-      if (!head.startsWith('HTTP/1.1 101')) return reject(new Error(`upgrade refused: ${head.split('\r\n')[0]}`));
-      resolve({ socket, pending: got.subarray(end + 4) });
+      if (head.startsWith('HTTP/1.1 101')) resolve({ socket, pending: got.subarray(end + 4) });
+      else reject(new Error(`upgrade refused: ${head.split('\r\n')[0]}`));
     };
     socket.on('data', onData);
   });
@@ -88,11 +88,12 @@ export function readUntilClose(
         if (opcode === 8) {
           clearTimeout(timer);
           socket.destroy();
-          return resolve({
+          resolve({
             code: payload.length >= 2 ? payload.readUInt16BE(0) : 1005,
             reason: payload.subarray(2).toString('utf8'),
             bytes,
           });
+          return;
         }
       }
     };

@@ -12,7 +12,7 @@ import {
   followUpstream,
   importChain,
 } from '@chainnode/ingest';
-import type { ImportProgress } from '@chainnode/ingest';
+import type { FollowSummary, ImportProgress, ImportSummary } from '@chainnode/ingest';
 import { DatadirInUseError, sizeOnDisk } from '@chainnode/store';
 import { CliError } from '../../cli-error.js';
 
@@ -85,7 +85,7 @@ function progressReporter(): { report: (p: ImportProgress) => void; done: () => 
 export async function sync(opts: SyncOptions): Promise<void> {
   const to = parseTo(opts.to);
   const reporter = progressReporter();
-  let summary;
+  let summary: FollowSummary | ImportSummary;
   try {
     const groupBlocks = opts.groupBlocks === undefined ? undefined : Number(opts.groupBlocks);
     if (groupBlocks !== undefined && !(Number.isInteger(groupBlocks) && groupBlocks > 0)) {
