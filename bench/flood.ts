@@ -1,5 +1,5 @@
 // `npm run bench:flood [-- --datadir <dir>] [--connections 2000] [--senders 200] [--batch 100]
-//  [--cli <node-cli.js>]`: the flood of issue 19 on a freshly started `node-cli serve` (cold
+//  [--cli <node-cli.js>]`: the flood on a freshly started `node-cli serve` (cold
 // caches): open 2,000 WebSocket connections, then 200 of them each send, at the same moment, one
 // batch of 100 eth_getBlockByNumber(n, true) for blocks 1..100 (the same batch everywhere).
 // Prints the time to the first and to the last complete answer, the server's RSS before and its

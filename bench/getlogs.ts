@@ -1,4 +1,4 @@
-// getLogs benchmark (issue 6): a large synthetic chain built through the store's writer and log
+// getLogs benchmark: a large synthetic chain built through the store's writer and log
 // index, the query mix on the index and on the bloom-scan baseline, index size, and a server probe.
 //   npm run bench:logs [-- --smoke | --scale N (N >= 1, or 0 < N < 1: a prefix of the standard chain)] [--json <file>] [--datadir <dir>] [--no-server]
 //   [--inline-generator] (generate on the writer's thread, for comparison)

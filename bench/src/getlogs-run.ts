@@ -1,4 +1,4 @@
-// The getLogs benchmark: builds (or reuses) a synthetic chain, times the query mix of issue 6 on
+// The getLogs benchmark: builds (or reuses) a synthetic chain, times the query mix (docs/performance.md) on
 // the log index and on the per-block bloom-scan baseline in the same process (and checks that
 // both give the same answer), measures the index size from LevelDB, then probes a `node-cli
 // serve` child: eth_getBlockByNumber latency while 4 full-range getLogs run concurrently.

@@ -73,7 +73,7 @@ export const CHAIN_ID = 1337;
 // ---------------------------------------------------------------------------------------------
 // Keccak-256 (Ethereum's) from hash-wasm: hashing headers and transactions is most of the
 // generator's time, and its WebAssembly Keccak is the fastest maintained one measured on these
-// small inputs (see bench/RESULTS.md). One hasher, created (async) once when the module loads.
+// small inputs (docs/performance.md). One hasher, created (async) once when the module loads.
 const keccakHasher = await createKeccak(256);
 
 /** keccak256 of src[start, end), written to out[at, at + 32). */

@@ -1,6 +1,6 @@
 // fixtures/chain.rlp decoded independently of the generator (see chain-decoder.ts): every
 // hash, link and consensus value is re-derived there, and this test asserts what the chain
-// must contain (issue 2).
+// must contain.
 import { readFileSync } from 'node:fs';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// Issue 5.8 / 7.2: unmodified clients with default options against a running `node-cli serve`
+// Unmodified clients with default options against a running `node-cli serve`
 // (child process): ethers v6 JsonRpcProvider + WebSocketProvider (network detection on), viem
 // http + webSocket transports without a chain, web3.js v4 over HTTP and WebSocket. Each fetches a block by
 // number, a transaction, the logs of a range, a storage slot and a proof; every answer is

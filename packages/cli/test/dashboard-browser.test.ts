@@ -4,7 +4,7 @@
 // the JSON-RPC endpoint with it, sees the usage table and chart update, adds an origin
 // allowlist and sees another Origin refused, revokes the key and sees 401. Screenshots go to
 // <repo>/.cache/dashboard-screens/ (and, with UPDATE_DOCS_SCREENSHOT=1, the usage page to
-// docs/dashboard-usage.png, the README's picture). No console error may appear on any page.
+// docs/dashboard-usage.png, the picture in docs/dashboard.md). No console error may appear on any page.
 import { existsSync, mkdirSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -18,7 +18,7 @@ const have = existsSync(CHROMIUM) && chainDir('fixtures') !== undefined;
 if (!have) console.log(`dashboard browser test skipped: no chromium at ${CHROMIUM} (apt-get install -y chromium)`);
 const maybe = have ? test : test.skip;
 
-// Credits of the methods used, from the README's table (not read from the code under test), and
+// Credits of the methods used, as docs/reference/methods.md lists them (not read from the code under test), and
 // Infura's rule that a call failing because of the request costs 5 credits.
 const COST = { eth_blockNumber: 10, eth_getBlockByNumber: 80, requestError: 5 } as const;
 

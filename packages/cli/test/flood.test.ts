@@ -2,14 +2,14 @@
 // default limits: a WebSocket client that sends batches of 100 full blocks and never reads its
 // socket is cut off at its reply budget (closed 1008 with the reason in the close frame), while
 // other clients, on WebSocket and HTTP, keep answering quickly; the server's RSS stays under the
-// bound the README documents.
+// bound docs/architecture.md documents ("Memory and disk budgets").
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { datadirCopy, rawWebSocket, readUntilClose, textFrame } from '@chainnode/testkit';
 import { createKeyCli, sleep, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
-/** README "Limits under load": the RSS bound of a server over the fixture chain with the defaults. */
+/** docs/architecture.md "Serving": the RSS bound of a server over the fixture chain with the defaults. */
 const RSS_BOUND_MB = 400;
 
 interface WsClient {

@@ -1,4 +1,4 @@
-// Several networks in one `node-cli serve` process, chosen by Host (README "Networks"), black box:
+// Several networks in one `node-cli serve` process, chosen by Host (docs/networks.md), black box:
 // the fixture chain and the execution-apis chain served side by side. Every answer is compared
 // with the same chain's own single-network server (`serve --datadir D`), over HTTP and WebSocket;
 // one key's credits are charged across both networks against one balance; unknown and disallowed

@@ -130,7 +130,7 @@ export interface LogQuery {
   /**
    * Positional; null is a wildcard; an array matches any of its values. As in geth, a log with
    * fewer topics than `topics.length` never matches, even when the extra positions are null
-   * (issue 4: `[null]` excludes logs without topics).
+   * (`[null]` excludes logs without topics).
    */
   topics: (Bytes[] | null)[];
 }

@@ -213,7 +213,7 @@ export class ImportPipeline {
       writer.trieDb.rejectBlock(); // genesis state already stored
       // A given genesis.json must be the stored one, or build the same block 0 here. The stored
       // block 0 may be an upstream's header rather than the one built here (anvil's genesis state
-      // root deviates, README "Following a live chain"), so a different file is compared with
+      // root deviates, docs/following.md), so a different file is compared with
       // both: the stored hash and the hash the stored genesis.json builds here (`genesisHash`).
       const given = opts.genesis;
       if (given !== undefined && given.headerRlp === undefined && JSON.stringify(given.json) !== JSON.stringify(json)) {

@@ -113,7 +113,7 @@ export function decodeStorageKey(value: unknown): { slot: Bytes; inputLength: nu
   return { slot, inputLength: raw.length };
 }
 
-/** Issue 4 asks for this exact text (-32602), without the argument prefix. */
+/** Said in exactly these words (-32602), without the argument prefix. */
 export class StorageKeyTooLongError extends InvalidParamsError {
   constructor() {
     super('storage key too long');

@@ -1,4 +1,4 @@
-// Issue 7: unmodified clients (ethers v6, viem, web3.js v4, default options, network detection
+// Unmodified clients (ethers v6, viem, web3.js v4, default options, network detection
 // on) against this method table over plain HTTP (a node:http wrapper on 127.0.0.1:0; the real
 // uWebSockets transport and WebSocket are the server package's tests). Each client fetches a
 // block by number, a transaction, logs of a range, a storage slot and a proof, and the

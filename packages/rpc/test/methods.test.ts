@@ -1,5 +1,5 @@
 // Handlers over the hand-built store: not-found answers, block parameters, param errors with
-// geth's wording, and every getLogs rule and error of issue 4.
+// geth's wording, and every getLogs rule and error of the spec (4.2, 8.2).
 import { bytesToBigInt, toData } from '@chainnode/core';
 import { createRpcService } from '../src/index.js';
 import type { RpcConfig } from '../src/index.js';
@@ -320,7 +320,7 @@ describe('eth_getLogs', () => {
     expect(await keys({ fromBlock: '0x0', topics: [null, null, null] })).toEqual([]);
   });
 
-  test('issue 4 errors, exact texts', async () => {
+  test('getLogs and storage-key errors, exact texts', async () => {
     expect(await call('eth_getLogs', { blockHash: x(0xa1, 32), fromBlock: '0x1' })).toMatchObject(
       err(-32602, 'cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other'),
     );

@@ -1,4 +1,4 @@
-// The optional fields of a key record that the dashboard (issue 18) adds. Both key stores keep a
+// The optional fields of a key record that the dashboard adds. Both key stores keep a
 // record as one JSON value and pass unknown fields through; these are checked here, once, on
 // every read (validateKeyRecord), so the serving path only ever sees well-formed values.
 import { AllowlistError, validateAllowlists } from './allowlist.js';

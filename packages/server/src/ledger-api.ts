@@ -15,7 +15,7 @@ import type { DashboardKeyFields } from './key-fields.js';
 
 /**
  * One API key, stored as ONE JSON value per key in both engines. Engines must pass through
- * fields they do not know (other workstreams add optional fields: name, allowlists, secret hash,
+ * fields they do not know (newer builds add optional fields: name, allowlists, secret hash,
  * per-key limits...), so a record read, changed and written back keeps them.
  */
 export interface KeyRecord extends DashboardKeyFields {
@@ -54,7 +54,7 @@ export interface KeyStore {
 export interface Limits {
   /** Credits per UTC day. */
   daily: number;
-  /** Credits per second (token bucket, see README "Limits"); 0: no throughput limit. */
+  /** Credits per second (token bucket, docs/keys-and-credits.md); 0: no throughput limit. */
   perSecond: number;
 }
 

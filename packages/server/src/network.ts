@@ -5,7 +5,7 @@
 // `mainnet.localhost:8545`). Keys, credits and limits are one account across all networks and
 // stay outside the runtimes (the server's Gate).
 //
-// Routing rules (README "Networks"):
+// Routing rules (docs/networks.md):
 //   1. the first label of the Host (lowercased, port stripped) names a configured network: that one;
 //   2. else, when a default network is set and the Host is bare (an IP literal, a single label
 //      such as `localhost`, or no Host at all): the default network;

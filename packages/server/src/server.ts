@@ -230,7 +230,7 @@ const BODY_SHUTTING_DOWN = errorBody(-32603, 'server is shutting down');
 const BODY_NOT_FOUND = errorBody(-32601, 'not found: POST JSON-RPC to /v3/<API_KEY>, or connect to /ws/v3/<API_KEY>');
 const BODY_METHOD = errorBody(-32600, 'method not allowed: use POST with a JSON body');
 // Infura answers a host it serves no network on with 404, and a project that has not enabled a
-// network with 403 / -32002 (README "Networks"). Neither is charged.
+// network with 403 / -32002 (docs/networks.md). Neither is charged.
 const BODY_UNKNOWN_NETWORK = (host: string, names: string[]): string =>
   errorBody(
     -32601,

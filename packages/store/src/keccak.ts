@@ -1,7 +1,7 @@
 // Keccak-256 for the read path (the hashed trie keys of accounts and storage slots: one or more
 // per eth_getStorageAt, eth_getProof and account read). hash-wasm's WebAssembly Keccak, not the
 // pure-JS one of ethereum-cryptography: on this 2-core machine under load the JS one took
-// 10-30 µs for a 20-byte address and hash-wasm about 1 µs (bench/RESULTS.md, issue 15), and the
+// 10-30 µs for a 20-byte address and hash-wasm about 1 µs (docs/performance.md), and the
 // JS one was 8-12% of a cold eth_getProof's CPU time. The bench already used hash-wasm for the
 // same reason (bench/src/synth.ts). One hasher per thread, created once when the module loads;
 // calls are synchronous, so it is never shared by two calls at once.
@@ -10,7 +10,7 @@
 // its argument's `.buffer`, and a small Uint8Array (V8 keeps up to 64 bytes in the heap object
 // itself; addresses and slot words are such arrays) is given a malloc'd backing store the first
 // time its `.buffer` is read. That externalisation, and freeing it after the next young
-// collection, was most of the off-heap allocation of a warm eth_getProof (perf, issue 15).
+// collection, was most of the off-heap allocation of a warm eth_getProof (measured with perf).
 import { createKeccak } from 'hash-wasm';
 import { cacheKeyOf } from './hash-cache.js';
 

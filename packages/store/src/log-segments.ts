@@ -3,7 +3,7 @@
 // The AddressLogsJson rows (schema.ts) are one LevelDB value per (address, block): a getLogs
 // answer over tens of blocks reads tens of values, and classic-level hands each one out as a
 // Buffer of its own (malloc, a copy, and external memory, which is what starts V8's full marking:
-// bench/RESULTS.md, session 9). Once a span of SEGMENT_SPAN blocks lies SEAL_DEPTH blocks below
+// docs/performance.md). Once a span of SEGMENT_SPAN blocks lies SEAL_DEPTH blocks below
 // the head, the writer copies its rows, address by address, into an append-only segment file, and
 // LogSegments keys (schema.ts) say where each address's text of the span lies. A one-address
 // query then costs one small point read per span, and its answer is a file slice that the

@@ -66,7 +66,7 @@ function listSize(nodes: Uint8Array[]): number {
 /**
  * Writes a node list at `at` of `out` (through `view`, the same memory): each node's hex is
  * written straight into the answer, four digits (two bytes) per table lookup and store. Measured
- * on this machine (session 15): ~1.2 ns per node byte, against ~2.0 for two digits per store and
+ * on a 2-core host: ~1.2 ns per node byte, against ~2.0 for two digits per store and
  * ~1.2-1.3 for Buffer's native hex encoder, whose string must then be copied into the answer.
  */
 function writeList(out: Uint8Array, view: DataView, at: number, nodes: Uint8Array[]): number {
@@ -130,9 +130,9 @@ const FIXED =
  * quantities are made as short strings first), so the whole answer is written in place into
  * whatever memory the caller provides (the transport's reply buffer: no allocation and no copy
  * per answer), and nothing else is built: no object tree, no string per hash or node, no piece
- * list. (The hashes and the address were strings through Buffer's encoder until issue 15's last
- * round: each a Buffer over a small array's memory, which V8 then moves out of the heap with a
- * malloc, a hex string and a concatenation, about 3 µs of a warm slot proof's ~50.)
+ * list. (Writing the hashes and the address as strings through Buffer's encoder instead costs a
+ * Buffer over a small array's memory, which V8 then moves out of the heap with a malloc, a hex
+ * string and a concatenation: about 3 µs of a warm slot proof's ~50.)
  * Random historical proofs rarely share a node below the root's first levels, so nothing is
  * kept between answers either (a node-text cache measured slower here than writing the hex
  * again: its lookups, and the evictions of 1 KB texts, cost more than ~0.5 µs of hex per node).

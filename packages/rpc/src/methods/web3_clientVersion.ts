@@ -1,4 +1,4 @@
-// Issue 7 handshake method. Costs of the four bootstrap methods (README "Plans and credits"):
+// A client handshake method. Costs of the four bootstrap methods (docs/keys-and-credits.md):
 // eth_chainId, net_version and web3_clientVersion are free (constant answers, so client network
 // detection never drains a balance); eth_blockNumber, which clients poll, costs 10.
 import { noParams } from '../params.js';
