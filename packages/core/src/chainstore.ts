@@ -24,16 +24,16 @@ export interface ChainInfo {
   genesisHash: Bytes;
 }
 
-/**
- * The read-only view of an imported chain that all query code depends on (never LevelDB).
- * Everything is canonical-chain only. "Not found" is `undefined`, never an exception; a
- * failure to read throws StoreUnavailableError.
- */
 /** A JSON text ready to be spliced into an answer (exactly what the formatter would write), as its ASCII bytes. */
 export interface ReadyJson {
   readonly ascii: Uint8Array;
 }
 
+/**
+ * The read-only view of an imported chain that all query code depends on (never LevelDB).
+ * Everything is canonical-chain only. "Not found" is `undefined`, never an exception; a
+ * failure to read throws StoreUnavailableError.
+ */
 export interface ChainStore {
   info(): ChainInfo;
   /** The newest fully imported block. */
