@@ -1,8 +1,9 @@
 // `npm run fixtures`: writes fixtures/genesis.json, fixtures/chain.rlp and fixtures/README.md, and the
 // fork of that chain for reorg tests: fixtures/fork/genesis.json + fixtures/fork/chain.rlp.
 // Deterministic: the same sources always produce the same bytes.
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { writeFileAtomic } from '@chainnode/core';
 
 import { buildFixtureChain } from './src/builder.js';
 import { renderReadme } from './src/readme.js';
@@ -44,9 +45,7 @@ async function main(): Promise<void> {
   await mkdir(join(out, 'fork'), { recursive: true });
   files.push(['fork/genesis.json', result.genesisJson], ['fork/chain.rlp', result.fork.chainRlp]);
   for (const [name, content] of files) {
-    const target = join(out, name);
-    await writeFile(`${target}.tmp`, content);
-    await rename(`${target}.tmp`, target);
+    writeFileAtomic(join(out, name), content, 0o644);
   }
   const s = result.stats;
   log(

@@ -8,3 +8,4 @@ export * from './single-flight.js';
 export * from './block-json.js';
 export * from './log-json.js';
 export * from './ascii-chunks.js';
+export * from './atomic-file.js';

@@ -4,8 +4,9 @@
 // state-changing call must echo in a header, on top of an Origin / Sec-Fetch-Site check;
 // login attempts rate-limited per client address and overall.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from '@chainnode/core';
 
 export const ADMIN_FILE = 'admin.json';
 export const SESSION_COOKIE = 'chainnode_session';
@@ -74,15 +75,7 @@ export function createAdminToken(datadir: string, replace = false): string {
   const body: AdminFile = { version: 1, tokenHash: sha256(token).toString('hex'), createdAt: new Date().toISOString() };
   mkdirSync(datadir, { recursive: true });
   const path = adminPath(datadir);
-  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    writeSync(fd, `${JSON.stringify(body, null, 2)}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
+  writeFileAtomic(path, `${JSON.stringify(body, null, 2)}\n`);
   return token;
 }
 

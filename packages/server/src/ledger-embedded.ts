@@ -39,8 +39,8 @@ import {
   writeSync,
 } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { syncDir, tempPathFor, writeFileAtomic } from '@chainnode/core';
 import { isPlanName, PLAN_NAMES } from './config.js';
 import { LedgerUnavailableError, NO_NETWORK, nextUtcMidnight, utcDay } from './ledger-api.js';
 import { LocalTally, TallyFullError } from './ledger-tally.js';
@@ -143,20 +143,6 @@ function addTo(byNetwork: Map<string, Map<string, number>>, hash: string, networ
   const v = (nets.get(network) ?? 0) + credits;
   if (v === 0) nets.delete(network);
   else nets.set(network, v);
-}
-
-/** Makes a rename in `dir` durable (best effort: not every file system lets a directory be synced). */
-function syncDir(dir: string): void {
-  try {
-    const fd = openSync(dir, 'r');
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // the rename itself is atomic either way
-  }
 }
 
 /** Removes compaction temps another process left (a crash mid-compaction); this process's are its threads'. */
@@ -434,7 +420,7 @@ export class EmbeddedLedger implements CreditLedger {
     const journal = this.tally.journal;
     if (this.closed || !journal.claim()) return false;
     const path = usagePath(this.datadir, day);
-    const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    const tmp = tempPathFor(path);
     let out: number | undefined;
     let renamed = false;
     let size = 0;
@@ -577,16 +563,8 @@ export function readKeys(datadir: string): KeyRecord[] {
 export function writeKeys(datadir: string, keys: KeyRecord[]): void {
   mkdirSync(datadir, { recursive: true });
   const path = keysPath(datadir);
-  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   const body: KeysFile = { version: 1, keys };
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    writeSync(fd, `${JSON.stringify(body, null, 2)}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
+  writeFileAtomic(path, `${JSON.stringify(body, null, 2)}\n`);
 }
 
 /** Keys in `<datadir>/keys.json` (written atomically, mode 0600); watched with fs.watch plus a 500 ms poll. */

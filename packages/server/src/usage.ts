@@ -9,19 +9,9 @@
 // middleware) plus '(request)' for refusals before any method is known; minutes: 16 buckets per key.
 //
 // Keys are identified by their record id (stable across rotations), never by the key.
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from '@chainnode/core';
 import { utcDay } from './ledger-api.js';
 
 export const USAGE_DAYS = 30;
@@ -121,18 +111,6 @@ function isCounters(v: unknown): v is Counters {
   return ['calls', 'credits', 'e4xx', 'e5xx', 'erpc'].every(
     (f) => typeof o[f] === 'number' && Number.isSafeInteger(o[f]) && (o[f] as number) >= 0,
   );
-}
-
-function atomicWrite(path: string, text: string): void {
-  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
 }
 
 function parseDay(text: string): DayTable {
@@ -290,13 +268,13 @@ export class EmbeddedUsage implements UsageRecord {
   flushSync(): void {
     for (const day of this.dirty) {
       const table = this.daysMap.get(day);
-      if (table) atomicWrite(join(this.dir, `${day}.json`), dayToJson(table));
+      if (table) writeFileAtomic(join(this.dir, `${day}.json`), dayToJson(table));
     }
     this.dirty.clear();
     if (this.minutesDirty) {
       const o: Record<string, Array<{ start: number } & Counters>> = {};
       for (const [k, list] of this.minuteMap) o[k] = list.map((m) => ({ start: m.start, ...m.c }));
-      atomicWrite(join(this.dir, MINUTES_FILE), `${JSON.stringify(o)}\n`);
+      writeFileAtomic(join(this.dir, MINUTES_FILE), `${JSON.stringify(o)}\n`);
       this.minutesDirty = false;
     }
   }
