@@ -20,6 +20,7 @@ import {
   writeRlpUint,
 } from '@chainnode/store';
 import type { BlockInput, GenesisInput, LogInput, StoredReceipt } from '@chainnode/store';
+import { Sfc32 } from '@chainnode/testkit';
 
 export interface ChainSpec {
   name: string;
@@ -99,32 +100,12 @@ const SIG_OTHER = 3;
 const EMPTY_TRIE = keccak256(Uint8Array.of(0x80)); // keccak of RLP('')
 const EMPTY_UNCLES = keccak256(Uint8Array.of(0xc0)); // keccak of RLP([])
 
-/** sfc32: a small, fast, deterministic generator with 128 bits of state. */
-export class Rng {
-  private a: number;
-  private b: number;
-  private c: number;
-  private d: number;
+/** The benchmarks' seeded generator: sfc32 from a numeric seed. */
+export class Rng extends Sfc32 {
   constructor(seed: number) {
-    this.a = 0x9e3779b9;
-    this.b = 0x243f6a88;
-    this.c = 0xb7e15162;
-    this.d = seed | 0;
-    for (let i = 0; i < 16; i++) this.u32();
+    super(0x9e3779b9, 0x243f6a88, 0xb7e15162, seed);
   }
-  u32(): number {
-    const t = (((this.a + this.b) | 0) + this.d) | 0;
-    this.d = (this.d + 1) | 0;
-    this.a = this.b ^ (this.b >>> 9);
-    this.b = (this.c + (this.c << 3)) | 0;
-    this.c = (this.c << 21) | (this.c >>> 11);
-    this.c = (this.c + t) | 0;
-    return t >>> 0;
-  }
-  /** Uniform in [0, 1). */
-  next(): number {
-    return this.u32() / 0x1_0000_0000;
-  }
+  /** Uniform integer in [0, n). */
   int(n: number): number {
     return Math.floor(this.next() * n);
   }

@@ -138,3 +138,4 @@ export async function tempDir(prefix = 'chainnode-'): Promise<{ dir: string; cle
 export { NO_REDIS, freePort, redisServerPath, startRedis } from './redis.js';
 export type { RedisProcess } from './redis.js';
 export { rawWebSocket, readUntilClose, textFrame } from './raw-ws.js';
+export { Sfc32 } from './sfc32.js';
