@@ -26,7 +26,7 @@ const RULES: Rule[] = [
 ];
 
 /** `file:line: rule: text` for every match of a rule in `text`. */
-export function findWords(path: string, text: string): string[] {
+function findWords(path: string, text: string): string[] {
   const found: string[] = [];
   const lines = text.split('\n');
   for (const rule of RULES) {
