@@ -3,7 +3,7 @@
 import { createRequire } from 'node:module';
 import type { ChainCommit, ChainCommitListener, ChainEvents, ChainStore, CommittedBlock } from '@chainnode/core';
 import { createRpcService, resolveConfig } from '@chainnode/rpc';
-import { createKey, parseConfig, startServer } from '@chainnode/server';
+import { createKey, parseConfig, rpcConfigOf, startServer } from '@chainnode/server';
 import type { RunningServer } from '@chainnode/server';
 import { openChainStore } from '@chainnode/store';
 import { datadirCopy } from '@chainnode/testkit';
@@ -61,7 +61,7 @@ export async function startSubsServer(config: Record<string, unknown> = {}): Pro
   const store = await openChainStore(dir);
   const events = new TestChainEvents();
   const cfg = parseConfig({ logWorkers: 0, ...config });
-  const service = createRpcService(store, resolveConfig({ maxBatchSize: cfg.maxBatchSize }));
+  const service = createRpcService(store, resolveConfig(rpcConfigOf(cfg)));
   const srv = await startServer({
     service,
     store,

@@ -2,15 +2,29 @@ export { startServer } from './server.js';
 export type { PeerMetrics, RunningServer, ServerOptions, ThreadMetrics } from './server.js';
 export {
   DEFAULT_CONFIG,
+  DEFAULT_PLANS,
+  NETWORK_FIELDS,
+  PLAN_FIELDS,
   PLAN_NAMES,
+  SERVER_FIELDS,
   ConfigError,
   checkNetwork,
   checkNetworks,
   isPlanName,
   loadConfig,
   parseConfig,
+  rpcConfigOf,
 } from './config.js';
-export type { NetworkConfig, PlanConfig, PlanName, ServerConfig } from './config.js';
+export type {
+  ConfigField,
+  ConfigSchema,
+  ConfigValues,
+  NetworkConfig,
+  PlanConfig,
+  PlanName,
+  RpcIntegerField,
+  ServerConfig,
+} from './config.js';
 export {
   KEY_PREFIX_LENGTH,
   MAX_KEY_NETWORKS,

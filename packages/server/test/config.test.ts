@@ -1,6 +1,9 @@
-// The log worker settings of the server config: documented defaults, overrides, and the
-// values that are refused.
-import { ConfigError, DEFAULT_CONFIG, parseConfig } from '../src/index.js';
+// The server config: documented defaults, overrides, the values that are refused, and the
+// fields handed to the rpc service (safe/finalized depths among them).
+import { createRpcService, DEFAULT_RPC_CONFIG, resolveConfig } from '@chainnode/rpc';
+import { ConfigError, DEFAULT_CONFIG, parseConfig, rpcConfigOf, SERVER_FIELDS } from '../src/index.js';
+import type { ConfigField } from '../src/index.js';
+import { fakeStore } from './helpers.js';
 
 test('logWorkers (default 1, 0 = inline) and logQueueLimit (default 64) are read and checked', () => {
   expect(DEFAULT_CONFIG.logWorkers).toBe(1);
@@ -72,4 +75,67 @@ test('reply budgets and batch limits: documented defaults, overrides, refusals',
     new ConfigError('server.json: maxBatchResponseBytes must be at least 1'),
   );
   expect(() => parseConfig({ maxReplyBytesInFlight: 'lots' }, 'server.json')).toThrow(ConfigError);
+});
+
+test('safeDepth and finalizedDepth: the rpc defaults, read from the file, refused with the field named', () => {
+  expect([DEFAULT_CONFIG.safeDepth, DEFAULT_CONFIG.finalizedDepth]).toEqual([
+    DEFAULT_RPC_CONFIG.safeDepth,
+    DEFAULT_RPC_CONFIG.finalizedDepth,
+  ]);
+  const c = parseConfig({ safeDepth: 2, finalizedDepth: 7 }, 'server.json');
+  expect([c.safeDepth, c.finalizedDepth]).toEqual([2, 7]);
+  expect(rpcConfigOf(c)).toMatchObject({ safeDepth: 2, finalizedDepth: 7 });
+  for (const [raw, message] of [
+    [{ safeDepth: -1 }, 'server.json: safeDepth: expected a non-negative integer, got -1'],
+    [{ safeDepth: 1.5 }, 'server.json: safeDepth: expected a non-negative integer, got 1.5'],
+    [{ finalizedDepth: '64' }, 'server.json: finalizedDepth: expected a non-negative integer, got "64"'],
+    [{ finalizedDepth: null }, 'server.json: finalizedDepth: expected a non-negative integer, got null'],
+  ] as const) {
+    expect(() => parseConfig(raw, 'server.json')).toThrow(new ConfigError(message));
+  }
+});
+
+test('rpcConfigOf: every field the schema hands to the rpc service, and nothing else', () => {
+  const c = parseConfig({ maxBatchSize: 3, maxBatchResponseBytes: 4, maxConcurrentBatches: 5, safeDepth: 6 });
+  expect(rpcConfigOf(c)).toEqual({
+    maxBatchSize: 3,
+    maxBatchResponseBytes: 4,
+    maxConcurrentBatches: 5,
+    safeDepth: 6,
+    finalizedDepth: 0,
+  });
+  const mapped = Object.entries(SERVER_FIELDS).filter(([, f]) => 'rpc' in f);
+  expect(Object.keys(rpcConfigOf(DEFAULT_CONFIG))).toEqual(mapped.map(([, f]) => (f as { rpc: string }).rpc));
+  // Every mapped field's default is the rpc service's own.
+  expect(resolveConfig(rpcConfigOf(DEFAULT_CONFIG))).toEqual(DEFAULT_RPC_CONFIG);
+});
+
+test('safeDepth and finalizedDepth from the file decide what `safe` and `finalized` resolve to', async () => {
+  const store = fakeStore(10); // head: block 9
+  const numberOf = async (config: Record<string, unknown>, tag: string): Promise<string> => {
+    const svc = createRpcService(store, resolveConfig(rpcConfigOf(parseConfig(config, 'server.json'))));
+    const out = await svc.handle(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: [tag, false] }),
+    );
+    return (JSON.parse(out.body as string) as { result: { number: string } }).result.number;
+  };
+  expect(await numberOf({}, 'safe')).toBe('0x9');
+  expect(await numberOf({}, 'finalized')).toBe('0x9');
+  const deep = { safeDepth: 2, finalizedDepth: 7 };
+  expect(await numberOf(deep, 'latest')).toBe('0x9');
+  expect(await numberOf(deep, 'safe')).toBe('0x7');
+  expect(await numberOf(deep, 'finalized')).toBe('0x2');
+  // Clamped at genesis.
+  expect(await numberOf({ finalizedDepth: 1_000 }, 'finalized')).toBe('0x0');
+});
+
+test('every field of the schema has a default (or says why not), a doc line and a type', () => {
+  for (const [name, f] of Object.entries(SERVER_FIELDS) as [string, ConfigField<unknown>][]) {
+    expect({ name, doc: f.doc.length > 0, type: f.type.length > 0 }).toEqual({ name, doc: true, type: true });
+    if (f.default === undefined)
+      expect({ name, defaultText: f.defaultText !== undefined }).toEqual({ name, defaultText: true });
+  }
+  expect(() => parseConfig({ safeDepht: 1 }, 'server.json')).toThrow(
+    new ConfigError('server.json: safeDepht: unknown field'),
+  );
 });

@@ -25,6 +25,7 @@ import {
   linkPorts,
   loadConfig,
   openLedger,
+  rpcConfigOf,
   startServer,
 } from '@chainnode/server';
 import type {
@@ -247,11 +248,7 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
       throw new Error(`no ingest feed for followed network "${network}"`);
     return { follow, ...(feed !== undefined ? { followFeed: feed } : {}) };
   };
-  const rpcConfig = resolveConfig({
-    maxBatchSize: config.maxBatchSize,
-    maxBatchResponseBytes: config.maxBatchResponseBytes,
-    maxConcurrentBatches: config.maxConcurrentBatches,
-  });
+  const rpcConfig = resolveConfig(rpcConfigOf(config));
   if (notes)
     checkThreadPool(
       config,
