@@ -9,6 +9,8 @@ import { existsSync, mkdirSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import type { BrowserContext, Page } from 'playwright-core';
+import { methodCosts } from '@chainnode/rpc';
+import { REQUEST_ERROR_CREDITS } from '@chainnode/server';
 import { chainDir, repoRoot, runCli, tempDir } from '@chainnode/testkit';
 import { spawnServe, sleep } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
@@ -18,9 +20,13 @@ const have = existsSync(CHROMIUM) && chainDir('fixtures') !== undefined;
 if (!have) console.log(`dashboard browser test skipped: no chromium at ${CHROMIUM} (apt-get install -y chromium)`);
 const maybe = have ? test : test.skip;
 
-// Credits of the methods used, as docs/reference/methods.md lists them (not read from the code under test), and
-// Infura's rule that a call failing because of the request costs 5 credits.
-const COST = { eth_blockNumber: 10, eth_getBlockByNumber: 80, requestError: 5 } as const;
+// Credits of the calls made: the methods' from the rpc method table, and what a call failing
+// because of the request costs (the server's REQUEST_ERROR_CREDITS).
+const COST = {
+  eth_blockNumber: methodCosts().eth_blockNumber,
+  eth_getBlockByNumber: methodCosts().eth_getBlockByNumber,
+  requestError: REQUEST_ERROR_CREDITS,
+} as const;
 
 async function rpc(
   url: string,

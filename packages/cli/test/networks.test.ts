@@ -245,7 +245,8 @@ maybe(
       used: number;
       networks: string[];
     };
-    expect(usageOnlyA).toMatchObject({ used: 0, networks: ['fixtures'] }); // eth_chainId costs 0; the refusals nothing
+    // eth_chainId at its table cost; the refusals nothing.
+    expect(usageOnlyA).toMatchObject({ used: costs.eth_chainId, networks: ['fixtures'] });
     const after = JSON.parse((await runCli(['keys', 'usage', every, '--json', '--datadir', home.dir])).stdout) as {
       used: number;
     };

@@ -79,7 +79,8 @@ maybe('three replicas sharing one Redis ledger', () => {
   async function waitOnAll(key: string, status: number): Promise<number> {
     const t0 = Date.now();
     for (;;) {
-      // eth_chainId costs nothing (never reaches the ledger), so probing spends no credits.
+      // eth_chainId is free in the method table (never reaches the ledger), so probing spends no credits.
+      expect(methodCosts().eth_chainId).toBe(0);
       const got = await Promise.all(replicas.map((r) => rpc(r.url(key), 'eth_chainId', []).then((x) => x.status)));
       if (got.every((s) => s === status)) return Date.now() - t0;
       if (Date.now() - t0 > 3000) throw new Error(`replicas answer ${got.join(',')} 3 s later, want ${status}`);

@@ -7,6 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { toData, toQuantity } from '@chainnode/core';
 import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
+import { EVENT_CREDITS, methodCosts } from '@chainnode/rpc';
 import { hashKey, nextUtcMidnight, readUsage, utcDay } from '@chainnode/server';
 import { encodeRlp, keccak256, toBeHex } from 'ethers';
 import { commitOf, committedBlock, sleep, startSubsServer, WsClient } from './subs-helpers.js';
@@ -273,9 +274,12 @@ test('limits per connection and per key; a closed socket frees its subscriptions
   expect(s.srv.subscriptions.size).toBe(0);
 });
 
-test('credits: subscribe 5, unsubscribe 10, newHeads 50 per head, logs 300 per block with a match; at the limit the socket is closed with an error', async () => {
+test('credits: subscribe and unsubscribe at their table costs, newHeads per head, logs per block with a match; at the limit the socket is closed with an error', async () => {
+  const { eth_subscribe: SUB, eth_unsubscribe: UNSUB } = methodCosts();
+  const { newHeads: HEAD, logs: LOGS } = EVENT_CREDITS;
   // Room for: 4 subscribes, 2 unsubscribes before the blocks, 2 heads + 2 log blocks, 1 more unsubscribe, 1 more head.
-  const key = await s.newKey(4 * 5 + 3 * 10 + 3 * 50 + 2 * 300);
+  const balance = 4 * SUB + 3 * UNSUB + 3 * HEAD + 2 * LOGS;
+  const key = await s.newKey(balance);
   const used = (): number => readUsage(s.datadir, utcDay(Date.now())).get(hashKey(key)) ?? 0;
   const c = await WsClient.open(s.ws(key));
   const heads = await c.subscribe(['newHeads']);
@@ -283,8 +287,8 @@ test('credits: subscribe 5, unsubscribe 10, newHeads 50 per head, logs 300 per b
   expect((await c.call('eth_unsubscribe', [gone])).result).toBe(true);
   // A filter that matches nothing costs nothing per block.
   const none = await c.subscribe(['logs', { address: `0x${'12'.repeat(20)}` }]);
-  expect(used()).toBe(5 + 5 + 10 + 5);
-  // The token's logs of two blocks with several matches each: 300 per block, not per log.
+  expect(used()).toBe(SUB + SUB + UNSUB + SUB);
+  // The token's logs of two blocks with several matches each: charged per block, not per log.
   const blocks: CommittedBlock[] = [];
   for (let n = 1500n; blocks.length < 2; n++) {
     const b = await committedBlock(s.store, n);
@@ -293,7 +297,7 @@ test('credits: subscribe 5, unsubscribe 10, newHeads 50 per head, logs 300 per b
   expect((await c.call('eth_unsubscribe', [none])).result).toBe(true);
   const token = await c.subscribe(['logs', { address: TOKEN }]);
   const base = used();
-  expect(base).toBe(5 + 5 + 10 + 5 + 10 + 5);
+  expect(base).toBe(SUB + SUB + UNSUB + SUB + UNSUB + SUB);
   const tokenLogs = blocks.flatMap((b) => b.logs.filter(isToken));
   s.events.publish({
     removed: [],
@@ -302,12 +306,12 @@ test('credits: subscribe 5, unsubscribe 10, newHeads 50 per head, logs 300 per b
   });
   await c.until(() => c.notifications(token).length === tokenLogs.length && c.notifications(heads).length === 2);
   await sleep(50);
-  expect(used()).toBe(base + 2 * 50 + 2 * 300);
+  expect(used()).toBe(base + 2 * HEAD + 2 * LOGS);
   expect((await c.call('eth_unsubscribe', [token])).result).toBe(true);
-  expect(used()).toBe(base + 2 * 50 + 2 * 300 + 10);
+  expect(used()).toBe(base + 2 * HEAD + 2 * LOGS + UNSUB);
   // Another socket of the key (opening is free): like after a call's 402, it closes too.
   const other = await WsClient.open(s.ws(key));
-  // 50 left: one commit of two blocks — its first head is paid and sent, the second refused
+  // One head's credits left: one commit of two blocks — its first head is paid and sent, the second refused
   // (the batch does not fit as a whole, so it is paid notification by notification).
   s.events.publish(await commitOf(s.store, 1599n, 1600n));
   const closed = await c.closed;
@@ -326,7 +330,7 @@ test('credits: subscribe 5, unsubscribe 10, newHeads 50 per head, logs 300 per b
     details: `You have reached your daily credit limit. To continue making requests, upgrade your plan or purchase additional credits. The balance resets at ${resetsAt}.`,
     data: { resetsAt },
   });
-  expect(used()).toBe(800);
+  expect(used()).toBe(balance);
   for (let i = 0; i < 50 && s.srv.subscriptions.countFor(hashKey(key)) !== 0; i++) await sleep(20);
   expect(s.srv.subscriptions.countFor(hashKey(key))).toBe(0);
 });

@@ -2,10 +2,10 @@
 // and handler. The dispatcher, the credit layer (via methodCosts) and the docs read from
 // here; RpcSchema makes a missing or misspelled entry a compile error.
 //
-// Credits (README "Plans and credits"): the spec's eight keep their spec 8.1 costs;
-// eth_chainId 0, net_version 0, web3_clientVersion 0, eth_blockNumber 10; eth_subscribe 5,
-// eth_unsubscribe 10 (Infura's table; notifications are charged per event by the transport,
-// subscriptions/hub.ts EVENT_CREDITS).
+// Credits: each entry's `cost` is the one definition of its method's price (the spec's eight
+// keep their spec 8.1 costs, the others follow Infura's table); everything else that needs a
+// price reads methodCosts(). Notifications are charged per event by the transport, at
+// EVENT_CREDITS (subscriptions/hub.ts). docs/reference/methods.md is generated from here.
 import type { Hex } from '@chainnode/core';
 import type { JsonBlock } from './formatters/block.js';
 import type { JsonLog } from './formatters/log.js';

@@ -1,7 +1,7 @@
 // The JSON-RPC 2.0 envelope: exact reply bodies for every error class, batches, ids and
 // middleware, over the hand-built store.
 import { LimitExceededError, StoreUnavailableError } from '@chainnode/core';
-import { createRpcService, methodCosts } from '../src/index.js';
+import { createRpcService, METHODS, methodCosts } from '../src/index.js';
 import type { CallInfo, CallMiddleware } from '../src/index.js';
 import { FakeStore } from './fake-store.js';
 
@@ -259,8 +259,9 @@ describe('middleware', () => {
 });
 
 describe('method table', () => {
-  test('costs: the spec eight keep spec 8.1, bootstrap and subscription methods as documented (Infura: subscribe 5, unsubscribe 10)', () => {
-    expect(methodCosts()).toEqual({
+  test('costs: the spec eight keep spec 8.1; every entry of the table has a whole, non-negative cost', () => {
+    const costs = methodCosts();
+    const spec = {
       eth_getStorageAt: 80,
       eth_getLogs: 255,
       eth_getBlockByHash: 80,
@@ -269,12 +270,10 @@ describe('method table', () => {
       eth_getUncleByBlockNumberAndIndex: 150,
       eth_getTransactionByHash: 80,
       eth_getProof: 150,
-      eth_chainId: 0,
-      net_version: 0,
-      eth_blockNumber: 10,
-      web3_clientVersion: 0,
-      eth_subscribe: 5,
-      eth_unsubscribe: 10,
-    });
+    };
+    expect(Object.fromEntries(Object.keys(spec).map((m) => [m, costs[m as keyof typeof spec]]))).toEqual(spec);
+    expect(Object.keys(costs)).toEqual(Object.keys(METHODS));
+    for (const [method, cost] of Object.entries(costs))
+      expect({ method, whole: Number.isSafeInteger(cost) && cost >= 0 }).toEqual({ method, whole: true });
   });
 });

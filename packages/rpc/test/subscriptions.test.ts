@@ -3,7 +3,14 @@
 // through the envelope (errors as geth gives them).
 import { toData } from '@chainnode/core';
 import type { Bytes, ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
-import { createRpcService, LogFilterIndex, logKeys, newSubscriptionId, SubscriptionHub } from '../src/index.js';
+import {
+  createRpcService,
+  EVENT_CREDITS,
+  LogFilterIndex,
+  logKeys,
+  newSubscriptionId,
+  SubscriptionHub,
+} from '../src/index.js';
 import type { CallMiddleware, LogMatchFilter, Notification, NotificationSink } from '../src/index.js';
 import { FakeStore, filled, header } from './fake-store.js';
 
@@ -231,8 +238,9 @@ describe('SubscriptionHub', () => {
       logIndex: '0x0',
       removed: false,
     });
-    // 2 heads x 50; logsA: block 1 once (300, second log 0); logsT: block 1 once.
-    expect(sink.got.map((n) => n.credits)).toEqual([50, 300, 300, 0, 0, 50]);
+    // 2 heads; logsA: block 1 once (its second log free); logsT: block 1 once.
+    const { newHeads: H, logs: L } = EVENT_CREDITS;
+    expect(sink.got.map((n) => n.credits)).toEqual([H, L, L, 0, 0, H]);
     conn.close();
     expect(hub.size).toBe(0);
   });
@@ -274,8 +282,8 @@ describe('SubscriptionHub', () => {
       'log 0xa2a2 0x1 false',
     ]);
     expect(heads).not.toBe(logs);
-    // Each block with a match is one charged event: old1, old2, new1, new2 (300 each) + 2 heads.
-    expect(sink.got.reduce((s, n) => s + n.credits, 0)).toBe(4 * 300 + 2 * 50);
+    // Each block with a match is one charged event: old1, old2, new1, new2 + 2 heads.
+    expect(sink.got.reduce((s, n) => s + n.credits, 0)).toBe(4 * EVENT_CREDITS.logs + 2 * EVENT_CREDITS.newHeads);
   });
 
   test('ranges bound the blocks a log subscription hears of', async () => {

@@ -9,14 +9,18 @@ import { join } from 'node:path';
 import { RpcError, StoreUnavailableError, InvalidParamsError, toData, fromHex } from '@chainnode/core';
 import type { ChainStore, HeaderRecord } from '@chainnode/core';
 import type { CallInfo, CallMiddleware, JsonRpcId, RpcReply, RpcServiceApi } from '@chainnode/rpc';
-import { toErrorObject } from '@chainnode/rpc';
+import { methodCosts, toErrorObject } from '@chainnode/rpc';
 
-export const FAKE_COSTS: Record<string, number> = {
-  eth_getBlockByHash: 80,
-  eth_getBlockByNumber: 80,
-  eth_getProof: 150,
-  eth_chainId: 0,
-};
+/** The fake service's methods, at their costs in the rpc method table. */
+export const FAKE_COSTS: Record<string, number> = (() => {
+  const costs = methodCosts();
+  return {
+    eth_getBlockByHash: costs.eth_getBlockByHash,
+    eth_getBlockByNumber: costs.eth_getBlockByNumber,
+    eth_getProof: costs.eth_getProof,
+    eth_chainId: costs.eth_chainId,
+  };
+})();
 
 export function fakeHash(n: number): Uint8Array {
   const b = new Uint8Array(32);

@@ -17,7 +17,7 @@ import {
   writeKeys,
 } from '../src/index.js';
 import type { KeyRecord, RunningServer } from '../src/index.js';
-import { call, fakeHash, fakeService, fakeStore, post, sleep, tempDir } from './helpers.js';
+import { FAKE_COSTS, call, fakeHash, fakeService, fakeStore, post, sleep, tempDir } from './helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -173,9 +173,11 @@ test('per-key credits/day below the plan: 429 with event -33400, the plan balanc
   expect(e.message).toBe('Too Many Requests');
   expect(e.details).toMatch(/user-defined key daily credit limit/);
   expect(e.data?.resetsAt).toMatch(/T00:00:00\.000Z$/);
-  // A cheaper call that still fits (160 + 10 would; 0-credit eth_chainId always does).
+  // A cheaper call that still fits: eth_chainId (its cost, from the method table, within the 40 left).
+  const chainId = FAKE_COSTS.eth_chainId as number;
+  expect(chainId).toBeLessThanOrEqual(200 - 160);
   expect((await post(`${url}/v3/${key}`, call('eth_chainId', []))).status).toBe(200);
-  expect(readUsage(dir, utcDay(Date.now())).get(rec.hash)).toBe(160);
+  expect(readUsage(dir, utcDay(Date.now())).get(rec.hash)).toBe(160 + chainId);
 });
 
 test('per-key credits/second: 429 with event -33300 past the rate, accepted again once it drops', async () => {

@@ -15,7 +15,7 @@ import {
 } from '../src/index.js';
 import type { RunningServer } from '../src/index.js';
 import type { RpcServiceApi } from '@chainnode/rpc';
-import { call, fakeHash, fakeService, fakeStore, post, sleep, tempDir, wsOpen } from './helpers.js';
+import { FAKE_COSTS, call, fakeHash, fakeService, fakeStore, post, sleep, tempDir, wsOpen } from './helpers.js';
 
 interface Running {
   srv: RunningServer;
@@ -156,7 +156,8 @@ test("daily credits exhausted: HTTP 402 with Infura's body and data.resetsAt, fr
     }),
   );
   expect(used(dir, record.hash)).toBe(160);
-  // A free call still passes (cost 0 never touches the ledger).
+  // A free call still passes (cost 0 never touches the ledger): eth_chainId, free in the method table.
+  expect(FAKE_COSTS.eth_chainId).toBe(0);
   expect((await post(`${url}/v3/${key}`, call('eth_chainId', []))).status).toBe(200);
 
   const b = await createKey(dir, { plan: 'core', dailyCredits: 250 });
@@ -267,7 +268,8 @@ test('WebSocket: same envelopes in and out, charged like HTTP', async () => {
   expect(batch[0]?.result?.hash).toBe(toData(fakeHash(1)));
   const bad = (await conn.request('{not json')) as Envelope;
   expect(bad.error?.code).toBe(-32700);
-  expect(used(dir, record.hash)).toBe(165); // a request error costs 5
+  // Two block calls, eth_chainId at its table cost, and a request error (5).
+  expect(used(dir, record.hash)).toBe(80 + 80 + (FAKE_COSTS.eth_chainId as number) + 5);
   conn.ws.close();
 });
 

@@ -1,6 +1,4 @@
-// A client handshake method. Costs of the four bootstrap methods (docs/keys-and-credits.md):
-// eth_chainId, net_version and web3_clientVersion are free (constant answers, so client network
-// detection never drains a balance); eth_blockNumber, which clients poll, costs 10.
+// Handshake method (costs: the method table, see `cost`).
 import { toQuantity } from '@chainnode/core';
 import type { Hex } from '@chainnode/core';
 import { noParams } from '../params.js';
@@ -8,6 +6,8 @@ import type { MethodDef } from '../method.js';
 
 /** Chain id of the genesis config, as a quantity. */
 export const eth_chainId: MethodDef<void, Hex> = {
+  // Free, like net_version and web3_clientVersion: a constant answer, so a client's network
+  // detection never drains a balance.
   cost: 0,
   decode: noParams,
   handle: async (ctx) => toQuantity(ctx.store.info().chainId),

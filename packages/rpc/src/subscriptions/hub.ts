@@ -7,9 +7,10 @@
 // - logs: on a reorg first the dropped blocks' matching logs with removed:true, oldest dropped
 //   block first and log-index order within a block (geth's order), then the new blocks' logs.
 //   Matching goes through LogFilterIndex: O(candidates) per log, never a scan of all filters.
-// - Credits (Infura's model): newHeads 50 per notification; logs 300 per block with at least one
-//   matching log, charged once per subscription and block (on its first notification for that
-//   block), nothing when nothing matched. The transport charges them (Notification.credits).
+// - Credits (Infura's model; amounts: EVENT_CREDITS): newHeads per notification; logs per block
+//   with at least one matching log, charged once per subscription and block (on its first
+//   notification for that block), nothing when nothing matched. The transport charges them
+//   (Notification.credits).
 // - Per connection, in order: removed logs, then per new block its head, then its logs.
 // - A subscription is inactive until the reply carrying its id was handed to the transport
 //   (geth's Notifier.activate): notifications before that are held and then sent first.
@@ -32,7 +33,7 @@ export type SubscriptionRequest =
       toBlock?: bigint;
     };
 
-/** Credits of one charged event (Infura's "Subscription events" table). */
+/** Credits of one charged event (Infura's "Subscription events" table): the one definition. */
 export const EVENT_CREDITS: Readonly<Record<SubscriptionKind, number>> = { newHeads: 50, logs: 300 };
 
 export interface Notification {
