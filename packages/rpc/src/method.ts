@@ -2,9 +2,19 @@
 import type { HandlerContext } from './context.js';
 import type { JsonText } from './json-text.js';
 
+/** A transport a call can arrive on. */
+export type Transport = 'http' | 'ws';
+
 export interface MethodDef<P, R> {
   /** Credits one call costs (spec 8.1; ours for the bootstrap methods). */
   readonly cost: number;
+  /** The params in one line, for the generated reference (docs/reference/methods.md). */
+  readonly params: string;
+  /**
+   * The transports on which a call can succeed; absent: both. A method limited to 'ws' needs a
+   * connection that carries notifications: elsewhere its handler answers with an error.
+   */
+  readonly transports?: readonly Transport[];
   /** Checks arity and every argument; throws InvalidParamsError naming the argument. */
   decode(params: unknown[]): P;
   /**

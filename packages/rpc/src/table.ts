@@ -11,7 +11,7 @@ import type { JsonBlock } from './formatters/block.js';
 import type { JsonLog } from './formatters/log.js';
 import type { JsonAccountProof } from './formatters/proof.js';
 import type { JsonTransaction } from './formatters/transaction.js';
-import type { MethodDef } from './method.js';
+import type { MethodDef, Transport } from './method.js';
 import { eth_blockNumber } from './methods/eth_blockNumber.js';
 import { eth_chainId } from './methods/eth_chainId.js';
 import { eth_getBlockByHash } from './methods/eth_getBlockByHash.js';
@@ -79,6 +79,11 @@ export const METHODS: MethodTable = {
 
 export function isMethodName(name: string): name is MethodName {
   return Object.hasOwn(METHODS, name);
+}
+
+/** The transports a method is answered on (MethodDef.transports; both when absent). */
+export function methodTransports(name: MethodName): readonly Transport[] {
+  return METHODS[name].transports ?? ['http', 'ws'];
 }
 
 /** Credit cost per method name, in table order. */

@@ -1,8 +1,8 @@
 // The JSON-RPC 2.0 envelope: exact reply bodies for every error class, batches, ids and
 // middleware, over the hand-built store.
 import { LimitExceededError, StoreUnavailableError } from '@chainnode/core';
-import { createRpcService, METHODS, methodCosts } from '../src/index.js';
-import type { CallInfo, CallMiddleware } from '../src/index.js';
+import { createRpcService, METHODS, methodCosts, methodTransports } from '../src/index.js';
+import type { CallInfo, CallMiddleware, MethodName } from '../src/index.js';
 import { FakeStore } from './fake-store.js';
 
 const svc = createRpcService(new FakeStore());
@@ -275,5 +275,25 @@ describe('method table', () => {
     expect(Object.keys(costs)).toEqual(Object.keys(METHODS));
     for (const [method, cost] of Object.entries(costs))
       expect({ method, whole: Number.isSafeInteger(cost) && cost >= 0 }).toEqual({ method, whole: true });
+  });
+
+  test('transports: a WebSocket-only method never succeeds on a service without notifications (HTTP)', async () => {
+    // Well-formed params for each WebSocket-only method, so the answer is the transport's refusal.
+    const valid: Partial<Record<MethodName, unknown[]>> = { eth_subscribe: ['newHeads'], eth_unsubscribe: ['0x1'] };
+    const wsOnly = (Object.keys(METHODS) as MethodName[]).filter((m) => !methodTransports(m).includes('http'));
+    expect(wsOnly).toEqual(Object.keys(valid));
+    const svc = createRpcService(new FakeStore());
+    for (const method of wsOnly) {
+      const out = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: valid[method] }));
+      const reply = JSON.parse(out.body as string) as { result?: unknown; error?: { code: number } };
+      expect({ method, refused: reply.error !== undefined && reply.result === undefined }).toEqual({
+        method,
+        refused: true,
+      });
+    }
+    for (const m of Object.keys(METHODS) as MethodName[]) {
+      expect(methodTransports(m).length).toBeGreaterThan(0);
+      expect(METHODS[m].params.length).toBeGreaterThan(0);
+    }
   });
 });

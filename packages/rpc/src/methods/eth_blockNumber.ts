@@ -8,6 +8,7 @@ import type { MethodDef } from '../method.js';
 export const eth_blockNumber: MethodDef<void, Hex> = {
   // Charged, unlike the constant handshake answers: clients poll it.
   cost: 10,
+  params: 'none',
   decode: noParams,
   handle: async (ctx) => toQuantity((await ctx.store.head()).number),
 };

@@ -9,6 +9,7 @@ export const eth_chainId: MethodDef<void, Hex> = {
   // Free, like net_version and web3_clientVersion: a constant answer, so a client's network
   // detection never drains a balance.
   cost: 0,
+  params: 'none',
   decode: noParams,
   handle: async (ctx) => toQuantity(ctx.store.info().chainId),
 };

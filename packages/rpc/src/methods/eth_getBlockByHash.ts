@@ -9,9 +9,9 @@ export interface GetBlockByHashParams {
   fullTransactions: boolean;
 }
 
-/** [block hash, full transaction objects?]. */
 export const eth_getBlockByHash: MethodDef<GetBlockByHashParams, JsonBlock | null> = {
   cost: 80,
+  params: 'block hash, full transaction objects (boolean)',
   decode: (params) =>
     decodeArgs(params, 2, (arg) => ({ hash: decodeHash(arg(0)), fullTransactions: decodeBool(arg(1)) })),
   async handle(ctx, p) {

@@ -10,9 +10,9 @@ export interface GetBlockByNumberParams {
   fullTransactions: boolean;
 }
 
-/** [block number or tag, full transaction objects?]. */
 export const eth_getBlockByNumber: MethodDef<GetBlockByNumberParams, JsonBlock | null> = {
   cost: 80,
+  params: 'block number or tag, full transaction objects (boolean)',
   decode: (params) =>
     decodeArgs(params, 2, (arg) => ({ block: decodeBlockNumber(arg(0)), fullTransactions: decodeBool(arg(1)) })),
   async handle(ctx, p) {

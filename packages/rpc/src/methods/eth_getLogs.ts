@@ -19,9 +19,9 @@ export type LogFilter = {
   topics: (Bytes[] | null)[];
 } & ({ kind: 'hash'; blockHash: Bytes } | { kind: 'range'; fromBlock?: BlockNumberParam; toBlock?: BlockNumberParam });
 
-/** [filter object]. */
 export const eth_getLogs: MethodDef<LogFilter, JsonLog[]> = {
   cost: 255,
+  params: 'filter object: address (one or a list), topics, and fromBlock/toBlock or blockHash',
   decode: (params) => decodeArgs(params, 1, (arg) => decodeFilter(arg(0))),
   handle: getLogs,
   // Work grows with the range and the answer (up to 10,000 logs decoded and written as text):

@@ -19,9 +19,9 @@ export interface GetProofParams {
   block: BlockSelector;
 }
 
-/** [address, storageKeys[], block number/tag/hash/EIP-1898, optional: latest]. */
 export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
   cost: 150,
+  params: 'address, storage keys (array), block (number, tag, hash or EIP-1898 object; default latest)',
   decode: (params) =>
     decodeArgs(
       params,

@@ -11,9 +11,10 @@ export interface GetStorageAtParams {
   block: BlockSelector;
 }
 
-/** [address, position (hex quantity up to 32 bytes), block number/tag/hash/EIP-1898, optional: latest]. */
 export const eth_getStorageAt: MethodDef<GetStorageAtParams, Hex> = {
   cost: 80,
+  params:
+    'address, position (hex quantity, up to 32 bytes), block (number, tag, hash or EIP-1898 object; default latest)',
   decode: (params) =>
     decodeArgs(
       params,

@@ -8,9 +8,9 @@ export interface GetTransactionByHashParams {
   hash: Bytes;
 }
 
-/** [transaction hash]. */
 export const eth_getTransactionByHash: MethodDef<GetTransactionByHashParams, JsonTransaction | null> = {
   cost: 80,
+  params: 'transaction hash',
   decode: (params) => decodeArgs(params, 1, (arg) => ({ hash: decodeHash(arg(0)) })),
   async handle(ctx, p) {
     const found = await ctx.store.transaction(p.hash);

@@ -11,9 +11,9 @@ export interface GetUncleByHashParams {
   index: bigint;
 }
 
-/** [block hash, uncle index as hex quantity]. */
 export const eth_getUncleByBlockHashAndIndex: MethodDef<GetUncleByHashParams, JsonBlock | null> = {
   cost: 150,
+  params: 'block hash, uncle index (hex quantity)',
   decode: (params) => decodeArgs(params, 2, (arg) => ({ hash: decodeHash(arg(0)), index: decodeIndex(arg(1)) })),
   async handle(ctx, p) {
     const uncle = await uncleAt(ctx, p.hash, p.index);

@@ -12,9 +12,9 @@ export interface GetUncleByNumberParams {
   index: bigint;
 }
 
-/** [block number or tag, uncle index as hex quantity]. */
 export const eth_getUncleByBlockNumberAndIndex: MethodDef<GetUncleByNumberParams, JsonBlock | null> = {
   cost: 150,
+  params: 'block number or tag, uncle index (hex quantity)',
   decode: (params) =>
     decodeArgs(params, 2, (arg) => ({ block: decodeBlockNumber(arg(0)), index: decodeIndex(arg(1)) })),
   async handle(ctx, p) {

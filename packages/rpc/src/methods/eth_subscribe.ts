@@ -16,9 +16,10 @@ import { decodeFilter, filterParamCount } from './eth_getLogs.js';
 /** The decoded request, or the error to answer with once the transport check has passed. */
 export type SubscribeParams = { ok: SubscriptionRequest } | { error: unknown };
 
-/** [name, filter?]. */
 export const eth_subscribe: MethodDef<SubscribeParams, Hex> = {
   cost: 5,
+  params: '"newHeads", or "logs" with an optional filter (address, topics, fromBlock/toBlock)',
+  transports: ['ws'],
   decode: (params) => {
     try {
       return { ok: decodeSubscribe(params) };

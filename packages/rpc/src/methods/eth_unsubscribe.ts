@@ -4,9 +4,10 @@ import type { MethodDef } from '../method.js';
 import { decodeArgs, jsonType, ParamError } from '../params.js';
 import { SubscriptionNotFoundError } from '../subscriptions/errors.js';
 
-/** [subscription id]. */
 export const eth_unsubscribe: MethodDef<string, boolean> = {
   cost: 10,
+  params: 'subscription id',
+  transports: ['ws'],
   decode: (params) =>
     decodeArgs(params, 1, (arg) => {
       const id = arg(0);

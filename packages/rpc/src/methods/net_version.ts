@@ -6,6 +6,7 @@ import type { MethodDef } from '../method.js';
 export const net_version: MethodDef<void, string> = {
   // Free: a constant answer (see eth_chainId).
   cost: 0,
+  params: 'none',
   decode: noParams,
   handle: async (ctx) => ctx.store.info().networkId.toString(10),
 };

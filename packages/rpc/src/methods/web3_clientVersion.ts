@@ -6,6 +6,7 @@ import type { MethodDef } from '../method.js';
 export const web3_clientVersion: MethodDef<void, string> = {
   // Free: a constant answer (see eth_chainId).
   cost: 0,
+  params: 'none',
   decode: noParams,
   handle: async (ctx) => ctx.config.clientVersion,
 };
