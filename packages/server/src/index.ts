@@ -121,8 +121,8 @@ export {
 } from './network.js';
 export type { NetworkHealth, NetworkParts, RouterOptions } from './network.js';
 export type { RequestContext } from './middleware.js';
-export { Metrics } from './metrics.js';
-export type { IngestStatusView, MetricsCounts } from './metrics.js';
+export { CUT_REASONS, LABEL_VALUES, METRIC_FAMILIES, Metrics, OUTCOMES } from './metrics.js';
+export type { CutReason, IngestStatusView, MetricFamily, MetricName, MetricsCounts, Outcome } from './metrics.js';
 export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';
 export { WsNotifier, WS_POLICY_CLOSE } from './notifier.js';
 export type { NotifierDeps, NotifierSocket } from './notifier.js';

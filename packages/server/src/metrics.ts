@@ -22,7 +22,175 @@ export interface IngestStatusView {
   lastErrorAt: number | undefined;
 }
 
-export type Outcome = 'ok' | 'error' | 'no_credits' | 'unauthorized' | 'failover';
+/** How a JSON-RPC call ended (label `outcome`). */
+export const OUTCOMES = ['ok', 'error', 'no_credits', 'unauthorized', 'failover'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** Why the server closed a connection (label `reason` of chainnode_connections_cut_total). */
+export const CUT_REASONS = ['queue', 'connection_budget', 'process_budget', 'slow_reader'] as const;
+export type CutReason = (typeof CUT_REASONS)[number];
+
+/** One metric family: what the exposition's HELP and TYPE lines say and the generated reference lists. */
+export interface MetricFamily {
+  readonly type: 'counter' | 'gauge' | 'histogram';
+  readonly help: string;
+  /** Labels of its series, besides `network` (below) and a histogram's `le`. */
+  readonly labels: readonly string[];
+  /** 'network': one series set per network, labelled `network="<name>"` on a server with networks; 'process': the process's. */
+  readonly scope: 'network' | 'process';
+  /** When it is written: always; only by a network that follows an upstream; only by `serve --threads`. */
+  readonly written: 'always' | 'follow' | 'threads';
+}
+
+/** The values a label takes, where the code fixes them. */
+export const LABEL_VALUES: Readonly<Record<string, readonly string[]>> = {
+  outcome: OUTCOMES,
+  transport: ['http', 'ws'],
+  reason: CUT_REASONS,
+};
+
+/**
+ * Every family the server exposes, in exposition order: the one list both the exposition (HELP,
+ * TYPE) and the generated reference (docs/reference/metrics.md) read.
+ */
+export const METRIC_FAMILIES = {
+  chainnode_rpc_calls_total: {
+    type: 'counter',
+    help: 'JSON-RPC calls by method and outcome.',
+    labels: ['method', 'outcome'],
+    scope: 'network',
+    written: 'always',
+  },
+  chainnode_rpc_call_duration_seconds: {
+    type: 'histogram',
+    help: 'Time from dispatch to answer per call.',
+    labels: ['method'],
+    scope: 'network',
+    written: 'always',
+  },
+  chainnode_credits_charged_total: {
+    type: 'counter',
+    help: 'Credits charged, by method.',
+    labels: ['method'],
+    scope: 'network',
+    written: 'always',
+  },
+  chainnode_responses_total: {
+    type: 'counter',
+    help: 'Transport responses by status (WebSocket: 101 per accepted upgrade).',
+    labels: ['transport', 'status'],
+    scope: 'network',
+    written: 'always',
+  },
+  chainnode_websocket_connections: {
+    type: 'gauge',
+    help: 'Open WebSocket connections.',
+    labels: [],
+    scope: 'network',
+    written: 'always',
+  },
+  chainnode_reply_bytes_in_flight: {
+    type: 'gauge',
+    help: 'Reply bytes buffered towards clients (all connections).',
+    labels: [],
+    scope: 'process',
+    written: 'always',
+  },
+  chainnode_connections_cut_total: {
+    type: 'counter',
+    help: 'Connections closed by the reply budgets and timeouts, by reason.',
+    labels: ['reason'],
+    scope: 'process',
+    written: 'always',
+  },
+  chainnode_head_block: {
+    type: 'gauge',
+    help: 'Number of the newest imported block (-1 when the store is unavailable).',
+    labels: [],
+    scope: 'network',
+    written: 'always',
+  },
+  // A follower's gauges (serve --follow), written only by a network that follows an upstream.
+  chainnode_follow_upstream_head_block: {
+    type: 'gauge',
+    help: 'Head block number the upstream last reported (-1 before its first answer).',
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_follow_local_head_block: {
+    type: 'gauge',
+    help: 'Newest block the follower has verified and committed.',
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_follow_lag_blocks: {
+    type: 'gauge',
+    help: 'Upstream head minus local head.',
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_follow_lag_seconds: {
+    type: 'gauge',
+    help: "Upstream head's timestamp minus local head's timestamp.",
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_follow_reorgs: {
+    type: 'gauge',
+    help: 'Reorgs (and rollbacks) applied since start.',
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_follow_blocks_imported: {
+    type: 'gauge',
+    help: 'Blocks committed since start.',
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_follow_failed: {
+    type: 'gauge',
+    help: '1 when a verification failure (or a too-deep reorg) stopped the ingest; serving continues on the verified prefix.',
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_follow_upstream_up: {
+    type: 'gauge',
+    help: '0 while the upstream is failing and being retried.',
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_follow_last_error_timestamp_seconds: {
+    type: 'gauge',
+    help: 'Unix time of the last upstream or ingest error (0: none).',
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  // serve --threads: written by thread 0 after the other families (Metrics.renderThreadCalls).
+  chainnode_thread_rpc_calls_total: {
+    type: 'counter',
+    help: 'JSON-RPC calls by app thread (serve --threads).',
+    labels: ['thread'],
+    scope: 'process',
+    written: 'threads',
+  },
+} as const satisfies Record<string, MetricFamily>;
+
+export type MetricName = keyof typeof METRIC_FAMILIES;
+
+/** The HELP and TYPE lines of a family. */
+function header(name: MetricName): string[] {
+  const f: MetricFamily = METRIC_FAMILIES[name];
+  return [`# HELP ${name} ${f.help}`, `# TYPE ${name} ${f.type}`];
+}
 
 /**
  * The additive part of a Metrics instance as plain data (structured-clone safe): what another app
@@ -39,7 +207,7 @@ export interface MetricsCounts {
   ws: [number, number][];
   wsOpen: number;
   replyBytesInFlight: number;
-  cuts: [string, number][];
+  cuts: [CutReason, number][];
 }
 
 const addTo = <K>(m: Map<K, number>, k: K, v: number): void => {
@@ -82,7 +250,7 @@ export class Metrics {
   /** Reply bytes buffered towards clients (set before each render). */
   replyBytesInFlight = 0;
   /** Connections closed by the reply budgets and timeouts, by reason. */
-  readonly cuts = new Map<string, number>();
+  readonly cuts = new Map<CutReason, number>();
   headBlock = -1;
   /** A follower's ingest state (serve --follow). */
   ingest: (() => IngestStatusView) | undefined;
@@ -181,7 +349,7 @@ export class Metrics {
         for (const c of counts) for (const [, x] of c.methods) for (const [, k] of x.calls) n += k;
         return `chainnode_thread_rpc_calls_total{thread="${thread}"} ${n}`;
       });
-    return `# HELP chainnode_thread_rpc_calls_total JSON-RPC calls by app thread (serve --threads).\n# TYPE chainnode_thread_rpc_calls_total counter\n${lines.join('\n')}\n`;
+    return `${[...header('chainnode_thread_rpc_calls_total'), ...lines].join('\n')}\n`;
   }
 
   /** This instance alone, in the exposition format. */
@@ -191,24 +359,22 @@ export class Metrics {
 
   /** Several instances (one per network, plus the process's own) as one exposition: each family once. */
   static renderAll(all: readonly Metrics[]): string {
-    const families = new Map<string, string[]>();
+    const families = new Map<MetricName, string[]>();
     for (const m of all) m.collect(families);
     const out: string[] = [];
-    for (const [family, lines] of families) {
-      const meta = FAMILIES[family as keyof typeof FAMILIES] ?? FOLLOW_GAUGES[family as keyof typeof FOLLOW_GAUGES];
-      out.push(`# HELP ${family} ${meta.help}`, `# TYPE ${family} ${meta.type}`, ...lines);
-    }
+    for (const [family, lines] of families) out.push(...header(family), ...lines);
     return `${out.join('\n')}\n`;
   }
 
   /** Appends this instance's samples to `families` (family name -> sample lines). */
-  private collect(families: Map<string, string[]>): void {
-    const add = (family: keyof typeof FAMILIES | keyof typeof FOLLOW_GAUGES, line: string): void => {
+  private collect(families: Map<MetricName, string[]>): void {
+    const add = (family: MetricName, line: string): void => {
       let lines = families.get(family);
       if (lines === undefined) families.set(family, (lines = []));
       lines.push(line);
     };
-    for (const f of Object.keys(FAMILIES)) if (!families.has(f)) families.set(f, []);
+    for (const [f, meta] of Object.entries(METRIC_FAMILIES) as [MetricName, MetricFamily][])
+      if (meta.written === 'always' && !families.has(f)) families.set(f, []);
     const n = this.network === undefined ? '' : `network="${esc(this.network)}",`;
     const only = this.network === undefined ? '' : `{network="${esc(this.network)}"}`;
     for (const [method, m] of this.methods) {
@@ -265,7 +431,7 @@ export class Metrics {
     }
     const f = this.ingest?.();
     if (f !== undefined) {
-      const gauge = (name: keyof typeof FOLLOW_GAUGES, v: number | bigint): void => add(name, `${name}${only} ${v}`);
+      const gauge = (name: MetricName, v: number | bigint): void => add(name, `${name}${only} ${v}`);
       gauge('chainnode_follow_upstream_head_block', f.upstreamHead ?? -1);
       gauge('chainnode_follow_local_head_block', f.localHead);
       gauge('chainnode_follow_lag_blocks', f.lagBlocks);
@@ -281,45 +447,3 @@ export class Metrics {
     }
   }
 }
-
-const FAMILIES = {
-  chainnode_rpc_calls_total: { help: 'JSON-RPC calls by method and outcome.', type: 'counter' },
-  chainnode_rpc_call_duration_seconds: { help: 'Time from dispatch to answer per call.', type: 'histogram' },
-  chainnode_credits_charged_total: { help: 'Credits charged, by method.', type: 'counter' },
-  chainnode_responses_total: {
-    help: 'Transport responses by status (WebSocket: 101 per accepted upgrade).',
-    type: 'counter',
-  },
-  chainnode_websocket_connections: { help: 'Open WebSocket connections.', type: 'gauge' },
-  chainnode_reply_bytes_in_flight: { help: 'Reply bytes buffered towards clients (all connections).', type: 'gauge' },
-  chainnode_connections_cut_total: {
-    help: 'Connections closed by the reply budgets and timeouts, by reason.',
-    type: 'counter',
-  },
-  chainnode_head_block: {
-    help: 'Number of the newest imported block (-1 when the store is unavailable).',
-    type: 'gauge',
-  },
-} as const;
-
-/** A follower's gauges (serve --follow), written only by a network that follows an upstream. */
-const FOLLOW_GAUGES = {
-  chainnode_follow_upstream_head_block: {
-    help: 'Head block number the upstream last reported (-1 before its first answer).',
-    type: 'gauge',
-  },
-  chainnode_follow_local_head_block: { help: 'Newest block the follower has verified and committed.', type: 'gauge' },
-  chainnode_follow_lag_blocks: { help: 'Upstream head minus local head.', type: 'gauge' },
-  chainnode_follow_lag_seconds: { help: "Upstream head's timestamp minus local head's timestamp.", type: 'gauge' },
-  chainnode_follow_reorgs: { help: 'Reorgs (and rollbacks) applied since start.', type: 'gauge' },
-  chainnode_follow_blocks_imported: { help: 'Blocks committed since start.', type: 'gauge' },
-  chainnode_follow_failed: {
-    help: '1 when a verification failure (or a too-deep reorg) stopped the ingest; serving continues on the verified prefix.',
-    type: 'gauge',
-  },
-  chainnode_follow_upstream_up: { help: '0 while the upstream is failing and being retried.', type: 'gauge' },
-  chainnode_follow_last_error_timestamp_seconds: {
-    help: 'Unix time of the last upstream or ingest error (0: none).',
-    type: 'gauge',
-  },
-} as const;

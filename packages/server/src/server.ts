@@ -25,7 +25,7 @@ import { Metrics } from './metrics.js';
 import { EmbeddedUsage, REQUEST_METHOD } from './usage.js';
 import type { UsageRecord } from './usage.js';
 import { ReplyBudget } from './reply-budget.js';
-import type { IngestStatusView, MetricsCounts } from './metrics.js';
+import type { CutReason, IngestStatusView, MetricsCounts } from './metrics.js';
 import { WsNotifier } from './notifier.js';
 import { networkNotAllowedMessage } from './middleware.js';
 import { IMPLICIT_NETWORK, NetworkRouter, NetworkRuntime } from './network.js';
@@ -670,7 +670,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
   };
 
-  const cut = (ws: WebSocket<WsData>, code: number, reason: string, label: string): void => {
+  const cut = (ws: WebSocket<WsData>, code: number, reason: string, label: CutReason): void => {
     metrics.cuts.set(label, (metrics.cuts.get(label) ?? 0) + 1);
     ws.end(code, reason);
   };
