@@ -248,7 +248,7 @@ export const SERVER_FIELDS = {
     type: 'object',
     doc: 'Daily credits, credits per second and failover per plan; a plan given replaces only the figures it sets.',
     default: DEFAULT_PLANS as Record<PlanName, PlanConfig>,
-    defaultText: 'see Plans',
+    defaultText: 'see [Plans](#plans)',
     parse: parsePlans,
   }),
   /** Larger bodies get 413. */
@@ -334,7 +334,7 @@ export const SERVER_FIELDS = {
   /** ["*"] allows any (API keys are in the path, no cookies involved). */
   corsOrigins: field<string[]>({
     type: 'string[]',
-    doc: 'Allowed CORS origins; ["*"] allows any (API keys are in the path, no cookies involved).',
+    doc: 'Allowed CORS origins; `["*"]` allows any (API keys are in the path, no cookies involved).',
     default: ['*'],
     parse: (v, where) => {
       if (!Array.isArray(v) || !v.every((o) => typeof o === 'string')) {
