@@ -12,7 +12,7 @@ export function register(program: Command): void {
     .command('create')
     .description('create the admin token; prints it once (only its hash is stored)')
     .option('--datadir <dir>', 'datadir of the server', './data')
-    .option('--replace', 'replace an existing token (existing sessions end when the server restarts)')
+    .option('--replace', 'replace an existing token (dashboard login sessions end when the server restarts)')
     .option('--json', 'print a JSON object')
     .action((opts: { datadir: string; replace?: boolean; json?: boolean }) => {
       let token: string;
