@@ -209,7 +209,7 @@ function parsePlans(v: unknown, where: string): Record<PlanName, PlanConfig> {
 // ---------------------------------------------------------------------------------------------
 // Networks
 
-/** The fields of one network in `networks` (README "Networks"). */
+/** The fields of one network in `networks` (docs/networks.md). */
 export const NETWORK_FIELDS = {
   /** Relative paths: to the working directory. */
   datadir: optionalString({ doc: "Datadir holding the network's imported chain (required).", defaultText: 'required' }),
@@ -445,7 +445,7 @@ export const SERVER_FIELDS = {
 
 export type ServerConfig = ConfigValues<typeof SERVER_FIELDS>;
 
-/** Every default (README "Limits"), from SERVER_FIELDS. */
+/** Every default, from SERVER_FIELDS (listed in docs/reference/configuration.md). */
 export const DEFAULT_CONFIG: ServerConfig = defaultsOf(SERVER_FIELDS);
 
 /** Merges a parsed config object over the defaults, validating every field. */
