@@ -23,7 +23,7 @@ const UNIT = {
   'packages/server': ['allowlist', 'budgets', 'config', 'key-security', 'network', 'reply-budget', 'server'],
   'packages/ingest': ['rpc-source'],
   'packages/dashboard': ['api', 'tls'],
-  scripts: ['import-cycles', 'words', 'docs-generated', 'docs-links'],
+  scripts: ['import-cycles', 'words', 'docs-generated', 'docs-links', 'docs-defaults'],
 };
 
 const files = Object.entries(UNIT).flatMap(([dir, names]) => names.map((n) => `${dir}/dist/test/${n}.test.js`));
