@@ -10,6 +10,9 @@ import { openChainStore } from '@chainnode/store';
 import { createRpcService } from '@chainnode/rpc';
 import { readChain } from './src/fixture-chain.js';
 import { Rng } from './src/synth.js';
+import { printRunRecord } from './src/run-record.js';
+
+printRunRecord('bench:cold');
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const arg = (name: string, dflt?: string): string | undefined => {

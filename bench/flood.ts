@@ -12,6 +12,9 @@ import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { printRunRecord } from './src/run-record.js';
+
+printRunRecord('bench:flood');
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 

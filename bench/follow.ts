@@ -11,6 +11,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { printRunRecord } from './src/run-record.js';
+
+printRunRecord('bench:follow');
 
 const root = resolve('.');
 const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');

@@ -5,6 +5,9 @@
 // --datadir builds into <dir> and keeps it (a later run with the same size reuses it).
 import { writeFile } from 'node:fs/promises';
 import { formatReport, runGetLogsBench } from './src/getlogs-run.js';
+import { printRunRecord } from './src/run-record.js';
+
+printRunRecord('bench:getlogs');
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);

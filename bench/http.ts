@@ -25,6 +25,9 @@ import { fileURLToPath } from 'node:url';
 import { autocannonLoad, haveWrk, rawLoad, wrkLoad } from './src/load.js';
 import { runVaried } from './src/varied-run.js';
 import type { LoadResult, LoadSpec } from './src/load.js';
+import { printRunRecord } from './src/run-record.js';
+
+printRunRecord('bench:http');
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 

@@ -6,6 +6,9 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { importChain } from '@chainnode/ingest';
 import { sizeOnDisk } from '@chainnode/store';
+import { printRunRecord } from './src/run-record.js';
+
+printRunRecord('bench:ingest');
 
 const args = process.argv.slice(2);
 const fromIdx = args.indexOf('--from');

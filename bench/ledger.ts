@@ -16,6 +16,9 @@ import { createClient } from '@redis/client';
 import { startRedis } from '@chainnode/testkit';
 import { haveWrk, wrkLoad } from './src/load.js';
 import type { LoadResult } from './src/load.js';
+import { printRunRecord } from './src/run-record.js';
+
+printRunRecord('bench:ledger');
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');

@@ -15,6 +15,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rawLoadVaried, rawOnce } from './src/load.js';
 import { waitRpc } from './src/children.js';
+import { printRunRecord } from './src/run-record.js';
+
+printRunRecord('bench:proof-cpu');
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 

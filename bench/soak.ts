@@ -15,6 +15,9 @@ import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { printRunRecord } from './src/run-record.js';
+
+printRunRecord('bench:soak');
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 function arg(name: string, dflt?: string): string | undefined {

@@ -19,6 +19,9 @@ import type { ChainCommit, ChainCommitListener, ChainEvents, CommittedBlock } fr
 import { createRpcService, resolveConfig } from '@chainnode/rpc';
 import { createKey, parseConfig, startServer } from '@chainnode/server';
 import { openChainStore } from '@chainnode/store';
+import { printRunRecord } from './src/run-record.js';
+
+if (process.argv[2] !== '--child') printRunRecord('bench:subs');
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const now = (): number => performance.timeOrigin + performance.now();
