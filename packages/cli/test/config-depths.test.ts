@@ -3,22 +3,10 @@
 // the field named.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chainDir, datadirCopy, runCli } from '@chainnode/testkit';
-import type { ChainName } from '@chainnode/testkit';
-import { createKeyCli, rpc, spawnServe } from './serve-helpers.js';
+import { runCli } from '@chainnode/testkit';
+import { createKeyCli, rpc, spawnServe, perTest } from './serve-helpers.js';
 
-const chain: ChainName = chainDir('fixtures') !== undefined ? 'fixtures' : 'execution-apis';
-
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()?.();
-});
-
-async function copy(): Promise<string> {
-  const c = await datadirCopy(chain);
-  cleanups.push(c.cleanup);
-  return c.dir;
-}
+const { cleanups, copy } = perTest();
 
 test('server.json safeDepth / finalizedDepth decide the blocks `safe` and `finalized` resolve to', async () => {
   const dir = await copy();

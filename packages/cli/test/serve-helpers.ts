@@ -1,7 +1,8 @@
 // Black-box helpers: run `node-cli serve` as a child process on a free port and talk to it.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { cliBin, runCli } from '@chainnode/testkit';
+import { chainDir, cliBin, datadirCopy, runCli } from '@chainnode/testkit';
+import type { ChainName } from '@chainnode/testkit';
 
 export interface ServeProcess {
   proc: ChildProcess;
@@ -114,3 +115,23 @@ export async function rpc(
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The chain these tests serve: the fixtures when present, else the execution-apis chain. */
+export const TEST_CHAIN: ChainName = chainDir('fixtures') !== undefined ? 'fixtures' : 'execution-apis';
+
+/**
+ * Per-test cleanups, run in reverse after each test of the calling file, and `copy()`: a private
+ * copy of TEST_CHAIN's imported datadir, removed after the test. Call once at a test file's top.
+ */
+export function perTest(): { cleanups: (() => Promise<unknown>)[]; copy: () => Promise<string> } {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length > 0) await cleanups.pop()?.();
+  });
+  const copy = async (): Promise<string> => {
+    const c = await datadirCopy(TEST_CHAIN);
+    cleanups.push(c.cleanup);
+    return c.dir;
+  };
+  return { cleanups, copy };
+}

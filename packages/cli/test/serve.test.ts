@@ -5,24 +5,13 @@
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { methodCosts } from '@chainnode/rpc';
-import { chainDir, datadirCopy, runCli } from '@chainnode/testkit';
-import type { ChainName } from '@chainnode/testkit';
-import { createKeyCli, rpc, sleep, spawnServe, usageCli } from './serve-helpers.js';
+import { runCli } from '@chainnode/testkit';
+import { createKeyCli, rpc, sleep, spawnServe, usageCli, perTest } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
-const chain: ChainName = chainDir('fixtures') !== undefined ? 'fixtures' : 'execution-apis';
 const costs = methodCosts() as Record<string, number>;
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()?.();
-});
-
-async function copy(): Promise<string> {
-  const c = await datadirCopy(chain);
-  cleanups.push(c.cleanup);
-  return c.dir;
-}
+const { cleanups, copy } = perTest();
 
 async function serveOn(dir: string, extra: string[] = [], env: Record<string, string> = {}): Promise<ServeProcess> {
   const s = await spawnServe(dir, extra, env);
