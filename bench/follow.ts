@@ -8,9 +8,9 @@
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { ANVIL_DEV_ACCOUNTS, cancunGenesis, freePort } from '@chainnode/testkit';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:follow');
@@ -29,16 +29,6 @@ const run = (argv: string[]): Promise<{ code: number; stdout: string; stderr: st
       res({ code: err === null ? 0 : 1, stdout, stderr }),
     ),
   );
-
-async function freePort(): Promise<number> {
-  return new Promise((res) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => res(typeof a === 'object' && a !== null ? a.port : 0));
-    });
-  });
-}
 
 function serve(argv: string[]): Promise<{ proc: ChildProcess; port: number }> {
   return new Promise((res, rej) => {
@@ -120,42 +110,7 @@ try {
 
   // 2. Lag while anvil mines 1 block/s with 20 txs.
   const anvilPort = await freePort();
-  const genesis = {
-    config: {
-      chainId: 31337,
-      homesteadBlock: 0,
-      eip150Block: 0,
-      eip155Block: 0,
-      eip158Block: 0,
-      byzantiumBlock: 0,
-      constantinopleBlock: 0,
-      petersburgBlock: 0,
-      istanbulBlock: 0,
-      berlinBlock: 0,
-      londonBlock: 0,
-      mergeNetsplitBlock: 0,
-      terminalTotalDifficulty: 0,
-      terminalTotalDifficultyPassed: true,
-      shanghaiTime: 0,
-      cancunTime: 0,
-    },
-    nonce: '0x0',
-    timestamp: '0x0',
-    extraData: '0x',
-    gasLimit: '0x1c9c380',
-    difficulty: '0x0',
-    mixHash: `0x${'00'.repeat(32)}`,
-    coinbase: `0x${'00'.repeat(20)}`,
-    baseFeePerGas: '0x3b9aca00',
-    alloc: Object.fromEntries(
-      [
-        'f39fd6e51aad88f6f4ce6ab8827279cfffb92266',
-        '70997970c51812dc3a010c7d01b50e0d17dc79c8',
-        '3c44cdddb6a900fa2b585dd299e03d12fa4293bc',
-        '90f79bf6eb2c4f870365e785982e1f101e93b906',
-      ].map((a) => [a, { balance: '0x21e19e0c9bab2400000' }]),
-    ),
-  };
+  const genesis = cancunGenesis({ accounts: ANVIL_DEV_ACCOUNTS, balance: '0x21e19e0c9bab2400000' });
   const gpath = join(base, 'genesis.json');
   await writeFile(gpath, JSON.stringify(genesis));
   const anvil = spawn(
@@ -200,7 +155,7 @@ try {
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
-    const dev = Object.keys(genesis.alloc).map((a) => `0x${a}`);
+    const dev = [...ANVIL_DEV_ACCOUNTS];
     for (let s = 0; s < lagSeconds; s++) {
       const tick = Date.now();
       for (let i = 0; i < 20; i++)

@@ -23,6 +23,7 @@ import { RLP } from '@ethereumjs/rlp';
 import { createMPT } from '@ethereumjs/mpt';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { cancunGenesis } from '@chainnode/testkit';
 import { Rng, keccak256 } from './synth.js';
 
 export const MNEMONIC = 'test test test test test test test test test test test junk';
@@ -253,35 +254,12 @@ async function txRoot(raws: Uint8Array[]): Promise<string> {
 }
 
 export function scaledGenesis(senders: string[]): Record<string, unknown> {
-  return {
-    config: {
-      chainId: CHAIN_ID,
-      homesteadBlock: 0,
-      eip150Block: 0,
-      eip155Block: 0,
-      eip158Block: 0,
-      byzantiumBlock: 0,
-      constantinopleBlock: 0,
-      petersburgBlock: 0,
-      istanbulBlock: 0,
-      berlinBlock: 0,
-      londonBlock: 0,
-      mergeNetsplitBlock: 0,
-      terminalTotalDifficulty: 0,
-      terminalTotalDifficultyPassed: true,
-      shanghaiTime: 0,
-      cancunTime: 0,
-    },
-    nonce: '0x0',
+  return cancunGenesis({
+    accounts: senders,
+    balance: `0x${BALANCE.toString(16)}`,
+    chainId: CHAIN_ID,
     timestamp: `0x${T0.toString(16)}`,
-    extraData: '0x',
-    gasLimit: '0x1c9c380',
-    difficulty: '0x0',
-    mixHash: `0x${'00'.repeat(32)}`,
-    coinbase: `0x${'00'.repeat(20)}`,
-    baseFeePerGas: '0x3b9aca00',
-    alloc: Object.fromEntries(senders.map((a) => [a.slice(2).toLowerCase(), { balance: `0x${BALANCE.toString(16)}` }])),
-  };
+  });
 }
 
 /** The anvil flags that make its genesis state equal the genesis file's alloc. */

@@ -25,7 +25,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { groupCpuMs, onExit, runChild, spawnChild, stopChild, waitRpc } from './children.js';
 import { DIGEST, digest } from './load.js';
 import { rawLoadVariedThread, rawOnceThread } from './load-thread.js';
@@ -33,6 +32,7 @@ import type { OnceResult, VariedResult } from './load.js';
 import { prepareFixtures } from './varied-fixtures.js';
 import { prepareScaled } from './varied-scaled.js';
 import type { Call, ChainUnderTest, Reply, ServerName } from './varied-mix.js';
+import { freePort } from '@chainnode/testkit';
 
 export interface VariedOptions {
   root: string;
@@ -58,17 +58,6 @@ export interface VariedOptions {
   noAnvil?: boolean;
   /** Extra args for `serve`. */
   serveArgs?: string[];
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
-    s.on('error', rej);
-  });
 }
 
 interface Target {

@@ -5,46 +5,14 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { repoRoot } from '@chainnode/testkit';
+import { ANVIL_DEV_ACCOUNTS, cancunGenesis, freePort, repoRoot } from '@chainnode/testkit';
 
-export const DEV = [
-  '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266',
-  '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
-  '0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc',
-  '0x90f79bf6eb2c4f870365e785982e1f101e93b906',
-];
+export { freePort };
 
-export const GENESIS = {
-  config: {
-    chainId: 31337,
-    homesteadBlock: 0,
-    eip150Block: 0,
-    eip155Block: 0,
-    eip158Block: 0,
-    byzantiumBlock: 0,
-    constantinopleBlock: 0,
-    petersburgBlock: 0,
-    istanbulBlock: 0,
-    berlinBlock: 0,
-    londonBlock: 0,
-    mergeNetsplitBlock: 0,
-    terminalTotalDifficulty: 0,
-    terminalTotalDifficultyPassed: true,
-    shanghaiTime: 0,
-    cancunTime: 0,
-  },
-  nonce: '0x0',
-  timestamp: '0x0',
-  extraData: '0x',
-  gasLimit: '0x1c9c380',
-  difficulty: '0x0',
-  mixHash: `0x${'00'.repeat(32)}`,
-  coinbase: `0x${'00'.repeat(20)}`,
-  baseFeePerGas: '0x3b9aca00',
-  alloc: Object.fromEntries(DEV.map((a) => [a.slice(2), { balance: '0x21e19e0c9bab2400000' }])),
-};
+export const DEV: readonly string[] = ANVIL_DEV_ACCOUNTS;
+
+export const GENESIS = cancunGenesis({ accounts: DEV, balance: '0x21e19e0c9bab2400000' });
 
 /**
  * Runtime: with calldata, LOG2(data = calldata, topics = [calldata[0..32], caller]) and
@@ -59,18 +27,6 @@ export const LOGGER_INIT = `0x601f600c600039601f6000f3${RUNTIME}`;
  * stops there with a stateRoot mismatch (tested as the verification-failure case).
  */
 export const REVERTING_INIT = '0x60006000fd';
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a !== null ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export interface Envelope {
   id?: unknown;

@@ -7,56 +7,17 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { repoRoot, tempDir } from '@chainnode/testkit';
+import { freePort, repoRoot, tempDir } from '@chainnode/testkit';
 import { Contract, WebSocketProvider, id as keccakText } from 'ethers';
 import type { ContractEventPayload } from 'ethers';
 import { createPublicClient, parseAbi, webSocket } from 'viem';
 import type { Log } from 'viem';
+import { DEV, GENESIS, LOGGER_INIT } from './anvil-upstream.js';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 import { sleep, WsClient } from './subs-helpers.js';
 
-// A Cancun genesis funding exactly anvil's 4 dev accounts (anvil's state then equals the alloc;
-// ../shared/research/follow.md), as the follow tests use it.
-const DEV = [
-  '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266',
-  '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
-  '0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc',
-  '0x90f79bf6eb2c4f870365e785982e1f101e93b906',
-];
-const GENESIS = {
-  config: {
-    chainId: 31337,
-    homesteadBlock: 0,
-    eip150Block: 0,
-    eip155Block: 0,
-    eip158Block: 0,
-    byzantiumBlock: 0,
-    constantinopleBlock: 0,
-    petersburgBlock: 0,
-    istanbulBlock: 0,
-    berlinBlock: 0,
-    londonBlock: 0,
-    mergeNetsplitBlock: 0,
-    terminalTotalDifficulty: 0,
-    terminalTotalDifficultyPassed: true,
-    shanghaiTime: 0,
-    cancunTime: 0,
-  },
-  nonce: '0x0',
-  timestamp: '0x0',
-  extraData: '0x',
-  gasLimit: '0x1c9c380',
-  difficulty: '0x0',
-  mixHash: `0x${'00'.repeat(32)}`,
-  coinbase: `0x${'00'.repeat(20)}`,
-  baseFeePerGas: '0x3b9aca00',
-  alloc: Object.fromEntries(DEV.map((a) => [a.slice(2), { balance: '0x21e19e0c9bab2400000' }])),
-};
-// Runtime: with calldata, LOG2(data = calldata, topics = [calldata[0..32], caller]); without, REVERT.
-const LOGGER_INIT = '0x601f600c600039601f6000f3361560195736600060003733600035366000a23360003555005b60006000fd';
 // Calldata = topic0 (the event's signature hash) + a payload word: the log then ABI-decodes as
 // `event Ping(address indexed caller, bytes32 sig, uint256 n)`.
 const ABI = ['event Ping(address indexed caller, bytes32 sig, uint256 n)'];
@@ -80,17 +41,6 @@ async function rpcResult<T = unknown>(url: string, method: string, params: unkno
   const body = (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
   if (body.error !== undefined) throw new Error(`${method}: ${body.error.code} ${body.error.message}`);
   return body.result as T;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a !== null ? a.port : 0));
-    });
-  });
 }
 
 let temp: { dir: string; cleanup: () => Promise<void> };

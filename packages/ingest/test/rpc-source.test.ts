@@ -7,29 +7,13 @@ import type { Server } from 'node:http';
 import { createBlockHeaderFromRPC } from '@ethereumjs/block';
 import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import { bytesToHex } from '@ethereumjs/util';
+import { cancunConfig } from '@chainnode/testkit';
 import { BlockVerificationError, RpcBlockSource, UpstreamError, createRpcClient } from '../src/index.js';
 
 // A chain with every fork through Cancun at genesis.
 const common = createCommonFromGethGenesis(
   {
-    config: {
-      chainId: 31337,
-      homesteadBlock: 0,
-      eip150Block: 0,
-      eip155Block: 0,
-      eip158Block: 0,
-      byzantiumBlock: 0,
-      constantinopleBlock: 0,
-      petersburgBlock: 0,
-      istanbulBlock: 0,
-      berlinBlock: 0,
-      londonBlock: 0,
-      mergeNetsplitBlock: 0,
-      terminalTotalDifficulty: 0,
-      terminalTotalDifficultyPassed: true,
-      shanghaiTime: 0,
-      cancunTime: 0,
-    },
+    config: cancunConfig(),
     gasLimit: '0x1c9c380',
     difficulty: '0x0',
     nonce: '0x0',

@@ -139,3 +139,4 @@ export { NO_REDIS, freePort, redisServerPath, startRedis } from './redis.js';
 export type { RedisProcess } from './redis.js';
 export { rawWebSocket, readUntilClose, textFrame } from './raw-ws.js';
 export { Sfc32 } from './sfc32.js';
+export { ANVIL_DEV_ACCOUNTS, cancunConfig, cancunGenesis } from './anvil-genesis.js';
