@@ -185,6 +185,7 @@ export function methodsReference(): string {
       .map((t) => TRANSPORT_NAMES[t])
       .join(', '),
     cell(METHODS[name].params),
+    cell(METHODS[name].errors ?? '—'),
   ]);
   const events = (Object.keys(EVENT_CREDITS) as (keyof typeof EVENT_CREDITS)[]).map((kind) => [
     code(kind),
@@ -193,7 +194,8 @@ export function methodsReference(): string {
   ]);
   return page('the rpc method table (`METHODS`, packages/rpc/src/table.ts) and `EVENT_CREDITS`', 'JSON-RPC methods', [
     `Every method the node answers, in the method table's order, with the credits one call costs. HTTP: ${code('POST /v3/<API_KEY>')}; WebSocket: ${code('/ws/v3/<API_KEY>')}.`,
-    table(['Method', 'Credits', 'Transports', 'Params'], rows),
+    table(['Method', 'Credits', 'Transports', 'Params', 'Errors'], rows),
+    `Every method answers -32602 for invalid params (naming the argument), and a store that cannot be read gives -32603; the Errors column lists each method's own errors.`,
     `A call that fails because of the request (invalid params, unknown method, a body that is not JSON, …) costs ${REQUEST_ERROR_CREDITS} credits, never more than its method; a call refused by a limit or failing on the server's side costs nothing. Each call of a batch is charged on its own.`,
     '## Subscription events',
     `Notifications of ${code('eth_subscribe')} are charged per event, on top of the subscribe call:`,

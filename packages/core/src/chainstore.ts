@@ -1,5 +1,6 @@
 import type {
   AccountProofRecord,
+  AccountRecord,
   BlockRecord,
   Bytes,
   HeaderRecord,
@@ -7,6 +8,8 @@ import type {
   LogQueryOptions,
   LogQueryResult,
   LogTextQueryResult,
+  ReceiptRecord,
+  SyncStateReader,
   TxWithLocation,
   UncleRecord,
 } from './types.js';
@@ -22,6 +25,11 @@ export interface ChainInfo {
   /** Network id for net_version; geth exports carry none, so it equals chainId. */
   networkId: bigint;
   genesisHash: Bytes;
+  /**
+   * The geth genesis.json the chain started from (its `config` holds the fork schedule), as
+   * stored at import; at least `{ config }`. What an EVM needs to pick rules per block.
+   */
+  genesis?: unknown;
 }
 
 /** A JSON text ready to be spliced into an answer (exactly what the formatter would write), as its ASCII bytes. */
@@ -69,6 +77,17 @@ export interface ChainStore {
    * undefined, and the caller formats logs()). Undefined also for queries it leaves to logs().
    */
   logsText?(query: LogQuery, options: LogQueryOptions): Promise<LogTextQueryResult | undefined>;
+  /**
+   * The receipts of the canonical block `blockHash`, in transaction order, each with its logs;
+   * undefined when the block is not canonical.
+   */
+  receipts(blockHash: Bytes): Promise<ReceiptRecord[] | undefined>;
+  /** The account `address` in the state `stateRoot`; null when absent. */
+  account(stateRoot: Bytes, address: Bytes): Promise<AccountRecord | null>;
+  /** Code by its keccak (empty for the empty code hash); undefined when the store has none. */
+  code(codeHash: Bytes): Promise<Bytes | undefined>;
+  /** Synchronous state reads through the same caches (for an EVM's state manager). */
+  stateReader(): SyncStateReader;
   /** Storage slot (32-byte key) of `address` in the state whose root is `stateRoot`; zero if absent. */
   storageAt(stateRoot: Bytes, address: Bytes, slot: Bytes): Promise<Bytes>;
   /** EIP-1186 proof from the trie nodes of the state `stateRoot`. */

@@ -164,6 +164,44 @@ export type LogTextQueryResult =
   | { kind: 'ok'; ascii: AsciiChunk[]; count: number }
   | { kind: 'too-many'; lastFittingBlock: bigint };
 
+/**
+ * A transaction's receipt as stored (consensus fields) with its logs: what the receipt answers
+ * derive everything else from (gas used from the cumulative gas, contract address, blob gas).
+ */
+export interface ReceiptRecord {
+  type: number;
+  /** Post-Byzantium status (1 byte: 0 or 1, or empty for 0), or the 32-byte post-state root before it. */
+  statusOrState: Bytes;
+  cumulativeGasUsed: bigint;
+  /** The transaction's logs, in order, with their block-wide log index. */
+  logs: LogRecord[];
+  /** OP-stack deposit receipts (type 0x7e), when the store holds them. */
+  depositNonce?: bigint;
+  depositReceiptVersion?: bigint;
+}
+
+/** An account of a state (absent accounts are null where this is returned). */
+export interface AccountRecord {
+  nonce: bigint;
+  balance: bigint;
+  codeHash: Bytes;
+  storageRoot: Bytes;
+}
+
+/**
+ * Synchronous state reads for an EVM (the execution module's state manager): the store's trie
+ * walk over its node cache, one synchronous LevelDB get per node not cached. Everything returned
+ * is the caller's own copy.
+ */
+export interface SyncStateReader {
+  /** The account `address` in the state `stateRoot`; null when absent. */
+  account(stateRoot: Bytes, address: Bytes): AccountRecord | null;
+  /** The 32-byte word at `slot` (32 bytes) of the storage trie `storageRoot`; zeros when absent. */
+  storage(storageRoot: Bytes, slot: Bytes): Bytes;
+  /** The code whose keccak is `codeHash` (empty for the empty code hash); undefined when missing. */
+  code(codeHash: Bytes): Bytes | undefined;
+}
+
 export interface StorageProofRecord {
   key: Bytes; // the 32-byte slot as requested (left-padded)
   value: bigint;

@@ -11,6 +11,11 @@ export interface MethodDef<P, R> {
   /** The params in one line, for the generated reference (docs/reference/methods.md). */
   readonly params: string;
   /**
+   * The method's own errors in one line (code and geth's message), for the generated reference;
+   * -32602 for invalid params and the envelope's errors apply to every method and are not repeated.
+   */
+  readonly errors?: string;
+  /**
    * The transports on which a call can succeed; absent: both. A method limited to 'ws' needs a
    * connection that carries notifications: elsewhere its handler answers with an error.
    */

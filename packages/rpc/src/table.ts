@@ -35,6 +35,37 @@ import type { SubscribeParams } from './methods/eth_subscribe.js';
 import { eth_unsubscribe } from './methods/eth_unsubscribe.js';
 import { net_version } from './methods/net_version.js';
 import { web3_clientVersion } from './methods/web3_clientVersion.js';
+import { eth_getTransactionReceipt } from './methods/eth_getTransactionReceipt.js';
+import type { GetTransactionReceiptParams } from './methods/eth_getTransactionReceipt.js';
+import { eth_getBlockReceipts } from './methods/eth_getBlockReceipts.js';
+import type { GetBlockReceiptsParams } from './methods/eth_getBlockReceipts.js';
+import { eth_getBlockTransactionCountByHash } from './methods/eth_getBlockTransactionCountByHash.js';
+import { eth_getBlockTransactionCountByNumber } from './methods/eth_getBlockTransactionCountByNumber.js';
+import { eth_getTransactionByBlockHashAndIndex } from './methods/eth_getTransactionByBlockHashAndIndex.js';
+import type { TxByBlockHashParams } from './methods/eth_getTransactionByBlockHashAndIndex.js';
+import { eth_getTransactionByBlockNumberAndIndex } from './methods/eth_getTransactionByBlockNumberAndIndex.js';
+import type { TxByBlockNumberParams } from './methods/eth_getTransactionByBlockNumberAndIndex.js';
+import { eth_getUncleCountByBlockHash } from './methods/eth_getUncleCountByBlockHash.js';
+import { eth_getUncleCountByBlockNumber } from './methods/eth_getUncleCountByBlockNumber.js';
+import { eth_getBalance } from './methods/eth_getBalance.js';
+import type { AccountParams } from './methods/eth_getBalance.js';
+import { eth_getCode } from './methods/eth_getCode.js';
+import type { StateParams } from './methods/eth_getCode.js';
+import { eth_getTransactionCount } from './methods/eth_getTransactionCount.js';
+import { eth_getStorageValues } from './methods/eth_getStorageValues.js';
+import type { GetStorageValuesParams } from './methods/eth_getStorageValues.js';
+import { eth_feeHistory } from './methods/eth_feeHistory.js';
+import type { FeeHistoryParams } from './methods/eth_feeHistory.js';
+import type { JsonFeeHistory } from './methods/eth_feeHistory.js';
+import { eth_gasPrice } from './methods/eth_gasPrice.js';
+import { eth_maxPriorityFeePerGas } from './methods/eth_maxPriorityFeePerGas.js';
+import { eth_blobBaseFee } from './methods/eth_blobBaseFee.js';
+import { eth_syncing } from './methods/eth_syncing.js';
+import { eth_config } from './methods/eth_config.js';
+import type { JsonChainConfig } from './methods/eth_config.js';
+import { net_listening } from './methods/net_listening.js';
+import type { JsonReceipt } from './formatters/receipt.js';
+import type { BlockSelector } from './params.js';
 
 /** Decoded params and result type of every method. */
 export interface RpcSchema {
@@ -52,6 +83,25 @@ export interface RpcSchema {
   web3_clientVersion: { params: void; result: string };
   eth_subscribe: { params: SubscribeParams; result: Hex };
   eth_unsubscribe: { params: string; result: boolean };
+  eth_getTransactionReceipt: { params: GetTransactionReceiptParams; result: JsonReceipt | null };
+  eth_getBlockReceipts: { params: GetBlockReceiptsParams; result: JsonReceipt[] | null };
+  eth_getBlockTransactionCountByHash: { params: BlockSelector; result: Hex | null };
+  eth_getBlockTransactionCountByNumber: { params: BlockSelector; result: Hex | null };
+  eth_getTransactionByBlockHashAndIndex: { params: TxByBlockHashParams; result: JsonTransaction | null };
+  eth_getTransactionByBlockNumberAndIndex: { params: TxByBlockNumberParams; result: JsonTransaction | null };
+  eth_getUncleCountByBlockHash: { params: BlockSelector; result: Hex | null };
+  eth_getUncleCountByBlockNumber: { params: BlockSelector; result: Hex | null };
+  eth_getBalance: { params: AccountParams; result: Hex };
+  eth_getCode: { params: StateParams; result: Hex };
+  eth_getTransactionCount: { params: StateParams; result: Hex };
+  eth_getStorageValues: { params: GetStorageValuesParams; result: Record<Hex, Hex[]> };
+  eth_feeHistory: { params: FeeHistoryParams; result: JsonFeeHistory };
+  eth_gasPrice: { params: void; result: Hex };
+  eth_maxPriorityFeePerGas: { params: void; result: Hex };
+  eth_blobBaseFee: { params: void; result: Hex | null };
+  eth_syncing: { params: void; result: false };
+  eth_config: { params: void; result: JsonChainConfig };
+  net_listening: { params: void; result: boolean };
 }
 
 export type MethodName = keyof RpcSchema;
@@ -75,6 +125,25 @@ export const METHODS: MethodTable = {
   web3_clientVersion,
   eth_subscribe,
   eth_unsubscribe,
+  eth_getTransactionReceipt,
+  eth_getBlockReceipts,
+  eth_getBlockTransactionCountByHash,
+  eth_getBlockTransactionCountByNumber,
+  eth_getTransactionByBlockHashAndIndex,
+  eth_getTransactionByBlockNumberAndIndex,
+  eth_getUncleCountByBlockHash,
+  eth_getUncleCountByBlockNumber,
+  eth_getBalance,
+  eth_getCode,
+  eth_getTransactionCount,
+  eth_getStorageValues,
+  eth_feeHistory,
+  eth_gasPrice,
+  eth_maxPriorityFeePerGas,
+  eth_blobBaseFee,
+  eth_syncing,
+  eth_config,
+  net_listening,
 };
 
 export function isMethodName(name: string): name is MethodName {

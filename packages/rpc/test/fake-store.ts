@@ -3,6 +3,9 @@
 // semantics the real store must match.
 import { bigIntToFixed, bytesEqual, LimitExceededError } from '@chainnode/core';
 import type {
+  AccountRecord,
+  ReceiptRecord,
+  SyncStateReader,
   AccountProofRecord,
   BlockRecord,
   Bytes,
@@ -261,6 +264,29 @@ export class FakeStore implements ChainStore {
       storageHash: stateRoot,
       accountProof: [new Uint8Array([0xc0])],
       storageProof: slots.map((key) => ({ key, value: BigInt(key[31]!), proof: [] })),
+    };
+  }
+  async receipts(blockHash: Bytes): Promise<ReceiptRecord[] | undefined> {
+    const b = await this.block(blockHash);
+    if (b === undefined) return undefined;
+    return b.transactions.map((_, i) => ({
+      type: b.transactions[i]!.type,
+      statusOrState: new Uint8Array([1]),
+      cumulativeGasUsed: 21_000n * BigInt(i + 1),
+      logs: logs.filter((l) => bytesEqual(l.blockHash, blockHash) && l.transactionIndex === i),
+    }));
+  }
+  async account(_stateRoot: Bytes, _address: Bytes): Promise<AccountRecord | null> {
+    return null;
+  }
+  async code(_codeHash: Bytes): Promise<Bytes | undefined> {
+    return new Uint8Array();
+  }
+  stateReader(): SyncStateReader {
+    return {
+      account: () => null,
+      storage: () => new Uint8Array(32),
+      code: () => new Uint8Array(),
     };
   }
   async close(): Promise<void> {}

@@ -24,6 +24,20 @@ export function outageStore(inner: ChainStore): ChainStore {
     logs: fail,
     storageAt: fail,
     proof: fail,
+    receipts: fail,
+    account: fail,
+    code: fail,
+    stateReader: () => ({
+      account: () => {
+        throw new StoreUnavailableError('store unavailable (injected fault: store-outage)');
+      },
+      storage: () => {
+        throw new StoreUnavailableError('store unavailable (injected fault: store-outage)');
+      },
+      code: () => {
+        throw new StoreUnavailableError('store unavailable (injected fault: store-outage)');
+      },
+    }),
     close: () => inner.close(),
   };
 }

@@ -84,6 +84,10 @@ export function fakeStore(count = 10, delayMs = 0): ChainStore & { closed: boole
     proof: async () => {
       throw new Error('not in the fake');
     },
+    receipts: async () => undefined,
+    account: async () => null,
+    code: async () => new Uint8Array(),
+    stateReader: () => ({ account: () => null, storage: () => new Uint8Array(32), code: () => new Uint8Array() }),
     close: async () => {
       s.closed = true;
     },

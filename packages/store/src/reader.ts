@@ -28,6 +28,7 @@ import {
 } from '@chainnode/core';
 import type {
   AccountProofRecord,
+  AccountRecord,
   BlockRecord,
   Bytes,
   ChainCommit,
@@ -39,8 +40,11 @@ import type {
   LogQueryOptions,
   LogQueryResult,
   LogTextQueryResult,
+  LogRecord,
   ReadyJson,
+  ReceiptRecord,
   StorageProofRecord,
+  SyncStateReader,
   TxRecord,
   TxWithLocation,
   UncleRecord,
@@ -126,6 +130,10 @@ export class LevelChainStore implements ChainStore {
   private readonly txRows = new HashCache<{ head: HeaderTxFields; body: Uint8Array; senders: Uint8Array }>(64);
   /** Hashes-only block answers (about 1.5 KB each): what readyBlockJson hands out. */
   private readonly readyJson = new HashCache<ReadyJson>(4096);
+  /** Receipts with their logs by block hash (rows keyed by hash never change; dropped on reorg). */
+  private readonly receiptCache = new HashCache<ReceiptRecord[]>(1024);
+  /** Contract code by code hash (content-addressed): 4,096 codes. */
+  private readonly codes = new HashCache<Uint8Array>(4096);
   /**
    * Cache misses in progress, one load per key however many callers wait (single-flight). Loads
    * that are wholly synchronous (canonical numbers, accounts, storage slots: the cold path) need none.
@@ -175,10 +183,13 @@ export class LevelChainStore implements ChainStore {
       const parsed = JSON.parse(new TextDecoder().decode(config)) as { chainId?: number | string };
       if (parsed.chainId === undefined) throw new Error(`datadir ${datadir}: stored chain config has no chainId`);
       const chainId = BigInt(parsed.chainId);
+      const genesisRaw = await tables.meta.get(db, MetaKey.GenesisJson);
+      const genesis: unknown =
+        genesisRaw === undefined ? { config: parsed } : JSON.parse(new TextDecoder().decode(genesisRaw));
       return new LevelChainStore(
         db,
         datadir,
-        { chainId, networkId: chainId, genesisHash },
+        { chainId, networkId: chainId, genesisHash, genesis },
         options.nodeCacheBytes ?? NODE_CACHE_BYTES,
       );
     } catch (err) {
@@ -528,6 +539,7 @@ export class LevelChainStore implements ChainStore {
       this.headers.delete(byteKey(b.hash));
       this.stateRoots.delete(b.hash);
       this.txRows.delete(b.hash);
+      this.receiptCache.delete(b.hash);
     }
     for (const b of commit.added) numbers.push(b.number);
     for (const n of numbers) this.canonicalCache.delete(n);
@@ -573,7 +585,7 @@ export class LevelChainStore implements ChainStore {
   }
 
   /** The account `address` in the state `stateRoot` (null when absent), cached by both. */
-  private async account(stateRoot: Uint8Array, address: Uint8Array): Promise<AccountView | null> {
+  private accountView(stateRoot: Uint8Array, address: Uint8Array): AccountView | null {
     const hit = this.accounts.get(stateRoot, address);
     if (hit !== undefined) return hit;
     // trie-read.ts walks the trie with synchronous reads: the account is loaded and cached before
@@ -590,9 +602,138 @@ export class LevelChainStore implements ChainStore {
     return view;
   }
 
+  // --- receipts -------------------------------------------------------------------------------
+
+  receipts(blockHash: Bytes): Promise<ReceiptRecord[] | undefined> {
+    return this.hit(this.receiptCache.get(blockHash)) ?? this.guard('receipts', () => this.loadReceipts(blockHash));
+  }
+
+  /**
+   * The Receipts row of a canonical block, and its logs (BlockLogs gives the block's log id range,
+   * each Logs row is one synchronous read) grouped by transaction: wholly synchronous after the
+   * canonical check, so concurrent misses share the first load.
+   */
+  private async loadReceipts(blockHash: Uint8Array): Promise<ReceiptRecord[] | undefined> {
+    const gen = this.gen;
+    const number = await this.canonicalNumber(blockHash);
+    if (number === undefined) return undefined;
+    const hit = this.receiptCache.get(blockHash);
+    if (hit !== undefined) return hit;
+    const rows = tables.receipts.getSync(this.db, blockHash);
+    const headRaw = tables.headers.getSync(this.db, blockHash);
+    if (rows === undefined || headRaw === undefined) throw new Error(`block ${number}: receipts rows missing`);
+    const receipts: ReceiptRecord[] = rows.map((r) => {
+      const out: ReceiptRecord = {
+        type: r.type,
+        statusOrState: r.statusOrState,
+        cumulativeGasUsed: r.cumulativeGasUsed,
+        logs: [],
+      };
+      const extra = r as { depositNonce?: bigint; depositReceiptVersion?: bigint };
+      if (extra.depositNonce !== undefined) out.depositNonce = extra.depositNonce;
+      if (extra.depositReceiptVersion !== undefined) out.depositReceiptVersion = extra.depositReceiptVersion;
+      return out;
+    });
+    const range = tables.blockLogs.getSync(this.db, number);
+    if (range !== undefined && range.count > 0) {
+      // BlockTxHashes is keyed by number: read it only while the number is still this block's.
+      const txHashes = tables.blockTxHashes.getSync(this.db, number);
+      const now = tables.canonical.getSync(this.db, number);
+      if (txHashes === undefined || now === undefined || !bytesEqual(now, blockHash))
+        throw new Error(`block ${number}: tx hashes missing`);
+      const timestamp = headerTxFields(headRaw).timestamp;
+      for (let id = range.firstLogId; id < range.firstLogId + BigInt(range.count); id++) {
+        const log = tables.logs.getSync(this.db, id);
+        if (log === undefined) throw new Error(`log ${id} of block ${number} missing`);
+        const receipt = receipts[log.txIndex];
+        const txHash = txHashes[log.txIndex];
+        if (receipt === undefined || txHash === undefined)
+          throw new Error(`block ${number}: log of unknown tx ${log.txIndex}`);
+        const record: LogRecord = {
+          address: log.address,
+          topics: log.topics,
+          data: log.data,
+          blockNumber: number,
+          blockHash: blockHash.slice(),
+          blockTimestamp: timestamp,
+          transactionHash: txHash.slice(),
+          transactionIndex: log.txIndex,
+          logIndex: log.logIndex,
+        };
+        receipt.logs.push(record);
+      }
+    }
+    if (gen === this.gen) this.receiptCache.set(blockHash, receipts);
+    return receipts;
+  }
+
+  // --- state reads for accounts, code and an EVM ------------------------------------------------
+
+  async account(stateRoot: Bytes, address: Bytes): Promise<AccountRecord | null> {
+    return this.guard('account', async () => this.accountSync(stateRoot, address));
+  }
+
+  private accountSync(stateRoot: Uint8Array, address: Uint8Array): AccountRecord | null {
+    const v = this.accountView(stateRoot, address);
+    return v === null
+      ? null
+      : { nonce: v.nonce, balance: v.balance, codeHash: v.codeHash.slice(), storageRoot: v.storageRoot.slice() };
+  }
+
+  code(codeHash: Bytes): Promise<Bytes | undefined> {
+    return this.guard('code', async () => this.codeSync(codeHash));
+  }
+
+  /** Code rows are keyed 'c' ++ codeHash (the state manager's prefixed code keys, schema.ts). */
+  private codeSync(codeHash: Uint8Array): Uint8Array | undefined {
+    if (bytesEqual(codeHash, KECCAK256_NULL)) return new Uint8Array();
+    let code = this.codes.get(codeHash);
+    if (code === undefined) {
+      const key = new Uint8Array(33);
+      key[0] = 0x63;
+      key.set(codeHash, 1);
+      code = tables.trieNodes.getSync(this.db, key);
+      if (code === undefined) return undefined;
+      this.codes.set(codeHash, code);
+    }
+    return code.slice();
+  }
+
+  private storageSync(storageRoot: Uint8Array, slot: Uint8Array): Uint8Array {
+    if (bytesEqual(storageRoot, KECCAK256_RLP)) return new Uint8Array(32);
+    const word = setLengthLeft(slot, 32);
+    let value = this.slots.get(storageRoot, word);
+    if (value === undefined) {
+      const v = this.trieLookup(storageRoot, keccak256(word));
+      value = v === null ? ZERO_WORD : word32(rlpString(v));
+      this.slots.set(storageRoot, word, value);
+    }
+    return value.slice();
+  }
+
+  private readonly syncReader: SyncStateReader = {
+    account: (stateRoot, address) => this.openSync('account', () => this.accountSync(stateRoot, address)),
+    storage: (storageRoot, slot) => this.openSync('storage', () => this.storageSync(storageRoot, slot)),
+    code: (codeHash) => this.openSync('code', () => this.codeSync(codeHash)),
+  };
+
+  private openSync<T>(what: string, fn: () => T): T {
+    if (this.db.status !== 'open')
+      throw new StoreUnavailableError(`store unavailable: ${what}: database is ${this.db.status}`);
+    try {
+      return fn();
+    } catch (err) {
+      throw new StoreUnavailableError(`store unavailable: ${what} failed`, { cause: err });
+    }
+  }
+
+  stateReader(): SyncStateReader {
+    return this.syncReader;
+  }
+
   storageAt(stateRoot: Bytes, address: Bytes, slot: Bytes): Promise<Bytes> {
     return this.guard('storageAt', async () => {
-      const account = await this.account(stateRoot, address);
+      const account = this.accountView(stateRoot, address);
       if (account === null || bytesEqual(account.storageRoot, KECCAK256_RLP)) return new Uint8Array(32);
       const word = setLengthLeft(slot, 32);
       let value = this.slots.get(account.storageRoot, word);

@@ -22,6 +22,7 @@ export type LogFilter = {
 export const eth_getLogs: MethodDef<LogFilter, JsonLog[]> = {
   cost: 255,
   params: 'filter object: address (one or a list), topics, and fromBlock/toBlock or blockHash',
+  errors: '-32005 `query returned more than 10000 results` / `query timeout exceeded`; -32000 `unknown block`',
   decode: (params) => decodeArgs(params, 1, (arg) => decodeFilter(arg(0))),
   handle: getLogs,
   // Work grows with the range and the answer (up to 10,000 logs decoded and written as text):

@@ -22,6 +22,7 @@ export interface GetProofParams {
 export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
   cost: 150,
   params: 'address, storage keys (array), block (number, tag, hash or EIP-1898 object; default latest)',
+  errors: '-32000 `header not found`, `header for hash not found`',
   decode: (params) =>
     decodeArgs(
       params,

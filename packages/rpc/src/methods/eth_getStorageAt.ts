@@ -15,6 +15,7 @@ export const eth_getStorageAt: MethodDef<GetStorageAtParams, Hex> = {
   cost: 80,
   params:
     'address, position (hex quantity, up to 32 bytes), block (number, tag, hash or EIP-1898 object; default latest)',
+  errors: '-32000 `header not found` (number past the head), `header for hash not found`',
   decode: (params) =>
     decodeArgs(
       params,

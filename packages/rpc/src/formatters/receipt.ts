@@ -1,0 +1,101 @@
+// Receipt JSON exactly as geth's MarshalReceipt (internal/ethapi): the consensus fields the store
+// keeps (type, status or post-state root, cumulative gas) and what geth derives from them and the
+// block: gasUsed (cumulative minus the previous receipt's), effectiveGasPrice, contractAddress
+// (creations only), the receipt's own logs bloom, blob gas for type 3, and OP-stack deposit fields
+// when the store holds them.
+import { RLP } from '@ethereumjs/rlp';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { bytesToBigInt, toData, toQuantity } from '@chainnode/core';
+import type { HeaderRecord, Hex, LogRecord, ReceiptRecord, TxRecord } from '@chainnode/core';
+import { GAS_PER_BLOB } from '../chain/forks.js';
+import type { ForkSchedule } from '../chain/forks.js';
+import { formatLog } from './log.js';
+import type { JsonLog } from './log.js';
+import { effectiveGasPrice } from './transaction.js';
+
+export interface JsonReceipt {
+  blockHash: Hex;
+  blockNumber: Hex;
+  contractAddress: Hex | null;
+  cumulativeGasUsed: Hex;
+  effectiveGasPrice: Hex;
+  from: Hex;
+  gasUsed: Hex;
+  logs: JsonLog[];
+  logsBloom: Hex;
+  root?: Hex;
+  status?: Hex;
+  to: Hex | null;
+  transactionHash: Hex;
+  transactionIndex: Hex;
+  type: Hex;
+  blobGasUsed?: Hex;
+  blobGasPrice?: Hex;
+  depositNonce?: Hex;
+  depositReceiptVersion?: Hex;
+}
+
+/** The 2048-bit bloom of logs (Yellow Paper 4.3.1): three bits per address and per topic. */
+export function logsBloom(logs: readonly LogRecord[]): Uint8Array {
+  const bloom = new Uint8Array(256);
+  const add = (v: Uint8Array): void => {
+    const h = keccak256(v);
+    for (let i = 0; i < 6; i += 2) {
+      const bit = (((h[i] as number) << 8) | (h[i + 1] as number)) & 2047;
+      bloom[255 - (bit >> 3)] = (bloom[255 - (bit >> 3)] as number) | (1 << (bit & 7));
+    }
+  };
+  for (const l of logs) {
+    add(l.address);
+    for (const t of l.topics) add(t);
+  }
+  return bloom;
+}
+
+/** keccak(rlp([sender, nonce]))[12:]: the address a creation transaction deploys to. */
+export function createdAddress(from: Uint8Array, nonce: bigint): Uint8Array {
+  return keccak256(RLP.encode([from, nonce])).subarray(12);
+}
+
+export interface ReceiptContext {
+  header: HeaderRecord;
+  forks: ForkSchedule;
+}
+
+/** Receipt `index` of a block: needs the previous receipt's cumulative gas for gasUsed. */
+export function formatReceipt(
+  ctx: ReceiptContext,
+  tx: TxRecord,
+  index: number,
+  receipt: ReceiptRecord,
+  previous: ReceiptRecord | undefined,
+): JsonReceipt {
+  const h = ctx.header;
+  const price = tx.type >= 2 ? effectiveGasPrice(tx, h.baseFeePerGas) : (tx.gasPrice ?? 0n);
+  const out: JsonReceipt = {
+    blockHash: toData(h.hash),
+    blockNumber: toQuantity(h.number),
+    contractAddress: tx.to === null ? toData(createdAddress(tx.from, tx.nonce)) : null,
+    cumulativeGasUsed: toQuantity(receipt.cumulativeGasUsed),
+    effectiveGasPrice: toQuantity(price),
+    from: toData(tx.from),
+    gasUsed: toQuantity(receipt.cumulativeGasUsed - (previous?.cumulativeGasUsed ?? 0n)),
+    logs: receipt.logs.map(formatLog),
+    logsBloom: toData(logsBloom(receipt.logs)),
+    to: tx.to === null ? null : toData(tx.to),
+    transactionHash: toData(tx.hash),
+    transactionIndex: toQuantity(index),
+    type: toQuantity(tx.type),
+  };
+  // geth: a post-state root (pre-Byzantium) is "root", else "status".
+  if (receipt.statusOrState.length === 32) out.root = toData(receipt.statusOrState);
+  else out.status = toQuantity(bytesToBigInt(receipt.statusOrState));
+  if (tx.type === 3) {
+    out.blobGasUsed = toQuantity(BigInt(tx.blobVersionedHashes?.length ?? 0) * GAS_PER_BLOB);
+    out.blobGasPrice = toQuantity(ctx.forks.blobGasPrice(h) ?? 0n);
+  }
+  if (receipt.depositNonce !== undefined) out.depositNonce = toQuantity(receipt.depositNonce);
+  if (receipt.depositReceiptVersion !== undefined)
+    out.depositReceiptVersion = toQuantity(receipt.depositReceiptVersion);
+  return out;
+}

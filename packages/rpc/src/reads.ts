@@ -1,0 +1,66 @@
+// Shared lookups of the read methods (receipts, counts, state): block selectors to canonical
+// blocks, a block's receipts as geth's JSON, and an account at a selected state.
+import type { AccountRecord, BlockRecord, Bytes, TxRecord, TxWithLocation } from '@chainnode/core';
+import { forksOf } from './chain/forks.js';
+import { resolveBlockNumber, resolveStateRoot } from './context.js';
+import type { HandlerContext } from './context.js';
+import { formatReceipt } from './formatters/receipt.js';
+import type { JsonReceipt } from './formatters/receipt.js';
+import type { BlockNumberParam, BlockSelector } from './params.js';
+
+/** The canonical block a number, tag or hash selects; undefined when there is none. */
+export async function selectBlock(ctx: HandlerContext, sel: BlockSelector): Promise<BlockRecord | undefined> {
+  const hash = await selectBlockHash(ctx, sel);
+  return hash === undefined ? undefined : ctx.store.block(hash);
+}
+
+export async function selectBlockHash(ctx: HandlerContext, sel: BlockSelector): Promise<Bytes | undefined> {
+  if (sel.kind === 'hash') return (await ctx.store.blockNumber(sel.hash)) === undefined ? undefined : sel.hash;
+  return ctx.store.canonicalHash(await resolveBlockNumber(ctx, sel as BlockNumberParam));
+}
+
+/** The receipts of a canonical block as geth's JSON, in transaction order; undefined when unknown. */
+export async function blockReceipts(ctx: HandlerContext, block: BlockRecord): Promise<JsonReceipt[] | undefined> {
+  const receipts = await ctx.store.receipts(block.header.hash);
+  if (receipts === undefined) return undefined;
+  const txs = block.transactions;
+  if (receipts.length !== txs.length)
+    throw new Error(`block ${block.header.number}: ${receipts.length} receipts for ${txs.length} transactions`);
+  const rctx = { header: block.header, forks: forksOf(ctx.store.info()) };
+  return receipts.map((r, i) => formatReceipt(rctx, txs[i] as TxRecord, i, r, receipts[i - 1]));
+}
+
+/** The receipt of one located transaction; undefined when its block is no longer canonical. */
+export async function transactionReceipt(ctx: HandlerContext, loc: TxWithLocation): Promise<JsonReceipt | undefined> {
+  const [receipts, header] = await Promise.all([ctx.store.receipts(loc.blockHash), ctx.store.header(loc.blockHash)]);
+  if (receipts === undefined || header === undefined) return undefined;
+  const r = receipts[loc.transactionIndex];
+  if (r === undefined) throw new Error(`block ${loc.blockNumber}: no receipt for transaction ${loc.transactionIndex}`);
+  const rctx = { header, forks: forksOf(ctx.store.info()) };
+  return formatReceipt(rctx, loc.tx, loc.transactionIndex, r, receipts[loc.transactionIndex - 1]);
+}
+
+/** The account `address` at the selected state (geth's errors for unknown blocks); null when absent. */
+export async function accountAt(
+  ctx: HandlerContext,
+  address: Bytes,
+  sel: BlockSelector,
+): Promise<AccountRecord | null> {
+  const root = await resolveStateRoot(ctx, sel);
+  return ctx.store.account(root, address);
+}
+
+/** A transaction of a block with its location (what formatTransaction shows). */
+export function locate(block: BlockRecord, index: number): TxWithLocation | undefined {
+  const tx = block.transactions[index];
+  if (tx === undefined) return undefined;
+  const out: TxWithLocation = {
+    tx,
+    blockHash: block.header.hash,
+    blockNumber: block.header.number,
+    transactionIndex: index,
+    blockTimestamp: block.header.timestamp,
+  };
+  if (block.header.baseFeePerGas !== undefined) out.baseFeePerGas = block.header.baseFeePerGas;
+  return out;
+}
