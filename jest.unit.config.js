@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import base from './jest.config.js';
 
 const UNIT = {
+  'packages/core': ['deposit-tx'],
   'packages/store': ['db', 'keccak', 'logs', 'node-slab', 'rewind', 'schema', 'single-flight', 'trie-read'],
   'packages/rpc': [
     'envelope',

@@ -4,6 +4,7 @@
 // taken from elsewhere.
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { DEPOSIT_TX_TYPE, decodeDepositTx } from './deposit-tx.js';
 import { bytesToBigInt } from './hex.js';
 import type { AccessListEntry, AuthorizationRecord, HeaderRecord, TxRecord, WithdrawalRecord } from './types.js';
 
@@ -91,10 +92,12 @@ function toField(v: Nested | undefined): Uint8Array | null {
 }
 
 /**
- * A signed transaction from its canonical encoding (legacy: the RLP list; typed: type byte ++
- * RLP payload), minus the sender, which the caller supplies (recovered once at import).
+ * A transaction from its canonical encoding (legacy: the RLP list; typed: type byte ++ payload),
+ * minus the sender, which the caller supplies (recovered once at import). An OP-stack deposit
+ * (0x7e) carries its sender, which is used instead; a type byte not known here (0x05..0x7f but
+ * 0x7e) gives an opaque record. `hash`: the transaction's hash when the caller has it stored
+ * (else keccak of `raw` here).
  */
-/** `hash`: the transaction's hash when the caller has it stored (else keccak of `raw` here). */
 export function decodeTransaction(raw: Uint8Array, from: Uint8Array, hash: Uint8Array = keccak256(raw)): TxRecord {
   const first = raw[0];
   if (first === undefined) throw new RangeError('tx: empty encoding');
@@ -119,6 +122,28 @@ export function decodeTransaction(raw: Uint8Array, from: Uint8Array, hash: Uint8
     if (v >= 35n) tx.chainId = (v - 35n) / 2n;
     return tx;
   }
+  if (first === DEPOSIT_TX_TYPE) {
+    const d = decodeDepositTx(raw);
+    return {
+      type: first,
+      hash,
+      from: d.from,
+      nonce: 0n,
+      gas: d.gas,
+      to: d.to,
+      value: d.value,
+      input: d.data,
+      v: 0n,
+      r: 0n,
+      s: 0n,
+      gasPrice: 0n,
+      sourceHash: d.sourceHash,
+      mint: d.mint,
+      isSystemTx: d.isSystemTx,
+    };
+  }
+  if (first >= 0x80) throw new RangeError(`tx: 0x${first.toString(16)} is neither a type byte nor an RLP list`);
+  if (first > 4) return opaqueTx(first, hash, from);
   const f = asList(RLP.decode(raw.subarray(1)) as Nested, `type ${first} tx`);
   const common = {
     type: first,
@@ -167,6 +192,27 @@ export function decodeTransaction(raw: Uint8Array, from: Uint8Array, hash: Uint8
     default:
       throw new RangeError(`tx: unknown transaction type ${first}`);
   }
+}
+
+/**
+ * An EIP-2718 envelope of a type not known here (a chain's own system transactions, a later
+ * fork's): its payload is not read; it shows with its type, hash and sender only.
+ */
+function opaqueTx(type: number, hash: Uint8Array, from: Uint8Array): TxRecord {
+  return {
+    type,
+    hash,
+    from,
+    nonce: 0n,
+    gas: 0n,
+    to: null,
+    value: 0n,
+    input: new Uint8Array(0),
+    v: 0n,
+    r: 0n,
+    s: 0n,
+    opaque: true,
+  };
 }
 
 /** Withdrawals from their RLP list values ([index, validatorIndex, address, amount] each). */

@@ -9,3 +9,5 @@ export * from './block-json.js';
 export * from './log-json.js';
 export * from './ascii-chunks.js';
 export * from './atomic-file.js';
+export * from './deposit-tx.js';
+export * from './chain-family.js';

@@ -45,11 +45,17 @@ export interface AuthorizationRecord {
   s: bigint;
 }
 
-/** A signed transaction of any type (0 legacy, 1 EIP-2930, 2 EIP-1559, 3 EIP-4844, 4 EIP-7702). */
+/**
+ * A transaction of any type: signed (0 legacy, 1 EIP-2930, 2 EIP-1559, 3 EIP-4844, 4 EIP-7702),
+ * an OP-stack deposit (0x7e: no signature, v = r = s = 0, gasPrice 0, the deposit fields below),
+ * or a typed envelope of a type this code does not know (`opaque`: only type, hash and sender
+ * are known; the other fields are zero and mean nothing).
+ */
 export interface TxRecord {
   type: number;
   hash: Bytes;
-  from: Bytes; // recovered once at import, stored; never recovered at query time
+  from: Bytes; // recovered once at import, stored; never recovered at query time (deposits: in the tx)
+  /** Deposits: the receipt's depositNonce when the store has it (the encoding has none), else 0. */
   nonce: bigint;
   gas: bigint;
   to: Bytes | null; // null: contract creation
@@ -66,6 +72,12 @@ export interface TxRecord {
   maxFeePerBlobGas?: bigint; // type 3
   blobVersionedHashes?: Bytes[]; // type 3
   authorizationList?: AuthorizationRecord[]; // type 4
+  sourceHash?: Bytes; // type 0x7e
+  mint?: bigint; // type 0x7e (0: none; the encoding does not tell them apart)
+  isSystemTx?: boolean; // type 0x7e
+  depositReceiptVersion?: bigint; // type 0x7e, from its receipt (Canyon on)
+  /** A typed envelope of an unknown type: nothing but type, hash and sender is decoded. */
+  opaque?: true;
 }
 
 export interface WithdrawalRecord {

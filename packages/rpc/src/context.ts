@@ -4,7 +4,7 @@ import { ServerError } from '@chainnode/core';
 import type { AccountProofRecord, BlockRecord, Bytes, ChainStore, ReadyJson, TxWithLocation } from '@chainnode/core';
 import type { JsonBlock } from './formatters/block.js';
 import type { JsonAccountProof } from './formatters/proof.js';
-import type { JsonTransaction } from './formatters/transaction.js';
+import type { JsonAnyTransaction } from './formatters/transaction.js';
 import { FormatMemo } from './json-text.js';
 import type { RpcConfig } from './config.js';
 import type { BlockNumberParam, BlockSelector, BlockTag } from './params.js';
@@ -32,7 +32,7 @@ export interface FormatMemos {
   blocks: FormatMemo<BlockRecord, JsonBlock>;
   /** The store's ready-to-serve block answers (ChainStore.readyBlockJson). */
   ready: FormatMemo<ReadyJson, JsonBlock>;
-  transactions: FormatMemo<TxWithLocation, JsonTransaction>;
+  transactions: FormatMemo<TxWithLocation, JsonAnyTransaction>;
   proofs: FormatMemo<AccountProofRecord, JsonAccountProof>;
 }
 

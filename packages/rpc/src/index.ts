@@ -10,7 +10,13 @@ export { toErrorObject } from './errors.js';
 export type { JsonRpcErrorObject } from './errors.js';
 export type { JsonRpcResponse } from './envelope.js';
 export type { JsonBlock, JsonWithdrawal, JsonHeaderFields } from './formatters/block.js';
-export type { JsonTransaction, JsonAccessListEntry, JsonAuthorization } from './formatters/transaction.js';
+export type {
+  JsonTransaction,
+  JsonAnyTransaction,
+  JsonOpaqueTransaction,
+  JsonAccessListEntry,
+  JsonAuthorization,
+} from './formatters/transaction.js';
 export type { JsonLog } from './formatters/log.js';
 export type { JsonAccountProof, JsonStorageProof } from './formatters/proof.js';
 export { SubscriptionHub, DEFAULT_SUBSCRIPTION_LIMITS, EVENT_CREDITS, newSubscriptionId } from './subscriptions/hub.js';

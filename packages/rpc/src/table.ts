@@ -10,7 +10,7 @@ import type { Hex } from '@chainnode/core';
 import type { JsonBlock } from './formatters/block.js';
 import type { JsonLog } from './formatters/log.js';
 import type { JsonAccountProof } from './formatters/proof.js';
-import type { JsonTransaction } from './formatters/transaction.js';
+import type { JsonAnyTransaction } from './formatters/transaction.js';
 import type { MethodDef, Transport } from './method.js';
 import { eth_blockNumber } from './methods/eth_blockNumber.js';
 import { eth_chainId } from './methods/eth_chainId.js';
@@ -75,7 +75,7 @@ export interface RpcSchema {
   eth_getBlockByNumber: { params: GetBlockByNumberParams; result: JsonBlock | null };
   eth_getUncleByBlockHashAndIndex: { params: GetUncleByHashParams; result: JsonBlock | null };
   eth_getUncleByBlockNumberAndIndex: { params: GetUncleByNumberParams; result: JsonBlock | null };
-  eth_getTransactionByHash: { params: GetTransactionByHashParams; result: JsonTransaction | null };
+  eth_getTransactionByHash: { params: GetTransactionByHashParams; result: JsonAnyTransaction | null };
   eth_getProof: { params: GetProofParams; result: JsonAccountProof };
   eth_chainId: { params: void; result: Hex };
   net_version: { params: void; result: string };

@@ -2,7 +2,7 @@
 import { formatBlock, formatUncle } from '../src/formatters/block.js';
 import { formatLog } from '../src/formatters/log.js';
 import { formatProof, formatStorageKey } from '../src/formatters/proof.js';
-import { formatTransaction } from '../src/formatters/transaction.js';
+import { formatAnyTransaction, formatTransaction } from '../src/formatters/transaction.js';
 import { blobTx, blocks, dynamicTx, eip155Tx, filled, legacyTx, logs, setCodeTx, uncleHeader } from './fake-store.js';
 import type { TxRecord } from '@chainnode/core';
 
@@ -290,5 +290,74 @@ describe('proof formatter', () => {
         storageProof: [{ key: '0x0', value: '0x0', proof: [] }],
       }),
     );
+  });
+});
+
+describe('OP-stack deposits and unknown types', () => {
+  const deposit: TxRecord = {
+    type: 0x7e,
+    hash: Uint8Array.from(Buffer.from('07'.repeat(32), 'hex')),
+    from: Uint8Array.from(Buffer.from('de'.repeat(20), 'hex')),
+    nonce: 9n, // the receipt's depositNonce, as the store fills it in
+    gas: 1_000_000n,
+    to: Uint8Array.from(Buffer.from('42'.repeat(20), 'hex')),
+    value: 5n,
+    input: Uint8Array.of(0xab),
+    v: 0n,
+    r: 0n,
+    s: 0n,
+    gasPrice: 0n,
+    sourceHash: Uint8Array.from(Buffer.from('5c'.repeat(32), 'hex')),
+    mint: 0x100n,
+    isSystemTx: false,
+    depositReceiptVersion: 1n,
+  };
+
+  test("a deposit as op-geth's RPCTransaction: no signature or fee fields, deposit fields last", () => {
+    expect(JSON.stringify(formatTransaction(at(deposit, 2, 0)))).toBe(
+      JSON.stringify({
+        ...location2,
+        from: x(0xde, 20),
+        gas: '0xf4240',
+        gasPrice: '0x0',
+        hash: x(0x07, 32),
+        input: '0xab',
+        nonce: '0x9',
+        to: x(0x42, 20),
+        transactionIndex: '0x0',
+        value: '0x5',
+        type: '0x7e',
+        v: '0x0',
+        r: '0x0',
+        s: '0x0',
+        sourceHash: x(0x5c, 32),
+        mint: '0x100',
+        depositReceiptVersion: '0x1',
+      }),
+    );
+  });
+
+  test('a zero mint and a false system flag are left out, a true flag shown; no receipt version without one', () => {
+    const { depositReceiptVersion: _v, ...noVersion } = deposit;
+    const json = formatTransaction(at({ ...noVersion, mint: 0n, isSystemTx: true, to: null }, 2, 1));
+    expect(json.mint).toBeUndefined();
+    expect(json.isSystemTx).toBe(true);
+    expect(json.to).toBeNull();
+    expect(json.depositReceiptVersion).toBeUndefined();
+    expect(Object.keys(json).slice(-5)).toEqual(['v', 'r', 's', 'sourceHash', 'isSystemTx']);
+  });
+
+  test('an unknown type shows where it is, its type, hash and sender only', () => {
+    const opaque: TxRecord = { ...deposit, type: 0x64, opaque: true };
+    expect(JSON.stringify(formatAnyTransaction(at(opaque, 2, 3)))).toBe(
+      JSON.stringify({
+        ...location2,
+        from: x(0xde, 20),
+        hash: x(0x07, 32),
+        transactionIndex: '0x3',
+        type: '0x64',
+      }),
+    );
+    expect(() => formatTransaction(at(opaque, 2, 3))).toThrow('not known here');
   });
 });

@@ -15,6 +15,7 @@
 import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_NULL, KECCAK256_RLP, setLengthLeft } from '@ethereumjs/util';
 import {
+  DEPOSIT_TX_TYPE,
   RpcError,
   SingleFlight,
   StoreUnavailableError,
@@ -54,6 +55,7 @@ import type { Db } from './db.js';
 import { Lru } from './lru.js';
 import { LogQueries } from './logs.js';
 import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
+import type { StoredReceipt } from './schema.js';
 import { AddressHashes, keccak256 } from './keccak.js';
 import { cacheKeyOf, HashCache, PairCache } from './hash-cache.js';
 import { copyNodes, NodeSlab } from './node-slab.js';
@@ -84,6 +86,16 @@ function word32(b: Uint8Array): Uint8Array {
   const out = new Uint8Array(32);
   out.set(b, 32 - b.length);
   return out;
+}
+
+/**
+ * An OP-stack deposit's encoding has no nonce: op-geth's answers show its receipt's depositNonce
+ * (and depositReceiptVersion) instead, when the receipt has them.
+ */
+function withDepositReceipt(tx: TxRecord, receipt: StoredReceipt | undefined): void {
+  if (tx.type !== DEPOSIT_TX_TYPE || receipt === undefined) return;
+  if (receipt.depositNonce !== undefined) tx.nonce = receipt.depositNonce;
+  if (receipt.depositReceiptVersion !== undefined) tx.depositReceiptVersion = receipt.depositReceiptVersion;
 }
 
 export class LevelChainStore implements ChainStore {
@@ -388,10 +400,20 @@ export class LevelChainStore implements ChainStore {
     } as BlockRecord;
     Object.defineProperty(record, 'transactions', {
       enumerable: true,
-      get: (): TxRecord[] =>
-        (txs ??= body.transactions.map((raw, i) =>
+      get: (): TxRecord[] => {
+        if (txs !== undefined) return txs;
+        const decoded = body.transactions.map((raw, i) =>
           decodeTransaction(raw, senders[i] as Uint8Array, hashes[i] as Uint8Array),
-        )),
+        );
+        if (decoded.some((tx) => tx.type === DEPOSIT_TX_TYPE)) {
+          const receipts = tables.receipts.getSync(this.db, hash);
+          decoded.forEach((tx, i) => {
+            withDepositReceipt(tx, receipts?.[i]);
+          });
+        }
+        txs = decoded;
+        return txs;
+      },
     });
     if (body.withdrawals !== undefined) record.withdrawals = withdrawalsFromValues(body.withdrawals);
     if (gen === this.gen) this.blocks.set(key, record);
@@ -506,6 +528,8 @@ export class LevelChainStore implements ChainStore {
         // points at another transaction: its hash tells.
         const txHash = keccak256(raw);
         if (bytesEqual(txHash, hash)) tx = decodeTransaction(raw, senders.slice(at, at + 20), txHash);
+        if (tx?.type === DEPOSIT_TX_TYPE)
+          withDepositReceipt(tx, tables.receipts.getSync(this.db, blockHash)?.[loc.index]);
       }
     }
     if (tx === undefined || !bytesEqual(tx.hash, hash)) return undefined;

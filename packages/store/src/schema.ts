@@ -9,7 +9,10 @@
 //   0x03    HashToNumber    blockHash(32) -> number(8)
 //   0x04    Headers         blockHash(32) -> header RLP (as in the block)
 //   0x05    Bodies          blockHash(32) -> RLP [size, [rawTx..], [uncleHeaderRlp..], withdrawals?]
-//   0x06    Receipts        blockHash(32) -> RLP [[type, status(or postState), cumulativeGasUsed]..]
+//   0x06    Receipts        blockHash(32) -> RLP [[type, status(or postState), cumulativeGasUsed
+//                           (, depositNonce(, depositReceiptVersion))]..]: the two trailing items
+//                           only on OP-stack deposit receipts that have them (Regolith, Canyon), so
+//                           rows written before they existed read unchanged.
 //   0x07    TxLookup        txHash(32) -> number(8) ++ txIndex(4)
 //   0x08    TotalDifficulty blockHash(32) -> td (minimal big-endian)
 //   0x09    Senders         blockHash(32) -> sender(20) per tx, concatenated in tx order
@@ -332,18 +335,37 @@ export interface StoredReceipt {
   /** Post-Byzantium status (1 byte: 0 or 1), or the 32-byte post-state root before it. */
   statusOrState: Uint8Array;
   cumulativeGasUsed: bigint;
+  /** OP-stack deposit receipts (type 0x7e) from Regolith on: the sender's nonce the deposit used. */
+  depositNonce?: bigint;
+  /** OP-stack deposit receipts from Canyon on (1); only with depositNonce. */
+  depositReceiptVersion?: bigint;
+}
+
+function receiptItems(r: StoredReceipt): (number | bigint | Uint8Array)[] {
+  const items: (number | bigint | Uint8Array)[] = [r.type, r.statusOrState, r.cumulativeGasUsed];
+  if (r.depositNonce !== undefined) {
+    items.push(r.depositNonce);
+    if (r.depositReceiptVersion !== undefined) items.push(r.depositReceiptVersion);
+  } else if (r.depositReceiptVersion !== undefined)
+    throw new RangeError('receipt: depositReceiptVersion without depositNonce');
+  return items;
 }
 
 // Per-block rows (receipts, bodies) go through @ethereumjs/rlp; only the per-log row below is
 // encoded by hand, where the rate of rows makes it worth it.
 export const receiptsCodec: Codec<StoredReceipt[]> = {
-  encode: (v) => RLP.encode(v.map((r) => [r.type, r.statusOrState, r.cumulativeGasUsed])),
+  encode: (v) => RLP.encode(v.map(receiptItems)),
   decode: (b) =>
-    (RLP.decode(b) as Uint8Array[][]).map((f) => ({
-      type: Number(bytesToBigInt(f[0] as Uint8Array)),
-      statusOrState: f[1] as Uint8Array,
-      cumulativeGasUsed: bytesToBigInt(f[2] as Uint8Array),
-    })),
+    (RLP.decode(b) as Uint8Array[][]).map((f) => {
+      const r: StoredReceipt = {
+        type: Number(bytesToBigInt(f[0] as Uint8Array)),
+        statusOrState: f[1] as Uint8Array,
+        cumulativeGasUsed: bytesToBigInt(f[2] as Uint8Array),
+      };
+      if (f[3] !== undefined) r.depositNonce = bytesToBigInt(f[3]);
+      if (f[4] !== undefined) r.depositReceiptVersion = bytesToBigInt(f[4]);
+      return r;
+    }),
 };
 
 export interface StoredBody {

@@ -69,6 +69,39 @@ describe('key-schema codecs: round trip and exact bytes', () => {
       'c6c50201825208',
     );
   });
+  test('receipts: OP deposit fields trail the item only when present; an older row still reads', () => {
+    // Bytes written by hand: [[0x7e, 1, 21000, 7, 1], [0x7e, 1, 42000, 8], [2, 1, 63000]].
+    const rows = `d5${'c7' + '7e01825208' + '0701'}${'c6' + '7e0182a410' + '08'}${'c5' + '020182f618'}`;
+    roundTrip(
+      receiptsCodec,
+      [
+        {
+          type: 0x7e,
+          statusOrState: Uint8Array.of(1),
+          cumulativeGasUsed: 21000n,
+          depositNonce: 7n,
+          depositReceiptVersion: 1n,
+        },
+        { type: 0x7e, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 42000n, depositNonce: 8n },
+        { type: 2, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 63000n },
+      ],
+      rows,
+    );
+    // A row as the store wrote it before the deposit fields existed: three items per receipt.
+    const old = RLP.encode([
+      [0, Uint8Array.of(1), 21000],
+      [2, new Uint8Array(0), 50000],
+    ]);
+    expect(receiptsCodec.decode(old)).toEqual([
+      { type: 0, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 21000n },
+      { type: 2, statusOrState: new Uint8Array(0), cumulativeGasUsed: 50000n },
+    ]);
+    expect(() =>
+      receiptsCodec.encode([
+        { type: 0x7e, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 1n, depositReceiptVersion: 1n },
+      ]),
+    ).toThrow('depositReceiptVersion without depositNonce');
+  });
   test('log record: RLP [number, txIndex, logIndex, address, topics, data]', () => {
     roundTrip(
       logCodec,

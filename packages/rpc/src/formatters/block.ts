@@ -4,8 +4,8 @@
 // itself is written by core's blockJsonHead (the store keeps it per block, ready to serve).
 import { blockJsonHead, hashList, toData, toQuantity } from '@chainnode/core';
 import type { BlockRecord, Hex, UncleRecord, WithdrawalRecord } from '@chainnode/core';
-import { formatTransaction } from './transaction.js';
-import type { JsonTransaction } from './transaction.js';
+import { formatAnyTransaction } from './transaction.js';
+import type { JsonAnyTransaction } from './transaction.js';
 
 export interface JsonWithdrawal {
   index: Hex;
@@ -43,7 +43,7 @@ export interface JsonBlock extends JsonHeaderFields {
   size: Hex;
   totalDifficulty: Hex | null;
   /** Absent on uncles. */
-  transactions?: Hex[] | JsonTransaction[];
+  transactions?: Hex[] | JsonAnyTransaction[];
   uncles: Hex[];
   withdrawals?: JsonWithdrawal[];
 }
@@ -57,10 +57,10 @@ export function formatWithdrawal(w: WithdrawalRecord): JsonWithdrawal {
   };
 }
 
-function transactionObjects(b: BlockRecord): JsonTransaction[] {
+function transactionObjects(b: BlockRecord): JsonAnyTransaction[] {
   const h = b.header;
   return b.transactions.map((tx, i) =>
-    formatTransaction({
+    formatAnyTransaction({
       tx,
       blockHash: h.hash,
       blockNumber: h.number,

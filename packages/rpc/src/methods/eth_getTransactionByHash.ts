@@ -1,6 +1,6 @@
 import type { Bytes } from '@chainnode/core';
-import { formatTransaction } from '../formatters/transaction.js';
-import type { JsonTransaction } from '../formatters/transaction.js';
+import { formatAnyTransaction } from '../formatters/transaction.js';
+import type { JsonAnyTransaction } from '../formatters/transaction.js';
 import { decodeArgs, decodeHash } from '../params.js';
 import type { MethodDef } from '../method.js';
 
@@ -8,12 +8,12 @@ export interface GetTransactionByHashParams {
   hash: Bytes;
 }
 
-export const eth_getTransactionByHash: MethodDef<GetTransactionByHashParams, JsonTransaction | null> = {
+export const eth_getTransactionByHash: MethodDef<GetTransactionByHashParams, JsonAnyTransaction | null> = {
   cost: 80,
   params: 'transaction hash',
   decode: (params) => decodeArgs(params, 1, (arg) => ({ hash: decodeHash(arg(0)) })),
   async handle(ctx, p) {
     const found = await ctx.store.transaction(p.hash);
-    return found === undefined ? null : ctx.memo.transactions.get(found, '', formatTransaction);
+    return found === undefined ? null : ctx.memo.transactions.get(found, '', formatAnyTransaction);
   },
 };
