@@ -87,8 +87,8 @@ export interface RpcSchema {
   eth_getBlockReceipts: { params: GetBlockReceiptsParams; result: JsonReceipt[] | null };
   eth_getBlockTransactionCountByHash: { params: BlockSelector; result: Hex | null };
   eth_getBlockTransactionCountByNumber: { params: BlockSelector; result: Hex | null };
-  eth_getTransactionByBlockHashAndIndex: { params: TxByBlockHashParams; result: JsonTransaction | null };
-  eth_getTransactionByBlockNumberAndIndex: { params: TxByBlockNumberParams; result: JsonTransaction | null };
+  eth_getTransactionByBlockHashAndIndex: { params: TxByBlockHashParams; result: JsonAnyTransaction | null };
+  eth_getTransactionByBlockNumberAndIndex: { params: TxByBlockNumberParams; result: JsonAnyTransaction | null };
   eth_getUncleCountByBlockHash: { params: BlockSelector; result: Hex | null };
   eth_getUncleCountByBlockNumber: { params: BlockSelector; result: Hex | null };
   eth_getBalance: { params: AccountParams; result: Hex };

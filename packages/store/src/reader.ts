@@ -653,9 +653,8 @@ export class LevelChainStore implements ChainStore {
         cumulativeGasUsed: r.cumulativeGasUsed,
         logs: [],
       };
-      const extra = r as { depositNonce?: bigint; depositReceiptVersion?: bigint };
-      if (extra.depositNonce !== undefined) out.depositNonce = extra.depositNonce;
-      if (extra.depositReceiptVersion !== undefined) out.depositReceiptVersion = extra.depositReceiptVersion;
+      if (r.depositNonce !== undefined) out.depositNonce = r.depositNonce;
+      if (r.depositReceiptVersion !== undefined) out.depositReceiptVersion = r.depositReceiptVersion;
       return out;
     });
     const range = tables.blockLogs.getSync(this.db, number);

@@ -1,5 +1,5 @@
-import { formatTransaction } from '../formatters/transaction.js';
-import type { JsonTransaction } from '../formatters/transaction.js';
+import { formatAnyTransaction } from '../formatters/transaction.js';
+import type { JsonAnyTransaction } from '../formatters/transaction.js';
 import type { MethodDef } from '../method.js';
 import { decodeArgs, decodeIndex, decodeHash } from '../params.js';
 import type { BlockSelector } from '../params.js';
@@ -10,7 +10,7 @@ export interface TxByBlockHashParams {
   index: bigint;
 }
 
-export const eth_getTransactionByBlockHashAndIndex: MethodDef<TxByBlockHashParams, JsonTransaction | null> = {
+export const eth_getTransactionByBlockHashAndIndex: MethodDef<TxByBlockHashParams, JsonAnyTransaction | null> = {
   cost: 150,
   params: 'block hash, index (hex quantity)',
   decode: (params) =>
@@ -23,6 +23,6 @@ export const eth_getTransactionByBlockHashAndIndex: MethodDef<TxByBlockHashParam
     if (block === undefined || p.index >= BigInt(block.transactionHashes?.length ?? block.transactions.length))
       return null;
     const loc = locate(block, Number(p.index));
-    return loc === undefined ? null : formatTransaction(loc);
+    return loc === undefined ? null : formatAnyTransaction(loc);
   },
 };
