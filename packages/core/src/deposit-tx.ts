@@ -152,7 +152,8 @@ function jsonData(v: unknown, length: number | undefined, what: string): Bytes {
 /**
  * A deposit transaction from a JSON-RPC transaction object (op-geth's, anvil's): the fields the
  * encoding holds. `mint` and `isSystemTx` are optional in the JSON (op-geth leaves out a zero mint
- * and a false isSystemTx); everything else is required. The object is untrusted input: each field
+ * and a false isSystemTx; anvil writes the flag as "0x1"), `to` is absent or null for a creation;
+ * everything else is required. The object is untrusted input: each field
  * is checked and a RangeError names the first bad one. The caller compares the hash of the
  * encoding with the object's `hash` (depositTxHash).
  */
@@ -161,8 +162,10 @@ export function depositTxFromJson(json: unknown): DepositTx {
   const o = json as Record<string, unknown>;
   if (o.type === undefined || jsonQuantity(o.type, 0xffn, 'type') !== BigInt(DEPOSIT_TX_TYPE))
     throw new RangeError('deposit tx JSON: type is not 0x7e');
-  const isSystemTx = o.isSystemTx ?? false;
-  if (typeof isSystemTx !== 'boolean') throw new RangeError('deposit tx JSON: isSystemTx is not a boolean');
+  // op-geth writes a boolean; anvil 1.7.1 writes the quantity "0x1" (and "0x0").
+  const flag = o.isSystemTx ?? false;
+  const isSystemTx = flag === true || flag === '0x1' ? true : flag === false || flag === '0x0' ? false : undefined;
+  if (isSystemTx === undefined) throw new RangeError('deposit tx JSON: isSystemTx is not a boolean');
   return {
     sourceHash: jsonData(o.sourceHash, 32, 'sourceHash'),
     from: jsonData(o.from, 20, 'from'),

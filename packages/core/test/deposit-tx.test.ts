@@ -153,6 +153,9 @@ describe('deposit transaction codec', () => {
     expect(() => depositTxFromJson({ ...json, gas: '0x01' })).toThrow('gas is not a quantity');
     expect(() => depositTxFromJson({ ...json, mint: 5 })).toThrow('mint is not a quantity');
     expect(() => depositTxFromJson({ ...json, isSystemTx: 'true' })).toThrow('isSystemTx is not a boolean');
+    expect(() => depositTxFromJson({ ...json, isSystemTx: '0x2' })).toThrow('isSystemTx is not a boolean');
+    expect(depositTxFromJson({ ...json, isSystemTx: '0x1' }).isSystemTx).toBe(true);
+    expect(depositTxFromJson({ ...json, isSystemTx: true }).isSystemTx).toBe(true);
     expect(() => depositTxFromJson({ ...json, sourceHash: '0x12' })).toThrow('sourceHash must be 32 bytes');
     expect(() => depositTxFromJson({ ...json, input: '0xzz' })).toThrow('input is not data');
     expect(() => depositTxFromJson(null)).toThrow('not an object');
