@@ -22,7 +22,7 @@ const UNIT = {
     'subscriptions',
   ],
   'packages/server': ['allowlist', 'budgets', 'config', 'key-security', 'network', 'reply-budget', 'server'],
-  'packages/ingest': ['rpc-source'],
+  'packages/ingest': ['op-genesis', 'rpc-source'],
   'packages/dashboard': ['api', 'tls'],
   scripts: ['import-cycles', 'words', 'docs-generated', 'docs-links', 'docs-defaults'],
 };

@@ -306,6 +306,10 @@ test('deposits from anvil --network optimism: encodings, roots, and the answers 
       return body.result as T;
     };
     try {
+      // By hash first, on a cold store: each transaction read alone from its body row (the
+      // lookup path that decodes one transaction), not from a cached block.
+      const alone = new Map<string, Json>();
+      for (const hash of hashes) alone.set(hash, await ours<Json>('eth_getTransactionByHash', [hash]));
       const theirBlock = await rpc<Json>(url, 'eth_getBlockByNumber', ['0x2', true]);
       const ourBlock = await ours<Json>('eth_getBlockByNumber', ['0x2', true]);
       const ourHashes = await ours<Json>('eth_getBlockByNumber', ['0x2', false]);
@@ -316,6 +320,7 @@ test('deposits from anvil --network optimism: encodings, roots, and the answers 
         const theirs = await rpc<Json>(url, 'eth_getTransactionByHash', [hash]);
         const receipt = await rpc<Json>(url, 'eth_getTransactionReceipt', [hash]);
         const mine = await ours<Json>('eth_getTransactionByHash', [hash]);
+        expect(alone.get(hash)).toEqual(mine);
         const inBlock = (ourBlock.transactions as Json[]).find((t) => t.hash === hash);
         expect(inBlock).toEqual(mine);
         const byIndex = await ours<Json>('eth_getTransactionByBlockNumberAndIndex', ['0x2', theirs.transactionIndex]);

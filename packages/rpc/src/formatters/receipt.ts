@@ -75,7 +75,9 @@ export function formatReceipt(
   const out: JsonReceipt = {
     blockHash: toData(h.hash),
     blockNumber: toQuantity(h.number),
-    contractAddress: tx.to === null ? toData(createdAddress(tx.from, tx.nonce)) : null,
+    // Deposits: tx.nonce is the receipt's depositNonce, as op-geth derives the address from it.
+    // A transaction of an unknown type (opaque) has no known recipient: no created address.
+    contractAddress: tx.to === null && tx.opaque !== true ? toData(createdAddress(tx.from, tx.nonce)) : null,
     cumulativeGasUsed: toQuantity(receipt.cumulativeGasUsed),
     effectiveGasPrice: toQuantity(price),
     from: toData(tx.from),

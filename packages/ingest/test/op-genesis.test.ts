@@ -1,0 +1,98 @@
+// A genesis.json in op-geth's format (geth's, plus the OP fork schedule and a `config.optimism`
+// block, field names as op-geth's params.ChainConfig spells them) loads through the same
+// readGenesisJson / commonFromGenesis as geth's, and core's chainFamilyOf tells the two apart.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chainFamilyOf } from '@chainnode/core';
+import { cancunConfig, repoRoot } from '@chainnode/testkit';
+import { commonFromGenesis, readGenesisJson } from '../src/genesis.js';
+
+const genesisFields = {
+  nonce: '0x0',
+  timestamp: '0x0',
+  extraData: '0x',
+  gasLimit: '0x1c9c380',
+  difficulty: '0x0',
+  mixHash: `0x${'00'.repeat(32)}`,
+  coinbase: '0x4200000000000000000000000000000000000011',
+  alloc: { f39fd6e51aad88f6f4ce6ab8827279cfffb92266: { balance: '0x21e19e0c9bab2400000' } },
+  number: '0x0',
+  gasUsed: '0x0',
+  parentHash: `0x${'00'.repeat(32)}`,
+  baseFeePerGas: '0x3b9aca00',
+};
+
+/** Every OP fork from genesis (a devnet's, anvil --network optimism's schedule). */
+const opDevnet = {
+  config: {
+    ...cancunConfig(901),
+    pragueTime: 0,
+    bedrockBlock: 0,
+    regolithTime: 0,
+    canyonTime: 0,
+    deltaTime: 0,
+    ecotoneTime: 0,
+    fjordTime: 0,
+    graniteTime: 0,
+    holoceneTime: 0,
+    isthmusTime: 0,
+    optimism: { eip1559Elasticity: 6, eip1559Denominator: 50, eip1559DenominatorCanyon: 250 },
+  },
+  ...genesisFields,
+};
+
+/** Bedrock at a later block and the OP forks at later times, Ethereum's forks at the same times. */
+const opScheduled = {
+  config: {
+    ...cancunConfig(10),
+    londonBlock: 1000,
+    arrowGlacierBlock: 1000,
+    grayGlacierBlock: 1000,
+    mergeNetsplitBlock: 1000,
+    bedrockBlock: 1000,
+    regolithTime: 0,
+    shanghaiTime: 1_704_992_401,
+    canyonTime: 1_704_992_401,
+    deltaTime: 1_708_560_000,
+    cancunTime: 1_710_374_401,
+    ecotoneTime: 1_710_374_401,
+    optimism: { eip1559Elasticity: 6, eip1559Denominator: 50, eip1559DenominatorCanyon: 250 },
+  },
+  ...genesisFields,
+  baseFeePerGas: undefined,
+};
+
+describe("op-geth's genesis.json", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'op-genesis-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test.each([
+    ['every fork at genesis', opDevnet, 901n, 'prague'],
+    ['forks scheduled later', opScheduled, 10n, 'berlin'],
+  ])('%s: loads, builds its Common, and is of the optimism family', async (_name, json, chainId, genesisFork) => {
+    const path = join(dir, `${chainId}.json`);
+    await writeFile(path, JSON.stringify(json));
+    const g = await readGenesisJson(path);
+    expect(chainFamilyOf(g)).toBe('optimism');
+    const common = commonFromGenesis(g);
+    expect(common.chainId()).toBe(chainId);
+    expect(common.getHardforkBy({ blockNumber: 0n, timestamp: 0n })).toBe(genesisFork);
+    // The Ethereum forks of the schedule are read as geth's (the OP ones are not Common's).
+    if (json === opScheduled) {
+      expect(common.getHardforkBy({ blockNumber: 1000n, timestamp: 1_704_992_401n })).toBe('shanghai');
+      expect(common.getHardforkBy({ blockNumber: 1000n, timestamp: 1_710_374_401n })).toBe('cancun');
+    }
+  });
+
+  test("geth's own genesis.json (the fixture chain's) is of the ethereum family", async () => {
+    const g = await readGenesisJson(join(repoRoot(), 'fixtures', 'genesis.json'));
+    expect(chainFamilyOf(g)).toBe('ethereum');
+    expect(() => commonFromGenesis(g)).not.toThrow();
+  });
+});
