@@ -7,6 +7,7 @@ import base from './jest.config.js';
 
 const UNIT = {
   'packages/core': ['deposit-tx'],
+  'packages/accounts': ['allowlist'],
   'packages/store': ['db', 'keccak', 'logs', 'node-slab', 'rewind', 'schema', 'single-flight', 'trie-read'],
   'packages/rpc': [
     'envelope',
@@ -21,7 +22,7 @@ const UNIT = {
     'request-errors',
     'subscriptions',
   ],
-  'packages/server': ['allowlist', 'budgets', 'config', 'key-security', 'network', 'reply-budget', 'server'],
+  'packages/server': ['budgets', 'config', 'key-security', 'network', 'reply-budget', 'server'],
   'packages/ingest': ['op-genesis', 'rpc-source'],
   'packages/dashboard': ['api', 'tls'],
   scripts: ['import-cycles', 'words', 'docs-generated', 'docs-links', 'docs-defaults'],

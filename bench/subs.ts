@@ -17,7 +17,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChainCommit, ChainCommitListener, ChainEvents, CommittedBlock } from '@chainnode/core';
 import { createRpcService, resolveConfig } from '@chainnode/rpc';
-import { createKey, parseConfig, startServer } from '@chainnode/server';
+import { parseConfig, startServer } from '@chainnode/server';
+import { createKey, openLedger } from '@chainnode/accounts';
 import { openChainStore } from '@chainnode/store';
 import { printRunRecord } from './src/run-record.js';
 
@@ -56,7 +57,17 @@ async function child(datadir: string, blocks: number): Promise<void> {
     wsMaxUnsentNotificationBytes: 64 * 1024 * 1024,
   });
   const service = createRpcService(store, resolveConfig({}));
-  const srv = await startServer({ service, store, datadir, config, host: '127.0.0.1', port: 0, chainEvents: events });
+  const accounts = await openLedger({ datadir });
+  const srv = await startServer({
+    service,
+    store,
+    ledger: { keys: accounts.keys, credits: accounts.ledger() },
+    usage: accounts.usageRecord(),
+    config,
+    host: '127.0.0.1',
+    port: 0,
+    chainEvents: events,
+  });
   const key = (await createKey(datadir, { plan: 'custom' })).key;
   await srv.keys.reload();
   const head = Number((await store.head()).number);
@@ -83,6 +94,7 @@ async function child(datadir: string, blocks: number): Promise<void> {
     } else {
       void srv
         .close()
+        .then(() => accounts.close())
         .then(() => store.close())
         .then(() => process.exit(0));
     }

@@ -5,15 +5,14 @@ import { buildProgram } from '@chainnode/cli';
 import { EVENT_CREDITS, METHODS, methodTransports } from '@chainnode/rpc';
 import type { MethodName, Transport } from '@chainnode/rpc';
 import {
-  DEFAULT_PLANS,
   LABEL_VALUES,
   METRIC_FAMILIES,
   NETWORK_FIELDS,
   PLAN_FIELDS,
-  PLAN_NAMES,
   REQUEST_ERROR_CREDITS,
   SERVER_FIELDS,
 } from '@chainnode/server';
+import { DEFAULT_PLANS, PLAN_NAMES } from '@chainnode/accounts';
 import type { ConfigField, ConfigSchema, MetricFamily } from '@chainnode/server';
 import { cell, code, table } from './markdown.js';
 

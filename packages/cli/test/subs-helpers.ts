@@ -3,7 +3,8 @@
 import { createRequire } from 'node:module';
 import type { ChainCommit, ChainCommitListener, ChainEvents, ChainStore, CommittedBlock } from '@chainnode/core';
 import { createRpcService, resolveConfig } from '@chainnode/rpc';
-import { createKey, parseConfig, rpcConfigOf, startServer } from '@chainnode/server';
+import { parseConfig, rpcConfigOf, startServer } from '@chainnode/server';
+import { createKey, openLedger } from '@chainnode/accounts';
 import type { RunningServer } from '@chainnode/server';
 import { openChainStore } from '@chainnode/store';
 import { datadirCopy } from '@chainnode/testkit';
@@ -62,10 +63,12 @@ export async function startSubsServer(config: Record<string, unknown> = {}): Pro
   const events = new TestChainEvents();
   const cfg = parseConfig({ logWorkers: 0, ...config });
   const service = createRpcService(store, resolveConfig(rpcConfigOf(cfg)));
+  const accounts = await openLedger({ datadir: dir });
   const srv = await startServer({
     service,
     store,
-    datadir: dir,
+    ledger: { keys: accounts.keys, credits: accounts.ledger() },
+    usage: accounts.usageRecord(),
     config: cfg,
     host: '127.0.0.1',
     port: 0,
@@ -88,6 +91,7 @@ export async function startSubsServer(config: Record<string, unknown> = {}): Pro
     },
     stop: async () => {
       await srv.close();
+      await accounts.close();
       await store.close();
       await cleanup();
     },

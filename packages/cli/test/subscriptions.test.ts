@@ -8,7 +8,7 @@ import { runInNewContext } from 'node:vm';
 import { toData, toQuantity } from '@chainnode/core';
 import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
 import { EVENT_CREDITS, methodCosts } from '@chainnode/rpc';
-import { hashKey, nextUtcMidnight, readUsage, utcDay } from '@chainnode/server';
+import { hashKey, nextUtcMidnight, readUsage, utcDay } from '@chainnode/accounts';
 import { encodeRlp, keccak256, toBeHex } from 'ethers';
 import { commitOf, committedBlock, sleep, startSubsServer, WsClient } from './subs-helpers.js';
 import type { SubsServer } from './subs-helpers.js';

@@ -26,7 +26,8 @@ import {
   verifyAdminToken,
 } from './admin.js';
 import type { Session } from './admin.js';
-import { KeyActionError, type KeyManager } from './keyring.js';
+import { KeyActionError } from '@chainnode/accounts';
+import type { KeyManager } from '@chainnode/accounts';
 
 export interface DashboardOptions {
   datadir: string;

@@ -1,7 +1,6 @@
-// The developer dashboard: key management (one module behind the web page and `node-cli keys`),
-// the admin token and sessions, and the admin listener serving the page and its JSON API.
-export { KeyActionError, KeyManager, MAX_NAME_LENGTH, MAX_NETWORKS } from './keyring.js';
-export type { CreateInput, KeyManagerOptions, KeyUsage, KeyView, UpdateInput } from './keyring.js';
+// The developer dashboard: the admin token and sessions, and the admin listener serving the page
+// and its JSON API over the key manager of @chainnode/accounts (the one module behind the page,
+// `node-cli keys` and `node-cli start`).
 export {
   ADMIN_FILE,
   AdminTokenError,

@@ -5,10 +5,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { EmbeddedLedger, EmbeddedUsage, FileKeyStore, parseConfig, readKeys } from '@chainnode/server';
-import type { KeyRecord } from '@chainnode/server';
-import { KeyManager, createAdminToken, startDashboard } from '../src/index.js';
-import type { KeyView, RunningDashboard } from '../src/index.js';
+import { parseConfig } from '@chainnode/server';
+import { EmbeddedLedger, EmbeddedUsage, FileKeyStore, KeyManager, readKeys } from '@chainnode/accounts';
+import type { KeyRecord, KeyView } from '@chainnode/accounts';
+import { createAdminToken, startDashboard } from '../src/index.js';
+import type { RunningDashboard } from '../src/index.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {

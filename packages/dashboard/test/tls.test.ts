@@ -5,8 +5,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EmbeddedLedger, EmbeddedUsage, FileKeyStore, parseConfig } from '@chainnode/server';
-import { KeyManager, createAdminToken, startDashboard } from '../src/index.js';
+import { parseConfig } from '@chainnode/server';
+import { EmbeddedLedger, EmbeddedUsage, FileKeyStore, KeyManager } from '@chainnode/accounts';
+import { createAdminToken, startDashboard } from '../src/index.js';
 
 const OPENSSL = '/usr/bin/openssl';
 const maybe = existsSync(OPENSSL) ? test : test.skip;

@@ -11,10 +11,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_RPC_CONFIG } from '@chainnode/rpc';
 import type { RpcConfig } from '@chainnode/rpc';
-import { MAX_NETWORKS, networkNameProblem } from './network.js';
-
-export const PLAN_NAMES = ['core', 'developer', 'team', 'growth', 'custom'] as const;
-export type PlanName = (typeof PLAN_NAMES)[number];
+import { DEFAULT_PLANS, PLAN_NAMES, isPlanName, networkNameProblem } from '@chainnode/accounts';
+import type { PlanConfig, PlanName } from '@chainnode/accounts';
+import { MAX_NETWORKS } from './network.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -151,7 +150,10 @@ function defaultsOf<S extends ConfigSchema>(schema: S): ConfigValues<S> {
 // ---------------------------------------------------------------------------------------------
 // Plans
 
-/** The fields of one plan in `plans`. */
+/**
+ * The fields of one plan in `plans`: exactly a PlanConfig (the plans themselves, their names,
+ * defaults and the limits of a key, are @chainnode/accounts').
+ */
 export const PLAN_FIELDS = {
   /** HTTP 402 beyond, until 00:00 UTC. */
   dailyCredits: integer({
@@ -173,25 +175,7 @@ export const PLAN_FIELDS = {
     default: false,
     defaultText: 'per plan',
   }),
-} satisfies ConfigSchema;
-
-export type PlanConfig = ConfigValues<typeof PLAN_FIELDS>;
-
-/**
- * Default plans: core, developer and team as on Infura's pricing page; growth (legacy at Infura)
- * and custom are ours to set.
- */
-export const DEFAULT_PLANS: Readonly<Record<PlanName, Readonly<PlanConfig>>> = {
-  core: { dailyCredits: 3_000_000, creditsPerSecond: 500, failover: false },
-  developer: { dailyCredits: 15_000_000, creditsPerSecond: 4_000, failover: false },
-  team: { dailyCredits: 75_000_000, creditsPerSecond: 40_000, failover: false },
-  growth: { dailyCredits: 200_000_000, creditsPerSecond: 20_000, failover: true },
-  custom: { dailyCredits: 1_000_000_000, creditsPerSecond: 0, failover: true },
-};
-
-export function isPlanName(value: string): value is PlanName {
-  return (PLAN_NAMES as readonly string[]).includes(value);
-}
+} satisfies ConfigSchema & { [K in keyof PlanConfig]: ConfigField<PlanConfig[K]> };
 
 function parsePlans(v: unknown, where: string): Record<PlanName, PlanConfig> {
   if (!isRecord(v)) throw new ConfigError(`${where}: expected an object of plans`);

@@ -17,13 +17,15 @@
 import { InternalError, RpcError, StoreUnavailableError } from '@chainnode/core';
 import type { CallInfo, CallMiddleware } from '@chainnode/rpc';
 import { TOO_MANY_OFFLOADED } from '@chainnode/rpc';
+import {
+  LedgerUnavailableError,
+  allowlistRefusal,
+  chargeHash,
+  effectiveLimits,
+  keyAllowsNetwork,
+} from '@chainnode/accounts';
+import type { CreditLedger, DebitResult, ErrorClass, KeyRecord, KeyRegistry, UsageRecord } from '@chainnode/accounts';
 import type { ServerConfig } from './config.js';
-import { chargeHash, keyAllowsNetwork } from './keys.js';
-import type { KeyRecord, KeyRegistry } from './keys.js';
-import { allowlistRefusal } from './allowlist.js';
-import type { ErrorClass, UsageRecord } from './usage.js';
-import { LedgerUnavailableError } from './ledger-api.js';
-import type { CreditLedger, DebitResult, Limits } from './ledger-api.js';
 import type { Metrics, Outcome } from './metrics.js';
 import type { NetworkRuntime } from './network.js';
 
@@ -134,39 +136,6 @@ export interface RequestContext {
  */
 function networkLabel(ctx: RequestContext): string | undefined {
   return ctx.network === undefined || ctx.network.implicit ? undefined : ctx.network.name;
-}
-
-/** The daily balance of a key: its override, else its plan's. */
-export function dailyLimit(config: ServerConfig, key: KeyRecord): number {
-  return key.dailyCredits ?? config.plans[key.plan].dailyCredits;
-}
-
-/** Both limits of a key: its overrides, else its plan's. */
-export function limitsOf(config: ServerConfig, key: KeyRecord): Limits {
-  const plan = config.plans[key.plan];
-  return { daily: key.dailyCredits ?? plan.dailyCredits, perSecond: key.creditsPerSecond ?? plan.creditsPerSecond };
-}
-
-/**
- * The limits a debit checks: the plan's (or the key's operator overrides) and the key's own
- * user-defined limits, the smaller of each pair; `own*` says whether the key's own limit is the
- * binding one (its refusal is then 429 -33400 / -33300 instead of 402 / 429 -33200).
- */
-export function effectiveLimits(
-  config: ServerConfig,
-  key: KeyRecord,
-): Limits & { ownDaily: boolean; ownPerSecond: boolean } {
-  const base = limitsOf(config, key);
-  const d = key.limits?.creditsPerDay;
-  const s = key.limits?.creditsPerSecond;
-  const ownDaily = d !== undefined && d > 0 && d < base.daily;
-  const ownPerSecond = s !== undefined && s > 0 && (base.perSecond === 0 || s < base.perSecond);
-  return {
-    daily: ownDaily ? (d as number) : base.daily,
-    perSecond: ownPerSecond ? (s as number) : base.perSecond,
-    ownDaily,
-    ownPerSecond,
-  };
 }
 
 /** The usage class of an error a call ended with: refused by the gateway, our side, or the request's. */

@@ -15,22 +15,13 @@
 // from its one network (catch-all), exactly as before networks existed.
 import type { ChainEvents, ChainStore } from '@chainnode/core';
 import type { RpcServiceApi } from '@chainnode/rpc';
+import { networkNameProblem } from '@chainnode/accounts';
 import { Metrics } from './metrics.js';
 import type { IngestStatusView } from './metrics.js';
-
-/** A DNS label: network names appear as the first label of a Host, in metrics and in key records. */
-export const NETWORK_NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 /** Name of the one network of a server started without networks (`serve --datadir D`). */
 export const IMPLICIT_NETWORK = 'default';
 /** At most this many networks per process (each holds a store, caches and log workers). */
 export const MAX_NETWORKS = 32;
-
-export function networkNameProblem(name: string): string | undefined {
-  if (!NETWORK_NAME_RE.test(name)) {
-    return `network name "${name.slice(0, 64)}": expected 1-32 lowercase letters, digits or inner hyphens (it is the first label of the Host)`;
-  }
-  return undefined;
-}
 
 /** What a caller (the CLI) builds for one network before the server owns it. */
 export interface NetworkParts {

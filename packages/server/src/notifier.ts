@@ -15,12 +15,10 @@
 import type { Notification, NotificationSink } from '@chainnode/rpc';
 import { toErrorObject } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
-import { chargeHash } from './keys.js';
-import type { KeyRegistry } from './keys.js';
-import type { CreditLedger, Debit, DebitResult, Limits } from './ledger-api.js';
+import { chargeHash, effectiveLimits } from '@chainnode/accounts';
+import type { CreditLedger, Debit, DebitResult, KeyRegistry, Limits, UsageRecord } from '@chainnode/accounts';
 import type { Metrics } from './metrics.js';
-import { DailyLimitError, KeyLimitError, effectiveLimits } from './middleware.js';
-import type { UsageRecord } from './usage.js';
+import { DailyLimitError, KeyLimitError } from './middleware.js';
 
 /** What the notifier needs of its socket (uWS in the server, anything in tests). */
 export interface NotifierSocket {

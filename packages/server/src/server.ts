@@ -17,13 +17,9 @@ import type { RpcConnectionApi, RpcReply, RpcServiceApi, SubscriptionConnection 
 import type { ServerConfig } from './config.js';
 import { Gate } from './middleware.js';
 import type { RequestContext } from './middleware.js';
-import { KeyRegistry, checkSecret, keyAllowsNetwork } from './keys.js';
-import type { KeyRecord } from './keys.js';
-import { EmbeddedLedger, FileKeyStore } from './ledger-embedded.js';
-import type { CreditLedger, KeyStore } from './ledger-api.js';
+import { KeyRegistry, REQUEST_METHOD, checkSecret, keyAllowsNetwork } from '@chainnode/accounts';
+import type { CreditLedger, KeyRecord, KeyStore, UsageRecord } from '@chainnode/accounts';
 import { Metrics } from './metrics.js';
-import { EmbeddedUsage, REQUEST_METHOD } from './usage.js';
-import type { UsageRecord } from './usage.js';
 import { ReplyBudget } from './reply-budget.js';
 import type { CutReason, IngestStatusView, MetricsCounts } from './metrics.js';
 import { WsNotifier } from './notifier.js';
@@ -39,8 +35,6 @@ export interface ServerOptions {
   networks?: NetworkRuntime[];
   /** The network answering bare hosts (IP literals, `localhost`, no Host); none: those get 404. */
   defaultNetwork?: string;
-  /** Holds keys.json and usage/ (one account across every network). */
-  datadir: string;
   config: ServerConfig;
   host: string;
   port: number;
@@ -50,12 +44,12 @@ export interface ServerOptions {
   /** Operational messages (never containing keys). */
   log?: (line: string) => void;
   /**
-   * Where keys and credits live (e.g. openLedger's Redis engine). Default: the embedded engine
-   * in `datadir`. The caller keeps ownership: close() does not close a ledger given here.
+   * Where keys and credits live: an engine of @chainnode/accounts (openLedger: embedded in a
+   * datadir, or Redis), wired by the caller. The caller keeps ownership: close() closes neither.
    */
-  ledger?: { keys: KeyStore; credits: CreditLedger };
-  /** The per-key usage record (the caller keeps ownership); default: the embedded one in <datadir>/usage-stats/. */
-  usage?: UsageRecord;
+  ledger: { keys: KeyStore; credits: CreditLedger };
+  /** The per-key usage record of the same engine (the caller keeps ownership). */
+  usage: UsageRecord;
   /**
    * Commits of a follower's ingest (serve --follow), published on this thread after the store's
    * caches dropped what each commit made stale: they drive eth_subscribe notifications. Without
@@ -269,7 +263,7 @@ function listen(app: TemplatedApp, host: string, port: number): Promise<us_liste
 }
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
-  const { config, datadir } = opts;
+  const { config } = opts;
   const log = opts.log ?? (() => {});
   const router =
     opts.networks !== undefined
@@ -282,10 +276,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // process-wide series (reply budgets); a server started without networks has one set of
   // series, unlabelled, as before.
   const metrics = router.single ? (router.networks[0] as NetworkRuntime).metrics : new Metrics(undefined, true);
-  const ownLedger = opts.ledger === undefined ? new EmbeddedLedger(datadir) : undefined;
-  const ledger: CreditLedger = opts.ledger?.credits ?? (ownLedger as EmbeddedLedger);
-  const keys = await KeyRegistry.open(opts.ledger?.keys ?? new FileKeyStore(datadir), log);
-  const usage = opts.usage ?? new EmbeddedUsage(datadir).start();
+  const ledger: CreditLedger = opts.ledger.credits;
+  const keys = await KeyRegistry.open(opts.ledger.keys, log);
+  const usage = opts.usage;
   const gate = new Gate({
     config,
     keys,
@@ -841,8 +834,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       for (const ws of [...sockets]) ws.end(1001, 'server shutting down');
       keys.stop();
-      await ownLedger?.close();
-      if (opts.usage === undefined) await usage.close();
       // Idle keep-alive connections would hold the process open; this uWS build has app.close().
       await new Promise((r) => setImmediate(r));
       (app as TemplatedApp & { close?: () => void }).close?.();

@@ -4,9 +4,10 @@
 // messages wait until the non-reader is shed (1008 with its reason); then service resumes.
 import type { RpcReply, RpcServiceApi } from '@chainnode/rpc';
 import { rawWebSocket, readUntilClose, textFrame } from '@chainnode/testkit';
-import { createKey, parseConfig, startServer } from '../src/index.js';
+import { parseConfig } from '../src/index.js';
+import { createKey } from '@chainnode/accounts';
 import type { RunningServer } from '../src/index.js';
-import { fakeStore, post, sleep, tempDir, wsOpen } from './helpers.js';
+import { fakeStore, post, sleep, tempDir, wsOpen, startOnDatadir } from './helpers.js';
 
 const BIG = 256 * 1024;
 
@@ -24,7 +25,7 @@ async function start(
 ): Promise<{ srv: RunningServer; key: string; port: number; cleanup: () => Promise<void> }> {
   const t = tempDir();
   const { key } = await createKey(t.dir, { plan: 'custom' });
-  const srv = await startServer({
+  const srv = await startOnDatadir({
     service: bigService,
     store: fakeStore(),
     datadir: t.dir,

@@ -10,6 +10,9 @@ import { RpcError, StoreUnavailableError, InvalidParamsError, toData, fromHex } 
 import type { ChainStore, HeaderRecord } from '@chainnode/core';
 import type { CallInfo, CallMiddleware, JsonRpcId, RpcReply, RpcServiceApi } from '@chainnode/rpc';
 import { methodCosts, toErrorObject } from '@chainnode/rpc';
+import { openLedger } from '@chainnode/accounts';
+import { startServer } from '../src/index.js';
+import type { RunningServer, ServerOptions } from '../src/index.js';
 
 /** The fake service's methods, at their costs in the rpc method table. */
 export const FAKE_COSTS: Record<string, number> = (() => {
@@ -258,3 +261,22 @@ export function wsOpen(
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * startServer on the embedded engines of @chainnode/accounts in `datadir` (keys.json, the usage
+ * journal, the usage record), as `serve --datadir` wires them; the server's close() closes them too.
+ */
+export async function startOnDatadir(
+  opts: Omit<ServerOptions, 'ledger' | 'usage'> & { datadir: string },
+): Promise<RunningServer> {
+  const { datadir, ...rest } = opts;
+  const l = await openLedger({ datadir });
+  const srv = await startServer({ ...rest, ledger: { keys: l.keys, credits: l.ledger() }, usage: l.usageRecord() });
+  const close = srv.close;
+  return Object.assign(srv, {
+    close: async () => {
+      await close();
+      await l.close();
+    },
+  });
+}

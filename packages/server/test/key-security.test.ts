@@ -4,20 +4,11 @@
 // -33300), and the per-key usage record (calls, credits, errors by class).
 import { createRequire } from 'node:module';
 import { toData } from '@chainnode/core';
-import {
-  EmbeddedUsage,
-  createKey,
-  hashKey,
-  outageStore,
-  parseConfig,
-  readKeys,
-  readUsage,
-  startServer,
-  utcDay,
-  writeKeys,
-} from '../src/index.js';
-import type { KeyRecord, RunningServer } from '../src/index.js';
-import { FAKE_COSTS, call, fakeHash, fakeService, fakeStore, post, sleep, tempDir } from './helpers.js';
+import { outageStore, parseConfig } from '../src/index.js';
+import { EmbeddedUsage, createKey, hashKey, readKeys, readUsage, utcDay, writeKeys } from '@chainnode/accounts';
+import type { RunningServer } from '../src/index.js';
+import type { KeyRecord } from '@chainnode/accounts';
+import { FAKE_COSTS, call, fakeHash, fakeService, fakeStore, post, sleep, tempDir, startOnDatadir } from './helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -32,7 +23,7 @@ function datadir(): string {
 
 async function start(dir: string, outage = false): Promise<{ srv: RunningServer; url: string; ws: string }> {
   const store = outage ? outageStore(fakeStore()) : fakeStore();
-  const srv = await startServer({
+  const srv = await startOnDatadir({
     service: fakeService(store),
     store,
     datadir: dir,

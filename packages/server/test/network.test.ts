@@ -4,9 +4,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EmbeddedLedger, readUsage, readUsageByNetwork } from '../src/ledger-embedded.js';
-import { utcDay } from '../src/ledger-api.js';
-import type { Limits } from '../src/ledger-api.js';
+import { EmbeddedLedger, readUsage, readUsageByNetwork, utcDay } from '@chainnode/accounts';
+import type { Limits } from '@chainnode/accounts';
 import { Metrics } from '../src/metrics.js';
 import { NetworkRouter, NetworkRuntime, hostLabel } from '../src/network.js';
 import { parseConfig } from '../src/config.js';

@@ -3,19 +3,22 @@
 import { request as httpRequest } from 'node:http';
 import { toData } from '@chainnode/core';
 import type { ChainStore } from '@chainnode/core';
-import {
-  createKey,
-  nextUtcMidnight,
-  outageStore,
-  parseConfig,
-  readUsage,
-  revokeKey,
-  startServer,
-  utcDay,
-} from '../src/index.js';
+import { outageStore, parseConfig } from '../src/index.js';
+import { createKey, nextUtcMidnight, readUsage, revokeKey, utcDay } from '@chainnode/accounts';
 import type { RunningServer } from '../src/index.js';
 import type { RpcServiceApi } from '@chainnode/rpc';
-import { FAKE_COSTS, call, fakeHash, fakeService, fakeStore, post, sleep, tempDir, wsOpen } from './helpers.js';
+import {
+  FAKE_COSTS,
+  call,
+  fakeHash,
+  fakeService,
+  fakeStore,
+  post,
+  sleep,
+  tempDir,
+  wsOpen,
+  startOnDatadir,
+} from './helpers.js';
 
 interface Running {
   srv: RunningServer;
@@ -33,7 +36,7 @@ async function start(
   opts: { store?: ChainStore; config?: unknown; failoverUrl?: string; metricsPort?: number } = {},
 ): Promise<Running> {
   const store = opts.store ?? fakeStore();
-  const srv = await startServer({
+  const srv = await startOnDatadir({
     service: fakeService(store),
     store,
     datadir: dir,
@@ -539,7 +542,14 @@ test('graceful close: long replies in flight reach the client whole (HTTP and We
     },
   };
   const store = fakeStore();
-  const srv = await startServer({ service, store, datadir: dir, config: parseConfig({}), host: '127.0.0.1', port: 0 });
+  const srv = await startOnDatadir({
+    service,
+    store,
+    datadir: dir,
+    config: parseConfig({}),
+    host: '127.0.0.1',
+    port: 0,
+  });
   cleanups.push(() => srv.close());
   const http = post(`http://127.0.0.1:${srv.port}/v3/${key}`, call('eth_getLogs', [{}], 1));
   const ws = await wsOpen(`ws://127.0.0.1:${srv.port}/ws/v3/${key}`);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { NO_REDIS, redisServerPath, startRedis } from '@chainnode/testkit';
 import type { RedisProcess } from '@chainnode/testkit';
 import { toData } from '@chainnode/core';
+import { parseConfig, startServer } from '../src/index.js';
 import {
   EmbeddedUsage,
   RedisKeyStore,
@@ -13,11 +14,10 @@ import {
   RedisUsage,
   connectRedis,
   createKey,
-  parseConfig,
-  startServer,
   utcDay,
-} from '../src/index.js';
-import type { KeyRecord, RunningServer, UsageRecord } from '../src/index.js';
+} from '@chainnode/accounts';
+import type { RunningServer } from '../src/index.js';
+import type { KeyRecord, UsageRecord } from '@chainnode/accounts';
 import { call, fakeHash, fakeService, fakeStore, post, tempDir } from './helpers.js';
 
 const HAVE_REDIS = redisServerPath() !== undefined;
@@ -174,7 +174,6 @@ redisTest(
         const srv = await startServer({
           service: fakeService(store),
           store,
-          datadir: d.dir,
           config: parseConfig({}),
           host: '127.0.0.1',
           port: 0,

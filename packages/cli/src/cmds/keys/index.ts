@@ -1,13 +1,11 @@
 // `node-cli keys …`: every action of the dashboard, through the same key-management module
-// (KeyManager of @chainnode/dashboard) over the ledger's key store: embedded (<datadir>/keys.json,
+// (KeyManager of @chainnode/accounts) over the ledger's key store: embedded (<datadir>/keys.json,
 // hashed) or, with `--ledger redis://host:port[/db]`, the shared Redis ledger. Works with or
 // without a running server: servers pick changes up within a second. A key or secret is printed
 // once, by the command that creates it (create, rotate, secret create).
 import type { Command } from 'commander';
-import { KeyFileError, LedgerUnavailableError, PLAN_NAMES, openLedger } from '@chainnode/server';
-import type { OpenLedger } from '@chainnode/server';
-import { KeyActionError, KeyManager } from '@chainnode/dashboard';
-import type { KeyView } from '@chainnode/dashboard';
+import { KeyActionError, KeyFileError, LedgerUnavailableError, PLAN_NAMES, openLedger } from '@chainnode/accounts';
+import type { KeyManager, KeyView, OpenLedger } from '@chainnode/accounts';
 import { CliError } from '../../cli-error.js';
 import { parseLedgerUrl, readConfig } from '../serve/run.js';
 
@@ -30,7 +28,7 @@ async function run<T>(opts: Common, f: (km: KeyManager) => Promise<T>): Promise<
     throw err;
   }
   try {
-    return await f(new KeyManager({ keys: l.keys, config, usage: l.usageRecord(), balance: (hash) => l.usage(hash) }));
+    return await f(l.manager(config));
   } catch (err) {
     if (err instanceof KeyActionError || err instanceof KeyFileError || err instanceof LedgerUnavailableError)
       throw new CliError(err.message);

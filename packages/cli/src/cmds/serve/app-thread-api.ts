@@ -1,6 +1,7 @@
 // Messages between `serve --threads` (run.ts) and its app threads (app-thread.ts).
 import type { MessagePort } from 'node:worker_threads';
-import type { PeerMetrics, ThreadLedgerLink, ThreadMetrics } from '@chainnode/server';
+import type { PeerMetrics, ThreadMetrics } from '@chainnode/server';
+import type { ThreadLedgerLink } from '@chainnode/accounts';
 import type { ServeOptions } from './options.js';
 
 export interface AppThreadData {

@@ -1,6 +1,6 @@
 // One app thread of `node-cli serve --threads N` (see run.ts): a whole server on the shared port,
 // with its own shared handle on the datadir and the main thread's ledger engine (keys, credits,
-// usage record) through ledger-threads.ts, and for each followed network the events of the ingest
+// usage record) through the threads engine of @chainnode/accounts, and for each followed network the events of the ingest
 // thread the main thread owns (follow-runtime.ts: applied to this thread's store, then published to
 // this thread's subscribers). Thread 0's /metrics adds the other threads' counts (asked for through
 // the main thread). Reports
@@ -8,7 +8,7 @@
 // on `release` closes its log workers and store (`stopped`); see run.ts for why in two phases. A start failure throws, which fails
 // the thread and the server's start with its message.
 import { parentPort, workerData } from 'node:worker_threads';
-import { openThreadLedger } from '@chainnode/server';
+import { openThreadLedger } from '@chainnode/accounts';
 import type { PeerMetrics } from '@chainnode/server';
 import { startApp } from './run.js';
 import type { AppThreadCommand, AppThreadData, AppThreadMessage } from './app-thread-api.js';

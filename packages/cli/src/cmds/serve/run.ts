@@ -15,31 +15,12 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
-import { KeyManager, hasAdminToken, startDashboard } from '@chainnode/dashboard';
+import { hasAdminToken, startDashboard } from '@chainnode/dashboard';
 import type { RunningDashboard } from '@chainnode/dashboard';
-import {
-  ConfigError,
-  LedgerUnavailableError,
-  ThreadLedgerHost,
-  checkLedgerUrl,
-  linkPorts,
-  loadConfig,
-  openLedger,
-  rpcConfigOf,
-  startServer,
-} from '@chainnode/server';
-import type {
-  CreditLedger,
-  KeyStore,
-  LedgerFailureMode,
-  NetworkConfig,
-  NetworkRuntime,
-  OpenLedger,
-  RunningServer,
-  PeerMetrics,
-  ServerConfig,
-  UsageRecord,
-} from '@chainnode/server';
+import { ConfigError, loadConfig, rpcConfigOf, startServer } from '@chainnode/server';
+import { LedgerUnavailableError, ThreadLedgerHost, checkLedgerUrl, linkPorts, openLedger } from '@chainnode/accounts';
+import type { NetworkConfig, NetworkRuntime, RunningServer, PeerMetrics, ServerConfig } from '@chainnode/server';
+import type { CreditLedger, KeyStore, LedgerFailureMode, OpenLedger, UsageRecord } from '@chainnode/accounts';
 import { resolveConfig } from '@chainnode/rpc';
 import { redactUrl } from '@chainnode/ingest';
 import { CliError } from '../../cli-error.js';
@@ -300,7 +281,6 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
     srv = await startServer({
       networks,
       ...(defaultNetwork !== undefined ? { defaultNetwork } : {}),
-      datadir: opts.datadir,
       config,
       host: opts.host,
       port,
@@ -347,7 +327,7 @@ async function openServeLedger(
   opts: ServeOptions,
   config: ServerConfig,
   threads: number,
-  onLedger?: (l: OpenLedger) => Promise<void>,
+  onLedger?: (l: OpenLedger, config: ServerConfig) => Promise<void>,
 ): Promise<OpenLedger> {
   const ledgerUrl = parseLedgerUrl(opts.ledger);
   const failure = parseLedgerFailure(opts.ledgerFailure);
@@ -362,7 +342,7 @@ async function openServeLedger(
       log,
       threads: threads > 1,
     });
-    await onLedger?.(ledger);
+    await onLedger?.(ledger, config);
     return ledger;
   } catch (err) {
     await ledger?.close();
@@ -382,12 +362,7 @@ async function startAdmin(
   if (adminPort === undefined) return undefined;
   const adminTls = readTls(opts);
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  const keys = new KeyManager({
-    keys: ledger.keys,
-    config,
-    usage: ledger.usageRecord(),
-    balance: (hash) => ledger.usage(hash),
-  });
+  const keys = ledger.manager(config);
   try {
     return await startDashboard({
       datadir: opts.datadir,
@@ -489,7 +464,7 @@ function untilSignal(stop: () => Promise<void>): Promise<void> {
 export async function serve(
   opts: ServeOptions,
   banner?: (srv: { port: number }, host: string) => void,
-  onLedger?: (l: OpenLedger) => Promise<void>,
+  onLedger?: (l: OpenLedger, config: ServerConfig) => Promise<void>,
 ): Promise<void> {
   const threads = parseThreads(opts.threads);
   // Option errors before anything is opened.
@@ -551,7 +526,7 @@ function freePort(host: string): Promise<number> {
  * handle on the datadir, log workers, key registry) listening on the same port (uWS sets
  * SO_REUSEPORT on an explicit port: the kernel spreads connections over the threads). This thread
  * owns the ledger engine (embedded or Redis) and the dashboard; the app threads reach the ledger
- * through ledger-threads.ts (same interfaces), so credits stay exact across threads. Thread 0
+ * through the threads engine of @chainnode/accounts (same interfaces), so credits stay exact across threads. Thread 0
  * starts first and alone serves metrics.
  *
  * A followed datadir (`--follow`, `follow=<URL>`) has ONE ingest thread, owned here

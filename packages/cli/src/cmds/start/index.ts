@@ -10,8 +10,8 @@ import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { sync } from '../sync/index.js';
-import { createKey, findKey } from '@chainnode/server';
-import type { KeyStore } from '@chainnode/server';
+import { KeyActionError } from '@chainnode/accounts';
+import type { KeyManager } from '@chainnode/accounts';
 import { CliError } from '../../cli-error.js';
 import { serve } from '../serve/run.js';
 import { withServeOptions } from '../serve/index.js';
@@ -30,15 +30,23 @@ interface StartOptions {
 
 export const DEV_KEY_FILE = 'dev-api-key';
 
-/** Returns the development key, creating it (plan custom) when missing or revoked. */
-export async function ensureDevKey(datadir: string, keys: KeyStore): Promise<{ key: string; created: boolean }> {
+/**
+ * Returns the development key, creating it (plan custom) when missing or revoked, through the key
+ * manager every key action goes through (the dashboard's and `keys create`'s).
+ */
+export async function ensureDevKey(datadir: string, keys: KeyManager): Promise<{ key: string; created: boolean }> {
   const path = join(datadir, DEV_KEY_FILE);
   if (existsSync(path)) {
     const key = readFileSync(path, 'utf8').trim();
-    const rec = findKey(await keys.list(), key);
-    if (rec && rec.revokedAt === undefined && /^[0-9a-f]{32}$/.test(key)) return { key, created: false };
+    if (/^[0-9a-f]{32}$/.test(key)) {
+      const view = await keys.get(key).catch((err: unknown) => {
+        if (err instanceof KeyActionError) return undefined; // no such key (any more)
+        throw err;
+      });
+      if (view?.status === 'active') return { key, created: false };
+    }
   }
-  const { key } = await createKey(keys, { plan: 'custom', label: 'development key (npm start)' });
+  const { key } = await keys.create({ name: 'development key (npm start)', plan: 'custom' });
   writeFileSync(path, `${key}\n`, { mode: 0o600 });
   chmodSync(path, 0o600);
   return { key, created: true };
@@ -83,8 +91,8 @@ export function register(program: Command): void {
           ].join('\n'),
         );
       },
-      async (l) => {
-        ({ key, created } = await ensureDevKey(opts.datadir, l.keys));
+      async (l, config) => {
+        ({ key, created } = await ensureDevKey(opts.datadir, l.manager(config)));
       },
     );
   });

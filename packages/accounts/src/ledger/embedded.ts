@@ -1,10 +1,9 @@
-// The embedded engine (the default for one process): keys in <datadir>/keys.json (FileKeyStore)
-// and daily usage as an append-only journal per UTC day, `<datadir>/usage/YYYY-MM-DD.log`, one
-// line `<sha256(key)> <credits>[ <network>]` per key (and network) per event-loop turn
-// (EmbeddedLedger). The balance is one account across networks (readUsage sums every line of a
-// key); the network field splits it (readUsageByNetwork; absent on lines of a server without
-// networks and of older versions). Both live outside
-// LevelDB so the `keys` CLI can read and write them while a server runs.
+// The embedded engine's credits (the default for one process; its keys: keys/file-store.ts): daily
+// usage as an append-only journal per UTC day, `<datadir>/usage/YYYY-MM-DD.log`, one line
+// `<sha256(key)> <credits>[ <network>]` per key (and network) per event-loop turn (EmbeddedLedger).
+// The balance is one account across networks (readUsage sums every line of a key); the network
+// field splits it (readUsageByNetwork; absent on lines of a server without networks and of older
+// versions). It lives outside LevelDB so the `keys` CLI can read it while a server runs.
 //
 // Exactness: debit() checks and takes the cost in memory in one synchronous step (so 150
 // concurrent calls against a balance of 100 calls admit exactly 100), together with the
@@ -19,7 +18,7 @@
 // (JOURNAL_COMPACT_MIN, and at least 4x what the last compaction left), the thread that sees it
 // writes the same sums as one line per key and network into a new file, adds the lines appended
 // meanwhile, and renames it over the journal: readers see the old file or the new one, both whole,
-// with the same sums. The swap runs under the journal lock every append takes (ledger-tally.ts
+// with the same sums. The swap runs under the journal lock every append takes (tally.ts
 // JournalSync), and bumps a generation that makes every writer reopen the path before its next
 // append, so no line lands in a replaced file. A crash mid-compaction leaves the journal as it
 // was (and a *.tmp file, removed at the next start).
@@ -30,26 +29,19 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
   readSync,
   renameSync,
-  statSync,
   unlinkSync,
-  watch,
   writeSync,
 } from 'node:fs';
-import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
-import { syncDir, tempPathFor, writeFileAtomic } from '@chainnode/core';
-import { isPlanName, PLAN_NAMES } from './config.js';
-import { LedgerUnavailableError, NO_NETWORK, nextUtcMidnight, utcDay } from './ledger-api.js';
-import { LocalTally, TallyFullError } from './ledger-tally.js';
-import type { Tally } from './ledger-tally.js';
-import { checkDashboardFields } from './key-fields.js';
-import type { CreditLedger, Debit, DebitResult, KeyRecord, KeyStore, Limits, Usage } from './ledger-api.js';
+import { syncDir, tempPathFor } from '@chainnode/core';
+import { LedgerUnavailableError, NO_NETWORK, nextUtcMidnight, utcDay } from './api.js';
+import { LocalTally, TallyFullError } from './tally.js';
+import type { Tally } from './tally.js';
+import type { CreditLedger, Debit, DebitResult, Limits, Usage } from './api.js';
 
 export const USAGE_DIR = 'usage';
-export const KEYS_FILE = 'keys.json';
 
 export function usagePath(datadir: string, day: string): string {
   return join(datadir, USAGE_DIR, `${day}.log`);
@@ -491,136 +483,4 @@ export class EmbeddedLedger implements CreditLedger {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }
-}
-
-export class KeyFileError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'KeyFileError';
-  }
-}
-
-interface KeysFile {
-  version: 1;
-  keys: KeyRecord[];
-}
-
-export function keysPath(datadir: string): string {
-  return join(datadir, KEYS_FILE);
-}
-
-const nonNegInt = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-
-/**
- * Checks the fields this package relies on and keeps every other field as it is (one JSON value
- * per key: fields added by other features pass through).
- */
-export function validateKeyRecord(r: unknown, where: string): KeyRecord {
-  if (typeof r !== 'object' || r === null || Array.isArray(r)) throw new KeyFileError(`${where}: expected an object`);
-  const o = r as Record<string, unknown>;
-  if (typeof o['hash'] !== 'string' || !/^[0-9a-f]{64}$/.test(o['hash']))
-    throw new KeyFileError(`${where}.hash: expected 64 hex digits`);
-  if (typeof o['plan'] !== 'string' || !isPlanName(o['plan']))
-    throw new KeyFileError(`${where}.plan: expected one of ${PLAN_NAMES.join(', ')}`);
-  for (const f of ['dailyCredits', 'creditsPerSecond']) {
-    if (o[f] !== undefined && !nonNegInt(o[f]))
-      throw new KeyFileError(`${where}.${f}: expected a non-negative integer`);
-  }
-  for (const f of ['label', 'revokedAt']) {
-    if (o[f] !== undefined && typeof o[f] !== 'string') throw new KeyFileError(`${where}.${f}: expected a string`);
-  }
-  return {
-    ...o,
-    ...checkDashboardFields(o, where, (m) => new KeyFileError(m)),
-    id: typeof o['id'] === 'string' ? o['id'] : o['hash'].slice(0, 12),
-    hash: o['hash'],
-    plan: o['plan'],
-    createdAt: typeof o['createdAt'] === 'string' ? o['createdAt'] : '',
-  };
-}
-
-/** Reads the key file; a missing file is an empty key set. */
-export function readKeys(datadir: string): KeyRecord[] {
-  let text: string;
-  try {
-    text = readFileSync(keysPath(datadir), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new KeyFileError(`${keysPath(datadir)} is not valid JSON`);
-  }
-  const keys = (parsed as Partial<KeysFile> | null)?.keys;
-  if (!Array.isArray(keys)) throw new KeyFileError(`${keysPath(datadir)}: expected {"version":1,"keys":[...]}`);
-  return keys.map((k, i) => validateKeyRecord(k, `keys.json: keys[${i}]`));
-}
-
-/** Atomic replace: write a temp file, fsync, rename over the old one. */
-export function writeKeys(datadir: string, keys: KeyRecord[]): void {
-  mkdirSync(datadir, { recursive: true });
-  const path = keysPath(datadir);
-  const body: KeysFile = { version: 1, keys };
-  writeFileAtomic(path, `${JSON.stringify(body, null, 2)}\n`);
-}
-
-/** Keys in `<datadir>/keys.json` (written atomically, mode 0600); watched with fs.watch plus a 500 ms poll. */
-export class FileKeyStore implements KeyStore {
-  constructor(private readonly datadir: string) {}
-
-  async list(): Promise<KeyRecord[]> {
-    return readKeys(this.datadir);
-  }
-
-  async get(hash: string): Promise<KeyRecord | undefined> {
-    return readKeys(this.datadir).find((k) => k.hash === hash);
-  }
-
-  async put(record: KeyRecord): Promise<void> {
-    const keys = readKeys(this.datadir);
-    const i = keys.findIndex((k) => k.hash === record.hash);
-    if (i >= 0) keys[i] = record;
-    else keys.push(record);
-    writeKeys(this.datadir, keys);
-  }
-
-  private stamp(): string {
-    try {
-      const st = statSync(keysPath(this.datadir));
-      return `${st.ino}:${st.size}:${st.mtimeMs}`;
-    } catch {
-      return 'missing';
-    }
-  }
-
-  watch(onChange: () => void): () => void {
-    let last = this.stamp();
-    const check = (): void => {
-      const now = this.stamp();
-      if (now !== last) {
-        last = now;
-        onChange();
-      }
-    };
-    let watcher: FSWatcher | undefined;
-    try {
-      watcher = watch(this.datadir, { persistent: false }, (_event, name) => {
-        if (name === null || name === KEYS_FILE) check();
-      });
-      watcher.on('error', () => {});
-    } catch {
-      // fs.watch is unavailable on some file systems; the poll still runs.
-    }
-    const timer = setInterval(check, 500);
-    timer.unref();
-    return () => {
-      watcher?.close();
-      clearInterval(timer);
-    };
-  }
-
-  async close(): Promise<void> {}
 }

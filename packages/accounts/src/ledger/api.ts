@@ -1,54 +1,18 @@
-// The one credit-ledger interface and the one key-store interface. Two engines implement both:
-//   - embedded (ledger-embedded.ts): keys in <datadir>/keys.json, usage journal per UTC day in
-//     <datadir>/usage/, throughput in process memory. The default for one process.
-//   - Redis (ledger-redis.ts, `--ledger redis://host:port[/db]`): keys, usage and throughput
-//     state shared by every replica; one Lua script checks and debits both limits atomically on
+// The one credit-ledger interface (the key-store interface is in keys/record.ts). Two engines
+// implement both:
+//   - embedded (embedded.ts, keys/file-store.ts): keys in <datadir>/keys.json, usage journal per
+//     UTC day in <datadir>/usage/, throughput in process memory. The default for one process.
+//   - Redis (redis.ts, keys/redis-store.ts, `--ledger redis://host:port[/db]`): keys, usage and
+//     throughput state shared by every replica; the debits of a replica go to Redis in batches,
+//     one Lua script call checking and debiting both limits of each, in order, atomically on
 //     Redis's clock.
-// The server (middleware.ts) and the `keys` CLI speak only these interfaces; one shared test suite
-// (test/ledger-suite.ts) runs against both engines.
+// and threads.ts / port.ts carry either to the app threads of `serve --threads`. The server's
+// middleware and the `keys` CLI speak only these interfaces; one shared test suite
+// (test/ledger-suite.ts) runs against every engine.
 //
 // Every method is asynchronous and an engine instance may live in any thread (one instance per
 // thread, each with its own connection): exactness across threads and processes is the engine's
 // job (Redis: the server applies one script at a time; embedded: one instance per datadir).
-import type { PlanName } from './config.js';
-import type { DashboardKeyFields } from './key-fields.js';
-
-/**
- * One API key, stored as ONE JSON value per key in both engines. Engines must pass through
- * fields they do not know (newer builds add optional fields: name, allowlists, secret hash,
- * per-key limits...), so a record read, changed and written back keeps them.
- */
-export interface KeyRecord extends DashboardKeyFields {
-  /** Short public id: the first 12 hex digits of the hash (safe to show and log). */
-  id: string;
-  /** sha256 of the key, hex. */
-  hash: string;
-  plan: PlanName;
-  /** Per-key override of the plan's daily credits. */
-  dailyCredits?: number;
-  /** Per-key override of the plan's credits per second (0: no throughput limit). */
-  creditsPerSecond?: number;
-  label?: string;
-  createdAt: string;
-  revokedAt?: string;
-  /** Fields added by other features travel unchanged. */
-  [extra: string]: unknown;
-}
-
-/** Where keys live. Writes by any process become visible to every watcher within a second. */
-export interface KeyStore {
-  /** Every key, revoked ones included. */
-  list(): Promise<KeyRecord[]>;
-  get(hash: string): Promise<KeyRecord | undefined>;
-  /** Creates or replaces the record with `record.hash` (the whole JSON value). */
-  put(record: KeyRecord): Promise<void>;
-  /**
-   * Calls `onChange` within a second of any change made by any process (and possibly more
-   * often); the caller re-reads with list(). Returns the function that stops watching.
-   */
-  watch(onChange: () => void): () => void;
-  close(): Promise<void>;
-}
 
 /** The limits a debit is checked against (the key's overrides, else its plan's). */
 export interface Limits {

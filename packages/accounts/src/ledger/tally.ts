@@ -7,7 +7,7 @@
 //     the buffer, Atomics.wait/notify), instead of asking one ledger thread over a MessagePort.
 //     That hop (a structured clone, a wake-up and an answer for each debit and each settle) cost
 //     more CPU than serving the call, and one ledger thread would be what limits 16 cores.
-// The journal stays the truth (ledger-embedded.ts): each thread appends its own lines to the day's
+// The journal stays the truth (embedded.ts): each thread appends its own lines to the day's
 // file (O_APPEND, one write per turn: whole lines, never interleaved), and the tally of a day is
 // loaded from that file when a tally enters the day.
 //
@@ -36,7 +36,7 @@ export interface Tally {
 
 /**
  * Every writer of the day's journal (one EmbeddedLedger per app thread) appends under one lock,
- * and a compaction swaps the file (ledger-embedded.ts) under the same lock and bumps a generation:
+ * and a compaction swaps the file (embedded.ts) under the same lock and bumps a generation:
  * a writer whose file is of an older generation reopens the path before its next append, so no
  * line is ever appended to a file that was already replaced.
  */

@@ -12,7 +12,7 @@
 import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '@chainnode/core';
-import { utcDay } from './ledger-api.js';
+import { utcDay } from '../ledger/api.js';
 
 export const USAGE_DAYS = 30;
 export const MINUTE_BUCKETS = 15;
@@ -58,7 +58,7 @@ export interface MinuteUsage extends Counters {
 
 /**
  * The usage record; one interface, two engines: EmbeddedUsage (files in the datadir) and
- * RedisUsage (usage-redis.ts, shared by the replicas of `--ledger redis://`). Recording is
+ * RedisUsage (usage/redis.ts, shared by the replicas of `--ledger redis://`). Recording is
  * synchronous and buffered (it runs for every call); reads are asynchronous.
  */
 export interface UsageRecord {

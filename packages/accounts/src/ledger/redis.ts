@@ -29,20 +29,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { createClient } from '@redis/client';
-import { validateKeyRecord } from './ledger-embedded.js';
-import { LocalBuckets } from './ledger-tally.js';
-import { LedgerUnavailableError, NO_NETWORK } from './ledger-api.js';
-import type {
-  CreditLedger,
-  Debit,
-  DebitResult,
-  KeyRecord,
-  KeyStore,
-  LedgerFailureMode,
-  Limits,
-  Usage,
-} from './ledger-api.js';
+import { timed } from '../redis-client.js';
+import type { RedisClient } from '../redis-client.js';
+import { LocalBuckets } from './tally.js';
+import { LedgerUnavailableError, NO_NETWORK } from './api.js';
+import type { CreditLedger, Debit, DebitResult, LedgerFailureMode, Limits, Usage } from './api.js';
 
 const DAY_S = 86_400;
 
@@ -111,134 +102,11 @@ return {3, used, day}
 `;
 const DEBIT_SHA = createHash('sha1').update(DEBIT_LUA).digest('hex');
 
-export const KEYS_HASH = 'cn:{keys}';
-export const KEYS_VERSION = 'cn:{keys}:ver';
 export const dayKey = (hash: string): string => `cn:{${hash}}:d`;
 export const bucketKey = (hash: string): string => `cn:{${hash}}:tb`;
 export const appliedKey = (hash: string, rid: string): string => `cn:{${hash}}:q:${rid}`;
 /** Prefix of the per-network split of a key's day (`:<epoch day>` follows). */
 export const networkKey = (hash: string): string => `cn:{${hash}}:n`;
-
-export interface RedisOptions {
-  /** redis://host:port[/db] */
-  url: string;
-  /** Per-command timeout (ms); a debit that takes longer counts as Redis being away. */
-  commandTimeoutMs?: number;
-  connectTimeoutMs?: number;
-}
-
-type Client = ReturnType<typeof createClient>;
-
-/** Checks a `--ledger` URL: redis://[user:password@]host:port[/db]. */
-export function parseRedisUrl(value: string): string {
-  let u: URL;
-  try {
-    u = new URL(value);
-  } catch {
-    throw new Error('--ledger: expected redis://host:port[/db] (not a URL)'); // the value may hold a password: not echoed
-  }
-  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:')
-    throw new Error('--ledger: expected a redis:// (or rediss://) URL');
-  if (u.hostname === '') throw new Error('--ledger: the URL names no host');
-  if (u.pathname !== '' && u.pathname !== '/' && !/^\/\d{1,2}$/.test(u.pathname))
-    throw new Error('--ledger: the path must be a database number, e.g. redis://127.0.0.1:6379/0');
-  return value;
-}
-
-/** A connected client with explicit timeouts and no offline queue; rejects if Redis does not answer. */
-export async function connectRedis(opts: RedisOptions, log: (line: string) => void = () => {}): Promise<Client> {
-  const client = createClient({
-    url: parseRedisUrl(opts.url),
-    disableOfflineQueue: true,
-    commandsQueueMaxLength: 100_000,
-    commandOptions: { timeout: opts.commandTimeoutMs ?? 1000 },
-    socket: {
-      connectTimeout: opts.connectTimeoutMs ?? 2000,
-      // Keep trying (every 50-500 ms) once connected; the ledger decides what to do meanwhile.
-      reconnectStrategy: (retries: number) => Math.min(50 + retries * 50, 500),
-    },
-  });
-  let reported = false;
-  client.on('error', (err: Error) => {
-    if (!reported) log(`ledger: redis error: ${err.message}`); // the URL (and any password in it) is never printed
-    reported = true;
-  });
-  client.on('ready', () => {
-    if (reported) log('ledger: redis connection ready');
-    reported = false;
-  });
-  const first = client.connect();
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      first,
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('no answer')), opts.connectTimeoutMs ?? 2000);
-      }),
-    ]);
-  } catch (err) {
-    client.destroy();
-    first.catch(() => {});
-    throw new LedgerUnavailableError(`cannot reach the Redis ledger: ${(err as Error).message}`);
-  } finally {
-    clearTimeout(timer);
-  }
-  return client as Client;
-}
-
-/** Keys as one JSON value each in the hash cn:{keys}; changes bump cn:{keys}:ver. */
-export class RedisKeyStore implements KeyStore {
-  constructor(
-    private readonly client: Client,
-    private readonly pollMs = 250,
-  ) {}
-
-  async list(): Promise<KeyRecord[]> {
-    const all = (await this.client.hGetAll(KEYS_HASH)) as Record<string, string>;
-    const out: KeyRecord[] = [];
-    for (const [hash, json] of Object.entries(all))
-      out.push(validateKeyRecord(JSON.parse(json), `redis ${KEYS_HASH} ${hash.slice(0, 12)}`));
-    return out;
-  }
-
-  async get(hash: string): Promise<KeyRecord | undefined> {
-    const json = await this.client.hGet(KEYS_HASH, hash);
-    return json === null || json === undefined
-      ? undefined
-      : validateKeyRecord(JSON.parse(String(json)), `redis ${KEYS_HASH} ${hash.slice(0, 12)}`);
-  }
-
-  async put(record: KeyRecord): Promise<void> {
-    const rec = validateKeyRecord(record, 'key record');
-    await this.client.multi().hSet(KEYS_HASH, rec.hash, JSON.stringify(rec)).incr(KEYS_VERSION).exec();
-  }
-
-  watch(onChange: () => void): () => void {
-    let last: string | null | undefined;
-    let busy = false;
-    const timer = setInterval(() => {
-      if (busy) return;
-      busy = true;
-      this.client
-        .get(KEYS_VERSION)
-        .then((v) => {
-          const ver = v === null ? null : String(v);
-          // The first poll counts as a change too: a put between the caller's list() and this
-          // first poll would otherwise never be seen (its version would become `last`).
-          if (ver !== last) onChange();
-          last = ver;
-        })
-        .catch(() => {}) // Redis away: the last key set stays in force
-        .finally(() => {
-          busy = false;
-        });
-    }, this.pollMs);
-    timer.unref();
-    return () => clearInterval(timer);
-  }
-
-  async close(): Promise<void> {}
-}
 
 /** A charge waiting in the local journal for Redis. */
 interface Entry {
@@ -267,7 +135,7 @@ interface RedisToken {
 const NETWORK_LABEL = /^[a-z0-9-]{1,32}$/;
 
 export interface RedisLedgerOptions {
-  client: Client;
+  client: RedisClient;
   failure: LedgerFailureMode;
   /** Where this replica's journal files live (one per replica id). */
   journalDir: string;
@@ -285,7 +153,7 @@ export class RedisLedger implements CreditLedger {
   private order: number[] = [];
   private orderHead = 0;
   private resolved = new Set<number>();
-  private readonly client: Client;
+  private readonly client: RedisClient;
   private readonly failure: LedgerFailureMode;
   private readonly journalDir: string;
   private readonly journalMax: number;
@@ -592,28 +460,6 @@ export class RedisLedger implements CreditLedger {
   }
 }
 
-export class RedisTimeoutError extends Error {
-  constructor(ms: number) {
-    super(`no reply from Redis within ${ms} ms`);
-    this.name = 'RedisTimeoutError';
-  }
-}
-
-/**
- * The reply of `p`, or a RedisTimeoutError after `ms`. node-redis's own command timeout only
- * covers the wait before a command is written; once written, a command waits for its reply for
- * as long as the connection lives. The command may still run after we gave up on it: callers
- * treat a timeout as "outcome unknown" (see the journal).
- */
-export function timed<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RedisTimeoutError(ms)), ms);
-  });
-  p.catch(() => {}); // a late failure of a command we gave up on is not "unhandled"
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
-}
-
 function debitOf(hash: string, cost: number, token: RedisToken, network: string | undefined): Debit {
   return network === undefined ? { hash, cost, token } : { hash, cost, token, network };
 }
@@ -622,7 +468,7 @@ function debitOf(hash: string, cost: number, token: RedisToken, network: string 
  * Today's usage of a key (by Redis's clock), read without a ledger instance. byNetwork: the
  * per-network split; what no network claims (charges of servers without networks) is NO_NETWORK.
  */
-export async function redisUsage(client: Client, hash: string, timeoutMs = 1000): Promise<Usage> {
+export async function redisUsage(client: RedisClient, hash: string, timeoutMs = 1000): Promise<Usage> {
   const t = (await timed(client.sendCommand(['TIME']), timeoutMs)) as [string, string];
   const day = Math.floor(Number(t[0]) / DAY_S);
   const [usedRaw, split] = await Promise.all([

@@ -1,4 +1,4 @@
-// The ledger of `serve --threads` (ledger-threads.ts) in real worker threads: the main thread owns
+// The ledger of `serve --threads` (src/ledger/threads.ts) in real worker threads: the main thread owns
 // the embedded engine; app threads debiting against one balance at once admit exactly what it
 // covers, their settles reach the one journal (durable across a restart), a partial settle gives
 // credits back, and keys and usage records cross the link both ways.
@@ -60,7 +60,7 @@ test.each(['shared counts', 'a port to the main thread'])(
     const keys = new FileKeyStore(dir);
     const usage = new EmbeddedUsage(dir).start();
     const host = new ThreadLedgerHost({ credits: mode === 'shared counts' ? shared : credits, keys, usage });
-    const module = new URL('../src/ledger-threads.js', import.meta.url).href;
+    const module = new URL('../src/ledger/threads.js', import.meta.url).href;
     const counts = await Promise.all(
       Array.from({ length: 4 }, () => {
         const link = host.link();

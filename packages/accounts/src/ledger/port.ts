@@ -9,8 +9,8 @@
 // other thread and its wake-up) cost more CPU than the call itself. Order is kept: requests are
 // handed to the ledger in the order they were asked, within and across batches.
 import type { MessagePort } from 'node:worker_threads';
-import { LedgerUnavailableError } from './ledger-api.js';
-import type { CreditLedger, Debit, DebitResult, Limits, Usage } from './ledger-api.js';
+import { LedgerUnavailableError } from './api.js';
+import type { CreditLedger, Debit, DebitResult, Limits, Usage } from './api.js';
 
 type Request =
   | { id: number; op: 'debit'; hash: string; cost: number; limits: Limits; network?: string }

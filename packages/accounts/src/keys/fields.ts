@@ -3,7 +3,7 @@
 // every read (validateKeyRecord), so the serving path only ever sees well-formed values.
 import { AllowlistError, validateAllowlists } from './allowlist.js';
 import type { Allowlists } from './allowlist.js';
-import { NETWORK_NAME_RE } from './network.js';
+import { NETWORK_NAME_RE } from './network-name.js';
 
 /** At most this many network names on one key. */
 export const MAX_KEY_NETWORKS = 32;

@@ -3,11 +3,11 @@
 // (the embedded engine's credits excepted: the threads share their counts in memory), so keys,
 // credits and the usage record are exact across threads:
 //   - credits, embedded engine: each app thread has its own EmbeddedLedger on one SharedTally
-//     (ledger-tally.ts: the counts in shared memory, checked and taken under one lock), so 150
+//     (tally.ts: the counts in shared memory, checked and taken under one lock), so 150
 //     concurrent calls against a balance of 100 calls admit exactly 100 whichever threads they
 //     arrive on, with no hop to another thread; each thread journals its own charges to the day's
 //     file before its answers go out, as with one thread;
-//   - credits, Redis engine: PortLedger / serveLedgerOverPort (ledger-port.ts): debit() and
+//   - credits, Redis engine: PortLedger / serveLedgerOverPort (port.ts): debit() and
 //     settle() run on the main thread's CreditLedger, and a settle resolves only once the engine
 //     made the charge durable;
 //   - keys: PortKeyStore, the main thread's KeyStore (list/get/put; watch() forwarded);
@@ -15,12 +15,13 @@
 //   main thread:   const host = new ThreadLedgerHost(sources); worker: openThreadLedger(host.link())
 import { MessageChannel } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
-import { EmbeddedLedger } from './ledger-embedded.js';
-import { PortLedger, serveLedgerOverPort } from './ledger-port.js';
-import { SharedTally } from './ledger-tally.js';
-import type { SharedCredits } from './ledger-tally.js';
-import type { CreditLedger, KeyRecord, KeyStore } from './ledger-api.js';
-import type { DayUsage, MinuteUsage, UsageEvent, UsageRecord } from './usage.js';
+import type { KeyRecord, KeyStore } from '../keys/record.js';
+import type { DayUsage, MinuteUsage, UsageEvent, UsageRecord } from '../usage/record.js';
+import { EmbeddedLedger } from './embedded.js';
+import { PortLedger, serveLedgerOverPort } from './port.js';
+import { SharedTally } from './tally.js';
+import type { SharedCredits } from './tally.js';
+import type { CreditLedger } from './api.js';
 
 /** What an app thread needs (structured-cloneable; transfer the ports). */
 export interface ThreadLedgerLink {
@@ -184,7 +185,7 @@ export class PortKeyStore implements KeyStore {
 
 /**
  * How long an app thread sums usage events before posting them: the main thread's record writes
- * to disk once a second (usage.ts) anyway, so a tenth of that loses nothing a crash would not.
+ * to disk once a second (usage/record.ts) anyway, so a tenth of that loses nothing a crash would not.
  */
 export const USAGE_POST_MS = 100;
 

@@ -3,13 +3,10 @@
 // anywhere. The server keeps a live in-memory view (KeyRegistry), refreshed within a second of a
 // change made by any process.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { PlanName } from './config.js';
-import type { KeyRecord, KeyStore } from './ledger-api.js';
-import { FileKeyStore, validateKeyRecord } from './ledger-embedded.js';
-
-export type { KeyRecord } from './ledger-api.js';
-export type { KeyLimits } from './key-fields.js';
-export { MAX_KEY_NETWORKS } from './key-fields.js';
+import type { PlanName } from '../plans.js';
+import { FileKeyStore } from './file-store.js';
+import { validateKeyRecord } from './record.js';
+import type { KeyRecord, KeyStore } from './record.js';
 
 /**
  * Whether a key may call `network` (KeyRecord.networks; no list on the key: every network). A call

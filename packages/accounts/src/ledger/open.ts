@@ -1,15 +1,21 @@
 // Opens the configured ledger engine: embedded (default: files in the datadir) or Redis
 // (`--ledger redis://host:port[/db]`). `serve` and every `keys` command go through here.
 import { join } from 'node:path';
-import { EmbeddedLedger, FileKeyStore } from './ledger-embedded.js';
-import { SharedTally, sharedTallyBuffer } from './ledger-tally.js';
-import type { SharedCredits } from './ledger-tally.js';
-import { RedisKeyStore, RedisLedger, connectRedis, parseRedisUrl, redisUsage } from './ledger-redis.js';
-import type { CreditLedger, KeyStore, LedgerFailureMode, Usage } from './ledger-api.js';
-import { EmbeddedUsage } from './usage.js';
-import type { UsageRecord } from './usage.js';
-import { RedisUsage } from './usage-redis.js';
-import type { UsageRedisClient } from './usage-redis.js';
+import { FileKeyStore } from '../keys/file-store.js';
+import { KeyManager } from '../keys/manager.js';
+import { RedisKeyStore } from '../keys/redis-store.js';
+import type { KeyStore } from '../keys/record.js';
+import { connectRedis, parseRedisUrl } from '../redis-client.js';
+import { EmbeddedUsage } from '../usage/record.js';
+import type { UsageRecord } from '../usage/record.js';
+import { RedisUsage } from '../usage/redis.js';
+import type { UsageRedisClient } from '../usage/redis.js';
+import type { PlansOf } from '../plans.js';
+import { EmbeddedLedger } from './embedded.js';
+import { SharedTally, sharedTallyBuffer } from './tally.js';
+import type { SharedCredits } from './tally.js';
+import { RedisLedger, redisUsage } from './redis.js';
+import type { CreditLedger, LedgerFailureMode, Usage } from './api.js';
 
 export interface LedgerSpec {
   /** redis://host:port[/db]; undefined: the embedded engine in `datadir`. */
@@ -45,6 +51,8 @@ export interface OpenLedger {
   usage(hash: string): Promise<Usage>;
   /** The per-key/per-method usage record of this engine (the dashboard's), opened on first use. */
   usageRecord(): UsageRecord;
+  /** The key manager over this engine's keys, usage record and balances (dashboard, `keys`, `start`). */
+  manager(config: PlansOf): KeyManager;
   close(): Promise<void>;
 }
 
@@ -52,6 +60,10 @@ export const JOURNAL_DIR = 'ledger-journal';
 
 export function checkLedgerUrl(url: string): string {
   return parseRedisUrl(url);
+}
+
+function managerOf(l: OpenLedger, config: PlansOf): KeyManager {
+  return new KeyManager({ keys: l.keys, config, usage: l.usageRecord(), balance: (hash) => l.usage(hash) });
 }
 
 export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
@@ -67,19 +79,21 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
         Date.now,
         shared === undefined ? undefined : new SharedTally(shared.tally),
       ));
-    return {
+    const l: OpenLedger = {
       engine: 'embedded',
       keys,
       ...(shared !== undefined ? { shared } : {}),
       ledger: open,
       usage: (hash) => open().usage(hash),
       usageRecord: () => (record ??= new EmbeddedUsage(spec.datadir).start()),
+      manager: (config) => managerOf(l, config),
       close: async () => {
         await record?.close();
         await ledger?.close();
         await keys.close();
       },
     };
+    return l;
   }
   const client = await connectRedis(
     { url: spec.url, ...(spec.commandTimeoutMs !== undefined ? { commandTimeoutMs: spec.commandTimeoutMs } : {}) },
@@ -88,7 +102,7 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
   const keys = new RedisKeyStore(client);
   let ledger: RedisLedger | undefined;
   let record: RedisUsage | undefined;
-  return {
+  const l: OpenLedger = {
     engine: 'redis',
     usageRecord: () => (record ??= new RedisUsage(client as unknown as UsageRedisClient, spec.log).start()),
     keys,
@@ -102,6 +116,7 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
         ...(spec.log !== undefined ? { log: spec.log } : {}),
       })),
     usage: (hash) => redisUsage(client, hash, spec.commandTimeoutMs),
+    manager: (config) => managerOf(l, config),
     close: async () => {
       await record?.close();
       await ledger?.close();
@@ -113,4 +128,5 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
       }
     },
   };
+  return l;
 }

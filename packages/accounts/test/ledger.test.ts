@@ -292,7 +292,7 @@ describe('embedded engine, counts shared between threads', () => {
   });
 });
 
-// The journal's compaction (ledger-embedded.ts): the same sums in one line per key and network,
+// The journal's compaction (src/ledger/embedded.ts): the same sums in one line per key and network,
 // no line lost while other writers append, readers and restarts unchanged.
 describe('embedded journal compaction', () => {
   const KEYS = ['1', '2', '3'].map((c) => c.repeat(64));

@@ -9,9 +9,9 @@
 // the buffer is kept (bounded: at most MAX_PENDING_FIELDS counters, beyond which new ones are
 // dropped and reported) and added when it returns. This is statistics: the credit ledger, not
 // this record, enforces balances. Days and minutes follow this replica's clock.
-import { utcDay } from './ledger-api.js';
-import { COUNTER_FIELDS, MINUTE_BUCKETS, USAGE_DAYS, add, dayUsage, lastDays, minuteSeries, zero } from './usage.js';
-import type { Counters, DayUsage, MinuteUsage, UsageEvent, UsageRecord } from './usage.js';
+import { utcDay } from '../ledger/api.js';
+import { COUNTER_FIELDS, MINUTE_BUCKETS, USAGE_DAYS, add, dayUsage, lastDays, minuteSeries, zero } from './record.js';
+import type { Counters, DayUsage, MinuteUsage, UsageEvent, UsageRecord } from './record.js';
 
 /** The few commands used, as @redis/client exposes them. */
 export interface UsageRedisClient {

@@ -6,35 +6,19 @@
 //
 // Secrets (the key, its API secret) leave this module only in the return value of the action
 // that created them (create, rotate, createSecret), once; nothing here logs.
-import {
-  KEY_PREFIX_LENGTH,
-  PLAN_NAMES,
-  chargeHash,
-  effectiveLimits,
-  generateKey,
-  generateSecret,
-  hashKey,
-  isPlanName,
-  limitsOf,
-  MAX_KEY_NETWORKS,
-  networkNameProblem,
-  validateAllowlists,
-  AllowlistError,
-  USAGE_DAYS,
-} from '@chainnode/server';
-import type {
-  Allowlists,
-  Counters,
-  DayUsage,
-  KeyLimits,
-  KeyRecord,
-  KeyStore,
-  MinuteUsage,
-  PlanName,
-  ServerConfig,
-  Usage,
-  UsageRecord,
-} from '@chainnode/server';
+import { effectiveLimits, limitsOf } from '../limits.js';
+import { PLAN_NAMES, isPlanName } from '../plans.js';
+import type { PlanName, PlansOf } from '../plans.js';
+import type { Usage } from '../ledger/api.js';
+import { USAGE_DAYS } from '../usage/record.js';
+import type { Counters, DayUsage, MinuteUsage, UsageRecord } from '../usage/record.js';
+import { AllowlistError, validateAllowlists } from './allowlist.js';
+import type { Allowlists } from './allowlist.js';
+import { MAX_KEY_NETWORKS } from './fields.js';
+import type { KeyLimits } from './fields.js';
+import { KEY_PREFIX_LENGTH, chargeHash, generateKey, generateSecret, hashKey } from './keys.js';
+import { networkNameProblem } from './network-name.js';
+import type { KeyRecord, KeyStore } from './record.js';
 
 /** A refused action: bad input (400) or no such key (404). The message is safe to show. */
 export class KeyActionError extends Error {
@@ -145,7 +129,8 @@ function validCredits(field: string, v: unknown): number | undefined {
 export interface KeyManagerOptions {
   /** The ledger's key store (openLedger().keys). */
   keys: KeyStore;
-  config: ServerConfig;
+  /** The plans in force (the server configuration has them). */
+  config: PlansOf;
   /** The ledger's usage record (openLedger().usageRecord(), or the running server's). */
   usage: UsageRecord;
   /** Today's credits of a ledger identity (openLedger().usage). */
