@@ -1,0 +1,945 @@
+// The mainnet-shaped chain: blocks of 150-250 transactions and 15-30 Mgas of real contract code
+// (ERC-20 transfers and approvals, swaps on constant-product pools through a router, router
+// multicalls, NFT mints and transfers, plain transfers), with a few hot contracts and a long tail
+// of addresses. Every block is executed with @ethereumjs/vm's runBlock, the executor of the
+// import path (packages/ingest), and sealed with the roots it computed, so every root is real;
+// every receipt's status is checked against the plan. The mix by count follows published shares
+// (docs/performance.md, "Mainnet-shaped blocks", cites them). Deterministic: every choice comes
+// from one sfc32 stream seeded from a string, signatures are RFC 6979, so the same parameters
+// give the same bytes. The output is geth's export format (genesis.json + chain.rlp) plus
+// manifest.json (addresses, parameters and statistics), which the benches read.
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { RLP } from '@ethereumjs/rlp';
+import { Block, type BlockHeader, createBlockHeader, genTransactionsTrieRoot } from '@ethereumjs/block';
+import { createCommonFromGethGenesis, type GethGenesis, parseGethGenesisState } from '@ethereumjs/common';
+import { MerklePatriciaTrie } from '@ethereumjs/mpt';
+import { Caches, MerkleStateManager } from '@ethereumjs/statemanager';
+import { createFeeMarket1559Tx, createLegacyTx, type TypedTransaction } from '@ethereumjs/tx';
+import { Address, bytesToHex, calculateSigRecovery, KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
+import { createVM, runBlock } from '@ethereumjs/vm';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import secp256k1 from 'secp256k1';
+import { createKeccak } from 'hash-wasm';
+import type { BatchDBOp, DB } from '@ethereumjs/util';
+import { Sfc32 } from '@chainnode/testkit';
+import { ImportPipeline } from '@chainnode/ingest';
+import { StoreWriter } from '@chainnode/store';
+import type { BlockInput } from '@chainnode/store';
+import { compileMainnetContracts, encodeCall, type MainnetContracts } from './contracts.js';
+
+/** Bump when the output for the same parameters changes: it keys the cache. */
+export const GENERATOR_VERSION = 1;
+export const CHAIN_ID = 1337;
+export const GENESIS_TIMESTAMP = 1_700_000_000;
+export const GAS_LIMIT = 36_000_000n;
+const GWEI = 1_000_000_000n;
+const ETHER = 10n ** 18n;
+const MAX = (1n << 256n) - 1n;
+const BLOCK_GAS_CAP = 29_000_000;
+/** Below this estimate a block takes more transactions (up to 250): 15-30 Mgas per block. */
+const BLOCK_GAS_FLOOR = 19_000_000;
+
+export interface ShapeParams {
+  blocks: number;
+  /** Funded accounts that send transactions (keys derived from public strings: test-only). */
+  senders: number;
+  seed: string;
+}
+
+export const MAINNET_PARAMS: Omit<ShapeParams, 'blocks'> = { senders: 3000, seed: 'chainnode mainnet shape v1' };
+
+/** What a transaction of the mix is, for the statistics and the manifest. */
+export const KINDS = [
+  'eth-transfer',
+  'erc20-transfer',
+  'erc20-approve',
+  'dex-swap',
+  'dex-swap-reverted',
+  'router-multicall',
+  'nft-mint',
+  'nft-transfer',
+] as const;
+export type Kind = (typeof KINDS)[number];
+
+/**
+ * Share of transactions by count. Plain ETH transfers ~29-34% and ERC-20 (stablecoins
+ * included) ~25% (Glassnode via Delphi Digital 2023; Glassnode 2020); DEX swaps through routers
+ * the largest gas user (~30-40% of gas: Nansen via Rapture 2022; CoinDesk 2020); NFTs a large
+ * gas share in busy months (28% in January 2023, CryptoSlate). See docs/performance.md.
+ */
+export const MIX: Record<Kind, number> = {
+  'eth-transfer': 0.29,
+  'erc20-transfer': 0.27,
+  'erc20-approve': 0.06,
+  'dex-swap': 0.12,
+  'dex-swap-reverted': 0.015,
+  'router-multicall': 0.125,
+  'nft-mint': 0.09,
+  'nft-transfer': 0.03,
+};
+
+const HOT_TOKENS = 3;
+const TAIL_TOKENS = 40;
+const HOT_NFTS = 2;
+const TAIL_NFTS = 10;
+const TAIL_HOLDERS = 150;
+const RESERVE = 10n ** 12n * ETHER;
+
+export interface ShapeAddresses {
+  router: string;
+  tokens: string[];
+  hotTokens: number;
+  pairs: { address: string; token0: number; token1: number }[];
+  nfts: string[];
+  hotNfts: number;
+  builders: string[];
+}
+
+export interface ShapeStats {
+  blocks: number;
+  txs: number;
+  logs: number;
+  gasUsed: number;
+  /** Distinct storage slots written per block (from the generator's model), summed over blocks. */
+  storageWrites: number;
+  /** Distinct accounts whose leaf changed per block (senders, recipients, contracts, builder), summed. */
+  accountsTouched: number;
+  byKind: Record<Kind, { txs: number; gas: number }>;
+  logsByAddress: Record<string, number>;
+  minTxs: number;
+  maxTxs: number;
+  minGas: number;
+  maxGas: number;
+  freshAddresses: number;
+  headHash: string;
+  headStateRoot: string;
+}
+
+export interface Manifest {
+  shape: 'mainnet';
+  generatorVersion: number;
+  params: ShapeParams;
+  solcVersion: string;
+  chainId: number;
+  addresses: ShapeAddresses;
+  stats: ShapeStats;
+}
+
+class Rng extends Sfc32 {
+  constructor(seed: string) {
+    const h = keccak256(new TextEncoder().encode(seed));
+    const v = new DataView(h.buffer, h.byteOffset, h.byteLength);
+    super(v.getUint32(0), v.getUint32(4), v.getUint32(8), v.getUint32(12));
+  }
+  int(lo: number, hi: number): number {
+    return lo + Math.floor(this.next() * (hi - lo + 1));
+  }
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+  /** Skewed index in [0, n): index 0 most likely (u^k, k > 1). */
+  skewed(n: number, k = 2.5): number {
+    return Math.min(n - 1, Math.floor(n * this.next() ** k));
+  }
+  bigint(lo: bigint, hi: bigint): bigint {
+    const span = hi - lo + 1n;
+    const r = (BigInt(this.u32()) << 32n) | BigInt(this.u32());
+    return lo + ((r * span) >> 64n);
+  }
+}
+
+const hasher = await createKeccak(256);
+/** hash-wasm's Keccak for the generator's trie and EVM (the same function, several times faster than pure JS). */
+function fastKeccak(data: Uint8Array): Uint8Array {
+  return hasher.init().update(data).digest('binary');
+}
+
+const EMPTY_ROOT_HEX = '56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421';
+const EMPTY_CODE_HEX = 'c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470';
+
+/**
+ * The generator's node store: a Map of the trie nodes (and contract code) by hex key, from which
+ * `retainOnly(root)` drops every node the state at `root` no longer reaches, so the generator
+ * holds one state, not the archive (the import builds the archive). Deletes from the MPT are
+ * ignored: a node may be shared by two tries (the same slot and value in two tokens).
+ */
+class StateNodes implements DB<string, Uint8Array> {
+  map = new Map<string, Uint8Array>();
+  async get(key: string): Promise<Uint8Array | undefined> {
+    return this.map.get(key);
+  }
+  async put(key: string, val: Uint8Array): Promise<void> {
+    this.map.set(key, val);
+  }
+  async del(): Promise<void> {}
+  async batch(ops: BatchDBOp<string, Uint8Array>[]): Promise<void> {
+    for (const op of ops) if (op.type === 'put') this.map.set(op.key, op.value);
+  }
+  shallowCopy(): DB<string, Uint8Array> {
+    return this;
+  }
+  async open(): Promise<void> {}
+
+  retainOnly(root: Uint8Array): void {
+    const keep = new Map<string, Uint8Array>();
+    const visit = (hexKey: string, account: boolean): void => {
+      if (keep.has(hexKey) || hexKey === EMPTY_ROOT_HEX) return;
+      const bytes = this.map.get(hexKey);
+      if (bytes === undefined) throw new Error(`state node ${hexKey} missing`);
+      keep.set(hexKey, bytes);
+      walk(RLP.decode(bytes) as unknown as NodeItems, account);
+    };
+    type NodeItems = (Uint8Array | NodeItems)[];
+    const child = (ref: Uint8Array | NodeItems, account: boolean): void => {
+      if (ref instanceof Uint8Array) {
+        if (ref.length === 32) visit(Buffer.from(ref).toString('hex'), account);
+      } else walk(ref, account);
+    };
+    const walk = (items: NodeItems, account: boolean): void => {
+      if (items.length === 17) {
+        for (let i = 0; i < 16; i++) child(items[i]!, account);
+        return;
+      }
+      const path = items[0] as Uint8Array;
+      const leaf = path[0]! >> 4 >= 2;
+      if (!leaf) {
+        child(items[1]!, account);
+        return;
+      }
+      if (!account) return;
+      const [, , storageRoot, codeHash] = RLP.decode(items[1] as Uint8Array) as Uint8Array[];
+      visit(Buffer.from(storageRoot!).toString('hex'), false);
+      const ch = Buffer.from(codeHash!).toString('hex');
+      if (ch !== EMPTY_CODE_HEX) {
+        const codeKey = `63${ch}`;
+        const code = this.map.get(codeKey);
+        if (code === undefined) throw new Error(`code ${ch} missing`);
+        keep.set(codeKey, code);
+      }
+    };
+    visit(Buffer.from(root).toString('hex'), true);
+    this.map = keep;
+  }
+}
+
+const cpuSince = (from: NodeJS.CpuUsage): number => {
+  const d = process.cpuUsage(from);
+  return (d.user + d.system) / 1e6;
+};
+
+const labelAddress = (label: string): Address => new Address(keccak256(new TextEncoder().encode(label)).slice(12));
+const word = (v: bigint): string => `0x${v.toString(16).padStart(64, '0')}`;
+const hexBytes = (h: string): Uint8Array => Uint8Array.from(Buffer.from(h.replace(/^0x/, ''), 'hex'));
+
+/** keccak(pad32(key) ++ pad32(slot)): the slot of mapping[key] for a mapping at `slot`. */
+export function mappingSlot(key: Uint8Array | bigint, slot: bigint | Uint8Array): Uint8Array {
+  const buf = new Uint8Array(64);
+  if (typeof key === 'bigint') buf.set(hexBytes(word(key)), 0);
+  else buf.set(key, 32 - key.length);
+  buf.set(typeof slot === 'bigint' ? hexBytes(word(slot)) : slot, 32);
+  return keccak256(buf);
+}
+
+interface Sender {
+  key: Uint8Array;
+  pub: Uint8Array;
+  address: Address;
+  hex: string;
+}
+
+interface Pool {
+  address: Address;
+  t0: number;
+  t1: number;
+  r0: bigint;
+  r1: bigint;
+}
+
+/** One planned transaction: its kind, whether it must succeed, and the rough gas it will use. */
+interface Planned {
+  tx: TypedTransaction;
+  kind: Kind;
+  ok: boolean;
+  /** Swap steps of a multicall, NFTs of a mint, else 1. */
+  units: number;
+}
+
+export interface GenerateOptions extends ShapeParams {
+  chainRlpPath: string;
+  /**
+   * Also write every block into this datadir as the import does (ImportPipeline writes genesis,
+   * then the store's writer takes each block and the trie nodes its execution wrote, in groups of
+   * up to 256 blocks): one execution gives both the export and an imported datadir, and the
+   * generation's rate is the import's (execution with the import's trie cache and hash function,
+   * sender recovery, staging, batches) without its decoding and root comparisons.
+   */
+  datadir?: string;
+  /** Called with genesis.json's text before the first block (a partial chain is then importable). */
+  onGenesis?: (json: string) => void;
+  progress?: (msg: string) => void;
+}
+
+export interface GenerateResult {
+  genesisJson: string;
+  /** Deterministic: parameters, addresses and statistics. */
+  manifest: Manifest;
+  /** Wall-clock seconds: the whole generation, and runBlock alone (execution and state root). */
+  timing: {
+    totalSeconds: number;
+    executeSeconds: number;
+    writeSeconds: number;
+    /** CPU seconds (user + system, all threads of the process) in runBlock and in the writes. */
+    executeCpuSeconds: number;
+    writeCpuSeconds: number;
+  };
+  /** Per block, with a datadir: what the archive trie gained against what the block wrote. */
+  growth: BlockGrowth[];
+}
+
+export interface BlockGrowth {
+  number: number;
+  txs: number;
+  gas: number;
+  storageWrites: number;
+  accountsTouched: number;
+  /** Trie nodes (and code) the block's execution handed to the store, and their key + value bytes. */
+  trieNodes: number;
+  trieBytes: number;
+}
+
+/** The import's sender recovery (packages/ingest/src/ecrecover.ts): libsecp256k1. */
+function nativeEcrecover(msgHash: Uint8Array, v: bigint, r: Uint8Array, s: Uint8Array, chainId?: bigint): Uint8Array {
+  const recovery = calculateSigRecovery(v, chainId);
+  if (recovery !== 0n && recovery !== 1n) throw new Error('Invalid signature v value');
+  const sig = new Uint8Array(64);
+  sig.set(r, 32 - r.length);
+  sig.set(s, 64 - s.length);
+  return secp256k1.ecdsaRecover(sig, Number(recovery), msgHash, false).subarray(1);
+}
+
+export async function generateMainnetShape(o: GenerateOptions): Promise<GenerateResult> {
+  const t0 = performance.now();
+  const progress = o.progress ?? (() => {});
+  const c: MainnetContracts = compileMainnetContracts();
+  const rng = new Rng(o.seed);
+
+  const senders: Sender[] = Array.from({ length: o.senders }, (_, i) => {
+    const key = keccak256(new TextEncoder().encode(`chainnode-mainnet-shape-sender-${i}`));
+    const pub = secp256k1.publicKeyCreate(key, false).subarray(1);
+    const address = new Address(keccak256(pub).slice(12));
+    return { key, pub, address, hex: address.toString() };
+  });
+  const router = labelAddress('mainnet-shape-router');
+  const tokens = Array.from({ length: HOT_TOKENS + TAIL_TOKENS }, (_, i) => labelAddress(`mainnet-shape-token-${i}`));
+  const nfts = Array.from({ length: HOT_NFTS + TAIL_NFTS }, (_, i) => labelAddress(`mainnet-shape-nft-${i}`));
+  const builders = Array.from({ length: 6 }, (_, i) => labelAddress(`mainnet-shape-builder-${i}`));
+  const pairDefs: [number, number][] = [
+    [0, 1],
+    [0, 2],
+    [1, 2],
+  ];
+  for (let i = 0; i < 12; i++) pairDefs.push([0, HOT_TOKENS + i]);
+  const pools: Pool[] = pairDefs.map(([a, b], i) => ({
+    address: labelAddress(`mainnet-shape-pair-${i}`),
+    t0: a,
+    t1: b,
+    r0: RESERVE,
+    r1: RESERVE,
+  }));
+
+  // The model: token balances, router allowances, NFT ownership, nonces, known addresses.
+  const bal = tokens.map(() => new Map<string, bigint>());
+  const routerAllowed = tokens.map(() => new Set<string>());
+  const nftNext = nfts.map(() => 0n);
+  const owned = nfts.map(() => new Map<string, bigint[]>());
+  /** For each sender, the collection of each NFT it holds (one entry per token). */
+  const ownedBy = new Map<string, number[]>();
+  const holders: Sender[] = [];
+  const nonces = new Map<string, bigint>();
+  const known: Address[] = [];
+  let fresh = 0;
+
+  // Genesis alloc: senders' ether; contracts with their code and storage.
+  const storage = new Map<string, Map<string, string>>();
+  const setSlot = (a: Address, slot: Uint8Array, v: bigint): void => {
+    let m = storage.get(a.toString());
+    if (m === undefined) storage.set(a.toString(), (m = new Map()));
+    m.set(bytesToHex(slot), word(v));
+  };
+  const supply = tokens.map(() => 0n);
+  for (const s of senders) {
+    for (let t = 0; t < HOT_TOKENS; t++) {
+      const v = rng.bigint(1_000n, 5_000_000n) * ETHER;
+      bal[t]!.set(s.hex, v);
+      supply[t]! += v;
+      setSlot(tokens[t]!, mappingSlot(s.address.bytes, 0n), v);
+      setSlot(tokens[t]!, mappingSlot(router.bytes, mappingSlot(s.address.bytes, 1n)), MAX);
+      routerAllowed[t]!.add(s.hex);
+    }
+  }
+  for (let t = HOT_TOKENS; t < tokens.length; t++) {
+    for (let k = 0; k < TAIL_HOLDERS; k++) {
+      const s = senders[rng.int(0, senders.length - 1)]!;
+      const v = rng.bigint(10n, 100_000n) * ETHER;
+      bal[t]!.set(s.hex, (bal[t]!.get(s.hex) ?? 0n) + v);
+      supply[t]! += v;
+      setSlot(tokens[t]!, mappingSlot(s.address.bytes, 0n), bal[t]!.get(s.hex)!);
+    }
+  }
+  for (const p of pools) {
+    for (const [t, r] of [
+      [p.t0, p.r0],
+      [p.t1, p.r1],
+    ] as const) {
+      bal[t]!.set(p.address.toString(), (bal[t]!.get(p.address.toString()) ?? 0n) + r);
+      supply[t]! += r;
+      setSlot(tokens[t]!, mappingSlot(p.address.bytes, 0n), bal[t]!.get(p.address.toString())!);
+    }
+    setSlot(p.address, hexBytes(word(0n)), BigInt(tokens[p.t0]!.toString()));
+    setSlot(p.address, hexBytes(word(1n)), BigInt(tokens[p.t1]!.toString()));
+    setSlot(p.address, hexBytes(word(2n)), p.r0);
+    setSlot(p.address, hexBytes(word(3n)), p.r1);
+  }
+  tokens.forEach((t, i) => {
+    setSlot(t, hexBytes(word(2n)), supply[i]!);
+  });
+
+  const alloc: GethGenesis['alloc'] = {};
+  for (const s of senders) alloc[s.hex] = { balance: `0x${(1_000n * ETHER).toString(16)}` };
+  const code = (a: Address, runtime: Uint8Array): void => {
+    const st = storage.get(a.toString());
+    alloc[a.toString()] = {
+      balance: '0x0',
+      code: bytesToHex(runtime),
+      ...(st !== undefined ? { storage: Object.fromEntries([...st.entries()].sort()) } : {}),
+    };
+  };
+  code(router, c.router.runtime);
+  for (const t of tokens) code(t, c.token.runtime);
+  for (const p of pools) code(p.address, c.pair.runtime);
+  for (const n of nfts) code(n, c.nft.runtime);
+
+  const genesis: GethGenesis = {
+    config: {
+      chainId: CHAIN_ID,
+      homesteadBlock: 0,
+      eip150Block: 0,
+      eip155Block: 0,
+      eip158Block: 0,
+      byzantiumBlock: 0,
+      constantinopleBlock: 0,
+      petersburgBlock: 0,
+      istanbulBlock: 0,
+      muirGlacierBlock: 0,
+      berlinBlock: 0,
+      londonBlock: 0,
+      ethash: {},
+    },
+    nonce: '0x0000000000000042',
+    timestamp: `0x${GENESIS_TIMESTAMP.toString(16)}`,
+    extraData: bytesToHex(new TextEncoder().encode('chainnode mainnet shape')),
+    gasLimit: `0x${GAS_LIMIT.toString(16)}`,
+    difficulty: '0x400000',
+    mixHash: `0x${'00'.repeat(32)}`,
+    coinbase: `0x${'00'.repeat(20)}`,
+    alloc,
+    number: '0x0',
+    gasUsed: '0x0',
+    parentHash: `0x${'00'.repeat(32)}`,
+    baseFeePerGas: `0x${GWEI.toString(16)}`,
+  } as GethGenesis;
+
+  // Without a datadir: the state in memory (one state, hash-wasm's Keccak). With one: the import's
+  // setup (pipeline.ts): the trie over the store writer's node overlay, a 200,000-node cache,
+  // @ethereumjs's own Keccak, senders recovered by libsecp256k1.
+  const sink = o.datadir;
+  const common = createCommonFromGethGenesis(genesis, {
+    chain: 'chainnode-mainnet-shape',
+    customCrypto: sink === undefined ? { keccak256: fastKeccak } : { ecrecover: nativeEcrecover },
+  });
+  let storedGenesis: Uint8Array | undefined;
+  const nodes = new StateNodes();
+  const genesisSm = new MerkleStateManager({
+    trie: new MerklePatriciaTrie({ db: nodes, useKeyHashing: true, valueEncoding: 'view', common }),
+    common,
+    caches: new Caches(),
+  });
+  await genesisSm.generateCanonicalGenesis(parseGethGenesisState(genesis));
+  const genesisRoot = await genesisSm.getStateRoot();
+  let writer: StoreWriter | undefined;
+  let sm = genesisSm;
+  if (sink !== undefined) {
+    const pipeline = await ImportPipeline.open({ datadir: sink, genesis: { json: genesis } });
+    const stored = pipeline.genesisHash;
+    await pipeline.close();
+    writer = await StoreWriter.open(sink);
+    const trie = new MerklePatriciaTrie({
+      db: writer.trieDb,
+      useKeyHashing: true,
+      valueEncoding: 'view',
+      common,
+      cacheSize: 200_000,
+    });
+    sm = new MerkleStateManager({ trie, common, caches: new Caches() });
+    await sm.setStateRoot(genesisRoot);
+    nodes.map.clear();
+    storedGenesis = stored;
+  }
+  const genesisHeader = createBlockHeader(
+    {
+      number: 0n,
+      gasLimit: GAS_LIMIT,
+      difficulty: 0x400000n,
+      timestamp: BigInt(GENESIS_TIMESTAMP),
+      extraData: hexBytes(genesis.extraData as string),
+      nonce: hexBytes(genesis.nonce as string),
+      stateRoot: genesisRoot,
+      baseFeePerGas: GWEI,
+    },
+    { common, setHardfork: true },
+  );
+  if (storedGenesis !== undefined && bytesToHex(storedGenesis) !== bytesToHex(genesisHeader.hash()))
+    throw new Error(
+      `the import built genesis ${bytesToHex(storedGenesis)}, the generator ${bytesToHex(genesisHeader.hash())}`,
+    );
+  const vm = await createVM({ common: common.copy(), stateManager: sm, setHardfork: true });
+  const genesisJson = `${JSON.stringify(genesis, null, 1)}\n`;
+  o.onGenesis?.(genesisJson);
+  progress(`genesis ${bytesToHex(genesisHeader.hash())}: ${Object.keys(alloc).length} accounts`);
+
+  const txCommon = common.copy();
+  const sign = (unsigned: TypedTransaction, s: Sender): TypedTransaction => {
+    const { signature, recid } = secp256k1.ecdsaSign(unsigned.getHashedMessageToSign(), s.key);
+    const signed = (
+      unsigned as { addSignature(v: bigint, r: Uint8Array, s: Uint8Array, c: boolean): TypedTransaction }
+    ).addSignature(BigInt(recid), signature.slice(0, 32), signature.slice(32), true);
+    // The signer is known: spare the executor a recovery, unless it stands for the import.
+    if (sink === undefined) (signed.cache as { senderPubKey?: Uint8Array }).senderPubKey = s.pub;
+    return signed;
+  };
+
+  // Per block: the distinct slots and accounts written, for the store's growth factors.
+  let slots = new Set<string>();
+  let accounts = new Set<string>();
+  /** Pairs of (contract, slot label): each a storage write; the contract's account changes too. */
+  const touch = (...pairs: (Address | string)[]): void => {
+    for (let i = 0; i < pairs.length; i += 2) {
+      const a = (pairs[i] as Address).toString();
+      slots.add(`${a}|${pairs[i + 1] as string}`);
+      accounts.add(a);
+    }
+  };
+  const pickSender = (): Sender => senders[rng.skewed(senders.length, 1.8)]!;
+  const recipient = (): Address => {
+    const r = rng.next();
+    if (r < 0.35 || known.length === 0) {
+      const a = labelAddress(`mainnet-shape-address-${fresh++}`);
+      known.push(a);
+      return a;
+    }
+    if (r < 0.7) return senders[rng.skewed(senders.length, 1.8)]!.address;
+    return known[known.length - 1 - rng.skewed(known.length, 3)]!;
+  };
+  const kindOrder = KINDS.slice();
+  const pickKind = (): Kind => {
+    let r = rng.next();
+    for (const k of kindOrder) {
+      r -= MIX[k];
+      if (r < 0) return k;
+    }
+    return 'eth-transfer';
+  };
+  const pickToken = (s: Sender): number => {
+    if (rng.chance(0.7)) return rng.skewed(HOT_TOKENS, 1.6);
+    const t = HOT_TOKENS + rng.skewed(TAIL_TOKENS, 2);
+    return (bal[t]!.get(s.hex) ?? 0n) > 0n ? t : rng.skewed(HOT_TOKENS, 1.6);
+  };
+  const swapOut = (p: Pool, zeroForOne: boolean, amountIn: bigint): bigint => {
+    const [rIn, rOut] = zeroForOne ? [p.r0, p.r1] : [p.r1, p.r0];
+    const inWithFee = amountIn * 997n;
+    return (inWithFee * rOut) / (rIn * 1000n + inWithFee);
+  };
+  const move = (t: number, from: string, to: string, v: bigint): void => {
+    bal[t]!.set(from, (bal[t]!.get(from) ?? 0n) - v);
+    bal[t]!.set(to, (bal[t]!.get(to) ?? 0n) + v);
+  };
+  /** Plans one swap on the model (the caller checks allowance); undefined when it cannot. */
+  const planSwap = (s: Sender): { pool: Pool; zeroForOne: boolean; amountIn: bigint; out: bigint } | undefined => {
+    const pool = pools[rng.chance(0.7) ? rng.skewed(3, 1.5) : 3 + rng.skewed(pools.length - 3, 2)]!;
+    let zeroForOne = rng.chance(0.5);
+    let tIn = zeroForOne ? pool.t0 : pool.t1;
+    if (!routerAllowed[tIn]!.has(s.hex) || (bal[tIn]!.get(s.hex) ?? 0n) === 0n) {
+      zeroForOne = !zeroForOne;
+      tIn = zeroForOne ? pool.t0 : pool.t1;
+      if (!routerAllowed[tIn]!.has(s.hex) || (bal[tIn]!.get(s.hex) ?? 0n) === 0n) return undefined;
+    }
+    const have = bal[tIn]!.get(s.hex)!;
+    const cap = (zeroForOne ? pool.r0 : pool.r1) / 5000n;
+    const amountIn = rng.bigint(1n, have < cap ? have : cap);
+    const out = swapOut(pool, zeroForOne, amountIn);
+    if (out === 0n) return undefined;
+    return { pool, zeroForOne, amountIn, out };
+  };
+  const applySwap = (s: Sender, w: { pool: Pool; zeroForOne: boolean; amountIn: bigint; out: bigint }): void => {
+    const { pool, zeroForOne, amountIn, out } = w;
+    const [tIn, tOut] = zeroForOne ? [pool.t0, pool.t1] : [pool.t1, pool.t0];
+    move(tIn, s.hex, pool.address.toString(), amountIn);
+    move(tOut, pool.address.toString(), s.hex, out);
+    if (zeroForOne) {
+      pool.r0 += amountIn;
+      pool.r1 -= out;
+    } else {
+      pool.r1 += amountIn;
+      pool.r0 -= out;
+    }
+    const pa = pool.address.toString();
+    touch(tokens[tIn]!, `b${s.hex}`, tokens[tIn]!, `b${pa}`, tokens[tOut]!, `b${pa}`, tokens[tOut]!, `b${s.hex}`);
+    touch(pool.address, 'r0', pool.address, 'r1', pool.address, 'p0', pool.address, 'p1', pool.address, 't');
+  };
+  const swapCall = (
+    w: { pool: Pool; zeroForOne: boolean; amountIn: bigint; out: bigint },
+    minOut: bigint,
+    to: Sender,
+  ) => encodeCall(c.router, 'swapExactIn', [w.pool.address.toString(), w.zeroForOne, w.amountIn, minOut, to.hex]);
+
+  const stats: ShapeStats = {
+    blocks: 0,
+    txs: 0,
+    logs: 0,
+    gasUsed: 0,
+    storageWrites: 0,
+    accountsTouched: 0,
+    byKind: Object.fromEntries(KINDS.map((k) => [k, { txs: 0, gas: 0 }])) as ShapeStats['byKind'],
+    logsByAddress: {},
+    minTxs: Number.MAX_SAFE_INTEGER,
+    maxTxs: 0,
+    minGas: Number.MAX_SAFE_INTEGER,
+    maxGas: 0,
+    freshAddresses: 0,
+    headHash: '',
+    headStateRoot: '',
+  };
+
+  let executeSeconds = 0;
+  let writeSeconds = 0;
+  let executeCpuSeconds = 0;
+  let writeCpuSeconds = 0;
+  let lastFlush = performance.now();
+  let td = genesisHeader.difficulty;
+  const growth: BlockGrowth[] = [];
+  const perUnit = Object.fromEntries(KINDS.map((k) => [k, { gas: 0, units: 0 }])) as Record<
+    Kind,
+    { gas: number; units: number }
+  >;
+  const out = createWriteStream(o.chainRlpPath);
+  let parent: BlockHeader = genesisHeader;
+  for (let number = 1; number <= o.blocks; number++) {
+    const baseFee = parent.calcNextBaseFee();
+    const planned: Planned[] = [];
+    slots = new Set();
+    accounts = new Set();
+    const want = rng.int(150, 250);
+    let estGas = 0;
+    const add = (
+      s: Sender,
+      kind: Kind,
+      to: Address,
+      data: Uint8Array,
+      gas: number,
+      ok = true,
+      value = 0n,
+      units = 1,
+    ): void => {
+      const nonce = nonces.get(s.hex) ?? 0n;
+      nonces.set(s.hex, nonce + 1n);
+      const tip = BigInt(rng.int(1, 200)) * (GWEI / 100n);
+      const gasLimit = kind === 'eth-transfer' ? 21_000n : BigInt(gas * 2 + 50_000);
+      const base = { nonce, gasLimit, to, value, data };
+      const unsigned = rng.chance(0.08)
+        ? createLegacyTx({ ...base, gasPrice: baseFee + tip }, { common: txCommon })
+        : createFeeMarket1559Tx(
+            { ...base, chainId: BigInt(CHAIN_ID), maxPriorityFeePerGas: tip, maxFeePerGas: baseFee * 2n + tip },
+            { common: txCommon },
+          );
+      planned.push({ tx: sign(unsigned, s), kind, ok, units });
+      accounts.add(s.hex);
+      // The estimate that fills the block: the mean gas per unit (swap step, NFT) of this kind so
+      // far; the static figure until the kind has been seen.
+      const seen = perUnit[kind];
+      estGas += seen.units > 0 ? (seen.gas / seen.units) * units : gas;
+    };
+    while ((planned.length < want || estGas < BLOCK_GAS_FLOOR) && planned.length < 250 && estGas < BLOCK_GAS_CAP) {
+      const s = pickSender();
+      const kind = pickKind();
+      switch (kind) {
+        case 'erc20-transfer': {
+          const t = pickToken(s);
+          const have = bal[t]!.get(s.hex) ?? 0n;
+          if (have === 0n) break;
+          const to = recipient();
+          const v = rng.bigint(1n, have / 20n + 1n);
+          move(t, s.hex, to.toString(), v);
+          touch(tokens[t]!, `b${s.hex}`, tokens[t]!, `b${to.toString()}`);
+          add(s, kind, tokens[t]!, encodeCall(c.token, 'transfer', [to.toString(), v]), 45_000);
+          continue;
+        }
+        case 'erc20-approve': {
+          const t = pickToken(s);
+          const toRouter = rng.chance(0.5);
+          const spender = toRouter ? router : recipient();
+          const v = rng.chance(0.6) ? MAX : rng.bigint(1n, 10n ** 24n);
+          if (toRouter && v === MAX) routerAllowed[t]!.add(s.hex);
+          else if (toRouter) routerAllowed[t]!.delete(s.hex);
+          touch(tokens[t]!, `a${s.hex}${spender.toString()}`);
+          add(s, kind, tokens[t]!, encodeCall(c.token, 'approve', [spender.toString(), v]), 46_000);
+          continue;
+        }
+        case 'dex-swap':
+        case 'dex-swap-reverted': {
+          const w = planSwap(s);
+          if (w === undefined) break;
+          if (kind === 'dex-swap') {
+            applySwap(s, w);
+            add(s, kind, router, swapCall(w, (w.out * 99n) / 100n, s), 95_000);
+          } else {
+            add(s, kind, router, swapCall(w, w.out + 1n + w.out / 50n, s), 60_000, false);
+          }
+          continue;
+        }
+        case 'router-multicall': {
+          const steps: Uint8Array[] = [];
+          const n = rng.int(2, 5);
+          for (let i = 0; i < n; i++) {
+            const w = planSwap(s);
+            if (w === undefined) continue;
+            applySwap(s, w);
+            steps.push(swapCall(w, w.out, s));
+          }
+          if (steps.length === 0) break;
+          add(
+            s,
+            kind,
+            router,
+            encodeCall(c.router, 'multicall', [steps]),
+            40_000 + 80_000 * steps.length,
+            true,
+            0n,
+            steps.length,
+          );
+          continue;
+        }
+        case 'nft-mint': {
+          const i = rng.chance(0.7) ? rng.skewed(HOT_NFTS, 1.5) : HOT_NFTS + rng.skewed(TAIL_NFTS, 2);
+          const n = 1 + rng.skewed(12, 1.6);
+          const ids = owned[i]!.get(s.hex) ?? [];
+          const mine = ownedBy.get(s.hex) ?? [];
+          if (mine.length === 0) holders.push(s);
+          ownedBy.set(s.hex, mine);
+          for (let k = 0; k < n; k++) {
+            ids.push(nftNext[i]! + BigInt(k));
+            mine.push(i);
+            touch(nfts[i]!, `o${nftNext[i]! + BigInt(k)}`);
+          }
+          touch(nfts[i]!, `b${s.hex}`, nfts[i]!, 'next');
+          owned[i]!.set(s.hex, ids);
+          nftNext[i]! += BigInt(n);
+          add(s, kind, nfts[i]!, encodeCall(c.nft, 'mint', [s.hex, n]), 30_000 + 47_000 * n, true, 0n, n);
+          continue;
+        }
+        case 'nft-transfer': {
+          // The sender is a holder (a minter that still holds one).
+          if (holders.length === 0) break;
+          const h = holders[rng.int(0, holders.length - 1)]!;
+          const mine = ownedBy.get(h.hex)!;
+          const i = mine.splice(rng.int(0, mine.length - 1), 1)[0]!;
+          if (mine.length === 0) holders.splice(holders.indexOf(h), 1);
+          const ids = owned[i]!.get(h.hex)!;
+          const id = ids.splice(rng.int(0, ids.length - 1), 1)[0]!;
+          const to = recipient();
+          touch(nfts[i]!, `o${id}`, nfts[i]!, `b${h.hex}`, nfts[i]!, `b${to.toString()}`);
+          add(h, kind, nfts[i]!, encodeCall(c.nft, 'transferFrom', [h.hex, to.toString(), id]), 60_000);
+          continue;
+        }
+        default:
+          break;
+      }
+      // eth-transfer, and the fallback when the drawn action had nothing to act on.
+      const to = recipient();
+      accounts.add(to.toString());
+      add(s, 'eth-transfer', to, new Uint8Array(0), 21_000, true, rng.bigint(10n ** 14n, 10n ** 18n));
+    }
+
+    const txs = planned.map((p) => p.tx);
+    const coinbase = builders[rng.int(0, builders.length - 1)]!;
+    accounts.add(coinbase.toString());
+    stats.storageWrites += slots.size;
+    stats.accountsTouched += accounts.size;
+    const headerData = {
+      parentHash: parent.hash(),
+      uncleHash: KECCAK256_RLP_ARRAY,
+      coinbase,
+      number: BigInt(number),
+      gasLimit: GAS_LIMIT,
+      timestamp: parent.timestamp + 12n,
+      extraData: new TextEncoder().encode('chainnode mainnet shape'),
+      mixHash: keccak256(new TextEncoder().encode(`mix ${number}`)),
+      nonce: new Uint8Array(8),
+      baseFeePerGas: baseFee,
+    };
+    const draftHeader = createBlockHeader(headerData, { common, setHardfork: true, calcDifficultyFromHeader: parent });
+    const draft = new Block(draftHeader, txs, [], undefined, { common });
+    const te = performance.now();
+    const ce = process.cpuUsage();
+    const result = await runBlock(vm, { block: draft, generate: true, skipBlockValidation: true });
+    executeSeconds += (performance.now() - te) / 1000;
+    executeCpuSeconds += cpuSince(ce);
+    const header = createBlockHeader(
+      {
+        ...headerData,
+        difficulty: draftHeader.difficulty,
+        stateRoot: result.stateRoot,
+        transactionsTrie: await genTransactionsTrieRoot(txs),
+        receiptTrie: result.receiptsRoot,
+        logsBloom: result.logsBloom,
+        gasUsed: result.gasUsed,
+      },
+      { common, setHardfork: true },
+    );
+    const block = new Block(header, txs, [], undefined, { common });
+    let cumulative = 0n;
+    for (const [i, p] of planned.entries()) {
+      const r = result.receipts[i]!;
+      const ok = 'status' in r && r.status === 1;
+      if (ok !== p.ok) throw new Error(`block ${number} tx ${i} (${p.kind}): status ${ok ? 1 : 0}, planned ${p.ok}`);
+      const gas = Number(r.cumulativeBlockGasUsed - cumulative);
+      cumulative = r.cumulativeBlockGasUsed;
+      stats.byKind[p.kind].txs++;
+      stats.byKind[p.kind].gas += gas;
+      perUnit[p.kind].gas += gas;
+      perUnit[p.kind].units += p.units;
+      for (const [address] of r.logs) {
+        const a = bytesToHex(address);
+        stats.logsByAddress[a] = (stats.logsByAddress[a] ?? 0) + 1;
+        stats.logs++;
+      }
+    }
+    const gasUsed = Number(result.gasUsed);
+    stats.blocks++;
+    stats.txs += txs.length;
+    stats.gasUsed += gasUsed;
+    stats.minTxs = Math.min(stats.minTxs, txs.length);
+    stats.maxTxs = Math.max(stats.maxTxs, txs.length);
+    stats.minGas = Math.min(stats.minGas, gasUsed);
+    stats.maxGas = Math.max(stats.maxGas, gasUsed);
+    const raw = RLP.encode(block.raw());
+    if (!out.write(raw)) await once(out, 'drain');
+    if (writer !== undefined) {
+      const tw = performance.now();
+      const cw = process.cpuUsage();
+      const staged = (writer.trieDb as unknown as { current: Map<string, Uint8Array> }).current;
+      let trieBytes = 0;
+      for (const [k, v] of staged) trieBytes += k.length / 2 + v.length;
+      growth.push({
+        number,
+        txs: txs.length,
+        gas: gasUsed,
+        storageWrites: slots.size,
+        accountsTouched: accounts.size,
+        trieNodes: staged.size,
+        trieBytes,
+      });
+      td += header.difficulty;
+      writer.addBlock(blockInput(block, result, raw, td));
+      if (
+        writer.stagedBlocks() >= 256 ||
+        writer.stagedBytes() >= 64 * 2 ** 20 ||
+        performance.now() - lastFlush > 2000
+      ) {
+        await writer.flush();
+        lastFlush = performance.now();
+      }
+      writeSeconds += (performance.now() - tw) / 1000;
+      writeCpuSeconds += cpuSince(cw);
+    }
+    parent = header;
+    if (writer === undefined && number % 20 === 0) nodes.retainOnly(header.stateRoot);
+    if (number % 50 === 0 || number === o.blocks || number <= 3) {
+      const secs = (performance.now() - t0) / 1000;
+      progress(
+        `block ${number}/${o.blocks}: ${stats.txs} txs, ${stats.logs} logs, ${(stats.gasUsed / 1e6).toFixed(0)} Mgas; ` +
+          `execution ${(stats.gasUsed / 1e6 / executeSeconds).toFixed(1)} Mgas/s, with writes ${(stats.gasUsed / 1e6 / (executeSeconds + writeSeconds)).toFixed(1)} ` +
+          `(per CPU-second ${(stats.gasUsed / 1e6 / (executeCpuSeconds + writeCpuSeconds)).toFixed(1)}), ${secs.toFixed(0)} s, ` +
+          `heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB, ${writer === undefined ? nodes.map.size : 'archive'} state nodes`,
+      );
+    }
+  }
+  out.end();
+  await once(out, 'finish');
+  if (writer !== undefined) {
+    const tw = performance.now();
+    const cw = process.cpuUsage();
+    await writer.flush();
+    await writer.close();
+    writeSeconds += (performance.now() - tw) / 1000;
+    writeCpuSeconds += cpuSince(cw);
+  }
+  stats.freshAddresses = fresh;
+  stats.headHash = bytesToHex(parent.hash());
+  stats.headStateRoot = bytesToHex(parent.stateRoot);
+  const manifest: Manifest = {
+    shape: 'mainnet',
+    generatorVersion: GENERATOR_VERSION,
+    params: { blocks: o.blocks, senders: o.senders, seed: o.seed },
+    solcVersion: c.solcVersion,
+    chainId: CHAIN_ID,
+    addresses: {
+      router: router.toString(),
+      tokens: tokens.map((t) => t.toString()),
+      hotTokens: HOT_TOKENS,
+      pairs: pools.map((p) => ({ address: p.address.toString(), token0: p.t0, token1: p.t1 })),
+      nfts: nfts.map((n) => n.toString()),
+      hotNfts: HOT_NFTS,
+      builders: builders.map((b) => b.toString()),
+    },
+    stats,
+  };
+  return {
+    genesisJson,
+    manifest,
+    timing: {
+      totalSeconds: (performance.now() - t0) / 1000,
+      executeSeconds,
+      writeSeconds,
+      executeCpuSeconds,
+      writeCpuSeconds,
+    },
+    growth,
+  };
+}
+
+/** The store's rows of an executed block, as the import pipeline builds them (pipeline.ts). */
+function blockInput(
+  block: Block,
+  result: Awaited<ReturnType<typeof runBlock>>,
+  raw: Uint8Array,
+  td: bigint,
+): BlockInput {
+  const txHashes = block.transactions.map((tx) => tx.hash());
+  return {
+    number: block.header.number,
+    hash: block.hash(),
+    headerRlp: block.header.serialize(),
+    body: { size: raw.length, transactions: block.transactions.map((tx) => tx.serialize()), uncles: [] },
+    totalDifficulty: td,
+    senders: block.transactions.map((tx) => tx.getSenderAddress().bytes),
+    txHashes,
+    receipts: result.receipts.map((r, i) => ({
+      type: block.transactions[i]?.type ?? 0,
+      statusOrState: 'stateRoot' in r ? r.stateRoot : Uint8Array.of(r.status),
+      cumulativeGasUsed: r.cumulativeBlockGasUsed,
+    })),
+    logs: result.receipts.map((r) => r.logs.map(([address, topics, data]) => ({ address, topics, data }))),
+    logsBloom: result.logsBloom,
+  };
+}

@@ -1,0 +1,128 @@
+// The mainnet-shaped chain generator (bench/src/mainnet-shape/generator.ts):
+// - its roots are real: the import path (importChain, what `node-cli sync --from` runs) re-executes
+//   every block and checks state root, receipts root, bloom and gas used; a block whose state
+//   root is altered is refused;
+// - it is deterministic: two generations give the same bytes, with and without writing a datadir;
+// - the datadir it writes (one execution for the export and the store) holds exactly what the
+//   import of its export writes (equal digests of every key and value);
+// - its blocks have the shape: 150-250 transactions and 15-30 Mgas each, as read back from the
+//   export's own headers and bodies.
+// A few blocks and 300 senders keep it short (the full chain has 3,000).
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RLP } from '@ethereumjs/rlp';
+import { BlockVerificationError, importChain } from '@chainnode/ingest';
+import { digestDatadir } from '@chainnode/store';
+import { generateMainnetShape } from '../src/mainnet-shape/generator.js';
+
+const BLOCKS = 3;
+const PARAMS = { blocks: BLOCKS, senders: 300, seed: 'chainnode mainnet shape test' };
+
+async function generate(dir: string, datadir?: string) {
+  const r = await generateMainnetShape({
+    ...PARAMS,
+    chainRlpPath: join(dir, 'chain.rlp'),
+    ...(datadir !== undefined ? { datadir } : {}),
+  });
+  writeFileSync(join(dir, 'genesis.json'), r.genesisJson);
+  writeFileSync(join(dir, 'manifest.json'), JSON.stringify(r.manifest));
+  return r;
+}
+
+const uint = (b: Uint8Array): number => (b.length === 0 ? 0 : Number.parseInt(Buffer.from(b).toString('hex'), 16));
+
+/** [header fields, tx count] of every block of chain.rlp. */
+function readBlocks(file: string): { header: Uint8Array[]; txs: number }[] {
+  const out: { header: Uint8Array[]; txs: number }[] = [];
+  let rest: Uint8Array = readFileSync(file);
+  while (rest.length > 0) {
+    const { data, remainder } = RLP.decode(rest, true) as unknown as {
+      data: [Uint8Array[], unknown[]];
+      remainder: Uint8Array;
+    };
+    out.push({ header: data[0], txs: data[1].length });
+    rest = remainder;
+  }
+  return out;
+}
+
+describe('mainnet-shaped chain generator', () => {
+  const dirs: string[] = [];
+  const tmp = (): string => {
+    const d = mkdtempSync(join(tmpdir(), 'mainnet-shape-'));
+    dirs.push(d);
+    return d;
+  };
+  afterAll(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  let first: string;
+  let written: string;
+  let manifest: Awaited<ReturnType<typeof generate>>['manifest'];
+
+  it('gives the same bytes twice, with and without a datadir', async () => {
+    first = tmp();
+    const second = tmp();
+    written = join(second, 'data');
+    manifest = (await generate(first)).manifest;
+    const r = await generate(second, written);
+    expect(r.growth.map((g) => g.number)).toEqual([1, 2, 3]);
+    for (const g of r.growth) expect(g.trieNodes).toBeGreaterThan(g.storageWrites);
+    for (const f of ['genesis.json', 'chain.rlp', 'manifest.json']) {
+      expect(readFileSync(join(second, f)).equals(readFileSync(join(first, f)))).toBe(true);
+    }
+  });
+
+  it('has blocks of 150-250 transactions and 15-30 Mgas, with hot contracts', () => {
+    const blocks = readBlocks(join(first, 'chain.rlp'));
+    expect(blocks).toHaveLength(BLOCKS);
+    for (const b of blocks) {
+      expect(b.txs).toBeGreaterThanOrEqual(150);
+      expect(b.txs).toBeLessThanOrEqual(250);
+      const gasUsed = uint(b.header[10] as Uint8Array);
+      expect(gasUsed).toBeGreaterThanOrEqual(15_000_000);
+      expect(gasUsed).toBeLessThanOrEqual(30_000_000);
+    }
+    // Every kind of the mix occurs; the hottest token carries a large share of the logs.
+    for (const k of Object.values(manifest.stats.byKind)) expect(k.txs).toBeGreaterThan(0);
+    const hot = manifest.stats.logsByAddress[manifest.addresses.tokens[0] as string] ?? 0;
+    expect(hot / manifest.stats.logs).toBeGreaterThan(0.1);
+  });
+
+  it('imports through the import path, which re-executes and verifies every root', async () => {
+    const imported = join(tmp(), 'data');
+    const s = await importChain({ from: first, datadir: imported });
+    expect(s.blocks).toBe(BLOCKS);
+    // The datadir the generator wrote is the one the import writes.
+    const [a, b] = [await digestDatadir(imported), await digestDatadir(written)];
+    expect(a.entries).toBeGreaterThan(1000);
+    expect(b).toEqual(a);
+    expect(s.txs).toBe(manifest.stats.txs);
+    expect(s.logs).toBe(manifest.stats.logs);
+    expect(`0x${Buffer.from(s.head.hash).toString('hex')}`).toBe(manifest.stats.headHash);
+  });
+
+  it('a block with another state root is refused by the import', async () => {
+    const blocks = readBlocks(join(first, 'chain.rlp'));
+    const bad = tmp();
+    writeFileSync(join(bad, 'genesis.json'), readFileSync(join(first, 'genesis.json')));
+    // Block 1 as generated, then only block 2's header with its state root's last byte flipped:
+    // the body stays, so the transactions root still matches and the executed root must not.
+    const raw = readFileSync(join(first, 'chain.rlp'));
+    const one = RLP.decode(raw, true) as unknown as { data: unknown[]; remainder: Uint8Array };
+    const two = RLP.decode(one.remainder, true) as unknown as { data: [Uint8Array[], ...unknown[]] };
+    const header = two.data[0].slice();
+    const root = Uint8Array.from(header[3] as Uint8Array);
+    root[31] = (root[31] as number) ^ 1;
+    header[3] = root;
+    const tampered = RLP.encode([header, ...two.data.slice(1)] as never);
+    writeFileSync(
+      join(bad, 'chain.rlp'),
+      Buffer.concat([raw.subarray(0, raw.length - one.remainder.length), tampered]),
+    );
+    expect(blocks.length).toBeGreaterThan(2);
+    await expect(importChain({ from: bad, datadir: join(tmp(), 'data') })).rejects.toThrow(BlockVerificationError);
+  });
+});
