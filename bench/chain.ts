@@ -63,10 +63,17 @@ export function cacheKey(p: ShapeParams): string {
 async function main(): Promise<void> {
   const { params, out, datadir, cache } = parse(process.argv.slice(2));
   printRunRecord('bench:chain');
-  const dir = join(cache, cacheKey(params));
+  let dir = join(cache, cacheKey(params));
   if (datadir === undefined && existsSync(join(dir, 'manifest.json'))) {
     process.stderr.write(`bench:chain: cached ${dir}\n`);
   } else {
+    // SIGINT/SIGTERM end the chain after the current block: the blocks so far are written (and
+    // cached under their own count), with the datadir flushed.
+    let stopping = false;
+    const onSignal = (): void => {
+      stopping = true;
+    };
+    process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
     const tmp = `${dir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
@@ -76,11 +83,13 @@ async function main(): Promise<void> {
       ...(datadir !== undefined ? { datadir } : {}),
       onGenesis: (json) => writeFileSync(join(tmp, 'genesis.json'), json),
       progress: (m) => process.stderr.write(`bench:chain: ${m}\n`),
+      stop: () => stopping,
     });
     writeFileSync(join(tmp, 'genesis.json'), r.genesisJson);
     writeFileSync(join(tmp, 'manifest.json'), `${JSON.stringify(r.manifest, null, 1)}\n`);
     writeFileSync(join(tmp, 'timing.json'), `${JSON.stringify(r.timing)}\n`);
     if (r.growth.length > 0) writeFileSync(join(tmp, 'growth.json'), `${JSON.stringify(r.growth)}\n`);
+    if (r.manifest.params.blocks !== params.blocks) dir = join(cache, cacheKey(r.manifest.params));
     rmSync(dir, { recursive: true, force: true });
     renameSync(tmp, dir);
     const s = r.manifest.stats;

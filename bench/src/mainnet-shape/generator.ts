@@ -275,6 +275,8 @@ export interface GenerateOptions extends ShapeParams {
    * sender recovery, staging, batches) without its decoding and root comparisons.
    */
   datadir?: string;
+  /** Asked after each block: true ends the chain there (its first blocks are those of any longer one). */
+  stop?: () => boolean;
   /** Called with genesis.json's text before the first block (a partial chain is then importable). */
   onGenesis?: (json: string) => void;
   progress?: (msg: string) => void;
@@ -864,6 +866,10 @@ export async function generateMainnetShape(o: GenerateOptions): Promise<Generate
     }
     parent = header;
     if (writer === undefined && number % 20 === 0) nodes.retainOnly(header.stateRoot);
+    if (o.stop?.() === true && number < o.blocks) {
+      progress(`stopped after block ${number}`);
+      break;
+    }
     if (number % 50 === 0 || number === o.blocks || number <= 3) {
       const secs = (performance.now() - t0) / 1000;
       progress(
@@ -890,7 +896,7 @@ export async function generateMainnetShape(o: GenerateOptions): Promise<Generate
   const manifest: Manifest = {
     shape: 'mainnet',
     generatorVersion: GENERATOR_VERSION,
-    params: { blocks: o.blocks, senders: o.senders, seed: o.seed },
+    params: { blocks: stats.blocks, senders: o.senders, seed: o.seed },
     solcVersion: c.solcVersion,
     chainId: CHAIN_ID,
     addresses: {
