@@ -4,7 +4,7 @@ export { StoreWriter } from './writer.js';
 export type { BlockInput, GenesisInput, LogInput, FlushStats, RemovedBlock } from './writer.js';
 export { DatadirInUseError, DatadirEmptyError } from './db.js';
 export { digestDatadir } from './digest.js';
-export { SCHEMA_VERSION } from './schema.js';
+export { Prefix, SCHEMA_VERSION } from './schema.js';
 export type { StoredBody, StoredReceipt } from './schema.js';
 export { sizeOnDisk } from './disk.js';
 /** Hand RLP writers (byte-equal to RLP.encode, tested in schema.test), for writers of synthetic blocks. */

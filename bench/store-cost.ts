@@ -1,0 +1,192 @@
+// `node bench/dist/store-cost.js --datadir <dir> [--chain <export dir>] [--json <file>]`: what the
+// store costs per block, by table: rows, key + value bytes (before LevelDB's compression) and
+// LevelDB's own estimate of the compressed bytes on disk (approximateSize of the table's key
+// range), for every table of packages/store/src/schema.ts (Prefix), plus the sealed log segment
+// files. With --chain (an export written by `npm run bench:chain -- --datadir`, which keeps
+// growth.json: per block, the trie nodes its execution handed to the store against the storage
+// slots and accounts it wrote), fits trie nodes per block = a x storage writes + b x accounts
+// touched (least squares) and prints the archive's cost as a formula of the block count.
+// Nothing else may have the datadir open (LevelDB's lock).
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Level } from 'level';
+import { Prefix, sizeOnDisk } from '@chainnode/store';
+import { printRunRecord } from './src/run-record.js';
+
+printRunRecord('bench:store-cost');
+
+const arg = (name: string): string | undefined => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+const datadir = resolve(arg('datadir') ?? '');
+const chain = arg('chain');
+
+/** The issue's groups of tables. */
+const GROUP: Record<string, string> = {
+  Meta: 'meta',
+  Canonical: 'headers',
+  HashToNumber: 'headers',
+  Headers: 'headers',
+  TotalDifficulty: 'headers',
+  Bodies: 'bodies',
+  Senders: 'bodies',
+  BlockTxHashes: 'bodies',
+  TxLookup: 'bodies',
+  Receipts: 'receipts',
+  Blooms: 'receipts',
+  BlockLogs: 'log rows and index',
+  Logs: 'log rows and index',
+  LogIndex: 'log rows and index',
+  BlockJson: 'ready JSON',
+  AddressLogsJson: 'ready JSON',
+  LogSegments: 'log segments',
+  TrieNodes: 'trie nodes',
+};
+
+interface Row {
+  table: string;
+  group: string;
+  rows: number;
+  keyBytes: number;
+  valueBytes: number;
+  diskBytes: number;
+}
+
+const db = new Level<Uint8Array, Uint8Array>(join(datadir, 'chain'), { keyEncoding: 'view', valueEncoding: 'view' });
+await db.open();
+const rows: Row[] = [];
+let head = 0;
+let codeRows = 0;
+let codeBytes = 0;
+try {
+  for (const [table, prefix] of Object.entries(Prefix)) {
+    const range = { gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) };
+    const r: Row = { table, group: GROUP[table] ?? table, rows: 0, keyBytes: 0, valueBytes: 0, diskBytes: 0 };
+    for await (const [k, v] of db.iterator(range)) {
+      r.rows++;
+      r.keyBytes += k.length;
+      r.valueBytes += v.length;
+      if (prefix === Prefix.Canonical) head = Math.max(head, Number(Buffer.from(k.subarray(1)).readBigUInt64BE()));
+      // Contract code: 'c' ++ codeHash (33-byte key after the prefix); every other row is a node.
+      if (prefix === Prefix.TrieNodes && k.length === 34 && k[1] === 0x63) {
+        codeRows++;
+        codeBytes += k.length + v.length;
+      }
+    }
+    r.diskBytes = await (
+      db as unknown as { approximateSize(a: Uint8Array, b: Uint8Array): Promise<number> }
+    ).approximateSize(range.gte, range.lt);
+    rows.push(r);
+  }
+} finally {
+  await db.close();
+}
+const segDir = join(datadir, 'log-segments');
+let segmentFiles = 0;
+let segmentBytes = 0;
+try {
+  for (const f of readdirSync(segDir)) {
+    segmentFiles++;
+    segmentBytes += statSync(join(segDir, f)).size;
+  }
+} catch {
+  // no sealed segment yet
+}
+const blocks = head + 1; // genesis included
+const total = await sizeOnDisk(datadir);
+
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+console.log(`datadir ${datadir}: head ${head}, ${fmt(total)} bytes on disk (${fmt(total / blocks)} per block)`);
+console.log('table | group | rows | key+value bytes per block | approx. disk bytes per block');
+for (const r of rows) {
+  if (r.rows === 0) continue;
+  if (r.table === 'Meta') {
+    console.log(
+      `Meta | fixed, not per block (genesis.json, chain config, head) | ${r.rows} | ${fmt(r.keyBytes + r.valueBytes)} in all | -`,
+    );
+    continue;
+  }
+  console.log(
+    `${r.table} | ${r.group} | ${fmt(r.rows)} | ${fmt((r.keyBytes + r.valueBytes) / blocks)} | ${fmt(r.diskBytes / blocks)}`,
+  );
+}
+console.log(`log segment files | log segments | ${segmentFiles} files | ${fmt(segmentBytes / blocks)} | (same)`);
+console.log(`of TrieNodes: contract code ${fmt(codeRows)} rows, ${fmt(codeBytes)} bytes`);
+const groups = new Map<string, { kv: number; disk: number }>();
+for (const r of rows) {
+  const g = groups.get(r.group) ?? { kv: 0, disk: 0 };
+  g.kv += r.keyBytes + r.valueBytes;
+  g.disk += r.diskBytes;
+  groups.set(r.group, g);
+}
+const seg = groups.get('log segments') ?? { kv: 0, disk: 0 };
+seg.kv += segmentBytes;
+seg.disk += segmentBytes;
+groups.set('log segments', seg);
+console.log('group | key+value bytes per block | approx. disk bytes per block');
+groups.delete('meta');
+for (const [g, v] of groups) console.log(`${g} | ${fmt(v.kv / blocks)} | ${fmt(v.disk / blocks)}`);
+
+interface Growth {
+  number: number;
+  txs: number;
+  gas: number;
+  storageWrites: number;
+  accountsTouched: number;
+  trieNodes: number;
+  trieBytes: number;
+}
+let fit: Record<string, number> | undefined;
+if (chain !== undefined) {
+  const growth = JSON.parse(readFileSync(join(resolve(chain), 'growth.json'), 'utf8')) as Growth[];
+  const inDatadir = growth.filter((g) => g.number <= head);
+  // Least squares without intercept: nodes = a * writes + b * accounts.
+  let sww = 0;
+  let saa = 0;
+  let swa = 0;
+  let swn = 0;
+  let san = 0;
+  let nodes = 0;
+  let bytes = 0;
+  let writes = 0;
+  let accounts = 0;
+  for (const g of inDatadir) {
+    sww += g.storageWrites ** 2;
+    saa += g.accountsTouched ** 2;
+    swa += g.storageWrites * g.accountsTouched;
+    swn += g.storageWrites * g.trieNodes;
+    san += g.accountsTouched * g.trieNodes;
+    nodes += g.trieNodes;
+    bytes += g.trieBytes;
+    writes += g.storageWrites;
+    accounts += g.accountsTouched;
+  }
+  const det = sww * saa - swa * swa;
+  const a = (swn * saa - san * swa) / det;
+  const b = (san * sww - swn * swa) / det;
+  const n = inDatadir.length;
+  console.log(
+    'TrieNodes above includes the genesis state; the per-block trie cost is the growth below (nodes the blocks added)',
+  );
+  fit = {
+    blocks: n,
+    storageWritesPerBlock: writes / n,
+    accountsTouchedPerBlock: accounts / n,
+    trieNodesPerBlock: nodes / n,
+    trieBytesPerBlock: bytes / n,
+    bytesPerNode: bytes / nodes,
+    nodesPerStorageWrite: a,
+    nodesPerAccountTouched: b,
+    nodesPerWriteAlone: nodes / writes,
+  };
+  console.log(
+    `growth over ${n} blocks: ${fmt(writes / n)} storage writes and ${fmt(accounts / n)} accounts touched per block; ` +
+      `${fmt(nodes / n)} trie nodes (${fmt(bytes / n)} bytes, ${(bytes / nodes).toFixed(0)} per node) per block; ` +
+      `fit: nodes = ${a.toFixed(2)} x storage writes + ${b.toFixed(2)} x accounts touched`,
+  );
+}
+const json = arg('json');
+if (json !== undefined) {
+  writeFileSync(json, JSON.stringify({ datadir, head, total, rows, segmentFiles, segmentBytes, fit }, null, 1));
+}
