@@ -3,6 +3,7 @@
 // through the rpc service's handle() (params, store reads, decoding, formatting, JSON text), one call
 // at a time. Prints p50/p90/p99 per kind; replies are checked against the chain export
 // (bench/src/fixture-chain.ts: hashes recomputed from chain.rlp).
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadavg } from 'node:os';
@@ -11,6 +12,7 @@ import { createRpcService } from '@chainnode/rpc';
 import { readChain } from './src/fixture-chain.js';
 import { Rng } from './src/synth.js';
 import { printRunRecord } from './src/run-record.js';
+import type { Manifest } from './src/mainnet-shape/generator.js';
 
 printRunRecord('bench:cold');
 
@@ -20,7 +22,8 @@ const arg = (name: string, dflt?: string): string | undefined => {
   return i >= 0 ? process.argv[i + 1] : dflt;
 };
 const datadir = arg('datadir') as string;
-const chain = readChain(join(resolve(arg('from', join(root, 'fixtures')) as string), 'chain.rlp'));
+const fromDir = resolve(arg('from', join(root, 'fixtures')) as string);
+const chain = readChain(join(fromDir, 'chain.rlp'));
 const pct = (xs: number[], p: number): string =>
   ((xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] as number) * 1000).toFixed(0);
 
@@ -78,13 +81,22 @@ await run(
     if (Number((r.result as { blockNumber: string }).blockNumber) !== txs[i]?.n) throw new Error('tx: wrong block');
   },
 );
-const contracts = [
-  '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359',
-  '0xac71dc6244075b8763fac5367375306e747c761a',
-  '0xc3e03991e5e0bd4a705887a58bb2d3fa2538c0c7',
-];
+// The fixture chain's contracts, or those a mainnet-shaped export's manifest names (pools, hot tokens).
+const manifestPath = join(fromDir, 'manifest.json');
+const manifest = existsSync(manifestPath) ? (JSON.parse(readFileSync(manifestPath, 'utf8')) as Manifest) : undefined;
+const contracts =
+  manifest === undefined
+    ? [
+        '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359',
+        '0xac71dc6244075b8763fac5367375306e747c761a',
+        '0xc3e03991e5e0bd4a705887a58bb2d3fa2538c0c7',
+      ]
+    : [
+        ...manifest.addresses.pairs.slice(0, 3).map((p) => p.address),
+        ...manifest.addresses.tokens.slice(0, manifest.addresses.hotTokens),
+      ];
 const tuples = Array.from({ length: 3000 }, () => [
-  contracts[rng.int(3)],
+  contracts[rng.int(contracts.length)],
   `0x${rng.int(8).toString(16)}`,
   `0x${(1 + rng.int(chain.length)).toString(16)}`,
 ]);
@@ -102,3 +114,58 @@ await run(
     if (r.result === undefined) throw new Error('proof: no result');
   },
 );
+
+// A mainnet-shaped export: getLogs over the hottest token (one store, the first call cold, the
+// median of the next 9), checked against the generator's own count of that token's logs.
+if (manifest !== undefined) {
+  const hot = manifest.addresses.tokens[0] as string;
+  const head = chain.length;
+  const width = Math.min(1000, head);
+  const from = head - width + 1;
+  const transfer = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
+  const expected = head === manifest.stats.blocks ? manifest.stats.logsByAddress[hot] : undefined;
+  const store = await openChainStore(datadir);
+  const svc = createRpcService(store);
+  const queries: [string, unknown, (logs: unknown[]) => void][] = [
+    [
+      `hot token, ${width} blocks`,
+      { address: hot, fromBlock: `0x${from.toString(16)}`, toBlock: `0x${head.toString(16)}` },
+      (logs) => {
+        if (width === head && expected !== undefined && logs.length !== expected)
+          throw new Error(`hot token: ${logs.length} logs, the generator counted ${expected}`);
+      },
+    ],
+    [
+      `hot token Transfer, ${width} blocks`,
+      { address: hot, topics: [transfer], fromBlock: `0x${from.toString(16)}`, toBlock: `0x${head.toString(16)}` },
+      () => {},
+    ],
+    [
+      `hot token Transfer to one pool, ${width} blocks`,
+      {
+        address: hot,
+        topics: [transfer, null, `0x${'0'.repeat(24)}${(manifest.addresses.pairs[0]?.address as string).slice(2)}`],
+        fromBlock: `0x${from.toString(16)}`,
+        toBlock: `0x${head.toString(16)}`,
+      },
+      () => {},
+    ],
+  ];
+  console.log('\n| getLogs (in process) | logs | first call ms | median of next 9 ms |\n|---|---|---|---|');
+  for (const [label, filter, check] of queries) {
+    const times: number[] = [];
+    let n = 0;
+    for (let i = 0; i < 10; i++) {
+      const t0 = performance.now();
+      const r = await svc.handle(body('eth_getLogs', [filter]));
+      times.push(performance.now() - t0);
+      const logs = (JSON.parse(r.body as string) as { result?: unknown[] }).result;
+      if (!Array.isArray(logs)) throw new Error(`${label}: ${String(r.body).slice(0, 200)}`);
+      check(logs);
+      n = logs.length;
+    }
+    const rest = times.slice(1).sort((a, b) => a - b);
+    console.log(`| ${label} | ${n} | ${times[0]?.toFixed(2)} | ${rest[4]?.toFixed(2)} |`);
+  }
+  await store.close();
+}

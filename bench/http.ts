@@ -1,4 +1,4 @@
-// `npm run bench:http -- --varied [--chain scaled|fixtures] [--blocks 3000] [--anvil-history 128] [--anvil-proofs 200]
+// `npm run bench:http -- --varied [--chain scaled|fixtures|mainnet --from <bench:chain export>] [--blocks 3000] [--anvil-history 128] [--anvil-proofs 200]
 //  [--duration 6] [--bodies 20000 (fixtures: 4000)] [--log-bodies 2000] [--only <mix words>] [--no-anvil]
 //  [--serve-args "<args>"] [--datadir <imported fixtures, with --chain fixtures>] [--keep <dir>: build the
 //  scaled chain there and keep it; a later run with the same --keep and --no-anvil reuses it]`: varied bodies across
@@ -52,14 +52,17 @@ async function main(): Promise<void> {
     const serveArgs = arg('serve-args');
     const datadir = arg('datadir');
     const chain = arg('chain', 'scaled');
-    if (chain !== 'scaled' && chain !== 'fixtures') throw new Error(`--chain: scaled or fixtures, not ${chain}`);
+    if (chain !== 'scaled' && chain !== 'fixtures' && chain !== 'mainnet')
+      throw new Error(`--chain: scaled, fixtures or mainnet, not ${chain}`);
+    const from = arg('from');
     if (chain === 'scaled' && datadir !== undefined)
-      throw new Error('--datadir: only with --chain fixtures (the scaled chain is built in the run)');
+      throw new Error('--datadir: only with --chain fixtures or mainnet (the scaled chain is built in the run)');
     const bodies = Number(arg('bodies', chain === 'scaled' ? '20000' : '4000'));
     await runVaried({
       root,
       cli,
       chain,
+      ...(from !== undefined ? { from: resolve(from) } : {}),
       blocks: Number(arg('blocks', '3000')),
       anvilHistory: Number(arg('anvil-history', '128')),
       anvilProofSample: Number(arg('anvil-proofs', '200')),

@@ -19,18 +19,24 @@ import type { ChildProcess } from 'node:child_process';
 const TOKEN = '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359';
 const EMITTER = '0xac71dc6244075b8763fac5367375306e747c761a';
 const REGISTRY = '0xc3e03991e5e0bd4a705887a58bb2d3fa2538c0c7';
+
+/** The contracts the mixes ask about: storage tuples, busy log emitters, rare emitters. */
+export interface ChainContracts {
+  storage: string[];
+  busy: string[];
+  rare: string[];
+}
 const word = (n: number): string => `0x${n.toString(16).padStart(64, '0')}`;
 
-function buildMixes(chain: FixtureBlock[], beacons: string[], n: number): Mix[] {
+function buildMixes(chain: FixtureBlock[], contracts: ChainContracts, n: number): Mix[] {
   const rng = new Rng(15);
   const head = chain.length;
   const allTxs = chain.flatMap((b) => b.txs);
   const call = callMaker();
   const blockNo = (): number => 1 + rng.int(head);
   // Storage tuples (contract, slot, block), shared by the storage and proof mixes.
-  const contracts = [TOKEN, EMITTER, REGISTRY];
   const tuples = Array.from({ length: n }, () => ({
-    address: contracts[rng.int(3)] as string,
+    address: contracts.storage[rng.int(contracts.storage.length)] as string,
     slot: rng.int(8),
     block: blockNo(),
   }));
@@ -52,13 +58,16 @@ function buildMixes(chain: FixtureBlock[], beacons: string[], n: number): Mix[] 
   }
   const storage = tuples.map((t, i) => call('storage', 'eth_getStorageAt', [t.address, word(t.slot), qty(t.block)], i));
   const proofs = tuples.map((t, i) => call('proof', 'eth_getProof', [t.address, [word(t.slot)], qty(t.block)], i));
-  const addresses = [TOKEN, EMITTER, ...beacons];
+  const addresses = [...contracts.busy, ...contracts.rare];
+  const busy = contracts.busy.length;
   const logs: Call[] = Array.from({ length: n }, () => {
     const width = 1 + rng.int(100);
     const from = 1 + rng.int(head - width + 1);
     // Mostly the two busy contracts (real traffic), a quarter rare emitters.
     const address =
-      rng.next() < 0.75 ? (addresses[rng.int(2)] as string) : (addresses[2 + rng.int(addresses.length - 2)] as string);
+      rng.next() < 0.75
+        ? (addresses[rng.int(busy)] as string)
+        : (addresses[busy + rng.int(addresses.length - busy)] as string);
     return call('logs', 'eth_getLogs', [{ address, fromBlock: qty(from), toBlock: qty(from + width - 1) }]);
   });
   // The mixed workload: a fifth each of blocks (half full), txs, storage, proofs, small getLogs.
@@ -203,6 +212,8 @@ function normaliseFixture(c: Call, r: Reply): string | undefined {
 
 export interface FixtureOptions {
   root: string;
+  /** Another export than fixtures/ (genesis.json, chain.rlp), with the contracts to ask about. */
+  export?: { dir: string; contracts: ChainContracts; label: string };
   cli: string;
   dir: string;
   /** An imported copy of the fixtures (else imported into dir). */
@@ -213,11 +224,15 @@ export interface FixtureOptions {
 }
 
 export async function prepareFixtures(o: FixtureOptions): Promise<ChainUnderTest> {
-  const fixtures = join(o.root, 'fixtures');
+  const fixtures = o.export?.dir ?? join(o.root, 'fixtures');
   const chain = readChain(join(fixtures, 'chain.rlp'));
-  const beacons = [
-    ...readFileSync(join(fixtures, 'README.md'), 'utf8').matchAll(/^\| \d+ \| `(0x[0-9a-f]{40})` \| \d+ \|$/gm),
-  ].map((m) => m[1] as string);
+  const contracts: ChainContracts = o.export?.contracts ?? {
+    storage: [TOKEN, EMITTER, REGISTRY],
+    busy: [TOKEN, EMITTER],
+    rare: [
+      ...readFileSync(join(fixtures, 'README.md'), 'utf8').matchAll(/^\| \d+ \| `(0x[0-9a-f]{40})` \| \d+ \|$/gm),
+    ].map((m) => m[1] as string),
+  };
   let datadir = o.datadir;
   if (datadir === undefined) {
     mkdirSync(o.dir, { recursive: true });
@@ -258,8 +273,8 @@ export async function prepareFixtures(o: FixtureOptions): Promise<ChainUnderTest
   const checker = new Checker(chain);
   const txCount = chain.reduce((s, b) => s + b.txs.length, 0);
   return {
-    describe: `fixtures, ${chain.length} blocks, ${txCount} txs; anvil 1.7.1 on the same transactions replayed`,
-    mixes: buildMixes(chain, beacons, o.bodies),
+    describe: `${o.export?.label ?? 'fixtures'}, ${chain.length} blocks, ${txCount} txs; anvil 1.7.1 on the same transactions replayed`,
+    mixes: buildMixes(chain, contracts, o.bodies),
     datadir,
     anvilUrl,
     ...(anvil?.pid !== undefined ? { anvilPgid: anvil.pid } : {}),

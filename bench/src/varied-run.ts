@@ -29,7 +29,10 @@ import { groupCpuMs, onExit, runChild, spawnChild, stopChild, waitRpc } from './
 import { DIGEST, digest } from './load.js';
 import { rawLoadVariedThread, rawOnceThread } from './load-thread.js';
 import type { OnceResult, VariedResult } from './load.js';
+import { readFileSync } from 'node:fs';
 import { prepareFixtures } from './varied-fixtures.js';
+import type { FixtureOptions } from './varied-fixtures.js';
+import type { Manifest } from './mainnet-shape/generator.js';
 import { prepareScaled } from './varied-scaled.js';
 import type { Call, ChainUnderTest, Reply, ServerName } from './varied-mix.js';
 import { freePort } from '@chainnode/testkit';
@@ -37,7 +40,9 @@ import { freePort } from '@chainnode/testkit';
 export interface VariedOptions {
   root: string;
   cli: string;
-  chain: 'scaled' | 'fixtures';
+  chain: 'scaled' | 'fixtures' | 'mainnet';
+  /** With chain 'mainnet': the export written by `npm run bench:chain` (manifest.json names its contracts). */
+  from?: string;
   /** Scaled chain length. */
   blocks: number;
   /** States anvil keeps on the scaled chain (--prune-history). */
@@ -195,6 +200,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
           })
         : await prepareFixtures({
             root: o.root,
+            ...(o.chain === 'mainnet' ? { export: mainnetExport(o.from) } : {}),
             cli: o.cli,
             dir: tmp,
             ...(o.datadir !== undefined ? { datadir: o.datadir } : {}),
@@ -386,4 +392,21 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     if (o.keep === undefined) rmSync(tmp, { recursive: true, force: true });
     dropTmp();
   }
+}
+
+/** The mainnet-shaped export's contracts: pools and hot tokens for storage, hot tokens and pools busy, the tail rare. */
+function mainnetExport(from: string | undefined): NonNullable<FixtureOptions['export']> {
+  if (from === undefined) throw new Error('--chain mainnet needs --from <dir written by npm run bench:chain>');
+  const m = JSON.parse(readFileSync(join(from, 'manifest.json'), 'utf8')) as Manifest;
+  const a = m.addresses;
+  const hot = a.tokens.slice(0, a.hotTokens);
+  return {
+    dir: from,
+    label: `mainnet-shaped (${m.stats.blocks} blocks)`,
+    contracts: {
+      storage: [...a.pairs.slice(0, 3).map((p) => p.address), ...hot],
+      busy: [...hot, a.pairs[0]?.address as string, a.nfts[0] as string],
+      rare: [...a.tokens.slice(a.hotTokens), ...a.nfts.slice(a.hotNfts)],
+    },
+  };
 }
