@@ -81,10 +81,10 @@ export function batchClient(url: string): Rpc {
  */
 export async function replayIntoAnvil(rpc: Rpc, blocks: FixtureBlock[]): Promise<void> {
   for (const b of blocks) {
-    const calls: [string, unknown[]][] = [['anvil_setNextBlockBaseFeePerGas', [`0x${b.baseFee.toString(16)}`]]];
-    for (const t of b.txs) calls.push(['eth_sendRawTransaction', [t.raw]]);
-    // One call after the other: anvil may run the members of a batch concurrently.
-    await rpc(calls);
+    await rpc([['anvil_setNextBlockBaseFeePerGas', [`0x${b.baseFee.toString(16)}`]]]);
+    // One request per transaction: anvil runs the members of a batch concurrently, so a batch
+    // of a block's transactions reached its pool (and its fifo order) in another order.
+    for (const t of b.txs) await rpc([['eth_sendRawTransaction', [t.raw]]]);
     await rpc([['evm_mine', [b.timestamp]]]);
     const mined = (await rpc([['eth_getBlockByNumber', [`0x${b.number.toString(16)}`, false]]]))[0] as {
       transactions: string[];

@@ -61,7 +61,7 @@ function buildMixes(chain: FixtureBlock[], contracts: ChainContracts, n: number)
   const addresses = [...contracts.busy, ...contracts.rare];
   const busy = contracts.busy.length;
   const logs: Call[] = Array.from({ length: n }, () => {
-    const width = 1 + rng.int(100);
+    const width = 1 + rng.int(Math.min(100, head));
     const from = 1 + rng.int(head - width + 1);
     // Mostly the two busy contracts (real traffic), a quarter rare emitters.
     const address =
