@@ -126,6 +126,7 @@ if (manifest !== undefined) {
   const expected = head === manifest.stats.blocks ? manifest.stats.logsByAddress[hot] : undefined;
   const store = await openChainStore(datadir);
   const svc = createRpcService(store);
+  const pool = (manifest.addresses.pairs[0] as { address: string }).address;
   const queries: [string, unknown, (logs: unknown[]) => void][] = [
     [
       `hot token, ${width} blocks`,
@@ -144,7 +145,7 @@ if (manifest !== undefined) {
       `hot token Transfer to one pool, ${width} blocks`,
       {
         address: hot,
-        topics: [transfer, null, `0x${'0'.repeat(24)}${(manifest.addresses.pairs[0]?.address as string).slice(2)}`],
+        topics: [transfer, null, `0x${'0'.repeat(24)}${pool.slice(2)}`],
         fromBlock: `0x${from.toString(16)}`,
         toBlock: `0x${head.toString(16)}`,
       },
