@@ -8,6 +8,15 @@
 // default here covers one network with the default logWorkers on every core. A value given in the
 // environment wins.
 'use strict';
+// `serve`: SIGTERM/SIGINT are recorded from here on and handed to the runtime once it has loaded
+// (src/cmds/serve/signals.ts), so a signal while the modules load does not kill the process by
+// the signal's default action.
+if (process.argv[2] === 'serve') {
+  const early = { received: [], listener: (signal) => early.received.push(signal) };
+  process[Symbol.for('chainnode.early-signals')] = early;
+  process.on('SIGTERM', early.listener);
+  process.on('SIGINT', early.listener);
+}
 if (process.env.UV_THREADPOOL_SIZE === undefined) {
   const cores = require('node:os').availableParallelism();
   process.env.UV_THREADPOOL_SIZE = String(Math.min(1024, Math.max(4, 2 * cores + 2)));

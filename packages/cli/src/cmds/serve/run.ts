@@ -32,6 +32,7 @@ import { checkThreadPool, ingestWorkerData, openNetwork, resolveNetworks } from 
 import type { FollowOptions } from './network.js';
 import type { AppThreadCommand, AppThreadData, AppThreadListening, AppThreadMessage } from './app-thread-api.js';
 import type { ServeOptions } from './options.js';
+import { StopSignals } from './signals.js';
 
 export { openStore } from './network.js';
 
@@ -429,32 +430,17 @@ function printBanner(
   return hostForUrl;
 }
 
-/** Runs `stop` on the first SIGTERM/SIGINT; a second one exits at once. */
-function untilSignal(stop: () => Promise<void>): Promise<void> {
-  return new Promise<void>((resolve) => {
-    let stopping = false;
-    const onSignal = (signal: string): void => {
-      if (stopping) {
-        process.stderr.write(`serve: ${signal} again, exiting now\n`);
-        process.exit(1);
-      }
-      stopping = true;
-      process.stderr.write(`serve: ${signal}: finishing in-flight requests, then closing the store\n`);
-      stop().then(
-        () => {
-          process.stderr.write('serve: stopped cleanly\n');
-          resolve();
-        },
-        (err: unknown) => {
-          process.stderr.write(`serve: error while stopping: ${(err as Error).message}\n`);
-          process.exitCode = 1;
-          resolve();
-        },
-      );
-    };
-    process.on('SIGTERM', () => onSignal('SIGTERM'));
-    process.on('SIGINT', () => onSignal('SIGINT'));
-  });
+/** Runs `stop` on the first SIGTERM/SIGINT (at once if one came during startup); a second one exits at once (signals.ts). */
+async function untilSignal(signals: StopSignals, stop: () => Promise<void>): Promise<void> {
+  signals.markStarted();
+  await signals.next();
+  try {
+    await stop();
+    log('stopped cleanly');
+  } catch (err) {
+    log(`error while stopping: ${(err as Error).message}`);
+    process.exitCode = 1;
+  }
 }
 
 /**
@@ -466,6 +452,8 @@ export async function serve(
   banner?: (srv: { port: number }, host: string) => void,
   onLedger?: (l: OpenLedger, config: ServerConfig) => Promise<void>,
 ): Promise<void> {
+  // First: a signal from now on stops the process cleanly, whatever startup is doing.
+  const signals = new StopSignals(log);
   const threads = parseThreads(opts.threads);
   // Option errors before anything is opened.
   parsePort('--port', opts.port);
@@ -478,8 +466,12 @@ export async function serve(
   networkSpecs(opts, config);
   followPlan(opts, config);
   const ledger = await openServeLedger(opts, config, threads, onLedger);
-  if (threads > 1) {
-    await serveThreads(opts, threads, ledger, config, banner);
+  if (signals.received !== undefined) {
+    // Stopped before anything serves: nothing to drain.
+    await ledger.close();
+    log('stopped cleanly');
+  } else if (threads > 1) {
+    await serveThreads(opts, threads, ledger, config, signals, banner);
   } else {
     let app: App;
     try {
@@ -498,7 +490,7 @@ export async function serve(
     }
     const host = printBanner(opts, ledger, app.srv, dash, 1);
     banner?.(app.srv, host);
-    await untilSignal(async () => {
+    await untilSignal(signals, async () => {
       await app.drain();
       await dash?.close();
       await app.release();
@@ -548,6 +540,7 @@ async function serveThreads(
   threads: number,
   ledger: OpenLedger,
   config: ServerConfig,
+  signals: StopSignals,
   banner?: (srv: { port: number }, host: string) => void,
 ): Promise<void> {
   // The embedded engine's counts are shared memory every app thread opens its own ledger on (the
@@ -682,7 +675,7 @@ async function serveThreads(
   const hostForUrl = printBanner(opts, ledger, first, dash, threads);
   banner?.({ port: first.port }, hostForUrl);
   await Promise.race([
-    untilSignal(stopAll),
+    untilSignal(signals, stopAll),
     failure.catch(async (err: unknown) => {
       process.stderr.write(`serve: ${(err as Error).message}; stopping\n`);
       process.exitCode = 1;
