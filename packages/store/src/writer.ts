@@ -752,7 +752,8 @@ export class StoreWriter {
     tables.meta.put(ops, MetaKey.ChainConfig, new TextEncoder().encode(JSON.stringify(g.chainConfig)));
     if (g.genesisJson !== undefined)
       tables.meta.put(ops, MetaKey.GenesisJson, new TextEncoder().encode(JSON.stringify(g.genesisJson)));
-    this.stageBlock(g.block);
+    // Every node the genesis alloc wrote: block 0's header may name another state root (anvil's).
+    this.stageBlock(g.block, false);
     await this.flush();
     this.genesisHash = g.block.hash;
   }
@@ -774,13 +775,15 @@ export class StoreWriter {
     else this.withoutLogsJson(b.number);
   }
 
-  private stageBlock(b: BlockInput): void {
-    this.trieDb.acceptBlock();
+  private stageBlock(b: BlockInput, reachableOnly = true): void {
+    const header = decodeHeader(b.headerRlp, b.hash);
+    // Only the nodes of the block's final state trie are kept (trie-db.ts): the same set
+    // whichever way the state was reached (executed, or replicated from a diff).
+    this.trieDb.acceptBlock(reachableOnly ? header.stateRoot : undefined);
     this.stageRows(b);
     // The ready-to-serve hashes-only answer of the block, its tx hashes in it (schema.ts,
     // BlockJson). Not for addPreExecutedBlock's synthetic bench chains: readers format blocks
     // without the row.
-    const header = decodeHeader(b.headerRlp, b.hash);
     const text = blockJsonHead(
       {
         header,
