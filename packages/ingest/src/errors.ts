@@ -5,8 +5,10 @@ export class BlockVerificationError extends Error {
     readonly field: string,
     readonly expected: string,
     readonly computed: string,
+    /** Whose claim `expected` is: the block's own (a file) or the upstream's (replication). */
+    says: 'block' | 'upstream' = 'block',
   ) {
-    super(`block ${blockNumber}: ${field} mismatch: block says ${expected}, computed ${computed}`);
+    super(`block ${blockNumber}: ${field} mismatch: ${says} says ${expected}, computed ${computed}`);
     this.name = 'BlockVerificationError';
   }
 }

@@ -8,13 +8,39 @@ import type { Block } from '@ethereumjs/block';
 import type { Common, GethGenesis } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import type { ChainCommit } from '@chainnode/core';
-import { ChainMismatchError, ReorgTooDeepError, UpstreamError } from './errors.js';
+import { BlockVerificationError, ChainMismatchError, ReorgTooDeepError, UpstreamError } from './errors.js';
 import { readGenesisJson } from './genesis.js';
 import { ImportPipeline } from './pipeline.js';
 import { createRpcClient } from './rpc-client.js';
 import type { RpcClient } from './rpc-client.js';
 import { RpcBlockSource } from './rpc-source.js';
-import type { UpstreamBlock } from './rpc-source.js';
+import { chooseReplicaSource } from './replicate/sources.js';
+import type { ReplicaSource, StateSourceKind } from './replicate/sources.js';
+import { ChainSourceError } from './errors.js';
+
+/** A fetched block, whichever way it is ingested. */
+interface FetchedBlock {
+  number: bigint;
+  hash: Uint8Array;
+  parentHash: Uint8Array;
+  append(): Promise<unknown>;
+}
+
+/** genesis.json's chain family: an OP-stack chain has a `config.optimism` block (op-geth's format). */
+export function isOpStackGenesis(json: GethGenesis): boolean {
+  const o = (json.config as unknown as Record<string, unknown>).optimism;
+  return typeof o === 'object' && o !== null;
+}
+
+/** Refuses to execute a chain whose rules @ethereumjs/vm does not implement. */
+export function assertExecutable(json: GethGenesis): void {
+  if (isOpStackGenesis(json))
+    throw new ChainSourceError(
+      'genesis.json describes an OP-stack chain (config.optimism): its deposit transactions (type 0x7e) and fee vaults cannot be executed here; use --ingest replicate',
+    );
+}
+
+export type IngestMode = 'execute' | 'replicate';
 
 export type FollowState = 'starting' | 'syncing' | 'following' | 'retrying' | 'failed' | 'stopped';
 
@@ -80,6 +106,13 @@ export interface FollowOptions {
   shared?: boolean;
   /** Upstream call timeout (default 10 s). */
   timeoutMs?: number;
+  /**
+   * How blocks become state: execute them with @ethereumjs/vm (default), or replicate them:
+   * take the upstream's transactions, receipts and state changes and verify every root
+   * (replicate/). */
+  ingest?: IngestMode;
+  /** Replication's state source; probed from the upstream when absent. */
+  stateSource?: StateSourceKind;
   /** The datadir holds a chain (genesis written if it was empty) and the upstream is that chain. */
   onReady?: () => void;
   onCommit?: (commit: ChainCommit) => void;
@@ -100,6 +133,12 @@ export interface FollowSummary {
 }
 
 const hex = (b: Uint8Array): string => bytesToHex(b);
+
+const SOURCE_NAMES: Record<StateSourceKind, string> = {
+  chainnode: 'a chainnode primary (chainnode_getStateDiff)',
+  prestate: 'debug_traceBlockByHash with the prestateTracer in diffMode',
+  parity: 'trace_replayBlockTransactions stateDiff',
+};
 
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
@@ -151,6 +190,7 @@ function differingFields(a: Uint8Array[], b: Uint8Array[]): string[] {
 export class Follower {
   private readonly client: RpcClient;
   private source!: RpcBlockSource;
+  private replica: ReplicaSource | undefined;
   private pipeline!: ImportPipeline;
   private readonly status: FollowStatus;
   private totals = { blocks: 0, txs: 0, logs: 0 };
@@ -250,7 +290,13 @@ export class Follower {
         }
         return v;
       } catch (err) {
-        if (!(err instanceof UpstreamError)) throw err;
+        // A replicated block that fails verification is the upstream's data, not the chain's
+        // rules: nothing of it was written, and the upstream may answer truthfully on a retry
+        // (another backend, a fixed proxy). Executing, the same block fails the same way: stop.
+        const retryable =
+          err instanceof UpstreamError ||
+          (err instanceof BlockVerificationError && this.replica !== undefined && this.opts.follow === true);
+        if (!retryable) throw err;
         failures++;
         this.status.lastError = err.message;
         this.status.lastErrorAt = Date.now();
@@ -267,6 +313,8 @@ export class Follower {
   private async open(): Promise<void> {
     const json: GethGenesis | undefined =
       this.opts.genesisPath !== undefined ? await readGenesisJson(this.opts.genesisPath) : undefined;
+    const execute = (this.opts.ingest ?? 'execute') === 'execute';
+    if (json !== undefined && execute) assertExecutable(json);
     const upstreamChainId = await this.probeChainId();
     let upstream0: unknown;
     const checkGenesis = async (built: Block, common: Common): Promise<Uint8Array | undefined> => {
@@ -298,6 +346,7 @@ export class Follower {
       ...(this.opts.shared ? { shared: true } : {}),
       checkGenesis,
     });
+    if (execute) assertExecutable(this.pipeline.genesisJson);
     if (this.source === undefined) this.source = new RpcBlockSource(this.client, this.pipeline.common);
     // A datadir that already holds a chain: the upstream must be that chain.
     const ours = BigInt(this.pipeline.common.chainId());
@@ -313,6 +362,38 @@ export class Follower {
         `upstream ${this.client.origin} block 0 is ${h}, datadir ${this.opts.datadir} holds genesis ${hex(this.pipeline.genesisHash)}`,
       );
     }
+    if (!execute && this.replica === undefined) {
+      this.replica = await chooseReplicaSource(
+        this.client,
+        this.source,
+        this.pipeline.common,
+        this.pipeline.genesisJson as unknown as Record<string, unknown>,
+        this.opts.stateSource,
+      );
+      this.log(`follow: replicating from ${this.client.origin}: state changes from ${SOURCE_NAMES[this.replica.kind]}`);
+    }
+  }
+
+  private async byNumber(n: bigint): Promise<FetchedBlock | undefined> {
+    if (this.replica !== undefined) {
+      const b = await this.replica.byNumber(n);
+      return (
+        b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.appendReplica(b) }
+      );
+    }
+    const b = await this.source.byNumber(n);
+    return b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.append(b.raw) };
+  }
+
+  private async byHash(hash: Uint8Array): Promise<FetchedBlock | undefined> {
+    if (this.replica !== undefined) {
+      const b = await this.replica.byHash(hash);
+      return (
+        b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.appendReplica(b) }
+      );
+    }
+    const b = await this.source.byHash(hash);
+    return b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.append(b.raw) };
   }
 
   private probeChainId(): Promise<bigint> {
@@ -357,7 +438,7 @@ export class Follower {
     }
     this.lowerPolls = 0;
     if (tip.number <= local.number) {
-      const blk = await this.source.byHash(tip.hash);
+      const blk = await this.byHash(tip.hash);
       if (blk === undefined)
         throw new UpstreamError(`${this.client.origin}: head ${hex(tip.hash)} vanished (reorging?)`);
       await this.reconcile(blk);
@@ -377,7 +458,7 @@ export class Follower {
       while (this.pipeline.head().number < target && !this.opts.signal?.aborted) {
         const from = this.pipeline.head().number + 1n;
         const count = Number(target - from + 1n < BigInt(window) ? target - from + 1n : BigInt(window));
-        const fetches = Array.from({ length: count }, (_, i) => this.source.byNumber(from + BigInt(i)));
+        const fetches = Array.from({ length: count }, (_, i) => this.byNumber(from + BigInt(i)));
         for (const f of fetches) f.catch(() => undefined);
         let stop = false;
         for (const f of fetches) {
@@ -391,7 +472,7 @@ export class Follower {
             stop = true;
             break;
           }
-          await this.pipeline.append(blk.raw);
+          await blk.append();
           if (this.pipeline.stagedBlocks() >= groupBlocks || Date.now() - this.lastFlush >= groupMs) await this.flush();
         }
         if (stop) break;
@@ -412,12 +493,12 @@ export class Follower {
   }
 
   /** `blk` does not extend our head: walk back by parent hash to our chain, then switch branches. */
-  private async reconcile(blk: UpstreamBlock): Promise<void> {
+  private async reconcile(blk: FetchedBlock): Promise<void> {
     await this.flush(); // canonical reads below see everything verified so far
-    const branch: UpstreamBlock[] = [blk];
+    const branch: FetchedBlock[] = [blk];
     let ancestor: bigint;
     for (;;) {
-      const first = branch[0] as UpstreamBlock;
+      const first = branch[0] as FetchedBlock;
       const parentNumber = first.number - 1n;
       if (parentNumber < 0n) throw new ChainMismatchError(`upstream ${this.client.origin} has another genesis`);
       if (parentNumber <= this.pipeline.head().number) {
@@ -428,7 +509,7 @@ export class Follower {
         }
       }
       this.checkDepth(parentNumber - 1n);
-      const parent = await this.source.byHash(first.parentHash);
+      const parent = await this.byHash(first.parentHash);
       if (parent === undefined)
         throw new UpstreamError(
           `${this.client.origin}: parent ${hex(first.parentHash)} of block ${first.number} not served (reorging?)`,
@@ -438,7 +519,7 @@ export class Follower {
     this.checkDepth(ancestor);
     const oldHead = this.pipeline.head();
     await this.pipeline.rewind(ancestor);
-    for (const b of branch) await this.pipeline.append(b.raw);
+    for (const b of branch) await b.append();
     await this.flush();
     this.status.reorgs++;
     this.log(

@@ -20,6 +20,9 @@ import { StoreWriter } from '@chainnode/store';
 import type { BlockInput, FlushStats, StoredReceipt } from '@chainnode/store';
 import { BlockVerificationError, ChainMismatchError } from './errors.js';
 import { buildGenesis, commonFromGenesis } from './genesis.js';
+import { verifyBlockData } from './replicate/block.js';
+import type { ReplicaBlock } from './replicate/block.js';
+import { StateMismatch, StateOverlay } from './replicate/state.js';
 
 const hex = (b: Uint8Array): string => bytesToHex(b);
 
@@ -114,6 +117,9 @@ export interface PipelineHead {
 
 export class ImportPipeline {
   private td = 0n;
+  /** State root of the head (the replicate path's parent state). */
+  private stateRoot: Uint8Array = new Uint8Array(32);
+  private replicaTrie: MerklePatriciaTrie | undefined;
   private prev: PipelineHead = { number: 0n, hash: new Uint8Array(32), timestamp: 0n };
   private readonly hashes: HashSource;
   private vm!: VM;
@@ -247,7 +253,8 @@ export class ImportPipeline {
     this.td = td;
     this.prev = { number, hash, timestamp: bytesToBigInt(fields[11] as Uint8Array) };
     // Block 0's header may carry an upstream's state root (anvil --init); the alloc's is the state.
-    await this.sm.setStateRoot(number === 0n ? this.genesisStateRoot : (fields[3] as Uint8Array));
+    this.stateRoot = number === 0n ? this.genesisStateRoot : (fields[3] as Uint8Array);
+    await this.sm.setStateRoot(this.stateRoot);
     this.hashes.forgetAbove(number);
     this.vm = await createVM({
       common: this.common,
@@ -327,29 +334,102 @@ export class ImportPipeline {
       throw err;
     }
     const hash = block.hash();
-    this.td += block.header.difficulty;
     const txHashes = block.transactions.map((tx) => tx.hash());
-    const logs = result.receipts.map((r) => r.logs.map(([address, topics, data]) => ({ address, topics, data })));
-    const input: BlockInput = {
-      number,
-      hash,
-      headerRlp: RLP.encode(headerValues),
-      body: {
-        size: raw.length,
-        transactions: block.transactions.map((tx) => tx.serialize()),
-        uncles: (values[2] as unknown as Uint8Array[][]).map((u) => RLP.encode(u)),
-        ...(values[3] !== undefined ? { withdrawals: values[3] as unknown as Uint8Array[][] } : {}),
+    return this.stage(
+      {
+        number,
+        hash,
+        headerRlp: RLP.encode(headerValues),
+        body: {
+          size: raw.length,
+          transactions: block.transactions.map((tx) => tx.serialize()),
+          uncles: (values[2] as unknown as Uint8Array[][]).map((u) => RLP.encode(u)),
+          ...(values[3] !== undefined ? { withdrawals: values[3] as unknown as Uint8Array[][] } : {}),
+        },
+        totalDifficulty: this.td + block.header.difficulty,
+        senders: block.transactions.map((tx) => tx.getSenderAddress().bytes),
+        txHashes,
+        receipts: receiptsOf(result, block),
+        logs: result.receipts.map((r) => r.logs.map(([address, topics, data]) => ({ address, topics, data }))),
+        logsBloom: result.logsBloom,
       },
-      totalDifficulty: this.td,
-      senders: block.transactions.map((tx) => tx.getSenderAddress().bytes),
-      txHashes,
-      receipts: receiptsOf(result, block),
-      logs,
-      logsBloom: result.logsBloom,
-    };
+      block.header.timestamp,
+      block.header.stateRoot,
+    );
+  }
+
+  /**
+   * Verifies one replicated block without executing it (replicate/block.ts: every root the header
+   * commits to, then the state root of the node's own parent state plus the block's changes) and
+   * stages it. Its parent must be the current head.
+   */
+  async appendReplica(b: ReplicaBlock): Promise<CommittedBlock> {
+    const number = b.number;
+    if (number !== this.prev.number + 1n)
+      throw new Error(`pipeline: block ${number} does not follow ${this.prev.number}`);
+    check(number, 'parentHash', this.prev.hash, b.parentHash);
+    await verifyBlockData(b);
+    this.replicaTrie ??= new MerklePatriciaTrie({
+      db: this.writer.trieDb,
+      useKeyHashing: false,
+      valueEncoding: 'view',
+      common: this.common,
+      cacheSize: 200_000,
+    });
+    const overlay = new StateOverlay(this.writer.trieDb, this.common, this.stateRoot, this.replicaTrie);
+    try {
+      await b.changes(overlay);
+      let root: Uint8Array;
+      try {
+        root = await overlay.commit();
+      } catch (err) {
+        if (err instanceof StateMismatch)
+          throw new BlockVerificationError(number, err.field, err.upstream, err.computed, 'upstream');
+        throw err;
+      }
+      if (!equalsBytes(root, b.header.stateRoot))
+        throw new BlockVerificationError(number, 'stateRoot', hex(b.header.stateRoot), hex(root), 'upstream');
+    } catch (err) {
+      this.writer.trieDb.rejectBlock();
+      throw err;
+    }
+    return this.stage(
+      {
+        number,
+        hash: b.hash,
+        headerRlp: b.headerRlp,
+        body: {
+          size: b.size,
+          transactions: b.transactions.map((t) => t.bytes),
+          uncles: b.uncles.map((u) => RLP.encode(u)),
+          ...(b.withdrawals !== undefined ? { withdrawals: b.withdrawals } : {}),
+        },
+        totalDifficulty: this.td + b.header.difficulty,
+        senders: b.transactions.map((t) => t.sender),
+        txHashes: b.transactions.map((t) => t.hash),
+        receipts: b.receipts.map((r) => ({
+          type: r.type,
+          // Stored as the executor stores it: a failed status is one 0x00 byte (its consensus
+          // encoding is the empty string).
+          statusOrState: r.statusOrState.length === 0 ? Uint8Array.of(0) : r.statusOrState,
+          cumulativeGasUsed: r.cumulativeGasUsed,
+        })),
+        logs: b.receipts.map((r) => r.logs),
+        logsBloom: b.header.logsBloom,
+      },
+      b.timestamp,
+      b.header.stateRoot,
+    );
+  }
+
+  /** Stages a verified block into the writer's group and moves the head to it. */
+  private stage(input: BlockInput, timestamp: bigint, stateRoot: Uint8Array): CommittedBlock {
+    const { number, hash, txHashes, logs } = input;
     this.writer.addBlock(input);
+    this.td = input.totalDifficulty;
+    this.stateRoot = stateRoot;
     this.hashes.remember(number, hash);
-    this.prev = { number, hash, timestamp: block.header.timestamp };
+    this.prev = { number, hash, timestamp };
     const records: LogRecord[] = [];
     let logIndex = 0;
     logs.forEach((txLogs, transactionIndex) => {
@@ -358,7 +438,7 @@ export class ImportPipeline {
           ...l,
           blockNumber: number,
           blockHash: hash,
-          blockTimestamp: block.header.timestamp,
+          blockTimestamp: timestamp,
           transactionHash: txHashes[transactionIndex] as Uint8Array,
           transactionIndex,
           logIndex: logIndex++,

@@ -199,6 +199,10 @@ export const NETWORK_FIELDS = {
   datadir: optionalString({ doc: "Datadir holding the network's imported chain (required).", defaultText: 'required' }),
   /** Validated here; whether the build can follow is the CLI's business. */
   follow: optionalString({ doc: 'Upstream JSON-RPC endpoint to follow: an http(s):// or ws(s):// URL.' }),
+  ingest: optionalString({
+    doc: 'How followed blocks become state: "execute" (run them with the EVM) or "replicate" (verify the upstream\'s state changes against every root).',
+    defaultText: 'execute',
+  }),
 } satisfies ConfigSchema;
 
 /** One network of `serve`: `--network <name>=<datadir>[,follow=<URL>]` or an entry of `networks`. */
@@ -208,6 +212,8 @@ export interface NetworkConfig {
   datadir: string;
   /** Upstream JSON-RPC endpoint to follow (validated here; whether the build can follow is the CLI's business). */
   follow?: string;
+  /** How followed blocks become state (with `follow`). */
+  ingest?: 'execute' | 'replicate';
 }
 
 function parseNetworks(v: unknown, where: string): NetworkConfig[] {
@@ -217,7 +223,7 @@ function parseNetworks(v: unknown, where: string): NetworkConfig[] {
     if (!isRecord(n)) throw new ConfigError(`${where}.${name}: expected {"datadir": "...", "follow"?: "<URL>"}`);
     const spec: Partial<ConfigValues<typeof NETWORK_FIELDS>> = {};
     readFields(NETWORK_FIELDS, n, (k) => `${where}.${name}.${k}`, spec);
-    return checkNetwork(`${where}.${name}`, name, spec.datadir, spec.follow);
+    return checkNetwork(`${where}.${name}`, name, spec.datadir, spec.follow, spec.ingest);
   });
   checkNetworks(where, networks);
   return networks;
@@ -462,11 +468,17 @@ export function checkNetwork(
   name: string,
   datadir: string | undefined,
   follow: string | undefined,
+  ingest?: string | undefined,
 ): NetworkConfig {
   const problem = networkNameProblem(name);
   if (problem !== undefined) throw new ConfigError(`${where}: ${problem}`);
   if (datadir === undefined || datadir === '') throw new ConfigError(`${where}: a datadir is required`);
-  if (follow === undefined) return { name, datadir };
+  if (ingest !== undefined && ingest !== 'execute' && ingest !== 'replicate')
+    throw new ConfigError(`${where}: ingest: expected "execute" or "replicate", got "${ingest}"`);
+  if (follow === undefined) {
+    if (ingest !== undefined) throw new ConfigError(`${where}: ingest: only with follow`);
+    return { name, datadir };
+  }
   let u: URL;
   try {
     u = new URL(follow);
@@ -475,7 +487,7 @@ export function checkNetwork(
   }
   if (!['http:', 'https:', 'ws:', 'wss:'].includes(u.protocol))
     throw new ConfigError(`${where}: follow: expected an http(s):// or ws(s):// URL`);
-  return { name, datadir, follow };
+  return { name, datadir, follow, ...(ingest !== undefined ? { ingest } : {}) };
 }
 
 /** Names unique, datadirs distinct (LevelDB admits one opener), at most MAX_NETWORKS. */

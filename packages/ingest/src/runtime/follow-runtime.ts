@@ -14,8 +14,8 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import type { ChainCommit, ChainCommitListener, ChainEvents } from '@chainnode/core';
-import { initialFollowStatus } from '@chainnode/ingest';
-import type { FollowStatus } from '@chainnode/ingest';
+import { initialFollowStatus } from '../follow.js';
+import type { FollowStatus } from '../follow.js';
 import type { IngestMessage, IngestWorkerData } from './ingest-worker.js';
 
 /** What an ingest thread tells the serving side: its own messages, a crash, and its end. */

@@ -1,13 +1,14 @@
-// Entry of the ingest worker thread of `node-cli serve --follow`: follows the upstream with the
+// Entry of the ingest worker thread of a followed datadir (`node-cli serve --follow`): follows the upstream with the
 // ingest package's Follower, writing the datadir the serving thread reads (both open it with
 // `shared: true`), and posts to the serving thread: `ready` once the datadir holds the chain,
 // every durable `commit`, `status` changes, `log` lines, and `failed` when a verification
 // failure or a too-deep reorg stops it (the serving thread keeps serving the verified prefix).
 // A `stop` message ends it after the batch in flight.
 import { parentPort, workerData } from 'node:worker_threads';
-import { Follower } from '@chainnode/ingest';
 import type { ChainCommit } from '@chainnode/core';
-import type { FollowStatus } from '@chainnode/ingest';
+import { Follower } from '../follow.js';
+import type { FollowStatus, IngestMode } from '../follow.js';
+import type { StateSourceKind } from '../replicate/sources.js';
 
 export interface IngestWorkerData {
   url: string;
@@ -15,6 +16,8 @@ export interface IngestWorkerData {
   genesisPath?: string;
   reorgDepth: bigint;
   pollMs: number;
+  ingest: IngestMode;
+  stateSource?: StateSourceKind;
 }
 
 export type IngestMessage =
@@ -25,7 +28,7 @@ export type IngestMessage =
   | { type: 'failed'; message: string }
   | { type: 'stopped' };
 
-if (parentPort === null) throw new Error('ingest-worker.js runs as a worker thread of node-cli serve --follow');
+if (parentPort === null) throw new Error('ingest-worker.js runs as the worker thread of an IngestThread');
 const port = parentPort;
 const data = workerData as IngestWorkerData;
 const abort = new AbortController();
@@ -40,6 +43,8 @@ const follower = new Follower({
   follow: true,
   reorgDepth: data.reorgDepth,
   pollMs: data.pollMs,
+  ingest: data.ingest,
+  ...(data.stateSource !== undefined ? { stateSource: data.stateSource } : {}),
   shared: true,
   signal: abort.signal,
   onReady: () => post({ type: 'ready' }),

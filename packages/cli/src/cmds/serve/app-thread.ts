@@ -1,7 +1,7 @@
 // One app thread of `node-cli serve --threads N` (see run.ts): a whole server on the shared port,
 // with its own shared handle on the datadir and the main thread's ledger engine (keys, credits,
 // usage record) through the threads engine of @chainnode/accounts, and for each followed network the events of the ingest
-// thread the main thread owns (follow-runtime.ts: applied to this thread's store, then published to
+// thread the main thread owns (@chainnode/ingest's FollowRuntime: applied to this thread's store, then published to
 // this thread's subscribers). Thread 0's /metrics adds the other threads' counts (asked for through
 // the main thread). Reports
 // `listening` once bound; on `drain` stops accepting and finishes in-flight requests (`drained`),

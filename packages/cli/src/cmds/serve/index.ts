@@ -54,6 +54,10 @@ export function register(program: Command): void {
       )
       .option('--genesis <file>', 'genesis.json of the followed chain (required for an empty datadir)')
       .option(
+        '--ingest <mode>',
+        "with --follow: execute (run every block with the EVM; the default) or replicate (verify the upstream's transactions, receipts and state changes against every root; also ,ingest= in --network)",
+      )
+      .option(
         '--reorg-depth <n>',
         'deepest upstream reorg followed before the ingest stops (also for --network …,follow=)',
         '64',
@@ -61,7 +65,7 @@ export function register(program: Command): void {
       .addOption(new Option('--poll-ms <ms>', 'upstream poll interval when caught up').default('1000').hideHelp()),
   )
     .option(
-      '--network <name>=<datadir>[,follow=<URL>]',
+      '--network <name>=<datadir>[,follow=<URL>[,ingest=replicate]]',
       "serve this network, chosen by the request Host <name>.<anything> (repeatable; replaces the config's networks); --datadir then holds only keys, usage and config",
       (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
     )

@@ -4,7 +4,7 @@
 // process: a network whose store fails answers its own calls with errors, the others carry on.
 //
 // With `follow=<URL>` the network also has its own ingest thread following that upstream
-// (follow-runtime.ts, as `serve --follow`): its commits reach only its own store and ChainEvents
+// (@chainnode/ingest's FollowRuntime, as `serve --follow`): its commits reach only its own store and ChainEvents
 // (with --threads N: the store and ChainEvents of this network in every app thread).
 // `--network <name>=<datadir>[,follow=<URL>]` is parsed here too.
 import { existsSync } from 'node:fs';
@@ -23,10 +23,11 @@ import type { RpcConfig } from '@chainnode/rpc';
 import { OffloadPool, createRpcService } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
+import type { IngestMode } from '@chainnode/ingest';
 import { CliError } from '../../cli-error.js';
-import type { IngestWorkerData } from './ingest-worker.js';
 import type { LogWorkerData } from './log-worker.js';
-import { FollowRuntime } from './follow-runtime.js';
+import { FollowRuntime } from '@chainnode/ingest';
+import type { IngestWorkerData } from '@chainnode/ingest';
 
 /** How a network follows its upstream (`follow=<URL>`, or `serve --follow` for --datadir). */
 export interface FollowOptions {
@@ -34,9 +35,10 @@ export interface FollowOptions {
   genesisPath?: string;
   reorgDepth: bigint;
   pollMs: number;
+  ingest: IngestMode;
 }
 
-/** Parses one `--network <name>=<datadir>[,follow=<URL>]`. */
+/** Parses one `--network <name>=<datadir>[,follow=<URL>[,ingest=execute|replicate]]`. */
 export function parseNetworkSpec(spec: string): NetworkConfig {
   const eq = spec.indexOf('=');
   if (eq <= 0) throw new CliError(`--network ${spec}: expected <name>=<datadir>[,follow=<URL>]`);
@@ -45,9 +47,15 @@ export function parseNetworkSpec(spec: string): NetworkConfig {
   // The datadir is everything up to the first ",follow=" (a datadir may contain commas otherwise).
   const at = rest.indexOf(',follow=');
   const datadir = at < 0 ? rest : rest.slice(0, at);
-  const follow = at < 0 ? undefined : rest.slice(at + ',follow='.length);
+  let follow = at < 0 ? undefined : rest.slice(at + ',follow='.length);
+  let ingest: string | undefined;
+  const ing = follow?.lastIndexOf(',ingest=') ?? -1;
+  if (follow !== undefined && ing >= 0) {
+    ingest = follow.slice(ing + ',ingest='.length);
+    follow = follow.slice(0, ing);
+  }
   try {
-    return checkNetwork(`--network ${name}`, name, datadir, follow);
+    return checkNetwork(`--network ${name}`, name, datadir, follow, ingest);
   } catch (err) {
     if (err instanceof ConfigError) throw new CliError(err.message);
     throw err;
@@ -109,6 +117,7 @@ export function ingestWorkerData(datadir: string, f: FollowOptions): IngestWorke
     ...(f.genesisPath !== undefined ? { genesisPath: f.genesisPath } : {}),
     reorgDepth: f.reorgDepth,
     pollMs: f.pollMs,
+    ingest: f.ingest,
   };
 }
 

@@ -22,6 +22,8 @@ export interface ServeOptions {
   /** serve --follow <URL>: follow a live upstream while serving. */
   follow?: string;
   genesis?: string;
+  /** --ingest execute|replicate (with --follow). */
+  ingest?: string;
   reorgDepth?: string;
   pollMs?: string;
   /** App threads on the port (default and `cores`: one per core; 1: the single-thread server). */

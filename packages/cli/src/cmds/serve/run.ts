@@ -24,10 +24,10 @@ import type { CreditLedger, KeyStore, LedgerFailureMode, OpenLedger, UsageRecord
 import { resolveConfig } from '@chainnode/rpc';
 import { redactUrl } from '@chainnode/ingest';
 import { CliError } from '../../cli-error.js';
-import { isUpstreamUrl, parseReorgDepth } from '../sync/index.js';
+import { isUpstreamUrl, parseIngestMode, parseReorgDepth } from '../sync/index.js';
 import { LevelChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
-import { IngestThread } from './follow-runtime.js';
+import { IngestThread } from '@chainnode/ingest';
 import { checkThreadPool, ingestWorkerData, openNetwork, resolveNetworks } from './network.js';
 import type { FollowOptions } from './network.js';
 import type { AppThreadCommand, AppThreadData, AppThreadListening, AppThreadMessage } from './app-thread-api.js';
@@ -182,8 +182,12 @@ export function followPlan(opts: ServeOptions, config: ServerConfig): FollowedDa
   const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
   if (!Number.isInteger(pollMs) || pollMs < 10)
     throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
+  const ingest = parseIngestMode(opts.ingest);
   if (specs.length === 0) {
-    if (opts.follow === undefined) return [];
+    if (opts.follow === undefined) {
+      if (opts.ingest !== undefined) throw new CliError('--ingest: only with --follow <URL>');
+      return [];
+    }
     return [
       {
         network: '',
@@ -192,6 +196,7 @@ export function followPlan(opts: ServeOptions, config: ServerConfig): FollowedDa
           url: opts.follow,
           reorgDepth,
           pollMs,
+          ingest,
           ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}),
         },
       },
@@ -200,7 +205,13 @@ export function followPlan(opts: ServeOptions, config: ServerConfig): FollowedDa
   return specs.flatMap((n) =>
     n.follow === undefined
       ? []
-      : [{ network: n.name, datadir: n.datadir, follow: { url: n.follow, reorgDepth, pollMs } }],
+      : [
+          {
+            network: n.name,
+            datadir: n.datadir,
+            follow: { url: n.follow, reorgDepth, pollMs, ingest: n.ingest ?? ingest },
+          },
+        ],
   );
 }
 
@@ -522,7 +533,7 @@ function freePort(host: string): Promise<number> {
  * starts first and alone serves metrics.
  *
  * A followed datadir (`--follow`, `follow=<URL>`) has ONE ingest thread, owned here
- * (follow-runtime.ts IngestThread); every app thread gets a port carrying its events, applies each
+ * (@chainnode/ingest's IngestThread); every app thread gets a port carrying its events, applies each
  * commit to its own store and publishes it to its own subscribers, and shows the ingest status in
  * its /health and metrics. An app thread serves once its store opens: at once when the datadir
  * holds a chain, else when the ingest reports ready (as with one thread).

@@ -12,7 +12,7 @@ import {
   followUpstream,
   importChain,
 } from '@chainnode/ingest';
-import type { FollowSummary, ImportProgress, ImportSummary } from '@chainnode/ingest';
+import type { FollowSummary, ImportProgress, ImportSummary, IngestMode, StateSourceKind } from '@chainnode/ingest';
 import { DatadirInUseError, sizeOnDisk } from '@chainnode/store';
 import { CliError } from '../../cli-error.js';
 
@@ -23,10 +23,21 @@ export interface SyncOptions {
   groupBlocks?: string;
   genesis?: string;
   reorgDepth?: string;
+  ingest?: string;
+  stateSource?: string;
 }
 
 /** `--from` names a JSON-RPC upstream rather than a directory. */
 export const isUpstreamUrl = (from: string): boolean => /^(https?|wss?):\/\//i.test(from);
+
+/** `--ingest execute|replicate` (default execute). */
+export function parseIngestMode(value: string | undefined): IngestMode {
+  if (value === undefined || value === 'execute') return 'execute';
+  if (value === 'replicate') return 'replicate';
+  throw new CliError(`--ingest: expected "execute" or "replicate", got "${value}"`);
+}
+
+const STATE_SOURCES: readonly StateSourceKind[] = ['chainnode', 'prestate', 'parity'];
 
 export function parseReorgDepth(value: string | undefined): bigint {
   if (value === undefined) return 64n;
@@ -92,6 +103,10 @@ export async function sync(opts: SyncOptions): Promise<void> {
       throw new CliError(`--group-blocks: expected a positive integer, got "${opts.groupBlocks}"`);
     }
     const reorgDepth = parseReorgDepth(opts.reorgDepth);
+    const ingest = parseIngestMode(opts.ingest);
+    const stateSource = opts.stateSource as StateSourceKind | undefined;
+    if (stateSource !== undefined && !STATE_SOURCES.includes(stateSource))
+      throw new CliError(`--state-source: expected one of ${STATE_SOURCES.join(', ')}, got "${opts.stateSource}"`);
     if (isUpstreamUrl(opts.from)) {
       summary = await followUpstream({
         url: opts.from,
@@ -99,12 +114,18 @@ export async function sync(opts: SyncOptions): Promise<void> {
         ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}),
         ...(to !== undefined ? { to } : {}),
         reorgDepth,
+        ingest,
+        ...(stateSource !== undefined ? { stateSource } : {}),
         ...(groupBlocks ? { groupBlocks } : {}),
         log: (line) => process.stderr.write(`${line}\n`),
       });
     } else {
       if (opts.genesis !== undefined)
         throw new CliError('--genesis: only with --from <URL> (a directory holds its genesis.json)');
+      if (ingest === 'replicate')
+        throw new CliError(
+          '--ingest replicate: only with --from <URL> (a chain export holds no state changes; its blocks are executed)',
+        );
       summary = await importChain({
         from: opts.from,
         datadir: opts.datadir,
@@ -161,6 +182,13 @@ export function register(program: Command): void {
     )
     .option('--genesis <file>', 'genesis.json of the upstream chain (with --from <URL>; required for an empty datadir)')
     .option('--reorg-depth <n>', 'deepest reorg followed before the import stops', '64')
+    .option(
+      '--ingest <mode>',
+      "with --from <URL>: execute (run every block with the EVM) or replicate (take the upstream's transactions, receipts and state changes, verifying every root)",
+      'execute',
+    )
+    // Replication's state source, probed when absent: chainnode | prestate | parity.
+    .addOption(new Option('--state-source <kind>').hideHelp())
     .option('--datadir <dir>', 'where the store lives', './data')
     .option('--to <block>', 'stop after this block number')
     // Blocks per atomic batch; small values make crash tests meaningful on short chains.

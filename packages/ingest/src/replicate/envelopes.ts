@@ -1,0 +1,159 @@
+// Transactions and receipts as replication receives them, turned into their canonical encodings
+// (what the header's roots commit to) with their senders recovered here, never taken from the
+// upstream. Signed types are decoded with @ethereumjs/tx; OP-stack deposits (0x7e) carry their
+// sender in the encoding; any other typed envelope is kept opaque (its hash and root still check).
+import { RLP } from '@ethereumjs/rlp';
+import type { Common } from '@ethereumjs/common';
+import { createTxFromBlockBodyData, createTxFromRPC } from '@ethereumjs/tx';
+import type { TypedTransaction } from '@ethereumjs/tx';
+import { hexToBytes } from '@ethereumjs/util';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { bytesToBigInt } from '@chainnode/core';
+import { DEPOSIT_TX_TYPE, decodeDepositTx, encodeDepositTx, encodeReceipt, logsBloomOf } from './pending-core.js';
+import type { LogInput } from '@chainnode/store';
+import { UpstreamError } from '../errors.js';
+
+/** A transaction in its canonical encoding, with its hash and the sender recovered from it. */
+export interface ReplicaTx {
+  type: number;
+  /** The canonical encoding: RLP list (legacy) or type byte || payload. */
+  bytes: Uint8Array;
+  hash: Uint8Array;
+  /** Recovered from the signature, read from a deposit's encoding, or zero for an opaque type. */
+  sender: Uint8Array;
+}
+
+/** A receipt's consensus fields and logs (bloom recomputed from the logs, never taken). */
+export interface ReplicaReceipt {
+  type: number;
+  /** 0x01 / empty (status) or a 32-byte post-state root (before Byzantium). */
+  statusOrState: Uint8Array;
+  cumulativeGasUsed: bigint;
+  logs: LogInput[];
+  depositNonce?: bigint | undefined;
+  depositReceiptVersion?: bigint | undefined;
+}
+
+const ZERO_ADDRESS = new Uint8Array(20);
+const KNOWN_SIGNED = new Set([0, 1, 2, 3, 4]);
+
+/** The sender a signed transaction's signature gives (throws when it has none). */
+function senderOf(tx: TypedTransaction): Uint8Array {
+  return tx.getSenderAddress().bytes;
+}
+
+/** A transaction from a block body entry (legacy: the RLP list; typed: the envelope bytes). */
+export function txFromBody(entry: Uint8Array | Uint8Array[], common: Common): ReplicaTx {
+  if (Array.isArray(entry)) {
+    const bytes = RLP.encode(entry);
+    const tx = createTxFromBlockBodyData(entry, { common });
+    return { type: 0, bytes, hash: keccak256(bytes), sender: senderOf(tx) };
+  }
+  const bytes = entry;
+  const type = bytes[0] as number;
+  if (type === DEPOSIT_TX_TYPE) return { type, bytes, hash: keccak256(bytes), sender: decodeDepositTx(bytes).from };
+  if (!KNOWN_SIGNED.has(type)) return { type, bytes, hash: keccak256(bytes), sender: ZERO_ADDRESS };
+  const tx = createTxFromBlockBodyData(bytes, { common });
+  return { type, bytes, hash: keccak256(bytes), sender: senderOf(tx) };
+}
+
+const hexField = (o: Record<string, unknown>, name: string): string => {
+  const v = o[name];
+  if (typeof v !== 'string' || !/^0x[0-9a-fA-F]*$/.test(v)) throw new Error(`no valid "${name}"`);
+  return v;
+};
+const quantity = (o: Record<string, unknown>, name: string): bigint => BigInt(hexField(o, name));
+const optQuantity = (o: Record<string, unknown>, name: string): bigint | undefined =>
+  o[name] === undefined || o[name] === null ? undefined : quantity(o, name);
+
+/** A transaction rebuilt from its JSON (eth_getBlockByHash with full transactions). */
+export async function txFromJson(json: unknown, common: Common): Promise<ReplicaTx> {
+  if (typeof json !== 'object' || json === null) throw new Error('transaction is not an object');
+  const o = json as Record<string, unknown>;
+  const type = Number(quantity(o, 'type'));
+  if (type === DEPOSIT_TX_TYPE) {
+    const to = o.to === null || o.to === undefined ? null : hexToBytes(hexField(o, 'to') as `0x${string}`);
+    const bytes = encodeDepositTx({
+      sourceHash: hexToBytes(hexField(o, 'sourceHash') as `0x${string}`),
+      from: hexToBytes(hexField(o, 'from') as `0x${string}`),
+      to,
+      mint: optQuantity(o, 'mint') ?? 0n,
+      value: quantity(o, 'value'),
+      gas: quantity(o, 'gas'),
+      isSystemTx: o.isSystemTx === true,
+      data: hexToBytes(hexField(o, 'input') as `0x${string}`),
+    });
+    return { type, bytes, hash: keccak256(bytes), sender: decodeDepositTx(bytes).from };
+  }
+  if (!KNOWN_SIGNED.has(type)) throw new Error(`transaction type ${type} cannot be rebuilt from JSON`);
+  const tx = await createTxFromRPC(o as never, { common });
+  const bytes = tx.serialize();
+  return { type, bytes, hash: keccak256(bytes), sender: senderOf(tx) };
+}
+
+/** A receipt from its consensus encoding (debug_getRawReceipts). */
+export function receiptFromRaw(raw: Uint8Array): ReplicaReceipt {
+  const typed = raw.length > 0 && (raw[0] as number) < 0x80;
+  const type = typed ? (raw[0] as number) : 0;
+  const f = RLP.decode(typed ? raw.subarray(1) : raw) as unknown as (Uint8Array | Uint8Array[][])[];
+  if (!Array.isArray(f) || f.length < 4) throw new Error('receipt is not a list of at least 4 items');
+  const logs = (f[3] as unknown as [Uint8Array, Uint8Array[], Uint8Array][]).map((l) => {
+    if (!Array.isArray(l) || l.length !== 3 || !Array.isArray(l[1])) throw new Error('receipt log is malformed');
+    return { address: l[0], topics: l[1], data: l[2] };
+  });
+  const r: ReplicaReceipt = {
+    type,
+    statusOrState: f[0] as Uint8Array,
+    cumulativeGasUsed: bytesToBigInt(f[1] as Uint8Array),
+    logs,
+  };
+  if (type === DEPOSIT_TX_TYPE) {
+    if (f[4] !== undefined) r.depositNonce = bytesToBigInt(f[4] as Uint8Array);
+    if (f[5] !== undefined) r.depositReceiptVersion = bytesToBigInt(f[5] as Uint8Array);
+  }
+  return r;
+}
+
+/** A receipt from its JSON (eth_getBlockReceipts / eth_getTransactionReceipt). */
+export function receiptFromJson(json: unknown): ReplicaReceipt {
+  if (typeof json !== 'object' || json === null) throw new Error('receipt is not an object');
+  const o = json as Record<string, unknown>;
+  const type = o.type === undefined ? 0 : Number(quantity(o, 'type'));
+  let statusOrState: Uint8Array;
+  if (o.status !== undefined && o.status !== null) {
+    const s = quantity(o, 'status');
+    if (s !== 0n && s !== 1n) throw new Error(`status ${s} is not 0 or 1`);
+    statusOrState = s === 1n ? Uint8Array.of(1) : new Uint8Array(0);
+  } else statusOrState = hexToBytes(hexField(o, 'root') as `0x${string}`);
+  if (!Array.isArray(o.logs)) throw new Error('receipt has no logs list');
+  const logs = o.logs.map((l: unknown) => {
+    const lo = l as Record<string, unknown>;
+    if (!Array.isArray(lo.topics)) throw new Error('log has no topics');
+    return {
+      address: hexToBytes(hexField(lo, 'address') as `0x${string}`),
+      topics: lo.topics.map((t: unknown) => hexToBytes(hexField({ t }, 't') as `0x${string}`)),
+      data: hexToBytes(hexField(lo, 'data') as `0x${string}`),
+    };
+  });
+  const r: ReplicaReceipt = { type, statusOrState, cumulativeGasUsed: quantity(o, 'cumulativeGasUsed'), logs };
+  if (type === DEPOSIT_TX_TYPE) {
+    r.depositNonce = optQuantity(o, 'depositNonce');
+    r.depositReceiptVersion = optQuantity(o, 'depositReceiptVersion');
+  }
+  return r;
+}
+
+/** The consensus encoding of a receipt, its bloom computed from its logs. */
+export function encodeReplicaReceipt(r: ReplicaReceipt): Uint8Array {
+  return encodeReceipt({ ...r, bloom: logsBloomOf(r.logs) });
+}
+
+/** Parses a list of hex strings (upstream input) into bytes, with a clear error. */
+export function hexList(v: unknown, what: string, origin: string): Uint8Array[] {
+  if (!Array.isArray(v)) throw new UpstreamError(`${origin}: ${what} is not a list`);
+  return v.map((x, i) => {
+    if (typeof x !== 'string' || !/^0x([0-9a-fA-F]{2})*$/.test(x))
+      throw new UpstreamError(`${origin}: ${what}[${i}] is not hex bytes`);
+    return hexToBytes(x as `0x${string}`);
+  });
+}
