@@ -2,6 +2,8 @@
 // start it on a free loopback port from a Cancun genesis.json whose alloc funds exactly the 4 dev
 // accounts anvil creates (so anvil's state equals the alloc: see ../shared/research/follow.md),
 // JSON-RPC calls and batches, a workload of every tx type anvil mines, and stopping it.
+import { createBlockFromRPC } from '@ethereumjs/block';
+import type { Common } from '@ethereumjs/common';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -201,4 +203,103 @@ export function txRequest(k: number, i: number, logger: string | undefined): Rec
     default: // contract creation (legacy). (Not a failing creation: see REVERTING_INIT.)
       return { from, data: LOGGER_INIT, gasPrice: '0x77359400', type: '0x0', gas: '0x30d40' };
   }
+}
+
+const EMPTY_TRIE = '0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421';
+type Json = Record<string, unknown>;
+const hexN = (n: number | bigint) => `0x${n.toString(16)}`;
+
+/**
+ * Every block, transaction, log, uncle, slot and proof of `ours` compared with anvil's answers
+ * (geth's rules where anvil deviates: block size, empty storage proofs, uncles of unknown blocks).
+ * `extraAccounts`: addresses whose storage and proofs are compared besides the loggers and DEV.
+ */
+export async function compareWithAnvil(
+  anvilUrl: string,
+  ours: string,
+  o: { common: Common; loggers: readonly string[]; extraAccounts?: readonly string[] },
+): Promise<{ blocks: number; txs: number; logs: number }> {
+  const { common, loggers } = o;
+  const head = Number(await result<string>(anvilUrl, 'eth_blockNumber', []));
+  const nums = Array.from({ length: head + 1 }, (_, n) => n);
+  const calls: [string, unknown[]][] = nums.map((n) => ['eth_getBlockByNumber', [hexN(n), true]]);
+  const [theirs, mine] = await Promise.all([batch(anvilUrl, calls), batch(ours, calls)]);
+  const txHashes: string[] = [];
+  const blockHashes: string[] = [];
+  for (const n of nums) {
+    const a = theirs[n]?.result as Json;
+    const o = mine[n]?.result as Json;
+    expect(a).toBeTruthy();
+    // geth rule for size: RLP length of [header, txs, uncles, withdrawals] rebuilt from anvil's JSON.
+    const size = createBlockFromRPC(a as never, [], { common, setHardfork: true }).serialize().length;
+    expect([n, o]).toEqual([n, { ...a, size: hexN(size) }]);
+    blockHashes.push(a.hash as string);
+    for (const tx of a.transactions as Json[]) txHashes.push(tx.hash as string);
+  }
+  // By hash, with hashes only.
+  const byHash: [string, unknown[]][] = blockHashes.map((h) => ['eth_getBlockByHash', [h, false]]);
+  const [ta, tm] = await Promise.all([batch(anvilUrl, byHash), batch(ours, byHash)]);
+  ta.forEach((a, i) => {
+    const r = a.result as Json;
+    const size = createBlockFromRPC((theirs[i]?.result ?? {}) as never, [], { common, setHardfork: true }).serialize()
+      .length;
+    expect([i, tm[i]?.result]).toEqual([i, { ...r, size: hexN(size) }]);
+  });
+  // Every transaction.
+  const txCalls: [string, unknown[]][] = txHashes.map((h) => ['eth_getTransactionByHash', [h]]);
+  const [xa, xm] = await Promise.all([batch(anvilUrl, txCalls), batch(ours, txCalls)]);
+  xa.forEach((a, i) => {
+    expect([txHashes[i], xm[i]?.result]).toEqual([txHashes[i], a.result]);
+  });
+  // Uncles: none on this chain; by number and by hash null on both.
+  const uncleCalls: [string, unknown[]][] = nums.flatMap((n) => [
+    ['eth_getUncleByBlockNumberAndIndex', [hexN(n), '0x0']] as [string, unknown[]],
+    ['eth_getUncleByBlockHashAndIndex', [blockHashes[n], '0x0']] as [string, unknown[]],
+  ]);
+  const [ua, um] = await Promise.all([batch(anvilUrl, uncleCalls), batch(ours, uncleCalls)]);
+  ua.forEach((a, i) => {
+    expect(a.result).toBeNull();
+    expect([i, um[i]?.error, um[i]?.result]).toEqual([i, undefined, null]);
+  });
+  // geth rule: the uncle of an unknown block is null (anvil: -32001 "Resource not found").
+  expect((await call(ours, 'eth_getUncleByBlockHashAndIndex', [`0x${'12'.repeat(32)}`, '0x0'])).result).toBeNull();
+  // Logs: the whole range, by address, by topic, per block hash.
+  const logQueries: Json[] = [
+    { fromBlock: '0x0', toBlock: 'latest' },
+    ...loggers.map((address) => ({ fromBlock: '0x0', toBlock: 'latest', address })),
+    { fromBlock: '0x0', toBlock: 'latest', topics: [null, `0x${'00'.repeat(12)}${(DEV[3] as string).slice(2)}`] },
+  ];
+  let logs = 0;
+  for (const q of logQueries) {
+    const [a, o] = await Promise.all([call(anvilUrl, 'eth_getLogs', [q]), call(ours, 'eth_getLogs', [q])]);
+    expect(o.result).toEqual(a.result);
+    logs += (a.result as unknown[]).length;
+    for (const l of o.result as Json[]) expect(blockHashes[Number(l.blockNumber)]).toBe(l.blockHash);
+  }
+  const perBlock: [string, unknown[]][] = blockHashes.map((h) => ['eth_getLogs', [{ blockHash: h }]]);
+  const [la, lm] = await Promise.all([batch(anvilUrl, perBlock), batch(ours, perBlock)]);
+  la.forEach((a, i) => {
+    expect([i, lm[i]?.result]).toEqual([i, a.result]);
+  });
+  // State at the head: storage of every logger (the slots their calls wrote) and proofs.
+  const slots = Array.from({ length: 4 }, (_, k) => `0x${(k * 7919 + 3).toString(16).padStart(64, '0')}`);
+  for (const address of [...loggers, ...DEV, ...(o.extraAccounts ?? [])]) {
+    for (const slot of slots) {
+      const [a, o] = await Promise.all([
+        call(anvilUrl, 'eth_getStorageAt', [address, slot, 'latest']),
+        call(ours, 'eth_getStorageAt', [address, slot, 'latest']),
+      ]);
+      expect(o.result).toEqual(a.result);
+    }
+    const [a, o] = await Promise.all([
+      call(anvilUrl, 'eth_getProof', [address, slots, 'latest']),
+      call(ours, 'eth_getProof', [address, slots, 'latest']),
+    ]);
+    const want = a.result as Json;
+    // geth rule: an empty storage trie has no nodes to prove (anvil: ["0x80"]).
+    if (want.storageHash === EMPTY_TRIE)
+      want.storageProof = (want.storageProof as Json[]).map((p) => ({ ...p, proof: [] }));
+    expect(o.result).toEqual(want);
+  }
+  return { blocks: nums.length, txs: txHashes.length, logs };
 }

@@ -1,0 +1,280 @@
+// `serve --follow <URL> --ingest replicate` behind a lying upstream: a proxy in front of anvil
+// that changes one storage value, one log, one receipt status or one balance of one block. Each
+// lie must be caught at that block with the field named in /health, nothing of the block may be
+// written (its number answers null, the head stays below it), and once the proxy stops lying the
+// node follows on to anvil's head with every block, transaction, log, slot and proof equal to
+// anvil's. Then SIGKILL during replication: `sync --ingest replicate` killed at random moments and
+// resumed ends digest-equal to an uninterrupted replication and to an executing sync.
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { createCommonFromGethGenesis } from '@ethereumjs/common';
+import type { GethGenesis } from '@ethereumjs/common';
+import { digestDatadir } from '@chainnode/store';
+import { Sfc32, cliBin, freePort, runCli, tempDir } from '@chainnode/testkit';
+import { GENESIS, call, compareWithAnvil, result, startAnvil, txRequest } from './anvil-upstream.js';
+import type { Anvil } from './anvil-upstream.js';
+import { createKeyCli, spawnServe } from './serve-helpers.js';
+import type { ServeProcess } from './serve-helpers.js';
+
+type Json = Record<string, unknown>;
+type LieKind = 'storage' | 'log' | 'status' | 'balance';
+const hexN = (n: number | bigint) => `0x${n.toString(16)}`;
+const common = createCommonFromGethGenesis(GENESIS as unknown as GethGenesis, { chain: 'custom' });
+
+/** A JSON-RPC proxy to `target` that rewrites one block's answers while `lie` is set. */
+class LyingProxy {
+  lie: { number: number; kind: LieKind } | undefined;
+  /** Lies told, by kind. */
+  readonly told = new Map<LieKind, number>();
+  private readonly numberOf = new Map<string, number>();
+  private server!: Server;
+  url = '';
+
+  constructor(private readonly target: string) {}
+
+  async start(): Promise<void> {
+    const port = await freePort();
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((r) => this.server.listen(port, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
+    const upstream = await fetch(this.target, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const reply = (await upstream.json()) as Json;
+    this.rewrite(body, reply);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(reply));
+  }
+
+  private rewrite(req: Json, reply: Json): void {
+    const method = req.method as string;
+    const params = req.params as unknown[];
+    const r = reply.result as unknown;
+    // Remember which number each block hash has (the tracer source asks for traces by hash).
+    if ((method === 'eth_getBlockByNumber' || method === 'eth_getBlockByHash') && r !== null && typeof r === 'object') {
+      const b = r as Json;
+      this.numberOf.set(b.hash as string, Number(b.number));
+    }
+    const lie = this.lie;
+    if (lie === undefined || r === null || r === undefined) return;
+    const tell = () => this.told.set(lie.kind, (this.told.get(lie.kind) ?? 0) + 1);
+    if (method === 'eth_getBlockReceipts' && Array.isArray(r)) {
+      const receipts = r as Json[];
+      if (Number(receipts[0]?.blockNumber) !== lie.number) return;
+      if (lie.kind === 'status') {
+        const rc = receipts[0] as Json;
+        rc.status = rc.status === '0x1' ? '0x0' : '0x1';
+        tell();
+      } else if (lie.kind === 'log') {
+        const withLog = receipts.find((x) => (x.logs as Json[]).length > 0);
+        const log = (withLog?.logs as Json[] | undefined)?.[0];
+        if (log === undefined) return;
+        log.data = `0x${'ee'.repeat(32)}`;
+        tell();
+      }
+    } else if (method === 'debug_traceBlockByHash' && Array.isArray(r)) {
+      if (this.numberOf.get(params[0] as string) !== lie.number) return;
+      for (const t of r as Json[]) {
+        const post = (t.result as Json).post as Record<string, Json>;
+        for (const acct of Object.values(post)) {
+          if (lie.kind === 'storage' && acct.storage !== undefined) {
+            const slots = acct.storage as Record<string, string>;
+            const slot = Object.keys(slots)[0] as string;
+            slots[slot] = `0x${'0'.repeat(63)}7`;
+            tell();
+            return;
+          }
+          if (lie.kind === 'balance' && acct.balance !== undefined) {
+            acct.balance = hexN(BigInt(acct.balance as string) + 1n);
+            tell();
+            return;
+          }
+        }
+      }
+    }
+  }
+}
+
+describe('replication from a lying upstream', () => {
+  let anvil: Anvil;
+  let proxy: LyingProxy;
+  let node: ServeProcess;
+  let ours: string;
+  let temp: { dir: string; cleanup: () => Promise<void> };
+  let genesisPath: string;
+  const loggers: string[] = [];
+  let txCounter = 0;
+
+  beforeAll(async () => {
+    temp = await tempDir('replicate-lies-');
+    anvil = await startAnvil(temp.dir, ['--no-mining']);
+    proxy = new LyingProxy(anvil.url);
+    await proxy.start();
+    genesisPath = join(temp.dir, 'genesis.json');
+    await writeFile(genesisPath, JSON.stringify(GENESIS));
+    // A logger contract for storage writes and logs.
+    await result(anvil.url, 'eth_sendTransaction', [txRequest(5, 0, undefined)]);
+    await result(anvil.url, 'evm_mine', []);
+    const blk = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', true]);
+    const receipt = await result<Json>(anvil.url, 'eth_getTransactionReceipt', [(blk.transactions as Json[])[0]?.hash]);
+    loggers.push(receipt.contractAddress as string);
+    txCounter = 1;
+    await mine(10);
+    const datadir = join(temp.dir, 'data');
+    const { key } = await createKeyCli(datadir, 'custom');
+    node = await spawnServe(datadir, [
+      '--follow',
+      proxy.url,
+      '--ingest',
+      'replicate',
+      '--genesis',
+      genesisPath,
+      '--poll-ms',
+      '50',
+      '--threads',
+      '1',
+    ]);
+    ours = node.url(key);
+    await waitSynced();
+  }, 120_000);
+
+  afterAll(async () => {
+    await node?.stop('SIGTERM');
+    await proxy?.stop();
+    await anvil?.stop();
+    await temp?.cleanup();
+  });
+
+  /** Mines `blocks` blocks of the workload; every block has a storage-writing, logging call. */
+  async function mine(blocks: number): Promise<void> {
+    for (let b = 0; b < blocks; b++) {
+      for (let t = 0; t < 1 + (b % 4); t++) {
+        const i = txCounter++;
+        await result(anvil.url, 'eth_sendTransaction', [txRequest(t === 0 ? 3 : i, i, loggers[0])]);
+      }
+      await result(anvil.url, 'evm_mine', []);
+    }
+  }
+
+  async function health(): Promise<Json> {
+    return (await (await fetch(`${node.base}/health`)).json()) as Json;
+  }
+
+  async function waitSynced(): Promise<void> {
+    const t0 = Date.now();
+    const want = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', false]);
+    for (;;) {
+      const got = (await call(ours, 'eth_getBlockByNumber', ['latest', false])).result as Json | null;
+      if (got?.hash === want.hash) return;
+      if (Date.now() - t0 > 60_000)
+        throw new Error(`not synced: ours ${got?.number}, anvil ${want.number}\n${node.output().slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  const FIELD: Record<LieKind, RegExp> = {
+    storage: /stateRoot mismatch/,
+    balance: /stateRoot mismatch/,
+    log: /receiptsRoot mismatch/,
+    status: /receiptsRoot mismatch/,
+  };
+
+  test.each(['storage', 'log', 'status', 'balance'] as LieKind[])(
+    'a lie about one %s is caught at its block, nothing of it is written, and the node follows on once the lie stops',
+    async (kind) => {
+      const head = Number(await result<string>(anvil.url, 'eth_blockNumber', []));
+      const target = head + 1;
+      proxy.lie = { number: target, kind };
+      await mine(3);
+      const t0 = Date.now();
+      let h: Json = {};
+      for (;;) {
+        h = await health();
+        const f = h.follow as Json;
+        if (typeof f.lastError === 'string' && f.lastError.startsWith(`block ${target}:`)) break;
+        if (Date.now() - t0 > 30_000)
+          throw new Error(`lie not caught: ${JSON.stringify(h)}\n${node.output().slice(-2000)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const f = h.follow as Json;
+      expect(f.lastError).toMatch(
+        new RegExp(`^block ${target}: ${FIELD[kind].source}: upstream says 0x[0-9a-f]{64}, computed 0x[0-9a-f]{64}$`),
+      );
+      expect(f.state).toBe('retrying');
+      expect(proxy.told.get(kind)).toBeGreaterThan(0);
+      // Nothing of the lying block is written; the verified chain below it is served.
+      expect(f.localHead).toBe(head);
+      expect(await result(ours, 'eth_getBlockByNumber', [hexN(target), false])).toBeNull();
+      expect(await result(ours, 'eth_blockNumber', [])).toBe(hexN(head));
+      proxy.lie = undefined;
+      await waitSynced();
+      expect(((await health()).follow as Json).localHead).toBe(head + 3);
+    },
+    90_000,
+  );
+
+  test('after the lies: every block, transaction, log, slot and proof equals anvil', async () => {
+    await mine(5);
+    await waitSynced();
+    const seen = await compareWithAnvil(anvil.url, ours, { common, loggers });
+    expect(seen.blocks).toBeGreaterThan(25);
+    expect(seen.logs).toBeGreaterThan(20);
+  }, 120_000);
+
+  test('sync --ingest replicate killed at random moments and resumed equals an uninterrupted replication and an executing sync', async () => {
+    const rng = new Sfc32(0x5eed, 1, 2, 3);
+    const killed = join(temp.dir, 'killed');
+    const whole = join(temp.dir, 'whole');
+    const executed = join(temp.dir, 'executed');
+    const head = Number(await result<string>(anvil.url, 'eth_blockNumber', []));
+    const args = (dir: string, ingest: string) => [
+      'sync',
+      '--from',
+      anvil.url,
+      '--genesis',
+      genesisPath,
+      '--ingest',
+      ingest,
+      '--to',
+      String(head),
+      '--datadir',
+      dir,
+      '--group-blocks',
+      '2',
+    ];
+    let kills = 0;
+    for (let round = 0; round < 12; round++) {
+      const child = spawn(process.execPath, [cliBin(), ...args(killed, 'replicate')], { stdio: 'ignore' });
+      const delay = 300 + Math.floor(rng.next() * 900);
+      const timer = setTimeout(() => child.kill('SIGKILL'), delay);
+      const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+      clearTimeout(timer);
+      if (code === null) kills++;
+      else break;
+    }
+    expect(kills).toBeGreaterThan(0);
+    const finish = await runCli(args(killed, 'replicate'));
+    expect(finish.code).toBe(0);
+    expect((await runCli(args(whole, 'replicate'))).code).toBe(0);
+    expect((await runCli(args(executed, 'execute'))).code).toBe(0);
+    const [dk, dw, de] = await Promise.all([digestDatadir(killed), digestDatadir(whole), digestDatadir(executed)]);
+    expect(dk).toEqual(dw);
+    expect(dw).toEqual(de);
+  }, 240_000);
+});
