@@ -16,6 +16,7 @@ import type { RpcClient } from './rpc-client.js';
 import { RpcBlockSource } from './rpc-source.js';
 import { chooseReplicaSource } from './replicate/sources.js';
 import type { ReplicaSource, StateSourceKind } from './replicate/sources.js';
+import type { ReplicationTimings } from './replicate/timings.js';
 import { ChainSourceError } from './errors.js';
 
 /** A fetched block, whichever way it is ingested. */
@@ -113,6 +114,8 @@ export interface FollowOptions {
   ingest?: IngestMode;
   /** Replication's state source; probed from the upstream when absent. */
   stateSource?: StateSourceKind;
+  /** Filled with where replication's time goes (the benchmark reads it). */
+  timings?: ReplicationTimings;
   /** The datadir holds a chain (genesis written if it was empty) and the upstream is that chain. */
   onReady?: () => void;
   onCommit?: (commit: ChainCommit) => void;
@@ -369,6 +372,7 @@ export class Follower {
         this.pipeline.common,
         this.pipeline.genesisJson as unknown as Record<string, unknown>,
         this.opts.stateSource,
+        this.opts.timings,
       );
       this.log(`follow: replicating from ${this.client.origin}: state changes from ${SOURCE_NAMES[this.replica.kind]}`);
     }
@@ -378,7 +382,7 @@ export class Follower {
     if (this.replica !== undefined) {
       const b = await this.replica.byNumber(n);
       return (
-        b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.appendReplica(b) }
+        b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.appendReplica(b, this.opts.timings) }
       );
     }
     const b = await this.source.byNumber(n);
@@ -389,7 +393,7 @@ export class Follower {
     if (this.replica !== undefined) {
       const b = await this.replica.byHash(hash);
       return (
-        b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.appendReplica(b) }
+        b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.appendReplica(b, this.opts.timings) }
       );
     }
     const b = await this.source.byHash(hash);
@@ -462,7 +466,8 @@ export class Follower {
         for (const f of fetches) f.catch(() => undefined);
         let stop = false;
         for (const f of fetches) {
-          const blk = await f;
+          const t = this.opts.timings;
+          const blk = t === undefined ? await f : await t.time('fetchWaitMs', () => f);
           if (blk === undefined) {
             stop = true; // the upstream no longer has it (reorg to a shorter chain): re-poll
             break;
@@ -528,7 +533,8 @@ export class Follower {
   }
 
   private async flush(): Promise<void> {
-    const { stats, commits } = await this.pipeline.flush();
+    const t = this.opts.timings;
+    const { stats, commits } = t === undefined ? await this.pipeline.flush() : await t.time('writeMs', () => this.pipeline.flush());
     this.lastFlush = Date.now();
     this.totals = {
       blocks: this.totals.blocks + stats.blocks,

@@ -23,3 +23,4 @@ export type { StateSourceKind } from './replicate/sources.js';
 export { FollowRuntime, IngestThread } from './runtime/follow-runtime.js';
 export type { CommitSink, FollowEvent } from './runtime/follow-runtime.js';
 export type { IngestMessage, IngestWorkerData } from './runtime/ingest-worker.js';
+export { ReplicationTimings } from './replicate/timings.js';

@@ -23,6 +23,7 @@ import { buildGenesis, commonFromGenesis } from './genesis.js';
 import { verifyBlockData } from './replicate/block.js';
 import type { ReplicaBlock } from './replicate/block.js';
 import { StateMismatch, StateOverlay } from './replicate/state.js';
+import type { ReplicationTimings } from './replicate/timings.js';
 
 const hex = (b: Uint8Array): string => bytesToHex(b);
 
@@ -392,6 +393,12 @@ export class ImportPipeline {
     } catch (err) {
       this.writer.trieDb.rejectBlock();
       throw err;
+    }
+    if (timings !== undefined) {
+      timings.rootsMs += t1 - t0;
+      timings.stateMs += performance.now() - t1;
+      timings.blocks++;
+      timings.gas += b.header.gasUsed;
     }
     return this.stage(
       {

@@ -28,6 +28,7 @@ import { hexList, receiptFromJson, receiptFromRaw, txFromBody, txFromJson } from
 import type { ReplicaReceipt, ReplicaTx } from './envelopes.js';
 import { StateMismatch } from './state.js';
 import type { StateOverlay } from './state.js';
+import type { ReplicationTimings } from './timings.js';
 
 export type StateSourceKind = 'chainnode' | 'prestate' | 'parity';
 
@@ -90,6 +91,7 @@ export class ChainnodeSource implements ReplicaSource {
   constructor(
     private readonly client: RpcClient,
     private readonly common: Common,
+    private readonly timings?: ReplicationTimings | undefined,
   ) {}
 
   byNumber(n: bigint): Promise<ReplicaBlock | undefined> {
@@ -111,6 +113,16 @@ export class ChainnodeSource implements ReplicaSource {
       }),
     ]);
     if (rawBlock === null || rawBlock === '0x' || diff === null) return undefined;
+    const t0 = performance.now();
+    try {
+      return this.decode(rawBlock, rawReceipts, diff, wantHash);
+    } finally {
+      if (this.timings !== undefined) this.timings.decodeMs += performance.now() - t0;
+    }
+  }
+
+  private decode(rawBlock: unknown, rawReceipts: unknown, diff: unknown, wantHash: Uint8Array | undefined): ReplicaBlock {
+    const origin = this.client.origin;
     const blockBytes = hexList([rawBlock], 'debug_getRawBlock', origin)[0] as Uint8Array;
     let values: unknown[];
     try {
@@ -207,6 +219,7 @@ export class TracerSource implements ReplicaSource {
     private readonly common: Common,
     /** The genesis.json of an OP-stack chain followed on anvil (its block-level reads, block-level.ts). */
     private readonly anvilOpStack?: Record<string, unknown> | undefined,
+    private readonly timings?: ReplicationTimings | undefined,
   ) {}
 
   async byNumber(n: bigint): Promise<ReplicaBlock | undefined> {
@@ -306,6 +319,7 @@ export class TracerSource implements ReplicaSource {
     const kind = this.kind;
     const common = this.common;
     const anvilOp = this.anvilOpStack;
+    if (this.timings !== undefined) this.timings.decodeMs += performance.now() - t0;
     return {
       number: n,
       hash,
@@ -475,13 +489,16 @@ export async function chooseReplicaSource(
   common: Common,
   genesis: Record<string, unknown>,
   forced?: StateSourceKind,
+  timings?: ReplicationTimings,
 ): Promise<ReplicaSource> {
   const config = genesis.config as Record<string, unknown>;
   const opStack = typeof config.optimism === 'object' && config.optimism !== null;
   const version = opStack ? await client.call('web3_clientVersion', []).catch(() => '') : '';
   const anvilOp = opStack && typeof version === 'string' && version.startsWith('anvil/') ? genesis : undefined;
   const make = (k: StateSourceKind): ReplicaSource =>
-    k === 'chainnode' ? new ChainnodeSource(client, common) : new TracerSource(k, client, blocks, common, anvilOp);
+    k === 'chainnode'
+      ? new ChainnodeSource(client, common, timings)
+      : new TracerSource(k, client, blocks, common, anvilOp, timings);
   if (forced !== undefined) return make(forced);
   const offers = async (method: string, params: unknown[]): Promise<boolean> => {
     try {

@@ -1,0 +1,241 @@
+// Replication benchmark (never a timed test). In one run, per chain (the fixture chain, the
+// execution-apis chain, and any other export given with --chain <dir>):
+//  1. the executing import of the chain's export (genesis.json + chain.rlp) into a fresh datadir;
+//  2. a chainnode primary (`serve`, a child process) on that datadir, and replication from it
+//     (`--ingest replicate`, in this process) into another fresh datadir, with where its time
+//     goes: waiting for the primary, decoding, recomputing roots, applying state changes (trie
+//     updates and hashing), writing batches.
+// Then 3. head lag while anvil mines one block per second (20 transactions, a third of them
+// storage-writing, log-emitting calls), followed by `serve --follow --ingest replicate`.
+//   npm run bench:replicate [-- --seconds 60] [--chain <dir>]... [--lag-only]
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { ReplicationTimings, followUpstream, importChain } from '@chainnode/ingest';
+import { digestDatadir, sizeOnDisk } from '@chainnode/store';
+import { ANVIL_DEV_ACCOUNTS, cancunGenesis, freePort } from '@chainnode/testkit';
+import { printRunRecord } from './src/run-record.js';
+
+printRunRecord('bench:replicate');
+
+const root = resolve('.');
+const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
+const args = process.argv.slice(2);
+const secondsIdx = args.indexOf('--seconds');
+const lagSeconds = secondsIdx >= 0 ? Number(args[secondsIdx + 1]) : 60;
+const lagOnly = args.includes('--lag-only');
+const chains: string[] = [];
+for (let i = 0; i < args.length; i++) if (args[i] === '--chain') chains.push(resolve(args[i + 1] as string));
+if (chains.length === 0) {
+  chains.push(join(root, 'fixtures'));
+  const ea = resolve(root, '..', 'shared', 'chains', 'execution-apis');
+  if (existsSync(join(ea, 'chain.rlp'))) chains.push(ea);
+}
+
+function spawnCli(argv: string[]): ChildProcess {
+  return spawn(process.execPath, [cli, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+function serve(argv: string[]): Promise<{ proc: ChildProcess; port: number }> {
+  return new Promise((res, rej) => {
+    const proc = spawnCli(['serve', '--port', '0', '--threads', '1', ...argv]);
+    let out = '';
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) res({ proc, port: Number(m[1]) });
+    });
+    proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    proc.on('exit', (c) => rej(new Error(`serve exited ${c}: ${out}`)));
+  });
+}
+
+function runCli(argv: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((res) => {
+    const p = spawnCli(argv);
+    let stdout = '';
+    let stderr = '';
+    p.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+    p.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    p.on('exit', (code) => res({ code, stdout, stderr }));
+  });
+}
+
+async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const j = (await r.json()) as { result?: unknown; error?: { message: string } };
+  if (j.error) throw new Error(`${method}: ${j.error.message}`);
+  return j.result;
+}
+
+async function key(datadir: string): Promise<string> {
+  const r = await runCli(['keys', 'create', '--plan', 'custom', '--json', '--datadir', datadir]);
+  return (JSON.parse(r.stdout) as { key: string }).key;
+}
+
+const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
+};
+const r1 = (x: number) => Math.round(x * 10) / 10;
+
+const base = await mkdtemp(join(tmpdir(), 'bench-replicate-'));
+const kill: ChildProcess[] = [];
+try {
+  if (!lagOnly) {
+    for (const chain of chains) {
+      const name = basename(chain);
+      const executedDir = join(base, `${name}-executed`);
+      const load0 = loadavg()[0];
+      let t0 = performance.now();
+      const imp = await importChain({ from: chain, datadir: executedDir });
+      const execSecs = (performance.now() - t0) / 1000;
+      const pk = await key(executedDir);
+      const primary = await serve(['--datadir', executedDir]);
+      kill.push(primary.proc);
+      const timings = new ReplicationTimings();
+      const replicaDir = join(base, `${name}-replica`);
+      t0 = performance.now();
+      const rep = await followUpstream({
+        url: `http://127.0.0.1:${primary.port}/v3/${pk}`,
+        datadir: replicaDir,
+        genesisPath: join(chain, 'genesis.json'),
+        ingest: 'replicate',
+        timings,
+      });
+      const repSecs = (performance.now() - t0) / 1000;
+      primary.proc.kill('SIGTERM');
+      const [de, dr] = await Promise.all([digestDatadir(executedDir), digestDatadir(replicaDir)]);
+      if (de.digest !== dr.digest) throw new Error(`${name}: the replica's store differs from the executed one`);
+      const mgas = Number(timings.gas) / 1e6;
+      console.log(
+        JSON.stringify({
+          part: 'throughput',
+          chain: name,
+          blocks: imp.blocks,
+          txs: imp.txs,
+          logs: imp.logs,
+          mgas: r1(mgas),
+          datadirMiB: r1((await sizeOnDisk(executedDir)) / 2 ** 20),
+          executeSeconds: r1(execSecs),
+          executeBlocksPerSec: r1(imp.blocks / execSecs),
+          executeMgasPerSec: r1(mgas / execSecs),
+          replicateSeconds: r1(repSecs),
+          replicateBlocksPerSec: r1(rep.blocks / repSecs),
+          replicateMgasPerSec: r1(mgas / repSecs),
+          speedup: r1(execSecs / repSecs),
+          replicateMs: {
+            waitingForPrimary: Math.round(timings.fetchWaitMs),
+            decode: Math.round(timings.decodeMs),
+            roots: Math.round(timings.rootsMs),
+            stateTrie: Math.round(timings.stateMs),
+            writes: Math.round(timings.writeMs),
+          },
+          storesDigestEqual: true,
+          load1Before: load0?.toFixed(2),
+          load1After: loadavg()[0]?.toFixed(2),
+        }),
+      );
+    }
+  }
+
+  // Head lag while anvil mines 1 block/s, replicated.
+  const anvilPort = await freePort();
+  const genesis = cancunGenesis({ accounts: ANVIL_DEV_ACCOUNTS, balance: '0x21e19e0c9bab2400000' });
+  const gpath = join(base, 'genesis.json');
+  await writeFile(gpath, JSON.stringify(genesis));
+  const anvil = spawn(
+    join(root, 'node_modules', '.bin', 'anvil'),
+    ['--init', gpath, '--hardfork', 'cancun', '--accounts', '4', '--no-create2', '--port', String(anvilPort), '--no-mining'],
+    { stdio: 'ignore', detached: true },
+  );
+  const anvilUrl = `http://127.0.0.1:${anvilPort}`;
+  try {
+    for (let i = 0; i < 100; i++) {
+      try {
+        await rpc(anvilUrl, 'eth_chainId', []);
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    const dev = [...ANVIL_DEV_ACCOUNTS];
+    // A logger contract: calls write one storage slot and emit one log.
+    const runtime = '361560195736600060003733600035366000a23360003555005b60006000fd';
+    await rpc(anvilUrl, 'eth_sendTransaction', [{ from: dev[0], data: `0x601f600c600039601f6000f3${runtime}`, gas: '0x30d40' }]);
+    await rpc(anvilUrl, 'evm_mine', []);
+    const first = (await rpc(anvilUrl, 'eth_getBlockByNumber', ['latest', true])) as { transactions: { hash: string }[] };
+    const logger = (
+      (await rpc(anvilUrl, 'eth_getTransactionReceipt', [first.transactions[0]?.hash])) as { contractAddress: string }
+    ).contractAddress;
+    const fdir = join(base, 'follower');
+    const fk = await key(fdir);
+    const follower = await serve([
+      '--datadir',
+      fdir,
+      '--follow',
+      anvilUrl,
+      '--genesis',
+      gpath,
+      '--ingest',
+      'replicate',
+      '--poll-ms',
+      '100',
+    ]);
+    kill.push(follower.proc);
+    const fUrl = `http://127.0.0.1:${follower.port}/v3/${fk}`;
+    const lags: number[] = [];
+    for (let s = 0; s < lagSeconds; s++) {
+      const tick = Date.now();
+      for (let i = 0; i < 20; i++) {
+        const tx =
+          i % 3 === 0
+            ? { from: dev[i % 4], to: logger, data: `0x${(s * 20 + i).toString(16).padStart(64, '0')}`, gas: '0x186a0' }
+            : { from: dev[i % 4], to: dev[(i + 1) % 4], value: '0x1', gas: '0x5208' };
+        await rpc(anvilUrl, 'eth_sendTransaction', [tx]);
+      }
+      await rpc(anvilUrl, 'evm_mine', []);
+      const mined = Date.now();
+      const want = ((await rpc(anvilUrl, 'eth_getBlockByNumber', ['latest', false])) as { hash: string }).hash;
+      for (;;) {
+        const got = (await rpc(fUrl, 'eth_getBlockByNumber', ['latest', false]).catch(() => null)) as {
+          hash?: string;
+        } | null;
+        if (got?.hash === want) break;
+        if (Date.now() - mined > 30_000) throw new Error('the replica does not keep up');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      lags.push(Date.now() - mined);
+      await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (Date.now() - tick))));
+    }
+    console.log(
+      JSON.stringify({
+        part: 'lag',
+        ingest: 'replicate',
+        blocks: lags.length,
+        txsPerBlock: 20,
+        pollMs: 100,
+        lagMsP50: pct(lags, 50),
+        lagMsP99: pct(lags, 99),
+        load1: loadavg()[0]?.toFixed(2),
+        cpus: cpus().length,
+      }),
+    );
+  } finally {
+    try {
+      if (anvil.pid !== undefined) process.kill(-anvil.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+} finally {
+  for (const p of kill) p.kill('SIGKILL');
+  await rm(base, { recursive: true, force: true });
+}
