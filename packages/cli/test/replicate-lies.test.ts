@@ -4,7 +4,8 @@
 // written (its number answers null, the head stays below it), and once the proxy stops lying the
 // node follows on to anvil's head with every block, transaction, log, slot and proof equal to
 // anvil's. Then SIGKILL during replication: `sync --ingest replicate` killed at random moments and
-// resumed ends digest-equal to an uninterrupted replication and to an executing sync.
+// resumed ends digest-equal to an uninterrupted replication, to an executing sync and to a
+// replication through trace_replayBlockTransactions (Parity stateDiff).
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { spawn } from 'node:child_process';
@@ -237,7 +238,7 @@ describe('replication from a lying upstream', () => {
     expect(seen.logs).toBeGreaterThan(20);
   }, 120_000);
 
-  test('sync --ingest replicate killed at random moments and resumed equals an uninterrupted replication and an executing sync', async () => {
+  test('sync --ingest replicate killed at random moments and resumed equals an uninterrupted replication, an executing sync, and a replication through Parity stateDiff', async () => {
     const rng = new Sfc32(0x5eed, 1, 2, 3);
     const killed = join(temp.dir, 'killed');
     const whole = join(temp.dir, 'whole');
@@ -273,8 +274,18 @@ describe('replication from a lying upstream', () => {
     expect(finish.code).toBe(0);
     expect((await runCli(args(whole, 'replicate'))).code).toBe(0);
     expect((await runCli(args(executed, 'execute'))).code).toBe(0);
-    const [dk, dw, de] = await Promise.all([digestDatadir(killed), digestDatadir(whole), digestDatadir(executed)]);
+    // The same chain through Parity's stateDiff instead of geth's prestate tracer.
+    const parity = await runCli([...args(join(temp.dir, 'parity'), 'replicate'), '--state-source', 'parity']);
+    expect(parity.code).toBe(0);
+    expect(parity.stderr).toContain('state changes from trace_replayBlockTransactions stateDiff');
+    const [dk, dw, de, dp] = await Promise.all([
+      digestDatadir(killed),
+      digestDatadir(whole),
+      digestDatadir(executed),
+      digestDatadir(join(temp.dir, 'parity')),
+    ]);
     expect(dk).toEqual(dw);
     expect(dw).toEqual(de);
+    expect(dp).toEqual(de);
   }, 240_000);
 });

@@ -1,0 +1,76 @@
+// Two chainnode nodes compared method by method, reply text by reply text (replicas of a primary,
+// followers and replicated stores against the node they came from).
+import { post, result } from './anvil-upstream.js';
+
+type Json = Record<string, unknown>;
+const hexN = (n: number | bigint) => `0x${n.toString(16)}`;
+
+/** Raw reply texts of a batch, in call order (ids 0..n-1 per chunk of 500). */
+export async function rawBatch(url: string, calls: [string, unknown[]][]): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < calls.length; i += 500) {
+    const chunk = calls.slice(i, i + 500);
+    const res = await post(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chunk.map(([method, params], j) => ({ jsonrpc: '2.0', id: j, method, params }))),
+    });
+    const replies = JSON.parse(await res.text()) as Json[];
+    const byId = new Map(replies.map((r) => [r.id, JSON.stringify(r)]));
+    chunk.forEach((_, j) => {
+      out.push(byId.get(j) ?? 'missing');
+    });
+  }
+  return out;
+}
+
+/** The fixture chain's FixtureToken (fixtures/README.md); slot 2: totalSupply. */
+const FIXTURE_TOKEN = '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359';
+
+/**
+ * The spec's eight methods at every block, byte for byte, on nodes `a` and `b`: every block by
+ * number (full) and hash, uncles, every transaction, logs per block and per 100-block range, and
+ * storage and proofs of `account` at a sample of blocks. Returns the counts compared.
+ */
+export async function compareNodes(
+  a: string,
+  b: string,
+  account: { address: string; slots: string[] } = { address: FIXTURE_TOKEN, slots: ['0x2', `0x${'00'.repeat(31)}07`] },
+): Promise<{ blocks: number; txs: number }> {
+  const head = Number(await result<string>(a, 'eth_blockNumber', []));
+  expect(await result<string>(b, 'eth_blockNumber', [])).toBe(hexN(head));
+  const nums = Array.from({ length: head + 1 }, (_, n) => n);
+  const blockCalls: [string, unknown[]][] = nums.map((n) => ['eth_getBlockByNumber', [hexN(n), true]]);
+  const [ra, rb] = await Promise.all([rawBatch(a, blockCalls), rawBatch(b, blockCalls)]);
+  const hashes: string[] = [];
+  const txs: string[] = [];
+  nums.forEach((n) => {
+    expect([n, rb[n]]).toEqual([n, ra[n]]);
+    const blk = (JSON.parse(ra[n] as string) as { result: Json }).result;
+    hashes.push(blk.hash as string);
+    for (const t of blk.transactions as Json[]) txs.push(t.hash as string);
+  });
+  const calls: [string, unknown[]][] = [
+    ...hashes.map((h): [string, unknown[]] => ['eth_getBlockByHash', [h, false]]),
+    ...hashes.map((h): [string, unknown[]] => ['eth_getUncleByBlockHashAndIndex', [h, '0x0']]),
+    ...nums.map((n): [string, unknown[]] => ['eth_getUncleByBlockNumberAndIndex', [hexN(n), '0x1']]),
+    ...txs.map((h): [string, unknown[]] => ['eth_getTransactionByHash', [h]]),
+    ...hashes.filter((_, i) => i % 4 === 0).map((h): [string, unknown[]] => ['eth_getLogs', [{ blockHash: h }]]),
+    ...nums
+      .filter((n) => n % 100 === 0)
+      .map((n): [string, unknown[]] => [
+        'eth_getLogs',
+        [{ fromBlock: hexN(n), toBlock: hexN(Math.min(head, n + 99)) }],
+      ]),
+  ];
+  const sample = nums.filter((n) => n % 53 === 0 || n > head - 12);
+  for (const n of sample) {
+    for (const slot of account.slots) calls.push(['eth_getStorageAt', [account.address, slot, hexN(n)]]);
+    calls.push(['eth_getProof', [account.address, account.slots, hexN(n)]]);
+  }
+  const [ca, cb] = await Promise.all([rawBatch(a, calls), rawBatch(b, calls)]);
+  ca.forEach((t, i) => {
+    expect([calls[i]?.[0], cb[i]]).toEqual([calls[i]?.[0], t]);
+  });
+  return { blocks: nums.length, txs: txs.length };
+}
