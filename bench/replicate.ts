@@ -153,7 +153,18 @@ try {
   await writeFile(gpath, JSON.stringify(genesis));
   const anvil = spawn(
     join(root, 'node_modules', '.bin', 'anvil'),
-    ['--init', gpath, '--hardfork', 'cancun', '--accounts', '4', '--no-create2', '--port', String(anvilPort), '--no-mining'],
+    [
+      '--init',
+      gpath,
+      '--hardfork',
+      'cancun',
+      '--accounts',
+      '4',
+      '--no-create2',
+      '--port',
+      String(anvilPort),
+      '--no-mining',
+    ],
     { stdio: 'ignore', detached: true },
   );
   const anvilUrl = `http://127.0.0.1:${anvilPort}`;
@@ -169,9 +180,13 @@ try {
     const dev = [...ANVIL_DEV_ACCOUNTS];
     // A logger contract: calls write one storage slot and emit one log.
     const runtime = '361560195736600060003733600035366000a23360003555005b60006000fd';
-    await rpc(anvilUrl, 'eth_sendTransaction', [{ from: dev[0], data: `0x601f600c600039601f6000f3${runtime}`, gas: '0x30d40' }]);
+    await rpc(anvilUrl, 'eth_sendTransaction', [
+      { from: dev[0], data: `0x601f600c600039601f6000f3${runtime}`, gas: '0x30d40' },
+    ]);
     await rpc(anvilUrl, 'evm_mine', []);
-    const first = (await rpc(anvilUrl, 'eth_getBlockByNumber', ['latest', true])) as { transactions: { hash: string }[] };
+    const first = (await rpc(anvilUrl, 'eth_getBlockByNumber', ['latest', true])) as {
+      transactions: { hash: string }[];
+    };
     const logger = (
       (await rpc(anvilUrl, 'eth_getTransactionReceipt', [first.transactions[0]?.hash])) as { contractAddress: string }
     ).contractAddress;

@@ -7,8 +7,15 @@
 import type { Block } from '@ethereumjs/block';
 import type { Common, GethGenesis } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
+import { chainFamilyOf } from '@chainnode/core';
 import type { ChainCommit } from '@chainnode/core';
-import { BlockVerificationError, ChainMismatchError, ReorgTooDeepError, UpstreamError } from './errors.js';
+import {
+  BlockVerificationError,
+  ChainMismatchError,
+  ChainSourceError,
+  ReorgTooDeepError,
+  UpstreamError,
+} from './errors.js';
 import { readGenesisJson } from './genesis.js';
 import { ImportPipeline } from './pipeline.js';
 import { createRpcClient } from './rpc-client.js';
@@ -17,7 +24,6 @@ import { RpcBlockSource } from './rpc-source.js';
 import { chooseReplicaSource } from './replicate/sources.js';
 import type { ReplicaSource, StateSourceKind } from './replicate/sources.js';
 import type { ReplicationTimings } from './replicate/timings.js';
-import { ChainSourceError } from './errors.js';
 
 /** A fetched block, whichever way it is ingested. */
 interface FetchedBlock {
@@ -27,15 +33,9 @@ interface FetchedBlock {
   append(): Promise<unknown>;
 }
 
-/** genesis.json's chain family: an OP-stack chain has a `config.optimism` block (op-geth's format). */
-export function isOpStackGenesis(json: GethGenesis): boolean {
-  const o = (json.config as unknown as Record<string, unknown>).optimism;
-  return typeof o === 'object' && o !== null;
-}
-
 /** Refuses to execute a chain whose rules @ethereumjs/vm does not implement. */
 export function assertExecutable(json: GethGenesis): void {
-  if (isOpStackGenesis(json))
+  if (chainFamilyOf(json) === 'optimism')
     throw new ChainSourceError(
       'genesis.json describes an OP-stack chain (config.optimism): its deposit transactions (type 0x7e) and fee vaults cannot be executed here; use --ingest replicate',
     );
@@ -382,7 +382,12 @@ export class Follower {
     if (this.replica !== undefined) {
       const b = await this.replica.byNumber(n);
       return (
-        b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.appendReplica(b, this.opts.timings) }
+        b && {
+          number: b.number,
+          hash: b.hash,
+          parentHash: b.parentHash,
+          append: () => this.pipeline.appendReplica(b, this.opts.timings),
+        }
       );
     }
     const b = await this.source.byNumber(n);
@@ -393,7 +398,12 @@ export class Follower {
     if (this.replica !== undefined) {
       const b = await this.replica.byHash(hash);
       return (
-        b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.appendReplica(b, this.opts.timings) }
+        b && {
+          number: b.number,
+          hash: b.hash,
+          parentHash: b.parentHash,
+          append: () => this.pipeline.appendReplica(b, this.opts.timings),
+        }
       );
     }
     const b = await this.source.byHash(hash);
@@ -534,7 +544,8 @@ export class Follower {
 
   private async flush(): Promise<void> {
     const t = this.opts.timings;
-    const { stats, commits } = t === undefined ? await this.pipeline.flush() : await t.time('writeMs', () => this.pipeline.flush());
+    const { stats, commits } =
+      t === undefined ? await this.pipeline.flush() : await t.time('writeMs', () => this.pipeline.flush());
     this.lastFlush = Date.now();
     this.totals = {
       blocks: this.totals.blocks + stats.blocks,

@@ -17,7 +17,7 @@ export { createRpcClient, redactUrl, UpstreamRpcError } from './rpc-client.js';
 export type { RpcClient, RpcClientOptions } from './rpc-client.js';
 export { RpcBlockSource } from './rpc-source.js';
 export type { UpstreamBlock, UpstreamTip } from './rpc-source.js';
-export { assertExecutable, isOpStackGenesis } from './follow.js';
+export { assertExecutable } from './follow.js';
 export type { IngestMode } from './follow.js';
 export type { StateSourceKind } from './replicate/sources.js';
 export { FollowRuntime, IngestThread } from './runtime/follow-runtime.js';

@@ -364,12 +364,14 @@ export class ImportPipeline {
    * commits to, then the state root of the node's own parent state plus the block's changes) and
    * stages it. Its parent must be the current head.
    */
-  async appendReplica(b: ReplicaBlock): Promise<CommittedBlock> {
+  async appendReplica(b: ReplicaBlock, timings?: ReplicationTimings): Promise<CommittedBlock> {
     const number = b.number;
     if (number !== this.prev.number + 1n)
       throw new Error(`pipeline: block ${number} does not follow ${this.prev.number}`);
     check(number, 'parentHash', this.prev.hash, b.parentHash);
+    const t0 = performance.now();
     await verifyBlockData(b);
+    const t1 = performance.now();
     this.replicaTrie ??= new MerklePatriciaTrie({
       db: this.writer.trieDb,
       useKeyHashing: false,
@@ -420,6 +422,8 @@ export class ImportPipeline {
           // encoding is the empty string).
           statusOrState: r.statusOrState.length === 0 ? Uint8Array.of(0) : r.statusOrState,
           cumulativeGasUsed: r.cumulativeGasUsed,
+          ...(r.depositNonce !== undefined ? { depositNonce: r.depositNonce } : {}),
+          ...(r.depositReceiptVersion !== undefined ? { depositReceiptVersion: r.depositReceiptVersion } : {}),
         })),
         logs: b.receipts.map((r) => r.logs),
         logsBloom: b.header.logsBloom,

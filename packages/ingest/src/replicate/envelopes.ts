@@ -8,8 +8,8 @@ import { createTxFromBlockBodyData, createTxFromRPC } from '@ethereumjs/tx';
 import type { TypedTransaction } from '@ethereumjs/tx';
 import { hexToBytes } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { bytesToBigInt } from '@chainnode/core';
-import { DEPOSIT_TX_TYPE, decodeDepositTx, encodeDepositTx, encodeReceipt, logsBloomOf } from './pending-core.js';
+import { DEPOSIT_TX_TYPE, bytesToBigInt, decodeDepositTx, depositTxFromJson, encodeDepositTx } from '@chainnode/core';
+import { encodeReceipt, logsBloomOf } from './pending-core.js';
 import type { LogInput } from '@chainnode/store';
 import { UpstreamError } from '../errors.js';
 
@@ -72,18 +72,9 @@ export async function txFromJson(json: unknown, common: Common): Promise<Replica
   const o = json as Record<string, unknown>;
   const type = Number(quantity(o, 'type'));
   if (type === DEPOSIT_TX_TYPE) {
-    const to = o.to === null || o.to === undefined ? null : hexToBytes(hexField(o, 'to') as `0x${string}`);
-    const bytes = encodeDepositTx({
-      sourceHash: hexToBytes(hexField(o, 'sourceHash') as `0x${string}`),
-      from: hexToBytes(hexField(o, 'from') as `0x${string}`),
-      to,
-      mint: optQuantity(o, 'mint') ?? 0n,
-      value: quantity(o, 'value'),
-      gas: quantity(o, 'gas'),
-      isSystemTx: o.isSystemTx === true,
-      data: hexToBytes(hexField(o, 'input') as `0x${string}`),
-    });
-    return { type, bytes, hash: keccak256(bytes), sender: decodeDepositTx(bytes).from };
+    const tx = depositTxFromJson(o);
+    const bytes = encodeDepositTx(tx);
+    return { type, bytes, hash: keccak256(bytes), sender: tx.from };
   }
   if (!KNOWN_SIGNED.has(type)) throw new Error(`transaction type ${type} cannot be rebuilt from JSON`);
   const tx = await createTxFromRPC(o as never, { common });

@@ -1,52 +1,9 @@
-// Stand-ins for @chainnode/core's deposit codec and receipt encoding until they land there.
+// Stand-in for @chainnode/core's receipt encoding until it lands there.
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToUnpaddedBytes } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { bytesToBigInt } from '@chainnode/core';
 
-export const DEPOSIT_TX_TYPE = 0x7e;
-
-export interface DepositTx {
-  sourceHash: Uint8Array;
-  from: Uint8Array;
-  to: Uint8Array | null;
-  mint: bigint;
-  value: bigint;
-  gas: bigint;
-  isSystemTx: boolean;
-  data: Uint8Array;
-}
-
-export function encodeDepositTx(tx: DepositTx): Uint8Array {
-  const body = RLP.encode([
-    tx.sourceHash,
-    tx.from,
-    tx.to ?? new Uint8Array(0),
-    bigIntToUnpaddedBytes(tx.mint),
-    bigIntToUnpaddedBytes(tx.value),
-    bigIntToUnpaddedBytes(tx.gas),
-    tx.isSystemTx ? Uint8Array.of(1) : new Uint8Array(0),
-    tx.data,
-  ]);
-  const out = new Uint8Array(body.length + 1);
-  out[0] = DEPOSIT_TX_TYPE;
-  out.set(body, 1);
-  return out;
-}
-
-export function decodeDepositTx(bytes: Uint8Array): DepositTx {
-  const f = RLP.decode(bytes.subarray(1)) as Uint8Array[];
-  return {
-    sourceHash: f[0] as Uint8Array,
-    from: f[1] as Uint8Array,
-    to: (f[2] as Uint8Array).length === 0 ? null : (f[2] as Uint8Array),
-    mint: bytesToBigInt(f[3] as Uint8Array),
-    value: bytesToBigInt(f[4] as Uint8Array),
-    gas: bytesToBigInt(f[5] as Uint8Array),
-    isSystemTx: (f[6] as Uint8Array).length > 0,
-    data: f[7] as Uint8Array,
-  };
-}
+const DEPOSIT_TX_TYPE = 0x7e;
 
 export interface ReceiptFields {
   type: number;

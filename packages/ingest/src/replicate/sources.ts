@@ -11,7 +11,7 @@ import { RLP } from '@ethereumjs/rlp';
 import type { Common } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes, hexToBytes } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { decodeHeader } from '@chainnode/core';
+import { chainFamilyOf, decodeHeader } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import { BlockVerificationError, UpstreamError } from '../errors.js';
 import type { RpcClient } from '../rpc-client.js';
@@ -103,7 +103,6 @@ export class ChainnodeSource implements ReplicaSource {
   }
 
   private async fetch(id: string, wantHash: Uint8Array | undefined): Promise<ReplicaBlock | undefined> {
-    const origin = this.client.origin;
     const [rawBlock, rawReceipts, diff] = await Promise.all([
       this.client.call('debug_getRawBlock', [id]),
       this.client.call('debug_getRawReceipts', [id]),
@@ -121,7 +120,12 @@ export class ChainnodeSource implements ReplicaSource {
     }
   }
 
-  private decode(rawBlock: unknown, rawReceipts: unknown, diff: unknown, wantHash: Uint8Array | undefined): ReplicaBlock {
+  private decode(
+    rawBlock: unknown,
+    rawReceipts: unknown,
+    diff: unknown,
+    wantHash: Uint8Array | undefined,
+  ): ReplicaBlock {
     const origin = this.client.origin;
     const blockBytes = hexList([rawBlock], 'debug_getRawBlock', origin)[0] as Uint8Array;
     let values: unknown[];
@@ -296,6 +300,7 @@ export class TracerSource implements ReplicaSource {
       return uh.serialize();
     });
     const uncleHeaders: HeaderRecord[] = uncleRlps.map((r) => decodeHeader(r));
+    const t0 = performance.now();
     if (!Array.isArray(receiptsJson))
       throw new UpstreamError(`${origin}: eth_getBlockReceipts of block ${n} is not a list`);
     const receipts: ReplicaReceipt[] = receiptsJson.map((r, i) =>
@@ -491,8 +496,7 @@ export async function chooseReplicaSource(
   forced?: StateSourceKind,
   timings?: ReplicationTimings,
 ): Promise<ReplicaSource> {
-  const config = genesis.config as Record<string, unknown>;
-  const opStack = typeof config.optimism === 'object' && config.optimism !== null;
+  const opStack = chainFamilyOf(genesis) === 'optimism';
   const version = opStack ? await client.call('web3_clientVersion', []).catch(() => '') : '';
   const anvilOp = opStack && typeof version === 'string' && version.startsWith('anvil/') ? genesis : undefined;
   const make = (k: StateSourceKind): ReplicaSource =>

@@ -12,7 +12,10 @@ export class ReplicationTimings {
   writeMs = 0;
 
   /** Runs `fn`, adding its duration to `phase`. */
-  async time<T>(phase: 'fetchWaitMs' | 'decodeMs' | 'rootsMs' | 'stateMs' | 'writeMs', fn: () => Promise<T>): Promise<T> {
+  async time<T>(
+    phase: 'fetchWaitMs' | 'decodeMs' | 'rootsMs' | 'stateMs' | 'writeMs',
+    fn: () => Promise<T>,
+  ): Promise<T> {
     const t0 = performance.now();
     try {
       return await fn();
