@@ -465,7 +465,7 @@ export class Follower {
   }
 
   private async catchUp(target: bigint): Promise<void> {
-    const window = this.opts.prefetch ?? 8;
+    const window = this.opts.prefetch ?? (this.replica !== undefined ? 16 : 8);
     const groupBlocks = this.opts.groupBlocks ?? 256;
     const groupMs = this.opts.groupMs ?? 1000;
     try {

@@ -9,3 +9,4 @@ export type { StoredBody, StoredReceipt } from './schema.js';
 export { sizeOnDisk } from './disk.js';
 /** Hand RLP writers (byte-equal to RLP.encode, tested in schema.test), for writers of synthetic blocks. */
 export { rlpUintLength, writeRlpUint, rlpHeaderLength, writeRlpHeader, writeRlpBytes } from './schema.js';
+export { keccak256 } from './keccak.js';

@@ -7,7 +7,7 @@
 import { ConsensusType } from '@ethereumjs/common';
 import type { Common } from '@ethereumjs/common';
 import { KECCAK256_NULL, bigIntToBytes, equalsBytes, hexToBytes, setLengthLeft } from '@ethereumjs/util';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/store';
 import { bytesToBigInt } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import type { StateOverlay } from './state.js';

@@ -3,13 +3,13 @@
 // Every root the header commits to is recomputed from the received data; the state root from the
 // node's own parent state plus the changes (state.ts). Any mismatch names the block and field.
 import { RLP } from '@ethereumjs/rlp';
-import { MerklePatriciaTrie } from '@ethereumjs/mpt';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/store';
 import type { HeaderRecord } from '@chainnode/core';
 import { BlockVerificationError } from '../errors.js';
 import { encodeReplicaReceipt } from './envelopes.js';
 import type { ReplicaReceipt, ReplicaTx } from './envelopes.js';
+import { orderedTrieRoot } from './ordered-trie.js';
 import { logsBloomOf } from './pending-core.js';
 import type { StateOverlay } from './state.js';
 
@@ -55,13 +55,6 @@ export function checkField(
   if (!same) fail(n, field, upstream, computed);
 }
 
-/** Root of the trie rlp(index) -> item, as transactions, receipts and withdrawals are committed. */
-export async function orderedTrieRoot(items: Uint8Array[]): Promise<Uint8Array> {
-  const trie = new MerklePatriciaTrie();
-  for (let i = 0; i < items.length; i++) await trie.put(RLP.encode(i), items[i] as Uint8Array);
-  return trie.root();
-}
-
 /**
  * The checks that need no state: header hash, transactions root, uncles hash, withdrawals root,
  * receipts root, logs bloom and gas used. Throws BlockVerificationError naming the field.
@@ -70,11 +63,11 @@ export async function verifyBlockData(b: ReplicaBlock): Promise<void> {
   const n = b.number;
   const h = b.header;
   checkField(n, 'hash', b.hash, keccak256(b.headerRlp));
-  checkField(n, 'transactionsRoot', h.transactionsRoot, await orderedTrieRoot(b.transactions.map((t) => t.bytes)));
+  checkField(n, 'transactionsRoot', h.transactionsRoot, orderedTrieRoot(b.transactions.map((t) => t.bytes)));
   checkField(n, 'uncleHash (sha3Uncles)', h.uncleHash, keccak256(RLP.encode(b.uncles as never)));
   if (h.withdrawalsRoot !== undefined) {
     const ws = (b.withdrawals ?? []).map((w) => RLP.encode(w as never));
-    checkField(n, 'withdrawalsRoot', h.withdrawalsRoot, await orderedTrieRoot(ws));
+    checkField(n, 'withdrawalsRoot', h.withdrawalsRoot, orderedTrieRoot(ws));
   } else if (b.withdrawals !== undefined && b.withdrawals.length > 0)
     fail(n, 'withdrawals', 'none', `${b.withdrawals.length}`);
   if (b.receipts.length !== b.transactions.length)
@@ -86,7 +79,7 @@ export async function verifyBlockData(b: ReplicaBlock): Promise<void> {
     const rb = logsBloomOf(r.logs);
     for (let j = 0; j < 256; j++) bloom[j] = (bloom[j] as number) | (rb[j] as number);
   });
-  checkField(n, 'receiptsRoot', h.receiptsRoot, await orderedTrieRoot(b.receipts.map(encodeReplicaReceipt)));
+  checkField(n, 'receiptsRoot', h.receiptsRoot, orderedTrieRoot(b.receipts.map(encodeReplicaReceipt)));
   checkField(n, 'logsBloom', h.logsBloom, bloom);
   const used = b.receipts.length === 0 ? 0n : (b.receipts[b.receipts.length - 1] as ReplicaReceipt).cumulativeGasUsed;
   checkField(n, 'gasUsed', h.gasUsed, used);

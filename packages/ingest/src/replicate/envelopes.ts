@@ -4,13 +4,13 @@
 // sender in the encoding; any other typed envelope is kept opaque (its hash and root still check).
 import { RLP } from '@ethereumjs/rlp';
 import type { Common } from '@ethereumjs/common';
-import { createTxFromBlockBodyData, createTxFromRPC } from '@ethereumjs/tx';
-import type { TypedTransaction } from '@ethereumjs/tx';
+import { createTxFromRPC } from '@ethereumjs/tx';
 import { hexToBytes } from '@ethereumjs/util';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/store';
 import { DEPOSIT_TX_TYPE, bytesToBigInt, decodeDepositTx, depositTxFromJson, encodeDepositTx } from '@chainnode/core';
 import { encodeReceipt, logsBloomOf } from './pending-core.js';
 import type { LogInput } from '@chainnode/store';
+import { legacySender, typedSender } from './senders.js';
 import { UpstreamError } from '../errors.js';
 
 /** A transaction in its canonical encoding, with its hash and the sender recovered from it. */
@@ -37,24 +37,17 @@ export interface ReplicaReceipt {
 const ZERO_ADDRESS = new Uint8Array(20);
 const KNOWN_SIGNED = new Set([0, 1, 2, 3, 4]);
 
-/** The sender a signed transaction's signature gives (throws when it has none). */
-function senderOf(tx: TypedTransaction): Uint8Array {
-  return tx.getSenderAddress().bytes;
-}
-
 /** A transaction from a block body entry (legacy: the RLP list; typed: the envelope bytes). */
-export function txFromBody(entry: Uint8Array | Uint8Array[], common: Common): ReplicaTx {
+export function txFromBody(entry: Uint8Array | Uint8Array[]): ReplicaTx {
   if (Array.isArray(entry)) {
     const bytes = RLP.encode(entry);
-    const tx = createTxFromBlockBodyData(entry, { common });
-    return { type: 0, bytes, hash: keccak256(bytes), sender: senderOf(tx) };
+    return { type: 0, bytes, hash: keccak256(bytes), sender: legacySender(entry) };
   }
   const bytes = entry;
   const type = bytes[0] as number;
   if (type === DEPOSIT_TX_TYPE) return { type, bytes, hash: keccak256(bytes), sender: decodeDepositTx(bytes).from };
   if (!KNOWN_SIGNED.has(type)) return { type, bytes, hash: keccak256(bytes), sender: ZERO_ADDRESS };
-  const tx = createTxFromBlockBodyData(bytes, { common });
-  return { type, bytes, hash: keccak256(bytes), sender: senderOf(tx) };
+  return { type, bytes, hash: keccak256(bytes), sender: typedSender(bytes) };
 }
 
 const hexField = (o: Record<string, unknown>, name: string): string => {
@@ -79,7 +72,12 @@ export async function txFromJson(json: unknown, common: Common): Promise<Replica
   if (!KNOWN_SIGNED.has(type)) throw new Error(`transaction type ${type} cannot be rebuilt from JSON`);
   const tx = await createTxFromRPC(o as never, { common });
   const bytes = tx.serialize();
-  return { type, bytes, hash: keccak256(bytes), sender: senderOf(tx) };
+  return {
+    type,
+    bytes,
+    hash: keccak256(bytes),
+    sender: type === 0 ? legacySender(RLP.decode(bytes) as Uint8Array[]) : typedSender(bytes),
+  };
 }
 
 /** A receipt from its consensus encoding (debug_getRawReceipts). */

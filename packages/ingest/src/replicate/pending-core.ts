@@ -1,7 +1,7 @@
 // Stand-in for @chainnode/core's receipt encoding until it lands there.
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToUnpaddedBytes } from '@ethereumjs/util';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/store';
 
 const DEPOSIT_TX_TYPE = 0x7e;
 

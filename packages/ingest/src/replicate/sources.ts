@@ -10,7 +10,7 @@
 import { RLP } from '@ethereumjs/rlp';
 import type { Common } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes, hexToBytes } from '@ethereumjs/util';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/store';
 import { chainFamilyOf, decodeHeader } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import { BlockVerificationError, UpstreamError } from '../errors.js';
@@ -90,7 +90,6 @@ export class ChainnodeSource implements ReplicaSource {
   readonly kind = 'chainnode';
   constructor(
     private readonly client: RpcClient,
-    private readonly common: Common,
     private readonly timings?: ReplicationTimings | undefined,
   ) {}
 
@@ -151,7 +150,7 @@ export class ChainnodeSource implements ReplicaSource {
       );
     const txEntries = values[1] as (Uint8Array | Uint8Array[])[];
     const transactions: ReplicaTx[] = txEntries.map((t, i) =>
-      decoding(n, `transaction ${i} encoding`, () => txFromBody(t, this.common)),
+      decoding(n, `transaction ${i} encoding`, () => txFromBody(t)),
     );
     const receipts = hexList(rawReceipts, 'debug_getRawReceipts', origin).map((r, i) =>
       decoding(n, `receipt ${i} encoding`, () => receiptFromRaw(r)),
@@ -501,7 +500,7 @@ export async function chooseReplicaSource(
   const anvilOp = opStack && typeof version === 'string' && version.startsWith('anvil/') ? genesis : undefined;
   const make = (k: StateSourceKind): ReplicaSource =>
     k === 'chainnode'
-      ? new ChainnodeSource(client, common, timings)
+      ? new ChainnodeSource(client, timings)
       : new TracerSource(k, client, blocks, common, anvilOp, timings);
   if (forced !== undefined) return make(forced);
   const offers = async (method: string, params: unknown[]): Promise<boolean> => {

@@ -9,7 +9,7 @@ import { RLP } from '@ethereumjs/rlp';
 import { MerklePatriciaTrie } from '@ethereumjs/mpt';
 import type { Common } from '@ethereumjs/common';
 import { KECCAK256_NULL, KECCAK256_RLP, bigIntToUnpaddedBytes, bytesToHex, equalsBytes } from '@ethereumjs/util';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/store';
 import { bytesToBigInt } from '@chainnode/core';
 import type { StoreWriter } from '@chainnode/store';
 
@@ -74,7 +74,10 @@ function decodeAccount(rlp: Uint8Array): { values: AccountValues; storageRoot: U
 export class StateOverlay {
   private readonly entries = new Map<string, Entry>();
   private readonly codes = new Map<string, Uint8Array>();
-  private readonly accounts: MerklePatriciaTrie;
+  /** One trie instance for the account trie and every storage trie (switched by root), so its node cache stays warm. */
+  private readonly trie: MerklePatriciaTrie;
+  /** The account trie's root as changed so far by commit(). */
+  private accountRoot: Uint8Array;
 
   constructor(
     private readonly db: TrieNodeDb,
@@ -85,8 +88,8 @@ export class StateOverlay {
   ) {
     const trie =
       base ?? new MerklePatriciaTrie({ db, useKeyHashing: false, valueEncoding: 'view', common, cacheSize: 100_000 });
-    this.accounts = trie.shallowCopy(false);
-    this.accounts.root(parentRoot);
+    this.trie = trie;
+    this.accountRoot = parentRoot;
   }
 
   /** The entry of hashed key `key`, loaded from the parent state on first use. */
@@ -94,7 +97,8 @@ export class StateOverlay {
     const k = bytesToHex(key);
     let e = this.entries.get(k);
     if (e === undefined) {
-      const leaf = await this.accounts.get(key);
+      this.trie.root(this.accountRoot);
+      const leaf = await this.trie.get(key);
       if (leaf === null)
         e = {
           values: undefined,
@@ -162,9 +166,8 @@ export class StateOverlay {
     const set = e.storage.get(bytesToHex(slotKey));
     if (set !== undefined) return set;
     if (e.wiped || e.values === undefined) return new Uint8Array(0);
-    const st = this.accounts.shallowCopy(false);
-    st.root(e.baseStorageRoot);
-    const leaf = await st.get(slotKey);
+    this.trie.root(e.baseStorageRoot);
+    const leaf = await this.trie.get(slotKey);
     return leaf === null ? new Uint8Array(0) : (RLP.decode(leaf) as Uint8Array);
   }
 
@@ -209,12 +212,14 @@ export class StateOverlay {
     for (const [k, e] of this.entries) {
       const key = Uint8Array.from(Buffer.from(k.slice(2), 'hex'));
       if (e.values === undefined) {
-        await this.accounts.del(key);
+        this.trie.root(this.accountRoot);
+        await this.trie.del(key);
+        this.accountRoot = this.trie.root();
         continue;
       }
       let storageRoot = e.wiped ? KECCAK256_RLP : e.baseStorageRoot;
       if (e.storage.size > 0 || e.zeroLeaves.size > 0) {
-        const st = this.accounts.shallowCopy(false);
+        const st = this.trie;
         st.root(storageRoot);
         for (const [sk, v] of e.storage) {
           const slot = Uint8Array.from(Buffer.from(sk.slice(2), 'hex'));
@@ -231,11 +236,13 @@ export class StateOverlay {
           bytesToHex(storageRoot),
         );
       const v = e.values;
-      await this.accounts.put(
+      this.trie.root(this.accountRoot);
+      await this.trie.put(
         key,
         RLP.encode([bigIntToUnpaddedBytes(v.nonce), bigIntToUnpaddedBytes(v.balance), storageRoot, v.codeHash]),
       );
+      this.accountRoot = this.trie.root();
     }
-    return this.accounts.root();
+    return this.accountRoot;
   }
 }

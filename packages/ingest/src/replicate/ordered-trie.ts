@@ -1,0 +1,73 @@
+// The root of the trie rlp(index) -> item that transactions, receipts and withdrawals are
+// committed to, built in memory in one pass (sorted keys, recursive split): no database, no
+// awaits, each node hashed once. The same root @ethereumjs/mpt gives (the tests compare them).
+import { RLP } from '@ethereumjs/rlp';
+import { KECCAK256_RLP } from '@ethereumjs/util';
+import { keccak256 } from '@chainnode/store';
+
+type Nested = Uint8Array | Nested[];
+
+interface Entry {
+  nibbles: number[];
+  value: Uint8Array;
+}
+
+function nibblesOf(b: Uint8Array): number[] {
+  const out: number[] = new Array(b.length * 2);
+  for (let i = 0; i < b.length; i++) {
+    out[2 * i] = (b[i] as number) >> 4;
+    out[2 * i + 1] = (b[i] as number) & 15;
+  }
+  return out;
+}
+
+/** Compact (hex-prefix) encoding of a nibble path. */
+function hexPrefix(path: number[], leaf: boolean): Uint8Array {
+  const odd = path.length % 2;
+  const out = new Uint8Array(Math.floor(path.length / 2) + 1);
+  out[0] = ((leaf ? 2 : 0) + odd) << 4;
+  let i = 0;
+  if (odd === 1) out[0] |= path[i++] as number;
+  for (let j = 1; i < path.length; j++, i += 2) out[j] = ((path[i] as number) << 4) | (path[i + 1] as number);
+  return out;
+}
+
+/** A child as its parent holds it: embedded when its encoding is under 32 bytes, else its hash. */
+function ref(node: Nested): Nested {
+  const enc = RLP.encode(node as never);
+  return enc.length < 32 ? node : keccak256(enc);
+}
+
+function build(entries: Entry[], depth: number): Nested {
+  if (entries.length === 1) {
+    const e = entries[0] as Entry;
+    return [hexPrefix(e.nibbles.slice(depth), true), e.value];
+  }
+  // Longest common prefix below `depth`.
+  const first = (entries[0] as Entry).nibbles;
+  let common = 0;
+  for (;;) {
+    const d = depth + common;
+    if (d >= first.length) break;
+    const n = first[d];
+    if (!entries.every((e) => e.nibbles.length > d && e.nibbles[d] === n)) break;
+    common++;
+  }
+  if (common > 0) return [hexPrefix(first.slice(depth, depth + common), false), ref(build(entries, depth + common))];
+  const branch: Nested[] = Array.from({ length: 17 }, () => new Uint8Array(0));
+  const groups: Entry[][] = Array.from({ length: 16 }, () => []);
+  for (const e of entries) {
+    if (e.nibbles.length === depth) branch[16] = e.value;
+    else (groups[e.nibbles[depth] as number] as Entry[]).push(e);
+  }
+  groups.forEach((g, i) => {
+    if (g.length > 0) branch[i] = ref(build(g, depth + 1));
+  });
+  return branch;
+}
+
+export function orderedTrieRoot(items: readonly Uint8Array[]): Uint8Array {
+  if (items.length === 0) return KECCAK256_RLP;
+  const entries = items.map((value, i) => ({ nibbles: nibblesOf(RLP.encode(i)), value }));
+  return keccak256(RLP.encode(build(entries, 0) as never));
+}
