@@ -8,7 +8,17 @@ import base from './jest.config.js';
 const UNIT = {
   'packages/core': ['deposit-tx'],
   'packages/accounts': ['allowlist'],
-  'packages/store': ['db', 'keccak', 'logs', 'node-slab', 'rewind', 'schema', 'single-flight', 'trie-read'],
+  'packages/store': [
+    'db',
+    'keccak',
+    'logs',
+    'node-slab',
+    'rewind',
+    'schema',
+    'single-flight',
+    'state-diff',
+    'trie-read',
+  ],
   'packages/rpc': [
     'envelope',
     'format',

@@ -10,6 +10,8 @@ import type {
   LogTextQueryResult,
   ReceiptRecord,
   SyncStateReader,
+  StateDiffLimits,
+  StateDiffRecord,
   TxWithLocation,
   UncleRecord,
 } from './types.js';
@@ -92,5 +94,19 @@ export interface ChainStore {
   storageAt(stateRoot: Bytes, address: Bytes, slot: Bytes): Promise<Bytes>;
   /** EIP-1186 proof from the trie nodes of the state `stateRoot`. */
   proof(stateRoot: Bytes, address: Bytes, slots: Bytes[]): Promise<AccountProofRecord>;
+  /**
+   * Consensus encodings as the chain carries them (geth's debug_getRaw*), for canonical blocks
+   * only (undefined otherwise): the header's RLP, the whole block's RLP, and one transaction's
+   * canonical encoding (typed: type byte ++ payload) by its hash.
+   */
+  rawHeader(hash: Bytes): Promise<Bytes | undefined>;
+  rawBlock(hash: Bytes): Promise<Bytes | undefined>;
+  rawTransaction(txHash: Bytes): Promise<Bytes | undefined>;
+  /**
+   * The state change from the state `parentRoot` to the state `root` (a block's parent's root
+   * and its own), by a diff of the two tries that reads only the paths where they differ.
+   * Throws LimitExceededError / ResponseTooLargeError past `limits`.
+   */
+  stateDiff(parentRoot: Bytes, root: Bytes, limits: StateDiffLimits): Promise<StateDiffRecord>;
   close(): Promise<void>;
 }

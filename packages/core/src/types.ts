@@ -229,3 +229,35 @@ export interface AccountProofRecord {
   accountProof: Bytes[]; // RLP trie nodes from the state root
   storageProof: StorageProofRecord[];
 }
+
+/**
+ * The whole state change of one block (ChainStore.stateDiff): every account leaf of the state
+ * trie that differs between the parent's state root and the block's, in key order.
+ */
+export interface StateDiffRecord {
+  accounts: AccountDiffRecord[];
+}
+
+/** One account leaf's change in a StateDiffRecord. */
+export interface AccountDiffRecord {
+  /** keccak256 of the address: the leaf's path in the state trie. */
+  key: Bytes;
+  /** The new leaf's fields; null when the leaf was removed. */
+  account: { nonce: bigint; balance: bigint; storageRoot: Bytes; codeHash: Bytes } | null;
+  /** The code, when codeHash differs from the parent leaf's and is not the empty code's. */
+  code?: Bytes;
+  /**
+   * Storage leaves added or changed (the value, minimal big-endian) or removed (null), between the
+   * parent leaf's storage trie (the empty trie for a new account) and the new one, in key order
+   * (keccak256 of the slot). Empty for a removed account.
+   */
+  storage: [key: Bytes, value: Bytes | null][];
+}
+
+/** Bounds of one state diff: past either, ChainStore.stateDiff stops and throws. */
+export interface StateDiffLimits {
+  /** Wall-clock deadline (Date.now() ms); past it: LimitExceededError "query timeout exceeded". */
+  deadline: number;
+  /** The answer's JSON size, estimated as the walk goes; past it: ResponseTooLargeError. */
+  maxBytes: number;
+}

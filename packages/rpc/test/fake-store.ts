@@ -17,6 +17,8 @@ import type {
   LogQueryOptions,
   LogQueryResult,
   LogRecord,
+  StateDiffLimits,
+  StateDiffRecord,
   TxRecord,
   TxWithLocation,
   UncleRecord,
@@ -287,6 +289,39 @@ export class FakeStore implements ChainStore {
       account: () => null,
       storage: () => new Uint8Array(32),
       code: () => new Uint8Array(),
+    };
+  }
+  /** Stand-ins for the encodings: 0xf0 ++ the block number (header), 0xf1 ++ it (block). */
+  async rawHeader(hash: Bytes): Promise<Bytes | undefined> {
+    const n = await this.blockNumber(hash);
+    return n === undefined ? undefined : new Uint8Array([0xf0, Number(n)]);
+  }
+  async rawBlock(hash: Bytes): Promise<Bytes | undefined> {
+    const n = await this.blockNumber(hash);
+    return n === undefined ? undefined : new Uint8Array([0xf1, Number(n)]);
+  }
+  async rawTransaction(txHash: Bytes): Promise<Bytes | undefined> {
+    const found = await this.transaction(txHash);
+    return found === undefined ? undefined : new Uint8Array([0x02, ...found.tx.hash.subarray(0, 4)]);
+  }
+  lastStateDiff: { parentRoot: Bytes; root: Bytes; limits: StateDiffLimits } | undefined;
+  /** One changed account with two storage changes, one removed account. */
+  async stateDiff(parentRoot: Bytes, root: Bytes, limits: StateDiffLimits): Promise<StateDiffRecord> {
+    this.lastStateDiff = { parentRoot, root, limits };
+    if (Date.now() > limits.deadline) throw new LimitExceededError('query timeout exceeded');
+    return {
+      accounts: [
+        {
+          key: filled(0x11, 32),
+          account: { nonce: 1n, balance: 256n, storageRoot: filled(0x22, 32), codeHash: filled(0x33, 32) },
+          code: new Uint8Array([0x60, 0x00]),
+          storage: [
+            [filled(0x01, 32), new Uint8Array([0x01, 0x00])],
+            [filled(0x02, 32), null],
+          ],
+        },
+        { key: filled(0x44, 32), account: null, storage: [] },
+      ],
     };
   }
   async close(): Promise<void> {}

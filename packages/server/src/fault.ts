@@ -38,6 +38,10 @@ export function outageStore(inner: ChainStore): ChainStore {
         throw new StoreUnavailableError('store unavailable (injected fault: store-outage)');
       },
     }),
+    rawHeader: fail,
+    rawBlock: fail,
+    rawTransaction: fail,
+    stateDiff: fail,
     close: () => inner.close(),
   };
 }

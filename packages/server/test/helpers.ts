@@ -91,6 +91,12 @@ export function fakeStore(count = 10, delayMs = 0): ChainStore & { closed: boole
     account: async () => null,
     code: async () => new Uint8Array(),
     stateReader: () => ({ account: () => null, storage: () => new Uint8Array(32), code: () => new Uint8Array() }),
+    rawHeader: async () => undefined,
+    rawBlock: async () => undefined,
+    rawTransaction: async () => undefined,
+    stateDiff: async () => {
+      throw new Error('not in the fake');
+    },
     close: async () => {
       s.closed = true;
     },

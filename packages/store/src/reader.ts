@@ -44,6 +44,8 @@ import type {
   LogRecord,
   ReadyJson,
   ReceiptRecord,
+  StateDiffLimits,
+  StateDiffRecord,
   StorageProofRecord,
   SyncStateReader,
   TxRecord,
@@ -54,7 +56,16 @@ import { DatadirEmptyError, openDb } from './db.js';
 import type { Db } from './db.js';
 import { Lru } from './lru.js';
 import { LogQueries } from './logs.js';
-import { MetaKey, SCHEMA_VERSION, headCodec, tables } from './schema.js';
+import {
+  MetaKey,
+  SCHEMA_VERSION,
+  headCodec,
+  rlpHeaderLength,
+  tables,
+  writeRlpBytes,
+  writeRlpHeader,
+} from './schema.js';
+import { diffStates } from './state-diff.js';
 import type { StoredReceipt } from './schema.js';
 import { AddressHashes, keccak256 } from './keccak.js';
 import { cacheKeyOf, HashCache, PairCache } from './hash-cache.js';
@@ -833,6 +844,56 @@ export class LevelChainStore implements ChainStore {
     return record;
   }
 
+  // --- consensus encodings (debug_getRaw*) and state diffs -------------------------------------
+
+  rawHeader(hash: Bytes): Promise<Bytes | undefined> {
+    return this.guard('rawHeader', async () => {
+      if ((await this.canonicalNumber(hash)) === undefined) return undefined;
+      return tables.headers.getSync(this.db, hash);
+    });
+  }
+
+  /**
+   * The block's RLP [header, [tx..], [uncle..], withdrawals?] from its header and body rows: a
+   * legacy transaction and an uncle header are RLP lists already and go in as they are; a typed
+   * transaction is a byte string of its encoding.
+   */
+  rawBlock(hash: Bytes): Promise<Bytes | undefined> {
+    return this.guard('rawBlock', async () => {
+      if ((await this.canonicalNumber(hash)) === undefined) return undefined;
+      const header = tables.headers.getSync(this.db, hash);
+      const body = tables.bodies.getSync(this.db, hash);
+      if (header === undefined || body === undefined) return undefined;
+      const txs = body.transactions.map((tx) => ((tx[0] as number) >= 0xc0 ? tx : stringItem(tx)));
+      const parts = [header, listItem(txs), listItem(body.uncles)];
+      if (body.withdrawals !== undefined) parts.push(RLP.encode(body.withdrawals));
+      const block = listItem(parts);
+      if (block.length !== body.size) throw new Error('block: RLP length differs from the stored size');
+      return block;
+    });
+  }
+
+  rawTransaction(txHash: Bytes): Promise<Bytes | undefined> {
+    return this.guard('rawTransaction', async () => {
+      if (txHash.length !== 32) return undefined;
+      const loc = tables.txLookup.getSync(this.db, txHash);
+      if (loc === undefined) return undefined;
+      const blockHash = await this.canonical(loc.number);
+      if (blockHash === undefined) return undefined;
+      const body = tables.bodies.getRawSync(this.db, blockHash);
+      const raw = body === undefined ? undefined : bodyTransaction(body, loc.index);
+      // A location of another branch's block (a follower's write not yet applied here) names another transaction.
+      return raw !== undefined && bytesEqual(keccak256(raw), txHash) ? raw : undefined;
+    });
+  }
+
+  stateDiff(parentRoot: Bytes, root: Bytes, limits: StateDiffLimits): Promise<StateDiffRecord> {
+    // The nodes of a diff are read once and not kept: they would push hot proof paths out of the
+    // node cache. Nodes the cache holds are taken from it.
+    const nodes: NodeSource = (hash) => this.trieNodes.get(hash) ?? tables.trieNodes.getSync(this.db, hash);
+    return this.guard('stateDiff', () => diffStates(nodes, (h) => this.codeSync(h), parentRoot, root, limits));
+  }
+
   async close(): Promise<void> {
     if (this.db.status === 'open' || this.db.status === 'opening') await this.db.close();
     this.logQueries.close();
@@ -844,6 +905,26 @@ export interface OpenChainStoreOptions {
   shared?: boolean;
   /** Bytes of the trie-node cache (NodeSlab; default 32 MiB, at least 4096): tests make it wrap. */
   nodeCacheBytes?: number;
+}
+
+/** The RLP list of already-encoded items. */
+function listItem(items: Uint8Array[]): Uint8Array {
+  let len = 0;
+  for (const i of items) len += i.length;
+  const out = new Uint8Array(rlpHeaderLength(len) + len);
+  let at = writeRlpHeader(out, 0, 0xc0, len);
+  for (const i of items) {
+    out.set(i, at);
+    at += i.length;
+  }
+  return out;
+}
+
+/** The RLP byte string of `b`. */
+function stringItem(b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(rlpHeaderLength(b.length) + b.length);
+  writeRlpBytes(out, 0, b);
+  return out;
 }
 
 /** The trie-node cache of each open store (one per serving thread): 32 MiB of node bytes. */
