@@ -40,3 +40,4 @@ export {
   SubscriptionNotFoundError,
   UnknownSubscriptionError,
 } from './subscriptions/errors.js';
+export type { JsonStateDiff, JsonStateDiffAccount } from './formatters/state-diff.js';

@@ -177,3 +177,18 @@ export function jsonType(value: unknown): string {
 export function noParams(params: unknown[]): void {
   decodeArgs(params, 0, () => undefined);
 }
+
+/**
+ * A hash as geth's JSON decoding of common.Hash reports it (debug_getRawTransaction): a value that
+ * is not a string, or a malformed hex string, is "json: cannot unmarshal <what> into Go value of
+ * type common.Hash"; a wrong length is said plainly, as decodeHash says it.
+ */
+export function decodeGoHash(value: unknown): Bytes {
+  const wrap = (what: string): ParamError =>
+    new ParamError(`json: cannot unmarshal ${what} into Go value of type common.Hash`);
+  if (typeof value !== 'string') throw wrap('non-string');
+  if (!value.startsWith('0x') && !value.startsWith('0X')) throw wrap('hex string without 0x prefix');
+  if (value.length % 2 !== 0) throw wrap('hex string of odd length');
+  if (!hexDigitsOk(value.slice(2))) throw wrap('invalid hex string');
+  return decodeHash(value);
+}

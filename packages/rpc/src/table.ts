@@ -11,7 +11,12 @@ import type { JsonBlock } from './formatters/block.js';
 import type { JsonLog } from './formatters/log.js';
 import type { JsonAccountProof } from './formatters/proof.js';
 import type { JsonAnyTransaction } from './formatters/transaction.js';
+import type { JsonStateDiff } from './formatters/state-diff.js';
 import type { MethodDef, Transport } from './method.js';
+import { chainnode_getStateDiff } from './methods/chainnode_getStateDiff.js';
+import { debug_getRawBlock } from './methods/debug_getRawBlock.js';
+import { debug_getRawHeader } from './methods/debug_getRawHeader.js';
+import { debug_getRawTransaction } from './methods/debug_getRawTransaction.js';
 import { eth_blockNumber } from './methods/eth_blockNumber.js';
 import { eth_chainId } from './methods/eth_chainId.js';
 import { eth_getBlockByHash } from './methods/eth_getBlockByHash.js';
@@ -102,6 +107,10 @@ export interface RpcSchema {
   eth_syncing: { params: void; result: false };
   eth_config: { params: void; result: JsonChainConfig };
   net_listening: { params: void; result: boolean };
+  debug_getRawHeader: { params: BlockSelector; result: Hex };
+  debug_getRawBlock: { params: BlockSelector; result: Hex };
+  debug_getRawTransaction: { params: Uint8Array; result: Hex };
+  chainnode_getStateDiff: { params: BlockSelector; result: JsonStateDiff };
 }
 
 export type MethodName = keyof RpcSchema;
@@ -144,6 +153,10 @@ export const METHODS: MethodTable = {
   eth_syncing,
   eth_config,
   net_listening,
+  debug_getRawHeader,
+  debug_getRawBlock,
+  debug_getRawTransaction,
+  chainnode_getStateDiff,
 };
 
 export function isMethodName(name: string): name is MethodName {

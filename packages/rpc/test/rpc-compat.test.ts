@@ -22,7 +22,7 @@ import { chainDir, datadirCopy, sharedChainsDir } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import type { RpcServiceApi } from '../src/index.js';
 
-/** The methods whose fixtures this node must pass (the spec's eight and the read API). */
+/** The methods whose fixtures this node must pass (the spec's eight, the read API, the raw encodings). */
 export const COMPAT_METHODS = [
   // the service spec's methods
   'eth_blockNumber',
@@ -49,6 +49,10 @@ export const COMPAT_METHODS = [
   'eth_blobBaseFee',
   'eth_syncing',
   'eth_config',
+  // geth's raw encodings (replication)
+  'debug_getRawHeader',
+  'debug_getRawBlock',
+  'debug_getRawTransaction',
 ];
 
 interface Exchange {

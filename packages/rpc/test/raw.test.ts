@@ -1,0 +1,133 @@
+// geth's debug_getRaw* over REAL imported stores (the execution-apis conformance exchanges are
+// replayed by rpc-compat.test.ts; here their error texts are checked word for word). For every
+// block of both chains the encodings are re-derived: the header's keccak is the block hash,
+// the block's RLP holds that header, its transactions rebuild the header's transactionsRoot and
+// its uncles its uncle hash, its length is the block's size; every transaction's encoding hashes
+// to its hash.
+import { MerklePatriciaTrie } from '@ethereumjs/mpt';
+import { RLP } from '@ethereumjs/rlp';
+import { bytesToHex, hexToBytes } from '@ethereumjs/util';
+import type { PrefixedHexString } from '@ethereumjs/util';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { LevelChainStore } from '@chainnode/store';
+import { chainDir, datadirCopy } from '@chainnode/testkit';
+import type { ChainName } from '@chainnode/testkit';
+import { createRpcService } from '../src/index.js';
+import type { JsonBlock, RpcServiceApi } from '../src/index.js';
+
+type Nested = Uint8Array | Nested[];
+const b = (h: string): Uint8Array => hexToBytes(h as PrefixedHexString);
+const hx = (u: Uint8Array): string => bytesToHex(u);
+
+const chains: ChainName[] = [
+  'fixtures',
+  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
+];
+
+async function raw(
+  svc: RpcServiceApi,
+  method: string,
+  params: unknown[],
+): Promise<{ result?: unknown; error?: unknown }> {
+  const reply = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
+  return JSON.parse(reply.body!) as { result?: unknown; error?: unknown };
+}
+
+async function call<T>(svc: RpcServiceApi, method: string, params: unknown[]): Promise<T> {
+  const r = await raw(svc, method, params);
+  if (r.error !== undefined) throw new Error(`${method}: ${JSON.stringify(r.error)}`);
+  return r.result as T;
+}
+
+async function trieRoot(values: Uint8Array[]): Promise<string> {
+  const trie = new MerklePatriciaTrie();
+  for (const [i, v] of values.entries()) await trie.put(RLP.encode(i), v);
+  return hx(trie.root());
+}
+
+test.each(chains)(
+  '%s: every block and transaction encoding re-derived',
+  async (chain) => {
+    const c = await datadirCopy(chain);
+    const store = await LevelChainStore.open(c.dir);
+    const svc = createRpcService(store);
+    try {
+      const head = (await store.head()).number;
+      let txs = 0;
+      let typed = 0;
+      let withdrawals = 0;
+      let uncles = 0;
+      for (let n = 0n; n <= head; n++) {
+        const json = await call<JsonBlock>(svc, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]);
+        // By number for most blocks, by hash and by EIP-1898 object for some.
+        const sel = n % 3n === 0n ? json.hash : n % 5n === 0n ? { blockHash: json.hash } : json.number;
+        const header = await call<string>(svc, 'debug_getRawHeader', [sel]);
+        expect(hx(keccak256(b(header)))).toBe(json.hash);
+        const block = await call<string>(svc, 'debug_getRawBlock', [sel]);
+        expect(BigInt(b(block).length)).toBe(BigInt(json.size));
+        const [h, list, ommers, wds] = RLP.decode(b(block)) as [Nested, Nested[], Nested[], Nested[]?];
+        expect(hx(RLP.encode(h))).toBe(header);
+        // A legacy transaction is a list in the block; a typed one a byte string of its encoding.
+        const encodings = list.map((t) => (t instanceof Uint8Array ? t : RLP.encode(t)));
+        expect(await trieRoot(encodings)).toBe(json.transactionsRoot);
+        const hashes = json.transactions as string[];
+        expect(encodings.map((e) => hx(keccak256(e)))).toEqual(hashes);
+        expect(hx(keccak256(RLP.encode(ommers)))).toBe(json.sha3Uncles);
+        expect(ommers.map((u) => hx(keccak256(RLP.encode(u))))).toEqual(json.uncles);
+        if (json.withdrawalsRoot !== undefined) {
+          expect(await trieRoot((wds ?? []).map((w) => RLP.encode(w)))).toBe(json.withdrawalsRoot);
+          withdrawals += wds!.length;
+        } else expect(wds).toBeUndefined();
+        uncles += ommers.length;
+        for (const [i, e] of encodings.entries()) {
+          const tx = await call<string>(svc, 'debug_getRawTransaction', [hashes[i]]);
+          expect(tx).toBe(hx(e));
+          txs++;
+          if (e[0]! < 0xc0) typed++;
+        }
+      }
+      console.log(
+        `${chain}: ${head + 1n} blocks, ${txs} transactions (${typed} typed), ${uncles} uncles, ${withdrawals} withdrawals`,
+      );
+      expect(txs).toBeGreaterThan(0);
+      expect(typed).toBeGreaterThan(0);
+      // Past the head and unknown hashes: geth's answers.
+      const past = `0x${(head + 1n).toString(16)}`;
+      expect(await raw(svc, 'debug_getRawHeader', [past])).toEqual({ jsonrpc: '2.0', id: 1, result: '0x' });
+      expect(await raw(svc, 'debug_getRawBlock', [past])).toEqual({ jsonrpc: '2.0', id: 1, result: '0x' });
+      const unknown = `0x${'01'.repeat(32)}`;
+      expect((await raw(svc, 'debug_getRawHeader', [unknown])).error).toEqual({
+        code: -32000,
+        message: `header #[${new Array(32).fill(1).join(' ')}] not found`,
+      });
+      expect((await raw(svc, 'debug_getRawBlock', [unknown])).error).toEqual({
+        code: -32000,
+        message: `block #[${new Array(32).fill(1).join(' ')}] not found`,
+      });
+      expect(await raw(svc, 'debug_getRawTransaction', [unknown])).toEqual({ jsonrpc: '2.0', id: 1, result: '0x' });
+      expect((await raw(svc, 'debug_getRawTransaction', ['0x12'])).error).toEqual({
+        code: -32602,
+        message: 'invalid argument 0: hex string has length 2, want 64 for common.Hash',
+      });
+      // The recorded exchanges' messages, which rpc-compat does not compare.
+      for (const m of ['debug_getRawHeader', 'debug_getRawBlock'])
+        expect((await raw(svc, m, ['2'])).error).toEqual({
+          code: -32602,
+          message: 'invalid argument 0: hex string without 0x prefix',
+        });
+      expect((await raw(svc, 'debug_getRawTransaction', [`${'10'.repeat(31)}01`])).error).toEqual({
+        code: -32602,
+        message:
+          'invalid argument 0: json: cannot unmarshal hex string without 0x prefix into Go value of type common.Hash',
+      });
+      expect((await raw(svc, 'debug_getRawTransaction', [12])).error).toEqual({
+        code: -32602,
+        message: 'invalid argument 0: json: cannot unmarshal non-string into Go value of type common.Hash',
+      });
+    } finally {
+      await store.close();
+      await c.cleanup();
+    }
+  },
+  600_000,
+);

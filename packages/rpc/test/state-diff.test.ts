@@ -1,0 +1,283 @@
+// chainnode_getStateDiff over REAL imported stores (the fixture chain and the execution-apis
+// chain, each imported by the executing import), re-derived independently: a state trie of our
+// own (@ethereumjs/mpt, keys given hashed) is built from genesis.json's alloc, and every block's
+// diff is applied to it in turn (account leaves put or deleted, each account's storage trie
+// updated from the storage entries and its root recomputed here, never taken from the answer).
+// After each block the trie's root must equal the header's stateRoot, and every code must hash to
+// its codeHash. A diff with one entry changed must fail that check.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MerklePatriciaTrie } from '@ethereumjs/mpt';
+import { RLP } from '@ethereumjs/rlp';
+import { bigIntToUnpaddedBytes, bytesToHex, hexToBytes, KECCAK256_NULL, KECCAK256_RLP } from '@ethereumjs/util';
+import type { PrefixedHexString } from '@ethereumjs/util';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { LimitExceededError, ResponseTooLargeError } from '@chainnode/core';
+import { LevelChainStore } from '@chainnode/store';
+import { chainDir, datadirCopy } from '@chainnode/testkit';
+import type { ChainName } from '@chainnode/testkit';
+import { createRpcService } from '../src/index.js';
+import type { JsonStateDiff, RpcServiceApi } from '../src/index.js';
+
+type Hex = PrefixedHexString;
+const b = (h: string): Uint8Array => hexToBytes(h as Hex);
+const hx = (u: Uint8Array): string => bytesToHex(u);
+const EMPTY_ROOT = hx(KECCAK256_RLP);
+const EMPTY_CODE = hx(KECCAK256_NULL);
+const QUANTITY = /^0x(0|[1-9a-f][0-9a-f]*)$/;
+const HASH = /^0x[0-9a-f]{64}$/;
+
+const chains: ChainName[] = [
+  'fixtures',
+  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
+];
+
+async function call<T>(svc: RpcServiceApi, method: string, params: unknown[]): Promise<T> {
+  const reply = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
+  const r = JSON.parse(reply.body!) as { result?: T; error?: unknown };
+  if (r.error !== undefined) throw new Error(`${method}: ${JSON.stringify(r.error)}`);
+  return r.result as T;
+}
+
+async function callError(svc: RpcServiceApi, method: string, params: unknown[]): Promise<unknown> {
+  const reply = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
+  return (JSON.parse(reply.body!) as { error?: unknown }).error;
+}
+
+const newTrie = (): MerklePatriciaTrie => new MerklePatriciaTrie({ useKeyHashing: false });
+
+/** Our own copy of a state: the account trie, each account's storage trie, and the codes seen. */
+class State {
+  accounts = newTrie();
+  storage = new Map<string, MerklePatriciaTrie>();
+  codes = new Map<string, Uint8Array>([[EMPTY_CODE, new Uint8Array()]]);
+
+  static async fromGenesis(path: string): Promise<State> {
+    const genesis = JSON.parse(readFileSync(path, 'utf8')) as {
+      alloc: Record<string, { balance?: string; nonce?: string; code?: string; storage?: Record<string, string> }>;
+    };
+    const s = new State();
+    for (const [addr, acc] of Object.entries(genesis.alloc)) {
+      const key = hx(keccak256(b(addr.startsWith('0x') ? addr : `0x${addr}`)));
+      const st = newTrie();
+      for (const [slot, value] of Object.entries(acc.storage ?? {})) {
+        const v = BigInt(value);
+        if (v !== 0n) await st.put(keccak256(b(slot)), RLP.encode(bigIntToUnpaddedBytes(v)));
+      }
+      const code = acc.code !== undefined ? b(acc.code) : new Uint8Array();
+      const codeHash = hx(keccak256(code));
+      s.codes.set(codeHash, code);
+      s.storage.set(key, st);
+      await s.accounts.put(
+        b(key),
+        RLP.encode([
+          bigIntToUnpaddedBytes(BigInt(acc.nonce ?? 0)),
+          bigIntToUnpaddedBytes(BigInt(acc.balance ?? 0)),
+          st.root(),
+          b(codeHash),
+        ]),
+      );
+    }
+    return s;
+  }
+
+  /** Applies one block's diff; returns the new state root. */
+  async apply(diff: JsonStateDiff): Promise<string> {
+    for (const a of diff.accounts) {
+      if (a.account === null) {
+        await this.accounts.del(b(a.key));
+        this.storage.delete(a.key);
+        continue;
+      }
+      // A copy of the parent's storage trie (the empty trie for a new account).
+      const parent = this.storage.get(a.key);
+      const st = parent === undefined ? newTrie() : parent.shallowCopy(false);
+      for (const [slot, value] of a.storage) {
+        if (value === null) await st.del(b(slot));
+        else await st.put(b(slot), RLP.encode(bigIntToUnpaddedBytes(BigInt(value))));
+      }
+      this.storage.set(a.key, st);
+      if (a.code !== undefined) this.codes.set(hx(keccak256(b(a.code))), b(a.code));
+      await this.accounts.put(
+        b(a.key),
+        RLP.encode([
+          bigIntToUnpaddedBytes(BigInt(a.account.nonce)),
+          bigIntToUnpaddedBytes(BigInt(a.account.balance)),
+          st.root(), // recomputed: the answer's storageRoot is not used
+          b(a.account.codeHash),
+        ]),
+      );
+    }
+    return hx(this.accounts.root());
+  }
+}
+
+/** Shape checks: lowercase hex, quantities minimal, both lists sorted by key. */
+function checkShape(d: JsonStateDiff): void {
+  for (const h of [d.blockHash, d.parentStateRoot, d.stateRoot]) expect(h).toMatch(HASH);
+  expect(d.number).toMatch(QUANTITY);
+  for (let i = 0; i < d.accounts.length; i++) {
+    const a = d.accounts[i]!;
+    expect(a.key).toMatch(HASH);
+    if (i > 0) expect(d.accounts[i - 1]!.key < a.key).toBe(true);
+    expect(Object.keys(a)).toEqual(
+      a.code === undefined ? ['key', 'account', 'storage'] : ['key', 'account', 'code', 'storage'],
+    );
+    if (a.account !== null) {
+      expect(a.account.nonce).toMatch(QUANTITY);
+      expect(a.account.balance).toMatch(QUANTITY);
+      expect(a.account.storageRoot).toMatch(HASH);
+      expect(a.account.codeHash).toMatch(HASH);
+    } else expect(a.storage).toEqual([]);
+    if (a.code !== undefined) expect(a.code).toMatch(/^0x([0-9a-f]{2})+$/);
+    for (let j = 0; j < a.storage.length; j++) {
+      const [slot, value] = a.storage[j]!;
+      expect(slot).toMatch(HASH);
+      if (j > 0) expect(a.storage[j - 1]![0] < slot).toBe(true);
+      if (value !== null) {
+        expect(value).toMatch(QUANTITY);
+        expect(value).not.toBe('0x0'); // a zero slot is deleted, never stored
+      }
+    }
+  }
+}
+
+test.each(chains)(
+  '%s: every block’s diff, applied to the parent state, gives the block’s stateRoot',
+  async (chain) => {
+    const c = await datadirCopy(chain);
+    const store = await LevelChainStore.open(c.dir);
+    const svc = createRpcService(store);
+    try {
+      const state = await State.fromGenesis(join(chainDir(chain)!, 'genesis.json'));
+      const head = (await store.head()).number;
+      const genesis = (await store.header((await store.canonicalHash(0n))!))!;
+      expect(hx(state.accounts.root())).toBe(hx(genesis.stateRoot));
+      const seen = { accounts: 0, removedAccounts: 0, slots: 0, removedSlots: 0, storageEmptied: 0, codes: 0 };
+      let tampered = false;
+      for (let n = 1n; n <= head; n++) {
+        const hash = (await store.canonicalHash(n))!;
+        const header = (await store.header(hash))!;
+        // By number for most blocks, by hash (and EIP-1898 object) for some.
+        const param = n % 3n === 0n ? hx(hash) : n % 7n === 0n ? { blockHash: hx(hash) } : `0x${n.toString(16)}`;
+        const diff = await call<JsonStateDiff>(svc, 'chainnode_getStateDiff', [param]);
+        checkShape(diff);
+        expect(diff.blockHash).toBe(hx(hash));
+        expect(BigInt(diff.number)).toBe(n);
+        expect(diff.stateRoot).toBe(hx(header.stateRoot));
+        expect(diff.parentStateRoot).toBe(hx(state.accounts.root()));
+        if (!tampered && diff.accounts.some((a) => a.storage.some(([, v]) => v !== null))) {
+          // One value changed: the root must not match (a copy of the state takes the lie).
+          const lie = structuredClone(diff);
+          const acc = lie.accounts.find((a) => a.storage.some(([, v]) => v !== null))!;
+          const entry = acc.storage.find(([, v]) => v !== null)!;
+          entry[1] = `0x${(BigInt(entry[1]!) + 1n).toString(16)}`;
+          const copy = new State();
+          copy.accounts = state.accounts.shallowCopy(false);
+          copy.storage = new Map(state.storage);
+          expect(await copy.apply(lie)).not.toBe(hx(header.stateRoot));
+          tampered = true;
+        }
+        const parentStorageRoots = new Map(
+          diff.accounts.map((a) => {
+            const st = state.storage.get(a.key);
+            return [a.key, st === undefined ? EMPTY_ROOT : hx(st.root())];
+          }),
+        );
+        const root = await state.apply(diff);
+        if (root !== hx(header.stateRoot))
+          throw new Error(`block ${n}: diff applied gives ${root}, header says ${hx(header.stateRoot)}`);
+        for (const a of diff.accounts) {
+          seen.accounts++;
+          if (a.account === null) {
+            seen.removedAccounts++;
+            continue;
+          }
+          // The code of every account is known (from genesis or an earlier diff) and hashes to its codeHash.
+          const code = state.codes.get(a.account.codeHash);
+          if (code === undefined) throw new Error(`block ${n}: no code for ${a.account.codeHash}`);
+          expect(hx(keccak256(code))).toBe(a.account.codeHash);
+          if (a.code !== undefined) {
+            seen.codes++;
+            expect(a.account.codeHash).not.toBe(EMPTY_CODE);
+          }
+          // Our recomputed storage root is the one the account leaf says.
+          expect(hx(state.storage.get(a.key)!.root())).toBe(a.account.storageRoot);
+          if (a.account.storageRoot === EMPTY_ROOT && parentStorageRoots.get(a.key) !== EMPTY_ROOT)
+            seen.storageEmptied++;
+          for (const [, v] of a.storage) {
+            seen.slots++;
+            if (v === null) seen.removedSlots++;
+          }
+        }
+      }
+      console.log(`${chain}: ${head} blocks, ${JSON.stringify(seen)}`);
+      expect(tampered).toBe(true);
+      expect(seen.codes).toBeGreaterThan(0);
+      expect(seen.removedSlots).toBeGreaterThan(0);
+    } finally {
+      await store.close();
+      await c.cleanup();
+    }
+  },
+  600_000,
+);
+
+test('errors: genesis, unknown blocks, size and time limits', async () => {
+  const chain = chains[chains.length - 1]!;
+  const c = await datadirCopy(chain);
+  const store = await LevelChainStore.open(c.dir);
+  try {
+    const svc = createRpcService(store);
+    const head = (await store.head()).number;
+    expect(await callError(svc, 'chainnode_getStateDiff', ['0x0'])).toEqual({
+      code: -32000,
+      message: 'genesis has no parent state diff',
+    });
+    expect(await callError(svc, 'chainnode_getStateDiff', ['earliest'])).toEqual({
+      code: -32000,
+      message: 'genesis has no parent state diff',
+    });
+    expect(await callError(svc, 'chainnode_getStateDiff', [`0x${(head + 1n).toString(16)}`])).toEqual({
+      code: -32000,
+      message: 'header not found',
+    });
+    expect(await callError(svc, 'chainnode_getStateDiff', [`0x${'ab'.repeat(32)}`])).toEqual({
+      code: -32000,
+      message: 'header for hash not found',
+    });
+    expect(await callError(svc, 'chainnode_getStateDiff', [])).toEqual({
+      code: -32602,
+      message: 'missing value for required argument 0',
+    });
+    expect(await callError(svc, 'chainnode_getStateDiff', ['2'])).toEqual({
+      code: -32602,
+      message: 'invalid argument 0: hex string without 0x prefix',
+    });
+    // latest is the head's diff.
+    const latest = await call<JsonStateDiff>(svc, 'chainnode_getStateDiff', ['latest']);
+    expect(BigInt(latest.number)).toBe(head);
+    // An answer larger than the batch answer limit is refused while it is being built.
+    const small = createRpcService(store, { maxBatchResponseBytes: 200 });
+    expect(await callError(small, 'chainnode_getStateDiff', ['latest'])).toEqual({
+      code: -32003,
+      message: 'response too large',
+    });
+    // Past its deadline the walk stops.
+    const h = (await store.header((await store.canonicalHash(head))!))!;
+    const p = (await store.header(h.parentHash))!;
+    await expect(
+      store.stateDiff(p.stateRoot, h.stateRoot, { deadline: Date.now() - 1, maxBytes: 1e9 }),
+    ).rejects.toBeInstanceOf(LimitExceededError);
+    await expect(
+      store.stateDiff(p.stateRoot, h.stateRoot, { deadline: Date.now() + 60_000, maxBytes: 10 }),
+    ).rejects.toBeInstanceOf(ResponseTooLargeError);
+    // The same root on both sides: nothing changed, nothing read past the root.
+    expect(await store.stateDiff(h.stateRoot, h.stateRoot, { deadline: Date.now() + 60_000, maxBytes: 1e9 })).toEqual({
+      accounts: [],
+    });
+  } finally {
+    await store.close();
+    await c.cleanup();
+  }
+}, 300_000);
