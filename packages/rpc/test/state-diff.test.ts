@@ -214,7 +214,10 @@ test.each(chains)(
       console.log(`${chain}: ${head} blocks, ${JSON.stringify(seen)}`);
       expect(tampered).toBe(true);
       expect(seen.codes).toBeGreaterThan(0);
-      expect(seen.removedSlots).toBeGreaterThan(0);
+      expect(seen.slots).toBeGreaterThan(0);
+      // Neither chain removes an account leaf or a storage slot in any block (this walk over every
+      // block's diff finds none, and a missed one would have failed the root check): deletions are
+      // covered by store/test/state-diff.test.ts against a model.
     } finally {
       await store.close();
       await c.cleanup();
