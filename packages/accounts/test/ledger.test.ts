@@ -502,36 +502,82 @@ describe('redis engine specifics', () => {
     expect(await rawUsed(r, h)).toBe(80);
   });
 
-  redisTest('a command whose reply is lost (timeout) is journaled and replayed once: never charged twice', async () => {
-    const r = await redis();
-    const { ledger } = await ledgerOn(r, 'open', 150);
-    const h = hashKey('idempotent');
-    const limits = { daily: 1_000_000, perSecond: 0 };
-    // Warm up (script loaded, connection up).
-    const w = await ledger.debit(h, 10, limits);
-    if (!w.ok) throw new Error('refused');
-    // Redis stops answering for 600 ms: every debit sent meanwhile times out on our side, but
-    // Redis still runs them when the pause ends (they are queued on the connection).
-    const admin = createClient({ url: r.url });
-    admin.on('error', () => {});
-    await admin.connect();
-    await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
-    const during = await Promise.all(Array.from({ length: 20 }, () => ledger.debit(h, 100, limits)));
-    expect(during.every((x) => x.ok)).toBe(true); // fail-open: decided locally
-    expect(ledger.isDegraded).toBe(true);
-    await Promise.all(during.map((x) => (x.ok ? ledger.settle(x.debit, 100) : undefined)));
-    admin.destroy();
-    // Redis runs the queued originals, then the replay finds each applied and skips it.
-    const t0 = Date.now();
-    while (ledger.isDegraded) {
-      if (Date.now() - t0 > 5000) throw new Error('never recovered');
-      await sleep(50);
-    }
-    expect(ledger.stats.replayed).toBeGreaterThanOrEqual(20);
-    expect(await rawUsed(r, h)).toBe(10 + 20 * 100);
-    await ledger.settle(w.debit, 10);
-    expect((await ledger.usage(h)).used).toBe(2010);
-  });
+  redisTest(
+    'the debits of one event-loop turn, across keys, go as one script call, applied in order and each answered',
+    async () => {
+      const r = await redis();
+      const { ledger } = await ledgerOn(r, 'open');
+      const a = hashKey('batch a');
+      const b = hashKey('batch b');
+      const c = hashKey('batch c');
+      await ledger.debit(c, 0, { daily: 1, perSecond: 0 }); // the script loaded, the connection up
+      const calls0 = ledger.stats.redisCalls;
+      // 30 debits in one turn: a has 5 calls of 80 left, b 3 calls of 50 (and a bucket of 150/s),
+      // c plenty. Applied in the order asked: the first 5 of a and the first 3 of b pass.
+      const asked: Array<{ h: string; cost: number; limits: Limits }> = [];
+      for (let i = 0; i < 10; i++) {
+        asked.push({ h: a, cost: 80, limits: { daily: 400, perSecond: 0 } });
+        asked.push({ h: b, cost: 50, limits: { daily: 150, perSecond: 150 } });
+        asked.push({ h: c, cost: 10, limits: { daily: 1_000_000, perSecond: 0 } });
+      }
+      const got = await Promise.all(asked.map((x) => ledger.debit(x.h, x.cost, x.limits)));
+      // The bucket of b ran in the same call: its 150 credits taken, a full one is a second away.
+      const more = await ledger.debit(b, 150, { daily: 1_000_000, perSecond: 150 });
+      expect(more.ok ? 'ok' : more.reason).toBe('throughput');
+      expect(ledger.stats.redisCalls - calls0).toBe(2);
+      const passed = (h: string): boolean[] => got.filter((_, i) => asked[i]?.h === h).map((x) => x.ok);
+      expect(passed(a)).toEqual([true, true, true, true, true, false, false, false, false, false]);
+      expect(passed(b)).toEqual([true, true, true, false, false, false, false, false, false, false]);
+      expect(passed(c).every((x) => x)).toBe(true);
+      expect(got.filter((x) => !x.ok).map((x) => (x.ok ? '' : x.reason))).toEqual(Array(12).fill('daily'));
+      expect([await rawUsed(r, a), await rawUsed(r, b), await rawUsed(r, c)]).toEqual([400, 150, 100]);
+      // The settles of one turn: refunds of a and c go as one call too.
+      const calls1 = ledger.stats.redisCalls;
+      await Promise.all(
+        got.map((x, i) => (x.ok ? ledger.settle(x.debit, asked[i]?.h === b ? x.debit.cost : 5) : undefined)),
+      );
+      expect(ledger.stats.redisCalls - calls1).toBe(1);
+      expect([await rawUsed(r, a), await rawUsed(r, b), await rawUsed(r, c)]).toEqual([25, 150, 50]);
+    },
+  );
+
+  redisTest(
+    'a batch whose reply is lost (timeout) is journaled charge by charge and replayed once: never charged twice',
+    async () => {
+      const r = await redis();
+      const { ledger } = await ledgerOn(r, 'open', 150);
+      const h = hashKey('idempotent');
+      const limits = { daily: 1_000_000, perSecond: 0 };
+      // Warm up (script loaded, connection up).
+      const w = await ledger.debit(h, 10, limits);
+      if (!w.ok) throw new Error('refused');
+      // Redis stops answering for 600 ms: every debit sent meanwhile times out on our side, but
+      // Redis still runs them when the pause ends (they are queued on the connection).
+      const admin = createClient({ url: r.url });
+      admin.on('error', () => {});
+      await admin.connect();
+      await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
+      const h2 = hashKey('idempotent too');
+      const calls0 = ledger.stats.redisCalls;
+      const during = await Promise.all(Array.from({ length: 20 }, (_, i) => ledger.debit(i % 2 ? h : h2, 100, limits)));
+      expect(ledger.stats.redisCalls - calls0).toBe(1); // one batch, its reply lost
+      expect(during.every((x) => x.ok)).toBe(true); // fail-open: decided locally
+      expect(ledger.isDegraded).toBe(true);
+      await Promise.all(during.map((x) => (x.ok ? ledger.settle(x.debit, 100) : undefined)));
+      admin.destroy();
+      // Redis runs the queued originals, then the replay finds each applied and skips it.
+      const t0 = Date.now();
+      while (ledger.isDegraded) {
+        if (Date.now() - t0 > 5000) throw new Error('never recovered');
+        await sleep(50);
+      }
+      expect(ledger.stats.replayed).toBeGreaterThanOrEqual(20);
+      expect(await rawUsed(r, h)).toBe(10 + 10 * 100);
+      expect(await rawUsed(r, h2)).toBe(10 * 100);
+      await ledger.settle(w.debit, 10);
+      expect((await ledger.usage(h)).used).toBe(1010);
+    },
+  );
 
   redisTest(
     'fail-open: Redis stopped -> calls decided locally and journaled on disk; restarted -> replayed, usage equals charges',

@@ -119,7 +119,13 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
     manager: (config) => managerOf(l, config),
     close: async () => {
       await record?.close();
-      await ledger?.close();
+      if (ledger !== undefined) {
+        await ledger.close();
+        const s = ledger.stats;
+        spec.log?.(
+          `ledger: ${s.redisCalls} Redis requests carried ${s.charges} charges (${s.degradedDecisions} decided locally, ${s.replayed} replayed)`,
+        );
+      }
       await keys.close();
       try {
         await client.close();

@@ -12,19 +12,23 @@
 //   cn:{<hash>}:q:<rid>  ZSET  sequence numbers of replica <rid>'s charges applied but not yet
 //                              acknowledged (idempotency: a retried/replayed charge applies once)
 //
-// One Lua script (DEBIT) checks and debits both limits in one atomic step on Redis's clock
-// (TIME), so replicas with skewed clocks agree on the day and the bucket. Every charge carries
-// (replica id, sequence number); the script records applied sequence numbers until the replica
-// reports it has their outcome (the watermark), so a command whose reply was lost can be replayed
-// without charging twice.
+// One Lua script (DEBIT) checks and debits both limits of a charge in one atomic step on Redis's
+// clock (TIME), so replicas with skewed clocks agree on the day and the bucket. A replica sends
+// its charges in batches: what its calls asked for while the previous script call was out (at
+// most one call in flight, MAX_BATCH charges each) goes as one script call, which applies them in
+// order and answers each; a call still gets its answer only once its own debit is decided. Every
+// charge carries (replica id, sequence number); the script records applied sequence numbers until
+// the replica reports it has their outcome (the watermark), so a batch whose reply was lost can be
+// replayed, charge by charge, without charging twice.
 //
 // Redis unreachable or slow (a command error or timeout): with failure mode `open` (default)
 // the replica keeps serving, decides locally (last known usage plus its own charges since, and an
 // in-process token bucket) and journals every charge to <journalDir>/<rid>.log before the
 // answer goes out; a background loop pings Redis and, once it answers, replays the journal in
-// order (each entry idempotent by its sequence number), then returns to Redis. A command whose
-// outcome is unknown (sent, no reply) is journaled under its own sequence number: if Redis had
-// applied it, the replay finds it and skips. With mode `closed` the call is refused instead
+// order (each entry idempotent by its sequence number), then returns to Redis. A charge whose
+// outcome is unknown (its batch sent, no reply) is journaled under its own sequence number: if
+// Redis had applied it, the replay finds it and skips; charges still queued (never sent) are
+// decided locally like any other. With mode `closed` the call is refused instead
 // (LedgerUnavailableError), and only refunds/undos are journaled.
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
@@ -37,68 +41,147 @@ import type { CreditLedger, Debit, DebitResult, LedgerFailureMode, Limits, Usage
 
 const DAY_S = 86_400;
 
-/** Reply codes of DEBIT (the script returns the numbers). */
+/** Reply codes of a charge (the script returns the numbers). */
 const DebitReply = { daily: 0, throughput: 1, duplicate: 2, applied: 3, nothing: 4 } as const;
 
+/** Charges per script call at most (a batch beyond waits for the next call). */
+export const MAX_BATCH = 512;
+
 /**
- * KEYS: 1 day hash, 2 token bucket, 3 applied-sequence zset of this replica, 4 prefix of the
- *       per-network split (`:<day>` is appended in the script: same hash tag, same slot).
- * ARGV: 1 mode (c: check limits and debit; f: force, apply the delta; u: undo, apply the delta
- *       only if sequence ARGV[8] was applied), 2 seq, 3 credits (negative: a refund),
- *       4 daily limit, 5 credits/s (0: none), 6 watermark (sequences below it are acknowledged),
- *       7 epoch day ('' = today by Redis's clock), 8 undo target seq, 9 network ('' = none).
- * Returns {code, used that day, day}.
+ * One call applies a batch of charges of one replica, in order, atomically (Redis runs one script
+ * at a time), and answers each.
+ * KEYS: 4 per API key of the batch (its group g = 1, 2, ...): 4g-3 day hash, 4g-2 token bucket,
+ *       4g-1 the applied-sequence zset of the batch's replica, 4g prefix of the per-network split
+ *       (`:<day>` is appended in the script: same hash tag, same slot).
+ * ARGV: 1 watermark (the replica's sequences below it are acknowledged: their records go; 0:
+ *       none), then 9 per charge: group, mode (c: check both limits and debit; f: force, apply the
+ *       delta; u: undo, apply the delta only if the undo target was applied), seq, credits
+ *       (negative: a refund), daily limit, credits/s (0: none), epoch day ('' = today by Redis's
+ *       clock), undo target seq, network ('' = none).
+ * Returns 3 values per charge: code (DebitReply), the key's credits that day after it, the day.
+ *
+ * Each key's state is read once per call (HGET of the day, HMGET of the bucket, one trim of the
+ * applied records) and written once at its end (HSET, one variadic ZADD, the expiries): a call
+ * costs about 10 commands per key it touches, however many charges of that key it carries. A
+ * fresh debit (mode c) needs no duplicate check: its sequence number was never sent before; a
+ * charge sent again (f, u: a replay) is checked against the applied records.
  */
 export const DEBIT_LUA = `
 local t = redis.call('TIME')
 local sec = tonumber(t[1])
 local now = sec * 1000000 + tonumber(t[2])
-local mode = ARGV[1]
-local seq = ARGV[2]
-local cost = tonumber(ARGV[3])
-local rate = tonumber(ARGV[5])
-local day = ARGV[7]
-if day == '' then day = tostring(math.floor(sec / 86400)) end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[6])
-local used = tonumber(redis.call('HGET', KEYS[1], day) or '0')
-if redis.call('ZSCORE', KEYS[3], seq) then return {2, used, day} end
-if mode == 'u' and not redis.call('ZSCORE', KEYS[3], ARGV[8]) then
-  redis.call('ZADD', KEYS[3], seq, seq)
-  redis.call('PEXPIRE', KEYS[3], 86400000)
-  return {4, used, day}
+local today = tostring(math.floor(sec / 86400))
+local wm = ARGV[1]
+local G = {}
+local order = {}
+local out = {}
+local function group(g)
+  local s = G[g]
+  if s ~= nil then return s end
+  local k = (g - 1) * 4
+  s = { d = KEYS[k + 1], b = KEYS[k + 2], q = KEYS[k + 3], n = KEYS[k + 4], used = {}, days = {}, seqs = {}, net = {} }
+  if wm ~= '0' then redis.call('ZREMRANGEBYSCORE', s.q, '-inf', '(' .. wm) end
+  G[g] = s
+  order[#order + 1] = s
+  return s
 end
--- The bucket: checked and debited in mode c; refunds (negative) give tokens back; replayed
--- charges (f/u, positive) leave it alone (the replica's own bucket limited them during the outage).
-if rate > 0 and (mode == 'c' and cost > 0 or cost < 0) then
-  local b = redis.call('HMGET', KEYS[2], 'v', 't')
-  local tokens = tonumber(b[1])
-  local last = tonumber(b[2])
-  if tokens == nil or last == nil then tokens = rate; last = now end
-  local elapsed = now - last
-  if elapsed < 0 then elapsed = 0 end
-  tokens = math.min(rate, tokens + elapsed * rate / 1000000)
-  if mode == 'c' then
-    if used + cost > tonumber(ARGV[4]) then return {0, used, day} end
-    if tokens < cost then return {1, used, day} end
+local function applied(s, seq)
+  return s.seqs[seq] or redis.call('ZSCORE', s.q, seq)
+end
+local n = (#ARGV - 1) / 9
+for i = 0, n - 1 do
+  local a = 2 + i * 9
+  local s = group(tonumber(ARGV[a]))
+  local mode = ARGV[a + 1]
+  local seq = ARGV[a + 2]
+  local cost = tonumber(ARGV[a + 3])
+  local daily = tonumber(ARGV[a + 4])
+  local rate = tonumber(ARGV[a + 5])
+  local day = ARGV[a + 6]
+  if day == '' then day = today end
+  local used = s.used[day]
+  if used == nil then
+    used = tonumber(redis.call('HGET', s.d, day) or '0')
+    s.used[day] = used
   end
-  tokens = math.min(rate, tokens - cost)
-  redis.call('HSET', KEYS[2], 'v', tostring(tokens), 't', tostring(now))
-  redis.call('PEXPIRE', KEYS[2], 60000)
-elseif mode == 'c' and used + cost > tonumber(ARGV[4]) then
-  return {0, used, day}
+  local code = 3
+  if mode ~= 'c' and applied(s, seq) then
+    code = 2
+  elseif mode == 'u' and not applied(s, ARGV[a + 7]) then
+    code = 4
+    s.seqs[seq] = true
+  elseif mode == 'c' and used + cost > daily then
+    code = 0
+  elseif rate > 0 and (mode == 'c' and cost > 0 or cost < 0) then
+    -- The bucket: checked and debited in mode c; refunds (negative) give tokens back; replayed
+    -- charges (f/u, positive) leave it alone (the replica's own bucket limited them meanwhile).
+    if s.tokens == nil then
+      local b = redis.call('HMGET', s.b, 'v', 't')
+      s.tokens = tonumber(b[1])
+      s.last = tonumber(b[2])
+      if s.tokens == nil or s.last == nil then
+        s.tokens = rate
+        s.last = now
+      end
+    end
+    local elapsed = now - s.last
+    if elapsed < 0 then elapsed = 0 end
+    local tokens = math.min(rate, s.tokens + elapsed * rate / 1000000)
+    if mode == 'c' and tokens < cost then
+      code = 1
+    else
+      s.tokens = math.min(rate, tokens - cost)
+      s.last = now
+      s.bucket = true
+    end
+  end
+  if code == 3 then
+    used = used + cost
+    s.used[day] = used
+    s.days[day] = true
+    s.seqs[seq] = true
+    local net = ARGV[a + 8]
+    if net ~= '' then
+      local nk = day .. ' ' .. net
+      s.net[nk] = (s.net[nk] or 0) + cost
+    end
+  end
+  out[#out + 1] = code
+  out[#out + 1] = used
+  out[#out + 1] = day
 end
-used = used + cost
-redis.call('HSET', KEYS[1], day, tostring(used))
-redis.call('HDEL', KEYS[1], tostring(tonumber(day) - 2))
-redis.call('EXPIRE', KEYS[1], 259200)
-redis.call('ZADD', KEYS[3], seq, seq)
-redis.call('PEXPIRE', KEYS[3], 86400000)
-if ARGV[9] ~= nil and ARGV[9] ~= '' then
-  local nk = KEYS[4] .. ':' .. day
-  if redis.call('HINCRBY', nk, ARGV[9], cost) <= 0 then redis.call('HDEL', nk, ARGV[9]) end
-  redis.call('EXPIRE', nk, 259200)
+for _, s in ipairs(order) do
+  local wrote = false
+  for day in pairs(s.days) do
+    redis.call('HSET', s.d, day, tostring(s.used[day]))
+    redis.call('HDEL', s.d, tostring(tonumber(day) - 2))
+    wrote = true
+  end
+  if wrote then redis.call('EXPIRE', s.d, 259200) end
+  if s.bucket then
+    redis.call('HSET', s.b, 'v', tostring(s.tokens), 't', tostring(s.last))
+    redis.call('PEXPIRE', s.b, 60000)
+  end
+  local zs = {}
+  for seq in pairs(s.seqs) do
+    zs[#zs + 1] = seq
+    zs[#zs + 1] = seq
+  end
+  if #zs > 0 then
+    redis.call('ZADD', s.q, unpack(zs))
+    redis.call('PEXPIRE', s.q, 86400000)
+  end
+  for nk, delta in pairs(s.net) do
+    if delta ~= 0 then
+      local sp = string.find(nk, ' ', 1, true)
+      local key = s.n .. ':' .. string.sub(nk, 1, sp - 1)
+      local field = string.sub(nk, sp + 1)
+      if redis.call('HINCRBY', key, field, delta) <= 0 then redis.call('HDEL', key, field) end
+      redis.call('EXPIRE', key, 259200)
+    end
+  end
 end
-return {3, used, day}
+return out
 `;
 const DEBIT_SHA = createHash('sha1').update(DEBIT_LUA).digest('hex');
 
@@ -126,6 +209,37 @@ interface Entry {
   n?: string;
 }
 
+/** A charge as one script call carries it (see DEBIT_LUA). */
+interface ChargeArgs {
+  hash: string;
+  mode: 'c' | 'f' | 'u';
+  seq: number;
+  /** Negative: a refund. */
+  credits: number;
+  daily: number;
+  perSecond: number;
+  /** Epoch day; '' = today by Redis's clock. */
+  day: string;
+  undo?: number;
+  network?: string;
+}
+
+/** code (DebitReply), the key's credits that day after the charge, the day. */
+type ChargeReply = [number, number, string];
+
+interface Charge extends ChargeArgs {
+  resolve: (reply: ChargeReply) => void;
+  reject: (err: unknown) => void;
+}
+
+/** A queued charge that was never sent (Redis went away first): its outcome is not in doubt. */
+class NotSentError extends Error {
+  constructor() {
+    super('not sent: the Redis ledger is away');
+    this.name = 'NotSentError';
+  }
+}
+
 interface RedisToken {
   seq: number;
   day: string;
@@ -143,6 +257,13 @@ export interface RedisLedgerOptions {
   journalMax?: number;
   commandTimeoutMs?: number;
   log?: (line: string) => void;
+  /**
+   * Most charges per script call (default MAX_BATCH) and script calls out at once (default 1).
+   * `{ maxBatch: 1, maxInFlight: Infinity }` sends one script call per charge, as soon as it is
+   * asked for: the unbatched engine, kept for comparison (bench:ledger).
+   */
+  maxBatch?: number;
+  maxInFlight?: number;
 }
 
 export class RedisLedger implements CreditLedger {
@@ -172,7 +293,17 @@ export class RedisLedger implements CreditLedger {
   private known = new Map<string, { day: string; used: number }>();
   private readonly buckets = new LocalBuckets();
   /** Counters for tests and metrics. */
-  readonly stats = { redisCalls: 0, degradedDecisions: 0, replayed: 0 };
+  /**
+   * Counters for tests, metrics and the bench: script calls sent (redisCalls; each one request),
+   * charges they carried, decisions taken locally, journal entries replayed.
+   */
+  readonly stats = { redisCalls: 0, charges: 0, degradedDecisions: 0, replayed: 0 };
+  /** Charges waiting for the next script call, and whether one is out. */
+  private queue: Charge[] = [];
+  private readonly maxBatch: number;
+  private readonly maxInFlight: number;
+  private inFlight = 0;
+  private scheduled = false;
 
   constructor(o: RedisLedgerOptions) {
     this.client = o.client;
@@ -181,6 +312,8 @@ export class RedisLedger implements CreditLedger {
     this.journalMax = o.journalMax ?? 200_000;
     this.timeoutMs = o.commandTimeoutMs ?? 1000;
     this.log = o.log ?? (() => {});
+    this.maxBatch = Math.max(1, Math.min(MAX_BATCH, o.maxBatch ?? MAX_BATCH));
+    this.maxInFlight = Math.max(1, o.maxInFlight ?? 1);
     mkdirSync(this.journalDir, { recursive: true, mode: 0o700 });
     for (const name of readdirSync(this.journalDir))
       if (name.endsWith('.log')) this.orphanFiles.push(join(this.journalDir, name));
@@ -213,10 +346,81 @@ export class RedisLedger implements CreditLedger {
     return this.orderHead < this.order.length ? (this.order[this.orderHead] as number) : this.seq + 1;
   }
 
-  private async run(rid: string, hash: string, args: string[], watermark: number): Promise<[number, number, string]> {
+  /** Queues a charge for the next batch; resolves with its reply, rejects with the batch's failure. */
+  private send(c: ChargeArgs): Promise<ChargeReply> {
+    return new Promise<ChargeReply>((resolve, reject) => {
+      this.queue.push({ ...c, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Sends the queued charges at the end of this event-loop turn, unless a batch is out already. */
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.maxInFlight) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.sendBatch();
+    });
+  }
+
+  private sendBatch(): void {
+    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) this.sendOne();
+  }
+
+  private sendOne(): void {
+    const batch = this.queue.splice(0, this.maxBatch);
+    if (this.degraded) {
+      // Never sent: each is decided (or journaled) locally, with no doubt about its outcome.
+      for (const c of batch) c.reject(new NotSentError());
+      if (this.queue.length > 0) this.schedule();
+      return;
+    }
+    this.inFlight++;
+    this.runBatch(this.rid, batch, this.watermark()).then(
+      (replies) => {
+        this.inFlight--;
+        for (const [i, c] of batch.entries()) c.resolve(replies[i] as ChargeReply);
+        if (this.queue.length > 0) this.schedule();
+      },
+      (err: unknown) => {
+        this.inFlight--;
+        for (const c of batch) c.reject(err);
+        if (this.queue.length > 0) this.schedule();
+      },
+    );
+  }
+
+  /**
+   * One script call for `batch` (charges of replica `rid`, in order); its replies in the same order.
+   * A reply that is not what the script returns counts as no reply (the outcome is unknown).
+   */
+  private async runBatch(rid: string, batch: readonly ChargeArgs[], watermark: number): Promise<ChargeReply[]> {
     this.stats.redisCalls++;
-    const keys = [dayKey(hash), bucketKey(hash), appliedKey(hash, rid), networkKey(hash)];
-    const tail = [String(keys.length), ...keys, ...args.slice(0, 5), String(watermark), ...args.slice(5)];
+    this.stats.charges += batch.length;
+    const groups = new Map<string, number>();
+    const keys: string[] = [];
+    const args: string[] = [String(watermark)];
+    for (const c of batch) {
+      let g = groups.get(c.hash);
+      if (g === undefined) {
+        g = groups.size + 1;
+        groups.set(c.hash, g);
+        keys.push(dayKey(c.hash), bucketKey(c.hash), appliedKey(c.hash, rid), networkKey(c.hash));
+      }
+      args.push(
+        String(g),
+        c.mode,
+        String(c.seq),
+        String(c.credits),
+        String(c.daily),
+        String(c.perSecond),
+        c.day,
+        c.undo === undefined ? '' : String(c.undo),
+        c.network ?? '',
+      );
+    }
+    const tail = [String(keys.length), ...keys, ...args];
     let reply: unknown;
     try {
       reply = await timed(this.client.sendCommand(['EVALSHA', DEBIT_SHA, ...tail]), this.timeoutMs);
@@ -224,8 +428,18 @@ export class RedisLedger implements CreditLedger {
       if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
       reply = await timed(this.client.sendCommand(['EVAL', DEBIT_LUA, ...tail]), this.timeoutMs);
     }
-    const [code, used, day] = reply as [number, number, string];
-    return [Number(code), Number(used), String(day)];
+    if (!Array.isArray(reply) || reply.length !== batch.length * 3)
+      throw new Error('malformed reply from the Redis ledger');
+    const out: ChargeReply[] = [];
+    for (let i = 0; i < batch.length; i++) {
+      const code = Number(reply[3 * i]);
+      const used = Number(reply[3 * i + 1]);
+      const day = String(reply[3 * i + 2]);
+      if (!(code >= 0 && code <= 4) || !Number.isFinite(used) || !/^\d{1,9}$/.test(day))
+        throw new Error('malformed reply from the Redis ledger');
+      out.push([code, used, day]);
+    }
+    return out;
   }
 
   private localDay(): string {
@@ -246,26 +460,29 @@ export class RedisLedger implements CreditLedger {
     const seq = this.nextSeq();
     if (!this.degraded) {
       try {
-        const [code, used, day] = await this.run(
-          this.rid,
+        const [code, used, day] = await this.send({
           hash,
-          ['c', String(seq), String(cost), String(limits.daily), String(limits.perSecond), '', '', network ?? ''],
-          this.watermark(),
-        );
+          mode: 'c',
+          seq,
+          credits: cost,
+          daily: limits.daily,
+          perSecond: limits.perSecond,
+          day: '',
+          ...(network !== undefined ? { network } : {}),
+        });
         this.resolve(seq);
-        if (code === DebitReply.applied) {
-          this.note(hash, day, used);
-          return { ok: true, debit: debitOf(hash, cost, { seq, day, perSecond: limits.perSecond }, network) };
-        }
         this.note(hash, day, used);
+        if (code === DebitReply.applied)
+          return { ok: true, debit: debitOf(hash, cost, { seq, day, perSecond: limits.perSecond }, network) };
         return {
           ok: false,
           reason: code === DebitReply.throughput ? 'throughput' : 'daily',
           resetsAt: this.resetsAtOf(day),
         };
       } catch (err) {
-        // No reply: the script may or may not have run. Decide locally below; the journal entry
-        // carries this same sequence number, so the replay finds out which.
+        if (err instanceof NotSentError) return this.decideLocally(seq, hash, cost, limits, false, network);
+        // No reply: the batch may or may not have been applied. Decide locally below; the journal
+        // entry carries this same sequence number, so the replay finds out which.
         this.enterDegraded((err as Error).message);
         return this.decideLocally(seq, hash, cost, limits, true, network);
       }
@@ -324,16 +541,21 @@ export class RedisLedger implements CreditLedger {
       const seq = this.nextSeq();
       if (!this.degraded) {
         try {
-          await this.run(
-            this.rid,
-            debit.hash,
-            ['f', String(seq), String(-refund), '0', String(perSecond), day, '', debit.network ?? ''],
-            this.watermark(),
-          );
+          await this.send({
+            hash: debit.hash,
+            mode: 'f',
+            seq,
+            credits: -refund,
+            daily: 0,
+            perSecond,
+            day,
+            ...(debit.network !== undefined ? { network: debit.network } : {}),
+          });
           this.resolve(seq);
           return;
         } catch (err) {
-          this.enterDegraded((err as Error).message);
+          // Not sent, or no reply: journaled under its sequence number (a replay applies it once).
+          if (!(err instanceof NotSentError)) this.enterDegraded((err as Error).message);
         }
       }
       this.append({
@@ -400,30 +622,27 @@ export class RedisLedger implements CreditLedger {
       await timed(this.client.sendCommand(['PING']), this.timeoutMs);
       this.flushJournal();
       while (this.journal.length > 0) {
-        const batch = this.journal.slice(0, 1000);
-        // Pipelined in order on one connection: Redis applies them in this order. Watermark 0:
-        // nothing is acknowledged during a replay (entries may be out of sequence order).
-        await Promise.all(
-          batch.map((e) =>
-            this.run(
-              e.r,
-              e.h,
-              [
-                e.u !== undefined ? 'u' : 'f',
-                String(e.s),
-                String(e.c),
-                '0',
-                String(e.p),
-                e.d,
-                e.u !== undefined ? String(e.u) : '',
-                e.n ?? '',
-              ],
-              0,
-            ),
-          ),
+        // One script call per run of entries of one replica (at most MAX_BATCH), in journal order.
+        // Watermark 0: nothing is acknowledged during a replay (entries may be out of sequence order).
+        const rid = (this.journal[0] as Entry).r;
+        let end = 1;
+        while (end < this.journal.length && end < MAX_BATCH && (this.journal[end] as Entry).r === rid) end++;
+        const batch = this.journal.slice(0, end).map(
+          (e): ChargeArgs => ({
+            hash: e.h,
+            mode: e.u !== undefined ? 'u' : 'f',
+            seq: e.s,
+            credits: e.c,
+            daily: 0,
+            perSecond: e.p,
+            day: e.d,
+            ...(e.u !== undefined ? { undo: e.u } : {}),
+            ...(e.n !== undefined ? { network: e.n } : {}),
+          }),
         );
-        this.journal.splice(0, batch.length);
-        this.stats.replayed += batch.length;
+        await this.runBatch(rid, batch, 0);
+        this.journal.splice(0, end);
+        this.stats.replayed += end;
       }
       // Everything is in Redis: drop the files (ours and those of earlier runs).
       if (this.journalFd !== undefined) closeSync(this.journalFd);
@@ -448,6 +667,10 @@ export class RedisLedger implements CreditLedger {
   }
 
   async close(): Promise<void> {
+    // Charges queued or out get their answers first (or fail, and are journaled, as any other).
+    const until = Date.now() + 2 * this.timeoutMs;
+    while ((this.inFlight > 0 || this.queue.length > 0) && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 5));
     this.flushJournal();
     if (this.degraded && this.journal.length > 0) {
       // One last attempt; what is left stays in the journal file for the next start.
