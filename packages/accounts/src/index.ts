@@ -71,6 +71,7 @@ export { DEBIT_LUA, RedisLedger, appliedKey, bucketKey, dayKey, networkKey, redi
 export type { RedisLedgerOptions } from './ledger/redis.js';
 export { PortLedger, serveLedgerOverPort } from './ledger/port.js';
 export {
+  JOURNAL_DIR,
   PortKeyStore,
   PortUsage,
   ThreadLedgerHost,
@@ -78,8 +79,8 @@ export {
   linkPorts,
   openThreadLedger,
 } from './ledger/threads.js';
-export type { ThreadLedger, ThreadLedgerLink, ThreadLedgerSources } from './ledger/threads.js';
-export { JOURNAL_DIR, checkLedgerUrl, openLedger } from './ledger/open.js';
+export type { RedisCredits, ThreadLedger, ThreadLedgerLink, ThreadLedgerSources } from './ledger/threads.js';
+export { checkLedgerUrl, openLedger } from './ledger/open.js';
 export type { LedgerSpec, OpenLedger } from './ledger/open.js';
 export { RedisTimeoutError, connectRedis, parseRedisUrl, timed } from './redis-client.js';
 export type { RedisClient, RedisOptions } from './redis-client.js';

@@ -28,7 +28,7 @@ const LIMITS = { daily: 8000, perSecond: 0 };
 const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
 import(workerData.module).then(async ({ openThreadLedger }) => {
-  const l = openThreadLedger(workerData.link);
+  const l = await openThreadLedger(workerData.link);
   const results = await Promise.all(Array.from({ length: workerData.tries }, () => l.credits.debit(workerData.hash, 80, workerData.limits)));
   const got = results.filter((r) => r.ok);
   const refused = results.filter((r) => !r.ok && r.reason === 'daily').length;
@@ -93,7 +93,7 @@ test.each(['shared counts', 'a port to the main thread'])(
     // A restart starts from the journal: nothing left today for that key, another key is untouched.
     const again = new EmbeddedLedger(dir);
     const host2 = new ThreadLedgerHost({ credits: again, keys, usage: new EmbeddedUsage(dir) });
-    const l = openThreadLedger(host2.link());
+    const l = await openThreadLedger(host2.link());
     expect((await l.credits.usage(HASH)).used).toBe(8000);
     const refused = await l.credits.debit(HASH, 80, LIMITS);
     expect(refused.ok).toBe(false);
@@ -111,7 +111,7 @@ test('a partial settle gives credits back across the link; key changes reach an 
   const keys = new FileKeyStore(dir);
   const usage = new EmbeddedUsage(dir);
   const host = new ThreadLedgerHost({ credits, keys, usage });
-  const l = openThreadLedger(host.link());
+  const l = await openThreadLedger(host.link());
   const d = await l.credits.debit(HASH, 60, { daily: 100, perSecond: 0 });
   expect(d.ok).toBe(true);
   expect((await l.credits.debit(HASH, 60, { daily: 100, perSecond: 0 })).ok).toBe(false);

@@ -15,6 +15,8 @@ import { EmbeddedLedger } from './embedded.js';
 import { SharedTally, sharedTallyBuffer } from './tally.js';
 import type { SharedCredits } from './tally.js';
 import { RedisLedger, redisUsage } from './redis.js';
+import { JOURNAL_DIR } from './threads.js';
+import type { RedisCredits } from './threads.js';
 import type { CreditLedger, LedgerFailureMode, Usage } from './api.js';
 
 export interface LedgerSpec {
@@ -47,6 +49,8 @@ export interface OpenLedger {
   ledger(): CreditLedger;
   /** With `threads` (embedded engine): the counts every thread's ledger shares, ledger()'s included. */
   readonly shared?: SharedCredits;
+  /** The Redis engine: what an app thread opens its own ledger (connection, batches, journal) with. */
+  readonly redis?: RedisCredits;
   /** Today's usage of a key, read without opening the serving ledger (for the `keys` commands). */
   usage(hash: string): Promise<Usage>;
   /** The per-key/per-method usage record of this engine (the dashboard's), opened on first use. */
@@ -55,8 +59,6 @@ export interface OpenLedger {
   manager(config: PlansOf): KeyManager;
   close(): Promise<void>;
 }
-
-export const JOURNAL_DIR = 'ledger-journal';
 
 export function checkLedgerUrl(url: string): string {
   return parseRedisUrl(url);
@@ -104,6 +106,15 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
   let record: RedisUsage | undefined;
   const l: OpenLedger = {
     engine: 'redis',
+    redis: {
+      redis: {
+        url: spec.url,
+        datadir: spec.datadir,
+        failure: spec.failure ?? 'open',
+        ...(spec.commandTimeoutMs !== undefined ? { commandTimeoutMs: spec.commandTimeoutMs } : {}),
+        ...(spec.journalMax !== undefined ? { journalMax: spec.journalMax } : {}),
+      },
+    },
     usageRecord: () => (record ??= new RedisUsage(client as unknown as UsageRedisClient, spec.log).start()),
     keys,
     ledger: () =>

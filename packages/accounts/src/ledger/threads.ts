@@ -7,43 +7,75 @@
 //     concurrent calls against a balance of 100 calls admit exactly 100 whichever threads they
 //     arrive on, with no hop to another thread; each thread journals its own charges to the day's
 //     file before its answers go out, as with one thread;
-//   - credits, Redis engine: PortLedger / serveLedgerOverPort (port.ts): debit() and
-//     settle() run on the main thread's CreditLedger, and a settle resolves only once the engine
-//     made the charge durable;
+//   - credits, Redis engine: each app thread opens its own RedisLedger (its own connection,
+//     batches and journal folder, <datadir>/ledger-journal/thread-<n>): Redis applies one script
+//     at a time, so ledgers on separate connections are exact together, as replicas are, and a
+//     debit costs no hop to the main thread and back;
+//   - credits, any other CreditLedger: PortLedger / serveLedgerOverPort (port.ts): debit() and
+//     settle() run on the main thread's ledger, and a settle resolves only once it made the
+//     charge durable;
 //   - keys: PortKeyStore, the main thread's KeyStore (list/get/put; watch() forwarded);
 //   - usage: PortUsage, the main thread's UsageRecord (record() posted, reads asked).
 //   main thread:   const host = new ThreadLedgerHost(sources); worker: openThreadLedger(host.link())
+import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
+import { connectRedis } from '../redis-client.js';
 import type { KeyRecord, KeyStore } from '../keys/record.js';
 import type { DayUsage, MinuteUsage, UsageEvent, UsageRecord } from '../usage/record.js';
 import { EmbeddedLedger } from './embedded.js';
 import { PortLedger, serveLedgerOverPort } from './port.js';
+import { RedisLedger } from './redis.js';
 import { SharedTally } from './tally.js';
 import type { SharedCredits } from './tally.js';
-import type { CreditLedger } from './api.js';
+import type { CreditLedger, LedgerFailureMode } from './api.js';
+
+/** The Redis engine's credits as each app thread opens its own ledger on them (openLedger().redis). */
+export interface RedisCredits {
+  redis: {
+    url: string;
+    datadir: string;
+    failure: LedgerFailureMode;
+    commandTimeoutMs?: number;
+    journalMax?: number;
+  };
+}
+
+/** RedisCredits with the journal folder of one app thread. */
+type RedisCreditsOfThread = RedisCredits & { journalName: string };
 
 /** What an app thread needs (structured-cloneable; transfer the ports). */
 export interface ThreadLedgerLink {
-  /** The credits: the shared counts of the embedded engine, else a port to the main thread's ledger. */
-  credits: MessagePort | SharedCredits;
+  /**
+   * The credits: the shared counts of the embedded engine, the Redis engine's settings (the thread
+   * connects on its own), else a port to the main thread's ledger.
+   */
+  credits: MessagePort | SharedCredits | RedisCreditsOfThread;
   keys: MessagePort;
   usage: MessagePort;
 }
 
 /** The ports of a link, for `transferList`. */
 export function linkPorts(link: ThreadLedgerLink): MessagePort[] {
-  return [...(isShared(link.credits) ? [] : [link.credits]), link.keys, link.usage];
+  return [...(isShared(link.credits) || isRedis(link.credits) ? [] : [link.credits]), link.keys, link.usage];
 }
 
-function isShared(c: MessagePort | CreditLedger | SharedCredits): c is SharedCredits {
+function isShared(c: MessagePort | CreditLedger | SharedCredits | RedisCredits): c is SharedCredits {
   return (c as Partial<SharedCredits>).tally instanceof SharedArrayBuffer;
+}
+
+function isRedis(c: MessagePort | CreditLedger | SharedCredits | RedisCredits): c is RedisCredits {
+  const r = (c as Partial<RedisCredits>).redis;
+  return typeof r === 'object' && r !== null && typeof r.url === 'string';
 }
 
 export interface ThreadLedgerSources {
   keys: KeyStore;
-  /** The main thread's ledger, or the shared counts every thread opens its own ledger on. */
-  credits: CreditLedger | SharedCredits;
+  /**
+   * The main thread's ledger, the shared counts every thread opens its own ledger on, or the
+   * Redis engine's settings (every thread its own connection).
+   */
+  credits: CreditLedger | SharedCredits | RedisCredits;
   usage: UsageRecord;
 }
 
@@ -260,14 +292,16 @@ export class PortUsage implements UsageRecord {
 export class ThreadLedgerHost {
   private readonly ports: MessagePort[] = [];
   private readonly unwatch: (() => void)[] = [];
+  private links = 0;
 
   constructor(private readonly sources: ThreadLedgerSources) {}
 
   /** A link for one app thread (post it with `transferList: linkPorts(link)`). */
   link(): ThreadLedgerLink {
     const shared = this.sources.credits;
-    let credits: MessagePort | SharedCredits;
+    let credits: MessagePort | SharedCredits | RedisCreditsOfThread;
     if (isShared(shared)) credits = shared;
+    else if (isRedis(shared)) credits = { redis: shared.redis, journalName: `thread-${this.links}` };
     else {
       const channel = new MessageChannel();
       serveLedgerOverPort(shared, channel.port1);
@@ -302,6 +336,7 @@ export class ThreadLedgerHost {
       },
     );
     this.ports.push(keys.port1, usage.port1);
+    this.links++;
     return { credits, keys: keys.port2, usage: usage.port2 };
   }
 
@@ -320,11 +355,44 @@ export interface ThreadLedger {
   close(): Promise<void>;
 }
 
-export function openThreadLedger(link: ThreadLedgerLink): ThreadLedger {
+/**
+ * An app thread's ledger. `log`: the thread's operational lines (the Redis engine's outage and
+ * recovery notices, and at close the count of its Redis requests).
+ */
+export async function openThreadLedger(
+  link: ThreadLedgerLink,
+  log: (line: string) => void = () => {},
+): Promise<ThreadLedger> {
+  let credits: CreditLedger;
+  let closeClient = async (): Promise<void> => {};
+  const c = link.credits;
+  if (isShared(c)) credits = new EmbeddedLedger(c.datadir, Date.now, new SharedTally(c.tally));
+  else if (isRedis(c)) {
+    const r = c.redis;
+    const timeout = r.commandTimeoutMs !== undefined ? { commandTimeoutMs: r.commandTimeoutMs } : {};
+    const client = await connectRedis({ url: r.url, ...timeout }, log);
+    const ledger = new RedisLedger({
+      client,
+      failure: r.failure,
+      journalDir: join(r.datadir, JOURNAL_DIR, c.journalName),
+      ...(r.journalMax !== undefined ? { journalMax: r.journalMax } : {}),
+      ...timeout,
+      log,
+    });
+    credits = ledger;
+    closeClient = async () => {
+      const s = ledger.stats;
+      log(
+        `ledger: ${s.redisCalls} Redis requests carried ${s.charges} charges (${s.degradedDecisions} decided locally, ${s.replayed} replayed)`,
+      );
+      try {
+        await client.close();
+      } catch {
+        client.destroy();
+      }
+    };
+  } else credits = new PortLedger(c);
   const keys = new PortKeyStore(link.keys);
-  const credits = isShared(link.credits)
-    ? new EmbeddedLedger(link.credits.datadir, Date.now, new SharedTally(link.credits.tally))
-    : new PortLedger(link.credits);
   const usage = new PortUsage(link.usage);
   return {
     keys,
@@ -333,7 +401,11 @@ export function openThreadLedger(link: ThreadLedgerLink): ThreadLedger {
     close: async () => {
       await usage.close().catch(() => undefined);
       await credits.close();
+      await closeClient();
       await keys.close();
     },
   };
 }
+
+/** Where the Redis engine's journals live in a datadir (one folder per ledger instance). */
+export const JOURNAL_DIR = 'ledger-journal';

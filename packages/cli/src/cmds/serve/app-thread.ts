@@ -16,7 +16,7 @@ import type { AppThreadCommand, AppThreadData, AppThreadMessage } from './app-th
 if (parentPort === null) throw new Error('app-thread.js runs as a worker thread of node-cli serve --threads');
 const port = parentPort;
 const { opts, index, threads, link, followFeeds } = workerData as AppThreadData;
-const ledger = openThreadLedger(link);
+const ledger = await openThreadLedger(link, (line) => process.stderr.write(`serve: ${line}\n`));
 // Thread 0 serves /metrics: it asks the main thread for the other threads' counts and adds them.
 const peerAsks = new Map<number, (t: PeerMetrics[]) => void>();
 let nextAsk = 0;

@@ -555,11 +555,13 @@ async function serveThreads(
   banner?: (srv: { port: number }, host: string) => void,
 ): Promise<void> {
   // The embedded engine's counts are shared memory every app thread opens its own ledger on (the
-  // main thread's ledger() too, for the dashboard); Redis's ledger is reached through this thread.
+  // main thread's ledger() too, for the dashboard); with Redis every app thread opens its own
+  // connection and batches its own debits (this thread's ledger() replays a journal left in
+  // ledger-journal/main by an earlier single-thread run).
   const credits = ledger.ledger();
   const host = new ThreadLedgerHost({
     keys: ledger.keys,
-    credits: ledger.shared ?? credits,
+    credits: ledger.shared ?? ledger.redis ?? credits,
     usage: ledger.usageRecord(),
   });
   const workers: Worker[] = [];
