@@ -1,22 +1,36 @@
-// `npx tsc -b && node bench/dist/ledger.js [--datadir <dir>] [--duration 10] [--connections 64]`:
-// eth_getBlockByNumber (a mid-chain block, a memoised answer: the ledger is most of the per-call
-// work) through the embedded ledger vs the Redis ledger with 1 and with 3 replicas, one run each,
-// and the Redis round trips per request (Redis INFO commandstats: EVALSHA/EVAL calls and all
-// commands, divided by the requests answered). HTTP with wrk (one thread per wrk; for 3 replicas
-// one wrk per replica, the connections split between them); every answer is checked byte for
-// byte. The key has throughput and daily limits high enough never to refuse, so the token bucket
-// code runs on every call. Everything (servers, Redis, wrk) shares the machine: state the load.
-import { execFileSync, spawn } from 'node:child_process';
+// `npm run bench:ledger [-- --datadir <imported fixtures>] [--duration 10] [--connections 64]
+//  [--bodies 4000] [--mix blocks,mixed] [--threads <per replica>]`: the credit ledger's cost on real
+// traffic. The fixture chain's varied mixes (bench/src/varied-fixtures.ts: thousands of distinct
+// bodies across the whole chain, every answer checked against an answer the bench computes itself
+// and then compared by digest), sent by the raw closed-loop client (bench/src/load.ts, in a worker
+// thread) over `--connections` keep-alive sockets, in one run, to:
+//   - `serve` with the embedded ledger (one replica);
+//   - `serve --ledger redis://…` (one replica);
+//   - three such replicas over the same Redis (the connections split between them).
+// Every call is paid (one key, limits high enough never to refuse, so the token bucket runs on
+// every call). Reported per case: req/s (sum), p50 and p99 (worst replica), and for Redis:
+//   - Redis requests per answered call: the script calls Redis received in the measured window
+//     (INFO commandstats: EVALSHA + EVAL calls) over the calls answered in it; and the replicas'
+//     own count over their lifetime (each prints "N Redis requests carried M charges" at exit);
+//   - Redis CPU per answered call: used_cpu_user + used_cpu_sys (INFO cpu) over the window, over
+//     the calls answered; and the time Redis spent in the scripts (commandstats usec).
+// Everything (servers, Redis, the client) shares the machine: the load average is printed per case.
+import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@redis/client';
+import { RedisLedger, connectRedis, hashKey } from '@chainnode/accounts';
 import { startRedis } from '@chainnode/testkit';
-import { haveWrk, wrkLoad } from './src/load.js';
-import type { LoadResult } from './src/load.js';
+import { DIGEST, digest } from './src/load.js';
+import type { VariedResult } from './src/load.js';
+import { rawLoadVariedThread } from './src/load-thread.js';
 import { printRunRecord } from './src/run-record.js';
+import { runChild } from './src/children.js';
+import { prepareFixtures } from './src/varied-fixtures.js';
+import type { Call, Mix, Reply } from './src/varied-mix.js';
 
 printRunRecord('bench:ledger');
 
@@ -28,23 +42,44 @@ function arg(name: string, dflt?: string): string | undefined {
 }
 const duration = Number(arg('duration', '10'));
 const connections = Number(arg('connections', '64'));
+const bodies = Number(arg('bodies', '4000'));
+const mixWords = (arg('mix', 'blocks,mixed') as string).split(',');
+const threads = arg('threads');
+const log = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
 
-function node(args: string[]): string {
-  return execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+interface Served {
+  proc: ChildProcess;
+  port: number;
+  /** Everything the process wrote to stderr (its exit line counts its Redis requests). */
+  err: () => string;
 }
 
-function serve(datadir: string, extra: string[]): Promise<{ proc: ChildProcess; port: number }> {
-  const proc = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', ...extra], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+function serve(datadir: string, extra: string[]): Promise<Served> {
+  const args = [
+    cli,
+    'serve',
+    '--datadir',
+    datadir,
+    '--port',
+    '0',
+    ...(threads ? ['--threads', threads] : []),
+    ...extra,
+  ];
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  proc.stderr?.on('data', (d: Buffer) => {
+    err += d.toString();
   });
   return new Promise((res, rej) => {
     let out = '';
     proc.stdout?.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) res({ proc, port: Number(m[1]) });
+      if (m) res({ proc, port: Number(m[1]), err: () => err });
     });
-    proc.on('exit', () => rej(new Error('serve exited')));
+    proc.on('exit', () => rej(new Error(`serve exited: ${err}`)));
   });
 }
 
@@ -54,161 +89,267 @@ async function stop(p: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function main(): Promise<void> {
-  if (!haveWrk()) throw new Error('bench:ledger needs wrk (apt-get install wrk)');
-  const tmp = mkdtempSync(join(tmpdir(), 'bench-ledger-'));
-  let datadir = arg('datadir');
-  if (datadir === undefined) {
-    const fixtures = join(root, 'fixtures');
-    const from = existsSync(join(fixtures, 'chain.rlp'))
-      ? fixtures
-      : resolve(root, '..', 'shared', 'chains', 'execution-apis');
-    datadir = join(tmp, 'data');
-    console.error(`bench: importing ${from} into ${datadir}`);
-    node(['sync', '--from', from, '--datadir', datadir]);
-  }
-  // Three private copies (one per replica; LevelDB admits one process per datadir).
-  const copies = [0, 1, 2].map((i) => {
-    const d = join(tmp, `replica-${i}`);
-    cpSync(datadir as string, d, { recursive: true });
-    return d;
+async function createKey(datadir: string, extra: string[]): Promise<string> {
+  const out = await runChild(
+    process.execPath,
+    [
+      cli,
+      'keys',
+      'create',
+      '--plan',
+      'custom',
+      '--daily-credits',
+      '900000000000000',
+      '--credits-per-second',
+      '1000000000000',
+      '--json',
+      '--datadir',
+      datadir,
+      ...extra,
+    ],
+    () => {},
+  );
+  return (JSON.parse(out) as { key: string }).key;
+}
+
+/** Checks every distinct body's answer on `port` (the chain's own check) and returns the digests in body order. */
+async function checkedDigests(
+  port: number,
+  key: string,
+  calls: Call[],
+  check: (c: Call, r: Reply) => Promise<unknown>,
+): Promise<Buffer> {
+  const byBody = new Map<string, Buffer>();
+  const todo = [...new Map(calls.map((c) => [c.body, c])).values()];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < todo.length) {
+        const c = todo[next++] as Call;
+        const r = await fetch(`http://127.0.0.1:${port}/v3/${key}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: c.body,
+        });
+        const buf = Buffer.from(await r.arrayBuffer());
+        if (r.status !== 200) throw new Error(`${c.body} -> HTTP ${r.status}`);
+        await check(c, JSON.parse(buf.toString('utf8')) as Reply);
+        byBody.set(c.body, digest(buf));
+      }
+    }),
+  );
+  const out = Buffer.alloc(calls.length * DIGEST);
+  calls.forEach((c, i) => {
+    (byBody.get(c.body) as Buffer).copy(out, i * DIGEST);
   });
+  return out;
+}
+
+/**
+ * The Redis engine alone, in this process (no HTTP): `n` debits (each settled at its full cost)
+ * from `concurrency` loops over 100 keys, one script call per debit (the engine before batching)
+ * or batched. What Redis spends per debit, and how many debits one connection gets decided per second.
+ */
+async function engineAlone(
+  url: string,
+  batched: boolean,
+  n: number,
+  concurrency: number,
+  counters: () => Promise<RedisCounters>,
+  dir: string,
+): Promise<string> {
+  const client = await connectRedis({ url, commandTimeoutMs: 10_000 });
+  const ledger = new RedisLedger({
+    client,
+    failure: 'closed',
+    journalDir: dir,
+    commandTimeoutMs: 10_000,
+    ...(batched ? {} : { maxBatch: 1, maxInFlight: Number.POSITIVE_INFINITY }),
+  });
+  const keys = Array.from({ length: 100 }, (_, i) => hashKey(`engine-alone-${i}`));
+  const limits = { daily: 1e15, perSecond: 1e12 };
+  await ledger.debit(keys[0] as string, 0, limits); // the script loaded
+  const before = await counters();
+  const calls0 = ledger.stats.redisCalls;
+  const t0 = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const i = next++;
+        const d = await ledger.debit(keys[i % keys.length] as string, 10, limits);
+        if (!d.ok) throw new Error('refused');
+        await ledger.settle(d.debit, 10);
+      }
+    }),
+  );
+  const secs = (performance.now() - t0) / 1000;
+  const after = await counters();
+  const scripts = ledger.stats.redisCalls - calls0;
+  await ledger.close();
+  await client.close();
+  return `| ${batched ? 'batched' : 'one script call per debit'} | ${Math.round(n / secs)} | ${(scripts / n).toFixed(4)} | ${(((after.cpuSec - before.cpuSec) * 1e6) / n).toFixed(1)} | ${((after.scriptUsec - before.scriptUsec) / n).toFixed(1)} | ${loadavg()[0]?.toFixed(1)} |`;
+}
+
+interface RedisCounters {
+  scripts: number;
+  scriptUsec: number;
+  cpuSec: number;
+}
+
+async function main(): Promise<void> {
+  const tmp = mkdtempSync(join(tmpdir(), 'bench-ledger-'));
   const redis = await startRedis();
   const admin = createClient({ url: redis.url });
   admin.on('error', () => {});
   await admin.connect();
-  // commandstats also counts the commands a script runs (redis.call): those are not round trips.
-  const INSIDE_SCRIPT = new Set([
-    'time',
-    'zremrangebyscore',
-    'hget',
-    'zscore',
-    'hmget',
-    'hset',
-    'pexpire',
-    'hdel',
-    'expire',
-    'zadd',
-  ]);
-  const stats = async (): Promise<{ scripts: number; all: number; scriptUsec: number }> => {
-    const info = String(await admin.sendCommand(['INFO', 'commandstats']));
+  const counters = async (): Promise<RedisCounters> => {
+    const stats = String(await admin.sendCommand(['INFO', 'commandstats']));
+    const cpu = String(await admin.sendCommand(['INFO', 'cpu']));
     let scripts = 0;
-    let all = 0;
-    // Redis CPU spent in debit scripts (commandstats usec, the commands they run included).
-    const scriptUsec = [...info.matchAll(/cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/g)].reduce(
-      (n, m) => n + Number(m[1]),
-      0,
-    );
-    for (const m of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) {
-      const name = m[1] as string;
-      const n = Number(m[2]);
-      if (name === 'evalsha' || name === 'eval') scripts += n;
-      if (!INSIDE_SCRIPT.has(name) && name !== 'info') all += n; // the bench's own INFO excluded
+    let scriptUsec = 0;
+    for (const m of stats.matchAll(/cmdstat_(evalsha|eval):calls=(\d+),usec=(\d+)/g)) {
+      scripts += Number(m[2]);
+      scriptUsec += Number(m[3]);
     }
-    return { scripts, all, scriptUsec };
+    const f = (name: string): number => Number(new RegExp(`${name}:([0-9.]+)`).exec(cpu)?.[1] ?? 'NaN');
+    return { scripts, scriptUsec, cpuSec: f('used_cpu_user') + f('used_cpu_sys') };
   };
-  const limits = ['--daily-credits', '900000000000000', '--credits-per-second', '1000000000000'];
-  const embeddedKey = (
-    JSON.parse(node(['keys', 'create', '--plan', 'custom', ...limits, '--json', '--datadir', copies[0] as string])) as {
-      key: string;
-    }
-  ).key;
-  const redisKey = (
-    JSON.parse(
-      node([
-        'keys',
-        'create',
-        '--plan',
-        'custom',
-        ...limits,
-        '--json',
-        '--datadir',
-        copies[0] as string,
-        '--ledger',
-        redis.url,
-      ]),
-    ) as { key: string }
-  ).key;
-
   const rows: string[] = [];
-  const loads: string[] = [];
-  const run = async (label: string, dirs: string[], key: string, extra: string[]): Promise<void> => {
-    const servers = await Promise.all(dirs.map((d) => serve(d, extra)));
-    try {
-      const head = Number(
-        (
-          (await (
-            await fetch(`http://127.0.0.1:${servers[0]?.port}/v3/${key}`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
-            })
-          ).json()) as { result: string }
-        ).result,
-      );
-      const body = JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'eth_getBlockByNumber',
-        params: [`0x${Math.floor(head / 2).toString(16)}`, false],
-      });
-      const expected = await (
-        await fetch(`http://127.0.0.1:${servers[0]?.port}/v3/${key}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body,
-        })
-      ).text();
-      const per = Math.floor(connections / servers.length);
-      const specs = servers.map((s) => ({
-        host: '127.0.0.1',
-        port: s.port,
-        path: `/v3/${key}`,
-        body,
-        expected,
-        connections: per,
-        seconds: duration,
-      }));
-      await Promise.all(specs.map((s) => wrkLoad({ ...s, seconds: 2 }))); // warm-up
-      const before = await stats();
-      loads.push(loadavg()[0]?.toFixed(1) ?? '?');
-      const results: LoadResult[] = await Promise.all(specs.map((s) => wrkLoad(s)));
-      const after = await stats();
-      const ok = results.reduce((n, r) => n + r.ok, 0);
-      const rps = results.reduce((n, r) => n + r.rps, 0);
-      const p99 = Math.max(...results.map((r) => r.p99));
-      const p50 = Math.max(...results.map((r) => r.p50));
-      const anomalies = results.reduce((n, r) => n + r.bad + r.mismatched + r.errors, 0);
-      const trips =
-        extra.length === 0
-          ? '0'
-          : `${((after.scripts - before.scripts) / ok).toFixed(3)} (all round trips ${((after.all - before.all) / ok).toFixed(3)}; ${((after.scriptUsec - before.scriptUsec) / Math.max(1, after.scripts - before.scripts)).toFixed(1)} µs of Redis CPU per script)`;
-      rows.push(`| ${label} | ${servers.length} | ${Math.round(rps)} | ${p50} | ${p99} | ${trips} | ${anomalies} |`);
-      console.error(rows[rows.length - 1]);
-    } finally {
-      for (const s of servers) await stop(s.proc);
-    }
-  };
+  const notes: string[] = [];
+  const alone: string[] = [];
   try {
-    await run('embedded ledger', [copies[0] as string], embeddedKey, []);
-    await run('Redis ledger', [copies[0] as string], redisKey, ['--ledger', redis.url]);
-    await run('Redis ledger', copies, redisKey, ['--ledger', redis.url]);
+    for (const batched of [false, true])
+      alone.push(await engineAlone(redis.url, batched, 20_000, connections, counters, join(tmp, `alone-${batched}`)));
+    for (const a of alone) log(a);
+    const chain = await prepareFixtures({
+      root,
+      cli,
+      dir: join(tmp, 'chain'),
+      ...(arg('datadir') !== undefined ? { datadir: arg('datadir') as string } : {}),
+      bodies,
+      noAnvil: true,
+      log,
+    });
+    const mixes: Mix[] = chain.mixes.filter((m) =>
+      mixWords.some((w) =>
+        w === 'blocks' ? m.label.startsWith('eth_getBlockByNumber, random block, hashes') : m.label.startsWith(w),
+      ),
+    );
+    if (mixes.length === 0) throw new Error(`--mix ${mixWords.join(',')}: no such mix`);
+    // Three private copies (one per replica; LevelDB admits one process per datadir).
+    const copies = [0, 1, 2].map((i) => {
+      const d = join(tmp, `replica-${i}`);
+      cpSync(chain.datadir, d, { recursive: true });
+      return d;
+    });
+    const embeddedKey = await createKey(copies[0] as string, []);
+    const redisKey = await createKey(copies[0] as string, ['--ledger', redis.url]);
+
+    for (const mix of mixes) {
+      const calls = mix.calls;
+      const bodyTexts = calls.map((c) => c.body);
+      let expected: Buffer | undefined;
+      const run = async (label: string, dirs: string[], key: string, extra: string[]): Promise<void> => {
+        const servers = await Promise.all(dirs.map((d) => serve(d, extra)));
+        let stopped = false;
+        try {
+          // The answers are the same on every server (same chain): checked once, on the first server of the first case.
+          expected ??= await checkedDigests((servers[0] as Served).port, key, calls, (c, r) =>
+            chain.check(c, r, 'chainnode'),
+          );
+          const per = Math.floor(connections / servers.length);
+          const load = loadavg()[0]?.toFixed(1) ?? '?';
+          let before: RedisCounters | undefined;
+          let after: RedisCounters | undefined;
+          let opened = 0;
+          let closed = 0;
+          const results: VariedResult[] = await Promise.all(
+            servers.map((s) =>
+              rawLoadVariedThread({
+                host: '127.0.0.1',
+                port: s.port,
+                path: `/v3/${key}`,
+                bodies: bodyTexts,
+                expected: expected as Buffer,
+                connections: per,
+                seconds: duration,
+                onWindow: (edge) => {
+                  // The window of the counters: from the first client's opening to the last one's closing.
+                  if (edge === 'open' && opened++ === 0) void counters().then((c) => (before = c));
+                  if (edge === 'close' && ++closed === servers.length) void counters().then((c) => (after = c));
+                },
+              }),
+            ),
+          );
+          while (before === undefined || after === undefined) await new Promise((r) => setTimeout(r, 10));
+          const answered = results.reduce((n, r) => n + r.ok, 0);
+          const rps = results.reduce((n, r) => n + r.rps, 0);
+          const p50 = Math.max(...results.map((r) => r.p50));
+          const p99 = Math.max(...results.map((r) => r.p99));
+          const anomalies = results.reduce((n, r) => n + r.bad + r.mismatched + r.errors, 0);
+          await Promise.all(servers.map((s) => stop(s.proc)));
+          stopped = true;
+          let requests = '—';
+          let cpu = '—';
+          let own = '';
+          if (extra.length > 0) {
+            const scripts = after.scripts - before.scripts;
+            requests = (scripts / answered).toFixed(4);
+            cpu = `${(((after.cpuSec - before.cpuSec) * 1e6) / answered).toFixed(1)} (scripts ${((after.scriptUsec - before.scriptUsec) / answered).toFixed(1)})`;
+            let sent = 0;
+            let charges = 0;
+            for (const s of servers) {
+              // One line per ledger instance (the main thread's, and each app thread's).
+              const lines = [...s.err().matchAll(/ledger: (\d+) Redis requests carried (\d+) charges/g)];
+              if (lines.length === 0) throw new Error(`a replica printed no ledger count:\n${s.err()}`);
+              for (const m of lines) {
+                sent += Number(m[1]);
+                charges += Number(m[2]);
+              }
+            }
+            own = `${sent} requests, ${charges} charges: ${(sent / charges).toFixed(4)} per charge`;
+          }
+          rows.push(
+            `| ${mix.label.split(',')[0] === 'mixed (blocks 20%' ? 'mixed' : 'random blocks (hashes)'} | ${label} | ${servers.length} | ${Math.round(rps)} | ${p50} | ${p99} | ${requests} | ${cpu} | ${load} | ${anomalies} |`,
+          );
+          if (own !== '') notes.push(`${mix.label} / ${label} x${servers.length}: the replicas' own count, ${own}`);
+          log(rows[rows.length - 1] as string);
+        } finally {
+          if (!stopped) for (const s of servers) await stop(s.proc);
+        }
+      };
+      await run('embedded', [copies[0] as string], embeddedKey, []);
+      await run('Redis', [copies[0] as string], redisKey, ['--ledger', redis.url]);
+      await run('Redis', copies, redisKey, ['--ledger', redis.url]);
+    }
+    console.log(`\nChain: ${chain.describe}; ${bodies} bodies per mix`);
+    console.log(
+      `Machine: ${cpus().length} cores, ${cpus()[0]?.model ?? '?'}; Node ${process.version}; servers${threads ? ` --threads ${threads}` : ' with the default threads (one per core)'}`,
+    );
+    console.log(
+      `\nThe Redis engine alone (in process, no HTTP): 20,000 debits, each settled at its cost, from ${connections} loops over 100 keys\n`,
+    );
+    console.log(
+      '| debits | debits/s (one connection) | Redis requests per debit | Redis CPU µs per debit | in scripts µs per debit | load (1-min) |\n|---|---|---|---|---|---|',
+    );
+    for (const a of alone) console.log(a);
+    console.log(
+      `\nCommand: npm run bench:ledger -- ${process.argv.slice(2).join(' ')} (${connections} connections in total, closed loop, ${duration} s per case after a 2 s warm-up, one run)\n`,
+    );
+    console.log(
+      '| mix | ledger | replicas | req/s (sum) | p50 ms (worst replica) | p99 ms (worst replica) | Redis requests per answered call | Redis CPU µs per answered call (in scripts) | load (1-min) | non-200/wrong/errors |\n|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const r of rows) console.log(r);
+    console.log('');
+    for (const n of notes) console.log(`- ${n}`);
+    await chain.close();
   } finally {
     admin.destroy();
     await redis.stop();
     await redis.cleanup();
     rmSync(tmp, { recursive: true, force: true });
   }
-  console.log(
-    `\nMachine: ${cpus().length} cores, ${cpus()[0]?.model ?? '?'}; Node ${process.version}; ${new Date().toISOString()}; load average (1-min) at the start of each run: ${loads.join(', ')}`,
-  );
-  console.log(
-    `Command: node bench/dist/ledger.js ${process.argv.slice(2).join(' ')} (${connections} connections in total, closed loop, ${duration} s per case after a 2 s warm-up, one run)\n`,
-  );
-  console.log(
-    '| Ledger | replicas | req/s (sum) | p50 ms (worst replica) | p99 ms (worst replica) | Redis round trips per request (debit scripts) | non-200/wrong/errors |\n|---|---|---|---|---|---|---|',
-  );
-  for (const r of rows) console.log(r);
 }
 
 main().catch((err: unknown) => {
