@@ -11,3 +11,4 @@ export * from './ascii-chunks.js';
 export * from './atomic-file.js';
 export * from './deposit-tx.js';
 export * from './chain-family.js';
+export * from './receipt-encoding.js';

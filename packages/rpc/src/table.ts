@@ -16,6 +16,7 @@ import type { MethodDef, Transport } from './method.js';
 import { chainnode_getStateDiff } from './methods/chainnode_getStateDiff.js';
 import { debug_getRawBlock } from './methods/debug_getRawBlock.js';
 import { debug_getRawHeader } from './methods/debug_getRawHeader.js';
+import { debug_getRawReceipts } from './methods/debug_getRawReceipts.js';
 import { debug_getRawTransaction } from './methods/debug_getRawTransaction.js';
 import { eth_blockNumber } from './methods/eth_blockNumber.js';
 import { eth_chainId } from './methods/eth_chainId.js';
@@ -110,6 +111,7 @@ export interface RpcSchema {
   debug_getRawHeader: { params: BlockSelector; result: Hex };
   debug_getRawBlock: { params: BlockSelector; result: Hex };
   debug_getRawTransaction: { params: Uint8Array; result: Hex };
+  debug_getRawReceipts: { params: BlockSelector; result: Hex[] | null };
   chainnode_getStateDiff: { params: BlockSelector; result: JsonStateDiff };
 }
 
@@ -156,6 +158,7 @@ export const METHODS: MethodTable = {
   debug_getRawHeader,
   debug_getRawBlock,
   debug_getRawTransaction,
+  debug_getRawReceipts,
   chainnode_getStateDiff,
 };
 

@@ -1,9 +1,10 @@
 // geth's debug_getRaw* over REAL imported stores (the execution-apis conformance exchanges are
 // replayed by rpc-compat.test.ts; here their error texts are checked word for word). For every
-// block of both chains the encodings are re-derived: the header's keccak is the block hash,
-// the block's RLP holds that header, its transactions rebuild the header's transactionsRoot and
-// its uncles its uncle hash, its length is the block's size; every transaction's encoding hashes
-// to its hash.
+// block of both chains the encodings are re-derived: the header's keccak is the block hash, the
+// block's RLP holds that header, its transactions rebuild the header's transactionsRoot and its
+// uncles its uncle hash, its length is the block's size; the receipts (core's encodeReceipt over
+// the stored receipts and logs) rebuild receiptsRoot and their blooms logsBloom; every
+// transaction's encoding hashes to its hash.
 import { MerklePatriciaTrie } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { bytesToHex, hexToBytes } from '@ethereumjs/util';
@@ -57,6 +58,7 @@ test.each(chains)(
       let typed = 0;
       let withdrawals = 0;
       let uncles = 0;
+      let receiptCount = 0;
       for (let n = 0n; n <= head; n++) {
         const json = await call<JsonBlock>(svc, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]);
         // By number for most blocks, by hash and by EIP-1898 object for some.
@@ -79,6 +81,22 @@ test.each(chains)(
           withdrawals += wds!.length;
         } else expect(wds).toBeUndefined();
         uncles += ommers.length;
+        // The receipts rebuild receiptsRoot, and their blooms OR'd together the block's logsBloom.
+        const receipts = await call<string[]>(svc, 'debug_getRawReceipts', [sel]);
+        expect(receipts.length).toBe(encodings.length);
+        expect(await trieRoot(receipts.map(b))).toBe(json.receiptsRoot);
+        const bloom = new Uint8Array(256);
+        for (const [i, r] of receipts.entries()) {
+          const enc = b(r);
+          const typeOf = (e: Uint8Array): number => (e[0]! >= 0xc0 ? 0 : e[0]!);
+          expect(typeOf(enc)).toBe(typeOf(encodings[i]!)); // a receipt has its transaction's type
+          const f = RLP.decode(typeOf(enc) === 0 ? enc : enc.subarray(1)) as Uint8Array[];
+          f[2]!.forEach((x, j) => {
+            bloom[j]! |= x;
+          });
+        }
+        expect(hx(bloom)).toBe(json.logsBloom);
+        receiptCount += receipts.length;
         for (const [i, e] of encodings.entries()) {
           const tx = await call<string>(svc, 'debug_getRawTransaction', [hashes[i]]);
           expect(tx).toBe(hx(e));
@@ -91,10 +109,12 @@ test.each(chains)(
       );
       expect(txs).toBeGreaterThan(0);
       expect(typed).toBeGreaterThan(0);
+      expect(receiptCount).toBe(txs);
       // Past the head and unknown hashes: geth's answers.
       const past = `0x${(head + 1n).toString(16)}`;
       expect(await raw(svc, 'debug_getRawHeader', [past])).toEqual({ jsonrpc: '2.0', id: 1, result: '0x' });
       expect(await raw(svc, 'debug_getRawBlock', [past])).toEqual({ jsonrpc: '2.0', id: 1, result: '0x' });
+      expect(await raw(svc, 'debug_getRawReceipts', [past])).toEqual({ jsonrpc: '2.0', id: 1, result: null });
       const unknown = `0x${'01'.repeat(32)}`;
       expect((await raw(svc, 'debug_getRawHeader', [unknown])).error).toEqual({
         code: -32000,
@@ -105,12 +125,13 @@ test.each(chains)(
         message: `block #[${new Array(32).fill(1).join(' ')}] not found`,
       });
       expect(await raw(svc, 'debug_getRawTransaction', [unknown])).toEqual({ jsonrpc: '2.0', id: 1, result: '0x' });
+      expect(await raw(svc, 'debug_getRawReceipts', [unknown])).toEqual({ jsonrpc: '2.0', id: 1, result: null });
       expect((await raw(svc, 'debug_getRawTransaction', ['0x12'])).error).toEqual({
         code: -32602,
         message: 'invalid argument 0: hex string has length 2, want 64 for common.Hash',
       });
       // The recorded exchanges' messages, which rpc-compat does not compare.
-      for (const m of ['debug_getRawHeader', 'debug_getRawBlock'])
+      for (const m of ['debug_getRawHeader', 'debug_getRawBlock', 'debug_getRawReceipts'])
         expect((await raw(svc, m, ['2'])).error).toEqual({
           code: -32602,
           message: 'invalid argument 0: hex string without 0x prefix',

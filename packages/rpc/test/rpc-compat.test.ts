@@ -53,6 +53,7 @@ export const COMPAT_METHODS = [
   'debug_getRawHeader',
   'debug_getRawBlock',
   'debug_getRawTransaction',
+  'debug_getRawReceipts',
 ];
 
 interface Exchange {
