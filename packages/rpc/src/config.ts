@@ -26,6 +26,13 @@ export interface RpcConfig {
   };
   /** web3_clientVersion answer. */
   clientVersion: string;
+  /**
+   * Most gas one eth_call / eth_estimateGas / eth_createAccessList may use (geth's RPCGasCap,
+   * 50,000,000); a larger or missing `gas` is capped to it.
+   */
+  callGasCap: number;
+  /** Most wall time one of those calls may take, in ms (geth's RPCEVMTimeout, 5,000). */
+  callTimeoutMs: number;
 }
 
 /**
@@ -61,6 +68,8 @@ export const DEFAULT_RPC_CONFIG: RpcConfig = {
     maxFilterParams: 5_000,
   },
   clientVersion: defaultClientVersion(),
+  callGasCap: 50_000_000,
+  callTimeoutMs: 5_000,
 };
 
 /** Like geth's "Geth/v1.16.0-stable/linux-amd64/go1.24": name/version/os-arch/runtime. */
@@ -88,6 +97,8 @@ export function resolveConfig(partial: Partial<RpcConfig> | undefined): RpcConfi
     ['logs.maxResults', c.logs.maxResults],
     ['logs.timeoutMs', c.logs.timeoutMs],
     ['logs.maxFilterParams', c.logs.maxFilterParams],
+    ['callGasCap', c.callGasCap],
+    ['callTimeoutMs', c.callTimeoutMs],
   ] as const) {
     if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`RpcConfig.${name} must be a positive integer`);
   }

@@ -1,7 +1,15 @@
 // What handlers get: the store, the config, and block-parameter resolution shared by all
 // methods (tags -> numbers, EIP-1898 selectors -> headers).
 import { ServerError } from '@chainnode/core';
-import type { AccountProofRecord, BlockRecord, Bytes, ChainStore, ReadyJson, TxWithLocation } from '@chainnode/core';
+import type {
+  AccountProofRecord,
+  BlockRecord,
+  Bytes,
+  ChainStore,
+  Hex,
+  ReadyJson,
+  TxWithLocation,
+} from '@chainnode/core';
 import type { JsonBlock } from './formatters/block.js';
 import type { JsonAccountProof } from './formatters/proof.js';
 import type { JsonAnyTransaction } from './formatters/transaction.js';
@@ -26,7 +34,15 @@ export interface HandlerContext {
    * absent on transports without notifications (HTTP).
    */
   subscriptions?: MessageSubscriptions;
+  /**
+   * Where eth_sendRawTransaction hands a checked transaction (the upstream a following node
+   * follows): resolves to the upstream's answer, rejects with its error ({code, message}).
+   */
+  forward?: TxForwarder;
 }
+
+/** Sends a signed transaction (hex) to the upstream; resolves to what the upstream answered. */
+export type TxForwarder = (rawHex: Hex) => Promise<unknown>;
 
 export interface FormatMemos {
   blocks: FormatMemo<BlockRecord, JsonBlock>;

@@ -39,6 +39,7 @@ const noop = (): void => {};
 
 export const createRpcService: RpcServiceFactory = (store, config, options) => {
   const ctx: HandlerContext = { store, config: resolveConfig(config), memo: createFormatMemos() };
+  if (options?.forward !== undefined) ctx.forward = options.forward;
   const offload = options?.offload;
   const batchLanes = new Lanes(ctx.config.maxConcurrentBatches);
   const inlineCostLimit = options?.inlineCostLimit ?? INLINE_COST_LIMIT;

@@ -41,3 +41,4 @@ export {
   UnknownSubscriptionError,
 } from './subscriptions/errors.js';
 export type { JsonStateDiff, JsonStateDiffAccount } from './formatters/state-diff.js';
+export type { TxForwarder } from './context.js';

@@ -2,6 +2,7 @@
 // The rpc owner implements RpcService; the server only depends on what is declared here.
 import type { ChainStore } from '@chainnode/core';
 import type { RpcConfig } from './config.js';
+import type { TxForwarder } from './context.js';
 import type { OffloadExecutor } from './offload.js';
 import type { SubscriptionConnection } from './subscriptions/hub.js';
 
@@ -84,6 +85,8 @@ export interface RpcServiceOptions {
    * inline instead (default INLINE_COST_LIMIT; a negative value offloads every call).
    */
   inlineCostLimit?: number;
+  /** eth_sendRawTransaction's upstream (a following node's); without one the method refuses. */
+  forward?: TxForwarder;
 }
 
 export type RpcServiceFactory = (

@@ -70,6 +70,13 @@ import { eth_syncing } from './methods/eth_syncing.js';
 import { eth_config } from './methods/eth_config.js';
 import type { JsonChainConfig } from './methods/eth_config.js';
 import { net_listening } from './methods/net_listening.js';
+import { eth_call } from './methods/eth_call.js';
+import { eth_estimateGas } from './methods/eth_estimateGas.js';
+import { eth_createAccessList } from './methods/eth_createAccessList.js';
+import type { CallParams } from './methods/eth_call.js';
+import { eth_sendRawTransaction } from './methods/eth_sendRawTransaction.js';
+import type { SendRawParams } from './methods/eth_sendRawTransaction.js';
+import type { JsonAccessListResult } from './methods/eth_createAccessList.js';
 import type { JsonReceipt } from './formatters/receipt.js';
 import type { BlockSelector } from './params.js';
 
@@ -113,6 +120,10 @@ export interface RpcSchema {
   debug_getRawTransaction: { params: Uint8Array; result: Hex };
   debug_getRawReceipts: { params: BlockSelector; result: Hex[] | null };
   chainnode_getStateDiff: { params: BlockSelector; result: JsonStateDiff };
+  eth_call: { params: CallParams; result: Hex };
+  eth_estimateGas: { params: CallParams; result: Hex };
+  eth_createAccessList: { params: CallParams; result: JsonAccessListResult };
+  eth_sendRawTransaction: { params: SendRawParams; result: Hex };
 }
 
 export type MethodName = keyof RpcSchema;
@@ -160,6 +171,10 @@ export const METHODS: MethodTable = {
   debug_getRawTransaction,
   debug_getRawReceipts,
   chainnode_getStateDiff,
+  eth_call,
+  eth_estimateGas,
+  eth_createAccessList,
+  eth_sendRawTransaction,
 };
 
 export function isMethodName(name: string): name is MethodName {

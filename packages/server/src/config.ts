@@ -305,6 +305,18 @@ export const SERVER_FIELDS = {
     unit: 'batches',
     min: 1,
   }),
+  /** geth's RPCGasCap for eth_call, eth_estimateGas and eth_createAccessList. */
+  callGasCap: rpcInteger('callGasCap', {
+    doc: 'Most gas one eth_call, eth_estimateGas or eth_createAccessList may use; a larger or missing `gas` is capped to it.',
+    unit: 'gas',
+    min: 21000,
+  }),
+  /** geth's RPCEVMTimeout. */
+  callTimeoutMs: rpcInteger('callTimeoutMs', {
+    doc: 'Most wall time one eth_call, eth_estimateGas or eth_createAccessList may take; past it the call fails with -32000 `execution aborted`.',
+    unit: 'ms',
+    min: 1,
+  }),
   /** `safe` resolves to head - safeDepth (there is no consensus client), clamped at genesis. */
   safeDepth: rpcInteger('safeDepth', {
     doc: 'The `safe` block tag resolves to the head minus this many blocks (clamped at genesis).',

@@ -101,6 +101,8 @@ test('rpcConfigOf: every field the schema hands to the rpc service, and nothing 
     maxBatchSize: 3,
     maxBatchResponseBytes: 4,
     maxConcurrentBatches: 5,
+    callGasCap: 50_000_000,
+    callTimeoutMs: 5_000,
     safeDepth: 6,
     finalizedDepth: 0,
   });

@@ -52,6 +52,8 @@ const ADDRESS_METHODS: Record<string, (params: unknown[]) => unknown> = {
   eth_getTransactionCount: (p) => p[0],
   eth_call: (p) => (isObject(p[0]) ? p[0]['to'] : undefined),
   eth_estimateGas: (p) => (isObject(p[0]) ? p[0]['to'] : undefined),
+  // Not on Infura's list (the method is newer): its addresses are the request's keys, as eth_getStorageAt's.
+  eth_getStorageValues: (p) => (isObject(p[0]) ? Object.keys(p[0]) : undefined),
 };
 
 function isObject(v: unknown): v is Record<string, unknown> {

