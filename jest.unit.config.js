@@ -18,6 +18,7 @@ const UNIT = {
     'single-flight',
     'state-diff',
     'trie-read',
+    'trie-update',
   ],
   'packages/rpc': [
     'envelope',

@@ -120,7 +120,6 @@ export class ImportPipeline {
   private td = 0n;
   /** State root of the head (the replicate path's parent state). */
   private stateRoot: Uint8Array = new Uint8Array(32);
-  private replicaTrie: MerklePatriciaTrie | undefined;
   private prev: PipelineHead = { number: 0n, hash: new Uint8Array(32), timestamp: 0n };
   private readonly hashes: HashSource;
   private vm!: VM;
@@ -372,14 +371,7 @@ export class ImportPipeline {
     const t0 = performance.now();
     await verifyBlockData(b);
     const t1 = performance.now();
-    this.replicaTrie ??= new MerklePatriciaTrie({
-      db: this.writer.trieDb,
-      useKeyHashing: false,
-      valueEncoding: 'view',
-      common: this.common,
-      cacheSize: 200_000,
-    });
-    const overlay = new StateOverlay(this.writer.trieDb, this.common, this.stateRoot, this.replicaTrie);
+    const overlay = new StateOverlay(this.writer.trieDb, this.stateRoot);
     try {
       await b.changes(overlay);
       let root: Uint8Array;

@@ -8,7 +8,7 @@
 import { RLP } from '@ethereumjs/rlp';
 import type { BatchDBOp, DB, EncodingOpts } from '@ethereumjs/util';
 import { tables } from './schema.js';
-import type { KvBatch, KvRead } from './schema.js';
+import type { KvBatch, KvRead, KvSyncRead } from './schema.js';
 
 type Value = string | Uint8Array;
 type Nested = Uint8Array | Nested[];
@@ -33,13 +33,25 @@ export class TrieNodeDb implements DB<string, Value> {
   private pending = new Map<string, Uint8Array>();
 
   constructor(
-    private readonly kv: KvRead,
+    private readonly kv: KvRead & KvSyncRead,
     private readonly writable: boolean,
   ) {}
 
   async get(key: string, opts?: EncodingOpts): Promise<Value | undefined> {
     const v = this.current.get(key) ?? this.pending.get(key) ?? (await tables.trieNodes.get(this.kv, keyBytes(key)));
     return v === undefined ? undefined : encodeOut(v, opts);
+  }
+
+  /** A node by its hash, synchronously (the overlay, then LevelDB's getSync). */
+  getNodeSync(hash: Uint8Array): Uint8Array | undefined {
+    const key = Buffer.from(hash).toString('hex');
+    return this.current.get(key) ?? this.pending.get(key) ?? tables.trieNodes.getSync(this.kv, hash);
+  }
+
+  /** Stages a node of the block being verified, synchronously. */
+  putNodeSync(hash: Uint8Array, encoded: Uint8Array): void {
+    if (!this.writable) throw new Error('trie db is read-only');
+    this.current.set(Buffer.from(hash).toString('hex'), encoded);
   }
 
   async put(key: string, val: Value): Promise<void> {

@@ -6,11 +6,10 @@
 // Storage roots are always recomputed from the node's own storage tries, never taken from a
 // source.
 import { RLP } from '@ethereumjs/rlp';
-import { MerklePatriciaTrie } from '@ethereumjs/mpt';
-import type { Common } from '@ethereumjs/common';
 import { KECCAK256_NULL, KECCAK256_RLP, bigIntToUnpaddedBytes, bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { keccak256 } from '@chainnode/store';
 import { bytesToBigInt } from '@chainnode/core';
+import { trieGetSync, updateTrie } from '@chainnode/store';
 import type { StoreWriter } from '@chainnode/store';
 
 type TrieNodeDb = StoreWriter['trieDb'];
@@ -74,22 +73,18 @@ function decodeAccount(rlp: Uint8Array): { values: AccountValues; storageRoot: U
 export class StateOverlay {
   private readonly entries = new Map<string, Entry>();
   private readonly codes = new Map<string, Uint8Array>();
-  /** One trie instance for the account trie and every storage trie (switched by root), so its node cache stays warm. */
-  private readonly trie: MerklePatriciaTrie;
   /** The account trie's root as changed so far by commit(). */
   private accountRoot: Uint8Array;
+  private readonly nodeGet: (hash: Uint8Array) => Uint8Array | undefined;
+  private readonly nodePut: (hash: Uint8Array, encoded: Uint8Array) => void;
 
   constructor(
     private readonly db: TrieNodeDb,
-    common: Common,
     parentRoot: Uint8Array,
-    /** A trie over the same db, shared across blocks so its node cache stays warm. */
-    base?: MerklePatriciaTrie,
   ) {
-    const trie =
-      base ?? new MerklePatriciaTrie({ db, useKeyHashing: false, valueEncoding: 'view', common, cacheSize: 100_000 });
-    this.trie = trie;
     this.accountRoot = parentRoot;
+    this.nodeGet = (h) => db.getNodeSync(h);
+    this.nodePut = (h, e) => db.putNodeSync(h, e);
   }
 
   /** The entry of hashed key `key`, loaded from the parent state on first use. */
@@ -97,9 +92,8 @@ export class StateOverlay {
     const k = bytesToHex(key);
     let e = this.entries.get(k);
     if (e === undefined) {
-      this.trie.root(this.accountRoot);
-      const leaf = await this.trie.get(key);
-      if (leaf === null)
+      const leaf = trieGetSync(this.accountRoot, key, this.nodeGet);
+      if (leaf === undefined)
         e = {
           values: undefined,
           baseStorageRoot: KECCAK256_RLP,
@@ -166,9 +160,8 @@ export class StateOverlay {
     const set = e.storage.get(bytesToHex(slotKey));
     if (set !== undefined) return set;
     if (e.wiped || e.values === undefined) return new Uint8Array(0);
-    this.trie.root(e.baseStorageRoot);
-    const leaf = await this.trie.get(slotKey);
-    return leaf === null ? new Uint8Array(0) : (RLP.decode(leaf) as Uint8Array);
+    const leaf = trieGetSync(e.baseStorageRoot, slotKey, this.nodeGet);
+    return leaf === undefined ? new Uint8Array(0) : (RLP.decode(leaf) as Uint8Array);
   }
 
   /**
@@ -209,25 +202,20 @@ export class StateOverlay {
    */
   async commit(): Promise<Uint8Array> {
     for (const [h, code] of this.codes) await this.db.put(`63${h.slice(2)}`, code);
+    const accountChanges: [Uint8Array, Uint8Array | undefined][] = [];
     for (const [k, e] of this.entries) {
       const key = Uint8Array.from(Buffer.from(k.slice(2), 'hex'));
       if (e.values === undefined) {
-        this.trie.root(this.accountRoot);
-        await this.trie.del(key);
-        this.accountRoot = this.trie.root();
+        accountChanges.push([key, undefined]);
         continue;
       }
       let storageRoot = e.wiped ? KECCAK256_RLP : e.baseStorageRoot;
       if (e.storage.size > 0 || e.zeroLeaves.size > 0) {
-        const st = this.trie;
-        st.root(storageRoot);
-        for (const [sk, v] of e.storage) {
-          const slot = Uint8Array.from(Buffer.from(sk.slice(2), 'hex'));
-          if (v.length === 0) await st.del(slot);
-          else await st.put(slot, RLP.encode(v));
-        }
-        for (const sk of e.zeroLeaves) await st.put(Uint8Array.from(Buffer.from(sk.slice(2), 'hex')), ZERO_LEAF);
-        storageRoot = st.root();
+        const changes: [Uint8Array, Uint8Array | undefined][] = [];
+        for (const [sk, v] of e.storage)
+          changes.push([Uint8Array.from(Buffer.from(sk.slice(2), 'hex')), v.length === 0 ? undefined : RLP.encode(v)]);
+        for (const sk of e.zeroLeaves) changes.push([Uint8Array.from(Buffer.from(sk.slice(2), 'hex')), ZERO_LEAF]);
+        storageRoot = updateTrie(storageRoot, changes, this.nodeGet, this.nodePut);
       }
       if (e.claimedStorageRoot !== undefined && !equalsBytes(e.claimedStorageRoot, storageRoot))
         throw new StateMismatch(
@@ -236,13 +224,12 @@ export class StateOverlay {
           bytesToHex(storageRoot),
         );
       const v = e.values;
-      this.trie.root(this.accountRoot);
-      await this.trie.put(
+      accountChanges.push([
         key,
         RLP.encode([bigIntToUnpaddedBytes(v.nonce), bigIntToUnpaddedBytes(v.balance), storageRoot, v.codeHash]),
-      );
-      this.accountRoot = this.trie.root();
+      ]);
     }
+    this.accountRoot = updateTrie(this.accountRoot, accountChanges, this.nodeGet, this.nodePut);
     return this.accountRoot;
   }
 }
