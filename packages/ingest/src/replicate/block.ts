@@ -5,12 +5,12 @@
 import { RLP } from '@ethereumjs/rlp';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { keccak256 } from '@chainnode/store';
+import { logsBloomOf } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import { BlockVerificationError } from '../errors.js';
 import { encodeReplicaReceipt } from './envelopes.js';
 import type { ReplicaReceipt, ReplicaTx } from './envelopes.js';
 import { orderedTrieRoot } from './ordered-trie.js';
-import { logsBloomOf } from './pending-core.js';
 import type { StateOverlay } from './state.js';
 
 export interface ReplicaBlock {

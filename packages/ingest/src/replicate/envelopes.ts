@@ -7,8 +7,15 @@ import type { Common } from '@ethereumjs/common';
 import { createTxFromRPC } from '@ethereumjs/tx';
 import { hexToBytes } from '@ethereumjs/util';
 import { keccak256 } from '@chainnode/store';
-import { DEPOSIT_TX_TYPE, bytesToBigInt, decodeDepositTx, depositTxFromJson, encodeDepositTx } from '@chainnode/core';
-import { encodeReceipt, logsBloomOf } from './pending-core.js';
+import {
+  DEPOSIT_TX_TYPE,
+  bytesToBigInt,
+  decodeDepositTx,
+  depositTxFromJson,
+  encodeDepositTx,
+  encodeReceipt,
+  logsBloomOf,
+} from '@chainnode/core';
 import type { LogInput } from '@chainnode/store';
 import { legacySender, typedSender } from './senders.js';
 import { UpstreamError } from '../errors.js';
@@ -134,7 +141,15 @@ export function receiptFromJson(json: unknown): ReplicaReceipt {
 
 /** The consensus encoding of a receipt, its bloom computed from its logs. */
 export function encodeReplicaReceipt(r: ReplicaReceipt): Uint8Array {
-  return encodeReceipt({ ...r, bloom: logsBloomOf(r.logs) });
+  return encodeReceipt({
+    type: r.type,
+    statusOrState: r.statusOrState,
+    cumulativeGasUsed: r.cumulativeGasUsed,
+    logs: r.logs,
+    bloom: logsBloomOf(r.logs),
+    ...(r.depositNonce !== undefined ? { depositNonce: r.depositNonce } : {}),
+    ...(r.depositReceiptVersion !== undefined ? { depositReceiptVersion: r.depositReceiptVersion } : {}),
+  });
 }
 
 /** Parses a list of hex strings (upstream input) into bytes, with a clear error. */
