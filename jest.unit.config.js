@@ -33,7 +33,7 @@ const UNIT = {
     'request-errors',
     'subscriptions',
   ],
-  'packages/server': ['budgets', 'config', 'key-security', 'network', 'reply-budget', 'server'],
+  'packages/server': ['budgets', 'config', 'key-security', 'monitoring-files', 'network', 'reply-budget', 'server'],
   'packages/ingest': ['op-genesis', 'rpc-source'],
   'packages/dashboard': ['api', 'tls'],
   scripts: ['import-cycles', 'words', 'docs-generated', 'docs-links', 'docs-defaults'],

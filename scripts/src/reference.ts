@@ -225,6 +225,14 @@ const WRITTEN: Record<MetricFamily['written'], { title: string; intro: string }>
     title: 'App threads',
     intro: `Written by ${code('serve --threads')} when it runs app threads (thread 0 serves the metrics of all of them).`,
   },
+  datadir: {
+    title: 'Disk',
+    intro: `Written by ${code('serve')} for each network served from a datadir, sampled at most every 30 s.`,
+  },
+  redis: {
+    title: 'Redis ledger',
+    intro: `Written with the Redis ledger (${code('--ledger redis://…')}).`,
+  },
 };
 
 export function metricsReference(): string {

@@ -119,6 +119,8 @@ export interface OffloadPoolOptions {
   stuckAfterMs?: number;
   /** Operational messages (worker restarts). */
   log?: (line: string) => void;
+  /** Called for each call refused because queueLimit calls were held (the shedding metric). */
+  onShed?: () => void;
 }
 
 interface Job {
@@ -195,6 +197,7 @@ export class OffloadPool implements OffloadExecutor {
   run(method: MethodName, params: unknown[]): Promise<JsonText> {
     if (this.closing) return Promise.reject(new InternalError('server is shutting down'));
     if (this.held >= this.o.queueLimit) {
+      this.o.onShed?.();
       return Promise.reject(new LimitExceededError(TOO_MANY_OFFLOADED, { limit: this.o.queueLimit }));
     }
     return new Promise<JsonText>((resolve, reject) => {

@@ -44,7 +44,17 @@ export {
 export type { NetworkHealth, NetworkParts, RouterOptions } from './network.js';
 export type { RequestContext } from './middleware.js';
 export { CUT_REASONS, LABEL_VALUES, METRIC_FAMILIES, Metrics, OUTCOMES } from './metrics.js';
-export type { CutReason, IngestStatusView, MetricFamily, MetricName, MetricsCounts, Outcome } from './metrics.js';
+export type {
+  CutReason,
+  DiskView,
+  IngestStatusView,
+  LedgerView,
+  MetricFamily,
+  MetricName,
+  MetricsCounts,
+  Outcome,
+} from './metrics.js';
+export { datadirDisk } from './disk.js';
 export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';
 export { WsNotifier, WS_POLICY_CLOSE } from './notifier.js';
 export type { NotifierDeps, NotifierSocket } from './notifier.js';

@@ -38,8 +38,11 @@ export interface MetricFamily {
   readonly labels: readonly string[];
   /** 'network': one series set per network, labelled `network="<name>"` on a server with networks; 'process': the process's. */
   readonly scope: 'network' | 'process';
-  /** When it is written: always; only by a network that follows an upstream; only by `serve --threads`. */
-  readonly written: 'always' | 'follow' | 'threads';
+  /**
+   * When it is written: always; only by a network that follows an upstream; only by `serve
+   * --threads`; only for a network served from a datadir (`serve`); only with the Redis ledger.
+   */
+  readonly written: 'always' | 'follow' | 'threads' | 'datadir' | 'redis';
 }
 
 /** The values a label takes, where the code fixes them. */
@@ -47,6 +50,7 @@ export const LABEL_VALUES: Readonly<Record<string, readonly string[]>> = {
   outcome: OUTCOMES,
   transport: ['http', 'ws'],
   reason: CUT_REASONS,
+  failure: ['open', 'closed'],
 };
 
 /**
@@ -109,6 +113,41 @@ export const METRIC_FAMILIES = {
     labels: [],
     scope: 'network',
     written: 'always',
+  },
+  chainnode_logs_shed_total: {
+    type: 'counter',
+    help: 'eth_getLogs calls refused at once because the log workers were full (-32005, not charged).',
+    labels: [],
+    scope: 'network',
+    written: 'always',
+  },
+  chainnode_datadir_bytes: {
+    type: 'gauge',
+    help: "Bytes on disk in the network's datadir (chain, log index).",
+    labels: [],
+    scope: 'network',
+    written: 'datadir',
+  },
+  chainnode_datadir_filesystem_free_bytes: {
+    type: 'gauge',
+    help: "Bytes free to an unprivileged writer on the filesystem holding the network's datadir.",
+    labels: [],
+    scope: 'network',
+    written: 'datadir',
+  },
+  chainnode_ledger_degraded: {
+    type: 'gauge',
+    help: '1 while the Redis ledger is unreachable: paid calls are decided locally and journaled (failure="open") or refused (failure="closed").',
+    labels: ['failure'],
+    scope: 'process',
+    written: 'redis',
+  },
+  chainnode_ledger_journal_charges: {
+    type: 'gauge',
+    help: 'Charges journaled locally, waiting for the Redis ledger to return.',
+    labels: [],
+    scope: 'process',
+    written: 'redis',
   },
   // A follower's gauges (serve --follow), written only by a network that follows an upstream.
   chainnode_follow_upstream_head_block: {
@@ -208,6 +247,20 @@ export interface MetricsCounts {
   wsOpen: number;
   replyBytesInFlight: number;
   cuts: [CutReason, number][];
+  logsShed: number;
+}
+
+/** What the disk gauges show of a network's datadir (sampled at most every DISK_SAMPLE_MS). */
+export interface DiskView {
+  datadirBytes: number;
+  freeBytes: number;
+}
+
+/** The Redis ledger's state, for its gauges (absent with the embedded ledger). */
+export interface LedgerView {
+  failure: 'open' | 'closed';
+  degraded: boolean;
+  journalCharges: number;
 }
 
 const addTo = <K>(m: Map<K, number>, k: K, v: number): void => {
@@ -252,8 +305,14 @@ export class Metrics {
   /** Connections closed by the reply budgets and timeouts, by reason. */
   readonly cuts = new Map<CutReason, number>();
   headBlock = -1;
+  /** eth_getLogs calls refused because the log workers were full. */
+  logsShed = 0;
   /** A follower's ingest state (serve --follow). */
   ingest: (() => IngestStatusView) | undefined;
+  /** The datadir's size and its filesystem's free space, last sampled (serve: each network). */
+  disk: DiskView | undefined;
+  /** The Redis ledger's state (the process-wide instance, with --ledger redis://). */
+  ledger: LedgerView | undefined;
 
   /**
    * `network`: the label of every series of this instance (undefined: unlabelled, as a
@@ -305,6 +364,7 @@ export class Metrics {
       wsOpen: this.wsOpen,
       replyBytesInFlight: this.replyBytesInFlight,
       cuts: [...this.cuts],
+      logsShed: this.logsShed,
     };
   }
 
@@ -324,6 +384,7 @@ export class Metrics {
     this.wsOpen += c.wsOpen;
     this.replyBytesInFlight += c.replyBytesInFlight;
     for (const [reason, n] of c.cuts) addTo(this.cuts, reason, n);
+    this.logsShed += c.logsShed;
   }
 
   /** A copy of this instance with `others` added (its gauges of the head and a follower are this one's). */
@@ -333,6 +394,8 @@ export class Metrics {
     for (const c of others) out.add(c);
     out.headBlock = this.headBlock;
     out.ingest = this.ingest;
+    out.disk = this.disk;
+    out.ledger = this.ledger;
     return out;
   }
 
@@ -423,11 +486,30 @@ export class Metrics {
     // Reply budgets are the process's (one budget across networks): written by the unlabelled instance.
     if (this.network === undefined) {
       add('chainnode_reply_bytes_in_flight', `chainnode_reply_bytes_in_flight ${this.replyBytesInFlight}`);
-      for (const [reason, c] of this.cuts)
-        add('chainnode_connections_cut_total', `chainnode_connections_cut_total{reason="${reason}"} ${c}`);
+      // Every reason from the start (0 until the first cut), so rate() and alerts see the series.
+      for (const reason of CUT_REASONS)
+        add(
+          'chainnode_connections_cut_total',
+          `chainnode_connections_cut_total{reason="${reason}"} ${this.cuts.get(reason) ?? 0}`,
+        );
     }
     if (this.network !== undefined || !this.routing) {
       add('chainnode_head_block', `chainnode_head_block${only} ${this.headBlock}`);
+      add('chainnode_logs_shed_total', `chainnode_logs_shed_total${only} ${this.logsShed}`);
+    }
+    if (this.disk !== undefined) {
+      add('chainnode_datadir_bytes', `chainnode_datadir_bytes${only} ${this.disk.datadirBytes}`);
+      add(
+        'chainnode_datadir_filesystem_free_bytes',
+        `chainnode_datadir_filesystem_free_bytes${only} ${this.disk.freeBytes}`,
+      );
+    }
+    if (this.ledger !== undefined && this.network === undefined) {
+      add(
+        'chainnode_ledger_degraded',
+        `chainnode_ledger_degraded{failure="${this.ledger.failure}"} ${this.ledger.degraded ? 1 : 0}`,
+      );
+      add('chainnode_ledger_journal_charges', `chainnode_ledger_journal_charges ${this.ledger.journalCharges}`);
     }
     const f = this.ingest?.();
     if (f !== undefined) {

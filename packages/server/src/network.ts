@@ -17,7 +17,10 @@ import type { ChainEvents, ChainStore } from '@chainnode/core';
 import type { RpcServiceApi } from '@chainnode/rpc';
 import { networkNameProblem } from '@chainnode/accounts';
 import { Metrics } from './metrics.js';
-import type { IngestStatusView } from './metrics.js';
+import type { DiskView, IngestStatusView } from './metrics.js';
+
+/** The disk gauges are sampled at most this often (walking a datadir reads every directory entry). */
+const DISK_SAMPLE_MS = 30_000;
 /** Name of the one network of a server started without networks (`serve --datadir D`). */
 export const IMPLICIT_NETWORK = 'default';
 /** At most this many networks per process (each holds a store, caches and log workers). */
@@ -42,6 +45,8 @@ export interface NetworkParts {
   chainEvents?: ChainEvents;
   /** State of this network's follower, for /health and its metrics. */
   ingestStatus?: () => IngestStatusView;
+  /** The size of the network's datadir and its filesystem's free space (the disk gauges). */
+  disk?: () => Promise<DiskView>;
 }
 
 export interface NetworkHealth {
@@ -78,6 +83,8 @@ export class NetworkRuntime {
   /** Commits of this network's follower, if it follows an upstream. */
   readonly chainEvents: ChainEvents | undefined;
   private closing: Promise<void> | undefined;
+  private diskSampledAt = 0;
+  private diskSample: Promise<void> | undefined;
 
   constructor(private readonly parts: NetworkParts) {
     const problem = networkNameProblem(parts.name);
@@ -102,6 +109,23 @@ export class NetworkRuntime {
       this.metrics.headBlock = -1;
       return { status: 'store unavailable', ...follow };
     }
+  }
+
+  /** Refreshes the disk gauges when the last sample is older than DISK_SAMPLE_MS (never rejects). */
+  refreshDisk(): Promise<void> {
+    const disk = this.parts.disk;
+    if (disk === undefined || Date.now() - this.diskSampledAt < DISK_SAMPLE_MS) return Promise.resolve();
+    this.diskSample ??= disk().then(
+      (v) => {
+        this.metrics.disk = v;
+        this.diskSampledAt = Date.now();
+        this.diskSample = undefined;
+      },
+      () => {
+        this.diskSample = undefined;
+      },
+    );
+    return this.diskSample;
   }
 
   /** Stops log workers (and a follower), then closes the store. Idempotent. */

@@ -21,7 +21,7 @@ import { KeyRegistry, REQUEST_METHOD, checkSecret, keyAllowsNetwork } from '@cha
 import type { CreditLedger, KeyRecord, KeyStore, UsageRecord } from '@chainnode/accounts';
 import { Metrics } from './metrics.js';
 import { ReplyBudget } from './reply-budget.js';
-import type { CutReason, IngestStatusView, MetricsCounts } from './metrics.js';
+import type { CutReason, IngestStatusView, LedgerView, MetricsCounts } from './metrics.js';
 import { WsNotifier } from './notifier.js';
 import { networkNotAllowedMessage } from './middleware.js';
 import { IMPLICIT_NETWORK, NetworkRouter, NetworkRuntime } from './network.js';
@@ -65,6 +65,8 @@ export interface ServerOptions {
   peerMetrics?: () => Promise<PeerMetrics[]>;
   /** serve --threads: this app thread's index (thread 0 serves /metrics). */
   thread?: number;
+  /** The Redis ledger's state for its gauges, read at each scrape (absent: the embedded ledger). */
+  ledgerStatus?: () => Promise<LedgerView | undefined>;
 }
 
 /** One server's metrics counts: per instance, '' for the unlabelled one, else the network's name. */
@@ -791,7 +793,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       metrics.replyBytesInFlight = budget.bytes;
       // Refreshes each network's head gauge (health() never rejects); peers' counts never reject either.
       const peers = opts.peerMetrics?.().catch(() => []) ?? Promise.resolve([]);
-      void Promise.all([peers, ...router.networks.map((n) => n.health())]).then(([others]) => {
+      const ledgerView = opts.ledgerStatus?.().then(
+        (v) => {
+          metrics.ledger = v;
+        },
+        () => undefined,
+      );
+      void Promise.all([
+        peers,
+        ledgerView,
+        ...router.networks.map((n) => n.health()),
+        ...router.networks.map((n) => n.refreshDisk()),
+      ]).then(([others]) => {
         if (aborted) return;
         const all = metricsInstances().map(([name, m]) =>
           others.length === 0

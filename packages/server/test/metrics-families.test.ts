@@ -23,9 +23,11 @@ function exposition(): string {
     lastError: undefined,
     lastErrorAt: undefined,
   });
+  net.disk = { datadirBytes: 1_000_000, freeBytes: 9_000_000 };
   for (const reason of CUT_REASONS) routing.cuts.set(reason, 1);
   const single = new Metrics(); // the process-wide families of a server without networks
   single.cuts.set('queue', 1);
+  single.ledger = { failure: 'open', degraded: true, journalCharges: 3 };
   return (
     Metrics.renderAll([net, routing]) + Metrics.renderAll([single]) + Metrics.renderThreadCalls([[0, [net.counts()]]])
   );

@@ -140,3 +140,5 @@ export type { RedisProcess } from './redis.js';
 export { rawWebSocket, readUntilClose, textFrame } from './raw-ws.js';
 export { Sfc32 } from './sfc32.js';
 export { ANVIL_DEV_ACCOUNTS, cancunConfig, cancunGenesis } from './anvil-genesis.js';
+export { ALERT_RULES, ALERT_TESTS, DASHBOARD, alertExpressions, dashboardQueries, metricNames } from './monitoring.js';
+export { missingTools, toolPath } from './tools.js';

@@ -1,6 +1,6 @@
 // Messages between `serve --threads` (run.ts) and its app threads (app-thread.ts).
 import type { MessagePort } from 'node:worker_threads';
-import type { PeerMetrics, ThreadMetrics } from '@chainnode/server';
+import type { LedgerView, PeerMetrics, ThreadMetrics } from '@chainnode/server';
 import type { ThreadLedgerLink } from '@chainnode/accounts';
 import type { ServeOptions } from './options.js';
 
@@ -36,10 +36,10 @@ export type AppThreadMessage =
 /**
  * Main thread -> app thread: `drain` (stop accepting, finish in-flight requests), then `release`
  * (close the store); `metrics`: send your metrics counts; `peer-metrics`: the other threads' counts
- * thread 0 asked for.
+ * thread 0 asked for, with the state of the ledger this thread owns.
  */
 export type AppThreadCommand =
   | { type: 'drain' }
   | { type: 'release' }
   | { type: 'metrics'; id: number }
-  | { type: 'peer-metrics'; id: number; threads: PeerMetrics[] };
+  | { type: 'peer-metrics'; id: number; threads: PeerMetrics[]; ledger: LedgerView | undefined };

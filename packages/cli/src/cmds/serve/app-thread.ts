@@ -9,7 +9,7 @@
 // the thread and the server's start with its message.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openThreadLedger } from '@chainnode/accounts';
-import type { PeerMetrics } from '@chainnode/server';
+import type { LedgerView, PeerMetrics } from '@chainnode/server';
 import { startApp } from './run.js';
 import type { AppThreadCommand, AppThreadData, AppThreadMessage } from './app-thread-api.js';
 
@@ -18,7 +18,10 @@ const port = parentPort;
 const { opts, index, threads, link, followFeeds } = workerData as AppThreadData;
 const ledger = await openThreadLedger(link, (line) => process.stderr.write(`serve: ${line}\n`));
 // Thread 0 serves /metrics: it asks the main thread for the other threads' counts and adds them.
+// The Redis ledger's state comes with the answer (the main thread owns the ledger): /metrics asks
+// for both at once, so the state is the one of the peers' answer.
 const peerAsks = new Map<number, (t: PeerMetrics[]) => void>();
+let ledgerState: LedgerView | undefined;
 let nextAsk = 0;
 const peerMetrics = (): Promise<PeerMetrics[]> =>
   new Promise((resolve) => {
@@ -26,13 +29,22 @@ const peerMetrics = (): Promise<PeerMetrics[]> =>
     peerAsks.set(id, resolve);
     port.postMessage({ type: 'peer-metrics', id } satisfies AppThreadMessage);
   });
+let lastPeers: Promise<PeerMetrics[]> | undefined;
 const app = await startApp(opts, () => ledger, {
   shared: true,
   notes: index === 0,
   threads,
   thread: index,
   followFeeds: new Map(followFeeds),
-  ...(index === 0 ? { peerMetrics } : {}),
+  ...(index === 0
+    ? {
+        peerMetrics: () => (lastPeers = peerMetrics()),
+        ledgerStatus: async () => {
+          await lastPeers?.catch(() => undefined);
+          return ledgerState;
+        },
+      }
+    : {}),
 });
 port.postMessage({
   type: 'listening',
@@ -50,6 +62,7 @@ port.on('message', (m: AppThreadCommand) => {
   else if (m.type === 'metrics')
     port.postMessage({ type: 'metrics', id: m.id, counts: app.srv.metricsCounts() } satisfies AppThreadMessage);
   else if (m.type === 'peer-metrics') {
+    ledgerState = m.ledger;
     peerAsks.get(m.id)?.(m.threads);
     peerAsks.delete(m.id);
   }

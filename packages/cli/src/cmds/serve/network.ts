@@ -17,6 +17,7 @@ import {
   applyFaultInjection,
   checkNetwork,
   checkNetworks,
+  datadirDisk,
 } from '@chainnode/server';
 import type { NetworkConfig, ServerConfig } from '@chainnode/server';
 import type { RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
@@ -162,12 +163,16 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   }
   if (store !== raw) log(`fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails`);
   let logs: OffloadPool | undefined;
+  let runtime: NetworkRuntime | undefined;
   if (workers > 0) {
     try {
       logs = await startLogWorkers(
         { datadir: o.datadir, rpcConfig: o.rpcConfig, ...(network !== undefined ? { network } : {}) },
         o.config,
         log,
+        () => {
+          if (runtime !== undefined) runtime.metrics.logsShed++;
+        },
       );
     } catch (err) {
       await follow?.stop();
@@ -179,7 +184,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   // eth_sendRawTransaction goes to the upstream this network follows (checked first, never pooled).
   if (o.follow !== undefined) options.forward = upstreamForwarder(o.follow.url);
   const service = createRpcService(store, o.rpcConfig, options);
-  return new NetworkRuntime({
+  runtime = new NetworkRuntime({
     name: o.implicit ? IMPLICIT_NETWORK : o.name,
     store,
     service,
@@ -190,7 +195,9 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
       await logs?.close();
     },
     closeStore: () => raw.close(),
+    disk: () => datadirDisk(o.datadir),
   });
+  return runtime;
 }
 
 /**
@@ -204,8 +211,10 @@ async function startLogWorkers(
   workerData: LogWorkerData,
   config: ServerConfig,
   log: (line: string) => void,
+  onShed: () => void,
 ): Promise<OffloadPool> {
   const pool = await OffloadPool.start({
+    onShed,
     script: new URL('./log-worker.js', import.meta.url),
     workerData,
     size: config.logWorkers,

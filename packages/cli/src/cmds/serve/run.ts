@@ -18,8 +18,22 @@ import type { MessagePort } from 'node:worker_threads';
 import { hasAdminToken, startDashboard } from '@chainnode/dashboard';
 import type { RunningDashboard } from '@chainnode/dashboard';
 import { ConfigError, loadConfig, rpcConfigOf, startServer } from '@chainnode/server';
-import { LedgerUnavailableError, ThreadLedgerHost, checkLedgerUrl, linkPorts, openLedger } from '@chainnode/accounts';
-import type { NetworkConfig, NetworkRuntime, RunningServer, PeerMetrics, ServerConfig } from '@chainnode/server';
+import {
+  LedgerUnavailableError,
+  RedisLedger,
+  ThreadLedgerHost,
+  checkLedgerUrl,
+  linkPorts,
+  openLedger,
+} from '@chainnode/accounts';
+import type {
+  LedgerView,
+  NetworkConfig,
+  NetworkRuntime,
+  RunningServer,
+  PeerMetrics,
+  ServerConfig,
+} from '@chainnode/server';
 import type { CreditLedger, KeyStore, LedgerFailureMode, OpenLedger, UsageRecord } from '@chainnode/accounts';
 import { resolveConfig } from '@chainnode/rpc';
 import { redactUrl } from '@chainnode/ingest';
@@ -133,6 +147,16 @@ export interface AppExtras {
   peerMetrics?: () => Promise<PeerMetrics[]>;
   /** serve --threads: this app thread's index. */
   thread?: number;
+  /** The Redis ledger's state for its gauges (the thread that owns the ledger knows it). */
+  ledgerStatus?: () => Promise<LedgerView | undefined>;
+}
+
+/** The Redis ledger's state for its gauges; undefined with the embedded ledger. */
+export function ledgerView(ledger: OpenLedger, failure: LedgerFailureMode): LedgerView | undefined {
+  if (ledger.engine !== 'redis') return undefined;
+  const l = ledger.ledger();
+  if (!(l instanceof RedisLedger)) return undefined;
+  return { failure, degraded: l.isDegraded, journalCharges: l.journalLength };
 }
 
 const log = (line: string): void => {
@@ -303,6 +327,7 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
       ...(metricsPort !== undefined ? { metricsPort } : {}),
       ...(extras.peerMetrics !== undefined ? { peerMetrics: extras.peerMetrics } : {}),
       ...(extras.thread !== undefined ? { thread: extras.thread } : {}),
+      ...(extras.ledgerStatus !== undefined ? { ledgerStatus: extras.ledgerStatus } : {}),
     });
   } catch (err) {
     await closeAll();
@@ -486,7 +511,10 @@ export async function serve(
   } else {
     let app: App;
     try {
-      app = await startApp(opts, () => ({ keys: ledger.keys, credits: ledger.ledger(), usage: ledger.usageRecord() }));
+      const failure = parseLedgerFailure(opts.ledgerFailure);
+      app = await startApp(opts, () => ({ keys: ledger.keys, credits: ledger.ledger(), usage: ledger.usageRecord() }), {
+        ledgerStatus: async () => ledgerView(ledger, failure),
+      });
     } catch (err) {
       await ledger.close();
       throw err;
@@ -594,7 +622,12 @@ async function serveThreads(
         if (m.type === 'listening') resolve(m);
         else if (m.type === 'peer-metrics') {
           void peerCounts(w).then((t) =>
-            w.postMessage({ type: 'peer-metrics', id: m.id, threads: t } satisfies AppThreadCommand),
+            w.postMessage({
+              type: 'peer-metrics',
+              id: m.id,
+              threads: t,
+              ledger: ledgerView(ledger, parseLedgerFailure(opts.ledgerFailure)),
+            } satisfies AppThreadCommand),
           );
         }
       });
