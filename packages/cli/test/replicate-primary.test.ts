@@ -62,7 +62,7 @@ describe.each(chains)('replicating a chainnode primary of the %s chain', (chain)
       ['sync', '--from', replica.url(rk.key), '--genesis', genesis, '--ingest', 'replicate', '--datadir', secondDir],
       { timeoutMs: 600_000 },
     );
-    expect(r2.code).toBe(0);
+    if (r2.code !== 0) throw new Error(`second-hop replicating sync failed:\n${r2.stderr.slice(-2000)}`);
     expect(await digestDatadir(secondDir)).toEqual(await digestDatadir(executed));
   }, 900_000);
 });
