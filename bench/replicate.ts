@@ -111,7 +111,11 @@ try {
         timings,
       });
       const repSecs = (performance.now() - t0) / 1000;
-      primary.proc.kill('SIGTERM');
+      // The primary lets go of its datadir before both stores are digested.
+      await new Promise<void>((res) => {
+        primary.proc.once('exit', () => res());
+        primary.proc.kill('SIGTERM');
+      });
       const [de, dr] = await Promise.all([digestDatadir(executedDir), digestDatadir(replicaDir)]);
       if (de.digest !== dr.digest) throw new Error(`${name}: the replica's store differs from the executed one`);
       const mgas = Number(timings.gas) / 1e6;

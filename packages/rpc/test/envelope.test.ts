@@ -77,8 +77,8 @@ describe('envelope', () => {
   });
 
   test('unknown method -32601 with geth wording', async () => {
-    expect(await body('{"jsonrpc":"2.0","id":1,"method":"eth_sendRawTransaction","params":[]}')).toBe(
-      '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"the method eth_sendRawTransaction does not exist/is not available"}}',
+    expect(await body('{"jsonrpc":"2.0","id":1,"method":"eth_sendTransaction","params":[]}')).toBe(
+      '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"the method eth_sendTransaction does not exist/is not available"}}',
     );
     // Object.prototype names are not methods.
     expect(await body('{"jsonrpc":"2.0","id":1,"method":"toString","params":[]}')).toContain('-32601');
