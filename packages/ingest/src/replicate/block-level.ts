@@ -102,18 +102,12 @@ const ZERO_CREDITED_VAULTS = [
  * L1Block predeploy's storage for every non-deposit transaction and commits what it read to its
  * state trie: the L1Block account (created empty when absent) with zero-valued leaves at the
  * slots it read (1, 3, 5, 7 and 8, found with eth_getProof on anvil 1.7.1), and the L1 fee and
- * operator fee vaults credited 0 (created empty). None of it is in a transaction trace, and op-geth writes none of it (its
- * L1Block values come from the L1-attributes deposit, which traces show).
+ * operator fee vaults credited 0 (created empty). None of it is in a transaction trace, and
+ * op-geth writes none of it (its L1Block values come from the L1-attributes deposit, which
+ * traces show).
  */
-export async function applyAnvilOpStackReads(
-  overlay: StateOverlay,
-  genesis: Record<string, unknown>,
-  h: HeaderRecord,
-  txTypes: readonly number[],
-): Promise<void> {
+export async function applyAnvilOpStackReads(overlay: StateOverlay, txTypes: readonly number[]): Promise<void> {
   if (!txTypes.some((t) => t !== 0x7e)) return;
-  void genesis;
-  void h;
   const slots = [1n, 3n, 5n, 7n, 8n];
   const key = keccak256(L1_BLOCK);
   for (const s of slots) await overlay.keepZeroLeaf(key, slotKey(s), '0x4200000000000000000000000000000000000015');

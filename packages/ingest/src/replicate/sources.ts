@@ -354,8 +354,6 @@ export class TracerSource implements ReplicaSource {
           if (anvilOp !== undefined)
             await applyAnvilOpStackReads(
               overlay,
-              anvilOp,
-              headerRec,
               transactions.map((t) => t.type),
             );
           await applyPostTransactions(overlay, common, headerRec, uncleHeaders, withdrawals);
