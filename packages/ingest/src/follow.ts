@@ -378,36 +378,24 @@ export class Follower {
     }
   }
 
-  private async byNumber(n: bigint): Promise<FetchedBlock | undefined> {
+  /** Block `n` (a number) or of hash `id`, from whichever source this follower ingests by. */
+  private async fetch(id: bigint | Uint8Array): Promise<FetchedBlock | undefined> {
     if (this.replica !== undefined) {
-      const b = await this.replica.byNumber(n);
-      return (
-        b && {
-          number: b.number,
-          hash: b.hash,
-          parentHash: b.parentHash,
-          append: () => this.pipeline.appendReplica(b, this.opts.timings),
-        }
-      );
+      const b = typeof id === 'bigint' ? await this.replica.byNumber(id) : await this.replica.byHash(id);
+      if (b === undefined) return undefined;
+      return { ...b, append: () => this.pipeline.appendReplica(b, this.opts.timings) };
     }
-    const b = await this.source.byNumber(n);
-    return b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.append(b.raw) };
+    const b = typeof id === 'bigint' ? await this.source.byNumber(id) : await this.source.byHash(id);
+    if (b === undefined) return undefined;
+    return { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.append(b.raw) };
   }
 
-  private async byHash(hash: Uint8Array): Promise<FetchedBlock | undefined> {
-    if (this.replica !== undefined) {
-      const b = await this.replica.byHash(hash);
-      return (
-        b && {
-          number: b.number,
-          hash: b.hash,
-          parentHash: b.parentHash,
-          append: () => this.pipeline.appendReplica(b, this.opts.timings),
-        }
-      );
-    }
-    const b = await this.source.byHash(hash);
-    return b && { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.append(b.raw) };
+  private byNumber(n: bigint): Promise<FetchedBlock | undefined> {
+    return this.fetch(n);
+  }
+
+  private byHash(hash: Uint8Array): Promise<FetchedBlock | undefined> {
+    return this.fetch(hash);
   }
 
   private probeChainId(): Promise<bigint> {

@@ -38,7 +38,8 @@ export class MissingTrieNodeError extends Error {
   }
 }
 
-function nibblesOf(b: Uint8Array): number[] {
+/** A key's nibbles, high half first. */
+export function nibblesOf(b: Uint8Array): number[] {
   const out: number[] = new Array(b.length * 2);
   for (let i = 0; i < b.length; i++) {
     out[2 * i] = (b[i] as number) >> 4;
@@ -47,7 +48,8 @@ function nibblesOf(b: Uint8Array): number[] {
   return out;
 }
 
-function hexPrefix(path: number[], leaf: boolean): Uint8Array {
+/** Compact (hex-prefix) encoding of a nibble path. */
+export function hexPrefix(path: number[], leaf: boolean): Uint8Array {
   const odd = path.length % 2;
   const out = new Uint8Array(Math.floor(path.length / 2) + 1);
   out[0] = ((leaf ? 2 : 0) + odd) << 4;

@@ -3,33 +3,13 @@
 // awaits, each node hashed once. The same root @ethereumjs/mpt gives (the tests compare them).
 import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_RLP } from '@ethereumjs/util';
-import { keccak256 } from '@chainnode/store';
+import { hexPrefix, keccak256, nibblesOf } from '@chainnode/store';
 
 type Nested = Uint8Array | Nested[];
 
 interface Entry {
   nibbles: number[];
   value: Uint8Array;
-}
-
-function nibblesOf(b: Uint8Array): number[] {
-  const out: number[] = new Array(b.length * 2);
-  for (let i = 0; i < b.length; i++) {
-    out[2 * i] = (b[i] as number) >> 4;
-    out[2 * i + 1] = (b[i] as number) & 15;
-  }
-  return out;
-}
-
-/** Compact (hex-prefix) encoding of a nibble path. */
-function hexPrefix(path: number[], leaf: boolean): Uint8Array {
-  const odd = path.length % 2;
-  const out = new Uint8Array(Math.floor(path.length / 2) + 1);
-  out[0] = ((leaf ? 2 : 0) + odd) << 4;
-  let i = 0;
-  if (odd === 1) out[0] |= path[i++] as number;
-  for (let j = 1; i < path.length; j++, i += 2) out[j] = ((path[i] as number) << 4) | (path[i + 1] as number);
-  return out;
 }
 
 /** A child as its parent holds it: embedded when its encoding is under 32 bytes, else its hash. */
