@@ -32,6 +32,11 @@ export interface ChainInfo {
    * stored at import; at least `{ config }`. What an EVM needs to pick rules per block.
    */
   genesis?: unknown;
+  /**
+   * The first block the store holds: 0, or N for a node that joined its chain at block N (no
+   * block, receipt or state of its own below N; state at N and above arrives proven, on demand).
+   */
+  firstBlock?: bigint;
 }
 
 /** A JSON text ready to be spliced into an answer (exactly what the formatter would write), as its ASCII bytes. */
@@ -108,5 +113,12 @@ export interface ChainStore {
    * Throws LimitExceededError / ResponseTooLargeError past `limits`.
    */
   stateDiff(parentRoot: Bytes, root: Bytes, limits: StateDiffLimits): Promise<StateDiffRecord>;
+  /**
+   * Stores trie nodes and contract code that the caller has verified against a stored state root
+   * (a node that joined its chain at block N fetches the paths it reads as proofs). Each is keyed
+   * by its own keccak here, as the archive trie keys them, so nothing can be stored under another
+   * hash. Absent on stores that do not take proven state.
+   */
+  addProvenState?(nodes: Bytes[], codes: Bytes[]): Promise<void>;
   close(): Promise<void>;
 }

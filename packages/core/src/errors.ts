@@ -83,3 +83,25 @@ export class StoreUnavailableError extends Error {
     this.name = 'StoreUnavailableError';
   }
 }
+
+/**
+ * 4444 with geth's wording: the block (or its state) lies before the first block this node holds
+ * (a node that joined its chain at block N holds history from N on). `data.firstBlock` names N.
+ */
+export class PrunedHistoryError extends RpcError {
+  constructor(readonly firstBlock: bigint) {
+    super(4444, 'pruned history unavailable', { firstBlock: `0x${firstBlock.toString(16)}` });
+  }
+}
+
+/**
+ * A trie walk reached a node the store does not hold (a node that joined at block N holds no
+ * state of its own: its trie nodes arrive with verified proofs). Not an RpcError: the proven-state
+ * layer fetches the path and retries; if nothing handles it, it surfaces as -32603.
+ */
+export class MissingTrieNodeError extends Error {
+  constructor(readonly nodeHash: Uint8Array) {
+    super(`missing trie node 0x${Buffer.from(nodeHash).toString('hex')}`);
+    this.name = 'MissingTrieNodeError';
+  }
+}

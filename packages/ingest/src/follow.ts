@@ -18,10 +18,11 @@ import {
 } from './errors.js';
 import { readGenesisJson } from './genesis.js';
 import { ImportPipeline } from './pipeline.js';
+import type { AnchorBlock } from './pipeline.js';
 import { createRpcClient } from './rpc-client.js';
 import type { RpcClient } from './rpc-client.js';
 import { RpcBlockSource } from './rpc-source.js';
-import { chooseReplicaSource } from './replicate/sources.js';
+import { chooseHistorySource, chooseReplicaSource } from './replicate/sources.js';
 import type { ReplicaSource, StateSourceKind } from './replicate/sources.js';
 import type { ReplicationTimings } from './replicate/timings.js';
 
@@ -43,6 +44,9 @@ export function assertExecutable(json: GethGenesis): void {
 
 export type IngestMode = 'execute' | 'replicate';
 
+/** Where a joining datadir starts: a block number, or the upstream's head minus K. */
+export type StartBlock = { number: bigint } | { headMinus: bigint };
+
 export type FollowState = 'starting' | 'syncing' | 'following' | 'retrying' | 'failed' | 'stopped';
 
 /** What /health and the metrics show about the ingest. */
@@ -60,6 +64,8 @@ export interface FollowStatus {
   lagSeconds: number;
   reorgs: number;
   blocksImported: number;
+  /** The first block the datadir holds (0 unless it joined its chain at a later block). */
+  firstBlock: bigint;
   lastError: string | undefined;
   /** Date.now() of the last error. */
   lastErrorAt: number | undefined;
@@ -78,6 +84,7 @@ export function initialFollowStatus(upstream = ''): FollowStatus {
     lagSeconds: 0,
     reorgs: 0,
     blocksImported: 0,
+    firstBlock: 0n,
     lastError: undefined,
     lastErrorAt: undefined,
   };
@@ -112,6 +119,15 @@ export interface FollowOptions {
    * take the upstream's transactions, receipts and state changes and verify every root
    * (replicate/). */
   ingest?: IngestMode;
+  /**
+   * Join the chain at this block instead of starting at genesis (only for an empty datadir): a
+   * number, or `{ headMinus: K }` for the upstream's head minus K. The datadir then holds
+   * history from there on, verified by its roots and hash links, and no state of its own
+   * (history-only ingest, whatever `ingest` says).
+   */
+  startBlock?: StartBlock;
+  /** The hash the start block must have (pins the anchor; without startBlock it names the block). */
+  checkpoint?: Uint8Array;
   /** Replication's state source; probed from the upstream when absent. */
   stateSource?: StateSourceKind;
   /** Filled with where replication's time goes (the benchmark reads it). */
@@ -194,6 +210,10 @@ export class Follower {
   private readonly client: RpcClient;
   private source!: RpcBlockSource;
   private replica: ReplicaSource | undefined;
+  /** History-only ingest (a joined datadir): blocks' data verified, no state. */
+  private history: ReplicaSource | undefined;
+  private lastProgress = Date.now();
+  private progressFrom = { at: Date.now(), number: 0n };
   private pipeline!: ImportPipeline;
   private readonly status: FollowStatus;
   private totals = { blocks: 0, txs: 0, logs: 0 };
@@ -225,6 +245,7 @@ export class Follower {
     if (head !== undefined) {
       s.localHead = head.number;
       s.localHeadTimestamp = head.timestamp;
+      s.firstBlock = this.pipeline.firstBlock();
     }
     s.lagBlocks = s.upstreamHead !== undefined && s.upstreamHead > s.localHead ? s.upstreamHead - s.localHead : 0n;
     s.lagSeconds =
@@ -298,7 +319,9 @@ export class Follower {
         // (another backend, a fixed proxy). Executing, the same block fails the same way: stop.
         const retryable =
           err instanceof UpstreamError ||
-          (err instanceof BlockVerificationError && this.replica !== undefined && this.opts.follow === true);
+          (err instanceof BlockVerificationError &&
+            (this.replica !== undefined || this.history !== undefined) &&
+            this.opts.follow === true);
         if (!retryable) throw err;
         failures++;
         this.status.lastError = err.message;
@@ -343,14 +366,25 @@ export class Follower {
         `upstream ${this.client.origin} block 0 is ${hex(theirs.hash())}, genesis.json builds ${hex(built.hash())} (differing: ${diff.join(', ')})`,
       );
     };
+    const joining = this.opts.startBlock !== undefined || this.opts.checkpoint !== undefined;
     this.pipeline ??= await ImportPipeline.open({
       datadir: this.opts.datadir,
       ...(json !== undefined ? { genesis: { json } } : {}),
       ...(this.opts.shared ? { shared: true } : {}),
       checkGenesis,
+      ...(joining ? { anchor: (common: Common) => this.fetchAnchor(common) } : {}),
     });
-    if (execute) assertExecutable(this.pipeline.genesisJson);
     if (this.source === undefined) this.source = new RpcBlockSource(this.client, this.pipeline.common);
+    if (this.pipeline.historyOnly()) {
+      if (!joining && !this.pipeline.createdGenesis && this.history === undefined)
+        this.log(`follow: the datadir joined its chain at block ${this.pipeline.firstBlock()}: history-only ingest`);
+      this.history ??= await chooseHistorySource(this.client, this.source, this.pipeline.common, this.opts.timings);
+    } else if (joining && !this.pipeline.createdGenesis) {
+      throw new ChainSourceError(
+        `--start-block: datadir ${this.opts.datadir} already holds a chain from genesis; join with an empty datadir`,
+      );
+    }
+    if (execute && this.history === undefined) assertExecutable(this.pipeline.genesisJson);
     // A datadir that already holds a chain: the upstream must be that chain.
     const ours = BigInt(this.pipeline.common.chainId());
     if (ours !== upstreamChainId)
@@ -365,7 +399,7 @@ export class Follower {
         `upstream ${this.client.origin} block 0 is ${h}, datadir ${this.opts.datadir} holds genesis ${hex(this.pipeline.genesisHash)}`,
       );
     }
-    if (!execute && this.replica === undefined) {
+    if (!execute && this.replica === undefined && this.history === undefined) {
       this.replica = await chooseReplicaSource(
         this.client,
         this.source,
@@ -378,8 +412,58 @@ export class Follower {
     }
   }
 
+  /**
+   * The block an empty datadir joins at (ImportPipeline's anchor): the start block by number (or
+   * the upstream's head minus K), or the checkpoint by hash; both given, they must agree. Its
+   * data roots are verified by the pipeline; its hash is what every later block links back to.
+   */
+  private async fetchAnchor(common: Common): Promise<AnchorBlock> {
+    this.source ??= new RpcBlockSource(this.client, common);
+    this.history ??= await chooseHistorySource(this.client, this.source, common, this.opts.timings);
+    const start = this.opts.startBlock;
+    const checkpoint = this.opts.checkpoint;
+    let number: bigint | undefined;
+    if (start !== undefined) {
+      if ('number' in start) number = start.number;
+      else {
+        const tip = await this.source.latest();
+        number = tip.number > start.headMinus ? tip.number - start.headMinus : 1n;
+      }
+      if (number < 1n) throw new ChainSourceError('--start-block: the first block of a joined datadir is above 0');
+    }
+    const block =
+      checkpoint !== undefined ? await this.history.byHash(checkpoint) : await this.history.byNumber(number as bigint);
+    if (block === undefined)
+      throw new UpstreamError(
+        `${this.client.origin}: start block ${checkpoint !== undefined ? hex(checkpoint) : String(number)} not served`,
+      );
+    if (checkpoint !== undefined && !equalsBytes(block.hash, checkpoint))
+      throw new ChainMismatchError(
+        `${this.client.origin}: checkpoint ${hex(checkpoint)} answered with ${hex(block.hash)}`,
+      );
+    if (number !== undefined && block.number !== number)
+      throw new ChainMismatchError(
+        `--checkpoint ${hex(block.hash)} is block ${block.number}, not the --start-block ${number}`,
+      );
+    const json = (await this.client.call('eth_getBlockByHash', [hex(block.hash), false])) as {
+      totalDifficulty?: unknown;
+    } | null;
+    const td = json?.totalDifficulty;
+    const totalDifficulty =
+      typeof td === 'string' && /^0x[0-9a-fA-F]{1,64}$/.test(td) ? BigInt(td) : block.header.difficulty;
+    this.log(
+      `follow: joining the chain at block ${block.number} (${hex(block.hash)}${checkpoint !== undefined ? ', the checkpoint' : ''}): history from there on, verified by its roots and hash links; state proven on demand`,
+    );
+    return { block, totalDifficulty };
+  }
+
   /** Block `n` (a number) or of hash `id`, from whichever source this follower ingests by. */
   private async fetch(id: bigint | Uint8Array): Promise<FetchedBlock | undefined> {
+    if (this.history !== undefined) {
+      const b = typeof id === 'bigint' ? await this.history.byNumber(id) : await this.history.byHash(id);
+      if (b === undefined) return undefined;
+      return { ...b, append: () => this.pipeline.appendHistory(b, this.opts.timings) };
+    }
     if (this.replica !== undefined) {
       const b = typeof id === 'bigint' ? await this.replica.byNumber(id) : await this.replica.byHash(id);
       if (b === undefined) return undefined;
@@ -477,6 +561,7 @@ export class Follower {
           }
           await blk.append();
           if (this.pipeline.stagedBlocks() >= groupBlocks || Date.now() - this.lastFlush >= groupMs) await this.flush();
+          this.progress(target);
         }
         if (stop) break;
       }
@@ -485,7 +570,25 @@ export class Follower {
     }
   }
 
+  /** A progress line every 5 s while catching up: where the ingest is, how far to go, how fast. */
+  private progress(target: bigint): void {
+    const now = Date.now();
+    if (now - this.lastProgress < 5000) return;
+    const head = this.pipeline.head().number;
+    const from = this.progressFrom;
+    const rate = from.number > 0n && now > from.at ? (Number(head - from.number) * 1000) / (now - from.at) : 0;
+    this.log(
+      `follow: block ${head} of ${target} (${target - head} to go${rate > 0 ? `, ${rate.toFixed(1)} blocks/s` : ''})`,
+    );
+    this.lastProgress = now;
+    this.progressFrom = { at: now, number: head };
+  }
+
   private checkDepth(ancestor: bigint): void {
+    if (ancestor < this.pipeline.firstBlock())
+      throw new ChainMismatchError(
+        `upstream ${this.client.origin} rolls back below block ${this.pipeline.firstBlock()}, where this datadir joined its chain: use another --datadir`,
+      );
     const depth = this.opts.reorgDepth ?? 64n;
     const head = this.pipeline.head().number;
     if (head - ancestor > depth) {
@@ -504,6 +607,10 @@ export class Follower {
       const first = branch[0] as FetchedBlock;
       const parentNumber = first.number - 1n;
       if (parentNumber < 0n) throw new ChainMismatchError(`upstream ${this.client.origin} has another genesis`);
+      if (parentNumber < this.pipeline.firstBlock())
+        throw new ChainMismatchError(
+          `upstream ${this.client.origin}'s chain leaves ours below block ${this.pipeline.firstBlock()}, where this datadir joined it (a reorg past the anchor): use another --datadir`,
+        );
       if (parentNumber <= this.pipeline.head().number) {
         const ours = await this.pipeline.canonicalHash(parentNumber);
         if (ours !== undefined && equalsBytes(ours, first.parentHash)) {

@@ -18,7 +18,7 @@ export type { RpcClient, RpcClientOptions } from './rpc-client.js';
 export { RpcBlockSource } from './rpc-source.js';
 export type { UpstreamBlock, UpstreamTip } from './rpc-source.js';
 export { assertExecutable } from './follow.js';
-export type { IngestMode } from './follow.js';
+export type { IngestMode, StartBlock } from './follow.js';
 export type { StateSourceKind } from './replicate/sources.js';
 export { FollowRuntime, IngestThread } from './runtime/follow-runtime.js';
 export type { CommitSink, FollowEvent } from './runtime/follow-runtime.js';

@@ -18,7 +18,7 @@ import { bytesToBigInt } from '@chainnode/core';
 import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
 import { StoreWriter } from '@chainnode/store';
 import type { BlockInput, FlushStats, StoredReceipt } from '@chainnode/store';
-import { BlockVerificationError, ChainMismatchError } from './errors.js';
+import { BlockVerificationError, ChainMismatchError, ChainSourceError } from './errors.js';
 import { buildGenesis, commonFromGenesis } from './genesis.js';
 import { verifyBlockData } from './replicate/block.js';
 import type { ReplicaBlock } from './replicate/block.js';
@@ -108,6 +108,21 @@ export interface PipelineOptions {
    * may throw (refuse) or return the header RLP to store instead (see GenesisChoice.headerRlp).
    */
   checkGenesis?: (built: Block, common: Common) => Promise<Uint8Array | undefined>;
+  /**
+   * Join the chain at a block N > 0 instead of starting at genesis (only for an empty datadir):
+   * called with the chain's rules and genesis hash once genesis.json has built (and
+   * `checkGenesis` accepted) block 0; returns block N with the total difficulty the upstream
+   * states for it. Its data roots are verified here; the datadir then holds history from N on
+   * and no state of its own (appendHistory).
+   */
+  anchor?: (common: Common, genesisHash: Uint8Array) => Promise<AnchorBlock>;
+}
+
+/** The block a joining datadir starts at (PipelineOptions.anchor). */
+export interface AnchorBlock {
+  block: ReplicaBlock;
+  /** The upstream's totalDifficulty of the block (not verifiable without the history below it). */
+  totalDifficulty: bigint;
 }
 
 export interface PipelineHead {
@@ -191,7 +206,18 @@ export class ImportPipeline {
       headerRlp = (await opts.checkGenesis(genesis, common)) ?? headerRlp;
     const genesisHash = keccak256(headerRlp);
     let created = false;
-    if (stored === undefined) {
+    if (stored === undefined && opts.anchor !== undefined) {
+      writer.trieDb.rejectBlock(); // a joined datadir holds no genesis state
+      const a = await opts.anchor(common, genesisHash);
+      await verifyBlockData(a.block);
+      await writer.writeAnchor({
+        chainConfig: json.config,
+        genesisJson: json,
+        genesisHash,
+        block: historyInput(a.block, a.totalDifficulty),
+      });
+      created = true;
+    } else if (stored === undefined) {
       await writer.writeGenesis({
         chainConfig: json.config,
         genesisJson: json,
@@ -254,6 +280,7 @@ export class ImportPipeline {
     this.prev = { number, hash, timestamp: bytesToBigInt(fields[11] as Uint8Array) };
     // Block 0's header may carry an upstream's state root (anvil --init); the alloc's is the state.
     this.stateRoot = number === 0n ? this.genesisStateRoot : (fields[3] as Uint8Array);
+    if (this.historyOnly()) return; // no state held: nothing to execute against
     await this.sm.setStateRoot(this.stateRoot);
     this.hashes.forgetAbove(number);
     this.vm = await createVM({
@@ -262,6 +289,26 @@ export class ImportPipeline {
       blockchain: this.hashes.asBlockchain() as never,
       setHardfork: true,
     });
+  }
+
+  /**
+   * The datadir joined its chain at a block above genesis: it holds history from there on and no
+   * state of its own, so blocks come in by appendHistory only.
+   */
+  historyOnly(): boolean {
+    return this.writer.firstBlock() > 0n;
+  }
+
+  private requireState(): void {
+    if (this.historyOnly())
+      throw new ChainSourceError(
+        `the datadir joined its chain at block ${this.firstBlock()} and holds no state of its own: its blocks come in history-only (--start-block), not executed or replicated`,
+      );
+  }
+
+  /** The first block the datadir holds. */
+  firstBlock(): bigint {
+    return this.writer.firstBlock();
   }
 
   /** The last block staged or written. */
@@ -292,6 +339,7 @@ export class ImportPipeline {
    * withdrawals?]`). Its parent must be the current head (see ParentMismatch).
    */
   async append(raw: Uint8Array, decoded?: BlockBytes): Promise<CommittedBlock> {
+    this.requireState();
     const values = decoded ?? (RLP.decode(raw) as unknown as BlockBytes);
     const headerValues = values[0] as unknown as Uint8Array[];
     const number = bytesToBigInt(headerValues[8] as Uint8Array);
@@ -364,6 +412,7 @@ export class ImportPipeline {
    * stages it. Its parent must be the current head.
    */
   async appendReplica(b: ReplicaBlock, timings?: ReplicationTimings): Promise<CommittedBlock> {
+    this.requireState();
     const number = b.number;
     if (number !== this.prev.number + 1n)
       throw new Error(`pipeline: block ${number} does not follow ${this.prev.number}`);
@@ -394,41 +443,36 @@ export class ImportPipeline {
       timings.blocks++;
       timings.gas += b.header.gasUsed;
     }
-    return this.stage(
-      {
-        number,
-        hash: b.hash,
-        headerRlp: b.headerRlp,
-        body: {
-          size: b.size,
-          transactions: b.transactions.map((t) => t.bytes),
-          uncles: b.uncles.map((u) => RLP.encode(u)),
-          ...(b.withdrawals !== undefined ? { withdrawals: b.withdrawals } : {}),
-        },
-        totalDifficulty: this.td + b.header.difficulty,
-        senders: b.transactions.map((t) => t.sender),
-        txHashes: b.transactions.map((t) => t.hash),
-        receipts: b.receipts.map((r) => ({
-          type: r.type,
-          // Stored as the executor stores it: a failed status is one 0x00 byte (its consensus
-          // encoding is the empty string).
-          statusOrState: r.statusOrState.length === 0 ? Uint8Array.of(0) : r.statusOrState,
-          cumulativeGasUsed: r.cumulativeGasUsed,
-          ...(r.depositNonce !== undefined ? { depositNonce: r.depositNonce } : {}),
-          ...(r.depositReceiptVersion !== undefined ? { depositReceiptVersion: r.depositReceiptVersion } : {}),
-        })),
-        logs: b.receipts.map((r) => r.logs),
-        logsBloom: b.header.logsBloom,
-      },
-      b.timestamp,
-      b.header.stateRoot,
-    );
+    return this.stage(historyInput(b, this.td + b.header.difficulty), b.timestamp, b.header.stateRoot);
+  }
+
+  /**
+   * Verifies one block's data against its header (replicate/block.ts: header hash, transactions,
+   * uncles, withdrawals and receipts roots, logs bloom, gas used) and its parent link to the head,
+   * and stages it without state: a joined datadir's history (historyOnly). The header's state root
+   * is trusted as far as the hash chain from the anchor reaches; state is proven on demand
+   * against it.
+   */
+  async appendHistory(b: ReplicaBlock, timings?: ReplicationTimings): Promise<CommittedBlock> {
+    const number = b.number;
+    if (number !== this.prev.number + 1n)
+      throw new Error(`pipeline: block ${number} does not follow ${this.prev.number}`);
+    check(number, 'parentHash', this.prev.hash, b.parentHash);
+    const t0 = performance.now();
+    await verifyBlockData(b);
+    if (timings !== undefined) {
+      timings.rootsMs += performance.now() - t0;
+      timings.blocks++;
+      timings.gas += b.header.gasUsed;
+    }
+    return this.stage(historyInput(b, this.td + b.header.difficulty), b.timestamp, b.header.stateRoot, true);
   }
 
   /** Stages a verified block into the writer's group and moves the head to it. */
-  private stage(input: BlockInput, timestamp: bigint, stateRoot: Uint8Array): CommittedBlock {
+  private stage(input: BlockInput, timestamp: bigint, stateRoot: Uint8Array, history = false): CommittedBlock {
     const { number, hash, txHashes, logs } = input;
-    this.writer.addBlock(input);
+    if (history) this.writer.addHistoryBlock(input);
+    else this.writer.addBlock(input);
     this.td = input.totalDifficulty;
     this.stateRoot = stateRoot;
     this.hashes.remember(number, hash);
@@ -497,6 +541,35 @@ export class ImportPipeline {
   async close(): Promise<void> {
     await this.writer.close();
   }
+}
+
+/** The rows of a block whose data a ReplicaBlock carries (replicated or history-only). */
+function historyInput(b: ReplicaBlock, totalDifficulty: bigint): BlockInput {
+  return {
+    number: b.number,
+    hash: b.hash,
+    headerRlp: b.headerRlp,
+    body: {
+      size: b.size,
+      transactions: b.transactions.map((t) => t.bytes),
+      uncles: b.uncles.map((u) => RLP.encode(u)),
+      ...(b.withdrawals !== undefined ? { withdrawals: b.withdrawals } : {}),
+    },
+    totalDifficulty,
+    senders: b.transactions.map((t) => t.sender),
+    txHashes: b.transactions.map((t) => t.hash),
+    receipts: b.receipts.map((r) => ({
+      type: r.type,
+      // Stored as the executor stores it: a failed status is one 0x00 byte (its consensus
+      // encoding is the empty string).
+      statusOrState: r.statusOrState.length === 0 ? Uint8Array.of(0) : r.statusOrState,
+      cumulativeGasUsed: r.cumulativeGasUsed,
+      ...(r.depositNonce !== undefined ? { depositNonce: r.depositNonce } : {}),
+      ...(r.depositReceiptVersion !== undefined ? { depositReceiptVersion: r.depositReceiptVersion } : {}),
+    })),
+    logs: b.receipts.map((r) => r.logs),
+    logsBloom: b.header.logsBloom,
+  };
 }
 
 /** An empty datadir and no genesis.json to start it from. */

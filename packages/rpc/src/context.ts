@@ -1,6 +1,6 @@
 // What handlers get: the store, the config, and block-parameter resolution shared by all
 // methods (tags -> numbers, EIP-1898 selectors -> headers).
-import { ServerError } from '@chainnode/core';
+import { PrunedHistoryError, ServerError } from '@chainnode/core';
 import type {
   AccountProofRecord,
   BlockRecord,
@@ -61,23 +61,43 @@ export function createFormatMemos(): FormatMemos {
   };
 }
 
-/** Tag or number -> block number. Numbers past the head are returned as they are. */
-export async function resolveBlockNumber(ctx: HandlerContext, p: BlockNumberParam): Promise<bigint> {
-  if (p.kind === 'number') return p.number;
-  if (p.tag === 'earliest') return 0n;
-  return tagToNumber(p.tag, (await ctx.store.head()).number, ctx.config);
+/** The first block the store holds: 0, or N for a node that joined its chain at block N. */
+export function firstBlockOf(ctx: HandlerContext): bigint {
+  return ctx.store.info().firstBlock ?? 0n;
 }
 
-/** Resolution against a head already read (one consistent head for a whole query). */
-export function numberAgainstHead(p: BlockNumberParam, head: bigint, config: RpcConfig): bigint {
-  return p.kind === 'number' ? p.number : tagToNumber(p.tag, head, config);
+/** Throws geth's 4444 "pruned history unavailable" for a block below the first the store holds. */
+export function requireHeld(ctx: HandlerContext, number: bigint): void {
+  const first = firstBlockOf(ctx);
+  if (number < first) throw new PrunedHistoryError(first);
+}
+
+/**
+ * Tag or number -> block number. Numbers past the head are returned as they are; a number below
+ * the first block the store holds throws PrunedHistoryError; `earliest` is that first block.
+ */
+export async function resolveBlockNumber(ctx: HandlerContext, p: BlockNumberParam): Promise<bigint> {
+  if (p.kind === 'number') {
+    requireHeld(ctx, p.number);
+    return p.number;
+  }
+  if (p.tag === 'earliest') return firstBlockOf(ctx);
+  return tagToNumber(p.tag, (await ctx.store.head()).number, ctx.config, firstBlockOf(ctx));
+}
+
+/**
+ * Resolution against a head already read (one consistent head for a whole query); `first` is the
+ * first block the store holds (what `earliest` names). Callers check the range against it.
+ */
+export function numberAgainstHead(p: BlockNumberParam, head: bigint, config: RpcConfig, first = 0n): bigint {
+  return p.kind === 'number' ? p.number : tagToNumber(p.tag, head, config, first);
 }
 
 /** pending = latest; safe/finalized = configured depths below the head (no consensus client). */
-function tagToNumber(tag: BlockTag, head: bigint, config: RpcConfig): bigint {
+function tagToNumber(tag: BlockTag, head: bigint, config: RpcConfig, first: bigint): bigint {
   switch (tag) {
     case 'earliest':
-      return 0n;
+      return first;
     case 'latest':
     case 'pending':
       return head;
@@ -106,7 +126,7 @@ export async function resolveStateRoot(ctx: HandlerContext, sel: BlockSelector):
     if (root === undefined) throw new ServerError('header for hash not found');
     return root;
   }
-  const number = sel.kind === 'number' ? sel.number : await resolveBlockNumber(ctx, sel);
+  const number = await resolveBlockNumber(ctx, sel);
   let root: Bytes | undefined;
   if (ctx.store.canonicalStateRoot !== undefined) root = await ctx.store.canonicalStateRoot(number);
   else {

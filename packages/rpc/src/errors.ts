@@ -1,5 +1,5 @@
 // The one place where anything thrown during a call becomes a JSON-RPC error object.
-import { RpcError } from '@chainnode/core';
+import { MissingTrieNodeError, RpcError } from '@chainnode/core';
 
 export interface JsonRpcErrorObject {
   code: number;
@@ -26,5 +26,7 @@ export function toErrorObject(err: unknown): JsonRpcErrorObject {
     if (err.data !== undefined) out.data = err.data;
     return out;
   }
+  // geth's answer for state it does not hold (a joined node serving without an upstream to prove it from).
+  if (err instanceof MissingTrieNodeError) return { code: -32000, message: err.message };
   return { code: -32603, message: 'internal error' };
 }

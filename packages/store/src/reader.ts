@@ -16,6 +16,7 @@ import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_NULL, KECCAK256_RLP, setLengthLeft } from '@ethereumjs/util';
 import {
   DEPOSIT_TX_TYPE,
+  MissingTrieNodeError,
   RpcError,
   SingleFlight,
   StoreUnavailableError,
@@ -62,6 +63,7 @@ import {
   headCodec,
   rlpHeaderLength,
   tables,
+  u64Codec,
   writeRlpBytes,
   writeRlpHeader,
 } from './schema.js';
@@ -209,10 +211,12 @@ export class LevelChainStore implements ChainStore {
       const genesisRaw = await tables.meta.get(db, MetaKey.GenesisJson);
       const genesis: unknown =
         genesisRaw === undefined ? { config: parsed } : JSON.parse(new TextDecoder().decode(genesisRaw));
+      const first = await tables.meta.get(db, MetaKey.FirstBlock);
+      const firstBlock = first === undefined ? 0n : u64Codec.decode(first);
       return new LevelChainStore(
         db,
         datadir,
-        { chainId, networkId: chainId, genesisHash, genesis },
+        { chainId, networkId: chainId, genesisHash, genesis, firstBlock },
         options.nodeCacheBytes ?? NODE_CACHE_BYTES,
       );
     } catch (err) {
@@ -231,7 +235,8 @@ export class LevelChainStore implements ChainStore {
     try {
       return await fn();
     } catch (err) {
-      if (err instanceof RpcError || err instanceof StoreUnavailableError) throw err;
+      if (err instanceof RpcError || err instanceof StoreUnavailableError || err instanceof MissingTrieNodeError)
+        throw err;
       throw new StoreUnavailableError(`store unavailable: ${what} failed`, { cause: err });
     }
   }
@@ -757,6 +762,7 @@ export class LevelChainStore implements ChainStore {
     try {
       return fn();
     } catch (err) {
+      if (err instanceof MissingTrieNodeError) throw err;
       throw new StoreUnavailableError(`store unavailable: ${what} failed`, { cause: err });
     }
   }
@@ -892,6 +898,25 @@ export class LevelChainStore implements ChainStore {
     // node cache. Nodes the cache holds are taken from it.
     const nodes: NodeSource = (hash) => this.trieNodes.get(hash) ?? tables.trieNodes.getSync(this.db, hash);
     return this.guard('stateDiff', () => diffStates(nodes, (h) => this.codeSync(h), parentRoot, root, limits));
+  }
+
+  /**
+   * Verified proof nodes and code (ChainStore.addProvenState) into TrieNodes, keyed by their own
+   * keccak (code under 'c' ++ codeHash, as the state manager keys it): content-addressed, they
+   * slot into the archive trie the walks read, whoever wrote the rest. One batch.
+   */
+  addProvenState(nodes: Bytes[], codes: Bytes[]): Promise<void> {
+    return this.guard('addProvenState', async () => {
+      const batch = this.db.batch();
+      for (const n of nodes) batch.put(tables.trieNodes.key(keccak256(n)), n.slice());
+      for (const c of codes) {
+        const key = new Uint8Array(33);
+        key[0] = 0x63;
+        key.set(keccak256(c), 1);
+        batch.put(tables.trieNodes.key(key), c.slice());
+      }
+      await batch.write();
+    });
   }
 
   async close(): Promise<void> {

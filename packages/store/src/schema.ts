@@ -4,7 +4,7 @@
 //
 //   prefix  table           Key -> Value
 //   0x01    Meta            utf8 name -> bytes   (schemaVersion, genesisHash, chainConfig, head,
-//                           genesisJson, logsJsonFrom, logSegments)
+//                           genesisJson, logsJsonFrom, logSegments, firstBlock)
 //   0x02    Canonical       number(8) -> blockHash(32)
 //   0x03    HashToNumber    blockHash(32) -> number(8)
 //   0x04    Headers         blockHash(32) -> header RLP (as in the block)
@@ -814,6 +814,11 @@ export const MetaKey = {
    * fileLength (bytes past it are a crashed seal's and are cut off by the next).
    */
   LogSegments: 'logSegments',
+  /**
+   * u64: the first block the datadir holds, when it joined its chain at a block N > 0 (absent:
+   * from genesis). No rows of any table below N; no state of its own (proven nodes only).
+   */
+  FirstBlock: 'firstBlock',
 } as const;
 
 export const tables = {

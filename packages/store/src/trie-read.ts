@@ -15,7 +15,7 @@
 // a node that is not well-formed RLP of one of the shapes above throws ("rlp: ..." for bad RLP,
 // which the header and body scanners below share; "trie: ..." for a bad node shape).
 
-import { bytesToBigInt } from '@chainnode/core';
+import { MissingTrieNodeError, bytesToBigInt } from '@chainnode/core';
 
 /** Node bytes by hash, or undefined when the store has no such node. */
 export type NodeSource = (hash: Uint8Array) => Uint8Array | undefined;
@@ -203,8 +203,9 @@ function nibbles(key: Uint8Array): Uint8Array {
 
 /**
  * The value stored under `path` (already hashed: keccak of the address or slot) in the trie with
- * root hash `root`, or null when absent. Throws when a referenced node is missing (a damaged
- * store) or malformed. The value is a view of its node's bytes, valid as long as they are (a
+ * root hash `root`, or null when absent. Throws MissingTrieNodeError (naming the node) when a
+ * referenced node is missing (a store that joined its chain holds only proven paths; else a
+ * damaged store), and an Error when a node is malformed. The value is a view of its node's bytes, valid as long as they are (a
  * slab's view: until the slab comes round, node-slab.ts): callers copy what they keep. A copy
  * here was a malloc'd array per walk (values over 64 bytes, an account's, are not kept in the
  * array object), on every warm eth_getProof.
@@ -321,7 +322,7 @@ export function trieGet(
 
 function load(nodes: NodeSource, hash: Uint8Array, proof: Uint8Array[] | undefined): Uint8Array {
   const raw = nodes(hash);
-  if (raw === undefined) throw new Error('trie: missing node');
+  if (raw === undefined) throw new MissingTrieNodeError(hash.slice());
   proof?.push(raw);
   return raw;
 }

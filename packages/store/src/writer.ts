@@ -665,6 +665,7 @@ export class StoreWriter {
   private logsJsonFrom: { value: bigint; stored: boolean } | undefined;
   private head: HeadPointer | undefined;
   private genesisHash: Uint8Array | undefined;
+  private firstBlockNumber = 0n;
   private segments!: LogSegmentSealer;
   /** A rewind is staged (it unseals log segments): no sealing until its batch has landed. */
   private rewound = false;
@@ -700,6 +701,8 @@ export class StoreWriter {
       throw new Error(`store schema version ${bytesToBigInt(version)} is not ${SCHEMA_VERSION}; use a fresh datadir`);
     }
     this.genesisHash = await tables.meta.get(this.db, MetaKey.GenesisHash);
+    const first = await tables.meta.get(this.db, MetaKey.FirstBlock);
+    if (first !== undefined) this.firstBlockNumber = u64Codec.decode(first);
     const head = await tables.meta.get(this.db, MetaKey.Head);
     this.head = head === undefined ? undefined : headCodec.decode(head);
     if (this.head !== undefined) {
@@ -756,6 +759,49 @@ export class StoreWriter {
     this.stageBlock(g.block, false);
     await this.flush();
     this.genesisHash = g.block.hash;
+  }
+
+  /**
+   * Starts an empty datadir at block N > 0 instead of genesis (a node joining its chain there):
+   * the meta rows (the chain's genesis hash as its identity, config, genesis.json, first block N),
+   * and block N's rows without state, as one batch. Rows of every table exist from N on only;
+   * the state trie holds only what proven reads add later (ChainStore.addProvenState).
+   */
+  async writeAnchor(g: GenesisInput & { genesisHash: Uint8Array }): Promise<void> {
+    if (this.genesisHash !== undefined) throw new Error('store already holds a chain');
+    if (this.head !== undefined) throw new Error('store already holds a head');
+    const n = g.block.number;
+    if (n <= 0n) throw new Error('an anchor is a block above genesis');
+    const ops = this.group;
+    tables.meta.put(ops, MetaKey.SchemaVersion, Uint8Array.of(SCHEMA_VERSION));
+    tables.meta.put(ops, MetaKey.GenesisHash, g.genesisHash);
+    tables.meta.put(ops, MetaKey.ChainConfig, new TextEncoder().encode(JSON.stringify(g.chainConfig)));
+    if (g.genesisJson !== undefined)
+      tables.meta.put(ops, MetaKey.GenesisJson, new TextEncoder().encode(JSON.stringify(g.genesisJson)));
+    tables.meta.put(ops, MetaKey.FirstBlock, u64Codec.encode(n));
+    this.logsJsonFrom = { value: n, stored: false };
+    this.firstBlockNumber = n;
+    this.stageHistoryBlock(g.block);
+    await this.flush();
+    this.genesisHash = g.genesisHash;
+  }
+
+  /** The first block the datadir holds (0 from genesis; N when it joined its chain at N). */
+  firstBlock(): bigint {
+    return this.firstBlockNumber;
+  }
+
+  /**
+   * Stages a block whose data roots were verified and whose state this store does not hold (a
+   * joined datadir's history): the same rows as addBlock, no trie nodes.
+   */
+  addHistoryBlock(b: BlockInput): void {
+    this.stageHistoryBlock(b);
+  }
+
+  private stageHistoryBlock(b: BlockInput): void {
+    this.trieDb.rejectBlock();
+    this.stageBlock(b);
   }
 
   /** Stages a verified block (and the trie nodes its execution wrote) into the current group. */
@@ -911,7 +957,10 @@ export class StoreWriter {
     if (this.groupHead !== undefined || this.group.bytes !== 0) throw new Error('rewind: blocks are staged');
     const head = this.head;
     if (head === undefined || ancestor >= head.number) return [];
-    if (ancestor < 0n) throw new Error('rewind: below genesis');
+    if (ancestor < this.firstBlockNumber)
+      throw new Error(
+        ancestor < 0n ? 'rewind: below genesis' : `rewind: below the first block ${this.firstBlockNumber}`,
+      );
     const ancestorHash = await tables.canonical.get(this.db, ancestor);
     const ancestorLogs = await tables.blockLogs.get(this.db, ancestor);
     if (ancestorHash === undefined || ancestorLogs === undefined)

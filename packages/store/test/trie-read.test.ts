@@ -12,6 +12,7 @@ import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { HashCache, PairCache, cacheKeyOf } from '../src/hash-cache.js';
 import { keccak256 as wasmKeccak } from '../src/keccak.js';
 import { createAccount, createAccountFromRLP } from '@ethereumjs/util';
+import { MissingTrieNodeError } from '@chainnode/core';
 import { accountFields, rlpString, trieGet } from '../src/trie-read.js';
 import type { NodeSource } from '../src/trie-read.js';
 import { bytes, hex, rng } from './random.js';
@@ -111,7 +112,8 @@ describe('trieGet against @ethereumjs/mpt', () => {
     const { source } = await librarySource(c);
     const root = c.trie.root();
     const key = keccak256(c.present[0] as Uint8Array);
-    expect(() => trieGet(() => undefined, root, key)).toThrow('trie: missing node');
+    expect(() => trieGet(() => undefined, root, key)).toThrow(MissingTrieNodeError);
+    expect(() => trieGet(() => undefined, root, key)).toThrow(`missing trie node 0x${hex(root)}`);
     const rootNode = source(root) as Uint8Array;
     const truncated: NodeSource = (h) => (hex(h) === hex(root) ? rootNode.subarray(0, rootNode.length - 5) : source(h));
     expect(() => trieGet(truncated, root, key)).toThrow('rlp: truncated item');

@@ -91,6 +91,8 @@ export class ChainnodeSource implements ReplicaSource {
   constructor(
     private readonly client: RpcClient,
     private readonly timings?: ReplicationTimings | undefined,
+    /** History only: the raw block and receipts, no state diff (its blocks' `changes` throw). */
+    private readonly history = false,
   ) {}
 
   byNumber(n: bigint): Promise<ReplicaBlock | undefined> {
@@ -105,10 +107,12 @@ export class ChainnodeSource implements ReplicaSource {
     const [rawBlock, rawReceipts, diff] = await Promise.all([
       this.client.call('debug_getRawBlock', [id]),
       this.client.call('debug_getRawReceipts', [id]),
-      this.client.call('chainnode_getStateDiff', [id]).catch((err: unknown) => {
-        if (err instanceof UpstreamRpcError && /not found/i.test(err.message)) return null;
-        throw err;
-      }),
+      this.history
+        ? Promise.resolve(HISTORY_ONLY)
+        : this.client.call('chainnode_getStateDiff', [id]).catch((err: unknown) => {
+            if (err instanceof UpstreamRpcError && /not found/i.test(err.message)) return null;
+            throw err;
+          }),
     ]);
     if (rawBlock === null || rawBlock === '0x' || diff === null) return undefined;
     const t0 = performance.now();
@@ -141,6 +145,26 @@ export class ChainnodeSource implements ReplicaSource {
       throw new UpstreamError(`${origin}: asked for block ${bytesToHex(wantHash)}, got ${bytesToHex(hash)}`);
     const header = decoding(-1n, 'header', () => decodeHeader(headerRlp, hash));
     const n = header.number;
+    const txEntries0 = values[1] as (Uint8Array | Uint8Array[])[];
+    if (diff === HISTORY_ONLY) {
+      const receipts = hexList(rawReceipts, 'debug_getRawReceipts', origin).map((r, i) =>
+        decoding(n, `receipt ${i} encoding`, () => receiptFromRaw(r)),
+      );
+      return {
+        number: n,
+        hash,
+        parentHash: header.parentHash,
+        timestamp: header.timestamp,
+        headerRlp,
+        header,
+        transactions: txEntries0.map((t, i) => decoding(n, `transaction ${i} encoding`, () => txFromBody(t))),
+        uncles: values[2] as Uint8Array[][],
+        withdrawals: values[3] as Uint8Array[][] | undefined,
+        receipts,
+        size: blockBytes.length,
+        changes: noStateChanges(n),
+      };
+    }
     const d = obj(diff, 'chainnode_getStateDiff reply', origin);
     const diffHash = hashField(d, 'blockHash', 'chainnode_getStateDiff reply', origin);
     // Asked by number, the three answers may straddle a reorg on the primary: retried.
@@ -211,6 +235,16 @@ function valueBytes(v: unknown, origin: string): Uint8Array {
   return hexToBytes(`0x${digits.length % 2 === 1 ? `0${digits}` : digits}`);
 }
 
+/** The diff slot of a history-only fetch (no state diff asked). */
+const HISTORY_ONLY = Symbol('history only');
+
+/** A history-only block has no state changes to apply: asking for them is a programming error. */
+function noStateChanges(n: bigint): (overlay: StateOverlay) => Promise<void> {
+  return async () => {
+    throw new Error(`block ${n} was fetched history-only: it carries no state changes`);
+  };
+}
+
 // ---- tracer upstreams (geth, reth, Erigon, Nethermind, anvil) ---------------------------------
 
 /** A block from its JSON, its receipts' JSON and per-transaction state diffs. */
@@ -223,6 +257,8 @@ export class TracerSource implements ReplicaSource {
     /** The genesis.json of an OP-stack chain followed on anvil (its block-level reads, block-level.ts). */
     private readonly anvilOpStack?: Record<string, unknown> | undefined,
     private readonly timings?: ReplicationTimings | undefined,
+    /** History only: no state diffs asked (its blocks' `changes` throw). */
+    private readonly history = false,
   ) {}
 
   async byNumber(n: bigint): Promise<ReplicaBlock | undefined> {
@@ -254,12 +290,14 @@ export class TracerSource implements ReplicaSource {
       throw new UpstreamError(`${origin}: block ${n} has an invalid uncle list`);
     const [receiptsJson, traces, uncleJson] = await Promise.all([
       this.client.call('eth_getBlockReceipts', [hashHex]),
-      this.kind === 'prestate'
-        ? this.client.call('debug_traceBlockByHash', [
-            hashHex,
-            { tracer: 'prestateTracer', tracerConfig: { diffMode: true } },
-          ])
-        : this.client.call('trace_replayBlockTransactions', [qhex(n), ['stateDiff']]),
+      this.history
+        ? Promise.resolve([])
+        : this.kind === 'prestate'
+          ? this.client.call('debug_traceBlockByHash', [
+              hashHex,
+              { tracer: 'prestateTracer', tracerConfig: { diffMode: true } },
+            ])
+          : this.client.call('trace_replayBlockTransactions', [qhex(n), ['stateDiff']]),
       Promise.all(
         uncleHashes.map((_, i) => this.client.call('eth_getUncleByBlockHashAndIndex', [hashHex, qhex(BigInt(i))])),
       ),
@@ -306,7 +344,7 @@ export class TracerSource implements ReplicaSource {
       decoding(n, `receipt ${i}`, () => receiptFromJson(r)),
     );
     if (!Array.isArray(traces)) throw new UpstreamError(`${origin}: the state diffs of block ${n} are not a list`);
-    if (traces.length !== transactions.length)
+    if (!this.history && traces.length !== transactions.length)
       throw new UpstreamError(
         `${origin}: block ${n}: ${traces.length} state diffs for ${transactions.length} transactions (parent state pruned?)`,
       );
@@ -336,28 +374,30 @@ export class TracerSource implements ReplicaSource {
       withdrawals,
       receipts,
       size,
-      changes: (overlay) =>
-        stateStep(n, async () => {
-          await applyPreTransactions(overlay, common, headerRec);
-          for (let i = 0; i < traces.length; i++) {
-            const t = obj(traces[i], 'state diff', origin);
-            const txHash = kind === 'prestate' ? t.txHash : t.transactionHash;
-            if (
-              txHash !== undefined &&
-              (typeof txHash !== 'string' ||
-                !equalsBytes(hexToBytes(txHash as `0x${string}`), (transactions[i] as ReplicaTx).hash))
-            )
-              throw new UpstreamError(`${origin}: block ${n}: state diff ${i} is of transaction ${String(txHash)}`);
-            if (kind === 'prestate') await applyPrestateDiff(overlay, t, n, i, origin);
-            else await applyParityDiff(overlay, t, origin);
-          }
-          if (anvilOp !== undefined)
-            await applyAnvilOpStackReads(
-              overlay,
-              transactions.map((t) => t.type),
-            );
-          await applyPostTransactions(overlay, common, headerRec, uncleHeaders, withdrawals);
-        }),
+      changes: this.history
+        ? noStateChanges(n)
+        : (overlay) =>
+            stateStep(n, async () => {
+              await applyPreTransactions(overlay, common, headerRec);
+              for (let i = 0; i < traces.length; i++) {
+                const t = obj(traces[i], 'state diff', origin);
+                const txHash = kind === 'prestate' ? t.txHash : t.transactionHash;
+                if (
+                  txHash !== undefined &&
+                  (typeof txHash !== 'string' ||
+                    !equalsBytes(hexToBytes(txHash as `0x${string}`), (transactions[i] as ReplicaTx).hash))
+                )
+                  throw new UpstreamError(`${origin}: block ${n}: state diff ${i} is of transaction ${String(txHash)}`);
+                if (kind === 'prestate') await applyPrestateDiff(overlay, t, n, i, origin);
+                else await applyParityDiff(overlay, t, origin);
+              }
+              if (anvilOp !== undefined)
+                await applyAnvilOpStackReads(
+                  overlay,
+                  transactions.map((t) => t.type),
+                );
+              await applyPostTransactions(overlay, common, headerRec, uncleHeaders, withdrawals);
+            }),
     };
   }
 }
@@ -479,6 +519,30 @@ async function applyParityDiff(overlay: StateOverlay, t: Record<string, unknown>
       );
     }
   }
+}
+
+/**
+ * The source of a history-only ingest (a datadir that joined its chain): a chainnode primary's
+ * (or any upstream's) raw blocks and raw receipts when it serves debug_getRawReceipts, else the
+ * block JSON with full transactions and eth_getBlockReceipts, which every upstream serves. No
+ * state is asked for.
+ */
+export async function chooseHistorySource(
+  client: RpcClient,
+  blocks: RpcBlockSource,
+  common: Common,
+  timings?: ReplicationTimings,
+): Promise<ReplicaSource> {
+  let raw = false;
+  try {
+    const r = await client.call('debug_getRawReceipts', ['0x0']);
+    raw = Array.isArray(r);
+  } catch (err) {
+    if (!(err instanceof UpstreamRpcError)) throw err;
+  }
+  return raw
+    ? new ChainnodeSource(client, timings, true)
+    : new TracerSource('prestate', client, blocks, common, undefined, timings, true);
 }
 
 /**

@@ -7,7 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ChainCommit } from '@chainnode/core';
 import { Follower } from '../follow.js';
-import type { FollowStatus, IngestMode } from '../follow.js';
+import type { FollowStatus, IngestMode, StartBlock } from '../follow.js';
 import type { StateSourceKind } from '../replicate/sources.js';
 
 export interface IngestWorkerData {
@@ -18,6 +18,9 @@ export interface IngestWorkerData {
   pollMs: number;
   ingest: IngestMode;
   stateSource?: StateSourceKind;
+  /** Join the chain there (an empty datadir): FollowOptions.startBlock. */
+  startBlock?: StartBlock;
+  checkpoint?: Uint8Array;
 }
 
 export type IngestMessage =
@@ -45,6 +48,8 @@ const follower = new Follower({
   pollMs: data.pollMs,
   ingest: data.ingest,
   ...(data.stateSource !== undefined ? { stateSource: data.stateSource } : {}),
+  ...(data.startBlock !== undefined ? { startBlock: data.startBlock } : {}),
+  ...(data.checkpoint !== undefined ? { checkpoint: data.checkpoint } : {}),
   shared: true,
   signal: abort.signal,
   onReady: () => post({ type: 'ready' }),

@@ -2,7 +2,7 @@ import { InvalidParamsError, toQuantity } from '@chainnode/core';
 import type { Hex } from '@chainnode/core';
 import { feeRow } from '../chain/fees.js';
 import type { FeeRow } from '../chain/fees.js';
-import { resolveBlockNumber } from '../context.js';
+import { firstBlockOf, resolveBlockNumber } from '../context.js';
 import type { MethodDef } from '../method.js';
 import { decodeArgs, decodeBlockNumber, decodeQuantity, jsonType, ParamError } from '../params.js';
 import type { BlockNumberParam } from '../params.js';
@@ -72,7 +72,8 @@ export const eth_feeHistory: MethodDef<FeeHistoryParams, JsonFeeHistory> = {
       newest = head;
     }
     let count = p.blockCount > BigInt(MAX_FEE_HISTORY_BLOCKS) ? BigInt(MAX_FEE_HISTORY_BLOCKS) : p.blockCount;
-    if (count > newest + 1n) count = newest + 1n;
+    const first = firstBlockOf(ctx);
+    if (count > newest + 1n - first) count = newest + 1n - first;
     if (count === 0n)
       return { oldestBlock: '0x0', baseFeePerGas: [], gasUsedRatio: [], baseFeePerBlobGas: [], blobGasUsedRatio: [] };
     const oldest = newest + 1n - count;

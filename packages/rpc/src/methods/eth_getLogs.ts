@@ -2,7 +2,7 @@
 import { hexDigitsToBytes, InvalidParamsError, LimitExceededError, ServerError, toQuantity } from '@chainnode/core';
 import type { Bytes, LogQuery } from '@chainnode/core';
 import { DEADLINE_GRACE_MS } from '../config.js';
-import { numberAgainstHead } from '../context.js';
+import { firstBlockOf, numberAgainstHead, requireHeld } from '../context.js';
 import type { HandlerContext } from '../context.js';
 import { formatLogsText } from '../formatters/log.js';
 import type { JsonLog } from '../formatters/log.js';
@@ -43,8 +43,9 @@ async function estimateCost(ctx: HandlerContext, f: LogFilter): Promise<number> 
   let span = 1;
   if (f.kind === 'range') {
     const head = (await ctx.store.head()).number;
-    const from = f.fromBlock ? numberAgainstHead(f.fromBlock, head, ctx.config) : head;
-    const to = f.toBlock ? numberAgainstHead(f.toBlock, head, ctx.config) : head;
+    const first = firstBlockOf(ctx);
+    const from = f.fromBlock ? numberAgainstHead(f.fromBlock, head, ctx.config, first) : head;
+    const to = f.toBlock ? numberAgainstHead(f.toBlock, head, ctx.config, first) : head;
     span = to < from || to > head ? 0 : Number(to - from) + 1;
   }
   return span * (f.addresses.length > 0 ? f.addresses.length : NO_ADDRESS_BREADTH);
@@ -152,10 +153,12 @@ async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonText<Json
     fromBlock = toBlock = n;
   } else {
     const head = (await ctx.store.head()).number;
-    fromBlock = f.fromBlock ? numberAgainstHead(f.fromBlock, head, ctx.config) : head;
-    toBlock = f.toBlock ? numberAgainstHead(f.toBlock, head, ctx.config) : head;
+    const first = firstBlockOf(ctx);
+    fromBlock = f.fromBlock ? numberAgainstHead(f.fromBlock, head, ctx.config, first) : head;
+    toBlock = f.toBlock ? numberAgainstHead(f.toBlock, head, ctx.config, first) : head;
     if (fromBlock > toBlock) throw new InvalidParamsError('invalid block range params');
     if (toBlock > head) throw new InvalidParamsError('block range extends beyond current head block');
+    requireHeld(ctx, fromBlock);
   }
   const query: LogQuery = { fromBlock, toBlock, addresses: f.addresses, topics: f.topics };
   const deadline = Math.min(Date.now() + limits.timeoutMs, ctx.deadline ?? Infinity);

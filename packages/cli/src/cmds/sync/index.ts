@@ -12,7 +12,14 @@ import {
   followUpstream,
   importChain,
 } from '@chainnode/ingest';
-import type { FollowSummary, ImportProgress, ImportSummary, IngestMode, StateSourceKind } from '@chainnode/ingest';
+import type {
+  FollowSummary,
+  ImportProgress,
+  ImportSummary,
+  IngestMode,
+  StartBlock,
+  StateSourceKind,
+} from '@chainnode/ingest';
 import { DatadirInUseError, sizeOnDisk } from '@chainnode/store';
 import { CliError } from '../../cli-error.js';
 
@@ -25,6 +32,26 @@ export interface SyncOptions {
   reorgDepth?: string;
   ingest?: string;
   stateSource?: string;
+  startBlock?: string;
+  checkpoint?: string;
+}
+
+/** `--start-block <N|head-K>`: a block number (decimal or 0x-hex, above 0) or the upstream's head minus K. */
+export function parseStartBlock(value: string | undefined): StartBlock | undefined {
+  if (value === undefined) return undefined;
+  const m = /^head-([0-9]+)$/.exec(value);
+  if (m !== null) return { headMinus: BigInt(m[1] as string) };
+  if (!/^(0x[0-9a-fA-F]+|[0-9]+)$/.test(value) || BigInt(value) === 0n)
+    throw new CliError(`--start-block: expected a block number above 0 or head-K, got "${value}"`);
+  return { number: BigInt(value) };
+}
+
+/** `--checkpoint <hash>`: the 32-byte hash the start block must have. */
+export function parseCheckpoint(value: string | undefined): Uint8Array | undefined {
+  if (value === undefined) return undefined;
+  if (!/^0x[0-9a-fA-F]{64}$/.test(value))
+    throw new CliError(`--checkpoint: expected a 0x-prefixed 32-byte block hash, got "${value}"`);
+  return Uint8Array.from(Buffer.from(value.slice(2), 'hex'));
 }
 
 /** `--from` names a JSON-RPC upstream rather than a directory. */
@@ -107,8 +134,14 @@ export async function sync(opts: SyncOptions): Promise<void> {
     const stateSource = opts.stateSource as StateSourceKind | undefined;
     if (stateSource !== undefined && !STATE_SOURCES.includes(stateSource))
       throw new CliError(`--state-source: expected one of ${STATE_SOURCES.join(', ')}, got "${opts.stateSource}"`);
+    const startBlock = parseStartBlock(opts.startBlock);
+    const checkpoint = parseCheckpoint(opts.checkpoint);
     if (isUpstreamUrl(opts.from)) {
+      if ((startBlock !== undefined || checkpoint !== undefined) && opts.ingest !== undefined && ingest !== 'execute')
+        throw new CliError('--start-block: the joined datadir ingests history only (no --ingest)');
       summary = await followUpstream({
+        ...(startBlock !== undefined ? { startBlock } : {}),
+        ...(checkpoint !== undefined ? { checkpoint } : {}),
         url: opts.from,
         datadir: opts.datadir,
         ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}),
@@ -122,6 +155,8 @@ export async function sync(opts: SyncOptions): Promise<void> {
     } else {
       if (opts.genesis !== undefined)
         throw new CliError('--genesis: only with --from <URL> (a directory holds its genesis.json)');
+      if (startBlock !== undefined || checkpoint !== undefined)
+        throw new CliError('--start-block, --checkpoint: only with --from <URL>');
       if (ingest === 'replicate')
         throw new CliError(
           '--ingest replicate: only with --from <URL> (a chain export holds no state changes; its blocks are executed)',
@@ -189,6 +224,11 @@ export function register(program: Command): void {
     )
     // Replication's state source, probed when absent: chainnode | prestate | parity.
     .addOption(new Option('--state-source <kind>').hideHelp())
+    .option(
+      '--start-block <N|head-K>',
+      "with --from <URL> and an empty datadir: join the chain at block N (or the upstream's head minus K): history from there on, verified by its roots and hash links; no state of its own (proven on demand while serving)",
+    )
+    .option('--checkpoint <hash>', 'with --start-block: the hash the start block must have (pins the anchor)')
     .option('--datadir <dir>', 'where the store lives', './data')
     .option('--to <block>', 'stop after this block number')
     // Blocks per atomic batch; small values make crash tests meaningful on short chains.
