@@ -42,3 +42,7 @@ export {
 } from './subscriptions/errors.js';
 export type { JsonStateDiff, JsonStateDiffAccount } from './formatters/state-diff.js';
 export type { TxForwarder } from './context.js';
+export { ProvenState, UnprovenStateError, withProvenState } from './proven/state.js';
+export type { ProvenStateOptions, ProvenStateStats } from './proven/state.js';
+export { StateUpstreamError, createStateUpstream } from './proven/upstream.js';
+export type { StateUpstream, StateUpstreamOptions } from './proven/upstream.js';

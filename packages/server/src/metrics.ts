@@ -20,6 +20,19 @@ export interface IngestStatusView {
   blocksImported: number;
   lastError: string | undefined;
   lastErrorAt: number | undefined;
+  /** The first block the datadir holds (above 0 when it joined its chain there). */
+  firstBlock?: bigint;
+  /** State proven on demand from the upstream (a joined datadir): counts since start. */
+  provenState?: ProvenStateView;
+}
+
+/** What the proven-state layer counted (rpc's ProvenStateStats fits it). */
+export interface ProvenStateView {
+  fetches: number;
+  verified: number;
+  rejected: number;
+  failed: number;
+  cold: number;
 }
 
 /** How a JSON-RPC call ended (label `outcome`). */
@@ -202,6 +215,34 @@ export const METRIC_FAMILIES = {
   chainnode_follow_upstream_up: {
     type: 'gauge',
     help: '0 while the upstream is failing and being retried.',
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_follow_first_block: {
+    type: 'gauge',
+    help: 'First block the datadir holds: 0, or the block it joined its chain at (--start-block).',
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_proven_state_fetches_total: {
+    type: 'counter',
+    help: "State proofs and code fetched from the upstream for state the store did not hold (this thread's).",
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_proven_state_rejected_total: {
+    type: 'counter',
+    help: "Upstream proofs or code that did not verify against the node's own state roots: refused, never served (this thread's).",
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_proven_state_failed_total: {
+    type: 'counter',
+    help: "Proof fetches the upstream did not answer (down, slow, an error) (this thread's).",
     labels: [],
     scope: 'network',
     written: 'follow',
@@ -526,6 +567,13 @@ export class Metrics {
         'chainnode_follow_last_error_timestamp_seconds',
         f.lastErrorAt === undefined ? 0 : Math.floor(f.lastErrorAt / 1000),
       );
+      gauge('chainnode_follow_first_block', f.firstBlock ?? 0n);
+      const p = f.provenState;
+      if (p !== undefined) {
+        gauge('chainnode_proven_state_fetches_total', p.fetches);
+        gauge('chainnode_proven_state_rejected_total', p.rejected);
+        gauge('chainnode_proven_state_failed_total', p.failed);
+      }
     }
   }
 }

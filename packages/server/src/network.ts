@@ -69,6 +69,8 @@ function ingestJson(v: IngestStatusView): Record<string, unknown> {
     blocksImported: v.blocksImported,
     lastError: v.lastError ?? null,
     lastErrorAt: v.lastErrorAt === undefined ? null : new Date(v.lastErrorAt).toISOString(),
+    firstBlock: Number(v.firstBlock ?? 0n),
+    ...(v.provenState !== undefined ? { provenState: { ...v.provenState } } : {}),
   };
 }
 

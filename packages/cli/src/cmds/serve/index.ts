@@ -58,6 +58,11 @@ export function register(program: Command): void {
         "with --follow: execute (run every block with the EVM; the default) or replicate (verify the upstream's transactions, receipts and state changes against every root; also ,ingest= in --network)",
       )
       .option(
+        '--start-block <N|head-K>',
+        "with --follow and an empty datadir: join the chain at block N (or the upstream's head minus K); history from there on, state proven on demand from the upstream",
+      )
+      .option('--checkpoint <hash>', 'with --start-block: the hash the start block must have')
+      .option(
         '--reorg-depth <n>',
         'deepest upstream reorg followed before the ingest stops (also for --network …,follow=)',
         '64',

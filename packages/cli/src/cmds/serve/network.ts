@@ -20,12 +20,12 @@ import {
   datadirDisk,
 } from '@chainnode/server';
 import type { NetworkConfig, ServerConfig } from '@chainnode/server';
-import type { RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
+import type { ProvenState, RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
 import { createRpcClient, UpstreamRpcError } from '@chainnode/ingest';
-import { OffloadPool, createRpcService } from '@chainnode/rpc';
+import { OffloadPool, createRpcService, createStateUpstream, withProvenState } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
-import type { IngestMode } from '@chainnode/ingest';
+import type { IngestMode, StartBlock } from '@chainnode/ingest';
 import { CliError } from '../../cli-error.js';
 import type { LogWorkerData } from './log-worker.js';
 import { FollowRuntime } from '@chainnode/ingest';
@@ -38,6 +38,9 @@ export interface FollowOptions {
   reorgDepth: bigint;
   pollMs: number;
   ingest: IngestMode;
+  /** Join the chain there (an empty datadir); state is then proven on demand from `url`. */
+  startBlock?: StartBlock;
+  checkpoint?: Uint8Array;
 }
 
 /** Parses one `--network <name>=<datadir>[,follow=<URL>[,ingest=execute|replicate]]`. */
@@ -120,6 +123,8 @@ export function ingestWorkerData(datadir: string, f: FollowOptions): IngestWorke
     reorgDepth: f.reorgDepth,
     pollMs: f.pollMs,
     ingest: f.ingest,
+    ...(f.startBlock !== undefined ? { startBlock: f.startBlock } : {}),
+    ...(f.checkpoint !== undefined ? { checkpoint: f.checkpoint } : {}),
   };
 }
 
@@ -162,6 +167,18 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
     throw new CliError((err as Error).message);
   }
   if (store !== raw) log(`fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails`);
+  // A followed datadir answers state it does not hold (a joined one holds none of its own) with
+  // proofs from its upstream, verified against its own state roots (rpc's proven/state.ts).
+  let proven: ProvenState | undefined;
+  if (o.follow !== undefined && /^https?:\/\//i.test(o.follow.url)) {
+    const w = withProvenState(store, {
+      upstream: createStateUpstream(o.follow.url),
+      onRejected: (origin, reason) =>
+        log(`state upstream ${origin}: a proof did not verify and was refused: ${reason}`),
+    });
+    store = w.store;
+    proven = w.state;
+  }
   let logs: OffloadPool | undefined;
   let runtime: NetworkRuntime | undefined;
   if (workers > 0) {
@@ -189,7 +206,15 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
     store,
     service,
     implicit: o.implicit === true,
-    ...(follow !== undefined ? { chainEvents: follow, ingestStatus: () => (follow as FollowRuntime).status() } : {}),
+    ...(follow !== undefined
+      ? {
+          chainEvents: follow,
+          ingestStatus: () => ({
+            ...(follow as FollowRuntime).status(),
+            ...(proven !== undefined ? { provenState: proven.stats } : {}),
+          }),
+        }
+      : {}),
     stop: async () => {
       await follow?.stop();
       await logs?.close();

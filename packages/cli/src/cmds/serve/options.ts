@@ -24,6 +24,9 @@ export interface ServeOptions {
   genesis?: string;
   /** --ingest execute|replicate (with --follow). */
   ingest?: string;
+  /** --start-block <N|head-K> and --checkpoint <hash> (with --follow): join the chain there. */
+  startBlock?: string;
+  checkpoint?: string;
   reorgDepth?: string;
   pollMs?: string;
   /** App threads on the port (default and `cores`: one per core; 1: the single-thread server). */

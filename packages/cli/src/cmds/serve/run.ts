@@ -38,7 +38,7 @@ import type { CreditLedger, KeyStore, LedgerFailureMode, OpenLedger, UsageRecord
 import { resolveConfig } from '@chainnode/rpc';
 import { redactUrl } from '@chainnode/ingest';
 import { CliError } from '../../cli-error.js';
-import { isUpstreamUrl, parseIngestMode, parseReorgDepth } from '../sync/index.js';
+import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from '../sync/index.js';
 import { LevelChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
 import { IngestThread } from '@chainnode/ingest';
@@ -207,9 +207,13 @@ export function followPlan(opts: ServeOptions, config: ServerConfig): FollowedDa
   if (!Number.isInteger(pollMs) || pollMs < 10)
     throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
   const ingest = parseIngestMode(opts.ingest);
+  const startBlock = parseStartBlock(opts.startBlock);
+  const checkpoint = parseCheckpoint(opts.checkpoint);
   if (specs.length === 0) {
     if (opts.follow === undefined) {
       if (opts.ingest !== undefined) throw new CliError('--ingest: only with --follow <URL>');
+      if (startBlock !== undefined || checkpoint !== undefined)
+        throw new CliError('--start-block, --checkpoint: only with --follow <URL>');
       return [];
     }
     return [
@@ -222,6 +226,8 @@ export function followPlan(opts: ServeOptions, config: ServerConfig): FollowedDa
           pollMs,
           ingest,
           ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}),
+          ...(startBlock !== undefined ? { startBlock } : {}),
+          ...(checkpoint !== undefined ? { checkpoint } : {}),
         },
       },
     ];

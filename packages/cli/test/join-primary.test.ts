@@ -1,0 +1,229 @@
+// Joining a live chain at block 1,000: a chainnode primary of the fixture chain is the upstream,
+// behind a proxy that counts (and on demand falsifies) what passes. `sync --start-block 1000` brings
+// in history from 1,000 verified by roots and hash links, and no state; `serve --follow` then
+// answers:
+// - every block, transaction, log and getLogs range from 1,000 to the head byte-equal to the
+//   primary's;
+// - state (balance, nonce, code, storage, proofs) at random blocks >= 1,000 equal to the primary's,
+//   proven on demand; the same queries again read nothing from the upstream (counted at the proxy);
+// - below 1,000: geth's 4444 "pruned history unavailable";
+// - a proxy that changes a balance in eth_getProof answers, or one byte of one proof node: never
+//   served, the call fails with a clear error, the metrics and /health count the refusal, and the
+//   truthful answer afterwards is the primary's.
+// SIGKILL during the history backfill, resumed: the datadir is digest-equal to an uninterrupted one.
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { digestDatadir } from '@chainnode/store';
+import { Sfc32, chainDir, cliBin, datadirCopy, runCli, tempDir } from '@chainnode/testkit';
+import { call, result } from './anvil-upstream.js';
+import { compareNodes, rawBatch } from './compare-nodes.js';
+import { startJoinProxy } from './join-proxy.js';
+import type { JoinProxy } from './join-proxy.js';
+import { createKeyCli, spawnServe } from './serve-helpers.js';
+import type { ServeProcess } from './serve-helpers.js';
+
+const FIRST = 1000;
+const hexN = (n: number | bigint) => `0x${n.toString(16)}`;
+const TOKEN = '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359';
+const EMITTER = '0xac71dc6244075b8763fac5367375306e747c761a';
+const REGISTRY = '0xc3e03991e5e0bd4a705887a58bb2d3fa2538c0c7';
+
+const present = chainDir('fixtures') !== undefined;
+const maybe = present ? describe : describe.skip;
+
+maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
+  const procs: ServeProcess[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
+  let primary: ServeProcess;
+  let primaryUrl: string;
+  let proxy: JoinProxy;
+  let temp: { dir: string; cleanup: () => Promise<void> };
+  let joined: ServeProcess;
+  let joinedUrl: string;
+  let genesis: string;
+  let digestJoined: string;
+  let accounts: string[];
+
+  beforeAll(async () => {
+    const primaryDir = await datadirCopy('fixtures');
+    cleanups.push(primaryDir.cleanup);
+    temp = await tempDir('join-primary-');
+    cleanups.push(temp.cleanup);
+    const pk = await createKeyCli(primaryDir.dir, 'custom');
+    primary = await spawnServe(primaryDir.dir, ['--threads', '1']);
+    procs.push(primary);
+    primaryUrl = primary.url(pk.key);
+    proxy = await startJoinProxy(primaryUrl);
+    cleanups.push(() => proxy.close());
+    genesis = join(chainDir('fixtures') as string, 'genesis.json');
+    const alloc = Object.keys((JSON.parse(await readFile(genesis, 'utf8')) as { alloc: object }).alloc);
+    accounts = [TOKEN, EMITTER, REGISTRY, ...alloc.slice(0, 12).map((a) => (a.startsWith('0x') ? a : `0x${a}`))];
+  }, 300_000);
+
+  afterAll(async () => {
+    for (const p of procs) await p.stop('SIGTERM').catch(() => undefined);
+    for (const c of cleanups.reverse()) await c();
+  });
+
+  test('sync --start-block 1000: history from 1,000, verified; serve --follow answers like the primary', async () => {
+    const dir = join(temp.dir, 'joined');
+    const r = await runCli(
+      ['sync', '--from', proxy.url, '--genesis', genesis, '--start-block', String(FIRST), '--datadir', dir],
+      { timeoutMs: 600_000 },
+    );
+    if (r.code !== 0) throw new Error(`joining sync failed:\n${r.stderr.slice(-2000)}`);
+    expect(r.stderr).toContain(`joining the chain at block ${FIRST}`);
+    // History only: no state was asked for.
+    expect(proxy.counts.get('chainnode_getStateDiff') ?? 0).toBe(0);
+    expect(proxy.counts.get('eth_getProof') ?? 0).toBe(0);
+    digestJoined = (await digestDatadir(dir)).digest;
+
+    const jk = await createKeyCli(dir, 'custom');
+    joined = await spawnServe(dir, [
+      '--threads',
+      '1',
+      '--follow',
+      proxy.url,
+      '--poll-ms',
+      '200',
+      '--metrics-port',
+      '0',
+    ]);
+    procs.push(joined);
+    joinedUrl = joined.url(jk.key);
+    // Blocks, transactions, uncles, logs per block and per 100-block range, storage and proofs of
+    // the token at sampled blocks (proven on demand), byte for byte.
+    const seen = await compareNodes(
+      primaryUrl,
+      joinedUrl,
+      { address: TOKEN, slots: ['0x2', `0x${'00'.repeat(31)}07`] },
+      FIRST,
+    );
+    expect(seen.blocks).toBe(601);
+    expect(seen.txs).toBeGreaterThan(3000);
+    // Wider getLogs ranges, by address and topic, equal too.
+    const ranges: [string, unknown[]][] = [
+      ['eth_getLogs', [{ fromBlock: hexN(FIRST), toBlock: 'latest', address: EMITTER }]],
+      ['eth_getLogs', [{ fromBlock: hexN(FIRST + 250), toBlock: hexN(FIRST + 420), address: TOKEN }]],
+      ['eth_getLogs', [{ fromBlock: 'earliest', toBlock: hexN(FIRST + 40) }]],
+    ];
+    const [la, lb] = await Promise.all([
+      rawBatch(primaryUrl, ranges.slice(0, 2)),
+      rawBatch(joinedUrl, ranges.slice(0, 2)),
+    ]);
+    expect(lb).toEqual(la);
+    // `earliest` is the first block held.
+    expect(await result(joinedUrl, 'eth_getBlockByNumber', ['earliest', false])).toEqual(
+      await result(primaryUrl, 'eth_getBlockByNumber', [hexN(FIRST), false]),
+    );
+  }, 900_000);
+
+  test('state at random blocks >= 1,000 equals the primary; a second run reads nothing upstream', async () => {
+    const rng = new Sfc32(0x10_00, 1, 2, 3);
+    const calls: [string, unknown[]][] = [];
+    for (let i = 0; i < 60; i++) {
+      const block = hexN(FIRST + Math.floor(rng.next() * 601));
+      const address = accounts[Math.floor(rng.next() * accounts.length)] as string;
+      const slot = hexN(Math.floor(rng.next() * 8));
+      calls.push(['eth_getBalance', [address, block]]);
+      calls.push(['eth_getTransactionCount', [address, block]]);
+      calls.push(['eth_getCode', [address, block]]);
+      calls.push(['eth_getStorageAt', [address, slot, block]]);
+      calls.push(['eth_getProof', [address, [slot, '0x2'], block]]);
+    }
+    proxy.counts = new Map();
+    const want = await rawBatch(primaryUrl, calls);
+    const first = await rawBatch(joinedUrl, calls);
+    calls.forEach((c, i) => {
+      expect([c, first[i]]).toEqual([c, want[i]]);
+    });
+    expect(proxy.counts.get('eth_getProof') ?? 0).toBeGreaterThan(20);
+    proxy.counts = new Map();
+    const second = await rawBatch(joinedUrl, calls);
+    expect(second).toEqual(want);
+    // Nothing but the follower's head polls reached the upstream.
+    expect(proxy.counts.get('eth_getProof') ?? 0).toBe(0);
+    expect(proxy.counts.get('eth_getCode') ?? 0).toBe(0);
+  }, 600_000);
+
+  test('below block 1,000: 4444 pruned history unavailable', async () => {
+    const below = hexN(FIRST - 1);
+    for (const [method, params] of [
+      ['eth_getBlockByNumber', [below, false]],
+      ['eth_getBalance', [TOKEN, below]],
+      ['eth_getStorageAt', [TOKEN, '0x2', '0x0']],
+      ['eth_getProof', [TOKEN, [], below]],
+      ['eth_getLogs', [{ fromBlock: hexN(FIRST - 100), toBlock: hexN(FIRST + 10) }]],
+      ['eth_getTransactionByBlockNumberAndIndex', [below, '0x0']],
+    ] as [string, unknown[]][]) {
+      const e = await call(joinedUrl, method, params);
+      expect([method, e.error]).toEqual([
+        method,
+        { code: 4444, message: 'pruned history unavailable', data: { firstBlock: hexN(FIRST) } },
+      ]);
+    }
+    // The primary answers them (it holds the whole chain).
+    expect((await call(primaryUrl, 'eth_getBlockByNumber', [below, false])).result).not.toBeNull();
+  }, 120_000);
+
+  test('a lying upstream (a changed balance, a flipped proof node) is never served', async () => {
+    const health = async (): Promise<string> => (await fetch(`${joined.base}/health`)).text();
+    // Queries no earlier test made: each must reach the upstream.
+    const probe = (block: number, address: string): [string, unknown[]] => ['eth_getBalance', [address, hexN(block)]];
+    const cases: { lie: 'balance' | 'node'; block: number; address: string }[] = [
+      { lie: 'balance', block: FIRST + 3, address: accounts[5] as string },
+      { lie: 'node', block: FIRST + 7, address: accounts[6] as string },
+    ];
+    for (const c of cases) {
+      proxy.lie = c.lie;
+      const [m, p] = probe(c.block, c.address);
+      const e = await call(joinedUrl, m, p);
+      expect(e.result).toBeUndefined();
+      expect(e.error?.code).toBe(-32000);
+      expect(e.error?.message).toMatch(
+        /^state not proven: http:\/\/127\.0\.0\.1:\d+ answered a proof that does not verify/,
+      );
+      expect(e.error?.message).toContain(c.lie === 'balance' ? 'balance of' : 'does not lead from state root');
+      // Asked again while the upstream still lies: still refused (nothing was stored).
+      expect((await call(joinedUrl, m, p)).error?.code).toBe(-32000);
+      proxy.lie = 'none';
+      expect(await result(joinedUrl, m, p)).toEqual(await result(primaryUrl, m, p));
+    }
+    const h = JSON.parse(await health()) as Record<string, unknown>;
+    expect(JSON.stringify(h)).toMatch(/"rejected":4/);
+    const metricsUrl = /metrics +GET +(http:\/\/\S+\/metrics)/.exec(joined.output())?.[1];
+    expect(metricsUrl).toBeDefined();
+    const text = await (await fetch(metricsUrl as string)).text();
+    expect(text).toMatch(/^chainnode_proven_state_rejected_total 4$/m);
+    expect(text).toMatch(new RegExp(`^chainnode_follow_first_block ${FIRST}$`, 'm'));
+  }, 120_000);
+
+  test('SIGKILL during the history backfill, resumed: digest-equal to the uninterrupted join', async () => {
+    const dir = join(temp.dir, 'killed');
+    const args = [
+      'sync',
+      '--from',
+      primaryUrl,
+      '--genesis',
+      genesis,
+      '--start-block',
+      String(FIRST),
+      '--datadir',
+      dir,
+      '--group-blocks',
+      '8',
+    ];
+    const rng = new Sfc32(0x51_61, 1, 2, 3);
+    for (let k = 0; k < 3; k++) {
+      const child = spawn(process.execPath, [cliBin(), ...args], { stdio: 'ignore' });
+      const exited = new Promise<void>((r) => child.on('exit', () => r()));
+      await new Promise((r) => setTimeout(r, 1500 + Math.floor(rng.next() * 4000)));
+      child.kill('SIGKILL');
+      await exited;
+    }
+    const r = await runCli(args, { timeoutMs: 600_000 });
+    if (r.code !== 0) throw new Error(`resumed sync failed:\n${r.stderr.slice(-2000)}`);
+    expect((await digestDatadir(dir)).digest).toEqual(digestJoined);
+  }, 900_000);
+});

@@ -1,0 +1,300 @@
+// State on demand, proven: a ChainStore whose state reads (accounts, storage, proofs, code) that
+// reach a trie node the store does not hold (a node that joined its chain at block N holds no state
+// of its own) fetch eth_getProof from an upstream for exactly the account and slots asked, verify it
+// against the node's OWN stored state root of the block (@ethereumjs/mpt's verifyMerkleProof: an
+// implementation independent of the store's walk), store the proof's nodes (content-addressed:
+// they slot into the archive trie), and answer from a local walk. So:
+// - a second query over the same paths reads no upstream (the nodes are local now);
+// - a proof that does not verify, or whose stated account or slot values differ from what it
+//   proves, is never stored or served: the call fails with UnprovenStateError;
+// - concurrent misses for the same (state, account, slots) fetch once (SingleFlight).
+// Code is fetched with eth_getCode and kept only if its keccak is the proven account's code hash.
+// Everything else passes through to the wrapped store.
+import { verifyMerkleProof } from '@ethereumjs/mpt';
+import { RLP } from '@ethereumjs/rlp';
+import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { MissingTrieNodeError, ServerError, SingleFlight, bytesEqual, bytesToBigInt } from '@chainnode/core';
+import type { AccountRecord, Bytes, ChainStore } from '@chainnode/core';
+import { StateUpstreamError } from './upstream.js';
+import type { StateUpstream } from './upstream.js';
+
+const EMPTY_TRIE = hexBytes('0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421');
+const EMPTY_CODE = hexBytes('0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470');
+
+function hexBytes(h: string): Uint8Array {
+  return Uint8Array.from(Buffer.from(h.slice(2), 'hex'));
+}
+const hex = (b: Uint8Array): string => `0x${Buffer.from(b).toString('hex')}`;
+
+/** A proof (or code) from the upstream that does not verify: never stored, never served. */
+export class UnprovenStateError extends ServerError {
+  constructor(
+    readonly origin: string,
+    reason: string,
+  ) {
+    super(
+      `state not proven: ${origin} answered a proof that does not verify against this node's state root (${reason})`,
+    );
+  }
+}
+
+/** Counts by upstream origin, for the metrics. */
+export interface ProvenStateStats {
+  /** eth_getProof / eth_getCode calls made. */
+  fetches: number;
+  /** Answers that verified and were stored. */
+  verified: number;
+  /** Answers that did not verify (the upstream lied or is broken). */
+  rejected: number;
+  /** Calls that failed (no answer, an error, not JSON). */
+  failed: number;
+  /** Reads answered after a fetch (cold) . */
+  cold: number;
+}
+
+export interface ProvenStateOptions {
+  upstream: StateUpstream;
+  /** Called on each rejected proof (the metrics mark the upstream). */
+  onRejected?: (origin: string, reason: string) => void;
+}
+
+/** Which block a state root belongs to, so the upstream is asked about that block. */
+type BlockRef = { hash: Uint8Array } | { number: bigint };
+
+const MAX_ATTEMPTS = 3;
+const REMEMBERED = 4096;
+
+/** A small insertion-ordered map that forgets its oldest entries. */
+class Recent<V> {
+  private readonly m = new Map<string, V>();
+  get(k: string): V | undefined {
+    return this.m.get(k);
+  }
+  set(k: string, v: V): void {
+    this.m.delete(k);
+    this.m.set(k, v);
+    if (this.m.size > REMEMBERED) this.m.delete(this.m.keys().next().value as string);
+  }
+}
+
+/** The state layer around `store` (see the file comment). */
+export class ProvenState {
+  readonly stats: ProvenStateStats = { fetches: 0, verified: 0, rejected: 0, failed: 0, cold: 0 };
+  private readonly blocks = new Recent<BlockRef>();
+  /** codeHash -> the account and state it was read in (eth_getCode reads the account first). */
+  private readonly codeOwners = new Recent<{ address: Uint8Array; root: Uint8Array }>();
+  private readonly flights = new SingleFlight<string, void>();
+  readonly store: ChainStore;
+
+  constructor(
+    private readonly inner: ChainStore,
+    private readonly opts: ProvenStateOptions,
+  ) {
+    if (inner.addProvenState === undefined) throw new Error('proven state: the store cannot take proven nodes');
+    this.store = this.wrap();
+  }
+
+  private wrap(): ChainStore {
+    const inner = this.inner;
+    const overrides: Partial<ChainStore> = {
+      stateRoot: async (hash) => {
+        const root =
+          inner.stateRoot !== undefined ? await inner.stateRoot(hash) : (await inner.header(hash))?.stateRoot;
+        if (root !== undefined) this.blocks.set(hex(root), { hash });
+        return root;
+      },
+      canonicalStateRoot: async (number) => {
+        let root: Bytes | undefined;
+        if (inner.canonicalStateRoot !== undefined) root = await inner.canonicalStateRoot(number);
+        else {
+          const hash = await inner.canonicalHash(number);
+          root = hash === undefined ? undefined : (await inner.header(hash))?.stateRoot;
+        }
+        if (root !== undefined && this.blocks.get(hex(root)) === undefined) this.blocks.set(hex(root), { number });
+        return root;
+      },
+      account: (root, address) =>
+        this.proven(root, address, [], async () => {
+          const a = await inner.account(root, address);
+          if (a !== null) this.codeOwners.set(hex(a.codeHash), { address, root });
+          return a;
+        }),
+      storageAt: (root, address, slot) =>
+        this.proven(root, address, [slot], () => inner.storageAt(root, address, slot)),
+      proof: (root, address, slots) => this.proven(root, address, slots, () => inner.proof(root, address, slots)),
+      code: (codeHash) => this.code(codeHash),
+    };
+    return new Proxy(inner, {
+      get(target, prop, receiver) {
+        if (typeof prop === 'string' && prop in overrides) return overrides[prop as keyof ChainStore];
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+  }
+
+  /** Runs `read`; on a missing trie node fetches and verifies the path, then reads again (locally). */
+  private async proven<T>(root: Bytes, address: Bytes, slots: Bytes[], read: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const v = await read();
+        if (attempt > 1) this.stats.cold++;
+        return v;
+      } catch (err) {
+        if (!(err instanceof MissingTrieNodeError)) throw err;
+        if (attempt >= MAX_ATTEMPTS)
+          throw new ServerError(
+            `missing trie node: the proof from ${this.opts.upstream.origin} did not cover the path`,
+          );
+        const key = `${hex(root)}:${hex(address)}:${slots.map(hex).sort().join(',')}`;
+        await this.flights.run(key, () => this.fetchProof(root, address, slots));
+      }
+    }
+  }
+
+  private blockOf(root: Bytes): BlockRef {
+    const b = this.blocks.get(hex(root));
+    if (b === undefined) throw new ServerError(`missing trie node: no block known for state root ${hex(root)}`);
+    return b;
+  }
+
+  private async upstreamCall(method: string, params: unknown[]): Promise<unknown> {
+    this.stats.fetches++;
+    try {
+      return await this.opts.upstream.call(method, params);
+    } catch (err) {
+      this.stats.failed++;
+      if (err instanceof StateUpstreamError)
+        throw new ServerError(`missing trie node: state is fetched on demand and the upstream failed: ${err.message}`);
+      throw err;
+    }
+  }
+
+  private reject(reason: string): never {
+    this.stats.rejected++;
+    this.opts.onRejected?.(this.opts.upstream.origin, reason);
+    throw new UnprovenStateError(this.opts.upstream.origin, reason);
+  }
+
+  /** eth_getProof for the path, verified against `root`, its nodes stored. */
+  private async fetchProof(root: Bytes, address: Bytes, slots: Bytes[]): Promise<void> {
+    const ref = this.blockOf(root);
+    const block = 'hash' in ref ? { blockHash: hex(ref.hash) } : `0x${ref.number.toString(16)}`;
+    const words = slots.map((s) => pad32(s));
+    const reply = await this.upstreamCall('eth_getProof', [hex(address), words.map(hex), block]);
+    const nodes = await this.verifyProof(root, address, words, reply);
+    await (this.inner.addProvenState as NonNullable<ChainStore['addProvenState']>)(nodes, []);
+    this.stats.verified++;
+  }
+
+  /** Checks an EIP-1186 answer against `root`; returns every node it proved with. */
+  private async verifyProof(root: Bytes, address: Bytes, words: Uint8Array[], reply: unknown): Promise<Uint8Array[]> {
+    if (typeof reply !== 'object' || reply === null) this.reject('eth_getProof answered no object');
+    const r = reply as Record<string, unknown>;
+    const accountProof = hexList(r.accountProof, 'accountProof', (m) => this.reject(m));
+    let leaf: Uint8Array | null;
+    try {
+      leaf = await verifyMerkleProof(keccak256(address), accountProof, { root, useKeyHashing: false });
+    } catch {
+      return this.reject(`the account proof of ${hex(address)} does not lead from state root ${hex(root)}`);
+    }
+    let account: AccountRecord | null = null;
+    if (leaf !== null) {
+      const f = RLP.decode(leaf) as Uint8Array[];
+      if (!Array.isArray(f) || f.length !== 4) return this.reject('the proven account is not an account');
+      account = {
+        nonce: bytesToBigInt(f[0] as Uint8Array),
+        balance: bytesToBigInt(f[1] as Uint8Array),
+        storageRoot: f[2] as Uint8Array,
+        codeHash: f[3] as Uint8Array,
+      };
+    }
+    // The stated fields must be the proven ones (an absent account: zeros).
+    const stated = (name: string): bigint => {
+      const v = r[name];
+      if (typeof v !== 'string' || !/^0x[0-9a-fA-F]{0,64}$/.test(v)) return this.reject(`${name} is not a quantity`);
+      return v === '0x' ? 0n : BigInt(v);
+    };
+    if (stated('balance') !== (account?.balance ?? 0n))
+      this.reject(`balance of ${hex(address)}: stated ${stated('balance')}, proven ${account?.balance ?? 0n}`);
+    if (stated('nonce') !== (account?.nonce ?? 0n))
+      this.reject(`nonce of ${hex(address)}: stated ${stated('nonce')}, proven ${account?.nonce ?? 0n}`);
+    const storageRoot = account?.storageRoot ?? EMPTY_TRIE;
+    const sp = r.storageProof;
+    if (!Array.isArray(sp) || sp.length !== words.length) return this.reject('storageProof does not answer every slot');
+    const nodes = [...accountProof];
+    for (let i = 0; i < words.length; i++) {
+      const e = sp[i] as Record<string, unknown> | null;
+      if (typeof e !== 'object' || e === null) return this.reject(`storage proof ${i} is not an object`);
+      const proof = hexList(e.proof, `storage proof ${i}`, (m) => this.reject(m));
+      let v: Uint8Array | null;
+      try {
+        v = await verifyMerkleProof(keccak256(words[i] as Uint8Array), proof, {
+          root: storageRoot,
+          useKeyHashing: false,
+        });
+      } catch {
+        return this.reject(
+          `the proof of slot ${hex(words[i] as Uint8Array)} does not lead from storage root ${hex(storageRoot)}`,
+        );
+      }
+      const proven = v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array);
+      const value = e.value;
+      if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{0,64}$/.test(value))
+        return this.reject(`storage proof ${i} value is not a quantity`);
+      if ((value === '0x' ? 0n : BigInt(value)) !== proven)
+        this.reject(
+          `slot ${hex(words[i] as Uint8Array)} of ${hex(address)}: stated ${value}, proven 0x${proven.toString(16)}`,
+        );
+      nodes.push(...proof);
+    }
+    return nodes;
+  }
+
+  /** Code by hash; if the store lacks it, eth_getCode of an account known to have it, checked by keccak. */
+  private async code(codeHash: Bytes): Promise<Bytes | undefined> {
+    const local = await this.inner.code(codeHash);
+    if (local !== undefined || bytesEqual(codeHash, EMPTY_CODE)) return local;
+    const owner = this.codeOwners.get(hex(codeHash));
+    if (owner === undefined) return undefined;
+    await this.flights.run(`code:${hex(codeHash)}`, async () => {
+      const ref = this.blockOf(owner.root);
+      const block = 'hash' in ref ? { blockHash: hex(ref.hash) } : `0x${ref.number.toString(16)}`;
+      const reply = await this.upstreamCall('eth_getCode', [hex(owner.address), block]);
+      const code = hexList([reply], 'eth_getCode', (m) => this.reject(m))[0] as Uint8Array;
+      if (!bytesEqual(keccak256(code), codeHash))
+        this.reject(
+          `code of ${hex(owner.address)} hashes to ${hex(keccak256(code))}, the proven account's code hash is ${hex(codeHash)}`,
+        );
+      await (this.inner.addProvenState as NonNullable<ChainStore['addProvenState']>)([], [code]);
+      this.stats.verified++;
+    });
+    const v = await this.inner.code(codeHash);
+    if (v !== undefined) this.stats.cold++;
+    return v;
+  }
+}
+
+function pad32(slot: Uint8Array): Uint8Array {
+  if (slot.length === 32) return slot;
+  const out = new Uint8Array(32);
+  out.set(slot.subarray(Math.max(0, slot.length - 32)), 32 - Math.min(32, slot.length));
+  return out;
+}
+
+function hexList(v: unknown, what: string, fail: (m: string) => never): Uint8Array[] {
+  if (!Array.isArray(v) || v.length > 256) return fail(`${what} is not a list of nodes`);
+  return v.map((x) => {
+    if (typeof x !== 'string' || !/^0x([0-9a-fA-F]{2})*$/.test(x)) return fail(`${what} holds a non-hex item`);
+    return hexBytes(x);
+  });
+}
+
+/** The proof-backed `store` (see ProvenState). */
+export function withProvenState(
+  store: ChainStore,
+  opts: ProvenStateOptions,
+): { store: ChainStore; state: ProvenState } {
+  const state = new ProvenState(store, opts);
+  return { store: state.store, state };
+}
