@@ -229,20 +229,23 @@ export async function compareWithAnvil(
     sizeOf?: (block: Json) => number;
     /** What this node answers for a transaction anvil answers `tx` for (default: the same). */
     expectTx?: (tx: Json) => Json | Promise<Json>;
+    /** The first block this node holds (it joined the chain there; default 0). */
+    from?: number;
   },
 ): Promise<{ blocks: number; txs: number; logs: number }> {
   const { common, loggers, expectTx } = opts;
   const sizeOf =
     opts.sizeOf ?? ((b: Json) => createBlockFromRPC(b as never, [], { common, setHardfork: true }).serialize().length);
   const head = Number(await result<string>(anvilUrl, 'eth_blockNumber', []));
-  const nums = Array.from({ length: head + 1 }, (_, n) => n);
+  const from = opts.from ?? 0;
+  const nums = Array.from({ length: head + 1 - from }, (_, i) => from + i);
   const calls: [string, unknown[]][] = nums.map((n) => ['eth_getBlockByNumber', [hexN(n), true]]);
   const [theirs, mine] = await Promise.all([batch(anvilUrl, calls), batch(ours, calls)]);
   const txHashes: string[] = [];
   const blockHashes: string[] = [];
-  for (const n of nums) {
-    const a = theirs[n]?.result as Json;
-    const o = mine[n]?.result as Json;
+  for (const [i, n] of nums.entries()) {
+    const a = theirs[i]?.result as Json;
+    const o = mine[i]?.result as Json;
     expect(a).toBeTruthy();
     // geth rule for size: RLP length of [header, txs, uncles, withdrawals] rebuilt from anvil's JSON.
     const size = sizeOf(a);
@@ -269,9 +272,9 @@ export async function compareWithAnvil(
     expect([txHashes[i], xm[i]?.result]).toEqual([txHashes[i], want]);
   }
   // Uncles: none on this chain; by number and by hash null on both.
-  const uncleCalls: [string, unknown[]][] = nums.flatMap((n) => [
+  const uncleCalls: [string, unknown[]][] = nums.flatMap((n, i) => [
     ['eth_getUncleByBlockNumberAndIndex', [hexN(n), '0x0']] as [string, unknown[]],
-    ['eth_getUncleByBlockHashAndIndex', [blockHashes[n], '0x0']] as [string, unknown[]],
+    ['eth_getUncleByBlockHashAndIndex', [blockHashes[i], '0x0']] as [string, unknown[]],
   ]);
   const [ua, um] = await Promise.all([batch(anvilUrl, uncleCalls), batch(ours, uncleCalls)]);
   ua.forEach((a, i) => {
@@ -281,17 +284,18 @@ export async function compareWithAnvil(
   // geth rule: the uncle of an unknown block is null (anvil: -32001 "Resource not found").
   expect((await call(ours, 'eth_getUncleByBlockHashAndIndex', [`0x${'12'.repeat(32)}`, '0x0'])).result).toBeNull();
   // Logs: the whole range, by address, by topic, per block hash.
+  const lo = hexN(from);
   const logQueries: Json[] = [
-    { fromBlock: '0x0', toBlock: 'latest' },
-    ...loggers.map((address) => ({ fromBlock: '0x0', toBlock: 'latest', address })),
-    { fromBlock: '0x0', toBlock: 'latest', topics: [null, `0x${'00'.repeat(12)}${(DEV[3] as string).slice(2)}`] },
+    { fromBlock: lo, toBlock: 'latest' },
+    ...loggers.map((address) => ({ fromBlock: lo, toBlock: 'latest', address })),
+    { fromBlock: lo, toBlock: 'latest', topics: [null, `0x${'00'.repeat(12)}${(DEV[3] as string).slice(2)}`] },
   ];
   let logs = 0;
   for (const q of logQueries) {
     const [a, o] = await Promise.all([call(anvilUrl, 'eth_getLogs', [q]), call(ours, 'eth_getLogs', [q])]);
     expect(o.result).toEqual(a.result);
     logs += (a.result as unknown[]).length;
-    for (const l of o.result as Json[]) expect(blockHashes[Number(l.blockNumber)]).toBe(l.blockHash);
+    for (const l of o.result as Json[]) expect(blockHashes[Number(l.blockNumber) - from]).toBe(l.blockHash);
   }
   const perBlock: [string, unknown[]][] = blockHashes.map((h) => ['eth_getLogs', [{ blockHash: h }]]);
   const [la, lm] = await Promise.all([batch(anvilUrl, perBlock), batch(ours, perBlock)]);

@@ -227,6 +227,17 @@ export class ProvenState {
       const e = sp[i] as Record<string, unknown> | null;
       if (typeof e !== 'object' || e === null) return this.reject(`storage proof ${i} is not an object`);
       const proof = hexList(e.proof, `storage proof ${i}`, (m) => this.reject(m));
+      const value = e.value;
+      if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{0,64}$/.test(value))
+        return this.reject(`storage proof ${i} value is not a quantity`);
+      if (bytesEqual(storageRoot, EMPTY_TRIE)) {
+        // An empty storage trie has no nodes (geth proves with [], anvil with ["0x80"]): every slot is zero.
+        if ((value === '0x' ? 0n : BigInt(value)) !== 0n)
+          this.reject(
+            `slot ${hex(words[i] as Uint8Array)} of ${hex(address)}: stated ${value}, the storage trie is empty`,
+          );
+        continue;
+      }
       let v: Uint8Array | null;
       try {
         v = await verifyMerkleProof(keccak256(words[i] as Uint8Array), proof, {
@@ -239,9 +250,6 @@ export class ProvenState {
         );
       }
       const proven = v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array);
-      const value = e.value;
-      if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{0,64}$/.test(value))
-        return this.reject(`storage proof ${i} value is not a quantity`);
       if ((value === '0x' ? 0n : BigInt(value)) !== proven)
         this.reject(
           `slot ${hex(words[i] as Uint8Array)} of ${hex(address)}: stated ${value}, proven 0x${proven.toString(16)}`,

@@ -1,0 +1,120 @@
+// `serve --follow <anvil> --start-block head-20` on an empty datadir: the node joins anvil's chain
+// 20 blocks below its head (history verified from there, no state of its own), follows new blocks
+// and a reorg, and every block, transaction and log from the join on, and storage and proofs at
+// the head (proven on demand from anvil), equal anvil's answers (geth's rules where anvil
+// deviates, anvil-upstream.ts). Below the first block: 4444.
+import { createCommonFromGethGenesis } from '@ethereumjs/common';
+import type { GethGenesis } from '@ethereumjs/common';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { tempDir } from '@chainnode/testkit';
+import { GENESIS, call, compareWithAnvil, result, startAnvil, txRequest } from './anvil-upstream.js';
+import type { Anvil } from './anvil-upstream.js';
+import { createKeyCli, spawnServe } from './serve-helpers.js';
+import type { ServeProcess } from './serve-helpers.js';
+
+const common = createCommonFromGethGenesis(GENESIS as unknown as GethGenesis, { chain: 'custom' });
+type Json = Record<string, unknown>;
+const hexN = (n: number | bigint) => `0x${n.toString(16)}`;
+
+describe('joining anvil at its head minus 20', () => {
+  let anvil: Anvil;
+  let node: ServeProcess;
+  let ours: string;
+  let temp: { dir: string; cleanup: () => Promise<void> };
+  const loggers: string[] = [];
+  let txCounter = 0;
+  let first = 0;
+
+  afterAll(async () => {
+    await node?.stop('SIGTERM');
+    await anvil?.stop();
+    await temp?.cleanup();
+  });
+
+  async function mine(blocks: number): Promise<void> {
+    for (let b = 0; b < blocks; b++) {
+      const n = b % 7 === 6 ? 0 : 1 + ((b * 3) % 5);
+      for (let t = 0; t < n; t++) {
+        const i = txCounter++;
+        await result(anvil.url, 'eth_sendTransaction', [txRequest(i, i, loggers[i % Math.max(1, loggers.length)])]);
+      }
+      await result(anvil.url, 'evm_mine', []);
+      if (loggers.length < 2) {
+        const blk = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', true]);
+        for (const tx of blk.transactions as Json[]) {
+          if (tx.to !== null) continue;
+          const receipt = await result<Json>(anvil.url, 'eth_getTransactionReceipt', [tx.hash]);
+          if (receipt.status === '0x1') loggers.push(receipt.contractAddress as string);
+        }
+      }
+    }
+  }
+
+  async function waitSynced(): Promise<void> {
+    const t0 = Date.now();
+    const want = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', false]);
+    for (;;) {
+      const got = (await call(ours, 'eth_getBlockByNumber', ['latest', false])).result as Json | null;
+      if (got?.hash === want.hash) return;
+      if (Date.now() - t0 > 90_000)
+        throw new Error(`not synced: ours ${got?.number}, anvil ${want.number}\n${node.output().slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  const compare = () => compareWithAnvil(anvil.url, ours, { common, loggers, from: first });
+
+  test('joins at head-20, follows new blocks and a reorg; every answer from the join on equals anvil', async () => {
+    temp = await tempDir('join-anvil-');
+    anvil = await startAnvil(temp.dir, ['--no-mining']);
+    await mine(60);
+    const genesisPath = join(temp.dir, 'genesis.json');
+    await writeFile(genesisPath, JSON.stringify(GENESIS));
+    const datadir = join(temp.dir, 'data');
+    const { key } = await createKeyCli(datadir, 'custom');
+    const head = Number(await result<string>(anvil.url, 'eth_blockNumber', []));
+    first = head - 20;
+    node = await spawnServe(datadir, [
+      '--follow',
+      anvil.url,
+      '--genesis',
+      genesisPath,
+      '--start-block',
+      'head-20',
+      '--poll-ms',
+      '50',
+      '--threads',
+      '1',
+    ]);
+    ours = node.url(key);
+    await waitSynced();
+    expect(node.output()).toContain(`joining the chain at block ${first}`);
+    let seen = await compare();
+    expect(seen.blocks).toBe(21);
+    expect(seen.txs).toBeGreaterThan(30);
+    expect((await call(ours, 'eth_getBlockByNumber', [hexN(first - 1), false])).error?.code).toBe(4444);
+
+    await mine(10);
+    await waitSynced();
+    seen = await compare();
+    expect(seen.blocks).toBe(31);
+
+    // A reorg of depth 3 with replacement transactions, then the chain goes on.
+    const replacements = Array.from({ length: 4 }, (_, j) => {
+      const req = txRequest(j % 2 === 0 ? 3 : 2, 20_000 + j, loggers[0]);
+      return [{ ...req, gas: '0x186a0' }, j % 3];
+    });
+    await result(anvil.url, 'anvil_reorg', [3, replacements]);
+    await waitSynced();
+    await compare();
+    await mine(2);
+    await waitSynced();
+    seen = await compare();
+    expect(seen.blocks).toBe(33);
+    const health = (await (await fetch(`${node.base}/health`)).json()) as Json;
+    expect(health.follow).toMatchObject({ state: 'following', firstBlock: first, reorgs: 1, lastError: null });
+    expect(((health.follow as Json).provenState as Json).rejected).toBe(0);
+    expect(((health.follow as Json).provenState as Json).verified).toBeGreaterThan(0);
+  }, 600_000);
+});
