@@ -4,7 +4,7 @@
 // answers:
 // - every block, transaction, log and getLogs range from 1,000 to the head byte-equal to the
 //   primary's;
-// - state (balance, nonce, code, storage, proofs) at random blocks >= 1,000 equal to the primary's,
+// - state (balance, nonce, code, storage, proofs, eth_call) at random blocks >= 1,000 equal to the primary's,
 //   proven on demand; the same queries again read nothing from the upstream (counted at the proxy);
 // - below 1,000: geth's 4444 "pruned history unavailable";
 // - a proxy that changes a balance in eth_getProof answers, or one byte of one proof node: never
@@ -131,6 +131,10 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
       calls.push(['eth_getCode', [address, block]]);
       calls.push(['eth_getStorageAt', [address, slot, block]]);
       calls.push(['eth_getProof', [address, [slot, '0x2'], block]]);
+      // eth_call runs the EVM over proven state: its first run records what it missed.
+      const holder = accounts[3 + Math.floor(rng.next() * (accounts.length - 3))] as string;
+      calls.push(['eth_call', [{ to: TOKEN, input: `0x70a08231${holder.slice(2).padStart(64, '0')}` }, block]]);
+      calls.push(['eth_call', [{ to: TOKEN, input: '0x18160ddd' }, block]]);
     }
     proxy.counts = new Map();
     const want = await rawBatch(primaryUrl, calls);
@@ -139,6 +143,7 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
       expect([c, first[i]]).toEqual([c, want[i]]);
     });
     expect(proxy.counts.get('eth_getProof') ?? 0).toBeGreaterThan(20);
+    expect(first.filter((t, i) => calls[i]?.[0] === 'eth_call' && t.includes('"result":"0x')).length).toBe(120);
     proxy.counts = new Map();
     const second = await rawBatch(joinedUrl, calls);
     expect(second).toEqual(want);

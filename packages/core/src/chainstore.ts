@@ -120,5 +120,12 @@ export interface ChainStore {
    * hash. Absent on stores that do not take proven state.
    */
   addProvenState?(nodes: Bytes[], codes: Bytes[]): Promise<void>;
+  /**
+   * A store whose state may be incomplete (a joined node's) records what its synchronous state
+   * reads (stateReader) could not find; this fetches and proves those paths. True when it
+   * fetched something (run the execution again), false when nothing was recorded. Absent on
+   * stores that hold their whole state.
+   */
+  fetchMissedState?(): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -16,6 +16,7 @@ import { Address, bigIntToUnpaddedBytes, bytesToHex } from '@ethereumjs/util';
 import type { KZG as KzgInterface, PrefixedHexString } from '@ethereumjs/util';
 import { createVM, runTx } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
+import { MissingTrieNodeError } from '@chainnode/core';
 import type { Bytes, ChainInfo, HeaderRecord, SyncStateReader } from '@chainnode/core';
 import { ExecutionTimeout, StoreStateManager } from './state.js';
 import type { AccountOverride } from './state.js';
@@ -236,7 +237,9 @@ export class Executor {
           }));
         return out;
       } catch (err) {
-        if (err instanceof ExecutionTimeout) throw err;
+        // A missing trie node is not the call's fault: a store that proves its state on demand
+        // (a joined node) fetches the path and runs the call again.
+        if (err instanceof ExecutionTimeout || err instanceof MissingTrieNodeError) throw err;
         throw new CallPrecheckError(precheckMessage((err as Error).message));
       }
     } finally {

@@ -1,7 +1,7 @@
 // What eth_call, eth_estimateGas and eth_createAccessList share: geth's TransactionArgs,
 // StateOverride and BlockOverrides decoders, the executor of a store (packages/exec), the block
 // a call runs on, and geth's errors (revert: code 3 with the revert data; other failures -32000).
-import { InvalidParamsError, RpcError, ServerError, toData } from '@chainnode/core';
+import { InvalidParamsError, MissingTrieNodeError, RpcError, ServerError, toData } from '@chainnode/core';
 import type { Bytes, ChainStore, HeaderRecord } from '@chainnode/core';
 import type { AccountOverride, BlockOverrides, CallArgs, CallOutcome, Executor } from '@chainnode/exec';
 import type { HandlerContext } from './context.js';
@@ -210,14 +210,36 @@ export async function runCall(
 ): Promise<CallOutcome> {
   const exec = await executorOf(ctx);
   const { CallPrecheckError, ExecutionTimeout } = await loadExec();
-  try {
-    return await exec.call(header, args, opts);
-  } catch (err) {
-    if (err instanceof ExecutionTimeout)
-      throw new ServerError(`execution aborted (timeout = ${exec.options.timeoutMs / 1000}s)`);
-    if (err instanceof CallPrecheckError) throw new ServerError(err.message);
-    throw err;
+  // A joined node's state arrives proven on demand: a run that reached state the store does not
+  // hold failed on it; the paths it missed are fetched and proven, and the call runs again
+  // (each run gets further), at most MAX_STATE_RUNS times.
+  for (let run = 1; ; run++) {
+    try {
+      return await exec.call(header, args, opts);
+    } catch (err) {
+      if (
+        !(err instanceof MissingTrieNodeError) ||
+        ctx.store.fetchMissedState === undefined ||
+        run >= MAX_STATE_RUNS ||
+        !(await ctx.store.fetchMissedState())
+      )
+        throw mapCallError(err, exec.options.timeoutMs, ExecutionTimeout, CallPrecheckError);
+    }
   }
+}
+
+/** Runs of one call that may each fetch the state the previous one missed (a joined node). */
+const MAX_STATE_RUNS = 64;
+
+function mapCallError(
+  err: unknown,
+  timeoutMs: number,
+  ExecutionTimeout: new (...a: never[]) => Error,
+  CallPrecheckError: new (...a: never[]) => Error,
+): unknown {
+  if (err instanceof ExecutionTimeout) return new ServerError(`execution aborted (timeout = ${timeoutMs / 1000}s)`);
+  if (err instanceof CallPrecheckError) return new ServerError(err.message);
+  return err;
 }
 
 /** eth_call's answer: the return data, or geth's error for a revert (code 3) or a halt (-32000). */

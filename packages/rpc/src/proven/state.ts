@@ -14,7 +14,7 @@ import { verifyMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { MissingTrieNodeError, ServerError, SingleFlight, bytesEqual, bytesToBigInt } from '@chainnode/core';
-import type { AccountRecord, Bytes, ChainStore } from '@chainnode/core';
+import type { AccountRecord, Bytes, ChainStore, SyncStateReader } from '@chainnode/core';
 import { StateUpstreamError } from './upstream.js';
 import type { StateUpstream } from './upstream.js';
 
@@ -84,6 +84,12 @@ export class ProvenState {
   /** codeHash -> the account and state it was read in (eth_getCode reads the account first). */
   private readonly codeOwners = new Recent<{ address: Uint8Array; root: Uint8Array }>();
   private readonly flights = new SingleFlight<string, void>();
+  /** storageRoot -> the account and state it was read in (the synchronous reader's storage reads). */
+  private readonly storageOwners = new Recent<{ address: Uint8Array; root: Uint8Array }>();
+  /** What synchronous reads missed since the last fetchMissed: (root, address) -> slots. */
+  private missed = new Map<string, { root: Uint8Array; address: Uint8Array; slots: Map<string, Uint8Array> }>();
+  private missedCode = new Set<string>();
+  private reader!: SyncStateReader;
   readonly store: ChainStore;
 
   constructor(
@@ -92,6 +98,70 @@ export class ProvenState {
   ) {
     if (inner.addProvenState === undefined) throw new Error('proven state: the store cannot take proven nodes');
     this.store = this.wrap();
+    this.reader = this.syncReader(inner.stateReader());
+  }
+
+  /**
+   * The store's synchronous reads (an EVM's), recording what they miss: an execution cannot wait
+   * for a proof, so it fails on the missing node, the caller fetches the recorded paths
+   * (fetchMissed) and runs again.
+   */
+  private syncReader(r: SyncStateReader): SyncStateReader {
+    const miss = (root: Uint8Array, address: Uint8Array, slot?: Uint8Array): void => {
+      const k = `${hex(root)}:${hex(address)}`;
+      let m = this.missed.get(k);
+      if (m === undefined) this.missed.set(k, (m = { root: root.slice(), address: address.slice(), slots: new Map() }));
+      if (slot !== undefined) m.slots.set(hex(slot), slot.slice());
+    };
+    return {
+      account: (root, address) => {
+        try {
+          const a = r.account(root, address);
+          if (a !== null) {
+            this.storageOwners.set(hex(a.storageRoot), { address: address.slice(), root: root.slice() });
+            this.codeOwners.set(hex(a.codeHash), { address: address.slice(), root: root.slice() });
+          }
+          return a;
+        } catch (err) {
+          if (err instanceof MissingTrieNodeError) miss(root, address);
+          throw err;
+        }
+      },
+      storage: (storageRoot, slot) => {
+        try {
+          return r.storage(storageRoot, slot);
+        } catch (err) {
+          const owner = this.storageOwners.get(hex(storageRoot));
+          if (err instanceof MissingTrieNodeError && owner !== undefined) miss(owner.root, owner.address, pad32(slot));
+          throw err;
+        }
+      },
+      code: (codeHash) => {
+        const c = r.code(codeHash);
+        if (c === undefined && this.codeOwners.get(hex(codeHash)) !== undefined) {
+          this.missedCode.add(hex(codeHash));
+          throw new MissingTrieNodeError(codeHash);
+        }
+        return c;
+      },
+    };
+  }
+
+  /** Fetches and proves what the synchronous reads missed (ChainStore.fetchMissedState). */
+  private async fetchMissed(): Promise<boolean> {
+    const paths = [...this.missed.values()];
+    const codes = [...this.missedCode];
+    this.missed = new Map();
+    this.missedCode = new Set();
+    await Promise.all([
+      ...paths.map((p) => {
+        const slots = [...p.slots.values()];
+        const key = `${hex(p.root)}:${hex(p.address)}:${slots.map(hex).sort().join(',')}`;
+        return this.flights.run(key, () => this.fetchProof(p.root, p.address, slots));
+      }),
+      ...codes.map((h) => this.code(hexBytes(h))),
+    ]);
+    return paths.length + codes.length > 0;
   }
 
   private wrap(): ChainStore {
@@ -123,6 +193,8 @@ export class ProvenState {
         this.proven(root, address, [slot], () => inner.storageAt(root, address, slot)),
       proof: (root, address, slots) => this.proven(root, address, slots, () => inner.proof(root, address, slots)),
       code: (codeHash) => this.code(codeHash),
+      stateReader: () => this.reader,
+      fetchMissedState: () => this.fetchMissed(),
     };
     return new Proxy(inner, {
       get(target, prop, receiver) {
