@@ -537,7 +537,7 @@ export class Follower {
   }
 
   private async catchUp(target: bigint): Promise<void> {
-    const window = this.opts.prefetch ?? (this.replica !== undefined ? 16 : 8);
+    const window = this.opts.prefetch ?? (this.replica !== undefined || this.history !== undefined ? 16 : 8);
     const groupBlocks = this.opts.groupBlocks ?? 256;
     const groupMs = this.opts.groupMs ?? 1000;
     try {
