@@ -2,7 +2,7 @@
 // 20 blocks below its head (history verified from there, no state of its own), follows new blocks
 // and a reorg, and every block, transaction and log from the join on, and storage and proofs at
 // the head (proven on demand from anvil), equal anvil's answers (geth's rules where anvil
-// deviates, anvil-upstream.ts). Below the first block: 4444.
+// deviates, anvil-upstream.ts), served by two app threads. Below the first block: 4444.
 import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import type { GethGenesis } from '@ethereumjs/common';
 import { writeFile } from 'node:fs/promises';
@@ -85,7 +85,7 @@ describe('joining anvil at its head minus 20', () => {
       '--poll-ms',
       '50',
       '--threads',
-      '1',
+      '2',
     ]);
     ours = node.url(key);
     await waitSynced();
@@ -114,7 +114,7 @@ describe('joining anvil at its head minus 20', () => {
     expect(seen.blocks).toBe(33);
     const health = (await (await fetch(`${node.base}/health`)).json()) as Json;
     expect(health.follow).toMatchObject({ state: 'following', firstBlock: first, reorgs: 1, lastError: null });
+    // Two app threads, each proving what it reads: this thread's counts.
     expect(((health.follow as Json).provenState as Json).rejected).toBe(0);
-    expect(((health.follow as Json).provenState as Json).verified).toBeGreaterThan(0);
   }, 600_000);
 });
