@@ -119,6 +119,19 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
     );
   }, 900_000);
 
+  test('eth_call alone at a block whose state nothing read yet runs over proven state', async () => {
+    const block = hexN(FIRST + 2);
+    const calls: [string, unknown[]][] = [
+      ['eth_call', [{ to: TOKEN, input: '0x18160ddd' }, block]],
+      ['eth_estimateGas', [{ to: TOKEN, input: '0x18160ddd' }, block]],
+    ];
+    proxy.counts = new Map();
+    const want = await rawBatch(primaryUrl, calls);
+    expect(await rawBatch(joinedUrl, calls)).toEqual(want);
+    expect(want[0]).toMatch(/"result":"0x0*[1-9a-f]/);
+    expect(proxy.counts.get('eth_getProof') ?? 0).toBeGreaterThan(0);
+  }, 120_000);
+
   test('state at random blocks >= 1,000 equals the primary; a second run reads nothing upstream', async () => {
     const rng = new Sfc32(0x10_00, 1, 2, 3);
     const calls: [string, unknown[]][] = [];

@@ -167,6 +167,12 @@ export class ProvenState {
   private wrap(): ChainStore {
     const inner = this.inner;
     const overrides: Partial<ChainStore> = {
+      // eth_call and its relatives take the state root from the header.
+      header: async (hash) => {
+        const h = await inner.header(hash);
+        if (h !== undefined) this.blocks.set(hex(h.stateRoot), { hash: h.hash });
+        return h;
+      },
       stateRoot: async (hash) => {
         const root =
           inner.stateRoot !== undefined ? await inner.stateRoot(hash) : (await inner.header(hash))?.stateRoot;
