@@ -324,3 +324,26 @@ export async function compareWithAnvil(
   }
   return { blocks: nums.length, txs: txHashes.length, logs };
 }
+
+/**
+ * Waits until `ours` serves anvil's current head as "latest" (by hash); throws after `timeoutMs`
+ * with both heads and the tail of the node's output.
+ */
+export async function waitSynced(
+  anvilUrl: string,
+  ours: string,
+  output: () => string,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const t0 = Date.now();
+  const want = await result<Json>(anvilUrl, 'eth_getBlockByNumber', ['latest', false]);
+  for (;;) {
+    const got = (await call(ours, 'eth_getBlockByNumber', ['latest', false])).result as Json | null;
+    if (got?.hash === want.hash) return;
+    if (Date.now() - t0 > timeoutMs)
+      throw new Error(
+        `not synced: ours ${got?.number} ${got?.hash}, anvil ${want.number} ${want.hash}\n${output().slice(-2000)}`,
+      );
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

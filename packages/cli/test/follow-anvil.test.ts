@@ -25,6 +25,7 @@ import {
   result,
   startAnvil,
   txRequest,
+  waitSynced as waitSyncedWith,
 } from './anvil-upstream.js';
 import type { Anvil, Envelope } from './anvil-upstream.js';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
@@ -98,19 +99,7 @@ describe('serve --follow with anvil as the upstream', () => {
     }
   }
 
-  async function waitSynced(): Promise<void> {
-    const t0 = Date.now();
-    const want = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', false]);
-    for (;;) {
-      const got = (await call(ours, 'eth_getBlockByNumber', ['latest', false])).result as Json | null;
-      if (got?.hash === want.hash) return;
-      if (Date.now() - t0 > 60_000)
-        throw new Error(
-          `not synced: ours ${got?.number} ${got?.hash}, anvil ${want.number} ${want.hash}\n${node.output().slice(-2000)}`,
-        );
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const waitSynced = () => waitSyncedWith(anvil.url, ours, () => node.output());
 
   const compareAll = () => compareWithAnvil(anvil.url, ours, { common, loggers });
 

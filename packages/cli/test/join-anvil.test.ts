@@ -8,7 +8,15 @@ import type { GethGenesis } from '@ethereumjs/common';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDir } from '@chainnode/testkit';
-import { GENESIS, call, compareWithAnvil, result, startAnvil, txRequest } from './anvil-upstream.js';
+import {
+  GENESIS,
+  call,
+  compareWithAnvil,
+  result,
+  startAnvil,
+  txRequest,
+  waitSynced as waitSyncedWith,
+} from './anvil-upstream.js';
 import type { Anvil } from './anvil-upstream.js';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
@@ -51,17 +59,7 @@ describe('joining anvil at its head minus 20', () => {
     }
   }
 
-  async function waitSynced(): Promise<void> {
-    const t0 = Date.now();
-    const want = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', false]);
-    for (;;) {
-      const got = (await call(ours, 'eth_getBlockByNumber', ['latest', false])).result as Json | null;
-      if (got?.hash === want.hash) return;
-      if (Date.now() - t0 > 90_000)
-        throw new Error(`not synced: ours ${got?.number}, anvil ${want.number}\n${node.output().slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const waitSynced = () => waitSyncedWith(anvil.url, ours, () => node.output(), 90_000);
 
   const compare = () => compareWithAnvil(anvil.url, ours, { common, loggers, from: first });
 

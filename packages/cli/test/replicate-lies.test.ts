@@ -15,7 +15,14 @@ import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import type { GethGenesis } from '@ethereumjs/common';
 import { digestDatadir } from '@chainnode/store';
 import { Sfc32, cliBin, freePort, runCli, tempDir } from '@chainnode/testkit';
-import { GENESIS, call, compareWithAnvil, result, startAnvil, txRequest } from './anvil-upstream.js';
+import {
+  GENESIS,
+  compareWithAnvil,
+  result,
+  startAnvil,
+  txRequest,
+  waitSynced as waitSyncedWith,
+} from './anvil-upstream.js';
 import type { Anvil } from './anvil-upstream.js';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
@@ -177,17 +184,7 @@ describe('replication from a lying upstream', () => {
     return (await (await fetch(`${node.base}/health`)).json()) as Json;
   }
 
-  async function waitSynced(): Promise<void> {
-    const t0 = Date.now();
-    const want = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', false]);
-    for (;;) {
-      const got = (await call(ours, 'eth_getBlockByNumber', ['latest', false])).result as Json | null;
-      if (got?.hash === want.hash) return;
-      if (Date.now() - t0 > 60_000)
-        throw new Error(`not synced: ours ${got?.number}, anvil ${want.number}\n${node.output().slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const waitSynced = () => waitSyncedWith(anvil.url, ours, () => node.output());
 
   const FIELD: Record<LieKind, RegExp> = {
     storage: /stateRoot mismatch/,

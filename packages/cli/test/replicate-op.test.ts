@@ -14,7 +14,14 @@ import { createTxFromRPC } from '@ethereumjs/tx';
 import { bigIntToUnpaddedBytes, hexToBytes } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { ANVIL_DEV_ACCOUNTS, cancunGenesis, runCli, tempDir } from '@chainnode/testkit';
-import { LOGGER_INIT, call, compareWithAnvil, result, startAnvil, txRequest } from './anvil-upstream.js';
+import {
+  LOGGER_INIT,
+  compareWithAnvil,
+  result,
+  startAnvil,
+  txRequest,
+  waitSynced as waitSyncedWith,
+} from './anvil-upstream.js';
 import type { Anvil } from './anvil-upstream.js';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
@@ -186,17 +193,7 @@ describe('replicating an OP-stack chain from anvil --network optimism', () => {
     }
   }
 
-  async function waitSynced(): Promise<void> {
-    const t0 = Date.now();
-    const want = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', false]);
-    for (;;) {
-      const got = (await call(ours, 'eth_getBlockByNumber', ['latest', false])).result as Json | null;
-      if (got?.hash === want.hash) return;
-      if (Date.now() - t0 > 60_000)
-        throw new Error(`not synced: ours ${got?.number}, anvil ${want.number}\n${node.output().slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const waitSynced = () => waitSyncedWith(anvil.url, ours, () => node.output());
 
   async function compare(): Promise<{ blocks: number; txs: number; logs: number }> {
     const head = Number(await result<string>(anvil.url, 'eth_blockNumber', []));
