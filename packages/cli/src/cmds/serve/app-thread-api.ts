@@ -30,7 +30,7 @@ export type AppThreadMessage =
   | AppThreadListening
   | { type: 'drained' }
   | { type: 'stopped' }
-  | { type: 'metrics'; id: number; counts: ThreadMetrics }
+  | { type: 'metrics'; id: number; counts: ThreadMetrics; ledger: LedgerView | undefined }
   | { type: 'peer-metrics'; id: number };
 
 /**

@@ -10,13 +10,15 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openThreadLedger } from '@chainnode/accounts';
 import type { LedgerView, PeerMetrics } from '@chainnode/server';
-import { startApp } from './run.js';
+import { combineLedgerViews, creditsView, parseLedgerFailure, startApp } from './run.js';
 import type { AppThreadCommand, AppThreadData, AppThreadMessage } from './app-thread-api.js';
 
 if (parentPort === null) throw new Error('app-thread.js runs as a worker thread of node-cli serve --threads');
 const port = parentPort;
 const { opts, index, threads, link, followFeeds } = workerData as AppThreadData;
 const ledger = await openThreadLedger(link, (line) => process.stderr.write(`serve: ${line}\n`));
+/** This thread's own Redis connection's state (with --threads each app thread debits on its own). */
+const ownLedger = () => creditsView(ledger.credits, parseLedgerFailure(opts.ledgerFailure));
 // Thread 0 serves /metrics: it asks the main thread for the other threads' counts and adds them.
 // The Redis ledger's state comes with the answer (the main thread owns the ledger): /metrics asks
 // for both at once, so the state is the one of the peers' answer.
@@ -41,7 +43,7 @@ const app = await startApp(opts, () => ledger, {
         peerMetrics: () => (lastPeers = peerMetrics()),
         ledgerStatus: async () => {
           await lastPeers?.catch(() => undefined);
-          return ledgerState;
+          return combineLedgerViews([ledgerState, ownLedger()]);
         },
       }
     : {}),
@@ -60,7 +62,12 @@ port.on('message', (m: AppThreadCommand) => {
       .then(() => ledger.close())
       .finally(() => port.postMessage({ type: 'stopped' } satisfies AppThreadMessage));
   else if (m.type === 'metrics')
-    port.postMessage({ type: 'metrics', id: m.id, counts: app.srv.metricsCounts() } satisfies AppThreadMessage);
+    port.postMessage({
+      type: 'metrics',
+      id: m.id,
+      counts: app.srv.metricsCounts(),
+      ledger: ownLedger(),
+    } satisfies AppThreadMessage);
   else if (m.type === 'peer-metrics') {
     ledgerState = m.ledger;
     peerAsks.get(m.id)?.(m.threads);

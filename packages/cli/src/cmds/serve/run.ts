@@ -154,9 +154,28 @@ export interface AppExtras {
 /** The Redis ledger's state for its gauges; undefined with the embedded ledger. */
 export function ledgerView(ledger: OpenLedger, failure: LedgerFailureMode): LedgerView | undefined {
   if (ledger.engine !== 'redis') return undefined;
-  const l = ledger.ledger();
+  return creditsView(ledger.ledger(), failure);
+}
+
+/** One Redis ledger's state (a thread's own connection, or the main thread's). */
+export function creditsView(l: CreditLedger, failure: LedgerFailureMode): LedgerView | undefined {
   if (!(l instanceof RedisLedger)) return undefined;
   return { failure, degraded: l.isDegraded, journalCharges: l.journalLength };
+}
+
+/**
+ * The ledger's state over every connection that debits (with --threads each app thread has its
+ * own): degraded when any is, the journals' charges summed.
+ */
+export function combineLedgerViews(views: readonly (LedgerView | undefined)[]): LedgerView | undefined {
+  const present = views.filter((v): v is LedgerView => v !== undefined);
+  const first = present[0];
+  if (first === undefined) return undefined;
+  return {
+    failure: first.failure,
+    degraded: present.some((v) => v.degraded),
+    journalCharges: present.reduce((n, v) => n + v.journalCharges, 0),
+  };
 }
 
 const log = (line: string): void => {
@@ -632,7 +651,10 @@ async function serveThreads(
               type: 'peer-metrics',
               id: m.id,
               threads: t,
-              ledger: ledgerView(ledger, parseLedgerFailure(opts.ledgerFailure)),
+              ledger: combineLedgerViews([
+                ledgerView(ledger, parseLedgerFailure(opts.ledgerFailure)),
+                ...workers.filter((o) => o !== w).map((o) => peerLedgers.get(o)),
+              ]),
             } satisfies AppThreadCommand),
           );
         }
@@ -651,6 +673,8 @@ async function serveThreads(
   // Every app thread's metrics counts but `asker`'s; a thread that does not answer within 2 s
   // (busy, stopping) is left out of that scrape.
   let nextAsk = 0;
+  /** Each app thread's own ledger state, as its last metrics answer gave it. */
+  const peerLedgers = new Map<Worker, LedgerView | undefined>();
   const peerCounts = (asker: Worker): Promise<PeerMetrics[]> =>
     Promise.all(
       workers
@@ -661,7 +685,10 @@ async function serveThreads(
               const id = nextAsk++;
               const timer = setTimeout(() => done(undefined), 2000);
               const onMessage = (m: AppThreadMessage): void => {
-                if (m.type === 'metrics' && m.id === id) done({ thread: workers.indexOf(w), metrics: m.counts });
+                if (m.type === 'metrics' && m.id === id) {
+                  peerLedgers.set(w, m.ledger);
+                  done({ thread: workers.indexOf(w), metrics: m.counts });
+                }
               };
               function done(v: PeerMetrics | undefined): void {
                 clearTimeout(timer);
