@@ -22,6 +22,8 @@ function exposition(): string {
     blocksImported: 9,
     lastError: undefined,
     lastErrorAt: undefined,
+    firstBlock: 5n,
+    provenState: { fetches: 3, verified: 2, rejected: 1, failed: 0, cold: 1 },
   });
   net.disk = { datadirBytes: 1_000_000, freeBytes: 9_000_000 };
   for (const reason of CUT_REASONS) routing.cuts.set(reason, 1);
