@@ -87,6 +87,47 @@ test('contract addresses: eth_getLogs address (string or array), eth_getStorageA
   expect(allowlistRefusal(lists, req({ method: 'eth_getBlockByNumber', params: ['0x1', false] }))).toBeUndefined(); // takes no address
 });
 
+test("contract addresses: Infura's read methods eth_call and eth_estimateGas (`to`), eth_getBalance, eth_getCode, eth_getTransactionCount", () => {
+  const lists = { addresses: [A1, A2.toLowerCase()] };
+  const cases: [string, (a: string) => unknown[]][] = [
+    ['eth_call', (a) => [{ to: a, data: '0x70a08231' }, 'latest']],
+    ['eth_estimateGas', (a) => [{ from: A3, to: a, data: '0x' }]],
+    ['eth_getBalance', (a) => [a, 'latest']],
+    ['eth_getCode', (a) => [a, '0x1']],
+    ['eth_getTransactionCount', (a) => [a, 'pending']],
+    ['eth_getStorageValues', (a) => [{ [a]: ['0x0'] }, 'latest']],
+  ];
+  for (const [method, params] of cases) {
+    expect([method, allowlistRefusal(lists, req({ method, params: params(A1) }))]).toEqual([method, undefined]);
+    expect([
+      method,
+      allowlistRefusal(lists, req({ method, params: params(A2.toUpperCase().replace('0X', '0x')) })),
+    ]).toEqual([method, undefined]); // case-insensitive
+    expect([method, allowlistRefusal(lists, req({ method, params: params(A3) }))]).toEqual([method, 'addresses']);
+    // Without an allowlist of addresses, the same calls pass.
+    expect([method, allowlistRefusal({ addresses: [] }, req({ method, params: params(A3) }))]).toEqual([
+      method,
+      undefined,
+    ]);
+  }
+  // The `from` of a call is not what it queries: only `to` counts.
+  expect(
+    allowlistRefusal(lists, req({ method: 'eth_call', params: [{ from: A3, to: A1 }, 'latest'] })),
+  ).toBeUndefined();
+  // A call without `to` (a contract creation) queries no listed contract: refused.
+  expect(allowlistRefusal(lists, req({ method: 'eth_call', params: [{ data: '0x6000' }, 'latest'] }))).toBe(
+    'addresses',
+  );
+  expect(allowlistRefusal(lists, req({ method: 'eth_estimateGas', params: [{ from: A1 }] }))).toBe('addresses');
+  // eth_getStorageValues: every queried account must be listed.
+  expect(
+    allowlistRefusal(
+      lists,
+      req({ method: 'eth_getStorageValues', params: [{ [A1]: ['0x0'], [A3]: ['0x0'] }, 'latest'] }),
+    ),
+  ).toBe('addresses');
+});
+
 test('types are AND-ed: a call must pass every type that has entries', () => {
   const lists = {
     methods: ['eth_getStorageAt'],

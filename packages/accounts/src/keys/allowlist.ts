@@ -2,8 +2,9 @@
 //   - no allowlist: every request is accepted; once a type has entries, requests must pass it;
 //   - at most MAX_ALLOWLIST_ENTRIES entries per type;
 //   - types are AND-ed, entries of one type are OR-ed;
-//   - contract addresses apply to the methods that take an address (ADDRESS_METHODS below; of
-//     ours: eth_getLogs `address`, eth_getStorageAt and eth_getProof); other methods pass;
+//   - contract addresses apply to the methods that take an address (ADDRESS_METHODS below:
+//     eth_call and eth_estimateGas by `to`, eth_getBalance, eth_getCode, eth_getTransactionCount,
+//     eth_getStorageAt, eth_getProof, eth_getStorageValues, eth_getLogs `address`); others pass;
 //   - user agents match as substrings of the request's User-Agent;
 //   - origins: `host`, `scheme://host` or `scheme://` (scheme only), host optionally with a port
 //     and a leading `*.` wildcard for any subdomain (`https://*.example.com`); a scheme, when
