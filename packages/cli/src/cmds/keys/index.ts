@@ -225,7 +225,10 @@ export function register(program: Command): void {
     .description(
       'set allowlists (each option replaces that type; "" clears it); types are AND-ed, entries OR-ed, at most 30 each',
     )
-    .option('--addresses <list>', 'contract addresses (eth_call/eth_estimateGas to, eth_getBalance, eth_getCode, eth_getTransactionCount, eth_getStorageAt, eth_getProof, eth_getLogs address)')
+    .option(
+      '--addresses <list>',
+      'contract addresses (eth_call/eth_estimateGas to, eth_getBalance, eth_getCode, eth_getTransactionCount, eth_getStorageAt, eth_getProof, eth_getLogs address)',
+    )
     .option('--origins <list>', 'origins, e.g. https://*.example.com')
     .option('--user-agents <list>', 'User-Agent substrings')
     .option('--methods <list>', 'JSON-RPC methods')
