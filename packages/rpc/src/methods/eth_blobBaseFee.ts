@@ -6,7 +6,7 @@ import { noParams } from '../params.js';
 
 /** geth: the blob base fee of the head block (null before Cancun). */
 export const eth_blobBaseFee: MethodDef<void, Hex | null> = {
-  cost: 80,
+  cost: 300,
   params: 'none',
   decode: noParams,
   async handle(ctx) {

@@ -18,7 +18,7 @@ const MAX_UPSTREAM_MESSAGE = 256;
  * Without an upstream the node refuses, since nothing here could ever mine the transaction.
  */
 export const eth_sendRawTransaction: MethodDef<SendRawParams, Hex> = {
-  cost: 720,
+  cost: 80,
   params: 'signed transaction (hex; a blob transaction in its network form)',
   errors:
     "-32000 `transactions are not accepted: this node follows no upstream`, `invalid sender`, `invalid chain id`, `only replay-protected (EIP-155) transactions allowed over RPC`, `nonce too low`, `insufficient funds for gas * price + value`; the upstream's own refusal, relayed",
