@@ -3,7 +3,7 @@
 // RangeError naming what was wrong. Hashes are recomputed here (keccak of the encoding), never
 // taken from elsewhere.
 import { RLP } from '@ethereumjs/rlp';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from './keccak.js';
 import { DEPOSIT_TX_TYPE, decodeDepositTx } from './deposit-tx.js';
 import { bytesToBigInt } from './hex.js';
 import type { AccessListEntry, AuthorizationRecord, HeaderRecord, TxRecord, WithdrawalRecord } from './types.js';

@@ -8,7 +8,7 @@
 // canonical form as geth's rlp package does (no leading zero bytes in integers, a bool is empty or
 // 0x01, gas fits uint64) and each failure is a RangeError naming the field.
 import { RLP } from '@ethereumjs/rlp';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from './keccak.js';
 import { bytesToBigInt } from './hex.js';
 import type { Bytes } from './types.js';
 

@@ -12,3 +12,4 @@ export * from './atomic-file.js';
 export * from './deposit-tx.js';
 export * from './chain-family.js';
 export * from './receipt-encoding.js';
+export * from './keccak.js';

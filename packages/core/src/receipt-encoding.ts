@@ -5,7 +5,7 @@
 // then depositReceiptVersion when present (op-geth's optional RLP fields).
 import { RLP } from '@ethereumjs/rlp';
 import type { Input } from '@ethereumjs/rlp';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from './keccak.js';
 import { DEPOSIT_TX_TYPE } from './deposit-tx.js';
 import type { Bytes } from './types.js';
 

@@ -8,7 +8,7 @@
 import type { StateManagerInterface } from '@ethereumjs/common';
 import { Account, Address, bytesToHex, KECCAK256_NULL, KECCAK256_RLP } from '@ethereumjs/util';
 import type { AccountFields } from '@ethereumjs/common';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/core';
 import type { Bytes, SyncStateReader } from '@chainnode/core';
 
 /** Strips leading zero bytes (MerkleStateManager's unpadded storage values). */

@@ -7,7 +7,7 @@ import { RLP } from '@ethereumjs/rlp';
 import type { BlockBytes } from '@ethereumjs/block';
 import type { GethGenesis } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/core';
 import { bytesToBigInt } from '@chainnode/core';
 import type { ChainCommit } from '@chainnode/core';
 import { ChainMismatchError, ChainSourceError, ReorgTooDeepError } from './errors.js';

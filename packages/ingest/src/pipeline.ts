@@ -13,7 +13,7 @@ import { Caches, MerkleStateManager } from '@ethereumjs/statemanager';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { createVM, runBlock } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/core';
 import { bytesToBigInt } from '@chainnode/core';
 import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
 import { StoreWriter } from '@chainnode/store';

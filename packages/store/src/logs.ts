@@ -11,7 +11,7 @@
 // The result cap is decided on log ids alone (no log is fetched to find it), and the loop yields
 // to the event loop every few milliseconds and stops at the deadline.
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from './keccak.js';
 import { LimitExceededError, LogJsonWriter, bytesEqual } from '@chainnode/core';
 import type {
   AsciiChunk,

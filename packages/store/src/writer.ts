@@ -3,7 +3,7 @@
 // group and the head pointer (last). A crash before the batch lands leaves the previous head
 // and nothing of the group; after it, the whole group.
 import { RLP } from '@ethereumjs/rlp';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from './keccak.js';
 import {
   LogJsonWriter,
   blockJsonHead,

@@ -139,14 +139,14 @@ export function receiptFromJson(json: unknown): ReplicaReceipt {
   return r;
 }
 
-/** The consensus encoding of a receipt, its bloom computed from its logs. */
-export function encodeReplicaReceipt(r: ReplicaReceipt): Uint8Array {
+/** The consensus encoding of a receipt, its bloom computed from its logs unless given. */
+export function encodeReplicaReceipt(r: ReplicaReceipt, bloom: Uint8Array = logsBloomOf(r.logs)): Uint8Array {
   return encodeReceipt({
     type: r.type,
     statusOrState: r.statusOrState,
     cumulativeGasUsed: r.cumulativeGasUsed,
     logs: r.logs,
-    bloom: logsBloomOf(r.logs),
+    bloom,
     ...(r.depositNonce !== undefined ? { depositNonce: r.depositNonce } : {}),
     ...(r.depositReceiptVersion !== undefined ? { depositReceiptVersion: r.depositReceiptVersion } : {}),
   });

@@ -4,7 +4,7 @@
 // (creations only), the receipt's own logs bloom, blob gas for type 3, and OP-stack deposit fields
 // when the store holds them.
 import { RLP } from '@ethereumjs/rlp';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/core';
 import { bytesToBigInt, toData, toQuantity } from '@chainnode/core';
 import type { HeaderRecord, Hex, LogRecord, ReceiptRecord, TxRecord } from '@chainnode/core';
 import { GAS_PER_BLOB } from '../chain/forks.js';

@@ -12,7 +12,7 @@
 // Everything else passes through to the wrapped store.
 import { verifyMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/core';
 import { MissingTrieNodeError, ServerError, SingleFlight, bytesEqual, bytesToBigInt } from '@chainnode/core';
 import type { AccountRecord, Bytes, ChainStore, SyncStateReader } from '@chainnode/core';
 import { StateUpstreamError } from './upstream.js';
