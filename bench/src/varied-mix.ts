@@ -3,7 +3,17 @@
 // servers with each other. Two chains implement it: the fixture chain (varied-fixtures.ts) and
 // the scaled chain (varied-scaled.ts).
 
-export type Kind = 'blockHashes' | 'blockFull' | 'tx' | 'storage' | 'account' | 'proof' | 'logs';
+export type Kind =
+  | 'blockHashes'
+  | 'blockFull'
+  | 'tx'
+  | 'storage'
+  | 'account'
+  | 'proof'
+  | 'logs'
+  | 'call'
+  | 'receipt'
+  | 'blockReceipts';
 export type ServerName = 'chainnode' | 'anvil';
 
 export interface Call {

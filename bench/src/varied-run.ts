@@ -63,6 +63,12 @@ export interface VariedOptions {
   noAnvil?: boolean;
   /** Extra args for `serve`. */
   serveArgs?: string[];
+  /** The command line printed with the table (default: bench:http's). */
+  command?: string;
+  /** A chain prepared by the caller instead of `chain` (in `dir`, the run's temporary directory). */
+  prepare?: (dir: string, log: (line: string) => void) => Promise<ChainUnderTest>;
+  /** Runs once the node serves, before the mixes (e.g. a cold measurement); its lines are printed with the table. */
+  beforeMixes?: (url: string) => Promise<string[]>;
 }
 
 interface Target {
@@ -184,30 +190,32 @@ export async function runVaried(o: VariedOptions): Promise<void> {
   try {
     const tSetup = Date.now();
     chain =
-      o.chain === 'scaled'
-        ? await prepareScaled({
-            root: o.root,
-            cli: o.cli,
-            dir: tmp,
-            blocks: o.blocks,
-            bodies: o.bodies,
-            logBodies: o.logBodies,
-            anvilHistory: o.anvilHistory,
-            anvilProofSample: o.anvilProofSample,
-            noAnvil: o.noAnvil === true,
-            keep: o.keep !== undefined,
-            log,
-          })
-        : await prepareFixtures({
-            root: o.root,
-            ...(o.chain === 'mainnet' ? { export: mainnetExport(o.from) } : {}),
-            cli: o.cli,
-            dir: tmp,
-            ...(o.datadir !== undefined ? { datadir: o.datadir } : {}),
-            bodies: o.bodies,
-            noAnvil: o.noAnvil === true,
-            log,
-          });
+      o.prepare !== undefined
+        ? await o.prepare(tmp, log)
+        : o.chain === 'scaled'
+          ? await prepareScaled({
+              root: o.root,
+              cli: o.cli,
+              dir: tmp,
+              blocks: o.blocks,
+              bodies: o.bodies,
+              logBodies: o.logBodies,
+              anvilHistory: o.anvilHistory,
+              anvilProofSample: o.anvilProofSample,
+              noAnvil: o.noAnvil === true,
+              keep: o.keep !== undefined,
+              log,
+            })
+          : await prepareFixtures({
+              root: o.root,
+              ...(o.chain === 'mainnet' ? { export: mainnetExport(o.from) } : {}),
+              cli: o.cli,
+              dir: tmp,
+              ...(o.datadir !== undefined ? { datadir: o.datadir } : {}),
+              bodies: o.bodies,
+              noAnvil: o.noAnvil === true,
+              log,
+            });
     const setupSecs = (Date.now() - tSetup) / 1000;
     const mixes = chain.mixes.filter(
       (m) => o.only === undefined || o.only.some((w) => m.label.startsWith(w) || m.label.includes(w)),
@@ -238,6 +246,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
       { stdio: ['ignore', 'ignore', 'inherit'] },
     );
     await waitRpc(`http://127.0.0.1:${ourPort}/v3/${key}`);
+    const before = o.beforeMixes !== undefined ? await o.beforeMixes(`http://127.0.0.1:${ourPort}/v3/${key}`) : [];
     const targets: Target[] = [
       {
         name: 'chainnode',
@@ -367,7 +376,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     console.log(
       `\nMachine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'cpu'}; Node ${process.version}; ${new Date().toISOString().slice(0, 16)} UTC; load average ${la} (1-min, at the start of each pass)`,
     );
-    console.log(`Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')}`);
+    console.log(o.command ?? `Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')}`);
     console.log(
       `Chain: ${chain.describe}; chainnode datadir ${(datadirBytes / 1e6).toFixed(0)} MB; setup (build + import) ${setupSecs.toFixed(0)} s`,
     );
@@ -386,6 +395,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
       '| request mix | bodies | chainnode req/s | p50 ms | p99 ms | anvil req/s | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|',
     );
     for (const r of coldRows) console.log(r);
+    for (const line of before) console.log(line);
   } finally {
     if (srv !== undefined) await stopChild(srv);
     if (chain !== undefined) await chain.close();

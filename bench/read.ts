@@ -1,0 +1,106 @@
+// `npm run bench:read [-- --blocks 400] [--txs 12] [--holders 300] [--anvil-history 128]
+//  [--bodies 2000] [--duration 6] [--connections 32] [--only <mix words>] [--serve-args "<args>"]`: the read API that
+// dApps and wallets call, this node beside anvil 1.7.1 on the same chain in the same run.
+// The chain (bench/src/read-chain.ts) is built by anvil (an ERC-20-like token, transfers to
+// `holders` addresses, ETH transfers; anvil keeps the state of its last --anvil-history blocks)
+// and followed by this node (`serve --follow`); then the varied runner (bench/src/varied-run.ts)
+// sends each mix to both: a cold pass (every body once), a check of every distinct reply against
+// the bench's own ledger of what it sent (and anvil's receipts), and a warm closed-loop load
+// whose every answer is compared with the checked reply. Mixes: eth_call balanceOf at "latest",
+// at random recent blocks (anvil answers those), at random historical blocks (this node alone),
+// receipts, block receipts, balances/nonces/code at the head and at historical blocks, and a
+// dApp-like mix.
+// Cold eth_call: right after the node starts (nothing asked yet), 400 balanceOf calls at random
+// historical blocks no mix asks, one connection, one after the other; p50 as the client sees it,
+// and the same client's p50 for eth_chainId (the transport's own cost): their difference is the
+// server-side time of the call, near enough.
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { rawOnceThread } from './src/load-thread.js';
+import { DIGEST, digest } from './src/load.js';
+import { prepareRead } from './src/read-chain.js';
+import type { ReadChain } from './src/read-chain.js';
+import { printRunRecord } from './src/run-record.js';
+import { runVaried } from './src/varied-run.js';
+import type { Call, Reply } from './src/varied-mix.js';
+
+printRunRecord('bench:read');
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
+
+function arg(name: string, dflt: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? (process.argv[i + 1] as string) : dflt;
+}
+
+const anvilHistory = Number(arg('anvil-history', '128'));
+let chain: ReadChain | undefined;
+
+/** Every body once over one connection, each answer checked; p50/p99 as the client sees them. */
+async function sequential(url: string, calls: Call[]): Promise<{ p50: number; p99: number }> {
+  const u = new URL(url);
+  const r = await rawOnceThread({
+    host: u.hostname,
+    port: Number(u.port),
+    path: u.pathname,
+    bodies: calls.map((c) => c.body),
+    connections: 1,
+    seconds: 0,
+  });
+  if (r.bad + r.errors > 0) throw new Error(`cold pass: ${r.bad} non-200, ${r.errors} socket errors`);
+  for (const [i, c] of calls.entries()) {
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: c.body });
+    const buf = Buffer.from(await res.arrayBuffer());
+    await (chain as ReadChain).check(c, JSON.parse(buf.toString('utf8')) as Reply, 'chainnode');
+    if (!digest(buf).equals(r.digests.subarray(i * DIGEST, (i + 1) * DIGEST)))
+      throw new Error(`${c.body}: the cold answer differs from the checked one`);
+  }
+  return { p50: r.p50, p99: r.p99 };
+}
+
+await runVaried({
+  root,
+  cli,
+  chain: 'scaled',
+  blocks: Number(arg('blocks', '400')),
+  anvilHistory,
+  anvilProofSample: 0,
+  seconds: Number(arg('duration', '6')),
+  connections: Number(arg('connections', '32')),
+  bodies: Number(arg('bodies', '2000')),
+  logBodies: 0,
+  ...(process.argv.includes('--only') ? { only: arg('only', '').split(',') } : {}),
+  ...(process.argv.includes('--serve-args')
+    ? {
+        serveArgs: arg('serve-args', '')
+          .split(' ')
+          .filter((x) => x !== ''),
+      }
+    : {}),
+  command: `Command: npm run bench:read -- ${process.argv.slice(2).join(' ')}`,
+  prepare: async (dir, log) => {
+    chain = await prepareRead({
+      cli,
+      root,
+      dir,
+      blocks: Number(arg('blocks', '400')),
+      txsPerBlock: Number(arg('txs', '12')),
+      holders: Number(arg('holders', '300')),
+      anvilHistory,
+      bodies: Number(arg('bodies', '2000')),
+      log,
+    });
+    return chain;
+  },
+  beforeMixes: async (url) => {
+    const c = chain as ReadChain;
+    const call = await sequential(url, c.cold);
+    const base = await sequential(url, c.baseline);
+    return [
+      '\nCold eth_call (fresh server process, nothing asked before; 400 token balanceOf calls at random historical blocks, one connection, one after the other, every answer checked):\n',
+      '| calls | client p50 ms | client p99 ms | eth_chainId p50 ms (same client) | server-side p50 ≈ ms |\n|---|---|---|---|---|',
+      `| eth_call balanceOf, historical | ${call.p50} | ${call.p99} | ${base.p50} | ${Math.max(0, call.p50 - base.p50).toFixed(2)} |`,
+    ];
+  },
+});

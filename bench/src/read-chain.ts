@@ -1,0 +1,453 @@
+// The read-API bench's chain (bench/read.ts): anvil 1.7.1 builds it and this node follows it.
+//  - anvil (--no-mining, --prune-history W: it keeps the state of its last W blocks, as a node
+//    without archive does) mines `blocks` blocks from a Cancun genesis: an ERC-20-like token
+//    deployed by the first dev account, then per block token transfers from the four dev accounts
+//    to `holders` random addresses and plain ETH transfers to them;
+//  - `serve --follow anvil` imports every block (executing it itself), then stops: the runner
+//    serves that datadir, anvil keeps running with the same blocks (same hashes).
+// Every reply is checked against answers computed here, independently of both servers: the
+// bench's own ledger of every transfer it sent (token balances, ETH balances of the holders,
+// nonces of the senders at every block, the token's code from its deployment on), and for
+// receipts anvil's own receipts fetched while building (geth's shape: anvil's extra
+// `blockTimestamp` and non-blob `blobGasPrice` dropped).
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import solc from 'solc';
+import { Interface } from 'ethers';
+import { ANVIL_DEV_ACCOUNTS, cancunGenesis } from '@chainnode/testkit';
+import { runChild, spawnChild, stopChild, waitRpc } from './children.js';
+import { Rng } from './synth.js';
+import { callMaker, mixOf, qty, shuffle } from './varied-mix.js';
+import type { Call, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
+import { freePort } from '@chainnode/testkit';
+
+const TOKEN_SOURCE = `// SPDX-License-Identifier: MIT
+pragma solidity 0.8.30;
+
+contract Token {
+    mapping(address => uint256) public balanceOf;
+    uint256 public totalSupply;
+
+    event Transfer(address indexed from, address indexed to, uint256 value);
+
+    constructor(uint256 supply) {
+        balanceOf[msg.sender] = supply;
+        totalSupply = supply;
+        emit Transfer(address(0), msg.sender, supply);
+    }
+
+    function transfer(address to, uint256 value) external returns (bool) {
+        uint256 have = balanceOf[msg.sender];
+        require(have >= value, "Token: insufficient balance");
+        balanceOf[msg.sender] = have - value;
+        balanceOf[to] += value;
+        emit Transfer(msg.sender, to, value);
+        return true;
+    }
+}
+`;
+
+const DEV = ANVIL_DEV_ACCOUNTS as readonly string[];
+const GENESIS = cancunGenesis({ accounts: DEV, balance: '0x21e19e0c9bab2400000' });
+const SUPPLY = 10n ** 27n;
+const GWEI = 1_000_000_000n;
+
+export interface ReadChainOptions {
+  cli: string;
+  root: string;
+  dir: string;
+  blocks: number;
+  txsPerBlock: number;
+  holders: number;
+  /** States anvil keeps (--prune-history). */
+  anvilHistory: number;
+  /** Bodies per mix. */
+  bodies: number;
+  log: (line: string) => void;
+}
+
+type Json = Record<string, unknown>;
+
+async function rpc(url: string, calls: [string, unknown[]][]): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (let i = 0; i < calls.length; i += 500) {
+    const chunk = calls.slice(i, i + 500);
+    const r = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chunk.map(([method, params], j) => ({ jsonrpc: '2.0', id: j, method, params }))),
+    });
+    const replies = (await r.json()) as { id: number; result?: unknown; error?: { message: string } }[];
+    const byId = new Map(replies.map((x) => [x.id, x]));
+    chunk.forEach(([method], j) => {
+      const x = byId.get(j);
+      if (x === undefined || x.error !== undefined) throw new Error(`${method}: ${x?.error?.message ?? 'no reply'}`);
+      out.push(x.result);
+    });
+  }
+  return out;
+}
+const one = async <T>(url: string, method: string, params: unknown[]): Promise<T> =>
+  (await rpc(url, [[method, params]]))[0] as T;
+
+/** A value's history: [block, value] in block order; its value at block n is the last entry at or before n. */
+class History<T> {
+  private readonly at = new Map<string, [number, T][]>();
+  constructor(private readonly initial: T) {}
+  set(key: string, block: number, v: T): void {
+    const h = this.at.get(key) ?? [];
+    if (h.length > 0 && (h[h.length - 1] as [number, T])[0] === block) (h[h.length - 1] as [number, T])[1] = v;
+    else h.push([block, v]);
+    this.at.set(key, h);
+  }
+  get(key: string, block = Number.MAX_SAFE_INTEGER): T {
+    const h = this.at.get(key);
+    if (h === undefined) return this.initial;
+    let v = this.initial;
+    for (const [b, x] of h) {
+      if (b > block) break;
+      v = x;
+    }
+    return v;
+  }
+}
+
+/** JSON with object keys sorted (the servers order a receipt's fields differently). */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) =>
+    x !== null && typeof x === 'object' && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x as Json).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : x,
+  );
+}
+
+/** geth's receipt from anvil's: its extra `blockTimestamp` and `blobGasPrice` (non-blob) dropped. */
+function gethReceipt(r: Json): Json {
+  const { blockTimestamp: _t, blobGasPrice, ...rest } = r;
+  return r.type === '0x3' ? { ...rest, blobGasPrice } : rest;
+}
+
+function compileToken(): { iface: Interface; bytecode: string } {
+  const input = {
+    language: 'Solidity',
+    sources: { 'Token.sol': { content: TOKEN_SOURCE } },
+    settings: { evmVersion: 'cancun', outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } } },
+  };
+  const out = JSON.parse(solc.compile(JSON.stringify(input))) as {
+    contracts: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string } } }>>;
+  };
+  const c = out.contracts['Token.sol']?.Token;
+  if (c === undefined) throw new Error('solc: no Token');
+  return { iface: new Interface(c.abi as never), bytecode: `0x${c.evm.bytecode.object}` };
+}
+
+export interface ReadChain extends ChainUnderTest {
+  /** eth_call bodies at historical blocks no mix asks (the cold measurement). */
+  cold: Call[];
+  /** eth_chainId bodies: the same client and transport with next to no work behind them. */
+  baseline: Call[];
+}
+
+export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
+  const rng = new Rng(36);
+  const genesisPath = join(o.dir, 'genesis.json');
+  writeFileSync(genesisPath, JSON.stringify(GENESIS));
+  const port = await freePort();
+  const anvilUrl = `http://127.0.0.1:${port}`;
+  const anvil = spawnChild(
+    join(o.root, 'node_modules', '.bin', 'anvil'),
+    [
+      '--init',
+      genesisPath,
+      '--hardfork',
+      'cancun',
+      '--accounts',
+      '4',
+      '--no-create2',
+      '--no-mining',
+      '--order',
+      'fifo',
+      '--prune-history',
+      String(o.anvilHistory),
+      '--port',
+      String(port),
+      '--host',
+      '127.0.0.1',
+      '--silent',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  await waitRpc(anvilUrl, anvil);
+  const t0 = Date.now();
+  const { iface, bytecode } = compileToken();
+  const holders = Array.from({ length: o.holders }, (_, i) =>
+    `0x${(0x1000 + i).toString(16).padStart(8, '0')}${'ab'.repeat(16)}`.toLowerCase(),
+  );
+  const token = new History<bigint>(0n); // token balances
+  const eth = new History<bigint>(0n); // ETH balances of the holders
+  const nonces = new History<number>(0); // nonces of the senders
+  const nonce = [0, 0, 0, 0];
+  const tokenNow = new Map<string, bigint>();
+  const ethNow = new Map<string, bigint>();
+  const fee = { maxFeePerGas: qty(100n * GWEI), maxPriorityFeePerGas: qty(GWEI), type: '0x2' };
+  // Block 1: the token; block 2: a quarter of the supply to each other sender.
+  const deploy = await one<string>(anvilUrl, 'eth_sendTransaction', [
+    { from: DEV[0], data: `${bytecode}${iface.encodeDeploy([SUPPLY]).slice(2)}`, gas: '0x200000', ...fee },
+  ]);
+  nonce[0] = 1;
+  await one(anvilUrl, 'evm_mine', []);
+  const deployReceipt = await one<Json>(anvilUrl, 'eth_getTransactionReceipt', [deploy]);
+  if (deployReceipt.status !== '0x1') throw new Error('token deployment failed');
+  const tokenAddress = (deployReceipt.contractAddress as string).toLowerCase();
+  tokenNow.set(DEV[0] as string, SUPPLY);
+  token.set(DEV[0] as string, 1, SUPPLY);
+  nonces.set(DEV[0] as string, 1, 1);
+  const sent: [string, unknown[]][] = [];
+  const transfer = (from: number, to: string, value: bigint): void => {
+    sent.push([
+      'eth_sendTransaction',
+      [
+        {
+          from: DEV[from],
+          to: tokenAddress,
+          data: iface.encodeFunctionData('transfer', [to, value]),
+          gas: '0x186a0',
+          nonce: qty(nonce[from] as number),
+          ...fee,
+        },
+      ],
+    ]);
+    nonce[from] = (nonce[from] as number) + 1;
+    tokenNow.set(DEV[from] as string, (tokenNow.get(DEV[from] as string) ?? 0n) - value);
+    tokenNow.set(to, (tokenNow.get(to) ?? 0n) + value);
+  };
+  const mine = async (block: number): Promise<void> => {
+    await rpc(anvilUrl, sent.splice(0));
+    await one(anvilUrl, 'evm_mine', []);
+    for (const [a, v] of tokenNow) token.set(a, block, v);
+    for (const [a, v] of ethNow) eth.set(a, block, v);
+    DEV.forEach((a, i) => {
+      nonces.set(a, block, nonce[i] as number);
+    });
+  };
+  for (let i = 1; i < 4; i++) transfer(0, DEV[i] as string, SUPPLY / 4n);
+  await mine(2);
+  for (let b = 3; b <= o.blocks; b++) {
+    for (let t = 0; t < o.txsPerBlock; t++) {
+      const from = t % 4;
+      const to = holders[rng.int(holders.length)] as string;
+      if (t % 6 === 5) {
+        const value = BigInt(1 + rng.int(1_000_000)) * GWEI;
+        sent.push([
+          'eth_sendTransaction',
+          [{ from: DEV[from], to, value: qty(value), gas: '0x5208', nonce: qty(nonce[from] as number), ...fee }],
+        ]);
+        nonce[from] = (nonce[from] as number) + 1;
+        ethNow.set(to, (ethNow.get(to) ?? 0n) + value);
+      } else transfer(from, to, BigInt(1 + rng.int(1_000_000_000)));
+    }
+    await mine(b);
+    if (b % 100 === 0) o.log(`read: anvil mined block ${b}`);
+  }
+  const head = Number(await one<string>(anvilUrl, 'eth_blockNumber', []));
+  if (head !== o.blocks) throw new Error(`anvil head ${head}, expected ${o.blocks}`);
+  // Every receipt (all must have succeeded: the ledger assumes so), in geth's shape.
+  const blockReceipts = new Map<number, Json[]>();
+  const receipts = new Map<string, Json>();
+  const nums = Array.from({ length: head }, (_, i) => i + 1);
+  const all = (await rpc(
+    anvilUrl,
+    nums.map((n) => ['eth_getBlockReceipts', [qty(n)]]),
+  )) as Json[][];
+  all.forEach((rs, i) => {
+    const g = rs.map(gethReceipt);
+    blockReceipts.set(i + 1, g);
+    for (const r of g) {
+      if (r.status !== '0x1') throw new Error(`block ${i + 1}: a failed transaction ${String(r.transactionHash)}`);
+      receipts.set(r.transactionHash as string, r);
+    }
+  });
+  const code = await one<string>(anvilUrl, 'eth_getCode', [tokenAddress, 'latest']);
+  const devBalances = (await rpc(
+    anvilUrl,
+    DEV.map((a) => ['eth_getBalance', [a, 'latest']]),
+  )) as string[];
+  // The ledger agrees with anvil at the head (a check of the ledger, not of the servers).
+  for (const h of [...DEV, ...holders.slice(0, 20)]) {
+    const w = await one<string>(anvilUrl, 'eth_call', [
+      { to: tokenAddress, data: iface.encodeFunctionData('balanceOf', [h]) },
+      'latest',
+    ]);
+    if (BigInt(w) !== token.get(h)) throw new Error(`ledger: balanceOf ${h} ${BigInt(w)} != ${token.get(h)}`);
+  }
+  const buildSecs = (Date.now() - t0) / 1000;
+  o.log(`read: anvil built ${head} blocks, ${receipts.size} txs in ${buildSecs.toFixed(0)} s`);
+
+  // This node follows anvil into its datadir, then stops.
+  const datadir = join(o.dir, 'data');
+  const key = (
+    JSON.parse(
+      await runChild(process.execPath, [o.cli, 'keys', 'create', '--plan', 'custom', '--json', '--datadir', datadir]),
+    ) as { key: string }
+  ).key;
+  const nodePort = await freePort();
+  const t1 = Date.now();
+  const follower = spawnChild(
+    process.execPath,
+    [
+      o.cli,
+      'serve',
+      '--datadir',
+      datadir,
+      '--port',
+      String(nodePort),
+      '--follow',
+      anvilUrl,
+      '--genesis',
+      genesisPath,
+      '--poll-ms',
+      '100',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const ours = `http://127.0.0.1:${nodePort}/v3/${key}`;
+  await waitRpc(ours, follower);
+  const want = await one<Json>(anvilUrl, 'eth_getBlockByNumber', [qty(head), false]);
+  for (;;) {
+    const got = (await fetch(ours, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: ['latest', false] }),
+    }).then((r) => r.json())) as { result?: Json };
+    if (got.result?.hash === want.hash) break;
+    if (Date.now() - t1 > 15 * 60_000)
+      throw new Error(`follow: not at anvil's head after 15 min: ${got.result?.number}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const followSecs = (Date.now() - t1) / 1000;
+  o.log(`read: this node followed ${head} blocks in ${followSecs.toFixed(0)} s`);
+  await stopChild(follower);
+
+  // The mixes.
+  const call = callMaker();
+  const recentFrom = head - Math.min(64, o.anvilHistory) + 1;
+  const oldTo = head - o.anvilHistory - 1;
+  const holder = (): string => (rng.next() < 0.1 ? DEV[rng.int(4)] : holders[rng.int(holders.length)]) as string;
+  const expect = new Map<string, unknown>();
+  const word = (v: bigint): string => `0x${v.toString(16).padStart(64, '0')}`;
+  const balanceOf = (block: number | 'latest'): Call => {
+    const h = holder();
+    const c = call('call', 'eth_call', [
+      { to: tokenAddress, data: iface.encodeFunctionData('balanceOf', [h]) },
+      block === 'latest' ? 'latest' : qty(block),
+    ]);
+    expect.set(c.body, word(token.get(h, block === 'latest' ? head : block)));
+    return c;
+  };
+  const atRecent = (): number => recentFrom + rng.int(head - recentFrom + 1);
+  const atOld = (): number => 2 + rng.int(oldTo - 1);
+  const txHashes = [...receipts.keys()];
+  const receipt = (): Call => {
+    const h = txHashes[rng.int(txHashes.length)] as string;
+    const c = call('receipt', 'eth_getTransactionReceipt', [h]);
+    expect.set(c.body, receipts.get(h));
+    return c;
+  };
+  const blockReceiptsCall = (): Call => {
+    const n = 1 + rng.int(head);
+    const c = call('blockReceipts', 'eth_getBlockReceipts', [qty(n)]);
+    expect.set(c.body, blockReceipts.get(n));
+    return c;
+  };
+  const state = (block: number | 'latest'): Call => {
+    const n = block === 'latest' ? head : block;
+    const tag = block === 'latest' ? 'latest' : qty(block);
+    const k = rng.int(3);
+    if (k === 0) {
+      // A holder's ETH balance (exact from the ledger); a sender's only at the head (fees: anvil's).
+      if (block === 'latest' && rng.next() < 0.2) {
+        const i = rng.int(4);
+        const c = call('account', 'eth_getBalance', [DEV[i], tag]);
+        expect.set(c.body, devBalances[i]);
+        return c;
+      }
+      const h = holders[rng.int(holders.length)] as string;
+      const c = call('account', 'eth_getBalance', [h, tag]);
+      expect.set(c.body, qty(eth.get(h, n)));
+      return c;
+    }
+    if (k === 1) {
+      const i = rng.int(4);
+      const c = call('account', 'eth_getTransactionCount', [DEV[i], tag]);
+      expect.set(c.body, qty(nonces.get(DEV[i] as string, n)));
+      return c;
+    }
+    const c = call('account', 'eth_getCode', [tokenAddress, tag]);
+    expect.set(c.body, n >= 1 ? code : '0x');
+    return c;
+  };
+  const n = o.bodies;
+  const latestCalls = Array.from({ length: n }, () => balanceOf('latest'));
+  const recentCalls = Array.from({ length: n }, () => balanceOf(atRecent()));
+  const oldCalls = Array.from({ length: n }, () => balanceOf(atOld()));
+  const receiptCalls = Array.from({ length: n }, receipt);
+  const blockReceiptCalls = Array.from({ length: Math.min(n, 1000) }, blockReceiptsCall);
+  const stateLatest = Array.from({ length: n }, () => state('latest'));
+  const stateOld = Array.from({ length: n }, () => state(atOld()));
+  const misc: Call[] = [call('account', 'eth_blockNumber', []), call('account', 'eth_chainId', [])];
+  expect.set((misc[0] as Call).body, qty(head));
+  expect.set((misc[1] as Call).body, '0x7a69');
+  // The cold measurement's bodies (read.ts): token reads at historical blocks no mix asks, and
+  // eth_chainId (the transport's own cost, for comparison).
+  const cold = Array.from({ length: 400 }, () => balanceOf(atOld()));
+  const baseline = Array.from({ length: 400 }, () => {
+    const c = call('account', 'eth_chainId', []);
+    expect.set(c.body, '0x7a69');
+    return c;
+  });
+  const next = () => rng.next();
+  // A dApp page: token reads at the head dominate, then account reads, receipts, head polls.
+  const dapp = mixOf([latestCalls, recentCalls, stateLatest, receiptCalls, misc], [0.45, 0.1, 0.2, 0.15, 0.1], n, next);
+  const mixes: Mix[] = [
+    { label: 'eth_call balanceOf, latest', calls: latestCalls },
+    { label: 'eth_call balanceOf, random recent block (last 64)', calls: recentCalls },
+    { label: `eth_call balanceOf, random historical block (older than ${o.anvilHistory})`, calls: oldCalls },
+    { label: 'eth_getTransactionReceipt, random tx', calls: receiptCalls },
+    { label: 'eth_getBlockReceipts, random block', calls: blockReceiptCalls },
+    { label: 'eth_getBalance / eth_getTransactionCount / eth_getCode, latest', calls: stateLatest },
+    { label: `eth_getBalance / eth_getTransactionCount / eth_getCode, historical`, calls: stateOld },
+    {
+      label: 'dApp-like (eth_call latest 45%, recent 10%, account reads 20%, receipts 15%, head 10%)',
+      calls: shuffle(dapp, next),
+    },
+  ];
+  const oldBodies = new Set([...oldCalls, ...stateOld].map((c) => c.body));
+  return {
+    cold,
+    baseline,
+    describe: `built by anvil in this run: ${head} blocks, ${receipts.size} transactions (ERC-20 transfers to ${o.holders} holders and ETH transfers), followed by this node (\`serve --follow\`: ${followSecs.toFixed(0)} s); anvil --prune-history ${o.anvilHistory}`,
+    mixes,
+    datadir,
+    anvilUrl,
+    ...(anvil.pid !== undefined ? { anvilPgid: anvil.pid } : {}),
+    async check(c: Call, r: Reply, server: ServerName): Promise<'ok' | 'unsupported'> {
+      const want = expect.get(c.body);
+      if (want === undefined) throw new Error(`no expected answer for ${c.body}`);
+      if (r.error !== undefined) {
+        if (server === 'anvil' && oldBodies.has(c.body)) return 'unsupported';
+        throw new Error(`${server}: ${c.body} -> error ${JSON.stringify(r.error)}`);
+      }
+      let got = r.result;
+      if (server === 'anvil' && c.method === 'eth_getTransactionReceipt') got = gethReceipt(got as Json);
+      if (server === 'anvil' && c.method === 'eth_getBlockReceipts') got = (got as Json[]).map(gethReceipt);
+      if (canonical(got) !== canonical(want))
+        throw new Error(
+          `${server}: ${c.body} -> ${canonical(got).slice(0, 400)}, expected ${canonical(want).slice(0, 400)}`,
+        );
+      return 'ok';
+    },
+    normalise: () => undefined,
+    anvilSkips: (calls) => new Set(calls.filter((c) => oldBodies.has(c.body)).map((c) => c.body)),
+    close: () => stopChild(anvil),
+  };
+}
