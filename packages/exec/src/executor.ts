@@ -297,7 +297,16 @@ export class Executor {
     if (h.excessBlobGas !== undefined) header.excessBlobGas = h.excessBlobGas;
     if (h.parentBeaconBlockRoot !== undefined) header.parentBeaconBlockRoot = h.parentBeaconBlockRoot;
     if (h.requestsHash !== undefined) header.requestsHash = h.requestsHash;
-    return createBlock({ header }, { common, skipConsensusFormatValidation: true, freeze: false });
+    // @ethereumjs/block insists that London's first block carries the initial base fee; a call
+    // there (unpriced: base fee 0, or a base fee override) builds the block with it and then
+    // sets the base fee the call runs with.
+    const london = common.hardforkBlock('london');
+    const first =
+      baseFee !== undefined && london !== null && london !== 0n && BigInt(header.number as bigint) === london;
+    if (first) header.baseFeePerGas = common.param('initialBaseFee');
+    const block = createBlock({ header }, { common, skipConsensusFormatValidation: true, freeze: false });
+    if (first) (block.header as { baseFeePerGas?: bigint }).baseFeePerGas = baseFee;
+    return block;
   }
 
   private txFor(common: Common, a: CallArgs, gas: bigint, block: Block): TypedTransaction {
