@@ -233,6 +233,25 @@ describe('eth_sendRawTransaction through a node following anvil', () => {
     expect(sent()).toBe(start + 1);
   });
 
+  test("eth_call and eth_estimateGas of a priced call from an empty account: geth's insufficient-funds error", async () => {
+    const poor = bytesToHex(privateToAddress(POOR));
+    const req = {
+      from: poor,
+      to: A2,
+      value: '0x1',
+      gas: '0x5208',
+      maxFeePerGas: '0x77359400',
+      maxPriorityFeePerGas: '0x1',
+    };
+    for (const method of ['eth_call', 'eth_estimateGas']) {
+      const r = (await call(ours, method, [req, 'latest'])) as Envelope;
+      expect([method, r.error?.code]).toEqual([method, -32000]);
+      expect(r.error?.message).toBe(
+        `insufficient funds for gas * price + value: address ${poor} have 0 want ${21_000n * 2_000_000_000n + 1n}`,
+      );
+    }
+  });
+
   test('without an upstream the node refuses transactions with a clear error', async () => {
     await node.stop('SIGTERM');
     const alone = await spawnServe(datadir, []);

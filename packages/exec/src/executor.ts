@@ -47,6 +47,9 @@ export interface CallArgs {
   authorizationList?: { chainId: bigint; address: Bytes; nonce: bigint; yParity: bigint; r: bigint; s: bigint }[];
 }
 
+/** Gas of one blob (EIP-4844's GAS_PER_BLOB). */
+const BLOB_GAS = 131_072n;
+
 /** geth's BlockOverrides (the fields this node honours). */
 export interface BlockOverrides {
   number?: bigint;
@@ -240,7 +243,12 @@ export class Executor {
         // A missing trie node is not the call's fault: a store that proves its state on demand
         // (a joined node) fetches the path and runs the call again.
         if (err instanceof ExecutionTimeout || err instanceof MissingTrieNodeError) throw err;
-        throw new CallPrecheckError(precheckMessage((err as Error).message));
+        // geth's "want": gas * fee cap + value (+ blob gas * blob fee cap), not runTx's upfront cost.
+        const want =
+          gas * (args.maxFeePerGas ?? args.gasPrice ?? 0n) +
+          (args.value ?? 0n) +
+          (args.maxFeePerBlobGas ?? 0n) * BLOB_GAS * BigInt(args.blobVersionedHashes?.length ?? 0);
+        throw new CallPrecheckError(precheckMessage((err as Error).message, want));
       }
     } finally {
       this.release(w);
@@ -394,9 +402,14 @@ export function haltMessage(e: string): string {
 }
 
 /** runTx's pre-execution refusals in geth's words (the leading "insufficient funds" etc.). */
-function precheckMessage(m: string): string {
-  if (m.includes("doesn't have enough funds"))
-    return `insufficient funds for gas * price + value: ${m.replace(/ -> .*$/s, '')}`;
+function precheckMessage(m: string, want: bigint): string {
+  if (m.includes("doesn't have enough funds")) {
+    // geth's words: "address A have B want C" (runTx words the balance its own way).
+    const f = /sender's account \((0x[0-9a-fA-F]{40})\) only has: (\d+)/.exec(m);
+    if (f !== null)
+      return `insufficient funds for gas * price + value: address ${(f[1] as string).toLowerCase()} have ${f[2]} want ${want}`;
+    return 'insufficient funds for gas * price + value';
+  }
   if (m.includes('is less than the block') || m.includes('less than block base fee'))
     return 'max fee per gas less than block base fee';
   if (m.includes('gasLimit is too low') || m.includes('intrinsic gas')) return 'intrinsic gas too low';
