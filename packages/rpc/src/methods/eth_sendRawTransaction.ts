@@ -21,7 +21,7 @@ export const eth_sendRawTransaction: MethodDef<SendRawParams, Hex> = {
   cost: 80,
   params: 'signed transaction (hex; a blob transaction in its network form)',
   errors:
-    "-32000 `transactions are not accepted: this node follows no upstream`, `invalid sender`, `invalid chain id`, `only replay-protected (EIP-155) transactions allowed over RPC`, `nonce too low`, `insufficient funds for gas * price + value`; the upstream's own refusal, relayed",
+    "-32000 `transactions are not accepted: this node follows no upstream`, `typed transaction too short`, `invalid transaction: <why it does not decode>`, `invalid sender`, `invalid chain id`, `only replay-protected (EIP-155) transactions allowed over RPC`, `nonce too low`, `insufficient funds for gas * price + value`; the upstream's own refusal, relayed",
   decode: (params) =>
     decodeArgs(params, 1, (arg) => {
       const v = arg(0);
