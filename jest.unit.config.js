@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import base from './jest.config.js';
 
 const UNIT = {
-  'packages/core': ['deposit-tx', 'receipt-encoding'],
+  'packages/core': ['deposit-tx', 'hex', 'receipt-encoding'],
   'packages/accounts': ['allowlist'],
   'packages/store': [
     'db',
