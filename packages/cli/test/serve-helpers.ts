@@ -20,6 +20,28 @@ process.on('exit', () => {
   for (const p of live) p.kill('SIGKILL');
 });
 
+// Every server these helpers start writes its log (JSON lines: stderr is a pipe) here, and every
+// key and secret they create is remembered: after each test file, every line must parse with its
+// level, time, component and network, and no key or secret may appear in any of them.
+const logs: string[] = [];
+const keyMaterial = new Set<string>();
+afterAll(() => {
+  const lines = logs.flatMap((l) => l.split('\n')).filter((l) => l !== '');
+  for (const line of lines) {
+    let rec: Record<string, unknown> | undefined;
+    try {
+      rec = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      rec = undefined;
+    }
+    expect({ line, json: rec !== undefined }).toEqual({ line, json: true });
+    for (const f of ['level', 'time', 'component', 'network', 'msg'])
+      expect({ line, field: f, present: rec !== undefined && f in rec }).toEqual({ line, field: f, present: true });
+  }
+  const text = logs.join('');
+  expect([...keyMaterial].filter((k) => text.includes(k))).toEqual([]);
+});
+
 export function spawnServe(
   datadir: string,
   extra: string[] = [],
@@ -37,6 +59,7 @@ export function spawnServing(args: string[], env: Record<string, string> = {}): 
     });
     live.add(proc);
     let out = '';
+    const logAt = logs.push('') - 1;
     const exited = new Promise<number | null>((r) =>
       proc.on('exit', (code) => {
         live.delete(proc);
@@ -64,7 +87,10 @@ export function spawnServing(args: string[], env: Record<string, string> = {}): 
       }
     };
     proc.stdout.on('data', onData);
-    proc.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    proc.stderr.on('data', (d: Buffer) => {
+      out += d.toString('utf8');
+      logs[logAt] += d.toString('utf8');
+    });
     void exited.then((code) => reject(new Error(`serve exited (${code}) before listening:\n${out}`)));
   });
 }
@@ -76,7 +102,10 @@ export async function createKeyCli(
 ): Promise<{ key: string; id: string }> {
   const r = await runCli(['keys', 'create', '--plan', plan, '--json', '--datadir', datadir, ...extra]);
   if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as { key: string; id: string };
+  const created = JSON.parse(r.stdout) as { key: string; id: string; secret?: string };
+  keyMaterial.add(created.key);
+  if (created.secret !== undefined) keyMaterial.add(created.secret);
+  return created;
 }
 
 export async function usageCli(

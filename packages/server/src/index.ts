@@ -42,7 +42,7 @@ export {
   hostLabel,
 } from './network.js';
 export type { NetworkHealth, NetworkParts, RouterOptions } from './network.js';
-export type { RequestContext } from './middleware.js';
+export type { AccessRecord, RequestContext } from './middleware.js';
 export { CUT_REASONS, LABEL_VALUES, METRIC_FAMILIES, Metrics, OUTCOMES } from './metrics.js';
 export type {
   CutReason,
@@ -58,3 +58,5 @@ export { datadirDisk } from './disk.js';
 export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';
 export { WsNotifier, WS_POLICY_CLOSE } from './notifier.js';
 export type { NotifierDeps, NotifierSocket } from './notifier.js';
+export { LOG_FORMATS, LOG_LEVELS, createLog, defaultLogFormat, redact } from './log.js';
+export type { Log, LogFormat, LogLevel, LogOptions } from './log.js';

@@ -171,6 +171,22 @@ export interface GateOptions {
   log?: (line: string) => void;
   /** The per-key usage record (dashboard): every call the gate sees is recorded. */
   usage?: UsageRecord;
+  /** The access log (`--access-log`): one record per call the gate sees. */
+  access?: (rec: AccessRecord) => void;
+}
+
+/** One call in the access log: the key's id (never the key), never the parameters. */
+export interface AccessRecord {
+  method: string;
+  keyId: string | null;
+  network: string | null;
+  outcome: Outcome;
+  /** The error class when the call failed, else null. */
+  error: string | null;
+  /** HTTP status a refusal answers with (402, 429, 503…), else null (the transport's 200). */
+  refusal: number | null;
+  credits: number;
+  durationMs: number;
 }
 
 export class Gate {
@@ -314,7 +330,18 @@ export class Gate {
         failure = errorClass(err);
         throw err;
       } finally {
-        metrics.call(call.method, outcome, (performance.now() - t0) / 1000);
+        const seconds = (performance.now() - t0) / 1000;
+        metrics.call(call.method, outcome, seconds);
+        this.o.access?.({
+          method: call.method,
+          keyId: key?.id ?? null,
+          network: network ?? null,
+          outcome,
+          error: failure ?? null,
+          refusal: ctx.refusal ?? null,
+          credits: charged,
+          durationMs: Math.round(seconds * 1e4) / 10,
+        });
         if (usage !== undefined && key !== undefined) {
           usage.record(
             failure === undefined

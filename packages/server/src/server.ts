@@ -24,6 +24,7 @@ import { ReplyBudget } from './reply-budget.js';
 import type { CutReason, IngestStatusView, LedgerView, MetricsCounts } from './metrics.js';
 import { WsNotifier } from './notifier.js';
 import { networkNotAllowedMessage } from './middleware.js';
+import type { AccessRecord } from './middleware.js';
 import { IMPLICIT_NETWORK, NetworkRouter, NetworkRuntime } from './network.js';
 
 export interface ServerOptions {
@@ -65,6 +66,8 @@ export interface ServerOptions {
   peerMetrics?: () => Promise<PeerMetrics[]>;
   /** serve --threads: this app thread's index (thread 0 serves /metrics). */
   thread?: number;
+  /** The access log (`--access-log`): one record per call; off when absent. */
+  access?: (rec: AccessRecord) => void;
   /** The Redis ledger's state for its gauges, read at each scrape (absent: the embedded ledger). */
   ledgerStatus?: () => Promise<LedgerView | undefined>;
 }
@@ -289,6 +292,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     log,
     usage,
     ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}),
+    ...(opts.access !== undefined ? { access: opts.access } : {}),
   });
   /** The key's secret, checked before the body is read; a refusal is a 4xx in the key's usage. */
   const secretProblem = (rec: KeyRecord, authorization: string): string | undefined => {

@@ -10,13 +10,14 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openThreadLedger } from '@chainnode/accounts';
 import type { LedgerView, PeerMetrics } from '@chainnode/server';
-import { combineLedgerViews, creditsView, parseLedgerFailure, startApp } from './run.js';
+import { combineLedgerViews, configureLog, creditsView, log, parseLedgerFailure, startApp } from './run.js';
 import type { AppThreadCommand, AppThreadData, AppThreadMessage } from './app-thread-api.js';
 
 if (parentPort === null) throw new Error('app-thread.js runs as a worker thread of node-cli serve --threads');
 const port = parentPort;
 const { opts, index, threads, link, followFeeds } = workerData as AppThreadData;
-const ledger = await openThreadLedger(link, (line) => process.stderr.write(`serve: ${line}\n`));
+configureLog(opts);
+const ledger = await openThreadLedger(link, log);
 /** This thread's own Redis connection's state (with --threads each app thread debits on its own). */
 const ownLedger = () => creditsView(ledger.credits, parseLedgerFailure(opts.ledgerFailure));
 // Thread 0 serves /metrics: it asks the main thread for the other threads' counts and adds them.

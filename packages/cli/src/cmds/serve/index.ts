@@ -37,6 +37,9 @@ export function withServeOptions(cmd: Command): Command {
     .option('--admin-port <port>', 'port of the admin listener (implies --dashboard; 0: any free port)')
     .option('--admin-tls-cert <file>', 'PEM certificate: serve the dashboard over TLS (with --admin-tls-key)')
     .option('--admin-tls-key <file>', 'PEM private key of --admin-tls-cert')
+    .option('--log-format <format>', 'json or text (default: text on a terminal, json otherwise)')
+    .option('--log-level <level>', 'debug, info, warn, error or silent', 'info')
+    .option('--access-log', 'log one record per call: method, key id (never the key), outcome, credits, duration')
     .option(
       '--threads <n>',
       "app threads serving the port, each with the store open and its own caches; credits exact across them, a follower's blocks reach all of them (default: one per core; 1: a single-thread server)",

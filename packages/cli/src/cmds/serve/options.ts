@@ -29,6 +29,12 @@ export interface ServeOptions {
   checkpoint?: string;
   reorgDepth?: string;
   pollMs?: string;
+  /** `--log-format json|text` (default: text on a terminal, json otherwise). */
+  logFormat?: string;
+  /** `--log-level debug|info|warn|error|silent` (default info). */
+  logLevel?: string;
+  /** `--access-log`: one log record per call (method, key id, outcome, credits, duration). */
+  accessLog?: boolean;
   /** App threads on the port (default and `cores`: one per core; 1: the single-thread server). */
   threads?: string;
 }

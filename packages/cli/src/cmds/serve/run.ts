@@ -36,6 +36,8 @@ import type {
 } from '@chainnode/server';
 import type { CreditLedger, KeyStore, LedgerFailureMode, OpenLedger, UsageRecord } from '@chainnode/accounts';
 import { resolveConfig } from '@chainnode/rpc';
+import { LOG_FORMATS, LOG_LEVELS, createLog, defaultLogFormat } from '@chainnode/server';
+import type { AccessRecord, Log, LogFormat, LogLevel } from '@chainnode/server';
 import { redactUrl } from '@chainnode/ingest';
 import { CliError } from '../../cli-error.js';
 import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from '../sync/index.js';
@@ -178,8 +180,42 @@ export function combineLedgerViews(views: readonly (LedgerView | undefined)[]): 
   };
 }
 
-const log = (line: string): void => {
-  process.stderr.write(`serve: ${line}\n`);
+/** The process log (configureLog: --log-format, --log-level); lines are scrubbed of key material. */
+let processLog: Log = createLog({ format: defaultLogFormat(), level: 'info' });
+let accessLog: ((rec: AccessRecord) => void) | undefined;
+
+/** Sets up the log from `opts` (serve and each app thread). */
+export function configureLog(opts: ServeOptions): void {
+  const format = opts.logFormat ?? defaultLogFormat();
+  if (!(LOG_FORMATS as readonly string[]).includes(format))
+    throw new CliError(`--log-format: expected json or text, got "${format}"`);
+  const level = opts.logLevel ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(level))
+    throw new CliError(`--log-level: expected one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
+  processLog = createLog({ format: format as LogFormat, level: level as LogLevel });
+  const log = processLog;
+  accessLog =
+    opts.accessLog === true
+      ? (rec) => {
+          const { network, ...fields } = rec;
+          log.child('access', network).record(rec.method, fields);
+        }
+      : undefined;
+}
+
+const COMPONENTS = /^(ledger|follow|ingest|replicate|dashboard|admin|logs?|log workers?): (.*)$/s;
+
+/**
+ * A line of the runtime's parts, which prefix it with `network <name>: ` and their component
+ * (`ledger: …`, `follow: …`): those become the record's network and component.
+ */
+export const log = (line: string): void => {
+  const n = /^network ([a-z0-9-]+): (.*)$/s.exec(line);
+  const rest = n === null ? line : (n[2] as string);
+  const c = COMPONENTS.exec(rest);
+  const component = c === null ? 'serve' : ((c[1] as string).split(' ')[0] as string);
+  const level = /\b(error|failed|cannot|unavailable|lost|stopped:)\b/i.test(rest) ? 'warn' : 'info';
+  processLog.child(component, n === null ? null : (n[1] as string)).line(level, line);
 };
 
 /** The networks `opts` asks for, checked (`--network` flags replace the config's). */
@@ -271,6 +307,7 @@ export function followPlan(opts: ServeOptions, config: ServerConfig): FollowedDa
  * appear before the store's checks); nothing is printed to stdout.
  */
 export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, extras: AppExtras = {}): Promise<App> {
+  configureLog(opts);
   const port = parsePort('--port', opts.port);
   const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
   const failoverUrl = parseFailoverUrl(opts.failoverUrl);
@@ -353,6 +390,7 @@ export async function startApp(opts: ServeOptions, ledgerOf: () => AppLedger, ex
       ...(extras.peerMetrics !== undefined ? { peerMetrics: extras.peerMetrics } : {}),
       ...(extras.thread !== undefined ? { thread: extras.thread } : {}),
       ...(extras.ledgerStatus !== undefined ? { ledgerStatus: extras.ledgerStatus } : {}),
+      ...(accessLog !== undefined ? { access: accessLog } : {}),
     });
   } catch (err) {
     await closeAll();
@@ -467,9 +505,7 @@ function printBanner(
   if (dash !== undefined) {
     process.stdout.write(`serve: dashboard ${dash.url}\n`);
     if (!hasAdminToken(opts.datadir))
-      process.stderr.write(
-        `serve: no admin token yet: create one with node-cli admin token create --datadir ${opts.datadir}\n`,
-      );
+      processLog.warn(`no admin token yet: create one with node-cli admin token create --datadir ${opts.datadir}`);
   }
   if (opts.follow !== undefined)
     process.stdout.write(
@@ -515,6 +551,7 @@ export async function serve(
 ): Promise<void> {
   // First: a signal from now on stops the process cleanly, whatever startup is doing.
   const signals = new StopSignals(log);
+  configureLog(opts);
   const threads = parseThreads(opts.threads);
   // Option errors before anything is opened.
   parsePort('--port', opts.port);
@@ -756,7 +793,7 @@ async function serveThreads(
   await Promise.race([
     untilSignal(signals, stopAll),
     failure.catch(async (err: unknown) => {
-      process.stderr.write(`serve: ${(err as Error).message}; stopping\n`);
+      processLog.error(`${(err as Error).message}; stopping`);
       process.exitCode = 1;
       await stopAll();
     }),
