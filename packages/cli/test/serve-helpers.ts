@@ -26,7 +26,8 @@ process.on('exit', () => {
 const logs: string[] = [];
 const keyMaterial = new Set<string>();
 afterAll(() => {
-  const lines = logs.flatMap((l) => l.split('\n')).filter((l) => l !== '');
+  // `node-cli: …` is the CLI's one-line refusal to start, not the log.
+  const lines = logs.flatMap((l) => l.split('\n')).filter((l) => l !== '' && !l.startsWith('node-cli: '));
   for (const line of lines) {
     let rec: Record<string, unknown> | undefined;
     try {
@@ -59,7 +60,8 @@ export function spawnServing(args: string[], env: Record<string, string> = {}): 
     });
     live.add(proc);
     let out = '';
-    const logAt = logs.push('') - 1;
+    // `start` also imports (progress on the terminal): only `serve`'s stderr is the log alone.
+    const logAt = args[0] === 'serve' ? logs.push('') - 1 : -1;
     const exited = new Promise<number | null>((r) =>
       proc.on('exit', (code) => {
         live.delete(proc);
@@ -89,7 +91,7 @@ export function spawnServing(args: string[], env: Record<string, string> = {}): 
     proc.stdout.on('data', onData);
     proc.stderr.on('data', (d: Buffer) => {
       out += d.toString('utf8');
-      logs[logAt] += d.toString('utf8');
+      if (logAt >= 0) logs[logAt] += d.toString('utf8');
     });
     void exited.then((code) => reject(new Error(`serve exited (${code}) before listening:\n${out}`)));
   });
