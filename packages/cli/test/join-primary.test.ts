@@ -6,13 +6,17 @@
 //   primary's;
 // - state (balance, nonce, code, storage, proofs, eth_call) at random blocks >= 1,000 equal to the primary's,
 //   proven on demand; the same queries again read nothing from the upstream (counted at the proxy);
-// - below 1,000: geth's 4444 "pruned history unavailable";
+// - below 1,000: geth's 4444 "pruned history unavailable"; with --history-upstream (a second
+//   proxy in front of the primary) the primary's answers: blocks, transactions, receipts, raw
+//   data, getLogs ranges across 1,000, state, all verified (headers by hash links down from
+//   1,000, bodies and receipts by their roots, state by proofs); a history upstream that changes a
+//   transaction, a log or a balance is never served;
 // - a proxy that changes a balance in eth_getProof answers, or one byte of one proof node: never
 //   served, the call fails with a clear error, the metrics and /health count the refusal, and the
 //   truthful answer afterwards is the primary's.
 // SIGKILL during the history backfill, resumed: the datadir is digest-equal to an uninterrupted one.
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { cp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { digestDatadir } from '@chainnode/store';
 import { Sfc32, chainDir, cliBin, datadirCopy, runCli, tempDir } from '@chainnode/testkit';
@@ -43,6 +47,8 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
   let joinedUrl: string;
   let genesis: string;
   let digestJoined: string;
+  /** A copy of the joined datadir, served with --history-upstream. */
+  let historyDir: string;
   let accounts: string[];
 
   beforeAll(async () => {
@@ -78,6 +84,8 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
     expect(proxy.counts.get('chainnode_getStateDiff') ?? 0).toBe(0);
     expect(proxy.counts.get('eth_getProof') ?? 0).toBe(0);
     digestJoined = (await digestDatadir(dir)).digest;
+    historyDir = join(temp.dir, 'joined-history');
+    await cp(dir, historyDir, { recursive: true });
 
     const jk = await createKeyCli(dir, 'custom');
     joined = await spawnServe(dir, [
@@ -184,6 +192,129 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
     // The primary answers them (it holds the whole chain).
     expect((await call(primaryUrl, 'eth_getBlockByNumber', [below, false])).result).not.toBeNull();
   }, 120_000);
+
+  test('with --history-upstream: below block 1,000 the answers of the primary, verified; its lies never served', async () => {
+    const history = await startJoinProxy(primaryUrl);
+    cleanups.push(() => history.close());
+    const hk = await createKeyCli(historyDir, 'custom');
+    const node = await spawnServe(historyDir, [
+      '--threads',
+      '1',
+      '--follow',
+      proxy.url,
+      '--history-upstream',
+      history.url,
+      '--poll-ms',
+      '200',
+      '--metrics-port',
+      '0',
+    ]);
+    procs.push(node);
+    const url = node.url(hk.key);
+    const blockOf = async (n: number) =>
+      (await result(primaryUrl, 'eth_getBlockByNumber', [hexN(n), true])) as {
+        hash: string;
+        transactions: { hash: string }[];
+      };
+    const calls: [string, unknown[]][] = [];
+    for (const n of [0, 1, 500, 900, 990, 998, 999]) {
+      const b = hexN(n);
+      calls.push(['eth_getBlockByNumber', [b, false]], ['eth_getBlockByNumber', [b, true]]);
+      calls.push(['eth_getBlockReceipts', [b]], ['eth_getBlockTransactionCountByNumber', [b]]);
+      calls.push(['debug_getRawBlock', [b]], ['debug_getRawHeader', [b]], ['debug_getRawReceipts', [b]]);
+      calls.push(['eth_getUncleCountByBlockNumber', [b]], ['eth_getTransactionByBlockNumberAndIndex', [b, '0x1']]);
+    }
+    let txs = 0;
+    for (const n of [995, 990, 600]) {
+      const blk = await blockOf(n);
+      calls.push(['eth_getBlockByHash', [blk.hash, true]], ['eth_getLogs', [{ blockHash: blk.hash }]]);
+      for (const t of blk.transactions.slice(0, 4)) {
+        txs++;
+        calls.push(['eth_getTransactionByHash', [t.hash]], ['eth_getTransactionReceipt', [t.hash]]);
+        calls.push(['debug_getRawTransaction', [t.hash]]);
+      }
+    }
+    expect(txs).toBeGreaterThan(6);
+    // getLogs ranges below 1,000 and across it.
+    calls.push(['eth_getLogs', [{ fromBlock: hexN(900), toBlock: hexN(FIRST + 20), address: EMITTER }]]);
+    calls.push(['eth_getLogs', [{ fromBlock: hexN(950), toBlock: hexN(999), address: TOKEN }]]);
+    calls.push(['eth_getLogs', [{ fromBlock: hexN(985), toBlock: hexN(FIRST + 5) }]]);
+    // State below 1,000: proven against the verified headers' state roots.
+    for (const n of [999, 950, 700]) {
+      const b = hexN(n);
+      for (const a of accounts.slice(0, 6)) {
+        calls.push(['eth_getBalance', [a, b]], ['eth_getTransactionCount', [a, b]]);
+      }
+      calls.push(['eth_getCode', [TOKEN, b]], ['eth_getStorageAt', [TOKEN, '0x2', b]]);
+      calls.push(['eth_getProof', [TOKEN, ['0x2'], b]]);
+      calls.push(['eth_call', [{ to: TOKEN, input: '0x18160ddd' }, b]]);
+    }
+    const want = await rawBatch(primaryUrl, calls);
+    const got = await rawBatch(url, calls);
+    calls.forEach((c, i) => {
+      expect([c, got[i]]).toEqual([c, want[i]]);
+    });
+    // Real answers, not empty ones: the primary holds every block asked.
+    expect(want.filter((t) => t.includes('"error"'))).toEqual([]);
+    const lookups =
+      /^(eth_getBlockBy|eth_getTransactionBy(Hash|BlockNumberAndIndex)|eth_getTransactionReceipt|eth_getBlockReceipts|debug_)/;
+    expect(
+      calls.filter((c, i) => lookups.test(c[0]) && (want[i] as string).includes('"result":null') && c[1][0] !== '0x0'),
+    ).toEqual([]);
+    expect(want.some((t) => /"result":\[\{"address"/.test(t))).toBe(true);
+    // The headers below 1,000 were walked in batches; proofs came from the history upstream.
+    expect(history.counts.get('eth_getBlockByNumber') ?? 0).toBeGreaterThan(900);
+    expect(history.counts.get('eth_getProof') ?? 0).toBeGreaterThan(0);
+
+    // Lies: a changed transaction, a changed log, a changed balance. Blocks and accounts not read yet.
+    const logBlocks: number[] = [];
+    for (let n = 801; n < 899 && logBlocks.length < 2; n++) {
+      const rs = (await result(primaryUrl, 'eth_getBlockReceipts', [hexN(n)])) as { logs: unknown[] }[];
+      if (rs.some((r) => r.logs.length > 0)) logBlocks.push(n);
+    }
+    expect(logBlocks.length).toBe(2);
+    const lies: { lie: 'tx' | 'log' | 'balance'; call: [string, unknown[]]; says: RegExp }[] = [
+      {
+        lie: 'tx',
+        call: ['eth_getBlockByNumber', [hexN(logBlocks[0] as number), true]],
+        says: /^history not verified: http:\/\/127\.0\.0\.1:\d+ answered history that does not match this node's headers \(block \d+: (transactionsRoot|transaction 0)/,
+      },
+      {
+        lie: 'log',
+        call: ['eth_getBlockReceipts', [hexN(logBlocks[1] as number)]],
+        says: /^history not verified: .*(receiptsRoot|logsBloom)/,
+      },
+      {
+        lie: 'balance',
+        call: ['eth_getBalance', [accounts[7] as string, hexN(720)]],
+        says: /^state not proven: http:\/\/127\.0\.0\.1:\d+ answered a proof that does not verify .*balance of/,
+      },
+    ];
+    for (const l of lies) {
+      history.lie = l.lie;
+      const [m, p] = l.call;
+      if (l.lie === 'log') {
+        const rs = (await result(primaryUrl, m, p)) as { logs: unknown[] }[];
+        expect(rs.some((r) => r.logs.length > 0)).toBe(true);
+      }
+      const e = await call(url, m, p);
+      expect([l.lie, e.result]).toEqual([l.lie, undefined]);
+      expect(e.error?.code).toBe(-32000);
+      expect(e.error?.message).toMatch(l.says);
+      expect(e.error?.message).toContain(history.url.replace(/\/$/, ''));
+      // Still refused while the lie goes on (nothing was kept); the truth afterwards is the primary's.
+      expect((await call(url, m, p)).error?.code).toBe(-32000);
+      history.lie = 'none';
+      expect(await rawBatch(url, [l.call])).toEqual(await rawBatch(primaryUrl, [l.call]));
+    }
+    const metricsUrl = /metrics +GET +(http:\/\/\S+\/metrics)/.exec(node.output())?.[1];
+    const text = await (await fetch(metricsUrl as string)).text();
+    expect(text).toMatch(/^chainnode_history_upstream_rejected_total 4$/m);
+    expect(text).toMatch(/^chainnode_proven_state_rejected_total 2$/m);
+    const health = JSON.parse(await (await fetch(`${node.base}/health`)).text()) as Record<string, unknown>;
+    expect(JSON.stringify(health)).toMatch(/"historyUpstream":\{"origin":"http:\/\/127\.0\.0\.1:\d+","fetches":\d+/);
+    await node.stop('SIGTERM');
+  }, 600_000);
 
   test('a lying upstream (a changed balance, a flipped proof node) is never served', async () => {
     const health = async (): Promise<string> => (await fetch(`${joined.base}/health`)).text();

@@ -24,3 +24,5 @@ export { FollowRuntime, IngestThread } from './runtime/follow-runtime.js';
 export type { CommitSink, FollowEvent } from './runtime/follow-runtime.js';
 export type { IngestMessage, IngestWorkerData } from './runtime/ingest-worker.js';
 export { ReplicationTimings } from './replicate/timings.js';
+export { HistoryNotVerifiedError, HistoryUpstream, withHistoryUpstream } from './history/store.js';
+export type { HistoryStats, HistoryUpstreamOptions } from './history/store.js';

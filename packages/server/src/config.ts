@@ -203,6 +203,9 @@ export const NETWORK_FIELDS = {
     doc: 'How followed blocks become state: "execute" (run them with the EVM) or "replicate" (verify the upstream\'s state changes against every root).',
     defaultText: 'execute',
   }),
+  history: optionalString({
+    doc: 'With follow, for a datadir that joined its chain at block N: an http(s):// JSON-RPC endpoint answering history below N (blocks, transactions, receipts, logs, state), verified by hash links down from N and by proofs.',
+  }),
 } satisfies ConfigSchema;
 
 /** One network of `serve`: `--network <name>=<datadir>[,follow=<URL>]` or an entry of `networks`. */
@@ -214,6 +217,8 @@ export interface NetworkConfig {
   follow?: string;
   /** How followed blocks become state (with `follow`). */
   ingest?: 'execute' | 'replicate';
+  /** History below a joined datadir's first block, fetched and verified (with `follow`). */
+  history?: string;
 }
 
 function parseNetworks(v: unknown, where: string): NetworkConfig[] {
@@ -223,7 +228,7 @@ function parseNetworks(v: unknown, where: string): NetworkConfig[] {
     if (!isRecord(n)) throw new ConfigError(`${where}.${name}: expected {"datadir": "...", "follow"?: "<URL>"}`);
     const spec: Partial<ConfigValues<typeof NETWORK_FIELDS>> = {};
     readFields(NETWORK_FIELDS, n, (k) => `${where}.${name}.${k}`, spec);
-    return checkNetwork(`${where}.${name}`, name, spec.datadir, spec.follow, spec.ingest);
+    return checkNetwork(`${where}.${name}`, name, spec.datadir, spec.follow, spec.ingest, spec.history);
   });
   checkNetworks(where, networks);
   return networks;
@@ -481,6 +486,7 @@ export function checkNetwork(
   datadir: string | undefined,
   follow: string | undefined,
   ingest?: string | undefined,
+  history?: string | undefined,
 ): NetworkConfig {
   const problem = networkNameProblem(name);
   if (problem !== undefined) throw new ConfigError(`${where}: ${problem}`);
@@ -489,8 +495,11 @@ export function checkNetwork(
     throw new ConfigError(`${where}: ingest: expected "execute" or "replicate", got "${ingest}"`);
   if (follow === undefined) {
     if (ingest !== undefined) throw new ConfigError(`${where}: ingest: only with follow`);
+    if (history !== undefined) throw new ConfigError(`${where}: history: only with follow`);
     return { name, datadir };
   }
+  if (history !== undefined && !/^https?:\/\/[^/\s]/i.test(history))
+    throw new ConfigError(`${where}: history: expected an http(s):// URL`);
   let u: URL;
   try {
     u = new URL(follow);
@@ -499,7 +508,13 @@ export function checkNetwork(
   }
   if (!['http:', 'https:', 'ws:', 'wss:'].includes(u.protocol))
     throw new ConfigError(`${where}: follow: expected an http(s):// or ws(s):// URL`);
-  return { name, datadir, follow, ...(ingest !== undefined ? { ingest } : {}) };
+  return {
+    name,
+    datadir,
+    follow,
+    ...(ingest !== undefined ? { ingest } : {}),
+    ...(history !== undefined ? { history } : {}),
+  };
 }
 
 /** Names unique, datadirs distinct (LevelDB admits one opener), at most MAX_NETWORKS. */

@@ -24,6 +24,18 @@ export interface IngestStatusView {
   firstBlock?: bigint;
   /** State proven on demand from the upstream (a joined datadir): counts since start. */
   provenState?: ProvenStateView;
+  /** History below the first block from a history upstream (--history-upstream): counts since start. */
+  historyUpstream?: HistoryUpstreamView;
+}
+
+/** What the history layer counted (ingest's HistoryStats fits it), and whom it asks. */
+export interface HistoryUpstreamView {
+  origin: string;
+  fetches: number;
+  headers: number;
+  blocks: number;
+  rejected: number;
+  failed: number;
 }
 
 /** What the proven-state layer counted (rpc's ProvenStateStats fits it). */
@@ -243,6 +255,27 @@ export const METRIC_FAMILIES = {
   chainnode_proven_state_failed_total: {
     type: 'counter',
     help: "Proof fetches the upstream did not answer (down, slow, an error) (this thread's).",
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_history_upstream_fetches_total: {
+    type: 'counter',
+    help: "Requests to the history upstream for history below the first block (--history-upstream; this thread's).",
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_history_upstream_rejected_total: {
+    type: 'counter',
+    help: "History upstream answers that did not match the node's own headers: refused, never served (this thread's).",
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_history_upstream_failed_total: {
+    type: 'counter',
+    help: "History upstream requests not answered (down, slow, an error, a block it lacks) (this thread's).",
     labels: [],
     scope: 'network',
     written: 'follow',
@@ -573,6 +606,12 @@ export class Metrics {
         gauge('chainnode_proven_state_fetches_total', p.fetches);
         gauge('chainnode_proven_state_rejected_total', p.rejected);
         gauge('chainnode_proven_state_failed_total', p.failed);
+      }
+      const h = f.historyUpstream;
+      if (h !== undefined) {
+        gauge('chainnode_history_upstream_fetches_total', h.fetches);
+        gauge('chainnode_history_upstream_rejected_total', h.rejected);
+        gauge('chainnode_history_upstream_failed_total', h.failed);
       }
     }
   }

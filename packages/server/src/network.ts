@@ -71,6 +71,7 @@ function ingestJson(v: IngestStatusView): Record<string, unknown> {
     lastErrorAt: v.lastErrorAt === undefined ? null : new Date(v.lastErrorAt).toISOString(),
     firstBlock: Number(v.firstBlock ?? 0n),
     ...(v.provenState !== undefined ? { provenState: { ...v.provenState } } : {}),
+    ...(v.historyUpstream !== undefined ? { historyUpstream: { ...v.historyUpstream } } : {}),
   };
 }
 

@@ -24,6 +24,7 @@ function exposition(): string {
     lastErrorAt: undefined,
     firstBlock: 5n,
     provenState: { fetches: 3, verified: 2, rejected: 1, failed: 0, cold: 1 },
+    historyUpstream: { origin: 'http://archive', fetches: 4, headers: 400, blocks: 2, rejected: 1, failed: 0 },
   });
   net.disk = { datadirBytes: 1_000_000, freeBytes: 9_000_000 };
   for (const reason of CUT_REASONS) routing.cuts.set(reason, 1);

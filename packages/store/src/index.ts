@@ -12,3 +12,4 @@ export { rlpUintLength, writeRlpUint, rlpHeaderLength, writeRlpHeader, writeRlpB
 export { keccak256 } from './keccak.js';
 export { MissingTrieNodeError, hexPrefix, nibblesOf, trieGetSync, updateTrie } from './trie-update.js';
 export type { NodePut, SyncNodeGet } from './trie-update.js';
+export { Lru } from './lru.js';

@@ -56,10 +56,15 @@ export interface ProvenStateOptions {
   upstream: StateUpstream;
   /** Called on each rejected proof (the metrics mark the upstream). */
   onRejected?: (origin: string, reason: string) => void;
+  /**
+   * State at blocks below the first block a joined datadir holds (their headers verified by the
+   * store's history layer): proofs and code from this upstream instead (--history-upstream).
+   */
+  history?: { upstream: StateUpstream; firstBlock: () => bigint };
 }
 
 /** Which block a state root belongs to, so the upstream is asked about that block. */
-type BlockRef = { hash: Uint8Array } | { number: bigint };
+type BlockRef = { hash: Uint8Array; number?: bigint } | { number: bigint };
 
 const MAX_ATTEMPTS = 3;
 const REMEMBERED = 4096;
@@ -170,13 +175,17 @@ export class ProvenState {
       // eth_call and its relatives take the state root from the header.
       header: async (hash) => {
         const h = await inner.header(hash);
-        if (h !== undefined) this.blocks.set(hex(h.stateRoot), { hash: h.hash });
+        if (h !== undefined) this.blocks.set(hex(h.stateRoot), { hash: h.hash, number: h.number });
         return h;
       },
       stateRoot: async (hash) => {
         const root =
           inner.stateRoot !== undefined ? await inner.stateRoot(hash) : (await inner.header(hash))?.stateRoot;
-        if (root !== undefined) this.blocks.set(hex(root), { hash });
+        if (root !== undefined) {
+          // With a history upstream the number picks the upstream asked (below the first block or not).
+          const number = this.opts.history !== undefined ? await inner.blockNumber(hash) : undefined;
+          this.blocks.set(hex(root), number !== undefined ? { hash, number } : { hash });
+        }
         return root;
       },
       canonicalStateRoot: async (number) => {
@@ -236,10 +245,16 @@ export class ProvenState {
     return b;
   }
 
-  private async upstreamCall(method: string, params: unknown[]): Promise<unknown> {
+  /** The upstream asked about a block: the history upstream below the first block, else the followed one. */
+  private upstreamFor(ref: BlockRef): StateUpstream {
+    const h = this.opts.history;
+    return h !== undefined && ref.number !== undefined && ref.number < h.firstBlock() ? h.upstream : this.opts.upstream;
+  }
+
+  private async upstreamCall(upstream: StateUpstream, method: string, params: unknown[]): Promise<unknown> {
     this.stats.fetches++;
     try {
-      return await this.opts.upstream.call(method, params);
+      return await upstream.call(method, params);
     } catch (err) {
       this.stats.failed++;
       if (err instanceof StateUpstreamError)
@@ -248,10 +263,15 @@ export class ProvenState {
     }
   }
 
-  private reject(reason: string): never {
+  /** Refuses what `upstream` answered: counted, reported, never stored or served. */
+  private rejecter(upstream: StateUpstream): (reason: string) => never {
+    return (reason) => this.refuse(upstream.origin, reason);
+  }
+
+  private refuse(origin: string, reason: string): never {
     this.stats.rejected++;
-    this.opts.onRejected?.(this.opts.upstream.origin, reason);
-    throw new UnprovenStateError(this.opts.upstream.origin, reason);
+    this.opts.onRejected?.(origin, reason);
+    throw new UnprovenStateError(origin, reason);
   }
 
   /** eth_getProof for the path, verified against `root`, its nodes stored. */
@@ -259,27 +279,35 @@ export class ProvenState {
     const ref = this.blockOf(root);
     const block = 'hash' in ref ? { blockHash: hex(ref.hash) } : `0x${ref.number.toString(16)}`;
     const words = slots.map((s) => pad32(s));
-    const reply = await this.upstreamCall('eth_getProof', [hex(address), words.map(hex), block]);
-    const nodes = await this.verifyProof(root, address, words, reply);
+    const upstream = this.upstreamFor(ref);
+    const reply = await this.upstreamCall(upstream, 'eth_getProof', [hex(address), words.map(hex), block]);
+    // Verification is synchronous up to its first await: `asked` names this upstream in a refusal.
+    const nodes = await this.verifyProof(root, address, words, reply, this.rejecter(upstream));
     await (this.inner.addProvenState as NonNullable<ChainStore['addProvenState']>)(nodes, []);
     this.stats.verified++;
   }
 
   /** Checks an EIP-1186 answer against `root`; returns every node it proved with. */
-  private async verifyProof(root: Bytes, address: Bytes, words: Uint8Array[], reply: unknown): Promise<Uint8Array[]> {
-    if (typeof reply !== 'object' || reply === null) this.reject('eth_getProof answered no object');
+  private async verifyProof(
+    root: Bytes,
+    address: Bytes,
+    words: Uint8Array[],
+    reply: unknown,
+    reject: (reason: string) => never,
+  ): Promise<Uint8Array[]> {
+    if (typeof reply !== 'object' || reply === null) reject('eth_getProof answered no object');
     const r = reply as Record<string, unknown>;
-    const accountProof = hexList(r.accountProof, 'accountProof', (m) => this.reject(m));
+    const accountProof = hexList(r.accountProof, 'accountProof', reject);
     let leaf: Uint8Array | null;
     try {
       leaf = await verifyMerkleProof(keccak256(address), accountProof, { root, useKeyHashing: false });
     } catch {
-      return this.reject(`the account proof of ${hex(address)} does not lead from state root ${hex(root)}`);
+      return reject(`the account proof of ${hex(address)} does not lead from state root ${hex(root)}`);
     }
     let account: AccountRecord | null = null;
     if (leaf !== null) {
       const f = RLP.decode(leaf) as Uint8Array[];
-      if (!Array.isArray(f) || f.length !== 4) return this.reject('the proven account is not an account');
+      if (!Array.isArray(f) || f.length !== 4) return reject('the proven account is not an account');
       account = {
         nonce: bytesToBigInt(f[0] as Uint8Array),
         balance: bytesToBigInt(f[1] as Uint8Array),
@@ -290,30 +318,28 @@ export class ProvenState {
     // The stated fields must be the proven ones (an absent account: zeros).
     const stated = (name: string): bigint => {
       const v = r[name];
-      if (typeof v !== 'string' || !/^0x[0-9a-fA-F]{0,64}$/.test(v)) return this.reject(`${name} is not a quantity`);
+      if (typeof v !== 'string' || !/^0x[0-9a-fA-F]{0,64}$/.test(v)) return reject(`${name} is not a quantity`);
       return v === '0x' ? 0n : BigInt(v);
     };
     if (stated('balance') !== (account?.balance ?? 0n))
-      this.reject(`balance of ${hex(address)}: stated ${stated('balance')}, proven ${account?.balance ?? 0n}`);
+      reject(`balance of ${hex(address)}: stated ${stated('balance')}, proven ${account?.balance ?? 0n}`);
     if (stated('nonce') !== (account?.nonce ?? 0n))
-      this.reject(`nonce of ${hex(address)}: stated ${stated('nonce')}, proven ${account?.nonce ?? 0n}`);
+      reject(`nonce of ${hex(address)}: stated ${stated('nonce')}, proven ${account?.nonce ?? 0n}`);
     const storageRoot = account?.storageRoot ?? EMPTY_TRIE;
     const sp = r.storageProof;
-    if (!Array.isArray(sp) || sp.length !== words.length) return this.reject('storageProof does not answer every slot');
+    if (!Array.isArray(sp) || sp.length !== words.length) return reject('storageProof does not answer every slot');
     const nodes = [...accountProof];
     for (let i = 0; i < words.length; i++) {
       const e = sp[i] as Record<string, unknown> | null;
-      if (typeof e !== 'object' || e === null) return this.reject(`storage proof ${i} is not an object`);
-      const proof = hexList(e.proof, `storage proof ${i}`, (m) => this.reject(m));
+      if (typeof e !== 'object' || e === null) return reject(`storage proof ${i} is not an object`);
+      const proof = hexList(e.proof, `storage proof ${i}`, reject);
       const value = e.value;
       if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{0,64}$/.test(value))
-        return this.reject(`storage proof ${i} value is not a quantity`);
+        return reject(`storage proof ${i} value is not a quantity`);
       if (bytesEqual(storageRoot, EMPTY_TRIE)) {
         // An empty storage trie has no nodes (geth proves with [], anvil with ["0x80"]): every slot is zero.
         if ((value === '0x' ? 0n : BigInt(value)) !== 0n)
-          this.reject(
-            `slot ${hex(words[i] as Uint8Array)} of ${hex(address)}: stated ${value}, the storage trie is empty`,
-          );
+          reject(`slot ${hex(words[i] as Uint8Array)} of ${hex(address)}: stated ${value}, the storage trie is empty`);
         continue;
       }
       let v: Uint8Array | null;
@@ -323,13 +349,13 @@ export class ProvenState {
           useKeyHashing: false,
         });
       } catch {
-        return this.reject(
+        return reject(
           `the proof of slot ${hex(words[i] as Uint8Array)} does not lead from storage root ${hex(storageRoot)}`,
         );
       }
       const proven = v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array);
       if ((value === '0x' ? 0n : BigInt(value)) !== proven)
-        this.reject(
+        reject(
           `slot ${hex(words[i] as Uint8Array)} of ${hex(address)}: stated ${value}, proven 0x${proven.toString(16)}`,
         );
       nodes.push(...proof);
@@ -346,10 +372,12 @@ export class ProvenState {
     await this.flights.run(`code:${hex(codeHash)}`, async () => {
       const ref = this.blockOf(owner.root);
       const block = 'hash' in ref ? { blockHash: hex(ref.hash) } : `0x${ref.number.toString(16)}`;
-      const reply = await this.upstreamCall('eth_getCode', [hex(owner.address), block]);
-      const code = hexList([reply], 'eth_getCode', (m) => this.reject(m))[0] as Uint8Array;
+      const upstream = this.upstreamFor(ref);
+      const reply = await this.upstreamCall(upstream, 'eth_getCode', [hex(owner.address), block]);
+      const reject = this.rejecter(upstream);
+      const code = hexList([reply], 'eth_getCode', reject)[0] as Uint8Array;
       if (!bytesEqual(keccak256(code), codeHash))
-        this.reject(
+        reject(
           `code of ${hex(owner.address)} hashes to ${hex(keccak256(code))}, the proven account's code hash is ${hex(codeHash)}`,
         );
       await (this.inner.addProvenState as NonNullable<ChainStore['addProvenState']>)([], [code]);

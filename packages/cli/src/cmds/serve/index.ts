@@ -66,6 +66,10 @@ export function register(program: Command): void {
       )
       .option('--checkpoint <hash>', 'with --start-block: the hash the start block must have')
       .option(
+        '--history-upstream <URL>',
+        'with --follow, for a datadir that joined its chain at block N: answer history below N (blocks, transactions, receipts, logs, state) from this http(s):// upstream, verified by hash links down from N and by proofs (also ,history= in --network)',
+      )
+      .option(
         '--reorg-depth <n>',
         'deepest upstream reorg followed before the ingest stops (also for --network …,follow=)',
         '64',
@@ -73,7 +77,7 @@ export function register(program: Command): void {
       .addOption(new Option('--poll-ms <ms>', 'upstream poll interval when caught up').default('1000').hideHelp()),
   )
     .option(
-      '--network <name>=<datadir>[,follow=<URL>[,ingest=replicate]]',
+      '--network <name>=<datadir>[,follow=<URL>[,ingest=replicate][,history=<URL>]]',
       "serve this network, chosen by the request Host <name>.<anything> (repeatable; replaces the config's networks); --datadir then holds only keys, usage and config",
       (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
     )

@@ -28,7 +28,8 @@ import type { ChainStore } from '@chainnode/core';
 import type { IngestMode, StartBlock } from '@chainnode/ingest';
 import { CliError } from '../../cli-error.js';
 import type { LogWorkerData } from './log-worker.js';
-import { FollowRuntime } from '@chainnode/ingest';
+import { FollowRuntime, withHistoryUpstream } from '@chainnode/ingest';
+import type { HistoryUpstream } from '@chainnode/ingest';
 import type { IngestWorkerData } from '@chainnode/ingest';
 
 /** How a network follows its upstream (`follow=<URL>`, or `serve --follow` for --datadir). */
@@ -41,9 +42,11 @@ export interface FollowOptions {
   /** Join the chain there (an empty datadir); state is then proven on demand from `url`. */
   startBlock?: StartBlock;
   checkpoint?: Uint8Array;
+  /** History below a joined datadir's first block from this http(s):// upstream, verified. */
+  historyUpstream?: string;
 }
 
-/** Parses one `--network <name>=<datadir>[,follow=<URL>[,ingest=execute|replicate]]`. */
+/** Parses one `--network <name>=<datadir>[,follow=<URL>[,ingest=execute|replicate][,history=<URL>]]`. */
 export function parseNetworkSpec(spec: string): NetworkConfig {
   const eq = spec.indexOf('=');
   if (eq <= 0) throw new CliError(`--network ${spec}: expected <name>=<datadir>[,follow=<URL>]`);
@@ -53,6 +56,12 @@ export function parseNetworkSpec(spec: string): NetworkConfig {
   const at = rest.indexOf(',follow=');
   const datadir = at < 0 ? rest : rest.slice(0, at);
   let follow = at < 0 ? undefined : rest.slice(at + ',follow='.length);
+  let history: string | undefined;
+  const his = follow?.lastIndexOf(',history=') ?? -1;
+  if (follow !== undefined && his >= 0) {
+    history = follow.slice(his + ',history='.length);
+    follow = follow.slice(0, his);
+  }
   let ingest: string | undefined;
   const ing = follow?.lastIndexOf(',ingest=') ?? -1;
   if (follow !== undefined && ing >= 0) {
@@ -60,7 +69,7 @@ export function parseNetworkSpec(spec: string): NetworkConfig {
     follow = follow.slice(0, ing);
   }
   try {
-    return checkNetwork(`--network ${name}`, name, datadir, follow, ingest);
+    return checkNetwork(`--network ${name}`, name, datadir, follow, ingest, history);
   } catch (err) {
     if (err instanceof ConfigError) throw new CliError(err.message);
     throw err;
@@ -169,12 +178,34 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   if (store !== raw) log(`fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails`);
   // A followed datadir answers state it does not hold (a joined one holds none of its own) with
   // proofs from its upstream, verified against its own state roots (rpc's proven/state.ts).
+  // With a history upstream, history below a joined datadir's first block is fetched from it and
+  // verified against the datadir's own headers (ingest's history/store.ts), state there by proofs.
+  let history: HistoryUpstream | undefined;
+  const historyUrl = o.follow?.historyUpstream;
+  if (historyUrl !== undefined) {
+    const h = withHistoryUpstream(store, {
+      url: historyUrl,
+      onRejected: (origin, reason) =>
+        log(`history upstream ${origin}: an answer did not verify and was refused: ${reason}`),
+    });
+    store = h.store;
+    history = h.history;
+  }
   let proven: ProvenState | undefined;
   if (o.follow !== undefined && /^https?:\/\//i.test(o.follow.url)) {
+    const first = raw;
     const w = withProvenState(store, {
       upstream: createStateUpstream(o.follow.url),
       onRejected: (origin, reason) =>
         log(`state upstream ${origin}: a proof did not verify and was refused: ${reason}`),
+      ...(historyUrl !== undefined
+        ? {
+            history: {
+              upstream: createStateUpstream(historyUrl),
+              firstBlock: () => first.info().firstBlock ?? 0n,
+            },
+          }
+        : {}),
     });
     store = w.store;
     proven = w.state;
@@ -212,6 +243,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
           ingestStatus: () => ({
             ...(follow as FollowRuntime).status(),
             ...(proven !== undefined ? { provenState: proven.stats } : {}),
+            ...(history !== undefined ? { historyUpstream: { origin: history.origin, ...history.stats } } : {}),
           }),
         }
       : {}),

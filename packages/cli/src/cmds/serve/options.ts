@@ -27,6 +27,8 @@ export interface ServeOptions {
   /** --start-block <N|head-K> and --checkpoint <hash> (with --follow): join the chain there. */
   startBlock?: string;
   checkpoint?: string;
+  /** --history-upstream <URL> (with --follow): history below a joined datadir's first block. */
+  historyUpstream?: string;
   reorgDepth?: string;
   pollMs?: string;
   /** `--log-format json|text` (default: text on a terminal, json otherwise). */

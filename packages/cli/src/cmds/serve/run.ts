@@ -247,6 +247,14 @@ function servedDatadirs(opts: ServeOptions, config: ServerConfig): string[] {
   return specs.length === 0 ? [opts.datadir] : specs.map((n) => n.datadir);
 }
 
+/** `--history-upstream <URL>`: an http(s):// JSON-RPC endpoint. */
+function parseHistoryUpstream(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^https?:\/\/[^/\s]/i.test(value))
+    throw new CliError(`--history-upstream: expected an http(s):// URL of a JSON-RPC endpoint`);
+  return value;
+}
+
 /** A datadir to follow and how: `network` is the network's name, '' for the one network of --datadir. */
 export interface FollowedDatadir {
   network: string;
@@ -269,8 +277,10 @@ export function followPlan(opts: ServeOptions, config: ServerConfig): FollowedDa
       if (opts.ingest !== undefined) throw new CliError('--ingest: only with --follow <URL>');
       if (startBlock !== undefined || checkpoint !== undefined)
         throw new CliError('--start-block, --checkpoint: only with --follow <URL>');
+      if (opts.historyUpstream !== undefined) throw new CliError('--history-upstream: only with --follow <URL>');
       return [];
     }
+    const history = parseHistoryUpstream(opts.historyUpstream);
     return [
       {
         network: '',
@@ -283,10 +293,13 @@ export function followPlan(opts: ServeOptions, config: ServerConfig): FollowedDa
           ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}),
           ...(startBlock !== undefined ? { startBlock } : {}),
           ...(checkpoint !== undefined ? { checkpoint } : {}),
+          ...(history !== undefined ? { historyUpstream: history } : {}),
         },
       },
     ];
   }
+  if (opts.historyUpstream !== undefined)
+    throw new CliError('--history-upstream: with --network, give each network its own ,history=<URL>');
   return specs.flatMap((n) =>
     n.follow === undefined
       ? []
@@ -294,7 +307,13 @@ export function followPlan(opts: ServeOptions, config: ServerConfig): FollowedDa
           {
             network: n.name,
             datadir: n.datadir,
-            follow: { url: n.follow, reorgDepth, pollMs, ingest: n.ingest ?? ingest },
+            follow: {
+              url: n.follow,
+              reorgDepth,
+              pollMs,
+              ingest: n.ingest ?? ingest,
+              ...(n.history !== undefined ? { historyUpstream: n.history } : {}),
+            },
           },
         ],
   );
