@@ -370,6 +370,15 @@ test('--network is validated: follow URLs, bad names, shared datadirs, unknown d
     [['--network', `a=${home.dir}/x`, '--network', `a=${home.dir}/y`], /network "a" given twice/],
     [['--network', `a=${home.dir}/x`, '--default-network', 'b'], /--default-network b: not among the networks \(a\)/],
     [['--network', 'a'], /expected <name>=<datadir>/],
+    [
+      ['--network', `a=${home.dir}/x,follow=http://127.0.0.1:1/,history=ftp://h/`],
+      /history: expected an http\(s\):\/\/ URL/,
+    ],
+    [
+      ['--network', `a=${home.dir}/x,follow=http://127.0.0.1:1/`, '--history-upstream', 'http://127.0.0.1:1/'],
+      /--history-upstream: with --network, give each network its own ,history=<URL>/,
+    ],
+    [['--history-upstream', 'http://127.0.0.1:1/'], /--history-upstream: only with --follow <URL>/],
   ];
   for (const [args, message] of cases) {
     const r = await runCli(['serve', '--datadir', home.dir, '--port', '0', ...args]);
