@@ -379,6 +379,10 @@ test('--network is validated: follow URLs, bad names, shared datadirs, unknown d
       /--history-upstream: with --network, give each network its own ,history=<URL>/,
     ],
     [['--history-upstream', 'http://127.0.0.1:1/'], /--history-upstream: only with --follow <URL>/],
+    [
+      ['--network', `a=${home.dir}/x,follow=http://127.0.0.1:1/,history=http://127.0.0.1:2/,ingest=bogus`],
+      /ingest: expected "execute" or "replicate", got "bogus"/,
+    ],
   ];
   for (const [args, message] of cases) {
     const r = await runCli(['serve', '--datadir', home.dir, '--port', '0', ...args]);

@@ -56,17 +56,14 @@ export function parseNetworkSpec(spec: string): NetworkConfig {
   const at = rest.indexOf(',follow=');
   const datadir = at < 0 ? rest : rest.slice(0, at);
   let follow = at < 0 ? undefined : rest.slice(at + ',follow='.length);
-  let history: string | undefined;
-  const his = follow?.lastIndexOf(',history=') ?? -1;
-  if (follow !== undefined && his >= 0) {
-    history = follow.slice(his + ',history='.length);
-    follow = follow.slice(0, his);
-  }
+  // `,ingest=<mode>` and `,history=<URL>` trail the follow URL, in either order.
   let ingest: string | undefined;
-  const ing = follow?.lastIndexOf(',ingest=') ?? -1;
-  if (follow !== undefined && ing >= 0) {
-    ingest = follow.slice(ing + ',ingest='.length);
-    follow = follow.slice(0, ing);
+  let history: string | undefined;
+  for (let m = follow === undefined ? null : /,(ingest|history)=([^,]*)$/.exec(follow); m !== null; ) {
+    if (m[1] === 'ingest') ingest ??= m[2];
+    else history ??= m[2];
+    follow = (follow as string).slice(0, m.index);
+    m = /,(ingest|history)=([^,]*)$/.exec(follow);
   }
   try {
     return checkNetwork(`--network ${name}`, name, datadir, follow, ingest, history);
