@@ -22,7 +22,7 @@ const arg = (name: string): string | undefined => {
 const datadir = resolve(arg('datadir') ?? '');
 const chain = arg('chain');
 
-/** The groups of tables. */
+/** The groups of tables docs/performance reports the cost of. */
 const GROUP: Record<string, string> = {
   Meta: 'meta',
   Canonical: 'headers',

@@ -2,7 +2,7 @@
 // index code (StoreWriter.addPreExecutedBlock: same tables, batches and index, no execution and
 // no state). Deterministic for a given size and seed.
 //
-// Shape (per the issue): a few hot contracts emit half of the logs (the hottest 22%), a long tail
+// Shape: a few hot contracts emit half of the logs (the hottest 22%), a long tail
 // of rare contracts the other half; a Transfer topic0 on ~38% of logs; mostly 3 topics; indexed
 // address topics drawn from a large, skewed population of holders. Headers are real London-style
 // headers (hash = keccak of the RLP, parent links, the logs bloom of the block); transactions are
