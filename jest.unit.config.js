@@ -8,6 +8,7 @@ import base from './jest.config.js';
 const UNIT = {
   'packages/core': ['deposit-tx', 'hex', 'receipt-encoding'],
   'packages/accounts': ['allowlist'],
+  'packages/cli': ['serve-config'],
   'packages/store': [
     'db',
     'keccak',

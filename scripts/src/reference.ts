@@ -11,6 +11,7 @@ import {
   PLAN_FIELDS,
   REQUEST_ERROR_CREDITS,
   SERVER_FIELDS,
+  flagName,
 } from '@chainnode/server';
 import { DEFAULT_PLANS, PLAN_NAMES } from '@chainnode/accounts';
 import type { ConfigField, ConfigSchema, MetricFamily } from '@chainnode/server';
@@ -118,6 +119,7 @@ const MIB = 1024 * 1024;
 function defaultText(f: ConfigField<unknown>): string {
   if (f.defaultText !== undefined) return cell(f.defaultText);
   const v = f.default;
+  if (v === undefined) return 'none';
   const shown = cell(code(JSON.stringify(v)));
   if (typeof v === 'number' && f.unit === 'bytes' && v >= MIB && v % MIB === 0) return `${shown} (${v / MIB} MiB)`;
   return shown;
@@ -129,16 +131,30 @@ function rangeText(f: ConfigField<unknown>): string {
   return f.max !== undefined ? `${min} to ${f.max}` : `≥ ${min}`;
 }
 
-function fieldTable(schema: ConfigSchema, withDefaults = true): string {
+function fieldTable(schema: ConfigSchema, withDefaults = true, withFlags = false): string {
   const rows = Object.entries(schema).map(([name, f]) => [
     code(name),
+    ...(withFlags
+      ? [f.flag === undefined ? '' : `${code(flagName(name))}${f.flag.serveOnly === true ? ' ¹' : ''}`]
+      : []),
     cell(code(f.type)),
     ...(withDefaults ? [defaultText(f)] : []),
     cell(f.unit ?? ''),
     rangeText(f),
     cell(f.doc),
   ]);
-  return table(['Field', 'Type', ...(withDefaults ? ['Default'] : []), 'Unit', 'Range', 'Description'], rows);
+  return table(
+    [
+      'Field',
+      ...(withFlags ? ['Flag'] : []),
+      'Type',
+      ...(withDefaults ? ['Default'] : []),
+      'Unit',
+      'Range',
+      'Description',
+    ],
+    rows,
+  );
 }
 
 export function configurationReference(): string {
@@ -152,8 +168,16 @@ export function configurationReference(): string {
       'The file is one JSON object; each field it sets replaces that default, fields it leaves out keep theirs.',
       'An unknown field, a value of the wrong type or out of range stops the command with an error naming the file and the field.',
     ].join(' '),
+    '## Precedence',
+    [
+      `A field with a flag is a setting of ${code('serve')} that the command line may give too, under the same name in kebab case (${code('logLevel')}: ${code('--log-level')}).`,
+      'Each such setting comes from the flag when it is given, else from the file when it sets the field, else from the default: **flag > file > default**.',
+      `${code('--datadir')} and ${code('--config')} say where the file is, so they are flags only; ${code('--network')} flags replace the file's ${code('networks')} as a whole.`,
+      `In the file, ${code('metricsPort')} ${code('0')} leaves the metrics listener off, while ${code('--metrics-port 0')} asks for any free port.`,
+    ].join(' '),
     '## Fields',
-    fieldTable(SERVER_FIELDS),
+    `¹ A flag of ${code('serve')} only (${code('start')} does not follow an upstream).`,
+    fieldTable(SERVER_FIELDS, true, true),
     '## Plans',
     `Each key has a plan. ${code('plans')} overrides the figures of the plans it names, e.g. ${code('{"plans": {"core": {"dailyCredits": 1000000}}}')}; the plans are ${PLAN_NAMES.map(code).join(', ')}.`,
     fieldTable(PLAN_FIELDS, false),

@@ -1,8 +1,9 @@
-// server.json's safeDepth and finalizedDepth reach the rpc service of `node-cli serve`: the `safe`
-// and `finalized` tags answer head minus the configured depth, and a bad value stops serve with
-// the field named.
+// server.json reaches `node-cli serve`: its safeDepth and finalizedDepth the rpc service (the
+// `safe` and `finalized` tags answer head minus the configured depth), its flag fields the process
+// (the file over the default, a flag over the file); a bad value stops serve with the field named.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { METHODS } from '@chainnode/rpc';
 import { runCli } from '@chainnode/testkit';
 import { createKeyCli, rpc, spawnServe, perTest } from './serve-helpers.js';
 
@@ -37,4 +38,39 @@ test('a bad safeDepth or finalizedDepth in server.json: serve refuses to start, 
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(`node-cli: ${file}: ${message}`);
   }
+});
+
+test('server.json sets the flags of serve too: the file over the default, a flag over the file', async () => {
+  const dir = await copy();
+  await writeFile(join(dir, 'server.json'), JSON.stringify({ logLevel: 'error', accessLog: true, threads: 1 }));
+  const { key, id } = await createKeyCli(dir, 'team');
+  const records = (output: string): Record<string, unknown>[] =>
+    output
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  // The file's logLevel "error" over the default "info": a start, a call and a stop write nothing.
+  const quiet = await spawnServe(dir);
+  cleanups.push(() => quiet.stop('SIGKILL'));
+  expect((await rpc(quiet.url(key), 'eth_blockNumber', [])).body.error).toBeUndefined();
+  expect(await quiet.stop()).toBe(0);
+  expect(records(quiet.output())).toEqual([]);
+  // --log-level info over the file: the info records are back, and the file's accessLog writes one
+  // record for the call.
+  const loud = await spawnServe(dir, ['--log-level', 'info']);
+  cleanups.push(() => loud.stop('SIGKILL'));
+  expect((await rpc(loud.url(key), 'eth_blockNumber', [])).body.error).toBeUndefined();
+  expect(await loud.stop()).toBe(0);
+  const recs = records(loud.output());
+  expect(recs.filter((r) => r['level'] === 'info' && r['component'] === 'serve').length).toBeGreaterThan(0);
+  expect(recs.filter((r) => r['component'] === 'access')).toEqual([
+    expect.objectContaining({
+      level: 'info',
+      msg: 'eth_blockNumber',
+      method: 'eth_blockNumber',
+      keyId: id,
+      outcome: 'ok',
+      credits: METHODS.eth_blockNumber.cost,
+    }),
+  ]);
 });

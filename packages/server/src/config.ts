@@ -1,12 +1,14 @@
-// Server configuration: plans (daily credit balances), transport limits and the rpc settings a
-// deployment tunes. A JSON file (`--config <file>`, else `<datadir>/server.json` when present)
+// Server configuration: plans (daily credit balances), transport limits, the rpc settings a
+// deployment tunes, and every setting of `serve` that is also a flag (listeners, ledger, follow,
+// logs, threads). A JSON file (`--config <file>`, else `<datadir>/server.json` when present)
 // overrides the defaults field by field; unknown fields are rejected so typos do not pass
-// silently.
+// silently. A flag given on the command line overrides the file: flag > file > default.
 //
-// SERVER_FIELDS below is the one description of that file: each field's type and check, its
-// default, unit and range, and the line the generated reference (docs/reference/configuration.md)
-// prints. parseConfig, DEFAULT_CONFIG, the ServerConfig type and rpcConfigOf (the fields the rpc
-// service takes) all derive from it.
+// SERVER_FIELDS below is the one description of that file and of those flags: each field's type
+// and check, its default, unit and range, its flag (`flag`: the field's name in kebab case), and
+// the line both generated references (docs/reference/configuration.md and cli.md) print.
+// parseConfig, DEFAULT_CONFIG, the ServerConfig type, rpcConfigOf (the fields the rpc service
+// takes) and the CLI's serve options all derive from it.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_RPC_CONFIG } from '@chainnode/rpc';
@@ -14,6 +16,7 @@ import type { RpcConfig } from '@chainnode/rpc';
 import { DEFAULT_PLANS, PLAN_NAMES, isPlanName, networkNameProblem } from '@chainnode/accounts';
 import type { PlanConfig, PlanName } from '@chainnode/accounts';
 import { MAX_NETWORKS } from './network.js';
+import { LOG_FORMATS, LOG_LEVELS } from './log.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -44,6 +47,29 @@ export interface ConfigField<T> {
   readonly parse: (value: unknown, where: string) => T;
   /** The RpcConfig field this one is handed to (rpcConfigOf). */
   readonly rpc?: RpcIntegerField;
+  /** The `serve` flag that sets this field too (its name: the field's in kebab case). */
+  readonly flag?: FlagSpec;
+}
+
+/**
+ * A field that is also a flag of `serve` (and `start`, unless `serveOnly`): `--<kebab-name>
+ * <arg>`, or a switch without `arg`. Commander hands flags over as text: `text` is a file value in
+ * that form (what the flag would have said), undefined when it means the flag is absent.
+ */
+export interface FlagSpec {
+  /** The value's name in the usage (`--port <port>`); absent: a switch. */
+  readonly arg?: string;
+  /** Only `serve` has it (the follow and network flags), not `start`. */
+  readonly serveOnly?: boolean;
+  /** Left out of --help (still in the references). */
+  readonly hidden?: boolean;
+  /** The flag's text for a file value (default: String(value)). */
+  readonly text?: (value: never) => string | boolean | undefined;
+}
+
+/** `--kebab-case` of a field name. */
+export function flagName(field: string): string {
+  return `--${field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
 
 /** A configuration object's fields by name. */
@@ -71,6 +97,7 @@ interface IntegerSpec {
   unit?: string;
   min?: number;
   max?: number;
+  flag?: FlagSpec;
 }
 
 /** A field of type T (the helper fixes T for the schema's inference). */
@@ -98,7 +125,7 @@ function rpcInteger(field: RpcIntegerField, spec: IntegerSpec): ConfigField<numb
   return { ...integer({ ...spec, default: DEFAULT_RPC_CONFIG[field] }), rpc: field };
 }
 
-function boolean(spec: { doc: string; default: boolean; defaultText?: string }): ConfigField<boolean> {
+function boolean(spec: { doc: string; default: boolean; defaultText?: string; flag?: FlagSpec }): ConfigField<boolean> {
   return {
     type: 'boolean',
     ...spec,
@@ -110,7 +137,7 @@ function boolean(spec: { doc: string; default: boolean; defaultText?: string }):
 }
 
 /** A string field without a default (absent unless set). */
-function optionalString(spec: { doc: string; defaultText?: string }): ConfigField<string | undefined> {
+function optionalString(spec: { doc: string; defaultText?: string; flag?: FlagSpec }): ConfigField<string | undefined> {
   return {
     type: 'string',
     ...spec,
@@ -118,6 +145,63 @@ function optionalString(spec: { doc: string; defaultText?: string }): ConfigFiel
     parse: (v, where) => {
       if (typeof v !== 'string') throw new ConfigError(`${where}: expected a string`);
       return v;
+    },
+  };
+}
+
+/** A non-empty string field with a default. */
+function text(spec: { doc: string; default: string; flag?: FlagSpec }): ConfigField<string> {
+  return {
+    type: 'string',
+    ...spec,
+    parse: (v, where) => {
+      if (typeof v !== 'string' || v === '') throw new ConfigError(`${where}: expected a non-empty string`);
+      return v;
+    },
+  };
+}
+
+function enumParse<V extends string>(values: readonly V[]): (v: unknown, where: string) => V {
+  return (v, where) => {
+    if (typeof v !== 'string' || !(values as readonly string[]).includes(v))
+      throw new ConfigError(
+        `${where}: expected one of ${values.map((x) => JSON.stringify(x)).join(', ')}, got ${JSON.stringify(v)}`,
+      );
+    return v as V;
+  };
+}
+
+const enumType = (values: readonly string[]): string => values.map((v) => JSON.stringify(v)).join(' | ');
+
+/** One of `values`, with a default. */
+function oneOf<V extends string>(
+  values: readonly V[],
+  spec: { doc: string; default: V; flag?: FlagSpec },
+): ConfigField<V> {
+  return { type: enumType(values), ...spec, parse: enumParse(values) };
+}
+
+/** One of `values`, absent unless set. */
+function optionalOneOf<V extends string>(
+  values: readonly V[],
+  spec: { doc: string; defaultText?: string; flag?: FlagSpec },
+): ConfigField<V | undefined> {
+  const parse = enumParse(values);
+  return { type: enumType(values), ...spec, default: undefined, parse: (v, where) => parse(v, where) };
+}
+
+/** A TCP port, 0 to 65535, without a default (absent unless set). */
+function optionalPort(spec: { doc: string; defaultText?: string; flag: FlagSpec }): ConfigField<number | undefined> {
+  return {
+    type: 'integer',
+    unit: 'port',
+    max: 65535,
+    default: undefined,
+    ...spec,
+    parse: (v, where) => {
+      const n = nonNegInt(where, v);
+      if (n > 65535) throw new ConfigError(`${where} must be at most 65535`);
+      return n;
     },
   };
 }
@@ -135,7 +219,11 @@ function readFields(
   const target = out as Record<string, unknown>;
   for (const [k, v] of Object.entries(raw)) {
     const field = Object.hasOwn(schema, k) ? schema[k] : undefined;
-    if (field === undefined) throw new ConfigError(`${path(k)}: unknown field`);
+    if (field === undefined) {
+      const camel = k.replace(/^-+/, '').replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+      const hint = camel !== k && Object.hasOwn(schema, camel) ? ` (did you mean "${camel}"?)` : '';
+      throw new ConfigError(`${path(k)}: unknown field${hint}`);
+    }
     target[k] = field.parse(v, path(k));
   }
 }
@@ -237,8 +325,129 @@ function parseNetworks(v: unknown, where: string): NetworkConfig[] {
 // ---------------------------------------------------------------------------------------------
 // The server's fields
 
+/** `threads`: 1 to 256, or "cores" (one per core). */
+function parseThreadsField(v: unknown, where: string): number | 'cores' {
+  if (v === 'cores') return v;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 256)
+    throw new ConfigError(`${where}: expected a number of threads 1-256 or "cores", got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/** `startBlock`: a block number above 0, or "head-K". */
+function parseStartBlockField(v: unknown, where: string): string {
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) return String(v);
+  if (typeof v === 'string' && /^(head-[0-9]+|0x[0-9a-fA-F]+|[0-9]+)$/.test(v) && !/^(0x)?0+$/.test(v)) return v;
+  throw new ConfigError(`${where}: expected a block number above 0 or "head-K", got ${JSON.stringify(v)}`);
+}
+
 /** Every field of server.json. */
 export const SERVER_FIELDS = {
+  // The process: listeners, ledger, logs, threads, following. Each is also a flag of serve.
+  host: text({ doc: 'Address the JSON-RPC listener binds to.', default: '127.0.0.1', flag: { arg: 'host' } }),
+  port: integer({
+    doc: 'Port of the JSON-RPC listener (HTTP and WebSocket); 0: any free port.',
+    unit: 'port',
+    max: 65535,
+    default: 8545,
+    flag: { arg: 'port' },
+  }),
+  failoverUrl: optionalString({
+    doc: 'Partner JSON-RPC endpoint (http(s)://) for eth_getBlockByHash of failover-plan keys during an outage.',
+    flag: { arg: 'url' },
+  }),
+  ledger: optionalString({
+    doc: 'Keys and credits shared by every replica in Redis: redis://host:port[/db].',
+    defaultText: 'embedded in the datadir',
+    flag: { arg: 'url' },
+  }),
+  ledgerFailure: oneOf(['open', 'closed'], {
+    doc: 'While the Redis ledger is unreachable: open (serve, journal locally, replay later) or closed (refuse paid calls).',
+    default: 'open',
+    flag: { arg: 'mode' },
+  }),
+  dashboard: boolean({
+    doc: 'Serve the developer dashboard on the admin listener (`adminHost`, `adminPort`).',
+    default: false,
+    flag: {},
+  }),
+  adminHost: text({ doc: 'Address of the admin listener (dashboard).', default: '127.0.0.1', flag: { arg: 'host' } }),
+  adminPort: optionalPort({
+    doc: 'Port of the admin listener (implies `dashboard`; 0: any free port).',
+    defaultText: '8546 with `dashboard`',
+    flag: { arg: 'port' },
+  }),
+  adminTlsCert: optionalString({
+    doc: 'PEM certificate file: serve the dashboard over TLS (with `adminTlsKey`).',
+    flag: { arg: 'file' },
+  }),
+  adminTlsKey: optionalString({ doc: 'PEM private key file of `adminTlsCert`.', flag: { arg: 'file' } }),
+  logFormat: optionalOneOf(LOG_FORMATS, {
+    doc: 'The log on stderr: one JSON object per line, or `serve: …` text lines.',
+    defaultText: 'text on a terminal, json otherwise',
+    flag: { arg: 'format' },
+  }),
+  logLevel: oneOf(LOG_LEVELS, {
+    doc: 'Least severe log level written (silent: nothing).',
+    default: 'info',
+    flag: { arg: 'level' },
+  }),
+  accessLog: boolean({
+    doc: 'Log one record per call: method, key id (never the key), outcome, credits, duration.',
+    default: false,
+    flag: {},
+  }),
+  threads: field<number | 'cores'>({
+    type: 'integer | "cores"',
+    doc: 'App threads serving the port, each with the store open and its own caches; credits exact across them; 1: a single-thread server.',
+    defaultText: '`"cores"` (one per core)',
+    default: 'cores',
+    unit: 'threads',
+    parse: parseThreadsField,
+    flag: { arg: 'n' },
+  }),
+  follow: optionalString({
+    doc: 'Follow a live JSON-RPC upstream (http(s):// or ws(s)://) while serving; every block is verified before it is written.',
+    flag: { arg: 'URL', serveOnly: true },
+  }),
+  genesis: optionalString({
+    doc: 'genesis.json of the followed chain (required for an empty datadir).',
+    flag: { arg: 'file', serveOnly: true },
+  }),
+  ingest: optionalOneOf(['execute', 'replicate'], {
+    doc: "With `follow`: execute (run every block with the EVM) or replicate (verify the upstream's transactions, receipts and state changes against every root).",
+    defaultText: 'execute',
+    flag: { arg: 'mode', serveOnly: true },
+  }),
+  startBlock: field<string | undefined>({
+    type: 'integer | string',
+    doc: 'With `follow` and an empty datadir: join the chain at block N, or the upstream\'s head minus K (`"head-K"`); history from there on, state proven on demand.',
+    default: undefined,
+    parse: parseStartBlockField,
+    flag: { arg: 'N|head-K', serveOnly: true },
+  }),
+  checkpoint: optionalString({
+    doc: 'With `startBlock`: the hash the start block must have.',
+    flag: { arg: 'hash', serveOnly: true },
+  }),
+  historyUpstream: optionalString({
+    doc: 'With `follow`, for a datadir that joined its chain at block N: answer history below N (blocks, transactions, receipts, logs, state) from this http(s):// upstream, verified by hash links down from N and by proofs (also `,history=` in `--network`).',
+    defaultText: 'none (below N: pruned history)',
+    flag: { arg: 'URL', serveOnly: true },
+  }),
+  reorgDepth: integer({
+    doc: 'Deepest upstream reorg followed before the ingest stops (every followed network).',
+    unit: 'blocks',
+    default: 64,
+    flag: { arg: 'n', serveOnly: true },
+  }),
+  pollMs: integer({
+    doc: 'Upstream poll interval when caught up.',
+    unit: 'ms',
+    min: 10,
+    default: 1000,
+    flag: { arg: 'ms', serveOnly: true, hidden: true },
+  }),
+  // Policy: plans and limits.
   plans: field<Record<PlanName, PlanConfig>>({
     type: 'object',
     doc: 'Daily credits, credits per second and failover per plan; a plan given replaces only the figures it sets.',
@@ -366,8 +575,14 @@ export const SERVER_FIELDS = {
       return v;
     },
   }),
-  /** Port 0 means off (`--metrics-port` overrides). */
-  metricsPort: integer({ doc: 'Port of the Prometheus metrics listener; 0: off.', unit: 'port', default: 0 }),
+  /** Port 0 means off in the file; `--metrics-port 0` is any free port. */
+  metricsPort: integer({
+    doc: 'Port of the Prometheus metrics listener (on `metricsHost`); 0: off (`--metrics-port 0`: any free port).',
+    unit: 'port',
+    max: 65535,
+    default: 0,
+    flag: { arg: 'port', text: (v: number) => (v === 0 ? undefined : String(v)) },
+  }),
   /** Longest wait for in-flight requests on SIGTERM/SIGINT before closing anyway. */
   shutdownGraceMs: integer({
     doc: 'Longest wait for in-flight requests on SIGTERM/SIGINT before closing anyway.',
@@ -408,6 +623,7 @@ export const SERVER_FIELDS = {
     doc: 'The network answering bare hosts (IP literals, `localhost`); must be one of `networks`.',
     default: undefined,
     defaultText: 'none (bare hosts get 404)',
+    flag: { arg: 'name', serveOnly: true },
     parse: (v, where) => {
       if (typeof v !== 'string' || networkNameProblem(v) !== undefined)
         throw new ConfigError(`${where}: expected a network name`);
@@ -533,10 +749,44 @@ export function checkNetworks(where: string, networks: readonly NetworkConfig[])
   }
 }
 
+/** A read configuration: the values, and the fields the file set (the rest are defaults). */
+export interface ConfigFile {
+  config: ServerConfig;
+  /** The file read; undefined when there was none (the defaults). */
+  path: string | undefined;
+  set: ReadonlySet<keyof ServerConfig>;
+}
+
 /** `--config <file>` if given, else `<datadir>/server.json` if present, else the defaults. */
 export function loadConfig(datadir: string, file?: string): ServerConfig {
+  return readConfigFile(datadir, file).config;
+}
+
+/**
+ * The flags of `serve` a file sets, as the flags' text (see FlagSpec): what `serve` takes from
+ * the file for every flag not given on the command line (flag > file > default).
+ */
+export function flagsFromFile(file: ConfigFile): Map<keyof ServerConfig, string | boolean> {
+  const out = new Map<keyof ServerConfig, string | boolean>();
+  for (const name of file.set) {
+    if ((SERVER_FIELDS[name] as ConfigField<unknown>).flag === undefined) continue;
+    const text = flagText(SERVER_FIELDS[name] as ConfigField<unknown>, file.config[name]);
+    if (text !== undefined) out.set(name, text);
+  }
+  return out;
+}
+
+/** A field's value as its flag would say it (undefined: as if the flag were absent). */
+export function flagText(field: ConfigField<unknown>, value: unknown): string | boolean | undefined {
+  if (field.flag?.text !== undefined) return (field.flag.text as (v: unknown) => string | boolean | undefined)(value);
+  return typeof value === 'boolean' ? value : String(value);
+}
+
+/** loadConfig, with the fields the file set. */
+export function readConfigFile(datadir: string, file?: string): ConfigFile {
   const path = file ?? join(datadir, 'server.json');
-  if (file === undefined && !existsSync(path)) return structuredClone(DEFAULT_CONFIG);
+  if (file === undefined && !existsSync(path))
+    return { config: structuredClone(DEFAULT_CONFIG), path: undefined, set: new Set() };
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -549,5 +799,6 @@ export function loadConfig(datadir: string, file?: string): ServerConfig {
   } catch (err) {
     throw new ConfigError(`config ${path} is not valid JSON: ${(err as Error).message}`);
   }
-  return parseConfig(raw, path);
+  const config = parseConfig(raw, path);
+  return { config, path, set: new Set(Object.keys(raw as object) as (keyof ServerConfig)[]) };
 }

@@ -784,7 +784,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let metricsSocket: us_listen_socket | undefined;
   let metricsPort: number | undefined;
   let metricsApp: TemplatedApp | undefined;
-  const wantMetricsPort = opts.metricsPort ?? (config.metricsPort !== 0 ? config.metricsPort : undefined);
+  // With app threads only thread 0 listens (it adds the other threads' counts).
+  const wantMetricsPort =
+    opts.thread !== undefined && opts.thread > 0
+      ? undefined
+      : (opts.metricsPort ?? (config.metricsPort !== 0 ? config.metricsPort : undefined));
   if (wantMetricsPort !== undefined) {
     // Off unless a port is configured or given (--metrics-port; 0 there means ephemeral).
     const mapp = uWS.App();

@@ -14,7 +14,7 @@ import { KeyActionError } from '@chainnode/accounts';
 import type { KeyManager } from '@chainnode/accounts';
 import { CliError } from '../../cli-error.js';
 import { serve } from '../serve/run.js';
-import { withServeOptions } from '../serve/index.js';
+import { withConfigFile, withServeOptions } from '../serve/index.js';
 
 interface StartOptions {
   datadir: string;
@@ -65,7 +65,8 @@ export function register(program: Command): void {
       .command('start')
       .description('import the bundled fixtures if needed, ensure a development key, and serve on 127.0.0.1:8545')
       .option('--from <dir>', 'chain export to import (genesis.json + chain.rlp)', './fixtures'),
-  ).action(async (opts: StartOptions) => {
+  ).action(async (given: StartOptions, command: Command) => {
+    const opts = withConfigFile(given, command);
     await importFixtures(opts.from, opts.datadir);
     let key = '';
     let created = false;
