@@ -119,7 +119,6 @@ const MIB = 1024 * 1024;
 function defaultText(f: ConfigField<unknown>): string {
   if (f.defaultText !== undefined) return cell(f.defaultText);
   const v = f.default;
-  if (v === undefined) return 'none';
   const shown = cell(code(JSON.stringify(v)));
   if (typeof v === 'number' && f.unit === 'bytes' && v >= MIB && v % MIB === 0) return `${shown} (${v / MIB} MiB)`;
   return shown;

@@ -11,7 +11,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, missingTools, redisServerPath, repoRoot, startRedis, tempDir, toolPath } from '@chainnode/testkit';
 import type { RedisProcess } from '@chainnode/testkit';
-import { createKeyCli, perTest, rpc, sleep, spawnServe } from './serve-helpers.js';
+import { createKeyCli, perTest, rpc, sleep, spawnServe, watchLog } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 import { WsClient } from './subs-helpers.js';
 
@@ -230,6 +230,7 @@ maybe('nginx + 3 replicas + Redis: WebSocket, kill, take-back, rolling restart, 
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
+  watchLog(again);
   let out = '';
   again.stdout.on('data', (d: Buffer) => (out += d.toString()));
   again.stderr.on('data', (d: Buffer) => (out += d.toString()));

@@ -43,6 +43,14 @@ afterAll(() => {
   expect([...keyMaterial].filter((k) => text.includes(k))).toEqual([]);
 });
 
+/** Adds the stderr of a `serve` the test spawned itself to the lines checked after the file. */
+export function watchLog(proc: ChildProcess): void {
+  const at = logs.push('') - 1;
+  proc.stderr?.on('data', (d: Buffer) => {
+    logs[at] += d.toString('utf8');
+  });
+}
+
 export function spawnServe(
   datadir: string,
   extra: string[] = [],

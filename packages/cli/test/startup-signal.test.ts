@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { readFile, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { cliBin, freePort } from '@chainnode/testkit';
-import { perTest, sleep } from './serve-helpers.js';
+import { perTest, sleep, watchLog } from './serve-helpers.js';
 
 const { cleanups, copy } = perTest();
 
@@ -47,6 +47,7 @@ async function termAt(moment: Moment): Promise<{ code: number | null; signal: st
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
+  watchLog(proc);
   let out = '';
   proc.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
   proc.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));

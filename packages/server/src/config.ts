@@ -286,7 +286,9 @@ export const NETWORK_FIELDS = {
   /** Relative paths: to the working directory. */
   datadir: optionalString({ doc: "Datadir holding the network's imported chain (required).", defaultText: 'required' }),
   /** Validated here; whether the build can follow is the CLI's business. */
-  follow: optionalString({ doc: 'Upstream JSON-RPC endpoint to follow: an http(s):// or ws(s):// URL.' }),
+  follow: optionalString({
+    doc: 'Upstream JSON-RPC endpoint to follow: an http(s):// or ws(s):// URL.',
+  }),
   ingest: optionalString({
     doc: 'How followed blocks become state: "execute" (run them with the EVM) or "replicate" (verify the upstream\'s state changes against every root).',
     defaultText: 'execute',
@@ -352,6 +354,7 @@ export const SERVER_FIELDS = {
     flag: { arg: 'port' },
   }),
   failoverUrl: optionalString({
+    defaultText: 'none (no failover)',
     doc: 'Partner JSON-RPC endpoint (http(s)://) for eth_getBlockByHash of failover-plan keys during an outage.',
     flag: { arg: 'url' },
   }),
@@ -377,10 +380,15 @@ export const SERVER_FIELDS = {
     flag: { arg: 'port' },
   }),
   adminTlsCert: optionalString({
+    defaultText: 'none (plain HTTP)',
     doc: 'PEM certificate file: serve the dashboard over TLS (with `adminTlsKey`).',
     flag: { arg: 'file' },
   }),
-  adminTlsKey: optionalString({ doc: 'PEM private key file of `adminTlsCert`.', flag: { arg: 'file' } }),
+  adminTlsKey: optionalString({
+    doc: 'PEM private key file of `adminTlsCert`.',
+    defaultText: 'none',
+    flag: { arg: 'file' },
+  }),
   logFormat: optionalOneOf(LOG_FORMATS, {
     doc: 'The log on stderr: one JSON object per line, or `serve: …` text lines.',
     defaultText: 'text on a terminal, json otherwise',
@@ -406,10 +414,12 @@ export const SERVER_FIELDS = {
     flag: { arg: 'n' },
   }),
   follow: optionalString({
+    defaultText: 'none (the datadir as it is)',
     doc: 'Follow a live JSON-RPC upstream (http(s):// or ws(s)://) while serving; every block is verified before it is written.',
     flag: { arg: 'URL', serveOnly: true },
   }),
   genesis: optionalString({
+    defaultText: "the datadir's",
     doc: 'genesis.json of the followed chain (required for an empty datadir).',
     flag: { arg: 'file', serveOnly: true },
   }),
@@ -422,10 +432,12 @@ export const SERVER_FIELDS = {
     type: 'integer | string',
     doc: 'With `follow` and an empty datadir: join the chain at block N, or the upstream\'s head minus K (`"head-K"`); history from there on, state proven on demand.',
     default: undefined,
+    defaultText: 'none (from genesis, or where the datadir is)',
     parse: parseStartBlockField,
     flag: { arg: 'N|head-K', serveOnly: true },
   }),
   checkpoint: optionalString({
+    defaultText: 'none',
     doc: 'With `startBlock`: the hash the start block must have.',
     flag: { arg: 'hash', serveOnly: true },
   }),

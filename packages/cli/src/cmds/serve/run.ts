@@ -568,9 +568,11 @@ export async function serve(
   banner?: (srv: { port: number }, host: string) => void,
   onLedger?: (l: OpenLedger, config: ServerConfig) => Promise<void>,
 ): Promise<void> {
-  // First: a signal from now on stops the process cleanly, whatever startup is doing.
-  const signals = new StopSignals(log);
+  // First the log (a bad --log-format is refused here), then: a signal from now on stops the
+  // process cleanly, whatever startup is doing (one that came while the modules loaded is logged
+  // in the format asked for).
   configureLog(opts);
+  const signals = new StopSignals(log);
   const threads = parseThreads(opts.threads);
   // Option errors before anything is opened.
   parsePort('--port', opts.port);
