@@ -662,7 +662,7 @@ describe('redis engine specifics', () => {
 
   redisTest('fail-closed: Redis away -> paid calls refused (LedgerUnavailableError), nothing charged', async () => {
     const r = await redis(true);
-    const { ledger } = await ledgerOn(r, 'closed', 300);
+    const { ledger } = await ledgerOn(r, 'closed'); // the default command timeout: a healthy Redis on a loaded machine answers within it
     const h = hashKey('closed');
     const limits = { daily: 100_000, perSecond: 0 };
     const ok = await ledger.debit(h, 80, limits);
