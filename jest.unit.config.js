@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import base from './jest.config.js';
 
 const UNIT = {
-  'packages/core': ['deposit-tx', 'hex', 'receipt-encoding'],
+  'packages/core': ['deposit-tx', 'hex', 'lanes', 'receipt-encoding'],
   'packages/accounts': ['allowlist'],
   'packages/cli': ['serve-config'],
   'packages/store': [
@@ -26,7 +26,6 @@ const UNIT = {
     'format',
     'hex-digits',
     'json-text',
-    'lanes',
     'log-text',
     'methods',
     'offload',

@@ -12,40 +12,13 @@
 // `blockTimestamp` and non-blob `blobGasPrice` dropped).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import solc from 'solc';
 import { Interface } from 'ethers';
-import { ANVIL_DEV_ACCOUNTS, cancunGenesis } from '@chainnode/testkit';
+import { ANVIL_DEV_ACCOUNTS, cancunGenesis, compileToken } from '@chainnode/testkit';
 import { runChild, spawnChild, stopChild, waitRpc } from './children.js';
 import { Rng } from './synth.js';
 import { callMaker, mixOf, qty, shuffle } from './varied-mix.js';
 import type { Call, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
 import { freePort } from '@chainnode/testkit';
-
-const TOKEN_SOURCE = `// SPDX-License-Identifier: MIT
-pragma solidity 0.8.30;
-
-contract Token {
-    mapping(address => uint256) public balanceOf;
-    uint256 public totalSupply;
-
-    event Transfer(address indexed from, address indexed to, uint256 value);
-
-    constructor(uint256 supply) {
-        balanceOf[msg.sender] = supply;
-        totalSupply = supply;
-        emit Transfer(address(0), msg.sender, supply);
-    }
-
-    function transfer(address to, uint256 value) external returns (bool) {
-        uint256 have = balanceOf[msg.sender];
-        require(have >= value, "Token: insufficient balance");
-        balanceOf[msg.sender] = have - value;
-        balanceOf[to] += value;
-        emit Transfer(msg.sender, to, value);
-        return true;
-    }
-}
-`;
 
 const DEV = ANVIL_DEV_ACCOUNTS as readonly string[];
 const GENESIS = cancunGenesis({ accounts: DEV, balance: '0x21e19e0c9bab2400000' });
@@ -127,20 +100,6 @@ function gethReceipt(r: Json): Json {
   return r.type === '0x3' ? { ...rest, blobGasPrice } : rest;
 }
 
-function compileToken(): { iface: Interface; bytecode: string } {
-  const input = {
-    language: 'Solidity',
-    sources: { 'Token.sol': { content: TOKEN_SOURCE } },
-    settings: { evmVersion: 'cancun', outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } } },
-  };
-  const out = JSON.parse(solc.compile(JSON.stringify(input))) as {
-    contracts: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string } } }>>;
-  };
-  const c = out.contracts['Token.sol']?.Token;
-  if (c === undefined) throw new Error('solc: no Token');
-  return { iface: new Interface(c.abi as never), bytecode: `0x${c.evm.bytecode.object}` };
-}
-
 export interface ReadChain extends ChainUnderTest {
   /** eth_call bodies at historical blocks no mix asks (the cold measurement). */
   cold: Call[];
@@ -179,7 +138,8 @@ export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
   );
   await waitRpc(anvilUrl, anvil);
   const t0 = Date.now();
-  const { iface, bytecode } = compileToken();
+  const { abi, bytecode } = compileToken();
+  const iface = new Interface(abi as never);
   const holders = Array.from({ length: o.holders }, (_, i) =>
     `0x${(0x1000 + i).toString(16).padStart(8, '0')}${'ab'.repeat(16)}`.toLowerCase(),
   );

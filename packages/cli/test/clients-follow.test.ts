@@ -10,57 +10,13 @@ import type { Abi, Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { anvil as anvilChain } from 'viem/chains';
 import { Web3 } from 'web3';
-import solc from 'solc';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { tempDir } from '@chainnode/testkit';
+import { compileToken, tempDir } from '@chainnode/testkit';
 import { DEV, GENESIS, result, startAnvil, waitSynced } from './anvil-upstream.js';
 import type { Anvil } from './anvil-upstream.js';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
-
-const TOKEN_SOURCE = `// SPDX-License-Identifier: MIT
-pragma solidity 0.8.30;
-
-contract Token {
-    mapping(address => uint256) public balanceOf;
-    uint256 public totalSupply;
-
-    event Transfer(address indexed from, address indexed to, uint256 value);
-
-    constructor(uint256 supply) {
-        balanceOf[msg.sender] = supply;
-        totalSupply = supply;
-        emit Transfer(address(0), msg.sender, supply);
-    }
-
-    function transfer(address to, uint256 value) external returns (bool) {
-        uint256 have = balanceOf[msg.sender];
-        require(have >= value, "Token: insufficient balance");
-        balanceOf[msg.sender] = have - value;
-        balanceOf[to] += value;
-        emit Transfer(msg.sender, to, value);
-        return true;
-    }
-}
-`;
-
-function compileToken(): { abi: Abi; bytecode: Hex } {
-  const input = {
-    language: 'Solidity',
-    sources: { 'Token.sol': { content: TOKEN_SOURCE } },
-    settings: { evmVersion: 'cancun', outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } } },
-  };
-  const out = JSON.parse(solc.compile(JSON.stringify(input))) as {
-    errors?: { severity: string; formattedMessage: string }[];
-    contracts: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string } } }>>;
-  };
-  const errors = (out.errors ?? []).filter((e) => e.severity === 'error');
-  if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join('\n'));
-  const c = out.contracts['Token.sol']?.Token;
-  if (c === undefined) throw new Error('no Token in the solc output');
-  return { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` };
-}
 
 /** Private keys of anvil's dev accounts 1..3 (its default mnemonic; checked against DEV below). */
 const KEYS: Hex[] = [
@@ -92,7 +48,7 @@ describe('ethers, viem and web3.js against a node following anvil', () => {
     ours = node.url(key);
     // The token, deployed by anvil's first dev account; then it sends every client's account some.
     const compiled = compileToken();
-    abi = compiled.abi;
+    abi = compiled.abi as Abi;
     const iface = new Contract(holder, abi as never).interface;
     const deploy = await result<string>(anvil.url, 'eth_sendTransaction', [
       { from: holder, data: `${compiled.bytecode}${iface.encodeDeploy([SUPPLY]).slice(2)}` },

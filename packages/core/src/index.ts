@@ -13,3 +13,4 @@ export * from './deposit-tx.js';
 export * from './chain-family.js';
 export * from './receipt-encoding.js';
 export * from './keccak.js';
+export * from './lanes.js';

@@ -13,7 +13,7 @@ import { INLINE_COST_LIMIT, resolveConfig } from './config.js';
 import { createFormatMemos } from './context.js';
 import type { HandlerContext } from './context.js';
 import { JsonText, stringifyResult } from './json-text.js';
-import { Lanes } from './lanes.js';
+import { Lanes } from '@chainnode/core';
 import { toErrorObject } from './errors.js';
 import type { JsonRpcErrorObject } from './errors.js';
 import { isMethodName, METHODS } from './table.js';

@@ -142,3 +142,4 @@ export { Sfc32 } from './sfc32.js';
 export { ANVIL_DEV_ACCOUNTS, cancunConfig, cancunGenesis } from './anvil-genesis.js';
 export { ALERT_RULES, ALERT_TESTS, DASHBOARD, alertExpressions, dashboardQueries, metricNames } from './monitoring.js';
 export { missingTools, toolPath } from './tools.js';
+export { TOKEN_SOURCE, compileToken } from './token.js';

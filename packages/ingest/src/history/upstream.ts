@@ -2,6 +2,7 @@
 // concurrency (a queue of callers beyond it), in time per call and in reply size. It trusts
 // nothing: every answer is verified by the caller (history/store.ts) against the node's own
 // headers. Its failures are UpstreamErrors whose messages carry only the URL's origin.
+import { Lanes } from '@chainnode/core';
 import { UpstreamError } from '../errors.js';
 import { createRpcClient, redactUrl, UpstreamRpcError } from '../rpc-client.js';
 import type { RpcClient } from '../rpc-client.js';
@@ -30,28 +31,8 @@ export function createHistoryClient(url: string, opts: HistoryClientOptions = {}
   const inner = createRpcClient(url, { timeoutMs, maxReplyBytes: maxBytes });
   const origin = inner.origin;
   const limit = Math.max(1, opts.concurrency ?? 8);
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  const acquire = async (): Promise<void> => {
-    if (active < limit) {
-      active++;
-      return;
-    }
-    await new Promise<void>((resolve) => waiting.push(resolve));
-  };
-  const release = (): void => {
-    const next = waiting.shift();
-    if (next !== undefined) next();
-    else active--;
-  };
-  const bounded = async <T>(fn: () => Promise<T>): Promise<T> => {
-    await acquire();
-    try {
-      return await fn();
-    } finally {
-      release();
-    }
-  };
+  const lanes = new Lanes(limit);
+  const bounded = <T>(fn: () => Promise<T>): Promise<T> => lanes.run(fn);
   let nextId = 1;
   return {
     origin,

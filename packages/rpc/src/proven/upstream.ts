@@ -2,6 +2,7 @@
 // JSON-RPC client over fetch, bounded in concurrency (a queue of callers beyond it) and in time
 // per call, with a bounded reply size. Nothing it returns is trusted: proofs are verified by the
 // caller (proven/state.ts) against the node's own state roots.
+import { Lanes } from '@chainnode/core';
 
 export interface StateUpstream {
   /** The upstream's origin only (no path: it may hold a key), for messages and metrics. */
@@ -35,26 +36,12 @@ export function createStateUpstream(url: string, opts: StateUpstreamOptions = {}
   const limit = Math.max(1, opts.concurrency ?? 8);
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const maxBytes = opts.maxReplyBytes ?? 16 * 2 ** 20;
-  let active = 0;
-  const waiting: (() => void)[] = [];
+  const lanes = new Lanes(limit);
   let id = 0;
-  const acquire = async (): Promise<void> => {
-    if (active < limit) {
-      active++;
-      return;
-    }
-    await new Promise<void>((resolve) => waiting.push(resolve));
-  };
-  const release = (): void => {
-    const next = waiting.shift();
-    if (next !== undefined) next();
-    else active--;
-  };
   return {
     origin,
-    async call(method, params) {
-      await acquire();
-      try {
+    call: (method, params) =>
+      lanes.run(async () => {
         let res: Response;
         try {
           res = await fetch(url, {
@@ -86,9 +73,6 @@ export function createStateUpstream(url: string, opts: StateUpstreamOptions = {}
           throw new StateUpstreamError(`${origin}: ${method}: ${String(o.error?.message ?? 'error').slice(0, 200)}`);
         if (!('result' in o)) throw new StateUpstreamError(`${origin}: ${method}: reply without a result`);
         return o.result;
-      } finally {
-        release();
-      }
-    },
+      }),
   };
 }
