@@ -11,6 +11,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ANVIL_DEV_ACCOUNTS, cancunGenesis, freePort } from '@chainnode/testkit';
+import { rpc } from './src/children.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:follow');
@@ -42,17 +43,6 @@ function serve(argv: string[]): Promise<{ proc: ChildProcess; port: number }> {
     proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
     proc.on('exit', (c) => rej(new Error(`serve exited ${c}: ${out}`)));
   });
-}
-
-async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const r = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const j = (await r.json()) as { result?: unknown; error?: { message: string } };
-  if (j.error) throw new Error(`${method}: ${j.error.message}`);
-  return j.result;
 }
 
 async function key(datadir: string): Promise<string> {

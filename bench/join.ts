@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path';
 import { followUpstream, importChain } from '@chainnode/ingest';
 import { sizeOnDisk } from '@chainnode/store';
 import { Sfc32 } from '@chainnode/testkit';
-import { killAllChildren, runChild, spawnChild, stopChild } from './src/children.js';
+import { killAllChildren, rpc, runChild, spawnChild, stopChild } from './src/children.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:join');
@@ -34,17 +34,6 @@ const opt = (name: string, dflt: string): string => {
 const chain = resolve(opt('--chain', join(root, 'fixtures')));
 const depth = Number(opt('--join-depth', '1000'));
 const queries = Number(opt('--queries', '300'));
-
-async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const r = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const j = (await r.json()) as { result?: unknown; error?: { message: string } };
-  if (j.error) throw new Error(`${method}: ${j.error.message}`);
-  return j.result;
-}
 
 async function key(datadir: string): Promise<string> {
   const out = await runChild(process.execPath, [

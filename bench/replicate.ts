@@ -17,6 +17,7 @@ import { basename, join, resolve } from 'node:path';
 import { ReplicationTimings, followUpstream, importChain } from '@chainnode/ingest';
 import { digestDatadir, sizeOnDisk } from '@chainnode/store';
 import { ANVIL_DEV_ACCOUNTS, cancunGenesis, freePort } from '@chainnode/testkit';
+import { rpc } from './src/children.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:replicate');
@@ -62,17 +63,6 @@ function runCli(argv: string[]): Promise<{ code: number | null; stdout: string; 
     p.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     p.on('exit', (code) => res({ code, stdout, stderr }));
   });
-}
-
-async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const r = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const j = (await r.json()) as { result?: unknown; error?: { message: string } };
-  if (j.error) throw new Error(`${method}: ${j.error.message}`);
-  return j.result;
 }
 
 async function key(datadir: string): Promise<string> {

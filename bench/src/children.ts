@@ -150,3 +150,15 @@ export function groupCpuMs(pgid: number): number {
   }
   return ticks * 10; // USER_HZ is 100 on Linux
 }
+
+/** One JSON-RPC call to a node the bench started; its result, or an Error naming the method. */
+export async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const j = (await r.json()) as { result?: unknown; error?: { message: string } };
+  if (j.error) throw new Error(`${method}: ${j.error.message}`);
+  return j.result;
+}
