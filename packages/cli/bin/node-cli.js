@@ -9,7 +9,7 @@
 // environment wins.
 'use strict';
 // `serve`: SIGTERM/SIGINT are recorded from here on and handed to the runtime once it has loaded
-// (src/cmds/serve/signals.ts), so a signal while the modules load does not kill the process by
+// (@chainnode/runtime's signals.ts), so a signal while the modules load does not kill the process by
 // the signal's default action.
 if (process.argv[2] === 'serve') {
   const early = { received: [], listener: (signal) => early.received.push(signal) };

@@ -4,6 +4,7 @@ import { register as registerServe } from './cmds/serve/index.js';
 import { register as registerKeys } from './cmds/keys/index.js';
 import { register as registerStart } from './cmds/start/index.js';
 import { register as registerAdmin } from './cmds/admin/index.js';
+import { RuntimeError } from '@chainnode/runtime';
 import { CliError } from './cli-error.js';
 
 export function buildProgram(): Command {
@@ -19,7 +20,7 @@ export function buildProgram(): Command {
   return program;
 }
 
-/** Runs the CLI. Expected failures (CliError) print one line, never a stack trace. */
+/** Runs the CLI. Expected failures (CliError, the runtime's RuntimeError) print one line, never a stack trace. */
 export async function main(argv: string[]): Promise<void> {
   try {
     await buildProgram().parseAsync(argv);
@@ -28,9 +29,9 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode;
       return;
     }
-    if (err instanceof CliError) {
+    if (err instanceof CliError || err instanceof RuntimeError) {
       process.stderr.write(`node-cli: ${err.message}\n`);
-      process.exitCode = err.exitCode;
+      process.exitCode = err instanceof CliError ? err.exitCode : 1;
       return;
     }
     throw err;

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { KeyActionError, KeyFileError, LedgerUnavailableError, PLAN_NAMES, openLedger } from '@chainnode/accounts';
 import type { KeyManager, KeyView, OpenLedger } from '@chainnode/accounts';
 import { CliError } from '../../cli-error.js';
-import { parseLedgerUrl, readConfig } from '../serve/run.js';
+import { parseLedgerUrl, readConfig } from '../serve/config.js';
 
 interface Common {
   datadir: string;

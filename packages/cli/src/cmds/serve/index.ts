@@ -7,9 +7,11 @@ import { Option } from 'commander';
 import type { Command } from 'commander';
 import { ConfigError, SERVER_FIELDS, flagName, flagText, flagsFromFile, readConfigFile } from '@chainnode/server';
 import type { ConfigField, ServerConfig } from '@chainnode/server';
+import { runRuntime } from '@chainnode/runtime';
 import { CliError } from '../../cli-error.js';
-import { serve } from './run.js';
-import type { ServeOptions } from './run.js';
+import { printBanner } from './banner.js';
+import { runtimeConfig } from './config.js';
+import type { ServeOptions } from './options.js';
 
 /** The fields of server.json that are flags of serve (of start too unless serveOnly), in schema order. */
 function flagFields(serveOnly: boolean): [keyof ServerConfig, ConfigField<unknown>][] {
@@ -87,6 +89,7 @@ export function register(program: Command): void {
       (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
     )
     .action(async (opts: ServeOptions, command: Command) => {
-      await serve(withConfigFile(opts, command));
+      const config = runtimeConfig(withConfigFile(opts, command));
+      process.exit(await runRuntime(config, { onListening: (l) => printBanner(config, l) }));
     });
 }

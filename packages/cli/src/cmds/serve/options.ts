@@ -1,5 +1,5 @@
-// The options of `serve` (and `start`), as commander hands them over: shared by run.ts and the
-// app threads' messages (app-thread-api.ts) without either importing the other.
+// The options of `serve` (and `start`) as commander hands them over (with the config file's
+// values for flags not given): config.ts turns them into the runtime's RuntimeConfig.
 export interface ServeOptions {
   datadir: string;
   host: string;

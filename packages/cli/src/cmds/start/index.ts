@@ -13,7 +13,9 @@ import { sync } from '../sync/index.js';
 import { KeyActionError } from '@chainnode/accounts';
 import type { KeyManager } from '@chainnode/accounts';
 import { CliError } from '../../cli-error.js';
-import { serve } from '../serve/run.js';
+import { runRuntime } from '@chainnode/runtime';
+import { printBanner } from '../serve/banner.js';
+import { runtimeConfig } from '../serve/config.js';
 import { withConfigFile, withServeOptions } from '../serve/index.js';
 
 interface StartOptions {
@@ -67,14 +69,15 @@ export function register(program: Command): void {
       .option('--from <dir>', 'chain export to import (genesis.json + chain.rlp)', './fixtures'),
   ).action(async (given: StartOptions, command: Command) => {
     const opts = withConfigFile(given, command);
+    const config = runtimeConfig(opts);
     await importFixtures(opts.from, opts.datadir);
     let key = '';
     let created = false;
-    await serve(
-      opts,
-      (srv, host) => {
-        const http = `http://${host}:${srv.port}/v3/${key}`;
-        const ws = `ws://${host}:${srv.port}/ws/v3/${key}`;
+    const code = await runRuntime(config, {
+      onListening: (l) => {
+        const host = printBanner(config, l);
+        const http = `http://${host}:${l.port}/v3/${key}`;
+        const ws = `ws://${host}:${l.port}/ws/v3/${key}`;
         process.stdout.write(
           [
             '',
@@ -92,9 +95,10 @@ export function register(program: Command): void {
           ].join('\n'),
         );
       },
-      async (l, config) => {
-        ({ key, created } = await ensureDevKey(opts.datadir, l.manager(config)));
+      onLedger: async (l, server) => {
+        ({ key, created } = await ensureDevKey(opts.datadir, l.manager(server)));
       },
-    );
+    });
+    process.exit(code);
   });
 }

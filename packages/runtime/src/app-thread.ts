@@ -1,25 +1,25 @@
-// One app thread of `node-cli serve --threads N` (see run.ts): a whole server on the shared port,
+// One app thread of the runtime with `threads` N > 1 (see runtime.ts): a whole server on the shared port,
 // with its own shared handle on the datadir and the main thread's ledger engine (keys, credits,
 // usage record) through the threads engine of @chainnode/accounts, and for each followed network the events of the ingest
 // thread the main thread owns (@chainnode/ingest's FollowRuntime: applied to this thread's store, then published to
 // this thread's subscribers). Thread 0's /metrics adds the other threads' counts (asked for through
 // the main thread). Reports
 // `listening` once bound; on `drain` stops accepting and finishes in-flight requests (`drained`),
-// on `release` closes its log workers and store (`stopped`); see run.ts for why in two phases. A start failure throws, which fails
+// on `release` closes its log workers and store (`stopped`); see runtime.ts for why in two phases. A start failure throws, which fails
 // the thread and the server's start with its message.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openThreadLedger } from '@chainnode/accounts';
 import type { LedgerView, PeerMetrics } from '@chainnode/server';
-import { combineLedgerViews, configureLog, creditsView, log, parseLedgerFailure, startApp } from './run.js';
+import { combineLedgerViews, configureLog, creditsView, partLog, startApp } from './runtime.js';
 import type { AppThreadCommand, AppThreadData, AppThreadMessage } from './app-thread-api.js';
 
-if (parentPort === null) throw new Error('app-thread.js runs as a worker thread of node-cli serve --threads');
+if (parentPort === null) throw new Error('app-thread.js runs as a worker thread of the serve runtime');
 const port = parentPort;
-const { opts, index, threads, link, followFeeds } = workerData as AppThreadData;
-configureLog(opts);
-const ledger = await openThreadLedger(link, log);
+const { config, index, threads, link, followFeeds } = workerData as AppThreadData;
+configureLog(config.log);
+const ledger = await openThreadLedger(link, partLog('ledger'));
 /** This thread's own Redis connection's state (with --threads each app thread debits on its own). */
-const ownLedger = () => creditsView(ledger.credits, parseLedgerFailure(opts.ledgerFailure));
+const ownLedger = () => creditsView(ledger.credits, config.ledger.failure);
 // Thread 0 serves /metrics: it asks the main thread for the other threads' counts and adds them.
 // The Redis ledger's state comes with the answer (the main thread owns the ledger): /metrics asks
 // for both at once, so the state is the one of the peers' answer.
@@ -33,7 +33,7 @@ const peerMetrics = (): Promise<PeerMetrics[]> =>
     port.postMessage({ type: 'peer-metrics', id } satisfies AppThreadMessage);
   });
 let lastPeers: Promise<PeerMetrics[]> | undefined;
-const app = await startApp(opts, () => ledger, {
+const app = await startApp(config, () => ledger, {
   shared: true,
   notes: index === 0,
   threads,

@@ -1,4 +1,4 @@
-// Entry of a log worker thread of `node-cli serve` (see run.ts and the rpc package's
+// Entry of a log worker thread of `node-cli serve` (see network.ts and the rpc package's
 // offload.ts): opens the datadir the main thread holds (both with `shared: true`), applies the
 // same fault injection as the main thread (NODE_FAULT_INJECT; the environment is inherited),
 // and answers eth_getLogs calls with rpc's handlers until the pool closes it; then closes the

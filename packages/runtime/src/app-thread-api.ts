@@ -1,11 +1,12 @@
-// Messages between `serve --threads` (run.ts) and its app threads (app-thread.ts).
+// Messages between the runtime's main thread (runtime.ts) and its app threads (app-thread.ts).
 import type { MessagePort } from 'node:worker_threads';
 import type { LedgerView, PeerMetrics, ThreadMetrics } from '@chainnode/server';
 import type { ThreadLedgerLink } from '@chainnode/accounts';
-import type { ServeOptions } from './options.js';
+import type { RuntimeConfig } from './config.js';
 
 export interface AppThreadData {
-  opts: ServeOptions;
+  /** The runtime's config, with this thread's port (and metrics only on thread 0). */
+  config: RuntimeConfig;
   index: number;
   /** How many app threads serve the port. */
   threads: number;

@@ -6,96 +6,33 @@
 // With `follow=<URL>` the network also has its own ingest thread following that upstream
 // (@chainnode/ingest's FollowRuntime, as `serve --follow`): its commits reach only its own store and ChainEvents
 // (with --threads N: the store and ChainEvents of this network in every app thread).
-// `--network <name>=<datadir>[,follow=<URL>]` is parsed here too.
 import { existsSync } from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
-import {
-  ConfigError,
-  FAULT_ENV,
-  IMPLICIT_NETWORK,
-  NetworkRuntime,
-  applyFaultInjection,
-  checkNetwork,
-  checkNetworks,
-  datadirDisk,
-} from '@chainnode/server';
-import type { NetworkConfig, ServerConfig } from '@chainnode/server';
+import { FAULT_ENV, IMPLICIT_NETWORK, NetworkRuntime, applyFaultInjection, datadirDisk } from '@chainnode/server';
+import type { ServerConfig } from '@chainnode/server';
 import type { ProvenState, RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
 import { createRpcClient, UpstreamRpcError } from '@chainnode/ingest';
 import { OffloadPool, createRpcService, createStateUpstream, withProvenState } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
-import type { IngestMode, StartBlock } from '@chainnode/ingest';
-import { CliError } from '../../cli-error.js';
+import { RuntimeError } from './config.js';
+import type { FollowOptions } from './config.js';
 import type { LogWorkerData } from './log-worker.js';
 import { FollowRuntime, withHistoryUpstream } from '@chainnode/ingest';
 import type { HistoryUpstream } from '@chainnode/ingest';
 import type { IngestWorkerData } from '@chainnode/ingest';
 
-/** How a network follows its upstream (`follow=<URL>`, or `serve --follow` for --datadir). */
-export interface FollowOptions {
-  url: string;
-  genesisPath?: string;
-  reorgDepth: bigint;
-  pollMs: number;
-  ingest: IngestMode;
-  /** Join the chain there (an empty datadir); state is then proven on demand from `url`. */
-  startBlock?: StartBlock;
-  checkpoint?: Uint8Array;
-  /** History below a joined datadir's first block from this http(s):// upstream, verified. */
-  historyUpstream?: string;
-}
-
-/** Parses one `--network <name>=<datadir>[,follow=<URL>[,ingest=execute|replicate][,history=<URL>]]`. */
-export function parseNetworkSpec(spec: string): NetworkConfig {
-  const eq = spec.indexOf('=');
-  if (eq <= 0) throw new CliError(`--network ${spec}: expected <name>=<datadir>[,follow=<URL>]`);
-  const name = spec.slice(0, eq);
-  const rest = spec.slice(eq + 1);
-  // The datadir is everything up to the first ",follow=" (a datadir may contain commas otherwise).
-  const at = rest.indexOf(',follow=');
-  const datadir = at < 0 ? rest : rest.slice(0, at);
-  let follow = at < 0 ? undefined : rest.slice(at + ',follow='.length);
-  // `,ingest=<mode>` and `,history=<URL>` trail the follow URL, in either order.
-  let ingest: string | undefined;
-  let history: string | undefined;
-  for (let m = follow === undefined ? null : /,(ingest|history)=([^,]*)$/.exec(follow); m !== null; ) {
-    if (m[1] === 'ingest') ingest ??= m[2];
-    else history ??= m[2];
-    follow = (follow as string).slice(0, m.index);
-    m = /,(ingest|history)=([^,]*)$/.exec(follow);
-  }
-  try {
-    return checkNetwork(`--network ${name}`, name, datadir, follow, ingest, history);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message);
-    throw err;
-  }
-}
-
-/** The networks to serve: `--network` flags (they replace the config's), else the config's. */
-export function resolveNetworks(flags: readonly string[] | undefined, config: ServerConfig): NetworkConfig[] {
-  const list = flags !== undefined && flags.length > 0 ? flags.map(parseNetworkSpec) : config.networks;
-  try {
-    checkNetworks('--network', list);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message);
-    throw err;
-  }
-  return list;
-}
-
 /** `shared`: log worker threads of this process will open the datadir too. */
 export async function openStore(datadir: string, shared = false): Promise<ChainStore> {
   if (!existsSync(datadir))
-    throw new CliError(
+    throw new RuntimeError(
       `datadir ${datadir} does not exist (import a chain first: node-cli sync --from <dir> --datadir ${datadir})`,
     );
   try {
     return await openChainStore(datadir, { shared });
   } catch (err) {
-    if (err instanceof DatadirInUseError) throw new CliError(`${err.message} (is a server already running on it?)`);
-    if (err instanceof DatadirEmptyError) throw new CliError(err.message);
+    if (err instanceof DatadirInUseError) throw new RuntimeError(`${err.message} (is a server already running on it?)`);
+    if (err instanceof DatadirEmptyError) throw new RuntimeError(err.message);
     throw err;
   }
 }
@@ -107,7 +44,8 @@ export interface OpenNetworkOptions {
   implicit?: boolean;
   config: ServerConfig;
   rpcConfig: RpcConfig;
-  log: (line: string) => void;
+  /** The log of one component of this network (null: the one network of `datadir`). */
+  log: (component: string, network: string | null) => (line: string) => void;
   /** Follow this upstream while serving (own ingest thread into the network's datadir). */
   follow?: FollowOptions;
   /**
@@ -137,7 +75,12 @@ export function ingestWorkerData(datadir: string, f: FollowOptions): IngestWorke
 /** Opens a network's store, its log workers and rpc service; on failure nothing stays open. */
 export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime> {
   const label = o.implicit ? '' : `network ${o.name}: `;
-  const log = (line: string): void => o.log(`${label}${line}`);
+  const part = (component: string): ((line: string) => void) => {
+    const to = o.log(component, o.implicit ? null : o.name);
+    return (line) => to(`${label}${line}`);
+  };
+  const log = part('serve');
+  const followLog = part('follow');
   // Each log worker keeps its own store caches, which a follower's commits do not reach: a
   // following network answers eth_getLogs on the serving thread.
   let workers = o.config.logWorkers;
@@ -152,8 +95,8 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
       const f = o.follow;
       follow =
         o.followFeed !== undefined
-          ? FollowRuntime.fromPort(o.followFeed, log)
-          : FollowRuntime.own(ingestWorkerData(o.datadir, f), log);
+          ? FollowRuntime.fromPort(o.followFeed, followLog)
+          : FollowRuntime.own(ingestWorkerData(o.datadir, f), followLog);
       const store = await openFollowedStore(o.datadir, follow, o.implicit ? '--follow' : 'follow');
       follow.attach(store);
       raw = store;
@@ -161,7 +104,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
       raw = await openStore(o.datadir, workers > 0 || o.shared === true);
     }
   } catch (err) {
-    throw err instanceof CliError && !o.implicit ? new CliError(`${label}${err.message}`) : err;
+    throw err instanceof RuntimeError && !o.implicit ? new RuntimeError(`${label}${err.message}`) : err;
   }
   const network = o.implicit ? undefined : o.name;
   let store: ChainStore;
@@ -170,7 +113,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   } catch (err) {
     await follow?.stop();
     await raw.close();
-    throw new CliError((err as Error).message);
+    throw new RuntimeError((err as Error).message);
   }
   if (store !== raw) log(`fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails`);
   // A followed datadir answers state it does not hold (a joined one holds none of its own) with
@@ -183,7 +126,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
     const h = withHistoryUpstream(store, {
       url: historyUrl,
       onRejected: (origin, reason) =>
-        log(`history upstream ${origin}: an answer did not verify and was refused: ${reason}`),
+        followLog(`history upstream ${origin}: an answer did not verify and was refused: ${reason}`),
     });
     store = h.store;
     history = h.history;
@@ -194,7 +137,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
     const w = withProvenState(store, {
       upstream: createStateUpstream(o.follow.url),
       onRejected: (origin, reason) =>
-        log(`state upstream ${origin}: a proof did not verify and was refused: ${reason}`),
+        followLog(`state upstream ${origin}: a proof did not verify and was refused: ${reason}`),
       ...(historyUrl !== undefined
         ? {
             history: {
@@ -214,7 +157,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
       logs = await startLogWorkers(
         { datadir: o.datadir, rpcConfig: o.rpcConfig, ...(network !== undefined ? { network } : {}) },
         o.config,
-        log,
+        part('logs'),
         () => {
           if (runtime !== undefined) runtime.metrics.logsShed++;
         },
@@ -222,7 +165,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
     } catch (err) {
       await follow?.stop();
       await raw.close();
-      throw new CliError(`${label}cannot start the log workers: ${(err as Error).message}`);
+      throw new RuntimeError(`${label}cannot start the log workers: ${(err as Error).message}`);
     }
   }
   const options: RpcServiceOptions = logs !== undefined ? { offload: logs } : {};
@@ -312,7 +255,7 @@ async function openFollowedStore(datadir: string, follow: FollowRuntime, what: s
       return await LevelChainStore.open(datadir, { shared: true });
     } catch (err) {
       if (err instanceof DatadirInUseError)
-        throw new CliError(`${err.message} (is a server or a sync already running on it?)`);
+        throw new RuntimeError(`${err.message} (is a server or a sync already running on it?)`);
       throw err;
     }
   };
@@ -328,7 +271,7 @@ async function openFollowedStore(datadir: string, follow: FollowRuntime, what: s
     await follow.ready;
   } catch (err) {
     await follow.stop();
-    throw new CliError(`${what}: ${(err as Error).message}`);
+    throw new RuntimeError(`${what}: ${(err as Error).message}`);
   }
   return open();
 }

@@ -1,0 +1,266 @@
+// From serve's options (the flags, with the config file's values for every flag not given: see
+// withConfigFile) to the runtime's typed RuntimeConfig: every text checked here, so a bad option
+// is refused in one line before anything is opened, and the runtime parses nothing.
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { checkLedgerUrl } from '@chainnode/accounts';
+import type { LedgerFailureMode } from '@chainnode/accounts';
+import {
+  ConfigError,
+  LOG_FORMATS,
+  LOG_LEVELS,
+  checkNetwork,
+  checkNetworks,
+  defaultLogFormat,
+  loadConfig,
+} from '@chainnode/server';
+import type { LogFormat, LogLevel, NetworkConfig, ServerConfig } from '@chainnode/server';
+import type { DashboardConfig, FollowedDatadir, RuntimeConfig } from '@chainnode/runtime';
+import { CliError } from '../../cli-error.js';
+import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from '../sync/index.js';
+import type { ServeOptions } from './options.js';
+
+/** `--ledger`: undefined (embedded) or a checked redis:// URL. */
+export function parseLedgerUrl(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return checkLedgerUrl(value);
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+}
+
+export function parseLedgerFailure(value: string | undefined): LedgerFailureMode {
+  if (value === undefined || value === 'open') return 'open';
+  if (value === 'closed') return 'closed';
+  throw new CliError(`--ledger-failure: expected open or closed, got "${value}"`);
+}
+
+export function parsePort(name: string, value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535)
+    throw new CliError(`${name}: expected a port number 0-65535, got "${value}"`);
+  return Number(value);
+}
+
+export function parseFailoverUrl(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    throw new CliError('--failover-url: expected an http(s) URL of a JSON-RPC endpoint');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new CliError('--failover-url: expected an http:// or https:// URL');
+  return value;
+}
+
+/**
+ * --threads: a positive integer, or `cores`; default (and `cores`): the number of cores
+ * (availableParallelism()), whatever else is asked for (a follower included). `--threads 1` is
+ * the single-thread server: no app threads, the ledger, store and follower on the main thread.
+ */
+export function parseThreads(value: string | undefined): number {
+  if (value === undefined || value === 'cores') return availableParallelism();
+  if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 256)
+    throw new CliError(`--threads: expected a number of threads 1-256, got "${value}"`);
+  return Number(value);
+}
+
+export function readConfig(datadir: string, file: string | undefined): ServerConfig {
+  try {
+    return loadConfig(datadir, file);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+/** Parses one `--network <name>=<datadir>[,follow=<URL>[,ingest=execute|replicate][,history=<URL>]]`. */
+export function parseNetworkSpec(spec: string): NetworkConfig {
+  const eq = spec.indexOf('=');
+  if (eq <= 0) throw new CliError(`--network ${spec}: expected <name>=<datadir>[,follow=<URL>]`);
+  const name = spec.slice(0, eq);
+  const rest = spec.slice(eq + 1);
+  // The datadir is everything up to the first ",follow=" (a datadir may contain commas otherwise).
+  const at = rest.indexOf(',follow=');
+  const datadir = at < 0 ? rest : rest.slice(0, at);
+  let follow = at < 0 ? undefined : rest.slice(at + ',follow='.length);
+  // `,ingest=<mode>` and `,history=<URL>` trail the follow URL, in either order.
+  let ingest: string | undefined;
+  let history: string | undefined;
+  for (let m = follow === undefined ? null : /,(ingest|history)=([^,]*)$/.exec(follow); m !== null; ) {
+    if (m[1] === 'ingest') ingest ??= m[2];
+    else history ??= m[2];
+    follow = (follow as string).slice(0, m.index);
+    m = /,(ingest|history)=([^,]*)$/.exec(follow);
+  }
+  try {
+    return checkNetwork(`--network ${name}`, name, datadir, follow, ingest, history);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+/** The networks to serve: `--network` flags (they replace the config's), else the config's. */
+export function resolveNetworks(flags: readonly string[] | undefined, config: ServerConfig): NetworkConfig[] {
+  const list = flags !== undefined && flags.length > 0 ? flags.map(parseNetworkSpec) : config.networks;
+  try {
+    checkNetworks('--network', list);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message);
+    throw err;
+  }
+  return list;
+}
+
+/** The networks `opts` asks for, checked (`--network` flags replace the config's). */
+function networkSpecs(
+  opts: ServeOptions,
+  config: ServerConfig,
+): { specs: NetworkConfig[]; defaultNetwork: string | undefined } {
+  const specs = resolveNetworks(opts.network, config);
+  if (specs.length > 0 && opts.follow !== undefined)
+    throw new CliError('--follow: with networks, give each network its own: --network <name>=<datadir>,follow=<URL>');
+  if (opts.follow !== undefined && !isUpstreamUrl(opts.follow))
+    throw new CliError('--follow: expected an http(s):// or ws(s):// JSON-RPC URL');
+  if (opts.genesis !== undefined && opts.follow === undefined)
+    throw new CliError('--genesis: only with --follow <URL>');
+  const defaultNetwork = opts.defaultNetwork ?? (specs.length > 0 ? config.defaultNetwork : undefined);
+  if (defaultNetwork !== undefined) {
+    if (specs.length === 0) throw new CliError('--default-network needs --network (or networks in the config)');
+    if (!specs.some((n) => n.name === defaultNetwork))
+      throw new CliError(
+        `--default-network ${defaultNetwork}: not among the networks (${specs.map((n) => n.name).join(', ')})`,
+      );
+  }
+  return { specs, defaultNetwork };
+}
+
+/** `--history-upstream <URL>`: an http(s):// JSON-RPC endpoint. */
+function parseHistoryUpstream(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^https?:\/\/[^/\s]/i.test(value))
+    throw new CliError(`--history-upstream: expected an http(s):// URL of a JSON-RPC endpoint`);
+  return value;
+}
+
+/** The datadirs `opts` follows (`--follow`, or networks with `follow=<URL>`), options checked. */
+function followPlan(opts: ServeOptions, specs: readonly NetworkConfig[]): FollowedDatadir[] {
+  const reorgDepth = parseReorgDepth(opts.reorgDepth);
+  const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
+  if (!Number.isInteger(pollMs) || pollMs < 10)
+    throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
+  const ingest = parseIngestMode(opts.ingest);
+  const startBlock = parseStartBlock(opts.startBlock);
+  const checkpoint = parseCheckpoint(opts.checkpoint);
+  if (specs.length === 0) {
+    if (opts.follow === undefined) {
+      if (opts.ingest !== undefined) throw new CliError('--ingest: only with --follow <URL>');
+      if (startBlock !== undefined || checkpoint !== undefined)
+        throw new CliError('--start-block, --checkpoint: only with --follow <URL>');
+      if (opts.historyUpstream !== undefined) throw new CliError('--history-upstream: only with --follow <URL>');
+      return [];
+    }
+    const history = parseHistoryUpstream(opts.historyUpstream);
+    return [
+      {
+        network: '',
+        datadir: opts.datadir,
+        follow: {
+          url: opts.follow,
+          reorgDepth,
+          pollMs,
+          ingest,
+          ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}),
+          ...(startBlock !== undefined ? { startBlock } : {}),
+          ...(checkpoint !== undefined ? { checkpoint } : {}),
+          ...(history !== undefined ? { historyUpstream: history } : {}),
+        },
+      },
+    ];
+  }
+  if (opts.historyUpstream !== undefined)
+    throw new CliError('--history-upstream: with --network, give each network its own ,history=<URL>');
+  return specs.flatMap((n) =>
+    n.follow === undefined
+      ? []
+      : [
+          {
+            network: n.name,
+            datadir: n.datadir,
+            follow: {
+              url: n.follow,
+              reorgDepth,
+              pollMs,
+              ingest: n.ingest ?? ingest,
+              ...(n.history !== undefined ? { historyUpstream: n.history } : {}),
+            },
+          },
+        ],
+  );
+}
+
+/** The dashboard's listener, when asked for (`--dashboard`, or `--admin-port`: default port 8546). */
+function dashboardOf(opts: ServeOptions): DashboardConfig | undefined {
+  const port =
+    opts.adminPort !== undefined
+      ? parsePort('--admin-port', opts.adminPort)
+      : opts.dashboard === true
+        ? 8546
+        : undefined;
+  if (port === undefined) return undefined;
+  if (opts.adminTlsCert === undefined && opts.adminTlsKey === undefined)
+    return { host: opts.adminHost ?? '127.0.0.1', port };
+  if (opts.adminTlsCert === undefined || opts.adminTlsKey === undefined)
+    throw new CliError('--admin-tls-cert and --admin-tls-key go together');
+  let tls: { cert: string; key: string };
+  try {
+    tls = { cert: readFileSync(opts.adminTlsCert, 'utf8'), key: readFileSync(opts.adminTlsKey, 'utf8') };
+  } catch (err) {
+    throw new CliError(`cannot read the admin TLS files: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  return { host: opts.adminHost ?? '127.0.0.1', port, tls };
+}
+
+function logOf(opts: ServeOptions): RuntimeConfig['log'] {
+  const format = opts.logFormat ?? defaultLogFormat();
+  if (!(LOG_FORMATS as readonly string[]).includes(format))
+    throw new CliError(`--log-format: expected json or text, got "${format}"`);
+  const level = opts.logLevel ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(level))
+    throw new CliError(`--log-level: expected one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
+  return { format: format as LogFormat, level: level as LogLevel, access: opts.accessLog === true };
+}
+
+/** serve's options as the runtime takes them; a bad option is a CliError naming it. */
+export function runtimeConfig(opts: ServeOptions): RuntimeConfig {
+  // The log first: an error below is then printed in the format asked for.
+  const log = logOf(opts);
+  const threads = parseThreads(opts.threads);
+  const port = parsePort('--port', opts.port);
+  const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
+  const failoverUrl = parseFailoverUrl(opts.failoverUrl);
+  const dashboard = dashboardOf(opts);
+  const ledgerUrl = parseLedgerUrl(opts.ledger);
+  const failure = parseLedgerFailure(opts.ledgerFailure);
+  const server = readConfig(opts.datadir, opts.config);
+  const { specs, defaultNetwork } = networkSpecs(opts, server);
+  const follows = followPlan(opts, specs);
+  return {
+    datadir: opts.datadir,
+    server,
+    host: opts.host,
+    port,
+    ...(metricsPort !== undefined ? { metricsPort } : {}),
+    ...(failoverUrl !== undefined ? { failoverUrl } : {}),
+    networks: specs,
+    ...(defaultNetwork !== undefined ? { defaultNetwork } : {}),
+    follows,
+    ledger: { ...(ledgerUrl !== undefined ? { url: ledgerUrl } : {}), failure },
+    ...(dashboard !== undefined ? { dashboard } : {}),
+    log,
+    threads,
+  };
+}

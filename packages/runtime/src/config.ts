@@ -1,0 +1,78 @@
+// What the serve runtime is started with: every setting already checked and typed. The CLI builds
+// it from its flags and the config file (flag > file > default); nothing in this package parses
+// text. It crosses into each app thread as worker data, so it holds plain data only.
+import type { LedgerFailureMode } from '@chainnode/accounts';
+import type { IngestMode, StartBlock } from '@chainnode/ingest';
+import type { LogFormat, LogLevel, NetworkConfig, ServerConfig } from '@chainnode/server';
+
+/** How a datadir follows its upstream (`follow=<URL>`, or `serve --follow` for --datadir). */
+export interface FollowOptions {
+  url: string;
+  genesisPath?: string;
+  reorgDepth: bigint;
+  pollMs: number;
+  ingest: IngestMode;
+  /** Join the chain there (an empty datadir); state is then proven on demand from `url`. */
+  startBlock?: StartBlock;
+  checkpoint?: Uint8Array;
+  /** History below a joined datadir's first block from this http(s):// upstream, verified. */
+  historyUpstream?: string;
+}
+
+/** A datadir to follow and how: `network` is the network's name, '' for the one network of --datadir. */
+export interface FollowedDatadir {
+  network: string;
+  datadir: string;
+  follow: FollowOptions;
+}
+
+/** The admin listener serving the dashboard. */
+export interface DashboardConfig {
+  host: string;
+  port: number;
+  /** PEM certificate and key (their contents): the dashboard over TLS. */
+  tls?: { cert: string; key: string };
+}
+
+export interface RuntimeConfig {
+  /** Keys, usage and the config file; also the served chain when `networks` is empty. */
+  datadir: string;
+  /** The config file's settings (plans, limits, budgets, networks as the file gave them), checked. */
+  server: ServerConfig;
+  /** The JSON-RPC listener. */
+  host: string;
+  port: number;
+  /** The metrics listener (on `server.metricsHost`); absent: none. */
+  metricsPort?: number;
+  /** Partner endpoint for eth_getBlockByHash of failover-plan keys. */
+  failoverUrl?: string;
+  /** The networks served by Host; empty: the one chain of `datadir` on every Host. */
+  networks: NetworkConfig[];
+  /** The network answering bare hosts (one of `networks`). */
+  defaultNetwork?: string;
+  /** The datadirs followed while serving, each by one ingest thread. */
+  follows: FollowedDatadir[];
+  /** Keys and credits: embedded in `datadir`, or shared through Redis at `url`. */
+  ledger: { url?: string; failure: LedgerFailureMode };
+  /** The dashboard on the admin listener; absent: none. */
+  dashboard?: DashboardConfig;
+  log: { format: LogFormat; level: LogLevel; access: boolean };
+  /** App threads on the port; 1: everything on the main thread. */
+  threads: number;
+}
+
+/** Every datadir `config` serves: `datadir`'s chain, or each network's. */
+export function servedDatadirs(config: RuntimeConfig): string[] {
+  return config.networks.length === 0 ? [config.datadir] : config.networks.map((n) => n.datadir);
+}
+
+/**
+ * A failure to start that the operator can act on (a datadir in use or missing, a dashboard that
+ * cannot bind, an unreachable ledger): the CLI prints its message as one line, without a stack.
+ */
+export class RuntimeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RuntimeError';
+  }
+}
