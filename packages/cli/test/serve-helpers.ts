@@ -59,8 +59,16 @@ export function spawnServe(
   return spawnServing(['serve', '--datadir', datadir, '--port', '0', ...extra], env);
 }
 
-/** Runs a serving node-cli command (`serve`, `start`) and resolves once it listens. */
-export function spawnServing(args: string[], env: Record<string, string> = {}): Promise<ServeProcess> {
+/**
+ * Runs a serving node-cli command (`serve`, `start`) and resolves once it listens. One that has
+ * not listened within `startupMs` is killed (SIGKILL) and the promise rejects: a start that hangs
+ * must not leave its process behind the test.
+ */
+export function spawnServing(
+  args: string[],
+  env: Record<string, string> = {},
+  startupMs = 300_000,
+): Promise<ServeProcess> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [cliBin(), ...args], {
       env: { ...process.env, ...env },
@@ -76,10 +84,16 @@ export function spawnServing(args: string[], env: Record<string, string> = {}): 
         r(code);
       }),
     );
+    const startup = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`node-cli ${args[0]} did not listen within ${startupMs} ms; killed:\n${out}`));
+    }, startupMs);
+    void exited.then(() => clearTimeout(startup));
     const onData = (d: Buffer): void => {
       out += d.toString('utf8');
       const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
       if (m) {
+        clearTimeout(startup);
         const port = Number(m[1]);
         const base = `http://127.0.0.1:${port}`;
         resolve({
