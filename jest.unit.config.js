@@ -32,6 +32,7 @@ const UNIT = {
     'raw-ids',
     'request-errors',
     'subscriptions',
+    'transaction-text',
   ],
   'packages/server': [
     'budgets',

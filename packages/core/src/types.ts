@@ -100,6 +100,12 @@ export interface BlockRecord {
    * answer needs.
    */
   transactionHashes?: Bytes[];
+  /**
+   * The transactions' canonical encodings and their senders (recovered at import), in order, when
+   * the store has them without decoding `transactions`: a full-transaction answer is written
+   * from them (rpc's transaction-text.ts) without decoding records. With transactionHashes.
+   */
+  transactionEncodings?: { raw: readonly Bytes[]; senders: readonly Bytes[] };
   uncleHashes: Bytes[];
   withdrawals?: WithdrawalRecord[]; // present from Shanghai on
 }

@@ -431,6 +431,8 @@ export class LevelChainStore implements ChainStore {
         return txs;
       },
     });
+    // The encodings too: a full-transaction answer is written from them without decoding.
+    record.transactionEncodings = { raw: body.transactions, senders };
     if (body.withdrawals !== undefined) record.withdrawals = withdrawalsFromValues(body.withdrawals);
     if (gen === this.gen) this.blocks.set(key, record);
     return record;

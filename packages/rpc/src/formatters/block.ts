@@ -4,7 +4,7 @@
 // itself is written by core's blockJsonHead (the store keeps it per block, ready to serve).
 import { blockJsonHead, hashList, toData, toQuantity } from '@chainnode/core';
 import type { BlockRecord, Hex, UncleRecord, WithdrawalRecord } from '@chainnode/core';
-import { formatAnyTransaction } from './transaction.js';
+import { blockAsciiWithTransactions } from './transaction-text.js';
 import type { JsonAnyTransaction } from './transaction.js';
 
 export interface JsonWithdrawal {
@@ -57,26 +57,17 @@ export function formatWithdrawal(w: WithdrawalRecord): JsonWithdrawal {
   };
 }
 
-function transactionObjects(b: BlockRecord): JsonAnyTransaction[] {
-  const h = b.header;
-  return b.transactions.map((tx, i) =>
-    formatAnyTransaction({
-      tx,
-      blockHash: h.hash,
-      blockNumber: h.number,
-      transactionIndex: i,
-      blockTimestamp: h.timestamp,
-      baseFeePerGas: h.baseFeePerGas,
-    }),
-  );
-}
-
 /**
  * The block's JSON text (what both block methods serve): core's blockJsonHead with the
- * transaction hashes, or the transaction objects, as its list.
+ * transaction hashes, or the transaction objects (each exactly JSON.stringify of
+ * formatAnyTransaction's object), as its list. The methods serve the full block's as the bytes
+ * blockAsciiWithTransactions writes; this is their text.
  */
 export function blockText(b: BlockRecord, fullTransactions: boolean): string {
-  if (fullTransactions) return blockJsonHead(b, false, JSON.stringify(transactionObjects(b)).slice(1, -1));
+  if (fullTransactions) {
+    const ascii = blockAsciiWithTransactions(b);
+    return Buffer.from(ascii.buffer, ascii.byteOffset, ascii.byteLength).toString('latin1');
+  }
   return blockJsonHead(b, false, hashList(b.transactionHashes ?? b.transactions.map((tx) => tx.hash)));
 }
 

@@ -1,5 +1,6 @@
 import type { Bytes } from '@chainnode/core';
 import { blockText } from '../formatters/block.js';
+import { blockAsciiWithTransactions } from '../formatters/transaction-text.js';
 import type { JsonBlock } from '../formatters/block.js';
 import { decodeArgs, decodeBool, decodeHash } from '../params.js';
 import type { MethodDef } from '../method.js';
@@ -21,7 +22,7 @@ export const eth_getBlockByHash: MethodDef<GetBlockByHashParams, JsonBlock | nul
     }
     const block = await ctx.store.block(p.hash);
     if (block === undefined) return null;
-    const full = p.fullTransactions;
-    return ctx.memo.blocks.text(block, full ? 'full' : 'hashes', (b) => blockText(b, full));
+    if (p.fullTransactions) return ctx.memo.blocks.ascii(block, 'full', blockAsciiWithTransactions);
+    return ctx.memo.blocks.text(block, 'hashes', (b) => blockText(b, false));
   },
 };
