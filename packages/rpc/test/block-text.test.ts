@@ -2,12 +2,16 @@
 // hashes-only answers) against the text the formatter writes from the block's decoded rows, for
 // EVERY block of a real import: the fixture chain (uncles, pre- and post-London, every tx type it
 // has) and the execution-apis chain (withdrawals, blob gas, beacon root, requests hash), by number
-// and by hash. Also: an orphaned or unknown hash is not answered from the ready rows.
+// and by hash. Also: an orphaned or unknown hash is not answered from the ready rows. And the
+// full-transaction answers, written from the stored encodings (transaction-text.ts), against
+// JSON.stringify of the object formatter over the store's decoded transactions.
 import { openChainStore } from '@chainnode/store';
 import { chainDir, datadirCopy } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
+import { blockJsonHead } from '@chainnode/core';
 import { blockText } from '../src/formatters/block.js';
+import { formatAnyTransaction } from '../src/formatters/transaction.js';
 
 const chains: ChainName[] = [
   'fixtures',
@@ -15,7 +19,7 @@ const chains: ChainName[] = [
 ];
 
 test.each(chains)(
-  '%s: the ready hashes-only answer equals the formatted block, for every block',
+  '%s: the ready hashes-only answer equals the formatted block, and the full answer the formatted objects, for every block',
   async (chain) => {
     const c = await datadirCopy(chain);
     const store = await openChainStore(c.dir);
@@ -44,6 +48,22 @@ test.each(chains)(
         expect(await call('eth_getBlockByHash', [hashHex, false])).toBe(
           `{"jsonrpc":"2.0","id":1,"result":${formatted}}`,
         );
+        // Full transactions: the objects, stringified, around the same head.
+        const h = block.header;
+        const objects = block.transactions.map((tx, i) =>
+          formatAnyTransaction({
+            tx,
+            blockHash: h.hash,
+            blockNumber: h.number,
+            transactionIndex: i,
+            blockTimestamp: h.timestamp,
+            baseFeePerGas: h.baseFeePerGas,
+          }),
+        );
+        const full = blockJsonHead(block, false, JSON.stringify(objects).slice(1, -1));
+        expect(block.transactionEncodings?.raw.length).toBe(block.transactions.length);
+        expect(await call('eth_getBlockByNumber', [hex, true])).toBe(`{"jsonrpc":"2.0","id":1,"result":${full}}`);
+        expect(await call('eth_getBlockByHash', [hashHex, true])).toBe(`{"jsonrpc":"2.0","id":1,"result":${full}}`);
         seen.ready++;
         if (block.withdrawals !== undefined) seen.withdrawals++;
         if (block.header.blobGasUsed !== undefined) seen.blob++;
