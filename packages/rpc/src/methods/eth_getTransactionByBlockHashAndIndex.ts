@@ -1,5 +1,6 @@
-import { formatAnyTransaction } from '../formatters/transaction.js';
+import { transactionText } from '../formatters/transaction-text.js';
 import type { JsonAnyTransaction } from '../formatters/transaction.js';
+import { JsonText } from '../json-text.js';
 import type { MethodDef } from '../method.js';
 import { decodeArgs, decodeIndex, decodeHash } from '../params.js';
 import type { BlockSelector } from '../params.js';
@@ -23,6 +24,6 @@ export const eth_getTransactionByBlockHashAndIndex: MethodDef<TxByBlockHashParam
     if (block === undefined || p.index >= BigInt(block.transactionHashes?.length ?? block.transactions.length))
       return null;
     const loc = locate(block, Number(p.index));
-    return loc === undefined ? null : formatAnyTransaction(loc);
+    return loc === undefined ? null : new JsonText<JsonAnyTransaction>(transactionText(loc));
   },
 };

@@ -1,5 +1,6 @@
-import { formatAnyTransaction } from '../formatters/transaction.js';
+import { transactionText } from '../formatters/transaction-text.js';
 import type { JsonAnyTransaction } from '../formatters/transaction.js';
+import { JsonText } from '../json-text.js';
 import type { MethodDef } from '../method.js';
 import { decodeArgs, decodeIndex, decodeBlockNumber } from '../params.js';
 import type { BlockSelector } from '../params.js';
@@ -20,6 +21,6 @@ export const eth_getTransactionByBlockNumberAndIndex: MethodDef<TxByBlockNumberP
     if (block === undefined || p.index >= BigInt(block.transactionHashes?.length ?? block.transactions.length))
       return null;
     const loc = locate(block, Number(p.index));
-    return loc === undefined ? null : formatAnyTransaction(loc);
+    return loc === undefined ? null : new JsonText<JsonAnyTransaction>(transactionText(loc));
   },
 };

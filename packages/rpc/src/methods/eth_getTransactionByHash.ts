@@ -1,5 +1,5 @@
 import type { Bytes } from '@chainnode/core';
-import { formatAnyTransaction } from '../formatters/transaction.js';
+import { transactionText } from '../formatters/transaction-text.js';
 import type { JsonAnyTransaction } from '../formatters/transaction.js';
 import { decodeArgs, decodeHash } from '../params.js';
 import type { MethodDef } from '../method.js';
@@ -14,6 +14,6 @@ export const eth_getTransactionByHash: MethodDef<GetTransactionByHashParams, Jso
   decode: (params) => decodeArgs(params, 1, (arg) => ({ hash: decodeHash(arg(0)) })),
   async handle(ctx, p) {
     const found = await ctx.store.transaction(p.hash);
-    return found === undefined ? null : ctx.memo.transactions.get(found, '', formatAnyTransaction);
+    return found === undefined ? null : ctx.memo.transactions.text(found, '', transactionText);
   },
 };
