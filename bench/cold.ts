@@ -1,8 +1,9 @@
-// `npm run bench:cold -- --datadir <dir> [--from fixtures]`: server-side time of COLD calls (nothing
+// `npm run bench:cold -- --datadir <dir> [--from fixtures] [--only <text>]`: server-side time of COLD calls (nothing
 // cached: every block, transaction and storage tuple is asked once, from a freshly opened store),
 // through the rpc service's handle() (params, store reads, decoding, formatting, JSON text), one call
 // at a time. Prints p50/p90/p99 per kind; replies are checked against the chain export
-// (bench/src/fixture-chain.ts: hashes recomputed from chain.rlp).
+// (bench/src/fixture-chain.ts: hashes recomputed from chain.rlp). `--only full`: only the calls
+// whose row name contains the text (here the full-block row), without the getLogs table.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +24,7 @@ const arg = (name: string, dflt?: string): string | undefined => {
 };
 const datadir = arg('datadir') as string;
 const fromDir = resolve(arg('from', join(root, 'fixtures')) as string);
+const only = arg('only');
 const chain = readChain(join(fromDir, 'chain.rlp'));
 const pct = (xs: number[], p: number): string =>
   ((xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] as number) * 1000).toFixed(0);
@@ -32,6 +34,7 @@ async function run(
   bodies: string[],
   check: (i: number, reply: { result?: unknown }) => void,
 ): Promise<void> {
+  if (only !== undefined && !kind.includes(only)) return;
   const store = await openChainStore(datadir);
   const svc = createRpcService(store);
   await svc.handle('{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
@@ -123,7 +126,7 @@ await run(
 
 // A mainnet-shaped export: getLogs over the hottest token (one store, the first call cold, the
 // median of the next 9), checked against the generator's own count of that token's logs.
-if (manifest !== undefined) {
+if (manifest !== undefined && only === undefined) {
   const hot = manifest.addresses.tokens[0] as string;
   const head = chain.length;
   const transfer = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';

@@ -22,7 +22,7 @@ import { chainDir } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 import { blockText } from '../src/formatters/block.js';
 import { formatAnyTransaction } from '../src/formatters/transaction.js';
-import { transactionText } from '../src/formatters/transaction-text.js';
+import { blockWithTransactionsWriter, transactionText } from '../src/formatters/transaction-text.js';
 
 type Nested = Uint8Array | Nested[];
 /** What RLP.encode takes. */
@@ -332,6 +332,30 @@ describe('random transactions of every type', () => {
     if (kind !== 'unknown') expect(seen.long).toBeGreaterThan(0);
     if (kind !== 'unknown' && kind !== 'type-3' && kind !== 'type-4') expect(seen.zeroTo).toBeGreaterThan(0);
     if (kind.startsWith('type-')) expect(seen.lists).toBeGreaterThan(0);
+  });
+
+  test('a block written on demand after another block was written is written again, the same', () => {
+    const header = (): HeaderRecord => ({
+      ...headerFromValues(
+        Array.from({ length: 16 }, () => bytes(8)),
+        bytes(32),
+      ),
+      baseFeePerGas: quantity(U64),
+    });
+    const kinds = Object.values(makers);
+    const blocks = Array.from({ length: 4 }, () => {
+      const raws = Array.from({ length: 1 + rnd(20) }, () => (kinds[rnd(kinds.length)] as () => Uint8Array)());
+      const { encoded, decoded } = blocksOf(header(), raws, raws.map(senderOf));
+      return { encoded, expected: expectedBlockText(decoded()) };
+    });
+    const writers = blocks.map((b) => blockWithTransactionsWriter(b.encoded));
+    // Each written into the middle of a larger buffer, in an order unlike their creation's, twice.
+    for (const i of [0, 2, 1, 3, 3, 0]) {
+      const w = writers[i] as (typeof writers)[number];
+      const out = new Uint8Array(w.length + 10).fill(0x21);
+      expect(w.write(out, 5)).toBe(5 + w.length);
+      expect(Buffer.from(out).toString('latin1')).toBe(`!!!!!${blocks[i]?.expected}!!!!!`);
+    }
   });
 
   /** A type-2 encoding whose chainId is 0x81 0x05 (a single byte below 0x80 must not be prefixed). */

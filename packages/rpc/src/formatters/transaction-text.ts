@@ -16,6 +16,7 @@
 // thousands of pieces cost more to flatten and encode than to write.
 import { DEPOSIT_TX_TYPE, blockJsonHead, hexOfBytes } from '@chainnode/core';
 import type { AuthorizationRecord, BlockRecord, TxRecord, TxWithLocation } from '@chainnode/core';
+import type { AsciiWriter } from '../json-text.js';
 import { effectiveGasPrice } from './transaction.js';
 
 const ZERO_HASH = new Uint8Array(32);
@@ -465,11 +466,14 @@ function writeTransactions(b: BlockRecord): void {
 /** The transaction list of blockJsonHead's text, where the full list goes in. */
 const EMPTY_LIST = '"transactions":[]';
 
-/**
- * The block's JSON with its transaction objects (what blockText(b, true) is), as ASCII bytes of
- * their own: core's blockJsonHead around the transactions written here.
- */
-export function blockAsciiWithTransactions(b: BlockRecord): Uint8Array {
+/** The writer whose block's text the buffer holds now (see blockWithTransactionsWriter). */
+let holder: object | undefined;
+
+/** Writes the block's JSON with its transaction objects at the start of the buffer; returns its length. */
+function writeBlock(b: BlockRecord): number {
+  // A block far larger than the usual ones does not keep its buffer for the rest of the process.
+  if (buf.length > 1 << 24) buf = new Uint8Array(1 << 20);
+  holder = undefined;
   const head = blockJsonHead(b, false, '');
   const cut = head.indexOf(EMPTY_LIST) + EMPTY_LIST.length - 1;
   if (cut < EMPTY_LIST.length) throw new Error('block JSON without a transaction list');
@@ -477,9 +481,37 @@ export function blockAsciiWithTransactions(b: BlockRecord): Uint8Array {
   str(head.slice(0, cut));
   writeTransactions(b);
   str(head.slice(cut));
-  const out = Buffer.allocUnsafeSlow(pos); // kept by the memo: its own memory, not the pool's
-  out.set(buf.subarray(0, pos));
-  // A block far larger than the usual ones does not keep its buffer for the rest of the process.
-  if (buf.length > 1 << 24) buf = new Uint8Array(1 << 20);
+  return pos;
+}
+
+/**
+ * The block's JSON with its transaction objects (what blockText(b, true) is), written where it is
+ * needed: it is written here once (its length is needed up front), and write() copies it from
+ * the buffer straight into the reply when no other block was written in between (else writes it
+ * again: the same bytes). A cold full block is mostly asked once; this way its ~250 KB are not
+ * also copied into memory of their own and kept (the memo makes that copy when it is asked again).
+ */
+export function blockWithTransactionsWriter(b: BlockRecord): AsciiWriter {
+  const length = writeBlock(b);
+  const self: AsciiWriter = {
+    length,
+    write(out, at) {
+      if (holder !== self) {
+        if (writeBlock(b) !== length) throw new Error('block text: a different length on writing again');
+        holder = self;
+      }
+      out.set(buf.subarray(0, length), at);
+      return at + length;
+    },
+  };
+  holder = self;
+  return self;
+}
+
+/** The block's JSON with its transaction objects (what blockText(b, true) is), as ASCII bytes of their own. */
+export function blockAsciiWithTransactions(b: BlockRecord): Uint8Array {
+  const writer = blockWithTransactionsWriter(b);
+  const out = new Uint8Array(writer.length);
+  writer.write(out, 0);
   return out;
 }

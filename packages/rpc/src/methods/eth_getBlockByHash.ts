@@ -1,6 +1,6 @@
 import type { Bytes } from '@chainnode/core';
 import { blockText } from '../formatters/block.js';
-import { blockAsciiWithTransactions } from '../formatters/transaction-text.js';
+import { blockWithTransactionsWriter } from '../formatters/transaction-text.js';
 import type { JsonBlock } from '../formatters/block.js';
 import { decodeArgs, decodeBool, decodeHash } from '../params.js';
 import type { MethodDef } from '../method.js';
@@ -22,7 +22,7 @@ export const eth_getBlockByHash: MethodDef<GetBlockByHashParams, JsonBlock | nul
     }
     const block = await ctx.store.block(p.hash);
     if (block === undefined) return null;
-    if (p.fullTransactions) return ctx.memo.blocks.ascii(block, 'full', blockAsciiWithTransactions);
+    if (p.fullTransactions) return ctx.memo.blocks.writer(block, 'full', blockWithTransactionsWriter);
     return ctx.memo.blocks.text(block, 'hashes', (b) => blockText(b, false));
   },
 };

@@ -1,6 +1,6 @@
 import { resolveBlockNumber } from '../context.js';
 import { blockText } from '../formatters/block.js';
-import { blockAsciiWithTransactions } from '../formatters/transaction-text.js';
+import { blockWithTransactionsWriter } from '../formatters/transaction-text.js';
 import type { JsonBlock } from '../formatters/block.js';
 import { decodeArgs, decodeBlockNumber, decodeBool } from '../params.js';
 import type { BlockNumberParam } from '../params.js';
@@ -26,7 +26,7 @@ export const eth_getBlockByNumber: MethodDef<GetBlockByNumberParams, JsonBlock |
     }
     const block = await ctx.store.block(hash);
     if (block === undefined) return null;
-    if (p.fullTransactions) return ctx.memo.blocks.ascii(block, 'full', blockAsciiWithTransactions);
+    if (p.fullTransactions) return ctx.memo.blocks.writer(block, 'full', blockWithTransactionsWriter);
     return ctx.memo.blocks.text(block, 'hashes', (b) => blockText(b, false));
   },
 };
