@@ -113,7 +113,8 @@ function withDepositReceipt(tx: TxRecord, receipt: StoredReceipt | undefined): v
 
 export class LevelChainStore implements ChainStore {
   /**
-   * Decoded blocks (every transaction decoded, and the full answer's text memoised on them): 256.
+   * Blocks as read (their transactions decoded when first read; a full answer is written from
+   * their encodings, and its text memoised on them): 256.
    * A decoded block is a large graph of small objects that the collector walks while it is kept:
    * with 1,024 of the varied bench's full-transaction blocks held, every other call got ~30%
    * dearer (random slot proofs right after that mix: 90 µs of server CPU each instead of 65),
