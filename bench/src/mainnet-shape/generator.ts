@@ -18,9 +18,8 @@ import { Caches, MerkleStateManager } from '@ethereumjs/statemanager';
 import { createFeeMarket1559Tx, createLegacyTx, type TypedTransaction } from '@ethereumjs/tx';
 import { Address, bytesToHex, calculateSigRecovery, KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
 import { createVM, runBlock } from '@ethereumjs/vm';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { keccak256 } from '@chainnode/core';
 import secp256k1 from 'secp256k1';
-import { createKeccak } from 'hash-wasm';
 import type { BatchDBOp, DB } from '@ethereumjs/util';
 import { Sfc32 } from '@chainnode/testkit';
 import { ImportPipeline } from '@chainnode/ingest';
@@ -147,12 +146,6 @@ class Rng extends Sfc32 {
     const r = (BigInt(this.u32()) << 32n) | BigInt(this.u32());
     return lo + ((r * span) >> 64n);
   }
-}
-
-const hasher = await createKeccak(256);
-/** hash-wasm's Keccak for the generator's trie and EVM (the same function, several times faster than pure JS). */
-function fastKeccak(data: Uint8Array): Uint8Array {
-  return hasher.init().update(data).digest('binary');
 }
 
 const EMPTY_ROOT_HEX = '56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421';
@@ -452,13 +445,13 @@ export async function generateMainnetShape(o: GenerateOptions): Promise<Generate
     baseFeePerGas: `0x${GWEI.toString(16)}`,
   } as GethGenesis;
 
-  // Without a datadir: the state in memory (one state, hash-wasm's Keccak). With one: the import's
-  // setup (pipeline.ts): the trie over the store writer's node overlay, a 200,000-node cache,
-  // @ethereumjs's own Keccak, senders recovered by libsecp256k1.
+  // Without a datadir: the state in memory (one state). With one: the import's setup (pipeline.ts,
+  // genesis.ts): the trie over the store writer's node overlay, a 200,000-node cache, senders
+  // recovered by libsecp256k1. Both hash with core's hash-wasm Keccak, as the import does.
   const sink = o.datadir;
   const common = createCommonFromGethGenesis(genesis, {
     chain: 'chainnode-mainnet-shape',
-    customCrypto: sink === undefined ? { keccak256: fastKeccak } : { ecrecover: nativeEcrecover },
+    customCrypto: sink === undefined ? { keccak256 } : { ecrecover: nativeEcrecover, keccak256 },
   });
   let storedGenesis: Uint8Array | undefined;
   const nodes = new StateNodes();
