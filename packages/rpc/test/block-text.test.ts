@@ -9,9 +9,8 @@ import { openChainStore } from '@chainnode/store';
 import { chainDir, datadirCopy } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
-import { blockJsonHead } from '@chainnode/core';
 import { blockText } from '../src/formatters/block.js';
-import { formatAnyTransaction } from '../src/formatters/transaction.js';
+import { expectedBlockText } from './block-oracle.js';
 
 const chains: ChainName[] = [
   'fixtures',
@@ -49,18 +48,7 @@ test.each(chains)(
           `{"jsonrpc":"2.0","id":1,"result":${formatted}}`,
         );
         // Full transactions: the objects, stringified, around the same head.
-        const h = block.header;
-        const objects = block.transactions.map((tx, i) =>
-          formatAnyTransaction({
-            tx,
-            blockHash: h.hash,
-            blockNumber: h.number,
-            transactionIndex: i,
-            blockTimestamp: h.timestamp,
-            baseFeePerGas: h.baseFeePerGas,
-          }),
-        );
-        const full = blockJsonHead(block, false, JSON.stringify(objects).slice(1, -1));
+        const full = expectedBlockText(block);
         expect(block.transactionEncodings?.raw.length).toBe(block.transactions.length);
         expect(await call('eth_getBlockByNumber', [hex, true])).toBe(`{"jsonrpc":"2.0","id":1,"result":${full}}`);
         expect(await call('eth_getBlockByHash', [hashHex, true])).toBe(`{"jsonrpc":"2.0","id":1,"result":${full}}`);

@@ -9,40 +9,18 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
-import {
-  DEPOSIT_TX_TYPE,
-  blockJsonHead,
-  decodeTransaction,
-  encodeDepositTx,
-  headerFromValues,
-  keccak256,
-} from '@chainnode/core';
+import { DEPOSIT_TX_TYPE, decodeTransaction, encodeDepositTx, headerFromValues, keccak256 } from '@chainnode/core';
 import type { BlockRecord, HeaderRecord, TxRecord } from '@chainnode/core';
 import { chainDir } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 import { blockText } from '../src/formatters/block.js';
 import { formatAnyTransaction } from '../src/formatters/transaction.js';
 import { blockWithTransactionsWriter, transactionText } from '../src/formatters/transaction-text.js';
+import { expectedBlockText } from './block-oracle.js';
 
 type Nested = Uint8Array | Nested[];
 /** What RLP.encode takes. */
 type Item = Uint8Array | bigint | Item[];
-
-/** What the block answer was before the text writer: the objects, stringified. */
-function expectedBlockText(b: BlockRecord): string {
-  const h = b.header;
-  const objects = b.transactions.map((tx, i) =>
-    formatAnyTransaction({
-      tx,
-      blockHash: h.hash,
-      blockNumber: h.number,
-      transactionIndex: i,
-      blockTimestamp: h.timestamp,
-      baseFeePerGas: h.baseFeePerGas,
-    }),
-  );
-  return blockJsonHead(b, false, JSON.stringify(objects).slice(1, -1));
-}
 
 /**
  * Two records of one block: with its encodings (transactions decoded only when read, as the
