@@ -64,6 +64,21 @@ export async function result<T = unknown>(url: string, method: string, params: u
   return r.result as T;
 }
 
+/**
+ * anvil's receipt of `hash` once the transaction is mined. Automining happens after
+ * eth_sendTransaction has answered, so a receipt asked for at once can still be null: ask again
+ * until it is there, failing after `timeoutMs`.
+ */
+export async function minedReceipt(url: string, hash: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
+  const t0 = Date.now();
+  for (;;) {
+    const receipt = await result<Record<string, unknown> | null>(url, 'eth_getTransactionReceipt', [hash]);
+    if (receipt !== null) return receipt;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`${hash}: no receipt from ${url} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 /** Many calls as JSON-RPC batches (in chunks of 200); envelopes in call order. */
 export async function batch(url: string, calls: [string, unknown[]][]): Promise<Envelope[]> {
   const out: Envelope[] = [];

@@ -13,7 +13,7 @@ import { Web3 } from 'web3';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compileToken, tempDir } from '@chainnode/testkit';
-import { DEV, GENESIS, result, startAnvil, waitSynced } from './anvil-upstream.js';
+import { DEV, GENESIS, minedReceipt, result, startAnvil, waitSynced } from './anvil-upstream.js';
 import type { Anvil } from './anvil-upstream.js';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
@@ -53,13 +53,14 @@ describe('ethers, viem and web3.js against a node following anvil', () => {
     const deploy = await result<string>(anvil.url, 'eth_sendTransaction', [
       { from: holder, data: `${compiled.bytecode}${iface.encodeDeploy([SUPPLY]).slice(2)}` },
     ]);
-    const receipt = await result<Json>(anvil.url, 'eth_getTransactionReceipt', [deploy]);
+    const receipt = await minedReceipt(anvil.url, deploy);
     expect(receipt.status).toBe('0x1');
     token = receipt.contractAddress as Hex;
     for (const to of DEV.slice(1)) {
-      await result(anvil.url, 'eth_sendTransaction', [
+      const transfer = await result<string>(anvil.url, 'eth_sendTransaction', [
         { from: holder, to: token, data: iface.encodeFunctionData('transfer', [to, 1000n * 10n ** 18n]) },
       ]);
+      expect((await minedReceipt(anvil.url, transfer)).status).toBe('0x1');
     }
     await waitSynced(anvil.url, ours, () => node.output());
   }, 120_000);
