@@ -13,7 +13,7 @@ import { bytesToHex, hexToBytes, privateToAddress } from '@ethereumjs/util';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDir } from '@chainnode/testkit';
-import { DEV, GENESIS, call, result, startAnvil, waitSynced } from './anvil-upstream.js';
+import { DEV, GENESIS, call, minedReceipt, result, startAnvil, waitSynced } from './anvil-upstream.js';
 import type { Anvil, Envelope } from './anvil-upstream.js';
 import { startJoinProxy } from './join-proxy.js';
 import type { JoinProxy } from './join-proxy.js';
@@ -83,12 +83,10 @@ describe('eth_sendRawTransaction through a node following anvil', () => {
     const hash = await result<string>(ours, 'eth_sendRawTransaction', [raw(tx)]);
     expect(hash).toBe(bytesToHex(tx.hash()));
     expect(sent()).toBe(before + 1);
+    // anvil mines after answering: only once its receipt exists is its head the block to follow.
+    const theirs = await minedReceipt(anvil.url, hash);
     await waitSynced(anvil.url, ours, () => node.output());
-    const [mine, theirs] = await Promise.all([
-      result<Json | null>(ours, 'eth_getTransactionReceipt', [hash]),
-      result<Json | null>(anvil.url, 'eth_getTransactionReceipt', [hash]),
-    ]);
-    expect(theirs).not.toBeNull();
+    const mine = await result<Json | null>(ours, 'eth_getTransactionReceipt', [hash]);
     // geth's receipt: anvil adds `blockTimestamp` (a JSON number) and a `blobGasPrice` to receipts of
     // non-blob transactions, which geth (and the execution-apis fixtures) do not have.
     const { blockTimestamp, blobGasPrice, ...want } = theirs as Json;
