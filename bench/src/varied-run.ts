@@ -214,6 +214,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
               ...(o.datadir !== undefined ? { datadir: o.datadir } : {}),
               bodies: o.bodies,
               noAnvil: o.noAnvil === true,
+              ...(o.chain === 'mainnet' ? { anvilHistory: o.anvilHistory, anvilProofSample: o.anvilProofSample } : {}),
               log,
             });
     const setupSecs = (Date.now() - tSetup) / 1000;
