@@ -25,6 +25,8 @@ export interface ChainContracts {
   storage: string[];
   busy: string[];
   rare: string[];
+  /** The widest getLogs range of the log mix, in blocks (default 100). */
+  logRange?: number;
 }
 const word = (n: number): string => `0x${n.toString(16).padStart(64, '0')}`;
 
@@ -61,7 +63,7 @@ function buildMixes(chain: FixtureBlock[], contracts: ChainContracts, n: number)
   const addresses = [...contracts.busy, ...contracts.rare];
   const busy = contracts.busy.length;
   const logs: Call[] = Array.from({ length: n }, () => {
-    const width = 1 + rng.int(Math.min(100, head));
+    const width = 1 + rng.int(Math.min(contracts.logRange ?? 100, head));
     const from = 1 + rng.int(head - width + 1);
     // Mostly the two busy contracts (real traffic), a quarter rare emitters.
     const address =
