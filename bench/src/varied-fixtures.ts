@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { runChild, spawnChild, stopChild, waitRpc } from './children.js';
 import { batchClient, readChain, replayIntoAnvil } from './fixture-chain.js';
 import type { FixtureBlock } from './fixture-chain.js';
-import { callMaker, qty } from './varied-mix.js';
+import { anvilWindowSkips, callMaker, qty } from './varied-mix.js';
 import type { Call, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
 import { Rng, keccak256 } from './synth.js';
 import type { ChildProcess } from 'node:child_process';
@@ -290,19 +290,9 @@ export async function prepareFixtures(o: FixtureOptions): Promise<ChainUnderTest
     describe: `${o.export?.label ?? 'fixtures'}, ${chain.length} blocks, ${txCount} txs; anvil 1.7.1 on the same transactions replayed${window}`,
     ...(history !== undefined
       ? {
-          // anvil refuses the state of blocks before its window; a proof costs it ~0.1 s of CPU.
-          anvilSkips: (calls: Call[]) => {
-            const skip = new Set<string>();
-            const oldest = head - history + 2; // its window, with a block of margin
-            let proofs = 0;
-            for (const c of calls) {
-              if (c.kind !== 'storage' && c.kind !== 'proof') continue;
-              if (Number(c.params[2]) < oldest) skip.add(c.body);
-              else if (c.kind === 'proof' && ++proofs > (o.anvilProofSample ?? Number.POSITIVE_INFINITY))
-                skip.add(c.body);
-            }
-            return skip;
-          },
+          // anvil's window, with a block of margin.
+          anvilSkips: (calls: Call[]) =>
+            anvilWindowSkips(calls, head - history + 2, o.anvilProofSample ?? Number.POSITIVE_INFINITY),
         }
       : {}),
     mixes: buildMixes(chain, contracts, o.bodies),

@@ -77,6 +77,22 @@ export function callMaker(): (kind: Kind, method: string, params: unknown[], tup
 
 export const qty = (n: number | bigint): string => `0x${n.toString(16)}`;
 
+/**
+ * What anvil started with `--prune-history` is not sent (ChainUnderTest.anvilSkips): state
+ * calls (storage, account, proof; the block is their third parameter) before `oldest`, and
+ * proofs and account proofs beyond `proofSample` per mix (anvil rebuilds the trie per call).
+ */
+export function anvilWindowSkips(calls: Call[], oldest: number, proofSample: number): Set<string> {
+  const skip = new Set<string>();
+  let proofs = 0;
+  for (const c of calls) {
+    if (c.kind !== 'storage' && c.kind !== 'account' && c.kind !== 'proof') continue;
+    if (Number(c.params[2]) < oldest) skip.add(c.body);
+    else if (c.kind !== 'storage' && ++proofs > proofSample) skip.add(c.body);
+  }
+  return skip;
+}
+
 /** A mixed workload: `n` calls drawn from `pools` with `weights` (summing to 1). */
 export function mixOf(pools: Call[][], weights: number[], n: number, next: () => number): Call[] {
   const out: Call[] = [];

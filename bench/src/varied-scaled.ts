@@ -31,7 +31,7 @@ import {
   word,
 } from './scaled-chain.js';
 import type { ModelBlock, ScaledModel } from './scaled-chain.js';
-import { callMaker, mixOf, qty, shuffle } from './varied-mix.js';
+import { anvilWindowSkips, callMaker, mixOf, qty, shuffle } from './varied-mix.js';
 import type { Call, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
 import { Rng, keccak256 } from './synth.js';
 import { writeFileSync } from 'node:fs';
@@ -436,17 +436,8 @@ function scaledUnderTest(
     anvilUrl: o.noAnvil || anvil === undefined ? undefined : anvilUrl,
     ...(!o.noAnvil && anvil?.pid !== undefined ? { anvilPgid: anvil.pid } : {}),
     check: (call, r, server) => checker.check(call, r, server),
-    anvilSkips: (calls) => {
-      const skip = new Set<string>();
-      const oldest = o.blocks - o.anvilHistory + 2; // its window, with a block of margin
-      let proofs = 0;
-      for (const c of calls) {
-        if (c.kind !== 'storage' && c.kind !== 'account' && c.kind !== 'proof') continue;
-        if (Number(c.params[2]) < oldest) skip.add(c.body);
-        else if (c.kind !== 'storage' && ++proofs > o.anvilProofSample) skip.add(c.body);
-      }
-      return skip;
-    },
+    // anvil's window, with a block of margin.
+    anvilSkips: (calls) => anvilWindowSkips(calls, o.blocks - o.anvilHistory + 2, o.anvilProofSample),
     normalise: (call, r) => normaliseScaled(call, r),
     close: () => (anvil === undefined ? Promise.resolve() : stopChild(anvil)),
   };
