@@ -60,10 +60,11 @@ function buildMixes(chain: FixtureBlock[], contracts: ChainContracts, n: number)
   }
   const storage = tuples.map((t, i) => call('storage', 'eth_getStorageAt', [t.address, word(t.slot), qty(t.block)], i));
   const proofs = tuples.map((t, i) => call('proof', 'eth_getProof', [t.address, [word(t.slot)], qty(t.block)], i));
+  const logRange = contracts.logRange ?? 100;
   const addresses = [...contracts.busy, ...contracts.rare];
   const busy = contracts.busy.length;
   const logs: Call[] = Array.from({ length: n }, () => {
-    const width = 1 + rng.int(Math.min(contracts.logRange ?? 100, head));
+    const width = 1 + rng.int(Math.min(logRange, head));
     const from = 1 + rng.int(head - width + 1);
     // Mostly the two busy contracts (real traffic), a quarter rare emitters.
     const address =
@@ -89,7 +90,7 @@ function buildMixes(chain: FixtureBlock[], contracts: ChainContracts, n: number)
     { label: 'eth_getTransactionByHash, every tx', calls: txs },
     { label: 'eth_getStorageAt, contract slots at random blocks', calls: storage },
     { label: 'eth_getProof, same tuples, one slot', calls: proofs },
-    { label: 'eth_getLogs, one address, 1-100 blocks', calls: logs },
+    { label: `eth_getLogs, one address, 1-${logRange} blocks`, calls: logs },
     { label: 'mixed (blocks 20%, txs, storage, proofs, small getLogs 20% each)', calls: mixed },
   ];
 }
