@@ -1,5 +1,5 @@
 // One network of `serve`: opens its datadir (its own store and caches), starts its own log
-// workers, builds its rpc service and hands the server a NetworkRuntime (server/src/network.ts),
+// workers, builds its rpc service and hands the server a NetworkRuntime (server/src/router.ts),
 // which the server routes requests to by Host. Nothing here is shared between networks except the
 // process: a network whose store fails answers its own calls with errors, the others carry on.
 //

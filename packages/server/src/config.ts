@@ -15,7 +15,7 @@ import { DEFAULT_RPC_CONFIG } from '@chainnode/rpc';
 import type { RpcConfig } from '@chainnode/rpc';
 import { DEFAULT_PLANS, PLAN_NAMES, isPlanName, networkNameProblem } from '@chainnode/accounts';
 import type { PlanConfig, PlanName } from '@chainnode/accounts';
-import { MAX_NETWORKS } from './network.js';
+import { MAX_NETWORKS } from './router.js';
 import { LOG_FORMATS, LOG_LEVELS } from './log.js';
 
 export class ConfigError extends Error {

@@ -46,8 +46,8 @@ export {
   NetworkRouter,
   NetworkRuntime,
   hostLabel,
-} from './network.js';
-export type { NetworkHealth, NetworkParts, RouterOptions } from './network.js';
+} from './router.js';
+export type { NetworkHealth, NetworkParts, RouterOptions } from './router.js';
 export type { AccessRecord, RequestContext } from './middleware.js';
 export { CUT_REASONS, LABEL_VALUES, METRIC_FAMILIES, Metrics, OUTCOMES } from './metrics.js';
 export type {

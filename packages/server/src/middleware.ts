@@ -27,7 +27,7 @@ import {
 import type { CreditLedger, DebitResult, ErrorClass, KeyRecord, KeyRegistry, UsageRecord } from '@chainnode/accounts';
 import type { ServerConfig } from './config.js';
 import type { Metrics, Outcome } from './metrics.js';
-import type { NetworkRuntime } from './network.js';
+import type { NetworkRuntime } from './router.js';
 
 /** Credits a call that failed because of the request costs (Infura: "other 4xx cost 5 credits"). */
 export const REQUEST_ERROR_CREDITS = 5;

@@ -3,7 +3,7 @@
 // the key from the path, reads bodies under a size limit, hands the text to the rpc service
 // with the credit/failover/metrics middleware, and writes the reply. URLs are never logged:
 // they carry API keys. Several networks: the request's Host picks the network's runtime (its rpc
-// service, store, metrics) through the NetworkRouter (network.ts) before anything else; keys,
+// service, store, metrics) through the NetworkRouter (router.ts) before anything else; keys,
 // credits and limits are shared by all networks.
 //
 // uWS rules followed here: `res.onAborted` before anything asynchronous; everything needed
@@ -25,7 +25,7 @@ import type { CutReason, IngestStatusView, LedgerView, MetricsCounts } from './m
 import { WsNotifier } from './notifier.js';
 import { networkNotAllowedMessage } from './middleware.js';
 import type { AccessRecord } from './middleware.js';
-import { IMPLICIT_NETWORK, NetworkRouter, NetworkRuntime } from './network.js';
+import { IMPLICIT_NETWORK, NetworkRouter, NetworkRuntime } from './router.js';
 
 export interface ServerOptions {
   /** One chain (the server answers every Host from it): `service` + `store`, or else `networks`. */

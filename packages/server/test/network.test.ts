@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { EmbeddedLedger, readUsage, readUsageByNetwork, utcDay } from '@chainnode/accounts';
 import type { Limits } from '@chainnode/accounts';
 import { Metrics } from '../src/metrics.js';
-import { NetworkRouter, NetworkRuntime, hostLabel } from '../src/network.js';
+import { NetworkRouter, NetworkRuntime, hostLabel } from '../src/router.js';
 import { parseConfig } from '../src/config.js';
 import { fakeService, fakeStore } from './helpers.js';
 
