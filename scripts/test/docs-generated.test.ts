@@ -1,8 +1,11 @@
 // The committed reference pages (docs/reference/) are exactly what `npm run docs` writes from the
-// code today: each page is regenerated in memory and compared with the committed file.
+// code today: each page is regenerated in memory and compared with the committed file; so are
+// the generated sections of the hand-written pages (doc-sections.ts).
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { docSections, offloadedMethods, packageDependencies, spliceSection } from '../src/doc-sections.js';
+import type { DocSection } from '../src/doc-sections.js';
 import { generatedNotice, referencePages } from '../src/reference.js';
 import { REPO_ROOT } from './fixture-files.js';
 
@@ -29,4 +32,29 @@ test.each(pages.map((p) => [p.file, p.text] as const))('docs/reference/%s is up 
     const why = committed === undefined ? 'is missing' : 'differs from what the code generates';
     throw new Error(`docs/reference/${file} ${why}: run \`npm run docs\` and commit the result`);
   }
+});
+
+const sections = docSections(REPO_ROOT);
+
+test.each(sections.map((s) => [s.file, s.name, s] as const))(
+  'docs/%s: the %s section is what the code says',
+  (file, name, section) => {
+    const committed = readFileSync(join(REPO_ROOT, 'docs', file), 'utf8');
+    if (spliceSection(committed, section) !== committed)
+      throw new Error(
+        `docs/${file}: the ${name} section differs from the code: run \`npm run docs\` and commit the result`,
+      );
+  },
+);
+
+test('the sections name real things: every workspace package, only offloadable methods', () => {
+  const deps = packageDependencies(REPO_ROOT);
+  expect(deps.map((d) => d.name)).toEqual(expect.arrayContaining(['core', 'store', 'rpc', 'server', 'runtime', 'cli']));
+  // Layers point one way: core depends on no workspace package, cli on no package above it.
+  expect(deps.find((d) => d.name === 'core')?.deps).toEqual([]);
+  expect(offloadedMethods()).toContain('eth_getLogs');
+  expect(offloadedMethods()).toContain('eth_call');
+  expect(offloadedMethods()).not.toContain('eth_blockNumber');
+  // A page without the markers is refused rather than silently left stale.
+  expect(() => spliceSection('no markers here', sections[0] as DocSection)).toThrow(/markers/);
 });
