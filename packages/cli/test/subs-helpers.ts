@@ -1,11 +1,13 @@
 // Helpers for the subscription tests: a real server in this process over a copy of a real
 // datadir, fed by a ChainEvents source the test drives, and raw WebSocket clients.
 import { createRequire } from 'node:module';
+import type { LookupFunction } from 'node:net';
 import type { ChainCommit, ChainCommitListener, ChainEvents, ChainStore, CommittedBlock } from '@chainnode/core';
 import { createRpcService, resolveConfig } from '@chainnode/rpc';
-import { parseConfig, rpcConfigOf, startServer } from '@chainnode/server';
+import type { RpcServiceApi } from '@chainnode/rpc';
+import { NetworkRuntime, parseConfig, rpcConfigOf, startServer } from '@chainnode/server';
 import { createKey, openLedger } from '@chainnode/accounts';
-import type { RunningServer } from '@chainnode/server';
+import type { RunningServer, ServerOptions } from '@chainnode/server';
 import { openChainStore } from '@chainnode/store';
 import { datadirCopy } from '@chainnode/testkit';
 
@@ -58,31 +60,58 @@ export interface SubsServer {
 
 /** A real server (real rpc service, real store of `chain`) with a test ChainEvents source. */
 export async function startSubsServer(config: Record<string, unknown> = {}): Promise<SubsServer> {
+  const events = new TestChainEvents();
+  const s = await startServerOver(config, (store, service) => ({ service, store, chainEvents: events }));
+  return { ...s, events, http: `http://127.0.0.1:${s.srv.port}/v3/${s.key}` };
+}
+
+export interface NetworksSubsServer extends Omit<SubsServer, 'events' | 'http' | 'ws'> {
+  /** Each network's ChainEvents source, by name. */
+  events: Map<string, TestChainEvents>;
+  /** The WebSocket address of `network` (its name as the Host's first label). */
+  ws: (network: string, key?: string) => string;
+}
+
+/**
+ * A real server with one network per name, routed by Host (docs/networks.md): each network its
+ * own rpc service, subscription hub and ChainEvents source, all over one copy of the fixture
+ * datadir (the chain they serve is not the subject).
+ */
+export async function startNetworksSubsServer(names: string[]): Promise<NetworksSubsServer> {
+  const events = new Map(names.map((name) => [name, new TestChainEvents()]));
+  const s = await startServerOver({}, (store, service) => ({
+    networks: names.map(
+      (name) => new NetworkRuntime({ name, store, service, chainEvents: events.get(name) as TestChainEvents }),
+    ),
+  }));
+  return { ...s, events, ws: (network, k = s.key) => `ws://${network}.localhost:${s.srv.port}/ws/v3/${k}` };
+}
+
+/** startServer over a copy of the fixture datadir, its ledger and a key of the custom plan. */
+async function startServerOver(
+  config: Record<string, unknown>,
+  chains: (store: ChainStore, service: RpcServiceApi) => Partial<ServerOptions>,
+): Promise<Omit<SubsServer, 'events' | 'http'>> {
   const { dir, cleanup } = await datadirCopy('fixtures');
   const store = await openChainStore(dir);
-  const events = new TestChainEvents();
   const cfg = parseConfig({ logWorkers: 0, ...config });
   const service = createRpcService(store, resolveConfig(rpcConfigOf(cfg)));
   const accounts = await openLedger({ datadir: dir });
   const srv = await startServer({
-    service,
-    store,
+    ...chains(store, service),
     ledger: { keys: accounts.keys, credits: accounts.ledger() },
     usage: accounts.usageRecord(),
     config: cfg,
     host: '127.0.0.1',
     port: 0,
-    chainEvents: events,
   });
   const key = (await createKey(dir, { plan: 'custom' })).key;
   await srv.keys.reload();
   return {
     srv,
     store,
-    events,
     datadir: dir,
     key,
-    http: `http://127.0.0.1:${srv.port}/v3/${key}`,
     ws: (k = key) => `ws://127.0.0.1:${srv.port}/ws/v3/${k}`,
     newKey: async (dailyCredits) => {
       const created = await createKey(dir, { plan: 'core', ...(dailyCredits !== undefined ? { dailyCredits } : {}) });
@@ -109,7 +138,13 @@ interface RawWs {
   terminate(): void;
   readyState: number;
 }
-const WsCtor = createRequire(import.meta.url)('ws') as new (url: string) => RawWs;
+const WsCtor = createRequire(import.meta.url)('ws') as new (url: string, opts: { lookup: LookupFunction }) => RawWs;
+
+/** Every name resolves to the loopback: `<network>.localhost` reaches the test's server with that Host. */
+const loopback = ((_host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void) => {
+  if (opts?.all) cb(null, [{ address: '127.0.0.1', family: 4 }]);
+  else cb(null, '127.0.0.1', 4);
+}) as unknown as LookupFunction;
 
 export interface JsonMessage {
   jsonrpc: string;
@@ -145,7 +180,7 @@ export class WsClient {
 
   static open(url: string): Promise<WsClient> {
     return new Promise((resolve, reject) => {
-      const ws = new WsCtor(url);
+      const ws = new WsCtor(url, { lookup: loopback });
       ws.on('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
       ws.on('error', reject);
       ws.on('open', () => resolve(new WsClient(ws)));

@@ -19,6 +19,7 @@ import type { CallInfo, CallMiddleware } from '@chainnode/rpc';
 import { TOO_MANY_OFFLOADED } from '@chainnode/rpc';
 import {
   LedgerUnavailableError,
+  REQUEST_METHOD,
   allowlistRefusal,
   chargeHash,
   effectiveLimits,
@@ -225,7 +226,7 @@ export class Gate {
       if (d.ok) {
         await this.o.ledger.settle(d.debit, cost);
         (ctx.network?.metrics ?? this.o.metrics).charged('request_error', cost);
-        this.o.usage?.record({ key: key.id, method: '(request)', credits: cost, error: 'rpc' });
+        this.o.usage?.record({ key: key.id, method: REQUEST_METHOD, credits: cost, error: 'rpc' });
       }
     } catch {
       // not charged

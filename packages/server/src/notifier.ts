@@ -43,6 +43,8 @@ export interface NotifierDeps {
   log: (line: string) => void;
   /** The per-key usage record (dashboard): each paid batch is recorded as `eth_subscription`. */
   usage?: UsageRecord;
+  /** The network of the socket (labels its charges); undefined on a server without networks. */
+  network?: string;
 }
 
 /** Close code for a subscriber cut off by policy (too slow, out of credits, key revoked). */
@@ -94,17 +96,17 @@ export class WsNotifier implements NotificationSink {
     batch: readonly Notification[],
     limits: Limits,
   ): Promise<{ debits: Debit[]; paid: number; credits: number; refused?: Extract<DebitResult, { ok: false }> }> {
-    const { ledger } = this.deps;
+    const { ledger, network } = this.deps;
     const total = batch.reduce((sum, n) => sum + n.credits, 0);
     if (total === 0) return { debits: [], paid: batch.length, credits: 0 };
-    const all = await ledger.debit(hash, total, limits);
+    const all = await ledger.debit(hash, total, limits, network);
     if (all.ok) return { debits: [all.debit], paid: batch.length, credits: total };
     const debits: Debit[] = [];
     let credits = 0;
     for (let i = 0; i < batch.length; i++) {
       const n = batch[i] as Notification;
       if (n.credits === 0) continue;
-      const d = await ledger.debit(hash, n.credits, limits);
+      const d = await ledger.debit(hash, n.credits, limits, network);
       if (!d.ok) return { debits, paid: i, credits, refused: d };
       debits.push(d.debit);
       credits += n.credits;

@@ -600,7 +600,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
             dailyLimitReached: () => closeKeySockets(data.keyHash),
           },
           data.keyHash,
-          { config, keys, ledger, metrics: data.net.metrics, log, usage },
+          {
+            config,
+            keys,
+            ledger,
+            metrics: data.net.metrics,
+            log,
+            usage,
+            ...(data.net.implicit ? {} : { network: data.net.name }),
+          },
         );
         data.subs = hubOf(data.net).connect(data.keyHash, notifier);
         data.rpc = service.connect(data.subs);
