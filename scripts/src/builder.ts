@@ -18,6 +18,7 @@ import { type Address, bytesToHex, createAccount, createContractAddress, KECCAK2
 import { createVM, runBlock } from '@ethereumjs/vm';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 
+import { preMergeGenesis } from '@chainnode/testkit';
 import { labelAddress, makeSenders, type Sender } from './accounts.js';
 import { compileContracts, creationCode, encodeCall } from './contracts.js';
 import { Prng } from './prng.js';
@@ -103,34 +104,15 @@ interface PlannedTx {
 }
 
 export function genesisConfig(alloc: GethGenesis['alloc']): GethGenesis {
-  return {
-    config: {
-      chainId: CHAIN_ID,
-      homesteadBlock: 0,
-      eip150Block: 0,
-      eip155Block: 0,
-      eip158Block: 0,
-      byzantiumBlock: 0,
-      constantinopleBlock: 0,
-      petersburgBlock: 0,
-      istanbulBlock: 0,
-      muirGlacierBlock: 0,
-      berlinBlock: 0,
-      londonBlock: LONDON_BLOCK,
-      ethash: {},
-    },
-    nonce: '0x0000000000000042',
-    timestamp: `0x${GENESIS_TIMESTAMP.toString(16)}`,
+  return preMergeGenesis({
+    chainId: CHAIN_ID,
+    londonBlock: LONDON_BLOCK,
+    timestamp: GENESIS_TIMESTAMP,
     extraData: bytesToHex(GENESIS_EXTRA_DATA),
-    gasLimit: `0x${GENESIS_GAS_LIMIT.toString(16)}`,
-    difficulty: `0x${GENESIS_DIFFICULTY.toString(16)}`,
-    mixHash: `0x${'00'.repeat(32)}`,
-    coinbase: `0x${'00'.repeat(20)}`,
+    gasLimit: GENESIS_GAS_LIMIT,
+    difficulty: GENESIS_DIFFICULTY,
     alloc,
-    number: '0x0',
-    gasUsed: '0x0',
-    parentHash: `0x${'00'.repeat(32)}`,
-  };
+  }) as GethGenesis;
 }
 
 export async function buildFixtureChain(progress: Progress = () => {}): Promise<FixtureOutput> {

@@ -2,7 +2,7 @@
 // runs before London and contains no PUSH0). Compilation is deterministic for fixed sources and
 // settings, and the metadata hash is switched off so the bytecode does not depend on anything
 // but the source text below.
-import solc from 'solc';
+import { compiledContract, compileSolidity } from '@chainnode/testkit';
 import { Interface } from 'ethers';
 
 export const SOLIDITY_SOURCE = `// SPDX-License-Identifier: MIT
@@ -171,41 +171,24 @@ export interface CompiledContracts {
   readonly solcVersion: string;
 }
 
-interface SolcOutput {
-  errors?: { severity: string; formattedMessage: string }[];
-  contracts: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string } } }>>;
-}
-
 export function compileContracts(): CompiledContracts {
-  const input = {
-    language: 'Solidity',
-    sources: { 'Fixtures.sol': { content: SOLIDITY_SOURCE } },
-    settings: {
-      evmVersion: 'berlin',
-      optimizer: { enabled: true, runs: 200 },
-      metadata: { bytecodeHash: 'none', appendCBOR: false },
-      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } },
-    },
-  };
-  const output = JSON.parse(solc.compile(JSON.stringify(input))) as SolcOutput;
-  const errors = (output.errors ?? []).filter((e) => e.severity === 'error');
-  if (errors.length > 0) {
-    throw new Error(`solc failed:\n${errors.map((e) => e.formattedMessage).join('\n')}`);
-  }
-  const file = output.contracts['Fixtures.sol'];
+  const out = compileSolidity({
+    file: 'Fixtures.sol',
+    source: SOLIDITY_SOURCE,
+    evmVersion: 'berlin',
+    reproducible: true,
+    output: 'bytecode',
+  });
   const get = (name: string): CompiledContract => {
-    const c = file?.[name];
-    if (c === undefined) throw new Error(`solc output has no contract ${name}`);
-    const hex = c.evm.bytecode.object;
-    if (hex.length === 0) throw new Error(`solc produced empty bytecode for ${name}`);
-    return { name, bytecode: Uint8Array.from(Buffer.from(hex, 'hex')), iface: new Interface(c.abi as never) };
+    const c = compiledContract(out, name);
+    return { name, bytecode: Uint8Array.from(Buffer.from(c.code, 'hex')), iface: new Interface(c.abi as never) };
   };
   return {
     token: get('FixtureToken'),
     emitter: get('EventEmitter'),
     registry: get('Registry'),
     beacon: get('Beacon'),
-    solcVersion: solc.version(),
+    solcVersion: out.solcVersion,
   };
 }
 

@@ -8,7 +8,7 @@
 //           accumulators, slot 6 last timestamp
 //   Nft:    slot 0 ownerOf, slot 1 balanceOf, slot 2 nextId
 //   Router: no storage
-import solc from 'solc';
+import { compiledContract, compileSolidity } from '@chainnode/testkit';
 import { Interface } from 'ethers';
 
 export const SOURCE = `// SPDX-License-Identifier: MIT
@@ -174,41 +174,27 @@ export interface MainnetContracts {
   readonly solcVersion: string;
 }
 
-interface SolcOutput {
-  errors?: { severity: string; formattedMessage: string }[];
-  contracts: Record<string, Record<string, { abi: unknown[]; evm: { deployedBytecode: { object: string } } }>>;
-}
-
 let compiled: MainnetContracts | undefined;
 
 export function compileMainnetContracts(): MainnetContracts {
   if (compiled !== undefined) return compiled;
-  const input = {
-    language: 'Solidity',
-    sources: { 'MainnetShape.sol': { content: SOURCE } },
-    settings: {
-      evmVersion: 'london',
-      optimizer: { enabled: true, runs: 200 },
-      metadata: { bytecodeHash: 'none', appendCBOR: false },
-      outputSelection: { '*': { '*': ['abi', 'evm.deployedBytecode.object'] } },
-    },
-  };
-  const output = JSON.parse(solc.compile(JSON.stringify(input))) as SolcOutput;
-  const errors = (output.errors ?? []).filter((e) => e.severity === 'error');
-  if (errors.length > 0) throw new Error(`solc failed:\n${errors.map((e) => e.formattedMessage).join('\n')}`);
-  const file = output.contracts['MainnetShape.sol'];
+  const out = compileSolidity({
+    file: 'MainnetShape.sol',
+    source: SOURCE,
+    evmVersion: 'london',
+    reproducible: true,
+    output: 'deployedBytecode',
+  });
   const get = (name: string): Compiled => {
-    const c = file?.[name];
-    const hex = c?.evm.deployedBytecode.object ?? '';
-    if (c === undefined || hex.length === 0) throw new Error(`solc output has no runtime code for ${name}`);
-    return { runtime: Uint8Array.from(Buffer.from(hex, 'hex')), iface: new Interface(c.abi as never) };
+    const c = compiledContract(out, name);
+    return { runtime: Uint8Array.from(Buffer.from(c.code, 'hex')), iface: new Interface(c.abi as never) };
   };
   compiled = {
     token: get('Token'),
     pair: get('Pair'),
     router: get('Router'),
     nft: get('Nft'),
-    solcVersion: solc.version(),
+    solcVersion: out.solcVersion,
   };
   return compiled;
 }

@@ -21,7 +21,7 @@ import { createVM, runBlock } from '@ethereumjs/vm';
 import { keccak256 } from '@chainnode/core';
 import secp256k1 from 'secp256k1';
 import type { BatchDBOp, DB } from '@ethereumjs/util';
-import { Sfc32 } from '@chainnode/testkit';
+import { preMergeGenesis, Sfc32 } from '@chainnode/testkit';
 import { ImportPipeline } from '@chainnode/ingest';
 import { StoreWriter } from '@chainnode/store';
 import type { BlockInput } from '@chainnode/store';
@@ -415,35 +415,16 @@ export async function generateMainnetShape(o: GenerateOptions): Promise<Generate
   for (const p of pools) code(p.address, c.pair.runtime);
   for (const n of nfts) code(n, c.nft.runtime);
 
-  const genesis: GethGenesis = {
-    config: {
-      chainId: CHAIN_ID,
-      homesteadBlock: 0,
-      eip150Block: 0,
-      eip155Block: 0,
-      eip158Block: 0,
-      byzantiumBlock: 0,
-      constantinopleBlock: 0,
-      petersburgBlock: 0,
-      istanbulBlock: 0,
-      muirGlacierBlock: 0,
-      berlinBlock: 0,
-      londonBlock: 0,
-      ethash: {},
-    },
-    nonce: '0x0000000000000042',
-    timestamp: `0x${GENESIS_TIMESTAMP.toString(16)}`,
+  const genesis = preMergeGenesis({
+    chainId: CHAIN_ID,
+    londonBlock: 0,
+    timestamp: GENESIS_TIMESTAMP,
     extraData: bytesToHex(new TextEncoder().encode('chainnode mainnet shape')),
-    gasLimit: `0x${GAS_LIMIT.toString(16)}`,
-    difficulty: '0x400000',
-    mixHash: `0x${'00'.repeat(32)}`,
-    coinbase: `0x${'00'.repeat(20)}`,
+    gasLimit: GAS_LIMIT,
+    difficulty: 0x400000n,
     alloc,
-    number: '0x0',
-    gasUsed: '0x0',
-    parentHash: `0x${'00'.repeat(32)}`,
-    baseFeePerGas: `0x${GWEI.toString(16)}`,
-  } as GethGenesis;
+    baseFeePerGas: GWEI,
+  }) as GethGenesis;
 
   // Without a datadir: the state in memory (one state). With one: the import's setup (pipeline.ts,
   // genesis.ts): the trie over the store writer's node overlay, a 200,000-node cache, senders

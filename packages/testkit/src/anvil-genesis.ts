@@ -1,6 +1,8 @@
-// The geth genesis.json that anvil is started from wherever a test or bench uses it as an
-// upstream: every fork through Cancun active at genesis, and an alloc that anvil then holds
-// exactly (with flags that keep it from funding accounts of its own: ../shared/research/follow.md).
+// The geth genesis.json files of the test and bench chains. The Cancun one is what anvil is started
+// from wherever a test or bench uses it as an upstream: every fork through Cancun active at genesis,
+// and an alloc that anvil then holds exactly (with flags that keep it from funding accounts of its
+// own: ../shared/research/follow.md). The pre-merge one (ethash, London at a chosen block) is the
+// genesis of the chains this repository executes itself: the fixture chain and the mainnet-shaped one.
 
 /** anvil's four default dev accounts (the first four of its default mnemonic), lowercase. */
 export const ANVIL_DEV_ACCOUNTS = [
@@ -50,5 +52,50 @@ export function cancunGenesis(o: {
     coinbase: `0x${'00'.repeat(20)}`,
     baseFeePerGas: '0x3b9aca00',
     alloc: Object.fromEntries(o.accounts.map((a) => [a.slice(2).toLowerCase(), { balance: o.balance }])),
+  };
+}
+
+/**
+ * A pre-merge (ethash) genesis.json: every fork through Berlin at block 0, London at `londonBlock`.
+ * Quantities are hex; `baseFeePerGas` is written only when given (London at genesis).
+ */
+export function preMergeGenesis(o: {
+  chainId: number;
+  londonBlock: number;
+  timestamp: number;
+  extraData: string;
+  gasLimit: bigint;
+  difficulty: bigint;
+  alloc: Record<string, unknown>;
+  baseFeePerGas?: bigint;
+}) {
+  return {
+    config: {
+      chainId: o.chainId,
+      homesteadBlock: 0,
+      eip150Block: 0,
+      eip155Block: 0,
+      eip158Block: 0,
+      byzantiumBlock: 0,
+      constantinopleBlock: 0,
+      petersburgBlock: 0,
+      istanbulBlock: 0,
+      muirGlacierBlock: 0,
+      berlinBlock: 0,
+      londonBlock: o.londonBlock,
+      ethash: {},
+    },
+    nonce: '0x0000000000000042',
+    timestamp: `0x${o.timestamp.toString(16)}`,
+    extraData: o.extraData,
+    gasLimit: `0x${o.gasLimit.toString(16)}`,
+    difficulty: `0x${o.difficulty.toString(16)}`,
+    mixHash: `0x${'00'.repeat(32)}`,
+    coinbase: `0x${'00'.repeat(20)}`,
+    alloc: o.alloc,
+    number: '0x0',
+    gasUsed: '0x0',
+    parentHash: `0x${'00'.repeat(32)}`,
+    ...(o.baseFeePerGas !== undefined ? { baseFeePerGas: `0x${o.baseFeePerGas.toString(16)}` } : {}),
   };
 }

@@ -1,6 +1,6 @@
 // The small ERC-20-like token the read-API bench and the client-library tests deploy on anvil,
 // compiled with the pinned solc for Cancun. Storage: slot 0 balanceOf, slot 1 totalSupply.
-import solc from 'solc';
+import { compiledContract, compileSolidity } from './solc.js';
 
 export const TOKEN_SOURCE = `// SPDX-License-Identifier: MIT
 pragma solidity 0.8.30;
@@ -30,18 +30,7 @@ contract Token {
 
 /** TOKEN_SOURCE compiled: its ABI (JSON) and creation bytecode. Throws on a compiler error. */
 export function compileToken(): { abi: unknown[]; bytecode: `0x${string}` } {
-  const input = {
-    language: 'Solidity',
-    sources: { 'Token.sol': { content: TOKEN_SOURCE } },
-    settings: { evmVersion: 'cancun', outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } } },
-  };
-  const out = JSON.parse(solc.compile(JSON.stringify(input))) as {
-    errors?: { severity: string; formattedMessage: string }[];
-    contracts: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string } } }>>;
-  };
-  const errors = (out.errors ?? []).filter((e) => e.severity === 'error');
-  if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join('\n'));
-  const c = out.contracts['Token.sol']?.Token;
-  if (c === undefined) throw new Error('no Token in the solc output');
-  return { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` };
+  const out = compileSolidity({ file: 'Token.sol', source: TOKEN_SOURCE, evmVersion: 'cancun', output: 'bytecode' });
+  const c = compiledContract(out, 'Token');
+  return { abi: c.abi, bytecode: `0x${c.code}` };
 }
