@@ -7,7 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import { RLP } from '@ethereumjs/rlp';
 import { createMPT } from '@ethereumjs/mpt';
-import { createCommonFromGethGenesis, Hardfork } from '@ethereumjs/common';
+import { type Common, createCommonFromGethGenesis, Hardfork } from '@ethereumjs/common';
 import { createTxFromBlockBodyData } from '@ethereumjs/tx';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 
@@ -179,33 +179,55 @@ export interface DecodeReport {
   totalDifficulty: string;
 }
 
+/** What the decoder has seen so far, and the rules it checks against. */
+interface Decoding {
+  london: bigint;
+  chainId: bigint;
+  common: Common;
+  canonical: Map<bigint, Header>;
+  canonicalHashes: Set<string>;
+  seenUncles: Set<string>;
+  txTypes: DecodeReport['txTypes'];
+  txs: number;
+  creations: number;
+  plainTransfers: number;
+  uncles: number;
+  emptyBlocks: number;
+  unclesPerBlock: Record<string, number>;
+  uncleDepths: Record<string, number>;
+  senders: Set<string>;
+  preLondonBlocks: number;
+  londonBlocks: number;
+}
+
 export async function decodeChain(dir?: string): Promise<DecodeReport> {
   const genesis = readGenesis(dir);
-  const london = BigInt(genesis.config.londonBlock);
-  const chainId = BigInt(genesis.config.chainId);
   const blocks = splitRlpItems(readChain(dir));
   const common = createCommonFromGethGenesis(genesis as never, { chain: 'fixture-decoder' });
   common.setHardfork(Hardfork.London);
 
   const genesisHdr = await genesisHeader(genesis);
-  const canonical = new Map<bigint, Header>([[0n, genesisHdr]]);
-  const canonicalHashes = new Set<string>([genesisHdr.hash]);
-  const seenUncles = new Set<string>();
+  const d: Decoding = {
+    london: BigInt(genesis.config.londonBlock),
+    chainId: BigInt(genesis.config.chainId),
+    common,
+    canonical: new Map<bigint, Header>([[0n, genesisHdr]]),
+    canonicalHashes: new Set<string>([genesisHdr.hash]),
+    seenUncles: new Set<string>(),
+    txTypes: { legacyUnprotected: 0, legacyEip155: 0, eip2930: 0, eip1559: 0 },
+    txs: 0,
+    creations: 0,
+    plainTransfers: 0,
+    uncles: 0,
+    emptyBlocks: 0,
+    unclesPerBlock: {},
+    uncleDepths: {},
+    senders: new Set<string>(),
+    preLondonBlocks: 0,
+    londonBlocks: 0,
+  };
   let parent = genesisHdr;
   let td = genesisHdr.difficulty;
-
-  const txTypes = { legacyUnprotected: 0, legacyEip155: 0, eip2930: 0, eip1559: 0 };
-  let txs = 0;
-  let creations = 0;
-  let plainTransfers = 0;
-  let uncles = 0;
-  let emptyBlocks = 0;
-  const unclesPerBlock: Record<string, number> = {};
-  const uncleDepths: Record<string, number> = {};
-  const senders = new Set<string>();
-  let preLondonBlocks = 0;
-  let londonBlocks = 0;
-
   for (const [i, encoded] of blocks.entries()) {
     const where = `block #${i + 1} (file item ${i})`;
     const decoded = RLP.decode(encoded) as Nested;
@@ -213,102 +235,15 @@ export async function decodeChain(dir?: string): Promise<DecodeReport> {
     const [headerItem, txItems, uncleItems, ...rest] = asList(decoded, where);
     check(rest.length === 0, `${where}: ${3 + rest.length} items, expected [header, txs, uncles]`);
     const h = parseHeader(headerItem!, `${where} header`);
-
-    // numbering, parent links, timestamps, difficulty, gas limit
-    check(h.number === BigInt(i + 1), `${where}: header number ${h.number}`);
-    check(
-      h.parentHash === parent.hash,
-      `${where}: parentHash ${h.parentHash} is not the hash of the previous block ${parent.hash}`,
-    );
-    check(h.timestamp > parent.timestamp, `${where}: timestamp does not increase`);
-    check(
-      h.difficulty === expectedDifficulty(h, parent),
-      `${where}: difficulty ${h.difficulty}, expected ${expectedDifficulty(h, parent)}`,
-    );
-    checkGasLimit(h, parent, london);
-    check(h.difficulty > 0n, `${where}: zero difficulty`);
+    checkHeader(d, h, parent, i, where);
     const newTd = td + h.difficulty;
     check(newTd > td, `${where}: total difficulty does not grow`);
     td = newTd;
-
-    // London boundary
-    if (h.number < london) {
-      check(h.baseFee === undefined, `${where}: base fee before London`);
-      preLondonBlocks++;
-    } else {
-      const expected = h.number === london ? 1_000_000_000n : nextBaseFee(parent);
-      check(h.baseFee === expected, `${where}: base fee ${h.baseFee}, expected ${expected}`);
-      londonBlocks++;
-    }
-
-    // uncles
-    const uncleList = asList(uncleItems, `${where} uncles`);
-    check(
-      hex(h.uncleHash) === hex(keccak256(RLP.encode(uncleList))),
-      `${where}: uncles hash does not match the uncles`,
-    );
-    unclesPerBlock[uncleList.length] = (unclesPerBlock[uncleList.length] ?? 0) + 1;
-    for (const [j, u] of uncleList.entries()) {
-      const uw = `${where} uncle ${j}`;
-      const uh = parseHeader(u, uw);
-      const depth = Number(h.number - uh.number);
-      check(depth >= 1 && depth <= 6, `${uw}: depth ${depth} outside 1..6`);
-      uncleDepths[depth] = (uncleDepths[depth] ?? 0) + 1;
-      const uncleParent = canonical.get(uh.number - 1n);
-      check(
-        uncleParent !== undefined && uh.parentHash === uncleParent.hash,
-        `${uw}: parent is not a canonical ancestor`,
-      );
-      check(!canonicalHashes.has(uh.hash), `${uw}: is itself canonical`);
-      check(!seenUncles.has(uh.hash), `${uw}: included twice`);
-      seenUncles.add(uh.hash);
-      check(uh.difficulty === expectedDifficulty(uh, uncleParent!), `${uw}: difficulty not valid for its parent`);
-      check(uh.timestamp > uncleParent!.timestamp, `${uw}: timestamp not after its parent`);
-      checkGasLimit(uh, uncleParent!, london);
-      check((uh.baseFee === undefined) === uh.number < london, `${uw}: base fee presence wrong for its height`);
-      uncles++;
-    }
-
-    // transactions: types, senders, transactions root
-    const txList = asList(txItems, `${where} txs`);
-    if (txList.length === 0) emptyBlocks++;
-    const trie = await createMPT();
-    for (const [j, item] of txList.entries()) {
-      const tw = `${where} tx ${j}`;
-      let value: Bytes;
-      if (item instanceof Uint8Array) {
-        value = item;
-        const type = item[0];
-        if (type === 1) txTypes.eip2930++;
-        else if (type === 2) {
-          check(h.number >= london, `${tw}: EIP-1559 transaction before London`);
-          txTypes.eip1559++;
-        } else throw new Error(`${tw}: unexpected type ${type}`);
-      } else {
-        value = RLP.encode(item);
-        const fields = asList(item, 'legacy tx');
-        check(fields.length === 9, `${tw}: legacy tx with ${fields.length} fields`);
-        const v = toBig(asBytes(fields[6], 'v'));
-        if (v === 27n || v === 28n) txTypes.legacyUnprotected++;
-        else {
-          check(
-            v === chainId * 2n + 35n || v === chainId * 2n + 36n,
-            `${tw}: v ${v} is neither 27/28 nor EIP-155 for chain ${chainId}`,
-          );
-          txTypes.legacyEip155++;
-        }
-      }
-      await trie.put(RLP.encode(unpadded(BigInt(j))), value);
-      const tx = createTxFromBlockBodyData(item as never, { common });
-      senders.add(tx.getSenderAddress().toString());
-      if (tx.to === undefined) creations++;
-      else if (tx.data.length === 0) plainTransfers++;
-      txs++;
-    }
-    check(hex(trie.root()) === hex(h.txRoot), `${where}: transactions root does not match the transactions`);
-
-    canonical.set(h.number, h);
-    canonicalHashes.add(h.hash);
+    checkBaseFee(d, h, parent, where);
+    checkUncles(d, h, uncleItems, where);
+    await checkTransactions(d, h, txItems, where);
+    d.canonical.set(h.number, h);
+    d.canonicalHashes.add(h.hash);
     parent = h;
   }
 
@@ -319,22 +254,115 @@ export async function decodeChain(dir?: string): Promise<DecodeReport> {
     berlinBlock: genesis.config['berlinBlock'],
     ethash: genesis.config['ethash'],
     blocks: blocks.length,
-    txs,
-    txTypes,
-    creations,
-    plainTransfers,
-    uncles,
-    blocksByUncleCount: unclesPerBlock,
-    uncleDepths,
-    emptyBlocks,
-    preLondonBlocks,
-    londonBlocks,
-    senders: [...senders],
-    unfundedSenders: [...senders].filter((s) => !funded.has(s)),
+    txs: d.txs,
+    txTypes: d.txTypes,
+    creations: d.creations,
+    plainTransfers: d.plainTransfers,
+    uncles: d.uncles,
+    blocksByUncleCount: d.unclesPerBlock,
+    uncleDepths: d.uncleDepths,
+    emptyBlocks: d.emptyBlocks,
+    preLondonBlocks: d.preLondonBlocks,
+    londonBlocks: d.londonBlocks,
+    senders: [...d.senders],
+    unfundedSenders: [...d.senders].filter((s) => !funded.has(s)),
     genesisHash: genesisHdr.hash,
     headHash: parent.hash,
     totalDifficulty: td.toString(),
   };
+}
+
+/** Numbering, parent links, timestamps, difficulty, gas limit. */
+function checkHeader(d: Decoding, h: Header, parent: Header, i: number, where: string): void {
+  check(h.number === BigInt(i + 1), `${where}: header number ${h.number}`);
+  check(
+    h.parentHash === parent.hash,
+    `${where}: parentHash ${h.parentHash} is not the hash of the previous block ${parent.hash}`,
+  );
+  check(h.timestamp > parent.timestamp, `${where}: timestamp does not increase`);
+  check(
+    h.difficulty === expectedDifficulty(h, parent),
+    `${where}: difficulty ${h.difficulty}, expected ${expectedDifficulty(h, parent)}`,
+  );
+  checkGasLimit(h, parent, d.london);
+  check(h.difficulty > 0n, `${where}: zero difficulty`);
+}
+
+/** The London boundary: no base fee before it, EIP-1559's from it on. */
+function checkBaseFee(d: Decoding, h: Header, parent: Header, where: string): void {
+  if (h.number < d.london) {
+    check(h.baseFee === undefined, `${where}: base fee before London`);
+    d.preLondonBlocks++;
+  } else {
+    const expected = h.number === d.london ? 1_000_000_000n : nextBaseFee(parent);
+    check(h.baseFee === expected, `${where}: base fee ${h.baseFee}, expected ${expected}`);
+    d.londonBlocks++;
+  }
+}
+
+function checkUncles(d: Decoding, h: Header, uncleItems: Nested | undefined, where: string): void {
+  const uncleList = asList(uncleItems, `${where} uncles`);
+  check(hex(h.uncleHash) === hex(keccak256(RLP.encode(uncleList))), `${where}: uncles hash does not match the uncles`);
+  d.unclesPerBlock[uncleList.length] = (d.unclesPerBlock[uncleList.length] ?? 0) + 1;
+  for (const [j, u] of uncleList.entries()) {
+    const uw = `${where} uncle ${j}`;
+    const uh = parseHeader(u, uw);
+    const depth = Number(h.number - uh.number);
+    check(depth >= 1 && depth <= 6, `${uw}: depth ${depth} outside 1..6`);
+    d.uncleDepths[depth] = (d.uncleDepths[depth] ?? 0) + 1;
+    const uncleParent = d.canonical.get(uh.number - 1n);
+    check(uncleParent !== undefined && uh.parentHash === uncleParent.hash, `${uw}: parent is not a canonical ancestor`);
+    check(!d.canonicalHashes.has(uh.hash), `${uw}: is itself canonical`);
+    check(!d.seenUncles.has(uh.hash), `${uw}: included twice`);
+    d.seenUncles.add(uh.hash);
+    check(uh.difficulty === expectedDifficulty(uh, uncleParent!), `${uw}: difficulty not valid for its parent`);
+    check(uh.timestamp > uncleParent!.timestamp, `${uw}: timestamp not after its parent`);
+    checkGasLimit(uh, uncleParent!, d.london);
+    check((uh.baseFee === undefined) === uh.number < d.london, `${uw}: base fee presence wrong for its height`);
+    d.uncles++;
+  }
+}
+
+/** Transactions: types, senders, transactions root. */
+async function checkTransactions(d: Decoding, h: Header, txItems: Nested | undefined, where: string): Promise<void> {
+  const txList = asList(txItems, `${where} txs`);
+  if (txList.length === 0) d.emptyBlocks++;
+  const trie = await createMPT();
+  for (const [j, item] of txList.entries()) {
+    const value = countTxType(d, h, item, `${where} tx ${j}`);
+    await trie.put(RLP.encode(unpadded(BigInt(j))), value);
+    const tx = createTxFromBlockBodyData(item as never, { common: d.common });
+    d.senders.add(tx.getSenderAddress().toString());
+    if (tx.to === undefined) d.creations++;
+    else if (tx.data.length === 0) d.plainTransfers++;
+    d.txs++;
+  }
+  check(hex(trie.root()) === hex(h.txRoot), `${where}: transactions root does not match the transactions`);
+}
+
+/** Counts the transaction's type (checking its v or its fork) and returns its encoding. */
+function countTxType(d: Decoding, h: Header, item: Nested, tw: string): Bytes {
+  if (item instanceof Uint8Array) {
+    const type = item[0];
+    if (type === 1) d.txTypes.eip2930++;
+    else if (type === 2) {
+      check(h.number >= d.london, `${tw}: EIP-1559 transaction before London`);
+      d.txTypes.eip1559++;
+    } else throw new Error(`${tw}: unexpected type ${type}`);
+    return item;
+  }
+  const fields = asList(item, 'legacy tx');
+  check(fields.length === 9, `${tw}: legacy tx with ${fields.length} fields`);
+  const v = toBig(asBytes(fields[6], 'v'));
+  if (v === 27n || v === 28n) d.txTypes.legacyUnprotected++;
+  else {
+    check(
+      v === d.chainId * 2n + 35n || v === d.chainId * 2n + 36n,
+      `${tw}: v ${v} is neither 27/28 nor EIP-155 for chain ${d.chainId}`,
+    );
+    d.txTypes.legacyEip155++;
+  }
+  return RLP.encode(item);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
