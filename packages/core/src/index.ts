@@ -14,3 +14,4 @@ export * from './chain-family.js';
 export * from './receipt-encoding.js';
 export * from './keccak.js';
 export * from './lanes.js';
+export * from './upstream-client.js';

@@ -1,6 +1,6 @@
 // A counting semaphore with a FIFO queue: at most `count` holders at once, the others wait in
 // arrival order. The rpc envelope answers batches through it (RpcConfig.maxConcurrentBatches);
-// the proven-state and history upstream clients bound their requests in flight with it.
+// the upstream client bounds its calls in flight with it.
 
 export class Lanes {
   private busy = 0;

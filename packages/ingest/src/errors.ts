@@ -37,10 +37,5 @@ export class ReorgTooDeepError extends Error {
   }
 }
 
-/** The upstream node is unreachable or answers something that is not a valid reply. */
-export class UpstreamError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'UpstreamError';
-  }
-}
+/** The upstream node is unreachable or answers something that is not a valid reply (core's upstream client). */
+export { UpstreamError } from '@chainnode/core';

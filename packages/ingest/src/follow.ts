@@ -7,8 +7,8 @@
 import type { Block } from '@ethereumjs/block';
 import type { Common, GethGenesis } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
-import { chainFamilyOf } from '@chainnode/core';
-import type { ChainCommit } from '@chainnode/core';
+import { chainFamilyOf, createUpstreamClient } from '@chainnode/core';
+import type { ChainCommit, UpstreamClient } from '@chainnode/core';
 import {
   BlockVerificationError,
   ChainMismatchError,
@@ -19,8 +19,6 @@ import {
 import { readGenesisJson } from './genesis.js';
 import { ImportPipeline } from './pipeline.js';
 import type { AnchorBlock } from './pipeline.js';
-import { createRpcClient } from './rpc-client.js';
-import type { RpcClient } from './rpc-client.js';
 import { RpcBlockSource } from './rpc-source.js';
 import { chooseHistorySource, chooseReplicaSource } from './replicate/sources.js';
 import type { ReplicaSource, StateSourceKind } from './replicate/sources.js';
@@ -207,7 +205,7 @@ function differingFields(a: Uint8Array[], b: Uint8Array[]): string[] {
 }
 
 export class Follower {
-  private readonly client: RpcClient;
+  private readonly client: UpstreamClient;
   private source!: RpcBlockSource;
   private replica: ReplicaSource | undefined;
   /** History-only ingest (a joined datadir): blocks' data verified, no state. */
@@ -224,7 +222,7 @@ export class Follower {
   private lastFlush = Date.now();
 
   constructor(private readonly opts: FollowOptions) {
-    this.client = createRpcClient(opts.url, { timeoutMs: opts.timeoutMs ?? 10_000 });
+    this.client = createUpstreamClient(opts.url, { timeoutMs: opts.timeoutMs ?? 10_000 });
     this.status = initialFollowStatus(this.client.origin);
   }
 

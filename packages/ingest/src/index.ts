@@ -13,8 +13,6 @@ export { readRlpBlocks } from './rlp-stream.js';
 export type { RawBlock } from './rlp-stream.js';
 export { Follower, followUpstream, initialFollowStatus } from './follow.js';
 export type { FollowOptions, FollowStatus, FollowState, FollowSummary } from './follow.js';
-export { createRpcClient, redactUrl, UpstreamRpcError } from './rpc-client.js';
-export type { RpcClient, RpcClientOptions } from './rpc-client.js';
 export { RpcBlockSource } from './rpc-source.js';
 export type { UpstreamBlock, UpstreamTip } from './rpc-source.js';
 export { assertExecutable } from './follow.js';

@@ -10,7 +10,7 @@ import type { Block, BlockHeader } from '@ethereumjs/block';
 import type { Common } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes, hexToBytes } from '@ethereumjs/util';
 import { BlockVerificationError, UpstreamError } from './errors.js';
-import type { RpcClient } from './rpc-client.js';
+import type { UpstreamClient } from '@chainnode/core';
 
 /** An upstream block, verified to hash to the upstream's hash, as consensus RLP. */
 export interface UpstreamBlock {
@@ -53,11 +53,11 @@ function tipOf(json: unknown, origin: string): UpstreamTip {
 
 export class RpcBlockSource {
   constructor(
-    readonly client: RpcClient,
+    readonly client: UpstreamClient,
     private readonly common: Common,
   ) {}
 
-  static async chainIdOf(client: RpcClient): Promise<bigint> {
+  static async chainIdOf(client: UpstreamClient): Promise<bigint> {
     const v = await client.call('eth_chainId', []);
     if (typeof v !== 'string' || !QUANTITY.test(v))
       throw new UpstreamError(`${client.origin}: eth_chainId reply is not a quantity`);

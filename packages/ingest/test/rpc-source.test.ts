@@ -8,7 +8,8 @@ import { createBlockHeaderFromRPC } from '@ethereumjs/block';
 import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import { bytesToHex } from '@ethereumjs/util';
 import { cancunConfig } from '@chainnode/testkit';
-import { BlockVerificationError, RpcBlockSource, UpstreamError, createRpcClient } from '../src/index.js';
+import { createUpstreamClient } from '@chainnode/core';
+import { BlockVerificationError, RpcBlockSource, UpstreamError } from '../src/index.js';
 
 // A chain with every fork through Cancun at genesis.
 const common = createCommonFromGethGenesis(
@@ -79,7 +80,7 @@ describe('RpcBlockSource over HTTP', () => {
     await new Promise((r) => server.close(r));
   });
 
-  const source = (timeoutMs = 2000) => new RpcBlockSource(createRpcClient(url, { timeoutMs }), common);
+  const source = (timeoutMs = 2000) => new RpcBlockSource(createUpstreamClient(url, { timeoutMs }), common);
   const ok = (id: number, result: unknown) => JSON.stringify({ jsonrpc: '2.0', id, result });
 
   test('a consistent block is rebuilt and hashes to its stated hash', async () => {

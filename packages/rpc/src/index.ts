@@ -44,5 +44,3 @@ export type { JsonStateDiff, JsonStateDiffAccount } from './formatters/state-dif
 export type { TxForwarder } from './context.js';
 export { ProvenState, UnprovenStateError, withProvenState } from './proven/state.js';
 export type { ProvenStateOptions, ProvenStateStats } from './proven/state.js';
-export { StateUpstreamError, createStateUpstream } from './proven/upstream.js';
-export type { StateUpstream, StateUpstreamOptions } from './proven/upstream.js';

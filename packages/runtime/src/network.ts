@@ -11,10 +11,10 @@ import type { MessagePort } from 'node:worker_threads';
 import { FAULT_ENV, IMPLICIT_NETWORK, NetworkRuntime, applyFaultInjection, datadirDisk } from '@chainnode/server';
 import type { ServerConfig } from '@chainnode/server';
 import type { ProvenState, RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
-import { createRpcClient, UpstreamRpcError } from '@chainnode/ingest';
-import { OffloadPool, createRpcService, createStateUpstream, withProvenState } from '@chainnode/rpc';
+import { OffloadPool, createRpcService, withProvenState } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
-import type { ChainStore } from '@chainnode/core';
+import { UpstreamRpcError, createUpstreamClient } from '@chainnode/core';
+import type { ChainStore, UpstreamClient } from '@chainnode/core';
 import { RuntimeError } from './config.js';
 import type { FollowOptions } from './config.js';
 import type { LogWorkerData } from './log-worker.js';
@@ -135,13 +135,13 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   if (o.follow !== undefined && /^https?:\/\//i.test(o.follow.url)) {
     const first = raw;
     const w = withProvenState(store, {
-      upstream: createStateUpstream(o.follow.url),
+      upstream: stateUpstream(o.follow.url),
       onRejected: (origin, reason) =>
         followLog(`state upstream ${origin}: a proof did not verify and was refused: ${reason}`),
       ...(historyUrl !== undefined
         ? {
             history: {
-              upstream: createStateUpstream(historyUrl),
+              upstream: stateUpstream(historyUrl),
               firstBlock: () => first.info().firstBlock ?? 0n,
             },
           }
@@ -277,13 +277,26 @@ async function openFollowedStore(datadir: string, follow: FollowRuntime, what: s
 }
 
 /**
+ * The upstream state proofs (and code) are fetched from: http(s) only, 8 calls in flight, replies
+ * of at most 16 MiB (a proof of many slots with code is far smaller). Nothing it answers is
+ * trusted: proofs are verified against the node's own state roots (rpc's proven/state.ts).
+ */
+function stateUpstream(url: string): UpstreamClient {
+  return createUpstreamClient(url, {
+    concurrency: 8,
+    maxReplyBytes: 16 * 2 ** 20,
+    httpOnly: { name: 'state upstream' },
+  });
+}
+
+/**
  * Sends signed transactions to a followed upstream: one client, opened on the first transaction.
  * The upstream's refusals come back as {code, message} (the rpc method relays them, bounded).
  */
 function upstreamForwarder(url: string): TxForwarder {
-  let client: ReturnType<typeof createRpcClient> | undefined;
+  let client: UpstreamClient | undefined;
   return async (raw) => {
-    client ??= createRpcClient(url, { timeoutMs: 10_000, maxReplyBytes: 64 * 1024 });
+    client ??= createUpstreamClient(url, { timeoutMs: 10_000, maxReplyBytes: 64 * 1024 });
     try {
       return await client.call('eth_sendRawTransaction', [raw]);
     } catch (err) {

@@ -14,7 +14,15 @@
 // because of the request (invalid params, unknown block, result cap, ... and envelope errors:
 // parse error, invalid request, unknown method) costs 5 credits (never more than the method);
 // an answered call costs its method's credits. Each call of a batch is charged on its own.
-import { InternalError, RpcError, StoreUnavailableError } from '@chainnode/core';
+import {
+  InternalError,
+  RpcError,
+  StoreUnavailableError,
+  UpstreamError,
+  UpstreamRpcError,
+  createUpstreamClient,
+} from '@chainnode/core';
+import type { UpstreamClient } from '@chainnode/core';
 import type { CallInfo, CallMiddleware } from '@chainnode/rpc';
 import { TOO_MANY_OFFLOADED } from '@chainnode/rpc';
 import {
@@ -377,30 +385,19 @@ export class Gate {
   }
 }
 
+/** One client per partner URL (core's upstream client: bounded in time and size, its reply checked). */
+const partners = new Map<string, UpstreamClient>();
+
 /** Sends one call to the partner provider and returns its result (or rethrows its error). */
 export async function forward(url: string, call: CallInfo): Promise<unknown> {
-  let reply: unknown;
   try {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: call.method, params: call.params }),
-      signal: AbortSignal.timeout(10_000),
-    });
-    reply = await res.json();
-  } catch {
-    throw new InternalError('the local store is unavailable and the failover provider did not answer');
-  }
-  if (typeof reply !== 'object' || reply === null) {
+    let partner = partners.get(url);
+    if (partner === undefined) partners.set(url, (partner = createUpstreamClient(url, { timeoutMs: 10_000 })));
+    return await partner.call(call.method, call.params);
+  } catch (err) {
+    if (err instanceof UpstreamRpcError) throw new RpcError(err.code, `failover provider: ${err.remoteMessage}`);
+    if (err instanceof UpstreamError && (err.kind === 'unreachable' || err.kind === 'timeout'))
+      throw new InternalError('the local store is unavailable and the failover provider did not answer');
     throw new InternalError('the local store is unavailable and the failover provider answered garbage');
   }
-  const r = reply as { result?: unknown; error?: { code?: unknown; message?: unknown } };
-  if (r.error !== undefined) {
-    const code = typeof r.error.code === 'number' ? r.error.code : -32603;
-    const message = typeof r.error.message === 'string' ? r.error.message : 'failover provider error';
-    throw new RpcError(code, `failover provider: ${message}`);
-  }
-  if (!('result' in r))
-    throw new InternalError('the local store is unavailable and the failover provider answered garbage');
-  return r.result;
 }

@@ -25,6 +25,7 @@ import {
   LimitExceededError,
   ServerError,
   SingleFlight,
+  createUpstreamClient,
   decodeHeader,
   decodeTransaction,
   logsBloomOf,
@@ -41,6 +42,7 @@ import type {
   ReceiptRecord,
   TxWithLocation,
   UncleRecord,
+  UpstreamClient,
 } from '@chainnode/core';
 import { Lru, keccak256 } from '@chainnode/store';
 import { BlockVerificationError, UpstreamError } from '../errors.js';
@@ -54,8 +56,6 @@ import type { ReplicaReceipt } from '../replicate/envelopes.js';
 import { orderedTrieRoot } from '../replicate/ordered-trie.js';
 import { ChainnodeSource, chooseHistorySource } from '../replicate/sources.js';
 import type { ReplicaSource } from '../replicate/sources.js';
-import { createHistoryClient } from './upstream.js';
-import type { HistoryClient, HistoryClientOptions } from './upstream.js';
 
 /** What the history upstream answered that does not match this node's headers: never served. */
 export class HistoryNotVerifiedError extends ServerError {
@@ -78,8 +78,14 @@ export interface HistoryStats {
   failed: number;
 }
 
-export interface HistoryUpstreamOptions extends HistoryClientOptions {
+export interface HistoryUpstreamOptions {
   url: string;
+  /** Requests in flight at once; more wait in line (default 8). */
+  concurrency?: number;
+  /** Per request, queueing excluded (default 10 s). */
+  timeoutMs?: number;
+  /** Largest reply accepted (default 32 MiB: a block with its receipts, or a batch of headers). */
+  maxReplyBytes?: number;
   /**
    * How far below the first block the header walk goes (default 100,000 blocks: 3.2 MB of hashes,
    * about 250 requests of 400 headers; two weeks of mainnet).
@@ -105,7 +111,7 @@ export class HistoryUpstream {
   readonly stats: HistoryStats = { fetches: 0, headers: 0, blocks: 0, rejected: 0, failed: 0 };
   readonly store: ChainStore;
   readonly origin: string;
-  private readonly client: HistoryClient;
+  private readonly client: UpstreamClient;
   private readonly maxWalk: number;
   private readonly batchSize: number;
   /** hashes[i]: the verified hash of block first-1-i; tds[i] its total difficulty. */
@@ -128,7 +134,13 @@ export class HistoryUpstream {
     private readonly inner: ChainStore,
     private readonly opts: HistoryUpstreamOptions,
   ) {
-    this.client = createHistoryClient(opts.url, opts);
+    // It trusts nothing: every answer is verified against the node's own headers.
+    this.client = createUpstreamClient(opts.url, {
+      concurrency: opts.concurrency ?? 8,
+      timeoutMs: opts.timeoutMs ?? 10_000,
+      maxReplyBytes: opts.maxReplyBytes ?? 32 * 2 ** 20,
+      httpOnly: { name: '--history-upstream' },
+    });
     this.origin = this.client.origin;
     this.maxWalk = opts.maxWalk ?? 100_000;
     this.batchSize = Math.max(1, opts.batchSize ?? 400);

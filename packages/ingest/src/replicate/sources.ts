@@ -14,8 +14,8 @@ import { keccak256 } from '@chainnode/store';
 import { chainFamilyOf, decodeHeader } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import { BlockVerificationError, UpstreamError } from '../errors.js';
-import type { RpcClient } from '../rpc-client.js';
-import { UpstreamRpcError } from '../rpc-client.js';
+import { UpstreamRpcError } from '@chainnode/core';
+import type { UpstreamClient } from '@chainnode/core';
 import type { RpcBlockSource } from '../rpc-source.js';
 import {
   UnsupportedBlockLevelChange,
@@ -89,7 +89,7 @@ async function stateStep(n: bigint, fn: () => Promise<void>): Promise<void> {
 export class ChainnodeSource implements ReplicaSource {
   readonly kind = 'chainnode';
   constructor(
-    private readonly client: RpcClient,
+    private readonly client: UpstreamClient,
     private readonly timings?: ReplicationTimings | undefined,
     /** History only: the raw block and receipts, no state diff (its blocks' `changes` throw). */
     private readonly history = false,
@@ -251,7 +251,7 @@ function noStateChanges(n: bigint): (overlay: StateOverlay) => Promise<void> {
 export class TracerSource implements ReplicaSource {
   constructor(
     readonly kind: 'prestate' | 'parity',
-    private readonly client: RpcClient,
+    private readonly client: UpstreamClient,
     private readonly blocks: RpcBlockSource,
     private readonly common: Common,
     /** The genesis.json of an OP-stack chain followed on anvil (its block-level reads, block-level.ts). */
@@ -528,7 +528,7 @@ async function applyParityDiff(overlay: StateOverlay, t: Record<string, unknown>
  * state is asked for.
  */
 export async function chooseHistorySource(
-  client: RpcClient,
+  client: UpstreamClient,
   blocks: RpcBlockSource,
   common: Common,
   timings?: ReplicationTimings,
@@ -550,7 +550,7 @@ export async function chooseHistorySource(
  * prestateTracer, else Parity's stateDiff. `forced` skips the probe.
  */
 export async function chooseReplicaSource(
-  client: RpcClient,
+  client: UpstreamClient,
   blocks: RpcBlockSource,
   common: Common,
   genesis: Record<string, unknown>,

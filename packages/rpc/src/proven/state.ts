@@ -13,10 +13,15 @@
 import { verifyMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from '@chainnode/core';
-import { MissingTrieNodeError, ServerError, SingleFlight, bytesEqual, bytesToBigInt } from '@chainnode/core';
-import type { AccountRecord, Bytes, ChainStore, SyncStateReader } from '@chainnode/core';
-import { StateUpstreamError } from './upstream.js';
-import type { StateUpstream } from './upstream.js';
+import {
+  MissingTrieNodeError,
+  ServerError,
+  SingleFlight,
+  UpstreamError,
+  bytesEqual,
+  bytesToBigInt,
+} from '@chainnode/core';
+import type { AccountRecord, Bytes, ChainStore, SyncStateReader, UpstreamClient } from '@chainnode/core';
 
 const EMPTY_TRIE = hexBytes('0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421');
 const EMPTY_CODE = hexBytes('0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470');
@@ -53,14 +58,14 @@ export interface ProvenStateStats {
 }
 
 export interface ProvenStateOptions {
-  upstream: StateUpstream;
+  upstream: UpstreamClient;
   /** Called on each rejected proof (the metrics mark the upstream). */
   onRejected?: (origin: string, reason: string) => void;
   /**
    * State at blocks below the first block a joined datadir holds (their headers verified by the
    * store's history layer): proofs and code from this upstream instead (--history-upstream).
    */
-  history?: { upstream: StateUpstream; firstBlock: () => bigint };
+  history?: { upstream: UpstreamClient; firstBlock: () => bigint };
 }
 
 /** Which block a state root belongs to, so the upstream is asked about that block. */
@@ -246,25 +251,25 @@ export class ProvenState {
   }
 
   /** The upstream asked about a block: the history upstream below the first block, else the followed one. */
-  private upstreamFor(ref: BlockRef): StateUpstream {
+  private upstreamFor(ref: BlockRef): UpstreamClient {
     const h = this.opts.history;
     return h !== undefined && ref.number !== undefined && ref.number < h.firstBlock() ? h.upstream : this.opts.upstream;
   }
 
-  private async upstreamCall(upstream: StateUpstream, method: string, params: unknown[]): Promise<unknown> {
+  private async upstreamCall(upstream: UpstreamClient, method: string, params: unknown[]): Promise<unknown> {
     this.stats.fetches++;
     try {
       return await upstream.call(method, params);
     } catch (err) {
       this.stats.failed++;
-      if (err instanceof StateUpstreamError)
+      if (err instanceof UpstreamError)
         throw new ServerError(`missing trie node: state is fetched on demand and the upstream failed: ${err.message}`);
       throw err;
     }
   }
 
   /** Refuses what `upstream` answered: counted, reported, never stored or served. */
-  private rejecter(upstream: StateUpstream): (reason: string) => never {
+  private rejecter(upstream: UpstreamClient): (reason: string) => never {
     return (reason) => this.refuse(upstream.origin, reason);
   }
 

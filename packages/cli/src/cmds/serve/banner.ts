@@ -1,6 +1,6 @@
 // What `serve` prints on stdout once everything listens: where to send calls, health, metrics,
 // the dashboard, what is followed, and each network's URLs. Never a key.
-import { redactUrl } from '@chainnode/ingest';
+import { redactUrl } from '@chainnode/core';
 import { hostForUrl } from '@chainnode/runtime';
 import type { Listening, RuntimeConfig } from '@chainnode/runtime';
 
