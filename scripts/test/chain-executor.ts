@@ -27,6 +27,42 @@ export interface ExecuteReport {
   storage: Record<string, string>;
 }
 
+/** A report of no blocks yet. */
+export function emptyReport(): ExecuteReport {
+  return {
+    blocks: 0,
+    headStateRoot: '',
+    logs: 0,
+    logsByAddress: {},
+    logsByTopicCount: [0, 0, 0, 0, 0],
+    logsWithEmptyData: 0,
+    logsWithDataAtLeast200: 0,
+    reverted: 0,
+    revertedWithLogs: 0,
+    storage: {},
+  };
+}
+
+/** Adds one receipt (reverted or not, its logs as [address, topics, data]) to `report`. */
+export function countReceipt(
+  report: ExecuteReport,
+  reverted: boolean,
+  logs: readonly (readonly [Uint8Array, readonly Uint8Array[], Uint8Array])[],
+): void {
+  if (reverted) {
+    report.reverted++;
+    if (logs.length > 0) report.revertedWithLogs++;
+  }
+  for (const [address, topics, data] of logs) {
+    report.logs++;
+    const a = bytesToHex(address);
+    report.logsByAddress[a] = (report.logsByAddress[a] ?? 0) + 1;
+    report.logsByTopicCount[topics.length] = (report.logsByTopicCount[topics.length] ?? 0) + 1;
+    if (data.length === 0) report.logsWithEmptyData++;
+    if (data.length >= 200) report.logsWithDataAtLeast200++;
+  }
+}
+
 function hex(h: string): Uint8Array {
   return hexToBytes(h as `0x${string}`);
 }
@@ -59,18 +95,7 @@ export async function executeChain(dir?: string, storageQueries: readonly string
     { common, setHardfork: true },
   );
 
-  const report: ExecuteReport = {
-    blocks: 0,
-    headStateRoot: '',
-    logs: 0,
-    logsByAddress: {},
-    logsByTopicCount: [0, 0, 0, 0, 0],
-    logsWithEmptyData: 0,
-    logsWithDataAtLeast200: 0,
-    reverted: 0,
-    revertedWithLogs: 0,
-    storage: {},
-  };
+  const report = emptyReport();
   let parentHash = genesisHeader.hash();
   for (const [i, encoded] of splitRlpItems(readChain(dir)).entries()) {
     const block = createBlockFromRLP(encoded, { common, setHardfork: true });
@@ -81,20 +106,8 @@ export async function executeChain(dir?: string, storageQueries: readonly string
     // the VM here has no blockchain to look the parent up in.
     const result = await runBlock(vm, { block, skipHeaderValidation: true });
     if (!equalsBytes(result.stateRoot, block.header.stateRoot)) throw new Error(`${where}: state root mismatch`);
-    for (const receipt of result.receipts) {
-      if ('status' in receipt && receipt.status === 0) {
-        report.reverted++;
-        if (receipt.logs.length > 0) report.revertedWithLogs++;
-      }
-      for (const [address, topics, data] of receipt.logs) {
-        report.logs++;
-        const a = bytesToHex(address);
-        report.logsByAddress[a] = (report.logsByAddress[a] ?? 0) + 1;
-        report.logsByTopicCount[topics.length] = (report.logsByTopicCount[topics.length] ?? 0) + 1;
-        if (data.length === 0) report.logsWithEmptyData++;
-        if (data.length >= 200) report.logsWithDataAtLeast200++;
-      }
-    }
+    for (const receipt of result.receipts)
+      countReceipt(report, 'status' in receipt && receipt.status === 0, receipt.logs);
     parentHash = block.hash();
     report.blocks++;
     report.headStateRoot = bytesToHex(result.stateRoot);
