@@ -6,23 +6,18 @@
 // peak during the flood (sampled every 50 ms from /proc), and checks every answer (100 blocks,
 // numbers 1..100, all 200 answers byte-identical). Without --datadir the fixture chain is
 // imported into a temporary datadir first. The client shares the machine's cores with the server.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { loadavg, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { servePort } from './src/children.js';
+import { arg, benchBudget, cliFromArgs, createKeySync, importIntoTemp, ROOT } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:flood');
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-function arg(name: string, dflt?: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-}
-const cli = resolve(arg('cli', join(root, 'packages', 'cli', 'bin', 'node-cli.js')) as string);
+const cli = cliFromArgs();
 const connections = Number(arg('connections', '2000'));
 const senders = Number(arg('senders', '200'));
 const batchSize = Number(arg('batch', '100'));
@@ -36,10 +31,6 @@ interface WsClient {
   close(): void;
 }
 const WsCtor = createRequire(import.meta.url)('ws') as new (url: string) => WsClient;
-
-function node(args: string[]): string {
-  return execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-}
 
 function rssMb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -55,46 +46,19 @@ function open(url: string): Promise<WsClient> {
 }
 
 async function main(): Promise<void> {
-  let datadir = arg('datadir');
-  let tmp: string | undefined;
-  if (datadir === undefined) {
-    tmp = mkdtempSync(join(tmpdir(), 'bench-flood-'));
-    datadir = join(tmp, 'data');
-    console.error(`bench: importing fixtures into ${datadir}`);
-    node(['sync', '--from', join(root, 'fixtures'), '--datadir', datadir]);
-  }
-  const key = (
-    JSON.parse(
-      node([
-        'keys',
-        'create',
-        '--plan',
-        'custom',
-        '--daily-credits',
-        '900000000000000',
-        '--label',
-        'flood',
-        '--json',
-        '--datadir',
-        datadir,
-      ]),
-    ) as { key: string }
-  ).key;
+  const given = arg('datadir');
+  const { datadir, tmp } =
+    given !== undefined
+      ? { datadir: given, tmp: undefined }
+      : importIntoTemp(cli, join(ROOT, 'fixtures'), 'bench-flood-');
+  const key = createKeySync(cli, datadir, benchBudget('flood'));
   const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise((r) => srv.on('exit', r));
   const sockets: WsClient[] = [];
   try {
-    const port = await new Promise<number>((res, rej) => {
-      let out = '';
-      srv.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
-        if (m) res(Number(m[1]));
-      });
-      srv.on('exit', () => rej(new Error('serve exited')));
-    });
+    const port = await servePort(srv);
     const pid = srv.pid!;
     const url = `ws://127.0.0.1:${port}/ws/v3/${key}`;
     for (let i = 0; i < connections; i += 100) {

@@ -5,13 +5,15 @@
 //     `serve --follow`: time from anvil having a block to this node serving it (p50/p99), and
 //     the latency of eth_getBlockByNumber("latest") on the follower meanwhile (p50/p99).
 //   npm run bench:follow [-- --seconds 60] [--lag-only]
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ANVIL_DEV_ACCOUNTS, cancunGenesis, freePort } from '@chainnode/testkit';
+import { ANVIL_DEV_ACCOUNTS } from '@chainnode/testkit';
+import { mineAndTrail, percentileOf, startDevAnvil } from './src/anvil.js';
 import { rpc } from './src/children.js';
+import { createKey, startServe } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:follow');
@@ -31,29 +33,11 @@ const run = (argv: string[]): Promise<{ code: number; stdout: string; stderr: st
     ),
   );
 
-function serve(argv: string[]): Promise<{ proc: ChildProcess; port: number }> {
-  return new Promise((res, rej) => {
-    const proc = spawn(process.execPath, [cli, 'serve', '--port', '0', ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) res({ proc, port: Number(m[1]) });
-    });
-    proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    proc.on('exit', (c) => rej(new Error(`serve exited ${c}: ${out}`)));
-  });
-}
+const serve = (argv: string[]) => startServe(cli, [...argv]);
 
-async function key(datadir: string): Promise<string> {
-  const r = await run(['keys', 'create', '--plan', 'custom', '--json', '--datadir', datadir]);
-  return (JSON.parse(r.stdout) as { key: string }).key;
-}
+const key = (datadir: string): Promise<string> => createKey(cli, datadir);
 
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-};
+const pct = percentileOf;
 
 const base = await mkdtemp(join(tmpdir(), 'bench-follow-'));
 const kill: ChildProcess[] = [];
@@ -99,36 +83,10 @@ try {
   }
 
   // 2. Lag while anvil mines 1 block/s with 20 txs.
-  const anvilPort = await freePort();
-  const genesis = cancunGenesis({ accounts: ANVIL_DEV_ACCOUNTS, balance: '0x21e19e0c9bab2400000' });
-  const gpath = join(base, 'genesis.json');
-  await writeFile(gpath, JSON.stringify(genesis));
-  const anvil = spawn(
-    join(root, 'node_modules', '.bin', 'anvil'),
-    [
-      '--init',
-      gpath,
-      '--hardfork',
-      'cancun',
-      '--accounts',
-      '4',
-      '--no-create2',
-      '--port',
-      String(anvilPort),
-      '--no-mining',
-    ],
-    { stdio: 'ignore', detached: true },
-  );
-  const anvilUrl = `http://127.0.0.1:${anvilPort}`;
+  const anvil = await startDevAnvil(base);
+  const anvilUrl = anvil.url;
+  const gpath = anvil.genesisPath;
   try {
-    for (let i = 0; i < 100; i++) {
-      try {
-        await rpc(anvilUrl, 'eth_chainId', []);
-        break;
-      } catch {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
     const fdir = join(base, 'follower');
     const fk = await key(fdir);
     const follower = await serve(['--datadir', fdir, '--follow', anvilUrl, '--genesis', gpath, '--poll-ms', '100']);
@@ -148,22 +106,13 @@ try {
     const dev = [...ANVIL_DEV_ACCOUNTS];
     for (let s = 0; s < lagSeconds; s++) {
       const tick = Date.now();
-      for (let i = 0; i < 20; i++)
-        await rpc(anvilUrl, 'eth_sendTransaction', [
-          { from: dev[i % 4], to: dev[(i + 1) % 4], value: '0x1', gas: '0x5208' },
-        ]);
-      await rpc(anvilUrl, 'evm_mine', []);
-      const mined = Date.now();
-      const want = ((await rpc(anvilUrl, 'eth_getBlockByNumber', ['latest', false])) as { hash: string }).hash;
-      for (;;) {
-        const got = (await rpc(fUrl, 'eth_getBlockByNumber', ['latest', false]).catch(() => null)) as {
-          hash?: string;
-        } | null;
-        if (got?.hash === want) break;
-        if (Date.now() - mined > 30_000) throw new Error('follower does not keep up');
-        await new Promise((r) => setTimeout(r, 5));
-      }
-      lags.push(Date.now() - mined);
+      const txs = Array.from({ length: 20 }, (_, i) => ({
+        from: dev[i % 4],
+        to: dev[(i + 1) % 4],
+        value: '0x1',
+        gas: '0x5208',
+      }));
+      lags.push(await mineAndTrail(anvilUrl, fUrl, txs, 'follower'));
       await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (Date.now() - tick))));
     }
     stop = true;
@@ -184,11 +133,7 @@ try {
       }),
     );
   } finally {
-    try {
-      if (anvil.pid !== undefined) process.kill(-anvil.pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
+    await anvil.stop();
   }
 } finally {
   for (const p of kill) p.kill('SIGKILL');

@@ -17,11 +17,12 @@
 // bodies (JSON-RPC errors included) and socket errors are counted and printed, and a case with
 // any of them is flagged. The load tool shares the 2 cores with the server. Without --datadir
 // the fixture chain (else the execution-apis chain) is imported into a temporary datadir first.
-import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { servePort } from './src/children.js';
+import { arg, benchBudget, cliFromArgs, createKeySync, importIntoTemp, ROOT as root } from './src/cli.js';
 import { autocannonLoad, haveWrk, rawLoad, wrkLoad } from './src/load.js';
 import { runVaried } from './src/varied-run.js';
 import type { LoadResult, LoadSpec } from './src/load.js';
@@ -29,22 +30,12 @@ import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:http');
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-function arg(name: string, dflt?: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-}
 /** --cli: another build's node-cli.js (e.g. a checkout of an older commit) for before/after runs. */
-const cli = resolve(arg('cli', join(root, 'packages', 'cli', 'bin', 'node-cli.js')) as string);
+const cli = cliFromArgs();
 const duration = Number(arg('duration', '10'));
 const connections = Number(arg('connections', '64'));
 const runs = Number(arg('runs', '1'));
 const toolArg = arg('tool', haveWrk() ? 'wrk' : 'autocannon');
-
-function node(args: string[]): string {
-  return execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-}
 
 async function main(): Promise<void> {
   if (process.argv.includes('--varied')) {
@@ -78,48 +69,19 @@ async function main(): Promise<void> {
     });
     return;
   }
-  let datadir = arg('datadir');
-  let tmp: string | undefined;
-  if (datadir === undefined) {
-    const fixtures = join(root, 'fixtures');
-    const from = existsSync(join(fixtures, 'chain.rlp'))
-      ? fixtures
-      : resolve(root, '..', 'shared', 'chains', 'execution-apis');
-    tmp = mkdtempSync(join(tmpdir(), 'bench-http-'));
-    datadir = join(tmp, 'data');
-    console.error(`bench: importing ${from} into ${datadir}`);
-    node(['sync', '--from', from, '--datadir', datadir]);
-  }
-  const key = (
-    JSON.parse(
-      node([
-        'keys',
-        'create',
-        '--plan',
-        'custom',
-        '--daily-credits',
-        '900000000000000',
-        '--label',
-        'bench',
-        '--json',
-        '--datadir',
-        datadir,
-      ]),
-    ) as { key: string }
-  ).key;
+  const given = arg('datadir');
+  const fixtures = join(root, 'fixtures');
+  const from = existsSync(join(fixtures, 'chain.rlp'))
+    ? fixtures
+    : resolve(root, '..', 'shared', 'chains', 'execution-apis');
+  const { datadir, tmp } =
+    given !== undefined ? { datadir: given, tmp: undefined } : importIntoTemp(cli, from, 'bench-http-');
+  const key = createKeySync(cli, datadir, benchBudget('bench'));
   const extra = (arg('serve-args') ?? '').split(' ').filter((x) => x !== '');
   const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', ...extra], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const port = await new Promise<number>((res, rej) => {
-    let out = '';
-    srv.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) res(Number(m[1]));
-    });
-    srv.on('exit', () => rej(new Error('serve exited')));
-  });
+  const port = await servePort(srv);
   const url = `http://127.0.0.1:${port}/v3/${key}`;
   const get = async (method: string, params: unknown[]): Promise<unknown> => {
     const r = await fetch(url, {

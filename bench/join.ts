@@ -19,7 +19,9 @@ import { join, resolve } from 'node:path';
 import { followUpstream, importChain } from '@chainnode/ingest';
 import { sizeOnDisk } from '@chainnode/store';
 import { Sfc32 } from '@chainnode/testkit';
-import { killAllChildren, rpc, runChild, spawnChild, stopChild } from './src/children.js';
+import { killAllChildren, rpc, stopChild } from './src/children.js';
+import { percentileOf } from './src/anvil.js';
+import { createKey, startServe } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:join');
@@ -35,41 +37,12 @@ const chain = resolve(opt('--chain', join(root, 'fixtures')));
 const depth = Number(opt('--join-depth', '1000'));
 const queries = Number(opt('--queries', '300'));
 
-async function key(datadir: string): Promise<string> {
-  const out = await runChild(process.execPath, [
-    cli,
-    'keys',
-    'create',
-    '--plan',
-    'custom',
-    '--json',
-    '--datadir',
-    datadir,
-  ]);
-  return (JSON.parse(out) as { key: string }).key;
-}
+const key = (datadir: string): Promise<string> => createKey(cli, datadir);
 
-/** `node-cli serve` on a free port; resolves with its port once it listens. */
-function serve(argv: string[]): Promise<{ proc: ChildProcess; port: number }> {
-  return new Promise((res, rej) => {
-    const proc = spawnChild(process.execPath, [cli, 'serve', '--port', '0', '--threads', '1', ...argv], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) res({ proc, port: Number(m[1]) });
-    });
-    proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    proc.on('exit', (c) => rej(new Error(`serve exited ${c}: ${out.slice(-2000)}`)));
-  });
-}
+/** `node-cli serve` on a free port, one thread; resolves with its port once it listens. */
+const serve = (argv: string[]) => startServe(cli, ['--threads', '1', ...argv]);
 
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
-};
+const pct = percentileOf;
 const r2 = (x: number) => Math.round(x * 100) / 100;
 
 const base = await mkdtemp(join(tmpdir(), 'bench-join-'));

@@ -29,6 +29,7 @@ import type { VariedResult } from './src/load.js';
 import { rawLoadVariedThread } from './src/load-thread.js';
 import { printRunRecord } from './src/run-record.js';
 import { runChild } from './src/children.js';
+import { arg, keyArgs, keyOf } from './src/cli.js';
 import { prepareFixtures } from './src/varied-fixtures.js';
 import type { Call, Mix, Reply } from './src/varied-mix.js';
 
@@ -36,10 +37,6 @@ printRunRecord('bench:ledger');
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
-function arg(name: string, dflt?: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-}
 const duration = Number(arg('duration', '10'));
 const connections = Number(arg('connections', '64'));
 const bodies = Number(arg('bodies', '4000'));
@@ -90,26 +87,8 @@ async function stop(p: ChildProcess): Promise<void> {
 }
 
 async function createKey(datadir: string, extra: string[]): Promise<string> {
-  const out = await runChild(
-    process.execPath,
-    [
-      cli,
-      'keys',
-      'create',
-      '--plan',
-      'custom',
-      '--daily-credits',
-      '900000000000000',
-      '--credits-per-second',
-      '1000000000000',
-      '--json',
-      '--datadir',
-      datadir,
-      ...extra,
-    ],
-    () => {},
-  );
-  return (JSON.parse(out) as { key: string }).key;
+  const budget = ['--daily-credits', '900000000000000', '--credits-per-second', '1000000000000'];
+  return keyOf(await runChild(process.execPath, [cli, ...keyArgs(datadir, budget), ...extra], () => {}));
 }
 
 /** Checks every distinct body's answer on `port` (the chain's own check) and returns the digests in body order. */

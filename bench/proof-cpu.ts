@@ -11,20 +11,13 @@
 // bench checks every answer against the model).
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { rawLoadVaried, rawOnce } from './src/load.js';
 import { waitRpc } from './src/children.js';
+import { arg, benchBudget, keyArgs, keyOf, NODE_CLI } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:proof-cpu');
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-function arg(name: string, dflt?: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-}
 
 interface Model {
   blocks: { stateRoot: string }[];
@@ -36,33 +29,14 @@ interface Model {
 async function main(): Promise<void> {
   const dir = arg('keep');
   if (dir === undefined) throw new Error('--keep <dir>: a scaled chain kept by bench:http --varied --keep');
-  const cli = arg('cli', join(root, 'packages', 'cli', 'bin', 'node-cli.js')) as string;
+  const cli = arg('cli', NODE_CLI) as string;
   const threads = arg('threads', '1') as string;
   const seconds = Number(arg('duration', '5'));
   const datadir = join(dir, 'data');
   const m = JSON.parse(readFileSync(join(dir, 'model.json'), 'utf8')) as Model;
-  const key = (
-    JSON.parse(
-      execFileSync(
-        process.execPath,
-        [
-          cli,
-          'keys',
-          'create',
-          '--plan',
-          'custom',
-          '--daily-credits',
-          '900000000000000',
-          '--label',
-          'proof-cpu',
-          '--json',
-          '--datadir',
-          datadir,
-        ],
-        { encoding: 'utf8' },
-      ),
-    ) as { key: string }
-  ).key;
+  const key = keyOf(
+    execFileSync(process.execPath, [cli, ...keyArgs(datadir, benchBudget('proof-cpu'))], { encoding: 'utf8' }),
+  );
   const port = 30000 + Math.floor(Math.random() * 20000);
   const srv = spawn(
     process.execPath,

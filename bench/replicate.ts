@@ -8,16 +8,17 @@
 // Then 3. head lag while anvil mines one block per second (20 transactions, a third of them
 // storage-writing, log-emitting calls), followed by `serve --follow --ingest replicate`.
 //   npm run bench:replicate [-- --seconds 60] [--chain <dir>]... [--lag-only]
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { ReplicationTimings, followUpstream, importChain } from '@chainnode/ingest';
 import { digestDatadir, sizeOnDisk } from '@chainnode/store';
-import { ANVIL_DEV_ACCOUNTS, cancunGenesis, freePort } from '@chainnode/testkit';
+import { ANVIL_DEV_ACCOUNTS } from '@chainnode/testkit';
+import { mineAndTrail, percentileOf, startDevAnvil } from './src/anvil.js';
 import { rpc } from './src/children.js';
+import { createKey, startServe } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:replicate');
@@ -36,44 +37,11 @@ if (chains.length === 0) {
   if (existsSync(join(ea, 'chain.rlp'))) chains.push(ea);
 }
 
-function spawnCli(argv: string[]): ChildProcess {
-  return spawn(process.execPath, [cli, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
-}
+const serve = (argv: string[]) => startServe(cli, ['--threads', '1', ...argv]);
 
-function serve(argv: string[]): Promise<{ proc: ChildProcess; port: number }> {
-  return new Promise((res, rej) => {
-    const proc = spawnCli(['serve', '--port', '0', '--threads', '1', ...argv]);
-    let out = '';
-    proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) res({ proc, port: Number(m[1]) });
-    });
-    proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    proc.on('exit', (c) => rej(new Error(`serve exited ${c}: ${out}`)));
-  });
-}
+const key = (datadir: string): Promise<string> => createKey(cli, datadir);
 
-function runCli(argv: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((res) => {
-    const p = spawnCli(argv);
-    let stdout = '';
-    let stderr = '';
-    p.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.on('exit', (code) => res({ code, stdout, stderr }));
-  });
-}
-
-async function key(datadir: string): Promise<string> {
-  const r = await runCli(['keys', 'create', '--plan', 'custom', '--json', '--datadir', datadir]);
-  return (JSON.parse(r.stdout) as { key: string }).key;
-}
-
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
-};
+const pct = percentileOf;
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
 const base = await mkdtemp(join(tmpdir(), 'bench-replicate-'));
@@ -141,36 +109,10 @@ try {
   }
 
   // Head lag while anvil mines 1 block/s, replicated.
-  const anvilPort = await freePort();
-  const genesis = cancunGenesis({ accounts: ANVIL_DEV_ACCOUNTS, balance: '0x21e19e0c9bab2400000' });
-  const gpath = join(base, 'genesis.json');
-  await writeFile(gpath, JSON.stringify(genesis));
-  const anvil = spawn(
-    join(root, 'node_modules', '.bin', 'anvil'),
-    [
-      '--init',
-      gpath,
-      '--hardfork',
-      'cancun',
-      '--accounts',
-      '4',
-      '--no-create2',
-      '--port',
-      String(anvilPort),
-      '--no-mining',
-    ],
-    { stdio: 'ignore', detached: true },
-  );
-  const anvilUrl = `http://127.0.0.1:${anvilPort}`;
+  const anvil = await startDevAnvil(base);
+  const anvilUrl = anvil.url;
+  const gpath = anvil.genesisPath;
   try {
-    for (let i = 0; i < 100; i++) {
-      try {
-        await rpc(anvilUrl, 'eth_chainId', []);
-        break;
-      } catch {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
     const dev = [...ANVIL_DEV_ACCOUNTS];
     // A logger contract: calls write one storage slot and emit one log.
     const runtime = '361560195736600060003733600035366000a23360003555005b60006000fd';
@@ -203,25 +145,15 @@ try {
     const lags: number[] = [];
     for (let s = 0; s < lagSeconds; s++) {
       const tick = Date.now();
+      const txs: object[] = [];
       for (let i = 0; i < 20; i++) {
         const tx =
           i % 3 === 0
             ? { from: dev[i % 4], to: logger, data: `0x${(s * 20 + i).toString(16).padStart(64, '0')}`, gas: '0x186a0' }
             : { from: dev[i % 4], to: dev[(i + 1) % 4], value: '0x1', gas: '0x5208' };
-        await rpc(anvilUrl, 'eth_sendTransaction', [tx]);
+        txs.push(tx);
       }
-      await rpc(anvilUrl, 'evm_mine', []);
-      const mined = Date.now();
-      const want = ((await rpc(anvilUrl, 'eth_getBlockByNumber', ['latest', false])) as { hash: string }).hash;
-      for (;;) {
-        const got = (await rpc(fUrl, 'eth_getBlockByNumber', ['latest', false]).catch(() => null)) as {
-          hash?: string;
-        } | null;
-        if (got?.hash === want) break;
-        if (Date.now() - mined > 30_000) throw new Error('the replica does not keep up');
-        await new Promise((r) => setTimeout(r, 5));
-      }
-      lags.push(Date.now() - mined);
+      lags.push(await mineAndTrail(anvilUrl, fUrl, txs, 'the replica'));
       await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (Date.now() - tick))));
     }
     console.log(
@@ -238,11 +170,7 @@ try {
       }),
     );
   } finally {
-    try {
-      if (anvil.pid !== undefined) process.kill(-anvil.pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
+    await anvil.stop();
   }
 } finally {
   for (const p of kill) p.kill('SIGKILL');

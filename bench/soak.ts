@@ -9,22 +9,18 @@
 // Verdict: RSS at the end within 10% of RSS after --warmup; no error except the limits' own
 // (-32005, -32003, HTTP 503/429, closes 1008/1013) and the expected answers to bad requests; every
 // /health answered 200 within 2 s. Without --datadir the fixture chain is imported first.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { loadavg, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { servePort } from './src/children.js';
+import { arg, benchBudget, cliFromArgs, createKeySync, importIntoTemp, ROOT } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:soak');
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-function arg(name: string, dflt?: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-}
-const cli = resolve(arg('cli', join(root, 'packages', 'cli', 'bin', 'node-cli.js')) as string);
+const cli = cliFromArgs();
 const durationS = Number(arg('duration', '600'));
 const warmupS = Number(arg('warmup', '60'));
 const connections = Number(arg('connections', '1000'));
@@ -161,33 +157,12 @@ function judge(text: string, kind: 'ok' | 'bad'): void {
 }
 
 async function main(): Promise<void> {
-  let datadir = arg('datadir');
-  let tmp: string | undefined;
-  const node = (args: string[]): string =>
-    execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  if (datadir === undefined) {
-    tmp = mkdtempSync(join(tmpdir(), 'bench-soak-'));
-    datadir = join(tmp, 'data');
-    console.error(`soak: importing fixtures into ${datadir}`);
-    node(['sync', '--from', join(root, 'fixtures'), '--datadir', datadir]);
-  }
-  const key = (
-    JSON.parse(
-      node([
-        'keys',
-        'create',
-        '--plan',
-        'custom',
-        '--daily-credits',
-        '900000000000000',
-        '--label',
-        'soak',
-        '--json',
-        '--datadir',
-        datadir,
-      ]),
-    ) as { key: string }
-  ).key;
+  const given = arg('datadir');
+  const { datadir, tmp } =
+    given !== undefined
+      ? { datadir: given, tmp: undefined }
+      : importIntoTemp(cli, join(ROOT, 'fixtures'), 'bench-soak-', 'soak');
+  const key = createKeySync(cli, datadir, benchBudget('soak'));
   const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', '--metrics-port', '0'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -196,14 +171,8 @@ async function main(): Promise<void> {
   const sockets = new Set<WsClient>();
   try {
     let out = '';
-    const port = await new Promise<number>((res, rej) => {
-      srv.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
-        if (m && /metrics\s+GET/.test(out)) res(Number(m[1]));
-      });
-      srv.on('exit', () => rej(new Error('serve exited')));
-    });
+    srv.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const port = await servePort(srv, /metrics\s+GET/);
     const pid = srv.pid!;
     const base = `http://127.0.0.1:${port}`;
     const httpUrl = `${base}/v3/${key}`;

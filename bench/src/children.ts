@@ -107,6 +107,24 @@ export async function runChild(cmd: string, args: string[], onStderr?: (line: st
 }
 
 /**
+ * The port a starting `node-cli serve` listens on, once its stdout says so ("listening on
+ * 127.0.0.1:<port>") and, given `also`, matches `also` too; rejects when it exits first, with
+ * the tail of what it printed.
+ */
+export function servePort(proc: ChildProcess, also?: RegExp): Promise<number> {
+  return new Promise((res, rej) => {
+    let out = '';
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
+      if (m && (also === undefined || also.test(out))) res(Number(m[1]));
+    });
+    proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    proc.on('exit', (c) => rej(new Error(`serve exited ${c}: ${out.slice(-2000)}`)));
+  });
+}
+
+/**
  * Waits until `url` answers a JSON-RPC eth_chainId with 200 (30 s at most); fails at once when
  * `proc` (the server being started) has exited.
  */

@@ -2,17 +2,18 @@
 // the log index and on the per-block bloom-scan baseline in the same process (and checks that
 // both give the same answer), measures the index size from LevelDB, then probes a `node-cli
 // serve` child: eth_getBlockByNumber latency while 4 full-range getLogs run concurrently.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Level } from 'level';
 import type { LogQuery, LogQueryResult } from '@chainnode/core';
 import { LevelChainStore } from '@chainnode/store';
 import { HOT_SHARES, Rng, TRANSFER, buildChain, chainSpec, contractAddress, holderTopic } from './synth.js';
 import type { ChainFacts, ChainSpec } from './synth.js';
+import { servePort } from './children.js';
+import { benchBudget, createKeySync, NODE_CLI, ROOT as root } from './cli.js';
 
 export const MAX_RESULTS = 10_000;
 export const TIMEOUT_MS = 10_000;
@@ -349,9 +350,7 @@ async function indexSize(datadir: string): Promise<BenchResult['index'] & { entr
   }
 }
 
-// this file: <repo>/bench/dist/src/getlogs-run.js
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
+const cli = NODE_CLI;
 
 /** Item 4: eth_getBlockByNumber latency over HTTP while 4 full-range getLogs run concurrently. */
 async function concurrencyProbe(
@@ -364,41 +363,12 @@ async function concurrencyProbe(
     log('concurrency probe skipped: packages/cli is not built (npx tsc -b packages/cli)');
     return null;
   }
-  const out = execFileSync(
-    process.execPath,
-    [
-      cli,
-      'keys',
-      'create',
-      '--plan',
-      'custom',
-      '--daily-credits',
-      '900000000000000',
-      '--label',
-      'bench-getlogs',
-      '--json',
-      '--datadir',
-      datadir,
-    ],
-    {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  const key = (JSON.parse(out) as { key: string }).key;
+  const key = createKeySync(cli, datadir, benchBudget('bench-getlogs'));
   const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {
-    const port = await new Promise<number>((res, rej) => {
-      let text = '';
-      srv.stdout.on('data', (d: Buffer) => {
-        text += d.toString();
-        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(text);
-        if (m) res(Number(m[1]));
-      });
-      srv.on('exit', (code) => rej(new Error(`serve exited with ${code}`)));
-    });
+    const port = await servePort(srv);
     const url = `http://127.0.0.1:${port}/v3/${key}`;
     const call = async (
       method: string,

@@ -14,7 +14,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Interface } from 'ethers';
 import { ANVIL_DEV_ACCOUNTS, cancunGenesis, compileToken } from '@chainnode/testkit';
-import { runChild, spawnChild, stopChild, waitRpc } from './children.js';
+import { spawnChild, stopChild, waitRpc } from './children.js';
+import { startAnvil } from './anvil.js';
+import { createKey } from './cli.js';
 import { Rng } from './synth.js';
 import { callMaker, mixOf, qty, shuffle } from './varied-mix.js';
 import type { Call, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
@@ -111,32 +113,10 @@ export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
   const rng = new Rng(36);
   const genesisPath = join(o.dir, 'genesis.json');
   writeFileSync(genesisPath, JSON.stringify(GENESIS));
-  const port = await freePort();
-  const anvilUrl = `http://127.0.0.1:${port}`;
-  const anvil = spawnChild(
-    join(o.root, 'node_modules', '.bin', 'anvil'),
-    [
-      '--init',
-      genesisPath,
-      '--hardfork',
-      'cancun',
-      '--accounts',
-      '4',
-      '--no-create2',
-      '--no-mining',
-      '--order',
-      'fifo',
-      '--prune-history',
-      String(o.anvilHistory),
-      '--port',
-      String(port),
-      '--host',
-      '127.0.0.1',
-      '--silent',
-    ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
+  const { proc: anvil, url: anvilUrl } = await startAnvil(
+    { genesisPath, port: await freePort(), fifo: true, pruneHistory: o.anvilHistory, quiet: true },
+    ['ignore', 'ignore', 'inherit'],
   );
-  await waitRpc(anvilUrl, anvil);
   const t0 = Date.now();
   const { abi, bytecode } = compileToken();
   const iface = new Interface(abi as never);
@@ -245,11 +225,7 @@ export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
 
   // This node follows anvil into its datadir, then stops.
   const datadir = join(o.dir, 'data');
-  const key = (
-    JSON.parse(
-      await runChild(process.execPath, [o.cli, 'keys', 'create', '--plan', 'custom', '--json', '--datadir', datadir]),
-    ) as { key: string }
-  ).key;
+  const key = await createKey(o.cli, datadir);
   const nodePort = await freePort();
   const t1 = Date.now();
   const follower = spawnChild(

@@ -24,6 +24,7 @@ import { createMPT } from '@ethereumjs/mpt';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cancunGenesis } from '@chainnode/testkit';
+import { anvilFlags } from './anvil.js';
 import { Rng, keccak256 } from './synth.js';
 
 export const MNEMONIC = 'test test test test test test test test test test test junk';
@@ -264,27 +265,15 @@ export function scaledGenesis(senders: string[]): Record<string, unknown> {
 
 /** The anvil flags that make its genesis state equal the genesis file's alloc. */
 export function anvilArgs(genesisPath: string, port: number, cachePath: string): string[] {
-  return [
-    '--init',
+  return anvilFlags({
     genesisPath,
-    '--cache-path',
+    port,
     cachePath,
-    '--hardfork',
-    'cancun',
-    '--accounts',
-    String(SENDERS),
-    '--balance',
-    String(BALANCE / 10n ** 18n),
-    '--no-create2',
-    '--no-mining',
-    '--order',
-    'fifo',
-    '--port',
-    String(port),
-    '--host',
-    '127.0.0.1',
-    '--silent',
-  ];
+    accounts: SENDERS,
+    balanceEther: BALANCE / 10n ** 18n,
+    fifo: true,
+    quiet: true,
+  });
 }
 
 export function senderWallets(): HDNodeWallet[] {

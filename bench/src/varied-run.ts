@@ -26,6 +26,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { groupCpuMs, onExit, runChild, spawnChild, stopChild, waitRpc } from './children.js';
+import { benchBudget, createKey } from './cli.js';
 import { DIGEST, digest } from './load.js';
 import { rawLoadVariedThread, rawOnceThread } from './load-thread.js';
 import type { OnceResult, VariedResult } from './load.js';
@@ -222,24 +223,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
       (m) => o.only === undefined || o.only.some((w) => m.label.startsWith(w) || m.label.includes(w)),
     );
     const datadirBytes = Number((await runChild('du', ['-sb', chain.datadir])).split('\t')[0]);
-    const key = (
-      JSON.parse(
-        await runChild(process.execPath, [
-          o.cli,
-          'keys',
-          'create',
-          '--plan',
-          'custom',
-          '--daily-credits',
-          '900000000000000',
-          '--label',
-          'bench',
-          '--json',
-          '--datadir',
-          chain.datadir,
-        ]),
-      ) as { key: string }
-    ).key;
+    const key = await createKey(o.cli, chain.datadir, benchBudget('bench'));
     const ourPort = await freePort();
     srv = spawnChild(
       process.execPath,
