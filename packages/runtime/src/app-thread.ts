@@ -10,7 +10,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openThreadLedger } from '@chainnode/accounts';
 import type { LedgerView, PeerMetrics } from '@chainnode/server';
-import { combineLedgerViews, configureLog, creditsView, partLog, startApp } from './runtime.js';
+import { combineLedgerViews, creditsView } from './ledger-views.js';
+import { configureLog, partLog, startApp } from './runtime.js';
 import type { AppThreadCommand, AppThreadData, AppThreadMessage } from './app-thread-api.js';
 
 if (parentPort === null) throw new Error('app-thread.js runs as a worker thread of the serve runtime');

@@ -11,12 +11,11 @@
 // Nothing logged here contains an API key (the log scrubs key material, server's log.ts).
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { hasAdminToken, startDashboard } from '@chainnode/dashboard';
 import type { RunningDashboard } from '@chainnode/dashboard';
 import { createLog, defaultLogFormat, rpcConfigOf, startServer } from '@chainnode/server';
-import { LedgerUnavailableError, RedisLedger, ThreadLedgerHost, linkPorts, openLedger } from '@chainnode/accounts';
+import { LedgerUnavailableError, ThreadLedgerHost, openLedger } from '@chainnode/accounts';
 import type {
   AccessRecord,
   LedgerView,
@@ -26,7 +25,7 @@ import type {
   RunningServer,
   ServerConfig,
 } from '@chainnode/server';
-import type { CreditLedger, KeyStore, LedgerFailureMode, OpenLedger, UsageRecord } from '@chainnode/accounts';
+import type { CreditLedger, KeyStore, OpenLedger, UsageRecord } from '@chainnode/accounts';
 import { resolveConfig } from '@chainnode/rpc';
 import { LevelChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
@@ -34,7 +33,9 @@ import { IngestThread } from '@chainnode/ingest';
 import { RuntimeError, servedDatadirs } from './config.js';
 import type { FollowOptions, RuntimeConfig } from './config.js';
 import { checkThreadPool, ingestWorkerData, openNetwork } from './network.js';
-import type { AppThreadCommand, AppThreadData, AppThreadListening, AppThreadMessage } from './app-thread-api.js';
+import type { AppThreadListening } from './app-thread-api.js';
+import { AppThreads } from './app-threads.js';
+import { ledgerView } from './ledger-views.js';
 import { StopSignals } from './signals.js';
 
 /** A started server with everything it holds (store, log workers, follower). */
@@ -73,33 +74,6 @@ export interface AppExtras {
   thread?: number;
   /** The Redis ledger's state for its gauges (the thread that owns the ledger knows it). */
   ledgerStatus?: () => Promise<LedgerView | undefined>;
-}
-
-/** The Redis ledger's state for its gauges; undefined with the embedded ledger. */
-export function ledgerView(ledger: OpenLedger, failure: LedgerFailureMode): LedgerView | undefined {
-  if (ledger.engine !== 'redis') return undefined;
-  return creditsView(ledger.ledger(), failure);
-}
-
-/** One Redis ledger's state (a thread's own connection, or the main thread's). */
-export function creditsView(l: CreditLedger, failure: LedgerFailureMode): LedgerView | undefined {
-  if (!(l instanceof RedisLedger)) return undefined;
-  return { failure, degraded: l.isDegraded, journalCharges: l.journalLength };
-}
-
-/**
- * The ledger's state over every connection that debits (with --threads each app thread has its
- * own): degraded when any is, the journals' charges summed.
- */
-export function combineLedgerViews(views: readonly (LedgerView | undefined)[]): LedgerView | undefined {
-  const present = views.filter((v): v is LedgerView => v !== undefined);
-  const first = present[0];
-  if (first === undefined) return undefined;
-  return {
-    failure: first.failure,
-    degraded: present.some((v) => v.degraded),
-    journalCharges: present.reduce((n, v) => n + v.journalCharges, 0),
-  };
 }
 
 /** The process log (configureLog); lines are scrubbed of key material. */
@@ -438,7 +412,6 @@ async function serveThreads(
   signals: StopSignals,
   hooks: RuntimeHooks,
 ): Promise<number> {
-  const threads = config.threads;
   // The embedded engine's counts are shared memory every app thread opens its own ledger on (the
   // main thread's ledger() too, for the dashboard); with Redis every app thread opens its own
   // connection and batches its own debits (this thread's ledger() replays a journal left in
@@ -449,118 +422,22 @@ async function serveThreads(
     credits: ledger.shared ?? ledger.redis ?? credits,
     usage: ledger.usageRecord(),
   });
-  const workers: Worker[] = [];
-  /** Each worker's end, recorded at its start: a phase must not wait on a thread that already ended. */
-  const exits = new Map<Worker, Promise<void>>();
   const anchors: ChainStore[] = [];
   const ingests = new Map<string, IngestThread>();
-  let failed: ((err: Error) => void) | undefined;
-  const failure = new Promise<never>((_, reject) => (failed = reject));
-  failure.catch(() => undefined);
-  let stopping = false;
-  const startThread = (index: number, port: number): Promise<AppThreadListening> => {
-    const link = host.link();
-    const followFeeds = [...ingests].map(([network, ingest]): [string, MessagePort] => [network, ingest.port()]);
-    const { metricsPort, ...rest } = config;
-    const data: AppThreadData = {
-      // Thread 0 alone serves metrics.
-      config: { ...rest, port, ...(index === 0 && metricsPort !== undefined ? { metricsPort } : {}) },
-      index,
-      threads,
-      link,
-      followFeeds,
-    };
-    const w = new Worker(new URL('./app-thread.js', import.meta.url), {
-      workerData: data,
-      transferList: [...linkPorts(link), ...followFeeds.map(([, p]) => p)],
-    });
-    workers.push(w);
-    exits.set(w, new Promise<void>((r) => w.once('exit', () => r())));
-    return new Promise<AppThreadListening>((resolve, reject) => {
-      w.on('message', (m: AppThreadMessage) => {
-        if (m.type === 'listening') resolve(m);
-        else if (m.type === 'peer-metrics') {
-          void peerCounts(w).then((t) =>
-            w.postMessage({
-              type: 'peer-metrics',
-              id: m.id,
-              threads: t,
-              ledger: combineLedgerViews([
-                ledgerView(ledger, config.ledger.failure),
-                ...workers.filter((o) => o !== w).map((o) => peerLedgers.get(o)),
-              ]),
-            } satisfies AppThreadCommand),
-          );
-        }
-      });
-      w.on('error', (err) => {
-        reject(err);
-        failed?.(err);
-      });
-      w.on('exit', (code) => {
-        const err = new Error(`app thread ${index} exited with code ${code}`);
-        reject(err);
-        if (!stopping) failed?.(err);
-      });
-    });
-  };
-  // Every app thread's metrics counts but `asker`'s; a thread that does not answer within 2 s
-  // (busy, stopping) is left out of that scrape.
-  let nextAsk = 0;
-  /** Each app thread's own ledger state, as its last metrics answer gave it. */
-  const peerLedgers = new Map<Worker, LedgerView | undefined>();
-  const peerCounts = (asker: Worker): Promise<PeerMetrics[]> =>
-    Promise.all(
-      workers
-        .filter((w) => w !== asker)
-        .map(
-          (w) =>
-            new Promise<PeerMetrics | undefined>((resolve) => {
-              const id = nextAsk++;
-              const timer = setTimeout(() => done(undefined), 2000);
-              const onMessage = (m: AppThreadMessage): void => {
-                if (m.type === 'metrics' && m.id === id) {
-                  peerLedgers.set(w, m.ledger);
-                  done({ thread: workers.indexOf(w), metrics: m.counts });
-                }
-              };
-              function done(v: PeerMetrics | undefined): void {
-                clearTimeout(timer);
-                w.off('message', onMessage);
-                resolve(v);
-              }
-              w.on('message', onMessage);
-              w.postMessage({ type: 'metrics', id } satisfies AppThreadCommand);
-            }),
-        ),
-    ).then((all) => all.filter((t): t is PeerMetrics => t !== undefined));
-  // Two phases: every thread drains (stops accepting, finishes in-flight requests) before any
-  // closes its store: a thread closing its handle on the shared LevelDB while another thread's
-  // reads were running crashed the process (SIGSEGV: see the first-opener note above), as did
-  // terminating a thread that holds uWS while another serves. So nothing is terminated either:
-  // the threads end with the process, which serve exits right after.
-  const phase = (command: 'drain' | 'release', reply: 'drained' | 'stopped'): Promise<void[]> =>
-    Promise.all(
-      workers.map(async (w) => {
-        const exited = exits.get(w) ?? Promise.resolve();
-        const done = new Promise<void>((r) =>
-          w.on('message', (m: AppThreadMessage) => {
-            if (m.type === reply) r();
-          }),
-        );
-        w.postMessage({ type: command } satisfies AppThreadCommand);
-        await Promise.race([done, exited]);
-      }),
-    );
+  const threads = new AppThreads({
+    config,
+    host,
+    ingests,
+    ownLedger: () => ledgerView(ledger, config.ledger.failure),
+  });
   let dash: RunningDashboard | undefined;
   // Drain the app threads (no request runs any more; commits still reach them, harmlessly), then
   // each releases its stores (and closes its ports of the ingest), then the ingest threads stop,
   // then the anchors close: the first opener of each datadir closes last.
   const stopAll = async (): Promise<void> => {
-    stopping = true;
-    await phase('drain', 'drained');
+    await threads.drain();
     await dash?.close();
-    await phase('release', 'stopped');
+    await threads.release();
     await Promise.allSettled([...ingests.values()].map((i) => i.stop()));
     await Promise.allSettled(anchors.map((a) => a.close()));
     host.close();
@@ -577,8 +454,8 @@ async function serveThreads(
     for (const f of config.follows) ingests.set(f.network, new IngestThread(ingestWorkerData(f.datadir, f.follow)));
     // uWS sets SO_REUSEPORT only on an explicit port: with --port 0 one is picked here first.
     const port = config.port === 0 ? await freePort(config.host) : config.port;
-    first = await startThread(0, port);
-    await Promise.all(Array.from({ length: threads - 1 }, (_, i) => startThread(i + 1, port)));
+    first = await threads.start(0, port);
+    await Promise.all(Array.from({ length: config.threads - 1 }, (_, i) => threads.start(i + 1, port)));
     dash = await startAdmin(config, ledger, first.port);
   } catch (err) {
     await stopAll();
@@ -587,7 +464,7 @@ async function serveThreads(
   hooks.onListening?.(listening(first, dash, ledger));
   return Promise.race([
     untilSignal(signals, stopAll),
-    failure.catch(async (err: unknown) => {
+    threads.failure.catch(async (err: unknown) => {
       processLog.error(`${(err as Error).message}; stopping`);
       await stopAll();
       return 1;

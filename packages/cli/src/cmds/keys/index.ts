@@ -5,9 +5,10 @@
 // once, by the command that creates it (create, rotate, secret create).
 import type { Command } from 'commander';
 import { KeyActionError, KeyFileError, LedgerUnavailableError, PLAN_NAMES, openLedger } from '@chainnode/accounts';
-import type { KeyManager, KeyView, OpenLedger } from '@chainnode/accounts';
+import type { KeyManager, OpenLedger } from '@chainnode/accounts';
 import { CliError } from '../../cli-error.js';
 import { parseLedgerUrl, readConfig } from '../serve/config.js';
+import { describe, keyTable, usageJson, usageText } from './text.js';
 
 interface Common {
   datadir: string;
@@ -55,25 +56,17 @@ function out(opts: Common, json: unknown, text: string): void {
   process.stdout.write(opts.json ? `${JSON.stringify(json)}\n` : `${text}\n`);
 }
 
-function describe(v: KeyView): string {
-  const lim = [
-    v.limits.creditsPerDay !== null ? `${v.limits.creditsPerDay} credits/day` : '',
-    v.limits.creditsPerSecond !== null ? `${v.limits.creditsPerSecond} credits/s` : '',
-  ].filter((s) => s !== '');
-  return `key ${v.id} "${v.name}" (${v.prefix !== null ? `${v.prefix}…, ` : ''}${v.plan}, ${v.status}${lim.length > 0 ? `, ${lim.join(', ')}` : ''})`;
+/** The options every key command takes: where the keys are, and --json. */
+function common(c: Command): Command {
+  return c
+    .option('--datadir <dir>', 'datadir of the server', './data')
+    .option('--config <file>', 'server config with the plans; default <datadir>/server.json if present')
+    .option('--ledger <url>', 'shared ledger redis://host:port[/db] (default: the embedded ledger in the datadir)')
+    .option('--json', 'print JSON');
 }
 
-export function register(program: Command): void {
-  const cmd = program
-    .command('keys')
-    .description('manage API keys (stored hashed in <datadir>/keys.json); the same actions as the dashboard');
-  const common = (c: Command): Command =>
-    c
-      .option('--datadir <dir>', 'datadir of the server', './data')
-      .option('--config <file>', 'server config with the plans; default <datadir>/server.json if present')
-      .option('--ledger <url>', 'shared ledger redis://host:port[/db] (default: the embedded ledger in the datadir)')
-      .option('--json', 'print JSON');
-
+/** `keys create`: the new key on stdout, once. */
+function registerCreate(cmd: Command): void {
   common(cmd.command('create'))
     .description('create a key; prints it once (only its sha256 and its first 6 characters are stored)')
     .requiredOption('--plan <plan>', `plan: ${PLAN_NAMES.join(', ')}`)
@@ -131,7 +124,10 @@ export function register(program: Command): void {
         }
       },
     );
+}
 
+/** `keys list`: what is stored, never a key. */
+function registerList(cmd: Command): void {
   common(cmd.command('list'))
     .description('list keys (name, key prefix, plan, created, last used, status; never the keys)')
     .action(async (opts: Common) => {
@@ -139,29 +135,12 @@ export function register(program: Command): void {
       if (opts.json) return out(opts, rows, '');
       if (rows.length === 0)
         return out(opts, [], 'no keys (create one: node-cli keys create --plan core --name my-app)');
-      const head = [
-        'ID'.padEnd(12),
-        'KEY'.padEnd(8),
-        'PLAN'.padEnd(9),
-        'STATUS'.padEnd(7),
-        'CREATED'.padEnd(17),
-        'LAST USED'.padEnd(17),
-        'NAME',
-      ].join(' ');
-      const lines = rows.map((r) =>
-        [
-          r.id.padEnd(12),
-          (r.prefix !== null ? `${r.prefix}…` : '-').padEnd(8),
-          r.plan.padEnd(9),
-          r.status.padEnd(7),
-          r.createdAt.slice(0, 16).replace('T', ' ').padEnd(17),
-          (r.lastUsed?.slice(0, 16).replace('T', ' ') ?? 'never').padEnd(17),
-          r.name,
-        ].join(' '),
-      );
-      process.stdout.write(`${[head, ...lines].join('\n')}\n`);
+      process.stdout.write(`${keyTable(rows)}\n`);
     });
+}
 
+/** `keys show`, `revoke`, `rename`, `rotate` (a new value, printed once). */
+function registerChanges(cmd: Command): void {
   common(cmd.command('show <key>'))
     .description('settings of a key (the key itself or its id)')
     .action(async (keyOrId: string, opts: Common) => {
@@ -199,7 +178,10 @@ export function register(program: Command): void {
         );
       }
     });
+}
 
+/** `keys limits`, `networks`, `allowlist`: a key's own limits and restrictions. */
+function registerSettings(cmd: Command): void {
   common(cmd.command('limits <key>'))
     .description("per-key limits below the plan's (0: none)")
     .option('--per-day <n>', 'credits per UTC day (429, event -33400)')
@@ -253,7 +235,10 @@ export function register(program: Command): void {
         out(opts, v.allowlists, `keys: allowlists of ${v.id}: ${JSON.stringify(v.allowlists)}`);
       },
     );
+}
 
+/** `keys secret create|delete|require|optional`: the key's API secret. */
+function registerSecret(cmd: Command): void {
   const secret = cmd.command('secret').description("the key's API secret (HTTP basic auth password, empty user name)");
   common(secret.command('create <key>'))
     .description('create (or replace) the secret; prints it once')
@@ -285,47 +270,27 @@ export function register(program: Command): void {
       const v = await run(opts, (km) => km.update(keyOrId, { secretRequired: false }));
       out(opts, v.secret, `keys: ${v.id} no longer requires its secret`);
     });
+}
 
+/** `keys usage`: a key's balance and usage. */
+function registerUsage(cmd: Command): void {
   common(cmd.command('usage <key>'))
     .description("a key's balance today and its usage per UTC day and method (last 30 days) and per minute (last 15)")
     .action(async (keyOrId: string, opts: Common) => {
       const [v, u] = await run(opts, async (km) => [await km.get(keyOrId), await km.usage(keyOrId)] as const);
-      const json = {
-        id: v.id,
-        name: v.name,
-        plan: v.plan,
-        label: v.name,
-        revoked: v.status === 'revoked',
-        dailyCredits: u.balance.dailyCredits,
-        creditsPerSecond: v.limits.creditsPerSecond ?? v.planCreditsPerSecond,
-        used: u.balance.used,
-        remaining: u.balance.remaining,
-        resetsAt: u.balance.resetsAt,
-        // One balance across networks (serve --network): the key's networks and today's split.
-        networks: v.networks,
-        byNetwork: u.balance.byNetwork,
-        days: u.days,
-        methods: u.methods,
-        minutes: u.minutes,
-      };
-      if (opts.json) return out(opts, json, '');
-      const lines = [
-        `key ${v.id} "${v.name}" (${v.plan}${v.status === 'revoked' ? ', revoked' : ''}): ${u.balance.used} of ${u.balance.dailyCredits} credits used today, ${u.balance.remaining} left; resets at ${u.balance.resetsAt}`,
-      ];
-      const split = Object.entries(u.balance.byNetwork).filter(([n]) => n !== '');
-      if (split.length > 0)
-        lines.push(
-          `today by network: ${split.map(([n, c]) => `${n} ${c}`).join(', ')}${(u.balance.byNetwork[''] ?? 0) > 0 ? `, (no network) ${u.balance.byNetwork['']}` : ''}`,
-        );
-      if (u.methods.length > 0) {
-        lines.push(
-          `${'METHOD (30 days)'.padEnd(36)} ${'CALLS'.padStart(9)} ${'CREDITS'.padStart(12)} ${'4XX'.padStart(6)} ${'5XX'.padStart(6)} ${'RPC ERR'.padStart(8)}`,
-        );
-        for (const m of u.methods)
-          lines.push(
-            `${m.method.padEnd(36)} ${String(m.calls).padStart(9)} ${String(m.credits).padStart(12)} ${String(m.e4xx).padStart(6)} ${String(m.e5xx).padStart(6)} ${String(m.erpc).padStart(8)}`,
-          );
-      }
-      process.stdout.write(`${lines.join('\n')}\n`);
+      if (opts.json) return out(opts, usageJson(v, u), '');
+      process.stdout.write(`${usageText(v, u)}\n`);
     });
+}
+
+export function register(program: Command): void {
+  const cmd = program
+    .command('keys')
+    .description('manage API keys (stored hashed in <datadir>/keys.json); the same actions as the dashboard');
+  registerCreate(cmd);
+  registerList(cmd);
+  registerChanges(cmd);
+  registerSettings(cmd);
+  registerSecret(cmd);
+  registerUsage(cmd);
 }
