@@ -12,7 +12,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { methodCosts } from '@chainnode/rpc';
 import { REQUEST_ERROR_CREDITS } from '@chainnode/server';
 import { chainDir, repoRoot, runCli, tempDir } from '@chainnode/testkit';
-import { spawnServe, sleep } from './serve-helpers.js';
+import { bannerOf, spawnServe, sleep } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
@@ -68,12 +68,8 @@ maybe('dashboard in chromium: login, create a key, usage table and chart, origin
     const token = (JSON.parse(tok.stdout) as { token: string }).token;
     s = await spawnServe(data.dir, ['--admin-port', '0']);
     const srv = s;
-    await until(
-      'the dashboard line',
-      async () => /serve: dashboard http:\/\/127\.0\.0\.1:\d+\//.test(srv.output()),
-      5000,
-    );
-    const dashUrl = (/serve: dashboard (http:\/\/127\.0\.0\.1:\d+\/)/.exec(s.output()) as RegExpExecArray)[1] as string;
+    const dashUrl = bannerOf(srv.output()).dashboard as string;
+    expect(dashUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
 
     ctx = await chromium.launchPersistentContext(profile.dir, {
       executablePath: CHROMIUM,

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { datadirCopy, rawWebSocket, readUntilClose, textFrame } from '@chainnode/testkit';
-import { createKeyCli, sleep, spawnServe } from './serve-helpers.js';
+import { bannerOf, createKeyCli, sleep, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 /** docs/architecture.md "Serving": the RSS bound of a server over the fixture chain with the defaults. */
@@ -102,13 +102,7 @@ describe('flood: a WebSocket client that never reads', () => {
   test('is cut off at its reply budget; other clients keep their latency; RSS under the documented bound', async () => {
     const { key } = await createKeyCli(dir, 'custom');
     srv = await spawnServe(dir, ['--metrics-port', '0']);
-    // The metrics line follows the "listening" line spawnServe waits for.
-    let metricsLine: RegExpExecArray | null = null;
-    for (let i = 0; i < 500 && metricsLine === null; i++) {
-      metricsLine = /metrics\s+GET\s+(http:\S+)/.exec(srv.output());
-      if (metricsLine === null) await sleep(20);
-    }
-    const metricsUrl = metricsLine![1]!;
+    const metricsUrl = bannerOf(srv.output()).metrics as string;
     const pid = srv.proc.pid!;
     let maxRss = rssMb(pid);
     const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMb(pid))), 100);

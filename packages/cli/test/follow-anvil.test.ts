@@ -28,7 +28,7 @@ import {
   waitSynced as waitSyncedWith,
 } from './anvil-upstream.js';
 import type { Anvil, Envelope } from './anvil-upstream.js';
-import { createKeyCli, spawnServe } from './serve-helpers.js';
+import { bannerOf, createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const common = createCommonFromGethGenesis(GENESIS as unknown as GethGenesis, { chain: 'custom' });
@@ -236,7 +236,7 @@ describe('serve --follow with anvil as the upstream', () => {
     while (!/follow: ingest stopped: block \d+: stateRoot mismatch/.test(node.output()) && Date.now() - t0 < 30_000)
       await new Promise((r) => setTimeout(r, 50));
     expect(node.output()).toMatch(/follow: ingest stopped: block \d+: stateRoot mismatch/);
-    const metricsUrl = /metrics +GET +(http:\/\/\S+\/metrics)/.exec(node.output())?.[1];
+    const metricsUrl = bannerOf(node.output()).metrics;
     expect(metricsUrl).toBeDefined();
     const metrics = await (await fetch(metricsUrl as string)).text();
     expect(metrics).toContain('chainnode_follow_failed 1');

@@ -24,7 +24,7 @@ import { call, result } from './anvil-upstream.js';
 import { compareNodes, rawBatch } from './compare-nodes.js';
 import { startJoinProxy } from './join-proxy.js';
 import type { JoinProxy } from './join-proxy.js';
-import { createKeyCli, spawnServe } from './serve-helpers.js';
+import { bannerOf, createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const FIRST = 1000;
@@ -307,7 +307,7 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
       history.lie = 'none';
       expect(await rawBatch(url, [l.call])).toEqual(await rawBatch(primaryUrl, [l.call]));
     }
-    const metricsUrl = /metrics +GET +(http:\/\/\S+\/metrics)/.exec(node.output())?.[1];
+    const metricsUrl = bannerOf(node.output()).metrics;
     const text = await (await fetch(metricsUrl as string)).text();
     expect(text).toMatch(/^chainnode_history_upstream_rejected_total 4$/m);
     expect(text).toMatch(/^chainnode_proven_state_rejected_total 2$/m);
@@ -341,7 +341,7 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
     }
     const h = JSON.parse(await health()) as Record<string, unknown>;
     expect(JSON.stringify(h)).toMatch(/"rejected":4/);
-    const metricsUrl = /metrics +GET +(http:\/\/\S+\/metrics)/.exec(joined.output())?.[1];
+    const metricsUrl = bannerOf(joined.output()).metrics;
     expect(metricsUrl).toBeDefined();
     const text = await (await fetch(metricsUrl as string)).text();
     expect(text).toMatch(/^chainnode_proven_state_rejected_total 4$/m);

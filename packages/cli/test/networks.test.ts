@@ -14,7 +14,7 @@ import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { methodCosts } from '@chainnode/rpc';
 import { chainDir, datadirCopy, runCli, tempDir } from '@chainnode/testkit';
-import { createKeyCli, spawnServe } from './serve-helpers.js';
+import { bannerOf, createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const haveBoth = chainDir('fixtures') !== undefined && chainDir('execution-apis') !== undefined;
@@ -295,8 +295,7 @@ maybe(
       head: '0x36',
       number: 54,
     });
-    const metricsPort = /metrics\s+GET\s+http:\/\/127\.0\.0\.1:(\d+)\/metrics/.exec(s.output())?.[1];
-    const metrics = (await get(`http://127.0.0.1:${metricsPort}/metrics`)).text;
+    const metrics = (await get(bannerOf(s.output()).metrics as string)).text;
     expect(metrics).toContain('chainnode_head_block{network="fixtures"} 1600');
     expect(metrics).toContain('chainnode_head_block{network="execapis"} 54');
     expect(metrics).toMatch(/chainnode_credits_charged_total\{network="execapis",method="eth_getBlockByNumber"\} \d+/);
@@ -450,8 +449,7 @@ maybe('a network with follow=<URL> follows its own upstream while the other netw
   expect(live?.number).toBe(54);
   expect(live?.follow?.localHead).toBe(54);
   expect((health.json['networks'] as Record<string, { follow?: unknown }>)['fixtures']?.follow).toBeUndefined();
-  const metricsPort = /metrics\s+GET\s+http:\/\/127\.0\.0\.1:(\d+)\/metrics/.exec(s.output())?.[1];
-  const metrics = (await get(`http://127.0.0.1:${metricsPort}/metrics`)).text;
+  const metrics = (await get(bannerOf(s.output()).metrics as string)).text;
   expect(metrics).toContain('chainnode_follow_local_head_block{network="live"} 54');
   expect(metrics).not.toContain('chainnode_follow_local_head_block{network="fixtures"}');
   expect(await s.stop('SIGTERM')).toBe(0);

@@ -15,7 +15,7 @@ import type { RedisClient, UsageRedisClient } from '@chainnode/accounts';
 import { methodCosts } from '@chainnode/rpc';
 import { NO_REDIS, Sfc32, datadirCopy, redisServerPath, startRedis } from '@chainnode/testkit';
 import type { RedisProcess } from '@chainnode/testkit';
-import { TEST_CHAIN, rpc, sleep, spawnServe } from './serve-helpers.js';
+import { bannerOf, TEST_CHAIN, rpc, sleep, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const HAVE_REDIS = redisServerPath() !== undefined;
@@ -92,7 +92,7 @@ maybe(
         dirs.map((dir) => spawnServe(dir, ['--ledger', redis.url, '--threads', '2'])),
       );
       for (const r of replicas) cleanups.push(() => r.stop('SIGKILL'));
-      for (const r of replicas) expect(r.output()).toContain('(2 threads)');
+      for (const r of replicas) expect(bannerOf(r.output()).threads).toBe(2);
       // Every app thread learns the keys from its next poll of the key store (within a second).
       await sleep(1500);
       for (const r of replicas)

@@ -10,7 +10,10 @@ export interface ServeProcess {
   url: (key: string) => string;
   ws: (key: string) => string;
   base: string;
+  /** stdout and stderr as they came. */
   output: () => string;
+  stdout: () => string;
+  stderr: () => string;
   /** Sends `signal` and resolves with the exit code. */
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
@@ -76,6 +79,8 @@ export function spawnServing(
     });
     live.add(proc);
     let out = '';
+    let stdout = '';
+    let stderr = '';
     // `start` also imports (progress on the terminal): only `serve`'s stderr is the log alone.
     const logAt = args[0] === 'serve' ? logs.push('') - 1 : -1;
     const exited = new Promise<number | null>((r) =>
@@ -91,7 +96,9 @@ export function spawnServing(
     void exited.then(() => clearTimeout(startup));
     const onData = (d: Buffer): void => {
       out += d.toString('utf8');
-      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
+      stdout += d.toString('utf8');
+      // The whole line: in the JSON log format it is the banner's one line, read whole by bannerOf.
+      const m = /listening on 127\.0\.0\.1:(\d+).*\n/.exec(out);
       if (m) {
         clearTimeout(startup);
         const port = Number(m[1]);
@@ -103,6 +110,8 @@ export function spawnServing(
           url: (key) => `${base}/v3/${key}`,
           ws: (key) => `ws://127.0.0.1:${port}/ws/v3/${key}`,
           output: () => out,
+          stdout: () => stdout,
+          stderr: () => stderr,
           stop: (signal = 'SIGTERM') => {
             proc.kill(signal);
             return exited;
@@ -113,10 +122,41 @@ export function spawnServing(
     proc.stdout.on('data', onData);
     proc.stderr.on('data', (d: Buffer) => {
       out += d.toString('utf8');
+      stderr += d.toString('utf8');
       if (logAt >= 0) logs[logAt] += d.toString('utf8');
     });
     void exited.then((code) => reject(new Error(`serve exited (${code}) before listening:\n${out}`)));
   });
+}
+
+/** The banner of a serve in the JSON log format: the fields of its one `listening on` line. */
+export interface Banner {
+  host: string;
+  port: number;
+  threads: number;
+  ledger: 'embedded' | 'redis';
+  ledgerFailure?: string;
+  datadir: string;
+  /** The URLs up to where the API key goes. */
+  http: string;
+  ws: string;
+  health: string;
+  metrics?: string;
+  dashboard?: string;
+  failover?: boolean;
+  following?: string;
+  reorgDepth?: number;
+  networks?: { name: string; http: string; ws: string; datadir: string; default: boolean; following?: string }[];
+}
+
+/** The banner in `out` (a serve's output in the JSON log format); throws when there is none. */
+export function bannerOf(out: string): Banner {
+  for (const line of out.split('\n')) {
+    if (!line.startsWith('{') || !line.includes('"listening on ')) continue;
+    const rec = JSON.parse(line) as Banner & { msg: string };
+    if (rec.msg.startsWith('listening on ')) return rec;
+  }
+  throw new Error(`no banner line in:\n${out}`);
 }
 
 export async function createKeyCli(

@@ -6,7 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { methodCosts } from '@chainnode/rpc';
 import { runCli } from '@chainnode/testkit';
-import { createKeyCli, rpc, sleep, spawnServe, usageCli, perTest } from './serve-helpers.js';
+import { bannerOf, createKeyCli, rpc, sleep, spawnServe, usageCli, perTest } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const costs = methodCosts() as Record<string, number>;
@@ -144,6 +144,56 @@ test('SIGTERM: exits 0 after closing the store (the datadir can be opened again 
   const again = await serveOn(dir);
   expect((await rpc(again.url(key), 'eth_blockNumber', [])).status).toBe(200);
   expect(await again.stop('SIGINT')).toBe(0);
+});
+
+test('--log-format json: every line on stdout and stderr is a JSON record; the banner is one info line', async () => {
+  const dir = await copy();
+  const { key } = await createKeyCli(dir, 'core');
+  const s = await spawnServe(dir, ['--log-format', 'json', '--threads', '1', '--metrics-port', '0']);
+  expect((await rpc(s.url(key), 'eth_blockNumber', [])).status).toBe(200);
+  expect(await s.stop('SIGTERM')).toBe(0);
+  const records = (stream: string): Record<string, unknown>[] =>
+    stream
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => {
+        let rec: unknown;
+        try {
+          rec = JSON.parse(line);
+        } catch {
+          rec = undefined;
+        }
+        expect({
+          line,
+          level: typeof (rec as { level?: unknown })?.level,
+          msg: typeof (rec as { msg?: unknown })?.msg,
+        }).toEqual({
+          line,
+          level: 'string',
+          msg: 'string',
+        });
+        return rec as Record<string, unknown>;
+      });
+  const out = records(s.stdout());
+  const err = records(s.stderr());
+  expect(err.map((r) => r['msg'])).toContain('stopped cleanly');
+  // The banner: one info line of the log's format, the listening address as its fields.
+  const banners = [...out, ...err].filter((r) => String(r['msg']).startsWith('listening on'));
+  expect(banners).toHaveLength(1);
+  expect(banners[0]).toMatchObject({
+    level: 'info',
+    component: 'serve',
+    network: null,
+    msg: `listening on 127.0.0.1:${s.port}`,
+    host: '127.0.0.1',
+    port: s.port,
+    threads: 1,
+    ledger: 'embedded',
+    http: `http://127.0.0.1:${s.port}/v3/`,
+    ws: `ws://127.0.0.1:${s.port}/ws/v3/`,
+    health: `http://127.0.0.1:${s.port}/health`,
+  });
+  expect(bannerOf(s.output()).metrics).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
 });
 
 test('SIGTERM with eth_getLogs in flight in the log worker: answered in full, then workers and store close, exit 0', async () => {

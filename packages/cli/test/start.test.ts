@@ -18,7 +18,18 @@ afterEach(async () => {
 });
 
 async function start(dir: string): Promise<ServeProcess> {
-  const s = await spawnServing(['start', '--datadir', dir, '--from', fixtures as string, '--port', '0']);
+  // The human banner (a terminal's default; stdout here is a pipe, whose default is JSON).
+  const s = await spawnServing([
+    'start',
+    '--datadir',
+    dir,
+    '--from',
+    fixtures as string,
+    '--port',
+    '0',
+    '--log-format',
+    'text',
+  ]);
   cleanups.push(() => s.stop('SIGKILL'));
   // The banner follows the "listening" lines; wait for its last line.
   for (let i = 0; i < 200 && !s.output().includes('Ctrl-C stops the server'); i++) await sleep(50);

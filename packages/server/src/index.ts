@@ -65,4 +65,4 @@ export { FAULT_ENV, applyFaultInjection, outageStore } from './fault.js';
 export { WsNotifier, WS_POLICY_CLOSE } from './notifier.js';
 export type { NotifierDeps, NotifierSocket } from './notifier.js';
 export { LOG_FORMATS, LOG_LEVELS, createLog, defaultLogFormat, redact } from './log.js';
-export type { Log, LogFormat, LogLevel, LogOptions } from './log.js';
+export type { Log, LogFields, LogFormat, LogLevel, LogOptions, LogValue } from './log.js';

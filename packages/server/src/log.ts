@@ -1,8 +1,9 @@
 // The process log of `serve` (docs/monitoring.md#logs): one line per event on stderr, through pino.
-// `json` (the default when stderr is not a terminal): one JSON object per line with `level`,
-// `time` (ISO 8601), `component` (serve, ledger, follow, dashboard, access…), `network` (the
-// network's name, null for the process or the one network of `--datadir`) and `msg`. `text` (the
-// default on a terminal): `serve: <msg>` lines as before. Below `level`, nothing is written.
+// `json` (the default when neither stderr nor stdout is a terminal): one JSON object per line with
+// `level`, `time` (ISO 8601), `component` (serve, ledger, follow, dashboard, access…), `network`
+// (the network's name, null for the process or the one network of `--datadir`) and `msg`. `text`
+// (the default when either is a terminal): `serve: <msg>` lines as before. Below `level`, nothing
+// is written.
 //
 // Whatever the caller passes, a line is scrubbed before it is written (redact()): API keys (32 hex
 // digits standing alone, and the segment after /v3/), admin tokens (cna_…), HTTP basic
@@ -20,9 +21,12 @@ export interface LogOptions {
   level: LogLevel;
 }
 
-/** `text` on a terminal, `json` otherwise. */
+/**
+ * `text` when stderr or stdout is a terminal (someone reads the process's lines: the log on
+ * stderr and the banner on stdout), `json` otherwise (a log collector reads them).
+ */
 export function defaultLogFormat(): LogFormat {
-  return process.stderr.isTTY === true ? 'text' : 'json';
+  return process.stderr.isTTY === true || process.stdout.isTTY === true ? 'text' : 'json';
 }
 
 const REDACTIONS: [RegExp, string][] = [
@@ -40,6 +44,10 @@ export function redact(s: string): string {
   return out;
 }
 
+/** A field of a log line: plain values, lists and objects of them. */
+export type LogValue = string | number | boolean | null | readonly LogValue[] | { readonly [k: string]: LogValue };
+export type LogFields = Readonly<Record<string, LogValue>>;
+
 /** One component's lines (of one network, or of the process). */
 export interface Log {
   (msg: string): void;
@@ -52,17 +60,27 @@ export interface Log {
    * written as is in text, with this log's component and network fields in JSON.
    */
   line(level: Exclude<LogLevel, 'silent'>, msg: string): void;
-  /** An access-log record (component `access`), its fields scrubbed as the message is. */
-  record(msg: string, fields: Record<string, string | number | null>): void;
+  /**
+   * An `info` line with fields (an access-log record, the listening banner), its fields scrubbed
+   * as the message is; in text, `key=value` after the message.
+   */
+  record(msg: string, fields: LogFields): void;
   /** The same log for another component or network. */
   child(component: string, network?: string | null): Log;
 }
 
 const RANK: Record<LogLevel, number> = { debug: 20, info: 30, warn: 40, error: 50, silent: 100 };
 
-function scrubFields(fields: Record<string, string | number | null>): Record<string, string | number | null> {
-  const out: Record<string, string | number | null> = {};
-  for (const [k, v] of Object.entries(fields)) out[k] = typeof v === 'string' ? redact(v) : v;
+function scrub(v: LogValue): LogValue {
+  if (typeof v === 'string') return redact(v);
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map(scrub);
+  return scrubFields(v as LogFields);
+}
+
+function scrubFields(fields: LogFields): Record<string, LogValue> {
+  const out: Record<string, LogValue> = {};
+  for (const [k, v] of Object.entries(fields)) out[k] = scrub(v);
   return out;
 }
 
@@ -83,12 +101,7 @@ export function createLog(opts: LogOptions, write?: (line: string) => void): Log
   }
   const make = (component: string, network: string | null): Log => {
     const child = base?.child({ component, network });
-    const emit = (
-      level: Exclude<LogLevel, 'silent'>,
-      msg: string,
-      fields?: Record<string, string | number | null>,
-      prefixed = false,
-    ) => {
+    const emit = (level: Exclude<LogLevel, 'silent'>, msg: string, fields?: LogFields, prefixed = false) => {
       if (RANK[level] < RANK[opts.level]) return;
       const text = redact(msg);
       if (child !== undefined) {
@@ -102,7 +115,7 @@ export function createLog(opts: LogOptions, write?: (line: string) => void): Log
         fields === undefined
           ? ''
           : ` ${Object.entries(scrubFields(fields))
-              .map(([k, v]) => `${k}=${v}`)
+              .map(([k, v]) => `${k}=${v !== null && typeof v === 'object' ? JSON.stringify(v) : v}`)
               .join(' ')}`;
       const lvl = level === 'info' ? '' : `${level}: `;
       sink(`serve: ${lvl}${where}${what}${text}${extra}\n`);

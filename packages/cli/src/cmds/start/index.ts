@@ -14,7 +14,7 @@ import { KeyActionError } from '@chainnode/accounts';
 import type { KeyManager } from '@chainnode/accounts';
 import { CliError } from '../../cli-error.js';
 import { runRuntime } from '@chainnode/runtime';
-import { printBanner } from '../serve/banner.js';
+import { announce, printBanner } from '../serve/banner.js';
 import { runtimeConfig } from '../serve/config.js';
 import { withConfigFile, withServeOptions } from '../serve/index.js';
 
@@ -78,10 +78,13 @@ export function register(program: Command): void {
         const host = printBanner(config, l);
         const http = `http://${host}:${l.port}/v3/${key}`;
         const ws = `ws://${host}:${l.port}/ws/v3/${key}`;
-        process.stdout.write(
+        const keyFile = join(opts.datadir, DEV_KEY_FILE);
+        // In JSON the key stays in its file: the log scrubs key material from every line.
+        announce(
+          config,
           [
             '',
-            `Development key ${created ? 'created' : 'reused'} (plan custom; kept in ${join(opts.datadir, DEV_KEY_FILE)}, mode 0600):`,
+            `Development key ${created ? 'created' : 'reused'} (plan custom; kept in ${keyFile}, mode 0600):`,
             `  HTTP       ${http}`,
             `  WebSocket  ${ws}`,
             '',
@@ -91,8 +94,9 @@ export function register(program: Command): void {
             `    ${http}`,
             '',
             'Ctrl-C stops the server (in-flight requests finish, the store closes cleanly).',
-            '',
-          ].join('\n'),
+          ],
+          `development key ${created ? 'created' : 'reused'}`,
+          { plan: 'custom', keyFile },
         );
       },
       onLedger: async (l, server) => {
