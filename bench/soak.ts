@@ -172,7 +172,8 @@ async function main(): Promise<void> {
   try {
     let out = '';
     srv.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const port = await servePort(srv, /metrics\s+GET/);
+    // The banner is one JSON line (stdout is a pipe: the JSON log format), the metrics URL a field of it.
+    const port = await servePort(srv, /"metrics":"http:/);
     const pid = srv.pid!;
     const base = `http://127.0.0.1:${port}`;
     const httpUrl = `${base}/v3/${key}`;
@@ -335,7 +336,7 @@ async function main(): Promise<void> {
       load1: Number(loadavg()[0]!.toFixed(1)),
       requests: counts.requests,
     });
-    const metricsUrl = /metrics\s+GET\s+(http:\S+)/.exec(out)?.[1];
+    const metricsUrl = /"metrics":"(http:[^"]+)"/.exec(out)?.[1];
     const serverMetrics =
       metricsUrl === undefined
         ? []
