@@ -180,3 +180,22 @@ export async function rpc(url: string, method: string, params: unknown[]): Promi
   if (j.error) throw new Error(`${method}: ${j.error.message}`);
   return j.result;
 }
+
+export type Rpc = (calls: [string, unknown[]][]) => Promise<unknown[]>;
+
+/** A JSON-RPC batch client for `url` that throws on any error member (the message names `who`). */
+export function batchClient(url: string, who = 'rpc'): Rpc {
+  let id = 0;
+  return async (calls) => {
+    const body = calls.map(([method, params]) => ({ jsonrpc: '2.0', id: id++, method, params }));
+    const r = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const out = (await r.json()) as { id: number; result?: unknown; error?: unknown }[];
+    out.sort((a, b) => a.id - b.id);
+    for (const x of out) if (x.error !== undefined) throw new Error(`${who}: ${JSON.stringify(x.error)}`);
+    return out.map((x) => x.result);
+  };
+}

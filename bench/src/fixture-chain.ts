@@ -7,6 +7,7 @@
 // hashes differ: anvil writes its own headers).
 import { readFileSync } from 'node:fs';
 import { RLP } from '@ethereumjs/rlp';
+import type { Rpc } from './children.js';
 import { keccak256 } from './synth.js';
 
 export interface FixtureTx {
@@ -54,24 +55,7 @@ export function readChain(file: string): FixtureBlock[] {
   return out;
 }
 
-export type Rpc = (calls: [string, unknown[]][]) => Promise<unknown[]>;
-
-/** A JSON-RPC batch client for `url` that throws on any error member. */
-export function batchClient(url: string): Rpc {
-  let id = 0;
-  return async (calls) => {
-    const body = calls.map(([method, params]) => ({ jsonrpc: '2.0', id: id++, method, params }));
-    const r = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const out = (await r.json()) as { id: number; result?: unknown; error?: unknown }[];
-    out.sort((a, b) => a.id - b.id);
-    for (const x of out) if (x.error !== undefined) throw new Error(`rpc: ${JSON.stringify(x.error)}`);
-    return out.map((x) => x.result);
-  };
-}
+export { batchClient, type Rpc } from './children.js';
 
 /**
  * Mines `blocks` into an anvil started with `--init <genesis.json> --no-mining --order fifo

@@ -25,6 +25,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cancunGenesis } from '@chainnode/testkit';
 import { anvilFlags } from './anvil.js';
+import { batchClient, type Rpc } from './children.js';
 import { Rng, keccak256 } from './synth.js';
 
 export const MNEMONIC = 'test test test test test test test test test test test junk';
@@ -124,23 +125,7 @@ export function storageAt(m: ScaledModel, contract: number, slot: string, block:
   return v;
 }
 
-type Rpc = (calls: [string, unknown[]][]) => Promise<unknown[]>;
-
-function rpcClient(url: string): Rpc {
-  let id = 0;
-  return async (calls) => {
-    const body = calls.map(([method, params]) => ({ jsonrpc: '2.0', id: id++, method, params }));
-    const r = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const out = (await r.json()) as { id: number; result?: unknown; error?: unknown }[];
-    out.sort((a, b) => a.id - b.id);
-    for (const x of out) if (x.error !== undefined) throw new Error(`anvil: ${JSON.stringify(x.error)}`);
-    return out.map((x) => x.result);
-  };
-}
+const rpcClient = (url: string): Rpc => batchClient(url, 'anvil');
 
 /** The Cancun header fields in RLP order, from a JSON-RPC block. */
 const HEADER_FIELDS = [
