@@ -11,6 +11,7 @@ export * from './ascii-chunks.js';
 export * from './atomic-file.js';
 export * from './deposit-tx.js';
 export * from './chain-family.js';
+export * from './bloom.js';
 export * from './receipt-encoding.js';
 export * from './keccak.js';
 export * from './lanes.js';

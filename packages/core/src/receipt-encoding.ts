@@ -5,7 +5,7 @@
 // then depositReceiptVersion when present (op-geth's optional RLP fields).
 import { RLP } from '@ethereumjs/rlp';
 import type { Input } from '@ethereumjs/rlp';
-import { keccak256 } from './keccak.js';
+import { logsBloomOf } from './bloom.js';
 import { DEPOSIT_TX_TYPE } from './deposit-tx.js';
 import type { Bytes } from './types.js';
 
@@ -31,23 +31,6 @@ export interface ConsensusReceipt {
   /** OP-stack deposit receipts only (type 0x7e). */
   depositNonce?: bigint;
   depositReceiptVersion?: bigint;
-}
-
-/** The 2048-bit bloom of the logs (Yellow Paper 4.3.1): 3 bits per address and per topic. */
-export function logsBloomOf(logs: readonly ConsensusLog[]): Bytes {
-  const bloom = new Uint8Array(256);
-  const add = (v: Uint8Array): void => {
-    const h = keccak256(v);
-    for (let i = 0; i < 6; i += 2) {
-      const bit = (((h[i] as number) << 8) | (h[i + 1] as number)) & 2047;
-      bloom[255 - (bit >> 3)] = (bloom[255 - (bit >> 3)] as number) | (1 << (bit & 7));
-    }
-  };
-  for (const log of logs) {
-    add(log.address);
-    for (const topic of log.topics) add(topic);
-  }
-  return bloom;
 }
 
 /** The status field as consensus encodes it: status 0 is the empty string, never a 0x00 byte. */

@@ -6,7 +6,8 @@
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { toData } from '../src/hex.js';
-import { encodeReceipt, logsBloomOf } from '../src/receipt-encoding.js';
+import { bloomMatcher, bloomUnion, logsBloomOf } from '../src/bloom.js';
+import { encodeReceipt } from '../src/receipt-encoding.js';
 import type { ConsensusReceipt } from '../src/receipt-encoding.js';
 
 const fill = (byte: number, n: number): Uint8Array => new Uint8Array(n).fill(byte);
@@ -76,4 +77,17 @@ test('logsBloomOf: three bits per address and topic, from their keccak', () => {
   const got = new Set<number>();
   for (let bit = 0; bit < 2048; bit++) if ((bloom[255 - (bit >> 3)]! >> (bit & 7)) & 1) got.add(bit);
   expect([...got].sort((a, b) => a - b)).toEqual([...want].sort((a, b) => a - b));
+});
+
+test('bloomMatcher: every constraint needs one value whose bits are set; bloomUnion ORs blooms', () => {
+  const other = { ...log, address: new Uint8Array(20).fill(9), topics: [] };
+  const bloom = logsBloomOf([log]);
+  const union = bloomUnion([bloom, logsBloomOf([other])]);
+  expect(toData(union)).toBe(toData(logsBloomOf([log, other])));
+  expect(bloomMatcher([])(new Uint8Array(256))).toBe(true);
+  expect(bloomMatcher([[log.address], [log.topics[0]!]])(bloom)).toBe(true);
+  expect(bloomMatcher([[other.address, log.address]])(bloom)).toBe(true);
+  expect(bloomMatcher([[other.address]])(bloom)).toBe(false);
+  expect(bloomMatcher([[log.address], [other.address]])(union)).toBe(true);
+  expect(bloomMatcher([[log.address], [other.address]])(bloom)).toBe(false);
 });

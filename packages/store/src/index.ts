@@ -13,3 +13,4 @@ export { keccak256 } from './keccak.js';
 export { MissingTrieNodeError, hexPrefix, nibblesOf, trieGetSync, updateTrie } from './trie-update.js';
 export type { NodePut, SyncNodeGet } from './trie-update.js';
 export { Lru } from './lru.js';
+export { logMatches, queryBloomMatcher } from './logs.js';

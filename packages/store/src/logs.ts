@@ -11,8 +11,7 @@
 // The result cap is decided on log ids alone (no log is fetched to find it), and the loop yields
 // to the event loop every few milliseconds and stops at the deadline.
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { keccak256 } from './keccak.js';
-import { LimitExceededError, LogJsonWriter, bytesEqual } from '@chainnode/core';
+import { LimitExceededError, LogJsonWriter, bloomMatcher, bytesEqual } from '@chainnode/core';
 import type {
   AsciiChunk,
   ChainHead,
@@ -83,7 +82,7 @@ function needsArityCheck(query: LogQuery): boolean {
   return query.topics.length > lastConstrained + 1;
 }
 
-export function logMatches(log: StoredLog, query: LogQuery): boolean {
+export function logMatches(log: Pick<StoredLog, 'address' | 'topics'>, query: LogQuery): boolean {
   // geth: a log with fewer topics than the filter has positions never matches, wildcards included.
   if (query.topics.length > log.topics.length) return false;
   if (query.addresses.length > 0 && !query.addresses.some((a) => bytesEqual(a, log.address))) return false;
@@ -96,26 +95,9 @@ export function logMatches(log: StoredLog, query: LogQuery): boolean {
   return true;
 }
 
-/** The three (byte, mask) pairs a value sets in a 2048-bit logs bloom. */
-function bloomBits(value: Uint8Array): number[] {
-  const h = keccak256(value);
-  const out: number[] = [];
-  for (let i = 0; i < 6; i += 2) {
-    const bit = (((h[i] as number) << 8) | (h[i + 1] as number)) & 2047;
-    out.push(255 - (bit >> 3), 1 << (bit & 7));
-  }
-  return out;
-}
-
-/** Bloom test of a whole query, with the bit positions of every value computed once. */
-function bloomMatcher(constraints: Constraint[]): (bloom: Uint8Array) => boolean {
-  const bits = constraints.map((c) => c.values.map(bloomBits));
-  const has = (bloom: Uint8Array, b: number[]): boolean => {
-    for (let i = 0; i < b.length; i += 2)
-      if (((bloom[b[i] as number] as number) & (b[i + 1] as number)) === 0) return false;
-    return true;
-  };
-  return (bloom) => bits.every((alternatives) => alternatives.some((b) => has(bloom, b)));
+/** The bloom test of a query: false for a block whose logs bloom rules out every match. */
+export function queryBloomMatcher(query: LogQuery): (bloom: Uint8Array) => boolean {
+  return bloomMatcher(constraintsOf(query).map((c) => c.values));
 }
 
 /** Let other requests run at least this often (ms) during one query. */
@@ -1012,7 +994,7 @@ export class LogQueries {
     const budget = new Budget(options.deadline);
     const range = await this.logIdRange(query.fromBlock, query.toBlock);
     if (range === undefined) return { kind: 'ok', logs: [] };
-    const mayMatch = bloomMatcher(constraintsOf(query));
+    const mayMatch = queryBloomMatcher(query);
     const want = options.limit + 1;
     const matched: StoredLog[] = [];
     let n = 0;

@@ -25,6 +25,7 @@ import {
   LimitExceededError,
   ServerError,
   SingleFlight,
+  bloomUnion,
   createUpstreamClient,
   decodeHeader,
   decodeTransaction,
@@ -44,7 +45,7 @@ import type {
   UncleRecord,
   UpstreamClient,
 } from '@chainnode/core';
-import { Lru, keccak256 } from '@chainnode/store';
+import { Lru, keccak256, logMatches, queryBloomMatcher } from '@chainnode/store';
 import { BlockVerificationError, UpstreamError } from '../errors.js';
 import { commonFromGenesis } from '../genesis.js';
 import type { Common, GethGenesis } from '@ethereumjs/common';
@@ -456,9 +457,7 @@ export class HistoryUpstream {
     const encoded = receipts.map((r, i) => encodeReplicaReceipt(r, blooms[i]));
     if (!equalsBytes(orderedTrieRoot(encoded), h.receiptsRoot))
       this.reject(`block ${n}: receiptsRoot mismatch: the receipts do not hash to the header's`);
-    const bloom = new Uint8Array(256);
-    for (const rb of blooms) for (let j = 0; j < 256; j++) bloom[j] = (bloom[j] as number) | (rb[j] as number);
-    if (!equalsBytes(bloom, h.logsBloom)) this.reject(`block ${n}: logsBloom mismatch`);
+    if (!equalsBytes(bloomUnion(blooms), h.logsBloom)) this.reject(`block ${n}: logsBloom mismatch`);
     let logIndex = 0;
     return receipts.flatMap((r, transactionIndex) => {
       const transactionHash = keccak256(txs[transactionIndex] as Uint8Array);
@@ -513,12 +512,13 @@ export class HistoryUpstream {
     const first = this.first();
     const lowTo = query.toBlock < first ? query.toBlock : first - 1n;
     const out: LogRecord[] = [];
+    const mayMatch = queryBloomMatcher(query);
     const span = 64n;
     for (let from = query.fromBlock; from <= lowTo; from += span) {
       if (Date.now() > options.deadline) throw new LimitExceededError('query timeout exceeded');
       const to = from + span - 1n < lowTo ? from + span - 1n : lowTo;
       const headers = await this.headersIn(from, to);
-      const candidates = headers.filter((h) => bloomMayMatch(h.logsBloom, query));
+      const candidates = headers.filter((h) => mayMatch(h.logsBloom));
       // The logs of the candidate blocks, fetched ahead (the client bounds what is in flight), read in block order.
       const loading = candidates.map((h) => this.logsOf(h));
       for (const p of loading) p.catch(() => undefined); // a later one failing while an earlier is awaited
@@ -602,34 +602,6 @@ function rawBlockOf(b: ReplicaBlock): Uint8Array {
   const parts: unknown[] = [RLP.decode(b.headerRlp), txs, b.uncles];
   if (b.withdrawals !== undefined) parts.push(b.withdrawals);
   return RLP.encode(parts as never);
-}
-
-/** geth's log filter: addresses any-of, topics positional (null: any), a log with fewer topics never matches. */
-function logMatches(log: LogRecord, query: LogQuery): boolean {
-  if (query.topics.length > log.topics.length) return false;
-  if (query.addresses.length > 0 && !query.addresses.some((a) => equalsBytes(a, log.address))) return false;
-  for (let i = 0; i < query.topics.length; i++) {
-    const t = query.topics[i];
-    if (t === null || t === undefined || t.length === 0) continue;
-    const have = log.topics[i] as Uint8Array;
-    if (!t.some((x) => equalsBytes(x, have))) return false;
-  }
-  return true;
-}
-
-/** Whether a block's logs bloom may hold logs of the query (every constrained position must hit). */
-function bloomMayMatch(bloom: Uint8Array, query: LogQuery): boolean {
-  const has = (v: Uint8Array): boolean => {
-    const h = keccak256(v);
-    for (let i = 0; i < 6; i += 2) {
-      const bit = (((h[i] as number) << 8) | (h[i + 1] as number)) & 2047;
-      if (((bloom[255 - (bit >> 3)] as number) & (1 << (bit & 7))) === 0) return false;
-    }
-    return true;
-  };
-  if (query.addresses.length > 0 && !query.addresses.some(has)) return false;
-  for (const t of query.topics) if (t !== null && t.length > 0 && !t.some(has)) return false;
-  return true;
 }
 
 /** The history-backed `store` (see HistoryUpstream). */

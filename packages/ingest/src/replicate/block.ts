@@ -4,7 +4,7 @@
 // node's own parent state plus the changes (state.ts). Any mismatch names the block and field.
 import { RLP } from '@ethereumjs/rlp';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
-import { keccak256, logsBloomOf } from '@chainnode/core';
+import { bloomUnion, keccak256, logsBloomOf } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import { BlockVerificationError } from '../errors.js';
 import { encodeReplicaReceipt } from './envelopes.js';
@@ -72,16 +72,14 @@ export async function verifyBlockData(b: ReplicaBlock): Promise<void> {
   if (b.receipts.length !== b.transactions.length)
     fail(n, 'receipts', `${b.receipts.length} receipts`, `${b.transactions.length} transactions`);
   // Each receipt's bloom is computed once: it goes into the receipt's encoding and the block's.
-  const bloom = new Uint8Array(256);
+  const blooms = b.receipts.map((r) => logsBloomOf(r.logs));
   const encoded = b.receipts.map((r, i) => {
     const tx = b.transactions[i] as ReplicaTx;
     if (r.type !== tx.type) fail(n, `receipt ${i} type`, BigInt(r.type), BigInt(tx.type));
-    const rb = logsBloomOf(r.logs);
-    for (let j = 0; j < 256; j++) bloom[j] = (bloom[j] as number) | (rb[j] as number);
-    return encodeReplicaReceipt(r, rb);
+    return encodeReplicaReceipt(r, blooms[i]);
   });
   checkField(n, 'receiptsRoot', h.receiptsRoot, orderedTrieRoot(encoded));
-  checkField(n, 'logsBloom', h.logsBloom, bloom);
+  checkField(n, 'logsBloom', h.logsBloom, bloomUnion(blooms));
   const used = b.receipts.length === 0 ? 0n : (b.receipts[b.receipts.length - 1] as ReplicaReceipt).cumulativeGasUsed;
   checkField(n, 'gasUsed', h.gasUsed, used);
 }

@@ -5,8 +5,8 @@
 // when the store holds them.
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from '@chainnode/core';
-import { bytesToBigInt, toData, toQuantity } from '@chainnode/core';
-import type { HeaderRecord, Hex, LogRecord, ReceiptRecord, TxRecord } from '@chainnode/core';
+import { bytesToBigInt, logsBloomOf, toData, toQuantity } from '@chainnode/core';
+import type { HeaderRecord, Hex, ReceiptRecord, TxRecord } from '@chainnode/core';
 import { GAS_PER_BLOB } from '../chain/forks.js';
 import type { ForkSchedule } from '../chain/forks.js';
 import { formatLog } from './log.js';
@@ -33,23 +33,6 @@ export interface JsonReceipt {
   blobGasPrice?: Hex;
   depositNonce?: Hex;
   depositReceiptVersion?: Hex;
-}
-
-/** The 2048-bit bloom of logs (Yellow Paper 4.3.1): three bits per address and per topic. */
-export function logsBloom(logs: readonly LogRecord[]): Uint8Array {
-  const bloom = new Uint8Array(256);
-  const add = (v: Uint8Array): void => {
-    const h = keccak256(v);
-    for (let i = 0; i < 6; i += 2) {
-      const bit = (((h[i] as number) << 8) | (h[i + 1] as number)) & 2047;
-      bloom[255 - (bit >> 3)] = (bloom[255 - (bit >> 3)] as number) | (1 << (bit & 7));
-    }
-  };
-  for (const l of logs) {
-    add(l.address);
-    for (const t of l.topics) add(t);
-  }
-  return bloom;
 }
 
 /** keccak(rlp([sender, nonce]))[12:]: the address a creation transaction deploys to. */
@@ -83,7 +66,7 @@ export function formatReceipt(
     from: toData(tx.from),
     gasUsed: toQuantity(receipt.cumulativeGasUsed - (previous?.cumulativeGasUsed ?? 0n)),
     logs: receipt.logs.map(formatLog),
-    logsBloom: toData(logsBloom(receipt.logs)),
+    logsBloom: toData(logsBloomOf(receipt.logs)),
     to: tx.to === null ? null : toData(tx.to),
     transactionHash: toData(tx.hash),
     transactionIndex: toQuantity(index),
