@@ -88,19 +88,46 @@ export function initialFollowStatus(upstream = ''): FollowStatus {
   };
 }
 
-export interface FollowOptions {
+/**
+ * How a datadir follows its upstream: the follow settings of `serve` (`--follow`, a network's
+ * `follow=<URL>`), which the serve runtime hands to the datadir's ingest thread.
+ */
+export interface FollowSettings {
   /** http(s):// or ws(s):// JSON-RPC URL of the upstream. */
   url: string;
-  datadir: string;
   /** genesis.json: required for an empty datadir. */
   genesisPath?: string;
+  /** Deepest upstream reorg followed before the ingest stops. */
+  reorgDepth: bigint;
+  /** Poll interval when caught up. */
+  pollMs: number;
+  /**
+   * How blocks become state: execute them with @ethereumjs/vm, or replicate them: take the
+   * upstream's transactions, receipts and state changes and verify every root (replicate/).
+   */
+  ingest: IngestMode;
+  /**
+   * Join the chain at this block instead of starting at genesis (only for an empty datadir): a
+   * number, or `{ headMinus: K }` for the upstream's head minus K. The datadir then holds
+   * history from there on, verified by its roots and hash links, and no state of its own
+   * (history-only ingest, whatever `ingest` says); state is then proven on demand from `url`.
+   */
+  startBlock?: StartBlock;
+  /** The hash the start block must have (pins the anchor; without startBlock it names the block). */
+  checkpoint?: Uint8Array;
+  /** History below a joined datadir's first block from this http(s):// upstream, verified (serving side only). */
+  historyUpstream?: string;
+}
+
+/** A Follower's options: the follow settings (defaults: reorgDepth 64, pollMs 1000, execute) and how it runs. */
+export interface FollowerOptions
+  extends Pick<FollowSettings, 'url'>,
+    Partial<Omit<FollowSettings, 'url' | 'historyUpstream'>> {
+  datadir: string;
   /** Stop after this block (sync mode). */
   to?: bigint;
   /** Keep following after catching up (serve --follow); otherwise return at the head (sync). */
   follow?: boolean;
-  reorgDepth?: bigint;
-  /** Poll interval when caught up (default 1000 ms). */
-  pollMs?: number;
   /** Blocks fetched ahead concurrently while catching up (default 8). */
   prefetch?: number;
   /** Consecutive polls with the upstream below our head (same chain) before rolling back (default 3). */
@@ -112,20 +139,6 @@ export interface FollowOptions {
   shared?: boolean;
   /** Upstream call timeout (default 10 s). */
   timeoutMs?: number;
-  /**
-   * How blocks become state: execute them with @ethereumjs/vm (default), or replicate them:
-   * take the upstream's transactions, receipts and state changes and verify every root
-   * (replicate/). */
-  ingest?: IngestMode;
-  /**
-   * Join the chain at this block instead of starting at genesis (only for an empty datadir): a
-   * number, or `{ headMinus: K }` for the upstream's head minus K. The datadir then holds
-   * history from there on, verified by its roots and hash links, and no state of its own
-   * (history-only ingest, whatever `ingest` says).
-   */
-  startBlock?: StartBlock;
-  /** The hash the start block must have (pins the anchor; without startBlock it names the block). */
-  checkpoint?: Uint8Array;
   /** Replication's state source; probed from the upstream when absent. */
   stateSource?: StateSourceKind;
   /** Filled with where replication's time goes (the benchmark reads it). */
@@ -221,7 +234,7 @@ export class Follower {
   private startNumber = 0n;
   private lastFlush = Date.now();
 
-  constructor(private readonly opts: FollowOptions) {
+  constructor(private readonly opts: FollowerOptions) {
     this.client = createUpstreamClient(opts.url, { timeoutMs: opts.timeoutMs ?? 10_000 });
     this.status = initialFollowStatus(this.client.origin);
   }
@@ -652,6 +665,6 @@ export class Follower {
 }
 
 /** `node-cli sync --from <URL>` / `serve --follow`: see Follower. */
-export function followUpstream(opts: FollowOptions): Promise<FollowSummary> {
+export function followUpstream(opts: FollowerOptions): Promise<FollowSummary> {
   return new Follower(opts).run();
 }

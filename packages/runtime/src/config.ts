@@ -2,28 +2,14 @@
 // it from its flags and the config file (flag > file > default); nothing in this package parses
 // text. It crosses into each app thread as worker data, so it holds plain data only.
 import type { LedgerFailureMode } from '@chainnode/accounts';
-import type { IngestMode, StartBlock } from '@chainnode/ingest';
+import type { FollowSettings } from '@chainnode/ingest';
 import type { LogFormat, LogLevel, NetworkConfig, ServerConfig } from '@chainnode/server';
-
-/** How a datadir follows its upstream (`follow=<URL>`, or `serve --follow` for --datadir). */
-export interface FollowOptions {
-  url: string;
-  genesisPath?: string;
-  reorgDepth: bigint;
-  pollMs: number;
-  ingest: IngestMode;
-  /** Join the chain there (an empty datadir); state is then proven on demand from `url`. */
-  startBlock?: StartBlock;
-  checkpoint?: Uint8Array;
-  /** History below a joined datadir's first block from this http(s):// upstream, verified. */
-  historyUpstream?: string;
-}
 
 /** A datadir to follow and how: `network` is the network's name, '' for the one network of --datadir. */
 export interface FollowedDatadir {
   network: string;
   datadir: string;
-  follow: FollowOptions;
+  follow: FollowSettings;
 }
 
 /** The admin listener serving the dashboard. */

@@ -7,20 +7,13 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ChainCommit } from '@chainnode/core';
 import { Follower } from '../follow.js';
-import type { FollowStatus, IngestMode, StartBlock } from '../follow.js';
+import type { FollowSettings, FollowStatus } from '../follow.js';
 import type { StateSourceKind } from '../replicate/sources.js';
 
-export interface IngestWorkerData {
-  url: string;
+/** The datadir to follow into and its follow settings (historyUpstream is the serving side's). */
+export interface IngestWorkerData extends FollowSettings {
   datadir: string;
-  genesisPath?: string;
-  reorgDepth: bigint;
-  pollMs: number;
-  ingest: IngestMode;
   stateSource?: StateSourceKind;
-  /** Join the chain there (an empty datadir): FollowOptions.startBlock. */
-  startBlock?: StartBlock;
-  checkpoint?: Uint8Array;
 }
 
 export type IngestMessage =
