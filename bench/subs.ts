@@ -52,7 +52,7 @@ async function child(datadir: string, blocks: number): Promise<void> {
     },
   };
   const config = parseConfig({
-    logWorkers: 0,
+    offloadWorkers: 0,
     subscriptionsPerKey: 100_000,
     wsMaxUnsentNotificationBytes: 64 * 1024 * 1024,
   });

@@ -140,7 +140,7 @@ function fieldTable(schema: ConfigSchema, withDefaults = true, withFlags = false
     ...(withDefaults ? [defaultText(f)] : []),
     cell(f.unit ?? ''),
     rangeText(f),
-    cell(f.doc),
+    cell(f.alias === undefined ? f.doc : `${f.doc} Its former name ${code(f.alias)} is still accepted.`),
   ]);
   return table(
     [

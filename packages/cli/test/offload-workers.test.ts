@@ -1,4 +1,4 @@
-// The real log worker of `node-cli serve` (@chainnode/runtime's log-worker.ts) on the imported
+// The real offload worker of `node-cli serve` (@chainnode/runtime's offload-worker.ts) on the imported
 // fixture chain: eth_getLogs answered through it is byte-identical to inline answers for
 // filters drawn from the chain's own logs (results, the 10,000-result cap, parameter errors),
 // NODE_FAULT_INJECT=store-outage reaches the worker's store, and after the pool closes every
@@ -12,7 +12,7 @@ import { chainDir, datadirCopy } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 
 const chain: ChainName = chainDir('fixtures') !== undefined ? 'fixtures' : 'execution-apis';
-const script = new URL('./log-worker.js', import.meta.resolve('@chainnode/runtime'));
+const script = new URL('./offload-worker.js', import.meta.resolve('@chainnode/runtime'));
 const rpcConfig = resolveConfig({});
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -64,7 +64,7 @@ async function reply(svc: RpcServiceApi, b: string): Promise<string> {
   return (await svc.handle(b)).body ?? '';
 }
 
-test('answers through the log worker are byte-identical to inline answers on the fixture chain', async () => {
+test('answers through the offload worker are byte-identical to inline answers on the fixture chain', async () => {
   const { store, pool } = await setup();
   const inline = createRpcService(store, rpcConfig);
   const offloaded = createRpcService(store, rpcConfig, { offload: pool, inlineCostLimit: -1 });

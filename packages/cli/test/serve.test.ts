@@ -125,8 +125,8 @@ test('failover: a growth key gets eth_getBlockByHash from the partner process du
   expect(coreReply.body.error?.code).toBe(-32603);
   const otherMethod = await rpc(down.url(growth), 'eth_getBlockByNumber', ['0x1', false]);
   expect(otherMethod.body.error?.code).toBe(-32603);
-  // eth_getLogs runs in a log worker (logWorkers defaults to 1), whose store has the fault too.
-  expect(down.output()).toContain('eth_getLogs runs in 1 worker thread');
+  // eth_getLogs runs in an offload worker (offloadWorkers defaults to 1), whose store has the fault too.
+  expect(down.output()).toContain('offloaded calls run in 1 worker thread');
   const logs = await rpc(down.url(core), 'eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x10' }]);
   expect(logs.body.error).toEqual({ code: -32603, message: 'internal error' });
   expect((await fetch(`${down.base}/health`)).status).toBe(503);
@@ -196,7 +196,7 @@ test('--log-format json: every line on stdout and stderr is a JSON record; the b
   expect(bannerOf(s.output()).metrics).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
 });
 
-test('SIGTERM with eth_getLogs in flight in the log worker: answered in full, then workers and store close, exit 0', async () => {
+test('SIGTERM with eth_getLogs in flight in the offload worker: answered in full, then workers and store close, exit 0', async () => {
   const dir = await copy();
   const { key } = await createKeyCli(dir, 'custom');
   // 32 calls of ~1,000-2,000 logs each, answered one after the other (a batch): over a second of
@@ -213,10 +213,10 @@ test('SIGTERM with eth_getLogs in flight in the log worker: answered in full, th
   );
   const post = async (url: string): Promise<string> =>
     (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch })).text();
-  // The same batch answered inline (logWorkers 0) is what the worker must answer.
+  // The same batch answered inline (offloadWorkers 0) is what the worker must answer.
   // The whole answer (~36 MB) is over the default batch answer limit (25 MB, geth's): raised here.
   const inlineConfig = join(dirname(dir), 'inline.json');
-  await writeFile(inlineConfig, JSON.stringify({ logWorkers: 0, maxBatchResponseBytes: 100_000_000 }));
+  await writeFile(inlineConfig, JSON.stringify({ offloadWorkers: 0, maxBatchResponseBytes: 100_000_000 }));
   const workerConfig = join(dirname(dir), 'worker.json');
   await writeFile(workerConfig, JSON.stringify({ maxBatchResponseBytes: 100_000_000 }));
   const inline = await spawnServe(dir, ['--config', inlineConfig]);
@@ -228,7 +228,7 @@ test('SIGTERM with eth_getLogs in flight in the log worker: answered in full, th
   for (const r of replies) expect(r.result?.length).toBeGreaterThan(1_000);
 
   const s = await spawnServe(dir, ['--config', workerConfig]);
-  expect(s.output()).toContain('eth_getLogs runs in 1 worker thread');
+  expect(s.output()).toContain('offloaded calls run in 1 worker thread');
   let answeredAt = 0;
   const answer = post(s.url(key)).then((text) => {
     answeredAt = Date.now();

@@ -94,7 +94,7 @@ async function startServerOver(
 ): Promise<Omit<SubsServer, 'events' | 'http'>> {
   const { dir, cleanup } = await datadirCopy('fixtures');
   const store = await openChainStore(dir);
-  const cfg = parseConfig({ logWorkers: 0, ...config });
+  const cfg = parseConfig({ offloadWorkers: 0, ...config });
   const service = createRpcService(store, resolveConfig(rpcConfigOf(cfg)));
   const accounts = await openLedger({ datadir: dir });
   const srv = await startServer({

@@ -43,7 +43,7 @@ export interface RpcConfig {
  * - logs: spec 8.2 — at most 10,000 results, 10 s, 5,000 filter parameters.
  */
 /**
- * Extra wait past a call's deadline for a store (or a log worker) that does not stop on time,
+ * Extra wait past a call's deadline for a store (or an offload worker) that does not stop on time,
  * before the caller gets "query timeout exceeded" anyway.
  */
 export const DEADLINE_GRACE_MS = 250;

@@ -149,7 +149,7 @@ interface Slot {
   ending: boolean;
 }
 
-export const TOO_MANY_OFFLOADED = 'too many concurrent log queries';
+export const TOO_MANY_OFFLOADED = 'too many concurrent offloaded queries';
 
 /** A fixed set of worker threads answering offloaded calls; see OffloadPoolOptions. */
 export class OffloadPool implements OffloadExecutor {
@@ -266,7 +266,7 @@ export class OffloadPool implements OffloadExecutor {
       });
       worker.on('error', (err) => {
         failure = err;
-        this.log(`log worker ${index} failed: ${err.message}`);
+        this.log(`offload worker ${index} failed: ${err.message}`);
       });
       worker.on('exit', (code) => {
         if (this.slots[index] === slot) this.slots[index] = undefined;
@@ -277,9 +277,9 @@ export class OffloadPool implements OffloadExecutor {
         }
         slot.jobs.clear();
         if (!slot.ready)
-          reject(failure ?? new Error(`log worker ${index} exited with code ${code} before it was ready`));
+          reject(failure ?? new Error(`offload worker ${index} exited with code ${code} before it was ready`));
         if (this.closing) return;
-        if (!slot.ending) this.log(`log worker ${index} exited with code ${code}; restarting it`);
+        if (!slot.ending) this.log(`offload worker ${index} exited with code ${code}; restarting it`);
         const crashes = this.crashes[index]!++;
         const delay = crashes === 0 ? 0 : Math.min(2_000, 50 * 2 ** crashes); // a crash loop backs off
         setTimeout(() => {
@@ -332,7 +332,7 @@ export class OffloadPool implements OffloadExecutor {
     setTimeout(() => {
       if (slot.jobs.has(job.id) && !slot.ending) {
         this.log(
-          `log worker ${slot.index} has not answered a call ${this.stuckAfterMs} ms past its deadline; restarting it`,
+          `offload worker ${slot.index} has not answered a call ${this.stuckAfterMs} ms past its deadline; restarting it`,
         );
         slot.ending = true;
         void slot.worker.terminate();
@@ -356,6 +356,6 @@ export class OffloadPool implements OffloadExecutor {
 
 /** The main-thread error for a worker's error reply: maps (toErrorObject) to the same object. */
 function fromWire(msg: Extract<OffloadReply, { type: 'error' }>): Error {
-  if (msg.unavailable) return new StoreUnavailableError('store unavailable (log worker)');
+  if (msg.unavailable) return new StoreUnavailableError('store unavailable (offload worker)');
   return new RpcError(msg.error.code, msg.error.message, msg.error.data);
 }

@@ -35,7 +35,7 @@ class Misbehaving extends FakeStore {
     const first = q.addresses[0]?.[0];
     if (first === CRASH) {
       setImmediate(() => {
-        throw new Error('log worker crash (test)');
+        throw new Error('offload worker crash (test)');
       });
       return new Promise<never>(() => {});
     }

@@ -250,7 +250,7 @@ describe('the pool', () => {
     const crashed = await getLogs(p, CRASH).catch(wire);
     expect(crashed).toEqual({ code: -32603, message: 'internal error', data: undefined });
     expect(await held).toEqual({ code: -32603, message: 'internal error', data: undefined });
-    expect(lines.join('\n')).toMatch(/log worker 0 exited with code 1; restarting it/);
+    expect(lines.join('\n')).toMatch(/offload worker 0 exited with code 1; restarting it/);
     const text = await getLogs(p);
     expect(`{"jsonrpc":"2.0","id":1,"result":${text}}`).toBe(await normalAnswer());
     expect(p.load).toBe(0);
@@ -269,7 +269,9 @@ describe('the pool', () => {
     expect(p.load).toBe(1); // still counted until the stuck worker is gone; new calls wait for its successor
     const text = await getLogs(p);
     expect(`{"jsonrpc":"2.0","id":1,"result":${text}}`).toBe(await normalAnswer());
-    expect(lines.join('\n')).toMatch(/log worker 0 has not answered a call 200 ms past its deadline; restarting it/);
+    expect(lines.join('\n')).toMatch(
+      /offload worker 0 has not answered a call 200 ms past its deadline; restarting it/,
+    );
   });
 
   test('a call waiting in the queue past its deadline gets the timeout without running', async () => {
@@ -298,7 +300,7 @@ describe('the pool', () => {
     expect(await getLogs(p).catch(wire)).toEqual({ code: -32005, message: TOO_MANY_OFFLOADED, data: { limit: 2 } });
     const svc = createRpcService(new FakeStore(), undefined, { offload: p, inlineCostLimit: -1 });
     expect((await svc.handle(filter({}))).body).toBe(
-      `{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"too many concurrent log queries","data":{"limit":2}}}`,
+      `{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"too many concurrent offloaded queries","data":{"limit":2}}}`,
     );
     g.release();
     expect(await first).toBe('[]');
@@ -325,7 +327,7 @@ describe('the pool', () => {
       expect(got).toContain('"result":[');
     }
     expect((await svc.handle(filter({ fromBlock: '0x0' }))).body).toBe(
-      `{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"too many concurrent log queries","data":{"limit":2}}}`,
+      `{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"too many concurrent offloaded queries","data":{"limit":2}}}`,
     );
     g.release();
     expect(await first).toBe('[]');

@@ -5,7 +5,7 @@
 // this thread's subscribers). Thread 0's /metrics adds the other threads' counts (asked for through
 // the main thread). Reports
 // `listening` once bound; on `drain` stops accepting and finishes in-flight requests (`drained`),
-// on `release` closes its log workers and store (`stopped`); see runtime.ts for why in two phases. A start failure throws, which fails
+// on `release` closes its offload workers and store (`stopped`); see runtime.ts for why in two phases. A start failure throws, which fails
 // the thread and the server's start with its message.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openThreadLedger } from '@chainnode/accounts';

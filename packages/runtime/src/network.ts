@@ -16,13 +16,12 @@ import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore }
 import { UpstreamRpcError, createUpstreamClient } from '@chainnode/core';
 import type { ChainStore, UpstreamClient } from '@chainnode/core';
 import { RuntimeError } from './config.js';
-import type { FollowOptions } from './config.js';
-import type { LogWorkerData } from './log-worker.js';
+import type { OffloadWorkerData } from './offload-worker.js';
 import { FollowRuntime, withHistoryUpstream } from '@chainnode/ingest';
 import type { HistoryUpstream } from '@chainnode/ingest';
-import type { IngestWorkerData } from '@chainnode/ingest';
+import type { FollowSettings, IngestWorkerData } from '@chainnode/ingest';
 
-/** `shared`: log worker threads of this process will open the datadir too. */
+/** `shared`: offload worker threads of this process will open the datadir too. */
 export async function openStore(datadir: string, shared = false): Promise<ChainStore> {
   if (!existsSync(datadir))
     throw new RuntimeError(
@@ -47,7 +46,7 @@ export interface OpenNetworkOptions {
   /** The log of one component of this network (null: the one network of `datadir`). */
   log: (component: string, network: string | null) => (line: string) => void;
   /** Follow this upstream while serving (own ingest thread into the network's datadir). */
-  follow?: FollowOptions;
+  follow?: FollowSettings;
   /**
    * With `follow`: the events of the ingest thread another thread owns (serve --threads: the main
    * thread runs one ingest per followed datadir and forwards its events to every app thread).
@@ -59,20 +58,11 @@ export interface OpenNetworkOptions {
 }
 
 /** What the ingest worker of a followed datadir is started with. */
-export function ingestWorkerData(datadir: string, f: FollowOptions): IngestWorkerData {
-  return {
-    url: f.url,
-    datadir,
-    ...(f.genesisPath !== undefined ? { genesisPath: f.genesisPath } : {}),
-    reorgDepth: f.reorgDepth,
-    pollMs: f.pollMs,
-    ingest: f.ingest,
-    ...(f.startBlock !== undefined ? { startBlock: f.startBlock } : {}),
-    ...(f.checkpoint !== undefined ? { checkpoint: f.checkpoint } : {}),
-  };
+export function ingestWorkerData(datadir: string, f: FollowSettings): IngestWorkerData {
+  return { ...f, datadir };
 }
 
-/** Opens a network's store, its log workers and rpc service; on failure nothing stays open. */
+/** Opens a network's store, its offload workers and rpc service; on failure nothing stays open. */
 export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime> {
   const label = o.implicit ? '' : `network ${o.name}: `;
   const part = (component: string): ((line: string) => void) => {
@@ -81,11 +71,11 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   };
   const log = part('serve');
   const followLog = part('follow');
-  // Each log worker keeps its own store caches, which a follower's commits do not reach: a
-  // following network answers eth_getLogs on the serving thread.
-  let workers = o.config.logWorkers;
+  // Each offload worker keeps its own store caches, which a follower's commits do not reach: a
+  // following network answers the offloaded methods on the serving thread.
+  let workers = o.config.offloadWorkers;
   if (o.follow !== undefined && workers > 0) {
-    log('follows an upstream: eth_getLogs runs on the serving thread (logWorkers is ignored while following)');
+    log('follows an upstream: offloaded calls run on the serving thread (offloadWorkers is ignored while following)');
     workers = 0;
   }
   let follow: FollowRuntime | undefined;
@@ -154,18 +144,18 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   let runtime: NetworkRuntime | undefined;
   if (workers > 0) {
     try {
-      logs = await startLogWorkers(
+      logs = await startOffloadWorkers(
         { datadir: o.datadir, rpcConfig: o.rpcConfig, ...(network !== undefined ? { network } : {}) },
         o.config,
         part('logs'),
         () => {
-          if (runtime !== undefined) runtime.metrics.logsShed++;
+          if (runtime !== undefined) runtime.metrics.offloadShed++;
         },
       );
     } catch (err) {
       await follow?.stop();
       await raw.close();
-      throw new RuntimeError(`${label}cannot start the log workers: ${(err as Error).message}`);
+      throw new RuntimeError(`${label}cannot start the offload workers: ${(err as Error).message}`);
     }
   }
   const options: RpcServiceOptions = logs !== undefined ? { offload: logs } : {};
@@ -198,35 +188,35 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
 }
 
 /**
- * The log workers of one network: `logWorkers` threads answering eth_getLogs from their own
- * shared handle on the network's datadir, at most `logQueueLimit` calls queued or running. Each
+ * The offload workers of one network: `offloadWorkers` threads answering the offloaded methods
+ * (eth_getLogs, eth_call and the others marked `offload` in rpc's method table) from their own shared handle on the network's datadir, at most `offloadQueueLimit` calls queued or running. Each
  * worker keeps its log reads to 2 of libuv's thread pool (the store's limit), a pool the whole
  * process shares (default 4 threads, UV_THREADPOOL_SIZE): with more workers than leave 2 threads
  * to the main thread's reads, block reads could queue behind log reads again, so that is reported.
  */
-async function startLogWorkers(
-  workerData: LogWorkerData,
+async function startOffloadWorkers(
+  workerData: OffloadWorkerData,
   config: ServerConfig,
   log: (line: string) => void,
   onShed: () => void,
 ): Promise<OffloadPool> {
   const pool = await OffloadPool.start({
     onShed,
-    script: new URL('./log-worker.js', import.meta.url),
+    script: new URL('./offload-worker.js', import.meta.url),
     workerData,
-    size: config.logWorkers,
-    queueLimit: config.logQueueLimit,
+    size: config.offloadWorkers,
+    queueLimit: config.offloadQueueLimit,
     timeoutMs: workerData.rpcConfig.logs.timeoutMs,
     log,
   });
   log(
-    `eth_getLogs runs in ${config.logWorkers} worker thread${config.logWorkers === 1 ? '' : 's'} (at most ${config.logQueueLimit} calls queued or running)`,
+    `offloaded calls run in ${config.offloadWorkers} worker thread${config.offloadWorkers === 1 ? '' : 's'} (at most ${config.offloadQueueLimit} calls queued or running)`,
   );
   return pool;
 }
 
 /**
- * Warns when the log workers of all networks and app threads (--threads: each app thread has its
+ * Warns when the offload workers of all networks and app threads (--threads: each app thread has its
  * own) may hold more of libuv's pool, which the whole process shares, than it has.
  */
 export function checkThreadPool(
@@ -236,11 +226,11 @@ export function checkThreadPool(
   log: (line: string) => void,
 ): void {
   const threads = Number(process.env['UV_THREADPOOL_SIZE']) || 4;
-  const workers = config.logWorkers * networks * appThreads;
+  const workers = config.offloadWorkers * networks * appThreads;
   if (workers > 0 && 2 * workers + 2 > threads) {
     const of = `${networks > 1 ? ` x ${networks} networks` : ''}${appThreads > 1 ? ` x ${appThreads} app threads` : ''}`;
     log(
-      `logWorkers ${config.logWorkers}${of}: log reads may hold ${2 * workers} of the ${threads} libuv threads; set UV_THREADPOOL_SIZE to at least ${2 * workers + 2}`,
+      `offloadWorkers ${config.offloadWorkers}${of}: log reads may hold ${2 * workers} of the ${threads} libuv threads; set UV_THREADPOOL_SIZE to at least ${2 * workers + 2}`,
     );
   }
 }

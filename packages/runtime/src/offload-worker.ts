@@ -1,7 +1,7 @@
-// Entry of a log worker thread of `node-cli serve` (see network.ts and the rpc package's
+// Entry of an offload worker thread of `node-cli serve` (see network.ts and the rpc package's
 // offload.ts): opens the datadir the main thread holds (both with `shared: true`), applies the
 // same fault injection as the main thread (NODE_FAULT_INJECT; the environment is inherited),
-// and answers eth_getLogs calls with rpc's handlers until the pool closes it; then closes the
+// and answers offloaded calls (eth_getLogs, eth_call, …) with rpc's handlers until the pool closes it; then closes the
 // store. Failing to open the store throws, which fails the worker and so the server's start.
 //
 // The thread runs at a lower CPU priority than the main thread: on a machine with few cores a
@@ -16,24 +16,24 @@ import { applyFaultInjection } from '@chainnode/server/fault';
 import { openChainStore } from '@chainnode/store';
 
 /**
- * How much nicer than the main thread log workers run: CPU share about 1:3 under contention
+ * How much nicer than the main thread offload workers run: CPU share about 1:3 under contention
  * (kernel weights 335 vs 1024). Measured on 2 busy cores, 4 full-range getLogs against the
  * 250k-block bench chain: block-call p99 ~44 ms at +0, ~19 ms at +5, 17-25 ms at +10 with half
  * the getLogs throughput of +5.
  */
-export const LOG_WORKER_NICE = 5;
+export const OFFLOAD_WORKER_NICE = 5;
 
-export interface LogWorkerData {
+export interface OffloadWorkerData {
   datadir: string;
   rpcConfig: RpcConfig;
   /** The network this worker serves (fault injection per network); absent for `serve --datadir D`. */
   network?: string;
 }
 
-if (parentPort === null) throw new Error('log-worker.js runs as a worker thread of node-cli serve');
+if (parentPort === null) throw new Error('offload-worker.js runs as a worker thread of node-cli serve');
 const port = parentPort;
-const { datadir, rpcConfig, network } = workerData as LogWorkerData;
-lowerThreadPriority(LOG_WORKER_NICE);
+const { datadir, rpcConfig, network } = workerData as OffloadWorkerData;
+lowerThreadPriority(OFFLOAD_WORKER_NICE);
 const raw = await openChainStore(datadir, { shared: true });
 try {
   await serveOffloadedCalls(port, applyFaultInjection(raw, process.env, network), rpcConfig);

@@ -1,6 +1,6 @@
-// The serve runtime: opens each network (its store, log workers and rpc service: network.ts), the
+// The serve runtime: opens each network (its store, offload workers and rpc service: network.ts), the
 // ledger and the dashboard listener, runs the uWS server until SIGTERM/SIGINT, then shuts down in
-// order: stop accepting, let in-flight requests finish, stop each network's log workers and
+// order: stop accepting, let in-flight requests finish, stop each network's offload workers and
 // follower, close the stores and the ledger. It takes a checked RuntimeConfig (config.ts) and
 // parses nothing.
 // Without networks the one chain of `datadir` is served on every Host (and a follow of '' follows
@@ -30,22 +30,23 @@ import { resolveConfig } from '@chainnode/rpc';
 import { LevelChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
 import { IngestThread } from '@chainnode/ingest';
+import type { FollowSettings } from '@chainnode/ingest';
 import { RuntimeError, servedDatadirs } from './config.js';
-import type { FollowOptions, RuntimeConfig } from './config.js';
+import type { RuntimeConfig } from './config.js';
 import { checkThreadPool, ingestWorkerData, openNetwork } from './network.js';
 import type { AppThreadListening } from './app-thread-api.js';
 import { AppThreads } from './app-threads.js';
 import { ledgerView } from './ledger-views.js';
 import { StopSignals } from './signals.js';
 
-/** A started server with everything it holds (store, log workers, follower). */
+/** A started server with everything it holds (store, offload workers, follower). */
 export interface App {
   srv: RunningServer;
-  /** Stop accepting, finish in-flight requests, stop the follower and log workers, close the store. */
+  /** Stop accepting, finish in-flight requests, stop the follower and offload workers, close the store. */
   stop(): Promise<void>;
   /** The first half of stop(): stop accepting and finish in-flight requests. */
   drain(): Promise<void>;
-  /** The second half: stop the follower and the log workers, close the store. */
+  /** The second half: stop the follower and the offload workers, close the store. */
   release(): Promise<void>;
 }
 
@@ -64,7 +65,7 @@ export interface AppExtras {
    * owns, by network name ('' for the one network of --datadir): required for every followed network.
    */
   followFeeds?: ReadonlyMap<string, MessagePort>;
-  /** Print the startup notes (fault injection, log workers, follower): one app thread of several does. */
+  /** Print the startup notes (fault injection, offload workers, follower): one app thread of several does. */
   notes?: boolean;
   /** How many app threads serve the port (serve --threads; absent: 1): for the thread-pool check. */
   threads?: number;
@@ -111,7 +112,7 @@ export function partLog(component: string, network: string | null = null): PartL
 const log = partLog('serve');
 
 /**
- * Opens every network (each its store, log workers, rpc service and, when followed, its ingest
+ * Opens every network (each its store, offload workers, rpc service and, when followed, its ingest
  * thread) and starts the uWS server with the ledger `ledgerOf()` returns (asked for once the
  * stores are open: the embedded engine creates files in the datadir, which must not appear before
  * the store's checks); nothing is printed to stdout.
@@ -126,7 +127,7 @@ export async function startApp(config: RuntimeConfig, ledgerOf: () => AppLedger,
       if (notes) partLog(component, network)(line);
     };
   const follows = new Map(config.follows.map((f) => [f.network, f.follow]));
-  const followOf = (network: string): { follow?: FollowOptions; followFeed?: MessagePort } => {
+  const followOf = (network: string): { follow?: FollowSettings; followFeed?: MessagePort } => {
     const follow = follows.get(network);
     if (follow === undefined) return {};
     const feed = extras.followFeeds?.get(network);
@@ -386,7 +387,7 @@ function freePort(host: string): Promise<number> {
 
 /**
  * `--threads N`: N app threads (app-thread.ts), each a whole server (uWS app, its own shared
- * handle on the datadir, log workers, key registry) listening on the same port (uWS sets
+ * handle on the datadir, offload workers, key registry) listening on the same port (uWS sets
  * SO_REUSEPORT on an explicit port: the kernel spreads connections over the threads). This thread
  * owns the ledger engine (embedded or Redis) and the dashboard; the app threads reach the ledger
  * through the threads engine of @chainnode/accounts (same interfaces), so credits stay exact across threads. Thread 0

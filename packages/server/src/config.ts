@@ -49,6 +49,8 @@ export interface ConfigField<T> {
   readonly rpc?: RpcIntegerField;
   /** The `serve` flag that sets this field too (its name: the field's in kebab case). */
   readonly flag?: FlagSpec;
+  /** The field's former name, still accepted in a file (one or the other, not both). */
+  readonly alias?: string;
 }
 
 /**
@@ -93,6 +95,7 @@ function nonNegInt(where: string, v: unknown): number {
 
 interface IntegerSpec {
   doc: string;
+  alias?: string;
   defaultText?: string;
   unit?: string;
   min?: number;
@@ -208,7 +211,8 @@ function optionalPort(spec: { doc: string; defaultText?: string; flag: FlagSpec 
 
 /**
  * Reads `raw`'s fields into `out` (which holds the defaults): each through its field's parse,
- * an unknown name is an error. `path(k)` names field k in messages.
+ * an unknown name is an error, a field's former name (alias) is read as the field. `path(k)` names
+ * field k in messages.
  */
 function readFields(
   schema: ConfigSchema,
@@ -217,15 +221,24 @@ function readFields(
   out: object,
 ): void {
   const target = out as Record<string, unknown>;
-  for (const [k, v] of Object.entries(raw)) {
+  for (const [given, v] of Object.entries(raw)) {
+    const k = canonicalName(schema, given);
+    if (k !== given && Object.hasOwn(raw, k))
+      throw new ConfigError(`${path(given)}: the former name of ${k}, which is set too`);
     const field = Object.hasOwn(schema, k) ? schema[k] : undefined;
     if (field === undefined) {
       const camel = k.replace(/^-+/, '').replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
       const hint = camel !== k && Object.hasOwn(schema, camel) ? ` (did you mean "${camel}"?)` : '';
       throw new ConfigError(`${path(k)}: unknown field${hint}`);
     }
-    target[k] = field.parse(v, path(k));
+    target[k] = field.parse(v, path(given));
   }
+}
+
+/** A field's name for `name`, its own or its former one (alias); other names as they are. */
+function canonicalName(schema: ConfigSchema, name: string): string {
+  if (Object.hasOwn(schema, name)) return name;
+  return Object.entries(schema).find(([, f]) => f.alias === name)?.[0] ?? name;
 }
 
 /** The defaults of a schema (fields whose default is undefined are left out). */
@@ -602,24 +615,27 @@ export const SERVER_FIELDS = {
     default: 10_000,
   }),
   /**
-   * Worker threads that answer eth_getLogs (each opens the datadir), so a heavy query never
-   * runs on the event loop that answers everything else. 0: answered inline.
+   * Worker threads that answer the offloaded methods (eth_getLogs, eth_call, eth_estimateGas,
+   * eth_createAccessList, chainnode_getStateDiff; each worker opens the datadir), so a heavy call
+   * never runs on the event loop that answers everything else. 0: answered inline.
    */
-  logWorkers: integer({
-    doc: 'Worker threads answering eth_getLogs (each opens the datadir); 0: answered on the event loop.',
+  offloadWorkers: integer({
+    doc: 'Worker threads answering the offloaded methods (eth_getLogs, eth_call, eth_estimateGas, eth_createAccessList, chainnode_getStateDiff; each opens the datadir); 0: answered on the event loop.',
     unit: 'threads',
     max: 64,
     default: 1,
+    alias: 'logWorkers',
   }),
   /**
-   * Most eth_getLogs calls waiting for or running in the log workers at once; more are
-   * refused at once with -32005 "too many concurrent log queries" (not charged).
+   * Most offloaded calls waiting for or running in the offload workers at once; more are
+   * refused at once with -32005 "too many concurrent offloaded queries" (not charged).
    */
-  logQueueLimit: integer({
-    doc: 'Most eth_getLogs calls queued for or running in the log workers; more get -32005 (not charged).',
+  offloadQueueLimit: integer({
+    doc: 'Most offloaded calls queued for or running in the offload workers; more get -32005 (not charged).',
     unit: 'calls',
     min: 1,
     default: 64,
+    alias: 'logQueueLimit',
   }),
   /** Empty: the one chain of --datadir. `--network` flags replace these. */
   networks: field<NetworkConfig[]>({
@@ -812,5 +828,6 @@ export function readConfigFile(datadir: string, file?: string): ConfigFile {
     throw new ConfigError(`config ${path} is not valid JSON: ${(err as Error).message}`);
   }
   const config = parseConfig(raw, path);
-  return { config, path, set: new Set(Object.keys(raw as object) as (keyof ServerConfig)[]) };
+  const set = Object.keys(raw as object).map((k) => canonicalName(SERVER_FIELDS, k) as keyof ServerConfig);
+  return { config, path, set: new Set(set) };
 }

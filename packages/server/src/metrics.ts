@@ -141,7 +141,7 @@ export const METRIC_FAMILIES = {
   },
   chainnode_logs_shed_total: {
     type: 'counter',
-    help: 'eth_getLogs calls refused at once because the log workers were full (-32005, not charged).',
+    help: 'Offloaded calls refused at once since the offload workers were full (-32005, not charged).',
     labels: [],
     scope: 'network',
     written: 'always',
@@ -321,7 +321,7 @@ export interface MetricsCounts {
   wsOpen: number;
   replyBytesInFlight: number;
   cuts: [CutReason, number][];
-  logsShed: number;
+  offloadShed: number;
 }
 
 /** What the disk gauges show of a network's datadir (sampled at most every DISK_SAMPLE_MS). */
@@ -379,8 +379,8 @@ export class Metrics {
   /** Connections closed by the reply budgets and timeouts, by reason. */
   readonly cuts = new Map<CutReason, number>();
   headBlock = -1;
-  /** eth_getLogs calls refused because the log workers were full. */
-  logsShed = 0;
+  /** Offloaded calls refused because the offload workers were full (chainnode_logs_shed_total, its former name kept). */
+  offloadShed = 0;
   /** A follower's ingest state (serve --follow). */
   ingest: (() => IngestStatusView) | undefined;
   /** The datadir's size and its filesystem's free space, last sampled (serve: each network). */
@@ -438,7 +438,7 @@ export class Metrics {
       wsOpen: this.wsOpen,
       replyBytesInFlight: this.replyBytesInFlight,
       cuts: [...this.cuts],
-      logsShed: this.logsShed,
+      offloadShed: this.offloadShed,
     };
   }
 
@@ -458,7 +458,7 @@ export class Metrics {
     this.wsOpen += c.wsOpen;
     this.replyBytesInFlight += c.replyBytesInFlight;
     for (const [reason, n] of c.cuts) addTo(this.cuts, reason, n);
-    this.logsShed += c.logsShed;
+    this.offloadShed += c.offloadShed;
   }
 
   /** A copy of this instance with `others` added (its gauges of the head and a follower are this one's). */
@@ -569,7 +569,7 @@ export class Metrics {
     }
     if (this.network !== undefined || !this.routing) {
       add('chainnode_head_block', `chainnode_head_block${only} ${this.headBlock}`);
-      add('chainnode_logs_shed_total', `chainnode_logs_shed_total${only} ${this.logsShed}`);
+      add('chainnode_logs_shed_total', `chainnode_logs_shed_total${only} ${this.offloadShed}`);
     }
     if (this.disk !== undefined) {
       add('chainnode_datadir_bytes', `chainnode_datadir_bytes${only} ${this.disk.datadirBytes}`);

@@ -1,5 +1,5 @@
 // Several networks (chains) in one process, one port: each network is a NetworkRuntime (its own
-// store with its caches, its rpc service with its log workers, its metrics series, its health),
+// store with its caches, its rpc service with its offload workers, its metrics series, its health),
 // and the NetworkRouter picks the runtime of a request from its Host header, as Infura's base
 // addresses do (`mainnet.infura.io`, `sepolia.infura.io`; here `<name>.<anything>`, e.g.
 // `mainnet.localhost:8545`). Keys, credits and limits are one account across all networks and
@@ -23,7 +23,7 @@ import type { DiskView, IngestStatusView } from './metrics.js';
 const DISK_SAMPLE_MS = 30_000;
 /** Name of the one network of a server started without networks (`serve --datadir D`). */
 export const IMPLICIT_NETWORK = 'default';
-/** At most this many networks per process (each holds a store, caches and log workers). */
+/** At most this many networks per process (each holds a store, caches and offload workers). */
 export const MAX_NETWORKS = 32;
 
 /** What a caller (the CLI) builds for one network before the server owns it. */
@@ -32,7 +32,7 @@ export interface NetworkParts {
   /** The network's store (for health and the head-block gauge; the service has its own reference). */
   store: ChainStore;
   service: RpcServiceApi;
-  /** Releases what the network holds beyond the store (log workers, a follower): run before the store closes. */
+  /** Releases what the network holds beyond the store (offload workers, a follower): run before the store closes. */
   stop?: () => Promise<void>;
   /** Closes the store; the default is store.close(). */
   closeStore?: () => Promise<void>;
@@ -131,7 +131,7 @@ export class NetworkRuntime {
     return this.diskSample;
   }
 
-  /** Stops log workers (and a follower), then closes the store. Idempotent. */
+  /** Stops offload workers (and a follower), then closes the store. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
       try {

@@ -5,22 +5,34 @@ import { ConfigError, DEFAULT_CONFIG, parseConfig, rpcConfigOf, SERVER_FIELDS } 
 import type { ConfigField } from '../src/index.js';
 import { fakeStore } from './helpers.js';
 
-test('logWorkers (default 1, 0 = inline) and logQueueLimit (default 64) are read and checked', () => {
-  expect(DEFAULT_CONFIG.logWorkers).toBe(1);
-  expect(DEFAULT_CONFIG.logQueueLimit).toBe(64);
-  expect(parseConfig({}).logWorkers).toBe(1);
+test('offloadWorkers (default 1, 0 = inline) and offloadQueueLimit (default 64) are read and checked', () => {
+  expect(DEFAULT_CONFIG.offloadWorkers).toBe(1);
+  expect(DEFAULT_CONFIG.offloadQueueLimit).toBe(64);
+  expect(parseConfig({}).offloadWorkers).toBe(1);
+  const c = parseConfig({ offloadWorkers: 0, offloadQueueLimit: 8 });
+  expect([c.offloadWorkers, c.offloadQueueLimit]).toEqual([0, 8]);
+  expect(parseConfig({ offloadWorkers: 3 }).offloadWorkers).toBe(3);
+  expect(() => parseConfig({ offloadQueueLimit: 0 }, 'server.json')).toThrow(
+    new ConfigError('server.json: offloadQueueLimit must be at least 1'),
+  );
+  expect(() => parseConfig({ offloadWorkers: -1 }, 'server.json')).toThrow(
+    new ConfigError('server.json: offloadWorkers: expected a non-negative integer, got -1'),
+  );
+  expect(() => parseConfig({ offloadWorkers: 1.5 }, 'server.json')).toThrow(ConfigError);
+  expect(() => parseConfig({ offloadWorkers: 65 }, 'server.json')).toThrow(
+    new ConfigError('server.json: offloadWorkers must be at most 64'),
+  );
+});
+
+test('the former names logWorkers and logQueueLimit are still read, as the fields they were renamed to', () => {
   const c = parseConfig({ logWorkers: 0, logQueueLimit: 8 });
-  expect([c.logWorkers, c.logQueueLimit]).toEqual([0, 8]);
-  expect(parseConfig({ logWorkers: 3 }).logWorkers).toBe(3);
-  expect(() => parseConfig({ logQueueLimit: 0 }, 'server.json')).toThrow(
-    new ConfigError('server.json: logQueueLimit must be at least 1'),
-  );
-  expect(() => parseConfig({ logWorkers: -1 }, 'server.json')).toThrow(
-    new ConfigError('server.json: logWorkers: expected a non-negative integer, got -1'),
-  );
-  expect(() => parseConfig({ logWorkers: 1.5 }, 'server.json')).toThrow(ConfigError);
+  expect([c.offloadWorkers, c.offloadQueueLimit]).toEqual([0, 8]);
+  expect(c).not.toHaveProperty('logWorkers');
   expect(() => parseConfig({ logWorkers: 65 }, 'server.json')).toThrow(
     new ConfigError('server.json: logWorkers must be at most 64'),
+  );
+  expect(() => parseConfig({ logWorkers: 1, offloadWorkers: 2 }, 'server.json')).toThrow(
+    new ConfigError('server.json: logWorkers: the former name of offloadWorkers, which is set too'),
   );
 });
 

@@ -26,7 +26,7 @@ export const eth_getLogs: MethodDef<LogFilter, JsonLog[]> = {
   decode: (params) => decodeArgs(params, 1, (arg) => decodeFilter(arg(0))),
   handle: getLogs,
   // Work grows with the range and the answer (up to 10,000 logs decoded and written as text):
-  // with log workers configured it never runs on the event loop that answers everything else.
+  // with offload workers configured it never runs on the event loop that answers everything else.
   offload: true,
   estimateCost,
 };
