@@ -37,52 +37,42 @@ const connections = Number(arg('connections', '64'));
 const runs = Number(arg('runs', '1'));
 const toolArg = arg('tool', haveWrk() ? 'wrk' : 'autocannon');
 
-async function main(): Promise<void> {
-  if (process.argv.includes('--varied')) {
-    const only = arg('only');
-    const serveArgs = arg('serve-args');
-    const datadir = arg('datadir');
-    const chain = arg('chain', 'scaled');
-    if (chain !== 'scaled' && chain !== 'fixtures' && chain !== 'mainnet')
-      throw new Error(`--chain: scaled, fixtures or mainnet, not ${chain}`);
-    const from = arg('from');
-    if (chain === 'scaled' && datadir !== undefined)
-      throw new Error('--datadir: only with --chain fixtures or mainnet (the scaled chain is built in the run)');
-    const bodies = Number(arg('bodies', chain === 'scaled' ? '20000' : '4000'));
-    await runVaried({
-      root,
-      cli,
-      chain,
-      ...(from !== undefined ? { from: resolve(from) } : {}),
-      blocks: Number(arg('blocks', '3000')),
-      anvilHistory: Number(arg('anvil-history', '128')),
-      anvilProofSample: Number(arg('anvil-proofs', '200')),
-      seconds: Number(arg('duration', '6')),
-      connections,
-      bodies,
-      logBodies: Number(arg('log-bodies', String(Math.min(bodies, 2000)))),
-      noAnvil: process.argv.includes('--no-anvil'),
-      ...(arg('keep') !== undefined ? { keep: arg('keep') as string } : {}),
-      ...(datadir !== undefined ? { datadir } : {}),
-      ...(only !== undefined ? { only: only.split(',') } : {}),
-      ...(serveArgs !== undefined ? { serveArgs: serveArgs.split(' ').filter((x) => x !== '') } : {}),
-    });
-    return;
-  }
-  const given = arg('datadir');
-  const fixtures = join(root, 'fixtures');
-  const from = existsSync(join(fixtures, 'chain.rlp'))
-    ? fixtures
-    : resolve(root, '..', 'shared', 'chains', 'execution-apis');
-  const { datadir, tmp } =
-    given !== undefined ? { datadir: given, tmp: undefined } : importIntoTemp(cli, from, 'bench-http-');
-  const key = createKeySync(cli, datadir, benchBudget('bench'));
-  const extra = (arg('serve-args') ?? '').split(' ').filter((x) => x !== '');
-  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', ...extra], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+/** `--varied`: the varied bench on the scaled, fixture or mainnet-shaped chain (src/varied-run.ts). */
+async function runVariedFromArgs(): Promise<void> {
+  const only = arg('only');
+  const serveArgs = arg('serve-args');
+  const datadir = arg('datadir');
+  const chain = arg('chain', 'scaled');
+  if (chain !== 'scaled' && chain !== 'fixtures' && chain !== 'mainnet')
+    throw new Error(`--chain: scaled, fixtures or mainnet, not ${chain}`);
+  const from = arg('from');
+  if (chain === 'scaled' && datadir !== undefined)
+    throw new Error('--datadir: only with --chain fixtures or mainnet (the scaled chain is built in the run)');
+  const bodies = Number(arg('bodies', chain === 'scaled' ? '20000' : '4000'));
+  await runVaried({
+    root,
+    cli,
+    chain,
+    ...(from !== undefined ? { from: resolve(from) } : {}),
+    blocks: Number(arg('blocks', '3000')),
+    anvilHistory: Number(arg('anvil-history', '128')),
+    anvilProofSample: Number(arg('anvil-proofs', '200')),
+    seconds: Number(arg('duration', '6')),
+    connections,
+    bodies,
+    logBodies: Number(arg('log-bodies', String(Math.min(bodies, 2000)))),
+    noAnvil: process.argv.includes('--no-anvil'),
+    ...(arg('keep') !== undefined ? { keep: arg('keep') as string } : {}),
+    ...(datadir !== undefined ? { datadir } : {}),
+    ...(only !== undefined ? { only: only.split(',') } : {}),
+    ...(serveArgs !== undefined ? { serveArgs: serveArgs.split(' ').filter((x) => x !== '') } : {}),
   });
-  const port = await servePort(srv);
-  const url = `http://127.0.0.1:${port}/v3/${key}`;
+}
+
+type MemoCase = [label: string, method: string, params: unknown[]];
+
+/** The memo-path cases: a block, a transaction, a storage slot and a proof of the served chain. */
+async function memoCases(url: string): Promise<{ head: number; cases: MemoCase[] }> {
   const get = async (method: string, params: unknown[]): Promise<unknown> => {
     const r = await fetch(url, {
       method: 'POST',
@@ -103,7 +93,7 @@ async function main(): Promise<void> {
   ])) ?? []) as { address: string }[];
   const contract = logs[0]?.address ?? '0x0000000000000000000000000000000000000000';
   const mid = `0x${Math.max(1, Math.floor(head / 2)).toString(16)}`;
-  const cases: [string, string, unknown[]][] = [
+  const cases: MemoCase[] = [
     ['eth_getBlockByNumber', 'eth_getBlockByNumber', [mid, false]],
     ['eth_getTransactionByHash', 'eth_getTransactionByHash', [txHash]],
     ['eth_getStorageAt', 'eth_getStorageAt', [contract, '0x0', 'latest']],
@@ -113,18 +103,21 @@ async function main(): Promise<void> {
       [contract, ['0x0000000000000000000000000000000000000000000000000000000000000000'], 'latest'],
     ],
   ];
+  return { head, cases };
+}
+
+interface Measured {
+  rows: string[];
+  results: Record<string, LoadResult & { runs: number[] }>;
+  loads: number[];
+  measure(label: string, load: () => Promise<LoadResult>, warm: () => Promise<unknown>): Promise<void>;
+}
+
+/** Runs each case `runs` times after its warm-up and keeps the median run and a table row. */
+function measurer(): Measured {
   const rows: string[] = [];
   const results: Record<string, LoadResult & { runs: number[] }> = {};
   const loads: number[] = [];
-  const spec = (path: string, body: string, expected: string): LoadSpec => ({
-    host: '127.0.0.1',
-    port,
-    path,
-    body,
-    expected,
-    connections,
-    seconds: duration,
-  });
   const measure = async (
     label: string,
     load: () => Promise<LoadResult>,
@@ -149,6 +142,77 @@ async function main(): Promise<void> {
     );
     console.error(rows[rows.length - 1]);
   };
+  return { rows, results, loads, measure };
+}
+
+/** The results as JSON (--json) or as the Markdown table of docs/performance.md. */
+function printReport(head: number, m: Measured): void {
+  const { rows, results, loads } = m;
+  const cpu = cpus()[0]?.model ?? 'unknown cpu';
+  const la = loads.length === 0 ? 'n/a' : `${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}`;
+  if (process.argv.includes('--json')) {
+    console.log(
+      JSON.stringify(
+        {
+          machine: `${cpus().length} x ${cpu}`,
+          node: process.version,
+          head,
+          connections,
+          duration,
+          runs,
+          loadavg: la,
+          results,
+        },
+        null,
+        2,
+      ),
+    );
+    return;
+  }
+  console.log(
+    `\nMachine: ${cpus().length} cores, ${cpu}; Node ${process.version}; ${new Date().toISOString().slice(0, 10)}; load average ${la} (1-min, at the start of each run)`,
+  );
+  console.log(
+    `Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')} (${connections} connections, closed loop, ${duration} s per run after a 2 s warm-up, median of ${runs} run(s); chain head ${head})\n`,
+  );
+  console.log(
+    '| Case | Tool | req/s | p50 ms | p99 ms | runs req/s | non-200/wrong/errors |\n|---|---|---|---|---|---|---|',
+  );
+  for (const r of rows) console.log(r);
+  if (Object.values(results).some((r) => r.bad + r.mismatched + r.errors > 0)) process.exitCode = 1;
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--varied')) {
+    await runVariedFromArgs();
+    return;
+  }
+  const given = arg('datadir');
+  const fixtures = join(root, 'fixtures');
+  const from = existsSync(join(fixtures, 'chain.rlp'))
+    ? fixtures
+    : resolve(root, '..', 'shared', 'chains', 'execution-apis');
+  const { datadir, tmp } =
+    given !== undefined ? { datadir: given, tmp: undefined } : importIntoTemp(cli, from, 'bench-http-');
+  const key = createKeySync(cli, datadir, benchBudget('bench'));
+  const extra = (arg('serve-args') ?? '').split(' ').filter((x) => x !== '');
+  const srv = spawn(process.execPath, [cli, 'serve', '--datadir', datadir, '--port', '0', ...extra], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await servePort(srv);
+  const url = `http://127.0.0.1:${port}/v3/${key}`;
+  const { head, cases } = await memoCases(url);
+  const spec = (path: string, body: string, expected: string): LoadSpec => ({
+    host: '127.0.0.1',
+    port,
+    path,
+    body,
+    expected,
+    connections,
+    seconds: duration,
+  });
+  const m = measurer();
+  const measure = m.measure;
   const path = `/v3/${key}`;
   const expect = async (body: string): Promise<string> => {
     const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
@@ -192,38 +256,7 @@ async function main(): Promise<void> {
   srv.kill('SIGTERM');
   await new Promise((r) => srv.on('exit', r));
   if (tmp) rmSync(tmp, { recursive: true, force: true });
-  const cpu = cpus()[0]?.model ?? 'unknown cpu';
-  const la = loads.length === 0 ? 'n/a' : `${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}`;
-  if (process.argv.includes('--json')) {
-    console.log(
-      JSON.stringify(
-        {
-          machine: `${cpus().length} x ${cpu}`,
-          node: process.version,
-          head,
-          connections,
-          duration,
-          runs,
-          loadavg: la,
-          results,
-        },
-        null,
-        2,
-      ),
-    );
-    return;
-  }
-  console.log(
-    `\nMachine: ${cpus().length} cores, ${cpu}; Node ${process.version}; ${new Date().toISOString().slice(0, 10)}; load average ${la} (1-min, at the start of each run)`,
-  );
-  console.log(
-    `Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')} (${connections} connections, closed loop, ${duration} s per run after a 2 s warm-up, median of ${runs} run(s); chain head ${head})\n`,
-  );
-  console.log(
-    '| Case | Tool | req/s | p50 ms | p99 ms | runs req/s | non-200/wrong/errors |\n|---|---|---|---|---|---|---|',
-  );
-  for (const r of rows) console.log(r);
-  if (Object.values(results).some((r) => r.bad + r.mismatched + r.errors > 0)) process.exitCode = 1;
+  printReport(head, m);
 }
 
 main().catch((err: unknown) => {
