@@ -8,7 +8,7 @@ import type { Block } from '@ethereumjs/block';
 import type { Common, GethGenesis } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { chainFamilyOf, createUpstreamClient } from '@chainnode/core';
-import type { ChainCommit, UpstreamClient } from '@chainnode/core';
+import type { ChainCommit, FollowState, FollowStatus, UpstreamClient } from '@chainnode/core';
 import {
   BlockVerificationError,
   ChainMismatchError,
@@ -44,30 +44,6 @@ export type IngestMode = 'execute' | 'replicate';
 
 /** Where a joining datadir starts: a block number, or the upstream's head minus K. */
 export type StartBlock = { number: bigint } | { headMinus: bigint };
-
-export type FollowState = 'starting' | 'syncing' | 'following' | 'retrying' | 'failed' | 'stopped';
-
-/** What /health and the metrics show about the ingest. */
-export interface FollowStatus {
-  state: FollowState;
-  /** The upstream's origin only (no path: it may hold a key). */
-  upstream: string;
-  upstreamHead: bigint | undefined;
-  upstreamHeadTimestamp: bigint | undefined;
-  localHead: bigint;
-  localHeadTimestamp: bigint;
-  /** Upstream head - local head (0 when ahead or unknown). */
-  lagBlocks: bigint;
-  /** Upstream head's timestamp - local head's timestamp, seconds (0 when unknown). */
-  lagSeconds: number;
-  reorgs: number;
-  blocksImported: number;
-  /** The first block the datadir holds (0 unless it joined its chain at a later block). */
-  firstBlock: bigint;
-  lastError: string | undefined;
-  /** Date.now() of the last error. */
-  lastErrorAt: number | undefined;
-}
 
 /** The status of a follower that has not reached its upstream yet (the one definition: the serving side starts from it too). */
 export function initialFollowStatus(upstream = ''): FollowStatus {

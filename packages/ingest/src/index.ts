@@ -12,7 +12,7 @@ export type { PipelineOptions, PipelineHead, GenesisChoice } from './pipeline.js
 export { readRlpBlocks } from './rlp-stream.js';
 export type { RawBlock } from './rlp-stream.js';
 export { Follower, followUpstream, initialFollowStatus } from './follow.js';
-export type { FollowSettings, FollowerOptions, FollowStatus, FollowState, FollowSummary } from './follow.js';
+export type { FollowSettings, FollowerOptions, FollowSummary } from './follow.js';
 export { RpcBlockSource } from './rpc-source.js';
 export type { UpstreamBlock, UpstreamTip } from './rpc-source.js';
 export { assertExecutable } from './follow.js';

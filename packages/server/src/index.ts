@@ -53,7 +53,7 @@ export { CUT_REASONS, LABEL_VALUES, METRIC_FAMILIES, Metrics, OUTCOMES } from '.
 export type {
   CutReason,
   DiskView,
-  IngestStatusView,
+  FollowReport,
   LedgerView,
   MetricFamily,
   MetricName,

@@ -5,23 +5,15 @@
 // reach no network (unknown network, preflight, process health) go to an unlabelled one, and
 // Metrics.renderAll writes every family once with all their series.
 
+import type { FollowStatus } from '@chainnode/core';
+
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** What /health and the metrics show of a follower's ingest (ingest's FollowStatus fits it). */
-export interface IngestStatusView {
-  state: string;
-  /** Origin of the upstream (no path: it may hold a key). */
-  upstream: string;
-  upstreamHead: bigint | undefined;
-  localHead: bigint;
-  lagBlocks: bigint;
-  lagSeconds: number;
-  reorgs: number;
-  blocksImported: number;
-  lastError: string | undefined;
-  lastErrorAt: number | undefined;
-  /** The first block the datadir holds (above 0 when it joined its chain there). */
-  firstBlock?: bigint;
+/**
+ * What /health and the metrics show of a follower: its ingest's FollowStatus, with what the
+ * serving side's upstream layers counted.
+ */
+export interface FollowReport extends FollowStatus {
   /** State proven on demand from the upstream (a joined datadir): counts since start. */
   provenState?: ProvenStateView;
   /** History below the first block from a history upstream (--history-upstream): counts since start. */
@@ -382,7 +374,7 @@ export class Metrics {
   /** Offloaded calls refused because the offload workers were full (chainnode_logs_shed_total, its former name kept). */
   offloadShed = 0;
   /** A follower's ingest state (serve --follow). */
-  ingest: (() => IngestStatusView) | undefined;
+  ingest: (() => FollowReport) | undefined;
   /** The datadir's size and its filesystem's free space, last sampled (serve: each network). */
   disk: DiskView | undefined;
   /** The Redis ledger's state (the process-wide instance, with --ledger redis://). */
@@ -600,7 +592,7 @@ export class Metrics {
         'chainnode_follow_last_error_timestamp_seconds',
         f.lastErrorAt === undefined ? 0 : Math.floor(f.lastErrorAt / 1000),
       );
-      gauge('chainnode_follow_first_block', f.firstBlock ?? 0n);
+      gauge('chainnode_follow_first_block', f.firstBlock);
       const p = f.provenState;
       if (p !== undefined) {
         gauge('chainnode_proven_state_fetches_total', p.fetches);

@@ -6,7 +6,7 @@ import type { RpcServiceApi, SubscriptionHub } from '@chainnode/rpc';
 import type { CreditLedger, KeyRegistry, KeyStore, UsageRecord } from '@chainnode/accounts';
 import type { ServerConfig } from './config.js';
 import type { AccessRecord } from './middleware.js';
-import type { IngestStatusView, LedgerView, Metrics, MetricsCounts } from './metrics.js';
+import type { FollowReport, LedgerView, Metrics, MetricsCounts } from './metrics.js';
 import type { NetworkRouter, NetworkRuntime } from './router.js';
 
 export interface ServerOptions {
@@ -40,7 +40,7 @@ export interface ServerOptions {
    */
   chainEvents?: ChainEvents;
   /** State of a follower's ingest, for /health and the metrics (serve --follow). */
-  ingestStatus?: () => IngestStatusView;
+  ingestStatus?: () => FollowReport;
   /**
    * serve --threads: the counts of the process's other app threads (their metricsCounts()),
    * added to this server's own at /metrics, so the one metrics listener covers every thread.

@@ -17,7 +17,7 @@ import type { ChainEvents, ChainStore } from '@chainnode/core';
 import type { RpcServiceApi } from '@chainnode/rpc';
 import { networkNameProblem } from '@chainnode/accounts';
 import { Metrics } from './metrics.js';
-import type { DiskView, IngestStatusView } from './metrics.js';
+import type { DiskView, FollowReport } from './metrics.js';
 
 /** The disk gauges are sampled at most this often (walking a datadir reads every directory entry). */
 const DISK_SAMPLE_MS = 30_000;
@@ -44,7 +44,7 @@ export interface NetworkParts {
   /** Commits of this network's follower (`follow=<URL>`), for consumers such as eth_subscribe. */
   chainEvents?: ChainEvents;
   /** State of this network's follower, for /health and its metrics. */
-  ingestStatus?: () => IngestStatusView;
+  ingestStatus?: () => FollowReport;
   /** The size of the network's datadir and its filesystem's free space (the disk gauges). */
   disk?: () => Promise<DiskView>;
 }
@@ -57,7 +57,7 @@ export interface NetworkHealth {
   follow?: Record<string, unknown>;
 }
 
-function ingestJson(v: IngestStatusView): Record<string, unknown> {
+function ingestJson(v: FollowReport): Record<string, unknown> {
   return {
     state: v.state,
     upstream: v.upstream,
@@ -69,7 +69,7 @@ function ingestJson(v: IngestStatusView): Record<string, unknown> {
     blocksImported: v.blocksImported,
     lastError: v.lastError ?? null,
     lastErrorAt: v.lastErrorAt === undefined ? null : new Date(v.lastErrorAt).toISOString(),
-    firstBlock: Number(v.firstBlock ?? 0n),
+    firstBlock: Number(v.firstBlock),
     ...(v.provenState !== undefined ? { provenState: { ...v.provenState } } : {}),
     ...(v.historyUpstream !== undefined ? { historyUpstream: { ...v.historyUpstream } } : {}),
   };

@@ -13,9 +13,8 @@
 //   every thread sees every commit in the order the ingest wrote them.
 import { MessageChannel, Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
-import type { ChainCommit, ChainCommitListener, ChainEvents } from '@chainnode/core';
+import type { ChainCommit, ChainCommitListener, ChainEvents, FollowStatus } from '@chainnode/core';
 import { initialFollowStatus } from '../follow.js';
-import type { FollowStatus } from '../follow.js';
 import type { IngestMessage, IngestWorkerData } from './ingest-worker.js';
 
 /** What an ingest thread tells the serving side: its own messages, a crash, and its end. */

@@ -7,7 +7,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ChainCommit } from '@chainnode/core';
 import { Follower } from '../follow.js';
-import type { FollowSettings, FollowStatus } from '../follow.js';
+import type { FollowStatus } from '@chainnode/core';
+import type { FollowSettings } from '../follow.js';
 import type { StateSourceKind } from '../replicate/sources.js';
 
 /** The datadir to follow into and its follow settings (historyUpstream is the serving side's). */
