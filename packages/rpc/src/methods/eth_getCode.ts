@@ -1,26 +1,9 @@
 import { toData } from '@chainnode/core';
-import type { Bytes, Hex } from '@chainnode/core';
-import type { MethodDef } from '../method.js';
-import { decodeAddress, decodeArgs, decodeOptionalBlockSelector } from '../params.js';
-import type { BlockSelector } from '../params.js';
-import { accountAt } from '../reads.js';
+import { accountMethod } from './account.js';
 
-export interface StateParams {
-  address: Bytes;
-  block: BlockSelector;
-}
-
-export const eth_getCode: MethodDef<StateParams, Hex> = {
-  cost: 80,
-  params: 'address, block (number, tag, hash or EIP-1898 object; default latest)',
-  errors: '-32000 `header not found`, `header for hash not found`',
-  decode: (params) =>
-    decodeArgs(params, 2, (arg) => ({ address: decodeAddress(arg(0)), block: decodeOptionalBlockSelector(arg(1)) }), 1),
-  async handle(ctx, p) {
-    const account = await accountAt(ctx, p.address, p.block);
-    if (account === null) return '0x';
-    const code = await ctx.store.code(account.codeHash);
-    if (code === undefined) throw new Error('code missing from the store');
-    return toData(code);
-  },
-};
+export const eth_getCode = accountMethod(async (ctx, account) => {
+  if (account === null) return '0x';
+  const code = await ctx.store.code(account.codeHash);
+  if (code === undefined) throw new Error('code missing from the store');
+  return toData(code);
+});

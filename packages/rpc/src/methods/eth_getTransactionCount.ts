@@ -1,23 +1,4 @@
 import { toQuantity } from '@chainnode/core';
-import type { Bytes, Hex } from '@chainnode/core';
-import type { MethodDef } from '../method.js';
-import { decodeAddress, decodeArgs, decodeOptionalBlockSelector } from '../params.js';
-import type { BlockSelector } from '../params.js';
-import { accountAt } from '../reads.js';
+import { accountMethod } from './account.js';
 
-export interface StateParams {
-  address: Bytes;
-  block: BlockSelector;
-}
-
-export const eth_getTransactionCount: MethodDef<StateParams, Hex> = {
-  cost: 80,
-  params: 'address, block (number, tag, hash or EIP-1898 object; default latest)',
-  errors: '-32000 `header not found`, `header for hash not found`',
-  decode: (params) =>
-    decodeArgs(params, 2, (arg) => ({ address: decodeAddress(arg(0)), block: decodeOptionalBlockSelector(arg(1)) }), 1),
-  async handle(ctx, p) {
-    const account = await accountAt(ctx, p.address, p.block);
-    return toQuantity(account?.nonce ?? 0n);
-  },
-};
+export const eth_getTransactionCount = accountMethod((_ctx, account) => toQuantity(account?.nonce ?? 0n));

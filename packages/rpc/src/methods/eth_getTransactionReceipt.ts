@@ -1,17 +1,12 @@
-import type { Bytes } from '@chainnode/core';
 import type { JsonReceipt } from '../formatters/receipt.js';
 import type { MethodDef } from '../method.js';
-import { decodeArgs, decodeHash } from '../params.js';
 import { transactionReceipt } from '../reads.js';
+import { decodeTransactionHash, type TransactionHashParams } from './eth_getTransactionByHash.js';
 
-export interface GetTransactionReceiptParams {
-  hash: Bytes;
-}
-
-export const eth_getTransactionReceipt: MethodDef<GetTransactionReceiptParams, JsonReceipt | null> = {
+export const eth_getTransactionReceipt: MethodDef<TransactionHashParams, JsonReceipt | null> = {
   cost: 80,
   params: 'transaction hash',
-  decode: (params) => decodeArgs(params, 1, (arg) => ({ hash: decodeHash(arg(0)) })),
+  decode: decodeTransactionHash,
   async handle(ctx, p) {
     const loc = await ctx.store.transaction(p.hash);
     if (loc === undefined) return null;

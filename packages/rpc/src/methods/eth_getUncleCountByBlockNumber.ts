@@ -1,17 +1,3 @@
-import { toQuantity } from '@chainnode/core';
-import type { Hex } from '@chainnode/core';
-import type { MethodDef } from '../method.js';
-import { decodeArgs, decodeBlockNumber } from '../params.js';
-import type { BlockSelector } from '../params.js';
-import { selectBlock } from '../reads.js';
+import { blockCountMethod } from './block-lookup.js';
 
-export const eth_getUncleCountByBlockNumber: MethodDef<BlockSelector, Hex | null> = {
-  cost: 150,
-  params: 'block number or tag',
-  decode: (params) => decodeArgs(params, 1, (arg) => decodeBlockNumber(arg(0))),
-  async handle(ctx, sel) {
-    const block = await selectBlock(ctx, sel);
-    if (block === undefined) return null;
-    return toQuantity(block.uncleHashes.length);
-  },
-};
+export const eth_getUncleCountByBlockNumber = blockCountMethod('number', (block) => block.uncleHashes.length);
