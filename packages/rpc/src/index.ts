@@ -42,5 +42,3 @@ export {
 } from './subscriptions/errors.js';
 export type { JsonStateDiff, JsonStateDiffAccount } from './formatters/state-diff.js';
 export type { TxForwarder } from './context.js';
-export { ProvenState, UnprovenStateError, withProvenState } from './proven/state.js';
-export type { ProvenStateOptions, ProvenStateStats } from './proven/state.js';

@@ -10,15 +10,15 @@ import { existsSync } from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
 import { FAULT_ENV, IMPLICIT_NETWORK, NetworkRuntime, applyFaultInjection, datadirDisk } from '@chainnode/server';
 import type { ServerConfig } from '@chainnode/server';
-import type { ProvenState, RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
-import { OffloadPool, createRpcService, withProvenState } from '@chainnode/rpc';
+import type { RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
+import { OffloadPool, createRpcService } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import { UpstreamRpcError, createUpstreamClient } from '@chainnode/core';
 import type { ChainStore, UpstreamClient } from '@chainnode/core';
 import { RuntimeError } from './config.js';
 import type { OffloadWorkerData } from './offload-worker.js';
-import { FollowRuntime, withHistoryUpstream } from '@chainnode/ingest';
-import type { HistoryUpstream } from '@chainnode/ingest';
+import { FollowRuntime, withJoinedUpstreams } from '@chainnode/ingest';
+import type { JoinedUpstreams } from '@chainnode/ingest';
 import type { FollowSettings, IngestWorkerData } from '@chainnode/ingest';
 
 /** `shared`: offload worker threads of this process will open the datadir too. */
@@ -106,39 +106,19 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
     throw new RuntimeError((err as Error).message);
   }
   if (store !== raw) log(`fault injection active (${FAULT_ENV}=${process.env[FAULT_ENV]}): every store read fails`);
-  // A followed datadir answers state it does not hold (a joined one holds none of its own) with
-  // proofs from its upstream, verified against its own state roots (rpc's proven/state.ts).
-  // With a history upstream, history below a joined datadir's first block is fetched from it and
-  // verified against the datadir's own headers (ingest's history/store.ts), state there by proofs.
-  let history: HistoryUpstream | undefined;
-  const historyUrl = o.follow?.historyUpstream;
-  if (historyUrl !== undefined) {
-    const h = withHistoryUpstream(store, {
-      url: historyUrl,
-      onRejected: (origin, reason) =>
-        followLog(`history upstream ${origin}: an answer did not verify and was refused: ${reason}`),
-    });
-    store = h.store;
-    history = h.history;
-  }
-  let proven: ProvenState | undefined;
-  if (o.follow !== undefined && /^https?:\/\//i.test(o.follow.url)) {
+  // A followed datadir answers state it does not hold (a joined one holds none of its own), and
+  // with a history upstream history below its first block, from upstreams, verified against its
+  // own roots and headers (ingest's joined/).
+  let joined: JoinedUpstreams | undefined;
+  if (o.follow !== undefined) {
     const first = raw;
-    const w = withProvenState(store, {
-      upstream: stateUpstream(o.follow.url),
-      onRejected: (origin, reason) =>
-        followLog(`state upstream ${origin}: a proof did not verify and was refused: ${reason}`),
-      ...(historyUrl !== undefined
-        ? {
-            history: {
-              upstream: stateUpstream(historyUrl),
-              firstBlock: () => first.info().firstBlock ?? 0n,
-            },
-          }
-        : {}),
+    joined = withJoinedUpstreams(store, {
+      followUrl: o.follow.url,
+      ...(o.follow.historyUpstream !== undefined ? { historyUrl: o.follow.historyUpstream } : {}),
+      firstBlock: () => first.info().firstBlock ?? 0n,
+      log: followLog,
     });
-    store = w.store;
-    proven = w.state;
+    store = joined.store;
   }
   let logs: OffloadPool | undefined;
   let runtime: NetworkRuntime | undefined;
@@ -172,8 +152,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
           chainEvents: follow,
           ingestStatus: () => ({
             ...(follow as FollowRuntime).status(),
-            ...(proven !== undefined ? { provenState: proven.stats } : {}),
-            ...(history !== undefined ? { historyUpstream: { origin: history.origin, ...history.stats } } : {}),
+            ...joined?.status(),
           }),
         }
       : {}),
@@ -264,19 +243,6 @@ async function openFollowedStore(datadir: string, follow: FollowRuntime, what: s
     throw new RuntimeError(`${what}: ${(err as Error).message}`);
   }
   return open();
-}
-
-/**
- * The upstream state proofs (and code) are fetched from: http(s) only, 8 calls in flight, replies
- * of at most 16 MiB (a proof of many slots with code is far smaller). Nothing it answers is
- * trusted: proofs are verified against the node's own state roots (rpc's proven/state.ts).
- */
-function stateUpstream(url: string): UpstreamClient {
-  return createUpstreamClient(url, {
-    concurrency: 8,
-    maxReplyBytes: 16 * 2 ** 20,
-    httpOnly: { name: 'state upstream' },
-  });
 }
 
 /**

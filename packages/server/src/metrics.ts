@@ -30,7 +30,7 @@ export interface HistoryUpstreamView {
   failed: number;
 }
 
-/** What the proven-state layer counted (rpc's ProvenStateStats fits it). */
+/** What the proven-state layer counted (ingest's ProvenStateStats fits it). */
 export interface ProvenStateView {
   fetches: number;
   verified: number;

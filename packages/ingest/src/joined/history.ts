@@ -15,7 +15,7 @@
 // - a transaction by hash the store does not hold is located by the upstream, then looked up in
 //   the verified block at that number (the upstream's word on the location is not trusted).
 // An answer that does not verify is never served: the call fails with HistoryNotVerifiedError and
-// the refusal is counted (stats.rejected). State below N is proven by rpc's proven-state layer
+// the refusal is counted (stats.rejected). State below N is proven by the proven-state layer (proven-state.ts)
 // against these verified headers' state roots (it asks the same upstream).
 // The store reports no first block (info().firstBlock): with a history upstream, every number is
 // answered, so rpc's 4444 for history below N does not apply.
