@@ -176,24 +176,67 @@ interface RedisCounters {
   cpuSec: number;
 }
 
+/** Redis's script calls and CPU so far (INFO commandstats and cpu). */
+async function redisCounters(admin: { sendCommand(args: string[]): Promise<unknown> }): Promise<RedisCounters> {
+  const stats = String(await admin.sendCommand(['INFO', 'commandstats']));
+  const cpu = String(await admin.sendCommand(['INFO', 'cpu']));
+  let scripts = 0;
+  let scriptUsec = 0;
+  for (const m of stats.matchAll(/cmdstat_(evalsha|eval):calls=(\d+),usec=(\d+)/g)) {
+    scripts += Number(m[2]);
+    scriptUsec += Number(m[3]);
+  }
+  const f = (name: string): number => Number(new RegExp(`${name}:([0-9.]+)`).exec(cpu)?.[1] ?? 'NaN');
+  return { scripts, scriptUsec, cpuSec: f('used_cpu_user') + f('used_cpu_sys') };
+}
+
+/** The replicas' own count of Redis requests and the charges they carried, from their stderr. */
+function ownLedgerCount(servers: Served[]): string {
+  let sent = 0;
+  let charges = 0;
+  for (const s of servers) {
+    // One line per ledger instance (the main thread's, and each app thread's).
+    const lines = [...s.err().matchAll(/ledger: (\d+) Redis requests carried (\d+) charges/g)];
+    if (lines.length === 0) throw new Error(`a replica printed no ledger count:\n${s.err()}`);
+    for (const m of lines) {
+      sent += Number(m[1]);
+      charges += Number(m[2]);
+    }
+  }
+  return `${sent} requests, ${charges} charges: ${(sent / charges).toFixed(4)} per charge`;
+}
+
+/** The engine-alone table and the served table, as in docs/performance.md. */
+function printLedgerReport(describe: string, alone: string[], rows: string[], notes: string[]): void {
+  console.log(`\nChain: ${describe}; ${bodies} bodies per mix`);
+  console.log(
+    `Machine: ${cpus().length} cores, ${cpus()[0]?.model ?? '?'}; Node ${process.version}; servers${threads ? ` --threads ${threads}` : ' with the default threads (one per core)'}`,
+  );
+  console.log(
+    `\nThe Redis engine alone (in process, no HTTP): 20,000 debits, each settled at its cost, from ${connections} loops over 100 keys\n`,
+  );
+  console.log(
+    '| debits | debits/s (one connection) | Redis requests per debit | Redis CPU µs per debit | in scripts µs per debit | load (1-min) |\n|---|---|---|---|---|---|',
+  );
+  for (const a of alone) console.log(a);
+  console.log(
+    `\nCommand: npm run bench:ledger -- ${process.argv.slice(2).join(' ')} (${connections} connections in total, closed loop, ${duration} s per case after a 2 s warm-up, one run)\n`,
+  );
+  console.log(
+    '| mix | ledger | replicas | req/s (sum) | p50 ms (worst replica) | p99 ms (worst replica) | Redis requests per answered call | Redis CPU µs per answered call (in scripts) | load (1-min) | non-200/wrong/errors |\n|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const r of rows) console.log(r);
+  console.log('');
+  for (const n of notes) console.log(`- ${n}`);
+}
+
 async function main(): Promise<void> {
   const tmp = mkdtempSync(join(tmpdir(), 'bench-ledger-'));
   const redis = await startRedis();
   const admin = createClient({ url: redis.url });
   admin.on('error', () => {});
   await admin.connect();
-  const counters = async (): Promise<RedisCounters> => {
-    const stats = String(await admin.sendCommand(['INFO', 'commandstats']));
-    const cpu = String(await admin.sendCommand(['INFO', 'cpu']));
-    let scripts = 0;
-    let scriptUsec = 0;
-    for (const m of stats.matchAll(/cmdstat_(evalsha|eval):calls=(\d+),usec=(\d+)/g)) {
-      scripts += Number(m[2]);
-      scriptUsec += Number(m[3]);
-    }
-    const f = (name: string): number => Number(new RegExp(`${name}:([0-9.]+)`).exec(cpu)?.[1] ?? 'NaN');
-    return { scripts, scriptUsec, cpuSec: f('used_cpu_user') + f('used_cpu_sys') };
-  };
+  const counters = (): Promise<RedisCounters> => redisCounters(admin);
   const rows: string[] = [];
   const notes: string[] = [];
   const alone: string[] = [];
@@ -276,18 +319,7 @@ async function main(): Promise<void> {
             const scripts = after.scripts - before.scripts;
             requests = (scripts / answered).toFixed(4);
             cpu = `${(((after.cpuSec - before.cpuSec) * 1e6) / answered).toFixed(1)} (scripts ${((after.scriptUsec - before.scriptUsec) / answered).toFixed(1)})`;
-            let sent = 0;
-            let charges = 0;
-            for (const s of servers) {
-              // One line per ledger instance (the main thread's, and each app thread's).
-              const lines = [...s.err().matchAll(/ledger: (\d+) Redis requests carried (\d+) charges/g)];
-              if (lines.length === 0) throw new Error(`a replica printed no ledger count:\n${s.err()}`);
-              for (const m of lines) {
-                sent += Number(m[1]);
-                charges += Number(m[2]);
-              }
-            }
-            own = `${sent} requests, ${charges} charges: ${(sent / charges).toFixed(4)} per charge`;
+            own = ownLedgerCount(servers);
           }
           rows.push(
             `| ${mix.label.split(',')[0] === 'mixed (blocks 20%' ? 'mixed' : 'random blocks (hashes)'} | ${label} | ${servers.length} | ${Math.round(rps)} | ${p50} | ${p99} | ${requests} | ${cpu} | ${load} | ${anomalies} |`,
@@ -302,26 +334,7 @@ async function main(): Promise<void> {
       await run('Redis', [copies[0] as string], redisKey, ['--ledger', redis.url]);
       await run('Redis', copies, redisKey, ['--ledger', redis.url]);
     }
-    console.log(`\nChain: ${chain.describe}; ${bodies} bodies per mix`);
-    console.log(
-      `Machine: ${cpus().length} cores, ${cpus()[0]?.model ?? '?'}; Node ${process.version}; servers${threads ? ` --threads ${threads}` : ' with the default threads (one per core)'}`,
-    );
-    console.log(
-      `\nThe Redis engine alone (in process, no HTTP): 20,000 debits, each settled at its cost, from ${connections} loops over 100 keys\n`,
-    );
-    console.log(
-      '| debits | debits/s (one connection) | Redis requests per debit | Redis CPU µs per debit | in scripts µs per debit | load (1-min) |\n|---|---|---|---|---|---|',
-    );
-    for (const a of alone) console.log(a);
-    console.log(
-      `\nCommand: npm run bench:ledger -- ${process.argv.slice(2).join(' ')} (${connections} connections in total, closed loop, ${duration} s per case after a 2 s warm-up, one run)\n`,
-    );
-    console.log(
-      '| mix | ledger | replicas | req/s (sum) | p50 ms (worst replica) | p99 ms (worst replica) | Redis requests per answered call | Redis CPU µs per answered call (in scripts) | load (1-min) | non-200/wrong/errors |\n|---|---|---|---|---|---|---|---|---|---|',
-    );
-    for (const r of rows) console.log(r);
-    console.log('');
-    for (const n of notes) console.log(`- ${n}`);
+    printLedgerReport(chain.describe, alone, rows, notes);
     await chain.close();
   } finally {
     admin.destroy();
