@@ -156,6 +156,144 @@ function judge(text: string, kind: 'ok' | 'bad'): void {
   }
 }
 
+/** What the soak's clients share: the chain they ask about, the end, the open sockets. */
+interface SoakRun {
+  chain: Chain;
+  end: number;
+  sockets: Set<WsClient>;
+  stopped(): boolean;
+  think(): Promise<void>;
+}
+
+/** A WebSocket client: one request at a time, with think time; reconnects when churned or cut. */
+async function wsClient(r: SoakRun, wsUrl: string): Promise<void> {
+  while (!r.stopped() && Date.now() < r.end) {
+    const ws = new WsCtor(wsUrl);
+    r.sockets.add(ws);
+    let waiting: { resolve: (t: string | undefined) => void } | undefined;
+    let closedCode: number | undefined;
+    ws.on('message', (d) => waiting?.resolve(d.toString('utf8')));
+    ws.on('error', () => undefined);
+    ws.on('close', (code) => {
+      closedCode = code;
+      r.sockets.delete(ws);
+      waiting?.resolve(undefined);
+    });
+    const opened = await new Promise<boolean>((settle) => {
+      ws.on('open', () => settle(true));
+      ws.on('close', () => settle(false));
+    });
+    if (!opened) {
+      await r.think();
+      continue;
+    }
+    counts.wsOpened++;
+    while (!r.stopped() && Date.now() < r.end && closedCode === undefined) {
+      const req = request(r.chain);
+      counts.requests++;
+      const reply = await new Promise<string | undefined | null>((resolve) => {
+        const timer = setTimeout(() => resolve(null), 30_000);
+        waiting = {
+          resolve: (t) => {
+            clearTimeout(timer);
+            resolve(t);
+          },
+        };
+        ws.send(req.body);
+      });
+      waiting = undefined;
+      if (reply === null) {
+        counts.unanswered++;
+        if (otherErrorSamples.length < 5)
+          otherErrorSamples.push(`no WebSocket answer in 30 s to ${req.body.slice(0, 120)}`);
+        break;
+      }
+      if (reply !== undefined) judge(reply, req.kind);
+      else break;
+      await r.think();
+    }
+    if (closedCode === 1008 || closedCode === 1013) counts.wsCut++;
+    else if (closedCode !== undefined && closedCode !== 1000 && closedCode !== 1005 && !r.stopped()) counts.wsLost++;
+    if (ws.readyState === 1) ws.close();
+  }
+}
+
+/** An HTTP client (fetch keeps connections alive): one request at a time, with think time. */
+async function httpClient(r: SoakRun, httpUrl: string): Promise<void> {
+  while (!r.stopped() && Date.now() < r.end) {
+    const req = request(r.chain);
+    counts.requests++;
+    try {
+      const res = await fetch(httpUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: req.body,
+        signal: AbortSignal.timeout(30_000),
+      });
+      const text = await res.text();
+      if (res.status === 503 || res.status === 429) counts.limitErrors++;
+      else judge(text, req.kind);
+    } catch (err) {
+      counts.otherErrors++;
+      if (otherErrorSamples.length < 5) otherErrorSamples.push(String(err));
+    }
+    await r.think();
+  }
+}
+
+interface Sample {
+  t: number;
+  rssMb: number;
+  load1: number;
+  requests: number;
+}
+
+/** The server's own connection metrics, the RSS drift after the warm-up, and the verdict. */
+async function report(samples: Sample[], metricsUrl: string | undefined): Promise<void> {
+  const serverMetrics =
+    metricsUrl === undefined
+      ? []
+      : (await (await fetch(metricsUrl)).text())
+          .split('\n')
+          .filter((l) =>
+            /^chainnode_(connections_cut_total|reply_bytes_in_flight|websocket_connections|responses_total)/.test(l),
+          );
+  console.error(serverMetrics.join('\n'));
+  const afterWarmup = samples.find((s) => s.t >= warmupS) ?? samples[0]!;
+  const last = samples.at(-1)!;
+  const drift = (last.rssMb - afterWarmup.rssMb) / afterWarmup.rssMb;
+  const verdict = {
+    rssFlat: Math.abs(drift) <= 0.1,
+    onlyLimitErrors: counts.otherErrors === 0 && counts.wsLost === 0 && counts.unanswered === 0,
+    healthThroughout: counts.healthFailed === 0,
+  };
+  console.log(
+    JSON.stringify({
+      durationS,
+      warmupS,
+      connections,
+      counts,
+      otherErrorSamples,
+      rss: {
+        afterWarmup: afterWarmup.rssMb,
+        last: last.rssMb,
+        max: Math.max(...samples.map((s) => s.rssMb)),
+        driftPct: Number((drift * 100).toFixed(1)),
+      },
+      verdict,
+      samples,
+    }),
+  );
+  console.log(
+    `soak: ${durationS} s, ${connections} connections, ${counts.requests} requests (${counts.batches} batches, ${counts.bad} bad), ` +
+      `RSS after warm-up ${afterWarmup.rssMb} MB -> end ${last.rssMb} MB (${(drift * 100).toFixed(1)}%), max ${Math.max(...samples.map((s) => s.rssMb))} MB; ` +
+      `limit errors ${counts.limitErrors}, other errors ${counts.otherErrors}, unanswered ${counts.unanswered}, ws cut ${counts.wsCut}, ws lost ${counts.wsLost}; ` +
+      `/health ${counts.health - counts.healthFailed}/${counts.health} ok (max ${counts.healthMaxMs} ms); ` +
+      `verdict ${Object.values(verdict).every(Boolean) ? 'PASS' : 'FAIL'} ${JSON.stringify(verdict)}`,
+  );
+  if (!Object.values(verdict).every(Boolean)) process.exitCode = 1;
+}
+
 async function main(): Promise<void> {
   const given = arg('datadir');
   const { datadir, tmp } =
@@ -197,89 +335,14 @@ async function main(): Promise<void> {
     const end = Date.now() + durationS * 1000;
     const think = (): Promise<void> => sleep(thinkMinMs + rnd(thinkMaxMs - thinkMinMs));
 
-    // WebSocket clients: one request at a time each, with think time; replaced when churned or cut.
-    const wsClient = async (): Promise<void> => {
-      while (!stopping && Date.now() < end) {
-        const ws = new WsCtor(wsUrl);
-        sockets.add(ws);
-        let waiting: { resolve: (t: string | undefined) => void } | undefined;
-        let closedCode: number | undefined;
-        ws.on('message', (d) => waiting?.resolve(d.toString('utf8')));
-        ws.on('error', () => undefined);
-        ws.on('close', (code) => {
-          closedCode = code;
-          sockets.delete(ws);
-          waiting?.resolve(undefined);
-        });
-        const opened = await new Promise<boolean>((r) => {
-          ws.on('open', () => r(true));
-          ws.on('close', () => r(false));
-        });
-        if (!opened) {
-          await think();
-          continue;
-        }
-        counts.wsOpened++;
-        while (!stopping && Date.now() < end && closedCode === undefined) {
-          const req = request(chain);
-          counts.requests++;
-          const reply = await new Promise<string | undefined | null>((resolve) => {
-            const timer = setTimeout(() => resolve(null), 30_000);
-            waiting = {
-              resolve: (t) => {
-                clearTimeout(timer);
-                resolve(t);
-              },
-            };
-            ws.send(req.body);
-          });
-          waiting = undefined;
-          if (reply === null) {
-            counts.unanswered++;
-            if (otherErrorSamples.length < 5)
-              otherErrorSamples.push(`no WebSocket answer in 30 s to ${req.body.slice(0, 120)}`);
-            break;
-          }
-          if (reply !== undefined) judge(reply, req.kind);
-          else break;
-          await think();
-        }
-        if (closedCode === 1008 || closedCode === 1013) counts.wsCut++;
-        else if (closedCode !== undefined && closedCode !== 1000 && closedCode !== 1005 && !stopping) counts.wsLost++;
-        if (ws.readyState === 1) ws.close();
-      }
-    };
-
-    // HTTP clients (fetch keeps connections alive).
-    const httpClient = async (): Promise<void> => {
-      while (!stopping && Date.now() < end) {
-        const req = request(chain);
-        counts.requests++;
-        try {
-          const res = await fetch(httpUrl, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: req.body,
-            signal: AbortSignal.timeout(30_000),
-          });
-          const text = await res.text();
-          if (res.status === 503 || res.status === 429) counts.limitErrors++;
-          else judge(text, req.kind);
-        } catch (err) {
-          counts.otherErrors++;
-          if (otherErrorSamples.length < 5) otherErrorSamples.push(String(err));
-        }
-        await think();
-      }
-    };
-
+    const run: SoakRun = { chain, end, sockets, stopped: () => stopping, think };
     const nWs = Math.round(connections * wsShare);
     const clients: Promise<void>[] = [];
     for (let i = 0; i < nWs; i++) {
-      clients.push(wsClient());
+      clients.push(wsClient(run, wsUrl));
       if (i % 50 === 49) await sleep(50);
     }
-    for (let i = 0; i < connections - nWs; i++) clients.push(httpClient());
+    for (let i = 0; i < connections - nWs; i++) clients.push(httpClient(run, httpUrl));
 
     // Churn: every second, 1% of the open WebSocket connections go away (their client reconnects).
     const churn = setInterval(() => {
@@ -311,7 +374,7 @@ async function main(): Promise<void> {
     })();
 
     // RSS every 10 s.
-    const samples: { t: number; rssMb: number; load1: number; requests: number }[] = [];
+    const samples: Sample[] = [];
     const t0 = Date.now();
     const sampler = (async () => {
       while (Date.now() < end) {
@@ -336,49 +399,7 @@ async function main(): Promise<void> {
       load1: Number(loadavg()[0]!.toFixed(1)),
       requests: counts.requests,
     });
-    const metricsUrl = /"metrics":"(http:[^"]+)"/.exec(out)?.[1];
-    const serverMetrics =
-      metricsUrl === undefined
-        ? []
-        : (await (await fetch(metricsUrl)).text())
-            .split('\n')
-            .filter((l) =>
-              /^chainnode_(connections_cut_total|reply_bytes_in_flight|websocket_connections|responses_total)/.test(l),
-            );
-    console.error(serverMetrics.join('\n'));
-    const afterWarmup = samples.find((s) => s.t >= warmupS) ?? samples[0]!;
-    const last = samples.at(-1)!;
-    const drift = (last.rssMb - afterWarmup.rssMb) / afterWarmup.rssMb;
-    const verdict = {
-      rssFlat: Math.abs(drift) <= 0.1,
-      onlyLimitErrors: counts.otherErrors === 0 && counts.wsLost === 0 && counts.unanswered === 0,
-      healthThroughout: counts.healthFailed === 0,
-    };
-    console.log(
-      JSON.stringify({
-        durationS,
-        warmupS,
-        connections,
-        counts,
-        otherErrorSamples,
-        rss: {
-          afterWarmup: afterWarmup.rssMb,
-          last: last.rssMb,
-          max: Math.max(...samples.map((s) => s.rssMb)),
-          driftPct: Number((drift * 100).toFixed(1)),
-        },
-        verdict,
-        samples,
-      }),
-    );
-    console.log(
-      `soak: ${durationS} s, ${connections} connections, ${counts.requests} requests (${counts.batches} batches, ${counts.bad} bad), ` +
-        `RSS after warm-up ${afterWarmup.rssMb} MB -> end ${last.rssMb} MB (${(drift * 100).toFixed(1)}%), max ${Math.max(...samples.map((s) => s.rssMb))} MB; ` +
-        `limit errors ${counts.limitErrors}, other errors ${counts.otherErrors}, unanswered ${counts.unanswered}, ws cut ${counts.wsCut}, ws lost ${counts.wsLost}; ` +
-        `/health ${counts.health - counts.healthFailed}/${counts.health} ok (max ${counts.healthMaxMs} ms); ` +
-        `verdict ${Object.values(verdict).every(Boolean) ? 'PASS' : 'FAIL'} ${JSON.stringify(verdict)}`,
-    );
-    if (!Object.values(verdict).every(Boolean)) process.exitCode = 1;
+    await report(samples, /"metrics":"(http:[^"]+)"/.exec(out)?.[1]);
   } finally {
     stopping = true;
     for (const ws of sockets) ws.close();
