@@ -47,6 +47,8 @@ export { KeyActionError, KeyManager, MAX_NAME_LENGTH, MAX_NETWORKS } from './key
 export type { CreateInput, KeyManagerOptions, KeyUsage, KeyView, UpdateInput } from './keys/manager.js';
 
 // Credits
+export { Charges } from './charges.js';
+export type { ChargeNetwork, ChargesOptions, LimitRefusal, Payer, Refused, Taken } from './charges.js';
 export { LedgerUnavailableError, NO_NETWORK, nextUtcMidnight, utcDay } from './ledger/api.js';
 export type { CreditLedger, Debit, DebitResult, LedgerFailureMode, Limits, Usage } from './ledger/api.js';
 export {

@@ -4,7 +4,7 @@
 // (shutdown waits for them) and whether the server is shutting down. It also answers what the
 // HTTP and WebSocket doors ask alike: which network and key a request is for, or the refusal.
 import type { HttpResponse } from 'uWebSockets.js';
-import { KeyRegistry, REQUEST_METHOD, checkSecret, keyAllowsNetwork } from '@chainnode/accounts';
+import { Charges, KeyRegistry, REQUEST_METHOD, checkSecret, keyAllowsNetwork } from '@chainnode/accounts';
 import type { CreditLedger, KeyRecord, UsageRecord } from '@chainnode/accounts';
 import { SubscriptionHub } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
@@ -46,6 +46,8 @@ export class Listener {
    * series, unlabelled, as before.
    */
   readonly metrics: Metrics;
+  /** The one door to the ledger, for the gate's calls and request errors and the notifiers' batches. */
+  readonly charges: Charges;
   readonly gate: Gate;
   readonly budget: ReplyBudget<unknown>;
   readonly ledger: CreditLedger;
@@ -70,13 +72,12 @@ export class Listener {
     this.metrics = router.single ? (router.networks[0] as NetworkRuntime).metrics : new Metrics(undefined, true);
     this.ledger = opts.ledger.credits;
     this.usage = opts.usage;
+    this.charges = new Charges({ config, keys, ledger: this.ledger, usage: this.usage });
     this.gate = new Gate({
       config,
-      keys,
-      ledger: this.ledger,
+      charges: this.charges,
       metrics: this.metrics,
       log,
-      usage: this.usage,
       ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}),
       ...(opts.access !== undefined ? { access: opts.access } : {}),
     });

@@ -7,7 +7,9 @@
 // event -33400 daily / -33300 per second; the plan's: 402 / 429 -33200).
 // The key itself is authenticated by the transport before the body is read (401); these
 // layers see only its record, and re-check it per call so a key revoked while a WebSocket is
-// open stops working within a second.
+// open stops working within a second. Admission, debit, settle and the usage record go through
+// Charges (@chainnode/accounts), the one door to the ledger that the request errors' charge and
+// the WebSocket notifier use too.
 //
 // Charging rules (Infura's): a call refused by a limit (402, 429) or failing on our side (5xx
 // class: internal errors, store unavailable, log queue full) costs nothing; a call failing
@@ -25,15 +27,8 @@ import {
 import type { UpstreamClient } from '@chainnode/core';
 import type { CallInfo, CallMiddleware } from '@chainnode/rpc';
 import { TOO_MANY_OFFLOADED } from '@chainnode/rpc';
-import {
-  LedgerUnavailableError,
-  REQUEST_METHOD,
-  allowlistRefusal,
-  chargeHash,
-  effectiveLimits,
-  keyAllowsNetwork,
-} from '@chainnode/accounts';
-import type { CreditLedger, DebitResult, ErrorClass, KeyRecord, KeyRegistry, UsageRecord } from '@chainnode/accounts';
+import { LedgerUnavailableError, REQUEST_METHOD, allowlistRefusal } from '@chainnode/accounts';
+import type { Charges, DebitResult, ErrorClass, KeyRecord } from '@chainnode/accounts';
 import type { ServerConfig } from './config.js';
 import type { Metrics, Outcome } from './metrics.js';
 import type { NetworkRuntime } from './router.js';
@@ -139,14 +134,6 @@ export interface RequestContext {
   network?: NetworkRuntime;
 }
 
-/**
- * The network label of a request's charges: the routed network's name; none for the implicit
- * network of a server without networks (its journal lines stay as before networks existed).
- */
-function networkLabel(ctx: RequestContext): string | undefined {
-  return ctx.network === undefined || ctx.network.implicit ? undefined : ctx.network.name;
-}
-
 /** The usage class of an error a call ended with: refused by the gateway, our side, or the request's. */
 export function errorClass(err: unknown): ErrorClass {
   if (
@@ -172,14 +159,12 @@ export function creditsForError(cost: number, err: unknown): number {
 
 export interface GateOptions {
   config: ServerConfig;
-  keys: KeyRegistry;
-  ledger: CreditLedger;
+  /** The door to the ledger (admission, debit, settle, usage record). */
+  charges: Charges;
   metrics: Metrics;
   /** Partner JSON-RPC endpoint for failover-plan eth_getBlockByHash calls. */
   failoverUrl?: string;
   log?: (line: string) => void;
-  /** The per-key usage record (dashboard): every call the gate sees is recorded. */
-  usage?: UsageRecord;
   /** The access log (`--access-log`): one record per call the gate sees. */
   access?: (rec: AccessRecord) => void;
 }
@@ -219,23 +204,14 @@ export class Gate {
    */
   async chargeRequestErrors(ctx: RequestContext): Promise<void> {
     if (ctx.requestErrors === 0) return;
-    const key = this.o.keys.byKeyHash(ctx.keyHash);
-    if (!key || key.revokedAt !== undefined) return;
-    if (ctx.network !== undefined && !keyAllowsNetwork(key, ctx.network.name)) return; // refused calls cost nothing
+    const { charges } = this.o;
+    const payer = charges.admit(ctx.keyHash, ctx.network);
+    if (!payer.ok) return; // refused calls cost nothing
     const cost = ctx.requestErrors * REQUEST_ERROR_CREDITS;
     ctx.requestErrors = 0;
     try {
-      const d = await this.o.ledger.debit(
-        chargeHash(key),
-        cost,
-        effectiveLimits(this.o.config, key),
-        networkLabel(ctx),
-      );
-      if (d.ok) {
-        await this.o.ledger.settle(d.debit, cost);
+      if (await charges.charge(payer, REQUEST_METHOD, cost, 'rpc'))
         (ctx.network?.metrics ?? this.o.metrics).charged('request_error', cost);
-        this.o.usage?.record({ key: key.id, method: REQUEST_METHOD, credits: cost, error: 'rpc' });
-      }
     } catch {
       // not charged
     }
@@ -247,9 +223,9 @@ export class Gate {
    * measurable share of a cached answer's cost.
    */
   middleware(ctx: RequestContext): CallMiddleware {
-    const { config, keys, ledger, failoverUrl, usage } = this.o;
+    const { config, charges, failoverUrl } = this.o;
     const metrics = ctx.network?.metrics ?? this.o.metrics;
-    const network = networkLabel(ctx);
+    const network = ctx.network === undefined || ctx.network.implicit ? undefined : ctx.network.name;
     return async (call, next) => {
       const t0 = performance.now();
       let outcome: Outcome = 'ok';
@@ -257,15 +233,17 @@ export class Gate {
       let charged = 0;
       let failure: ErrorClass | undefined;
       try {
-        key = keys.byKeyHash(ctx.keyHash);
-        if (!key || key.revokedAt !== undefined) throw new KeyRevokedError();
-        if (ctx.network !== undefined && !keyAllowsNetwork(key, ctx.network.name)) {
+        const payer = charges.admit(ctx.keyHash, ctx.network);
+        key = payer.key;
+        if (!payer.ok) {
+          if (payer.reason === 'revoked' || ctx.network === undefined) throw new KeyRevokedError();
           ctx.refusal ??= 403;
           throw new NetworkNotAllowedError(ctx.network.name);
         }
+        const k = payer.key;
         if (
-          key.allowlists !== undefined &&
-          allowlistRefusal(key.allowlists, {
+          k.allowlists !== undefined &&
+          allowlistRefusal(k.allowlists, {
             method: call.method,
             params: call.params,
             origin: ctx.origin,
@@ -275,7 +253,6 @@ export class Gate {
           ctx.refusal ??= 403;
           throw new AllowlistRejectedError();
         }
-        const k = key;
         const invoke = async (): Promise<unknown> => {
           if (failoverUrl !== undefined && call.method === 'eth_getBlockByHash' && config.plans[k.plan].failover) {
             const answer = await this.failover(failoverUrl, call, next);
@@ -286,9 +263,9 @@ export class Gate {
         };
         if (call.cost === 0) return await invoke(); // free methods never touch the ledger
         let d: DebitResult;
-        const limits = effectiveLimits(config, key);
+        const { limits } = payer;
         try {
-          d = await ledger.debit(chargeHash(key), call.cost, limits, network);
+          d = await charges.debit(payer, call.cost);
         } catch (err) {
           if (!(err instanceof LedgerUnavailableError)) throw err;
           ctx.refusal ??= 503;
@@ -312,7 +289,7 @@ export class Gate {
         } catch (err) {
           const credits = creditsForError(call.cost, err);
           try {
-            await ledger.settle(d.debit, credits);
+            await charges.settle(d.debit, credits);
             charged = credits;
             if (credits > 0) metrics.charged(call.method, credits);
           } catch {
@@ -321,7 +298,7 @@ export class Gate {
           throw err;
         }
         try {
-          await ledger.settle(d.debit, call.cost);
+          await charges.settle(d.debit, call.cost);
         } catch {
           // Not recorded means not charged, and then the answer is not given either.
           throw new InternalError('could not record credit usage; the call was not charged');
@@ -351,13 +328,7 @@ export class Gate {
           credits: charged,
           durationMs: Math.round(seconds * 1e4) / 10,
         });
-        if (usage !== undefined && key !== undefined) {
-          usage.record(
-            failure === undefined
-              ? { key: key.id, method: call.method, credits: charged }
-              : { key: key.id, method: call.method, credits: charged, error: failure },
-          );
-        }
+        if (key !== undefined) charges.record(key, call.method, charged, failure);
       }
     };
   }

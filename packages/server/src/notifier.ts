@@ -1,10 +1,11 @@
 // Delivery of eth_subscription notifications to one WebSocket: the transport half of
 // subscriptions (the rpc package's SubscriptionHub decides what to send and what it costs).
 //
-// Per batch, in order: the key must still be valid (a revoked key closes the socket); a reader
-// holding more than `wsMaxUnsentNotificationBytes` unsent is disconnected (1008), never
-// buffered for; the batch's credits are debited from the key's daily balance and settled (made
-// durable: journaled, or applied in Redis) through the CreditLedger BEFORE anything is sent (as
+// Per batch, in order: the key must still be valid and allowed on the socket's network (else the
+// socket closes, 1008); a reader holding more than `wsMaxUnsentNotificationBytes` unsent is
+// disconnected (1008), never buffered for; the batch's credits are debited from the key's daily
+// balance, labelled with the network, and settled (made durable: journaled, or applied in Redis)
+// through the one door to the ledger (Charges, @chainnode/accounts) BEFORE anything is sent (as
 // for calls: a crash never refunds what was delivered). When the daily balance cannot cover a
 // notification, what was paid is sent, then the same error object a call gets at the daily limit
 // with id null (HTTP-less 402: code 402, event -33000, `data.resetsAt`; the key's own daily limit:
@@ -15,8 +16,7 @@
 import type { Notification, NotificationSink } from '@chainnode/rpc';
 import { toErrorObject } from '@chainnode/rpc';
 import type { ServerConfig } from './config.js';
-import { chargeHash, effectiveLimits } from '@chainnode/accounts';
-import type { CreditLedger, Debit, DebitResult, KeyRegistry, Limits, UsageRecord } from '@chainnode/accounts';
+import type { ChargeNetwork, Charges, Taken } from '@chainnode/accounts';
 import type { Metrics } from './metrics.js';
 import { DailyLimitError, KeyLimitError } from './middleware.js';
 
@@ -37,14 +37,12 @@ export interface NotifierSocket {
 
 export interface NotifierDeps {
   config: ServerConfig;
-  keys: KeyRegistry;
-  ledger: CreditLedger;
+  /** The door to the ledger; each paid batch is recorded in the key's usage as `eth_subscription`. */
+  charges: Charges;
   metrics: Metrics;
   log: (line: string) => void;
-  /** The per-key usage record (dashboard): each paid batch is recorded as `eth_subscription`. */
-  usage?: UsageRecord;
-  /** The network of the socket (labels its charges); undefined on a server without networks. */
-  network?: string;
+  /** The network of the socket: the key must be allowed on it, and it labels the charges. */
+  network?: ChargeNetwork;
 }
 
 /** Close code for a subscriber cut off by policy (too slow, out of credits, key revoked). */
@@ -86,45 +84,25 @@ export class WsNotifier implements NotificationSink {
     return true;
   }
 
-  /**
-   * Takes the credits of `batch` (in order) from the key's daily balance: one debit for the whole
-   * batch when it fits, else one per notification to find how many can be paid. `paid` is the
-   * number of leading notifications paid for; `refused` says why the next one was not.
-   */
-  private async debitBatch(
-    hash: string,
-    batch: readonly Notification[],
-    limits: Limits,
-  ): Promise<{ debits: Debit[]; paid: number; credits: number; refused?: Extract<DebitResult, { ok: false }> }> {
-    const { ledger, network } = this.deps;
-    const total = batch.reduce((sum, n) => sum + n.credits, 0);
-    if (total === 0) return { debits: [], paid: batch.length, credits: 0 };
-    const all = await ledger.debit(hash, total, limits, network);
-    if (all.ok) return { debits: [all.debit], paid: batch.length, credits: total };
-    const debits: Debit[] = [];
-    let credits = 0;
-    for (let i = 0; i < batch.length; i++) {
-      const n = batch[i] as Notification;
-      if (n.credits === 0) continue;
-      const d = await ledger.debit(hash, n.credits, limits, network);
-      if (!d.ok) return { debits, paid: i, credits, refused: d };
-      debits.push(d.debit);
-      credits += n.credits;
-    }
-    return { debits, paid: batch.length, credits }; // the balance moved between the two looks
-  }
-
   private async run(batch: readonly Notification[]): Promise<void> {
     if (this.ended || this.socket.closed()) return;
-    const { config, keys, ledger, metrics, usage } = this.deps;
-    const key = keys.byKeyHash(this.keyHash);
-    if (!key || key.revokedAt !== undefined) return this.end(WS_POLICY_CLOSE, 'API key revoked');
+    const { charges, metrics } = this.deps;
+    const payer = charges.admit(this.keyHash, this.deps.network);
+    if (!payer.ok)
+      return this.end(
+        WS_POLICY_CLOSE,
+        payer.reason === 'revoked' ? 'API key revoked' : 'API key does not have access to this network',
+      );
     if (this.tooSlow()) return;
-    const limits = effectiveLimits(config, key);
-    let taken: Awaited<ReturnType<WsNotifier['debitBatch']>>;
+    const { limits } = payer;
+    let taken: Taken;
     try {
       // perSecond 0: notifications count against the day, not the token bucket (see above).
-      taken = await this.debitBatch(chargeHash(key), batch, { daily: limits.daily, perSecond: 0 });
+      taken = await charges.debitEach(
+        payer,
+        batch.map((n) => n.credits),
+        { daily: limits.daily, perSecond: 0 },
+      );
     } catch {
       // Ledger away (`--ledger-failure closed`): nothing charged, so nothing delivered either.
       return this.end(1011, 'credit ledger unavailable');
@@ -132,13 +110,13 @@ export class WsNotifier implements NotificationSink {
     const { debits, paid, credits, refused } = taken;
     if (debits.length > 0) {
       try {
-        await Promise.all(debits.map((d) => ledger.settle(d, d.cost)));
+        await Promise.all(debits.map((d) => charges.settle(d, d.cost)));
       } catch {
         // Not recorded, so not charged, and then not delivered either.
         return this.end(1011, 'could not record credit usage');
       }
       metrics.charged('eth_subscription', credits);
-      usage?.record({ key: key.id, method: 'eth_subscription', credits });
+      charges.record(payer.key, 'eth_subscription', credits);
     }
     // In slices, so a reader falling behind is caught within one slice of the limit.
     for (let i = 0; i < paid; i += SEND_SLICE) {

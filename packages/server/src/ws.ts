@@ -137,12 +137,10 @@ export class WebSockets {
       data.keyHash,
       {
         config: l.config,
-        keys: l.keys,
-        ledger: l.ledger,
+        charges: l.charges,
         metrics: data.net.metrics,
         log: l.log,
-        usage: l.usage,
-        ...(data.net.implicit ? {} : { network: data.net.name }),
+        network: data.net,
       },
     );
     data.subs = l.hubOf(data.net).connect(data.keyHash, notifier);
