@@ -29,7 +29,7 @@ import type { GetProofParams } from './methods/eth_getProof.js';
 import { eth_getStorageAt } from './methods/eth_getStorageAt.js';
 import type { GetStorageAtParams } from './methods/eth_getStorageAt.js';
 import { eth_getTransactionByHash } from './methods/eth_getTransactionByHash.js';
-import type { TransactionHashParams } from './methods/eth_getTransactionByHash.js';
+import type { TransactionHashParams } from './methods/transaction-lookup.js';
 import { eth_getUncleByBlockHashAndIndex } from './methods/eth_getUncleByBlockHashAndIndex.js';
 import { eth_getUncleByBlockNumberAndIndex } from './methods/eth_getUncleByBlockNumberAndIndex.js';
 import { eth_subscribe } from './methods/eth_subscribe.js';

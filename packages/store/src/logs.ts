@@ -38,7 +38,7 @@ import {
   u64Codec,
   writeLogIndexKey,
 } from './schema.js';
-import type { KvSyncRead, StoredLog } from './schema.js';
+import type { KvRange, KvSyncRead, StoredLog } from './schema.js';
 import { headerTxFields } from './trie-read.js';
 
 /** What the log code needs from the rest of the reader. */
@@ -158,20 +158,11 @@ interface RawIterator {
   close(): Promise<void>;
 }
 
-type IteratorOptions = {
-  gt?: Uint8Array;
-  gte?: Uint8Array;
-  lt?: Uint8Array;
-  lte?: Uint8Array;
-  reverse?: boolean;
-  limit?: number;
-};
-
 /** What the log code reads LevelDB through (see GatedDb). */
 interface LogDb {
   get(key: Uint8Array): Promise<Uint8Array | undefined>;
   getMany(keys: Uint8Array[]): Promise<(Uint8Array | undefined)[]>;
-  iterator(opts: IteratorOptions): RawIterator & AsyncIterable<[Uint8Array, Uint8Array]>;
+  iterator(opts: KvRange): RawIterator & AsyncIterable<[Uint8Array, Uint8Array]>;
 }
 
 /** Admits at most `limit` operations at once; the others wait in order. */
@@ -215,7 +206,7 @@ class GatedDb implements LogDb {
     return this.gate.run(() => this.db.getMany(keys));
   }
 
-  iterator(opts: IteratorOptions): RawIterator & AsyncIterable<[Uint8Array, Uint8Array]> {
+  iterator(opts: KvRange): RawIterator & AsyncIterable<[Uint8Array, Uint8Array]> {
     const it = this.db.iterator(opts);
     const gate = this.gate;
     const next = (): Promise<[Uint8Array, Uint8Array] | undefined> => gate.run(() => it.next());

@@ -276,12 +276,27 @@ export interface TxLocation {
   index: number;
 }
 
-export const txLocationCodec: Codec<TxLocation> = writerCodec(
-  { size: () => 12, write: (v, out, at) => writeU32(v.index, out, writeU64(v.number, out, at)) },
-  (b) => {
-    if (b.length !== 12) throw new RangeError(`tx location: expected 12 bytes, got ${b.length}`);
-    return { number: bytesToBigInt(b.subarray(0, 8)), index: readU32(b, 8) };
-  },
+/** A u64 then a u32, big-endian: 12 bytes. */
+function u64u32Codec<T>(
+  what: string,
+  u64: (v: T) => bigint,
+  u32: (v: T) => number,
+  join: (u64: bigint, u32: number) => T,
+): Codec<T> {
+  return writerCodec(
+    { size: () => 12, write: (v, out, at) => writeU32(u32(v), out, writeU64(u64(v), out, at)) },
+    (b) => {
+      if (b.length !== 12) throw new RangeError(`${what}: expected 12 bytes, got ${b.length}`);
+      return join(bytesToBigInt(b.subarray(0, 8)), readU32(b, 8));
+    },
+  );
+}
+
+export const txLocationCodec: Codec<TxLocation> = u64u32Codec(
+  'tx location',
+  (v) => v.number,
+  (v) => v.index,
+  (number, index) => ({ number, index }),
 );
 
 export interface BlockLogRange {
@@ -289,12 +304,11 @@ export interface BlockLogRange {
   count: number;
 }
 
-export const blockLogRangeCodec: Codec<BlockLogRange> = writerCodec(
-  { size: () => 12, write: (v, out, at) => writeU32(v.count, out, writeU64(v.firstLogId, out, at)) },
-  (b) => {
-    if (b.length !== 12) throw new RangeError(`block log range: expected 12 bytes, got ${b.length}`);
-    return { firstLogId: bytesToBigInt(b.subarray(0, 8)), count: readU32(b, 8) };
-  },
+export const blockLogRangeCodec: Codec<BlockLogRange> = u64u32Codec(
+  'block log range',
+  (v) => v.firstLogId,
+  (v) => v.count,
+  (firstLogId, count) => ({ firstLogId, count }),
 );
 
 export interface HeadPointer {
@@ -678,14 +692,17 @@ export const logIndexKeyCodec: Codec<LogIndexKey> = {
 export interface KvRead {
   get(key: Uint8Array): Promise<Uint8Array | undefined>;
   getMany(keys: Uint8Array[]): Promise<(Uint8Array | undefined)[]>;
-  iterator(opts: {
-    gt?: Uint8Array;
-    gte?: Uint8Array;
-    lt?: Uint8Array;
-    lte?: Uint8Array;
-    reverse?: boolean;
-    limit?: number;
-  }): AsyncIterable<[Uint8Array, Uint8Array]> & { close(): Promise<void> };
+  iterator(opts: KvRange): AsyncIterable<[Uint8Array, Uint8Array]> & { close(): Promise<void> };
+}
+
+/** A key range and direction to iterate over (abstract-level's iterator options). */
+export interface KvRange {
+  gt?: Uint8Array;
+  gte?: Uint8Array;
+  lt?: Uint8Array;
+  lte?: Uint8Array;
+  reverse?: boolean;
+  limit?: number;
 }
 
 /**

@@ -104,6 +104,32 @@ export function formatAnyTransaction(loc: TxWithLocation): JsonAnyTransaction {
   return formatTransaction(loc);
 }
 
+/** The fields every known transaction starts with, in geth's order: its block, sender and gas. */
+function whereAndWho(loc: TxWithLocation) {
+  const { tx } = loc;
+  return {
+    blockHash: toData(loc.blockHash),
+    blockNumber: toQuantity(loc.blockNumber),
+    blockTimestamp: toQuantity(loc.blockTimestamp),
+    from: toData(tx.from),
+    gas: toQuantity(tx.gas),
+  };
+}
+
+/** The fields every known transaction has after its gas price, in geth's order. */
+function whatAndWhich(loc: TxWithLocation) {
+  const { tx } = loc;
+  return {
+    hash: toData(tx.hash),
+    input: toData(tx.input),
+    nonce: toQuantity(tx.nonce),
+    to: tx.to === null ? null : toData(tx.to),
+    transactionIndex: toQuantity(loc.transactionIndex),
+    value: toQuantity(tx.value),
+    type: toQuantity(tx.type),
+  };
+}
+
 /** A transaction of a known type (signed, or an OP-stack deposit). */
 export function formatTransaction(loc: TxWithLocation): JsonTransaction {
   const { tx } = loc;
@@ -113,11 +139,7 @@ export function formatTransaction(loc: TxWithLocation): JsonTransaction {
   const dynamicFee = tx.type >= 2;
   // Insertion order below is geth's struct order; optional fields are simply left out.
   const out: JsonTransaction = {
-    blockHash: toData(loc.blockHash),
-    blockNumber: toQuantity(loc.blockNumber),
-    blockTimestamp: toQuantity(loc.blockTimestamp),
-    from: toData(tx.from),
-    gas: toQuantity(tx.gas),
+    ...whereAndWho(loc),
     gasPrice: toQuantity(dynamicFee ? effectiveGasPrice(tx, loc.baseFeePerGas) : (tx.gasPrice ?? 0n)),
     ...(dynamicFee
       ? {
@@ -126,13 +148,7 @@ export function formatTransaction(loc: TxWithLocation): JsonTransaction {
         }
       : {}),
     ...(tx.type === 3 ? { maxFeePerBlobGas: toQuantity(tx.maxFeePerBlobGas ?? 0n) } : {}),
-    hash: toData(tx.hash),
-    input: toData(tx.input),
-    nonce: toQuantity(tx.nonce),
-    to: tx.to === null ? null : toData(tx.to),
-    transactionIndex: toQuantity(loc.transactionIndex),
-    value: toQuantity(tx.value),
-    type: toQuantity(tx.type),
+    ...whatAndWhich(loc),
     ...(typed ? { accessList: formatAccessList(tx.accessList ?? []) } : {}),
     ...(typed || (tx.chainId !== undefined && tx.chainId !== 0n) ? { chainId: toQuantity(tx.chainId ?? 0n) } : {}),
     // geth tags these omitempty: an empty list is left out.
@@ -161,19 +177,9 @@ export function formatTransaction(loc: TxWithLocation): JsonTransaction {
 function formatDeposit(loc: TxWithLocation): JsonTransaction {
   const { tx } = loc;
   const out: JsonTransaction = {
-    blockHash: toData(loc.blockHash),
-    blockNumber: toQuantity(loc.blockNumber),
-    blockTimestamp: toQuantity(loc.blockTimestamp),
-    from: toData(tx.from),
-    gas: toQuantity(tx.gas),
+    ...whereAndWho(loc),
     gasPrice: '0x0',
-    hash: toData(tx.hash),
-    input: toData(tx.input),
-    nonce: toQuantity(tx.nonce),
-    to: tx.to === null ? null : toData(tx.to),
-    transactionIndex: toQuantity(loc.transactionIndex),
-    value: toQuantity(tx.value),
-    type: toQuantity(tx.type),
+    ...whatAndWhich(loc),
     v: '0x0',
     r: '0x0',
     s: '0x0',

@@ -4,7 +4,7 @@ import { toQuantity } from '@chainnode/core';
 import type { BlockRecord, Bytes, Hex } from '@chainnode/core';
 import { resolveBlockNumber } from '../context.js';
 import type { HandlerContext } from '../context.js';
-import { blockText } from '../formatters/block.js';
+import { blockText, uncleText } from '../formatters/block.js';
 import type { JsonBlock } from '../formatters/block.js';
 import { blockWithTransactionsWriter, transactionText } from '../formatters/transaction-text.js';
 import type { JsonAnyTransaction } from '../formatters/transaction.js';
@@ -54,17 +54,23 @@ export function blockCountMethod(
   };
 }
 
-/** The transaction at `index` of the block `sel` names, as JSON; null when there is none. */
-export async function transactionAtIndex(
-  ctx: HandlerContext,
-  sel: BlockSelector,
-  index: bigint,
-): Promise<JsonText<JsonAnyTransaction> | null> {
+/** Answers with the thing at `index` of the block `sel` names, as JSON; null when there is none. */
+export type IndexedAnswer<R> = (ctx: HandlerContext, sel: BlockSelector, index: bigint) => Promise<JsonText<R> | null>;
+
+export const transactionAtIndex: IndexedAnswer<JsonAnyTransaction> = async (ctx, sel, index) => {
   const block = await selectBlock(ctx, sel);
   if (block === undefined || index >= BigInt(transactionCount(block))) return null;
   const loc = locate(block, Number(index));
   return loc === undefined ? null : new JsonText<JsonAnyTransaction>(transactionText(loc));
-}
+};
+
+/** An index past any possible uncle list is simply not found. */
+export const uncleAtIndex: IndexedAnswer<JsonBlock> = async (ctx, sel, index) => {
+  const hash = await blockHashOf(ctx, sel);
+  if (hash === undefined || index > BigInt(Number.MAX_SAFE_INTEGER)) return null;
+  const uncle = await ctx.store.uncle(hash, Number(index));
+  return uncle === undefined ? null : new JsonText<JsonBlock>(uncleText(uncle));
+};
 
 /** The block stored under `hash` as JSON, with transaction hashes or full transactions; null if unknown. */
 export async function blockJson(
@@ -91,7 +97,7 @@ export interface BlockIndexParams {
 export function blockIndexMethod<R>(
   by: BlockKey,
   what: string,
-  answer: (ctx: HandlerContext, block: BlockSelector, index: bigint) => Promise<R | JsonText<R> | null>,
+  answer: IndexedAnswer<R>,
 ): MethodDef<BlockIndexParams, R | null> {
   return {
     cost: 150,

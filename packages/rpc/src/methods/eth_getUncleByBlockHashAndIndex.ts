@@ -1,5 +1,4 @@
 import type { JsonBlock } from '../formatters/block.js';
-import { blockIndexMethod } from './block-lookup.js';
-import { uncleJson } from './uncle.js';
+import { blockIndexMethod, uncleAtIndex } from './block-lookup.js';
 
-export const eth_getUncleByBlockHashAndIndex = blockIndexMethod<JsonBlock>('hash', 'uncle index', uncleJson);
+export const eth_getUncleByBlockHashAndIndex = blockIndexMethod<JsonBlock>('hash', 'uncle index', uncleAtIndex);
