@@ -17,7 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChainCommit, ChainCommitListener, ChainEvents, CommittedBlock } from '@chainnode/core';
 import { createRpcService, resolveConfig } from '@chainnode/rpc';
-import { parseConfig, startServer } from '@chainnode/server';
+import { startServer, transportConfig } from '@chainnode/server';
 import { createKey, openLedger } from '@chainnode/accounts';
 import { openChainStore } from '@chainnode/store';
 import { printRunRecord } from './src/run-record.js';
@@ -51,8 +51,7 @@ async function child(datadir: string, blocks: number): Promise<void> {
       return () => listeners.delete(l);
     },
   };
-  const config = parseConfig({
-    offloadWorkers: 0,
+  const config = transportConfig({
     subscriptionsPerKey: 100_000,
     wsMaxUnsentNotificationBytes: 64 * 1024 * 1024,
   });

@@ -4,17 +4,11 @@
 import { buildProgram } from '@chainnode/cli';
 import { EVENT_CREDITS, METHODS, methodTransports } from '@chainnode/rpc';
 import type { MethodName, Transport } from '@chainnode/rpc';
-import {
-  LABEL_VALUES,
-  METRIC_FAMILIES,
-  NETWORK_FIELDS,
-  PLAN_FIELDS,
-  REQUEST_ERROR_CREDITS,
-  SERVER_FIELDS,
-  flagName,
-} from '@chainnode/server';
+import { LABEL_VALUES, METRIC_FAMILIES, REQUEST_ERROR_CREDITS } from '@chainnode/server';
+import { NETWORK_FIELDS, PLAN_FIELDS, SERVER_FIELDS, flagName } from '@chainnode/runtime';
 import { DEFAULT_PLANS, PLAN_NAMES } from '@chainnode/accounts';
-import type { ConfigField, ConfigSchema, MetricFamily } from '@chainnode/server';
+import type { MetricFamily } from '@chainnode/server';
+import type { ConfigField, ConfigSchema } from '@chainnode/runtime';
 import { cell, code, table } from './markdown.js';
 
 type Command = ReturnType<typeof buildProgram>;
@@ -161,31 +155,35 @@ export function configurationReference(): string {
     const p = DEFAULT_PLANS[name];
     return [code(name), String(p.dailyCredits), String(p.creditsPerSecond), String(p.failover)];
   });
-  return page('the server.json schema (`SERVER_FIELDS`, packages/server/src/config.ts)', 'Configuration: server.json', [
+  return page(
+    'the server.json schema (`SERVER_FIELDS`, packages/runtime/src/settings/fields.ts)',
+    'Configuration: server.json',
     [
-      `${code('node-cli serve')}, ${code('start')} and ${code('keys')} read the file given with ${code('--config <file>')}, else ${code('<datadir>/server.json')} when it exists, else use the defaults below.`,
-      'The file is one JSON object; each field it sets replaces that default, fields it leaves out keep theirs.',
-      'An unknown field, a value of the wrong type or out of range stops the command with an error naming the file and the field.',
-    ].join(' '),
-    '## Precedence',
-    [
-      `A field with a flag is a setting of ${code('serve')} that the command line may give too, under the same name in kebab case (${code('logLevel')}: ${code('--log-level')}).`,
-      'Each such setting comes from the flag when it is given, else from the file when it sets the field, else from the default: **flag > file > default**.',
-      `${code('--datadir')} and ${code('--config')} say where the file is, so they are flags only; ${code('--network')} flags replace the file's ${code('networks')} as a whole.`,
-      `In the file, ${code('metricsPort')} ${code('0')} leaves the metrics listener off, while ${code('--metrics-port 0')} asks for any free port.`,
-    ].join(' '),
-    '## Fields',
-    `¹ A flag of ${code('serve')} only (${code('start')} does not follow an upstream).`,
-    fieldTable(SERVER_FIELDS, true, true),
-    '## Plans',
-    `Each key has a plan. ${code('plans')} overrides the figures of the plans it names, e.g. ${code('{"plans": {"core": {"dailyCredits": 1000000}}}')}; the plans are ${PLAN_NAMES.map(code).join(', ')}.`,
-    fieldTable(PLAN_FIELDS, false),
-    'Defaults:',
-    table(['Plan', 'dailyCredits', 'creditsPerSecond', 'failover'], planRows),
-    '## Networks',
-    `${code('networks')} maps each network name (the first label of the request Host) to its fields, e.g. ${code('{"networks": {"mainnet": {"datadir": "/srv/mainnet"}}}')}; ${code('--network')} flags replace it.`,
-    fieldTable(NETWORK_FIELDS, false),
-  ]);
+      [
+        `${code('node-cli serve')}, ${code('start')} and ${code('keys')} read the file given with ${code('--config <file>')}, else ${code('<datadir>/server.json')} when it exists, else use the defaults below.`,
+        'The file is one JSON object; each field it sets replaces that default, fields it leaves out keep theirs.',
+        'An unknown field, a value of the wrong type or out of range stops the command with an error naming the file and the field.',
+      ].join(' '),
+      '## Precedence',
+      [
+        `A field with a flag is a setting of ${code('serve')} that the command line may give too, under the same name in kebab case (${code('logLevel')}: ${code('--log-level')}).`,
+        'Each such setting comes from the flag when it is given, else from the file when it sets the field, else from the default: **flag > file > default**.',
+        `${code('--datadir')} and ${code('--config')} say where the file is, so they are flags only; ${code('--network')} flags replace the file's ${code('networks')} as a whole.`,
+        `In the file, ${code('metricsPort')} ${code('0')} leaves the metrics listener off, while ${code('--metrics-port 0')} asks for any free port.`,
+      ].join(' '),
+      '## Fields',
+      `¹ A flag of ${code('serve')} only (${code('start')} does not follow an upstream).`,
+      fieldTable(SERVER_FIELDS, true, true),
+      '## Plans',
+      `Each key has a plan. ${code('plans')} overrides the figures of the plans it names, e.g. ${code('{"plans": {"core": {"dailyCredits": 1000000}}}')}; the plans are ${PLAN_NAMES.map(code).join(', ')}.`,
+      fieldTable(PLAN_FIELDS, false),
+      'Defaults:',
+      table(['Plan', 'dailyCredits', 'creditsPerSecond', 'failover'], planRows),
+      '## Networks',
+      `${code('networks')} maps each network name (the first label of the request Host) to its fields, e.g. ${code('{"networks": {"mainnet": {"datadir": "/srv/mainnet"}}}')}; ${code('--network')} flags replace it.`,
+      fieldTable(NETWORK_FIELDS, false),
+    ],
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 // read back as a value and compared with DEFAULT_CONFIG.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { DEFAULT_CONFIG, SERVER_FIELDS } from '@chainnode/server';
+import { DEFAULT_CONFIG, SERVER_FIELDS } from '@chainnode/runtime';
 import { REPO_ROOT } from './fixture-files.js';
 
 const UNITS: Record<string, number> = { KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 };

@@ -6,8 +6,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { SERVER_FIELDS } from '@chainnode/server';
-import type { ConfigField } from '@chainnode/server';
+import { SERVER_FIELDS } from '@chainnode/runtime';
+import type { ConfigField } from '@chainnode/runtime';
 import { buildProgram } from '../src/index.js';
 import { withConfigFile } from '../src/cmds/serve/index.js';
 

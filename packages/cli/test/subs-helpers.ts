@@ -5,7 +5,8 @@ import type { LookupFunction } from 'node:net';
 import type { ChainCommit, ChainCommitListener, ChainEvents, ChainStore, CommittedBlock } from '@chainnode/core';
 import { createRpcService, resolveConfig } from '@chainnode/rpc';
 import type { RpcServiceApi } from '@chainnode/rpc';
-import { NetworkRuntime, parseConfig, rpcConfigOf, startServer } from '@chainnode/server';
+import { NetworkRuntime, startServer } from '@chainnode/server';
+import { parseConfig, rpcConfigOf, transportConfigOf } from '@chainnode/runtime';
 import { createKey, openLedger } from '@chainnode/accounts';
 import type { RunningServer, ServerOptions } from '@chainnode/server';
 import { openChainStore } from '@chainnode/store';
@@ -101,7 +102,7 @@ async function startServerOver(
     ...chains(store, service),
     ledger: { keys: accounts.keys, credits: accounts.ledger() },
     usage: accounts.usageRecord(),
-    config: cfg,
+    config: transportConfigOf(cfg),
     host: '127.0.0.1',
     port: 0,
   });

@@ -5,8 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { parseConfig } from '@chainnode/server';
-import { EmbeddedLedger, EmbeddedUsage, FileKeyStore, KeyManager, readKeys } from '@chainnode/accounts';
+import { DEFAULT_PLANS, EmbeddedLedger, EmbeddedUsage, FileKeyStore, KeyManager, readKeys } from '@chainnode/accounts';
 import type { KeyRecord, KeyView } from '@chainnode/accounts';
 import { createAdminToken, startDashboard } from '../src/index.js';
 import type { RunningDashboard } from '../src/index.js';
@@ -35,7 +34,7 @@ async function setup(): Promise<Env> {
   cleanups.push(() => ledger.close());
   const keys = new KeyManager({
     keys: new FileKeyStore(dir),
-    config: parseConfig({ plans: { core: { dailyCredits: 1000 } } }),
+    config: { plans: { ...DEFAULT_PLANS, core: { ...DEFAULT_PLANS.core, dailyCredits: 1000 } } },
     usage,
     balance: (h) => ledger.usage(h),
   });

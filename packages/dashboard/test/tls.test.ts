@@ -5,8 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseConfig } from '@chainnode/server';
-import { EmbeddedLedger, EmbeddedUsage, FileKeyStore, KeyManager } from '@chainnode/accounts';
+import { DEFAULT_PLANS, EmbeddedLedger, EmbeddedUsage, FileKeyStore, KeyManager } from '@chainnode/accounts';
 import { createAdminToken, startDashboard } from '../src/index.js';
 
 const OPENSSL = '/usr/bin/openssl';
@@ -67,7 +66,7 @@ maybe('over TLS the session cookie is Secure; an http:// Origin is cross-origin'
     const token = createAdminToken(dir);
     const keys = new KeyManager({
       keys: new FileKeyStore(dir),
-      config: parseConfig({}),
+      config: { plans: DEFAULT_PLANS },
       usage,
       balance: (h) => ledger.usage(h),
     });

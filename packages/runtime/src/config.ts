@@ -3,7 +3,9 @@
 // text. It crosses into each app thread as worker data, so it holds plain data only.
 import type { LedgerFailureMode } from '@chainnode/accounts';
 import type { FollowSettings } from '@chainnode/ingest';
-import type { LogFormat, LogLevel, NetworkConfig, ServerConfig } from '@chainnode/server';
+import type { LogFormat, LogLevel } from '@chainnode/server';
+import type { NetworkConfig } from './settings/fields.js';
+import type { ServerConfig } from './settings/file.js';
 
 /** A datadir to follow and how: `network` is the network's name, '' for the one network of --datadir. */
 export interface FollowedDatadir {

@@ -9,13 +9,13 @@
 import { existsSync } from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
 import { FAULT_ENV, IMPLICIT_NETWORK, NetworkRuntime, applyFaultInjection, datadirDisk } from '@chainnode/server';
-import type { ServerConfig } from '@chainnode/server';
 import type { RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
 import { OffloadPool, createRpcService } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import { UpstreamRpcError, createUpstreamClient } from '@chainnode/core';
 import type { ChainStore, UpstreamClient } from '@chainnode/core';
 import { RuntimeError } from './config.js';
+import type { ServerConfig } from './settings/file.js';
 import type { OffloadWorkerData } from './offload-worker.js';
 import { FollowRuntime, withJoinedUpstreams } from '@chainnode/ingest';
 import type { JoinedUpstreams } from '@chainnode/ingest';

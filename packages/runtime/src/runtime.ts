@@ -14,17 +14,9 @@ import type { AddressInfo } from 'node:net';
 import type { MessagePort } from 'node:worker_threads';
 import { hasAdminToken, startDashboard } from '@chainnode/dashboard';
 import type { RunningDashboard } from '@chainnode/dashboard';
-import { createLog, defaultLogFormat, rpcConfigOf, startServer } from '@chainnode/server';
+import { createLog, defaultLogFormat, startServer } from '@chainnode/server';
 import { LedgerUnavailableError, ThreadLedgerHost, openLedger } from '@chainnode/accounts';
-import type {
-  AccessRecord,
-  LedgerView,
-  Log,
-  NetworkRuntime,
-  PeerMetrics,
-  RunningServer,
-  ServerConfig,
-} from '@chainnode/server';
+import type { AccessRecord, LedgerView, Log, NetworkRuntime, PeerMetrics, RunningServer } from '@chainnode/server';
 import type { CreditLedger, KeyStore, OpenLedger, UsageRecord } from '@chainnode/accounts';
 import { resolveConfig } from '@chainnode/rpc';
 import { LevelChainStore } from '@chainnode/store';
@@ -33,6 +25,8 @@ import { IngestThread } from '@chainnode/ingest';
 import type { FollowSettings } from '@chainnode/ingest';
 import { RuntimeError, servedDatadirs } from './config.js';
 import type { RuntimeConfig } from './config.js';
+import { rpcConfigOf, transportConfigOf } from './settings/file.js';
+import type { ServerConfig } from './settings/file.js';
 import { checkThreadPool, ingestWorkerData, openNetwork } from './network.js';
 import type { AppThreadListening } from './app-thread-api.js';
 import { AppThreads } from './app-threads.js';
@@ -192,7 +186,7 @@ export async function startApp(config: RuntimeConfig, ledgerOf: () => AppLedger,
     srv = await startServer({
       networks,
       ...(config.defaultNetwork !== undefined ? { defaultNetwork: config.defaultNetwork } : {}),
-      config: server,
+      config: transportConfigOf(server),
       host: config.host,
       port: config.port,
       log,

@@ -2,8 +2,7 @@
 // datadir, threads and port from argv; everything else the defaults), creates a key once the
 // ledger is open, and prints one JSON line on stdout once listening: the port and the key. Exits
 // with runRuntime's code; a RuntimeError is printed as `refused: <message>` with exit 3.
-import { DEFAULT_CONFIG } from '@chainnode/server';
-import { RuntimeError, runRuntime } from '@chainnode/runtime';
+import { DEFAULT_CONFIG, RuntimeError, runRuntime } from '@chainnode/runtime';
 import type { RuntimeConfig } from '@chainnode/runtime';
 
 const [datadir, threads] = process.argv.slice(2);

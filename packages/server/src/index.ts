@@ -1,31 +1,7 @@
 export { startServer } from './server.js';
 export type { PeerMetrics, RunningServer, ServerOptions, ThreadMetrics } from './server.js';
-export {
-  DEFAULT_CONFIG,
-  NETWORK_FIELDS,
-  PLAN_FIELDS,
-  SERVER_FIELDS,
-  ConfigError,
-  checkNetwork,
-  checkNetworks,
-  flagName,
-  flagText,
-  flagsFromFile,
-  loadConfig,
-  parseConfig,
-  readConfigFile,
-  rpcConfigOf,
-} from './config.js';
-export type {
-  ConfigField,
-  ConfigFile,
-  ConfigSchema,
-  FlagSpec,
-  ConfigValues,
-  NetworkConfig,
-  RpcIntegerField,
-  ServerConfig,
-} from './config.js';
+export { DEFAULT_TRANSPORT_CONFIG, transportConfig } from './config.js';
+export type { TransportConfig } from './config.js';
 export {
   AllowlistRejectedError,
   DailyLimitError,

@@ -7,7 +7,7 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { Charges, KeyRegistry, REQUEST_METHOD, checkSecret, keyAllowsNetwork } from '@chainnode/accounts';
 import type { CreditLedger, KeyRecord, UsageRecord } from '@chainnode/accounts';
 import { SubscriptionHub } from '@chainnode/rpc';
-import type { ServerConfig } from './config.js';
+import type { TransportConfig } from './config.js';
 import { corsWriter } from './cors.js';
 import { Metrics } from './metrics.js';
 import { Gate } from './middleware.js';
@@ -64,7 +64,7 @@ export class Listener {
 
   private constructor(
     readonly opts: ServerOptions,
-    readonly config: ServerConfig,
+    readonly config: TransportConfig,
     readonly log: (line: string) => void,
     readonly router: NetworkRouter,
     readonly keys: KeyRegistry,

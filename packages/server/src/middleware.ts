@@ -29,7 +29,7 @@ import type { CallInfo, CallMiddleware } from '@chainnode/rpc';
 import { TOO_MANY_OFFLOADED } from '@chainnode/rpc';
 import { LedgerUnavailableError, REQUEST_METHOD, allowlistRefusal } from '@chainnode/accounts';
 import type { Charges, DebitResult, ErrorClass, KeyRecord } from '@chainnode/accounts';
-import type { ServerConfig } from './config.js';
+import type { TransportConfig } from './config.js';
 import type { Metrics, Outcome } from './metrics.js';
 import type { NetworkRuntime } from './router.js';
 
@@ -158,7 +158,7 @@ export function creditsForError(cost: number, err: unknown): number {
 }
 
 export interface GateOptions {
-  config: ServerConfig;
+  config: TransportConfig;
   /** The door to the ledger (admission, debit, settle, usage record). */
   charges: Charges;
   metrics: Metrics;

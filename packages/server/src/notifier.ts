@@ -15,7 +15,7 @@
 // requested, and dropping one would leave a gap in the stream; their credits count for the day.
 import type { Notification, NotificationSink } from '@chainnode/rpc';
 import { toErrorObject } from '@chainnode/rpc';
-import type { ServerConfig } from './config.js';
+import type { TransportConfig } from './config.js';
 import type { ChargeNetwork, Charges, Taken } from '@chainnode/accounts';
 import type { Metrics } from './metrics.js';
 import { DailyLimitError, KeyLimitError } from './middleware.js';
@@ -36,7 +36,7 @@ export interface NotifierSocket {
 }
 
 export interface NotifierDeps {
-  config: ServerConfig;
+  config: TransportConfig;
   /** The door to the ledger; each paid batch is recorded in the key's usage as `eth_subscription`. */
   charges: Charges;
   metrics: Metrics;

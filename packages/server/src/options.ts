@@ -4,7 +4,7 @@
 import type { ChainEvents, ChainStore } from '@chainnode/core';
 import type { RpcServiceApi, SubscriptionHub } from '@chainnode/rpc';
 import type { CreditLedger, KeyRegistry, KeyStore, UsageRecord } from '@chainnode/accounts';
-import type { ServerConfig } from './config.js';
+import type { TransportConfig } from './config.js';
 import type { AccessRecord } from './middleware.js';
 import type { FollowReport, LedgerView, Metrics, MetricsCounts } from './metrics.js';
 import type { NetworkRouter, NetworkRuntime } from './router.js';
@@ -18,7 +18,7 @@ export interface ServerOptions {
   networks?: NetworkRuntime[];
   /** The network answering bare hosts (IP literals, `localhost`, no Host); none: those get 404. */
   defaultNetwork?: string;
-  config: ServerConfig;
+  config: TransportConfig;
   host: string;
   port: number;
   failoverUrl?: string;

@@ -4,9 +4,9 @@
 // messages wait until the non-reader is shed (1008 with its reason); then service resumes.
 import type { RpcReply, RpcServiceApi } from '@chainnode/rpc';
 import { rawWebSocket, readUntilClose, textFrame } from '@chainnode/testkit';
-import { parseConfig } from '../src/index.js';
+import { transportConfig } from '../src/index.js';
 import { createKey } from '@chainnode/accounts';
-import type { RunningServer } from '../src/index.js';
+import type { RunningServer, TransportConfig } from '../src/index.js';
 import { fakeStore, post, sleep, tempDir, wsOpen, startOnDatadir } from './helpers.js';
 
 const BIG = 256 * 1024;
@@ -21,7 +21,7 @@ const bigService: RpcServiceApi = {
 };
 
 async function start(
-  config: unknown,
+  config: Partial<TransportConfig>,
 ): Promise<{ srv: RunningServer; key: string; port: number; cleanup: () => Promise<void> }> {
   const t = tempDir();
   const { key } = await createKey(t.dir, { plan: 'custom' });
@@ -29,7 +29,7 @@ async function start(
     service: bigService,
     store: fakeStore(),
     datadir: t.dir,
-    config: parseConfig(config),
+    config: transportConfig(config),
     host: '127.0.0.1',
     port: 0,
   });

@@ -4,7 +4,7 @@
 // -33300), and the per-key usage record (calls, credits, errors by class).
 import { createRequire } from 'node:module';
 import { toData } from '@chainnode/core';
-import { outageStore, parseConfig } from '../src/index.js';
+import { outageStore, transportConfig } from '../src/index.js';
 import { EmbeddedUsage, createKey, hashKey, readKeys, readUsage, utcDay, writeKeys } from '@chainnode/accounts';
 import type { RunningServer } from '../src/index.js';
 import type { KeyRecord } from '@chainnode/accounts';
@@ -27,7 +27,7 @@ async function start(dir: string, outage = false): Promise<{ srv: RunningServer;
     service: fakeService(store),
     store,
     datadir: dir,
-    config: parseConfig({}),
+    config: transportConfig({}),
     host: '127.0.0.1',
     port: 0,
   });

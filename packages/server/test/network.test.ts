@@ -8,7 +8,6 @@ import { EmbeddedLedger, readUsage, readUsageByNetwork, utcDay } from '@chainnod
 import type { Limits } from '@chainnode/accounts';
 import { Metrics } from '../src/metrics.js';
 import { NetworkRouter, NetworkRuntime, hostLabel } from '../src/router.js';
-import { parseConfig } from '../src/config.js';
 import { fakeService, fakeStore } from './helpers.js';
 
 function runtime(name: string, implicit = false): NetworkRuntime {
@@ -133,26 +132,6 @@ test('ledger: one balance across networks, the journal split by network; old lin
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-});
-
-test('config: networks and defaultNetwork validated', () => {
-  const c = parseConfig({
-    networks: { mainnet: { datadir: '/d/m' }, sepolia: { datadir: '/d/s', follow: 'ws://127.0.0.1:8546' } },
-    defaultNetwork: 'mainnet',
-  });
-  expect(c.networks).toEqual([
-    { name: 'mainnet', datadir: '/d/m' },
-    { name: 'sepolia', datadir: '/d/s', follow: 'ws://127.0.0.1:8546' },
-  ]);
-  expect(c.defaultNetwork).toBe('mainnet');
-  expect(() => parseConfig({ networks: { mainnet: { datadir: '/d/m' } }, defaultNetwork: 'x' })).toThrow(
-    'defaultNetwork "x" is not among networks',
-  );
-  expect(() => parseConfig({ networks: { a: { datadir: '/d' }, b: { datadir: '/d' } } })).toThrow('share the datadir');
-  expect(() => parseConfig({ networks: { a: { datadir: '/d', extra: 1 } } })).toThrow('a.extra: unknown field');
-  expect(() => parseConfig({ networks: { a: { datadir: '/d', follow: 'file:///x' } } })).toThrow('follow');
-  expect(() => parseConfig({ networks: { A: { datadir: '/d' } } })).toThrow('network name "A"');
-  expect(() => parseConfig({ networks: { a: {} } })).toThrow('a datadir is required');
 });
 
 test("Metrics.sum (serve --threads): two threads' counts render exactly as one instance that saw every event; shared gauges are the receiver's", () => {

@@ -3,9 +3,9 @@
 import { request as httpRequest } from 'node:http';
 import { toData } from '@chainnode/core';
 import type { ChainStore } from '@chainnode/core';
-import { outageStore, parseConfig } from '../src/index.js';
+import { outageStore, transportConfig } from '../src/index.js';
 import { createKey, nextUtcMidnight, readUsage, revokeKey, utcDay } from '@chainnode/accounts';
-import type { RunningServer } from '../src/index.js';
+import type { RunningServer, TransportConfig } from '../src/index.js';
 import type { RpcServiceApi } from '@chainnode/rpc';
 import {
   FAKE_COSTS,
@@ -33,14 +33,14 @@ afterEach(async () => {
 
 async function start(
   dir: string,
-  opts: { store?: ChainStore; config?: unknown; failoverUrl?: string; metricsPort?: number } = {},
+  opts: { store?: ChainStore; config?: Partial<TransportConfig>; failoverUrl?: string; metricsPort?: number } = {},
 ): Promise<Running> {
   const store = opts.store ?? fakeStore();
   const srv = await startOnDatadir({
     service: fakeService(store),
     store,
     datadir: dir,
-    config: parseConfig(opts.config ?? {}),
+    config: transportConfig(opts.config ?? {}),
     host: '127.0.0.1',
     port: 0,
     ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}),
@@ -546,7 +546,7 @@ test('graceful close: long replies in flight reach the client whole (HTTP and We
     service,
     store,
     datadir: dir,
-    config: parseConfig({}),
+    config: transportConfig({}),
     host: '127.0.0.1',
     port: 0,
   });

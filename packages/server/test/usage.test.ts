@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { NO_REDIS, redisServerPath, startRedis } from '@chainnode/testkit';
 import type { RedisProcess } from '@chainnode/testkit';
 import { toData } from '@chainnode/core';
-import { parseConfig, startServer } from '../src/index.js';
+import { startServer, transportConfig } from '../src/index.js';
 import {
   EmbeddedUsage,
   RedisKeyStore,
@@ -174,7 +174,7 @@ redisTest(
         const srv = await startServer({
           service: fakeService(store),
           store,
-          config: parseConfig({}),
+          config: transportConfig({}),
           host: '127.0.0.1',
           port: 0,
           ledger: {

@@ -5,17 +5,10 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { checkLedgerUrl } from '@chainnode/accounts';
 import type { LedgerFailureMode } from '@chainnode/accounts';
-import {
-  ConfigError,
-  LOG_FORMATS,
-  LOG_LEVELS,
-  checkNetwork,
-  checkNetworks,
-  defaultLogFormat,
-  loadConfig,
-} from '@chainnode/server';
-import type { LogFormat, LogLevel, NetworkConfig, ServerConfig } from '@chainnode/server';
-import type { DashboardConfig, FollowedDatadir, RuntimeConfig } from '@chainnode/runtime';
+import { LOG_FORMATS, LOG_LEVELS, defaultLogFormat } from '@chainnode/server';
+import type { LogFormat, LogLevel } from '@chainnode/server';
+import { ConfigError, checkNetwork, checkNetworks, loadConfig } from '@chainnode/runtime';
+import type { DashboardConfig, FollowedDatadir, NetworkConfig, RuntimeConfig, ServerConfig } from '@chainnode/runtime';
 import { CliError } from '../../cli-error.js';
 import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from '../sync/index.js';
 import type { ServeOptions } from './options.js';

@@ -5,9 +5,16 @@
 //  HTTP and WebSocket, one or several networks.
 import { Option } from 'commander';
 import type { Command } from 'commander';
-import { ConfigError, SERVER_FIELDS, flagName, flagText, flagsFromFile, readConfigFile } from '@chainnode/server';
-import type { ConfigField, ServerConfig } from '@chainnode/server';
-import { runRuntime } from '@chainnode/runtime';
+import {
+  ConfigError,
+  SERVER_FIELDS,
+  flagName,
+  flagText,
+  flagsFromFile,
+  readConfigFile,
+  runRuntime,
+} from '@chainnode/runtime';
+import type { ConfigField, ServerConfig } from '@chainnode/runtime';
 import { CliError } from '../../cli-error.js';
 import { printBanner } from './banner.js';
 import { runtimeConfig } from './config.js';

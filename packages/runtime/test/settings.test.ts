@@ -1,9 +1,16 @@
-// The server config: documented defaults, overrides, the values that are refused, and the
-// fields handed to the rpc service (safe/finalized depths among them).
-import { createRpcService, DEFAULT_RPC_CONFIG, resolveConfig } from '@chainnode/rpc';
-import { ConfigError, DEFAULT_CONFIG, parseConfig, rpcConfigOf, SERVER_FIELDS } from '../src/index.js';
+// The settings: documented defaults, overrides, the values that are refused, the fields handed
+// to the rpc service (safe/finalized depths among them) and to the server, and the networks.
+import { DEFAULT_RPC_CONFIG, resolveConfig } from '@chainnode/rpc';
+import { DEFAULT_TRANSPORT_CONFIG } from '@chainnode/server';
+import {
+  ConfigError,
+  DEFAULT_CONFIG,
+  parseConfig,
+  rpcConfigOf,
+  SERVER_FIELDS,
+  transportConfigOf,
+} from '../src/index.js';
 import type { ConfigField } from '../src/index.js';
-import { fakeStore } from './helpers.js';
 
 test('offloadWorkers (default 1, 0 = inline) and offloadQueueLimit (default 64) are read and checked', () => {
   expect(DEFAULT_CONFIG.offloadWorkers).toBe(1);
@@ -124,25 +131,6 @@ test('rpcConfigOf: every field the schema hands to the rpc service, and nothing 
   expect(resolveConfig(rpcConfigOf(DEFAULT_CONFIG))).toEqual(DEFAULT_RPC_CONFIG);
 });
 
-test('safeDepth and finalizedDepth from the file decide what `safe` and `finalized` resolve to', async () => {
-  const store = fakeStore(10); // head: block 9
-  const numberOf = async (config: Record<string, unknown>, tag: string): Promise<string> => {
-    const svc = createRpcService(store, resolveConfig(rpcConfigOf(parseConfig(config, 'server.json'))));
-    const out = await svc.handle(
-      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: [tag, false] }),
-    );
-    return (JSON.parse(out.body as string) as { result: { number: string } }).result.number;
-  };
-  expect(await numberOf({}, 'safe')).toBe('0x9');
-  expect(await numberOf({}, 'finalized')).toBe('0x9');
-  const deep = { safeDepth: 2, finalizedDepth: 7 };
-  expect(await numberOf(deep, 'latest')).toBe('0x9');
-  expect(await numberOf(deep, 'safe')).toBe('0x7');
-  expect(await numberOf(deep, 'finalized')).toBe('0x2');
-  // Clamped at genesis.
-  expect(await numberOf({ finalizedDepth: 1_000 }, 'finalized')).toBe('0x0');
-});
-
 test('every field of the schema has a default (or says why not), a doc line and a type', () => {
   for (const [name, f] of Object.entries(SERVER_FIELDS) as [string, ConfigField<unknown>][]) {
     expect({ name, doc: f.doc.length > 0, type: f.type.length > 0 }).toEqual({ name, doc: true, type: true });
@@ -152,4 +140,31 @@ test('every field of the schema has a default (or says why not), a doc line and 
   expect(() => parseConfig({ safeDepht: 1 }, 'server.json')).toThrow(
     new ConfigError('server.json: safeDepht: unknown field'),
   );
+});
+
+test('config: networks and defaultNetwork validated', () => {
+  const c = parseConfig({
+    networks: { mainnet: { datadir: '/d/m' }, sepolia: { datadir: '/d/s', follow: 'ws://127.0.0.1:8546' } },
+    defaultNetwork: 'mainnet',
+  });
+  expect(c.networks).toEqual([
+    { name: 'mainnet', datadir: '/d/m' },
+    { name: 'sepolia', datadir: '/d/s', follow: 'ws://127.0.0.1:8546' },
+  ]);
+  expect(c.defaultNetwork).toBe('mainnet');
+  expect(() => parseConfig({ networks: { mainnet: { datadir: '/d/m' } }, defaultNetwork: 'x' })).toThrow(
+    'defaultNetwork "x" is not among networks',
+  );
+  expect(() => parseConfig({ networks: { a: { datadir: '/d' }, b: { datadir: '/d' } } })).toThrow('share the datadir');
+  expect(() => parseConfig({ networks: { a: { datadir: '/d', extra: 1 } } })).toThrow('a.extra: unknown field');
+  expect(() => parseConfig({ networks: { a: { datadir: '/d', follow: 'file:///x' } } })).toThrow('follow');
+  expect(() => parseConfig({ networks: { A: { datadir: '/d' } } })).toThrow('network name "A"');
+  expect(() => parseConfig({ networks: { a: {} } })).toThrow('a datadir is required');
+});
+
+test("transportConfigOf: what the server takes, with the server's own defaults", () => {
+  expect(transportConfigOf(DEFAULT_CONFIG)).toEqual(DEFAULT_TRANSPORT_CONFIG);
+  const t = transportConfigOf(parseConfig({ maxBodyBytes: 4096, corsOrigins: ['https://a.example'], safeDepth: 3 }));
+  expect([t.maxBodyBytes, t.corsOrigins]).toEqual([4096, ['https://a.example']]);
+  expect(Object.keys(t).sort()).toEqual(Object.keys(DEFAULT_TRANSPORT_CONFIG).sort());
 });
