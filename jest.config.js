@@ -13,4 +13,5 @@ export default {
   maxWorkers: 2,
   verbose: true,
   reporters: ['default', '<rootDir>/jest.summary-reporter.js'],
+  testSequencer: '<rootDir>/jest.sequencer.js',
 };

@@ -28,27 +28,29 @@ export async function rawBatch(url: string, calls: [string, unknown[]][]): Promi
 const FIXTURE_TOKEN = '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359';
 
 /**
- * The spec's eight methods at every block, byte for byte, on nodes `a` and `b`: every block by
- * number (full) and hash, uncles, every transaction, logs per block and per 100-block range, and
- * storage and proofs of `account` at a sample of blocks. Returns the counts compared.
+ * The spec's eight methods at every block, byte for byte, on node `a` and each node of `b`: every
+ * block by number (full) and hash, uncles, every transaction, logs per block and per 100-block
+ * range, and storage and proofs of `account` at a sample of blocks. `a` answers once for all of
+ * `b`. Returns the counts compared.
  */
 export async function compareNodes(
   a: string,
-  b: string,
+  b: string | readonly string[],
   account: { address: string; slots: string[] } = { address: FIXTURE_TOKEN, slots: ['0x2', `0x${'00'.repeat(31)}07`] },
   /** The first block both hold (a node that joined its chain there holds none below it). */
   from = 0,
 ): Promise<{ blocks: number; txs: number }> {
+  const others = typeof b === 'string' ? [b] : b;
   const head = Number(await result<string>(a, 'eth_blockNumber', []));
-  expect(await result<string>(b, 'eth_blockNumber', [])).toBe(hexN(head));
+  for (const url of others) expect(await result<string>(url, 'eth_blockNumber', [])).toBe(hexN(head));
   const nums = Array.from({ length: head + 1 - from }, (_, i) => from + i);
   const blockCalls: [string, unknown[]][] = nums.map((n) => ['eth_getBlockByNumber', [hexN(n), true]]);
-  const [ra, rb] = await Promise.all([rawBatch(a, blockCalls), rawBatch(b, blockCalls)]);
+  const [ra, ...rbs] = await Promise.all([a, ...others].map((url) => rawBatch(url, blockCalls)));
   const hashes: string[] = [];
   const txs: string[] = [];
   nums.forEach((n, i) => {
-    expect([n, rb[i]]).toEqual([n, ra[i]]);
-    const blk = (JSON.parse(ra[i] as string) as { result: Json }).result;
+    for (const rb of rbs) expect([n, rb[i]]).toEqual([n, ra?.[i]]);
+    const blk = (JSON.parse(ra?.[i] as string) as { result: Json }).result;
     hashes.push(blk.hash as string);
     for (const t of blk.transactions as Json[]) txs.push(t.hash as string);
   });
@@ -70,9 +72,9 @@ export async function compareNodes(
     for (const slot of account.slots) calls.push(['eth_getStorageAt', [account.address, slot, hexN(n)]]);
     calls.push(['eth_getProof', [account.address, account.slots, hexN(n)]]);
   }
-  const [ca, cb] = await Promise.all([rawBatch(a, calls), rawBatch(b, calls)]);
-  ca.forEach((t, i) => {
-    expect([calls[i]?.[0], cb[i]]).toEqual([calls[i]?.[0], t]);
+  const [ca, ...cbs] = await Promise.all([a, ...others].map((url) => rawBatch(url, calls)));
+  ca?.forEach((t, i) => {
+    for (const cb of cbs) expect([calls[i]?.[0], cb[i]]).toEqual([calls[i]?.[0], t]);
   });
   return { blocks: nums.length, txs: txs.length };
 }

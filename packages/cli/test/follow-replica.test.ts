@@ -114,10 +114,9 @@ describe('a chainnode replica follows a chainnode primary', () => {
     }
     await waitHead(r1.url(k1), mainHead.hash as string, 'R1');
     await waitHead(r2.url(k2), mainHead.hash as string, 'R2');
-    const seen = await compareNodes(pUrl, r1.url(k1));
+    const seen = await compareNodes(pUrl, [r1.url(k1), r2.url(k2)]);
     expect(seen.blocks).toBe(1601);
     expect(seen.txs).toBeGreaterThan(10_000);
-    await compareNodes(pUrl, r2.url(k2));
     const orphanBlock = await result<Json>(pUrl, 'eth_getBlockByNumber', [hexN(1595), false]);
 
     // The primary goes away: the replicas keep serving and report it.
@@ -153,8 +152,7 @@ describe('a chainnode replica follows a chainnode primary', () => {
     }
     await waitHead(r1.url(k1), forkHead.hash as string, 'R1 after the fork');
     await waitHead(r2.url(k2), forkHead.hash as string, 'R2 after the fork');
-    await compareNodes(pUrl, r1.url(k1));
-    await compareNodes(pUrl, r2.url(k2));
+    await compareNodes(pUrl, [r1.url(k1), r2.url(k2)]);
     // Orphaned: block by hash and its txs are gone, on the primary (file reorg) and replicas.
     for (const url of [pUrl, r1.url(k1), r2.url(k2)]) {
       expect(await result(url, 'eth_getBlockByHash', [orphanBlock.hash, false])).toBeNull();

@@ -36,7 +36,7 @@ describe.each(chains)('replicating a chainnode primary of the %s chain', (chain)
     const temp = await tempDir('replicate-primary-');
     cleanups.push(temp.cleanup);
     const pk = await createKeyCli(primaryDir.dir, 'custom');
-    const primary = await spawnServe(primaryDir.dir, ['--threads', '1']);
+    const primary = await spawnServe(primaryDir.dir);
     procs.push(primary);
     const genesis = join(chainDir(chain) as string, 'genesis.json');
 
@@ -47,11 +47,11 @@ describe.each(chains)('replicating a chainnode primary of the %s chain', (chain)
     );
     if (r.code !== 0) throw new Error(`replicating sync failed:\n${r.stderr.slice(-2000)}`);
     expect(r.stderr).toContain('state changes from a chainnode primary (chainnode_getStateDiff)');
-    const executed = await preparedDatadir(chain);
-    expect(await digestDatadir(replicaDir)).toEqual(await digestDatadir(executed));
+    const executed = await digestDatadir(await preparedDatadir(chain));
+    expect(await digestDatadir(replicaDir)).toEqual(executed);
 
     const rk = await createKeyCli(replicaDir, 'custom');
-    const replica = await spawnServe(replicaDir, ['--threads', '1']);
+    const replica = await spawnServe(replicaDir);
     procs.push(replica);
     const seen = await compareNodes(primary.url(pk.key), replica.url(rk.key), STATE[chain]);
     expect(seen.blocks).toBeGreaterThan(chain === 'fixtures' ? 1000 : 30);
@@ -63,6 +63,6 @@ describe.each(chains)('replicating a chainnode primary of the %s chain', (chain)
       { timeoutMs: 600_000 },
     );
     if (r2.code !== 0) throw new Error(`second-hop replicating sync failed:\n${r2.stderr.slice(-2000)}`);
-    expect(await digestDatadir(secondDir)).toEqual(await digestDatadir(executed));
+    expect(await digestDatadir(secondDir)).toEqual(executed);
   }, 900_000);
 });

@@ -54,12 +54,18 @@ export function watchLog(proc: ChildProcess): void {
   });
 }
 
+/**
+ * `node-cli serve` on `datadir`, on a free port. One app thread unless `extra` names `--threads`:
+ * the default (one per core) starts a thread per core in every server of every suite, and only
+ * the suites whose subject is threads ask for more.
+ */
 export function spawnServe(
   datadir: string,
   extra: string[] = [],
   env: Record<string, string> = {},
 ): Promise<ServeProcess> {
-  return spawnServing(['serve', '--datadir', datadir, '--port', '0', ...extra], env);
+  const threads = extra.includes('--threads') ? [] : ['--threads', '1'];
+  return spawnServing(['serve', '--datadir', datadir, '--port', '0', ...threads, ...extra], env);
 }
 
 /**
