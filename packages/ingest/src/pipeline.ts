@@ -406,6 +406,15 @@ export class ImportPipeline {
     );
   }
 
+  /** The number of `b`, checked to follow the current head (number and parent hash). */
+  private checkFollows(b: ReplicaBlock): bigint {
+    const number = b.number;
+    if (number !== this.prev.number + 1n)
+      throw new Error(`pipeline: block ${number} does not follow ${this.prev.number}`);
+    check(number, 'parentHash', this.prev.hash, b.parentHash);
+    return number;
+  }
+
   /**
    * Verifies one replicated block without executing it (replicate/block.ts: every root the header
    * commits to, then the state root of the node's own parent state plus the block's changes) and
@@ -413,10 +422,7 @@ export class ImportPipeline {
    */
   async appendReplica(b: ReplicaBlock, timings?: ReplicationTimings): Promise<CommittedBlock> {
     this.requireState();
-    const number = b.number;
-    if (number !== this.prev.number + 1n)
-      throw new Error(`pipeline: block ${number} does not follow ${this.prev.number}`);
-    check(number, 'parentHash', this.prev.hash, b.parentHash);
+    const number = this.checkFollows(b);
     const t0 = performance.now();
     await verifyBlockData(b);
     const t1 = performance.now();
@@ -454,10 +460,7 @@ export class ImportPipeline {
    * against it.
    */
   async appendHistory(b: ReplicaBlock, timings?: ReplicationTimings): Promise<CommittedBlock> {
-    const number = b.number;
-    if (number !== this.prev.number + 1n)
-      throw new Error(`pipeline: block ${number} does not follow ${this.prev.number}`);
-    check(number, 'parentHash', this.prev.hash, b.parentHash);
+    this.checkFollows(b);
     const t0 = performance.now();
     await verifyBlockData(b);
     if (timings !== undefined) {

@@ -10,7 +10,7 @@ export { sizeOnDisk } from './disk.js';
 /** Hand RLP writers (byte-equal to RLP.encode, tested in schema.test), for writers of synthetic blocks. */
 export { rlpUintLength, writeRlpUint, rlpHeaderLength, writeRlpHeader, writeRlpBytes } from './schema.js';
 export { keccak256 } from './keccak.js';
-export { MissingTrieNodeError, hexPrefix, nibblesOf, trieGetSync, updateTrie } from './trie-update.js';
+export { MissingTrieNodeError, hexPrefix, nibblesOf, sharedNibbles, trieGetSync, updateTrie } from './trie-update.js';
 export type { NodePut, SyncNodeGet } from './trie-update.js';
 export { Lru } from './lru.js';
 export { logMatches, queryBloomMatcher } from './logs.js';

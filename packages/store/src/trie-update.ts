@@ -117,14 +117,7 @@ class Updater {
       return { kind: 'leaf', path: e.nibbles.slice(depth), value: e.value };
     }
     const first = (entries[0] as { nibbles: number[] }).nibbles;
-    let common = 0;
-    for (;;) {
-      const d = depth + common;
-      if (d >= first.length) break;
-      const n = first[d];
-      if (!entries.every((e) => e.nibbles.length > d && e.nibbles[d] === n)) break;
-      common++;
-    }
+    const common = sharedNibbles(entries, depth);
     if (common > 0) {
       const child = this.build(entries, depth + common) as Node;
       return { kind: 'ext', path: first.slice(depth, depth + common), child: this.ref(child) };
@@ -263,5 +256,18 @@ export function trieGetSync(root: Uint8Array, key: Uint8Array, get: SyncNodeGet)
     if (d === nib.length) return n.value.length > 0 ? n.value : undefined;
     n = u.resolve(n.children[nib[d] as number] as Nested);
     d++;
+  }
+}
+
+/** How many nibbles from `depth` on every entry's path shares with the first's (entries not empty). */
+export function sharedNibbles(entries: readonly { nibbles: readonly number[] }[], depth: number): number {
+  const first = (entries[0] as { nibbles: readonly number[] }).nibbles;
+  let common = 0;
+  for (;;) {
+    const d = depth + common;
+    if (d >= first.length) return common;
+    const n = first[d];
+    if (!entries.every((e) => e.nibbles.length > d && e.nibbles[d] === n)) return common;
+    common++;
   }
 }

@@ -3,7 +3,7 @@
 // awaits, each node hashed once. The same root @ethereumjs/mpt gives (the tests compare them).
 import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_RLP } from '@ethereumjs/util';
-import { hexPrefix, keccak256, nibblesOf } from '@chainnode/store';
+import { hexPrefix, keccak256, nibblesOf, sharedNibbles } from '@chainnode/store';
 
 type Nested = Uint8Array | Nested[];
 
@@ -25,14 +25,7 @@ function build(entries: Entry[], depth: number): Nested {
   }
   // Longest common prefix below `depth`.
   const first = (entries[0] as Entry).nibbles;
-  let common = 0;
-  for (;;) {
-    const d = depth + common;
-    if (d >= first.length) break;
-    const n = first[d];
-    if (!entries.every((e) => e.nibbles.length > d && e.nibbles[d] === n)) break;
-    common++;
-  }
+  const common = sharedNibbles(entries, depth);
   if (common > 0) return [hexPrefix(first.slice(depth, depth + common), false), ref(build(entries, depth + common))];
   const branch: Nested[] = Array.from({ length: 17 }, () => new Uint8Array(0));
   const groups: Entry[][] = Array.from({ length: 16 }, () => []);

@@ -145,44 +145,18 @@ export class ChainnodeSource implements ReplicaSource {
       throw new UpstreamError(`${origin}: asked for block ${bytesToHex(wantHash)}, got ${bytesToHex(hash)}`);
     const header = decoding(-1n, 'header', () => decodeHeader(headerRlp, hash));
     const n = header.number;
-    const txEntries0 = values[1] as (Uint8Array | Uint8Array[])[];
-    if (diff === HISTORY_ONLY) {
-      const receipts = hexList(rawReceipts, 'debug_getRawReceipts', origin).map((r, i) =>
+    const txEntries = values[1] as (Uint8Array | Uint8Array[])[];
+    const decodeTransactions = (): ReplicaTx[] =>
+      txEntries.map((t, i) => decoding(n, `transaction ${i} encoding`, () => txFromBody(t)));
+    const decodeReceipts = () =>
+      hexList(rawReceipts, 'debug_getRawReceipts', origin).map((r, i) =>
         decoding(n, `receipt ${i} encoding`, () => receiptFromRaw(r)),
       );
-      return {
-        number: n,
-        hash,
-        parentHash: header.parentHash,
-        timestamp: header.timestamp,
-        headerRlp,
-        header,
-        transactions: txEntries0.map((t, i) => decoding(n, `transaction ${i} encoding`, () => txFromBody(t))),
-        uncles: values[2] as Uint8Array[][],
-        withdrawals: values[3] as Uint8Array[][] | undefined,
-        receipts,
-        size: blockBytes.length,
-        changes: noStateChanges(n),
-      };
-    }
-    const d = obj(diff, 'chainnode_getStateDiff reply', origin);
-    const diffHash = hashField(d, 'blockHash', 'chainnode_getStateDiff reply', origin);
-    // Asked by number, the three answers may straddle a reorg on the primary: retried.
-    if (!equalsBytes(diffHash, hash))
-      throw new UpstreamError(
-        `${origin}: block ${n}: the state diff is of ${bytesToHex(diffHash)}, the block is ${bytesToHex(hash)} (reorging?)`,
-      );
-    const txEntries = values[1] as (Uint8Array | Uint8Array[])[];
-    const transactions: ReplicaTx[] = txEntries.map((t, i) =>
-      decoding(n, `transaction ${i} encoding`, () => txFromBody(t)),
-    );
-    const receipts = hexList(rawReceipts, 'debug_getRawReceipts', origin).map((r, i) =>
-      decoding(n, `receipt ${i} encoding`, () => receiptFromRaw(r)),
-    );
-    const accounts = d.accounts;
-    if (!Array.isArray(accounts))
-      throw new UpstreamError(`${origin}: chainnode_getStateDiff reply has no accounts list`);
-    return {
+    const block = (
+      transactions: ReplicaTx[],
+      receipts: ReplicaBlock['receipts'],
+      changes: ReplicaBlock['changes'],
+    ): ReplicaBlock => ({
       number: n,
       hash,
       parentHash: header.parentHash,
@@ -194,8 +168,25 @@ export class ChainnodeSource implements ReplicaSource {
       withdrawals: values[3] as Uint8Array[][] | undefined,
       receipts,
       size: blockBytes.length,
-      changes: (overlay) => stateStep(n, () => applyTrieDiff(overlay, accounts, origin)),
-    };
+      changes,
+    });
+    if (diff === HISTORY_ONLY) {
+      const receipts = decodeReceipts();
+      return block(decodeTransactions(), receipts, noStateChanges(n));
+    }
+    const d = obj(diff, 'chainnode_getStateDiff reply', origin);
+    const diffHash = hashField(d, 'blockHash', 'chainnode_getStateDiff reply', origin);
+    // Asked by number, the three answers may straddle a reorg on the primary: retried.
+    if (!equalsBytes(diffHash, hash))
+      throw new UpstreamError(
+        `${origin}: block ${n}: the state diff is of ${bytesToHex(diffHash)}, the block is ${bytesToHex(hash)} (reorging?)`,
+      );
+    const transactions = decodeTransactions();
+    const receipts = decodeReceipts();
+    const accounts = d.accounts;
+    if (!Array.isArray(accounts))
+      throw new UpstreamError(`${origin}: chainnode_getStateDiff reply has no accounts list`);
+    return block(transactions, receipts, (overlay) => stateStep(n, () => applyTrieDiff(overlay, accounts, origin)));
   }
 }
 
