@@ -234,3 +234,27 @@ export function perTest(): { cleanups: (() => Promise<unknown>)[]; copy: () => P
   };
   return { cleanups, copy };
 }
+
+/**
+ * The lines of a stream written in the JSON log format, each parsed; a line that is not a JSON
+ * record with a string `level` and `msg` fails the test, naming the line.
+ */
+export function jsonRecords(stream: string): Record<string, unknown>[] {
+  return stream
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      let rec: unknown;
+      try {
+        rec = JSON.parse(line);
+      } catch {
+        rec = undefined;
+      }
+      expect({
+        line,
+        level: typeof (rec as { level?: unknown })?.level,
+        msg: typeof (rec as { msg?: unknown })?.msg,
+      }).toEqual({ line, level: 'string', msg: 'string' });
+      return rec as Record<string, unknown>;
+    });
+}

@@ -6,7 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { methodCosts } from '@chainnode/rpc';
 import { runCli } from '@chainnode/testkit';
-import { bannerOf, createKeyCli, rpc, sleep, spawnServe, usageCli, perTest } from './serve-helpers.js';
+import { bannerOf, createKeyCli, jsonRecords, rpc, sleep, spawnServe, usageCli, perTest } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const costs = methodCosts() as Record<string, number>;
@@ -152,30 +152,8 @@ test('--log-format json: every line on stdout and stderr is a JSON record; the b
   const s = await spawnServe(dir, ['--log-format', 'json', '--threads', '1', '--metrics-port', '0']);
   expect((await rpc(s.url(key), 'eth_blockNumber', [])).status).toBe(200);
   expect(await s.stop('SIGTERM')).toBe(0);
-  const records = (stream: string): Record<string, unknown>[] =>
-    stream
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => {
-        let rec: unknown;
-        try {
-          rec = JSON.parse(line);
-        } catch {
-          rec = undefined;
-        }
-        expect({
-          line,
-          level: typeof (rec as { level?: unknown })?.level,
-          msg: typeof (rec as { msg?: unknown })?.msg,
-        }).toEqual({
-          line,
-          level: 'string',
-          msg: 'string',
-        });
-        return rec as Record<string, unknown>;
-      });
-  const out = records(s.stdout());
-  const err = records(s.stderr());
+  const out = jsonRecords(s.stdout());
+  const err = jsonRecords(s.stderr());
   expect(err.map((r) => r['msg'])).toContain('stopped cleanly');
   // The banner: one info line of the log's format, the listening address as its fields.
   const banners = [...out, ...err].filter((r) => String(r['msg']).startsWith('listening on'));

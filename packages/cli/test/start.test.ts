@@ -2,10 +2,14 @@
 // holds the fixture chain it skips the import, creates the development key once (0600 file, hash
 // in keys.json), serves, and prints HTTP/WebSocket URLs with that key and a curl example that
 // works; a second start reuses the key; a revoked development key is replaced on the next start.
+// With --log-format json, every line it writes (the import's progress and summary among them) is
+// a JSON record.
 import { statSync, readFileSync } from 'node:fs';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chainDir, datadirCopy, runCli } from '@chainnode/testkit';
-import { rpc, sleep, spawnServing } from './serve-helpers.js';
+import { readRlpBlocks } from '@chainnode/ingest';
+import { chainDir, datadirCopy, runCli, tempDir } from '@chainnode/testkit';
+import { jsonRecords, rpc, sleep, spawnServing } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const fixtures = chainDir('fixtures');
@@ -101,4 +105,51 @@ t(
     expect(await third.stop('SIGTERM')).toBe(0);
   },
   180_000,
+);
+
+/** A chain export in `dir`: the fixtures' genesis and their first `count` blocks. */
+async function firstBlocks(dir: string, count: number): Promise<void> {
+  const src = fixtures as string;
+  await mkdir(dir, { recursive: true });
+  await copyFile(join(src, 'genesis.json'), join(dir, 'genesis.json'));
+  const blocks: Uint8Array[] = [];
+  for await (const raw of readRlpBlocks(join(src, 'chain.rlp'))) {
+    blocks.push(raw.bytes);
+    if (blocks.length === count) break;
+  }
+  await writeFile(join(dir, 'chain.rlp'), Buffer.concat(blocks));
+}
+
+t(
+  'start --log-format json: the import progress on stderr, its summary on stdout and every other line are JSON records',
+  async () => {
+    const temp = await tempDir('start-json-');
+    cleanups.push(temp.cleanup);
+    const from = join(temp.dir, 'export');
+    await firstBlocks(from, 30);
+    const data = join(temp.dir, 'data');
+    const s = await spawnServing(['start', '--datadir', data, '--from', from, '--port', '0', '--log-format', 'json']);
+    cleanups.push(() => s.stop('SIGKILL'));
+    for (let i = 0; i < 200 && !s.stdout().includes('development key created'); i++) await sleep(50);
+    expect(await s.stop('SIGTERM')).toBe(0);
+    const out = jsonRecords(s.stdout());
+    const err = jsonRecords(s.stderr());
+    const ofSync = (records: Record<string, unknown>[]) => records.filter((r) => r['component'] === 'sync');
+    // Progress: the first flushed group at once, then at most one line every 5 s.
+    expect(ofSync(err).length).toBeGreaterThan(0);
+    for (const r of ofSync(err))
+      expect(r).toMatchObject({
+        level: 'info',
+        network: null,
+        msg: 'importing',
+        percent: expect.any(Number),
+        block: expect.any(Number),
+        blocks: expect.any(Number),
+      });
+    expect(ofSync(out).map((r) => r['msg'])).toEqual(['imported blocks', 'head']);
+    expect(ofSync(out)[0]).toMatchObject({ from: 1, to: 30, blocks: 30 });
+    expect(ofSync(out)[1]).toMatchObject({ head: 30, datadir: data });
+    expect(out.map((r) => r['msg'])).toContain('development key created');
+  },
+  120_000,
 );

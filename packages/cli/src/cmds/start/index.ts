@@ -12,6 +12,7 @@ import type { Command } from 'commander';
 import { sync } from '../sync/index.js';
 import { KeyActionError } from '@chainnode/accounts';
 import type { KeyManager } from '@chainnode/accounts';
+import type { LogFormat } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
 import { runRuntime } from '@chainnode/runtime';
 import { announce, printBanner } from '../serve/banner.js';
@@ -54,11 +55,11 @@ export async function ensureDevKey(datadir: string, keys: KeyManager): Promise<{
   return { key, created: true };
 }
 
-async function importFixtures(from: string, datadir: string): Promise<void> {
+async function importFixtures(from: string, datadir: string, format: LogFormat): Promise<void> {
   if (!existsSync(join(from, 'genesis.json')) || !existsSync(join(from, 'chain.rlp'))) {
     throw new CliError(`${from} holds no genesis.json + chain.rlp (generate them: npm run fixtures)`);
   }
-  await sync({ from, datadir });
+  await sync({ from, datadir }, format);
 }
 
 export function register(program: Command): void {
@@ -70,7 +71,7 @@ export function register(program: Command): void {
   ).action(async (given: StartOptions, command: Command) => {
     const opts = withConfigFile(given, command);
     const config = runtimeConfig(opts);
-    await importFixtures(opts.from, opts.datadir);
+    await importFixtures(opts.from, opts.datadir, config.log.format);
     let key = '';
     let created = false;
     const code = await runRuntime(config, {

@@ -12,16 +12,11 @@ import {
   followUpstream,
   importChain,
 } from '@chainnode/ingest';
-import type {
-  FollowSummary,
-  ImportProgress,
-  ImportSummary,
-  IngestMode,
-  StartBlock,
-  StateSourceKind,
-} from '@chainnode/ingest';
+import type { FollowSummary, ImportSummary, IngestMode, StartBlock, StateSourceKind } from '@chainnode/ingest';
 import { DatadirInUseError, sizeOnDisk } from '@chainnode/store';
+import type { LogFormat } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
+import { syncReport } from './report.js';
 
 export interface SyncOptions {
   from: string;
@@ -79,50 +74,14 @@ function parseTo(value: string | undefined): bigint | undefined {
   return BigInt(value);
 }
 
-function fmtBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${v.toFixed(u === 0 ? 0 : 1)} ${units[u]}`;
-}
-
-const rate = (n: number, ms: number): string => (ms > 0 ? (n / (ms / 1000)).toFixed(1) : '-');
-
-function progressReporter(): { report: (p: ImportProgress) => void; done: () => void } {
-  const tty = process.stderr.isTTY === true;
-  let lastLine = 0;
-  return {
-    report: (p) => {
-      const frac = p.bytesTotal > 0 ? p.bytesRead / p.bytesTotal : 1;
-      const stats = `block ${p.number}  ${p.blocks} blocks  ${p.txs} txs  ${p.logs} logs  ${rate(p.blocks, p.elapsedMs)} blocks/s`;
-      if (tty) {
-        const width = 30;
-        const filled = Math.round(frac * width);
-        process.stderr.write(
-          `\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${(frac * 100).toFixed(1)}%  ${stats}\x1b[K`,
-        );
-      } else if (Date.now() - lastLine >= 5000) {
-        lastLine = Date.now();
-        process.stderr.write(`sync: ${(frac * 100).toFixed(1)}%  ${stats}\n`);
-      }
-    },
-    done: () => {
-      if (tty) process.stderr.write('\n');
-    },
-  };
-}
-
 /**
  * Imports (or continues importing) `opts.from` into `opts.datadir` with progress on stderr and a
- * summary on stdout; expected failures become one-line CliErrors. `start` uses it too.
+ * summary on stdout, in `format` (`start` passes its log format; `sync` writes text); expected
+ * failures become one-line CliErrors. `start` uses it too.
  */
-export async function sync(opts: SyncOptions): Promise<void> {
+export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promise<void> {
   const to = parseTo(opts.to);
-  const reporter = progressReporter();
+  const reporter = syncReport(format);
   let summary: FollowSummary | ImportSummary;
   try {
     const groupBlocks = opts.groupBlocks === undefined ? undefined : Number(opts.groupBlocks);
@@ -150,7 +109,7 @@ export async function sync(opts: SyncOptions): Promise<void> {
         ingest,
         ...(stateSource !== undefined ? { stateSource } : {}),
         ...(groupBlocks ? { groupBlocks } : {}),
-        log: (line) => process.stderr.write(`${line}\n`),
+        log: reporter.note,
       });
     } else {
       if (opts.genesis !== undefined)
@@ -166,7 +125,7 @@ export async function sync(opts: SyncOptions): Promise<void> {
         datadir: opts.datadir,
         to,
         reorgDepth,
-        onProgress: reporter.report,
+        onProgress: reporter.progress,
         ...(groupBlocks ? { groupBlocks } : {}),
       });
     }
@@ -188,21 +147,7 @@ export async function sync(opts: SyncOptions): Promise<void> {
     throw err;
   }
   reporter.done();
-  const size = await sizeOnDisk(opts.datadir);
-  const s = summary;
-  const secs = (s.elapsedMs / 1000).toFixed(1);
-  const headHex = `0x${Buffer.from(s.head.hash).toString('hex')}`;
-  if (s.blocks === 0) {
-    process.stdout.write(`sync: already at block ${s.head.number} (${headHex}); nothing to import\n`);
-  } else {
-    process.stdout.write(
-      `sync: imported blocks ${s.startNumber + 1n}..${s.head.number} (${s.blocks} blocks, ${s.txs} txs, ${s.logs} logs) ` +
-        `in ${secs}s: ${rate(s.blocks, s.elapsedMs)} blocks/s, ${rate(s.logs, s.elapsedMs)} logs/s\n`,
-    );
-  }
-  process.stdout.write(
-    `sync: head ${s.head.number} ${headHex}; datadir ${opts.datadir} is ${fmtBytes(size)} on disk\n`,
-  );
+  reporter.summary(summary, opts.datadir, await sizeOnDisk(opts.datadir));
 }
 
 export function register(program: Command): void {
