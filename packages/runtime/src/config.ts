@@ -1,10 +1,7 @@
 // What the serve runtime is started with: every setting already checked and typed. The CLI builds
 // it from its flags and the config file (flag > file > default); nothing in this package parses
 // text. It crosses into each app thread as worker data, so it holds plain data only.
-import type { LedgerFailureMode } from '@chainnode/accounts';
 import type { FollowSettings } from '@chainnode/ingest';
-import type { LogFormat, LogLevel } from '@chainnode/server';
-import type { NetworkConfig } from './settings/fields.js';
 import type { ServerConfig } from './settings/file.js';
 
 /** A datadir to follow and how: `network` is the network's name, '' for the one network of --datadir. */
@@ -14,39 +11,43 @@ export interface FollowedDatadir {
   follow: FollowSettings;
 }
 
-/** The admin listener serving the dashboard. */
+/** The admin listener serving the dashboard (`adminHost`, `adminPort`). */
 export interface DashboardConfig {
-  host: string;
-  port: number;
+  host: ServerConfig['adminHost'];
+  port: NonNullable<ServerConfig['adminPort']>;
   /** PEM certificate and key (their contents): the dashboard over TLS. */
   tls?: { cert: string; key: string };
 }
 
-export interface RuntimeConfig {
+/**
+ * The settings as the runtime takes them. Each member's type is its setting's in SERVER_FIELDS
+ * (through ServerConfig, the schema's parsed values), resolved where the runtime needs one value:
+ * `threads` a number ("cores" counted), `logFormat` chosen, optional settings absent when unset.
+ */
+export interface RuntimeConfig extends Pick<ServerConfig, 'host' | 'port' | 'networks'> {
   /** Keys, usage and the config file; also the served chain when `networks` is empty. */
   datadir: string;
   /** The config file's settings (plans, limits, budgets, networks as the file gave them), checked. */
   server: ServerConfig;
-  /** The JSON-RPC listener. */
-  host: string;
-  port: number;
   /** The metrics listener (on `server.metricsHost`); absent: none. */
-  metricsPort?: number;
+  metricsPort?: ServerConfig['metricsPort'];
   /** Partner endpoint for eth_getBlockByHash of failover-plan keys. */
-  failoverUrl?: string;
-  /** The networks served by Host; empty: the one chain of `datadir` on every Host. */
-  networks: NetworkConfig[];
+  failoverUrl?: NonNullable<ServerConfig['failoverUrl']>;
   /** The network answering bare hosts (one of `networks`). */
-  defaultNetwork?: string;
+  defaultNetwork?: NonNullable<ServerConfig['defaultNetwork']>;
   /** The datadirs followed while serving, each by one ingest thread. */
   follows: FollowedDatadir[];
   /** Keys and credits: embedded in `datadir`, or shared through Redis at `url`. */
-  ledger: { url?: string; failure: LedgerFailureMode };
+  ledger: { url?: NonNullable<ServerConfig['ledger']>; failure: ServerConfig['ledgerFailure'] };
   /** The dashboard on the admin listener; absent: none. */
   dashboard?: DashboardConfig;
-  log: { format: LogFormat; level: LogLevel; access: boolean };
+  log: {
+    format: NonNullable<ServerConfig['logFormat']>;
+    level: ServerConfig['logLevel'];
+    access: ServerConfig['accessLog'];
+  };
   /** App threads on the port; 1: everything on the main thread. */
-  threads: number;
+  threads: Exclude<ServerConfig['threads'], 'cores'>;
 }
 
 /** Every datadir `config` serves: `datadir`'s chain, or each network's. */

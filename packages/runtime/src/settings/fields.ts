@@ -11,7 +11,8 @@
 // transportConfigOf (the fields the server takes) and the CLI's serve options derive from it.
 import { resolve } from 'node:path';
 import { DEFAULT_PLANS, PLAN_NAMES, isPlanName, networkNameProblem } from '@chainnode/accounts';
-import type { PlanConfig, PlanName } from '@chainnode/accounts';
+import type { LedgerFailureMode, PlanConfig, PlanName } from '@chainnode/accounts';
+import type { IngestMode } from '@chainnode/ingest';
 import { DEFAULT_TRANSPORT_CONFIG, LOG_FORMATS, LOG_LEVELS, MAX_NETWORKS } from '@chainnode/server';
 import type { TransportConfig } from '@chainnode/server';
 import {
@@ -77,6 +78,9 @@ function parsePlans(v: unknown, where: string): Record<PlanName, PlanConfig> {
 // ---------------------------------------------------------------------------------------------
 // Networks
 
+/** How followed blocks become state (ingest's IngestMode). */
+const INGEST_MODES = ['execute', 'replicate'] as const satisfies readonly IngestMode[];
+
 /** The fields of one network in `networks` (docs/networks.md). */
 export const NETWORK_FIELDS = {
   /** Relative paths: to the working directory. */
@@ -85,27 +89,29 @@ export const NETWORK_FIELDS = {
   follow: optionalString({
     doc: 'Upstream JSON-RPC endpoint to follow: an http(s):// or ws(s):// URL.',
   }),
-  ingest: optionalString({
-    doc: 'How followed blocks become state: "execute" (run them with the EVM) or "replicate" (verify the upstream\'s state changes against every root).',
-    defaultText: 'execute',
-  }),
+  /** With `follow`. The reference names its type as a string. */
+  ingest: {
+    ...optionalOneOf(INGEST_MODES, {
+      doc: 'How followed blocks become state: "execute" (run them with the EVM) or "replicate" (verify the upstream\'s state changes against every root).',
+      defaultText: 'execute',
+    }),
+    type: 'string',
+  },
+  /** With `follow`: history below a joined datadir's first block, fetched and verified. */
   history: optionalString({
     doc: 'With follow, for a datadir that joined its chain at block N: an http(s):// JSON-RPC endpoint answering history below N (blocks, transactions, receipts, logs, state), verified by hash links down from N and by proofs.',
   }),
 } satisfies ConfigSchema;
 
-/** One network of `serve`: `--network <name>=<datadir>[,follow=<URL>]` or an entry of `networks`. */
-export interface NetworkConfig {
-  name: string;
-  /** Datadir holding the network's imported chain (relative paths: to the working directory). */
-  datadir: string;
-  /** Upstream JSON-RPC endpoint to follow (validated here; whether the build can follow is the CLI's business). */
-  follow?: string;
-  /** How followed blocks become state (with `follow`). */
-  ingest?: 'execute' | 'replicate';
-  /** History below a joined datadir's first block, fetched and verified (with `follow`). */
-  history?: string;
-}
+type NetworkValues = ConfigValues<typeof NETWORK_FIELDS>;
+
+/**
+ * One network of `serve`: `--network <name>=<datadir>[,follow=<URL>]` or an entry of `networks`:
+ * its name, a datadir, and the other fields of NETWORK_FIELDS when set.
+ */
+export type NetworkConfig = { name: string; datadir: NonNullable<NetworkValues['datadir']> } & {
+  [K in Exclude<keyof NetworkValues, 'datadir'>]?: NonNullable<NetworkValues[K]>;
+};
 
 function parseNetworks(v: unknown, where: string): NetworkConfig[] {
   if (!isRecord(v))
@@ -159,7 +165,7 @@ export const SERVER_FIELDS = {
     defaultText: 'embedded in the datadir',
     flag: { arg: 'url' },
   }),
-  ledgerFailure: oneOf(['open', 'closed'], {
+  ledgerFailure: oneOf(['open', 'closed'] satisfies LedgerFailureMode[], {
     doc: 'While the Redis ledger is unreachable: open (serve, journal locally, replay later) or closed (refuse paid calls).',
     default: 'open',
     flag: { arg: 'mode' },
@@ -219,7 +225,7 @@ export const SERVER_FIELDS = {
     doc: 'genesis.json of the followed chain (required for an empty datadir).',
     flag: { arg: 'file', serveOnly: true },
   }),
-  ingest: optionalOneOf(['execute', 'replicate'], {
+  ingest: optionalOneOf(INGEST_MODES, {
     doc: "With `follow`: execute (run every block with the EVM) or replicate (verify the upstream's transactions, receipts and state changes against every root).",
     defaultText: 'execute',
     flag: { arg: 'mode', serveOnly: true },

@@ -187,7 +187,7 @@ const enumType = (values: readonly string[]): string => values.map((v) => JSON.s
 /** One of `values`, with a default. */
 export function oneOf<V extends string>(
   values: readonly V[],
-  spec: { doc: string; default: V; flag?: FlagSpec },
+  spec: { doc: string; default: NoInfer<V>; flag?: FlagSpec },
 ): ConfigField<V> {
   return { type: enumType(values), ...spec, parse: enumParse(values) };
 }
