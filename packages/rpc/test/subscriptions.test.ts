@@ -12,20 +12,8 @@ import {
   SubscriptionHub,
 } from '../src/index.js';
 import type { CallMiddleware, LogMatchFilter, Notification, NotificationSink } from '../src/index.js';
+import { seededRandom } from '@chainnode/testkit';
 import { FakeStore, filled, header } from './fake-store.js';
-
-// ---------------------------------------------------------------------------------------------
-// A seeded PRNG so failures reproduce.
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ADDRS = Array.from({ length: 6 }, (_, i) => filled(0x10 + i, 20));
 const TOPICS = Array.from({ length: 6 }, (_, i) => filled(0x80 + i, 32));
@@ -61,7 +49,7 @@ function randomLog(r: () => number): { address: Bytes; topics: Bytes[] } {
 
 describe('LogFilterIndex', () => {
   test('matches exactly what the reference rule matches (1,000 random filters x 1,000 random logs)', () => {
-    const r = rng(7);
+    const r = seededRandom(7);
     const index = new LogFilterIndex<number>();
     const filters = Array.from({ length: 1000 }, () => randomFilter(r));
     filters.forEach((f, i) => {
@@ -105,7 +93,7 @@ describe('LogFilterIndex', () => {
   });
 
   test('remove and re-add leave no bucket behind', () => {
-    const r = rng(11);
+    const r = seededRandom(11);
     const index = new LogFilterIndex<number>();
     for (let i = 0; i < 500; i++) index.add(i, randomFilter(r));
     for (let i = 0; i < 500; i += 2) index.add(i, randomFilter(r)); // re-file half

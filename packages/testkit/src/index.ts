@@ -31,6 +31,11 @@ export function chainDir(chain: ChainName): string | undefined {
   return existsSync(join(dir, 'genesis.json')) && existsSync(join(dir, 'chain.rlp')) ? dir : undefined;
 }
 
+/** The chains on this machine: the fixture chain always, execution-apis' when it is checked out. */
+export function availableChains(): ChainName[] {
+  return ['fixtures', ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : [])];
+}
+
 /** Path of the CLI launcher. */
 export function cliBin(): string {
   return join(repoRoot(), 'packages', 'cli', 'bin', 'node-cli.js');
@@ -139,6 +144,7 @@ export { NO_REDIS, freePort, redisServerPath, startRedis } from './redis.js';
 export type { RedisProcess } from './redis.js';
 export { rawWebSocket, readUntilClose, textFrame } from './raw-ws.js';
 export { Sfc32 } from './sfc32.js';
+export { mulberry32, seededRandom } from './mulberry32.js';
 export { ANVIL_DEV_ACCOUNTS, cancunConfig, cancunGenesis, preMergeGenesis } from './anvil-genesis.js';
 export { ALERT_RULES, ALERT_TESTS, DASHBOARD, alertExpressions, dashboardQueries, metricNames } from './monitoring.js';
 export { missingTools, toolPath } from './tools.js';
