@@ -8,11 +8,11 @@
 // from one sfc32 stream seeded from a string, signatures are RFC 6979, so the same parameters
 // give the same bytes. The output is geth's export format (genesis.json + chain.rlp) plus
 // manifest.json (addresses, parameters and statistics), which the benches read.
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { RLP } from '@ethereumjs/rlp';
 import { Block, type BlockHeader, createBlockHeader, genTransactionsTrieRoot } from '@ethereumjs/block';
-import { createCommonFromGethGenesis, type GethGenesis, parseGethGenesisState } from '@ethereumjs/common';
+import { type Common, createCommonFromGethGenesis, type GethGenesis, parseGethGenesisState } from '@ethereumjs/common';
 import { MerklePatriciaTrie } from '@ethereumjs/mpt';
 import { Caches, MerkleStateManager } from '@ethereumjs/statemanager';
 import { createFeeMarket1559Tx, createLegacyTx, type TypedTransaction } from '@ethereumjs/tx';
@@ -313,13 +313,18 @@ function nativeEcrecover(msgHash: Uint8Array, v: bigint, r: Uint8Array, s: Uint8
   return secp256k1.ecdsaRecover(sig, Number(recovery), msgHash, false).subarray(1);
 }
 
-export async function generateMainnetShape(o: GenerateOptions): Promise<GenerateResult> {
-  const t0 = performance.now();
-  const progress = o.progress ?? (() => {});
-  const c: MainnetContracts = compileMainnetContracts();
-  const rng = new Rng(o.seed);
+/** The chain's actors: the funded senders and the contracts and builders at fixed addresses. */
+interface Actors {
+  senders: Sender[];
+  router: Address;
+  tokens: Address[];
+  nfts: Address[];
+  builders: Address[];
+  pools: Pool[];
+}
 
-  const senders: Sender[] = Array.from({ length: o.senders }, (_, i) => {
+function actorsOf(count: number): Actors {
+  const senders: Sender[] = Array.from({ length: count }, (_, i) => {
     const key = keccak256(new TextEncoder().encode(`chainnode-mainnet-shape-sender-${i}`));
     const pub = secp256k1.publicKeyCreate(key, false).subarray(1);
     const address = new Address(keccak256(pub).slice(12));
@@ -342,55 +347,183 @@ export async function generateMainnetShape(o: GenerateOptions): Promise<Generate
     r0: RESERVE,
     r1: RESERVE,
   }));
+  return { senders, router, tokens, nfts, builders, pools };
+}
 
-  // The model: token balances, router allowances, NFT ownership, nonces, known addresses.
-  const bal = tokens.map(() => new Map<string, bigint>());
-  const routerAllowed = tokens.map(() => new Set<string>());
-  const nftNext = nfts.map(() => 0n);
-  const owned = nfts.map(() => new Map<string, bigint[]>());
+/** One swap planned on the model. */
+interface Swap {
+  pool: Pool;
+  zeroForOne: boolean;
+  amountIn: bigint;
+  out: bigint;
+}
+
+const swapOut = (p: Pool, zeroForOne: boolean, amountIn: bigint): bigint => {
+  const [rIn, rOut] = zeroForOne ? [p.r0, p.r1] : [p.r1, p.r0];
+  const inWithFee = amountIn * 997n;
+  return (inWithFee * rOut) / (rIn * 1000n + inWithFee);
+};
+
+/**
+ * The generator's model of the chain: token balances, router allowances, NFT ownership, nonces,
+ * known addresses; and per block the distinct slots and accounts written, for the store's growth
+ * factors. Every choice is drawn from its one random stream.
+ */
+class ShapeModel {
+  readonly bal: Map<string, bigint>[];
+  readonly routerAllowed: Set<string>[];
+  readonly nftNext: bigint[];
+  readonly owned: Map<string, bigint[]>[];
   /** For each sender, the collection of each NFT it holds (one entry per token). */
-  const ownedBy = new Map<string, number[]>();
-  const holders: Sender[] = [];
-  const nonces = new Map<string, bigint>();
-  const known: Address[] = [];
-  let fresh = 0;
+  readonly ownedBy = new Map<string, number[]>();
+  readonly holders: Sender[] = [];
+  readonly nonces = new Map<string, bigint>();
+  readonly known: Address[] = [];
+  fresh = 0;
+  slots = new Set<string>();
+  accounts = new Set<string>();
 
-  // Genesis alloc: senders' ether; contracts with their code and storage.
+  constructor(
+    readonly rng: Rng,
+    readonly actors: Actors,
+  ) {
+    this.bal = actors.tokens.map(() => new Map<string, bigint>());
+    this.routerAllowed = actors.tokens.map(() => new Set<string>());
+    this.nftNext = actors.nfts.map(() => 0n);
+    this.owned = actors.nfts.map(() => new Map<string, bigint[]>());
+  }
+
+  /** A new block: no slot or account written yet. */
+  startBlock(): void {
+    this.slots = new Set();
+    this.accounts = new Set();
+  }
+
+  /** Pairs of (contract, slot label): each a storage write; the contract's account changes too. */
+  touch(...pairs: (Address | string)[]): void {
+    for (let i = 0; i < pairs.length; i += 2) {
+      const a = (pairs[i] as Address).toString();
+      this.slots.add(`${a}|${pairs[i + 1] as string}`);
+      this.accounts.add(a);
+    }
+  }
+
+  balance(t: number, holder: string): bigint {
+    return this.bal[t]!.get(holder) ?? 0n;
+  }
+
+  move(t: number, from: string, to: string, v: bigint): void {
+    this.bal[t]!.set(from, this.balance(t, from) - v);
+    this.bal[t]!.set(to, this.balance(t, to) + v);
+  }
+
+  pickSender(): Sender {
+    const { senders } = this.actors;
+    return senders[this.rng.skewed(senders.length, 1.8)]!;
+  }
+
+  recipient(): Address {
+    const r = this.rng.next();
+    if (r < 0.35 || this.known.length === 0) {
+      const a = labelAddress(`mainnet-shape-address-${this.fresh++}`);
+      this.known.push(a);
+      return a;
+    }
+    if (r < 0.7) return this.pickSender().address;
+    return this.known[this.known.length - 1 - this.rng.skewed(this.known.length, 3)]!;
+  }
+
+  pickKind(): Kind {
+    let r = this.rng.next();
+    for (const k of KINDS) {
+      r -= MIX[k];
+      if (r < 0) return k;
+    }
+    return 'eth-transfer';
+  }
+
+  pickToken(s: Sender): number {
+    const rng = this.rng;
+    if (rng.chance(0.7)) return rng.skewed(HOT_TOKENS, 1.6);
+    const t = HOT_TOKENS + rng.skewed(TAIL_TOKENS, 2);
+    return this.balance(t, s.hex) > 0n ? t : rng.skewed(HOT_TOKENS, 1.6);
+  }
+
+  /** Plans one swap on the model (the caller checks allowance); undefined when it cannot. */
+  planSwap(s: Sender): Swap | undefined {
+    const { rng } = this;
+    const { pools } = this.actors;
+    const pool = pools[rng.chance(0.7) ? rng.skewed(3, 1.5) : 3 + rng.skewed(pools.length - 3, 2)]!;
+    const canPay = (t: number): boolean => this.routerAllowed[t]!.has(s.hex) && this.balance(t, s.hex) !== 0n;
+    let zeroForOne = rng.chance(0.5);
+    let tIn = zeroForOne ? pool.t0 : pool.t1;
+    if (!canPay(tIn)) {
+      zeroForOne = !zeroForOne;
+      tIn = zeroForOne ? pool.t0 : pool.t1;
+      if (!canPay(tIn)) return undefined;
+    }
+    const have = this.bal[tIn]!.get(s.hex)!;
+    const cap = (zeroForOne ? pool.r0 : pool.r1) / 5000n;
+    const amountIn = rng.bigint(1n, have < cap ? have : cap);
+    const out = swapOut(pool, zeroForOne, amountIn);
+    if (out === 0n) return undefined;
+    return { pool, zeroForOne, amountIn, out };
+  }
+
+  applySwap(s: Sender, w: Swap): void {
+    const { tokens } = this.actors;
+    const { pool, zeroForOne, amountIn, out } = w;
+    const [tIn, tOut] = zeroForOne ? [pool.t0, pool.t1] : [pool.t1, pool.t0];
+    this.move(tIn, s.hex, pool.address.toString(), amountIn);
+    this.move(tOut, pool.address.toString(), s.hex, out);
+    if (zeroForOne) {
+      pool.r0 += amountIn;
+      pool.r1 -= out;
+    } else {
+      pool.r1 += amountIn;
+      pool.r0 -= out;
+    }
+    const pa = pool.address.toString();
+    this.touch(tokens[tIn]!, `b${s.hex}`, tokens[tIn]!, `b${pa}`, tokens[tOut]!, `b${pa}`, tokens[tOut]!, `b${s.hex}`);
+    this.touch(pool.address, 'r0', pool.address, 'r1', pool.address, 'p0', pool.address, 'p1', pool.address, 't');
+  }
+}
+
+/**
+ * The contracts' genesis storage, by address: every sender holds the hot tokens (the router
+ * allowed), a few hold each tail token, the pools hold their reserves; every token its supply.
+ */
+function genesisStorage(m: ShapeModel): Map<string, Map<string, string>> {
+  const { rng, bal } = m;
+  const { senders, router, tokens, pools } = m.actors;
   const storage = new Map<string, Map<string, string>>();
   const setSlot = (a: Address, slot: Uint8Array, v: bigint): void => {
-    let m = storage.get(a.toString());
-    if (m === undefined) storage.set(a.toString(), (m = new Map()));
-    m.set(bytesToHex(slot), word(v));
+    let s = storage.get(a.toString());
+    if (s === undefined) storage.set(a.toString(), (s = new Map()));
+    s.set(bytesToHex(slot), word(v));
   };
   const supply = tokens.map(() => 0n);
+  const credit = (t: number, holder: Address, v: bigint): void => {
+    bal[t]!.set(holder.toString(), m.balance(t, holder.toString()) + v);
+    supply[t]! += v;
+    setSlot(tokens[t]!, mappingSlot(holder.bytes, 0n), m.balance(t, holder.toString()));
+  };
   for (const s of senders) {
     for (let t = 0; t < HOT_TOKENS; t++) {
-      const v = rng.bigint(1_000n, 5_000_000n) * ETHER;
-      bal[t]!.set(s.hex, v);
-      supply[t]! += v;
-      setSlot(tokens[t]!, mappingSlot(s.address.bytes, 0n), v);
+      credit(t, s.address, rng.bigint(1_000n, 5_000_000n) * ETHER);
       setSlot(tokens[t]!, mappingSlot(router.bytes, mappingSlot(s.address.bytes, 1n)), MAX);
-      routerAllowed[t]!.add(s.hex);
+      m.routerAllowed[t]!.add(s.hex);
     }
   }
   for (let t = HOT_TOKENS; t < tokens.length; t++) {
     for (let k = 0; k < TAIL_HOLDERS; k++) {
       const s = senders[rng.int(0, senders.length - 1)]!;
-      const v = rng.bigint(10n, 100_000n) * ETHER;
-      bal[t]!.set(s.hex, (bal[t]!.get(s.hex) ?? 0n) + v);
-      supply[t]! += v;
-      setSlot(tokens[t]!, mappingSlot(s.address.bytes, 0n), bal[t]!.get(s.hex)!);
+      credit(t, s.address, rng.bigint(10n, 100_000n) * ETHER);
     }
   }
   for (const p of pools) {
-    for (const [t, r] of [
-      [p.t0, p.r0],
-      [p.t1, p.r1],
-    ] as const) {
-      bal[t]!.set(p.address.toString(), (bal[t]!.get(p.address.toString()) ?? 0n) + r);
-      supply[t]! += r;
-      setSlot(tokens[t]!, mappingSlot(p.address.bytes, 0n), bal[t]!.get(p.address.toString())!);
-    }
+    credit(p.t0, p.address, p.r0);
+    credit(p.t1, p.address, p.r1);
     setSlot(p.address, hexBytes(word(0n)), BigInt(tokens[p.t0]!.toString()));
     setSlot(p.address, hexBytes(word(1n)), BigInt(tokens[p.t1]!.toString()));
     setSlot(p.address, hexBytes(word(2n)), p.r0);
@@ -399,7 +532,13 @@ export async function generateMainnetShape(o: GenerateOptions): Promise<Generate
   tokens.forEach((t, i) => {
     setSlot(t, hexBytes(word(2n)), supply[i]!);
   });
+  return storage;
+}
 
+/** genesis.json: the senders' ether; the contracts with their code and storage. */
+function genesisOf(m: ShapeModel, c: MainnetContracts): GethGenesis {
+  const storage = genesisStorage(m);
+  const { senders, router, tokens, pools, nfts } = m.actors;
   const alloc: GethGenesis['alloc'] = {};
   for (const s of senders) alloc[s.hex] = { balance: `0x${(1_000n * ETHER).toString(16)}` };
   const code = (a: Address, runtime: Uint8Array): void => {
@@ -414,8 +553,7 @@ export async function generateMainnetShape(o: GenerateOptions): Promise<Generate
   for (const t of tokens) code(t, c.token.runtime);
   for (const p of pools) code(p.address, c.pair.runtime);
   for (const n of nfts) code(n, c.nft.runtime);
-
-  const genesis = preMergeGenesis({
+  return preMergeGenesis({
     chainId: CHAIN_ID,
     londonBlock: 0,
     timestamp: GENESIS_TIMESTAMP,
@@ -425,43 +563,48 @@ export async function generateMainnetShape(o: GenerateOptions): Promise<Generate
     alloc,
     baseFeePerGas: GWEI,
   }) as GethGenesis;
+}
 
-  // Without a datadir: the state in memory (one state). With one: the import's setup (pipeline.ts,
-  // genesis.ts): the trie over the store writer's node overlay, a 200,000-node cache, senders
-  // recovered by libsecp256k1. Both hash with core's hash-wasm Keccak, as the import does.
-  const sink = o.datadir;
+/** A state trie as the import's: hashed keys, values as views, core's Keccak (through `common`). */
+function stateTrie(
+  db: DB<string, Uint8Array> | StoreWriter['trieDb'],
+  common: Common,
+  cacheSize?: number,
+): MerklePatriciaTrie {
+  const cache = cacheSize !== undefined ? { cacheSize } : {};
+  return new MerklePatriciaTrie({ db, useKeyHashing: true, valueEncoding: 'view', common, ...cache });
+}
+
+/** Where the blocks execute: the VM over the state, and the datadir's writer when there is one. */
+interface ShapeState {
+  common: Common;
+  vm: Awaited<ReturnType<typeof createVM>>;
+  /** The state in memory, without a datadir. */
+  nodes: StateNodes;
+  writer: StoreWriter | undefined;
+  genesisHeader: BlockHeader;
+}
+
+/**
+ * Without a datadir: the state in memory (one state). With one: the import's setup (pipeline.ts,
+ * genesis.ts): the trie over the store writer's node overlay, a 200,000-node cache, senders
+ * recovered by libsecp256k1. Both hash with core's hash-wasm Keccak, as the import does.
+ */
+async function openState(genesis: GethGenesis, sink: string | undefined): Promise<ShapeState> {
   const common = createCommonFromGethGenesis(genesis, {
     chain: 'chainnode-mainnet-shape',
     customCrypto: sink === undefined ? { keccak256 } : { ecrecover: nativeEcrecover, keccak256 },
   });
-  let storedGenesis: Uint8Array | undefined;
   const nodes = new StateNodes();
   const genesisSm = new MerkleStateManager({
-    trie: new MerklePatriciaTrie({ db: nodes, useKeyHashing: true, valueEncoding: 'view', common }),
+    trie: stateTrie(nodes, common),
     common,
     caches: new Caches(),
   });
   await genesisSm.generateCanonicalGenesis(parseGethGenesisState(genesis));
   const genesisRoot = await genesisSm.getStateRoot();
-  let writer: StoreWriter | undefined;
-  let sm = genesisSm;
-  if (sink !== undefined) {
-    const pipeline = await ImportPipeline.open({ datadir: sink, genesis: { json: genesis } });
-    const stored = pipeline.genesisHash;
-    await pipeline.close();
-    writer = await StoreWriter.open(sink);
-    const trie = new MerklePatriciaTrie({
-      db: writer.trieDb,
-      useKeyHashing: true,
-      valueEncoding: 'view',
-      common,
-      cacheSize: 200_000,
-    });
-    sm = new MerkleStateManager({ trie, common, caches: new Caches() });
-    await sm.setStateRoot(genesisRoot);
-    nodes.map.clear();
-    storedGenesis = stored;
-  }
+  const imported = sink === undefined ? undefined : await openImport(sink, genesis, genesisRoot, common);
+  if (imported !== undefined) nodes.map.clear();
   const genesisHeader = createBlockHeader(
     {
       number: 0n,
@@ -475,17 +618,31 @@ export async function generateMainnetShape(o: GenerateOptions): Promise<Generate
     },
     { common, setHardfork: true },
   );
+  const storedGenesis = imported?.genesisHash;
   if (storedGenesis !== undefined && bytesToHex(storedGenesis) !== bytesToHex(genesisHeader.hash()))
     throw new Error(
       `the import built genesis ${bytesToHex(storedGenesis)}, the generator ${bytesToHex(genesisHeader.hash())}`,
     );
+  const sm = imported?.sm ?? genesisSm;
   const vm = await createVM({ common: common.copy(), stateManager: sm, setHardfork: true });
-  const genesisJson = `${JSON.stringify(genesis, null, 1)}\n`;
-  o.onGenesis?.(genesisJson);
-  progress(`genesis ${bytesToHex(genesisHeader.hash())}: ${Object.keys(alloc).length} accounts`);
+  return { common, vm, nodes, writer: imported?.writer, genesisHeader };
+}
 
-  const txCommon = common.copy();
-  const sign = (unsigned: TypedTransaction, s: Sender): TypedTransaction => {
+/** The datadir as the import opens it: genesis written by the pipeline, then the store's writer. */
+async function openImport(sink: string, genesis: GethGenesis, genesisRoot: Uint8Array, common: Common) {
+  const pipeline = await ImportPipeline.open({ datadir: sink, genesis: { json: genesis } });
+  const genesisHash = pipeline.genesisHash;
+  await pipeline.close();
+  const writer = await StoreWriter.open(sink);
+  const sm = new MerkleStateManager({ trie: stateTrie(writer.trieDb, common, 200_000), common, caches: new Caches() });
+  await sm.setStateRoot(genesisRoot);
+  return { genesisHash, writer, sm };
+}
+
+type Signer = (unsigned: TypedTransaction, s: Sender) => TypedTransaction;
+
+function signerOf(sink: string | undefined): Signer {
+  return (unsigned, s) => {
     const { signature, recid } = secp256k1.ecdsaSign(unsigned.getHashedMessageToSign(), s.key);
     const signed = (
       unsigned as { addSignature(v: bigint, r: Uint8Array, s: Uint8Array, c: boolean): TypedTransaction }
@@ -494,92 +651,340 @@ export async function generateMainnetShape(o: GenerateOptions): Promise<Generate
     if (sink === undefined) (signed.cache as { senderPubKey?: Uint8Array }).senderPubKey = s.pub;
     return signed;
   };
+}
 
-  // Per block: the distinct slots and accounts written, for the store's growth factors.
-  let slots = new Set<string>();
-  let accounts = new Set<string>();
-  /** Pairs of (contract, slot label): each a storage write; the contract's account changes too. */
-  const touch = (...pairs: (Address | string)[]): void => {
-    for (let i = 0; i < pairs.length; i += 2) {
-      const a = (pairs[i] as Address).toString();
-      slots.add(`${a}|${pairs[i + 1] as string}`);
-      accounts.add(a);
-    }
-  };
-  const pickSender = (): Sender => senders[rng.skewed(senders.length, 1.8)]!;
-  const recipient = (): Address => {
-    const r = rng.next();
-    if (r < 0.35 || known.length === 0) {
-      const a = labelAddress(`mainnet-shape-address-${fresh++}`);
-      known.push(a);
-      return a;
-    }
-    if (r < 0.7) return senders[rng.skewed(senders.length, 1.8)]!.address;
-    return known[known.length - 1 - rng.skewed(known.length, 3)]!;
-  };
-  const kindOrder = KINDS.slice();
-  const pickKind = (): Kind => {
-    let r = rng.next();
-    for (const k of kindOrder) {
-      r -= MIX[k];
-      if (r < 0) return k;
-    }
-    return 'eth-transfer';
-  };
-  const pickToken = (s: Sender): number => {
-    if (rng.chance(0.7)) return rng.skewed(HOT_TOKENS, 1.6);
-    const t = HOT_TOKENS + rng.skewed(TAIL_TOKENS, 2);
-    return (bal[t]!.get(s.hex) ?? 0n) > 0n ? t : rng.skewed(HOT_TOKENS, 1.6);
-  };
-  const swapOut = (p: Pool, zeroForOne: boolean, amountIn: bigint): bigint => {
-    const [rIn, rOut] = zeroForOne ? [p.r0, p.r1] : [p.r1, p.r0];
-    const inWithFee = amountIn * 997n;
-    return (inWithFee * rOut) / (rIn * 1000n + inWithFee);
-  };
-  const move = (t: number, from: string, to: string, v: bigint): void => {
-    bal[t]!.set(from, (bal[t]!.get(from) ?? 0n) - v);
-    bal[t]!.set(to, (bal[t]!.get(to) ?? 0n) + v);
-  };
-  /** Plans one swap on the model (the caller checks allowance); undefined when it cannot. */
-  const planSwap = (s: Sender): { pool: Pool; zeroForOne: boolean; amountIn: bigint; out: bigint } | undefined => {
-    const pool = pools[rng.chance(0.7) ? rng.skewed(3, 1.5) : 3 + rng.skewed(pools.length - 3, 2)]!;
-    let zeroForOne = rng.chance(0.5);
-    let tIn = zeroForOne ? pool.t0 : pool.t1;
-    if (!routerAllowed[tIn]!.has(s.hex) || (bal[tIn]!.get(s.hex) ?? 0n) === 0n) {
-      zeroForOne = !zeroForOne;
-      tIn = zeroForOne ? pool.t0 : pool.t1;
-      if (!routerAllowed[tIn]!.has(s.hex) || (bal[tIn]!.get(s.hex) ?? 0n) === 0n) return undefined;
-    }
-    const have = bal[tIn]!.get(s.hex)!;
-    const cap = (zeroForOne ? pool.r0 : pool.r1) / 5000n;
-    const amountIn = rng.bigint(1n, have < cap ? have : cap);
-    const out = swapOut(pool, zeroForOne, amountIn);
-    if (out === 0n) return undefined;
-    return { pool, zeroForOne, amountIn, out };
-  };
-  const applySwap = (s: Sender, w: { pool: Pool; zeroForOne: boolean; amountIn: bigint; out: bigint }): void => {
-    const { pool, zeroForOne, amountIn, out } = w;
-    const [tIn, tOut] = zeroForOne ? [pool.t0, pool.t1] : [pool.t1, pool.t0];
-    move(tIn, s.hex, pool.address.toString(), amountIn);
-    move(tOut, pool.address.toString(), s.hex, out);
-    if (zeroForOne) {
-      pool.r0 += amountIn;
-      pool.r1 -= out;
-    } else {
-      pool.r1 += amountIn;
-      pool.r0 -= out;
-    }
-    const pa = pool.address.toString();
-    touch(tokens[tIn]!, `b${s.hex}`, tokens[tIn]!, `b${pa}`, tokens[tOut]!, `b${pa}`, tokens[tOut]!, `b${s.hex}`);
-    touch(pool.address, 'r0', pool.address, 'r1', pool.address, 'p0', pool.address, 'p1', pool.address, 't');
-  };
-  const swapCall = (
-    w: { pool: Pool; zeroForOne: boolean; amountIn: bigint; out: bigint },
-    minOut: bigint,
-    to: Sender,
-  ) => encodeCall(c.router, 'swapExactIn', [w.pool.address.toString(), w.zeroForOne, w.amountIn, minOut, to.hex]);
+interface Timing {
+  executeSeconds: number;
+  writeSeconds: number;
+  executeCpuSeconds: number;
+  writeCpuSeconds: number;
+}
 
-  const stats: ShapeStats = {
+/** Runs `fn`, adding its wall-clock and CPU seconds to `what`'s. */
+async function timed<T>(t: Timing, what: 'execute' | 'write', fn: () => Promise<T>): Promise<T> {
+  const wall = performance.now();
+  const cpu = process.cpuUsage();
+  const r = await fn();
+  if (what === 'execute') {
+    t.executeSeconds += (performance.now() - wall) / 1000;
+    t.executeCpuSeconds += cpuSince(cpu);
+  } else {
+    t.writeSeconds += (performance.now() - wall) / 1000;
+    t.writeCpuSeconds += cpuSince(cpu);
+  }
+  return r;
+}
+
+/** Mean gas per unit (swap step, NFT) of each kind so far. */
+type PerUnit = Record<Kind, { gas: number; units: number }>;
+
+/** One generation under way: the model, where blocks execute and go, and what is counted. */
+interface Generation {
+  o: GenerateOptions;
+  c: MainnetContracts;
+  m: ShapeModel;
+  st: ShapeState;
+  txCommon: Common;
+  sign: Signer;
+  out: WriteStream;
+  stats: ShapeStats;
+  perUnit: PerUnit;
+  timing: Timing;
+  growth: BlockGrowth[];
+  /** With a datadir: the total difficulty so far, and when the writer last flushed. */
+  td: bigint;
+  lastFlush: number;
+}
+
+/** One block's transactions, planned on the model until the block is full. */
+class BlockPlan {
+  readonly planned: Planned[] = [];
+  estGas = 0;
+
+  constructor(
+    readonly g: Generation,
+    private readonly baseFee: bigint,
+  ) {}
+
+  add(s: Sender, kind: Kind, to: Address, data: Uint8Array, gas: number, ok = true, value = 0n, units = 1): void {
+    const { m, txCommon } = this.g;
+    const nonce = m.nonces.get(s.hex) ?? 0n;
+    m.nonces.set(s.hex, nonce + 1n);
+    const tip = BigInt(m.rng.int(1, 200)) * (GWEI / 100n);
+    const gasLimit = kind === 'eth-transfer' ? 21_000n : BigInt(gas * 2 + 50_000);
+    const base = { nonce, gasLimit, to, value, data };
+    const unsigned = m.rng.chance(0.08)
+      ? createLegacyTx({ ...base, gasPrice: this.baseFee + tip }, { common: txCommon })
+      : createFeeMarket1559Tx(
+          { ...base, chainId: BigInt(CHAIN_ID), maxPriorityFeePerGas: tip, maxFeePerGas: this.baseFee * 2n + tip },
+          { common: txCommon },
+        );
+    this.planned.push({ tx: this.g.sign(unsigned, s), kind, ok, units });
+    m.accounts.add(s.hex);
+    // The estimate that fills the block: the mean gas per unit (swap step, NFT) of this kind so
+    // far; the static figure until the kind has been seen.
+    const seen = this.g.perUnit[kind];
+    this.estGas += seen.units > 0 ? (seen.gas / seen.units) * units : gas;
+  }
+
+  fill(): void {
+    const { m } = this.g;
+    const want = m.rng.int(150, 250);
+    while (
+      (this.planned.length < want || this.estGas < BLOCK_GAS_FLOOR) &&
+      this.planned.length < 250 &&
+      this.estGas < BLOCK_GAS_CAP
+    ) {
+      const s = m.pickSender();
+      const kind = m.pickKind();
+      if (PLAN[kind]?.(this, s, kind) === true) continue;
+      // eth-transfer, and the fallback when the drawn action had nothing to act on.
+      const to = m.recipient();
+      m.accounts.add(to.toString());
+      this.add(s, 'eth-transfer', to, new Uint8Array(0), 21_000, true, m.rng.bigint(10n ** 14n, 10n ** 18n));
+    }
+  }
+}
+
+const swapCall = (c: MainnetContracts, w: Swap, minOut: bigint, to: Sender) =>
+  encodeCall(c.router, 'swapExactIn', [w.pool.address.toString(), w.zeroForOne, w.amountIn, minOut, to.hex]);
+
+const planSwapTx = (b: BlockPlan, s: Sender, kind: Kind): boolean => {
+  const { m, c } = b.g;
+  const w = m.planSwap(s);
+  if (w === undefined) return false;
+  if (kind === 'dex-swap') {
+    m.applySwap(s, w);
+    b.add(s, kind, m.actors.router, swapCall(c, w, (w.out * 99n) / 100n, s), 95_000);
+  } else {
+    b.add(s, kind, m.actors.router, swapCall(c, w, w.out + 1n + w.out / 50n, s), 60_000, false);
+  }
+  return true;
+};
+
+/** Plans one transaction of the kind from the sender on the model; false when it had nothing to act on. */
+const PLAN: Partial<Record<Kind, (b: BlockPlan, s: Sender, kind: Kind) => boolean>> = {
+  'erc20-transfer': (b, s, kind) => {
+    const { m, c } = b.g;
+    const t = m.pickToken(s);
+    const have = m.balance(t, s.hex);
+    if (have === 0n) return false;
+    const to = m.recipient();
+    const v = m.rng.bigint(1n, have / 20n + 1n);
+    const token = m.actors.tokens[t]!;
+    m.move(t, s.hex, to.toString(), v);
+    m.touch(token, `b${s.hex}`, token, `b${to.toString()}`);
+    b.add(s, kind, token, encodeCall(c.token, 'transfer', [to.toString(), v]), 45_000);
+    return true;
+  },
+  'erc20-approve': (b, s, kind) => {
+    const { m, c } = b.g;
+    const t = m.pickToken(s);
+    const toRouter = m.rng.chance(0.5);
+    const spender = toRouter ? m.actors.router : m.recipient();
+    const v = m.rng.chance(0.6) ? MAX : m.rng.bigint(1n, 10n ** 24n);
+    if (toRouter && v === MAX) m.routerAllowed[t]!.add(s.hex);
+    else if (toRouter) m.routerAllowed[t]!.delete(s.hex);
+    const token = m.actors.tokens[t]!;
+    m.touch(token, `a${s.hex}${spender.toString()}`);
+    b.add(s, kind, token, encodeCall(c.token, 'approve', [spender.toString(), v]), 46_000);
+    return true;
+  },
+  'dex-swap': planSwapTx,
+  'dex-swap-reverted': planSwapTx,
+  'router-multicall': (b, s, kind) => {
+    const { m, c } = b.g;
+    const steps: Uint8Array[] = [];
+    const n = m.rng.int(2, 5);
+    for (let i = 0; i < n; i++) {
+      const w = m.planSwap(s);
+      if (w === undefined) continue;
+      m.applySwap(s, w);
+      steps.push(swapCall(c, w, w.out, s));
+    }
+    if (steps.length === 0) return false;
+    const data = encodeCall(c.router, 'multicall', [steps]);
+    b.add(s, kind, m.actors.router, data, 40_000 + 80_000 * steps.length, true, 0n, steps.length);
+    return true;
+  },
+  'nft-mint': (b, s, kind) => {
+    const { m, c } = b.g;
+    const { rng } = m;
+    const nft = m.actors.nfts;
+    const i = rng.chance(0.7) ? rng.skewed(HOT_NFTS, 1.5) : HOT_NFTS + rng.skewed(TAIL_NFTS, 2);
+    const n = 1 + rng.skewed(12, 1.6);
+    const ids = m.owned[i]!.get(s.hex) ?? [];
+    const mine = m.ownedBy.get(s.hex) ?? [];
+    if (mine.length === 0) m.holders.push(s);
+    m.ownedBy.set(s.hex, mine);
+    for (let k = 0; k < n; k++) {
+      ids.push(m.nftNext[i]! + BigInt(k));
+      mine.push(i);
+      m.touch(nft[i]!, `o${m.nftNext[i]! + BigInt(k)}`);
+    }
+    m.touch(nft[i]!, `b${s.hex}`, nft[i]!, 'next');
+    m.owned[i]!.set(s.hex, ids);
+    m.nftNext[i]! += BigInt(n);
+    b.add(s, kind, nft[i]!, encodeCall(c.nft, 'mint', [s.hex, n]), 30_000 + 47_000 * n, true, 0n, n);
+    return true;
+  },
+  'nft-transfer': (b, _s, kind) => {
+    // The sender is a holder (a minter that still holds one).
+    const { m, c } = b.g;
+    const { rng, holders } = m;
+    if (holders.length === 0) return false;
+    const h = holders[rng.int(0, holders.length - 1)]!;
+    const mine = m.ownedBy.get(h.hex)!;
+    const i = mine.splice(rng.int(0, mine.length - 1), 1)[0]!;
+    if (mine.length === 0) holders.splice(holders.indexOf(h), 1);
+    const ids = m.owned[i]!.get(h.hex)!;
+    const id = ids.splice(rng.int(0, ids.length - 1), 1)[0]!;
+    const to = m.recipient();
+    const nft = m.actors.nfts[i]!;
+    m.touch(nft, `o${id}`, nft, `b${h.hex}`, nft, `b${to.toString()}`);
+    b.add(h, kind, nft, encodeCall(c.nft, 'transferFrom', [h.hex, to.toString(), id]), 60_000);
+    return true;
+  },
+};
+
+type Executed = Awaited<ReturnType<typeof runBlock>>;
+
+/** Executes the block's transactions on the VM and seals the block with the roots it computed. */
+async function executeAndSeal(
+  g: Generation,
+  parent: BlockHeader,
+  number: number,
+  txs: TypedTransaction[],
+  coinbase: Address,
+  baseFee: bigint,
+): Promise<{ block: Block; result: Executed }> {
+  const { common, vm } = g.st;
+  const headerData = {
+    parentHash: parent.hash(),
+    uncleHash: KECCAK256_RLP_ARRAY,
+    coinbase,
+    number: BigInt(number),
+    gasLimit: GAS_LIMIT,
+    timestamp: parent.timestamp + 12n,
+    extraData: new TextEncoder().encode('chainnode mainnet shape'),
+    mixHash: keccak256(new TextEncoder().encode(`mix ${number}`)),
+    nonce: new Uint8Array(8),
+    baseFeePerGas: baseFee,
+  };
+  const draftHeader = createBlockHeader(headerData, { common, setHardfork: true, calcDifficultyFromHeader: parent });
+  const draft = new Block(draftHeader, txs, [], undefined, { common });
+  const result = await timed(g.timing, 'execute', () =>
+    runBlock(vm, { block: draft, generate: true, skipBlockValidation: true }),
+  );
+  const header = createBlockHeader(
+    {
+      ...headerData,
+      difficulty: draftHeader.difficulty,
+      stateRoot: result.stateRoot,
+      transactionsTrie: await genTransactionsTrieRoot(txs),
+      receiptTrie: result.receiptsRoot,
+      logsBloom: result.logsBloom,
+      gasUsed: result.gasUsed,
+    },
+    { common, setHardfork: true },
+  );
+  return { block: new Block(header, txs, [], undefined, { common }), result };
+}
+
+/** Checks every receipt's status against the plan; counts the block in the statistics. Returns its gas. */
+function recordBlock(g: Generation, planned: Planned[], result: Executed, number: number): number {
+  const { stats, perUnit } = g;
+  let cumulative = 0n;
+  for (const [i, p] of planned.entries()) {
+    const r = result.receipts[i]!;
+    const ok = 'status' in r && r.status === 1;
+    if (ok !== p.ok) throw new Error(`block ${number} tx ${i} (${p.kind}): status ${ok ? 1 : 0}, planned ${p.ok}`);
+    const gas = Number(r.cumulativeBlockGasUsed - cumulative);
+    cumulative = r.cumulativeBlockGasUsed;
+    stats.byKind[p.kind].txs++;
+    stats.byKind[p.kind].gas += gas;
+    perUnit[p.kind].gas += gas;
+    perUnit[p.kind].units += p.units;
+    for (const [address] of r.logs) {
+      const a = bytesToHex(address);
+      stats.logsByAddress[a] = (stats.logsByAddress[a] ?? 0) + 1;
+      stats.logs++;
+    }
+  }
+  const gasUsed = Number(result.gasUsed);
+  stats.blocks++;
+  stats.txs += planned.length;
+  stats.gasUsed += gasUsed;
+  stats.minTxs = Math.min(stats.minTxs, planned.length);
+  stats.maxTxs = Math.max(stats.maxTxs, planned.length);
+  stats.minGas = Math.min(stats.minGas, gasUsed);
+  stats.maxGas = Math.max(stats.maxGas, gasUsed);
+  return gasUsed;
+}
+
+/** With a datadir: the block to the writer (flushed as the import flushes) and what the archive trie gained. */
+async function stageBlock(g: Generation, writer: StoreWriter, block: Block, result: Executed, raw: Uint8Array) {
+  await timed(g.timing, 'write', async () => {
+    const staged = (writer.trieDb as unknown as { current: Map<string, Uint8Array> }).current;
+    let trieBytes = 0;
+    for (const [k, v] of staged) trieBytes += k.length / 2 + v.length;
+    g.growth.push({
+      number: Number(block.header.number),
+      txs: block.transactions.length,
+      gas: Number(result.gasUsed),
+      storageWrites: g.m.slots.size,
+      accountsTouched: g.m.accounts.size,
+      trieNodes: staged.size,
+      trieBytes,
+    });
+    g.td += block.header.difficulty;
+    writer.addBlock(blockInput(block, result, raw, g.td));
+    if (
+      writer.stagedBlocks() >= 256 ||
+      writer.stagedBytes() >= 64 * 2 ** 20 ||
+      performance.now() - g.lastFlush > 2000
+    ) {
+      await writer.flush();
+      g.lastFlush = performance.now();
+    }
+  });
+}
+
+/** Plans, executes, seals and writes block `number` on `parent`; returns its header. */
+async function generateBlock(g: Generation, parent: BlockHeader, number: number): Promise<BlockHeader> {
+  const { m, stats } = g;
+  const baseFee = parent.calcNextBaseFee();
+  m.startBlock();
+  const plan = new BlockPlan(g, baseFee);
+  plan.fill();
+  const txs = plan.planned.map((p) => p.tx);
+  const { builders } = m.actors;
+  const coinbase = builders[m.rng.int(0, builders.length - 1)]!;
+  m.accounts.add(coinbase.toString());
+  stats.storageWrites += m.slots.size;
+  stats.accountsTouched += m.accounts.size;
+  const { block, result } = await executeAndSeal(g, parent, number, txs, coinbase, baseFee);
+  recordBlock(g, plan.planned, result, number);
+  const raw = RLP.encode(block.raw());
+  if (!g.out.write(raw)) await once(g.out, 'drain');
+  if (g.st.writer !== undefined) await stageBlock(g, g.st.writer, block, result, raw);
+  return block.header;
+}
+
+function progressLine(g: Generation, number: number, t0: number): string {
+  const { stats, timing: t } = g;
+  const mgas = stats.gasUsed / 1e6;
+  const secs = (performance.now() - t0) / 1000;
+  return (
+    `block ${number}/${g.o.blocks}: ${stats.txs} txs, ${stats.logs} logs, ${mgas.toFixed(0)} Mgas; ` +
+    `execution ${(mgas / t.executeSeconds).toFixed(1)} Mgas/s, with writes ${(mgas / (t.executeSeconds + t.writeSeconds)).toFixed(1)} ` +
+    `(per CPU-second ${(mgas / (t.executeCpuSeconds + t.writeCpuSeconds)).toFixed(1)}), ${secs.toFixed(0)} s, ` +
+    `heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB, ${g.st.writer === undefined ? g.st.nodes.map.size : 'archive'} state nodes`
+  );
+}
+
+function emptyStats(): ShapeStats {
+  return {
     blocks: 0,
     txs: 0,
     logs: 0,
@@ -596,305 +1001,79 @@ export async function generateMainnetShape(o: GenerateOptions): Promise<Generate
     headHash: '',
     headStateRoot: '',
   };
+}
 
-  let executeSeconds = 0;
-  let writeSeconds = 0;
-  let executeCpuSeconds = 0;
-  let writeCpuSeconds = 0;
-  let lastFlush = performance.now();
-  let td = genesisHeader.difficulty;
-  const growth: BlockGrowth[] = [];
-  const perUnit = Object.fromEntries(KINDS.map((k) => [k, { gas: 0, units: 0 }])) as Record<
-    Kind,
-    { gas: number; units: number }
-  >;
-  const out = createWriteStream(o.chainRlpPath);
-  let parent: BlockHeader = genesisHeader;
-  for (let number = 1; number <= o.blocks; number++) {
-    const baseFee = parent.calcNextBaseFee();
-    const planned: Planned[] = [];
-    slots = new Set();
-    accounts = new Set();
-    const want = rng.int(150, 250);
-    let estGas = 0;
-    const add = (
-      s: Sender,
-      kind: Kind,
-      to: Address,
-      data: Uint8Array,
-      gas: number,
-      ok = true,
-      value = 0n,
-      units = 1,
-    ): void => {
-      const nonce = nonces.get(s.hex) ?? 0n;
-      nonces.set(s.hex, nonce + 1n);
-      const tip = BigInt(rng.int(1, 200)) * (GWEI / 100n);
-      const gasLimit = kind === 'eth-transfer' ? 21_000n : BigInt(gas * 2 + 50_000);
-      const base = { nonce, gasLimit, to, value, data };
-      const unsigned = rng.chance(0.08)
-        ? createLegacyTx({ ...base, gasPrice: baseFee + tip }, { common: txCommon })
-        : createFeeMarket1559Tx(
-            { ...base, chainId: BigInt(CHAIN_ID), maxPriorityFeePerGas: tip, maxFeePerGas: baseFee * 2n + tip },
-            { common: txCommon },
-          );
-      planned.push({ tx: sign(unsigned, s), kind, ok, units });
-      accounts.add(s.hex);
-      // The estimate that fills the block: the mean gas per unit (swap step, NFT) of this kind so
-      // far; the static figure until the kind has been seen.
-      const seen = perUnit[kind];
-      estGas += seen.units > 0 ? (seen.gas / seen.units) * units : gas;
-    };
-    while ((planned.length < want || estGas < BLOCK_GAS_FLOOR) && planned.length < 250 && estGas < BLOCK_GAS_CAP) {
-      const s = pickSender();
-      const kind = pickKind();
-      switch (kind) {
-        case 'erc20-transfer': {
-          const t = pickToken(s);
-          const have = bal[t]!.get(s.hex) ?? 0n;
-          if (have === 0n) break;
-          const to = recipient();
-          const v = rng.bigint(1n, have / 20n + 1n);
-          move(t, s.hex, to.toString(), v);
-          touch(tokens[t]!, `b${s.hex}`, tokens[t]!, `b${to.toString()}`);
-          add(s, kind, tokens[t]!, encodeCall(c.token, 'transfer', [to.toString(), v]), 45_000);
-          continue;
-        }
-        case 'erc20-approve': {
-          const t = pickToken(s);
-          const toRouter = rng.chance(0.5);
-          const spender = toRouter ? router : recipient();
-          const v = rng.chance(0.6) ? MAX : rng.bigint(1n, 10n ** 24n);
-          if (toRouter && v === MAX) routerAllowed[t]!.add(s.hex);
-          else if (toRouter) routerAllowed[t]!.delete(s.hex);
-          touch(tokens[t]!, `a${s.hex}${spender.toString()}`);
-          add(s, kind, tokens[t]!, encodeCall(c.token, 'approve', [spender.toString(), v]), 46_000);
-          continue;
-        }
-        case 'dex-swap':
-        case 'dex-swap-reverted': {
-          const w = planSwap(s);
-          if (w === undefined) break;
-          if (kind === 'dex-swap') {
-            applySwap(s, w);
-            add(s, kind, router, swapCall(w, (w.out * 99n) / 100n, s), 95_000);
-          } else {
-            add(s, kind, router, swapCall(w, w.out + 1n + w.out / 50n, s), 60_000, false);
-          }
-          continue;
-        }
-        case 'router-multicall': {
-          const steps: Uint8Array[] = [];
-          const n = rng.int(2, 5);
-          for (let i = 0; i < n; i++) {
-            const w = planSwap(s);
-            if (w === undefined) continue;
-            applySwap(s, w);
-            steps.push(swapCall(w, w.out, s));
-          }
-          if (steps.length === 0) break;
-          add(
-            s,
-            kind,
-            router,
-            encodeCall(c.router, 'multicall', [steps]),
-            40_000 + 80_000 * steps.length,
-            true,
-            0n,
-            steps.length,
-          );
-          continue;
-        }
-        case 'nft-mint': {
-          const i = rng.chance(0.7) ? rng.skewed(HOT_NFTS, 1.5) : HOT_NFTS + rng.skewed(TAIL_NFTS, 2);
-          const n = 1 + rng.skewed(12, 1.6);
-          const ids = owned[i]!.get(s.hex) ?? [];
-          const mine = ownedBy.get(s.hex) ?? [];
-          if (mine.length === 0) holders.push(s);
-          ownedBy.set(s.hex, mine);
-          for (let k = 0; k < n; k++) {
-            ids.push(nftNext[i]! + BigInt(k));
-            mine.push(i);
-            touch(nfts[i]!, `o${nftNext[i]! + BigInt(k)}`);
-          }
-          touch(nfts[i]!, `b${s.hex}`, nfts[i]!, 'next');
-          owned[i]!.set(s.hex, ids);
-          nftNext[i]! += BigInt(n);
-          add(s, kind, nfts[i]!, encodeCall(c.nft, 'mint', [s.hex, n]), 30_000 + 47_000 * n, true, 0n, n);
-          continue;
-        }
-        case 'nft-transfer': {
-          // The sender is a holder (a minter that still holds one).
-          if (holders.length === 0) break;
-          const h = holders[rng.int(0, holders.length - 1)]!;
-          const mine = ownedBy.get(h.hex)!;
-          const i = mine.splice(rng.int(0, mine.length - 1), 1)[0]!;
-          if (mine.length === 0) holders.splice(holders.indexOf(h), 1);
-          const ids = owned[i]!.get(h.hex)!;
-          const id = ids.splice(rng.int(0, ids.length - 1), 1)[0]!;
-          const to = recipient();
-          touch(nfts[i]!, `o${id}`, nfts[i]!, `b${h.hex}`, nfts[i]!, `b${to.toString()}`);
-          add(h, kind, nfts[i]!, encodeCall(c.nft, 'transferFrom', [h.hex, to.toString(), id]), 60_000);
-          continue;
-        }
-        default:
-          break;
-      }
-      // eth-transfer, and the fallback when the drawn action had nothing to act on.
-      const to = recipient();
-      accounts.add(to.toString());
-      add(s, 'eth-transfer', to, new Uint8Array(0), 21_000, true, rng.bigint(10n ** 14n, 10n ** 18n));
-    }
-
-    const txs = planned.map((p) => p.tx);
-    const coinbase = builders[rng.int(0, builders.length - 1)]!;
-    accounts.add(coinbase.toString());
-    stats.storageWrites += slots.size;
-    stats.accountsTouched += accounts.size;
-    const headerData = {
-      parentHash: parent.hash(),
-      uncleHash: KECCAK256_RLP_ARRAY,
-      coinbase,
-      number: BigInt(number),
-      gasLimit: GAS_LIMIT,
-      timestamp: parent.timestamp + 12n,
-      extraData: new TextEncoder().encode('chainnode mainnet shape'),
-      mixHash: keccak256(new TextEncoder().encode(`mix ${number}`)),
-      nonce: new Uint8Array(8),
-      baseFeePerGas: baseFee,
-    };
-    const draftHeader = createBlockHeader(headerData, { common, setHardfork: true, calcDifficultyFromHeader: parent });
-    const draft = new Block(draftHeader, txs, [], undefined, { common });
-    const te = performance.now();
-    const ce = process.cpuUsage();
-    const result = await runBlock(vm, { block: draft, generate: true, skipBlockValidation: true });
-    executeSeconds += (performance.now() - te) / 1000;
-    executeCpuSeconds += cpuSince(ce);
-    const header = createBlockHeader(
-      {
-        ...headerData,
-        difficulty: draftHeader.difficulty,
-        stateRoot: result.stateRoot,
-        transactionsTrie: await genTransactionsTrieRoot(txs),
-        receiptTrie: result.receiptsRoot,
-        logsBloom: result.logsBloom,
-        gasUsed: result.gasUsed,
-      },
-      { common, setHardfork: true },
-    );
-    const block = new Block(header, txs, [], undefined, { common });
-    let cumulative = 0n;
-    for (const [i, p] of planned.entries()) {
-      const r = result.receipts[i]!;
-      const ok = 'status' in r && r.status === 1;
-      if (ok !== p.ok) throw new Error(`block ${number} tx ${i} (${p.kind}): status ${ok ? 1 : 0}, planned ${p.ok}`);
-      const gas = Number(r.cumulativeBlockGasUsed - cumulative);
-      cumulative = r.cumulativeBlockGasUsed;
-      stats.byKind[p.kind].txs++;
-      stats.byKind[p.kind].gas += gas;
-      perUnit[p.kind].gas += gas;
-      perUnit[p.kind].units += p.units;
-      for (const [address] of r.logs) {
-        const a = bytesToHex(address);
-        stats.logsByAddress[a] = (stats.logsByAddress[a] ?? 0) + 1;
-        stats.logs++;
-      }
-    }
-    const gasUsed = Number(result.gasUsed);
-    stats.blocks++;
-    stats.txs += txs.length;
-    stats.gasUsed += gasUsed;
-    stats.minTxs = Math.min(stats.minTxs, txs.length);
-    stats.maxTxs = Math.max(stats.maxTxs, txs.length);
-    stats.minGas = Math.min(stats.minGas, gasUsed);
-    stats.maxGas = Math.max(stats.maxGas, gasUsed);
-    const raw = RLP.encode(block.raw());
-    if (!out.write(raw)) await once(out, 'drain');
-    if (writer !== undefined) {
-      const tw = performance.now();
-      const cw = process.cpuUsage();
-      const staged = (writer.trieDb as unknown as { current: Map<string, Uint8Array> }).current;
-      let trieBytes = 0;
-      for (const [k, v] of staged) trieBytes += k.length / 2 + v.length;
-      growth.push({
-        number,
-        txs: txs.length,
-        gas: gasUsed,
-        storageWrites: slots.size,
-        accountsTouched: accounts.size,
-        trieNodes: staged.size,
-        trieBytes,
-      });
-      td += header.difficulty;
-      writer.addBlock(blockInput(block, result, raw, td));
-      if (
-        writer.stagedBlocks() >= 256 ||
-        writer.stagedBytes() >= 64 * 2 ** 20 ||
-        performance.now() - lastFlush > 2000
-      ) {
-        await writer.flush();
-        lastFlush = performance.now();
-      }
-      writeSeconds += (performance.now() - tw) / 1000;
-      writeCpuSeconds += cpuSince(cw);
-    }
-    parent = header;
-    if (writer === undefined && number % 20 === 0) nodes.retainOnly(header.stateRoot);
-    if (o.stop?.() === true && number < o.blocks) {
-      progress(`stopped after block ${number}`);
-      break;
-    }
-    if (number % 50 === 0 || number === o.blocks || number <= 3) {
-      const secs = (performance.now() - t0) / 1000;
-      progress(
-        `block ${number}/${o.blocks}: ${stats.txs} txs, ${stats.logs} logs, ${(stats.gasUsed / 1e6).toFixed(0)} Mgas; ` +
-          `execution ${(stats.gasUsed / 1e6 / executeSeconds).toFixed(1)} Mgas/s, with writes ${(stats.gasUsed / 1e6 / (executeSeconds + writeSeconds)).toFixed(1)} ` +
-          `(per CPU-second ${(stats.gasUsed / 1e6 / (executeCpuSeconds + writeCpuSeconds)).toFixed(1)}), ${secs.toFixed(0)} s, ` +
-          `heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB, ${writer === undefined ? nodes.map.size : 'archive'} state nodes`,
-      );
-    }
-  }
-  out.end();
-  await once(out, 'finish');
-  if (writer !== undefined) {
-    const tw = performance.now();
-    const cw = process.cpuUsage();
-    await writer.flush();
-    await writer.close();
-    writeSeconds += (performance.now() - tw) / 1000;
-    writeCpuSeconds += cpuSince(cw);
-  }
-  stats.freshAddresses = fresh;
-  stats.headHash = bytesToHex(parent.hash());
-  stats.headStateRoot = bytesToHex(parent.stateRoot);
-  const manifest: Manifest = {
+function manifestOf(o: GenerateOptions, c: MainnetContracts, a: Actors, stats: ShapeStats): Manifest {
+  return {
     shape: 'mainnet',
     generatorVersion: GENERATOR_VERSION,
     params: { blocks: stats.blocks, senders: o.senders, seed: o.seed },
     solcVersion: c.solcVersion,
     chainId: CHAIN_ID,
     addresses: {
-      router: router.toString(),
-      tokens: tokens.map((t) => t.toString()),
+      router: a.router.toString(),
+      tokens: a.tokens.map((t) => t.toString()),
       hotTokens: HOT_TOKENS,
-      pairs: pools.map((p) => ({ address: p.address.toString(), token0: p.t0, token1: p.t1 })),
-      nfts: nfts.map((n) => n.toString()),
+      pairs: a.pools.map((p) => ({ address: p.address.toString(), token0: p.t0, token1: p.t1 })),
+      nfts: a.nfts.map((n) => n.toString()),
       hotNfts: HOT_NFTS,
-      builders: builders.map((b) => b.toString()),
+      builders: a.builders.map((b) => b.toString()),
     },
     stats,
   };
+}
+
+export async function generateMainnetShape(o: GenerateOptions): Promise<GenerateResult> {
+  const t0 = performance.now();
+  const progress = o.progress ?? (() => {});
+  const c: MainnetContracts = compileMainnetContracts();
+  const m = new ShapeModel(new Rng(o.seed), actorsOf(o.senders));
+  const genesis = genesisOf(m, c);
+  const st = await openState(genesis, o.datadir);
+  const genesisJson = `${JSON.stringify(genesis, null, 1)}\n`;
+  o.onGenesis?.(genesisJson);
+  progress(`genesis ${bytesToHex(st.genesisHeader.hash())}: ${Object.keys(genesis.alloc).length} accounts`);
+  const g: Generation = {
+    o,
+    c,
+    m,
+    st,
+    txCommon: st.common.copy(),
+    sign: signerOf(o.datadir),
+    out: createWriteStream(o.chainRlpPath),
+    stats: emptyStats(),
+    perUnit: Object.fromEntries(KINDS.map((k) => [k, { gas: 0, units: 0 }])) as PerUnit,
+    timing: { executeSeconds: 0, writeSeconds: 0, executeCpuSeconds: 0, writeCpuSeconds: 0 },
+    growth: [],
+    td: st.genesisHeader.difficulty,
+    lastFlush: performance.now(),
+  };
+  let parent = st.genesisHeader;
+  for (let number = 1; number <= o.blocks; number++) {
+    parent = await generateBlock(g, parent, number);
+    if (st.writer === undefined && number % 20 === 0) st.nodes.retainOnly(parent.stateRoot);
+    if (o.stop?.() === true && number < o.blocks) {
+      progress(`stopped after block ${number}`);
+      break;
+    }
+    if (number % 50 === 0 || number === o.blocks || number <= 3) progress(progressLine(g, number, t0));
+  }
+  g.out.end();
+  await once(g.out, 'finish');
+  const writer = st.writer;
+  if (writer !== undefined)
+    await timed(g.timing, 'write', async () => {
+      await writer.flush();
+      await writer.close();
+    });
+  g.stats.freshAddresses = m.fresh;
+  g.stats.headHash = bytesToHex(parent.hash());
+  g.stats.headStateRoot = bytesToHex(parent.stateRoot);
   return {
     genesisJson,
-    manifest,
-    timing: {
-      totalSeconds: (performance.now() - t0) / 1000,
-      executeSeconds,
-      writeSeconds,
-      executeCpuSeconds,
-      writeCpuSeconds,
-    },
-    growth,
+    manifest: manifestOf(o, c, m.actors, g.stats),
+    timing: { totalSeconds: (performance.now() - t0) / 1000, ...g.timing },
+    growth: g.growth,
   };
 }
 
