@@ -109,28 +109,42 @@ export interface ReadChain extends ChainUnderTest {
   baseline: Call[];
 }
 
-export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
-  const rng = new Rng(36);
-  const genesisPath = join(o.dir, 'genesis.json');
-  writeFileSync(genesisPath, JSON.stringify(GENESIS));
-  const { proc: anvil, url: anvilUrl } = await startAnvil(
-    { genesisPath, port: await freePort(), fifo: true, pruneHistory: o.anvilHistory, quiet: true },
-    ['ignore', 'ignore', 'inherit'],
-  );
-  const t0 = Date.now();
+/** What the bench sent to anvil, block by block: the answers the servers' replies are checked against. */
+interface ReadLedger {
+  tokenAddress: string;
+  iface: Interface;
+  holders: string[];
+  /** Token balances. */
+  token: History<bigint>;
+  /** ETH balances of the holders. */
+  eth: History<bigint>;
+  /** Nonces of the senders. */
+  nonces: History<number>;
+}
+
+/**
+ * Has anvil mine the chain. Block 1: the token; block 2: a quarter of the supply to each other
+ * sender; then per block token transfers from the four dev accounts to the holders, and every
+ * sixth transaction a plain ETH transfer.
+ */
+async function mineChain(o: ReadChainOptions, rng: Rng, anvilUrl: string): Promise<ReadLedger> {
   const { abi, bytecode } = compileToken();
   const iface = new Interface(abi as never);
   const holders = Array.from({ length: o.holders }, (_, i) =>
     `0x${(0x1000 + i).toString(16).padStart(8, '0')}${'ab'.repeat(16)}`.toLowerCase(),
   );
-  const token = new History<bigint>(0n); // token balances
-  const eth = new History<bigint>(0n); // ETH balances of the holders
-  const nonces = new History<number>(0); // nonces of the senders
+  const l: ReadLedger = {
+    tokenAddress: '',
+    iface,
+    holders,
+    token: new History<bigint>(0n),
+    eth: new History<bigint>(0n),
+    nonces: new History<number>(0),
+  };
   const nonce = [0, 0, 0, 0];
   const tokenNow = new Map<string, bigint>();
   const ethNow = new Map<string, bigint>();
   const fee = { maxFeePerGas: qty(100n * GWEI), maxPriorityFeePerGas: qty(GWEI), type: '0x2' };
-  // Block 1: the token; block 2: a quarter of the supply to each other sender.
   const deploy = await one<string>(anvilUrl, 'eth_sendTransaction', [
     { from: DEV[0], data: `${bytecode}${iface.encodeDeploy([SUPPLY]).slice(2)}`, gas: '0x200000', ...fee },
   ]);
@@ -138,36 +152,27 @@ export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
   await one(anvilUrl, 'evm_mine', []);
   const deployReceipt = await one<Json>(anvilUrl, 'eth_getTransactionReceipt', [deploy]);
   if (deployReceipt.status !== '0x1') throw new Error('token deployment failed');
-  const tokenAddress = (deployReceipt.contractAddress as string).toLowerCase();
+  l.tokenAddress = (deployReceipt.contractAddress as string).toLowerCase();
   tokenNow.set(DEV[0] as string, SUPPLY);
-  token.set(DEV[0] as string, 1, SUPPLY);
-  nonces.set(DEV[0] as string, 1, 1);
+  l.token.set(DEV[0] as string, 1, SUPPLY);
+  l.nonces.set(DEV[0] as string, 1, 1);
   const sent: [string, unknown[]][] = [];
-  const transfer = (from: number, to: string, value: bigint): void => {
-    sent.push([
-      'eth_sendTransaction',
-      [
-        {
-          from: DEV[from],
-          to: tokenAddress,
-          data: iface.encodeFunctionData('transfer', [to, value]),
-          gas: '0x186a0',
-          nonce: qty(nonce[from] as number),
-          ...fee,
-        },
-      ],
-    ]);
+  const send = (from: number, tx: Json): void => {
+    sent.push(['eth_sendTransaction', [{ from: DEV[from], ...tx, nonce: qty(nonce[from] as number), ...fee }]]);
     nonce[from] = (nonce[from] as number) + 1;
+  };
+  const transfer = (from: number, to: string, value: bigint): void => {
+    send(from, { to: l.tokenAddress, data: iface.encodeFunctionData('transfer', [to, value]), gas: '0x186a0' });
     tokenNow.set(DEV[from] as string, (tokenNow.get(DEV[from] as string) ?? 0n) - value);
     tokenNow.set(to, (tokenNow.get(to) ?? 0n) + value);
   };
   const mine = async (block: number): Promise<void> => {
     await rpc(anvilUrl, sent.splice(0));
     await one(anvilUrl, 'evm_mine', []);
-    for (const [a, v] of tokenNow) token.set(a, block, v);
-    for (const [a, v] of ethNow) eth.set(a, block, v);
+    for (const [a, v] of tokenNow) l.token.set(a, block, v);
+    for (const [a, v] of ethNow) l.eth.set(a, block, v);
     DEV.forEach((a, i) => {
-      nonces.set(a, block, nonce[i] as number);
+      l.nonces.set(a, block, nonce[i] as number);
     });
   };
   for (let i = 1; i < 4; i++) transfer(0, DEV[i] as string, SUPPLY / 4n);
@@ -178,17 +183,26 @@ export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
       const to = holders[rng.int(holders.length)] as string;
       if (t % 6 === 5) {
         const value = BigInt(1 + rng.int(1_000_000)) * GWEI;
-        sent.push([
-          'eth_sendTransaction',
-          [{ from: DEV[from], to, value: qty(value), gas: '0x5208', nonce: qty(nonce[from] as number), ...fee }],
-        ]);
-        nonce[from] = (nonce[from] as number) + 1;
+        send(from, { to, value: qty(value), gas: '0x5208' });
         ethNow.set(to, (ethNow.get(to) ?? 0n) + value);
       } else transfer(from, to, BigInt(1 + rng.int(1_000_000_000)));
     }
     await mine(b);
     if (b % 100 === 0) o.log(`read: anvil mined block ${b}`);
   }
+  return l;
+}
+
+/** anvil's answers the ledger does not hold: every receipt (in geth's shape), the token's code, the senders' balances. */
+interface AnvilAnswers {
+  head: number;
+  blockReceipts: Map<number, Json[]>;
+  receipts: Map<string, Json>;
+  code: string;
+  devBalances: string[];
+}
+
+async function anvilAnswers(o: ReadChainOptions, anvilUrl: string, l: ReadLedger): Promise<AnvilAnswers> {
   const head = Number(await one<string>(anvilUrl, 'eth_blockNumber', []));
   if (head !== o.blocks) throw new Error(`anvil head ${head}, expected ${o.blocks}`);
   // Every receipt (all must have succeeded: the ledger assumes so), in geth's shape.
@@ -207,45 +221,32 @@ export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
       receipts.set(r.transactionHash as string, r);
     }
   });
-  const code = await one<string>(anvilUrl, 'eth_getCode', [tokenAddress, 'latest']);
+  const code = await one<string>(anvilUrl, 'eth_getCode', [l.tokenAddress, 'latest']);
   const devBalances = (await rpc(
     anvilUrl,
     DEV.map((a) => ['eth_getBalance', [a, 'latest']]),
   )) as string[];
   // The ledger agrees with anvil at the head (a check of the ledger, not of the servers).
-  for (const h of [...DEV, ...holders.slice(0, 20)]) {
+  for (const h of [...DEV, ...l.holders.slice(0, 20)]) {
     const w = await one<string>(anvilUrl, 'eth_call', [
-      { to: tokenAddress, data: iface.encodeFunctionData('balanceOf', [h]) },
+      { to: l.tokenAddress, data: l.iface.encodeFunctionData('balanceOf', [h]) },
       'latest',
     ]);
-    if (BigInt(w) !== token.get(h)) throw new Error(`ledger: balanceOf ${h} ${BigInt(w)} != ${token.get(h)}`);
+    if (BigInt(w) !== l.token.get(h)) throw new Error(`ledger: balanceOf ${h} ${BigInt(w)} != ${l.token.get(h)}`);
   }
-  const buildSecs = (Date.now() - t0) / 1000;
-  o.log(`read: anvil built ${head} blocks, ${receipts.size} txs in ${buildSecs.toFixed(0)} s`);
+  return { head, blockReceipts, receipts, code, devBalances };
+}
 
-  // This node follows anvil into its datadir, then stops.
+/** This node follows anvil into its datadir up to anvil's head, then stops. */
+async function followAnvil(o: ReadChainOptions, anvilUrl: string, genesisPath: string, head: number) {
   const datadir = join(o.dir, 'data');
   const key = await createKey(o.cli, datadir);
   const nodePort = await freePort();
   const t1 = Date.now();
-  const follower = spawnChild(
-    process.execPath,
-    [
-      o.cli,
-      'serve',
-      '--datadir',
-      datadir,
-      '--port',
-      String(nodePort),
-      '--follow',
-      anvilUrl,
-      '--genesis',
-      genesisPath,
-      '--poll-ms',
-      '100',
-    ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
+  const args = ['serve', '--datadir', datadir, '--port', String(nodePort), '--follow', anvilUrl];
+  const follower = spawnChild(process.execPath, [o.cli, ...args, '--genesis', genesisPath, '--poll-ms', '100'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const ours = `http://127.0.0.1:${nodePort}/v3/${key}`;
   await waitRpc(ours, follower);
   const want = await one<Json>(anvilUrl, 'eth_getBlockByNumber', [qty(head), false]);
@@ -263,37 +264,36 @@ export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
   const followSecs = (Date.now() - t1) / 1000;
   o.log(`read: this node followed ${head} blocks in ${followSecs.toFixed(0)} s`);
   await stopChild(follower);
+  return { datadir, followSecs };
+}
 
-  // The mixes.
+/** Makers of request bodies, each with the answer it expects. */
+function readCalls(o: ReadChainOptions, rng: Rng, l: ReadLedger, a: AnvilAnswers) {
+  const { head } = a;
   const call = callMaker();
   const recentFrom = head - Math.min(64, o.anvilHistory) + 1;
   const oldTo = head - o.anvilHistory - 1;
-  const holder = (): string => (rng.next() < 0.1 ? DEV[rng.int(4)] : holders[rng.int(holders.length)]) as string;
+  const holder = (): string => (rng.next() < 0.1 ? DEV[rng.int(4)] : l.holders[rng.int(l.holders.length)]) as string;
   const expect = new Map<string, unknown>();
+  const expecting = (c: Call, answer: unknown): Call => {
+    expect.set(c.body, answer);
+    return c;
+  };
   const word = (v: bigint): string => `0x${v.toString(16).padStart(64, '0')}`;
   const balanceOf = (block: number | 'latest'): Call => {
     const h = holder();
-    const c = call('call', 'eth_call', [
-      { to: tokenAddress, data: iface.encodeFunctionData('balanceOf', [h]) },
-      block === 'latest' ? 'latest' : qty(block),
-    ]);
-    expect.set(c.body, word(token.get(h, block === 'latest' ? head : block)));
-    return c;
+    const data = l.iface.encodeFunctionData('balanceOf', [h]);
+    const c = call('call', 'eth_call', [{ to: l.tokenAddress, data }, block === 'latest' ? 'latest' : qty(block)]);
+    return expecting(c, word(l.token.get(h, block === 'latest' ? head : block)));
   };
-  const atRecent = (): number => recentFrom + rng.int(head - recentFrom + 1);
-  const atOld = (): number => 2 + rng.int(oldTo - 1);
-  const txHashes = [...receipts.keys()];
+  const txHashes = [...a.receipts.keys()];
   const receipt = (): Call => {
     const h = txHashes[rng.int(txHashes.length)] as string;
-    const c = call('receipt', 'eth_getTransactionReceipt', [h]);
-    expect.set(c.body, receipts.get(h));
-    return c;
+    return expecting(call('receipt', 'eth_getTransactionReceipt', [h]), a.receipts.get(h));
   };
-  const blockReceiptsCall = (): Call => {
+  const blockReceipts = (): Call => {
     const n = 1 + rng.int(head);
-    const c = call('blockReceipts', 'eth_getBlockReceipts', [qty(n)]);
-    expect.set(c.body, blockReceipts.get(n));
-    return c;
+    return expecting(call('blockReceipts', 'eth_getBlockReceipts', [qty(n)]), a.blockReceipts.get(n));
   };
   const state = (block: number | 'latest'): Call => {
     const n = block === 'latest' ? head : block;
@@ -303,44 +303,40 @@ export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
       // A holder's ETH balance (exact from the ledger); a sender's only at the head (fees: anvil's).
       if (block === 'latest' && rng.next() < 0.2) {
         const i = rng.int(4);
-        const c = call('account', 'eth_getBalance', [DEV[i], tag]);
-        expect.set(c.body, devBalances[i]);
-        return c;
+        return expecting(call('account', 'eth_getBalance', [DEV[i], tag]), a.devBalances[i]);
       }
-      const h = holders[rng.int(holders.length)] as string;
-      const c = call('account', 'eth_getBalance', [h, tag]);
-      expect.set(c.body, qty(eth.get(h, n)));
-      return c;
+      const h = l.holders[rng.int(l.holders.length)] as string;
+      return expecting(call('account', 'eth_getBalance', [h, tag]), qty(l.eth.get(h, n)));
     }
     if (k === 1) {
       const i = rng.int(4);
       const c = call('account', 'eth_getTransactionCount', [DEV[i], tag]);
-      expect.set(c.body, qty(nonces.get(DEV[i] as string, n)));
-      return c;
+      return expecting(c, qty(l.nonces.get(DEV[i] as string, n)));
     }
-    const c = call('account', 'eth_getCode', [tokenAddress, tag]);
-    expect.set(c.body, n >= 1 ? code : '0x');
-    return c;
+    return expecting(call('account', 'eth_getCode', [l.tokenAddress, tag]), n >= 1 ? a.code : '0x');
   };
+  const chainId = (): Call => expecting(call('account', 'eth_chainId', []), '0x7a69');
+  const blockNumber = (): Call => expecting(call('account', 'eth_blockNumber', []), qty(head));
+  const atRecent = (): number => recentFrom + rng.int(head - recentFrom + 1);
+  const atOld = (): number => 2 + rng.int(oldTo - 1);
+  return { expect, balanceOf, receipt, blockReceipts, state, chainId, blockNumber, atRecent, atOld };
+}
+
+/** The mixes, and the cold measurement's bodies (read.ts). */
+function readMixes(o: ReadChainOptions, rng: Rng, k: ReturnType<typeof readCalls>) {
   const n = o.bodies;
-  const latestCalls = Array.from({ length: n }, () => balanceOf('latest'));
-  const recentCalls = Array.from({ length: n }, () => balanceOf(atRecent()));
-  const oldCalls = Array.from({ length: n }, () => balanceOf(atOld()));
-  const receiptCalls = Array.from({ length: n }, receipt);
-  const blockReceiptCalls = Array.from({ length: Math.min(n, 1000) }, blockReceiptsCall);
-  const stateLatest = Array.from({ length: n }, () => state('latest'));
-  const stateOld = Array.from({ length: n }, () => state(atOld()));
-  const misc: Call[] = [call('account', 'eth_blockNumber', []), call('account', 'eth_chainId', [])];
-  expect.set((misc[0] as Call).body, qty(head));
-  expect.set((misc[1] as Call).body, '0x7a69');
-  // The cold measurement's bodies (read.ts): token reads at historical blocks no mix asks, and
-  // eth_chainId (the transport's own cost, for comparison).
-  const cold = Array.from({ length: 400 }, () => balanceOf(atOld()));
-  const baseline = Array.from({ length: 400 }, () => {
-    const c = call('account', 'eth_chainId', []);
-    expect.set(c.body, '0x7a69');
-    return c;
-  });
+  const latestCalls = Array.from({ length: n }, () => k.balanceOf('latest'));
+  const recentCalls = Array.from({ length: n }, () => k.balanceOf(k.atRecent()));
+  const oldCalls = Array.from({ length: n }, () => k.balanceOf(k.atOld()));
+  const receiptCalls = Array.from({ length: n }, k.receipt);
+  const blockReceiptCalls = Array.from({ length: Math.min(n, 1000) }, k.blockReceipts);
+  const stateLatest = Array.from({ length: n }, () => k.state('latest'));
+  const stateOld = Array.from({ length: n }, () => k.state(k.atOld()));
+  const misc: Call[] = [k.blockNumber(), k.chainId()];
+  // The cold measurement: token reads at historical blocks no mix asks, and eth_chainId (the
+  // transport's own cost, for comparison).
+  const cold = Array.from({ length: 400 }, () => k.balanceOf(k.atOld()));
+  const baseline = Array.from({ length: 400 }, k.chainId);
   const next = () => rng.next();
   // A dApp page: token reads at the head dominate, then account reads, receipts, head polls.
   const dapp = mixOf([latestCalls, recentCalls, stateLatest, receiptCalls, misc], [0.45, 0.1, 0.2, 0.15, 0.1], n, next);
@@ -357,7 +353,45 @@ export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
       calls: shuffle(dapp, next),
     },
   ];
-  const oldBodies = new Set([...oldCalls, ...stateOld].map((c) => c.body));
+  return { mixes, cold, baseline, oldBodies: new Set([...oldCalls, ...stateOld].map((c) => c.body)) };
+}
+
+/** Checks a reply against the expected answer; anvil may refuse states it pruned. */
+function readChecker(expect: Map<string, unknown>, oldBodies: Set<string>): ChainUnderTest['check'] {
+  return async (c: Call, r: Reply, server: ServerName): Promise<'ok' | 'unsupported'> => {
+    const want = expect.get(c.body);
+    if (want === undefined) throw new Error(`no expected answer for ${c.body}`);
+    if (r.error !== undefined) {
+      if (server === 'anvil' && oldBodies.has(c.body)) return 'unsupported';
+      throw new Error(`${server}: ${c.body} -> error ${JSON.stringify(r.error)}`);
+    }
+    let got = r.result;
+    if (server === 'anvil' && c.method === 'eth_getTransactionReceipt') got = gethReceipt(got as Json);
+    if (server === 'anvil' && c.method === 'eth_getBlockReceipts') got = (got as Json[]).map(gethReceipt);
+    if (canonical(got) !== canonical(want))
+      throw new Error(
+        `${server}: ${c.body} -> ${canonical(got).slice(0, 400)}, expected ${canonical(want).slice(0, 400)}`,
+      );
+    return 'ok';
+  };
+}
+
+export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
+  const rng = new Rng(36);
+  const genesisPath = join(o.dir, 'genesis.json');
+  writeFileSync(genesisPath, JSON.stringify(GENESIS));
+  const { proc: anvil, url: anvilUrl } = await startAnvil(
+    { genesisPath, port: await freePort(), fifo: true, pruneHistory: o.anvilHistory, quiet: true },
+    ['ignore', 'ignore', 'inherit'],
+  );
+  const t0 = Date.now();
+  const ledger = await mineChain(o, rng, anvilUrl);
+  const answers = await anvilAnswers(o, anvilUrl, ledger);
+  const { head, receipts } = answers;
+  o.log(`read: anvil built ${head} blocks, ${receipts.size} txs in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  const { datadir, followSecs } = await followAnvil(o, anvilUrl, genesisPath, head);
+  const calls = readCalls(o, rng, ledger, answers);
+  const { mixes, cold, baseline, oldBodies } = readMixes(o, rng, calls);
   return {
     cold,
     baseline,
@@ -366,22 +400,7 @@ export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
     datadir,
     anvilUrl,
     ...(anvil.pid !== undefined ? { anvilPgid: anvil.pid } : {}),
-    async check(c: Call, r: Reply, server: ServerName): Promise<'ok' | 'unsupported'> {
-      const want = expect.get(c.body);
-      if (want === undefined) throw new Error(`no expected answer for ${c.body}`);
-      if (r.error !== undefined) {
-        if (server === 'anvil' && oldBodies.has(c.body)) return 'unsupported';
-        throw new Error(`${server}: ${c.body} -> error ${JSON.stringify(r.error)}`);
-      }
-      let got = r.result;
-      if (server === 'anvil' && c.method === 'eth_getTransactionReceipt') got = gethReceipt(got as Json);
-      if (server === 'anvil' && c.method === 'eth_getBlockReceipts') got = (got as Json[]).map(gethReceipt);
-      if (canonical(got) !== canonical(want))
-        throw new Error(
-          `${server}: ${c.body} -> ${canonical(got).slice(0, 400)}, expected ${canonical(want).slice(0, 400)}`,
-        );
-      return 'ok';
-    },
+    check: readChecker(calls.expect, oldBodies),
     normalise: () => undefined,
     anvilSkips: (calls) => new Set(calls.filter((c) => oldBodies.has(c.body)).map((c) => c.body)),
     close: () => stopChild(anvil),

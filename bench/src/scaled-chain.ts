@@ -265,6 +265,146 @@ export function senderWallets(): HDNodeWallet[] {
   return Array.from({ length: SENDERS }, (_, i) => HDNodeWallet.fromPhrase(MNEMONIC, undefined, `m/44'/60'/0'/0/${i}`));
 }
 
+/** One block's signed transactions (with their sender), and what they write into the model. */
+interface BlockTxs {
+  raws: { raw: string; hash: string; from: number }[];
+  logs: ModelLog[];
+  writes: [number, string, bigint][];
+  fresh: FreshAccount[];
+}
+
+/** The senders' keys and nonces, the random stream, and the round-robin counters of a build. */
+class ScaledSigner {
+  readonly wallets = senderWallets();
+  readonly senders = this.wallets.map((w) => w.address.toLowerCase());
+  readonly nonces = this.senders.map(() => 0);
+  readonly rng = new Rng(0x5ca1ed);
+  sender = 0;
+  freshN = 0;
+
+  rand32(): bigint {
+    let v = 0n;
+    for (let i = 0; i < 8; i++) v = (v << 32n) | BigInt(this.rng.u32());
+    return v === 0n ? 1n : v;
+  }
+
+  sign(s: number, fields: Record<string, unknown>): { raw: string; hash: string } {
+    const nonce = this.nonces[s] as number;
+    this.nonces[s] = nonce + 1;
+    const tx = Transaction.from({ chainId: CHAIN_ID, nonce, ...fields });
+    tx.signature = Signature.from((this.wallets[s] as HDNodeWallet).signingKey.sign(tx.unsignedHash));
+    const raw = tx.serialized;
+    return { raw, hash: hexOf(keccak256(bytesOf(raw))) };
+  }
+}
+
+const EIP1559_FEE = { type: 2, maxFeePerGas: 3_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
+
+/** Block 1: the contracts, deployed by the first sender. */
+function deployTxs(k: ScaledSigner, m: ScaledModel): BlockTxs {
+  const raws: BlockTxs['raws'] = [];
+  for (let c = 0; c < CONTRACTS; c++) {
+    m.contracts.push(getCreateAddress({ from: k.senders[0] as string, nonce: k.nonces[0] as number }).toLowerCase());
+    raws.push({ ...k.sign(0, { ...EIP1559_FEE, data: INIT, gasLimit: 200_000 }), from: 0 });
+  }
+  return { raws, logs: [], writes: [], fresh: [] };
+}
+
+/** Blocks after the first: transfers to fresh accounts, then calls writing new slots and one existing slot. */
+function trafficTxs(k: ScaledSigner, m: ScaledModel, n: number): BlockTxs {
+  const t: BlockTxs = { raws: [], logs: [], writes: [], fresh: [] };
+  for (let i = 0; i < TRANSFERS; i++) {
+    const s = k.sender++ % SENDERS;
+    const address = hexOf(keccak256(Buffer.from(`scaled-bench-account-${k.freshN}`))).slice(0, 42);
+    const value = 1_000_000_000n + BigInt(k.freshN++);
+    t.fresh.push({ address, block: n, value });
+    const fee = i % 2 === 0 ? EIP1559_FEE : { type: 0, gasPrice: 2_000_000_000n };
+    t.raws.push({ ...k.sign(s, { ...fee, to: address, value, gasLimit: 21_000 }), from: s });
+  }
+  for (let i = 0; i < CALLS; i++) {
+    const s = k.sender++ % SENDERS;
+    const c = k.rng.int(CONTRACTS);
+    const keys = m.slotKeys[c] as string[];
+    const pairs: [string, bigint][] = [];
+    for (let j = 0; j < NEW_SLOTS; j++) pairs.push([word(k.rand32()), k.rand32()]);
+    if (keys.length > 0) pairs.push([keys[k.rng.int(keys.length)] as string, k.rand32()]);
+    const data = `0x${pairs.map(([key, v]) => key.slice(2) + word(v).slice(2)).join('')}`;
+    const fee = i % 2 === 0 ? EIP1559_FEE : { type: 1, gasPrice: 2_000_000_000n, accessList: [] };
+    const signed = k.sign(s, { ...fee, to: m.contracts[c], data, gasLimit: 400_000 });
+    t.raws.push({ ...signed, from: s });
+    for (const [key, v] of pairs) {
+      t.writes.push([c, key, v]);
+      t.logs.push({
+        address: m.contracts[c] as string,
+        slot: key,
+        value: word(v),
+        txIndex: t.raws.length - 1,
+        logIndex: t.logs.length,
+        txHash: signed.hash,
+      });
+    }
+  }
+  return t;
+}
+
+/**
+ * Sends the block's transactions in one batch, has anvil mine them, and checks the block: its
+ * transactions in the order sent (fifo, as in fixture-chain.ts), its hash, parent and
+ * transactions root recomputed here, the contracts deployed or every call's gas spent.
+ */
+async function mineChecked(rpc: Rpc, m: ScaledModel, n: number, raws: BlockTxs['raws']) {
+  const hs = await rpc(raws.map((r) => ['eth_sendRawTransaction', [r.raw]] as [string, unknown[]]));
+  hs.forEach((h, i) => {
+    if (h !== raws[i]?.hash) throw new Error(`scaled: anvil took ${String(raws[i]?.hash)} as ${String(h)}`);
+  });
+  await rpc([['evm_mine', [T0 + 12 * n]]]);
+  const b = (await rpc([['eth_getBlockByNumber', [`0x${n.toString(16)}`, false]]]))[0] as Record<string, unknown>;
+  const want = raws.map((r) => r.hash);
+  if ((b['transactions'] as string[]).join() !== want.join())
+    throw new Error(`scaled: block ${n} holds other transactions than sent`);
+  const hash = headerHash(b);
+  if (hash !== b['hash']) throw new Error(`scaled: block ${n}: keccak(header) ${hash} != anvil's ${String(b['hash'])}`);
+  if (b['parentHash'] !== (m.blocks[n - 1] as ModelBlock).hash) throw new Error(`scaled: block ${n} parentHash`);
+  if ((await txRoot(raws.map((r) => bytesOf(r.raw)))) !== b['transactionsRoot'])
+    throw new Error(`scaled: block ${n}: transactionsRoot is not the trie of the signed txs`);
+  if (n === 1) {
+    const receipts = (await rpc(raws.map((r) => ['eth_getTransactionReceipt', [r.hash]] as [string, unknown[]]))) as {
+      status: string;
+    }[];
+    const codes = (await rpc(
+      m.contracts.map((a) => ['eth_getCode', [a, 'latest']] as [string, unknown[]]),
+    )) as string[];
+    if (receipts.some((r) => r.status !== '0x1') || codes.some((c) => c !== RUNTIME))
+      throw new Error('scaled: contract deployment failed');
+  } else {
+    const gasUsed = Number(b['gasUsed']);
+    if (gasUsed < TRANSFERS * 21_000 + CALLS * NEW_SLOTS * 22_100)
+      throw new Error(`scaled: block ${n} used only ${gasUsed} gas (a call failed?)`);
+  }
+  m.blocks.push({ number: n, hash, stateRoot: b['stateRoot'] as string, txs: want });
+}
+
+/** The mined block's transactions, slot writes, logs and fresh accounts into the model. */
+function recordScaledBlock(m: ScaledModel, senders: string[], n: number, t: BlockTxs): void {
+  t.raws.forEach((r, index) => {
+    m.txs.set(r.hash, { hash: r.hash, block: n, index, from: senders[r.from] as string });
+    m.txList.push(r.hash);
+  });
+  for (const [c, k, v] of t.writes) {
+    const slots = m.slots[c] as Map<string, SlotHistory>;
+    let h = slots.get(k);
+    if (h === undefined) {
+      h = { blocks: [], values: [] };
+      slots.set(k, h);
+      (m.slotKeys[c] as string[]).push(k);
+    }
+    h.blocks.push(n);
+    h.values.push(v);
+  }
+  m.logs.push(t.logs);
+  m.fresh.push(...t.fresh);
+}
+
 /**
  * Builds the chain into a running anvil (started with anvilArgs) up to block `blocks`, checking
  * every block as it goes, and returns the model. `log` gets progress lines.
@@ -277,13 +417,10 @@ export async function buildScaledChain(
   onBlock?: (n: number) => void,
 ): Promise<ScaledModel> {
   const rpc = rpcClient(url);
-  const wallets = senderWallets();
-  const senders = wallets.map((w) => w.address.toLowerCase());
-  const genesis = scaledGenesis(senders);
+  const k = new ScaledSigner();
+  const genesis = scaledGenesis(k.senders);
   const genesisPath = join(dir, 'genesis.json');
   writeFileSync(genesisPath, JSON.stringify(genesis, null, 1));
-  const nonces = senders.map(() => 0);
-  const rng = new Rng(0x5ca1ed);
   const m: ScaledModel = {
     genesis,
     genesisPath,
@@ -300,129 +437,12 @@ export async function buildScaledChain(
   const g = (await rpc([['eth_getBlockByNumber', ['0x0', false]]]))[0] as Record<string, unknown>;
   if (headerHash(g) !== g['hash']) throw new Error('scaled: anvil block 0 hash is not keccak(header)');
   m.blocks.push({ number: 0, hash: g['hash'] as string, stateRoot: g['stateRoot'] as string, txs: [] });
-  const rand32 = (): bigint => {
-    let v = 0n;
-    for (let i = 0; i < 8; i++) v = (v << 32n) | BigInt(rng.u32());
-    return v === 0n ? 1n : v;
-  };
-  const sign = (s: number, fields: Record<string, unknown>): { raw: string; hash: string } => {
-    const nonce = nonces[s] as number;
-    nonces[s] = nonce + 1;
-    const tx = Transaction.from({ chainId: CHAIN_ID, nonce, ...fields });
-    tx.signature = Signature.from((wallets[s] as HDNodeWallet).signingKey.sign(tx.unsignedHash));
-    const raw = tx.serialized;
-    return { raw, hash: hexOf(keccak256(bytesOf(raw))) };
-  };
-  let sender = 0;
-  let freshN = 0;
   const t0 = Date.now();
   let lastLog = t0;
   for (let n = 1; n <= blocks; n++) {
-    const raws: { raw: string; hash: string; from: number }[] = [];
-    const logs: ModelLog[] = [];
-    const writes: [number, string, bigint][] = [];
-    const fresh: FreshAccount[] = [];
-    if (n === 1) {
-      for (let c = 0; c < CONTRACTS; c++) {
-        m.contracts.push(getCreateAddress({ from: senders[0] as string, nonce: nonces[0] as number }).toLowerCase());
-        raws.push({
-          ...sign(0, {
-            type: 2,
-            data: INIT,
-            gasLimit: 200_000,
-            maxFeePerGas: 3_000_000_000n,
-            maxPriorityFeePerGas: 1_000_000_000n,
-          }),
-          from: 0,
-        });
-      }
-    } else {
-      for (let i = 0; i < TRANSFERS; i++) {
-        const s = sender++ % SENDERS;
-        const address = hexOf(keccak256(Buffer.from(`scaled-bench-account-${freshN}`))).slice(0, 42);
-        const value = 1_000_000_000n + BigInt(freshN++);
-        fresh.push({ address, block: n, value });
-        const fee =
-          i % 2 === 0
-            ? { type: 2, maxFeePerGas: 3_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n }
-            : { type: 0, gasPrice: 2_000_000_000n };
-        raws.push({ ...sign(s, { ...fee, to: address, value, gasLimit: 21_000 }), from: s });
-      }
-      for (let i = 0; i < CALLS; i++) {
-        const s = sender++ % SENDERS;
-        const c = rng.int(CONTRACTS);
-        const keys = m.slotKeys[c] as string[];
-        const pairs: [string, bigint][] = [];
-        for (let k = 0; k < NEW_SLOTS; k++) pairs.push([word(rand32()), rand32()]);
-        if (keys.length > 0) pairs.push([keys[rng.int(keys.length)] as string, rand32()]);
-        const data = `0x${pairs.map(([k, v]) => k.slice(2) + word(v).slice(2)).join('')}`;
-        const fee =
-          i % 2 === 0
-            ? { type: 2, maxFeePerGas: 3_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n }
-            : { type: 1, gasPrice: 2_000_000_000n, accessList: [] };
-        const signed = sign(s, { ...fee, to: m.contracts[c], data, gasLimit: 400_000 });
-        raws.push({ ...signed, from: s });
-        for (const [k, v] of pairs) {
-          writes.push([c, k, v]);
-          logs.push({
-            address: m.contracts[c] as string,
-            slot: k,
-            value: word(v),
-            txIndex: raws.length - 1,
-            logIndex: logs.length,
-            txHash: signed.hash,
-          });
-        }
-      }
-    }
-    // One batch (fifo order; the mined block's order is checked below, as in fixture-chain.ts).
-    const hs = await rpc(raws.map((r) => ['eth_sendRawTransaction', [r.raw]] as [string, unknown[]]));
-    hs.forEach((h, i) => {
-      if (h !== raws[i]?.hash) throw new Error(`scaled: anvil took ${String(raws[i]?.hash)} as ${String(h)}`);
-    });
-    await rpc([['evm_mine', [T0 + 12 * n]]]);
-    const b = (await rpc([['eth_getBlockByNumber', [`0x${n.toString(16)}`, false]]]))[0] as Record<string, unknown>;
-    const want = raws.map((r) => r.hash);
-    if ((b['transactions'] as string[]).join() !== want.join())
-      throw new Error(`scaled: block ${n} holds other transactions than sent`);
-    const hash = headerHash(b);
-    if (hash !== b['hash'])
-      throw new Error(`scaled: block ${n}: keccak(header) ${hash} != anvil's ${String(b['hash'])}`);
-    if (b['parentHash'] !== (m.blocks[n - 1] as ModelBlock).hash) throw new Error(`scaled: block ${n} parentHash`);
-    if ((await txRoot(raws.map((r) => bytesOf(r.raw)))) !== b['transactionsRoot'])
-      throw new Error(`scaled: block ${n}: transactionsRoot is not the trie of the signed txs`);
-    if (n === 1) {
-      const receipts = (await rpc(raws.map((r) => ['eth_getTransactionReceipt', [r.hash]] as [string, unknown[]]))) as {
-        status: string;
-      }[];
-      const codes = (await rpc(
-        m.contracts.map((a) => ['eth_getCode', [a, 'latest']] as [string, unknown[]]),
-      )) as string[];
-      if (receipts.some((r) => r.status !== '0x1') || codes.some((c) => c !== RUNTIME))
-        throw new Error('scaled: contract deployment failed');
-    } else {
-      const gasUsed = Number(b['gasUsed']);
-      if (gasUsed < TRANSFERS * 21_000 + CALLS * NEW_SLOTS * 22_100)
-        throw new Error(`scaled: block ${n} used only ${gasUsed} gas (a call failed?)`);
-    }
-    m.blocks.push({ number: n, hash, stateRoot: b['stateRoot'] as string, txs: want });
-    raws.forEach((r, index) => {
-      m.txs.set(r.hash, { hash: r.hash, block: n, index, from: senders[r.from] as string });
-      m.txList.push(r.hash);
-    });
-    for (const [c, k, v] of writes) {
-      const slots = m.slots[c] as Map<string, SlotHistory>;
-      let h = slots.get(k);
-      if (h === undefined) {
-        h = { blocks: [], values: [] };
-        slots.set(k, h);
-        (m.slotKeys[c] as string[]).push(k);
-      }
-      h.blocks.push(n);
-      h.values.push(v);
-    }
-    m.logs.push(logs);
-    m.fresh.push(...fresh);
+    const t = n === 1 ? deployTxs(k, m) : trafficTxs(k, m, n);
+    await mineChecked(rpc, m, n, t.raws);
+    recordScaledBlock(m, k.senders, n, t);
     onBlock?.(n);
     if (Date.now() - lastLog >= 10_000 || n === blocks) {
       lastLog = Date.now();

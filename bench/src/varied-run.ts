@@ -35,7 +35,7 @@ import { prepareFixtures } from './varied-fixtures.js';
 import type { FixtureOptions } from './varied-fixtures.js';
 import type { Manifest } from './mainnet-shape/generator.js';
 import { prepareScaled } from './varied-scaled.js';
-import type { Call, ChainUnderTest, Reply, ServerName } from './varied-mix.js';
+import type { Call, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
 import { freePort } from '@chainnode/testkit';
 
 export interface VariedOptions {
@@ -179,6 +179,194 @@ async function diff(chain: ChainUnderTest, c: Call, mine: string, peer: Target |
   return d.slice(0, 12).join('; ');
 }
 
+/** The chain the run measures: the caller's, or the scaled, fixture or mainnet-shaped one. */
+async function prepareChain(o: VariedOptions, tmp: string, log: (line: string) => void): Promise<ChainUnderTest> {
+  if (o.prepare !== undefined) return o.prepare(tmp, log);
+  if (o.chain === 'scaled')
+    return prepareScaled({
+      root: o.root,
+      cli: o.cli,
+      dir: tmp,
+      blocks: o.blocks,
+      bodies: o.bodies,
+      logBodies: o.logBodies,
+      anvilHistory: o.anvilHistory,
+      anvilProofSample: o.anvilProofSample,
+      noAnvil: o.noAnvil === true,
+      keep: o.keep !== undefined,
+      log,
+    });
+  return prepareFixtures({
+    root: o.root,
+    ...(o.chain === 'mainnet' ? { export: mainnetExport(o.from) } : {}),
+    cli: o.cli,
+    dir: tmp,
+    ...(o.datadir !== undefined ? { datadir: o.datadir } : {}),
+    bodies: o.bodies,
+    noAnvil: o.noAnvil === true,
+    ...(o.chain === 'mainnet' ? { anvilHistory: o.anvilHistory, anvilProofSample: o.anvilProofSample } : {}),
+    log,
+  });
+}
+
+/** This node serving the chain's datadir, and the servers measured: it, and anvil when the chain has one. */
+async function startTargets(o: VariedOptions, chain: ChainUnderTest) {
+  const key = await createKey(o.cli, chain.datadir, benchBudget('bench'));
+  const ourPort = await freePort();
+  const srv = spawnChild(
+    process.execPath,
+    [o.cli, 'serve', '--datadir', chain.datadir, '--port', String(ourPort), ...(o.serveArgs ?? [])],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const url = `http://127.0.0.1:${ourPort}/v3/${key}`;
+  const target = (name: ServerName, port: number, path: string, pgid: number | undefined): Target => ({
+    name,
+    port,
+    path,
+    digests: new Map(),
+    unsupported: new Set(),
+    ...(pgid !== undefined ? { pgid } : {}),
+  });
+  const targets: Target[] = [target('chainnode', ourPort, `/v3/${key}`, srv.pid)];
+  if (chain.anvilUrl !== undefined) {
+    const u = new URL(chain.anvilUrl);
+    targets.push(target('anvil', Number(u.port), u.pathname, chain.anvilPgid));
+  }
+  return { srv, url, targets };
+}
+
+/** One mix on one server: the cold pass, the check, the warm load; undefined when it answers no body. */
+interface TargetRun {
+  res: VariedResult | undefined;
+  cpu: { usPerReq: number; coreShare: number } | undefined;
+  cold: OnceResult | undefined;
+  /** Distinct bodies it answered, when fewer than the mix's (else 0). */
+  subset: number;
+}
+
+/** What the mixes measured, for the report. */
+interface Measured {
+  rows: string[];
+  coldRows: string[];
+  /** 1-min load average at the start of each pass. */
+  loads: number[];
+  /** Client CPU ms per second of load spent checking digests. */
+  checkCost: number[];
+}
+
+const NOT_ANSWERED: TargetRun = { res: undefined, cpu: undefined, cold: undefined, subset: 0 };
+
+async function runTarget(
+  o: VariedOptions,
+  chain: ChainUnderTest,
+  m: Mix,
+  t: Target,
+  targets: Target[],
+  facts: Map<string, Buffer>,
+  acc: Measured,
+  log: (line: string) => void,
+): Promise<TargetRun> {
+  // Bodies the chain knows anvil refuses (or is too slow for) are not sent to it.
+  const skips = t.name === 'anvil' && chain.anvilSkips !== undefined ? chain.anvilSkips(m.calls) : new Set<string>();
+  for (const b of skips) t.unsupported.add(b);
+  const calls = t.unsupported.size === 0 ? m.calls : m.calls.filter((c) => !t.unsupported.has(c.body));
+  const bodies = calls.map((c) => c.body);
+  if (bodies.length === 0) {
+    log(`varied: ${m.label}: ${t.name}: no body it answers`);
+    return NOT_ANSWERED;
+  }
+  const at = { host: '127.0.0.1', port: t.port, path: t.path, connections: o.connections };
+  acc.loads.push(loadavg()[0] as number);
+  const cold = await rawOnceThread({ ...at, bodies, seconds: 0 });
+  if (cold.bad + cold.errors > 0)
+    throw new Error(`${t.name}: ${m.label}: cold pass: ${cold.bad} non-200, ${cold.errors} socket errors`);
+  const tc = Date.now();
+  const checked = await checkReplies(
+    chain,
+    t,
+    calls,
+    cold,
+    facts,
+    targets.find((x) => x !== t),
+  );
+  log(
+    `varied: ${m.label}: ${t.name} cold pass ${bodies.length} bodies in ${cold.secs.toFixed(1)} s (${Math.round(cold.rps)} req/s, p50 ${cold.p50} p99 ${cold.p99} ms); ${checked} new distinct replies checked in ${((Date.now() - tc) / 1000).toFixed(1)} s${t.unsupported.size > 0 ? ` (${t.unsupported.size} unsupported so far)` : ''}`,
+  );
+  const usable = m.calls.filter((c) => !t.unsupported.has(c.body));
+  const subset = usable.length < m.calls.length ? new Set(usable.map((c) => c.body)).size : 0;
+  if (usable.length === 0) return { ...NOT_ANSWERED, subset };
+  const expected = Buffer.concat(usable.map((c) => t.digests.get(c.body) as Buffer));
+  acc.loads.push(loadavg()[0] as number);
+  // The server's CPU time in the measured window, per request answered in it.
+  const pgid = t.pgid;
+  const cpu: number[] = [];
+  const r = await rawLoadVariedThread({
+    ...at,
+    bodies: usable.map((c) => c.body),
+    expected,
+    seconds: o.seconds,
+    ...(pgid !== undefined ? { onWindow: () => cpu.push(groupCpuMs(pgid)) } : {}),
+  });
+  acc.checkCost.push(r.checkMsPerSec);
+  log(
+    `varied: ${m.label}: ${t.name} ${Math.round(r.rps)} req/s p50 ${r.p50} p99 ${r.p99} wrong ${r.mismatched} (shed ${r.shed}) non-200 ${r.bad} errors ${r.errors}, ${r.distinct} distinct bodies answered; client digest checks ${r.checkMsPerSec.toFixed(0)} ms CPU per s`,
+  );
+  const used = cpu.length === 2 ? (cpu[1] as number) - (cpu[0] as number) : undefined;
+  return {
+    res: r,
+    cpu:
+      used === undefined
+        ? undefined
+        : { usPerReq: (used * 1000) / Math.max(1, r.ok), coreShare: used / 1000 / o.seconds },
+    cold,
+    subset,
+  };
+}
+
+const fmtWarm = (x: TargetRun): string => {
+  const { res: r, cpu } = x;
+  return r === undefined
+    ? 'unsupported | | | | '
+    : `${Math.round(r.rps)}${x.subset > 0 ? ` (${x.subset} bodies)` : ''} | ${r.p50} | ${r.p99} | ${r.bad + r.mismatched + r.errors}${r.shed > 0 ? ` (${r.shed} shed)` : ''} | ${cpu === undefined ? '' : `${cpu.usPerReq.toFixed(0)} (${(cpu.coreShare * 100).toFixed(0)}%)`}`;
+};
+const fmtCold = (r: OnceResult | undefined): string =>
+  r === undefined ? 'unsupported | | ' : `${Math.round(r.rps)} | ${r.p50} | ${r.p99}`;
+
+/** The run's tables and the facts to read them by, on stdout. */
+function printReport(
+  o: VariedOptions,
+  chain: ChainUnderTest,
+  targets: Target[],
+  acc: Measured,
+  facts: { datadirBytes: number; setupSecs: number; before: string[] },
+): void {
+  const { loads, checkCost } = acc;
+  const la = loads.length === 0 ? 'n/a' : `${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}`;
+  console.log(
+    `\nMachine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'cpu'}; Node ${process.version}; ${new Date().toISOString().slice(0, 16)} UTC; load average ${la} (1-min, at the start of each pass)`,
+  );
+  console.log(o.command ?? `Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')}`);
+  console.log(
+    `Chain: ${chain.describe}; chainnode datadir ${(facts.datadirBytes / 1e6).toFixed(0)} MB; setup (build + import) ${facts.setupSecs.toFixed(0)} s`,
+  );
+  console.log(
+    `Client: raw-http, ${o.connections} connections, closed loop; warm: ${o.seconds} s after a 2 s warm-up per case; every answer's digest (XXH3-128) compared with its body's checked reply (client CPU for it: ${checkCost.length === 0 ? 'n/a' : `${Math.min(...checkCost).toFixed(0)}-${Math.max(...checkCost).toFixed(0)}`} ms per second of load)${targets[1]?.unsupported.size ? `; anvil: ${targets[1].unsupported.size} bodies not answered or not sent (no state before its last ${o.anvilHistory} blocks), its rows run on the bodies it answers (distinct count in brackets; eth_getProof: a sample of at most ${o.anvilProofSample} per mix, the rest not sent)` : ''}\n`,
+  );
+  console.log(
+    "Server CPU: user + system time of the server's process group in the measured window per request answered (µs), and as a share of one core; on 2 cores the load client takes about one, so a server below ~100% is limited by the client, not by itself.\n",
+  );
+  console.log(
+    '| request mix | distinct params | chainnode req/s | p50 ms | p99 ms | errors | CPU µs/req (core) | anvil req/s | p50 ms | p99 ms | errors | CPU µs/req (core) |\n|---|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const r of acc.rows) console.log(r);
+  console.log('\nCold pass (every body once, first time this server process is asked it):\n');
+  console.log(
+    '| request mix | bodies | chainnode req/s | p50 ms | p99 ms | anvil req/s | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|',
+  );
+  for (const r of acc.coldRows) console.log(r);
+  for (const line of facts.before) console.log(line);
+}
+
 export async function runVaried(o: VariedOptions): Promise<void> {
   // --keep <dir>: the chain is built (or reused) there and kept after the run (scaled chain only).
   const tmp = o.keep ?? mkdtempSync(join(tmpdir(), 'bench-varied-'));
@@ -190,197 +378,32 @@ export async function runVaried(o: VariedOptions): Promise<void> {
   let srv: ReturnType<typeof spawnChild> | undefined;
   try {
     const tSetup = Date.now();
-    chain =
-      o.prepare !== undefined
-        ? await o.prepare(tmp, log)
-        : o.chain === 'scaled'
-          ? await prepareScaled({
-              root: o.root,
-              cli: o.cli,
-              dir: tmp,
-              blocks: o.blocks,
-              bodies: o.bodies,
-              logBodies: o.logBodies,
-              anvilHistory: o.anvilHistory,
-              anvilProofSample: o.anvilProofSample,
-              noAnvil: o.noAnvil === true,
-              keep: o.keep !== undefined,
-              log,
-            })
-          : await prepareFixtures({
-              root: o.root,
-              ...(o.chain === 'mainnet' ? { export: mainnetExport(o.from) } : {}),
-              cli: o.cli,
-              dir: tmp,
-              ...(o.datadir !== undefined ? { datadir: o.datadir } : {}),
-              bodies: o.bodies,
-              noAnvil: o.noAnvil === true,
-              ...(o.chain === 'mainnet' ? { anvilHistory: o.anvilHistory, anvilProofSample: o.anvilProofSample } : {}),
-              log,
-            });
+    chain = await prepareChain(o, tmp, log);
     const setupSecs = (Date.now() - tSetup) / 1000;
     const mixes = chain.mixes.filter(
       (m) => o.only === undefined || o.only.some((w) => m.label.startsWith(w) || m.label.includes(w)),
     );
     const datadirBytes = Number((await runChild('du', ['-sb', chain.datadir])).split('\t')[0]);
-    const key = await createKey(o.cli, chain.datadir, benchBudget('bench'));
-    const ourPort = await freePort();
-    srv = spawnChild(
-      process.execPath,
-      [o.cli, 'serve', '--datadir', chain.datadir, '--port', String(ourPort), ...(o.serveArgs ?? [])],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
-    );
-    await waitRpc(`http://127.0.0.1:${ourPort}/v3/${key}`);
-    const before = o.beforeMixes !== undefined ? await o.beforeMixes(`http://127.0.0.1:${ourPort}/v3/${key}`) : [];
-    const targets: Target[] = [
-      {
-        name: 'chainnode',
-        port: ourPort,
-        path: `/v3/${key}`,
-        digests: new Map(),
-        unsupported: new Set(),
-        ...(srv.pid !== undefined ? { pgid: srv.pid } : {}),
-      },
-    ];
-    if (chain.anvilUrl !== undefined) {
-      const u = new URL(chain.anvilUrl);
-      targets.push({
-        name: 'anvil',
-        port: Number(u.port),
-        path: u.pathname,
-        digests: new Map(),
-        unsupported: new Set(),
-        ...(chain.anvilPgid !== undefined ? { pgid: chain.anvilPgid } : {}),
-      });
-    }
+    const started = await startTargets(o, chain);
+    srv = started.srv;
+    const { url, targets } = started;
+    await waitRpc(url);
+    const before = o.beforeMixes !== undefined ? await o.beforeMixes(url) : [];
     const facts = new Map<string, Buffer>();
-    const rows: string[] = [];
-    const coldRows: string[] = [];
-    const loads: number[] = [];
-    const checkCost: number[] = [];
-    const fmt = (
-      r: VariedResult | undefined,
-      of: number,
-      cpu: { usPerReq: number; coreShare: number } | undefined,
-    ): string =>
-      r === undefined
-        ? 'unsupported | | | | '
-        : `${Math.round(r.rps)}${of > 0 ? ` (${of} bodies)` : ''} | ${r.p50} | ${r.p99} | ${r.bad + r.mismatched + r.errors}${r.shed > 0 ? ` (${r.shed} shed)` : ''} | ${cpu === undefined ? '' : `${cpu.usPerReq.toFixed(0)} (${(cpu.coreShare * 100).toFixed(0)}%)`}`;
-    const fmtCold = (r: OnceResult | undefined): string =>
-      r === undefined ? 'unsupported | | ' : `${Math.round(r.rps)} | ${r.p50} | ${r.p99}`;
+    const acc: Measured = { rows: [], coldRows: [], loads: [], checkCost: [] };
     for (const m of mixes) {
-      const res: (VariedResult | undefined)[] = [];
-      const cpuOf: ({ usPerReq: number; coreShare: number } | undefined)[] = [];
-      const colds: (OnceResult | undefined)[] = [];
-      const subsets: number[] = [];
-      for (const t of targets) {
-        // Bodies the chain knows anvil refuses (or is too slow for) are not sent to it.
-        const skips =
-          t.name === 'anvil' && chain.anvilSkips !== undefined ? chain.anvilSkips(m.calls) : new Set<string>();
-        for (const b of skips) t.unsupported.add(b);
-        const calls = t.unsupported.size === 0 ? m.calls : m.calls.filter((c) => !t.unsupported.has(c.body));
-        const bodies = calls.map((c) => c.body);
-        if (bodies.length === 0) {
-          res.push(undefined);
-          cpuOf.push(undefined);
-          colds.push(undefined);
-          subsets.push(0);
-          log(`varied: ${m.label}: ${t.name}: no body it answers`);
-          continue;
-        }
-        loads.push(loadavg()[0] as number);
-        const cold = await rawOnceThread({
-          host: '127.0.0.1',
-          port: t.port,
-          path: t.path,
-          bodies,
-          connections: o.connections,
-          seconds: 0,
-        });
-        if (cold.bad + cold.errors > 0)
-          throw new Error(`${t.name}: ${m.label}: cold pass: ${cold.bad} non-200, ${cold.errors} socket errors`);
-        const tc = Date.now();
-        const checked = await checkReplies(
-          chain,
-          t,
-          calls,
-          cold,
-          facts,
-          targets.find((x) => x !== t),
-        );
-        log(
-          `varied: ${m.label}: ${t.name} cold pass ${bodies.length} bodies in ${cold.secs.toFixed(1)} s (${Math.round(cold.rps)} req/s, p50 ${cold.p50} p99 ${cold.p99} ms); ${checked} new distinct replies checked in ${((Date.now() - tc) / 1000).toFixed(1)} s${t.unsupported.size > 0 ? ` (${t.unsupported.size} unsupported so far)` : ''}`,
-        );
-        const usable = m.calls.filter((c) => !t.unsupported.has(c.body));
-        subsets.push(usable.length < m.calls.length ? new Set(usable.map((c) => c.body)).size : 0);
-        if (usable.length === 0) {
-          res.push(undefined);
-          cpuOf.push(undefined);
-          colds.push(undefined);
-          continue;
-        }
-        colds.push(cold);
-        const expected = Buffer.concat(usable.map((c) => t.digests.get(c.body) as Buffer));
-        loads.push(loadavg()[0] as number);
-        // The server's CPU time in the measured window, per request answered in it.
-        const pgid = t.pgid;
-        const cpu: number[] = [];
-        const r = await rawLoadVariedThread({
-          host: '127.0.0.1',
-          port: t.port,
-          path: t.path,
-          bodies: usable.map((c) => c.body),
-          expected,
-          connections: o.connections,
-          seconds: o.seconds,
-          ...(pgid !== undefined ? { onWindow: () => cpu.push(groupCpuMs(pgid)) } : {}),
-        });
-        res.push(r);
-        cpuOf.push(
-          cpu.length === 2
-            ? {
-                usPerReq: (((cpu[1] as number) - (cpu[0] as number)) * 1000) / Math.max(1, r.ok),
-                coreShare: ((cpu[1] as number) - (cpu[0] as number)) / 1000 / o.seconds,
-              }
-            : undefined,
-        );
-        checkCost.push(r.checkMsPerSec);
-        log(
-          `varied: ${m.label}: ${t.name} ${Math.round(r.rps)} req/s p50 ${r.p50} p99 ${r.p99} wrong ${r.mismatched} (shed ${r.shed}) non-200 ${r.bad} errors ${r.errors}, ${r.distinct} distinct bodies answered; client digest checks ${r.checkMsPerSec.toFixed(0)} ms CPU per s`,
-        );
-      }
+      const runs: TargetRun[] = [];
+      for (const t of targets) runs.push(await runTarget(o, chain, m, t, targets, facts, acc, log));
+      const [ours, anvil] = runs as [TargetRun, TargetRun | undefined];
       const distinct = new Set(m.calls.map((c) => c.body.replace(/"id":\d+,/, ''))).size;
-      rows.push(
-        `| ${m.label} | ${distinct} | ${fmt(res[0], subsets[0] ?? 0, cpuOf[0])} | ${targets.length > 1 ? fmt(res[1], subsets[1] ?? 0, cpuOf[1]) : 'not run | | | | '} |`,
+      acc.rows.push(
+        `| ${m.label} | ${distinct} | ${fmtWarm(ours)} | ${anvil !== undefined ? fmtWarm(anvil) : 'not run | | | | '} |`,
       );
-      coldRows.push(
-        `| ${m.label} | ${m.calls.length} | ${fmtCold(colds[0])} | ${targets.length > 1 ? fmtCold(colds[1]) : 'not run | | '} |`,
+      acc.coldRows.push(
+        `| ${m.label} | ${m.calls.length} | ${fmtCold(ours.cold)} | ${anvil !== undefined ? fmtCold(anvil.cold) : 'not run | | '} |`,
       );
     }
-    const la = loads.length === 0 ? 'n/a' : `${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}`;
-    console.log(
-      `\nMachine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'cpu'}; Node ${process.version}; ${new Date().toISOString().slice(0, 16)} UTC; load average ${la} (1-min, at the start of each pass)`,
-    );
-    console.log(o.command ?? `Command: node bench/dist/http.js ${process.argv.slice(2).join(' ')}`);
-    console.log(
-      `Chain: ${chain.describe}; chainnode datadir ${(datadirBytes / 1e6).toFixed(0)} MB; setup (build + import) ${setupSecs.toFixed(0)} s`,
-    );
-    console.log(
-      `Client: raw-http, ${o.connections} connections, closed loop; warm: ${o.seconds} s after a 2 s warm-up per case; every answer's digest (XXH3-128) compared with its body's checked reply (client CPU for it: ${checkCost.length === 0 ? 'n/a' : `${Math.min(...checkCost).toFixed(0)}-${Math.max(...checkCost).toFixed(0)}`} ms per second of load)${targets[1]?.unsupported.size ? `; anvil: ${targets[1].unsupported.size} bodies not answered or not sent (no state before its last ${o.anvilHistory} blocks), its rows run on the bodies it answers (distinct count in brackets; eth_getProof: a sample of at most ${o.anvilProofSample} per mix, the rest not sent)` : ''}\n`,
-    );
-    console.log(
-      "Server CPU: user + system time of the server's process group in the measured window per request answered (µs), and as a share of one core; on 2 cores the load client takes about one, so a server below ~100% is limited by the client, not by itself.\n",
-    );
-    console.log(
-      '| request mix | distinct params | chainnode req/s | p50 ms | p99 ms | errors | CPU µs/req (core) | anvil req/s | p50 ms | p99 ms | errors | CPU µs/req (core) |\n|---|---|---|---|---|---|---|---|---|---|---|---|',
-    );
-    for (const r of rows) console.log(r);
-    console.log('\nCold pass (every body once, first time this server process is asked it):\n');
-    console.log(
-      '| request mix | bodies | chainnode req/s | p50 ms | p99 ms | anvil req/s | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|',
-    );
-    for (const r of coldRows) console.log(r);
-    for (const line of before) console.log(line);
+    printReport(o, chain, targets, acc, { datadirBytes, setupSecs, before });
   } finally {
     if (srv !== undefined) await stopChild(srv);
     if (chain !== undefined) await chain.close();
