@@ -21,6 +21,7 @@ import {
 } from '@chainnode/store';
 import type { BlockInput, GenesisInput, LogInput, StoredReceipt } from '@chainnode/store';
 import { Sfc32 } from '@chainnode/testkit';
+import { bloomBits } from '@chainnode/core';
 
 export interface ChainSpec {
   name: string;
@@ -154,35 +155,28 @@ function tokenIdTopic(i: number): Uint8Array {
   return t;
 }
 
-/** The three bloom bit indexes of a value (keccak of it, then 11 bits of each of its first 3 byte pairs). */
-function bloomBitsOf(value: Uint8Array): Uint16Array {
-  const h = keccak256(value);
-  const out = new Uint16Array(3);
-  for (let i = 0; i < 3; i++) out[i] = (((h[2 * i] as number) << 8) | (h[2 * i + 1] as number)) & 2047;
-  return out;
-}
-
-/** Bloom bits of a population (values made by `make`), computed on first use. */
+/** Bloom bits of a population (values made by `make`): core's (byte index, mask) pairs, computed on first use. */
 class BloomBits {
-  private readonly bits: Uint16Array;
+  /** Three (byte index, mask) pairs per member. */
+  private readonly bits: Uint8Array;
   private readonly known: Uint8Array;
   constructor(
     size: number,
     private readonly make: (i: number) => Uint8Array,
   ) {
-    this.bits = new Uint16Array(3 * size);
+    this.bits = new Uint8Array(6 * size);
     this.known = new Uint8Array(size);
   }
   /** Sets member i's bits in `bloom`. */
   set(bloom: Uint8Array, i: number): void {
     const bits = this.bits;
     if (this.known[i] === 0) {
-      bits.set(bloomBitsOf(this.make(i)), 3 * i);
+      bits.set(bloomBits(this.make(i)), 6 * i);
       this.known[i] = 1;
     }
-    for (let k = 3 * i; k < 3 * i + 3; k++) {
-      const bit = bits[k] as number;
-      bloom[255 - (bit >> 3)] = (bloom[255 - (bit >> 3)] as number) | (1 << (bit & 7));
+    for (let k = 6 * i; k < 6 * i + 6; k += 2) {
+      const at = bits[k] as number;
+      bloom[at] = (bloom[at] as number) | (bits[k + 1] as number);
     }
   }
 }
