@@ -11,7 +11,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, missingTools, redisServerPath, repoRoot, startRedis, tempDir, toolPath } from '@chainnode/testkit';
 import type { RedisProcess } from '@chainnode/testkit';
-import { createKeyCli, perTest, rpc, sleep, spawnServe, watchLog } from './serve-helpers.js';
+import { createKeyCli, perTest, rpc, sleep, spawnServe, startService, watchLog } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 import { WsClient } from './subs-helpers.js';
 
@@ -51,28 +51,20 @@ async function startNginx(replicas: number[]): Promise<string> {
     join(tmp.dir, 'nginx.conf'),
     `${process.getuid?.() === 0 ? 'user root root;\n' : ''}daemon off;\nworker_processes 1;\npid ${join(tmp.dir, 'nginx.pid')};\nerror_log stderr error;\nevents { worker_connections 1024; }\nhttp { ${temp} include ${join(tmp.dir, 'chainnode.conf')}; }\n`,
   );
-  const proc = spawn(nginx as string, ['-p', tmp.dir, '-c', join(tmp.dir, 'nginx.conf'), '-e', 'stderr'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let log = '';
-  proc.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
-  cleanups.push(async () => {
-    proc.kill('SIGTERM');
-    await exited;
-  });
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (
-      (await fetch(`${base}/health`).then(
-        (r) => r.status,
-        () => 0,
-      )) === 200
-    )
-      return base;
-    if (i > 300 || proc.exitCode !== null) throw new Error(`nginx did not start:\n${log}`);
-    await sleep(100);
-  }
+  await startService(
+    'nginx',
+    nginx as string,
+    ['-p', tmp.dir, '-c', join(tmp.dir, 'nginx.conf'), '-e', 'stderr'],
+    cleanups,
+    () =>
+      fetch(`${base}/health`).then(
+        (r) => r.status === 200,
+        () => false,
+      ),
+    300,
+  );
+  return base;
 }
 
 /** Calls through the proxy from `clients` loops until stopped; every failure with its time. */

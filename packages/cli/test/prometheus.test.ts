@@ -4,7 +4,7 @@
 // in it, the scraped series are the declared families, and the Redis ledger alert goes pending
 // once Redis is stopped under a paid call. `promtool test rules` runs the rules' unit tests.
 // Skips with one line when prometheus, promtool or redis-server is not installed.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -24,7 +24,7 @@ import {
 import type { RedisProcess } from '@chainnode/testkit';
 import { METRIC_FAMILIES } from '@chainnode/server';
 import type { MetricFamily } from '@chainnode/server';
-import { createKeyCli, perTest, rpc, sleep, spawnServe } from './serve-helpers.js';
+import { createKeyCli, perTest, rpc, sleep, spawnServe, startService } from './serve-helpers.js';
 
 const prometheus = toolPath('prometheus');
 const promtool = toolPath('promtool');
@@ -49,32 +49,23 @@ async function startPrometheus(target: string): Promise<{ base: string; proc: Ch
   );
   writeFileSync(join(tmp.dir, 'alerts.yml'), readFileSync(ALERT_RULES));
   const port = await freePort();
-  const proc = spawn(
+  const base = `http://127.0.0.1:${port}`;
+  const proc = await startService(
+    'prometheus',
     prometheus as string,
     [
       `--config.file=${join(tmp.dir, 'prometheus.yml')}`,
       `--storage.tsdb.path=${join(tmp.dir, 'data')}`,
       `--web.listen-address=127.0.0.1:${port}`,
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    cleanups,
+    () =>
+      fetch(`${base}/-/ready`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    600,
   );
-  let log = '';
-  proc.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
-  cleanups.push(async () => {
-    proc.kill('SIGTERM');
-    await exited;
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    const ok = await fetch(`${base}/-/ready`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    if (i > 600 || proc.exitCode !== null) throw new Error(`prometheus did not start:\n${log}`);
-    await sleep(100);
-  }
   return { base, proc };
 }
 

@@ -236,6 +236,34 @@ export function perTest(): { cleanups: (() => Promise<unknown>)[]; copy: () => P
 }
 
 /**
+ * A service a test runs beside its servers (nginx, prometheus): spawned with its stderr kept,
+ * stopped by `cleanups` (SIGTERM, awaited), and resolved once `ready()` holds. One that exits, or
+ * is not ready after `tries` probes 100 ms apart, fails the test with its stderr.
+ */
+export async function startService(
+  name: string,
+  command: string,
+  args: string[],
+  cleanups: (() => Promise<unknown>)[],
+  ready: () => Promise<boolean>,
+  tries: number,
+): Promise<ChildProcess> {
+  const proc = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  proc.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
+  cleanups.push(async () => {
+    proc.kill('SIGTERM');
+    await exited;
+  });
+  for (let i = 0; ; i++) {
+    if (await ready()) return proc;
+    if (i > tries || proc.exitCode !== null) throw new Error(`${name} did not start:\n${log}`);
+    await sleep(100);
+  }
+}
+
+/**
  * The lines of a stream written in the JSON log format, each parsed; a line that is not a JSON
  * record with a string `level` and `msg` fails the test, naming the line.
  */
