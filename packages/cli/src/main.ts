@@ -4,7 +4,7 @@ import { register as registerServe } from './cmds/serve/index.js';
 import { register as registerKeys } from './cmds/keys/index.js';
 import { register as registerStart } from './cmds/start/index.js';
 import { register as registerAdmin } from './cmds/admin/index.js';
-import { RuntimeError } from '@chainnode/runtime';
+import { ConfigError, RuntimeError } from '@chainnode/runtime';
 import { CliError } from './cli-error.js';
 
 export function buildProgram(): Command {
@@ -29,7 +29,8 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode;
       return;
     }
-    if (err instanceof CliError || err instanceof RuntimeError) {
+    // A setting refused (a flag's or the config file's): one line, like a CliError.
+    if (err instanceof CliError || err instanceof RuntimeError || err instanceof ConfigError) {
       process.stderr.write(`node-cli: ${err.message}\n`);
       process.exitCode = err instanceof CliError ? err.exitCode : 1;
       return;

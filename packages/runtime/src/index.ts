@@ -12,6 +12,13 @@ export type { ConfigField, ConfigSchema, ConfigValues, FlagSpec, RpcIntegerField
 export { NETWORK_FIELDS, PLAN_FIELDS, SERVER_FIELDS, checkNetwork, checkNetworks } from './settings/fields.js';
 export type { NetworkConfig } from './settings/fields.js';
 export {
+  isUpstreamUrl,
+  parseCheckpoint,
+  parseIngestMode,
+  parseReorgDepth,
+  parseStartBlock,
+} from './settings/follow.js';
+export {
   DEFAULT_CONFIG,
   flagText,
   flagsFromFile,

@@ -7,10 +7,19 @@ import { checkLedgerUrl } from '@chainnode/accounts';
 import type { LedgerFailureMode } from '@chainnode/accounts';
 import { LOG_FORMATS, LOG_LEVELS, defaultLogFormat } from '@chainnode/server';
 import type { LogFormat, LogLevel } from '@chainnode/server';
-import { ConfigError, checkNetwork, checkNetworks, loadConfig } from '@chainnode/runtime';
+import {
+  ConfigError,
+  checkNetwork,
+  checkNetworks,
+  isUpstreamUrl,
+  loadConfig,
+  parseCheckpoint,
+  parseIngestMode,
+  parseReorgDepth,
+  parseStartBlock,
+} from '@chainnode/runtime';
 import type { DashboardConfig, FollowedDatadir, NetworkConfig, RuntimeConfig, ServerConfig } from '@chainnode/runtime';
 import { CliError } from '../../cli-error.js';
-import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from '../sync/index.js';
 import type { ServeOptions } from './options.js';
 
 /** `--ledger`: undefined (embedded) or a checked redis:// URL. */

@@ -12,7 +12,8 @@ import {
   followUpstream,
   importChain,
 } from '@chainnode/ingest';
-import type { FollowSummary, ImportSummary, IngestMode, StartBlock, StateSourceKind } from '@chainnode/ingest';
+import type { FollowSummary, ImportSummary, StateSourceKind } from '@chainnode/ingest';
+import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from '@chainnode/runtime';
 import { DatadirInUseError, sizeOnDisk } from '@chainnode/store';
 import type { LogFormat } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
@@ -31,41 +32,7 @@ export interface SyncOptions {
   checkpoint?: string;
 }
 
-/** `--start-block <N|head-K>`: a block number (decimal or 0x-hex, above 0) or the upstream's head minus K. */
-export function parseStartBlock(value: string | undefined): StartBlock | undefined {
-  if (value === undefined) return undefined;
-  const m = /^head-([0-9]+)$/.exec(value);
-  if (m !== null) return { headMinus: BigInt(m[1] as string) };
-  if (!/^(0x[0-9a-fA-F]+|[0-9]+)$/.test(value) || BigInt(value) === 0n)
-    throw new CliError(`--start-block: expected a block number above 0 or head-K, got "${value}"`);
-  return { number: BigInt(value) };
-}
-
-/** `--checkpoint <hash>`: the 32-byte hash the start block must have. */
-export function parseCheckpoint(value: string | undefined): Uint8Array | undefined {
-  if (value === undefined) return undefined;
-  if (!/^0x[0-9a-fA-F]{64}$/.test(value))
-    throw new CliError(`--checkpoint: expected a 0x-prefixed 32-byte block hash, got "${value}"`);
-  return Uint8Array.from(Buffer.from(value.slice(2), 'hex'));
-}
-
-/** `--from` names a JSON-RPC upstream rather than a directory. */
-export const isUpstreamUrl = (from: string): boolean => /^(https?|wss?):\/\//i.test(from);
-
-/** `--ingest execute|replicate` (default execute). */
-export function parseIngestMode(value: string | undefined): IngestMode {
-  if (value === undefined || value === 'execute') return 'execute';
-  if (value === 'replicate') return 'replicate';
-  throw new CliError(`--ingest: expected "execute" or "replicate", got "${value}"`);
-}
-
 const STATE_SOURCES: readonly StateSourceKind[] = ['chainnode', 'prestate', 'parity'];
-
-export function parseReorgDepth(value: string | undefined): bigint {
-  if (value === undefined) return 64n;
-  if (!/^[0-9]+$/.test(value)) throw new CliError(`--reorg-depth: expected a number of blocks, got "${value}"`);
-  return BigInt(value);
-}
 
 function parseTo(value: string | undefined): bigint | undefined {
   if (value === undefined) return undefined;
