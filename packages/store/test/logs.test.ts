@@ -8,10 +8,11 @@ import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { bytesEqual, chunksToBytes } from '@chainnode/core';
-import type { LogQuery, LogQueryResult, LogTextQueryResult } from '@chainnode/core';
+import type { LogQuery, LogQueryResult, LogRecord, LogTextQueryResult } from '@chainnode/core';
 import { LevelChainStore, StoreWriter, digestDatadir } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
+import type { Db } from '../src/db.js';
 import { SEGMENT_SPAN } from '../src/log-segments.js';
 import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, OPEN_CHUNK, encodeAddressLogsJson, tables } from '../src/schema.js';
 
@@ -201,15 +202,200 @@ const jsonOf = (g: Gen): unknown => ({
 /** A logsText answer with its ASCII bytes as text, to compare with the expected text. */
 const asText = (r: LogTextQueryResult | undefined) =>
   r?.kind === 'ok' ? { kind: 'ok', text: chunksToBytes(r.ascii).toString('latin1'), count: r.count } : r;
+const opts = (limit = 100_000) => ({ limit, deadline: Date.now() + 60_000 });
 const describeLog = (l: { blockNumber: bigint; logIndex: number; transactionHash?: Uint8Array; txHash?: Uint8Array }) =>
   `${l.blockNumber}:${l.logIndex}`;
+
+/** The query mix the index tests check by brute force (deterministic, seeded). */
+function queries(): LogQuery[] {
+  const r = lcg(7);
+  const pick = (n: number) => Math.floor(r() * n);
+  const qs: LogQuery[] = [];
+  const full = { fromBlock: 0n, toBlock: BigInt(BLOCKS) };
+  // Hot topic0 + rare address (the case the streaming intersection is for).
+  for (let i = 0; i < 10; i++) qs.push({ ...full, addresses: [addr(100 + pick(400))], topics: [[HOT_TOPIC]] });
+  // Hot address + hot topic0 + a topic2 value.
+  for (let i = 0; i < 10; i++)
+    qs.push({ ...full, addresses: [HOT_ADDR], topics: [[HOT_TOPIC], null, [topic(2000 + pick(300))]] });
+  // Arrays on several positions, nulls and empty arrays as wildcards, ranges cutting chunks.
+  for (let i = 0; i < 60; i++) {
+    const from = pick(BLOCKS);
+    const to = from + pick(BLOCKS - from + 20);
+    const addresses = i % 4 === 0 ? [] : [HOT_ADDR, addr(pick(40)), addr(100 + pick(400))].slice(0, 1 + (i % 3));
+    const t0 = i % 3 === 0 ? null : i % 3 === 1 ? [HOT_TOPIC] : [HOT_TOPIC, topic(pick(8))];
+    const t1 = i % 5 === 0 ? [topic(1000 + pick(6)), topic(1000 + pick(6))] : i % 5 === 1 ? [] : null;
+    const t2 = i % 7 === 0 ? [topic(2000 + pick(300))] : null;
+    const t3 = i % 11 === 0 ? [topic(3000 + pick(300)), topic(3000 + pick(300))] : null;
+    qs.push({
+      fromBlock: BigInt(from),
+      toBlock: BigInt(to),
+      addresses,
+      topics: [t0, t1, t2, t3].slice(0, 1 + (i % 4)),
+    });
+  }
+  // Value absent from the chain, a value of the wrong width, a topic only at another position.
+  qs.push({ ...full, addresses: [addr(99_999)], topics: [] });
+  qs.push({ ...full, addresses: [HOT_ADDR.subarray(0, 19)], topics: [] });
+  qs.push({ ...full, addresses: [], topics: [null, [HOT_TOPIC]] });
+  // Trailing wildcards: they still require that many topics (geth), which the index cannot see.
+  qs.push({ ...full, addresses: [], topics: [null] });
+  qs.push({ ...full, addresses: [], topics: [null, null, null] });
+  qs.push({ ...full, addresses: [HOT_ADDR], topics: [[HOT_TOPIC], null] });
+  qs.push({ fromBlock: 40n, toBlock: 90n, addresses: [HOT_ADDR, addr(5)], topics: [[HOT_TOPIC], [], null, null] });
+  return qs;
+}
+
+/** The index's (or the bloom scan's) logs carry the fields of the generated logs they stand for. */
+function expectLogFields(got: LogRecord[], want: Gen[]): void {
+  got.forEach((l, i) => {
+    const g = want[i] as Gen;
+    expect([
+      hex(l.address),
+      l.topics.map(hex),
+      hex(l.data),
+      hex(l.transactionHash),
+      hex(l.blockHash),
+      l.blockTimestamp,
+    ]).toEqual([
+      hex(g.log.address),
+      g.log.topics.map(hex),
+      hex(g.log.data),
+      hex(g.txHash),
+      hex(g.blockHash),
+      g.timestamp,
+    ]);
+  });
+}
+
+/** Runs `edit` on a datadir's raw database: the store open on it is closed first, and opened again after. */
+async function editClosed(
+  store: LevelChainStore,
+  dir: string,
+  edit: (db: Db) => Promise<unknown>,
+): Promise<LevelChainStore> {
+  await store.close();
+  const db = await openDb(dir, { create: false });
+  try {
+    await edit(db);
+  } finally {
+    await db.close();
+  }
+  return LevelChainStore.open(dir);
+}
+
+/**
+ * logsText on every query (and on each cut to the rows' first block) against the brute-force answer:
+ * `store` has no AddressLogsJson rows and leaves every query to logs(), `withRows` answers the
+ * queries its rows can serve. Counts the answers from rows, and those of them that picked by topic.
+ */
+async function checkRowsAnswers(
+  all: Gen[],
+  store: LevelChainStore,
+  withRows: LevelChainStore,
+): Promise<{ fromRows: number; picked: number }> {
+  let fromRows = 0;
+  let picked = 0;
+  const qs = queries().flatMap((q) => [
+    q,
+    { ...q, fromBlock: q.fromBlock < BigInt(ROWS_FROM) ? BigInt(ROWS_FROM) : q.fromBlock },
+  ]);
+  qs.push({
+    fromBlock: BigInt(ROWS_FROM),
+    toBlock: BigInt(BLOCKS),
+    addresses: [HOT_ADDR, HOT_ADDR, addr(3)],
+    topics: [],
+  });
+  for (const q of qs) {
+    const want = all.filter((g) => matches(g, q));
+    // Without rows (dirs[0] was written without them) the query is left to logs().
+    expect(await store.logsText(q, opts())).toBeUndefined();
+    const got = await withRows.logsText(q, opts());
+    const lastTopic = q.topics.reduce((at, t, i) => (t !== null && t.length > 0 ? i : at), -1);
+    const served =
+      q.addresses.length > 0 &&
+      q.addresses.length <= 8 &&
+      q.topics.length === lastTopic + 1 &&
+      q.fromBlock >= BigInt(ROWS_FROM);
+    if (!served) {
+      expect(got).toBeUndefined();
+      continue;
+    }
+    if (got === undefined || got.kind !== 'ok') throw new Error(`expected an answer: ${JSON.stringify(got)}`);
+    fromRows++;
+    if (lastTopic >= 0 && want.length > 0) picked++;
+    expect(got.count).toBe(want.length);
+    // Byte for byte as geth writes them (JSON.stringify keeps jsonOf's key order).
+    expect(chunksToBytes(got.ascii).every((b) => b < 0x80)).toBe(true); // ASCII: its UTF-8 and Latin-1 alike
+    expect(chunksToBytes(got.ascii).toString('latin1')).toBe(JSON.stringify(want.map(jsonOf)));
+  }
+  return { fromRows, picked };
+}
+
+/** HOT_ADDR's posting chunks: full ones hold LOG_INDEX_CHUNK ids and are keyed by their last id, the open one holds the rest. */
+async function expectPostingChunks(db: Db, all: Gen[]): Promise<void> {
+  const want = all
+    .map((g, id) => ({ g, id }))
+    .filter(({ g }) => bytesEqual(g.log.address, HOT_ADDR))
+    .map(({ id }) => id + 0);
+  const got: number[] = [];
+  const chunks: { last: bigint; n: number }[] = [];
+  for await (const [k, ids] of tables.logIndex.range(db, {
+    gte: { kind: LogIndexKind.Address, value: HOT_ADDR, lastLogId: 0n },
+    lte: { kind: LogIndexKind.Address, value: HOT_ADDR, lastLogId: OPEN_CHUNK },
+  })) {
+    chunks.push({ last: k.lastLogId, n: ids.length });
+    if (k.lastLogId !== OPEN_CHUNK) expect(BigInt(ids[ids.length - 1] as number)).toBe(k.lastLogId);
+    got.push(...ids);
+  }
+  // Genesis has no logs, so log id = position in generation order.
+  expect(got).toEqual(want);
+  const full = chunks.filter((c) => c.last !== OPEN_CHUNK);
+  expect(full.length).toBe(Math.floor(want.length / LOG_INDEX_CHUNK));
+  for (const c of full) expect(c.n).toBe(LOG_INDEX_CHUNK);
+  const open = chunks.filter((c) => c.last === OPEN_CHUNK);
+  expect(open.map((c) => c.n)).toEqual(want.length % LOG_INDEX_CHUNK === 0 ? [] : [want.length % LOG_INDEX_CHUNK]);
+}
+
+/**
+ * logsText of the queries with an address and a topic, from the rows' first block on, against brute
+ * force; counts the answers that needed a block whose rows are gone (every third block's).
+ */
+async function checkLogRowFallback(all: Gen[], withRows: LevelChainStore): Promise<number> {
+  let checked = 0;
+  for (const q of queries().filter((x) => x.addresses.length > 0 && x.topics.some((t) => t !== null && t.length > 0))) {
+    const q2 = { ...q, fromBlock: q.fromBlock < BigInt(ROWS_FROM) ? BigInt(ROWS_FROM) : q.fromBlock };
+    const got = await withRows.logsText(q2, opts());
+    if (got === undefined) continue;
+    const want = all.filter((g) => matches(g, q2));
+    expect(asText(got)).toEqual({ kind: 'ok', text: JSON.stringify(want.map(jsonOf)), count: want.length });
+    if (want.some((g) => g.blockNumber % 3n === 0n)) checked++;
+  }
+  return checked;
+}
+
+/** Queries over the cap at several limits: plain, intersections, arrays, trailing wildcards. */
+const CAP_CASES: LogQuery[] = [
+  { fromBlock: 0n, toBlock: BigInt(BLOCKS), addresses: [], topics: [] },
+  { fromBlock: 3n, toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR], topics: [[HOT_TOPIC]] },
+  {
+    fromBlock: 10n,
+    toBlock: 600n,
+    addresses: [HOT_ADDR, addr(3)],
+    topics: [
+      [HOT_TOPIC, topic(1)],
+      [topic(1000), topic(1001), topic(1002)],
+    ],
+  },
+  // Trailing wildcards: only logs with enough topics may count toward the cap.
+  { fromBlock: 0n, toBlock: BigInt(BLOCKS), addresses: [], topics: [null, null] },
+  { fromBlock: 5n, toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR], topics: [[HOT_TOPIC], null, null] },
+];
 
 describe('log index over a synthetic chain', () => {
   const chain = makeChain();
   const dirs: string[] = [];
   let store: LevelChainStore;
   let withRows: LevelChainStore;
-  const opts = (limit = 100_000) => ({ limit, deadline: Date.now() + 60_000 });
 
   beforeAll(async () => {
     for (let i = 0; i < 6; i++) dirs.push(await mkdtemp(join(tmpdir(), 'store-logs-')));
@@ -250,73 +436,8 @@ describe('log index over a synthetic chain', () => {
   });
 
   test('posting chunks: full ones hold LOG_INDEX_CHUNK ids and are keyed by their last id, the open one holds the rest', async () => {
-    await store.close();
-    const db = await openDb(dirs[0] as string, { create: false });
-    try {
-      const want = chain.all
-        .map((g, id) => ({ g, id }))
-        .filter(({ g }) => bytesEqual(g.log.address, HOT_ADDR))
-        .map(({ id }) => id + 0);
-      const got: number[] = [];
-      const chunks: { last: bigint; n: number }[] = [];
-      for await (const [k, ids] of tables.logIndex.range(db, {
-        gte: { kind: LogIndexKind.Address, value: HOT_ADDR, lastLogId: 0n },
-        lte: { kind: LogIndexKind.Address, value: HOT_ADDR, lastLogId: OPEN_CHUNK },
-      })) {
-        chunks.push({ last: k.lastLogId, n: ids.length });
-        if (k.lastLogId !== OPEN_CHUNK) expect(BigInt(ids[ids.length - 1] as number)).toBe(k.lastLogId);
-        got.push(...ids);
-      }
-      // Genesis has no logs, so log id = position in generation order.
-      expect(got).toEqual(want);
-      const full = chunks.filter((c) => c.last !== OPEN_CHUNK);
-      expect(full.length).toBe(Math.floor(want.length / LOG_INDEX_CHUNK));
-      for (const c of full) expect(c.n).toBe(LOG_INDEX_CHUNK);
-      const open = chunks.filter((c) => c.last === OPEN_CHUNK);
-      expect(open.map((c) => c.n)).toEqual(want.length % LOG_INDEX_CHUNK === 0 ? [] : [want.length % LOG_INDEX_CHUNK]);
-    } finally {
-      await db.close();
-      store = await LevelChainStore.open(dirs[0] as string);
-    }
+    store = await editClosed(store, dirs[0] as string, (db) => expectPostingChunks(db, chain.all));
   });
-
-  function queries(): LogQuery[] {
-    const r = lcg(7);
-    const pick = (n: number) => Math.floor(r() * n);
-    const qs: LogQuery[] = [];
-    const full = { fromBlock: 0n, toBlock: BigInt(BLOCKS) };
-    // Hot topic0 + rare address (the case the streaming intersection is for).
-    for (let i = 0; i < 10; i++) qs.push({ ...full, addresses: [addr(100 + pick(400))], topics: [[HOT_TOPIC]] });
-    // Hot address + hot topic0 + a topic2 value.
-    for (let i = 0; i < 10; i++)
-      qs.push({ ...full, addresses: [HOT_ADDR], topics: [[HOT_TOPIC], null, [topic(2000 + pick(300))]] });
-    // Arrays on several positions, nulls and empty arrays as wildcards, ranges cutting chunks.
-    for (let i = 0; i < 60; i++) {
-      const from = pick(BLOCKS);
-      const to = from + pick(BLOCKS - from + 20);
-      const addresses = i % 4 === 0 ? [] : [HOT_ADDR, addr(pick(40)), addr(100 + pick(400))].slice(0, 1 + (i % 3));
-      const t0 = i % 3 === 0 ? null : i % 3 === 1 ? [HOT_TOPIC] : [HOT_TOPIC, topic(pick(8))];
-      const t1 = i % 5 === 0 ? [topic(1000 + pick(6)), topic(1000 + pick(6))] : i % 5 === 1 ? [] : null;
-      const t2 = i % 7 === 0 ? [topic(2000 + pick(300))] : null;
-      const t3 = i % 11 === 0 ? [topic(3000 + pick(300)), topic(3000 + pick(300))] : null;
-      qs.push({
-        fromBlock: BigInt(from),
-        toBlock: BigInt(to),
-        addresses,
-        topics: [t0, t1, t2, t3].slice(0, 1 + (i % 4)),
-      });
-    }
-    // Value absent from the chain, a value of the wrong width, a topic only at another position.
-    qs.push({ ...full, addresses: [addr(99_999)], topics: [] });
-    qs.push({ ...full, addresses: [HOT_ADDR.subarray(0, 19)], topics: [] });
-    qs.push({ ...full, addresses: [], topics: [null, [HOT_TOPIC]] });
-    // Trailing wildcards: they still require that many topics (geth), which the index cannot see.
-    qs.push({ ...full, addresses: [], topics: [null] });
-    qs.push({ ...full, addresses: [], topics: [null, null, null] });
-    qs.push({ ...full, addresses: [HOT_ADDR], topics: [[HOT_TOPIC], null] });
-    qs.push({ fromBlock: 40n, toBlock: 90n, addresses: [HOT_ADDR, addr(5)], topics: [[HOT_TOPIC], [], null, null] });
-    return qs;
-  }
 
   test('index and bloom-scan answers equal a brute-force filter (intersections, arrays, nulls, cut ranges)', async () => {
     let nonEmpty = 0;
@@ -328,64 +449,13 @@ describe('log index over a synthetic chain', () => {
       if (got.kind !== 'ok' || scan.kind !== 'ok') throw new Error('unexpected too-many');
       expect(got.logs.map(describeLog)).toEqual(want.map(describeLog));
       expect(scan.logs.map(describeLog)).toEqual(want.map(describeLog));
-      got.logs.forEach((l, i) => {
-        const g = want[i] as Gen;
-        expect([
-          hex(l.address),
-          l.topics.map(hex),
-          hex(l.data),
-          hex(l.transactionHash),
-          hex(l.blockHash),
-          l.blockTimestamp,
-        ]).toEqual([
-          hex(g.log.address),
-          g.log.topics.map(hex),
-          hex(g.log.data),
-          hex(g.txHash),
-          hex(g.blockHash),
-          g.timestamp,
-        ]);
-      });
+      expectLogFields(got.logs, want);
     }
     expect(nonEmpty).toBeGreaterThan(40);
   });
 
   test('logsText from the AddressLogsJson rows equals the brute-force answer as geth writes it', async () => {
-    let fromRows = 0;
-    let picked = 0;
-    const qs = queries().flatMap((q) => [
-      q,
-      { ...q, fromBlock: q.fromBlock < BigInt(ROWS_FROM) ? BigInt(ROWS_FROM) : q.fromBlock },
-    ]);
-    qs.push({
-      fromBlock: BigInt(ROWS_FROM),
-      toBlock: BigInt(BLOCKS),
-      addresses: [HOT_ADDR, HOT_ADDR, addr(3)],
-      topics: [],
-    });
-    for (const q of qs) {
-      const want = chain.all.filter((g) => matches(g, q));
-      // Without rows (dirs[0] was written without them) the query is left to logs().
-      expect(await store.logsText(q, opts())).toBeUndefined();
-      const got = await withRows.logsText(q, opts());
-      const lastTopic = q.topics.reduce((at, t, i) => (t !== null && t.length > 0 ? i : at), -1);
-      const served =
-        q.addresses.length > 0 &&
-        q.addresses.length <= 8 &&
-        q.topics.length === lastTopic + 1 &&
-        q.fromBlock >= BigInt(ROWS_FROM);
-      if (!served) {
-        expect(got).toBeUndefined();
-        continue;
-      }
-      if (got === undefined || got.kind !== 'ok') throw new Error(`expected an answer: ${JSON.stringify(got)}`);
-      fromRows++;
-      if (lastTopic >= 0 && want.length > 0) picked++;
-      expect(got.count).toBe(want.length);
-      // Byte for byte as geth writes them (JSON.stringify keeps jsonOf's key order).
-      expect(chunksToBytes(got.ascii).every((b) => b < 0x80)).toBe(true); // ASCII: its UTF-8 and Latin-1 alike
-      expect(chunksToBytes(got.ascii).toString('latin1')).toBe(JSON.stringify(want.map(jsonOf)));
-    }
+    const { fromRows, picked } = await checkRowsAnswers(chain.all, store, withRows);
     expect(fromRows).toBeGreaterThan(30);
     expect(picked).toBeGreaterThan(5);
   });
@@ -395,64 +465,27 @@ describe('log index over a synthetic chain', () => {
     const q400 = { fromBlock: 400n, toBlock: 400n, addresses: [HOT_ADDR], topics: [] };
     const hot400 = chain.all.filter((g) => matches(g, q400));
     expect(hot400.length).toBeGreaterThan(0);
-    await withRows.close();
-    let db = await openDb(dirs[5] as string, { create: false });
     const marked = hot400.map((g, i) => ({ logIndex: g.logIndex, text: `{"marked":${i}}` }));
-    try {
-      await db.put(tables.addressLogsJson.key({ address: HOT_ADDR, number: 400n }), encodeAddressLogsJson(marked));
-    } finally {
-      await db.close();
-      withRows = await LevelChainStore.open(dirs[5] as string);
-    }
+    withRows = await editClosed(withRows, dirs[5] as string, (db) =>
+      db.put(tables.addressLogsJson.key({ address: HOT_ADDR, number: 400n }), encodeAddressLogsJson(marked)),
+    );
     expect(asText(await withRows.logsText(q400, opts()))).toEqual({
       kind: 'ok',
       text: `[${marked.map((m) => m.text).join(',')}]`,
       count: marked.length,
     });
     // Rows of every third block gone: queries with topics find their matches in the log rows.
-    await withRows.close();
-    db = await openDb(dirs[5] as string, { create: false });
-    try {
+    withRows = await editClosed(withRows, dirs[5] as string, async (db) => {
       // (block 400's marked row goes too)
       for (const g of chain.all)
         if (g.blockNumber % 3n === 0n || g.blockNumber === 400n)
           await db.del(tables.addressLogsJson.key({ address: g.log.address, number: g.blockNumber }));
-    } finally {
-      await db.close();
-      withRows = await LevelChainStore.open(dirs[5] as string);
-    }
-    let checked = 0;
-    for (const q of queries().filter(
-      (x) => x.addresses.length > 0 && x.topics.some((t) => t !== null && t.length > 0),
-    )) {
-      const q2 = { ...q, fromBlock: q.fromBlock < BigInt(ROWS_FROM) ? BigInt(ROWS_FROM) : q.fromBlock };
-      const got = await withRows.logsText(q2, opts());
-      if (got === undefined) continue;
-      const want = chain.all.filter((g) => matches(g, q2));
-      expect(asText(got)).toEqual({ kind: 'ok', text: JSON.stringify(want.map(jsonOf)), count: want.length });
-      if (want.some((g) => g.blockNumber % 3n === 0n)) checked++;
-    }
-    expect(checked).toBeGreaterThan(5);
+    });
+    expect(await checkLogRowFallback(chain.all, withRows)).toBeGreaterThan(5);
   });
 
   test('the cap: too-many names the longest fitting prefix, for intersections too', async () => {
-    const cases: LogQuery[] = [
-      { fromBlock: 0n, toBlock: BigInt(BLOCKS), addresses: [], topics: [] },
-      { fromBlock: 3n, toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR], topics: [[HOT_TOPIC]] },
-      {
-        fromBlock: 10n,
-        toBlock: 600n,
-        addresses: [HOT_ADDR, addr(3)],
-        topics: [
-          [HOT_TOPIC, topic(1)],
-          [topic(1000), topic(1001), topic(1002)],
-        ],
-      },
-      // Trailing wildcards: only logs with enough topics may count toward the cap.
-      { fromBlock: 0n, toBlock: BigInt(BLOCKS), addresses: [], topics: [null, null] },
-      { fromBlock: 5n, toBlock: BigInt(BLOCKS), addresses: [HOT_ADDR], topics: [[HOT_TOPIC], null, null] },
-    ];
-    for (const q of cases) {
+    for (const q of CAP_CASES) {
       const want = chain.all.filter((g) => matches(g, q));
       for (const limit of [1, 17, 500, want.length - 1]) {
         const r: LogQueryResult = await store.logs(q, opts(limit));
@@ -485,6 +518,56 @@ describe('log index over a synthetic chain', () => {
   });
 });
 
+/**
+ * Random one-address queries, and the edges of the sealed range; each checked by brute force.
+ * Counts the answers that came (in part) from segment files.
+ */
+async function checkSegmentAnswers(
+  all: Gen[],
+  store: LevelChainStore,
+  head: number,
+  sealed: [bigint, bigint],
+): Promise<number> {
+  const r = lcg(7);
+  const pick = (n: number) => Math.floor(r() * n);
+  const edges = [
+    1,
+    255,
+    256,
+    257,
+    Number(sealed[0]) - 1,
+    Number(sealed[0]),
+    Number(sealed[1]) - 1,
+    Number(sealed[1]),
+    head,
+  ];
+  const qs: LogQuery[] = [];
+  for (const e of edges)
+    for (const w of [1, 2, 100, 300])
+      qs.push({
+        fromBlock: BigInt(Math.max(1, e - pick(w))),
+        toBlock: BigInt(Math.min(head, e + pick(w))),
+        addresses: [HOT_ADDR],
+        topics: [],
+      });
+  for (let i = 0; i < 150; i++) {
+    const from = 1 + pick(head);
+    const to = Math.min(head, from + pick(i % 3 === 0 ? 600 : 100));
+    const a = i % 4 === 0 ? HOT_ADDR : i % 4 === 3 ? addr(100 + pick(400)) : addr(pick(40));
+    qs.push({ fromBlock: BigInt(from), toBlock: BigInt(to), addresses: [a], topics: [] });
+  }
+  let fromFiles = 0;
+  for (const q of qs) {
+    const want = all.filter((g) => matches(g, q));
+    const got = await store.logsText(q, opts());
+    if (got === undefined || got.kind !== 'ok') throw new Error(`expected an answer: ${JSON.stringify(got)}`);
+    expect(got.count).toBe(want.length);
+    expect(chunksToBytes(got.ascii).toString('latin1')).toBe(JSON.stringify(want.map(jsonOf)));
+    if (got.ascii.some((c) => !(c instanceof Uint8Array))) fromFiles++;
+  }
+  return fromFiles;
+}
+
 // Sealed log segments (log-segments.ts): spans of SEGMENT_SPAN blocks SEAL_DEPTH below the head
 // are served from segment files. Answers re-derived by brute force across the sealed boundaries,
 // after a crashed seal's leftover bytes, and after a rewind below the sealed end.
@@ -493,7 +576,6 @@ describe('log segments', () => {
   const chain = makeChain(LENGTH);
   let dir: string;
   let store: LevelChainStore | undefined;
-  const opts = (limit = 100_000) => ({ limit, deadline: Date.now() + 60_000 });
   const segmentsDir = () => join(dir, 'log-segments');
 
   /** Writes blocks [from, to] (numbers) in groups of 100 into `dir` (genesis first when from is 1), after `before`. */
@@ -530,47 +612,8 @@ describe('log segments', () => {
     }
   }
 
-  /** Random one-address queries, and the edges of the sealed range; each checked by brute force. */
-  async function checkAnswers(head: number, sealed: [bigint, bigint]): Promise<number> {
-    const r = lcg(7);
-    const pick = (n: number) => Math.floor(r() * n);
-    const edges = [
-      1,
-      255,
-      256,
-      257,
-      Number(sealed[0]) - 1,
-      Number(sealed[0]),
-      Number(sealed[1]) - 1,
-      Number(sealed[1]),
-      head,
-    ];
-    const qs: LogQuery[] = [];
-    for (const e of edges)
-      for (const w of [1, 2, 100, 300])
-        qs.push({
-          fromBlock: BigInt(Math.max(1, e - pick(w))),
-          toBlock: BigInt(Math.min(head, e + pick(w))),
-          addresses: [HOT_ADDR],
-          topics: [],
-        });
-    for (let i = 0; i < 150; i++) {
-      const from = 1 + pick(head);
-      const to = Math.min(head, from + pick(i % 3 === 0 ? 600 : 100));
-      const a = i % 4 === 0 ? HOT_ADDR : i % 4 === 3 ? addr(100 + pick(400)) : addr(pick(40));
-      qs.push({ fromBlock: BigInt(from), toBlock: BigInt(to), addresses: [a], topics: [] });
-    }
-    let fromFiles = 0;
-    for (const q of qs) {
-      const want = chain.all.filter((g) => matches(g, q));
-      const got = await (store as LevelChainStore).logsText(q, opts());
-      if (got === undefined || got.kind !== 'ok') throw new Error(`expected an answer: ${JSON.stringify(got)}`);
-      expect(got.count).toBe(want.length);
-      expect(chunksToBytes(got.ascii).toString('latin1')).toBe(JSON.stringify(want.map(jsonOf)));
-      if (got.ascii.some((c) => !(c instanceof Uint8Array))) fromFiles++;
-    }
-    return fromFiles;
-  }
+  const checkAnswers = (head: number, sealed: [bigint, bigint]) =>
+    checkSegmentAnswers(chain.all, store as LevelChainStore, head, sealed);
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'store-segments-'));
