@@ -30,7 +30,7 @@ import { rawLoadVariedThread } from './src/load-thread.js';
 import { printRunRecord } from './src/run-record.js';
 import { runChild } from './src/children.js';
 import { arg, keyArgs, keyOf } from './src/cli.js';
-import { prepareFixtures } from './src/varied-fixtures.js';
+import { fixtureBuilder } from './src/varied-fixtures.js';
 import type { Call, Mix, Reply } from './src/varied-mix.js';
 
 printRunRecord('bench:ledger');
@@ -244,15 +244,17 @@ async function main(): Promise<void> {
     for (const batched of [false, true])
       alone.push(await engineAlone(redis.url, batched, 20_000, connections, counters, join(tmp, `alone-${batched}`)));
     for (const a of alone) log(a);
-    const chain = await prepareFixtures({
-      root,
-      cli,
-      dir: join(tmp, 'chain'),
-      ...(arg('datadir') !== undefined ? { datadir: arg('datadir') as string } : {}),
-      bodies,
-      noAnvil: true,
+    const chain = await fixtureBuilder.build(
+      {
+        root,
+        cli,
+        ...(arg('datadir') !== undefined ? { datadir: arg('datadir') as string } : {}),
+        bodies,
+        noAnvil: true,
+      },
+      join(tmp, 'chain'),
       log,
-    });
+    );
     const mixes: Mix[] = chain.mixes.filter((m) =>
       mixWords.some((w) =>
         w === 'blocks' ? m.label.startsWith('eth_getBlockByNumber, random block, hashes') : m.label.startsWith(w),

@@ -18,7 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rawOnceThread } from './src/load-thread.js';
 import { DIGEST, digest } from './src/load.js';
-import { prepareRead } from './src/read-chain.js';
+import { readBuilder } from './src/read-chain.js';
 import type { ReadChain } from './src/read-chain.js';
 import { printRunRecord } from './src/run-record.js';
 import { runVaried } from './src/varied-run.js';
@@ -79,19 +79,24 @@ await runVaried({
       }
     : {}),
   command: `Command: npm run bench:read -- ${process.argv.slice(2).join(' ')}`,
-  prepare: async (dir, log) => {
-    chain = await prepareRead({
-      cli,
-      root,
-      dir,
-      blocks: Number(arg('blocks', '400')),
-      txsPerBlock: Number(arg('txs', '12')),
-      holders: Number(arg('holders', '300')),
-      anvilHistory,
-      bodies: Number(arg('bodies', '2000')),
-      log,
-    });
-    return chain;
+  builder: {
+    name: readBuilder.name,
+    build: async (_o, dir, log) => {
+      chain = await readBuilder.build(
+        {
+          cli,
+          root,
+          blocks: Number(arg('blocks', '400')),
+          txsPerBlock: Number(arg('txs', '12')),
+          holders: Number(arg('holders', '300')),
+          anvilHistory,
+          bodies: Number(arg('bodies', '2000')),
+        },
+        dir,
+        log,
+      );
+      return chain;
+    },
   },
   beforeMixes: async (url) => {
     const c = chain as ReadChain;

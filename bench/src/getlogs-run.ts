@@ -12,6 +12,7 @@ import type { LogQuery, LogQueryResult } from '@chainnode/core';
 import { LevelChainStore } from '@chainnode/store';
 import { HOT_SHARES, Rng, TRANSFER, buildChain, chainSpec, contractAddress, holderTopic } from './synth.js';
 import type { ChainFacts, ChainSpec } from './synth.js';
+import type { ChainBuilder } from './varied-mix.js';
 import { servePort } from './children.js';
 import { benchBudget, createKeySync, NODE_CLI, ROOT as root } from './cli.js';
 
@@ -464,13 +465,27 @@ function factsFromJson(text: string): ChainFacts {
   return { ...o, contractLogs: Uint32Array.from(o.contractLogs), hotIncoming: Uint32Array.from(o.hotIncoming) };
 }
 
+export interface LogChainOptions {
+  spec: ChainSpec;
+  /** Keep every generated log in the facts (the tests' brute force). */
+  keepLogs?: boolean;
+  /** Generate in this thread instead of a worker. */
+  inlineGenerator?: boolean;
+}
+
+/** The log chain: the synthetic chain of synth.ts written into a datadir (or reused from it), with its facts. */
+export const logChainBuilder: ChainBuilder<LogChainOptions, ChainFacts> = {
+  name: 'logs',
+  build: (o, datadir, log) => prepareChain(datadir, o.spec, log, o.keepLogs === true, o.inlineGenerator === true),
+};
+
 /** Builds (or reuses) the chain at `datadir`. */
-export async function prepareChain(
+async function prepareChain(
   datadir: string,
   spec: ChainSpec,
   log: (s: string) => void,
-  keepLogs = false,
-  inlineGenerator = false,
+  keepLogs: boolean,
+  inlineGenerator: boolean,
 ): Promise<ChainFacts> {
   const factsFile = join(datadir, 'getlogs-facts.json');
   if (existsSync(factsFile)) {
@@ -504,7 +519,11 @@ export async function runGetLogsBench(opts: RunOptions): Promise<BenchResult> {
   const tmp = opts.datadir === undefined ? await mkdtemp(join(tmpdir(), 'bench-getlogs-')) : undefined;
   const datadir = opts.datadir ?? join(tmp as string, 'data');
   try {
-    const facts = await prepareChain(datadir, spec, opts.log, false, opts.inlineGenerator === true);
+    const facts = await logChainBuilder.build(
+      { spec, inlineGenerator: opts.inlineGenerator === true },
+      datadir,
+      opts.log,
+    );
     const store = await LevelChainStore.open(datadir);
     const queries: Record<string, QueryFigures> = {};
     let mismatches = 0;

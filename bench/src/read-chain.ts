@@ -19,7 +19,7 @@ import { startAnvil } from './anvil.js';
 import { createKey } from './cli.js';
 import { Rng } from './synth.js';
 import { callMaker, mixOf, qty, shuffle } from './varied-mix.js';
-import type { Call, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
+import type { Call, ChainBuilder, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
 import { freePort } from '@chainnode/testkit';
 
 const DEV = ANVIL_DEV_ACCOUNTS as readonly string[];
@@ -376,7 +376,13 @@ function readChecker(expect: Map<string, unknown>, oldBodies: Set<string>): Chai
   };
 }
 
-export async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
+/** The read chain: token and ETH transfers mined by anvil, followed by chainnode. */
+export const readBuilder: ChainBuilder<Omit<ReadChainOptions, 'dir' | 'log'>, ReadChain> = {
+  name: 'read',
+  build: (o, dir, log) => prepareRead({ ...o, dir, log }),
+};
+
+async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
   const rng = new Rng(36);
   const genesisPath = join(o.dir, 'genesis.json');
   writeFileSync(genesisPath, JSON.stringify(GENESIS));

@@ -1,7 +1,8 @@
 // What the varied bench's runner (varied-run.ts) needs from a chain: request mixes, an
 // independent check of every reply, and a normalised form of each reply for comparing the two
-// servers with each other. Two chains implement it: the fixture chain (varied-fixtures.ts) and
-// the scaled chain (varied-scaled.ts).
+// servers with each other. The fixture and mainnet-shaped chains (varied-fixtures.ts), the scaled
+// chain (varied-scaled.ts) and the read chain (read-chain.ts) implement it, each behind a
+// ChainBuilder; the log chain (getlogs-run.ts) is a ChainBuilder of its own facts.
 
 export type Kind =
   | 'blockHashes'
@@ -64,6 +65,22 @@ export interface ChainUnderTest {
   anvilSkips?(calls: Call[]): Set<string>;
   /** Stops what the chain started (anvil). */
   close(): Promise<void>;
+}
+
+/**
+ * One way of building a chain for a bench: `build` makes (or reuses) the chain in `dir` from its
+ * own `options` and logs its progress to `log`. A bench picks its chain from a table of these
+ * (varied-run.ts).
+ */
+export interface ChainBuilder<O, C = ChainUnderTest> {
+  /** The chain's name (what --chain says). */
+  name: string;
+  build(options: O, dir: string, log: (line: string) => void): Promise<C>;
+}
+
+/** `b` built from options drawn from a bench's own (`pick`). */
+export function builderFrom<B, O, C>(b: ChainBuilder<O, C>, pick: (o: B) => O): ChainBuilder<B, C> {
+  return { name: b.name, build: (o, dir, log) => b.build(pick(o), dir, log) };
 }
 
 export function callMaker(): (kind: Kind, method: string, params: unknown[], tuple?: number) => Call {

@@ -30,12 +30,10 @@ import { benchBudget, createKey } from './cli.js';
 import { DIGEST, digest } from './load.js';
 import { rawLoadVariedThread, rawOnceThread } from './load-thread.js';
 import type { OnceResult, VariedResult } from './load.js';
-import { readFileSync } from 'node:fs';
-import { prepareFixtures } from './varied-fixtures.js';
-import type { FixtureOptions } from './varied-fixtures.js';
-import type { Manifest } from './mainnet-shape/generator.js';
-import { prepareScaled } from './varied-scaled.js';
-import type { Call, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
+import { fixtureBuilder, mainnetBuilder } from './varied-fixtures.js';
+import { scaledBuilder } from './varied-scaled.js';
+import { builderFrom } from './varied-mix.js';
+import type { Call, ChainBuilder, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
 import { freePort } from '@chainnode/testkit';
 
 export interface VariedOptions {
@@ -66,8 +64,8 @@ export interface VariedOptions {
   serveArgs?: string[];
   /** The command line printed with the table (default: bench:http's). */
   command?: string;
-  /** A chain prepared by the caller instead of `chain` (in `dir`, the run's temporary directory). */
-  prepare?: (dir: string, log: (line: string) => void) => Promise<ChainUnderTest>;
+  /** A chain built by the caller's builder instead of `chain` (in the run's temporary directory). */
+  builder?: ChainBuilder<VariedOptions>;
   /** Runs once the node serves, before the mixes (e.g. a cold measurement); its lines are printed with the table. */
   beforeMixes?: (url: string) => Promise<string[]>;
 }
@@ -179,34 +177,41 @@ async function diff(chain: ChainUnderTest, c: Call, mine: string, peer: Target |
   return d.slice(0, 12).join('; ');
 }
 
-/** The chain the run measures: the caller's, or the scaled, fixture or mainnet-shaped one. */
-async function prepareChain(o: VariedOptions, tmp: string, log: (line: string) => void): Promise<ChainUnderTest> {
-  if (o.prepare !== undefined) return o.prepare(tmp, log);
-  if (o.chain === 'scaled')
-    return prepareScaled({
-      root: o.root,
-      cli: o.cli,
-      dir: tmp,
-      blocks: o.blocks,
-      bodies: o.bodies,
-      logBodies: o.logBodies,
-      anvilHistory: o.anvilHistory,
-      anvilProofSample: o.anvilProofSample,
-      noAnvil: o.noAnvil === true,
-      keep: o.keep !== undefined,
-      log,
-    });
-  return prepareFixtures({
+/** The chains of --chain, each built from the run's options. */
+const CHAINS: Record<VariedOptions['chain'], ChainBuilder<VariedOptions>> = {
+  scaled: builderFrom(scaledBuilder, (o) => ({
     root: o.root,
-    ...(o.chain === 'mainnet' ? { export: mainnetExport(o.from) } : {}),
     cli: o.cli,
-    dir: tmp,
+    blocks: o.blocks,
+    bodies: o.bodies,
+    logBodies: o.logBodies,
+    anvilHistory: o.anvilHistory,
+    anvilProofSample: o.anvilProofSample,
+    noAnvil: o.noAnvil === true,
+    keep: o.keep !== undefined,
+  })),
+  fixtures: builderFrom(fixtureBuilder, (o) => ({
+    root: o.root,
+    cli: o.cli,
     ...(o.datadir !== undefined ? { datadir: o.datadir } : {}),
     bodies: o.bodies,
     noAnvil: o.noAnvil === true,
-    ...(o.chain === 'mainnet' ? { anvilHistory: o.anvilHistory, anvilProofSample: o.anvilProofSample } : {}),
-    log,
-  });
+  })),
+  mainnet: builderFrom(mainnetBuilder, (o) => ({
+    root: o.root,
+    ...(o.from !== undefined ? { from: o.from } : {}),
+    cli: o.cli,
+    ...(o.datadir !== undefined ? { datadir: o.datadir } : {}),
+    bodies: o.bodies,
+    noAnvil: o.noAnvil === true,
+    anvilHistory: o.anvilHistory,
+    anvilProofSample: o.anvilProofSample,
+  })),
+};
+
+/** The chain the run measures: the caller's builder, or the one --chain names. */
+function prepareChain(o: VariedOptions, tmp: string, log: (line: string) => void): Promise<ChainUnderTest> {
+  return (o.builder ?? CHAINS[o.chain]).build(o, tmp, log);
 }
 
 /** This node serving the chain's datadir, and the servers measured: it, and anvil when the chain has one. */
@@ -410,25 +415,4 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     if (o.keep === undefined) rmSync(tmp, { recursive: true, force: true });
     dropTmp();
   }
-}
-
-/** The mainnet-shaped export's contracts: pools and hot tokens for storage, hot tokens and pools busy, the tail rare. */
-function mainnetExport(from: string | undefined): NonNullable<FixtureOptions['export']> {
-  if (from === undefined) throw new Error('--chain mainnet needs --from <dir written by npm run bench:chain>');
-  const m = JSON.parse(readFileSync(join(from, 'manifest.json'), 'utf8')) as Manifest;
-  const a = m.addresses;
-  const hot = a.tokens.slice(0, a.hotTokens);
-  return {
-    dir: from,
-    label: `mainnet-shaped (${m.stats.blocks} blocks)`,
-    contracts: {
-      storage: [...a.pairs.slice(0, 3).map((p) => p.address), ...hot],
-      busy: [...hot, a.pairs[0]?.address as string, a.nfts[0] as string],
-      rare: [...a.tokens.slice(a.hotTokens), ...a.nfts.slice(a.hotNfts)],
-      // The hottest token logs ~138 times a block: over 100 blocks that passes the 10,000-result cap
-      // (geth's and Infura's too), whose error is no log answer to compare. 65 blocks is the widest
-      // range under it on the 2,000-block chain (bench/cold.ts).
-      logRange: 50,
-    },
-  };
 }

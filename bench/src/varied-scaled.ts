@@ -32,7 +32,7 @@ import {
 } from './scaled-chain.js';
 import type { ModelBlock, ScaledModel } from './scaled-chain.js';
 import { anvilWindowSkips, callMaker, mixOf, qty, shuffle } from './varied-mix.js';
-import type { Call, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
+import type { Call, ChainBuilder, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
 import { Rng, keccak256 } from './synth.js';
 import { writeFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
@@ -343,7 +343,13 @@ function normaliseScaled(c: Call, r: Reply): string | undefined {
   return canonical(res);
 }
 
-export async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
+/** The scaled chain: built by anvil in the run (or reused from --keep), imported by chainnode. */
+export const scaledBuilder: ChainBuilder<Omit<ScaledOptions, 'dir' | 'log'>> = {
+  name: 'scaled',
+  build: (o, dir, log) => prepareScaled({ ...o, dir, log }),
+};
+
+async function prepareScaled(o: ScaledOptions): Promise<ChainUnderTest> {
   mkdirSync(o.dir, { recursive: true });
   const modelPath = join(o.dir, 'model.json');
   if (o.keep === true && existsSync(modelPath)) {

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { bytesEqual } from '@chainnode/core';
 import type { LogQuery, LogQueryResult } from '@chainnode/core';
 import { LevelChainStore } from '@chainnode/store';
-import { MAX_RESULTS, QUERY_NAMES, prepareChain, queryCases } from '../src/getlogs-run.js';
+import { MAX_RESULTS, QUERY_NAMES, logChainBuilder, queryCases } from '../src/getlogs-run.js';
 import { chainSpec } from '../src/synth.js';
 import type { ChainFacts, GeneratedLog } from '../src/synth.js';
 
@@ -51,7 +51,11 @@ describe('getLogs bench at smoke size', () => {
   });
 
   test('every query of the mix: index = bloom scan = brute force over the generated logs', async () => {
-    const facts: ChainFacts = await prepareChain(join(dir, 'data'), chainSpec('smoke'), () => undefined, true);
+    const facts: ChainFacts = await logChainBuilder.build(
+      { spec: chainSpec('smoke'), keepLogs: true },
+      join(dir, 'data'),
+      () => undefined,
+    );
     const all = facts.generated as GeneratedLog[];
     expect(all.length).toBe(facts.logs);
     const store = await LevelChainStore.open(join(dir, 'data'));
