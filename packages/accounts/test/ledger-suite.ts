@@ -20,6 +20,64 @@ let n = 0;
 const freshHash = (): string => hashKey(`suite-${process.pid}-${Date.now()}-${n++}`);
 const NO_RATE: Limits = { daily: 8000, perSecond: 0 };
 
+/**
+ * The token bucket: a burst admits one second of credits, refusals cost nothing, the bucket refills
+ * at the rate (bounds taken from the clock around the calls), a settle below the cost gives tokens
+ * back, and perSecond 0 means no throughput limit.
+ */
+async function checkTokenBucket(ledger: CreditLedger): Promise<void> {
+  const h = freshHash();
+  const limits: Limits = { daily: 1_000_000, perSecond: 1000 };
+  const tBurst0 = performance.now();
+  const burst = await Promise.all(Array.from({ length: 10 }, () => ledger.debit(h, 200, limits)));
+  const tBurst1 = performance.now();
+  expect(burst.filter((r) => r.ok)).toHaveLength(5); // 1,000 credits at once, no more
+  const refused = burst.find((r) => !r.ok);
+  expect(refused && !refused.ok ? refused.reason : undefined).toBe('throughput');
+  await Promise.all(burst.map((r) => (r.ok ? ledger.settle(r.debit, 200) : undefined)));
+  // Throughput refusals cost nothing.
+  expect((await ledger.usage(h)).used).toBe(1000);
+  await sleep(450); // ~450 credits refilled: two more calls of 200 (three if the machine stalls)
+  const tLater0 = performance.now();
+  const later = await Promise.all(Array.from({ length: 4 }, () => ledger.debit(h, 200, limits)));
+  const tLater1 = performance.now();
+  // Refill is 1 credit per ms: between the end of the burst and the start of these calls at
+  // least, between the start of the burst and their end at most.
+  const admitted = later.filter((r) => r.ok).length;
+  expect(admitted).toBeGreaterThanOrEqual(Math.floor((tLater0 - tBurst1) / 200));
+  expect(admitted).toBeLessThanOrEqual(Math.floor((tLater1 - tBurst0) / 200));
+  expect(admitted).toBeLessThan(4);
+  await Promise.all(later.map((r) => (r.ok ? ledger.settle(r.debit, 200) : undefined)));
+  // A settle below the cost gives the tokens back too.
+  await sleep(1100);
+  const full = await ledger.debit(h, 1000, limits);
+  expect(full.ok).toBe(true);
+  if (full.ok) await ledger.settle(full.debit, 0);
+  expect((await ledger.debit(h, 1000, limits)).ok).toBe(true);
+  // perSecond 0: no throughput limit.
+  const free = await Promise.all(
+    Array.from({ length: 20 }, () => ledger.debit(freshHash(), 5000, { daily: 10_000, perSecond: 0 })),
+  );
+  expect(free.every((r) => r.ok)).toBe(true);
+}
+
+/** A key record with the fields another feature adds, which must come back unchanged. */
+function keyRecordWithExtraFields(hash: string): KeyRecord {
+  return {
+    id: hash.slice(0, 12),
+    hash,
+    plan: 'developer',
+    dailyCredits: 1234,
+    creditsPerSecond: 56,
+    label: 'suite',
+    createdAt: '2026-11-23T00:00:00.000Z',
+    // fields another feature adds: they must come back unchanged
+    name: 'my dapp',
+    allowedOrigins: ['https://*.example.com'],
+    quotas: { perDay: 10, nested: { deep: [1, 'two', null] } },
+  };
+}
+
 /** `available` false (e.g. no redis-server on this machine): the suite is reported as skipped. */
 export function ledgerSuite(name: string, open: () => Promise<EngineUnderTest | undefined>, available = true): void {
   (available ? describe : describe.skip)(`ledger engine: ${name}`, () => {
@@ -84,39 +142,7 @@ export function ledgerSuite(name: string, open: () => Promise<EngineUnderTest | 
     test('throughput: a token bucket of one second of credits, refilled at the rate', async () => {
       const x = engine();
       if (!x) return;
-      const h = freshHash();
-      const limits: Limits = { daily: 1_000_000, perSecond: 1000 };
-      const tBurst0 = performance.now();
-      const burst = await Promise.all(Array.from({ length: 10 }, () => x.ledger.debit(h, 200, limits)));
-      const tBurst1 = performance.now();
-      expect(burst.filter((r) => r.ok)).toHaveLength(5); // 1,000 credits at once, no more
-      const refused = burst.find((r) => !r.ok);
-      expect(refused && !refused.ok ? refused.reason : undefined).toBe('throughput');
-      await Promise.all(burst.map((r) => (r.ok ? x.ledger.settle(r.debit, 200) : undefined)));
-      // Throughput refusals cost nothing.
-      expect((await x.ledger.usage(h)).used).toBe(1000);
-      await sleep(450); // ~450 credits refilled: two more calls of 200 (three if the machine stalls)
-      const tLater0 = performance.now();
-      const later = await Promise.all(Array.from({ length: 4 }, () => x.ledger.debit(h, 200, limits)));
-      const tLater1 = performance.now();
-      // Refill is 1 credit per ms: between the end of the burst and the start of these calls at
-      // least, between the start of the burst and their end at most.
-      const admitted = later.filter((r) => r.ok).length;
-      expect(admitted).toBeGreaterThanOrEqual(Math.floor((tLater0 - tBurst1) / 200));
-      expect(admitted).toBeLessThanOrEqual(Math.floor((tLater1 - tBurst0) / 200));
-      expect(admitted).toBeLessThan(4);
-      await Promise.all(later.map((r) => (r.ok ? x.ledger.settle(r.debit, 200) : undefined)));
-      // A settle below the cost gives the tokens back too.
-      await sleep(1100);
-      const full = await x.ledger.debit(h, 1000, limits);
-      expect(full.ok).toBe(true);
-      if (full.ok) await x.ledger.settle(full.debit, 0);
-      expect((await x.ledger.debit(h, 1000, limits)).ok).toBe(true);
-      // perSecond 0: no throughput limit.
-      const free = await Promise.all(
-        Array.from({ length: 20 }, () => x.ledger.debit(freshHash(), 5000, { daily: 10_000, perSecond: 0 })),
-      );
-      expect(free.every((r) => r.ok)).toBe(true);
+      await checkTokenBucket(x.ledger);
     });
 
     test("networks: one balance across networks, today's usage split by network (refunds too), seen by another instance", async () => {
@@ -148,19 +174,7 @@ export function ledgerSuite(name: string, open: () => Promise<EngineUnderTest | 
       const x = engine();
       if (!x) return;
       const hash = freshHash();
-      const rec: KeyRecord = {
-        id: hash.slice(0, 12),
-        hash,
-        plan: 'developer',
-        dailyCredits: 1234,
-        creditsPerSecond: 56,
-        label: 'suite',
-        createdAt: '2026-11-23T00:00:00.000Z',
-        // fields another feature adds: they must come back unchanged
-        name: 'my dapp',
-        allowedOrigins: ['https://*.example.com'],
-        quotas: { perDay: 10, nested: { deep: [1, 'two', null] } },
-      };
+      const rec = keyRecordWithExtraFields(hash);
       const other = await x.another();
       extra.push(other.ledger, other.keys);
       let changed = 0;

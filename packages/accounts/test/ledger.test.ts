@@ -441,46 +441,130 @@ describe('embedded journal compaction', () => {
 
 const redisTest = HAVE_REDIS ? test : test.skip;
 
+/** What the Redis tests started (servers, clients, ledgers), stopped after each of them. */
+const cleanups: (() => Promise<unknown>)[] = [];
+/** A private redis-server, stopped after the test. */
+async function redis(persist = false): Promise<RedisProcess> {
+  const r = await startRedis({ persist });
+  cleanups.push(async () => {
+    await r.stop('SIGKILL');
+    await r.cleanup();
+  });
+  return r;
+}
+/** A Redis ledger on `r` with its fail-open journal in a fresh datadir, closed after the test. */
+async function ledgerOn(
+  r: RedisProcess,
+  failure: 'open' | 'closed',
+  commandTimeoutMs = 1000,
+): Promise<{ ledger: RedisLedger; dir: string }> {
+  const client = await connectRedis({ url: r.url, commandTimeoutMs });
+  const dir = datadir();
+  const ledger = new RedisLedger({ client, failure, journalDir: dir, commandTimeoutMs });
+  cleanups.push(async () => {
+    await ledger.close();
+    client.destroy();
+  });
+  return { ledger, dir };
+}
+/** Usage read straight from Redis, independently of the engine: HGET of the day field. */
+async function rawUsed(r: RedisProcess, hash: string): Promise<number> {
+  const c = createClient({ url: r.url });
+  c.on('error', () => {});
+  await c.connect();
+  try {
+    const t = (await c.sendCommand(['TIME'])) as string[];
+    const v = await c.hGet(`cn:{${hash}}:d`, String(Math.floor(Number(t[0]) / 86400)));
+    return v === null || v === undefined ? 0 : Number(v);
+  } finally {
+    c.destroy();
+  }
+}
+
+/** Waits (5 s at most) until the ledger has its Redis back and its journal replayed. */
+async function untilRecovered(ledger: RedisLedger): Promise<void> {
+  const t0 = Date.now();
+  while (ledger.isDegraded) {
+    if (Date.now() - t0 > 5000) throw new Error('never recovered');
+    await sleep(50);
+  }
+}
+
+/**
+ * 30 debits of one event-loop turn across three keys go as one script call, applied in the order
+ * asked (daily balances and a token bucket), and the settles of one turn as one call too.
+ */
+async function checkOneCallPerTurn(r: RedisProcess, ledger: RedisLedger): Promise<void> {
+  const a = hashKey('batch a');
+  const b = hashKey('batch b');
+  const c = hashKey('batch c');
+  await ledger.debit(c, 0, { daily: 1, perSecond: 0 }); // the script loaded, the connection up
+  const calls0 = ledger.stats.redisCalls;
+  // 30 debits in one turn: a has 5 calls of 80 left, b 3 calls of 50 (and a bucket of 150/s),
+  // c plenty. Applied in the order asked: the first 5 of a and the first 3 of b pass.
+  const asked: Array<{ h: string; cost: number; limits: Limits }> = [];
+  for (let i = 0; i < 10; i++) {
+    asked.push({ h: a, cost: 80, limits: { daily: 400, perSecond: 0 } });
+    asked.push({ h: b, cost: 50, limits: { daily: 150, perSecond: 150 } });
+    asked.push({ h: c, cost: 10, limits: { daily: 1_000_000, perSecond: 0 } });
+  }
+  const got = await Promise.all(asked.map((x) => ledger.debit(x.h, x.cost, x.limits)));
+  // The bucket of b ran in the same call: its 150 credits taken, a full one is a second away.
+  const more = await ledger.debit(b, 150, { daily: 1_000_000, perSecond: 150 });
+  expect(more.ok ? 'ok' : more.reason).toBe('throughput');
+  expect(ledger.stats.redisCalls - calls0).toBe(2);
+  const passed = (h: string): boolean[] => got.filter((_, i) => asked[i]?.h === h).map((x) => x.ok);
+  expect(passed(a)).toEqual([true, true, true, true, true, false, false, false, false, false]);
+  expect(passed(b)).toEqual([true, true, true, false, false, false, false, false, false, false]);
+  expect(passed(c).every((x) => x)).toBe(true);
+  expect(got.filter((x) => !x.ok).map((x) => (x.ok ? '' : x.reason))).toEqual(Array(12).fill('daily'));
+  expect([await rawUsed(r, a), await rawUsed(r, b), await rawUsed(r, c)]).toEqual([400, 150, 100]);
+  // The settles of one turn: refunds of a and c go as one call too.
+  const calls1 = ledger.stats.redisCalls;
+  await Promise.all(
+    got.map((x, i) => (x.ok ? ledger.settle(x.debit, asked[i]?.h === b ? x.debit.cost : 5) : undefined)),
+  );
+  expect(ledger.stats.redisCalls - calls1).toBe(1);
+  expect([await rawUsed(r, a), await rawUsed(r, b), await rawUsed(r, c)]).toEqual([25, 150, 50]);
+}
+
+/**
+ * Redis pauses: a batch of debits times out on our side (decided locally, journaled) while Redis
+ * still runs it later; the replay finds every charge applied and skips it.
+ */
+async function checkReplayOfLostBatch(r: RedisProcess, ledger: RedisLedger): Promise<void> {
+  const h = hashKey('idempotent');
+  const limits = { daily: 1_000_000, perSecond: 0 };
+  // Warm up (script loaded, connection up).
+  const w = await ledger.debit(h, 10, limits);
+  if (!w.ok) throw new Error('refused');
+  // Redis stops answering for 600 ms: every debit sent meanwhile times out on our side, but
+  // Redis still runs them when the pause ends (they are queued on the connection).
+  const admin = createClient({ url: r.url });
+  admin.on('error', () => {});
+  await admin.connect();
+  await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
+  const h2 = hashKey('idempotent too');
+  const calls0 = ledger.stats.redisCalls;
+  const during = await Promise.all(Array.from({ length: 20 }, (_, i) => ledger.debit(i % 2 ? h : h2, 100, limits)));
+  expect(ledger.stats.redisCalls - calls0).toBe(1); // one batch, its reply lost
+  expect(during.every((x) => x.ok)).toBe(true); // fail-open: decided locally
+  expect(ledger.isDegraded).toBe(true);
+  await Promise.all(during.map((x) => (x.ok ? ledger.settle(x.debit, 100) : undefined)));
+  admin.destroy();
+  // Redis runs the queued originals, then the replay finds each applied and skips it.
+  await untilRecovered(ledger);
+  expect(ledger.stats.replayed).toBeGreaterThanOrEqual(20);
+  expect(await rawUsed(r, h)).toBe(10 + 10 * 100);
+  expect(await rawUsed(r, h2)).toBe(10 * 100);
+  await ledger.settle(w.debit, 10);
+  expect((await ledger.usage(h)).used).toBe(1010);
+}
+
 describe('redis engine specifics', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
     while (cleanups.length > 0) await cleanups.pop()?.();
   });
-  async function redis(persist = false): Promise<RedisProcess> {
-    const r = await startRedis({ persist });
-    cleanups.push(async () => {
-      await r.stop('SIGKILL');
-      await r.cleanup();
-    });
-    return r;
-  }
-  async function ledgerOn(
-    r: RedisProcess,
-    failure: 'open' | 'closed',
-    commandTimeoutMs = 1000,
-  ): Promise<{ ledger: RedisLedger; dir: string }> {
-    const client = await connectRedis({ url: r.url, commandTimeoutMs });
-    const dir = datadir();
-    const ledger = new RedisLedger({ client, failure, journalDir: dir, commandTimeoutMs });
-    cleanups.push(async () => {
-      await ledger.close();
-      client.destroy();
-    });
-    return { ledger, dir };
-  }
-  /** Usage read straight from Redis, independently of the engine: HGET of the day field. */
-  async function rawUsed(r: RedisProcess, hash: string): Promise<number> {
-    const c = createClient({ url: r.url });
-    c.on('error', () => {});
-    await c.connect();
-    try {
-      const t = (await c.sendCommand(['TIME'])) as string[];
-      const v = await c.hGet(`cn:{${hash}}:d`, String(Math.floor(Number(t[0]) / 86400)));
-      return v === null || v === undefined ? 0 : Number(v);
-    } finally {
-      c.destroy();
-    }
-  }
 
   redisTest("keys are in one Cluster slot per API key (hash tag) and the day is Redis's", async () => {
     const r = await redis();
@@ -507,37 +591,7 @@ describe('redis engine specifics', () => {
     async () => {
       const r = await redis();
       const { ledger } = await ledgerOn(r, 'open');
-      const a = hashKey('batch a');
-      const b = hashKey('batch b');
-      const c = hashKey('batch c');
-      await ledger.debit(c, 0, { daily: 1, perSecond: 0 }); // the script loaded, the connection up
-      const calls0 = ledger.stats.redisCalls;
-      // 30 debits in one turn: a has 5 calls of 80 left, b 3 calls of 50 (and a bucket of 150/s),
-      // c plenty. Applied in the order asked: the first 5 of a and the first 3 of b pass.
-      const asked: Array<{ h: string; cost: number; limits: Limits }> = [];
-      for (let i = 0; i < 10; i++) {
-        asked.push({ h: a, cost: 80, limits: { daily: 400, perSecond: 0 } });
-        asked.push({ h: b, cost: 50, limits: { daily: 150, perSecond: 150 } });
-        asked.push({ h: c, cost: 10, limits: { daily: 1_000_000, perSecond: 0 } });
-      }
-      const got = await Promise.all(asked.map((x) => ledger.debit(x.h, x.cost, x.limits)));
-      // The bucket of b ran in the same call: its 150 credits taken, a full one is a second away.
-      const more = await ledger.debit(b, 150, { daily: 1_000_000, perSecond: 150 });
-      expect(more.ok ? 'ok' : more.reason).toBe('throughput');
-      expect(ledger.stats.redisCalls - calls0).toBe(2);
-      const passed = (h: string): boolean[] => got.filter((_, i) => asked[i]?.h === h).map((x) => x.ok);
-      expect(passed(a)).toEqual([true, true, true, true, true, false, false, false, false, false]);
-      expect(passed(b)).toEqual([true, true, true, false, false, false, false, false, false, false]);
-      expect(passed(c).every((x) => x)).toBe(true);
-      expect(got.filter((x) => !x.ok).map((x) => (x.ok ? '' : x.reason))).toEqual(Array(12).fill('daily'));
-      expect([await rawUsed(r, a), await rawUsed(r, b), await rawUsed(r, c)]).toEqual([400, 150, 100]);
-      // The settles of one turn: refunds of a and c go as one call too.
-      const calls1 = ledger.stats.redisCalls;
-      await Promise.all(
-        got.map((x, i) => (x.ok ? ledger.settle(x.debit, asked[i]?.h === b ? x.debit.cost : 5) : undefined)),
-      );
-      expect(ledger.stats.redisCalls - calls1).toBe(1);
-      expect([await rawUsed(r, a), await rawUsed(r, b), await rawUsed(r, c)]).toEqual([25, 150, 50]);
+      await checkOneCallPerTurn(r, ledger);
     },
   );
 
@@ -546,36 +600,7 @@ describe('redis engine specifics', () => {
     async () => {
       const r = await redis();
       const { ledger } = await ledgerOn(r, 'open', 150);
-      const h = hashKey('idempotent');
-      const limits = { daily: 1_000_000, perSecond: 0 };
-      // Warm up (script loaded, connection up).
-      const w = await ledger.debit(h, 10, limits);
-      if (!w.ok) throw new Error('refused');
-      // Redis stops answering for 600 ms: every debit sent meanwhile times out on our side, but
-      // Redis still runs them when the pause ends (they are queued on the connection).
-      const admin = createClient({ url: r.url });
-      admin.on('error', () => {});
-      await admin.connect();
-      await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
-      const h2 = hashKey('idempotent too');
-      const calls0 = ledger.stats.redisCalls;
-      const during = await Promise.all(Array.from({ length: 20 }, (_, i) => ledger.debit(i % 2 ? h : h2, 100, limits)));
-      expect(ledger.stats.redisCalls - calls0).toBe(1); // one batch, its reply lost
-      expect(during.every((x) => x.ok)).toBe(true); // fail-open: decided locally
-      expect(ledger.isDegraded).toBe(true);
-      await Promise.all(during.map((x) => (x.ok ? ledger.settle(x.debit, 100) : undefined)));
-      admin.destroy();
-      // Redis runs the queued originals, then the replay finds each applied and skips it.
-      const t0 = Date.now();
-      while (ledger.isDegraded) {
-        if (Date.now() - t0 > 5000) throw new Error('never recovered');
-        await sleep(50);
-      }
-      expect(ledger.stats.replayed).toBeGreaterThanOrEqual(20);
-      expect(await rawUsed(r, h)).toBe(10 + 10 * 100);
-      expect(await rawUsed(r, h2)).toBe(10 * 100);
-      await ledger.settle(w.debit, 10);
-      expect((await ledger.usage(h)).used).toBe(1010);
+      await checkReplayOfLostBatch(r, ledger);
     },
   );
 
@@ -607,11 +632,7 @@ describe('redis engine specifics', () => {
           .split('\n').length,
       ).toBeGreaterThanOrEqual(30);
       await r.restart();
-      const t0 = Date.now();
-      while (ledger.isDegraded) {
-        if (Date.now() - t0 > 5000) throw new Error('never recovered');
-        await sleep(50);
-      }
+      await untilRecovered(ledger);
       expect(await rawUsed(r, h)).toBe(charged);
       expect(readdirSync(dir).filter((f) => f.endsWith('.log'))).toEqual([]); // replayed: gone
       expect(await charge(80)).toBe(true);
@@ -652,11 +673,7 @@ describe('redis engine specifics', () => {
       await next.close();
       client.destroy();
     });
-    const t0 = Date.now();
-    while (next.isDegraded) {
-      if (Date.now() - t0 > 5000) throw new Error('never recovered');
-      await sleep(50);
-    }
+    await untilRecovered(next);
     expect(await rawUsed(r, h)).toBe(7 * 150);
   });
 

@@ -25,6 +25,105 @@ function textOf(reply: RpcReply): string | undefined {
   return reply.body;
 }
 
+/**
+ * Storage and proof requests for each address at three blocks: slots spelled short and as 32
+ * bytes (the proof echoes them as asked), and a proof without slots.
+ */
+function stateRequests(addrs: string[], head: number): string[] {
+  const requests: string[] = [];
+  const blocksForState = ['latest', `0x${Math.floor(head / 2).toString(16)}`, '0x0'];
+  for (const a of addrs) {
+    for (const b of blocksForState) {
+      for (const slot of ['0x0', '0x1', '0x2', '0x3']) {
+        requests.push(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'eth_getStorageAt', params: [a, slot, b] }));
+      }
+      // The same slots spelled short and as 32 bytes: the proof echoes them differently.
+      requests.push(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'eth_getProof', params: [a, ['0x0', '0x2'], b] }));
+      requests.push(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 5,
+          method: 'eth_getProof',
+          params: [a, [`0x${'00'.repeat(31)}00`, `0x${'00'.repeat(31)}02`], b],
+        }),
+      );
+      requests.push(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'eth_getProof', params: [a, [], b] }));
+    }
+  }
+  return requests;
+}
+
+/** The requests, derived from the chain itself with one throw-away service: blocks, transactions, state, odd ids, a batch. */
+async function requestsFrom(dir: string): Promise<string[]> {
+  const requests: string[] = [];
+  const store = await openChainStore(dir);
+  const svc = createRpcService(store);
+  const call = async (method: string, ...params: unknown[]): Promise<unknown> =>
+    (
+      JSON.parse((await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }))).body as string) as {
+        result: unknown;
+      }
+    ).result;
+  const head = Number(await call('eth_blockNumber'));
+  const numbers = [...new Set([0, 1, Math.floor(head / 3), Math.floor(head / 2), head - 1, head])].filter(
+    (n) => n >= 0,
+  );
+  const txs: string[] = [];
+  const contracts = new Set<string>();
+  for (const n of numbers) {
+    const block = (await call('eth_getBlockByNumber', `0x${n.toString(16)}`, true)) as {
+      hash: string;
+      transactions: { hash: string; to: string | null; from: string }[];
+    };
+    for (const tx of block.transactions.slice(0, 4)) {
+      txs.push(tx.hash);
+      if (tx.to !== null) contracts.add(tx.to);
+      contracts.add(tx.from);
+    }
+    requests.push(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockByHash', params: [block.hash, false] }),
+      JSON.stringify({ jsonrpc: '2.0', id: 'h', method: 'eth_getBlockByHash', params: [block.hash, true] }),
+    );
+    for (const full of [false, true]) {
+      requests.push(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: n,
+          method: 'eth_getBlockByNumber',
+          params: [`0x${n.toString(16)}`, full],
+        }),
+      );
+    }
+  }
+  await store.close();
+  for (const tag of ['latest', 'pending', 'earliest', 'safe', 'finalized']) {
+    requests.push(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_getBlockByNumber', params: [tag, false] }));
+  }
+  requests.push(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 8,
+      method: 'eth_getBlockByNumber',
+      params: [`0x${(head + 1).toString(16)}`, false],
+    }),
+  );
+  for (const h of txs)
+    requests.push(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'eth_getTransactionByHash', params: [h] }));
+  requests.push(
+    JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'eth_getTransactionByHash', params: [`0x${'ab'.repeat(32)}`] }),
+  );
+  const addrs = [...contracts].slice(0, 6);
+  addrs.push(`0x${'00'.repeat(19)}01`); // an account that does not exist
+  requests.push(...stateRequests(addrs, head));
+  // Numeric ids written unusually are echoed as written; a batch mixes cached and uncached answers.
+  requests.push(
+    `{"jsonrpc":"2.0","id":1.0,"method":"eth_getTransactionByHash","params":["${txs[0] ?? `0x${'ab'.repeat(32)}`}"]}`,
+  );
+  requests.push(`{"jsonrpc":"2.0","id":12345678901234567890,"method":"eth_getBlockByNumber","params":["latest",true]}`);
+  requests.push(`[${requests.slice(0, 3).join(',')},{"jsonrpc":"2.0","id":9,"method":"eth_blockNumber"}]`);
+  return requests;
+}
+
 const chains = (['fixtures', 'execution-apis'] as ChainName[]).filter((c) => chainDir(c) !== undefined);
 if (chains.length === 0) console.log('skipped: no chain to read (neither fixtures/ nor ../shared/chains)');
 const d = chains.length === 0 ? describe.skip : describe;
@@ -48,94 +147,7 @@ d.each(chains)('caches cold vs warm over the %s chain', (chain) => {
     const copy = await datadirCopy(chain);
     dir = copy.dir;
     cleanup = copy.cleanup;
-    // Derive the requests from the chain itself, with one throw-away service.
-    const store = await openChainStore(dir);
-    const svc = createRpcService(store);
-    const call = async (method: string, ...params: unknown[]): Promise<unknown> =>
-      (
-        JSON.parse((await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }))).body as string) as {
-          result: unknown;
-        }
-      ).result;
-    const head = Number(await call('eth_blockNumber'));
-    const numbers = [...new Set([0, 1, Math.floor(head / 3), Math.floor(head / 2), head - 1, head])].filter(
-      (n) => n >= 0,
-    );
-    const txs: string[] = [];
-    const contracts = new Set<string>();
-    for (const n of numbers) {
-      const block = (await call('eth_getBlockByNumber', `0x${n.toString(16)}`, true)) as {
-        hash: string;
-        transactions: { hash: string; to: string | null; from: string }[];
-      };
-      for (const tx of block.transactions.slice(0, 4)) {
-        txs.push(tx.hash);
-        if (tx.to !== null) contracts.add(tx.to);
-        contracts.add(tx.from);
-      }
-      requests.push(
-        JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockByHash', params: [block.hash, false] }),
-        JSON.stringify({ jsonrpc: '2.0', id: 'h', method: 'eth_getBlockByHash', params: [block.hash, true] }),
-      );
-      for (const full of [false, true]) {
-        requests.push(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            id: n,
-            method: 'eth_getBlockByNumber',
-            params: [`0x${n.toString(16)}`, full],
-          }),
-        );
-      }
-    }
-    await store.close();
-    for (const tag of ['latest', 'pending', 'earliest', 'safe', 'finalized']) {
-      requests.push(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_getBlockByNumber', params: [tag, false] }));
-    }
-    requests.push(
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: 8,
-        method: 'eth_getBlockByNumber',
-        params: [`0x${(head + 1).toString(16)}`, false],
-      }),
-    );
-    for (const h of txs)
-      requests.push(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'eth_getTransactionByHash', params: [h] }));
-    requests.push(
-      JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'eth_getTransactionByHash', params: [`0x${'ab'.repeat(32)}`] }),
-    );
-    const addrs = [...contracts].slice(0, 6);
-    addrs.push(`0x${'00'.repeat(19)}01`); // an account that does not exist
-    const blocksForState = ['latest', `0x${Math.floor(head / 2).toString(16)}`, '0x0'];
-    for (const a of addrs) {
-      for (const b of blocksForState) {
-        for (const slot of ['0x0', '0x1', '0x2', '0x3']) {
-          requests.push(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'eth_getStorageAt', params: [a, slot, b] }));
-        }
-        // The same slots spelled short and as 32 bytes: the proof echoes them differently.
-        requests.push(
-          JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'eth_getProof', params: [a, ['0x0', '0x2'], b] }),
-        );
-        requests.push(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            id: 5,
-            method: 'eth_getProof',
-            params: [a, [`0x${'00'.repeat(31)}00`, `0x${'00'.repeat(31)}02`], b],
-          }),
-        );
-        requests.push(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'eth_getProof', params: [a, [], b] }));
-      }
-    }
-    // Numeric ids written unusually are echoed as written; a batch mixes cached and uncached answers.
-    requests.push(
-      `{"jsonrpc":"2.0","id":1.0,"method":"eth_getTransactionByHash","params":["${txs[0] ?? `0x${'ab'.repeat(32)}`}"]}`,
-    );
-    requests.push(
-      `{"jsonrpc":"2.0","id":12345678901234567890,"method":"eth_getBlockByNumber","params":["latest",true]}`,
-    );
-    requests.push(`[${requests.slice(0, 3).join(',')},{"jsonrpc":"2.0","id":9,"method":"eth_blockNumber"}]`);
+    requests.push(...(await requestsFrom(dir)));
   });
 
   afterAll(async () => {

@@ -1,6 +1,7 @@
 // Handlers over the hand-built store: not-found answers, block parameters, param errors with
 // geth's wording, and every getLogs rule and error of the spec (4.2, 8.2).
 import { bytesToBigInt, toData } from '@chainnode/core';
+import type { LogQuery } from '@chainnode/core';
 import { createRpcService } from '../src/index.js';
 import type { RpcConfig } from '../src/index.js';
 import { addresses, blocks, FakeStore, logs, matches, topics } from './fake-store.js';
@@ -237,6 +238,61 @@ describe('eth_getProof', () => {
   });
 });
 
+/** The filter parts the getLogs combination test draws from: addresses, topic lists, block ranges. */
+function filterChoices(A: string, B: string, T0: string, T1: string) {
+  const addrChoices = [undefined, A, [A], [A, B], [B]];
+  const topicChoices = [
+    undefined,
+    [],
+    [null],
+    [T0],
+    [[T0, T1]],
+    [null, T0],
+    [T1, null],
+    [[T0, null]],
+    [[]],
+    [T0, T1, null],
+  ];
+  const ranges = [
+    {},
+    { fromBlock: '0x0' },
+    { fromBlock: '0x2' },
+    { fromBlock: 'earliest', toBlock: '0x1' },
+    { blockHash: x(0xa1, 32) },
+  ];
+  return { addrChoices, topicChoices, ranges };
+}
+
+/** The store query a getLogs filter stands for, worked out apart from the method (heads at 2). */
+function logQueryOf(
+  range: { fromBlock?: string; toBlock?: string; blockHash?: string },
+  address: string | string[] | undefined,
+  t: (string | null | (string | null)[])[] | undefined,
+): LogQuery {
+  const from =
+    'blockHash' in range
+      ? 1n
+      : range.fromBlock === undefined
+        ? 2n
+        : BigInt(range.fromBlock === 'earliest' ? 0 : range.fromBlock);
+  const to = 'blockHash' in range ? 1n : range.toBlock === undefined ? 2n : BigInt(range.toBlock);
+  return {
+    fromBlock: from,
+    toBlock: to,
+    addresses:
+      address === undefined ? [] : [address].flat().map((a) => Uint8Array.from(Buffer.from(a.slice(2), 'hex'))),
+    topics: (t ?? []).map((p) =>
+      p === null
+        ? null
+        : Array.isArray(p)
+          ? p.length === 0 || p.includes(null)
+            ? null
+            : p.map((h) => Uint8Array.from(Buffer.from((h as string).slice(2), 'hex')))
+          : [Uint8Array.from(Buffer.from(p.slice(2), 'hex'))],
+    ),
+  };
+}
+
 describe('eth_getLogs', () => {
   const A = toData(addresses.A);
   const B = toData(addresses.B);
@@ -251,26 +307,7 @@ describe('eth_getLogs', () => {
   }
 
   test('filters agree with the brute-force reference on every combination', async () => {
-    const addrChoices = [undefined, A, [A], [A, B], [B]];
-    const topicChoices = [
-      undefined,
-      [],
-      [null],
-      [T0],
-      [[T0, T1]],
-      [null, T0],
-      [T1, null],
-      [[T0, null]],
-      [[]],
-      [T0, T1, null],
-    ];
-    const ranges = [
-      {},
-      { fromBlock: '0x0' },
-      { fromBlock: '0x2' },
-      { fromBlock: 'earliest', toBlock: '0x1' },
-      { blockHash: x(0xa1, 32) },
-    ];
+    const { addrChoices, topicChoices, ranges } = filterChoices(A, B, T0, T1);
     let nonEmpty = 0;
     for (const address of addrChoices) {
       for (const t of topicChoices) {
@@ -280,28 +317,7 @@ describe('eth_getLogs', () => {
             ...(address === undefined ? {} : { address }),
             ...(t === undefined ? {} : { topics: t }),
           };
-          const from =
-            'blockHash' in range
-              ? 1n
-              : range.fromBlock === undefined
-                ? 2n
-                : BigInt(range.fromBlock === 'earliest' ? 0 : range.fromBlock);
-          const to = 'blockHash' in range ? 1n : range.toBlock === undefined ? 2n : BigInt(range.toBlock);
-          const q = {
-            fromBlock: from,
-            toBlock: to,
-            addresses:
-              address === undefined ? [] : [address].flat().map((a) => Uint8Array.from(Buffer.from(a.slice(2), 'hex'))),
-            topics: (t ?? []).map((p) =>
-              p === null
-                ? null
-                : Array.isArray(p)
-                  ? p.length === 0 || p.includes(null)
-                    ? null
-                    : p.map((h) => Uint8Array.from(Buffer.from((h as string).slice(2), 'hex')))
-                  : [Uint8Array.from(Buffer.from(p.slice(2), 'hex'))],
-            ),
-          };
+          const q = logQueryOf(range, address, t);
           const want = logs
             .filter((l) => matches(q, l))
             .map((l) => `0x${l.blockNumber.toString(16)}/0x${l.logIndex.toString(16)}`);

@@ -149,89 +149,97 @@ function mkBlock(number: bigint, hash: Bytes, logs: [Bytes, Bytes[]][]): Committ
   return { number, hash, logs: logs.map(([a, t], i) => mkLog(number, hash, i, a, t)) };
 }
 
+/** The hashes of FakeStore's blocks 0..2. */
+const h = (n: number): Bytes => filled(0xa0 + n, 32);
+
+/**
+ * A head per added block (geth's header JSON), each log to each matching subscription in log
+ * order, one charged event per block and subscription.
+ */
+async function checkHeadsAndLogs(store: FakeStore): Promise<void> {
+  const hub = new SubscriptionHub(store);
+  const sink = new Capture();
+  const conn = hub.connect('key1', sink);
+  const m = conn.forMessage();
+  const heads = m.subscribe({ kind: 'newHeads' });
+  const logsA = m.subscribe({ kind: 'logs', filter: { addresses: [A], topics: [] } });
+  const logsT = m.subscribe({ kind: 'logs', filter: { addresses: [], topics: [null, [U]] } });
+  m.activate();
+  const b1 = mkBlock(1n, h(1), [
+    [A, [T]],
+    [B, [T, U]],
+    [A, [T, U]],
+  ]);
+  const b2 = mkBlock(2n, h(2), [[B, [T]]]);
+  await hub.publish({ removed: [], added: [b1, b2], head: { number: 2n, hash: h(2) } });
+  const got = sink.results();
+  // Block 1: head, then its logs in log order (each log to each matching subscription), block 2: head only.
+  expect(got.map((g) => [g.sub, g.result.number ?? g.result.logIndex])).toEqual([
+    [heads, '0x1'],
+    [logsA, '0x0'],
+    [logsT, '0x1'],
+    [logsA, '0x2'],
+    [logsT, '0x2'],
+    [heads, '0x2'],
+  ]);
+  const head = got[0]?.result as Record<string, unknown>;
+  expect(Object.keys(head)).toEqual([
+    'parentHash',
+    'sha3Uncles',
+    'miner',
+    'stateRoot',
+    'transactionsRoot',
+    'receiptsRoot',
+    'logsBloom',
+    'difficulty',
+    'number',
+    'gasLimit',
+    'gasUsed',
+    'timestamp',
+    'extraData',
+    'mixHash',
+    'nonce',
+    'baseFeePerGas',
+    'withdrawalsRoot',
+    'blobGasUsed',
+    'excessBlobGas',
+    'parentBeaconBlockRoot',
+    'requestsHash',
+    'hash',
+  ]);
+  const want = header(1n);
+  expect(head.hash).toBe(toData(want.hash));
+  expect(head.parentHash).toBe(toData(want.parentHash));
+  expect(head.baseFeePerGas).toBeNull();
+  const log = got[1]?.result as Record<string, unknown>;
+  expect(log).toEqual({
+    address: toData(A),
+    topics: [toData(T)],
+    data: '0x00',
+    blockNumber: '0x1',
+    transactionHash: toData(filled(0x40, 32)),
+    transactionIndex: '0x0',
+    blockHash: toData(h(1)),
+    blockTimestamp: '0x3f4',
+    logIndex: '0x0',
+    removed: false,
+  });
+  // 2 heads; logsA: block 1 once (its second log free); logsT: block 1 once.
+  const { newHeads: H, logs: L } = EVENT_CREDITS;
+  expect(sink.got.map((n) => n.credits)).toEqual([H, L, L, 0, 0, H]);
+  conn.close();
+  expect(hub.size).toBe(0);
+}
+
 describe('SubscriptionHub', () => {
   const store = new FakeStore();
-  // FakeStore holds blocks 0..2 (hashes filled(0xa0 + n)).
-  const h = (n: number): Bytes => filled(0xa0 + n, 32);
 
   test('ids as geth makes them', () => {
     for (let i = 0; i < 200; i++) expect(newSubscriptionId()).toMatch(/^0x([1-9a-f][0-9a-f]{0,31}|0)$/);
   });
 
-  test('newHeads: geth header JSON per added block; logs: filtered, log order; credits per event', async () => {
-    const hub = new SubscriptionHub(store);
-    const sink = new Capture();
-    const conn = hub.connect('key1', sink);
-    const m = conn.forMessage();
-    const heads = m.subscribe({ kind: 'newHeads' });
-    const logsA = m.subscribe({ kind: 'logs', filter: { addresses: [A], topics: [] } });
-    const logsT = m.subscribe({ kind: 'logs', filter: { addresses: [], topics: [null, [U]] } });
-    m.activate();
-    const b1 = mkBlock(1n, h(1), [
-      [A, [T]],
-      [B, [T, U]],
-      [A, [T, U]],
-    ]);
-    const b2 = mkBlock(2n, h(2), [[B, [T]]]);
-    await hub.publish({ removed: [], added: [b1, b2], head: { number: 2n, hash: h(2) } });
-    const got = sink.results();
-    // Block 1: head, then its logs in log order (each log to each matching subscription), block 2: head only.
-    expect(got.map((g) => [g.sub, g.result.number ?? g.result.logIndex])).toEqual([
-      [heads, '0x1'],
-      [logsA, '0x0'],
-      [logsT, '0x1'],
-      [logsA, '0x2'],
-      [logsT, '0x2'],
-      [heads, '0x2'],
-    ]);
-    const head = got[0]?.result as Record<string, unknown>;
-    expect(Object.keys(head)).toEqual([
-      'parentHash',
-      'sha3Uncles',
-      'miner',
-      'stateRoot',
-      'transactionsRoot',
-      'receiptsRoot',
-      'logsBloom',
-      'difficulty',
-      'number',
-      'gasLimit',
-      'gasUsed',
-      'timestamp',
-      'extraData',
-      'mixHash',
-      'nonce',
-      'baseFeePerGas',
-      'withdrawalsRoot',
-      'blobGasUsed',
-      'excessBlobGas',
-      'parentBeaconBlockRoot',
-      'requestsHash',
-      'hash',
-    ]);
-    const want = header(1n);
-    expect(head.hash).toBe(toData(want.hash));
-    expect(head.parentHash).toBe(toData(want.parentHash));
-    expect(head.baseFeePerGas).toBeNull();
-    const log = got[1]?.result as Record<string, unknown>;
-    expect(log).toEqual({
-      address: toData(A),
-      topics: [toData(T)],
-      data: '0x00',
-      blockNumber: '0x1',
-      transactionHash: toData(filled(0x40, 32)),
-      transactionIndex: '0x0',
-      blockHash: toData(h(1)),
-      blockTimestamp: '0x3f4',
-      logIndex: '0x0',
-      removed: false,
-    });
-    // 2 heads; logsA: block 1 once (its second log free); logsT: block 1 once.
-    const { newHeads: H, logs: L } = EVENT_CREDITS;
-    expect(sink.got.map((n) => n.credits)).toEqual([H, L, L, 0, 0, H]);
-    conn.close();
-    expect(hub.size).toBe(0);
-  });
+  test('newHeads: geth header JSON per added block; logs: filtered, log order; credits per event', () =>
+    checkHeadsAndLogs(store));
 
   test('reorg: removed logs first (oldest dropped block first, log order), then the new branch; a head per new block', async () => {
     const hub = new SubscriptionHub(store);
