@@ -29,3 +29,5 @@ export {
   transportConfigOf,
 } from './settings/file.js';
 export type { ConfigFile, ServerConfig } from './settings/file.js';
+export { parseLedgerUrl, runtimeConfigOf } from './settings/flags.js';
+export type { ServeFlags } from './settings/flags.js';

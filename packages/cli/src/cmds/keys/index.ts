@@ -6,8 +6,8 @@
 import type { Command } from 'commander';
 import { KeyActionError, KeyFileError, LedgerUnavailableError, PLAN_NAMES, openLedger } from '@chainnode/accounts';
 import type { KeyManager, OpenLedger } from '@chainnode/accounts';
+import { loadConfig, parseLedgerUrl } from '@chainnode/runtime';
 import { CliError } from '../../cli-error.js';
-import { parseLedgerUrl, readConfig } from '../serve/config.js';
 import { describe, keyTable, usageJson, usageText } from './text.js';
 
 interface Common {
@@ -19,7 +19,7 @@ interface Common {
 
 /** Runs a key action with the ledger the options name (closed afterwards); refusals become one line. */
 async function run<T>(opts: Common, f: (km: KeyManager) => Promise<T>): Promise<T> {
-  const config = readConfig(opts.datadir, opts.config);
+  const config = loadConfig(opts.datadir, opts.config);
   const url = parseLedgerUrl(opts.ledger);
   let l: OpenLedger;
   try {

@@ -13,12 +13,11 @@ import {
   flagsFromFile,
   readConfigFile,
   runRuntime,
+  runtimeConfigOf,
 } from '@chainnode/runtime';
-import type { ConfigField, ServerConfig } from '@chainnode/runtime';
+import type { ConfigField, ServeFlags, ServerConfig } from '@chainnode/runtime';
 import { CliError } from '../../cli-error.js';
 import { printBanner } from './banner.js';
-import { runtimeConfig } from './config.js';
-import type { ServeOptions } from './options.js';
 
 /** The fields of server.json that are flags of serve (of start too unless serveOnly), in schema order. */
 function flagFields(serveOnly: boolean): [keyof ServerConfig, ConfigField<unknown>][] {
@@ -95,8 +94,8 @@ export function register(program: Command): void {
       "serve this network, chosen by the request Host <name>.<anything> (repeatable; replaces the config's networks); --datadir then holds only keys, usage and config",
       (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
     )
-    .action(async (opts: ServeOptions, command: Command) => {
-      const config = runtimeConfig(withConfigFile(opts, command));
+    .action(async (opts: ServeFlags, command: Command) => {
+      const config = runtimeConfigOf(withConfigFile(opts, command));
       process.exit(await runRuntime(config, { onListening: (l) => printBanner(config, l) }));
     });
 }

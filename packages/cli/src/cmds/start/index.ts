@@ -14,9 +14,8 @@ import { KeyActionError } from '@chainnode/accounts';
 import type { KeyManager } from '@chainnode/accounts';
 import type { LogFormat } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
-import { runRuntime } from '@chainnode/runtime';
+import { runRuntime, runtimeConfigOf } from '@chainnode/runtime';
 import { announce, printBanner } from '../serve/banner.js';
-import { runtimeConfig } from '../serve/config.js';
 import { withConfigFile, withServeOptions } from '../serve/index.js';
 
 interface StartOptions {
@@ -70,7 +69,7 @@ export function register(program: Command): void {
       .option('--from <dir>', 'chain export to import (genesis.json + chain.rlp)', './fixtures'),
   ).action(async (given: StartOptions, command: Command) => {
     const opts = withConfigFile(given, command);
-    const config = runtimeConfig(opts);
+    const config = runtimeConfigOf(opts);
     await importFixtures(opts.from, opts.datadir, config.log.format);
     let key = '';
     let created = false;

@@ -1,26 +1,63 @@
-// From serve's options (the flags, with the config file's values for every flag not given: see
-// withConfigFile) to the runtime's typed RuntimeConfig: every text checked here, so a bad option
-// is refused in one line before anything is opened, and the runtime parses nothing.
+// From the flags of `serve` (and `start`), as text, with the config file's values for every flag
+// not given (the CLI merges them: flag > file > default) to the runtime's typed RuntimeConfig:
+// every text checked here, next to the schema the flags come from (fields.ts), so a bad option is
+// refused in one line (a ConfigError naming the flag) before anything is opened, and the CLI
+// parses nothing.
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { checkLedgerUrl } from '@chainnode/accounts';
 import type { LedgerFailureMode } from '@chainnode/accounts';
 import { LOG_FORMATS, LOG_LEVELS, defaultLogFormat } from '@chainnode/server';
 import type { LogFormat, LogLevel } from '@chainnode/server';
-import {
-  ConfigError,
-  checkNetwork,
-  checkNetworks,
-  isUpstreamUrl,
-  loadConfig,
-  parseCheckpoint,
-  parseIngestMode,
-  parseReorgDepth,
-  parseStartBlock,
-} from '@chainnode/runtime';
-import type { DashboardConfig, FollowedDatadir, NetworkConfig, RuntimeConfig, ServerConfig } from '@chainnode/runtime';
-import { CliError } from '../../cli-error.js';
-import type { ServeOptions } from './options.js';
+import type { DashboardConfig, FollowedDatadir, RuntimeConfig } from '../config.js';
+import { checkNetwork, checkNetworks } from './fields.js';
+import type { NetworkConfig } from './fields.js';
+import { loadConfig } from './file.js';
+import type { ServerConfig } from './file.js';
+import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from './follow.js';
+import { ConfigError } from './schema.js';
+
+/** The options of `serve` (and `start`) as the CLI hands them over: flag text, file values merged in. */
+export interface ServeFlags {
+  datadir: string;
+  host: string;
+  port: string;
+  config?: string;
+  failoverUrl?: string;
+  metricsPort?: string | undefined;
+  /** `--network <name>=<datadir>[,follow=<URL>]`, repeatable. */
+  network?: string[];
+  /** `--default-network <name>`: the network answering bare hosts. */
+  defaultNetwork?: string;
+  /** redis://host:port[/db]: keys and credits shared through Redis; default the embedded ledger. */
+  ledger?: string;
+  ledgerFailure?: string;
+  dashboard?: boolean;
+  adminHost?: string;
+  adminPort?: string;
+  adminTlsCert?: string;
+  adminTlsKey?: string;
+  /** serve --follow <URL>: follow a live upstream while serving. */
+  follow?: string;
+  genesis?: string;
+  /** --ingest execute|replicate (with --follow). */
+  ingest?: string;
+  /** --start-block <N|head-K> and --checkpoint <hash> (with --follow): join the chain there. */
+  startBlock?: string;
+  checkpoint?: string;
+  /** --history-upstream <URL> (with --follow): history below a joined datadir's first block. */
+  historyUpstream?: string;
+  reorgDepth?: string;
+  pollMs?: string;
+  /** `--log-format json|text` (default: text on a terminal, json otherwise). */
+  logFormat?: string;
+  /** `--log-level debug|info|warn|error|silent` (default info). */
+  logLevel?: string;
+  /** `--access-log`: one log record per call (method, key id, outcome, credits, duration). */
+  accessLog?: boolean;
+  /** App threads on the port (default and `cores`: one per core; 1: the single-thread server). */
+  threads?: string;
+}
 
 /** `--ledger`: undefined (embedded) or a checked redis:// URL. */
 export function parseLedgerUrl(value: string | undefined): string | undefined {
@@ -28,19 +65,19 @@ export function parseLedgerUrl(value: string | undefined): string | undefined {
   try {
     return checkLedgerUrl(value);
   } catch (err) {
-    throw new CliError((err as Error).message);
+    throw new ConfigError((err as Error).message); // accounts' own error, as one line
   }
 }
 
 export function parseLedgerFailure(value: string | undefined): LedgerFailureMode {
   if (value === undefined || value === 'open') return 'open';
   if (value === 'closed') return 'closed';
-  throw new CliError(`--ledger-failure: expected open or closed, got "${value}"`);
+  throw new ConfigError(`--ledger-failure: expected open or closed, got "${value}"`);
 }
 
 export function parsePort(name: string, value: string): number {
   if (!/^\d{1,5}$/.test(value) || Number(value) > 65535)
-    throw new CliError(`${name}: expected a port number 0-65535, got "${value}"`);
+    throw new ConfigError(`${name}: expected a port number 0-65535, got "${value}"`);
   return Number(value);
 }
 
@@ -50,10 +87,10 @@ export function parseFailoverUrl(value: string | undefined): string | undefined 
   try {
     u = new URL(value);
   } catch {
-    throw new CliError('--failover-url: expected an http(s) URL of a JSON-RPC endpoint');
+    throw new ConfigError('--failover-url: expected an http(s) URL of a JSON-RPC endpoint');
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:')
-    throw new CliError('--failover-url: expected an http:// or https:// URL');
+    throw new ConfigError('--failover-url: expected an http:// or https:// URL');
   return value;
 }
 
@@ -65,23 +102,14 @@ export function parseFailoverUrl(value: string | undefined): string | undefined 
 export function parseThreads(value: string | undefined): number {
   if (value === undefined || value === 'cores') return availableParallelism();
   if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 256)
-    throw new CliError(`--threads: expected a number of threads 1-256, got "${value}"`);
+    throw new ConfigError(`--threads: expected a number of threads 1-256, got "${value}"`);
   return Number(value);
-}
-
-export function readConfig(datadir: string, file: string | undefined): ServerConfig {
-  try {
-    return loadConfig(datadir, file);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message);
-    throw err;
-  }
 }
 
 /** Parses one `--network <name>=<datadir>[,follow=<URL>[,ingest=execute|replicate][,history=<URL>]]`. */
 export function parseNetworkSpec(spec: string): NetworkConfig {
   const eq = spec.indexOf('=');
-  if (eq <= 0) throw new CliError(`--network ${spec}: expected <name>=<datadir>[,follow=<URL>]`);
+  if (eq <= 0) throw new ConfigError(`--network ${spec}: expected <name>=<datadir>[,follow=<URL>]`);
   const name = spec.slice(0, eq);
   const rest = spec.slice(eq + 1);
   // The datadir is everything up to the first ",follow=" (a datadir may contain commas otherwise).
@@ -97,43 +125,35 @@ export function parseNetworkSpec(spec: string): NetworkConfig {
     follow = (follow as string).slice(0, m.index);
     m = /,(ingest|history)=([^,]*)$/.exec(follow);
   }
-  try {
-    return checkNetwork(`--network ${name}`, name, datadir, follow, ingest, history);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message);
-    throw err;
-  }
+  return checkNetwork(`--network ${name}`, name, datadir, follow, ingest, history);
 }
 
 /** The networks to serve: `--network` flags (they replace the config's), else the config's. */
 export function resolveNetworks(flags: readonly string[] | undefined, config: ServerConfig): NetworkConfig[] {
   const list = flags !== undefined && flags.length > 0 ? flags.map(parseNetworkSpec) : config.networks;
-  try {
-    checkNetworks('--network', list);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message);
-    throw err;
-  }
+  checkNetworks('--network', list);
   return list;
 }
 
 /** The networks `opts` asks for, checked (`--network` flags replace the config's). */
 function networkSpecs(
-  opts: ServeOptions,
+  opts: ServeFlags,
   config: ServerConfig,
 ): { specs: NetworkConfig[]; defaultNetwork: string | undefined } {
   const specs = resolveNetworks(opts.network, config);
   if (specs.length > 0 && opts.follow !== undefined)
-    throw new CliError('--follow: with networks, give each network its own: --network <name>=<datadir>,follow=<URL>');
+    throw new ConfigError(
+      '--follow: with networks, give each network its own: --network <name>=<datadir>,follow=<URL>',
+    );
   if (opts.follow !== undefined && !isUpstreamUrl(opts.follow))
-    throw new CliError('--follow: expected an http(s):// or ws(s):// JSON-RPC URL');
+    throw new ConfigError('--follow: expected an http(s):// or ws(s):// JSON-RPC URL');
   if (opts.genesis !== undefined && opts.follow === undefined)
-    throw new CliError('--genesis: only with --follow <URL>');
+    throw new ConfigError('--genesis: only with --follow <URL>');
   const defaultNetwork = opts.defaultNetwork ?? (specs.length > 0 ? config.defaultNetwork : undefined);
   if (defaultNetwork !== undefined) {
-    if (specs.length === 0) throw new CliError('--default-network needs --network (or networks in the config)');
+    if (specs.length === 0) throw new ConfigError('--default-network needs --network (or networks in the config)');
     if (!specs.some((n) => n.name === defaultNetwork))
-      throw new CliError(
+      throw new ConfigError(
         `--default-network ${defaultNetwork}: not among the networks (${specs.map((n) => n.name).join(', ')})`,
       );
   }
@@ -144,25 +164,25 @@ function networkSpecs(
 function parseHistoryUpstream(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   if (!/^https?:\/\/[^/\s]/i.test(value))
-    throw new CliError(`--history-upstream: expected an http(s):// URL of a JSON-RPC endpoint`);
+    throw new ConfigError(`--history-upstream: expected an http(s):// URL of a JSON-RPC endpoint`);
   return value;
 }
 
 /** The datadirs `opts` follows (`--follow`, or networks with `follow=<URL>`), options checked. */
-function followPlan(opts: ServeOptions, specs: readonly NetworkConfig[]): FollowedDatadir[] {
+function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): FollowedDatadir[] {
   const reorgDepth = parseReorgDepth(opts.reorgDepth);
   const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
   if (!Number.isInteger(pollMs) || pollMs < 10)
-    throw new CliError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
+    throw new ConfigError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
   const ingest = parseIngestMode(opts.ingest);
   const startBlock = parseStartBlock(opts.startBlock);
   const checkpoint = parseCheckpoint(opts.checkpoint);
   if (specs.length === 0) {
     if (opts.follow === undefined) {
-      if (opts.ingest !== undefined) throw new CliError('--ingest: only with --follow <URL>');
+      if (opts.ingest !== undefined) throw new ConfigError('--ingest: only with --follow <URL>');
       if (startBlock !== undefined || checkpoint !== undefined)
-        throw new CliError('--start-block, --checkpoint: only with --follow <URL>');
-      if (opts.historyUpstream !== undefined) throw new CliError('--history-upstream: only with --follow <URL>');
+        throw new ConfigError('--start-block, --checkpoint: only with --follow <URL>');
+      if (opts.historyUpstream !== undefined) throw new ConfigError('--history-upstream: only with --follow <URL>');
       return [];
     }
     const history = parseHistoryUpstream(opts.historyUpstream);
@@ -184,7 +204,7 @@ function followPlan(opts: ServeOptions, specs: readonly NetworkConfig[]): Follow
     ];
   }
   if (opts.historyUpstream !== undefined)
-    throw new CliError('--history-upstream: with --network, give each network its own ,history=<URL>');
+    throw new ConfigError('--history-upstream: with --network, give each network its own ,history=<URL>');
   return specs.flatMap((n) =>
     n.follow === undefined
       ? []
@@ -205,7 +225,7 @@ function followPlan(opts: ServeOptions, specs: readonly NetworkConfig[]): Follow
 }
 
 /** The dashboard's listener, when asked for (`--dashboard`, or `--admin-port`: default port 8546). */
-function dashboardOf(opts: ServeOptions): DashboardConfig | undefined {
+function dashboardOf(opts: ServeFlags): DashboardConfig | undefined {
   const port =
     opts.adminPort !== undefined
       ? parsePort('--admin-port', opts.adminPort)
@@ -216,28 +236,28 @@ function dashboardOf(opts: ServeOptions): DashboardConfig | undefined {
   if (opts.adminTlsCert === undefined && opts.adminTlsKey === undefined)
     return { host: opts.adminHost ?? '127.0.0.1', port };
   if (opts.adminTlsCert === undefined || opts.adminTlsKey === undefined)
-    throw new CliError('--admin-tls-cert and --admin-tls-key go together');
+    throw new ConfigError('--admin-tls-cert and --admin-tls-key go together');
   let tls: { cert: string; key: string };
   try {
     tls = { cert: readFileSync(opts.adminTlsCert, 'utf8'), key: readFileSync(opts.adminTlsKey, 'utf8') };
   } catch (err) {
-    throw new CliError(`cannot read the admin TLS files: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw new ConfigError(`cannot read the admin TLS files: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
   return { host: opts.adminHost ?? '127.0.0.1', port, tls };
 }
 
-function logOf(opts: ServeOptions): RuntimeConfig['log'] {
+function logOf(opts: ServeFlags): RuntimeConfig['log'] {
   const format = opts.logFormat ?? defaultLogFormat();
   if (!(LOG_FORMATS as readonly string[]).includes(format))
-    throw new CliError(`--log-format: expected json or text, got "${format}"`);
+    throw new ConfigError(`--log-format: expected json or text, got "${format}"`);
   const level = opts.logLevel ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(level))
-    throw new CliError(`--log-level: expected one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
+    throw new ConfigError(`--log-level: expected one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
   return { format: format as LogFormat, level: level as LogLevel, access: opts.accessLog === true };
 }
 
-/** serve's options as the runtime takes them; a bad option is a CliError naming it. */
-export function runtimeConfig(opts: ServeOptions): RuntimeConfig {
+/** serve's options as the runtime takes them; a bad option is a ConfigError naming it. */
+export function runtimeConfigOf(opts: ServeFlags): RuntimeConfig {
   // The log first: an error below is then printed in the format asked for.
   const log = logOf(opts);
   const threads = parseThreads(opts.threads);
@@ -247,7 +267,7 @@ export function runtimeConfig(opts: ServeOptions): RuntimeConfig {
   const dashboard = dashboardOf(opts);
   const ledgerUrl = parseLedgerUrl(opts.ledger);
   const failure = parseLedgerFailure(opts.ledgerFailure);
-  const server = readConfig(opts.datadir, opts.config);
+  const server = loadConfig(opts.datadir, opts.config);
   const { specs, defaultNetwork } = networkSpecs(opts, server);
   const follows = followPlan(opts, specs);
   return {
