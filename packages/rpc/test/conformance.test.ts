@@ -23,7 +23,7 @@ import { chainDir, datadirCopy, seededRandom } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 import type { ChainStore } from '@chainnode/core';
 import { createRpcService } from '../src/index.js';
-import type { JsonBlock, JsonLog, JsonTransaction, JsonAccountProof, RpcConfig, RpcServiceApi } from '../src/index.js';
+import type { JsonBlock, JsonLog, JsonTransaction, JsonAccountProof, RpcServiceApi } from '../src/index.js';
 
 type Hex = PrefixedHexString;
 type RpcErr = { code: number; message: string; data?: unknown };
@@ -231,6 +231,489 @@ function topicMatch(filterTopics: (string | string[] | null)[], l: JsonLog): boo
 
 const CHAINS: ChainName[] = ['fixtures', 'execution-apis'];
 
+/** A copy of the chain's datadir served by the RPC service, with every block (full) and every log read through it. */
+async function loadChain(name: ChainName): Promise<Chain> {
+  const { dir, cleanup } = await datadirCopy(name);
+  const store = await openChainStore(dir);
+  const client = new Client(createRpcService(store));
+  const genesis = JSON.parse(readFileSync(join(chainDir(name)!, 'genesis.json'), 'utf8')) as GethGenesis;
+  const common = createCommonFromGethGenesis(genesis, {
+    chain: 'custom',
+    customCrypto: { kzg: new KZG(trustedSetup) as unknown as KzgInterface },
+  });
+  const head = Number(BigInt(await client.call<string>('eth_blockNumber')));
+  const blocks: JsonBlock[] = [];
+  const logs: JsonLog[] = [];
+  for (let n = 0; n <= head; n++) {
+    const block = await client.call<JsonBlock>('eth_getBlockByNumber', `0x${n.toString(16)}`, true);
+    blocks.push(block);
+    // Every log of the chain, once, via per-block queries.
+    logs.push(...(await client.call<JsonLog[]>('eth_getLogs', { blockHash: block.hash })));
+  }
+  return { client, store, cleanup, head, blocks, logs, common };
+}
+
+async function checkBlocks(chain: Chain, name: ChainName): Promise<void> {
+  let typed = 0;
+  for (const [n, block] of chain.blocks.entries()) {
+    checkEncodings(block);
+    expect(Number(BigInt(block.number))).toBe(n);
+    expect(kec(hx(RLP.encode(headerList(block))))).toBe(block.hash);
+    if (n > 0) expect(block.parentHash).toBe(chain.blocks[n - 1]!.hash);
+    const txs = block.transactions as JsonTransaction[];
+
+    // Transactions rebuilt from their JSON: hash, sender, and the transactions root.
+    const rebuilt = txs.map((t, i) => {
+      expect(t.blockHash).toBe(block.hash);
+      expect(t.blockNumber).toBe(block.number);
+      expect(t.blockTimestamp).toBe(block.timestamp);
+      expect(t.transactionIndex).toBe(`0x${i.toString(16)}`);
+      checkTxShape(t, block.baseFeePerGas);
+      chain.common.setHardforkBy({ blockNumber: BigInt(block.number), timestamp: BigInt(block.timestamp) });
+      const tx = createTx(txData(t), { common: chain.common });
+      expect(hx(tx.hash())).toBe(t.hash);
+      expect(tx.getSenderAddress().toString()).toBe(t.from);
+      if (t.type !== '0x0') typed++;
+      return tx;
+    });
+    expect(await trieRoot(rebuilt.map((tx) => tx.serialize()))).toBe(block.transactionsRoot);
+    if (block.withdrawals !== undefined) {
+      const ws = block.withdrawals.map((w) => RLP.encode([q(w.index), q(w.validatorIndex), b(w.address), q(w.amount)]));
+      expect(await trieRoot(ws)).toBe(block.withdrawalsRoot);
+    } else {
+      expect(block.withdrawalsRoot).toBeUndefined();
+    }
+
+    // Uncles: by hash and by number agree; their hashes, sha3Uncles and sizes recomputed.
+    const uncleHeaders: Uint8Array[][] = [];
+    for (let i = 0; i <= block.uncles.length; i++) {
+      const idx = `0x${i.toString(16)}`;
+      const u = await chain.client.call<JsonBlock | null>('eth_getUncleByBlockHashAndIndex', block.hash, idx);
+      expect(await chain.client.call('eth_getUncleByBlockNumberAndIndex', block.number, idx)).toEqual(u);
+      if (i === block.uncles.length) {
+        expect(u).toBeNull();
+        break;
+      }
+      checkEncodings(u);
+      const list = headerList(u!);
+      expect(kec(hx(RLP.encode(list)))).toBe(block.uncles[i]);
+      expect(u!.hash).toBe(block.uncles[i]);
+      expect('transactions' in u!).toBe(false);
+      expect(u!.uncles).toEqual([]);
+      expect(u!.totalDifficulty).toBeNull();
+      expect(Number(BigInt(u!.size))).toBe(RLP.encode([list, [], []]).length);
+      uncleHeaders.push(list);
+    }
+    expect(kec(hx(RLP.encode(uncleHeaders)))).toBe(block.sha3Uncles);
+
+    // Size: RLP length of [header, txs, uncles(, withdrawals)].
+    const body: (Uint8Array | Uint8Array[] | unknown[])[] = [
+      headerList(block),
+      rebuilt.map((tx) => (tx.type === 0 ? (tx.raw() as Uint8Array[]) : tx.serialize())),
+      uncleHeaders,
+    ];
+    if (block.withdrawals !== undefined) {
+      body.push(block.withdrawals.map((w) => [q(w.index), q(w.validatorIndex), b(w.address), q(w.amount)]));
+    }
+    expect(Number(BigInt(block.size))).toBe(RLP.encode(body as never).length);
+
+    // By hash (hashes only) is the same block.
+    const byHash = await chain.client.call<JsonBlock>('eth_getBlockByHash', block.hash, false);
+    expect(byHash).toEqual({ ...block, transactions: txs.map((t) => t.hash) });
+  }
+  if (name === 'execution-apis') expect(typed).toBe(249 - 196);
+}
+
+async function checkTransactionsByHash(chain: Chain, name: ChainName): Promise<void> {
+  let count = 0;
+  for (const block of chain.blocks) {
+    for (const t of block.transactions as JsonTransaction[]) {
+      expect(await chain.client.call('eth_getTransactionByHash', t.hash)).toEqual(t);
+      count++;
+    }
+  }
+  if (name === 'execution-apis') expect(count).toBe(249);
+  expect(await chain.client.call('eth_getTransactionByHash', kec('0x1234'))).toBeNull();
+}
+
+async function checkLogLocations(chain: Chain): Promise<void> {
+  const byBlock = new Map<string, JsonLog[]>();
+  for (const l of chain.logs) {
+    checkEncodings(l);
+    expect(l.removed).toBe(false);
+    byBlock.set(l.blockHash, [...(byBlock.get(l.blockHash) ?? []), l]);
+  }
+  for (const block of chain.blocks) {
+    const ls = byBlock.get(block.hash) ?? [];
+    const txs = block.transactions as JsonTransaction[];
+    ls.forEach((l, i) => {
+      expect(l.logIndex).toBe(`0x${i.toString(16)}`);
+      expect(l.blockNumber).toBe(block.number);
+      expect(l.blockTimestamp).toBe(block.timestamp);
+      expect(l.transactionHash).toBe(txs[Number(BigInt(l.transactionIndex))]!.hash);
+    });
+    expect(bloomOf(ls)).toBe(block.logsBloom);
+    // The same block by number range answers the same logs.
+    expect(await chain.client.call('eth_getLogs', { fromBlock: block.number, toBlock: block.number })).toEqual(ls);
+  }
+  expect(chain.logs.length).toBeGreaterThan(0);
+}
+
+async function checkRandomLogFilters(chain: Chain, name: ChainName): Promise<void> {
+  const rand = seededRandom(name === 'fixtures' ? 1 : 2);
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const addrs = [...new Set(chain.logs.map((l) => l.address))];
+  const topicsAt = [0, 1, 2, 3].map((i) => [
+    ...new Set(chain.logs.map((l) => l.topics[i]).filter((t): t is Hex => t !== undefined)),
+  ]);
+  const absent = `0x${'ab'.repeat(20)}`;
+  const absentTopic = kec('0xdead');
+  let nonEmpty = 0;
+  let capped = 0;
+  const mismatches: { msg: string; wildcard: boolean }[] = [];
+  const wild = (ts: (string | string[] | null)[]): boolean =>
+    ts.some((t) => t === null || (Array.isArray(t) && t.length === 0));
+  for (let k = 0; k < 300; k++) {
+    const filter: Record<string, unknown> = {};
+    const r = rand();
+    let from = 0;
+    let to = chain.head;
+    if (r < 0.1) {
+      const blk = pick(chain.blocks);
+      filter.blockHash = blk.hash;
+      from = to = Number(BigInt(blk.number));
+    } else if (r < 0.2) {
+      filter.fromBlock = 'earliest';
+    } else {
+      from = Math.floor(rand() * (chain.head + 1));
+      to = from + Math.floor(rand() * (chain.head + 1 - from));
+      filter.fromBlock = `0x${from.toString(16)}`;
+      if (to === chain.head && rand() < 0.5) filter.toBlock = 'latest';
+      else filter.toBlock = `0x${to.toString(16)}`;
+    }
+    const ra = rand();
+    let addrSet: string[] | undefined;
+    if (ra < 0.3 && addrs.length > 0) {
+      addrSet = [pick(addrs)];
+      filter.address = addrSet[0];
+    } else if (ra < 0.55 && addrs.length > 0) {
+      addrSet = [pick(addrs), pick(addrs), absent];
+      filter.address = addrSet;
+    }
+    const positions = Math.floor(rand() * 4);
+    const topics: (string | string[] | null)[] = [];
+    for (let i = 0; i < positions; i++) {
+      const rt = rand();
+      const pool = topicsAt[i]!.length > 0 ? topicsAt[i]! : [absentTopic];
+      if (rt < 0.35) topics.push(null);
+      else if (rt < 0.7) topics.push(pick(pool));
+      else if (rt < 0.95) topics.push([pick(pool), pick(pool), absentTopic]);
+      else topics.push([]);
+    }
+    if (topics.length > 0 || rand() < 0.2) filter.topics = topics;
+    const want = chain.logs.filter((l) => {
+      const n = Number(BigInt(l.blockNumber));
+      return n >= from && n <= to && (addrSet === undefined || addrSet.includes(l.address)) && topicMatch(topics, l);
+    });
+    if (want.length > 10_000) {
+      // Over the cap: the brute force decides the suggested range.
+      const r = await chain.client.raw('eth_getLogs', [filter]);
+      const data = r.error?.data as { from?: string; to?: string } | undefined;
+      const last = Number(BigInt(data?.to ?? -1));
+      const fits = want.filter((l) => Number(BigInt(l.blockNumber)) <= last).length;
+      const next = want.filter((l) => Number(BigInt(l.blockNumber)) <= last + 1).length;
+      if (r.error?.code !== -32005 || data?.from !== `0x${from.toString(16)}` || fits > 10_000 || next <= 10_000) {
+        mismatches.push({
+          wildcard: wild(topics),
+          msg: `filter ${JSON.stringify(filter)}: ${JSON.stringify(r.error)}; brute force ${want.length}, ${fits} up to the suggestion, ${next} one block more`,
+        });
+      }
+      capped++;
+      continue;
+    }
+    const reply = await chain.client.raw('eth_getLogs', [filter]);
+    if (reply.error !== undefined) {
+      mismatches.push({
+        wildcard: wild(topics),
+        msg: `filter ${JSON.stringify(filter)}: ${JSON.stringify(reply.error)}, brute force ${want.length}`,
+      });
+      continue;
+    }
+    const got = reply.result as JsonLog[];
+    if (got.length !== want.length || JSON.stringify(got) !== JSON.stringify(want)) {
+      mismatches.push({
+        wildcard: wild(topics),
+        msg: `filter ${JSON.stringify(filter)}: got ${got.length} logs, brute force ${want.length}`,
+      });
+      continue;
+    }
+    if (want.length > 0) nonEmpty++;
+  }
+  // Diagnostic: mismatches of filters whose topic list has a wildcard position (a log with
+  // fewer topics than the filter has positions must not match, geth's rule) listed apart.
+  const wildcard = mismatches.filter((m) => m.wildcard).map((m) => m.msg);
+  const other = mismatches.filter((m) => !m.wildcard).map((m) => m.msg);
+  expect({
+    other: other.slice(0, 5),
+    wildcard: wildcard.slice(0, 3),
+    counts: [other.length, wildcard.length],
+  }).toEqual({
+    other: [],
+    wildcard: [],
+    counts: [0, 0],
+  });
+  expect(mismatches.length).toBe(0);
+  expect(nonEmpty).toBeGreaterThan(50);
+  if (capped > 0) console.log(`[rpc conformance] ${name}: ${capped} random filters hit the 10,000 cap`);
+}
+
+async function checkResultCap(chain: Chain, name: ChainName): Promise<void> {
+  // Per-block match counts, so each brute-force answer is a walk over blocks, not over all logs.
+  const perBlock = (address?: string): number[] => {
+    const out = new Array<number>(chain.head + 1).fill(0);
+    for (const l of chain.logs)
+      if (address === undefined || l.address === address) out[Number(BigInt(l.blockNumber))]!++;
+    return out;
+  };
+  const cache = new Map<string, number[]>();
+  const countsFor = (address?: string): number[] => {
+    const key = address ?? '*';
+    if (!cache.has(key)) cache.set(key, perBlock(address));
+    return cache.get(key)!;
+  };
+  const count = (from: number, to: number, address?: string): number => {
+    const c = countsFor(address);
+    let n = 0;
+    for (let i = from; i <= to; i++) n += c[i]!;
+    return n;
+  };
+  const expectCap = async (
+    client: Client,
+    limit: number,
+    from: number,
+    to: number,
+    address?: string,
+  ): Promise<void> => {
+    const filter = {
+      fromBlock: `0x${from.toString(16)}`,
+      toBlock: `0x${to.toString(16)}`,
+      ...(address ? { address } : {}),
+    };
+    const r = await client.raw('eth_getLogs', [filter]);
+    if (count(from, to, address) <= limit) {
+      expect(r.error).toBeUndefined();
+      return;
+    }
+    const c = countsFor(address);
+    let last = from - 1;
+    let sum = 0;
+    while (last + 1 <= to && sum + c[last + 1]! <= limit) sum += c[++last]!;
+    if (last < from) {
+      expect(r.error).toEqual({
+        code: -32005,
+        message: `query returned more than ${limit} results`,
+        data: { limit },
+      });
+      return;
+    }
+    const [f, t] = [`0x${from.toString(16)}`, `0x${last.toString(16)}`];
+    expect(r.error).toEqual({
+      code: -32005,
+      message: `query returned more than ${limit} results. Try with this block range [${f}, ${t}].`,
+      data: { from: f, to: t, limit },
+    });
+    // The suggestion really fits.
+    const ok = await client.call<JsonLog[]>('eth_getLogs', { ...filter, toBlock: t });
+    expect(ok.length).toBeLessThanOrEqual(limit);
+  };
+  // The default 10,000 cap over the whole chain and over its busiest address.
+  const busiest = [
+    ...chain.logs.reduce((m, l) => m.set(l.address, (m.get(l.address) ?? 0) + 1), new Map<string, number>()),
+  ].sort((a, b2) => b2[1] - a[1])[0]?.[0];
+  await expectCap(chain.client, 10_000, 0, chain.head);
+  if (busiest !== undefined) await expectCap(chain.client, 10_000, 0, chain.head, busiest);
+  if (name === 'fixtures' && chain.logs.length > 10_000) {
+    const r = await chain.client.raw('eth_getLogs', [{ fromBlock: '0x0', address: busiest }]);
+    expect(r.error?.code).toBe(-32005);
+  }
+  // Small caps on random ranges.
+  const rand = seededRandom(7);
+  for (const limit of [1, 5, Math.max(2, Math.floor(chain.logs.length / 4))]) {
+    const small = new Client(
+      createRpcService(chain.store, { logs: { maxResults: limit, timeoutMs: 10_000, maxFilterParams: 5_000 } }),
+    );
+    for (let k = 0; k < 10; k++) {
+      const from = Math.floor(rand() * (chain.head + 1));
+      await expectCap(small, limit, from, chain.head);
+    }
+  }
+}
+
+async function checkProofs(chain: Chain): Promise<void> {
+  const rand = seededRandom(3);
+  const addresses = new Set<string>([`0x${'ab'.repeat(20)}`]);
+  for (const blk of chain.blocks) {
+    addresses.add(blk.miner);
+    for (const t of blk.transactions as JsonTransaction[]) {
+      addresses.add(t.from);
+      if (t.to !== null) addresses.add(t.to);
+    }
+  }
+  for (const l of chain.logs) addresses.add(l.address);
+  const all = [...addresses];
+  const sampleBlocks = [
+    ...new Set([
+      0,
+      chain.head,
+      Math.floor(chain.head / 2),
+      ...Array.from({ length: 4 }, () => Math.floor(rand() * (chain.head + 1))),
+    ]),
+  ];
+  let present = 0;
+  let absentCount = 0;
+  let storageChecked = 0;
+  for (const n of sampleBlocks) {
+    const blk = chain.blocks[n]!;
+    const sample = all.length > 40 ? Array.from({ length: 40 }, () => all[Math.floor(rand() * all.length)]!) : all;
+    for (const address of new Set(sample)) {
+      const keys = ['0x0', '0x1', '0x2', `${ZERO32.slice(0, 65)}3`, kec(address)];
+      const tag = rand() < 0.5 ? blk.number : blk.hash;
+      const p = await chain.client.call<JsonAccountProof>('eth_getProof', address, keys, tag);
+      checkEncodings(p);
+      expect(p.address).toBe(address);
+      const value = await verifyMerkleProof(keccak256(b(address)), p.accountProof.map(b), { root: b(blk.stateRoot) });
+      if (value === null) {
+        absentCount++;
+        expect([p.nonce, p.balance]).toEqual(['0x0', '0x0']);
+      } else {
+        present++;
+        const [nonce, balance, storageRoot, codeHash] = RLP.decode(value) as Uint8Array[];
+        expect(BigInt(p.nonce)).toBe(BigInt(hx(nonce!) === '0x' ? 0 : hx(nonce!)));
+        expect(BigInt(p.balance)).toBe(BigInt(hx(balance!) === '0x' ? 0 : hx(balance!)));
+        expect(p.storageHash).toBe(hx(storageRoot!));
+        expect(p.codeHash).toBe(hx(codeHash!));
+      }
+      expect(p.storageProof.map((s) => s.key)).toEqual(['0x0', '0x1', '0x2', `${ZERO32.slice(0, 65)}3`, kec(address)]);
+      for (const [i, s] of p.storageProof.entries()) {
+        const slot = hx(bigIntToFixed32(BigInt(keys[i]!)));
+        let v: bigint;
+        if (s.proof.length === 0) {
+          expect([EMPTY_ROOT, ZERO32]).toContain(p.storageHash);
+          v = 0n;
+        } else {
+          const raw = await verifyMerkleProof(keccak256(b(slot)), s.proof.map(b), { root: b(p.storageHash) });
+          v =
+            raw === null
+              ? 0n
+              : BigInt(hx(RLP.decode(raw) as Uint8Array) === '0x' ? 0 : hx(RLP.decode(raw) as Uint8Array));
+        }
+        expect(BigInt(s.value)).toBe(v);
+        const stored = await chain.client.call<string>('eth_getStorageAt', address, keys[i], { blockHash: blk.hash });
+        expect(stored).toBe(hx(bigIntToFixed32(v)));
+        storageChecked++;
+      }
+      if (p.codeHash !== EMPTY_CODE && value !== null) expect(p.codeHash).toMatch(DATA);
+    }
+  }
+  expect(present).toBeGreaterThan(5);
+  expect(absentCount).toBeGreaterThan(0);
+  expect(storageChecked).toBeGreaterThan(50);
+}
+
+async function checkProvableStorage(chain: Chain): Promise<void> {
+  // Scan slots 0..7 of every log-emitting contract at head; at least one must hold a value,
+  // and each non-zero value is proven with a presence proof.
+  const head = chain.blocks[chain.head]!;
+  let nonZero = 0;
+  for (const address of new Set(chain.logs.map((l) => l.address))) {
+    const keys = Array.from({ length: 8 }, (_, i) => `0x${i.toString(16)}`);
+    const p = await chain.client.call<JsonAccountProof>('eth_getProof', address, keys, 'latest');
+    for (const s of p.storageProof) {
+      if (s.value === '0x0') continue;
+      nonZero++;
+      const slot = hx(bigIntToFixed32(BigInt(s.key)));
+      const raw = await verifyMerkleProof(keccak256(b(slot)), s.proof.map(b), { root: b(p.storageHash) });
+      expect(raw).not.toBeNull();
+      expect(BigInt(hx(RLP.decode(raw!) as Uint8Array))).toBe(BigInt(s.value));
+    }
+    const account = await verifyMerkleProof(keccak256(b(address)), p.accountProof.map(b), {
+      root: b(head.stateRoot),
+    });
+    expect(account === null ? EMPTY_ROOT : hx((RLP.decode(account) as Uint8Array[])[2]!)).toBe(p.storageHash);
+  }
+  expect(nonZero).toBeGreaterThan(0);
+}
+
+async function checkSenderNonces(chain: Chain): Promise<void> {
+  let checked = 0;
+  for (const block of chain.blocks.slice(1)) {
+    const txs = block.transactions as JsonTransaction[];
+    if (txs.length === 0) continue;
+    const parent = `0x${(Number(BigInt(block.number)) - 1).toString(16)}`;
+    const setCode = txs.some((t) => t.type === '0x4');
+    const seen = new Map<string, number>();
+    const before = new Map<string, bigint>();
+    for (const t of txs) {
+      if (!before.has(t.from)) {
+        const p = await chain.client.call<JsonAccountProof>('eth_getProof', t.from, [], parent);
+        before.set(t.from, BigInt(p.nonce));
+      }
+      const k = seen.get(t.from) ?? 0;
+      const expected = before.get(t.from)! + BigInt(k);
+      // An earlier EIP-7702 authorization in the same block may bump an authority's nonce.
+      if (setCode) expect(BigInt(t.nonce)).toBeGreaterThanOrEqual(expected);
+      else expect(BigInt(t.nonce)).toBe(expected);
+      seen.set(t.from, k + 1);
+      checked++;
+    }
+    for (const [from] of seen) {
+      const after = await chain.client.call<JsonAccountProof>('eth_getProof', from, [], block.number);
+      const last = txs.filter((t) => t.from === from).at(-1)!;
+      expect(BigInt(after.nonce)).toBeGreaterThanOrEqual(BigInt(last.nonce) + 1n);
+    }
+  }
+  expect(checked).toBeGreaterThan(0);
+}
+
+async function checkErrors(chain: Chain): Promise<void> {
+  const c = chain.client;
+  const head = chain.blocks[chain.head]!;
+  expect((await c.raw('eth_getLogs', [{ blockHash: kec('0x01') }])).error).toEqual({
+    code: -32000,
+    message: 'unknown block',
+  });
+  expect(
+    (await c.raw('eth_getLogs', [{ fromBlock: '0x0', toBlock: `0x${(chain.head + 1).toString(16)}` }])).error,
+  ).toEqual({
+    code: -32602,
+    message: 'block range extends beyond current head block',
+  });
+  if (chain.head > 0) {
+    expect((await c.raw('eth_getLogs', [{ fromBlock: head.number, toBlock: '0x0' }])).error).toEqual({
+      code: -32602,
+      message: 'invalid block range params',
+    });
+  }
+  expect((await c.raw('eth_getStorageAt', [head.miner, '0x0', `0x${(chain.head + 1).toString(16)}`])).error).toEqual({
+    code: -32000,
+    message: 'header not found',
+  });
+  expect(await c.call('eth_getBlockByHash', kec('0x02'), false)).toBeNull();
+  expect(await c.call('eth_getUncleByBlockHashAndIndex', kec('0x02'), '0x0')).toBeNull();
+  // Bare hash and EIP-1898 forms address the same state as the number.
+  const viaNumber = await c.call<string>('eth_getStorageAt', head.miner, '0x0', head.number);
+  expect(await c.call('eth_getStorageAt', head.miner, '0x0', head.hash)).toBe(viaNumber);
+  expect(await c.call('eth_getStorageAt', head.miner, '0x0', { blockNumber: head.number })).toBe(viaNumber);
+  // An omitted block parameter is "latest" (geth v1.16), here the head.
+  expect(await c.raw('eth_getStorageAt', [head.miner, '0x0'])).toEqual(
+    await c.raw('eth_getStorageAt', [head.miner, '0x0', 'latest']),
+  );
+  expect(await c.call('eth_getStorageAt', head.miner, '0x0')).toBe(viaNumber);
+  const proofLatest = await c.raw('eth_getProof', [head.miner, ['0x0']]);
+  expect(proofLatest).toEqual(await c.raw('eth_getProof', [head.miner, ['0x0'], 'latest']));
+  expect(proofLatest.result).toEqual(await c.call('eth_getProof', head.miner, ['0x0'], head.number));
+}
+
 describe.each(CHAINS)('conformance on the %s chain', (name) => {
   const available = chainDir(name) !== undefined;
   if (!available) {
@@ -240,27 +723,9 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
     return;
   }
   let chain: Chain;
-  const make = (config?: Partial<RpcConfig>): Client => new Client(createRpcService(chain.store, config));
 
   beforeAll(async () => {
-    const { dir, cleanup } = await datadirCopy(name);
-    const store = await openChainStore(dir);
-    const client = new Client(createRpcService(store));
-    const genesis = JSON.parse(readFileSync(join(chainDir(name)!, 'genesis.json'), 'utf8')) as GethGenesis;
-    const common = createCommonFromGethGenesis(genesis, {
-      chain: 'custom',
-      customCrypto: { kzg: new KZG(trustedSetup) as unknown as KzgInterface },
-    });
-    const head = Number(BigInt(await client.call<string>('eth_blockNumber')));
-    const blocks: JsonBlock[] = [];
-    const logs: JsonLog[] = [];
-    for (let n = 0; n <= head; n++) {
-      const block = await client.call<JsonBlock>('eth_getBlockByNumber', `0x${n.toString(16)}`, true);
-      blocks.push(block);
-      // Every log of the chain, once, via per-block queries.
-      logs.push(...(await client.call<JsonLog[]>('eth_getLogs', { blockHash: block.hash })));
-    }
-    chain = { client, store, cleanup, head, blocks, logs, common };
+    chain = await loadChain(name);
   });
 
   afterAll(async () => {
@@ -279,472 +744,27 @@ describe.each(CHAINS)('conformance on the %s chain', (name) => {
     expect(await chain.client.call('eth_getBlockByNumber', `0x${(chain.head + 1).toString(16)}`, false)).toBeNull();
   });
 
-  test('block hashes, parent links, encodings, roots and sizes re-derived from the returned fields', async () => {
-    let typed = 0;
-    for (const [n, block] of chain.blocks.entries()) {
-      checkEncodings(block);
-      expect(Number(BigInt(block.number))).toBe(n);
-      expect(kec(hx(RLP.encode(headerList(block))))).toBe(block.hash);
-      if (n > 0) expect(block.parentHash).toBe(chain.blocks[n - 1]!.hash);
-      const txs = block.transactions as JsonTransaction[];
+  test('block hashes, parent links, encodings, roots and sizes re-derived from the returned fields', () =>
+    checkBlocks(chain, name));
 
-      // Transactions rebuilt from their JSON: hash, sender, and the transactions root.
-      const rebuilt = txs.map((t, i) => {
-        expect(t.blockHash).toBe(block.hash);
-        expect(t.blockNumber).toBe(block.number);
-        expect(t.blockTimestamp).toBe(block.timestamp);
-        expect(t.transactionIndex).toBe(`0x${i.toString(16)}`);
-        checkTxShape(t, block.baseFeePerGas);
-        chain.common.setHardforkBy({ blockNumber: BigInt(block.number), timestamp: BigInt(block.timestamp) });
-        const tx = createTx(txData(t), { common: chain.common });
-        expect(hx(tx.hash())).toBe(t.hash);
-        expect(tx.getSenderAddress().toString()).toBe(t.from);
-        if (t.type !== '0x0') typed++;
-        return tx;
-      });
-      expect(await trieRoot(rebuilt.map((tx) => tx.serialize()))).toBe(block.transactionsRoot);
-      if (block.withdrawals !== undefined) {
-        const ws = block.withdrawals.map((w) =>
-          RLP.encode([q(w.index), q(w.validatorIndex), b(w.address), q(w.amount)]),
-        );
-        expect(await trieRoot(ws)).toBe(block.withdrawalsRoot);
-      } else {
-        expect(block.withdrawalsRoot).toBeUndefined();
-      }
+  test('eth_getTransactionByHash returns the same object as the block; unknown is null', () =>
+    checkTransactionsByHash(chain, name));
 
-      // Uncles: by hash and by number agree; their hashes, sha3Uncles and sizes recomputed.
-      const uncleHeaders: Uint8Array[][] = [];
-      for (let i = 0; i <= block.uncles.length; i++) {
-        const idx = `0x${i.toString(16)}`;
-        const u = await chain.client.call<JsonBlock | null>('eth_getUncleByBlockHashAndIndex', block.hash, idx);
-        expect(await chain.client.call('eth_getUncleByBlockNumberAndIndex', block.number, idx)).toEqual(u);
-        if (i === block.uncles.length) {
-          expect(u).toBeNull();
-          break;
-        }
-        checkEncodings(u);
-        const list = headerList(u!);
-        expect(kec(hx(RLP.encode(list)))).toBe(block.uncles[i]);
-        expect(u!.hash).toBe(block.uncles[i]);
-        expect('transactions' in u!).toBe(false);
-        expect(u!.uncles).toEqual([]);
-        expect(u!.totalDifficulty).toBeNull();
-        expect(Number(BigInt(u!.size))).toBe(RLP.encode([list, [], []]).length);
-        uncleHeaders.push(list);
-      }
-      expect(kec(hx(RLP.encode(uncleHeaders)))).toBe(block.sha3Uncles);
+  test('logs: location fields, per-block order, blooms recomputed from the returned logs', () =>
+    checkLogLocations(chain));
 
-      // Size: RLP length of [header, txs, uncles(, withdrawals)].
-      const body: (Uint8Array | Uint8Array[] | unknown[])[] = [
-        headerList(block),
-        rebuilt.map((tx) => (tx.type === 0 ? (tx.raw() as Uint8Array[]) : tx.serialize())),
-        uncleHeaders,
-      ];
-      if (block.withdrawals !== undefined) {
-        body.push(block.withdrawals.map((w) => [q(w.index), q(w.validatorIndex), b(w.address), q(w.amount)]));
-      }
-      expect(Number(BigInt(block.size))).toBe(RLP.encode(body as never).length);
+  test('getLogs equals a brute-force filter on hundreds of random filters', () => checkRandomLogFilters(chain, name));
 
-      // By hash (hashes only) is the same block.
-      const byHash = await chain.client.call<JsonBlock>('eth_getBlockByHash', block.hash, false);
-      expect(byHash).toEqual({ ...block, transactions: txs.map((t) => t.hash) });
-    }
-    if (name === 'execution-apis') expect(typed).toBe(249 - 196);
-  });
+  test('result cap: -32005 with the longest fitting prefix, checked against brute force', () =>
+    checkResultCap(chain, name));
 
-  test('eth_getTransactionByHash returns the same object as the block; unknown is null', async () => {
-    let count = 0;
-    for (const block of chain.blocks) {
-      for (const t of block.transactions as JsonTransaction[]) {
-        expect(await chain.client.call('eth_getTransactionByHash', t.hash)).toEqual(t);
-        count++;
-      }
-    }
-    if (name === 'execution-apis') expect(count).toBe(249);
-    expect(await chain.client.call('eth_getTransactionByHash', kec('0x1234'))).toBeNull();
-  });
+  test('proofs verify against each block state root; storage agrees with getStorageAt', () => checkProofs(chain));
 
-  test('logs: location fields, per-block order, blooms recomputed from the returned logs', async () => {
-    const byBlock = new Map<string, JsonLog[]>();
-    for (const l of chain.logs) {
-      checkEncodings(l);
-      expect(l.removed).toBe(false);
-      byBlock.set(l.blockHash, [...(byBlock.get(l.blockHash) ?? []), l]);
-    }
-    for (const block of chain.blocks) {
-      const ls = byBlock.get(block.hash) ?? [];
-      const txs = block.transactions as JsonTransaction[];
-      ls.forEach((l, i) => {
-        expect(l.logIndex).toBe(`0x${i.toString(16)}`);
-        expect(l.blockNumber).toBe(block.number);
-        expect(l.blockTimestamp).toBe(block.timestamp);
-        expect(l.transactionHash).toBe(txs[Number(BigInt(l.transactionIndex))]!.hash);
-      });
-      expect(bloomOf(ls)).toBe(block.logsBloom);
-      // The same block by number range answers the same logs.
-      expect(await chain.client.call('eth_getLogs', { fromBlock: block.number, toBlock: block.number })).toEqual(ls);
-    }
-    expect(chain.logs.length).toBeGreaterThan(0);
-  });
+  test('some storage is non-zero and provable (contracts that emitted logs)', () => checkProvableStorage(chain));
 
-  test('getLogs equals a brute-force filter on hundreds of random filters', async () => {
-    const rand = seededRandom(name === 'fixtures' ? 1 : 2);
-    const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
-    const addrs = [...new Set(chain.logs.map((l) => l.address))];
-    const topicsAt = [0, 1, 2, 3].map((i) => [
-      ...new Set(chain.logs.map((l) => l.topics[i]).filter((t): t is Hex => t !== undefined)),
-    ]);
-    const absent = `0x${'ab'.repeat(20)}`;
-    const absentTopic = kec('0xdead');
-    let nonEmpty = 0;
-    let capped = 0;
-    const mismatches: { msg: string; wildcard: boolean }[] = [];
-    const wild = (ts: (string | string[] | null)[]): boolean =>
-      ts.some((t) => t === null || (Array.isArray(t) && t.length === 0));
-    for (let k = 0; k < 300; k++) {
-      const filter: Record<string, unknown> = {};
-      const r = rand();
-      let from = 0;
-      let to = chain.head;
-      if (r < 0.1) {
-        const blk = pick(chain.blocks);
-        filter.blockHash = blk.hash;
-        from = to = Number(BigInt(blk.number));
-      } else if (r < 0.2) {
-        filter.fromBlock = 'earliest';
-      } else {
-        from = Math.floor(rand() * (chain.head + 1));
-        to = from + Math.floor(rand() * (chain.head + 1 - from));
-        filter.fromBlock = `0x${from.toString(16)}`;
-        if (to === chain.head && rand() < 0.5) filter.toBlock = 'latest';
-        else filter.toBlock = `0x${to.toString(16)}`;
-      }
-      const ra = rand();
-      let addrSet: string[] | undefined;
-      if (ra < 0.3 && addrs.length > 0) {
-        addrSet = [pick(addrs)];
-        filter.address = addrSet[0];
-      } else if (ra < 0.55 && addrs.length > 0) {
-        addrSet = [pick(addrs), pick(addrs), absent];
-        filter.address = addrSet;
-      }
-      const positions = Math.floor(rand() * 4);
-      const topics: (string | string[] | null)[] = [];
-      for (let i = 0; i < positions; i++) {
-        const rt = rand();
-        const pool = topicsAt[i]!.length > 0 ? topicsAt[i]! : [absentTopic];
-        if (rt < 0.35) topics.push(null);
-        else if (rt < 0.7) topics.push(pick(pool));
-        else if (rt < 0.95) topics.push([pick(pool), pick(pool), absentTopic]);
-        else topics.push([]);
-      }
-      if (topics.length > 0 || rand() < 0.2) filter.topics = topics;
-      const want = chain.logs.filter((l) => {
-        const n = Number(BigInt(l.blockNumber));
-        return n >= from && n <= to && (addrSet === undefined || addrSet.includes(l.address)) && topicMatch(topics, l);
-      });
-      if (want.length > 10_000) {
-        // Over the cap: the brute force decides the suggested range.
-        const r = await chain.client.raw('eth_getLogs', [filter]);
-        const data = r.error?.data as { from?: string; to?: string } | undefined;
-        const last = Number(BigInt(data?.to ?? -1));
-        const fits = want.filter((l) => Number(BigInt(l.blockNumber)) <= last).length;
-        const next = want.filter((l) => Number(BigInt(l.blockNumber)) <= last + 1).length;
-        if (r.error?.code !== -32005 || data?.from !== `0x${from.toString(16)}` || fits > 10_000 || next <= 10_000) {
-          mismatches.push({
-            wildcard: wild(topics),
-            msg: `filter ${JSON.stringify(filter)}: ${JSON.stringify(r.error)}; brute force ${want.length}, ${fits} up to the suggestion, ${next} one block more`,
-          });
-        }
-        capped++;
-        continue;
-      }
-      const reply = await chain.client.raw('eth_getLogs', [filter]);
-      if (reply.error !== undefined) {
-        mismatches.push({
-          wildcard: wild(topics),
-          msg: `filter ${JSON.stringify(filter)}: ${JSON.stringify(reply.error)}, brute force ${want.length}`,
-        });
-        continue;
-      }
-      const got = reply.result as JsonLog[];
-      if (got.length !== want.length || JSON.stringify(got) !== JSON.stringify(want)) {
-        mismatches.push({
-          wildcard: wild(topics),
-          msg: `filter ${JSON.stringify(filter)}: got ${got.length} logs, brute force ${want.length}`,
-        });
-        continue;
-      }
-      if (want.length > 0) nonEmpty++;
-    }
-    // Diagnostic: mismatches of filters whose topic list has a wildcard position (a log with
-    // fewer topics than the filter has positions must not match, geth's rule) listed apart.
-    const wildcard = mismatches.filter((m) => m.wildcard).map((m) => m.msg);
-    const other = mismatches.filter((m) => !m.wildcard).map((m) => m.msg);
-    expect({
-      other: other.slice(0, 5),
-      wildcard: wildcard.slice(0, 3),
-      counts: [other.length, wildcard.length],
-    }).toEqual({
-      other: [],
-      wildcard: [],
-      counts: [0, 0],
-    });
-    expect(mismatches.length).toBe(0);
-    expect(nonEmpty).toBeGreaterThan(50);
-    if (capped > 0) console.log(`[rpc conformance] ${name}: ${capped} random filters hit the 10,000 cap`);
-  });
+  test('sender nonces match the state history', () => checkSenderNonces(chain));
 
-  test('result cap: -32005 with the longest fitting prefix, checked against brute force', async () => {
-    // Per-block match counts, so each brute-force answer is a walk over blocks, not over all logs.
-    const perBlock = (address?: string): number[] => {
-      const out = new Array<number>(chain.head + 1).fill(0);
-      for (const l of chain.logs)
-        if (address === undefined || l.address === address) out[Number(BigInt(l.blockNumber))]!++;
-      return out;
-    };
-    const cache = new Map<string, number[]>();
-    const countsFor = (address?: string): number[] => {
-      const key = address ?? '*';
-      if (!cache.has(key)) cache.set(key, perBlock(address));
-      return cache.get(key)!;
-    };
-    const count = (from: number, to: number, address?: string): number => {
-      const c = countsFor(address);
-      let n = 0;
-      for (let i = from; i <= to; i++) n += c[i]!;
-      return n;
-    };
-    const expectCap = async (
-      client: Client,
-      limit: number,
-      from: number,
-      to: number,
-      address?: string,
-    ): Promise<void> => {
-      const filter = {
-        fromBlock: `0x${from.toString(16)}`,
-        toBlock: `0x${to.toString(16)}`,
-        ...(address ? { address } : {}),
-      };
-      const r = await client.raw('eth_getLogs', [filter]);
-      if (count(from, to, address) <= limit) {
-        expect(r.error).toBeUndefined();
-        return;
-      }
-      const c = countsFor(address);
-      let last = from - 1;
-      let sum = 0;
-      while (last + 1 <= to && sum + c[last + 1]! <= limit) sum += c[++last]!;
-      if (last < from) {
-        expect(r.error).toEqual({
-          code: -32005,
-          message: `query returned more than ${limit} results`,
-          data: { limit },
-        });
-        return;
-      }
-      const [f, t] = [`0x${from.toString(16)}`, `0x${last.toString(16)}`];
-      expect(r.error).toEqual({
-        code: -32005,
-        message: `query returned more than ${limit} results. Try with this block range [${f}, ${t}].`,
-        data: { from: f, to: t, limit },
-      });
-      // The suggestion really fits.
-      const ok = await client.call<JsonLog[]>('eth_getLogs', { ...filter, toBlock: t });
-      expect(ok.length).toBeLessThanOrEqual(limit);
-    };
-    // The default 10,000 cap over the whole chain and over its busiest address.
-    const busiest = [
-      ...chain.logs.reduce((m, l) => m.set(l.address, (m.get(l.address) ?? 0) + 1), new Map<string, number>()),
-    ].sort((a, b2) => b2[1] - a[1])[0]?.[0];
-    await expectCap(chain.client, 10_000, 0, chain.head);
-    if (busiest !== undefined) await expectCap(chain.client, 10_000, 0, chain.head, busiest);
-    if (name === 'fixtures' && chain.logs.length > 10_000) {
-      const r = await chain.client.raw('eth_getLogs', [{ fromBlock: '0x0', address: busiest }]);
-      expect(r.error?.code).toBe(-32005);
-    }
-    // Small caps on random ranges.
-    const rand = seededRandom(7);
-    for (const limit of [1, 5, Math.max(2, Math.floor(chain.logs.length / 4))]) {
-      const small = make({ logs: { maxResults: limit, timeoutMs: 10_000, maxFilterParams: 5_000 } });
-      for (let k = 0; k < 10; k++) {
-        const from = Math.floor(rand() * (chain.head + 1));
-        await expectCap(small, limit, from, chain.head);
-      }
-    }
-  });
-
-  test('proofs verify against each block state root; storage agrees with getStorageAt', async () => {
-    const rand = seededRandom(3);
-    const addresses = new Set<string>([`0x${'ab'.repeat(20)}`]);
-    for (const blk of chain.blocks) {
-      addresses.add(blk.miner);
-      for (const t of blk.transactions as JsonTransaction[]) {
-        addresses.add(t.from);
-        if (t.to !== null) addresses.add(t.to);
-      }
-    }
-    for (const l of chain.logs) addresses.add(l.address);
-    const all = [...addresses];
-    const sampleBlocks = [
-      ...new Set([
-        0,
-        chain.head,
-        Math.floor(chain.head / 2),
-        ...Array.from({ length: 4 }, () => Math.floor(rand() * (chain.head + 1))),
-      ]),
-    ];
-    let present = 0;
-    let absentCount = 0;
-    let storageChecked = 0;
-    for (const n of sampleBlocks) {
-      const blk = chain.blocks[n]!;
-      const sample = all.length > 40 ? Array.from({ length: 40 }, () => all[Math.floor(rand() * all.length)]!) : all;
-      for (const address of new Set(sample)) {
-        const keys = ['0x0', '0x1', '0x2', `${ZERO32.slice(0, 65)}3`, kec(address)];
-        const tag = rand() < 0.5 ? blk.number : blk.hash;
-        const p = await chain.client.call<JsonAccountProof>('eth_getProof', address, keys, tag);
-        checkEncodings(p);
-        expect(p.address).toBe(address);
-        const value = await verifyMerkleProof(keccak256(b(address)), p.accountProof.map(b), { root: b(blk.stateRoot) });
-        if (value === null) {
-          absentCount++;
-          expect([p.nonce, p.balance]).toEqual(['0x0', '0x0']);
-        } else {
-          present++;
-          const [nonce, balance, storageRoot, codeHash] = RLP.decode(value) as Uint8Array[];
-          expect(BigInt(p.nonce)).toBe(BigInt(hx(nonce!) === '0x' ? 0 : hx(nonce!)));
-          expect(BigInt(p.balance)).toBe(BigInt(hx(balance!) === '0x' ? 0 : hx(balance!)));
-          expect(p.storageHash).toBe(hx(storageRoot!));
-          expect(p.codeHash).toBe(hx(codeHash!));
-        }
-        expect(p.storageProof.map((s) => s.key)).toEqual([
-          '0x0',
-          '0x1',
-          '0x2',
-          `${ZERO32.slice(0, 65)}3`,
-          kec(address),
-        ]);
-        for (const [i, s] of p.storageProof.entries()) {
-          const slot = hx(bigIntToFixed32(BigInt(keys[i]!)));
-          let v: bigint;
-          if (s.proof.length === 0) {
-            expect([EMPTY_ROOT, ZERO32]).toContain(p.storageHash);
-            v = 0n;
-          } else {
-            const raw = await verifyMerkleProof(keccak256(b(slot)), s.proof.map(b), { root: b(p.storageHash) });
-            v =
-              raw === null
-                ? 0n
-                : BigInt(hx(RLP.decode(raw) as Uint8Array) === '0x' ? 0 : hx(RLP.decode(raw) as Uint8Array));
-          }
-          expect(BigInt(s.value)).toBe(v);
-          const stored = await chain.client.call<string>('eth_getStorageAt', address, keys[i], { blockHash: blk.hash });
-          expect(stored).toBe(hx(bigIntToFixed32(v)));
-          storageChecked++;
-        }
-        if (p.codeHash !== EMPTY_CODE && value !== null) expect(p.codeHash).toMatch(DATA);
-      }
-    }
-    expect(present).toBeGreaterThan(5);
-    expect(absentCount).toBeGreaterThan(0);
-    expect(storageChecked).toBeGreaterThan(50);
-  });
-
-  test('some storage is non-zero and provable (contracts that emitted logs)', async () => {
-    // Scan slots 0..7 of every log-emitting contract at head; at least one must hold a value,
-    // and each non-zero value is proven with a presence proof.
-    const head = chain.blocks[chain.head]!;
-    let nonZero = 0;
-    for (const address of new Set(chain.logs.map((l) => l.address))) {
-      const keys = Array.from({ length: 8 }, (_, i) => `0x${i.toString(16)}`);
-      const p = await chain.client.call<JsonAccountProof>('eth_getProof', address, keys, 'latest');
-      for (const s of p.storageProof) {
-        if (s.value === '0x0') continue;
-        nonZero++;
-        const slot = hx(bigIntToFixed32(BigInt(s.key)));
-        const raw = await verifyMerkleProof(keccak256(b(slot)), s.proof.map(b), { root: b(p.storageHash) });
-        expect(raw).not.toBeNull();
-        expect(BigInt(hx(RLP.decode(raw!) as Uint8Array))).toBe(BigInt(s.value));
-      }
-      const account = await verifyMerkleProof(keccak256(b(address)), p.accountProof.map(b), {
-        root: b(head.stateRoot),
-      });
-      expect(account === null ? EMPTY_ROOT : hx((RLP.decode(account) as Uint8Array[])[2]!)).toBe(p.storageHash);
-    }
-    expect(nonZero).toBeGreaterThan(0);
-  });
-
-  test('sender nonces match the state history', async () => {
-    let checked = 0;
-    for (const block of chain.blocks.slice(1)) {
-      const txs = block.transactions as JsonTransaction[];
-      if (txs.length === 0) continue;
-      const parent = `0x${(Number(BigInt(block.number)) - 1).toString(16)}`;
-      const setCode = txs.some((t) => t.type === '0x4');
-      const seen = new Map<string, number>();
-      const before = new Map<string, bigint>();
-      for (const t of txs) {
-        if (!before.has(t.from)) {
-          const p = await chain.client.call<JsonAccountProof>('eth_getProof', t.from, [], parent);
-          before.set(t.from, BigInt(p.nonce));
-        }
-        const k = seen.get(t.from) ?? 0;
-        const expected = before.get(t.from)! + BigInt(k);
-        // An earlier EIP-7702 authorization in the same block may bump an authority's nonce.
-        if (setCode) expect(BigInt(t.nonce)).toBeGreaterThanOrEqual(expected);
-        else expect(BigInt(t.nonce)).toBe(expected);
-        seen.set(t.from, k + 1);
-        checked++;
-      }
-      for (const [from] of seen) {
-        const after = await chain.client.call<JsonAccountProof>('eth_getProof', from, [], block.number);
-        const last = txs.filter((t) => t.from === from).at(-1)!;
-        expect(BigInt(after.nonce)).toBeGreaterThanOrEqual(BigInt(last.nonce) + 1n);
-      }
-    }
-    expect(checked).toBeGreaterThan(0);
-  });
-
-  test('errors and not-found on real data', async () => {
-    const c = chain.client;
-    const head = chain.blocks[chain.head]!;
-    expect((await c.raw('eth_getLogs', [{ blockHash: kec('0x01') }])).error).toEqual({
-      code: -32000,
-      message: 'unknown block',
-    });
-    expect(
-      (await c.raw('eth_getLogs', [{ fromBlock: '0x0', toBlock: `0x${(chain.head + 1).toString(16)}` }])).error,
-    ).toEqual({
-      code: -32602,
-      message: 'block range extends beyond current head block',
-    });
-    if (chain.head > 0) {
-      expect((await c.raw('eth_getLogs', [{ fromBlock: head.number, toBlock: '0x0' }])).error).toEqual({
-        code: -32602,
-        message: 'invalid block range params',
-      });
-    }
-    expect((await c.raw('eth_getStorageAt', [head.miner, '0x0', `0x${(chain.head + 1).toString(16)}`])).error).toEqual({
-      code: -32000,
-      message: 'header not found',
-    });
-    expect(await c.call('eth_getBlockByHash', kec('0x02'), false)).toBeNull();
-    expect(await c.call('eth_getUncleByBlockHashAndIndex', kec('0x02'), '0x0')).toBeNull();
-    // Bare hash and EIP-1898 forms address the same state as the number.
-    const viaNumber = await c.call<string>('eth_getStorageAt', head.miner, '0x0', head.number);
-    expect(await c.call('eth_getStorageAt', head.miner, '0x0', head.hash)).toBe(viaNumber);
-    expect(await c.call('eth_getStorageAt', head.miner, '0x0', { blockNumber: head.number })).toBe(viaNumber);
-    // An omitted block parameter is "latest" (geth v1.16), here the head.
-    expect(await c.raw('eth_getStorageAt', [head.miner, '0x0'])).toEqual(
-      await c.raw('eth_getStorageAt', [head.miner, '0x0', 'latest']),
-    );
-    expect(await c.call('eth_getStorageAt', head.miner, '0x0')).toBe(viaNumber);
-    const proofLatest = await c.raw('eth_getProof', [head.miner, ['0x0']]);
-    expect(proofLatest).toEqual(await c.raw('eth_getProof', [head.miner, ['0x0'], 'latest']));
-    expect(proofLatest.result).toEqual(await c.call('eth_getProof', head.miner, ['0x0'], head.number));
-  });
+  test('errors and not-found on real data', () => checkErrors(chain));
 });
 
 function bigIntToFixed32(v: bigint): Uint8Array {

@@ -216,6 +216,111 @@ const OP_GETH_DEPOSIT_KEYS = [
   'sourceHash',
 ];
 
+/** A genesis of anvil's OP-stack chain: every fork from the start, the optimism section. */
+function opGenesis(chainId: number) {
+  return {
+    config: {
+      chainId,
+      homesteadBlock: 0,
+      eip150Block: 0,
+      eip155Block: 0,
+      eip158Block: 0,
+      byzantiumBlock: 0,
+      constantinopleBlock: 0,
+      petersburgBlock: 0,
+      istanbulBlock: 0,
+      berlinBlock: 0,
+      londonBlock: 0,
+      mergeNetsplitBlock: 0,
+      terminalTotalDifficulty: 0,
+      shanghaiTime: 0,
+      cancunTime: 0,
+      pragueTime: 0,
+      bedrockBlock: 0,
+      regolithTime: 0,
+      canyonTime: 0,
+      ecotoneTime: 0,
+      fjordTime: 0,
+      graniteTime: 0,
+      holoceneTime: 0,
+      isthmusTime: 0,
+      optimism: { eip1559Elasticity: 6, eip1559Denominator: 50, eip1559DenominatorCanyon: 250 },
+    },
+  };
+}
+
+/**
+ * A deposit as the node answers it (`mine`, `ourReceipt`) against anvil's answer (`theirs`,
+ * `receipt`) and the request that sent it (`req`): op-geth's shape and order, what anvil answers
+ * alike, and each measured difference from op-geth, added to `measured`.
+ */
+async function checkDeposit(
+  url: string,
+  answers: { mine: Json; theirs: Json; receipt: Json; ourReceipt: Json },
+  req: Json,
+  measured: Set<string>,
+): Promise<void> {
+  const { mine, theirs, receipt, ourReceipt } = answers;
+  // A deposit: op-geth's shape, in op-geth's order.
+  expect(Object.keys(mine).slice(0, OP_GETH_DEPOSIT_KEYS.length)).toEqual(OP_GETH_DEPOSIT_KEYS);
+  const rest = Object.keys(mine).slice(OP_GETH_DEPOSIT_KEYS.length);
+  expect(rest).toEqual(['mint', 'isSystemTx', 'depositReceiptVersion'].filter((k) => k in mine));
+  expect(ourReceipt.type).toBe('0x7e');
+  // What anvil answers the same as op-geth does.
+  for (const k of ['blockHash', 'blockNumber', 'blockTimestamp', 'from', 'gas', 'hash', 'input', 'value', 'v'])
+    expect([k, mine[k]]).toEqual([k, theirs[k]]);
+  expect(mine.type).toBe('0x7e');
+  expect(mine.transactionIndex).toBe(theirs.transactionIndex);
+  expect(mine.sourceHash).toBe(theirs.sourceHash);
+  // Where anvil differs from op-geth, as measured (docs/decisions/op-deposits.md).
+  expect(mine.nonce).toBe(receipt.depositNonce); // op-geth: the receipt's depositNonce
+  expect(theirs.nonce).toBe('0x0');
+  if (theirs.nonce !== mine.nonce) measured.add('nonce 0x0');
+  expect(mine.gasPrice).toBe('0x0');
+  expect(theirs.gasPrice).toBeUndefined();
+  measured.add('no gasPrice');
+  expect([mine.r, mine.s]).toEqual(['0x0', '0x0']);
+  expect([theirs.r, theirs.s]).toEqual([h32('00'), h32('00')]);
+  measured.add('r, s as 32 zero bytes');
+  expect(mine.depositReceiptVersion).toBe(receipt.depositReceiptVersion);
+  expect(theirs.depositReceiptVersion).toBeUndefined();
+  measured.add('no depositReceiptVersion');
+  expect(receipt.type).toBe('0x7E');
+  measured.add('receipt type 0x7E');
+  if (req.to === undefined) {
+    expect(mine.to).toBeNull();
+    expect('to' in theirs).toBe(false);
+    measured.add('creation without to');
+    // The created address: op-geth derives it from the receipt's depositNonce (the nonce the
+    // deposit used); anvil's depositNonce is one past the nonce its creation used.
+    const created = (nonce: bigint): string => toData(keccak256(RLP.encode([d(theirs.from), nonce])).subarray(12));
+    expect(ourReceipt.contractAddress).toBe(created(q(receipt.depositNonce)));
+    expect(receipt.contractAddress).toBe(created(q(receipt.depositNonce) - 1n));
+    measured.add('contractAddress from the nonce before');
+  } else expect(mine.to).toBe(theirs.to);
+  if (q(req.mint) === 0n) {
+    expect(mine.mint).toBeUndefined();
+    expect(theirs.mint).toBe('0x0');
+    measured.add('zero mint shown');
+  } else expect(mine.mint).toBe(theirs.mint);
+  if (req.isSystemTx === true) {
+    expect(mine.isSystemTx).toBe(true);
+    expect(theirs.isSystemTx).toBe('0x1');
+    measured.add('isSystemTx as "0x1"');
+  } else {
+    expect(mine.isSystemTx).toBeUndefined();
+    expect(theirs.isSystemTx).toBeUndefined();
+  }
+  // anvil's depositNonce is the sender's nonce after the deposit; op-geth records the one
+  // it used (before). DEV0 had sent one transaction, so used nonce 1.
+  const sender = (theirs.from as string).toLowerCase();
+  const after = q(await rpc(url, 'eth_getTransactionCount', [sender, '0x2']));
+  const before = q(await rpc(url, 'eth_getTransactionCount', [sender, '0x1']));
+  expect(q(receipt.depositNonce)).toBe(after);
+  expect(after).toBe(before + 1n);
+  measured.add('depositNonce after the deposit');
+}
+
 test('deposits from anvil --network optimism: encodings, roots, and the answers after a store round trip', async () => {
   const anvil = await startAnvil();
   const dir = await mkdtemp(join(tmpdir(), 'op-deposits-'));
@@ -261,35 +366,7 @@ test('deposits from anvil --network optimism: encodings, roots, and the answers 
     const blocks: BlockInput[] = [];
     for (let n = 0n; n <= head; n++) blocks.push(await rebuild(url, n, seen));
     expect(seen.deposits).toBe(3);
-    const genesisJson = {
-      config: {
-        chainId: Number(q(await rpc(url, 'eth_chainId', []))),
-        homesteadBlock: 0,
-        eip150Block: 0,
-        eip155Block: 0,
-        eip158Block: 0,
-        byzantiumBlock: 0,
-        constantinopleBlock: 0,
-        petersburgBlock: 0,
-        istanbulBlock: 0,
-        berlinBlock: 0,
-        londonBlock: 0,
-        mergeNetsplitBlock: 0,
-        terminalTotalDifficulty: 0,
-        shanghaiTime: 0,
-        cancunTime: 0,
-        pragueTime: 0,
-        bedrockBlock: 0,
-        regolithTime: 0,
-        canyonTime: 0,
-        ecotoneTime: 0,
-        fjordTime: 0,
-        graniteTime: 0,
-        holoceneTime: 0,
-        isthmusTime: 0,
-        optimism: { eip1559Elasticity: 6, eip1559Denominator: 50, eip1559DenominatorCanyon: 250 },
-      },
-    };
+    const genesisJson = opGenesis(Number(q(await rpc(url, 'eth_chainId', []))));
     expect(chainFamilyOf(genesisJson)).toBe('optimism');
     const w = await StoreWriter.open(dir);
     await w.writeGenesis({ block: blocks[0] as BlockInput, chainConfig: genesisJson.config, genesisJson });
@@ -337,66 +414,7 @@ test('deposits from anvil --network optimism: encodings, roots, and the answers 
           expect(ourReceipt.type).toBe(receipt.type);
           continue;
         }
-        // A deposit: op-geth's shape, in op-geth's order.
-        expect(Object.keys(mine).slice(0, OP_GETH_DEPOSIT_KEYS.length)).toEqual(OP_GETH_DEPOSIT_KEYS);
-        const rest = Object.keys(mine).slice(OP_GETH_DEPOSIT_KEYS.length);
-        expect(rest).toEqual(['mint', 'isSystemTx', 'depositReceiptVersion'].filter((k) => k in mine));
-        expect(ourReceipt.type).toBe('0x7e');
-        // What anvil answers the same as op-geth does.
-        for (const k of ['blockHash', 'blockNumber', 'blockTimestamp', 'from', 'gas', 'hash', 'input', 'value', 'v'])
-          expect([k, mine[k]]).toEqual([k, theirs[k]]);
-        expect(mine.type).toBe('0x7e');
-        expect(mine.transactionIndex).toBe(theirs.transactionIndex);
-        expect(mine.sourceHash).toBe(theirs.sourceHash);
-        // Where anvil differs from op-geth, as measured (docs/decisions/op-deposits.md).
-        expect(mine.nonce).toBe(receipt.depositNonce); // op-geth: the receipt's depositNonce
-        expect(theirs.nonce).toBe('0x0');
-        if (theirs.nonce !== mine.nonce) measured.add('nonce 0x0');
-        expect(mine.gasPrice).toBe('0x0');
-        expect(theirs.gasPrice).toBeUndefined();
-        measured.add('no gasPrice');
-        expect([mine.r, mine.s]).toEqual(['0x0', '0x0']);
-        expect([theirs.r, theirs.s]).toEqual([h32('00'), h32('00')]);
-        measured.add('r, s as 32 zero bytes');
-        expect(mine.depositReceiptVersion).toBe(receipt.depositReceiptVersion);
-        expect(theirs.depositReceiptVersion).toBeUndefined();
-        measured.add('no depositReceiptVersion');
-        expect(receipt.type).toBe('0x7E');
-        measured.add('receipt type 0x7E');
-        const req = sent[hashes.indexOf(hash)] as Json;
-        if (req.to === undefined) {
-          expect(mine.to).toBeNull();
-          expect('to' in theirs).toBe(false);
-          measured.add('creation without to');
-          // The created address: op-geth derives it from the receipt's depositNonce (the nonce the
-          // deposit used); anvil's depositNonce is one past the nonce its creation used.
-          const created = (nonce: bigint): string =>
-            toData(keccak256(RLP.encode([d(theirs.from), nonce])).subarray(12));
-          expect(ourReceipt.contractAddress).toBe(created(q(receipt.depositNonce)));
-          expect(receipt.contractAddress).toBe(created(q(receipt.depositNonce) - 1n));
-          measured.add('contractAddress from the nonce before');
-        } else expect(mine.to).toBe(theirs.to);
-        if (q(req.mint) === 0n) {
-          expect(mine.mint).toBeUndefined();
-          expect(theirs.mint).toBe('0x0');
-          measured.add('zero mint shown');
-        } else expect(mine.mint).toBe(theirs.mint);
-        if (req.isSystemTx === true) {
-          expect(mine.isSystemTx).toBe(true);
-          expect(theirs.isSystemTx).toBe('0x1');
-          measured.add('isSystemTx as "0x1"');
-        } else {
-          expect(mine.isSystemTx).toBeUndefined();
-          expect(theirs.isSystemTx).toBeUndefined();
-        }
-        // anvil's depositNonce is the sender's nonce after the deposit; op-geth records the one
-        // it used (before). DEV0 had sent one transaction, so used nonce 1.
-        const sender = (theirs.from as string).toLowerCase();
-        const after = q(await rpc(url, 'eth_getTransactionCount', [sender, '0x2']));
-        const before = q(await rpc(url, 'eth_getTransactionCount', [sender, '0x1']));
-        expect(q(receipt.depositNonce)).toBe(after);
-        expect(after).toBe(before + 1n);
-        measured.add('depositNonce after the deposit');
+        await checkDeposit(url, { mine, theirs, receipt, ourReceipt }, sent[hashes.indexOf(hash)] as Json, measured);
       }
       expect([...measured].sort()).toEqual(
         [
