@@ -8,10 +8,10 @@
 import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ANVIL_DEV_ACCOUNTS } from '@chainnode/testkit';
-import { mineAndTrail, percentileOf, startDevAnvil } from './src/anvil.js';
+import { percentileOf, printLagLine, startDevAnvil, trailLags } from './src/anvil.js';
 import { rpc } from './src/children.js';
 import { createKey, startServe } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
@@ -92,7 +92,6 @@ try {
     const follower = await serve(['--datadir', fdir, '--follow', anvilUrl, '--genesis', gpath, '--poll-ms', '100']);
     kill.push(follower.proc);
     const fUrl = `http://127.0.0.1:${follower.port}/v3/${fk}`;
-    const lags: number[] = [];
     const latencies: number[] = [];
     let stop = false;
     const prober = (async () => {
@@ -104,33 +103,23 @@ try {
       }
     })();
     const dev = [...ANVIL_DEV_ACCOUNTS];
-    for (let s = 0; s < lagSeconds; s++) {
-      const tick = Date.now();
-      const txs = Array.from({ length: 20 }, (_, i) => ({
-        from: dev[i % 4],
-        to: dev[(i + 1) % 4],
-        value: '0x1',
-        gas: '0x5208',
-      }));
-      lags.push(await mineAndTrail(anvilUrl, fUrl, txs, 'follower'));
-      await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (Date.now() - tick))));
-    }
+    const transfers = Array.from({ length: 20 }, (_, i) => ({
+      from: dev[i % 4],
+      to: dev[(i + 1) % 4],
+      value: '0x1',
+      gas: '0x5208',
+    }));
+    const lags = await trailLags(anvilUrl, fUrl, lagSeconds, () => transfers, 'follower');
     stop = true;
     await prober;
-    console.log(
-      JSON.stringify({
-        part: 'lag',
-        blocks: lags.length,
-        txsPerBlock: 20,
-        pollMs: 100,
-        lagMsP50: pct(lags, 50),
-        lagMsP99: pct(lags, 99),
+    printLagLine(
+      lags,
+      {},
+      {
         getBlockByNumberMsP50: +pct(latencies, 50).toFixed(2),
         getBlockByNumberMsP99: +pct(latencies, 99).toFixed(2),
         calls: latencies.length,
-        load1: loadavg()[0]?.toFixed(2),
-        cpus: cpus().length,
-      }),
+      },
     );
   } finally {
     await anvil.stop();

@@ -277,30 +277,31 @@ async function historyRead(addrSlot: Uint8Array, n: number): Promise<Uint8Array 
   }
   return undefined;
 }
-async function trieRead(hashedAddr: Uint8Array, hashedSlot: Uint8Array, n: number): Promise<Uint8Array | undefined> {
-  const walk = async (root: Uint8Array, key: Uint8Array): Promise<Uint8Array | undefined> => {
-    const want: number[] = [];
-    for (const b of key) want.push(b >> 4, b & 15);
-    let cur: Item[] | undefined = await node(root);
-    let i = 0;
-    while (cur !== undefined) {
-      if (cur.length === 17) {
-        if (i === want.length) return cur[16] as Uint8Array;
-        cur = await resolveRef(cur[want[i++] as number]);
-        continue;
-      }
-      const p = nibbles(cur[0] as Uint8Array);
-      for (const x of p) if (want[i++] !== x) return undefined;
-      if (isLeaf(cur[0] as Uint8Array)) return cur[1] as Uint8Array;
-      cur = await resolveRef(cur[1]);
+/** The value at `key` (nibble path of its bytes) in the trie under `root`; undefined when absent. */
+async function trieWalk(root: Uint8Array, key: Uint8Array): Promise<Uint8Array | undefined> {
+  const want: number[] = [];
+  for (const b of key) want.push(b >> 4, b & 15);
+  let cur: Item[] | undefined = await node(root);
+  let i = 0;
+  while (cur !== undefined) {
+    if (cur.length === 17) {
+      if (i === want.length) return cur[16] as Uint8Array;
+      cur = await resolveRef(cur[want[i++] as number]);
+      continue;
     }
-    return undefined;
-  };
-  const account = await walk(await stateRootOf(n), hashedAddr);
+    const p = nibbles(cur[0] as Uint8Array);
+    for (const x of p) if (want[i++] !== x) return undefined;
+    if (isLeaf(cur[0] as Uint8Array)) return cur[1] as Uint8Array;
+    cur = await resolveRef(cur[1]);
+  }
+  return undefined;
+}
+async function trieRead(hashedAddr: Uint8Array, hashedSlot: Uint8Array, n: number): Promise<Uint8Array | undefined> {
+  const account = await trieWalk(await stateRootOf(n), hashedAddr);
   if (account === undefined) return undefined;
   const storageRoot = (RLP.decode(account) as Uint8Array[])[2] as Uint8Array;
   if (hex(storageRoot) === hex(EMPTY_ROOT)) return undefined;
-  return walk(storageRoot, hashedSlot);
+  return trieWalk(storageRoot, hashedSlot);
 }
 let mismatches = 0;
 for (let i = 0; i < reads && slotKeys.length > 0; i++) {
@@ -367,22 +368,7 @@ for (const token of tokens) {
   );
 }
 async function trieReadAccount(hashedAddr: Uint8Array, n: number): Promise<Uint8Array | undefined> {
-  const root = await stateRootOf(n);
-  let cur: Item[] | undefined = await node(root);
-  const want: number[] = [];
-  for (const b of hashedAddr) want.push(b >> 4, b & 15);
-  let i = 0;
-  while (cur !== undefined) {
-    if (cur.length === 17) {
-      cur = await resolveRef(cur[want[i++] as number]);
-      continue;
-    }
-    const p = nibbles(cur[0] as Uint8Array);
-    for (const x of p) if (want[i++] !== x) return undefined;
-    if (isLeaf(cur[0] as Uint8Array)) return cur[1] as Uint8Array;
-    cur = await resolveRef(cur[1]);
-  }
-  return undefined;
+  return trieWalk(await stateRootOf(n), hashedAddr);
 }
 await db.close();
 await chain.close();

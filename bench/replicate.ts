@@ -11,12 +11,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { ReplicationTimings, followUpstream, importChain } from '@chainnode/ingest';
 import { digestDatadir, sizeOnDisk } from '@chainnode/store';
 import { ANVIL_DEV_ACCOUNTS } from '@chainnode/testkit';
-import { mineAndTrail, percentileOf, startDevAnvil } from './src/anvil.js';
+import { printLagLine, startDevAnvil, trailLags } from './src/anvil.js';
 import { rpc } from './src/children.js';
 import { createKey, startServe } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
@@ -41,7 +41,6 @@ const serve = (argv: string[]) => startServe(cli, ['--threads', '1', ...argv]);
 
 const key = (datadir: string): Promise<string> => createKey(cli, datadir);
 
-const pct = percentileOf;
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
 const base = await mkdtemp(join(tmpdir(), 'bench-replicate-'));
@@ -142,33 +141,14 @@ try {
     ]);
     kill.push(follower.proc);
     const fUrl = `http://127.0.0.1:${follower.port}/v3/${fk}`;
-    const lags: number[] = [];
-    for (let s = 0; s < lagSeconds; s++) {
-      const tick = Date.now();
-      const txs: object[] = [];
-      for (let i = 0; i < 20; i++) {
-        const tx =
-          i % 3 === 0
-            ? { from: dev[i % 4], to: logger, data: `0x${(s * 20 + i).toString(16).padStart(64, '0')}`, gas: '0x186a0' }
-            : { from: dev[i % 4], to: dev[(i + 1) % 4], value: '0x1', gas: '0x5208' };
-        txs.push(tx);
-      }
-      lags.push(await mineAndTrail(anvilUrl, fUrl, txs, 'the replica'));
-      await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (Date.now() - tick))));
-    }
-    console.log(
-      JSON.stringify({
-        part: 'lag',
-        ingest: 'replicate',
-        blocks: lags.length,
-        txsPerBlock: 20,
-        pollMs: 100,
-        lagMsP50: pct(lags, 50),
-        lagMsP99: pct(lags, 99),
-        load1: loadavg()[0]?.toFixed(2),
-        cpus: cpus().length,
-      }),
-    );
+    const txsOf = (s: number): object[] =>
+      Array.from({ length: 20 }, (_, i) =>
+        i % 3 === 0
+          ? { from: dev[i % 4], to: logger, data: `0x${(s * 20 + i).toString(16).padStart(64, '0')}`, gas: '0x186a0' }
+          : { from: dev[i % 4], to: dev[(i + 1) % 4], value: '0x1', gas: '0x5208' },
+      );
+    const lags = await trailLags(anvilUrl, fUrl, lagSeconds, txsOf, 'the replica');
+    printLagLine(lags, { ingest: 'replicate' });
   } finally {
     await anvil.stop();
   }

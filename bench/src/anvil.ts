@@ -3,6 +3,7 @@
 // The dev chain of the follow and replicate benches is anvil's four dev accounts funded.
 import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { ANVIL_DEV_ACCOUNTS, cancunGenesis, freePort } from '@chainnode/testkit';
 import { rpc, spawnChild, stopChild, waitRpc } from './children.js';
@@ -87,6 +88,44 @@ export async function mineAndTrail(anvilUrl: string, followerUrl: string, txs: o
     if (Date.now() - mined > 30_000) throw new Error(`${who} does not keep up`);
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/**
+ * The lag part of the follow benches: `seconds` blocks, one a second, block `s` holding the
+ * transactions `txsOf(s)`, each trailed by the follower (mineAndTrail); its lags in ms.
+ */
+export async function trailLags(
+  anvilUrl: string,
+  followerUrl: string,
+  seconds: number,
+  txsOf: (s: number) => object[],
+  who: string,
+): Promise<number[]> {
+  const lags: number[] = [];
+  for (let s = 0; s < seconds; s++) {
+    const tick = Date.now();
+    lags.push(await mineAndTrail(anvilUrl, followerUrl, txsOf(s), who));
+    await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (Date.now() - tick))));
+  }
+  return lags;
+}
+
+/** The lag part's JSON line (20 transactions a block, 100 ms polls): `head` fields, the lags' p50 and p99, `tail` fields, the load. */
+export function printLagLine(lags: number[], head: object, tail: object = {}): void {
+  console.log(
+    JSON.stringify({
+      part: 'lag',
+      ...head,
+      blocks: lags.length,
+      txsPerBlock: 20,
+      pollMs: 100,
+      lagMsP50: percentileOf(lags, 50),
+      lagMsP99: percentileOf(lags, 99),
+      ...tail,
+      load1: loadavg()[0]?.toFixed(2),
+      cpus: cpus().length,
+    }),
+  );
 }
 
 /** The p-th percentile (nearest rank below) of `xs`; NaN when empty. */

@@ -174,63 +174,35 @@ export function headerHash(b: Record<string, unknown>): string {
   return hexOf(keccak256(RLP.encode(fields)));
 }
 
+/** The fee fields of each transaction type, in encoding order. */
+const FEE_FIELDS: Record<number, string[]> = {
+  0: ['gasPrice'],
+  1: ['gasPrice'],
+  2: ['maxPriorityFeePerGas', 'maxFeePerGas'],
+};
+
 /** keccak256 of the canonical encoding rebuilt from a JSON-RPC transaction's fields (types 0, 1, 2). */
 export function txHashOf(t: Record<string, unknown>): string {
   const type = Number(t['type']);
+  const fees = FEE_FIELDS[type];
+  if (fees === undefined) throw new Error(`tx type ${type}`);
   const to = t['to'] === null ? new Uint8Array(0) : dataBytes(t['to']);
+  const body = [
+    qtyBytes(t['nonce']),
+    ...fees.map((f) => qtyBytes(t[f])),
+    qtyBytes(t['gas']),
+    to,
+    qtyBytes(t['value']),
+    dataBytes(t['input']),
+  ];
+  const sig = [qtyBytes(t['r']), qtyBytes(t['s'])];
+  if (type === 0) return hexOf(keccak256(RLP.encode([...body, qtyBytes(t['v']), ...sig])));
   const al = ((t['accessList'] ?? []) as { address: string; storageKeys: string[] }[]).map((e) => [
     dataBytes(e.address),
     e.storageKeys.map(dataBytes),
   ]);
-  const sig = [qtyBytes(t['r']), qtyBytes(t['s'])];
-  const common = [qtyBytes(t['nonce'])];
-  let raw: Uint8Array;
-  if (type === 0) {
-    raw = RLP.encode([
-      ...common,
-      qtyBytes(t['gasPrice']),
-      qtyBytes(t['gas']),
-      to,
-      qtyBytes(t['value']),
-      dataBytes(t['input']),
-      qtyBytes(t['v']),
-      ...sig,
-    ]);
-  } else if (type === 1) {
-    raw = Buffer.concat([
-      Buffer.from([1]),
-      RLP.encode([
-        qtyBytes(t['chainId']),
-        ...common,
-        qtyBytes(t['gasPrice']),
-        qtyBytes(t['gas']),
-        to,
-        qtyBytes(t['value']),
-        dataBytes(t['input']),
-        al,
-        qtyBytes(t['yParity'] ?? t['v']),
-        ...sig,
-      ]),
-    ]);
-  } else if (type === 2) {
-    raw = Buffer.concat([
-      Buffer.from([2]),
-      RLP.encode([
-        qtyBytes(t['chainId']),
-        ...common,
-        qtyBytes(t['maxPriorityFeePerGas']),
-        qtyBytes(t['maxFeePerGas']),
-        qtyBytes(t['gas']),
-        to,
-        qtyBytes(t['value']),
-        dataBytes(t['input']),
-        al,
-        qtyBytes(t['yParity'] ?? t['v']),
-        ...sig,
-      ]),
-    ]);
-  } else throw new Error(`tx type ${type}`);
-  return hexOf(keccak256(raw));
+  const fields = [qtyBytes(t['chainId']), ...body, al, qtyBytes(t['yParity'] ?? t['v']), ...sig];
+  return hexOf(keccak256(Buffer.concat([Buffer.from([type]), RLP.encode(fields)])));
 }
 
 async function txRoot(raws: Uint8Array[]): Promise<string> {
