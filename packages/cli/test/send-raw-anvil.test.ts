@@ -39,6 +39,19 @@ type Hex = `0x${string}`;
 const [A0, A1, A2, A3] = DEV as [Hex, Hex, Hex, Hex];
 const GWEI = 1_000_000_000n;
 
+/** An EIP-1559 transfer of 1 wei to A2 on anvil's chain. */
+function oneWei(nonce: bigint) {
+  return {
+    nonce,
+    to: A2,
+    value: 1n,
+    gasLimit: 21_000n,
+    maxFeePerGas: 3n * GWEI,
+    maxPriorityFeePerGas: GWEI,
+    chainId: 31337n,
+  };
+}
+
 describe('eth_sendRawTransaction through a node following anvil', () => {
   let anvil: Anvil;
   let proxy: JoinProxy;
@@ -163,15 +176,7 @@ describe('eth_sendRawTransaction through a node following anvil', () => {
   test('invalid transactions are refused before anvil sees them', async () => {
     const start = sent();
     const nonce = await nonceOf(0);
-    const good = {
-      nonce,
-      to: A2,
-      value: 1n,
-      gasLimit: 21_000n,
-      maxFeePerGas: 3n * GWEI,
-      maxPriorityFeePerGas: GWEI,
-      chainId: 31337n,
-    };
+    const good = oneWei(nonce);
     // Undecodable bytes.
     await refused('0xdeadbeef', /^invalid transaction/);
     await refused('0x', /too short|invalid transaction/);
@@ -255,18 +260,7 @@ describe('eth_sendRawTransaction through a node following anvil', () => {
     const alone = await spawnServe(datadir, []);
     try {
       const before = sent();
-      const tx = createFeeMarket1559Tx(
-        {
-          nonce: await nonceOf(0),
-          to: A2,
-          value: 1n,
-          gasLimit: 21_000n,
-          maxFeePerGas: 3n * GWEI,
-          maxPriorityFeePerGas: GWEI,
-          chainId: 31337n,
-        },
-        { common },
-      ).sign(KEYS[0] as Uint8Array);
+      const tx = createFeeMarket1559Tx(oneWei(await nonceOf(0)), { common }).sign(KEYS[0] as Uint8Array);
       const r = (await call(alone.url(key), 'eth_sendRawTransaction', [raw(tx)])) as Envelope;
       expect(r.error).toEqual({
         code: -32000,

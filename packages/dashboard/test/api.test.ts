@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { DEFAULT_PLANS, EmbeddedLedger, EmbeddedUsage, FileKeyStore, KeyManager, readKeys } from '@chainnode/accounts';
-import type { KeyRecord, KeyView } from '@chainnode/accounts';
+import type { KeyRecord, KeyView, UsageEvent } from '@chainnode/accounts';
 import { createAdminToken, startDashboard } from '../src/index.js';
 import type { RunningDashboard } from '../src/index.js';
 
@@ -320,12 +320,15 @@ test('usage route: 30 UTC days, per-method totals, the last 15 minutes, and the 
     body: { name: 'u', plan: 'core', limits: { creditsPerDay: 600 } },
   });
   const id = (c.body['view'] as KeyView).id;
-  env.usage.record({ key: id, method: 'eth_getBlockByNumber', credits: 80 });
-  env.usage.record({ key: id, method: 'eth_getBlockByNumber', credits: 80 });
-  env.usage.record({ key: id, method: 'eth_getLogs', credits: 0, error: 'rpc' });
-  env.usage.record({ key: id, method: 'eth_getLogs', credits: 0, error: '4xx' });
-  env.usage.record({ key: id, method: 'eth_blockNumber', credits: 0, error: '5xx' });
-  env.usage.record({ key: 'someoneelse', method: 'eth_getLogs', credits: 255 });
+  const events: UsageEvent[] = [
+    { key: id, method: 'eth_getBlockByNumber', credits: 80 },
+    { key: id, method: 'eth_getBlockByNumber', credits: 80 },
+    { key: id, method: 'eth_getLogs', credits: 0, error: 'rpc' },
+    { key: id, method: 'eth_getLogs', credits: 0, error: '4xx' },
+    { key: id, method: 'eth_blockNumber', credits: 0, error: '5xx' },
+    { key: 'someoneelse', method: 'eth_getLogs', credits: 255 },
+  ];
+  for (const e of events) env.usage.record(e);
   const u = await req(env, 'GET', `/api/keys/${id}/usage`, { cookie: s.cookie });
   expect(u.status).toBe(200);
   const days = u.body['days'] as Array<{ day: string; calls: number; credits: number }>;

@@ -33,11 +33,17 @@ afterEach(async () => {
 
 async function start(
   dir: string,
-  opts: { store?: ChainStore; config?: Partial<TransportConfig>; failoverUrl?: string; metricsPort?: number } = {},
+  opts: {
+    store?: ChainStore;
+    service?: RpcServiceApi;
+    config?: Partial<TransportConfig>;
+    failoverUrl?: string;
+    metricsPort?: number;
+  } = {},
 ): Promise<Running> {
   const store = opts.store ?? fakeStore();
   const srv = await startOnDatadir({
-    service: fakeService(store),
+    service: opts.service ?? fakeService(store),
     store,
     datadir: dir,
     config: transportConfig(opts.config ?? {}),
@@ -541,16 +547,7 @@ test('graceful close: long replies in flight reach the client whole (HTTP and We
       return { body: (JSON.parse(body) as { id: number }).id === 2 ? wsBody : httpBody, batch: false };
     },
   };
-  const store = fakeStore();
-  const srv = await startOnDatadir({
-    service,
-    store,
-    datadir: dir,
-    config: transportConfig({}),
-    host: '127.0.0.1',
-    port: 0,
-  });
-  cleanups.push(() => srv.close());
+  const { srv } = await start(dir, { service });
   const http = post(`http://127.0.0.1:${srv.port}/v3/${key}`, call('eth_getLogs', [{}], 1));
   const ws = await wsOpen(`ws://127.0.0.1:${srv.port}/ws/v3/${key}`);
   const wsReply = ws.request(call('eth_getLogs', [{}], 2));

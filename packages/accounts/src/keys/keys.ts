@@ -68,18 +68,25 @@ export interface CreateKeyOptions {
 export type KeysAt = KeyStore | string;
 const storeOf = (at: KeysAt): KeyStore => (typeof at === 'string' ? new FileKeyStore(at) : at);
 
-/** Creates a key; returns the plaintext key (to print once) and its stored record. */
-export async function createKey(at: KeysAt, opts: CreateKeyOptions): Promise<{ key: string; record: KeyRecord }> {
-  const store = storeOf(at);
+/** A fresh plaintext key and its record: id, hash and prefix derived from it, `name` when given. */
+export function newKey(plan: PlanName, createdAt: Date, name?: string): { key: string; record: KeyRecord } {
   const key = generateKey();
   const hash = hashKey(key);
   const record: KeyRecord = {
     id: hash.slice(0, 12),
     hash,
-    plan: opts.plan,
-    createdAt: new Date().toISOString(),
+    plan,
+    createdAt: createdAt.toISOString(),
+    ...(name !== undefined ? { name } : {}),
     prefix: key.slice(0, KEY_PREFIX_LENGTH),
   };
+  return { key, record };
+}
+
+/** Creates a key; returns the plaintext key (to print once) and its stored record. */
+export async function createKey(at: KeysAt, opts: CreateKeyOptions): Promise<{ key: string; record: KeyRecord }> {
+  const store = storeOf(at);
+  const { key, record } = newKey(opts.plan, new Date());
   if (opts.dailyCredits !== undefined) record.dailyCredits = opts.dailyCredits;
   if (opts.creditsPerSecond !== undefined) record.creditsPerSecond = opts.creditsPerSecond;
   if (opts.label !== undefined) record.label = opts.label;

@@ -16,7 +16,7 @@ import { AllowlistError, validateAllowlists } from './allowlist.js';
 import type { Allowlists } from './allowlist.js';
 import { MAX_KEY_NETWORKS } from './fields.js';
 import type { KeyLimits } from './fields.js';
-import { KEY_PREFIX_LENGTH, chargeHash, generateKey, generateSecret, hashKey } from './keys.js';
+import { KEY_PREFIX_LENGTH, chargeHash, generateKey, generateSecret, hashKey, newKey } from './keys.js';
 import { networkNameProblem } from './network-name.js';
 import type { KeyRecord, KeyStore } from './record.js';
 
@@ -186,16 +186,7 @@ export class KeyManager {
     const name = validName(input.name);
     if (typeof input.plan !== 'string' || !isPlanName(input.plan))
       throw new KeyActionError(`plan: expected one of ${PLAN_NAMES.join(', ')}`);
-    const key = generateKey();
-    const hash = hashKey(key);
-    const rec: KeyRecord = {
-      id: hash.slice(0, 12),
-      hash,
-      plan: input.plan,
-      createdAt: new Date(this.now()).toISOString(),
-      name,
-      prefix: key.slice(0, KEY_PREFIX_LENGTH),
-    };
+    const { key, record: rec } = newKey(input.plan, new Date(this.now()), name);
     const daily = validCredits('dailyCredits', input.dailyCredits);
     if (daily !== undefined) rec.dailyCredits = daily;
     if (input.creditsPerSecond !== undefined) {
