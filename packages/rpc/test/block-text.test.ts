@@ -6,16 +6,12 @@
 // full-transaction answers, written from the stored encodings (transaction-text.ts), against
 // JSON.stringify of the object formatter over the store's decoded transactions.
 import { openChainStore } from '@chainnode/store';
-import { chainDir, datadirCopy } from '@chainnode/testkit';
-import type { ChainName } from '@chainnode/testkit';
+import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import { blockText } from '../src/formatters/block.js';
 import { expectedBlockText } from './block-oracle.js';
 
-const chains: ChainName[] = [
-  'fixtures',
-  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
-];
+const chains = availableChains();
 
 test.each(chains)(
   '%s: the ready hashes-only answer equals the formatted block, and the full answer the formatted objects, for every block',

@@ -4,17 +4,13 @@
 // import: every address that emitted logs, single blocks, random ranges, the whole chain, several
 // addresses at once, with topics; and through the RPC method, byte for byte.
 import { openChainStore } from '@chainnode/store';
-import { chainDir, datadirCopy } from '@chainnode/testkit';
-import type { ChainName } from '@chainnode/testkit';
+import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { chunksToBytes } from '@chainnode/core';
 import type { LogQuery } from '@chainnode/core';
 import { createRpcService } from '../src/index.js';
 import { formatLogsText } from '../src/formatters/log.js';
 
-const chains: ChainName[] = [
-  'fixtures',
-  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
-];
+const chains = availableChains();
 const hex = (b: Uint8Array): string => `0x${Buffer.from(b).toString('hex')}`;
 
 test.each(chains)(

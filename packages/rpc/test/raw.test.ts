@@ -11,8 +11,7 @@ import { bytesToHex, hexToBytes } from '@ethereumjs/util';
 import type { PrefixedHexString } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { LevelChainStore } from '@chainnode/store';
-import { chainDir, datadirCopy } from '@chainnode/testkit';
-import type { ChainName } from '@chainnode/testkit';
+import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import type { JsonBlock, RpcServiceApi } from '../src/index.js';
 
@@ -20,10 +19,7 @@ type Nested = Uint8Array | Nested[];
 const b = (h: string): Uint8Array => hexToBytes(h as PrefixedHexString);
 const hx = (u: Uint8Array): string => bytesToHex(u);
 
-const chains: ChainName[] = [
-  'fixtures',
-  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
-];
+const chains = availableChains();
 
 async function raw(
   svc: RpcServiceApi,

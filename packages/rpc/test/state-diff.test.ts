@@ -14,8 +14,7 @@ import type { PrefixedHexString } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { LimitExceededError, ResponseTooLargeError } from '@chainnode/core';
 import { LevelChainStore } from '@chainnode/store';
-import { chainDir, datadirCopy } from '@chainnode/testkit';
-import type { ChainName } from '@chainnode/testkit';
+import { availableChains, chainDir, datadirCopy } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import type { JsonStateDiff, RpcServiceApi } from '../src/index.js';
 
@@ -27,10 +26,7 @@ const EMPTY_CODE = hx(KECCAK256_NULL);
 const QUANTITY = /^0x(0|[1-9a-f][0-9a-f]*)$/;
 const HASH = /^0x[0-9a-f]{64}$/;
 
-const chains: ChainName[] = [
-  'fixtures',
-  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
-];
+const chains = availableChains();
 
 async function call<T>(svc: RpcServiceApi, method: string, params: unknown[]): Promise<T> {
   const reply = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));

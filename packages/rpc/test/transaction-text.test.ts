@@ -11,8 +11,7 @@ import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
 import { DEPOSIT_TX_TYPE, decodeTransaction, encodeDepositTx, headerFromValues, keccak256 } from '@chainnode/core';
 import type { BlockRecord, HeaderRecord, TxRecord } from '@chainnode/core';
-import { chainDir } from '@chainnode/testkit';
-import type { ChainName } from '@chainnode/testkit';
+import { availableChains, chainDir } from '@chainnode/testkit';
 import { blockText } from '../src/formatters/block.js';
 import { formatAnyTransaction } from '../src/formatters/transaction.js';
 import { blockWithTransactionsWriter, transactionText } from '../src/formatters/transaction-text.js';
@@ -82,10 +81,7 @@ const senderOf = (raw: Uint8Array): Uint8Array => keccak256(raw).subarray(12);
 const kindOf = (tx: TxRecord): string =>
   tx.type === 0 ? (tx.chainId === undefined ? 'legacy' : 'legacy-155') : `type-${tx.type}`;
 
-const chains: ChainName[] = [
-  'fixtures',
-  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
-];
+const chains = availableChains();
 
 test.each(chains)('%s: every transaction of the chain, written as text, equals the formatted object', (chain) => {
   const raw = readFileSync(join(chainDir(chain) as string, 'chain.rlp'));
@@ -156,6 +152,10 @@ const accessList = (): Item[] =>
   ]);
 const typed = (type: number, fields: Item[]): Uint8Array => Uint8Array.from([type, ...RLP.encode(fields)]);
 const yParity = (): bigint => (rnd(8) === 0 ? BigInt(2 + rnd(30)) : BigInt(rnd(2)));
+/** chainId, nonce, maxPriorityFeePerGas, maxFeePerGas, gas: the head of types 2, 3 and 4. */
+const feeMarketHead = (): Item[] => [quantity(U64), quantity(U64), quantity(), quantity(), quantity(U64)];
+/** yParity, r, s: the tail of every typed transaction. */
+const signature = (): Item[] => [yParity(), quantity(), quantity()];
 
 /** One random encoding of each kind the node serves. */
 const makers: Record<string, () => Uint8Array> = {
@@ -196,49 +196,23 @@ const makers: Record<string, () => Uint8Array> = {
       quantity(),
       data(),
       accessList(),
-      yParity(),
-      quantity(),
-      quantity(),
+      ...signature(),
     ]),
-  'type-2': () =>
-    typed(2, [
-      quantity(U64),
-      quantity(U64),
-      quantity(),
-      quantity(),
-      quantity(U64),
-      to(),
-      quantity(),
-      data(),
-      accessList(),
-      yParity(),
-      quantity(),
-      quantity(),
-    ]),
+  'type-2': () => typed(2, [...feeMarketHead(), to(), quantity(), data(), accessList(), ...signature()]),
   'type-3': () =>
     typed(3, [
-      quantity(U64),
-      quantity(U64),
-      quantity(),
-      quantity(),
-      quantity(U64),
+      ...feeMarketHead(),
       bytes(20),
       quantity(),
       data(),
       accessList(),
       quantity(),
       Array.from({ length: rnd(4) }, () => bytes(32)),
-      yParity(),
-      quantity(),
-      quantity(),
+      ...signature(),
     ]),
   'type-4': () =>
     typed(4, [
-      quantity(U64),
-      quantity(U64),
-      quantity(),
-      quantity(),
-      quantity(U64),
+      ...feeMarketHead(),
       bytes(20),
       quantity(),
       data(),
@@ -251,9 +225,7 @@ const makers: Record<string, () => Uint8Array> = {
         quantity(),
         quantity(),
       ]),
-      yParity(),
-      quantity(),
-      quantity(),
+      ...signature(),
     ]),
   deposit: () =>
     encodeDepositTx({

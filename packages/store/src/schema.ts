@@ -276,40 +276,30 @@ export interface TxLocation {
   index: number;
 }
 
-/** A u64 then a u32, big-endian: 12 bytes. */
-function u64u32Codec<T>(
+/** Records of a u64 field `big` then a u32 field `small`, big-endian: 12 bytes. */
+function u64u32Codec<B extends string, S extends string>(
   what: string,
-  u64: (v: T) => bigint,
-  u32: (v: T) => number,
-  join: (u64: bigint, u32: number) => T,
-): Codec<T> {
-  return writerCodec(
-    { size: () => 12, write: (v, out, at) => writeU32(u32(v), out, writeU64(u64(v), out, at)) },
+  big: B,
+  small: S,
+): Codec<Record<B, bigint> & Record<S, number>> {
+  type T = Record<B, bigint> & Record<S, number>;
+  return writerCodec<T>(
+    { size: () => 12, write: (v, out, at) => writeU32(v[small], out, writeU64(v[big], out, at)) },
     (b) => {
       if (b.length !== 12) throw new RangeError(`${what}: expected 12 bytes, got ${b.length}`);
-      return join(bytesToBigInt(b.subarray(0, 8)), readU32(b, 8));
+      return { [big]: bytesToBigInt(b.subarray(0, 8)), [small]: readU32(b, 8) } as T;
     },
   );
 }
 
-export const txLocationCodec: Codec<TxLocation> = u64u32Codec(
-  'tx location',
-  (v) => v.number,
-  (v) => v.index,
-  (number, index) => ({ number, index }),
-);
+export const txLocationCodec: Codec<TxLocation> = u64u32Codec('tx location', 'number', 'index');
 
 export interface BlockLogRange {
   firstLogId: bigint;
   count: number;
 }
 
-export const blockLogRangeCodec: Codec<BlockLogRange> = u64u32Codec(
-  'block log range',
-  (v) => v.firstLogId,
-  (v) => v.count,
-  (firstLogId, count) => ({ firstLogId, count }),
-);
+export const blockLogRangeCodec: Codec<BlockLogRange> = u64u32Codec('block log range', 'firstLogId', 'count');
 
 export interface HeadPointer {
   number: bigint;

@@ -12,7 +12,7 @@ import { verifyMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { Capability } from '@ethereumjs/tx';
 import type { TypedTransaction } from '@ethereumjs/tx';
-import { bigIntToUnpaddedBytes, createAccountFromRLP, setLengthLeft } from '@ethereumjs/util';
+import { bigIntToUnpaddedBytes, setLengthLeft } from '@ethereumjs/util';
 import type { KZG as KzgInterface } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { KZG } from 'micro-eth-signer/kzg.js';
@@ -21,6 +21,7 @@ import { bytesEqual, bytesToBigInt } from '@chainnode/core';
 import type { BlockRecord, HeaderRecord, LogQuery, LogRecord, TxRecord } from '@chainnode/core';
 import { datadirCopy, sharedChainsDir } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
+import { expectAccountProof } from './account-proof.js';
 
 const HEAD = 'd226371d0b1551adb03fb52b71f08e3e11247fe9b1af994768af8cdaa8e7dcd7';
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -199,18 +200,7 @@ async function verifyProofs(
   let withStorage = 0;
   for (const addr of addrs) {
     const p = await store.proof(root, addr, slots);
-    const value = await verifyMerkleProof(addr, p.accountProof, { root, useKeyHashing: true });
-    if (value === null) {
-      expect([p.nonce, p.balance]).toEqual([0n, 0n]);
-    } else {
-      const acc = createAccountFromRLP(value);
-      expect([acc.nonce, acc.balance, hex(acc.codeHash), hex(acc.storageRoot)]).toEqual([
-        p.nonce,
-        p.balance,
-        hex(p.codeHash),
-        hex(p.storageHash),
-      ]);
-    }
+    await expectAccountProof(root, addr, p);
     for (const sp of p.storageProof) {
       const stored = await store.storageAt(root, addr, sp.key);
       expect(bytesToBigInt(stored)).toBe(sp.value);

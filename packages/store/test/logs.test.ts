@@ -13,6 +13,7 @@ import { LevelChainStore, StoreWriter, digestDatadir } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
+import { blockInput } from './block-input.js';
 import { SEGMENT_SPAN } from '../src/log-segments.js';
 import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, OPEN_CHUNK, encodeAddressLogsJson, tables } from '../src/schema.js';
 
@@ -98,18 +99,7 @@ function makeChain(length = BLOCKS): { blocks: BlockInput[]; genesis: BlockInput
           log,
         });
     });
-    return {
-      number: BigInt(n),
-      hash,
-      headerRlp,
-      body: { size: 0, transactions: txs, uncles: [] },
-      totalDifficulty: 0n,
-      senders: txs.map(() => new Uint8Array(20)),
-      txHashes,
-      receipts: txs.map(() => ({ type: 0, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 21000n })),
-      logs,
-      logsBloom: bloom,
-    };
+    return blockInput({ number: n, hash, headerRlp, txs, txHashes, logs, logsBloom: bloom });
   };
   const genesis = block(0, new Uint8Array(32), []);
   const blocks: BlockInput[] = [];

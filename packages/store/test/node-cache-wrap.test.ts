@@ -5,12 +5,13 @@
 // the cached accounts (a second storageAt round reads them) against the proofs.
 import { verifyMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
-import { bigIntToUnpaddedBytes, createAccountFromRLP, setLengthLeft } from '@ethereumjs/util';
+import { bigIntToUnpaddedBytes, setLengthLeft } from '@ethereumjs/util';
 import { bytesToBigInt } from '@chainnode/core';
 import type { AccountProofRecord } from '@chainnode/core';
 import { datadirCopy, sharedChainsDir } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { hex } from './random.js';
+import { expectAccountProof } from './account-proof.js';
 
 const chains = sharedChainsDir();
 const d = chains === undefined ? describe.skip : describe;
@@ -50,17 +51,7 @@ d('a store whose trie-node cache wraps all the time (4 KiB)', () => {
     }
     let withStorage = 0;
     for (const { root, addr, p, stored } of kept) {
-      const value = await verifyMerkleProof(addr, p.accountProof, { root, useKeyHashing: true });
-      if (value === null) expect([p.nonce, p.balance]).toEqual([0n, 0n]);
-      else {
-        const acc = createAccountFromRLP(value);
-        expect([acc.nonce, acc.balance, hex(acc.codeHash), hex(acc.storageRoot)]).toEqual([
-          p.nonce,
-          p.balance,
-          hex(p.codeHash),
-          hex(p.storageHash),
-        ]);
-      }
+      await expectAccountProof(root, addr, p);
       for (const [i, sp] of p.storageProof.entries()) {
         expect(bytesToBigInt(stored[i] as Uint8Array)).toBe(sp.value);
         // A second round: the account comes from the store's account cache, kept since the first.

@@ -14,6 +14,7 @@ import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { LevelChainStore, StoreWriter } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
+import { blockInput } from './block-input.js';
 import { LOG_INDEX_CHUNK, Prefix } from '../src/schema.js';
 
 const word = (tag: number, i: number, n: number): Uint8Array => {
@@ -62,18 +63,7 @@ function block(n: number, parent: Uint8Array, branch: number): BlockInput {
   if (branch === 1 && n === 8)
     txs[0] = RLP.encode([n * 10, 1, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]);
   const txHashes = txs.map((t) => keccak256(t));
-  return {
-    number: BigInt(n),
-    hash,
-    headerRlp,
-    body: { size: 0, transactions: txs, uncles: [] },
-    totalDifficulty: 0n,
-    senders: txs.map(() => new Uint8Array(20)),
-    txHashes,
-    receipts: txs.map(() => ({ type: 0, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 21000n })),
-    logs,
-    logsBloom: new Uint8Array(256),
-  };
+  return blockInput({ number: n, hash, headerRlp, txs, txHashes, logs, logsBloom: new Uint8Array(256) });
 }
 
 function chain(branchAt: number, to: number, branch: number, base: BlockInput[]): BlockInput[] {

@@ -3,15 +3,11 @@
 // 21 header fields: pre-London to Prague); unknown hashes; malformed header RLP.
 import { RLP } from '@ethereumjs/rlp';
 import { bytesEqual } from '@chainnode/core';
-import { chainDir, datadirCopy } from '@chainnode/testkit';
-import type { ChainName } from '@chainnode/testkit';
+import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { headerStateRoot } from '../src/trie-read.js';
 
-const chains: ChainName[] = [
-  'fixtures',
-  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
-];
+const chains = availableChains();
 
 test.each(chains)(
   "%s: stateRoot(hash) is the decoded header's, for every block",

@@ -8,8 +8,7 @@
 // throw.
 import { RLP } from '@ethereumjs/rlp';
 import { bytesEqual } from '@chainnode/core';
-import { chainDir, datadirCopy } from '@chainnode/testkit';
-import type { ChainName } from '@chainnode/testkit';
+import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import { bodyCodec, tables } from '../src/schema.js';
@@ -26,10 +25,7 @@ const text = (v: unknown): string =>
         : x;
   });
 
-const chains: ChainName[] = [
-  'fixtures',
-  ...(chainDir('execution-apis') !== undefined ? (['execution-apis'] as const) : []),
-];
+const chains = availableChains();
 
 test.each(chains)(
   "%s: every transaction by hash equals its block's, read alone",

@@ -104,29 +104,29 @@ export function formatAnyTransaction(loc: TxWithLocation): JsonAnyTransaction {
   return formatTransaction(loc);
 }
 
-/** The fields every known transaction starts with, in geth's order: its block, sender and gas. */
-function whereAndWho(loc: TxWithLocation) {
+/**
+ * The fields every known transaction shares, in geth's order: `head` (its block, sender and gas)
+ * stands before the gas price, `tail` after the fee fields.
+ */
+function sharedFields(loc: TxWithLocation) {
   const { tx } = loc;
   return {
-    blockHash: toData(loc.blockHash),
-    blockNumber: toQuantity(loc.blockNumber),
-    blockTimestamp: toQuantity(loc.blockTimestamp),
-    from: toData(tx.from),
-    gas: toQuantity(tx.gas),
-  };
-}
-
-/** The fields every known transaction has after its gas price, in geth's order. */
-function whatAndWhich(loc: TxWithLocation) {
-  const { tx } = loc;
-  return {
-    hash: toData(tx.hash),
-    input: toData(tx.input),
-    nonce: toQuantity(tx.nonce),
-    to: tx.to === null ? null : toData(tx.to),
-    transactionIndex: toQuantity(loc.transactionIndex),
-    value: toQuantity(tx.value),
-    type: toQuantity(tx.type),
+    head: {
+      blockHash: toData(loc.blockHash),
+      blockNumber: toQuantity(loc.blockNumber),
+      blockTimestamp: toQuantity(loc.blockTimestamp),
+      from: toData(tx.from),
+      gas: toQuantity(tx.gas),
+    },
+    tail: {
+      hash: toData(tx.hash),
+      input: toData(tx.input),
+      nonce: toQuantity(tx.nonce),
+      to: tx.to === null ? null : toData(tx.to),
+      transactionIndex: toQuantity(loc.transactionIndex),
+      value: toQuantity(tx.value),
+      type: toQuantity(tx.type),
+    },
   };
 }
 
@@ -136,10 +136,11 @@ export function formatTransaction(loc: TxWithLocation): JsonTransaction {
   if (tx.opaque === true) throw new Error(`formatTransaction: type ${tx.type} is not known here`);
   if (tx.type === DEPOSIT_TX_TYPE) return formatDeposit(loc);
   const typed = tx.type !== 0;
+  const shared = sharedFields(loc);
   const dynamicFee = tx.type >= 2;
   // Insertion order below is geth's struct order; optional fields are simply left out.
   const out: JsonTransaction = {
-    ...whereAndWho(loc),
+    ...shared.head,
     gasPrice: toQuantity(dynamicFee ? effectiveGasPrice(tx, loc.baseFeePerGas) : (tx.gasPrice ?? 0n)),
     ...(dynamicFee
       ? {
@@ -148,7 +149,7 @@ export function formatTransaction(loc: TxWithLocation): JsonTransaction {
         }
       : {}),
     ...(tx.type === 3 ? { maxFeePerBlobGas: toQuantity(tx.maxFeePerBlobGas ?? 0n) } : {}),
-    ...whatAndWhich(loc),
+    ...shared.tail,
     ...(typed ? { accessList: formatAccessList(tx.accessList ?? []) } : {}),
     ...(typed || (tx.chainId !== undefined && tx.chainId !== 0n) ? { chainId: toQuantity(tx.chainId ?? 0n) } : {}),
     // geth tags these omitempty: an empty list is left out.
@@ -176,10 +177,11 @@ export function formatTransaction(loc: TxWithLocation): JsonTransaction {
  */
 function formatDeposit(loc: TxWithLocation): JsonTransaction {
   const { tx } = loc;
+  const shared = sharedFields(loc);
   const out: JsonTransaction = {
-    ...whereAndWho(loc),
+    ...shared.head,
     gasPrice: '0x0',
-    ...whatAndWhich(loc),
+    ...shared.tail,
     v: '0x0',
     r: '0x0',
     s: '0x0',
