@@ -13,18 +13,16 @@ import { join, resolve } from 'node:path';
 import { ANVIL_DEV_ACCOUNTS } from '@chainnode/testkit';
 import { percentileOf, printLagLine, startDevAnvil, trailLags } from './src/anvil.js';
 import { rpc } from './src/children.js';
-import { createKey, startServe } from './src/cli.js';
+import { arg, createKey, startServe } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:follow');
 
 const root = resolve('.');
 const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
-const args = process.argv.slice(2);
-const secondsIdx = args.indexOf('--seconds');
-const lagSeconds = secondsIdx >= 0 ? Number(args[secondsIdx + 1]) : 60;
+const lagSeconds = Number(arg('seconds', '60'));
 /** --lag-only: skip the throughput part (two imports of the fixture chain). */
-const lagOnly = args.includes('--lag-only');
+const lagOnly = process.argv.includes('--lag-only');
 
 const run = (argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
   new Promise((res) =>

@@ -18,7 +18,7 @@ import { digestDatadir, sizeOnDisk } from '@chainnode/store';
 import { ANVIL_DEV_ACCOUNTS } from '@chainnode/testkit';
 import { printLagLine, startDevAnvil, trailLags } from './src/anvil.js';
 import { rpc } from './src/children.js';
-import { createKey, startServe } from './src/cli.js';
+import { arg, createKey, startServe } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:replicate');
@@ -26,8 +26,7 @@ printRunRecord('bench:replicate');
 const root = resolve('.');
 const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
 const args = process.argv.slice(2);
-const secondsIdx = args.indexOf('--seconds');
-const lagSeconds = secondsIdx >= 0 ? Number(args[secondsIdx + 1]) : 60;
+const lagSeconds = Number(arg('seconds', '60'));
 const lagOnly = args.includes('--lag-only');
 const chains: string[] = [];
 for (let i = 0; i < args.length; i++) if (args[i] === '--chain') chains.push(resolve(args[i + 1] as string));

@@ -20,7 +20,7 @@ import {
   writeRlpUint,
 } from '@chainnode/store';
 import type { BlockInput, GenesisInput, LogInput, StoredReceipt } from '@chainnode/store';
-import { Sfc32 } from '@chainnode/testkit';
+import { Sfc32, londonConfig } from '@chainnode/testkit';
 import { bloomBits } from '@chainnode/core';
 
 export interface ChainSpec {
@@ -233,20 +233,6 @@ function pickHolder(rng: Rng, holders: number): number {
   return Math.floor(holders * v * v * v);
 }
 
-const CHAIN_CONFIG = {
-  chainId: CHAIN_ID,
-  homesteadBlock: 0,
-  eip150Block: 0,
-  eip155Block: 0,
-  eip158Block: 0,
-  byzantiumBlock: 0,
-  constantinopleBlock: 0,
-  petersburgBlock: 0,
-  istanbulBlock: 0,
-  berlinBlock: 0,
-  londonBlock: 0,
-};
-
 // ---------------------------------------------------------------------------------------------
 // RLP by hand (the generator writes headers and transactions straight into its output buffer;
 // bench/test checks the bytes against @ethereumjs/rlp). Integer and length-prefix writers are
@@ -368,7 +354,7 @@ export function genesisInput(): GenesisInput {
       logs: [],
       logsBloom: new Uint8Array(256),
     },
-    chainConfig: CHAIN_CONFIG,
+    chainConfig: londonConfig(CHAIN_ID),
   };
 }
 

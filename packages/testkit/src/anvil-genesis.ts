@@ -12,8 +12,8 @@ export const ANVIL_DEV_ACCOUNTS = [
   '0x90f79bf6eb2c4f870365e785982e1f101e93b906',
 ] as const;
 
-/** A genesis `config`: every fork through Cancun at block 0 / time 0, post-merge. */
-export function cancunConfig(chainId = 31337): Record<string, number | boolean> {
+/** A genesis `config`: every fork through London at block 0, pre-merge. */
+export function londonConfig(chainId = 31337): Record<string, number | boolean> {
   return {
     chainId,
     homesteadBlock: 0,
@@ -26,6 +26,13 @@ export function cancunConfig(chainId = 31337): Record<string, number | boolean> 
     istanbulBlock: 0,
     berlinBlock: 0,
     londonBlock: 0,
+  };
+}
+
+/** A genesis `config`: every fork through Cancun at block 0 / time 0, post-merge. */
+export function cancunConfig(chainId = 31337): Record<string, number | boolean> {
+  return {
+    ...londonConfig(chainId),
     mergeNetsplitBlock: 0,
     terminalTotalDifficulty: 0,
     terminalTotalDifficultyPassed: true,
