@@ -11,6 +11,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Level } from 'level';
 import { Prefix, sizeOnDisk } from '@chainnode/store';
+import type { BlockGrowth } from './src/mainnet-shape/generator.js';
 import { printRunRecord } from './src/run-record.js';
 
 printRunRecord('bench:store-cost');
@@ -128,18 +129,9 @@ console.log('group | key+value bytes per block | approx. disk bytes per block');
 groups.delete('meta');
 for (const [g, v] of groups) console.log(`${g} | ${fmt(v.kv / blocks)} | ${fmt(v.disk / blocks)}`);
 
-interface Growth {
-  number: number;
-  txs: number;
-  gas: number;
-  storageWrites: number;
-  accountsTouched: number;
-  trieNodes: number;
-  trieBytes: number;
-}
 let fit: Record<string, number> | undefined;
 if (chain !== undefined) {
-  const growth = JSON.parse(readFileSync(join(resolve(chain), 'growth.json'), 'utf8')) as Growth[];
+  const growth = JSON.parse(readFileSync(join(resolve(chain), 'growth.json'), 'utf8')) as BlockGrowth[];
   const inDatadir = growth.filter((g) => g.number <= head);
   // Least squares without intercept: nodes = a * writes + b * accounts.
   let sww = 0;
