@@ -79,11 +79,18 @@ export async function minedReceipt(url: string, hash: string, timeoutMs = 30_000
   }
 }
 
-/** Many calls as JSON-RPC batches (in chunks of 200); envelopes in call order. */
-export async function batch(url: string, calls: [string, unknown[]][]): Promise<Envelope[]> {
-  const out: Envelope[] = [];
-  for (let i = 0; i < calls.length; i += 200) {
-    const chunk = calls.slice(i, i + 200);
+/**
+ * Many calls as JSON-RPC batches of `size` (each call's id is its index); the replies in call
+ * order, undefined where one is missing.
+ */
+export async function batchReplies(
+  url: string,
+  calls: [string, unknown[]][],
+  size: number,
+): Promise<(Envelope | undefined)[]> {
+  const out: (Envelope | undefined)[] = [];
+  for (let i = 0; i < calls.length; i += size) {
+    const chunk = calls.slice(i, i + size);
     const res = await post(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -93,10 +100,16 @@ export async function batch(url: string, calls: [string, unknown[]][]): Promise<
     if (!Array.isArray(replies)) throw new Error(`batch: ${JSON.stringify(replies).slice(0, 200)}`);
     const byId = new Map(replies.map((r) => [r.id, r]));
     chunk.forEach((_, j) => {
-      out.push(byId.get(i + j) ?? { error: { code: 0, message: 'missing reply' } });
+      out.push(byId.get(i + j));
     });
   }
   return out;
+}
+
+/** Many calls as JSON-RPC batches (in chunks of 200); envelopes in call order. */
+export async function batch(url: string, calls: [string, unknown[]][]): Promise<Envelope[]> {
+  const replies = await batchReplies(url, calls, 200);
+  return replies.map((r) => r ?? { error: { code: 0, message: 'missing reply' } });
 }
 
 const live = new Set<() => void>();

@@ -1,27 +1,14 @@
 // Two chainnode nodes compared method by method, reply text by reply text (replicas of a primary,
 // followers and replicated stores against the node they came from).
-import { post, result } from './anvil-upstream.js';
+import { batchReplies, result } from './anvil-upstream.js';
 
 type Json = Record<string, unknown>;
 const hexN = (n: number | bigint) => `0x${n.toString(16)}`;
 
-/** Raw reply texts of a batch, in call order (ids 0..n-1 per chunk of 500). */
+/** Reply texts of a batch, in call order (chunks of 500; each call's id is its index). */
 export async function rawBatch(url: string, calls: [string, unknown[]][]): Promise<string[]> {
-  const out: string[] = [];
-  for (let i = 0; i < calls.length; i += 500) {
-    const chunk = calls.slice(i, i + 500);
-    const res = await post(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(chunk.map(([method, params], j) => ({ jsonrpc: '2.0', id: j, method, params }))),
-    });
-    const replies = JSON.parse(await res.text()) as Json[];
-    const byId = new Map(replies.map((r) => [r.id, JSON.stringify(r)]));
-    chunk.forEach((_, j) => {
-      out.push(byId.get(j) ?? 'missing');
-    });
-  }
-  return out;
+  const replies = await batchReplies(url, calls, 500);
+  return replies.map((r) => (r === undefined ? 'missing' : JSON.stringify(r)));
 }
 
 /** The fixture chain's FixtureToken (fixtures/README.md); slot 2: totalSupply. */

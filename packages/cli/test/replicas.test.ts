@@ -6,9 +6,9 @@
 // Usage is read straight from Redis (HGET of the day field) and with `keys usage --ledger`.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createClient } from '@redis/client';
 import { NO_REDIS, chainDir, datadirCopy, redisServerPath, runCli, startRedis } from '@chainnode/testkit';
 import type { ChainName, RedisProcess } from '@chainnode/testkit';
+import { connectRedis, hashKey, redisUsage } from '@chainnode/accounts';
 import { methodCosts } from '@chainnode/rpc';
 import { rpc, sleep, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
@@ -60,17 +60,11 @@ maybe('three replicas sharing one Redis ledger', () => {
     return JSON.parse(r.stdout) as { key: string; id: string };
   }
 
-  /** Credits used today, read from Redis itself (day field by Redis's clock). */
+  /** Credits used today, read from Redis itself (day field by Redis's clock), outside the servers. */
   async function redisUsed(key: string): Promise<number> {
-    const { createHash } = await import('node:crypto');
-    const hash = createHash('sha256').update(key).digest('hex');
-    const c = createClient({ url: redis.url });
-    c.on('error', () => {});
-    await c.connect();
+    const c = await connectRedis({ url: redis.url });
     try {
-      const t = (await c.sendCommand(['TIME'])) as string[];
-      const v = await c.hGet(`cn:{${hash}}:d`, String(Math.floor(Number(t[0]) / 86400)));
-      return v === null || v === undefined ? 0 : Number(v);
+      return (await redisUsage(c, hashKey(key))).used;
     } finally {
       c.destroy();
     }

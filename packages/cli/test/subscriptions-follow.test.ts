@@ -32,6 +32,19 @@ async function closeViem(c: { transport: unknown }): Promise<void> {
   rpc.close();
 }
 
+/** A viem client on the node's WebSocket, watching DEV[1]'s Pings into `into`. */
+function viemPings(into: Log[]) {
+  const client = createPublicClient({ transport: webSocket(node.ws(key), { reconnect: false }) });
+  const unwatch = client.watchContractEvent({
+    address: logger as `0x${string}`,
+    abi: parseAbi(ABI),
+    eventName: 'Ping',
+    args: { caller: DEV[1] as `0x${string}` },
+    onLogs: (l) => into.push(...l),
+  });
+  return { client, unwatch };
+}
+
 async function rpcResult<T = unknown>(url: string, method: string, params: unknown[]): Promise<T> {
   const res = await fetch(url, {
     method: 'POST',
@@ -185,18 +198,11 @@ test('ethers v6 WebSocketProvider: provider.on("block") and contract.on(filter) 
 
 test('viem watchBlocks and watchContractEvent over webSocket() hear the same', async () => {
   const start = await waitSynced();
-  const client = createPublicClient({ transport: webSocket(node.ws(key), { reconnect: false }) });
   const blocks: { number: bigint; hash: string }[] = [];
   const logs: Log[] = [];
+  const { client, unwatch: unwatchLogs } = viemPings(logs);
   const unwatchBlocks = client.watchBlocks({
     onBlock: (b) => blocks.push({ number: b.number as bigint, hash: b.hash as string }),
-  });
-  const unwatchLogs = client.watchContractEvent({
-    address: logger as `0x${string}`,
-    abi: parseAbi(ABI),
-    eventName: 'Ping',
-    args: { caller: DEV[1] as `0x${string}` },
-    onLogs: (l) => logs.push(...l),
   });
   try {
     await sleep(500);
@@ -255,15 +261,8 @@ test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then th
     { address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] },
   ]);
   const heads = await raw.subscribe(['newHeads']);
-  const client = createPublicClient({ transport: webSocket(node.ws(key), { reconnect: false }) });
   const viemLogs: Log[] = [];
-  const unwatch = client.watchContractEvent({
-    address: logger as `0x${string}`,
-    abi: parseAbi(ABI),
-    eventName: 'Ping',
-    args: { caller: DEV[1] as `0x${string}` },
-    onLogs: (l) => viemLogs.push(...l),
-  });
+  const { client, unwatch } = viemPings(viemLogs);
   await sleep(500);
 
   // The branch about to be dropped, as the upstream has it now (blocks top-1, top).
