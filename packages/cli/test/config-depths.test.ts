@@ -5,7 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { METHODS } from '@chainnode/rpc';
 import { runCli } from '@chainnode/testkit';
-import { createKeyCli, rpc, spawnServe, perTest } from './serve-helpers.js';
+import { bannerOf, createKeyCli, rpc, spawnServe, perTest } from './serve-helpers.js';
 
 const { cleanups, copy } = perTest();
 
@@ -49,12 +49,16 @@ test('server.json sets the flags of serve too: the file over the default, a flag
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-  // The file's logLevel "error" over the default "info": a start, a call and a stop write nothing.
+  // The file's logLevel "error" over the default "info": a start, a call and a stop write nothing
+  // but the banner (one info line, written whatever the level, as the text banner is).
   const quiet = await spawnServe(dir);
   cleanups.push(() => quiet.stop('SIGKILL'));
   expect((await rpc(quiet.url(key), 'eth_blockNumber', [])).body.error).toBeUndefined();
   expect(await quiet.stop()).toBe(0);
-  expect(records(quiet.output())).toEqual([]);
+  const banner = bannerOf(quiet.output());
+  expect(records(quiet.output())).toEqual([
+    expect.objectContaining({ level: 'info', msg: `listening on ${banner.host}:${banner.port}` }),
+  ]);
   // --log-level info over the file: the info records are back, and the file's accessLog writes one
   // record for the call.
   const loud = await spawnServe(dir, ['--log-level', 'info']);

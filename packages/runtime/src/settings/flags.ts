@@ -6,16 +6,16 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { checkLedgerUrl } from '@chainnode/accounts';
-import type { LedgerFailureMode } from '@chainnode/accounts';
-import { LOG_FORMATS, LOG_LEVELS, defaultLogFormat } from '@chainnode/server';
-import type { LogFormat, LogLevel } from '@chainnode/server';
+import { defaultLogFormat } from '@chainnode/server';
+import type { LogFormat } from '@chainnode/server';
 import type { DashboardConfig, FollowedDatadir, RuntimeConfig } from '../config.js';
-import { checkNetwork, checkNetworks } from './fields.js';
+import { SERVER_FIELDS, checkNetwork, checkNetworks } from './fields.js';
 import type { NetworkConfig } from './fields.js';
 import { loadConfig } from './file.js';
 import type { ServerConfig } from './file.js';
 import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from './follow.js';
-import { ConfigError } from './schema.js';
+import { ConfigError, flagName } from './schema.js';
+import type { ConfigField } from './schema.js';
 
 /** The options of `serve` (and `start`) as the CLI hands them over: flag text, file values merged in. */
 export interface ServeFlags {
@@ -69,18 +69,6 @@ export function parseLedgerUrl(value: string | undefined): string | undefined {
   }
 }
 
-export function parseLedgerFailure(value: string | undefined): LedgerFailureMode {
-  if (value === undefined || value === 'open') return 'open';
-  if (value === 'closed') return 'closed';
-  throw new ConfigError(`--ledger-failure: expected open or closed, got "${value}"`);
-}
-
-export function parsePort(name: string, value: string): number {
-  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535)
-    throw new ConfigError(`${name}: expected a port number 0-65535, got "${value}"`);
-  return Number(value);
-}
-
 export function parseFailoverUrl(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   let u: URL;
@@ -95,15 +83,27 @@ export function parseFailoverUrl(value: string | undefined): string | undefined 
 }
 
 /**
- * --threads: a positive integer, or `cores`; default (and `cores`): the number of cores
- * (availableParallelism()), whatever else is asked for (a follower included). `--threads 1` is
- * the single-thread server: no app threads, the ledger, store and follower on the main thread.
+ * A flag's text read by its field of server.json (SERVER_FIELDS: one declaration of each
+ * setting's type, bounds and default), as the field reads a JSON value: digits as a number.
  */
-export function parseThreads(value: string | undefined): number {
-  if (value === undefined || value === 'cores') return availableParallelism();
-  if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 256)
-    throw new ConfigError(`--threads: expected a number of threads 1-256, got "${value}"`);
-  return Number(value);
+function fromFlag<K extends keyof ServerConfig>(name: K, text: string): ServerConfig[K] {
+  const value = /^[0-9]{1,15}$/.test(text) ? Number(text) : text;
+  return (SERVER_FIELDS[name] as ConfigField<ServerConfig[K]>).parse(value, flagName(name));
+}
+
+/** A flag's value: read by its field when given, else the field's default. */
+function flagValue<K extends keyof ServerConfig>(name: K, text: string | undefined): ServerConfig[K] {
+  return text === undefined ? (SERVER_FIELDS[name] as ConfigField<ServerConfig[K]>).default : fromFlag(name, text);
+}
+
+/**
+ * --threads: `cores` (the default) is the number of cores (availableParallelism()), whatever else
+ * is asked for (a follower included). `--threads 1` is the single-thread server: no app threads,
+ * the ledger, store and follower on the main thread.
+ */
+function threadsOf(value: string | undefined): number {
+  const threads = flagValue('threads', value);
+  return threads === 'cores' ? availableParallelism() : threads;
 }
 
 /** Parses one `--network <name>=<datadir>[,follow=<URL>[,ingest=execute|replicate][,history=<URL>]]`. */
@@ -171,9 +171,7 @@ function parseHistoryUpstream(value: string | undefined): string | undefined {
 /** The datadirs `opts` follows (`--follow`, or networks with `follow=<URL>`), options checked. */
 function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): FollowedDatadir[] {
   const reorgDepth = parseReorgDepth(opts.reorgDepth);
-  const pollMs = opts.pollMs === undefined ? 1000 : Number(opts.pollMs);
-  if (!Number.isInteger(pollMs) || pollMs < 10)
-    throw new ConfigError(`--poll-ms: expected an integer >= 10, got "${opts.pollMs}"`);
+  const pollMs = flagValue('pollMs', opts.pollMs);
   const ingest = parseIngestMode(opts.ingest);
   const startBlock = parseStartBlock(opts.startBlock);
   const checkpoint = parseCheckpoint(opts.checkpoint);
@@ -227,11 +225,7 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
 /** The dashboard's listener, when asked for (`--dashboard`, or `--admin-port`: default port 8546). */
 function dashboardOf(opts: ServeFlags): DashboardConfig | undefined {
   const port =
-    opts.adminPort !== undefined
-      ? parsePort('--admin-port', opts.adminPort)
-      : opts.dashboard === true
-        ? 8546
-        : undefined;
+    opts.adminPort !== undefined ? fromFlag('adminPort', opts.adminPort) : opts.dashboard === true ? 8546 : undefined;
   if (port === undefined) return undefined;
   if (opts.adminTlsCert === undefined && opts.adminTlsKey === undefined)
     return { host: opts.adminHost ?? '127.0.0.1', port };
@@ -247,26 +241,24 @@ function dashboardOf(opts: ServeFlags): DashboardConfig | undefined {
 }
 
 function logOf(opts: ServeFlags): RuntimeConfig['log'] {
-  const format = opts.logFormat ?? defaultLogFormat();
-  if (!(LOG_FORMATS as readonly string[]).includes(format))
-    throw new ConfigError(`--log-format: expected json or text, got "${format}"`);
-  const level = opts.logLevel ?? 'info';
-  if (!(LOG_LEVELS as readonly string[]).includes(level))
-    throw new ConfigError(`--log-level: expected one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
-  return { format: format as LogFormat, level: level as LogLevel, access: opts.accessLog === true };
+  return {
+    format: opts.logFormat === undefined ? defaultLogFormat() : (fromFlag('logFormat', opts.logFormat) as LogFormat),
+    level: flagValue('logLevel', opts.logLevel),
+    access: opts.accessLog === true,
+  };
 }
 
 /** serve's options as the runtime takes them; a bad option is a ConfigError naming it. */
 export function runtimeConfigOf(opts: ServeFlags): RuntimeConfig {
   // The log first: an error below is then printed in the format asked for.
   const log = logOf(opts);
-  const threads = parseThreads(opts.threads);
-  const port = parsePort('--port', opts.port);
-  const metricsPort = opts.metricsPort === undefined ? undefined : parsePort('--metrics-port', opts.metricsPort);
+  const threads = threadsOf(opts.threads);
+  const port = fromFlag('port', opts.port);
+  const metricsPort = opts.metricsPort === undefined ? undefined : fromFlag('metricsPort', opts.metricsPort);
   const failoverUrl = parseFailoverUrl(opts.failoverUrl);
   const dashboard = dashboardOf(opts);
   const ledgerUrl = parseLedgerUrl(opts.ledger);
-  const failure = parseLedgerFailure(opts.ledgerFailure);
+  const failure = flagValue('ledgerFailure', opts.ledgerFailure);
   const server = loadConfig(opts.datadir, opts.config);
   const { specs, defaultNetwork } = networkSpecs(opts, server);
   const follows = followPlan(opts, specs);
