@@ -62,42 +62,29 @@ describe('blocks and uncles', () => {
   });
 
   test('param errors name the argument', async () => {
-    expect(await call('eth_getBlockByNumber', '0x1')).toMatchObject(
-      err(-32602, 'missing value for required argument 1'),
-    );
-    expect(await call('eth_getBlockByNumber', '0x1', false, 1)).toMatchObject(
-      err(-32602, 'too many arguments, want at most 2'),
-    );
-    expect(await call('eth_getBlockByNumber', '0x01', false)).toMatchObject(
-      err(-32602, 'invalid argument 0: hex number with leading zero digits'),
-    );
-    expect(await call('eth_getBlockByNumber', '0x', false)).toMatchObject(
-      err(-32602, 'invalid argument 0: hex string "0x"'),
-    );
-    expect(await call('eth_getBlockByNumber', '0xzz', false)).toMatchObject(
-      err(-32602, 'invalid argument 0: invalid hex string'),
-    );
-    expect(await call('eth_getBlockByNumber', 'newest', false)).toMatchObject(
-      err(-32602, 'invalid argument 0: hex string without 0x prefix'),
-    );
-    expect(await call('eth_getBlockByNumber', '0x8000000000000000', false)).toMatchObject(
-      err(-32602, 'invalid argument 0: block number larger than int64'),
-    );
-    expect(await call('eth_getBlockByNumber', '0x10000000000000000', false)).toMatchObject(
-      err(-32602, 'invalid argument 0: hex number > 64 bits'),
-    );
-    expect(await call('eth_getBlockByNumber', 1, false)).toMatchObject(
-      err(-32602, 'invalid argument 0: block number: expected a hex string or tag, got number'),
-    );
-    expect(await call('eth_getBlockByNumber', '0x1', 'yes')).toMatchObject(
-      err(-32602, 'invalid argument 1: expected a boolean, got string'),
-    );
-    expect(await call('eth_getBlockByHash', '0x123', false)).toMatchObject(
-      err(-32602, 'invalid argument 0: hex string has odd length'),
-    );
-    expect(await call('eth_getBlockByHash', x(1, 20), false)).toMatchObject(
-      err(-32602, 'invalid argument 0: hex string has length 40, want 64 for common.Hash'),
-    );
+    const cases: [unknown[], string][] = [
+      [['eth_getBlockByNumber', '0x1'], 'missing value for required argument 1'],
+      [['eth_getBlockByNumber', '0x1', false, 1], 'too many arguments, want at most 2'],
+      [['eth_getBlockByNumber', '0x01', false], 'invalid argument 0: hex number with leading zero digits'],
+      [['eth_getBlockByNumber', '0x', false], 'invalid argument 0: hex string "0x"'],
+      [['eth_getBlockByNumber', '0xzz', false], 'invalid argument 0: invalid hex string'],
+      [['eth_getBlockByNumber', 'newest', false], 'invalid argument 0: hex string without 0x prefix'],
+      [['eth_getBlockByNumber', '0x8000000000000000', false], 'invalid argument 0: block number larger than int64'],
+      [['eth_getBlockByNumber', '0x10000000000000000', false], 'invalid argument 0: hex number > 64 bits'],
+      [
+        ['eth_getBlockByNumber', 1, false],
+        'invalid argument 0: block number: expected a hex string or tag, got number',
+      ],
+      [['eth_getBlockByNumber', '0x1', 'yes'], 'invalid argument 1: expected a boolean, got string'],
+      [['eth_getBlockByHash', '0x123', false], 'invalid argument 0: hex string has odd length'],
+      [
+        ['eth_getBlockByHash', x(1, 20), false],
+        'invalid argument 0: hex string has length 40, want 64 for common.Hash',
+      ],
+    ];
+    for (const [[method, ...params], message] of cases) {
+      expect(await call(method as string, ...params)).toMatchObject(err(-32602, message));
+    }
     // A non-digit anywhere (either half of a byte, a letter past f, a character past ASCII) is
     // invalid hex, and it is reported before a wrong length.
     for (const bad of [

@@ -234,6 +234,15 @@ describe('the pool', () => {
     (await createRpcService(new FakeStore()).handle(filter({ fromBlock: '0x0', address: B }))).body ?? '';
   const wire = (e: unknown): unknown =>
     e instanceof RpcError ? { code: e.code, message: e.message, data: e.data } : String(e);
+  /** A one-worker pool with room for two: the first call held in the worker, the second queued behind it. */
+  async function fullQueue() {
+    const p = await pool({ perWorker: 1, queueLimit: 2 });
+    const g = gate();
+    const first = getLogs(p, GATED);
+    await g.started();
+    const second = getLogs(p);
+    return { p, g, first, second };
+  }
 
   test('a worker that fails to start fails the pool start with its error', async () => {
     await expect(
@@ -292,11 +301,7 @@ describe('the pool', () => {
   });
 
   test('the queue is bounded: past queueLimit calls are refused at once with -32005', async () => {
-    const p = await pool({ perWorker: 1, queueLimit: 2 });
-    const g = gate();
-    const first = getLogs(p, GATED);
-    await g.started();
-    const second = getLogs(p); // queued behind the first
+    const { p, g, first, second } = await fullQueue();
     expect(await getLogs(p).catch(wire)).toEqual({ code: -32005, message: TOO_MANY_OFFLOADED, data: { limit: 2 } });
     const svc = createRpcService(new FakeStore(), undefined, { offload: p, inlineCostLimit: -1 });
     expect((await svc.handle(filter({}))).body).toBe(
@@ -309,11 +314,7 @@ describe('the pool', () => {
   });
 
   test('admission by cost: with the queue full of expensive calls, cheap ones are answered inline, expensive ones shed', async () => {
-    const p = await pool({ perWorker: 1, queueLimit: 2 });
-    const g = gate();
-    const first = getLogs(p, GATED);
-    await g.started();
-    const second = getLogs(p); // the queue is now full
+    const { p, g, first, second } = await fullQueue();
     // Limit 10: one address over one block (cost 1) is cheap; no address from block 0 (10 per block) is not.
     const svc = createRpcService(new FakeStore(), undefined, { offload: p, inlineCostLimit: 10 });
     const inline = createRpcService(new FakeStore());

@@ -23,34 +23,22 @@ async function count(
 }
 
 test('request errors before the middleware are reported once per call; handler errors are not', async () => {
-  expect(await count('{not json')).toMatchObject({ errors: 1, reached: 0 });
-  expect(await count('[]')).toMatchObject({ errors: 1, reached: 0 });
-  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_nope","params":[]}')).toMatchObject({
-    errors: 1,
-    reached: 0,
-  });
-  expect(await count('{"jsonrpc":"1.0","id":1,"method":"eth_chainId","params":[]}')).toMatchObject({
-    errors: 1,
-    reached: 0,
-  });
-  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":{}}')).toMatchObject({
-    errors: 1,
-    reached: 0,
-  });
-  // Invalid params of a known method reach the middleware (which charges them itself).
-  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["zz",false]}')).toMatchObject({
-    errors: 0,
-    reached: 1,
-  });
-  // A batch: each call on its own.
-  const batch = await count(
-    '[{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]},{"jsonrpc":"2.0","id":2,"method":"eth_nope"},7,{"jsonrpc":"2.0","id":3,"method":"eth_blockNumber","params":[]}]',
-  );
-  expect(batch).toMatchObject({ errors: 2, reached: 2 });
-  expect(await count('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).toMatchObject({
-    errors: 0,
-    reached: 1,
-  });
+  const cases: [string, { errors: number; reached: number }][] = [
+    ['{not json', { errors: 1, reached: 0 }],
+    ['[]', { errors: 1, reached: 0 }],
+    ['{"jsonrpc":"2.0","id":1,"method":"eth_nope","params":[]}', { errors: 1, reached: 0 }],
+    ['{"jsonrpc":"1.0","id":1,"method":"eth_chainId","params":[]}', { errors: 1, reached: 0 }],
+    ['{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":{}}', { errors: 1, reached: 0 }],
+    // Invalid params of a known method reach the middleware (which charges them itself).
+    ['{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["zz",false]}', { errors: 0, reached: 1 }],
+    // A batch: each call on its own.
+    [
+      '[{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]},{"jsonrpc":"2.0","id":2,"method":"eth_nope"},7,{"jsonrpc":"2.0","id":3,"method":"eth_blockNumber","params":[]}]',
+      { errors: 2, reached: 2 },
+    ],
+    ['{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}', { errors: 0, reached: 1 }],
+  ];
+  for (const [text, want] of cases) expect(await count(text)).toMatchObject(want);
 });
 
 test('an error with event and details goes out as code, event, message, details, data', async () => {
