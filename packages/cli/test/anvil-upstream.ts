@@ -9,6 +9,8 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ANVIL_DEV_ACCOUNTS, cancunGenesis, freePort, repoRoot } from '@chainnode/testkit';
+import { createKeyCli, spawnServe } from './serve-helpers.js';
+import type { ServeProcess } from './serve-helpers.js';
 
 export { freePort };
 
@@ -374,4 +376,23 @@ export async function waitSynced(
       );
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * A node following `upstream` from an empty datadir `dir`/data: `genesis` written to
+ * `dir`/genesis.json, a custom-plan key, `serve --follow <upstream> --genesis … --poll-ms 50` and
+ * `args`. Returns the node, the key's URL on it and the genesis file's path.
+ */
+export async function startFollower(
+  dir: string,
+  upstream: string,
+  genesis: unknown,
+  args: string[],
+): Promise<{ node: ServeProcess; ours: string; genesisPath: string }> {
+  const genesisPath = join(dir, 'genesis.json');
+  await writeFile(genesisPath, JSON.stringify(genesis));
+  const datadir = join(dir, 'data');
+  const { key } = await createKeyCli(datadir, 'custom');
+  const node = await spawnServe(datadir, ['--follow', upstream, '--genesis', genesisPath, '--poll-ms', '50', ...args]);
+  return { node, ours: node.url(key), genesisPath };
 }

@@ -24,11 +24,12 @@ import {
   compareWithAnvil,
   result,
   startAnvil,
+  startFollower,
   txRequest,
   waitSynced as waitSyncedWith,
 } from './anvil-upstream.js';
 import type { Anvil, Envelope } from './anvil-upstream.js';
-import { bannerOf, createKeyCli, spawnServe } from './serve-helpers.js';
+import { bannerOf } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const common = createCommonFromGethGenesis(GENESIS as unknown as GethGenesis, { chain: 'custom' });
@@ -47,21 +48,7 @@ describe('serve --follow with anvil as the upstream', () => {
   beforeAll(async () => {
     temp = await tempDir('follow-anvil-');
     anvil = await startAnvil(temp.dir, ['--no-mining']);
-    const genesisPath = join(temp.dir, 'genesis.json');
-    await writeFile(genesisPath, JSON.stringify(GENESIS));
-    const datadir = join(temp.dir, 'data');
-    const { key } = await createKeyCli(datadir, 'custom');
-    node = await spawnServe(datadir, [
-      '--follow',
-      anvil.url,
-      '--genesis',
-      genesisPath,
-      '--poll-ms',
-      '50',
-      '--metrics-port',
-      '0',
-    ]);
-    ours = node.url(key);
+    ({ node, ours } = await startFollower(temp.dir, anvil.url, GENESIS, ['--metrics-port', '0']));
   }, 120_000);
 
   afterAll(async () => {

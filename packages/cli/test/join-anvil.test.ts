@@ -5,8 +5,6 @@
 // deviates, anvil-upstream.ts), served by two app threads. Below the first block: 4444.
 import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import type { GethGenesis } from '@ethereumjs/common';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { tempDir } from '@chainnode/testkit';
 import {
   GENESIS,
@@ -14,11 +12,11 @@ import {
   compareWithAnvil,
   result,
   startAnvil,
+  startFollower,
   txRequest,
   waitSynced as waitSyncedWith,
 } from './anvil-upstream.js';
 import type { Anvil } from './anvil-upstream.js';
-import { createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const common = createCommonFromGethGenesis(GENESIS as unknown as GethGenesis, { chain: 'custom' });
@@ -67,25 +65,10 @@ describe('joining anvil at its head minus 20', () => {
     temp = await tempDir('join-anvil-');
     anvil = await startAnvil(temp.dir, ['--no-mining']);
     await mine(60);
-    const genesisPath = join(temp.dir, 'genesis.json');
-    await writeFile(genesisPath, JSON.stringify(GENESIS));
-    const datadir = join(temp.dir, 'data');
-    const { key } = await createKeyCli(datadir, 'custom');
     const head = Number(await result<string>(anvil.url, 'eth_blockNumber', []));
     first = head - 20;
-    node = await spawnServe(datadir, [
-      '--follow',
-      anvil.url,
-      '--genesis',
-      genesisPath,
-      '--start-block',
-      'head-20',
-      '--poll-ms',
-      '50',
-      '--threads',
-      '2',
-    ]);
-    ours = node.url(key);
+    const args = ['--start-block', 'head-20', '--threads', '2'];
+    ({ node, ours } = await startFollower(temp.dir, anvil.url, GENESIS, args));
     await waitSynced();
     expect(node.output()).toContain(`joining the chain at block ${first}`);
     let seen = await compare();

@@ -10,7 +10,6 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { writeFile } from 'node:fs/promises';
 import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import type { GethGenesis } from '@ethereumjs/common';
 import { digestDatadir } from '@chainnode/store';
@@ -20,11 +19,11 @@ import {
   compareWithAnvil,
   result,
   startAnvil,
+  startFollower,
   txRequest,
   waitSynced as waitSyncedWith,
 } from './anvil-upstream.js';
 import type { Anvil } from './anvil-upstream.js';
-import { createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 type Json = Record<string, unknown>;
@@ -134,8 +133,6 @@ describe('replication from a lying upstream', () => {
     anvil = await startAnvil(temp.dir, ['--no-mining']);
     proxy = new LyingProxy(anvil.url);
     await proxy.start();
-    genesisPath = join(temp.dir, 'genesis.json');
-    await writeFile(genesisPath, JSON.stringify(GENESIS));
     // A logger contract for storage writes and logs.
     await result(anvil.url, 'eth_sendTransaction', [txRequest(5, 0, undefined)]);
     await result(anvil.url, 'evm_mine', []);
@@ -144,21 +141,8 @@ describe('replication from a lying upstream', () => {
     loggers.push(receipt.contractAddress as string);
     txCounter = 1;
     await mine(10);
-    const datadir = join(temp.dir, 'data');
-    const { key } = await createKeyCli(datadir, 'custom');
-    node = await spawnServe(datadir, [
-      '--follow',
-      proxy.url,
-      '--ingest',
-      'replicate',
-      '--genesis',
-      genesisPath,
-      '--poll-ms',
-      '50',
-      '--threads',
-      '1',
-    ]);
-    ours = node.url(key);
+    const args = ['--ingest', 'replicate', '--threads', '1'];
+    ({ node, ours, genesisPath } = await startFollower(temp.dir, proxy.url, GENESIS, args));
     await waitSynced();
   }, 120_000);
 

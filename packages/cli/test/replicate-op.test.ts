@@ -5,7 +5,6 @@
 // transactions are signed ones: anvil_reorg cannot build deposits). After each step every
 // block, transaction (deposits included), log, storage slot and proof is compared with anvil's.
 import { join } from 'node:path';
-import { writeFile } from 'node:fs/promises';
 import { createBlockHeaderFromRPC } from '@ethereumjs/block';
 import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import type { GethGenesis } from '@ethereumjs/common';
@@ -19,11 +18,11 @@ import {
   compareWithAnvil,
   result,
   startAnvil,
+  startFollower,
   txRequest,
   waitSynced as waitSyncedWith,
 } from './anvil-upstream.js';
 import type { Anvil } from './anvil-upstream.js';
-import { createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 type Json = Record<string, unknown>;
@@ -132,23 +131,8 @@ describe('replicating an OP-stack chain from anvil --network optimism', () => {
       hardfork: 'ecotone',
     });
     anvilUrl = anvil.url;
-    genesisPath = join(temp.dir, 'genesis.json');
-    await writeFile(genesisPath, JSON.stringify(OP_GENESIS));
-    const datadir = join(temp.dir, 'data');
-    const { key } = await createKeyCli(datadir, 'custom');
-    node = await spawnServe(datadir, [
-      '--follow',
-      anvil.url,
-      '--ingest',
-      'replicate',
-      '--genesis',
-      genesisPath,
-      '--poll-ms',
-      '50',
-      '--threads',
-      '2',
-    ]);
-    ours = node.url(key);
+    const args = ['--ingest', 'replicate', '--threads', '2'];
+    ({ node, ours, genesisPath } = await startFollower(temp.dir, anvil.url, OP_GENESIS, args));
   }, 120_000);
 
   afterAll(async () => {
