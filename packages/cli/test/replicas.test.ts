@@ -19,6 +19,74 @@ const HAVE_REDIS = redisServerPath() !== undefined;
 if (!HAVE_REDIS) console.log(NO_REDIS);
 const maybe = HAVE_REDIS ? describe : describe.skip;
 
+type CliResult = { code: number; stdout: string; stderr: string };
+type Hammered = { answered: number; statuses: Map<number, number>; failed: number; t0: number; t1: number };
+
+/** The first replica's datadir (where `keys --ledger` runs). */
+function firstDir(dirs: { dir: string }[]): string {
+  return (dirs[0] as { dir: string }).dir;
+}
+
+/** `node-cli keys <args> --ledger <redis>`. */
+function keysCliAt(redisUrl: string, datadir: string, args: string[]): Promise<CliResult> {
+  return runCli(['keys', ...args, '--ledger', redisUrl, '--datadir', datadir]);
+}
+
+async function createKeyAt(redisUrl: string, datadir: string, extra: string[]): Promise<{ key: string; id: string }> {
+  const r = await keysCliAt(redisUrl, datadir, ['create', '--json', ...extra]);
+  if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as { key: string; id: string };
+}
+
+/** Credits used today, read from Redis itself (day field by Redis's clock), outside the servers. */
+async function redisUsedAt(redisUrl: string, key: string): Promise<number> {
+  const c = await connectRedis({ url: redisUrl });
+  try {
+    return (await redisUsage(c, hashKey(key))).used;
+  } finally {
+    c.destroy();
+  }
+}
+
+/** Milliseconds until every replica answers `key` with `status` (at most 3 s). */
+async function waitOnAllOf(replicas: ServeProcess[], key: string, status: number): Promise<number> {
+  const t0 = Date.now();
+  for (;;) {
+    // eth_chainId is free in the method table (never reaches the ledger), so probing spends no credits.
+    expect(methodCosts().eth_chainId).toBe(0);
+    const got = await Promise.all(replicas.map((r) => rpc(r.url(key), 'eth_chainId', []).then((x) => x.status)));
+    if (got.every((s) => s === status)) return Date.now() - t0;
+    if (Date.now() - t0 > 3000) throw new Error(`replicas answer ${got.join(',')} 3 s later, want ${status}`);
+    await sleep(20);
+  }
+}
+
+/** Calls eth_getBlockByNumber from `conns` loops spread over the replicas for `ms`. */
+async function hammerOn(replicas: ServeProcess[], key: string, ms: number, conns: number): Promise<Hammered> {
+  const statuses = new Map<number, number>();
+  let answered = 0;
+  let failed = 0;
+  const t0 = performance.now();
+  const end = t0 + ms;
+  await Promise.all(
+    Array.from({ length: conns }, async (_, i) => {
+      let n = 0;
+      while (performance.now() < end) {
+        const r = replicas[(i + n++) % replicas.length] as ServeProcess;
+        try {
+          const res = await rpc(r.url(key), 'eth_getBlockByNumber', ['0x1', false]);
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          if (res.status === 200 && res.body.result !== undefined) answered++;
+        } catch {
+          failed++; // connection refused/reset (a killed replica)
+          await sleep(5);
+        }
+      }
+    }),
+  );
+  return { answered, statuses, failed, t0, t1: performance.now() };
+}
+
 maybe('three replicas sharing one Redis ledger', () => {
   let redis: RedisProcess;
   const dirs: { dir: string; cleanup: () => Promise<void> }[] = [];
@@ -51,36 +119,12 @@ maybe('three replicas sharing one Redis ledger', () => {
     for (const d of dirs) await d.cleanup();
   });
 
-  const keysCli = (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
-    runCli(['keys', ...args, '--ledger', redis.url, '--datadir', (dirs[0] as { dir: string }).dir]);
-
-  async function createKey(extra: string[]): Promise<{ key: string; id: string }> {
-    const r = await keysCli(['create', '--json', ...extra]);
-    if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
-    return JSON.parse(r.stdout) as { key: string; id: string };
-  }
-
-  /** Credits used today, read from Redis itself (day field by Redis's clock), outside the servers. */
-  async function redisUsed(key: string): Promise<number> {
-    const c = await connectRedis({ url: redis.url });
-    try {
-      return (await redisUsage(c, hashKey(key))).used;
-    } finally {
-      c.destroy();
-    }
-  }
-
-  async function waitOnAll(key: string, status: number): Promise<number> {
-    const t0 = Date.now();
-    for (;;) {
-      // eth_chainId is free in the method table (never reaches the ledger), so probing spends no credits.
-      expect(methodCosts().eth_chainId).toBe(0);
-      const got = await Promise.all(replicas.map((r) => rpc(r.url(key), 'eth_chainId', []).then((x) => x.status)));
-      if (got.every((s) => s === status)) return Date.now() - t0;
-      if (Date.now() - t0 > 3000) throw new Error(`replicas answer ${got.join(',')} 3 s later, want ${status}`);
-      await sleep(20);
-    }
-  }
+  const keysCli = (args: string[]): Promise<CliResult> => keysCliAt(redis.url, firstDir(dirs), args);
+  const createKey = (extra: string[]): Promise<{ key: string; id: string }> =>
+    createKeyAt(redis.url, firstDir(dirs), extra);
+  const redisUsed = (key: string): Promise<number> => redisUsedAt(redis.url, key);
+  const waitOnAll = (key: string, status: number): Promise<number> => waitOnAllOf(replicas, key, status);
+  const hammer = (key: string, ms: number, conns: number): Promise<Hammered> => hammerOn(replicas, key, ms, conns);
 
   test('keys create / revoke with `keys --ledger` take effect on every replica within a second', async () => {
     const { key } = await createKey(['--plan', 'developer']);
@@ -124,37 +168,6 @@ maybe('three replicas sharing one Redis ledger', () => {
       creditsPerSecond: 0,
     });
   });
-
-  /** Calls eth_getBlockByNumber from `conns` loops spread over the replicas for `ms`. */
-  async function hammer(
-    key: string,
-    ms: number,
-    conns: number,
-    stopAt?: () => boolean,
-  ): Promise<{ answered: number; statuses: Map<number, number>; failed: number; t0: number; t1: number }> {
-    const statuses = new Map<number, number>();
-    let answered = 0;
-    let failed = 0;
-    const t0 = performance.now();
-    const end = t0 + ms;
-    await Promise.all(
-      Array.from({ length: conns }, async (_, i) => {
-        let n = 0;
-        while (performance.now() < end && !(stopAt?.() ?? false)) {
-          const r = replicas[(i + n++) % replicas.length] as ServeProcess;
-          try {
-            const res = await rpc(r.url(key), 'eth_getBlockByNumber', ['0x1', false]);
-            statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-            if (res.status === 200 && res.body.result !== undefined) answered++;
-          } catch {
-            failed++; // connection refused/reset (a killed replica)
-            await sleep(5);
-          }
-        }
-      }),
-    );
-    return { answered, statuses, failed, t0, t1: performance.now() };
-  }
 
   test('a throughput limit of K credits/s holds across replicas within one bucket (one second of credits)', async () => {
     const K = 20 * COST; // 20 calls per second in total

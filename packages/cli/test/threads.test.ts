@@ -110,6 +110,166 @@ function wsOpen(text: string): number {
 
 type Json = Record<string, unknown>;
 
+/** The running `--threads N --follow` server, its metrics and the calls the follow test makes. */
+interface ThreadsFollow {
+  up: string;
+  port: number;
+  threads: number;
+  metrics: () => Promise<string>;
+  ask: (method: string, params: unknown[]) => Promise<unknown>;
+}
+
+/** The hashes of the newHeads notifications a socket has heard, in order. */
+function heads(ws: WsClient): string[] {
+  return ws.notifications().map((n) => n.result.hash as string);
+}
+
+/** The follow test's view of a started server (its metrics port read from the banner). */
+function threadsFollow(srv: ServeProcess, up: string, key: string, threads: number): ThreadsFollow {
+  expect(bannerOf(srv.output()).threads).toBe(threads);
+  const metricsPort = Number(/:(\d+)\/metrics$/.exec(bannerOf(srv.output()).metrics ?? '')?.[1]);
+  expect(metricsPort).toBeGreaterThan(0);
+  const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const port = srv.port;
+  const ask = async (method: string, params: unknown[]): Promise<unknown> => {
+    const r = await post(port, `/v3/${key}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
+    expect(r.status).toBe(200);
+    return (JSON.parse(r.body) as { result: unknown }).result;
+  };
+  return { up, port, threads, metrics, ask };
+}
+
+/**
+ * At least `n` calls, each on a fresh connection (the kernel picks the thread by a hash of
+ * the connection: `n` of them all land on one thread once in 2^(n-1) times): their answers,
+ * after checking from the per-thread counts of the metrics that both threads answered some.
+ * While one thread has answered none, up to 5n calls are made; every answer is returned.
+ */
+async function onBothThreads(f: ThreadsFollow, n: number, method: string, params: unknown[]): Promise<unknown[]> {
+  const before = threadCalls(await f.metrics());
+  const answers: unknown[] = [];
+  for (let i = 0; i < n; i++) answers.push(await f.ask(method, params));
+  if (f.threads === 1) return answers;
+  const deltas = async (): Promise<[number, number]> => {
+    const after = threadCalls(await f.metrics());
+    return [(after.get(0) ?? 0) - (before.get(0) ?? 0), (after.get(1) ?? 0) - (before.get(1) ?? 0)];
+  };
+  let [d0, d1] = await deltas();
+  while ((d0 === 0 || d1 === 0) && answers.length < 5 * n) {
+    for (let i = 0; i < n; i++) answers.push(await f.ask(method, params));
+    [d0, d1] = await deltas();
+  }
+  expect([d0 > 0, d1 > 0, d0 + d1]).toEqual([true, true, answers.length]);
+  return answers;
+}
+
+/**
+ * newHeads on WebSockets (pushed to `sockets`) until both threads hold some (each eth_subscribe
+ * is a call on the socket's thread).
+ */
+async function subscribeOnThreads(
+  f: ThreadsFollow,
+  srv: ServeProcess,
+  key: string,
+  sockets: WsClient[],
+): Promise<void> {
+  const subscribedOn = new Set<number>();
+  for (let i = 0; i < 32 && (sockets.length < 4 || subscribedOn.size < Math.min(f.threads, 2)); i++) {
+    const before = threadCalls(await f.metrics());
+    const ws = await WsClient.open(srv.ws(key));
+    sockets.push(ws);
+    await ws.subscribe(['newHeads']);
+    const after = threadCalls(await f.metrics());
+    for (const [thread, n] of after) if (n > (before.get(thread) ?? 0)) subscribedOn.add(thread);
+  }
+  if (f.threads > 1) expect([...subscribedOn].sort()).toEqual([0, 1]);
+  else expect(threadCalls(await f.metrics()).size).toBe(0); // no app threads, no per-thread family
+  expect(wsOpen(await f.metrics())).toBe(sockets.length);
+}
+
+/**
+ * Each new block: every socket hears its head (so both threads applied it), then fresh
+ * connections on both threads serve it as anvil does.
+ */
+async function mineAndCheckThreads(f: ThreadsFollow, sockets: WsClient[]): Promise<void> {
+  const { up } = f;
+  const mined: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    await result(up, 'eth_sendTransaction', [
+      { from: DEV[0], to: DEV[1], value: `0x${(i + 1).toString(16)}`, gas: '0x5208' },
+    ]);
+    await result(up, 'evm_mine', []);
+    const b = await result<Json>(up, 'eth_getBlockByNumber', ['latest', false]);
+    mined.push(b.hash as string);
+    await Promise.all(sockets.map((ws) => ws.until(() => heads(ws).includes(b.hash as string))));
+    const answers = (await onBothThreads(f, 16, 'eth_getBlockByNumber', [b.number, false])) as Json[];
+    for (const a of answers)
+      expect([a.hash, a.parentHash, a.transactions]).toEqual([b.hash, b.parentHash, b.transactions]);
+    expect(new Set(await onBothThreads(f, 16, 'eth_blockNumber', []))).toEqual(new Set([b.number]));
+  }
+  for (const ws of sockets) expect(heads(ws)).toEqual(mined);
+}
+
+/**
+ * A reorg of the last 2 blocks (a replacement tx makes the new branch differ). Both threads
+ * have the old branch cached now (just read before); after the commit every one serves anvil's
+ * blocks and the new branch's transactions. Returns anvil's new head.
+ */
+async function reorgAndCheckThreads(f: ThreadsFollow, sockets: WsClient[]): Promise<Json> {
+  const { up } = f;
+  const top = Number(await result<string>(up, 'eth_blockNumber', []));
+  const old = await result<Json>(up, 'eth_getBlockByNumber', [`0x${top.toString(16)}`, false]);
+  await result(up, 'anvil_reorg', [2, [[{ from: DEV[2], to: DEV[3], value: '0x99', gas: '0x5208' }, 0]]]);
+  const newTop = await result<Json>(up, 'eth_getBlockByNumber', ['latest', false]);
+  expect(newTop.hash).not.toBe(old.hash);
+  await Promise.all(sockets.map((ws) => ws.until(() => heads(ws).includes(newTop.hash as string))));
+  for (let n = top - 3; n <= Number(newTop.number); n++) {
+    const want = await result<Json>(up, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]);
+    const answers = (await onBothThreads(f, 12, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])) as Json[];
+    for (const a of answers)
+      expect([n, a.hash, a.parentHash, a.transactions]).toEqual([n, want.hash, want.parentHash, want.transactions]);
+  }
+  // The new branch's transactions (the replacement among them), on both threads, where anvil has them.
+  const branchTxs: string[] = [];
+  for (let n = top - 1; n <= Number(newTop.number); n++)
+    branchTxs.push(
+      ...((await result<Json>(up, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])).transactions as string[]),
+    );
+  expect(branchTxs.length).toBeGreaterThan(0);
+  for (const tx of branchTxs) {
+    const want = await result<Json>(up, 'eth_getTransactionByHash', [tx]);
+    const answers = (await onBothThreads(f, 12, 'eth_getTransactionByHash', [tx])) as Json[];
+    for (const a of answers) expect([tx, a.blockHash, a.blockNumber]).toEqual([tx, want.blockHash, want.blockNumber]);
+  }
+  return newTop;
+}
+
+/**
+ * /health on fresh connections (either thread) shows the follower's status; the reorg count
+ * comes with the ingest's next status update, so each answer may take a few polls.
+ */
+async function checkThreadsHealth(port: number, newTop: Json): Promise<void> {
+  const follow = async (): Promise<Json | undefined> => {
+    const h = (await (await fetch(`http://127.0.0.1:${port}/health`, { headers: { connection: 'close' } })).json()) as {
+      follow?: Json;
+    };
+    return h.follow;
+  };
+  const settled = (f: Json | undefined): boolean =>
+    f?.state === 'following' && f.localHead === Number(newTop.number) && f.reorgs === 1;
+  for (let i = 0; i < 8; i++) {
+    let f = await follow();
+    for (let k = 0; k < 100 && !settled(f); k++) f = await sleep(50).then(follow);
+    expect(f).toMatchObject({
+      state: 'following',
+      localHead: Number(newTop.number),
+      upstreamHead: Number(newTop.number),
+      reorgs: 1,
+      lastError: null,
+    });
+  }
+}
+
 // One ingest thread (owned by the main thread) follows anvil; each app thread applies every commit
 // to its own store (whose head is cached: without the commit a thread would keep serving the old
 // head) and publishes it to its own WebSockets. Expected answers are anvil's own.
@@ -141,124 +301,15 @@ test.each([2, 1])(
         '--metrics-port',
         '0',
       ]);
-      expect(bannerOf(srv.output()).threads).toBe(threads);
-      const metricsPort = Number(/:(\d+)\/metrics$/.exec(bannerOf(srv.output()).metrics ?? '')?.[1]);
-      expect(metricsPort).toBeGreaterThan(0);
-      const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-      const port = srv.port;
-      const ask = async (method: string, params: unknown[]): Promise<unknown> => {
-        const r = await post(port, `/v3/${key}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
-        expect(r.status).toBe(200);
-        return (JSON.parse(r.body) as { result: unknown }).result;
-      };
-      /**
-       * At least `n` calls, each on a fresh connection (the kernel picks the thread by a hash of
-       * the connection: `n` of them all land on one thread once in 2^(n-1) times): their answers,
-       * after checking from the per-thread counts of the metrics that both threads answered some.
-       * While one thread has answered none, up to 5n calls are made; every answer is returned.
-       */
-      const onBothThreads = async (n: number, method: string, params: unknown[]): Promise<unknown[]> => {
-        const before = threadCalls(await metrics());
-        const answers: unknown[] = [];
-        for (let i = 0; i < n; i++) answers.push(await ask(method, params));
-        if (threads === 1) return answers;
-        const deltas = async (): Promise<[number, number]> => {
-          const after = threadCalls(await metrics());
-          return [(after.get(0) ?? 0) - (before.get(0) ?? 0), (after.get(1) ?? 0) - (before.get(1) ?? 0)];
-        };
-        let [d0, d1] = await deltas();
-        while ((d0 === 0 || d1 === 0) && answers.length < 5 * n) {
-          for (let i = 0; i < n; i++) answers.push(await ask(method, params));
-          [d0, d1] = await deltas();
-        }
-        expect([d0 > 0, d1 > 0, d0 + d1]).toEqual([true, true, answers.length]);
-        return answers;
-      };
+      const f = threadsFollow(srv, up, key, threads);
       // Caught up with anvil's head (wait on either thread, then check both).
       const head0 = await result<string>(up, 'eth_blockNumber', []);
-      for (let i = 0; i < 200 && (await ask('eth_blockNumber', [])) !== head0; i++) await sleep(50);
-      expect(new Set(await onBothThreads(24, 'eth_blockNumber', []))).toEqual(new Set([head0]));
-      // newHeads on WebSockets until both threads hold some (each eth_subscribe is a call on the
-      // socket's thread).
-      const subscribedOn = new Set<number>();
-      for (let i = 0; i < 32 && (sockets.length < 4 || subscribedOn.size < Math.min(threads, 2)); i++) {
-        const before = threadCalls(await metrics());
-        const ws = await WsClient.open(srv.ws(key));
-        sockets.push(ws);
-        await ws.subscribe(['newHeads']);
-        const after = threadCalls(await metrics());
-        for (const [thread, n] of after) if (n > (before.get(thread) ?? 0)) subscribedOn.add(thread);
-      }
-      if (threads > 1) expect([...subscribedOn].sort()).toEqual([0, 1]);
-      else expect(threadCalls(await metrics()).size).toBe(0); // no app threads, no per-thread family
-      expect(wsOpen(await metrics())).toBe(sockets.length);
-      const heads = (ws: WsClient): string[] => ws.notifications().map((n) => n.result.hash as string);
-      // Each new block: every socket hears its head (so both threads applied it), then fresh
-      // connections on both threads serve it as anvil does.
-      const mined: string[] = [];
-      for (let i = 0; i < 3; i++) {
-        await result(up, 'eth_sendTransaction', [
-          { from: DEV[0], to: DEV[1], value: `0x${(i + 1).toString(16)}`, gas: '0x5208' },
-        ]);
-        await result(up, 'evm_mine', []);
-        const b = await result<Json>(up, 'eth_getBlockByNumber', ['latest', false]);
-        mined.push(b.hash as string);
-        await Promise.all(sockets.map((ws) => ws.until(() => heads(ws).includes(b.hash as string))));
-        const answers = (await onBothThreads(16, 'eth_getBlockByNumber', [b.number, false])) as Json[];
-        for (const a of answers)
-          expect([a.hash, a.parentHash, a.transactions]).toEqual([b.hash, b.parentHash, b.transactions]);
-        expect(new Set(await onBothThreads(16, 'eth_blockNumber', []))).toEqual(new Set([b.number]));
-      }
-      for (const ws of sockets) expect(heads(ws)).toEqual(mined);
-      // A reorg of the last 2 blocks (a replacement tx makes the new branch differ). Both threads
-      // have the old branch cached now (just read above); after the commit every one serves anvil's.
-      const top = Number(await result<string>(up, 'eth_blockNumber', []));
-      const old = await result<Json>(up, 'eth_getBlockByNumber', [`0x${top.toString(16)}`, false]);
-      await result(up, 'anvil_reorg', [2, [[{ from: DEV[2], to: DEV[3], value: '0x99', gas: '0x5208' }, 0]]]);
-      const newTop = await result<Json>(up, 'eth_getBlockByNumber', ['latest', false]);
-      expect(newTop.hash).not.toBe(old.hash);
-      await Promise.all(sockets.map((ws) => ws.until(() => heads(ws).includes(newTop.hash as string))));
-      for (let n = top - 3; n <= Number(newTop.number); n++) {
-        const want = await result<Json>(up, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]);
-        const answers = (await onBothThreads(12, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])) as Json[];
-        for (const a of answers)
-          expect([n, a.hash, a.parentHash, a.transactions]).toEqual([n, want.hash, want.parentHash, want.transactions]);
-      }
-      // The new branch's transactions (the replacement among them), on both threads, where anvil has them.
-      const branchTxs: string[] = [];
-      for (let n = top - 1; n <= Number(newTop.number); n++)
-        branchTxs.push(
-          ...((await result<Json>(up, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]))
-            .transactions as string[]),
-        );
-      expect(branchTxs.length).toBeGreaterThan(0);
-      for (const tx of branchTxs) {
-        const want = await result<Json>(up, 'eth_getTransactionByHash', [tx]);
-        const answers = (await onBothThreads(12, 'eth_getTransactionByHash', [tx])) as Json[];
-        for (const a of answers)
-          expect([tx, a.blockHash, a.blockNumber]).toEqual([tx, want.blockHash, want.blockNumber]);
-      }
-      // /health on fresh connections (either thread) shows the follower's status; the reorg count
-      // comes with the ingest's next status update, so each answer may take a few polls.
-      const follow = async (): Promise<Json | undefined> => {
-        const h = (await (
-          await fetch(`http://127.0.0.1:${port}/health`, { headers: { connection: 'close' } })
-        ).json()) as { follow?: Json };
-        return h.follow;
-      };
-      const settled = (f: Json | undefined): boolean =>
-        f?.state === 'following' && f.localHead === Number(newTop.number) && f.reorgs === 1;
-      for (let i = 0; i < 8; i++) {
-        let f = await follow();
-        for (let k = 0; k < 100 && !settled(f); k++) f = await sleep(50).then(follow);
-        expect(f).toMatchObject({
-          state: 'following',
-          localHead: Number(newTop.number),
-          upstreamHead: Number(newTop.number),
-          reorgs: 1,
-          lastError: null,
-        });
-      }
+      for (let i = 0; i < 200 && (await f.ask('eth_blockNumber', [])) !== head0; i++) await sleep(50);
+      expect(new Set(await onBothThreads(f, 24, 'eth_blockNumber', []))).toEqual(new Set([head0]));
+      await subscribeOnThreads(f, srv, key, sockets);
+      await mineAndCheckThreads(f, sockets);
+      const newTop = await reorgAndCheckThreads(f, sockets);
+      await checkThreadsHealth(f.port, newTop);
       for (const ws of sockets) ws.close();
       sockets.length = 0;
       expect((await srv.stop()) ?? 0).toBe(0);
