@@ -52,6 +52,172 @@ function oneWei(nonce: bigint) {
   };
 }
 
+/** A node following anvil through a counting proxy, as the tests below reach it. */
+interface Sender {
+  /** The node's URL for the test key. */
+  ours: string;
+  upstream: string;
+  /** eth_sendRawTransaction calls the proxy has forwarded to anvil so far. */
+  sent: () => number;
+  output: () => string;
+}
+
+const raw = (tx: TypedTransaction) => bytesToHex(tx.serialize());
+
+async function nonceAt(upstream: string, i: number): Promise<bigint> {
+  return BigInt(await result<string>(upstream, 'eth_getTransactionCount', [DEV[i], 'latest']));
+}
+
+/** Sends through the node; once anvil mined it and the node followed, the node's receipt equals anvil's. */
+async function sendValidVia(s: Sender, tx: TypedTransaction): Promise<Json> {
+  const { ours, upstream, sent } = s;
+  const before = sent();
+  const hash = await result<string>(ours, 'eth_sendRawTransaction', [raw(tx)]);
+  expect(hash).toBe(bytesToHex(tx.hash()));
+  expect(sent()).toBe(before + 1);
+  // anvil mines after answering: only once its receipt exists is its head the block to follow.
+  const theirs = await minedReceipt(upstream, hash);
+  await waitSynced(upstream, ours, s.output);
+  const mine = await result<Json | null>(ours, 'eth_getTransactionReceipt', [hash]);
+  // geth's receipt: anvil adds `blockTimestamp` (a JSON number) and a `blobGasPrice` to receipts of
+  // non-blob transactions, which geth (and the execution-apis fixtures) do not have.
+  const { blockTimestamp, blobGasPrice, ...want } = theirs as Json;
+  expect(typeof blockTimestamp).toBe('number');
+  expect(blobGasPrice).toBeDefined();
+  expect(mine).toEqual(want);
+  const block = await result<Json>(ours, 'eth_getBlockByNumber', [mine?.blockNumber, false]);
+  expect(block.transactions).toContain(hash);
+  return mine as Json;
+}
+
+async function refusedVia(s: Sender, rawHex: string, message: RegExp): Promise<void> {
+  const before = s.sent();
+  const r = (await call(s.ours, 'eth_sendRawTransaction', [rawHex])) as Envelope;
+  expect(r.result).toBeUndefined();
+  expect(r.error?.code).toBe(-32000);
+  expect(r.error?.message).toMatch(message);
+  // Nothing went upstream.
+  expect(s.sent()).toBe(before);
+}
+
+/** A legacy transfer of 1234 wei from DEV[0] to A2. */
+function legacyTx(nonce: bigint): TypedTransaction {
+  return createLegacyTx({ nonce, to: A2, value: 1234n, gasLimit: 21_000n, gasPrice: 2n * GWEI }, { common }).sign(
+    KEYS[0] as Uint8Array,
+  );
+}
+
+/** An EIP-2930 transfer of 1 wei from DEV[0] to A3, with an access list. */
+function accessListTx(nonce: bigint): TypedTransaction {
+  return createAccessList2930Tx(
+    {
+      nonce,
+      to: A3,
+      value: 1n,
+      gasLimit: 30_000n,
+      gasPrice: 2n * GWEI,
+      accessList: [[hexToBytes(A1), []]],
+      chainId: 31337n,
+    },
+    { common },
+  ).sign(KEYS[0] as Uint8Array);
+}
+
+/** An EIP-1559 transfer of 10^15 wei from DEV[1] to A0. */
+function dynamicFeeTx(nonce: bigint): TypedTransaction {
+  return createFeeMarket1559Tx(
+    {
+      nonce,
+      to: A0,
+      value: 10n ** 15n,
+      gasLimit: 21_000n,
+      maxFeePerGas: 3n * GWEI,
+      maxPriorityFeePerGas: GWEI,
+      chainId: 31337n,
+    },
+    { common },
+  ).sign(KEYS[1] as Uint8Array);
+}
+
+/** Every dev account's balance on the node equals anvil's. */
+async function expectSameBalances(ours: string, upstream: string): Promise<void> {
+  for (const a of DEV) {
+    const [o, t] = await Promise.all([
+      result<string>(ours, 'eth_getBalance', [a, 'latest']),
+      result<string>(upstream, 'eth_getBalance', [a, 'latest']),
+    ]);
+    expect([a, o]).toEqual([a, t]);
+  }
+}
+
+/** Invalid transactions of every kind are refused by the node and none reaches anvil. */
+async function checkInvalidRefused(s: Sender): Promise<void> {
+  const { ours, sent } = s;
+  const refused = (rawHex: string, message: RegExp): Promise<void> => refusedVia(s, rawHex, message);
+  const nonceOf = (i: number): Promise<bigint> => nonceAt(s.upstream, i);
+
+  const start = sent();
+  const nonce = await nonceOf(0);
+  const good = oneWei(nonce);
+  // Undecodable bytes.
+  await refused('0xdeadbeef', /^invalid transaction/);
+  await refused('0x', /too short|invalid transaction/);
+  // A signature that recovers no sender (r = 0 is outside secp256k1's range).
+  const signed = createFeeMarket1559Tx(good, { common }).sign(KEYS[0] as Uint8Array);
+  const sig = { v: signed.v as bigint, r: signed.r as bigint, s: signed.s as bigint };
+  const forged = createFeeMarket1559Tx({ ...good, ...sig, r: 0n }, { common });
+  await refused(raw(forged), /invalid (sender|transaction)/);
+  // A valid signature over other bytes (the value changed after signing): it recovers some
+  // other sender, an empty account.
+  const altered = createFeeMarket1559Tx({ ...good, ...sig, value: 2n }, { common });
+  const stranger = bytesToHex(altered.getSenderAddress().bytes);
+  expect(stranger).not.toBe(DEV[0]);
+  await refused(
+    raw(altered),
+    new RegExp(`^insufficient funds for gas \\* price \\+ value: address ${stranger} have 0 want`),
+  );
+  // Wrong chain id: signed for chain 1.
+  const mainnet = createFeeMarket1559Tx({ ...good, chainId: 1n }, { common: otherChain }).sign(KEYS[0] as Uint8Array);
+  await refused(raw(mainnet), /invalid chain id/);
+  const legacyMainnet = createLegacyTx(
+    { nonce, to: A2, value: 1n, gasLimit: 21_000n, gasPrice: 3n * GWEI },
+    { common: otherChain },
+  ).sign(KEYS[0] as Uint8Array);
+  await refused(raw(legacyMainnet), /invalid chain id/);
+  // Not replay-protected (pre-EIP-155 legacy): geth refuses these over RPC.
+  const noChain = (() => {
+    const c = common.copy();
+    c.setHardfork('tangerineWhistle'); // before EIP-155: v is 27/28
+    return createLegacyTx({ nonce, to: A2, value: 1n, gasLimit: 21_000n, gasPrice: 3n * GWEI }, { common: c }).sign(
+      KEYS[0] as Uint8Array,
+    );
+  })();
+  expect([27n, 28n]).toContain(noChain.v);
+  await refused(raw(noChain), /replay-protected/);
+  // Nonce too low: a nonce already mined.
+  expect(nonce).toBeGreaterThan(0n);
+  const stale = createFeeMarket1559Tx({ ...good, nonce: nonce - 1n }, { common }).sign(KEYS[0] as Uint8Array);
+  await refused(raw(stale), new RegExp(`^nonce too low: address ${DEV[0]}, tx: ${nonce - 1n} state: ${nonce}$`));
+  // Balance too small: an empty account, and a funded one sending more than it holds.
+  const poor = createFeeMarket1559Tx({ ...good, nonce: 0n }, { common }).sign(POOR);
+  await refused(raw(poor), /^insufficient funds for gas \* price \+ value: address 0x[0-9a-f]{40} have 0 want \d+$/);
+  const balance = BigInt(await result<string>(ours, 'eth_getBalance', [DEV[0], 'latest']));
+  const rich = createFeeMarket1559Tx({ ...good, value: balance }, { common }).sign(KEYS[0] as Uint8Array);
+  await refused(
+    raw(rich),
+    new RegExp(`^insufficient funds for gas \\* price \\+ value: address ${DEV[0]} have ${balance} want`),
+  );
+  // Not a hex string at all: a parameter error, not sent either.
+  const bad = (await call(ours, 'eth_sendRawTransaction', ['not hex'])) as Envelope;
+  expect(bad.error?.code).toBe(-32602);
+  expect(sent()).toBe(start);
+  // And nothing of it reached anvil: the same nonce is still free, and a valid tx with it goes through.
+  expect(await nonceOf(0)).toBe(nonce);
+  const after = await sendValidVia(s, createFeeMarket1559Tx(good, { common }).sign(KEYS[0] as Uint8Array));
+  expect(after.status).toBe('0x1');
+  expect(sent()).toBe(start + 1);
+}
+
 describe('eth_sendRawTransaction through a node following anvil', () => {
   let anvil: Anvil;
   let proxy: JoinProxy;
@@ -86,40 +252,9 @@ describe('eth_sendRawTransaction through a node following anvil', () => {
   });
 
   const sent = () => proxy.counts.get('eth_sendRawTransaction') ?? 0;
-  const raw = (tx: TypedTransaction) => bytesToHex(tx.serialize());
-  const nonceOf = async (i: number) =>
-    BigInt(await result<string>(anvil.url, 'eth_getTransactionCount', [DEV[i], 'latest']));
-
-  /** Sends through the node; once anvil mined it and the node followed, the node's receipt equals anvil's. */
-  async function sendValid(tx: TypedTransaction): Promise<Json> {
-    const before = sent();
-    const hash = await result<string>(ours, 'eth_sendRawTransaction', [raw(tx)]);
-    expect(hash).toBe(bytesToHex(tx.hash()));
-    expect(sent()).toBe(before + 1);
-    // anvil mines after answering: only once its receipt exists is its head the block to follow.
-    const theirs = await minedReceipt(anvil.url, hash);
-    await waitSynced(anvil.url, ours, () => node.output());
-    const mine = await result<Json | null>(ours, 'eth_getTransactionReceipt', [hash]);
-    // geth's receipt: anvil adds `blockTimestamp` (a JSON number) and a `blobGasPrice` to receipts of
-    // non-blob transactions, which geth (and the execution-apis fixtures) do not have.
-    const { blockTimestamp, blobGasPrice, ...want } = theirs as Json;
-    expect(typeof blockTimestamp).toBe('number');
-    expect(blobGasPrice).toBeDefined();
-    expect(mine).toEqual(want);
-    const block = await result<Json>(ours, 'eth_getBlockByNumber', [mine?.blockNumber, false]);
-    expect(block.transactions).toContain(hash);
-    return mine as Json;
-  }
-
-  async function refused(rawHex: string, message: RegExp): Promise<void> {
-    const before = sent();
-    const r = (await call(ours, 'eth_sendRawTransaction', [rawHex])) as Envelope;
-    expect(r.result).toBeUndefined();
-    expect(r.error?.code).toBe(-32000);
-    expect(r.error?.message).toMatch(message);
-    // Nothing went upstream.
-    expect(sent()).toBe(before);
-  }
+  const nonceOf = (i: number) => nonceAt(anvil.url, i);
+  const sender = (): Sender => ({ ours, upstream: anvil.url, sent, output: () => node.output() });
+  const sendValid = (tx: TypedTransaction): Promise<Json> => sendValidVia(sender(), tx);
 
   test('the keys are those of anvil’s dev accounts', () => {
     expect(KEYS.map((k) => bytesToHex(privateToAddress(k)))).toEqual(DEV.slice(0, 2));
@@ -128,112 +263,20 @@ describe('eth_sendRawTransaction through a node following anvil', () => {
   test('valid transactions of each type are forwarded once, mined by anvil and followed here', async () => {
     const start = sent();
     let nonce = await nonceOf(0);
-    const legacy = createLegacyTx(
-      { nonce: nonce++, to: A2, value: 1234n, gasLimit: 21_000n, gasPrice: 2n * GWEI },
-      { common },
-    ).sign(KEYS[0] as Uint8Array);
+    const legacy = legacyTx(nonce++);
     const r1 = await sendValid(legacy);
     expect([r1.status, r1.type, r1.from]).toEqual(['0x1', '0x0', DEV[0]]);
-    const al = createAccessList2930Tx(
-      {
-        nonce: nonce++,
-        to: A3,
-        value: 1n,
-        gasLimit: 30_000n,
-        gasPrice: 2n * GWEI,
-        accessList: [[hexToBytes(A1), []]],
-        chainId: 31337n,
-      },
-      { common },
-    ).sign(KEYS[0] as Uint8Array);
-    const r2 = await sendValid(al);
+    const r2 = await sendValid(accessListTx(nonce++));
     expect([r2.status, r2.type]).toEqual(['0x1', '0x1']);
-    const dyn = createFeeMarket1559Tx(
-      {
-        nonce: await nonceOf(1),
-        to: A0,
-        value: 10n ** 15n,
-        gasLimit: 21_000n,
-        maxFeePerGas: 3n * GWEI,
-        maxPriorityFeePerGas: GWEI,
-        chainId: 31337n,
-      },
-      { common },
-    ).sign(KEYS[1] as Uint8Array);
-    const r3 = await sendValid(dyn);
+    const r3 = await sendValid(dynamicFeeTx(await nonceOf(1)));
     expect([r3.status, r3.type, r3.from]).toEqual(['0x1', '0x2', DEV[1]]);
     // Balance moved as anvil says: the node's state follows the mined transactions.
-    for (const a of DEV) {
-      const [o, t] = await Promise.all([
-        result<string>(ours, 'eth_getBalance', [a, 'latest']),
-        result<string>(anvil.url, 'eth_getBalance', [a, 'latest']),
-      ]);
-      expect([a, o]).toEqual([a, t]);
-    }
+    await expectSameBalances(ours, anvil.url);
     expect(sent()).toBe(start + 3);
   });
 
   test('invalid transactions are refused before anvil sees them', async () => {
-    const start = sent();
-    const nonce = await nonceOf(0);
-    const good = oneWei(nonce);
-    // Undecodable bytes.
-    await refused('0xdeadbeef', /^invalid transaction/);
-    await refused('0x', /too short|invalid transaction/);
-    // A signature that recovers no sender (r = 0 is outside secp256k1's range).
-    const signed = createFeeMarket1559Tx(good, { common }).sign(KEYS[0] as Uint8Array);
-    const sig = { v: signed.v as bigint, r: signed.r as bigint, s: signed.s as bigint };
-    const forged = createFeeMarket1559Tx({ ...good, ...sig, r: 0n }, { common });
-    await refused(raw(forged), /invalid (sender|transaction)/);
-    // A valid signature over other bytes (the value changed after signing): it recovers some
-    // other sender, an empty account.
-    const altered = createFeeMarket1559Tx({ ...good, ...sig, value: 2n }, { common });
-    const stranger = bytesToHex(altered.getSenderAddress().bytes);
-    expect(stranger).not.toBe(DEV[0]);
-    await refused(
-      raw(altered),
-      new RegExp(`^insufficient funds for gas \\* price \\+ value: address ${stranger} have 0 want`),
-    );
-    // Wrong chain id: signed for chain 1.
-    const mainnet = createFeeMarket1559Tx({ ...good, chainId: 1n }, { common: otherChain }).sign(KEYS[0] as Uint8Array);
-    await refused(raw(mainnet), /invalid chain id/);
-    const legacyMainnet = createLegacyTx(
-      { nonce, to: A2, value: 1n, gasLimit: 21_000n, gasPrice: 3n * GWEI },
-      { common: otherChain },
-    ).sign(KEYS[0] as Uint8Array);
-    await refused(raw(legacyMainnet), /invalid chain id/);
-    // Not replay-protected (pre-EIP-155 legacy): geth refuses these over RPC.
-    const noChain = (() => {
-      const c = common.copy();
-      c.setHardfork('tangerineWhistle'); // before EIP-155: v is 27/28
-      return createLegacyTx({ nonce, to: A2, value: 1n, gasLimit: 21_000n, gasPrice: 3n * GWEI }, { common: c }).sign(
-        KEYS[0] as Uint8Array,
-      );
-    })();
-    expect([27n, 28n]).toContain(noChain.v);
-    await refused(raw(noChain), /replay-protected/);
-    // Nonce too low: a nonce already mined.
-    expect(nonce).toBeGreaterThan(0n);
-    const stale = createFeeMarket1559Tx({ ...good, nonce: nonce - 1n }, { common }).sign(KEYS[0] as Uint8Array);
-    await refused(raw(stale), new RegExp(`^nonce too low: address ${DEV[0]}, tx: ${nonce - 1n} state: ${nonce}$`));
-    // Balance too small: an empty account, and a funded one sending more than it holds.
-    const poor = createFeeMarket1559Tx({ ...good, nonce: 0n }, { common }).sign(POOR);
-    await refused(raw(poor), /^insufficient funds for gas \* price \+ value: address 0x[0-9a-f]{40} have 0 want \d+$/);
-    const balance = BigInt(await result<string>(ours, 'eth_getBalance', [DEV[0], 'latest']));
-    const rich = createFeeMarket1559Tx({ ...good, value: balance }, { common }).sign(KEYS[0] as Uint8Array);
-    await refused(
-      raw(rich),
-      new RegExp(`^insufficient funds for gas \\* price \\+ value: address ${DEV[0]} have ${balance} want`),
-    );
-    // Not a hex string at all: a parameter error, not sent either.
-    const bad = (await call(ours, 'eth_sendRawTransaction', ['not hex'])) as Envelope;
-    expect(bad.error?.code).toBe(-32602);
-    expect(sent()).toBe(start);
-    // And nothing of it reached anvil: the same nonce is still free, and a valid tx with it goes through.
-    expect(await nonceOf(0)).toBe(nonce);
-    const after = await sendValid(createFeeMarket1559Tx(good, { common }).sign(KEYS[0] as Uint8Array));
-    expect(after.status).toBe('0x1');
-    expect(sent()).toBe(start + 1);
+    await checkInvalidRefused(sender());
   });
 
   test("eth_call and eth_estimateGas of a priced call from an empty account: geth's insufficient-funds error", async () => {
