@@ -28,6 +28,82 @@ const SUPPLY = 10n ** 24n;
 
 type Json = Record<string, unknown>;
 
+/** A token deployed on anvil, as read through anvil and through the node following it. */
+interface TokenChain {
+  upstream: string;
+  /** The node's URL for the test key. */
+  ours: string;
+  token: Hex;
+  abi: Abi;
+  output: () => string;
+}
+
+/**
+ * The token, deployed by anvil's first dev account `holder`; then it sends every client's
+ * account some.
+ */
+async function deployToken(upstream: string, holder: Hex): Promise<{ token: Hex; abi: Abi }> {
+  const compiled = compileToken();
+  const abi = compiled.abi as Abi;
+  const iface = new Contract(holder, abi as never).interface;
+  const deploy = await result<string>(upstream, 'eth_sendTransaction', [
+    { from: holder, data: `${compiled.bytecode}${iface.encodeDeploy([SUPPLY]).slice(2)}` },
+  ]);
+  const receipt = await minedReceipt(upstream, deploy);
+  expect(receipt.status).toBe('0x1');
+  const token = receipt.contractAddress as Hex;
+  for (const to of DEV.slice(1)) {
+    const transfer = await result<string>(upstream, 'eth_sendTransaction', [
+      { from: holder, to: token, data: iface.encodeFunctionData('transfer', [to, 1000n * 10n ** 18n]) },
+    ]);
+    expect((await minedReceipt(upstream, transfer)).status).toBe('0x1');
+  }
+  return { token, abi };
+}
+
+/** anvil's balanceOf `who` at `block`, by a raw eth_call to anvil. */
+async function anvilBalanceOn(c: TokenChain, who: string, block = 'latest'): Promise<bigint> {
+  const iface = new Contract(c.token, c.abi as never).interface;
+  const data = iface.encodeFunctionData('balanceOf', [who]);
+  return BigInt(await result<string>(c.upstream, 'eth_call', [{ to: c.token, data }, block]));
+}
+
+async function anvilEstimate(c: TokenChain, from: string, to: string, value: bigint): Promise<bigint> {
+  const data = new Contract(c.token, c.abi as never).interface.encodeFunctionData('transfer', [to, value]);
+  return BigInt(await result<string>(c.upstream, 'eth_estimateGas', [{ from, to: c.token, data }]));
+}
+
+/**
+ * The node's receipt of `hash` (as the client got it) checked against anvil's: same block, gas,
+ * logs; the transfer's effect on both balances as anvil reads them; the estimate enough for it.
+ */
+async function checkTransferOn(
+  c: TokenChain,
+  transfer: { hash: string; from: string; to: string; value: bigint },
+  before: { from: bigint; to: bigint },
+  estimate: bigint,
+): Promise<void> {
+  const { hash, from, to, value } = transfer;
+  const theirs = await result<Json>(c.upstream, 'eth_getTransactionReceipt', [hash]);
+  const mine = await result<Json>(c.ours, 'eth_getTransactionReceipt', [hash]);
+  // anvil adds `blockTimestamp` and a non-blob `blobGasPrice` that geth's receipt has not.
+  const { blockTimestamp: _t, blobGasPrice: _b, ...want } = theirs;
+  expect(mine).toEqual(want);
+  expect([mine.status, mine.from, mine.to]).toEqual(['0x1', from.toLowerCase(), c.token.toLowerCase()]);
+  expect((mine.logs as unknown[]).length).toBe(1);
+  expect(await anvilBalanceOn(c, from)).toBe(before.from - value);
+  expect(await anvilBalanceOn(c, to)).toBe(before.to + value);
+  // The estimate covers what the transfer used; within geth's 1.5% search tolerance (and the
+  // 64/63 gas retained by calls) of anvil's own estimate.
+  const used = BigInt(mine.gasUsed as string);
+  expect(estimate).toBeGreaterThanOrEqual(used);
+  const theirEstimate = await anvilEstimate(c, from, to, value);
+  const ratio = Number(estimate) / Number(theirEstimate);
+  expect(ratio).toBeGreaterThan(0.985);
+  expect(ratio).toBeLessThan(1.05);
+  await waitSynced(c.upstream, c.ours, c.output);
+}
+
 describe('ethers, viem and web3.js against a node following anvil', () => {
   let anvil: Anvil;
   let node: ServeProcess;
@@ -46,22 +122,7 @@ describe('ethers, viem and web3.js against a node following anvil', () => {
     const { key } = await createKeyCli(datadir, 'custom');
     node = await spawnServe(datadir, ['--follow', anvil.url, '--genesis', genesisPath, '--poll-ms', '50']);
     ours = node.url(key);
-    // The token, deployed by anvil's first dev account; then it sends every client's account some.
-    const compiled = compileToken();
-    abi = compiled.abi as Abi;
-    const iface = new Contract(holder, abi as never).interface;
-    const deploy = await result<string>(anvil.url, 'eth_sendTransaction', [
-      { from: holder, data: `${compiled.bytecode}${iface.encodeDeploy([SUPPLY]).slice(2)}` },
-    ]);
-    const receipt = await minedReceipt(anvil.url, deploy);
-    expect(receipt.status).toBe('0x1');
-    token = receipt.contractAddress as Hex;
-    for (const to of DEV.slice(1)) {
-      const transfer = await result<string>(anvil.url, 'eth_sendTransaction', [
-        { from: holder, to: token, data: iface.encodeFunctionData('transfer', [to, 1000n * 10n ** 18n]) },
-      ]);
-      expect((await minedReceipt(anvil.url, transfer)).status).toBe('0x1');
-    }
+    ({ token, abi } = await deployToken(anvil.url, holder));
     await waitSynced(anvil.url, ours, () => node.output());
   }, 120_000);
 
@@ -71,49 +132,17 @@ describe('ethers, viem and web3.js against a node following anvil', () => {
     await temp?.cleanup();
   });
 
-  /** anvil's balanceOf `who` at `block`, by a raw eth_call to anvil. */
-  async function anvilBalance(who: string, block = 'latest'): Promise<bigint> {
-    const iface = new Contract(token, abi as never).interface;
-    const data = iface.encodeFunctionData('balanceOf', [who]);
-    return BigInt(await result<string>(anvil.url, 'eth_call', [{ to: token, data }, block]));
-  }
-
-  async function anvilEstimate(from: string, to: string, value: bigint): Promise<bigint> {
-    const data = new Contract(token, abi as never).interface.encodeFunctionData('transfer', [to, value]);
-    return BigInt(await result<string>(anvil.url, 'eth_estimateGas', [{ from, to: token, data }]));
-  }
-
-  /**
-   * The node's receipt of `hash` (as the client got it) checked against anvil's: same block, gas,
-   * logs; the transfer's effect on both balances as anvil reads them; the estimate enough for it.
-   */
-  async function checkTransfer(
+  const chainOf = (): TokenChain => ({ upstream: anvil.url, ours, token, abi, output: () => node.output() });
+  const anvilBalance = (who: string, block = 'latest'): Promise<bigint> => anvilBalanceOn(chainOf(), who, block);
+  /** See checkTransferOn. */
+  const checkTransfer = (
     hash: string,
     from: string,
     to: string,
     value: bigint,
     before: { from: bigint; to: bigint },
     estimate: bigint,
-  ): Promise<void> {
-    const theirs = await result<Json>(anvil.url, 'eth_getTransactionReceipt', [hash]);
-    const mine = await result<Json>(ours, 'eth_getTransactionReceipt', [hash]);
-    // anvil adds `blockTimestamp` and a non-blob `blobGasPrice` that geth's receipt has not.
-    const { blockTimestamp: _t, blobGasPrice: _b, ...want } = theirs;
-    expect(mine).toEqual(want);
-    expect([mine.status, mine.from, mine.to]).toEqual(['0x1', from.toLowerCase(), token.toLowerCase()]);
-    expect((mine.logs as unknown[]).length).toBe(1);
-    expect(await anvilBalance(from)).toBe(before.from - value);
-    expect(await anvilBalance(to)).toBe(before.to + value);
-    // The estimate covers what the transfer used; within geth's 1.5% search tolerance (and the
-    // 64/63 gas retained by calls) of anvil's own estimate.
-    const used = BigInt(mine.gasUsed as string);
-    expect(estimate).toBeGreaterThanOrEqual(used);
-    const theirEstimate = await anvilEstimate(from, to, value);
-    const ratio = Number(estimate) / Number(theirEstimate);
-    expect(ratio).toBeGreaterThan(0.985);
-    expect(ratio).toBeLessThan(1.05);
-    await waitSynced(anvil.url, ours, () => node.output());
-  }
+  ): Promise<void> => checkTransferOn(chainOf(), { hash, from, to, value }, before, estimate);
 
   test('the keys are those of anvil’s dev accounts', () => {
     expect(KEYS.map((k) => privateKeyToAccount(k).address.toLowerCase())).toEqual(DEV.slice(1));

@@ -164,6 +164,213 @@ async function reference(dir: string): Promise<{ blockOne: string; http: string[
   }
 }
 
+type Reference = Awaited<ReturnType<typeof reference>>;
+
+/** URLs on the test server that pick a network by Host. */
+function hostsOf(port: number): {
+  at: (net: string, path: string) => string;
+  wsAt: (net: string, key: string) => string;
+} {
+  return {
+    at: (net, path) => `http://${net}.localhost:${port}${path}`,
+    wsAt: (net, key) => `ws://${net}.localhost:${port}/ws/v3/${key}`,
+  };
+}
+
+/** 1. The same requests, routed by Host, over HTTP and WebSocket: each chain's own answers. */
+async function checkRoutedByHost(port: number, every: string, refA: Reference, refB: Reference): Promise<void> {
+  const { at, wsAt } = hostsOf(port);
+  for (const [net, ref] of [
+    ['fixtures', refA],
+    ['execapis', refB],
+  ] as const) {
+    const reqs = requestsFor(ref.blockOne);
+    for (let i = 0; i < reqs.length; i++) {
+      const reply = await post(at(net, `/v3/${every}`), reqs[i]);
+      expect({ net, i, status: reply.status, text: reply.text }).toEqual({ net, i, status: 200, text: ref.http[i] });
+    }
+    const ws = await wsOpen(wsAt(net, every));
+    for (let i = 0; i < reqs.length; i++)
+      expect({ net, i, text: await ws.send(reqs[i]) }).toEqual({ net, i, text: ref.ws[i] });
+    ws.close();
+  }
+  // Host matching ignores case and the port, as DNS does.
+  expect((await post(`http://FIXTURES.Localhost:${port}/v3/${every}`, call('eth_chainId', []))).text).toBe(
+    refA.http[0],
+  );
+}
+
+/** 2. One balance across networks: 5 calls' worth, spent on both; the sixth is refused on either. */
+async function checkOneBalance(port: number, home: string, small: string, perCall: number): Promise<void> {
+  const { at } = hostsOf(port);
+  for (const net of ['fixtures', 'execapis', 'fixtures', 'execapis', 'fixtures']) {
+    expect((await post(at(net, `/v3/${small}`), call('eth_getBlockByNumber', ['0x1', false]))).status).toBe(200);
+  }
+  for (const net of ['execapis', 'fixtures']) {
+    const r = await post(at(net, `/v3/${small}`), call('eth_getBlockByNumber', ['0x1', false]));
+    // The daily balance (the ledger's): Infura's 402 with event -33000, on either network.
+    expect(r.status).toBe(402);
+    expect(r.json.error?.code).toBe(402);
+  }
+  const usage = await runCli(['keys', 'usage', small, '--json', '--datadir', home]);
+  const u = JSON.parse(usage.stdout) as { used: number; remaining: number; byNetwork: Record<string, number> };
+  expect(u.used).toBe(perCall * 5);
+  expect(u.remaining).toBe(0);
+  expect(u.byNetwork).toEqual({ fixtures: perCall * 3, execapis: perCall * 2 });
+}
+
+/**
+ * 3. Unknown network (and a bare host without a default network): 404, nothing charged; a key
+ * limited to one network refused on the other.
+ */
+async function checkRefusals(port: number, home: string, every: string, onlyA: string, refA: Reference): Promise<void> {
+  const { at, wsAt } = hostsOf(port);
+  const before = JSON.parse((await runCli(['keys', 'usage', every, '--json', '--datadir', home])).stdout) as {
+    used: number;
+  };
+  const unknown = await post(at('nope', `/v3/${every}`), call('eth_blockNumber', []));
+  expect(unknown.status).toBe(404);
+  expect(unknown.json.error?.message).toMatch(/^unknown network "nope": this server serves fixtures, execapis/);
+  expect((await post(`http://127.0.0.1:${port}/v3/${every}`, call('eth_blockNumber', []))).status).toBe(404);
+  await expect(wsOpen(wsAt('nope', every))).rejects.toThrow('upgrade refused: 404');
+  // A key limited to `fixtures`: 403 with -32002 on execapis (HTTP and the upgrade), served on fixtures.
+  const denied = await post(at('execapis', `/v3/${onlyA}`), call('eth_blockNumber', []));
+  expect(denied.status).toBe(403);
+  expect(denied.json.error).toEqual({ code: -32002, message: 'API key does not have access to network "execapis"' });
+  await expect(wsOpen(wsAt('execapis', onlyA))).rejects.toThrow('upgrade refused: 403');
+  expect((await post(at('fixtures', `/v3/${onlyA}`), call('eth_chainId', []))).text).toBe(refA.http[0]);
+  const usageOnlyA = JSON.parse((await runCli(['keys', 'usage', onlyA, '--json', '--datadir', home])).stdout) as {
+    used: number;
+    networks: string[];
+  };
+  // eth_chainId at its table cost; the refusals nothing.
+  expect(usageOnlyA).toMatchObject({ used: costs.eth_chainId, networks: ['fixtures'] });
+  const after = JSON.parse((await runCli(['keys', 'usage', every, '--json', '--datadir', home])).stdout) as {
+    used: number;
+  };
+  expect(after.used).toBe(before.used);
+}
+
+/**
+ * An open WebSocket whose key loses the network (as the dashboard would set it in keys.json):
+ * its next calls get -32002 within a second, uncharged.
+ */
+async function checkNetworkWithdrawn(port: number, home: string): Promise<void> {
+  const { wsAt } = hostsOf(port);
+  const later = await createKeyCli(home, 'team');
+  const open = await wsOpen(wsAt('execapis', later.key));
+  expect(JSON.parse(await open.send(call('eth_blockNumber', []))).result).toBe('0x36');
+  const file = JSON.parse(await readFile(join(home, 'keys.json'), 'utf8')) as {
+    keys: { id: string; networks?: string[] }[];
+  };
+  for (const k of file.keys) if (k.id === later.id) k.networks = ['fixtures'];
+  await writeFile(join(home, 'keys.json.tmp'), JSON.stringify(file));
+  await rename(join(home, 'keys.json.tmp'), join(home, 'keys.json'));
+  const t0 = Date.now();
+  let refused: { error?: { code: number } } = {};
+  let answered = 1;
+  for (;;) {
+    expect(Date.now() - t0).toBeLessThan(1500);
+    refused = JSON.parse(await open.send(call('eth_blockNumber', []))) as typeof refused;
+    if (refused.error !== undefined) break;
+    answered++;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(refused.error.code).toBe(-32002);
+  open.close();
+  const usedLater = JSON.parse((await runCli(['keys', 'usage', later.key, '--json', '--datadir', home])).stdout) as {
+    used: number;
+  };
+  expect(usedLater.used).toBe(answered * (costs['eth_blockNumber'] as number));
+}
+
+/** Health per network and for the process; metrics labelled by network, each family once. */
+async function checkHealthAndMetrics(s: ServeProcess, every: string): Promise<void> {
+  const { at } = hostsOf(s.port);
+  const health = await get(`http://127.0.0.1:${s.port}/health`);
+  expect(health.status).toBe(200);
+  expect(health.json).toEqual({
+    status: 'ok',
+    networks: {
+      fixtures: { status: 'ok', head: '0x640', number: 1600 },
+      execapis: { status: 'ok', head: '0x36', number: 54 },
+    },
+  });
+  expect((await get(at('execapis', '/health'))).json).toEqual({
+    network: 'execapis',
+    status: 'ok',
+    head: '0x36',
+    number: 54,
+  });
+  const metrics = (await get(bannerOf(s.output()).metrics as string)).text;
+  expect(metrics).toContain('chainnode_head_block{network="fixtures"} 1600');
+  expect(metrics).toContain('chainnode_head_block{network="execapis"} 54');
+  expect(metrics).toMatch(/chainnode_credits_charged_total\{network="execapis",method="eth_getBlockByNumber"\} \d+/);
+  // The HTTP refusal and the refused upgrade (an upgrade refusal is an HTTP response).
+  expect(metrics).toContain('chainnode_responses_total{network="execapis",transport="http",status="403"} 2');
+  // Unknown network over HTTP, the bare host, the refused upgrade: no network to count them under.
+  expect(metrics).toContain('chainnode_responses_total{transport="http",status="404"} 3');
+  expect(metrics.match(/^# TYPE chainnode_rpc_calls_total counter$/gm)).toHaveLength(1);
+  expect(s.output()).not.toContain(every);
+}
+
+/**
+ * 4. Networks from the config file, a default network for bare hosts, and execapis' store
+ * failing: fixtures keeps answering exactly as before, execapis answers errors, health says so.
+ */
+async function checkStoreOutage(
+  home: string,
+  dirs: { a: string; b: string },
+  every: string,
+  refA: Reference,
+  refB: Reference,
+): Promise<void> {
+  const { a, b } = dirs;
+  await writeFile(
+    join(home, 'server.json'),
+    JSON.stringify({
+      networks: { fixtures: { datadir: a }, execapis: { datadir: b } },
+      defaultNetwork: 'fixtures',
+    }),
+  );
+  const f = await serveOn(home, [], { NODE_FAULT_INJECT: 'store-outage:execapis' });
+  const atF = (net: string, path: string): string => `http://${net}.localhost:${f.port}${path}`;
+  const reqs = requestsFor(refA.blockOne);
+  for (let i = 0; i < reqs.length; i++) {
+    expect({ i, text: (await post(atF('fixtures', `/v3/${every}`), reqs[i])).text }).toEqual({
+      i,
+      text: refA.http[i],
+    });
+    // The bare host is the default network.
+    expect({ i, text: (await post(`http://127.0.0.1:${f.port}/v3/${every}`, reqs[i])).text }).toEqual({
+      i,
+      text: refA.http[i],
+    });
+  }
+  const down = await post(atF('execapis', `/v3/${every}`), call('eth_getBlockByNumber', ['0x1', false]));
+  expect(down.json.error?.code).toBe(-32603);
+  const downLogs = await post(
+    atF('execapis', `/v3/${every}`),
+    call('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x8' }]),
+  );
+  expect(downLogs.json.error?.code).toBe(-32603);
+  expect(
+    (await post(atF('fixtures', `/v3/${every}`), call('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x8' }]))).text,
+  ).toBe(refA.http[6]);
+  // eth_chainId needs no store read: the failing network still knows which chain it is.
+  expect((await post(atF('execapis', `/v3/${every}`), call('eth_chainId', []))).text).toBe(refB.http[0]);
+  const overall = await get(`http://localhost:${f.port}/health`);
+  expect(overall.status).toBe(200);
+  expect(overall.json).toEqual({
+    status: 'degraded',
+    networks: { fixtures: { status: 'ok', head: '0x640', number: 1600 }, execapis: { status: 'store unavailable' } },
+  });
+  const one = await get(atF('execapis', '/health'));
+  expect(one.status).toBe(503);
+  expect((await get(atF('fixtures', '/health'))).status).toBe(200);
+  expect(await f.stop('SIGTERM')).toBe(0);
+}
+
 maybe(
   'two networks in one process: answers by Host match each chain alone; one balance; unknown/disallowed refused; isolated failures',
   async () => {
@@ -187,171 +394,14 @@ maybe(
 
     const nets = ['--network', `fixtures=${a.dir}`, '--network', `execapis=${b.dir}`, '--metrics-port', '0'];
     const s = await serveOn(home.dir, nets);
-    const at = (net: string, path: string): string => `http://${net}.localhost:${s.port}${path}`;
-    const wsAt = (net: string, key: string): string => `ws://${net}.localhost:${s.port}/ws/v3/${key}`;
 
-    // 1. The same requests, routed by Host, over HTTP and WebSocket: each chain's own answers.
-    for (const [net, ref] of [
-      ['fixtures', refA],
-      ['execapis', refB],
-    ] as const) {
-      const reqs = requestsFor(ref.blockOne);
-      for (let i = 0; i < reqs.length; i++) {
-        const reply = await post(at(net, `/v3/${every}`), reqs[i]);
-        expect({ net, i, status: reply.status, text: reply.text }).toEqual({ net, i, status: 200, text: ref.http[i] });
-      }
-      const ws = await wsOpen(wsAt(net, every));
-      for (let i = 0; i < reqs.length; i++)
-        expect({ net, i, text: await ws.send(reqs[i]) }).toEqual({ net, i, text: ref.ws[i] });
-      ws.close();
-    }
-    // Host matching ignores case and the port, as DNS does.
-    expect((await post(`http://FIXTURES.Localhost:${s.port}/v3/${every}`, call('eth_chainId', []))).text).toBe(
-      refA.http[0],
-    );
-
-    // 2. One balance across networks: 5 calls' worth, spent on both; the sixth is refused on either.
-    for (const net of ['fixtures', 'execapis', 'fixtures', 'execapis', 'fixtures']) {
-      expect((await post(at(net, `/v3/${small}`), call('eth_getBlockByNumber', ['0x1', false]))).status).toBe(200);
-    }
-    for (const net of ['execapis', 'fixtures']) {
-      const r = await post(at(net, `/v3/${small}`), call('eth_getBlockByNumber', ['0x1', false]));
-      // The daily balance (the ledger's): Infura's 402 with event -33000, on either network.
-      expect(r.status).toBe(402);
-      expect(r.json.error?.code).toBe(402);
-    }
-    const usage = await runCli(['keys', 'usage', small, '--json', '--datadir', home.dir]);
-    const u = JSON.parse(usage.stdout) as { used: number; remaining: number; byNetwork: Record<string, number> };
-    expect(u.used).toBe(perCall * 5);
-    expect(u.remaining).toBe(0);
-    expect(u.byNetwork).toEqual({ fixtures: perCall * 3, execapis: perCall * 2 });
-
-    // 3. Unknown network (and a bare host without a default network): 404, nothing charged.
-    const before = JSON.parse((await runCli(['keys', 'usage', every, '--json', '--datadir', home.dir])).stdout) as {
-      used: number;
-    };
-    const unknown = await post(at('nope', `/v3/${every}`), call('eth_blockNumber', []));
-    expect(unknown.status).toBe(404);
-    expect(unknown.json.error?.message).toMatch(/^unknown network "nope": this server serves fixtures, execapis/);
-    expect((await post(`http://127.0.0.1:${s.port}/v3/${every}`, call('eth_blockNumber', []))).status).toBe(404);
-    await expect(wsOpen(wsAt('nope', every))).rejects.toThrow('upgrade refused: 404');
-    // A key limited to `fixtures`: 403 with -32002 on execapis (HTTP and the upgrade), served on fixtures.
-    const denied = await post(at('execapis', `/v3/${onlyA}`), call('eth_blockNumber', []));
-    expect(denied.status).toBe(403);
-    expect(denied.json.error).toEqual({ code: -32002, message: 'API key does not have access to network "execapis"' });
-    await expect(wsOpen(wsAt('execapis', onlyA))).rejects.toThrow('upgrade refused: 403');
-    expect((await post(at('fixtures', `/v3/${onlyA}`), call('eth_chainId', []))).text).toBe(refA.http[0]);
-    const usageOnlyA = JSON.parse((await runCli(['keys', 'usage', onlyA, '--json', '--datadir', home.dir])).stdout) as {
-      used: number;
-      networks: string[];
-    };
-    // eth_chainId at its table cost; the refusals nothing.
-    expect(usageOnlyA).toMatchObject({ used: costs.eth_chainId, networks: ['fixtures'] });
-    const after = JSON.parse((await runCli(['keys', 'usage', every, '--json', '--datadir', home.dir])).stdout) as {
-      used: number;
-    };
-    expect(after.used).toBe(before.used);
-    // An open WebSocket whose key loses the network (as the dashboard would set it in keys.json):
-    // its next calls get -32002 within a second, uncharged.
-    const later = await createKeyCli(home.dir, 'team');
-    const open = await wsOpen(wsAt('execapis', later.key));
-    expect(JSON.parse(await open.send(call('eth_blockNumber', []))).result).toBe('0x36');
-    const file = JSON.parse(await readFile(join(home.dir, 'keys.json'), 'utf8')) as {
-      keys: { id: string; networks?: string[] }[];
-    };
-    for (const k of file.keys) if (k.id === later.id) k.networks = ['fixtures'];
-    await writeFile(join(home.dir, 'keys.json.tmp'), JSON.stringify(file));
-    await rename(join(home.dir, 'keys.json.tmp'), join(home.dir, 'keys.json'));
-    const t0 = Date.now();
-    let refused: { error?: { code: number } } = {};
-    let answered = 1;
-    for (;;) {
-      expect(Date.now() - t0).toBeLessThan(1500);
-      refused = JSON.parse(await open.send(call('eth_blockNumber', []))) as typeof refused;
-      if (refused.error !== undefined) break;
-      answered++;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    expect(refused.error.code).toBe(-32002);
-    open.close();
-    const usedLater = JSON.parse(
-      (await runCli(['keys', 'usage', later.key, '--json', '--datadir', home.dir])).stdout,
-    ) as { used: number };
-    expect(usedLater.used).toBe(answered * (costs['eth_blockNumber'] as number));
-
-    // Health per network and for the process; metrics labelled by network, each family once.
-    const health = await get(`http://127.0.0.1:${s.port}/health`);
-    expect(health.status).toBe(200);
-    expect(health.json).toEqual({
-      status: 'ok',
-      networks: {
-        fixtures: { status: 'ok', head: '0x640', number: 1600 },
-        execapis: { status: 'ok', head: '0x36', number: 54 },
-      },
-    });
-    expect((await get(at('execapis', '/health'))).json).toEqual({
-      network: 'execapis',
-      status: 'ok',
-      head: '0x36',
-      number: 54,
-    });
-    const metrics = (await get(bannerOf(s.output()).metrics as string)).text;
-    expect(metrics).toContain('chainnode_head_block{network="fixtures"} 1600');
-    expect(metrics).toContain('chainnode_head_block{network="execapis"} 54');
-    expect(metrics).toMatch(/chainnode_credits_charged_total\{network="execapis",method="eth_getBlockByNumber"\} \d+/);
-    // The HTTP refusal and the refused upgrade (an upgrade refusal is an HTTP response).
-    expect(metrics).toContain('chainnode_responses_total{network="execapis",transport="http",status="403"} 2');
-    // Unknown network over HTTP, the bare host, the refused upgrade: no network to count them under.
-    expect(metrics).toContain('chainnode_responses_total{transport="http",status="404"} 3');
-    expect(metrics.match(/^# TYPE chainnode_rpc_calls_total counter$/gm)).toHaveLength(1);
-    expect(s.output()).not.toContain(every);
+    await checkRoutedByHost(s.port, every, refA, refB);
+    await checkOneBalance(s.port, home.dir, small, perCall);
+    await checkRefusals(s.port, home.dir, every, onlyA, refA);
+    await checkNetworkWithdrawn(s.port, home.dir);
+    await checkHealthAndMetrics(s, every);
     expect(await s.stop('SIGTERM')).toBe(0);
-
-    // 4. Networks from the config file, a default network for bare hosts, and execapis' store
-    // failing: fixtures keeps answering exactly as before, execapis answers errors, health says so.
-    await writeFile(
-      join(home.dir, 'server.json'),
-      JSON.stringify({
-        networks: { fixtures: { datadir: a.dir }, execapis: { datadir: b.dir } },
-        defaultNetwork: 'fixtures',
-      }),
-    );
-    const f = await serveOn(home.dir, [], { NODE_FAULT_INJECT: 'store-outage:execapis' });
-    const atF = (net: string, path: string): string => `http://${net}.localhost:${f.port}${path}`;
-    const reqs = requestsFor(refA.blockOne);
-    for (let i = 0; i < reqs.length; i++) {
-      expect({ i, text: (await post(atF('fixtures', `/v3/${every}`), reqs[i])).text }).toEqual({
-        i,
-        text: refA.http[i],
-      });
-      // The bare host is the default network.
-      expect({ i, text: (await post(`http://127.0.0.1:${f.port}/v3/${every}`, reqs[i])).text }).toEqual({
-        i,
-        text: refA.http[i],
-      });
-    }
-    const down = await post(atF('execapis', `/v3/${every}`), call('eth_getBlockByNumber', ['0x1', false]));
-    expect(down.json.error?.code).toBe(-32603);
-    const downLogs = await post(
-      atF('execapis', `/v3/${every}`),
-      call('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x8' }]),
-    );
-    expect(downLogs.json.error?.code).toBe(-32603);
-    expect(
-      (await post(atF('fixtures', `/v3/${every}`), call('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x8' }]))).text,
-    ).toBe(refA.http[6]);
-    // eth_chainId needs no store read: the failing network still knows which chain it is.
-    expect((await post(atF('execapis', `/v3/${every}`), call('eth_chainId', []))).text).toBe(refB.http[0]);
-    const overall = await get(`http://localhost:${f.port}/health`);
-    expect(overall.status).toBe(200);
-    expect(overall.json).toEqual({
-      status: 'degraded',
-      networks: { fixtures: { status: 'ok', head: '0x640', number: 1600 }, execapis: { status: 'store unavailable' } },
-    });
-    const one = await get(atF('execapis', '/health'));
-    expect(one.status).toBe(503);
-    expect((await get(atF('fixtures', '/health'))).status).toBe(200);
-    expect(await f.stop('SIGTERM')).toBe(0);
+    await checkStoreOutage(home.dir, { a: a.dir, b: b.dir }, every, refA, refB);
   },
 );
 
