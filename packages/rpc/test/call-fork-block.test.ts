@@ -11,20 +11,14 @@ import { chainDir, datadirCopy } from '@chainnode/testkit';
 import type { ChainStore } from '@chainnode/core';
 import { createRpcService } from '../src/index.js';
 import type { RpcServiceApi } from '../src/index.js';
+import { callRpc } from './rpc-call.js';
 
 const TOKEN = '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359';
 const word = (hex: string): string => hex.replace(/^0x/, '').padStart(64, '0');
 const slotOf = (holder: string): string =>
   `0x${Buffer.from(keccak256(Buffer.from(word(holder) + word('0'), 'hex'))).toString('hex')}`;
 
-async function rpc(
-  svc: RpcServiceApi,
-  method: string,
-  params: unknown[],
-): Promise<{ result?: string; error?: unknown }> {
-  const r = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
-  return JSON.parse(r.body ?? '') as { result?: string; error?: unknown };
-}
+const rpc = callRpc<{ result?: string; error?: unknown }>;
 
 const available = chainDir('fixtures') !== undefined;
 (available ? describe : describe.skip)('eth_call at the London fork block of the fixture chain', () => {

@@ -14,6 +14,7 @@ import { LevelChainStore } from '@chainnode/store';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import type { JsonBlock, RpcServiceApi } from '../src/index.js';
+import { callRpc } from './rpc-call.js';
 
 type Nested = Uint8Array | Nested[];
 const b = (h: string): Uint8Array => hexToBytes(h as PrefixedHexString);
@@ -21,14 +22,7 @@ const hx = (u: Uint8Array): string => bytesToHex(u);
 
 const chains = availableChains();
 
-async function raw(
-  svc: RpcServiceApi,
-  method: string,
-  params: unknown[],
-): Promise<{ result?: unknown; error?: unknown }> {
-  const reply = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
-  return JSON.parse(reply.body!) as { result?: unknown; error?: unknown };
-}
+const raw = callRpc;
 
 async function call<T>(svc: RpcServiceApi, method: string, params: unknown[]): Promise<T> {
   const r = await raw(svc, method, params);

@@ -157,34 +157,17 @@ const feeMarketHead = (): Item[] => [quantity(U64), quantity(U64), quantity(), q
 /** yParity, r, s: the tail of every typed transaction. */
 const signature = (): Item[] => [yParity(), quantity(), quantity()];
 
+/** nonce, gasPrice, gas, to, value, data, v, r, s: a legacy transaction, v drawn in its place. */
+const legacy = (v: () => bigint): Uint8Array =>
+  RLP.encode([quantity(U64), quantity(), quantity(U64), to(), quantity(), data(), v(), quantity(), quantity()]);
+
 /** One random encoding of each kind the node serves. */
 const makers: Record<string, () => Uint8Array> = {
-  legacy: () =>
-    RLP.encode([
-      quantity(U64),
-      quantity(),
-      quantity(U64),
-      to(),
-      quantity(),
-      data(),
-      BigInt(27 + rnd(2)),
-      quantity(),
-      quantity(),
-    ]),
+  legacy: () => legacy(() => BigInt(27 + rnd(2))),
   'legacy-155': () => {
     // chainId 0 (v 35/36) has no chainId member; large chain ids need a bigint v.
     const chainId = rnd(4) === 0 ? 0n : quantity(U64);
-    return RLP.encode([
-      quantity(U64),
-      quantity(),
-      quantity(U64),
-      to(),
-      quantity(),
-      data(),
-      chainId * 2n + 35n + BigInt(rnd(2)),
-      quantity(),
-      quantity(),
-    ]);
+    return legacy(() => chainId * 2n + 35n + BigInt(rnd(2)));
   },
   'type-1': () =>
     typed(1, [

@@ -24,3 +24,14 @@ export function blockInput(b: {
     logsBloom: b.logsBloom,
   };
 }
+
+/** n bytes: tag in the first, i big-endian in the last four (distinct keys, addresses, topics). */
+export function tagged(tag: number, i: number, n: number): Uint8Array {
+  const b = new Uint8Array(n);
+  b[0] = tag;
+  new DataView(b.buffer).setUint32(n - 4, i);
+  return b;
+}
+/** The address and the topic that every test chain logs often. */
+export const HOT_ADDR = tagged(0xaa, 0, 20);
+export const HOT_TOPIC = tagged(0xee, 0, 32);

@@ -13,23 +13,15 @@ import { LevelChainStore, StoreWriter, digestDatadir } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
-import { blockInput } from './block-input.js';
+import { HOT_ADDR, HOT_TOPIC, blockInput, tagged } from './block-input.js';
 import { SEGMENT_SPAN } from '../src/log-segments.js';
 import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, OPEN_CHUNK, encodeAddressLogsJson, tables } from '../src/schema.js';
 
 const BLOCKS = 700;
 /** dirs[5] has AddressLogsJson rows from this block on. */
 const ROWS_FROM = 301;
-const fill = (tag: number, i: number, n: number): Uint8Array => {
-  const b = new Uint8Array(n);
-  b[0] = tag;
-  new DataView(b.buffer).setUint32(n - 4, i);
-  return b;
-};
-const HOT_TOPIC = fill(0xee, 0, 32);
-const HOT_ADDR = fill(0xaa, 0, 20);
-const addr = (i: number) => fill(0xab, i, 20);
-const topic = (i: number) => fill(0x70, i, 32);
+const addr = (i: number) => tagged(0xab, i, 20);
+const topic = (i: number) => tagged(0x70, i, 32);
 
 interface Gen {
   blockNumber: bigint;

@@ -14,17 +14,8 @@ import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { LevelChainStore, StoreWriter } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
-import { blockInput } from './block-input.js';
+import { HOT_ADDR, HOT_TOPIC, blockInput, tagged } from './block-input.js';
 import { LOG_INDEX_CHUNK, Prefix } from '../src/schema.js';
-
-const word = (tag: number, i: number, n: number): Uint8Array => {
-  const b = new Uint8Array(n);
-  b[0] = tag;
-  new DataView(b.buffer).setUint32(n - 4, i);
-  return b;
-};
-const HOT_ADDR = word(0xaa, 0, 20);
-const HOT_TOPIC = word(0xee, 0, 32);
 
 function block(n: number, parent: Uint8Array, branch: number): BlockInput {
   const headerRlp = RLP.encode([
@@ -53,8 +44,8 @@ function block(n: number, parent: Uint8Array, branch: number): BlockInput {
     const txLogs: LogInput[] = [];
     for (let i = 0; i < 100; i++)
       txLogs.push({
-        address: i % 2 === 0 ? HOT_ADDR : word(0xb0 + branch, n, 20),
-        topics: [HOT_TOPIC, word(0x70, i % 7, 32)],
+        address: i % 2 === 0 ? HOT_ADDR : tagged(0xb0 + branch, n, 20),
+        topics: [HOT_TOPIC, tagged(0x70, i % 7, 32)],
         data: Uint8Array.of(n, t, i),
       });
     logs.push(txLogs);
@@ -193,7 +184,7 @@ describe('StoreWriter.rewind', () => {
           expect(Buffer.from(l.blockHash).equals(Buffer.from(b.hash))).toBe(true);
         }
         const orphanAddr = await store.logs(
-          { fromBlock: 0n, toBlock: 14n, addresses: [word(0xb0, 9, 20)], topics: [] },
+          { fromBlock: 0n, toBlock: 14n, addresses: [tagged(0xb0, 9, 20)], topics: [] },
           OPTS,
         );
         expect(orphanAddr.kind === 'ok' ? orphanAddr.logs.length : -1).toBe(0);
@@ -215,7 +206,7 @@ describe('StoreWriter.rewind', () => {
           ]),
         );
         const none = await store.logsText(
-          { fromBlock: 0n, toBlock: 14n, addresses: [word(0xb0, 9, 20)], topics: [] },
+          { fromBlock: 0n, toBlock: 14n, addresses: [tagged(0xb0, 9, 20)], topics: [] },
           OPTS,
         );
         expect(none?.kind === 'ok' ? [chunksToBytes(none.ascii).toString('latin1'), none.count] : none).toEqual([
