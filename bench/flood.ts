@@ -7,10 +7,11 @@
 // numbers 1..100, all 200 answers byte-identical). Without --datadir the fixture chain is
 // imported into a temporary datadir first. The client shares the machine's cores with the server.
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { WsCtor, rssMb } from '@chainnode/testkit';
+import type { WsClient } from '@chainnode/testkit';
 import { servePort } from './src/children.js';
 import { arg, benchBudget, cliFromArgs, createKeySync, importIntoTemp, ROOT } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
@@ -21,21 +22,6 @@ const cli = cliFromArgs();
 const connections = Number(arg('connections', '2000'));
 const senders = Number(arg('senders', '200'));
 const batchSize = Number(arg('batch', '100'));
-
-interface WsClient {
-  on(ev: 'open', cb: () => void): void;
-  on(ev: 'message', cb: (data: Buffer) => void): void;
-  on(ev: 'error', cb: (err: Error) => void): void;
-  on(ev: 'close', cb: () => void): void;
-  send(data: string): void;
-  close(): void;
-}
-const WsCtor = createRequire(import.meta.url)('ws') as new (url: string) => WsClient;
-
-function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
 
 function open(url: string): Promise<WsClient> {
   return new Promise((res, rej) => {

@@ -3,28 +3,13 @@
 // socket is cut off at its reply budget (closed 1008 with the reason in the close frame), while
 // other clients, on WebSocket and HTTP, keep answering quickly; the server's RSS stays under the
 // bound docs/architecture.md documents ("Memory and disk budgets").
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { datadirCopy, rawWebSocket, readUntilClose, textFrame } from '@chainnode/testkit';
+import { WsCtor, datadirCopy, rawWebSocket, readUntilClose, rssMb, textFrame } from '@chainnode/testkit';
+import type { WsClient } from '@chainnode/testkit';
 import { bannerOf, createKeyCli, sleep, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 /** docs/architecture.md "Serving": the RSS bound of a server over the fixture chain with the defaults. */
 const RSS_BOUND_MB = 400;
-
-interface WsClient {
-  on(ev: 'open', cb: () => void): void;
-  on(ev: 'message', cb: (data: Buffer) => void): void;
-  on(ev: 'error', cb: (err: Error) => void): void;
-  send(data: string): void;
-  close(): void;
-}
-const WsCtor = createRequire(import.meta.url)('ws') as new (url: string) => WsClient;
-
-function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
 
 async function metric(url: string, name: string): Promise<number> {
   const text = await (await fetch(url)).text();

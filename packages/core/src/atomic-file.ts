@@ -3,7 +3,7 @@
 // is synced so the rename itself survives a crash. Keys, admin token, usage days and the fixture
 // generator's output are all written this way.
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /** A fresh temporary path beside `path` (same directory, so a rename over `path` is atomic). */
@@ -44,4 +44,23 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 
     throw err;
   }
   syncDir(dirname(path));
+}
+
+/**
+ * The JSON value in `path` (a file such as writeFileAtomic writes), or undefined when there is no
+ * such file; text that is not JSON throws `invalid`'s error.
+ */
+export function readJsonFile(path: string, invalid: (message: string) => Error): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw invalid(`${path} is not valid JSON`);
+  }
 }

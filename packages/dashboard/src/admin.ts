@@ -4,9 +4,9 @@
 // state-changing call must echo in a header, on top of an Origin / Sec-Fetch-Site check;
 // login attempts rate-limited per client address and overall.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '@chainnode/core';
+import { readJsonFile, writeFileAtomic } from '@chainnode/core';
 
 export const ADMIN_FILE = 'admin.json';
 export const SESSION_COOKIE = 'chainnode_session';
@@ -38,19 +38,8 @@ export function adminPath(datadir: string): string {
 }
 
 function readAdmin(datadir: string): AdminFile | undefined {
-  let text: string;
-  try {
-    text = readFileSync(adminPath(datadir), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-  let o: unknown;
-  try {
-    o = JSON.parse(text);
-  } catch {
-    throw new AdminTokenError(`${adminPath(datadir)} is not valid JSON`);
-  }
+  const o = readJsonFile(adminPath(datadir), (m) => new AdminTokenError(m));
+  if (o === undefined) return undefined;
   const r = o as Partial<AdminFile> | null;
   if (!r || typeof r.tokenHash !== 'string' || !/^[0-9a-f]{64}$/.test(r.tokenHash))
     throw new AdminTokenError(`${adminPath(datadir)}: expected {"version":1,"tokenHash":"<64 hex>"}`);

@@ -143,6 +143,8 @@ export async function tempDir(prefix = 'chainnode-'): Promise<{ dir: string; cle
 export { NO_REDIS, freePort, redisServerPath, startRedis } from './redis.js';
 export type { RedisProcess } from './redis.js';
 export { rawWebSocket, readUntilClose, textFrame } from './raw-ws.js';
+export { WsCtor, rssMb } from './flood.js';
+export type { WsClient } from './flood.js';
 export { Sfc32 } from './sfc32.js';
 export { mulberry32, seededRandom } from './mulberry32.js';
 export { ANVIL_DEV_ACCOUNTS, cancunConfig, cancunGenesis, londonConfig, preMergeGenesis } from './anvil-genesis.js';

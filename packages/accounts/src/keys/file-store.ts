@@ -1,9 +1,9 @@
 // The embedded engine's keys: <datadir>/keys.json, one JSON document holding every record,
 // replaced atomically (mode 0600); outside LevelDB so the `keys` CLI can change it while a server runs.
-import { mkdirSync, readFileSync, statSync, watch } from 'node:fs';
+import { mkdirSync, statSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '@chainnode/core';
+import { readJsonFile, writeFileAtomic } from '@chainnode/core';
 import { KeyFileError, validateKeyRecord } from './record.js';
 import type { KeyRecord, KeyStore } from './record.js';
 
@@ -20,19 +20,8 @@ export function keysPath(datadir: string): string {
 
 /** Reads the key file; a missing file is an empty key set. */
 export function readKeys(datadir: string): KeyRecord[] {
-  let text: string;
-  try {
-    text = readFileSync(keysPath(datadir), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new KeyFileError(`${keysPath(datadir)} is not valid JSON`);
-  }
+  const parsed = readJsonFile(keysPath(datadir), (m) => new KeyFileError(m));
+  if (parsed === undefined) return [];
   const keys = (parsed as Partial<KeysFile> | null)?.keys;
   if (!Array.isArray(keys)) throw new KeyFileError(`${keysPath(datadir)}: expected {"version":1,"keys":[...]}`);
   return keys.map((k, i) => validateKeyRecord(k, `keys.json: keys[${i}]`));
