@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chainFamilyOf } from '@chainnode/core';
-import { cancunConfig, repoRoot } from '@chainnode/testkit';
+import { cancunConfig, opDevnetConfig, repoRoot } from '@chainnode/testkit';
 import { commonFromGenesis, readGenesisJson } from '../src/genesis.js';
 
 const genesisFields = {
@@ -25,20 +25,7 @@ const genesisFields = {
 
 /** Every OP fork from genesis (a devnet's, anvil --network optimism's schedule). */
 const opDevnet = {
-  config: {
-    ...cancunConfig(901),
-    pragueTime: 0,
-    bedrockBlock: 0,
-    regolithTime: 0,
-    canyonTime: 0,
-    deltaTime: 0,
-    ecotoneTime: 0,
-    fjordTime: 0,
-    graniteTime: 0,
-    holoceneTime: 0,
-    isthmusTime: 0,
-    optimism: { eip1559Elasticity: 6, eip1559Denominator: 50, eip1559DenominatorCanyon: 250 },
-  },
+  config: opDevnetConfig(901),
   ...genesisFields,
 };
 

@@ -17,7 +17,7 @@ import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { chainFamilyOf, depositTxFromJson, encodeDepositTx, fromHex, toData } from '@chainnode/core';
 import { StoreWriter, openChainStore } from '@chainnode/store';
 import type { BlockInput, StoredReceipt } from '@chainnode/store';
-import { freePort, repoRoot } from '@chainnode/testkit';
+import { freePort, opDevnetConfig, repoRoot } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 
 type Json = Record<string, unknown>;
@@ -218,35 +218,7 @@ const OP_GETH_DEPOSIT_KEYS = [
 
 /** A genesis of anvil's OP-stack chain: every fork from the start, the optimism section. */
 function opGenesis(chainId: number) {
-  return {
-    config: {
-      chainId,
-      homesteadBlock: 0,
-      eip150Block: 0,
-      eip155Block: 0,
-      eip158Block: 0,
-      byzantiumBlock: 0,
-      constantinopleBlock: 0,
-      petersburgBlock: 0,
-      istanbulBlock: 0,
-      berlinBlock: 0,
-      londonBlock: 0,
-      mergeNetsplitBlock: 0,
-      terminalTotalDifficulty: 0,
-      shanghaiTime: 0,
-      cancunTime: 0,
-      pragueTime: 0,
-      bedrockBlock: 0,
-      regolithTime: 0,
-      canyonTime: 0,
-      ecotoneTime: 0,
-      fjordTime: 0,
-      graniteTime: 0,
-      holoceneTime: 0,
-      isthmusTime: 0,
-      optimism: { eip1559Elasticity: 6, eip1559Denominator: 50, eip1559DenominatorCanyon: 250 },
-    },
-  };
+  return { config: opDevnetConfig(chainId) };
 }
 
 /**

@@ -41,6 +41,24 @@ export function cancunConfig(chainId = 31337): Record<string, number | boolean> 
   };
 }
 
+/** A genesis `config` of an OP-stack devnet (anvil --network optimism's): every fork from genesis, Prague and Isthmus included. */
+export function opDevnetConfig(chainId: number): Record<string, unknown> {
+  return {
+    ...cancunConfig(chainId),
+    pragueTime: 0,
+    bedrockBlock: 0,
+    regolithTime: 0,
+    canyonTime: 0,
+    deltaTime: 0,
+    ecotoneTime: 0,
+    fjordTime: 0,
+    graniteTime: 0,
+    holoceneTime: 0,
+    isthmusTime: 0,
+    optimism: { eip1559Elasticity: 6, eip1559Denominator: 50, eip1559DenominatorCanyon: 250 },
+  };
+}
+
 /** A Cancun genesis.json funding each of `accounts` (0x-prefixed) with `balance` (hex quantity). */
 export function cancunGenesis(o: {
   accounts: readonly string[];

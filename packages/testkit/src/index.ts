@@ -147,7 +147,14 @@ export { WsCtor, rssMb } from './flood.js';
 export type { WsClient } from './flood.js';
 export { Sfc32 } from './sfc32.js';
 export { mulberry32, seededRandom } from './mulberry32.js';
-export { ANVIL_DEV_ACCOUNTS, cancunConfig, cancunGenesis, londonConfig, preMergeGenesis } from './anvil-genesis.js';
+export {
+  ANVIL_DEV_ACCOUNTS,
+  cancunConfig,
+  cancunGenesis,
+  londonConfig,
+  opDevnetConfig,
+  preMergeGenesis,
+} from './anvil-genesis.js';
 export { ALERT_RULES, ALERT_TESTS, DASHBOARD, alertExpressions, dashboardQueries, metricNames } from './monitoring.js';
 export { missingTools, toolPath } from './tools.js';
 export { TOKEN_SOURCE, compileToken } from './token.js';
