@@ -36,6 +36,282 @@ const REGISTRY = '0xc3e03991e5e0bd4a705887a58bb2d3fa2538c0c7';
 const present = chainDir('fixtures') !== undefined;
 const maybe = present ? describe : describe.skip;
 
+/** `sync --start-block 1000` from the proxy into `<tmp>/joined`: history only; its digest, and a copy for --history-upstream. */
+async function syncJoined(
+  proxy: JoinProxy,
+  genesis: string,
+  tmp: string,
+): Promise<{ dir: string; digest: string; historyDir: string }> {
+  const dir = join(tmp, 'joined');
+  const r = await runCli(
+    ['sync', '--from', proxy.url, '--genesis', genesis, '--start-block', String(FIRST), '--datadir', dir],
+    { timeoutMs: 600_000 },
+  );
+  if (r.code !== 0) throw new Error(`joining sync failed:\n${r.stderr.slice(-2000)}`);
+  expect(r.stderr).toContain(`joining the chain at block ${FIRST}`);
+  // History only: no state was asked for.
+  expect(proxy.counts.get('chainnode_getStateDiff') ?? 0).toBe(0);
+  expect(proxy.counts.get('eth_getProof') ?? 0).toBe(0);
+  const digest = (await digestDatadir(dir)).digest;
+  const historyDir = join(tmp, 'joined-history');
+  await cp(dir, historyDir, { recursive: true });
+  return { dir, digest, historyDir };
+}
+
+/**
+ * Blocks, transactions, uncles, logs per block and per 100-block range, storage and proofs of
+ * the token at sampled blocks (proven on demand), byte for byte; wider getLogs ranges too.
+ */
+async function compareJoined(primaryUrl: string, joinedUrl: string): Promise<void> {
+  const seen = await compareNodes(
+    primaryUrl,
+    joinedUrl,
+    { address: TOKEN, slots: ['0x2', `0x${'00'.repeat(31)}07`] },
+    FIRST,
+  );
+  expect(seen.blocks).toBe(601);
+  expect(seen.txs).toBeGreaterThan(3000);
+  // Wider getLogs ranges, by address and topic, equal too.
+  const ranges: [string, unknown[]][] = [
+    ['eth_getLogs', [{ fromBlock: hexN(FIRST), toBlock: 'latest', address: EMITTER }]],
+    ['eth_getLogs', [{ fromBlock: hexN(FIRST + 250), toBlock: hexN(FIRST + 420), address: TOKEN }]],
+    ['eth_getLogs', [{ fromBlock: 'earliest', toBlock: hexN(FIRST + 40) }]],
+  ];
+  const [la, lb] = await Promise.all([
+    rawBatch(primaryUrl, ranges.slice(0, 2)),
+    rawBatch(joinedUrl, ranges.slice(0, 2)),
+  ]);
+  expect(lb).toEqual(la);
+  // `earliest` is the first block held.
+  expect(await result(joinedUrl, 'eth_getBlockByNumber', ['earliest', false])).toEqual(
+    await result(primaryUrl, 'eth_getBlockByNumber', [hexN(FIRST), false]),
+  );
+}
+
+/** 60 random state queries at blocks >= 1,000: balance, nonce, code, storage, proofs and eth_call. */
+function stateCalls(accounts: string[]): [string, unknown[]][] {
+  const rng = new Sfc32(0x10_00, 1, 2, 3);
+  const calls: [string, unknown[]][] = [];
+  for (let i = 0; i < 60; i++) {
+    const block = hexN(FIRST + Math.floor(rng.next() * 601));
+    const address = accounts[Math.floor(rng.next() * accounts.length)] as string;
+    const slot = hexN(Math.floor(rng.next() * 8));
+    calls.push(['eth_getBalance', [address, block]]);
+    calls.push(['eth_getTransactionCount', [address, block]]);
+    calls.push(['eth_getCode', [address, block]]);
+    calls.push(['eth_getStorageAt', [address, slot, block]]);
+    calls.push(['eth_getProof', [address, [slot, '0x2'], block]]);
+    // eth_call runs the EVM over proven state: its first run records what it missed.
+    const holder = accounts[3 + Math.floor(rng.next() * (accounts.length - 3))] as string;
+    calls.push(['eth_call', [{ to: TOKEN, input: `0x70a08231${holder.slice(2).padStart(64, '0')}` }, block]]);
+    calls.push(['eth_call', [{ to: TOKEN, input: '0x18160ddd' }, block]]);
+  }
+  return calls;
+}
+
+/** `serve --follow` over `dir` with `--history-upstream`: its URL for a new key. */
+async function spawnHistoryNode(
+  dir: string,
+  followUrl: string,
+  historyUrl: string,
+): Promise<{ node: ServeProcess; url: string }> {
+  const hk = await createKeyCli(dir, 'custom');
+  const node = await spawnServe(dir, [
+    '--threads',
+    '1',
+    '--follow',
+    followUrl,
+    '--history-upstream',
+    historyUrl,
+    '--poll-ms',
+    '200',
+    '--metrics-port',
+    '0',
+  ]);
+  return { node, url: node.url(hk.key) };
+}
+
+/** Queries below block 1,000 (blocks, transactions, receipts, raw data, getLogs ranges, state), as the primary has them. */
+async function historyCalls(primaryUrl: string, accounts: string[]): Promise<[string, unknown[]][]> {
+  const blockOf = async (n: number) =>
+    (await result(primaryUrl, 'eth_getBlockByNumber', [hexN(n), true])) as {
+      hash: string;
+      transactions: { hash: string }[];
+    };
+  const calls: [string, unknown[]][] = [];
+  for (const n of [0, 1, 500, 900, 990, 998, 999]) {
+    const b = hexN(n);
+    calls.push(['eth_getBlockByNumber', [b, false]], ['eth_getBlockByNumber', [b, true]]);
+    calls.push(['eth_getBlockReceipts', [b]], ['eth_getBlockTransactionCountByNumber', [b]]);
+    calls.push(['debug_getRawBlock', [b]], ['debug_getRawHeader', [b]], ['debug_getRawReceipts', [b]]);
+    calls.push(['eth_getUncleCountByBlockNumber', [b]], ['eth_getTransactionByBlockNumberAndIndex', [b, '0x1']]);
+  }
+  let txs = 0;
+  for (const n of [995, 990, 600]) {
+    const blk = await blockOf(n);
+    calls.push(['eth_getBlockByHash', [blk.hash, true]], ['eth_getLogs', [{ blockHash: blk.hash }]]);
+    for (const t of blk.transactions.slice(0, 4)) {
+      txs++;
+      calls.push(['eth_getTransactionByHash', [t.hash]], ['eth_getTransactionReceipt', [t.hash]]);
+      calls.push(['debug_getRawTransaction', [t.hash]]);
+    }
+  }
+  expect(txs).toBeGreaterThan(6);
+  // getLogs ranges below 1,000 and across it.
+  calls.push(['eth_getLogs', [{ fromBlock: hexN(900), toBlock: hexN(FIRST + 20), address: EMITTER }]]);
+  calls.push(['eth_getLogs', [{ fromBlock: hexN(950), toBlock: hexN(999), address: TOKEN }]]);
+  calls.push(['eth_getLogs', [{ fromBlock: hexN(985), toBlock: hexN(FIRST + 5) }]]);
+  // State below 1,000: proven against the verified headers' state roots.
+  for (const n of [999, 950, 700]) {
+    const b = hexN(n);
+    for (const a of accounts.slice(0, 6)) {
+      calls.push(['eth_getBalance', [a, b]], ['eth_getTransactionCount', [a, b]]);
+    }
+    calls.push(['eth_getCode', [TOKEN, b]], ['eth_getStorageAt', [TOKEN, '0x2', b]]);
+    calls.push(['eth_getProof', [TOKEN, ['0x2'], b]]);
+    calls.push(['eth_call', [{ to: TOKEN, input: '0x18160ddd' }, b]]);
+  }
+  return calls;
+}
+
+/** The node with a history upstream answers `calls` as the primary does, from the history upstream. */
+async function checkHistoryAnswers(
+  primaryUrl: string,
+  url: string,
+  calls: [string, unknown[]][],
+  history: JoinProxy,
+): Promise<void> {
+  const want = await rawBatch(primaryUrl, calls);
+  const got = await rawBatch(url, calls);
+  calls.forEach((c, i) => {
+    expect([c, got[i]]).toEqual([c, want[i]]);
+  });
+  // Real answers, not empty ones: the primary holds every block asked.
+  expect(want.filter((t) => t.includes('"error"'))).toEqual([]);
+  const lookups =
+    /^(eth_getBlockBy|eth_getTransactionBy(Hash|BlockNumberAndIndex)|eth_getTransactionReceipt|eth_getBlockReceipts|debug_)/;
+  expect(
+    calls.filter((c, i) => lookups.test(c[0]) && (want[i] as string).includes('"result":null') && c[1][0] !== '0x0'),
+  ).toEqual([]);
+  expect(want.some((t) => /"result":\[\{"address"/.test(t))).toBe(true);
+  // The headers below 1,000 were walked in batches; proofs came from the history upstream.
+  expect(history.counts.get('eth_getBlockByNumber') ?? 0).toBeGreaterThan(900);
+  expect(history.counts.get('eth_getProof') ?? 0).toBeGreaterThan(0);
+}
+
+/** Lies of the history upstream: a changed transaction, a changed log, a changed balance. Blocks and accounts not read yet. */
+async function checkHistoryLies(
+  primaryUrl: string,
+  url: string,
+  history: JoinProxy,
+  accounts: string[],
+): Promise<void> {
+  const logBlocks: number[] = [];
+  for (let n = 801; n < 899 && logBlocks.length < 2; n++) {
+    const rs = (await result(primaryUrl, 'eth_getBlockReceipts', [hexN(n)])) as { logs: unknown[] }[];
+    if (rs.some((r) => r.logs.length > 0)) logBlocks.push(n);
+  }
+  expect(logBlocks.length).toBe(2);
+  const lies: { lie: 'tx' | 'log' | 'balance'; call: [string, unknown[]]; says: RegExp }[] = [
+    {
+      lie: 'tx',
+      call: ['eth_getBlockByNumber', [hexN(logBlocks[0] as number), true]],
+      says: /^history not verified: http:\/\/127\.0\.0\.1:\d+ answered history that does not match this node's headers \(block \d+: (transactionsRoot|transaction 0)/,
+    },
+    {
+      lie: 'log',
+      call: ['eth_getBlockReceipts', [hexN(logBlocks[1] as number)]],
+      says: /^history not verified: .*(receiptsRoot|logsBloom)/,
+    },
+    {
+      lie: 'balance',
+      call: ['eth_getBalance', [accounts[7] as string, hexN(720)]],
+      says: /^state not proven: http:\/\/127\.0\.0\.1:\d+ answered a proof that does not verify .*balance of/,
+    },
+  ];
+  for (const l of lies) {
+    history.lie = l.lie;
+    const [m, p] = l.call;
+    if (l.lie === 'log') {
+      const rs = (await result(primaryUrl, m, p)) as { logs: unknown[] }[];
+      expect(rs.some((r) => r.logs.length > 0)).toBe(true);
+    }
+    const e = await call(url, m, p);
+    expect([l.lie, e.result]).toEqual([l.lie, undefined]);
+    expect(e.error?.code).toBe(-32000);
+    expect(e.error?.message).toMatch(l.says);
+    expect(e.error?.message).toContain(history.url.replace(/\/$/, ''));
+    // Still refused while the lie goes on (nothing was kept); the truth afterwards is the primary's.
+    expect((await call(url, m, p)).error?.code).toBe(-32000);
+    history.lie = 'none';
+    expect(await rawBatch(url, [l.call])).toEqual(await rawBatch(primaryUrl, [l.call]));
+  }
+}
+
+/** Lies of the follow upstream in eth_getProof (a changed balance, a flipped proof node): never served. */
+async function checkProofLies(
+  proxy: JoinProxy,
+  joinedUrl: string,
+  primaryUrl: string,
+  accounts: string[],
+): Promise<void> {
+  // Queries no earlier test made: each must reach the upstream.
+  const probe = (block: number, address: string): [string, unknown[]] => ['eth_getBalance', [address, hexN(block)]];
+  const cases: { lie: 'balance' | 'node'; block: number; address: string }[] = [
+    { lie: 'balance', block: FIRST + 3, address: accounts[5] as string },
+    { lie: 'node', block: FIRST + 7, address: accounts[6] as string },
+  ];
+  for (const c of cases) {
+    proxy.lie = c.lie;
+    const [m, p] = probe(c.block, c.address);
+    const e = await call(joinedUrl, m, p);
+    expect(e.result).toBeUndefined();
+    expect(e.error?.code).toBe(-32000);
+    expect(e.error?.message).toMatch(
+      /^state not proven: http:\/\/127\.0\.0\.1:\d+ answered a proof that does not verify/,
+    );
+    expect(e.error?.message).toContain(c.lie === 'balance' ? 'balance of' : 'does not lead from state root');
+    // Asked again while the upstream still lies: still refused (nothing was stored).
+    expect((await call(joinedUrl, m, p)).error?.code).toBe(-32000);
+    proxy.lie = 'none';
+    expect(await result(joinedUrl, m, p)).toEqual(await result(primaryUrl, m, p));
+  }
+}
+
+/** `args` (a sync) started and SIGKILLed three times at random moments. */
+async function killSyncThrice(args: string[]): Promise<void> {
+  const rng = new Sfc32(0x51_61, 1, 2, 3);
+  for (let k = 0; k < 3; k++) {
+    const child = spawn(process.execPath, [cliBin(), ...args], { stdio: 'ignore' });
+    const exited = new Promise<void>((r) => child.on('exit', () => r()));
+    await new Promise((r) => setTimeout(r, 1500 + Math.floor(rng.next() * 4000)));
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+/** Calls below block 1,000 (`below`): blocks, state, proofs, logs and transactions. */
+function prunedProbes(below: string): [string, unknown[]][] {
+  return [
+    ['eth_getBlockByNumber', [below, false]],
+    ['eth_getBalance', [TOKEN, below]],
+    ['eth_getStorageAt', [TOKEN, '0x2', '0x0']],
+    ['eth_getProof', [TOKEN, [], below]],
+    ['eth_getLogs', [{ fromBlock: hexN(FIRST - 100), toBlock: hexN(FIRST + 10) }]],
+    ['eth_getTransactionByBlockNumberAndIndex', [below, '0x0']],
+  ];
+}
+
+/** The refused history and proofs counted in the metrics; /health names the history upstream. */
+async function checkHistoryRejections(node: ServeProcess): Promise<void> {
+  const metricsUrl = bannerOf(node.output()).metrics;
+  const text = await (await fetch(metricsUrl as string)).text();
+  expect(text).toMatch(/^chainnode_history_upstream_rejected_total 4$/m);
+  expect(text).toMatch(/^chainnode_proven_state_rejected_total 2$/m);
+  const health = JSON.parse(await (await fetch(`${node.base}/health`)).text()) as Record<string, unknown>;
+  expect(JSON.stringify(health)).toMatch(/"historyUpstream":\{"origin":"http:\/\/127\.0\.0\.1:\d+","fetches":\d+/);
+}
+
 maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
   const procs: ServeProcess[] = [];
   const cleanups: (() => Promise<void>)[] = [];
@@ -73,19 +349,10 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
   });
 
   test('sync --start-block 1000: history from 1,000, verified; serve --follow answers like the primary', async () => {
-    const dir = join(temp.dir, 'joined');
-    const r = await runCli(
-      ['sync', '--from', proxy.url, '--genesis', genesis, '--start-block', String(FIRST), '--datadir', dir],
-      { timeoutMs: 600_000 },
-    );
-    if (r.code !== 0) throw new Error(`joining sync failed:\n${r.stderr.slice(-2000)}`);
-    expect(r.stderr).toContain(`joining the chain at block ${FIRST}`);
-    // History only: no state was asked for.
-    expect(proxy.counts.get('chainnode_getStateDiff') ?? 0).toBe(0);
-    expect(proxy.counts.get('eth_getProof') ?? 0).toBe(0);
-    digestJoined = (await digestDatadir(dir)).digest;
-    historyDir = join(temp.dir, 'joined-history');
-    await cp(dir, historyDir, { recursive: true });
+    const synced = await syncJoined(proxy, genesis, temp.dir);
+    const dir = synced.dir;
+    digestJoined = synced.digest;
+    historyDir = synced.historyDir;
 
     const jk = await createKeyCli(dir, 'custom');
     joined = await spawnServe(dir, [
@@ -100,31 +367,7 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
     ]);
     procs.push(joined);
     joinedUrl = joined.url(jk.key);
-    // Blocks, transactions, uncles, logs per block and per 100-block range, storage and proofs of
-    // the token at sampled blocks (proven on demand), byte for byte.
-    const seen = await compareNodes(
-      primaryUrl,
-      joinedUrl,
-      { address: TOKEN, slots: ['0x2', `0x${'00'.repeat(31)}07`] },
-      FIRST,
-    );
-    expect(seen.blocks).toBe(601);
-    expect(seen.txs).toBeGreaterThan(3000);
-    // Wider getLogs ranges, by address and topic, equal too.
-    const ranges: [string, unknown[]][] = [
-      ['eth_getLogs', [{ fromBlock: hexN(FIRST), toBlock: 'latest', address: EMITTER }]],
-      ['eth_getLogs', [{ fromBlock: hexN(FIRST + 250), toBlock: hexN(FIRST + 420), address: TOKEN }]],
-      ['eth_getLogs', [{ fromBlock: 'earliest', toBlock: hexN(FIRST + 40) }]],
-    ];
-    const [la, lb] = await Promise.all([
-      rawBatch(primaryUrl, ranges.slice(0, 2)),
-      rawBatch(joinedUrl, ranges.slice(0, 2)),
-    ]);
-    expect(lb).toEqual(la);
-    // `earliest` is the first block held.
-    expect(await result(joinedUrl, 'eth_getBlockByNumber', ['earliest', false])).toEqual(
-      await result(primaryUrl, 'eth_getBlockByNumber', [hexN(FIRST), false]),
-    );
+    await compareJoined(primaryUrl, joinedUrl);
   }, 900_000);
 
   test('eth_call alone at a block whose state nothing read yet runs over proven state', async () => {
@@ -141,22 +384,7 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
   }, 120_000);
 
   test('state at random blocks >= 1,000 equals the primary; a second run reads nothing upstream', async () => {
-    const rng = new Sfc32(0x10_00, 1, 2, 3);
-    const calls: [string, unknown[]][] = [];
-    for (let i = 0; i < 60; i++) {
-      const block = hexN(FIRST + Math.floor(rng.next() * 601));
-      const address = accounts[Math.floor(rng.next() * accounts.length)] as string;
-      const slot = hexN(Math.floor(rng.next() * 8));
-      calls.push(['eth_getBalance', [address, block]]);
-      calls.push(['eth_getTransactionCount', [address, block]]);
-      calls.push(['eth_getCode', [address, block]]);
-      calls.push(['eth_getStorageAt', [address, slot, block]]);
-      calls.push(['eth_getProof', [address, [slot, '0x2'], block]]);
-      // eth_call runs the EVM over proven state: its first run records what it missed.
-      const holder = accounts[3 + Math.floor(rng.next() * (accounts.length - 3))] as string;
-      calls.push(['eth_call', [{ to: TOKEN, input: `0x70a08231${holder.slice(2).padStart(64, '0')}` }, block]]);
-      calls.push(['eth_call', [{ to: TOKEN, input: '0x18160ddd' }, block]]);
-    }
+    const calls = stateCalls(accounts);
     proxy.counts = new Map();
     const want = await rawBatch(primaryUrl, calls);
     const first = await rawBatch(joinedUrl, calls);
@@ -175,14 +403,7 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
 
   test('below block 1,000: 4444 pruned history unavailable', async () => {
     const below = hexN(FIRST - 1);
-    for (const [method, params] of [
-      ['eth_getBlockByNumber', [below, false]],
-      ['eth_getBalance', [TOKEN, below]],
-      ['eth_getStorageAt', [TOKEN, '0x2', '0x0']],
-      ['eth_getProof', [TOKEN, [], below]],
-      ['eth_getLogs', [{ fromBlock: hexN(FIRST - 100), toBlock: hexN(FIRST + 10) }]],
-      ['eth_getTransactionByBlockNumberAndIndex', [below, '0x0']],
-    ] as [string, unknown[]][]) {
+    for (const [method, params] of prunedProbes(below)) {
       const e = await call(joinedUrl, method, params);
       expect([method, e.error]).toEqual([
         method,
@@ -196,149 +417,19 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
   test('with --history-upstream: below block 1,000 the answers of the primary, verified; its lies never served', async () => {
     const history = await startJoinProxy(primaryUrl);
     cleanups.push(() => history.close());
-    const hk = await createKeyCli(historyDir, 'custom');
-    const node = await spawnServe(historyDir, [
-      '--threads',
-      '1',
-      '--follow',
-      proxy.url,
-      '--history-upstream',
-      history.url,
-      '--poll-ms',
-      '200',
-      '--metrics-port',
-      '0',
-    ]);
+    const { node, url } = await spawnHistoryNode(historyDir, proxy.url, history.url);
     procs.push(node);
-    const url = node.url(hk.key);
-    const blockOf = async (n: number) =>
-      (await result(primaryUrl, 'eth_getBlockByNumber', [hexN(n), true])) as {
-        hash: string;
-        transactions: { hash: string }[];
-      };
-    const calls: [string, unknown[]][] = [];
-    for (const n of [0, 1, 500, 900, 990, 998, 999]) {
-      const b = hexN(n);
-      calls.push(['eth_getBlockByNumber', [b, false]], ['eth_getBlockByNumber', [b, true]]);
-      calls.push(['eth_getBlockReceipts', [b]], ['eth_getBlockTransactionCountByNumber', [b]]);
-      calls.push(['debug_getRawBlock', [b]], ['debug_getRawHeader', [b]], ['debug_getRawReceipts', [b]]);
-      calls.push(['eth_getUncleCountByBlockNumber', [b]], ['eth_getTransactionByBlockNumberAndIndex', [b, '0x1']]);
-    }
-    let txs = 0;
-    for (const n of [995, 990, 600]) {
-      const blk = await blockOf(n);
-      calls.push(['eth_getBlockByHash', [blk.hash, true]], ['eth_getLogs', [{ blockHash: blk.hash }]]);
-      for (const t of blk.transactions.slice(0, 4)) {
-        txs++;
-        calls.push(['eth_getTransactionByHash', [t.hash]], ['eth_getTransactionReceipt', [t.hash]]);
-        calls.push(['debug_getRawTransaction', [t.hash]]);
-      }
-    }
-    expect(txs).toBeGreaterThan(6);
-    // getLogs ranges below 1,000 and across it.
-    calls.push(['eth_getLogs', [{ fromBlock: hexN(900), toBlock: hexN(FIRST + 20), address: EMITTER }]]);
-    calls.push(['eth_getLogs', [{ fromBlock: hexN(950), toBlock: hexN(999), address: TOKEN }]]);
-    calls.push(['eth_getLogs', [{ fromBlock: hexN(985), toBlock: hexN(FIRST + 5) }]]);
-    // State below 1,000: proven against the verified headers' state roots.
-    for (const n of [999, 950, 700]) {
-      const b = hexN(n);
-      for (const a of accounts.slice(0, 6)) {
-        calls.push(['eth_getBalance', [a, b]], ['eth_getTransactionCount', [a, b]]);
-      }
-      calls.push(['eth_getCode', [TOKEN, b]], ['eth_getStorageAt', [TOKEN, '0x2', b]]);
-      calls.push(['eth_getProof', [TOKEN, ['0x2'], b]]);
-      calls.push(['eth_call', [{ to: TOKEN, input: '0x18160ddd' }, b]]);
-    }
-    const want = await rawBatch(primaryUrl, calls);
-    const got = await rawBatch(url, calls);
-    calls.forEach((c, i) => {
-      expect([c, got[i]]).toEqual([c, want[i]]);
-    });
-    // Real answers, not empty ones: the primary holds every block asked.
-    expect(want.filter((t) => t.includes('"error"'))).toEqual([]);
-    const lookups =
-      /^(eth_getBlockBy|eth_getTransactionBy(Hash|BlockNumberAndIndex)|eth_getTransactionReceipt|eth_getBlockReceipts|debug_)/;
-    expect(
-      calls.filter((c, i) => lookups.test(c[0]) && (want[i] as string).includes('"result":null') && c[1][0] !== '0x0'),
-    ).toEqual([]);
-    expect(want.some((t) => /"result":\[\{"address"/.test(t))).toBe(true);
-    // The headers below 1,000 were walked in batches; proofs came from the history upstream.
-    expect(history.counts.get('eth_getBlockByNumber') ?? 0).toBeGreaterThan(900);
-    expect(history.counts.get('eth_getProof') ?? 0).toBeGreaterThan(0);
+    const calls = await historyCalls(primaryUrl, accounts);
+    await checkHistoryAnswers(primaryUrl, url, calls, history);
 
-    // Lies: a changed transaction, a changed log, a changed balance. Blocks and accounts not read yet.
-    const logBlocks: number[] = [];
-    for (let n = 801; n < 899 && logBlocks.length < 2; n++) {
-      const rs = (await result(primaryUrl, 'eth_getBlockReceipts', [hexN(n)])) as { logs: unknown[] }[];
-      if (rs.some((r) => r.logs.length > 0)) logBlocks.push(n);
-    }
-    expect(logBlocks.length).toBe(2);
-    const lies: { lie: 'tx' | 'log' | 'balance'; call: [string, unknown[]]; says: RegExp }[] = [
-      {
-        lie: 'tx',
-        call: ['eth_getBlockByNumber', [hexN(logBlocks[0] as number), true]],
-        says: /^history not verified: http:\/\/127\.0\.0\.1:\d+ answered history that does not match this node's headers \(block \d+: (transactionsRoot|transaction 0)/,
-      },
-      {
-        lie: 'log',
-        call: ['eth_getBlockReceipts', [hexN(logBlocks[1] as number)]],
-        says: /^history not verified: .*(receiptsRoot|logsBloom)/,
-      },
-      {
-        lie: 'balance',
-        call: ['eth_getBalance', [accounts[7] as string, hexN(720)]],
-        says: /^state not proven: http:\/\/127\.0\.0\.1:\d+ answered a proof that does not verify .*balance of/,
-      },
-    ];
-    for (const l of lies) {
-      history.lie = l.lie;
-      const [m, p] = l.call;
-      if (l.lie === 'log') {
-        const rs = (await result(primaryUrl, m, p)) as { logs: unknown[] }[];
-        expect(rs.some((r) => r.logs.length > 0)).toBe(true);
-      }
-      const e = await call(url, m, p);
-      expect([l.lie, e.result]).toEqual([l.lie, undefined]);
-      expect(e.error?.code).toBe(-32000);
-      expect(e.error?.message).toMatch(l.says);
-      expect(e.error?.message).toContain(history.url.replace(/\/$/, ''));
-      // Still refused while the lie goes on (nothing was kept); the truth afterwards is the primary's.
-      expect((await call(url, m, p)).error?.code).toBe(-32000);
-      history.lie = 'none';
-      expect(await rawBatch(url, [l.call])).toEqual(await rawBatch(primaryUrl, [l.call]));
-    }
-    const metricsUrl = bannerOf(node.output()).metrics;
-    const text = await (await fetch(metricsUrl as string)).text();
-    expect(text).toMatch(/^chainnode_history_upstream_rejected_total 4$/m);
-    expect(text).toMatch(/^chainnode_proven_state_rejected_total 2$/m);
-    const health = JSON.parse(await (await fetch(`${node.base}/health`)).text()) as Record<string, unknown>;
-    expect(JSON.stringify(health)).toMatch(/"historyUpstream":\{"origin":"http:\/\/127\.0\.0\.1:\d+","fetches":\d+/);
+    await checkHistoryLies(primaryUrl, url, history, accounts);
+    await checkHistoryRejections(node);
     await node.stop('SIGTERM');
   }, 600_000);
 
   test('a lying upstream (a changed balance, a flipped proof node) is never served', async () => {
     const health = async (): Promise<string> => (await fetch(`${joined.base}/health`)).text();
-    // Queries no earlier test made: each must reach the upstream.
-    const probe = (block: number, address: string): [string, unknown[]] => ['eth_getBalance', [address, hexN(block)]];
-    const cases: { lie: 'balance' | 'node'; block: number; address: string }[] = [
-      { lie: 'balance', block: FIRST + 3, address: accounts[5] as string },
-      { lie: 'node', block: FIRST + 7, address: accounts[6] as string },
-    ];
-    for (const c of cases) {
-      proxy.lie = c.lie;
-      const [m, p] = probe(c.block, c.address);
-      const e = await call(joinedUrl, m, p);
-      expect(e.result).toBeUndefined();
-      expect(e.error?.code).toBe(-32000);
-      expect(e.error?.message).toMatch(
-        /^state not proven: http:\/\/127\.0\.0\.1:\d+ answered a proof that does not verify/,
-      );
-      expect(e.error?.message).toContain(c.lie === 'balance' ? 'balance of' : 'does not lead from state root');
-      // Asked again while the upstream still lies: still refused (nothing was stored).
-      expect((await call(joinedUrl, m, p)).error?.code).toBe(-32000);
-      proxy.lie = 'none';
-      expect(await result(joinedUrl, m, p)).toEqual(await result(primaryUrl, m, p));
-    }
+    await checkProofLies(proxy, joinedUrl, primaryUrl, accounts);
     const h = JSON.parse(await health()) as Record<string, unknown>;
     expect(JSON.stringify(h)).toMatch(/"rejected":4/);
     const metricsUrl = bannerOf(joined.output()).metrics;
@@ -363,14 +454,7 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
       '--group-blocks',
       '8',
     ];
-    const rng = new Sfc32(0x51_61, 1, 2, 3);
-    for (let k = 0; k < 3; k++) {
-      const child = spawn(process.execPath, [cliBin(), ...args], { stdio: 'ignore' });
-      const exited = new Promise<void>((r) => child.on('exit', () => r()));
-      await new Promise((r) => setTimeout(r, 1500 + Math.floor(rng.next() * 4000)));
-      child.kill('SIGKILL');
-      await exited;
-    }
+    await killSyncThrice(args);
     const r = await runCli(args, { timeoutMs: 600_000 });
     if (r.code !== 0) throw new Error(`resumed sync failed:\n${r.stderr.slice(-2000)}`);
     expect((await digestDatadir(dir)).digest).toEqual(digestJoined);
