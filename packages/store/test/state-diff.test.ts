@@ -131,6 +131,13 @@ function randomState(r: (n: number) => number, crowded: boolean, count: number):
   return m;
 }
 
+/** A random state of `count` accounts from `seed`, built into fresh nodes. */
+async function builtState(seed: number, count: number): Promise<{ nodes: Nodes; m: Model; root: Uint8Array }> {
+  const nodes = new Nodes();
+  const m = randomState(rng(seed), false, count);
+  return { nodes, m, root: await build(nodes, m) };
+}
+
 /** A block of random changes: every kind the diff must show. */
 function randomChanges(r: (n: number) => number, crowded: boolean, m: Model): Model {
   const next = clone(m);
@@ -212,9 +219,7 @@ describe('diffStates against a model', () => {
   }
 
   test('from and to the empty state; the same root reads nothing', async () => {
-    const nodes = new Nodes();
-    const m = randomState(rng(5), false, 30);
-    const root = await build(nodes, m);
+    const { nodes, m, root } = await builtState(5, 30);
     const all = await diffStates(nodes.source, (h) => nodes.codes.get(hex(h)), KECCAK256_RLP, root, far);
     expect(await actual(nodes, all, m)).toEqual(expected(new Map(), m));
     const none = await diffStates(nodes.source, (h) => nodes.codes.get(hex(h)), root, KECCAK256_RLP, far);
@@ -226,10 +231,7 @@ describe('diffStates against a model', () => {
   });
 
   test('one changed balance in 1,000 accounts reads only the nodes on its path', async () => {
-    const nodes = new Nodes();
-    const r = rng(99);
-    const m = randomState(r, false, 1000);
-    const root = await build(nodes, m);
+    const { nodes, m, root } = await builtState(99, 1000);
     const next = clone(m);
     const [k, a] = [...next][555]!;
     a.balance += 1n;
@@ -243,9 +245,7 @@ describe('diffStates against a model', () => {
   });
 
   test('limits: the deadline, the answer size; a missing node or code is an error', async () => {
-    const nodes = new Nodes();
-    const m = randomState(rng(8), false, 50);
-    const root = await build(nodes, m);
+    const { nodes, m, root } = await builtState(8, 50);
     const src = nodes.source;
     const code = (h: Uint8Array) => nodes.codes.get(hex(h));
     await expect(
