@@ -12,7 +12,7 @@ import { digestDatadir } from '@chainnode/store';
 import { chainDir, datadirCopy, runCli, tempDir } from '@chainnode/testkit';
 import { call, result } from './anvil-upstream.js';
 import { compareNodes } from './compare-nodes.js';
-import { createKeyCli, spawnServe } from './serve-helpers.js';
+import { createKeyCli, kept, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 type Json = Record<string, unknown>;
@@ -76,12 +76,9 @@ describe('a chainnode replica follows a chainnode primary', () => {
   });
 
   test('HTTP and WebSocket replicas, SIGKILL x5, primary restart with a 10-block reorg: byte-equal answers, equal digests', async () => {
-    const primaryCopy = await datadirCopy('fixtures');
-    cleanups.push(primaryCopy.cleanup);
-    const wsCopy = await datadirCopy('fixtures');
-    cleanups.push(wsCopy.cleanup);
-    const t = await tempDir('follow-replica-');
-    cleanups.push(t.cleanup);
+    const primaryCopy = await kept(cleanups, datadirCopy('fixtures'));
+    const wsCopy = await kept(cleanups, datadirCopy('fixtures'));
+    const t = await kept(cleanups, tempDir('follow-replica-'));
     const primaryDir = primaryCopy.dir;
     const r1Dir = join(t.dir, 'r1');
     const r2Dir = wsCopy.dir;

@@ -14,7 +14,7 @@ import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { methodCosts } from '@chainnode/rpc';
 import { chainDir, datadirCopy, runCli, tempDir } from '@chainnode/testkit';
-import { bannerOf, createKeyCli, spawnServe } from './serve-helpers.js';
+import { bannerOf, createKeyCli, kept, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const haveBoth = chainDir('fixtures') !== undefined && chainDir('execution-apis') !== undefined;
@@ -374,12 +374,9 @@ async function checkStoreOutage(
 maybe(
   'two networks in one process: answers by Host match each chain alone; one balance; unknown/disallowed refused; isolated failures',
   async () => {
-    const a = await datadirCopy('fixtures');
-    cleanups.push(a.cleanup);
-    const b = await datadirCopy('execution-apis');
-    cleanups.push(b.cleanup);
-    const home = await tempDir('chainnode-home-');
-    cleanups.push(home.cleanup);
+    const a = await kept(cleanups, datadirCopy('fixtures'));
+    const b = await kept(cleanups, datadirCopy('execution-apis'));
+    const home = await kept(cleanups, tempDir('chainnode-home-'));
 
     const refA = await reference(a.dir);
     const refB = await reference(b.dir);

@@ -235,6 +235,16 @@ export function perTest(): { cleanups: (() => Promise<unknown>)[]; copy: () => P
   return { cleanups, copy };
 }
 
+/** `made` (a datadir copy, a temporary directory) once ready, its cleanup queued on `cleanups`. */
+export async function kept<T extends { cleanup: () => Promise<void> }>(
+  cleanups: (() => Promise<unknown>)[],
+  made: Promise<T>,
+): Promise<T> {
+  const m = await made;
+  cleanups.push(m.cleanup);
+  return m;
+}
+
 /**
  * A service a test runs beside its servers (nginx, prometheus): spawned with its stderr kept,
  * stopped by `cleanups` (SIGTERM, awaited), and resolved once `ready()` holds. One that exits, or
