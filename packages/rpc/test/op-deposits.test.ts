@@ -17,14 +17,12 @@ import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { chainFamilyOf, depositTxFromJson, encodeDepositTx, fromHex, toData } from '@chainnode/core';
 import { StoreWriter, openChainStore } from '@chainnode/store';
 import type { BlockInput, StoredReceipt } from '@chainnode/store';
-import { freePort, opDevnetConfig, repoRoot } from '@chainnode/testkit';
+import { ANVIL_DEV_ACCOUNTS, freePort, opDevnetConfig, repoRoot } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 
 type Json = Record<string, unknown>;
 
-const DEV0 = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266';
-const DEV1 = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8';
-const DEV2 = '0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc';
+const [DEV0, DEV1, DEV2] = ANVIL_DEV_ACCOUNTS;
 const SYSTEM = '0xdeaddeaddeaddeaddeaddeaddeaddeaddead0001';
 const L1_BLOCK = '0x4200000000000000000000000000000000000015';
 const MINTER = '0x1111111111111111111111111111111111111111';
