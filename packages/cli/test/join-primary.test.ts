@@ -312,6 +312,23 @@ async function checkHistoryRejections(node: ServeProcess): Promise<void> {
   expect(JSON.stringify(health)).toMatch(/"historyUpstream":\{"origin":"http:\/\/127\.0\.0\.1:\d+","fetches":\d+/);
 }
 
+/** `sync` joining at block 1,000 from `from` into `dir`, in groups of 8 blocks. */
+function joinSyncArgs(from: string, genesis: string, dir: string): string[] {
+  return [
+    'sync',
+    '--from',
+    from,
+    '--genesis',
+    genesis,
+    '--start-block',
+    String(FIRST),
+    '--datadir',
+    dir,
+    '--group-blocks',
+    '8',
+  ];
+}
+
 maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
   const procs: ServeProcess[] = [];
   const cleanups: (() => Promise<void>)[] = [];
@@ -441,19 +458,7 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
 
   test('SIGKILL during the history backfill, resumed: digest-equal to the uninterrupted join', async () => {
     const dir = join(temp.dir, 'killed');
-    const args = [
-      'sync',
-      '--from',
-      primaryUrl,
-      '--genesis',
-      genesis,
-      '--start-block',
-      String(FIRST),
-      '--datadir',
-      dir,
-      '--group-blocks',
-      '8',
-    ];
+    const args = joinSyncArgs(primaryUrl, genesis, dir);
     await killSyncThrice(args);
     const r = await runCli(args, { timeoutMs: 600_000 });
     if (r.code !== 0) throw new Error(`resumed sync failed:\n${r.stderr.slice(-2000)}`);

@@ -87,6 +87,26 @@ async function hammerOn(replicas: ServeProcess[], key: string, ms: number, conns
   return { answered, statuses, failed, t0, t1: performance.now() };
 }
 
+/**
+ * `n` datadir copies of the chain, pushed to `dirs` as made (so a failure still cleans them), each
+ * with a generous Redis timeout (default 1 s): on a heavily loaded machine a slow reply would
+ * count as Redis being away and the replicas would decide locally (the outage test kills
+ * Redis, so its commands fail at once whatever the timeout).
+ */
+async function addReplicaDirs(dirs: { dir: string; cleanup: () => Promise<void> }[], n: number): Promise<void> {
+  for (let i = 0; i < n; i++) dirs.push(await datadirCopy(chain));
+  for (const d of dirs) await writeFile(join(d.dir, 'server.json'), JSON.stringify({ ledgerCommandTimeoutMs: 10_000 }));
+}
+
+/** Until every replica has logged its journal replayed (at most 10 s). */
+async function journalsReplayed(replicas: ServeProcess[]): Promise<void> {
+  const t0 = Date.now();
+  while (!replicas.every((r) => r.output().includes('journal replayed'))) {
+    if (Date.now() - t0 > 10_000) throw new Error('journals not replayed');
+    await sleep(100);
+  }
+}
+
 maybe('three replicas sharing one Redis ledger', () => {
   let redis: RedisProcess;
   const dirs: { dir: string; cleanup: () => Promise<void> }[] = [];
@@ -102,12 +122,7 @@ maybe('three replicas sharing one Redis ledger', () => {
   beforeAll(async () => {
     // Persistence on (AOF, fsync always): the outage test stops Redis and expects its data back.
     redis = await startRedis({ persist: true });
-    for (let i = 0; i < 3; i++) dirs.push(await datadirCopy(chain));
-    // A generous Redis timeout (default 1 s): on a heavily loaded machine a slow reply would
-    // count as Redis being away and the replicas would decide locally (the outage test kills
-    // Redis, so its commands fail at once whatever the timeout).
-    for (const d of dirs)
-      await writeFile(join(d.dir, 'server.json'), JSON.stringify({ ledgerCommandTimeoutMs: 10_000 }));
+    await addReplicaDirs(dirs, 3);
     replicas = await Promise.all([0, 1, 2].map(startReplica));
     for (const r of replicas) expect(r.output()).toContain('ledger    redis (shared; when unreachable: fail-open)');
   });
@@ -206,11 +221,7 @@ maybe('three replicas sharing one Redis ledger', () => {
     expect([...h.statuses.keys()]).toEqual([200]); // nothing refused: fail-open
     for (const r of replicas) expect(r.output()).toContain('serving on local decisions');
     // Replicas replay their journals once Redis answers again.
-    const t0 = Date.now();
-    while (!replicas.every((r) => r.output().includes('journal replayed'))) {
-      if (Date.now() - t0 > 10_000) throw new Error('journals not replayed');
-      await sleep(100);
-    }
+    await journalsReplayed(replicas);
     expect(await redisUsed(key)).toBe(used0 + h.answered * COST);
   });
 
