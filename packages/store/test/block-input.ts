@@ -1,5 +1,6 @@
 // The stored-block input the store's tests write: legacy transactions from the zero address,
 // each succeeding with 21,000 gas.
+import { RLP } from '@ethereumjs/rlp';
 import type { BlockInput, LogInput } from '../src/index.js';
 
 export function blockInput(b: {
@@ -35,3 +36,24 @@ export function tagged(tag: number, i: number, n: number): Uint8Array {
 /** The address and the topic that every test chain logs often. */
 export const HOT_ADDR = tagged(0xaa, 0, 20);
 export const HOT_TOPIC = tagged(0xee, 0, 32);
+
+/** A pre-London header's RLP: block n over parent, zero roots and miner, gas limit 30M, the given bloom and timestamp. */
+export function legacyHeaderRlp(n: number, parent: Uint8Array, bloom: Uint8Array, timestamp: number): Uint8Array {
+  return RLP.encode([
+    parent,
+    new Uint8Array(32),
+    new Uint8Array(20),
+    new Uint8Array(32),
+    new Uint8Array(32),
+    new Uint8Array(32),
+    bloom,
+    0,
+    n,
+    30_000_000,
+    0,
+    timestamp,
+    new Uint8Array(0),
+    new Uint8Array(32),
+    new Uint8Array(8),
+  ]);
+}

@@ -13,7 +13,7 @@ import { LevelChainStore, StoreWriter, digestDatadir } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
-import { HOT_ADDR, HOT_TOPIC, blockInput, tagged } from './block-input.js';
+import { HOT_ADDR, HOT_TOPIC, blockInput, legacyHeaderRlp, tagged } from './block-input.js';
 import { SEGMENT_SPAN } from '../src/log-segments.js';
 import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, OPEN_CHUNK, encodeAddressLogsJson, tables } from '../src/schema.js';
 
@@ -45,24 +45,6 @@ function lcg(seed: number): () => number {
 function makeChain(length = BLOCKS): { blocks: BlockInput[]; genesis: BlockInput; all: Gen[] } {
   const r = lcg(42);
   const all: Gen[] = [];
-  const header = (n: number, parent: Uint8Array, bloom: Uint8Array) =>
-    RLP.encode([
-      parent,
-      new Uint8Array(32),
-      new Uint8Array(20),
-      new Uint8Array(32),
-      new Uint8Array(32),
-      new Uint8Array(32),
-      bloom,
-      0,
-      n,
-      30_000_000,
-      0,
-      1_000 + n * 12,
-      new Uint8Array(0),
-      new Uint8Array(32),
-      new Uint8Array(8),
-    ]);
   const block = (n: number, parent: Uint8Array, logs: LogInput[][]): BlockInput => {
     const bloom = new Uint8Array(256);
     for (const l of logs.flat()) {
@@ -74,7 +56,7 @@ function makeChain(length = BLOCKS): { blocks: BlockInput[]; genesis: BlockInput
         }
       }
     }
-    const headerRlp = header(n, parent, bloom);
+    const headerRlp = legacyHeaderRlp(n, parent, bloom, 1_000 + n * 12);
     const hash = keccak256(headerRlp);
     const txs = logs.map((_, i) => RLP.encode([n, i, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]));
     const txHashes = txs.map((t) => keccak256(t));

@@ -14,27 +14,11 @@ import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { LevelChainStore, StoreWriter } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
-import { HOT_ADDR, HOT_TOPIC, blockInput, tagged } from './block-input.js';
+import { HOT_ADDR, HOT_TOPIC, blockInput, legacyHeaderRlp, tagged } from './block-input.js';
 import { LOG_INDEX_CHUNK, Prefix } from '../src/schema.js';
 
 function block(n: number, parent: Uint8Array, branch: number): BlockInput {
-  const headerRlp = RLP.encode([
-    parent,
-    new Uint8Array(32),
-    new Uint8Array(20),
-    new Uint8Array(32),
-    new Uint8Array(32),
-    new Uint8Array(32),
-    new Uint8Array(256),
-    0,
-    n,
-    30_000_000,
-    0,
-    1_000 + n * 12 + branch,
-    new Uint8Array(0),
-    new Uint8Array(32),
-    new Uint8Array(8),
-  ]);
+  const headerRlp = legacyHeaderRlp(n, parent, new Uint8Array(256), 1_000 + n * 12 + branch);
   const hash = keccak256(headerRlp);
   // 3 txs; each with 100 logs on the hot address/topic and a branch-specific address.
   const logs: LogInput[][] = [];
