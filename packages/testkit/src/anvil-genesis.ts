@@ -94,22 +94,10 @@ export function preMergeGenesis(o: {
   alloc: Record<string, unknown>;
   baseFeePerGas?: bigint;
 }) {
+  // londonConfig's forks in their order, Muir Glacier before Berlin, London where asked.
+  const { berlinBlock, londonBlock: _atGenesis, ...throughIstanbul } = londonConfig(o.chainId);
   return {
-    config: {
-      chainId: o.chainId,
-      homesteadBlock: 0,
-      eip150Block: 0,
-      eip155Block: 0,
-      eip158Block: 0,
-      byzantiumBlock: 0,
-      constantinopleBlock: 0,
-      petersburgBlock: 0,
-      istanbulBlock: 0,
-      muirGlacierBlock: 0,
-      berlinBlock: 0,
-      londonBlock: o.londonBlock,
-      ethash: {},
-    },
+    config: { ...throughIstanbul, muirGlacierBlock: 0, berlinBlock, londonBlock: o.londonBlock, ethash: {} },
     nonce: '0x0000000000000042',
     timestamp: `0x${o.timestamp.toString(16)}`,
     extraData: o.extraData,
