@@ -2,7 +2,7 @@
 // (config.corsOrigins). Every response carries the allow-origin header; OPTIONS preflights are
 // answered here for any path.
 import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import type { Listener } from './listener.js';
+import type { Metrics } from './metrics.js';
 import { H_ALLOW_ORIGIN, H_VARY, V_ANY, V_ORIGIN } from './reply.js';
 
 /** Writes the CORS headers of a response to a request from `origin`. */
@@ -18,8 +18,14 @@ export function corsWriter(corsOrigins: readonly string[]): (res: HttpResponse, 
   };
 }
 
+/** What a preflight needs of the listener: its CORS headers and its response count. */
+export interface PreflightHost {
+  writeCors(res: HttpResponse, origin: string): void;
+  readonly metrics: Pick<Metrics, 'response'>;
+}
+
 /** Answers CORS preflights (OPTIONS on any path) with 204. */
-export function servePreflight(app: TemplatedApp, l: Listener): void {
+export function servePreflight(app: TemplatedApp, l: PreflightHost): void {
   app.options('/*', (res, req) => {
     const origin = req.getHeader('origin');
     const reqHeaders = req.getHeader('access-control-request-headers');
