@@ -20,7 +20,14 @@ import {
   createLegacyTxFromBytesArray,
   type TypedTransaction,
 } from '@ethereumjs/tx';
-import { type Address, bytesToHex, createAccount, createContractAddress, KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
+import {
+  type Address,
+  bytesToHex,
+  concatBytes,
+  createAccount,
+  createContractAddress,
+  KECCAK256_RLP_ARRAY,
+} from '@ethereumjs/util';
 import { createVM, type RunBlockResult, runBlock, type VM } from '@ethereumjs/vm';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 
@@ -196,7 +203,7 @@ export async function buildFixtureChain(progress: Progress = () => {}): Promise<
   return {
     fork,
     genesisJson: `${JSON.stringify(setup.genesis, null, 2)}\n`,
-    chainRlp: concat(encodedBlocks),
+    chainRlp: concatBytes(...encodedBlocks),
     genesisHash: bytesToHex(setup.genesisHeader.hash()),
     genesisStateRoot: bytesToHex(setup.genesisStateRoot),
     stats,
@@ -795,7 +802,7 @@ async function buildFork(
   progress(
     `fork: blocks ${FORK_AT + 1}..${FORK_AT + FORK_BLOCKS} on block ${FORK_AT}: ${forkStats.txs} txs, ${forkStats.logs} logs, head ${forkStats.headHash}`,
   );
-  return { chainRlp: concat(forkBlocks), forkAt: FORK_AT, ...forkStats };
+  return { chainRlp: concatBytes(...forkBlocks), forkAt: FORK_AT, ...forkStats };
 }
 
 /** 1-6 type-2 transactions of a fork block: emitAll calls and plain transfers, none reverting. */
@@ -869,15 +876,4 @@ function bytesToBigInt(b: Uint8Array): bigint {
 
 function hexToBytes(hex: string): Uint8Array {
   return Uint8Array.from(Buffer.from(hex.replace(/^0x/, ''), 'hex'));
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const total = parts.reduce((n, p) => n + p.length, 0);
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
 }
