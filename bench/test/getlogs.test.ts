@@ -2,13 +2,14 @@
 // answers equal the bloom-scan answers and a brute-force filter over the logs the generator made,
 // and that `--json` carries every figure under its stable name.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bytesEqual } from '@chainnode/core';
 import type { LogQuery, LogQueryResult } from '@chainnode/core';
 import { LevelChainStore } from '@chainnode/store';
+import { tempDir } from '@chainnode/testkit';
+import type { TempDir } from '@chainnode/testkit';
 import { MAX_RESULTS, QUERY_NAMES, logChainBuilder, queryCases } from '../src/getlogs-run.js';
 import { chainSpec } from '../src/synth.js';
 import type { ChainFacts, GeneratedLog } from '../src/synth.js';
@@ -42,23 +43,21 @@ function key(r: LogQueryResult): string {
 }
 
 describe('getLogs bench at smoke size', () => {
-  let dir: string;
+  let tmp: TempDir;
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'bench-getlogs-test-'));
+    tmp = await tempDir('bench-getlogs-test-');
   });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  afterAll(() => tmp.cleanup());
 
   test('every query of the mix: index = bloom scan = brute force over the generated logs', async () => {
     const facts: ChainFacts = await logChainBuilder.build(
       { spec: chainSpec('smoke'), keepLogs: true },
-      join(dir, 'data'),
+      join(tmp.dir, 'data'),
       () => undefined,
     );
     const all = facts.generated as GeneratedLog[];
     expect(all.length).toBe(facts.logs);
-    const store = await LevelChainStore.open(join(dir, 'data'));
+    const store = await LevelChainStore.open(join(tmp.dir, 'data'));
     try {
       const seen = new Set<string>();
       let tooMany = 0;
@@ -81,7 +80,7 @@ describe('getLogs bench at smoke size', () => {
   });
 
   test('--smoke --json writes every figure under its stable name', async () => {
-    const out = join(dir, 'smoke.json');
+    const out = join(tmp.dir, 'smoke.json');
     const res = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
       execFile(
         process.execPath,

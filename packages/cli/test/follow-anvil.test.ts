@@ -37,6 +37,107 @@ const common = createCommonFromGethGenesis(GENESIS as unknown as GethGenesis, { 
 type Json = Record<string, unknown>;
 const hexN = (n: number | bigint) => `0x${n.toString(16)}`;
 
+/** The logger contracts (the workload's log-emitting creation code) deployed in anvil's latest block. */
+async function loggersDeployedAtHead(anvilUrl: string): Promise<string[]> {
+  const out: string[] = [];
+  const blk = await result<Json>(anvilUrl, 'eth_getBlockByNumber', ['latest', true]);
+  for (const tx of blk.transactions as Json[]) {
+    if (
+      tx.to !== null ||
+      tx.input !== `0x${'601f600c600039601f6000f3'}361560195736600060003733600035366000a23360003555005b60006000fd`
+    )
+      continue;
+    const receipt = await result<Json>(anvilUrl, 'eth_getTransactionReceipt', [tx.hash]);
+    if (receipt.status === '0x1') out.push(receipt.contractAddress as string);
+  }
+  return out;
+}
+
+/**
+ * Each transaction of the orphaned blocks, asked of both: anvil_reorg may mine an orphaned tx again
+ * in the new branch, then both answer it from there. A tx only in orphaned blocks (anvil: null, or
+ * back in its pool with blockHash null) is null here — geth's rule; this node has no pool.
+ * Returns how many were only in orphaned blocks.
+ */
+async function checkOrphanedTxs(anvilUrl: string, ours: string, orphanTxs: readonly string[]): Promise<number> {
+  let orphanedOnly = 0;
+  for (const h of orphanTxs) {
+    const [a, o] = await Promise.all([
+      call(anvilUrl, 'eth_getTransactionByHash', [h]),
+      call(ours, 'eth_getTransactionByHash', [h]),
+    ]);
+    const ta = a.result as Json | null;
+    if (ta === null || ta.blockHash === null) {
+      expect([h, o.result]).toEqual([h, null]);
+      orphanedOnly++;
+    } else {
+      expect([h, o.result]).toEqual([h, ta]);
+      expect((await result<Json>(ours, 'eth_getBlockByNumber', [ta.blockNumber, false])).hash).toBe(ta.blockHash);
+    }
+  }
+  return orphanedOnly;
+}
+
+/** The transactions of anvil's blocks `from`..`to` (those a reorg of them orphans). */
+async function txsOfBlocks(anvilUrl: string, from: number, to: number): Promise<string[]> {
+  const txs: string[] = [];
+  for (let n = from; n <= to; n++) {
+    const b = await result<Json>(anvilUrl, 'eth_getBlockByNumber', [hexN(n), false]);
+    txs.push(...(b.transactions as string[]));
+  }
+  return txs;
+}
+
+/** anvil_reorg's replacement transactions for a reorg of `depth` blocks: depth + 1 of them, spread over the new blocks. */
+function replacementTxs(depth: number, logger: string | undefined): [Json, number][] {
+  return Array.from({ length: depth + 1 }, (_, j) => {
+    const i = 10_000 + depth * 10 + j;
+    const req = txRequest(j % 2 === 0 ? 3 : 2, i, logger);
+    delete req.gas;
+    return [{ ...req, gas: '0x186a0' }, j % depth];
+  });
+}
+
+/** /health once its follow state is `failed` (or the last answer after 30 s). */
+async function healthOnceFailed(base: string): Promise<Json> {
+  const t0 = Date.now();
+  let health: Json = {};
+  while (Date.now() - t0 < 30_000) {
+    health = (await (await fetch(`${base}/health`)).json()) as Json;
+    if ((health.follow as Json).state === 'failed') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return health;
+}
+
+/** The follow series once the ingest stopped on block `before + 1`. */
+async function expectFailedFollowMetrics(metricsUrl: string, before: number): Promise<void> {
+  const metrics = await (await fetch(metricsUrl)).text();
+  expect(metrics).toContain('chainnode_follow_failed 1');
+  expect(metrics).toContain(`chainnode_follow_local_head_block ${before}`);
+  expect(metrics).toContain(`chainnode_follow_upstream_head_block ${before + 1}`);
+  expect(metrics).toContain('chainnode_follow_lag_blocks 1');
+  expect(metrics).toMatch(/chainnode_follow_last_error_timestamp_seconds [1-9]\d+/);
+}
+
+/** `sync --from` anvil resumes with the same --genesis; a genesis.json of another block 0 is refused. */
+async function checkSyncResume(anvilUrl: string, root: string): Promise<void> {
+  const dir = join(root, 'resume');
+  const genesisPath = join(root, 'genesis.json');
+  const first = await runCli(['sync', '--from', anvilUrl, '--genesis', genesisPath, '--to', '3', '--datadir', dir]);
+  expect(first.code).toBe(0);
+  const again = await runCli(['sync', '--from', anvilUrl, '--genesis', genesisPath, '--to', '6', '--datadir', dir]);
+  expect(again.stderr).not.toContain('holds a chain with genesis');
+  expect(again.code).toBe(0);
+  expect(again.stdout + again.stderr).toMatch(/head 6 0x[0-9a-f]{64}/);
+  // A genesis.json that builds another block 0 is still refused.
+  const other = join(root, 'other-genesis.json');
+  await writeFile(other, JSON.stringify({ ...GENESIS, extraData: '0x1234' }));
+  const wrong = await runCli(['sync', '--from', anvilUrl, '--genesis', other, '--to', '7', '--datadir', dir]);
+  expect(wrong.code).not.toBe(0);
+  expect(wrong.stderr).toContain('holds a chain with genesis');
+}
+
 describe('serve --follow with anvil as the upstream', () => {
   let anvil: Anvil;
   let node: ServeProcess;
@@ -70,19 +171,8 @@ describe('serve --follow with anvil as the upstream', () => {
         await send(txRequest(i, i, loggers[i % Math.max(1, loggers.length)]));
       }
       await result(anvil.url, 'evm_mine', []);
-      if (loggers.length < 3) {
-        // Remember deployed loggers for log-emitting calls.
-        const blk = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', true]);
-        for (const tx of blk.transactions as Json[]) {
-          if (
-            tx.to !== null ||
-            tx.input !== `0x${'601f600c600039601f6000f3'}361560195736600060003733600035366000a23360003555005b60006000fd`
-          )
-            continue;
-          const receipt = await result<Json>(anvil.url, 'eth_getTransactionReceipt', [tx.hash]);
-          if (receipt.status === '0x1') loggers.push(receipt.contractAddress as string);
-        }
-      }
+      // Remember deployed loggers for log-emitting calls.
+      if (loggers.length < 3) loggers.push(...(await loggersDeployedAtHead(anvil.url)));
     }
   }
 
@@ -115,37 +205,11 @@ describe('serve --follow with anvil as the upstream', () => {
     for (let depth = 1; depth <= 5; depth++) {
       const head = Number(await result<string>(anvil.url, 'eth_blockNumber', []));
       // Transactions of the blocks about to be orphaned (those not re-included must vanish).
-      const orphanTxs: string[] = [];
-      for (let n = head - depth + 1; n <= head; n++) {
-        const b = await result<Json>(anvil.url, 'eth_getBlockByNumber', [hexN(n), false]);
-        orphanTxs.push(...(b.transactions as string[]));
-      }
-      const replacements = Array.from({ length: depth + 1 }, (_, j) => {
-        const i = 10_000 + depth * 10 + j;
-        const req = txRequest(j % 2 === 0 ? 3 : 2, i, loggers[0]);
-        delete req.gas;
-        return [{ ...req, gas: '0x186a0' }, j % depth];
-      });
-      await result(anvil.url, 'anvil_reorg', [depth, replacements]);
+      const orphanTxs = await txsOfBlocks(anvil.url, head - depth + 1, head);
+      await result(anvil.url, 'anvil_reorg', [depth, replacementTxs(depth, loggers[0])]);
       await waitSynced();
       await compareAll();
-      for (const h of orphanTxs) {
-        const [a, o] = await Promise.all([
-          call(anvil.url, 'eth_getTransactionByHash', [h]),
-          call(ours, 'eth_getTransactionByHash', [h]),
-        ]);
-        // anvil_reorg may mine an orphaned tx again in the new branch: then both answer it from
-        // there. A tx only in orphaned blocks (anvil: null, or back in its pool with blockHash
-        // null) is null here — geth's rule; this node has no pool.
-        const ta = a.result as Json | null;
-        if (ta === null || ta.blockHash === null) {
-          expect([h, o.result]).toEqual([h, null]);
-          orphanedOnly++;
-        } else {
-          expect([h, o.result]).toEqual([h, ta]);
-          expect((await result<Json>(ours, 'eth_getBlockByNumber', [ta.blockNumber, false])).hash).toBe(ta.blockHash);
-        }
-      }
+      orphanedOnly += await checkOrphanedTxs(anvil.url, ours, orphanTxs);
       await mine(2); // the chain goes on from the new branch
       await waitSynced();
     }
@@ -187,20 +251,7 @@ describe('serve --follow with anvil as the upstream', () => {
   });
 
   test("sync --from anvil resumes with the same --genesis given again (the stored block 0 is anvil's header, not the one built here)", async () => {
-    const dir = join(temp.dir, 'resume');
-    const genesisPath = join(temp.dir, 'genesis.json');
-    const first = await runCli(['sync', '--from', anvil.url, '--genesis', genesisPath, '--to', '3', '--datadir', dir]);
-    expect(first.code).toBe(0);
-    const again = await runCli(['sync', '--from', anvil.url, '--genesis', genesisPath, '--to', '6', '--datadir', dir]);
-    expect(again.stderr).not.toContain('holds a chain with genesis');
-    expect(again.code).toBe(0);
-    expect(again.stdout + again.stderr).toMatch(/head 6 0x[0-9a-f]{64}/);
-    // A genesis.json that builds another block 0 is still refused.
-    const other = join(temp.dir, 'other-genesis.json');
-    await writeFile(other, JSON.stringify({ ...GENESIS, extraData: '0x1234' }));
-    const wrong = await runCli(['sync', '--from', anvil.url, '--genesis', other, '--to', '7', '--datadir', dir]);
-    expect(wrong.code).not.toBe(0);
-    expect(wrong.stderr).toContain('holds a chain with genesis');
+    await checkSyncResume(anvil.url, temp.dir);
   }, 120_000);
 
   test('a block that fails verification stops the ingest; serving continues on the verified prefix; /health and metrics show it', async () => {
@@ -210,12 +261,7 @@ describe('serve --follow with anvil as the upstream', () => {
     await send({ from: DEV[2], data: REVERTING_INIT, type: '0x2', gas: '0x30d40' });
     await result(anvil.url, 'evm_mine', []);
     const t0 = Date.now();
-    let health: Json = {};
-    while (Date.now() - t0 < 30_000) {
-      health = (await (await fetch(`${node.base}/health`)).json()) as Json;
-      if ((health.follow as Json).state === 'failed') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const health = await healthOnceFailed(node.base);
     expect(health.follow).toMatchObject({ state: 'failed', localHead: before, upstreamHead: before + 1 });
     expect((health.follow as Json).lastError).toMatch(
       new RegExp(`^block ${before + 1}: stateRoot mismatch: block says 0x[0-9a-f]{64}, computed 0x[0-9a-f]{64}$`),
@@ -225,12 +271,7 @@ describe('serve --follow with anvil as the upstream', () => {
     expect(node.output()).toMatch(/follow: ingest stopped: block \d+: stateRoot mismatch/);
     const metricsUrl = bannerOf(node.output()).metrics;
     expect(metricsUrl).toBeDefined();
-    const metrics = await (await fetch(metricsUrl as string)).text();
-    expect(metrics).toContain('chainnode_follow_failed 1');
-    expect(metrics).toContain(`chainnode_follow_local_head_block ${before}`);
-    expect(metrics).toContain(`chainnode_follow_upstream_head_block ${before + 1}`);
-    expect(metrics).toContain('chainnode_follow_lag_blocks 1');
-    expect(metrics).toMatch(/chainnode_follow_last_error_timestamp_seconds [1-9]\d+/);
+    await expectFailedFollowMetrics(metricsUrl as string, before);
     // Still serving the verified chain.
     expect(await result(ours, 'eth_blockNumber', [])).toBe(hexN(before));
     const b = await result<Json>(ours, 'eth_getBlockByNumber', [hexN(before), false]);

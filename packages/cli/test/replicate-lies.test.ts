@@ -118,6 +118,15 @@ class LyingProxy {
   }
 }
 
+/** A logger contract (for storage writes and logs) deployed in a block of its own; its address. */
+async function deployLogger(anvilUrl: string): Promise<string> {
+  await result(anvilUrl, 'eth_sendTransaction', [txRequest(5, 0, undefined)]);
+  await result(anvilUrl, 'evm_mine', []);
+  const blk = await result<Json>(anvilUrl, 'eth_getBlockByNumber', ['latest', true]);
+  const receipt = await result<Json>(anvilUrl, 'eth_getTransactionReceipt', [(blk.transactions as Json[])[0]?.hash]);
+  return receipt.contractAddress as string;
+}
+
 describe('replication from a lying upstream', () => {
   let anvil: Anvil;
   let proxy: LyingProxy;
@@ -133,12 +142,7 @@ describe('replication from a lying upstream', () => {
     anvil = await startAnvil(temp.dir, ['--no-mining']);
     proxy = new LyingProxy(anvil.url);
     await proxy.start();
-    // A logger contract for storage writes and logs.
-    await result(anvil.url, 'eth_sendTransaction', [txRequest(5, 0, undefined)]);
-    await result(anvil.url, 'evm_mine', []);
-    const blk = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', true]);
-    const receipt = await result<Json>(anvil.url, 'eth_getTransactionReceipt', [(blk.transactions as Json[])[0]?.hash]);
-    loggers.push(receipt.contractAddress as string);
+    loggers.push(await deployLogger(anvil.url));
     txCounter = 1;
     await mine(10);
     const args = ['--ingest', 'replicate', '--threads', '1'];

@@ -1,11 +1,11 @@
 // A genesis.json in op-geth's format (geth's, plus the OP fork schedule and a `config.optimism`
 // block, field names as op-geth's params.ChainConfig spells them) loads through the same
 // readGenesisJson / commonFromGenesis as geth's, and core's chainFamilyOf tells the two apart.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chainFamilyOf } from '@chainnode/core';
-import { cancunConfig, opDevnetConfig, repoRoot } from '@chainnode/testkit';
+import { cancunConfig, opDevnetConfig, repoRoot, tempDir } from '@chainnode/testkit';
+import type { TempDir } from '@chainnode/testkit';
 import { commonFromGenesis, readGenesisJson } from '../src/genesis.js';
 
 const genesisFields = {
@@ -51,19 +51,17 @@ const opScheduled = {
 };
 
 describe("op-geth's genesis.json", () => {
-  let dir: string;
+  let tmp: TempDir;
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'op-genesis-'));
+    tmp = await tempDir('op-genesis-');
   });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  afterAll(() => tmp.cleanup());
 
   test.each([
     ['every fork at genesis', opDevnet, 901n, 'prague'],
     ['forks scheduled later', opScheduled, 10n, 'berlin'],
   ])('%s: loads, builds its Common, and is of the optimism family', async (_name, json, chainId, genesisFork) => {
-    const path = join(dir, `${chainId}.json`);
+    const path = join(tmp.dir, `${chainId}.json`);
     await writeFile(path, JSON.stringify(json));
     const g = await readGenesisJson(path);
     expect(chainFamilyOf(g)).toBe('optimism');

@@ -5,20 +5,17 @@
 // and by hash. Also: an orphaned or unknown hash is not answered from the ready rows. And the
 // full-transaction answers, written from the stored encodings (transaction-text.ts), against
 // JSON.stringify of the object formatter over the store's decoded transactions.
-import { openChainStore } from '@chainnode/store';
-import { availableChains, datadirCopy } from '@chainnode/testkit';
-import { createRpcService } from '../src/index.js';
+import { availableChains } from '@chainnode/testkit';
 import { blockText } from '../src/formatters/block.js';
 import { expectedBlockText } from './block-oracle.js';
+import { serviceOnCopy } from './rpc-call.js';
 
 const chains = availableChains();
 
 test.each(chains)(
   '%s: the ready hashes-only answer equals the formatted block, and the full answer the formatted objects, for every block',
   async (chain) => {
-    const c = await datadirCopy(chain);
-    const store = await openChainStore(c.dir);
-    const svc = createRpcService(store);
+    const { store, svc, close } = await serviceOnCopy(chain);
     const call = async (method: string, params: unknown[]): Promise<string> => {
       const r = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
       const text = typeof r === 'string' ? r : (r as { body: string }).body;
@@ -66,8 +63,7 @@ test.each(chains)(
         '{"jsonrpc":"2.0","id":1,"result":null}',
       );
     } finally {
-      await store.close();
-      await c.cleanup();
+      await close();
     }
   },
   180_000,

@@ -3,12 +3,11 @@
 // log-text.test checks against formatLog, itself checked against geth in format.test), over a real
 // import: every address that emitted logs, single blocks, random ranges, the whole chain, several
 // addresses at once, with topics; and through the RPC method, byte for byte.
-import { openChainStore } from '@chainnode/store';
-import { availableChains, datadirCopy } from '@chainnode/testkit';
+import { availableChains } from '@chainnode/testkit';
 import { chunksToBytes } from '@chainnode/core';
 import type { LogQuery } from '@chainnode/core';
-import { createRpcService } from '../src/index.js';
 import { formatLogsText } from '../src/formatters/log.js';
+import { serviceOnCopy } from './rpc-call.js';
 
 const chains = availableChains();
 const hex = (b: Uint8Array): string => `0x${Buffer.from(b).toString('hex')}`;
@@ -16,9 +15,7 @@ const hex = (b: Uint8Array): string => `0x${Buffer.from(b).toString('hex')}`;
 test.each(chains)(
   '%s: getLogs from the address rows equals the per-log rows, formatted',
   async (chain) => {
-    const c = await datadirCopy(chain);
-    const store = await openChainStore(c.dir);
-    const svc = createRpcService(store);
+    const { store, svc, close } = await serviceOnCopy(chain);
     try {
       const logsText = store.logsText?.bind(store);
       if (logsText === undefined) throw new Error('the LevelDB store answers getLogs as text');
@@ -101,8 +98,7 @@ test.each(chains)(
       }
       expect(nonEmpty).toBeGreaterThan(queries.length / 2);
     } finally {
-      await store.close();
-      await c.cleanup();
+      await close();
     }
   },
   300_000,

@@ -10,11 +10,9 @@ import { RLP } from '@ethereumjs/rlp';
 import { bytesToHex, hexToBytes } from '@ethereumjs/util';
 import type { PrefixedHexString } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { LevelChainStore } from '@chainnode/store';
-import { availableChains, datadirCopy } from '@chainnode/testkit';
-import { createRpcService } from '../src/index.js';
+import { availableChains } from '@chainnode/testkit';
 import type { JsonBlock, RpcServiceApi } from '../src/index.js';
-import { callRpc } from './rpc-call.js';
+import { callRpc, serviceOnCopy } from './rpc-call.js';
 
 type Nested = Uint8Array | Nested[];
 const b = (h: string): Uint8Array => hexToBytes(h as PrefixedHexString);
@@ -39,9 +37,7 @@ async function trieRoot(values: Uint8Array[]): Promise<string> {
 test.each(chains)(
   '%s: every block and transaction encoding re-derived',
   async (chain) => {
-    const c = await datadirCopy(chain);
-    const store = await LevelChainStore.open(c.dir);
-    const svc = createRpcService(store);
+    const { store, svc, close } = await serviceOnCopy(chain);
     try {
       const head = (await store.head()).number;
       let txs = 0;
@@ -136,8 +132,7 @@ test.each(chains)(
         message: 'invalid argument 0: json: cannot unmarshal non-string into Go value of type common.Hash',
       });
     } finally {
-      await store.close();
-      await c.cleanup();
+      await close();
     }
   },
   600_000,

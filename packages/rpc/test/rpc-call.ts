@@ -1,4 +1,9 @@
-// One JSON-RPC call through the service, its reply parsed: the tests that read a reply's members.
+// One JSON-RPC call through the service, its reply parsed (the tests that read a reply's members),
+// and a service over a private copy of a chain's shared import.
+import { LevelChainStore } from '@chainnode/store';
+import { datadirCopy } from '@chainnode/testkit';
+import type { ChainName } from '@chainnode/testkit';
+import { createRpcService } from '../src/index.js';
 import type { RpcServiceApi } from '../src/index.js';
 
 export async function callRpc<T = { result?: unknown; error?: unknown }>(
@@ -8,4 +13,22 @@ export async function callRpc<T = { result?: unknown; error?: unknown }>(
 ): Promise<T> {
   const reply = await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
   return JSON.parse(reply.body ?? '') as T;
+}
+
+/**
+ * A private copy of `chain`'s shared import, its store opened and a service over it; `close`
+ * closes the store and removes the copy.
+ */
+export async function serviceOnCopy(chain: ChainName): Promise<{
+  store: LevelChainStore;
+  svc: RpcServiceApi;
+  close: () => Promise<void>;
+}> {
+  const copy = await datadirCopy(chain);
+  const store = await LevelChainStore.open(copy.dir);
+  const close = async (): Promise<void> => {
+    await store.close();
+    await copy.cleanup();
+  };
+  return { store, svc: createRpcService(store), close };
 }

@@ -17,6 +17,7 @@ import { LevelChainStore } from '@chainnode/store';
 import { availableChains, chainDir, datadirCopy } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import type { JsonStateDiff, RpcServiceApi } from '../src/index.js';
+import { serviceOnCopy } from './rpc-call.js';
 
 type Hex = PrefixedHexString;
 const b = (h: string): Uint8Array => hexToBytes(h as Hex);
@@ -141,9 +142,7 @@ function checkShape(d: JsonStateDiff): void {
 test.each(chains)(
   '%s: every block’s diff, applied to the parent state, gives the block’s stateRoot',
   async (chain) => {
-    const c = await datadirCopy(chain);
-    const store = await LevelChainStore.open(c.dir);
-    const svc = createRpcService(store);
+    const { store, svc, close } = await serviceOnCopy(chain);
     try {
       const state = await State.fromGenesis(join(chainDir(chain)!, 'genesis.json'));
       const head = (await store.head()).number;
@@ -215,8 +214,7 @@ test.each(chains)(
       // block's diff finds none, and a missed one would have failed the root check): deletions are
       // covered by store/test/state-diff.test.ts against a model.
     } finally {
-      await store.close();
-      await c.cleanup();
+      await close();
     }
   },
   600_000,

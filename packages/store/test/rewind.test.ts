@@ -5,11 +5,11 @@
 // LOG_INDEX_CHUNK logs, so the cut goes through a full posting chunk; the same holds when the
 // rewind runs in a fresh writer (after a restart) and in the writer that wrote A. Both stores
 // keep the ready-to-serve log rows (AddressLogsJson), so those are compared too.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
 import { chunksToBytes } from '@chainnode/core';
+import { tempDir } from '@chainnode/testkit';
+import type { TempDir } from '@chainnode/testkit';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { LevelChainStore, StoreWriter } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
@@ -88,13 +88,11 @@ const HASH_KEYED = [
 ];
 
 describe('StoreWriter.rewind', () => {
-  let root: string;
+  let tmp: TempDir;
   beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'rewind-'));
+    tmp = await tempDir('rewind-');
   });
-  afterAll(async () => {
-    await rm(root, { recursive: true, force: true });
-  });
+  afterAll(() => tmp.cleanup());
 
   test('the cut goes through a full posting chunk of the hot topic (every log carries it)', () => {
     const cut = 7 * 300; // log ids of blocks 0..6
@@ -105,8 +103,8 @@ describe('StoreWriter.rewind', () => {
 
   for (const mode of ['same writer', 'reopened writer'] as const) {
     test(`rewind + new branch equals a store that only held the new branch (${mode})`, async () => {
-      const reorged = join(root, `reorged-${mode.replace(' ', '-')}`);
-      const direct = join(root, `direct-${mode.replace(' ', '-')}`);
+      const reorged = join(tmp.dir, `reorged-${mode.replace(' ', '-')}`);
+      const direct = join(tmp.dir, `direct-${mode.replace(' ', '-')}`);
       await write(direct, B, 3);
       const w0 = await StoreWriter.open(reorged);
       await w0.writeGenesis({ chainConfig: { chainId: 1 }, block: genesis });

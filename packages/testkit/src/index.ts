@@ -135,8 +135,14 @@ export async function datadirCopy(chain: ChainName): Promise<{ dir: string; clea
   return { dir, cleanup: () => rm(base, { recursive: true, force: true }) };
 }
 
+/** A temporary directory and the call that removes it. */
+export interface TempDir {
+  dir: string;
+  cleanup: () => Promise<void>;
+}
+
 /** A fresh, empty temporary directory; `cleanup` removes it. */
-export async function tempDir(prefix = 'chainnode-'): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+export async function tempDir(prefix = 'chainnode-'): Promise<TempDir> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
