@@ -144,6 +144,9 @@ function parseStartBlockField(v: unknown, where: string): string {
   throw new ConfigError(`${where}: expected a block number above 0 or "head-K", got ${JSON.stringify(v)}`);
 }
 
+/** The admin listener's port when `dashboard` is on and `adminPort` is not set. */
+export const DEFAULT_ADMIN_PORT = 8546;
+
 /** Every field of server.json. */
 export const SERVER_FIELDS = {
   // The process: listeners, ledger, logs, threads, following. Each is also a flag of serve.
@@ -178,7 +181,7 @@ export const SERVER_FIELDS = {
   adminHost: text({ doc: 'Address of the admin listener (dashboard).', default: '127.0.0.1', flag: { arg: 'host' } }),
   adminPort: optionalPort({
     doc: 'Port of the admin listener (implies `dashboard`; 0: any free port).',
-    defaultText: '8546 with `dashboard`',
+    defaultText: `${DEFAULT_ADMIN_PORT} with \`dashboard\``,
     flag: { arg: 'port' },
   }),
   adminTlsCert: optionalString({

@@ -9,7 +9,7 @@ import { checkLedgerUrl } from '@chainnode/accounts';
 import { defaultLogFormat } from '@chainnode/server';
 import type { LogFormat } from '@chainnode/server';
 import type { DashboardConfig, FollowedDatadir, RuntimeConfig } from '../config.js';
-import { SERVER_FIELDS, checkNetwork, checkNetworks } from './fields.js';
+import { DEFAULT_ADMIN_PORT, SERVER_FIELDS, checkNetwork, checkNetworks } from './fields.js';
 import type { NetworkConfig } from './fields.js';
 import { loadConfig } from './file.js';
 import type { ServerConfig } from './file.js';
@@ -222,10 +222,14 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
   );
 }
 
-/** The dashboard's listener, when asked for (`--dashboard`, or `--admin-port`: default port 8546). */
+/** The dashboard's listener, when asked for (`--dashboard`, or `--admin-port`: default port DEFAULT_ADMIN_PORT). */
 function dashboardOf(opts: ServeFlags): DashboardConfig | undefined {
   const port =
-    opts.adminPort !== undefined ? fromFlag('adminPort', opts.adminPort) : opts.dashboard === true ? 8546 : undefined;
+    opts.adminPort !== undefined
+      ? fromFlag('adminPort', opts.adminPort)
+      : opts.dashboard === true
+        ? DEFAULT_ADMIN_PORT
+        : undefined;
   if (port === undefined) return undefined;
   if (opts.adminTlsCert === undefined && opts.adminTlsKey === undefined)
     return { host: opts.adminHost ?? '127.0.0.1', port };
