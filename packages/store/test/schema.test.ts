@@ -147,7 +147,12 @@ describe('key-schema codecs: round trip and exact bytes', () => {
       expect(hex(bytes)).toBe(
         hex(RLP.encode([log.blockNumber, log.txIndex, log.logIndex, log.address, log.topics, log.data])),
       );
-      expect(logCodec.decode(bytes)).toEqual(log);
+      // The decoded record equals the log: its data compared as bytes (hex text, one string
+      // compare, where toEqual walks a 70,000-byte array element by element), the rest as values.
+      const { data, ...rest } = logCodec.decode(bytes);
+      expect(data).toBeInstanceOf(Uint8Array);
+      expect(hex(data)).toBe(hex(log.data));
+      expect(rest).toEqual({ ...log, data: undefined });
     }
     expect(logs.length).toBe(10 * 6 * 16);
     expect(() => logCodec.decode(Uint8Array.of(0xc3, 0x01, 0x02))).toThrow(RangeError); // truncated
