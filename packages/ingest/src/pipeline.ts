@@ -221,6 +221,7 @@ export class ImportPipeline {
       await writer.writeGenesis({
         chainConfig: json.config,
         genesisJson: json,
+        stateRoot: genesisStateRoot,
         block: {
           number: 0n,
           hash: genesisHash,

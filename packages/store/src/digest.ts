@@ -3,13 +3,18 @@
 import { createHash } from 'node:crypto';
 import { openDb } from './db.js';
 
-export async function digestDatadir(datadir: string): Promise<{ digest: string; entries: number }> {
+/** With `prefixes`, only the rows of those tables (schema.ts Prefix) are digested. */
+export async function digestDatadir(
+  datadir: string,
+  prefixes?: readonly number[],
+): Promise<{ digest: string; entries: number }> {
   const db = await openDb(datadir, { create: false });
   try {
     const h = createHash('sha256');
     let entries = 0;
     const len = Buffer.alloc(4);
     for await (const [k, v] of db.iterator()) {
+      if (prefixes !== undefined && !prefixes.includes(k[0] as number)) continue;
       len.writeUInt32BE(k.length);
       h.update(len).update(k);
       len.writeUInt32BE(v.length);

@@ -72,6 +72,7 @@ import type { StoredReceipt } from './schema.js';
 import { AddressHashes, keccak256 } from './keccak.js';
 import { cacheKeyOf, HashCache, PairCache } from './hash-cache.js';
 import { copyNodes, NodeSlab } from './node-slab.js';
+import { accountAt as historyAccountAt, stateHistoryRoot, storageAt as historyStorageAt } from './history/index.js';
 import { accountFields, bodyTransaction, headerStateRoot, headerTxFields, rlpString, trieGet } from './trie-read.js';
 import type { HeaderTxFields, NodeSource } from './trie-read.js';
 
@@ -710,6 +711,21 @@ export class LevelChainStore implements ChainStore {
   }
 
   // --- state reads for accounts, code and an EVM ------------------------------------------------
+
+  /** Whether the datadir keeps flat state history (history/): then the *AtBlock reads answer. */
+  async hasStateHistory(): Promise<boolean> {
+    return this.guard('stateHistory', async () => (await stateHistoryRoot(this.db)) !== undefined);
+  }
+
+  /** The account `address` after canonical block `number` (null: absent), from the state history. */
+  accountAtBlock(number: bigint, address: Bytes): Promise<AccountRecord | null> {
+    return this.guard('accountAtBlock', () => historyAccountAt(this.db, number, address));
+  }
+
+  /** The storage word `slot` of `address` after canonical block `number` (32 bytes), from the state history. */
+  storageAtBlock(number: bigint, address: Bytes, slot: Bytes): Promise<Bytes> {
+    return this.guard('storageAtBlock', () => historyStorageAt(this.db, number, address, slot));
+  }
 
   async account(stateRoot: Bytes, address: Bytes): Promise<AccountRecord | null> {
     return this.guard('account', async () => this.accountSync(stateRoot, address));

@@ -54,6 +54,19 @@
 //                           file `file`: its blocks in order, block i's text (its row's text) at
 //                           [offset + (i = 0 ? 0 : textEnd(i-1) + 1), offset + textEnd(i)), the
 //                           blocks joined by ','. Present for the spans of Meta.logSegments only.
+//   0x13    AccountHistory  keccak(address)(32) ++ number(8) -> the account's state-trie leaf (RLP
+//                           [nonce, balance, storageRoot, codeHash]) after block `number`, or empty
+//                           (a tombstone) when the block deleted it: one row per account a block
+//                           changed (history/). The account at block N is the row of the greatest
+//                           number <= N (one reverse seek); none: absent at N. Present when
+//                           Meta.stateHistory is (a datadir written before the table existed, or
+//                           one that joined its chain above genesis, has none: readers walk the
+//                           trie, so no schema version bump).
+//   0x14    StorageHistory  keccak(address)(32) ++ keccak(slot)(32) ++ number(8) -> the slot's value
+//                           after block `number` (minimal big-endian, as in its trie leaf), or empty
+//                           when the block cleared it (set to zero, or its account deleted or
+//                           re-created: every slot the account had gets a row). Read as
+//                           AccountHistory; present with it.
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
 
@@ -78,6 +91,8 @@ export const Prefix = {
   BlockJson: 0x10,
   AddressLogsJson: 0x11,
   LogSegments: 0x12,
+  AccountHistory: 0x13,
+  StorageHistory: 0x14,
 } as const;
 
 export const LogIndexKind = { Address: 0x10 } as const;
@@ -243,6 +258,32 @@ export const addressNumberCodec: Codec<AddressNumber> = writerCodec(
     return { address: b.subarray(0, 20), number: bytesToBigInt(b.subarray(20)) };
   },
 );
+
+/** A state history key: hashed address (++ hashed slot), then the block number (AccountHistory, StorageHistory). */
+export interface HistoryKey {
+  /** keccak(address), or keccak(address) ++ keccak(slot): 32 bytes per hash. */
+  path: Uint8Array;
+  number: bigint;
+}
+
+/** HistoryKey with `hashes` 32-byte hashes before the number. */
+function historyKeyCodec(hashes: number): Codec<HistoryKey> {
+  const width = 32 * hashes;
+  return writerCodec(
+    {
+      size: () => width + 8,
+      write: (v, out, at) => {
+        if (v.path.length !== width) throw new RangeError(`history key: expected ${width} bytes, got ${v.path.length}`);
+        out.set(v.path, at);
+        return writeU64(v.number, out, at + width);
+      },
+    },
+    (b) => {
+      if (b.length !== width + 8) throw new RangeError(`history key: expected ${width + 8} bytes, got ${b.length}`);
+      return { path: b.subarray(0, width), number: bytesToBigInt(b.subarray(width)) };
+    },
+  );
+}
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
@@ -826,6 +867,12 @@ export const MetaKey = {
    * from genesis). No rows of any table below N; no state of its own (proven nodes only).
    */
   FirstBlock: 'firstBlock',
+  /**
+   * 32 bytes: the state root of block 0's state (the genesis alloc's, which an upstream's block 0
+   * header may not carry: anvil --init). Present: the datadir keeps flat state history
+   * (AccountHistory, StorageHistory) for every block from genesis on.
+   */
+  StateHistory: 'stateHistory',
 } as const;
 
 export const tables = {
@@ -846,6 +893,8 @@ export const tables = {
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, fixedListCodec(32)),
   blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, blockJsonCodec),
   addressLogsJson: new Table(Prefix.AddressLogsJson, 'AddressLogsJson', addressNumberCodec, rawCodec),
+  accountHistory: new Table(Prefix.AccountHistory, 'AccountHistory', historyKeyCodec(1), rawCodec),
+  storageHistory: new Table(Prefix.StorageHistory, 'StorageHistory', historyKeyCodec(2), rawCodec),
 } as const;
 
 /** The AddressLogsJson row of one address's logs in one block (see the table above), in memory from `alloc`. */

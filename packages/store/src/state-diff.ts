@@ -258,3 +258,35 @@ export async function diffStates(
   });
   return { accounts };
 }
+
+/** Receives the changes stateChanges finds; values are views, valid during the call only. */
+export interface StateChangeSink {
+  /** An account leaf that differs: its hashed address and its RLP after (null: deleted). */
+  account(key: Uint8Array, after: Uint8Array | null): void;
+  /** A slot that differs: the account's hashed address, the hashed slot, the value after (minimal bytes; null: cleared). */
+  slot(accountKey: Uint8Array, slotKey: Uint8Array, after: Uint8Array | null): void;
+}
+
+/**
+ * Every account and slot that differs between the state tries `parentRoot` and `root`, without
+ * limits (the state history's change set of a block). An account deleted or re-created has its
+ * storage diffed against the empty trie on the missing side, so every slot it had is listed.
+ */
+export async function stateChanges(
+  nodes: NodeSource,
+  parentRoot: Uint8Array,
+  root: Uint8Array,
+  sink: StateChangeSink,
+): Promise<void> {
+  const walk = new Walk(nodes, Number.POSITIVE_INFINITY);
+  await walk.diff(walk.root(parentRoot), walk.root(root), [], async (key, before, after) => {
+    sink.account(key, after);
+    const from = before === null ? KECCAK256_RLP : accountFields(before).storageRoot.slice();
+    const to = after === null ? KECCAK256_RLP : accountFields(after).storageRoot.slice();
+    if (bytesEqual(from, to)) return;
+    await walk.diff(walk.root(from), walk.root(to), [], (slot, _, value) => {
+      sink.slot(key, slot, value === null ? null : rlpString(value));
+      return undefined;
+    });
+  });
+}

@@ -35,6 +35,9 @@ import {
 } from './schema.js';
 import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.js';
 import { TrieNodeDb } from './trie-db.js';
+import { headerStateRoot } from './trie-read.js';
+import { EMPTY_STATE_ROOT, stageStateStep } from './history/index.js';
+import type { HistoryStats, StateStep } from './history/index.js';
 
 export interface LogInput {
   address: Uint8Array;
@@ -70,6 +73,12 @@ export interface GenesisInput {
   chainConfig: unknown;
   /** The whole genesis.json, stored as JSON when given. */
   genesisJson?: unknown;
+  /**
+   * The state root of the genesis alloc (which block 0's header may not carry: anvil --init).
+   * Given, the datadir keeps flat state history (history/) from genesis on, and every block
+   * after it must be added with its state (addBlock).
+   */
+  stateRoot?: Uint8Array;
 }
 
 /**
@@ -646,6 +655,8 @@ export interface FlushStats {
   logs: number;
   trieNodes: number;
   bytes: number;
+  /** Key + value bytes of the group's state history rows (0 without state history). */
+  historyBytes: number;
 }
 
 export class StoreWriter {
@@ -669,6 +680,11 @@ export class StoreWriter {
   private segments!: LogSegmentSealer;
   /** A rewind is staged (it unseals log segments): no sealing until its batch has landed. */
   private rewound = false;
+  /**
+   * The flat state history (Meta.stateHistory present): the genesis state root, the state root of
+   * the last block staged, and the staged blocks' state steps, whose change sets writeGroup stages.
+   */
+  private history: { genesisRoot: Uint8Array; lastRoot: Uint8Array; steps: StateStep[] } | undefined;
 
   private constructor(
     readonly db: Db,
@@ -716,6 +732,34 @@ export class StoreWriter {
     else this.logsJsonFrom = { value: this.head === undefined ? 0n : this.head.number + 1n, stored: false };
     // No log written yet: the log index is empty, so values new to the writer need no read-back.
     this.values = new ValueTable(this.cacheBytes, this.nextLogId === 0n);
+    const genesisRoot = await tables.meta.get(this.db, MetaKey.StateHistory);
+    if (genesisRoot !== undefined) {
+      this.history = { genesisRoot, lastRoot: genesisRoot, steps: [] };
+      if (this.head !== undefined) this.history.lastRoot = await this.stateRootOf(this.head.number, this.head.hash);
+    }
+  }
+
+  /** The state root of stored block `number` (block 0: the genesis alloc's); only with state history. */
+  private async stateRootOf(number: bigint, hash: Uint8Array): Promise<Uint8Array> {
+    const h = this.history;
+    if (h === undefined) throw new Error('state root: no state history');
+    if (number === 0n) return h.genesisRoot;
+    const rlp = await tables.headers.get(this.db, hash);
+    if (rlp === undefined) throw new Error(`header of block ${number} missing`);
+    return headerStateRoot(rlp);
+  }
+
+  /** With state history: the block's change set is staged at the group's flush (writeGroup). */
+  private stageStateStep(number: bigint, root: Uint8Array): void {
+    const h = this.history;
+    if (h === undefined) return;
+    h.steps.push({ number, parentRoot: h.lastRoot, root });
+    h.lastRoot = root;
+  }
+
+  /** Blocks without state cannot be added to a datadir that keeps state history. */
+  private requireNoHistory(what: string): void {
+    if (this.history !== undefined) throw new Error(`${what}: this datadir keeps state history; add blocks with state`);
   }
 
   /** The stored genesis hash, or undefined for an empty datadir. */
@@ -755,6 +799,11 @@ export class StoreWriter {
     tables.meta.put(ops, MetaKey.ChainConfig, new TextEncoder().encode(JSON.stringify(g.chainConfig)));
     if (g.genesisJson !== undefined)
       tables.meta.put(ops, MetaKey.GenesisJson, new TextEncoder().encode(JSON.stringify(g.genesisJson)));
+    if (g.stateRoot !== undefined) {
+      tables.meta.put(ops, MetaKey.StateHistory, g.stateRoot);
+      this.history = { genesisRoot: g.stateRoot, lastRoot: EMPTY_STATE_ROOT, steps: [] };
+      this.stageStateStep(0n, g.stateRoot);
+    }
     // Every node the genesis alloc wrote: block 0's header may name another state root (anvil's).
     this.stageBlock(g.block, false);
     await this.flush();
@@ -796,6 +845,7 @@ export class StoreWriter {
    * joined datadir's history): the same rows as addBlock, no trie nodes.
    */
   addHistoryBlock(b: BlockInput): void {
+    this.requireNoHistory('addHistoryBlock');
     this.stageHistoryBlock(b);
   }
 
@@ -807,6 +857,7 @@ export class StoreWriter {
   /** Stages a verified block (and the trie nodes its execution wrote) into the current group. */
   addBlock(b: BlockInput): void {
     this.stageBlock(b);
+    if (this.history !== undefined) this.stageStateStep(b.number, headerStateRoot(b.headerRlp));
   }
 
   /**
@@ -816,6 +867,7 @@ export class StoreWriter {
    * chains quickly; an importer of real chains must use addBlock.
    */
   addPreExecutedBlock(b: BlockInput, opts: { logsJson?: boolean } = {}): void {
+    this.requireNoHistory('addPreExecutedBlock');
     this.stageRows(b);
     if (opts.logsJson === true) this.stageLogsJson(b, decodeHeader(b.headerRlp, b.hash).timestamp);
     else this.withoutLogsJson(b.number);
@@ -936,6 +988,20 @@ export class StoreWriter {
 
   private readonly alloc = (n: number): Uint8Array => this.slab.alloc(n);
 
+  /** Trie nodes as the group sees them: staged, then stored. */
+  private readonly nodeSource = (hash: Uint8Array): Uint8Array | undefined => this.trieDb.getNodeSync(hash);
+
+  /** The staged blocks' state history rows (their tries are all reachable until drainInto). */
+  private async stageStateHistory(ops: GroupBatch): Promise<number> {
+    const h = this.history;
+    if (h === undefined) return 0;
+    const steps = h.steps;
+    h.steps = [];
+    const stats: HistoryStats = { accounts: 0, slots: 0, bytes: 0 };
+    for (const step of steps) await stageStateStep(ops, this.nodeSource, step, 'put', this.alloc, stats);
+    return stats.bytes;
+  }
+
   /**
    * Stages, into the current group, the undo of every canonical block above `ancestor` (a reorg:
    * the caller then stages the new branch's blocks into the same group, and one flush writes it
@@ -968,6 +1034,8 @@ export class StoreWriter {
     const cut = ancestorLogs.firstLogId + BigInt(ancestorLogs.count);
     const ops = this.group;
     const removed: RemovedBlock[] = [];
+    const ancestorRoot = this.history === undefined ? undefined : await this.stateRootOf(ancestor, ancestorHash);
+    let parentRoot = ancestorRoot;
     for (let n = ancestor + 1n; n <= head.number; n++) {
       const [hash, txHashes, range] = await Promise.all([
         tables.canonical.get(this.db, n),
@@ -979,6 +1047,12 @@ export class StoreWriter {
       const headerRlp = await tables.headers.get(this.db, hash);
       if (headerRlp === undefined) throw new Error(`rewind: header of block ${n} missing`);
       const timestamp = bytesToBigInt((RLP.decode(headerRlp) as Uint8Array[])[11] as Uint8Array);
+      if (parentRoot !== undefined) {
+        // The block's state history rows: the keys its change set wrote, from the same trie diff.
+        const root = headerStateRoot(headerRlp);
+        await stageStateStep(ops, this.nodeSource, { number: n, parentRoot, root }, 'del', this.alloc);
+        parentRoot = root;
+      }
       const logs: LogRecord[] = [];
       for await (const [, row] of tables.logs.range(this.db, {
         gte: range.firstLogId,
@@ -1033,6 +1107,7 @@ export class StoreWriter {
     }
     await this.segments.unsealFrom(ancestor + 1n, ops);
     this.rewound = true;
+    if (this.history !== undefined && ancestorRoot !== undefined) this.history.lastRoot = ancestorRoot;
     this.nextLogId = cut;
     this.groupHead = { number: ancestor, hash: ancestorHash };
     return removed;
@@ -1091,11 +1166,12 @@ export class StoreWriter {
     if (this.failed !== undefined) throw this.failed;
     await this.sealLogSegments();
     const ops = this.group;
-    const stats: FlushStats = { ...this.groupStats, trieNodes: 0, bytes: 0 };
+    const stats: FlushStats = { ...this.groupStats, trieNodes: 0, bytes: 0, historyBytes: 0 };
     const head = this.groupHead;
     if (head === undefined) return stats;
     const flush = ++this.flushes;
     await this.values.stage(this.db, ops, flush, this.alloc);
+    stats.historyBytes = await this.stageStateHistory(ops);
     stats.trieNodes = this.trieDb.drainInto(ops);
     const rowsFrom = this.logsJsonFrom;
     if (rowsFrom !== undefined && !rowsFrom.stored)

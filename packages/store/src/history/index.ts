@@ -1,0 +1,6 @@
+// Flat state history (docs/decisions/archive-state.md): per block, the value after the block of
+// every account and slot it changed, keyed for one reverse seek per historical read. Written by
+// the writer in the block's own batch, undone by its rewinds; read by block number.
+export { stageStateStep } from './write.js';
+export type { HistoryBatch, HistoryStats, StateStep } from './write.js';
+export { EMPTY_STATE_ROOT, accountAt, accountRowAt, slotRowAt, stateHistoryRoot, storageAt } from './read.js';

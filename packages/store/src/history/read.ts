@@ -1,0 +1,73 @@
+// The read side of the flat state history: the account or slot at block N is the row of the
+// greatest block number <= N under its hashed key (schema.ts, AccountHistory / StorageHistory),
+// found by one reverse seek.
+import { KECCAK256_RLP } from '@ethereumjs/util';
+import { keccak256 } from '../keccak.js';
+import { MetaKey, tables } from '../schema.js';
+import type { HistoryKey, KvRead, Table } from '../schema.js';
+import { accountFields } from '../trie-read.js';
+import type { AccountFields } from '../trie-read.js';
+
+/** The genesis state root when the datadir keeps state history (Meta.stateHistory), else undefined. */
+export async function stateHistoryRoot(db: KvRead): Promise<Uint8Array | undefined> {
+  return tables.meta.get(db, MetaKey.StateHistory);
+}
+
+/** The value of the row of the greatest number <= `number` under `path`; undefined: no row. */
+async function latestAtOrBelow(
+  db: KvRead,
+  table: Table<HistoryKey, Uint8Array>,
+  path: Uint8Array,
+  number: bigint,
+): Promise<Uint8Array | undefined> {
+  for await (const [, value] of table.range(db, {
+    gte: { path, number: 0n },
+    lte: { path, number },
+    reverse: true,
+    limit: 1,
+  }))
+    return value;
+  return undefined;
+}
+
+/** The account row (its trie leaf RLP) under keccak(address) `addressKey` after block `number`; null: absent. */
+export async function accountRowAt(db: KvRead, number: bigint, addressKey: Uint8Array): Promise<Uint8Array | null> {
+  const raw = await latestAtOrBelow(db, tables.accountHistory, addressKey, number);
+  return raw === undefined || raw.length === 0 ? null : raw;
+}
+
+/** The slot value (minimal big-endian) under keccak(address) ++ keccak(slot) `path` after block `number`; null: zero. */
+export async function slotRowAt(db: KvRead, number: bigint, path: Uint8Array): Promise<Uint8Array | null> {
+  const raw = await latestAtOrBelow(db, tables.storageHistory, path, number);
+  return raw === undefined || raw.length === 0 ? null : raw;
+}
+
+/** The account `address` after block `number` (null: absent), from the history. */
+export async function accountAt(db: KvRead, number: bigint, address: Uint8Array): Promise<AccountFields | null> {
+  const raw = await accountRowAt(db, number, keccak256(address));
+  if (raw === null) return null;
+  const a = accountFields(raw);
+  return { nonce: a.nonce, balance: a.balance, storageRoot: a.storageRoot.slice(), codeHash: a.codeHash.slice() };
+}
+
+/** The storage word `slot` (32 bytes) of `address` after block `number`, 32 bytes (zero when unset), from the history. */
+export async function storageAt(
+  db: KvRead,
+  number: bigint,
+  address: Uint8Array,
+  slot: Uint8Array,
+): Promise<Uint8Array> {
+  if (slot.length !== 32) throw new RangeError(`storage slot: expected 32 bytes, got ${slot.length}`);
+  const path = new Uint8Array(64);
+  path.set(keccak256(address), 0);
+  path.set(keccak256(slot), 32);
+  const raw = await slotRowAt(db, number, path);
+  const word = new Uint8Array(32);
+  if (raw === null) return word;
+  if (raw.length > 32) throw new Error('state history: a slot value longer than 32 bytes');
+  word.set(raw, 32 - raw.length);
+  return word;
+}
+
+/** The empty trie's root: the parent state of genesis. */
+export const EMPTY_STATE_ROOT: Uint8Array = KECCAK256_RLP;

@@ -1,0 +1,159 @@
+// The flat state history (history/) against the archive trie: on every prepared chain (the fixture
+// chain, and the execution-apis chain when it is checked out), random historical reads of
+// accounts and slots (ones the history holds, slots it cleared, keys never touched), each at a
+// random block, answer what a walk of that block's state trie answers. By hashed key first (every
+// table row reachable), then through the reader's by-block methods with real addresses and slots.
+// Reports the history's cost per block (key + value bytes of its two tables).
+import { KECCAK256_RLP } from '@ethereumjs/util';
+import { availableChains, datadirCopy } from '@chainnode/testkit';
+import type { ChainName } from '@chainnode/testkit';
+import { openDb } from '../src/db.js';
+import type { Db } from '../src/db.js';
+import { accountRowAt, slotRowAt, stateHistoryRoot } from '../src/history/index.js';
+import { LevelChainStore } from '../src/reader.js';
+import { MetaKey, headCodec, tables } from '../src/schema.js';
+import { accountFields, headerStateRoot, rlpString, trieGet } from '../src/trie-read.js';
+import { bytes, hex, rng } from './random.js';
+
+const READS = 1500;
+
+/** The state root of every block 0..head (block 0: the genesis alloc's, as the history records it). */
+async function stateRoots(db: Db): Promise<Uint8Array[]> {
+  const genesisRoot = await stateHistoryRoot(db);
+  if (genesisRoot === undefined) throw new Error('the prepared datadir keeps no state history');
+  const head = headCodec.decode((await tables.meta.get(db, MetaKey.Head)) as Uint8Array);
+  const roots = [genesisRoot];
+  for (let n = 1n; n <= head.number; n++) {
+    const hash = (await tables.canonical.get(db, n)) as Uint8Array;
+    roots.push(headerStateRoot((await tables.headers.get(db, hash)) as Uint8Array));
+  }
+  return roots;
+}
+
+interface Paths {
+  accounts: Uint8Array[];
+  slots: Uint8Array[];
+  /** Slot paths with a tombstone (a slot cleared, or its account deleted or re-created). */
+  cleared: Uint8Array[];
+  bytes: number;
+}
+
+/** The distinct keys of the two history tables, and their bytes. */
+async function historyPaths(db: Db): Promise<Paths> {
+  const out: Paths = { accounts: [], slots: [], cleared: [], bytes: 0 };
+  let last = '';
+  for await (const [k, v] of tables.accountHistory.range(db)) {
+    out.bytes += 1 + 40 + v.length;
+    if (hex(k.path) !== last) out.accounts.push(k.path.slice());
+    last = hex(k.path);
+  }
+  for await (const [k, v] of tables.storageHistory.range(db)) {
+    out.bytes += 1 + 72 + v.length;
+    if (hex(k.path) !== last) out.slots.push(k.path.slice());
+    if (v.length === 0 && hex(k.path) !== hex(out.cleared[out.cleared.length - 1] ?? new Uint8Array(0)))
+      out.cleared.push(k.path.slice());
+    last = hex(k.path);
+  }
+  return out;
+}
+
+const eq = (a: Uint8Array | null, b: Uint8Array | null): boolean =>
+  a === null || b === null ? a === b : hex(a) === hex(b);
+
+/** Hashed-key reads at random blocks: history rows against trie walks. */
+async function compareByKey(db: Db, chain: ChainName, seed: number): Promise<void> {
+  const roots = await stateRoots(db);
+  const paths = await historyPaths(db);
+  expect(paths.accounts.length).toBeGreaterThan(0);
+  expect(paths.slots.length).toBeGreaterThan(0);
+  const nodes = (h: Uint8Array) => tables.trieNodes.getSync(db, h);
+  const r = rng(seed);
+  const pick = <T>(xs: T[]): T => xs[r(xs.length)] as T;
+  const accountAtRoot = (root: Uint8Array, key: Uint8Array) => trieGet(nodes, root, key)?.slice() ?? null;
+  let mismatches = 0;
+  let present = 0;
+  for (let i = 0; i < READS; i++) {
+    const n = r(roots.length);
+    const root = roots[n] as Uint8Array;
+    const kind = r(10);
+    if (kind < 4) {
+      const key = kind === 0 ? bytes(r, 32) : pick(paths.accounts);
+      const want = accountAtRoot(root, key);
+      if (want !== null) present++;
+      if (!eq(await accountRowAt(db, BigInt(n), key), want)) mismatches++;
+    } else {
+      const path =
+        kind === 4
+          ? bytes(r, 64)
+          : kind < 7
+            ? pick(paths.cleared.length > 0 ? paths.cleared : paths.slots)
+            : pick(paths.slots);
+      const account = accountAtRoot(root, path.subarray(0, 32));
+      const storageRoot = account === null ? undefined : accountFields(account).storageRoot;
+      const leaf =
+        storageRoot === undefined || hex(storageRoot) === hex(KECCAK256_RLP)
+          ? null
+          : trieGet(nodes, storageRoot, path.subarray(32));
+      const want = leaf === null ? null : rlpString(leaf).slice();
+      if (want !== null) present++;
+      if (!eq(await slotRowAt(db, BigInt(n), path), want)) mismatches++;
+    }
+  }
+  expect(mismatches).toBe(0);
+  expect(present).toBeGreaterThan(READS / 4);
+  console.log(
+    `${chain}: ${READS} random historical reads by key equal the trie's (${present} present); history: ` +
+      `${paths.accounts.length} accounts, ${paths.slots.length} slots (${paths.cleared.length} cleared at some block), ` +
+      `${paths.bytes} bytes of key + value over ${roots.length} blocks = ${Math.round(paths.bytes / roots.length)} bytes per block`,
+  );
+}
+
+/** Reads through the reader's by-block methods, with real addresses (senders, recipients, coinbases) and low slots. */
+async function compareByAddress(store: LevelChainStore, seed: number): Promise<void> {
+  const head = (await store.head()).number;
+  const r = rng(seed);
+  const addresses: Uint8Array[] = [];
+  for (let k = 0; k < 40; k++) {
+    const b = await store.block((await store.canonicalHash(BigInt(r(Number(head) + 1)))) as Uint8Array);
+    if (b === undefined) throw new Error('block missing');
+    addresses.push(b.header.coinbase);
+    for (const tx of b.transactions.slice(0, 3)) {
+      addresses.push(tx.from);
+      if (tx.to !== undefined && tx.to !== null) addresses.push(tx.to);
+    }
+  }
+  addresses.push(bytes(r, 20));
+  const stateRoot = async (n: bigint) => (await store.header((await store.canonicalHash(n)) as Uint8Array))?.stateRoot;
+  expect(await store.hasStateHistory()).toBe(true);
+  for (let i = 0; i < 300; i++) {
+    const n = BigInt(1 + r(Number(head)));
+    const root = (await stateRoot(n)) as Uint8Array;
+    const address = addresses[r(addresses.length)] as Uint8Array;
+    expect(await store.accountAtBlock(n, address)).toEqual(await store.account(root, address));
+    const slot = new Uint8Array(32);
+    slot[31] = r(8);
+    expect(hex(await store.storageAtBlock(n, address, slot))).toBe(hex(await store.storageAt(root, address, slot)));
+  }
+}
+
+describe.each(availableChains())('state history of the %s chain', (chain) => {
+  test('random historical account and slot reads equal the archive trie', async () => {
+    const { dir, cleanup } = await datadirCopy(chain);
+    try {
+      const db = await openDb(dir, { create: false });
+      try {
+        await compareByKey(db, chain, 46);
+      } finally {
+        await db.close();
+      }
+      const store = await LevelChainStore.open(dir);
+      try {
+        await compareByAddress(store, 47);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await cleanup();
+    }
+  });
+});
