@@ -1,5 +1,7 @@
 // An independent decoder of a geth chain export: only RLP, keccak, the MPT (for the
-// transactions root) and @ethereumjs/tx (for sender recovery); nothing from the generator.
+// transactions root), @ethereumjs/tx (for the signing hash) and libsecp256k1 (sender recovery,
+// a second curve implementation next to the pure-JS one the generator signs with); nothing from
+// the generator.
 // It recomputes every hash and re-derives every consensus value (difficulty, gas limit, base
 // fee) from the rules, throwing on the first violation, and reports what the chain contains.
 // Run as a child process by chain-decode.test.ts (`node chain-decoder.js <fixtures dir>`
@@ -9,6 +11,8 @@ import { RLP } from '@ethereumjs/rlp';
 import { createMPT } from '@ethereumjs/mpt';
 import { type Common, createCommonFromGethGenesis, Hardfork } from '@ethereumjs/common';
 import { createTxFromBlockBodyData } from '@ethereumjs/tx';
+import { calculateSigRecovery } from '@ethereumjs/util';
+import secp256k1 from 'secp256k1';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 
 import { type GenesisFile, readChain, readGenesis, splitRlpItems } from './fixture-files.js';
@@ -203,7 +207,10 @@ interface Decoding {
 export async function decodeChain(dir?: string): Promise<DecodeReport> {
   const genesis = readGenesis(dir);
   const blocks = splitRlpItems(readChain(dir));
-  const common = createCommonFromGethGenesis(genesis as never, { chain: 'fixture-decoder' });
+  const common = createCommonFromGethGenesis(genesis as never, {
+    chain: 'fixture-decoder',
+    customCrypto: { ecrecover: recoverPublicKey },
+  });
   common.setHardfork(Hardfork.London);
 
   const genesisHdr = await genesisHeader(genesis);
@@ -321,6 +328,20 @@ function checkUncles(d: Decoding, h: Header, uncleItems: Nested | undefined, whe
     check((uh.baseFee === undefined) === uh.number < d.london, `${uw}: base fee presence wrong for its height`);
     d.uncles++;
   }
+}
+
+/**
+ * The signer's public key (64 bytes, no 0x04 prefix) through libsecp256k1, for Common's
+ * `customCrypto.ecrecover` hook (the contract of @ethereumjs/util's ecrecover). Native recovery:
+ * the pure-JS curve took most of this decoder's CPU.
+ */
+function recoverPublicKey(msgHash: Bytes, v: bigint, r: Bytes, s: Bytes, chainId?: bigint): Bytes {
+  const recovery = Number(calculateSigRecovery(v, chainId));
+  check(recovery === 0 || recovery === 1, `signature v ${v} gives no recovery id`);
+  const rs = new Uint8Array(64);
+  rs.set(r, 32 - r.length);
+  rs.set(s, 64 - s.length);
+  return secp256k1.ecdsaRecover(rs, recovery, msgHash, false).subarray(1);
 }
 
 /** Transactions: types, senders, transactions root. */
