@@ -109,34 +109,84 @@ class State {
   }
 }
 
-/** Shape checks: lowercase hex, quantities minimal, both lists sorted by key. */
-function checkShape(d: JsonStateDiff): void {
-  for (const h of [d.blockHash, d.parentStateRoot, d.stateRoot]) expect(h).toMatch(HASH);
-  expect(d.number).toMatch(QUANTITY);
+/**
+ * Shape checks: lowercase hex, quantities minimal, both lists sorted by key. Returns what is wrong
+ * (empty when nothing is): the caller asserts the list once per block, as one expect per field
+ * of every account and slot costs more than the walk itself.
+ */
+function shapeProblems(d: JsonStateDiff): string[] {
+  const problems: string[] = [];
+  const want = (ok: boolean, what: string): void => {
+    if (!ok) problems.push(what);
+  };
+  for (const h of [d.blockHash, d.parentStateRoot, d.stateRoot]) want(HASH.test(h), `root/hash ${h}`);
+  want(QUANTITY.test(d.number), `number ${d.number}`);
   for (let i = 0; i < d.accounts.length; i++) {
     const a = d.accounts[i]!;
-    expect(a.key).toMatch(HASH);
-    if (i > 0) expect(d.accounts[i - 1]!.key < a.key).toBe(true);
-    expect(Object.keys(a)).toEqual(
-      a.code === undefined ? ['key', 'account', 'storage'] : ['key', 'account', 'code', 'storage'],
-    );
+    want(HASH.test(a.key), `key ${a.key}`);
+    if (i > 0) want(d.accounts[i - 1]!.key < a.key, `${a.key} out of order`);
+    const fields = a.code === undefined ? ['key', 'account', 'storage'] : ['key', 'account', 'code', 'storage'];
+    want(Object.keys(a).join() === fields.join(), `${a.key} fields ${Object.keys(a).join()}`);
     if (a.account !== null) {
-      expect(a.account.nonce).toMatch(QUANTITY);
-      expect(a.account.balance).toMatch(QUANTITY);
-      expect(a.account.storageRoot).toMatch(HASH);
-      expect(a.account.codeHash).toMatch(HASH);
-    } else expect(a.storage).toEqual([]);
-    if (a.code !== undefined) expect(a.code).toMatch(/^0x([0-9a-f]{2})+$/);
+      want(QUANTITY.test(a.account.nonce), `${a.key} nonce ${a.account.nonce}`);
+      want(QUANTITY.test(a.account.balance), `${a.key} balance ${a.account.balance}`);
+      want(HASH.test(a.account.storageRoot), `${a.key} storageRoot ${a.account.storageRoot}`);
+      want(HASH.test(a.account.codeHash), `${a.key} codeHash ${a.account.codeHash}`);
+    } else want(a.storage.length === 0, `${a.key} removed with storage`);
+    if (a.code !== undefined) want(/^0x([0-9a-f]{2})+$/.test(a.code), `${a.key} code`);
     for (let j = 0; j < a.storage.length; j++) {
       const [slot, value] = a.storage[j]!;
-      expect(slot).toMatch(HASH);
-      if (j > 0) expect(a.storage[j - 1]![0] < slot).toBe(true);
-      if (value !== null) {
-        expect(value).toMatch(QUANTITY);
-        expect(value).not.toBe('0x0'); // a zero slot is deleted, never stored
-      }
+      want(HASH.test(slot), `${a.key} slot ${slot}`);
+      if (j > 0) want(a.storage[j - 1]![0] < slot, `${a.key} slot ${slot} out of order`);
+      // A zero slot is deleted, never stored.
+      if (value !== null) want(QUANTITY.test(value) && value !== '0x0', `${a.key} slot ${slot} value ${value}`);
     }
   }
+  return problems;
+}
+
+type Seen = Record<'accounts' | 'removedAccounts' | 'slots' | 'removedSlots' | 'storageEmptied' | 'codes', number>;
+
+/**
+ * After a block's diff is applied: every account's code is known (from genesis or an earlier
+ * diff) and hashes to its codeHash (each distinct code hashed once, in `hashed`), and the storage
+ * root recomputed here is the one the account leaf says. Counts what the diff holds into `seen`;
+ * returns what is wrong (empty when nothing is).
+ */
+function accountProblems(
+  diff: JsonStateDiff,
+  state: State,
+  seen: Seen,
+  hashed: Set<string>,
+  parentStorageRoots: Map<string, string>,
+): string[] {
+  const problems: string[] = [];
+  for (const a of diff.accounts) {
+    seen.accounts++;
+    if (a.account === null) {
+      seen.removedAccounts++;
+      continue;
+    }
+    const { codeHash, storageRoot } = a.account;
+    const code = state.codes.get(codeHash);
+    if (code === undefined) problems.push(`${a.key}: no code for ${codeHash}`);
+    else if (!hashed.has(codeHash)) {
+      if (hx(keccak256(code)) !== codeHash) problems.push(`${a.key}: code does not hash to ${codeHash}`);
+      hashed.add(codeHash);
+    }
+    if (a.code !== undefined) {
+      seen.codes++;
+      if (codeHash === EMPTY_CODE) problems.push(`${a.key}: code given with the empty code hash`);
+    }
+    const ours = hx(state.storage.get(a.key)!.root());
+    if (ours !== storageRoot) problems.push(`${a.key}: storage root ${ours}, the leaf says ${storageRoot}`);
+    if (storageRoot === EMPTY_ROOT && parentStorageRoots.get(a.key) !== EMPTY_ROOT) seen.storageEmptied++;
+    for (const [, v] of a.storage) {
+      seen.slots++;
+      if (v === null) seen.removedSlots++;
+    }
+  }
+  return problems;
 }
 
 test.each(chains)(
@@ -148,7 +198,8 @@ test.each(chains)(
       const head = (await store.head()).number;
       const genesis = (await store.header((await store.canonicalHash(0n))!))!;
       expect(hx(state.accounts.root())).toBe(hx(genesis.stateRoot));
-      const seen = { accounts: 0, removedAccounts: 0, slots: 0, removedSlots: 0, storageEmptied: 0, codes: 0 };
+      const seen: Seen = { accounts: 0, removedAccounts: 0, slots: 0, removedSlots: 0, storageEmptied: 0, codes: 0 };
+      const hashedCodes = new Set<string>();
       let tampered = false;
       for (let n = 1n; n <= head; n++) {
         const hash = (await store.canonicalHash(n))!;
@@ -156,7 +207,7 @@ test.each(chains)(
         // By number for most blocks, by hash (and EIP-1898 object) for some.
         const param = n % 3n === 0n ? hx(hash) : n % 7n === 0n ? { blockHash: hx(hash) } : `0x${n.toString(16)}`;
         const diff = await call<JsonStateDiff>(svc, 'chainnode_getStateDiff', [param]);
-        checkShape(diff);
+        expect(shapeProblems(diff).map((m) => `block ${n}: ${m}`)).toEqual([]);
         expect(diff.blockHash).toBe(hx(hash));
         expect(BigInt(diff.number)).toBe(n);
         expect(diff.stateRoot).toBe(hx(header.stateRoot));
@@ -182,29 +233,8 @@ test.each(chains)(
         const root = await state.apply(diff);
         if (root !== hx(header.stateRoot))
           throw new Error(`block ${n}: diff applied gives ${root}, header says ${hx(header.stateRoot)}`);
-        for (const a of diff.accounts) {
-          seen.accounts++;
-          if (a.account === null) {
-            seen.removedAccounts++;
-            continue;
-          }
-          // The code of every account is known (from genesis or an earlier diff) and hashes to its codeHash.
-          const code = state.codes.get(a.account.codeHash);
-          if (code === undefined) throw new Error(`block ${n}: no code for ${a.account.codeHash}`);
-          expect(hx(keccak256(code))).toBe(a.account.codeHash);
-          if (a.code !== undefined) {
-            seen.codes++;
-            expect(a.account.codeHash).not.toBe(EMPTY_CODE);
-          }
-          // Our recomputed storage root is the one the account leaf says.
-          expect(hx(state.storage.get(a.key)!.root())).toBe(a.account.storageRoot);
-          if (a.account.storageRoot === EMPTY_ROOT && parentStorageRoots.get(a.key) !== EMPTY_ROOT)
-            seen.storageEmptied++;
-          for (const [, v] of a.storage) {
-            seen.slots++;
-            if (v === null) seen.removedSlots++;
-          }
-        }
+        const wrong = accountProblems(diff, state, seen, hashedCodes, parentStorageRoots);
+        expect(wrong.map((m) => `block ${n}: ${m}`)).toEqual([]);
       }
       console.log(`${chain}: ${head} blocks, ${JSON.stringify(seen)}`);
       expect(tampered).toBe(true);
