@@ -184,30 +184,38 @@ function txData(t: JsonTransaction): TypedTxData {
   return { ...dyn, authorizationList: t.authorizationList } as unknown as TypedTxData;
 }
 
-/** geth's per-type field presence rules. */
-function checkTxShape(t: JsonTransaction, baseFee: string | undefined): void {
+/**
+ * geth's per-type field presence rules; returns what is wrong (empty when nothing is), so a
+ * block's transactions are asserted once rather than with a matcher per field.
+ */
+function txShapeProblems(t: JsonTransaction, baseFee: string | undefined): string[] {
+  const problems: string[] = [];
+  const want = (what: string, got: unknown, expected: unknown): void => {
+    if (got !== expected) problems.push(`${t.hash} ${what}: ${String(got)}, want ${String(expected)}`);
+  };
   const type = Number(t.type);
   const keys = new Set(Object.keys(t));
   if (type === 0) {
-    expect(keys.has('yParity')).toBe(false);
-    expect(keys.has('accessList')).toBe(false);
+    want('has yParity', keys.has('yParity'), false);
+    want('has accessList', keys.has('accessList'), false);
     const v = BigInt(t.v);
-    expect(keys.has('chainId')).toBe(v >= 35n);
-    if (v >= 35n) expect(BigInt(t.chainId!)).toBe((v - 35n) / 2n);
+    want('has chainId', keys.has('chainId'), v >= 35n);
+    if (v >= 35n) want('chainId', BigInt(t.chainId!), (v - 35n) / 2n);
   } else {
-    expect(t.chainId).toBeDefined();
-    expect(Array.isArray(t.accessList)).toBe(true);
-    expect(t.yParity).toBe(t.v);
+    want('has chainId', t.chainId !== undefined, true);
+    want('accessList is a list', Array.isArray(t.accessList), true);
+    want('yParity', t.yParity, t.v);
   }
   if (type >= 2) {
     const cap = BigInt(t.maxFeePerGas!);
     const tip = BigInt(t.maxPriorityFeePerGas!);
     const fee = BigInt(baseFee!);
-    expect(BigInt(t.gasPrice)).toBe(tip + fee < cap ? tip + fee : cap);
+    want('gasPrice', BigInt(t.gasPrice), tip + fee < cap ? tip + fee : cap);
   }
-  expect(keys.has('maxFeePerBlobGas')).toBe(type === 3);
-  expect(keys.has('blobVersionedHashes')).toBe(type === 3);
-  expect(keys.has('authorizationList')).toBe(type === 4);
+  want('has maxFeePerBlobGas', keys.has('maxFeePerBlobGas'), type === 3);
+  want('has blobVersionedHashes', keys.has('blobVersionedHashes'), type === 3);
+  want('has authorizationList', keys.has('authorizationList'), type === 4);
+  return problems;
 }
 
 interface Chain {
@@ -263,19 +271,24 @@ async function checkBlocks(chain: Chain, name: ChainName): Promise<void> {
     const txs = block.transactions as JsonTransaction[];
 
     // Transactions rebuilt from their JSON: hash, sender, and the transactions root.
+    chain.common.setHardforkBy({ blockNumber: BigInt(block.number), timestamp: BigInt(block.timestamp) });
+    const wrong: string[] = [];
+    const want = (what: string, got: unknown, expected: unknown): void => {
+      if (got !== expected) wrong.push(`tx ${what}: ${String(got)}, want ${String(expected)}`);
+    };
     const rebuilt = txs.map((t, i) => {
-      expect(t.blockHash).toBe(block.hash);
-      expect(t.blockNumber).toBe(block.number);
-      expect(t.blockTimestamp).toBe(block.timestamp);
-      expect(t.transactionIndex).toBe(`0x${i.toString(16)}`);
-      checkTxShape(t, block.baseFeePerGas);
-      chain.common.setHardforkBy({ blockNumber: BigInt(block.number), timestamp: BigInt(block.timestamp) });
+      want(`${i} blockHash`, t.blockHash, block.hash);
+      want(`${i} blockNumber`, t.blockNumber, block.number);
+      want(`${i} blockTimestamp`, t.blockTimestamp, block.timestamp);
+      want(`${i} transactionIndex`, t.transactionIndex, `0x${i.toString(16)}`);
+      wrong.push(...txShapeProblems(t, block.baseFeePerGas));
       const tx = createTx(txData(t), { common: chain.common });
-      expect(hx(tx.hash())).toBe(t.hash);
-      expect(tx.getSenderAddress().toString()).toBe(t.from);
+      want(`${i} hash`, hx(tx.hash()), t.hash);
+      want(`${i} sender`, tx.getSenderAddress().toString(), t.from);
       if (t.type !== '0x0') typed++;
       return tx;
     });
+    expect(wrong.map((m) => `block ${block.number}: ${m}`)).toEqual([]);
     expect(await trieRoot(rebuilt.map((tx) => tx.serialize()))).toBe(block.transactionsRoot);
     if (block.withdrawals !== undefined) {
       const ws = block.withdrawals.map((w) => RLP.encode([q(w.index), q(w.validatorIndex), b(w.address), q(w.amount)]));
@@ -337,21 +350,31 @@ async function checkTransactionsByHash(chain: Chain, name: ChainName): Promise<v
 }
 
 async function checkLogLocations(chain: Chain): Promise<void> {
+  // What is wrong with a log's fields, collected and asserted once (a matcher per field of every
+  // log costs more than the checks).
+  const wrong: string[] = [];
+  const want = (what: string, got: unknown, expected: unknown): void => {
+    if (got !== expected) wrong.push(`${what}: ${String(got)}, want ${String(expected)}`);
+  };
   const byBlock = new Map<string, JsonLog[]>();
   for (const l of chain.logs) {
     checkEncodings(l);
-    expect(l.removed).toBe(false);
-    byBlock.set(l.blockHash, [...(byBlock.get(l.blockHash) ?? []), l]);
+    if (l.removed !== false) wrong.push(`${l.blockHash}/${l.logIndex}: removed ${l.removed}`);
+    const list = byBlock.get(l.blockHash);
+    if (list === undefined) byBlock.set(l.blockHash, [l]);
+    else list.push(l);
   }
   for (const block of chain.blocks) {
     const ls = byBlock.get(block.hash) ?? [];
     const txs = block.transactions as JsonTransaction[];
     ls.forEach((l, i) => {
-      expect(l.logIndex).toBe(`0x${i.toString(16)}`);
-      expect(l.blockNumber).toBe(block.number);
-      expect(l.blockTimestamp).toBe(block.timestamp);
-      expect(l.transactionHash).toBe(txs[Number(BigInt(l.transactionIndex))]!.hash);
+      const at = `block ${block.number} log ${i}`;
+      want(`${at} logIndex`, l.logIndex, `0x${i.toString(16)}`);
+      want(`${at} blockNumber`, l.blockNumber, block.number);
+      want(`${at} blockTimestamp`, l.blockTimestamp, block.timestamp);
+      want(`${at} transactionHash`, l.transactionHash, txs[Number(BigInt(l.transactionIndex))]!.hash);
     });
+    expect(wrong).toEqual([]);
     expect(bloomOf(ls)).toBe(block.logsBloom);
     // The same block by number range answers the same logs.
     expect(await chain.client.call('eth_getLogs', { fromBlock: block.number, toBlock: block.number })).toEqual(ls);
@@ -368,6 +391,8 @@ async function checkRandomLogFilters(chain: Chain, name: ChainName): Promise<voi
   ]);
   const absent = `0x${'ab'.repeat(20)}`;
   const absentTopic = kec('0xdead');
+  // Each log's block number, parsed once for the 300 brute-force scans.
+  const numberOf = new Map(chain.logs.map((l) => [l, Number(BigInt(l.blockNumber))]));
   let nonEmpty = 0;
   let capped = 0;
   const mismatches: { msg: string; wildcard: boolean }[] = [];
@@ -412,7 +437,7 @@ async function checkRandomLogFilters(chain: Chain, name: ChainName): Promise<voi
     }
     if (topics.length > 0 || rand() < 0.2) filter.topics = topics;
     const want = chain.logs.filter((l) => {
-      const n = Number(BigInt(l.blockNumber));
+      const n = numberOf.get(l)!;
       return n >= from && n <= to && (addrSet === undefined || addrSet.includes(l.address)) && topicMatch(topics, l);
     });
     if (want.length > 10_000) {
@@ -420,8 +445,8 @@ async function checkRandomLogFilters(chain: Chain, name: ChainName): Promise<voi
       const r = await chain.client.raw('eth_getLogs', [filter]);
       const data = r.error?.data as { from?: string; to?: string } | undefined;
       const last = Number(BigInt(data?.to ?? -1));
-      const fits = want.filter((l) => Number(BigInt(l.blockNumber)) <= last).length;
-      const next = want.filter((l) => Number(BigInt(l.blockNumber)) <= last + 1).length;
+      const fits = want.filter((l) => numberOf.get(l)! <= last).length;
+      const next = want.filter((l) => numberOf.get(l)! <= last + 1).length;
       if (r.error?.code !== -32005 || data?.from !== `0x${from.toString(16)}` || fits > 10_000 || next <= 10_000) {
         mismatches.push({
           wildcard: wild(topics),
