@@ -18,7 +18,8 @@ const FIXTURE_TOKEN = '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359';
  * The spec's eight methods at every block, byte for byte, on node `a` and each node of `b`: every
  * block by number (full) and hash, uncles, every transaction, logs per block and per 100-block
  * range, and storage and proofs of `account` at a sample of blocks. `a` answers once for all of
- * `b`. Returns the counts compared.
+ * `b`. Returns the counts compared. Replies are texts: equal texts pass without building an
+ * expectation (thousands per call), a differing one fails through expect with its block or method.
  */
 export async function compareNodes(
   a: string,
@@ -36,7 +37,7 @@ export async function compareNodes(
   const hashes: string[] = [];
   const txs: string[] = [];
   nums.forEach((n, i) => {
-    for (const rb of rbs) expect([n, rb[i]]).toEqual([n, ra?.[i]]);
+    for (const rb of rbs) if (rb[i] !== ra?.[i]) expect([n, rb[i]]).toEqual([n, ra?.[i]]);
     const blk = (JSON.parse(ra?.[i] as string) as { result: Json }).result;
     hashes.push(blk.hash as string);
     for (const t of blk.transactions as Json[]) txs.push(t.hash as string);
@@ -61,7 +62,7 @@ export async function compareNodes(
   }
   const [ca, ...cbs] = await Promise.all([a, ...others].map((url) => rawBatch(url, calls)));
   ca?.forEach((t, i) => {
-    for (const cb of cbs) expect([calls[i]?.[0], cb[i]]).toEqual([calls[i]?.[0], t]);
+    for (const cb of cbs) if (cb[i] !== t) expect([calls[i]?.[0], cb[i]]).toEqual([calls[i]?.[0], t]);
   });
   return { blocks: nums.length, txs: txs.length };
 }
