@@ -1,6 +1,8 @@
 // CI run of the getLogs benchmark at smoke size. Never asserts timings: it checks that the index
 // answers equal the bloom-scan answers and a brute-force filter over the logs the generator made,
-// and that `--json` carries every figure under its stable name.
+// and that `--json` carries every figure under its stable name. The chain is built once (the
+// bench's own builder, keeping the generated logs for the brute force); the `--smoke --json` run
+// reuses it through `--datadir`, the bench's reuse path, so its figures are of that build.
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -44,17 +46,14 @@ function key(r: LogQueryResult): string {
 
 describe('getLogs bench at smoke size', () => {
   let tmp: TempDir;
+  let facts: ChainFacts;
   beforeAll(async () => {
     tmp = await tempDir('bench-getlogs-test-');
+    facts = await logChainBuilder.build({ spec: chainSpec('smoke'), keepLogs: true }, join(tmp.dir, 'data'), () => {});
   });
   afterAll(() => tmp.cleanup());
 
   test('every query of the mix: index = bloom scan = brute force over the generated logs', async () => {
-    const facts: ChainFacts = await logChainBuilder.build(
-      { spec: chainSpec('smoke'), keepLogs: true },
-      join(tmp.dir, 'data'),
-      () => undefined,
-    );
     const all = facts.generated as GeneratedLog[];
     expect(all.length).toBe(facts.logs);
     const store = await LevelChainStore.open(join(tmp.dir, 'data'));
@@ -84,13 +83,14 @@ describe('getLogs bench at smoke size', () => {
     const res = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
       execFile(
         process.execPath,
-        [join(benchDist, 'getlogs.js'), '--smoke', '--json', out],
+        [join(benchDist, 'getlogs.js'), '--smoke', '--json', out, '--datadir', join(tmp.dir, 'data')],
         { timeout: 300_000, maxBuffer: 16 << 20 },
         (err, stdout, stderr) =>
           done({ code: err === null ? 0 : ((err as { code?: number }).code ?? 1), stdout, stderr }),
       );
     });
     expect(res.stderr).not.toMatch(/MISMATCH/);
+    expect(res.stderr).toContain(`reusing ${join(tmp.dir, 'data')} (${facts.head} blocks, ${facts.logs} logs)`);
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/\| query \| results \| index p50 ms/);
     const j = JSON.parse(await readFile(out, 'utf8')) as Record<string, unknown> & {
