@@ -4,7 +4,7 @@ import { register as registerServe } from './cmds/serve/index.js';
 import { register as registerKeys } from './cmds/keys/index.js';
 import { register as registerStart } from './cmds/start/index.js';
 import { register as registerAdmin } from './cmds/admin/index.js';
-import { ConfigError, RuntimeError } from '@chainnode/runtime';
+import { ConfigError, RuntimeError } from '@chainnode/runtime/configuration';
 import { CliError } from './cli-error.js';
 
 export function buildProgram(): Command {

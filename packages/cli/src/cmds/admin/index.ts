@@ -1,7 +1,6 @@
 // `node-cli admin token create [--replace]`: the dashboard's admin token, created once and
 // printed once; only its sha256 is kept (<datadir>/admin.json, mode 0600).
 import type { Command } from 'commander';
-import { AdminTokenError, createAdminToken } from '@chainnode/dashboard';
 import { CliError } from '../../cli-error.js';
 
 export function register(program: Command): void {
@@ -14,7 +13,8 @@ export function register(program: Command): void {
     .option('--datadir <dir>', 'datadir of the server', './data')
     .option('--replace', 'replace an existing token (dashboard login sessions end when the server restarts)')
     .option('--json', 'print a JSON object')
-    .action((opts: { datadir: string; replace?: boolean; json?: boolean }) => {
+    .action(async (opts: { datadir: string; replace?: boolean; json?: boolean }) => {
+      const { AdminTokenError, createAdminToken } = await import('@chainnode/dashboard');
       let token: string;
       try {
         token = createAdminToken(opts.datadir, opts.replace === true);

@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { KeyActionError, KeyFileError, LedgerUnavailableError, PLAN_NAMES, openLedger } from '@chainnode/accounts';
 import type { KeyManager, OpenLedger } from '@chainnode/accounts';
-import { loadConfig, parseLedgerUrl } from '@chainnode/runtime';
+import { loadConfig, parseLedgerUrl } from '@chainnode/runtime/configuration';
 import { CliError } from '../../cli-error.js';
 import { describe, keyTable, usageJson, usageText } from './text.js';
 

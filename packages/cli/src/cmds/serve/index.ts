@@ -12,12 +12,10 @@ import {
   flagText,
   flagsFromFile,
   readConfigFile,
-  runRuntime,
   runtimeConfigOf,
-} from '@chainnode/runtime';
-import type { ConfigField, ServeFlags, ServerConfig } from '@chainnode/runtime';
+} from '@chainnode/runtime/configuration';
+import type { ConfigField, ServeFlags, ServerConfig } from '@chainnode/runtime/configuration';
 import { CliError } from '../../cli-error.js';
-import { printBanner } from './banner.js';
 
 /** The fields of server.json that are flags of serve (of start too unless serveOnly), in schema order. */
 function flagFields(serveOnly: boolean): [keyof ServerConfig, ConfigField<unknown>][] {
@@ -96,6 +94,11 @@ export function register(program: Command): void {
     )
     .action(async (opts: ServeFlags, command: Command) => {
       const config = runtimeConfigOf(withConfigFile(opts, command));
+      // The runtime loads only once the settings are checked: a refused flag costs no more than its check.
+      const [{ runRuntime }, { printBanner }] = await Promise.all([
+        import('@chainnode/runtime'),
+        import('./banner.js'),
+      ]);
       process.exit(await runRuntime(config, { onListening: (l) => printBanner(config, l) }));
     });
 }

@@ -14,8 +14,7 @@ import { KeyActionError } from '@chainnode/accounts';
 import type { KeyManager } from '@chainnode/accounts';
 import type { LogFormat } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
-import { runRuntime, runtimeConfigOf } from '@chainnode/runtime';
-import { announce, printBanner } from '../serve/banner.js';
+import { runtimeConfigOf } from '@chainnode/runtime/configuration';
 import { withConfigFile, withServeOptions } from '../serve/index.js';
 
 interface StartOptions {
@@ -71,6 +70,10 @@ export function register(program: Command): void {
     const opts = withConfigFile(given, command);
     const config = runtimeConfigOf(opts);
     await importFixtures(opts.from, opts.datadir, config.log.format);
+    const [{ runRuntime }, { announce, printBanner }] = await Promise.all([
+      import('@chainnode/runtime'),
+      import('../serve/banner.js'),
+    ]);
     let key = '';
     let created = false;
     const code = await runRuntime(config, {

@@ -2,19 +2,14 @@
 // a geth chain export into the datadir. Expected failures print one line (CliError).
 import { Option } from 'commander';
 import type { Command } from 'commander';
-import {
-  BlockVerificationError,
-  ChainMismatchError,
-  ChainSourceError,
-  GenesisRequiredError,
-  ReorgTooDeepError,
-  UpstreamError,
-  followUpstream,
-  importChain,
-} from '@chainnode/ingest';
 import type { FollowSummary, ImportSummary, StateSourceKind } from '@chainnode/ingest';
-import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from '@chainnode/runtime';
-import { DatadirInUseError, sizeOnDisk } from '@chainnode/store';
+import {
+  isUpstreamUrl,
+  parseCheckpoint,
+  parseIngestMode,
+  parseReorgDepth,
+  parseStartBlock,
+} from '@chainnode/runtime/configuration';
 import type { LogFormat } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
 import { syncReport } from './report.js';
@@ -48,6 +43,21 @@ function parseTo(value: string | undefined): bigint | undefined {
  */
 export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promise<void> {
   const to = parseTo(opts.to);
+  // The import's code loads here, not with the CLI: the commands that import nothing do not load it.
+  const [ingestLib, { DatadirInUseError, sizeOnDisk }] = await Promise.all([
+    import('@chainnode/ingest'),
+    import('@chainnode/store'),
+  ]);
+  const {
+    BlockVerificationError,
+    ChainMismatchError,
+    ChainSourceError,
+    GenesisRequiredError,
+    ReorgTooDeepError,
+    UpstreamError,
+    followUpstream,
+    importChain,
+  } = ingestLib;
   const reporter = syncReport(format);
   let summary: FollowSummary | ImportSummary;
   try {
