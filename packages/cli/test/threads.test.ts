@@ -144,12 +144,13 @@ function threadsFollow(srv: ServeProcess, up: string, key: string, threads: numb
  * the connection: `n` of them all land on one thread once in 2^(n-1) times): their answers,
  * after checking from the per-thread counts of the metrics that both threads answered some.
  * While one thread has answered none, up to 5n calls are made; every answer is returned.
+ * A single-thread server answers one call: its repetitions would all be the same thread's answer.
  */
 async function onBothThreads(f: ThreadsFollow, n: number, method: string, params: unknown[]): Promise<unknown[]> {
+  if (f.threads === 1) return [await f.ask(method, params)];
   const before = threadCalls(await f.metrics());
   const answers: unknown[] = [];
   for (let i = 0; i < n; i++) answers.push(await f.ask(method, params));
-  if (f.threads === 1) return answers;
   const deltas = async (): Promise<[number, number]> => {
     const after = threadCalls(await f.metrics());
     return [(after.get(0) ?? 0) - (before.get(0) ?? 0), (after.get(1) ?? 0) - (before.get(1) ?? 0)];
