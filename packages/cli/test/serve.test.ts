@@ -134,19 +134,9 @@ test('failover: a growth key gets eth_getBlockByHash from the partner process du
   expect((await usageCli(dir, growth)).used).toBe(costs['eth_getBlockByHash']);
 });
 
-test('SIGTERM: exits 0 after closing the store (the datadir can be opened again at once)', async () => {
-  const dir = await copy();
-  const { key } = await createKeyCli(dir, 'core');
-  const s = await spawnServe(dir);
-  expect((await rpc(s.url(key), 'eth_blockNumber', [])).status).toBe(200);
-  expect(await s.stop('SIGTERM')).toBe(0);
-  expect(s.output()).toContain('stopped cleanly');
-  const again = await serveOn(dir);
-  expect((await rpc(again.url(key), 'eth_blockNumber', [])).status).toBe(200);
-  expect(await again.stop('SIGINT')).toBe(0);
-});
-
-test('--log-format json: every line on stdout and stderr is a JSON record; the banner is one info line', async () => {
+// One server for both: the SIGTERM stop is the same with the log format given or taken by default
+// (JSON, stdout and stderr being pipes here).
+test('SIGTERM exits 0 after closing the store (the datadir opens again at once; SIGINT exits 0 too); --log-format json: every line on stdout and stderr is a JSON record; the banner is one info line', async () => {
   const dir = await copy();
   const { key } = await createKeyCli(dir, 'core');
   const s = await spawnServe(dir, ['--log-format', 'json', '--threads', '1', '--metrics-port', '0']);
@@ -172,6 +162,9 @@ test('--log-format json: every line on stdout and stderr is a JSON record; the b
     health: `http://127.0.0.1:${s.port}/health`,
   });
   expect(bannerOf(s.output()).metrics).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+  const again = await serveOn(dir); // every handle on the datadir is closed
+  expect((await rpc(again.url(key), 'eth_blockNumber', [])).status).toBe(200);
+  expect(await again.stop('SIGINT')).toBe(0);
 });
 
 test('SIGTERM with eth_getLogs in flight in the offload worker: answered in full, then workers and store close, exit 0', async () => {
