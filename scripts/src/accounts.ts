@@ -1,13 +1,15 @@
 // Test-only accounts of the fixture chain. The private keys are derived from public strings:
 // they protect nothing and must never hold value on a real network.
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { Address, isValidPrivate, privateToAddress } from '@ethereumjs/util';
+import { Address, isValidPrivate, privateToAddress, privateToPublic } from '@ethereumjs/util';
 
 export const SENDER_COUNT = 60;
 
 export interface Sender {
   readonly index: number;
   readonly privateKey: Uint8Array;
+  /** Uncompressed, without the 0x04 prefix: what ecrecover returns for this sender's signatures. */
+  readonly publicKey: Uint8Array;
   readonly address: Address;
   readonly hex: string;
 }
@@ -27,7 +29,7 @@ export function makeSenders(count = SENDER_COUNT): Sender[] {
   for (let i = 0; i < count; i++) {
     const privateKey = senderKey(i);
     const address = new Address(privateToAddress(privateKey));
-    out.push({ index: i, privateKey, address, hex: address.toString() });
+    out.push({ index: i, privateKey, publicKey: privateToPublic(privateKey), address, hex: address.toString() });
   }
   return out;
 }

@@ -28,6 +28,7 @@ import {
   createContractAddress,
   KECCAK256_RLP_ARRAY,
 } from '@ethereumjs/util';
+import { Caches, MerkleStateManager } from '@ethereumjs/statemanager';
 import { createVM, type RunBlockResult, runBlock, type VM } from '@ethereumjs/vm';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 
@@ -240,7 +241,11 @@ async function setUpChain(senders: Sender[]): Promise<ChainSetup> {
     unprotected: atFork(Hardfork.TangerineWhistle),
   };
 
-  const vm = await createVM({ common: common.copy(), setHardfork: true });
+  // Account, code and storage caches in front of the trie: the same state, read with fewer trie
+  // walks (a quarter of the generator's time without them).
+  const vmCommon = common.copy();
+  const stateManager = new MerkleStateManager({ common: vmCommon, caches: new Caches() });
+  const vm = await createVM({ common: vmCommon, setHardfork: true, stateManager });
   for (const s of senders) {
     await vm.stateManager.putAccount(s.address, createAccount({ balance: SENDER_BALANCE }));
   }
@@ -450,6 +455,7 @@ class BlockPlan {
         { common: txCommon },
       ).sign(from.privateKey);
     }
+    signedBy(tx, from);
     this.planned.push({
       tx,
       kind,
@@ -829,22 +835,36 @@ async function forkTransactions(
       ? encodeCall(contracts.emitter, 'emitAll', [forkRng.bigint(64), forkRng.bytes(forkRng.int(0, 80))])
       : new Uint8Array(0);
     txs.push(
-      createFeeMarket1559Tx(
-        {
-          nonce: await nonceOf(from),
-          gasLimit: emit ? 200_000n : 21_000n,
-          to: emit ? emitterAddr : forkRng.pick(recipients),
-          value: emit ? 0n : BigInt(forkRng.int(1, 1_000_000)),
-          data,
-          chainId: BigInt(CHAIN_ID),
-          maxPriorityFeePerGas: tip,
-          maxFeePerGas: baseFeePerGas * 2n + tip,
-        },
-        { common: setup.txCommons.london },
-      ).sign(from.privateKey),
+      signedBy(
+        createFeeMarket1559Tx(
+          {
+            nonce: await nonceOf(from),
+            gasLimit: emit ? 200_000n : 21_000n,
+            to: emit ? emitterAddr : forkRng.pick(recipients),
+            value: emit ? 0n : BigInt(forkRng.int(1, 1_000_000)),
+            data,
+            chainId: BigInt(CHAIN_ID),
+            maxPriorityFeePerGas: tip,
+            maxFeePerGas: baseFeePerGas * 2n + tip,
+          },
+          { common: setup.txCommons.london },
+        ).sign(from.privateKey),
+        from,
+      ),
     );
   }
   return txs;
+}
+
+/**
+ * Records `from` as the sender of `tx`, which `from` has just signed, so that runBlock takes it
+ * from the transaction's cache instead of recovering it from the signature (a sixth of the
+ * generator's time). The chain's signatures are recovered where it matters: every import of
+ * chain.rlp recovers each sender and fails the block if its state root then differs.
+ */
+function signedBy<T extends TypedTransaction>(tx: T, from: Sender): T {
+  tx.cache.senderPubKey = from.publicKey;
+  return tx;
 }
 
 /** Consensus checks that standard PoW validation would make (seal excepted). */
