@@ -113,8 +113,10 @@ describe('a chainnode replica follows a chainnode primary', () => {
     const mainHead = await result<Json>(pUrl, 'eth_getBlockByNumber', ['latest', false]);
     expect(mainHead.number).toBe(hexN(1600));
     const genesis = join(FIXTURES, 'genesis.json');
-    const r1Args = ['--follow', pUrl, '--genesis', genesis, '--poll-ms', '100'];
-    const r2 = await spawnServe(r2Dir, ['--follow', `ws://127.0.0.1:${port}/ws/v3/${pk}`, '--poll-ms', '100']);
+    // A head poll every 500 ms once caught up: each is a request to the primary for as long as the
+    // test runs, and nothing here waits on a replica noticing a new head sooner.
+    const r1Args = ['--follow', pUrl, '--genesis', genesis, '--poll-ms', '500'];
+    const r2 = await spawnServe(r2Dir, ['--follow', `ws://127.0.0.1:${port}/ws/v3/${pk}`, '--poll-ms', '500']);
     procs.push(r2);
     // R1: follow from an empty datadir, SIGKILLed twice while catching up.
     let r1 = await spawnServe(r1Dir, r1Args);
