@@ -1,6 +1,15 @@
 // Solidity compiled with the pinned solc (0.8.30, a dependency of this package): the one place the
-// fixture chain, the bench chains and the tests compile contracts.
-import solc from 'solc';
+// fixture chain, the bench chains and the tests compile contracts. solc (an 8 MB emscripten
+// module) loads on the first compile, not when testkit is imported: most tests import testkit
+// and never compile.
+import { createRequire } from 'node:module';
+
+type Solc = typeof import('solc');
+let loaded: Solc | undefined;
+const solcModule = (): Solc => {
+  loaded ??= createRequire(import.meta.url)('solc') as Solc;
+  return loaded;
+};
 
 export interface SolidityInput {
   /** The source's file name in the compiler input (contracts are looked up under it). */
@@ -37,6 +46,7 @@ export function compileSolidity(o: SolidityInput): CompiledSolidity {
       outputSelection: { '*': { '*': ['abi', `evm.${o.output}.object`] } },
     },
   };
+  const solc = solcModule();
   const output = JSON.parse(solc.compile(JSON.stringify(input))) as SolcOutput;
   const errors = (output.errors ?? []).filter((e) => e.severity === 'error');
   if (errors.length > 0) throw new Error(`solc failed:\n${errors.map((e) => e.formattedMessage).join('\n')}`);
