@@ -44,7 +44,7 @@ describe('fixture generator', () => {
     for (const file of ['genesis.json', 'chain.rlp', 'README.md', 'fork/genesis.json', 'fork/chain.rlp']) {
       expect(`${file} ${await sha256(join(out, file))}`).toBe(`${file} ${await sha256(join(FIXTURES_DIR, file))}`);
     }
-  }, 1_200_000); // the generator needs ~100 s of CPU
+  }, 1_200_000); // the generator needs ~60 s of CPU on a quiet 2-core machine, ~100 s under load
 
   it('rejects a missing --out with a usage message', async () => {
     const child = spawn(process.execPath, [join(REPO_ROOT, 'scripts/dist/gen-fixtures.js')], {
