@@ -7,10 +7,9 @@
 // slots and accounts it wrote), fits trie nodes per block = a x storage writes + b x accounts
 // touched (least squares) and prints the archive's cost as a formula of the block count.
 // Nothing else may have the datadir open (LevelDB's lock).
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Level } from 'level';
-import { Prefix, sizeOnDisk } from '@chainnode/store';
+import { measureDatadir } from '@chainnode/store';
 import type { BlockGrowth } from './src/mainnet-shape/generator.js';
 import { printRunRecord } from './src/run-record.js';
 
@@ -23,82 +22,17 @@ const arg = (name: string): string | undefined => {
 const datadir = resolve(arg('datadir') ?? '');
 const chain = arg('chain');
 
-/** The groups of tables docs/performance reports the cost of. */
-const GROUP: Record<string, string> = {
-  Meta: 'meta',
-  Canonical: 'headers',
-  HashToNumber: 'headers',
-  Headers: 'headers',
-  TotalDifficulty: 'headers',
-  Bodies: 'bodies',
-  Senders: 'bodies',
-  BlockTxHashes: 'bodies',
-  TxLookup: 'bodies',
-  Receipts: 'receipts',
-  Blooms: 'receipts',
-  BlockLogs: 'log rows and index',
-  Logs: 'log rows and index',
-  LogIndex: 'log rows and index',
-  BlockJson: 'ready JSON',
-  AddressLogsJson: 'ready JSON',
-  LogSegments: 'log segments',
-  TrieNodes: 'trie nodes',
-};
-
-interface Row {
-  table: string;
-  group: string;
-  rows: number;
-  keyBytes: number;
-  valueBytes: number;
-  diskBytes: number;
-}
-
-const db = new Level<Uint8Array, Uint8Array>(join(datadir, 'chain'), { keyEncoding: 'view', valueEncoding: 'view' });
-await db.open();
-const rows: Row[] = [];
-let head = 0;
-let codeRows = 0;
-let codeBytes = 0;
-try {
-  for (const [table, prefix] of Object.entries(Prefix)) {
-    const range = { gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) };
-    const r: Row = { table, group: GROUP[table] ?? table, rows: 0, keyBytes: 0, valueBytes: 0, diskBytes: 0 };
-    for await (const [k, v] of db.iterator(range)) {
-      r.rows++;
-      r.keyBytes += k.length;
-      r.valueBytes += v.length;
-      if (prefix === Prefix.Canonical) head = Math.max(head, Number(Buffer.from(k.subarray(1)).readBigUInt64BE()));
-      // Contract code: 'c' ++ codeHash (33-byte key after the prefix); every other row is a node.
-      if (prefix === Prefix.TrieNodes && k.length === 34 && k[1] === 0x63) {
-        codeRows++;
-        codeBytes += k.length + v.length;
-      }
-    }
-    r.diskBytes = await (
-      db as unknown as { approximateSize(a: Uint8Array, b: Uint8Array): Promise<number> }
-    ).approximateSize(range.gte, range.lt);
-    rows.push(r);
-  }
-} finally {
-  await db.close();
-}
-const segDir = join(datadir, 'log-segments');
-let segmentFiles = 0;
-let segmentBytes = 0;
-try {
-  for (const f of readdirSync(segDir)) {
-    segmentFiles++;
-    segmentBytes += statSync(join(segDir, f)).size;
-  }
-} catch {
-  // no sealed segment yet
-}
+// The store's own sizing (`node-cli db info` prints the same, in bytes rather than per block).
+const sizes = await measureDatadir(datadir);
+const head = Number(sizes.head ?? 0n);
+const { tables: rows, segmentFiles, segmentBytes, totalBytes: total } = sizes;
 const blocks = head + 1; // genesis included
-const total = await sizeOnDisk(datadir);
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 console.log(`datadir ${datadir}: head ${head}, ${fmt(total)} bytes on disk (${fmt(total / blocks)} per block)`);
+console.log(
+  `state: ${sizes.layout.stateHistory ? 'flat state history kept' : 'no flat state history'}; trie: ${sizes.layout.trie}`,
+);
 console.log('table | group | rows | key+value bytes per block | approx. disk bytes per block');
 for (const r of rows) {
   if (r.rows === 0) continue;
@@ -113,21 +47,10 @@ for (const r of rows) {
   );
 }
 console.log(`log segment files | log segments | ${segmentFiles} files | ${fmt(segmentBytes / blocks)} | (same)`);
-console.log(`of TrieNodes: contract code ${fmt(codeRows)} rows, ${fmt(codeBytes)} bytes`);
-const groups = new Map<string, { kv: number; disk: number }>();
-for (const r of rows) {
-  const g = groups.get(r.group) ?? { kv: 0, disk: 0 };
-  g.kv += r.keyBytes + r.valueBytes;
-  g.disk += r.diskBytes;
-  groups.set(r.group, g);
-}
-const seg = groups.get('log segments') ?? { kv: 0, disk: 0 };
-seg.kv += segmentBytes;
-seg.disk += segmentBytes;
-groups.set('log segments', seg);
+console.log(`of TrieNodes: contract code ${fmt(sizes.codeRows)} rows, ${fmt(sizes.codeBytes)} bytes`);
 console.log('group | key+value bytes per block | approx. disk bytes per block');
-groups.delete('meta');
-for (const [g, v] of groups) console.log(`${g} | ${fmt(v.kv / blocks)} | ${fmt(v.disk / blocks)}`);
+for (const g of sizes.groups)
+  if (g.group !== 'meta') console.log(`${g.group} | ${fmt(g.keyValueBytes / blocks)} | ${fmt(g.diskBytes / blocks)}`);
 
 let fit: Record<string, number> | undefined;
 if (chain !== undefined) {

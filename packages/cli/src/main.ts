@@ -4,6 +4,7 @@ import { register as registerServe } from './cmds/serve/index.js';
 import { register as registerKeys } from './cmds/keys/index.js';
 import { register as registerStart } from './cmds/start/index.js';
 import { register as registerAdmin } from './cmds/admin/index.js';
+import { register as registerDb } from './cmds/db/index.js';
 import { ConfigError, RuntimeError } from '@chainnode/runtime/configuration';
 import { CliError } from './cli-error.js';
 
@@ -17,6 +18,7 @@ export function buildProgram(): Command {
   registerKeys(program);
   registerStart(program);
   registerAdmin(program);
+  registerDb(program);
   return program;
 }
 

@@ -21,11 +21,17 @@ export class DatadirEmptyError extends Error {
   }
 }
 
+/** Walks the error's causes as plain objects: under jest's module sandbox, the native binding's errors are not `instanceof Error`. */
 function isLockError(err: unknown): boolean {
-  for (let e: unknown = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
-    const code = (e as { code?: unknown }).code;
+  for (let e: unknown = err; typeof e === 'object' && e !== null; e = (e as { cause?: unknown }).cause) {
+    const { code, message } = e as { code?: unknown; message?: unknown };
     if (code === 'LEVEL_LOCKED') return true;
-    if (/lock/i.test(e.message) && /(held|unavailable|resource temporarily)/i.test(e.message)) return true;
+    if (
+      typeof message === 'string' &&
+      /lock/i.test(message) &&
+      /(held|unavailable|resource temporarily)/i.test(message)
+    )
+      return true;
   }
   return false;
 }

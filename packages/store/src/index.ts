@@ -14,3 +14,12 @@ export { MissingTrieNodeError, hexPrefix, nibblesOf, sharedNibbles, trieGetSync,
 export type { NodePut, SyncNodeGet } from './trie-update.js';
 export { Lru } from './lru.js';
 export { logMatches, queryBloomMatcher } from './logs.js';
+export { SEGMENT_GROUP, TABLE_GROUP, compactDatadir, measureDatadir } from './upkeep/index.js';
+export type {
+  CompactResult,
+  DatadirSizes,
+  GroupSize,
+  SegmentTrim,
+  StateLayout,
+  TableSize,
+} from './upkeep/index.js';

@@ -17,7 +17,19 @@
 // keys of the spans from the rewound block's span on, in the rewind's own batch; their bytes stay
 // in the file unreferenced (a reader may be writing a slice of them into a reply right then) and
 // the spans are sealed again, appended, once the new branch is deep enough.
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeSync,
+} from 'node:fs';
 import type { FileSlice } from '@chainnode/core';
 import { join } from 'node:path';
 import type { Db } from './db.js';
@@ -313,4 +325,45 @@ export class LogSegmentReader {
     for (const f of this.files.values()) closeSync(f.fd);
     this.files.clear();
   }
+}
+
+/** What trimSegmentFiles cut: bytes past the recorded length, and files past the one appended to. */
+export interface SegmentTrim {
+  truncatedBytes: number;
+  removedFiles: number;
+}
+
+/**
+ * Cuts the segment files to what Meta.logSegments records, as the next seal would: the file
+ * appended to ends at its recorded length, and files after it (a crashed seal's, or every file
+ * when nothing is sealed) go. Files before it are whole (a rewind's unreferenced bytes inside
+ * them stay). Only with the datadir held exclusively (no reader has a slice of them).
+ */
+export async function trimSegmentFiles(db: Db, datadir: string): Promise<SegmentTrim> {
+  const raw = await db.get(META_KEY);
+  const state = raw === undefined ? undefined : decodeState(raw);
+  const dir = segmentDir(datadir);
+  const trim: SegmentTrim = { truncatedBytes: 0, removedFiles: 0 };
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return trim; // no segment file yet
+  }
+  for (const name of names) {
+    const m = /^(\d{6})\.seg$/.exec(name);
+    if (m === null) continue;
+    const file = Number(m[1]);
+    const path = join(dir, name);
+    const size = statSync(path).size;
+    if (state === undefined || file > state.file) {
+      rmSync(path);
+      trim.removedFiles++;
+      trim.truncatedBytes += size;
+    } else if (file === state.file && size > state.fileLength) {
+      truncateSync(path, state.fileLength);
+      trim.truncatedBytes += size - state.fileLength;
+    }
+  }
+  return trim;
 }

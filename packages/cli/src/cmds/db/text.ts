@@ -1,0 +1,45 @@
+// How `db info` and `db compact` print what the store measured: aligned-free text lines (the
+// separator ' | ' as the store-cost bench prints them), or one JSON object.
+import type { CompactResult, DatadirSizes, StateLayout } from '@chainnode/store';
+
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+
+export function layoutText(l: StateLayout): string {
+  const history = l.stateHistory
+    ? 'flat state history kept (AccountHistory, StorageHistory)'
+    : 'no flat state history (reads walk the trie)';
+  const joined = l.firstBlock !== undefined ? `; joined its chain at block ${l.firstBlock} (proven state nodes)` : '';
+  return `state: ${history}; trie: ${l.trie} (every block's nodes)${joined}`;
+}
+
+export function infoText(s: DatadirSizes): string {
+  const blocks = s.head === undefined ? 'no block' : `head ${s.head}`;
+  const lines = [
+    `datadir ${s.datadir}: ${blocks}, ${fmt(s.totalBytes)} bytes on disk`,
+    layoutText(s.layout),
+    "table | group | rows | key+value bytes | disk bytes (LevelDB's estimate, exact after db compact)",
+  ];
+  for (const t of s.tables)
+    if (t.rows > 0)
+      lines.push(`${t.table} | ${t.group} | ${fmt(t.rows)} | ${fmt(t.keyBytes + t.valueBytes)} | ${fmt(t.diskBytes)}`);
+  lines.push(`log segment files | log segments | ${s.segmentFiles} files | ${fmt(s.segmentBytes)} | (same)`);
+  lines.push('group | key+value bytes | disk bytes');
+  for (const g of s.groups) lines.push(`${g.group} | ${fmt(g.keyValueBytes)} | ${fmt(g.diskBytes)}`);
+  return lines.join('\n');
+}
+
+export function infoJson(s: DatadirSizes): unknown {
+  return {
+    ...s,
+    head: s.head?.toString() ?? null,
+    layout: { ...s.layout, firstBlock: s.layout.firstBlock?.toString() },
+  };
+}
+
+export function compactText(datadir: string, r: CompactResult): string {
+  const seg =
+    r.segments.truncatedBytes > 0
+      ? `; log segment files: ${fmt(r.segments.truncatedBytes)} bytes past their recorded length cut (${r.segments.removedFiles} files removed)`
+      : '';
+  return `datadir ${datadir} compacted: ${fmt(r.bytesBefore)} -> ${fmt(r.bytesAfter)} bytes on disk${seg}`;
+}

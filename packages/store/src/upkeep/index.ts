@@ -1,0 +1,8 @@
+// The datadir's upkeep: what it holds, table by table (measureDatadir: `node-cli db info`, the
+// store-cost bench), and settling it so its size on disk is what it holds (compactDatadir:
+// `node-cli db compact`). Both need the datadir to themselves (LevelDB's lock).
+export { SEGMENT_GROUP, TABLE_GROUP, measureDatadir, tableRange } from './sizing.js';
+export type { DatadirSizes, GroupSize, StateLayout, TableSize } from './sizing.js';
+export { compactDatadir } from './compact.js';
+export type { CompactResult } from './compact.js';
+export type { SegmentTrim } from '../log-segments.js';
