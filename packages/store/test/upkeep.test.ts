@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { availableChains, datadirCopy, tempDir } from '@chainnode/testkit';
-import { DatadirInUseError, openDb } from '../src/db.js';
+import { DatadirEmptyError, DatadirInUseError, openDb } from '../src/db.js';
 import { digestDatadir } from '../src/digest.js';
 import { MetaKey, Prefix, headCodec, tables } from '../src/schema.js';
 import { compactDatadir, measureDatadir } from '../src/upkeep/index.js';
@@ -120,6 +120,7 @@ test('db compact: segment files cut to the length Meta.logSegments records, late
     expect(await readFile(join(segDir, '000000.seg'), 'utf8')).toBe('a'.repeat(20));
     expect((await stat(join(segDir, '000001.seg'))).size).toBe(10);
     expect(existsSync(join(segDir, '000002.seg'))).toBe(false);
+    await expect(compactDatadir(join(dir, 'none'))).rejects.toBeInstanceOf(DatadirEmptyError);
   } finally {
     await cleanup();
   }

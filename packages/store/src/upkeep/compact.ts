@@ -1,7 +1,9 @@
 // Settling a datadir so its size on disk is what it holds: LevelDB compacted over the whole key
 // space (overwritten and deleted rows dropped, every level merged down) and the sealed log
 // segment files cut to their recorded length. Rows are untouched: the datadir digests the same.
-import { openDb } from '../db.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatadirEmptyError, openDb } from '../db.js';
 import { sizeOnDisk } from '../disk.js';
 import { trimSegmentFiles } from '../log-segments.js';
 import type { SegmentTrim } from '../log-segments.js';
@@ -43,6 +45,7 @@ export async function compactDatadir(
   datadir: string,
   opts: { onProgress?: (step: string, index: number, count: number) => void } = {},
 ): Promise<CompactResult> {
+  if (!existsSync(join(datadir, 'chain'))) throw new DatadirEmptyError(datadir);
   const bytesBefore = await sizeOnDisk(datadir);
   const db = (await openDb(datadir, { create: false })) as NativeDb;
   let segments: SegmentTrim;
