@@ -21,6 +21,12 @@ export interface ChainHead {
   hash: Bytes;
 }
 
+/** A block by number and hash: the one a by-block state read is for. */
+export interface BlockRef {
+  readonly number: bigint;
+  readonly hash: Bytes;
+}
+
 /** Facts of the imported chain fixed at genesis. */
 export interface ChainInfo {
   chainId: bigint;
@@ -91,6 +97,15 @@ export interface ChainStore {
   receipts(blockHash: Bytes): Promise<ReceiptRecord[] | undefined>;
   /** The account `address` in the state `stateRoot`; null when absent. */
   account(stateRoot: Bytes, address: Bytes): Promise<AccountRecord | null>;
+  /**
+   * The account `address` after the canonical block `block` (null: absent), from the store's flat
+   * state history: one seek, no trie walk. Undefined when the store keeps no state history, or
+   * when `block` is no longer canonical (a reorg removed it): the caller then reads account() at
+   * the block's state root. Absent on stores without a state history.
+   */
+  accountAtBlock?(block: BlockRef, address: Bytes): Promise<AccountRecord | null | undefined>;
+  /** storageAt() after the canonical block `block` from the flat state history; undefined as accountAtBlock. */
+  storageAtBlock?(block: BlockRef, address: Bytes, slot: Bytes): Promise<Bytes | undefined>;
   /** Code by its keccak (empty for the empty code hash); undefined when the store has none. */
   code(codeHash: Bytes): Promise<Bytes | undefined>;
   /** Synchronous state reads through the same caches (for an EVM's state manager). */

@@ -55,15 +55,21 @@ async function compareAround(
   const slots = slotsOf(addresses);
   let nonZero = 0;
   for (let n = from; n <= to; n++) {
-    const root = (await store.header((await store.canonicalHash(n)) as Uint8Array))?.stateRoot as Uint8Array;
+    const block = { number: n, hash: (await store.canonicalHash(n)) as Uint8Array };
+    const root = (await store.header(block.hash))?.stateRoot as Uint8Array;
     for (const a of addresses) {
       const account = await store.account(root, a);
-      expect([n, hex(a), await store.accountAtBlock(n, a)]).toEqual([n, hex(a), account]);
+      expect([n, hex(a), await store.accountAtBlock(block, a)]).toEqual([n, hex(a), account]);
       if (account === null || hex(account.storageRoot) === hex(KECCAK256_RLP)) continue;
       for (const s of slots) {
         const want = hex(await store.storageAt(root, a, s));
         if (/[^0]/.test(want)) nonZero++;
-        expect([n, hex(a), hex(s), hex(await store.storageAtBlock(n, a, s))]).toEqual([n, hex(a), hex(s), want]);
+        expect([n, hex(a), hex(s), hex((await store.storageAtBlock(block, a, s)) as Uint8Array)]).toEqual([
+          n,
+          hex(a),
+          hex(s),
+          want,
+        ]);
       }
     }
   }

@@ -4,6 +4,7 @@ import { PrunedHistoryError, ServerError } from '@chainnode/core';
 import type {
   AccountProofRecord,
   BlockRecord,
+  BlockRef,
   Bytes,
   ChainStore,
   Hex,
@@ -119,10 +120,8 @@ function below(head: bigint, depth: number): bigint {
  * canonical blocks are stored, so requireCanonical holds for every hash that resolves.
  */
 export async function resolveStateRoot(ctx: HandlerContext, sel: BlockSelector): Promise<Bytes> {
-  const rootOf = async (hash: Bytes): Promise<Bytes | undefined> =>
-    ctx.store.stateRoot !== undefined ? ctx.store.stateRoot(hash) : (await ctx.store.header(hash))?.stateRoot;
   if (sel.kind === 'hash') {
-    const root = await rootOf(sel.hash);
+    const root = await rootOf(ctx, sel.hash);
     if (root === undefined) throw new ServerError('header for hash not found');
     return root;
   }
@@ -131,8 +130,31 @@ export async function resolveStateRoot(ctx: HandlerContext, sel: BlockSelector):
   if (ctx.store.canonicalStateRoot !== undefined) root = await ctx.store.canonicalStateRoot(number);
   else {
     const hash = await ctx.store.canonicalHash(number);
-    root = hash === undefined ? undefined : await rootOf(hash);
+    root = hash === undefined ? undefined : await rootOf(ctx, hash);
   }
   if (root === undefined) throw new ServerError('header not found');
   return root;
+}
+
+async function rootOf(ctx: HandlerContext, hash: Bytes): Promise<Bytes | undefined> {
+  return ctx.store.stateRoot !== undefined ? ctx.store.stateRoot(hash) : (await ctx.store.header(hash))?.stateRoot;
+}
+
+/** The canonical block a state read selects, and its state root. */
+export interface SelectedState extends BlockRef {
+  readonly root: Bytes;
+}
+
+/**
+ * The block and state root a state read selects, with resolveStateRoot's errors: what a read from
+ * the store's state history needs (the block) and what its fallback, the trie walk, needs (the root).
+ */
+export async function resolveState(ctx: HandlerContext, sel: BlockSelector): Promise<SelectedState> {
+  const byHash = sel.kind === 'hash';
+  const number = byHash ? await ctx.store.blockNumber(sel.hash) : await resolveBlockNumber(ctx, sel);
+  const hash = number === undefined ? undefined : byHash ? sel.hash : await ctx.store.canonicalHash(number);
+  const root = hash === undefined ? undefined : await rootOf(ctx, hash);
+  if (number === undefined || hash === undefined || root === undefined)
+    throw new ServerError(byHash ? 'header for hash not found' : 'header not found');
+  return { number, hash, root };
 }

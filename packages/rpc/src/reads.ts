@@ -2,8 +2,8 @@
 // blocks, a block's receipts as geth's JSON, and an account at a selected state.
 import type { AccountRecord, BlockRecord, Bytes, TxRecord, TxWithLocation } from '@chainnode/core';
 import { forksOf } from './chain/forks.js';
-import { resolveBlockNumber, resolveStateRoot } from './context.js';
-import type { HandlerContext } from './context.js';
+import { resolveBlockNumber, resolveState } from './context.js';
+import type { HandlerContext, SelectedState } from './context.js';
 import { formatReceipt } from './formatters/receipt.js';
 import type { JsonReceipt } from './formatters/receipt.js';
 import type { BlockNumberParam, BlockSelector } from './params.js';
@@ -40,14 +40,30 @@ export async function transactionReceipt(ctx: HandlerContext, loc: TxWithLocatio
   return formatReceipt(rctx, loc.tx, loc.transactionIndex, r, receipts[loc.transactionIndex - 1]);
 }
 
-/** The account `address` at the selected state (geth's errors for unknown blocks); null when absent. */
+/**
+ * The account `address` at the selected state (geth's errors for unknown blocks); null when absent.
+ * From the store's state history when it keeps one and the block is still canonical, else by a
+ * walk of the block's state trie.
+ */
 export async function accountAt(
   ctx: HandlerContext,
   address: Bytes,
   sel: BlockSelector,
 ): Promise<AccountRecord | null> {
-  const root = await resolveStateRoot(ctx, sel);
-  return ctx.store.account(root, address);
+  const state = await resolveState(ctx, sel);
+  const fromHistory = await ctx.store.accountAtBlock?.(state, address);
+  return fromHistory !== undefined ? fromHistory : ctx.store.account(state.root, address);
+}
+
+/** The storage word `slot` of `address` in `state` (32 bytes), from the state history as accountAt, else the trie. */
+export async function storageAt(
+  ctx: HandlerContext,
+  state: SelectedState,
+  address: Bytes,
+  slot: Bytes,
+): Promise<Bytes> {
+  const fromHistory = await ctx.store.storageAtBlock?.(state, address, slot);
+  return fromHistory ?? ctx.store.storageAt(state.root, address, slot);
 }
 
 /** A transaction of a block with its location (what formatTransaction shows). */

@@ -32,6 +32,7 @@ import type {
   AccountProofRecord,
   AccountRecord,
   BlockRecord,
+  BlockRef,
   Bytes,
   ChainCommit,
   ChainHead,
@@ -72,7 +73,12 @@ import type { StoredReceipt } from './schema.js';
 import { AddressHashes, keccak256 } from './keccak.js';
 import { cacheKeyOf, HashCache, PairCache } from './hash-cache.js';
 import { copyNodes, NodeSlab } from './node-slab.js';
-import { accountAt as historyAccountAt, stateHistoryRoot, storageAt as historyStorageAt } from './history/index.js';
+import {
+  accountAt as historyAccountAt,
+  readAtCanonical,
+  stateHistoryRoot,
+  storageAt as historyStorageAt,
+} from './history/index.js';
 import { accountFields, bodyTransaction, headerStateRoot, headerTxFields, rlpString, trieGet } from './trie-read.js';
 import type { HeaderTxFields, NodeSource } from './trie-read.js';
 
@@ -100,6 +106,13 @@ function word32(b: Uint8Array): Uint8Array {
   const out = new Uint8Array(32);
   out.set(b, 32 - b.length);
   return out;
+}
+
+/** A copy of an account record (callers own what they get). */
+function copyAccount(a: AccountRecord | null): AccountRecord | null {
+  return a === null
+    ? null
+    : { nonce: a.nonce, balance: a.balance, codeHash: a.codeHash.slice(), storageRoot: a.storageRoot.slice() };
 }
 
 /**
@@ -132,6 +145,13 @@ export class LevelChainStore implements ChainStore {
   /** Accounts by (state root, address) and storage words by (storage root, slot word): hash-cache.ts. */
   private readonly accounts = new PairCache<AccountView | null>(16_384);
   private readonly slots = new PairCache<Uint8Array>(65_536);
+  /**
+   * Accounts and storage words after a block, read from the state history: by (block hash,
+   * address) and (block hash, address ++ slot word). The state after a block never changes and a
+   * read is cached only once its block was found canonical, so no entry goes stale.
+   */
+  private readonly historyAccounts = new PairCache<AccountRecord | null>(16_384);
+  private readonly historySlots = new PairCache<Uint8Array>(65_536);
   /**
    * Recent proofs (with their answer text, rpc's memo): for a body asked again and again (a wallet
    * polling its account). Small on purpose: random proofs almost never repeat, and 2,048 kept
@@ -189,6 +209,8 @@ export class LevelChainStore implements ChainStore {
     datadir: string,
     private readonly chainInfo: ChainInfo,
     nodeCacheBytes: number,
+    /** Whether the datadir keeps flat state history (Meta.stateHistory, fixed at creation). */
+    private readonly keepsHistory: boolean,
   ) {
     this.trieNodes = new NodeSlab(nodeCacheBytes, Math.max(1, Math.round(nodeCacheBytes / 256)));
     this.logQueries = new LogQueries(db, datadir, { head: () => this.head(), generation: () => this.gen });
@@ -220,6 +242,7 @@ export class LevelChainStore implements ChainStore {
         datadir,
         { chainId, networkId: chainId, genesisHash, genesis, firstBlock },
         options.nodeCacheBytes ?? NODE_CACHE_BYTES,
+        (await stateHistoryRoot(db)) !== undefined,
       );
     } catch (err) {
       await db.close();
@@ -714,17 +737,47 @@ export class LevelChainStore implements ChainStore {
 
   /** Whether the datadir keeps flat state history (history/): then the *AtBlock reads answer. */
   async hasStateHistory(): Promise<boolean> {
-    return this.guard('stateHistory', async () => (await stateHistoryRoot(this.db)) !== undefined);
+    return this.guard('stateHistory', async () => this.keepsHistory);
   }
 
-  /** The account `address` after canonical block `number` (null: absent), from the state history. */
-  accountAtBlock(number: bigint, address: Bytes): Promise<AccountRecord | null> {
-    return this.guard('accountAtBlock', () => historyAccountAt(this.db, number, address));
+  /**
+   * The account `address` after the canonical block `block` (null: absent), from the state history
+   * (one reverse seek, in a snapshot where `block` is canonical: readAtCanonical). Undefined when
+   * the datadir keeps none or `block` is no longer canonical: the caller walks its state trie.
+   */
+  accountAtBlock(block: BlockRef, address: Bytes): Promise<AccountRecord | null | undefined> {
+    if (!this.keepsHistory) return Promise.resolve(undefined);
+    const hit = this.historyAccounts.get(block.hash, address);
+    // A hit answers at once; a closed store still throws (guard).
+    if (hit !== undefined) return this.hit(copyAccount(hit)) ?? this.guard('accountAtBlock', async () => hit);
+    return this.guard('accountAtBlock', async () => {
+      const addressKey = this.addressHashes.of(address).slice();
+      const account = await readAtCanonical(this.db, block, (view) =>
+        historyAccountAt(view, block.number, address, addressKey),
+      );
+      if (account === undefined) return undefined;
+      this.historyAccounts.set(block.hash, address, account);
+      return copyAccount(account);
+    });
   }
 
-  /** The storage word `slot` of `address` after canonical block `number` (32 bytes), from the state history. */
-  storageAtBlock(number: bigint, address: Bytes, slot: Bytes): Promise<Bytes> {
-    return this.guard('storageAtBlock', () => historyStorageAt(this.db, number, address, slot));
+  /** The storage word `slot` of `address` after the canonical block `block` (32 bytes); undefined as accountAtBlock. */
+  storageAtBlock(block: BlockRef, address: Bytes, slot: Bytes): Promise<Bytes | undefined> {
+    if (!this.keepsHistory) return Promise.resolve(undefined);
+    const word = setLengthLeft(slot, 32);
+    const key = new Uint8Array(52);
+    key.set(address.subarray(0, 20), 0);
+    key.set(word, 20);
+    const hit = this.historySlots.get(block.hash, key);
+    if (hit !== undefined) return this.hit(hit.slice()) ?? this.guard('storageAtBlock', async () => hit);
+    return this.guard('storageAtBlock', async () => {
+      const value = await readAtCanonical(this.db, block, (view) =>
+        historyStorageAt(view, block.number, address, word),
+      );
+      if (value === undefined) return undefined;
+      this.historySlots.set(block.hash, key, value);
+      return value.slice();
+    });
   }
 
   async account(stateRoot: Bytes, address: Bytes): Promise<AccountRecord | null> {

@@ -127,12 +127,15 @@ async function compareByAddress(store: LevelChainStore, seed: number): Promise<v
   expect(await store.hasStateHistory()).toBe(true);
   for (let i = 0; i < 300; i++) {
     const n = BigInt(1 + r(Number(head)));
+    const block = { number: n, hash: (await store.canonicalHash(n)) as Uint8Array };
     const root = (await stateRoot(n)) as Uint8Array;
     const address = addresses[r(addresses.length)] as Uint8Array;
-    expect(await store.accountAtBlock(n, address)).toEqual(await store.account(root, address));
+    expect(await store.accountAtBlock(block, address)).toEqual(await store.account(root, address));
     const slot = new Uint8Array(32);
     slot[31] = r(8);
-    expect(hex(await store.storageAtBlock(n, address, slot))).toBe(hex(await store.storageAt(root, address, slot)));
+    expect(hex((await store.storageAtBlock(block, address, slot)) as Uint8Array)).toBe(
+      hex(await store.storageAt(root, address, slot)),
+    );
   }
 }
 

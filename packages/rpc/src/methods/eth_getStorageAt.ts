@@ -1,9 +1,10 @@
 import { toData } from '@chainnode/core';
 import type { Bytes, Hex } from '@chainnode/core';
-import { resolveStateRoot } from '../context.js';
+import { resolveState } from '../context.js';
 import { decodeAddress, decodeArgs, decodeOptionalBlockSelector, decodeStorageKey } from '../params.js';
 import type { BlockSelector } from '../params.js';
 import type { MethodDef } from '../method.js';
+import { storageAt } from '../reads.js';
 
 export interface GetStorageAtParams {
   address: Bytes;
@@ -28,8 +29,7 @@ export const eth_getStorageAt: MethodDef<GetStorageAtParams, Hex> = {
       2,
     ),
   async handle(ctx, p) {
-    const stateRoot = await resolveStateRoot(ctx, p.block);
-    const value = await ctx.store.storageAt(stateRoot, p.address, p.slot);
+    const value = await storageAt(ctx, await resolveState(ctx, p.block), p.address, p.slot);
     // Always 32 bytes on the wire, whatever length the store hands back.
     const padded = new Uint8Array(32);
     padded.set(value.subarray(Math.max(0, value.length - 32)), 32 - Math.min(32, value.length));

@@ -1,7 +1,8 @@
 import { InvalidParamsError, toData } from '@chainnode/core';
 import type { Bytes, Hex } from '@chainnode/core';
-import { resolveStateRoot } from '../context.js';
+import { resolveState } from '../context.js';
 import type { MethodDef } from '../method.js';
+import { storageAt } from '../reads.js';
 import {
   decodeAddress,
   decodeArgs,
@@ -48,12 +49,12 @@ export const eth_getStorageValues: MethodDef<GetStorageValuesParams, Record<Hex,
       1,
     ),
   async handle(ctx, p) {
-    const root = await resolveStateRoot(ctx, p.block);
+    const state = await resolveState(ctx, p.block);
     const out: Record<Hex, Hex[]> = {};
     for (const r of p.requests) {
       const values: Hex[] = [];
       for (const slot of r.slots) {
-        const v = await ctx.store.storageAt(root, r.address, slot);
+        const v = await storageAt(ctx, state, r.address, slot);
         const padded = new Uint8Array(32);
         padded.set(v.subarray(Math.max(0, v.length - 32)), 32 - Math.min(32, v.length));
         values.push(toData(padded));

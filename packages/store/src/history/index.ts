@@ -3,4 +3,12 @@
 // the writer in the block's own batch, undone by its rewinds; read by block number.
 export { stageStateStep } from './write.js';
 export type { HistoryBatch, HistoryStats, StateStep } from './write.js';
-export { EMPTY_STATE_ROOT, accountAt, accountRowAt, slotRowAt, stateHistoryRoot, storageAt } from './read.js';
+export {
+  EMPTY_STATE_ROOT,
+  accountAt,
+  accountRowAt,
+  readAtCanonical,
+  slotRowAt,
+  stateHistoryRoot,
+  storageAt,
+} from './read.js';

@@ -1,7 +1,11 @@
 // The read side of the flat state history: the account or slot at block N is the row of the
 // greatest block number <= N under its hashed key (schema.ts, AccountHistory / StorageHistory),
-// found by one reverse seek.
+// found by one reverse seek. The rows describe the canonical chain only: a read for a block a
+// reorg has removed is refused (readAtCanonical), and its caller walks the block's state trie.
 import { KECCAK256_RLP } from '@ethereumjs/util';
+import { bytesEqual } from '@chainnode/core';
+import type { BlockRef } from '@chainnode/core';
+import type { Db } from '../db.js';
 import { keccak256 } from '../keccak.js';
 import { MetaKey, tables } from '../schema.js';
 import type { HistoryKey, KvRead, Table } from '../schema.js';
@@ -42,9 +46,39 @@ export async function slotRowAt(db: KvRead, number: bigint, path: Uint8Array): P
   return raw === undefined || raw.length === 0 ? null : raw;
 }
 
+/**
+ * Runs `read` on a snapshot of `db` in which `block` is the canonical block of its number, so the
+ * history rows it reads are that block's chain (the writer puts a block's rows and its canonical
+ * entry in one batch, and a rewind deletes both in one batch). Undefined when `block` is not
+ * canonical in the snapshot (a reorg removed it since the caller resolved it).
+ */
+export async function readAtCanonical<T>(
+  db: Db,
+  block: BlockRef,
+  read: (view: KvRead) => Promise<T>,
+): Promise<T | undefined> {
+  const snapshot = db.snapshot();
+  try {
+    const canonical = db.getSync(tables.canonical.key(block.number), { snapshot });
+    if (canonical === undefined || !bytesEqual(canonical, block.hash)) return undefined;
+    return await read({
+      get: (key) => db.get(key, { snapshot }),
+      getMany: (keys) => db.getMany(keys, { snapshot }),
+      iterator: (range) => db.iterator({ ...range, snapshot }),
+    });
+  } finally {
+    await snapshot.close();
+  }
+}
+
 /** The account `address` after block `number` (null: absent), from the history. */
-export async function accountAt(db: KvRead, number: bigint, address: Uint8Array): Promise<AccountFields | null> {
-  const raw = await accountRowAt(db, number, keccak256(address));
+export async function accountAt(
+  db: KvRead,
+  number: bigint,
+  address: Uint8Array,
+  addressKey: Uint8Array = keccak256(address),
+): Promise<AccountFields | null> {
+  const raw = await accountRowAt(db, number, addressKey);
   if (raw === null) return null;
   const a = accountFields(raw);
   return { nonce: a.nonce, balance: a.balance, storageRoot: a.storageRoot.slice(), codeHash: a.codeHash.slice() };
