@@ -4,7 +4,7 @@
 // anything else, so prose around a fact can change but the fact cannot drift from the code.
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { INLINE_COST_LIMIT, METHODS } from '@chainnode/rpc';
+import { INLINE_COST_LIMIT, METHODS, UNSERVED_METHODS } from '@chainnode/rpc';
 import type { MethodName } from '@chainnode/rpc';
 import { code, table } from './markdown.js';
 
@@ -67,11 +67,17 @@ function offloadedText(): string {
   return `${lines.join('; ')}. Every other method runs on the app thread.`;
 }
 
+function unservedTable(): string {
+  const rows = Object.entries(UNSERVED_METHODS).map(([name, why]) => [code(name), why]);
+  return table(['method', 'why'], rows);
+}
+
 /** Every generated section, in a fixed order. */
 export function docSections(repoRoot: string): DocSection[] {
   return [
     { file: 'architecture.md', name: 'package-dependencies', text: dependencyTable(repoRoot) },
     { file: 'architecture.md', name: 'offloaded-methods', text: offloadedText() },
+    { file: 'json-rpc.md', name: 'unserved-methods', text: unservedTable() },
   ];
 }
 

@@ -1,6 +1,7 @@
 // geth's block JSON (v1.16 RPCMarshalBlock: a map, so keys come out sorted; fork fields only when
-// the header has them; plus the spec's totalDifficulty) written directly as text: every value is
-// a hex string, so nothing needs escaping and no intermediate object or key sort is needed.
+// the header has them; plus the spec's totalDifficulty) and header JSON (RPCMarshalHeader, the
+// same header members alone) written directly as text: every value is a hex string, so nothing
+// needs escaping and no intermediate object or key sort is needed.
 //
 // It lives in core because two layers write it: the store keeps each block's hashes-only text at
 // import (a ready-to-serve encoding: a hashes-only answer is one read), and the rpc formatters write it for blocks without that row and for full-transaction
@@ -32,12 +33,11 @@ export function hashList(hashes: readonly Uint8Array[]): string {
 }
 
 /**
- * The block's JSON with `transactions` (the inside of its JSON array: hashList's text, or the
- * transaction objects') as its transaction list; an uncle (`uncle: true`) as geth marshals it: a
- * block with an empty body (no transactions member, no uncles) and totalDifficulty null.
+ * The header's members in key order, with the block's own members where they sort: `size` (its
+ * text, or absent), `body` (totalDifficulty and transactions, each followed by a comma) before
+ * transactionsRoot, `tail` (uncles and withdrawals, each preceded by a comma) after it.
  */
-export function blockJsonHead(b: BlockJsonFields, uncle = false, transactions = ''): string {
-  const h = b.header;
+function headerMembers(h: HeaderRecord, size: string | undefined, body: string, tail: string): string {
   let s = '{';
   if (h.baseFeePerGas !== undefined) s += `"baseFeePerGas":"0x${q(h.baseFeePerGas)}",`;
   if (h.blobGasUsed !== undefined) s += `"blobGasUsed":"0x${q(h.blobGasUsed)}",`;
@@ -50,22 +50,40 @@ export function blockJsonHead(b: BlockJsonFields, uncle = false, transactions = 
   if (h.parentBeaconBlockRoot !== undefined) s += `"parentBeaconBlockRoot":"0x${hex(h.parentBeaconBlockRoot)}",`;
   s += `"parentHash":"0x${hex(h.parentHash)}","receiptsRoot":"0x${hex(h.receiptsRoot)}",`;
   if (h.requestsHash !== undefined) s += `"requestsHash":"0x${hex(h.requestsHash)}",`;
-  s +=
-    `"sha3Uncles":"0x${hex(h.uncleHash)}","size":"0x${q(b.size)}","stateRoot":"0x${hex(h.stateRoot)}",` +
-    `"timestamp":"0x${q(h.timestamp)}",`;
-  s += uncle
-    ? '"totalDifficulty":null,'
-    : `"totalDifficulty":"0x${q(b.totalDifficulty)}","transactions":[${transactions}],`;
-  s += `"transactionsRoot":"0x${hex(h.transactionsRoot)}","uncles":[${uncle ? '' : hashList(b.uncleHashes)}]`;
-  if (b.withdrawals !== undefined && !uncle) {
-    s += ',"withdrawals":[';
-    b.withdrawals.forEach((w, i) => {
-      s += `${i === 0 ? '' : ','}{"index":"0x${q(w.index)}","validatorIndex":"0x${q(w.validatorIndex)}","address":"0x${hex(w.address)}","amount":"0x${q(w.amount)}"}`;
-    });
-    s += ']';
-  }
+  s += `"sha3Uncles":"0x${hex(h.uncleHash)}",`;
+  if (size !== undefined) s += `"size":"0x${size}",`;
+  s += `"stateRoot":"0x${hex(h.stateRoot)}","timestamp":"0x${q(h.timestamp)}",`;
+  s += `${body}"transactionsRoot":"0x${hex(h.transactionsRoot)}"${tail}`;
   if (h.withdrawalsRoot !== undefined) s += `,"withdrawalsRoot":"0x${hex(h.withdrawalsRoot)}"`;
   return `${s}}`;
+}
+
+/**
+ * The header alone as geth v1.16's RPCMarshalHeader writes it (eth_getHeaderByNumber/ByHash):
+ * the block's JSON without size, totalDifficulty, transactions, uncles and withdrawals.
+ */
+export function headerJson(h: HeaderRecord): string {
+  return headerMembers(h, undefined, '', '');
+}
+
+/**
+ * The block's JSON with `transactions` (the inside of its JSON array: hashList's text, or the
+ * transaction objects') as its transaction list; an uncle (`uncle: true`) as geth marshals it: a
+ * block with an empty body (no transactions member, no uncles) and totalDifficulty null.
+ */
+export function blockJsonHead(b: BlockJsonFields, uncle = false, transactions = ''): string {
+  const body = uncle
+    ? '"totalDifficulty":null,'
+    : `"totalDifficulty":"0x${q(b.totalDifficulty)}","transactions":[${transactions}],`;
+  let tail = `,"uncles":[${uncle ? '' : hashList(b.uncleHashes)}]`;
+  if (b.withdrawals !== undefined && !uncle) {
+    tail += ',"withdrawals":[';
+    b.withdrawals.forEach((w, i) => {
+      tail += `${i === 0 ? '' : ','}{"index":"0x${q(w.index)}","validatorIndex":"0x${q(w.validatorIndex)}","address":"0x${hex(w.address)}","amount":"0x${q(w.amount)}"}`;
+    });
+    tail += ']';
+  }
+  return headerMembers(b.header, q(b.size), body, tail);
 }
 
 /**

@@ -5,6 +5,7 @@ export { OffloadPool, serveOffloadedCalls, TOO_MANY_OFFLOADED } from './offload.
 export type { OffloadExecutor, OffloadPoolOptions, OffloadReply, OffloadRequest } from './offload.js';
 export { methodCosts, methodTransports, isMethodName, METHODS } from './table.js';
 export type { MethodName, MethodTable, RpcSchema } from './table.js';
+export { UNSERVED_METHODS } from './unserved.js';
 export type { MethodDef, Transport } from './method.js';
 export { toErrorObject } from './errors.js';
 export type { JsonRpcErrorObject } from './errors.js';

@@ -3,7 +3,8 @@
 // here; RpcSchema makes a missing or misspelled entry a compile error.
 //
 // Credits: each entry's `cost` is the one definition of its method's price (the spec's eight
-// keep their spec 8.1 costs, the others follow Infura's table); everything else that needs a
+// keep their spec 8.1 costs, the others follow Infura's table; a method Infura does not list is
+// priced like the listed method doing the same reads, said at its `cost`); everything else that needs a
 // price reads methodCosts(). Notifications are charged per event by the transport, at
 // EVENT_CREDITS (subscriptions/hub.ts). docs/reference/methods.md is generated from here.
 import type { Hex } from '@chainnode/core';
@@ -72,6 +73,17 @@ import type { SendRawParams } from './methods/eth_sendRawTransaction.js';
 import type { JsonAccessListResult } from './methods/eth_createAccessList.js';
 import type { JsonReceipt } from './formatters/receipt.js';
 import type { BlockSelector } from './params.js';
+import type { JsonHeaderFields } from './formatters/block.js';
+import { eth_baseFee } from './methods/eth_baseFee.js';
+import { eth_getHeaderByHash } from './methods/eth_getHeaderByHash.js';
+import { eth_getHeaderByNumber } from './methods/eth_getHeaderByNumber.js';
+import { eth_getAccountInfo } from './methods/eth_getAccountInfo.js';
+import type { JsonAccountInfo } from './methods/eth_getAccountInfo.js';
+import { eth_getAccount } from './methods/eth_getAccount.js';
+import type { JsonTrieAccount } from './methods/eth_getAccount.js';
+import { eth_capabilities } from './methods/eth_capabilities.js';
+import { eth_accounts } from './methods/eth_accounts.js';
+import type { JsonCapabilities } from './methods/eth_capabilities.js';
 
 /** Decoded params and result type of every method. */
 export interface RpcSchema {
@@ -117,6 +129,13 @@ export interface RpcSchema {
   eth_estimateGas: { params: CallParams; result: Hex };
   eth_createAccessList: { params: CallParams; result: JsonAccessListResult };
   eth_sendRawTransaction: { params: SendRawParams; result: Hex };
+  eth_baseFee: { params: void; result: Hex | null };
+  eth_getHeaderByNumber: { params: BlockSelector; result: JsonHeaderFields | null };
+  eth_getHeaderByHash: { params: BlockSelector; result: JsonHeaderFields | null };
+  eth_getAccountInfo: { params: AccountParams; result: JsonAccountInfo };
+  eth_getAccount: { params: AccountParams; result: JsonTrieAccount | null };
+  eth_capabilities: { params: void; result: JsonCapabilities };
+  eth_accounts: { params: void; result: Hex[] };
 }
 
 export type MethodName = keyof RpcSchema;
@@ -168,6 +187,13 @@ export const METHODS: MethodTable = {
   eth_estimateGas,
   eth_createAccessList,
   eth_sendRawTransaction,
+  eth_baseFee,
+  eth_getHeaderByNumber,
+  eth_getHeaderByHash,
+  eth_getAccountInfo,
+  eth_getAccount,
+  eth_capabilities,
+  eth_accounts,
 };
 
 export function isMethodName(name: string): name is MethodName {

@@ -1,6 +1,7 @@
-// The methods that read one field of an account at a block (balance, nonce, code): one shape of
-// params, one decoder, one way to find the account.
+// The methods that read an account at a block (its balance, nonce or code; reth's account info and
+// trie account): one shape of params, one decoder, one way to find the account.
 import type { AccountRecord, Bytes, Hex } from '@chainnode/core';
+import { toData } from '@chainnode/core';
 import type { HandlerContext } from '../context.js';
 import type { MethodDef } from '../method.js';
 import { decodeAddress, decodeArgs, decodeOptionalBlockSelector } from '../params.js';
@@ -13,9 +14,9 @@ export interface AccountParams {
 }
 
 /** A method answering from the account at `address` in the state of `block` (null: none there). */
-export function accountMethod(
-  answer: (ctx: HandlerContext, account: AccountRecord | null) => Hex | Promise<Hex>,
-): MethodDef<AccountParams, Hex> {
+export function accountMethod<R = Hex>(
+  answer: (ctx: HandlerContext, account: AccountRecord | null) => R | Promise<R>,
+): MethodDef<AccountParams, R> {
   return {
     cost: 80,
     params: 'address, block (number, tag, hash or EIP-1898 object; default latest)',
@@ -31,4 +32,12 @@ export function accountMethod(
       return answer(ctx, await accountAt(ctx, p.address, p.block));
     },
   };
+}
+
+/** The code of `account` (empty when there is no account). */
+export async function accountCode(ctx: HandlerContext, account: AccountRecord | null): Promise<Hex> {
+  if (account === null) return '0x';
+  const code = await ctx.store.code(account.codeHash);
+  if (code === undefined) throw new Error('code missing from the store');
+  return toData(code);
 }

@@ -1,11 +1,11 @@
 // What the by-hash and by-number twins of the block methods share: how a block hash names a
-// block, the count methods, a transaction by its index, a block as JSON.
-import { toQuantity } from '@chainnode/core';
+// block, the count methods, a transaction by its index, a block or its header as JSON.
+import { headerJson, toQuantity } from '@chainnode/core';
 import type { BlockRecord, Bytes, Hex } from '@chainnode/core';
 import { resolveBlockNumber } from '../context.js';
 import type { HandlerContext } from '../context.js';
 import { blockText, uncleText } from '../formatters/block.js';
-import type { JsonBlock } from '../formatters/block.js';
+import type { JsonBlock, JsonHeaderFields } from '../formatters/block.js';
 import { blockWithTransactionsWriter, transactionText } from '../formatters/transaction-text.js';
 import type { JsonAnyTransaction } from '../formatters/transaction.js';
 import { JsonText } from '../json-text.js';
@@ -123,6 +123,25 @@ export function blockMethod(by: BlockKey): MethodDef<BlockParams, JsonBlock | nu
     async handle(ctx, p) {
       const hash = await blockHashOf(ctx, p.block);
       return hash === undefined ? null : blockJson(ctx, hash, p.fullTransactions);
+    },
+  };
+}
+
+/**
+ * eth_getHeaderByHash and eth_getHeaderByNumber (geth): the header alone, as geth's
+ * RPCMarshalHeader writes it (no size, totalDifficulty, transactions, uncles or withdrawals);
+ * null for an unknown block.
+ */
+export function headerMethod(by: BlockKey): MethodDef<BlockSelector, JsonHeaderFields | null> {
+  return {
+    // Not in Infura's table: one header read, priced like the block methods.
+    cost: 80,
+    params: BLOCK_KEY_PARAM[by],
+    decode: (params) => decodeArgs(params, 1, (arg) => decodeBlockKey(by, arg(0))),
+    async handle(ctx, sel) {
+      const hash = await blockHashOf(ctx, sel);
+      const header = hash === undefined ? undefined : await ctx.store.header(hash);
+      return header === undefined ? null : new JsonText<JsonHeaderFields>(headerJson(header));
     },
   };
 }

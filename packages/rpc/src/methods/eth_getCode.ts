@@ -1,9 +1,3 @@
-import { toData } from '@chainnode/core';
-import { accountMethod } from './account.js';
+import { accountCode, accountMethod } from './account.js';
 
-export const eth_getCode = accountMethod(async (ctx, account) => {
-  if (account === null) return '0x';
-  const code = await ctx.store.code(account.codeHash);
-  if (code === undefined) throw new Error('code missing from the store');
-  return toData(code);
-});
+export const eth_getCode = accountMethod(accountCode);
