@@ -17,13 +17,14 @@ import { keccak256 } from '@chainnode/core';
 import { bytesToBigInt } from '@chainnode/core';
 import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
 import { StoreWriter } from '@chainnode/store';
-import type { BlockInput, FlushStats, StoredReceipt } from '@chainnode/store';
+import type { BlockInput, FlushStats, StateWrites, StoredReceipt } from '@chainnode/store';
 import { BlockVerificationError, ChainMismatchError, ChainSourceError } from './errors.js';
 import { buildGenesis, commonFromGenesis } from './genesis.js';
 import { verifyBlockData } from './replicate/block.js';
 import type { ReplicaBlock } from './replicate/block.js';
 import { StateMismatch, StateOverlay } from './replicate/state.js';
 import type { ReplicationTimings } from './replicate/timings.js';
+import { RecordingStateManager } from './write-set.js';
 
 const hex = (b: Uint8Array): string => bytesToHex(b);
 
@@ -148,7 +149,7 @@ export class ImportPipeline {
     readonly writer: StoreWriter,
     readonly common: Common,
     readonly genesisJson: GethGenesis,
-    private readonly sm: MerkleStateManager,
+    private readonly sm: RecordingStateManager,
     /** The state root of the genesis alloc (may differ from the stored block 0 header's). */
     private readonly genesisStateRoot: Uint8Array,
     readonly genesisHash: Uint8Array,
@@ -195,7 +196,7 @@ export class ImportPipeline {
       common,
       cacheSize: 200_000,
     });
-    const sm = new MerkleStateManager({ trie, common, caches: new Caches() });
+    const sm = new RecordingStateManager({ trie, common, caches: new Caches() });
     const genesis = await buildGenesis(json, common, sm);
     const genesisStateRoot = genesis.header.stateRoot;
     let headerRlp =
@@ -355,6 +356,8 @@ export class ImportPipeline {
     check(number, 'parentHash', this.prev.hash, block.header.parentHash);
     await verifyStatic(block, values);
     let result: Awaited<ReturnType<typeof runBlock>>;
+    const record = this.writer.keepsStateHistory();
+    if (record) this.sm.begin();
     try {
       result = await runBlock(this.vm, {
         block,
@@ -364,9 +367,11 @@ export class ImportPipeline {
         setHardfork: true,
       });
     } catch (err) {
+      this.sm.abandon();
       this.writer.trieDb.rejectBlock();
       throw new BlockVerificationError(number, 'execution', 'a valid block', (err as Error).message);
     }
+    const stateWrites = record ? await this.sm.end() : undefined;
     try {
       const h = block.header;
       check(number, 'stateRoot', h.stateRoot, result.stateRoot);
@@ -401,6 +406,7 @@ export class ImportPipeline {
         receipts: receiptsOf(result, block),
         logs: result.receipts.map((r) => r.logs.map(([address, topics, data]) => ({ address, topics, data }))),
         logsBloom: result.logsBloom,
+        stateWrites,
       },
       block.header.timestamp,
       block.header.stateRoot,
@@ -428,11 +434,14 @@ export class ImportPipeline {
     await verifyBlockData(b);
     const t1 = performance.now();
     const overlay = new StateOverlay(this.writer.trieDb, this.stateRoot);
+    const stateWrites: StateWrites | undefined = this.writer.keepsStateHistory()
+      ? { accounts: [], slots: [], storage: [] }
+      : undefined;
     try {
       await b.changes(overlay);
       let root: Uint8Array;
       try {
-        root = await overlay.commit();
+        root = await overlay.commit(stateWrites);
       } catch (err) {
         if (err instanceof StateMismatch)
           throw new BlockVerificationError(number, err.field, err.upstream, err.computed, 'upstream');
@@ -450,7 +459,11 @@ export class ImportPipeline {
       timings.blocks++;
       timings.gas += b.header.gasUsed;
     }
-    return this.stage(historyInput(b, this.td + b.header.difficulty), b.timestamp, b.header.stateRoot);
+    return this.stage(
+      { ...historyInput(b, this.td + b.header.difficulty), stateWrites },
+      b.timestamp,
+      b.header.stateRoot,
+    );
   }
 
   /**

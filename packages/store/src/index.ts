@@ -2,6 +2,7 @@ export { openChainStore, LevelChainStore } from './reader.js';
 export type { OpenChainStoreOptions } from './reader.js';
 export { StoreWriter } from './writer.js';
 export type { BlockInput, GenesisInput, LogInput, FlushStats, RemovedBlock } from './writer.js';
+export type { StateWrites } from './history/index.js';
 export { DatadirInUseError, DatadirEmptyError } from './db.js';
 export { digestDatadir } from './digest.js';
 export { Prefix, SCHEMA_VERSION } from './schema.js';

@@ -283,10 +283,35 @@ export async function stateChanges(
     sink.account(key, after);
     const from = before === null ? KECCAK256_RLP : accountFields(before).storageRoot.slice();
     const to = after === null ? KECCAK256_RLP : accountFields(after).storageRoot.slice();
-    if (bytesEqual(from, to)) return;
-    await walk.diff(walk.root(from), walk.root(to), [], (slot, _, value) => {
-      sink.slot(key, slot, value === null ? null : rlpString(value));
-      return undefined;
-    });
+    await diffStorage(walk, key, from, to, sink);
   });
+}
+
+/** Every slot of account `key` that differs between its storage tries `from` and `to`. */
+async function diffStorage(
+  walk: Walk,
+  key: Uint8Array,
+  from: Uint8Array,
+  to: Uint8Array,
+  sink: StateChangeSink,
+): Promise<void> {
+  if (bytesEqual(from, to)) return;
+  await walk.diff(walk.root(from), walk.root(to), [], (slot, _, value) => {
+    sink.slot(key, slot, value === null ? null : rlpString(value));
+    return undefined;
+  });
+}
+
+/**
+ * Every slot that differs between two storage tries of the account `key` (a deleted or re-created
+ * account's: every slot of `from` that `to` lacks is listed as cleared), without limits.
+ */
+export function storageChanges(
+  nodes: NodeSource,
+  key: Uint8Array,
+  from: Uint8Array,
+  to: Uint8Array,
+  sink: StateChangeSink,
+): Promise<void> {
+  return diffStorage(new Walk(nodes, Number.POSITIVE_INFINITY), key, from, to, sink);
 }

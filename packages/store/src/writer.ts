@@ -37,7 +37,7 @@ import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.j
 import { TrieNodeDb } from './trie-db.js';
 import { headerStateRoot } from './trie-read.js';
 import { EMPTY_STATE_ROOT, stageStateStep } from './history/index.js';
-import type { HistoryStats, StateStep } from './history/index.js';
+import type { HistoryStats, StateStep, StateWrites } from './history/index.js';
 
 export interface LogInput {
   address: Uint8Array;
@@ -58,6 +58,12 @@ export interface BlockInput {
   /** Logs per transaction, in order. */
   logs: LogInput[][];
   logsBloom: Uint8Array;
+  /**
+   * What the block's execution (or replication) changed in the state, when its producer knows it
+   * (history/write.ts): a datadir keeping state history stages its change set from it instead of
+   * diffing the parent's and the block's state tries.
+   */
+  stateWrites?: StateWrites | undefined;
 }
 
 /** A block a rewind took off the canonical chain, with the logs it had. */
@@ -750,11 +756,16 @@ export class StoreWriter {
   }
 
   /** With state history: the block's change set is staged at the group's flush (writeGroup). */
-  private stageStateStep(number: bigint, root: Uint8Array): void {
+  private stageStateStep(number: bigint, root: Uint8Array, writes?: StateWrites): void {
     const h = this.history;
     if (h === undefined) return;
-    h.steps.push({ number, parentRoot: h.lastRoot, root });
+    h.steps.push({ number, parentRoot: h.lastRoot, root, writes });
     h.lastRoot = root;
+  }
+
+  /** The datadir keeps flat state history: blocks added with their write sets save the trie diff. */
+  keepsStateHistory(): boolean {
+    return this.history !== undefined;
   }
 
   /** Blocks without state cannot be added to a datadir that keeps state history. */
@@ -857,7 +868,7 @@ export class StoreWriter {
   /** Stages a verified block (and the trie nodes its execution wrote) into the current group. */
   addBlock(b: BlockInput): void {
     this.stageBlock(b);
-    if (this.history !== undefined) this.stageStateStep(b.number, headerStateRoot(b.headerRlp));
+    if (this.history !== undefined) this.stageStateStep(b.number, headerStateRoot(b.headerRlp), b.stateWrites);
   }
 
   /**

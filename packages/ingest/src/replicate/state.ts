@@ -10,7 +10,7 @@ import { KECCAK256_NULL, KECCAK256_RLP, bigIntToUnpaddedBytes, bytesToHex, equal
 import { keccak256 } from '@chainnode/store';
 import { bytesToBigInt } from '@chainnode/core';
 import { trieGetSync, updateTrie } from '@chainnode/store';
-import type { StoreWriter } from '@chainnode/store';
+import type { StateWrites, StoreWriter } from '@chainnode/store';
 
 type TrieNodeDb = StoreWriter['trieDb'];
 
@@ -22,6 +22,8 @@ export interface AccountValues {
 }
 
 interface Entry {
+  /** The account's leaf in the parent state (undefined: absent). */
+  baseLeaf: Uint8Array | undefined;
   /** Values as of now: undefined = the account does not exist. */
   values: AccountValues | undefined;
   /** The storage root the account had in the parent state (the empty root when it had none). */
@@ -95,6 +97,7 @@ export class StateOverlay {
       const leaf = trieGetSync(this.accountRoot, key, this.nodeGet);
       if (leaf === undefined)
         e = {
+          baseLeaf: undefined,
           values: undefined,
           baseStorageRoot: KECCAK256_RLP,
           wiped: false,
@@ -105,6 +108,7 @@ export class StateOverlay {
       else {
         const a = decodeAccount(leaf);
         e = {
+          baseLeaf: leaf,
           values: a.values,
           baseStorageRoot: a.storageRoot,
           wiped: false,
@@ -198,15 +202,20 @@ export class StateOverlay {
 
   /**
    * Writes every change into the trie (nodes land in the trie db's current block) and returns
-   * the new state root. Throws StateMismatch when a claimed storage root differs.
+   * the new state root. Throws StateMismatch when a claimed storage root differs. With `writes`,
+   * the block's change set is collected into it (the flat state history's rows).
    */
-  async commit(): Promise<Uint8Array> {
+  async commit(writes?: StateWrites): Promise<Uint8Array> {
     for (const [h, code] of this.codes) await this.db.put(`63${h.slice(2)}`, code);
     const accountChanges: [Uint8Array, Uint8Array | undefined][] = [];
     for (const [k, e] of this.entries) {
       const key = Uint8Array.from(Buffer.from(k.slice(2), 'hex'));
       if (e.values === undefined) {
         accountChanges.push([key, undefined]);
+        if (writes !== undefined && e.baseLeaf !== undefined) {
+          writes.accounts.push([key, null]);
+          writes.storage.push([key, e.baseStorageRoot, KECCAK256_RLP]);
+        }
         continue;
       }
       let storageRoot = e.wiped ? KECCAK256_RLP : e.baseStorageRoot;
@@ -224,12 +233,40 @@ export class StateOverlay {
           bytesToHex(storageRoot),
         );
       const v = e.values;
-      accountChanges.push([
-        key,
-        RLP.encode([bigIntToUnpaddedBytes(v.nonce), bigIntToUnpaddedBytes(v.balance), storageRoot, v.codeHash]),
+      const leaf = RLP.encode([
+        bigIntToUnpaddedBytes(v.nonce),
+        bigIntToUnpaddedBytes(v.balance),
+        storageRoot,
+        v.codeHash,
       ]);
+      accountChanges.push([key, leaf]);
+      if (writes !== undefined) this.collect(writes, key, e, leaf, storageRoot);
     }
     this.accountRoot = updateTrie(this.accountRoot, accountChanges, this.nodeGet, this.nodePut);
     return this.accountRoot;
+  }
+
+  /**
+   * Adds an account's changes to `writes` (store's StateWrites): its leaf when it differs from the
+   * parent's; a wiped or created account's storage as its two roots (the writer diffs them),
+   * another's written slots whose value differs from the parent's.
+   */
+  private collect(writes: StateWrites, key: Uint8Array, e: Entry, leaf: Uint8Array, storageRoot: Uint8Array): void {
+    if (e.baseLeaf !== undefined && equalsBytes(e.baseLeaf, leaf)) return;
+    writes.accounts.push([key, leaf]);
+    if (e.wiped || e.baseLeaf === undefined) {
+      writes.storage.push([key, e.baseLeaf === undefined ? KECCAK256_RLP : e.baseStorageRoot, storageRoot]);
+      return;
+    }
+    const slot = (sk: string, after: Uint8Array | null): void => {
+      const slotKey = Uint8Array.from(Buffer.from(sk.slice(2), 'hex'));
+      const old = trieGetSync(e.baseStorageRoot, slotKey, this.nodeGet);
+      const before = old === undefined ? null : (RLP.decode(old) as Uint8Array);
+      if (before === null || after === null ? before !== after : !equalsBytes(before, after))
+        writes.slots.push([key, slotKey, after]);
+    };
+    for (const [sk, v] of e.storage) slot(sk, v.length === 0 ? null : v);
+    // A zero-valued leaf's value is the empty string (not a cleared slot).
+    for (const sk of e.zeroLeaves) slot(sk, new Uint8Array(0));
   }
 }
