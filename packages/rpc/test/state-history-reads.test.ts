@@ -1,9 +1,10 @@
-// The account and storage methods answered from the store's flat state history equal the same
-// methods answered by walking each block's state trie, on every prepared chain: one store, two
-// services over it (the second sees a store without the by-block reads, so it walks the trie).
-// Random blocks (by number, by hash, and the tags), addresses (senders, recipients, coinbases, one
-// never seen) and slots (low ones, mapping entries of the addresses, random words). A block hash
-// that is not canonical is never answered from the history.
+// The account and storage methods (balance, nonce, code, reth's account shapes, storage) answered
+// from the store's flat state history equal the same methods answered by walking each block's
+// state trie, on every prepared chain: one store, two services over it (the second sees a store
+// without the by-block reads, so it walks the trie). Random blocks (by number, by hash, and the
+// tags), addresses (senders, recipients, coinbases, one never seen) and slots (low ones, mapping
+// entries of the addresses, random words). A block hash that is not canonical is never answered
+// from the history.
 import { KECCAK256_NULL } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import type { ChainStore } from '@chainnode/core';
@@ -96,7 +97,14 @@ describe.each(availableChains())('state reads from the history of the %s chain',
         const n = r(head + 1);
         return kind < 4 ? { blockHash: hashes[n] } : `0x${n.toString(16)}`;
       };
-      const methods = ['eth_getBalance', 'eth_getTransactionCount', 'eth_getCode', 'eth_getStorageAt'];
+      const methods = [
+        'eth_getBalance',
+        'eth_getTransactionCount',
+        'eth_getCode',
+        'eth_getAccount',
+        'eth_getAccountInfo',
+        'eth_getStorageAt',
+      ];
       let nonZero = 0;
       for (let i = 0; i < CALLS; i++) {
         const method = methods[r(methods.length)] as string;
