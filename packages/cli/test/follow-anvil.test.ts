@@ -11,6 +11,10 @@
 //   with [] (no storage trie to walk).
 // - eth_getUncleByBlockHashAndIndex of an unknown block: anvil errors -32001, geth answers null.
 // - a transaction only in orphaned blocks: geth answers null (anvil too).
+// - eth_getAccount of an address with no account: anvil answers an empty account, reth null
+//   (followed here). anvil serves neither eth_getHeaderByNumber/ByHash nor eth_baseFee: the
+//   header is checked against anvil's block without its body members, the base fee against the
+//   next block's of anvil's eth_feeHistory.
 import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import type { GethGenesis } from '@ethereumjs/common';
 import { join } from 'node:path';
@@ -20,6 +24,7 @@ import {
   DEV,
   GENESIS,
   REVERTING_INIT,
+  batch,
   call,
   compareWithAnvil,
   result,
@@ -36,6 +41,8 @@ const common = createCommonFromGethGenesis(GENESIS as unknown as GethGenesis, { 
 
 type Json = Record<string, unknown>;
 const hexN = (n: number | bigint) => `0x${n.toString(16)}`;
+const KECCAK_EMPTY = '0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470';
+const EMPTY_TRIE_ROOT = '0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421';
 
 /** The logger contracts (the workload's log-emitting creation code) deployed in anvil's latest block. */
 async function loggersDeployedAtHead(anvilUrl: string): Promise<string[]> {
@@ -198,6 +205,57 @@ describe('serve --follow with anvil as the upstream', () => {
       reorgs: 0,
       lastError: null,
     });
+  });
+
+  test('the methods tools probe first equal anvil where anvil serves them, and its blocks where it does not', async () => {
+    const head = Number(await result<string>(anvil.url, 'eth_blockNumber', []));
+    const blocks = [0, 1, Math.floor(head / 2), head - 1, head].map(hexN);
+    const absent = `0x${'00'.repeat(19)}99`;
+    const addresses = [...DEV, ...loggers, absent];
+    const calls: [string, unknown[]][] = blocks.flatMap((b) =>
+      addresses.flatMap((a): [string, unknown[]][] => [
+        ['eth_getAccountInfo', [a, b]],
+        ['eth_getAccount', [a, b]],
+      ]),
+    );
+    const [theirs, mine] = await Promise.all([batch(anvil.url, calls), batch(ours, calls)]);
+    let absentSeen = 0;
+    calls.forEach(([method, params], i) => {
+      const want = theirs[i]?.result as Json;
+      // anvil answers an empty account where there is none (EIP-161: no account is empty); reth
+      // (followed here) answers null.
+      const absentHere =
+        method === 'eth_getAccount' &&
+        want.nonce === '0x0' &&
+        want.balance === '0x0' &&
+        want.codeHash === KECCAK_EMPTY &&
+        want.storageRoot === EMPTY_TRIE_ROOT;
+      if (absentHere) absentSeen++;
+      expect([method, params, mine[i]?.result]).toEqual([method, params, absentHere ? null : want]);
+    });
+    expect(absentSeen).toBeGreaterThanOrEqual(blocks.length); // `absent` at every block
+    // anvil serves neither eth_getHeaderByNumber/ByHash nor eth_baseFee: its blocks' header
+    // members, and the next base fee of its eth_feeHistory, are the answers geth would give.
+    const byNumber = await batch(
+      ours,
+      blocks.map((b): [string, unknown[]] => ['eth_getHeaderByNumber', [b]]),
+    );
+    const anvilBlocks = await batch(
+      anvil.url,
+      blocks.map((b): [string, unknown[]] => ['eth_getBlockByNumber', [b, false]]),
+    );
+    const byHash = await batch(
+      ours,
+      anvilBlocks.map((r): [string, unknown[]] => ['eth_getHeaderByHash', [(r.result as Json).hash]]),
+    );
+    blocks.forEach((b, i) => {
+      const { size, totalDifficulty, transactions, uncles, withdrawals, ...header } = (anvilBlocks[i]?.result ??
+        {}) as Json;
+      expect([b, byNumber[i]?.result]).toEqual([b, header]);
+      expect([b, byHash[i]?.result]).toEqual([b, header]);
+    });
+    const history = await result<Json>(anvil.url, 'eth_feeHistory', ['0x1', 'latest', []]);
+    expect(await result(ours, 'eth_baseFee', [])).toBe((history.baseFeePerGas as string[])[1]);
   });
 
   test('anvil_reorg at depths 1..5 with replacement txs, then anvil_rollback: every block equals anvil after each', async () => {

@@ -100,6 +100,8 @@ describe('header and account probes on the execution-apis chain', () => {
       ['eth_getHeaderByNumber', []],
       ['eth_getHeaderByHash', ['0x12']],
       ['eth_getAccountInfo', []],
+      ['eth_getAccountInfo', [`0x${'00'.repeat(20)}`]], // the block is required (reth, anvil)
+      ['eth_getAccount', [`0x${'00'.repeat(20)}`]],
       ['eth_getAccount', ['0x12', 'latest']],
     ] as const) {
       const r = await callRpc<{ error?: { code: number } }>(svc, method, [...params]);

@@ -13,20 +13,25 @@ export interface AccountParams {
   block: BlockSelector;
 }
 
-/** A method answering from the account at `address` in the state of `block` (null: none there). */
+/**
+ * A method answering from the account at `address` in the state of `block` (null: none there).
+ * `blockRequired`: the block cannot be left out (reth's and anvil's eth_getAccount/AccountInfo);
+ * otherwise it defaults to latest.
+ */
 export function accountMethod<R = Hex>(
   answer: (ctx: HandlerContext, account: AccountRecord | null) => R | Promise<R>,
+  blockRequired = false,
 ): MethodDef<AccountParams, R> {
   return {
     cost: 80,
-    params: 'address, block (number, tag, hash or EIP-1898 object; default latest)',
+    params: `address, block (number, tag, hash or EIP-1898 object; ${blockRequired ? 'required' : 'default latest'})`,
     errors: '-32000 `header not found`, `header for hash not found`',
     decode: (params) =>
       decodeArgs(
         params,
         2,
         (arg) => ({ address: decodeAddress(arg(0)), block: decodeOptionalBlockSelector(arg(1)) }),
-        1,
+        blockRequired ? 2 : 1,
       ),
     async handle(ctx, p) {
       return answer(ctx, await accountAt(ctx, p.address, p.block));

@@ -12,13 +12,15 @@ export interface JsonTrieAccount {
 }
 
 /** Not in Infura's table: one account read, priced like eth_getBalance (80). */
-export const eth_getAccount = accountMethod<JsonTrieAccount | null>((_ctx, account) =>
-  account === null
-    ? null
-    : {
-        nonce: toQuantity(account.nonce),
-        balance: toQuantity(account.balance),
-        storageRoot: toData(account.storageRoot),
-        codeHash: toData(account.codeHash),
-      },
+export const eth_getAccount = accountMethod<JsonTrieAccount | null>(
+  (_ctx, account) =>
+    account === null
+      ? null
+      : {
+          nonce: toQuantity(account.nonce),
+          balance: toQuantity(account.balance),
+          storageRoot: toData(account.storageRoot),
+          codeHash: toData(account.codeHash),
+        },
+  true,
 );

@@ -11,8 +11,11 @@ export interface JsonAccountInfo {
 }
 
 /** Not in Infura's table: an account and its code, the reads of eth_getCode, priced like it (80). */
-export const eth_getAccountInfo = accountMethod<JsonAccountInfo>(async (ctx, account) => ({
-  balance: toQuantity(account?.balance ?? 0n),
-  nonce: toQuantity(account?.nonce ?? 0n),
-  code: await accountCode(ctx, account),
-}));
+export const eth_getAccountInfo = accountMethod<JsonAccountInfo>(
+  async (ctx, account) => ({
+    balance: toQuantity(account?.balance ?? 0n),
+    nonce: toQuantity(account?.nonce ?? 0n),
+    code: await accountCode(ctx, account),
+  }),
+  true,
+);
