@@ -9,7 +9,10 @@ import { bytesToBigInt, bytesToHex, hexToBytes } from '@ethereumjs/util';
 import type { PrefixedHexString } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { chainDir } from '@chainnode/testkit';
+import type { ChainInfo } from '@chainnode/core';
+import { createRpcService } from '../src/index.js';
 import type { RpcServiceApi } from '../src/index.js';
+import { FakeStore, blocks } from './fake-store.js';
 import { callRpc, serviceOnCopy } from './rpc-call.js';
 
 type Json = Record<string, unknown>;
@@ -50,6 +53,25 @@ function headerFromRlp(raw: Uint8Array): Json {
 }
 
 const available = chainDir('execution-apis') !== undefined;
+
+/** A store that joined its chain at block 1: it holds nothing below. */
+class JoinedStore extends FakeStore {
+  override info(): ChainInfo {
+    return { ...super.info(), firstBlock: 1n };
+  }
+}
+
+test('a joined node: eth_capabilities reaches back to its first block; a header below it is 4444', async () => {
+  const svc = createRpcService(new JoinedStore());
+  const caps = (await callRpc<{ result: Json }>(svc, 'eth_capabilities', [])).result;
+  const head = blocks[blocks.length - 1]?.header;
+  expect(caps.head).toEqual({ number: hexN(head?.number ?? -1), hash: hx(head?.hash ?? new Uint8Array()) });
+  for (const r of ['state', 'tx', 'logs', 'receipts', 'blocks', 'stateproofs'])
+    expect([r, caps[r]]).toEqual([r, { disabled: false, oldestBlock: '0x1' }]);
+  const below = await callRpc<{ error?: { code: number } }>(svc, 'eth_getHeaderByNumber', ['0x0']);
+  expect(below.error?.code).toBe(4444);
+  expect((await callRpc<{ result: Json }>(svc, 'eth_getHeaderByNumber', ['0x1'])).result.number).toBe('0x1');
+});
 
 describe('header and account probes on the execution-apis chain', () => {
   if (!available) {
