@@ -1,6 +1,7 @@
 // One JSON-RPC call through the service, its reply parsed (the tests that read a reply's members),
 // and a service over a private copy of a chain's shared import.
 import { LevelChainStore } from '@chainnode/store';
+import type { OpenChainStoreOptions } from '@chainnode/store';
 import { datadirCopy } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
@@ -19,13 +20,16 @@ export async function callRpc<T = { result?: unknown; error?: unknown }>(
  * A private copy of `chain`'s shared import, its store opened and a service over it; `close`
  * closes the store and removes the copy.
  */
-export async function serviceOnCopy(chain: ChainName): Promise<{
+export async function serviceOnCopy(
+  chain: ChainName,
+  options?: OpenChainStoreOptions,
+): Promise<{
   store: LevelChainStore;
   svc: RpcServiceApi;
   close: () => Promise<void>;
 }> {
   const copy = await datadirCopy(chain);
-  const store = await LevelChainStore.open(copy.dir);
+  const store = await LevelChainStore.open(copy.dir, options);
   const close = async (): Promise<void> => {
     await store.close();
     await copy.cleanup();
