@@ -782,7 +782,8 @@ export class LevelChainStore implements ChainStore {
   accountAtBlock(block: BlockRef, address: Bytes): Promise<AccountRecord | null | undefined> {
     if (!this.keepsHistory) return Promise.resolve(undefined);
     const hit =
-      this.historyAccounts.get(block.hash, address) ?? this.cheapWalk(block, (root) => this.accountView(root, address));
+      this.historyAccounts.get(block.hash, address) ??
+      this.openSync('accountAtBlock', () => this.cheapWalk(block, (root) => this.accountView(root, address)));
     // A hit answers at once; a closed store still throws (guard).
     if (hit !== undefined) return this.hit(copyAccount(hit)) ?? this.guard('accountAtBlock', async () => hit);
     return this.guard('accountAtBlock', async () => {
@@ -803,7 +804,7 @@ export class LevelChainStore implements ChainStore {
    */
   private cheapWalk<T>(block: BlockRef, walk: (root: Uint8Array) => T): T | undefined {
     const root = this.stateRoots.get(block.hash);
-    if (root === undefined || this.walkDiskReads < 0 || this.db.status !== 'open') return undefined;
+    if (root === undefined || this.walkDiskReads < 0) return undefined;
     return this.trieFirst(() => walk(root));
   }
 
@@ -816,10 +817,12 @@ export class LevelChainStore implements ChainStore {
     key.set(word, 20);
     const hit =
       this.historySlots.get(block.hash, key) ??
-      this.cheapWalk(block, (root) => {
-        const account = this.accountView(root, address);
-        return account === null ? new Uint8Array(32) : this.storageSync(account.storageRoot, word);
-      });
+      this.openSync('storageAtBlock', () =>
+        this.cheapWalk(block, (root) => {
+          const account = this.accountView(root, address);
+          return account === null ? new Uint8Array(32) : this.storageSync(account.storageRoot, word);
+        }),
+      );
     if (hit !== undefined) return this.hit(hit.slice()) ?? this.guard('storageAtBlock', async () => hit);
     return this.guard('storageAtBlock', async () => {
       const value = await readAtCanonical(this.db, block, (view) =>
