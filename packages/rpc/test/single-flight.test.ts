@@ -1,6 +1,7 @@
 // No thundering herd: 200 concurrent identical requests for records that are not cached yet
 // (blocks with their transactions, headers, transactions, trie nodes, accounts, storage slots,
-// proofs) cause exactly ONE read of each LevelDB key, through the real store over the fixture
+// proofs) cause exactly ONE read of each LevelDB key (a state read from the flat history reads its
+// block's canonical row a second time, in its snapshot), through the real store over the fixture
 // chain, and all 200 get the same answer. The service is what HTTP, WebSocket and batches all
 // call, so this holds for every transport. Reads are counted by wrapping the store's LevelDB
 // handle (get, getSync, getMany and iterators).
@@ -47,9 +48,14 @@ function instrument(store: ChainStore): Reads {
   return reads;
 }
 
-function expectEachReadOnce(reads: Reads): void {
+/**
+ * Every key read once; a key in `twice` at most twice (a block's canonical row when its state is
+ * read from the flat history: resolved once by the selector, checked again in the history read's
+ * snapshot so a reorg in between cannot answer from the other branch).
+ */
+function expectEachReadOnce(reads: Reads, twice: ReadonlySet<string> = new Set()): void {
   expect(reads.size).toBeGreaterThan(0);
-  const repeated = [...reads].filter(([, n]) => n !== 1);
+  const repeated = [...reads].filter(([k, n]) => n !== 1 && !(twice.has(k) && n === 2));
   expect(repeated).toEqual([]);
 }
 
@@ -143,7 +149,8 @@ describe('single-flight: concurrent cold requests share one read per record', ()
       call('eth_getStorageAt', [registry, '0x2', q(1250)]),
     ];
     const all = await Promise.all(bodies.flatMap((b) => Array.from({ length: N }, () => svc.handle(b))));
-    expectEachReadOnce(reads);
+    // Block 1250's storage slot comes from the flat state history (the fixture datadir keeps it).
+    expectEachReadOnce(reads, new Set([`02${(1250).toString(16).padStart(16, '0')}`]));
     // Many trie nodes were read (proofs walk the account and storage tries), each once.
     expect(reads.size).toBeGreaterThan(10);
     for (let i = 0; i < bodies.length; i++) {

@@ -193,13 +193,16 @@ export class LevelChainStore implements ChainStore {
   /** Contract code by code hash (content-addressed): 4,096 codes. */
   private readonly codes = new HashCache<Uint8Array>(4096);
   /**
-   * Cache misses in progress, one load per key however many callers wait (single-flight). Loads
-   * that are wholly synchronous (canonical numbers, accounts, storage slots: the cold path) need none.
+   * Cache misses in progress, one load per key however many callers wait (single-flight; the state
+   * history's by block hash and address or slot). Loads that are wholly synchronous (canonical
+   * numbers, accounts and slots read through the trie: the cold path) need none.
    */
   private readonly loading = {
     headers: new SingleFlight<string, HeaderRecord | undefined>(),
     blocks: new SingleFlight<string, BlockRecord | undefined>(),
     txs: new SingleFlight<string, TxWithLocation | undefined>(),
+    historyAccounts: new SingleFlight<string, AccountRecord | null | undefined>(),
+    historySlots: new SingleFlight<string, Uint8Array | undefined>(),
   };
   /** The head, read once: no writer can move it while this store holds the datadir lock. */
   private headCache: ChainHead | undefined;
@@ -220,8 +223,11 @@ export class LevelChainStore implements ChainStore {
     datadir: string,
     private readonly chainInfo: ChainInfo,
     nodeCacheBytes: number,
-    /** Whether the datadir keeps flat state history (Meta.stateHistory, fixed at creation). */
-    private readonly keepsHistory: boolean,
+    /**
+     * The genesis alloc's state root when the datadir keeps flat state history (Meta.stateHistory,
+     * fixed at creation): block 0's header may name another (anvil --init: the empty trie's).
+     */
+    private readonly genesisStateRoot: Uint8Array | undefined,
     /** OpenChainStoreOptions.walkDiskReads. */
     private readonly walkDiskReads: number,
   ) {
@@ -255,7 +261,7 @@ export class LevelChainStore implements ChainStore {
         datadir,
         { chainId, networkId: chainId, genesisHash, genesis, firstBlock },
         options.nodeCacheBytes ?? NODE_CACHE_BYTES,
-        (await stateHistoryRoot(db)) !== undefined,
+        await stateHistoryRoot(db),
         options.walkDiskReads ?? WALK_DISK_READS,
       );
     } catch (err) {
@@ -771,7 +777,7 @@ export class LevelChainStore implements ChainStore {
 
   /** Whether the datadir keeps flat state history (history/): then the *AtBlock reads answer. */
   async hasStateHistory(): Promise<boolean> {
-    return this.guard('stateHistory', async () => this.keepsHistory);
+    return this.guard('stateHistory', async () => this.genesisStateRoot !== undefined);
   }
 
   /**
@@ -780,20 +786,23 @@ export class LevelChainStore implements ChainStore {
    * the datadir keeps none or `block` is no longer canonical: the caller walks its state trie.
    */
   accountAtBlock(block: BlockRef, address: Bytes): Promise<AccountRecord | null | undefined> {
-    if (!this.keepsHistory) return Promise.resolve(undefined);
+    if (this.genesisStateRoot === undefined) return Promise.resolve(undefined);
     const hit =
       this.historyAccounts.get(block.hash, address) ??
       this.openSync('accountAtBlock', () => this.cheapWalk(block, (root) => this.accountView(root, address)));
     // A hit answers at once; a closed store still throws (guard).
     if (hit !== undefined) return this.hit(copyAccount(hit)) ?? this.guard('accountAtBlock', async () => hit);
+    const flight = byteKey(block.hash) + byteKey(address);
     return this.guard('accountAtBlock', async () => {
-      const addressKey = this.addressHashes.of(address).slice();
-      const account = await readAtCanonical(this.db, block, (view) =>
-        historyAccountAt(view, block.number, address, addressKey),
-      );
-      if (account === undefined) return undefined;
-      this.historyAccounts.set(block.hash, address, account);
-      return copyAccount(account);
+      const account = await this.loading.historyAccounts.run(flight, async () => {
+        const addressKey = this.addressHashes.of(address).slice();
+        const found = await readAtCanonical(this.db, block, (view) =>
+          historyAccountAt(view, block.number, address, addressKey),
+        );
+        if (found !== undefined) this.historyAccounts.set(block.hash, address, found);
+        return found;
+      });
+      return account === undefined ? undefined : copyAccount(account);
     });
   }
 
@@ -803,14 +812,15 @@ export class LevelChainStore implements ChainStore {
    * an asynchronous LevelDB call (~120 µs of CPU): the seek is for the walks that go deep on disk.
    */
   private cheapWalk<T>(block: BlockRef, walk: (root: Uint8Array) => T): T | undefined {
-    const root = this.stateRoots.get(block.hash);
+    // Block 0's state is the alloc's, whatever root its header names.
+    const root = block.number === 0n ? this.genesisStateRoot : this.stateRoots.get(block.hash);
     if (root === undefined || this.walkDiskReads < 0) return undefined;
     return this.trieFirst(() => walk(root));
   }
 
   /** The storage word `slot` of `address` after the canonical block `block` (32 bytes); undefined as accountAtBlock. */
   storageAtBlock(block: BlockRef, address: Bytes, slot: Bytes): Promise<Bytes | undefined> {
-    if (!this.keepsHistory) return Promise.resolve(undefined);
+    if (this.genesisStateRoot === undefined) return Promise.resolve(undefined);
     const word = setLengthLeft(slot, 32);
     const key = new Uint8Array(52);
     key.set(address.subarray(0, 20), 0);
@@ -824,13 +834,16 @@ export class LevelChainStore implements ChainStore {
         }),
       );
     if (hit !== undefined) return this.hit(hit.slice()) ?? this.guard('storageAtBlock', async () => hit);
+    const flight = byteKey(block.hash) + byteKey(key);
     return this.guard('storageAtBlock', async () => {
-      const value = await readAtCanonical(this.db, block, (view) =>
-        historyStorageAt(view, block.number, address, word),
-      );
-      if (value === undefined) return undefined;
-      this.historySlots.set(block.hash, key, value);
-      return value.slice();
+      const value = await this.loading.historySlots.run(flight, async () => {
+        const found = await readAtCanonical(this.db, block, (view) =>
+          historyStorageAt(view, block.number, address, word),
+        );
+        if (found !== undefined) this.historySlots.set(block.hash, key, found);
+        return found;
+      });
+      return value?.slice();
     });
   }
 
