@@ -145,6 +145,58 @@ async function checkSyncResume(anvilUrl: string, root: string): Promise<void> {
   expect(wrong.stderr).toContain('holds a chain with genesis');
 }
 
+/** The methods tools probe first (account info, headers, base fee) against anvil on the followed chain. */
+async function checkProbeMethods(anvilUrl: string, ours: string, loggers: readonly string[]): Promise<void> {
+  const head = Number(await result<string>(anvilUrl, 'eth_blockNumber', []));
+  const blocks = [0, 1, Math.floor(head / 2), head - 1, head].map(hexN);
+  const absent = `0x${'00'.repeat(19)}99`;
+  const addresses = [...DEV, ...loggers, absent];
+  const calls: [string, unknown[]][] = blocks.flatMap((b) =>
+    addresses.flatMap((a): [string, unknown[]][] => [
+      ['eth_getAccountInfo', [a, b]],
+      ['eth_getAccount', [a, b]],
+    ]),
+  );
+  const [theirs, mine] = await Promise.all([batch(anvilUrl, calls), batch(ours, calls)]);
+  let absentSeen = 0;
+  calls.forEach(([method, params], i) => {
+    const want = theirs[i]?.result as Json;
+    // anvil answers an empty account where there is none (EIP-161: no account is empty); reth
+    // (followed here) answers null.
+    const absentHere =
+      method === 'eth_getAccount' &&
+      want.nonce === '0x0' &&
+      want.balance === '0x0' &&
+      want.codeHash === KECCAK_EMPTY &&
+      want.storageRoot === EMPTY_TRIE_ROOT;
+    if (absentHere) absentSeen++;
+    expect([method, params, mine[i]?.result]).toEqual([method, params, absentHere ? null : want]);
+  });
+  expect(absentSeen).toBeGreaterThanOrEqual(blocks.length); // `absent` at every block
+  // anvil serves neither eth_getHeaderByNumber/ByHash nor eth_baseFee: its blocks' header
+  // members, and the next base fee of its eth_feeHistory, are the answers geth would give.
+  const byNumber = await batch(
+    ours,
+    blocks.map((b): [string, unknown[]] => ['eth_getHeaderByNumber', [b]]),
+  );
+  const anvilBlocks = await batch(
+    anvilUrl,
+    blocks.map((b): [string, unknown[]] => ['eth_getBlockByNumber', [b, false]]),
+  );
+  const byHash = await batch(
+    ours,
+    anvilBlocks.map((r): [string, unknown[]] => ['eth_getHeaderByHash', [(r.result as Json).hash]]),
+  );
+  blocks.forEach((b, i) => {
+    const { size, totalDifficulty, transactions, uncles, withdrawals, ...header } = (anvilBlocks[i]?.result ??
+      {}) as Json;
+    expect([b, byNumber[i]?.result]).toEqual([b, header]);
+    expect([b, byHash[i]?.result]).toEqual([b, header]);
+  });
+  const history = await result<Json>(anvilUrl, 'eth_feeHistory', ['0x1', 'latest', []]);
+  expect(await result(ours, 'eth_baseFee', [])).toBe((history.baseFeePerGas as string[])[1]);
+}
+
 describe('serve --follow with anvil as the upstream', () => {
   let anvil: Anvil;
   let node: ServeProcess;
@@ -208,54 +260,7 @@ describe('serve --follow with anvil as the upstream', () => {
   });
 
   test('the methods tools probe first equal anvil where anvil serves them, and its blocks where it does not', async () => {
-    const head = Number(await result<string>(anvil.url, 'eth_blockNumber', []));
-    const blocks = [0, 1, Math.floor(head / 2), head - 1, head].map(hexN);
-    const absent = `0x${'00'.repeat(19)}99`;
-    const addresses = [...DEV, ...loggers, absent];
-    const calls: [string, unknown[]][] = blocks.flatMap((b) =>
-      addresses.flatMap((a): [string, unknown[]][] => [
-        ['eth_getAccountInfo', [a, b]],
-        ['eth_getAccount', [a, b]],
-      ]),
-    );
-    const [theirs, mine] = await Promise.all([batch(anvil.url, calls), batch(ours, calls)]);
-    let absentSeen = 0;
-    calls.forEach(([method, params], i) => {
-      const want = theirs[i]?.result as Json;
-      // anvil answers an empty account where there is none (EIP-161: no account is empty); reth
-      // (followed here) answers null.
-      const absentHere =
-        method === 'eth_getAccount' &&
-        want.nonce === '0x0' &&
-        want.balance === '0x0' &&
-        want.codeHash === KECCAK_EMPTY &&
-        want.storageRoot === EMPTY_TRIE_ROOT;
-      if (absentHere) absentSeen++;
-      expect([method, params, mine[i]?.result]).toEqual([method, params, absentHere ? null : want]);
-    });
-    expect(absentSeen).toBeGreaterThanOrEqual(blocks.length); // `absent` at every block
-    // anvil serves neither eth_getHeaderByNumber/ByHash nor eth_baseFee: its blocks' header
-    // members, and the next base fee of its eth_feeHistory, are the answers geth would give.
-    const byNumber = await batch(
-      ours,
-      blocks.map((b): [string, unknown[]] => ['eth_getHeaderByNumber', [b]]),
-    );
-    const anvilBlocks = await batch(
-      anvil.url,
-      blocks.map((b): [string, unknown[]] => ['eth_getBlockByNumber', [b, false]]),
-    );
-    const byHash = await batch(
-      ours,
-      anvilBlocks.map((r): [string, unknown[]] => ['eth_getHeaderByHash', [(r.result as Json).hash]]),
-    );
-    blocks.forEach((b, i) => {
-      const { size, totalDifficulty, transactions, uncles, withdrawals, ...header } = (anvilBlocks[i]?.result ??
-        {}) as Json;
-      expect([b, byNumber[i]?.result]).toEqual([b, header]);
-      expect([b, byHash[i]?.result]).toEqual([b, header]);
-    });
-    const history = await result<Json>(anvil.url, 'eth_feeHistory', ['0x1', 'latest', []]);
-    expect(await result(ours, 'eth_baseFee', [])).toBe((history.baseFeePerGas as string[])[1]);
+    await checkProbeMethods(anvil.url, ours, loggers);
   });
 
   test('anvil_reorg at depths 1..5 with replacement txs, then anvil_rollback: every block equals anvil after each', async () => {
