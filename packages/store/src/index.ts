@@ -24,3 +24,15 @@ export type {
   StateLayout,
   TableSize,
 } from './upkeep/index.js';
+export {
+  DEFAULT_STATE_TRIE,
+  DEFAULT_TRIE_WINDOW,
+  StateTrieSettingError,
+  formatStateTrie,
+  parseStateTrie,
+  putStateTrie,
+  putTrieFrom,
+  readStateTrie,
+  readTrieFrom,
+} from './trie-window.js';
+export type { StateTrieMode } from './trie-window.js';

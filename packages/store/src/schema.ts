@@ -873,6 +873,17 @@ export const MetaKey = {
    * (AccountHistory, StorageHistory) for every block from genesis on.
    */
   StateHistory: 'stateHistory',
+  /**
+   * utf8: how long the hash-keyed state trie is kept (trie-window.ts): `archive` (every block's
+   * trie; also when absent, a datadir written before the setting existed) or `window=<N>` (the
+   * last N blocks' tries, older nodes pruned). Fixed when the datadir is created.
+   */
+  StateTrie: 'stateTrie',
+  /**
+   * u64 as decimal utf8: the lowest block whose state trie the datadir still holds complete
+   * (absent: 0). Written before any node below it is deleted, so no reader trusts a pruned trie.
+   */
+  TrieFrom: 'trieFrom',
 } as const;
 
 export const tables = {

@@ -1,0 +1,53 @@
+// The state trie's retention, a datadir setting: `archive` keeps every block's hash-keyed trie;
+// `window=<N>` keeps the tries of the last N blocks and prunes older nodes in the background
+// (state reads beyond the window come from the flat state history; proofs there are refused).
+// Meta.stateTrie holds the setting (fixed at creation), Meta.trieFrom the lowest block whose trie
+// is still complete.
+import { MetaKey, tables } from './schema.js';
+import type { KvBatch, KvRead } from './schema.js';
+
+export type StateTrieMode = { kind: 'archive' } | { kind: 'window'; blocks: number };
+
+/** geth's path scheme keeps 90,000 blocks of state history by default; so does the window. */
+export const DEFAULT_TRIE_WINDOW = 90_000;
+
+export const DEFAULT_STATE_TRIE: StateTrieMode = { kind: 'window', blocks: DEFAULT_TRIE_WINDOW };
+
+export class StateTrieSettingError extends Error {}
+
+/** Parses `archive` or `window=<N>` (N a positive integer of at most 2^31). */
+export function parseStateTrie(text: string): StateTrieMode {
+  if (text === 'archive') return { kind: 'archive' };
+  const m = /^window=(\d+)$/.exec(text);
+  const n = m === null ? Number.NaN : Number(m[1]);
+  if (!Number.isSafeInteger(n) || n < 1 || n > 2 ** 31) {
+    throw new StateTrieSettingError(
+      `state trie: expected "archive" or "window=<N>" with N a positive number of blocks, not ${JSON.stringify(text)}`,
+    );
+  }
+  return { kind: 'window', blocks: n };
+}
+
+export function formatStateTrie(m: StateTrieMode): string {
+  return m.kind === 'archive' ? 'archive' : `window=${m.blocks}`;
+}
+
+/** The datadir's setting; a datadir without one was written before it existed: archive. */
+export async function readStateTrie(db: KvRead): Promise<StateTrieMode> {
+  const v = await tables.meta.get(db, MetaKey.StateTrie);
+  return v === undefined ? { kind: 'archive' } : parseStateTrie(Buffer.from(v).toString('utf8'));
+}
+
+export function putStateTrie(batch: KvBatch, m: StateTrieMode): void {
+  tables.meta.put(batch, MetaKey.StateTrie, Buffer.from(formatStateTrie(m), 'utf8'));
+}
+
+/** The lowest block whose state trie is complete (0 when nothing was ever pruned). */
+export async function readTrieFrom(db: KvRead): Promise<bigint> {
+  const v = await tables.meta.get(db, MetaKey.TrieFrom);
+  return v === undefined ? 0n : BigInt(Buffer.from(v).toString('utf8'));
+}
+
+export function putTrieFrom(batch: KvBatch, from: bigint): void {
+  tables.meta.put(batch, MetaKey.TrieFrom, Buffer.from(from.toString(), 'utf8'));
+}
