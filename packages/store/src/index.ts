@@ -11,8 +11,8 @@ export { sizeOnDisk } from './disk.js';
 /** Hand RLP writers (byte-equal to RLP.encode, tested in schema.test), for writers of synthetic blocks. */
 export { rlpUintLength, writeRlpUint, rlpHeaderLength, writeRlpHeader, writeRlpBytes } from './schema.js';
 export { keccak256 } from './keccak.js';
-export { MissingTrieNodeError, hexPrefix, nibblesOf, sharedNibbles, trieGetSync, updateTrie } from './trie-update.js';
-export type { NodePut, SyncNodeGet } from './trie-update.js';
+export { MissingTrieNodeError, hexPrefix, nibblesOf, sharedNibbles, trieGetSync, updateTrie } from './trie/index.js';
+export type { NodePut, SyncNodeGet } from './trie/index.js';
 export { Lru } from './lru.js';
 export { logMatches, queryBloomMatcher } from './logs.js';
 export { SEGMENT_GROUP, TABLE_GROUP, compactDatadir, measureDatadir } from './upkeep/index.js';
@@ -34,5 +34,5 @@ export {
   putTrieFrom,
   readStateTrie,
   readTrieFrom,
-} from './trie-window.js';
-export type { StateTrieMode } from './trie-window.js';
+} from './trie/index.js';
+export type { StateTrieMode } from './trie/index.js';

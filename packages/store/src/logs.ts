@@ -39,7 +39,7 @@ import {
   writeLogIndexKey,
 } from './schema.js';
 import type { KvRange, KvSyncRead, StoredLog } from './schema.js';
-import { headerTxFields } from './trie-read.js';
+import { headerTxFields } from './trie/index.js';
 
 /** What the log code needs from the rest of the reader. */
 export interface LogReadContext {

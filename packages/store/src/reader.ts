@@ -68,19 +68,27 @@ import {
   writeRlpBytes,
   writeRlpHeader,
 } from './schema.js';
-import { diffStates } from './state-diff.js';
+import {
+  diffStates,
+  copyNodes,
+  NodeSlab,
+  accountFields,
+  bodyTransaction,
+  headerStateRoot,
+  headerTxFields,
+  rlpString,
+  trieGet,
+} from './trie/index.js';
 import type { StoredReceipt } from './schema.js';
 import { AddressHashes, keccak256 } from './keccak.js';
 import { cacheKeyOf, HashCache, PairCache } from './hash-cache.js';
-import { copyNodes, NodeSlab } from './node-slab.js';
 import {
   accountAt as historyAccountAt,
   readAtCanonical,
   stateHistoryRoot,
   storageAt as historyStorageAt,
 } from './history/index.js';
-import { accountFields, bodyTransaction, headerStateRoot, headerTxFields, rlpString, trieGet } from './trie-read.js';
-import type { HeaderTxFields, NodeSource } from './trie-read.js';
+import type { HeaderTxFields, NodeSource } from './trie/index.js';
 
 /** Hex of the bytes, as a cache key (a view, not a copy). */
 /**

@@ -34,8 +34,7 @@ import {
   writeLogIndexKey,
 } from './schema.js';
 import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.js';
-import { TrieNodeDb } from './trie-db.js';
-import { headerStateRoot } from './trie-read.js';
+import { TrieNodeDb, headerStateRoot } from './trie/index.js';
 import { EMPTY_STATE_ROOT, stageStateStep } from './history/index.js';
 import type { HistoryStats, StateStep, StateWrites } from './history/index.js';
 

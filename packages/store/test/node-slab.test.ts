@@ -4,8 +4,8 @@
 // the trie walk over a slab that wraps under it giving the library's proofs.
 import { createMerkleProof, createMPT } from '@ethereumjs/mpt';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { copyNodes, NodeSlab } from '../src/node-slab.js';
-import { trieGet } from '../src/trie-read.js';
+import { copyNodes, NodeSlab } from '../src/trie/node-slab.js';
+import { trieGet } from '../src/trie/trie-read.js';
 import { bytes, hex, rng } from './random.js';
 
 describe('NodeSlab', () => {

@@ -6,8 +6,8 @@
 import { createMPT } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_NULL, MapDB, bigIntToUnpaddedBytes } from '@ethereumjs/util';
-import { stateChanges } from '../src/state-diff.js';
-import type { NodeSource } from '../src/trie-read.js';
+import { stateChanges } from '../src/trie/state-diff.js';
+import type { NodeSource } from '../src/trie/trie-read.js';
 import { hex } from './random.js';
 
 type Model = Map<string, { balance: bigint; storage: Map<string, bigint> }>;

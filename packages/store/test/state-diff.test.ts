@@ -12,8 +12,8 @@ import { bigIntToUnpaddedBytes, KECCAK256_NULL, KECCAK256_RLP, MapDB } from '@et
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { LimitExceededError, ResponseTooLargeError } from '@chainnode/core';
 import type { StateDiffRecord } from '@chainnode/core';
-import { diffStates } from '../src/state-diff.js';
-import type { NodeSource } from '../src/trie-read.js';
+import { diffStates } from '../src/trie/state-diff.js';
+import type { NodeSource } from '../src/trie/trie-read.js';
 import { bytes, hex, rng } from './random.js';
 
 interface ModelAccount {

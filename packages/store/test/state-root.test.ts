@@ -5,7 +5,7 @@ import { RLP } from '@ethereumjs/rlp';
 import { bytesEqual } from '@chainnode/core';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
-import { headerStateRoot } from '../src/trie-read.js';
+import { headerStateRoot } from '../src/trie/trie-read.js';
 
 const chains = availableChains();
 

@@ -13,8 +13,8 @@ import { HashCache, PairCache, cacheKeyOf } from '../src/hash-cache.js';
 import { keccak256 as wasmKeccak } from '../src/keccak.js';
 import { createAccount, createAccountFromRLP } from '@ethereumjs/util';
 import { MissingTrieNodeError } from '@chainnode/core';
-import { accountFields, rlpString, trieGet } from '../src/trie-read.js';
-import type { NodeSource } from '../src/trie-read.js';
+import { accountFields, rlpString, trieGet } from '../src/trie/trie-read.js';
+import type { NodeSource } from '../src/trie/trie-read.js';
 import { bytes, hex, rng } from './random.js';
 
 interface Case {

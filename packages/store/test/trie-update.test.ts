@@ -7,7 +7,7 @@
 import { createMPT } from '@ethereumjs/mpt';
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { MissingTrieNodeError, trieGetSync, updateTrie } from '../src/trie-update.js';
+import { MissingTrieNodeError, trieGetSync, updateTrie } from '../src/trie/trie-update.js';
 import { bytes, hex, rng } from './random.js';
 
 async function run(seed: number, hashed: boolean, rounds: number): Promise<number> {

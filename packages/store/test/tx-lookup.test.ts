@@ -12,7 +12,7 @@ import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import { bodyCodec, tables } from '../src/schema.js';
-import { bodyTransaction, headerTxFields } from '../src/trie-read.js';
+import { bodyTransaction, headerTxFields } from '../src/trie/trie-read.js';
 
 /** A record as text (bytes as hex, bigints as decimal): jest's deep equality walks typed arrays byte by byte. */
 const text = (v: unknown): string =>

@@ -9,8 +9,8 @@ import type { Db } from '../db.js';
 import { keccak256 } from '../keccak.js';
 import { MetaKey, tables } from '../schema.js';
 import type { HistoryKey, KvRange, KvRead, Table } from '../schema.js';
-import { accountFields } from '../trie-read.js';
-import type { AccountFields } from '../trie-read.js';
+import { accountFields } from '../trie/index.js';
+import type { AccountFields } from '../trie/index.js';
 
 /** The genesis state root when the datadir keeps state history (Meta.stateHistory), else undefined. */
 export async function stateHistoryRoot(db: KvRead): Promise<Uint8Array | undefined> {

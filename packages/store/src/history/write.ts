@@ -4,9 +4,8 @@
 // executor or replica pipeline wrote (StateWrites), or, where none is given (genesis, a rewind's
 // undo), from the diff of the parent's and the block's state tries (state-diff.ts walks only the
 // changed paths). Both give the same rows.
-import { stateChanges, storageChanges } from '../state-diff.js';
-import type { StateChangeSink } from '../state-diff.js';
-import type { NodeSource } from '../trie-read.js';
+import { stateChanges, storageChanges } from '../trie/index.js';
+import type { StateChangeSink, NodeSource } from '../trie/index.js';
 import { Prefix, putU64 } from '../schema.js';
 import type { Alloc } from '../schema.js';
 

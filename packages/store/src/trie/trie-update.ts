@@ -8,7 +8,7 @@
 // without one @ethereumjs/mpt walk per key; the tests compare its roots with @ethereumjs/mpt's.
 import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_RLP } from '@ethereumjs/util';
-import { keccak256 } from './keccak.js';
+import { keccak256 } from '../keccak.js';
 
 type Nested = Uint8Array | Nested[];
 
