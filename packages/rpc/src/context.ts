@@ -18,6 +18,7 @@ import { FormatMemo } from './json-text.js';
 import type { RpcConfig } from './config.js';
 import type { BlockNumberParam, BlockSelector, BlockTag } from './params.js';
 import type { MessageSubscriptions } from './subscriptions/hub.js';
+import type { FilterScope } from './filters/engine.js';
 
 export interface HandlerContext {
   store: ChainStore;
@@ -40,6 +41,8 @@ export interface HandlerContext {
    * follows): resolves to the upstream's answer, rejects with its error ({code, message}).
    */
   forward?: TxForwarder;
+  /** The filters of the key that made this call (eth_newFilter and the rest); absent: it holds none. */
+  filters?: FilterScope;
 }
 
 /** Sends a signed transaction (hex) to the upstream; resolves to what the upstream answered. */

@@ -29,6 +29,7 @@ import type {
   RpcServiceFactory,
 } from './service.js';
 import type { SubscriptionConnection } from './subscriptions/hub.js';
+import { FilterRegistry } from './filters/engine.js';
 
 export type JsonRpcResponse =
   | { jsonrpc: '2.0'; id: JsonRpcId; result: unknown }
@@ -40,6 +41,14 @@ const noop = (): void => {};
 export const createRpcService: RpcServiceFactory = (store, config, options) => {
   const ctx: HandlerContext = { store, config: resolveConfig(config), memo: createFormatMemos() };
   if (options?.forward !== undefined) ctx.forward = options.forward;
+  const filters = options?.filters ?? new FilterRegistry();
+  // One context per caller (a handful of keys), so a request allocates none.
+  const callers = new Map<string, HandlerContext>();
+  const ctxOf = (caller = ''): HandlerContext => {
+    let c = callers.get(caller);
+    if (c === undefined) callers.set(caller, (c = { ...ctx, filters: filters.scope(caller) }));
+    return c;
+  };
   const offload = options?.offload;
   const batchLanes = new Lanes(ctx.config.maxConcurrentBatches);
   const inlineCostLimit = options?.inlineCostLimit ?? INLINE_COST_LIMIT;
@@ -107,10 +116,11 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
     return { body: replies.length === 0 ? undefined : `[${replies.join(',')}]`, batch: true };
   };
   const api: RpcServiceApi = {
-    handle: (body, middleware = passThrough, onRequestError = noop) =>
-      handleWith(ctx, body, middleware, onRequestError),
+    filters,
+    handle: (body, middleware = passThrough, onRequestError = noop, caller) =>
+      handleWith(ctxOf(caller), body, middleware, onRequestError),
     connect: (subscriptions: SubscriptionConnection): RpcConnectionApi => ({
-      async handle(body, middleware = passThrough, onRequestError = noop): Promise<RpcReply> {
+      async handle(body, middleware = passThrough, onRequestError = noop, caller): Promise<RpcReply> {
         // Calls of one message run one after the other, so what a failed call created is exactly
         // what was created since its mark: its id never reaches the client, so it is dropped.
         const subs = subscriptions.forMessage();
@@ -123,7 +133,7 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
             throw err;
           }
         };
-        const reply = await handleWith({ ...ctx, subscriptions: subs }, body, guarded, onRequestError);
+        const reply = await handleWith({ ...ctxOf(caller), subscriptions: subs }, body, guarded, onRequestError);
         if (reply.encode === undefined && reply.body === undefined) {
           subs.activate(); // nothing to send (notifications only)
           return reply;

@@ -43,3 +43,26 @@ export {
 } from './subscriptions/errors.js';
 export type { JsonStateDiff, JsonStateDiffAccount } from './formatters/state-diff.js';
 export type { TxForwarder } from './context.js';
+export { FilterRegistry, FilterScope, MAX_BLOCK_CHANGES } from './filters/engine.js';
+export type { FilterRegistryOptions } from './filters/engine.js';
+export {
+  CURSOR_DEPTH,
+  DEFAULT_FILTER_LIMITS,
+  FILTER_TIMEOUT_MS,
+  FilterNotFoundError,
+  MAX_FILTER_BYTES,
+  MemoryFilterStore,
+  PENDING_JOURNAL,
+  checkFilterSize,
+  perKeyLimitError,
+  totalLimitError,
+} from './filters/state.js';
+export type {
+  CursorBlock,
+  FilterCriteria,
+  FilterKind,
+  FilterLimits,
+  FilterRecord,
+  FilterStateStore,
+  FilterUpdate,
+} from './filters/state.js';

@@ -5,6 +5,7 @@ import type { RpcConfig } from './config.js';
 import type { TxForwarder } from './context.js';
 import type { OffloadExecutor } from './offload.js';
 import type { SubscriptionConnection } from './subscriptions/hub.js';
+import type { FilterRegistry } from './filters/engine.js';
 
 /** The service's settings live with their defaults and checks (config.ts); re-exported here. */
 export type { RpcConfig } from './config.js';
@@ -57,9 +58,15 @@ export interface RpcServiceApi {
    * No notifications: eth_subscribe answers -32601 "notifications not supported".
    * `onRequestError` is called once for each call answered with a request error that never
    * reached the middleware (parse error, invalid request, unknown method, non-array params), so
-   * the server can charge it as a client error.
+   * the server can charge it as a client error. `caller` names who calls (the API key's hash): the
+   * filters a call installs or polls are that caller's (absent: an anonymous caller's, '').
    */
-  handle(body: string, middleware?: CallMiddleware, onRequestError?: () => void): Promise<RpcReply>;
+  handle(body: string, middleware?: CallMiddleware, onRequestError?: () => void, caller?: string): Promise<RpcReply>;
+  /**
+   * The installed filters (eth_newFilter, …) of this service's chain; the transport attaches them
+   * to the chain's commits (FilterRegistry.attach) for the logs reorgs remove.
+   */
+  readonly filters?: FilterRegistry;
   /**
    * A connection that carries notifications (WebSocket): its messages may subscribe, through
    * `subscriptions` (SubscriptionHub.connect). Optional so transport test doubles need not offer it.
@@ -70,7 +77,7 @@ export interface RpcServiceApi {
 /** One notification-carrying connection of an RpcServiceApi. */
 export interface RpcConnectionApi {
   /** As RpcServiceApi.handle; call the reply's `sent()` after writing it. Never throws. */
-  handle(body: string, middleware?: CallMiddleware, onRequestError?: () => void): Promise<RpcReply>;
+  handle(body: string, middleware?: CallMiddleware, onRequestError?: () => void, caller?: string): Promise<RpcReply>;
 }
 
 /** What a service is wired to besides its store and config. */
@@ -87,6 +94,8 @@ export interface RpcServiceOptions {
   inlineCostLimit?: number;
   /** eth_sendRawTransaction's upstream (a following node's); without one the method refuses. */
   forward?: TxForwarder;
+  /** Where installed filters live; default: a FilterRegistry in this process's memory. */
+  filters?: FilterRegistry;
 }
 
 export type RpcServiceFactory = (

@@ -84,6 +84,13 @@ import type { JsonTrieAccount } from './methods/eth_getAccount.js';
 import { eth_capabilities } from './methods/eth_capabilities.js';
 import { eth_accounts } from './methods/eth_accounts.js';
 import type { JsonCapabilities } from './methods/eth_capabilities.js';
+import { eth_newFilter } from './methods/eth_newFilter.js';
+import { eth_newBlockFilter } from './methods/eth_newBlockFilter.js';
+import { eth_newPendingTransactionFilter } from './methods/eth_newPendingTransactionFilter.js';
+import { eth_getFilterChanges } from './methods/eth_getFilterChanges.js';
+import { eth_getFilterLogs } from './methods/eth_getFilterLogs.js';
+import { eth_uninstallFilter } from './methods/eth_uninstallFilter.js';
+import type { JsonSubscriptionLog } from './subscriptions/format.js';
 
 /** Decoded params and result type of every method. */
 export interface RpcSchema {
@@ -136,6 +143,12 @@ export interface RpcSchema {
   eth_getAccount: { params: AccountParams; result: JsonTrieAccount | null };
   eth_capabilities: { params: void; result: JsonCapabilities };
   eth_accounts: { params: void; result: Hex[] };
+  eth_newFilter: { params: LogFilter; result: Hex };
+  eth_newBlockFilter: { params: void; result: Hex };
+  eth_newPendingTransactionFilter: { params: boolean; result: Hex };
+  eth_getFilterChanges: { params: string; result: (JsonSubscriptionLog | Hex)[] };
+  eth_getFilterLogs: { params: string; result: JsonLog[] };
+  eth_uninstallFilter: { params: string; result: boolean };
 }
 
 export type MethodName = keyof RpcSchema;
@@ -194,6 +207,12 @@ export const METHODS: MethodTable = {
   eth_getAccount,
   eth_capabilities,
   eth_accounts,
+  eth_newFilter,
+  eth_newBlockFilter,
+  eth_newPendingTransactionFilter,
+  eth_getFilterChanges,
+  eth_getFilterLogs,
+  eth_uninstallFilter,
 };
 
 export function isMethodName(name: string): name is MethodName {

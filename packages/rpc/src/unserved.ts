@@ -4,12 +4,6 @@
 // here, and rpc-compat.test.ts checks that none is also served and that every method with
 // fixtures is one or the other.
 export const UNSERVED_METHODS: Readonly<Record<string, string>> = {
-  eth_newFilter: 'not served: poll `eth_getLogs` over a block range, or subscribe to `logs` over WebSocket',
-  eth_newBlockFilter: 'not served: poll `eth_blockNumber`, or subscribe to `newHeads` over WebSocket',
-  eth_newPendingTransactionFilter: 'not served: the node keeps no transaction pool',
-  eth_getFilterChanges: 'not served: no filters are kept (see `eth_newFilter`)',
-  eth_getFilterLogs: 'not served: no filters are kept (see `eth_newFilter`)',
-  eth_uninstallFilter: 'not served: no filters are kept (see `eth_newFilter`)',
   eth_simulateV1: 'not served: `eth_call` with state and block overrides runs one call at any held block',
   eth_fillTransaction:
     'not served: fill a transaction from `eth_getTransactionCount`, `eth_estimateGas` and the fee methods',

@@ -9,8 +9,8 @@
 import { existsSync } from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
 import { FAULT_ENV, IMPLICIT_NETWORK, NetworkRuntime, applyFaultInjection, datadirDisk } from '@chainnode/server';
-import type { RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
-import { OffloadPool, createRpcService } from '@chainnode/rpc';
+import type { FilterLimits, FilterStateStore, RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
+import { FilterRegistry, MemoryFilterStore, OffloadPool, createRpcService } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import { UpstreamRpcError, createUpstreamClient } from '@chainnode/core';
 import type { ChainStore, UpstreamClient } from '@chainnode/core';
@@ -55,6 +55,8 @@ export interface OpenNetworkOptions {
   followFeed?: MessagePort;
   /** Other threads of this process open the datadir too (serve --threads). */
   shared?: boolean;
+  /** Where this network's filters live (Redis, shared by replicas); absent: this process's memory. */
+  filterState?: (limits: FilterLimits) => FilterStateStore;
 }
 
 /** What the ingest worker of a followed datadir is started with. */
@@ -141,6 +143,8 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   const options: RpcServiceOptions = logs !== undefined ? { offload: logs } : {};
   // eth_sendRawTransaction goes to the upstream this network follows (checked first, never pooled).
   if (o.follow !== undefined) options.forward = upstreamForwarder(o.follow.url);
+  const limits = { perKey: o.config.filtersPerKey, total: o.config.filtersTotal };
+  options.filters = new FilterRegistry({ state: o.filterState?.(limits) ?? new MemoryFilterStore(limits) });
   const service = createRpcService(store, o.rpcConfig, options);
   runtime = new NetworkRuntime({
     name: o.implicit ? IMPLICIT_NETWORK : o.name,

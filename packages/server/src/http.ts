@@ -98,7 +98,7 @@ function rpcPost(l: Listener, res: HttpResponse, req: HttpRequest, key: string):
     l.begin();
     const ctx: RequestContext = Gate.context(rec.hash, origin, userAgent);
     ctx.network = net;
-    net.service.handle(body, l.gate.middleware(ctx), Gate.requestErrorCounter(ctx)).then(
+    net.service.handle(body, l.gate.middleware(ctx), Gate.requestErrorCounter(ctx), rec.hash).then(
       // Request errors (5 credits each) are charged before the reply goes out; chargeRequestErrors never rejects.
       (reply) =>
         ctx.requestErrors > 0

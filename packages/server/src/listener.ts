@@ -88,6 +88,9 @@ export class Listener {
       });
       this.hubs.set(net, hub);
       if (net.chainEvents !== undefined) this.detachers.push(hub.attach(net.chainEvents));
+      // Filters (eth_newFilter, …) keep the logs of the blocks reorgs remove, for removed:true.
+      const filters = net.service.filters;
+      if (net.chainEvents !== undefined && filters !== undefined) this.detachers.push(filters.attach(net.chainEvents));
     }
     this.budget = new ReplyBudget<unknown>(config.maxReplyBytesInFlight);
     this.writeCors = corsWriter(config.corsOrigins);

@@ -262,7 +262,7 @@ export class WebSockets {
     const ctx: RequestContext = Gate.context(data.keyHash, data.origin, data.userAgent);
     ctx.network = data.net;
     (data.rpc ?? data.net.service)
-      .handle(text, l.gate.middleware(ctx), Gate.requestErrorCounter(ctx))
+      .handle(text, l.gate.middleware(ctx), Gate.requestErrorCounter(ctx), data.keyHash)
       .then((reply) => (ctx.requestErrors > 0 ? l.gate.chargeRequestErrors(ctx).then(() => reply) : reply))
       .then(
         (reply) => {

@@ -137,14 +137,20 @@ export function filterParamCount(f: {
   return f.addresses.length + f.topics.reduce((n, t) => n + (t?.length ?? 0), 0);
 }
 
+/** The spec's limit on a filter's addresses and topic values (-32602 beyond). */
+export function checkFilterParams(
+  ctx: HandlerContext,
+  f: { addresses: readonly unknown[]; topics: readonly (readonly unknown[] | null)[] },
+): void {
+  const n = filterParamCount(f);
+  const max = ctx.config.logs.maxFilterParams;
+  if (n > max)
+    throw new InvalidParamsError(`too many filter parameters: ${n} addresses and topics given, at most ${max} allowed`);
+}
+
 async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonText<JsonLog[]>> {
   const { logs: limits } = ctx.config;
-  const paramCount = filterParamCount(f);
-  if (paramCount > limits.maxFilterParams) {
-    throw new InvalidParamsError(
-      `too many filter parameters: ${paramCount} addresses and topics given, at most ${limits.maxFilterParams} allowed`,
-    );
-  }
+  checkFilterParams(ctx, f);
   let fromBlock: bigint;
   let toBlock: bigint;
   if (f.kind === 'hash') {

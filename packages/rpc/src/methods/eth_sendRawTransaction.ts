@@ -65,6 +65,7 @@ export const eth_sendRawTransaction: MethodDef<SendRawParams, Hex> = {
     // The upstream's answer is checked, not trusted: it must name this very transaction.
     if (typeof answer !== 'string' || answer.toLowerCase() !== hash)
       throw new ServerError('the upstream answered with another transaction hash');
+    await ctx.filters?.forwarded(hash);
     return hash;
   },
 };

@@ -11,7 +11,8 @@ import { decodeArgs } from '../params.js';
 import type { BlockNumberParam } from '../params.js';
 import { NotificationsUnsupportedError, UnknownSubscriptionError } from '../subscriptions/errors.js';
 import type { SubscriptionRequest } from '../subscriptions/hub.js';
-import { decodeFilter, filterParamCount } from './eth_getLogs.js';
+import { checkFilterParams, decodeFilter } from './eth_getLogs.js';
+import type { LogFilter } from './eth_getLogs.js';
 
 /** The decoded request, or the error to answer with once the transport check has passed. */
 export type SubscribeParams = { ok: SubscriptionRequest } | { error: unknown };
@@ -31,14 +32,7 @@ export const eth_subscribe: MethodDef<SubscribeParams, Hex> = {
     if (ctx.subscriptions === undefined) throw new NotificationsUnsupportedError();
     if ('error' in p) throw p.error;
     const req = p.ok;
-    if (req.kind === 'logs') {
-      const n = filterParamCount(req.filter);
-      const max = ctx.config.logs.maxFilterParams;
-      if (n > max)
-        throw new InvalidParamsError(
-          `too many filter parameters: ${n} addresses and topics given, at most ${max} allowed`,
-        );
-    }
+    if (req.kind === 'logs') checkFilterParams(ctx, req.filter);
     return ctx.subscriptions.subscribe(req) as Hex;
   },
 };
@@ -50,24 +44,30 @@ function decodeSubscribe(params: unknown[]): SubscriptionRequest {
     case 'newHeads':
       return decodeArgs(params, 1, () => ({ kind: 'newHeads' }));
     case 'logs':
-      return decodeArgs(params, 2, (arg) => {
-        const f = decodeFilter(arg(1));
-        const req: SubscriptionRequest = { kind: 'logs', filter: { addresses: f.addresses, topics: f.topics } };
-        // geth: ranges limit which new blocks' logs are sent (no history is replayed); a
-        // blockHash is ignored by a subscription. Tags other than earliest mean "no bound".
-        if (f.kind === 'range') {
-          const from = bound(f.fromBlock);
-          const to = bound(f.toBlock);
-          if (from !== undefined && to !== undefined && from > to)
-            throw new InvalidParamsError('invalid block range params');
-          if (from !== undefined) req.fromBlock = from;
-          if (to !== undefined) req.toBlock = to;
-        }
-        return req;
-      });
+      return decodeArgs(params, 2, (arg) => liveLogsRequest(decodeFilter(arg(1))));
     default:
       throw new UnknownSubscriptionError(name);
   }
+}
+
+/**
+ * What a filter asks of new blocks (a `logs` subscription, an eth_newFilter filter): geth's ranges
+ * limit which new blocks' logs are sent (no history is replayed); a blockHash is ignored. Tags
+ * other than earliest mean "no bound".
+ */
+export function liveLogsRequest(f: LogFilter): Extract<SubscriptionRequest, { kind: 'logs' }> {
+  const req: Extract<SubscriptionRequest, { kind: 'logs' }> = {
+    kind: 'logs',
+    filter: { addresses: f.addresses, topics: f.topics },
+  };
+  if (f.kind === 'range') {
+    const from = bound(f.fromBlock);
+    const to = bound(f.toBlock);
+    if (from !== undefined && to !== undefined && from > to) throw new InvalidParamsError('invalid block range params');
+    if (from !== undefined) req.fromBlock = from;
+    if (to !== undefined) req.toBlock = to;
+  }
+  return req;
 }
 
 function bound(p: BlockNumberParam | undefined): bigint | undefined {

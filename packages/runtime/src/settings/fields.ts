@@ -15,6 +15,7 @@ import type { LedgerFailureMode, PlanConfig, PlanName } from '@chainnode/account
 import type { IngestMode } from '@chainnode/ingest';
 import { DEFAULT_TRANSPORT_CONFIG, LOG_FORMATS, LOG_LEVELS, MAX_NETWORKS } from '@chainnode/server';
 import type { TransportConfig } from '@chainnode/server';
+import { DEFAULT_FILTER_LIMITS } from '@chainnode/rpc';
 import {
   ConfigError,
   boolean,
@@ -418,6 +419,20 @@ export const SERVER_FIELDS = {
     min: 1,
     default: 64,
     alias: 'logQueueLimit',
+  }),
+  /** Polled filters (eth_newFilter, eth_newBlockFilter, eth_newPendingTransactionFilter) one key may hold; more: -32005. */
+  filtersPerKey: integer({
+    doc: 'Most live polled filters (eth_newFilter and the rest) one API key may hold per network (-32005 beyond).',
+    unit: 'filters',
+    min: 1,
+    default: DEFAULT_FILTER_LIMITS.perKey,
+  }),
+  /** Over all keys, in this process (with Redis: per key only, the keys expire by themselves). */
+  filtersTotal: integer({
+    doc: 'Most live polled filters per network in one process, over all keys (-32005 beyond); not applied to filters kept in Redis.',
+    unit: 'filters',
+    min: 1,
+    default: DEFAULT_FILTER_LIMITS.total,
   }),
   /** Empty: the one chain of --datadir. `--network` flags replace these. */
   networks: field<NetworkConfig[]>({
