@@ -14,7 +14,7 @@ export { keccak256 } from './keccak.js';
 export { MissingTrieNodeError, hexPrefix, nibblesOf, sharedNibbles, trieGetSync, updateTrie } from './trie/index.js';
 export type { NodePut, SyncNodeGet } from './trie/index.js';
 export { Lru } from './lru.js';
-export { logMatches, queryBloomMatcher } from './logs.js';
+export { logMatches, queryBloomMatcher } from './logs/index.js';
 export { SEGMENT_GROUP, TABLE_GROUP, compactDatadir, measureDatadir } from './upkeep/index.js';
 export type {
   CompactResult,

@@ -57,7 +57,7 @@ import type {
 import { DatadirEmptyError, openDb } from './db.js';
 import type { Db } from './db.js';
 import { Lru } from './lru.js';
-import { LogQueries } from './logs.js';
+import { LogQueries } from './logs/index.js';
 import {
   MetaKey,
   SCHEMA_VERSION,

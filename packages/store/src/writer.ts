@@ -15,7 +15,7 @@ import {
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from './db.js';
 import type { Db } from './db.js';
-import { LogSegmentSealer } from './log-segments.js';
+import { LogSegmentSealer } from './logs/index.js';
 import {
   LOG_INDEX_CHUNK,
   LogIndexKind,

@@ -14,7 +14,7 @@ import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
 import { HOT_ADDR, HOT_TOPIC, blockInput, legacyHeaderRlp, tagged } from './block-input.js';
-import { SEGMENT_SPAN } from '../src/log-segments.js';
+import { SEGMENT_SPAN } from '../src/logs/log-segments.js';
 import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, OPEN_CHUNK, encodeAddressLogsJson, tables } from '../src/schema.js';
 
 const BLOCKS = 700;

@@ -5,8 +5,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatadirEmptyError, openDb } from '../db.js';
 import { sizeOnDisk } from '../disk.js';
-import { trimSegmentFiles } from '../log-segments.js';
-import type { SegmentTrim } from '../log-segments.js';
+import { trimSegmentFiles } from '../logs/index.js';
+import type { SegmentTrim } from '../logs/index.js';
 import { Prefix } from '../schema.js';
 import type { NativeDb } from './sizing.js';
 

@@ -5,4 +5,4 @@ export { SEGMENT_GROUP, TABLE_GROUP, measureDatadir, tableRange } from './sizing
 export type { DatadirSizes, GroupSize, StateLayout, TableSize } from './sizing.js';
 export { compactDatadir } from './compact.js';
 export type { CompactResult } from './compact.js';
-export type { SegmentTrim } from '../log-segments.js';
+export type { SegmentTrim } from '../logs/index.js';

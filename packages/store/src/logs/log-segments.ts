@@ -32,9 +32,9 @@ import {
 } from 'node:fs';
 import type { FileSlice } from '@chainnode/core';
 import { join } from 'node:path';
-import type { Db } from './db.js';
-import { AddressLogsJsonView, MetaKey, Prefix, putU64, tables } from './schema.js';
-import type { KvSyncRead } from './schema.js';
+import type { Db } from '../db.js';
+import { AddressLogsJsonView, MetaKey, Prefix, putU64, tables } from '../schema.js';
+import type { KvSyncRead } from '../schema.js';
 
 /** Blocks per sealed span. A 100-block query touches at most two. */
 export const SEGMENT_SPAN = 256;
