@@ -1,7 +1,7 @@
 // `node bench/dist/store-cost.js --datadir <dir> [--chain <export dir>] [--json <file>]`: what the
 // store costs per block, by table: rows, key + value bytes (before LevelDB's compression) and
 // LevelDB's own estimate of the compressed bytes on disk (approximateSize of the table's key
-// range), for every table of packages/store/src/schema.ts (Prefix), plus the sealed log segment
+// range), for every table of packages/store/src/schema/schema.ts (Prefix), plus the sealed log segment
 // files. With --chain (an export written by `npm run bench:chain -- --datadir`, which keeps
 // growth.json: per block, the trie nodes its execution handed to the store against the storage
 // slots and accounts it wrote), fits trie nodes per block = a x storage writes + b x accounts

@@ -5,11 +5,11 @@ export type { BlockInput, GenesisInput, LogInput, FlushStats, RemovedBlock } fro
 export type { StateWrites } from './history/index.js';
 export { DatadirInUseError, DatadirEmptyError } from './db.js';
 export { digestDatadir } from './digest.js';
-export { Prefix, SCHEMA_VERSION } from './schema.js';
-export type { StoredBody, StoredReceipt } from './schema.js';
+export { Prefix, SCHEMA_VERSION } from './schema/index.js';
+export type { StoredBody, StoredReceipt } from './schema/index.js';
 export { sizeOnDisk } from './disk.js';
 /** Hand RLP writers (byte-equal to RLP.encode, tested in schema.test), for writers of synthetic blocks. */
-export { rlpUintLength, writeRlpUint, rlpHeaderLength, writeRlpHeader, writeRlpBytes } from './schema.js';
+export { rlpUintLength, writeRlpUint, rlpHeaderLength, writeRlpHeader, writeRlpBytes } from './schema/index.js';
 export { keccak256 } from './keccak.js';
 export { MissingTrieNodeError, hexPrefix, nibblesOf, sharedNibbles, trieGetSync, updateTrie } from './trie/index.js';
 export type { NodePut, SyncNodeGet } from './trie/index.js';

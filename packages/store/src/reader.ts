@@ -67,7 +67,7 @@ import {
   u64Codec,
   writeRlpBytes,
   writeRlpHeader,
-} from './schema.js';
+} from './schema/index.js';
 import {
   diffStates,
   copyNodes,
@@ -79,7 +79,7 @@ import {
   rlpString,
   trieGet,
 } from './trie/index.js';
-import type { StoredReceipt } from './schema.js';
+import type { StoredReceipt } from './schema/index.js';
 import { AddressHashes, keccak256 } from './keccak.js';
 import { cacheKeyOf, HashCache, PairCache } from './hash-cache.js';
 import {

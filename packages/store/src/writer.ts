@@ -32,8 +32,8 @@ import {
   tables,
   u64Codec,
   writeLogIndexKey,
-} from './schema.js';
-import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema.js';
+} from './schema/index.js';
+import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema/index.js';
 import { TrieNodeDb, headerStateRoot } from './trie/index.js';
 import { EMPTY_STATE_ROOT, stageStateStep } from './history/index.js';
 import type { HistoryStats, StateStep, StateWrites } from './history/index.js';

@@ -7,7 +7,7 @@ import { bytesEqual } from '@chainnode/core';
 import { datadirCopy } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { openDb } from '../src/db.js';
-import { tables } from '../src/schema.js';
+import { tables } from '../src/schema/schema.js';
 
 const latin1 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
 

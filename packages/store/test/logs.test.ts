@@ -15,7 +15,14 @@ import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
 import { HOT_ADDR, HOT_TOPIC, blockInput, legacyHeaderRlp, tagged } from './block-input.js';
 import { SEGMENT_SPAN } from '../src/logs/log-segments.js';
-import { LOG_INDEX_CHUNK, LogIndexKind, MetaKey, OPEN_CHUNK, encodeAddressLogsJson, tables } from '../src/schema.js';
+import {
+  LOG_INDEX_CHUNK,
+  LogIndexKind,
+  MetaKey,
+  OPEN_CHUNK,
+  encodeAddressLogsJson,
+  tables,
+} from '../src/schema/schema.js';
 
 const BLOCKS = 700;
 /** dirs[5] has AddressLogsJson rows from this block on. */

@@ -21,8 +21,8 @@ import {
   tables,
   txLocationCodec,
   u64Codec,
-} from '../src/schema.js';
-import type { Codec, StoredLog } from '../src/schema.js';
+} from '../src/schema/schema.js';
+import type { Codec, StoredLog } from '../src/schema/schema.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const fill = (byte: number, n: number) => new Uint8Array(n).fill(byte);

@@ -14,7 +14,7 @@ import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
 import { EMPTY_STATE_ROOT, accountRowAt, slotRowAt, stageStateStep, stateHistoryRoot } from '../src/history/index.js';
 import { LevelChainStore } from '../src/reader.js';
-import { MetaKey, Prefix, headCodec, tables } from '../src/schema.js';
+import { MetaKey, Prefix, headCodec, tables } from '../src/schema/schema.js';
 import { accountFields, headerStateRoot, rlpString, trieGet } from '../src/trie/trie-read.js';
 import { bytes, hex, rng } from './random.js';
 

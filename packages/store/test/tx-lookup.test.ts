@@ -11,7 +11,7 @@ import { bytesEqual } from '@chainnode/core';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { openDb } from '../src/db.js';
-import { bodyCodec, tables } from '../src/schema.js';
+import { bodyCodec, tables } from '../src/schema/schema.js';
 import { bodyTransaction, headerTxFields } from '../src/trie/trie-read.js';
 
 /** A record as text (bytes as hex, bigints as decimal): jest's deep equality walks typed arrays byte by byte. */

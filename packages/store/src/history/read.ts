@@ -7,8 +7,8 @@ import { bytesEqual } from '@chainnode/core';
 import type { BlockRef } from '@chainnode/core';
 import type { Db } from '../db.js';
 import { keccak256 } from '../keccak.js';
-import { MetaKey, tables } from '../schema.js';
-import type { HistoryKey, KvRange, KvRead, Table } from '../schema.js';
+import { MetaKey, tables } from '../schema/index.js';
+import type { HistoryKey, KvRange, KvRead, Table } from '../schema/index.js';
 import { accountFields } from '../trie/index.js';
 import type { AccountFields } from '../trie/index.js';
 

@@ -6,8 +6,8 @@
 // changed paths). Both give the same rows.
 import { stateChanges, storageChanges } from '../trie/index.js';
 import type { StateChangeSink, NodeSource } from '../trie/index.js';
-import { Prefix, putU64 } from '../schema.js';
-import type { Alloc } from '../schema.js';
+import { Prefix, putU64 } from '../schema/index.js';
+import type { Alloc } from '../schema/index.js';
 
 /** Where the change set goes: puts, or deletes of the same keys (a rewind). */
 export interface HistoryBatch {

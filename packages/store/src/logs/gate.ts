@@ -1,7 +1,7 @@
 // The log queries' one gate on LevelDB: LogQueries reads the database through GatedDb, which
 // holds at most LOG_READS_IN_FLIGHT of libuv's threads for all log queries together.
 import type { Db } from '../db.js';
-import type { KvRange } from '../schema.js';
+import type { KvRange } from '../schema/index.js';
 
 export interface RawIterator {
   next(): Promise<[Uint8Array, Uint8Array] | undefined>;

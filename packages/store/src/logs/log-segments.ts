@@ -33,8 +33,8 @@ import {
 import type { FileSlice } from '@chainnode/core';
 import { join } from 'node:path';
 import type { Db } from '../db.js';
-import { AddressLogsJsonView, MetaKey, Prefix, putU64, tables } from '../schema.js';
-import type { KvSyncRead } from '../schema.js';
+import { AddressLogsJsonView, MetaKey, Prefix, putU64, tables } from '../schema/index.js';
+import type { KvSyncRead } from '../schema/index.js';
 
 /** Blocks per sealed span. A 100-block query touches at most two. */
 export const SEGMENT_SPAN = 256;

@@ -37,8 +37,8 @@ import {
   tables,
   u64Codec,
   writeLogIndexKey,
-} from '../schema.js';
-import type { KvSyncRead, StoredLog } from '../schema.js';
+} from '../schema/index.js';
+import type { KvSyncRead, StoredLog } from '../schema/index.js';
 import { headerTxFields } from '../trie/index.js';
 import { GatedDb, LOG_READS_IN_FLIGHT, Gate } from './gate.js';
 import type { LogDb, RawIterator } from './gate.js';

@@ -7,8 +7,8 @@
 // (verified blocks of the group not yet written). Reads look at current -> pending -> LevelDB.
 import { RLP } from '@ethereumjs/rlp';
 import type { BatchDBOp, DB, EncodingOpts } from '@ethereumjs/util';
-import { tables } from '../schema.js';
-import type { KvBatch, KvRead, KvSyncRead } from '../schema.js';
+import { tables } from '../schema/index.js';
+import type { KvBatch, KvRead, KvSyncRead } from '../schema/index.js';
 
 type Value = string | Uint8Array;
 type Nested = Uint8Array | Nested[];

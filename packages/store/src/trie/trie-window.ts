@@ -3,8 +3,8 @@
 // (state reads beyond the window come from the flat state history; proofs there are refused).
 // Meta.stateTrie holds the setting (fixed at creation), Meta.trieFrom the lowest block whose trie
 // is still complete.
-import { MetaKey, tables } from '../schema.js';
-import type { KvBatch, KvRead } from '../schema.js';
+import { MetaKey, tables } from '../schema/index.js';
+import type { KvBatch, KvRead } from '../schema/index.js';
 
 export type StateTrieMode = { kind: 'archive' } | { kind: 'window'; blocks: number };
 

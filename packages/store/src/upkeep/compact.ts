@@ -7,7 +7,7 @@ import { DatadirEmptyError, openDb } from '../db.js';
 import { sizeOnDisk } from '../disk.js';
 import { trimSegmentFiles } from '../logs/index.js';
 import type { SegmentTrim } from '../logs/index.js';
-import { Prefix } from '../schema.js';
+import { Prefix } from '../schema/index.js';
 import type { NativeDb } from './sizing.js';
 
 export interface CompactResult {

@@ -8,7 +8,7 @@ import type { Db } from '../db.js';
 import { openDb } from '../db.js';
 import { sizeOnDisk } from '../disk.js';
 import { stateHistoryRoot } from '../history/index.js';
-import { MetaKey, Prefix, tables, u64Codec } from '../schema.js';
+import { MetaKey, Prefix, tables, u64Codec } from '../schema/index.js';
 
 /** The group of every table, as docs/performance reports the store's cost. */
 export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
