@@ -1,7 +1,7 @@
-export { openChainStore, LevelChainStore } from './reader.js';
-export type { OpenChainStoreOptions } from './reader.js';
-export { StoreWriter } from './writer.js';
-export type { BlockInput, GenesisInput, LogInput, FlushStats, RemovedBlock } from './writer.js';
+export { openChainStore, LevelChainStore } from './reader/index.js';
+export type { OpenChainStoreOptions } from './reader/index.js';
+export { StoreWriter } from './writer/index.js';
+export type { BlockInput, GenesisInput, LogInput, FlushStats, RemovedBlock } from './writer/index.js';
 export type { StateWrites } from './history/index.js';
 export { DatadirInUseError, DatadirEmptyError } from './db.js';
 export { digestDatadir } from './digest.js';

@@ -13,7 +13,7 @@ import type { ChainName } from '@chainnode/testkit';
 import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
 import { EMPTY_STATE_ROOT, accountRowAt, slotRowAt, stageStateStep, stateHistoryRoot } from '../src/history/index.js';
-import { LevelChainStore } from '../src/reader.js';
+import { LevelChainStore } from '../src/reader/reader.js';
 import { MetaKey, Prefix, headCodec, tables } from '../src/schema/schema.js';
 import { accountFields, headerStateRoot, rlpString, trieGet } from '../src/trie/trie-read.js';
 import { bytes, hex, rng } from './random.js';

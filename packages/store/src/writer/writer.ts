@@ -3,7 +3,7 @@
 // group and the head pointer (last). A crash before the batch lands leaves the previous head
 // and nothing of the group; after it, the whole group.
 import { RLP } from '@ethereumjs/rlp';
-import { keccak256 } from './keccak.js';
+import { keccak256 } from '../keccak.js';
 import {
   LogJsonWriter,
   blockJsonHead,
@@ -13,9 +13,9 @@ import {
   withdrawalsFromValues,
 } from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
-import { openDb } from './db.js';
-import type { Db } from './db.js';
-import { LogSegmentSealer } from './logs/index.js';
+import { openDb } from '../db.js';
+import type { Db } from '../db.js';
+import { LogSegmentSealer } from '../logs/index.js';
 import {
   LOG_INDEX_CHUNK,
   LogIndexKind,
@@ -32,11 +32,11 @@ import {
   tables,
   u64Codec,
   writeLogIndexKey,
-} from './schema/index.js';
-import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from './schema/index.js';
-import { TrieNodeDb, headerStateRoot } from './trie/index.js';
-import { EMPTY_STATE_ROOT, stageStateStep } from './history/index.js';
-import type { HistoryStats, StateStep, StateWrites } from './history/index.js';
+} from '../schema/index.js';
+import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from '../schema/index.js';
+import { TrieNodeDb, headerStateRoot } from '../trie/index.js';
+import { EMPTY_STATE_ROOT, stageStateStep } from '../history/index.js';
+import type { HistoryStats, StateStep, StateWrites } from '../history/index.js';
 
 export interface LogInput {
   address: Uint8Array;

@@ -54,10 +54,10 @@ import type {
   TxWithLocation,
   UncleRecord,
 } from '@chainnode/core';
-import { DatadirEmptyError, openDb } from './db.js';
-import type { Db } from './db.js';
-import { Lru } from './lru.js';
-import { LogQueries } from './logs/index.js';
+import { DatadirEmptyError, openDb } from '../db.js';
+import type { Db } from '../db.js';
+import { Lru } from '../lru.js';
+import { LogQueries } from '../logs/index.js';
 import {
   MetaKey,
   SCHEMA_VERSION,
@@ -67,7 +67,7 @@ import {
   u64Codec,
   writeRlpBytes,
   writeRlpHeader,
-} from './schema/index.js';
+} from '../schema/index.js';
 import {
   diffStates,
   copyNodes,
@@ -78,17 +78,17 @@ import {
   headerTxFields,
   rlpString,
   trieGet,
-} from './trie/index.js';
-import type { StoredReceipt } from './schema/index.js';
-import { AddressHashes, keccak256 } from './keccak.js';
-import { cacheKeyOf, HashCache, PairCache } from './hash-cache.js';
+} from '../trie/index.js';
+import type { StoredReceipt } from '../schema/index.js';
+import { AddressHashes, keccak256 } from '../keccak.js';
+import { cacheKeyOf, HashCache, PairCache } from '../hash-cache.js';
 import {
   accountAt as historyAccountAt,
   readAtCanonical,
   stateHistoryRoot,
   storageAt as historyStorageAt,
-} from './history/index.js';
-import type { HeaderTxFields, NodeSource } from './trie/index.js';
+} from '../history/index.js';
+import type { HeaderTxFields, NodeSource } from '../trie/index.js';
 
 /** Hex of the bytes, as a cache key (a view, not a copy). */
 /**
