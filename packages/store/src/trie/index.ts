@@ -1,11 +1,12 @@
 // The state trie: nodes keyed by hash (trie-db.ts, the executor's node store; trie-update.ts,
 // the writer's in-memory updates), the read path's in-place walk over encoded nodes and the
 // header/body/account field readers it shares (trie-read.ts), the walk's node slab
-// (node-slab.ts), state diffs between two roots (state-diff.ts), and the datadir's trie
-// retention setting (trie-window.ts).
+// (node-slab.ts), state diffs between two roots (state-diff.ts), the datadir's trie
+// retention setting (trie-window.ts) and the window's pruner (trie-prune.ts).
 export * from './trie-db.js';
 export * from './trie-read.js';
 export * from './trie-update.js';
 export * from './node-slab.js';
 export * from './state-diff.js';
 export * from './trie-window.js';
+export * from './trie-prune.js';

@@ -31,6 +31,8 @@ function encodeOut(v: Uint8Array, opts?: EncodingOpts): Value {
 export class TrieNodeDb implements DB<string, Value> {
   private current = new Map<string, Uint8Array>();
   private pending = new Map<string, Uint8Array>();
+  /** Told of every node drained into a group (the pruner's cycle: trie-prune.ts). */
+  watch: ((hash: Uint8Array) => void) | undefined;
 
   constructor(
     private readonly kv: KvRead & KvSyncRead,
@@ -132,8 +134,11 @@ export class TrieNodeDb implements DB<string, Value> {
   /** Moves the group's nodes into `batch`. */
   drainInto(batch: KvBatch): number {
     let n = 0;
+    const watch = this.watch;
     for (const [k, v] of this.pending) {
-      tables.trieNodes.put(batch, keyBytes(k), v);
+      const key = keyBytes(k);
+      tables.trieNodes.put(batch, key, v);
+      if (watch !== undefined && key.length === 32) watch(key);
       n++;
     }
     this.pending.clear();

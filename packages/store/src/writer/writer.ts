@@ -34,7 +34,8 @@ import {
   writeLogIndexKey,
 } from '../schema/index.js';
 import type { HeadPointer, KvBatch, StoredBody, StoredReceipt } from '../schema/index.js';
-import { TrieNodeDb, headerStateRoot } from '../trie/index.js';
+import { TrieNodeDb, TriePruner, headerStateRoot, putTrieFrom, readStateTrie, readTrieFrom } from '../trie/index.js';
+import type { PruneHost, PruneReport, TriePrunerOptions } from '../trie/index.js';
 import { EMPTY_STATE_ROOT, stageStateStep } from '../history/index.js';
 import type { HistoryStats, StateStep, StateWrites } from '../history/index.js';
 
@@ -652,6 +653,22 @@ export interface WriterOptions {
   shared?: boolean;
   /** Byte budget of the open posting chunks kept in memory between flushes. Default 256 MiB. */
   openChunkCacheBytes?: number;
+  /** A datadir with a trie window (Meta.stateTrie): the pruner's progress report and tuning. */
+  prune?: TriePrunerOptions | undefined;
+}
+
+/** A rewind below Meta.trieFrom: the fork point's state trie is pruned, the reorg cannot be followed. */
+export class RewindBelowTrieWindowError extends Error {
+  constructor(
+    readonly ancestor: bigint,
+    readonly trieFrom: bigint,
+    readonly window: number,
+  ) {
+    super(
+      `rewind to block ${ancestor}: the state trie is kept from block ${trieFrom} on (--state-trie window=${window}); a reorg deeper than the window cannot be followed`,
+    );
+    this.name = 'RewindBelowTrieWindowError';
+  }
 }
 
 export interface FlushStats {
@@ -690,10 +707,16 @@ export class StoreWriter {
    * the last block staged, and the staged blocks' state steps, whose change sets writeGroup stages.
    */
   private history: { genesisRoot: Uint8Array; lastRoot: Uint8Array; steps: StateStep[] } | undefined;
+  /** Meta.trieFrom as this writer keeps it: no rewind below it (set before the pruner persists it). */
+  private trieFrom = 0n;
+  /** The trie window's pruner (a datadir with `window=<N>` that holds its own state). */
+  private pruner: TriePruner | undefined;
+  /** The pruner's delete in flight: a group drained after it was filtered lands after it. */
+  private pruneDelete: Promise<void> | undefined;
 
   private constructor(
     readonly db: Db,
-    options: WriterOptions,
+    private readonly options: WriterOptions,
   ) {
     this.trieDb = new TrieNodeDb(db, true);
     this.group = new GroupBatch(db);
@@ -742,6 +765,65 @@ export class StoreWriter {
       this.history = { genesisRoot, lastRoot: genesisRoot, steps: [] };
       if (this.head !== undefined) this.history.lastRoot = await this.stateRootOf(this.head.number, this.head.hash);
     }
+    this.trieFrom = await readTrieFrom(this.db);
+    const mode = await readStateTrie(this.db);
+    if (mode.kind === 'window' && this.firstBlockNumber === 0n)
+      this.pruner = new TriePruner(this.pruneHost(), mode.blocks, this.options.prune);
+  }
+
+  /** What the pruner does through the writer (trie-prune.ts PruneHost). */
+  private pruneHost(): PruneHost {
+    return {
+      db: this.db,
+      watchTrieNodes: (watch) => {
+        this.trieDb.watch = watch;
+      },
+      persistTrieFrom: async (from) => {
+        if (from > this.trieFrom) this.trieFrom = from;
+        const batch = this.db.batch();
+        putTrieFrom(batch, from);
+        await batch.write();
+      },
+      deleteTrieNodes: async (keys, keep) => {
+        await this.pruneDelete;
+        // Filtered and handed to LevelDB in one turn: a node drained before is kept; a group drained
+        // after waits for this delete (writeGroup), so its puts land after it.
+        const dead = keys.filter((k) => !keep(k.subarray(1)));
+        if (dead.length === 0) return 0;
+        const batch = this.db.batch();
+        for (const k of dead) batch.del(k);
+        const done = batch.write();
+        this.pruneDelete = done.then(
+          () => undefined,
+          () => undefined,
+        );
+        await done;
+        return dead.length;
+      },
+    };
+  }
+
+  /** The lowest block whose state trie is complete (Meta.trieFrom, or the start of a cycle running). */
+  stateTrieFrom(): bigint {
+    return this.trieFrom;
+  }
+
+  /**
+   * Runs a pruning cycle at the durable head now (after the one running, if any), whatever the
+   * cadence; undefined in archive mode or while the chain is within the window.
+   */
+  async pruneTrie(): Promise<PruneReport | undefined> {
+    const head = this.head;
+    if (this.pruner === undefined || head === undefined) return undefined;
+    await this.pruner.idle();
+    const from = this.pruner.windowStart(head.number);
+    if (from > this.trieFrom) this.trieFrom = from;
+    return this.pruner.runNow(head.number, this.trieFrom);
+  }
+
+  /** Resolves when no pruning cycle runs. */
+  pruneIdle(): Promise<void> {
+    return this.pruner?.idle() ?? Promise.resolve();
   }
 
   /** The state root of stored block `number` (block 0: the genesis alloc's); only with state history. */
@@ -1037,6 +1119,8 @@ export class StoreWriter {
       throw new Error(
         ancestor < 0n ? 'rewind: below genesis' : `rewind: below the first block ${this.firstBlockNumber}`,
       );
+    if (ancestor < this.trieFrom && this.pruner !== undefined)
+      throw new RewindBelowTrieWindowError(ancestor, this.trieFrom, this.pruner.window);
     const ancestorHash = await tables.canonical.get(this.db, ancestor);
     const ancestorLogs = await tables.blockLogs.get(this.db, ancestor);
     if (ancestorHash === undefined || ancestorLogs === undefined)
@@ -1183,6 +1267,8 @@ export class StoreWriter {
     await this.values.stage(this.db, ops, flush, this.alloc);
     stats.historyBytes = await this.stageStateHistory(ops);
     stats.trieNodes = this.trieDb.drainInto(ops);
+    // A pruning delete filtered before this drain may name a node of this group: it lands first.
+    if (this.pruneDelete !== undefined) await this.pruneDelete;
     const rowsFrom = this.logsJsonFrom;
     if (rowsFrom !== undefined && !rowsFrom.stored)
       tables.meta.put(ops, MetaKey.LogsJsonFrom, u64Codec.encode(rowsFrom.value));
@@ -1196,6 +1282,9 @@ export class StoreWriter {
       () => {
         this.head = head;
         if (rowsFrom !== undefined && this.logsJsonFrom === rowsFrom) rowsFrom.stored = true;
+        // In this turn, before the next group drains: a cycle starting here watches every node after it.
+        const from = this.pruner?.poke(head.number, this.trieFrom);
+        if (from !== undefined && from > this.trieFrom) this.trieFrom = from;
       },
       (err: unknown) => {
         // Nothing of the group landed, and what was staged after it assumed it would: stop.
@@ -1212,6 +1301,7 @@ export class StoreWriter {
   async close(): Promise<void> {
     if (this.db.status !== 'open') return;
     try {
+      await this.pruner?.close();
       await this.settle();
     } finally {
       await this.group.close(); // drops whatever was staged and not flushed
