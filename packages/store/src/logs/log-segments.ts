@@ -11,6 +11,11 @@
 // from the page cache into the reply, and never live in the JS heap or its external memory.
 // The rows stay: topic and multi-address queries, and the blocks not sealed yet, read them.
 //
+// Spans sealed now are compressed (segment-chunks.ts): an index value whose entry count has
+// COMPRESSED set also lists its chunks, and a query decodes the chunks holding its blocks (kept
+// in a small cache of decoded chunks). Spans sealed before, uncompressed, are read as they are,
+// as file slices: a datadir of either kind, or of both, is served the same.
+//
 // Durability: a span's bytes are written and fsynced before the one batch that names them (its
 // index keys and Meta.logSegments). A crash in between leaves bytes past the recorded file length,
 // which the next seal cuts off before it appends. A rewind below the sealed end drops the index
@@ -24,17 +29,20 @@ import {
   ftruncateSync,
   mkdirSync,
   openSync,
+  readSync,
   readdirSync,
   rmSync,
   statSync,
   truncateSync,
   writeSync,
 } from 'node:fs';
-import type { FileSlice } from '@chainnode/core';
+import type { AsciiChunk, FileSlice } from '@chainnode/core';
 import { join } from 'node:path';
 import type { Db } from '../db.js';
+import { Lru } from '../lru.js';
 import { AddressLogsJsonView, MetaKey, Prefix, putU64, tables } from '../schema/index.js';
 import type { KvSyncRead } from '../schema/index.js';
+import { packSpan, unpackChunk } from './segment-chunks.js';
 
 /** Blocks per sealed span. A 100-block query touches at most two. */
 export const SEGMENT_SPAN = 256;
@@ -45,6 +53,11 @@ const FILE_MAX = 2 ** 30;
 const KEY_LENGTH = 1 + 8 + 20;
 const ENTRY = 12;
 const VALUE_HEAD = 16;
+/** Set in an index value's entry count: the span's text is compressed, its chunk table follows the entries. */
+const COMPRESSED = 0x8000_0000;
+const CHUNK_ENTRY = 8;
+/** Decoded chunks kept by the reader (each about 64 KB, or one block's text when that is larger). */
+const DECODED_CHUNKS = 512;
 const META_KEY = tables.meta.key(MetaKey.LogSegments);
 /** Between two blocks' texts in a segment, as between two logs' in a row. */
 const SEPARATOR = Uint8Array.of(0x2c);
@@ -91,6 +104,37 @@ function segmentPath(dir: string, file: number): string {
 
 function spanOf(n: bigint): bigint {
   return n - (n % BigInt(SEGMENT_SPAN));
+}
+
+/** A compressed span's index value: where its bytes start, its block entries, then its chunks. */
+function encodeIndexValue(
+  file: number,
+  at: number,
+  blocks: bigint[],
+  start: bigint,
+  textEnds: number[],
+  counts: number[],
+  chunks: { firstEntry: number; packedEnd: number }[],
+): Uint8Array {
+  const n = blocks.length;
+  const value = new Uint8Array(VALUE_HEAD + ENTRY * n + 4 + CHUNK_ENTRY * chunks.length);
+  const dv = new DataView(value.buffer);
+  dv.setUint32(0, file);
+  putU64(value, 4, at);
+  dv.setUint32(12, (n | COMPRESSED) >>> 0);
+  for (let i = 0; i < n; i++) {
+    const e = VALUE_HEAD + ENTRY * i;
+    dv.setUint32(e, Number((blocks[i] as bigint) - start));
+    dv.setUint32(e + 4, textEnds[i] as number);
+    dv.setUint32(e + 8, counts[i] as number);
+  }
+  const c = VALUE_HEAD + ENTRY * n;
+  dv.setUint32(c, chunks.length);
+  chunks.forEach((k, j) => {
+    dv.setUint32(c + 4 + CHUNK_ENTRY * j, k.firstEntry);
+    dv.setUint32(c + 8 + CHUNK_ENTRY * j, k.packedEnd);
+  });
+  return value;
 }
 
 /** Writer side: seals spans, and unseals them when a rewind goes below their end. */
@@ -159,16 +203,12 @@ export class LogSegmentSealer {
           this.db,
           blocks.map((number) => ({ address, number })),
         );
-        const value = new Uint8Array(VALUE_HEAD + ENTRY * blocks.length);
-        const dv = new DataView(value.buffer);
-        dv.setUint32(0, file);
-        putU64(value, 4, at);
-        dv.setUint32(12, blocks.length);
         const parts: Uint8Array[] = [];
+        const textEnds: number[] = [];
+        const counts: number[] = [];
         let textEnd = 0;
         raws.forEach((raw, i) => {
-          const number = blocks[i] as bigint;
-          if (raw === undefined) throw new Error(`log segments: AddressLogsJson row of block ${number} missing`);
+          if (raw === undefined) throw new Error(`log segments: AddressLogsJson row of block ${blocks[i]} missing`);
           const view = new AddressLogsJsonView(raw);
           if (i > 0) {
             parts.push(SEPARATOR);
@@ -177,12 +217,12 @@ export class LogSegmentSealer {
           const text = view.allBytes();
           parts.push(text);
           textEnd += text.length;
-          const e = VALUE_HEAD + ENTRY * i;
-          dv.setUint32(e, Number(number - start));
-          dv.setUint32(e + 4, textEnd);
-          dv.setUint32(e + 8, view.count);
+          textEnds.push(textEnd);
+          counts.push(view.count);
         });
-        const bytes = Buffer.concat(parts, textEnd);
+        const packed = await packSpan(Buffer.concat(parts, textEnd), textEnds);
+        const value = encodeIndexValue(file, at, blocks, start, textEnds, counts, packed.chunks);
+        const bytes = packed.bytes;
         let written = 0;
         while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
         at += bytes.length;
@@ -229,7 +269,7 @@ export class LogSegmentSealer {
 
 /** A sealed span's text of one address over a block range, or where the result cap is crossed. */
 export type SegmentScan =
-  | { kind: 'ok'; slices: FileSlice[]; count: number }
+  | { kind: 'ok'; slices: AsciiChunk[]; count: number }
   | { kind: 'too-many'; lastFittingBlock: bigint };
 
 /** Reader side: the sealed spans an address's query covers, as file slices. */
@@ -240,6 +280,8 @@ export class LogSegmentReader {
    * names them (only appended to), so kept open.
    */
   private readonly files = new Map<number, { fd: number; size: number }>();
+  /** Decoded chunks of compressed spans, by file and position (immutable while an index names them). */
+  private readonly decoded = new Lru<string, Buffer>(DECODED_CHUNKS);
 
   constructor(
     private readonly db: KvSyncRead,
@@ -262,15 +304,19 @@ export class LogSegmentReader {
    * answer, which may hold at most `limit`.
    */
   scan(address: Uint8Array, from: bigint, to: bigint, counted: number, limit: number): SegmentScan {
-    const slices: FileSlice[] = [];
+    const slices: AsciiChunk[] = [];
     let count = counted;
     const span = BigInt(SEGMENT_SPAN);
     for (let start = spanOf(from); start <= to; start += span) {
       const raw = this.db.getSync(indexKey(Number(start), address));
       if (raw === undefined) continue;
       const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-      const n = dv.getUint32(12);
-      if (raw.length !== VALUE_HEAD + ENTRY * n || n === 0)
+      const head = dv.getUint32(12);
+      const n = (head & ~COMPRESSED) >>> 0;
+      const packed = (head & COMPRESSED) !== 0;
+      const chunks = packed && raw.length >= VALUE_HEAD + ENTRY * n + 4 ? dv.getUint32(VALUE_HEAD + ENTRY * n) : 0;
+      const length = VALUE_HEAD + ENTRY * n + (packed ? 4 + CHUNK_ENTRY * chunks : 0);
+      if (raw.length !== length || n === 0 || (packed && chunks === 0))
         throw new Error(`log segments: malformed index value of span ${start}`);
       const lo = from > start ? Number(from - start) : 0;
       const hi = Number((to < start + span - 1n ? to : start + span - 1n) - start);
@@ -291,11 +337,65 @@ export class LogSegmentReader {
       }
       if (last < 0) continue;
       const offset = dv.getUint32(4) * 2 ** 32 + dv.getUint32(8);
-      const textStart = a === 0 ? 0 : dv.getUint32(VALUE_HEAD + ENTRY * (a - 1) + 4) + 1;
-      const textEnd = dv.getUint32(VALUE_HEAD + ENTRY * last + 4);
-      slices.push(this.slice(dv.getUint32(0), offset + textStart, textEnd - textStart));
+      const textEnd = (i: number): number => dv.getUint32(VALUE_HEAD + ENTRY * i + 4);
+      const textStart = (i: number): number => (i === 0 ? 0 : textEnd(i - 1) + 1);
+      if (!packed) slices.push(this.slice(dv.getUint32(0), offset + textStart(a), textEnd(last) - textStart(a)));
+      else slices.push(...this.unpacked(dv, n, chunks, offset, a, last, textStart, textEnd));
     }
     return { kind: 'ok', slices, count };
+  }
+
+  /**
+   * The text of entries [a, last] of a compressed span (index value `dv`, `n` entries, `chunks`
+   * chunks, its bytes from `offset` of its file): one piece per chunk it touches, each a run of
+   * whole blocks' texts (the reply puts the ',' between two pieces).
+   */
+  private unpacked(
+    dv: DataView,
+    n: number,
+    chunks: number,
+    offset: number,
+    a: number,
+    last: number,
+    textStart: (i: number) => number,
+    textEnd: (i: number) => number,
+  ): Uint8Array[] {
+    const at = VALUE_HEAD + ENTRY * n + 4;
+    const firstEntry = (j: number): number => (j >= chunks ? n : dv.getUint32(at + CHUNK_ENTRY * j));
+    const packedEnd = (j: number): number => (j < 0 ? 0 : dv.getUint32(at + CHUNK_ENTRY * j + 4));
+    const file = dv.getUint32(0);
+    const out: Uint8Array[] = [];
+    let j = 0;
+    while (j + 1 < chunks && firstEntry(j + 1) <= a) j++;
+    for (; j < chunks && firstEntry(j) <= last; j++) {
+      const first = firstEntry(j);
+      const end = firstEntry(j + 1) - 1;
+      const rawStart = textStart(first);
+      const position = offset + packedEnd(j - 1);
+      const key = `${file}:${position}`;
+      let text = this.decoded.get(key);
+      if (text === undefined) {
+        text = unpackChunk(this.read(file, position, packedEnd(j) - packedEnd(j - 1)), textEnd(end) - rawStart);
+        this.decoded.set(key, text);
+      }
+      const lo = textStart(first > a ? first : a) - rawStart;
+      const hi = textEnd(end < last ? end : last) - rawStart;
+      out.push(text.subarray(lo, hi));
+    }
+    return out;
+  }
+
+  /** Bytes [position, position + length) of segment file `file` (checked as slice() does). */
+  private read(file: number, position: number, length: number): Buffer {
+    const { fd } = this.slice(file, position, length);
+    const out = Buffer.allocUnsafe(length);
+    let done = 0;
+    while (done < length) {
+      const got = readSync(fd, out, done, length - done, position + done);
+      if (got === 0) throw new Error(`log segments: file ${file} read short at ${position + done}`);
+      done += got;
+    }
+    return out;
   }
 
   /**
@@ -324,6 +424,7 @@ export class LogSegmentReader {
   close(): void {
     for (const f of this.files.values()) closeSync(f.fd);
     this.files.clear();
+    this.decoded.clear();
   }
 }
 

@@ -54,6 +54,11 @@
 //                           file `file`: its blocks in order, block i's text (its row's text) at
 //                           [offset + (i = 0 ? 0 : textEnd(i-1) + 1), offset + textEnd(i)), the
 //                           blocks joined by ','. Present for the spans of Meta.logSegments only.
+//                           With count's top bit set (spans sealed since), the text is compressed
+//                           in chunks (logs/segment-chunks.ts): textEnd is in the joined text, and
+//                           chunks(4) ++ chunks x [firstEntry(4) ++ packedEnd(4)] follow: chunk j
+//                           holds entries [firstEntry(j), firstEntry(j+1)), its brotli bytes at
+//                           [offset + packedEnd(j-1), offset + packedEnd(j)) of the file.
 //   0x13    AccountHistory  keccak(address)(32) ++ number(8) -> the account's state-trie leaf (RLP
 //                           [nonce, balance, storageRoot, codeHash]) after block `number`, or empty
 //                           (a tombstone) when the block deleted it: one row per account a block
