@@ -378,8 +378,8 @@ export class LogSegmentReader {
         text = unpackChunk(this.read(file, position, packedEnd(j) - packedEnd(j - 1)), textEnd(end) - rawStart);
         this.decoded.set(key, text);
       }
-      const lo = textStart(first > a ? first : a) - rawStart;
-      const hi = textEnd(end < last ? end : last) - rawStart;
+      const lo = textStart(Math.max(first, a)) - rawStart;
+      const hi = textEnd(Math.min(end, last)) - rawStart;
       out.push(text.subarray(lo, hi));
     }
     return out;
