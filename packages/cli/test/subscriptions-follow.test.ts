@@ -9,9 +9,9 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePort, repoRoot, tempDir } from '@chainnode/testkit';
-import { Contract, WebSocketProvider, id as keccakText } from 'ethers';
+import { Contract, JsonRpcProvider, WebSocketProvider, id as keccakText } from 'ethers';
 import type { ContractEventPayload } from 'ethers';
-import { createPublicClient, parseAbi, webSocket } from 'viem';
+import { createPublicClient, http, parseAbi, webSocket } from 'viem';
 import type { Log } from 'viem';
 import { DEV, GENESIS, LOGGER_INIT } from './anvil-upstream.js';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
@@ -230,6 +230,73 @@ test('viem watchBlocks and watchContractEvent over webSocket() hear the same', a
   }
 }, 120_000);
 
+test('over HTTP, polled filters: ethers v6 JsonRpcProvider contract.on(filter), viem watchContractEvent and createBlockFilter hear each event once', async () => {
+  const start = await waitSynced();
+  const provider = new JsonRpcProvider(ours, undefined, { staticNetwork: true });
+  provider.pollingInterval = 100;
+  const sent: string[] = [];
+  void provider.on('debug', (e: { action: string; payload?: { method: string } | { method: string }[] }) => {
+    if (e.action === 'sendRpcPayload') for (const p of [e.payload ?? []].flat()) sent.push(p.method);
+  });
+  const viemSent: string[] = [];
+  const client = createPublicClient({
+    pollingInterval: 100,
+    transport: http(ours, {
+      onFetchRequest: async (r) => {
+        for (const p of [JSON.parse(await r.clone().text())].flat()) viemSent.push((p as { method: string }).method);
+      },
+    }),
+  });
+  const ethersEvents: string[] = [];
+  const viemLogs: Log[] = [];
+  const contract = new Contract(logger, ABI, provider);
+  let unwatch = (): void => {};
+  try {
+    await contract.on(contract.filters.Ping!(DEV[1]), (...a: unknown[]) => {
+      const { log } = a[a.length - 1] as ContractEventPayload;
+      ethersEvents.push(`${log.blockHash}/${log.index}`);
+    });
+    unwatch = client.watchContractEvent({
+      address: logger as `0x${string}`,
+      abi: parseAbi(ABI),
+      eventName: 'Ping',
+      args: { caller: DEV[1] as `0x${string}` },
+      poll: true,
+      onLogs: (l) => viemLogs.push(...l),
+    });
+    const blockFilter = await client.createBlockFilter();
+    await sleep(500); // both filters installed
+    for (let i = 0; i < 3; i++) {
+      await ping(DEV[1] as string, 1000 + i);
+      await ping(DEV[2] as string, 1100 + i);
+      await mine();
+    }
+    await waitSynced();
+    for (let i = 0; i < 100 && (ethersEvents.length < 3 || viemLogs.length < 3); i++) await sleep(50);
+    await sleep(300); // nothing more may come
+    const want = await upstreamPings(DEV[1] as string, start + 1, start + 3);
+    expect(ethersEvents).toEqual(want.map((l) => `${l.blockHash}/${Number(l.logIndex)}`));
+    expect(viemLogs.map((l) => `${l.blockHash}/${l.logIndex}`)).toEqual(ethersEvents);
+    const upstreamBlocks = await Promise.all(
+      [start + 1, start + 2, start + 3].map((n) =>
+        rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]),
+      ),
+    );
+    expect(await client.getFilterChanges({ filter: blockFilter })).toEqual(upstreamBlocks.map((b) => b.hash));
+    expect(await client.getFilterChanges({ filter: blockFilter })).toEqual([]);
+    // Both clients polled filters, not their getLogs fallbacks.
+    expect(sent).toContain('eth_newFilter');
+    expect(sent).toContain('eth_getFilterChanges');
+    expect(viemSent).toContain('eth_newFilter');
+    expect(viemSent).toContain('eth_getFilterChanges');
+    expect(viemSent).not.toContain('eth_getLogs');
+  } finally {
+    unwatch();
+    await contract.removeAllListeners();
+    provider.destroy();
+  }
+}, 120_000);
+
 /** The log JSON (eth_getLogs shape) with `removed` as given; anvil's own objects minus its `removed`. */
 const asNotified = (l: Json, block: Json, removed: boolean): Json => ({
   address: l.address,
@@ -261,6 +328,12 @@ test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then th
     { address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] },
   ]);
   const heads = await raw.subscribe(['newHeads']);
+  // The same over HTTP, polled: a log filter and a block filter made now (at block top).
+  const logFilter = await rpcResult<string>(ours, 'eth_newFilter', [
+    { address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] },
+  ]);
+  const blockFilter = await rpcResult<string>(ours, 'eth_newBlockFilter', []);
+  expect(await rpcResult(ours, 'eth_getFilterChanges', [logFilter])).toEqual([]);
   const viemLogs: Log[] = [];
   const { client, unwatch } = viemPings(viemLogs);
   await sleep(500);
@@ -310,6 +383,11 @@ test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then th
   await sleep(300); // nothing more may come
   expect(raw.notifications(sub).map((n) => n.result)).toEqual(want);
   expect(raw.notifications(heads).map((n) => n.result.hash)).toEqual(newBlocks.map((b) => b.hash));
+  // geth's filters after a reorg: the removed logs (removed:true), then the new branch's; each once.
+  expect(await rpcResult(ours, 'eth_getFilterChanges', [logFilter])).toEqual(want);
+  expect(await rpcResult(ours, 'eth_getFilterChanges', [logFilter])).toEqual([]);
+  expect(await rpcResult(ours, 'eth_getFilterChanges', [blockFilter])).toEqual(newBlocks.map((b) => b.hash));
+  expect(await rpcResult(ours, 'eth_uninstallFilter', [logFilter])).toBe(true);
   for (let i = 0; i < 100 && viemLogs.length < want.length; i++) await sleep(50);
   expect(viemLogs.map((l) => [l.blockHash, l.logIndex, l.removed])).toEqual(
     want.map((l) => [l.blockHash, Number(l.logIndex), l.removed]),

@@ -162,6 +162,27 @@ describe('polled filters (eth_newFilter and the rest)', () => {
     expect(all.map((l) => l.blockHash)).toEqual([...first.slice(0, 1), second[2]].map((l) => l?.blockHash));
   });
 
+  test('a reorg deeper than what the filter delivered: removed logs of every dropped block it covered, the whole new branch', async () => {
+    const { chain, call } = setup();
+    chain.grow(2, 2, 2);
+    const id = (await call('eth_newFilter', [{ address: toData(A) }])).result as string;
+    const dropped = chain.blocks.slice(2).map((b) => toData(b.hash));
+    chain.reorg(2, 1, 3);
+    const got = (await call('eth_getFilterChanges', [id])).result as JsonLogOut[];
+    const branch = chain.blocks.slice(2).map((b) => toData(b.hash));
+    expect(got.map((l) => [l.blockHash, l.logIndex, l.removed])).toEqual([
+      [dropped[0], '0x0', true],
+      [dropped[1], '0x0', true],
+      [branch[0], '0x0', false],
+      [branch[1], '0x0', false],
+      [branch[1], '0x2', false],
+    ]);
+    chain.grow(1);
+    expect(((await call('eth_getFilterChanges', [id])).result as JsonLogOut[]).map((l) => l.blockNumber)).toEqual([
+      '0x4',
+    ]);
+  });
+
   test('a log filter honours fromBlock/toBlock for new blocks; getFilterLogs equals eth_getLogs over its criteria', async () => {
     const { chain, call } = setup();
     chain.grow(2, 2);

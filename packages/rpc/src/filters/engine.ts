@@ -47,10 +47,22 @@ export interface FilterRegistryOptions {
   state?: FilterStateStore;
 }
 
+/** A block a reorg removed, with the reorg it went in. */
+export interface RemovedBlock {
+  block: CommittedBlock;
+  /** The reorg's common ancestor: the block below the oldest it removed. */
+  ancestor: bigint;
+  /** Every block that reorg removed, oldest first. */
+  reorg: readonly CommittedBlock[];
+}
+
+/** How long a poll that finds a reorg in the store waits for its commit (which carries the removed logs). */
+const COMMIT_WAIT_MS = 250;
+
 /** The filters of one chain (one store): their records, and the blocks reorgs removed here. */
 export class FilterRegistry {
   readonly state: FilterStateStore;
-  private readonly removed = new Map<string, CommittedBlock>();
+  private readonly removed = new Map<string, RemovedBlock>();
 
   constructor(options: FilterRegistryOptions = {}) {
     this.state = options.state ?? new MemoryFilterStore();
@@ -58,20 +70,31 @@ export class FilterRegistry {
 
   /** Follows `events` to keep the logs of removed blocks; returns the function that stops following. */
   attach(events: ChainEvents): () => void {
-    return events.subscribe((commit) => {
-      for (const block of commit.removed) this.noteRemoved(block);
-    });
+    return events.subscribe((commit) => this.noteReorg(commit.removed));
   }
 
-  noteRemoved(block: CommittedBlock): void {
-    const key = toData(block.hash);
-    this.removed.delete(key);
-    this.removed.set(key, block);
-    if (this.removed.size > REMOVED_BLOCKS_KEPT) this.removed.delete(this.removed.keys().next().value as string);
+  /** Keeps the blocks one reorg removed (oldest first). */
+  noteReorg(reorg: readonly CommittedBlock[]): void {
+    const first = reorg[0];
+    if (first === undefined) return;
+    for (const block of reorg) {
+      const key = toData(block.hash);
+      this.removed.delete(key);
+      this.removed.set(key, { block, ancestor: first.number - 1n, reorg });
+      if (this.removed.size > REMOVED_BLOCKS_KEPT) this.removed.delete(this.removed.keys().next().value as string);
+    }
   }
 
-  removedBlock(hash: Hex): CommittedBlock | undefined {
-    return this.removed.get(hash);
+  /**
+   * The removed block `hash`, waiting up to COMMIT_WAIT_MS for its commit (the store shows a reorg
+   * just before its commit is published); undefined for a block this process never saw removed.
+   */
+  async removedBlock(hash: Hex, waitMs = COMMIT_WAIT_MS): Promise<RemovedBlock | undefined> {
+    for (let waited = 0; ; waited += 10) {
+      const found = this.removed.get(hash);
+      if (found !== undefined || waited >= waitMs) return found;
+      await new Promise((r) => setTimeout(r, 10));
+    }
   }
 
   /** The filters one API key sees. */
@@ -150,7 +173,7 @@ export class FilterScope {
       rec.seq = seq;
       return hashes.map((h) => JSON.stringify(h));
     }
-    const step = await chainStep(ctx.store, rec.blocks ?? []);
+    const step = await chainStep(ctx.store, this.registry, rec.blocks ?? []);
     if (step === undefined) return []; // this process's chain is behind the cursor: nothing yet
     if (rec.kind === 'blocks') {
       const from = maxBig(step.base + 1n, step.head.number - BigInt(MAX_BLOCK_CHANGES) + 1n);
@@ -167,8 +190,10 @@ export class FilterScope {
     const inRange = (n: bigint): boolean =>
       (live.fromBlock === undefined || n >= live.fromBlock) && (live.toBlock === undefined || n <= live.toBlock);
     const out: string[] = [];
+    let waitMs = COMMIT_WAIT_MS; // once per poll: a block this process never saw removed costs no more
     for (const [number, hash] of step.dropped) {
-      const block = this.registry.removedBlock(hash);
+      const block = (await this.registry.removedBlock(hash, waitMs))?.block;
+      waitMs = 0;
       if (block === undefined || !inRange(BigInt(number))) continue;
       for (const log of block.logs)
         if (filterMatches(live.filter, log)) out.push(JSON.stringify(formatSubscriptionLog(log as LogRecord, true)));
@@ -203,7 +228,11 @@ interface ChainStep {
 }
 
 /** Walks the cursor back over the blocks that are no longer canonical; undefined while the chain here is behind it. */
-async function chainStep(store: ChainStore, blocks: readonly CursorBlock[]): Promise<ChainStep | undefined> {
+async function chainStep(
+  store: ChainStore,
+  registry: FilterRegistry,
+  blocks: readonly CursorBlock[],
+): Promise<ChainStep | undefined> {
   const head = await store.head();
   const kept = [...blocks];
   const dropped: CursorBlock[] = [];
@@ -215,12 +244,20 @@ async function chainStep(store: ChainStore, blocks: readonly CursorBlock[]): Pro
     dropped.unshift(last);
     kept.pop();
   }
-  const base = kept.length > 0 ? BigInt((kept.at(-1) as CursorBlock)[0]) : BigInt((dropped[0] as CursorBlock)[0]) - 1n;
-  if (kept.length === 0) {
-    // A reorg deeper than the cursor: it goes on from the block below the oldest entry.
-    const hash = await store.canonicalHash(base);
-    if (hash !== undefined) kept.push([toQuantity(base), toData(hash)]);
+  const oldest = dropped[0];
+  if (oldest === undefined || kept.length > 0)
+    return { dropped, kept, base: BigInt((kept.at(-1) as CursorBlock)[0]), head };
+  // Every cursor entry was removed: the reorg that removed the oldest names the common ancestor,
+  // and the blocks it removed below the cursor (the filter covered them since it was made).
+  const reorg = await registry.removedBlock(oldest[1]);
+  let base = BigInt(oldest[0]) - 1n;
+  if (reorg !== undefined) {
+    base = reorg.ancestor;
+    const below = reorg.reorg.filter((b) => b.number < BigInt(oldest[0]));
+    dropped.unshift(...below.map((b): CursorBlock => [toQuantity(b.number), toData(b.hash)]));
   }
+  const hash = await store.canonicalHash(base);
+  if (hash !== undefined) kept.push([toQuantity(base), toData(hash)]);
   return { dropped, kept, base, head };
 }
 
