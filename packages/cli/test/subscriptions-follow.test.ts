@@ -83,6 +83,16 @@ async function mine(): Promise<void> {
   await rpcResult(anvilUrl, 'evm_mine', []);
 }
 
+/** `rounds` blocks, each with a Ping from DEV[1] (n + i) and one from `other` (n + 100 + i); then synced. */
+async function pingRounds(rounds: number, other: string, n: number): Promise<void> {
+  for (let i = 0; i < rounds; i++) {
+    await ping(DEV[1] as string, n + i);
+    await ping(other, n + 100 + i);
+    await mine();
+  }
+  await waitSynced();
+}
+
 beforeAll(async () => {
   temp = await tempDir('subs-follow-');
   const genesisPath = join(temp.dir, 'genesis.json');
@@ -206,12 +216,7 @@ test('viem watchBlocks and watchContractEvent over webSocket() hear the same', a
   });
   try {
     await sleep(500);
-    for (let i = 0; i < 2; i++) {
-      await ping(DEV[1] as string, 400 + i);
-      await ping(DEV[3] as string, 500 + i);
-      await mine();
-    }
-    await waitSynced();
+    await pingRounds(2, DEV[3] as string, 400);
     for (let i = 0; i < 100 && (logs.length < 2 || blocks.length < 2); i++) await sleep(50);
     const upstreamBlocks = await Promise.all(
       [start + 1, start + 2].map((n) =>
@@ -266,12 +271,7 @@ test('over HTTP, polled filters: ethers v6 JsonRpcProvider contract.on(filter), 
     });
     const blockFilter = await client.createBlockFilter();
     await sleep(500); // both filters installed
-    for (let i = 0; i < 3; i++) {
-      await ping(DEV[1] as string, 1000 + i);
-      await ping(DEV[2] as string, 1100 + i);
-      await mine();
-    }
-    await waitSynced();
+    await pingRounds(3, DEV[2] as string, 1000);
     for (let i = 0; i < 100 && (ethersEvents.length < 3 || viemLogs.length < 3); i++) await sleep(50);
     await sleep(300); // nothing more may come
     const want = await upstreamPings(DEV[1] as string, start + 1, start + 3);
