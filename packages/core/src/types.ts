@@ -218,6 +218,11 @@ export interface SyncStateReader {
   storage(storageRoot: Bytes, slot: Bytes): Bytes;
   /** The code whose keccak is `codeHash` (empty for the empty code hash); undefined when missing. */
   code(codeHash: Bytes): Bytes | undefined;
+  /**
+   * A trie node by its hash (undefined when the store lacks it): what a new root over this state
+   * is computed from (eth_simulateV1's blocks). Absent on stores that serve no nodes.
+   */
+  node?(hash: Bytes): Bytes | undefined;
 }
 
 export interface StorageProofRecord {

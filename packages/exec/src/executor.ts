@@ -20,6 +20,8 @@ import { MissingTrieNodeError } from '@chainnode/core';
 import type { Bytes, ChainInfo, HeaderRecord, SyncStateReader } from '@chainnode/core';
 import { ExecutionTimeout, StoreStateManager } from './state.js';
 import type { AccountOverride } from './state.js';
+import { simulate } from './simulate.js';
+import type { SimBlockInput, SimBlockResult, SimOptions } from './simulate.js';
 
 export interface ExecOptions {
   /** Most gas one call may use (geth's RPCGasCap); a larger or missing `gas` is capped to it. */
@@ -255,6 +257,22 @@ export class Executor {
     }
   }
 
+  /** eth_simulateV1: `blocks` on the state after `base` (simulate.ts). */
+  async simulate(
+    base: HeaderRecord,
+    blocks: SimBlockInput[],
+    opts: Omit<SimOptions, 'gasCap' | 'deadline'> & { deadline?: number },
+  ): Promise<SimBlockResult[]> {
+    await this.init();
+    const deadline =
+      opts.deadline ?? (this.options.timeoutMs > 0 ? Date.now() + this.options.timeoutMs : Number.POSITIVE_INFINITY);
+    return simulate({ common: this.common, reader: this.reader, hashOf: this.hashOf }, base, blocks, {
+      ...opts,
+      gasCap: this.options.gasCap,
+      deadline,
+    });
+  }
+
   /**
    * geth's callDefaults: the requested gas, else the cap; never above the cap. Under EIP-7825
    * (Osaka) a transaction carries at most 2^24 gas: a call without `gas` gets that much.
@@ -354,15 +372,7 @@ export class Executor {
     }
     if (a.authorizationList !== undefined) {
       type = 4;
-      const u = bigIntToUnpaddedBytes;
-      data.authorizationList = a.authorizationList.map((x) => [
-        u(x.chainId),
-        x.address,
-        u(x.nonce),
-        u(x.yParity),
-        u(x.r),
-        u(x.s),
-      ]);
+      data.authorizationList = authorizationTuples(a.authorizationList);
     }
     if (type >= 1) data.accessList ??= [];
     data.type = type;
@@ -373,6 +383,12 @@ export class Executor {
     (tx as unknown as { getSenderAddress: () => Address }).getSenderAddress = () => from;
     return tx;
   }
+}
+
+/** EIP-7702 authorizations as @ethereumjs/tx takes them: [chainId, address, nonce, yParity, r, s]. */
+export function authorizationTuples(list: NonNullable<CallArgs['authorizationList']>): Uint8Array[][] {
+  const u = bigIntToUnpaddedBytes;
+  return list.map((x) => [u(x.chainId), x.address, u(x.nonce), u(x.yParity), u(x.r), u(x.s)]);
 }
 
 function hexBytes(h: string): Uint8Array {

@@ -4,3 +4,13 @@ export { StoreStateManager } from './state.js';
 export type { AccountOverride } from './state.js';
 export { checkRawTransaction, TxRefusedError } from './tx-check.js';
 export type { CheckedTransaction } from './tx-check.js';
+export { SimulationError, sanitizeChain } from './simulate.js';
+export type {
+  SimAccountOverride,
+  SimBlockInput,
+  SimBlockOverrides,
+  SimBlockResult,
+  SimCallResult,
+  SimOptions,
+  SimRules,
+} from './simulate.js';

@@ -10,6 +10,7 @@ import { Account, Address, bytesToHex, KECCAK256_NULL, KECCAK256_RLP } from '@et
 import type { AccountFields } from '@ethereumjs/common';
 import { keccak256 } from '@chainnode/core';
 import type { Bytes, SyncStateReader } from '@chainnode/core';
+import type { OverlayWrites } from './state-root.js';
 
 /** Strips leading zero bytes (MerkleStateManager's unpadded storage values). */
 export function unpad(v: Uint8Array): Uint8Array {
@@ -67,6 +68,7 @@ export class StoreStateManager implements StateManagerInterface {
     this.original.clear();
     this.journal = [];
     this.deadline = deadline;
+    this.liveOriginals = false;
   }
 
   /** geth's state overrides, applied below the journal (they are the call's starting state). */
@@ -106,12 +108,33 @@ export class StoreStateManager implements StateManagerInterface {
   async getAccount(address: Address): Promise<Account | undefined> {
     const key = hex(address.bytes);
     const mine = this.accounts.get(key);
-    if (mine !== undefined) return mine === null ? undefined : copyAccount(mine);
-    return this.baseAccount(address);
+    const a = mine !== undefined ? (mine === null ? undefined : copyAccount(mine)) : this.baseAccount(address);
+    if (a !== undefined && this.masked?.key === key) a.codeHash = KECCAK256_NULL;
+    return a;
+  }
+
+  /** An account whose code reads as none until unmaskCode (writes keep its code hash). */
+  private masked: { key: string; codeHash: Uint8Array } | undefined;
+
+  /**
+   * Lets a simulated call come from an account with code: geth skips the EIP-3607 check there,
+   * @ethereumjs/vm does not. The sender reads as code-less for the transaction's checks and its
+   * code is back (unmaskCode) when its call starts.
+   */
+  maskCode(address: Address, codeHash: Uint8Array): void {
+    this.masked = { key: hex(address.bytes), codeHash };
+  }
+
+  unmaskCode(): void {
+    this.masked = undefined;
   }
 
   async putAccount(address: Address, account?: Account): Promise<void> {
     const key = hex(address.bytes);
+    if (account !== undefined && this.masked?.key === key) {
+      account = copyAccount(account);
+      account.codeHash = this.masked.codeHash;
+    }
     const prev = this.accounts.get(key);
     this.record(() => (prev === undefined ? this.accounts.delete(key) : this.accounts.set(key, prev)));
     this.accounts.set(key, account === undefined ? null : copyAccount(account));
@@ -232,7 +255,9 @@ export class StoreStateManager implements StateManagerInterface {
         // The value before the transaction: the journal's bottom layer is the overrides, the
         // transaction's writes all sit in its frames; undo-free read of the base is enough when
         // nothing overrode the slot.
-        v = this.overrideSlot(akey, skey) ?? this.baseSlot(address, slot);
+        v = this.liveOriginals
+          ? (this.storage.get(akey)?.get(skey) ?? this.baseSlot(address, slot))
+          : (this.overrideSlot(akey, skey) ?? this.baseSlot(address, slot));
         m.set(skey, v);
       }
       return v;
@@ -250,6 +275,31 @@ export class StoreStateManager implements StateManagerInterface {
   /** Freezes the overlay as the call's starting state (after applyOverrides). */
   sealOverrides(): void {
     this.overrideSlots = new Map([...this.storage].map(([k, m]) => [k, new Map(m)]));
+  }
+
+  /**
+   * Starts the next transaction of a simulated block on top of every write so far (its EIP-2200
+   * original values are the overlay's): the overlay is kept, not reset, from one to the next.
+   */
+  beginTransaction(): void {
+    // A slot's original value is read on the transaction's first look at it, which comes before
+    // any write of the transaction (SSTORE asks for it first): the overlay's value then is it.
+    this.liveOriginals = true;
+    this.original.clear();
+    this.journal = [];
+  }
+
+  /** Originals are the overlay's values at first look (beginTransaction), not the sealed ones. */
+  private liveOriginals = false;
+
+  /** The overlay's writes, for the state root of a simulated block (state-root.ts). */
+  writes(): OverlayWrites {
+    return { accounts: this.accounts, storage: this.storage, cleared: this.cleared };
+  }
+
+  /** The state root the overlay is on. */
+  baseRoot(): Uint8Array {
+    return this.stateRoot;
   }
 
   clearCaches(): void {}

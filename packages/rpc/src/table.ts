@@ -91,6 +91,8 @@ import { eth_getFilterChanges } from './methods/eth_getFilterChanges.js';
 import { eth_getFilterLogs } from './methods/eth_getFilterLogs.js';
 import { eth_uninstallFilter } from './methods/eth_uninstallFilter.js';
 import type { JsonSubscriptionLog } from './subscriptions/format.js';
+import { eth_simulateV1 } from './methods/eth_simulateV1.js';
+import type { JsonSimBlock, SimulateParams } from './methods/eth_simulateV1.js';
 
 /** Decoded params and result type of every method. */
 export interface RpcSchema {
@@ -149,6 +151,7 @@ export interface RpcSchema {
   eth_getFilterChanges: { params: string; result: (JsonSubscriptionLog | Hex)[] };
   eth_getFilterLogs: { params: string; result: JsonLog[] };
   eth_uninstallFilter: { params: string; result: boolean };
+  eth_simulateV1: { params: SimulateParams; result: JsonSimBlock[] };
 }
 
 export type MethodName = keyof RpcSchema;
@@ -213,6 +216,7 @@ export const METHODS: MethodTable = {
   eth_getFilterChanges,
   eth_getFilterLogs,
   eth_uninstallFilter,
+  eth_simulateV1,
 };
 
 export function isMethodName(name: string): name is MethodName {

@@ -4,7 +4,6 @@
 // here, and rpc-compat.test.ts checks that none is also served and that every method with
 // fixtures is one or the other.
 export const UNSERVED_METHODS: Readonly<Record<string, string>> = {
-  eth_simulateV1: 'not served: `eth_call` with state and block overrides runs one call at any held block',
   eth_fillTransaction:
     'not served: fill a transaction from `eth_getTransactionCount`, `eth_estimateGas` and the fee methods',
   eth_getBlockAccessList:

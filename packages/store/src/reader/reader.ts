@@ -901,6 +901,7 @@ export class LevelChainStore implements ChainStore {
     account: (stateRoot, address) => this.openSync('account', () => this.accountSync(stateRoot, address)),
     storage: (storageRoot, slot) => this.openSync('storage', () => this.storageSync(storageRoot, slot)),
     code: (codeHash) => this.openSync('code', () => this.codeSync(codeHash)),
+    node: (hash) => this.openSync('node', () => this.nodeSource(hash)?.slice()),
   };
 
   private openSync<T>(what: string, fn: () => T): T {
