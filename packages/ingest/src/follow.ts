@@ -358,6 +358,7 @@ export class Follower {
       datadir: this.opts.datadir,
       ...(json !== undefined ? { genesis: { json } } : {}),
       ...(this.opts.shared ? { shared: true } : {}),
+      log: this.opts.log,
       checkGenesis,
       ...(joining ? { anchor: (common: Common) => this.fetchAnchor(common) } : {}),
     });

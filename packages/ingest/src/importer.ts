@@ -44,6 +44,8 @@ export interface ImportOptions {
   reorgDepth?: bigint;
   /** Called after each durable batch with what it changed. */
   onCommit?: (commit: ChainCommit) => void;
+  /** Notes for the operator (a trie window's pruning cycles). */
+  log?: ((line: string) => void) | undefined;
 }
 
 export interface ImportSummary {
@@ -71,7 +73,7 @@ export async function importChain(opts: ImportOptions): Promise<ImportSummary> {
   } catch (err) {
     throw new ChainSourceError(`cannot read ${chainPath}: ${(err as Error).message}`, { cause: err });
   }
-  const pipeline = await openForFile(opts.datadir, genesisJson, join(opts.from, 'genesis.json'));
+  const pipeline = await openForFile(opts.datadir, genesisJson, join(opts.from, 'genesis.json'), opts.log);
   try {
     return await run(opts, pipeline, chainPath, bytesTotal, t0);
   } finally {
@@ -79,9 +81,14 @@ export async function importChain(opts: ImportOptions): Promise<ImportSummary> {
   }
 }
 
-async function openForFile(datadir: string, json: GethGenesis, path: string): Promise<ImportPipeline> {
+async function openForFile(
+  datadir: string,
+  json: GethGenesis,
+  path: string,
+  log: ((line: string) => void) | undefined,
+): Promise<ImportPipeline> {
   try {
-    return await ImportPipeline.open({ datadir, genesis: { json } });
+    return await ImportPipeline.open({ datadir, genesis: { json }, log });
   } catch (err) {
     if (err instanceof ChainMismatchError)
       throw new ChainMismatchError(err.message.replace('the given genesis.json', path));

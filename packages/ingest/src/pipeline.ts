@@ -16,9 +16,9 @@ import type { VM } from '@ethereumjs/vm';
 import { keccak256 } from '@chainnode/core';
 import { bytesToBigInt } from '@chainnode/core';
 import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
-import { StoreWriter } from '@chainnode/store';
-import type { BlockInput, FlushStats, StateWrites, StoredReceipt } from '@chainnode/store';
-import { BlockVerificationError, ChainMismatchError, ChainSourceError } from './errors.js';
+import { RewindBelowTrieWindowError, StoreWriter } from '@chainnode/store';
+import type { BlockInput, FlushStats, PruneReport, StateWrites, StoredReceipt } from '@chainnode/store';
+import { BlockVerificationError, ChainMismatchError, ChainSourceError, ReorgTooDeepError } from './errors.js';
 import { buildGenesis, commonFromGenesis } from './genesis.js';
 import { verifyBlockData } from './replicate/block.js';
 import type { ReplicaBlock } from './replicate/block.js';
@@ -68,6 +68,16 @@ class HashSource {
   }
 }
 
+/** A pruning cycle's end as one line (its progress steps are not logged). */
+function pruneNote(r: PruneReport, log: (line: string) => void): void {
+  const s = r.seconds.toFixed(1);
+  if (r.phase === 'done')
+    log(
+      `state trie: pruned below block ${r.from} (window to ${r.head}): ${r.marked} nodes kept, ${r.deleted} of ${r.scanned} deleted, ${r.written} written meanwhile, ${s} s, ${(r.setBytes / 2 ** 20).toFixed(0)} MiB of hash sets`,
+    );
+  else if (r.phase === 'failed') log(`state trie: pruning below block ${r.from} failed after ${s} s: ${r.error}`);
+}
+
 async function verifyStatic(block: Block, values: BlockBytes): Promise<void> {
   const h = block.header;
   const n = h.number;
@@ -104,6 +114,8 @@ export interface PipelineOptions {
   genesis?: GenesisChoice;
   /** Let worker threads of this process open the datadir too (serve --follow). */
   shared?: boolean;
+  /** Notes for the operator: each pruning cycle of a trie window, with its figures. */
+  log?: ((line: string) => void) | undefined;
   /**
    * Called before an empty datadir's genesis is written, with the block built from genesis.json:
    * may throw (refuse) or return the header RLP to store instead (see GenesisChoice.headerRlp).
@@ -162,7 +174,11 @@ export class ImportPipeline {
    * the stored genesis.json is used and `opts.genesis`, if given, must build the stored genesis.
    */
   static async open(opts: PipelineOptions): Promise<ImportPipeline> {
-    const writer = await StoreWriter.open(opts.datadir, opts.shared === true ? { shared: true } : {});
+    const log = opts.log;
+    const writer = await StoreWriter.open(opts.datadir, {
+      ...(opts.shared === true ? { shared: true } : {}),
+      ...(log !== undefined ? { prune: { onReport: (r: PruneReport) => pruneNote(r, log) } } : {}),
+    });
     try {
       return await ImportPipeline.start(writer, opts);
     } catch (err) {
@@ -523,7 +539,14 @@ export class ImportPipeline {
     if (this.writer.stagedBlocks() > 0) await this.flushOnly();
     const hash = await this.writer.canonicalHash(ancestor);
     if (hash === undefined) throw new Error(`rewind: no canonical block ${ancestor}`);
-    const removed = await this.writer.rewind(ancestor);
+    let removed: Awaited<ReturnType<StoreWriter['rewind']>>;
+    try {
+      removed = await this.writer.rewind(ancestor);
+    } catch (err) {
+      // The fork point's state trie is pruned: as a reorg past the allowed depth, one line.
+      if (err instanceof RewindBelowTrieWindowError) throw new ReorgTooDeepError(err.message);
+      throw err;
+    }
     this.removed.push(...removed);
     await this.moveTo(ancestor, hash);
   }

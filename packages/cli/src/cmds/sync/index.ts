@@ -103,6 +103,7 @@ export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promi
         to,
         reorgDepth,
         onProgress: reporter.progress,
+        log: reporter.note,
         ...(groupBlocks ? { groupBlocks } : {}),
       });
     }
