@@ -208,6 +208,8 @@ class Simulation {
     this.state.reset(base.stateRoot, opts.deadline);
     this.budget = opts.gasCap > 0n ? opts.gasCap : 2n ** 64n - 1n;
     this.rules = opts.rules;
+    if (env.reader.node === undefined)
+      throw new SimulationError(-32000, 'simulated blocks need the state trie nodes, which this store does not keep');
     this.roots = new OverlayRoots(env.reader, base.stateRoot);
   }
 

@@ -33,6 +33,10 @@ export interface RpcConfig {
   callGasCap: number;
   /** Most wall time one of those calls may take, in ms (geth's RPCEVMTimeout, 5,000). */
   callTimeoutMs: number;
+  /** Most blocks one eth_simulateV1 may simulate, gaps included (geth's 256). */
+  simulateMaxBlocks: number;
+  /** Most calls one eth_simulateV1 may carry over all its blocks (geth's 10,000). */
+  simulateMaxCalls: number;
 }
 
 /**
@@ -70,6 +74,8 @@ export const DEFAULT_RPC_CONFIG: RpcConfig = {
   clientVersion: defaultClientVersion(),
   callGasCap: 50_000_000,
   callTimeoutMs: 5_000,
+  simulateMaxBlocks: 256,
+  simulateMaxCalls: 10_000,
 };
 
 /** Like geth's "Geth/v1.16.0-stable/linux-amd64/go1.24": name/version/os-arch/runtime. */
@@ -99,6 +105,8 @@ export function resolveConfig(partial: Partial<RpcConfig> | undefined): RpcConfi
     ['logs.maxFilterParams', c.logs.maxFilterParams],
     ['callGasCap', c.callGasCap],
     ['callTimeoutMs', c.callTimeoutMs],
+    ['simulateMaxBlocks', c.simulateMaxBlocks],
+    ['simulateMaxCalls', c.simulateMaxCalls],
   ] as const) {
     if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`RpcConfig.${name} must be a positive integer`);
   }

@@ -122,6 +122,8 @@ test('rpcConfigOf: every field the schema hands to the rpc service, and nothing 
     maxConcurrentBatches: 5,
     callGasCap: 50_000_000,
     callTimeoutMs: 5_000,
+    simulateMaxBlocks: 256,
+    simulateMaxCalls: 10_000,
     safeDepth: 6,
     finalizedDepth: 0,
   });

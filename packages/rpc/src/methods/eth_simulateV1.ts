@@ -18,6 +18,7 @@ import type { JsonBlock } from '../formatters/block.js';
 import { formatBlock } from '../formatters/block.js';
 import type { JsonLog } from '../formatters/log.js';
 import { formatLog } from '../formatters/log.js';
+import type { RpcConfig } from '../config.js';
 import type { MethodDef } from '../method.js';
 import {
   ParamError,
@@ -50,8 +51,8 @@ export interface JsonSimCall {
 
 export type JsonSimBlock = Omit<JsonBlock, 'totalDifficulty'> & { calls: JsonSimCall[] };
 
-/** geth's limits: blocks per request, calls per block, calls per request. */
-export const SIMULATE_LIMITS = { blocks: 256, callsPerBlock: 5_000, calls: 10_000 };
+/** geth's calls per simulated block (the request's blocks and calls are settings: RpcConfig). */
+const MAX_CALLS_PER_BLOCK = 5_000;
 
 function obj(v: unknown, what: string): Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v))
@@ -136,16 +137,16 @@ export function decodeSimulateParams(params: unknown[]): SimulateParams {
 }
 
 /** geth's checks before anything runs: some blocks, not too many, not too many calls. */
-function checkLimits(p: SimulateParams): void {
+function checkLimits(p: SimulateParams, config: RpcConfig): void {
   if (p.blocks.length === 0) throw new InvalidParamsError('empty input');
-  if (p.blocks.length > SIMULATE_LIMITS.blocks) throw new RpcError(-38026, 'too many blocks');
+  if (p.blocks.length > config.simulateMaxBlocks) throw new RpcError(-38026, 'too many blocks');
   let total = 0;
   for (const b of p.blocks) {
-    if (b.calls.length > SIMULATE_LIMITS.callsPerBlock)
-      throw new RpcError(-38026, `too many calls in block: ${b.calls.length} > ${SIMULATE_LIMITS.callsPerBlock}`);
+    if (b.calls.length > MAX_CALLS_PER_BLOCK)
+      throw new RpcError(-38026, `too many calls in block: ${b.calls.length} > ${MAX_CALLS_PER_BLOCK}`);
     total += b.calls.length;
-    if (total > SIMULATE_LIMITS.calls)
-      throw new RpcError(-38026, `too many calls: ${total} > ${SIMULATE_LIMITS.calls}`);
+    if (total > config.simulateMaxCalls)
+      throw new RpcError(-38026, `too many calls: ${total} > ${config.simulateMaxCalls}`);
   }
 }
 
@@ -190,7 +191,7 @@ export const eth_simulateV1: MethodDef<SimulateParams, JsonSimBlock[]> = {
   offload: true,
   estimateCost: async (ctx) => callCost(undefined, ctx.config.callGasCap),
   async handle(ctx, p) {
-    checkLimits(p);
+    checkLimits(p, ctx.config);
     const header = await callHeader(ctx, p.block);
     const exec = await executorOf(ctx);
     const { SimulationError, ExecutionTimeout } = await loadExec();
@@ -199,7 +200,7 @@ export const eth_simulateV1: MethodDef<SimulateParams, JsonSimBlock[]> = {
       results = await exec.simulate(header, p.blocks, {
         validation: p.validation,
         traceTransfers: p.traceTransfers,
-        maxBlocks: SIMULATE_LIMITS.blocks,
+        maxBlocks: ctx.config.simulateMaxBlocks,
         rules: simRules(forksOf(ctx.store.info())),
       });
     } catch (err) {

@@ -343,6 +343,18 @@ export const SERVER_FIELDS = {
     unit: 'ms',
     min: 1,
   }),
+  /** geth's maxSimulateBlocks. */
+  simulateMaxBlocks: rpcInteger('simulateMaxBlocks', {
+    doc: 'Most blocks one eth_simulateV1 may simulate, the gaps between its block numbers included; more get -38026 `too many blocks`.',
+    unit: 'blocks',
+    min: 1,
+  }),
+  /** geth's maxSimulateTotalCalls. */
+  simulateMaxCalls: rpcInteger('simulateMaxCalls', {
+    doc: 'Most calls one eth_simulateV1 may carry over all its blocks (at most 5,000 in one block, as geth); more get -38026 `too many calls`.',
+    unit: 'calls',
+    min: 1,
+  }),
   /** `safe` resolves to head - safeDepth (there is no consensus client), clamped at genesis. */
   safeDepth: rpcInteger('safeDepth', {
     doc: 'The `safe` block tag resolves to the head minus this many blocks (clamped at genesis).',
