@@ -220,13 +220,21 @@ export interface TriePrunerOptions {
 
 /**
  * Runs pruning cycles for a writer in the background. `poke(head, trieFrom)` after each landed
- * group starts a cycle when the window's start has moved a cadence past trieFrom; `runNow`
- * runs one at once (tests, upkeep); `close` stops a running cycle between two steps.
+ * group starts a cycle when the window's start has moved a cadence past trieFrom, and at least
+ * as many blocks as the import added while the last cycle ran: a mark walks the whole state of
+ * the window, so on a large state with a small window cycles would otherwise follow each other
+ * without a pause and take a core from the import for good; paced so, pruning runs at most about
+ * half of the time. `runNow` runs one at once (tests, upkeep); `close` stops a running cycle
+ * between two steps.
  */
 export class TriePruner {
   private running: Promise<PruneReport> | undefined;
   private stopped = false;
   private readonly cadence: bigint;
+  /** The head when the running (or last) cycle started, the last head poked, the last cycle's span. */
+  private cycleHead = 0n;
+  private lastHead = 0n;
+  private lastSpan = 0n;
 
   constructor(
     private readonly host: PruneHost,
@@ -247,9 +255,10 @@ export class TriePruner {
    * new trieFrom when a cycle starts (the writer refuses rewinds below it from then on).
    */
   poke(head: bigint, trieFrom: bigint): bigint | undefined {
+    this.lastHead = head;
     if (this.running !== undefined || this.stopped) return undefined;
     const a = this.windowStart(head);
-    if (a < trieFrom + this.cadence) return undefined;
+    if (a < trieFrom + (this.lastSpan > this.cadence ? this.lastSpan : this.cadence)) return undefined;
     this.start(head, a);
     return a;
   }
@@ -274,8 +283,11 @@ export class TriePruner {
   }
 
   private start(head: bigint, from: bigint): Promise<PruneReport> {
+    this.cycleHead = head;
+    this.lastHead = head;
     const p = this.cycle(head, from).finally(() => {
       this.running = undefined;
+      this.lastSpan = this.lastHead - this.cycleHead;
     });
     this.running = p;
     return p;
