@@ -45,6 +45,13 @@ export interface ChainInfo {
   firstBlock?: bigint;
 }
 
+/**
+ * How long the store keeps its state trie (a datadir setting, `--state-trie`): every block's
+ * (`archive`), or the last `blocks` blocks' (`window`), complete from block `trieFrom` on. Below
+ * `trieFrom` state reads come from the flat state history and proofs are refused.
+ */
+export type StateTrieView = { mode: 'archive' } | { mode: 'window'; blocks: number; trieFrom: bigint };
+
 /** A JSON text ready to be spliced into an answer (exactly what the formatter would write), as its ASCII bytes. */
 export interface ReadyJson {
   readonly ascii: Uint8Array;
@@ -106,6 +113,11 @@ export interface ChainStore {
   accountAtBlock?(block: BlockRef, address: Bytes): Promise<AccountRecord | null | undefined>;
   /** storageAt() after the canonical block `block` from the flat state history; undefined as accountAtBlock. */
   storageAtBlock?(block: BlockRef, address: Bytes, slot: Bytes): Promise<Bytes | undefined>;
+  /**
+   * The state trie's retention (absent: archive). Synchronous and cached (a commit refreshes it);
+   * `fresh` reads the datadir's current trieFrom (a background pruner advances it between commits).
+   */
+  stateTrie?(fresh?: boolean): StateTrieView;
   /** Code by its keccak (empty for the empty code hash); undefined when the store has none. */
   code(codeHash: Bytes): Promise<Bytes | undefined>;
   /** Synchronous state reads through the same caches (for an EVM's state manager). */

@@ -95,6 +95,19 @@ export class PrunedHistoryError extends RpcError {
 }
 
 /**
+ * -32000 for a proof of a block whose state trie the datadir no longer keeps (`--state-trie
+ * window=<N>`: the tries of the last N blocks). geth's path scheme and reth's proof window refuse
+ * it too: an account proof needs the block's account trie, and the flat history holds values only.
+ */
+export class PrunedTrieError extends ServerError {
+  constructor(block: bigint, window: number) {
+    super(
+      `state trie for block ${block} pruned: this datadir keeps the last ${window} blocks' tries (--state-trie window=${window}); a datadir created with --state-trie archive keeps every block's, for proofs at any block`,
+    );
+  }
+}
+
+/**
  * A trie walk reached a node the store does not hold (a node that joined at block N holds no
  * state of its own: its trie nodes arrive with verified proofs). Not an RpcError: the proven-state
  * layer fetches the path and retries; if nothing handles it, it surfaces as -32603.

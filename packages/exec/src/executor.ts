@@ -19,6 +19,7 @@ import type { VM } from '@ethereumjs/vm';
 import { MissingTrieNodeError } from '@chainnode/core';
 import type { Bytes, ChainInfo, HeaderRecord, SyncStateReader } from '@chainnode/core';
 import { ExecutionTimeout, StoreStateManager } from './state.js';
+import type { BlockStateBase } from './state.js';
 import type { AccountOverride } from './state.js';
 import { simulate } from './simulate.js';
 import type { SimBlockInput, SimBlockResult, SimOptions } from './simulate.js';
@@ -202,6 +203,8 @@ export class Executor {
       gas?: bigint;
       accessList?: boolean;
       deadline?: number;
+      /** The block's state by block (below the state trie's window), instead of its trie. */
+      base?: BlockStateBase;
     } = {},
   ): Promise<CallOutcome> {
     await this.init();
@@ -211,7 +214,7 @@ export class Executor {
       const deadline =
         opts.deadline ?? (this.options.timeoutMs > 0 ? Date.now() + this.options.timeoutMs : Number.POSITIVE_INFINITY);
       w.common.setHardfork(ctx.hardfork);
-      w.state.reset(header.stateRoot, deadline);
+      w.state.reset(header.stateRoot, deadline, opts.base);
       if (opts.state !== undefined) await w.state.applyOverrides(opts.state);
       w.state.sealOverrides();
       const priced =

@@ -1,7 +1,7 @@
 export { CallPrecheckError, DEFAULT_EXEC_OPTIONS, Executor, ExecutionTimeout, haltMessage } from './executor.js';
 export type { BlockOverrides, CallArgs, CallOutcome, ExecOptions } from './executor.js';
 export { StoreStateManager } from './state.js';
-export type { AccountOverride } from './state.js';
+export type { AccountOverride, BlockStateBase } from './state.js';
 export { checkRawTransaction, TxRefusedError } from './tx-check.js';
 export type { CheckedTransaction } from './tx-check.js';
 export { SimulationError, sanitizeChain } from './simulate.js';

@@ -1,15 +1,15 @@
 // An @ethereumjs StateManager over the store's synchronous state reads (core's SyncStateReader:
 // the trie walk of eth_getStorageAt and eth_getProof, with the store's account, slot, node and
-// code caches), with an in-memory overlay for what one call writes and a journal for the EVM's
+// code caches) or, below the state trie's window, over the flat state history (BlockStateBase), with an in-memory overlay for what one call writes and a journal for the EVM's
 // checkpoints. Nothing is ever written to the store; the overlay is dropped with the call.
 //
 // Values follow MerkleStateManager's conventions, which the EVM's gas rules compare byte for byte:
 // storage words are returned without leading zeros (zero is the empty array).
 import type { StateManagerInterface } from '@ethereumjs/common';
-import { Account, Address, bytesToHex, KECCAK256_NULL, KECCAK256_RLP } from '@ethereumjs/util';
+import { Account, Address, bytesToHex, equalsBytes, KECCAK256_NULL, KECCAK256_RLP } from '@ethereumjs/util';
 import type { AccountFields } from '@ethereumjs/common';
 import { keccak256 } from '@chainnode/core';
-import type { Bytes, SyncStateReader } from '@chainnode/core';
+import type { AccountRecord, Bytes, SyncStateReader } from '@chainnode/core';
 import type { OverlayWrites } from './state-root.js';
 
 /** Strips leading zero bytes (MerkleStateManager's unpadded storage values). */
@@ -40,6 +40,18 @@ export interface AccountOverride {
 
 type Undo = () => void;
 
+/**
+ * The base state of a call read asynchronously, by block rather than by root: below the state
+ * trie's window (`--state-trie window=<N>`) the block's trie is pruned and the store's flat state
+ * history answers instead.
+ */
+export interface BlockStateBase {
+  /** The account after the block; null when absent. */
+  account(address: Bytes): Promise<AccountRecord | null>;
+  /** The storage word (32 bytes) of `address` at `slot` after the block. */
+  storage(address: Bytes, slot: Bytes): Promise<Bytes>;
+}
+
 export class StoreStateManager implements StateManagerInterface {
   /** Accounts as written by the call (null: deleted), by address bytes. */
   private accounts = new Map<string, Account | null>();
@@ -56,11 +68,14 @@ export class StoreStateManager implements StateManagerInterface {
   constructor(
     private readonly reader: SyncStateReader,
     private stateRoot: Uint8Array,
+    /** Given: the base state comes from it (by block), not from the trie walk at stateRoot. */
+    private base?: BlockStateBase,
   ) {}
 
-  /** Starts a new call at `stateRoot`: forgets every write of the previous one. */
-  reset(stateRoot: Uint8Array, deadline: number): void {
+  /** Starts a new call at `stateRoot` (read from `base` when given): forgets every write of the previous one. */
+  reset(stateRoot: Uint8Array, deadline: number, base?: BlockStateBase): void {
     this.stateRoot = stateRoot;
+    this.base = base;
     this.accounts.clear();
     this.storage.clear();
     this.cleared.clear();
@@ -105,10 +120,24 @@ export class StoreStateManager implements StateManagerInterface {
     return a === null ? undefined : new Account(a.nonce, a.balance, a.storageRoot, a.codeHash);
   }
 
+  /** The account in the base state when it is read by block (BlockStateBase). */
+  private async baseAccountByBlock(base: BlockStateBase, address: Address): Promise<Account | undefined> {
+    this.check();
+    const a = await base.account(address.bytes);
+    return a === null ? undefined : new Account(a.nonce, a.balance, a.storageRoot, a.codeHash);
+  }
+
   async getAccount(address: Address): Promise<Account | undefined> {
     const key = hex(address.bytes);
     const mine = this.accounts.get(key);
-    const a = mine !== undefined ? (mine === null ? undefined : copyAccount(mine)) : this.baseAccount(address);
+    const a =
+      mine !== undefined
+        ? mine === null
+          ? undefined
+          : copyAccount(mine)
+        : this.base === undefined
+          ? this.baseAccount(address)
+          : await this.baseAccountByBlock(this.base, address);
     if (a !== undefined && this.masked?.key === key) a.codeHash = KECCAK256_NULL;
     return a;
   }
@@ -188,11 +217,18 @@ export class StoreStateManager implements StateManagerInterface {
     return unpad(this.reader.storage(a.storageRoot, slot));
   }
 
+  /** baseSlot when the base state is read by block (BlockStateBase). */
+  private async baseSlotByBlock(base: BlockStateBase, address: Address, slot: Uint8Array): Promise<Uint8Array> {
+    if (this.cleared.has(hex(address.bytes))) return new Uint8Array();
+    this.check();
+    return unpad(await base.storage(address.bytes, slot));
+  }
+
   async getStorage(address: Address, slot: Uint8Array): Promise<Uint8Array> {
     if (slot.length !== 32) throw new Error('Storage key must be 32 bytes long');
     const mine = this.storage.get(hex(address.bytes))?.get(hex(slot));
     if (mine !== undefined) return mine;
-    return this.baseSlot(address, slot);
+    return this.base === undefined ? this.baseSlot(address, slot) : this.baseSlotByBlock(this.base, address, slot);
   }
 
   async putStorage(address: Address, slot: Uint8Array, value: Uint8Array): Promise<void> {
@@ -238,7 +274,8 @@ export class StoreStateManager implements StateManagerInterface {
   }
 
   async setStateRoot(stateRoot: Uint8Array): Promise<void> {
-    this.reset(stateRoot, this.deadline);
+    // The same root keeps its base (the block's state); another is read from its trie.
+    this.reset(stateRoot, this.deadline, equalsBytes(stateRoot, this.stateRoot) ? this.base : undefined);
   }
 
   async hasStateRoot(): Promise<boolean> {
@@ -255,9 +292,12 @@ export class StoreStateManager implements StateManagerInterface {
         // The value before the transaction: the journal's bottom layer is the overrides, the
         // transaction's writes all sit in its frames; undo-free read of the base is enough when
         // nothing overrode the slot.
-        v = this.liveOriginals
-          ? (this.storage.get(akey)?.get(skey) ?? this.baseSlot(address, slot))
-          : (this.overrideSlot(akey, skey) ?? this.baseSlot(address, slot));
+        const found = this.liveOriginals ? this.storage.get(akey)?.get(skey) : this.overrideSlot(akey, skey);
+        v =
+          found ??
+          (this.base === undefined
+            ? this.baseSlot(address, slot)
+            : await this.baseSlotByBlock(this.base, address, slot));
         m.set(skey, v);
       }
       return v;
@@ -305,7 +345,7 @@ export class StoreStateManager implements StateManagerInterface {
   clearCaches(): void {}
 
   shallowCopy(): StateManagerInterface {
-    return new StoreStateManager(this.reader, this.stateRoot);
+    return new StoreStateManager(this.reader, this.stateRoot, this.base);
   }
 }
 

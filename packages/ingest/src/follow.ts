@@ -9,6 +9,7 @@ import type { Common, GethGenesis } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { chainFamilyOf, createUpstreamClient } from '@chainnode/core';
 import type { ChainCommit, FollowState, FollowStatus, UpstreamClient } from '@chainnode/core';
+import type { StateTrieMode } from '@chainnode/store';
 import {
   BlockVerificationError,
   ChainMismatchError,
@@ -93,6 +94,8 @@ export interface FollowSettings {
   checkpoint?: Uint8Array;
   /** History below a joined datadir's first block from this http(s):// upstream, verified (serving side only). */
   historyUpstream?: string;
+  /** `--state-trie`: the state trie's retention of a datadir created from genesis (PipelineOptions.stateTrie). */
+  stateTrie?: StateTrieMode;
 }
 
 /** A Follower's options: the follow settings (defaults: reorgDepth 64, pollMs 1000, execute) and how it runs. */
@@ -361,6 +364,7 @@ export class Follower {
       log: this.opts.log,
       checkGenesis,
       ...(joining ? { anchor: (common: Common) => this.fetchAnchor(common) } : {}),
+      ...(this.opts.stateTrie !== undefined ? { stateTrie: this.opts.stateTrie } : {}),
     });
     if (this.source === undefined) this.source = new RpcBlockSource(this.client, this.pipeline.common);
     if (this.pipeline.historyOnly()) {

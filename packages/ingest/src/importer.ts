@@ -10,6 +10,7 @@ import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { keccak256 } from '@chainnode/core';
 import { bytesToBigInt } from '@chainnode/core';
 import type { ChainCommit } from '@chainnode/core';
+import type { StateTrieMode } from '@chainnode/store';
 import { ChainMismatchError, ChainSourceError, ReorgTooDeepError } from './errors.js';
 import { readGenesisJson } from './genesis.js';
 import { ImportPipeline } from './pipeline.js';
@@ -46,6 +47,8 @@ export interface ImportOptions {
   onCommit?: (commit: ChainCommit) => void;
   /** Notes for the operator (a trie window's pruning cycles). */
   log?: ((line: string) => void) | undefined;
+  /** `--state-trie` (PipelineOptions.stateTrie). */
+  stateTrie?: StateTrieMode;
 }
 
 export interface ImportSummary {
@@ -73,7 +76,7 @@ export async function importChain(opts: ImportOptions): Promise<ImportSummary> {
   } catch (err) {
     throw new ChainSourceError(`cannot read ${chainPath}: ${(err as Error).message}`, { cause: err });
   }
-  const pipeline = await openForFile(opts.datadir, genesisJson, join(opts.from, 'genesis.json'), opts.log);
+  const pipeline = await openForFile(opts, genesisJson, join(opts.from, 'genesis.json'));
   try {
     return await run(opts, pipeline, chainPath, bytesTotal, t0);
   } finally {
@@ -81,14 +84,14 @@ export async function importChain(opts: ImportOptions): Promise<ImportSummary> {
   }
 }
 
-async function openForFile(
-  datadir: string,
-  json: GethGenesis,
-  path: string,
-  log: ((line: string) => void) | undefined,
-): Promise<ImportPipeline> {
+async function openForFile(opts: ImportOptions, json: GethGenesis, path: string): Promise<ImportPipeline> {
   try {
-    return await ImportPipeline.open({ datadir, genesis: { json }, log });
+    return await ImportPipeline.open({
+      datadir: opts.datadir,
+      genesis: { json },
+      log: opts.log,
+      ...(opts.stateTrie !== undefined ? { stateTrie: opts.stateTrie } : {}),
+    });
   } catch (err) {
     if (err instanceof ChainMismatchError)
       throw new ChainMismatchError(err.message.replace('the given genesis.json', path));

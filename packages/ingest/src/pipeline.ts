@@ -16,8 +16,15 @@ import type { VM } from '@ethereumjs/vm';
 import { keccak256 } from '@chainnode/core';
 import { bytesToBigInt } from '@chainnode/core';
 import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
-import { RewindBelowTrieWindowError, StoreWriter } from '@chainnode/store';
-import type { BlockInput, FlushStats, PruneReport, StateWrites, StoredReceipt } from '@chainnode/store';
+import {
+  DEFAULT_STATE_TRIE,
+  RewindBelowTrieWindowError,
+  StateTrieSettingError,
+  StoreWriter,
+  formatStateTrie,
+  readStateTrie,
+} from '@chainnode/store';
+import type { BlockInput, FlushStats, PruneReport, StateTrieMode, StateWrites, StoredReceipt } from '@chainnode/store';
 import { BlockVerificationError, ChainMismatchError, ChainSourceError, ReorgTooDeepError } from './errors.js';
 import { buildGenesis, commonFromGenesis } from './genesis.js';
 import { verifyBlockData } from './replicate/block.js';
@@ -129,6 +136,13 @@ export interface PipelineOptions {
    * and no state of its own (appendHistory).
    */
   anchor?: (common: Common, genesisHash: Uint8Array) => Promise<AnchorBlock>;
+  /**
+   * The state trie's retention (`--state-trie`): written into a datadir created from genesis
+   * (absent: DEFAULT_STATE_TRIE); an existing datadir keeps its own, which a given value must
+   * equal. Refused for a joined datadir (`anchor`, Meta.firstBlock): it holds no state trie of its
+   * own, only the proven reads it caches.
+   */
+  stateTrie?: StateTrieMode;
 }
 
 /** The block a joining datadir starts at (PipelineOptions.anchor). */
@@ -142,6 +156,25 @@ export interface PipelineHead {
   number: bigint;
   hash: Uint8Array;
   timestamp: bigint;
+}
+
+/**
+ * A given `--state-trie` against the datadir's: an existing datadir's own setting (Meta.stateTrie;
+ * absent: archive) must be the one given; a joined datadir, new or existing, takes none.
+ */
+async function checkStateTrie(writer: StoreWriter, opts: PipelineOptions, empty: boolean): Promise<void> {
+  const want = opts.stateTrie;
+  if (want === undefined) return;
+  if ((empty && opts.anchor !== undefined) || (!empty && writer.firstBlock() > 0n))
+    throw new StateTrieSettingError(
+      `--state-trie: datadir ${opts.datadir} joins its chain above genesis and holds no state trie of its own (state is proven on demand); leave --state-trie out`,
+    );
+  if (empty) return;
+  const have = await readStateTrie(writer.db);
+  if (formatStateTrie(have) !== formatStateTrie(want))
+    throw new StateTrieSettingError(
+      `--state-trie ${formatStateTrie(want)}: datadir ${opts.datadir} keeps --state-trie ${formatStateTrie(have)} (fixed when it was created); leave the option out, or use another --datadir`,
+    );
 }
 
 export class ImportPipeline {
@@ -189,6 +222,7 @@ export class ImportPipeline {
 
   private static async start(writer: StoreWriter, opts: PipelineOptions): Promise<ImportPipeline> {
     const stored = writer.storedGenesisHash();
+    await checkStateTrie(writer, opts, stored === undefined);
     let json: GethGenesis;
     if (stored === undefined) {
       if (opts.genesis === undefined) throw new GenesisRequiredError(opts.datadir);
@@ -239,6 +273,7 @@ export class ImportPipeline {
         chainConfig: json.config,
         genesisJson: json,
         stateRoot: genesisStateRoot,
+        stateTrie: opts.stateTrie ?? DEFAULT_STATE_TRIE,
         block: {
           number: 0n,
           hash: genesisHash,

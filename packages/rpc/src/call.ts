@@ -3,7 +3,7 @@
 // a call runs on, and geth's errors (revert: code 3 with the revert data; other failures -32000).
 import { InvalidParamsError, MissingTrieNodeError, RpcError, ServerError, toData } from '@chainnode/core';
 import type { Bytes, ChainStore, HeaderRecord } from '@chainnode/core';
-import type { AccountOverride, BlockOverrides, CallArgs, CallOutcome, Executor } from '@chainnode/exec';
+import type { AccountOverride, BlockOverrides, BlockStateBase, CallArgs, CallOutcome, Executor } from '@chainnode/exec';
 import type { HandlerContext } from './context.js';
 import {
   decodeAddress,
@@ -15,7 +15,8 @@ import {
   ParamError,
 } from './params.js';
 import type { BlockSelector } from './params.js';
-import { selectBlockHash } from './reads.js';
+import { accountIn, selectBlockHash, stateOfHeader, storageAt } from './reads.js';
+import { belowTrieWindow } from './trie-window.js';
 
 function obj(v: unknown, what: string): Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v))
@@ -210,13 +211,25 @@ export async function runCall(
 ): Promise<CallOutcome> {
   const exec = await executorOf(ctx);
   const { CallPrecheckError, ExecutionTimeout } = await loadExec();
+  // Below the state trie's window the block's trie may be pruned: its state comes from the history.
+  let runOpts = belowTrieWindow(ctx, header.number) ? { ...opts, base: blockStateBase(ctx, header) } : opts;
   // A joined node's state arrives proven on demand: a run that reached state the store does not
   // hold failed on it; the paths it missed are fetched and proven, and the call runs again
   // (each run gets further), at most MAX_STATE_RUNS times.
   for (let run = 1; ; run++) {
     try {
-      return await exec.call(header, args, opts);
+      return await exec.call(header, args, runOpts);
     } catch (err) {
+      // The window moved past the block since the store last looked (a pruner deleted a node the
+      // run needed): once more, from the history.
+      if (
+        err instanceof MissingTrieNodeError &&
+        runOpts.base === undefined &&
+        belowTrieWindow(ctx, header.number, true)
+      ) {
+        runOpts = { ...opts, base: blockStateBase(ctx, header) };
+        continue;
+      }
       if (
         !(err instanceof MissingTrieNodeError) ||
         ctx.store.fetchMissedState === undefined ||
@@ -226,6 +239,15 @@ export async function runCall(
         throw mapCallError(err, exec.options.timeoutMs, ExecutionTimeout, CallPrecheckError);
     }
   }
+}
+
+/** The state after the block `header` names, read by block from the store's state history. */
+function blockStateBase(ctx: HandlerContext, header: HeaderRecord): BlockStateBase {
+  const state = stateOfHeader(header);
+  return {
+    account: (address) => accountIn(ctx, state, address),
+    storage: (address, slot) => storageAt(ctx, state, address, slot),
+  };
 }
 
 /** Runs of one call that may each fetch the state the previous one missed (a joined node). */

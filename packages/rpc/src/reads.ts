@@ -1,6 +1,6 @@
 // Shared lookups of the read methods (receipts, counts, state): block selectors to canonical
 // blocks, a block's receipts as geth's JSON, and an account at a selected state.
-import type { AccountRecord, BlockRecord, Bytes, TxRecord, TxWithLocation } from '@chainnode/core';
+import type { AccountRecord, BlockRecord, Bytes, HeaderRecord, TxRecord, TxWithLocation } from '@chainnode/core';
 import { forksOf } from './chain/forks.js';
 import { resolveBlockNumber, resolveState } from './context.js';
 import type { HandlerContext, SelectedState } from './context.js';
@@ -50,7 +50,15 @@ export async function accountAt(
   address: Bytes,
   sel: BlockSelector,
 ): Promise<AccountRecord | null> {
-  const state = await resolveState(ctx, sel);
+  return accountIn(ctx, await resolveState(ctx, sel), address);
+}
+
+/** The account `address` in `state` (null: absent), from the state history as accountAt, else the trie. */
+export async function accountIn(
+  ctx: HandlerContext,
+  state: SelectedState,
+  address: Bytes,
+): Promise<AccountRecord | null> {
   const fromHistory = await ctx.store.accountAtBlock?.(state, address);
   return fromHistory !== undefined ? fromHistory : ctx.store.account(state.root, address);
 }
@@ -64,6 +72,11 @@ export async function storageAt(
 ): Promise<Bytes> {
   const fromHistory = await ctx.store.storageAtBlock?.(state, address, slot);
   return fromHistory ?? ctx.store.storageAt(state.root, address, slot);
+}
+
+/** The state after the block `header` names, by block (an EVM's base state below the state trie's window). */
+export function stateOfHeader(header: HeaderRecord): SelectedState {
+  return { number: header.number, hash: header.hash, root: header.stateRoot };
 }
 
 /** A transaction of a block with its location (what formatTransaction shows). */

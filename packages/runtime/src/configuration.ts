@@ -14,6 +14,7 @@ export {
   parseIngestMode,
   parseReorgDepth,
   parseStartBlock,
+  parseStateTrieFlag,
 } from './settings/follow.js';
 export {
   DEFAULT_CONFIG,

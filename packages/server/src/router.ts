@@ -55,6 +55,15 @@ export interface NetworkHealth {
   number?: number;
   /** The follower's state, on a network that follows an upstream. */
   follow?: Record<string, unknown>;
+  /** The state trie's retention (`--state-trie`): `archive`, or `window` with its blocks and the block its trie is complete from. */
+  stateTrie?: { mode: 'archive' } | { mode: 'window'; blocks: number; trieFrom: number };
+}
+
+/** /health's view of the store's state trie window (absent on stores without the setting). */
+function stateTrieJson(store: ChainStore): NetworkHealth['stateTrie'] {
+  const w = store.stateTrie?.(true);
+  if (w === undefined) return undefined;
+  return w.mode === 'archive' ? w : { mode: 'window', blocks: w.blocks, trieFrom: Number(w.trieFrom) };
 }
 
 function ingestJson(v: FollowReport): Record<string, unknown> {
@@ -107,7 +116,14 @@ export class NetworkRuntime {
     try {
       const head = await this.store.head();
       this.metrics.headBlock = Number(head.number);
-      return { status: 'ok', head: `0x${head.number.toString(16)}`, number: Number(head.number), ...follow };
+      const stateTrie = stateTrieJson(this.store);
+      return {
+        status: 'ok',
+        head: `0x${head.number.toString(16)}`,
+        number: Number(head.number),
+        ...(stateTrie !== undefined ? { stateTrie } : {}),
+        ...follow,
+      };
     } catch {
       this.metrics.headBlock = -1;
       return { status: 'store unavailable', ...follow };

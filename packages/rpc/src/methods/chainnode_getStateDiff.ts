@@ -10,6 +10,7 @@ import type { JsonStateDiff } from '../formatters/state-diff.js';
 import { decodeArgs, decodeBlockSelector } from '../params.js';
 import type { BlockSelector } from '../params.js';
 import type { MethodDef } from '../method.js';
+import { prunedOr, requireTrie } from '../trie-window.js';
 
 export const chainnode_getStateDiff: MethodDef<BlockSelector, JsonStateDiff> = {
   // Priced as Infura prices a block's state changes by tracing (debug_traceBlockByNumber, 1,000).
@@ -24,14 +25,17 @@ export const chainnode_getStateDiff: MethodDef<BlockSelector, JsonStateDiff> = {
     const header = await ctx.store.header(hash);
     if (header === undefined) throw notFound(sel);
     if (header.number === 0n) throw new ServerError('genesis has no parent state diff');
+    // The parent's trie too: below the state trie's window either may be pruned.
+    requireTrie(ctx, header.number - 1n);
     const parentStateRoot = await stateRootOf(ctx, header.parentHash);
     // The same time budget as a log query (from the call's submission when offloaded), and the
     // batch answer's size limit for this one answer.
     const deadline = Math.min(Date.now() + ctx.config.logs.timeoutMs, ctx.deadline ?? Number.POSITIVE_INFINITY);
-    const diff = await ctx.store.stateDiff(parentStateRoot, header.stateRoot, {
-      deadline,
-      maxBytes: ctx.config.maxBatchResponseBytes,
-    });
+    const diff = await ctx.store
+      .stateDiff(parentStateRoot, header.stateRoot, { deadline, maxBytes: ctx.config.maxBatchResponseBytes })
+      .catch((err: unknown) => {
+        throw prunedOr(ctx, header.number - 1n, err);
+      });
     return formatStateDiff(
       { hash: header.hash, number: header.number, parentStateRoot, stateRoot: header.stateRoot },
       diff,

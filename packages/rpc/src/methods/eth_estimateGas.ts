@@ -4,6 +4,7 @@ import { callHeader, executorOf, revertError, runCall } from '../call.js';
 import type { MethodDef } from '../method.js';
 import { callCost, decodeCallParams } from './eth_call.js';
 import type { CallParams } from './eth_call.js';
+import { accountIn, stateOfHeader } from '../reads.js';
 
 /** geth's estimateGasErrorRatio: the search stops within 1.5% of the answer. */
 const ERROR_RATIO = 0.015;
@@ -30,7 +31,7 @@ export const eth_estimateGas: MethodDef<CallParams, Hex> = {
       p.call.to !== null &&
       p.state === undefined
     ) {
-      const code = await ctx.store.account(header.stateRoot, p.call.to);
+      const code = await accountIn(ctx, stateOfHeader(header), p.call.to);
       const empty =
         code === null ||
         Buffer.from(code.codeHash).toString('hex') ===

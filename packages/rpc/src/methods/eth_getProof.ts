@@ -1,5 +1,6 @@
-import type { Bytes } from '@chainnode/core';
-import { resolveStateRoot } from '../context.js';
+import type { AccountProofRecord, Bytes } from '@chainnode/core';
+import { resolveState, resolveStateRoot } from '../context.js';
+import type { HandlerContext } from '../context.js';
 import { proofWriter } from '../formatters/proof.js';
 import type { JsonAccountProof } from '../formatters/proof.js';
 import {
@@ -12,6 +13,7 @@ import {
 } from '../params.js';
 import type { BlockSelector } from '../params.js';
 import type { MethodDef } from '../method.js';
+import { prunedOr, requireTrie } from '../trie-window.js';
 
 export interface GetProofParams {
   address: Bytes;
@@ -22,7 +24,8 @@ export interface GetProofParams {
 export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
   cost: 150,
   params: 'address, storage keys (array), block (number, tag, hash or EIP-1898 object; default latest)',
-  errors: '-32000 `header not found`, `header for hash not found`',
+  errors:
+    "-32000 `header not found`, `header for hash not found`, `state trie for block N pruned: this datadir keeps the last W blocks' tries (--state-trie window=W); …` (a block below the state trie's window)",
   decode: (params) =>
     decodeArgs(
       params,
@@ -44,12 +47,7 @@ export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
       2,
     ),
   async handle(ctx, p) {
-    const stateRoot = await resolveStateRoot(ctx, p.block);
-    const record = await ctx.store.proof(
-      stateRoot,
-      p.address,
-      p.keys.map((k) => k.slot),
-    );
+    const record = await proofAt(ctx, p);
     if (record.storageProof.length !== p.keys.length) {
       throw new Error('store returned a proof with the wrong number of storage entries');
     }
@@ -58,3 +56,17 @@ export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
     return ctx.memo.proofs.writer(record, lengths.join(','), (r) => proofWriter(r, lengths));
   },
 };
+
+/** The store's proof at the selected block; below the state trie's window, PrunedTrieError. */
+async function proofAt(ctx: HandlerContext, p: GetProofParams): Promise<AccountProofRecord> {
+  const slots = p.keys.map((k) => k.slot);
+  if (ctx.store.stateTrie?.().mode !== 'window')
+    return ctx.store.proof(await resolveStateRoot(ctx, p.block), p.address, slots);
+  const state = await resolveState(ctx, p.block);
+  requireTrie(ctx, state.number);
+  try {
+    return await ctx.store.proof(state.root, p.address, slots);
+  } catch (err) {
+    throw prunedOr(ctx, state.number, err);
+  }
+}

@@ -32,6 +32,7 @@ import {
   transportInteger,
 } from './schema.js';
 import type { ConfigField, ConfigSchema, ConfigValues } from './schema.js';
+import { parseStateTrieFlag } from './follow.js';
 
 // ---------------------------------------------------------------------------------------------
 // Plans
@@ -246,6 +247,18 @@ export const SERVER_FIELDS = {
     defaultText: 'none',
     doc: 'With `startBlock`: the hash the start block must have.',
     flag: { arg: 'hash', serveOnly: true },
+  }),
+  stateTrie: field<string | undefined>({
+    type: 'string',
+    doc: 'With `follow` (and `sync`), for a datadir created from genesis: keep the state trie of the last N blocks (`"window=<N>"`: `eth_getProof` below them is refused, state reads there come from the flat state history) or of every block (`"archive"`). Fixed at creation; a different value for an existing datadir is refused; a joined datadir takes none.',
+    default: undefined,
+    defaultText: '`"window=90000"` for a new datadir, else the datadir\'s',
+    parse: (v, where) => {
+      if (typeof v !== 'string') throw new ConfigError(`${where}: expected "archive" or "window=<N>"`);
+      parseStateTrieFlag(v, where);
+      return v;
+    },
+    flag: { arg: 'window=N|archive', serveOnly: true },
   }),
   historyUpstream: optionalString({
     doc: 'With `follow`, for a datadir that joined its chain at block N: answer history below N (blocks, transactions, receipts, logs, state) from this http(s):// upstream, verified by hash links down from N and by proofs (also `,history=` in `--network`).',

@@ -13,7 +13,14 @@ import { DEFAULT_ADMIN_PORT, SERVER_FIELDS, checkNetwork, checkNetworks } from '
 import type { NetworkConfig } from './fields.js';
 import { loadConfig } from './file.js';
 import type { ServerConfig } from './file.js';
-import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from './follow.js';
+import {
+  isUpstreamUrl,
+  parseCheckpoint,
+  parseIngestMode,
+  parseReorgDepth,
+  parseStartBlock,
+  parseStateTrieFlag,
+} from './follow.js';
 import { ConfigError, flagName } from './schema.js';
 import type { ConfigField } from './schema.js';
 
@@ -47,6 +54,8 @@ export interface ServeFlags {
   checkpoint?: string;
   /** --history-upstream <URL> (with --follow): history below a joined datadir's first block. */
   historyUpstream?: string;
+  /** --state-trie window=<N>|archive (with --follow): a new datadir's state trie retention. */
+  stateTrie?: string;
   reorgDepth?: string;
   pollMs?: string;
   /** `--log-format json|text` (default: text on a terminal, json otherwise). */
@@ -175,9 +184,14 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
   const ingest = parseIngestMode(opts.ingest);
   const startBlock = parseStartBlock(opts.startBlock);
   const checkpoint = parseCheckpoint(opts.checkpoint);
+  const stateTrie = parseStateTrieFlag(opts.stateTrie);
+  if (stateTrie !== undefined && (startBlock !== undefined || checkpoint !== undefined))
+    throw new ConfigError('--state-trie: a datadir joining its chain (--start-block) holds no state trie of its own');
+  const trie = stateTrie !== undefined ? { stateTrie } : {};
   if (specs.length === 0) {
     if (opts.follow === undefined) {
       if (opts.ingest !== undefined) throw new ConfigError('--ingest: only with --follow <URL>');
+      if (stateTrie !== undefined) throw new ConfigError('--state-trie: only with --follow <URL> (or sync)');
       if (startBlock !== undefined || checkpoint !== undefined)
         throw new ConfigError('--start-block, --checkpoint: only with --follow <URL>');
       if (opts.historyUpstream !== undefined) throw new ConfigError('--history-upstream: only with --follow <URL>');
@@ -197,6 +211,7 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
           ...(startBlock !== undefined ? { startBlock } : {}),
           ...(checkpoint !== undefined ? { checkpoint } : {}),
           ...(history !== undefined ? { historyUpstream: history } : {}),
+          ...trie,
         },
       },
     ];
@@ -216,6 +231,7 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
               pollMs,
               ingest: n.ingest ?? ingest,
               ...(n.history !== undefined ? { historyUpstream: n.history } : {}),
+              ...trie,
             },
           },
         ],

@@ -1,7 +1,9 @@
 // The follow settings as a flag gives them (text): `--reorg-depth`, `--ingest`, `--start-block`,
-// `--checkpoint` and the upstream's URL, read into ingest's FollowSettings types. `serve` and
+// `--checkpoint`, `--state-trie` and the upstream's URL, read into ingest's FollowSettings types. `serve` and
 // `sync` both take them; a bad value is a ConfigError naming the flag.
 import type { IngestMode, StartBlock } from '@chainnode/ingest';
+import { StateTrieSettingError, parseStateTrie } from '@chainnode/store';
+import type { StateTrieMode } from '@chainnode/store';
 import { ConfigError } from './schema.js';
 
 /** `--start-block <N|head-K>`: a block number (decimal or 0x-hex, above 0) or the upstream's head minus K. */
@@ -37,4 +39,19 @@ export function parseReorgDepth(value: string | undefined): bigint {
   if (value === undefined) return 64n;
   if (!/^[0-9]+$/.test(value)) throw new ConfigError(`--reorg-depth: expected a number of blocks, got "${value}"`);
   return BigInt(value);
+}
+
+/**
+ * `--state-trie window=<N>|archive`: the state trie's retention of a datadir created from genesis
+ * (store's trie-window.ts); absent: the datadir's own (a new one: window=90000).
+ */
+export function parseStateTrieFlag(value: string | undefined, where = '--state-trie'): StateTrieMode | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseStateTrie(value);
+  } catch (err) {
+    if (err instanceof StateTrieSettingError)
+      throw new ConfigError(`${where}: ${err.message.replace(/^state trie: /, '')}`);
+    throw err;
+  }
 }

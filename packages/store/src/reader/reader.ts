@@ -50,6 +50,7 @@ import type {
   StateDiffRecord,
   StorageProofRecord,
   SyncStateReader,
+  StateTrieView,
   TxRecord,
   TxWithLocation,
   UncleRecord,
@@ -78,6 +79,9 @@ import {
   headerTxFields,
   rlpString,
   trieGet,
+  decodeTrieFrom,
+  readStateTrie,
+  readTrieFrom,
 } from '../trie/index.js';
 import type { StoredReceipt } from '../schema/index.js';
 import { AddressHashes, keccak256 } from '../keccak.js';
@@ -238,6 +242,8 @@ export class LevelChainStore implements ChainStore {
     private readonly genesisStateRoot: Uint8Array | undefined,
     /** OpenChainStoreOptions.walkDiskReads. */
     private readonly walkDiskReads: number,
+    /** Meta.stateTrie (fixed at creation) with Meta.trieFrom as last read (stateTrie()). */
+    private trieWindow: StateTrieView,
   ) {
     this.trieNodes = new NodeSlab(nodeCacheBytes, Math.max(1, Math.round(nodeCacheBytes / 256)));
     this.logQueries = new LogQueries(db, datadir, { head: () => this.head(), generation: () => this.gen });
@@ -271,6 +277,7 @@ export class LevelChainStore implements ChainStore {
         options.nodeCacheBytes ?? NODE_CACHE_BYTES,
         await stateHistoryRoot(db),
         options.walkDiskReads ?? WALK_DISK_READS,
+        await trieWindowOf(db),
       );
     } catch (err) {
       await db.close();
@@ -626,6 +633,7 @@ export class LevelChainStore implements ChainStore {
     this.gen++;
     for (const flight of Object.values(this.loading)) flight.clear();
     this.headCache = { number: commit.head.number, hash: commit.head.hash };
+    if (this.db.status === 'open') this.stateTrie(true);
     const numbers: bigint[] = [];
     for (const b of commit.removed) {
       numbers.push(b.number);
@@ -814,15 +822,27 @@ export class LevelChainStore implements ChainStore {
     });
   }
 
+  /** The state trie's retention; `fresh`: with Meta.trieFrom read now (a pruner advances it). */
+  stateTrie(fresh = false): StateTrieView {
+    const w = this.trieWindow;
+    if (fresh && w.mode === 'window') {
+      const raw = this.openSync('stateTrie', () => tables.meta.getSync(this.db, MetaKey.TrieFrom));
+      this.trieWindow = { ...w, trieFrom: decodeTrieFrom(raw) };
+    }
+    return this.trieWindow;
+  }
+
   /**
    * The trie walk `walk` at the state root of `block` (cached: rpc resolved it) when it reads few
-   * nodes from disk (trieFirst). A walk through cached nodes costs a few µs, a seek in the history
+   * nodes from disk (trieFirst); never below the trie window (Meta.trieFrom), whose nodes may be
+   * pruned: the history answers there. A walk through cached nodes costs a few µs, a seek in the history
    * an asynchronous LevelDB call (~120 µs of CPU): the seek is for the walks that go deep on disk.
    */
   private cheapWalk<T>(block: BlockRef, walk: (root: Uint8Array) => T): T | undefined {
     // Block 0's state is the alloc's, whatever root its header names.
     const root = block.number === 0n ? this.genesisStateRoot : this.stateRoots.get(block.hash);
     if (root === undefined || this.walkDiskReads < 0) return undefined;
+    if (this.trieWindow.mode === 'window' && block.number < this.trieWindow.trieFrom) return undefined;
     return this.trieFirst(() => walk(root));
   }
 
@@ -1111,4 +1131,12 @@ const NODE_CACHE_BYTES = 32 << 20;
 
 export async function openChainStore(datadir: string, options: OpenChainStoreOptions = {}): Promise<ChainStore> {
   return LevelChainStore.open(datadir, options);
+}
+
+/** The datadir's state trie retention and, for a window, the block its trie is complete from. */
+async function trieWindowOf(db: Db): Promise<StateTrieView> {
+  const m = await readStateTrie(db);
+  return m.kind === 'archive'
+    ? { mode: 'archive' }
+    : { mode: 'window', blocks: m.blocks, trieFrom: await readTrieFrom(db) };
 }

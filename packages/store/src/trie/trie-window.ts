@@ -32,8 +32,13 @@ export function formatStateTrie(m: StateTrieMode): string {
   return m.kind === 'archive' ? 'archive' : `window=${m.blocks}`;
 }
 
-/** The datadir's setting; a datadir without one was written before it existed: archive. */
+/**
+ * The datadir's setting; a datadir without one was written before it existed: archive. So is a
+ * datadir without flat state history (Meta.stateHistory): its state reads walk the trie, which
+ * must therefore be whole.
+ */
 export async function readStateTrie(db: KvRead): Promise<StateTrieMode> {
+  if ((await tables.meta.get(db, MetaKey.StateHistory)) === undefined) return { kind: 'archive' };
   const v = await tables.meta.get(db, MetaKey.StateTrie);
   return v === undefined ? { kind: 'archive' } : parseStateTrie(Buffer.from(v).toString('utf8'));
 }
@@ -44,7 +49,11 @@ export function putStateTrie(batch: KvBatch, m: StateTrieMode): void {
 
 /** The lowest block whose state trie is complete (0 when nothing was ever pruned). */
 export async function readTrieFrom(db: KvRead): Promise<bigint> {
-  const v = await tables.meta.get(db, MetaKey.TrieFrom);
+  return decodeTrieFrom(await tables.meta.get(db, MetaKey.TrieFrom));
+}
+
+/** Meta.trieFrom's value (absent: 0), for readers that fetch the row themselves (synchronously). */
+export function decodeTrieFrom(v: Uint8Array | undefined): bigint {
   return v === undefined ? 0n : BigInt(Buffer.from(v).toString('utf8'));
 }
 

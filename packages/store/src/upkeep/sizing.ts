@@ -9,6 +9,7 @@ import { openDb } from '../db.js';
 import { sizeOnDisk } from '../disk.js';
 import { stateHistoryRoot } from '../history/index.js';
 import { MetaKey, Prefix, tables, u64Codec } from '../schema/index.js';
+import { formatStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
 
 /** The group of every table, as docs/performance reports the store's cost. */
 export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
@@ -59,8 +60,10 @@ export interface GroupSize {
 export interface StateLayout {
   /** AccountHistory/StorageHistory kept for every block (Meta.stateHistory). */
   stateHistory: boolean;
-  /** Trie nodes kept: every block's ("archive"), the only mode a datadir has today. */
-  trie: 'archive';
+  /** Trie nodes kept (Meta.stateTrie, formatStateTrie): every block's ("archive") or the last N blocks' ("window=N"). */
+  trie: string;
+  /** With a window: the lowest block whose trie is complete (Meta.trieFrom; 0: nothing pruned yet). */
+  trieFrom?: bigint;
   /** A datadir that joined its chain above genesis: its first block (proven state nodes only). */
   firstBlock?: bigint;
 }
@@ -129,9 +132,11 @@ async function segmentFileSizes(datadir: string): Promise<{ files: number; bytes
 
 async function stateLayout(db: Db): Promise<StateLayout> {
   const first = await tables.meta.get(db, MetaKey.FirstBlock);
+  const trie = await readStateTrie(db);
   return {
     stateHistory: (await stateHistoryRoot(db)) !== undefined,
-    trie: 'archive',
+    trie: formatStateTrie(trie),
+    ...(trie.kind === 'window' ? { trieFrom: await readTrieFrom(db) } : {}),
     ...(first !== undefined ? { firstBlock: u64Codec.decode(first) } : {}),
   };
 }

@@ -34,8 +34,16 @@ import {
   writeLogIndexKey,
 } from '../schema/index.js';
 import type { HeadPointer, StoredBody, StoredReceipt } from '../schema/index.js';
-import { TrieNodeDb, TriePruner, headerStateRoot, putTrieFrom, readStateTrie, readTrieFrom } from '../trie/index.js';
-import type { PruneHost, PruneReport, TriePrunerOptions } from '../trie/index.js';
+import {
+  TrieNodeDb,
+  TriePruner,
+  headerStateRoot,
+  putStateTrie,
+  putTrieFrom,
+  readStateTrie,
+  readTrieFrom,
+} from '../trie/index.js';
+import type { PruneHost, PruneReport, StateTrieMode, TriePrunerOptions } from '../trie/index.js';
 import { EMPTY_STATE_ROOT, stageStateStep } from '../history/index.js';
 import type { HistoryStats, StateStep, StateWrites } from '../history/index.js';
 import { GroupBatch, Slab } from './group-batch.js';
@@ -87,6 +95,8 @@ export interface GenesisInput {
    * after it must be added with its state (addBlock).
    */
   stateRoot?: Uint8Array;
+  /** With `stateRoot`: the state trie's retention (Meta.stateTrie, trie-window.ts); absent: archive. */
+  stateTrie?: StateTrieMode;
 }
 
 export interface WriterOptions {
@@ -334,6 +344,7 @@ export class StoreWriter {
       tables.meta.put(ops, MetaKey.GenesisJson, new TextEncoder().encode(JSON.stringify(g.genesisJson)));
     if (g.stateRoot !== undefined) {
       tables.meta.put(ops, MetaKey.StateHistory, g.stateRoot);
+      if (g.stateTrie !== undefined) putStateTrie(ops, g.stateTrie);
       this.history = { genesisRoot: g.stateRoot, lastRoot: EMPTY_STATE_ROOT, steps: [] };
       this.stageStateStep(0n, g.stateRoot);
     }

@@ -9,7 +9,11 @@ export function layoutText(l: StateLayout): string {
     ? 'flat state history kept (AccountHistory, StorageHistory)'
     : 'no flat state history (reads walk the trie)';
   const joined = l.firstBlock !== undefined ? `; joined its chain at block ${l.firstBlock} (proven state nodes)` : '';
-  return `state: ${history}; trie: ${l.trie} (every block's nodes)${joined}`;
+  const trie =
+    l.trieFrom === undefined
+      ? `${l.trie} (every block's nodes)`
+      : `${l.trie} (the last blocks' nodes, complete from block ${l.trieFrom}; below it state from the flat history, no proofs)`;
+  return `state: ${history}; trie: ${trie}${joined}`;
 }
 
 export function infoText(s: DatadirSizes): string {

@@ -28,7 +28,7 @@ function flagFields(serveOnly: boolean): [keyof ServerConfig, ConfigField<unknow
  * The commander option of a server.json field: its flag, its doc line, its default as the flag's
  * text (none when the flag's absence means something of its own, as --metrics-port's).
  */
-function fieldOption(name: string, f: ConfigField<unknown>): Option {
+export function fieldOption(name: string, f: ConfigField<unknown>): Option {
   const flag = f.flag ?? {};
   const plain = (t: string): string => t.replace(/`/g, '');
   const shown = f.default === undefined || f.default === false ? undefined : flagText(f, f.default);

@@ -9,9 +9,12 @@ import {
   parseIngestMode,
   parseReorgDepth,
   parseStartBlock,
+  parseStateTrieFlag,
+  SERVER_FIELDS,
 } from '@chainnode/runtime/configuration';
 import type { LogFormat } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
+import { fieldOption } from '../serve/index.js';
 import { syncReport } from './report.js';
 
 export interface SyncOptions {
@@ -25,6 +28,7 @@ export interface SyncOptions {
   stateSource?: string;
   startBlock?: string;
   checkpoint?: string;
+  stateTrie?: string;
 }
 
 const STATE_SOURCES: readonly StateSourceKind[] = ['chainnode', 'prestate', 'parity'];
@@ -44,7 +48,7 @@ function parseTo(value: string | undefined): bigint | undefined {
 export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promise<void> {
   const to = parseTo(opts.to);
   // The import's code loads here, not with the CLI: the commands that import nothing do not load it.
-  const [ingestLib, { DatadirInUseError, sizeOnDisk }] = await Promise.all([
+  const [ingestLib, { DatadirInUseError, StateTrieSettingError, sizeOnDisk }] = await Promise.all([
     import('@chainnode/ingest'),
     import('@chainnode/store'),
   ]);
@@ -72,6 +76,10 @@ export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promi
       throw new CliError(`--state-source: expected one of ${STATE_SOURCES.join(', ')}, got "${opts.stateSource}"`);
     const startBlock = parseStartBlock(opts.startBlock);
     const checkpoint = parseCheckpoint(opts.checkpoint);
+    const stateTrie = parseStateTrieFlag(opts.stateTrie);
+    if (stateTrie !== undefined && (startBlock !== undefined || checkpoint !== undefined))
+      throw new CliError('--state-trie: a datadir joining its chain (--start-block) holds no state trie of its own');
+    const trie = stateTrie !== undefined ? { stateTrie } : {};
     if (isUpstreamUrl(opts.from)) {
       if ((startBlock !== undefined || checkpoint !== undefined) && opts.ingest !== undefined && ingest !== 'execute')
         throw new CliError('--start-block: the joined datadir ingests history only (no --ingest)');
@@ -86,6 +94,7 @@ export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promi
         ingest,
         ...(stateSource !== undefined ? { stateSource } : {}),
         ...(groupBlocks ? { groupBlocks } : {}),
+        ...trie,
         log: reporter.note,
       });
     } else {
@@ -105,6 +114,7 @@ export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promi
         onProgress: reporter.progress,
         log: reporter.note,
         ...(groupBlocks ? { groupBlocks } : {}),
+        ...trie,
       });
     }
   } catch (err) {
@@ -117,6 +127,7 @@ export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promi
       err instanceof ChainSourceError ||
       err instanceof GenesisRequiredError ||
       err instanceof ReorgTooDeepError ||
+      err instanceof StateTrieSettingError ||
       err instanceof UpstreamError
     ) {
       throw new CliError(err.message);
@@ -152,6 +163,7 @@ export function register(program: Command): void {
       "with --from <URL> and an empty datadir: join the chain at block N (or the upstream's head minus K): history from there on, verified by its roots and hash links; no state of its own (proven on demand while serving)",
     )
     .option('--checkpoint <hash>', 'with --start-block: the hash the start block must have (pins the anchor)')
+    .addOption(fieldOption('stateTrie', SERVER_FIELDS.stateTrie))
     .option('--datadir <dir>', 'where the store lives', './data')
     .option('--to <block>', 'stop after this block number')
     // Blocks per atomic batch; small values make crash tests meaningful on short chains.
