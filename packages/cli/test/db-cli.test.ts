@@ -1,8 +1,9 @@
 // `node-cli db info|compact`: the store's upkeep through the CLI. info prints the tables' sizes and
 // the state layout (as JSON here), compact settles the datadir and says what it did, and both are
-// refused with one line and exit code 1 while another process (this one) holds the datadir.
+// refused with one line and exit code 1 while another process (this one) holds the datadir. The
+// datadir's state trie setting (db info, and sync refusing another value for it).
 import { openChainStore } from '@chainnode/store';
-import { availableChains, datadirCopy, runCli } from '@chainnode/testkit';
+import { availableChains, chainDir, datadirCopy, runCli } from '@chainnode/testkit';
 
 const chain = availableChains().includes('execution-apis') ? 'execution-apis' : 'fixtures';
 
@@ -13,15 +14,46 @@ test('db info and db compact: sizes and layout, a compacted datadir, refused whi
     expect(info.code).toBe(0);
     const sizes = JSON.parse(info.stdout) as {
       head: string;
-      layout: { stateHistory: boolean; trie: string };
+      layout: { stateHistory: boolean; trie: string; trieFrom?: string };
       tables: { table: string; rows: number }[];
       groups: { group: string }[];
     };
     expect(BigInt(sizes.head)).toBeGreaterThan(0n);
-    expect(sizes.layout).toEqual({ stateHistory: true, trie: 'archive' });
+    expect(sizes.layout).toEqual({ stateHistory: true, trie: 'window=90000', trieFrom: '0' });
     expect(sizes.tables.find((t) => t.table === 'Canonical')?.rows).toBe(Number(sizes.head) + 1);
     expect(sizes.groups.map((g) => g.group)).toContain('state history');
     expect(info.stderr).toContain('db info: reading TrieNodes');
+    const text = await runCli(['db', 'info', '--datadir', dir]);
+    expect(text.stdout).toContain(
+      "trie: window=90000 (the last blocks' nodes, complete from block 0; below it state from the flat history, no proofs)",
+    );
+
+    // The state trie's retention is fixed at creation: another value is refused in one line.
+    const other = await runCli([
+      'sync',
+      '--from',
+      chainDir(chain) as string,
+      '--datadir',
+      dir,
+      '--state-trie',
+      'archive',
+    ]);
+    expect({ code: other.code, stderr: other.stderr }).toEqual({
+      code: 1,
+      stderr: `node-cli: --state-trie archive: datadir ${dir} keeps --state-trie window=90000 (fixed when it was created); leave the option out, or use another --datadir\n`,
+    });
+    const bad = await runCli([
+      'sync',
+      '--from',
+      chainDir(chain) as string,
+      '--datadir',
+      dir,
+      '--state-trie',
+      'window=0',
+    ]);
+    expect(bad.stderr).toBe(
+      'node-cli: --state-trie: expected "archive" or "window=<N>" with N a positive number of blocks, not "window=0"\n',
+    );
 
     const compact = await runCli(['db', 'compact', '--datadir', dir]);
     expect(compact.code).toBe(0);

@@ -292,8 +292,13 @@ async function checkHealthAndMetrics(s: ServeProcess, every: string): Promise<vo
   expect(health.json).toEqual({
     status: 'ok',
     networks: {
-      fixtures: { status: 'ok', head: '0x640', number: 1600 },
-      execapis: { status: 'ok', head: '0x36', number: 54 },
+      fixtures: {
+        status: 'ok',
+        head: '0x640',
+        number: 1600,
+        stateTrie: { mode: 'window', blocks: 90000, trieFrom: 0 },
+      },
+      execapis: { status: 'ok', head: '0x36', number: 54, stateTrie: { mode: 'window', blocks: 90000, trieFrom: 0 } },
     },
   });
   expect((await get(at('execapis', '/health'))).json).toEqual({
@@ -301,6 +306,7 @@ async function checkHealthAndMetrics(s: ServeProcess, every: string): Promise<vo
     status: 'ok',
     head: '0x36',
     number: 54,
+    stateTrie: { mode: 'window', blocks: 90000, trieFrom: 0 },
   });
   const metrics = (await get(bannerOf(s.output()).metrics as string)).text;
   expect(metrics).toContain('chainnode_head_block{network="fixtures"} 1600');

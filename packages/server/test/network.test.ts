@@ -48,7 +48,7 @@ test('NetworkRouter: by first label, default only for bare hosts, unknown -> und
   expect(() => runtime('Bad_Name')).toThrow('network name');
 });
 
-test('NetworkRouter.health: ok / degraded / unavailable / stopping', async () => {
+test('NetworkRouter.health: ok / degraded / unavailable / stopping; the state trie window', async () => {
   const ok = runtime('a');
   const broken = fakeStore(3);
   broken.head = () => Promise.reject(new Error('disk'));
@@ -65,6 +65,15 @@ test('NetworkRouter.health: ok / degraded / unavailable / stopping', async () =>
   });
   expect(await new NetworkRouter([ok]).health(true)).toMatchObject({ ok: false, body: { status: 'stopping' } });
   expect(bad.metrics.headBlock).toBe(-1);
+  // A store with a state trie window shows it: its blocks and the block its trie is complete from.
+  const windowed = fakeStore(3);
+  windowed.stateTrie = () => ({ mode: 'window', blocks: 128, trieFrom: 7n });
+  expect(await new NetworkRuntime({ name: 'w', store: windowed, service: fakeService(windowed) }).health()).toEqual({
+    status: 'ok',
+    head: '0x2',
+    number: 2,
+    stateTrie: { mode: 'window', blocks: 128, trieFrom: 7 },
+  });
 });
 
 test('Metrics.renderAll: one HELP/TYPE per family, a network label per network, unlabelled process series', () => {

@@ -46,7 +46,7 @@ test('db info: rows and bytes per table equal a brute-force count by prefix; the
     expect(sizes.groups.reduce((s, g) => s + g.keyValueBytes, 0)).toBe(kv + sizes.segmentBytes);
     expect(sizes.groups.find((g) => g.group === 'state history')?.keyValueBytes).toBeGreaterThan(0);
     expect(sizes.head).toBe(head);
-    expect(sizes.layout).toEqual({ stateHistory: true, trie: 'archive' });
+    expect(sizes.layout).toEqual({ stateHistory: true, trie: 'window=90000', trieFrom: 0n });
     expect(sizes.totalBytes).toBeGreaterThan(0);
   } finally {
     await cleanup();

@@ -36,7 +36,7 @@ export function infoJson(s: DatadirSizes): unknown {
   return {
     ...s,
     head: s.head?.toString() ?? null,
-    layout: { ...s.layout, firstBlock: s.layout.firstBlock?.toString() },
+    layout: { ...s.layout, firstBlock: s.layout.firstBlock?.toString(), trieFrom: s.layout.trieFrom?.toString() },
   };
 }
 
