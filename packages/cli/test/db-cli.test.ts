@@ -29,28 +29,14 @@ test('db info and db compact: sizes and layout, a compacted datadir, refused whi
     );
 
     // The state trie's retention is fixed at creation: another value is refused in one line.
-    const other = await runCli([
-      'sync',
-      '--from',
-      chainDir(chain) as string,
-      '--datadir',
-      dir,
-      '--state-trie',
-      'archive',
-    ]);
+    const sync = (trie: string) =>
+      runCli(['sync', '--from', chainDir(chain) as string, '--datadir', dir, '--state-trie', trie]);
+    const other = await sync('archive');
     expect({ code: other.code, stderr: other.stderr }).toEqual({
       code: 1,
       stderr: `node-cli: --state-trie archive: datadir ${dir} keeps --state-trie window=90000 (fixed when it was created); leave the option out, or use another --datadir\n`,
     });
-    const bad = await runCli([
-      'sync',
-      '--from',
-      chainDir(chain) as string,
-      '--datadir',
-      dir,
-      '--state-trie',
-      'window=0',
-    ]);
+    const bad = await sync('window=0');
     expect(bad.stderr).toBe(
       'node-cli: --state-trie: expected "archive" or "window=<N>" with N a positive number of blocks, not "window=0"\n',
     );

@@ -1,5 +1,6 @@
 // One JSON-RPC call through the service, its reply parsed (the tests that read a reply's members),
 // and a service over a private copy of a chain's shared import.
+import type { ChainStore } from '@chainnode/core';
 import { LevelChainStore } from '@chainnode/store';
 import type { OpenChainStoreOptions } from '@chainnode/store';
 import { datadirCopy } from '@chainnode/testkit';
@@ -35,4 +36,20 @@ export async function serviceOnCopy(
     await copy.cleanup();
   };
   return { store, svc: createRpcService(store), close };
+}
+
+/** `store` counting the by-block state reads (accountAtBlock, storageAtBlock) the flat history answered. */
+export function countingHistoryReads(store: ChainStore, answered: { n: number }): ChainStore {
+  return new Proxy(store, {
+    get(target, key) {
+      const v = Reflect.get(target, key, target) as unknown;
+      if (typeof v !== 'function') return v;
+      if (key !== 'accountAtBlock' && key !== 'storageAtBlock') return v.bind(target);
+      return async (...args: unknown[]) => {
+        const out = (await v.apply(target, args)) as unknown;
+        if (out !== undefined) answered.n++;
+        return out;
+      };
+    },
+  });
 }

@@ -11,7 +11,7 @@ import type { ChainStore } from '@chainnode/core';
 import { availableChains, mulberry32 } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import type { RpcServiceApi } from '../src/index.js';
-import { serviceOnCopy } from './rpc-call.js';
+import { countingHistoryReads, serviceOnCopy } from './rpc-call.js';
 
 const CALLS = 250;
 const hex = (b: Uint8Array): string => `0x${Buffer.from(b).toString('hex')}`;
@@ -23,22 +23,6 @@ function trieOnly(store: ChainStore): ChainStore {
       if (key === 'accountAtBlock' || key === 'storageAtBlock') return undefined;
       const v = Reflect.get(target, key, target) as unknown;
       return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
-}
-
-/** `store` counting the by-block reads the history answered. */
-function counting(store: ChainStore, answered: { n: number }): ChainStore {
-  return new Proxy(store, {
-    get(target, key) {
-      const v = Reflect.get(target, key, target) as unknown;
-      if (typeof v !== 'function') return v;
-      if (key !== 'accountAtBlock' && key !== 'storageAtBlock') return v.bind(target);
-      return async (...args: unknown[]) => {
-        const out = (await v.apply(target, args)) as unknown;
-        if (out !== undefined) answered.n++;
-        return out;
-      };
     },
   });
 }
@@ -68,7 +52,7 @@ describe.each(cases)('state reads from the history of the %s chain (walkDiskRead
     try {
       expect(await store.hasStateHistory()).toBe(true);
       const answered = { n: 0 };
-      const history = createRpcService(counting(store, answered));
+      const history = createRpcService(countingHistoryReads(store, answered));
       const trie = createRpcService(trieOnly(store));
       const next = mulberry32(46);
       const r = (n: number): number => (next() >>> 0) % n;

@@ -10,12 +10,12 @@ import { verifyMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_RLP, bigIntToUnpaddedBytes, setLengthLeft } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import type { ChainStore, TxRecord } from '@chainnode/core';
+import type { TxRecord } from '@chainnode/core';
 import { LevelChainStore, Prefix, StoreWriter, putStateTrie, putTrieFrom } from '@chainnode/store';
 import { datadirCopy, mulberry32 } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import type { RpcServiceApi } from '../src/index.js';
-import { serviceOnCopy } from './rpc-call.js';
+import { countingHistoryReads, serviceOnCopy } from './rpc-call.js';
 
 const WINDOW = 64;
 const hex = (b: Uint8Array): string => `0x${Buffer.from(b).toString('hex')}`;
@@ -70,22 +70,6 @@ async function pruneBelow(dir: string, window: number, from: bigint, roots: Uint
   } finally {
     await w.close();
   }
-}
-
-/** `store` counting the by-block reads (the flat history's) that answered. */
-function counting(store: ChainStore, answered: { n: number }): ChainStore {
-  return new Proxy(store, {
-    get(target, key) {
-      const v = Reflect.get(target, key, target) as unknown;
-      if (typeof v !== 'function') return v;
-      if (key !== 'accountAtBlock' && key !== 'storageAtBlock') return v.bind(target);
-      return async (...args: unknown[]) => {
-        const out = (await v.apply(target, args)) as unknown;
-        if (out !== undefined) answered.n++;
-        return out;
-      };
-    },
-  });
 }
 
 async function body(svc: RpcServiceApi, method: string, params: unknown[]): Promise<string> {
@@ -150,7 +134,7 @@ test('below the trie window: state reads and calls equal the archive, proofs ref
     windowed = await LevelChainStore.open(copy.dir);
     expect(windowed.stateTrie()).toEqual({ mode: 'window', blocks: WINDOW, trieFrom: from });
     const answered = { n: 0 };
-    const svc = createRpcService(counting(windowed, answered));
+    const svc = createRpcService(countingHistoryReads(windowed, answered));
 
     const next = mulberry32(128);
     const r = (n: number): number => (next() >>> 0) % n;

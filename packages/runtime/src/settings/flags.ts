@@ -13,14 +13,8 @@ import { DEFAULT_ADMIN_PORT, SERVER_FIELDS, checkNetwork, checkNetworks } from '
 import type { NetworkConfig } from './fields.js';
 import { loadConfig } from './file.js';
 import type { ServerConfig } from './file.js';
-import {
-  isUpstreamUrl,
-  parseCheckpoint,
-  parseIngestMode,
-  parseReorgDepth,
-  parseStartBlock,
-  parseStateTrieFlag,
-} from './follow.js';
+import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from './follow.js';
+import { parseStateTrieFlag } from './follow.js';
 import { ConfigError, flagName } from './schema.js';
 import type { ConfigField } from './schema.js';
 
