@@ -25,7 +25,7 @@ export const eth_getProof: MethodDef<GetProofParams, JsonAccountProof> = {
   cost: 150,
   params: 'address, storage keys (array), block (number, tag, hash or EIP-1898 object; default latest)',
   errors:
-    "-32000 `header not found`, `header for hash not found`, `state trie for block N pruned: this datadir keeps the last W blocks' tries (--state-trie window=W); …` (a block below the state trie's window)",
+    "-32000 `header not found`, `header for hash not found`, `state trie for block N pruned: …` (below the state trie's window)",
   decode: (params) =>
     decodeArgs(
       params,

@@ -250,9 +250,9 @@ export const SERVER_FIELDS = {
   }),
   stateTrie: field<string | undefined>({
     type: 'string',
-    doc: 'With `follow` (and `sync`), for a datadir created from genesis: keep the state trie of the last N blocks (`"window=<N>"`: `eth_getProof` below them is refused, state reads there come from the flat state history) or of every block (`"archive"`). Fixed at creation; a different value for an existing datadir is refused; a joined datadir takes none.',
+    doc: 'With `follow` (and `sync`), a new datadir keeps the state trie of its last N blocks (`"window=<N>"`: below them state from the flat history, no proofs) or of every block (`"archive"`); fixed at creation.',
     default: undefined,
-    defaultText: '`"window=90000"` for a new datadir, else the datadir\'s',
+    defaultText: '`"window=90000"`, else the datadir\'s',
     parse: (v, where) => {
       if (typeof v !== 'string') throw new ConfigError(`${where}: expected "archive" or "window=<N>"`);
       parseStateTrieFlag(v, where);
