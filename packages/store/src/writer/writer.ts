@@ -217,8 +217,16 @@ export class StoreWriter {
       if (this.head !== undefined) this.history.lastRoot = await this.stateRootOf(this.head.number, this.head.hash);
     }
     this.trieFrom = await readTrieFrom(this.db);
+    await this.startPruner();
+  }
+
+  /**
+   * The trie window's pruner, for a datadir with a window (readStateTrie: with state history) that
+   * holds its own state (not a joined one): at open, and when writeGenesis has made one.
+   */
+  private async startPruner(): Promise<void> {
     const mode = await readStateTrie(this.db);
-    if (mode.kind === 'window' && this.firstBlockNumber === 0n)
+    if (mode.kind === 'window' && this.firstBlockNumber === 0n && this.pruner === undefined)
       this.pruner = new TriePruner(this.pruneHost(), mode.blocks, this.options.prune);
   }
 
@@ -352,6 +360,8 @@ export class StoreWriter {
     this.stageBlock(g.block, false);
     await this.flush();
     this.genesisHash = g.block.hash;
+    // A window (given here, or set before genesis) gets its pruner now, as at the next open.
+    await this.startPruner();
   }
 
   /**
