@@ -9,7 +9,9 @@
 // query then costs one small point read per span, and its answer is a file slice that the
 // transport reads straight into the reply (core's ascii-chunks.ts): the bytes are copied once,
 // from the page cache into the reply, and never live in the JS heap or its external memory.
-// The rows stay: topic and multi-address queries, and the blocks not sealed yet, read them.
+// The rows of a sealed span go in the seal's batch: the blocks not sealed yet read their rows,
+// topic queries over sealed blocks format their matches from the log rows, and queries naming
+// several addresses are answered by the log index over sealed blocks.
 //
 // Spans sealed now are compressed (segment-chunks.ts): an index value whose entry count has
 // COMPRESSED set also lists its chunks, and a query decodes the chunks holding its blocks (kept
@@ -42,6 +44,7 @@ import type { Db } from '../db.js';
 import { Lru } from '../lru.js';
 import { AddressLogsJsonView, MetaKey, Prefix, putU64, tables } from '../schema/index.js';
 import type { KvSyncRead } from '../schema/index.js';
+import { readyRowsOf } from './ready-rows.js';
 import { packSpan, unpackChunk } from './segment-chunks.js';
 
 /** Blocks per sealed span. A 100-block query touches at most two. */
@@ -227,6 +230,9 @@ export class LogSegmentSealer {
         while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
         at += bytes.length;
         batch.put(indexKey(Number(start), address), value);
+        // The segment now holds the rows' text: they go (a rewind that unseals the span puts back
+        // the ones that stay canonical, ready-rows.ts).
+        for (const number of blocks) batch.del(tables.addressLogsJson.key({ address, number }));
       }
       fsyncSync(fd);
     } catch (err) {
@@ -243,7 +249,8 @@ export class LogSegmentSealer {
 
   /**
    * Stages into `ops` (a rewind's batch) the unsealing of every span holding a block from `first`
-   * on: their index keys go, and Meta.logSegments ends before them. The caller must not seal again
+   * on: their index keys go, their blocks below `first` get their AddressLogsJson rows back, and
+   * Meta.logSegments ends before them. The caller must not seal again
    * before that batch has landed.
    */
   async unsealFrom(
@@ -262,6 +269,8 @@ export class LogSegmentSealer {
     } finally {
       await it.close();
     }
+    // The unsealed spans' blocks below `first` stay: their rows come back.
+    for (let n = to; n < first && n < state.to; n++) for (const [k, v] of await readyRowsOf(this.db, n)) ops.put(k, v);
     this.state = { ...state, to };
     ops.put(META_KEY, encodeState(this.state));
   }

@@ -598,8 +598,10 @@ export class LogQueries {
    * ROWS_MAX_ADDRESSES addresses from a block that has the rows on. Without topics, one forward
    * scan per address over its rows in the range: no posting list, log row or formatting, the answer
    * is the rows' own text. With topics, the ids come from the index join as in logs() and each
-   * match is a slice of its address's row of its block. Other queries (no address, many addresses,
-   * trailing wildcard positions, blocks before the rows) are left to logs(): undefined.
+   * match is a slice of its address's row of its block (sealed blocks have no rows any more: their
+   * matches come from the log rows). Other queries (no address, many addresses, several addresses
+   * without topics over sealed blocks, trailing wildcard positions, blocks before the rows) are
+   * left to logs(): undefined.
    */
   async logsText(query: LogQuery, options: LogQueryOptions): Promise<LogTextQueryResult | undefined> {
     if (query.addresses.length === 0 || needsArityCheck(query)) return undefined;
@@ -614,8 +616,18 @@ export class LogQueries {
     const to = query.toBlock > head.number ? head.number : query.toBlock;
     if (addresses.size === 0 || query.fromBlock > to) return EMPTY_TEXT;
     const list = [...addresses.values()];
-    if (constraintsOf(query).length === 1) return this.scanText(list, query.fromBlock, to, options.limit, budget);
-    return this.pickedText(query, list, to, options.limit, budget);
+    // A seal deletes the rows it sealed: an answer read while one landed (serve --follow) is read again.
+    for (let attempt = 0; ; attempt++) {
+      const sealed = this.segments.sealed();
+      const overlaps = sealed !== undefined && query.fromBlock < sealed.to && to >= sealed.from;
+      // Several addresses over sealed blocks: their rows are gone; logs() answers from the index.
+      if (list.length > 1 && overlaps && constraintsOf(query).length === 1) return undefined;
+      const answer =
+        constraintsOf(query).length === 1
+          ? await this.scanText(list, query.fromBlock, to, options.limit, budget)
+          : await this.pickedText(query, list, to, options.limit, budget);
+      if (this.segments.sealed()?.to === sealed?.to || attempt === 2) return answer;
+    }
   }
 
   /** An address-only query: each address's rows over [from, to] in one forward scan. */
