@@ -151,6 +151,20 @@ maybe('three replicas sharing one Redis ledger', () => {
     for (const r of replicas) expect(r.output()).not.toContain(key);
   });
 
+  test('a filter made on one replica is read, polled and uninstalled on the others', async () => {
+    const { key } = await createKey(['--plan', 'developer']);
+    await waitOnAll(key, 200);
+    const [r0, r1, r2] = replicas as [ServeProcess, ServeProcess, ServeProcess];
+    const id = (await rpc(r0.url(key), 'eth_newFilter', [{ fromBlock: '0x0', toBlock: 'latest' }])).body.result;
+    expect(id).toMatch(/^0x[0-9a-f]+$/);
+    const logs = await rpc(r0.url(key), 'eth_getLogs', [{ fromBlock: '0x0', toBlock: 'latest' }]);
+    expect((await rpc(r1.url(key), 'eth_getFilterLogs', [id])).body.result).toEqual(logs.body.result);
+    expect((await rpc(r2.url(key), 'eth_getFilterChanges', [id])).body.result).toEqual([]);
+    expect((await rpc(r2.url(key), 'eth_uninstallFilter', [id])).body.result).toBe(true);
+    const notFound = { code: -32000, message: 'filter not found' };
+    expect((await rpc(r0.url(key), 'eth_getFilterChanges', [id])).body.error).toEqual(notFound);
+  });
+
   test('150 concurrent calls over the three replicas against a balance of 100 calls: exactly 100 answered, 50 get 402', async () => {
     const { key } = await createKey([
       '--plan',

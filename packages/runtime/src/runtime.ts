@@ -28,6 +28,7 @@ import type { RuntimeConfig } from './config.js';
 import { rpcConfigOf, transportConfigOf } from './settings/file.js';
 import type { ServerConfig } from './settings/file.js';
 import { checkThreadPool, ingestWorkerData, openNetwork } from './network.js';
+import { openFilterStates } from './redis-filters.js';
 import type { AppThreadListening } from './app-thread-api.js';
 import { AppThreads } from './app-threads.js';
 import { ledgerView } from './ledger-views.js';
@@ -143,10 +144,17 @@ export async function startApp(config: RuntimeConfig, ledgerOf: () => AppLedger,
       log,
     );
   const shared = extras.shared === true;
+  // Polled filters live in the ledger's Redis when there is one, so any replica or thread continues them.
+  const filters = await openFilterStates(config.ledger.url, server.ledgerCommandTimeoutMs, quiet('ledger', null));
+  const filterState = (network: string) => {
+    const of = filters.of(network);
+    return of === undefined ? {} : { filterState: of };
+  };
   // One after the other: each opens a LevelDB and starts worker threads; a failure closes the rest.
   const networks: NetworkRuntime[] = [];
   const closeAll = async (): Promise<void> => {
     await Promise.allSettled(networks.map((n) => n.close()));
+    await filters.close();
   };
   try {
     if (config.networks.length === 0) {
@@ -160,6 +168,7 @@ export async function startApp(config: RuntimeConfig, ledgerOf: () => AppLedger,
           log: quiet,
           shared,
           ...followOf(''),
+          ...filterState(''),
         }),
       );
     }
@@ -173,6 +182,7 @@ export async function startApp(config: RuntimeConfig, ledgerOf: () => AppLedger,
           log: quiet,
           shared,
           ...followOf(n.name),
+          ...filterState(n.name),
         }),
       );
     }
@@ -205,6 +215,7 @@ export async function startApp(config: RuntimeConfig, ledgerOf: () => AppLedger,
   }
   const release = async (): Promise<void> => {
     await srv.router.close();
+    await filters.close();
   };
   return {
     srv,

@@ -1,0 +1,110 @@
+// Polled filters kept in Redis (what replicas on one Redis share): two rpc services, each with its
+// own Redis connection and registry (two replicas), over one growing chain of block hashes. A
+// filter made on one is polled alternately and concurrently on both: every block once, in order;
+// the poll extends the record's life to 5 minutes on Redis; another key sees nothing; the per-key
+// limit and uninstall hold across both; the pending journal is shared.
+import { connectRedis } from '@chainnode/accounts';
+import type { RedisClient } from '@chainnode/accounts';
+import { toData } from '@chainnode/core';
+import type { Bytes, ChainStore } from '@chainnode/core';
+import { FILTER_TIMEOUT_MS, FilterRegistry, createRpcService } from '@chainnode/rpc';
+import type { RpcServiceApi } from '@chainnode/rpc';
+import { NO_REDIS, redisServerPath, startRedis } from '@chainnode/testkit';
+import type { RedisProcess } from '@chainnode/testkit';
+import { RedisFilterStore } from '../src/redis-filters.js';
+
+const HAVE_REDIS = redisServerPath() !== undefined;
+if (!HAVE_REDIS) console.log(NO_REDIS);
+const maybe = HAVE_REDIS ? describe : describe.skip;
+
+/** Block hashes by number: the reads a block filter makes. */
+function chainStore(hashes: Bytes[]): ChainStore {
+  const store = {
+    info: () => ({ chainId: 1n, networkId: 1n, genesisHash: hashes[0] }),
+    head: async () => ({ number: BigInt(hashes.length - 1), hash: hashes.at(-1) }),
+    canonicalHash: async (n: bigint) => hashes[Number(n)],
+  };
+  return store as unknown as ChainStore;
+}
+
+const hashOf = (n: number): Bytes => {
+  const h = new Uint8Array(32);
+  new DataView(h.buffer).setUint32(28, n + 1);
+  return h;
+};
+
+type Reply = { result?: unknown; error?: { code: number; message: string } };
+
+function caller(service: RpcServiceApi, key: string) {
+  return async (method: string, params: unknown[] = []): Promise<Reply> => {
+    const reply = await service.handle(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      undefined,
+      undefined,
+      key,
+    );
+    return JSON.parse(reply.body as string) as Reply;
+  };
+}
+
+maybe('filters in Redis, shared by two replicas', () => {
+  let redis: RedisProcess;
+  const clients: RedisClient[] = [];
+  const hashes: Bytes[] = [hashOf(0)];
+  const replicas: { call: ReturnType<typeof caller>; other: ReturnType<typeof caller>; filters: FilterRegistry }[] = [];
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    for (let i = 0; i < 2; i++) {
+      const client = await connectRedis({ url: redis.url });
+      clients.push(client);
+      const filters = new FilterRegistry({ state: new RedisFilterStore(client, 'main', { perKey: 3, total: 3 }) });
+      const service = createRpcService(chainStore(hashes), {}, { filters });
+      replicas.push({ call: caller(service, 'aa11'), other: caller(service, 'bb22'), filters });
+    }
+  });
+
+  afterAll(async () => {
+    for (const c of clients) c.destroy();
+    await redis?.stop();
+    await redis?.cleanup();
+  });
+
+  test('a block filter made on one replica, polled on both in turn and at once: every block once, in order', async () => {
+    const [one, two] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
+    const id = (await one.call('eth_newBlockFilter')).result as string;
+    const seen: string[] = [];
+    for (let round = 0; round < 10; round++) {
+      hashes.push(hashOf(hashes.length));
+      if (round % 3 === 0) hashes.push(hashOf(hashes.length));
+      const polls = round % 2 === 0 ? [one.call, two.call] : [round % 4 === 1 ? one.call : two.call];
+      for (const r of await Promise.all(polls.map((c) => c('eth_getFilterChanges', [id]))))
+        seen.push(...(r.result as string[]));
+    }
+    expect(seen).toEqual(hashes.slice(1).map((h) => toData(h)));
+    // The poll set the record's life to 5 minutes on Redis's clock; the other key sees nothing.
+    const ttl = Number(await (clients[0] as RedisClient).sendCommand(['PTTL', `cn:{aa11}:f:main:${id}`]));
+    expect(ttl).toBeGreaterThan(FILTER_TIMEOUT_MS - 5000);
+    expect(ttl).toBeLessThanOrEqual(FILTER_TIMEOUT_MS);
+    expect((await two.other('eth_getFilterChanges', [id])).error).toEqual({
+      code: -32000,
+      message: 'filter not found',
+    });
+    expect((await two.other('eth_uninstallFilter', [id])).result).toBe(false);
+    expect((await two.call('eth_uninstallFilter', [id])).result).toBe(true);
+    expect((await one.call('eth_getFilterChanges', [id])).error?.message).toBe('filter not found');
+  });
+
+  test('the per-key limit counts the filters made on every replica; the pending journal is shared', async () => {
+    const [one, two] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
+    const pending = (await one.call('eth_newPendingTransactionFilter')).result as string;
+    await two.call('eth_newBlockFilter');
+    await one.call('eth_newBlockFilter');
+    expect((await two.call('eth_newBlockFilter')).error?.message).toBe('too many filters for this API key: at most 3');
+    expect((await two.other('eth_newBlockFilter')).result).toBeDefined();
+    const tx = toData(hashOf(999));
+    await two.filters.scope('anyone').forwarded(tx);
+    expect((await one.call('eth_getFilterChanges', [pending])).result).toEqual([tx]);
+    expect((await two.call('eth_getFilterChanges', [pending])).result).toEqual([]);
+  });
+});
