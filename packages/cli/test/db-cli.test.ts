@@ -1,6 +1,7 @@
-// `node-cli db info|compact`: the store's upkeep through the CLI. info prints the tables' sizes and
-// the state layout (as JSON here), compact settles the datadir and says what it did, and both are
-// refused with one line and exit code 1 while another process (this one) holds the datadir. The
+// `node-cli db info|compact|convert`: the store's upkeep through the CLI. info prints the tables'
+// sizes and the state layout (as JSON here), compact settles the datadir and says what it did,
+// convert turns an archive into a trie window (and refuses a bad setting with one line), and all
+// are refused with one line and exit code 1 while another process (this one) holds the datadir. The
 // datadir's state trie setting (db info, and sync refusing another value for it).
 import { openChainStore } from '@chainnode/store';
 import { availableChains, chainDir, datadirCopy, runCli } from '@chainnode/testkit';
@@ -45,6 +46,18 @@ test('db info and db compact: sizes and layout, a compacted datadir, refused whi
     expect(compact.code).toBe(0);
     expect(compact.stdout).toMatch(/^datadir .* compacted: [\d,]+ -> [\d,]+ bytes on disk\n$/);
     expect(compact.stderr).toContain('db compact: TrieNodes');
+
+    const bad = await runCli(['db', 'convert', '--datadir', dir, '--state-trie', 'window=0']);
+    expect({ code: bad.code, stdout: bad.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(bad.stderr).toMatch(/^node-cli: state trie: expected "archive" or "window=<N>"/);
+    const convert = await runCli(['db', 'convert', '--datadir', dir, '--state-trie', 'window=16']);
+    expect(convert.code).toBe(0);
+    expect(convert.stdout).toMatch(
+      new RegExp(
+        `^datadir .* at block ${sizes.head} converted: flat state history already kept; state trie: window=90000 -> window=16; pruned: [\\d,]+ of [\\d,]+ nodes deleted, [\\d,]+ kept for blocks ${Number(sizes.head) - 15}-${sizes.head} \\(run db compact to return the freed space\\)\n$`,
+      ),
+    );
+    expect(convert.stderr).toContain('db convert: state trie: done');
 
     const held = await openChainStore(dir);
     try {

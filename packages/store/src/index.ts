@@ -17,9 +17,18 @@ export { MissingTrieNodeError, hexPrefix, nibblesOf, sharedNibbles, trieGetSync,
 export type { NodePut, SyncNodeGet } from './trie/index.js';
 export { Lru } from './lru.js';
 export { logMatches, queryBloomMatcher } from './logs/index.js';
-export { SEGMENT_GROUP, TABLE_GROUP, compactDatadir, measureDatadir } from './upkeep/index.js';
+export {
+  ConvertRefusedError,
+  SEGMENT_GROUP,
+  TABLE_GROUP,
+  compactDatadir,
+  convertDatadir,
+  measureDatadir,
+} from './upkeep/index.js';
 export type {
   CompactResult,
+  ConvertOptions,
+  ConvertResult,
   DatadirSizes,
   GroupSize,
   SegmentTrim,

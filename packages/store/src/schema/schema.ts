@@ -712,6 +712,12 @@ export const MetaKey = {
    * (absent: 0). Written before any node below it is deleted, so no reader trusts a pruned trie.
    */
   TrieFrom: 'trieFrom',
+  /**
+   * u64 as decimal utf8, only while `db convert` builds the flat state history of a datadir written
+   * without it: the change sets of blocks up to this one are written. Meta.stateHistory is written
+   * (and this key deleted) in the batch of the last block.
+   */
+  StateHistoryBuilt: 'stateHistoryBuilt',
 } as const;
 
 export const tables = {

@@ -6,3 +6,5 @@ export type { DatadirSizes, GroupSize, StateLayout, TableSize } from './sizing.j
 export { compactDatadir } from './compact.js';
 export type { CompactResult } from './compact.js';
 export type { SegmentTrim } from '../logs/index.js';
+export { ConvertRefusedError, convertDatadir } from './convert.js';
+export type { ConvertOptions, ConvertResult } from './convert.js';

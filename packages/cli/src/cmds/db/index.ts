@@ -1,9 +1,10 @@
-// `node-cli db info|compact --datadir <dir>`: what a datadir holds, table by table, and settling
-// it so its size on disk is what it holds (the store's upkeep/). Both need the datadir to
-// themselves: with a server or a sync on it they are refused with one line.
+// `node-cli db info|compact|convert --datadir <dir>`: what a datadir holds, table by table;
+// settling it so its size on disk is what it holds; turning a datadir of an earlier release into
+// the current layout (the store's upkeep/). All need the datadir to themselves: with a server or a
+// sync on it they are refused with one line.
 import type { Command } from 'commander';
 import { CliError } from '../../cli-error.js';
-import { compactText, infoJson, infoText } from './text.js';
+import { compactText, convertText, infoJson, infoText } from './text.js';
 
 /** Runs `f` with the store's upkeep module; a datadir in use or empty becomes one line. */
 async function withStore<T>(f: (store: typeof import('@chainnode/store')) => Promise<T>): Promise<T> {
@@ -14,12 +15,16 @@ async function withStore<T>(f: (store: typeof import('@chainnode/store')) => Pro
     if (err instanceof store.DatadirInUseError)
       throw new CliError(`${err.message} (stop the server or sync using it first)`);
     if (err instanceof store.DatadirEmptyError) throw new CliError(err.message);
+    if (err instanceof store.ConvertRefusedError || err instanceof store.StateTrieSettingError)
+      throw new CliError(err.message);
     throw err;
   }
 }
 
 export function register(program: Command): void {
-  const db = program.command('db').description("a datadir's upkeep: what it holds, and compacting it");
+  const db = program
+    .command('db')
+    .description("a datadir's upkeep: what it holds, compacting it, converting it to the current layout");
   db.command('info')
     .description('size on disk per table and group, and the state layout (the datadir must not be in use)')
     .option('--datadir <dir>', 'datadir to measure', './data')
@@ -44,5 +49,23 @@ export function register(program: Command): void {
         }),
       );
       process.stdout.write(`${compactText(opts.datadir, result)}\n`);
+    });
+  db.command('convert')
+    .description(
+      "convert the datadir in place to the current layout: the flat state history built from its tries when it has none (resumable), and the state trie's retention changed (archive -> window=<N> prunes once at the head); the datadir must not be in use",
+    )
+    .option('--datadir <dir>', 'datadir to convert', './data')
+    .option(
+      '--state-trie <mode>',
+      "the state trie's retention to convert to: window=<N> or archive (default: keep the datadir's)",
+    )
+    .action(async (opts: { datadir: string; stateTrie?: string }) => {
+      const result = await withStore(async (s) =>
+        s.convertDatadir(opts.datadir, {
+          ...(opts.stateTrie !== undefined ? { stateTrie: s.parseStateTrie(opts.stateTrie) } : {}),
+          onProgress: (line) => process.stderr.write(`db convert: ${line}\n`),
+        }),
+      );
+      process.stdout.write(`${convertText(opts.datadir, result)}\n`);
     });
 }

@@ -1,6 +1,6 @@
 // How `db info` and `db compact` print what the store measured: aligned-free text lines (the
 // separator ' | ' as the store-cost bench prints them), or one JSON object.
-import type { CompactResult, DatadirSizes, StateLayout } from '@chainnode/store';
+import type { CompactResult, ConvertResult, DatadirSizes, StateLayout } from '@chainnode/store';
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 
@@ -46,4 +46,20 @@ export function compactText(datadir: string, r: CompactResult): string {
       ? `; log segment files: ${fmt(r.segments.truncatedBytes)} bytes past their recorded length cut (${r.segments.removedFiles} files removed)`
       : '';
   return `datadir ${datadir} compacted: ${fmt(r.bytesBefore)} -> ${fmt(r.bytesAfter)} bytes on disk${seg}`;
+}
+
+export function convertText(datadir: string, r: ConvertResult): string {
+  const history =
+    r.historyBlocks > 0
+      ? `flat state history built for ${fmt(r.historyBlocks)} blocks (${fmt(r.historyRows)} rows, ${fmt(r.historyBytes)} key + value bytes)`
+      : 'flat state history already kept';
+  const trie =
+    r.stateTrie.from === r.stateTrie.to
+      ? `state trie: ${r.stateTrie.to} (unchanged)`
+      : `state trie: ${r.stateTrie.from} -> ${r.stateTrie.to}`;
+  const prune =
+    r.prune !== undefined
+      ? `; pruned: ${fmt(r.prune.deleted)} of ${fmt(r.prune.scanned)} nodes deleted, ${fmt(r.prune.marked)} kept for blocks ${r.prune.from}-${r.prune.head}`
+      : '';
+  return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune} (run db compact to return the freed space)`;
 }

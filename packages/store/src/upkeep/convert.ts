@@ -1,0 +1,159 @@
+// Turning a datadir written by an earlier release into the current layout, in place and
+// resumable (`node-cli db convert`):
+//  1. the flat state history (AccountHistory, StorageHistory) when the datadir has none: each
+//     block's change set from the diff of its parent's and its own state trie (history/write.ts,
+//     the same rows the import writes), in batches that record how far they got
+//     (Meta.stateHistoryBuilt), so a crash resumes where it stopped; Meta.stateHistory last;
+//  2. the state trie's retention (trie-window.ts): archive -> window=<N> writes the setting and
+//     runs one pruning cycle at the head (the writer's pruner, trie-prune.ts); window -> archive
+//     only while nothing was pruned (the nodes below Meta.trieFrom are gone).
+// Sealed log segments written before they were compressed stay readable as they are.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatadirEmptyError, openDb } from '../db.js';
+import type { Db } from '../db.js';
+import { EMPTY_STATE_ROOT, stageStateStep } from '../history/index.js';
+import type { HistoryStats } from '../history/index.js';
+import { MetaKey, headCodec, tables } from '../schema/index.js';
+import { formatStateTrie, headerStateRoot, putStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
+import type { PruneReport, StateTrieMode } from '../trie/index.js';
+import { StoreWriter } from '../writer/index.js';
+
+export class ConvertRefusedError extends Error {}
+
+export interface ConvertOptions {
+  /** The state trie's retention to convert to (default: keep the datadir's). */
+  stateTrie?: StateTrieMode | undefined;
+  /** Blocks per history batch (default 64). */
+  batchBlocks?: number | undefined;
+  onProgress?: ((line: string) => void) | undefined;
+}
+
+export interface ConvertResult {
+  head: bigint;
+  /** Blocks whose change sets were written now (0: the datadir already kept state history). */
+  historyBlocks: number;
+  historyRows: number;
+  historyBytes: number;
+  stateTrie: { from: string; to: string };
+  /** The pruning cycle run for a new window (undefined: none ran). */
+  prune?: PruneReport | undefined;
+}
+
+async function stateRootAt(db: Db, n: bigint): Promise<Uint8Array> {
+  const hash = await tables.canonical.get(db, n);
+  const rlp = hash === undefined ? undefined : await tables.headers.get(db, hash);
+  if (rlp === undefined) throw new Error(`datadir: header of canonical block ${n} missing`);
+  return headerStateRoot(rlp);
+}
+
+/** Writes the flat state history of blocks [start, head]; resumable through Meta.stateHistoryBuilt. */
+async function buildHistory(db: Db, head: bigint, opts: ConvertOptions): Promise<HistoryStats & { blocks: number }> {
+  const genesisRoot = await stateRootAt(db, 0n);
+  const nodes = (hash: Uint8Array): Uint8Array | undefined => tables.trieNodes.getSync(db, hash);
+  if (!bytesEq(genesisRoot, EMPTY_STATE_ROOT) && nodes(genesisRoot) === undefined)
+    throw new ConvertRefusedError(
+      'datadir: the state trie of block 0 is not held under its header state root (an upstream whose genesis header names another root, e.g. anvil --init); re-import it with `node-cli sync` instead',
+    );
+  const built = await tables.meta.get(db, MetaKey.StateHistoryBuilt);
+  let n = built === undefined ? 0n : BigInt(Buffer.from(built).toString('utf8')) + 1n;
+  let parentRoot = n === 0n ? EMPTY_STATE_ROOT : await stateRootAt(db, n - 1n);
+  const stats: HistoryStats & { blocks: number } = { accounts: 0, slots: 0, bytes: 0, blocks: 0 };
+  const per = opts.batchBlocks ?? 64;
+  const alloc = (len: number): Uint8Array => new Uint8Array(len);
+  const t0 = Date.now();
+  while (n <= head) {
+    const batch = db.batch();
+    const last = n + BigInt(per) - 1n < head ? n + BigInt(per) - 1n : head;
+    for (; n <= last; n++) {
+      const root = await stateRootAt(db, n);
+      await stageStateStep(batch, nodes, { number: n, parentRoot, root }, 'put', alloc, stats);
+      parentRoot = root;
+      stats.blocks++;
+    }
+    if (last === head) {
+      tables.meta.put(batch, MetaKey.StateHistory, genesisRoot);
+      batch.del(tables.meta.key(MetaKey.StateHistoryBuilt));
+    } else tables.meta.put(batch, MetaKey.StateHistoryBuilt, Buffer.from(last.toString(), 'utf8'));
+    await batch.write();
+    const s = ((Date.now() - t0) / 1000).toFixed(0);
+    opts.onProgress?.(`state history: block ${last} of ${head} (${stats.accounts + stats.slots} rows, ${s} s)`);
+  }
+  return stats;
+}
+
+function bytesEq(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
+}
+
+/** Checks the trie retention change is possible, and writes the setting when it is. */
+async function setStateTrie(db: Db, to: StateTrieMode): Promise<{ from: string; to: string; pruneNeeded: boolean }> {
+  const from = await readStateTrie(db);
+  const fromText = formatStateTrie(from);
+  const toText = formatStateTrie(to);
+  if (fromText === toText) return { from: fromText, to: toText, pruneNeeded: false };
+  const trieFrom = await readTrieFrom(db);
+  if (to.kind === 'archive' && trieFrom > 0n)
+    throw new ConvertRefusedError(
+      `datadir: its state tries below block ${trieFrom} are pruned (${fromText}); an archive needs a re-import (node-cli sync into a new datadir with --state-trie archive)`,
+    );
+  const batch = db.batch();
+  putStateTrie(batch, to);
+  await batch.write();
+  return { from: fromText, to: toText, pruneNeeded: to.kind === 'window' };
+}
+
+/**
+ * Converts the datadir in place (it must not be open anywhere: DatadirInUseError). Joined datadirs
+ * (no state of their own below the join) are refused. Safe to interrupt and run again.
+ */
+export async function convertDatadir(datadir: string, opts: ConvertOptions = {}): Promise<ConvertResult> {
+  if (!existsSync(join(datadir, 'chain'))) throw new DatadirEmptyError(datadir);
+  const db = await openDb(datadir, { create: false });
+  let result: ConvertResult;
+  let pruneNeeded = false;
+  try {
+    if ((await tables.meta.get(db, MetaKey.FirstBlock)) !== undefined)
+      throw new ConvertRefusedError(
+        'datadir: it joined its chain at a block (proven state on demand); it keeps no state trie or history to convert',
+      );
+    const headRow = await tables.meta.get(db, MetaKey.Head);
+    if (headRow === undefined) throw new DatadirEmptyError(datadir);
+    const head = headCodec.decode(headRow).number;
+    const hasHistory = (await tables.meta.get(db, MetaKey.StateHistory)) !== undefined;
+    const target = opts.stateTrie ?? (await readStateTrie(db));
+    if (!hasHistory && (await readTrieFrom(db)) > 0n)
+      throw new ConvertRefusedError('datadir: pruned state tries and no state history; re-import it');
+    const h = hasHistory ? { accounts: 0, slots: 0, bytes: 0, blocks: 0 } : await buildHistory(db, head, opts);
+    const t = await setStateTrie(db, target);
+    pruneNeeded = t.pruneNeeded;
+    result = {
+      head,
+      historyBlocks: h.blocks,
+      historyRows: h.accounts + h.slots,
+      historyBytes: h.bytes,
+      stateTrie: { from: t.from, to: t.to },
+    };
+  } finally {
+    await db.close();
+  }
+  if (pruneNeeded) result.prune = await pruneOnce(datadir, opts);
+  return result;
+}
+
+/** One pruning cycle at the head, through the writer (which owns the pruner and its ordering). */
+async function pruneOnce(datadir: string, opts: ConvertOptions): Promise<PruneReport | undefined> {
+  const writer = await StoreWriter.open(datadir, {
+    prune: {
+      onReport: (r) =>
+        opts.onProgress?.(
+          `state trie: ${r.phase}, window [${r.from}, ${r.head}], ${r.marked} nodes marked, ${r.scanned} scanned, ${r.deleted} deleted`,
+        ),
+    },
+  });
+  try {
+    return await writer.pruneTrie();
+  } finally {
+    await writer.close();
+  }
+}

@@ -1,0 +1,110 @@
+// `db convert` (upkeep/convert.ts) on a copy of the smallest prepared chain written as an earlier
+// release wrote it (no flat state history: its rows and Meta.stateHistory deleted): the history it
+// builds from the trie diffs is digest-equal to the import's own; interrupted after its first
+// batch and run again, the same; then window=90,000 (the default a new datadir gets) -> window=16 prunes once at the head (Meta.trieFrom
+// at the window's start, every node the window's roots reach kept, the rest gone), and
+// window -> archive is refused once anything is pruned.
+import { RLP } from '@ethereumjs/rlp';
+import { availableChains, datadirCopy } from '@chainnode/testkit';
+import { openDb } from '../src/db.js';
+import type { Db } from '../src/db.js';
+import { digestDatadir } from '../src/digest.js';
+import { MetaKey, Prefix, headCodec, tables } from '../src/schema/schema.js';
+import { headerStateRoot, readStateTrie, readTrieFrom } from '../src/trie/index.js';
+import { ConvertRefusedError, convertDatadir } from '../src/upkeep/index.js';
+
+const chain = availableChains().includes('execution-apis') ? 'execution-apis' : 'fixtures';
+
+/** Deletes the flat state history as if the datadir predated it. */
+async function dropHistory(dir: string): Promise<void> {
+  const db = await openDb(dir, { create: false });
+  try {
+    for (const prefix of [Prefix.AccountHistory, Prefix.StorageHistory])
+      await db.clear({ gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) });
+    await db.del(tables.meta.key(MetaKey.StateHistory));
+  } finally {
+    await db.close();
+  }
+}
+
+type Nested = Uint8Array | Nested[];
+
+/** Every node hash reachable from `root` (account trie and storage tries), brute force. */
+function reach(db: Db, root: Uint8Array, out: Set<string>, accounts = true): void {
+  const key = Buffer.from(root).toString('hex');
+  if (out.has(key) || key === '56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421') return;
+  const raw = tables.trieNodes.getSync(db, root);
+  if (raw === undefined) throw new Error(`node ${key} missing`);
+  out.add(key);
+  const walk = (n: Nested, acc: boolean): void => {
+    if (!Array.isArray(n)) return;
+    const child = (c: Nested): void => {
+      if (c instanceof Uint8Array && c.length === 32) reach(db, c, out, acc);
+      else if (Array.isArray(c)) walk(c, acc);
+    };
+    if (n.length === 17) for (const c of n.slice(0, 16)) child(c as Nested);
+    else if (n.length === 2) {
+      const leaf = ((n[0] as Uint8Array)[0] as number) >> 4 >= 2;
+      if (!leaf) child(n[1] as Nested);
+      else if (acc) reach(db, (RLP.decode(n[1] as Uint8Array) as Uint8Array[])[2] as Uint8Array, out, false);
+    }
+  };
+  walk(RLP.decode(raw) as Nested, accounts);
+}
+
+test('db convert: flat state history built from the tries, resumable, digest-equal to the import', async () => {
+  const { dir, cleanup } = await datadirCopy(chain);
+  try {
+    const imported = await digestDatadir(dir);
+    await dropHistory(dir);
+    expect(await digestDatadir(dir)).not.toEqual(imported);
+    const stop = new Error('interrupted');
+    let batches = 0;
+    await expect(
+      convertDatadir(dir, {
+        batchBlocks: 4,
+        onProgress: () => {
+          if (++batches === 2) throw stop;
+        },
+      }),
+    ).rejects.toBe(stop);
+    const r = await convertDatadir(dir, { batchBlocks: 4 });
+    expect(r.historyBlocks).toBe(Number(r.head) + 1 - 8);
+    expect(r.stateTrie).toEqual({ from: 'window=90000', to: 'window=90000' });
+    expect(await digestDatadir(dir)).toEqual(imported);
+    // Nothing left to do a second time.
+    expect((await convertDatadir(dir)).historyBlocks).toBe(0);
+  } finally {
+    await cleanup();
+  }
+}, 120_000);
+
+test('db convert: window=90000 -> window=16 prunes at the head; back to archive refused', async () => {
+  const { dir, cleanup } = await datadirCopy(chain);
+  try {
+    const r = await convertDatadir(dir, { stateTrie: { kind: 'window', blocks: 16 } });
+    expect(r.stateTrie).toEqual({ from: 'window=90000', to: 'window=16' });
+    expect(r.prune?.phase).toBe('done');
+    const db = await openDb(dir, { create: false });
+    try {
+      expect(await readStateTrie(db)).toEqual({ kind: 'window', blocks: 16 });
+      const head = headCodec.decode((await tables.meta.get(db, MetaKey.Head)) as Uint8Array).number;
+      expect(await readTrieFrom(db)).toBe(head - 15n);
+      const live = new Set<string>();
+      for (let n = head - 15n; n <= head; n++) {
+        const hash = (await tables.canonical.get(db, n)) as Uint8Array;
+        reach(db, headerStateRoot((await tables.headers.get(db, hash)) as Uint8Array), live);
+      }
+      const held = new Set<string>();
+      for await (const k of db.keys({ gte: Uint8Array.of(Prefix.TrieNodes), lt: Uint8Array.of(Prefix.TrieNodes + 1) }))
+        if (k.length === 33) held.add(Buffer.from(k.subarray(1)).toString('hex'));
+      expect([...live].filter((h) => !held.has(h))).toEqual([]);
+      expect([...held].filter((h) => !live.has(h))).toEqual([]);
+    } finally {
+      await db.close();
+    }
+    await expect(convertDatadir(dir, { stateTrie: { kind: 'archive' } })).rejects.toBeInstanceOf(ConvertRefusedError);
+  } finally {
+    await cleanup();
+  }
+}, 120_000);
