@@ -47,9 +47,9 @@ test('db info and db compact: sizes and layout, a compacted datadir, refused whi
     expect(compact.stdout).toMatch(/^datadir .* compacted: [\d,]+ -> [\d,]+ bytes on disk\n$/);
     expect(compact.stderr).toContain('db compact: TrieNodes');
 
-    const bad = await runCli(['db', 'convert', '--datadir', dir, '--state-trie', 'window=0']);
-    expect({ code: bad.code, stdout: bad.stdout }).toEqual({ code: 1, stdout: '' });
-    expect(bad.stderr).toMatch(/^node-cli: state trie: expected "archive" or "window=<N>"/);
+    const badConvert = await runCli(['db', 'convert', '--datadir', dir, '--state-trie', 'window=0']);
+    expect({ code: badConvert.code, stdout: badConvert.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(badConvert.stderr).toMatch(/^node-cli: state trie: expected "archive" or "window=<N>"/);
     const convert = await runCli(['db', 'convert', '--datadir', dir, '--state-trie', 'window=16']);
     expect(convert.code).toBe(0);
     expect(convert.stdout).toMatch(

@@ -15,13 +15,14 @@ import { ConvertRefusedError, convertDatadir } from '../src/upkeep/index.js';
 
 const chain = availableChains().includes('execution-apis') ? 'execution-apis' : 'fixtures';
 
-/** Deletes the flat state history as if the datadir predated it. */
+/** Deletes the flat state history and the trie setting as if the datadir predated them. */
 async function dropHistory(dir: string): Promise<void> {
   const db = await openDb(dir, { create: false });
   try {
     for (const prefix of [Prefix.AccountHistory, Prefix.StorageHistory])
       await db.clear({ gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) });
     await db.del(tables.meta.key(MetaKey.StateHistory));
+    await db.del(tables.meta.key(MetaKey.StateTrie));
   } finally {
     await db.close();
   }
@@ -68,9 +69,10 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
         },
       }),
     ).rejects.toBe(stop);
-    const r = await convertDatadir(dir, { batchBlocks: 4 });
+    const r = await convertDatadir(dir, { batchBlocks: 4, stateTrie: { kind: 'window', blocks: 90_000 } });
     expect(r.historyBlocks).toBe(Number(r.head) + 1 - 8);
-    expect(r.stateTrie).toEqual({ from: 'window=90000', to: 'window=90000' });
+    expect(r.stateTrie).toEqual({ from: 'archive', to: 'window=90000' });
+    expect(r.prune).toBeUndefined(); // a window longer than the chain: nothing to prune
     expect(await digestDatadir(dir)).toEqual(imported);
     // Nothing left to do a second time.
     expect((await convertDatadir(dir)).historyBlocks).toBe(0);

@@ -121,10 +121,11 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     if (headRow === undefined) throw new DatadirEmptyError(datadir);
     const head = headCodec.decode(headRow).number;
     const hasHistory = (await tables.meta.get(db, MetaKey.StateHistory)) !== undefined;
-    const target = opts.stateTrie ?? (await readStateTrie(db));
     if (!hasHistory && (await readTrieFrom(db)) > 0n)
       throw new ConvertRefusedError('datadir: pruned state tries and no state history; re-import it');
     const h = hasHistory ? { accounts: 0, slots: 0, bytes: 0, blocks: 0 } : await buildHistory(db, head, opts);
+    // Read with the history in place: a datadir without it counts as an archive.
+    const target = opts.stateTrie ?? (await readStateTrie(db));
     const t = await setStateTrie(db, target);
     pruneNeeded = t.pruneNeeded;
     result = {
