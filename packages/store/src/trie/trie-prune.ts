@@ -258,7 +258,9 @@ export class TriePruner {
     this.lastHead = head;
     if (this.running !== undefined || this.stopped) return undefined;
     const a = this.windowStart(head);
-    if (a < trieFrom + (this.lastSpan > this.cadence ? this.lastSpan : this.cadence)) return undefined;
+    let span = this.cadence; // bigints: Math.max does not take them
+    if (this.lastSpan > span) span = this.lastSpan;
+    if (a < trieFrom + span) return undefined;
     this.start(head, a);
     return a;
   }
