@@ -189,6 +189,11 @@ class Simulation {
   private vm!: VM;
   private readonly hashes = new Map<bigint, Uint8Array>();
   private readonly pristine = new Map<string, Map<string, unknown>>();
+  /**
+   * The block's precompiles: `active` (moved and overridden as its state overrides say) run,
+   * `warm` (the fork's own) are warm at each call's start, as geth warms them.
+   */
+  private precompiles: { warm: Map<string, unknown>; active: Map<string, unknown> } | undefined;
   private budget: bigint;
   private transfers: TransferLogs | undefined;
   private readonly rules: SimRules;
@@ -252,15 +257,15 @@ class Simulation {
 
   /** Applies a block's state overrides (geth's StateOverride.Apply, precompile moves included). */
   private async applyState(state: Map<string, SimAccountOverride> | undefined): Promise<void> {
-    const precompiles = this.vm.evm.precompiles as Map<string, unknown>;
     const hf = this.common.hardfork();
     let pristine = this.pristine.get(hf);
     if (pristine === undefined) {
-      pristine = new Map(precompiles);
+      pristine = new Map(this.vm.evm.precompiles as Map<string, unknown>);
       this.pristine.set(hf, pristine);
     }
-    precompiles.clear();
-    for (const [k, v] of pristine) precompiles.set(k, v);
+    const precompiles = new Map(pristine);
+    this.precompiles = { warm: pristine, active: precompiles };
+    setPrecompiles(this.vm, precompiles);
     if (state === undefined) return;
     const hex = (k: string): string => Buffer.from(k, 'latin1').toString('hex');
     const dirty = new Set<string>();
@@ -485,9 +490,12 @@ class Simulation {
       this.state.maskCode(sender, account.codeHash);
     const h = block.header as unknown as { baseFeePerGas: bigint };
     const real = h.baseFeePerGas;
+    const precompiles = this.precompiles;
+    if (precompiles !== undefined) setPrecompiles(this.vm, precompiles.warm);
     const onStart = (): void => {
       h.baseFeePerGas = real;
       this.state.unmaskCode();
+      if (precompiles !== undefined) setPrecompiles(this.vm, precompiles.active);
     };
     if (free) h.baseFeePerGas = 0n;
     const events = eventsOf(this.vm);
@@ -615,6 +623,11 @@ interface Body {
 interface Built {
   prelim: Prelim;
   result: SimBlockResult;
+}
+
+/** Sets the precompiles the EVM runs (and runTx warms at a transaction's start). */
+function setPrecompiles(vm: VM, map: Map<string, unknown>): void {
+  (vm.evm as unknown as { _precompiles: Map<string, unknown> })._precompiles = map;
 }
 
 /** The RLP length of [header, transactions, uncles(, withdrawals)] (geth's Block.Size). */

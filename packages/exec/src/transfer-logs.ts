@@ -31,6 +31,8 @@ export class TransferLogs {
   /** The transfer logs made, with the log index each took when its frame started. */
   private readonly made = new WeakMap<Log, number>();
   private pending: number[] = [];
+  /** Per open frame, the transfer logs of its SELFDESTRUCT (the frame's last act). */
+  private ends: Log[][] = [];
 
   /** `counter`: the block's next log index (geth counts a transfer when its frame starts, kept or not). */
   constructor(
@@ -43,27 +45,52 @@ export class TransferLogs {
       this.frames.push(frame);
       const callcode = frame.to !== undefined && frame.caller.equals(frame.to);
       this.pending.push(frame.value > 0n && !frame.delegatecall && !callcode ? this.counter.next++ : -1);
+      this.ends.push([]);
+    });
+    // A SELFDESTRUCT sends the balance to its beneficiary without a message: seen at its step.
+    events.on('step', (st: unknown, resolve?: (r?: unknown) => void) => {
+      const step = st as { opcode: { name: string }; stack: bigint[]; address: Address };
+      if (step.opcode.name !== 'SELFDESTRUCT') {
+        resolve?.();
+        return;
+      }
+      void this.selfdestruct(vm, step).finally(() => resolve?.());
     });
     events.on('afterMessage', (r: unknown) => {
       const frame = this.frames.pop();
       const index = this.pending.pop() ?? -1;
+      const ends = this.ends.pop() ?? [];
       const res = r as FrameResult;
       if (frame === undefined) return;
       if (res.execResult.exceptionError === undefined) {
+        if (ends.length > 0) res.execResult.logs = [...(res.execResult.logs ?? []), ...ends];
         const to = frame.to ?? res.createdAddress;
         if (index >= 0 && to !== undefined) {
-          const log: Log = [
-            TRANSFER_ADDRESS,
-            [TRANSFER_TOPIC, setLengthLeft(frame.caller.bytes, 32), setLengthLeft(to.bytes, 32)],
-            setLengthLeft(bigIntToBytes(frame.value), 32),
-          ];
-          this.made.set(log, index);
+          const log = this.log(frame.caller.bytes, to.bytes, frame.value, index);
           res.execResult.logs = [log, ...(res.execResult.logs ?? [])];
         }
       }
       if (this.frames.length === 0)
         this.last = res.execResult.exceptionError === undefined ? (res.execResult.logs ?? []) : [];
     });
+  }
+
+  private async selfdestruct(vm: VM, step: { stack: bigint[]; address: Address }): Promise<void> {
+    const to = step.stack[step.stack.length - 1];
+    const balance = (await vm.stateManager.getAccount(step.address))?.balance ?? 0n;
+    if (to === undefined || balance === 0n) return;
+    const beneficiary = setLengthLeft(bigIntToBytes(to), 20).slice(-20);
+    this.ends[this.ends.length - 1]?.push(this.log(step.address.bytes, beneficiary, balance, this.counter.next++));
+  }
+
+  private log(from: Uint8Array, to: Uint8Array, value: bigint, index: number): Log {
+    const log: Log = [
+      TRANSFER_ADDRESS,
+      [TRANSFER_TOPIC, setLengthLeft(from, 32), setLengthLeft(to, 32)],
+      setLengthLeft(bigIntToBytes(value), 32),
+    ];
+    this.made.set(log, index);
+    return log;
   }
 
   /** Whether `log` is a transfer's (not the EVM's: no part of the receipt). */
@@ -80,6 +107,7 @@ export class TransferLogs {
   reset(): void {
     this.frames.length = 0;
     this.pending = [];
+    this.ends = [];
     this.last = undefined;
   }
 

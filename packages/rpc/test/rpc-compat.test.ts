@@ -189,12 +189,8 @@ function txHash(raw: Uint8Array): string {
 const SIMULATE_NOT_YET: Readonly<Record<string, string>> = {
   'ethSimulate-blobs.io': 'blob transactions in simulated blocks are refused by the transaction builder',
   'ethSimulate-empty-with-block-num-set-firstblock.io': 'a simulation on block 0: its state root differs',
-  'ethSimulate-extcodehash-precompile.io': 'gas of EXTCODEHASH on a precompile differs',
   'ethSimulate-move-two-accounts-to-same-38023.io': 'state root after two precompile moves differs',
   'ethSimulate-overflow-nonce.io': 'a call at nonce 2^64-1 without validation is refused by the transaction builder',
-  'ethSimulate-override-ecrecover.io': 'gas of a call to code put on a precompile address differs',
-  'ethSimulate-self-destructive-contract-produces-logs.io': 'no transfer log for the balance a SELFDESTRUCT sends',
-  'ethSimulate-use-as-many-features-as-possible.io': 'no transfer log for the balance a SELFDESTRUCT sends',
 };
 
 const fixturesDir = (): string | undefined => {
