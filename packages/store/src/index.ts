@@ -24,6 +24,7 @@ export {
   compactDatadir,
   convertDatadir,
   measureDatadir,
+  resealDatadirLogs,
 } from './upkeep/index.js';
 export type {
   CompactResult,
@@ -31,6 +32,7 @@ export type {
   ConvertResult,
   DatadirSizes,
   GroupSize,
+  Reseal,
   SegmentTrim,
   StateLayout,
   TableSize,

@@ -9,7 +9,7 @@ import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { bytesEqual, chunksToBytes } from '@chainnode/core';
 import type { LogQuery, LogQueryResult, LogRecord, LogTextQueryResult } from '@chainnode/core';
-import { LevelChainStore, Prefix, StoreWriter, digestDatadir } from '../src/index.js';
+import { LevelChainStore, Prefix, StoreWriter, digestDatadir, resealDatadirLogs } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
@@ -692,6 +692,14 @@ describe('log segments', () => {
     await store?.close();
     store = undefined;
     await rewriteSpanUncompressed(dir, 256n);
+    store = await LevelChainStore.open(dir);
+    expect(await checkAnswers(1200, [0n, 1024n])).toBeGreaterThan(100);
+    // Converted: every span sealed again compressed, the file smaller, the same answers.
+    await store.close();
+    store = undefined;
+    const r = await resealDatadirLogs(dir);
+    expect(r).toMatchObject({ spansBefore: 4, spansAfter: 4 });
+    expect(r.bytesAfter * 2).toBeLessThan(r.bytesBefore);
     store = await LevelChainStore.open(dir);
     expect(await checkAnswers(1200, [0n, 1024n])).toBeGreaterThan(100);
   });

@@ -42,7 +42,7 @@ import type { AsciiChunk, FileSlice } from '@chainnode/core';
 import { join } from 'node:path';
 import type { Db } from '../db.js';
 import { Lru } from '../lru.js';
-import { AddressLogsJsonView, MetaKey, Prefix, putU64, tables } from '../schema/index.js';
+import { AddressLogsJsonView, MetaKey, Prefix, headCodec, putU64, tables, u64Codec } from '../schema/index.js';
 import type { KvSyncRead } from '../schema/index.js';
 import { readyRowsOf } from './ready-rows.js';
 import { packSpan, unpackChunk } from './segment-chunks.js';
@@ -168,6 +168,12 @@ export class LogSegmentSealer {
     else if (s.to < first) return;
     for (let start = (this.state as SegmentsState).to; start + span - 1n + SEAL_DEPTH <= head; start += span)
       await this.seal(start);
+  }
+
+  /** Spans sealed now. */
+  sealedSpans(): number {
+    const s = this.state;
+    return s === undefined ? 0 : Number(s.to - s.from) / SEGMENT_SPAN;
   }
 
   /** One span: its rows' text appended to the segment file, fsynced, then its index in one batch. */
@@ -476,4 +482,64 @@ export async function trimSegmentFiles(db: Db, datadir: string): Promise<Segment
     }
   }
   return trim;
+}
+
+/** What resealLogSegments did. */
+export interface Reseal {
+  /** Spans sealed before, and now. */
+  spansBefore: number;
+  spansAfter: number;
+  /** Segment files' bytes before and after. */
+  bytesBefore: number;
+  bytesAfter: number;
+}
+
+/**
+ * Seals the datadir's log segments again from scratch in the layout sealed now: compressed, the
+ * sealed blocks' ready rows deleted. A datadir of a release that kept its spans uncompressed,
+ * beside their ready rows, is converted so. Each step leaves a datadir that serves the same
+ * answers: the sealed blocks' rows are written back (from their log rows), then the index and
+ * Meta.logSegments go in one batch, then the unreferenced files, then the spans are sealed as the
+ * writer seals them. Only with the datadir held exclusively.
+ */
+export async function resealLogSegments(db: Db, datadir: string): Promise<Reseal> {
+  const raw = await db.get(META_KEY);
+  const state = raw === undefined ? undefined : decodeState(raw);
+  const dir = segmentDir(datadir);
+  const filesBytes = (): number => {
+    let n = 0;
+    try {
+      for (const name of readdirSync(dir)) n += statSync(join(dir, name)).size;
+    } catch {
+      // no segment file
+    }
+    return n;
+  };
+  const bytesBefore = filesBytes();
+  const spansBefore = state === undefined ? 0 : Number(state.to - state.from) / SEGMENT_SPAN;
+  if (state !== undefined) {
+    for (let n = state.from; n < state.to; n++) {
+      const batch = db.batch();
+      for (const [k, v] of await readyRowsOf(db, n)) batch.put(k, v);
+      await batch.write();
+    }
+    const batch = db.batch();
+    for await (const k of db.keys({
+      gte: Uint8Array.of(Prefix.LogSegments),
+      lt: Uint8Array.of(Prefix.LogSegments + 1),
+    }))
+      batch.del(k.slice());
+    batch.del(META_KEY);
+    await batch.write();
+  }
+  rmSync(dir, { recursive: true, force: true });
+  const head = await tables.meta.get(db, MetaKey.Head);
+  const rowsFrom = await tables.meta.get(db, MetaKey.LogsJsonFrom);
+  let spansAfter = 0;
+  if (head !== undefined && rowsFrom !== undefined) {
+    const sealer = await LogSegmentSealer.open(db, datadir);
+    await sealer.sealBelow(u64Codec.decode(rowsFrom), headCodec.decode(head).number);
+    spansAfter = sealer.sealedSpans();
+  }
+  return { spansBefore, spansAfter, bytesBefore, bytesAfter: filesBytes() };
 }

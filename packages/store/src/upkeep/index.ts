@@ -5,6 +5,7 @@ export { SEGMENT_GROUP, TABLE_GROUP, measureDatadir, tableRange } from './sizing
 export type { DatadirSizes, GroupSize, StateLayout, TableSize } from './sizing.js';
 export { compactDatadir } from './compact.js';
 export type { CompactResult } from './compact.js';
-export type { SegmentTrim } from '../logs/index.js';
+export type { Reseal, SegmentTrim } from '../logs/index.js';
 export { ConvertRefusedError, convertDatadir } from './convert.js';
 export type { ConvertOptions, ConvertResult } from './convert.js';
+export { resealDatadirLogs } from './reseal.js';
