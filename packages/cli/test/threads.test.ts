@@ -308,7 +308,15 @@ test.each([2, 1])(
       for (let i = 0; i < 200 && (await f.ask('eth_blockNumber', [])) !== head0; i++) await sleep(50);
       expect(new Set(await onBothThreads(f, 24, 'eth_blockNumber', []))).toEqual(new Set([head0]));
       await subscribeOnThreads(f, srv, key, sockets);
+      // A block filter made on one thread, polled on both: every new block once, in order.
+      const blockFilter = await f.ask('eth_newBlockFilter', []);
       await mineAndCheckThreads(f, sockets);
+      const polled = (await onBothThreads(f, 8, 'eth_getFilterChanges', [blockFilter])).flat();
+      const top = Number(await result<string>(up, 'eth_blockNumber', []));
+      const mined = [];
+      for (let n = Number(head0) + 1; n <= top; n++)
+        mined.push((await result<Json>(up, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])).hash);
+      expect(polled).toEqual(mined);
       const newTop = await reorgAndCheckThreads(f, sockets);
       await checkThreadsHealth(f.port, newTop);
       for (const ws of sockets) ws.close();

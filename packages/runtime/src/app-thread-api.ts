@@ -14,6 +14,8 @@ export interface AppThreadData {
   link: ThreadLedgerLink;
   /** Per followed network ('' for the one network of --datadir): the events of its ingest thread, which the main thread owns. */
   followFeeds: [string, MessagePort][];
+  /** Without Redis: this thread's end of the filters every app thread shares (thread-filters.ts). */
+  filters?: MessagePort;
 }
 
 export interface AppThreadListening {

@@ -12,11 +12,12 @@ import { openThreadLedger } from '@chainnode/accounts';
 import type { LedgerView, PeerMetrics } from '@chainnode/server';
 import { combineLedgerViews, creditsView } from './ledger-views.js';
 import { configureLog, partLog, startApp } from './runtime.js';
+import { ThreadFilterPort } from './thread-filters.js';
 import type { AppThreadCommand, AppThreadData, AppThreadMessage } from './app-thread-api.js';
 
 if (parentPort === null) throw new Error('app-thread.js runs as a worker thread of the serve runtime');
 const port = parentPort;
-const { config, index, threads, link, followFeeds } = workerData as AppThreadData;
+const { config, index, threads, link, followFeeds, filters } = workerData as AppThreadData;
 configureLog(config.log);
 const ledger = await openThreadLedger(link, partLog('ledger'));
 /** This thread's own Redis connection's state (with --threads each app thread debits on its own). */
@@ -40,6 +41,7 @@ const app = await startApp(config, () => ledger, {
   threads,
   thread: index,
   followFeeds: new Map(followFeeds),
+  ...(filters !== undefined ? { filterPort: new ThreadFilterPort(filters) } : {}),
   ...(index === 0
     ? {
         peerMetrics: () => (lastPeers = peerMetrics()),

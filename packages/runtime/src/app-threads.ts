@@ -10,6 +10,7 @@ import type { LedgerView, PeerMetrics } from '@chainnode/server';
 import type { RuntimeConfig } from './config.js';
 import type { AppThreadCommand, AppThreadData, AppThreadListening, AppThreadMessage } from './app-thread-api.js';
 import { combineLedgerViews } from './ledger-views.js';
+import type { FilterStoresHost } from './thread-filters.js';
 
 export interface AppThreadsOptions {
   config: RuntimeConfig;
@@ -19,6 +20,8 @@ export interface AppThreadsOptions {
   ingests: ReadonlyMap<string, IngestThread>;
   /** The state of this thread's own ledger connection (for the gauges thread 0 serves). */
   ownLedger: () => LedgerView | undefined;
+  /** Without Redis: the filters the app threads share, kept on this thread. */
+  filters?: FilterStoresHost;
 }
 
 export class AppThreads {
@@ -42,6 +45,7 @@ export class AppThreads {
   start(index: number, port: number): Promise<AppThreadListening> {
     const link = this.o.host.link();
     const followFeeds = [...this.o.ingests].map(([network, ingest]): [string, MessagePort] => [network, ingest.port()]);
+    const filters = this.o.filters?.link();
     const { metricsPort, ...rest } = this.o.config;
     const data: AppThreadData = {
       // Thread 0 alone serves metrics.
@@ -50,10 +54,11 @@ export class AppThreads {
       threads: this.o.config.threads,
       link,
       followFeeds,
+      ...(filters !== undefined ? { filters } : {}),
     };
     const w = new Worker(new URL('./app-thread.js', import.meta.url), {
       workerData: data,
-      transferList: [...linkPorts(link), ...followFeeds.map(([, p]) => p)],
+      transferList: [...linkPorts(link), ...followFeeds.map(([, p]) => p), ...(filters !== undefined ? [filters] : [])],
     });
     this.workers.push(w);
     this.exits.set(w, new Promise<void>((r) => w.once('exit', () => r())));

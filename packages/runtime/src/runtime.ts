@@ -29,6 +29,8 @@ import { rpcConfigOf, transportConfigOf } from './settings/file.js';
 import type { ServerConfig } from './settings/file.js';
 import { checkThreadPool, ingestWorkerData, openNetwork } from './network.js';
 import { openFilterStates } from './redis-filters.js';
+import { FilterStoresHost } from './thread-filters.js';
+import type { ThreadFilterPort } from './thread-filters.js';
 import type { AppThreadListening } from './app-thread-api.js';
 import { AppThreads } from './app-threads.js';
 import { ledgerView } from './ledger-views.js';
@@ -70,6 +72,8 @@ export interface AppExtras {
   thread?: number;
   /** The Redis ledger's state for its gauges (the thread that owns the ledger knows it). */
   ledgerStatus?: () => Promise<LedgerView | undefined>;
+  /** serve --threads without Redis: the filters every app thread shares, on the main thread. */
+  filterPort?: ThreadFilterPort;
 }
 
 /** The process log (configureLog); lines are scrubbed of key material. */
@@ -147,7 +151,7 @@ export async function startApp(config: RuntimeConfig, ledgerOf: () => AppLedger,
   // Polled filters live in the ledger's Redis when there is one, so any replica or thread continues them.
   const filters = await openFilterStates(config.ledger.url, server.ledgerCommandTimeoutMs, quiet('ledger', null));
   const filterState = (network: string) => {
-    const of = filters.of(network);
+    const of = filters.of(network) ?? extras.filterPort?.stateOf(network);
     return of === undefined ? {} : { filterState: of };
   };
   // One after the other: each opens a LevelDB and starts worker threads; a failure closes the rest.
@@ -430,11 +434,17 @@ async function serveThreads(
   });
   const anchors: ChainStore[] = [];
   const ingests = new Map<string, IngestThread>();
+  // Without Redis the app threads share their filters through this thread (with it, through Redis).
+  const filters =
+    config.ledger.url === undefined
+      ? new FilterStoresHost({ perKey: config.server.filtersPerKey, total: config.server.filtersTotal })
+      : undefined;
   const threads = new AppThreads({
     config,
     host,
     ingests,
     ownLedger: () => ledgerView(ledger, config.ledger.failure),
+    ...(filters !== undefined ? { filters } : {}),
   });
   let dash: RunningDashboard | undefined;
   // Drain the app threads (no request runs any more; commits still reach them, harmlessly), then
@@ -447,6 +457,7 @@ async function serveThreads(
     await Promise.allSettled([...ingests.values()].map((i) => i.stop()));
     await Promise.allSettled(anchors.map((a) => a.close()));
     host.close();
+    filters?.close();
     await ledger.close();
   };
   let first: AppThreadListening;
