@@ -17,6 +17,9 @@ import { chainDir, datadirCopy, runCli, tempDir } from '@chainnode/testkit';
 import { bannerOf, createKeyCli, kept, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
+/** /health's state trie of a datadir imported with the default setting (nothing pruned yet). */
+const NEW_DATADIR_TRIE = { mode: 'window', blocks: 90000, trieFrom: 0 };
+
 const haveBoth = chainDir('fixtures') !== undefined && chainDir('execution-apis') !== undefined;
 if (!haveBoth) console.log('networks.test: skipped (needs ./fixtures and ../shared/chains/execution-apis)');
 const maybe = haveBoth ? test : test.skip;
@@ -296,9 +299,9 @@ async function checkHealthAndMetrics(s: ServeProcess, every: string): Promise<vo
         status: 'ok',
         head: '0x640',
         number: 1600,
-        stateTrie: { mode: 'window', blocks: 90000, trieFrom: 0 },
+        stateTrie: NEW_DATADIR_TRIE,
       },
-      execapis: { status: 'ok', head: '0x36', number: 54, stateTrie: { mode: 'window', blocks: 90000, trieFrom: 0 } },
+      execapis: { status: 'ok', head: '0x36', number: 54, stateTrie: NEW_DATADIR_TRIE },
     },
   });
   expect((await get(at('execapis', '/health'))).json).toEqual({
@@ -306,7 +309,7 @@ async function checkHealthAndMetrics(s: ServeProcess, every: string): Promise<vo
     status: 'ok',
     head: '0x36',
     number: 54,
-    stateTrie: { mode: 'window', blocks: 90000, trieFrom: 0 },
+    stateTrie: NEW_DATADIR_TRIE,
   });
   const metrics = (await get(bannerOf(s.output()).metrics as string)).text;
   expect(metrics).toContain('chainnode_head_block{network="fixtures"} 1600');
@@ -369,7 +372,10 @@ async function checkStoreOutage(
   expect(overall.status).toBe(200);
   expect(overall.json).toEqual({
     status: 'degraded',
-    networks: { fixtures: { status: 'ok', head: '0x640', number: 1600 }, execapis: { status: 'store unavailable' } },
+    networks: {
+      fixtures: { status: 'ok', head: '0x640', number: 1600, stateTrie: NEW_DATADIR_TRIE },
+      execapis: { status: 'store unavailable' },
+    },
   });
   const one = await get(atF('execapis', '/health'));
   expect(one.status).toBe(503);
