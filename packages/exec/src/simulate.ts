@@ -324,6 +324,8 @@ class Simulation {
     const body = await this.calls(b, running);
     const requestsHash = common.isActivatedEIP(7685) ? await this.requests(running) : undefined;
     for (const w of withdrawals ?? []) await this.credit(w.address, w.amount * 1_000_000_000n);
+    // geth's ethash Finalize for a block before the merge: the miner's reward (no uncles).
+    if (prelim.difficulty > 0n) await this.credit(prelim.coinbase, common.param('minerReward'));
     const stateRoot = await this.roots.root(this.state.writes());
     return this.assemble(header, body, withdrawals, stateRoot, requestsHash, prelim);
   }
@@ -411,6 +413,12 @@ class Simulation {
     } catch (err) {
       if (err instanceof ExecutionTimeout || err instanceof SimulationError) throw err;
       throw txError((err as Error).message, from, tx, gas);
+    }
+    const after = await this.state.getAccount(from);
+    if (after !== undefined && after.nonce >= 2n ** 64n) {
+      // geth's nonce is a uint64: one past 2^64-1 wraps to 0.
+      after.nonce %= 2n ** 64n;
+      await this.state.putAccount(from, after);
     }
     if (r.totalGasSpent > this.budget)
       throw new SimulationError(-32000, `RPC gas cap exhausted: need ${r.totalGasSpent}, remaining ${this.budget}`);
@@ -543,12 +551,16 @@ class Simulation {
     }
     if (type === 4) data.authorizationList = authorizationTuples(a.authorizationList ?? []);
     data.type = type;
+    // @ethereumjs/tx refuses the nonce 2^64-1, which geth takes when it checks no nonce.
+    const maxNonce = nonce === 2n ** 64n - 1n && !this.opts.validation;
+    if (maxNonce) data.nonce = 0n;
     let tx: TypedTransaction;
     try {
       tx = createTx(data as TypedTxData, { common, freeze: false, allowUnlimitedInitCodeSize: false });
     } catch (err) {
       throw txError((err as Error).message, new Address(a.from ?? new Uint8Array(20)), undefined, gas);
     }
+    if (maxNonce) (tx as unknown as { nonce: bigint }).nonce = nonce;
     const from = new Address(a.from ?? new Uint8Array(20));
     (tx as unknown as { getSenderAddress: () => Address }).getSenderAddress = () => from;
     return tx;

@@ -188,9 +188,7 @@ function txHash(raw: Uint8Array): string {
  */
 const SIMULATE_NOT_YET: Readonly<Record<string, string>> = {
   'ethSimulate-blobs.io': 'blob transactions in simulated blocks are refused by the transaction builder',
-  'ethSimulate-empty-with-block-num-set-firstblock.io': 'a simulation on block 0: its state root differs',
   'ethSimulate-move-two-accounts-to-same-38023.io': 'state root after two precompile moves differs',
-  'ethSimulate-overflow-nonce.io': 'a call at nonce 2^64-1 without validation is refused by the transaction builder',
 };
 
 const fixturesDir = (): string | undefined => {
