@@ -245,8 +245,11 @@ async function chainStep(
     kept.pop();
   }
   const oldest = dropped[0];
-  if (oldest === undefined || kept.length > 0)
-    return { dropped, kept, base: BigInt((kept.at(-1) as CursorBlock)[0]), head };
+  const last = kept.at(-1);
+  if (last !== undefined) return { dropped, kept, base: BigInt(last[0]), head };
+  // An empty cursor: from the head on.
+  if (oldest === undefined)
+    return { dropped, kept: [[toQuantity(head.number), toData(head.hash)]], base: head.number, head };
   // Every cursor entry was removed: the reorg that removed the oldest names the common ancestor,
   // and the blocks it removed below the cursor (the filter covered them since it was made).
   const reorg = await registry.removedBlock(oldest[1]);
