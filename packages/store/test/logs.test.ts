@@ -529,7 +529,7 @@ async function checkSegmentAnswers(
     qs.push({ fromBlock: BigInt(from), toBlock: BigInt(to), addresses: [a], topics: [] });
   }
   // Sealed blocks keep no rows: two addresses, and an address with a topic, across the boundaries.
-  for (let i = 0; i < 40; i++) {
+  for (let i = 0; i < 16; i++) {
     const from = 1 + pick(head);
     const q = { fromBlock: BigInt(from), toBlock: BigInt(Math.min(head, from + pick(400))) };
     if (i % 2 === 0) qs.push({ ...q, addresses: [HOT_ADDR, addr(pick(40))], topics: [] });
@@ -701,7 +701,18 @@ describe('log segments', () => {
     expect(r).toMatchObject({ spansBefore: 4, spansAfter: 4 });
     expect(r.bytesAfter * 2).toBeLessThan(r.bytesBefore);
     store = await LevelChainStore.open(dir);
-    expect(await checkAnswers(1200, [0n, 1024n])).toBeGreaterThan(100);
+    for (const [from, to] of [
+      [1n, 1200n],
+      [200n, 300n],
+    ] as const) {
+      const q = { fromBlock: from, toBlock: to, addresses: [HOT_ADDR], topics: [] };
+      const want = chain.all.filter((g) => matches(g, q));
+      expect(asText(await store.logsText(q, opts()))).toEqual({
+        kind: 'ok',
+        text: JSON.stringify(want.map(jsonOf)),
+        count: want.length,
+      });
+    }
   });
 
   test('the cap: too-many names the same last fitting block inside and across sealed spans', async () => {
