@@ -90,6 +90,9 @@ export class StoreStateManager implements StateManagerInterface {
   async applyOverrides(overrides: Map<string, AccountOverride>): Promise<void> {
     for (const [addrKey, o] of overrides) {
       const address = new Address(Uint8Array.from(Buffer.from(addrKey, 'latin1')));
+      // An override that sets nothing (a precompile's move alone) leaves the account as it is.
+      const { balance, nonce, code, state, stateDiff } = o;
+      if ([balance, nonce, code, state, stateDiff].every((x) => x === undefined)) continue;
       const acct = (await this.getAccount(address)) ?? new Account();
       if (o.balance !== undefined) acct.balance = o.balance;
       if (o.nonce !== undefined) acct.nonce = o.nonce;

@@ -187,8 +187,7 @@ function txHash(raw: Uint8Array): string {
  * listed) until they do.
  */
 const SIMULATE_NOT_YET: Readonly<Record<string, string>> = {
-  'ethSimulate-blobs.io': 'blob transactions in simulated blocks are refused by the transaction builder',
-  'ethSimulate-move-two-accounts-to-same-38023.io': 'state root after two precompile moves differs',
+  'ethSimulate-blobs.io': 'a block with a blob transaction is answered -32603 (not yet traced)',
 };
 
 const fixturesDir = (): string | undefined => {
