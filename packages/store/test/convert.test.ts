@@ -73,6 +73,7 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
     expect(r.historyBlocks).toBe(Number(r.head) + 1 - 8);
     expect(r.stateTrie).toEqual({ from: 'archive', to: 'window=90000' });
     expect(r.prune).toBeUndefined(); // a window longer than the chain: nothing to prune
+    expect(r.logs).toBeUndefined(); // spans sealed by this release are compressed already
     expect(await digestDatadir(dir)).toEqual(imported);
     // Nothing left to do a second time.
     expect((await convertDatadir(dir)).historyBlocks).toBe(0);

@@ -2,5 +2,11 @@
 // gate on LevelDB's threads (gate.ts), and the sealed per-address log segments the writer seals
 // and the queries read (log-segments.ts).
 export { LogQueries, logMatches, queryBloomMatcher } from './queries.js';
-export { LogSegmentReader, LogSegmentSealer, resealLogSegments, trimSegmentFiles } from './log-segments.js';
+export {
+  LogSegmentReader,
+  LogSegmentSealer,
+  hasUncompressedSpans,
+  resealLogSegments,
+  trimSegmentFiles,
+} from './log-segments.js';
 export type { Reseal, SegmentTrim } from './log-segments.js';

@@ -543,3 +543,16 @@ export async function resealLogSegments(db: Db, datadir: string): Promise<Reseal
   }
   return { spansBefore, spansAfter, bytesBefore, bytesAfter: filesBytes() };
 }
+
+/** Whether any sealed span is kept uncompressed (sealed by an earlier release): `db convert` reseals them. */
+export async function hasUncompressedSpans(db: Db): Promise<boolean> {
+  for await (const v of db.values({
+    gte: Uint8Array.of(Prefix.LogSegments),
+    lt: Uint8Array.of(Prefix.LogSegments + 1),
+  })) {
+    if (v.length < VALUE_HEAD) continue;
+    const head = new DataView(v.buffer, v.byteOffset, v.byteLength).getUint32(12);
+    if ((head & COMPRESSED) === 0) return true;
+  }
+  return false;
+}

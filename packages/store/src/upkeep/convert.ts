@@ -7,17 +7,21 @@
 //  2. the state trie's retention (trie-window.ts): archive -> window=<N> writes the setting and
 //     runs one pruning cycle at the head (the writer's pruner, trie-prune.ts); window -> archive
 //     only while nothing was pruned (the nodes below Meta.trieFrom are gone).
-// Sealed log segments written before they were compressed stay readable as they are.
+//  3. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
+//     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatadirEmptyError, openDb } from '../db.js';
 import type { Db } from '../db.js';
 import { EMPTY_STATE_ROOT, stageStateStep } from '../history/index.js';
 import type { HistoryStats } from '../history/index.js';
+import { hasUncompressedSpans } from '../logs/index.js';
+import type { Reseal } from '../logs/index.js';
 import { MetaKey, headCodec, tables } from '../schema/index.js';
 import { formatStateTrie, headerStateRoot, putStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
 import type { PruneReport, StateTrieMode } from '../trie/index.js';
 import { StoreWriter } from '../writer/index.js';
+import { resealDatadirLogs } from './reseal.js';
 
 export class ConvertRefusedError extends Error {}
 
@@ -38,6 +42,8 @@ export interface ConvertResult {
   stateTrie: { from: string; to: string };
   /** The pruning cycle run for a new window (undefined: none ran). */
   prune?: PruneReport | undefined;
+  /** The log segments sealed again compressed (undefined: they already were). */
+  logs?: Reseal | undefined;
 }
 
 async function stateRootAt(db: Db, n: bigint): Promise<Uint8Array> {
@@ -112,6 +118,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
   const db = await openDb(datadir, { create: false });
   let result: ConvertResult;
   let pruneNeeded = false;
+  let reseal = false;
   try {
     if ((await tables.meta.get(db, MetaKey.FirstBlock)) !== undefined)
       throw new ConvertRefusedError(
@@ -128,6 +135,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     const target = opts.stateTrie ?? (await readStateTrie(db));
     const t = await setStateTrie(db, target);
     pruneNeeded = t.pruneNeeded;
+    reseal = await hasUncompressedSpans(db);
     result = {
       head,
       historyBlocks: h.blocks,
@@ -137,6 +145,10 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     };
   } finally {
     await db.close();
+  }
+  if (reseal) {
+    opts.onProgress?.('log segments: sealing again, compressed');
+    result.logs = await resealDatadirLogs(datadir);
   }
   if (pruneNeeded) result.prune = await pruneOnce(datadir, opts);
   return result;
