@@ -727,7 +727,10 @@ function txRecord(tx: TypedTransaction, from: Bytes): TxRecord {
   }
   if (tx.type === 3) {
     r.maxFeePerBlobGas = t.maxFeePerBlobGas as bigint;
-    r.blobVersionedHashes = t.blobVersionedHashes as Uint8Array[];
+    // @ethereumjs/tx keeps them as hex strings.
+    r.blobVersionedHashes = (t.blobVersionedHashes ?? []).map((h) =>
+      typeof h === 'string' ? Uint8Array.from(Buffer.from((h as string).slice(2), 'hex')) : h,
+    );
   }
   return r;
 }

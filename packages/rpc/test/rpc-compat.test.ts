@@ -182,14 +182,6 @@ function txHash(raw: Uint8Array): string {
   return bytesToHex(keccak256(raw));
 }
 
-/**
- * eth_simulateV1 fixtures this node does not answer as geth did yet, each with why; skipped (and
- * listed) until they do.
- */
-const SIMULATE_NOT_YET: Readonly<Record<string, string>> = {
-  'ethSimulate-blobs.io': 'a block with a blob transaction is answered -32603 (not yet traced)',
-};
-
 const fixturesDir = (): string | undefined => {
   const shared = sharedChainsDir();
   return shared === undefined ? undefined : join(shared, 'execution-apis', 'tests');
@@ -273,34 +265,27 @@ describe('execution-apis rpc-compat fixtures', () => {
     );
   });
 
-  const listed = (f: Fixture): boolean => f.method === 'eth_simulateV1' && f.name in SIMULATE_NOT_YET;
-  test.each(fixtures.filter(listed).map((f) => [`${f.method}/${f.name}: ${SIMULATE_NOT_YET[f.name]}`, f] as const))(
-    'not yet matched, skipped: %s',
-    () => undefined,
-  );
-
-  test.each(
-    fixtures
-      .filter((f) => !listed(f))
-      .map((f) => [`${f.method}/${f.name}${f.speconly ? ' (speconly)' : ''}`, f] as const),
-  )('%s', async (_label, fx) => {
-    for (const ex of fx.exchanges) {
-      const reply = await svc.handle(ex.request);
-      const got = dropTotalDifficulty(normalise(JSON.parse(reply.body ?? 'null') as Json));
-      const want = normalise(JSON.parse(ex.reply) as Json);
-      if (fx.speconly) {
-        const g = got as Record<string, Json>;
-        const w = want as Record<string, Json>;
-        if (w.error !== undefined) expect(g.error).toBeDefined();
-        else {
-          expect(g.error).toBeUndefined();
-          expect(sameShape(g.result, w.result, 'result')).toEqual([]);
+  test.each(fixtures.map((f) => [`${f.method}/${f.name}${f.speconly ? ' (speconly)' : ''}`, f] as const))(
+    '%s',
+    async (_label, fx) => {
+      for (const ex of fx.exchanges) {
+        const reply = await svc.handle(ex.request);
+        const got = dropTotalDifficulty(normalise(JSON.parse(reply.body ?? 'null') as Json));
+        const want = normalise(JSON.parse(ex.reply) as Json);
+        if (fx.speconly) {
+          const g = got as Record<string, Json>;
+          const w = want as Record<string, Json>;
+          if (w.error !== undefined) expect(g.error).toBeDefined();
+          else {
+            expect(g.error).toBeUndefined();
+            expect(sameShape(g.result, w.result, 'result')).toEqual([]);
+          }
+        } else {
+          expect(canonical(got)).toBe(canonical(want));
         }
-      } else {
-        expect(canonical(got)).toBe(canonical(want));
       }
-    }
-  });
+    },
+  );
 
   test('eth_sendRawTransaction forwarded each fixture transaction once, byte for byte', () => {
     const sent = fixtures
