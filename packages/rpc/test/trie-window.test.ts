@@ -194,6 +194,8 @@ test('below the trie window: state reads and calls equal the archive, proofs ref
       await body(svc, 'eth_getProof', [pick(), [], { blockHash: hex(below[0]?.hash as Uint8Array) }]),
     );
     expect(byHash.error.message).toMatch(/^state trie for block 1 pruned/);
+    const sim = JSON.parse(await body(svc, 'eth_simulateV1', [{ blockStateCalls: [{ calls: [] }] }, q(from - 1n)]));
+    expect(sim.error).toEqual(refused.error);
     const diff = JSON.parse(await body(svc, 'chainnode_getStateDiff', [q(from)])) as { error: { message: string } };
     expect(diff.error.message).toMatch(`state trie for block ${from - 1n} pruned`);
     for (let i = 0; i < 12; i++) {

@@ -31,6 +31,7 @@ import {
 } from '../params.js';
 import type { BlockSelector } from '../params.js';
 import { callCost } from './eth_call.js';
+import { prunedOr, requireTrie } from '../trie-window.js';
 
 export interface SimulateParams {
   blocks: SimBlockInput[];
@@ -186,13 +187,15 @@ export const eth_simulateV1: MethodDef<SimulateParams, JsonSimBlock[]> = {
   params:
     'simulation ({blockStateCalls: [{blockOverrides, stateOverrides, calls}], traceTransfers, validation, returnFullTransactions}), block (default latest)',
   errors:
-    '-38010/-38011 nonce too low/high, -38012 fee cap below base fee, -38013 intrinsic gas too low, -38014 insufficient funds, -38015 block gas limit reached, -38020 block numbers out of order, -38021 timestamps out of order, -38026 too many blocks or calls, -32000 `header not found` and state override errors; a call that reverts or halts is reported in its `calls` entry (3 with the revert data, -32015)',
+    '-38010/-38011 nonce too low/high, -38012 fee cap below base fee, -38013 intrinsic gas too low, -38014 insufficient funds, -38015 block gas limit reached, -38020 block numbers out of order, -38021 timestamps out of order, -38026 too many blocks or calls, -32000 `header not found`, state override errors and a base block below the state trie window (`--state-trie window=<N>`: the roots of simulated blocks need its trie); a call that reverts or halts is reported in its `calls` entry (3 with the revert data, -32015)',
   decode: decodeSimulateParams,
   offload: true,
   estimateCost: async (ctx) => callCost(undefined, ctx.config.callGasCap),
   async handle(ctx, p) {
     checkLimits(p, ctx.config);
     const header = await callHeader(ctx, p.block);
+    // Simulated blocks' state roots are computed over the base block's trie.
+    requireTrie(ctx, header.number);
     const exec = await executorOf(ctx);
     const { SimulationError, ExecutionTimeout } = await loadExec();
     let results: Awaited<ReturnType<typeof exec.simulate>>;
@@ -207,7 +210,7 @@ export const eth_simulateV1: MethodDef<SimulateParams, JsonSimBlock[]> = {
       if (err instanceof SimulationError) throw new RpcError(err.code, err.message);
       if (err instanceof ExecutionTimeout)
         throw new ServerError(`execution aborted (timeout = ${exec.options.timeoutMs / 1000}s)`);
-      throw err;
+      throw prunedOr(ctx, header.number, err);
     }
     return results.map((r) => {
       const { totalDifficulty: _, ...block } = formatBlock(r.block, p.fullTransactions);
