@@ -69,18 +69,23 @@ test.each(chains)(
       for (const q of queries) {
         const rows = await logsText(q, opts());
         const records = await store.logs(q, opts());
-        if (rows === undefined || rows.kind !== 'ok' || records.kind !== 'ok')
+        // Several addresses over sealed blocks have no ready text (their rows are deleted once a
+        // span is sealed, docs/decisions/rows.md): the method formats the log rows, checked below.
+        const sealedMulti = rows === undefined && q.addresses.length > 1;
+        if ((rows === undefined && !sealedMulti) || (rows !== undefined && rows.kind !== 'ok') || records.kind !== 'ok')
           throw new Error(
             `unexpected answer for ${JSON.stringify(q, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Uint8Array ? hex(v) : v))}`,
           );
         const want = await formatLogsText(records.logs);
-        expect(chunksToBytes(rows.ascii).toString('latin1')).toBe(want);
-        expect(rows.count).toBe(records.logs.length);
+        if (rows !== undefined && rows.kind === 'ok') {
+          expect(chunksToBytes(rows.ascii).toString('latin1')).toBe(want);
+          expect(rows.count).toBe(records.logs.length);
+        }
         if (records.logs.length > 0) nonEmpty++;
         if (records.logs.length > 10_000) {
           // Past the method's cap (10,000): both paths name the same fitting range.
           const capped = { limit: 10_000, deadline: Date.now() + 60_000 };
-          expect(await logsText(q, capped)).toEqual(await store.logs(q, capped));
+          if (!sealedMulti) expect(await logsText(q, capped)).toEqual(await store.logs(q, capped));
           continue;
         }
         const params = [
