@@ -12,7 +12,7 @@ import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import type { Common, GethGenesis } from '@ethereumjs/common';
 import { createTx } from '@ethereumjs/tx';
 import type { TypedTransaction, TypedTxData } from '@ethereumjs/tx';
-import { Address, bigIntToUnpaddedBytes, bytesToHex } from '@ethereumjs/util';
+import { Address, bytesToHex } from '@ethereumjs/util';
 import type { KZG as KzgInterface, PrefixedHexString } from '@ethereumjs/util';
 import { createVM, runTx } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
@@ -21,6 +21,8 @@ import type { Bytes, ChainInfo, HeaderRecord, SyncStateReader } from '@chainnode
 import { ExecutionTimeout, StoreStateManager } from './state.js';
 import type { BlockStateBase } from './state.js';
 import type { AccountOverride } from './state.js';
+import { authorizationTuples } from './call-args.js';
+import type { BlockOverrides, CallArgs } from './call-args.js';
 import { simulate } from './simulate.js';
 import type { SimBlockInput, SimBlockResult, SimOptions } from './simulate.js';
 
@@ -34,34 +36,8 @@ export interface ExecOptions {
 export const DEFAULT_EXEC_OPTIONS: ExecOptions = { gasCap: 50_000_000n, timeoutMs: 5_000 };
 
 /** A call as eth_call's transaction object gives it (geth's TransactionArgs), decoded. */
-export interface CallArgs {
-  from?: Bytes;
-  to?: Bytes | null;
-  gas?: bigint;
-  gasPrice?: bigint;
-  maxFeePerGas?: bigint;
-  maxPriorityFeePerGas?: bigint;
-  maxFeePerBlobGas?: bigint;
-  value?: bigint;
-  input?: Bytes;
-  nonce?: bigint;
-  accessList?: { address: Bytes; storageKeys: Bytes[] }[];
-  blobVersionedHashes?: Bytes[];
-  authorizationList?: { chainId: bigint; address: Bytes; nonce: bigint; yParity: bigint; r: bigint; s: bigint }[];
-}
-
 /** Gas of one blob (EIP-4844's GAS_PER_BLOB). */
 const BLOB_GAS = 131_072n;
-
-/** geth's BlockOverrides (the fields this node honours). */
-export interface BlockOverrides {
-  number?: bigint;
-  time?: bigint;
-  gasLimit?: bigint;
-  feeRecipient?: Bytes;
-  prevRandao?: Bytes;
-  baseFeePerGas?: bigint;
-}
 
 export interface CallOutcome {
   /** success, revert (REVERT opcode: returnValue is the revert data) or halt (out of gas, invalid opcode…). */
@@ -77,6 +53,8 @@ export interface CallOutcome {
 /** The call could not start (geth's pre-check errors: funds, fee caps, intrinsic gas…): -32000. */
 export class CallPrecheckError extends Error {}
 export { ExecutionTimeout };
+export { authorizationTuples };
+export type { BlockOverrides, CallArgs };
 
 interface Warm {
   vm: VM;
@@ -386,12 +364,6 @@ export class Executor {
     (tx as unknown as { getSenderAddress: () => Address }).getSenderAddress = () => from;
     return tx;
   }
-}
-
-/** EIP-7702 authorizations as @ethereumjs/tx takes them: [chainId, address, nonce, yParity, r, s]. */
-export function authorizationTuples(list: NonNullable<CallArgs['authorizationList']>): Uint8Array[][] {
-  const u = bigIntToUnpaddedBytes;
-  return list.map((x) => [u(x.chainId), x.address, u(x.nonce), u(x.yParity), u(x.r), u(x.s)]);
 }
 
 function hexBytes(h: string): Uint8Array {

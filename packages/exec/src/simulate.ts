@@ -36,8 +36,8 @@ import type {
   WithdrawalRecord,
 } from '@chainnode/core';
 import { createHash } from 'node:crypto';
-import { authorizationTuples } from './executor.js';
-import type { BlockOverrides, CallArgs } from './executor.js';
+import { authorizationTuples } from './call-args.js';
+import type { BlockOverrides, CallArgs } from './call-args.js';
 import { ExecutionTimeout, StoreStateManager } from './state.js';
 import type { AccountOverride } from './state.js';
 import { OverlayRoots } from './state-root.js';

@@ -18,7 +18,6 @@ import { FormatMemo } from './json-text.js';
 import type { RpcConfig } from './config.js';
 import type { BlockNumberParam, BlockSelector, BlockTag } from './params.js';
 import type { MessageSubscriptions } from './subscriptions/hub.js';
-import type { FilterScope } from './filters/engine.js';
 
 export interface HandlerContext {
   store: ChainStore;
@@ -41,8 +40,17 @@ export interface HandlerContext {
    * follows): resolves to the upstream's answer, rejects with its error ({code, message}).
    */
   forward?: TxForwarder;
-  /** The filters of the key that made this call (eth_newFilter and the rest); absent: it holds none. */
-  filters?: FilterScope;
+  /**
+   * The filters of the key that made this call (eth_newFilter and the rest; a filters/engine.ts
+   * FilterScope, which methods/filter-id.ts `filtersOf` gives typed: the engine's methods take
+   * this context, so the context names only its owner); absent: it holds none.
+   */
+  filters?: KeyFilters;
+}
+
+/** What the context knows of the calling key's filters (filters/engine.ts FilterScope). */
+export interface KeyFilters {
+  readonly owner: string;
 }
 
 /** Sends a signed transaction (hex) to the upstream; resolves to what the upstream answered. */

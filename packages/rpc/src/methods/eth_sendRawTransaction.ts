@@ -4,6 +4,7 @@ import type { CheckedTransaction } from '@chainnode/exec';
 import { loadExec } from '../call.js';
 import type { MethodDef } from '../method.js';
 import { decodeArgs, jsonType, ParamError } from '../params.js';
+import { keyFiltersOf } from './filter-id.js';
 
 export interface SendRawParams {
   raw: Bytes;
@@ -65,7 +66,7 @@ export const eth_sendRawTransaction: MethodDef<SendRawParams, Hex> = {
     // The upstream's answer is checked, not trusted: it must name this very transaction.
     if (typeof answer !== 'string' || answer.toLowerCase() !== hash)
       throw new ServerError('the upstream answered with another transaction hash');
-    await ctx.filters?.forwarded(hash);
+    await keyFiltersOf(ctx)?.forwarded(hash);
     return hash;
   },
 };

@@ -1,5 +1,5 @@
 import type { MethodDef } from '../method.js';
-import { decodeFilterId } from './filter-id.js';
+import { decodeFilterId, keyFiltersOf } from './filter-id.js';
 
 /** true when the key had that filter (now removed), false otherwise (geth: never an error). */
 export const eth_uninstallFilter: MethodDef<string, boolean> = {
@@ -7,5 +7,5 @@ export const eth_uninstallFilter: MethodDef<string, boolean> = {
   cost: 80,
   params: 'filter id',
   decode: decodeFilterId,
-  handle: async (ctx, id) => (ctx.filters === undefined ? false : ctx.filters.uninstall(id)),
+  handle: async (ctx, id) => keyFiltersOf(ctx)?.uninstall(id) ?? false,
 };

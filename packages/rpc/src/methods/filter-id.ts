@@ -16,8 +16,14 @@ export function decodeFilterId(params: unknown[]): string {
 
 /** The calling key's filters; a context without them (no caller known) holds none. */
 export function filtersOf(ctx: HandlerContext): FilterScope {
-  if (ctx.filters === undefined) throw new FilterNotFoundError();
-  return ctx.filters;
+  const f = keyFiltersOf(ctx);
+  if (f === undefined) throw new FilterNotFoundError();
+  return f;
+}
+
+/** The calling key's filters, or undefined (the context holds only a FilterScope there: envelope.ts). */
+export function keyFiltersOf(ctx: HandlerContext): FilterScope | undefined {
+  return ctx.filters as FilterScope | undefined;
 }
 
 /** The errors a poll of an id can answer with, for the generated reference. */

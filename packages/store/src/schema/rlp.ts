@@ -3,7 +3,16 @@
 // them); the hand writers are also exported for writers of synthetic blocks.
 import { RLP } from '@ethereumjs/rlp';
 import { bytesToBigInt } from '@chainnode/core';
-import type { StoredLog } from './schema.js';
+
+/** A log row (Logs table, schema.ts): where it was emitted and what it holds. */
+export interface StoredLog {
+  blockNumber: bigint;
+  txIndex: number;
+  logIndex: number;
+  address: Uint8Array;
+  topics: Uint8Array[];
+  data: Uint8Array;
+}
 
 // The log row is the hottest codec of the store (one per log written, one per log returned), so it
 // is encoded and decoded by hand; the bytes are exactly RLP.encode([...]) (a test compares them).

@@ -75,6 +75,9 @@
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
+import type { StoredLog } from './rlp.js';
+
+export type { StoredLog } from './rlp.js';
 
 export const SCHEMA_VERSION = 2;
 
@@ -448,15 +451,6 @@ export const bodyCodec: Codec<StoredBody> = {
     return body;
   },
 };
-
-export interface StoredLog {
-  blockNumber: bigint;
-  txIndex: number;
-  logIndex: number;
-  address: Uint8Array;
-  topics: Uint8Array[];
-  data: Uint8Array;
-}
 
 export const logCodec: Codec<StoredLog> = { encode: (v) => encodeLogRow(v), decode: decodeLog };
 
