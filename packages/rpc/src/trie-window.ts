@@ -14,9 +14,14 @@ export function belowTrieWindow(ctx: HandlerContext, number: bigint, fresh = fal
   return w !== undefined && w.mode === 'window' && number < w.trieFrom;
 }
 
-/** Throws PrunedTrieError when block `number`'s trie is below the window (read fresh). */
-export function requireTrie(ctx: HandlerContext, number: bigint): void {
-  const w = ctx.store.stateTrie?.(true);
+/**
+ * Throws PrunedTrieError when block `number`'s trie is below the window: as the store last saw it
+ * (a commit refreshes it), or `fresh` as the datadir says now. The cached view is enough before a
+ * walk: nodes are content-addressed, so whatever a walk finds is the block's, and a node the
+ * pruner deleted since shows as missing, which prunedOr turns into the same error (fresh).
+ */
+export function requireTrie(ctx: HandlerContext, number: bigint, fresh = false): void {
+  const w = ctx.store.stateTrie?.(fresh);
   if (w !== undefined && w.mode === 'window' && number < w.trieFrom) throw new PrunedTrieError(number, w.blocks);
 }
 
@@ -28,7 +33,7 @@ export function requireTrie(ctx: HandlerContext, number: bigint): void {
 export function prunedOr(ctx: HandlerContext, number: bigint, err: unknown): unknown {
   if (!(err instanceof MissingTrieNodeError)) return err;
   try {
-    requireTrie(ctx, number);
+    requireTrie(ctx, number, true);
   } catch (pruned) {
     return pruned;
   }
