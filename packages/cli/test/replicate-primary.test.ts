@@ -3,7 +3,7 @@
 // withdrawals, system contracts, blobs, set-code). The replica takes the primary's raw blocks, raw
 // receipts and trie diffs, verifies every root, and must end with a store digest-equal to an
 // executing import of the same chain, answering every method byte-equal to the primary at every
-// block. A replica of that replica (two hops) ends the same.
+// block. A replica of that replica (two hops, on the execution-apis chain) ends the same.
 import { join } from 'node:path';
 import { digestDatadir } from '@chainnode/store';
 import { chainDir, datadirCopy, preparedDatadir, runCli, tempDir } from '@chainnode/testkit';
@@ -56,7 +56,9 @@ describe.each(chains)('replicating a chainnode primary of the %s chain', (chain)
     const seen = await compareNodes(primary.url(pk.key), replica.url(rk.key), STATE[chain]);
     expect(seen.blocks).toBeGreaterThan(chain === 'fixtures' ? 1000 : 30);
 
-    // Two hops: a replica of the replica, itself replicating.
+    // Two hops: a replica of the replica, itself replicating (on the execution-apis chain, whose
+    // forks give the primary's diffs every kind of change; the hop is the same code on either).
+    if (chain !== 'execution-apis') return;
     const secondDir = join(temp.dir, 'second');
     const r2 = await runCli(
       ['sync', '--from', replica.url(rk.key), '--genesis', genesis, '--ingest', 'replicate', '--datadir', secondDir],

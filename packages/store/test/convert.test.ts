@@ -19,8 +19,11 @@ const chain = availableChains().includes('execution-apis') ? 'execution-apis' : 
 async function dropHistory(dir: string): Promise<void> {
   const db = await openDb(dir, { create: false });
   try {
-    for (const prefix of [Prefix.AccountHistory, Prefix.StorageHistory])
-      await db.clear({ gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) });
+    for (const prefix of [Prefix.AccountHistory, Prefix.StorageHistory]) {
+      const range = { gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) };
+      await db.clear(range);
+      expect(await db.keys({ ...range, limit: 1 }).all()).toEqual([]);
+    }
     await db.del(tables.meta.key(MetaKey.StateHistory));
     await db.del(tables.meta.key(MetaKey.StateTrie));
   } finally {
@@ -58,7 +61,6 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
   try {
     const imported = await digestDatadir(dir);
     await dropHistory(dir);
-    expect(await digestDatadir(dir)).not.toEqual(imported);
     const stop = new Error('interrupted');
     let batches = 0;
     await expect(
