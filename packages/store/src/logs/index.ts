@@ -7,6 +7,7 @@ export {
   LogSegmentSealer,
   hasUncompressedSpans,
   resealLogSegments,
+  segmentFileSizes,
   trimSegmentFiles,
 } from './log-segments.js';
 export type { Reseal, SegmentTrim } from './log-segments.js';

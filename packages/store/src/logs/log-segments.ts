@@ -443,6 +443,20 @@ export class LogSegmentReader {
   }
 }
 
+/** The segment files of `datadir`: how many and their bytes (none yet: zeros). */
+export function segmentFileSizes(datadir: string): { files: number; bytes: number } {
+  const dir = segmentDir(datadir);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return { files: 0, bytes: 0 }; // no sealed segment yet
+  }
+  let bytes = 0;
+  for (const name of names) bytes += statSync(join(dir, name)).size;
+  return { files: names.length, bytes };
+}
+
 /** What trimSegmentFiles cut: bytes past the recorded length, and files past the one appended to. */
 export interface SegmentTrim {
   truncatedBytes: number;
@@ -506,16 +520,7 @@ export async function resealLogSegments(db: Db, datadir: string): Promise<Reseal
   const raw = await db.get(META_KEY);
   const state = raw === undefined ? undefined : decodeState(raw);
   const dir = segmentDir(datadir);
-  const filesBytes = (): number => {
-    let n = 0;
-    try {
-      for (const name of readdirSync(dir)) n += statSync(join(dir, name)).size;
-    } catch {
-      // no segment file
-    }
-    return n;
-  };
-  const bytesBefore = filesBytes();
+  const bytesBefore = segmentFileSizes(datadir).bytes;
   const spansBefore = state === undefined ? 0 : Number(state.to - state.from) / SEGMENT_SPAN;
   if (state !== undefined) {
     for (let n = state.from; n < state.to; n++) {
@@ -541,7 +546,7 @@ export async function resealLogSegments(db: Db, datadir: string): Promise<Reseal
     await sealer.sealBelow(u64Codec.decode(rowsFrom), headCodec.decode(head).number);
     spansAfter = sealer.sealedSpans();
   }
-  return { spansBefore, spansAfter, bytesBefore, bytesAfter: filesBytes() };
+  return { spansBefore, spansAfter, bytesBefore, bytesAfter: segmentFileSizes(datadir).bytes };
 }
 
 /** Whether any sealed span is kept uncompressed (sealed by an earlier release): `db convert` reseals them. */

@@ -11,6 +11,7 @@
 //     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { bytesEqual } from '@chainnode/core';
 import { DatadirEmptyError, openDb } from '../db.js';
 import type { Db } from '../db.js';
 import { EMPTY_STATE_ROOT, stageStateStep } from '../history/index.js';
@@ -57,7 +58,7 @@ async function stateRootAt(db: Db, n: bigint): Promise<Uint8Array> {
 async function buildHistory(db: Db, head: bigint, opts: ConvertOptions): Promise<HistoryStats & { blocks: number }> {
   const genesisRoot = await stateRootAt(db, 0n);
   const nodes = (hash: Uint8Array): Uint8Array | undefined => tables.trieNodes.getSync(db, hash);
-  if (!bytesEq(genesisRoot, EMPTY_STATE_ROOT) && nodes(genesisRoot) === undefined)
+  if (!bytesEqual(genesisRoot, EMPTY_STATE_ROOT) && nodes(genesisRoot) === undefined)
     throw new ConvertRefusedError(
       'datadir: the state trie of block 0 is not held under its header state root (an upstream whose genesis header names another root, e.g. anvil --init); re-import it with `node-cli sync` instead',
     );
@@ -86,10 +87,6 @@ async function buildHistory(db: Db, head: bigint, opts: ConvertOptions): Promise
     opts.onProgress?.(`state history: block ${last} of ${head} (${stats.accounts + stats.slots} rows, ${s} s)`);
   }
   return stats;
-}
-
-function bytesEq(a: Uint8Array, b: Uint8Array): boolean {
-  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
 }
 
 /** Checks the trie retention change is possible, and writes the setting when it is. */

@@ -2,13 +2,12 @@
 // and LevelDB's estimate of the bytes on disk (approximateSize of the table's key range), for
 // every table of schema.ts (Prefix), plus the sealed log segment files and the state layout.
 // `node-cli db info` prints it; bench/store-cost.ts reports it per block.
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Db } from '../db.js';
 import { openDb } from '../db.js';
 import { sizeOnDisk } from '../disk.js';
 import { stateHistoryRoot } from '../history/index.js';
 import { MetaKey, Prefix, tables, u64Codec } from '../schema/index.js';
+import { segmentFileSizes } from '../logs/index.js';
 import { formatStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
 
 /** The group of every table, as docs/performance reports the store's cost. */
@@ -117,19 +116,6 @@ async function sizeTable(db: NativeDb, table: keyof typeof Prefix, code: { rows:
   return { size: t, head };
 }
 
-async function segmentFileSizes(datadir: string): Promise<{ files: number; bytes: number }> {
-  const dir = join(datadir, 'log-segments');
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return { files: 0, bytes: 0 }; // no sealed segment yet
-  }
-  let bytes = 0;
-  for (const f of names) bytes += (await stat(join(dir, f))).size;
-  return { files: names.length, bytes };
-}
-
 async function stateLayout(db: Db): Promise<StateLayout> {
   const first = await tables.meta.get(db, MetaKey.FirstBlock);
   const trie = await readStateTrie(db);
@@ -181,7 +167,7 @@ export async function measureDatadir(
   } finally {
     await db.close();
   }
-  const seg = await segmentFileSizes(datadir);
+  const seg = segmentFileSizes(datadir);
   return {
     datadir,
     head,
