@@ -1,7 +1,7 @@
 // Every native module the node uses loads its native code on this machine, although package.json
 // denies all dependency install scripts (allowScripts): the prebuilt binaries shipped in the
 // packages (node-gyp-build) and the platform packages npm installs as optional dependencies
-// (anvil, uWebSockets.js binaries) are enough. A missing prebuild would show here, not at the
+// (anvil, cast, uWebSockets.js binaries) are enough. A missing prebuild would show here, not at the
 // first query.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -72,12 +72,12 @@ describe('native modules load without install scripts', () => {
     ]);
   });
 
-  test('anvil: the binary from the platform package runs', () => {
-    const out = spawnSync(join(root, 'node_modules', '.bin', 'anvil'), ['--version'], {
+  test.each(['anvil', 'cast'])('%s: the binary from the platform package runs', (name) => {
+    const out = spawnSync(join(root, 'node_modules', '.bin', name), ['--version'], {
       encoding: 'utf8',
       timeout: 60_000,
     });
     expect(out.status).toBe(0);
-    expect(out.stdout).toMatch(/anvil Version: 1\.7\.1/);
+    expect(out.stdout).toMatch(new RegExp(`${name} Version: 1\\.7\\.1`));
   });
 });

@@ -247,7 +247,7 @@ const hexN = (n: number | bigint) => `0x${n.toString(16)}`;
 const rebuiltSizes = new Map<string, number>();
 
 /** geth's `size` of a block from anvil's JSON: the RLP length of the block @ethereumjs/block rebuilds. */
-function rebuiltSize(block: Json, common: Common): number {
+export function rebuiltSize(block: Json, common: Common): number {
   let size = rebuiltSizes.get(block.hash as string);
   if (size === undefined) {
     size = createBlockFromRPC(block as never, [], { common, setHardfork: true }).serialize().length;

@@ -4,17 +4,23 @@
 // node (eth_sendRawTransaction, forwarded to anvil), and waits for its receipt through the node.
 // Every value is checked against anvil's own answers: balances before and after, the receipt,
 // the estimate against what the mined transfer used and what anvil estimates.
-import { Contract, JsonRpcProvider, Wallet } from 'ethers';
+// foundry's cast prints the same against the node as against anvil (block, tx, receipt, logs,
+// state at a block, proof, fees, estimate, access list, a transfer sent through the node), apart
+// from the lines where anvil deviates from geth, each checked by geth's rule (see castDeviations).
+import { AbiCoder, Contract, JsonRpcProvider, Wallet, keccak256 } from 'ethers';
 import { createPublicClient, createWalletClient, http } from 'viem';
 import type { Abi, Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { anvil as anvilChain } from 'viem/chains';
 import { Web3 } from 'web3';
+import { createCommonFromGethGenesis } from '@ethereumjs/common';
+import type { GethGenesis } from '@ethereumjs/common';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compileToken, tempDir } from '@chainnode/testkit';
-import { DEV, GENESIS, minedReceipt, result, startAnvil, waitSynced } from './anvil-upstream.js';
+import { DEV, GENESIS, minedReceipt, rebuiltSize, result, startAnvil, waitSynced } from './anvil-upstream.js';
 import type { Anvil } from './anvil-upstream.js';
+import { cast, castBinary, castBoth, splitFields } from './cast-cli.js';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
@@ -104,7 +110,73 @@ async function checkTransferOn(
   await waitSynced(c.upstream, c.ours, c.output);
 }
 
-describe('ethers, viem and web3.js against a node following anvil', () => {
+/** The cast commands about the token's first transfer to DEV[1] (block `n`, transaction `hash`). */
+function castCommands(token: string, hash: string, n: number): [string, ...string[]][] {
+  const [holder, who, other] = DEV as [string, string, string];
+  const at = String(n);
+  const balanceSlot = keccak256(AbiCoder.defaultAbiCoder().encode(['address', 'uint256'], [who, 0]));
+  const transfer = ['--from', holder, token, 'transfer(address,uint256)', who, '5'];
+  return [
+    ['block', at],
+    ['tx', hash],
+    ['receipt', hash],
+    ['logs', '--from-block', '0', '--to-block', at, '--address', token],
+    ['call', '--block', String(n - 1), token, 'balanceOf(address)(uint256)', who],
+    ['call', '--block', at, token, 'balanceOf(address)(uint256)', who],
+    ['storage', '--block', at, token, balanceSlot],
+    ['balance', '--block', at, who],
+    ['nonce', holder],
+    ['nonce', '--block', at, holder],
+    ['code', token],
+    ['proof', token, balanceSlot],
+    ['age', at],
+    ['chain-id'],
+    ['base-fee', at],
+    ['base-fee'],
+    ['estimate', '--from', holder, other, '--value', '1'],
+    ['estimate', ...transfer],
+    ['access-list', ...transfer],
+  ];
+}
+
+const gethCommon = createCommonFromGethGenesis(GENESIS as unknown as GethGenesis, { chain: 'custom' });
+
+/**
+ * What cast printed against the node (`mine`) and against anvil (`theirs`) for `command`: the same,
+ * except where anvil deviates from geth, where the node's line is checked by geth's rule:
+ * - block `size`: anvil leaves the empty withdrawals list out of the block's RLP; geth counts it
+ *   (the RLP length of the block rebuilt from anvil's JSON);
+ * - receipt: anvil adds `blobGasPrice` to a non-blob transaction's receipt and a `blockTimestamp`
+ *   (cast prints it last); geth has neither (cast prints `blobGasPrice` empty);
+ * - `estimate` of a contract call: anvil's figure is exact, geth's binary search stops within
+ *   1.5% above it (a plain transfer is 21000 on both);
+ * - `access-list`: anvil sorts the storage keys, geth's order is not defined (Go map order).
+ */
+async function expectSameCast(upstream: string, command: string, mine: string, theirs: string): Promise<void> {
+  if (command === 'block') {
+    const o = splitFields(mine, ['size']);
+    expect(o.rest).toEqual(splitFields(theirs, ['size']).rest);
+    const hash = splitFields(theirs, ['hash']).fields.hash;
+    const block = await result<Json>(upstream, 'eth_getBlockByHash', [hash, true]);
+    expect(Number(o.fields.size)).toBe(rebuiltSize(block, gethCommon));
+  } else if (command === 'receipt' || command === 'send') {
+    const o = splitFields(mine, ['blobGasPrice']);
+    const a = splitFields(theirs, ['blobGasPrice', 'blockTimestamp']);
+    // cast prints anvil's extra member after an empty line.
+    expect(o.rest).toEqual(a.rest.replace(/\n$/, ''));
+    expect([o.fields.blobGasPrice, a.fields.blobGasPrice]).toEqual(['', '1']);
+    expect(a.fields.blockTimestamp).toMatch(/^\d+$/);
+  } else if (command === 'estimate' && Number(theirs) !== 21_000) {
+    expect(Number(mine)).toBeGreaterThanOrEqual(Number(theirs));
+    expect(Number(mine)).toBeLessThanOrEqual(Math.ceil(Number(theirs) / 0.985));
+  } else if (command === 'access-list') {
+    expect(mine.split('\n').sort()).toEqual(theirs.split('\n').sort());
+  } else {
+    expect(mine).toBe(theirs);
+  }
+}
+
+describe('ethers, viem, web3.js and cast against a node following anvil', () => {
   let anvil: Anvil;
   let node: ServeProcess;
   let ours: string;
@@ -231,5 +303,35 @@ describe('ethers, viem and web3.js against a node following anvil', () => {
     expect(await web3.eth.getBalance(account.address)).toBe(
       BigInt(await result<string>(anvil.url, 'eth_getBalance', [account.address, 'latest'])),
     );
+  });
+  test('cast: block, tx, receipt, logs, call/storage/balance at a block, nonce, code, proof, age, chain-id, base-fee, estimate, access-list, then send through the node and receipt', async () => {
+    castBinary();
+    // The token's first transfer to DEV[1]: a block with a log and two storage writes.
+    const logs = await result<Json[]>(anvil.url, 'eth_getLogs', [{ fromBlock: '0x0', address: token }]);
+    const first = logs[1] as Json;
+    const commands = castCommands(token, first.transactionHash as string, Number(first.blockNumber));
+    const outs = await castBoth(ours, anvil.url, commands);
+    for (const [i, [command, ...args]] of commands.entries()) {
+      const [mine, theirs] = outs[i] as [string, string];
+      expect([command, ...args, mine.length > 0]).toEqual([command, ...args, true]);
+      await expectSameCast(anvil.url, command, mine, theirs);
+    }
+    // A token transfer signed by cast and sent through the node (forwarded to anvil); cast waits
+    // for the receipt through the node.
+    const sent = await cast(ours, 'send', [
+      '--private-key',
+      KEYS[2] as string,
+      token,
+      'transfer(address,uint256)',
+      holder,
+      '9',
+    ]);
+    const hash = splitFields(sent, ['transactionHash']).fields.transactionHash as string;
+    expect(hash).toMatch(/^0x[0-9a-f]{64}$/);
+    await waitSynced(anvil.url, ours, () => node.output());
+    const [[mine, theirs]] = (await castBoth(ours, anvil.url, [['receipt', hash]])) as [[string, string]];
+    expect(sent).toBe(mine);
+    await expectSameCast(anvil.url, 'receipt', mine, theirs);
+    expect(splitFields(mine, ['status']).fields.status).toBe('1 (success)');
   });
 });
