@@ -3,11 +3,12 @@
 // same header members alone) written directly as text: every value is a hex string, so nothing
 // needs escaping and no intermediate object or key sort is needed.
 //
-// It lives in core because two layers write it: the store keeps each block's hashes-only text at
-// import (a ready-to-serve encoding: a hashes-only answer is one read), and the rpc formatters write it for blocks without that row and for full-transaction
-// answers (their object form is its parse). rpc's format.test.ts checks its output against
-// hand-written geth shapes (every fork field, withdrawals, uncles); block-text.test.ts checks the
-// rows written at import against the text written from each block's decoded rows.
+// It lives in core because two layers write it: the store writes a block's hashes-only answer
+// from its rows (header, body, total difficulty, tx hashes) without building a block record, and
+// the rpc formatters write it from block records and for full-transaction answers (their object
+// form is its parse). rpc's format.test.ts checks its output against hand-written geth shapes
+// (every fork field, withdrawals, uncles); block-text.test.ts checks the store's answers against
+// the text written from each block's decoded rows.
 import type { Bytes, HeaderRecord, WithdrawalRecord } from './types.js';
 
 /** What the block JSON shows besides its transactions. */
@@ -21,9 +22,6 @@ export interface BlockJsonFields {
 
 const hex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 const q = (v: bigint | number): string => v.toString(16);
-
-/** The transaction list of the BlockJson rows written before their tx hashes were (see spliceTransactions). */
-const EMPTY_TXS = '"transactions":[]';
 
 /** `"0x<hash>"` strings joined by commas: a JSON array's inside. */
 export function hashList(hashes: readonly Uint8Array[]): string {
@@ -84,16 +82,4 @@ export function blockJsonHead(b: BlockJsonFields, uncle = false, transactions = 
     tail += ']';
   }
   return headerMembers(b.header, q(b.size), body, tail);
-}
-
-/**
- * blockJsonHead's text written without transactions (an older BlockJson row) with its empty
- * transaction list replaced by `list` (the inside of the JSON array).
- */
-export function spliceTransactions(head: string, list: string): string {
-  if (list === '') return head;
-  const at = head.indexOf(EMPTY_TXS);
-  if (at < 0) throw new Error('block JSON without a transaction list');
-  const cut = at + EMPTY_TXS.length - 1;
-  return `${head.slice(0, cut)}${list}${head.slice(cut)}`;
 }

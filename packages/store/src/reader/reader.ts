@@ -24,12 +24,13 @@ import {
   bytesToBigInt,
   decodeHeader,
   decodeTransaction,
+  blockJsonHead,
   hashList,
-  spliceTransactions,
   withdrawalsFromValues,
 } from '@chainnode/core';
 import type {
   AccountProofRecord,
+  BlockJsonFields,
   AccountRecord,
   BlockRecord,
   BlockRef,
@@ -77,6 +78,7 @@ import {
   bodyTransaction,
   headerStateRoot,
   headerTxFields,
+  bodyBlockFields,
   rlpString,
   trieGet,
   decodeTrieFrom,
@@ -503,32 +505,44 @@ export class LevelChainStore implements ChainStore {
   }
 
   /**
-   * The BlockJson row (written at import, schema.ts): the answer's bytes as read, one synchronous
-   * read once the block is known canonical (canonicalSync files hash -> number, so a block found
-   * by number costs no hashToNumber read), and no formatting. Undefined when the block is not
-   * canonical or has no row (a datadir written before the row existed).
+   * The hashes-only answer written from the rows a block keeps (header, body, total difficulty,
+   * BlockTxHashes): the body is read in place for its size, uncles and withdrawals
+   * (trie-read.ts bodyBlockFields), its transactions neither decoded nor copied. The same bytes
+   * as the block formatted (rpc's blockText). Undefined when the block is not canonical.
+   * BlockJson rows a datadir of an earlier release still holds are not read (`db convert`
+   * deletes them).
    */
   private async loadReadyJson(hash: Uint8Array): Promise<ReadyJson | undefined> {
     const hit = this.readyJson.get(hash);
     if (hit !== undefined) return hit;
     const gen = this.gen;
-    const n = await this.canonicalNumber(hash);
-    if (n === undefined) return undefined;
-    const row = tables.blockJson.getSync(this.db, hash);
-    if (row === undefined) return undefined;
-    let ready: ReadyJson;
-    if (row.whole) ready = { ascii: row.ascii };
-    else {
-      // An older row, without the tx hashes. BlockTxHashes is keyed by number: under a follower
-      // the row may already belong to another branch's block (written, its commit not yet
-      // applied here). Read first, then check that the DATABASE still maps the number to this
-      // block; otherwise the caller formats block().
-      const head = Buffer.from(row.head.buffer, row.head.byteOffset, row.head.byteLength).toString('latin1');
-      const txHashes = tables.blockTxHashes.getSync(this.db, n) ?? [];
-      const now = tables.canonical.getSync(this.db, n);
+    const header = await this.headerOf(hash);
+    if (header === undefined) return undefined;
+    // From here on synchronous reads: no commit lands between them.
+    const raw = tables.bodies.getRawSync(this.db, hash);
+    const td = tables.totalDifficulty.getSync(this.db, hash);
+    if (raw === undefined || td === undefined) throw new Error(`block ${header.number}: body rows missing`);
+    const body = bodyBlockFields(raw);
+    // BlockTxHashes is keyed by number: under a follower the row may already belong to a block of
+    // another branch (written, its commit not yet applied here). Read first, then check that the
+    // DATABASE still maps the number to this block; otherwise the caller formats block().
+    let txHashes: Uint8Array[] = [];
+    if (body.txCount > 0) {
+      txHashes = tables.blockTxHashes.getSync(this.db, header.number) ?? [];
+      const now = tables.canonical.getSync(this.db, header.number);
       if (now === undefined || !bytesEqual(now, hash)) return undefined;
-      ready = { ascii: Buffer.from(spliceTransactions(head, hashList(txHashes)), 'latin1') };
+      if (txHashes.length !== body.txCount)
+        throw new Error(`block ${header.number}: ${txHashes.length} tx hashes for ${body.txCount} txs`);
     }
+    const fields: BlockJsonFields = {
+      header,
+      size: body.size,
+      totalDifficulty: td,
+      uncleHashes: body.uncles.length === 1 ? [] : (RLP.decode(body.uncles) as Uint8Array[]).map((u) => keccak256(u)),
+    };
+    if (body.withdrawals !== undefined)
+      fields.withdrawals = withdrawalsFromValues(RLP.decode(body.withdrawals) as Uint8Array[][]);
+    const ready: ReadyJson = { ascii: Buffer.from(blockJsonHead(fields, false, hashList(txHashes)), 'latin1') };
     if (gen === this.gen) this.readyJson.set(hash, ready);
     return ready;
   }

@@ -28,16 +28,11 @@
 //                           pure function of the id set (batch grouping does not show).
 //   0x0e    TrieNodes       key as the MPT / state manager asks (node hash, 'c'++codeHash) -> bytes
 //   0x0f    BlockTxHashes   number(8) -> txHash(32) per tx, concatenated in tx order
-//   0x10    BlockJson       blockHash(32) -> 0x01 ++ the block's hashes-only JSON answer, its
-//                           transaction hashes in it (ASCII, exactly what the formatter writes),
-//                           written at import: a hashes-only answer is this row's bytes, one read
-//                           and no formatting. A row written before the 0x01 form (it starts with
-//                           '{') holds the answer with an empty transaction list, and readers
-//                           splice the hashes in from BlockTxHashes. Keyed by hash, the row never
-//                           changes (a reorg leaves it behind with its header). Optional per
-//                           block: a datadir written before the table existed has none, and
-//                           readers then format the block from the rows above (so no schema
-//                           version bump).
+//   0x10    BlockJson       blockHash(32) -> a block's hashes-only JSON answer, as earlier releases
+//                           wrote it at import (0x01 ++ the answer, or an older row: the answer
+//                           with an empty transaction list). No longer written or read: the answer
+//                           is written on demand from the rows above (reader.ts loadReadyJson),
+//                           and `db convert` deletes the rows a datadir still holds.
 //   0x11    AddressLogsJson address(20) ++ number(8) -> count(4) ++ count x [logIndex(4) ++ textEnd(4)]
 //                           ++ ASCII text: the JSON (core's LogJsonWriter) of the logs this address
 //                           emitted in this block, joined by ',', in log order; entry i spans
@@ -178,30 +173,6 @@ function writeU64(v: bigint, out: Uint8Array, at: number): number {
   else out.set(bigIntToFixed(v, 8), at); // throws RangeError outside uint64
   return at + 8;
 }
-
-/** A BlockJson row (the table above): the whole hashes-only answer, or (older rows) the answer without its transactions. */
-export type BlockJsonRow = { whole: true; ascii: Uint8Array } | { whole: false; head: Uint8Array };
-
-/** The first byte of a whole BlockJson row; an older row starts with '{'. */
-const BLOCK_JSON_WHOLE = 0x01;
-
-/** The writer writes the whole form; the older one is kept readable (and writable, for tests of it). */
-export const blockJsonCodec: Codec<BlockJsonRow> = writerCodec<BlockJsonRow>(
-  {
-    size: (v) => (v.whole ? 1 + v.ascii.length : v.head.length),
-    write: (v, out, at) => {
-      if (!v.whole) {
-        if (v.head[0] !== 0x7b) throw new Error('BlockJson: an older row is a JSON object');
-        out.set(v.head, at);
-        return at + v.head.length;
-      }
-      out[at] = BLOCK_JSON_WHOLE;
-      out.set(v.ascii, at + 1);
-      return at + 1 + v.ascii.length;
-    },
-  },
-  (b) => (b[0] === BLOCK_JSON_WHOLE ? { whole: true, ascii: b.subarray(1) } : { whole: false, head: b }),
-);
 
 /** uint64 big-endian, fixed 8 bytes. */
 export const u64Codec: Codec<bigint> = writerCodec({ size: () => 8, write: writeU64 }, (b) => {
@@ -730,7 +701,7 @@ export const tables = {
   logIndex: new Table(Prefix.LogIndex, 'LogIndex', logIndexKeyCodec, postingCodec),
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, fixedListCodec(32)),
-  blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, blockJsonCodec),
+  blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, rawCodec),
   addressLogsJson: new Table(Prefix.AddressLogsJson, 'AddressLogsJson', addressNumberCodec, rawCodec),
   accountHistory: new Table(Prefix.AccountHistory, 'AccountHistory', historyKeyCodec(1), rawCodec),
   storageHistory: new Table(Prefix.StorageHistory, 'StorageHistory', historyKeyCodec(2), rawCodec),

@@ -99,19 +99,27 @@ export interface AccountFields {
  * anything else.
  */
 export function accountFields(rlp: Uint8Array): AccountFields {
-  header(rlp, 0, rlp.length);
-  if (!itemList || itemEnd !== rlp.length) throw new Error('account: not one RLP list');
-  const end = itemEnd;
-  header(rlp, itemStart, end);
-  if (itemList) throw new Error('account: nonce is a list');
-  const nonce = uintAt(rlp, itemStart, itemEnd, 'account: nonce');
-  header(rlp, itemEnd, end);
-  if (itemList) throw new Error('account: balance is a list');
-  const balance = uintAt(rlp, itemStart, itemEnd, 'account: balance');
+  const end = wholeList(rlp, 'account');
+  const nonce = uintItem(rlp, itemStart, end, 'account: nonce');
+  const balance = uintItem(rlp, itemEnd, end, 'account: balance');
   const storageRoot = hash32At(rlp, itemEnd, end, 'account: storageRoot');
   const codeHash = hash32At(rlp, itemEnd, end, 'account: codeHash');
   if (itemEnd !== end) throw new Error('account: more than 4 items');
   return { nonce, balance, storageRoot, codeHash };
+}
+
+/** Checks that `rlp` is one RLP list and returns its end; the scan state is left on it. */
+function wholeList(rlp: Uint8Array, what: string): number {
+  header(rlp, 0, rlp.length);
+  if (!itemList || itemEnd !== rlp.length) throw new Error(`${what}: not one RLP list`);
+  return itemEnd;
+}
+
+/** The unsigned integer item at `pos` (before `end`); the scan state is left on it. */
+function uintItem(b: Uint8Array, pos: number, end: number, what: string): bigint {
+  header(b, pos, end);
+  if (itemList) throw new Error(`${what} is a list`);
+  return uintAt(b, itemStart, itemEnd, what);
 }
 
 /** The 32-byte string item at `pos` (before `end`), as a view; the scan state is left on it. */
@@ -189,6 +197,46 @@ export function bodyTransaction(rlp: Uint8Array, index: number): Uint8Array | un
   header(rlp, p, txsEnd);
   if (itemList) throw new Error('body: a transaction is not a byte string');
   return rlp.slice(itemStart, itemEnd);
+}
+
+/** What a hashes-only block answer shows of a stored body, besides its transaction hashes (bodyBlockFields). */
+export interface BodyBlockFields {
+  /** RLP length of the whole block. */
+  size: number;
+  /** The number of transactions. */
+  txCount: number;
+  /** The uncles list's RLP (a view; 0xc0: none). */
+  uncles: Uint8Array;
+  /** The withdrawals list's RLP (a view), absent before Shanghai. */
+  withdrawals?: Uint8Array;
+}
+
+/**
+ * The size, transaction count, uncles and withdrawals of a stored body's RLP ([size, [tx..],
+ * [uncle..], withdrawals?]: schema.ts bodyCodec), read in place with the same scanner: the
+ * transactions are counted by their headers, not decoded or copied. Throws on malformed RLP.
+ */
+export function bodyBlockFields(rlp: Uint8Array): BodyBlockFields {
+  const end = wholeList(rlp, 'body');
+  const size = Number(uintItem(rlp, itemStart, end, 'body: size'));
+  header(rlp, itemEnd, end);
+  if (!itemList) throw new Error('body: the transactions are not a list');
+  const txsEnd = itemEnd;
+  let txCount = 0;
+  for (let p = itemStart; p < txsEnd; txCount++) {
+    header(rlp, p, txsEnd);
+    p = itemEnd;
+  }
+  const list = (at: number, what: string): Uint8Array => {
+    header(rlp, at, end);
+    if (!itemList) throw new Error(`body: the ${what} are not a list`);
+    return rlp.subarray(at, itemEnd);
+  };
+  const uncles = list(txsEnd, 'uncles');
+  const fields: BodyBlockFields = { size, txCount, uncles };
+  if (itemEnd < end) fields.withdrawals = list(itemEnd, 'withdrawals');
+  if (itemEnd !== end) throw new Error('body: more than 4 items');
+  return fields;
 }
 
 /** The nibbles of a key (its bytes split high, low). */

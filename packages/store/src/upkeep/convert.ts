@@ -7,7 +7,10 @@
 //  2. the state trie's retention (trie-window.ts): archive -> window=<N> writes the setting and
 //     runs one pruning cycle at the head (the writer's pruner, trie-prune.ts); window -> archive
 //     only while nothing was pruned (the nodes below Meta.trieFrom are gone).
-//  3. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
+//  3. the block JSON rows (BlockJson) an earlier release wrote at import, deleted: hashes-only
+//     block answers are written from the block's rows now; in batches, so an interrupted run
+//     leaves fewer rows and the next one deletes the rest;
+//  4. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
 //     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,7 +21,7 @@ import { EMPTY_STATE_ROOT, stageStateStep } from '../history/index.js';
 import type { HistoryStats } from '../history/index.js';
 import { hasUncompressedSpans } from '../logs/index.js';
 import type { Reseal } from '../logs/index.js';
-import { MetaKey, headCodec, tables } from '../schema/index.js';
+import { MetaKey, Prefix, headCodec, tables } from '../schema/index.js';
 import { formatStateTrie, headerStateRoot, putStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
 import type { PruneReport, StateTrieMode } from '../trie/index.js';
 import { StoreWriter } from '../writer/index.js';
@@ -43,6 +46,8 @@ export interface ConvertResult {
   stateTrie: { from: string; to: string };
   /** The pruning cycle run for a new window (undefined: none ran). */
   prune?: PruneReport | undefined;
+  /** BlockJson rows deleted (0: the datadir held none). */
+  blockJsonRows: number;
   /** The log segments sealed again compressed (undefined: they already were). */
   logs?: Reseal | undefined;
 }
@@ -106,6 +111,24 @@ async function setStateTrie(db: Db, to: StateTrieMode): Promise<{ from: string; 
   return { from: fromText, to: toText, pruneNeeded: to.kind === 'window' };
 }
 
+/** Rows deleted per batch of dropBlockJson. */
+const DROP_BATCH = 4096;
+
+/** Deletes the BlockJson rows (schema.ts: no longer read), a batch at a time; the number deleted. */
+async function dropBlockJson(db: Db, opts: ConvertOptions): Promise<number> {
+  const range = { gte: Uint8Array.of(Prefix.BlockJson), lt: Uint8Array.of(Prefix.BlockJson + 1) };
+  let deleted = 0;
+  for (;;) {
+    const keys = await db.keys({ ...range, limit: DROP_BATCH }).all();
+    if (keys.length === 0) return deleted;
+    const batch = db.batch();
+    for (const k of keys) batch.del(k);
+    await batch.write();
+    deleted += keys.length;
+    opts.onProgress?.(`block JSON rows: ${deleted} deleted`);
+  }
+}
+
 /**
  * Converts the datadir in place (it must not be open anywhere: DatadirInUseError). Joined datadirs
  * (no state of their own below the join) are refused. Safe to interrupt and run again.
@@ -132,8 +155,10 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     const target = opts.stateTrie ?? (await readStateTrie(db));
     const t = await setStateTrie(db, target);
     pruneNeeded = t.pruneNeeded;
+    const blockJsonRows = await dropBlockJson(db, opts);
     reseal = await hasUncompressedSpans(db);
     result = {
+      blockJsonRows,
       head,
       historyBlocks: h.blocks,
       historyRows: h.accounts + h.slots,

@@ -3,15 +3,7 @@
 // group and the head pointer (last). A crash before the batch lands leaves the previous head
 // and nothing of the group; after it, the whole group.
 import { RLP } from '@ethereumjs/rlp';
-import { keccak256 } from '../keccak.js';
-import {
-  LogJsonWriter,
-  blockJsonHead,
-  bytesToBigInt,
-  decodeHeader,
-  hashList,
-  withdrawalsFromValues,
-} from '@chainnode/core';
+import { LogJsonWriter, bytesToBigInt, decodeHeader } from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from '../db.js';
 import type { Db } from '../db.js';
@@ -433,21 +425,6 @@ export class StoreWriter {
     // whichever way the state was reached (executed, or replicated from a diff).
     this.trieDb.acceptBlock(reachableOnly ? header.stateRoot : undefined);
     this.stageRows(b);
-    // The ready-to-serve hashes-only answer of the block, its tx hashes in it (schema.ts,
-    // BlockJson). Not for addPreExecutedBlock's synthetic bench chains: readers format blocks
-    // without the row.
-    const text = blockJsonHead(
-      {
-        header,
-        size: b.body.size,
-        totalDifficulty: b.totalDifficulty,
-        uncleHashes: b.body.uncles.map((u) => keccak256(u)),
-        ...(b.body.withdrawals !== undefined ? { withdrawals: withdrawalsFromValues(b.body.withdrawals) } : {}),
-      },
-      false,
-      hashList(b.txHashes),
-    );
-    tables.blockJson.stage(this.group, b.hash, { whole: true, ascii: Buffer.from(text, 'latin1') }, this.alloc);
     this.stageLogsJson(b, header.timestamp);
   }
 
