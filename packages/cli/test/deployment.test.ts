@@ -1,16 +1,20 @@
 // The deployment of docs/deployment.md, run for real: Debian's nginx with deploy/nginx/chainnode.conf
 // (only its upstream servers and listen port replaced by loopback ports) in front of three
-// `serve --threads 2 --ledger redis://…` replicas, the third following the first, one Redis. Through
-// the proxy: HTTP and WebSocket calls; a key created on one replica answered everywhere; a replica
-// SIGKILLed under load (errors at most for the calls in flight on it, none once the proxy has routed
-// around it), restarted and taken back; a rolling restart (SIGTERM, wait, start) with no failed
-// call; a SIGTERM right after a restarted replica's first /health 200 exits 0.
+// `serve --threads 2 --ledger redis://…` replicas, the first two following anvil, the third
+// following the first, one Redis. Through the proxy: HTTP and WebSocket calls; a key created on one
+// replica answered everywhere; polled filters shared through Redis while a workload's blocks arrive
+// (replica-filters.ts); a replica SIGKILLed under load (errors at most for the calls in flight on
+// it, none once the proxy has routed around it), restarted and taken back; a rolling restart
+// (SIGTERM, wait, start) with no failed call; a SIGTERM right after a restarted replica's first
+// /health 200 exits 0.
 // Skips with one line when nginx or redis-server is not installed (.ci/run installs them).
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, missingTools, redisServerPath, repoRoot, startRedis, tempDir, toolPath } from '@chainnode/testkit';
 import type { RedisProcess } from '@chainnode/testkit';
+import { GENESIS, startAnvil } from './anvil-upstream.js';
+import { FILTER_TIMEOUT_MS, filtersAcrossReplicas } from './replica-filters.js';
 import { createKeyCli, perTest, rpc, sleep, spawnServe, startService, watchLog } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 import { WsClient } from './subs-helpers.js';
@@ -21,7 +25,7 @@ const ready = nginx !== undefined && redisServerPath() !== undefined;
 if (!ready) console.log(missingTools(['nginx', 'redis-server']));
 const maybe = ready ? test : test.skip;
 
-const { cleanups, copy } = perTest();
+const { cleanups } = perTest();
 
 /** deploy/nginx/chainnode.conf with its upstream servers and listen port replaced. */
 function proxyConfig(listen: number, replicas: number[]): string {
@@ -102,10 +106,12 @@ function load(url: string, clients: number) {
   };
 }
 
-async function callsOn(metricsPort: number): Promise<number> {
+/** Calls answered by the replica with this metrics port (of `method` only, if given). */
+async function callsOn(metricsPort: number, method?: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   let n = 0;
-  for (const m of text.matchAll(/^chainnode_rpc_calls_total\{[^}]*\} (\d+)$/gm)) n += Number(m[1]);
+  for (const m of text.matchAll(/^chainnode_rpc_calls_total\{([^}]*)\} (\d+)$/gm))
+    if (method === undefined || m[1]?.includes(`method="${method}"`)) n += Number(m[2]);
   return n;
 }
 
@@ -123,13 +129,24 @@ async function healthy(port: number): Promise<void> {
   }
 }
 
-maybe('nginx + 3 replicas + Redis: WebSocket, kill, take-back, rolling restart, startup SIGTERM', async () => {
+maybe('nginx + 3 replicas + Redis: WebSocket, filters, kill, take-back, rolling restart, startup SIGTERM', async () => {
   const redis: RedisProcess = await startRedis();
   cleanups.push(async () => {
     await redis.stop('SIGKILL');
     await redis.cleanup();
   });
-  const dirs = [await copy(), await copy(), await copy()];
+  const tmp = await tempDir('chainnode-deployment-');
+  cleanups.push(tmp.cleanup);
+  const anvil = await startAnvil(tmp.dir);
+  cleanups.push(anvil.stop);
+  const genesis = join(tmp.dir, 'genesis.json');
+  writeFileSync(genesis, JSON.stringify(GENESIS));
+  // Filters expire after FILTER_TIMEOUT_MS without a poll, so the test sees them expire. Redis
+  // commands get 5 s: on a loaded test machine a reply can be later than the default second (a
+  // filter poll then fails with -32000, and its cursor may have moved in Redis).
+  const config = join(tmp.dir, 'server.json');
+  writeFileSync(config, JSON.stringify({ filterTimeoutMs: FILTER_TIMEOUT_MS, ledgerCommandTimeoutMs: 5000 }));
+  const dirs = [0, 1, 2].map((i) => join(tmp.dir, `data-${i}`));
   const ports = [await freePort(), await freePort(), await freePort()];
   const metricsPorts = [await freePort(), await freePort(), await freePort()];
   // The key the follower reads its primary with, and the clients' key: created on replica 0's
@@ -144,7 +161,13 @@ maybe('nginx + 3 replicas + Redis: WebSocket, kill, take-back, rolling restart, 
     redis.url,
     '--metrics-port',
     String(metricsPorts[i]),
-    ...(i === 2 ? ['--follow', `http://127.0.0.1:${ports[0]}/v3/${primaryKey}`, '--poll-ms', '200'] : []),
+    '--follow',
+    // Over WebSocket: new heads pushed, no polling while the test runs.
+    i === 2 ? `ws://127.0.0.1:${ports[0]}/ws/v3/${primaryKey}` : anvil.url.replace('http', 'ws'),
+    '--genesis',
+    genesis,
+    '--config',
+    config,
   ];
   const replicas: (ServeProcess | undefined)[] = [undefined, undefined, undefined];
   cleanups.push(async () => {
@@ -162,7 +185,7 @@ maybe('nginx + 3 replicas + Redis: WebSocket, kill, take-back, rolling restart, 
 
   // A key created (on replica 1's datadir) after every replica started: effective on each, directly and through the proxy.
   const { key } = await createKeyCli(dirs[1] as string, 'custom', ['--ledger', redis.url]);
-  const head = (await rpc(`http://127.0.0.1:${ports[0]}/v3/${primaryKey}`, 'eth_blockNumber', [])).body.result;
+  let head = (await rpc(`http://127.0.0.1:${ports[0]}/v3/${primaryKey}`, 'eth_blockNumber', [])).body.result;
   for (let tries = 0; ; tries++) {
     const answers = await Promise.all(ports.map((p) => rpc(`http://127.0.0.1:${p}/v3/${key}`, 'eth_blockNumber', [])));
     if (answers.every((a) => a.status === 200)) {
@@ -178,6 +201,18 @@ maybe('nginx + 3 replicas + Redis: WebSocket, kill, take-back, rolling restart, 
   const ws = await WsClient.open(`${proxy.replace('http', 'ws')}/ws/v3/${key}`);
   expect((await ws.call('eth_blockNumber', [])).result).toBe(head);
   ws.ws.close();
+
+  // Polled filters made, polled, expired and uninstalled on any replica, directly and through the proxy.
+  await filtersAcrossReplicas({
+    anvil: anvil.url,
+    ports: ports as number[],
+    proxy,
+    key,
+    otherKey: primaryKey,
+    metricsPorts: metricsPorts as number[],
+    pollsOn: (p) => callsOn(p, 'eth_getFilterChanges'),
+  });
+  head = (await rpc(`http://127.0.0.1:${ports[0]}/v3/${key}`, 'eth_blockNumber', [])).body.result;
 
   // SIGKILL of replica 1 under load.
   const url = `${proxy}/v3/${key}`;

@@ -54,6 +54,7 @@ export {
   MemoryFilterStore,
   PENDING_JOURNAL,
   checkFilterSize,
+  filterTimeoutOf,
   perKeyLimitError,
   totalLimitError,
 } from './filters/state.js';

@@ -15,6 +15,7 @@ import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore }
 import { UpstreamRpcError, createUpstreamClient } from '@chainnode/core';
 import type { ChainStore, UpstreamClient } from '@chainnode/core';
 import { RuntimeError } from './config.js';
+import { filterLimitsOf } from './settings/file.js';
 import type { ServerConfig } from './settings/file.js';
 import type { OffloadWorkerData } from './offload-worker.js';
 import { FollowRuntime, withJoinedUpstreams } from '@chainnode/ingest';
@@ -143,7 +144,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   const options: RpcServiceOptions = logs !== undefined ? { offload: logs } : {};
   // eth_sendRawTransaction goes to the upstream this network follows (checked first, never pooled).
   if (o.follow !== undefined) options.forward = upstreamForwarder(o.follow.url);
-  const limits = { perKey: o.config.filtersPerKey, total: o.config.filtersTotal };
+  const limits = filterLimitsOf(o.config);
   options.filters = new FilterRegistry({ state: o.filterState?.(limits) ?? new MemoryFilterStore(limits) });
   const service = createRpcService(store, o.rpcConfig, options);
   runtime = new NetworkRuntime({

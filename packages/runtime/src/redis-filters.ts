@@ -2,7 +2,7 @@
 // app thread) is polled on any other: each filter's record (criteria and cursor, rpc's
 // FilterRecord) is one string under its API key's hash tag, as the ledger's keys are, and every
 // poll writes it back with a compare-and-set of its version in one script. Keys:
-//   cn:{<key hash>}:f:<network>:<id>   STRING the FilterRecord as JSON   expires 5 min after the last poll
+//   cn:{<key hash>}:f:<network>:<id>   STRING the FilterRecord as JSON   expires filterTimeoutMs (5 min) after the last poll
 //   cn:{<key hash>}:fi:<network>       ZSET   id -> expiry (ms, Redis's clock): the key's live filters
 //   cn:{pending:<network>}:tx          LIST   hashes of the transactions forwarded, newest last (4096 kept)
 //   cn:{pending:<network>}:seq         STRING the journal's sequence number (INCR per transaction)
@@ -11,7 +11,7 @@ import { connectRedis, timed } from '@chainnode/accounts';
 import type { RedisClient } from '@chainnode/accounts';
 import { ServerError } from '@chainnode/core';
 import type { Hex } from '@chainnode/core';
-import { FILTER_TIMEOUT_MS, PENDING_JOURNAL, checkFilterSize, perKeyLimitError } from '@chainnode/rpc';
+import { PENDING_JOURNAL, checkFilterSize, filterTimeoutOf, perKeyLimitError } from '@chainnode/rpc';
 import type { FilterLimits, FilterRecord, FilterStateStore, FilterUpdate } from '@chainnode/rpc';
 
 const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
@@ -60,7 +60,7 @@ export class RedisFilterStore implements FilterStateStore {
     const made = await this.run(
       CREATE_LUA,
       [this.recordKey(owner, id), this.indexKey(owner)],
-      [id, text, String(FILTER_TIMEOUT_MS), String(this.limits.perKey)],
+      [id, text, String(filterTimeoutOf(this.limits)), String(this.limits.perKey)],
     );
     if (Number(made) !== 1) throw perKeyLimitError(this.limits);
   }
@@ -76,7 +76,7 @@ export class RedisFilterStore implements FilterStateStore {
       await this.run(
         UPDATE_LUA,
         [this.recordKey(owner, id), this.indexKey(owner)],
-        [id, text, String(FILTER_TIMEOUT_MS), String(record.version - 1)],
+        [id, text, String(filterTimeoutOf(this.limits)), String(record.version - 1)],
       ),
     );
     return r === 1 ? 'ok' : r === 0 ? 'conflict' : 'gone';

@@ -25,7 +25,7 @@ import { IngestThread } from '@chainnode/ingest';
 import type { FollowSettings } from '@chainnode/ingest';
 import { RuntimeError, servedDatadirs } from './config.js';
 import type { RuntimeConfig } from './config.js';
-import { rpcConfigOf, transportConfigOf } from './settings/file.js';
+import { filterLimitsOf, rpcConfigOf, transportConfigOf } from './settings/file.js';
 import type { ServerConfig } from './settings/file.js';
 import { checkThreadPool, ingestWorkerData, openNetwork } from './network.js';
 import { openFilterStates } from './redis-filters.js';
@@ -435,10 +435,7 @@ async function serveThreads(
   const anchors: ChainStore[] = [];
   const ingests = new Map<string, IngestThread>();
   // Without Redis the app threads share their filters through this thread (with it, through Redis).
-  const filters =
-    config.ledger.url === undefined
-      ? new FilterStoresHost({ perKey: config.server.filtersPerKey, total: config.server.filtersTotal })
-      : undefined;
+  const filters = config.ledger.url === undefined ? new FilterStoresHost(filterLimitsOf(config.server)) : undefined;
   const threads = new AppThreads({
     config,
     host,

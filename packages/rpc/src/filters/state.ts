@@ -37,7 +37,7 @@ export interface FilterRecord {
   version: number;
 }
 
-/** geth's filter timeout: a filter not polled with eth_getFilterChanges for this long is gone. */
+/** geth's filter timeout: a filter not polled with eth_getFilterChanges for this long is gone (the default of FilterLimits.timeoutMs). */
 export const FILTER_TIMEOUT_MS = 5 * 60_000;
 
 /** Blocks kept in a cursor: a reorg deeper than this below the last delivered block restarts the filter there. */
@@ -54,9 +54,16 @@ export interface FilterLimits {
   perKey: number;
   /** Most live filters in all (on this network). */
   total: number;
+  /** A filter's life after its creation and after each eth_getFilterChanges; default FILTER_TIMEOUT_MS. */
+  timeoutMs?: number;
 }
 
-export const DEFAULT_FILTER_LIMITS: FilterLimits = { perKey: 100, total: 10_000 };
+export const DEFAULT_FILTER_LIMITS: FilterLimits = { perKey: 100, total: 10_000, timeoutMs: FILTER_TIMEOUT_MS };
+
+/** How long a filter lives without a poll under `limits`. */
+export function filterTimeoutOf(limits: FilterLimits): number {
+  return limits.timeoutMs ?? FILTER_TIMEOUT_MS;
+}
 
 /** geth's errFilterNotFound (-32000): unknown id, expired, uninstalled, or another key's filter. */
 export class FilterNotFoundError extends ServerError {
@@ -75,7 +82,7 @@ export interface FilterStateStore {
   get(owner: string, id: string): Promise<FilterRecord | undefined>;
   /**
    * Writes `record` if the stored version is still `record.version - 1` (compare-and-set), and
-   * extends the filter's life to FILTER_TIMEOUT_MS from now.
+   * extends the filter's life to the limits' timeout (FILTER_TIMEOUT_MS by default) from now.
    */
   update(owner: string, id: string, record: FilterRecord): Promise<FilterUpdate>;
   /** Removes a filter of `owner`; false when it has none by that id. */
@@ -135,7 +142,7 @@ export class MemoryFilterStore implements FilterStateStore {
     if (this.countOf(owner) >= this.limits.perKey || this.filters.size >= this.limits.total) this.sweep();
     if (this.countOf(owner) >= this.limits.perKey) throw perKeyLimitError(this.limits);
     if (this.filters.size >= this.limits.total) throw totalLimitError(this.limits);
-    this.filters.set(id, { owner, text, expires: this.now() + FILTER_TIMEOUT_MS });
+    this.filters.set(id, { owner, text, expires: this.now() + filterTimeoutOf(this.limits) });
     this.perOwner.set(owner, this.countOf(owner) + 1);
   }
 
@@ -149,7 +156,7 @@ export class MemoryFilterStore implements FilterStateStore {
     if (held === undefined) return 'gone';
     if ((JSON.parse(held.text) as FilterRecord).version !== record.version - 1) return 'conflict';
     held.text = checkFilterSize(record);
-    held.expires = this.now() + FILTER_TIMEOUT_MS;
+    held.expires = this.now() + filterTimeoutOf(this.limits);
     return 'ok';
   }
 

@@ -28,7 +28,7 @@ export function keyFiltersOf(ctx: HandlerContext): FilterScope | undefined {
 
 /** The errors a poll of an id can answer with, for the generated reference. */
 export const FILTER_NOT_FOUND =
-  '-32000 `filter not found` (unknown id, uninstalled, unpolled for 5 minutes, or another key’s)';
+  '-32000 `filter not found` (unknown id, uninstalled, unpolled for 5 minutes (filterTimeoutMs), or another key’s)';
 
 /** The errors of a method that installs a filter, for the generated reference. */
 export const FILTER_LIMITS =

@@ -15,7 +15,7 @@ import type { LedgerFailureMode, PlanConfig, PlanName } from '@chainnode/account
 import type { IngestMode } from '@chainnode/ingest';
 import { DEFAULT_TRANSPORT_CONFIG, LOG_FORMATS, LOG_LEVELS, MAX_NETWORKS } from '@chainnode/server';
 import type { TransportConfig } from '@chainnode/server';
-import { DEFAULT_FILTER_LIMITS } from '@chainnode/rpc';
+import { DEFAULT_FILTER_LIMITS, FILTER_TIMEOUT_MS } from '@chainnode/rpc';
 import {
   ConfigError,
   boolean,
@@ -458,6 +458,13 @@ export const SERVER_FIELDS = {
     unit: 'filters',
     min: 1,
     default: DEFAULT_FILTER_LIMITS.total,
+  }),
+  /** geth's 5 minutes; shorter in tests of expiry (with Redis, each replica's own value applies to the polls it answers). */
+  filterTimeoutMs: integer({
+    doc: "How long a polled filter lives after its creation and after each eth_getFilterChanges (geth's 5 minutes); then `filter not found`.",
+    unit: 'ms',
+    min: 1000,
+    default: FILTER_TIMEOUT_MS,
   }),
   /** Empty: the one chain of --datadir. `--network` flags replace these. */
   networks: field<NetworkConfig[]>({

@@ -2,7 +2,7 @@
 // rpc service and the server take, and the flags of `serve` a file sets.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RpcConfig } from '@chainnode/rpc';
+import type { FilterLimits, RpcConfig } from '@chainnode/rpc';
 import { DEFAULT_TRANSPORT_CONFIG } from '@chainnode/server';
 import type { TransportConfig } from '@chainnode/server';
 import { SERVER_FIELDS } from './fields.js';
@@ -36,6 +36,11 @@ export function rpcConfigOf(config: ServerConfig): Partial<RpcConfig> {
     if (field.rpc !== undefined) out[field.rpc] = config[name] as number;
   }
   return out;
+}
+
+/** The polled filters' limits and lifetime from a server config (every filter store takes them). */
+export function filterLimitsOf(config: ServerConfig): FilterLimits {
+  return { perKey: config.filtersPerKey, total: config.filtersTotal, timeoutMs: config.filterTimeoutMs };
 }
 
 /** The server's settings from a server config: every field of TransportConfig. */
