@@ -14,7 +14,8 @@ import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
 import { HOT_ADDR, HOT_TOPIC, blockInput, legacyHeaderRlp, tagged } from './block-input.js';
-import { SEGMENT_SPAN } from '../src/logs/log-segments.js';
+import { LogSegmentSealer, SEAL_DEPTH, SEGMENT_SPAN, sealDueLogSegments } from '../src/logs/log-segments.js';
+import { readyRowsOf } from '../src/logs/ready-rows.js';
 import { unpackChunk } from '../src/logs/segment-chunks.js';
 import {
   LOG_INDEX_CHUNK,
@@ -666,7 +667,8 @@ describe('log segments', () => {
 
   test('whole spans SEAL_DEPTH below the head are sealed, and answers across them are exact', async () => {
     await write(1, 1200);
-    // Rows from genesis on: spans 0..1023 sealed, as 1023 + 128 <= 1200 < 1279 + 128.
+    // Rows from genesis on: spans 0..1023 sealed, as 1023 + SEAL_DEPTH <= 1200 < 1279 + SEAL_DEPTH.
+    expect(SEAL_DEPTH).toBe(64n);
     expect(await sealedRange()).toEqual([0n, 4n * BigInt(SEGMENT_SPAN)]);
     expect((await readdir(segmentsDir())).length).toBe(1);
     expect(await checkAnswers(1200, [0n, 1024n])).toBeGreaterThan(100);
@@ -752,6 +754,27 @@ describe('log segments', () => {
     expect(await sealedRange()).toEqual([0n, 768n]);
     expect(await checkAnswers(900, [0n, 768n])).toBeGreaterThan(50);
     await write(901, 1500);
+    expect(await sealedRange()).toEqual([0n, 1280n]);
+    expect(await checkAnswers(1500, [0n, 1280n])).toBeGreaterThan(100);
+  });
+
+  test("spans the seal depth allows but not sealed (a datadir written with a greater depth): db convert's step seals them", async () => {
+    // Head 1500, sealed [0, 1280): span 1024 unsealed as an earlier release at depth 256 would
+    // have left it, every block's ready rows in place.
+    await store?.close();
+    store = undefined;
+    const db = await openDb(dir, { create: false });
+    try {
+      const batch = db.batch();
+      await (await LogSegmentSealer.open(db, dir)).unsealFrom(1279n, batch);
+      for (const [k, v] of await readyRowsOf(db, 1279n)) batch.put(k, v);
+      await batch.write();
+      expect(await sealDueLogSegments(db, dir)).toBe(1);
+      expect(await sealDueLogSegments(db, dir)).toBe(0);
+    } finally {
+      await db.close();
+    }
+    store = await LevelChainStore.open(dir);
     expect(await sealedRange()).toEqual([0n, 1280n]);
     expect(await checkAnswers(1500, [0n, 1280n])).toBeGreaterThan(100);
   });

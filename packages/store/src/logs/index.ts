@@ -7,6 +7,7 @@ export {
   LogSegmentSealer,
   hasUncompressedSpans,
   resealLogSegments,
+  sealDueLogSegments,
   segmentFileSizes,
   trimSegmentFiles,
 } from './log-segments.js';

@@ -49,8 +49,13 @@ import { packSpan, unpackChunk } from './segment-chunks.js';
 
 /** Blocks per sealed span. A 100-block query touches at most two. */
 export const SEGMENT_SPAN = 256;
-/** A span is sealed once its last block is this far below the head (twice the default reorg depth). */
-export const SEAL_DEPTH = 128n;
+/**
+ * A span is sealed once its last block is this far below the head: the default reorg depth
+ * (`--reorg-depth`, 64). A deeper rewind (a larger --reorg-depth, or `rewind`) unseals the spans
+ * it reaches (LogSegmentSealer.unsealFrom, in the rewind's batch) and they are sealed again once
+ * deep enough.
+ */
+export const SEAL_DEPTH = 64n;
 /** A segment file is appended to until it holds this many bytes; the next span starts a new one. */
 const FILE_MAX = 2 ** 30;
 const KEY_LENGTH = 1 + 8 + 20;
@@ -538,15 +543,23 @@ export async function resealLogSegments(db: Db, datadir: string): Promise<Reseal
     await batch.write();
   }
   rmSync(dir, { recursive: true, force: true });
+  const spansAfter = await sealDueLogSegments(db, datadir);
+  return { spansBefore, spansAfter, bytesBefore, bytesAfter: segmentFileSizes(datadir).bytes };
+}
+
+/**
+ * Seals the spans the head has left SEAL_DEPTH behind that are not sealed yet (a datadir written
+ * while the depth was greater), as the writer seals them; the number of spans sealed. Only with
+ * the datadir held exclusively.
+ */
+export async function sealDueLogSegments(db: Db, datadir: string): Promise<number> {
   const head = await tables.meta.get(db, MetaKey.Head);
   const rowsFrom = await tables.meta.get(db, MetaKey.LogsJsonFrom);
-  let spansAfter = 0;
-  if (head !== undefined && rowsFrom !== undefined) {
-    const sealer = await LogSegmentSealer.open(db, datadir);
-    await sealer.sealBelow(u64Codec.decode(rowsFrom), headCodec.decode(head).number);
-    spansAfter = sealer.sealedSpans();
-  }
-  return { spansBefore, spansAfter, bytesBefore, bytesAfter: segmentFileSizes(datadir).bytes };
+  if (head === undefined || rowsFrom === undefined) return 0;
+  const sealer = await LogSegmentSealer.open(db, datadir);
+  const before = sealer.sealedSpans();
+  await sealer.sealBelow(u64Codec.decode(rowsFrom), headCodec.decode(head).number);
+  return sealer.sealedSpans() - before;
 }
 
 /** Whether any sealed span is kept uncompressed (sealed by an earlier release): `db convert` reseals them. */

@@ -11,7 +11,9 @@
 //     block answers are written from the block's rows now; in batches, so an interrupted run
 //     leaves fewer rows and the next one deletes the rest;
 //  4. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
-//     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts).
+//     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts);
+//     else the spans the seal depth allows that are not sealed yet (a datadir written while the
+//     depth was greater) sealed, as the writer seals them.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { bytesEqual } from '@chainnode/core';
@@ -19,7 +21,7 @@ import { DatadirEmptyError, openDb } from '../db.js';
 import type { Db } from '../db.js';
 import { EMPTY_STATE_ROOT, stageStateStep } from '../history/index.js';
 import type { HistoryStats } from '../history/index.js';
-import { hasUncompressedSpans } from '../logs/index.js';
+import { hasUncompressedSpans, sealDueLogSegments } from '../logs/index.js';
 import type { Reseal } from '../logs/index.js';
 import { MetaKey, Prefix, headCodec, tables } from '../schema/index.js';
 import { formatStateTrie, headerStateRoot, putStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
@@ -48,6 +50,8 @@ export interface ConvertResult {
   prune?: PruneReport | undefined;
   /** BlockJson rows deleted (0: the datadir held none). */
   blockJsonRows: number;
+  /** Log segment spans sealed now that the seal depth allows (with `logs`: none, it seals them all). */
+  logSpansSealed: number;
   /** The log segments sealed again compressed (undefined: they already were). */
   logs?: Reseal | undefined;
 }
@@ -159,6 +163,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     reseal = await hasUncompressedSpans(db);
     result = {
       blockJsonRows,
+      logSpansSealed: reseal ? 0 : await sealDueLogSegments(db, datadir),
       head,
       historyBlocks: h.blocks,
       historyRows: h.accounts + h.slots,
