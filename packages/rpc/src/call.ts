@@ -158,12 +158,20 @@ export async function executorOf(ctx: HandlerContext): Promise<Executor> {
 
 /** The header a call runs on (geth's errors for unknown blocks). */
 export async function callHeader(ctx: HandlerContext, sel: BlockSelector): Promise<HeaderRecord> {
-  const hash = await selectBlockHash(ctx, sel);
-  const header = hash === undefined ? undefined : await ctx.store.header(hash);
-  if (header === undefined)
-    throw new ServerError(sel.kind === 'hash' ? 'header for hash not found' : 'header not found');
+  const header = await ctx.store.header(await callBlockHash(ctx, sel));
+  if (header === undefined) throw unknownBlock(sel);
   return header;
 }
+
+/** The hash of the block a call runs on (callHeader's errors). */
+export async function callBlockHash(ctx: HandlerContext, sel: BlockSelector): Promise<Bytes> {
+  const hash = await selectBlockHash(ctx, sel);
+  if (hash === undefined) throw unknownBlock(sel);
+  return hash;
+}
+
+const unknownBlock = (sel: BlockSelector): ServerError =>
+  new ServerError(sel.kind === 'hash' ? 'header for hash not found' : 'header not found');
 
 const PANIC: Record<number, string> = {
   0: 'generic panic',

@@ -33,6 +33,11 @@ export interface RpcConfig {
   callGasCap: number;
   /** Most wall time one of those calls may take, in ms (geth's RPCEVMTimeout, 5,000). */
   callTimeoutMs: number;
+  /**
+   * Bytes of answers of eth_call, eth_estimateGas and eth_createAccessList kept by block hash
+   * and params (call-cache.ts), per service (each app thread's network has its own); 0: none kept.
+   */
+  callCacheBytes: number;
   /** Most blocks one eth_simulateV1 may simulate, gaps included (geth's 256). */
   simulateMaxBlocks: number;
   /** Most calls one eth_simulateV1 may carry over all its blocks (geth's 10,000). */
@@ -74,6 +79,7 @@ export const DEFAULT_RPC_CONFIG: RpcConfig = {
   clientVersion: defaultClientVersion(),
   callGasCap: 50_000_000,
   callTimeoutMs: 5_000,
+  callCacheBytes: 32 * 2 ** 20,
   simulateMaxBlocks: 256,
   simulateMaxCalls: 10_000,
 };
@@ -93,6 +99,7 @@ export function resolveConfig(partial: Partial<RpcConfig> | undefined): RpcConfi
   for (const [name, v] of [
     ['safeDepth', c.safeDepth],
     ['finalizedDepth', c.finalizedDepth],
+    ['callCacheBytes', c.callCacheBytes],
   ] as const) {
     if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`RpcConfig.${name} must be a non-negative integer`);
   }

@@ -11,6 +11,7 @@ import type {
   ReadyJson,
   TxWithLocation,
 } from '@chainnode/core';
+import type { AnswerCache } from './call-cache.js';
 import type { JsonBlock } from './formatters/block.js';
 import type { JsonAccountProof } from './formatters/proof.js';
 import type { JsonAnyTransaction } from './formatters/transaction.js';
@@ -46,6 +47,11 @@ export interface HandlerContext {
    * this context, so the context names only its owner); absent: it holds none.
    */
   filters?: KeyFilters;
+  /**
+   * The service's kept answers (call-cache.ts): consulted by the envelope for the methods that
+   * have MethodDef.remember; absent when callCacheBytes is 0 and in offload workers.
+   */
+  answers?: AnswerCache;
 }
 
 /** What the context knows of the calling key's filters (filters/engine.ts FilterScope). */

@@ -18,6 +18,8 @@ import { toErrorObject } from './errors.js';
 import type { JsonRpcErrorObject } from './errors.js';
 import { isMethodName, METHODS } from './table.js';
 import type { MethodDef } from './method.js';
+import type { MethodName } from './table.js';
+import { AnswerCache } from './call-cache.js';
 import type { OffloadExecutor } from './offload.js';
 import { rawIds } from './raw-ids.js';
 import type {
@@ -41,6 +43,7 @@ const noop = (): void => {};
 export const createRpcService: RpcServiceFactory = (store, config, options) => {
   const ctx: HandlerContext = { store, config: resolveConfig(config), memo: createFormatMemos() };
   if (options?.forward !== undefined) ctx.forward = options.forward;
+  if (ctx.config.callCacheBytes > 0) ctx.answers = new AnswerCache(ctx.config.callCacheBytes);
   const filters = options?.filters ?? new FilterRegistry();
   // One context per caller (a handful of keys), so a request allocates none.
   const callers = new Map<string, HandlerContext>();
@@ -117,6 +120,7 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
   };
   const api: RpcServiceApi = {
     filters,
+    ...(ctx.answers !== undefined ? { answers: ctx.answers } : {}),
     handle: (body, middleware = passThrough, onRequestError = noop, caller) =>
       handleWith(ctxOf(caller), body, middleware, onRequestError),
     connect: (subscriptions: SubscriptionConnection): RpcConnectionApi => ({
@@ -230,6 +234,36 @@ function errorResponse(id: JsonRpcId, err: unknown): JsonRpcResponse {
   return { jsonrpc: '2.0', id, error: toErrorObject(err) };
 }
 
+/**
+ * Runs one call (the middleware around it runs in answer()). Offloadable methods run whole on the
+ * executor when there is one; cheap ones (by the method's estimate) run inline even then:
+ * admission by cost, not count. A method whose answers are kept (MethodDef.remember, with the
+ * service's AnswerCache) is answered from the cache, or run pinned to the block hash it names
+ * and its answer kept.
+ */
+async function dispatch(
+  ctx: HandlerContext,
+  def: MethodDef<unknown, unknown>,
+  method: MethodName,
+  params: unknown[],
+  offload: OffloadExecutor | undefined,
+  inlineCostLimit: number,
+): Promise<unknown> {
+  const execute = async (raw: unknown[], decoded?: unknown): Promise<unknown> => {
+    const decode = (): unknown => (decoded === undefined ? def.decode(raw) : decoded);
+    if (def.offload !== true || offload === undefined) return def.handle(ctx, decode());
+    if (def.estimateCost !== undefined && inlineCostLimit >= 0) {
+      const p = decode();
+      if ((await def.estimateCost(ctx, p)) <= inlineCostLimit) return def.handle(ctx, p);
+    }
+    return offload.run(method, raw);
+  };
+  const answers = ctx.answers;
+  if (answers === undefined || def.remember === undefined) return execute(params);
+  const pinned = await def.remember(ctx, def.decode(params), params);
+  return answers.answer(pinned.key, () => execute(pinned.raw, pinned.params));
+}
+
 /** One request object -> its response, or undefined for a notification (no id member). */
 async function answer(
   ctx: HandlerContext,
@@ -271,19 +305,7 @@ async function answer(
     // The table is typed per method; at this point only the name is known, so the entry is
     // used through its erased shape (decode's output goes straight into the same handle).
     const def = METHODS[method] as MethodDef<unknown, unknown>;
-    // Offloadable methods run whole on the executor when there is one; the middleware around
-    // them (credits, metrics) runs here either way.
-    // Cheap ones (by the method's estimate) run inline even then: admission by cost, not count.
-    const run =
-      def.offload === true && offload !== undefined
-        ? async (): Promise<unknown> => {
-            if (def.estimateCost !== undefined && inlineCostLimit >= 0) {
-              const p = def.decode(params);
-              if ((await def.estimateCost(ctx, p)) <= inlineCostLimit) return def.handle(ctx, p);
-            }
-            return offload.run(method, params);
-          }
-        : async (): Promise<unknown> => def.handle(ctx, def.decode(params));
+    const run = (): Promise<unknown> => dispatch(ctx, def, method, params, offload, inlineCostLimit);
     try {
       const result = await middleware({ method, cost: def.cost, id, params, inBatch }, run);
       reply = { jsonrpc: '2.0', id, result: result === undefined ? null : result };

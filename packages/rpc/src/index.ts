@@ -9,6 +9,7 @@ export { UNSERVED_METHODS } from './unserved.js';
 export type { MethodDef, Transport } from './method.js';
 export { toErrorObject } from './errors.js';
 export type { JsonRpcErrorObject } from './errors.js';
+export type { AnswerCacheStats } from './call-cache.js';
 export type { JsonRpcResponse } from './envelope.js';
 export type { JsonBlock, JsonWithdrawal, JsonHeaderFields } from './formatters/block.js';
 export type {

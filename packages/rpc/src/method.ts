@@ -1,5 +1,6 @@
 // The shape of one entry of the method table.
 import type { HandlerContext } from './context.js';
+import type { PinnedCall } from './call-cache.js';
 import type { JsonText } from './json-text.js';
 
 /** A transport a call can arrive on. */
@@ -42,4 +43,11 @@ export interface MethodDef<P, R> {
    * bounded queue; the rest go to the executor.
    */
   estimateCost?(ctx: HandlerContext, params: P): Promise<number>;
+  /**
+   * The call's answer is a function of its block (by hash) and its params: the service may keep
+   * it (call-cache.ts). Resolves the params' block to its hash and gives the call pinned to it
+   * (the params, decoded and raw, naming the block by that hash) and its key; the service runs
+   * the pinned call, inline or offloaded, so the answer kept is that block's.
+   */
+  remember?(ctx: HandlerContext, params: P, raw: unknown[]): Promise<PinnedCall<P>>;
 }

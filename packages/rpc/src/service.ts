@@ -1,6 +1,7 @@
 // Contract between the transport (server package) and request handling (this package).
 // The rpc owner implements RpcService; the server only depends on what is declared here.
 import type { ChainStore } from '@chainnode/core';
+import type { AnswerCacheStats } from './call-cache.js';
 import type { RpcConfig } from './config.js';
 import type { TxForwarder } from './context.js';
 import type { OffloadExecutor } from './offload.js';
@@ -67,6 +68,8 @@ export interface RpcServiceApi {
    * to the chain's commits (FilterRegistry.attach) for the logs reorgs remove.
    */
   readonly filters?: FilterRegistry;
+  /** The kept answers of eth_call and its kin (call-cache.ts); absent when callCacheBytes is 0. */
+  readonly answers?: { stats(): AnswerCacheStats };
   /**
    * A connection that carries notifications (WebSocket): its messages may subscribe, through
    * `subscriptions` (SubscriptionHub.connect). Optional so transport test doubles need not offer it.

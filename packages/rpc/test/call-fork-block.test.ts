@@ -1,3 +1,8 @@
+// The kept call answers over the same chain: a hit answers the miss's bytes (a revert too); a
+// number or "latest" resolves to a hash before the cache is asked, so after a reorg (the store's
+// block N replaced) or a new head the answer is the new block's; a flood of distinct calls stays
+// within the byte budget.
+//
 // eth_call at the blocks around a fork: the fixture chain turns London on at block 600, whose
 // header must carry the initial base fee for @ethereumjs/block while an unpriced call runs with
 // a zero base fee (geth's NoBaseFee). At 598..602 every call of FixtureToken's views
@@ -8,7 +13,7 @@ import { join } from 'node:path';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { openChainStore } from '@chainnode/store';
 import { chainDir, datadirCopy } from '@chainnode/testkit';
-import type { ChainStore } from '@chainnode/core';
+import type { ChainHead, ChainStore } from '@chainnode/core';
 import { createRpcService } from '../src/index.js';
 import type { RpcServiceApi } from '../src/index.js';
 import { callRpc } from './rpc-call.js';
@@ -36,6 +41,99 @@ const available = chainDir('fixtures') !== undefined;
   afterAll(async () => {
     await store?.close();
     await cleanup?.();
+  });
+
+  /** The busiest holder of blocks n-10..n whose balance block b changes: [holder, b]. */
+  async function changedBalance(n: number): Promise<[string, number]> {
+    for (let b = n - 10; b <= n; b++) {
+      const tag = `0x${b.toString(16)}`;
+      const logs = await rpc(svc, 'eth_getLogs', [{ address: TOKEN, fromBlock: tag, toBlock: tag }]);
+      for (const l of logs.result as unknown as { topics: string[] }[]) {
+        if (l.topics.length !== 3 || l.topics[1] === l.topics[2]) continue;
+        return [`0x${(l.topics[2] as string).slice(26)}`, b];
+      }
+    }
+    throw new Error(`no token transfer in blocks ${n - 10}..${n}`);
+  }
+
+  /** `store` whose block `n` and head are what `view` says (a reorg, a new head). */
+  function viewOf(view: { remap: Map<bigint, bigint>; head: bigint }): ChainStore {
+    return new Proxy(store, {
+      get(target, key) {
+        if (key === 'canonicalHash') return (n: bigint) => target.canonicalHash(view.remap.get(n) ?? n);
+        if (key === 'head')
+          return async (): Promise<ChainHead> => ({
+            number: view.head,
+            hash: (await target.canonicalHash(view.head)) as Uint8Array,
+          });
+        const v = Reflect.get(target, key, target) as unknown;
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+  }
+
+  test('kept answers: a hit answers the miss’s bytes, a revert too; a number or latest after a reorg or a new head answers the new block', async () => {
+    const [holder, b] = await changedBalance(300);
+    const call = { to: TOKEN, data: `0x70a08231${word(holder)}` };
+    const hashOf = async (n: number): Promise<string> =>
+      ((await rpc(svc, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])).result as unknown as { hash: string })
+        .hash;
+    const at = async (n: number): Promise<string> =>
+      (await rpc(svc, 'eth_call', [call, { blockHash: await hashOf(n) }])).result as string;
+    const [before, after] = [await at(b - 1), await at(b)];
+    expect(before).not.toBe(after);
+    const view = { remap: new Map<bigint, bigint>(), head: BigInt(b - 1) };
+    const kept = createRpcService(viewOf(view));
+    const body = (block: string) =>
+      JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_call', params: [call, block] });
+    const tag = `0x${b.toString(16)}`;
+    // A hit answers exactly the miss's bytes.
+    const miss = (await kept.handle(body(tag))).body;
+    const hit = (await kept.handle(body(tag))).body;
+    expect([hit, kept.answers?.stats().hits, kept.answers?.stats().misses]).toEqual([miss, 1, 1]);
+    expect(JSON.parse(miss as string).result).toBe(after);
+    // A reorg: block b is now the block before it (its transfer undone); the same number answers that block.
+    view.remap.set(BigInt(b), BigInt(b - 1));
+    expect(JSON.parse((await kept.handle(body(tag))).body as string).result).toBe(before);
+    // A new head: latest answers from it.
+    expect(JSON.parse((await kept.handle(body('latest'))).body as string).result).toBe(before);
+    view.head = BigInt(b);
+    view.remap.clear();
+    expect(JSON.parse((await kept.handle(body('latest'))).body as string).result).toBe(after);
+    // A revert is an answer too (transferring more than the holder has): the same bytes again.
+    const revert = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 8,
+      method: 'eth_call',
+      params: [{ from: holder, to: TOKEN, data: `0xa9059cbb${word(TOKEN)}${'f'.repeat(64)}` }, tag],
+    });
+    const reverted = (await kept.handle(revert)).body;
+    expect(JSON.parse(reverted as string).error.code).toBe(3);
+    const hits = kept.answers?.stats().hits as number;
+    expect((await kept.handle(revert)).body).toBe(reverted);
+    expect(kept.answers?.stats().hits).toBe(hits + 1);
+  });
+
+  test('kept answers: a flood of distinct calls stays within the byte budget, the oldest dropped first', async () => {
+    const budget = 8 * 1024;
+    const kept = createRpcService(store, { callCacheBytes: budget });
+    const body = (i: number) =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: i,
+        method: 'eth_call',
+        params: [{ to: `0x${(0x1000 + i).toString(16).padStart(40, '0')}`, data: '0x70a08231' }, 'latest'],
+      });
+    for (let i = 1; i <= 120; i++) {
+      expect(JSON.parse((await kept.handle(body(i))).body as string).result).toBe('0x');
+      expect(kept.answers?.stats().bytes).toBeLessThanOrEqual(budget);
+    }
+    const { entries, misses } = kept.answers?.stats() ?? { entries: 0, misses: 0 };
+    expect(entries).toBeGreaterThan(10);
+    expect(entries).toBeLessThan(120);
+    await kept.handle(body(120)); // the newest is kept
+    await kept.handle(body(1)); // the oldest is not
+    expect(kept.answers?.stats()).toMatchObject({ hits: 1, misses: misses + 1 });
   });
 
   test('598..602: totalSupply and balanceOf equal the storage they read; BASEFEE is the header’s when priced', async () => {

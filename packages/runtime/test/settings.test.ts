@@ -122,6 +122,7 @@ test('rpcConfigOf: every field the schema hands to the rpc service, and nothing 
     maxConcurrentBatches: 5,
     callGasCap: 50_000_000,
     callTimeoutMs: 5_000,
+    callCacheBytes: 32 * 2 ** 20,
     simulateMaxBlocks: 256,
     simulateMaxCalls: 10_000,
     safeDepth: 6,

@@ -68,6 +68,7 @@ export const LABEL_VALUES: Readonly<Record<string, readonly string[]>> = {
   transport: ['http', 'ws'],
   reason: CUT_REASONS,
   failure: ['open', 'closed'],
+  result: ['hit', 'miss'],
 };
 
 /**
@@ -134,6 +135,20 @@ export const METRIC_FAMILIES = {
   chainnode_logs_shed_total: {
     type: 'counter',
     help: 'Offloaded calls refused at once since the offload workers were full (-32005, not charged).',
+    labels: [],
+    scope: 'network',
+    written: 'always',
+  },
+  chainnode_call_cache_lookups_total: {
+    type: 'counter',
+    help: 'eth_call, eth_estimateGas and eth_createAccessList calls by result (hit: answered from the kept answers).',
+    labels: ['result'],
+    scope: 'network',
+    written: 'always',
+  },
+  chainnode_call_cache_bytes: {
+    type: 'gauge',
+    help: 'Bytes of kept call answers (callCacheBytes bounds each app thread).',
     labels: [],
     scope: 'network',
     written: 'always',
@@ -314,6 +329,14 @@ export interface MetricsCounts {
   replyBytesInFlight: number;
   cuts: [CutReason, number][];
   offloadShed: number;
+  callCache: CallCacheView;
+}
+
+/** What the kept call answers counted (rpc's AnswerCacheStats fits it). */
+export interface CallCacheView {
+  hits: number;
+  misses: number;
+  bytes: number;
 }
 
 /** What the disk gauges show of a network's datadir (sampled at most every DISK_SAMPLE_MS). */
@@ -375,6 +398,10 @@ export class Metrics {
   offloadShed = 0;
   /** A follower's ingest state (serve --follow). */
   ingest: (() => FollowReport) | undefined;
+  /** The network's kept call answers, read at each render (absent: none kept). */
+  callCache: (() => CallCacheView) | undefined;
+  /** Other threads' kept call answers, added (sum()). */
+  private readonly callCacheAdded: CallCacheView = { hits: 0, misses: 0, bytes: 0 };
   /** The datadir's size and its filesystem's free space, last sampled (serve: each network). */
   disk: DiskView | undefined;
   /** The Redis ledger's state (the process-wide instance, with --ledger redis://). */
@@ -431,7 +458,17 @@ export class Metrics {
       replyBytesInFlight: this.replyBytesInFlight,
       cuts: [...this.cuts],
       offloadShed: this.offloadShed,
+      callCache: this.callCacheView(),
     };
+  }
+
+  /** This instance's kept call answers with the ones added. */
+  private callCacheView(): CallCacheView {
+    const own = this.callCache?.();
+    const a = this.callCacheAdded;
+    return own === undefined
+      ? { ...a }
+      : { hits: a.hits + own.hits, misses: a.misses + own.misses, bytes: a.bytes + own.bytes };
   }
 
   /** Adds `c` (another thread's counts of the same series) to this instance. */
@@ -451,6 +488,9 @@ export class Metrics {
     this.replyBytesInFlight += c.replyBytesInFlight;
     for (const [reason, n] of c.cuts) addTo(this.cuts, reason, n);
     this.offloadShed += c.offloadShed;
+    this.callCacheAdded.hits += c.callCache.hits;
+    this.callCacheAdded.misses += c.callCache.misses;
+    this.callCacheAdded.bytes += c.callCache.bytes;
   }
 
   /** A copy of this instance with `others` added (its gauges of the head and a follower are this one's). */
@@ -562,6 +602,13 @@ export class Metrics {
     if (this.network !== undefined || !this.routing) {
       add('chainnode_head_block', `chainnode_head_block${only} ${this.headBlock}`);
       add('chainnode_logs_shed_total', `chainnode_logs_shed_total${only} ${this.offloadShed}`);
+      const c = this.callCacheView();
+      for (const [result, v] of [
+        ['hit', c.hits],
+        ['miss', c.misses],
+      ] as const)
+        add('chainnode_call_cache_lookups_total', `chainnode_call_cache_lookups_total{${n}result="${result}"} ${v}`);
+      add('chainnode_call_cache_bytes', `chainnode_call_cache_bytes${only} ${c.bytes}`);
     }
     if (this.disk !== undefined) {
       add('chainnode_datadir_bytes', `chainnode_datadir_bytes${only} ${this.disk.datadirBytes}`);

@@ -107,6 +107,8 @@ export class NetworkRuntime {
     this.implicit = parts.implicit === true;
     this.metrics = new Metrics(this.implicit ? undefined : parts.name);
     this.metrics.ingest = parts.ingestStatus;
+    const answers = parts.service.answers;
+    if (answers !== undefined) this.metrics.callCache = () => answers.stats();
     this.chainEvents = parts.chainEvents;
   }
 

@@ -2,6 +2,7 @@ import { toData } from '@chainnode/core';
 import type { Hex } from '@chainnode/core';
 import type { AccountOverride, BlockOverrides, CallArgs } from '@chainnode/exec';
 import {
+  callBlockHash,
   callHeader,
   callResult,
   decodeBlockOverrides,
@@ -9,7 +10,10 @@ import {
   decodeStateOverrides,
   runCall,
 } from '../call.js';
+import { canonicalParams } from '../call-cache.js';
+import type { PinnedCall } from '../call-cache.js';
 import { INLINE_COST_LIMIT } from '../config.js';
+import type { HandlerContext } from '../context.js';
 import type { MethodDef } from '../method.js';
 import { decodeArgs, decodeOptionalBlockSelector } from '../params.js';
 import type { BlockSelector } from '../params.js';
@@ -36,6 +40,27 @@ export function decodeCallParams(params: unknown[]): CallParams {
 }
 
 /**
+ * A call of `method` pinned to the hash of the block it names (MethodDef.remember): the key is
+ * the method, that hash and the decoded transaction and overrides (however they were spelled).
+ */
+export async function pinCall(
+  method: string,
+  ctx: HandlerContext,
+  p: CallParams,
+  raw: unknown[],
+): Promise<PinnedCall<CallParams>> {
+  const hash = await callBlockHash(ctx, p.block);
+  const hex = toData(hash);
+  const pinned = [...raw];
+  pinned[1] = hex;
+  return {
+    key: `${method} ${hex} ${canonicalParams([p.call, p.state, p.blockOverrides])}`,
+    params: { ...p, block: { kind: 'hash', hash, requireCanonical: false } },
+    raw: pinned,
+  };
+}
+
+/**
  * Admission by cost: gas a call may burn, in units of 1M gas (a token balanceOf, ~30k gas, is far
  * below the inline limit; a 50M-gas call is 50 times it); heavy calls go to the offload workers.
  */
@@ -53,6 +78,7 @@ export const eth_call: MethodDef<CallParams, Hex> = {
   decode: decodeCallParams,
   offload: true,
   estimateCost: async (ctx, p) => callCost(p.call.gas, ctx.config.callGasCap),
+  remember: (ctx, p, raw) => pinCall('eth_call', ctx, p, raw),
   async handle(ctx, p) {
     const header = await callHeader(ctx, p.block);
     const opts: Parameters<typeof runCall>[3] = {};

@@ -2,7 +2,7 @@ import { toData, toQuantity } from '@chainnode/core';
 import type { Bytes, Hex } from '@chainnode/core';
 import { callHeader, revertReason, runCall } from '../call.js';
 import type { MethodDef } from '../method.js';
-import { callCost, decodeCallParams } from './eth_call.js';
+import { callCost, decodeCallParams, pinCall } from './eth_call.js';
 import type { CallParams } from './eth_call.js';
 
 export interface JsonAccessListResult {
@@ -27,6 +27,7 @@ export const eth_createAccessList: MethodDef<CallParams, JsonAccessListResult> =
   decode: (params) => decodeCallParams(params),
   offload: true,
   estimateCost: async (ctx, p) => 2 * callCost(p.call.gas, ctx.config.callGasCap),
+  remember: (ctx, p, raw) => pinCall('eth_createAccessList', ctx, p, raw),
   async handle(ctx, p) {
     const header = await callHeader(ctx, p.block);
     const opts: Parameters<typeof runCall>[3] = { accessList: true };

@@ -2,7 +2,7 @@ import { ServerError, toQuantity } from '@chainnode/core';
 import type { Hex } from '@chainnode/core';
 import { callHeader, executorOf, revertError, runCall } from '../call.js';
 import type { MethodDef } from '../method.js';
-import { callCost, decodeCallParams } from './eth_call.js';
+import { callCost, decodeCallParams, pinCall } from './eth_call.js';
 import type { CallParams } from './eth_call.js';
 import { accountIn, stateOfHeader } from '../reads.js';
 
@@ -19,6 +19,7 @@ export const eth_estimateGas: MethodDef<CallParams, Hex> = {
   decode: (params) => decodeCallParams(params),
   offload: true,
   estimateCost: async (ctx, p) => 8 * callCost(p.call.gas, ctx.config.callGasCap),
+  remember: (ctx, p, raw) => pinCall('eth_estimateGas', ctx, p, raw),
   async handle(ctx, p) {
     const header = await callHeader(ctx, p.block);
     const opts: Parameters<typeof runCall>[3] = {};

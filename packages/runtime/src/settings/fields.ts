@@ -356,6 +356,11 @@ export const SERVER_FIELDS = {
     unit: 'ms',
     min: 1,
   }),
+  /** Per network and app thread (docs/decisions/execution.md). */
+  callCacheBytes: rpcInteger('callCacheBytes', {
+    doc: 'Bytes of eth_call, eth_estimateGas and eth_createAccessList answers kept by block hash and params, per network and app thread; 0: none kept.',
+    unit: 'bytes',
+  }),
   /** geth's maxSimulateBlocks. */
   simulateMaxBlocks: rpcInteger('simulateMaxBlocks', {
     doc: 'Most blocks one eth_simulateV1 may simulate, the gaps between its block numbers included; more get -38026 `too many blocks`.',
