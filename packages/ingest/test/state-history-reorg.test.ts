@@ -3,7 +3,8 @@
 // adds fifteen blocks of its own: the undo of the ten and the new branch go through the importer
 // in small groups. Then, around the fork, every account and slot read from the history at a
 // block equals the trie walk at that block (a removed block's row left behind, or a new block's
-// row missing, would show as a wrong value there), and the history tables equal, byte for byte,
+// row missing, or a key's latest row not set back to its change at or below the fork, would show
+// as a wrong value there), and the history tables (with the latest rows) equal, byte for byte,
 // those of a second copy that was rewound to block 1590 on its own (a reopened writer, the undo
 // alone in its batch) and then took the fork's blocks as plain appends, as a fresh import would.
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import { LevelChainStore, Prefix, StoreWriter, digestDatadir, keccak256 } from '
 import { chainDir, datadirCopy } from '@chainnode/testkit';
 import { importChain } from '../src/index.js';
 
-const HISTORY = [Prefix.AccountHistory, Prefix.StorageHistory];
+const HISTORY = [Prefix.AccountHistory, Prefix.StorageHistory, Prefix.StateLatest];
 const FORK_AT = 1590n;
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 

@@ -1,6 +1,7 @@
 // `db convert` (upkeep/convert.ts) on a copy of the smallest prepared chain written as an earlier
-// release wrote it (no flat state history: its rows and Meta.stateHistory deleted): the history it
-// builds from the trie diffs is digest-equal to the import's own; interrupted after its first
+// release wrote it (no flat state history: its rows, their latest rows and Meta.stateHistory
+// deleted): the history and latest rows it builds from the trie diffs are digest-equal to the
+// import's own; interrupted after its first
 // batch and run again, the same; then window=90,000 (the default a new datadir gets) -> window=16 prunes once at the head (Meta.trieFrom
 // at the window's start, every node the window's roots reach kept, the rest gone), and
 // window -> archive is refused once anything is pruned.
@@ -19,12 +20,13 @@ const chain = availableChains().includes('execution-apis') ? 'execution-apis' : 
 async function dropHistory(dir: string): Promise<void> {
   const db = await openDb(dir, { create: false });
   try {
-    for (const prefix of [Prefix.AccountHistory, Prefix.StorageHistory]) {
+    for (const prefix of [Prefix.AccountHistory, Prefix.StorageHistory, Prefix.StateLatest]) {
       const range = { gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) };
       await db.clear(range);
       expect(await db.keys({ ...range, limit: 1 }).all()).toEqual([]);
     }
     await db.del(tables.meta.key(MetaKey.StateHistory));
+    await db.del(tables.meta.key(MetaKey.StateLatest));
     await db.del(tables.meta.key(MetaKey.StateTrie));
   } finally {
     await db.close();
@@ -73,6 +75,7 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
     ).rejects.toBe(stop);
     const r = await convertDatadir(dir, { batchBlocks: 4, stateTrie: { kind: 'window', blocks: 90_000 } });
     expect(r.historyBlocks).toBe(Number(r.head) + 1 - 8);
+    expect(r.latestRows).toBeGreaterThan(0);
     expect(r.stateTrie).toEqual({ from: 'archive', to: 'window=90000' });
     expect(r.prune).toBeUndefined(); // a window longer than the chain: nothing to prune
     expect(r.logs).toBeUndefined(); // spans sealed by this release are compressed already

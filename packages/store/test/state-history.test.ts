@@ -6,13 +6,15 @@
 // Reports the history's cost per block (key + value bytes of its two tables). The tables, written
 // at import from the executor's write sets, equal byte for byte the rows the diff of each block's
 // parent and block state tries gives (the writer's fallback where no write set is given): every
-// block of the execution-apis chain, every eighth of the fixture chain.
+// block of the execution-apis chain, every eighth of the fixture chain. Each key's StateLatest row
+// is its last history row, and the point reads (pointRowAtCanonical) answer what the seek answers.
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
 import { EMPTY_STATE_ROOT, accountRowAt, slotRowAt, stageStateStep, stateHistoryRoot } from '../src/history/index.js';
+import { pointRowAtCanonical } from '../src/history/read.js';
 import { LevelChainStore } from '../src/reader/reader.js';
 import { MetaKey, Prefix, headCodec, tables } from '../src/schema/schema.js';
 import { accountFields, headerStateRoot, rlpString, trieGet } from '../src/trie/trie-read.js';
@@ -63,6 +65,40 @@ async function historyPaths(db: Db): Promise<Paths> {
 const eq = (a: Uint8Array | null, b: Uint8Array | null): boolean =>
   a === null || b === null ? a === b : hex(a) === hex(b);
 
+/** Reads the point reads answered (the rest were left to the seek), in the current compareByKey. */
+let pointAnswered = 0;
+
+/** Whether the point reads at block `n` answer `want`, or leave the read to the seek (undefined). */
+function pointEq(
+  db: Db,
+  n: number,
+  table: typeof tables.accountHistory,
+  path: Uint8Array,
+  want: Uint8Array | null,
+): boolean {
+  const hash = db.getSync(tables.canonical.key(BigInt(n))) as Uint8Array;
+  const got = pointRowAtCanonical(db, { number: BigInt(n), hash }, table, path);
+  if (got !== undefined) pointAnswered++;
+  return got === undefined || eq(got, want);
+}
+
+/** Every history key's StateLatest row is number(8) ++ value of its last row, and there are no others. */
+async function checkLatest(db: Db): Promise<number> {
+  const want = new Map<string, string>();
+  const range = { gte: Uint8Array.of(Prefix.AccountHistory), lt: Uint8Array.of(Prefix.StorageHistory + 1) };
+  for await (const [k, v] of db.iterator(range))
+    want.set(hex(k.subarray(1, k.length - 8)), hex(k.subarray(k.length - 8)) + hex(v));
+  const wrong: string[] = [];
+  let rows = 0;
+  for await (const [k, v] of tables.stateLatest.range(db)) {
+    rows++;
+    if (want.get(hex(k)) !== hex(v)) wrong.push(`${hex(k)}: ${hex(v)}, want ${want.get(hex(k))}`);
+  }
+  expect(wrong.slice(0, 5)).toEqual([]);
+  expect(rows).toBe(want.size);
+  return rows;
+}
+
 /** Hashed-key reads at random blocks: history rows against trie walks. */
 async function compareByKey(db: Db, chain: ChainName, seed: number): Promise<void> {
   const roots = await stateRoots(db);
@@ -75,6 +111,7 @@ async function compareByKey(db: Db, chain: ChainName, seed: number): Promise<voi
   const accountAtRoot = (root: Uint8Array, key: Uint8Array) => trieGet(nodes, root, key)?.slice() ?? null;
   let mismatches = 0;
   let present = 0;
+  pointAnswered = 0;
   for (let i = 0; i < READS; i++) {
     const n = r(roots.length);
     const root = roots[n] as Uint8Array;
@@ -84,6 +121,7 @@ async function compareByKey(db: Db, chain: ChainName, seed: number): Promise<voi
       const want = accountAtRoot(root, key);
       if (want !== null) present++;
       if (!eq(await accountRowAt(db, BigInt(n), key), want)) mismatches++;
+      if (!pointEq(db, n, tables.accountHistory, key, want)) mismatches++;
     } else {
       const path =
         kind === 4
@@ -100,12 +138,16 @@ async function compareByKey(db: Db, chain: ChainName, seed: number): Promise<voi
       const want = leaf === null ? null : rlpString(leaf).slice();
       if (want !== null) present++;
       if (!eq(await slotRowAt(db, BigInt(n), path), want)) mismatches++;
+      if (!pointEq(db, n, tables.storageHistory, path, want)) mismatches++;
     }
   }
   expect(mismatches).toBe(0);
   expect(present).toBeGreaterThan(READS / 4);
+  // Both ways answered: point reads, and the seek where they cannot.
+  expect(pointAnswered).toBeGreaterThan(READS / 5);
+  expect(pointAnswered).toBeLessThan(READS);
   console.log(
-    `${chain}: ${READS} random historical reads by key equal the trie's (${present} present); history: ` +
+    `${chain}: ${READS} random historical reads by key equal the trie's (${present} present, ${pointAnswered} by point reads); history: ` +
       `${paths.accounts.length} accounts, ${paths.slots.length} slots (${paths.cleared.length} cleared at some block), ` +
       `${paths.bytes} bytes of key + value over ${roots.length} blocks = ${Math.round(paths.bytes / roots.length)} bytes per block`,
   );
@@ -182,6 +224,8 @@ describe.each(availableChains())('state history of the %s chain', (chain) => {
     try {
       const db = await openDb(dir, { create: false });
       try {
+        expect(await tables.meta.get(db, MetaKey.StateLatest)).toBeDefined();
+        await checkLatest(db);
         await compareByKey(db, chain, 46);
         await compareWithDiff(db, chain === 'fixtures' ? (n) => n % 8 === 0 : () => true);
       } finally {

@@ -2,12 +2,15 @@
 // greatest block number <= N under its hashed key (schema.ts, AccountHistory / StorageHistory),
 // found by one reverse seek. The rows describe the canonical chain only: a read for a block a
 // reorg has removed is refused (readAtCanonical), and its caller walks the block's state trie.
+// Where the datadir keeps each key's latest change (StateLatest, latest.ts), most reads are point
+// reads instead (pointRowAtCanonical): synchronous, a few µs each, where the seek is an
+// asynchronous iterator on LevelDB's thread pool.
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import { bytesEqual } from '@chainnode/core';
 import type { BlockRef } from '@chainnode/core';
 import type { Db } from '../db.js';
 import { keccak256 } from '../keccak.js';
-import { MetaKey, tables } from '../schema/index.js';
+import { MetaKey, Prefix, tables } from '../schema/index.js';
 import type { HistoryKey, KvRange, KvRead, Table } from '../schema/index.js';
 import { accountFields } from '../trie/index.js';
 import type { AccountFields } from '../trie/index.js';
@@ -84,6 +87,80 @@ export async function readAtCanonical<T>(
   }
 }
 
+/**
+ * The value of the history row of `table` under `path` at the canonical `block` (null: no row, or a
+ * tombstone) by point reads, for a datadir whose StateLatest rows are complete: in a snapshot where
+ * `block` is canonical, the key's latest row (none: the key never changed; its number <= the
+ * block's: its value), else the key's row at the block's own number (a key changed in most blocks).
+ * Undefined when neither answers (the caller seeks: readAtCanonical) or `block` is not canonical.
+ */
+export function pointRowAtCanonical(
+  db: Db,
+  block: BlockRef,
+  table: Table<HistoryKey, Uint8Array>,
+  path: Uint8Array,
+): Uint8Array | null | undefined {
+  const snapshot = db.snapshot();
+  try {
+    const canonical = db.getSync(tables.canonical.key(block.number), { snapshot });
+    if (canonical === undefined || !bytesEqual(canonical, block.hash)) return undefined;
+    const latestKey = new Uint8Array(1 + path.length);
+    latestKey[0] = Prefix.StateLatest;
+    latestKey.set(path, 1);
+    const latest = db.getSync(latestKey, { snapshot });
+    if (latest === undefined) return null;
+    const view = new DataView(latest.buffer, latest.byteOffset, latest.byteLength);
+    if (view.getBigUint64(0) <= block.number) return latest.length === 8 ? null : latest.subarray(8);
+    const row = db.getSync(table.key({ path, number: block.number }), { snapshot });
+    return row === undefined ? undefined : row.length === 0 ? null : row;
+  } finally {
+    snapshot.close().catch(() => undefined);
+  }
+}
+
+/** pointRowAtCanonical of an account (keccak(address) `addressKey`): its fields, null when absent. */
+export function pointAccountAtCanonical(
+  db: Db,
+  block: BlockRef,
+  addressKey: Uint8Array,
+): AccountFields | null | undefined {
+  const raw = pointRowAtCanonical(db, block, tables.accountHistory, addressKey);
+  return raw == null ? raw : copyFields(accountFields(raw));
+}
+
+/** pointRowAtCanonical of a slot: its 32-byte word (zero when unset). */
+export function pointStorageAtCanonical(
+  db: Db,
+  block: BlockRef,
+  address: Uint8Array,
+  slot: Uint8Array,
+): Uint8Array | undefined {
+  const raw = pointRowAtCanonical(db, block, tables.storageHistory, slotPath(address, slot));
+  return raw === undefined ? undefined : slotWord(raw);
+}
+
+function copyFields(a: AccountFields): AccountFields {
+  return { nonce: a.nonce, balance: a.balance, storageRoot: a.storageRoot.slice(), codeHash: a.codeHash.slice() };
+}
+
+/** keccak(address) ++ keccak(slot): a slot's history path. */
+function slotPath(address: Uint8Array, slot: Uint8Array): Uint8Array {
+  if (slot.length !== 32) throw new RangeError(`storage slot: expected 32 bytes, got ${slot.length}`);
+  const path = new Uint8Array(64);
+  path.set(keccak256(address), 0);
+  path.set(keccak256(slot), 32);
+  return path;
+}
+
+/** A slot row's value (null: zero) as its 32-byte word. */
+function slotWord(raw: Uint8Array | null): Uint8Array {
+  const word = new Uint8Array(32);
+  if (raw === null) return word;
+  if (raw.length > 32) throw new Error('state history: a slot value longer than 32 bytes');
+  word.set(raw, 32 - raw.length);
+  return word;
+}
+
 /** The account `address` after block `number` (null: absent), from the history. */
 export async function accountAt(
   db: HistoryRead,
@@ -92,9 +169,7 @@ export async function accountAt(
   addressKey: Uint8Array = keccak256(address),
 ): Promise<AccountFields | null> {
   const raw = await accountRowAt(db, number, addressKey);
-  if (raw === null) return null;
-  const a = accountFields(raw);
-  return { nonce: a.nonce, balance: a.balance, storageRoot: a.storageRoot.slice(), codeHash: a.codeHash.slice() };
+  return raw === null ? null : copyFields(accountFields(raw));
 }
 
 /** The storage word `slot` (32 bytes) of `address` after block `number`, 32 bytes (zero when unset), from the history. */
@@ -104,16 +179,7 @@ export async function storageAt(
   address: Uint8Array,
   slot: Uint8Array,
 ): Promise<Uint8Array> {
-  if (slot.length !== 32) throw new RangeError(`storage slot: expected 32 bytes, got ${slot.length}`);
-  const path = new Uint8Array(64);
-  path.set(keccak256(address), 0);
-  path.set(keccak256(slot), 32);
-  const raw = await slotRowAt(db, number, path);
-  const word = new Uint8Array(32);
-  if (raw === null) return word;
-  if (raw.length > 32) throw new Error('state history: a slot value longer than 32 bytes');
-  word.set(raw, 32 - raw.length);
-  return word;
+  return slotWord(await slotRowAt(db, number, slotPath(address, slot)));
 }
 
 /** The empty trie's root: the parent state of genesis. */

@@ -8,6 +8,7 @@ import { stateChanges, storageChanges } from '../trie/index.js';
 import type { StateChangeSink, NodeSource } from '../trie/index.js';
 import { Prefix, putU64 } from '../schema/index.js';
 import type { Alloc } from '../schema/index.js';
+import type { LatestRows } from './latest.js';
 
 /** Where the change set goes: puts, or deletes of the same keys (a rewind). */
 export interface HistoryBatch {
@@ -56,7 +57,8 @@ export interface HistoryStats {
  * keys, from the same diff, as the block's trie nodes are content-addressed and still held).
  * `nodes` must reach both tries (the group's overlay, then the database). With `step.writes`,
  * the rows come from them (the trie is walked only for the storage of deleted or re-created
- * accounts); without, from the diff of the two state tries.
+ * accounts); without, from the diff of the two state tries. `latest`: notes every key staged, for
+ * its StateLatest row (latest.ts).
  */
 export async function stageStateStep(
   batch: HistoryBatch,
@@ -65,11 +67,13 @@ export async function stageStateStep(
   mode: 'put' | 'del',
   alloc: Alloc,
   stats?: HistoryStats,
+  latest?: LatestRows,
 ): Promise<void> {
   const number = Number(step.number);
   const row = (key: Uint8Array, value: Uint8Array | null): void => {
     if (mode === 'del') batch.del(key);
     else batch.put(key, value ?? TOMBSTONE);
+    latest?.note(key, value ?? TOMBSTONE);
     if (stats !== undefined) stats.bytes += key.length + (value?.length ?? 0);
   };
   const sink: StateChangeSink = {

@@ -67,6 +67,14 @@
 //                           when the block cleared it (set to zero, or its account deleted or
 //                           re-created: every slot the account had gets a row). Read as
 //                           AccountHistory; present with it.
+//   0x15    StateLatest     keccak(address)(32) (++ keccak(slot)(32)) -> number(8) ++ value: the
+//                           key's AccountHistory (32-byte key) or StorageHistory (64-byte key) row
+//                           of the greatest number, that number and its value (history/latest.ts).
+//                           A read at a block >= number is this one point read; no row: the key has
+//                           no history row (never changed). Complete only when Meta.stateLatest is
+//                           present (a datadir written before the table existed has none until
+//                           `db convert` fills it; readers then seek the history, so no schema
+//                           version bump).
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
@@ -97,6 +105,7 @@ export const Prefix = {
   LogSegments: 0x12,
   AccountHistory: 0x13,
   StorageHistory: 0x14,
+  StateLatest: 0x15,
 } as const;
 
 export const LogIndexKind = { Address: 0x10 } as const;
@@ -683,6 +692,11 @@ export const MetaKey = {
    * (and this key deleted) in the batch of the last block.
    */
   StateHistoryBuilt: 'stateHistoryBuilt',
+  /**
+   * Empty: every key of the flat state history has its StateLatest row (written with genesis, or
+   * by `db convert` once it has filled the table). Absent: readers seek the history.
+   */
+  StateLatest: 'stateLatest',
 } as const;
 
 export const tables = {
@@ -705,6 +719,7 @@ export const tables = {
   addressLogsJson: new Table(Prefix.AddressLogsJson, 'AddressLogsJson', addressNumberCodec, rawCodec),
   accountHistory: new Table(Prefix.AccountHistory, 'AccountHistory', historyKeyCodec(1), rawCodec),
   storageHistory: new Table(Prefix.StorageHistory, 'StorageHistory', historyKeyCodec(2), rawCodec),
+  stateLatest: new Table(Prefix.StateLatest, 'StateLatest', rawCodec, rawCodec),
 } as const;
 
 /** The AddressLogsJson row of one address's logs in one block (see the table above), in memory from `alloc`. */

@@ -4,6 +4,7 @@
 //     block's change set from the diff of its parent's and its own state trie (history/write.ts,
 //     the same rows the import writes), in batches that record how far they got
 //     (Meta.stateHistoryBuilt), so a crash resumes where it stopped; Meta.stateHistory last;
+//     then, when the datadir has none, each history key's StateLatest row (history/latest.ts);
 //  2. the state trie's retention (trie-window.ts): archive -> window=<N> writes the setting and
 //     runs one pruning cycle at the head (the writer's pruner, trie-prune.ts); window -> archive
 //     only while nothing was pruned (the nodes below Meta.trieFrom are gone).
@@ -19,7 +20,7 @@ import { join } from 'node:path';
 import { bytesEqual } from '@chainnode/core';
 import { DatadirEmptyError, openDb } from '../db.js';
 import type { Db } from '../db.js';
-import { EMPTY_STATE_ROOT, stageStateStep } from '../history/index.js';
+import { EMPTY_STATE_ROOT, fillLatest, hasLatest, stageStateStep } from '../history/index.js';
 import type { HistoryStats } from '../history/index.js';
 import { hasUncompressedSpans, sealDueLogSegments } from '../logs/index.js';
 import type { Reseal } from '../logs/index.js';
@@ -45,6 +46,8 @@ export interface ConvertResult {
   historyBlocks: number;
   historyRows: number;
   historyBytes: number;
+  /** StateLatest rows written now (0: the datadir already had them). */
+  latestRows: number;
   stateTrie: { from: string; to: string };
   /** The pruning cycle run for a new window (undefined: none ran). */
   prune?: PruneReport | undefined;
@@ -155,6 +158,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     if (!hasHistory && (await readTrieFrom(db)) > 0n)
       throw new ConvertRefusedError('datadir: pruned state tries and no state history; re-import it');
     const h = hasHistory ? { accounts: 0, slots: 0, bytes: 0, blocks: 0 } : await buildHistory(db, head, opts);
+    const latestRows = (await hasLatest(db)) ? 0 : await fillLatest(db);
     // Read with the history in place: a datadir without it counts as an archive.
     const target = opts.stateTrie ?? (await readStateTrie(db));
     const t = await setStateTrie(db, target);
@@ -168,6 +172,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       historyBlocks: h.blocks,
       historyRows: h.accounts + h.slots,
       historyBytes: h.bytes,
+      latestRows,
       stateTrie: { from: t.from, to: t.to },
     };
   } finally {

@@ -32,6 +32,7 @@ export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
   TrieNodes: 'trie nodes',
   AccountHistory: 'state history',
   StorageHistory: 'state history',
+  StateLatest: 'state history',
 };
 
 /** The group the sealed log segment files count in. */

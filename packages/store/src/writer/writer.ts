@@ -36,7 +36,7 @@ import {
   readTrieFrom,
 } from '../trie/index.js';
 import type { PruneHost, PruneReport, StateTrieMode, TriePrunerOptions } from '../trie/index.js';
-import { EMPTY_STATE_ROOT, stageStateStep } from '../history/index.js';
+import { EMPTY_STATE_ROOT, LatestRows, hasLatest, stageStateStep } from '../history/index.js';
 import type { HistoryStats, StateStep, StateWrites } from '../history/index.js';
 import { GroupBatch, Slab } from './group-batch.js';
 import { ValueTable } from './value-table.js';
@@ -149,7 +149,8 @@ export class StoreWriter {
    * The flat state history (Meta.stateHistory present): the genesis state root, the state root of
    * the last block staged, and the staged blocks' state steps, whose change sets writeGroup stages.
    */
-  private history: { genesisRoot: Uint8Array; lastRoot: Uint8Array; steps: StateStep[] } | undefined;
+  /** `latest`: the datadir keeps StateLatest rows (Meta.stateLatest), written with the history's. */
+  private history: { genesisRoot: Uint8Array; lastRoot: Uint8Array; steps: StateStep[]; latest: boolean } | undefined;
   /** Meta.trieFrom as this writer keeps it: no rewind below it (set before the pruner persists it). */
   private trieFrom = 0n;
   /** The trie window's pruner (a datadir with `window=<N>` that holds its own state). */
@@ -205,7 +206,7 @@ export class StoreWriter {
     this.values = new ValueTable(this.cacheBytes, this.nextLogId === 0n);
     const genesisRoot = await tables.meta.get(this.db, MetaKey.StateHistory);
     if (genesisRoot !== undefined) {
-      this.history = { genesisRoot, lastRoot: genesisRoot, steps: [] };
+      this.history = { genesisRoot, lastRoot: genesisRoot, steps: [], latest: await hasLatest(this.db) };
       if (this.head !== undefined) this.history.lastRoot = await this.stateRootOf(this.head.number, this.head.hash);
     }
     this.trieFrom = await readTrieFrom(this.db);
@@ -344,8 +345,9 @@ export class StoreWriter {
       tables.meta.put(ops, MetaKey.GenesisJson, new TextEncoder().encode(JSON.stringify(g.genesisJson)));
     if (g.stateRoot !== undefined) {
       tables.meta.put(ops, MetaKey.StateHistory, g.stateRoot);
+      tables.meta.put(ops, MetaKey.StateLatest, new Uint8Array(0));
       if (g.stateTrie !== undefined) putStateTrie(ops, g.stateTrie);
-      this.history = { genesisRoot: g.stateRoot, lastRoot: EMPTY_STATE_ROOT, steps: [] };
+      this.history = { genesisRoot: g.stateRoot, lastRoot: EMPTY_STATE_ROOT, steps: [], latest: true };
       this.stageStateStep(0n, g.stateRoot);
     }
     // Every node the genesis alloc wrote: block 0's header may name another state root (anvil's).
@@ -529,7 +531,9 @@ export class StoreWriter {
     const steps = h.steps;
     h.steps = [];
     const stats: HistoryStats = { accounts: 0, slots: 0, bytes: 0 };
-    for (const step of steps) await stageStateStep(ops, this.nodeSource, step, 'put', this.alloc, stats);
+    const latest = h.latest ? new LatestRows(this.alloc) : undefined;
+    for (const step of steps) await stageStateStep(ops, this.nodeSource, step, 'put', this.alloc, stats, latest);
+    latest?.stage(ops);
     return stats.bytes;
   }
 
@@ -569,6 +573,7 @@ export class StoreWriter {
     const removed: RemovedBlock[] = [];
     const ancestorRoot = this.history === undefined ? undefined : await this.stateRootOf(ancestor, ancestorHash);
     let parentRoot = ancestorRoot;
+    const latest = this.history?.latest === true ? new LatestRows(this.alloc) : undefined;
     for (let n = ancestor + 1n; n <= head.number; n++) {
       const [hash, txHashes, range] = await Promise.all([
         tables.canonical.get(this.db, n),
@@ -583,7 +588,15 @@ export class StoreWriter {
       if (parentRoot !== undefined) {
         // The block's state history rows: the keys its change set wrote, from the same trie diff.
         const root = headerStateRoot(headerRlp);
-        await stageStateStep(ops, this.nodeSource, { number: n, parentRoot, root }, 'del', this.alloc);
+        await stageStateStep(
+          ops,
+          this.nodeSource,
+          { number: n, parentRoot, root },
+          'del',
+          this.alloc,
+          undefined,
+          latest,
+        );
         parentRoot = root;
       }
       const logs: LogRecord[] = [];
@@ -614,6 +627,8 @@ export class StoreWriter {
       for (const l of logs) rowsOf.set(Buffer.from(l.address).toString('hex'), l.address);
       for (const address of rowsOf.values()) ops.del(tables.addressLogsJson.key({ address, number: n }));
     }
+    // The removed keys' latest rows: their change at or below the ancestor.
+    await latest?.restore(this.db, ops, ancestor);
     // The posting lists of every value the orphaned logs carried, cut at `cut`.
     const touched = new Map<string, { kind: number; value: Uint8Array }>();
     const touch = (kind: number, value: Uint8Array) =>

@@ -49,10 +49,11 @@ export function compactText(datadir: string, r: CompactResult): string {
 }
 
 export function convertText(datadir: string, r: ConvertResult): string {
-  const history =
+  const kept =
     r.historyBlocks > 0
       ? `flat state history built for ${fmt(r.historyBlocks)} blocks (${fmt(r.historyRows)} rows, ${fmt(r.historyBytes)} key + value bytes)`
       : 'flat state history already kept';
+  const history = `${kept}${r.latestRows > 0 ? ` (${fmt(r.latestRows)} latest-change rows written)` : ''}`;
   const trie =
     r.stateTrie.from === r.stateTrie.to
       ? `state trie: ${r.stateTrie.to} (unchanged)`
