@@ -19,6 +19,7 @@ import {
   postingCodec,
   receiptsCodec,
   tables,
+  isFixedTxLocation,
   txLocationCodec,
   u64Codec,
 } from '../src/schema/schema.js';
@@ -63,8 +64,17 @@ describe('key-schema codecs: round trip and exact bytes', () => {
     roundTrip(u64Codec, 2n ** 64n - 1n, 'ffffffffffffffff');
     expect(() => u64Codec.encode(2n ** 64n)).toThrow(RangeError);
   });
-  test('tx location: number(8) ++ index(4)', () => {
-    roundTrip(txLocationCodec, { number: 5n, index: 3 }, '000000000000000500000003');
+  test('tx location: varint(number) ++ varint(index); 12 bytes: the fixed number(8) ++ index(4)', () => {
+    roundTrip(txLocationCodec, { number: 5n, index: 3 }, '0503');
+    roundTrip(txLocationCodec, { number: 300n, index: 128 }, 'ac028001');
+    roundTrip(txLocationCodec, { number: 21_000_000n, index: 245 }, 'c0de810af501');
+    // Where the varints would not be shorter, the fixed form.
+    roundTrip(txLocationCodec, { number: 2n ** 53n, index: 3 }, '002000000000000000000003');
+    roundTrip(txLocationCodec, { number: 2n ** 49n, index: 2 ** 31 }, '000200000000000080000000');
+    expect(txLocationCodec.decode(Buffer.from('000000000000000500000003', 'hex'))).toEqual({ number: 5n, index: 3 });
+    expect(isFixedTxLocation(Buffer.from('0503', 'hex'))).toBe(false);
+    expect(() => txLocationCodec.decode(Buffer.from('050300', 'hex'))).toThrow('tx location: 1 bytes past');
+    expect(() => txLocationCodec.decode(Buffer.from('05', 'hex'))).toThrow('tx location: bad varint');
   });
   test('block log range: firstLogId(8) ++ count(4)', () => {
     roundTrip(blockLogRangeCodec, { firstLogId: 256n, count: 2 }, '000000000000010000000002');

@@ -5,14 +5,24 @@
 // transaction of the block record, the path a cached block takes; the scanners against the
 // codecs' decodes for every block; a location row that points at another transaction (what a
 // follower's write of another branch can leave for a moment) answers not found; malformed bodies
-// throw.
+// throw. Location rows of the fixed form (an earlier release's) read as the compact ones, and db
+// convert rewrites them compact.
 import { RLP } from '@ethereumjs/rlp';
 import { bytesEqual } from '@chainnode/core';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import { bodyCodec, tables } from '../src/schema/schema.js';
-import { bodyTransaction, headerTxFields } from '../src/trie/trie-read.js';
+import { bodyBlockFields, bodyTransaction, headerTxFields } from '../src/trie/trie-read.js';
+import { convertDatadir } from '../src/upkeep/index.js';
+
+/** A TxLookup value of the fixed form: number(8) ++ txIndex(4). */
+function fixed(number: bigint, index: number): Buffer {
+  const b = Buffer.alloc(12);
+  b.writeBigUInt64BE(number, 0);
+  b.writeUInt32BE(index, 8);
+  return b;
+}
 
 /** A record as text (bytes as hex, bigints as decimal): jest's deep equality walks typed arrays byte by byte. */
 const text = (v: unknown): string =>
@@ -83,7 +93,19 @@ test.each(chains)(
           expect(bytesEqual(bodyTransaction(body, i) as Uint8Array, t)).toBe(true);
         });
         expect(bodyTransaction(body, decoded.transactions.length)).toBeUndefined();
+        const fields = bodyBlockFields(body);
+        expect([fields.size, fields.txCount]).toEqual([decoded.size, decoded.transactions.length]);
+        expect((RLP.decode(fields.uncles) as Uint8Array[]).length).toBe(decoded.uncles.length);
+        expect(fields.withdrawals === undefined).toBe(decoded.withdrawals === undefined);
       }
+      // Every other location row in the fixed form an earlier release wrote: both forms are read.
+      const batch = raw.batch();
+      for (const e of expected.filter((_, i) => i % 2 === 0)) {
+        const loc = tables.txLookup.getSync(raw, e.hash) as { number: bigint; index: number };
+        expect((tables.txLookup.getRawSync(raw, e.hash) as Uint8Array).length).toBeLessThan(12);
+        batch.put(tables.txLookup.key(e.hash), Buffer.from(fixed(loc.number, loc.index)));
+      }
+      await batch.write();
     } finally {
       await raw.close();
     }
@@ -93,6 +115,17 @@ test.each(chains)(
     try {
       for (const e of expected) expect(text(await blocks.transaction(e.hash))).toBe(text(e.tx));
       expect(await blocks.transaction(new Uint8Array(32).fill(0xab))).toBeUndefined();
+    } finally {
+      await blocks.close();
+    }
+    // db convert rewrites the fixed rows compact; the answers stay.
+    const converted = await convertDatadir(c.dir);
+    expect(converted.txLookupRows).toBe(Math.ceil(expected.length / 2));
+    expect((await convertDatadir(c.dir)).txLookupRows).toBe(0);
+    blocks = await LevelChainStore.open(c.dir);
+    try {
+      for (const e of expected.filter((_, i) => i % 7 === 0))
+        expect(text(await blocks.transaction(e.hash))).toBe(text(e.tx));
     } finally {
       await blocks.close();
     }

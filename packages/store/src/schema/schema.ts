@@ -13,7 +13,9 @@
 //                           (, depositNonce(, depositReceiptVersion))]..]: the two trailing items
 //                           only on OP-stack deposit receipts that have them (Regolith, Canyon), so
 //                           rows written before they existed read unchanged.
-//   0x07    TxLookup        txHash(32) -> number(8) ++ txIndex(4)
+//   0x07    TxLookup        txHash(32) -> varint(number) ++ varint(txIndex) (unsigned LEB128: 2-7
+//                           bytes), or number(8) ++ txIndex(4): exactly 12 bytes (rows written
+//                           before the compact form, which `db convert` rewrites compact)
 //   0x08    TotalDifficulty blockHash(32) -> td (minimal big-endian)
 //   0x09    Senders         blockHash(32) -> sender(20) per tx, concatenated in tx order
 //   0x0a    Blooms          number(8) -> logsBloom(256)
@@ -322,7 +324,75 @@ function u64u32Codec<B extends string, S extends string>(
   );
 }
 
-export const txLocationCodec: Codec<TxLocation> = u64u32Codec('tx location', 'number', 'index');
+/** Unsigned LEB128 length of `v` (0 <= v < 2^53). */
+function varintLength(v: number): number {
+  let n = 1;
+  while (v >= 0x80) {
+    v = Math.floor(v / 0x80);
+    n++;
+  }
+  return n;
+}
+
+/** Writes `v` (0 <= v < 2^53) as unsigned LEB128 at `at`, returns the end. */
+function writeVarint(v: number, out: Uint8Array, at: number): number {
+  while (v >= 0x80) {
+    out[at++] = (v % 0x80) | 0x80;
+    v = Math.floor(v / 0x80);
+  }
+  out[at++] = v;
+  return at;
+}
+
+/** The fixed form of a TxLookup value (number(8) ++ txIndex(4)): rows written before the compact one. */
+const txLocationFixed = u64u32Codec<'number', 'index'>('tx location', 'number', 'index');
+const TX_LOCATION_FIXED = 12;
+
+/** The compact form's length, or TX_LOCATION_FIXED when the fixed form is written instead. */
+function txLocationSize(v: TxLocation): number {
+  if (v.number < 0n || v.number > 0x1f_ffff_ffff_ffffn || v.index < 0 || v.index > 0xffff_ffff)
+    return TX_LOCATION_FIXED;
+  const n = varintLength(Number(v.number)) + varintLength(v.index);
+  return Math.min(n, TX_LOCATION_FIXED);
+}
+
+/**
+ * A TxLookup value (the table above): varint(number) ++ varint(txIndex), unsigned LEB128, 2-7
+ * bytes for any real chain; a value of 12 bytes is the fixed form (number(8) ++ txIndex(4)),
+ * which rows written before the compact one hold and which the writer falls back to when the
+ * compact one would not be shorter.
+ */
+export const txLocationCodec: Codec<TxLocation> = writerCodec<TxLocation>(
+  {
+    size: txLocationSize,
+    write: (v, out, at) => {
+      if (txLocationSize(v) === TX_LOCATION_FIXED) return txLocationFixed.into?.write(v, out, at) as number;
+      return writeVarint(v.index, out, writeVarint(Number(v.number), out, at));
+    },
+  },
+  (b) => {
+    if (b.length === TX_LOCATION_FIXED) return txLocationFixed.decode(b);
+    let at = 0;
+    const next = (): number => {
+      let v = 0;
+      for (let scale = 1; ; scale *= 0x80) {
+        if (at >= b.length || scale > 2 ** 49) throw new RangeError('tx location: bad varint');
+        const byte = b[at++] as number;
+        v += (byte & 0x7f) * scale;
+        if (byte < 0x80) return v;
+      }
+    };
+    const number = BigInt(next());
+    const index = next();
+    if (at !== b.length) throw new RangeError(`tx location: ${b.length - at} bytes past its two varints`);
+    return { number, index };
+  },
+);
+
+/** Whether a stored TxLookup value is of the fixed form (`db convert` rewrites those compact). */
+export function isFixedTxLocation(value: Uint8Array): boolean {
+  return value.length === TX_LOCATION_FIXED;
+}
 
 export interface BlockLogRange {
   firstLogId: bigint;

@@ -11,6 +11,7 @@
 //  3. the block JSON rows (BlockJson) an earlier release wrote at import, deleted: hashes-only
 //     block answers are written from the block's rows now; in batches, so an interrupted run
 //     leaves fewer rows and the next one deletes the rest;
+//     TxLookup values of the fixed form rewritten compact, the same way;
 //  4. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
 //     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts);
 //     else the spans the seal depth allows that are not sealed yet (a datadir written while the
@@ -24,7 +25,8 @@ import { EMPTY_STATE_ROOT, fillLatest, hasLatest, stageStateStep } from '../hist
 import type { HistoryStats } from '../history/index.js';
 import { hasUncompressedSpans, sealDueLogSegments } from '../logs/index.js';
 import type { Reseal } from '../logs/index.js';
-import { MetaKey, Prefix, headCodec, tables } from '../schema/index.js';
+import { MetaKey, Prefix, headCodec, isFixedTxLocation, tables, txLocationCodec } from '../schema/index.js';
+import { tableRange } from './sizing.js';
 import { formatStateTrie, headerStateRoot, putStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
 import type { PruneReport, StateTrieMode } from '../trie/index.js';
 import { StoreWriter } from '../writer/index.js';
@@ -53,6 +55,8 @@ export interface ConvertResult {
   prune?: PruneReport | undefined;
   /** BlockJson rows deleted (0: the datadir held none). */
   blockJsonRows: number;
+  /** TxLookup rows rewritten compact (0: all were). */
+  txLookupRows: number;
   /** Log segment spans sealed now that the seal depth allows (with `logs`: none, it seals them all). */
   logSpansSealed: number;
   /** The log segments sealed again compressed (undefined: they already were). */
@@ -118,22 +122,48 @@ async function setStateTrie(db: Db, to: StateTrieMode): Promise<{ from: string; 
   return { from: fromText, to: toText, pruneNeeded: to.kind === 'window' };
 }
 
-/** Rows deleted per batch of dropBlockJson. */
-const DROP_BATCH = 4096;
+/** Rows read per batch of rewriteRows. */
+const REWRITE_BATCH = 4096;
 
-/** Deletes the BlockJson rows (schema.ts: no longer read), a batch at a time; the number deleted. */
-async function dropBlockJson(db: Db, opts: ConvertOptions): Promise<number> {
-  const range = { gte: Uint8Array.of(Prefix.BlockJson), lt: Uint8Array.of(Prefix.BlockJson + 1) };
-  let deleted = 0;
+/**
+ * Passes every row of table `prefix` to `change`, a batch of REWRITE_BATCH rows at a time, each
+ * batch written before the next is read; the number of rows `change` staged a write for. An
+ * interrupted run leaves rows rewritten and rows not: `change` must tell them apart.
+ */
+async function rewriteRows(
+  db: Db,
+  prefix: number,
+  what: string,
+  change: (key: Uint8Array, value: Uint8Array, batch: ReturnType<Db['batch']>) => boolean,
+  opts: ConvertOptions,
+): Promise<number> {
+  const range = tableRange(prefix);
+  let after: Uint8Array | undefined;
+  let changed = 0;
   for (;;) {
-    const keys = await db.keys({ ...range, limit: DROP_BATCH }).all();
-    if (keys.length === 0) return deleted;
+    const rows = await db
+      .iterator({ ...(after === undefined ? { gte: range.gte } : { gt: after }), lt: range.lt, limit: REWRITE_BATCH })
+      .all();
+    if (rows.length === 0) return changed;
     const batch = db.batch();
-    for (const k of keys) batch.del(k);
+    for (const [k, v] of rows) if (change(k, v, batch)) changed++;
     await batch.write();
-    deleted += keys.length;
-    opts.onProgress?.(`block JSON rows: ${deleted} deleted`);
+    after = (rows[rows.length - 1] as [Uint8Array, Uint8Array])[0];
+    if (changed > 0) opts.onProgress?.(`${what}: ${changed}`);
   }
+}
+
+/** rewriteRows' change deleting every row (BlockJson: no longer read, schema.ts). */
+function dropRow(key: Uint8Array, _value: Uint8Array, batch: ReturnType<Db['batch']>): boolean {
+  batch.del(key);
+  return true;
+}
+
+/** rewriteRows' change rewriting a TxLookup value of the fixed form compact (schema.ts). */
+function compactTxLocation(key: Uint8Array, value: Uint8Array, batch: ReturnType<Db['batch']>): boolean {
+  if (!isFixedTxLocation(value)) return false;
+  batch.put(key, txLocationCodec.encode(txLocationCodec.decode(value)));
+  return true;
 }
 
 /**
@@ -163,10 +193,18 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     const target = opts.stateTrie ?? (await readStateTrie(db));
     const t = await setStateTrie(db, target);
     pruneNeeded = t.pruneNeeded;
-    const blockJsonRows = await dropBlockJson(db, opts);
+    const blockJsonRows = await rewriteRows(db, Prefix.BlockJson, 'block JSON rows deleted', dropRow, opts);
+    const txLookupRows = await rewriteRows(
+      db,
+      Prefix.TxLookup,
+      'tx lookups rewritten compact',
+      compactTxLocation,
+      opts,
+    );
     reseal = await hasUncompressedSpans(db);
     result = {
       blockJsonRows,
+      txLookupRows,
       logSpansSealed: reseal ? 0 : await sealDueLogSegments(db, datadir),
       head,
       historyBlocks: h.blocks,

@@ -63,10 +63,11 @@ export function convertText(datadir: string, r: ConvertResult): string {
       ? `; pruned: ${fmt(r.prune.deleted)} of ${fmt(r.prune.scanned)} nodes deleted, ${fmt(r.prune.marked)} kept for blocks ${r.prune.from}-${r.prune.head}`
       : '';
   const blockJson = r.blockJsonRows > 0 ? `; ${fmt(r.blockJsonRows)} block JSON rows deleted` : '';
+  const txLookup = r.txLookupRows > 0 ? `; ${fmt(r.txLookupRows)} tx lookups rewritten compact` : '';
   const sealed = r.logSpansSealed > 0 ? `; ${fmt(r.logSpansSealed)} log segment spans sealed` : '';
   const logs =
     r.logs !== undefined
       ? `; log segments sealed again compressed: ${fmt(r.logs.bytesBefore)} -> ${fmt(r.logs.bytesAfter)} bytes`
       : '';
-  return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune}${blockJson}${sealed}${logs} (run db compact to return the freed space)`;
+  return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune}${blockJson}${txLookup}${sealed}${logs} (run db compact to return the freed space)`;
 }
