@@ -128,14 +128,15 @@ export function pointAccountAtCanonical(
   return raw == null ? raw : copyFields(accountFields(raw));
 }
 
-/** pointRowAtCanonical of a slot: its 32-byte word (zero when unset). */
+/** pointRowAtCanonical of a slot (`addressKey`: keccak(address), when known): its 32-byte word (zero when unset). */
 export function pointStorageAtCanonical(
   db: Db,
   block: BlockRef,
   address: Uint8Array,
   slot: Uint8Array,
+  addressKey?: Uint8Array,
 ): Uint8Array | undefined {
-  const raw = pointRowAtCanonical(db, block, tables.storageHistory, slotPath(address, slot));
+  const raw = pointRowAtCanonical(db, block, tables.storageHistory, slotPath(address, slot, addressKey));
   return raw === undefined ? undefined : slotWord(raw);
 }
 
@@ -144,10 +145,10 @@ function copyFields(a: AccountFields): AccountFields {
 }
 
 /** keccak(address) ++ keccak(slot): a slot's history path. */
-function slotPath(address: Uint8Array, slot: Uint8Array): Uint8Array {
+function slotPath(address: Uint8Array, slot: Uint8Array, addressKey = keccak256(address)): Uint8Array {
   if (slot.length !== 32) throw new RangeError(`storage slot: expected 32 bytes, got ${slot.length}`);
   const path = new Uint8Array(64);
-  path.set(keccak256(address), 0);
+  path.set(addressKey, 0);
   path.set(keccak256(slot), 32);
   return path;
 }

@@ -862,7 +862,7 @@ export class LevelChainStore implements ChainStore {
   /** storageAtBlock's point reads (pointRowAtCanonical), cached under `key`; undefined: the seek answers. */
   private pointSlot(block: BlockRef, address: Uint8Array, word: Uint8Array, key: Uint8Array): Uint8Array | undefined {
     if (!this.pointReads) return undefined;
-    const found = pointStorageAtCanonical(this.db, block, address, word);
+    const found = pointStorageAtCanonical(this.db, block, address, word, this.addressHashes.of(address));
     if (found !== undefined) this.historySlots.set(block.hash, key, found);
     return found;
   }
