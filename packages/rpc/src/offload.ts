@@ -19,7 +19,7 @@ import {
   RpcError,
   StoreUnavailableError,
 } from '@chainnode/core';
-import type { ChainStore } from '@chainnode/core';
+import type { ChainCommit, ChainStore } from '@chainnode/core';
 import { DEADLINE_GRACE_MS, resolveConfig } from './config.js';
 import { createFormatMemos } from './context.js';
 import type { HandlerContext } from './context.js';
@@ -43,6 +43,11 @@ export interface OffloadExecutor {
 /** Main thread -> worker. */
 export type OffloadRequest =
   | { type: 'call'; id: number; method: string; params: unknown[]; deadline: number }
+  /**
+   * A followed chain's commit, applied by the serving thread's store already: the worker's store
+   * applies it before any call sent after it (one channel, so in order).
+   */
+  | { type: 'commit'; commit: ChainCommit }
   /** Finish the calls already received, then resolve serveOffloadedCalls (no more calls follow). */
   | { type: 'close' };
 
@@ -50,6 +55,8 @@ export type OffloadRequest =
 export type OffloadReply =
   | { type: 'ready' }
   | { type: 'result'; id: number; text: string }
+  /** A line for the pool's log (the worker's upstream layers refusing an answer). */
+  | { type: 'log'; line: string }
   /** `unavailable`: the store failed (StoreUnavailableError), which the main thread rethrows as such. */
   | { type: 'error'; id: number; error: JsonRpcErrorObject; unavailable: boolean };
 
@@ -59,13 +66,23 @@ export type OffloadReply =
 /**
  * Answers OffloadRequests arriving on `port` (a worker's parentPort) from `store`, with the
  * same rpc config as the main thread. Posts `ready` at once; resolves after a `close` request
- * once every call received before it is answered (the caller then closes its store).
+ * once every call received before it is answered (the caller then closes its store). A followed
+ * chain's commits go to `applyCommit` (the store's), before the calls sent after them run.
  */
-export function serveOffloadedCalls(port: MessagePort, store: ChainStore, config?: Partial<RpcConfig>): Promise<void> {
+export function serveOffloadedCalls(
+  port: MessagePort,
+  store: ChainStore,
+  config?: Partial<RpcConfig>,
+  applyCommit?: (commit: ChainCommit) => void,
+): Promise<void> {
   const ctx: HandlerContext = { store, config: resolveConfig(config), memo: createFormatMemos() };
   const running = new Set<Promise<void>>();
   return new Promise<void>((resolve) => {
     port.on('message', (msg: OffloadRequest) => {
+      if (msg.type === 'commit') {
+        applyCommit?.(msg.commit);
+        return;
+      }
       if (msg.type === 'close') {
         port.removeAllListeners('message');
         void Promise.allSettled([...running]).then(() => resolve());
@@ -121,6 +138,8 @@ export interface OffloadPoolOptions {
   log?: (line: string) => void;
   /** Called for each call refused because queueLimit calls were held (the shedding metric). */
   onShed?: () => void;
+  /** Called for each call a worker answered (the offloaded-calls metric). */
+  onAnswered?: () => void;
 }
 
 interface Job {
@@ -194,6 +213,21 @@ export class OffloadPool implements OffloadExecutor {
     return this.held;
   }
 
+  /**
+   * A followed chain's commit (the serving thread's store has applied it): every worker applies it
+   * before the calls sent to it afterwards. A worker started later opens the datadir after it.
+   */
+  applyCommit(commit: ChainCommit): void {
+    for (const slot of this.slots) {
+      if (slot === undefined || slot.ending) continue;
+      try {
+        slot.worker.postMessage({ type: 'commit', commit } satisfies OffloadRequest);
+      } catch {
+        // It is exiting: its replacement opens the datadir with the commit in it.
+      }
+    }
+  }
+
   run(method: MethodName, params: unknown[]): Promise<JsonText> {
     if (this.closing) return Promise.reject(new InternalError('server is shutting down'));
     if (this.held >= this.o.queueLimit) {
@@ -254,11 +288,16 @@ export class OffloadPool implements OffloadExecutor {
           this.dispatch();
           return;
         }
+        if (msg.type === 'log') {
+          this.log(`offload worker ${index}: ${msg.line}`);
+          return;
+        }
         const job = slot.jobs.get(msg.id);
         if (job === undefined) return;
         slot.jobs.delete(msg.id);
         if (job.overdue) slot.overdue--;
         this.crashes[index] = 0;
+        this.o.onAnswered?.();
         if (msg.type === 'result') this.answer(job, () => job.resolve(new JsonText(msg.text)));
         else this.answer(job, () => job.reject(fromWire(msg)));
         this.release();

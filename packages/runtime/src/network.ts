@@ -9,7 +9,14 @@
 import { existsSync } from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
 import { FAULT_ENV, IMPLICIT_NETWORK, NetworkRuntime, applyFaultInjection, datadirDisk } from '@chainnode/server';
-import type { FilterLimits, FilterStateStore, RpcConfig, RpcServiceOptions, TxForwarder } from '@chainnode/rpc';
+import type {
+  FilterLimits,
+  FilterStateStore,
+  OffloadPoolOptions,
+  RpcConfig,
+  RpcServiceOptions,
+  TxForwarder,
+} from '@chainnode/rpc';
 import { FilterRegistry, MemoryFilterStore, OffloadPool, createRpcService } from '@chainnode/rpc';
 import { DatadirEmptyError, DatadirInUseError, LevelChainStore, openChainStore } from '@chainnode/store';
 import { UpstreamRpcError, createUpstreamClient } from '@chainnode/core';
@@ -60,6 +67,11 @@ export interface OpenNetworkOptions {
   filterState?: (limits: FilterLimits) => FilterStateStore;
 }
 
+/** What an offload worker of a followed datadir needs of its follow settings (its upstream layers). */
+function followedBy(f: FollowSettings): NonNullable<OffloadWorkerData['follow']> {
+  return { url: f.url, ...(f.historyUpstream !== undefined ? { historyUpstream: f.historyUpstream } : {}) };
+}
+
 /** What the ingest worker of a followed datadir is started with. */
 export function ingestWorkerData(datadir: string, f: FollowSettings): IngestWorkerData {
   return { ...f, datadir };
@@ -74,13 +86,9 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   };
   const log = part('serve');
   const followLog = part('follow');
-  // Each offload worker keeps its own store caches, which a follower's commits do not reach: a
-  // following network answers the offloaded methods on the serving thread.
-  let workers = o.config.offloadWorkers;
-  if (o.follow !== undefined && workers > 0) {
-    log('follows an upstream: offloaded calls run on the serving thread (offloadWorkers is ignored while following)');
-    workers = 0;
-  }
+  // A following network's offload workers get the follower's commits from the pool (after this
+  // thread's store has applied them, on the channel its calls take) and its upstream layers.
+  const workers = o.config.offloadWorkers;
   let follow: FollowRuntime | undefined;
   let raw: ChainStore;
   try {
@@ -128,11 +136,21 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   if (workers > 0) {
     try {
       logs = await startOffloadWorkers(
-        { datadir: o.datadir, rpcConfig: o.rpcConfig, ...(network !== undefined ? { network } : {}) },
+        {
+          datadir: o.datadir,
+          rpcConfig: o.rpcConfig,
+          ...(network !== undefined ? { network } : {}),
+          ...(o.follow !== undefined ? { follow: followedBy(o.follow) } : {}),
+        },
         o.config,
         part('logs'),
-        () => {
-          if (runtime !== undefined) runtime.metrics.offloadShed++;
+        {
+          onShed: () => {
+            if (runtime !== undefined) runtime.metrics.offloadShed++;
+          },
+          onAnswered: () => {
+            if (runtime !== undefined) runtime.metrics.offloaded++;
+          },
         },
       );
     } catch (err) {
@@ -141,6 +159,8 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
       throw new RuntimeError(`${label}cannot start the offload workers: ${(err as Error).message}`);
     }
   }
+  const pool = logs;
+  if (pool !== undefined) follow?.subscribe((commit) => pool.applyCommit(commit));
   const options: RpcServiceOptions = logs !== undefined ? { offload: logs } : {};
   // eth_sendRawTransaction goes to the upstream this network follows (checked first, never pooled).
   if (o.follow !== undefined) options.forward = upstreamForwarder(o.follow.url);
@@ -182,10 +202,10 @@ async function startOffloadWorkers(
   workerData: OffloadWorkerData,
   config: ServerConfig,
   log: (line: string) => void,
-  onShed: () => void,
+  counts: Pick<OffloadPoolOptions, 'onShed' | 'onAnswered'>,
 ): Promise<OffloadPool> {
   const pool = await OffloadPool.start({
-    onShed,
+    ...counts,
     script: new URL('./offload-worker.js', import.meta.url),
     workerData,
     size: config.offloadWorkers,

@@ -4,16 +4,22 @@
 // and answers offloaded calls (eth_getLogs, eth_call, …) with rpc's handlers until the pool closes it; then closes the
 // store. Failing to open the store throws, which fails the worker and so the server's start.
 //
+// A worker of a followed network applies the follower's commits the pool forwards (so its head
+// and caches move as the serving thread's do) and has the serving thread's upstream layers
+// (ingest's withJoinedUpstreams: state a joined datadir does not hold, proven from the upstream;
+// history below its first block), counted in this worker only.
+//
 // The thread runs at a lower CPU priority than the main thread: on a machine with few cores a
 // query that keeps this thread busy would otherwise still take CPU time from the thread that
 // answers cheap calls (Linux keeps a nice value per thread; elsewhere this is skipped).
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { RpcConfig } from '@chainnode/rpc';
+import type { OffloadReply, RpcConfig } from '@chainnode/rpc';
 import { serveOffloadedCalls } from '@chainnode/rpc';
+import { withJoinedUpstreams } from '@chainnode/ingest';
 import { applyFaultInjection } from '@chainnode/server/fault';
-import { openChainStore } from '@chainnode/store';
+import { LevelChainStore } from '@chainnode/store';
 
 /**
  * How much nicer than the main thread offload workers run: CPU share about 1:3 under contention
@@ -28,15 +34,25 @@ export interface OffloadWorkerData {
   rpcConfig: RpcConfig;
   /** The network this worker serves (fault injection per network); absent for `serve --datadir D`. */
   network?: string;
+  /** The network follows this upstream (and reads history below its first block from `historyUpstream`). */
+  follow?: { url: string; historyUpstream?: string };
 }
 
 if (parentPort === null) throw new Error('offload-worker.js runs as a worker thread of node-cli serve');
 const port = parentPort;
-const { datadir, rpcConfig, network } = workerData as OffloadWorkerData;
+const { datadir, rpcConfig, network, follow } = workerData as OffloadWorkerData;
 lowerThreadPriority(OFFLOAD_WORKER_NICE);
-const raw = await openChainStore(datadir, { shared: true });
+const raw = await LevelChainStore.open(datadir, { shared: true });
 try {
-  await serveOffloadedCalls(port, applyFaultInjection(raw, process.env, network), rpcConfig);
+  let store = applyFaultInjection(raw, process.env, network);
+  if (follow !== undefined)
+    store = withJoinedUpstreams(store, {
+      followUrl: follow.url,
+      ...(follow.historyUpstream !== undefined ? { historyUrl: follow.historyUpstream } : {}),
+      firstBlock: () => raw.info().firstBlock ?? 0n,
+      log: (line) => port.postMessage({ type: 'log', line } satisfies OffloadReply),
+    }).store;
+  await serveOffloadedCalls(port, store, rpcConfig, (commit) => raw.applyCommit(commit));
 } finally {
   await raw.close();
   port.close();

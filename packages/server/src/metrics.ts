@@ -139,6 +139,13 @@ export const METRIC_FAMILIES = {
     scope: 'network',
     written: 'always',
   },
+  chainnode_offloaded_calls_total: {
+    type: 'counter',
+    help: 'Calls answered by the offload workers (heavy eth_getLogs, eth_call and their kin).',
+    labels: [],
+    scope: 'network',
+    written: 'always',
+  },
   chainnode_call_cache_lookups_total: {
     type: 'counter',
     help: 'eth_call, eth_estimateGas and eth_createAccessList calls by result (hit: answered from the kept answers).',
@@ -329,6 +336,7 @@ export interface MetricsCounts {
   replyBytesInFlight: number;
   cuts: [CutReason, number][];
   offloadShed: number;
+  offloaded: number;
   callCache: CallCacheView;
 }
 
@@ -396,6 +404,8 @@ export class Metrics {
   headBlock = -1;
   /** Offloaded calls refused because the offload workers were full (chainnode_logs_shed_total, its former name kept). */
   offloadShed = 0;
+  /** Calls the offload workers answered (chainnode_offloaded_calls_total). */
+  offloaded = 0;
   /** A follower's ingest state (serve --follow). */
   ingest: (() => FollowReport) | undefined;
   /** The network's kept call answers, read at each render (absent: none kept). */
@@ -458,6 +468,7 @@ export class Metrics {
       replyBytesInFlight: this.replyBytesInFlight,
       cuts: [...this.cuts],
       offloadShed: this.offloadShed,
+      offloaded: this.offloaded,
       callCache: this.callCacheView(),
     };
   }
@@ -488,6 +499,7 @@ export class Metrics {
     this.replyBytesInFlight += c.replyBytesInFlight;
     for (const [reason, n] of c.cuts) addTo(this.cuts, reason, n);
     this.offloadShed += c.offloadShed;
+    this.offloaded += c.offloaded;
     this.callCacheAdded.hits += c.callCache.hits;
     this.callCacheAdded.misses += c.callCache.misses;
     this.callCacheAdded.bytes += c.callCache.bytes;
@@ -602,6 +614,7 @@ export class Metrics {
     if (this.network !== undefined || !this.routing) {
       add('chainnode_head_block', `chainnode_head_block${only} ${this.headBlock}`);
       add('chainnode_logs_shed_total', `chainnode_logs_shed_total${only} ${this.offloadShed}`);
+      add('chainnode_offloaded_calls_total', `chainnode_offloaded_calls_total${only} ${this.offloaded}`);
       const c = this.callCacheView();
       for (const [result, v] of [
         ['hit', c.hits],
