@@ -7,7 +7,8 @@
 // at import from the executor's write sets, equal byte for byte the rows the diff of each block's
 // parent and block state tries gives (the writer's fallback where no write set is given): every
 // block of the execution-apis chain, every eighth of the fixture chain. Each key's StateLatest row
-// is its last history row, and the point reads (pointRowAtCanonical) answer what the seek answers.
+// is its last history row, and the point reads (pointRowAtCanonical) answer what the seek answers;
+// without Meta.stateLatest (a datadir written before the table) the reader's reads seek, and agree.
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
@@ -236,6 +237,16 @@ describe.each(availableChains())('state history of the %s chain', (chain) => {
         await compareByAddress(store, 47);
       } finally {
         await store.close();
+      }
+      // A datadir written before StateLatest existed (no Meta.stateLatest): every read seeks.
+      const old = await openDb(dir, { create: false });
+      await old.del(tables.meta.key(MetaKey.StateLatest));
+      await old.close();
+      const seeks = await LevelChainStore.open(dir, { walkDiskReads: -1 });
+      try {
+        await compareByAddress(seeks, 48);
+      } finally {
+        await seeks.close();
       }
     } finally {
       await cleanup();
