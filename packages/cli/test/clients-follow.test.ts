@@ -6,7 +6,9 @@
 // the estimate against what the mined transfer used and what anvil estimates.
 // foundry's cast prints the same against the node as against anvil (block, tx, receipt, logs,
 // state at a block, proof, fees, estimate, access list, a transfer sent through the node), apart
-// from the lines where anvil deviates from geth, each checked by geth's rule (see castDeviations).
+// from the lines where anvil deviates from geth, each checked by geth's rule (see expectSameCast).
+// Filters (log and block filters polled over the same blocks) and eth_simulateV1 (state and block
+// overrides, traceTransfers, validation, a revert) answer as anvil does where anvil follows geth.
 import { AbiCoder, Contract, JsonRpcProvider, Wallet, keccak256 } from 'ethers';
 import { createPublicClient, createWalletClient, http } from 'viem';
 import type { Abi, Hex } from 'viem';
@@ -18,10 +20,11 @@ import type { GethGenesis } from '@ethereumjs/common';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compileToken, tempDir } from '@chainnode/testkit';
-import { DEV, GENESIS, minedReceipt, rebuiltSize, result, startAnvil, waitSynced } from './anvil-upstream.js';
-import type { Anvil } from './anvil-upstream.js';
+import { DEV, GENESIS, call, minedReceipt, rebuiltSize, result, startAnvil, waitSynced } from './anvil-upstream.js';
+import type { Anvil, Envelope } from './anvil-upstream.js';
 import { cast, castBinary, castBoth, splitFields } from './cast-cli.js';
 import { createKeyCli, spawnServe } from './serve-helpers.js';
+import { expectSimulatedAlike } from './simulate-compare.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 /** Private keys of anvil's dev accounts 1..3 (its default mnemonic; checked against DEV below). */
@@ -136,6 +139,86 @@ function castCommands(token: string, hash: string, n: number): [string, ...strin
     ['estimate', '--from', holder, other, '--value', '1'],
     ['estimate', ...transfer],
     ['access-list', ...transfer],
+  ];
+}
+
+const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
+const word = (n: bigint | number) => `0x${n.toString(16).padStart(64, '0')}`;
+const hexN = (n: number) => `0x${n.toString(16)}`;
+
+/** The same call to the node and to anvil, each with its own params (filter ids differ). */
+async function both(c: TokenChain, method: string, mine: unknown[], theirs = mine): Promise<[Envelope, Envelope]> {
+  return Promise.all([call(c.ours, method, mine), call(c.upstream, method, theirs)]);
+}
+
+/**
+ * Requests for eth_simulateV1 on top of the head `n` (timestamp `t`) over the token; `gethError`:
+ * the code geth (and this node) answer where anvil answers blocks.
+ */
+function simulations(c: TokenChain, n: number, t: number): { req: Json; gethError?: number }[] {
+  const iface = new Contract(c.token, c.abi as never).interface;
+  const [holder, a1, a2, a3] = DEV as [string, string, string, string];
+  const balanceOf = (who: string) => ({ to: c.token, data: iface.encodeFunctionData('balanceOf', [who]) });
+  const transfer = (from: string, to: string, value: bigint) => ({
+    from,
+    to: c.token,
+    data: iface.encodeFunctionData('transfer', [to, value]),
+  });
+  const slot = keccak256(AbiCoder.defaultAbiCoder().encode(['address', 'uint256'], [a1, 0]));
+  const at = (k: number, extra: Json = {}) => ({
+    number: hexN(n + k),
+    time: hexN(t + 12 * k),
+    baseFeePerGas: '0x0',
+    ...extra,
+  });
+  const eth = { from: holder, to: a3, value: '0x5' };
+  return [
+    // A balance overridden (stateDiff), spent in part; a transfer beyond it reverts.
+    {
+      req: {
+        blockStateCalls: [
+          {
+            blockOverrides: at(1),
+            stateOverrides: { [c.token]: { stateDiff: { [slot]: word(1234) } } },
+            calls: [balanceOf(a1), transfer(a1, a2, 1000n), transfer(a1, a2, 1000n), balanceOf(a2)],
+          },
+        ],
+      },
+    },
+    // Two blocks, the second seeing the first's writes, a fee recipient and a balance override;
+    // traceTransfers.
+    {
+      req: {
+        blockStateCalls: [
+          { blockOverrides: at(1), calls: [eth, transfer(holder, a3, 7n)] },
+          {
+            blockOverrides: at(2, { feeRecipient: a2 }),
+            stateOverrides: { [a2]: { balance: '0x1' } },
+            calls: [balanceOf(a3), { from: a2, to: a3, value: '0x1' }],
+          },
+        ],
+        traceTransfers: true,
+      },
+    },
+    // anvil ignores `validation` (geth: -38010 nonce too low, -38012 fee cap below the base fee)
+    // and accepts block numbers out of order (geth: -38020).
+    {
+      gethError: -38010,
+      req: {
+        blockStateCalls: [
+          { calls: [{ ...eth, nonce: '0x0', maxFeePerGas: '0x77359400', maxPriorityFeePerGas: '0x1' }] },
+        ],
+        validation: true,
+      },
+    },
+    {
+      gethError: -38012,
+      req: {
+        blockStateCalls: [{ calls: [{ ...eth, maxFeePerGas: '0x1', maxPriorityFeePerGas: '0x1' }] }],
+        validation: true,
+      },
+    },
+    { gethError: -38020, req: { blockStateCalls: [{ blockOverrides: at(2) }, { blockOverrides: at(1) }] } },
   ];
 }
 
@@ -333,5 +416,60 @@ describe('ethers, viem, web3.js and cast against a node following anvil', () => 
     expect(sent).toBe(mine);
     await expectSameCast(anvil.url, 'receipt', mine, theirs);
     expect(splitFields(mine, ['status']).fields.status).toBe('1 (success)');
+  });
+  test('filters: log and block filters polled over the same blocks answer as anvil’s', async () => {
+    const c = chainOf();
+    const specs: [string, unknown[]][] = [
+      ['eth_newFilter', [{ address: token }]],
+      ['eth_newFilter', [{ topics: [TRANSFER_TOPIC, null, word(BigInt(DEV[3] as string))] }]],
+      ['eth_newFilter', [{ fromBlock: '0x0', address: token }]],
+      ['eth_newBlockFilter', []],
+    ];
+    const ids = await Promise.all(
+      specs.map(async ([method, params]) => {
+        const [o, a] = await both(c, method, params);
+        expect(o.result).toMatch(/^0x[0-9a-f]{1,32}$/);
+        return [o.result, a.result] as [string, string];
+      }),
+    );
+    // A block without logs, then three token transfers (two to DEV[3]), each mined in its block.
+    const iface = new Contract(token, abi as never).interface;
+    const txs = [{ from: holder, to: DEV[2], value: '0x1' }];
+    for (const to of [DEV[3], DEV[2], DEV[3]])
+      txs.push({ from: holder, to: token, data: iface.encodeFunctionData('transfer', [to, 3n]) } as never);
+    for (const tx of txs) await minedReceipt(anvil.url, await result<string>(anvil.url, 'eth_sendTransaction', [tx]));
+    await waitSynced(anvil.url, ours, () => node.output());
+    const poll = (method: string) => Promise.all(ids.map(([o, a]) => both(c, method, [o], [a])));
+    const changes = await poll('eth_getFilterChanges');
+    expect(changes.map(([o]) => (o.result as unknown[]).length)).toEqual([3, 2, 3, 4]);
+    for (const i of [0, 1, 3]) expect([i, changes[i]?.[0]]).toEqual([i, changes[i]?.[1]]);
+    // anvil's first poll of a filter with a fromBlock also returns the logs mined before the
+    // filter was made; geth's (and this node's) only those of blocks after it.
+    const [history, theirHistory] = (changes[2] as [Envelope, Envelope]).map((e) => e.result as Json[]);
+    expect(history).toEqual(changes[0]?.[0].result);
+    expect((theirHistory as Json[]).slice(-3)).toEqual(history);
+    expect((theirHistory as Json[]).length).toBeGreaterThan(3);
+    // eth_getFilterLogs: the filter's range (latest..latest without a fromBlock); a block filter has none.
+    for (const [i, [o, a]] of (await poll('eth_getFilterLogs')).entries()) expect([i, o]).toEqual([i, a]);
+    for (const [o, a] of await poll('eth_getFilterChanges')) expect([o.result, a.result]).toEqual([[], []]);
+    for (const [o, a] of await poll('eth_uninstallFilter')) expect([o.result, a.result]).toEqual([true, true]);
+    for (const [o, a] of await poll('eth_getFilterChanges')) {
+      expect(o).toEqual(a);
+      expect(o.error).toEqual({ code: -32000, message: 'filter not found' });
+    }
+  });
+
+  test('eth_simulateV1: overrides, traceTransfers, a revert, validation and order errors, as anvil where it follows geth', async () => {
+    await waitSynced(anvil.url, ours, () => node.output());
+    const head = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', false]);
+    const sims = simulations(chainOf(), Number(head.number), Number(head.timestamp));
+    const answers = await Promise.all(sims.map(({ req }) => both(chainOf(), 'eth_simulateV1', [req, 'latest'])));
+    for (const [i, { req, gethError }] of sims.entries()) {
+      const [o, a] = answers[i] as [Envelope, Envelope];
+      expect([i, a.error]).toEqual([i, undefined]);
+      if (gethError !== undefined) expect([i, o.error?.code]).toEqual([i, gethError]);
+      else
+        expectSimulatedAlike(o.result as Json[], a.result as Json[], head.hash as string, req.traceTransfers === true);
+    }
   });
 });

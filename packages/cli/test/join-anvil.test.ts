@@ -75,6 +75,11 @@ describe('joining anvil at its head minus 20', () => {
     expect(seen.blocks).toBe(21);
     expect(seen.txs).toBeGreaterThan(30);
     expect((await call(ours, 'eth_getBlockByNumber', [hexN(first - 1), false])).error?.code).toBe(4444);
+    // No state trie of its own: eth_simulateV1 (which computes its blocks' state roots over it) is refused.
+    expect((await call(ours, 'eth_simulateV1', [{ blockStateCalls: [{}] }, 'latest'])).error).toEqual({
+      code: -32000,
+      message: 'simulated blocks need the state trie nodes, which this store does not keep',
+    });
 
     await mine(10);
     await waitSynced();

@@ -220,9 +220,9 @@ export interface SyncStateReader {
   code(codeHash: Bytes): Bytes | undefined;
   /**
    * A trie node by its hash (undefined when the store lacks it): what a new root over this state
-   * is computed from (eth_simulateV1's blocks). Absent on stores that serve no nodes.
+   * is computed from (eth_simulateV1's blocks). Absent (or undefined) on stores that serve no nodes.
    */
-  node?(hash: Bytes): Bytes | undefined;
+  readonly node?: ((hash: Bytes) => Bytes | undefined) | undefined;
 }
 
 export interface StorageProofRecord {

@@ -117,6 +117,7 @@ export class ProvenState {
    * (fetchMissed) and runs again.
    */
   private syncReader(r: SyncStateReader): SyncStateReader {
+    const inner = this.inner;
     const miss = (root: Uint8Array, address: Uint8Array, slot?: Uint8Array): void => {
       const k = `${hex(root)}:${hex(address)}`;
       let m = this.missed.get(k);
@@ -153,6 +154,14 @@ export class ProvenState {
           throw new MissingTrieNodeError(codeHash);
         }
         return c;
+      },
+      // Trie nodes (what eth_simulateV1 computes its blocks' state roots over) only from a store
+      // that holds its whole state, one that followed its chain from block 0: a joined store's trie
+      // is partial, so it serves none and simulation is refused there. Asked at each read: the
+      // datadir may be initialized after this wrapper is made.
+      get node() {
+        const node = r.node;
+        return node !== undefined && (inner.info().firstBlock ?? 0n) === 0n ? node.bind(r) : undefined;
       },
     };
   }
