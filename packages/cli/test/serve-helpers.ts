@@ -178,19 +178,20 @@ export async function createKeyCli(
   return created;
 }
 
-export async function usageCli(
-  datadir: string,
-  key: string,
-): Promise<{ plan: string; dailyCredits: number; used: number; remaining: number; resetsAt: string }> {
+export async function usageCli(datadir: string, key: string): Promise<KeyUsageJson> {
   const r = await runCli(['keys', 'usage', key, '--json', '--datadir', datadir]);
   if (r.code !== 0) throw new Error(`keys usage failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as {
-    plan: string;
-    dailyCredits: number;
-    used: number;
-    remaining: number;
-    resetsAt: string;
-  };
+  return JSON.parse(r.stdout) as KeyUsageJson;
+}
+
+/** What `keys usage --json` prints that the tests read: today's balance and the methods of 30 days. */
+export interface KeyUsageJson {
+  plan: string;
+  dailyCredits: number;
+  used: number;
+  remaining: number;
+  resetsAt: string;
+  methods: { method: string; calls: number; credits: number }[];
 }
 
 export interface Envelope {

@@ -43,12 +43,21 @@ test('keys CLI + serve: every method charged its table cost; new and revoked key
     const r = await rpc(s.url(key), method, params);
     expect(r.body.error).toBeUndefined();
     expected += costs[method] as number;
-    const u = await usageCli(dir, key);
-    expect({ method, used: u.used }).toEqual({ method, used: expected });
   }
+  // One read of the usage for all the calls (each `keys usage` is a process): the balance, and each
+  // method's credits its table cost times its calls (eth_getBlockByNumber twice: the head, block 1).
   const u = await usageCli(dir, key);
+  expect(u.used).toBe(expected);
   expect(u.plan).toBe('team');
   expect(u.remaining).toBe(u.dailyCredits - expected);
+  const charged = Object.fromEntries(u.methods.map((m) => [m.method, [m.calls, m.credits]]));
+  const want = Object.fromEntries(
+    calls.map(([method]) => {
+      const n = method === 'eth_getBlockByNumber' ? 2 : 1;
+      return [method, [n, n * (costs[method] as number)]];
+    }),
+  );
+  expect(charged).toEqual(want);
 
   // A key created by the CLI while the server runs works within a second; a revoke likewise.
   const fresh = await createKeyCli(dir, 'core');
