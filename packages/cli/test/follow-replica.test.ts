@@ -85,6 +85,16 @@ async function waitUpstream(p: ServeProcess, n: number): Promise<void> {
   }
 }
 
+/** The replica's /health once its ingest reports 'retrying' (its upstream gone), within 30 s. */
+async function followRetrying(p: ServeProcess): Promise<{ follow: Json }> {
+  const t0 = Date.now();
+  for (;;) {
+    const h = (await (await fetch(`${p.base}/health`)).json()) as { follow: Json };
+    if (h.follow.state === 'retrying' || Date.now() - t0 > 30_000) return h;
+    await sleep(50);
+  }
+}
+
 describe('a chainnode replica follows a chainnode primary', () => {
   const cleanups: (() => Promise<void>)[] = [];
   const procs: ServeProcess[] = [];
@@ -100,9 +110,10 @@ describe('a chainnode replica follows a chainnode primary', () => {
     const primaryDir = primaryCopy.dir;
     const r1Dir = join(t.dir, 'r1');
     const r2Dir = wsCopy.dir;
-    const pk = (await createKeyCli(primaryDir, 'custom')).key;
-    const k1 = (await createKeyCli(r1Dir, 'custom')).key;
-    const k2 = (await createKeyCli(r2Dir, 'custom')).key;
+    // Three datadirs, three `keys create` processes at once.
+    const [pk, k1, k2] = (await Promise.all([primaryDir, r1Dir, r2Dir].map((dir) => createKeyCli(dir, 'custom')))).map(
+      (k) => k.key,
+    ) as [string, string, string];
     // Below the ephemeral range: the replicas keep reconnecting while the primary is down, and a
     // client retrying a free ephemeral port on loopback can connect to itself (TCP self-connect)
     // and hold the port the primary restarts on.
@@ -137,11 +148,11 @@ describe('a chainnode replica follows a chainnode primary', () => {
     expect(seen.txs).toBeGreaterThan(10_000);
     const orphanBlock = await result<Json>(pUrl, 'eth_getBlockByNumber', [hexN(1595), false]);
 
-    // The primary goes away: the replicas keep serving and report it.
+    // The primary goes away: the replicas keep serving and report it (as soon as R1's next head
+    // poll fails).
     await primary.stop('SIGTERM');
-    await sleep(1500);
+    const health = await followRetrying(r1);
     expect(await result(r1.url(k1), 'eth_blockNumber', [])).toBe(hexN(1600));
-    const health = (await (await fetch(`${r1.base}/health`)).json()) as { follow: Json };
     expect(health.follow.state).toBe('retrying');
     expect(String(health.follow.lastError)).toContain(`http://127.0.0.1:${port}`);
     expect(String(health.follow.lastError)).not.toContain(pk); // the key in the URL path is never shown
