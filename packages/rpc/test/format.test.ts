@@ -1,10 +1,11 @@
 // Formatters: exact JSON (field presence, order, encodings) as geth v1.16 marshals it.
-import { formatBlock, formatUncle } from '../src/formatters/block.js';
+import { blockJsonAscii } from '@chainnode/core';
+import { blockText, formatBlock, formatUncle } from '../src/formatters/block.js';
 import { formatLog } from '../src/formatters/log.js';
 import { formatProof, formatStorageKey } from '../src/formatters/proof.js';
 import { formatAnyTransaction, formatTransaction } from '../src/formatters/transaction.js';
 import { blobTx, blocks, dynamicTx, eip155Tx, filled, legacyTx, logs, setCodeTx, uncleHeader } from './fake-store.js';
-import type { TxRecord } from '@chainnode/core';
+import type { BlockRecord, TxRecord } from '@chainnode/core';
 
 const x = (byte: number, len: number): string => `0x${byte.toString(16).padStart(2, '0').repeat(len)}`;
 
@@ -171,6 +172,17 @@ describe('block formatter', () => {
         uncles: [],
       }),
     );
+  });
+
+  test("core's blockJsonAscii (the store's hashes-only answers) is blockText's bytes, for 0 to 3 hashes", () => {
+    for (const b of blocks)
+      for (let n = 0; n <= 3; n++) {
+        const hashes = Array.from({ length: n }, (_, i) => new Uint8Array(32).fill(0x0f + i * 0x31));
+        const text = blockText({ ...b, transactionHashes: hashes }, false);
+        const ascii = blockJsonAscii(b, Buffer.concat(hashes));
+        expect(Buffer.from(ascii).toString('latin1')).toBe(text);
+      }
+    expect(() => blockJsonAscii(blocks[0] as BlockRecord, new Uint8Array(31))).toThrow('not 32 bytes each');
   });
 
   test('Prague block: every fork field, withdrawals, full transactions', () => {

@@ -24,8 +24,7 @@ import {
   bytesToBigInt,
   decodeHeader,
   decodeTransaction,
-  blockJsonHead,
-  hashList,
+  blockJsonAscii,
   withdrawalsFromValues,
 } from '@chainnode/core';
 import type {
@@ -98,6 +97,9 @@ import {
   storageAt as historyStorageAt,
 } from '../history/index.js';
 import type { HeaderTxFields, NodeSource } from '../trie/index.js';
+
+/** No transaction hashes (a block without transactions). */
+const EMPTY = new Uint8Array(0);
 
 /** Hex of the bytes, as a cache key (a view, not a copy). */
 /**
@@ -540,13 +542,13 @@ export class LevelChainStore implements ChainStore {
     // BlockTxHashes is keyed by number: under a follower the row may already belong to a block of
     // another branch (written, its commit not yet applied here). Read first, then check that the
     // DATABASE still maps the number to this block; otherwise the caller formats block().
-    let txHashes: Uint8Array[] = [];
+    let txHashes: Uint8Array = EMPTY;
     if (body.txCount > 0) {
-      txHashes = tables.blockTxHashes.getSync(this.db, header.number) ?? [];
+      txHashes = tables.blockTxHashes.getRawSync(this.db, header.number) ?? EMPTY;
       const now = tables.canonical.getSync(this.db, header.number);
       if (now === undefined || !bytesEqual(now, hash)) return undefined;
-      if (txHashes.length !== body.txCount)
-        throw new Error(`block ${header.number}: ${txHashes.length} tx hashes for ${body.txCount} txs`);
+      if (txHashes.length !== body.txCount * 32)
+        throw new Error(`block ${header.number}: ${txHashes.length / 32} tx hashes for ${body.txCount} txs`);
     }
     const fields: BlockJsonFields = {
       header,
@@ -556,7 +558,7 @@ export class LevelChainStore implements ChainStore {
     };
     if (body.withdrawals !== undefined)
       fields.withdrawals = withdrawalsFromValues(RLP.decode(body.withdrawals) as Uint8Array[][]);
-    const ready: ReadyJson = { ascii: Buffer.from(blockJsonHead(fields, false, hashList(txHashes)), 'latin1') };
+    const ready: ReadyJson = { ascii: blockJsonAscii(fields, txHashes) };
     if (gen === this.gen) this.readyJson.set(hash, ready);
     return ready;
   }
