@@ -5,6 +5,11 @@
 // the same accounts (nonce, balance, code hash, storage root), code and low storage slots as the
 // re-executed state; and Executor.call of each block's first transaction on its parent's state,
 // under the block's own context, ends as its receipt says (success or revert, gas used).
+//
+// And on the fixture and execution-apis chains, random calls at random blocks answered by
+// Executor.call (eth_call's path) and by an independent re-execution, a fresh @ethereumjs/vm over
+// the block's state trie (differential.ts), must end alike with the same return or revert data.
+// The mainnet-shaped chain is left out: too big to import for the suite.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createBlockFromRLP } from '@ethereumjs/block';
@@ -17,9 +22,14 @@ import { createVM, runBlock } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
 import type { ChainStore, HeaderRecord } from '@chainnode/core';
 import { openChainStore } from '@chainnode/store';
-import { chainDir, datadirCopy } from '@chainnode/testkit';
+import { chainDir, datadirCopy, seededRandom } from '@chainnode/testkit';
+import type { ChainName } from '@chainnode/testkit';
 import { Executor, StoreStateManager } from '../src/index.js';
 import type { CallArgs } from '../src/index.js';
+import { executorCalls, randomCalls, reExecute } from './differential.js';
+
+/** Random calls of the differential test on each chain. */
+const RANDOM_CALLS = 24;
 
 /** Blocks re-executed: the contracts are deployed in block 1, London comes at 600. */
 const BLOCKS = 30;
@@ -64,6 +74,29 @@ async function genesisVm(genesis: GenesisJson): Promise<{ vm: VM; block: (rlp: U
 function accessListOf(tx: Block['transactions'][number]): NonNullable<CallArgs['accessList']> {
   if (!('accessList' in tx)) return [];
   return tx.accessList.map(([address, storageKeys]) => ({ address, storageKeys }));
+}
+
+/** Random calls at random blocks of `chain` answer alike through Executor.call and a fresh VM. */
+async function differential(chain: ChainName, store: ChainStore, seed: number): Promise<void> {
+  const dir = chainDir(chain) as string;
+  const genesis = JSON.parse(await readFile(join(dir, 'genesis.json'), 'utf8')) as GenesisJson;
+  const common = createCommonFromGethGenesis(genesis as never, { chain });
+  const executor = new Executor(store.info(), store.stateReader(), (n) => store.canonicalHash(n));
+  const calls = await randomCalls(store, seededRandom(seed), RANDOM_CALLS);
+  expect(calls.length).toBe(RANDOM_CALLS);
+  const kinds = new Set<string>();
+  for (const { header, call } of calls) {
+    const [want] = await reExecute(store, common, header, [call]);
+    const [got] = await executorCalls(executor, header, [call]);
+    expect([header.number, bytesToHex(call.to), bytesToHex(call.input), got]).toEqual([
+      header.number,
+      bytesToHex(call.to),
+      bytesToHex(call.input),
+      want,
+    ]);
+    kinds.add(want?.kind ?? '');
+  }
+  expect(kinds.has('success')).toBe(true);
 }
 
 async function headerAt(store: ChainStore, n: bigint): Promise<HeaderRecord> {
@@ -173,5 +206,28 @@ d('execution over the fixture chain', () => {
       calls++;
     }
     expect(calls).toBeGreaterThan(BLOCKS / 2);
+  });
+
+  test('random calls at random blocks: Executor.call answers as a fresh VM over the block’s trie', async () => {
+    await differential('fixtures', store, 0xca11);
+  });
+});
+
+const apis = chainDir('execution-apis') !== undefined;
+(apis ? describe : describe.skip)('eth_call over the execution-apis chain', () => {
+  let store: ChainStore;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    const copy = await datadirCopy('execution-apis');
+    cleanup = copy.cleanup;
+    store = await openChainStore(copy.dir);
+  }, 1_200_000);
+  afterAll(async () => {
+    await store?.close();
+    await cleanup?.();
+  });
+
+  test('random calls at random blocks: Executor.call answers as a fresh VM over the block’s trie', async () => {
+    await differential('execution-apis', store, 0xca11);
   });
 });
