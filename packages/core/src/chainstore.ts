@@ -82,9 +82,9 @@ export interface ChainStore {
   canonicalStateRoot?(number: bigint): Promise<Bytes | undefined>;
   block(hash: Bytes): Promise<BlockRecord | undefined>;
   /**
-   * The canonical block `hash` as its hashes-only JSON answer, when the store keeps a
-   * ready-to-serve encoding of it (else undefined, and the caller formats block()). While
-   * cached, the same object for the same block.
+   * The canonical block `hash` as its hashes-only JSON answer, when the store writes it from its
+   * rows without a block record (else undefined, and the caller formats block()). While cached,
+   * the same object for the same block.
    */
   readyBlockJson?(hash: Bytes): Promise<ReadyJson | undefined>;
   /** Uncle `index` of the canonical block `blockHash`; undefined past the end. */
