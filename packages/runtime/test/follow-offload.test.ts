@@ -1,6 +1,6 @@
 // A followed network's offload workers, without an upstream: openNetwork over a copy of the
 // fixture chain, following with its events fed through a port this test holds (as an app thread of
-// --threads gets them), so no ingest runs. A heavy eth_call (an endless loop given 15M gas) goes to
+// --threads gets them), so no ingest runs. A heavy eth_call (an endless loop given 12M gas) goes to
 // the pool (chainnode_offloaded_calls_total counts it) while cheap calls keep being answered on the
 // serving thread; and a commit reaches the workers before the calls sent after it: an offloaded
 // call at `latest` runs on the commit's head (the worker resolving the tag itself: no kept answers).
@@ -18,8 +18,8 @@ const TOKEN = '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359';
 const LOOP = '0x5b600056';
 /** NUMBER PUSH1 0 MSTORE PUSH1 32 PUSH1 0 RETURN: the block number it runs in. */
 const NUMBER = '0x4360005260206000f3';
-/** Above the inline limit: 15M gas is cost 150 (INLINE_COST_LIMIT 100). */
-const HEAVY_GAS = '0xe4e1c0';
+/** Above the inline limit: 12M gas is cost 120 (INLINE_COST_LIMIT 100). */
+const HEAVY_GAS = '0xb71b00';
 
 interface Reply {
   result?: string;
@@ -43,7 +43,12 @@ interface Reply {
       datadir: copy.dir,
       implicit: true,
       config: { ...structuredClone(DEFAULT_CONFIG), offloadWorkers: 1 },
-      rpcConfig: resolveConfig({ callCacheBytes: 0 }),
+      // Time enough for the heavy call on a busy machine (the defaults: 5 s of EVM, 10 s in the pool).
+      rpcConfig: resolveConfig({
+        callCacheBytes: 0,
+        callTimeoutMs: 60_000,
+        logs: { maxResults: 10_000, timeoutMs: 60_000, maxFilterParams: 5_000 },
+      }),
       log: () => () => undefined,
       follow: { url: 'ws://127.0.0.1:9', reorgDepth: 64n, pollMs: 1000, ingest: 'execute' },
       followFeed: port2,
