@@ -235,13 +235,27 @@ test('viem watchBlocks and watchContractEvent over webSocket() hear the same', a
   }
 }, 120_000);
 
-test('over HTTP, polled filters: ethers v6 JsonRpcProvider contract.on(filter), viem watchContractEvent and createBlockFilter hear each event once', async () => {
-  const start = await waitSynced();
+/** A log as a test compares it: block hash, log index, removed. */
+type Seen = [string | null, number | null, boolean | undefined];
+
+/**
+ * The two HTTP watchers of DEV[1]'s Pings a dApp would install on our node, each polling a filter
+ * (eth_newFilter, then eth_getFilterChanges), and the methods each sent. ethers v6's
+ * JsonRpcProvider (FilterIdEventSubscriber) polls its filter each time its block poller sees the
+ * block number grow; viem's watchContractEvent (poll: true) polls every pollingInterval.
+ */
+async function httpPingWatchers() {
   const provider = new JsonRpcProvider(ours, undefined, { staticNetwork: true });
   provider.pollingInterval = 100;
   const sent: string[] = [];
   void provider.on('debug', (e: { action: string; payload?: { method: string } | { method: string }[] }) => {
     if (e.action === 'sendRpcPayload') for (const p of [e.payload ?? []].flat()) sent.push(p.method);
+  });
+  const ethersLogs: Seen[] = [];
+  const contract = new Contract(logger, ABI, provider);
+  await contract.on(contract.filters.Ping!(DEV[1]), (...a: unknown[]) => {
+    const { log } = a[a.length - 1] as ContractEventPayload;
+    ethersLogs.push([log.blockHash, log.index, log.removed]);
   });
   const viemSent: string[] = [];
   const client = createPublicClient({
@@ -252,31 +266,46 @@ test('over HTTP, polled filters: ethers v6 JsonRpcProvider contract.on(filter), 
       },
     }),
   });
-  const ethersEvents: string[] = [];
   const viemLogs: Log[] = [];
-  const contract = new Contract(logger, ABI, provider);
-  let unwatch = (): void => {};
+  const unwatch = client.watchContractEvent({
+    address: logger as `0x${string}`,
+    abi: parseAbi(ABI),
+    eventName: 'Ping',
+    args: { caller: DEV[1] as `0x${string}` },
+    poll: true,
+    onLogs: (l) => viemLogs.push(...l),
+  });
+  /** Both polled filters, not their getLogs fallbacks. */
+  const polledFilters = (): void => {
+    for (const methods of [sent, viemSent]) {
+      expect(methods).toContain('eth_newFilter');
+      expect(methods).toContain('eth_getFilterChanges');
+      expect(methods).not.toContain('eth_getLogs');
+    }
+  };
+  const stop = async (): Promise<void> => {
+    unwatch();
+    await contract.removeAllListeners();
+    provider.destroy();
+  };
+  return { provider, ethersLogs, client, viemLogs, polledFilters, stop };
+}
+
+const seen = (l: Log): Seen => [l.blockHash, l.logIndex, l.removed];
+
+test('over HTTP, polled filters: ethers v6 JsonRpcProvider contract.on(filter), viem watchContractEvent and createBlockFilter hear each event once', async () => {
+  const start = await waitSynced();
+  const watchers = await httpPingWatchers();
+  const { ethersLogs, viemLogs, client } = watchers;
   try {
-    await contract.on(contract.filters.Ping!(DEV[1]), (...a: unknown[]) => {
-      const { log } = a[a.length - 1] as ContractEventPayload;
-      ethersEvents.push(`${log.blockHash}/${log.index}`);
-    });
-    unwatch = client.watchContractEvent({
-      address: logger as `0x${string}`,
-      abi: parseAbi(ABI),
-      eventName: 'Ping',
-      args: { caller: DEV[1] as `0x${string}` },
-      poll: true,
-      onLogs: (l) => viemLogs.push(...l),
-    });
     const blockFilter = await client.createBlockFilter();
     await sleep(500); // both filters installed
     await pingRounds(3, DEV[2] as string, 1000);
-    for (let i = 0; i < 100 && (ethersEvents.length < 3 || viemLogs.length < 3); i++) await sleep(50);
+    for (let i = 0; i < 100 && (ethersLogs.length < 3 || viemLogs.length < 3); i++) await sleep(50);
     await sleep(300); // nothing more may come
     const want = await upstreamPings(DEV[1] as string, start + 1, start + 3);
-    expect(ethersEvents).toEqual(want.map((l) => `${l.blockHash}/${Number(l.logIndex)}`));
-    expect(viemLogs.map((l) => `${l.blockHash}/${l.logIndex}`)).toEqual(ethersEvents);
+    expect(ethersLogs).toEqual(want.map((l) => [l.blockHash, Number(l.logIndex), false]));
+    expect(viemLogs.map(seen)).toEqual(ethersLogs);
     const upstreamBlocks = await Promise.all(
       [start + 1, start + 2, start + 3].map((n) =>
         rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]),
@@ -284,16 +313,9 @@ test('over HTTP, polled filters: ethers v6 JsonRpcProvider contract.on(filter), 
     );
     expect(await client.getFilterChanges({ filter: blockFilter })).toEqual(upstreamBlocks.map((b) => b.hash));
     expect(await client.getFilterChanges({ filter: blockFilter })).toEqual([]);
-    // Both clients polled filters, not their getLogs fallbacks.
-    expect(sent).toContain('eth_newFilter');
-    expect(sent).toContain('eth_getFilterChanges');
-    expect(viemSent).toContain('eth_newFilter');
-    expect(viemSent).toContain('eth_getFilterChanges');
-    expect(viemSent).not.toContain('eth_getLogs');
+    watchers.polledFilters();
   } finally {
-    unwatch();
-    await contract.removeAllListeners();
-    provider.destroy();
+    await watchers.stop();
   }
 }, 120_000);
 
@@ -310,6 +332,33 @@ const asNotified = (l: Json, block: Json, removed: boolean): Json => ({
   logIndex: l.logIndex,
   removed,
 });
+
+/**
+ * ethers v6 does not hand a removed log (removed: true) to contract.on's listener: its provider
+ * emits it as an orphan event, `{ orphan: 'drop-log', log }`, keyed by the whole log as the
+ * Log's toJSON() has it. Listen for those of `logs` (anvil's JSON), into `into`. (The filter
+ * `log.removedEvent()` builds lacks `_type`, `removed` and `transactionIndex`, so in 6.17 a
+ * listener made with it never hears the removal.)
+ */
+function onEthersRemoved(provider: JsonRpcProvider, logs: Json[], into: Seen[]): void {
+  for (const l of logs) {
+    const log = {
+      _type: 'log',
+      address: String(l.address),
+      blockHash: String(l.blockHash),
+      blockNumber: Number(l.blockNumber),
+      data: String(l.data),
+      index: Number(l.logIndex),
+      removed: true,
+      topics: l.topics as string[],
+      transactionHash: String(l.transactionHash),
+      transactionIndex: Number(l.transactionIndex),
+    };
+    void provider.on({ orphan: 'drop-log', log }, (r: { blockHash: string; index: number; removed: boolean }) =>
+      into.push([r.blockHash, r.index, r.removed]),
+    );
+  }
+}
 
 test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then the new branch; viem onLogs sees them; a head per new block', async () => {
   // Three blocks with Ping logs from DEV[1] (and noise), then a reorg of depth 2 with replacements.
@@ -336,63 +385,82 @@ test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then th
   expect(await rpcResult(ours, 'eth_getFilterChanges', [logFilter])).toEqual([]);
   const viemLogs: Log[] = [];
   const { client, unwatch } = viemPings(viemLogs);
-  await sleep(500);
+  // And the HTTP watchers of dApps (ethers v6 contract.on, viem watchContractEvent), polling filters.
+  const watchers = await httpPingWatchers();
+  const { ethersLogs, viemLogs: viemHttpLogs } = watchers;
+  try {
+    await sleep(500);
 
-  // The branch about to be dropped, as the upstream has it now (blocks top-1, top).
-  const oldBlocks = await Promise.all(
-    [top - 1, top].map((n) => rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])),
-  );
-  const oldLogs = await Promise.all(
-    oldBlocks.map((b) =>
-      rpcResult<Json[]>(anvilUrl, 'eth_getLogs', [
-        { blockHash: b.hash, address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] },
-      ]),
-    ),
-  );
-  // Replacements: one Ping from DEV[1] in the first new block, two (one of them DEV[3]'s) in the second.
-  const req = (from: string, n: number): Json => ({ from, to: logger, data: pingData(n), gas: '0x186a0' });
-  await rpcResult(anvilUrl, 'anvil_reorg', [
-    2,
-    [
-      [req(DEV[1] as string, 900), 0],
-      [req(DEV[3] as string, 901), 1],
-      [req(DEV[1] as string, 902), 1],
-    ],
-  ]);
-  await waitSynced();
-  const newBlocks = await Promise.all(
-    [top - 1, top].map((n) => rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])),
-  );
-  expect(newBlocks.map((b) => b.hash)).not.toEqual(oldBlocks.map((b) => b.hash));
-  const newLogs = await Promise.all(
-    newBlocks.map((b) =>
-      rpcResult<Json[]>(anvilUrl, 'eth_getLogs', [
-        { blockHash: b.hash, address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] },
-      ]),
-    ),
-  );
-  // geth's rule, from the two branches: dropped blocks oldest first, each in log-index order, removed:true; then the new ones.
-  const byIndex = (a: Json, b: Json): number => Number(a.logIndex) - Number(b.logIndex);
-  const want = [
-    ...oldLogs.flatMap((ls, i) => [...ls].sort(byIndex).map((l) => asNotified(l, oldBlocks[i] as Json, true))),
-    ...newLogs.flatMap((ls, i) => ls.map((l) => asNotified(l, newBlocks[i] as Json, false))),
-  ];
-  expect(want.filter((l) => l.removed === true).length).toBe(4);
-  expect(want.filter((l) => l.removed === false).length).toBe(2);
-  await raw.until(() => raw.notifications(sub).length >= want.length && raw.notifications(heads).length >= 2);
-  await sleep(300); // nothing more may come
-  expect(raw.notifications(sub).map((n) => n.result)).toEqual(want);
-  expect(raw.notifications(heads).map((n) => n.result.hash)).toEqual(newBlocks.map((b) => b.hash));
-  // geth's filters after a reorg: the removed logs (removed:true), then the new branch's; each once.
-  expect(await rpcResult(ours, 'eth_getFilterChanges', [logFilter])).toEqual(want);
-  expect(await rpcResult(ours, 'eth_getFilterChanges', [logFilter])).toEqual([]);
-  expect(await rpcResult(ours, 'eth_getFilterChanges', [blockFilter])).toEqual(newBlocks.map((b) => b.hash));
-  expect(await rpcResult(ours, 'eth_uninstallFilter', [logFilter])).toBe(true);
-  for (let i = 0; i < 100 && viemLogs.length < want.length; i++) await sleep(50);
-  expect(viemLogs.map((l) => [l.blockHash, l.logIndex, l.removed])).toEqual(
-    want.map((l) => [l.blockHash, Number(l.logIndex), l.removed]),
-  );
-  unwatch();
-  await closeViem(client);
-  raw.close();
+    // The branch about to be dropped, as the upstream has it now (blocks top-1, top).
+    const oldBlocks = await Promise.all(
+      [top - 1, top].map((n) => rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])),
+    );
+    const oldLogs = await Promise.all(
+      oldBlocks.map((b) =>
+        rpcResult<Json[]>(anvilUrl, 'eth_getLogs', [
+          { blockHash: b.hash, address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] },
+        ]),
+      ),
+    );
+    onEthersRemoved(watchers.provider, oldLogs.flat(), ethersLogs);
+    // Replacements: one Ping from DEV[1] in the first new block, two (one of them DEV[3]'s) in the second.
+    const req = (from: string, n: number): Json => ({ from, to: logger, data: pingData(n), gas: '0x186a0' });
+    await rpcResult(anvilUrl, 'anvil_reorg', [
+      2,
+      [
+        [req(DEV[1] as string, 900), 0],
+        [req(DEV[3] as string, 901), 1],
+        [req(DEV[1] as string, 902), 1],
+      ],
+    ]);
+    await waitSynced();
+    const newBlocks = await Promise.all(
+      [top - 1, top].map((n) => rpcResult<Json>(anvilUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])),
+    );
+    expect(newBlocks.map((b) => b.hash)).not.toEqual(oldBlocks.map((b) => b.hash));
+    const newLogs = await Promise.all(
+      newBlocks.map((b) =>
+        rpcResult<Json[]>(anvilUrl, 'eth_getLogs', [
+          { blockHash: b.hash, address: logger, topics: [PING, `0x${'00'.repeat(12)}${(DEV[1] as string).slice(2)}`] },
+        ]),
+      ),
+    );
+    // geth's rule, from the two branches: dropped blocks oldest first, each in log-index order, removed:true; then the new ones.
+    const byIndex = (a: Json, b: Json): number => Number(a.logIndex) - Number(b.logIndex);
+    const want = [
+      ...oldLogs.flatMap((ls, i) => [...ls].sort(byIndex).map((l) => asNotified(l, oldBlocks[i] as Json, true))),
+      ...newLogs.flatMap((ls, i) => ls.map((l) => asNotified(l, newBlocks[i] as Json, false))),
+    ];
+    expect(want.filter((l) => l.removed === true).length).toBe(4);
+    expect(want.filter((l) => l.removed === false).length).toBe(2);
+    await raw.until(() => raw.notifications(sub).length >= want.length && raw.notifications(heads).length >= 2);
+    await sleep(300); // nothing more may come
+    expect(raw.notifications(sub).map((n) => n.result)).toEqual(want);
+    expect(raw.notifications(heads).map((n) => n.result.hash)).toEqual(newBlocks.map((b) => b.hash));
+    // geth's filters after a reorg: the removed logs (removed:true), then the new branch's; each once.
+    expect(await rpcResult(ours, 'eth_getFilterChanges', [logFilter])).toEqual(want);
+    expect(await rpcResult(ours, 'eth_getFilterChanges', [logFilter])).toEqual([]);
+    expect(await rpcResult(ours, 'eth_getFilterChanges', [blockFilter])).toEqual(newBlocks.map((b) => b.hash));
+    expect(await rpcResult(ours, 'eth_uninstallFilter', [logFilter])).toBe(true);
+    const wantSeen = want.map((l) => [l.blockHash, Number(l.logIndex), l.removed]);
+    for (let i = 0; i < 100 && viemLogs.length < want.length; i++) await sleep(50);
+    expect(viemLogs.map(seen)).toEqual(wantSeen);
+    // ethers polls its filter only when the block number grows, and the reorg kept the height:
+    // it hears the reorg at the next block (an empty one). Its contract.on listener gets the new
+    // branch's logs; the removed ones come as orphan events (onEthersRemoved), before them.
+    await mine();
+    await waitSynced();
+    for (let i = 0; i < 100 && (ethersLogs.length < want.length || viemHttpLogs.length < want.length); i++) {
+      await sleep(50);
+    }
+    await sleep(200); // nothing more may come
+    expect(ethersLogs).toEqual(wantSeen);
+    expect(viemHttpLogs.map(seen)).toEqual(wantSeen);
+    watchers.polledFilters();
+  } finally {
+    unwatch();
+    await closeViem(client);
+    raw.close();
+    await watchers.stop();
+  }
 }, 120_000);
