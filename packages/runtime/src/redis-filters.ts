@@ -1,12 +1,17 @@
 // Polled filters kept in Redis (serve --ledger redis://…), so that a filter made on one replica (or
 // app thread) is polled on any other: each filter's record (criteria and cursor, rpc's
 // FilterRecord) is one string under its API key's hash tag, as the ledger's keys are, and every
-// poll writes it back with a compare-and-set of its version in one script. Keys:
+// poll writes it back with a compare-and-set of its version in one script. A poll's write whose
+// reply is late or lost is settled before the poll answers (settle below): the write carries the
+// poll's id and a deadline on Redis's clock, so a re-read tells whether it applied (the changes
+// are answered) or never will (the error is answered and the cursor has not moved). Keys:
 //   cn:{<key hash>}:f:<network>:<id>   STRING the FilterRecord as JSON   expires filterTimeoutMs (5 min) after the last poll
 //   cn:{<key hash>}:fi:<network>       ZSET   id -> expiry (ms, Redis's clock): the key's live filters
 //   cn:{pending:<network>}:tx          LIST   hashes of the transactions forwarded, newest last (4096 kept)
 //   cn:{pending:<network>}:seq         STRING the journal's sequence number (INCR per transaction)
 // Expiry runs on Redis's clock (TIME in the scripts), so replicas with skewed clocks agree.
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { connectRedis, timed } from '@chainnode/accounts';
 import type { RedisClient } from '@chainnode/accounts';
 import { ServerError } from '@chainnode/core';
@@ -25,8 +30,16 @@ redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1`;
 
-/** KEYS: record, index; ARGV: id, record, timeout ms, expected version. 1 ok, 0 conflict, -1 gone. */
+/** KEYS: record; returns {record or nil, Redis's clock in ms}. */
+const GET_LUA = `${NOW}
+return {redis.call('GET', KEYS[1]), now}`;
+
+/**
+ * KEYS: record, index; ARGV: id, record, timeout ms, expected version, deadline (ms, Redis's
+ * clock). 1 ok, 0 conflict, -1 gone, -2 past its deadline (not applied).
+ */
 const UPDATE_LUA = `${NOW}
+if now > tonumber(ARGV[5]) then return -2 end
 local cur = redis.call('GET', KEYS[1])
 if not cur then return -1 end
 if cjson.decode(cur).version ~= tonumber(ARGV[4]) then return 0 end
@@ -34,6 +47,23 @@ redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1`;
+
+/**
+ * KEYS: record; ARGV: poll id, deadline, expected version. Whether the poll's write applied: 1 it
+ * did, 0 it never will (another write won, or its deadline passed), -1 gone, -2 not yet known.
+ */
+const SETTLE_LUA = `${NOW}
+local cur = redis.call('GET', KEYS[1])
+if not cur then return -1 end
+local rec = cjson.decode(cur)
+if rec.poll == ARGV[1] then return 1 end
+if rec.version ~= tonumber(ARGV[3]) or now > tonumber(ARGV[2]) then return 0 end
+return -2`;
+
+/** Re-reads that settle a poll's write whose reply did not come, each with the ledger's timeout. */
+const SETTLE_ATTEMPTS = 4;
+
+const OUTCOMES: Record<number, FilterUpdate> = { 1: 'ok', 0: 'conflict', [-1]: 'gone' };
 
 /** KEYS: journal, seq; ARGV: hash, kept. */
 const NOTE_LUA = `redis.call('RPUSH', KEYS[1], ARGV[1])
@@ -48,6 +78,9 @@ if n > 0 then for _, h in ipairs(redis.call('LRANGE', KEYS[1], -n, -1)) do out[#
 return out`;
 
 export class RedisFilterStore implements FilterStateStore {
+  /** Redis's clock minus this process's monotonic clock (ms), as last seen. */
+  private clockOffset: number | undefined;
+
   constructor(
     private readonly client: RedisClient,
     private readonly network: string,
@@ -66,20 +99,57 @@ export class RedisFilterStore implements FilterStateStore {
   }
 
   async get(owner: string, id: string): Promise<FilterRecord | undefined> {
-    const text = await this.command(['GET', this.recordKey(owner, id)]);
+    const sent = performance.now();
+    const [text, now] = (await this.run(GET_LUA, [this.recordKey(owner, id)], [])) as [unknown, number];
+    this.clockOffset = Number(now) - (sent + performance.now()) / 2;
     return typeof text === 'string' ? (JSON.parse(text) as FilterRecord) : undefined;
   }
 
+  /**
+   * The compare-and-set of a poll, tagged with a fresh poll id and refused by Redis past a
+   * deadline (the ledger's timeout from now). Without a reply in time, settle() learns the
+   * outcome; when it cannot, the poll fails and its write can no longer apply.
+   */
   async update(owner: string, id: string, record: FilterRecord): Promise<FilterUpdate> {
-    const text = checkFilterSize(record);
-    const r = Number(
-      await this.run(
-        UPDATE_LUA,
-        [this.recordKey(owner, id), this.indexKey(owner)],
-        [id, text, String(filterTimeoutOf(this.limits)), String(record.version - 1)],
-      ),
-    );
-    return r === 1 ? 'ok' : r === 0 ? 'conflict' : 'gone';
+    const poll = randomBytes(16).toString('hex');
+    const text = checkFilterSize({ ...record, poll });
+    const deadline = Math.ceil((await this.redisNow()) + this.timeoutMs);
+    const key = this.recordKey(owner, id);
+    const expected = String(record.version - 1);
+    const args = [id, text, String(filterTimeoutOf(this.limits)), expected, String(deadline)];
+    let r: number;
+    try {
+      r = Number(await this.send(['EVAL', UPDATE_LUA, '2', key, this.indexKey(owner), ...args]));
+    } catch {
+      r = await this.settle(key, [poll, String(deadline), expected], deadline);
+    }
+    const outcome = OUTCOMES[r];
+    if (outcome === undefined) throw unavailable();
+    return outcome;
+  }
+
+  /** Whether the write of poll `args[0]` applied (1), never will (0), or the filter is gone (-1); -2: unknown. */
+  private async settle(key: string, args: string[], deadline: number): Promise<number> {
+    for (let attempt = 0; attempt < SETTLE_ATTEMPTS; attempt++) {
+      try {
+        const r = Number(await this.send(['EVAL', SETTLE_LUA, '1', key, ...args]));
+        if (r !== -2) return r;
+        await sleep(Math.max(deadline - (await this.redisNow()), 0) + 1); // applies by then or never
+      } catch {
+        await sleep(50 * (attempt + 1));
+      }
+    }
+    return -2;
+  }
+
+  /** Redis's clock now (ms), from the offset the last read saw (a TIME first if none has). */
+  private async redisNow(): Promise<number> {
+    if (this.clockOffset === undefined) {
+      const sent = performance.now();
+      const [s, us] = (await this.command(['TIME'])) as [string, string];
+      this.clockOffset = Number(s) * 1000 + Math.floor(Number(us) / 1000) - (sent + performance.now()) / 2;
+    }
+    return performance.now() + this.clockOffset;
   }
 
   async remove(owner: string, id: string): Promise<boolean> {
@@ -116,11 +186,19 @@ export class RedisFilterStore implements FilterStateStore {
   /** One command with the ledger's timeout; Redis away is a -32000 the client can retry. */
   private async command(args: string[]): Promise<unknown> {
     try {
-      return await timed(this.client.sendCommand(args), this.timeoutMs);
+      return await this.send(args);
     } catch {
-      throw new ServerError('filters are unavailable: their store (Redis) does not answer');
+      throw unavailable();
     }
   }
+
+  private send(args: string[]): Promise<unknown> {
+    return timed(this.client.sendCommand(args), this.timeoutMs);
+  }
+}
+
+function unavailable(): ServerError {
+  return new ServerError('filters are unavailable: their store (Redis) does not answer');
 }
 
 /** The filter stores of one app thread: in Redis when the ledger is (one connection), else none (memory). */

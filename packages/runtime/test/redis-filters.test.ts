@@ -2,7 +2,11 @@
 // own Redis connection and registry (two replicas), over one growing chain of block hashes. A
 // filter made on one is polled alternately and concurrently on both: every block once, in order;
 // the poll extends the record's life to 5 minutes on Redis; another key sees nothing; the per-key
-// limit and uninstall hold across both; the pending journal is shared.
+// limit and uninstall hold across both; the pending journal is shared. A poll whose write's reply
+// is lost delivers its changes if the write applied, and fails leaving the cursor where it was
+// if it did not (a late write past its deadline is refused): the next poll, on the other replica,
+// carries on without a change delivered twice or skipped.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { connectRedis } from '@chainnode/accounts';
 import type { RedisClient } from '@chainnode/accounts';
 import { toData } from '@chainnode/core';
@@ -51,7 +55,12 @@ maybe('filters in Redis, shared by two replicas', () => {
   let redis: RedisProcess;
   const clients: RedisClient[] = [];
   const hashes: Bytes[] = [hashOf(0)];
-  const replicas: { call: ReturnType<typeof caller>; other: ReturnType<typeof caller>; filters: FilterRegistry }[] = [];
+  const replicas: {
+    call: ReturnType<typeof caller>;
+    other: ReturnType<typeof caller>;
+    as: (key: string) => ReturnType<typeof caller>;
+    filters: FilterRegistry;
+  }[] = [];
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -60,8 +69,26 @@ maybe('filters in Redis, shared by two replicas', () => {
       clients.push(client);
       const filters = new FilterRegistry({ state: new RedisFilterStore(client, 'main', { perKey: 3, total: 3 }) });
       const service = createRpcService(chainStore(hashes), {}, { filters });
-      replicas.push({ call: caller(service, 'aa11'), other: caller(service, 'bb22'), filters });
+      replicas.push({
+        call: caller(service, 'aa11'),
+        other: caller(service, 'bb22'),
+        as: (key) => caller(service, key),
+        filters,
+      });
     }
+  });
+
+  /** Replaces the next commands of the third replica's Redis client (undefined: they go through). */
+  let hook: ((args: string[], send: () => Promise<unknown>) => Promise<unknown>) | undefined;
+  let flaky: ReturnType<typeof caller>;
+
+  beforeAll(() => {
+    const base = clients[0] as RedisClient;
+    const client = {
+      sendCommand: (args: string[]) => (hook ? hook(args, () => base.sendCommand(args)) : base.sendCommand(args)),
+    } as unknown as RedisClient;
+    const store = new RedisFilterStore(client, 'main', { perKey: 3, total: 3 }, 200);
+    flaky = caller(createRpcService(chainStore(hashes), {}, { filters: new FilterRegistry({ state: store }) }), 'cc33');
   });
 
   afterAll(async () => {
@@ -106,5 +133,41 @@ maybe('filters in Redis, shared by two replicas', () => {
     await two.filters.scope('anyone').forwarded(tx);
     expect((await one.call('eth_getFilterChanges', [pending])).result).toEqual([tx]);
     expect((await two.call('eth_getFilterChanges', [pending])).result).toEqual([]);
+  });
+
+  test("a poll whose write's reply is lost: its changes if the write applied, else an error and the cursor unmoved", async () => {
+    const two = (replicas[1] as (typeof replicas)[0]).as('cc33');
+    const isWrite = (args: string[]): boolean => args[0] === 'EVAL' && (args[1] as string).includes('ARGV[5]');
+    const id = (await flaky('eth_newBlockFilter')).result as string;
+    const from = hashes.length;
+    const seen: string[] = [];
+    // The write applies but its reply never comes: the re-read finds this poll's id, so its changes are answered.
+    hashes.push(hashOf(hashes.length), hashOf(hashes.length + 1));
+    let lost = 0;
+    hook = (args, send) => {
+      const reply = send();
+      if (!isWrite(args)) return reply;
+      lost++;
+      return reply.then(() => new Promise(() => {}));
+    };
+    seen.push(...((await flaky('eth_getFilterChanges', [id])).result as string[]));
+    expect(lost).toBe(1);
+    hashes.push(hashOf(hashes.length));
+    seen.push(...((await two('eth_getFilterChanges', [id])).result as string[]));
+    // The write reaches Redis only after its deadline and no re-read is answered: the poll fails,
+    // the late write is refused, and the next poll (on the other replica) delivers those blocks.
+    hashes.push(hashOf(hashes.length));
+    let late: Promise<unknown> | undefined;
+    hook = (args, send) => {
+      if (isWrite(args)) late = sleep(400).then(send);
+      else if (args[0] !== 'EVAL' || !(args[1] as string).includes('rec.poll')) return send();
+      return new Promise(() => {});
+    };
+    expect((await flaky('eth_getFilterChanges', [id])).error?.message).toMatch(/^filters are unavailable/);
+    hook = undefined;
+    expect(await late).toBe(-2);
+    hashes.push(hashOf(hashes.length));
+    seen.push(...((await two('eth_getFilterChanges', [id])).result as string[]));
+    expect(seen).toEqual(hashes.slice(from).map((h) => toData(h)));
   });
 });

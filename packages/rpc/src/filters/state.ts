@@ -35,6 +35,8 @@ export interface FilterRecord {
   seq?: number;
   /** Bumped by every poll: the version the compare-and-set of a poll checks. */
   version: number;
+  /** A shared store's id of the poll that wrote the record: how it learns whether a write whose reply was lost applied. */
+  poll?: string;
 }
 
 /** geth's filter timeout: a filter not polled with eth_getFilterChanges for this long is gone (the default of FilterLimits.timeoutMs). */
