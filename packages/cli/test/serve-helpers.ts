@@ -1,6 +1,8 @@
 // Black-box helpers: run `node-cli serve` as a child process on a free port and talk to it.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { openLedger } from '@chainnode/accounts';
+import { loadConfig } from '@chainnode/runtime/configuration';
 import { chainDir, cliBin, datadirCopy, runCli } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 
@@ -165,18 +167,42 @@ export function bannerOf(out: string): Banner {
   throw new Error(`no banner line in:\n${out}`);
 }
 
+/**
+ * A key for a test's setup: the action `node-cli keys create --plan <plan> [extra]` runs (KeyManager.create
+ * over the datadir's ledger, or the Redis one `--ledger` names, with the plans of <datadir>/server.json),
+ * in this process: a child CLI costs about a CPU-second of module loading per key. The CLI command
+ * itself is tested by keys-cli.test.ts. `extra` takes --ledger, --networks, --daily-credits and
+ * --credits-per-second.
+ */
 export async function createKeyCli(
   datadir: string,
   plan: string,
   extra: string[] = [],
 ): Promise<{ key: string; id: string }> {
-  const r = await runCli(['keys', 'create', '--plan', plan, '--json', '--datadir', datadir, ...extra]);
-  if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
-  const created = JSON.parse(r.stdout) as { key: string; id: string; secret?: string };
-  keyMaterial.add(created.key);
-  if (created.secret !== undefined) keyMaterial.add(created.secret);
-  return created;
+  const flags = new Map<string, string>();
+  for (let i = 0; i < extra.length; i += 2) {
+    const [flag, value] = [extra[i]!, extra[i + 1]];
+    if (!KEY_FLAGS.includes(flag) || value === undefined) throw new Error(`createKeyCli: unsupported ${flag}`);
+    flags.set(flag, value);
+  }
+  const number = (flag: string): number | undefined => (flags.has(flag) ? Number(flags.get(flag)) : undefined);
+  const ledgerUrl = flags.get('--ledger');
+  const ledger = await openLedger({ ...(ledgerUrl !== undefined ? { url: ledgerUrl } : {}), datadir });
+  try {
+    const { key, view } = await ledger.manager(loadConfig(datadir)).create({
+      name: `key created ${new Date().toISOString().slice(0, 10)}`,
+      plan,
+      networks: flags.get('--networks')?.split(','),
+      dailyCredits: number('--daily-credits'),
+      creditsPerSecond: number('--credits-per-second'),
+    });
+    keyMaterial.add(key);
+    return { key, id: view.id };
+  } finally {
+    await ledger.close();
+  }
 }
+const KEY_FLAGS = ['--ledger', '--networks', '--daily-credits', '--credits-per-second'];
 
 export async function usageCli(datadir: string, key: string): Promise<KeyUsageJson> {
   const r = await runCli(['keys', 'usage', key, '--json', '--datadir', datadir]);
