@@ -5,7 +5,8 @@
 // (bench/src/fixture-chain.ts: hashes recomputed from chain.rlp). `--only full`: only the calls
 // whose row name contains the text (here the full-block row), without the getLogs table. The
 // eth_getStorageAt calls are also timed warm: the same calls a second time on the store that
-// answered them once (its caches filled).
+// answered them once (its caches filled); on a mainnet-shaped export, also at blocks between two
+// changes of the slot read (token balances).
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +16,7 @@ import { createRpcService, resolveConfig } from '@chainnode/rpc';
 import { readChain } from './src/fixture-chain.js';
 import { Rng } from './src/synth.js';
 import { printRunRecord } from './src/run-record.js';
+import { mappingSlot } from './src/mainnet-shape/generator.js';
 import type { Manifest } from './src/mainnet-shape/generator.js';
 
 printRunRecord('bench:cold');
@@ -120,6 +122,21 @@ const storageWord = (_i: number, r: { result?: unknown }): void => {
 const storageCalls = tuples.map((t) => body('eth_getStorageAt', t));
 await run('eth_getStorageAt', storageCalls, storageWord);
 await run('eth_getStorageAt, warm (second pass)', storageCalls, storageWord, 2);
+// A mainnet-shaped export: token balances read between two of their changes (balanceOf is slot 0
+// of the generator's tokens), the read an explorer or wallet makes at a block between two transfers
+// of a holder. The changes are the blocks whose Transfer logs name the holder (the datadir's own
+// logs, one uncapped getLogs per token); a tuple is (token, the holder's balance slot, a block
+// strictly between two such blocks and in none), so its slot changed at least twice and not at
+// that block. Picked by an rng of its own (the rows above keep their tuples).
+if (manifest !== undefined) {
+  const between = await betweenChanges(manifest.addresses.tokens.slice(0, 8), 3000);
+  await run(
+    'eth_getStorageAt, between changes',
+    between.map((t) => body('eth_getStorageAt', t)),
+    storageWord,
+  );
+}
+
 // In a datadir with a state trie window, proofs below it are refused (-32000, "state trie for
 // block N pruned"): counted and timed as answers, and said.
 let prunedProofs = 0;
@@ -216,4 +233,54 @@ if (manifest !== undefined && only === undefined) {
     console.log(`| ${label} | ${n} | ${times[0]?.toFixed(2)} | ${rest[4]?.toFixed(2)} | ${restCpu[4]?.toFixed(2)} |`);
   }
   await store.close();
+}
+
+/**
+ * `count` tuples (token, balance slot, block) with the block strictly between two changes of the
+ * slot, and how many changes each has above its block (printed: what a list of a key's last
+ * changes would have to hold to answer them).
+ */
+async function betweenChanges(tokens: string[], count: number): Promise<string[][]> {
+  const store = await openChainStore(datadir);
+  const svc = createRpcService(
+    store,
+    resolveConfig({ logs: { ...resolveConfig(undefined).logs, maxResults: 1_000_000 } }),
+  );
+  const transfer = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
+  const gaps: { token: string; slot: string; from: number; to: number; above: number }[] = [];
+  try {
+    for (const token of tokens) {
+      const filter = { address: token, topics: [transfer], fromBlock: '0x1', toBlock: 'latest' };
+      const reply = JSON.parse((await svc.handle(body('eth_getLogs', [filter]))).body as string) as {
+        result: { blockNumber: string; topics: string[] }[];
+      };
+      const changes = new Map<string, number[]>();
+      for (const log of reply.result) {
+        const n = Number(log.blockNumber);
+        for (const holder of log.topics.slice(1, 3)) {
+          const list = changes.get(holder) ?? [];
+          if (list[list.length - 1] !== n) list.push(n);
+          changes.set(holder, list);
+        }
+      }
+      for (const [holder, ns] of changes) {
+        if (BigInt(holder) === 0n) continue; // mints and burns
+        const slot = `0x${Buffer.from(mappingSlot(BigInt(holder), 0n)).toString('hex')}`;
+        for (let i = 1; i < ns.length; i++) {
+          const [from, to] = [ns[i - 1] as number, ns[i] as number];
+          if (to - from > 1) gaps.push({ token, slot, from, to, above: ns.length - i });
+        }
+      }
+    }
+  } finally {
+    await store.close();
+  }
+  const pick = new Rng(5);
+  const chosen = Array.from({ length: count }, () => gaps[pick.int(gaps.length)] as (typeof gaps)[number]);
+  const within = (k: number): string => `${Math.round((100 * chosen.filter((g) => g.above <= k).length) / count)}%`;
+  console.log(
+    `between changes: ${gaps.length} gaps of ${tokens.length} tokens' balance slots; the tuples' changes above their block: ` +
+      `<= 8: ${within(8)}, <= 16: ${within(16)}, <= 32: ${within(32)}, <= 64: ${within(64)}`,
+  );
+  return chosen.map((g) => [g.token, g.slot, `0x${(g.from + 1 + pick.int(g.to - g.from - 1)).toString(16)}`]);
 }
