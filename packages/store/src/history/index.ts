@@ -2,7 +2,8 @@
 // every account and slot it changed, keyed for one reverse seek per historical read. Written by
 // the writer in the block's own batch, undone by its rewinds; read by block number.
 export { stageStateStep } from './write.js';
-export { LatestRows, fillLatest, hasLatest } from './latest.js';
+export { LATEST_CHANGES, LatestRows, decodeLatest, fillLatest, hasLatest } from './latest.js';
+export type { LatestRow, PendingLatest } from './latest.js';
 export type { HistoryBatch, HistoryStats, StateStep, StateWrites } from './write.js';
 export {
   EMPTY_STATE_ROOT,

@@ -2,8 +2,8 @@
 // greatest block number <= N under its hashed key (schema.ts, AccountHistory / StorageHistory),
 // found by one reverse seek. The rows describe the canonical chain only: a read for a block a
 // reorg has removed is refused (readAtCanonical), and its caller walks the block's state trie.
-// Where the datadir keeps each key's latest change (StateLatest, latest.ts), most reads are point
-// reads instead (pointRowAtCanonical): synchronous, a few µs each, where the seek is an
+// Where the datadir keeps each key's latest change and the ones before it (StateLatest, latest.ts),
+// most reads are point reads instead (pointRowAtCanonical): synchronous, a few µs each, where the seek is an
 // asynchronous iterator on LevelDB's thread pool.
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import { bytesEqual } from '@chainnode/core';
@@ -13,6 +13,7 @@ import { keccak256 } from '../keccak.js';
 import { MetaKey, Prefix, tables } from '../schema/index.js';
 import type { HistoryKey, KvRange, KvRead, Table } from '../schema/index.js';
 import { accountFields } from '../trie/index.js';
+import { LATEST_CHANGES, decodeLatest } from './latest.js';
 import type { AccountFields } from '../trie/index.js';
 
 /** The genesis state root when the datadir keeps state history (Meta.stateHistory), else undefined. */
@@ -91,8 +92,10 @@ export async function readAtCanonical<T>(
  * The value of the history row of `table` under `path` at the canonical `block` (null: no row, or a
  * tombstone) by point reads, for a datadir whose StateLatest rows are complete: in a snapshot where
  * `block` is canonical, the key's latest row (none: the key never changed; its number <= the
- * block's: its value), else the key's row at the block's own number (a key changed in most blocks).
- * Undefined when neither answers (the caller seeks: readAtCanonical) or `block` is not canonical.
+ * block's: its value); else the row of the greatest change it lists <= the block's number (none
+ * and the list complete: the key's first change is above the block); else the key's row at the
+ * block's own number (a key changed in most blocks). Undefined when none answers (the caller
+ * seeks: readAtCanonical) or `block` is not canonical.
  */
 export function pointRowAtCanonical(
   db: Db,
@@ -107,11 +110,13 @@ export function pointRowAtCanonical(
     const latestKey = new Uint8Array(1 + path.length);
     latestKey[0] = Prefix.StateLatest;
     latestKey.set(path, 1);
-    const latest = db.getSync(latestKey, { snapshot });
-    if (latest === undefined) return null;
-    const view = new DataView(latest.buffer, latest.byteOffset, latest.byteLength);
-    if (view.getBigUint64(0) <= block.number) return latest.length === 8 ? null : latest.subarray(8);
-    const row = db.getSync(table.key({ path, number: block.number }), { snapshot });
+    const raw = db.getSync(latestKey, { snapshot });
+    if (raw === undefined) return null;
+    const latest = decodeLatest(raw);
+    if (latest.number <= block.number) return latest.value.length === 0 ? null : latest.value;
+    const at = latest.changes.find((c) => c <= block.number);
+    if (at === undefined && latest.changes.length < LATEST_CHANGES) return null;
+    const row = db.getSync(table.key({ path, number: at === undefined ? block.number : BigInt(at) }), { snapshot });
     return row === undefined ? undefined : row.length === 0 ? null : row;
   } finally {
     snapshot.close().catch(() => undefined);

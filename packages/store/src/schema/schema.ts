@@ -69,14 +69,18 @@
 //                           when the block cleared it (set to zero, or its account deleted or
 //                           re-created: every slot the account had gets a row). Read as
 //                           AccountHistory; present with it.
-//   0x15    StateLatest     keccak(address)(32) (++ keccak(slot)(32)) -> number(8) ++ value: the
-//                           key's AccountHistory (32-byte key) or StorageHistory (64-byte key) row
-//                           of the greatest number, that number and its value (history/latest.ts).
-//                           A read at a block >= number is this one point read; no row: the key has
-//                           no history row (never changed). Complete only when Meta.stateLatest is
-//                           present (a datadir written before the table existed has none until
-//                           `db convert` fills it; readers then seek the history, so no schema
-//                           version bump).
+//   0x15    StateLatest     keccak(address)(32) (++ keccak(slot)(32)) -> number(8) ++ count(1) ++
+//                           count varint gaps ++ value: the key's AccountHistory (32-byte key) or
+//                           StorageHistory (64-byte key) row of the greatest number, that number and
+//                           its value, and the numbers of the key's earlier rows, newest first, at
+//                           most 32 (each as its gap from the one before; fewer than 32: all of
+//                           them) (history/latest.ts). A read at a block >= number is this one point
+//                           read; at a block between two listed numbers, one more (the row at the
+//                           lower); no row: the key has no history row (never changed). Complete
+//                           only when Meta.stateLatest is present (a datadir written before the
+//                           table existed, or with its earlier form without the list, flagged
+//                           Meta.stateLatestUnlisted, is read by the seek until `db convert` fills
+//                           it again; so no schema version bump).
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
@@ -763,10 +767,17 @@ export const MetaKey = {
    */
   StateHistoryBuilt: 'stateHistoryBuilt',
   /**
-   * Empty: every key of the flat state history has its StateLatest row (written with genesis, or
-   * by `db convert` once it has filled the table). Absent: readers seek the history.
+   * Empty: every key of the flat state history has its StateLatest row, with its earlier changes
+   * listed (written with genesis, or by `db convert` once it has filled the table). Absent: readers
+   * seek the history.
    */
-  StateLatest: 'stateLatest',
+  StateLatest: 'stateLatestListed',
+  /**
+   * Empty: the StateLatest rows of an earlier release (number ++ value, no list of earlier
+   * changes), not read and no longer kept by the writer; `db convert` fills the table again and
+   * drops this key.
+   */
+  StateLatestUnlisted: 'stateLatest',
 } as const;
 
 export const tables = {

@@ -37,7 +37,7 @@ import {
 } from '../trie/index.js';
 import type { PruneHost, PruneReport, StateTrieMode, TriePrunerOptions } from '../trie/index.js';
 import { EMPTY_STATE_ROOT, LatestRows, hasLatest, stageStateStep } from '../history/index.js';
-import type { HistoryStats, StateStep, StateWrites } from '../history/index.js';
+import type { HistoryStats, PendingLatest, StateStep, StateWrites } from '../history/index.js';
 import { GroupBatch, Slab } from './group-batch.js';
 import { ValueTable } from './value-table.js';
 
@@ -149,8 +149,13 @@ export class StoreWriter {
    * The flat state history (Meta.stateHistory present): the genesis state root, the state root of
    * the last block staged, and the staged blocks' state steps, whose change sets writeGroup stages.
    */
-  /** `latest`: the datadir keeps StateLatest rows (Meta.stateLatest), written with the history's. */
-  private history: { genesisRoot: Uint8Array; lastRoot: Uint8Array; steps: StateStep[]; latest: boolean } | undefined;
+  /**
+   * `latest`: the datadir keeps StateLatest rows (Meta.stateLatest), written with the history's;
+   * `pending`: those a rewind staged into the current group, until it is written.
+   */
+  private history:
+    | { genesisRoot: Uint8Array; lastRoot: Uint8Array; steps: StateStep[]; latest: boolean; pending: PendingLatest }
+    | undefined;
   /** Meta.trieFrom as this writer keeps it: no rewind below it (set before the pruner persists it). */
   private trieFrom = 0n;
   /** The trie window's pruner (a datadir with `window=<N>` that holds its own state). */
@@ -206,7 +211,13 @@ export class StoreWriter {
     this.values = new ValueTable(this.cacheBytes, this.nextLogId === 0n);
     const genesisRoot = await tables.meta.get(this.db, MetaKey.StateHistory);
     if (genesisRoot !== undefined) {
-      this.history = { genesisRoot, lastRoot: genesisRoot, steps: [], latest: await hasLatest(this.db) };
+      this.history = {
+        genesisRoot,
+        lastRoot: genesisRoot,
+        steps: [],
+        latest: await hasLatest(this.db),
+        pending: new Map(),
+      };
       if (this.head !== undefined) this.history.lastRoot = await this.stateRootOf(this.head.number, this.head.hash);
     }
     this.trieFrom = await readTrieFrom(this.db);
@@ -347,7 +358,13 @@ export class StoreWriter {
       tables.meta.put(ops, MetaKey.StateHistory, g.stateRoot);
       tables.meta.put(ops, MetaKey.StateLatest, new Uint8Array(0));
       if (g.stateTrie !== undefined) putStateTrie(ops, g.stateTrie);
-      this.history = { genesisRoot: g.stateRoot, lastRoot: EMPTY_STATE_ROOT, steps: [], latest: true };
+      this.history = {
+        genesisRoot: g.stateRoot,
+        lastRoot: EMPTY_STATE_ROOT,
+        steps: [],
+        latest: true,
+        pending: new Map(),
+      };
       this.stageStateStep(0n, g.stateRoot);
     }
     // Every node the genesis alloc wrote: block 0's header may name another state root (anvil's).
@@ -533,7 +550,8 @@ export class StoreWriter {
     const stats: HistoryStats = { accounts: 0, slots: 0, bytes: 0 };
     const latest = h.latest ? new LatestRows(this.alloc) : undefined;
     for (const step of steps) await stageStateStep(ops, this.nodeSource, step, 'put', this.alloc, stats, latest);
-    latest?.stage(ops);
+    latest?.stage(ops, this.db, h.pending);
+    h.pending.clear();
     return stats.bytes;
   }
 
@@ -627,8 +645,9 @@ export class StoreWriter {
       for (const l of logs) rowsOf.set(Buffer.from(l.address).toString('hex'), l.address);
       for (const address of rowsOf.values()) ops.del(tables.addressLogsJson.key({ address, number: n }));
     }
-    // The removed keys' latest rows: their change at or below the ancestor.
-    await latest?.restore(this.db, ops, ancestor);
+    // The removed keys' latest rows: their changes at or below the ancestor.
+    if (latest !== undefined && this.history !== undefined)
+      await latest.restore(this.db, ops, ancestor, this.history.pending);
     // The posting lists of every value the orphaned logs carried, cut at `cut`.
     const touched = new Map<string, { kind: number; value: Uint8Array }>();
     const touch = (kind: number, value: Uint8Array) =>
