@@ -2,8 +2,9 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { openLedger } from '@chainnode/accounts';
+import type { KeyManager } from '@chainnode/accounts';
 import { loadConfig } from '@chainnode/runtime/configuration';
-import { chainDir, cliBin, datadirCopy, runCli } from '@chainnode/testkit';
+import { chainDir, cliBin, datadirCopy } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 
 export interface ServeProcess {
@@ -167,6 +168,20 @@ export function bannerOf(out: string): Banner {
   throw new Error(`no banner line in:\n${out}`);
 }
 
+/** `f` on the KeyManager of `datadir`'s ledger (or the Redis one at `ledgerUrl`) with its server.json plans. */
+async function withKeys<T>(
+  datadir: string,
+  ledgerUrl: string | undefined,
+  f: (km: KeyManager) => Promise<T>,
+): Promise<T> {
+  const ledger = await openLedger({ ...(ledgerUrl !== undefined ? { url: ledgerUrl } : {}), datadir });
+  try {
+    return await f(ledger.manager(loadConfig(datadir)));
+  } finally {
+    await ledger.close();
+  }
+}
+
 /**
  * A key for a test's setup: the action `node-cli keys create --plan <plan> [extra]` runs (KeyManager.create
  * over the datadir's ledger, or the Redis one `--ledger` names, with the plans of <datadir>/server.json),
@@ -186,28 +201,25 @@ export async function createKeyCli(
     flags.set(flag, value);
   }
   const number = (flag: string): number | undefined => (flags.has(flag) ? Number(flags.get(flag)) : undefined);
-  const ledgerUrl = flags.get('--ledger');
-  const ledger = await openLedger({ ...(ledgerUrl !== undefined ? { url: ledgerUrl } : {}), datadir });
-  try {
-    const { key, view } = await ledger.manager(loadConfig(datadir)).create({
+  const { key, view } = await withKeys(datadir, flags.get('--ledger'), (km) =>
+    km.create({
       name: `key created ${new Date().toISOString().slice(0, 10)}`,
       plan,
       networks: flags.get('--networks')?.split(','),
       dailyCredits: number('--daily-credits'),
       creditsPerSecond: number('--credits-per-second'),
-    });
-    keyMaterial.add(key);
-    return { key, id: view.id };
-  } finally {
-    await ledger.close();
-  }
+    }),
+  );
+  keyMaterial.add(key);
+  return { key, id: view.id };
 }
 const KEY_FLAGS = ['--ledger', '--networks', '--daily-credits', '--credits-per-second'];
 
+/** What `node-cli keys usage <key> --json` reads (in this process, like createKeyCli; keys-cli.test.ts runs the command). */
 export async function usageCli(datadir: string, key: string): Promise<KeyUsageJson> {
-  const r = await runCli(['keys', 'usage', key, '--json', '--datadir', datadir]);
-  if (r.code !== 0) throw new Error(`keys usage failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as KeyUsageJson;
+  const [view, u] = await withKeys(datadir, undefined, async (km) => [await km.get(key), await km.usage(key)] as const);
+  const { dailyCredits, used, remaining, resetsAt } = u.balance;
+  return { plan: view.plan, dailyCredits, used, remaining, resetsAt, methods: u.methods };
 }
 
 /** What `keys usage --json` prints that the tests read: today's balance and the methods of 30 days. */

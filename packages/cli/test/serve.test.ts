@@ -4,10 +4,11 @@
 // process with NODE_FAULT_INJECT=store-outage, and a clean SIGTERM shutdown.
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { methodCosts } from '@chainnode/rpc';
 import { runCli } from '@chainnode/testkit';
 import { bannerOf, createKeyCli, jsonRecords, rpc, sleep, spawnServe, usageCli, perTest } from './serve-helpers.js';
-import type { ServeProcess } from './serve-helpers.js';
+import type { KeyUsageJson, ServeProcess } from './serve-helpers.js';
 
 const costs = methodCosts() as Record<string, number>;
 
@@ -44,19 +45,25 @@ test('keys CLI + serve: every method charged its table cost; new and revoked key
     expect(r.body.error).toBeUndefined();
     expected += costs[method] as number;
   }
-  // One read of the usage for all the calls (each `keys usage` is a process): the balance, and each
-  // method's credits its table cost times its calls (eth_getBlockByNumber twice: the head, block 1).
-  const u = await usageCli(dir, key);
-  expect(u.used).toBe(expected);
-  expect(u.plan).toBe('team');
-  expect(u.remaining).toBe(u.dailyCredits - expected);
-  const charged = Object.fromEntries(u.methods.map((m) => [m.method, [m.calls, m.credits]]));
+  // The usage for all the calls: the balance, and each method's credits its table cost times its
+  // calls (eth_getBlockByNumber twice: the head, block 1). The server writes the per-method record
+  // once a second: read until it holds every call (or 3 s have passed).
   const want = Object.fromEntries(
     calls.map(([method]) => {
       const n = method === 'eth_getBlockByNumber' ? 2 : 1;
       return [method, [n, n * (costs[method] as number)]];
     }),
   );
+  const methodsOf = (u: KeyUsageJson) => Object.fromEntries(u.methods.map((m) => [m.method, [m.calls, m.credits]]));
+  let u = await usageCli(dir, key);
+  for (let i = 0; i < 30 && !isDeepStrictEqual(methodsOf(u), want); i++) {
+    await sleep(100);
+    u = await usageCli(dir, key);
+  }
+  expect(u.used).toBe(expected);
+  expect(u.plan).toBe('team');
+  expect(u.remaining).toBe(u.dailyCredits - expected);
+  const charged = methodsOf(u);
   expect(charged).toEqual(want);
 
   // A key created by the CLI while the server runs works within a second; a revoke likewise.
