@@ -10,7 +10,7 @@ import { NO_REDIS, chainDir, datadirCopy, redisServerPath, runCli, startRedis } 
 import type { ChainName, RedisProcess } from '@chainnode/testkit';
 import { connectRedis, hashKey, redisUsage } from '@chainnode/accounts';
 import { methodCosts } from '@chainnode/rpc';
-import { bannerOf, rpc, sleep, spawnServe } from './serve-helpers.js';
+import { bannerOf, createKeyCli, rpc, sleep, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const chain: ChainName = chainDir('fixtures') !== undefined ? 'fixtures' : 'execution-apis';
@@ -30,12 +30,6 @@ function firstDir(dirs: { dir: string }[]): string {
 /** `node-cli keys <args> --ledger <redis>`. */
 function keysCliAt(redisUrl: string, datadir: string, args: string[]): Promise<CliResult> {
   return runCli(['keys', ...args, '--ledger', redisUrl, '--datadir', datadir]);
-}
-
-async function createKeyAt(redisUrl: string, datadir: string, extra: string[]): Promise<{ key: string; id: string }> {
-  const r = await keysCliAt(redisUrl, datadir, ['create', '--json', ...extra]);
-  if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as { key: string; id: string };
 }
 
 /** Credits used today, read from Redis itself (day field by Redis's clock), outside the servers. */
@@ -136,8 +130,11 @@ maybe('three replicas sharing one Redis ledger', () => {
   });
 
   const keysCli = (args: string[]): Promise<CliResult> => keysCliAt(redis.url, firstDir(dirs), args);
-  const createKey = (extra: string[]): Promise<{ key: string; id: string }> =>
-    createKeyAt(redis.url, firstDir(dirs), extra);
+  // `keys create --ledger <redis>`'s action, in this process (serve-helpers' createKeyCli).
+  const createKey = ([flag, plan, ...extra]: string[]): Promise<{ key: string; id: string }> => {
+    if (flag !== '--plan' || plan === undefined) throw new Error('createKey: --plan <plan> first');
+    return createKeyCli(firstDir(dirs), plan, ['--ledger', redis.url, ...extra]);
+  };
   const redisUsed = (key: string): Promise<number> => redisUsedAt(redis.url, key);
   const waitOnAll = (key: string, status: number): Promise<number> => waitOnAllOf(replicas, key, status);
   const hammer = (key: string, ms: number, conns: number): Promise<Hammered> => hammerOn(replicas, key, ms, conns);
