@@ -410,7 +410,7 @@ export class LogQueries {
       const header = headers[i];
       const txs = txHashes[i];
       if (header === undefined || txs === undefined) throw new Error(`block ${n}: header or tx hashes missing`);
-      const ctx = { hash: hashes[i] as Uint8Array, timestamp: headerTxFields(header).timestamp, txHashes: txs };
+      const ctx = { hash: hashes[i] as Uint8Array, timestamp: headerTxFields(header).timestamp, txHashes: txs.hashes };
       if (gen === this.chain.generation?.()) this.logContexts.set(n, ctx);
       out.set(n, ctx);
     });

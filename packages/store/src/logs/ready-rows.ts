@@ -26,7 +26,7 @@ export async function readyRowsOf(db: Db, number: bigint): Promise<[Uint8Array, 
     gte: range.firstLogId,
     lt: range.firstLogId + BigInt(range.count),
   })) {
-    const transactionHash = txHashes[log.txIndex];
+    const transactionHash = txHashes.hashes[log.txIndex];
     if (transactionHash === undefined) throw new Error(`ready rows: block ${number}: log of unknown tx ${log.txIndex}`);
     const text = writer.write({
       address: log.address,

@@ -64,6 +64,7 @@ import {
   SCHEMA_VERSION,
   headCodec,
   rlpHeaderLength,
+  splitBlockTxHashes,
   tables,
   u64Codec,
   writeRlpBytes,
@@ -146,6 +147,17 @@ const WALK_DISK_READS_POINT = 0;
 const OVER_BUDGET = Symbol('over budget');
 
 /** A copy of an account record (callers own what they get). */
+/** What a BlockTxHashes row's extras (schema.ts blockExtras) give a hashes-only block answer. */
+function extrasFields(extras: Uint8Array): Omit<BlockJsonFields, 'header' | 'totalDifficulty'> {
+  const [size, uncleHashes, withdrawals] = RLP.decode(extras) as unknown as [Uint8Array, Uint8Array[], Uint8Array[][]?];
+  const fields: Omit<BlockJsonFields, 'header' | 'totalDifficulty'> = {
+    size: Number(bytesToBigInt(size)),
+    uncleHashes,
+  };
+  if (withdrawals !== undefined) fields.withdrawals = withdrawalsFromValues(withdrawals);
+  return fields;
+}
+
 function copyAccount(a: AccountRecord | null): AccountRecord | null {
   return a === null
     ? null
@@ -473,7 +485,7 @@ export class LevelChainStore implements ChainStore {
       body === undefined || body.transactions.length === 0
         ? []
         : stillCanonical()
-          ? tables.blockTxHashes.getSync(this.db, header.number)
+          ? tables.blockTxHashes.getSync(this.db, header.number)?.hashes
           : body.transactions.map((raw) => keccak256(raw));
     if (body === undefined || senders === undefined || td === undefined || txHashes === undefined)
       throw new Error(`block ${header.number}: body rows missing`);
@@ -521,12 +533,12 @@ export class LevelChainStore implements ChainStore {
   }
 
   /**
-   * The hashes-only answer written from the rows a block keeps (header, body, total difficulty,
-   * BlockTxHashes): the body is read in place for its size, uncles and withdrawals
-   * (trie-read.ts bodyBlockFields), its transactions neither decoded nor copied. The same bytes
-   * as the block formatted (rpc's blockText). Undefined when the block is not canonical.
-   * BlockJson rows a datadir of an earlier release still holds are not read (`db convert`
-   * deletes them).
+   * The hashes-only answer written from the rows a block keeps (header, total difficulty, and
+   * BlockTxHashes, whose extras hold the block's size, uncle hashes and withdrawals): no body is
+   * read. A BlockTxHashes row of an earlier release (no extras) takes the body, read in place
+   * (bodyReadyFields). The same bytes as the block formatted (rpc's blockText). Undefined when
+   * the block is not canonical. BlockJson rows a datadir of an earlier release still holds are
+   * not read (`db convert` deletes them).
    */
   private async loadReadyJson(hash: Uint8Array): Promise<ReadyJson | undefined> {
     const hit = this.readyJson.get(hash);
@@ -535,32 +547,58 @@ export class LevelChainStore implements ChainStore {
     const header = await this.headerOf(hash);
     if (header === undefined) return undefined;
     // From here on synchronous reads: no commit lands between them.
-    const raw = tables.bodies.getRawSync(this.db, hash);
     const td = tables.totalDifficulty.getSync(this.db, hash);
-    if (raw === undefined || td === undefined) throw new Error(`block ${header.number}: body rows missing`);
-    const body = bodyBlockFields(raw);
+    if (td === undefined) throw new Error(`block ${header.number}: total difficulty missing`);
     // BlockTxHashes is keyed by number: under a follower the row may already belong to a block of
     // another branch (written, its commit not yet applied here). Read first, then check that the
-    // DATABASE still maps the number to this block; otherwise the caller formats block().
+    // DATABASE still maps the number to this block; otherwise the row is not used.
+    const raw = tables.blockTxHashes.getRawSync(this.db, header.number);
+    const now = tables.canonical.getSync(this.db, header.number);
+    const row = raw !== undefined && now !== undefined && bytesEqual(now, hash) ? splitBlockTxHashes(raw) : undefined;
+    let txHashes: Uint8Array;
+    let fields: BlockJsonFields;
+    if (row?.extras !== undefined) {
+      txHashes = row.hashes;
+      fields = { header, totalDifficulty: td, ...extrasFields(row.extras) };
+    } else {
+      const body = this.bodyReadyFields(hash, header.number, row?.hashes);
+      if (body === undefined) return undefined;
+      txHashes = body.txHashes;
+      fields = { header, totalDifficulty: td, ...body.fields };
+    }
+    const ready: ReadyJson = { ascii: blockJsonAscii(fields, txHashes) };
+    if (gen === this.gen) this.readyJson.set(hash, ready);
+    return ready;
+  }
+
+  /**
+   * The size, uncle hashes and withdrawals of a block from its body, read in place
+   * (trie-read.ts bodyBlockFields), and its tx hashes: `hashes`, the canonical BlockTxHashes row
+   * of a datadir of an earlier release (undefined when the number is no longer this block's:
+   * then undefined unless the block has no transactions).
+   */
+  private bodyReadyFields(
+    hash: Uint8Array,
+    number: bigint,
+    hashes: Uint8Array | undefined,
+  ): { fields: Omit<BlockJsonFields, 'header' | 'totalDifficulty'>; txHashes: Uint8Array } | undefined {
+    const raw = tables.bodies.getRawSync(this.db, hash);
+    if (raw === undefined) throw new Error(`block ${number}: body missing`);
+    const body = bodyBlockFields(raw);
     let txHashes: Uint8Array = EMPTY;
     if (body.txCount > 0) {
-      txHashes = tables.blockTxHashes.getRawSync(this.db, header.number) ?? EMPTY;
-      const now = tables.canonical.getSync(this.db, header.number);
-      if (now === undefined || !bytesEqual(now, hash)) return undefined;
-      if (txHashes.length !== body.txCount * 32)
-        throw new Error(`block ${header.number}: ${txHashes.length / 32} tx hashes for ${body.txCount} txs`);
+      if (hashes === undefined) return undefined;
+      if (hashes.length !== body.txCount * 32)
+        throw new Error(`block ${number}: ${hashes.length / 32} tx hashes for ${body.txCount} txs`);
+      txHashes = hashes;
     }
-    const fields: BlockJsonFields = {
-      header,
+    const fields: Omit<BlockJsonFields, 'header' | 'totalDifficulty'> = {
       size: body.size,
-      totalDifficulty: td,
       uncleHashes: body.uncles.length === 1 ? [] : (RLP.decode(body.uncles) as Uint8Array[]).map((u) => keccak256(u)),
     };
     if (body.withdrawals !== undefined)
       fields.withdrawals = withdrawalsFromValues(RLP.decode(body.withdrawals) as Uint8Array[][]);
-    const ready: ReadyJson = { ascii: blockJsonAscii(fields, txHashes) };
-    if (gen === this.gen) this.readyJson.set(hash, ready);
-    return ready;
+    return { fields, txHashes };
   }
 
   uncle(blockHash: Bytes, index: number): Promise<UncleRecord | undefined> {
@@ -789,7 +827,7 @@ export class LevelChainStore implements ChainStore {
     const range = tables.blockLogs.getSync(this.db, number);
     if (range !== undefined && range.count > 0) {
       // BlockTxHashes is keyed by number: read it only while the number is still this block's.
-      const txHashes = tables.blockTxHashes.getSync(this.db, number);
+      const txHashes = tables.blockTxHashes.getSync(this.db, number)?.hashes;
       const now = tables.canonical.getSync(this.db, number);
       if (txHashes === undefined || now === undefined || !bytesEqual(now, blockHash))
         throw new Error(`block ${number}: tx hashes missing`);

@@ -29,7 +29,14 @@
 //                           value ++ id lands on the one chunk that may hold id. The layout is a
 //                           pure function of the id set (batch grouping does not show).
 //   0x0e    TrieNodes       key as the MPT / state manager asks (node hash, 'c'++codeHash) -> bytes
-//   0x0f    BlockTxHashes   number(8) -> txHash(32) per tx, concatenated in tx order
+//   0x0f    BlockTxHashes   number(8) -> extras ++ zero padding ++ txHash(32) per tx, concatenated
+//                           in tx order. extras: RLP [size, [uncleHash..], withdrawals?] (the
+//                           block's RLP size, its uncles' hashes, its withdrawals list as in the
+//                           body), what a hashes-only block answer needs besides the header, so it
+//                           reads no body; the padding (0..31 bytes) makes the value's length 1
+//                           more than a multiple of 32. A row of an earlier release is the hashes
+//                           alone (its length a multiple of 32): the answer reads the body, and
+//                           `db convert` rewrites the row (blockTxHashesCodec).
 //   0x10    BlockJson       blockHash(32) -> a block's hashes-only JSON answer, as earlier releases
 //                           wrote it at import (0x01 ++ the answer, or an older row: the answer
 //                           with an empty transaction list). No longer written or read: the answer
@@ -82,7 +89,7 @@
 //                           Meta.stateLatestUnlisted, is read by the seek until `db convert` fills
 //                           it again; so no schema version bump).
 import { RLP } from '@ethereumjs/rlp';
-import { bigIntToFixed, bytesToBigInt, concatBytes } from '@chainnode/core';
+import { bigIntToFixed, bytesToBigInt, concatBytes, keccak256 } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
 import type { StoredLog } from './rlp.js';
 
@@ -506,6 +513,73 @@ export const bodyCodec: Codec<StoredBody> = {
   },
 };
 
+/** A BlockTxHashes row (see the table above). */
+export interface BlockTxHashesRow {
+  /** The block's transaction hashes, in tx order. */
+  hashes: Uint8Array[];
+  /** RLP [size, [uncleHash..], withdrawals?] (blockExtras); absent in a row of an earlier release. */
+  extras?: Uint8Array;
+}
+
+/** The extras of a BlockTxHashes row for a block's body: RLP [size, [uncleHash..], withdrawals?]. */
+export function blockExtras(body: StoredBody): Uint8Array {
+  const uncles = body.uncles.map((u) => keccak256(u));
+  return RLP.encode(body.withdrawals === undefined ? [body.size, uncles] : [body.size, uncles, body.withdrawals]);
+}
+
+/** Zero bytes after extras of `length` bytes, so that the row's length is 1 more than a multiple of 32. */
+function extrasPadding(length: number): number {
+  return (((1 - length) % 32) + 32) % 32;
+}
+
+/**
+ * A BlockTxHashes row split in place: its hashes concatenated (32 x n bytes) and its extras
+ * (undefined: a row of an earlier release, the hashes alone). Throws on a malformed row.
+ */
+export function splitBlockTxHashes(b: Uint8Array): { hashes: Uint8Array; extras?: Uint8Array } {
+  if (b.length % 32 === 0) return { hashes: b };
+  const first = b[0] ?? 0;
+  if (b.length % 32 !== 1 || first < 0xc0) throw new RangeError(`BlockTxHashes: a value of ${b.length} bytes`);
+  // The extras are one RLP list: its length from its header.
+  const lenOfLen = first - 0xf7;
+  let end = 1 + first - 0xc0;
+  if (lenOfLen > 0) {
+    end = 0;
+    for (let i = 1; i <= lenOfLen; i++) end = end * 256 + (b[i] ?? 0);
+    end += 1 + lenOfLen;
+  }
+  const start = end + extrasPadding(end);
+  if (start > b.length) throw new RangeError(`BlockTxHashes: extras of ${end} bytes in a value of ${b.length}`);
+  return { hashes: b.subarray(start), extras: b.subarray(0, end) };
+}
+
+export const blockTxHashesCodec: Codec<BlockTxHashesRow> = writerCodec<BlockTxHashesRow>(
+  {
+    size: (v) => (v.extras === undefined ? 0 : v.extras.length + extrasPadding(v.extras.length)) + 32 * v.hashes.length,
+    write: (v, out, at) => {
+      if (v.extras !== undefined) {
+        out.set(v.extras, at);
+        const end = at + v.extras.length;
+        at = end + extrasPadding(v.extras.length);
+        out.fill(0, end, at);
+      }
+      for (const h of v.hashes) {
+        if (h.length !== 32) throw new RangeError(`BlockTxHashes: a hash of ${h.length} bytes`);
+        out.set(h, at);
+        at += 32;
+      }
+      return at;
+    },
+  },
+  (b) => {
+    const { hashes, extras } = splitBlockTxHashes(b);
+    const row: BlockTxHashesRow = { hashes: [] };
+    for (let i = 0; i < hashes.length; i += 32) row.hashes.push(hashes.subarray(i, i + 32));
+    if (extras !== undefined) row.extras = extras;
+    return row;
+  },
+);
+
 export const logCodec: Codec<StoredLog> = { encode: (v) => encodeLogRow(v), decode: decodeLog };
 
 /**
@@ -795,7 +869,7 @@ export const tables = {
   logs: new Table(Prefix.Logs, 'Logs', u64Codec, logCodec),
   logIndex: new Table(Prefix.LogIndex, 'LogIndex', logIndexKeyCodec, postingCodec),
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
-  blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, fixedListCodec(32)),
+  blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, blockTxHashesCodec),
   blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, rawCodec),
   addressLogsJson: new Table(Prefix.AddressLogsJson, 'AddressLogsJson', addressNumberCodec, rawCodec),
   accountHistory: new Table(Prefix.AccountHistory, 'AccountHistory', historyKeyCodec(1), rawCodec),

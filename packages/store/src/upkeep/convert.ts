@@ -11,7 +11,9 @@
 //  3. the block JSON rows (BlockJson) an earlier release wrote at import, deleted: hashes-only
 //     block answers are written from the block's rows now; in batches, so an interrupted run
 //     leaves fewer rows and the next one deletes the rest;
-//     TxLookup values of the fixed form rewritten compact, the same way;
+//     TxLookup values of the fixed form rewritten compact, the same way; BlockTxHashes rows of the
+//     hashes alone rewritten with the block's extras (its size, uncle hashes, withdrawals, from
+//     its body), the same way, so hashes-only block answers read no body;
 //  4. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
 //     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts);
 //     else the spans the seal depth allows that are not sealed yet (a datadir written while the
@@ -25,7 +27,18 @@ import { EMPTY_STATE_ROOT, fillLatest, hasLatest, stageStateStep } from '../hist
 import type { HistoryStats } from '../history/index.js';
 import { hasUncompressedSpans, sealDueLogSegments } from '../logs/index.js';
 import type { Reseal } from '../logs/index.js';
-import { MetaKey, Prefix, headCodec, isFixedTxLocation, tables, txLocationCodec } from '../schema/index.js';
+import {
+  MetaKey,
+  Prefix,
+  blockExtras,
+  blockTxHashesCodec,
+  headCodec,
+  isFixedTxLocation,
+  splitBlockTxHashes,
+  tables,
+  txLocationCodec,
+  u64Codec,
+} from '../schema/index.js';
 import { tableRange } from './sizing.js';
 import { formatStateTrie, headerStateRoot, putStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
 import type { PruneReport, StateTrieMode } from '../trie/index.js';
@@ -57,6 +70,8 @@ export interface ConvertResult {
   blockJsonRows: number;
   /** TxLookup rows rewritten compact (0: all were). */
   txLookupRows: number;
+  /** BlockTxHashes rows rewritten with the block's extras (0: none was of the hashes alone). */
+  blockTxHashesRows: number;
   /** Log segment spans sealed now that the seal depth allows (with `logs`: none, it seals them all). */
   logSpansSealed: number;
   /** The log segments sealed again compressed (undefined: they already were). */
@@ -167,6 +182,26 @@ function compactTxLocation(key: Uint8Array, value: Uint8Array, batch: ReturnType
 }
 
 /**
+ * rewriteRows' change rewriting a BlockTxHashes row of the hashes alone with the extras of the
+ * canonical block of its number (schema.ts); a row whose number has no canonical block or body
+ * is left as it is.
+ */
+function withBlockExtras(db: Db): (key: Uint8Array, value: Uint8Array, batch: ReturnType<Db['batch']>) => boolean {
+  return (key, value, batch) => {
+    if (splitBlockTxHashes(value).extras !== undefined) return false;
+    const number = u64Codec.decode(key.subarray(1));
+    const hash = tables.canonical.getSync(db, number);
+    const body = hash === undefined ? undefined : tables.bodies.getSync(db, hash);
+    if (body === undefined) return false;
+    const hashes = blockTxHashesCodec.decode(value).hashes;
+    if (hashes.length !== body.transactions.length)
+      throw new Error(`block ${number}: ${hashes.length} tx hashes for ${body.transactions.length} txs`);
+    batch.put(key, blockTxHashesCodec.encode({ hashes, extras: blockExtras(body) }));
+    return true;
+  };
+}
+
+/**
  * Converts the datadir in place (it must not be open anywhere: DatadirInUseError). Joined datadirs
  * (no state of their own below the join) are refused. Safe to interrupt and run again.
  */
@@ -201,10 +236,18 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       compactTxLocation,
       opts,
     );
+    const blockTxHashesRows = await rewriteRows(
+      db,
+      Prefix.BlockTxHashes,
+      'block tx hashes rewritten with the block extras',
+      withBlockExtras(db),
+      opts,
+    );
     reseal = await hasUncompressedSpans(db);
     result = {
       blockJsonRows,
       txLookupRows,
+      blockTxHashesRows,
       logSpansSealed: reseal ? 0 : await sealDueLogSegments(db, datadir),
       head,
       historyBlocks: h.blocks,

@@ -15,6 +15,7 @@ import {
   Prefix,
   SCHEMA_VERSION,
   decodePostings,
+  blockExtras,
   encodeAddressLogsJson,
   encodeLogRow,
   headCodec,
@@ -500,7 +501,7 @@ export class StoreWriter {
     tables.receipts.stage(ops, b.hash, b.receipts, alloc);
     tables.totalDifficulty.stage(ops, b.hash, b.totalDifficulty, alloc);
     tables.senders.stage(ops, b.hash, b.senders, alloc);
-    tables.blockTxHashes.stage(ops, b.number, b.txHashes, alloc);
+    tables.blockTxHashes.stage(ops, b.number, { hashes: b.txHashes, extras: blockExtras(b.body) }, alloc);
     tables.blooms.stage(ops, b.number, b.logsBloom, alloc);
     for (let index = 0; index < b.txHashes.length; index++)
       tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
@@ -629,7 +630,7 @@ export class StoreWriter {
           blockNumber: n,
           blockHash: hash,
           blockTimestamp: timestamp,
-          transactionHash: txHashes[row.txIndex] as Uint8Array,
+          transactionHash: txHashes.hashes[row.txIndex] as Uint8Array,
           transactionIndex: row.txIndex,
           logIndex: row.logIndex,
         });
@@ -639,7 +640,7 @@ export class StoreWriter {
       ops.del(tables.blockTxHashes.key(n));
       ops.del(tables.blooms.key(n));
       ops.del(tables.blockLogs.key(n));
-      for (const t of txHashes) ops.del(tables.txLookup.key(t));
+      for (const t of txHashes.hashes) ops.del(tables.txLookup.key(t));
       for (let id = range.firstLogId; id < range.firstLogId + BigInt(range.count); id++) ops.del(tables.logs.key(id));
       const rowsOf = new Map<string, Uint8Array>();
       for (const l of logs) rowsOf.set(Buffer.from(l.address).toString('hex'), l.address);
