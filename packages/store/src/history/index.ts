@@ -4,7 +4,8 @@
 export { stageStateStep } from './write.js';
 export { LATEST_CHANGES, LatestRows, decodeLatest, fillLatest, hasLatest } from './latest.js';
 export type { LatestRow, PendingLatest } from './latest.js';
-export type { HistoryBatch, HistoryStats, StateStep, StateWrites } from './write.js';
+export type { HistoryBatch } from './batch.js';
+export type { HistoryStats, StateStep, StateWrites } from './write.js';
 export {
   EMPTY_STATE_ROOT,
   accountAt,

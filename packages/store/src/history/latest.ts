@@ -8,7 +8,7 @@
 import type { Db } from '../db.js';
 import { MetaKey, Prefix, tables } from '../schema/index.js';
 import type { Alloc } from '../schema/index.js';
-import type { HistoryBatch } from './write.js';
+import type { HistoryBatch } from './batch.js';
 
 /** Bytes of a history key's number (its last 8 bytes). */
 const NUMBER = 8;

@@ -8,13 +8,8 @@ import { stateChanges, storageChanges } from '../trie/index.js';
 import type { StateChangeSink, NodeSource } from '../trie/index.js';
 import { Prefix, putU64 } from '../schema/index.js';
 import type { Alloc } from '../schema/index.js';
+import type { HistoryBatch } from './batch.js';
 import type { LatestRows } from './latest.js';
-
-/** Where the change set goes: puts, or deletes of the same keys (a rewind). */
-export interface HistoryBatch {
-  put(key: Uint8Array, value: Uint8Array): unknown;
-  del(key: Uint8Array): unknown;
-}
 
 const TOMBSTONE = new Uint8Array(0);
 
