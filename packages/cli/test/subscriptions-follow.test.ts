@@ -4,6 +4,7 @@
 // answers come from the upstream (anvil's own eth_getLogs / blocks, before and after the reorg),
 // and the removed/new log sequence of a reorg is built from the two branches by geth's rule
 // (anvil 1.7.1 itself always sends removed:false, so it cannot be the reference for that).
+// The node follows anvil over WebSocket, so anvil's pending transactions reach its pending filters.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -133,7 +134,9 @@ beforeAll(async () => {
   logger = (await rpcResult<Json>(anvilUrl, 'eth_getTransactionReceipt', [hash])).contractAddress as string;
   const datadir = join(temp.dir, 'data');
   key = (await createKeyCli(datadir, 'custom')).key;
-  node = await spawnServe(datadir, ['--follow', anvilUrl, '--genesis', genesisPath, '--poll-ms', '50']);
+  // Followed over WebSocket: the upstream's pending transactions reach the node too.
+  const anvilWs = `ws://127.0.0.1:${port}`;
+  node = await spawnServe(datadir, ['--follow', anvilWs, '--genesis', genesisPath, '--poll-ms', '50']);
   ours = node.url(key);
   await waitSynced();
 }, 180_000);
@@ -464,3 +467,21 @@ test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then th
     await watchers.stop();
   }
 }, 120_000);
+
+test('a transaction sent straight to the upstream (followed over WebSocket) is reported once by a pending-transaction filter', async () => {
+  await waitSynced();
+  const filter = await rpcResult<string>(ours, 'eth_newPendingTransactionFilter', []);
+  const hash = await rpcResult<string>(anvilUrl, 'eth_sendTransaction', [
+    { from: DEV[3], to: DEV[3], value: '0x1', gas: '0x5208' },
+  ]);
+  const seen: string[] = [];
+  for (let i = 0; i < 100 && !seen.includes(hash); i++) {
+    seen.push(...(await rpcResult<string[]>(ours, 'eth_getFilterChanges', [filter])));
+    if (!seen.includes(hash)) await sleep(50);
+  }
+  await mine(); // anvil does not announce it again; the node reports it once either way
+  await waitSynced();
+  await sleep(300);
+  seen.push(...(await rpcResult<string[]>(ours, 'eth_getFilterChanges', [filter])));
+  expect(seen).toEqual([hash]);
+}, 30_000);

@@ -16,3 +16,4 @@ export * from './receipt-encoding.js';
 export * from './keccak.js';
 export * from './lanes.js';
 export * from './upstream-client.js';
+export * from './upstream-pending.js';

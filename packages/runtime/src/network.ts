@@ -165,7 +165,10 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   // eth_sendRawTransaction goes to the upstream this network follows (checked first, never pooled).
   if (o.follow !== undefined) options.forward = upstreamForwarder(o.follow.url);
   const limits = filterLimitsOf(o.config);
-  options.filters = new FilterRegistry({ state: o.filterState?.(limits) ?? new MemoryFilterStore(limits) });
+  const filters = new FilterRegistry({ state: o.filterState?.(limits) ?? new MemoryFilterStore(limits) });
+  options.filters = filters;
+  // The upstream's pending transactions (a WebSocket upstream) go where forwarded ones go.
+  follow?.onPending((hashes) => void filters.notePending(hashes));
   const service = createRpcService(store, o.rpcConfig, options);
   runtime = new NetworkRuntime({
     name: o.implicit ? IMPLICIT_NETWORK : o.name,

@@ -7,8 +7,9 @@
 // are answered) or never will (the error is answered and the cursor has not moved). Keys:
 //   cn:{<key hash>}:f:<network>:<id>   STRING the FilterRecord as JSON   expires filterTimeoutMs (5 min) after the last poll
 //   cn:{<key hash>}:fi:<network>       ZSET   id -> expiry (ms, Redis's clock): the key's live filters
-//   cn:{pending:<network>}:tx          LIST   hashes of the transactions forwarded, newest last (4096 kept)
+//   cn:{pending:<network>}:tx          LIST   hashes of the pending transactions (forwarded, the upstream's), newest last (4096 kept)
 //   cn:{pending:<network>}:seq         STRING the journal's sequence number (INCR per transaction)
+//   cn:{pending:<network>}:in          SET    the hashes the journal holds (each is reported once)
 // Expiry runs on Redis's clock (TIME in the scripts), so replicas with skewed clocks agree.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -65,9 +66,10 @@ const SETTLE_ATTEMPTS = 4;
 
 const OUTCOMES: Record<number, FilterUpdate> = { 1: 'ok', 0: 'conflict', [-1]: 'gone' };
 
-/** KEYS: journal, seq; ARGV: hash, kept. */
-const NOTE_LUA = `redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
+/** KEYS: journal, seq, journal's members; ARGV: hash, kept. A hash the journal holds is not added again. */
+const NOTE_LUA = `if redis.call('SADD', KEYS[3], ARGV[1]) == 0 then return 0 end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+while redis.call('LLEN', KEYS[1]) > tonumber(ARGV[2]) do redis.call('SREM', KEYS[3], redis.call('LPOP', KEYS[1])) end
 return redis.call('INCR', KEYS[2])`;
 
 /** KEYS: journal, seq; ARGV: seq seen. Returns {last seq, hashes after the seq seen...}. */
@@ -159,7 +161,11 @@ export class RedisFilterStore implements FilterStateStore {
   }
 
   async notePending(hash: Hex): Promise<void> {
-    await this.run(NOTE_LUA, this.journalKeys(), [hash, String(PENDING_JOURNAL)]);
+    await this.run(
+      NOTE_LUA,
+      [...this.journalKeys(), `cn:{pending:${this.network}}:in`],
+      [hash, String(PENDING_JOURNAL)],
+    );
   }
 
   async pendingSince(seq: number): Promise<{ seq: number; hashes: Hex[] }> {

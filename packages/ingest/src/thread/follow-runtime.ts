@@ -10,10 +10,11 @@
 //   for every later call), THEN publishes the commit to that thread's subscribers (eth_subscribe
 //   and other consumers). Keeps the latest ingest status for /health and metrics. Fed by an
 //   IngestThread directly (one thread) or through a port (each app thread of --threads N), so
-//   every thread sees every commit in the order the ingest wrote them.
+//   every thread sees every commit in the order the ingest wrote them. Also hands on the
+//   upstream's pending transaction hashes (onPending).
 import { MessageChannel, Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
-import type { ChainCommit, ChainCommitListener, ChainEvents, FollowStatus } from '@chainnode/core';
+import type { ChainCommit, ChainCommitListener, ChainEvents, FollowStatus, Hex } from '@chainnode/core';
 import { initialFollowStatus } from '../follow.js';
 import type { IngestMessage, IngestWorkerData } from './ingest-worker.js';
 
@@ -100,6 +101,7 @@ export class IngestThread {
 /** One serving thread's view of a followed datadir (see the top of this file). */
 export class FollowRuntime implements ChainEvents {
   private readonly listeners = new Set<ChainCommitListener>();
+  private readonly pendingListeners = new Set<(hashes: Hex[]) => void>();
   private sink: CommitSink | undefined;
   private current: FollowStatus = initialFollowStatus();
   /** Resolves when the datadir holds the chain; rejects if the ingest fails before that. */
@@ -166,6 +168,9 @@ export class FollowRuntime implements ChainEvents {
       case 'log':
         this.log(m.line);
         break;
+      case 'pending':
+        for (const l of this.pendingListeners) l(m.hashes);
+        break;
       case 'failed':
         this.current = { ...this.current, state: 'failed', lastError: m.message, lastErrorAt: Date.now() };
         this.log(`follow: ingest stopped: ${m.message}; serving continues on the verified chain`);
@@ -193,6 +198,14 @@ export class FollowRuntime implements ChainEvents {
     this.listeners.add(listener);
     return () => {
       this.listeners.delete(listener);
+    };
+  }
+
+  /** The upstream's pending transaction hashes, in batches (none from an HTTP upstream); returns the function that stops it. */
+  onPending(listener: (hashes: Hex[]) => void): () => void {
+    this.pendingListeners.add(listener);
+    return () => {
+      this.pendingListeners.delete(listener);
     };
   }
 

@@ -2,10 +2,13 @@
 // ingest package's Follower, writing the datadir the serving thread reads (both open it with
 // `shared: true`), and posts to the serving thread: `ready` once the datadir holds the chain,
 // every durable `commit`, `status` changes, `log` lines, and `failed` when a verification
-// failure or a too-deep reorg stops it (the serving thread keeps serving the verified prefix).
+// failure or a too-deep reorg stops it (the serving thread keeps serving the verified prefix),
+// and `pending`: the hashes of the upstream's pending transactions (core's UpstreamPendingFeed,
+// a WebSocket upstream only).
 // A `stop` message ends it after the batch in flight.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { ChainCommit } from '@chainnode/core';
+import { UpstreamPendingFeed } from '@chainnode/core';
+import type { ChainCommit, Hex } from '@chainnode/core';
 import { Follower } from '../follow.js';
 import type { FollowStatus } from '@chainnode/core';
 import type { FollowSettings } from '../follow.js';
@@ -22,6 +25,7 @@ export type IngestMessage =
   | { type: 'commit'; commit: ChainCommit }
   | { type: 'status'; status: FollowStatus }
   | { type: 'log'; line: string }
+  | { type: 'pending'; hashes: Hex[] }
   | { type: 'failed'; message: string }
   | { type: 'stopped' };
 
@@ -51,11 +55,17 @@ const follower = new Follower({
   onStatus: (status) => post({ type: 'status', status }),
   log: (line) => post({ type: 'log', line }),
 });
+const pending = new UpstreamPendingFeed({
+  url: data.url,
+  onHashes: (hashes) => post({ type: 'pending', hashes }),
+  log: (line) => post({ type: 'log', line }),
+});
 try {
   await follower.run();
   post({ type: 'stopped' });
 } catch (err) {
   post({ type: 'failed', message: (err as Error).message });
 } finally {
+  pending.stop();
   port.close();
 }

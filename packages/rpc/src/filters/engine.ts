@@ -12,7 +12,8 @@
 //   saw removed (its chain commits); a poll that finds a removed block this process never saw
 //   delivers the new branch without them.
 // - Pending-transaction filters: the transactions this node forwarded (eth_sendRawTransaction)
-//   since the last poll, from the store's journal.
+//   and the upstream's pending ones (a WebSocket upstream) since the last poll, each once, from
+//   the store's journal.
 // A poll writes its cursor with a compare-and-set: of two concurrent polls of one filter one
 // delivers the changes and the other, after re-reading, what is left (nothing twice, nothing skipped).
 import { InvalidParamsError, LimitExceededError, toData, toQuantity } from '@chainnode/core';
@@ -97,6 +98,14 @@ export class FilterRegistry {
     }
   }
 
+  /**
+   * Pending transactions of the upstream (or forwarded): pending-transaction filters report each
+   * once (the journal drops one it holds); a failed write loses only that one.
+   */
+  async notePending(hashes: readonly Hex[]): Promise<void> {
+    for (const hash of hashes) await this.state.notePending(hash).catch(() => undefined);
+  }
+
   /** The filters one API key sees. */
   scope(owner: string): FilterScope {
     return new FilterScope(this, owner);
@@ -136,9 +145,9 @@ export class FilterScope {
     return this.install({ kind: 'pending', seq, version: 0 });
   }
 
-  /** A transaction this node forwarded: pending-transaction filters report it (a failed write loses only that). */
+  /** A transaction this node forwarded: pending-transaction filters report it. */
   async forwarded(hash: Hex): Promise<void> {
-    await this.state.notePending(hash).catch(() => undefined);
+    await this.registry.notePending([hash]);
   }
 
   async uninstall(id: string): Promise<boolean> {

@@ -89,7 +89,10 @@ export interface FilterStateStore {
   update(owner: string, id: string, record: FilterRecord): Promise<FilterUpdate>;
   /** Removes a filter of `owner`; false when it has none by that id. */
   remove(owner: string, id: string): Promise<boolean>;
-  /** Appends a transaction this node forwarded to the pending journal. */
+  /**
+   * Appends a pending transaction (one this node forwarded, or the upstream's) to the pending
+   * journal, unless the journal holds it already (each is reported once).
+   */
   notePending(hash: Hex): Promise<void>;
   /** The journal's transactions after `seq`, oldest first, and the journal's last sequence number. */
   pendingSince(seq: number): Promise<{ seq: number; hashes: Hex[] }>;
@@ -127,6 +130,7 @@ export class MemoryFilterStore implements FilterStateStore {
   private readonly filters = new Map<string, Held>();
   private readonly perOwner = new Map<string, number>();
   private readonly journal: Hex[] = [];
+  private readonly inJournal = new Set<Hex>();
   private lastSeq = 0;
 
   constructor(
@@ -169,9 +173,12 @@ export class MemoryFilterStore implements FilterStateStore {
   }
 
   async notePending(hash: Hex): Promise<void> {
+    if (this.inJournal.has(hash)) return;
     this.journal.push(hash);
+    this.inJournal.add(hash);
     this.lastSeq++;
-    if (this.journal.length > PENDING_JOURNAL) this.journal.splice(0, this.journal.length - PENDING_JOURNAL);
+    if (this.journal.length > PENDING_JOURNAL)
+      for (const old of this.journal.splice(0, this.journal.length - PENDING_JOURNAL)) this.inJournal.delete(old);
   }
 
   async pendingSince(seq: number): Promise<{ seq: number; hashes: Hex[] }> {

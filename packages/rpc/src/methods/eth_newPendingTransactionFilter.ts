@@ -6,7 +6,8 @@ import { FILTER_LIMITS, filtersOf } from './filter-id.js';
 
 /**
  * A filter whose changes are the hashes of the transactions this node forwarded
- * (eth_sendRawTransaction) since the last poll. geth's optional fullTx: true is refused, since
+ * (eth_sendRawTransaction) and of the upstream's pending transactions (a WebSocket upstream)
+ * since the last poll, each once. geth's optional fullTx: true is refused, since
  * the node keeps no transaction pool to answer full transactions from.
  */
 export const eth_newPendingTransactionFilter: MethodDef<boolean, Hex> = {
