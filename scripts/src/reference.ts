@@ -195,6 +195,7 @@ const TRANSPORT_NAMES: Record<Transport, string> = { http: 'HTTP', ws: 'WebSocke
 const EVENT_CHARGED: Record<keyof typeof EVENT_CREDITS, string> = {
   newHeads: 'per notification (one per new canonical block)',
   logs: 'once per subscription and block with at least one matching log; nothing when nothing matched',
+  newPendingTransactions: 'once per subscription and read of the pending transactions (every second) that found any',
 };
 
 export function methodsReference(): string {

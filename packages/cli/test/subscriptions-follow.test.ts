@@ -4,7 +4,8 @@
 // answers come from the upstream (anvil's own eth_getLogs / blocks, before and after the reorg),
 // and the removed/new log sequence of a reorg is built from the two branches by geth's rule
 // (anvil 1.7.1 itself always sends removed:false, so it cannot be the reference for that).
-// The node follows anvil over WebSocket, so anvil's pending transactions reach its pending filters.
+// The node follows anvil over WebSocket, so anvil's pending transactions reach its pending filters
+// and newPendingTransactions subscriptions.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -468,20 +469,29 @@ test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then th
   }
 }, 120_000);
 
-test('a transaction sent straight to the upstream (followed over WebSocket) is reported once by a pending-transaction filter', async () => {
+test('a transaction sent straight to the upstream (followed over WebSocket) is reported once by newPendingTransactions and by a pending-transaction filter', async () => {
   await waitSynced();
   const filter = await rpcResult<string>(ours, 'eth_newPendingTransactionFilter', []);
-  const hash = await rpcResult<string>(anvilUrl, 'eth_sendTransaction', [
-    { from: DEV[3], to: DEV[3], value: '0x1', gas: '0x5208' },
-  ]);
-  const seen: string[] = [];
-  for (let i = 0; i < 100 && !seen.includes(hash); i++) {
+  const raw = await WsClient.open(node.ws(key));
+  try {
+    const sub = await raw.subscribe(['newPendingTransactions']);
+    await sleep(300); // the subscription has read where the journal stands
+    const hash = await rpcResult<string>(anvilUrl, 'eth_sendTransaction', [
+      { from: DEV[3], to: DEV[3], value: '0x1', gas: '0x5208' },
+    ]);
+    const seen: string[] = [];
+    for (let i = 0; i < 100 && !seen.includes(hash); i++) {
+      seen.push(...(await rpcResult<string[]>(ours, 'eth_getFilterChanges', [filter])));
+      if (!seen.includes(hash)) await sleep(50);
+    }
+    await raw.until(() => raw.notifications(sub).length >= 1);
+    await mine(); // the node reports it once, mined or not
+    await waitSynced();
+    await sleep(1200); // a journal read of the subscription and nothing more
     seen.push(...(await rpcResult<string[]>(ours, 'eth_getFilterChanges', [filter])));
-    if (!seen.includes(hash)) await sleep(50);
+    expect(seen).toEqual([hash]);
+    expect(raw.notifications(sub).map((n) => n.result)).toEqual([hash]);
+  } finally {
+    raw.close();
   }
-  await mine(); // anvil does not announce it again; the node reports it once either way
-  await waitSynced();
-  await sleep(300);
-  seen.push(...(await rpcResult<string[]>(ours, 'eth_getFilterChanges', [filter])));
-  expect(seen).toEqual([hash]);
 }, 30_000);

@@ -8,6 +8,7 @@ import {
   EVENT_CREDITS,
   LogFilterIndex,
   logKeys,
+  MemoryFilterStore,
   newSubscriptionId,
   SubscriptionHub,
 } from '../src/index.js';
@@ -317,6 +318,34 @@ describe('SubscriptionHub', () => {
     ]);
   });
 
+  test('newPendingTransactions: the journal hashes noted after the subscription, each once; credits once per read that found any', async () => {
+    const journal = new MemoryFilterStore();
+    const hub = new SubscriptionHub(store, { pending: journal, pendingPollMs: 20 });
+    const sink = new Capture();
+    const conn = hub.connect('k', sink);
+    const tx = (i: number) => toData(filled(i, 32));
+    await journal.notePending(tx(1)); // before the subscription: not sent
+    const m = conn.forMessage();
+    const id = m.subscribe({ kind: 'newPendingTransactions' });
+    m.activate();
+    await new Promise((r) => setTimeout(r, 60));
+    await journal.notePending(tx(2));
+    await journal.notePending(tx(3));
+    await journal.notePending(tx(2)); // already journaled
+    for (let i = 0; i < 50 && sink.got.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(sink.results().map((g) => [g.sub, g.result])).toEqual([
+      [id, tx(2)],
+      [id, tx(3)],
+    ]);
+    expect(sink.got.map((n) => [n.kind, n.credits])).toEqual([
+      ['newPendingTransactions', EVENT_CREDITS.newPendingTransactions],
+      ['newPendingTransactions', 0],
+    ]);
+    expect(hub.indexStats().pending).toBe(1);
+    conn.close();
+    expect(hub.indexStats().pending).toBe(0);
+  });
+
   test('limits per connection and per key; close frees everything at once', () => {
     const hub = new SubscriptionHub(store, { limits: { perConnection: 3, perKey: 5 } });
     const c1 = hub.connect('k', new Capture());
@@ -336,7 +365,7 @@ describe('SubscriptionHub', () => {
     c2.close();
     other.close();
     expect(hub.size).toBe(0);
-    expect(hub.indexStats()).toEqual({ filters: 0, buckets: 0, heads: 0 });
+    expect(hub.indexStats()).toEqual({ filters: 0, buckets: 0, heads: 0, pending: 0 });
     expect(() => c1.forMessage().subscribe({ kind: 'newHeads' })).toThrow();
   });
 
@@ -375,7 +404,7 @@ describe('eth_subscribe / eth_unsubscribe through the envelope', () => {
     expect(id).toMatch(/^0x[0-9a-f]+$/);
     reply.sent?.();
     expect(hub.size).toBe(1);
-    for (const name of ['newPendingTransactions', 'syncing', 'newheads', 'Logs']) {
+    for (const name of ['syncing', 'newheads', 'Logs', 'newPendingTransactionsX']) {
       expect((await conn.handle(call('eth_subscribe', [name]))).body).toBe(
         err(-32601, `no "${name}" subscription in eth namespace`),
       );
@@ -391,6 +420,12 @@ describe('eth_subscribe / eth_unsubscribe through the envelope', () => {
     );
     expect((await conn.handle(call('eth_subscribe', ['logs']))).body).toBe(
       err(-32602, 'missing value for required argument 1'),
+    );
+    const pending = JSON.parse((await conn.handle(call('eth_subscribe', ['newPendingTransactions']))).body as string);
+    expect(pending.result).toMatch(/^0x[0-9a-f]+$/);
+    await conn.handle(call('eth_unsubscribe', [pending.result]));
+    expect((await conn.handle(call('eth_subscribe', ['newPendingTransactions', true]))).body).toBe(
+      err(-32602, 'full pending transactions are not kept: ask for hashes'),
     );
     expect((await conn.handle(call('eth_unsubscribe', ['0xdead']))).body).toBe(err(-32000, 'subscription not found'));
     expect((await conn.handle(call('eth_unsubscribe', [5]))).body).toBe(

@@ -82,9 +82,12 @@ export class Listener {
       ...(opts.access !== undefined ? { access: opts.access } : {}),
     });
     for (const net of router.networks) {
+      // newPendingTransactions read the pending-transaction journal of the network's filters.
+      const journal = net.service.filters?.state;
       const hub = new SubscriptionHub(net.store, {
         limits: { perConnection: config.subscriptionsPerConnection, perKey: config.subscriptionsPerKey },
         log,
+        ...(journal !== undefined ? { pending: journal } : {}),
       });
       this.hubs.set(net, hub);
       if (net.chainEvents !== undefined) this.detachers.push(hub.attach(net.chainEvents));

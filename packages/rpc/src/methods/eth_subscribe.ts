@@ -1,4 +1,5 @@
-// eth_subscribe("newHeads") / eth_subscribe("logs", filter): only on a connection that carries
+// eth_subscribe("newHeads") / eth_subscribe("logs", filter) / eth_subscribe("newPendingTransactions")
+// (hashes: the transactions this node forwarded and its upstream's): only on a connection that carries
 // notifications (WebSocket). Checks in geth's order (rpc/handler.go handleSubscribe): no
 // notifications on this transport (-32601) before the name is looked at, then the name
 // (-32602 when it is not a string, -32601 when unknown), then the arguments (-32602, the filter
@@ -7,7 +8,7 @@ import { InvalidParamsError } from '@chainnode/core';
 import type { Hex } from '@chainnode/core';
 import type { HandlerContext } from '../context.js';
 import type { MethodDef } from '../method.js';
-import { decodeArgs } from '../params.js';
+import { decodeArgs, decodeBool } from '../params.js';
 import type { BlockNumberParam } from '../params.js';
 import { NotificationsUnsupportedError, UnknownSubscriptionError } from '../subscriptions/errors.js';
 import type { SubscriptionRequest } from '../subscriptions/hub.js';
@@ -19,7 +20,8 @@ export type SubscribeParams = { ok: SubscriptionRequest } | { error: unknown };
 
 export const eth_subscribe: MethodDef<SubscribeParams, Hex> = {
   cost: 5,
-  params: '"newHeads", or "logs" with an optional filter (address, topics, fromBlock/toBlock)',
+  params:
+    '"newHeads"; "logs" with an optional filter (address, topics, fromBlock/toBlock); "newPendingTransactions" (hashes only)',
   transports: ['ws'],
   decode: (params) => {
     try {
@@ -45,6 +47,18 @@ function decodeSubscribe(params: unknown[]): SubscriptionRequest {
       return decodeArgs(params, 1, () => ({ kind: 'newHeads' }));
     case 'logs':
       return decodeArgs(params, 2, (arg) => liveLogsRequest(decodeFilter(arg(1))));
+    case 'newPendingTransactions':
+      return decodeArgs(
+        params,
+        2,
+        (arg) => {
+          const full = arg(1);
+          if (full !== undefined && full !== null && decodeBool(full))
+            throw new InvalidParamsError('full pending transactions are not kept: ask for hashes');
+          return { kind: 'newPendingTransactions' };
+        },
+        1,
+      );
     default:
       throw new UnknownSubscriptionError(name);
   }

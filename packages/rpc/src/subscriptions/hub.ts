@@ -7,24 +7,38 @@
 // - logs: on a reorg first the dropped blocks' matching logs with removed:true, oldest dropped
 //   block first and log-index order within a block (geth's order), then the new blocks' logs.
 //   Matching goes through LogFilterIndex: O(candidates) per log, never a scan of all filters.
+// - newPendingTransactions: the hashes of the pending-transaction journal (the transactions this
+//   node forwarded and the upstream's; rpc's filters keep it, shared like them), read every
+//   PENDING_POLL_MS while a subscription of that kind lives; a hash journaled before the
+//   subscription is not sent.
 // - Credits (Infura's model; amounts: EVENT_CREDITS): newHeads per notification; logs per block
 //   with at least one matching log, charged once per subscription and block (on its first
-//   notification for that block), nothing when nothing matched. The transport charges them
-//   (Notification.credits).
+//   notification for that block), nothing when nothing matched; newPendingTransactions once per
+//   subscription and journal read that found hashes (Infura charges it at about one-second
+//   intervals). The transport charges them (Notification.credits).
 // - Per connection, in order: removed logs, then per new block its head, then its logs.
 // - A subscription is inactive until the reply carrying its id was handed to the transport
 //   (geth's Notifier.activate): notifications before that are held and then sent first.
 import { randomBytes } from 'node:crypto';
 import { LimitExceededError } from '@chainnode/core';
-import type { ChainCommit, ChainEvents, ChainStore, CommittedBlock, HeaderRecord, LogRecord } from '@chainnode/core';
+import type {
+  ChainCommit,
+  ChainEvents,
+  ChainStore,
+  CommittedBlock,
+  HeaderRecord,
+  Hex,
+  LogRecord,
+} from '@chainnode/core';
 import { LogFilterIndex, logKeys } from './log-filter-index.js';
 import type { LogMatchFilter } from './log-filter-index.js';
 import { formatNewHead, formatSubscriptionLog, notificationText } from './format.js';
 
-export type SubscriptionKind = 'newHeads' | 'logs';
+export type SubscriptionKind = 'newHeads' | 'logs' | 'newPendingTransactions';
 
 export type SubscriptionRequest =
   | { kind: 'newHeads' }
+  | { kind: 'newPendingTransactions' }
   | {
       kind: 'logs';
       filter: LogMatchFilter;
@@ -34,7 +48,20 @@ export type SubscriptionRequest =
     };
 
 /** Credits of one charged event (Infura's "Subscription events" table): the one definition. */
-export const EVENT_CREDITS: Readonly<Record<SubscriptionKind, number>> = { newHeads: 50, logs: 300 };
+export const EVENT_CREDITS: Readonly<Record<SubscriptionKind, number>> = {
+  newHeads: 50,
+  logs: 300,
+  newPendingTransactions: 200,
+};
+
+/** How often the pending-transaction journal is read while a newPendingTransactions subscription lives. */
+export const PENDING_POLL_MS = 1000;
+
+/** The pending-transaction journal (rpc's FilterStateStore has it). */
+export interface PendingJournal {
+  /** The journal's hashes after `seq`, oldest first, and its last sequence number. */
+  pendingSince(seq: number): Promise<{ seq: number; hashes: Hex[] }>;
+}
 
 export interface Notification {
   subscription: string;
@@ -150,12 +177,20 @@ export interface SubscriptionHubOptions {
   limits?: Partial<SubscriptionLimits>;
   /** Operational messages (a failed header read, …). */
   log?: (line: string) => void;
+  /** Where newPendingTransactions come from; absent: such subscriptions are never notified. */
+  pending?: PendingJournal;
+  /** How often the journal is read (default PENDING_POLL_MS). */
+  pendingPollMs?: number;
 }
 
 export class SubscriptionHub {
   readonly limits: SubscriptionLimits;
   private readonly all = new Map<string, Sub>();
   private readonly heads = new Set<Sub>();
+  private readonly pendingSubs = new Set<Sub>();
+  private pendingPoll: { timer: NodeJS.Timeout; seq: number | undefined; busy: boolean } | undefined;
+  private readonly pendingJournal: PendingJournal | undefined;
+  private readonly pendingPollMs: number;
   private readonly logs = new LogFilterIndex<Sub>();
   private readonly perOwner = new Map<string, number>();
   private tail: Promise<void> = Promise.resolve();
@@ -167,6 +202,8 @@ export class SubscriptionHub {
   ) {
     this.limits = { ...DEFAULT_SUBSCRIPTION_LIMITS, ...options.limits };
     this.log = options.log ?? (() => {});
+    this.pendingJournal = options.pending;
+    this.pendingPollMs = options.pendingPollMs ?? PENDING_POLL_MS;
   }
 
   /** Live subscriptions in the process. */
@@ -180,8 +217,13 @@ export class SubscriptionHub {
   }
 
   /** Number of filters in the log index and of its buckets (0 and 0 once every subscription is gone). */
-  indexStats(): { filters: number; buckets: number; heads: number } {
-    return { filters: this.logs.size, buckets: this.logs.bucketCount(), heads: this.heads.size };
+  indexStats(): { filters: number; buckets: number; heads: number; pending: number } {
+    return {
+      filters: this.logs.size,
+      buckets: this.logs.bucketCount(),
+      heads: this.heads.size,
+      pending: this.pendingSubs.size,
+    };
   }
 
   connect(owner: string, sink: NotificationSink): SubscriptionConnection {
@@ -225,6 +267,7 @@ export class SubscriptionHub {
     conn.subs.set(id, sub);
     this.perOwner.set(conn.owner, owned + 1);
     if (req.kind === 'newHeads') this.heads.add(sub);
+    else if (req.kind === 'newPendingTransactions') this.addPending(sub);
     else this.logs.add(sub, req.filter);
     return sub;
   }
@@ -239,6 +282,7 @@ export class SubscriptionHub {
     if (left > 0) this.perOwner.set(sub.conn.owner, left);
     else this.perOwner.delete(sub.conn.owner);
     if (sub.req.kind === 'newHeads') this.heads.delete(sub);
+    else if (sub.req.kind === 'newPendingTransactions') this.dropPending(sub);
     else this.logs.remove(sub);
   }
 
@@ -265,16 +309,7 @@ export class SubscriptionHub {
         }
       }
     }
-    const out = new Map<Conn, Notification[]>();
-    const push = (sub: Sub, n: Notification): void => {
-      if (!sub.active) {
-        if (sub.held.length < MAX_HELD) sub.held.push(n);
-        return;
-      }
-      let batch = out.get(sub.conn);
-      if (batch === undefined) out.set(sub.conn, (batch = []));
-      batch.push(n);
-    };
+    const { push, send } = this.batches();
     for (const block of commit.removed) this.blockLogs(block, true, push);
     commit.added.forEach((block, i) => {
       const header = headers[i];
@@ -291,8 +326,70 @@ export class SubscriptionHub {
       }
       this.blockLogs(block, false, push);
     });
-    for (const [conn, batch] of out) {
-      if (!conn.closed) conn.sink.deliver(batch);
+    send();
+  }
+
+  /** Collects notifications per connection (held for an inactive subscription), then sends them. */
+  private batches(): { push: (sub: Sub, n: Notification) => void; send: () => void } {
+    const out = new Map<Conn, Notification[]>();
+    return {
+      push: (sub, n) => {
+        if (!sub.active) {
+          if (sub.held.length < MAX_HELD) sub.held.push(n);
+          return;
+        }
+        let batch = out.get(sub.conn);
+        if (batch === undefined) out.set(sub.conn, (batch = []));
+        batch.push(n);
+      },
+      send: () => {
+        for (const [conn, batch] of out) if (!conn.closed) conn.sink.deliver(batch);
+      },
+    };
+  }
+
+  private addPending(sub: Sub): void {
+    this.pendingSubs.add(sub);
+    if (this.pendingPoll !== undefined || this.pendingJournal === undefined) return;
+    const timer = setInterval(() => void this.pollPending(), this.pendingPollMs);
+    timer.unref();
+    this.pendingPoll = { timer, seq: undefined, busy: false };
+    void this.pollPending(); // where the journal stands now: only later hashes are sent
+  }
+
+  private dropPending(sub: Sub): void {
+    this.pendingSubs.delete(sub);
+    if (this.pendingSubs.size > 0 || this.pendingPoll === undefined) return;
+    clearInterval(this.pendingPoll.timer);
+    this.pendingPoll = undefined;
+  }
+
+  /** One read of the journal: its new hashes to every newPendingTransactions subscription. */
+  private async pollPending(): Promise<void> {
+    const poll = this.pendingPoll;
+    if (poll === undefined || poll.busy || this.pendingJournal === undefined) return;
+    poll.busy = true;
+    try {
+      const from = poll.seq;
+      const { seq, hashes } = await this.pendingJournal.pendingSince(from ?? Number.MAX_SAFE_INTEGER);
+      poll.seq = seq;
+      if (from === undefined || hashes.length === 0 || this.pendingPoll !== poll) return;
+      const { push, send } = this.batches();
+      for (const sub of this.pendingSubs) {
+        hashes.forEach((hash, i) => {
+          push(sub, {
+            subscription: sub.id,
+            kind: 'newPendingTransactions',
+            text: notificationText(sub.id, JSON.stringify(hash)),
+            credits: i === 0 ? EVENT_CREDITS.newPendingTransactions : 0,
+          });
+        });
+      }
+      send();
+    } catch (err) {
+      this.log(`subscriptions: the pending-transaction journal could not be read: ${(err as Error).message}`);
+    } finally {
+      poll.busy = false;
     }
   }
 
