@@ -324,14 +324,12 @@ describe('SubscriptionHub', () => {
     const sink = new Capture();
     const conn = hub.connect('k', sink);
     const tx = (i: number) => toData(filled(i, 32));
-    await journal.notePending(tx(1)); // before the subscription: not sent
+    await journal.notePending([tx(1)]); // before the subscription: not sent
     const m = conn.forMessage();
     const id = m.subscribe({ kind: 'newPendingTransactions' });
     m.activate();
     await new Promise((r) => setTimeout(r, 60));
-    await journal.notePending(tx(2));
-    await journal.notePending(tx(3));
-    await journal.notePending(tx(2)); // already journaled
+    await journal.notePending([tx(2), tx(3), tx(2)]); // the second tx(2): already journaled
     for (let i = 0; i < 50 && sink.got.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
     expect(sink.results().map((g) => [g.sub, g.result])).toEqual([
       [id, tx(2)],

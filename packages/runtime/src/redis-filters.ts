@@ -66,11 +66,15 @@ const SETTLE_ATTEMPTS = 4;
 
 const OUTCOMES: Record<number, FilterUpdate> = { 1: 'ok', 0: 'conflict', [-1]: 'gone' };
 
-/** KEYS: journal, seq, journal's members; ARGV: hash, kept. A hash the journal holds is not added again. */
-const NOTE_LUA = `if redis.call('SADD', KEYS[3], ARGV[1]) == 0 then return 0 end
-redis.call('RPUSH', KEYS[1], ARGV[1])
-while redis.call('LLEN', KEYS[1]) > tonumber(ARGV[2]) do redis.call('SREM', KEYS[3], redis.call('LPOP', KEYS[1])) end
-return redis.call('INCR', KEYS[2])`;
+/** KEYS: journal, seq, journal's members; ARGV: kept, hashes... A hash the journal holds is not added again. */
+const NOTE_LUA = `for i = 2, #ARGV do
+  if redis.call('SADD', KEYS[3], ARGV[i]) == 1 then
+    redis.call('RPUSH', KEYS[1], ARGV[i])
+    redis.call('INCR', KEYS[2])
+  end
+end
+while redis.call('LLEN', KEYS[1]) > tonumber(ARGV[1]) do redis.call('SREM', KEYS[3], redis.call('LPOP', KEYS[1])) end
+return 1`;
 
 /** KEYS: journal, seq; ARGV: seq seen. Returns {last seq, hashes after the seq seen...}. */
 const SINCE_LUA = `local last = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -160,11 +164,11 @@ export class RedisFilterStore implements FilterStateStore {
     return removed;
   }
 
-  async notePending(hash: Hex): Promise<void> {
+  async notePending(hashes: readonly Hex[]): Promise<void> {
     await this.run(
       NOTE_LUA,
       [...this.journalKeys(), `cn:{pending:${this.network}}:in`],
-      [hash, String(PENDING_JOURNAL)],
+      [String(PENDING_JOURNAL), ...hashes],
     );
   }
 

@@ -100,10 +100,10 @@ export class FilterRegistry {
 
   /**
    * Pending transactions of the upstream (or forwarded): pending-transaction filters report each
-   * once (the journal drops one it holds); a failed write loses only that one.
+   * once (the journal drops one it holds), in one write; a failed write loses only these.
    */
   async notePending(hashes: readonly Hex[]): Promise<void> {
-    for (const hash of hashes) await this.state.notePending(hash).catch(() => undefined);
+    if (hashes.length > 0) await this.state.notePending(hashes).catch(() => undefined);
   }
 
   /** The filters one API key sees. */

@@ -90,10 +90,10 @@ export interface FilterStateStore {
   /** Removes a filter of `owner`; false when it has none by that id. */
   remove(owner: string, id: string): Promise<boolean>;
   /**
-   * Appends a pending transaction (one this node forwarded, or the upstream's) to the pending
-   * journal, unless the journal holds it already (each is reported once).
+   * Appends pending transactions (ones this node forwarded, or the upstream's) to the pending
+   * journal, in order, skipping those the journal holds already (each is reported once).
    */
-  notePending(hash: Hex): Promise<void>;
+  notePending(hashes: readonly Hex[]): Promise<void>;
   /** The journal's transactions after `seq`, oldest first, and the journal's last sequence number. */
   pendingSince(seq: number): Promise<{ seq: number; hashes: Hex[] }>;
 }
@@ -172,11 +172,13 @@ export class MemoryFilterStore implements FilterStateStore {
     return true;
   }
 
-  async notePending(hash: Hex): Promise<void> {
-    if (this.inJournal.has(hash)) return;
-    this.journal.push(hash);
-    this.inJournal.add(hash);
-    this.lastSeq++;
+  async notePending(hashes: readonly Hex[]): Promise<void> {
+    for (const hash of hashes) {
+      if (this.inJournal.has(hash)) continue;
+      this.journal.push(hash);
+      this.inJournal.add(hash);
+      this.lastSeq++;
+    }
     if (this.journal.length > PENDING_JOURNAL)
       for (const old of this.journal.splice(0, this.journal.length - PENDING_JOURNAL)) this.inJournal.delete(old);
   }
