@@ -305,6 +305,7 @@ describe('ethers, viem, web3.js and cast against a node following anvil', () => 
 
   test('ethers v6: contract read, estimateGas, a signed transfer sent through the node, wait()', async () => {
     const provider = new JsonRpcProvider(ours);
+    provider.pollingInterval = 250;
     const wallet = new Wallet(KEYS[0] as string, provider);
     const erc20 = new Contract(token, abi as never, wallet);
     const to = DEV[3] as string;
@@ -321,7 +322,12 @@ describe('ethers, viem, web3.js and cast against a node following anvil', () => 
     const transfer = erc20.getFunction('transfer');
     const estimate = await transfer.estimateGas(to, value);
     const tx = await transfer(to, value);
-    const receipt = await tx.wait();
+    // ethers' block poller takes the first block number it sees as its start without emitting it
+    // (its bootstrap poll): when the node imports the transaction's block between wait()'s first
+    // receipt check and that poll, wait() resolves at the next block. A live chain makes one; anvil's
+    // automine makes none unless asked, so one is mined while wait() has not resolved.
+    const nudge = setInterval(() => void result(anvil.url, 'evm_mine', []).catch(() => undefined), 1_000);
+    const receipt = await tx.wait().finally(() => clearInterval(nudge));
     expect(receipt?.status).toBe(1);
     expect(receipt?.hash).toBe(tx.hash);
     await checkTransfer(tx.hash, wallet.address, to, value, before, estimate);
