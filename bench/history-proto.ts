@@ -25,6 +25,7 @@ import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { Prefix, sizeOnDisk } from '@chainnode/store';
 import { printRunRecord } from './src/run-record.js';
 import { Rng } from './src/synth.js';
+import { canonicalHead, canonicalStateRoot } from './src/raw-chain.js';
 
 printRunRecord('bench:history-proto');
 
@@ -144,25 +145,8 @@ const keyBytes = (nibs: number[]): Uint8Array => {
   return out;
 };
 
-async function stateRootOf(n: number): Promise<Uint8Array> {
-  const k = new Uint8Array(9);
-  k[0] = Prefix.Canonical;
-  new DataView(k.buffer).setBigUint64(1, BigInt(n));
-  const hash = await chain.get(k);
-  if (hash === undefined) throw new Error(`no block ${n}`);
-  const h = await chain.get(Uint8Array.of(Prefix.Headers, ...hash));
-  if (h === undefined) throw new Error(`no header ${n}`);
-  return (RLP.decode(h) as Uint8Array[])[3] as Uint8Array;
-}
-
-let head = 0;
-for await (const k of chain.keys({
-  gte: Uint8Array.of(Prefix.Canonical),
-  lt: Uint8Array.of(Prefix.Canonical + 1),
-  reverse: true,
-  limit: 1,
-}))
-  head = Number(Buffer.from(k.subarray(1)).readBigUInt64BE());
+const stateRootOf = (n: number): Promise<Uint8Array> => canonicalStateRoot(chain, n);
+const head = await canonicalHead(chain);
 
 rmSync(outDir, { recursive: true, force: true });
 const proto = new Level<Uint8Array, Uint8Array>(outDir, { keyEncoding: 'view', valueEncoding: 'view' });

@@ -12,6 +12,7 @@ import { RLP } from '@ethereumjs/rlp';
 import { Prefix } from '@chainnode/store';
 import { Level } from 'level';
 import { printRunRecord } from './src/run-record.js';
+import { canonicalHead, canonicalStateRoot } from './src/raw-chain.js';
 
 printRunRecord('bench:trie-window-size');
 
@@ -34,37 +35,8 @@ const db = new Level<Uint8Array, Uint8Array>(join(datadir, 'chain'), {
 });
 await db.open();
 
-const u64 = (n: number): Uint8Array => {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt(n));
-  return b;
-};
-const key = (prefix: number, body: Uint8Array): Uint8Array => {
-  const k = new Uint8Array(1 + body.length);
-  k[0] = prefix;
-  k.set(body, 1);
-  return k;
-};
-
-async function stateRoot(n: number): Promise<Uint8Array> {
-  const hash = await db.get(key(Prefix.Canonical, u64(n)));
-  if (hash === undefined) throw new Error(`block ${n} is not in ${datadir}`);
-  const header = await db.get(key(Prefix.Headers, hash));
-  if (header === undefined) throw new Error(`header of block ${n} missing`);
-  return (RLP.decode(header) as Uint8Array[])[3] as Uint8Array;
-}
-
-async function head(): Promise<number> {
-  let n = 0;
-  for await (const k of db.keys({
-    gt: Uint8Array.of(Prefix.Canonical),
-    lt: Uint8Array.of(Prefix.Canonical + 1),
-    reverse: true,
-    limit: 1,
-  }))
-    n = Number(new DataView(k.buffer, k.byteOffset + 1, 8).getBigUint64(0));
-  return n;
-}
+const stateRoot = (n: number): Promise<Uint8Array> => canonicalStateRoot(db, n);
+const head = (): Promise<number> => canonicalHead(db);
 
 /** Nodes and key + value bytes reachable from `roots`, each node once, `seen` shared across calls. */
 async function reach(roots: Uint8Array[], seen: Set<string>): Promise<{ nodes: number; bytes: number }> {
@@ -79,7 +51,7 @@ async function reach(roots: Uint8Array[], seen: Set<string>): Promise<{ nodes: n
       return true;
     });
     if (batch.length === 0) continue;
-    const values = await db.getMany(batch.map((v) => key(Prefix.TrieNodes, v.hash)));
+    const values = await db.getMany(batch.map((v) => Uint8Array.of(Prefix.TrieNodes, ...v.hash)));
     for (let i = 0; i < batch.length; i++) {
       const v = batch[i] as { hash: Uint8Array; accounts: boolean };
       const value = values[i];
