@@ -6,7 +6,7 @@
 // rewind to the changes at or below its ancestor, and filled for a datadir written before the table existed by
 // `db convert` (fillLatest).
 import type { Db } from '../db.js';
-import { MetaKey, Prefix, tables } from '../schema/index.js';
+import { MetaKey, Prefix, readVarint, tables, varintLength, writeVarint } from '../schema/index.js';
 import type { Alloc } from '../schema/index.js';
 import type { HistoryBatch } from './batch.js';
 
@@ -60,21 +60,9 @@ export function encodeLatest(row: LatestRow, alloc: Alloc): Uint8Array {
   new DataView(out.buffer, out.byteOffset, out.byteLength).setBigUint64(0, BigInt(row.number));
   out[NUMBER] = gaps.length;
   let at = NUMBER + 1;
-  for (let g of gaps) {
-    while (g >= 0x80) {
-      out[at++] = (g % 0x80) | 0x80;
-      g = Math.floor(g / 0x80);
-    }
-    out[at++] = g;
-  }
+  for (const g of gaps) at = writeVarint(g, out, at);
   out.set(row.value, at);
   return out;
-}
-
-function varintLength(n: number): number {
-  let len = 1;
-  for (let v = n; v >= 0x80; v = Math.floor(v / 0x80)) len++;
-  return len;
 }
 
 /** The StateLatest row `raw` (encodeLatest) decoded; its value a view of `raw`. */
@@ -85,15 +73,9 @@ export function decodeLatest(raw: Uint8Array): LatestRow {
   let at = NUMBER + 1;
   let prev = number;
   for (let i = 0; i < count; i++) {
-    let gap = 0;
-    let scale = 1;
-    for (;;) {
-      const b = raw[at++] as number;
-      gap += (b & 0x7f) * scale;
-      if (b < 0x80) break;
-      scale *= 0x80;
-    }
-    prev -= gap;
+    const gap = readVarint(raw, at, 'state latest row');
+    at = gap.end;
+    prev -= gap.value;
     changes.push(prev);
   }
   return { number, changes, value: raw.subarray(at) };

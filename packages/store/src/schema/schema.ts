@@ -336,7 +336,7 @@ function u64u32Codec<B extends string, S extends string>(
 }
 
 /** Unsigned LEB128 length of `v` (0 <= v < 2^53). */
-function varintLength(v: number): number {
+export function varintLength(v: number): number {
   let n = 1;
   while (v >= 0x80) {
     v = Math.floor(v / 0x80);
@@ -346,13 +346,24 @@ function varintLength(v: number): number {
 }
 
 /** Writes `v` (0 <= v < 2^53) as unsigned LEB128 at `at`, returns the end. */
-function writeVarint(v: number, out: Uint8Array, at: number): number {
+export function writeVarint(v: number, out: Uint8Array, at: number): number {
   while (v >= 0x80) {
     out[at++] = (v % 0x80) | 0x80;
     v = Math.floor(v / 0x80);
   }
   out[at++] = v;
   return at;
+}
+
+/** The unsigned LEB128 at `at` of `b` (below 2^56) and where it ends; RangeError naming `what` when it runs past `b`. */
+export function readVarint(b: Uint8Array, at: number, what: string): { value: number; end: number } {
+  let value = 0;
+  for (let scale = 1; ; scale *= 0x80) {
+    if (at >= b.length || scale > 2 ** 49) throw new RangeError(`${what}: bad varint`);
+    const byte = b[at++] as number;
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) return { value, end: at };
+  }
 }
 
 /** The fixed form of a TxLookup value (number(8) ++ txIndex(4)): rows written before the compact one. */
@@ -383,18 +394,11 @@ export const txLocationCodec: Codec<TxLocation> = writerCodec<TxLocation>(
   },
   (b) => {
     if (b.length === TX_LOCATION_FIXED) return txLocationFixed.decode(b);
-    let at = 0;
-    const next = (): number => {
-      let v = 0;
-      for (let scale = 1; ; scale *= 0x80) {
-        if (at >= b.length || scale > 2 ** 49) throw new RangeError('tx location: bad varint');
-        const byte = b[at++] as number;
-        v += (byte & 0x7f) * scale;
-        if (byte < 0x80) return v;
-      }
-    };
-    const number = BigInt(next());
-    const index = next();
+    const n = readVarint(b, 0, 'tx location');
+    const i = readVarint(b, n.end, 'tx location');
+    const number = BigInt(n.value);
+    const index = i.value;
+    const at = i.end;
     if (at !== b.length) throw new RangeError(`tx location: ${b.length - at} bytes past its two varints`);
     return { number, index };
   },
