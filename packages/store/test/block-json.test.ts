@@ -3,13 +3,16 @@
 // form, 0x01 ++ the answer, or the older one without the tx hashes) is answered the same bytes
 // (the rows are not read), and `db convert` deletes them. rpc's block-text test compares the
 // answers with the formatter and with the rows an earlier release wrote, block by block.
-// BlockTxHashes rows carry the block's extras (size, uncle hashes, withdrawals) so the answer
-// reads no body; a row of an earlier release (the hashes alone) is answered from the body, the
-// same bytes, and `db convert` rewrites it with the extras.
+// BlockTxHashes rows carry the block's extras (size, uncle hashes, withdrawals, total difficulty,
+// header) so the answer is one read; rows of earlier releases (the hashes alone; extras without
+// the header and total difficulty) are answered from the body and the header's and total
+// difficulty's rows, the same bytes, and `db convert` rewrites them with the extras.
 import { datadirCopy } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { openDb } from '../src/db.js';
-import { Prefix, blockExtras, splitBlockTxHashes, tables } from '../src/schema/schema.js';
+import { RLP } from '@ethereumjs/rlp';
+import { keccak256 } from '@chainnode/core';
+import { Prefix, blockExtras, decodeBlockExtras, splitBlockTxHashes, tables } from '../src/schema/schema.js';
 import { convertDatadir } from '../src/upkeep/index.js';
 
 const latin1 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
@@ -35,7 +38,7 @@ async function answers(dir: string): Promise<Map<string, string>> {
   }
 }
 
-/** The numbers of the BlockTxHashes rows that hold no extras (rows of an earlier release). */
+/** The numbers of the BlockTxHashes rows of an earlier release (no extras, or extras without the header). */
 async function hashesOnlyRows(dir: string): Promise<bigint[]> {
   const db = await openDb(dir, { create: false });
   try {
@@ -43,7 +46,7 @@ async function hashesOnlyRows(dir: string): Promise<bigint[]> {
     for await (const [n, raw] of tables.blockTxHashes.range(db)) {
       const value = tables.blockTxHashes.getRawSync(db, n) as Uint8Array;
       expect(splitBlockTxHashes(value).hashes.length).toBe(raw.hashes.length * 32);
-      if (raw.extras === undefined) out.push(n);
+      if (raw.extras === undefined || decodeBlockExtras(raw.extras).header === undefined) out.push(n);
     }
     return out;
   } finally {
@@ -63,19 +66,34 @@ test('no BlockJson rows at import; rows of an earlier release (BlockJson, BlockT
     const fresh = await answers(c.dir);
     expect(fresh.size).toBeGreaterThan(10);
     // Rows as earlier releases wrote them: the whole form, and the older one (every third block);
-    // BlockTxHashes of the hashes alone at even numbers, with the extras at odd ones.
+    // BlockTxHashes of the hashes alone (n % 3 = 0), with the extras of the release before
+    // (n % 3 = 1: no header, no total difficulty), as this release writes them (n % 3 = 2).
     db = await openDb(c.dir, { create: false });
-    let hashesOnly = 0;
+    let rewritten = 0;
     try {
       const batch = db.batch();
       for (let n = 0n; n < BigInt(fresh.size); n++) {
         const hash = tables.canonical.getSync(db, n) as Uint8Array;
-        const hashes = (tables.blockTxHashes.getSync(db, n) as { hashes: Uint8Array[] }).hashes;
+        const row = tables.blockTxHashes.getSync(db, n) as { hashes: Uint8Array[]; extras: Uint8Array };
         const body = tables.bodies.getSync(db, hash);
         if (body === undefined) throw new Error(`block ${n}: no body`);
-        const old = n % 2n === 0n;
-        if (old) hashesOnly++;
-        tables.blockTxHashes.put(batch, n, old ? { hashes } : { hashes, extras: blockExtras(body) });
+        const header = tables.headers.getSync(db, hash) as Uint8Array;
+        const td = tables.totalDifficulty.getSync(db, hash) as bigint;
+        // What the import wrote is this release's form.
+        expect(decodeBlockExtras(row.extras).header).toEqual({ rlp: header, totalDifficulty: td });
+        expect(row.extras).toEqual(blockExtras(body, header, td));
+        const form = n % 3n;
+        if (form !== 2n) rewritten++;
+        const uncles = body.uncles.map((u) => keccak256(u));
+        const earlier = RLP.encode(
+          body.withdrawals === undefined ? [body.size, uncles] : [body.size, uncles, body.withdrawals],
+        );
+        const hashes = row.hashes;
+        tables.blockTxHashes.put(
+          batch,
+          n,
+          form === 0n ? { hashes } : { hashes, extras: form === 1n ? earlier : row.extras },
+        );
       }
       let i = 0;
       for (const [hash, text] of fresh) {
@@ -93,7 +111,7 @@ test('no BlockJson rows at import; rows of an earlier release (BlockJson, BlockT
     expect(await answers(c.dir)).toEqual(fresh);
     const r = await convertDatadir(c.dir);
     expect(r.blockJsonRows).toBe(fresh.size);
-    expect(r.blockTxHashesRows).toBe(hashesOnly);
+    expect(r.blockTxHashesRows).toBe(rewritten);
     const again = await convertDatadir(c.dir);
     expect([again.blockJsonRows, again.blockTxHashesRows]).toEqual([0, 0]);
     expect(await hashesOnlyRows(c.dir)).toEqual([]);

@@ -64,6 +64,7 @@ import {
   SCHEMA_VERSION,
   headCodec,
   rlpHeaderLength,
+  decodeBlockExtras,
   splitBlockTxHashes,
   tables,
   u64Codec,
@@ -147,13 +148,10 @@ const WALK_DISK_READS_POINT = 0;
 const OVER_BUDGET = Symbol('over budget');
 
 /** A copy of an account record (callers own what they get). */
-/** What a BlockTxHashes row's extras (schema.ts blockExtras) give a hashes-only block answer. */
+/** What a BlockTxHashes row's extras (schema.ts blockExtras) give a hashes-only block answer besides the header. */
 function extrasFields(extras: Uint8Array): Omit<BlockJsonFields, 'header' | 'totalDifficulty'> {
-  const [size, uncleHashes, withdrawals] = RLP.decode(extras) as unknown as [Uint8Array, Uint8Array[], Uint8Array[][]?];
-  const fields: Omit<BlockJsonFields, 'header' | 'totalDifficulty'> = {
-    size: Number(bytesToBigInt(size)),
-    uncleHashes,
-  };
+  const { size, uncleHashes, withdrawals } = decodeBlockExtras(extras);
+  const fields: Omit<BlockJsonFields, 'header' | 'totalDifficulty'> = { size, uncleHashes };
   if (withdrawals !== undefined) fields.withdrawals = withdrawalsFromValues(withdrawals);
   return fields;
 }
@@ -533,28 +531,69 @@ export class LevelChainStore implements ChainStore {
   }
 
   /**
-   * The hashes-only answer written from the rows a block keeps (header, total difficulty, and
-   * BlockTxHashes, whose extras hold the block's size, uncle hashes and withdrawals): no body is
-   * read. A BlockTxHashes row of an earlier release (no extras) takes the body, read in place
-   * (bodyReadyFields). The same bytes as the block formatted (rpc's blockText). Undefined when
-   * the block is not canonical. BlockJson rows a datadir of an earlier release still holds are
-   * not read (`db convert` deletes them).
+   * The hashes-only answer written from the block's BlockTxHashes row, whose extras hold its
+   * header, total difficulty, size, uncle hashes and withdrawals: one read (after the number,
+   * which a by-number request has just cached). A row of an earlier release takes the rows it
+   * lacks (loadReadyJsonFromRows). The same bytes as the block formatted (rpc's blockText).
+   * Undefined when the block is not canonical. BlockJson rows a datadir of an earlier release
+   * still holds are not read (`db convert` deletes them).
    */
   private async loadReadyJson(hash: Uint8Array): Promise<ReadyJson | undefined> {
     const hit = this.readyJson.get(hash);
     if (hit !== undefined) return hit;
+    const gen = this.gen;
+    const number = await this.canonicalNumber(hash);
+    if (number === undefined) return undefined;
+    // From here on synchronous reads: no commit lands between them.
+    const row = this.blockTxHashesRowOf(hash, number);
+    const extras = row?.extras === undefined ? undefined : decodeBlockExtras(row.extras);
+    if (row === undefined || extras?.header === undefined) return this.loadReadyJsonFromRows(hash);
+    const key = byteKey(hash);
+    let header = this.headers.get(key);
+    if (header === undefined) {
+      header = decodeHeader(extras.header.rlp, hash.slice());
+      if (gen === this.gen) this.headers.set(key, header);
+    }
+    const fields: BlockJsonFields = {
+      header,
+      totalDifficulty: extras.header.totalDifficulty,
+      size: extras.size,
+      uncleHashes: extras.uncleHashes,
+    };
+    if (extras.withdrawals !== undefined) fields.withdrawals = withdrawalsFromValues(extras.withdrawals);
+    const ready: ReadyJson = { ascii: blockJsonAscii(fields, row.hashes) };
+    if (gen === this.gen) this.readyJson.set(hash, ready);
+    return ready;
+  }
+
+  /**
+   * The BlockTxHashes row of block `hash` at `number`, split in place; undefined when the
+   * DATABASE no longer maps the number to this block. The row is keyed by number: under a
+   * follower it may already belong to a block of another branch (written, its commit not yet
+   * applied here), so it is read first and the canonical table checked after.
+   */
+  private blockTxHashesRowOf(
+    hash: Uint8Array,
+    number: bigint,
+  ): { hashes: Uint8Array; extras?: Uint8Array } | undefined {
+    const raw = tables.blockTxHashes.getRawSync(this.db, number);
+    const now = tables.canonical.getSync(this.db, number);
+    return raw !== undefined && now !== undefined && bytesEqual(now, hash) ? splitBlockTxHashes(raw) : undefined;
+  }
+
+  /**
+   * The hashes-only answer from the rows of an earlier release's layout: header and total
+   * difficulty from their tables; size, uncle hashes and withdrawals from the BlockTxHashes
+   * row's extras of that release, or from the body when the row is the hashes alone.
+   */
+  private async loadReadyJsonFromRows(hash: Uint8Array): Promise<ReadyJson | undefined> {
     const gen = this.gen;
     const header = await this.headerOf(hash);
     if (header === undefined) return undefined;
     // From here on synchronous reads: no commit lands between them.
     const td = tables.totalDifficulty.getSync(this.db, hash);
     if (td === undefined) throw new Error(`block ${header.number}: total difficulty missing`);
-    // BlockTxHashes is keyed by number: under a follower the row may already belong to a block of
-    // another branch (written, its commit not yet applied here). Read first, then check that the
-    // DATABASE still maps the number to this block; otherwise the row is not used.
-    const raw = tables.blockTxHashes.getRawSync(this.db, header.number);
-    const now = tables.canonical.getSync(this.db, header.number);
-    const row = raw !== undefined && now !== undefined && bytesEqual(now, hash) ? splitBlockTxHashes(raw) : undefined;
+    const row = this.blockTxHashesRowOf(hash, header.number);
     let txHashes: Uint8Array;
     let fields: BlockJsonFields;
     if (row?.extras !== undefined) {

@@ -30,13 +30,17 @@
 //                           pure function of the id set (batch grouping does not show).
 //   0x0e    TrieNodes       key as the MPT / state manager asks (node hash, 'c'++codeHash) -> bytes
 //   0x0f    BlockTxHashes   number(8) -> extras ++ zero padding ++ txHash(32) per tx, concatenated
-//                           in tx order. extras: RLP [size, [uncleHash..], withdrawals?] (the
-//                           block's RLP size, its uncles' hashes, its withdrawals list as in the
-//                           body), what a hashes-only block answer needs besides the header, so it
-//                           reads no body; the padding (0..31 bytes) makes the value's length 1
-//                           more than a multiple of 32. A row of an earlier release is the hashes
-//                           alone (its length a multiple of 32): the answer reads the body, and
-//                           `db convert` rewrites the row (blockTxHashesCodec).
+//                           in tx order. extras: RLP [size, [uncleHash..], totalDifficulty,
+//                           headerRlp, withdrawals?] (the block's RLP size, its uncles' hashes,
+//                           its total difficulty, its header as in Headers, its withdrawals list
+//                           as in the body): a hashes-only block answer is this one row (~0.6 KB
+//                           more per block than the hashes alone, for one read instead of three).
+//                           The padding (0..31 bytes) makes the value's length 1 more than a
+//                           multiple of 32. Rows of earlier releases: the hashes alone (length a
+//                           multiple of 32; the answer reads the body), or extras without the
+//                           header and total difficulty ([size, [uncleHash..], withdrawals?]; the
+//                           answer reads them from their tables); `db convert` rewrites both
+//                           (blockTxHashesCodec, decodeBlockExtras).
 //   0x10    BlockJson       blockHash(32) -> a block's hashes-only JSON answer, as earlier releases
 //                           wrote it at import (0x01 ++ the answer, or an older row: the answer
 //                           with an empty transaction list). No longer written or read: the answer
@@ -521,14 +525,45 @@ export const bodyCodec: Codec<StoredBody> = {
 export interface BlockTxHashesRow {
   /** The block's transaction hashes, in tx order. */
   hashes: Uint8Array[];
-  /** RLP [size, [uncleHash..], withdrawals?] (blockExtras); absent in a row of an earlier release. */
+  /** The block's extras (blockExtras); absent in a row of an earlier release. */
   extras?: Uint8Array;
 }
 
-/** The extras of a BlockTxHashes row for a block's body: RLP [size, [uncleHash..], withdrawals?]. */
-export function blockExtras(body: StoredBody): Uint8Array {
+/**
+ * The extras of a BlockTxHashes row: RLP [size, [uncleHash..], totalDifficulty, headerRlp,
+ * withdrawals?], everything a hashes-only block answer needs besides the tx hashes, so that the
+ * answer is one read. Rows of an earlier release hold [size, [uncleHash..], withdrawals?]
+ * (2 or 3 items; decodeBlockExtras tells them apart by the item count).
+ */
+export function blockExtras(body: StoredBody, headerRlp: Uint8Array, totalDifficulty: bigint): Uint8Array {
   const uncles = body.uncles.map((u) => keccak256(u));
-  return RLP.encode(body.withdrawals === undefined ? [body.size, uncles] : [body.size, uncles, body.withdrawals]);
+  const items = [body.size, uncles, totalDifficulty, headerRlp];
+  return RLP.encode(body.withdrawals === undefined ? items : [...items, body.withdrawals]);
+}
+
+/** A BlockTxHashes row's extras decoded; `header` is absent in the extras of an earlier release. */
+export interface BlockExtras {
+  size: number;
+  uncleHashes: Uint8Array[];
+  withdrawals?: Uint8Array[][];
+  header?: { rlp: Uint8Array; totalDifficulty: bigint };
+}
+
+export function decodeBlockExtras(extras: Uint8Array): BlockExtras {
+  const items = RLP.decode(extras) as unknown as Uint8Array[];
+  if (!Array.isArray(items) || items.length < 2 || items.length > 5)
+    throw new RangeError('BlockTxHashes: malformed extras');
+  const out: BlockExtras = {
+    size: Number(bytesToBigInt(items[0] as Uint8Array)),
+    uncleHashes: items[1] as unknown as Uint8Array[],
+  };
+  let w: unknown = items[2];
+  if (items.length >= 4) {
+    out.header = { rlp: items[3] as Uint8Array, totalDifficulty: bytesToBigInt(items[2] as Uint8Array) };
+    w = items[4];
+  }
+  if (w !== undefined) out.withdrawals = w as Uint8Array[][];
+  return out;
 }
 
 /** Zero bytes after extras of `length` bytes, so that the row's length is 1 more than a multiple of 32. */

@@ -11,9 +11,10 @@
 //  3. the block JSON rows (BlockJson) an earlier release wrote at import, deleted: hashes-only
 //     block answers are written from the block's rows now; in batches, so an interrupted run
 //     leaves fewer rows and the next one deletes the rest;
-//     TxLookup values of the fixed form rewritten compact, the same way; BlockTxHashes rows of the
-//     hashes alone rewritten with the block's extras (its size, uncle hashes, withdrawals, from
-//     its body), the same way, so hashes-only block answers read no body;
+//     TxLookup values of the fixed form rewritten compact, the same way; BlockTxHashes rows of an
+//     earlier release (the hashes alone, or extras without the header) rewritten with the block's
+//     extras (its size, uncle hashes, withdrawals, total difficulty and header), the same way, so
+//     a hashes-only block answer is one read;
 //  4. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
 //     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts);
 //     else the spans the seal depth allows that are not sealed yet (a datadir written while the
@@ -32,6 +33,7 @@ import {
   Prefix,
   blockExtras,
   blockTxHashesCodec,
+  decodeBlockExtras,
   headCodec,
   isFixedTxLocation,
   splitBlockTxHashes,
@@ -70,7 +72,7 @@ export interface ConvertResult {
   blockJsonRows: number;
   /** TxLookup rows rewritten compact (0: all were). */
   txLookupRows: number;
-  /** BlockTxHashes rows rewritten with the block's extras (0: none was of the hashes alone). */
+  /** BlockTxHashes rows rewritten with the block's extras (0: every row had them, header included). */
   blockTxHashesRows: number;
   /** Log segment spans sealed now that the seal depth allows (with `logs`: none, it seals them all). */
   logSpansSealed: number;
@@ -182,21 +184,26 @@ function compactTxLocation(key: Uint8Array, value: Uint8Array, batch: ReturnType
 }
 
 /**
- * rewriteRows' change rewriting a BlockTxHashes row of the hashes alone with the extras of the
- * canonical block of its number (schema.ts); a row whose number has no canonical block or body
+ * rewriteRows' change rewriting a BlockTxHashes row of an earlier release (the hashes alone, or
+ * extras without the header and total difficulty) with the extras of the canonical block of its
+ * number (schema.ts); a row whose number has no canonical block, body, header or total difficulty
  * is left as it is.
  */
 function withBlockExtras(db: Db): (key: Uint8Array, value: Uint8Array, batch: ReturnType<Db['batch']>) => boolean {
   return (key, value, batch) => {
-    if (splitBlockTxHashes(value).extras !== undefined) return false;
+    const { extras } = splitBlockTxHashes(value);
+    if (extras !== undefined && decodeBlockExtras(extras).header !== undefined) return false;
     const number = u64Codec.decode(key.subarray(1));
     const hash = tables.canonical.getSync(db, number);
-    const body = hash === undefined ? undefined : tables.bodies.getSync(db, hash);
-    if (body === undefined) return false;
+    if (hash === undefined) return false;
+    const body = tables.bodies.getSync(db, hash);
+    const header = tables.headers.getSync(db, hash);
+    const td = tables.totalDifficulty.getSync(db, hash);
+    if (body === undefined || header === undefined || td === undefined) return false;
     const hashes = blockTxHashesCodec.decode(value).hashes;
     if (hashes.length !== body.transactions.length)
       throw new Error(`block ${number}: ${hashes.length} tx hashes for ${body.transactions.length} txs`);
-    batch.put(key, blockTxHashesCodec.encode({ hashes, extras: blockExtras(body) }));
+    batch.put(key, blockTxHashesCodec.encode({ hashes, extras: blockExtras(body, header, td) }));
     return true;
   };
 }

@@ -501,7 +501,12 @@ export class StoreWriter {
     tables.receipts.stage(ops, b.hash, b.receipts, alloc);
     tables.totalDifficulty.stage(ops, b.hash, b.totalDifficulty, alloc);
     tables.senders.stage(ops, b.hash, b.senders, alloc);
-    tables.blockTxHashes.stage(ops, b.number, { hashes: b.txHashes, extras: blockExtras(b.body) }, alloc);
+    tables.blockTxHashes.stage(
+      ops,
+      b.number,
+      { hashes: b.txHashes, extras: blockExtras(b.body, b.headerRlp, b.totalDifficulty) },
+      alloc,
+    );
     tables.blooms.stage(ops, b.number, b.logsBloom, alloc);
     for (let index = 0; index < b.txHashes.length; index++)
       tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
