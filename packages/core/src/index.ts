@@ -14,6 +14,7 @@ export * from './chain-family.js';
 export * from './bloom.js';
 export * from './receipt-encoding.js';
 export * from './keccak.js';
+export * from './revert.js';
 export * from './lanes.js';
 export * from './upstream-client.js';
 export * from './upstream-pending.js';

@@ -14,16 +14,18 @@ import { createTx } from '@ethereumjs/tx';
 import type { TypedTransaction, TypedTxData } from '@ethereumjs/tx';
 import { Address, bytesToHex } from '@ethereumjs/util';
 import type { KZG as KzgInterface, PrefixedHexString } from '@ethereumjs/util';
-import { createVM, runTx } from '@ethereumjs/vm';
-import type { VM } from '@ethereumjs/vm';
+import { runTx } from '@ethereumjs/vm';
+import type { RunTxResult, VM } from '@ethereumjs/vm';
 import { MissingTrieNodeError } from '@chainnode/core';
 import type { Bytes, ChainInfo, HeaderRecord, SyncStateReader } from '@chainnode/core';
 import { ExecutionTimeout, StoreStateManager } from './state.js';
 import type { BlockStateBase } from './state.js';
 import type { AccountOverride } from './state.js';
 import { authorizationTuples } from './call-args.js';
+import { TraceTooLargeError } from './trace/hooks.js';
 import type { BlockOverrides, CallArgs } from './call-args.js';
 import { simulate } from './simulate.js';
+import { createStoreVM } from './store-vm.js';
 import type { SimBlockInput, SimBlockResult, SimOptions } from './simulate.js';
 
 export interface ExecOptions {
@@ -49,6 +51,12 @@ export interface CallOutcome {
   error?: string;
   accessList?: { address: Bytes; storageKeys: Bytes[] }[];
 }
+
+/** Runs a call's transaction (`run`) with whatever it binds to the VM around it. */
+export type CallObserver = (
+  on: { vm: VM; state: StoreStateManager; tx: TypedTransaction; block: Block },
+  run: () => Promise<RunTxResult>,
+) => Promise<RunTxResult>;
 
 /** The call could not start (geth's pre-check errors: funds, fee caps, intrinsic gas…): -32000. */
 export class CallPrecheckError extends Error {}
@@ -129,21 +137,7 @@ export class Executor {
       this.live++;
       const common = this.common.copy();
       const state = new StoreStateManager(this.reader, new Uint8Array(32));
-      const hashOf = this.hashOf;
-      const vm = await createVM({
-        common,
-        stateManager: state,
-        blockchain: {
-          getBlock: async (n: number | bigint) => {
-            const hash = (await hashOf(BigInt(n))) ?? new Uint8Array(32);
-            return { hash: () => hash };
-          },
-          putBlock: async () => {},
-          shallowCopy() {
-            return this;
-          },
-        } as never,
-      });
+      const vm = await createStoreVM(common, state, this.hashOf);
       return { vm, common, state };
     }
     return new Promise((resolve) => this.waiters.push(resolve));
@@ -183,6 +177,8 @@ export class Executor {
       deadline?: number;
       /** The block's state by block (below the state trie's window), instead of its trie. */
       base?: BlockStateBase;
+      /** Runs the transaction in place of runTx (a tracer bound around it: trace/replay.ts). */
+      observe?: CallObserver;
     } = {},
   ): Promise<CallOutcome> {
     await this.init();
@@ -201,14 +197,17 @@ export class Executor {
       const gas = opts.gas ?? this.gasFor(args, w.common);
       try {
         const tx = this.txFor(w.common, args, gas, block);
-        const r = await runTx(w.vm, {
-          tx,
-          block,
-          skipNonce: true,
-          skipBlockGasLimitValidation: true,
-          skipHardForkValidation: true,
-          reportAccessList: opts.accessList === true,
-        });
+        const run = () =>
+          runTx(w.vm, {
+            tx,
+            block,
+            skipNonce: true,
+            skipBlockGasLimitValidation: true,
+            skipHardForkValidation: true,
+            reportAccessList: opts.accessList === true,
+          });
+        const r =
+          opts.observe === undefined ? await run() : await opts.observe({ vm: w.vm, state: w.state, tx, block }, run);
         const err = r.execResult.exceptionError;
         const out: CallOutcome = {
           kind: err === undefined ? 'success' : err.error === 'revert' ? 'revert' : 'halt',
@@ -225,7 +224,8 @@ export class Executor {
       } catch (err) {
         // A missing trie node is not the call's fault: a store that proves its state on demand
         // (a joined node) fetches the path and runs the call again.
-        if (err instanceof ExecutionTimeout || err instanceof MissingTrieNodeError) throw err;
+        if (err instanceof ExecutionTimeout || err instanceof MissingTrieNodeError || err instanceof TraceTooLargeError)
+          throw err;
         // geth's "want": gas * fee cap + value (+ blob gas * blob fee cap), not runTx's upfront cost.
         const want =
           gas * (args.maxFeePerGas ?? args.gasPrice ?? 0n) +
@@ -236,6 +236,12 @@ export class Executor {
     } finally {
       this.release(w);
     }
+  }
+
+  /** The chain's Common (its hardfork is whatever was set last: copy it before setting one). */
+  async chainCommon(): Promise<Common> {
+    await this.init();
+    return this.common;
   }
 
   /** eth_simulateV1: `blocks` on the state after `base` (simulate.ts). */

@@ -14,3 +14,15 @@ export type {
   SimOptions,
   SimRules,
 } from './simulate.js';
+export type { CallObserver } from './executor.js';
+export {
+  TRACER_NAMES,
+  TraceBudget,
+  TraceEngine,
+  TraceReplayError,
+  TraceTooLargeError,
+  TracerConfigError,
+  makeTracer,
+  traceTx,
+} from './trace/index.js';
+export type { BlockTraceOptions, StructLoggerConfig, Tracer, TracerChoice, TxTrace } from './trace/index.js';

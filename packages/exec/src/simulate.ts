@@ -19,9 +19,7 @@ import {
   KECCAK256_RLP_ARRAY,
   bigIntMax,
   bigIntMin,
-  bigIntToBytes,
   bigIntToUnpaddedBytes,
-  setLengthLeft,
 } from '@ethereumjs/util';
 import { Bloom, createVM, encodeReceipt, runTx } from '@ethereumjs/vm';
 import type { RunTxResult, VM } from '@ethereumjs/vm';
@@ -41,6 +39,7 @@ import type { BlockOverrides, CallArgs } from './call-args.js';
 import { ExecutionTimeout, StoreStateManager } from './state.js';
 import type { AccountOverride } from './state.js';
 import { OverlayRoots } from './state-root.js';
+import { preExecution } from './pre-execution.js';
 import { TransferLogs, eventsOf } from './transfer-logs.js';
 
 /** geth's BlockOverrides as eth_simulateV1 takes them. */
@@ -141,19 +140,15 @@ export function sanitizeChain(base: HeaderRecord, input: SimBlockInput[], maxBlo
 
 const ZERO32 = new Uint8Array(32);
 const SYSTEM_ADDRESS = new Address(Uint8Array.from(Buffer.from('fffffffffffffffffffffffffffffffffffffffe', 'hex')));
-const BEACON_ROOTS = new Address(Uint8Array.from(Buffer.from('000f3df6d732807ef1319fb7b8bb8522d0beac02', 'hex')));
-const HISTORY_STORAGE = new Address(Uint8Array.from(Buffer.from('0000f90827f1c53a10cb7a02335b175320002935', 'hex')));
 const WITHDRAWAL_REQUESTS = new Address(
   Uint8Array.from(Buffer.from('00000961ef480eb55e80d19ad83579a64c007002', 'hex')),
 );
 const CONSOLIDATION_REQUESTS = new Address(
   Uint8Array.from(Buffer.from('0000bbddc7ce488642fb579f8b00f3a590007251', 'hex')),
 );
-const RING = 8191n;
 const BLOB_GAS = 131_072n;
 
 const hexKey = (b: Uint8Array): string => Buffer.from(b).toString('latin1');
-const word = (n: bigint): Uint8Array => setLengthLeft(bigIntToBytes(n), 32);
 
 /** What a simulation runs with: the chain's rules, the store's state and its block hashes. */
 export interface SimEnv {
@@ -320,7 +315,7 @@ class Simulation {
       const fee = o.blobBaseFee ?? this.rules.blobGasPrice(running.header.excessBlobGas ?? 0n, b.time);
       (running.header as unknown as { getBlobGasPrice: () => bigint }).getBlobGasPrice = () => fee;
     }
-    await this.preExecution(running);
+    await preExecution(this.state, common, running);
     const body = await this.calls(b, running);
     const requestsHash = common.isActivatedEIP(7685) ? await this.requests(running) : undefined;
     for (const w of withdrawals ?? []) await this.credit(w.address, w.amount * 1_000_000_000n);
@@ -328,19 +323,6 @@ class Simulation {
     if (prelim.difficulty > 0n) await this.credit(prelim.coinbase, common.param('minerReward'));
     const stateRoot = await this.roots.root(this.state.writes());
     return this.assemble(header, body, withdrawals, stateRoot, requestsHash, prelim);
-  }
-
-  /** EIP-4788's and EIP-2935's writes before the block's calls (geth's PreExecution). */
-  private async preExecution(block: Block): Promise<void> {
-    const sm = this.state;
-    const h = block.header;
-    this.state.beginTransaction();
-    if (this.common.isActivatedEIP(4788) && (await sm.getCode(BEACON_ROOTS)).length > 0) {
-      await sm.putStorage(BEACON_ROOTS, word(h.timestamp % RING), bigIntToBytes(h.timestamp));
-      await sm.putStorage(BEACON_ROOTS, word((h.timestamp % RING) + RING), h.parentBeaconBlockRoot ?? ZERO32);
-    }
-    if (this.common.isActivatedEIP(2935) && (await sm.getCode(HISTORY_STORAGE)).length > 0)
-      await sm.putStorage(HISTORY_STORAGE, word((h.number - 1n) % RING), h.parentHash);
   }
 
   /** EIP-7002's and EIP-7251's system calls after the block's calls: the block's requests hash. */

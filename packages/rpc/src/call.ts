@@ -1,7 +1,7 @@
 // What eth_call, eth_estimateGas and eth_createAccessList share: geth's TransactionArgs,
 // StateOverride and BlockOverrides decoders, the executor of a store (packages/exec), the block
 // a call runs on, and geth's errors (revert: code 3 with the revert data; other failures -32000).
-import { InvalidParamsError, MissingTrieNodeError, RpcError, ServerError, toData } from '@chainnode/core';
+import { InvalidParamsError, MissingTrieNodeError, RpcError, ServerError, revertReason, toData } from '@chainnode/core';
 import type { Bytes, ChainStore, HeaderRecord } from '@chainnode/core';
 import type { AccountOverride, BlockOverrides, BlockStateBase, CallArgs, CallOutcome, Executor } from '@chainnode/exec';
 import type { HandlerContext } from './context.js';
@@ -173,36 +173,7 @@ export async function callBlockHash(ctx: HandlerContext, sel: BlockSelector): Pr
 const unknownBlock = (sel: BlockSelector): ServerError =>
   new ServerError(sel.kind === 'hash' ? 'header for hash not found' : 'header not found');
 
-const PANIC: Record<number, string> = {
-  0: 'generic panic',
-  1: 'assert(false)',
-  17: 'arithmetic underflow or overflow',
-  18: 'division or modulo by zero',
-  33: 'enum overflow',
-  34: 'invalid encoded storage byte array accessed',
-  49: 'out-of-bounds array access; popping on an empty array',
-  50: 'out-of-bounds access of an array or bytesN',
-  65: 'out of memory',
-  81: 'uninitialized function',
-};
-
-/** geth's abi.UnpackRevert: the reason of Error(string) or Panic(uint256) revert data. */
-export function revertReason(d: Bytes): string | undefined {
-  const sel = Buffer.from(d.subarray(0, 4)).toString('hex');
-  if (sel === '08c379a0' && d.length >= 68) {
-    const off = Number(BigInt(`0x${Buffer.from(d.subarray(4, 36)).toString('hex')}`));
-    const at = 4 + off;
-    if (at + 32 > d.length) return undefined;
-    const len = Number(BigInt(`0x${Buffer.from(d.subarray(at, at + 32)).toString('hex')}`));
-    if (at + 32 + len > d.length) return undefined;
-    return Buffer.from(d.subarray(at + 32, at + 32 + len)).toString('utf8');
-  }
-  if (sel === '4e487b71' && d.length === 36) {
-    const code = BigInt(`0x${Buffer.from(d.subarray(4)).toString('hex')}`);
-    return PANIC[Number(code)] ?? `unknown panic code: 0x${code.toString(16)}`;
-  }
-  return undefined;
-}
+export { revertReason };
 
 /** geth's revertError: code 3, "execution reverted[: reason]", the revert data as `data`. */
 export function revertError(d: Bytes): RpcError {
@@ -250,7 +221,7 @@ export async function runCall(
 }
 
 /** The state after the block `header` names, read by block from the store's state history. */
-function blockStateBase(ctx: HandlerContext, header: HeaderRecord): BlockStateBase {
+export function blockStateBase(ctx: HandlerContext, header: HeaderRecord): BlockStateBase {
   const state = stateOfHeader(header);
   return {
     account: (address) => accountIn(ctx, state, address),

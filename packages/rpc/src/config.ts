@@ -42,6 +42,11 @@ export interface RpcConfig {
   simulateMaxBlocks: number;
   /** Most calls one eth_simulateV1 may carry over all its blocks (geth's 10,000). */
   simulateMaxCalls: number;
+  /**
+   * Largest answer of one debug_trace* call, in bytes of JSON (struct logs grow by hundreds of
+   * bytes per opcode): past it the trace stops with -32003 "response too large".
+   */
+  traceMaxBytes: number;
 }
 
 /**
@@ -82,6 +87,7 @@ export const DEFAULT_RPC_CONFIG: RpcConfig = {
   callCacheBytes: 32 * 2 ** 20,
   simulateMaxBlocks: 256,
   simulateMaxCalls: 10_000,
+  traceMaxBytes: 25_000_000,
 };
 
 /** Like geth's "Geth/v1.16.0-stable/linux-amd64/go1.24": name/version/os-arch/runtime. */
@@ -114,6 +120,7 @@ export function resolveConfig(partial: Partial<RpcConfig> | undefined): RpcConfi
     ['callTimeoutMs', c.callTimeoutMs],
     ['simulateMaxBlocks', c.simulateMaxBlocks],
     ['simulateMaxCalls', c.simulateMaxCalls],
+    ['traceMaxBytes', c.traceMaxBytes],
   ] as const) {
     if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`RpcConfig.${name} must be a positive integer`);
   }

@@ -93,6 +93,17 @@ import { eth_uninstallFilter } from './methods/eth_uninstallFilter.js';
 import type { JsonSubscriptionLog } from './subscriptions/format.js';
 import { eth_simulateV1 } from './methods/eth_simulateV1.js';
 import type { JsonSimBlock, SimulateParams } from './methods/eth_simulateV1.js';
+import { debug_traceTransaction } from './methods/debug_traceTransaction.js';
+import type { TraceTransactionParams } from './methods/debug_traceTransaction.js';
+import { debug_traceBlockByHash, debug_traceBlockByNumber } from './methods/debug_traceBlockByNumber.js';
+import type { TraceBlockParams } from './methods/debug_traceBlockByNumber.js';
+import { debug_traceBlock } from './methods/debug_traceBlock.js';
+import type { TraceRawBlockParams } from './methods/debug_traceBlock.js';
+import { debug_traceCall } from './methods/debug_traceCall.js';
+import type { TraceCallParams } from './methods/debug_traceCall.js';
+import type { JsonTxTrace } from './trace.js';
+import type { BlockNumberParam } from './params.js';
+import type { Bytes } from '@chainnode/core';
 
 /** Decoded params and result type of every method. */
 export interface RpcSchema {
@@ -152,6 +163,11 @@ export interface RpcSchema {
   eth_getFilterLogs: { params: string; result: JsonLog[] };
   eth_uninstallFilter: { params: string; result: boolean };
   eth_simulateV1: { params: SimulateParams; result: JsonSimBlock[] };
+  debug_traceTransaction: { params: TraceTransactionParams; result: unknown };
+  debug_traceBlockByNumber: { params: TraceBlockParams<BlockNumberParam>; result: JsonTxTrace[] };
+  debug_traceBlockByHash: { params: TraceBlockParams<Bytes>; result: JsonTxTrace[] };
+  debug_traceBlock: { params: TraceRawBlockParams; result: JsonTxTrace[] };
+  debug_traceCall: { params: TraceCallParams; result: unknown };
 }
 
 export type MethodName = keyof RpcSchema;
@@ -217,6 +233,11 @@ export const METHODS: MethodTable = {
   eth_getFilterLogs,
   eth_uninstallFilter,
   eth_simulateV1,
+  debug_traceTransaction,
+  debug_traceBlockByNumber,
+  debug_traceBlockByHash,
+  debug_traceBlock,
+  debug_traceCall,
 };
 
 export function isMethodName(name: string): name is MethodName {

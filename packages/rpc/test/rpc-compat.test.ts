@@ -62,6 +62,10 @@ export const COMPAT_METHODS = [
   'debug_getRawTransaction',
   'debug_getRawReceipts',
   'eth_sendRawTransaction',
+  // geth's tracing API (re-execution)
+  'debug_traceBlockByHash',
+  'debug_traceBlockByNumber',
+  'debug_traceTransaction',
 ];
 
 interface Exchange {

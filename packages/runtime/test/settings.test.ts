@@ -125,6 +125,7 @@ test('rpcConfigOf: every field the schema hands to the rpc service, and nothing 
     callCacheBytes: 32 * 2 ** 20,
     simulateMaxBlocks: 256,
     simulateMaxCalls: 10_000,
+    traceMaxBytes: 25_000_000,
     safeDepth: 6,
     finalizedDepth: 0,
   });

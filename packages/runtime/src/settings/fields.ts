@@ -373,6 +373,12 @@ export const SERVER_FIELDS = {
     unit: 'calls',
     min: 1,
   }),
+  /** geth has none: a struct-log trace of a big transaction runs to gigabytes. */
+  traceMaxBytes: rpcInteger('traceMaxBytes', {
+    doc: 'Largest answer of one debug_trace* call (struct logs grow by hundreds of bytes per opcode); past it the trace stops with -32003 `response too large`.',
+    unit: 'bytes',
+    min: 1,
+  }),
   /** `safe` resolves to head - safeDepth (there is no consensus client), clamped at genesis. */
   safeDepth: rpcInteger('safeDepth', {
     doc: 'The `safe` block tag resolves to the head minus this many blocks (clamped at genesis).',

@@ -1,0 +1,28 @@
+// A VM over a StoreStateManager whose BLOCKHASH reads the store's canonical hashes (what eth_call's
+// warm VMs and a re-executed block for traces both run on).
+import type { Common } from '@ethereumjs/common';
+import { createVM } from '@ethereumjs/vm';
+import type { VM } from '@ethereumjs/vm';
+import type { Bytes } from '@chainnode/core';
+import type { StoreStateManager } from './state.js';
+
+export function createStoreVM(
+  common: Common,
+  stateManager: StoreStateManager,
+  hashOf: (number: bigint) => Promise<Bytes | undefined>,
+): Promise<VM> {
+  return createVM({
+    common,
+    stateManager,
+    blockchain: {
+      getBlock: async (n: number | bigint) => {
+        const hash = (await hashOf(BigInt(n))) ?? new Uint8Array(32);
+        return { hash: () => hash };
+      },
+      putBlock: async () => {},
+      shallowCopy() {
+        return this;
+      },
+    } as never,
+  });
+}

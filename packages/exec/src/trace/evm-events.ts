@@ -1,0 +1,275 @@
+// Binds @ethereumjs/evm's events (beforeMessage, step, afterMessage) to a tracer's geth-shaped
+// hooks (hooks.ts) for one transaction: frame kinds, addresses and values as geth's EVM reports
+// them, depths counted from 1 in steps, the return data of a frame's last call, the block-wide
+// index of each log (the logs of a failed frame given back), and the trace's deadline.
+import type { Message } from '@ethereumjs/evm';
+import type { Address } from '@ethereumjs/util';
+import type { VM } from '@ethereumjs/vm';
+import type { Bytes } from '@chainnode/core';
+import { haltMessage } from '../executor.js';
+import { ExecutionTimeout } from '../state.js';
+import { eventsOf } from '../transfer-logs.js';
+import type { FrameType, StateView, Tracer } from './hooks.js';
+
+interface StepEvent {
+  pc: number;
+  gasLeft: bigint;
+  gasRefund: bigint;
+  opcode: { name: string; code: number; dynamicFee: bigint };
+  stack: bigint[];
+  depth: number;
+  address: Address;
+  memory: Uint8Array;
+}
+
+interface MessageResult {
+  execResult: {
+    exceptionError?: { error: string };
+    executionGasUsed: bigint;
+    returnValue: Uint8Array;
+    runState?: {
+      programCounter: number;
+      gasLeft: bigint;
+      gasRefund: bigint;
+      stack: { getStack(): bigint[] };
+      memory: { _store: Uint8Array };
+      memoryWordCount: bigint;
+      address: Address;
+    };
+  };
+}
+
+interface OpenFrame {
+  type: FrameType;
+  isStatic: boolean;
+  /** The return data of the frame's last call (geth's interpreter.returnData). */
+  returnData: Uint8Array;
+  /** The block's live log count when the frame started (a failed frame gives its logs back). */
+  logsAtStart: number;
+  /** The last opcode the frame ran (undefined: none yet). */
+  lastOp: number | undefined;
+}
+
+/** Opcodes that end a frame; a frame that ends after any other ran off its code's end. */
+const ENDS = new Set([0x00, 0xf3, 0xfd, 0xfe, 0xff]);
+
+/** Errors raised by the opcode that was reported last (the others come after the frame's code). */
+const OPCODE_ERRORS = new Set([
+  'out of gas',
+  'invalid opcode',
+  'stack underflow',
+  'stack overflow',
+  'invalid JUMP',
+  'static state change',
+  'return data out of bounds',
+  'value overflow',
+  'out of range',
+]);
+
+const EMPTY = new Uint8Array();
+const DEADLINE_STEPS = 1024;
+
+/** geth's frame kind of a message. */
+function frameType(m: Message, parentStatic: boolean): FrameType {
+  if (m.depth === 0) return m.to === undefined ? 'CREATE' : 'CALL';
+  if (m.delegatecall) return 'DELEGATECALL';
+  if (m.to === undefined) return m.salt !== undefined ? 'CREATE2' : 'CREATE';
+  if (m.isStatic && !parentStatic) return 'STATICCALL';
+  if (m._codeAddress !== undefined && !m._codeAddress.equals(m.to)) return 'CALLCODE';
+  return 'CALL';
+}
+
+/** geth's error text for an EVM error. */
+export function frameError(error: string): string {
+  if (error === 'revert') return 'execution reverted';
+  if (error === 'create collision') return 'contract address collision';
+  if (error === 'code size to deposit exceeds maximum code size') return 'max code size exceeded';
+  if (error === 'invalid bytecode deployed') return 'invalid code: must not begin with 0xef';
+  return haltMessage(error);
+}
+
+export interface Binding {
+  /** Throws what a hook threw while the EVM could not be told (an awaited hook's failure). */
+  check(): void;
+  detach(): void;
+}
+
+/**
+ * Feeds `tracer` from `vm`'s EVM until detach. `logsBefore`: the block's logs before the
+ * transaction; `deadline`: Date.now() past which execution stops (ExecutionTimeout).
+ */
+export function bindTracer(
+  vm: VM,
+  tracer: Tracer,
+  state: StateView,
+  opts: { logsBefore: number; deadline: number },
+): Binding {
+  const events = eventsOf(vm);
+  const frames: OpenFrame[] = [];
+  let liveLogs = 0;
+  let steps = 0;
+  let failure: unknown;
+  const fail = (err: unknown): void => {
+    failure ??= err;
+  };
+  const check = (): void => {
+    if (failure !== undefined) throw failure;
+  };
+  const evm = vm.evm as unknown as { _generateAddress(m: Message): Promise<Address> };
+
+  const beforeMessage = (m: Message, resolve: () => void): void => {
+    check();
+    if (Date.now() > opts.deadline) throw new ExecutionTimeout();
+    const parent = frames[frames.length - 1];
+    const type = frameType(m, parent?.isStatic ?? false);
+    frames.push({ type, isStatic: m.isStatic, returnData: EMPTY, logsAtStart: liveLogs, lastOp: undefined });
+    const enter = (to: Address): void => {
+      tracer.onEnter?.({
+        depth: m.depth,
+        type,
+        from: (m.delegatecall ? (m.to as Address) : m.caller).bytes,
+        to: to.bytes,
+        input: m.data,
+        gas: m.gasLimit,
+        value: type === 'STATICCALL' ? undefined : m.value,
+      });
+    };
+    if (m.to !== undefined) {
+      enter(type === 'DELEGATECALL' || type === 'CALLCODE' ? m.codeAddress : m.to);
+      resolve();
+    } else
+      evm._generateAddress(m).then(
+        (a) => {
+          enter(a);
+          resolve();
+        },
+        (err: unknown) => {
+          fail(err);
+          resolve();
+        },
+      );
+  };
+
+  /** geth reports the STOP of a frame that runs off its code's end (the EVM here just stops). */
+  const implicitStop = (f: OpenFrame, r: MessageResult, depth: number): void => {
+    const rs = r.execResult.runState;
+    if (f.lastOp === undefined || ENDS.has(f.lastOp) || rs === undefined || tracer.onOpcode === undefined) return;
+    const out = tracer.onOpcode(
+      {
+        pc: rs.programCounter,
+        op: 0x00,
+        opName: 'STOP',
+        gas: rs.gasLeft,
+        cost: 0n,
+        depth: depth + 1,
+        stack: rs.stack.getStack(),
+        memory: rs.memory._store.slice(0, Number(rs.memoryWordCount) * 32),
+        returnData: f.returnData,
+        refund: rs.gasRefund,
+        address: rs.address.bytes,
+      },
+      state,
+    );
+    // A STOP reads no storage: nothing to wait for.
+    out?.catch(fail);
+  };
+
+  const afterMessage = (r: MessageResult): void => {
+    const f = frames.pop();
+    const depth = frames.length;
+    const err = r.execResult.exceptionError?.error;
+    if (err === undefined && f !== undefined) implicitStop(f, r, depth);
+    const reverted = err !== undefined;
+    if (reverted && f !== undefined) liveLogs = f.logsAtStart;
+    if (err !== undefined && err !== 'revert' && OPCODE_ERRORS.has(err))
+      tracer.onOpcodeError?.(depth + 1, frameError(err));
+    const output = r.execResult.returnValue;
+    const parent = frames[frames.length - 1];
+    if (parent !== undefined && f !== undefined) {
+      const create = f.type === 'CREATE' || f.type === 'CREATE2';
+      parent.returnData = err === undefined ? (create ? EMPTY : output) : err === 'revert' ? output : EMPTY;
+    }
+    tracer.onExit?.({
+      depth,
+      output,
+      gasUsed: r.execResult.executionGasUsed,
+      error: err === undefined ? undefined : frameError(err),
+      reverted,
+    });
+  };
+
+  const step = (e: StepEvent, resolve: () => void): void => {
+    check();
+    if (++steps % DEADLINE_STEPS === 0 && Date.now() > opts.deadline) throw new ExecutionTimeout();
+    const code = e.opcode.code;
+    const frame = frames[frames.length - 1];
+    if (frame !== undefined) frame.lastOp = code;
+    if (tracer.wantsLogs === true && code >= 0xa0 && code <= 0xa4) emitLog(e);
+    if (tracer.onOpcode === undefined) {
+      resolve();
+      return;
+    }
+    const out = tracer.onOpcode(
+      {
+        pc: e.pc,
+        op: code,
+        opName: e.opcode.name,
+        gas: e.gasLeft,
+        cost: e.opcode.dynamicFee,
+        depth: e.depth + 1,
+        stack: e.stack,
+        memory: e.memory,
+        returnData: frame?.returnData ?? EMPTY,
+        refund: e.gasRefund,
+        address: e.address.bytes,
+      },
+      state,
+    );
+    if (out === undefined) {
+      resolve();
+      return;
+    }
+    out.then(resolve, (err: unknown) => {
+      fail(err);
+      resolve();
+    });
+  };
+
+  const emitLog = (e: StepEvent): void => {
+    const s = e.stack;
+    const n = s.length;
+    if (n < 2 + (e.opcode.code - 0xa0)) return;
+    const offset = Number(s[n - 1]);
+    const size = Number(s[n - 2]);
+    const topics: Bytes[] = [];
+    for (let i = 0; i < e.opcode.code - 0xa0; i++) topics.push(word(s[n - 3 - i] as bigint));
+    const data = new Uint8Array(size);
+    if (offset < e.memory.length) data.set(e.memory.subarray(offset, Math.min(e.memory.length, offset + size)));
+    tracer.onLog?.({ address: e.address.bytes, topics, data, index: opts.logsBefore + liveLogs });
+    liveLogs++;
+  };
+
+  events.on('beforeMessage', beforeMessage as never);
+  events.on('afterMessage', afterMessage as never);
+  const stepping = tracer.wantsOpcodes === true || tracer.wantsLogs === true;
+  if (stepping) events.on('step', step as never);
+  return {
+    check,
+    detach() {
+      events.off('beforeMessage', beforeMessage as never);
+      events.off('afterMessage', afterMessage as never);
+      if (stepping) events.off('step', step as never);
+    },
+  };
+}
+
+/** A stack item as a 32-byte word. */
+export function word(v: bigint): Bytes {
+  const out = new Uint8Array(32);
+  let x = v;
+  for (let i = 31; i >= 0 && x > 0n; i--) {
+    out[i] = Number(x & 0xffn);
+    x >>= 8n;
+  }
+  return out;
+}

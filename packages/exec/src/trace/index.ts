@@ -1,0 +1,7 @@
+// Traces (geth's debug_trace* tracers) by re-execution: the face of the tracing module.
+export { TraceBudget, TraceTooLargeError, TracerConfigError } from './hooks.js';
+export type { FrameEnter, FrameExit, OpStep, StateView, TraceLog, Tracer, TxEnd, TxStart } from './hooks.js';
+export { TraceEngine, TraceReplayError, traceTx } from './replay.js';
+export type { BlockTraceOptions, TxTrace } from './replay.js';
+export { TRACER_NAMES, makeTracer } from './tracers/index.js';
+export type { StructLoggerConfig, TracerChoice } from './tracers/index.js';

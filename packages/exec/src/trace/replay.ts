@@ -1,0 +1,171 @@
+// Traces by re-execution: a block's transactions run again on its parent's state (the store
+// keeps state at every block), in order, after the block's system writes (EIP-4788, EIP-2935),
+// each traced transaction with its own tracer; a call (debug_traceCall) runs through the
+// executor of eth_call with a tracer bound to its VM.
+import { createBlockFromRLP } from '@ethereumjs/block';
+import type { Block } from '@ethereumjs/block';
+import type { TypedTransaction } from '@ethereumjs/tx';
+import { Address, eoaCode7702RecoverAuthority, setLengthLeft } from '@ethereumjs/util';
+import type { EOACode7702AuthorizationListBytesItem } from '@ethereumjs/util';
+import { runTx } from '@ethereumjs/vm';
+import type { VM } from '@ethereumjs/vm';
+import { MissingTrieNodeError } from '@chainnode/core';
+import type { Bytes, HeaderRecord, SyncStateReader } from '@chainnode/core';
+import type { Executor } from '../executor.js';
+import { preExecution } from '../pre-execution.js';
+import { createStoreVM } from '../store-vm.js';
+import { ExecutionTimeout, StoreStateManager } from '../state.js';
+import type { BlockStateBase } from '../state.js';
+import { bindTracer } from './evm-events.js';
+import { TraceTooLargeError, TracerConfigError } from './hooks.js';
+import type { StateView, Tracer, TxStart } from './hooks.js';
+
+/** A block's transaction could not be run again (the stored block does not decode, or fails). */
+export class TraceReplayError extends Error {}
+
+export interface BlockTraceOptions {
+  /** Trace only the transaction at this index (the block runs up to it); all when undefined. */
+  only?: number;
+  /** The tracer of the transaction at `index`. */
+  tracerFor(index: number): Tracer;
+  /** Date.now() past which the replay stops (ExecutionTimeout). */
+  deadline: number;
+  /** The parent's state by block (below the state trie's window), instead of its trie. */
+  base?: BlockStateBase;
+  /** The transactions' senders as stored (else recovered from their signatures). */
+  senders?: Bytes[];
+}
+
+export interface TxTrace {
+  index: number;
+  hash: Bytes;
+  result: unknown;
+}
+
+/** The state a tracer reads, as the StoreStateManager has it at the moment. */
+export function stateView(sm: StoreStateManager): StateView {
+  const account = (a: Bytes) => sm.getAccount(new Address(a));
+  return {
+    balance: async (a) => (await account(a))?.balance ?? 0n,
+    nonce: async (a) => (await account(a))?.nonce ?? 0n,
+    code: (a) => sm.getCode(new Address(a)),
+    codeHash: async (a) => (await account(a))?.codeHash,
+    storage: async (a, slot) => setLengthLeft(await sm.getStorage(new Address(a), slot), 32),
+  };
+}
+
+/** OnTxStart's view of `tx` in `block`. */
+function txStart(vm: VM, tx: TypedTransaction, block: Block, gasLimit: bigint): TxStart {
+  const common = vm.common;
+  const precompiles = (vm.evm as unknown as { precompiles: Map<string, unknown> }).precompiles;
+  const authorities: Bytes[] = [];
+  const list = (tx as { authorizationList?: EOACode7702AuthorizationListBytesItem[] }).authorizationList;
+  for (const auth of list ?? []) {
+    try {
+      authorities.push(eoaCode7702RecoverAuthority(auth).bytes);
+    } catch {
+      // geth skips an authorization whose signer does not recover
+    }
+  }
+  return {
+    from: tx.getSenderAddress().bytes,
+    to: tx.to?.bytes ?? null,
+    gasLimit,
+    coinbase: block.header.coinbase.bytes,
+    blockNumber: block.header.number,
+    cancun: common.isActivatedEIP(6780),
+    prague: common.isActivatedEIP(7702),
+    authorities,
+    isPrecompile: (a: Bytes) => precompiles.has(Buffer.from(a).toString('hex')),
+  };
+}
+
+/** Runs `run` with `tracer` fed by `vm` for one transaction (start, frames, steps, end). */
+export async function traceTx<R extends { totalGasSpent: bigint }>(
+  vm: VM,
+  sm: StoreStateManager,
+  tx: TypedTransaction,
+  block: Block,
+  tracer: Tracer,
+  opts: { logsBefore: number; deadline: number; gasLimit?: bigint },
+  run: () => Promise<R>,
+): Promise<R> {
+  const state = stateView(sm);
+  await tracer.onTxStart?.(txStart(vm, tx, block, opts.gasLimit ?? tx.gasLimit), state);
+  const binding = bindTracer(vm, tracer, state, opts);
+  let r: R;
+  try {
+    r = await run();
+  } finally {
+    binding.detach();
+  }
+  binding.check();
+  await tracer.onTxEnd?.({ gasUsed: r.totalGasSpent }, state);
+  return r;
+}
+
+/** Re-executes stored blocks and calls for the tracers. */
+export class TraceEngine {
+  constructor(
+    private readonly executor: Executor,
+    private readonly reader: SyncStateReader,
+    private readonly hashOf: (number: bigint) => Promise<Bytes | undefined>,
+  ) {}
+
+  /** Traces the transactions of the block `raw` (its RLP) on the state after `parent`. */
+  async block(raw: Bytes, parent: HeaderRecord, opts: BlockTraceOptions): Promise<TxTrace[]> {
+    const common = (await this.executor.chainCommon()).copy();
+    let block: Block;
+    try {
+      block = createBlockFromRLP(raw, { common, setHardfork: true, freeze: false });
+    } catch (err) {
+      throw new TraceReplayError(`the stored block does not decode: ${(err as Error).message}`);
+    }
+    // The VM runs under the block's rules (the block holds a copy of the Common set to them).
+    common.setHardfork(block.common.hardfork());
+    const sm = new StoreStateManager(this.reader, parent.stateRoot);
+    sm.reset(parent.stateRoot, opts.deadline, opts.base);
+    const vm = await createStoreVM(common, sm, this.hashOf);
+    await preExecution(sm, common, block);
+    const out: TxTrace[] = [];
+    let gasUsed = 0n;
+    let logs = 0;
+    const last = opts.only ?? block.transactions.length - 1;
+    for (let i = 0; i <= last && i < block.transactions.length; i++) {
+      const tx = block.transactions[i] as TypedTransaction;
+      const sender = opts.senders?.[i];
+      if (sender !== undefined) {
+        const from = new Address(sender);
+        (tx as unknown as { getSenderAddress: () => Address }).getSenderAddress = () => from;
+      }
+      sm.beginTransaction();
+      const run = () => runTx(vm, { tx, block, blockGasUsed: gasUsed, skipHardForkValidation: true });
+      const traced = opts.only === undefined || opts.only === i;
+      let r: Awaited<ReturnType<typeof runTx>>;
+      try {
+        if (traced) {
+          const tracer = opts.tracerFor(i);
+          r = await traceTx(vm, sm, tx, block, tracer, { logsBefore: logs, deadline: opts.deadline }, run);
+          out.push({ index: i, hash: tx.hash(), result: tracer.result() });
+        } else r = await run();
+      } catch (err) {
+        if (!(err instanceof Error) || isTraceError(err)) throw err;
+        throw new TraceReplayError(`transaction ${i} of the block failed again: ${err.message}`);
+      }
+      gasUsed += r.totalGasSpent;
+      logs += r.receipt.logs.length;
+    }
+    return out;
+  }
+}
+
+/** Errors of the trace itself (size, timeout, a missing node) pass through unchanged. */
+function isTraceError(err: Error): boolean {
+  return (
+    err instanceof TraceTooLargeError ||
+    err instanceof TracerConfigError ||
+    err instanceof ExecutionTimeout ||
+    err instanceof MissingTrieNodeError ||
+    err instanceof TraceReplayError
+  );
+}

@@ -1,0 +1,184 @@
+// What the debug_trace* methods share: geth's TraceConfig decoder (the struct logger's options,
+// `tracer`, `tracerConfig`, `timeout`), the trace engine of a store (packages/exec's TraceEngine
+// on the executor of eth_call), the re-execution of a stored block on its parent's state, and
+// geth's errors.
+import { RpcError, ServerError, toData } from '@chainnode/core';
+import type { Bytes, ChainStore, HeaderRecord } from '@chainnode/core';
+import type { BlockStateBase, TraceEngine, TracerChoice } from '@chainnode/exec';
+import { blockStateBase, executorOf, loadExec } from './call.js';
+import type { HandlerContext } from './context.js';
+import { INLINE_COST_LIMIT } from './config.js';
+import { jsonType, ParamError } from './params.js';
+import { belowTrieWindow } from './trie-window.js';
+
+/** geth's TraceConfig, decoded. */
+export interface TraceConfig extends TracerChoice {
+  /** Most wall time of the trace, in ms (geth's `timeout`, a Go duration; default 5 s). */
+  timeoutMs: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 5_000;
+
+/** Tracing always leaves the event loop when offload workers exist: it re-executes a block. */
+export const TRACE_COST = INLINE_COST_LIMIT * 10;
+
+const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1e3, m: 60e3, h: 3600e3 };
+
+/** Go's time.ParseDuration, in ms ("5s", "1m30s", "500ms"). */
+export function parseDuration(s: string): number {
+  const fail = (): never => {
+    throw new ServerError(`time: invalid duration ${JSON.stringify(s)}`);
+  };
+  let rest = s;
+  let sign = 1;
+  if (rest.startsWith('-') || rest.startsWith('+')) {
+    sign = rest.startsWith('-') ? -1 : 1;
+    rest = rest.slice(1);
+  }
+  if (rest === '0') return 0;
+  if (rest === '') fail();
+  let total = 0;
+  while (rest !== '') {
+    const m = /^(\d*\.?\d*)(ns|us|µs|μs|ms|s|m|h)/.exec(rest);
+    if (m === null || m[1] === '' || m[1] === '.') return fail();
+    total += Number(m[1]) * (UNITS[m[2] as string] as number);
+    rest = rest.slice(m[0].length);
+  }
+  return sign * total;
+}
+
+function bool(o: Record<string, unknown>, name: string): boolean {
+  const v = o[name];
+  if (v === undefined || v === null) return false;
+  if (typeof v !== 'boolean') throw new ParamError(`${name}: expected a boolean, got ${jsonType(v)}`);
+  return v;
+}
+
+/** geth's TraceConfig (absent or null: the struct logger with its defaults). */
+export function decodeTraceConfig(v: unknown): TraceConfig {
+  const o = v === undefined || v === null ? {} : v;
+  if (typeof o !== 'object' || Array.isArray(o))
+    throw new ParamError(`trace config: expected an object, got ${jsonType(o)}`);
+  const c = o as Record<string, unknown>;
+  const limit = c.limit ?? 0;
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit)) throw new ParamError('limit: expected an integer');
+  if (c.tracer !== undefined && c.tracer !== null && typeof c.tracer !== 'string')
+    throw new ParamError(`tracer: expected a string, got ${jsonType(c.tracer)}`);
+  if (c.timeout !== undefined && c.timeout !== null && typeof c.timeout !== 'string')
+    throw new ParamError(`timeout: expected a duration string, got ${jsonType(c.timeout)}`);
+  const out: TraceConfig = {
+    logger: {
+      enableMemory: bool(c, 'enableMemory'),
+      disableStack: bool(c, 'disableStack'),
+      disableStorage: bool(c, 'disableStorage'),
+      enableReturnData: bool(c, 'enableReturnData'),
+      limit: Math.max(0, limit),
+    },
+    timeoutMs: typeof c.timeout === 'string' ? parseDuration(c.timeout) : DEFAULT_TIMEOUT_MS,
+  };
+  // geth: an empty tracer name is the struct logger.
+  if (typeof c.tracer === 'string' && c.tracer !== '') out.tracer = c.tracer;
+  if (c.tracerConfig !== undefined && c.tracerConfig !== null) out.tracerConfig = c.tracerConfig;
+  return out;
+}
+
+const engines = new WeakMap<ChainStore, TraceEngine>();
+
+/** The store's trace engine (on the executor eth_call uses), made on first use. */
+export async function traceEngineOf(ctx: HandlerContext): Promise<TraceEngine> {
+  let e = engines.get(ctx.store);
+  if (e === undefined) {
+    const { TraceEngine } = await loadExec();
+    const store = ctx.store;
+    e = new TraceEngine(await executorOf(ctx), store.stateReader(), (n) => store.canonicalHash(n));
+    engines.set(store, e);
+  }
+  return e;
+}
+
+/** The state after block `header` for a re-execution: by block below the state trie's window. */
+export function stateBaseOf(ctx: HandlerContext, header: HeaderRecord): BlockStateBase | undefined {
+  return belowTrieWindow(ctx, header.number) ? blockStateBase(ctx, header) : undefined;
+}
+
+/** The deadline of a trace: its timeout, and the call's own deadline (an offloaded call's). */
+export function traceDeadline(ctx: HandlerContext, cfg: TraceConfig): number {
+  const own = cfg.timeoutMs > 0 ? Date.now() + cfg.timeoutMs : Number.POSITIVE_INFINITY;
+  return Math.min(own, ctx.deadline ?? Number.POSITIVE_INFINITY);
+}
+
+export interface JsonTxTrace {
+  txHash: string;
+  result?: unknown;
+  error?: string;
+}
+
+/**
+ * Re-executes the stored block `hash` on its parent's state and traces its transactions (only
+ * the one at `only` when given), with geth's errors.
+ */
+export async function traceStoredBlock(
+  ctx: HandlerContext,
+  header: HeaderRecord,
+  cfg: TraceConfig,
+  only?: number,
+): Promise<{ hash: Bytes; result: unknown }[]> {
+  if (header.number === 0n) throw new ServerError('genesis is not traceable');
+  const parent = await ctx.store.header(header.parentHash);
+  if (parent === undefined) throw new ServerError(`parent ${toData(header.parentHash)} not found`);
+  const raw = await ctx.store.rawBlock(header.hash);
+  const block = await ctx.store.block(header.hash);
+  if (raw === undefined || block === undefined) throw new ServerError(`block ${toData(header.hash)} not found`);
+  return traceRawBlock(ctx, raw, parent, cfg, {
+    senders: block.transactions.map((t) => t.from),
+    ...(only === undefined ? {} : { only }),
+  });
+}
+
+/** Traces the block `raw` (its RLP) on the state after `parent`. */
+export async function traceRawBlock(
+  ctx: HandlerContext,
+  raw: Bytes,
+  parent: HeaderRecord,
+  cfg: TraceConfig,
+  opts: { senders?: Bytes[]; only?: number },
+): Promise<{ hash: Bytes; result: unknown }[]> {
+  const exec = await loadExec();
+  const engine = await traceEngineOf(ctx);
+  const budget = new exec.TraceBudget(ctx.config.traceMaxBytes);
+  const base = stateBaseOf(ctx, parent);
+  try {
+    // A tracer geth would refuse is refused before anything runs.
+    exec.makeTracer(cfg, budget);
+    const traces = await engine.block(raw, parent, {
+      tracerFor: () => exec.makeTracer(cfg, budget),
+      deadline: traceDeadline(ctx, cfg),
+      ...(base === undefined ? {} : { base }),
+      ...(opts.senders === undefined ? {} : { senders: opts.senders }),
+      ...(opts.only === undefined ? {} : { only: opts.only }),
+    });
+    return traces.map((t) => ({ hash: t.hash, result: t.result }));
+  } catch (err) {
+    throw mapTraceError(err, exec);
+  }
+}
+
+/** geth's errors for what a trace can hit. */
+export function mapTraceError(err: unknown, exec: typeof import('@chainnode/exec')): unknown {
+  if (err instanceof exec.ExecutionTimeout) return new ServerError('execution timeout');
+  if (err instanceof exec.TraceTooLargeError) return new RpcError(-32003, err.message);
+  if (err instanceof exec.TracerConfigError || err instanceof exec.TraceReplayError)
+    return new ServerError(err.message);
+  return err;
+}
+
+/** A block's traces as geth answers them: [{txHash, result}]. */
+export function blockTraces(traces: { hash: Bytes; result: unknown }[]): JsonTxTrace[] {
+  return traces.map((t) => ({ txHash: toData(t.hash), result: t.result }));
+}
+
+export const TRACE_CONFIG_PARAMS =
+  "trace config (tracer, tracerConfig, timeout; the struct logger's enableMemory, disableStack, disableStorage, enableReturnData, limit)";
+
+export const TRACE_ERRORS =
+  "-32000 `genesis is not traceable`, `execution timeout`, geth's error for an unknown tracer (JavaScript tracers are refused); -32003 `response too large` past traceMaxBytes";
