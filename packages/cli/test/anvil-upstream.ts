@@ -129,7 +129,8 @@ export interface Anvil {
 export async function startAnvil(
   dir: string,
   extra: string[] = [],
-  o: { genesis?: Record<string, unknown>; hardfork?: string } = {},
+  /** `hardfork`: anvil's --hardfork (default cancun; null: anvil's own default, its latest). */
+  o: { genesis?: Record<string, unknown>; hardfork?: string | null } = {},
 ): Promise<Anvil> {
   const genesisPath = join(dir, 'anvil-genesis.json');
   await writeFile(genesisPath, JSON.stringify(o.genesis ?? GENESIS));
@@ -142,8 +143,7 @@ export async function startAnvil(
     [
       '--init',
       genesisPath,
-      '--hardfork',
-      o.hardfork ?? 'cancun',
+      ...(o.hardfork === null ? [] : ['--hardfork', o.hardfork ?? 'cancun']),
       '--accounts',
       '4',
       '--no-create2',

@@ -4,15 +4,18 @@
 // storage, contract creations), fees paid into the vaults, and anvil_reorg (its replacement
 // transactions are signed ones: anvil_reorg cannot build deposits). After each step every
 // block, transaction (deposits included), log, storage slot and proof is compared with anvil's.
+// The same workload runs on a second anvil at its default hardfork (Jovian: every OP fork and
+// Prague from genesis, with the EIP-2935 history contract anvil deploys at genesis).
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createBlockHeaderFromRPC } from '@ethereumjs/block';
 import { createCommonFromGethGenesis } from '@ethereumjs/common';
-import type { GethGenesis } from '@ethereumjs/common';
+import type { Common, GethGenesis } from '@ethereumjs/common';
 import { RLP } from '@ethereumjs/rlp';
 import { createTxFromRPC } from '@ethereumjs/tx';
 import { bigIntToUnpaddedBytes, hexToBytes } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { ANVIL_DEV_ACCOUNTS, cancunGenesis, runCli, tempDir } from '@chainnode/testkit';
+import { ANVIL_DEV_ACCOUNTS, cancunGenesis, opDevnetConfig, runCli, tempDir } from '@chainnode/testkit';
 import {
   LOGGER_INIT,
   compareWithAnvil,
@@ -44,13 +47,25 @@ const OP_GENESIS = (() => {
   };
   return g;
 })();
-const common = createCommonFromGethGenesis(OP_GENESIS as unknown as GethGenesis, { chain: 'custom' });
-const VAULTS = [
+/**
+ * anvil's default hardfork: every OP fork through Jovian and Prague at genesis, the alloc without
+ * the EIP-2935 history contract (anvil deploys it there itself).
+ */
+const JOVIAN_GENESIS = { ...OP_GENESIS, config: { ...opDevnetConfig(31337), jovianTime: 0 } };
+const EMPTY_TRIE = '0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421';
+/** sha256 of nothing: an OP-stack block's requestsHash from Isthmus (no requests). */
+const EMPTY_REQUESTS_HASH = '0xe3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+const commonOf = (g: unknown): Common => createCommonFromGethGenesis(g as GethGenesis, { chain: 'custom' });
+/** The fee vaults, the L1Block and L2ToL1MessagePasser predeploys, the history and beacon roots contracts. */
+const EXTRA_ACCOUNTS = [
   '0x4200000000000000000000000000000000000011',
   '0x4200000000000000000000000000000000000015',
+  '0x4200000000000000000000000000000000000016',
   '0x4200000000000000000000000000000000000019',
   '0x420000000000000000000000000000000000001a',
   '0x420000000000000000000000000000000000001b',
+  '0x0000f90827f1c53a10cb7a02335b175320002935',
+  '0x000f3df6d732807ef1319fb7b8bb8522d0beac02',
 ];
 
 /**
@@ -58,7 +73,7 @@ const VAULTS = [
  * uncles, withdrawals], a deposit transaction encoded as op-geth does (0x7e || rlp([sourceHash,
  * from, to, mint, value, gas, isSystemTx, data])).
  */
-async function sizeOf(b: Json): Promise<number> {
+async function sizeOf(b: Json, common: Common): Promise<number> {
   const header = createBlockHeaderFromRPC(b as never, {
     common,
     setHardfork: true,
@@ -96,7 +111,7 @@ async function sizeOf(b: Json): Promise<number> {
  * s "0x0"; the nonce and depositReceiptVersion from the receipt; mint only when not zero;
  * isSystemTx only when true; `to` null for a creation.
  */
-async function opGethDeposit(t: Json): Promise<Json> {
+async function opGethDeposit(anvilUrl: string, t: Json): Promise<Json> {
   const receipt = await result<Json>(anvilUrl, 'eth_getTransactionReceipt', [t.hash]);
   const out: Json = {
     ...t,
@@ -113,95 +128,122 @@ async function opGethDeposit(t: Json): Promise<Json> {
   if (receipt.depositReceiptVersion !== undefined) out.depositReceiptVersion = receipt.depositReceiptVersion;
   return out;
 }
-let anvilUrl = '';
+
+/** One anvil --network optimism, the node following it, and the workload's state on it. */
+interface OpChain {
+  anvil: Anvil;
+  node: ServeProcess;
+  ours: string;
+  genesisPath: string;
+  common: Common;
+  loggers: string[];
+  counter: number;
+}
+
+/** anvil (at `hardfork`, null: its default) and a replicating follower of it, in `dir`. */
+async function startChain(dir: string, genesis: Record<string, unknown>, hardfork: string | null): Promise<OpChain> {
+  await mkdir(dir);
+  const anvil = await startAnvil(dir, ['--no-mining', '--network', 'optimism'], { genesis, hardfork });
+  const args = ['--ingest', 'replicate', '--threads', '2'];
+  const { node, ours, genesisPath } = await startFollower(dir, anvil.url, genesis, args);
+  return { anvil, node, ours, genesisPath, common: commonOf(genesis), loggers: [], counter: 0 };
+}
+
+/** A deposit: a transfer, a logger call, or a contract creation, with or without mint. */
+function deposit(c: OpChain, i: number): Json {
+  const from = DEV[i % 4] as string;
+  const base: Json = {
+    from,
+    type: '0x7e',
+    sourceHash: `0x${Buffer.from(keccak256(Buffer.from(`deposit ${i}`))).toString('hex')}`,
+    mint: i % 3 === 0 ? '0x0' : hexN(10n ** 15n + BigInt(i)),
+    isSystemTx: false,
+    gas: '0x30d40',
+  };
+  const loggers = c.loggers;
+  if (i % 3 === 2 || loggers.length === 0) return { ...base, data: LOGGER_INIT };
+  if (i % 3 === 1)
+    return { ...base, to: loggers[i % loggers.length], data: `0x${(i * 31 + 7).toString(16).padStart(64, '0')}` };
+  return { ...base, to: DEV[(i + 1) % 4], value: hexN(1000 + i) };
+}
+
+async function mine(c: OpChain, blocks: number): Promise<void> {
+  const url = c.anvil.url;
+  for (let b = 0; b < blocks; b++) {
+    const n = b % 7 === 6 ? 0 : 1 + ((b * 3) % 5);
+    for (let t = 0; t < n; t++) {
+      const i = c.counter++;
+      const req = i % 2 === 0 ? deposit(c, i) : txRequest(i, i, c.loggers[i % Math.max(1, c.loggers.length)]);
+      await result(url, 'eth_sendTransaction', [req]);
+    }
+    await result(url, 'evm_mine', []);
+    const blk = await result<Json>(url, 'eth_getBlockByNumber', ['latest', true]);
+    for (const tx of blk.transactions as Json[]) {
+      if (tx.to !== null || c.loggers.length >= 4) continue;
+      const receipt = await result<Json>(url, 'eth_getTransactionReceipt', [tx.hash]);
+      if (receipt.status === '0x1' && typeof receipt.contractAddress === 'string')
+        c.loggers.push(receipt.contractAddress);
+    }
+  }
+}
+
+const waitSynced = (c: OpChain) => waitSyncedWith(c.anvil.url, c.ours, () => c.node.output());
+
+async function compare(c: OpChain): Promise<{ blocks: number; txs: number; logs: number }> {
+  const url = c.anvil.url;
+  const head = Number(await result<string>(url, 'eth_blockNumber', []));
+  const sizes = new Map<string, number>();
+  for (let n = 0; n <= head; n++) {
+    const b = await result<Json>(url, 'eth_getBlockByNumber', [hexN(n), true]);
+    sizes.set(b.hash as string, await sizeOf(b, c.common));
+  }
+  return compareWithAnvil(url, c.ours, {
+    common: c.common,
+    loggers: c.loggers,
+    extraAccounts: EXTRA_ACCOUNTS,
+    sizeOf: (b) => sizes.get(b.hash as string) as number,
+    expectTx: (t) => (t.type === '0x7e' ? opGethDeposit(url, t) : t),
+  });
+}
+
+/** `blocks` blocks of the workload, then every block compared; block 1 carries a deposit. */
+async function mineAndCompare(c: OpChain, blocks: number): Promise<{ txs: number; logs: number }> {
+  await mine(c, blocks);
+  await waitSynced(c);
+  const seen = await compare(c);
+  expect(seen.blocks).toBe(blocks + 1);
+  const first = await result<Json>(c.ours, 'eth_getBlockByNumber', ['0x1', true]);
+  expect((first.transactions as Json[]).some((t) => t.type === '0x7e')).toBe(true);
+  return seen;
+}
 
 describe('replicating an OP-stack chain from anvil --network optimism', () => {
-  let anvil: Anvil;
-  let node: ServeProcess;
-  let ours: string;
+  /** anvil pinned to Ecotone, and anvil at its default hardfork (Jovian). */
+  let ecotone: OpChain;
+  let jovian: OpChain;
   let temp: { dir: string; cleanup: () => Promise<void> };
-  let genesisPath: string;
-  const loggers: string[] = [];
-  let counter = 0;
 
   beforeAll(async () => {
     temp = await tempDir('replicate-op-');
-    anvil = await startAnvil(temp.dir, ['--no-mining', '--network', 'optimism'], {
-      genesis: OP_GENESIS,
-      hardfork: 'ecotone',
-    });
-    anvilUrl = anvil.url;
-    const args = ['--ingest', 'replicate', '--threads', '2'];
-    ({ node, ours, genesisPath } = await startFollower(temp.dir, anvil.url, OP_GENESIS, args));
+    [ecotone, jovian] = await Promise.all([
+      startChain(join(temp.dir, 'ecotone'), OP_GENESIS, 'ecotone'),
+      startChain(join(temp.dir, 'jovian'), JOVIAN_GENESIS, null),
+    ]);
   }, 120_000);
 
   afterAll(async () => {
-    await node?.stop('SIGTERM');
-    await anvil?.stop();
+    await Promise.all([ecotone?.node.stop('SIGTERM'), jovian?.node.stop('SIGTERM')]);
+    await Promise.all([ecotone?.anvil.stop(), jovian?.anvil.stop()]);
     await temp?.cleanup();
   });
-
-  /** A deposit: a transfer, a logger call, or a contract creation, with or without mint. */
-  function deposit(i: number): Json {
-    const from = DEV[i % 4] as string;
-    const base: Json = {
-      from,
-      type: '0x7e',
-      sourceHash: `0x${Buffer.from(keccak256(Buffer.from(`deposit ${i}`))).toString('hex')}`,
-      mint: i % 3 === 0 ? '0x0' : hexN(10n ** 15n + BigInt(i)),
-      isSystemTx: false,
-      gas: '0x30d40',
-    };
-    if (i % 3 === 2 || loggers.length === 0) return { ...base, data: LOGGER_INIT };
-    if (i % 3 === 1)
-      return { ...base, to: loggers[i % loggers.length], data: `0x${(i * 31 + 7).toString(16).padStart(64, '0')}` };
-    return { ...base, to: DEV[(i + 1) % 4], value: hexN(1000 + i) };
-  }
-
-  async function mine(blocks: number): Promise<void> {
-    for (let b = 0; b < blocks; b++) {
-      const n = b % 7 === 6 ? 0 : 1 + ((b * 3) % 5);
-      for (let t = 0; t < n; t++) {
-        const i = counter++;
-        const req = i % 2 === 0 ? deposit(i) : txRequest(i, i, loggers[i % Math.max(1, loggers.length)]);
-        await result(anvil.url, 'eth_sendTransaction', [req]);
-      }
-      await result(anvil.url, 'evm_mine', []);
-      const blk = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['latest', true]);
-      for (const tx of blk.transactions as Json[]) {
-        if (tx.to !== null || loggers.length >= 4) continue;
-        const receipt = await result<Json>(anvil.url, 'eth_getTransactionReceipt', [tx.hash]);
-        if (receipt.status === '0x1' && typeof receipt.contractAddress === 'string')
-          loggers.push(receipt.contractAddress);
-      }
-    }
-  }
-
-  const waitSynced = () => waitSyncedWith(anvil.url, ours, () => node.output());
-
-  async function compare(): Promise<{ blocks: number; txs: number; logs: number }> {
-    const head = Number(await result<string>(anvil.url, 'eth_blockNumber', []));
-    const sizes = new Map<string, number>();
-    for (let n = 0; n <= head; n++) {
-      const b = await result<Json>(anvil.url, 'eth_getBlockByNumber', [hexN(n), true]);
-      sizes.set(b.hash as string, await sizeOf(b));
-    }
-    return compareWithAnvil(anvil.url, ours, {
-      common,
-      loggers,
-      extraAccounts: VAULTS,
-      sizeOf: (b) => sizes.get(b.hash as string) as number,
-      expectTx: (t) => (t.type === '0x7e' ? opGethDeposit(t) : t),
-    });
-  }
 
   test('the executor refuses the chain with one line pointing at --ingest replicate', async () => {
     const r = await runCli([
       'sync',
       '--from',
-      anvil.url,
+      ecotone.anvil.url,
       '--genesis',
-      genesisPath,
+      ecotone.genesisPath,
       '--datadir',
       join(temp.dir, 'refused'),
     ]);
@@ -211,16 +253,25 @@ describe('replicating an OP-stack chain from anvil --network optimism', () => {
   });
 
   test('live blocks with deposits, transfers, logs and contract creations: every block, transaction, log, slot and proof equals anvil', async () => {
-    await mine(40);
-    await waitSynced();
-    const seen = await compare();
-    expect(seen.blocks).toBe(41);
+    const seen = await mineAndCompare(ecotone, 40);
     expect(seen.txs).toBeGreaterThan(60);
     expect(seen.logs).toBeGreaterThan(5);
-    const deposits = await result<Json>(ours, 'eth_getBlockByNumber', ['0x1', true]);
-    expect((deposits.transactions as Json[]).some((t) => t.type === '0x7e')).toBe(true);
-    const health = (await (await fetch(`${node.base}/health`)).json()) as Json;
+    const health = (await (await fetch(`${ecotone.node.base}/health`)).json()) as Json;
     expect(health.follow).toMatchObject({ state: 'following', localHead: 40, lastError: null });
+  }, 180_000);
+
+  test("at anvil's default hardfork (every OP fork through Jovian, Prague from genesis): every block, transaction, log, slot and proof equals anvil", async () => {
+    const seen = await mineAndCompare(jovian, 14);
+    expect(seen.txs).toBeGreaterThan(20);
+    expect(seen.logs).toBeGreaterThan(2);
+    // The history contract anvil deploys at genesis holds block n-1's hash at slot (n-1) % 8191.
+    const history = '0x0000f90827f1c53a10cb7a02335b175320002935';
+    const b13 = await result<Json>(jovian.anvil.url, 'eth_getBlockByNumber', ['0xd', false]);
+    const slot = `0x${'0d'.padStart(64, '0')}`;
+    expect(await result(jovian.ours, 'eth_getStorageAt', [history, slot, 'latest'])).toBe(b13.hash);
+    const head = await result<Json>(jovian.ours, 'eth_getBlockByNumber', ['latest', false]);
+    expect(head).toMatchObject({ requestsHash: EMPTY_REQUESTS_HASH, withdrawalsRoot: EMPTY_TRIE });
+    expect(jovian.node.output()).toMatch(/deploys that contract at genesis/);
   }, 180_000);
 
   test('anvil_reorg, then more deposits on the new branch: every block equals anvil after each', async () => {
@@ -228,17 +279,17 @@ describe('replicating an OP-stack chain from anvil --network optimism', () => {
       // anvil_reorg builds only signed transactions (a deposit's sourceHash is refused there): the
       // blocks mined after the reorg carry deposits again.
       const replacements = Array.from({ length: depth + 1 }, (_, j) => [
-        txRequest(j % 2 === 0 ? 3 : 2, 50_000 + depth * 10 + j, loggers[0]),
+        txRequest(j % 2 === 0 ? 3 : 2, 50_000 + depth * 10 + j, ecotone.loggers[0]),
         j % depth,
       ]);
-      await result(anvil.url, 'anvil_reorg', [depth, replacements]);
-      await waitSynced();
-      await compare();
-      await mine(2);
-      await waitSynced();
+      await result(ecotone.anvil.url, 'anvil_reorg', [depth, replacements]);
+      await waitSynced(ecotone);
+      await compare(ecotone);
+      await mine(ecotone, 2);
+      await waitSynced(ecotone);
     }
-    await compare();
-    const health = (await (await fetch(`${node.base}/health`)).json()) as Json;
+    await compare(ecotone);
+    const health = (await (await fetch(`${ecotone.node.base}/health`)).json()) as Json;
     expect((health.follow as Json).reorgs).toBe(2);
   }, 180_000);
 });

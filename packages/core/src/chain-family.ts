@@ -13,3 +13,15 @@ export function chainFamilyOf(genesisJson: unknown): ChainFamily {
   const optimism = (config as { optimism?: unknown }).optimism;
   return typeof optimism === 'object' && optimism !== null && !Array.isArray(optimism) ? 'optimism' : 'ethereum';
 }
+
+/** The OP-stack forks whose activation time a genesis.json names (`config.<fork>Time`). */
+export type OpStackFork = 'canyon' | 'ecotone' | 'fjord' | 'granite' | 'holocene' | 'isthmus' | 'jovian';
+
+/** Whether an OP-stack chain's `fork` is active at block time `timestamp` (false on an Ethereum chain). */
+export function opForkActive(genesisJson: unknown, fork: OpStackFork, timestamp: bigint): boolean {
+  if (chainFamilyOf(genesisJson) !== 'optimism') return false;
+  const t = (genesisJson as { config: Record<string, unknown> }).config[`${fork}Time`];
+  if (typeof t === 'number') return BigInt(t) <= timestamp;
+  if (typeof t === 'string' && /^(0x[0-9a-fA-F]+|[0-9]+)$/.test(t)) return BigInt(t) <= timestamp;
+  return false;
+}

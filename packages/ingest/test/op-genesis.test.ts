@@ -3,10 +3,15 @@
 // readGenesisJson / commonFromGenesis as geth's, and core's chainFamilyOf tells the two apart.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chainFamilyOf } from '@chainnode/core';
+import type { GethGenesis } from '@ethereumjs/common';
+import { createMPT } from '@ethereumjs/mpt';
+import { RLP } from '@ethereumjs/rlp';
+import { MerkleStateManager } from '@ethereumjs/statemanager';
+import { KECCAK256_RLP, bytesToHex, setLengthLeft } from '@ethereumjs/util';
+import { chainFamilyOf, opForkActive } from '@chainnode/core';
 import { cancunConfig, opDevnetConfig, repoRoot, tempDir } from '@chainnode/testkit';
 import type { TempDir } from '@chainnode/testkit';
-import { commonFromGenesis, readGenesisJson } from '../src/genesis.js';
+import { anvilGenesisJson, buildGenesis, commonFromGenesis, readGenesisJson } from '../src/genesis.js';
 
 const genesisFields = {
   nonce: '0x0',
@@ -79,5 +84,48 @@ describe("op-geth's genesis.json", () => {
     const g = await readGenesisJson(join(repoRoot(), 'fixtures', 'genesis.json'));
     expect(chainFamilyOf(g)).toBe('ethereum');
     expect(() => commonFromGenesis(g)).not.toThrow();
+  });
+});
+
+describe('the OP-stack forks at genesis', () => {
+  const HISTORY = '0000f90827f1c53a10cb7a02335b175320002935';
+  const passerStorage = { [`0x${'00'.repeat(31)}01`]: `0x${'00'.repeat(31)}07` };
+  const isthmus = {
+    ...opDevnet,
+    alloc: {
+      ...opDevnet.alloc,
+      '4200000000000000000000000000000000000016': { balance: '0x0', storage: passerStorage },
+    },
+  } as unknown as GethGenesis;
+
+  test('fork times: active from their time on, never on an Ethereum chain', () => {
+    expect(opForkActive(opDevnet, 'isthmus', 0n)).toBe(true);
+    expect(opForkActive(opDevnet, 'jovian', 0n)).toBe(false);
+    expect(opForkActive(opScheduled, 'ecotone', 1_710_374_400n)).toBe(false);
+    expect(opForkActive(opScheduled, 'ecotone', 1_710_374_401n)).toBe(true);
+    expect(opForkActive({ config: { ...cancunConfig(1), isthmusTime: 0 } }, 'isthmus', 0n)).toBe(false);
+  });
+
+  test("Isthmus at genesis: block 0's withdrawalsRoot is the L2ToL1MessagePasser's storage root (op-geth's genesis)", async () => {
+    const storage = await createMPT({ useKeyHashing: true });
+    await storage.put(setLengthLeft(Uint8Array.of(1), 32), RLP.encode(Uint8Array.of(7)));
+    const common = commonFromGenesis(isthmus);
+    const built = await buildGenesis(isthmus, common, new MerkleStateManager({ common }));
+    expect(bytesToHex(built.header.withdrawalsRoot as Uint8Array)).toBe(bytesToHex(storage.root()));
+    // Without the predeploy: the empty trie's root, as before Isthmus.
+    const plain = await buildGenesis(opDevnet as unknown as GethGenesis, common, new MerkleStateManager({ common }));
+    expect(plain.header.withdrawalsRoot).toEqual(KECCAK256_RLP);
+  });
+
+  test('anvil --init deploys the EIP-2935 history contract (nonce 0) at a Prague genesis whose alloc lacks it', () => {
+    const g = opDevnet as unknown as GethGenesis;
+    const alloc = anvilGenesisJson(g)?.alloc as Record<string, { code: string; nonce: string }>;
+    expect(alloc[HISTORY]).toMatchObject({ nonce: '0x0', balance: '0x0' });
+    expect(alloc[HISTORY]?.code).toMatch(/^0x3373fffffffffffffffffffffffffffffffffffffffe14/);
+    expect(Object.keys(alloc)).toHaveLength(2);
+    // Already in the alloc (with code, as op-geth's genesis has it), or no Prague: as written.
+    const withCode = { ...g, alloc: { ...g.alloc, [`0x${HISTORY}`]: { balance: '0x0', nonce: '0x1', code: '0x60' } } };
+    expect(anvilGenesisJson(withCode)).toBeUndefined();
+    expect(anvilGenesisJson(opScheduled as unknown as GethGenesis)).toBeUndefined();
   });
 });

@@ -55,7 +55,8 @@ async function addBalance(overlay: StateOverlay, address: Uint8Array, amount: bi
 
 /**
  * Changes made after the transactions: proof-of-work rewards (block and uncles) and withdrawals.
- * Throws when the block needs what only execution can give (EIP-7002/7251 request dequeues).
+ * Throws when the block needs what only execution can give (EIP-7002/7251 request dequeues),
+ * unless the chain makes no request calls (`noRequests`: OP-stack from Isthmus, op-stack.ts).
  */
 export async function applyPostTransactions(
   overlay: StateOverlay,
@@ -63,6 +64,7 @@ export async function applyPostTransactions(
   h: HeaderRecord,
   uncles: HeaderRecord[],
   withdrawals: Uint8Array[][] | undefined,
+  noRequests = false,
 ): Promise<void> {
   const c = forkOf(common, h);
   if (c.consensusType() === ConsensusType.ProofOfWork) {
@@ -78,6 +80,7 @@ export async function applyPostTransactions(
     if (amount > 0n) await addBalance(overlay, w[2] as Uint8Array, amount);
   }
   if (
+    !noRequests &&
     c.isActivatedEIP(7002) &&
     ((await hasCode(overlay, WITHDRAWAL_REQUESTS)) || (await hasCode(overlay, CONSOLIDATION_REQUESTS)))
   ) {

@@ -57,14 +57,19 @@ export function checkField(
 /**
  * The checks that need no state: header hash, transactions root, uncles hash, withdrawals root,
  * receipts root, logs bloom and gas used. Throws BlockVerificationError naming the field.
+ * `withdrawalsRootIsStorageRoot` (OP-stack from Isthmus, op-stack.ts): the header's
+ * withdrawalsRoot is a storage root checked against the state; the withdrawals list must be empty.
  */
-export async function verifyBlockData(b: ReplicaBlock): Promise<void> {
+export async function verifyBlockData(b: ReplicaBlock, withdrawalsRootIsStorageRoot = false): Promise<void> {
   const n = b.number;
   const h = b.header;
   checkField(n, 'hash', b.hash, keccak256(b.headerRlp));
   checkField(n, 'transactionsRoot', h.transactionsRoot, orderedTrieRoot(b.transactions.map((t) => t.bytes)));
   checkField(n, 'uncleHash (sha3Uncles)', h.uncleHash, keccak256(RLP.encode(b.uncles as never)));
-  if (h.withdrawalsRoot !== undefined) {
+  if (h.withdrawalsRoot !== undefined && withdrawalsRootIsStorageRoot) {
+    if (b.withdrawals === undefined || b.withdrawals.length > 0)
+      fail(n, 'withdrawals', `${b.withdrawals?.length ?? 'no list'}`, 'an empty list (OP-stack from Isthmus)');
+  } else if (h.withdrawalsRoot !== undefined) {
     const ws = (b.withdrawals ?? []).map((w) => RLP.encode(w as never));
     checkField(n, 'withdrawalsRoot', h.withdrawalsRoot, orderedTrieRoot(ws));
   } else if (b.withdrawals !== undefined && b.withdrawals.length > 0)

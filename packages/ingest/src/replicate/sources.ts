@@ -11,7 +11,7 @@ import { RLP } from '@ethereumjs/rlp';
 import type { Common } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes, hexToBytes } from '@ethereumjs/util';
 import { keccak256 } from '@chainnode/store';
-import { chainFamilyOf, decodeHeader } from '@chainnode/core';
+import { chainFamilyOf, decodeHeader, opForkActive } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import { BlockVerificationError, UpstreamError } from '../errors.js';
 import { UpstreamRpcError } from '@chainnode/core';
@@ -245,8 +245,8 @@ export class TracerSource implements ReplicaSource {
     private readonly client: UpstreamClient,
     private readonly blocks: RpcBlockSource,
     private readonly common: Common,
-    /** The genesis.json of an OP-stack chain followed on anvil (its block-level reads, block-level.ts). */
-    private readonly anvilOpStack?: Record<string, unknown> | undefined,
+    /** An OP-stack chain's genesis.json, and whether the upstream is anvil (its block-level reads, block-level.ts). */
+    private readonly opStack?: { genesis: Record<string, unknown>; anvil: boolean } | undefined,
     private readonly timings?: ReplicationTimings | undefined,
     /** History only: no state diffs asked (its blocks' `changes` throw). */
     private readonly history = false,
@@ -351,7 +351,9 @@ export class TracerSource implements ReplicaSource {
     const headerRec = decodeHeader(headerRlp, hash);
     const kind = this.kind;
     const common = this.common;
-    const anvilOp = this.anvilOpStack;
+    const op = this.opStack;
+    // OP-stack from Isthmus: no EIP-7002/7251 request calls (op-stack.ts).
+    const noRequests = op !== undefined && opForkActive(op.genesis, 'isthmus', headerRec.timestamp);
     if (this.timings !== undefined) this.timings.decodeMs += performance.now() - t0;
     return {
       number: n,
@@ -382,12 +384,12 @@ export class TracerSource implements ReplicaSource {
                 if (kind === 'prestate') await applyPrestateDiff(overlay, t, n, i, origin);
                 else await applyParityDiff(overlay, t, origin);
               }
-              if (anvilOp !== undefined)
+              if (op?.anvil === true)
                 await applyAnvilOpStackReads(
                   overlay,
                   transactions.map((t) => t.type),
                 );
-              await applyPostTransactions(overlay, common, headerRec, uncleHeaders, withdrawals);
+              await applyPostTransactions(overlay, common, headerRec, uncleHeaders, withdrawals, noRequests);
             }),
     };
   }
@@ -550,11 +552,9 @@ export async function chooseReplicaSource(
 ): Promise<ReplicaSource> {
   const opStack = chainFamilyOf(genesis) === 'optimism';
   const version = opStack ? await client.call('web3_clientVersion', []).catch(() => '') : '';
-  const anvilOp = opStack && typeof version === 'string' && version.startsWith('anvil/') ? genesis : undefined;
+  const op = opStack ? { genesis, anvil: typeof version === 'string' && version.startsWith('anvil/') } : undefined;
   const make = (k: StateSourceKind): ReplicaSource =>
-    k === 'chainnode'
-      ? new ChainnodeSource(client, timings)
-      : new TracerSource(k, client, blocks, common, anvilOp, timings);
+    k === 'chainnode' ? new ChainnodeSource(client, timings) : new TracerSource(k, client, blocks, common, op, timings);
   if (forced !== undefined) return make(forced);
   const offers = async (method: string, params: unknown[]): Promise<boolean> => {
     try {

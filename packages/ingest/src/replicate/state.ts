@@ -191,8 +191,8 @@ export class StateOverlay {
   }
 
   /** The storage root a source claims for the account: compared with the recomputed one. */
-  async claimStorageRoot(key: Uint8Array, root: Uint8Array): Promise<void> {
-    (await this.entry(key)).claimedStorageRoot = root;
+  async claimStorageRoot(key: Uint8Array, root: Uint8Array, name?: string): Promise<void> {
+    (await this.entry(key, name)).claimedStorageRoot = root;
   }
 
   /** Touched hashed keys (hex) with their printable names. */
