@@ -140,11 +140,16 @@ interface OpChain {
   counter: number;
 }
 
-/** anvil (at `hardfork`, null: its default) and a replicating follower of it, in `dir`. */
-async function startChain(dir: string, genesis: Record<string, unknown>, hardfork: string | null): Promise<OpChain> {
+/** anvil (at `hardfork`, null: its default) and a replicating follower of it (`threads` app threads), in `dir`. */
+async function startChain(
+  dir: string,
+  genesis: Record<string, unknown>,
+  hardfork: string | null,
+  threads: string,
+): Promise<OpChain> {
   await mkdir(dir);
   const anvil = await startAnvil(dir, ['--no-mining', '--network', 'optimism'], { genesis, hardfork });
-  const args = ['--ingest', 'replicate', '--threads', '2'];
+  const args = ['--ingest', 'replicate', '--threads', threads];
   const { node, ours, genesisPath } = await startFollower(dir, anvil.url, genesis, args);
   return { anvil, node, ours, genesisPath, common: commonOf(genesis), loggers: [], counter: 0 };
 }
@@ -226,8 +231,8 @@ describe('replicating an OP-stack chain from anvil --network optimism', () => {
   beforeAll(async () => {
     temp = await tempDir('replicate-op-');
     [ecotone, jovian] = await Promise.all([
-      startChain(join(temp.dir, 'ecotone'), OP_GENESIS, 'ecotone'),
-      startChain(join(temp.dir, 'jovian'), JOVIAN_GENESIS, null),
+      startChain(join(temp.dir, 'ecotone'), OP_GENESIS, 'ecotone', '2'),
+      startChain(join(temp.dir, 'jovian'), JOVIAN_GENESIS, null, '1'),
     ]);
   }, 120_000);
 
