@@ -1,0 +1,219 @@
+// debug_trace* against independent derivations on the fixture chain (re-executed blocks): the
+// callTracer's top frame against the stored receipt (gas used, status, the logs with `withLog`),
+// prestateTracer's diffMode against the stored state (each account's `pre` as the parent block
+// left it where the block first touches it, its `post` as the block left it where the block last
+// touches it), the struct logger's result against the receipt and against eth_call, muxTracer
+// against its tracers run alone, debug_traceBlock against debug_traceBlockByHash, and the limits.
+import type { ChainStore } from '@chainnode/core';
+import { openChainStore } from '@chainnode/store';
+import { datadirCopy } from '@chainnode/testkit';
+import { createRpcService } from '../src/index.js';
+import type { RpcServiceApi } from '../src/index.js';
+
+type Json = Record<string, unknown>;
+
+interface Frame {
+  type: string;
+  gasUsed: string;
+  error?: string;
+  output?: string;
+  calls?: Frame[];
+  logs?: { address: string; topics: string[]; data: string; index: string }[];
+}
+
+interface Receipt {
+  status: string;
+  gasUsed: string;
+  logs: { address: string; topics: string[]; data: string; logIndex: string }[];
+}
+
+interface PrestateAccount {
+  balance?: string;
+  nonce?: number;
+  code?: string;
+  storage?: Record<string, string>;
+}
+
+/** The system contracts written before or after a block's transactions (EIP-4788, 2935, 7002, 7251). */
+const SYSTEM = new Set([
+  '0x000f3df6d732807ef1319fb7b8bb8522d0beac02',
+  '0x0000f90827f1c53a10cb7a02335b175320002935',
+  '0x00000961ef480eb55e80d19ad83579a64c007002',
+  '0x0000bbddc7ce488642fb579f8b00f3a590007251',
+]);
+
+async function call(
+  svc: RpcServiceApi,
+  method: string,
+  params: unknown[],
+): Promise<{ result?: unknown; error?: Json }> {
+  return JSON.parse((await svc.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }))).body ?? '');
+}
+
+async function rpc<T>(svc: RpcServiceApi, method: string, params: unknown[]): Promise<T> {
+  const r = await call(svc, method, params);
+  if (r.error !== undefined) throw new Error(`${method}: ${JSON.stringify(r.error)}`);
+  return r.result as T;
+}
+
+const hex = (n: number | bigint): string => `0x${n.toString(16)}`;
+
+function frameLogs(f: Frame): NonNullable<Frame['logs']> {
+  return [...(f.logs ?? []), ...(f.calls ?? []).flatMap(frameLogs)];
+}
+
+describe('debug_trace* against the receipts and the stored state', () => {
+  let store: ChainStore;
+  let svc: RpcServiceApi;
+  let cleanup: () => Promise<void>;
+  /** Blocks with transactions, spread over the fixture chain's 1,600. */
+  const blocks: number[] = [];
+
+  beforeAll(async () => {
+    const copy = await datadirCopy('fixtures');
+    cleanup = copy.cleanup;
+    store = await openChainStore(copy.dir);
+    svc = createRpcService(store, { callTimeoutMs: 60_000 });
+    // Before and after London (block 600), up to the head.
+    for (const n of [1, 150, 300, 599, 600, 900, 1200, 1600]) {
+      const count = await rpc<string | null>(svc, 'eth_getBlockTransactionCountByNumber', [hex(n)]);
+      if (count !== null && Number(count) > 0) blocks.push(n);
+    }
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await cleanup?.();
+  });
+
+  test('callTracer: the top frame is the receipt (gas used, status, logs)', async () => {
+    expect(blocks.length).toBeGreaterThan(0);
+    for (const n of blocks) {
+      const traces = await rpc<{ txHash: string; result: Frame }[]>(svc, 'debug_traceBlockByNumber', [
+        hex(n),
+        { tracer: 'callTracer', tracerConfig: { withLog: true } },
+      ]);
+      const receipts = await rpc<Receipt[]>(svc, 'eth_getBlockReceipts', [hex(n)]);
+      expect(traces.length).toBe(receipts.length);
+      traces.forEach((t, i) => {
+        const r = receipts[i] as Receipt;
+        expect(t.result.gasUsed).toBe(r.gasUsed);
+        expect(t.result.error === undefined).toBe(r.status === '0x1');
+        const logs = frameLogs(t.result).sort((a, b) => Number(a.index) - Number(b.index));
+        expect(logs.map((l) => [l.address, l.topics, l.data, l.index])).toEqual(
+          r.logs.map((l) => [l.address, l.topics, l.data, l.logIndex]),
+        );
+      });
+    }
+  });
+
+  test('prestateTracer diffMode: pre is the parent state where first touched, post the block state where last touched', async () => {
+    let checked = 0;
+    for (const n of blocks) {
+      const block = await rpc<{ miner: string; difficulty: string; withdrawals?: { address: string }[] }>(
+        svc,
+        'eth_getBlockByNumber',
+        [hex(n), false],
+      );
+      // Changed after the transactions: the miner's reward before the merge, withdrawals.
+      const after = new Set([...(block.withdrawals ?? []).map((w) => w.address), ...SYSTEM]);
+      if (BigInt(block.difficulty) > 0n) after.add(block.miner);
+      const traces = await rpc<
+        { result: { pre: Record<string, PrestateAccount>; post: Record<string, PrestateAccount> } }[]
+      >(svc, 'debug_traceBlockByNumber', [hex(n), { tracer: 'prestateTracer', tracerConfig: { diffMode: true } }]);
+      // An account a transaction changes is in its `post`; in its `pre` unless it did not exist.
+      const firstPre = new Map<string, PrestateAccount>();
+      const lastPost = new Map<string, PrestateAccount>();
+      for (const t of traces) {
+        for (const a of new Set([...Object.keys(t.result.pre), ...Object.keys(t.result.post)]))
+          if (!firstPre.has(a) && !lastPost.has(a)) firstPre.set(a, t.result.pre[a] ?? { balance: '0x0' });
+        for (const [a, acc] of Object.entries(t.result.post)) lastPost.set(a, { ...lastPost.get(a), ...acc });
+      }
+      for (const [a, acc] of firstPre) {
+        if (SYSTEM.has(a)) continue;
+        const at = hex(n - 1);
+        expect(acc.balance).toBe(await rpc(svc, 'eth_getBalance', [a, at]));
+        expect(hex(acc.nonce ?? 0)).toBe(await rpc(svc, 'eth_getTransactionCount', [a, at]));
+        for (const [slot, v] of Object.entries(acc.storage ?? {}))
+          expect(v).toBe(await rpc(svc, 'eth_getStorageAt', [a, slot, at]));
+        checked++;
+      }
+      for (const [a, acc] of lastPost) {
+        if (after.has(a)) continue;
+        if (acc.balance !== undefined) expect(acc.balance).toBe(await rpc(svc, 'eth_getBalance', [a, hex(n)]));
+        if (acc.nonce !== undefined)
+          expect(hex(acc.nonce)).toBe(await rpc(svc, 'eth_getTransactionCount', [a, hex(n)]));
+        if (acc.code !== undefined) expect(acc.code).toBe(await rpc(svc, 'eth_getCode', [a, hex(n)]));
+        for (const [slot, v] of Object.entries(acc.storage ?? {}))
+          expect(v).toBe(await rpc(svc, 'eth_getStorageAt', [a, slot, hex(n)]));
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(0);
+  });
+
+  test('the struct logger: gas and failure as the receipt says; a call returns what eth_call returns', async () => {
+    const n = blocks[blocks.length - 1] as number;
+    const block = await rpc<{
+      hash: string;
+      transactions: { hash: string; from: string; to: string | null; input: string }[];
+    }>(svc, 'eth_getBlockByNumber', [hex(n), true]);
+    const tx = block.transactions[0] as { hash: string; from: string; to: string | null; input: string };
+    const receipt = await rpc<Receipt>(svc, 'eth_getTransactionReceipt', [tx.hash]);
+    const trace = await rpc<{ gas: number; failed: boolean; structLogs: { depth: number }[] }>(
+      svc,
+      'debug_traceTransaction',
+      [tx.hash, { disableStorage: true, disableStack: true }],
+    );
+    expect(hex(trace.gas)).toBe(receipt.gasUsed);
+    expect(trace.failed).toBe(receipt.status !== '0x1');
+    expect(trace.structLogs.every((l) => l.depth >= 1)).toBe(true);
+    if (tx.to !== null) {
+      const args = { from: tx.from, to: tx.to, input: tx.input };
+      const traced = await call(svc, 'debug_traceCall', [args, hex(n), {}]);
+      const called = await call(svc, 'eth_call', [args, hex(n)]);
+      const r = traced.result as { failed: boolean; returnValue: string };
+      if (called.error === undefined) expect(r.returnValue).toBe(called.result);
+      else expect(r.failed).toBe(true);
+    }
+  });
+
+  test('muxTracer is its tracers run alone; debug_traceBlock (RLP) is debug_traceBlockByHash', async () => {
+    const n = blocks[0] as number;
+    const hash = (await rpc<{ hash: string }>(svc, 'eth_getBlockByNumber', [hex(n), false])).hash;
+    const config = { callTracer: { onlyTopCall: true }, '4byteTracer': {}, noopTracer: {} };
+    const mux = await rpc<{ result: Json }[]>(svc, 'debug_traceBlockByHash', [
+      hash,
+      { tracer: 'muxTracer', tracerConfig: config },
+    ]);
+    for (const [name, cfg] of Object.entries(config)) {
+      const alone = await rpc<{ result: unknown }[]>(svc, 'debug_traceBlockByHash', [
+        hash,
+        { tracer: name, tracerConfig: cfg },
+      ]);
+      expect(mux.map((t) => t.result[name])).toEqual(alone.map((t) => t.result));
+    }
+    const raw = await rpc<string>(svc, 'debug_getRawBlock', [hex(n)]);
+    expect(await rpc(svc, 'debug_traceBlock', [raw, { tracer: 'callTracer' }])).toEqual(
+      await rpc(svc, 'debug_traceBlockByHash', [hash, { tracer: 'callTracer' }]),
+    );
+  });
+
+  test("geth's errors: an unknown tracer, a JavaScript tracer, a bad timeout, the size limit", async () => {
+    const n = hex(blocks[0] as number);
+    const err = async (params: unknown[], s = svc) => (await call(s, 'debug_traceBlockByNumber', params)).error;
+    expect(await err([n, { tracer: 'fooTracer' }])).toEqual({
+      code: -32000,
+      message: 'ReferenceError: fooTracer is not defined at <eval>:1:2(0)',
+    });
+    expect((await err([n, { tracer: '{step: function() {}, result: function() {}}' }]))?.message).toMatch(
+      /^JavaScript tracers are not supported/,
+    );
+    expect(await err([n, { timeout: '5 seconds' }])).toEqual({
+      code: -32000,
+      message: 'time: invalid duration "5 seconds"',
+    });
+    const small = createRpcService(store, { traceMaxBytes: 200 });
+    expect((await err([n], small))?.code).toBe(-32003);
+  });
+});
