@@ -23,6 +23,8 @@ import type { BlockStateBase } from './state.js';
 import type { AccountOverride } from './state.js';
 import { authorizationTuples } from './call-args.js';
 import { TraceTooLargeError } from './trace/hooks.js';
+import { callRules, leanCall, leanEligible } from './lean-call.js';
+import type { CallRules, LeanOutcome } from './lean-call.js';
 import type { BlockOverrides, CallArgs } from './call-args.js';
 import { simulate } from './simulate.js';
 import { createStoreVM } from './store-vm.js';
@@ -73,6 +75,8 @@ interface Warm {
 interface BlockContext {
   hardfork: string;
   header: HeaderRecord;
+  /** The block environment of calls without block overrides, built on first use: unpriced, priced. */
+  env: [Block | undefined, Block | undefined];
 }
 
 let kzg: Promise<KzgInterface> | undefined;
@@ -101,6 +105,7 @@ export class Executor {
   private ready: Promise<void> | undefined;
   private readonly idle: Warm[] = [];
   private readonly contexts = new Map<string, BlockContext>();
+  private readonly rules = new Map<string, CallRules>();
   /** VMs in existence (idle or running); more than POOL wait for one to come back. */
   private live = 0;
   private readonly waiters: ((w: Warm) => void)[] = [];
@@ -155,7 +160,7 @@ export class Executor {
     let c = this.contexts.get(key);
     if (c === undefined) {
       const hardfork = this.common.getHardforkBy({ blockNumber: header.number, timestamp: header.timestamp });
-      c = { hardfork, header };
+      c = { hardfork, header, env: [undefined, undefined] };
       if (this.contexts.size >= 1024) this.contexts.delete(this.contexts.keys().next().value as string);
       this.contexts.set(key, c);
     }
@@ -193,9 +198,15 @@ export class Executor {
       w.state.sealOverrides();
       const priced =
         args.gasPrice !== undefined || args.maxFeePerGas !== undefined || args.maxPriorityFeePerGas !== undefined;
-      const block = this.blockFor(w.common, header, opts.block, priced);
+      const block = this.envOf(ctx, w.common, opts.block, priced);
       const gas = opts.gas ?? this.gasFor(args, w.common);
       try {
+        const rules = this.rulesOf(w, ctx.hardfork);
+        if (opts.block === undefined && opts.observe === undefined && !priced && leanEligible(args, rules, gas)) {
+          const coinbase = (block.header as { coinbase: Address }).coinbase;
+          const r = await leanCall(w.vm, rules, block, coinbase, args, gas, opts.accessList === true);
+          if (r !== undefined) return outcomeOf(r);
+        }
         const tx = this.txFor(w.common, args, gas, block);
         const run = () =>
           runTx(w.vm, {
@@ -208,19 +219,12 @@ export class Executor {
           });
         const r =
           opts.observe === undefined ? await run() : await opts.observe({ vm: w.vm, state: w.state, tx, block }, run);
-        const err = r.execResult.exceptionError;
-        const out: CallOutcome = {
-          kind: err === undefined ? 'success' : err.error === 'revert' ? 'revert' : 'halt',
+        return outcomeOf({
+          exceptionError: r.execResult.exceptionError,
           returnValue: r.execResult.returnValue,
           gasUsed: r.totalGasSpent,
-        };
-        if (err !== undefined && err.error !== 'revert') out.error = haltMessage(err.error);
-        if (r.accessList !== undefined)
-          out.accessList = r.accessList.map((e) => ({
-            address: hexBytes(e.address),
-            storageKeys: e.storageKeys.map(hexBytes),
-          }));
-        return out;
+          accessList: r.accessList,
+        });
       } catch (err) {
         // A missing trie node is not the call's fault: a store that proves its state on demand
         // (a joined node) fetches the path and runs the call again.
@@ -242,6 +246,16 @@ export class Executor {
   async chainCommon(): Promise<Common> {
     await this.init();
     return this.common;
+  }
+
+  /** The call rules of `hardfork` (its parameters and precompiles), read once. */
+  private rulesOf(w: Warm, hardfork: string): CallRules {
+    let r = this.rules.get(hardfork);
+    if (r === undefined) {
+      r = callRules(w.vm);
+      this.rules.set(hardfork, r);
+    }
+    return r;
   }
 
   /** eth_simulateV1: `blocks` on the state after `base` (simulate.ts). */
@@ -282,6 +296,18 @@ export class Executor {
     if (this.options.gasCap > 0n && gas > this.options.gasCap) gas = this.options.gasCap;
     if (c.isActivatedEIP(7825) && gas > MAX_TX_GAS) gas = MAX_TX_GAS;
     return gas;
+  }
+
+  /** The block a call runs under: built once per block context unless the call overrides it. */
+  private envOf(ctx: BlockContext, common: Common, o: BlockOverrides | undefined, priced: boolean): Block {
+    if (o !== undefined) return this.blockFor(common, ctx.header, o, priced);
+    const i = priced ? 1 : 0;
+    let env = ctx.env[i];
+    if (env === undefined) {
+      env = this.blockFor(common, ctx.header, undefined, priced);
+      ctx.env[i] = env;
+    }
+    return env;
   }
 
   private blockFor(common: Common, h: HeaderRecord, o: BlockOverrides | undefined, priced: boolean): Block {
@@ -370,6 +396,23 @@ export class Executor {
     (tx as unknown as { getSenderAddress: () => Address }).getSenderAddress = () => from;
     return tx;
   }
+}
+
+/** The call's outcome from what the EVM answered (runTx's or leanCall's). */
+function outcomeOf(r: LeanOutcome): CallOutcome {
+  const err = r.exceptionError;
+  const out: CallOutcome = {
+    kind: err === undefined ? 'success' : err.error === 'revert' ? 'revert' : 'halt',
+    returnValue: r.returnValue,
+    gasUsed: r.gasUsed,
+  };
+  if (err !== undefined && err.error !== 'revert') out.error = haltMessage(err.error);
+  if (r.accessList !== undefined)
+    out.accessList = r.accessList.map((e) => ({
+      address: hexBytes(e.address),
+      storageKeys: e.storageKeys.map(hexBytes),
+    }));
+  return out;
 }
 
 function hexBytes(h: string): Uint8Array {
