@@ -1,7 +1,7 @@
 // The Redis connection every Redis engine uses (keys, credits, usage record): @redis/client with
 // an explicit command timeout and no offline queue (a command issued while disconnected fails at
 // once), and the timeout a written command waits for its reply.
-import { createClient } from '@redis/client';
+import type { createClient } from '@redis/client';
 import { LedgerUnavailableError } from './ledger/api.js';
 
 export interface RedisOptions {
@@ -32,6 +32,8 @@ export function parseRedisUrl(value: string): string {
 
 /** A connected client with explicit timeouts and no offline queue; rejects if Redis does not answer. */
 export async function connectRedis(opts: RedisOptions, log: (line: string) => void = () => {}): Promise<RedisClient> {
+  // The client's code loads with the first connection: the embedded ledger never needs it.
+  const { createClient } = await import('@redis/client');
   const client = createClient({
     url: parseRedisUrl(opts.url),
     disableOfflineQueue: true,

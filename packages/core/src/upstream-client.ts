@@ -5,8 +5,9 @@
 // are UpstreamErrors of a kind (see UpstreamFailure) whose messages carry only the URL's origin
 // (an upstream URL may hold an API key, e.g. http://host/v3/<KEY>). Calls may be bounded in
 // flight (lanes, a queue of callers beyond them) and retried when the upstream did not answer.
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { Lanes } from './lanes.js';
+import { loadWebSocket } from './ws-load.js';
 
 /**
  * Why an upstream call failed: `unreachable` (no connection, a dropped one, an HTTP error
@@ -268,9 +269,14 @@ class WsTransport implements Transport {
   }
 
   private connect(): Promise<WebSocket> {
-    if (this.socket?.readyState === WebSocket.OPEN) return Promise.resolve(this.socket);
-    this.opening ??= new Promise<WebSocket>((resolve, reject) => {
-      const ws = new WebSocket(this.url, { maxPayload: this.limits.maxBytes, handshakeTimeout: this.limits.timeoutMs });
+    if (this.socket !== undefined && this.socket.readyState === this.socket.OPEN) return Promise.resolve(this.socket);
+    this.opening ??= loadWebSocket().then((Socket) => this.open(Socket));
+    return this.opening;
+  }
+
+  private open(Socket: typeof WebSocket): Promise<WebSocket> {
+    return new Promise<WebSocket>((resolve, reject) => {
+      const ws = new Socket(this.url, { maxPayload: this.limits.maxBytes, handshakeTimeout: this.limits.timeoutMs });
       const fail = (err: Error) => {
         this.opening = undefined;
         ws.removeAllListeners();
@@ -297,7 +303,6 @@ class WsTransport implements Transport {
         resolve(ws);
       });
     });
-    return this.opening;
   }
 
   private rejectAll(why: string): void {

@@ -5,9 +5,10 @@
 // the last DEDUP_WINDOW is not handed on again. Drops are counted (stats()) and logged at most
 // once a minute. An HTTP upstream, or one that refuses the subscription, offers none: that is
 // logged once and nothing else happens. A dropped connection is reopened and resubscribed.
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import type { Hex } from './hex.js';
 import { redactUrl } from './upstream-client.js';
+import { loadWebSocket } from './ws-load.js';
 
 /** Most hashes handed on per flush interval (the pending-transaction journal's size). */
 export const MAX_PER_FLUSH = 4096;
@@ -85,7 +86,12 @@ export class UpstreamPendingFeed {
 
   private open(): void {
     if (this.stopped) return;
-    const ws = new WebSocket(this.o.url, { maxPayload: MAX_MESSAGE_BYTES, handshakeTimeout: 10_000 });
+    void loadWebSocket().then((Socket) => this.openWith(Socket));
+  }
+
+  private openWith(Socket: typeof WebSocket): void {
+    if (this.stopped) return;
+    const ws = new Socket(this.o.url, { maxPayload: MAX_MESSAGE_BYTES, handshakeTimeout: 10_000 });
     this.socket = ws;
     this.subscription = undefined;
     ws.on('open', () => {

@@ -25,8 +25,7 @@ import { RuntimeError } from './config.js';
 import { filterLimitsOf } from './settings/file.js';
 import type { ServerConfig } from './settings/file.js';
 import type { OffloadWorkerData } from './offload-worker.js';
-import { FollowRuntime, withJoinedUpstreams } from '@chainnode/ingest';
-import type { JoinedUpstreams } from '@chainnode/ingest';
+import type { FollowRuntime, JoinedUpstreams } from '@chainnode/ingest';
 import type { FollowSettings, IngestWorkerData } from '@chainnode/ingest';
 
 /** `shared`: offload worker threads of this process will open the datadir too. */
@@ -89,10 +88,14 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   // A following network's offload workers get the follower's commits from the pool (after this
   // thread's store has applied them, on the channel its calls take) and its upstream layers.
   const workers = o.config.offloadWorkers;
+  // The ingest (and the EVM it loads) only for a following network: a network serving its
+  // datadir alone never loads it.
+  const ingest = o.follow !== undefined ? await import('@chainnode/ingest') : undefined;
   let follow: FollowRuntime | undefined;
   let raw: ChainStore;
   try {
-    if (o.follow !== undefined) {
+    if (o.follow !== undefined && ingest !== undefined) {
+      const { FollowRuntime } = ingest;
       const f = o.follow;
       follow =
         o.followFeed !== undefined
@@ -121,9 +124,9 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
   // with a history upstream history below its first block, from upstreams, verified against its
   // own roots and headers (ingest's joined/).
   let joined: JoinedUpstreams | undefined;
-  if (o.follow !== undefined) {
+  if (o.follow !== undefined && ingest !== undefined) {
     const first = raw;
-    joined = withJoinedUpstreams(store, {
+    joined = ingest.withJoinedUpstreams(store, {
       followUrl: o.follow.url,
       ...(o.follow.historyUpstream !== undefined ? { historyUrl: o.follow.historyUpstream } : {}),
       firstBlock: () => first.info().firstBlock ?? 0n,

@@ -17,7 +17,6 @@ import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { OffloadReply, RpcConfig } from '@chainnode/rpc';
 import { serveOffloadedCalls } from '@chainnode/rpc';
-import { withJoinedUpstreams } from '@chainnode/ingest';
 import { applyFaultInjection } from '@chainnode/server/fault';
 import { LevelChainStore } from '@chainnode/store';
 
@@ -45,8 +44,9 @@ lowerThreadPriority(OFFLOAD_WORKER_NICE);
 const raw = await LevelChainStore.open(datadir, { shared: true });
 try {
   let store = applyFaultInjection(raw, process.env, network);
+  // The ingest's code only for a following network's worker.
   if (follow !== undefined)
-    store = withJoinedUpstreams(store, {
+    store = (await import('@chainnode/ingest')).withJoinedUpstreams(store, {
       followUrl: follow.url,
       ...(follow.historyUpstream !== undefined ? { historyUrl: follow.historyUpstream } : {}),
       firstBlock: () => raw.info().firstBlock ?? 0n,

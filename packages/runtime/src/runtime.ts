@@ -21,8 +21,7 @@ import type { CreditLedger, KeyStore, OpenLedger, UsageRecord } from '@chainnode
 import { resolveConfig } from '@chainnode/rpc';
 import { LevelChainStore } from '@chainnode/store';
 import type { ChainStore } from '@chainnode/core';
-import { IngestThread } from '@chainnode/ingest';
-import type { FollowSettings } from '@chainnode/ingest';
+import type { FollowSettings, IngestThread } from '@chainnode/ingest';
 import { RuntimeError, servedDatadirs } from './config.js';
 import type { RuntimeConfig } from './config.js';
 import { filterLimitsOf, rpcConfigOf, transportConfigOf } from './settings/file.js';
@@ -465,7 +464,11 @@ async function serveThreads(
       const anchor = await LevelChainStore.open(datadir, { shared: true }).catch(() => undefined);
       if (anchor !== undefined) anchors.push(anchor);
     }
-    for (const f of config.follows) ingests.set(f.network, new IngestThread(ingestWorkerData(f.datadir, f.follow)));
+    // The ingest's code loads only when a network follows an upstream.
+    if (config.follows.length > 0) {
+      const { IngestThread } = await import('@chainnode/ingest');
+      for (const f of config.follows) ingests.set(f.network, new IngestThread(ingestWorkerData(f.datadir, f.follow)));
+    }
     // uWS sets SO_REUSEPORT only on an explicit port: with --port 0 one is picked here first.
     const port = config.port === 0 ? await freePort(config.host) : config.port;
     first = await threads.start(0, port);
