@@ -14,7 +14,7 @@ import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { methodCosts } from '@chainnode/rpc';
 import { chainDir, datadirCopy, runCli, tempDir } from '@chainnode/testkit';
-import { bannerOf, createKeyCli, kept, spawnServe } from './serve-helpers.js';
+import { bannerOf, createKeyCli, kept, spawnServe, usageCli } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 /** /health's state trie of a datadir imported with the default setting (nothing pruned yet). */
@@ -215,8 +215,7 @@ async function checkOneBalance(port: number, home: string, small: string, perCal
     expect(r.status).toBe(402);
     expect(r.json.error?.code).toBe(402);
   }
-  const usage = await runCli(['keys', 'usage', small, '--json', '--datadir', home]);
-  const u = JSON.parse(usage.stdout) as { used: number; remaining: number; byNetwork: Record<string, number> };
+  const u = await usageCli(home, small);
   expect(u.used).toBe(perCall * 5);
   expect(u.remaining).toBe(0);
   expect(u.byNetwork).toEqual({ fixtures: perCall * 3, execapis: perCall * 2 });
@@ -228,9 +227,7 @@ async function checkOneBalance(port: number, home: string, small: string, perCal
  */
 async function checkRefusals(port: number, home: string, every: string, onlyA: string, refA: Reference): Promise<void> {
   const { at, wsAt } = hostsOf(port);
-  const before = JSON.parse((await runCli(['keys', 'usage', every, '--json', '--datadir', home])).stdout) as {
-    used: number;
-  };
+  const before = await usageCli(home, every);
   const unknown = await post(at('nope', `/v3/${every}`), call('eth_blockNumber', []));
   expect(unknown.status).toBe(404);
   expect(unknown.json.error?.message).toMatch(/^unknown network "nope": this server serves fixtures, execapis/);
@@ -242,15 +239,10 @@ async function checkRefusals(port: number, home: string, every: string, onlyA: s
   expect(denied.json.error).toEqual({ code: -32002, message: 'API key does not have access to network "execapis"' });
   await expect(wsOpen(wsAt('execapis', onlyA))).rejects.toThrow('upgrade refused: 403');
   expect((await post(at('fixtures', `/v3/${onlyA}`), call('eth_chainId', []))).text).toBe(refA.http[0]);
-  const usageOnlyA = JSON.parse((await runCli(['keys', 'usage', onlyA, '--json', '--datadir', home])).stdout) as {
-    used: number;
-    networks: string[];
-  };
+  const usageOnlyA = await usageCli(home, onlyA);
   // eth_chainId at its table cost; the refusals nothing.
   expect(usageOnlyA).toMatchObject({ used: costs.eth_chainId, networks: ['fixtures'] });
-  const after = JSON.parse((await runCli(['keys', 'usage', every, '--json', '--datadir', home])).stdout) as {
-    used: number;
-  };
+  const after = await usageCli(home, every);
   expect(after.used).toBe(before.used);
 }
 
@@ -281,9 +273,7 @@ async function checkNetworkWithdrawn(port: number, home: string): Promise<void> 
   }
   expect(refused.error.code).toBe(-32002);
   open.close();
-  const usedLater = JSON.parse((await runCli(['keys', 'usage', later.key, '--json', '--datadir', home])).stdout) as {
-    used: number;
-  };
+  const usedLater = await usageCli(home, later.key);
   expect(usedLater.used).toBe(answered * (costs['eth_blockNumber'] as number));
 }
 

@@ -218,17 +218,31 @@ const KEY_FLAGS = ['--ledger', '--networks', '--daily-credits', '--credits-per-s
 /** What `node-cli keys usage <key> --json` reads (in this process, like createKeyCli; keys-cli.test.ts runs the command). */
 export async function usageCli(datadir: string, key: string): Promise<KeyUsageJson> {
   const [view, u] = await withKeys(datadir, undefined, async (km) => [await km.get(key), await km.usage(key)] as const);
-  const { dailyCredits, used, remaining, resetsAt } = u.balance;
-  return { plan: view.plan, dailyCredits, used, remaining, resetsAt, methods: u.methods };
+  const { dailyCredits, used, remaining, resetsAt, byNetwork } = u.balance;
+  return {
+    plan: view.plan,
+    networks: view.networks,
+    dailyCredits,
+    used,
+    remaining,
+    resetsAt,
+    byNetwork,
+    methods: u.methods,
+  };
 }
 
-/** What `keys usage --json` prints that the tests read: today's balance and the methods of 30 days. */
+/**
+ * What `keys usage --json` prints that the tests read: the key's networks, today's balance and its
+ * split by network, and the methods of 30 days.
+ */
 export interface KeyUsageJson {
   plan: string;
+  networks: string[] | null;
   dailyCredits: number;
   used: number;
   remaining: number;
   resetsAt: string;
+  byNetwork: Record<string, number>;
   methods: { method: string; calls: number; credits: number }[];
 }
 
