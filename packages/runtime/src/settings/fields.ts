@@ -13,9 +13,9 @@ import { resolve } from 'node:path';
 import { DEFAULT_PLANS, PLAN_NAMES, isPlanName, networkNameProblem } from '@chainnode/accounts';
 import type { LedgerFailureMode, PlanConfig, PlanName } from '@chainnode/accounts';
 import type { IngestMode } from '@chainnode/ingest';
-import { DEFAULT_TRANSPORT_CONFIG, LOG_FORMATS, LOG_LEVELS, MAX_NETWORKS } from '@chainnode/server';
-import type { TransportConfig } from '@chainnode/server';
-import { DEFAULT_FILTER_LIMITS, FILTER_TIMEOUT_MS } from '@chainnode/rpc';
+import { DEFAULT_TRANSPORT_CONFIG, LOG_FORMATS, LOG_LEVELS, MAX_NETWORKS } from '@chainnode/server/settings';
+import type { TransportConfig } from '@chainnode/server/settings';
+import { DEFAULT_FILTER_LIMITS, FILTER_TIMEOUT_MS } from '@chainnode/rpc/settings';
 import {
   ConfigError,
   boolean,

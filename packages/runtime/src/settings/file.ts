@@ -2,9 +2,9 @@
 // rpc service and the server take, and the flags of `serve` a file sets.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { FilterLimits, RpcConfig } from '@chainnode/rpc';
-import { DEFAULT_TRANSPORT_CONFIG } from '@chainnode/server';
-import type { TransportConfig } from '@chainnode/server';
+import type { FilterLimits, RpcConfig } from '@chainnode/rpc/settings';
+import { DEFAULT_TRANSPORT_CONFIG } from '@chainnode/server/settings';
+import type { TransportConfig } from '@chainnode/server/settings';
 import { SERVER_FIELDS } from './fields.js';
 import { ConfigError, canonicalName, defaultsOf, isRecord, readFields } from './schema.js';
 import type { ConfigField, ConfigValues, RpcIntegerField } from './schema.js';

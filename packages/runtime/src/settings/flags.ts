@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { checkLedgerUrl } from '@chainnode/accounts';
-import { defaultLogFormat } from '@chainnode/server';
-import type { LogFormat } from '@chainnode/server';
+import { defaultLogFormat } from '@chainnode/server/settings';
+import type { LogFormat } from '@chainnode/server/settings';
 import type { DashboardConfig, FollowedDatadir, RuntimeConfig } from '../config.js';
 import { DEFAULT_ADMIN_PORT, SERVER_FIELDS, checkNetwork, checkNetworks } from './fields.js';
 import type { NetworkConfig } from './fields.js';

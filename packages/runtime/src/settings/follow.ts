@@ -2,8 +2,8 @@
 // `--checkpoint`, `--state-trie` and the upstream's URL, read into ingest's FollowSettings types. `serve` and
 // `sync` both take them; a bad value is a ConfigError naming the flag.
 import type { IngestMode, StartBlock } from '@chainnode/ingest';
-import { StateTrieSettingError, parseStateTrie } from '@chainnode/store';
-import type { StateTrieMode } from '@chainnode/store';
+import { StateTrieSettingError, parseStateTrie } from '@chainnode/store/settings';
+import type { StateTrieMode } from '@chainnode/store/settings';
 import { ConfigError } from './schema.js';
 
 /** `--start-block <N|head-K>`: a block number (decimal or 0x-hex, above 0) or the upstream's head minus K. */

@@ -2,10 +2,10 @@
 // default, unit and range, its flag, its former name), the constructors the schema is written
 // with, and the reading of a JSON object through a schema (unknown names refused, former names
 // read as the field). The schema itself is fields.ts.
-import { DEFAULT_RPC_CONFIG } from '@chainnode/rpc';
-import type { RpcConfig } from '@chainnode/rpc';
-import { DEFAULT_TRANSPORT_CONFIG } from '@chainnode/server';
-import type { TransportConfig } from '@chainnode/server';
+import { DEFAULT_RPC_CONFIG } from '@chainnode/rpc/settings';
+import type { RpcConfig } from '@chainnode/rpc/settings';
+import { DEFAULT_TRANSPORT_CONFIG } from '@chainnode/server/settings';
+import type { TransportConfig } from '@chainnode/server/settings';
 
 export class ConfigError extends Error {
   constructor(message: string) {

@@ -4,8 +4,8 @@
 // of the log's format per event (component `sync`, the facts as fields), so that every line the
 // process writes is JSON.
 import type { FollowSummary, ImportProgress, ImportSummary } from '@chainnode/ingest';
-import { createLog } from '@chainnode/server';
-import type { Log, LogFormat } from '@chainnode/server';
+import { createLog } from '@chainnode/server/settings';
+import type { Log, LogFormat } from '@chainnode/server/settings';
 
 export interface SyncReport {
   /** The import's progress (a chain export's). */
