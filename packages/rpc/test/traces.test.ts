@@ -199,6 +199,46 @@ describe('debug_trace* against the receipts and the stored state', () => {
     );
   });
 
+  test("debug_traceCall: geth's frames for a log, a call and a SELFDESTRUCT (eth/tracers/native/call.go)", async () => {
+    const c = '0x000000000000000000000000000000000000c0de';
+    const d = '0x000000000000000000000000000000000000d00d';
+    const beneficiary = '0x000000000000000000000000000000000000beef';
+    // c: SELFDESTRUCT(beneficiary). d: LOG1(0x42); CALL(0xffff gas, c, no value, no data); STOP.
+    const state = {
+      [c]: { code: `0x73${beneficiary.slice(2)}ff`, balance: '0x100' },
+      [d]: { code: `0x604260006000a16000600060006000600073${c.slice(2)}61fffff100` },
+    };
+    const trace = await rpc<Json>(svc, 'debug_traceCall', [
+      { to: d, gas: '0x30000' },
+      'latest',
+      { tracer: 'callTracer', tracerConfig: { withLog: true }, stateOverrides: state },
+    ]);
+    expect(trace).toEqual({
+      type: 'CALL',
+      from: '0x0000000000000000000000000000000000000000',
+      to: d,
+      gas: '0x30000',
+      gasUsed: trace.gasUsed,
+      input: '0x',
+      value: '0x0',
+      logs: [{ address: d, topics: [`0x${'42'.padStart(64, '0')}`], data: '0x', index: '0x0', position: '0x0' }],
+      calls: [
+        {
+          type: 'CALL',
+          from: d,
+          to: c,
+          gas: '0xffff',
+          gasUsed: (trace.calls as Json[])[0]?.gasUsed,
+          input: '0x',
+          value: '0x0',
+          calls: [
+            { type: 'SELFDESTRUCT', from: c, to: beneficiary, gas: '0x0', gasUsed: '0x0', input: '0x', value: '0x100' },
+          ],
+        },
+      ],
+    });
+  });
+
   test("geth's errors: an unknown tracer, a JavaScript tracer, a bad timeout, the size limit", async () => {
     const n = hex(blocks[0] as number);
     const err = async (params: unknown[], s = svc) => (await call(s, 'debug_traceBlockByNumber', params)).error;

@@ -48,6 +48,8 @@ interface OpenFrame {
   logsAtStart: number;
   /** The last opcode the frame ran (undefined: none yet). */
   lastOp: number | undefined;
+  /** The frame's SELFDESTRUCT as it ran: the beneficiary and the balance it sends. */
+  selfdestruct?: { from: Bytes; to: Bytes; value: bigint };
 }
 
 /** Opcodes that end a frame; a frame that ends after any other ran off its code's end. */
@@ -67,6 +69,7 @@ const OPCODE_ERRORS = new Set([
 ]);
 
 const EMPTY = new Uint8Array();
+const SELFDESTRUCT = 0xff;
 const DEADLINE_STEPS = 1024;
 
 /** geth's frame kind of a message. */
@@ -174,11 +177,20 @@ export function bindTracer(
     out?.catch(fail);
   };
 
+  /** geth reports a SELFDESTRUCT as a frame of its own: no input, no gas, the balance as its value. */
+  const selfdestructFrame = (d: NonNullable<OpenFrame['selfdestruct']>, depth: number): void => {
+    tracer.onEnter?.({ depth, type: 'SELFDESTRUCT', from: d.from, to: d.to, input: EMPTY, gas: 0n, value: d.value });
+    tracer.onExit?.({ depth, output: EMPTY, gasUsed: 0n, error: undefined, reverted: false });
+  };
+
   const afterMessage = (r: MessageResult): void => {
     const f = frames.pop();
     const depth = frames.length;
     const err = r.execResult.exceptionError?.error;
-    if (err === undefined && f !== undefined) implicitStop(f, r, depth);
+    if (err === undefined && f !== undefined) {
+      implicitStop(f, r, depth);
+      if (f.lastOp === SELFDESTRUCT && f.selfdestruct !== undefined) selfdestructFrame(f.selfdestruct, depth + 1);
+    }
     const reverted = err !== undefined;
     if (reverted && f !== undefined) liveLogs = f.logsAtStart;
     if (err !== undefined && err !== 'revert' && OPCODE_ERRORS.has(err))
@@ -205,11 +217,17 @@ export function bindTracer(
     const frame = frames[frames.length - 1];
     if (frame !== undefined) frame.lastOp = code;
     if (tracer.wantsLogs === true && code >= 0xa0 && code <= 0xa4) emitLog(e);
-    if (tracer.onOpcode === undefined) {
-      resolve();
-      return;
+    const pending: Promise<void>[] = [];
+    if (code === SELFDESTRUCT && tracer.wantsSelfdestructs === true && frame !== undefined && e.stack.length > 0) {
+      const from = e.address.bytes;
+      const to = word(e.stack[e.stack.length - 1] as bigint).subarray(12);
+      pending.push(
+        state.balance(from).then((value) => {
+          frame.selfdestruct = { from, to, value };
+        }),
+      );
     }
-    const out = tracer.onOpcode(
+    const out = tracer.onOpcode?.(
       {
         pc: e.pc,
         op: code,
@@ -225,14 +243,18 @@ export function bindTracer(
       },
       state,
     );
-    if (out === undefined) {
+    if (out !== undefined) pending.push(out);
+    if (pending.length === 0) {
       resolve();
       return;
     }
-    out.then(resolve, (err: unknown) => {
-      fail(err);
-      resolve();
-    });
+    Promise.all(pending).then(
+      () => resolve(),
+      (err: unknown) => {
+        fail(err);
+        resolve();
+      },
+    );
   };
 
   const emitLog = (e: StepEvent): void => {
@@ -251,7 +273,7 @@ export function bindTracer(
 
   events.on('beforeMessage', beforeMessage as never);
   events.on('afterMessage', afterMessage as never);
-  const stepping = tracer.wantsOpcodes === true || tracer.wantsLogs === true;
+  const stepping = tracer.wantsOpcodes === true || tracer.wantsLogs === true || tracer.wantsSelfdestructs === true;
   if (stepping) events.on('step', step as never);
   return {
     check,

@@ -99,6 +99,8 @@ export interface Tracer {
   readonly wantsOpcodes?: boolean;
   /** Wants onLog (found from the LOG opcodes). */
   readonly wantsLogs?: boolean;
+  /** Wants SELFDESTRUCT frames (found from the SELFDESTRUCT opcodes). */
+  readonly wantsSelfdestructs?: boolean;
   onTxStart?(tx: TxStart, state: StateView): void | Promise<void>;
   onEnter?(f: FrameEnter): void;
   onExit?(f: FrameExit): void;

@@ -54,6 +54,7 @@ const FRAME_BYTES = 200;
 
 export class CallTracer implements Tracer {
   readonly wantsLogs: boolean;
+  readonly wantsSelfdestructs: boolean;
   private readonly stack: Frame[] = [];
   private gasLimit = 0n;
   private depth = 0;
@@ -63,6 +64,7 @@ export class CallTracer implements Tracer {
     private readonly budget: TraceBudget,
   ) {
     this.wantsLogs = cfg.withLog;
+    this.wantsSelfdestructs = !cfg.onlyTopCall;
   }
 
   onTxStart(tx: TxStart): void {

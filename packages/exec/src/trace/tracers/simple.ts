@@ -33,10 +33,12 @@ export class NoopTracer implements Tracer {
 export class MuxTracer implements Tracer {
   readonly wantsOpcodes: boolean;
   readonly wantsLogs: boolean;
+  readonly wantsSelfdestructs: boolean;
 
   constructor(private readonly tracers: [string, Tracer][]) {
     this.wantsOpcodes = tracers.some(([, t]) => t.wantsOpcodes === true);
     this.wantsLogs = tracers.some(([, t]) => t.wantsLogs === true);
+    this.wantsSelfdestructs = tracers.some(([, t]) => t.wantsSelfdestructs === true);
   }
 
   async onTxStart(tx: TxStart, state: StateView): Promise<void> {
