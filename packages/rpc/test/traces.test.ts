@@ -253,6 +253,10 @@ describe('debug_trace* against the receipts and the stored state', () => {
       code: -32000,
       message: 'time: invalid duration "5 seconds"',
     });
+    expect((await call(svc, 'debug_traceCall', [{}, 'pending', {}])).error).toEqual({
+      code: -32000,
+      message: 'tracing on top of pending is not supported',
+    });
     const small = createRpcService(store, { traceMaxBytes: 200 });
     expect((await err([n], small))?.code).toBe(-32003);
   });
