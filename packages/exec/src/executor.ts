@@ -23,6 +23,7 @@ import type { BlockStateBase } from './state.js';
 import type { AccountOverride } from './state.js';
 import { authorizationTuples } from './call-args.js';
 import { TraceTooLargeError } from './trace/hooks.js';
+import { keepJumpAnalysis } from './jump-cache.js';
 import { callRules, leanCall, leanEligible } from './lean-call.js';
 import type { CallRules, LeanOutcome } from './lean-call.js';
 import type { BlockOverrides, CallArgs } from './call-args.js';
@@ -103,7 +104,8 @@ const MAX_TX_GAS = 1n << 24n;
 export class Executor {
   private common!: Common;
   private ready: Promise<void> | undefined;
-  private readonly idle: Warm[] = [];
+  /** Idle VMs by the hardfork they are set to. */
+  private readonly idle = new Map<string, Warm[]>();
   private readonly contexts = new Map<string, BlockContext>();
   private readonly rules = new Map<string, CallRules>();
   /** VMs in existence (idle or running); more than POOL wait for one to come back. */
@@ -123,11 +125,12 @@ export class Executor {
 
   /** The chain's Common, made once the KZG is loaded. */
   private init(): Promise<void> {
-    this.ready ??= loadKzg().then((k) => {
+    this.ready ??= loadKzg().then(async (k) => {
       this.common = createCommonFromGethGenesis(this.info.genesis as GethGenesis, {
         chain: 'custom',
         customCrypto: { kzg: k },
       });
+      await keepJumpAnalysis(this.common);
     });
     return this.ready;
   }
@@ -135,23 +138,44 @@ export class Executor {
   /** How many VMs run at once (calls are CPU work on one thread: more only interleave them). */
   static readonly POOL = 4;
 
-  private async acquire(): Promise<Warm> {
-    const w = this.idle.pop();
-    if (w !== undefined) return w;
-    if (this.live < Executor.POOL) {
+  /**
+   * A VM set to `hardfork`: an idle one already at it, else a new one (up to POOL), else any idle
+   * one switched to it. Setting another hardfork rebuilds the Common's parameter cache, the
+   * EVM's opcode table and its precompiles, so each VM keeps the hardfork it was last set to and
+   * a call takes one that has it.
+   */
+  private async acquire(hardfork: string): Promise<Warm> {
+    let w = this.idle.get(hardfork)?.pop();
+    if (w === undefined && this.live < Executor.POOL) {
       this.live++;
       const common = this.common.copy();
       const state = new StoreStateManager(this.reader, new Uint8Array(32));
       const vm = await createStoreVM(common, state, this.hashOf);
-      return { vm, common, state };
+      w = { vm, common, state };
     }
-    return new Promise((resolve) => this.waiters.push(resolve));
+    if (w === undefined)
+      for (const ws of this.idle.values()) {
+        w = ws.pop();
+        if (w !== undefined) break;
+      }
+    w ??= await new Promise<Warm>((resolve) => this.waiters.push(resolve));
+    w.common.setHardfork(hardfork);
+    return w;
   }
 
   private release(w: Warm): void {
     const next = this.waiters.shift();
-    if (next !== undefined) next(w);
-    else this.idle.push(w);
+    if (next !== undefined) {
+      next(w);
+      return;
+    }
+    const hardfork = w.common.hardfork();
+    let ws = this.idle.get(hardfork);
+    if (ws === undefined) {
+      ws = [];
+      this.idle.set(hardfork, ws);
+    }
+    ws.push(w);
   }
 
   /** The hardfork of a block, cached per block hash (a warm per-block context). */
@@ -188,11 +212,10 @@ export class Executor {
   ): Promise<CallOutcome> {
     await this.init();
     const ctx = this.contextOf(header);
-    const w = await this.acquire();
+    const w = await this.acquire(ctx.hardfork);
     try {
       const deadline =
         opts.deadline ?? (this.options.timeoutMs > 0 ? Date.now() + this.options.timeoutMs : Number.POSITIVE_INFINITY);
-      w.common.setHardfork(ctx.hardfork);
       w.state.reset(header.stateRoot, deadline, opts.base);
       if (opts.state !== undefined) await w.state.applyOverrides(opts.state);
       w.state.sealOverrides();

@@ -43,6 +43,8 @@ export interface CallRules {
   eip3651: boolean;
   /** The active precompiles' addresses (unprefixed hex), warm from the start under EIP-2929. */
   precompiles: string[];
+  /** The journal's always-warm entries of the precompiles (address → no slots). */
+  warmPrecompiles: Map<string, Set<string>>;
 }
 
 /** The rules of the hardfork `vm`'s Common is set to. */
@@ -52,6 +54,7 @@ export function callRules(vm: VM): CallRules {
   c.updateParams(paramsTx);
   const on = (eip: number): boolean => c.isActivatedEIP(eip);
   const p = (name: string): bigint => BigInt(c.param(name) ?? 0);
+  const precompiles = [...vm.evm.precompiles.keys()].map((a) => (a.startsWith('0x') ? a.slice(2) : a));
   return {
     lean: !UNSUPPORTED_EIPS.some(on),
     txGas: p('txGas'),
@@ -65,7 +68,8 @@ export function callRules(vm: VM): CallRules {
     eip2929: on(2929),
     eip2930: on(2930),
     eip3651: on(3651),
-    precompiles: [...vm.evm.precompiles.keys()].map((a) => (a.startsWith('0x') ? a.slice(2) : a)),
+    precompiles,
+    warmPrecompiles: new Map(precompiles.map((a) => [a, new Set<string>()])),
   };
 }
 
@@ -115,6 +119,7 @@ interface Journal {
   addAlwaysWarmSlot(address: string, slot: string, addToAccessList?: boolean): void;
   startReportingAccessList(): void;
   accessList?: Map<string, Set<string>>;
+  alwaysWarmJournal: Map<string, Set<string>>;
 }
 
 export interface LeanOutcome {
@@ -159,7 +164,10 @@ export async function leanCall(
       for (const k of e.storageKeys) journal.addAlwaysWarmSlot(a, bytesToUnprefixedHex(k), true);
     }
     if (rules.eip2929) {
-      for (const a of rules.precompiles) journal.addAlwaysWarmAddress(a);
+      // The precompiles' entries, made once per hardfork: their slot sets stay empty unless an
+      // access list names a precompile (then each gets its own, as runTx gives it).
+      if (args.accessList === undefined) journal.alwaysWarmJournal = new Map(rules.warmPrecompiles);
+      else for (const a of rules.precompiles) journal.addAlwaysWarmAddress(a);
       journal.addAlwaysWarmAddress(bytesToUnprefixedHex(caller.bytes));
       journal.addAlwaysWarmAddress(bytesToUnprefixedHex(to.bytes));
       if (rules.eip3651) journal.addAlwaysWarmAddress(bytesToUnprefixedHex(coinbase.bytes));

@@ -41,6 +41,14 @@ export interface AccountOverride {
 type Undo = () => void;
 
 /**
+ * Contract code by code hash, one object per code for every call of the process (the store hands
+ * out a copy per read): the EVM never writes to code, and the interpreter's jump-destination
+ * analysis is kept per code object (jump-cache.ts), so the same code must be the same bytes.
+ */
+const keptCodes = new Map<string, Uint8Array>();
+const KEPT_CODES = 1024;
+
+/**
  * The base state of a call read asynchronously, by block rather than by root: below the state
  * trie's window (`--state-trie window=<N>`) the block's trie is pruned and the store's flat state
  * history answers instead.
@@ -200,9 +208,14 @@ export class StoreStateManager implements StateManagerInterface {
     if (mine !== undefined) return mine;
     const a = await this.getAccount(address);
     if (a === undefined || a.codeHash.every((b, i) => b === KECCAK256_NULL[i])) return new Uint8Array();
+    const hashKey = hex(a.codeHash);
+    const kept = keptCodes.get(hashKey);
+    if (kept !== undefined) return kept;
     this.check();
     const code = this.reader.code(a.codeHash);
     if (code === undefined) throw new Error(`code ${bytesToHex(a.codeHash)} missing from the store`);
+    if (keptCodes.size >= KEPT_CODES) keptCodes.delete(keptCodes.keys().next().value as string);
+    keptCodes.set(hashKey, code);
     return code;
   }
 
