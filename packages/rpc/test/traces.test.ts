@@ -257,6 +257,14 @@ describe('debug_trace* against the receipts and the stored state', () => {
       code: -32000,
       message: 'tracing on top of pending is not supported',
     });
+    // A loop that would run 50M gas (seconds) stops at the trace's timeout.
+    const loop = { '0x000000000000000000000000000000000000c0de': { code: '0x5b600056' } };
+    const timedOut = await call(svc, 'debug_traceCall', [
+      { to: '0x000000000000000000000000000000000000c0de', gas: '0x2faf080' },
+      'latest',
+      { tracer: 'callTracer', timeout: '50ms', stateOverrides: loop },
+    ]);
+    expect(timedOut.error).toEqual({ code: -32000, message: 'execution timeout' });
     const small = createRpcService(store, { traceMaxBytes: 200 });
     expect((await err([n], small))?.code).toBe(-32003);
   });

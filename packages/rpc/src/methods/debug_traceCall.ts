@@ -85,6 +85,9 @@ export const debug_traceCall: MethodDef<TraceCallParams, unknown> = {
       await runCall(ctx, header, p.call, opts);
       return tracer.result();
     } catch (err) {
+      // eth_call's path words its timeout as eth_call does; a trace's is geth's "execution timeout".
+      if (err instanceof ServerError && err.message.startsWith('execution aborted') && Date.now() >= deadline)
+        throw new ServerError('execution timeout');
       throw mapTraceError(err, exec);
     }
   },
