@@ -11,12 +11,21 @@ export { Prefix, SCHEMA_VERSION } from './schema/index.js';
 export type { StoredBody, StoredReceipt } from './schema/index.js';
 export { sizeOnDisk } from './disk.js';
 /** Hand RLP writers (byte-equal to RLP.encode, tested in schema.test), for writers of synthetic blocks. */
-export { rlpUintLength, writeRlpUint, rlpHeaderLength, writeRlpHeader, writeRlpBytes } from './schema/index.js';
+export {
+  decodeLog,
+  rlpUintLength,
+  writeRlpUint,
+  rlpHeaderLength,
+  writeRlpHeader,
+  writeRlpBytes,
+} from './schema/index.js';
 export { keccak256 } from './keccak.js';
 export { MissingTrieNodeError, hexPrefix, nibblesOf, sharedNibbles, trieGetSync, updateTrie } from './trie/index.js';
 export type { NodePut, SyncNodeGet } from './trie/index.js';
 export { Lru } from './lru.js';
 export { logMatches, queryBloomMatcher } from './logs/index.js';
+/** The block-logs codec's parts (bench/logs-once measures its candidates). */
+export * from './logs/block-logs-codec.js';
 export {
   ConvertRefusedError,
   SEGMENT_GROUP,

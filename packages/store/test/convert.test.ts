@@ -4,12 +4,16 @@
 // import's own; interrupted after its first
 // batch and run again, the same; then window=90,000 (the default a new datadir gets) -> window=16 prunes once at the head (Meta.trieFrom
 // at the window's start, every node the window's roots reach kept, the rest gone), and
-// window -> archive is refused once anything is pruned.
+// window -> archive is refused once anything is pruned. The logs written as an earlier release
+// wrote them (one Logs row per log) are served the same, and `db convert` rewrites them as the
+// import's own LogBlocks rows (digest-equal).
 import { RLP } from '@ethereumjs/rlp';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
 import { digestDatadir } from '../src/digest.js';
+import { LevelChainStore } from '../src/index.js';
+import { decodeLogBlock, logBlockFirst } from '../src/logs/index.js';
 import { MetaKey, Prefix, headCodec, tables } from '../src/schema/schema.js';
 import { headerStateRoot, readStateTrie, readTrieFrom } from '../src/trie/index.js';
 import { ConvertRefusedError, convertDatadir } from '../src/upkeep/index.js';
@@ -30,6 +34,59 @@ async function dropHistory(dir: string): Promise<void> {
     await db.del(tables.meta.key(MetaKey.StateTrie));
   } finally {
     await db.close();
+  }
+}
+
+/**
+ * Rewrites every LogBlocks row as the Logs rows an earlier release wrote (one RLP row per log);
+ * the number of blocks rewritten.
+ */
+async function oldLogRows(dir: string): Promise<number> {
+  const db = await openDb(dir, { create: false });
+  try {
+    const batch = db.batch();
+    let blocks = 0;
+    for await (const [k, v] of db.iterator({
+      gte: Uint8Array.of(Prefix.LogBlocks),
+      lt: Uint8Array.of(Prefix.LogBlocks + 1),
+    })) {
+      const b = decodeLogBlock(logBlockFirst(k), v);
+      b.logs.forEach((log, i) => {
+        tables.logs.put(batch, BigInt(b.first + i), log);
+      });
+      batch.del(k);
+      blocks++;
+    }
+    await batch.write();
+    return blocks;
+  } finally {
+    await db.close();
+  }
+}
+
+/** Every block's receipts and every log (one getLogs over the chain), as the store answers them. */
+async function logAnswers(dir: string): Promise<string> {
+  const store = await LevelChainStore.open(dir);
+  try {
+    const head = (await store.head()).number;
+    const out: unknown[] = [];
+    for (let n = 0n; n <= head; n++) out.push(await store.receipts((await store.canonicalHash(n)) as Uint8Array));
+    out.push(
+      await store.logs(
+        { fromBlock: 0n, toBlock: head, addresses: [], topics: [] },
+        { limit: 1e9, deadline: Date.now() + 60_000 },
+      ),
+    );
+    // The value before toJSON (a Buffer's is an object), and ArrayBuffer.isView, not instanceof:
+    // the store's arrays may come from another realm than jest's.
+    function plain(this: Record<string, unknown>, key: string, value: unknown): unknown {
+      const v = this[key];
+      if (typeof v === 'bigint') return v.toString();
+      return ArrayBuffer.isView(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex') : value;
+    }
+    return JSON.stringify(out, plain);
+  } finally {
+    await store.close();
   }
 }
 
@@ -62,7 +119,12 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
   const { dir, cleanup } = await datadirCopy(chain);
   try {
     const imported = await digestDatadir(dir);
+    const answers = await logAnswers(dir);
     await dropHistory(dir);
+    // The logs as an earlier release wrote them (Logs rows): served the same until converted.
+    const logBlocks = await oldLogRows(dir);
+    expect(logBlocks).toBeGreaterThan(0);
+    expect(await logAnswers(dir)).toEqual(answers);
     const stop = new Error('interrupted');
     let batches = 0;
     await expect(
@@ -79,6 +141,7 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
     expect(r.stateTrie).toEqual({ from: 'archive', to: 'window=90000' });
     expect(r.prune).toBeUndefined(); // a window longer than the chain: nothing to prune
     expect(r.logs).toBeUndefined(); // spans sealed by this release are compressed already
+    expect(r.logBlocks).toBe(logBlocks);
     expect(await digestDatadir(dir)).toEqual(imported);
     // Nothing left to do a second time.
     expect((await convertDatadir(dir)).historyBlocks).toBe(0);

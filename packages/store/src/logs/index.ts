@@ -1,6 +1,7 @@
 // The logs: eth_getLogs answered from the log index or a bloom scan (queries.ts), through one
 // gate on LevelDB's threads (gate.ts), and the sealed per-address log segments the writer seals
-// and the queries read (log-segments.ts).
+// and the queries read (log-segments.ts); the logs themselves, one LogBlocks row per block
+// (log-blocks.ts, block-logs-codec.ts).
 export { LogQueries, logMatches, queryBloomMatcher } from './queries.js';
 export {
   LogSegmentReader,
@@ -12,3 +13,14 @@ export {
   trimSegmentFiles,
 } from './log-segments.js';
 export type { Reseal, SegmentTrim } from './log-segments.js';
+// The block-logs codec (block-logs-codec.ts), whole: bench/logs-once measures its candidates.
+export * from './block-logs-codec.js';
+export {
+  decodeLogBlock,
+  encodeLogBlock,
+  logBlockFirst,
+  logBlockKey,
+  readBlockLogs,
+  readBlockLogsSync,
+} from './log-blocks.js';
+export type { LogBlock } from './log-blocks.js';

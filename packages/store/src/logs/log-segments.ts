@@ -46,6 +46,7 @@ import { AddressLogsJsonView, MetaKey, Prefix, headCodec, putU64, tables, u64Cod
 import type { KvSyncRead } from '../schema/index.js';
 import { readyRowsOf } from './ready-rows.js';
 import { packSpan, unpackChunk } from './segment-chunks.js';
+import { readBlockLogs } from './log-blocks.js';
 
 /** Blocks per sealed span. A 100-block query touches at most two. */
 export const SEGMENT_SPAN = 256;
@@ -185,14 +186,16 @@ export class LogSegmentSealer {
   private async seal(start: bigint): Promise<void> {
     const state = this.state as SegmentsState;
     const end = start + BigInt(SEGMENT_SPAN) - 1n;
-    const [firstRange, lastRange] = await tables.blockLogs.getMany(this.db, [start, end]);
-    if (firstRange === undefined || lastRange === undefined)
-      throw new Error(`log segments: block log range missing for ${start}..${end}`);
-    // Which addresses emitted logs in which blocks: from the span's log rows (block order).
+    const numbers: bigint[] = [];
+    for (let n = start; n <= end; n++) numbers.push(n);
+    const ranges = await tables.blockLogs.getMany(this.db, numbers);
+    // Which addresses emitted logs in which blocks: from the span's logs (block order).
     const blocksOf = new Map<string, { address: Uint8Array; blocks: bigint[] }>();
-    const stop = lastRange.firstLogId + BigInt(lastRange.count);
-    if (firstRange.firstLogId < stop) {
-      for await (const [, row] of tables.logs.range(this.db, { gte: firstRange.firstLogId, lt: stop })) {
+    for (let i = 0; i < numbers.length; i++) {
+      const number = numbers[i] as bigint;
+      const range = ranges[i];
+      if (range === undefined) throw new Error(`log segments: block log range missing for ${number}`);
+      for (const row of await readBlockLogs(this.db, number, range)) {
         const k = Buffer.from(row.address.buffer, row.address.byteOffset, row.address.byteLength).toString('latin1');
         let e = blocksOf.get(k);
         if (e === undefined) blocksOf.set(k, (e = { address: row.address.slice(), blocks: [] }));

@@ -24,6 +24,8 @@ import type {
 import type { Db } from '../db.js';
 import { Lru } from '../lru.js';
 import { LogSegmentReader } from './log-segments.js';
+import { decodeLogBlock, logBlockFirst, logBlockKey, readBlockLogs } from './log-blocks.js';
+import type { LogBlock } from './log-blocks.js';
 import {
   AddressLogsJsonView,
   LOG_INDEX_CHUNK,
@@ -138,6 +140,7 @@ function chunkLast(key: Uint8Array): number {
   return n;
 }
 
+/** The Logs row key of log `id` (a block an earlier release wrote: log-blocks.ts). */
 function logKey(id: number): Uint8Array {
   const k = new Uint8Array(9);
   k[0] = Prefix.Logs;
@@ -343,6 +346,8 @@ interface BlockPick {
  * keep the pool's queue moving for other requests (a block read waits behind at most a few).
  */
 const ROW_READ_BATCH = 256;
+/** Decoded blocks of logs kept (at mainnet's shape ~700 logs each). */
+const LOG_BLOCKS_CACHED = 64;
 const ROW_READS_IN_FLIGHT = 2;
 
 export class LogQueries {
@@ -352,6 +357,8 @@ export class LogQueries {
   private readonly sync: KvSyncRead;
   private logsJsonFrom: bigint | undefined;
   private readonly segments: LogSegmentReader;
+  /** Decoded LogBlocks rows by their first log id. */
+  private readonly logBlocks = new Lru<number, LogBlock>(LOG_BLOCKS_CACHED);
 
   constructor(
     db: Db,
@@ -371,6 +378,17 @@ export class LogQueries {
   /** A commit changed the canonical blocks at these numbers (see LevelChainStore.applyCommit). */
   forget(numbers: bigint[]): void {
     for (const n of numbers) this.logContexts.delete(n);
+    // A rewound block's log ids are given again to the blocks that replace it.
+    if (numbers.length > 0) this.logBlocks.clear();
+  }
+
+  /** A LogBlocks row decoded, or its decoding from the cache. */
+  private decodedBlock(first: number, value: Uint8Array, gen: number | undefined): LogBlock {
+    const hit = this.logBlocks.get(first);
+    if (hit !== undefined) return hit;
+    const block = decodeLogBlock(first, value);
+    if (gen === this.chain.generation?.()) this.logBlocks.set(first, block);
+    return block;
   }
 
   /** Log id range [start, end) covering blocks [from, to] (to clamped to the head). */
@@ -468,12 +486,42 @@ export class LogQueries {
     });
   }
 
+  /**
+   * The logs `ids` (best ascending): each from its block's LogBlocks row, found by one reverse
+   * seek per block (the row of the greatest first id <= the id) and decoded once (cached), or, for
+   * a block an earlier release wrote, from its Logs row.
+   */
   private async fetchLogs(ids: number[]): Promise<StoredLog[]> {
-    const raw = await this.db.getMany(ids.map(logKey));
-    return raw.map((r, i) => {
-      if (r === undefined) throw new Error(`log ${ids[i]} indexed but missing`);
-      return logCodec.decode(r);
-    });
+    const out = new Array<StoredLog>(ids.length);
+    const rows: number[] = []; // positions in `ids` of logs in Logs rows
+    const gen = this.chain.generation?.();
+    let block: LogBlock | undefined;
+    let it: RawIterator | undefined;
+    try {
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i] as number;
+        if (block === undefined || id < block.first || id >= block.first + block.logs.length) {
+          it ??= this.db.iterator({ gte: logBlockKey(0), lte: logBlockKey(Number.MAX_SAFE_INTEGER), reverse: true });
+          it.seek(logBlockKey(id));
+          const entry = await it.next();
+          block = entry === undefined ? undefined : this.decodedBlock(logBlockFirst(entry[0]), entry[1], gen);
+        }
+        const log = block === undefined ? undefined : block.logs[id - block.first];
+        if (log === undefined) rows.push(i);
+        else out[i] = log;
+      }
+    } finally {
+      await it?.close();
+    }
+    if (rows.length > 0) {
+      const raw = await this.db.getMany(rows.map((i) => logKey(ids[i] as number)));
+      raw.forEach((r, j) => {
+        const i = rows[j] as number;
+        if (r === undefined) throw new Error(`log ${ids[i]} indexed but missing`);
+        out[i] = logCodec.decode(r);
+      });
+    }
+    return out;
   }
 
   /** The cap is exceeded: the longest prefix of blocks that fits ends before the block of log `overId`. */
@@ -868,13 +916,9 @@ export class LogQueries {
     const records: LogRecord[] = [];
     for (let at = start; at < end; at += LOG_FETCH_BATCH) {
       await budget.tick();
-      const batch: StoredLog[] = [];
-      for await (const [, log] of tables.logs.range(this.db, {
-        gte: BigInt(at),
-        lt: BigInt(Math.min(end, at + LOG_FETCH_BATCH)),
-      }))
-        batch.push(log);
-      records.push(...(await this.toRecords(batch)));
+      const ids: number[] = [];
+      for (let id = at; id < Math.min(end, at + LOG_FETCH_BATCH); id++) ids.push(id);
+      records.push(...(await this.toRecords(await this.fetchLogs(ids))));
     }
     return records;
   }
@@ -934,12 +978,7 @@ export class LogQueries {
       if (!mayMatch(bloom)) continue;
       const r = await tables.blockLogs.get(this.db, number);
       if (r === undefined || r.count === 0) continue;
-      for await (const [, log] of tables.logs.range(this.db, {
-        gte: r.firstLogId,
-        lt: r.firstLogId + BigInt(r.count),
-      })) {
-        if (logMatches(log, query)) matched.push(log);
-      }
+      for (const log of await readBlockLogs(this.db, number, r)) if (logMatches(log, query)) matched.push(log);
       if (matched.length >= want) break;
     }
     if (matched.length > options.limit) {

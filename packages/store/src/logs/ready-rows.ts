@@ -6,6 +6,7 @@ import { LogJsonWriter } from '@chainnode/core';
 import type { Db } from '../db.js';
 import { encodeAddressLogsJson, tables } from '../schema/index.js';
 import { headerTxFields } from '../trie/index.js';
+import { readBlockLogs } from './log-blocks.js';
 
 /** The block's rows, one per address that emitted logs in it, as [key, value]. */
 export async function readyRowsOf(db: Db, number: bigint): Promise<[Uint8Array, Uint8Array][]> {
@@ -22,10 +23,7 @@ export async function readyRowsOf(db: Db, number: bigint): Promise<[Uint8Array, 
   const timestamp = headerTxFields(header).timestamp;
   const writer = new LogJsonWriter();
   const byAddress = new Map<string, { address: Uint8Array; entries: { logIndex: number; text: string }[] }>();
-  for await (const [, log] of tables.logs.range(db, {
-    gte: range.firstLogId,
-    lt: range.firstLogId + BigInt(range.count),
-  })) {
+  for (const log of await readBlockLogs(db, number, range)) {
     const transactionHash = txHashes.hashes[log.txIndex];
     if (transactionHash === undefined) throw new Error(`ready rows: block ${number}: log of unknown tx ${log.txIndex}`);
     const text = writer.write({

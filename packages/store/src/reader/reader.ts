@@ -58,7 +58,7 @@ import type {
 import { DatadirEmptyError, openDb } from '../db.js';
 import type { Db } from '../db.js';
 import { Lru } from '../lru.js';
-import { LogQueries } from '../logs/index.js';
+import { LogQueries, readBlockLogsSync } from '../logs/index.js';
 import {
   MetaKey,
   SCHEMA_VERSION,
@@ -840,7 +840,7 @@ export class LevelChainStore implements ChainStore {
 
   /**
    * The Receipts row of a canonical block, and its logs (BlockLogs gives the block's log id range,
-   * each Logs row is one synchronous read) grouped by transaction: wholly synchronous after the
+   * its LogBlocks row is one synchronous read: logs/log-blocks.ts) grouped by transaction: wholly synchronous after the
    * canonical check, so concurrent misses share the first load.
    */
   private async loadReceipts(blockHash: Uint8Array): Promise<ReceiptRecord[] | undefined> {
@@ -871,9 +871,7 @@ export class LevelChainStore implements ChainStore {
       if (txHashes === undefined || now === undefined || !bytesEqual(now, blockHash))
         throw new Error(`block ${number}: tx hashes missing`);
       const timestamp = headerTxFields(headRaw).timestamp;
-      for (let id = range.firstLogId; id < range.firstLogId + BigInt(range.count); id++) {
-        const log = tables.logs.getSync(this.db, id);
-        if (log === undefined) throw new Error(`log ${id} of block ${number} missing`);
+      for (const log of readBlockLogsSync(this.db, number, range)) {
         const receipt = receipts[log.txIndex];
         const txHash = txHashes[log.txIndex];
         if (receipt === undefined || txHash === undefined)

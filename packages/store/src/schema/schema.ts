@@ -20,7 +20,11 @@
 //   0x09    Senders         blockHash(32) -> sender(20) per tx, concatenated in tx order
 //   0x0a    Blooms          number(8) -> logsBloom(256)
 //   0x0b    BlockLogs       number(8) -> firstLogId(8) ++ logCount(4)
-//   0x0c    Logs            logId(8) -> RLP [number, txIndex, logIndex, address, [topics..], data]
+//   0x0c    Logs            logId(8) -> RLP [number, txIndex, logIndex, address, [topics..], data]:
+//                           one row per log, as earlier releases wrote them. No longer written:
+//                           a block's logs are its LogBlocks row; readers read these rows for the
+//                           blocks that have no LogBlocks row (logs/log-blocks.ts), and `db
+//                           convert` rewrites them as LogBlocks rows.
 //   0x0d    LogIndex        kind(1) ++ value(20|32) ++ lastLogId(8) -> delta-varint logIds
 //                           kind: 0x00..0x03 topic position, 0x10 address. The value's sorted
 //                           log ids are cut into chunks of LOG_INDEX_CHUNK ids (occurrence
@@ -92,6 +96,15 @@
 //                           table existed, or with its earlier form without the list, flagged
 //                           Meta.stateLatestUnlisted, is read by the seek until `db convert` fills
 //                           it again; so no schema version bump).
+//   0x16    LogBlocks       firstLogId(8) -> number(8) ++ codec(1) ++ the block's logs, columnar and
+//                           compressed (logs/block-logs-codec.ts: per-block address and topic
+//                           dictionaries, then per log its tx index gap, address, topics and data
+//                           length, then the data blobs; codec 0 none, 1 deflate, 2 brotli): the
+//                           logs of block `number` (log ids firstLogId.. in log order), one row
+//                           per block that has logs (BlockLogs gives a block's firstLogId and
+//                           count). The log holding id X is in the row of the greatest
+//                           firstLogId <= X (one reverse seek), or, for a block written by an
+//                           earlier release and not converted yet, its Logs row.
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes, keccak256 } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
@@ -123,6 +136,7 @@ export const Prefix = {
   AccountHistory: 0x13,
   StorageHistory: 0x14,
   StateLatest: 0x15,
+  LogBlocks: 0x16,
 } as const;
 
 export const LogIndexKind = { Address: 0x10 } as const;
@@ -906,6 +920,7 @@ export const tables = {
   blooms: new Table(Prefix.Blooms, 'Blooms', u64Codec, fixedBytesCodec(256, 'bloom')),
   blockLogs: new Table(Prefix.BlockLogs, 'BlockLogs', u64Codec, blockLogRangeCodec),
   logs: new Table(Prefix.Logs, 'Logs', u64Codec, logCodec),
+  logBlocks: new Table(Prefix.LogBlocks, 'LogBlocks', u64Codec, rawCodec),
   logIndex: new Table(Prefix.LogIndex, 'LogIndex', logIndexKeyCodec, postingCodec),
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, blockTxHashesCodec),

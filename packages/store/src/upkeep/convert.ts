@@ -15,6 +15,8 @@
 //     earlier release (the hashes alone, or extras without the header) rewritten with the block's
 //     extras (its size, uncle hashes, withdrawals, total difficulty and header), the same way, so
 //     a hashes-only block answer is one read;
+//     each block's Logs rows (one per log, as earlier releases wrote them) rewritten as its one
+//     LogBlocks row (columnar, compressed: logs/log-blocks.ts), the same way, a few blocks a batch;
 //  4. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
 //     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts);
 //     else the spans the seal depth allows that are not sealed yet (a datadir written while the
@@ -26,12 +28,13 @@ import { DatadirEmptyError, openDb } from '../db.js';
 import type { Db } from '../db.js';
 import { EMPTY_STATE_ROOT, fillLatest, hasLatest, stageStateStep } from '../history/index.js';
 import type { HistoryStats } from '../history/index.js';
-import { hasUncompressedSpans, sealDueLogSegments } from '../logs/index.js';
+import { encodeLogBlock, hasUncompressedSpans, readBlockLogsSync, sealDueLogSegments } from '../logs/index.js';
 import type { Reseal } from '../logs/index.js';
 import {
   MetaKey,
   Prefix,
   blockExtras,
+  blockLogRangeCodec,
   blockTxHashesCodec,
   decodeBlockExtras,
   headCodec,
@@ -74,6 +77,8 @@ export interface ConvertResult {
   txLookupRows: number;
   /** BlockTxHashes rows rewritten with the block's extras (0: every row had them, header included). */
   blockTxHashesRows: number;
+  /** Blocks whose Logs rows were rewritten as their LogBlocks row (0: none had Logs rows). */
+  logBlocks: number;
   /** Log segment spans sealed now that the seal depth allows (with `logs`: none, it seals them all). */
   logSpansSealed: number;
   /** The log segments sealed again compressed (undefined: they already were). */
@@ -153,13 +158,14 @@ async function rewriteRows(
   what: string,
   change: (key: Uint8Array, value: Uint8Array, batch: ReturnType<Db['batch']>) => boolean,
   opts: ConvertOptions,
+  rowsPerBatch = REWRITE_BATCH,
 ): Promise<number> {
   const range = tableRange(prefix);
   let after: Uint8Array | undefined;
   let changed = 0;
   for (;;) {
     const rows = await db
-      .iterator({ ...(after === undefined ? { gte: range.gte } : { gt: after }), lt: range.lt, limit: REWRITE_BATCH })
+      .iterator({ ...(after === undefined ? { gte: range.gte } : { gt: after }), lt: range.lt, limit: rowsPerBatch })
       .all();
     if (rows.length === 0) return changed;
     const batch = db.batch();
@@ -208,6 +214,26 @@ function withBlockExtras(db: Db): (key: Uint8Array, value: Uint8Array, batch: Re
   };
 }
 
+/** BlockLogs rows read per batch of the logs' rewrite (each block's logs are one new row). */
+const LOG_BLOCKS_BATCH = 64;
+
+/**
+ * rewriteRows' change over BlockLogs: a block whose logs are Logs rows (an earlier release's, one
+ * per log) gets its LogBlocks row, and its Logs rows are deleted in the same batch; a block that
+ * has its LogBlocks row, or no logs, is left as it is.
+ */
+function logsAsBlock(db: Db): (key: Uint8Array, value: Uint8Array, batch: ReturnType<Db['batch']>) => boolean {
+  return (key, value, batch) => {
+    const range = blockLogRangeCodec.decode(value);
+    if (range.count === 0 || tables.logBlocks.getSync(db, range.firstLogId) !== undefined) return false;
+    const number = u64Codec.decode(key.subarray(1));
+    const logs = readBlockLogsSync(db, number, range);
+    batch.put(tables.logBlocks.key(range.firstLogId), encodeLogBlock(number, logs));
+    for (let id = range.firstLogId; id < range.firstLogId + BigInt(range.count); id++) batch.del(tables.logs.key(id));
+    return true;
+  };
+}
+
 /**
  * Converts the datadir in place (it must not be open anywhere: DatadirInUseError). Joined datadirs
  * (no state of their own below the join) are refused. Safe to interrupt and run again.
@@ -250,11 +276,20 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       withBlockExtras(db),
       opts,
     );
+    const logBlocks = await rewriteRows(
+      db,
+      Prefix.BlockLogs,
+      'blocks whose log rows were rewritten as one row',
+      logsAsBlock(db),
+      opts,
+      LOG_BLOCKS_BATCH,
+    );
     reseal = await hasUncompressedSpans(db);
     result = {
       blockJsonRows,
       txLookupRows,
       blockTxHashesRows,
+      logBlocks,
       logSpansSealed: reseal ? 0 : await sealDueLogSegments(db, datadir),
       head,
       historyBlocks: h.blocks,

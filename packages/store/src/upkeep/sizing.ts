@@ -25,6 +25,7 @@ export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
   Blooms: 'receipts',
   BlockLogs: 'log rows and index',
   Logs: 'log rows and index',
+  LogBlocks: 'log rows and index',
   LogIndex: 'log rows and index',
   BlockJson: 'ready JSON',
   AddressLogsJson: 'ready JSON',

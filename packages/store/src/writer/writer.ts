@@ -7,21 +7,18 @@ import { LogJsonWriter, bytesToBigInt, decodeHeader } from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from '../db.js';
 import type { Db } from '../db.js';
-import { LogSegmentSealer } from '../logs/index.js';
+import { LogSegmentSealer, encodeLogBlock, readBlockLogs } from '../logs/index.js';
 import {
   LOG_INDEX_CHUNK,
   LogIndexKind,
   MetaKey,
-  Prefix,
   SCHEMA_VERSION,
   decodePostings,
   blockExtras,
   encodeAddressLogsJson,
-  encodeLogRow,
   headCodec,
   logIndexKeyLength,
   postingCodec,
-  putU64,
   tables,
   u64Codec,
   writeLogIndexKey,
@@ -514,26 +511,18 @@ export class StoreWriter {
     // Log ids stay below 2^53 (one per log ever emitted), so they are counted as numbers here.
     let id = Number(firstLogId);
     let logIndex = 0;
+    const logs: { txIndex: number; address: Uint8Array; topics: Uint8Array[]; data: Uint8Array }[] = [];
     b.logs.forEach((txLogs, txIndex) => {
       for (const l of txLogs) {
-        const key = this.slab.alloc(9);
-        key[0] = Prefix.Logs;
-        putU64(key, 1, id);
-        const row = {
-          blockNumber: b.number,
-          txIndex,
-          logIndex: logIndex++,
-          address: l.address,
-          topics: l.topics,
-          data: l.data,
-        };
-        ops.put(key, encodeLogRow(row, this.alloc));
+        logs.push({ txIndex, address: l.address, topics: l.topics, data: l.data });
+        logIndex++;
         this.values.post(LogIndexKind.Address, l.address, id);
         for (let pos = 0; pos < l.topics.length && pos < 4; pos++)
           this.values.post(pos, l.topics[pos] as Uint8Array, id);
         id++;
       }
     });
+    if (logs.length > 0) tables.logBlocks.stage(ops, firstLogId, encodeLogBlock(b.number, logs), alloc);
     this.nextLogId = firstLogId + BigInt(logIndex);
     tables.blockLogs.stage(ops, b.number, { firstLogId, count: logIndex }, alloc);
     this.groupHead = { number: b.number, hash: b.hash };
@@ -624,10 +613,7 @@ export class StoreWriter {
         parentRoot = root;
       }
       const logs: LogRecord[] = [];
-      for await (const [, row] of tables.logs.range(this.db, {
-        gte: range.firstLogId,
-        lt: range.firstLogId + BigInt(range.count),
-      })) {
+      for (const row of await readBlockLogs(this.db, n, range)) {
         logs.push({
           address: row.address,
           topics: row.topics,
@@ -646,6 +632,8 @@ export class StoreWriter {
       ops.del(tables.blooms.key(n));
       ops.del(tables.blockLogs.key(n));
       for (const t of txHashes.hashes) ops.del(tables.txLookup.key(t));
+      if (range.count > 0) ops.del(tables.logBlocks.key(range.firstLogId));
+      // A block an earlier release wrote (no LogBlocks row): its Logs rows.
       for (let id = range.firstLogId; id < range.firstLogId + BigInt(range.count); id++) ops.del(tables.logs.key(id));
       const rowsOf = new Map<string, Uint8Array>();
       for (const l of logs) rowsOf.set(Buffer.from(l.address).toString('hex'), l.address);

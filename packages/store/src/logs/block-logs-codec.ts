@@ -1,0 +1,170 @@
+// One block's logs as one value: columnar, with the block's addresses and topics each written
+// once (a dictionary per block) and the data blobs concatenated, then compressed as a whole.
+// At mainnet's shape a block's ~250 logs name a few dozen addresses and topics again and again
+// (Transfer's signature, the tokens, the pools), so the dictionaries alone halve the RLP rows, and
+// a general compressor over the columns takes most of what is left (bench/logs-once measures it).
+//
+// Layout (before compression):
+//   varint count
+//   varint addresses, addresses x 20 bytes          (first-use order)
+//   varint topics, topics x 32 bytes                 (first-use order)
+//   count x [varint txIndex gap (from the log before; the first from 0) ++ varint address ++
+//            byte topicCount ++ topicCount x varint topic ++ varint dataLength]
+//   the logs' data, concatenated in log order
+// Compressed: one byte naming the codec (LogBlockCodec), then its bytes.
+import { brotliCompressSync, brotliDecompressSync, constants, deflateRawSync, inflateRawSync } from 'node:zlib';
+import { varintLength, writeVarint } from '../schema/schema.js';
+import type { StoredLog } from '../schema/rlp.js';
+
+/** The compression of a block-logs value (its first byte). */
+export const LogBlockCodec = { None: 0, Deflate: 1, Brotli: 2 } as const;
+export type LogBlockCodecId = (typeof LogBlockCodec)[keyof typeof LogBlockCodec];
+
+const WHAT = 'block logs';
+
+/** The logs' columnar bytes, uncompressed (see the layout above). */
+export function encodeBlockLogColumns(
+  logs: readonly Pick<StoredLog, 'txIndex' | 'address' | 'topics' | 'data'>[],
+): Uint8Array {
+  const addresses = new Map<string, number>();
+  const topics = new Map<string, number>();
+  const addressList: Uint8Array[] = [];
+  const topicList: Uint8Array[] = [];
+  const idOf = (m: Map<string, number>, list: Uint8Array[], v: Uint8Array): number => {
+    const k = Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('latin1');
+    let id = m.get(k);
+    if (id === undefined) {
+      id = list.length;
+      m.set(k, id);
+      list.push(v);
+    }
+    return id;
+  };
+  const refs: { address: number; topics: number[] }[] = [];
+  let size = varintLength(logs.length);
+  let dataBytes = 0;
+  let prevTx = 0;
+  for (const l of logs) {
+    const ref = {
+      address: idOf(addresses, addressList, l.address),
+      topics: l.topics.map((t) => idOf(topics, topicList, t)),
+    };
+    refs.push(ref);
+    if (l.txIndex < prevTx) throw new RangeError(`${WHAT}: tx index ${l.txIndex} after ${prevTx}`);
+    if (ref.topics.length > 255) throw new RangeError(`${WHAT}: ${ref.topics.length} topics`);
+    size += varintLength(l.txIndex - prevTx) + varintLength(ref.address) + 1 + varintLength(l.data.length);
+    for (const t of ref.topics) size += varintLength(t);
+    dataBytes += l.data.length;
+    prevTx = l.txIndex;
+  }
+  size += varintLength(addressList.length) + 20 * addressList.length;
+  size += varintLength(topicList.length) + 32 * topicList.length + dataBytes;
+  const out = new Uint8Array(size);
+  let at = writeVarint(logs.length, out, 0);
+  at = writeVarint(addressList.length, out, at);
+  for (const a of addressList) {
+    if (a.length !== 20) throw new RangeError(`${WHAT}: address of ${a.length} bytes`);
+    out.set(a, at);
+    at += 20;
+  }
+  at = writeVarint(topicList.length, out, at);
+  for (const t of topicList) {
+    if (t.length !== 32) throw new RangeError(`${WHAT}: topic of ${t.length} bytes`);
+    out.set(t, at);
+    at += 32;
+  }
+  prevTx = 0;
+  logs.forEach((l, i) => {
+    const ref = refs[i] as { address: number; topics: number[] };
+    at = writeVarint(l.txIndex - prevTx, out, at);
+    prevTx = l.txIndex;
+    at = writeVarint(ref.address, out, at);
+    out[at++] = ref.topics.length;
+    for (const t of ref.topics) at = writeVarint(t, out, at);
+    at = writeVarint(l.data.length, out, at);
+  });
+  for (const l of logs) {
+    out.set(l.data, at);
+    at += l.data.length;
+  }
+  return out;
+}
+
+/** The logs of block `blockNumber` from their columnar bytes (views into `b`, no copies). */
+export function decodeBlockLogColumns(b: Uint8Array, blockNumber: bigint): StoredLog[] {
+  let at = 0;
+  // Unsigned LEB128 at `at` (the values here stay far below 2^49).
+  const varint = (): number => {
+    let value = 0;
+    for (let scale = 1; ; scale *= 0x80) {
+      if (at >= b.length || scale > 2 ** 49) throw new RangeError(`${WHAT}: bad varint`);
+      const byte = b[at++] as number;
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) return value;
+    }
+  };
+  const count = varint();
+  const addresses: Uint8Array[] = new Array(varint());
+  for (let i = 0; i < addresses.length; i++, at += 20) addresses[i] = b.subarray(at, at + 20);
+  const topics: Uint8Array[] = new Array(varint());
+  for (let i = 0; i < topics.length; i++, at += 32) topics[i] = b.subarray(at, at + 32);
+  if (at > b.length) throw new RangeError(`${WHAT}: truncated dictionaries`);
+  const logs: StoredLog[] = new Array(count);
+  const lengths: number[] = new Array(count);
+  let tx = 0;
+  for (let i = 0; i < count; i++) {
+    tx += varint();
+    const address = addresses[varint()];
+    if (address === undefined) throw new RangeError(`${WHAT}: address not in the dictionary`);
+    const n = b[at++] as number;
+    const logTopics: Uint8Array[] = new Array(n);
+    for (let j = 0; j < n; j++) {
+      const t = topics[varint()];
+      if (t === undefined) throw new RangeError(`${WHAT}: topic not in the dictionary`);
+      logTopics[j] = t;
+    }
+    lengths[i] = varint();
+    logs[i] = { blockNumber, txIndex: tx, logIndex: i, address, topics: logTopics, data: b };
+  }
+  for (let i = 0; i < count; i++) {
+    const end = at + (lengths[i] as number);
+    if (end > b.length) throw new RangeError(`${WHAT}: data runs past the value`);
+    (logs[i] as StoredLog).data = b.subarray(at, end);
+    at = end;
+  }
+  if (at !== b.length) throw new RangeError(`${WHAT}: ${b.length - at} bytes after the data`);
+  return logs;
+}
+
+/** Compresses columnar bytes: the codec's byte, then its output. */
+export function compressLogColumns(columns: Uint8Array, codec: LogBlockCodecId, level?: number): Uint8Array {
+  let body: Uint8Array;
+  if (codec === LogBlockCodec.None) body = columns;
+  else if (codec === LogBlockCodec.Deflate) body = deflateRawSync(columns, { level: level ?? 6 });
+  else
+    body = brotliCompressSync(columns, {
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: level ?? 6,
+        [constants.BROTLI_PARAM_SIZE_HINT]: columns.length,
+      },
+    });
+  const out = new Uint8Array(1 + body.length);
+  out[0] = codec;
+  out.set(body, 1);
+  return out;
+}
+
+/** The columnar bytes of a compressed value (compressLogColumns). */
+export function decompressLogColumns(b: Uint8Array): Uint8Array {
+  const body = b.subarray(1);
+  switch (b[0]) {
+    case LogBlockCodec.None:
+      return body;
+    case LogBlockCodec.Deflate:
+      return inflateRawSync(body);
+    case LogBlockCodec.Brotli:
+      return brotliDecompressSync(body);
+    default:
+      throw new RangeError(`${WHAT}: unknown codec ${b[0]}`);
+  }
+}
