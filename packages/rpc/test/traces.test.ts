@@ -239,6 +239,37 @@ describe('debug_trace* against the receipts and the stored state', () => {
     });
   });
 
+  test("debug_traceCall: a call failing fast is geth's frame, and CALL's gasCost holds its callee's gas", async () => {
+    const c = '0x000000000000000000000000000000000000c0de';
+    const d = '0x000000000000000000000000000000000000d00d';
+    // d (no balance): CALL(0xffff gas, c, value 1, input mem[0..4]); POP; STOP.
+    const state = { [d]: { code: `0x6000600060046000600173${c.slice(2)}61fffff15000` } };
+    const args = [{ to: d, gas: '0x30000' }, 'latest'];
+    const frames = await rpc<Frame & { calls: Json[] }>(svc, 'debug_traceCall', [
+      ...args,
+      { tracer: 'callTracer', stateOverrides: state },
+    ]);
+    // geth: the callee's gas (65,535) and the stipend (2,300), nothing used, the error.
+    expect(frames.calls).toEqual([
+      {
+        type: 'CALL',
+        from: d,
+        to: c,
+        gas: hex(65_535 + 2_300),
+        gasUsed: '0x0',
+        input: '0x00000000',
+        error: 'insufficient balance for transfer',
+        value: '0x1',
+      },
+    ]);
+    const logs = await rpc<{ structLogs: { op: string; gasCost: number }[] }>(svc, 'debug_traceCall', [
+      ...args,
+      { disableStack: true, stateOverrides: state },
+    ]);
+    // value transfer 9,000 + new account 25,000 + cold account 2,600 + memory 3 + the callee's 65,535.
+    expect(logs.structLogs.find((l) => l.op === 'CALL')?.gasCost).toBe(9_000 + 25_000 + 2_600 + 3 + 65_535);
+  });
+
   test("geth's errors: an unknown tracer, a JavaScript tracer, a bad timeout, the size limit", async () => {
     const n = hex(blocks[0] as number);
     const err = async (params: unknown[], s = svc) => (await call(s, 'debug_traceBlockByNumber', params)).error;

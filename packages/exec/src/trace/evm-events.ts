@@ -9,7 +9,7 @@ import type { Bytes } from '@chainnode/core';
 import { haltMessage } from '../executor.js';
 import { ExecutionTimeout } from '../state.js';
 import { eventsOf } from '../transfer-logs.js';
-import type { FrameType, StateView, Tracer } from './hooks.js';
+import type { FrameEnter, FrameType, StateView, Tracer } from './hooks.js';
 
 interface StepEvent {
   pc: number;
@@ -50,7 +50,15 @@ interface OpenFrame {
   lastOp: number | undefined;
   /** The frame's SELFDESTRUCT as it ran: the beneficiary and the balance it sends. */
   selfdestruct?: { from: Bytes; to: Bytes; value: bigint };
+  /** The frame's own value (what a DELEGATECALL from it passes on). */
+  value: bigint;
+  /** A call the frame's last step made, until its callee is entered (or, failing fast, is not). */
+  calling?: { enter: Omit<FrameEnter, 'gas'>; gas: bigint } | undefined;
 }
+
+const CALLS: Record<number, FrameType> = { 241: 'CALL', 242: 'CALLCODE', 244: 'DELEGATECALL', 250: 'STATICCALL' };
+const MAX_DEPTH = 1024;
+const CALL_STIPEND = 2300n;
 
 /** Opcodes that end a frame; a frame that ends after any other ran off its code's end. */
 const ENDS = new Set([0x00, 0xf3, 0xfd, 0xfe, 0xff]);
@@ -105,7 +113,7 @@ export function bindTracer(
   vm: VM,
   tracer: Tracer,
   state: StateView,
-  opts: { logsBefore: number; deadline: number },
+  opts: { logsBefore: number; deadline: number; eip150: boolean },
 ): Binding {
   const events = eventsOf(vm);
   const frames: OpenFrame[] = [];
@@ -125,7 +133,15 @@ export function bindTracer(
     if (Date.now() > opts.deadline) throw new ExecutionTimeout();
     const parent = frames[frames.length - 1];
     const type = frameType(m, parent?.isStatic ?? false);
-    frames.push({ type, isStatic: m.isStatic, returnData: EMPTY, logsAtStart: liveLogs, lastOp: undefined });
+    if (parent !== undefined) parent.calling = undefined;
+    frames.push({
+      type,
+      isStatic: m.isStatic,
+      returnData: EMPTY,
+      logsAtStart: liveLogs,
+      lastOp: undefined,
+      value: m.value,
+    });
     const enter = (to: Address): void => {
       tracer.onEnter?.({
         depth: m.depth,
@@ -188,6 +204,7 @@ export function bindTracer(
     const depth = frames.length;
     const err = r.execResult.exceptionError?.error;
     if (err === undefined && f !== undefined) {
+      failedFast(f);
       implicitStop(f, r, depth);
       if (f.lastOp === SELFDESTRUCT && f.selfdestruct !== undefined) selfdestructFrame(f.selfdestruct, depth + 1);
     }
@@ -210,12 +227,64 @@ export function bindTracer(
     });
   };
 
+  /**
+   * A call that failed before entering its callee (too little balance for its value, or the depth
+   * limit): geth reports it as a frame that used no gas; the EVM here enters nothing. Its gas is
+   * the callee's share and, for a call with value, the stipend.
+   */
+  const failedFast = (f: OpenFrame): void => {
+    const c = f.calling;
+    f.calling = undefined;
+    if (c === undefined) return;
+    const error = c.enter.depth > MAX_DEPTH ? 'max call depth exceeded' : 'insufficient balance for transfer';
+    tracer.onEnter?.({ ...c.enter, gas: c.gas });
+    tracer.onExit?.({ depth: c.enter.depth, output: EMPTY, gasUsed: 0n, error, reverted: true });
+  };
+
+  /**
+   * The gas a CALL-family step hands its callee (EIP-150: at most all but a 64th of what is left
+   * after the step's own cost). geth counts it in the step's cost; the EVM here charges it apart.
+   */
+  const calleeGas = (e: StepEvent): bigint => {
+    const requested = e.stack[e.stack.length - 1] ?? 0n;
+    const avail = e.gasLeft - e.opcode.dynamicFee;
+    if (avail <= 0n) return 0n;
+    if (!opts.eip150) return requested;
+    const cap = avail - avail / 64n;
+    return requested < cap ? requested : cap;
+  };
+
+  /** Notes the call a CALL-family step makes (geth's OnEnter arguments but the gas). */
+  const noteCall = (e: StepEvent, f: OpenFrame, type: FrameType): void => {
+    const s = e.stack;
+    const n = s.length;
+    const withValue = type === 'CALL' || type === 'CALLCODE';
+    if (n < (withValue ? 7 : 6)) return;
+    const at = (i: number): bigint => s[n - 1 - i] as bigint;
+    const inAt = withValue ? 3 : 2;
+    const offset = Number(at(inAt));
+    const size = Number(at(inAt + 1));
+    const input = new Uint8Array(size);
+    if (offset < e.memory.length) input.set(e.memory.subarray(offset, Math.min(e.memory.length, offset + size)));
+    const value = type === 'STATICCALL' ? undefined : type === 'DELEGATECALL' ? f.value : at(2);
+    const stipend = withValue && value !== undefined && value > 0n ? CALL_STIPEND : 0n;
+    f.calling = {
+      enter: { depth: e.depth + 1, type, from: e.address.bytes, to: word(at(1)).subarray(12), input, value },
+      gas: calleeGas(e) + stipend,
+    };
+  };
+
   const step = (e: StepEvent, resolve: () => void): void => {
     check();
     if (++steps % DEADLINE_STEPS === 0 && Date.now() > opts.deadline) throw new ExecutionTimeout();
     const code = e.opcode.code;
     const frame = frames[frames.length - 1];
-    if (frame !== undefined) frame.lastOp = code;
+    if (frame !== undefined) {
+      if (frame.calling !== undefined) failedFast(frame);
+      frame.lastOp = code;
+      const call = CALLS[code];
+      if (call !== undefined && tracer.wantsSelfdestructs === true) noteCall(e, frame, call);
+    }
     if (tracer.wantsLogs === true && code >= 0xa0 && code <= 0xa4) emitLog(e);
     const pending: Promise<void>[] = [];
     if (code === SELFDESTRUCT && tracer.wantsSelfdestructs === true && frame !== undefined && e.stack.length > 0) {
@@ -233,7 +302,7 @@ export function bindTracer(
         op: code,
         opName: e.opcode.name,
         gas: e.gasLeft,
-        cost: e.opcode.dynamicFee,
+        cost: CALLS[code] === undefined ? e.opcode.dynamicFee : e.opcode.dynamicFee + calleeGas(e),
         depth: e.depth + 1,
         stack: e.stack,
         memory: e.memory,

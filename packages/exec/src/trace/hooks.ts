@@ -99,7 +99,10 @@ export interface Tracer {
   readonly wantsOpcodes?: boolean;
   /** Wants onLog (found from the LOG opcodes). */
   readonly wantsLogs?: boolean;
-  /** Wants SELFDESTRUCT frames (found from the SELFDESTRUCT opcodes). */
+  /**
+   * Wants the frames geth reports that the EVM here does not enter, found from the opcodes: a
+   * SELFDESTRUCT, a call that fails before entering its callee.
+   */
   readonly wantsSelfdestructs?: boolean;
   onTxStart?(tx: TxStart, state: StateView): void | Promise<void>;
   onEnter?(f: FrameEnter): void;

@@ -92,7 +92,7 @@ export async function traceTx<R extends { totalGasSpent: bigint }>(
 ): Promise<R> {
   const state = stateView(sm);
   await tracer.onTxStart?.(txStart(vm, tx, block, opts.gasLimit ?? tx.gasLimit), state);
-  const binding = bindTracer(vm, tracer, state, opts);
+  const binding = bindTracer(vm, tracer, state, { ...opts, eip150: vm.common.gteHardfork('tangerineWhistle') });
   let r: R;
   try {
     r = await run();
