@@ -375,11 +375,13 @@ export class LogQueries {
     this.segments.close();
   }
 
-  /** A commit changed the canonical blocks at these numbers (see LevelChainStore.applyCommit). */
-  forget(numbers: bigint[]): void {
+  /**
+   * A commit changed the canonical blocks at these numbers (see LevelChainStore.applyCommit);
+   * `orphaned`: it took blocks off the chain, whose log ids the blocks replacing them are given.
+   */
+  forget(numbers: bigint[], orphaned: boolean): void {
     for (const n of numbers) this.logContexts.delete(n);
-    // A rewound block's log ids are given again to the blocks that replace it.
-    if (numbers.length > 0) this.logBlocks.clear();
+    if (orphaned) this.logBlocks.clear();
   }
 
   /** A LogBlocks row decoded, or its decoding from the cache. */

@@ -755,7 +755,7 @@ export class LevelChainStore implements ChainStore {
     for (const n of numbers) this.canonicalCache.delete(n);
     // A tx of an orphaned block may be in the new branch at another place, or nowhere.
     if (commit.removed.length > 0) this.txCache.clear();
-    this.logQueries.forget(numbers);
+    this.logQueries.forget(numbers, commit.removed.length > 0);
   }
 
   // --- logs (the query code lives in logs.ts) ---------------------------------------------------
