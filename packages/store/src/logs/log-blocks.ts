@@ -13,8 +13,8 @@ import {
 } from './block-logs-codec.js';
 
 /**
- * The codec new rows are written with: deflate at level 6 (bench/logs-once: within a few percent
- * of brotli's bytes per block at this shape, and decoded faster).
+ * The codec new rows are written with: deflate at level 6 (bench/logs-once at mainnet's shape:
+ * 9% more bytes than brotli q6, decoded a quarter faster, 237 µs a block of 723 logs).
  */
 const WRITE_CODEC = LogBlockCodec.Deflate;
 const WRITE_LEVEL = 6;
