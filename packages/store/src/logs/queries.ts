@@ -357,6 +357,8 @@ export class LogQueries {
   private readonly sync: KvSyncRead;
   private logsJsonFrom: bigint | undefined;
   private readonly segments: LogSegmentReader;
+  /** lowestLogBlock() as read at commit generation `gen`. */
+  private lowest: { gen: number | undefined; first: number } | undefined;
   /** Decoded LogBlocks rows by their first log id. */
   private readonly logBlocks = new Lru<number, LogBlock>(LOG_BLOCKS_CACHED);
 
@@ -381,7 +383,30 @@ export class LogQueries {
    */
   forget(numbers: bigint[], orphaned: boolean): void {
     for (const n of numbers) this.logContexts.delete(n);
-    if (orphaned) this.logBlocks.clear();
+    if (orphaned) {
+      this.logBlocks.clear();
+      this.lowest = undefined;
+    }
+  }
+
+  /**
+   * The first log id of the lowest LogBlocks row (Infinity: none), read again after each commit:
+   * below it every log is a Logs row (a datadir an earlier release wrote, not converted yet), no
+   * seek needed. New rows only ever come above it, except after a rewind (forget).
+   */
+  private async lowestLogBlock(): Promise<number> {
+    const gen = this.chain.generation?.();
+    if (this.lowest !== undefined && this.lowest.gen === gen) return this.lowest.first;
+    const it = this.db.iterator({ gte: logBlockKey(0), lte: logBlockKey(Number.MAX_SAFE_INTEGER), limit: 1 });
+    let first = Number.POSITIVE_INFINITY;
+    try {
+      const entry = await it.next();
+      if (entry !== undefined) first = logBlockFirst(entry[0]);
+    } finally {
+      await it.close();
+    }
+    this.lowest = { gen, first };
+    return first;
   }
 
   /** A LogBlocks row decoded, or its decoding from the cache. */
@@ -497,11 +522,16 @@ export class LogQueries {
     const out = new Array<StoredLog>(ids.length);
     const rows: number[] = []; // positions in `ids` of logs in Logs rows
     const gen = this.chain.generation?.();
+    const lowest = await this.lowestLogBlock();
     let block: LogBlock | undefined;
     let it: RawIterator | undefined;
     try {
       for (let i = 0; i < ids.length; i++) {
         const id = ids[i] as number;
+        if (id < lowest) {
+          rows.push(i);
+          continue;
+        }
         if (block === undefined || id < block.first || id >= block.first + block.logs.length) {
           it ??= this.db.iterator({ gte: logBlockKey(0), lte: logBlockKey(Number.MAX_SAFE_INTEGER), reverse: true });
           it.seek(logBlockKey(id));
