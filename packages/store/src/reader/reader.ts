@@ -83,6 +83,7 @@ import {
   rlpString,
   trieGet,
   decodeTrieFrom,
+  nodeBytes,
   readStateTrie,
   readTrieFrom,
 } from '../trie/index.js';
@@ -98,7 +99,7 @@ import {
   stateHistoryRoot,
   storageAt as historyStorageAt,
 } from '../history/index.js';
-import type { HeaderTxFields, NodeSource } from '../trie/index.js';
+import type { HeaderTxFields, NodeSource, RawNodeGet } from '../trie/index.js';
 
 /** No transaction hashes (a block without transactions). */
 const EMPTY = new Uint8Array(0);
@@ -786,8 +787,11 @@ export class LevelChainStore implements ChainStore {
     if (v !== undefined) return v;
     if (this.diskReads-- <= 0) throw OVER_BUDGET;
     const raw = tables.trieNodes.getSync(this.db, hash);
-    return raw === undefined ? undefined : this.trieNodes.set(hash, raw);
+    return raw === undefined ? undefined : this.trieNodes.set(hash, nodeBytes(raw, this.rawNode));
   };
+
+  /** A TrieNodes row as stored (a delta's base, node-delta.ts): straight from LevelDB. */
+  private readonly rawNode: RawNodeGet = (hash) => tables.trieNodes.getSync(this.db, hash);
 
   /** Node loads from disk the walk in progress may still make (trieFirst); unbounded otherwise. */
   private diskReads = Number.POSITIVE_INFINITY;
@@ -1187,7 +1191,12 @@ export class LevelChainStore implements ChainStore {
   stateDiff(parentRoot: Bytes, root: Bytes, limits: StateDiffLimits): Promise<StateDiffRecord> {
     // The nodes of a diff are read once and not kept: they would push hot proof paths out of the
     // node cache. Nodes the cache holds are taken from it.
-    const nodes: NodeSource = (hash) => this.trieNodes.get(hash) ?? tables.trieNodes.getSync(this.db, hash);
+    const nodes: NodeSource = (hash) => {
+      const hit = this.trieNodes.get(hash);
+      if (hit !== undefined) return hit;
+      const raw = tables.trieNodes.getSync(this.db, hash);
+      return raw === undefined ? undefined : nodeBytes(raw, this.rawNode);
+    };
     return this.guard('stateDiff', () => diffStates(nodes, (h) => this.codeSync(h), parentRoot, root, limits));
   }
 

@@ -9,6 +9,10 @@
 //  3. mark: every node reachable from the state roots of canonical blocks [a, h] (the account trie
 //     and every account's storage trie), a shared subtree visited once;
 //  4. sweep: the TrieNodes rows as of one iterator's snapshot, the unmarked ones deleted in chunks.
+// Rows kept as deltas (node-delta.ts) are rebuilt by the mark for their children, and their
+// chains of bases are kept too (`bases`). A delta written while a cycle runs is built on a node
+// of its parent's trie, which is marked (its chain then in `bases`) or written during the cycle
+// (its own base the same way, by induction): nothing a kept row needs is swept.
 // Code rows ('c' ++ codeHash, in the same table) are kept forever: the flat state history reads
 // code by hash at any block, and code is small beside the trie.
 //
@@ -33,6 +37,8 @@ import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import type { Db } from '../db.js';
 import { Prefix, tables } from '../schema/index.js';
+import { deltaBase, isDelta, nodeBytes } from './node-delta.js';
+import type { RawNodeGet } from './node-delta.js';
 import { headerStateRoot } from './trie-read.js';
 
 type Nested = Uint8Array | Nested[];
@@ -322,9 +328,11 @@ export class TriePruner {
     this.host.watchTrieNodes((h) => written.add(h));
     try {
       await this.host.persistTrieFrom(from);
-      await this.mark(await windowRoots(this.host.db, from, head), marked, () => report('mark'));
+      // The rows the marked deltas are built on (node-delta.ts): kept, though no window root reaches them.
+      const bases = new HashSet(1024);
+      await this.mark(await windowRoots(this.host.db, from, head), marked, bases, () => report('mark'));
       r.marked = marked.size;
-      await this.sweep(marked, written, r, () => report('sweep'));
+      await this.sweep(marked, bases, written, r, () => report('sweep'));
       report('done');
     } catch (err) {
       r.error = err instanceof Error ? err.message : String(err);
@@ -339,8 +347,12 @@ export class TriePruner {
     if (this.stopped) throw new Stopped('pruning stopped');
   }
 
-  /** Marks every node reachable from `roots`, fetching MARK_BATCH nodes at a time. */
-  private async mark(roots: Uint8Array[], marked: HashSet, progress: () => void): Promise<void> {
+  /**
+   * Marks every node reachable from `roots`, fetching MARK_BATCH nodes at a time; a marked row
+   * that is a delta is rebuilt for its children, and its chain of bases goes into `bases`.
+   */
+  private async mark(roots: Uint8Array[], marked: HashSet, bases: HashSet, progress: () => void): Promise<void> {
+    const raw: RawNodeGet = (hash) => tables.trieNodes.getSync(this.host.db, hash);
     const todo: Visit[] = roots.map((hash) => ({ hash, accounts: true }));
     const size = this.opts.markBatch ?? MARK_BATCH;
     while (todo.length > 0) {
@@ -362,15 +374,28 @@ export class TriePruner {
           throw new PruneMissingNodeError(
             `pruning: trie node ${Buffer.from(v.hash).toString('hex')} of the window is missing; nothing deleted`,
           );
-        pushChildren(RLP.decode(bytes) as Nested, v.accounts, todo);
+        if (isDelta(bytes)) {
+          for (let row: Uint8Array | undefined = bytes; row !== undefined && isDelta(row); ) {
+            const base = deltaBase(row);
+            bases.add(base);
+            row = raw(base);
+          }
+          pushChildren(RLP.decode(nodeBytes(bytes, raw)) as Nested, v.accounts, todo);
+        } else pushChildren(RLP.decode(bytes) as Nested, v.accounts, todo);
       }
       progress();
       await turn();
     }
   }
 
-  /** Deletes the TrieNodes rows neither marked nor written, SWEEP_CHUNK keys at a time. */
-  private async sweep(marked: HashSet, written: HashSet, r: PruneReport, progress: () => void): Promise<void> {
+  /** Deletes the TrieNodes rows neither marked, a marked delta's base nor written, SWEEP_CHUNK keys at a time. */
+  private async sweep(
+    marked: HashSet,
+    bases: HashSet,
+    written: HashSet,
+    r: PruneReport,
+    progress: () => void,
+  ): Promise<void> {
     const it = this.host.db.keys({ gt: Uint8Array.of(Prefix.TrieNodes), lt: Uint8Array.of(Prefix.TrieNodes + 1) });
     const keep = (h: Uint8Array) => written.has(h);
     try {
@@ -379,7 +404,9 @@ export class TriePruner {
         const keys = await it.nextv(this.opts.sweepChunk ?? SWEEP_CHUNK);
         if (keys.length === 0) break;
         r.scanned += keys.length;
-        const dead = keys.filter((k) => k.length === TRIE_KEY_LENGTH && !marked.has(k.subarray(1)));
+        const dead = keys.filter(
+          (k) => k.length === TRIE_KEY_LENGTH && !marked.has(k.subarray(1)) && !bases.has(k.subarray(1)),
+        );
         if (dead.length > 0) r.deleted += await this.host.deleteTrieNodes(dead, keep);
         progress();
         await turn();

@@ -45,8 +45,15 @@ import {
   u64Codec,
 } from '../schema/index.js';
 import { tableRange } from './sizing.js';
-import { formatStateTrie, headerStateRoot, putStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
-import type { PruneReport, StateTrieMode } from '../trie/index.js';
+import {
+  formatStateTrie,
+  headerStateRoot,
+  nodeBytes,
+  putStateTrie,
+  readStateTrie,
+  readTrieFrom,
+} from '../trie/index.js';
+import type { PruneReport, RawNodeGet, StateTrieMode } from '../trie/index.js';
 import { StoreWriter } from '../writer/index.js';
 import { resealDatadirLogs } from './reseal.js';
 
@@ -95,7 +102,11 @@ async function stateRootAt(db: Db, n: bigint): Promise<Uint8Array> {
 /** Writes the flat state history of blocks [start, head]; resumable through Meta.stateHistoryBuilt. */
 async function buildHistory(db: Db, head: bigint, opts: ConvertOptions): Promise<HistoryStats & { blocks: number }> {
   const genesisRoot = await stateRootAt(db, 0n);
-  const nodes = (hash: Uint8Array): Uint8Array | undefined => tables.trieNodes.getSync(db, hash);
+  const raw: RawNodeGet = (hash) => tables.trieNodes.getSync(db, hash);
+  const nodes = (hash: Uint8Array): Uint8Array | undefined => {
+    const row = raw(hash);
+    return row === undefined ? undefined : nodeBytes(row, raw);
+  };
   if (!bytesEqual(genesisRoot, EMPTY_STATE_ROOT) && nodes(genesisRoot) === undefined)
     throw new ConvertRefusedError(
       'datadir: the state trie of block 0 is not held under its header state root (an upstream whose genesis header names another root, e.g. anvil --init); re-import it with `node-cli sync` instead',

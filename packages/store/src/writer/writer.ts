@@ -96,6 +96,11 @@ export interface WriterOptions {
   openChunkCacheBytes?: number;
   /** A datadir with a trie window (Meta.stateTrie): the pruner's progress report and tuning. */
   prune?: TriePrunerOptions | undefined;
+  /**
+   * Keep new branch nodes as deltas (node-delta.ts). Default true; false writes every node
+   * whole, as earlier releases did (for comparisons: tests, benches).
+   */
+  trieDeltas?: boolean;
 }
 
 /** A rewind below Meta.trieFrom: the fork point's state trie is pruned, the reorg cannot be followed. */
@@ -230,6 +235,9 @@ export class StoreWriter {
     const mode = await readStateTrie(this.db);
     if (mode.kind === 'window' && this.firstBlockNumber === 0n && this.pruner === undefined)
       this.pruner = new TriePruner(this.pruneHost(), mode.blocks, this.options.prune);
+    // Deltas for a datadir that holds its own state (a joined one holds proven nodes only); the
+    // window's pruner keeps the bases of the deltas it keeps (trie-prune.ts).
+    this.trieDb.deltas = this.firstBlockNumber === 0n && this.options.trieDeltas !== false;
   }
 
   /** What the pruner does through the writer (trie-prune.ts PruneHost). */
@@ -439,8 +447,9 @@ export class StoreWriter {
   private stageBlock(b: BlockInput, reachableOnly = true): void {
     const header = decodeHeader(b.headerRlp, b.hash);
     // Only the nodes of the block's final state trie are kept (trie-db.ts): the same set
-    // whichever way the state was reached (executed, or replicated from a diff).
-    this.trieDb.acceptBlock(reachableOnly ? header.stateRoot : undefined);
+    // whichever way the state was reached (executed, or replicated from a diff). Its new branch
+    // nodes are kept as deltas against the parent's (node-delta.ts).
+    this.trieDb.acceptBlock(reachableOnly ? header.stateRoot : undefined, this.history?.lastRoot);
     this.stageRows(b);
     this.stageLogsJson(b, header.timestamp);
   }
