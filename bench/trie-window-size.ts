@@ -9,7 +9,8 @@
 // in spirit (nothing is written) but LevelDB's lock means nothing else may have it open.
 import { join, resolve } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
-import { Prefix } from '@chainnode/store';
+import { Prefix, nodeBytes } from '@chainnode/store';
+import type { RawNodeGet } from '@chainnode/store';
 import { Level } from 'level';
 import { printRunRecord } from './src/run-record.js';
 import { canonicalHead, canonicalStateRoot } from './src/raw-chain.js';
@@ -35,6 +36,8 @@ const db = new Level<Uint8Array, Uint8Array>(join(datadir, 'chain'), {
 });
 await db.open();
 
+// Rows as stored: a delta's bases are read to rebuild it (their bytes count where they are reached).
+const raw: RawNodeGet = (h) => db.getSync(Uint8Array.of(Prefix.TrieNodes, ...h));
 const stateRoot = (n: number): Promise<Uint8Array> => canonicalStateRoot(db, n);
 const head = (): Promise<number> => canonicalHead(db);
 
@@ -59,7 +62,7 @@ async function reach(roots: Uint8Array[], seen: Set<string>): Promise<{ nodes: n
         throw new Error(`trie node ${Buffer.from(v.hash).toString('hex')} missing: an archive datadir is needed`);
       nodes++;
       bytes += KEY_BYTES + value.length;
-      children(RLP.decode(value) as Nested, v.accounts, todo);
+      children(RLP.decode(nodeBytes(value, raw)) as Nested, v.accounts, todo);
     }
   }
   return { nodes, bytes };

@@ -11,7 +11,15 @@ import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_RLP, bigIntToUnpaddedBytes, setLengthLeft } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import type { TxRecord } from '@chainnode/core';
-import { LevelChainStore, Prefix, StoreWriter, putStateTrie, putTrieFrom } from '@chainnode/store';
+import {
+  LevelChainStore,
+  Prefix,
+  StoreWriter,
+  deltaChain,
+  nodeBytes,
+  putStateTrie,
+  putTrieFrom,
+} from '@chainnode/store';
 import { datadirCopy, mulberry32 } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import type { RpcServiceApi } from '../src/index.js';
@@ -24,8 +32,12 @@ const q = (n: bigint | number): string => `0x${n.toString(16)}`;
 
 type Rlp = Uint8Array | Rlp[];
 
-/** Adds to `keep` the hash of every node reachable from the state root `root` (storage tries too). */
-async function markReachable(w: StoreWriter, keep: Set<string>, root: Uint8Array): Promise<void> {
+/**
+ * Adds to `keep` the hash of every node reachable from the state root `root` (storage tries too),
+ * and to `bases` the rows the reachable deltas are built on (node-delta.ts), which must stay too.
+ */
+async function markReachable(w: StoreWriter, keep: Set<string>, bases: Set<string>, root: Uint8Array): Promise<void> {
+  const get = (h: Uint8Array) => w.db.getSync(Uint8Array.of(Prefix.TrieNodes, ...h));
   const todo: { ref: Rlp; account: boolean }[] = [{ ref: root, account: true }];
   for (let next = todo.pop(); next !== undefined; next = todo.pop()) {
     let node = next.ref;
@@ -34,7 +46,8 @@ async function markReachable(w: StoreWriter, keep: Set<string>, root: Uint8Array
       keep.add(hex(node));
       const raw = await w.db.get(Uint8Array.of(Prefix.TrieNodes, ...node));
       if (raw === undefined) throw new Error(`trie node ${hex(node)} missing`);
-      node = RLP.decode(raw) as Rlp[];
+      for (const b of deltaChain(raw, get)) bases.add(hex(b));
+      node = RLP.decode(nodeBytes(raw, get)) as Rlp[];
     }
     const items = node as Rlp[];
     if (items.length === 17) {
@@ -55,7 +68,9 @@ async function pruneBelow(dir: string, window: number, from: bigint, roots: Uint
   const w = await StoreWriter.open(dir);
   try {
     const keep = new Set<string>();
-    for (const root of roots) await markReachable(w, keep, root);
+    const bases = new Set<string>();
+    for (const root of roots) await markReachable(w, keep, bases, root);
+    for (const b of bases) keep.add(b);
     const batch = w.db.batch();
     let deleted = 0;
     for await (const k of w.db.keys({ gte: Uint8Array.of(Prefix.TrieNodes), lt: Uint8Array.of(Prefix.TrieNodes + 1) }))

@@ -22,6 +22,9 @@ export {
 export { keccak256 } from './keccak.js';
 export { MissingTrieNodeError, hexPrefix, nibblesOf, sharedNibbles, trieGetSync, updateTrie } from './trie/index.js';
 export type { NodePut, SyncNodeGet } from './trie/index.js';
+// Trie rows as stored (branch nodes may be deltas against older rows): for tools that read TrieNodes directly.
+export { deltaChain, nodeBytes, storedNode } from './trie/index.js';
+export type { RawNodeGet } from './trie/index.js';
 export { Lru } from './lru.js';
 export { logMatches, queryBloomMatcher } from './logs/index.js';
 /** The block-logs codec's parts (bench/logs-once measures its candidates). */

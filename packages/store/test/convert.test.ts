@@ -15,7 +15,7 @@ import { digestDatadir } from '../src/digest.js';
 import { LevelChainStore } from '../src/index.js';
 import { decodeLogBlock, logBlockFirst } from '../src/logs/index.js';
 import { MetaKey, Prefix, headCodec, tables } from '../src/schema/schema.js';
-import { headerStateRoot, readStateTrie, readTrieFrom } from '../src/trie/index.js';
+import { deltaChain, headerStateRoot, nodeBytes, readStateTrie, readTrieFrom } from '../src/trie/index.js';
 import { ConvertRefusedError, convertDatadir } from '../src/upkeep/index.js';
 
 const chain = availableChains().includes('execution-apis') ? 'execution-apis' : 'fixtures';
@@ -92,24 +92,30 @@ async function logAnswers(dir: string): Promise<string> {
 
 type Nested = Uint8Array | Nested[];
 
-/** Every node hash reachable from `root` (account trie and storage tries), brute force. */
-function reach(db: Db, root: Uint8Array, out: Set<string>, accounts = true): void {
+/**
+ * Every node hash reachable from `root` (account trie and storage tries), brute force; into `bases`
+ * the rows the reachable deltas are built on (node-delta.ts), which a window keeps too.
+ */
+function reach(db: Db, root: Uint8Array, out: Set<string>, bases: Set<string>, accounts = true): void {
   const key = Buffer.from(root).toString('hex');
   if (out.has(key) || key === '56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421') return;
-  const raw = tables.trieNodes.getSync(db, root);
-  if (raw === undefined) throw new Error(`node ${key} missing`);
+  const get = (h: Uint8Array) => tables.trieNodes.getSync(db, h);
+  const row = get(root);
+  if (row === undefined) throw new Error(`node ${key} missing`);
+  for (const b of deltaChain(row, get)) bases.add(Buffer.from(b).toString('hex'));
+  const raw = nodeBytes(row, get);
   out.add(key);
   const walk = (n: Nested, acc: boolean): void => {
     if (!Array.isArray(n)) return;
     const child = (c: Nested): void => {
-      if (c instanceof Uint8Array && c.length === 32) reach(db, c, out, acc);
+      if (c instanceof Uint8Array && c.length === 32) reach(db, c, out, bases, acc);
       else if (Array.isArray(c)) walk(c, acc);
     };
     if (n.length === 17) for (const c of n.slice(0, 16)) child(c as Nested);
     else if (n.length === 2) {
       const leaf = ((n[0] as Uint8Array)[0] as number) >> 4 >= 2;
       if (!leaf) child(n[1] as Nested);
-      else if (acc) reach(db, (RLP.decode(n[1] as Uint8Array) as Uint8Array[])[2] as Uint8Array, out, false);
+      else if (acc) reach(db, (RLP.decode(n[1] as Uint8Array) as Uint8Array[])[2] as Uint8Array, out, bases, false);
     }
   };
   walk(RLP.decode(raw) as Nested, accounts);
@@ -162,10 +168,13 @@ test('db convert: window=90000 -> window=16 prunes at the head; back to archive 
       const head = headCodec.decode((await tables.meta.get(db, MetaKey.Head)) as Uint8Array).number;
       expect(await readTrieFrom(db)).toBe(head - 15n);
       const live = new Set<string>();
+      const bases = new Set<string>();
       for (let n = head - 15n; n <= head; n++) {
         const hash = (await tables.canonical.get(db, n)) as Uint8Array;
-        reach(db, headerStateRoot((await tables.headers.get(db, hash)) as Uint8Array), live);
+        reach(db, headerStateRoot((await tables.headers.get(db, hash)) as Uint8Array), live, bases);
       }
+      expect(bases.size).toBeGreaterThan(0);
+      for (const b of bases) live.add(b);
       const held = new Set<string>();
       for await (const k of db.keys({ gte: Uint8Array.of(Prefix.TrieNodes), lt: Uint8Array.of(Prefix.TrieNodes + 1) }))
         if (k.length === 33) held.add(Buffer.from(k.subarray(1)).toString('hex'));

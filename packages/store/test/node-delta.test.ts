@@ -5,7 +5,8 @@ import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { datadirCopy, seededRandom } from '@chainnode/testkit';
 import { openDb } from '../src/db.js';
-import { Prefix } from '../src/schema/schema.js';
+import { MetaKey, Prefix, tables } from '../src/schema/schema.js';
+import { convertDatadir } from '../src/upkeep/index.js';
 import { MAX_CHAIN, deltaRow, isDelta, nodeBytes, rowDepth } from '../src/trie/node-delta.js';
 
 type Nested = Uint8Array | Nested[];
@@ -77,32 +78,59 @@ test('deltas rebuild the exact node through chains up to MAX_CHAIN; what cannot 
   expect(() => nodeBytes(delta, () => undefined)).toThrow(/base .* missing/);
 });
 
-test('an imported datadir: every TrieNodes row rebuilds to the node its key names; most new branches are deltas', async () => {
-  const c = await datadirCopy('fixtures');
+/** Every TrieNodes row rebuilt and checked against its key; counts and bytes. */
+async function checkRows(dir: string): Promise<{ whole: number; deltas: number; stored: number; rebuilt: number }> {
+  const db = await openDb(dir, { create: false });
   try {
+    const get = (h: Uint8Array) => db.getSync(Uint8Array.of(Prefix.TrieNodes, ...h));
+    const out = { whole: 0, deltas: 0, stored: 0, rebuilt: 0 };
+    for await (const [k, v] of db.iterator(NODES)) {
+      if (k.length !== 33) continue; // code rows: 'c' ++ codeHash
+      const node = nodeBytes(v, get);
+      expect(hex(keccak256(node))).toBe(hex(k.subarray(1)));
+      expect(rowDepth(v)).toBeLessThanOrEqual(MAX_CHAIN);
+      if (isDelta(v)) out.deltas++;
+      else out.whole++;
+      out.stored += v.length;
+      out.rebuilt += node.length;
+    }
+    return out;
+  } finally {
+    await db.close();
+  }
+}
+
+const NODES = { gt: Uint8Array.of(Prefix.TrieNodes), lt: Uint8Array.of(Prefix.TrieNodes + 1) };
+
+test('an imported datadir (the execution-apis chain): every row rebuilds to the node its key names; with every node whole (an earlier release), db convert rewrites them as deltas, resumably', async () => {
+  const c = await datadirCopy('execution-apis');
+  try {
+    const imported = await checkRows(c.dir);
+    expect(imported.deltas).toBeGreaterThan(0);
+    expect(imported.stored).toBeLessThan(imported.rebuilt);
+    // The layout of an earlier release: every node whole, no Meta.trieDeltas.
     const db = await openDb(c.dir, { create: false });
     try {
-      const range = { gt: Uint8Array.of(Prefix.TrieNodes), lt: Uint8Array.of(Prefix.TrieNodes + 1) };
       const get = (h: Uint8Array) => db.getSync(Uint8Array.of(Prefix.TrieNodes, ...h));
-      let whole = 0;
-      let deltas = 0;
-      let stored = 0;
-      let rebuiltBytes = 0;
-      for await (const [k, v] of db.iterator(range)) {
-        if (k.length !== 33) continue; // code rows: 'c' ++ codeHash
-        const node = nodeBytes(v, get);
-        expect(hex(keccak256(node))).toBe(hex(k.subarray(1)));
-        expect(rowDepth(v)).toBeLessThanOrEqual(MAX_CHAIN);
-        if (isDelta(v)) deltas++;
-        else whole++;
-        stored += v.length;
-        rebuiltBytes += node.length;
-      }
-      expect(deltas).toBeGreaterThan(whole / 4);
-      expect(stored).toBeLessThan(rebuiltBytes * 0.9);
+      const whole: [Uint8Array, Uint8Array][] = [];
+      for await (const [k, v] of db.iterator(NODES))
+        if (k.length === 33 && isDelta(v)) whole.push([k, nodeBytes(v, get)]);
+      const batch = db.batch();
+      for (const [k, v] of whole) batch.put(k, v);
+      batch.del(tables.meta.key(MetaKey.TrieDeltas));
+      await batch.write();
     } finally {
       await db.close();
     }
+    const before = await checkRows(c.dir);
+    expect(before.deltas).toBe(0);
+    const r = await convertDatadir(c.dir);
+    expect(r.trieDeltas.rows).toBeGreaterThan(0);
+    const after = await checkRows(c.dir);
+    expect(after.deltas).toBe(r.trieDeltas.rows);
+    expect(after.stored).toBe(before.stored - r.trieDeltas.bytesBefore + r.trieDeltas.bytesAfter);
+    expect(after.stored).toBeLessThan(before.stored);
+    expect((await convertDatadir(c.dir)).trieDeltas.rows).toBe(0);
   } finally {
     await c.cleanup();
   }

@@ -21,8 +21,24 @@ import { pointRowAtCanonical } from '../src/history/read.js';
 import { LATEST_CHANGES, decodeLatest, fillLatest } from '../src/history/latest.js';
 import { LevelChainStore } from '../src/reader/reader.js';
 import { MetaKey, Prefix, headCodec, tables } from '../src/schema/schema.js';
+import { storedNode } from '../src/trie/node-delta.js';
 import { accountFields, headerStateRoot, rlpString, trieGet } from '../src/trie/trie-read.js';
 import { bytes, hex, rng } from './random.js';
+
+/** The trie's nodes by hash, deltas rebuilt (node-delta.ts), each rebuilt node kept for the walks to come. */
+function rebuiltNodes(db: Db): (h: Uint8Array) => Uint8Array | undefined {
+  const cache = new Map<string, Uint8Array>();
+  const raw = (k: Uint8Array) => tables.trieNodes.getSync(db, k);
+  return (h) => {
+    const key = hex(h);
+    let node = cache.get(key);
+    if (node === undefined) {
+      node = storedNode(raw, h);
+      if (node !== undefined) cache.set(key, node);
+    }
+    return node;
+  };
+}
 
 const READS = 1500;
 
@@ -139,7 +155,7 @@ async function compareByKey(db: Db, chain: ChainName, seed: number): Promise<voi
   const paths = await historyPaths(db);
   expect(paths.accounts.length).toBeGreaterThan(0);
   expect(paths.slots.length).toBeGreaterThan(0);
-  const nodes = (h: Uint8Array) => tables.trieNodes.getSync(db, h);
+  const nodes = rebuiltNodes(db);
   const r = rng(seed);
   const pick = <T>(xs: T[]): T => xs[r(xs.length)] as T;
   const accountAtRoot = (root: Uint8Array, key: Uint8Array) => trieGet(nodes, root, key)?.slice() ?? null;
@@ -224,7 +240,7 @@ async function compareByAddress(store: LevelChainStore, seed: number): Promise<v
  */
 async function compareWithDiff(db: Db, sampled: (n: number) => boolean): Promise<void> {
   const roots = await stateRoots(db);
-  const nodes = (h: Uint8Array) => tables.trieNodes.getSync(db, h);
+  const nodes = rebuiltNodes(db);
   const expected = new Map<string, string>();
   const batch = {
     put: (k: Uint8Array, v: Uint8Array) => expected.set(hex(k), hex(v)),

@@ -21,7 +21,7 @@ import type { TempDir } from '@chainnode/testkit';
 import { digestDatadir } from '../src/digest.js';
 import { keccak256 } from '../src/keccak.js';
 import { Prefix, tables } from '../src/schema/index.js';
-import { trieGet } from '../src/trie/index.js';
+import { deltaChain, nodeBytes, storedNode, trieGet } from '../src/trie/index.js';
 import type { PruneReport } from '../src/trie/index.js';
 import { HashSet } from '../src/trie/index.js';
 import { readTrieFrom } from '../src/trie/index.js';
@@ -43,16 +43,25 @@ import { hex, rng } from './random.js';
 type Nested = Uint8Array | Nested[];
 const WINDOW = 16;
 
-/** Every stored node hash reachable from `root` (account leaves lead into their storage tries). */
-function reachable(get: (h: Uint8Array) => Uint8Array | undefined, root: Uint8Array, into: Set<string>): void {
+/**
+ * Every stored node hash reachable from `root` (account leaves lead into their storage tries), and
+ * into `bases` the rows the reachable deltas are built on (node-delta.ts), which the window keeps too.
+ */
+function reachable(
+  get: (h: Uint8Array) => Uint8Array | undefined,
+  root: Uint8Array,
+  into: Set<string>,
+  bases: Set<string>,
+): void {
   const visit = (ref: Nested, accounts: boolean): void => {
     let node: Nested = ref;
     if (!Array.isArray(ref)) {
       if (ref.length !== 32 || hex(ref) === hex(KECCAK256_RLP) || into.has(hex(ref))) return;
-      const bytes = get(ref);
-      if (bytes === undefined) throw new Error(`node ${hex(ref)} missing`);
+      const row = get(ref);
+      if (row === undefined) throw new Error(`node ${hex(ref)} missing`);
       into.add(hex(ref));
-      node = RLP.decode(bytes) as Nested;
+      for (const b of deltaChain(row, get)) bases.add(hex(b));
+      node = RLP.decode(nodeBytes(row, get)) as Nested;
     }
     if (!Array.isArray(node)) return;
     if (node.length === 17) for (const c of node.slice(0, 16)) visit(c, accounts);
@@ -74,7 +83,7 @@ async function storedKeys(w: StoreWriter): Promise<{ nodes: Set<string>; codes: 
 
 /** A proof of account `i` (and, for a contract, of one slot) at block `n`, checked with @ethereumjs/mpt. */
 async function checkProof(w: StoreWriter, n: bigint, i: number, slot: number): Promise<void> {
-  const get = (h: Uint8Array) => tables.trieNodes.getSync(w.db, h);
+  const get = (h: Uint8Array) => storedNode((k) => tables.trieNodes.getSync(w.db, k), h);
   const root = await stateRootAt(w, n);
   const proof: Uint8Array[] = [];
   const leaf = trieGet(get, root, keccak256(address(i)), proof);
@@ -146,8 +155,10 @@ describe('trie window pruning', () => {
       expect(from).toBe(160n - BigInt(WINDOW) + 1n);
       expect(w.stateTrieFrom()).toBe(from);
       const live = new Set<string>();
+      const bases = new Set<string>();
       const get = (h: Uint8Array) => tables.trieNodes.getSync(w.db, h);
-      for (let n = from; n <= 160n; n++) reachable(get, await stateRootAt(w, n), live);
+      for (let n = from; n <= 160n; n++) reachable(get, await stateRootAt(w, n), live, bases);
+      for (const b of bases) live.add(b);
       const stored = await storedKeys(w);
       expect(stored.nodes.size).toBe(live.size);
       expect([...live].filter((h) => !stored.nodes.has(h))).toEqual([]);

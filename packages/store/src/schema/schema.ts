@@ -905,6 +905,13 @@ export const MetaKey = {
    * drops this key.
    */
   StateLatestUnlisted: 'stateLatest',
+  /**
+   * utf8: `all` when the writer kept every block's new branch nodes as deltas from genesis on
+   * (node-delta.ts), or the decimal number of the last block whose nodes `db convert` has
+   * rewritten as deltas (resumable). Absent: a datadir of an earlier release, its nodes whole
+   * (read the same; a writer of this release keeps the new ones as deltas).
+   */
+  TrieDeltas: 'trieDeltas',
 } as const;
 
 export const tables = {

@@ -133,3 +133,20 @@ export function sameChild(a: Nested | undefined, b: Nested | undefined): boolean
     return a instanceof Uint8Array && b instanceof Uint8Array && Buffer.compare(a, b) === 0;
   return Buffer.compare(RLP.encode(a), RLP.encode(b)) === 0;
 }
+
+/** The node stored under `hash` (a delta rebuilt); undefined when the store lacks it. */
+export function storedNode(get: RawNodeGet, hash: Uint8Array): Uint8Array | undefined {
+  const row = get(hash);
+  return row === undefined ? undefined : nodeBytes(row, get);
+}
+
+/** The hashes of the rows `row` is built on, nearest first (none for a whole node). */
+export function deltaChain(row: Uint8Array, get: RawNodeGet): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let r: Uint8Array | undefined = row; r !== undefined && isDelta(r); ) {
+    const base = deltaBase(r);
+    out.push(base);
+    r = get(base);
+  }
+  return out;
+}

@@ -17,7 +17,9 @@
 //     a hashes-only block answer is one read;
 //     each block's Logs rows (one per log, as earlier releases wrote them) rewritten as its one
 //     LogBlocks row (columnar, compressed: logs/log-blocks.ts), the same way, a few blocks a batch;
-//  4. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
+//  4. the branch nodes of the state tries the datadir holds rewritten as deltas against the
+//     parent block's (trie-deltas.ts), resumable, as the writer keeps them now;
+//  5. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
 //     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts);
 //     else the spans the seal depth allows that are not sealed yet (a datadir written while the
 //     depth was greater) sealed, as the writer seals them.
@@ -56,6 +58,8 @@ import {
 import type { PruneReport, RawNodeGet, StateTrieMode } from '../trie/index.js';
 import { StoreWriter } from '../writer/index.js';
 import { resealDatadirLogs } from './reseal.js';
+import { convertTrieDeltas } from './trie-deltas.js';
+import type { TrieDeltaStats } from './trie-deltas.js';
 
 export class ConvertRefusedError extends Error {}
 
@@ -82,6 +86,8 @@ export interface ConvertResult {
   blockJsonRows: number;
   /** TxLookup rows rewritten compact (0: all were). */
   txLookupRows: number;
+  /** Branch nodes rewritten as deltas (trie-deltas.ts; rows 0: every one was, or none could be). */
+  trieDeltas: TrieDeltaStats;
   /** BlockTxHashes rows rewritten with the block's extras (0: every row had them, header included). */
   blockTxHashesRows: number;
   /** Blocks whose Logs rows were rewritten as their LogBlocks row (0: none had Logs rows). */
@@ -295,8 +301,10 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       opts,
       LOG_BLOCKS_BATCH,
     );
+    const trieDeltas = await convertTrieDeltas(db, head, opts.onProgress);
     reseal = await hasUncompressedSpans(db);
     result = {
+      trieDeltas,
       blockJsonRows,
       txLookupRows,
       blockTxHashesRows,

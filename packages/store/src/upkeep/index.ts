@@ -9,3 +9,4 @@ export type { Reseal, SegmentTrim } from '../logs/index.js';
 export { ConvertRefusedError, convertDatadir } from './convert.js';
 export type { ConvertOptions, ConvertResult } from './convert.js';
 export { resealDatadirLogs } from './reseal.js';
+export type { TrieDeltaStats } from './trie-deltas.js';

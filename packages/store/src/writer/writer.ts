@@ -363,6 +363,8 @@ export class StoreWriter {
     if (g.stateRoot !== undefined) {
       tables.meta.put(ops, MetaKey.StateHistory, g.stateRoot);
       tables.meta.put(ops, MetaKey.StateLatest, new Uint8Array(0));
+      // With the history the writer knows each block's parent root: its new nodes are deltas.
+      if (this.options.trieDeltas !== false) tables.meta.put(ops, MetaKey.TrieDeltas, Buffer.from('all', 'utf8'));
       if (g.stateTrie !== undefined) putStateTrie(ops, g.stateTrie);
       this.history = {
         genesisRoot: g.stateRoot,

@@ -67,10 +67,14 @@ export function convertText(datadir: string, r: ConvertResult): string {
   const txHashes =
     r.blockTxHashesRows > 0 ? `; ${fmt(r.blockTxHashesRows)} block tx hash rows rewritten with the block extras` : '';
   const logBlocks = r.logBlocks > 0 ? `; ${fmt(r.logBlocks)} blocks' log rows rewritten as one row each` : '';
+  const deltas =
+    r.trieDeltas.rows > 0
+      ? `; ${fmt(r.trieDeltas.rows)} trie branch nodes rewritten as deltas (${fmt(r.trieDeltas.bytesBefore)} -> ${fmt(r.trieDeltas.bytesAfter)} bytes)`
+      : '';
   const sealed = r.logSpansSealed > 0 ? `; ${fmt(r.logSpansSealed)} log segment spans sealed` : '';
   const logs =
     r.logs !== undefined
       ? `; log segments sealed again compressed: ${fmt(r.logs.bytesBefore)} -> ${fmt(r.logs.bytesAfter)} bytes`
       : '';
-  return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune}${blockJson}${txLookup}${txHashes}${logBlocks}${sealed}${logs} (run db compact to return the freed space)`;
+  return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune}${blockJson}${txLookup}${txHashes}${logBlocks}${deltas}${sealed}${logs} (run db compact to return the freed space)`;
 }
