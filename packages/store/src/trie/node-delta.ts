@@ -11,8 +11,8 @@
 // that would exceed MAX_CHAIN is stored whole, so a read takes at most MAX_CHAIN + 1 rows (the
 // upper levels, which change every block, are the ones read most and sit in the node caches).
 // Only branches without a value (every branch of the state and storage tries) are stored as deltas;
-// leaves and extensions stay whole. A delta is never written for a hash that is stored already (the
-// writer keeps the node whole then), so the bases of a chain were all written before it: no cycle.
+// leaves and extensions stay whole. A node stored already keeps its stored row (the writer
+// re-puts it as it is), so the bases of a chain were all written before it: no cycle.
 // Readers never see a delta: nodeBytes() rebuilds the node, byte for byte the RLP its hash names.
 // bench/trie-delta measures the saving (about half of the archive trie on the mainnet-shaped chain).
 import { RLP } from '@ethereumjs/rlp';

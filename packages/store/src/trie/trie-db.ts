@@ -12,7 +12,7 @@ import { RLP } from '@ethereumjs/rlp';
 import type { BatchDBOp, DB, EncodingOpts } from '@ethereumjs/util';
 import { tables } from '../schema/index.js';
 import type { KvBatch, KvRead, KvSyncRead } from '../schema/index.js';
-import { deltaRow, nodeBytes, sameChild } from './node-delta.js';
+import { deltaChain, deltaRow, nodeBytes, sameChild } from './node-delta.js';
 
 type Value = string | Uint8Array;
 type Nested = Uint8Array | Nested[];
@@ -114,8 +114,9 @@ export class TrieNodeDb implements DB<string, Value> {
   /**
    * Moves the nodes of the current block reachable from `root` into pending. With `parentRoot`,
    * the parent's trie is walked beside, path by path, and a new branch node whose counterpart
-   * is a stored branch is kept as a delta against it (node-delta.ts), unless its hash is stored
-   * already (then it stays whole: a delta is only ever written against older rows).
+   * is a stored branch is kept as a delta against it (node-delta.ts); a node whose hash is stored
+   * already keeps its stored row (so a delta is only ever written against older rows, and the
+   * rows are the same however blocks are grouped or the state reached).
    */
   private keepReachable(root: Uint8Array, parentRoot: Uint8Array | undefined): void {
     const stack: Visit[] = [{ ref: root, accounts: true, base: parentRoot }];
@@ -129,7 +130,9 @@ export class TrieNodeDb implements DB<string, Value> {
         if (bytes === undefined) continue; // stored before this block: its subtree too
         if (this.pending.has(key)) continue;
         node = RLP.decode(bytes) as Nested;
-        this.pending.set(key, this.rowFor(ref, node, bytes, base));
+        // A node stored already keeps its row as it is (whole or delta): a row is the one its
+        // first writer chose, whichever way later blocks reach the same node again.
+        this.pending.set(key, tables.trieNodes.getSync(this.kv, ref) ?? this.rowFor(node, bytes, base));
       } else node = ref; // a node embedded in its parent (under 32 bytes)
       if (!Array.isArray(node)) continue;
       const old = base === undefined || sameChild(ref, base) ? undefined : this.resolve(base);
@@ -157,12 +160,12 @@ export class TrieNodeDb implements DB<string, Value> {
     }
   }
 
-  /** The row to keep for new node `hash` (decoded `node`, RLP `bytes`) whose parent-trie counterpart is `base`. */
-  private rowFor(hash: Uint8Array, node: Nested, bytes: Uint8Array, base: Nested | undefined): Uint8Array {
+  /** The row to keep for a node not stored yet (decoded `node`, RLP `bytes`) whose parent-trie counterpart is `base`. */
+  private rowFor(node: Nested, bytes: Uint8Array, base: Nested | undefined): Uint8Array {
     if (!(base instanceof Uint8Array) || base.length !== 32 || !Array.isArray(node) || node.length !== 17) return bytes;
     const baseKey = Buffer.from(base).toString('hex');
     const baseRow = this.pending.get(baseKey) ?? tables.trieNodes.getSync(this.kv, base);
-    if (baseRow === undefined || tables.trieNodes.getSync(this.kv, hash) !== undefined) return bytes;
+    if (baseRow === undefined) return bytes;
     const baseNode = RLP.decode(nodeBytes(baseRow, this.rawGet)) as Nested[];
     return deltaRow(node, bytes, baseNode, base, baseRow);
   }
@@ -187,7 +190,11 @@ export class TrieNodeDb implements DB<string, Value> {
     for (const [k, v] of this.pending) {
       const key = keyBytes(k);
       tables.trieNodes.put(batch, key, v);
-      if (watch !== undefined && key.length === 32) watch(key);
+      if (watch !== undefined && key.length === 32) {
+        watch(key);
+        // A delta needs its bases: a pruning cycle running now keeps them with it.
+        for (const base of deltaChain(v, this.rawGet)) watch(base);
+      }
       n++;
     }
     this.pending.clear();

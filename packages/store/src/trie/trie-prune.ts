@@ -10,9 +10,9 @@
 //     and every account's storage trie), a shared subtree visited once;
 //  4. sweep: the TrieNodes rows as of one iterator's snapshot, the unmarked ones deleted in chunks.
 // Rows kept as deltas (node-delta.ts) are rebuilt by the mark for their children, and their
-// chains of bases are kept too (`bases`). A delta written while a cycle runs is built on a node
-// of its parent's trie, which is marked (its chain then in `bases`) or written during the cycle
-// (its own base the same way, by induction): nothing a kept row needs is swept.
+// chains of bases are kept too (`bases`). A delta the writer drains while a cycle runs (a new
+// one, or a stored row re-put when a block reaches its node again) comes with its chain of bases
+// into `written` (trie-db.ts drainInto): nothing a kept row needs is swept.
 // Code rows ('c' ++ codeHash, in the same table) are kept forever: the flat state history reads
 // code by hash at any block, and code is small beside the trie.
 //
