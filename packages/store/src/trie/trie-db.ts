@@ -12,10 +12,19 @@ import { RLP } from '@ethereumjs/rlp';
 import type { BatchDBOp, DB, EncodingOpts } from '@ethereumjs/util';
 import { tables } from '../schema/index.js';
 import type { KvBatch, KvRead, KvSyncRead } from '../schema/index.js';
-import { deltaChain, deltaRow, nodeBytes, sameChild } from './node-delta.js';
+import { deltaChain, deltaRow, isDelta, nodeBytes, sameChild } from './node-delta.js';
 
 type Value = string | Uint8Array;
 type Nested = Uint8Array | Nested[];
+/** Nodes recently written or rebuilt, kept for the next blocks' reads and pairing (about 10-20 MB). */
+const RECENT_NODES = 16_384;
+interface RecentNode {
+  /** The row as stored (whole, or a delta). */
+  row: Uint8Array;
+  /** The node's RLP. */
+  bytes: Uint8Array;
+  node: Nested[] | undefined;
+}
 /** A node reference to keep (if new) and its counterpart in the parent's trie (same path). */
 interface Visit {
   ref: Uint8Array | Nested;
@@ -45,6 +54,8 @@ export class TrieNodeDb implements DB<string, Value> {
   watch: ((hash: Uint8Array) => void) | undefined;
   /** Keep new branch nodes as deltas (node-delta.ts) when acceptBlock is given the parent's root. */
   deltas = false;
+  /** Recently written or rebuilt nodes by hex hash (content-addressed: never stale; a row never changes once stored). */
+  private readonly recent = new Map<string, RecentNode>();
 
   constructor(
     private readonly kv: KvRead & KvSyncRead,
@@ -55,13 +66,42 @@ export class TrieNodeDb implements DB<string, Value> {
     const v = this.current.get(key) ?? this.pending.get(key) ?? (await tables.trieNodes.get(this.kv, keyBytes(key)));
     if (v === undefined) return undefined;
     // A node key (not 'c' ++ codeHash): a delta row is rebuilt.
-    return encodeOut(key.length === 64 ? nodeBytes(v, this.rawGet) : v, opts);
+    return encodeOut(key.length === 64 ? this.whole(key, v) : v, opts);
   }
 
   /** A node by its hash, synchronously (the overlay, then LevelDB's getSync). */
   getNodeSync(hash: Uint8Array): Uint8Array | undefined {
     const row = this.rawGet(hash);
-    return row === undefined ? undefined : nodeBytes(row, this.rawGet);
+    return row === undefined ? undefined : this.whole(Buffer.from(hash).toString('hex'), row);
+  }
+
+  /** The node of row `row` stored under hex `key`: the row itself, or the delta rebuilt (remembered). */
+  private whole(key: string, row: Uint8Array): Uint8Array {
+    if (!isDelta(row)) return row;
+    const hit = this.recent.get(key);
+    if (hit !== undefined) return hit.bytes;
+    const bytes = nodeBytes(row, this.rawGet);
+    this.remember(key, { row, bytes, node: undefined });
+    return bytes;
+  }
+
+  /** A stored node of the parent's trie by hash: its row and the node decoded (remembered); undefined when missing. */
+  private stored(hash: Uint8Array): RecentNode | undefined {
+    const key = Buffer.from(hash).toString('hex');
+    let e = this.recent.get(key);
+    if (e === undefined) {
+      const row = this.pending.get(key) ?? tables.trieNodes.getSync(this.kv, hash);
+      if (row === undefined) return undefined;
+      e = { row, bytes: nodeBytes(row, this.rawGet), node: undefined };
+      this.remember(key, e);
+    }
+    e.node ??= RLP.decode(e.bytes) as Nested[];
+    return e;
+  }
+
+  private remember(key: string, e: RecentNode): void {
+    this.recent.set(key, e);
+    if (this.recent.size > RECENT_NODES) this.recent.delete(this.recent.keys().next().value as string);
   }
 
   /** A TrieNodes row as stored (whole or delta), from the overlay or LevelDB. */
@@ -123,6 +163,7 @@ export class TrieNodeDb implements DB<string, Value> {
     while (stack.length > 0) {
       const { ref, accounts, base } = stack.pop() as Visit;
       let node: Nested;
+      let old: Nested[] | undefined;
       if (ref instanceof Uint8Array) {
         if (ref.length !== 32) continue;
         const key = Buffer.from(ref).toString('hex');
@@ -130,12 +171,18 @@ export class TrieNodeDb implements DB<string, Value> {
         if (bytes === undefined) continue; // stored before this block: its subtree too
         if (this.pending.has(key)) continue;
         node = RLP.decode(bytes) as Nested;
+        old = this.counterpart(ref, base);
         // A node stored already keeps its row as it is (whole or delta): a row is the one its
         // first writer chose, whichever way later blocks reach the same node again.
-        this.pending.set(key, tables.trieNodes.getSync(this.kv, ref) ?? this.rowFor(node, bytes, base));
-      } else node = ref; // a node embedded in its parent (under 32 bytes)
+        const row = tables.trieNodes.getSync(this.kv, ref) ?? this.rowFor(node, bytes, base, old);
+        this.pending.set(key, row);
+        // The next block's pairing reads it as its parent's: remembered decoded.
+        if (Array.isArray(node)) this.remember(key, { row, bytes, node: node as Nested[] });
+      } else {
+        node = ref; // a node embedded in its parent (under 32 bytes)
+        old = this.counterpart(ref, base);
+      }
       if (!Array.isArray(node)) continue;
-      const old = base === undefined || sameChild(ref, base) ? undefined : this.resolve(base);
       if (node.length === 17) {
         const oldBranch = old?.length === 17 ? old : undefined;
         for (let i = 0; i < 16; i++) {
@@ -160,22 +207,23 @@ export class TrieNodeDb implements DB<string, Value> {
     }
   }
 
-  /** The row to keep for a node not stored yet (decoded `node`, RLP `bytes`) whose parent-trie counterpart is `base`. */
-  private rowFor(node: Nested, bytes: Uint8Array, base: Nested | undefined): Uint8Array {
-    if (!(base instanceof Uint8Array) || base.length !== 32 || !Array.isArray(node) || node.length !== 17) return bytes;
-    const baseKey = Buffer.from(base).toString('hex');
-    const baseRow = this.pending.get(baseKey) ?? tables.trieNodes.getSync(this.kv, base);
-    if (baseRow === undefined) return bytes;
-    const baseNode = RLP.decode(nodeBytes(baseRow, this.rawGet)) as Nested[];
-    return deltaRow(node, bytes, baseNode, base, baseRow);
+  /**
+   * The row to keep for a node not stored yet (decoded `node`, RLP `bytes`) whose parent-trie
+   * counterpart is `base` (decoded: `old`).
+   */
+  private rowFor(node: Nested, bytes: Uint8Array, base: Nested | undefined, old: Nested[] | undefined): Uint8Array {
+    if (!(base instanceof Uint8Array) || base.length !== 32 || old === undefined) return bytes;
+    if (!Array.isArray(node) || node.length !== 17) return bytes;
+    const baseRow = this.recent.get(Buffer.from(base).toString('hex'))?.row;
+    return baseRow === undefined ? bytes : deltaRow(node, bytes, old, base, baseRow);
   }
 
-  /** A node reference of the parent's trie, decoded (a stored node rebuilt); undefined when empty or missing. */
-  private resolve(ref: Nested): Nested[] | undefined {
-    if (Array.isArray(ref)) return ref;
-    if (ref.length !== 32) return undefined;
-    const row = this.pending.get(Buffer.from(ref).toString('hex')) ?? tables.trieNodes.getSync(this.kv, ref);
-    return row === undefined ? undefined : (RLP.decode(nodeBytes(row, this.rawGet)) as Nested[]);
+  /** The parent-trie counterpart `base` of node reference `ref`, decoded; undefined when empty, missing or the same. */
+  private counterpart(ref: Nested, base: Nested | undefined): Nested[] | undefined {
+    if (base === undefined || sameChild(ref, base)) return undefined;
+    if (Array.isArray(base)) return base;
+    if (base.length !== 32) return undefined;
+    return this.stored(base)?.node;
   }
 
   /** The executed block failed verification: forget its nodes. */
