@@ -16,7 +16,7 @@ import { deltaChain, deltaRow, isDelta, nodeBytes, sameChild } from './node-delt
 
 type Value = string | Uint8Array;
 type Nested = Uint8Array | Nested[];
-/** Nodes recently written or rebuilt, kept for the next blocks' reads and pairing (about 10-20 MB). */
+/** Nodes recently written or rebuilt, kept for the next blocks' reads and pairing (decoded: about 2 KB each, ~32 MB). */
 const RECENT_NODES = 16_384;
 interface RecentNode {
   /** The row as stored (whole, or a delta). */
