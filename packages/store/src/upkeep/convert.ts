@@ -47,18 +47,11 @@ import {
   u64Codec,
 } from '../schema/index.js';
 import { tableRange } from './sizing.js';
-import {
-  formatStateTrie,
-  headerStateRoot,
-  nodeBytes,
-  putStateTrie,
-  readStateTrie,
-  readTrieFrom,
-} from '../trie/index.js';
+import { formatStateTrie, nodeBytes, putStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
 import type { PruneReport, RawNodeGet, StateTrieMode } from '../trie/index.js';
 import { StoreWriter } from '../writer/index.js';
 import { resealDatadirLogs } from './reseal.js';
-import { convertTrieDeltas } from './trie-deltas.js';
+import { convertTrieDeltas, stateRootAt } from './trie-deltas.js';
 import type { TrieDeltaStats } from './trie-deltas.js';
 
 export class ConvertRefusedError extends Error {}
@@ -96,13 +89,6 @@ export interface ConvertResult {
   logSpansSealed: number;
   /** The log segments sealed again compressed (undefined: they already were). */
   logs?: Reseal | undefined;
-}
-
-async function stateRootAt(db: Db, n: bigint): Promise<Uint8Array> {
-  const hash = await tables.canonical.get(db, n);
-  const rlp = hash === undefined ? undefined : await tables.headers.get(db, hash);
-  if (rlp === undefined) throw new Error(`datadir: header of canonical block ${n} missing`);
-  return headerStateRoot(rlp);
 }
 
 /** Writes the flat state history of blocks [start, head]; resumable through Meta.stateHistoryBuilt. */

@@ -43,7 +43,8 @@ interface Visit {
   accounts: boolean;
 }
 
-async function stateRootAt(db: Db, n: bigint): Promise<Uint8Array> {
+/** The state root the header of canonical block `n` names. */
+export async function stateRootAt(db: Db, n: bigint): Promise<Uint8Array> {
   const hash = await tables.canonical.get(db, n);
   const rlp = hash === undefined ? undefined : await tables.headers.get(db, hash);
   if (rlp === undefined) throw new Error(`datadir: header of canonical block ${n} missing`);
