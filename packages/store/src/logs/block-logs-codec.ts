@@ -92,48 +92,115 @@ export function encodeBlockLogColumns(
 
 /** The logs of block `blockNumber` from their columnar bytes (views into `b`, no copies). */
 export function decodeBlockLogColumns(b: Uint8Array, blockNumber: bigint): StoredLog[] {
-  let at = 0;
-  // Unsigned LEB128 at `at` (the values here stay far below 2^49).
-  const varint = (): number => {
-    let value = 0;
-    for (let scale = 1; ; scale *= 0x80) {
-      if (at >= b.length || scale > 2 ** 49) throw new RangeError(`${WHAT}: bad varint`);
-      const byte = b[at++] as number;
-      value += (byte & 0x7f) * scale;
-      if (byte < 0x80) return value;
-    }
-  };
-  const count = varint();
-  const addresses: Uint8Array[] = new Array(varint());
-  for (let i = 0; i < addresses.length; i++, at += 20) addresses[i] = b.subarray(at, at + 20);
-  const topics: Uint8Array[] = new Array(varint());
-  for (let i = 0; i < topics.length; i++, at += 32) topics[i] = b.subarray(at, at + 32);
-  if (at > b.length) throw new RangeError(`${WHAT}: truncated dictionaries`);
-  const logs: StoredLog[] = new Array(count);
-  const lengths: number[] = new Array(count);
-  let tx = 0;
-  for (let i = 0; i < count; i++) {
-    tx += varint();
-    const address = addresses[varint()];
-    if (address === undefined) throw new RangeError(`${WHAT}: address not in the dictionary`);
-    const n = b[at++] as number;
-    const logTopics: Uint8Array[] = new Array(n);
-    for (let j = 0; j < n; j++) {
-      const t = topics[varint()];
-      if (t === undefined) throw new RangeError(`${WHAT}: topic not in the dictionary`);
-      logTopics[j] = t;
-    }
-    lengths[i] = varint();
-    logs[i] = { blockNumber, txIndex: tx, logIndex: i, address, topics: logTopics, data: b };
-  }
-  for (let i = 0; i < count; i++) {
-    const end = at + (lengths[i] as number);
-    if (end > b.length) throw new RangeError(`${WHAT}: data runs past the value`);
-    (logs[i] as StoredLog).data = b.subarray(at, end);
-    at = end;
-  }
-  if (at !== b.length) throw new RangeError(`${WHAT}: ${b.length - at} bytes after the data`);
+  const view = new BlockLogColumns(b, blockNumber);
+  const logs: StoredLog[] = new Array(view.count);
+  for (let i = 0; i < view.count; i++) logs[i] = view.log(i);
   return logs;
+}
+
+/**
+ * A block's columnar bytes, indexed once (a few typed arrays, no object per log), each log built
+ * on demand: a query that wants a few logs of a block builds only those, not the block's
+ * hundreds (their addresses, topics and data are views into `b`, no copies).
+ */
+export class BlockLogColumns {
+  readonly count: number;
+  /** The bytes the logs' views point into (what a cache holds). */
+  readonly bytes: Uint8Array;
+  private readonly addressAt: number;
+  private readonly topicAt: number;
+  private readonly addresses: (Uint8Array | undefined)[];
+  private readonly topics: (Uint8Array | undefined)[];
+  private readonly tx: Int32Array;
+  private readonly address: Int32Array;
+  /** Log i's topic ids are topicIds[topicStart[i] .. topicStart[i + 1]). */
+  private readonly topicStart: Int32Array;
+  private readonly topicIds: Int32Array;
+  /** Log i's data is bytes [dataEnd[i - 1] (or the data's start), dataEnd[i]). */
+  private readonly dataEnd: Int32Array;
+  private readonly dataAt: number;
+
+  constructor(
+    b: Uint8Array,
+    readonly blockNumber: bigint,
+  ) {
+    this.bytes = b;
+    let at = 0;
+    // Unsigned LEB128 at `at` (the values here stay far below 2^49).
+    const varint = (): number => {
+      let value = 0;
+      for (let scale = 1; ; scale *= 0x80) {
+        if (at >= b.length || scale > 2 ** 49) throw new RangeError(`${WHAT}: bad varint`);
+        const byte = b[at++] as number;
+        value += (byte & 0x7f) * scale;
+        if (byte < 0x80) return value;
+      }
+    };
+    const count = varint();
+    this.count = count;
+    this.addresses = new Array(varint());
+    this.addressAt = at;
+    at += 20 * this.addresses.length;
+    if (at > b.length) throw new RangeError(`${WHAT}: truncated dictionaries`);
+    this.topics = new Array(varint());
+    this.topicAt = at;
+    at += 32 * this.topics.length;
+    if (at > b.length) throw new RangeError(`${WHAT}: truncated dictionaries`);
+    this.tx = new Int32Array(count);
+    this.address = new Int32Array(count);
+    this.topicStart = new Int32Array(count + 1);
+    this.dataEnd = new Int32Array(count);
+    const ids: number[] = [];
+    let tx = 0;
+    let dataBytes = 0;
+    for (let i = 0; i < count; i++) {
+      tx += varint();
+      this.tx[i] = tx;
+      const a = varint();
+      if (a >= this.addresses.length) throw new RangeError(`${WHAT}: address not in the dictionary`);
+      this.address[i] = a;
+      const n = b[at++] as number;
+      this.topicStart[i] = ids.length;
+      for (let j = 0; j < n; j++) {
+        const t = varint();
+        if (t >= this.topics.length) throw new RangeError(`${WHAT}: topic not in the dictionary`);
+        ids.push(t);
+      }
+      dataBytes += varint();
+      this.dataEnd[i] = dataBytes;
+    }
+    this.topicStart[count] = ids.length;
+    this.topicIds = Int32Array.from(ids);
+    this.dataAt = at;
+    if (at + dataBytes > b.length) throw new RangeError(`${WHAT}: data runs past the value`);
+    if (at + dataBytes !== b.length) throw new RangeError(`${WHAT}: ${b.length - at - dataBytes} bytes after the data`);
+  }
+
+  /** Log `i` of the block (its position in the block: its log index). */
+  log(i: number): StoredLog {
+    if (i < 0 || i >= this.count) throw new RangeError(`${WHAT}: no log ${i} of ${this.count}`);
+    const b = this.bytes;
+    const a = this.address[i] as number;
+    let address = this.addresses[a];
+    if (address === undefined) {
+      const at = this.addressAt + 20 * a;
+      this.addresses[a] = address = b.subarray(at, at + 20);
+    }
+    const from = this.topicStart[i] as number;
+    const topics: Uint8Array[] = new Array((this.topicStart[i + 1] as number) - from);
+    for (let j = 0; j < topics.length; j++) {
+      const t = this.topicIds[from + j] as number;
+      let topic = this.topics[t];
+      if (topic === undefined) {
+        const at = this.topicAt + 32 * t;
+        this.topics[t] = topic = b.subarray(at, at + 32);
+      }
+      topics[j] = topic;
+    }
+    const start = this.dataAt + (i === 0 ? 0 : (this.dataEnd[i - 1] as number));
+    const data = b.subarray(start, this.dataAt + (this.dataEnd[i] as number));
+    return { blockNumber: this.blockNumber, txIndex: this.tx[i] as number, logIndex: i, address, topics, data };
+  }
 }
 
 /** Compresses columnar bytes: the codec's byte, then its output. */

@@ -19,6 +19,7 @@ export {
   decodeLogBlock,
   encodeLogBlock,
   logBlockFirst,
+  logBlockColumns,
   logBlockKey,
   readBlockLogs,
   readBlockLogsSync,

@@ -5,6 +5,7 @@
 import type { BlockLogRange, KvRead, KvSyncRead, StoredLog } from '../schema/index.js';
 import { Prefix, putU64, tables, u64Codec } from '../schema/index.js';
 import {
+  BlockLogColumns,
   LogBlockCodec,
   compressLogColumns,
   decodeBlockLogColumns,
@@ -43,6 +44,12 @@ export function encodeLogBlock(
 export function decodeLogBlock(first: number, value: Uint8Array): LogBlock {
   const number = u64Codec.decode(value.subarray(0, 8));
   return { number, first, logs: decodeBlockLogColumns(decompressLogColumns(value.subarray(8)), number) };
+}
+
+/** A LogBlocks row indexed, its logs built on demand (BlockLogColumns); `first`: its key, the first log's id. */
+export function logBlockColumns(first: number, value: Uint8Array): { first: number; columns: BlockLogColumns } {
+  const number = u64Codec.decode(value.subarray(0, 8));
+  return { first, columns: new BlockLogColumns(decompressLogColumns(value.subarray(8)), number) };
 }
 
 /** The key of the LogBlocks row that starts at log `id`. */

@@ -24,8 +24,7 @@ import type {
 import type { Db } from '../db.js';
 import { Lru } from '../lru.js';
 import { LogSegmentReader } from './log-segments.js';
-import { decodeLogBlock, logBlockFirst, logBlockKey, readBlockLogs } from './log-blocks.js';
-import type { LogBlock } from './log-blocks.js';
+import { logBlockColumns, logBlockFirst, logBlockKey, readBlockLogs } from './log-blocks.js';
 import {
   AddressLogsJsonView,
   LOG_INDEX_CHUNK,
@@ -57,6 +56,8 @@ interface BlockLogContext {
   timestamp: bigint;
   txHashes: Uint8Array[];
 }
+
+type IndexedLogBlock = ReturnType<typeof logBlockColumns>;
 
 interface Constraint {
   kind: number;
@@ -346,8 +347,13 @@ interface BlockPick {
  * keep the pool's queue moving for other requests (a block read waits behind at most a few).
  */
 const ROW_READ_BATCH = 256;
-/** Decoded blocks of logs kept (at mainnet's shape ~700 logs each). */
-const LOG_BLOCKS_CACHED = 64;
+/**
+ * Indexed blocks of logs kept (BlockLogColumns: the inflated bytes, ~54 KB a block at mainnet's
+ * shape, so ~28 MB): an address's query over a few hundred blocks inflates each block once.
+ */
+const LOG_BLOCKS_CACHED = 512;
+/** Cached blocks stepped through to find the next log's block before seeking it. */
+const CACHED_WALK_MAX = 1024;
 const ROW_READS_IN_FLIGHT = 2;
 
 export class LogQueries {
@@ -359,8 +365,8 @@ export class LogQueries {
   private readonly segments: LogSegmentReader;
   /** lowestLogBlock() as read at commit generation `gen`. */
   private lowest: { gen: number | undefined; first: number } | undefined;
-  /** Decoded LogBlocks rows by their first log id. */
-  private readonly logBlocks = new Lru<number, LogBlock>(LOG_BLOCKS_CACHED);
+  /** Indexed LogBlocks rows by their first log id. */
+  private readonly logBlocks = new Lru<number, IndexedLogBlock>(LOG_BLOCKS_CACHED);
 
   constructor(
     db: Db,
@@ -409,11 +415,11 @@ export class LogQueries {
     return first;
   }
 
-  /** A LogBlocks row decoded, or its decoding from the cache. */
-  private decodedBlock(first: number, value: Uint8Array, gen: number | undefined): LogBlock {
+  /** A LogBlocks row indexed, or its index from the cache. */
+  private indexedBlock(first: number, value: Uint8Array, gen: number | undefined): IndexedLogBlock {
     const hit = this.logBlocks.get(first);
     if (hit !== undefined) return hit;
-    const block = decodeLogBlock(first, value);
+    const block = logBlockColumns(first, value);
     if (gen === this.chain.generation?.()) this.logBlocks.set(first, block);
     return block;
   }
@@ -514,16 +520,31 @@ export class LogQueries {
   }
 
   /**
-   * The logs `ids` (best ascending): each from its block's LogBlocks row, found by one reverse
-   * seek per block (the row of the greatest first id <= the id) and decoded once (cached), or, for
-   * a block an earlier release wrote, from its Logs row.
+   * The cached block holding log `id`, found from `block` on through the cached blocks after it
+   * (a block's logs end where the next block's with logs begin); undefined when one of them is
+   * not cached.
+   */
+  private cachedAfter(block: IndexedLogBlock, id: number): IndexedLogBlock | undefined {
+    let b: IndexedLogBlock | undefined = block;
+    for (let steps = 0; b !== undefined && steps < CACHED_WALK_MAX; steps++) {
+      const end: number = b.first + b.columns.count;
+      if (id < end) return b;
+      b = this.logBlocks.get(end);
+    }
+    return undefined;
+  }
+
+  /**
+   * The logs `ids` (best ascending): each from its block's LogBlocks row, indexed once (cached)
+   * and found in the cache after the block before it, or by one reverse seek (the row of the
+   * greatest first id <= the id), or, for a block an earlier release wrote, from its Logs row.
    */
   private async fetchLogs(ids: number[]): Promise<StoredLog[]> {
     const out = new Array<StoredLog>(ids.length);
     const rows: number[] = []; // positions in `ids` of logs in Logs rows
     const gen = this.chain.generation?.();
     const lowest = await this.lowestLogBlock();
-    let block: LogBlock | undefined;
+    let block: IndexedLogBlock | undefined;
     let it: RawIterator | undefined;
     try {
       for (let i = 0; i < ids.length; i++) {
@@ -532,15 +553,15 @@ export class LogQueries {
           rows.push(i);
           continue;
         }
-        if (block === undefined || id < block.first || id >= block.first + block.logs.length) {
+        if (block !== undefined && id >= block.first + block.columns.count) block = this.cachedAfter(block, id);
+        if (block === undefined || id < block.first || id >= block.first + block.columns.count) {
           it ??= this.db.iterator({ gte: logBlockKey(0), lte: logBlockKey(Number.MAX_SAFE_INTEGER), reverse: true });
           it.seek(logBlockKey(id));
           const entry = await it.next();
-          block = entry === undefined ? undefined : this.decodedBlock(logBlockFirst(entry[0]), entry[1], gen);
+          block = entry === undefined ? undefined : this.indexedBlock(logBlockFirst(entry[0]), entry[1], gen);
         }
-        const log = block === undefined ? undefined : block.logs[id - block.first];
-        if (log === undefined) rows.push(i);
-        else out[i] = log;
+        if (block === undefined || id >= block.first + block.columns.count) rows.push(i);
+        else out[i] = block.columns.log(id - block.first);
       }
     } finally {
       await it?.close();
