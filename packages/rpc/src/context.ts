@@ -10,9 +10,11 @@ import type {
   Hex,
   ReadyJson,
   TxWithLocation,
+  ReceiptRecord,
 } from '@chainnode/core';
 import type { AnswerCache } from './call-cache.js';
 import type { JsonBlock } from './formatters/block.js';
+import type { JsonReceipt } from './formatters/receipt.js';
 import type { JsonAccountProof } from './formatters/proof.js';
 import type { JsonAnyTransaction } from './formatters/transaction.js';
 import { FormatMemo } from './json-text.js';
@@ -68,6 +70,8 @@ export interface FormatMemos {
   ready: FormatMemo<ReadyJson, JsonBlock>;
   transactions: FormatMemo<TxWithLocation, JsonAnyTransaction>;
   proofs: FormatMemo<AccountProofRecord, JsonAccountProof>;
+  /** Receipts, on the store's receipt records (reads.ts). */
+  receipts: FormatMemo<ReceiptRecord, JsonReceipt>;
 }
 
 export function createFormatMemos(): FormatMemos {
@@ -76,6 +80,7 @@ export function createFormatMemos(): FormatMemos {
     ready: new FormatMemo(),
     transactions: new FormatMemo(),
     proofs: new FormatMemo(),
+    receipts: new FormatMemo(),
   };
 }
 

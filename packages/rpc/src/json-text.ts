@@ -186,6 +186,11 @@ export class FormatMemo<K extends object, V> {
     return this.memo(record, variant, () => new JsonText<V>(write(record), true));
   }
 
+  /** The text of (record, variant) if it was made already. */
+  peek(record: K, variant: string): JsonText<V> | undefined {
+    return (record as unknown as Record<symbol, Map<string, JsonText<V>> | undefined>)[this.slot]?.get(variant);
+  }
+
   /** The memoised text of (record, variant), made by `make` the first time. */
   private memo(record: K, variant: string, make: () => JsonText<V>): JsonText<V> {
     const holder = record as unknown as Record<symbol, Map<string, JsonText<V>> | undefined>;

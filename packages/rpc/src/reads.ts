@@ -1,11 +1,20 @@
 // Shared lookups of the read methods (receipts, counts, state): block selectors to canonical
 // blocks, a block's receipts as geth's JSON, and an account at a selected state.
-import type { AccountRecord, BlockRecord, Bytes, HeaderRecord, TxRecord, TxWithLocation } from '@chainnode/core';
+import type {
+  AccountRecord,
+  BlockRecord,
+  Bytes,
+  HeaderRecord,
+  ReceiptRecord,
+  TxRecord,
+  TxWithLocation,
+} from '@chainnode/core';
 import { forksOf } from './chain/forks.js';
 import { resolveBlockNumber, resolveState } from './context.js';
 import type { HandlerContext, SelectedState } from './context.js';
 import { formatReceipt } from './formatters/receipt.js';
 import type { JsonReceipt } from './formatters/receipt.js';
+import { JsonText } from './json-text.js';
 import type { BlockNumberParam, BlockSelector } from './params.js';
 
 /** The canonical block a number, tag or hash selects; undefined when there is none. */
@@ -19,25 +28,59 @@ export async function selectBlockHash(ctx: HandlerContext, sel: BlockSelector): 
   return ctx.store.canonicalHash(await resolveBlockNumber(ctx, sel as BlockNumberParam));
 }
 
-/** The receipts of a canonical block as geth's JSON, in transaction order; undefined when unknown. */
-export async function blockReceipts(ctx: HandlerContext, block: BlockRecord): Promise<JsonReceipt[] | undefined> {
-  const receipts = await ctx.store.receipts(block.header.hash);
+/**
+ * The JSON text of receipt `i` of a block's receipts (geth's shape), remembered on the store's
+ * receipt record (FormatMemo: the store's receipts cache hands out the same records until a reorg
+ * replaces them), so a receipt asked again, alone or in its block, is formatted once.
+ */
+function receiptText(
+  ctx: HandlerContext,
+  header: HeaderRecord,
+  tx: TxRecord,
+  receipts: readonly ReceiptRecord[],
+  i: number,
+): JsonText<JsonReceipt> {
+  const r = receipts[i] as ReceiptRecord;
+  return ctx.memo.receipts.text(r, 'json', () =>
+    JSON.stringify(formatReceipt({ header, forks: forksOf(ctx.store.info()) }, tx, i, r, receipts[i - 1])),
+  );
+}
+
+/**
+ * The receipts of the canonical block `hash` as geth's JSON, in transaction order; undefined when
+ * unknown. When every receipt's text is remembered already, the block itself is not read.
+ */
+export async function blockReceipts(ctx: HandlerContext, hash: Bytes): Promise<JsonText<JsonReceipt[]> | undefined> {
+  const receipts = await ctx.store.receipts(hash);
   if (receipts === undefined) return undefined;
-  const txs = block.transactions;
-  if (receipts.length !== txs.length)
-    throw new Error(`block ${block.header.number}: ${receipts.length} receipts for ${txs.length} transactions`);
-  const rctx = { header: block.header, forks: forksOf(ctx.store.info()) };
-  return receipts.map((r, i) => formatReceipt(rctx, txs[i] as TxRecord, i, r, receipts[i - 1]));
+  const texts: string[] = [];
+  for (const r of receipts) {
+    const t = ctx.memo.receipts.peek(r, 'json');
+    if (t === undefined) break;
+    texts.push(t.text);
+  }
+  if (texts.length < receipts.length) {
+    const block = await ctx.store.block(hash);
+    if (block === undefined) return undefined;
+    const txs = block.transactions;
+    if (receipts.length !== txs.length)
+      throw new Error(`block ${block.header.number}: ${receipts.length} receipts for ${txs.length} transactions`);
+    for (let i = texts.length; i < receipts.length; i++)
+      texts.push(receiptText(ctx, block.header, txs[i] as TxRecord, receipts, i).text);
+  }
+  return new JsonText<JsonReceipt[]>(`[${texts.join(',')}]`);
 }
 
 /** The receipt of one located transaction; undefined when its block is no longer canonical. */
-export async function transactionReceipt(ctx: HandlerContext, loc: TxWithLocation): Promise<JsonReceipt | undefined> {
+export async function transactionReceipt(
+  ctx: HandlerContext,
+  loc: TxWithLocation,
+): Promise<JsonText<JsonReceipt> | undefined> {
   const [receipts, header] = await Promise.all([ctx.store.receipts(loc.blockHash), ctx.store.header(loc.blockHash)]);
   if (receipts === undefined || header === undefined) return undefined;
-  const r = receipts[loc.transactionIndex];
-  if (r === undefined) throw new Error(`block ${loc.blockNumber}: no receipt for transaction ${loc.transactionIndex}`);
-  const rctx = { header, forks: forksOf(ctx.store.info()) };
-  return formatReceipt(rctx, loc.tx, loc.transactionIndex, r, receipts[loc.transactionIndex - 1]);
+  if (receipts[loc.transactionIndex] === undefined)
+    throw new Error(`block ${loc.blockNumber}: no receipt for transaction ${loc.transactionIndex}`);
+  return receiptText(ctx, header, loc.tx, receipts, loc.transactionIndex);
 }
 
 /**

@@ -1,5 +1,5 @@
-// The read caches (the store's head/tx/account/slot/trie-node/proof caches and the rpc's
-// per-record JSON text memo) must not change a single byte of any answer. Reference: every
+// The read caches (the store's head/tx/account/slot/trie-node/proof/receipt caches and the rpc's
+// per-record JSON text memo, receipts' included) must not change a single byte of any answer. Reference: every
 // request answered by a brand-new store and service (all caches empty; its trie-node slab 1 MiB,
 // far above the ~35 KB one request's trie walks insert, so nothing is evicted within a request,
 // instead of a fresh 32 MiB slab per request to allocate and collect). Then one long-lived
@@ -88,6 +88,8 @@ async function requestsFrom(dir: string): Promise<string[]> {
     requests.push(
       JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockByHash', params: [block.hash, false] }),
       JSON.stringify({ jsonrpc: '2.0', id: 'h', method: 'eth_getBlockByHash', params: [block.hash, true] }),
+      JSON.stringify({ jsonrpc: '2.0', id: 'r', method: 'eth_getBlockReceipts', params: [block.hash] }),
+      JSON.stringify({ jsonrpc: '2.0', id: 'r', method: 'eth_getBlockReceipts', params: [`0x${n.toString(16)}`] }),
     );
     for (const full of [false, true]) {
       requests.push(
@@ -112,8 +114,11 @@ async function requestsFrom(dir: string): Promise<string[]> {
       params: [`0x${(head + 1).toString(16)}`, false],
     }),
   );
-  for (const h of txs)
+  for (const h of txs) {
     requests.push(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'eth_getTransactionByHash', params: [h] }));
+    // A receipt alone, before and after its block's receipts (reversed and interleaved passes).
+    requests.push(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'eth_getTransactionReceipt', params: [h] }));
+  }
   requests.push(
     JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'eth_getTransactionByHash', params: [`0x${'ab'.repeat(32)}`] }),
   );

@@ -2,7 +2,7 @@ import type { JsonReceipt } from '../formatters/receipt.js';
 import type { MethodDef } from '../method.js';
 import { decodeArgs, decodeBlockSelector } from '../params.js';
 import type { BlockSelector } from '../params.js';
-import { blockReceipts, selectBlock } from '../reads.js';
+import { blockReceipts, selectBlockHash } from '../reads.js';
 
 export interface GetBlockReceiptsParams {
   block: BlockSelector;
@@ -13,8 +13,7 @@ export const eth_getBlockReceipts: MethodDef<GetBlockReceiptsParams, JsonReceipt
   params: 'block (number, tag, hash or EIP-1898 object)',
   decode: (params) => decodeArgs(params, 1, (arg) => ({ block: decodeBlockSelector(arg(0)) })),
   async handle(ctx, p) {
-    const block = await selectBlock(ctx, p.block);
-    if (block === undefined) return null;
-    return (await blockReceipts(ctx, block)) ?? null;
+    const hash = await selectBlockHash(ctx, p.block);
+    return hash === undefined ? null : ((await blockReceipts(ctx, hash)) ?? null);
   },
 };
