@@ -5,7 +5,8 @@
 // kept with each entry and compared on every hit, so two keys that share the integer are never
 // confused (the later one replaces the earlier: a collision costs a miss, never a wrong value).
 //
-// Eviction is the two-generation approximation of LRU of lru.ts: at most `capacity` entries.
+// Eviction is the two-generation approximation of LRU of lru.ts: at most `capacity` entries, and
+// at most about `budget` of their weight when set() is given weights (values of very unequal size).
 import { bytesEqual } from '@chainnode/core';
 
 /** FNV-1a over the first and the last 4 bytes of `b`, continuing from `h`. */
@@ -29,15 +30,28 @@ interface Entry<V> {
   a: Uint8Array;
   b: Uint8Array | undefined;
   v: V;
+  /** What the entry counts against `budget` (1 when the cache counts entries only). */
+  w: number;
 }
 
 class Generations<V> {
   private young = new Map<number, Entry<V>>();
   private old = new Map<number, Entry<V>>();
+  private youngWeight = 0;
   private readonly half: number;
+  private readonly halfBudget: number;
 
-  constructor(readonly capacity: number) {
+  /**
+   * @param capacity At most this many entries.
+   * @param budget At most about this much weight (the weights set() is given: estimated bytes),
+   *   whatever the count: each generation holds at most half of it, plus the one entry that crossed.
+   */
+  constructor(
+    readonly capacity: number,
+    readonly budget = Number.POSITIVE_INFINITY,
+  ) {
     this.half = Math.max(1, Math.floor(capacity / 2));
+    this.halfBudget = budget / 2;
   }
 
   protected find(k: number, a: Uint8Array, b: Uint8Array | undefined): V | undefined {
@@ -52,28 +66,36 @@ class Generations<V> {
   }
 
   /** Keys are copied: callers may pass views of larger buffers. */
-  protected store(k: number, a: Uint8Array, b: Uint8Array | undefined, v: V): void {
-    this.put(k, { a: a.slice(), b: b?.slice(), v });
+  protected store(k: number, a: Uint8Array, b: Uint8Array | undefined, v: V, w = 1): void {
+    this.put(k, { a: a.slice(), b: b?.slice(), v, w });
   }
 
   protected drop(k: number, a: Uint8Array): void {
     const y = this.young.get(k);
-    if (y !== undefined && bytesEqual(y.a, a)) this.young.delete(k);
+    if (y !== undefined && bytesEqual(y.a, a)) {
+      this.young.delete(k);
+      this.youngWeight -= y.w;
+    }
     const o = this.old.get(k);
     if (o !== undefined && bytesEqual(o.a, a)) this.old.delete(k);
   }
 
   private put(k: number, e: Entry<V>): void {
-    if (!this.young.has(k) && this.young.size >= this.half) {
+    const before = this.young.get(k);
+    if (before !== undefined) this.youngWeight -= before.w;
+    else if (this.young.size >= this.half || this.youngWeight >= this.halfBudget) {
       this.old = this.young;
       this.young = new Map();
+      this.youngWeight = 0;
     }
     this.young.set(k, e);
+    this.youngWeight += e.w;
   }
 
   clear(): void {
     this.young.clear();
     this.old.clear();
+    this.youngWeight = 0;
   }
 }
 
@@ -83,8 +105,9 @@ export class HashCache<V> extends Generations<V> {
     return this.find(cacheKeyOf(key), key, undefined);
   }
 
-  set(key: Uint8Array, value: V): void {
-    this.store(cacheKeyOf(key), key, undefined, value);
+  /** `weight`: what the value counts against the cache's budget (see the constructor). */
+  set(key: Uint8Array, value: V, weight = 1): void {
+    this.store(cacheKeyOf(key), key, undefined, value, weight);
   }
 
   delete(key: Uint8Array): void {

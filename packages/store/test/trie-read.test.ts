@@ -184,6 +184,34 @@ describe('hash-cache.ts', () => {
     expect(held).toBeLessThanOrEqual(64);
     expect(held).toBeGreaterThan(0);
   });
+
+  test('with weights, holds about its budget whatever the count, and re-setting a key does not count it twice', () => {
+    const cache = new HashCache<number>(1024, 1000);
+    const h = (i: number): Uint8Array => keccak256(Uint8Array.of(i & 0xff, i >> 8));
+    const weight = (i: number): number => (i % 7 === 0 ? 300 : 10);
+    for (let i = 0; i < 500; i++) cache.set(h(i), i, weight(i));
+    let held = 0;
+    let count = 0;
+    for (let i = 0; i < 500; i++)
+      if (cache.get(h(i)) !== undefined) {
+        held += weight(i);
+        count++;
+      }
+    // Two generations of at most half the budget each, plus the one entry that crossed each half.
+    expect(held).toBeLessThanOrEqual(1000 + 2 * 300);
+    expect(held).toBeGreaterThan(0);
+    expect(count).toBeLessThan(500);
+    // The most recent entry is always held; one key set again and again stays one entry's weight.
+    expect(cache.get(h(499))).toBe(499);
+    // Budget 100: a generation turns old once it holds 50. Key 1 set 50 times weighs 10, not 500:
+    // keys 2-5 fill the young generation to 50, key 6 turns it old, key 7 joins key 6, and key 1
+    // is still held (counted 50 times, it would have been dropped by key 7's turn).
+    const again = new HashCache<number>(1024, 100);
+    for (let i = 0; i < 50; i++) again.set(h(1), i, 10);
+    for (let k = 2; k <= 7; k++) again.set(h(k), k, 10);
+    expect(again.get(h(1))).toBe(49);
+    expect(again.get(h(7))).toBe(7);
+  });
 });
 
 test('the read path Keccak (hash-wasm) equals ethereum-cryptography on random inputs', () => {
