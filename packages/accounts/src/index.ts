@@ -69,8 +69,19 @@ export {
   sharedTallyBuffer,
 } from './ledger/tally.js';
 export type { ReserveOutcome, SharedCredits, Tally } from './ledger/tally.js';
-export { DEBIT_LUA, RedisLedger, appliedKey, bucketKey, dayKey, networkKey, redisUsage } from './ledger/redis.js';
+export {
+  DEBIT_LUA,
+  RedisLedger,
+  appliedKey,
+  bucketKey,
+  dayKey,
+  leaseKey,
+  networkKey,
+  redisUsage,
+} from './ledger/redis.js';
 export type { RedisLedgerOptions } from './ledger/redis.js';
+export { LEASE_LUA, LeasedLedger } from './ledger/leases.js';
+export type { LeasedLedgerOptions } from './ledger/leases.js';
 export { PortLedger, serveLedgerOverPort } from './ledger/port.js';
 export {
   JOURNAL_DIR,

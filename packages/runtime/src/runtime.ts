@@ -241,6 +241,7 @@ async function openServeLedger(config: RuntimeConfig, hooks: RuntimeHooks): Prom
       failure: config.ledger.failure,
       commandTimeoutMs: config.server.ledgerCommandTimeoutMs,
       journalMax: config.server.ledgerJournalMax,
+      leaseCredits: config.server.ledgerLeaseCredits,
       log: partLog('ledger'),
       threads: config.threads > 1,
     });

@@ -14,7 +14,8 @@ import type { PlansOf } from '../plans.js';
 import { EmbeddedLedger } from './embedded.js';
 import { SharedTally, sharedTallyBuffer } from './tally.js';
 import type { SharedCredits } from './tally.js';
-import { RedisLedger, redisUsage } from './redis.js';
+import { redisServingLedger } from './leases.js';
+import { redisUsage } from './redis.js';
 import { JOURNAL_DIR } from './threads.js';
 import type { RedisCredits } from './threads.js';
 import type { CreditLedger, LedgerFailureMode, Usage } from './api.js';
@@ -28,6 +29,8 @@ export interface LedgerSpec {
   commandTimeoutMs?: number;
   /** Most charges journaled locally while Redis is away (fail-open). */
   journalMax?: number;
+  /** Largest credit lease of a key (leases.ts); 0 or absent: every call decided in Redis. */
+  leaseCredits?: number;
   /**
    * Name of this instance's journal folder, <datadir>/ledger-journal/<name> (default "main").
    * Several ledgers in one process (serve --threads) need one name each: a ledger replays the
@@ -102,7 +105,7 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
     spec.log,
   );
   const keys = new RedisKeyStore(client);
-  let ledger: RedisLedger | undefined;
+  let serving: ReturnType<typeof redisServingLedger> | undefined;
   let record: RedisUsage | undefined;
   const l: OpenLedger = {
     engine: 'redis',
@@ -113,29 +116,30 @@ export async function openLedger(spec: LedgerSpec): Promise<OpenLedger> {
         failure: spec.failure ?? 'open',
         ...(spec.commandTimeoutMs !== undefined ? { commandTimeoutMs: spec.commandTimeoutMs } : {}),
         ...(spec.journalMax !== undefined ? { journalMax: spec.journalMax } : {}),
+        ...(spec.leaseCredits !== undefined ? { leaseCredits: spec.leaseCredits } : {}),
       },
     },
     usageRecord: () => (record ??= new RedisUsage(client as unknown as UsageRedisClient, spec.log).start()),
     keys,
     ledger: () =>
-      (ledger ??= new RedisLedger({
-        client,
-        failure: spec.failure ?? 'open',
-        journalDir: join(spec.datadir, JOURNAL_DIR, spec.journalName ?? 'main'),
-        ...(spec.journalMax !== undefined ? { journalMax: spec.journalMax } : {}),
-        ...(spec.commandTimeoutMs !== undefined ? { commandTimeoutMs: spec.commandTimeoutMs } : {}),
-        ...(spec.log !== undefined ? { log: spec.log } : {}),
-      })),
+      (serving ??= redisServingLedger(
+        {
+          client,
+          failure: spec.failure ?? 'open',
+          journalDir: join(spec.datadir, JOURNAL_DIR, spec.journalName ?? 'main'),
+          ...(spec.journalMax !== undefined ? { journalMax: spec.journalMax } : {}),
+          ...(spec.commandTimeoutMs !== undefined ? { commandTimeoutMs: spec.commandTimeoutMs } : {}),
+          ...(spec.log !== undefined ? { log: spec.log } : {}),
+        },
+        spec.leaseCredits ?? 0,
+      )).ledger,
     usage: (hash) => redisUsage(client, hash, spec.commandTimeoutMs),
     manager: (config) => managerOf(l, config),
     close: async () => {
       await record?.close();
-      if (ledger !== undefined) {
-        await ledger.close();
-        const s = ledger.stats;
-        spec.log?.(
-          `ledger: ${s.redisCalls} Redis requests carried ${s.charges} charges (${s.degradedDecisions} decided locally, ${s.replayed} replayed)`,
-        );
+      if (serving !== undefined) {
+        await serving.ledger.close();
+        spec.log?.(serving.summary());
       }
       await keys.close();
       try {

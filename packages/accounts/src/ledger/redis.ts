@@ -11,6 +11,7 @@
 //   cn:{<hash>}:tb       HASH  token bucket {v: tokens, t: last refill, µs on Redis's clock}
 //   cn:{<hash>}:q:<rid>  ZSET  sequence numbers of replica <rid>'s charges applied but not yet
 //                              acknowledged (idempotency: a retried/replayed charge applies once)
+//   cn:{<hash>}:l        HASH  credit leases of replicas (leases.ts); :d counts what they hold
 //
 // One Lua script (DEBIT) checks and debits both limits of a charge in one atomic step on Redis's
 // clock (TIME), so replicas with skewed clocks agree on the day and the bucket. A replica sends
@@ -188,6 +189,8 @@ const DEBIT_SHA = createHash('sha1').update(DEBIT_LUA).digest('hex');
 export const dayKey = (hash: string): string => `cn:{${hash}}:d`;
 export const bucketKey = (hash: string): string => `cn:{${hash}}:tb`;
 export const appliedKey = (hash: string, rid: string): string => `cn:{${hash}}:q:${rid}`;
+/** Credit leases of a key (leases.ts). */
+export const leaseKey = (hash: string): string => `cn:{${hash}}:l`;
 /** Prefix of the per-network split of a key's day (`:<epoch day>` follows). */
 export const networkKey = (hash: string): string => `cn:{${hash}}:n`;
 
@@ -694,11 +697,18 @@ function debitOf(hash: string, cost: number, token: RedisToken, network: string 
 export async function redisUsage(client: RedisClient, hash: string, timeoutMs = 1000): Promise<Usage> {
   const t = (await timed(client.sendCommand(['TIME']), timeoutMs)) as [string, string];
   const day = Math.floor(Number(t[0]) / DAY_S);
-  const [usedRaw, split] = await Promise.all([
+  const [usedRaw, split, leases] = await Promise.all([
     timed(client.hGet(dayKey(hash), String(day)), timeoutMs),
     timed(client.hGetAll(`${networkKey(hash)}:${day}`), timeoutMs) as Promise<Record<string, string>>,
+    timed(client.hGetAll(leaseKey(hash)), timeoutMs) as Promise<Record<string, string>>,
   ]);
-  const used = usedRaw === null || usedRaw === undefined ? 0 : Number(usedRaw);
+  // The day's count holds what leases of that day hold unspent (granted - spent): not used.
+  let held = 0;
+  for (const v of Object.values(leases)) {
+    const [leaseDay, granted, spent] = v.split(' ').map(Number) as [number, number, number];
+    if (leaseDay === day) held += granted - spent;
+  }
+  const used = (usedRaw === null || usedRaw === undefined ? 0 : Number(usedRaw)) - held;
   const byNetwork: Record<string, number> = {};
   let claimed = 0;
   for (const [network, v] of Object.entries(split)) {
@@ -713,7 +723,21 @@ export async function redisUsage(client: RedisClient, hash: string, timeoutMs = 
 }
 
 function readJournal(path: string): Entry[] {
-  const out: Entry[] = [];
+  return readJournalLines(
+    path,
+    (e: Entry) =>
+      typeof e.r === 'string' &&
+      Number.isSafeInteger(e.s) &&
+      /^[0-9a-f]{64}$/.test(e.h) &&
+      /^\d+$/.test(e.d) &&
+      Number.isSafeInteger(e.c) &&
+      (e.n === undefined || (typeof e.n === 'string' && NETWORK_LABEL.test(e.n))),
+  );
+}
+
+/** The lines of a journal file (JSON, one a line) that pass `valid`; a damaged or cut line is skipped. */
+export function readJournalLines<T>(path: string, valid: (line: T) => boolean): T[] {
+  const out: T[] = [];
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -724,16 +748,8 @@ function readJournal(path: string): Entry[] {
   lines.pop(); // a line a crash cut short
   for (const line of lines) {
     try {
-      const e = JSON.parse(line) as Entry;
-      if (
-        typeof e.r === 'string' &&
-        Number.isSafeInteger(e.s) &&
-        /^[0-9a-f]{64}$/.test(e.h) &&
-        /^\d+$/.test(e.d) &&
-        Number.isSafeInteger(e.c) &&
-        (e.n === undefined || (typeof e.n === 'string' && NETWORK_LABEL.test(e.n)))
-      )
-        out.push(e);
+      const e = JSON.parse(line) as T;
+      if (valid(e)) out.push(e);
     } catch {
       // skip a damaged line
     }

@@ -25,7 +25,7 @@ import type { KeyRecord, KeyStore } from '../keys/record.js';
 import type { DayUsage, MinuteUsage, UsageEvent, UsageRecord } from '../usage/record.js';
 import { EmbeddedLedger } from './embedded.js';
 import { PortLedger, serveLedgerOverPort } from './port.js';
-import { RedisLedger } from './redis.js';
+import { redisServingLedger } from './leases.js';
 import { SharedTally } from './tally.js';
 import type { SharedCredits } from './tally.js';
 import type { CreditLedger, LedgerFailureMode } from './api.js';
@@ -38,6 +38,8 @@ export interface RedisCredits {
     failure: LedgerFailureMode;
     commandTimeoutMs?: number;
     journalMax?: number;
+    /** Largest credit lease of a key (leases.ts); 0 or absent: every call decided in Redis. */
+    leaseCredits?: number;
   };
 }
 
@@ -371,20 +373,20 @@ export async function openThreadLedger(
     const r = c.redis;
     const timeout = r.commandTimeoutMs !== undefined ? { commandTimeoutMs: r.commandTimeoutMs } : {};
     const client = await connectRedis({ url: r.url, ...timeout }, log);
-    const ledger = new RedisLedger({
-      client,
-      failure: r.failure,
-      journalDir: join(r.datadir, JOURNAL_DIR, c.journalName),
-      ...(r.journalMax !== undefined ? { journalMax: r.journalMax } : {}),
-      ...timeout,
-      log,
-    });
-    credits = ledger;
+    const ledger = redisServingLedger(
+      {
+        client,
+        failure: r.failure,
+        journalDir: join(r.datadir, JOURNAL_DIR, c.journalName),
+        ...(r.journalMax !== undefined ? { journalMax: r.journalMax } : {}),
+        ...timeout,
+        log,
+      },
+      r.leaseCredits ?? 0,
+    );
+    credits = ledger.ledger;
     closeClient = async () => {
-      const s = ledger.stats;
-      log(
-        `ledger: ${s.redisCalls} Redis requests carried ${s.charges} charges (${s.degradedDecisions} decided locally, ${s.replayed} replayed)`,
-      );
+      log(ledger.summary());
       try {
         await client.close();
       } catch {

@@ -511,6 +511,12 @@ export const SERVER_FIELDS = {
     unit: 'charges',
     default: 200_000,
   }),
+  /** 0: every paid call decided in Redis. */
+  ledgerLeaseCredits: integer({
+    doc: "Redis ledger: largest slice of a key's daily balance a replica reserves and spends in-process (credit leases, keys without a credits/s limit); 0: every paid call is decided in Redis.",
+    unit: 'credits',
+    default: 0,
+  }),
   /** More: -32005. */
   subscriptionsPerConnection: transportInteger('subscriptionsPerConnection', {
     doc: 'eth_subscribe: most subscriptions one WebSocket may hold (-32005 beyond).',

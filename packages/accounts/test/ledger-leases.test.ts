@@ -1,0 +1,215 @@
+// Credit leases over the Redis engine: the shared ledger suite, then the edges of leases: a
+// balance running out while three replicas hold slices, a replica killed holding a slice, Redis
+// stopped mid-slice and restarted, and the Redis requests a paid call costs. One redis-server for
+// the file (a second, persistent one for the outage).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NO_REDIS, redisServerPath, startRedis } from '@chainnode/testkit';
+import type { RedisProcess } from '@chainnode/testkit';
+import { LeasedLedger, RedisKeyStore, RedisLedger, connectRedis, hashKey, redisUsage } from '../src/index.js';
+import type { DebitResult, Limits, RedisClient } from '../src/index.js';
+import { ledgerSuite } from './ledger-suite.js';
+
+const HAVE_REDIS = redisServerPath() !== undefined;
+if (!HAVE_REDIS) console.log(NO_REDIS);
+const redisTest = HAVE_REDIS ? test : test.skip;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const dirs: string[] = [];
+const datadir = (): string => {
+  const d = mkdtempSync(join(tmpdir(), 'leases-'));
+  dirs.push(d);
+  return d;
+};
+let n = 0;
+const freshHash = (): string => hashKey(`leases-${process.pid}-${Date.now()}-${n++}`);
+
+let server: RedisProcess | undefined;
+const clients: RedisClient[] = [];
+const ledgers: LeasedLedger[] = [];
+afterAll(async () => {
+  for (const l of ledgers) await l.close().catch(() => undefined);
+  for (const c of clients) c.destroy();
+  await server?.stop('SIGKILL');
+  await server?.cleanup();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+interface LeaseOptions {
+  dir?: string;
+  ttlMs?: number;
+  timeoutMs?: number;
+  maxSlice?: number;
+}
+/** A leased ledger (a replica) on `r`, its own connection and journal folder. */
+async function replica(r: RedisProcess, o: LeaseOptions = {}): Promise<LeasedLedger> {
+  const timeoutMs = o.timeoutMs ?? 10_000;
+  const client = await connectRedis({ url: r.url, commandTimeoutMs: timeoutMs });
+  clients.push(client);
+  const journalDir = o.dir ?? datadir();
+  const inner = new RedisLedger({ client, failure: 'open', journalDir, commandTimeoutMs: timeoutMs });
+  const ledger = new LeasedLedger({
+    client,
+    inner,
+    journalDir,
+    maxSlice: o.maxSlice ?? 100_000,
+    commandTimeoutMs: timeoutMs,
+    ...(o.ttlMs !== undefined ? { ttlMs: o.ttlMs } : {}),
+  });
+  ledgers.push(ledger);
+  return ledger;
+}
+async function shared(): Promise<RedisProcess> {
+  server ??= await startRedis();
+  return server;
+}
+
+ledgerSuite(
+  'redis with credit leases',
+  async () => {
+    if (!HAVE_REDIS) return undefined;
+    const r = await shared();
+    const make = async (): Promise<{ ledger: LeasedLedger; keys: RedisKeyStore }> => {
+      const ledger = await replica(r);
+      return { ledger, keys: new RedisKeyStore(clients[clients.length - 1] as RedisClient) };
+    };
+    const first = await make();
+    return { ...first, another: make, close: async () => {} };
+  },
+  HAVE_REDIS,
+);
+
+/** `count` concurrent calls of `cost` on `ledger`, each settled at its cost; the credits admitted. */
+async function round(ledger: LeasedLedger, hash: string, cost: number, limits: Limits, count: number): Promise<number> {
+  const rs: DebitResult[] = await Promise.all(Array.from({ length: count }, () => ledger.debit(hash, cost, limits)));
+  await Promise.all(rs.map((x) => (x.ok ? ledger.settle(x.debit, cost) : undefined)));
+  return rs.filter((x) => x.ok).length * cost;
+}
+
+/** Rounds of `round` until one is refused whole; the credits admitted. */
+async function untilRefused(ledger: LeasedLedger, hash: string, cost: number, limits: Limits): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const got = await round(ledger, hash, cost, limits, 25);
+    total += got;
+    if (got === 0) return total;
+  }
+}
+
+async function usedOf(r: RedisProcess, hash: string): Promise<number> {
+  const c = await connectRedis({ url: r.url, commandTimeoutMs: 10_000 });
+  try {
+    return (await redisUsage(c, hash)).used;
+  } finally {
+    c.destroy();
+  }
+}
+
+describe('credit leases', () => {
+  redisTest(
+    'a balance runs out while three replicas hold slices: never beyond it, and exactly it in the end',
+    async () => {
+      const r = await shared();
+      const h = freshHash();
+      const limits: Limits = { daily: 30_000, perSecond: 0 };
+      const three = [await replica(r), await replica(r), await replica(r)];
+      // Each replica calls until a whole round is refused; the total never passes the balance.
+      const admitted = await Promise.all(three.map((l) => untilRefused(l, h, 3, limits)));
+      const total = admitted.reduce((a, b) => a + b, 0);
+      expect(total).toBeLessThanOrEqual(30_000);
+      for (const l of three) expect(l.stats.leased).toBeGreaterThan(0);
+      // Refused early by at most what the others' slices held; once they are returned, the rest is spent.
+      for (const l of three) await l.close();
+      expect(await usedOf(r, h)).toBe(total);
+      const last = await replica(r);
+      const more = await untilRefused(last, h, 3, limits);
+      expect(total + more).toBe(30_000);
+      await last.close();
+      expect(await usedOf(r, h)).toBe(30_000);
+    },
+  );
+
+  redisTest(
+    'a replica killed holding a slice: the slice comes back after expiry, its spends are charged once',
+    async () => {
+      const r = await shared();
+      const h = freshHash();
+      const limits: Limits = { daily: 50_000, perSecond: 0 };
+      const dir = datadir();
+      const a = await replica(r, { dir, ttlMs: 800, timeoutMs: 200 });
+      let spent = 0;
+      while (a.stats.leased < 200) spent += await round(a, h, 10, limits, 20);
+      a.abandon(); // killed: nothing returned, the last spends unreported (in its journal only)
+      const b = await replica(r);
+      await sleep(900); // a's lease lapses
+      // b's next sync reclaims a's lease: everything but a's allowance is back at once.
+      spent += await round(b, h, 10, limits, 5);
+      await sleep(300);
+      const held = 50_000 - spent;
+      // b can reach all but the allowance a held back: spend until refused.
+      const more = await untilRefused(b, h, 10, limits);
+      expect(spent + more).toBeLessThanOrEqual(50_000);
+      expect(spent + more).toBeGreaterThan(held / 2);
+      await b.close();
+      // The next process on a's folder replays a's journal: unreported spends charged, the rest returned.
+      const successor = await replica(r, { dir });
+      await successor.close();
+      expect(await usedOf(r, h)).toBe(spent + more);
+      const c = await replica(r);
+      const rest = await untilRefused(c, h, 10, limits);
+      await c.close();
+      expect(spent + more + rest).toBe(50_000);
+      expect(await usedOf(r, h)).toBe(50_000);
+    },
+  );
+
+  redisTest('Redis stopped mid-slice: the slice is spent on, the spends reach Redis once it is back', async () => {
+    const r = await startRedis({ persist: true });
+    try {
+      const h = freshHash();
+      const limits: Limits = { daily: 1_000_000, perSecond: 0 };
+      const l = await replica(r, { timeoutMs: 300, ttlMs: 4000 });
+      let spent = 0;
+      // A stream of calls for a while: the slice (and what may be spent unreported) follows its rate.
+      const t0 = Date.now();
+      while (Date.now() - t0 < 500) {
+        spent += await round(l, h, 5, limits, 20);
+        await sleep(5);
+      }
+      await r.stop('SIGKILL');
+      const before = l.stats.leased;
+      for (let i = 0; i < 5; i++) spent += await round(l, h, 5, limits, 10);
+      expect(l.stats.leased - before).toBe(50); // every one from the slice, none refused
+      await r.restart();
+      const t1 = Date.now();
+      while ((await usedOf(r, h).catch(() => -1)) !== spent && Date.now() - t1 < 5000) await sleep(50);
+      await l.close();
+      expect(await usedOf(r, h)).toBe(spent);
+    } finally {
+      await r.stop('SIGKILL');
+      await r.cleanup();
+    }
+  });
+
+  redisTest('Redis requests per paid call: a steady stream of calls of one key', async () => {
+    const r = await shared();
+    const h = freshHash();
+    const l = await replica(r);
+    const limits: Limits = { daily: 1_000_000_000, perSecond: 0 };
+    const calls0 = l.redisCalls;
+    let paid = 0;
+    const t0 = Date.now();
+    while (paid < 20_000) {
+      await round(l, h, 1, limits, 50);
+      paid += 50;
+      if (paid % 1000 === 0) await sleep(1); // a stream over time, not one burst
+    }
+    await l.close();
+    const perCall = (l.redisCalls - calls0) / paid;
+    console.log(
+      `credit leases: ${l.redisCalls - calls0} Redis requests for ${paid} paid calls (${perCall.toFixed(4)} per call) in ${Date.now() - t0} ms`,
+    );
+    expect(perCall).toBeLessThanOrEqual(0.02);
+    expect(await usedOf(r, h)).toBe(paid);
+  });
+});
