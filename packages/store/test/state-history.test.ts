@@ -231,6 +231,24 @@ async function compareByAddress(store: LevelChainStore, seed: number): Promise<v
       hex(await store.storageAt(root, address, slot)),
     );
   }
+  // No account is an answer too (a wallet asking about fresh addresses): asked again at the same
+  // block, it is answered from the cache without a read.
+  const absent = bytes(r, 20);
+  const block = { number: head, hash: (await store.canonicalHash(head)) as Uint8Array };
+  expect(await store.accountAtBlock(block, absent)).toBeNull();
+  const db = (store as unknown as { db: Db }).db;
+  const getSync = db.getSync.bind(db);
+  let reads = 0;
+  db.getSync = ((...a: Parameters<Db['getSync']>) => {
+    reads++;
+    return getSync(...a);
+  }) as Db['getSync'];
+  try {
+    expect(await store.accountAtBlock(block, absent)).toBeNull();
+  } finally {
+    db.getSync = getSync;
+  }
+  expect(reads).toBe(0);
 }
 
 /**

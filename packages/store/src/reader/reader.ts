@@ -934,10 +934,11 @@ export class LevelChainStore implements ChainStore {
    */
   accountAtBlock(block: BlockRef, address: Bytes): Promise<AccountRecord | null | undefined> {
     if (this.genesisStateRoot === undefined) return Promise.resolve(undefined);
-    const hit =
-      this.historyAccounts.get(block.hash, address) ??
-      this.openSync('accountAtBlock', () => this.cheapWalk(block, (root) => this.accountView(root, address))) ??
-      this.openSync('accountAtBlock', () => this.pointAccount(block, address));
+    // `null` (no account) is an answer: each step runs only while the ones before found nothing.
+    let hit = this.historyAccounts.get(block.hash, address);
+    if (hit === undefined)
+      hit = this.openSync('accountAtBlock', () => this.cheapWalk(block, (root) => this.accountView(root, address)));
+    if (hit === undefined) hit = this.openSync('accountAtBlock', () => this.pointAccount(block, address));
     // A hit answers at once; a closed store still throws (guard).
     if (hit !== undefined) return this.hit(copyAccount(hit)) ?? this.guard('accountAtBlock', async () => hit);
     const flight = byteKey(block.hash) + byteKey(address);
