@@ -24,5 +24,22 @@ export {
   TracerConfigError,
   makeTracer,
   traceTx,
+  FlatTracer,
+  ParityTracer,
+  StateDiffTracer,
+  parityError,
+  rawTxCallArgs,
+  rewardTraces,
 } from './trace/index.js';
-export type { BlockTraceOptions, StructLoggerConfig, Tracer, TracerChoice, TxTrace } from './trace/index.js';
+export type {
+  BlockTraceOptions,
+  JsonAccountDiff,
+  JsonDelta,
+  JsonFlatTrace,
+  JsonTraceResults,
+  ParityTraceTypes,
+  StructLoggerConfig,
+  Tracer,
+  TracerChoice,
+  TxTrace,
+} from './trace/index.js';

@@ -47,6 +47,11 @@ export interface RpcConfig {
    * bytes per opcode): past it the trace stops with -32003 "response too large".
    */
   traceMaxBytes: number;
+  /**
+   * Most blocks one trace_filter may cover (fromBlock to toBlock, both counted): each block of
+   * the range is re-executed; more get -32602 "Block range too large".
+   */
+  traceFilterMaxBlocks: number;
 }
 
 /**
@@ -88,6 +93,7 @@ export const DEFAULT_RPC_CONFIG: RpcConfig = {
   simulateMaxBlocks: 256,
   simulateMaxCalls: 10_000,
   traceMaxBytes: 25_000_000,
+  traceFilterMaxBlocks: 1_000,
 };
 
 /** Like geth's "Geth/v1.16.0-stable/linux-amd64/go1.24": name/version/os-arch/runtime. */
@@ -121,6 +127,7 @@ export function resolveConfig(partial: Partial<RpcConfig> | undefined): RpcConfi
     ['simulateMaxBlocks', c.simulateMaxBlocks],
     ['simulateMaxCalls', c.simulateMaxCalls],
     ['traceMaxBytes', c.traceMaxBytes],
+    ['traceFilterMaxBlocks', c.traceFilterMaxBlocks],
   ] as const) {
     if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`RpcConfig.${name} must be a positive integer`);
   }

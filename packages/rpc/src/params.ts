@@ -162,6 +162,12 @@ export function decodeOptionalBlockSelector(value: unknown): BlockSelector {
   return value === undefined || value === null ? { kind: 'tag', tag: 'latest' } : decodeBlockSelector(value);
 }
 
+/** Hex data of any length (a block's or a transaction's RLP). */
+export function decodeHexData(v: unknown): Bytes {
+  if (typeof v !== 'string' || !/^0[xX]([0-9a-fA-F]{2})*$/.test(v)) throw new ParamError('expected hex data');
+  return Uint8Array.from(Buffer.from(v.slice(2), 'hex'));
+}
+
 /** Uncle index: a hex quantity (geth's hexutil.Uint). */
 export function decodeIndex(value: unknown): bigint {
   return decodeQuantity(value, 'index', 64);

@@ -101,6 +101,21 @@ import { debug_traceBlock } from './methods/debug_traceBlock.js';
 import type { TraceRawBlockParams } from './methods/debug_traceBlock.js';
 import { debug_traceCall } from './methods/debug_traceCall.js';
 import type { TraceCallParams } from './methods/debug_traceCall.js';
+import { trace_block } from './methods/trace_block.js';
+import { trace_get, trace_transaction } from './methods/trace_transaction.js';
+import type { TraceGetParams } from './methods/trace_transaction.js';
+import { trace_replayBlockTransactions, trace_replayTransaction } from './methods/trace_replay.js';
+import type { JsonTraceResultsWithHash, ReplayBlockParams, ReplayTransactionParams } from './methods/trace_replay.js';
+import { trace_filter } from './methods/trace_filter.js';
+import type { TraceFilter } from './methods/trace_filter.js';
+import { trace_call, trace_callMany, trace_rawTransaction } from './methods/trace_call.js';
+import type {
+  TraceCallManyParams,
+  TraceCallParams as ParityTraceCallParams,
+  TraceRawParams,
+} from './methods/trace_call.js';
+import type { JsonLocalizedTrace } from './trace-parity.js';
+import type { JsonTraceResults } from '@chainnode/exec';
 import type { JsonTxTrace } from './trace.js';
 import type { BlockNumberParam } from './params.js';
 import type { Bytes } from '@chainnode/core';
@@ -168,6 +183,15 @@ export interface RpcSchema {
   debug_traceBlockByHash: { params: TraceBlockParams<Bytes>; result: JsonTxTrace[] };
   debug_traceBlock: { params: TraceRawBlockParams; result: JsonTxTrace[] };
   debug_traceCall: { params: TraceCallParams; result: unknown };
+  trace_block: { params: BlockSelector; result: JsonLocalizedTrace[] };
+  trace_transaction: { params: Bytes; result: JsonLocalizedTrace[] | null };
+  trace_get: { params: TraceGetParams; result: JsonLocalizedTrace | null };
+  trace_replayTransaction: { params: ReplayTransactionParams; result: JsonTraceResults };
+  trace_replayBlockTransactions: { params: ReplayBlockParams; result: JsonTraceResultsWithHash[] | null };
+  trace_filter: { params: TraceFilter; result: JsonLocalizedTrace[] };
+  trace_call: { params: ParityTraceCallParams; result: JsonTraceResults };
+  trace_callMany: { params: TraceCallManyParams; result: JsonTraceResults[] };
+  trace_rawTransaction: { params: TraceRawParams; result: JsonTraceResults };
 }
 
 export type MethodName = keyof RpcSchema;
@@ -238,6 +262,15 @@ export const METHODS: MethodTable = {
   debug_traceBlockByHash,
   debug_traceBlock,
   debug_traceCall,
+  trace_block,
+  trace_transaction,
+  trace_get,
+  trace_replayTransaction,
+  trace_replayBlockTransactions,
+  trace_filter,
+  trace_call,
+  trace_callMany,
+  trace_rawTransaction,
 };
 
 export function isMethodName(name: string): name is MethodName {

@@ -4,8 +4,18 @@
 // geth's errors.
 import { RpcError, ServerError, toData } from '@chainnode/core';
 import type { Bytes, ChainStore, HeaderRecord } from '@chainnode/core';
-import type { BlockStateBase, TraceEngine, TracerChoice } from '@chainnode/exec';
-import { blockStateBase, executorOf, loadExec } from './call.js';
+import type {
+  AccountOverride,
+  BlockOverrides,
+  BlockStateBase,
+  CallArgs,
+  CallObserver,
+  TraceBudget,
+  TraceEngine,
+  Tracer,
+  TracerChoice,
+} from '@chainnode/exec';
+import { blockStateBase, executorOf, loadExec, runCall } from './call.js';
 import type { HandlerContext } from './context.js';
 import { INLINE_COST_LIMIT } from './config.js';
 import { jsonType, ParamError } from './params.js';
@@ -123,16 +133,36 @@ export async function traceStoredBlock(
   cfg: TraceConfig,
   only?: number,
 ): Promise<{ hash: Bytes; result: unknown }[]> {
+  const exec = await loadExec();
+  const make = (budget: TraceBudget) => exec.makeTracer(cfg, budget);
+  return replayStoredBlock(ctx, header, make, traceDeadline(ctx, cfg), only);
+}
+
+/** A stored block's RLP, its parent and its transactions' senders, with geth's errors. */
+async function storedBlock(
+  ctx: HandlerContext,
+  header: HeaderRecord,
+): Promise<{ raw: Bytes; parent: HeaderRecord; senders: Bytes[] }> {
   if (header.number === 0n) throw new ServerError('genesis is not traceable');
   const parent = await ctx.store.header(header.parentHash);
   if (parent === undefined) throw new ServerError(`parent ${toData(header.parentHash)} not found`);
   const raw = await ctx.store.rawBlock(header.hash);
   const block = await ctx.store.block(header.hash);
   if (raw === undefined || block === undefined) throw new ServerError(`block ${toData(header.hash)} not found`);
-  return traceRawBlock(ctx, raw, parent, cfg, {
-    senders: block.transactions.map((t) => t.from),
-    ...(only === undefined ? {} : { only }),
-  });
+  return { raw, parent, senders: block.transactions.map((t) => t.from) };
+}
+
+/** Re-executes a stored block with the tracers `make` gives (one per traced transaction). */
+export async function replayStoredBlock(
+  ctx: HandlerContext,
+  header: HeaderRecord,
+  make: (budget: TraceBudget) => Tracer,
+  deadline: number,
+  only?: number,
+  budget?: TraceBudget,
+): Promise<{ hash: Bytes; result: unknown }[]> {
+  const { raw, parent, senders } = await storedBlock(ctx, header);
+  return replayBlock(ctx, raw, parent, make, deadline, { senders, ...(only === undefined ? {} : { only }) }, budget);
 }
 
 /** Traces the block `raw` (its RLP) on the state after `parent`. */
@@ -144,15 +174,28 @@ export async function traceRawBlock(
   opts: { senders?: Bytes[]; only?: number },
 ): Promise<{ hash: Bytes; result: unknown }[]> {
   const exec = await loadExec();
+  return replayBlock(ctx, raw, parent, (budget) => exec.makeTracer(cfg, budget), traceDeadline(ctx, cfg), opts);
+}
+
+async function replayBlock(
+  ctx: HandlerContext,
+  raw: Bytes,
+  parent: HeaderRecord,
+  make: (budget: TraceBudget) => Tracer,
+  deadline: number,
+  opts: { senders?: Bytes[]; only?: number },
+  shared?: TraceBudget,
+): Promise<{ hash: Bytes; result: unknown }[]> {
+  const exec = await loadExec();
   const engine = await traceEngineOf(ctx);
-  const budget = new exec.TraceBudget(ctx.config.traceMaxBytes);
+  const budget = shared ?? new exec.TraceBudget(ctx.config.traceMaxBytes);
   const base = stateBaseOf(ctx, parent);
   try {
     // A tracer geth would refuse is refused before anything runs.
-    exec.makeTracer(cfg, budget);
+    make(budget);
     const traces = await engine.block(raw, parent, {
-      tracerFor: () => exec.makeTracer(cfg, budget),
-      deadline: traceDeadline(ctx, cfg),
+      tracerFor: () => make(budget),
+      deadline,
       ...(base === undefined ? {} : { base }),
       ...(opts.senders === undefined ? {} : { senders: opts.senders }),
       ...(opts.only === undefined ? {} : { only: opts.only }),
@@ -161,6 +204,24 @@ export async function traceRawBlock(
   } catch (err) {
     throw mapTraceError(err, exec);
   }
+}
+
+/** Runs `call` as eth_call runs it on the state after `header` (with overrides), `tracer` bound to it. */
+export async function runTracedCall(
+  ctx: HandlerContext,
+  header: HeaderRecord,
+  call: CallArgs,
+  tracer: Tracer,
+  deadline: number,
+  overrides: { state?: Map<string, AccountOverride> | undefined; block?: BlockOverrides | undefined },
+): Promise<void> {
+  const exec = await loadExec();
+  const observe: CallObserver = (on, run) =>
+    exec.traceTx(on.vm, on.state, on.tx, on.block, tracer, { logsBefore: 0, deadline }, run);
+  const opts: Parameters<typeof runCall>[3] = { observe, deadline };
+  if (overrides.state !== undefined) opts.state = overrides.state;
+  if (overrides.block !== undefined) opts.block = overrides.block;
+  await runCall(ctx, header, call, opts);
 }
 
 /** geth's errors for what a trace can hit. */

@@ -62,6 +62,103 @@ function frameLogs(f: Frame): NonNullable<Frame['logs']> {
   return [...(f.logs ?? []), ...(f.calls ?? []).flatMap(frameLogs)];
 }
 
+interface FlatEntry {
+  action: Record<string, string>;
+  blockHash?: string;
+  blockNumber?: number;
+  error?: string;
+  result: Record<string, string> | null;
+  subtraces: number;
+  traceAddress: number[];
+  transactionHash?: string;
+  transactionPosition?: number;
+  type: string;
+}
+
+interface CallFrame extends Frame {
+  from: string;
+  to?: string;
+  gas: string;
+  input: string;
+  value?: string;
+}
+
+type Delta = '=' | { '+': string } | { '*': { from: string; to: string } };
+interface AccountDiff {
+  balance: Delta;
+  nonce: Delta;
+  code: Delta;
+  storage: Record<string, Delta>;
+}
+
+/** Parity's words for geth's frame errors (revm-inspectors' TraceStyle::Parity). */
+const PARITY_ERRORS: Record<string, string> = {
+  'execution reverted': 'Reverted',
+  'out of gas': 'Out of gas',
+  'invalid jump destination': 'Bad jump destination',
+  'insufficient balance for transfer': 'Insufficient balance for transfer',
+};
+
+/** A precompile of the fixture chain's rules (0x01..0x11). */
+const isPrecompile = (a: string | undefined) => a !== undefined && BigInt(a) > 0n && BigInt(a) <= 0x11n;
+
+/**
+ * callTracer's tree laid out as Parity's flat trace, independently of the node's flattening:
+ * depth first, calls to precompiles without value below the top left out; the top frame's gas
+ * fields are left out (Parity's exclude the intrinsic gas, callTracer's include it).
+ */
+function flattenFrames(f: CallFrame, address: number[] = []): Partial<FlatEntry>[] {
+  const calls = (f.calls ?? []).filter(
+    (c) => !(isPrecompile((c as CallFrame).to) && BigInt((c as CallFrame).value ?? '0x0') === 0n),
+  ) as CallFrame[];
+  const create = f.type === 'CREATE' || f.type === 'CREATE2';
+  const error = f.error === undefined ? undefined : (PARITY_ERRORS[f.error] ?? f.error);
+  const failed = error !== undefined && error !== 'Reverted';
+  const top = address.length === 0;
+  const action: Record<string, string> = create
+    ? { from: f.from, init: f.input, value: f.value ?? '0x0', creationMethod: f.type.toLowerCase() }
+    : { from: f.from, callType: f.type.toLowerCase(), input: f.input, to: f.to ?? '', value: f.value ?? '0x0' };
+  if (!top) action.gas = f.gas;
+  let result: Record<string, string> | null = null;
+  if (!failed) {
+    result = create ? { address: f.to ?? '', code: f.output ?? '0x' } : { output: f.output ?? '0x' };
+    if (!top) result.gasUsed = f.gasUsed;
+  }
+  const own: Partial<FlatEntry> = {
+    action,
+    ...(error === undefined ? {} : { error }),
+    result,
+    subtraces: calls.length,
+    traceAddress: address,
+    type: create ? 'create' : f.type === 'SELFDESTRUCT' ? 'suicide' : 'call',
+  };
+  return [own, ...calls.flatMap((c, i) => flattenFrames(c, [...address, i]))];
+}
+
+/** A flat entry with the top frame's gas fields left out (as flattenFrames gives them). */
+function withoutTopGas(e: FlatEntry): Partial<FlatEntry> {
+  const { action, error, result, subtraces, traceAddress, type } = e;
+  const out: Partial<FlatEntry> = {
+    action: { ...action },
+    result: result === null ? null : { ...result },
+    subtraces,
+    traceAddress,
+    type,
+  };
+  if (error !== undefined) out.error = error;
+  if (traceAddress.length === 0) {
+    delete out.action?.gas;
+    if (out.result) delete out.result.gasUsed;
+  }
+  return out;
+}
+
+/** The value a state diff entry had before and after (undefined: unchanged). */
+function delta(d: Delta): { from: string; to: string } | undefined {
+  if (d === '=') return undefined;
+  return '+' in d ? { from: '0x0', to: d['+'] } : d['*'];
+}
+
 describe('debug_trace* against the receipts and the stored state', () => {
   let store: ChainStore;
   let svc: RpcServiceApi;
@@ -298,5 +395,198 @@ describe('debug_trace* against the receipts and the stored state', () => {
     expect(timedOut.error).toEqual({ code: -32000, message: 'execution timeout' });
     const small = createRpcService(store, { traceMaxBytes: 200 });
     expect((await err([n], small))?.code).toBe(-32003);
+  });
+
+  test('trace_block: each transaction is its callTracer tree flattened; rewards before the merge; trace_transaction and trace_get are its entries', async () => {
+    for (const n of blocks.filter((_, i) => i % 3 === 1)) {
+      const entries = await rpc<FlatEntry[]>(svc, 'trace_block', [hex(n)]);
+      const block = await rpc<{
+        hash: string;
+        miner: string;
+        difficulty: string;
+        uncles: string[];
+        transactions: string[];
+      }>(svc, 'eth_getBlockByNumber', [hex(n), false]);
+      const calls = await rpc<{ txHash: string; result: CallFrame }[]>(svc, 'debug_traceBlockByNumber', [
+        hex(n),
+        { tracer: 'callTracer' },
+      ]);
+      for (const [i, c] of calls.entries()) {
+        const own = entries.filter((e) => e.transactionHash === c.txHash);
+        expect(own.every((e) => e.transactionPosition === i && e.blockHash === block.hash && e.blockNumber === n)).toBe(
+          true,
+        );
+        expect(own.map(withoutTopGas)).toEqual(flattenFrames(c.result));
+        // Each re-executes the block up to the transaction: the first two only.
+        if (i > 1) continue;
+        expect(await rpc(svc, 'trace_transaction', [c.txHash])).toEqual(own);
+        expect(await rpc(svc, 'trace_get', [c.txHash, [hex(own.length - 1)]])).toEqual(own[own.length - 1]);
+      }
+      const rewards = entries.filter((e) => e.type === 'reward');
+      // The fixture chain is proof of work: the miner's reward, then each uncle's.
+      expect(rewards.map((r) => [r.action.author, r.action.rewardType])).toEqual(
+        BigInt(block.difficulty) > 0n
+          ? [[block.miner, 'block'], ...block.uncles.map(() => [expect.any(String), 'uncle'])]
+          : [],
+      );
+      expect(entries.length).toBe(rewards.length + calls.reduce((k, c) => k + flattenFrames(c.result).length, 0));
+    }
+    expect(await rpc(svc, 'trace_transaction', [`0x${'11'.repeat(32)}`])).toBeNull();
+    expect(await rpc(svc, 'trace_get', [`0x${'11'.repeat(32)}`, ['0x0']])).toBeNull();
+  });
+
+  test("trace_replayBlockTransactions: the trace is trace_block's, the stateDiff the stored state before and after the block and prestateTracer's diff", async () => {
+    let checked = 0;
+    for (const n of blocks.filter((_, i) => i % 3 === 1)) {
+      const block = await rpc<{ miner: string; difficulty: string }>(svc, 'eth_getBlockByNumber', [hex(n), false]);
+      const replays = await rpc<
+        {
+          transactionHash: string;
+          output: string;
+          trace: FlatEntry[];
+          stateDiff: Record<string, AccountDiff>;
+          vmTrace: null;
+        }[]
+      >(svc, 'trace_replayBlockTransactions', [hex(n), ['trace', 'stateDiff']]);
+      const flat = await rpc<FlatEntry[]>(svc, 'trace_block', [hex(n)]);
+      const prestate = await rpc<
+        { result: { pre: Record<string, PrestateAccount>; post: Record<string, PrestateAccount> } }[]
+      >(svc, 'debug_traceBlockByNumber', [hex(n), { tracer: 'prestateTracer', tracerConfig: { diffMode: true } }]);
+      const first = new Map<string, AccountDiff>();
+      const last = new Map<string, AccountDiff>();
+      for (const [i, r] of replays.entries()) {
+        expect(r.vmTrace).toBeNull();
+        const own = flat.filter((e) => e.transactionHash === r.transactionHash);
+        expect(r.trace).toEqual(
+          own.map(({ action, error, result, subtraces, traceAddress, type }) => ({
+            action,
+            ...(error === undefined ? {} : { error }),
+            result,
+            subtraces,
+            traceAddress,
+            type,
+          })),
+        );
+        if (i === 0)
+          expect(await rpc(svc, 'trace_replayTransaction', [r.transactionHash, ['trace', 'stateDiff']])).toEqual({
+            output: r.output,
+            stateDiff: r.stateDiff,
+            trace: r.trace,
+            vmTrace: null,
+          });
+        const p = (prestate[i] as (typeof prestate)[number]).result;
+        // prestateTracer's diff, regrouped: the same accounts changed, the same balances and nonces.
+        expect(Object.keys(r.stateDiff).sort()).toEqual(
+          [...new Set([...Object.keys(p.pre), ...Object.keys(p.post)])].sort(),
+        );
+        for (const [a, d] of Object.entries(r.stateDiff)) {
+          const b = delta(d.balance);
+          if (b !== undefined)
+            expect([b.from, b.to]).toEqual([
+              p.pre[a]?.balance ?? '0x0',
+              p.post[a]?.balance ?? p.pre[a]?.balance ?? '0x0',
+            ]);
+          const nonce = delta(d.nonce);
+          if (nonce !== undefined)
+            expect([Number(nonce.from), Number(nonce.to)]).toEqual([
+              p.pre[a]?.nonce ?? 0,
+              p.post[a]?.nonce ?? p.pre[a]?.nonce ?? 0,
+            ]);
+          if (!first.has(a)) first.set(a, d);
+          const prev = last.get(a);
+          last.set(a, { ...d, storage: { ...prev?.storage, ...d.storage } });
+        }
+      }
+      // Against the store: an account's first `from` is the parent block's state, its last `to` the block's.
+      for (const [a, d] of first) {
+        const b = delta(d.balance);
+        if (b !== undefined) expect(b.from).toBe(await rpc(svc, 'eth_getBalance', [a, hex(n - 1)]));
+        const nonce = delta(d.nonce);
+        if (nonce !== undefined) expect(nonce.from).toBe(await rpc(svc, 'eth_getTransactionCount', [a, hex(n - 1)]));
+        checked++;
+      }
+      for (const [a, d] of last) {
+        const b = delta(d.balance);
+        if (b !== undefined && !(BigInt(block.difficulty) > 0n && a === block.miner))
+          expect(b.to).toBe(await rpc(svc, 'eth_getBalance', [a, hex(n)]));
+        const nonce = delta(d.nonce);
+        if (nonce !== undefined) expect(nonce.to).toBe(await rpc(svc, 'eth_getTransactionCount', [a, hex(n)]));
+        for (const [slot, v] of Object.entries(d.storage))
+          expect(delta(v)?.to).toBe(await rpc(svc, 'eth_getStorageAt', [a, slot, hex(n)]));
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(0);
+  });
+
+  test('trace_call, trace_callMany and trace_rawTransaction on the parent block are the replayed transactions', async () => {
+    const n = blocks.find((b) => b > 600) ?? (blocks[0] as number);
+    const block = await rpc<{
+      transactions: {
+        hash: string;
+        from: string;
+        to: string | null;
+        input: string;
+        gas: string;
+        value: string;
+        gasPrice: string;
+      }[];
+    }>(svc, 'eth_getBlockByNumber', [hex(n), true]);
+    const txs = block.transactions.slice(0, 2);
+    const replays = await rpc<{ output: string; trace: FlatEntry[]; stateDiff: unknown }[]>(
+      svc,
+      'trace_replayBlockTransactions',
+      [hex(n), ['trace', 'stateDiff']],
+    );
+    const args = (t: (typeof txs)[number]) => ({
+      from: t.from,
+      to: t.to,
+      input: t.input,
+      gas: t.gas,
+      value: t.value,
+      gasPrice: t.gasPrice,
+    });
+    const one = await rpc<{ trace: FlatEntry[] }>(svc, 'trace_call', [
+      args(txs[0] as (typeof txs)[number]),
+      ['trace'],
+      hex(n - 1),
+    ]);
+    expect(one.trace).toEqual(replays[0]?.trace);
+    const many = await rpc<{ output: string; trace: FlatEntry[]; stateDiff: unknown }[]>(svc, 'trace_callMany', [
+      txs.map((t) => [args(t), ['trace']]),
+      hex(n - 1),
+    ]);
+    expect(many.map((m) => [m.output, m.trace, m.stateDiff])).toEqual(
+      replays.slice(0, txs.length).map((r) => [r.output, r.trace, null]),
+    );
+    const raw = await rpc<string>(svc, 'debug_getRawTransaction', [txs[0]?.hash]);
+    const { transactionHash: _, ...first } = replays[0] as unknown as Record<string, unknown>;
+    expect(await rpc(svc, 'trace_rawTransaction', [raw, ['trace', 'stateDiff'], hex(n - 1)])).toEqual(first);
+  });
+
+  test("trace_filter: trace_block's entries matched by address, paged by after and count; reth's errors", async () => {
+    const n = blocks[1] as number;
+    const all = await rpc<FlatEntry[]>(svc, 'trace_block', [hex(n)]);
+    const from = all[0]?.action.from as string;
+    const range = { fromBlock: hex(n), toBlock: hex(n) };
+    expect(await rpc(svc, 'trace_filter', [range])).toEqual(all);
+    const mine = all.filter((e) => e.action.from === from);
+    expect(await rpc(svc, 'trace_filter', [{ ...range, fromAddress: [from] }])).toEqual(mine);
+    expect(await rpc(svc, 'trace_filter', [{ ...range, after: 1, count: 2 }])).toEqual(all.slice(1, 3));
+    const err = async (params: unknown[]) => (await call(svc, 'trace_filter', params)).error;
+    expect(await err([{ fromBlock: hex(n), toBlock: hex(n - 1) }])).toEqual({
+      code: -32602,
+      message: 'invalid parameters: fromBlock cannot be greater than toBlock',
+    });
+    expect((await err([{ fromBlock: '0x0', toBlock: hex(1600) }]))?.message).toMatch(
+      /Block range too large; currently limited to 1000 blocks/,
+    );
+    expect((await err([{ fromBlock: hex(99_999) }]))?.code).toBe(-32001);
+    expect((await call(svc, 'trace_replayTransaction', [`0x${'11'.repeat(32)}`, ['trace']])).error).toEqual({
+      code: -32001,
+      message: 'transaction not found',
+    });
+    expect((await call(svc, 'trace_block', [hex(99_999)])).error?.code).toBeDefined();
+    expect((await call(svc, 'trace_replayBlockTransactions', [hex(n), ['vmTrace']])).error?.code).toBe(-32602);
   });
 });

@@ -126,6 +126,7 @@ test('rpcConfigOf: every field the schema hands to the rpc service, and nothing 
     simulateMaxBlocks: 256,
     simulateMaxCalls: 10_000,
     traceMaxBytes: 25_000_000,
+    traceFilterMaxBlocks: 1_000,
     safeDepth: 6,
     finalizedDepth: 0,
   });

@@ -5,3 +5,5 @@ export { TraceEngine, TraceReplayError, traceTx } from './replay.js';
 export type { BlockTraceOptions, TxTrace } from './replay.js';
 export { TRACER_NAMES, makeTracer } from './tracers/index.js';
 export type { StructLoggerConfig, TracerChoice } from './tracers/index.js';
+export { FlatTracer, ParityTracer, StateDiffTracer, parityError, rawTxCallArgs, rewardTraces } from './parity/index.js';
+export type { JsonAccountDiff, JsonDelta, JsonFlatTrace, JsonTraceResults, ParityTraceTypes } from './parity/index.js';

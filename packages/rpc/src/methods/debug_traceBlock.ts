@@ -4,7 +4,7 @@ import { RLP } from '@ethereumjs/rlp';
 import { ServerError, toData } from '@chainnode/core';
 import type { Bytes } from '@chainnode/core';
 import type { MethodDef } from '../method.js';
-import { ParamError, decodeArgs } from '../params.js';
+import { decodeArgs, decodeHexData } from '../params.js';
 import {
   TRACE_CONFIG_PARAMS,
   TRACE_COST,
@@ -18,11 +18,6 @@ import type { JsonTxTrace, TraceConfig } from '../trace.js';
 export interface TraceRawBlockParams {
   raw: Bytes;
   config: TraceConfig;
-}
-
-function decodeRaw(v: unknown): Bytes {
-  if (typeof v !== 'string' || !/^0[xX]([0-9a-fA-F]{2})*$/.test(v)) throw new ParamError('expected hex data');
-  return Uint8Array.from(Buffer.from(v.slice(2), 'hex'));
 }
 
 /** The parent hash and number of a block's RLP (geth: "could not decode block" otherwise). */
@@ -43,7 +38,7 @@ export const debug_traceBlock: MethodDef<TraceRawBlockParams, JsonTxTrace[]> = {
   params: `block RLP (hex), ${TRACE_CONFIG_PARAMS}`,
   errors: `-32000 \`could not decode block\`, \`parent … not found\`; ${TRACE_ERRORS}`,
   decode: (params) =>
-    decodeArgs(params, 2, (arg) => ({ raw: decodeRaw(arg(0)), config: decodeTraceConfig(arg(1)) }), 1),
+    decodeArgs(params, 2, (arg) => ({ raw: decodeHexData(arg(0)), config: decodeTraceConfig(arg(1)) }), 1),
   offload: true,
   estimateCost: async () => TRACE_COST,
   async handle(ctx, p) {

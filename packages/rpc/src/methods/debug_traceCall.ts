@@ -1,7 +1,7 @@
 // geth's debug_traceCall: a call run as eth_call runs it (its block, state and block overrides,
 // gas cap), traced by the tracer the config names.
-import type { AccountOverride, BlockOverrides, CallArgs, CallObserver } from '@chainnode/exec';
-import { decodeBlockOverrides, decodeCallArgs, decodeStateOverrides, loadExec, runCall } from '../call.js';
+import type { AccountOverride, BlockOverrides, CallArgs } from '@chainnode/exec';
+import { decodeBlockOverrides, decodeCallArgs, decodeStateOverrides, loadExec } from '../call.js';
 import { ServerError, toData } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import { resolveBlockNumber } from '../context.js';
@@ -16,6 +16,7 @@ import {
   TRACE_ERRORS,
   decodeTraceConfig,
   mapTraceError,
+  runTracedCall,
   traceDeadline,
 } from '../trace.js';
 import type { TraceConfig } from '../trace.js';
@@ -77,12 +78,7 @@ export const debug_traceCall: MethodDef<TraceCallParams, unknown> = {
     const deadline = traceDeadline(ctx, p.config);
     try {
       const tracer = exec.makeTracer(p.config, new exec.TraceBudget(ctx.config.traceMaxBytes));
-      const observe: CallObserver = (on, run) =>
-        exec.traceTx(on.vm, on.state, on.tx, on.block, tracer, { logsBefore: 0, deadline }, run);
-      const opts: Parameters<typeof runCall>[3] = { observe, deadline };
-      if (p.state !== undefined) opts.state = p.state;
-      if (p.blockOverrides !== undefined) opts.block = p.blockOverrides;
-      await runCall(ctx, header, p.call, opts);
+      await runTracedCall(ctx, header, p.call, tracer, deadline, { state: p.state, block: p.blockOverrides });
       return tracer.result();
     } catch (err) {
       // eth_call's path words its timeout as eth_call does; a trace's is geth's "execution timeout".

@@ -375,8 +375,14 @@ export const SERVER_FIELDS = {
   }),
   /** geth has none: a struct-log trace of a big transaction runs to gigabytes. */
   traceMaxBytes: rpcInteger('traceMaxBytes', {
-    doc: 'Largest answer of one debug_trace* call (struct logs grow by hundreds of bytes per opcode); past it the trace stops with -32003 `response too large`.',
+    doc: 'Largest answer of one debug_trace* or trace_* call (struct logs grow by hundreds of bytes per opcode); past it the trace stops with -32003 `response too large`.',
     unit: 'bytes',
+    min: 1,
+  }),
+  /** reth's max_trace_filter_blocks (100), Erigon's trace filter range; Infura allows 100 blocks. */
+  traceFilterMaxBlocks: rpcInteger('traceFilterMaxBlocks', {
+    doc: 'Most blocks one trace_filter may cover, fromBlock and toBlock counted (each block of the range is re-executed); more get -32602 `Block range too large`.',
+    unit: 'blocks',
     min: 1,
   }),
   /** `safe` resolves to head - safeDepth (there is no consensus client), clamped at genesis. */

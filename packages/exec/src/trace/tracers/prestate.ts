@@ -30,7 +30,8 @@ export interface JsonPrestateAccount {
   storage?: Record<string, string>;
 }
 
-interface Account {
+/** An account as the transaction first found it. */
+export interface PrestateAccount {
   balance: bigint | undefined;
   code: Bytes | undefined;
   codeHash: Bytes | undefined;
@@ -66,7 +67,7 @@ function delegation(code: Bytes): Bytes | undefined {
 
 export class PrestateTracer implements Tracer {
   readonly wantsOpcodes = true;
-  private readonly pre = new Map<string, Account>();
+  private readonly pre = new Map<string, PrestateAccount>();
   private readonly post = new Map<string, JsonPrestateAccount>();
   private readonly created = new Set<string>();
   private readonly deleted = new Set<string>();
@@ -153,7 +154,7 @@ export class PrestateTracer implements Tracer {
     if (this.pre.has(key)) return;
     const code = await state.code(a);
     const codeHash = await state.codeHash(a);
-    const acc: Account = {
+    const acc: PrestateAccount = {
       balance: await state.balance(a),
       nonce: await state.nonce(a),
       code: code.length > 0 && !this.cfg.disableCode ? code : undefined,
@@ -237,6 +238,11 @@ export class PrestateTracer implements Tracer {
     return modified;
   }
 
+  /** Each touched account as it was before the transaction (hex address -> account), slots read or written included. */
+  touched(): ReadonlyMap<string, Readonly<PrestateAccount>> {
+    return this.pre;
+  }
+
   result(): unknown {
     const pre = jsonState(this.pre);
     if (!this.cfg.diffMode) return pre;
@@ -244,7 +250,7 @@ export class PrestateTracer implements Tracer {
   }
 }
 
-function jsonState(m: Map<string, Account>): Record<string, JsonPrestateAccount> {
+function jsonState(m: Map<string, PrestateAccount>): Record<string, JsonPrestateAccount> {
   const out: Record<string, JsonPrestateAccount> = {};
   for (const [k, a] of m) {
     const j: JsonPrestateAccount = {};

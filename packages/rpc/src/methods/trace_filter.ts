@@ -1,0 +1,144 @@
+// reth's trace_filter: the flat traces (rewards included) of the blocks fromBlock..toBlock whose
+// action is from one of fromAddress and to one of toAddress (alloy's TraceFilterMatcher, `mode`
+// union or intersection), then `after` matching entries skipped and at most `count` given
+// (Erigon's and reth's paging). Every block of the range is re-executed; the range is bounded by
+// traceFilterMaxBlocks.
+import { InvalidParamsError, toData } from '@chainnode/core';
+import type { HeaderRecord } from '@chainnode/core';
+import type { HandlerContext } from '../context.js';
+import { resolveBlockNumber } from '../context.js';
+import type { MethodDef } from '../method.js';
+import { ParamError, decodeAddress, decodeArgs, decodeBlockNumber, jsonType } from '../params.js';
+import type { BlockNumberParam } from '../params.js';
+import { TRACE_COST } from '../trace.js';
+import {
+  PARITY_TRACE_CREDITS,
+  PARITY_TRACE_ERRORS,
+  blockFlatTraces,
+  blockNotFound,
+  parityDeadline,
+} from '../trace-parity.js';
+import type { JsonLocalizedTrace } from '../trace-parity.js';
+import { loadExec } from '../call.js';
+
+export interface TraceFilter {
+  fromBlock?: BlockNumberParam;
+  toBlock?: BlockNumberParam;
+  fromAddress: Set<string>;
+  toAddress: Set<string>;
+  intersection: boolean;
+  after?: number;
+  count?: number;
+}
+
+function addresses(v: unknown, what: string): Set<string> {
+  if (v === undefined || v === null) return new Set();
+  if (!Array.isArray(v)) throw new ParamError(`${what}: expected an array of addresses, got ${jsonType(v)}`);
+  return new Set(v.map((a) => toData(decodeAddress(a))));
+}
+
+function count(v: unknown, what: string): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return v;
+  throw new ParamError(`${what}: expected a non-negative integer, got ${jsonType(v)}`);
+}
+
+const FIELDS = new Set(['fromBlock', 'toBlock', 'fromAddress', 'toAddress', 'mode', 'after', 'count']);
+
+export function decodeTraceFilter(v: unknown): TraceFilter {
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new ParamError(`trace filter: expected an object, got ${jsonType(v)}`);
+  const o = v as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (!FIELDS.has(k)) throw new ParamError(`unknown field \`${k}\``);
+  if (o.mode !== undefined && o.mode !== null && o.mode !== 'union' && o.mode !== 'intersection')
+    throw new ParamError(`unknown variant \`${String(o.mode)}\`, expected \`union\` or \`intersection\``);
+  const f: TraceFilter = {
+    fromAddress: addresses(o.fromAddress, 'fromAddress'),
+    toAddress: addresses(o.toAddress, 'toAddress'),
+    intersection: o.mode === 'intersection',
+  };
+  if (o.fromBlock !== undefined && o.fromBlock !== null) f.fromBlock = decodeBlockNumber(o.fromBlock);
+  if (o.toBlock !== undefined && o.toBlock !== null) f.toBlock = decodeBlockNumber(o.toBlock);
+  const after = count(o.after, 'after');
+  const n = count(o.count, 'count');
+  if (after !== undefined) f.after = after;
+  if (n !== undefined) f.count = n;
+  return f;
+}
+
+/** alloy's TraceFilterMatcher: whether an entry's action is from and to the filter's addresses. */
+export function matches(f: TraceFilter, t: JsonLocalizedTrace): boolean {
+  const a = t.action as unknown as Record<string, string>;
+  const fromIn = (x: string | undefined) => f.fromAddress.size === 0 || (x !== undefined && f.fromAddress.has(x));
+  const toIn = (x: string | undefined) => f.toAddress.size === 0 || (x !== undefined && f.toAddress.has(x));
+  let from: boolean;
+  let to: boolean;
+  if (t.type === 'call') [from, to] = [fromIn(a.from), toIn(a.to)];
+  else if (t.type === 'create')
+    [from, to] = [
+      fromIn(a.from),
+      t.result !== null && 'address' in t.result ? toIn(t.result.address) : f.toAddress.size === 0,
+    ];
+  else if (t.type === 'suicide') [from, to] = [fromIn(a.address), toIn(a.refundAddress)];
+  else [from, to] = [f.fromAddress.size === 0, toIn(a.author)];
+  if (f.intersection) return from && to;
+  if (f.fromAddress.size === 0) return to;
+  if (f.toAddress.size === 0) return from;
+  return from || to;
+}
+
+/**
+ * The blocks of `from`..`to` to re-execute for `filter`: every one, for now. An index of the
+ * blocks each address appears in narrows this to the blocks that can match (a block of proof of
+ * work always can, by its rewards).
+ */
+export async function* blocksToReplay(
+  ctx: HandlerContext,
+  from: bigint,
+  to: bigint,
+  _filter: TraceFilter,
+): AsyncGenerator<HeaderRecord> {
+  for (let n = from; n <= to; n++) {
+    const hash = await ctx.store.canonicalHash(n);
+    const header = hash === undefined ? undefined : await ctx.store.header(hash);
+    if (header === undefined) throw blockNotFound({ number: n });
+    yield header;
+  }
+}
+
+export const trace_filter: MethodDef<TraceFilter, JsonLocalizedTrace[]> = {
+  cost: PARITY_TRACE_CREDITS,
+  params: 'filter (fromBlock, toBlock, fromAddress, toAddress, mode, after, count)',
+  errors: `-32602 \`invalid parameters: fromBlock cannot be greater than toBlock\`, \`Block range too large; currently limited to N blocks\` (traceFilterMaxBlocks); -32001 \`block not found: …\`; ${PARITY_TRACE_ERRORS}`,
+  decode: (params) => decodeArgs(params, 1, (arg) => decodeTraceFilter(arg(0))),
+  offload: true,
+  estimateCost: async () => TRACE_COST,
+  async handle(ctx, f) {
+    const head = (await ctx.store.head()).number;
+    const start = f.fromBlock === undefined ? 0n : await resolveBlockNumber(ctx, f.fromBlock);
+    const end = f.toBlock === undefined ? head : await resolveBlockNumber(ctx, f.toBlock);
+    if (start > head) throw blockNotFound({ number: start });
+    if (end > head) throw blockNotFound({ number: end });
+    if (start > end) throw new InvalidParamsError('invalid parameters: fromBlock cannot be greater than toBlock');
+    const cap = ctx.config.traceFilterMaxBlocks;
+    if (end - start + 1n > BigInt(cap))
+      throw new InvalidParamsError(`Block range too large; currently limited to ${cap} blocks`);
+    const exec = await loadExec();
+    const budget = new exec.TraceBudget(ctx.config.traceMaxBytes);
+    const deadline = parityDeadline(ctx);
+    let skip = f.after ?? 0;
+    const out: JsonLocalizedTrace[] = [];
+    for await (const header of blocksToReplay(ctx, start, end, f)) {
+      for (const t of await blockFlatTraces(ctx, header, { deadline, budget })) {
+        if (!matches(f, t)) continue;
+        if (skip > 0) {
+          skip--;
+          continue;
+        }
+        if (f.count !== undefined && out.length >= f.count) return out;
+        out.push(t);
+      }
+    }
+    return out;
+  },
+};
