@@ -897,19 +897,28 @@ export class LevelChainStore implements ChainStore {
       if (txHashes === undefined || now === undefined || !bytesEqual(now, blockHash))
         throw new Error(`block ${number}: tx hashes missing`);
       const timestamp = headerTxFields(headRaw).timestamp;
+      // Records are immutable: the logs of a block share one copy of its hash, those of a
+      // transaction one copy of its hash (a copy per log was most of a cold load's garbage).
+      const sharedBlockHash = blockHash.slice();
+      let txHashIndex = -1;
+      let sharedTxHash = sharedBlockHash;
       for (const log of readBlockLogsSync(this.db, number, range)) {
         const receipt = receipts[log.txIndex];
         const txHash = txHashes[log.txIndex];
         if (receipt === undefined || txHash === undefined)
           throw new Error(`block ${number}: log of unknown tx ${log.txIndex}`);
+        if (log.txIndex !== txHashIndex) {
+          txHashIndex = log.txIndex;
+          sharedTxHash = txHash.slice();
+        }
         const record: LogRecord = {
           address: log.address,
           topics: log.topics,
           data: log.data,
           blockNumber: number,
-          blockHash: blockHash.slice(),
+          blockHash: sharedBlockHash,
           blockTimestamp: timestamp,
-          transactionHash: txHash.slice(),
+          transactionHash: sharedTxHash,
           transactionIndex: log.txIndex,
           logIndex: log.logIndex,
         };
