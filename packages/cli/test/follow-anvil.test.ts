@@ -259,6 +259,38 @@ describe('serve --follow with anvil as the upstream', () => {
     });
   });
 
+  test('trace_block, trace_transaction and trace_replayBlockTransactions (trace, stateDiff) equal anvil', async () => {
+    let txs = 0;
+    // From block 2: block 1's parent is the genesis as anvil states it, whose state this node
+    // does not re-execute on (debug_trace* alike).
+    for (let n = 2; n <= 29; n++) {
+      const b = hexN(n);
+      const calls: [string, unknown[]][] = [
+        ['trace_block', [b]],
+        ['trace_replayBlockTransactions', [b, ['trace', 'stateDiff']]],
+      ];
+      const [theirs, mine] = await Promise.all([batch(anvil.url, calls), batch(ours, calls)]);
+      expect({ n, answers: mine.map((r) => r.result ?? r.error) }).toEqual({
+        n,
+        answers: theirs.map((r) => r.result ?? r.error),
+      });
+      const first = (theirs[0]?.result as { transactionHash?: string }[])[0]?.transactionHash;
+      if (first === undefined) continue;
+      txs++;
+      const one: [string, unknown[]][] = [['trace_transaction', [first]]];
+      const [t, m] = await Promise.all([batch(anvil.url, one), batch(ours, one)]);
+      expect(m[0]?.result).toEqual(t[0]?.result);
+    }
+    expect(txs).toBeGreaterThan(20);
+    const filters: [string, unknown[]][] = [
+      ['trace_filter', [{ fromBlock: '0x2', toBlock: '0x1d' }]],
+      ['trace_filter', [{ fromBlock: '0x2', toBlock: '0x1d', fromAddress: [DEV[0]], after: 3, count: 5 }]],
+      ['trace_filter', [{ fromBlock: '0x2', toBlock: '0x1d', toAddress: [DEV[2]] }]],
+    ];
+    const [theirs, mine] = await Promise.all([batch(anvil.url, filters), batch(ours, filters)]);
+    expect(mine.map((r) => r.result ?? r.error)).toEqual(theirs.map((r) => r.result ?? r.error));
+  });
+
   test('the methods tools probe first equal anvil where anvil serves them, and its blocks where it does not', async () => {
     await checkProbeMethods(anvil.url, ours, loggers);
   });
