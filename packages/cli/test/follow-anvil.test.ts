@@ -274,7 +274,7 @@ describe('serve --follow with anvil as the upstream', () => {
         n,
         answers: theirs.map((r) => r.result ?? r.error),
       });
-      const first = (theirs[0]?.result as { transactionHash?: string }[])[0]?.transactionHash;
+      const first = ((theirs[0]?.result ?? []) as { transactionHash?: string }[])[0]?.transactionHash;
       if (first === undefined) continue;
       txs++;
       const one: [string, unknown[]][] = [['trace_transaction', [first]]];
