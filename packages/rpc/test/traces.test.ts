@@ -564,6 +564,44 @@ describe('debug_trace* against the receipts and the stored state', () => {
     expect(await rpc(svc, 'trace_rawTransaction', [raw, ['trace', 'stateDiff'], hex(n - 1)])).toEqual(first);
   });
 
+  test("trace_call: a precompile call left out, a SELFDESTRUCT as a suicide entry and its state diff (reth's ParityTraceBuilder)", async () => {
+    const c = '0x000000000000000000000000000000000000c0de';
+    const d = '0x000000000000000000000000000000000000d00d';
+    const beneficiary = '0x000000000000000000000000000000000000beef';
+    // c: SELFDESTRUCT(beneficiary). d: CALL(identity precompile); POP; CALL(c); STOP.
+    const state = {
+      [c]: { code: `0x73${beneficiary.slice(2)}ff`, balance: '0x100' },
+      [d]: { code: `0x6000600060006000600060046000f1506000600060006000600073${c.slice(2)}61fffff100` },
+    };
+    const r = await rpc<{ trace: FlatEntry[]; stateDiff: Record<string, AccountDiff> }>(svc, 'trace_call', [
+      { to: d, gas: '0x30000' },
+      ['trace', 'stateDiff'],
+      'latest',
+      state,
+    ]);
+    expect(r.trace.map((e) => [e.type, e.traceAddress, e.subtraces])).toEqual([
+      ['call', [], 1],
+      ['call', [0], 1],
+      ['suicide', [0, 0], 0],
+    ]);
+    expect(r.trace[2]).toEqual({
+      action: { address: c, balance: '0x100', refundAddress: beneficiary },
+      result: null,
+      subtraces: 0,
+      traceAddress: [0, 0],
+      type: 'suicide',
+    });
+    // Before Cancun the account is destroyed: its balance goes to the beneficiary.
+    expect(r.stateDiff[c]).toEqual({
+      balance: { '*': { from: '0x100', to: '0x0' } },
+      code: '=',
+      nonce: '=',
+      storage: {},
+    });
+    expect(r.stateDiff[beneficiary]?.balance).toEqual({ '*': { from: '0x0', to: '0x100' } });
+    expect(r.stateDiff[d]).toBeUndefined();
+  });
+
   test("trace_filter: trace_block's entries matched by address, paged by after and count; reth's errors", async () => {
     const n = blocks[1] as number;
     const all = await rpc<FlatEntry[]>(svc, 'trace_block', [hex(n)]);
