@@ -1,5 +1,7 @@
 import type {
   AccountProofRecord,
+  AppearancePage,
+  AppearanceQuery,
   AccountRecord,
   BlockRecord,
   Bytes,
@@ -102,6 +104,13 @@ export interface ChainStore {
    * undefined when the block is not canonical.
    */
   receipts(blockHash: Bytes): Promise<ReceiptRecord[] | undefined>;
+  /**
+   * The transactions `address` touched as their sender, recipient, created contract or log
+   * emitter, a page at a time, from the address-appearance index. Undefined when the store's
+   * index does not cover its whole chain (a datadir written before the index existed). Absent on
+   * stores without the index.
+   */
+  appearances?(query: AppearanceQuery): Promise<AppearancePage | undefined>;
   /** The account `address` in the state `stateRoot`; null when absent. */
   account(stateRoot: Bytes, address: Bytes): Promise<AccountRecord | null>;
   /**

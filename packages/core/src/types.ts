@@ -272,3 +272,20 @@ export interface StateDiffLimits {
   /** The answer's JSON size, estimated as the walk goes; past it: ResponseTooLargeError. */
   maxBytes: number;
 }
+
+/** A page of the transactions an address touched (the store's address-appearance index). */
+export interface AppearanceQuery {
+  address: Bytes;
+  /** 'before': newest first, blocks below `block` (every block when undefined); 'after': oldest first, above it. */
+  direction: 'before' | 'after';
+  block: bigint | undefined;
+  /** Transactions wanted (the page's last block is completed past it). */
+  count: number;
+}
+
+export interface AppearancePage {
+  /** The transactions' positions, in the query's order. */
+  positions: { number: bigint; index: number }[];
+  /** More matches lie past the page. */
+  more: boolean;
+}

@@ -16,6 +16,11 @@ export type {
 } from './simulate.js';
 export type { CallObserver } from './executor.js';
 export {
+  OtsCreatorTracer,
+  OtsOperation,
+  OtsOperationsTracer,
+  OtsRevertTracer,
+  OtsTransactionTracer,
   TRACER_NAMES,
   TraceBudget,
   TraceEngine,
@@ -33,13 +38,17 @@ export {
 } from './trace/index.js';
 export type {
   BlockTraceOptions,
+  FrameEnter,
   JsonAccountDiff,
   JsonDelta,
   JsonFlatTrace,
+  JsonInternalOperation,
+  JsonTraceEntry,
   JsonTraceResults,
   ParityTraceTypes,
   StructLoggerConfig,
   Tracer,
   TracerChoice,
+  TxStart,
   TxTrace,
 } from './trace/index.js';

@@ -71,6 +71,15 @@ export function decodeQuantity(value: unknown, what: string, maxBits = 256): big
   return n;
 }
 
+/** A JSON number decoded into a Go uintN (Erigon's plain-number arguments: page sizes, nonces). */
+export function decodeGoUint(value: unknown, what: string, bits: 8 | 16 | 64): number {
+  if (typeof value !== 'number')
+    throw new ParamError(`${what}: json: cannot unmarshal ${jsonType(value)} into Go value of type uint${bits}`);
+  if (!Number.isSafeInteger(value) || value < 0 || (bits < 64 && value >= 2 ** bits))
+    throw new ParamError(`${what}: json: cannot unmarshal number ${value} into Go value of type uint${bits}`);
+  return value;
+}
+
 /** Fixed-length data (hash, address): 0x prefix, even length, exact size. */
 export function decodeFixedData(value: unknown, bytes: number, typeName: string): Bytes {
   const body = hexBody(value, typeName);
@@ -118,6 +127,12 @@ export class StorageKeyTooLongError extends InvalidParamsError {
   constructor() {
     super('storage key too long');
   }
+}
+
+/** Erigon's rpc.BlockNumber: a tag, a hex quantity, or a plain JSON number (as Otterscan sends). */
+export function decodeErigonBlockNumber(value: unknown): BlockNumberParam {
+  if (typeof value !== 'number') return decodeBlockNumber(value);
+  return { kind: 'number', number: BigInt(decodeGoUint(value, 'block number', 64)) };
 }
 
 export function decodeBlockNumber(value: unknown): BlockNumberParam {

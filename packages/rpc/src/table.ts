@@ -117,6 +117,27 @@ import type {
 import type { JsonLocalizedTrace } from './trace-parity.js';
 import type { JsonTraceResults } from '@chainnode/exec';
 import type { JsonTxTrace } from './trace.js';
+import { erigon_getHeaderByNumber, ots_getApiLevel, ots_hasCode } from './methods/ots_getApiLevel.js';
+import {
+  ots_getInternalOperations,
+  ots_getTransactionError,
+  ots_traceTransaction,
+} from './methods/ots_traceTransaction.js';
+import {
+  ots_getBlockDetails,
+  ots_getBlockDetailsByHash,
+  ots_getBlockTransactions,
+} from './methods/ots_getBlockDetails.js';
+import type {
+  BlockTransactionsParams,
+  JsonBlockDetails,
+  JsonBlockTransactions,
+} from './methods/ots_getBlockDetails.js';
+import { ots_getContractCreator, ots_getTransactionBySenderAndNonce } from './methods/ots_getContractCreator.js';
+import type { JsonContractCreator, SenderNonceParams } from './methods/ots_getContractCreator.js';
+import type { JsonInternalOperation, JsonTraceEntry } from '@chainnode/exec';
+import { ots_searchTransactionsAfter, ots_searchTransactionsBefore } from './methods/ots_searchTransactions.js';
+import type { JsonSearchPage, SearchParams } from './methods/ots_searchTransactions.js';
 import type { BlockNumberParam } from './params.js';
 import type { Bytes } from '@chainnode/core';
 
@@ -192,6 +213,19 @@ export interface RpcSchema {
   trace_call: { params: ParityTraceCallParams; result: JsonTraceResults };
   trace_callMany: { params: TraceCallManyParams; result: JsonTraceResults[] };
   trace_rawTransaction: { params: TraceRawParams; result: JsonTraceResults };
+  ots_getApiLevel: { params: void; result: number };
+  ots_hasCode: { params: AccountParams; result: boolean };
+  ots_traceTransaction: { params: Bytes; result: JsonTraceEntry[] };
+  ots_getInternalOperations: { params: Bytes; result: JsonInternalOperation[] };
+  ots_getTransactionError: { params: Bytes; result: string };
+  ots_getBlockDetails: { params: BlockSelector; result: JsonBlockDetails | null };
+  ots_getBlockDetailsByHash: { params: BlockSelector; result: JsonBlockDetails | null };
+  ots_getBlockTransactions: { params: BlockTransactionsParams; result: JsonBlockTransactions | null };
+  ots_getTransactionBySenderAndNonce: { params: SenderNonceParams; result: Hex | null };
+  ots_getContractCreator: { params: Bytes; result: JsonContractCreator | null };
+  ots_searchTransactionsBefore: { params: SearchParams; result: JsonSearchPage };
+  ots_searchTransactionsAfter: { params: SearchParams; result: JsonSearchPage };
+  erigon_getHeaderByNumber: { params: BlockSelector; result: JsonHeaderFields };
 }
 
 export type MethodName = keyof RpcSchema;
@@ -271,6 +305,19 @@ export const METHODS: MethodTable = {
   trace_call,
   trace_callMany,
   trace_rawTransaction,
+  ots_getApiLevel,
+  ots_hasCode,
+  ots_traceTransaction,
+  ots_getInternalOperations,
+  ots_getTransactionError,
+  ots_getBlockDetails,
+  ots_getBlockDetailsByHash,
+  ots_getBlockTransactions,
+  ots_getTransactionBySenderAndNonce,
+  ots_getContractCreator,
+  ots_searchTransactionsBefore,
+  ots_searchTransactionsAfter,
+  erigon_getHeaderByNumber,
 };
 
 export function isMethodName(name: string): name is MethodName {

@@ -170,6 +170,15 @@ describe('StoreWriter.rewind', () => {
           OPTS,
         );
         expect(orphanAddr.kind === 'ok' ? orphanAddr.logs.length : -1).toBe(0);
+        // The address-appearance index (compared row for row above, and read): B's blocks only.
+        expect([...want.keys()].some((k) => k.startsWith(Prefix.Appearances.toString(16)))).toBe(true);
+        const page = async (address: Uint8Array) =>
+          (await store.appearances({ address, direction: 'after', block: undefined, count: 1000 }))?.positions.map(
+            (p) => `${p.number}:${p.index}`,
+          );
+        expect(await page(HOT_ADDR)).toEqual(B.flatMap((_, n) => [0, 1, 2].map((i) => `${n}:${i}`)));
+        expect(await page(tagged(0xb0, 9, 20))).toEqual([]);
+        expect(await page(tagged(0xb1, 9, 20))).toEqual(['9:0', '9:1', '9:2']);
         // The ready-to-serve rows (AddressLogsJson) tell the same: B's logs only.
         const text = await store.logsText({ fromBlock: 0n, toBlock: 14n, addresses: [HOT_ADDR], topics: [] }, OPTS);
         if (text?.kind !== 'ok') throw new Error(`logsText: ${JSON.stringify(text)}`);

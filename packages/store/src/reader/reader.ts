@@ -27,8 +27,11 @@ import {
   blockJsonAscii,
   withdrawalsFromValues,
 } from '@chainnode/core';
+import { appearancesFrom, queryAppearances } from '../appearances/query.js';
 import type {
   AccountProofRecord,
+  AppearancePage,
+  AppearanceQuery,
   BlockJsonFields,
   AccountRecord,
   BlockRecord,
@@ -779,6 +782,17 @@ export class LevelChainStore implements ChainStore {
     // A tx of an orphaned block may be in the new branch at another place, or nowhere.
     if (commit.removed.length > 0) this.txCache.clear();
     this.logQueries.forget(numbers, commit.removed.length > 0);
+  }
+
+  // --- address appearances (the query code lives in appearances/query.ts) ----------------------
+
+  appearances(query: AppearanceQuery): Promise<AppearancePage | undefined> {
+    return this.guard('appearances', async () => {
+      // Meta.appearancesFrom is read each time: the writer stores it with its first batch.
+      const from = await appearancesFrom(this.db);
+      if (from === undefined || from > (this.info().firstBlock ?? 0n)) return undefined;
+      return queryAppearances(this.db, query);
+    });
   }
 
   // --- logs (the query code lives in logs.ts) ---------------------------------------------------

@@ -105,6 +105,16 @@
 //                           count). The log holding id X is in the row of the greatest
 //                           firstLogId <= X (one reverse seek), or, for a block written by an
 //                           earlier release and not converted yet, its Logs row.
+//   0x17    Appearances     kind(1) ++ address(20) ++ lastId(8) -> delta-varint appearance ids: the
+//                           address-appearance index (appearances/). kind 0x00. An id is a
+//                           transaction's position, number * 2^16 + txIndex (APPEARANCE_TX_BITS);
+//                           its address appears in it as the sender, the recipient, the contract a
+//                           creation transaction deploys, or the emitter of one of its logs (call
+//                           frames are not indexed). Chunked exactly as LogIndex (LOG_INDEX_CHUNK
+//                           ids a chunk, the open remainder under OPEN_CHUNK), written by the same
+//                           writer code at import in every ingest mode. Complete from block
+//                           Meta.appearancesFrom on (a datadir written before the table existed has
+//                           rows only from its first block written after; the searches refuse below).
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes, keccak256 } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
@@ -137,7 +147,19 @@ export const Prefix = {
   StorageHistory: 0x14,
   StateLatest: 0x15,
   LogBlocks: 0x16,
+  Appearances: 0x17,
 } as const;
+
+/** The Appearances table's one kind: an address a transaction touches. */
+export const APPEARANCE_KIND = 0x00;
+
+/** Bits of an appearance id below the block number: the transaction's index in its block. */
+export const APPEARANCE_TX_BITS = 16;
+
+/** The appearance id of transaction `txIndex` of block `number` (below 2^53 up to block 2^37). */
+export function appearanceId(number: bigint | number, txIndex: number): number {
+  return Number(number) * 2 ** APPEARANCE_TX_BITS + txIndex;
+}
 
 export const LogIndexKind = { Address: 0x10 } as const;
 
@@ -691,15 +713,17 @@ export interface LogIndexKey {
 /**
  * Writes the LogIndex row key (table prefix included) of (kind, value) and a chunk's last id
  * (undefined: OPEN_CHUNK) into `out`, which must be logIndexKeyLength(value.length) bytes: the one
- * builder of these keys for the writer (from its arenas) and the reader (seek targets).
+ * builder of these keys for the writer (from its arenas) and the reader (seek targets). With
+ * `prefix` Prefix.Appearances, an Appearances row key (the same layout).
  */
 export function writeLogIndexKey(
   out: Uint8Array,
   kind: number,
   value: Uint8Array,
   lastId: number | undefined,
+  prefix: number = Prefix.LogIndex,
 ): Uint8Array {
-  out[0] = Prefix.LogIndex;
+  out[0] = prefix;
   out[1] = kind;
   out.set(value, 2);
   if (lastId === undefined) out.fill(0xff, 2 + value.length);
@@ -859,6 +883,8 @@ export const MetaKey = {
   GenesisJson: 'genesisJson',
   /** u64: AddressLogsJson rows exist for every block from this number on (see the table). */
   LogsJsonFrom: 'logsJsonFrom',
+  /** u64: the Appearances index holds every block from this number on (see the table). */
+  AppearancesFrom: 'appearancesFrom',
   /**
    * from(8) ++ to(8) ++ file(4) ++ fileLength(8): the spans of blocks [from, to) are sealed into
    * log segments (log-segments.ts), and segment file `file`, the one appended to, ends at
@@ -929,6 +955,7 @@ export const tables = {
   logs: new Table(Prefix.Logs, 'Logs', u64Codec, logCodec),
   logBlocks: new Table(Prefix.LogBlocks, 'LogBlocks', u64Codec, rawCodec),
   logIndex: new Table(Prefix.LogIndex, 'LogIndex', logIndexKeyCodec, postingCodec),
+  appearances: new Table(Prefix.Appearances, 'Appearances', logIndexKeyCodec, postingCodec),
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, blockTxHashesCodec),
   blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, rawCodec),

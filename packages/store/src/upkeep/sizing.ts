@@ -27,6 +27,7 @@ export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
   Logs: 'log rows and index',
   LogBlocks: 'log rows and index',
   LogIndex: 'log rows and index',
+  Appearances: 'address appearances',
   BlockJson: 'ready JSON',
   AddressLogsJson: 'ready JSON',
   LogSegments: 'log segments',

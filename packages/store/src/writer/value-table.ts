@@ -1,6 +1,13 @@
 // The writer's value table: the values it writes, deduplicated across flushes.
 import type { Db } from '../db.js';
-import { LOG_INDEX_CHUNK, decodePostings, logIndexKeyLength, postingCodec, writeLogIndexKey } from '../schema/index.js';
+import {
+  LOG_INDEX_CHUNK,
+  Prefix,
+  decodePostings,
+  logIndexKeyLength,
+  postingCodec,
+  writeLogIndexKey,
+} from '../schema/index.js';
 import type { GroupBatch } from './group-batch.js';
 
 const NO_BYTES = new Uint8Array(0);
@@ -78,12 +85,14 @@ export class ValueTable {
   private readonly evicted = new Uint8Array(1 << 20);
 
   /**
-   * `indexEmpty`: the LogIndex held nothing when the writer opened, so a value that is neither in
-   * the table nor evicted from it has no chunk in the database (no read needed).
+   * `indexEmpty`: the index held nothing when the writer opened, so a value that is neither in
+   * the table nor evicted from it has no chunk in the database (no read needed). `prefix`: the
+   * table of the posting lists (LogIndex, or Appearances: the same layout).
    */
   constructor(
     private readonly maxBytes: number,
     private indexEmpty: boolean,
+    private readonly prefix: number = Prefix.LogIndex,
   ) {}
 
   /** Stages log `id` for (kind, value). Ids arrive in increasing order; a repeat of (value, id) counts once. */
@@ -243,12 +252,13 @@ export class ValueTable {
     return e;
   }
 
-  /** LogIndex prefix ++ kind ++ value ++ (last id, or OPEN_CHUNK when undefined), from `alloc`. */
+  /** The table's prefix ++ kind ++ value ++ (last id, or OPEN_CHUNK when undefined), from `alloc`. */
   postingKey(e: number, lastId: number | undefined, alloc: (n: number) => Uint8Array): Uint8Array {
     const kindLen = this.rec[REC * e + R_KIND_LEN] as number;
     const len = kindLen & 0xffff;
     const at = this.rec[REC * e + R_VALUE_AT] as number;
-    return writeLogIndexKey(alloc(logIndexKeyLength(len)), kindLen >>> 16, this.values.subarray(at, at + len), lastId);
+    const value = this.values.subarray(at, at + len);
+    return writeLogIndexKey(alloc(logIndexKeyLength(len)), kindLen >>> 16, value, lastId, this.prefix);
   }
 
   private evictedBit(h: number): number {
@@ -480,6 +490,25 @@ export class ValueTable {
       ids.length === 0 ? 0 : (ids[ids.length - 1] as number),
     );
     this.rec[REC * e + R_LAST_USE] = flush;
+  }
+
+  /**
+   * A rewind: (kind, value)'s postings from id `cut` on are deleted in `ops` (the chunks holding
+   * them are read, and what is below `cut` is kept as the open chunk) and the table's open chunk
+   * follows.
+   */
+  async cut(db: Db, ops: GroupBatch, kind: number, value: Uint8Array, cut: number, flush: number): Promise<void> {
+    const fresh = (k: number) => new Uint8Array(k);
+    const from = writeLogIndexKey(fresh(logIndexKeyLength(value.length)), kind, value, cut, this.prefix);
+    const to = writeLogIndexKey(fresh(logIndexKeyLength(value.length)), kind, value, undefined, this.prefix);
+    const kept: number[] = [];
+    for await (const [k, v] of db.iterator({ gte: from, lte: to })) {
+      for (const id of decodePostings(v)) if (id < cut) kept.push(id);
+      ops.del(k.slice());
+    }
+    if (kept.length >= LOG_INDEX_CHUNK) throw new Error('rewind: a cut posting chunk is full');
+    if (kept.length > 0) ops.put(to, postingCodec.encode(kept));
+    this.replaceOpen(kind, value, kept, flush);
   }
 
   /** After a failed batch: forget everything (nothing more is written). */

@@ -9,20 +9,19 @@ import { openDb } from '../db.js';
 import type { Db } from '../db.js';
 import { LogSegmentSealer, encodeLogBlock, readBlockLogs } from '../logs/index.js';
 import {
-  LOG_INDEX_CHUNK,
+  APPEARANCE_KIND,
   LogIndexKind,
   MetaKey,
+  Prefix,
   SCHEMA_VERSION,
-  decodePostings,
+  appearanceId,
   blockExtras,
   encodeAddressLogsJson,
   headCodec,
-  logIndexKeyLength,
-  postingCodec,
   tables,
   u64Codec,
-  writeLogIndexKey,
 } from '../schema/index.js';
+import { postAppearances, removedAppearances } from '../appearances/stage.js';
 import type { HeadPointer, StoredBody, StoredReceipt } from '../schema/index.js';
 import {
   TrieNodeDb,
@@ -131,6 +130,8 @@ export class StoreWriter {
   readonly trieDb: TrieNodeDb;
   private group: GroupBatch;
   private values: ValueTable;
+  /** The address-appearance index's posting lists (Appearances). */
+  private appearances: ValueTable;
   private readonly cacheBytes: number;
   private readonly slab = new Slab();
   private flushes = 0;
@@ -142,6 +143,8 @@ export class StoreWriter {
   private nextLogId = 0n;
   /** Meta.logsJsonFrom as this writer leaves it; `stored`: already in the database. */
   private logsJsonFrom: { value: bigint; stored: boolean } | undefined;
+  /** Meta.appearancesFrom as this writer leaves it; `stored`: already in the database. */
+  private appearancesFrom: { value: bigint; stored: boolean } | undefined;
   private head: HeadPointer | undefined;
   private genesisHash: Uint8Array | undefined;
   private firstBlockNumber = 0n;
@@ -174,6 +177,7 @@ export class StoreWriter {
     this.group = new GroupBatch(db);
     this.cacheBytes = options.openChunkCacheBytes ?? 256 * 2 ** 20;
     this.values = new ValueTable(this.cacheBytes, false);
+    this.appearances = new ValueTable(this.cacheBytes / 4, false, Prefix.Appearances);
   }
 
   static async open(datadir: string, options: WriterOptions = {}): Promise<StoreWriter> {
@@ -212,6 +216,13 @@ export class StoreWriter {
     else this.logsJsonFrom = { value: this.head === undefined ? 0n : this.head.number + 1n, stored: false };
     // No log written yet: the log index is empty, so values new to the writer need no read-back.
     this.values = new ValueTable(this.cacheBytes, this.nextLogId === 0n);
+    // A datadir written before the Appearances table existed has it from its next block on.
+    const appearancesFrom = await tables.meta.get(this.db, MetaKey.AppearancesFrom);
+    this.appearancesFrom =
+      appearancesFrom !== undefined
+        ? { value: u64Codec.decode(appearancesFrom), stored: true }
+        : { value: this.head === undefined ? 0n : this.head.number + 1n, stored: false };
+    this.appearances = new ValueTable(this.cacheBytes / 4, this.head === undefined, Prefix.Appearances);
     const genesisRoot = await tables.meta.get(this.db, MetaKey.StateHistory);
     if (genesisRoot !== undefined) {
       this.history = {
@@ -518,6 +529,12 @@ export class StoreWriter {
     tables.blooms.stage(ops, b.number, b.logsBloom, alloc);
     for (let index = 0; index < b.txHashes.length; index++)
       tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
+    postAppearances(this.appearances, {
+      number: b.number,
+      transactions: b.body.transactions,
+      senders: b.senders,
+      logs: b.logs,
+    });
     const firstLogId = this.nextLogId;
     // Log ids stay below 2^53 (one per log ever emitted), so they are counted as numbers here.
     let id = Number(firstLogId);
@@ -664,19 +681,12 @@ export class StoreWriter {
       }
     }
     const flush = ++this.flushes;
-    const fresh = (k: number) => new Uint8Array(k);
-    for (const { kind, value } of touched.values()) {
-      const from = writeLogIndexKey(fresh(logIndexKeyLength(value.length)), kind, value, Number(cut));
-      const to = writeLogIndexKey(fresh(logIndexKeyLength(value.length)), kind, value, undefined);
-      const kept: number[] = [];
-      for await (const [k, v] of this.db.iterator({ gte: from, lte: to })) {
-        for (const id of decodePostings(v)) if (id < Number(cut)) kept.push(id);
-        ops.del(k.slice());
-      }
-      if (kept.length >= LOG_INDEX_CHUNK) throw new Error('rewind: a cut posting chunk is full');
-      if (kept.length > 0) ops.put(to, postingCodec.encode(kept));
-      this.values.replaceOpen(kind, value, kept, flush);
-    }
+    for (const { kind, value } of touched.values())
+      await this.values.cut(this.db, ops, kind, value, Number(cut), flush);
+    // The appearances of the removed blocks' transactions, cut at the first removed block.
+    const appearanceCut = appearanceId(ancestor + 1n, 0);
+    for (const address of await removedAppearances(this.db, removed))
+      await this.appearances.cut(this.db, ops, APPEARANCE_KIND, address, appearanceCut, flush);
     await this.segments.unsealFrom(ancestor + 1n, ops);
     this.rewound = true;
     if (this.history !== undefined && ancestorRoot !== undefined) this.history.lastRoot = ancestorRoot;
@@ -743,6 +753,7 @@ export class StoreWriter {
     if (head === undefined) return stats;
     const flush = ++this.flushes;
     await this.values.stage(this.db, ops, flush, this.alloc);
+    await this.appearances.stage(this.db, ops, flush, this.alloc);
     stats.historyBytes = await this.stageStateHistory(ops);
     stats.trieNodes = this.trieDb.drainInto(ops);
     // A pruning delete filtered before this drain may name a node of this group: it lands first.
@@ -750,6 +761,9 @@ export class StoreWriter {
     const rowsFrom = this.logsJsonFrom;
     if (rowsFrom !== undefined && !rowsFrom.stored)
       tables.meta.put(ops, MetaKey.LogsJsonFrom, u64Codec.encode(rowsFrom.value));
+    const appearancesFrom = this.appearancesFrom;
+    if (appearancesFrom !== undefined && !appearancesFrom.stored)
+      tables.meta.put(ops, MetaKey.AppearancesFrom, u64Codec.encode(appearancesFrom.value));
     ops.putLast(tables.meta.key(MetaKey.Head), headCodec.encode(head));
     stats.bytes = ops.bytes;
     this.group = new GroupBatch(this.db);
@@ -760,6 +774,7 @@ export class StoreWriter {
       () => {
         this.head = head;
         if (rowsFrom !== undefined && this.logsJsonFrom === rowsFrom) rowsFrom.stored = true;
+        if (appearancesFrom !== undefined) appearancesFrom.stored = true;
         // In this turn, before the next group drains: a cycle starting here watches every node after it.
         const from = this.pruner?.poke(head.number, this.trieFrom);
         if (from !== undefined && from > this.trieFrom) this.trieFrom = from;
@@ -767,6 +782,7 @@ export class StoreWriter {
       (err: unknown) => {
         // Nothing of the group landed, and what was staged after it assumed it would: stop.
         this.values.reset();
+        this.appearances.reset();
         this.failed = err instanceof Error ? err : new Error(String(err));
         throw err;
       },

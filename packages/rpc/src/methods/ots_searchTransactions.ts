@@ -1,0 +1,88 @@
+// Otterscan's address history (Erigon's ots API): ots_searchTransactionsBefore and
+// ots_searchTransactionsAfter, the transactions an address touched as their sender, recipient,
+// created contract or log emitter, a page at a time, newest first, each with its receipt and its
+// block's timestamp. Answered from the store's address-appearance index: one seek into the
+// address's posting lists, then the page's transactions and their blocks' receipts. A page reads
+// about as much as eth_getBlockReceipts and is priced as it (1,000 credits).
+import { ServerError } from '@chainnode/core';
+import type { AppearancePage, BlockRecord, Bytes } from '@chainnode/core';
+import type { HandlerContext } from '../context.js';
+import type { JsonReceipt } from '../formatters/receipt.js';
+import { formatAnyTransaction } from '../formatters/transaction.js';
+import type { JsonAnyTransaction } from '../formatters/transaction.js';
+import type { MethodDef } from '../method.js';
+import { OTS_MAX_PAGE_SIZE, receiptsOf } from '../ots.js';
+import { decodeAddress, decodeArgs, decodeGoUint } from '../params.js';
+import { locate, selectBlock } from '../reads.js';
+
+export interface SearchParams {
+  address: Bytes;
+  block: number;
+  pageSize: number;
+}
+
+export interface JsonSearchPage {
+  txs: JsonAnyTransaction[];
+  receipts: (JsonReceipt & { timestamp: number })[];
+  firstPage: boolean;
+  lastPage: boolean;
+}
+
+export const NO_INDEX_MESSAGE =
+  "this datadir's address-appearance index does not cover its whole chain (it was written before the index existed): re-import the chain to search it";
+
+/** The page's transactions and receipts (Erigon's: the receipt with its block's timestamp, a number). */
+async function pageOf(
+  ctx: HandlerContext,
+  page: AppearancePage,
+): Promise<Omit<JsonSearchPage, 'firstPage' | 'lastPage'>> {
+  const txs: JsonSearchPage['txs'] = [];
+  const receipts: JsonSearchPage['receipts'] = [];
+  let block: BlockRecord | undefined;
+  let blockReceiptsJson: JsonReceipt[] | undefined;
+  for (const p of page.positions) {
+    if (block?.header.number !== p.number) {
+      block = await selectBlock(ctx, { kind: 'number', number: p.number });
+      if (block === undefined) throw new ServerError(`block #${p.number} not found`);
+      blockReceiptsJson = await receiptsOf(ctx, block);
+    }
+    const loc = locate(block, p.index);
+    const receipt = blockReceiptsJson?.[p.index];
+    if (loc === undefined || receipt === undefined)
+      throw new ServerError(`transaction ${p.index} of block #${p.number} not found`);
+    txs.push(formatAnyTransaction(loc));
+    receipts.push({ ...receipt, timestamp: Number(block.header.timestamp) });
+  }
+  return { txs, receipts };
+}
+
+function searchMethod(direction: 'before' | 'after'): MethodDef<SearchParams, JsonSearchPage> {
+  return {
+    cost: 1000,
+    params: `address, block number (a JSON number; 0: from the ${direction === 'before' ? 'newest' : 'oldest'} block), page size (a JSON number, at most ${OTS_MAX_PAGE_SIZE})`,
+    errors: `-32000 \`max allowed page size: ${OTS_MAX_PAGE_SIZE}\`, \`${NO_INDEX_MESSAGE}\``,
+    decode: (params) =>
+      decodeArgs(params, 3, (arg) => ({
+        address: decodeAddress(arg(0)),
+        block: decodeGoUint(arg(1), 'block number', 64),
+        pageSize: decodeGoUint(arg(2), 'page size', 16),
+      })),
+    async handle(ctx, p) {
+      if (p.pageSize > OTS_MAX_PAGE_SIZE) throw new ServerError(`max allowed page size: ${OTS_MAX_PAGE_SIZE}`);
+      const page = await ctx.store.appearances?.({
+        address: p.address,
+        direction,
+        block: p.block === 0 ? undefined : BigInt(p.block),
+        count: p.pageSize,
+      });
+      if (page === undefined) throw new ServerError(NO_INDEX_MESSAGE);
+      const { txs, receipts } = await pageOf(ctx, page);
+      // Erigon: pages are newest first either way; the edge the search started from is known.
+      if (direction === 'before') return { txs, receipts, firstPage: p.block === 0, lastPage: !page.more };
+      return { txs: txs.reverse(), receipts: receipts.reverse(), firstPage: !page.more, lastPage: p.block === 0 };
+    },
+  };
+}
+
+export const ots_searchTransactionsBefore = searchMethod('before');
+export const ots_searchTransactionsAfter = searchMethod('after');
