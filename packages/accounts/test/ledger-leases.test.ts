@@ -191,25 +191,56 @@ describe('credit leases', () => {
     }
   });
 
-  redisTest('Redis requests per paid call: a steady stream of calls of one key', async () => {
-    const r = await shared();
-    const h = freshHash();
-    const l = await replica(r);
-    const limits: Limits = { daily: 1_000_000_000, perSecond: 0 };
-    const calls0 = l.redisCalls;
-    let paid = 0;
-    const t0 = Date.now();
-    while (paid < 20_000) {
-      await round(l, h, 1, limits, 50);
-      paid += 50;
-      if (paid % 1000 === 0) await sleep(1); // a stream over time, not one burst
-    }
-    await l.close();
-    const perCall = (l.redisCalls - calls0) / paid;
-    console.log(
-      `credit leases: ${l.redisCalls - calls0} Redis requests for ${paid} paid calls (${perCall.toFixed(4)} per call) in ${Date.now() - t0} ms`,
-    );
-    expect(perCall).toBeLessThanOrEqual(0.02);
-    expect(await usedOf(r, h)).toBe(paid);
-  });
+  redisTest(
+    'a throughput limit across three replicas holding slices: never more than one bucket plus the rate',
+    async () => {
+      const r = await shared();
+      const h = freshHash();
+      const K = 3000;
+      const limits: Limits = { daily: 1_000_000_000, perSecond: K };
+      const three = [await replica(r), await replica(r), await replica(r)];
+      await sleep(1100); // a full bucket
+      const t0 = performance.now();
+      const admitted = await Promise.all(
+        three.map(async (l) => {
+          let got = 0;
+          while (performance.now() - t0 < 1500) got += await round(l, h, 10, limits, 10);
+          return got;
+        }),
+      );
+      const seconds = (performance.now() - t0) / 1000;
+      const total = admitted.reduce((a, b) => a + b, 0);
+      expect(total).toBeLessThanOrEqual(K * (seconds + 1));
+      expect(total).toBeGreaterThan((K * seconds) / 2); // early refusals by lent tokens are bounded
+      expect(three.reduce((a, l) => a + l.stats.leased, 0)).toBeGreaterThan(0);
+      for (const l of three) await l.close();
+      expect(await usedOf(r, h)).toBe(total);
+    },
+  );
+
+  redisTest(
+    'Redis requests per paid call: a steady stream of calls of one key, with and without a credits/s limit',
+    async () => {
+      const r = await shared();
+      for (const perSecond of [0, 1e12]) {
+        const h = freshHash();
+        const l = await replica(r);
+        const limits: Limits = { daily: 1_000_000_000, perSecond };
+        let paid = 0;
+        const t0 = Date.now();
+        while (paid < 10_000) {
+          await round(l, h, 1, limits, 50);
+          paid += 50;
+          if (paid % 500 === 0) await sleep(20); // a stream over time (about a second), not one burst
+        }
+        await l.close();
+        const perCall = l.redisCalls / paid;
+        console.log(
+          `credit leases, credits/s ${perSecond}: ${l.redisCalls} Redis requests for ${paid} paid calls (${perCall.toFixed(4)} per call) in ${Date.now() - t0} ms`,
+        );
+        expect(perCall).toBeLessThanOrEqual(0.02);
+        expect(await usedOf(r, h)).toBe(paid);
+      }
+    },
+  );
 });

@@ -1,9 +1,9 @@
 // Credit leases over the Redis engine: a replica reserves a slice of a key's remaining daily
-// balance in one script call (debited from the key's balance in Redis at once, so no other replica
-// can spend it), spends it in-process (debit and settle take no Redis round trip), and reports
-// what it spent and returns what it did not in later script calls, off the request path. A call
-// no slice can cover, and every call of a key with a throughput limit, is decided by the Redis
-// engine's per-call script as before (exact). docs/decisions/ledger-engines.md states the bounds.
+// balance (and tokens of its credits/s bucket) in one script call (taken in Redis at once, so no
+// other replica can spend them), spends it in-process (debit and settle take no Redis round trip),
+// and reports what it spent and returns what it did not in later script calls, off the request
+// path. A call no slice can cover is decided by the Redis engine's per-call script as before
+// (exact). docs/decisions/ledger-engines.md states the bounds.
 //
 // Layout (beside redis.ts's; same hash tag):
 //   cn:{<hash>}:l  HASH  lease id (<replica id>.<n>) -> "day granted spent allowance expiry seq"
@@ -27,22 +27,28 @@ import { createHash } from 'node:crypto';
 import { timed } from '../redis-client.js';
 import type { RedisClient } from '../redis-client.js';
 import type { CreditLedger, Debit, DebitResult, Limits, Usage } from './api.js';
-import { RedisLedger, dayKey, leaseKey, networkKey, readJournalLines, redisUsage } from './redis.js';
+import { RedisLedger, bucketKey, dayKey, leaseKey, networkKey, readJournalLines, redisUsage } from './redis.js';
 import type { RedisLedgerOptions } from './redis.js';
 
 /**
  * One call syncs a replica's leases, each of its own key: reports spends, renews, grows, shrinks
  * or returns the lease, and first reclaims lapsed leases of other replicas of that key.
- * KEYS: 3 per lease: day hash, lease hash, prefix of the per-network split.
+ * KEYS: 4 per lease: day hash, lease hash, prefix of the per-network split, token bucket.
  * ARGV: 1 ttl (ms); then per lease: id, day ('' = today by Redis's clock, a new lease), want (free
  *       credits wanted beyond `keep`; -1: return everything but `keep`), keep (credits of admitted,
- *       unsettled calls), daily limit, allowance, m, then m spends (seq, credits, network).
- * Returns 8 per lease: granted, spent, reported seq, state (0 live, 1 lapsed: reclaimed, 2 returned),
- * Redis's now (ms), day, the key's credits charged or held that day, the allowance.
+ *       unsettled calls), daily limit, allowance, credits/s (0: none), tokens the holder keeps,
+ *       tokens it gives back to the bucket, tokens wanted, m, then m spends (seq, credits, network).
+ * Returns 9 per lease: granted, spent, reported seq, state (0 live, 1 lapsed: reclaimed, 2 returned),
+ * Redis's now (ms), day, the key's credits charged or held that day, the allowance, tokens lent.
+ *
+ * Tokens: a lease holds tokens of the key's bucket (field o of the bucket counts those lent); the
+ * bucket refills only up to the rate less what is lent, so bucket and leases together never hold
+ * more than one second of credits, as the bucket alone did.
  */
 export const LEASE_LUA = `
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = math.floor(nowus / 1000)
 local today = math.floor(tonumber(t[1]) / 86400)
 local ttl = tonumber(ARGV[1])
 local out = {}
@@ -50,10 +56,10 @@ local a = 2
 local function parse(v)
   local f = {}
   for w in string.gmatch(v, '%S+') do f[#f + 1] = tonumber(w) end
-  return { day = f[1], g = f[2], s = f[3], al = f[4], e = f[5], x = f[6] }
+  return { day = f[1], g = f[2], s = f[3], al = f[4], e = f[5], x = f[6], k = f[7] or 0 }
 end
 local function fmt(L)
-  return string.format('%d %d %d %d %d %d', L.day, L.g, L.s, L.al, L.e, L.x)
+  return string.format('%d %d %d %d %d %d %d', L.day, L.g, L.s, L.al, L.e, L.x, L.k)
 end
 local function hadd(dk, day, delta)
   if delta ~= 0 then
@@ -61,39 +67,63 @@ local function hadd(dk, day, delta)
     redis.call('EXPIRE', dk, 259200)
   end
 end
+local function reclaim(dk, B, L)
+  hadd(dk, L.day, -(L.g - L.s - L.al))
+  L.g = L.s + L.al
+  L.e = -1
+  B.o = B.o - L.k
+  L.k = 0
+end
 local g = 0
 while a <= #ARGV do
   g = g + 1
-  local dk, lk, nk = KEYS[3 * g - 2], KEYS[3 * g - 1], KEYS[3 * g]
+  local dk, lk, nk, bk = KEYS[4 * g - 3], KEYS[4 * g - 2], KEYS[4 * g - 1], KEYS[4 * g]
   local id, dayArg, want, keep = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local daily, allow, m = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-  local sp = a + 7
+  local daily, allow, rate = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+  local hold, ret, wantTokens = tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9])
+  local m = tonumber(ARGV[a + 10])
+  local sp = a + 11
   a = sp + 3 * m
+  -- The bucket, refilled to now (up to the rate less what leases hold).
+  local b = redis.call('HMGET', bk, 'v', 't', 'o')
+  local B = { v = tonumber(b[1]), t = tonumber(b[2]), o = tonumber(b[3]) or 0 }
+  if B.v == nil or B.t == nil then
+    B.v = rate
+    B.t = nowus
+  end
   -- Lapsed leases of this key: all but their allowance goes back; old days' records go.
   local all = redis.call('HGETALL', lk)
   for i = 1, #all, 2 do
     local L = parse(all[i + 1])
     if L.day < today - 1 then
+      B.o = B.o - L.k
       redis.call('HDEL', lk, all[i])
     elseif all[i] ~= id and L.e >= 0 and L.e < now then
-      hadd(dk, L.day, -(L.g - L.s - L.al))
-      L.g = L.s + L.al
-      L.e = -1
+      reclaim(dk, B, L)
       redis.call('HSET', lk, all[i], fmt(L))
     end
+  end
+  if B.o < 0 then B.o = 0 end
+  if rate > 0 then
+    local elapsed = nowus - B.t
+    if elapsed < 0 then elapsed = 0 end
+    B.v = math.min(math.max(rate - B.o, 0), B.v + elapsed * rate / 1000000)
+    B.t = nowus
   end
   local raw = redis.call('HGET', lk, id)
   local L
   if raw then L = parse(raw) else
     local day = today
     if dayArg ~= '' then day = tonumber(dayArg) end
-    L = { day = day, g = 0, s = 0, al = 0, e = now + ttl, x = 0 }
+    L = { day = day, g = 0, s = 0, al = 0, e = now + ttl, x = 0, k = 0 }
   end
-  if L.e >= 0 and L.e < now then
-    hadd(dk, L.day, -(L.g - L.s - L.al))
-    L.g = L.s + L.al
-    L.e = -1
-  end
+  if L.e >= 0 and L.e < now then reclaim(dk, B, L) end
+  -- Tokens: the holder keeps hold (never more than lent), gives ret back; the rest was spent.
+  if hold > L.k then hold = L.k end
+  if ret > L.k - hold then ret = L.k - hold end
+  B.o = B.o - (L.k - hold)
+  L.k = hold
+  if rate > 0 then B.v = math.min(math.max(rate - B.o, 0), B.v + ret) end
   local net = {}
   for i = 0, m - 1 do
     local seq = tonumber(ARGV[sp + 3 * i])
@@ -117,12 +147,21 @@ while a <= #ARGV do
   end
   local cur = L.g - L.s
   local target = keep
-  if want > 0 and L.e >= 0 and L.day == today then
+  local live = want > 0 and L.e >= 0 and L.day == today
+  if live then
     local used = tonumber(redis.call('HGET', dk, string.format('%d', L.day)) or '0')
     local free = daily - used + cur - keep
     local cap = math.floor(free / 4)
     if cap < 0 then cap = 0 end
     target = keep + math.min(want, cap)
+    if rate > 0 and wantTokens > L.k then
+      local lend = math.min(wantTokens - L.k, math.floor(B.v / 4))
+      if lend > 0 then
+        B.v = B.v - lend
+        B.o = B.o + lend
+        L.k = L.k + lend
+      end
+    end
   elseif want == 0 then
     target = cur
   end
@@ -148,6 +187,15 @@ while a <= #ARGV do
     L.al = 0
     state = 2
   end
+  if state == 2 then
+    B.o = B.o - L.k
+    L.k = 0
+  end
+  if rate > 0 or b[1] then
+    if B.o < 0 then B.o = 0 end
+    redis.call('HSET', bk, 'v', tostring(B.v), 't', tostring(B.t), 'o', string.format('%d', B.o))
+    redis.call('PEXPIRE', bk, 60000)
+  end
   redis.call('HSET', lk, id, fmt(L))
   redis.call('EXPIRE', lk, 259200)
   out[#out + 1] = L.g
@@ -158,6 +206,7 @@ while a <= #ARGV do
   out[#out + 1] = L.day
   out[#out + 1] = tonumber(redis.call('HGET', dk, string.format('%d', L.day)) or '0')
   out[#out + 1] = L.al
+  out[#out + 1] = L.k
 end
 return out
 `;
@@ -203,6 +252,25 @@ interface Lease {
   lastUse: number;
   /** Returning: no new spends; dropped once Redis has it back. */
   closing: boolean;
+  /** The key's credits/s (0: none), and the bucket's tokens this lease holds (spends take both). */
+  rate: number;
+  tokens: number;
+  /** Tokens to give back to the bucket with the next sync (a retired lease's). */
+  returnTokens: number;
+  /** The largest call cost seen (a lease asks for at least that many tokens). */
+  maxCost: number;
+}
+
+/** One lease's part of a sync (what was sent). */
+interface SyncOp {
+  lease: Lease;
+  spends: Spend[];
+  want: number;
+  keep: number;
+  allowance: number;
+  hold: number;
+  ret: number;
+  wantTokens: number;
 }
 
 interface LeasedToken {
@@ -211,7 +279,7 @@ interface LeasedToken {
 
 export interface LeasedLedgerOptions {
   client: RedisClient;
-  /** The per-call engine: calls no slice covers, keys with a throughput limit. */
+  /** The per-call engine: calls no slice covers. */
   inner: RedisLedger;
   /** Largest slice of a key's balance one lease holds (credits). */
   maxSlice: number;
@@ -283,27 +351,28 @@ export class LeasedLedger implements CreditLedger {
   }
 
   async debit(hash: string, cost: number, limits: Limits, network?: string): Promise<DebitResult> {
-    if (limits.perSecond > 0 || this.closed) return this.inner.debit(hash, cost, limits, network);
+    if (this.closed) return this.inner.debit(hash, cost, limits, network);
     const now = performance.now();
     let l = this.leases.get(hash);
-    if (l !== undefined && l.daily !== limits.daily) {
+    if (l !== undefined && (l.daily !== limits.daily || l.rate !== limits.perSecond)) {
       this.retire(l);
       l = undefined;
     }
     if (l === undefined) {
-      l = this.open(hash, limits.daily, cost, now);
+      l = this.open(hash, limits, cost, now);
       this.sync();
     }
     l.lastUse = now;
+    if (cost > l.maxCost) l.maxCost = cost;
     const leased = this.fromSlice(l, cost, now, network);
     if (leased !== undefined) return leased;
     if (l.free < cost) l.want = Math.min(this.maxSlice, Math.max(l.want, cost * 16));
     this.sync();
     const r = await this.inner.debit(hash, cost, limits, network);
-    if (r.ok || r.reason !== 'daily') return r;
-    // Refused by the balance in Redis: this replica's own slice may hold what is missing.
+    if (r.ok) return r;
+    // Refused in Redis: this replica's own slice (credits, tokens) may hold what is missing.
     const again = this.fromSlice(l, cost, performance.now(), network);
-    if (again !== undefined || l.closing || l.free === 0) return again ?? r;
+    if (again !== undefined || l.closing || (l.free === 0 && l.tokens === 0)) return again ?? r;
     this.retire(l);
     await this.syncNow();
     return this.inner.debit(hash, cost, limits, network);
@@ -311,9 +380,16 @@ export class LeasedLedger implements CreditLedger {
 
   /** Admits a call from the key's slice, or undefined if the slice cannot cover it now. */
   private fromSlice(l: Lease, cost: number, now: number, network: string | undefined): DebitResult | undefined {
-    if (l.closing || now >= l.deadline || l.free < cost || l.unreportedCredits + l.inflight + cost > l.allowance)
+    if (
+      l.closing ||
+      now >= l.deadline ||
+      l.free < cost ||
+      (l.rate > 0 && l.tokens < cost) ||
+      l.unreportedCredits + l.inflight + cost > l.allowance
+    )
       return undefined;
     l.free -= cost;
+    if (l.rate > 0) l.tokens -= cost;
     l.inflight += cost;
     this.stats.leased++;
     if (l.free < l.want / 2 || l.unreportedCredits + l.inflight > l.allowance / 2) this.sync();
@@ -377,13 +453,17 @@ export class LeasedLedger implements CreditLedger {
     this.openFd = undefined;
   }
 
-  private open(hash: string, daily: number, cost: number, now: number): Lease {
+  private open(hash: string, limits: Limits, cost: number, now: number): Lease {
     const want = Math.min(this.maxSlice, cost * 64);
     const l: Lease = {
       id: `${this.inner.rid}.${++this.leaseNo}`,
       hash,
       day: -1,
-      daily,
+      daily: limits.daily,
+      rate: limits.perSecond,
+      tokens: 0,
+      returnTokens: 0,
+      maxCost: cost,
       granted: 0,
       spent: 0,
       reported: 0,
@@ -410,6 +490,8 @@ export class LeasedLedger implements CreditLedger {
   private retire(l: Lease): void {
     l.closing = true;
     l.free = 0;
+    l.returnTokens += l.tokens;
+    l.tokens = 0;
     if (this.leases.get(l.hash) === l) this.leases.delete(l.hash);
     this.returning.push(l);
   }
@@ -455,15 +537,25 @@ export class LeasedLedger implements CreditLedger {
   /** Whether lease `l` has anything for Redis now (spends, a grant to ask, a return, a renewal). */
   private due(l: Lease, now: number): boolean {
     return (
-      l.closing || l.day < 0 || l.unreported.length > 0 || l.free < l.want / 2 || now > l.deadline - this.ttlMs / 2
+      l.closing ||
+      l.day < 0 ||
+      l.unreported.length > 0 ||
+      l.free < l.want / 2 ||
+      (l.rate > 0 && l.tokens < this.wantTokens(l) / 2) ||
+      now > l.deadline - this.ttlMs / 2
     );
+  }
+
+  /** Tokens a lease of a key with a credits/s limit asks for: a share of the rate, at least one call. */
+  private wantTokens(l: Lease): number {
+    return l.rate > 0 ? Math.max(l.maxCost, Math.min(l.want, Math.ceil(l.rate / 4))) : 0;
   }
 
   private async syncOnce(): Promise<void> {
     const now = performance.now();
     for (const l of [...this.leases.values()])
       if (now - l.lastUse > IDLE_MS || (l.day >= 0 && now >= l.deadline)) this.retire(l);
-    const ops: { lease: Lease; spends: Spend[]; want: number; keep: number; allowance: number }[] = [];
+    const ops: SyncOp[] = [];
     for (const l of [...this.leases.values(), ...this.returning]) {
       if (!this.due(l, now)) continue;
       const elapsed = Math.max(1, now - l.windowStart);
@@ -472,6 +564,9 @@ export class LeasedLedger implements CreditLedger {
         l.want = Math.min(this.maxSlice, Math.max(Math.ceil(rate * SLICE_SECONDS), Math.ceil(l.want / 2), 1));
         l.window = 0;
         l.windowStart = now;
+      } else if (!l.closing && l.window >= l.want / 4) {
+        // Spent fast within one period (a stream starting): the slice doubles rather than wait.
+        l.want = Math.min(this.maxSlice, l.want * 2);
       }
       // While the sync is out the slice spends at most `budget`, which Redis keeps (and covers by
       // the allowance) whatever it grants or takes back.
@@ -486,6 +581,10 @@ export class LeasedLedger implements CreditLedger {
         want: l.closing ? -1 : l.want,
         keep: l.inflight + budget,
         allowance: Math.ceil(l.want / 2),
+        // Tokens: the holder reports what it holds (it only spends from that until the reply).
+        hold: l.tokens,
+        ret: l.returnTokens,
+        wantTokens: this.wantTokens(l),
       });
     }
     const orphans = this.orphans.splice(0);
@@ -500,19 +599,21 @@ export class LeasedLedger implements CreditLedger {
     const keys: string[] = [];
     const args: string[] = [String(this.ttlMs)];
     const push = (hash: string, id: string, day: string, nums: number[], spends: Spend[]): void => {
-      keys.push(dayKey(hash), leaseKey(hash), networkKey(hash));
+      keys.push(dayKey(hash), leaseKey(hash), networkKey(hash), bucketKey(hash));
       args.push(id, day, ...nums.map(String), String(spends.length));
       for (const s of spends) args.push(String(s.s), String(s.c), s.n ?? '');
     };
-    for (const { lease: l, spends, want, keep, allowance } of ops)
-      push(l.hash, l.id, l.day < 0 ? '' : String(l.day), [want, keep, l.daily, allowance], spends);
-    for (const [id, spends] of dead) push((spends[0] as Spend).h, id, '', [-1, 0, 0, 0], spends);
+    for (const { lease: l, spends, want, keep, allowance, hold, ret, wantTokens } of ops) {
+      const nums = [want, keep, l.daily, allowance, l.rate, hold, ret, wantTokens];
+      push(l.hash, l.id, l.day < 0 ? '' : String(l.day), nums, spends);
+    }
+    for (const [id, spends] of dead) push((spends[0] as Spend).h, id, '', [-1, 0, 0, 0, 0, 0, 0, 0], spends);
     const sent = performance.now();
     let reply: unknown;
     try {
       this.stats.leaseCalls++;
       reply = await this.call(keys, args);
-      if (!Array.isArray(reply) || reply.length !== 8 * (ops.length + dead.size))
+      if (!Array.isArray(reply) || reply.length !== 9 * (ops.length + dead.size))
         throw new Error('malformed reply from the Redis ledger');
     } catch (err) {
       // Outcome unknown: the spends go again (applied once, by sequence); the slices spend their budgets.
@@ -520,8 +621,7 @@ export class LeasedLedger implements CreditLedger {
       this.orphans.unshift(...orphans);
       throw err;
     }
-    for (const [i, op] of ops.entries())
-      this.apply(op.lease, op.spends.length, reply.slice(8 * i, 8 * i + 8).map(Number), sent);
+    for (const [i, op] of ops.entries()) this.apply(op, reply.slice(9 * i, 9 * i + 9).map(Number), sent);
     for (const f of [...acked, ...orphans.map((o) => o.file)]) {
       try {
         unlinkSync(f);
@@ -531,8 +631,10 @@ export class LeasedLedger implements CreditLedger {
     }
   }
 
-  private apply(l: Lease, reportedCount: number, r: number[], sent: number): void {
-    const [granted, spent, seq, state, redisNow, day, , allowance] = r as number[] as [
+  private apply(op: SyncOp, r: number[], sent: number): void {
+    const l = op.lease;
+    const [granted, spent, seq, state, redisNow, day, , allowance, lent] = r as [
+      number,
       number,
       number,
       number,
@@ -542,7 +644,8 @@ export class LeasedLedger implements CreditLedger {
       number,
       number,
     ];
-    l.unreported.splice(0, reportedCount);
+    l.returnTokens -= op.ret;
+    l.unreported.splice(0, op.spends.length);
     l.unreportedCredits = l.unreported.reduce((a, s) => a + s.c, 0);
     l.granted = granted;
     l.spent = spent;
@@ -557,6 +660,8 @@ export class LeasedLedger implements CreditLedger {
       return;
     }
     if (l.closing) return;
+    // Lent now: what Redis counts for this lease, less what was spent of hold meanwhile.
+    l.tokens = Math.max(0, lent - (op.hold - l.tokens));
     l.allowance = allowance;
     l.free = Math.max(0, granted - spent - l.unreportedCredits - l.inflight);
     const toMidnight = (day + 1) * 86_400_000 - redisNow;

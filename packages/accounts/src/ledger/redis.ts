@@ -8,7 +8,8 @@
 //   cn:{<hash>}:d        HASH  UTC epoch day number -> credits used that day (older days dropped)
 //   cn:{<hash>}:n:<day>  HASH  network -> credits of that day charged on that network (multi-network
 //                              servers; the balance is :d, this only splits it). Expires in 3 days.
-//   cn:{<hash>}:tb       HASH  token bucket {v: tokens, t: last refill, µs on Redis's clock}
+//   cn:{<hash>}:tb       HASH  token bucket {v: tokens, t: last refill, µs on Redis's clock, o: tokens
+//                              lent to credit leases (v + o <= the rate)}
 //   cn:{<hash>}:q:<rid>  ZSET  sequence numbers of replica <rid>'s charges applied but not yet
 //                              acknowledged (idempotency: a retried/replayed charge applies once)
 //   cn:{<hash>}:l        HASH  credit leases of replicas (leases.ts); :d counts what they hold
@@ -117,9 +118,12 @@ for i = 0, n - 1 do
     -- The bucket: checked and debited in mode c; refunds (negative) give tokens back; replayed
     -- charges (f/u, positive) leave it alone (the replica's own bucket limited them meanwhile).
     if s.tokens == nil then
-      local b = redis.call('HMGET', s.b, 'v', 't')
+      local b = redis.call('HMGET', s.b, 'v', 't', 'o')
       s.tokens = tonumber(b[1])
       s.last = tonumber(b[2])
+      -- Tokens lent to credit leases (leases.ts): the bucket and they together hold at most the rate.
+      s.cap = rate - (tonumber(b[3]) or 0)
+      if s.cap < 0 then s.cap = 0 end
       if s.tokens == nil or s.last == nil then
         s.tokens = rate
         s.last = now
@@ -127,11 +131,11 @@ for i = 0, n - 1 do
     end
     local elapsed = now - s.last
     if elapsed < 0 then elapsed = 0 end
-    local tokens = math.min(rate, s.tokens + elapsed * rate / 1000000)
+    local tokens = math.min(s.cap, s.tokens + elapsed * rate / 1000000)
     if mode == 'c' and tokens < cost then
       code = 1
     else
-      s.tokens = math.min(rate, tokens - cost)
+      s.tokens = math.min(s.cap, tokens - cost)
       s.last = now
       s.bucket = true
     end

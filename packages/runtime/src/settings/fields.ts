@@ -519,7 +519,7 @@ export const SERVER_FIELDS = {
   }),
   /** 0: every paid call decided in Redis. */
   ledgerLeaseCredits: integer({
-    doc: "Redis ledger: largest slice of a key's daily balance a replica reserves and spends in-process (credit leases, keys without a credits/s limit); 0: every paid call is decided in Redis.",
+    doc: "Redis ledger: largest slice of a key's daily balance a replica reserves and spends in-process (credit leases); 0: every paid call is decided in Redis.",
     unit: 'credits',
     default: 0,
   }),
