@@ -21,7 +21,7 @@
 // spend written before its answer) is replayed by the next ledger on that folder, which charges
 // the unreported spends and returns the rest. Nothing answered goes uncharged; nothing is charged
 // twice (a spend applies only above the lease's reported sequence); the balance is never exceeded.
-import { closeSync, openSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { timed } from '../redis-client.js';
@@ -315,6 +315,7 @@ export class LeasedLedger implements CreditLedger {
   /** The ids of the leases this ledger opened (<rid>.open.lease), removed once all are returned. */
   private readonly openFile: string;
   private openFd: number | undefined;
+  private openLines = 0;
   /** Journal files whose spends are not all acknowledged. */
   private files: string[] = [];
   /** Journals of an earlier process on this folder, replayed by the first syncs. */
@@ -482,8 +483,21 @@ export class LeasedLedger implements CreditLedger {
     this.leases.set(hash, l);
     // Named before Redis can grant it: a successor returns it even if no spend of it is journaled.
     if (this.openFd === undefined) this.openFd = openSync(this.openFile, 'a', 0o600);
-    writeSync(this.openFd, `${JSON.stringify({ l: l.id, s: 0, h: hash, c: 0 } satisfies Spend)}\n`);
+    writeSync(this.openFd, openLine(l));
+    this.openLines++;
     return l;
+  }
+
+  /** Rewrites the lease-id file to the leases still out once it mostly names returned ones. */
+  private compactOpenFile(): void {
+    const out = [...this.leases.values(), ...this.returning];
+    if (this.openLines <= 4 * out.length + 64) return;
+    const tmp = `${this.openFile}.tmp`;
+    writeFileSync(tmp, out.map(openLine).join(''), { mode: 0o600 });
+    if (this.openFd !== undefined) closeSync(this.openFd);
+    renameSync(tmp, this.openFile);
+    this.openFd = openSync(this.openFile, 'a', 0o600);
+    this.openLines = out.length;
   }
 
   /** No new spends from `l`; its unspent credits go back with the next sync. */
@@ -622,6 +636,7 @@ export class LeasedLedger implements CreditLedger {
       throw err;
     }
     for (const [i, op] of ops.entries()) this.apply(op, reply.slice(9 * i, 9 * i + 9).map(Number), sent);
+    this.compactOpenFile();
     for (const f of [...acked, ...orphans.map((o) => o.file)]) {
       try {
         unlinkSync(f);
@@ -678,6 +693,11 @@ export class LeasedLedger implements CreditLedger {
       return await timed(this.client.sendCommand(['EVAL', LEASE_LUA, ...tail]), this.timeoutMs);
     }
   }
+}
+
+/** The line naming lease `l` in the lease-id file (a spend of nothing). */
+function openLine(l: Lease): string {
+  return `${JSON.stringify({ l: l.id, s: 0, h: l.hash, c: 0 } satisfies Spend)}\n`;
 }
 
 function readSpends(file: string): Spend[] {
