@@ -24,7 +24,8 @@ const chain = availableChains().includes('execution-apis') ? 'execution-apis' : 
 async function dropHistory(dir: string): Promise<void> {
   const db = await openDb(dir, { create: false });
   try {
-    for (const prefix of [Prefix.AccountHistory, Prefix.StorageHistory, Prefix.StateLatest]) {
+    // The address-appearance index too, as a datadir written before it existed has none.
+    for (const prefix of [Prefix.AccountHistory, Prefix.StorageHistory, Prefix.StateLatest, Prefix.Appearances]) {
       const range = { gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) };
       await db.clear(range);
       expect(await db.keys({ ...range, limit: 1 }).all()).toEqual([]);
@@ -32,6 +33,7 @@ async function dropHistory(dir: string): Promise<void> {
     await db.del(tables.meta.key(MetaKey.StateHistory));
     await db.del(tables.meta.key(MetaKey.StateLatest));
     await db.del(tables.meta.key(MetaKey.StateTrie));
+    await db.del(tables.meta.key(MetaKey.AppearancesFrom));
   } finally {
     await db.close();
   }
@@ -61,6 +63,19 @@ async function oldLogRows(dir: string): Promise<number> {
     return blocks;
   } finally {
     await db.close();
+  }
+}
+
+/** Whether the store answers address searches (its appearance index covers the whole chain). */
+async function searchable(dir: string): Promise<boolean> {
+  const store = await LevelChainStore.open(dir);
+  try {
+    return (
+      (await store.appearances({ address: new Uint8Array(20), direction: 'before', block: undefined, count: 1 })) !==
+      undefined
+    );
+  } finally {
+    await store.close();
   }
 }
 
@@ -130,6 +145,7 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
     // The logs as an earlier release wrote them (Logs rows): served the same until converted.
     const logBlocks = await oldLogRows(dir);
     expect(logBlocks).toBeGreaterThan(0);
+    expect(await searchable(dir)).toBe(false);
     expect(await logAnswers(dir)).toEqual(answers);
     const stop = new Error('interrupted');
     let batches = 0;
@@ -148,9 +164,12 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
     expect(r.prune).toBeUndefined(); // a window longer than the chain: nothing to prune
     expect(r.logs).toBeUndefined(); // spans sealed by this release are compressed already
     expect(r.logBlocks).toBe(logBlocks);
+    expect(r.appearanceBlocks).toBe(Number(r.head) + 1);
+    expect(await searchable(dir)).toBe(true);
     expect(await digestDatadir(dir)).toEqual(imported);
     // Nothing left to do a second time.
-    expect((await convertDatadir(dir)).historyBlocks).toBe(0);
+    const again = await convertDatadir(dir);
+    expect([again.historyBlocks, again.appearanceBlocks]).toEqual([0, 0]);
   } finally {
     await cleanup();
   }

@@ -29,7 +29,7 @@ export interface JsonSearchPage {
 }
 
 export const NO_INDEX_MESSAGE =
-  "this datadir's address-appearance index does not cover its whole chain (it was written before the index existed): re-import the chain to search it";
+  "this datadir's address-appearance index does not cover its whole chain (it was written before the index existed): run `node-cli db convert` on it to search it";
 
 /** The page's transactions and receipts (Erigon's: the receipt with its block's timestamp, a number). */
 async function pageOf(

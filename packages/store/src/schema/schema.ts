@@ -114,7 +114,8 @@
 //                           ids a chunk, the open remainder under OPEN_CHUNK), written by the same
 //                           writer code at import in every ingest mode. Complete from block
 //                           Meta.appearancesFrom on (a datadir written before the table existed has
-//                           rows only from its first block written after; the searches refuse below).
+//                           rows only from its first block written after; the searches refuse until
+//                           `db convert` builds the whole index: appearances/build.ts).
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes, keccak256 } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
@@ -885,6 +886,12 @@ export const MetaKey = {
   LogsJsonFrom: 'logsJsonFrom',
   /** u64: the Appearances index holds every block from this number on (see the table). */
   AppearancesFrom: 'appearancesFrom',
+  /**
+   * u64, only while `db convert` builds the Appearances index of a datadir written without it:
+   * the next block to post (appearances/build.ts). Meta.appearancesFrom (0) is written, and this
+   * key deleted, in the batch of the last block.
+   */
+  AppearancesBuilt: 'appearancesBuilt',
   /**
    * from(8) ++ to(8) ++ file(4) ++ fileLength(8): the spans of blocks [from, to) are sealed into
    * log segments (log-segments.ts), and segment file `file`, the one appended to, ends at

@@ -19,6 +19,8 @@
 //     LogBlocks row (columnar, compressed: logs/log-blocks.ts), the same way, a few blocks a batch;
 //  4. the branch nodes of the state tries the datadir holds rewritten as deltas against the
 //     parent block's (trie-deltas.ts), resumable, as the writer keeps them now;
+//     the address-appearance index (Appearances) of a datadir written before it existed, built
+//     from every block's rows as the import builds it, resumable (appearances/build.ts);
 //  5. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
 //     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts);
 //     else the spans the seal depth allows that are not sealed yet (a datadir written while the
@@ -47,6 +49,7 @@ import {
   u64Codec,
 } from '../schema/index.js';
 import { tableRange } from './sizing.js';
+import { buildAppearances } from '../appearances/build.js';
 import { formatStateTrie, nodeBytes, putStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
 import type { PruneReport, RawNodeGet, StateTrieMode } from '../trie/index.js';
 import { StoreWriter } from '../writer/index.js';
@@ -85,6 +88,8 @@ export interface ConvertResult {
   blockTxHashesRows: number;
   /** Blocks whose Logs rows were rewritten as their LogBlocks row (0: none had Logs rows). */
   logBlocks: number;
+  /** Blocks posted to the address-appearance index now (0: the datadir had the whole index). */
+  appearanceBlocks: number;
   /** Log segment spans sealed now that the seal depth allows (with `logs`: none, it seals them all). */
   logSpansSealed: number;
   /** The log segments sealed again compressed (undefined: they already were). */
@@ -287,6 +292,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       opts,
       LOG_BLOCKS_BATCH,
     );
+    const appearanceBlocks = await buildAppearances(db, head, opts.onProgress);
     const trieDeltas = await convertTrieDeltas(db, head, opts.onProgress);
     reseal = await hasUncompressedSpans(db);
     result = {
@@ -295,6 +301,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       txLookupRows,
       blockTxHashesRows,
       logBlocks,
+      appearanceBlocks,
       logSpansSealed: reseal ? 0 : await sealDueLogSegments(db, datadir),
       head,
       historyBlocks: h.blocks,

@@ -67,6 +67,7 @@ export function convertText(datadir: string, r: ConvertResult): string {
   const txHashes =
     r.blockTxHashesRows > 0 ? `; ${fmt(r.blockTxHashesRows)} block tx hash rows rewritten with the block extras` : '';
   const logBlocks = r.logBlocks > 0 ? `; ${fmt(r.logBlocks)} blocks' log rows rewritten as one row each` : '';
+  const appearances = r.appearanceBlocks > 0 ? `; ${fmt(r.appearanceBlocks)} blocks' address appearances indexed` : '';
   const deltas =
     r.trieDeltas.rows > 0
       ? `; ${fmt(r.trieDeltas.rows)} trie branch nodes rewritten as deltas (${fmt(r.trieDeltas.bytesBefore)} -> ${fmt(r.trieDeltas.bytesAfter)} bytes)`
@@ -76,5 +77,5 @@ export function convertText(datadir: string, r: ConvertResult): string {
     r.logs !== undefined
       ? `; log segments sealed again compressed: ${fmt(r.logs.bytesBefore)} -> ${fmt(r.logs.bytesAfter)} bytes`
       : '';
-  return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune}${blockJson}${txLookup}${txHashes}${logBlocks}${deltas}${sealed}${logs} (run db compact to return the freed space)`;
+  return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune}${blockJson}${txLookup}${txHashes}${logBlocks}${appearances}${deltas}${sealed}${logs} (run db compact to return the freed space)`;
 }
