@@ -144,8 +144,11 @@ async function storedBlock(
   header: HeaderRecord,
 ): Promise<{ raw: Bytes; parent: HeaderRecord; senders: Bytes[] }> {
   if (header.number === 0n) throw new ServerError('genesis is not traceable');
-  const parent = await ctx.store.header(header.parentHash);
-  if (parent === undefined) throw new ServerError(`parent ${toData(header.parentHash)} not found`);
+  const stored = await ctx.store.header(header.parentHash);
+  if (stored === undefined) throw new ServerError(`parent ${toData(header.parentHash)} not found`);
+  // The state the block ran on: the store's root of its parent (block 0's may be the alloc's, not the header's).
+  const root = (await ctx.store.stateRoot?.(stored.hash)) ?? stored.stateRoot;
+  const parent = root === stored.stateRoot ? stored : { ...stored, stateRoot: root };
   const raw = await ctx.store.rawBlock(header.hash);
   const block = await ctx.store.block(header.hash);
   if (raw === undefined || block === undefined) throw new ServerError(`block ${toData(header.hash)} not found`);

@@ -440,8 +440,8 @@ export class LevelChainStore implements ChainStore {
   }
 
   /**
-   * The state root of canonical block `hash`: the header row's 4th item read in place (trie-read.ts's
-   * headerStateRoot), not the whole header decoded. Cached by hash like header(): a hit needs no
+   * The state root of canonical block `hash` (of block 0: the alloc's, when the datadir knows it):
+   * the header row's 4th item read in place (trie-read.ts's headerStateRoot), not the whole header decoded. Cached by hash like header(): a hit needs no
    * canonical check because applyCommit drops the roots of the blocks a reorg removes.
    */
   stateRoot(hash: Bytes): Promise<Bytes | undefined> {
@@ -467,7 +467,10 @@ export class LevelChainStore implements ChainStore {
 
   private async stateRootOf(hash: Uint8Array): Promise<Uint8Array | undefined> {
     const gen = this.gen;
-    if ((await this.canonicalNumber(hash)) === undefined) return undefined;
+    const number = await this.canonicalNumber(hash);
+    if (number === undefined) return undefined;
+    // Block 0's state is the alloc's, whatever root its header names (anvil --init: the empty trie's).
+    if (number === 0n && this.genesisStateRoot !== undefined) return this.genesisStateRoot;
     // From here on synchronous: the first of concurrent misses fills the cache, the rest find it.
     const hit = this.stateRoots.get(hash);
     if (hit !== undefined) return hit;
