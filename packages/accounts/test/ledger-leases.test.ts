@@ -191,6 +191,41 @@ describe('credit leases', () => {
     }
   });
 
+  redisTest('three replicas under load through a Redis restart: usage equals the credits answered', async () => {
+    const r = await startRedis({ persist: true });
+    try {
+      const h = freshHash();
+      const limits: Limits = { daily: 1_000_000_000, perSecond: 0 };
+      const o = { timeoutMs: 300, ttlMs: 4000 };
+      const three = [await replica(r, o), await replica(r, o), await replica(r, o)];
+      const t0 = performance.now();
+      const outage = (async () => {
+        await sleep(300);
+        await r.stop('SIGKILL');
+        await sleep(500);
+        await r.restart();
+      })();
+      const admitted = await Promise.all(
+        three.map(async (l) => {
+          let got = 0;
+          while (performance.now() - t0 < 1300) {
+            got += await round(l, h, 7, limits, 10);
+            await sleep(2); // a stream, not a CPU-bound loop
+          }
+          return got;
+        }),
+      );
+      await outage;
+      // Calls beyond the slices were decided locally and journaled; each replica replays its journal.
+      const t1 = Date.now();
+      while (three.some((l) => l.inner.isDegraded) && Date.now() - t1 < 5000) await sleep(50);
+      for (const l of three) await l.close();
+      expect(await usedOf(r, h)).toBe(admitted.reduce((a, b) => a + b, 0));
+    } finally {
+      await r.stop('SIGKILL');
+      await r.cleanup();
+    }
+  });
   redisTest(
     'a throughput limit across three replicas holding slices: never more than one bucket plus the rate',
     async () => {
