@@ -27,6 +27,7 @@ import {
   batch,
   call,
   compareWithAnvil,
+  rebuiltSize,
   result,
   startAnvil,
   startFollower,
@@ -197,6 +198,146 @@ async function checkProbeMethods(anvilUrl: string, ours: string, loggers: readon
   expect(await result(ours, 'eth_baseFee', [])).toBe((history.baseFeePerGas as string[])[1]);
 }
 
+/** The calls Otterscan makes, for anvil's `blocks` (full), their transactions and a dev account. */
+function otterscanCalls(blocks: readonly Json[], logger: string): [string, unknown[]][] {
+  const sender = DEV[0] as string;
+  const txs = blocks.flatMap((b) => (b.transactions as Json[]).map((tx) => tx.hash as string));
+  return [
+    ['ots_getApiLevel', []],
+    ...[1, 3, 5].flatMap((n): [string, unknown[]][] => [
+      ['ots_hasCode', [logger, hexN(n)]],
+      ['ots_hasCode', [sender, hexN(n)]],
+    ]),
+    ...blocks.flatMap((b): [string, unknown[]][] => [
+      ['ots_getBlockDetails', [Number(b.number)]],
+      ['ots_getBlockDetailsByHash', [b.hash]],
+      ['ots_getBlockTransactions', [Number(b.number), 0, 25]],
+      ['erigon_getHeaderByNumber', [Number(b.number)]],
+    ]),
+    ...txs.flatMap((h): [string, unknown[]][] => [
+      ['ots_getInternalOperations', [h]],
+      ['ots_getTransactionError', [h]],
+      ['ots_traceTransaction', [h]],
+    ]),
+    ...[0, 1, 2, 3, 4].map((k): [string, unknown[]] => ['ots_getTransactionBySenderAndNonce', [sender, k]]),
+    ['ots_getContractCreator', [logger]],
+    ['ots_searchTransactionsBefore', [sender, 0, 25]],
+    ['ots_searchTransactionsBefore', [sender, 20, 25]],
+    ['ots_searchTransactionsAfter', [sender, 0, 25]],
+    ['ots_searchTransactionsAfter', [sender, 3, 25]],
+  ];
+}
+
+/** What anvil knows that Erigon's answers are built from: geth's block sizes, each transaction's own call frame. */
+interface ErigonFacts {
+  sizes: Map<string, string>;
+  frames: Map<string, Json>;
+}
+
+/** A receipt as Erigon's MarshalReceipt writes it: blob fields only for blob transactions. */
+function erigonReceipt(r: Json): Json {
+  const { blobGasPrice, ...rest } = r;
+  return r.type === '0x3' ? r : rest;
+}
+
+/** A block of ots_getBlockDetails / ots_getBlockTransactions: Erigon nulls `logsBloom`; `size` is geth's. */
+function erigonBlock(b: Json, facts: ErigonFacts): Json {
+  return { ...b, logsBloom: null, size: facts.sizes.get(b.hash as string) };
+}
+
+/** A search page: receipts' `timestamp` a JSON number; ots_searchTransactionsAfter newest first within a block too. */
+function erigonSearchPage(page: Json, after: boolean): Json {
+  const pairs = (page.txs as Json[]).map((tx, i) => [tx, (page.receipts as Json[])[i] as Json] as const);
+  // Erigon collects After's matches oldest first and reverses the whole page; anvil reverses the blocks only.
+  const key = (tx: Json) => Number(tx.blockNumber) * 1e6 + Number(tx.transactionIndex);
+  if (after) pairs.sort(([a], [b]) => key(b) - key(a));
+  return {
+    ...page,
+    txs: pairs.map(([tx]) => tx),
+    receipts: pairs.map(([, r]) => ({ ...erigonReceipt(r), timestamp: Number(r.timestamp) })),
+  };
+}
+
+/** The transaction's own frame, from anvil's callTracer, as Erigon's TransactionTracer enters it (depth 0). */
+function erigonTopEntry(frame: Json): Json {
+  const { type, from, to, value, input, output } = frame;
+  return { type, depth: 0, from, to, value, input, output: output ?? '0x' };
+}
+
+/** Erigon's answer to `method` where anvil answered `a` (anvil's deviations, each named). */
+function erigonAnswer(method: string, params: unknown[], a: unknown, facts: ErigonFacts): unknown {
+  const r = a as Json;
+  switch (method) {
+    case 'ots_getBlockDetails':
+    case 'ots_getBlockDetailsByHash':
+      return { ...r, block: erigonBlock(r.block as Json, facts) };
+    case 'ots_getBlockTransactions': {
+      // Erigon's receipts here carry neither logs nor logsBloom (null) nor a timestamp.
+      const receipts = (r.receipts as Json[]).map(({ timestamp, ...rest }) => ({
+        ...erigonReceipt(rest),
+        logs: null,
+        logsBloom: null,
+      }));
+      return { ...r, fullblock: erigonBlock(r.fullblock as Json, facts), receipts };
+    }
+    case 'erigon_getHeaderByNumber': {
+      // Erigon answers the header; anvil the block (its body members and size).
+      const { size, totalDifficulty, transactions, uncles, withdrawals, ...header } = r;
+      return header;
+    }
+    case 'ots_getInternalOperations': {
+      // Erigon's OperationsTracer skips depth 0; anvil lists the transaction's own transfer or creation.
+      const top = facts.frames.get(params[0] as string) as Json;
+      const ops = a as Json[];
+      const own = ops[0] !== undefined && ops[0].from === top.from && ops[0].to === top.to;
+      return own ? ops.slice(1) : ops;
+    }
+    case 'ots_traceTransaction': {
+      // Erigon's TransactionTracer enters a creation transaction's own frame too; anvil lists none.
+      const top = facts.frames.get(params[0] as string) as Json;
+      const entries = a as Json[];
+      return top.type === 'CREATE' && entries[0]?.depth !== 0 ? [erigonTopEntry(top), ...entries] : entries;
+    }
+    case 'ots_searchTransactionsBefore':
+    case 'ots_searchTransactionsAfter':
+      return erigonSearchPage(r, method === 'ots_searchTransactionsAfter');
+    default:
+      return a;
+  }
+}
+
+/** Each Otterscan call asked of both for anvil's blocks 1..5; ours equal Erigon's answer built from anvil's. */
+async function checkOtterscan(anvilUrl: string, ours: string, logger: string): Promise<void> {
+  const blocks = (
+    await batch(
+      anvilUrl,
+      [1, 2, 3, 4, 5].map((n): [string, unknown[]] => ['eth_getBlockByNumber', [hexN(n), true]]),
+    )
+  ).map((r) => r.result as Json);
+  const txs = blocks.flatMap((b) => (b.transactions as Json[]).map((tx) => tx.hash as string));
+  const frames = await batch(
+    anvilUrl,
+    txs.map((h): [string, unknown[]] => ['debug_traceTransaction', [h, { tracer: 'callTracer' }]]),
+  );
+  const facts: ErigonFacts = {
+    sizes: new Map(blocks.map((b) => [b.hash as string, hexN(rebuiltSize(b, common))])),
+    frames: new Map(txs.map((h, i) => [h, frames[i]?.result as Json])),
+  };
+  const calls = otterscanCalls(blocks, logger);
+  const [theirs, mine] = await Promise.all([batch(anvilUrl, calls), batch(ours, calls)]);
+  const answers = (rs: Envelope[], erigon: boolean) =>
+    calls.map(([method, params], i) => {
+      const a = rs[i]?.result ?? rs[i]?.error;
+      return {
+        method,
+        params,
+        answer: erigon && rs[i]?.result !== undefined ? erigonAnswer(method, params, a, facts) : a,
+      };
+    });
+  expect(answers(mine, false)).toEqual(answers(theirs, true));
+  expect(txs.length).toBeGreaterThan(15);
+}
+
 describe('serve --follow with anvil as the upstream', () => {
   let anvil: Anvil;
   let node: ServeProcess;
@@ -289,6 +430,10 @@ describe('serve --follow with anvil as the upstream', () => {
     ];
     const [theirs, mine] = await Promise.all([batch(anvil.url, filters), batch(ours, filters)]);
     expect(mine.map((r) => r.result ?? r.error)).toEqual(theirs.map((r) => r.result ?? r.error));
+  });
+
+  test("Otterscan's ots_* and erigon_getHeaderByNumber equal anvil on the workload's first blocks", async () => {
+    await checkOtterscan(anvil.url, ours, loggers[0] as string);
   });
 
   test('the methods tools probe first equal anvil where anvil serves them, and its blocks where it does not', async () => {
