@@ -1,12 +1,13 @@
 // `npm run bench:ledger [-- --datadir <imported fixtures>] [--duration 10] [--connections 64]
-//  [--bodies 4000] [--mix blocks,mixed] [--threads <per replica>]`: the credit ledger's cost on real
+//  [--bodies 4000] [--mix blocks,mixed] [--threads <per replica>] [--lease-credits 100000]`: the credit ledger's cost on real
 // traffic. The fixture chain's varied mixes (bench/src/varied-fixtures.ts: thousands of distinct
 // bodies across the whole chain, every answer checked against an answer the bench computes itself
 // and then compared by digest), sent by the raw closed-loop client (bench/src/load.ts, in a worker
 // thread) over `--connections` keep-alive sockets, in one run, to:
 //   - `serve` with the embedded ledger (one replica);
 //   - `serve --ledger redis://…` (one replica);
-//   - three such replicas over the same Redis (the connections split between them).
+//   - three such replicas over the same Redis (the connections split between them);
+//   - the same two with credit leases (`ledgerLeaseCredits` --lease-credits, in a --config file).
 // Every call is paid (one key, limits high enough never to refuse, so the token bucket runs on
 // every call). Reported per case: req/s (sum), p50 and p99 (worst replica), and for Redis:
 //   - Redis requests per answered call: the script calls Redis received in the measured window
@@ -17,7 +18,7 @@
 // Everything (servers, Redis, the client) shares the machine: the load average is printed per case.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +43,7 @@ const connections = Number(arg('connections', '64'));
 const bodies = Number(arg('bodies', '4000'));
 const mixWords = (arg('mix', 'blocks,mixed') as string).split(',');
 const threads = arg('threads');
+const leaseCredits = Number(arg('lease-credits', '100000'));
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
 };
@@ -267,6 +269,8 @@ async function main(): Promise<void> {
       cpSync(chain.datadir, d, { recursive: true });
       return d;
     });
+    const leaseConfig = join(tmp, 'leases.json');
+    writeFileSync(leaseConfig, JSON.stringify({ ledgerLeaseCredits: leaseCredits }));
     const embeddedKey = await createKey(copies[0] as string, []);
     const redisKey = await createKey(copies[0] as string, ['--ledger', redis.url]);
 
@@ -335,6 +339,10 @@ async function main(): Promise<void> {
       await run('embedded', [copies[0] as string], embeddedKey, []);
       await run('Redis', [copies[0] as string], redisKey, ['--ledger', redis.url]);
       await run('Redis', copies, redisKey, ['--ledger', redis.url]);
+      // Credit leases (ledgerLeaseCredits): each replica spends slices of the key's balance in process.
+      const leased = ['--ledger', redis.url, '--config', leaseConfig];
+      await run('Redis, leases', [copies[0] as string], redisKey, leased);
+      await run('Redis, leases', copies, redisKey, leased);
     }
     printLedgerReport(chain.describe, alone, rows, notes);
     await chain.close();

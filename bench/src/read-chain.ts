@@ -41,7 +41,7 @@ export interface ReadChainOptions {
   log: (line: string) => void;
 }
 
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
 async function rpc(url: string, calls: [string, unknown[]][]): Promise<unknown[]> {
   const out: unknown[] = [];
@@ -88,7 +88,7 @@ class History<T> {
 }
 
 /** JSON with object keys sorted (the servers order a receipt's fields differently). */
-function canonical(v: unknown): string {
+export function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) =>
     x !== null && typeof x === 'object' && !Array.isArray(x)
       ? Object.fromEntries(Object.entries(x as Json).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
@@ -107,6 +107,19 @@ export interface ReadChain extends ChainUnderTest {
   cold: Call[];
   /** eth_chainId bodies: the same client and transport with next to no work behind them. */
   baseline: Call[];
+  /** What the chain holds, for benches that make mixes of their own (bench/traces.ts). */
+  facts: ReadFacts;
+}
+
+/** The read chain's transactions as the bench sent them and anvil mined them. */
+export interface ReadFacts {
+  head: number;
+  tokenAddress: string;
+  holders: string[];
+  /** Every block's receipts (geth's shape), by number. */
+  blockReceipts: Map<number, Json[]>;
+  /** States anvil keeps (--prune-history). */
+  anvilHistory: number;
 }
 
 /** What the bench sent to anvil, block by block: the answers the servers' replies are checked against. */
@@ -401,6 +414,13 @@ async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
   return {
     cold,
     baseline,
+    facts: {
+      head,
+      tokenAddress: ledger.tokenAddress,
+      holders: ledger.holders,
+      blockReceipts: answers.blockReceipts,
+      anvilHistory: o.anvilHistory,
+    },
     describe: `built by anvil in this run: ${head} blocks, ${receipts.size} transactions (ERC-20 transfers to ${o.holders} holders and ETH transfers), followed by this node (\`serve --follow\`: ${followSecs.toFixed(0)} s); anvil --prune-history ${o.anvilHistory}`,
     mixes,
     datadir,

@@ -14,7 +14,8 @@ export type Kind =
   | 'logs'
   | 'call'
   | 'receipt'
-  | 'blockReceipts';
+  | 'blockReceipts'
+  | 'trace';
 export type ServerName = 'chainnode' | 'anvil';
 
 export interface Call {
