@@ -312,6 +312,11 @@ export class LeasedLedger implements CreditLedger {
   private seq = 0;
   private gen = 0;
   private fd: number | undefined;
+  /** Spends of this turn not yet written (journal()), and the write their settles wait for. */
+  private pendingLines: string[] = [];
+  private written: Promise<void> | undefined;
+  /** abandon() was called: what was not written is lost, as in a killed process (its settles fail). */
+  private abandoned = false;
   /** The ids of the leases this ledger opened (<rid>.open.lease), removed once all are returned. */
   private readonly openFile: string;
   private openFd: number | undefined;
@@ -403,15 +408,19 @@ export class LeasedLedger implements CreditLedger {
     const token = debit.token as Partial<LeasedToken>;
     const l = token.lease;
     if (l === undefined) return this.inner.settle(debit, finalCost);
-    l.inflight -= debit.cost;
     if (!l.closing && performance.now() < l.deadline) l.free += debit.cost - finalCost;
-    if (finalCost > 0) {
-      const s: Spend = { l: l.id, s: ++this.seq, h: l.hash, c: finalCost };
-      if (debit.network !== undefined) s.n = debit.network;
-      this.journal(s);
-      l.unreported.push(s);
-      l.unreportedCredits += finalCost;
-      l.window += finalCost;
+    try {
+      if (finalCost > 0) {
+        const s: Spend = { l: l.id, s: ++this.seq, h: l.hash, c: finalCost };
+        if (debit.network !== undefined) s.n = debit.network;
+        await this.journal(s);
+        l.unreported.push(s);
+        l.unreportedCredits += finalCost;
+        l.window += finalCost;
+      }
+    } finally {
+      // Counted in flight until it is counted unreported: the allowance bound holds in between.
+      l.inflight -= debit.cost;
     }
   }
 
@@ -425,6 +434,7 @@ export class LeasedLedger implements CreditLedger {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    await this.written?.catch(() => undefined);
     for (const l of [...this.leases.values()]) this.retire(l);
     const until = Date.now() + 2 * this.timeoutMs;
     while ((this.returning.length > 0 || this.orphans.length > 0) && Date.now() < until) {
@@ -447,6 +457,7 @@ export class LeasedLedger implements CreditLedger {
   /** Stops without returning anything or closing files (a killed process, for tests). */
   abandon(): void {
     this.closed = true;
+    this.abandoned = true;
     clearInterval(this.timer);
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
@@ -510,13 +521,39 @@ export class LeasedLedger implements CreditLedger {
     this.returning.push(l);
   }
 
-  private journal(s: Spend): void {
+  /**
+   * Journals a spend: the spends settled in one event-loop turn are written together (one write,
+   * as the embedded engine's charges), and their settles resolve once it is written, so no answer
+   * goes out before its spend is on disk. A write per spend was ~8% of a serving thread's CPU.
+   */
+  private journal(s: Spend): Promise<void> {
+    this.pendingLines.push(`${JSON.stringify(s)}\n`);
+    this.written ??= new Promise<void>((resolve, reject) => {
+      setImmediate(() => {
+        try {
+          this.writePending();
+          resolve();
+        } catch (err) {
+          reject(err);
+        }
+      });
+    });
+    return this.written;
+  }
+
+  /** Writes the spends journal() queued (in one write), into this generation's file. */
+  private writePending(): void {
+    const lines = this.pendingLines.join('');
+    this.pendingLines = [];
+    this.written = undefined;
+    if (this.abandoned) throw new Error('credit ledger: stopped before the spend was journaled');
+    if (lines === '') return;
     if (this.fd === undefined) {
       const file = join(this.journalDir, `${this.inner.rid}.${this.gen}.lease`);
       this.fd = openSync(file, 'a', 0o600);
       this.files.push(file);
     }
-    writeSync(this.fd, `${JSON.stringify(s)}\n`);
+    writeSync(this.fd, lines);
   }
 
   /** A sync soon (one at a time; asked again while one is out: another right after). */
