@@ -18,7 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rawOnceThread } from './src/load-thread.js';
 import { DIGEST, digest } from './src/load.js';
-import { readBuilder } from './src/read-chain.js';
+import { readChainRun } from './src/read-chain.js';
 import type { ReadChain } from './src/read-chain.js';
 import { printRunRecord } from './src/run-record.js';
 import { runVaried } from './src/varied-run.js';
@@ -29,12 +29,6 @@ printRunRecord('bench:read');
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
 
-function arg(name: string, dflt: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? (process.argv[i + 1] as string) : dflt;
-}
-
-const anvilHistory = Number(arg('anvil-history', '128'));
 let chain: ReadChain | undefined;
 
 /** Every body once over one connection, each answer checked; p50/p99 as the client sees them. */
@@ -60,44 +54,10 @@ async function sequential(url: string, calls: Call[]): Promise<{ p50: number; p9
 }
 
 await runVaried({
-  root,
-  cli,
-  chain: 'scaled',
-  blocks: Number(arg('blocks', '400')),
-  anvilHistory,
-  anvilProofSample: 0,
-  seconds: Number(arg('duration', '6')),
-  connections: Number(arg('connections', '32')),
-  bodies: Number(arg('bodies', '2000')),
-  logBodies: 0,
-  ...(process.argv.includes('--only') ? { only: arg('only', '').split(',') } : {}),
-  ...(process.argv.includes('--serve-args')
-    ? {
-        serveArgs: arg('serve-args', '')
-          .split(' ')
-          .filter((x) => x !== ''),
-      }
-    : {}),
-  command: `Command: npm run bench:read -- ${process.argv.slice(2).join(' ')}`,
-  builder: {
-    name: readBuilder.name,
-    build: async (_o, dir, log) => {
-      chain = await readBuilder.build(
-        {
-          cli,
-          root,
-          blocks: Number(arg('blocks', '400')),
-          txsPerBlock: Number(arg('txs', '12')),
-          holders: Number(arg('holders', '300')),
-          anvilHistory,
-          bodies: Number(arg('bodies', '2000')),
-        },
-        dir,
-        log,
-      );
-      return chain;
-    },
-  },
+  ...readChainRun('bench:read', root, cli, { connections: 32, bodies: 2000 }, (built) => {
+    chain = built;
+    return built;
+  }),
   beforeMixes: async (url) => {
     const c = chain as ReadChain;
     const call = await sequential(url, c.cold);

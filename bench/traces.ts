@@ -12,8 +12,9 @@
 // traces of older blocks are not sent to it ("unsupported").
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { canonical, readBuilder } from './src/read-chain.js';
+import { canonical, readChainRun } from './src/read-chain.js';
 import type { Json, ReadChain, ReadFacts } from './src/read-chain.js';
+import { arg } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
 import { Rng } from './src/synth.js';
 import { runVaried } from './src/varied-run.js';
@@ -25,12 +26,6 @@ printRunRecord('bench:traces');
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
 
-function arg(name: string, dflt: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? (process.argv[i + 1] as string) : dflt;
-}
-
-const anvilHistory = Number(arg('anvil-history', '128'));
 const bodies = Number(arg('bodies', '600'));
 const filterBlocks = Number(arg('filter-blocks', '4'));
 const CALL_TRACER = { tracer: 'callTracer' };
@@ -257,43 +252,4 @@ function traceChain(base: ReadChain): ChainUnderTest {
   };
 }
 
-await runVaried({
-  root,
-  cli,
-  chain: 'scaled',
-  blocks: Number(arg('blocks', '400')),
-  anvilHistory,
-  anvilProofSample: 0,
-  seconds: Number(arg('duration', '6')),
-  connections: Number(arg('connections', '16')),
-  bodies,
-  logBodies: 0,
-  ...(process.argv.includes('--only') ? { only: arg('only', '').split(',') } : {}),
-  ...(process.argv.includes('--serve-args')
-    ? {
-        serveArgs: arg('serve-args', '')
-          .split(' ')
-          .filter((x) => x !== ''),
-      }
-    : {}),
-  command: `Command: npm run bench:traces -- ${process.argv.slice(2).join(' ')}`,
-  builder: {
-    name: readBuilder.name,
-    build: async (_o, dir, log) => {
-      const base = await readBuilder.build(
-        {
-          cli,
-          root,
-          blocks: Number(arg('blocks', '400')),
-          txsPerBlock: Number(arg('txs', '12')),
-          holders: Number(arg('holders', '300')),
-          anvilHistory,
-          bodies,
-        },
-        dir,
-        log,
-      );
-      return traceChain(base);
-    },
-  },
-});
+await runVaried(readChainRun('bench:traces', root, cli, { connections: 16, bodies }, traceChain));

@@ -21,6 +21,8 @@ import { Rng } from './synth.js';
 import { callMaker, mixOf, qty, shuffle } from './varied-mix.js';
 import type { Call, ChainBuilder, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
 import { freePort } from '@chainnode/testkit';
+import { arg } from './cli.js';
+import type { VariedOptions } from './varied-run.js';
 
 const DEV = ANVIL_DEV_ACCOUNTS as readonly string[];
 const GENESIS = cancunGenesis({ accounts: DEV, balance: '0x21e19e0c9bab2400000' });
@@ -430,5 +432,63 @@ async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
     normalise: () => undefined,
     anvilSkips: (calls) => new Set(calls.filter((c) => oldBodies.has(c.body)).map((c) => c.body)),
     close: () => stopChild(anvil),
+  };
+}
+
+/**
+ * The varied runner's options for a bench on the read chain (bench:read, bench:traces), from the
+ * command line (--blocks, --txs, --holders, --anvil-history, --bodies, --duration, --connections,
+ * --only, --serve-args); `wrap` makes the built chain the bench's (its own mixes).
+ */
+export function readChainRun(
+  bench: string,
+  root: string,
+  cli: string,
+  defaults: { connections: number; bodies: number },
+  wrap: (chain: ReadChain) => ChainUnderTest,
+): VariedOptions {
+  const opt = (name: string, dflt: string): string => arg(name, dflt) as string;
+  const blocks = Number(opt('blocks', '400'));
+  const anvilHistory = Number(opt('anvil-history', '128'));
+  const bodies = Number(opt('bodies', String(defaults.bodies)));
+  return {
+    root,
+    cli,
+    chain: 'scaled',
+    blocks,
+    anvilHistory,
+    anvilProofSample: 0,
+    seconds: Number(opt('duration', '6')),
+    connections: Number(opt('connections', String(defaults.connections))),
+    bodies,
+    logBodies: 0,
+    ...(process.argv.includes('--only') ? { only: opt('only', '').split(',') } : {}),
+    ...(process.argv.includes('--serve-args')
+      ? {
+          serveArgs: opt('serve-args', '')
+            .split(' ')
+            .filter((x) => x !== ''),
+        }
+      : {}),
+    command: `Command: npm run ${bench} -- ${process.argv.slice(2).join(' ')}`,
+    builder: {
+      name: readBuilder.name,
+      build: async (_o, dir, log) => {
+        const chain = await readBuilder.build(
+          {
+            cli,
+            root,
+            blocks,
+            txsPerBlock: Number(opt('txs', '12')),
+            holders: Number(opt('holders', '300')),
+            anvilHistory,
+            bodies,
+          },
+          dir,
+          log,
+        );
+        return wrap(chain);
+      },
+    },
   };
 }
