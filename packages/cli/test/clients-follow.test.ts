@@ -6,7 +6,8 @@
 // the estimate against what the mined transfer used and what anvil estimates.
 // foundry's cast prints the same against the node as against anvil (block, tx, receipt, logs,
 // state at a block, proof, fees, estimate, access list, a transfer sent through the node), apart
-// from the lines where anvil deviates from geth, each checked by geth's rule (see expectSameCast).
+// from the lines where anvil deviates from geth, each checked by geth's rule (see expectSameCast);
+// `cast run` and `cast call --trace` print the same traces as against anvil.
 // Filters (log and block filters polled over the same blocks) and eth_simulateV1 (state and block
 // overrides, traceTransfers, validation, a revert) answer as anvil does where anvil follows geth.
 import { AbiCoder, Contract, JsonRpcProvider, Wallet, keccak256 } from 'ethers';
@@ -422,6 +423,33 @@ describe('ethers, viem, web3.js and cast against a node following anvil', () => 
     expect(sent).toBe(mine);
     await expectSameCast(anvil.url, 'receipt', mine, theirs);
     expect(splitFields(mine, ['status']).fields.status).toBe('1 (success)');
+  });
+
+  // cast replays in its own EVM on the state it reads at the parent block (eth_getCode,
+  // eth_getStorageAt, ...). Without a terminal and with --color never it prints no progress bar,
+  // timing or colour: the outputs compare as printed.
+  test('cast run of the token’s creation and a transfer, cast call --trace at a block and at latest, as against anvil', async () => {
+    await waitSynced(anvil.url, ours, () => node.output());
+    const logs = await result<Json[]>(anvil.url, 'eth_getLogs', [{ fromBlock: '0x0', address: token }]);
+    const [created, first] = logs as [Json, Json];
+    const at = String(Number(first.blockNumber));
+    const trace = ['--trace', token, 'balanceOf(address)', DEV[1] as string];
+    const commands: [string, ...string[]][] = [
+      ['run', created.transactionHash as string],
+      ['run', first.transactionHash as string],
+      ['call', ...trace, '--block', at],
+      ['call', ...trace],
+    ];
+    const outs = await castBoth(
+      ours,
+      anvil.url,
+      commands.map(([c, ...a]) => [c, '--color', 'never', ...a] as [string, ...string[]]),
+    );
+    for (const [i, [mine, theirs]] of outs.entries()) {
+      expect([commands[i], mine.length > 0]).toEqual([commands[i], true]);
+      expect([commands[i], mine]).toEqual([commands[i], theirs]);
+      expect(mine).toMatch(/^Traces:\n[\s\S]*\[Return\][\s\S]*\nTransaction successfully executed\.\nGas used: \d+$/m);
+    }
   });
   test('filters: log and block filters polled over the same blocks answer as anvil’s', async () => {
     const c = chainOf();
