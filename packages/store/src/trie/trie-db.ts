@@ -172,12 +172,17 @@ export class TrieNodeDb implements DB<string, Value> {
         if (this.pending.has(key)) continue;
         node = RLP.decode(bytes) as Nested;
         old = this.counterpart(ref, base);
-        // A node stored already keeps its row as it is (whole or delta): a row is the one its
-        // first writer chose, whichever way later blocks reach the same node again.
-        const row = tables.trieNodes.getSync(this.kv, ref) ?? this.rowFor(node, bytes, base, old);
-        this.pending.set(key, row);
-        // The next block's pairing reads it as its parent's: remembered decoded.
-        if (Array.isArray(node)) this.remember(key, { row, bytes, node: node as Nested[] });
+        if (!this.deltas) {
+          // Every row is the node's bytes: nothing to look up, nothing to pair with next block.
+          this.pending.set(key, bytes);
+        } else {
+          // A node stored already keeps its row as it is (whole or delta): a row is the one its
+          // first writer chose, whichever way later blocks reach the same node again.
+          const row = tables.trieNodes.getSync(this.kv, ref) ?? this.rowFor(node, bytes, base, old);
+          this.pending.set(key, row);
+          // The next block's pairing reads it as its parent's: remembered decoded.
+          if (Array.isArray(node)) this.remember(key, { row, bytes, node: node as Nested[] });
+        }
       } else {
         node = ref; // a node embedded in its parent (under 32 bytes)
         old = this.counterpart(ref, base);
