@@ -153,7 +153,9 @@ export interface ChainStore {
    * Stores trie nodes and contract code that the caller has verified against a stored state root
    * (a node that joined its chain at block N fetches the paths it reads as proofs). Each is keyed
    * by its own keccak here, as the archive trie keys them, so nothing can be stored under another
-   * hash. Absent on stores that do not take proven state.
+   * hash. Readable as soon as the call returns; the promise settles when they are written (a
+   * crash before that loses proven state only: it is proven again). Absent on stores that do not
+   * take proven state.
    */
   addProvenState?(nodes: Bytes[], codes: Bytes[]): Promise<void>;
   /**

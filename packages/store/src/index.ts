@@ -20,8 +20,16 @@ export {
   writeRlpBytes,
 } from './schema/index.js';
 export { keccak256 } from './keccak.js';
-export { MissingTrieNodeError, hexPrefix, nibblesOf, sharedNibbles, trieGetSync, updateTrie } from './trie/index.js';
-export type { NodePut, SyncNodeGet } from './trie/index.js';
+export {
+  MissingTrieNodeError,
+  hexPrefix,
+  nibblesOf,
+  sharedNibbles,
+  trieGet,
+  trieGetSync,
+  updateTrie,
+} from './trie/index.js';
+export type { NodePut, NodeSource, SyncNodeGet } from './trie/index.js';
 // Trie rows as stored (branch nodes may be deltas against older rows): for tools that read TrieNodes directly.
 export { deltaChain, nodeBytes, storedNode } from './trie/index.js';
 export type { RawNodeGet } from './trie/index.js';

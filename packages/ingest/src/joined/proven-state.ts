@@ -1,16 +1,17 @@
 // State on demand, proven: a ChainStore whose state reads (accounts, storage, proofs, code) that
 // reach a trie node the store does not hold (a node that joined its chain at block N holds no state
 // of its own) fetch eth_getProof from an upstream for exactly the account and slots asked, verify it
-// against the node's OWN stored state root of the block (@ethereumjs/mpt's verifyMerkleProof: an
-// implementation independent of the store's walk), store the proof's nodes (content-addressed:
-// they slot into the archive trie), and answer from a local walk. So:
+// against the node's OWN stored state root of the block (proof-walk.ts: the store's synchronous
+// walk over the proof's nodes, each taken only by the hash its parent names), store the nodes the
+// walk read (content-addressed: they slot into the archive trie) and answer from a local walk,
+// which finds them in the store's cache at once: the write to disk is not waited for (a crash
+// before it loses nothing but the proof, which is fetched again). So:
 // - a second query over the same paths reads no upstream (the nodes are local now);
 // - a proof that does not verify, or whose stated account or slot values differ from what it
 //   proves, is never stored or served: the call fails with UnprovenStateError;
 // - concurrent misses for the same (state, account, slots) fetch once (SingleFlight).
 // Code is fetched with eth_getCode and kept only if its keccak is the proven account's code hash.
 // Everything else passes through to the wrapped store.
-import { verifyMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from '@chainnode/core';
 import {
@@ -22,6 +23,7 @@ import {
   bytesToBigInt,
 } from '@chainnode/core';
 import type { AccountRecord, Bytes, ChainStore, SyncStateReader, UpstreamClient } from '@chainnode/core';
+import { ProvenNodes, provenValue } from './proof-walk.js';
 
 const EMPTY_TRIE = hexBytes('0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421');
 const EMPTY_CODE = hexBytes('0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470');
@@ -100,6 +102,8 @@ export class ProvenState {
   private missed = new Map<string, { root: Uint8Array; address: Uint8Array; slots: Map<string, Uint8Array> }>();
   private missedCode = new Set<string>();
   private reader!: SyncStateReader;
+  /** Nodes of recent proofs: the top of a block's state trie is hashed once, not once per proof. */
+  private readonly provenNodes = new ProvenNodes();
   readonly store: ChainStore;
 
   constructor(
@@ -295,26 +299,34 @@ export class ProvenState {
     const words = slots.map((s) => pad32(s));
     const upstream = this.upstreamFor(ref);
     const reply = await this.upstreamCall(upstream, 'eth_getProof', [hex(address), words.map(hex), block]);
-    // Verification is synchronous up to its first await: `asked` names this upstream in a refusal.
-    const nodes = await this.verifyProof(root, address, words, reply, this.rejecter(upstream));
-    await (this.inner.addProvenState as NonNullable<ChainStore['addProvenState']>)(nodes, []);
+    const nodes = this.verifyProof(root, address, words, reply, this.rejecter(upstream));
+    this.keep(nodes, []);
     this.stats.verified++;
   }
 
-  /** Checks an EIP-1186 answer against `root`; returns every node it proved with. */
-  private async verifyProof(
+  /**
+   * Verified nodes and code into the store: readable at once (ChainStore.addProvenState), written
+   * to disk without waiting (a failed write loses only what is proven again when next read).
+   */
+  private keep(nodes: Uint8Array[], codes: Uint8Array[]): void {
+    (this.inner.addProvenState as NonNullable<ChainStore['addProvenState']>)(nodes, codes).catch(() => undefined);
+  }
+
+  /** Checks an EIP-1186 answer against `root`; returns every node its walks read. */
+  private verifyProof(
     root: Bytes,
     address: Bytes,
     words: Uint8Array[],
     reply: unknown,
     reject: (reason: string) => never,
-  ): Promise<Uint8Array[]> {
+  ): Uint8Array[] {
     if (typeof reply !== 'object' || reply === null) reject('eth_getProof answered no object');
     const r = reply as Record<string, unknown>;
     const accountProof = hexList(r.accountProof, 'accountProof', reject);
+    const nodes: Uint8Array[] = [];
     let leaf: Uint8Array | null;
     try {
-      leaf = await verifyMerkleProof(keccak256(address), accountProof, { root, useKeyHashing: false });
+      leaf = provenValue(root, keccak256(address), accountProof, this.provenNodes, nodes);
     } catch {
       return reject(`the account proof of ${hex(address)} does not lead from state root ${hex(root)}`);
     }
@@ -342,7 +354,6 @@ export class ProvenState {
     const storageRoot = account?.storageRoot ?? EMPTY_TRIE;
     const sp = r.storageProof;
     if (!Array.isArray(sp) || sp.length !== words.length) return reject('storageProof does not answer every slot');
-    const nodes = [...accountProof];
     for (let i = 0; i < words.length; i++) {
       const e = sp[i] as Record<string, unknown> | null;
       if (typeof e !== 'object' || e === null) return reject(`storage proof ${i} is not an object`);
@@ -358,10 +369,7 @@ export class ProvenState {
       }
       let v: Uint8Array | null;
       try {
-        v = await verifyMerkleProof(keccak256(words[i] as Uint8Array), proof, {
-          root: storageRoot,
-          useKeyHashing: false,
-        });
+        v = provenValue(storageRoot, keccak256(words[i] as Uint8Array), proof, this.provenNodes, nodes);
       } catch {
         return reject(
           `the proof of slot ${hex(words[i] as Uint8Array)} does not lead from storage root ${hex(storageRoot)}`,
@@ -372,7 +380,6 @@ export class ProvenState {
         reject(
           `slot ${hex(words[i] as Uint8Array)} of ${hex(address)}: stated ${value}, proven 0x${proven.toString(16)}`,
         );
-      nodes.push(...proof);
     }
     return nodes;
   }
@@ -394,7 +401,7 @@ export class ProvenState {
         reject(
           `code of ${hex(owner.address)} hashes to ${hex(keccak256(code))}, the proven account's code hash is ${hex(codeHash)}`,
         );
-      await (this.inner.addProvenState as NonNullable<ChainStore['addProvenState']>)([], [code]);
+      this.keep([], [code]);
       this.stats.verified++;
     });
     const v = await this.inner.code(codeHash);

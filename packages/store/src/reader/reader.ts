@@ -1252,18 +1252,30 @@ export class LevelChainStore implements ChainStore {
   /**
    * Verified proof nodes and code (ChainStore.addProvenState) into TrieNodes, keyed by their own
    * keccak (code under 'c' ++ codeHash, as the state manager keys it): content-addressed, they
-   * slot into the archive trie the walks read, whoever wrote the rest. One batch.
+   * slot into the archive trie the walks read, whoever wrote the rest. They go into the node and
+   * code caches before the call returns (a read right after it finds them); the batch that writes
+   * them is built and written after the current callbacks (the answer that proved them goes
+   * out first).
    */
   addProvenState(nodes: Bytes[], codes: Bytes[]): Promise<void> {
+    const rows: [Uint8Array, Uint8Array][] = [];
+    for (const n of nodes) {
+      const hash = keccak256(n);
+      this.trieNodes.set(hash, n);
+      rows.push([tables.trieNodes.key(hash), n.slice()]);
+    }
+    for (const c of codes) {
+      const hash = keccak256(c);
+      this.codes.set(hash, c.slice());
+      const key = new Uint8Array(33);
+      key[0] = 0x63;
+      key.set(hash, 1);
+      rows.push([tables.trieNodes.key(key), c.slice()]);
+    }
     return this.guard('addProvenState', async () => {
+      await new Promise<void>((r) => setImmediate(r));
       const batch = this.db.batch();
-      for (const n of nodes) batch.put(tables.trieNodes.key(keccak256(n)), n.slice());
-      for (const c of codes) {
-        const key = new Uint8Array(33);
-        key[0] = 0x63;
-        key.set(keccak256(c), 1);
-        batch.put(tables.trieNodes.key(key), c.slice());
-      }
+      for (const [k, v] of rows) batch.put(k, v);
       await batch.write();
     });
   }
