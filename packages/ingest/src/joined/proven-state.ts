@@ -9,7 +9,9 @@
 // - a second query over the same paths reads no upstream (the nodes are local now);
 // - a proof that does not verify, or whose stated account or slot values differ from what it
 //   proves, is never stored or served: the call fails with UnprovenStateError;
-// - concurrent misses for the same (state, account, slots) fetch once (SingleFlight).
+// - concurrent misses for the same (state, account, slots) fetch once (SingleFlight);
+// - what is asked of an upstream in one turn goes out in one request (upstream-batch.ts): the paths
+//   an execution missed, cold reads that arrive together.
 // Code is fetched with eth_getCode and kept only if its keccak is the proven account's code hash.
 // Everything else passes through to the wrapped store.
 import { RLP } from '@ethereumjs/rlp';
@@ -24,6 +26,7 @@ import {
 } from '@chainnode/core';
 import type { AccountRecord, Bytes, ChainStore, SyncStateReader, UpstreamClient } from '@chainnode/core';
 import { ProvenNodes, provenValue } from './proof-walk.js';
+import { UpstreamBatcher } from './upstream-batch.js';
 
 const EMPTY_TRIE = hexBytes('0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421');
 const EMPTY_CODE = hexBytes('0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470');
@@ -104,6 +107,7 @@ export class ProvenState {
   private reader!: SyncStateReader;
   /** Nodes of recent proofs: the top of a block's state trie is hashed once, not once per proof. */
   private readonly provenNodes = new ProvenNodes();
+  private readonly batcher = new UpstreamBatcher();
   readonly store: ChainStore;
 
   constructor(
@@ -272,7 +276,7 @@ export class ProvenState {
   private async upstreamCall(upstream: UpstreamClient, method: string, params: unknown[]): Promise<unknown> {
     this.stats.fetches++;
     try {
-      return await upstream.call(method, params);
+      return await this.batcher.call(upstream, method, params);
     } catch (err) {
       this.stats.failed++;
       if (err instanceof UpstreamError)
