@@ -23,6 +23,8 @@ import type { AnchorBlock } from './pipeline.js';
 import { RpcBlockSource } from './rpc-source.js';
 import { chooseHistorySource, chooseReplicaSource } from './replicate/sources.js';
 import type { ReplicaSource, StateSourceKind } from './replicate/sources.js';
+import { rangesAhead } from './replicate/ahead.js';
+import type { ReplicaBlock } from './replicate/block.js';
 import type { ReplicationTimings } from './replicate/timings.js';
 
 /** A fetched block, whichever way it is ingested. */
@@ -107,7 +109,10 @@ export interface FollowerOptions
   to?: bigint;
   /** Keep following after catching up (serve --follow); otherwise return at the head (sync). */
   follow?: boolean;
-  /** Blocks fetched ahead concurrently while catching up (default 8). */
+  /**
+   * Blocks fetched ahead concurrently while catching up (default 8; 16 replicating); from a
+   * primary that serves ranges, the blocks of one range request (default RANGE_SPAN).
+   */
   prefetch?: number;
   /** Consecutive polls with the upstream below our head (same chain) before rolling back (default 3). */
   rollbackPolls?: number;
@@ -143,6 +148,10 @@ export interface FollowSummary {
 
 const hex = (b: Uint8Array): string => bytesToHex(b);
 const EMPTY_TRIE_ROOT = bytesToHex(KECCAK256_RLP);
+
+/** Blocks one range request asks a chainnode primary for, and such requests in flight at most. */
+const RANGE_SPAN = 32;
+const RANGE_DEPTH = 3;
 
 const SOURCE_NAMES: Record<StateSourceKind, string> = {
   chainnode: 'a chainnode primary (chainnode_getStateDiff)',
@@ -476,12 +485,15 @@ export class Follower {
     }
     if (this.replica !== undefined) {
       const b = typeof id === 'bigint' ? await this.replica.byNumber(id) : await this.replica.byHash(id);
-      if (b === undefined) return undefined;
-      return { ...b, append: () => this.pipeline.appendReplica(b, this.opts.timings) };
+      return b === undefined ? undefined : this.replicaBlock(b);
     }
     const b = typeof id === 'bigint' ? await this.source.byNumber(id) : await this.source.byHash(id);
     if (b === undefined) return undefined;
     return { number: b.number, hash: b.hash, parentHash: b.parentHash, append: () => this.pipeline.append(b.raw) };
+  }
+
+  private replicaBlock(b: ReplicaBlock): FetchedBlock {
+    return { ...b, append: () => this.pipeline.appendReplica(b, this.opts.timings) };
   }
 
   private byNumber(n: bigint): Promise<FetchedBlock | undefined> {
@@ -547,36 +559,67 @@ export class Follower {
   }
 
   private async catchUp(target: bigint): Promise<void> {
-    const window = this.opts.prefetch ?? (this.replica !== undefined || this.history !== undefined ? 16 : 8);
     const groupBlocks = this.opts.groupBlocks ?? 256;
     const groupMs = this.opts.groupMs ?? 1000;
+    const t = this.opts.timings;
     try {
       while (this.pipeline.head().number < target && !this.opts.signal?.aborted) {
-        const from = this.pipeline.head().number + 1n;
-        const count = Number(target - from + 1n < BigInt(window) ? target - from + 1n : BigInt(window));
-        const fetches = Array.from({ length: count }, (_, i) => this.byNumber(from + BigInt(i)));
-        for (const f of fetches) f.catch(() => undefined);
+        const ahead = this.ahead(this.pipeline.head().number + 1n, target);
         let stop = false;
-        for (const f of fetches) {
-          const t = this.opts.timings;
-          const blk = t === undefined ? await f : await t.time('fetchWaitMs', () => f);
-          if (blk === undefined) {
-            stop = true; // the upstream no longer has it (reorg to a shorter chain): re-poll
-            break;
+        try {
+          for (;;) {
+            const r = t === undefined ? await ahead.next() : await t.time('fetchWaitMs', () => ahead.next());
+            if (r.done === true) break;
+            const blk = r.value;
+            if (blk === undefined) {
+              stop = true; // the upstream no longer has it (reorg to a shorter chain): re-poll
+              break;
+            }
+            if (!equalsBytes(blk.parentHash, this.pipeline.head().hash)) {
+              await this.reconcile(blk);
+              stop = true;
+              break;
+            }
+            await blk.append();
+            if (this.pipeline.stagedBlocks() >= groupBlocks || Date.now() - this.lastFlush >= groupMs)
+              await this.flush();
+            this.progress(target);
+            if (this.opts.signal?.aborted) break;
           }
-          if (!equalsBytes(blk.parentHash, this.pipeline.head().hash)) {
-            await this.reconcile(blk);
-            stop = true;
-            break;
-          }
-          await blk.append();
-          if (this.pipeline.stagedBlocks() >= groupBlocks || Date.now() - this.lastFlush >= groupMs) await this.flush();
-          this.progress(target);
+        } finally {
+          await ahead.return(undefined);
         }
         if (stop) break;
       }
     } finally {
       await this.flush();
+    }
+  }
+
+  /**
+   * The blocks from `from` towards `target`, in order: from a replica source that serves ranges,
+   * all of them, a few range requests in flight; else one window of `prefetch` blocks fetched
+   * together. undefined: the upstream does not have the next one.
+   */
+  private async *ahead(from: bigint, target: bigint): AsyncGenerator<FetchedBlock | undefined> {
+    const replica = this.replica;
+    if (replica?.range !== undefined) {
+      const span = this.opts.prefetch ?? RANGE_SPAN;
+      for await (const b of rangesAhead((a, z) => replica.range?.(a, z) ?? Promise.resolve([]), from, target, {
+        span,
+        depth: RANGE_DEPTH,
+      }))
+        yield b === undefined ? undefined : this.replicaBlock(b);
+      return;
+    }
+    const window = this.opts.prefetch ?? (this.replica !== undefined || this.history !== undefined ? 16 : 8);
+    const count = Number(target - from + 1n < BigInt(window) ? target - from + 1n : BigInt(window));
+    const fetches = Array.from({ length: count }, (_, i) => this.byNumber(from + BigInt(i)));
+    for (const f of fetches) f.catch(() => undefined);
+    for (const f of fetches) {
+      const blk = await f;
+      yield blk;
+      if (blk === undefined) return;
     }
   }
 

@@ -14,6 +14,8 @@ import type { JsonAccountProof } from './formatters/proof.js';
 import type { JsonAnyTransaction } from './formatters/transaction.js';
 import type { JsonStateDiff } from './formatters/state-diff.js';
 import type { MethodDef, Transport } from './method.js';
+import { chainnode_getBlockRange } from './methods/chainnode_getBlockRange.js';
+import type { BlockRangeParams, JsonRangeBlock } from './methods/chainnode_getBlockRange.js';
 import { chainnode_getStateDiff } from './methods/chainnode_getStateDiff.js';
 import { debug_getRawBlock } from './methods/debug_getRawBlock.js';
 import { debug_getRawHeader } from './methods/debug_getRawHeader.js';
@@ -181,6 +183,7 @@ export interface RpcSchema {
   debug_getRawTransaction: { params: Uint8Array; result: Hex };
   debug_getRawReceipts: { params: BlockSelector; result: Hex[] | null };
   chainnode_getStateDiff: { params: BlockSelector; result: JsonStateDiff };
+  chainnode_getBlockRange: { params: BlockRangeParams; result: JsonRangeBlock[] };
   eth_call: { params: CallParams; result: Hex };
   eth_estimateGas: { params: CallParams; result: Hex };
   eth_createAccessList: { params: CallParams; result: JsonAccessListResult };
@@ -273,6 +276,7 @@ export const METHODS: MethodTable = {
   debug_getRawTransaction,
   debug_getRawReceipts,
   chainnode_getStateDiff,
+  chainnode_getBlockRange,
   eth_call,
   eth_estimateGas,
   eth_createAccessList,

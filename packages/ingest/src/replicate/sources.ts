@@ -36,6 +36,11 @@ export interface ReplicaSource {
   readonly kind: StateSourceKind;
   byNumber(n: bigint): Promise<ReplicaBlock | undefined>;
   byHash(hash: Uint8Array): Promise<ReplicaBlock | undefined>;
+  /**
+   * Blocks [from, to] in order, in as few requests as the upstream allows: a prefix of them (the
+   * upstream's caps, or its head); empty when it has none of them. Absent: block by block.
+   */
+  range?(from: bigint, to: bigint): Promise<ReplicaBlock[]>;
 }
 
 const HASH = /^0x[0-9a-fA-F]{64}$/;
@@ -101,6 +106,47 @@ export class ChainnodeSource implements ReplicaSource {
 
   byHash(hash: Uint8Array): Promise<ReplicaBlock | undefined> {
     return this.fetch(bytesToHex(hash), hash);
+  }
+
+  /** Whether the primary answers chainnode_getBlockRange (an older one does not: block by block). */
+  private ranges = true;
+
+  /**
+   * chainnode_getBlockRange: blocks [from, to] in one request, each checked to be the number it
+   * stands for. A primary without the method: up to FALLBACK_BLOCKS of them block by block.
+   */
+  async range(from: bigint, to: bigint): Promise<ReplicaBlock[]> {
+    if (this.history) throw new Error('a history-only source fetches block by block');
+    const origin = this.client.origin;
+    const reply = this.ranges
+      ? await this.client.call('chainnode_getBlockRange', [qhex(from), qhex(to)]).catch((err: unknown) => {
+          if (!(err instanceof UpstreamRpcError && err.code === -32601)) throw err;
+          this.ranges = false;
+          return undefined;
+        })
+      : undefined;
+    if (reply === undefined) return this.blockByBlock(from, to);
+    if (!Array.isArray(reply)) throw new UpstreamError(`${origin}: chainnode_getBlockRange reply is not a list`);
+    const t0 = performance.now();
+    try {
+      return reply.map((e, i) => {
+        const o = obj(e, 'chainnode_getBlockRange block', origin);
+        const b = this.decode(o.block, o.receipts, o.stateDiff, undefined);
+        if (b.number !== from + BigInt(i))
+          throw new UpstreamError(`${origin}: chainnode_getBlockRange from ${from}: entry ${i} is block ${b.number}`);
+        return b;
+      });
+    } finally {
+      if (this.timings !== undefined) this.timings.decodeMs += performance.now() - t0;
+    }
+  }
+
+  /** Blocks [from, to] (at most FALLBACK_BLOCKS of them) by the three per-block calls; stops at a gap. */
+  private async blockByBlock(from: bigint, to: bigint): Promise<ReplicaBlock[]> {
+    const count = Math.min(Number(to - from + 1n), FALLBACK_BLOCKS);
+    const blocks = await Promise.all(Array.from({ length: count }, (_, i) => this.byNumber(from + BigInt(i))));
+    const gap = blocks.indexOf(undefined);
+    return (gap === -1 ? blocks : blocks.slice(0, gap)) as ReplicaBlock[];
   }
 
   private async fetch(id: string, wantHash: Uint8Array | undefined): Promise<ReplicaBlock | undefined> {
@@ -189,6 +235,9 @@ export class ChainnodeSource implements ReplicaSource {
     return block(transactions, receipts, (overlay) => stateStep(n, () => applyTrieDiff(overlay, accounts, origin)));
   }
 }
+
+/** Blocks a range asked of a primary without chainnode_getBlockRange fetches at once. */
+const FALLBACK_BLOCKS = 8;
 
 /** chainnode_getStateDiff's accounts into the overlay (hashed keys; storage roots recomputed). */
 async function applyTrieDiff(overlay: StateOverlay, accounts: unknown[], origin: string): Promise<void> {

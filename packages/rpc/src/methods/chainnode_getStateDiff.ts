@@ -2,7 +2,7 @@
 // parent's state trie and the block's in this node's archive trie: what a replica applies to its
 // own parent state and checks against the header's stateRoot (docs/json-rpc.md, "Replication").
 import { ServerError } from '@chainnode/core';
-import type { Bytes } from '@chainnode/core';
+import type { Bytes, HeaderRecord, StateDiffLimits } from '@chainnode/core';
 import { resolveBlockNumber } from '../context.js';
 import type { HandlerContext } from '../context.js';
 import { formatStateDiff } from '../formatters/state-diff.js';
@@ -24,24 +24,31 @@ export const chainnode_getStateDiff: MethodDef<BlockSelector, JsonStateDiff> = {
     const hash = await blockHash(ctx, sel);
     const header = await ctx.store.header(hash);
     if (header === undefined) throw notFound(sel);
-    if (header.number === 0n) throw new ServerError('genesis has no parent state diff');
-    // The parent's trie too: below the state trie's window either may be pruned.
-    requireTrie(ctx, header.number - 1n);
-    const parentStateRoot = await stateRootOf(ctx, header.parentHash);
     // The same time budget as a log query (from the call's submission when offloaded), and the
     // batch answer's size limit for this one answer.
     const deadline = Math.min(Date.now() + ctx.config.logs.timeoutMs, ctx.deadline ?? Number.POSITIVE_INFINITY);
-    const diff = await ctx.store
-      .stateDiff(parentStateRoot, header.stateRoot, { deadline, maxBytes: ctx.config.maxBatchResponseBytes })
-      .catch((err: unknown) => {
-        throw prunedOr(ctx, header.number - 1n, err);
-      });
-    return formatStateDiff(
-      { hash: header.hash, number: header.number, parentStateRoot, stateRoot: header.stateRoot },
-      diff,
-    );
+    return blockStateDiff(ctx, header, { deadline, maxBytes: ctx.config.maxBatchResponseBytes });
   },
 };
+
+/** The state change of the stored block of `header`, as chainnode_getStateDiff answers it. */
+export async function blockStateDiff(
+  ctx: HandlerContext,
+  header: HeaderRecord,
+  limits: StateDiffLimits,
+): Promise<JsonStateDiff> {
+  if (header.number === 0n) throw new ServerError('genesis has no parent state diff');
+  // The parent's trie too: below the state trie's window either may be pruned.
+  requireTrie(ctx, header.number - 1n);
+  const parentStateRoot = await stateRootOf(ctx, header.parentHash);
+  const diff = await ctx.store.stateDiff(parentStateRoot, header.stateRoot, limits).catch((err: unknown) => {
+    throw prunedOr(ctx, header.number - 1n, err);
+  });
+  return formatStateDiff(
+    { hash: header.hash, number: header.number, parentStateRoot, stateRoot: header.stateRoot },
+    diff,
+  );
+}
 
 function notFound(sel: BlockSelector): ServerError {
   return new ServerError(sel.kind === 'hash' ? 'header for hash not found' : 'header not found');
