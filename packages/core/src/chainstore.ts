@@ -165,5 +165,12 @@ export interface ChainStore {
    * stores that hold their whole state.
    */
   fetchMissedState?(): Promise<boolean>;
+  /**
+   * A store whose state may be incomplete (a joined node's) fetches and proves, together and
+   * before an execution starts, the accounts and slots of the state `stateRoot` it is known to
+   * read (a call's sender, target and access list) and does not hold, and the target's code: the
+   * execution does not fail on each in turn. Absent on stores that hold their whole state.
+   */
+  prefetchState?(stateRoot: Bytes, paths: { address: Bytes; slots: Bytes[] }[], codeOf?: Bytes): Promise<void>;
   close(): Promise<void>;
 }

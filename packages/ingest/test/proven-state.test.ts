@@ -6,7 +6,7 @@
 import { createMPT, createMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToBytes } from '@ethereumjs/util';
-import { MissingTrieNodeError, keccak256 } from '@chainnode/core';
+import { keccak256 } from '@chainnode/core';
 import type { AccountRecord, ChainStore, UpstreamClient } from '@chainnode/core';
 import { trieGet } from '@chainnode/store';
 import { UnprovenStateError, withProvenState } from '../src/joined/proven-state.js';
@@ -77,25 +77,26 @@ function emptyStore(root: Uint8Array): { store: ChainStore; nodes: Map<string, U
       codeHash: f[3] as Uint8Array,
     };
   };
+  const slotOf = (storageRoot: Uint8Array, slot: Uint8Array): Uint8Array => {
+    const v = trieGet(source, storageRoot, keccak256(slot));
+    const out = new Uint8Array(32);
+    if (v !== null) {
+      const b = RLP.decode(v) as Uint8Array;
+      out.set(b, 32 - b.length);
+    }
+    return out;
+  };
   const store = {
     canonicalStateRoot: async () => root,
     account: async (r: Uint8Array, a: Uint8Array) => account(r, a),
     storageAt: async (r: Uint8Array, a: Uint8Array, slot: Uint8Array) => {
       const acc = account(r, a);
-      const v = acc === null ? null : trieGet(source, acc.storageRoot, keccak256(slot));
-      const out = new Uint8Array(32);
-      if (v !== null) {
-        const b = RLP.decode(v) as Uint8Array;
-        out.set(b, 32 - b.length);
-      }
-      return out;
+      return acc === null ? new Uint8Array(32) : slotOf(acc.storageRoot, slot);
     },
     code: async () => undefined,
     stateReader: () => ({
       account: (r: Uint8Array, a: Uint8Array) => account(r, a),
-      storage: () => {
-        throw new MissingTrieNodeError(new Uint8Array(32));
-      },
+      storage: (storageRoot: Uint8Array, slot: Uint8Array) => slotOf(storageRoot, slot),
       code: () => undefined,
     }),
     info: () => ({ firstBlock: 10n }),
@@ -115,6 +116,7 @@ function upstreamOf(state: Awaited<ReturnType<typeof fullState>>) {
     lie: 'none' as 'none' | 'balance' | 'node',
     origin: 'http://upstream.test',
     async answer(method: string, params: unknown[]): Promise<unknown> {
+      if (method === 'eth_getCode') return '0x';
       expect(method).toBe('eth_getProof');
       u.proofs++;
       const [address, slots] = params as [string, string[]];
@@ -193,4 +195,22 @@ test('concurrent cold reads share one upstream request', async () => {
   const mixed = await Promise.all([11, 12, 13].map((i) => proven.account(root, addressOf(i))));
   expect(mixed.map((a) => a?.nonce)).toEqual([11n, 12n, 13n]);
   expect([upstream.requests, upstream.proofs]).toEqual([2, 4]);
+});
+
+test("a call's known paths are proven together before it runs: its reads find them", async () => {
+  const { proven, upstream, root } = await setup();
+  const paths = [
+    { address: addressOf(21), slots: [] },
+    { address: addressOf(7), slots: [word(1), word(3)] },
+  ];
+  await proven.prefetchState?.(root, paths, addressOf(7));
+  // One batch of proofs, the target's code alongside (it has none here: nothing kept).
+  expect([upstream.requests, upstream.proofs]).toEqual([2, 2]);
+  const reader = proven.stateReader();
+  expect(reader.account(root, addressOf(21))?.nonce).toBe(21n);
+  const target = reader.account(root, addressOf(7));
+  expect(hex(reader.storage(target?.storageRoot as Uint8Array, word(3))).endsWith('0bb8')).toBe(true);
+  // Held already: nothing asked.
+  await proven.prefetchState?.(root, paths, addressOf(7));
+  expect(upstream.requests).toBe(2);
 });

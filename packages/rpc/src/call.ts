@@ -192,9 +192,12 @@ export async function runCall(
   const { CallPrecheckError, ExecutionTimeout } = await loadExec();
   // Below the state trie's window the block's trie may be pruned: its state comes from the history.
   let runOpts = belowTrieWindow(ctx, header.number) ? { ...opts, base: blockStateBase(ctx, header) } : opts;
-  // A joined node's state arrives proven on demand: a run that reached state the store does not
-  // hold failed on it; the paths it missed are fetched and proven, and the call runs again
-  // (each run gets further), at most MAX_STATE_RUNS times.
+  // A joined node's state arrives proven on demand: what the call is known to read is fetched
+  // together first; a run that reached other state the store does not hold failed on it; the
+  // paths it missed are fetched and proven, and the call runs again (each run gets further), at
+  // most MAX_STATE_RUNS times.
+  if (ctx.store.prefetchState !== undefined && runOpts.base === undefined)
+    await ctx.store.prefetchState(header.stateRoot, knownPaths(args), args.to ?? undefined);
   for (let run = 1; ; run++) {
     try {
       return await exec.call(header, args, runOpts);
@@ -227,6 +230,15 @@ export function blockStateBase(ctx: HandlerContext, header: HeaderRecord): Block
     account: (address) => accountIn(ctx, state, address),
     storage: (address, slot) => storageAt(ctx, state, address, slot),
   };
+}
+
+/** The accounts and slots a call reads whatever it runs: its sender, its target, its access list. */
+function knownPaths(args: CallArgs): { address: Bytes; slots: Bytes[] }[] {
+  const paths: { address: Bytes; slots: Bytes[] }[] = [];
+  if (args.from !== undefined) paths.push({ address: args.from, slots: [] });
+  if (args.to !== undefined && args.to !== null) paths.push({ address: args.to, slots: [] });
+  for (const e of args.accessList ?? []) paths.push({ address: e.address, slots: e.storageKeys });
+  return paths;
 }
 
 /** Runs of one call that may each fetch the state the previous one missed (a joined node). */

@@ -191,6 +191,71 @@ export class ProvenState {
     return paths.length + codes.length > 0;
   }
 
+  /**
+   * ChainStore.prefetchState: of `paths`, what the local reads lack, proven together (one
+   * request); the code of `codeOf` asked alongside when its account is fetched, kept once the
+   * proven account's code hash matches it.
+   */
+  private async prefetch(root: Bytes, paths: { address: Bytes; slots: Bytes[] }[], codeOf?: Bytes): Promise<void> {
+    const ref = this.blocks.get(hex(root));
+    if (ref === undefined) return; // a root no header read named: the runs fetch what they miss
+    const fetches: Promise<void>[] = [];
+    let code: Promise<unknown> | undefined;
+    for (const p of paths) {
+      const slots = this.locallyMissing(root, p.address, p.slots);
+      if (slots === undefined) continue;
+      const key = `${hex(root)}:${hex(p.address)}:${slots.map(hex).sort().join(',')}`;
+      fetches.push(this.flights.run(key, () => this.fetchProof(root, p.address, slots)));
+      if (codeOf !== undefined && bytesEqual(codeOf, p.address) && code === undefined) {
+        const block = 'hash' in ref ? { blockHash: hex(ref.hash) } : `0x${ref.number.toString(16)}`;
+        code = this.upstreamCall(this.upstreamFor(ref), 'eth_getCode', [hex(codeOf), block]).catch(() => undefined);
+      }
+    }
+    await Promise.all(fetches);
+    if (code !== undefined) this.keepPrefetchedCode(root, codeOf as Bytes, await code);
+  }
+
+  /** The slots of `address` the local reads cannot give (all of `slots` when the account is missing); undefined: none. */
+  private locallyMissing(root: Bytes, address: Bytes, slots: Bytes[]): Bytes[] | undefined {
+    const r = this.inner.stateReader();
+    const missing = (err: unknown): boolean => {
+      if (err instanceof MissingTrieNodeError) return true;
+      throw err;
+    };
+    let account: AccountRecord | null;
+    try {
+      account = r.account(root, address);
+    } catch (err) {
+      missing(err);
+      return slots;
+    }
+    if (account === null) return undefined;
+    const out = slots.filter((slot) => {
+      try {
+        r.storage(account.storageRoot, pad32(slot));
+        return false;
+      } catch (err) {
+        return missing(err);
+      }
+    });
+    return out.length > 0 ? out : undefined;
+  }
+
+  /** eth_getCode of `address` asked alongside its proof: kept when it hashes to the proven code hash. */
+  private keepPrefetchedCode(root: Bytes, address: Bytes, reply: unknown): void {
+    let account: AccountRecord | null;
+    try {
+      account = this.inner.stateReader().account(root, address);
+    } catch {
+      return;
+    }
+    if (account === null || bytesEqual(account.codeHash, EMPTY_CODE) || typeof reply !== 'string') return;
+    if (!/^0x([0-9a-fA-F]{2})*$/.test(reply)) return;
+    const code = hexBytes(reply);
+    // Not the proven code: not kept (the run asks for it and refuses it then).
+    if (bytesEqual(keccak256(code), account.codeHash)) this.keep([], [code]);
+  }
+
   private wrap(): ChainStore {
     const inner = this.inner;
     const overrides: Partial<ChainStore> = {
@@ -232,6 +297,7 @@ export class ProvenState {
       code: (codeHash) => this.code(codeHash),
       stateReader: () => this.reader,
       fetchMissedState: () => this.fetchMissed(),
+      prefetchState: (root, paths, codeOf) => this.prefetch(root, paths, codeOf),
     };
     return new Proxy(inner, {
       get(target, prop, receiver) {
