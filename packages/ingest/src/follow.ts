@@ -151,7 +151,7 @@ const EMPTY_TRIE_ROOT = bytesToHex(KECCAK256_RLP);
 
 /** Blocks one range request asks a chainnode primary for, and such requests in flight at most. */
 const RANGE_SPAN = 32;
-const RANGE_DEPTH = 3;
+const RANGE_DEPTH = 4;
 
 const SOURCE_NAMES: Record<StateSourceKind, string> = {
   chainnode: 'a chainnode primary (chainnode_getStateDiff)',

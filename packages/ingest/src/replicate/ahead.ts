@@ -44,7 +44,6 @@ export async function* rangesAhead(
   };
   fill();
   for (let p = queue.shift(); p !== undefined; p = queue.shift()) {
-    fill();
     const blocks = await p.blocks;
     if (blocks.length === 0) {
       yield undefined;
@@ -52,6 +51,7 @@ export async function* rangesAhead(
     }
     const rest = p.from + BigInt(blocks.length);
     if (rest <= p.to) queue.unshift(ask(rest, p.to)); // cut short: the rest before anything behind it
+    fill();
     for (const b of blocks) yield b;
   }
 }
