@@ -5,6 +5,9 @@
 // are UpstreamErrors of a kind (see UpstreamFailure) whose messages carry only the URL's origin
 // (an upstream URL may hold an API key, e.g. http://host/v3/<KEY>). Calls may be bounded in
 // flight (lanes, a queue of callers beyond them) and retried when the upstream did not answer.
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type WebSocket from 'ws';
 import { Lanes } from './lanes.js';
 import { loadWebSocket } from './ws-load.js';
@@ -53,6 +56,14 @@ export interface UpstreamClientOptions {
   retryDelayMs?: number;
   /** Only http(s):// URLs (a batch-capable upstream); `name` says whose URL in the refusal. */
   httpOnly?: { name: string };
+  /**
+   * HTTP(S) over node:http sockets kept open between calls instead of fetch: a small call on
+   * loopback in about half the time (0.66-1.2 ms against 1.2-2.3 ms, eth_getProof of a chainnode
+   * primary on a loaded 2-core machine), for callers whose calls are on an answer's path. Redirects
+   * are not followed (an HTTP error). A call sent on a kept socket the upstream had closed is sent
+   * once more on a new one: for calls that are safe to repeat (reads).
+   */
+  keepAlive?: boolean;
 }
 
 export interface UpstreamClient {
@@ -86,7 +97,7 @@ export function createUpstreamClient(url: string, options: UpstreamClientOptions
     throw new UpstreamError(`${options.httpOnly.name} ${redactUrl(url)}: expected an http(s):// URL`);
   const limits = { timeoutMs: options.timeoutMs ?? 10_000, maxBytes: options.maxReplyBytes ?? 128 * 2 ** 20 };
   let transport: Transport;
-  if (http) transport = new HttpTransport(url, limits);
+  if (http) transport = options.keepAlive === true ? new KeepAliveTransport(u, limits) : new HttpTransport(url, limits);
   else if (u.protocol === 'ws:' || u.protocol === 'wss:') transport = new WsTransport(url, limits);
   else throw new UpstreamError(`upstream URL must be http(s):// or ws(s)://, got ${u.protocol}`);
   return new Client(transport, options);
@@ -250,6 +261,96 @@ class HttpTransport implements Transport {
   }
 
   async close(): Promise<void> {}
+}
+
+/** HttpTransport's exchange over node:http(s) with kept-alive sockets (UpstreamClientOptions.keepAlive). */
+class KeepAliveTransport implements Transport {
+  readonly origin: string;
+  readonly batches = true;
+  private readonly agent: HttpAgent;
+  private readonly send: typeof httpRequest;
+
+  constructor(
+    private readonly url: URL,
+    private readonly limits: Limits,
+  ) {
+    this.origin = redactUrl(url.href);
+    const https = url.protocol === 'https:';
+    this.agent = https ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+    this.send = https ? (httpsRequest as typeof httpRequest) : httpRequest;
+  }
+
+  async exchange(body: string): Promise<string> {
+    try {
+      return await this.once(body);
+    } catch (err) {
+      // A kept socket the upstream closed while it was idle: once more, on a new one.
+      if ((err as { reused?: boolean }).reused !== true) throw err;
+      return this.once(body);
+    }
+  }
+
+  private once(body: string): Promise<string> {
+    const { origin } = this;
+    const { timeoutMs, maxBytes } = this.limits;
+    return new Promise<string>((resolve, reject) => {
+      let req: ClientRequest | undefined;
+      const fail = (e: Error): void => {
+        clearTimeout(timer);
+        req?.destroy();
+        reject(e);
+      };
+      const timer = setTimeout(
+        () => fail(new UpstreamError(`${origin}: no reply within ${timeoutMs} ms`, { kind: 'timeout' })),
+        timeoutMs,
+      );
+      const onReply = (res: IncomingMessage): void => {
+        const len = Number(res.headers['content-length'] ?? '0');
+        if (len > maxBytes) {
+          fail(new UpstreamError(`${origin}: reply of ${len} bytes is over the limit`, { kind: 'oversize' }));
+          return;
+        }
+        const chunks: Buffer[] = [];
+        let total = 0;
+        res.on('data', (c: Buffer) => {
+          total += c.length;
+          if (total > maxBytes)
+            fail(new UpstreamError(`${origin}: reply over ${maxBytes} bytes`, { kind: 'oversize' }));
+          else chunks.push(c);
+        });
+        res.on('error', (e) =>
+          fail(new UpstreamError(`${origin}: request failed (${e.message})`, { kind: 'unreachable' })),
+        );
+        res.on('end', () => {
+          clearTimeout(timer);
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode !== 200 && !/^\s*[[{]/.test(text))
+            reject(new UpstreamError(`${origin}: HTTP ${res.statusCode}`, { kind: 'unreachable' }));
+          else resolve(text);
+        });
+      };
+      const r = this.send(
+        this.url,
+        {
+          method: 'POST',
+          agent: this.agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        onReply,
+      );
+      req = r;
+      r.on('error', (e) => {
+        const err = new UpstreamError(`${origin}: request failed (${e.message})`, { kind: 'unreachable' });
+        if (r.reusedSocket && (e as NodeJS.ErrnoException).code === 'ECONNRESET') Object.assign(err, { reused: true });
+        fail(err);
+      });
+      r.end(body);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.agent.destroy();
+  }
 }
 
 type Pending = { resolve: (text: string) => void; reject: (err: Error) => void; timer: NodeJS.Timeout };

@@ -40,13 +40,15 @@ export interface JoinedUpstreams {
 
 /**
  * The upstream state proofs (and code) are fetched from: http(s) only, 8 calls in flight, replies
- * of at most 16 MiB (a proof of many slots with code is far smaller).
+ * of at most 16 MiB (a proof of many slots with code is far smaller), over kept-alive sockets
+ * (a cold state read waits for its proof).
  */
 function stateUpstream(url: string): UpstreamClient {
   return createUpstreamClient(url, {
     concurrency: 8,
     maxReplyBytes: 16 * 2 ** 20,
     httpOnly: { name: 'state upstream' },
+    keepAlive: true,
   });
 }
 
