@@ -6,7 +6,7 @@
 import { createMPT, createMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToBytes } from '@ethereumjs/util';
-import { keccak256 } from '@chainnode/core';
+import { UpstreamRpcError, keccak256 } from '@chainnode/core';
 import type { AccountRecord, ChainStore, UpstreamClient } from '@chainnode/core';
 import { trieGet } from '@chainnode/store';
 import { UnprovenStateError, withProvenState } from '../src/joined/proven-state.js';
@@ -129,12 +129,17 @@ function upstreamOf(state: Awaited<ReturnType<typeof fullState>>) {
       }
       return reply;
     },
+    /** An address the upstream answers with an error object (a pruned state, say). */
+    failing: undefined as string | undefined,
     async call(method: string, params: unknown[]): Promise<unknown> {
       u.requests++;
+      if (params[0] === u.failing) throw new UpstreamRpcError(u.origin, -32000, 'missing trie node');
       return u.answer(method, params);
     },
     async batch(method: string, list: unknown[][]): Promise<unknown[]> {
       u.requests++;
+      // As the client does: one error object fails the batch.
+      if (list.some((p) => p[0] === u.failing)) throw new UpstreamRpcError(u.origin, -32000, 'missing trie node');
       return Promise.all(list.map((p) => u.answer(method, p)));
     },
     close: async () => undefined,
@@ -195,6 +200,11 @@ test('concurrent cold reads share one upstream request', async () => {
   const mixed = await Promise.all([11, 12, 13].map((i) => proven.account(root, addressOf(i))));
   expect(mixed.map((a) => a?.nonce)).toEqual([11n, 12n, 13n]);
   expect([upstream.requests, upstream.proofs]).toEqual([2, 4]);
+  // An error object for one of them: the others answered all the same.
+  upstream.failing = hex(addressOf(15));
+  const some = await Promise.allSettled([14, 15, 16].map((i) => proven.account(root, addressOf(i))));
+  expect(some.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+  expect((some[1] as PromiseRejectedResult).reason.message).toMatch(/upstream failed.*missing trie node/);
 });
 
 test("a call's known paths are proven together before it runs: its reads find them", async () => {

@@ -4,6 +4,7 @@
 // reads that reach the upstream together. Not held back for a later turn of the event loop: that
 // would add its wait to every cold read. Each caller gets its own answer, or the error of the
 // request that carried it.
+import { UpstreamRpcError } from '@chainnode/core';
 import type { UpstreamClient } from '@chainnode/core';
 
 interface Ask {
@@ -32,23 +33,33 @@ export class UpstreamBatcher {
     const queued = this.queued;
     this.queued = new Map();
     for (const [upstream, byMethod] of queued)
-      for (const [method, asks] of byMethod) void sendAsks(upstream, method, asks);
+      for (const [method, asks] of byMethod)
+        for (let i = 0; i < asks.length; i += MAX_BATCH) void sendAsks(upstream, method, asks.slice(i, i + MAX_BATCH));
   }
 }
 
+/** Calls in one batch at most (providers bound their batches; an execution rarely misses more at once). */
+const MAX_BATCH = 64;
+
 async function sendAsks(upstream: UpstreamClient, method: string, asks: Ask[]): Promise<void> {
+  if (asks.length === 1) {
+    const a = asks[0] as Ask;
+    upstream.call(method, a.params).then(a.resolve, a.reject);
+    return;
+  }
+  let replies: unknown[];
   try {
-    if (asks.length === 1) {
-      const a = asks[0] as Ask;
-      a.resolve(await upstream.call(method, a.params));
-      return;
-    }
-    const replies = await upstream.batch(
+    replies = await upstream.batch(
       method,
       asks.map((a) => a.params),
     );
-    for (let i = 0; i < asks.length; i++) (asks[i] as Ask).resolve(replies[i]);
   } catch (err) {
-    for (const a of asks) a.reject(err);
+    // One call's error object fails the whole batch: each call again on its own, so that only
+    // the calls that fail fail.
+    if (err instanceof UpstreamRpcError)
+      for (const a of asks) upstream.call(method, a.params).then(a.resolve, a.reject);
+    else for (const a of asks) a.reject(err);
+    return;
   }
+  for (let i = 0; i < asks.length; i++) (asks[i] as Ask).resolve(replies[i]);
 }
