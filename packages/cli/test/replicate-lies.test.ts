@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import type { GethGenesis } from '@ethereumjs/common';
-import { digestDatadir } from '@chainnode/store';
+import { EXECUTED_ONLY, digestDatadir } from '@chainnode/store';
 import { Sfc32, cliBin, freePort, runCli, tempDir } from '@chainnode/testkit';
 import {
   GENESIS,
@@ -264,10 +264,10 @@ describe('replication from a lying upstream', () => {
     expect(parity.code).toBe(0);
     expect(parity.stderr).toContain('state changes from trace_replayBlockTransactions stateDiff');
     const [dk, dw, de, dp] = await Promise.all([
-      digestDatadir(killed),
-      digestDatadir(whole),
-      digestDatadir(executed),
-      digestDatadir(join(temp.dir, 'parity')),
+      digestDatadir(killed, undefined, EXECUTED_ONLY),
+      digestDatadir(whole, undefined, EXECUTED_ONLY),
+      digestDatadir(executed, undefined, EXECUTED_ONLY),
+      digestDatadir(join(temp.dir, 'parity'), undefined, EXECUTED_ONLY),
     ]);
     expect(dk).toEqual(dw);
     expect(dw).toEqual(de);

@@ -111,6 +111,13 @@ export interface ChainStore {
    * stores without the index.
    */
   appearances?(query: AppearanceQuery): Promise<AppearancePage | undefined>;
+  /**
+   * The call frames of the canonical block `blockHash`'s transactions as its executing import
+   * recorded them (an opaque row the trace module reads, led by the block's hash); undefined when
+   * the block was not recorded (replicated, joined, or imported with recording off). Absent on
+   * stores without recorded frames.
+   */
+  txFrames?(blockHash: Bytes): Promise<Bytes | undefined>;
   /** The account `address` in the state `stateRoot`; null when absent. */
   account(stateRoot: Bytes, address: Bytes): Promise<AccountRecord | null>;
   /**

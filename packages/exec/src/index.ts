@@ -35,8 +35,14 @@ export {
   parityError,
   rawTxCallArgs,
   rewardTraces,
+  BlockFrameRecorder,
+  FrameRecorder,
+  replayRecorded,
+  replayable,
 } from './trace/index.js';
 export type {
+  ReceiptLogs,
+  RecordedTxContext,
   BlockTraceOptions,
   FrameEnter,
   JsonAccountDiff,

@@ -14,6 +14,7 @@ import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { createVM, runBlock } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
 import { keccak256 } from '@chainnode/core';
+import { BlockFrameRecorder } from '@chainnode/exec';
 import { bytesToBigInt } from '@chainnode/core';
 import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
 import {
@@ -190,6 +191,8 @@ export class ImportPipeline {
   /** The durable head after the last flush. */
   private durable: PipelineHead = { number: 0n, hash: new Uint8Array(32), timestamp: 0n };
   createdGenesis = false;
+  /** Whether executed blocks' call frames are recorded (TxFrames). */
+  recordFrames = true;
 
   private constructor(
     readonly writer: StoreWriter,
@@ -410,6 +413,9 @@ export class ImportPipeline {
     let result: Awaited<ReturnType<typeof runBlock>>;
     const record = this.writer.keepsStateHistory();
     if (record) this.sm.begin();
+    // The call frames of every transaction, for traces answered without re-execution.
+    const frames =
+      this.recordFrames && block.transactions.length > 0 ? new BlockFrameRecorder(this.vm, block) : undefined;
     try {
       result = await runBlock(this.vm, {
         block,
@@ -422,6 +428,8 @@ export class ImportPipeline {
       this.sm.abandon();
       this.writer.trieDb.rejectBlock();
       throw new BlockVerificationError(number, 'execution', 'a valid block', (err as Error).message);
+    } finally {
+      frames?.detach();
     }
     const stateWrites = record ? await this.sm.end() : undefined;
     try {
@@ -459,6 +467,7 @@ export class ImportPipeline {
         logs: result.receipts.map((r) => r.logs.map(([address, topics, data]) => ({ address, topics, data }))),
         logsBloom: result.logsBloom,
         stateWrites,
+        frames: frames?.row(hash),
       },
       block.header.timestamp,
       block.header.stateRoot,

@@ -3,7 +3,7 @@
 // on the executor of eth_call), the re-execution of a stored block on its parent's state, and
 // geth's errors.
 import { RpcError, ServerError, toData } from '@chainnode/core';
-import type { Bytes, ChainStore, HeaderRecord } from '@chainnode/core';
+import type { Bytes, ChainStore, HeaderRecord, ReceiptRecord, TxRecord } from '@chainnode/core';
 import type {
   AccountOverride,
   BlockOverrides,
@@ -155,7 +155,11 @@ async function storedBlock(
   return { raw, parent, senders: block.transactions.map((t) => t.from) };
 }
 
-/** Re-executes a stored block with the tracers `make` gives (one per traced transaction). */
+/**
+ * Traces a stored block with the tracers `make` gives (one per traced transaction): from the
+ * frames its import recorded when it has them and the tracer needs nothing else, else by
+ * re-executing it.
+ */
 export async function replayStoredBlock(
   ctx: HandlerContext,
   header: HeaderRecord,
@@ -164,8 +168,61 @@ export async function replayStoredBlock(
   only?: number,
   budget?: TraceBudget,
 ): Promise<{ hash: Bytes; result: unknown }[]> {
+  const recorded = await recordedBlock(ctx, header, make, only, budget);
+  if (recorded !== undefined) return recorded;
   const { raw, parent, senders } = await storedBlock(ctx, header);
   return replayBlock(ctx, raw, parent, make, deadline, { senders, ...(only === undefined ? {} : { only }) }, budget);
+}
+
+/**
+ * The traces of a stored block from its recorded frames (TxFrames); undefined when the block has
+ * none or the tracer wants what they do not hold (opcodes, state).
+ */
+async function recordedBlock(
+  ctx: HandlerContext,
+  header: HeaderRecord,
+  make: (budget: TraceBudget) => Tracer,
+  only: number | undefined,
+  shared: TraceBudget | undefined,
+): Promise<{ hash: Bytes; result: unknown }[] | undefined> {
+  if (ctx.store.txFrames === undefined || header.number === 0n) return undefined;
+  const exec = await loadExec();
+  const budget = shared ?? new exec.TraceBudget(ctx.config.traceMaxBytes);
+  try {
+    if (!exec.replayable(make(budget))) return undefined;
+    const row = await ctx.store.txFrames(header.hash);
+    if (row === undefined) return undefined;
+    const block = await ctx.store.block(header.hash);
+    if (block === undefined) return undefined;
+    let receipts: Promise<ReceiptRecord[] | undefined> | undefined;
+    const out: { hash: Bytes; result: unknown }[] = [];
+    const txs = block.transactions;
+    for (let i = only ?? 0; i < (only === undefined ? txs.length : Math.min(only + 1, txs.length)); i++) {
+      const tx = txs[i] as TxRecord;
+      const tracer = make(budget);
+      const fed = await exec.replayRecorded(
+        row,
+        {
+          blockHash: header.hash,
+          blockNumber: header.number,
+          coinbase: header.coinbase,
+          index: i,
+          sender: tx.from,
+          input: tx.input,
+          receiptLogs: async () => {
+            receipts ??= ctx.store.receipts(header.hash);
+            return (await receipts)?.[i]?.logs ?? [];
+          },
+        },
+        tracer,
+      );
+      if (!fed) return undefined;
+      out.push({ hash: tx.hash, result: tracer.result() });
+    }
+    return out;
+  } catch (err) {
+    throw mapTraceError(err, exec);
+  }
 }
 
 /** Traces the block `raw` (its RLP) on the state after `parent`. */

@@ -6,7 +6,7 @@ export { pruneCadence } from './trie/index.js';
 export type { PruneReport, TriePrunerOptions } from './trie/index.js';
 export type { StateWrites } from './history/index.js';
 export { DatadirInUseError, DatadirEmptyError } from './db.js';
-export { digestDatadir } from './digest.js';
+export { EXECUTED_ONLY, digestDatadir } from './digest.js';
 export { Prefix, SCHEMA_VERSION } from './schema/index.js';
 export type { StoredBody, StoredReceipt } from './schema/index.js';
 export { sizeOnDisk } from './disk.js';

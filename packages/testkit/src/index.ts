@@ -81,7 +81,7 @@ async function inputsHash(dir: string): Promise<string> {
   const s = await stat(chain);
   // Content hash of the chain (streamed through readFile in one go is fine up to a few hundred MB).
   h.update(String(s.size)).update(await readFile(chain));
-  for (const pkg of ['core', 'store', 'ingest', 'cli'])
+  for (const pkg of ['core', 'exec', 'store', 'ingest', 'cli'])
     await hashTree(h, join(repoRoot(), 'packages', pkg, 'dist', 'src'));
   return h.digest('hex').slice(0, 16);
 }

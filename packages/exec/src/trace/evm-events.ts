@@ -10,6 +10,8 @@ import { haltMessage } from '../executor.js';
 import { ExecutionTimeout } from '../state.js';
 import { eventsOf } from '../transfer-logs.js';
 import type { FrameEnter, FrameType, StateView, Tracer } from './hooks.js';
+import { hookOpcodes } from './opcode-hooks.js';
+import type { OpcodeHooks } from './opcode-hooks.js';
 
 interface StepEvent {
   pc: number;
@@ -254,25 +256,40 @@ export function bindTracer(
     return requested < cap ? requested : cap;
   };
 
-  /** Notes the call a CALL-family step makes (geth's OnEnter arguments but the gas). */
-  const noteCall = (e: StepEvent, f: OpenFrame, type: FrameType): void => {
-    const s = e.stack;
-    const n = s.length;
+  /**
+   * Notes the call a CALL-family opcode makes (geth's OnEnter arguments), until its callee is
+   * entered. `args`: its operands, top first; `calleeGas`: the callee's share before any stipend.
+   */
+  const noteCall = (
+    f: OpenFrame,
+    type: FrameType,
+    depth: number,
+    from: Bytes,
+    args: bigint[],
+    memory: (offset: number, size: number) => Uint8Array,
+    calleeGas: bigint,
+  ): void => {
     const withValue = type === 'CALL' || type === 'CALLCODE';
-    if (n < (withValue ? 7 : 6)) return;
-    const at = (i: number): bigint => s[n - 1 - i] as bigint;
+    if (args.length < (withValue ? 7 : 6)) return;
+    const at = (i: number): bigint => args[i] as bigint;
     const inAt = withValue ? 3 : 2;
-    const offset = Number(at(inAt));
-    const size = Number(at(inAt + 1));
-    const input = new Uint8Array(size);
-    if (offset < e.memory.length) input.set(e.memory.subarray(offset, Math.min(e.memory.length, offset + size)));
+    const input = memory(Number(at(inAt)), Number(at(inAt + 1)));
     const value = type === 'STATICCALL' ? undefined : type === 'DELEGATECALL' ? f.value : at(2);
     const stipend = withValue && value !== undefined && value > 0n ? CALL_STIPEND : 0n;
     f.calling = {
-      enter: { depth: e.depth + 1, type, from: e.address.bytes, to: word(at(1)).subarray(12), input, value },
-      gas: calleeGas(e) + stipend,
+      enter: { depth: depth + 1, type, from, to: word(at(1)).subarray(12), input, value },
+      gas: calleeGas + stipend,
     };
   };
+
+  /** A step's memory as noteCall reads it (zero past its end). */
+  const stepMemory =
+    (e: StepEvent) =>
+    (offset: number, size: number): Uint8Array => {
+      const input = new Uint8Array(size);
+      if (offset < e.memory.length) input.set(e.memory.subarray(offset, Math.min(e.memory.length, offset + size)));
+      return input;
+    };
 
   const step = (e: StepEvent, resolve: () => void): void => {
     check();
@@ -283,7 +300,8 @@ export function bindTracer(
       if (frame.calling !== undefined) failedFast(frame);
       frame.lastOp = code;
       const call = CALLS[code];
-      if (call !== undefined && tracer.wantsSelfdestructs === true) noteCall(e, frame, call);
+      if (call !== undefined && tracer.wantsSelfdestructs === true)
+        noteCall(frame, call, e.depth, e.address.bytes, [...e.stack].reverse(), stepMemory(e), calleeGas(e));
     }
     if (tracer.wantsLogs === true && code >= 0xa0 && code <= 0xa4) emitLog(e);
     const pending: Promise<void>[] = [];
@@ -329,27 +347,73 @@ export function bindTracer(
   const emitLog = (e: StepEvent): void => {
     const s = e.stack;
     const n = s.length;
-    if (n < 2 + (e.opcode.code - 0xa0)) return;
-    const offset = Number(s[n - 1]);
-    const size = Number(s[n - 2]);
+    const count = e.opcode.code - 0xa0;
+    if (n < 2 + count) return;
     const topics: Bytes[] = [];
-    for (let i = 0; i < e.opcode.code - 0xa0; i++) topics.push(word(s[n - 3 - i] as bigint));
-    const data = new Uint8Array(size);
-    if (offset < e.memory.length) data.set(e.memory.subarray(offset, Math.min(e.memory.length, offset + size)));
-    tracer.onLog?.({ address: e.address.bytes, topics, data, index: opts.logsBefore + liveLogs });
+    for (let i = 0; i < count; i++) topics.push(word(s[n - 3 - i] as bigint));
+    const data = stepMemory(e)(Number(s[n - 1]), Number(s[n - 2]));
+    log(e.address.bytes, topics, data);
+  };
+
+  const log = (address: Bytes, topics: Bytes[], data: Bytes): void => {
+    tracer.onLog?.({ address, topics, data, index: opts.logsBefore + liveLogs });
     liveLogs++;
+  };
+
+  /** The same, from the opcodes' handlers: for tracers that want no opcode of their own. */
+  const hooks: OpcodeHooks = {
+    log(rs) {
+      if (tracer.wantsLogs !== true) return;
+      const count = rs.opCode - 0xa0;
+      const args = rs.stack.peek(2 + count);
+      const data = rs.memory.read(Number(args[0]), Number(args[1]));
+      log(rs.interpreter.getAddress().bytes, args.slice(2).map(word), data);
+    },
+    async selfdestruct(rs) {
+      const frame = frames[frames.length - 1];
+      if (tracer.wantsSelfdestructs !== true || frame === undefined) return;
+      const from = rs.interpreter.getAddress().bytes;
+      const to = word(rs.stack.peek(1)[0] as bigint).subarray(12);
+      frame.lastOp = SELFDESTRUCT;
+      frame.selfdestruct = { from, to, value: await state.balance(from) };
+    },
+    callBefore(rs) {
+      const frame = frames[frames.length - 1];
+      const type = CALLS[rs.opCode];
+      if (tracer.wantsSelfdestructs !== true || frame === undefined || type === undefined) return;
+      const args = rs.stack.peek(Math.min(rs.stack.length, type === 'CALL' || type === 'CALLCODE' ? 7 : 6));
+      const memory = (offset: number, size: number) => (size === 0 ? EMPTY : rs.memory.read(offset, size));
+      noteCall(
+        frame,
+        type,
+        frames.length - 1,
+        rs.interpreter.getAddress().bytes,
+        args,
+        memory,
+        rs.messageGasLimit ?? 0n,
+      );
+    },
+    callAfter() {
+      const frame = frames[frames.length - 1];
+      if (frame?.calling !== undefined) failedFast(frame);
+    },
   };
 
   events.on('beforeMessage', beforeMessage as never);
   events.on('afterMessage', afterMessage as never);
-  const stepping = tracer.wantsOpcodes === true || tracer.wantsLogs === true || tracer.wantsSelfdestructs === true;
+  // Opcodes through `step` for the tracers that want every one; the few the frame tracers need
+  // through their handlers (opcode-hooks.ts), which costs nothing on the other opcodes.
+  const stepping = tracer.wantsOpcodes === true;
+  const hooked = !stepping && (tracer.wantsLogs === true || tracer.wantsSelfdestructs === true);
   if (stepping) events.on('step', step as never);
+  const unhook = hooked ? hookOpcodes(vm, hooks) : undefined;
   return {
     check,
     detach() {
       events.off('beforeMessage', beforeMessage as never);
       events.off('afterMessage', afterMessage as never);
       if (stepping) events.off('step', step as never);
+      unhook?.();
     },
   };
 }

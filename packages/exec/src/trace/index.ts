@@ -9,3 +9,5 @@ export { FlatTracer, ParityTracer, StateDiffTracer, parityError, rawTxCallArgs, 
 export type { JsonAccountDiff, JsonDelta, JsonFlatTrace, JsonTraceResults, ParityTraceTypes } from './parity/index.js';
 // Otterscan's tracers (ots_*), on the same events.
 export * from './ots/tracers.js';
+// Call frames recorded at import and traces replayed from them.
+export * from './record/index.js';

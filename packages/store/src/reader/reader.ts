@@ -798,6 +798,16 @@ export class LevelChainStore implements ChainStore {
     });
   }
 
+  // --- recorded call frames ----------------------------------------------------------------------
+
+  txFrames(blockHash: Bytes): Promise<Bytes | undefined> {
+    return this.guard('txFrames', async () => {
+      const number = await this.canonicalNumber(blockHash);
+      if (number === undefined) return undefined;
+      return tables.txFrames.getSync(this.db, number);
+    });
+  }
+
   // --- logs (the query code lives in logs.ts) ---------------------------------------------------
 
   logs(query: LogQuery, options: LogQueryOptions): Promise<LogQueryResult> {

@@ -116,6 +116,13 @@
 //                           Meta.appearancesFrom on (a datadir written before the table existed has
 //                           rows only from its first block written after; the searches refuse until
 //                           `db convert` builds the whole index: appearances/build.ts).
+//   0x18    TxFrames        number(8) -> the block's hash(32) ++ the call frames of each of its
+//                           transactions as its executing import recorded them (what the frame
+//                           tracers are fed: frames entered and left, logs), in the form the
+//                           trace module reads (packages/exec trace/record/codec.ts; opaque
+//                           here). One row per block with transactions, written by an import that
+//                           executes with recording on; none for replicated or joined blocks
+//                           (their traces re-execute). Cut on rewind.
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes, keccak256 } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
@@ -149,6 +156,7 @@ export const Prefix = {
   StateLatest: 0x15,
   LogBlocks: 0x16,
   Appearances: 0x17,
+  TxFrames: 0x18,
 } as const;
 
 /** The Appearances table's one kind: an address a transaction touches. */
@@ -963,6 +971,7 @@ export const tables = {
   logBlocks: new Table(Prefix.LogBlocks, 'LogBlocks', u64Codec, rawCodec),
   logIndex: new Table(Prefix.LogIndex, 'LogIndex', logIndexKeyCodec, postingCodec),
   appearances: new Table(Prefix.Appearances, 'Appearances', logIndexKeyCodec, postingCodec),
+  txFrames: new Table(Prefix.TxFrames, 'TxFrames', u64Codec, rawCodec),
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, blockTxHashesCodec),
   blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, rawCodec),

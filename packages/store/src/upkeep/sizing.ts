@@ -28,6 +28,7 @@ export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
   LogBlocks: 'log rows and index',
   LogIndex: 'log rows and index',
   Appearances: 'address appearances',
+  TxFrames: 'recorded call frames',
   BlockJson: 'ready JSON',
   AddressLogsJson: 'ready JSON',
   LogSegments: 'log segments',

@@ -63,6 +63,8 @@ export interface BlockInput {
    * diffing the parent's and the block's state tries.
    */
   stateWrites?: StateWrites | undefined;
+  /** The block's recorded call frames (TxFrames), when its import recorded them. */
+  frames?: Uint8Array | undefined;
 }
 
 /** A block a rewind took off the canonical chain, with the logs it had. */
@@ -527,6 +529,7 @@ export class StoreWriter {
       alloc,
     );
     tables.blooms.stage(ops, b.number, b.logsBloom, alloc);
+    if (b.frames !== undefined) tables.txFrames.stage(ops, b.number, b.frames, alloc);
     for (let index = 0; index < b.txHashes.length; index++)
       tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
     postAppearances(this.appearances, {
@@ -659,6 +662,7 @@ export class StoreWriter {
       ops.del(tables.blockTxHashes.key(n));
       ops.del(tables.blooms.key(n));
       ops.del(tables.blockLogs.key(n));
+      ops.del(tables.txFrames.key(n));
       for (const t of txHashes.hashes) ops.del(tables.txLookup.key(t));
       if (range.count > 0) ops.del(tables.logBlocks.key(range.firstLogId));
       // A block an earlier release wrote (no LogBlocks row): its Logs rows.

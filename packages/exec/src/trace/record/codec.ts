@@ -1,0 +1,313 @@
+// The recorded form of a block's call frames (one TxFrames row): what the frame tracers are fed
+// (hooks.ts: each frame entered and left, each log) for every transaction, compact.
+//
+//   row   := blockHash(32) version(1) txCount(v) txCount x length(v) txCount x tx
+//   tx    := flags(1) gasLimit(b) gasUsed(b) logsBefore(v) eventCount(v) events
+//   enter := 0x01 type(1) bits(1) [from(20)] to(20) [input(v-length bytes)] gas(b) [value(b)]
+//   exit  := 0x02 bits(1) [error] output(v-length bytes) gasUsed(b)
+//   log   := 0x03 bits(1) indexDelta(v) (receiptLog(v) | address(20) topics(1 + 32 each) data)
+//
+// (v): unsigned LEB128; (b): a big integer, its length (1) then its big-endian bytes. A frame's
+// `from` is left out when it is its parent's context (the address whose storage the parent runs
+// on), the top frame's input when it is the transaction's data; a log that survives into the
+// receipt is stored as its position among the transaction's receipt logs.
+import type { Bytes } from '@chainnode/core';
+import type { FrameEnter, FrameExit, FrameType, TraceLog } from '../hooks.js';
+
+export const FRAMES_VERSION = 1;
+
+export const FRAME_TYPES: readonly FrameType[] = [
+  'CALL',
+  'CALLCODE',
+  'DELEGATECALL',
+  'STATICCALL',
+  'CREATE',
+  'CREATE2',
+  'SELFDESTRUCT',
+];
+
+/** geth's error texts a frame ends with most, by code (others are stored as text). */
+const ERRORS = [
+  'execution reverted',
+  'out of gas',
+  'invalid opcode',
+  'stack underflow',
+  'invalid jump destination',
+  'write protection',
+  'insufficient balance for transfer',
+  'max call depth exceeded',
+  'contract address collision',
+  'max code size exceeded',
+  'invalid code: must not begin with 0xef',
+  'return data out of bounds',
+];
+
+/** One recorded event; a log is either a receipt log's position or the log itself. */
+export type RecordedEvent =
+  | { kind: 'enter'; f: FrameEnter; precompile: boolean }
+  | { kind: 'exit'; f: FrameExit }
+  | { kind: 'log'; l: TraceLog; receiptLog: number | undefined };
+
+export interface RecordedTx {
+  creation: boolean;
+  gasLimit: bigint;
+  gasUsed: bigint;
+  logsBefore: number;
+  events: RecordedEvent[];
+}
+
+export class ByteWriter {
+  private buf = new Uint8Array(256);
+  length = 0;
+
+  private room(n: number): void {
+    if (this.length + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.length + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.length));
+    this.buf = next;
+  }
+
+  byte(b: number): void {
+    this.room(1);
+    this.buf[this.length++] = b;
+  }
+
+  uint(n: number): void {
+    let v = n;
+    while (v >= 0x80) {
+      this.byte((v % 0x80) | 0x80);
+      v = Math.floor(v / 0x80);
+    }
+    this.byte(v);
+  }
+
+  big(v: bigint): void {
+    let hex = v.toString(16);
+    if (hex === '0') hex = '';
+    if (hex.length % 2 === 1) hex = `0${hex}`;
+    this.byte(hex.length / 2);
+    for (let i = 0; i < hex.length; i += 2) this.byte(Number.parseInt(hex.slice(i, i + 2), 16));
+  }
+
+  raw(b: Uint8Array): void {
+    this.room(b.length);
+    this.buf.set(b, this.length);
+    this.length += b.length;
+  }
+
+  bytes(b: Uint8Array): void {
+    this.uint(b.length);
+    this.raw(b);
+  }
+
+  done(): Uint8Array {
+    return this.buf.slice(0, this.length);
+  }
+}
+
+export class ByteReader {
+  at = 0;
+  constructor(readonly buf: Uint8Array) {}
+
+  byte(): number {
+    if (this.at >= this.buf.length) throw new RangeError('recorded frames: truncated row');
+    return this.buf[this.at++] as number;
+  }
+
+  uint(): number {
+    let n = 0;
+    let scale = 1;
+    for (;;) {
+      const b = this.byte();
+      n += (b & 0x7f) * scale;
+      if (b < 0x80) return n;
+      scale *= 0x80;
+    }
+  }
+
+  big(): bigint {
+    const len = this.byte();
+    let v = 0n;
+    for (let i = 0; i < len; i++) v = (v << 8n) | BigInt(this.byte());
+    return v;
+  }
+
+  raw(n: number): Uint8Array {
+    if (this.at + n > this.buf.length) throw new RangeError('recorded frames: truncated row');
+    const out = this.buf.subarray(this.at, this.at + n);
+    this.at += n;
+    return out;
+  }
+
+  bytes(): Uint8Array {
+    return this.raw(this.uint());
+  }
+}
+
+const same = (a: Uint8Array, b: Uint8Array): boolean => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
+
+/** The address a frame's callees see as their caller: its own, or its caller's for DELEGATECALL and CALLCODE. */
+function contextOf(f: FrameEnter): Bytes {
+  return f.type === 'DELEGATECALL' || f.type === 'CALLCODE' ? f.from : f.to;
+}
+
+const EMPTY = new Uint8Array();
+
+/**
+ * Encodes one transaction's events (`txData` and `sender`: its input and sender, which the top
+ * frame's input and caller are not stored as).
+ */
+export function encodeTx(w: ByteWriter, tx: RecordedTx, txData: Uint8Array, sender: Bytes): void {
+  w.byte(tx.creation ? 1 : 0);
+  w.big(tx.gasLimit);
+  w.big(tx.gasUsed);
+  w.uint(tx.logsBefore);
+  w.uint(tx.events.length);
+  const open: FrameEnter[] = [];
+  for (const e of tx.events) {
+    if (e.kind === 'enter') {
+      const f = e.f;
+      const parent = open[open.length - 1];
+      const fromParent = same(f.from, parent === undefined ? sender : contextOf(parent));
+      const txInput = f.depth === 0 && same(f.input, txData);
+      w.byte(1);
+      w.byte(FRAME_TYPES.indexOf(f.type));
+      w.byte((fromParent ? 1 : 0) | (txInput ? 2 : 0) | (f.value !== undefined ? 4 : 0) | (e.precompile ? 8 : 0));
+      if (!fromParent) w.raw(f.from);
+      w.raw(f.to);
+      if (!txInput) w.bytes(f.input);
+      w.big(f.gas);
+      if (f.value !== undefined) w.big(f.value);
+      open.push(f);
+    } else if (e.kind === 'exit') {
+      const f = e.f;
+      open.pop();
+      const known = f.error === undefined ? -1 : ERRORS.indexOf(f.error);
+      w.byte(2);
+      w.byte((f.reverted ? 1 : 0) | (f.error !== undefined ? 2 : 0) | (known >= 0 ? 4 : 0));
+      if (f.error !== undefined) {
+        if (known >= 0) w.byte(known);
+        else w.bytes(new TextEncoder().encode(f.error));
+      }
+      w.bytes(f.output);
+      w.big(f.gasUsed);
+    } else {
+      const l = e.l;
+      w.byte(3);
+      w.byte(e.receiptLog !== undefined ? 1 : 0);
+      w.uint(l.index - tx.logsBefore);
+      if (e.receiptLog !== undefined) w.uint(e.receiptLog);
+      else {
+        w.raw(l.address);
+        w.byte(l.topics.length);
+        for (const t of l.topics) w.raw(t);
+        w.bytes(l.data);
+      }
+    }
+  }
+}
+
+/** A recorded transaction's receipt logs, by position (what `log` events refer to). */
+export type ReceiptLogs = readonly { address: Bytes; topics: Bytes[]; data: Bytes }[];
+
+/**
+ * Decodes one transaction's events (`sender`, `txData` as encodeTx was given). `receiptLogs` resolves the logs stored by their position
+ * (asked only when the transaction has such logs and the caller wants logs).
+ */
+export function decodeTx(
+  r: ByteReader,
+  sender: Bytes,
+  txData: Uint8Array,
+  receiptLogs: ReceiptLogs | undefined,
+): RecordedTx {
+  const creation = (r.byte() & 1) === 1;
+  const gasLimit = r.big();
+  const gasUsed = r.big();
+  const logsBefore = r.uint();
+  const count = r.uint();
+  const events: RecordedEvent[] = [];
+  const open: FrameEnter[] = [];
+  for (let i = 0; i < count; i++) {
+    const tag = r.byte();
+    if (tag === 1) {
+      const type = FRAME_TYPES[r.byte()];
+      if (type === undefined) throw new RangeError('recorded frames: unknown frame type');
+      const bits = r.byte();
+      const parent = open[open.length - 1];
+      const depth = open.length;
+      const caller = (bits & 1) === 0 ? r.raw(20) : parent === undefined ? sender : contextOf(parent);
+      const to = r.raw(20);
+      const input = (bits & 2) === 2 ? txData : r.bytes();
+      const gas = r.big();
+      const value = (bits & 4) === 4 ? r.big() : undefined;
+      const f: FrameEnter = { depth, type, from: caller, to, input, gas, value };
+      open.push(f);
+      events.push({ kind: 'enter', f, precompile: (bits & 8) === 8 });
+    } else if (tag === 2) {
+      const bits = r.byte();
+      let error: string | undefined;
+      if ((bits & 2) === 2) error = (bits & 4) === 4 ? ERRORS[r.byte()] : new TextDecoder().decode(r.bytes());
+      const output = r.bytes();
+      const gasUsed = r.big();
+      open.pop();
+      events.push({ kind: 'exit', f: { depth: open.length, output, gasUsed, error, reverted: (bits & 1) === 1 } });
+    } else if (tag === 3) {
+      const bits = r.byte();
+      const index = logsBefore + r.uint();
+      if ((bits & 1) === 1) {
+        const at = r.uint();
+        const l = receiptLogs?.[at];
+        events.push({
+          kind: 'log',
+          l: { address: l?.address ?? EMPTY, topics: l?.topics ?? [], data: l?.data ?? EMPTY, index },
+          receiptLog: at,
+        });
+      } else {
+        const address = r.raw(20);
+        const topics: Bytes[] = [];
+        const n = r.byte();
+        for (let t = 0; t < n; t++) topics.push(r.raw(32));
+        events.push({ kind: 'log', l: { address, topics, data: r.bytes(), index }, receiptLog: undefined });
+      }
+    } else throw new RangeError(`recorded frames: unknown event ${tag}`);
+  }
+  return { creation, gasLimit, gasUsed, logsBefore, events };
+}
+
+/** A block's row: its hash, then each transaction's events (encodeTx), found by their lengths. */
+export function encodeBlockFrames(blockHash: Bytes, txs: Uint8Array[]): Uint8Array {
+  const w = new ByteWriter();
+  w.raw(blockHash);
+  w.byte(FRAMES_VERSION);
+  w.uint(txs.length);
+  for (const t of txs) w.uint(t.length);
+  for (const t of txs) w.raw(t);
+  return w.done();
+}
+
+/** The reader of transaction `index`'s events in a block's row; undefined when the row is another block's. */
+export function txFramesAt(row: Uint8Array, blockHash: Bytes, index: number): ByteReader | undefined {
+  if (row.length < 33 || !same(row.subarray(0, 32), blockHash)) return undefined;
+  const r = new ByteReader(row);
+  r.at = 32;
+  if (r.byte() !== FRAMES_VERSION) return undefined;
+  const count = r.uint();
+  if (index < 0 || index >= count) return undefined;
+  let skip = 0;
+  let length = 0;
+  for (let i = 0; i < count; i++) {
+    const n = r.uint();
+    if (i < index) skip += n;
+    else if (i === index) length = n;
+  }
+  const start = r.at + skip;
+  return new ByteReader(row.subarray(start, start + length));
+}
+
+export { EMPTY as NO_BYTES };

@@ -1,0 +1,211 @@
+// Recording a block's call frames while it executes at import: each transaction's frame events
+// (the same binding the re-executing tracers use, evm-events.ts, through the opcode hooks: no
+// `step` event) kept as they come, then encoded (codec.ts) into the block's TxFrames row. A log
+// that survives into the receipt is kept as its position there; only the logs of failed frames
+// are kept whole.
+import type { Block } from '@ethereumjs/block';
+import type { TypedTransaction } from '@ethereumjs/tx';
+import { Address } from '@ethereumjs/util';
+import type { VM } from '@ethereumjs/vm';
+import type { Bytes } from '@chainnode/core';
+import { bindTracer } from '../evm-events.js';
+import type { Binding } from '../evm-events.js';
+import type { FrameEnter, FrameExit, StateView, TraceLog, Tracer, TxStart } from '../hooks.js';
+import { ByteWriter, encodeBlockFrames, encodeTx } from './codec.js';
+import type { ReceiptLogs, RecordedEvent, RecordedTx } from './codec.js';
+
+/** Keeps a transaction's frame events as they come. */
+export class FrameRecorder implements Tracer {
+  readonly wantsLogs = true;
+  readonly wantsSelfdestructs = true;
+  private readonly events: RecordedEvent[] = [];
+  private start: TxStart | undefined;
+  private gasUsed = 0n;
+
+  constructor(private readonly logsBefore: number) {}
+
+  onTxStart(tx: TxStart): void {
+    this.start = tx;
+  }
+
+  onEnter(f: FrameEnter): void {
+    const precompile = f.type !== 'SELFDESTRUCT' && this.start?.isPrecompile(f.to) === true;
+    this.events.push({ kind: 'enter', f, precompile });
+  }
+
+  onExit(f: FrameExit): void {
+    this.events.push({ kind: 'exit', f });
+  }
+
+  onLog(l: TraceLog): void {
+    this.events.push({ kind: 'log', l, receiptLog: undefined });
+  }
+
+  onTxEnd(r: { gasUsed: bigint }): void {
+    this.gasUsed = r.gasUsed;
+  }
+
+  result(): RecordedTx {
+    return {
+      creation: this.start?.to === null,
+      gasLimit: this.start?.gasLimit ?? 0n,
+      gasUsed: this.gasUsed,
+      logsBefore: this.logsBefore,
+      events: this.events,
+    };
+  }
+
+  /**
+   * The transaction's events with each log that reached the receipt (its frame and every frame
+   * above it ended well) as its position among `receipt`'s logs; all whole when they do not pair.
+   */
+  finish(receipt: ReceiptLogs): RecordedTx {
+    const tx = this.result();
+    const failed: boolean[] = [];
+    const frameOf: number[] = [];
+    const parents: number[] = [];
+    const open: number[] = [];
+    for (const e of tx.events) {
+      if (e.kind === 'enter') {
+        parents.push(open[open.length - 1] ?? -1);
+        failed.push(false);
+        open.push(failed.length - 1);
+      } else if (e.kind === 'exit') {
+        const id = open.pop();
+        if (id !== undefined && e.f.error !== undefined) failed[id] = true;
+      } else frameOf.push(open[open.length - 1] ?? -1);
+    }
+    const survives = (frame: number): boolean => {
+      for (let f = frame; f >= 0; f = parents[f] as number) if (failed[f] === true) return false;
+      return frame >= 0;
+    };
+    const kept: (number | undefined)[] = [];
+    let next = 0;
+    let logAt = 0;
+    for (const e of tx.events) {
+      if (e.kind !== 'log') continue;
+      if (!survives(frameOf[logAt++] as number)) {
+        kept.push(undefined);
+        continue;
+      }
+      const r = receipt[next];
+      if (r === undefined || !sameLog(r, e.l)) return tx;
+      kept.push(next++);
+    }
+    if (next !== receipt.length) return tx;
+    let i = 0;
+    for (const e of tx.events) if (e.kind === 'log') e.receiptLog = kept[i++];
+    return tx;
+  }
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.length).equals(b);
+}
+
+function sameLog(r: ReceiptLogs[number], l: TraceLog): boolean {
+  return (
+    sameBytes(r.address, l.address) &&
+    sameBytes(r.data, l.data) &&
+    r.topics.length === l.topics.length &&
+    r.topics.every((t, i) => sameBytes(t, l.topics[i] as Uint8Array))
+  );
+}
+
+interface AfterTx {
+  totalGasSpent: bigint;
+  receipt: { logs: [Uint8Array, Uint8Array[], Uint8Array][] };
+}
+
+/**
+ * Records the frames of every transaction of `block` as `vm` runs it (runBlock), from attach to
+ * detach. A failure to record never fails the block: the block is then left unrecorded (its
+ * traces re-execute).
+ */
+export class BlockFrameRecorder {
+  private readonly txs: Uint8Array[] = [];
+  private current: { recorder: FrameRecorder; binding: Binding; tx: TypedTransaction } | undefined;
+  private logs = 0;
+  private broken = false;
+
+  private readonly state: StateView;
+  private readonly precompiles: Map<string, unknown>;
+  private readonly eip150: boolean;
+
+  constructor(
+    private readonly vm: VM,
+    private readonly block: Block,
+  ) {
+    const sm = vm.stateManager;
+    const account = (a: Bytes) => sm.getAccount(new Address(a));
+    this.state = {
+      balance: async (a) => (await account(a))?.balance ?? 0n,
+      nonce: async (a) => (await account(a))?.nonce ?? 0n,
+      code: (a) => sm.getCode(new Address(a)),
+      codeHash: async (a) => (await account(a))?.codeHash,
+      storage: (a, slot) => sm.getStorage(new Address(a), slot),
+    };
+    this.precompiles = (vm.evm as unknown as { precompiles: Map<string, unknown> }).precompiles;
+    this.eip150 = vm.common.gteHardfork('tangerineWhistle');
+    vm.events.on('beforeTx', this.beforeTx);
+    vm.events.on('afterTx', this.afterTx as never);
+  }
+
+  private readonly beforeTx = (tx: TypedTransaction): void => {
+    if (this.broken) return;
+    try {
+      const recorder = new FrameRecorder(this.logs);
+      recorder.onTxStart({
+        from: tx.getSenderAddress().bytes,
+        to: tx.to?.bytes ?? null,
+        gasLimit: tx.gasLimit,
+        coinbase: this.block.header.coinbase.bytes,
+        blockNumber: this.block.header.number,
+        cancun: false,
+        prague: false,
+        authorities: [],
+        isPrecompile: (a) => this.precompiles.has(Buffer.from(a.buffer, a.byteOffset, a.length).toString('hex')),
+      });
+      const binding = bindTracer(this.vm, recorder, this.state, {
+        logsBefore: this.logs,
+        deadline: Number.POSITIVE_INFINITY,
+        eip150: this.eip150,
+      });
+      this.current = { recorder, binding, tx };
+    } catch {
+      this.broken = true;
+    }
+  };
+
+  private readonly afterTx = (r: AfterTx): void => {
+    const c = this.current;
+    this.current = undefined;
+    const logs = r.receipt.logs.map(([address, topics, data]) => ({ address, topics, data }));
+    this.logs += logs.length;
+    if (c === undefined || this.broken) return;
+    c.binding.detach();
+    try {
+      c.binding.check();
+      c.recorder.onTxEnd({ gasUsed: r.totalGasSpent });
+      const w = new ByteWriter();
+      encodeTx(w, c.recorder.finish(logs), c.tx.data, c.tx.getSenderAddress().bytes);
+      this.txs.push(w.done());
+    } catch {
+      this.broken = true;
+    }
+  };
+
+  /** Stops recording (after runBlock, whether it ran or failed). */
+  detach(): void {
+    this.current?.binding.detach();
+    this.current = undefined;
+    this.vm.events.off('beforeTx', this.beforeTx);
+    this.vm.events.off('afterTx', this.afterTx as never);
+  }
+
+  /** The block's TxFrames row; undefined when a transaction could not be recorded. */
+  row(blockHash: Bytes): Uint8Array | undefined {
+    if (this.broken || this.txs.length !== this.block.transactions.length) return undefined;
+    return encodeBlockFrames(blockHash, this.txs);
+  }
+}
