@@ -37,6 +37,7 @@ export {
   rewardTraces,
   BlockFrameRecorder,
   FrameRecorder,
+  framesMayHold,
   replayRecorded,
   replayable,
 } from './trace/index.js';

@@ -98,6 +98,8 @@ export interface FollowSettings {
   historyUpstream?: string;
   /** `--state-trie`: the state trie's retention of a datadir created from genesis (PipelineOptions.stateTrie). */
   stateTrie?: StateTrieMode;
+  /** `--trace-frames`: record executed blocks' call frames (PipelineOptions.traceFrames). */
+  traceFrames?: boolean;
 }
 
 /** A Follower's options: the follow settings (defaults: reorgDepth 64, pollMs 1000, execute) and how it runs. */
@@ -376,6 +378,7 @@ export class Follower {
       checkGenesis,
       ...(joining ? { anchor: (common: Common) => this.fetchAnchor(common) } : {}),
       ...(this.opts.stateTrie !== undefined ? { stateTrie: this.opts.stateTrie } : {}),
+      ...(this.opts.traceFrames !== undefined ? { traceFrames: this.opts.traceFrames } : {}),
     });
     if (this.source === undefined) this.source = new RpcBlockSource(this.client, this.pipeline.common);
     if (this.pipeline.historyOnly()) {

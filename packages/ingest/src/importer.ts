@@ -49,6 +49,8 @@ export interface ImportOptions {
   log?: ((line: string) => void) | undefined;
   /** `--state-trie` (PipelineOptions.stateTrie). */
   stateTrie?: StateTrieMode;
+  /** `--trace-frames` (PipelineOptions.traceFrames). */
+  traceFrames?: boolean;
 }
 
 export interface ImportSummary {
@@ -91,6 +93,7 @@ async function openForFile(opts: ImportOptions, json: GethGenesis, path: string)
       genesis: { json },
       log: opts.log,
       ...(opts.stateTrie !== undefined ? { stateTrie: opts.stateTrie } : {}),
+      ...(opts.traceFrames !== undefined ? { traceFrames: opts.traceFrames } : {}),
     });
   } catch (err) {
     if (err instanceof ChainMismatchError)

@@ -145,6 +145,11 @@ export interface PipelineOptions {
    * own, only the proven reads it caches.
    */
   stateTrie?: StateTrieMode;
+  /**
+   * `--trace-frames`: whether executed blocks' call frames are recorded (TxFrames), from now on;
+   * kept in the datadir (absent: the datadir's own choice, recording unless turned off).
+   */
+  traceFrames?: boolean;
 }
 
 /** The block a joining datadir starts at (PipelineOptions.anchor). */
@@ -191,8 +196,6 @@ export class ImportPipeline {
   /** The durable head after the last flush. */
   private durable: PipelineHead = { number: 0n, hash: new Uint8Array(32), timestamp: 0n };
   createdGenesis = false;
-  /** Whether executed blocks' call frames are recorded (TxFrames). */
-  recordFrames = true;
 
   private constructor(
     readonly writer: StoreWriter,
@@ -314,6 +317,7 @@ export class ImportPipeline {
         }
       }
     }
+    if (opts.traceFrames !== undefined) await writer.setRecordsFrames(opts.traceFrames);
     const p = new ImportPipeline(writer, common, json, sm, genesisStateRoot, stored ?? genesisHash);
     p.createdGenesis = created;
     await p.resetToDurable();
@@ -415,7 +419,7 @@ export class ImportPipeline {
     if (record) this.sm.begin();
     // The call frames of every transaction, for traces answered without re-execution.
     const frames =
-      this.recordFrames && block.transactions.length > 0 ? new BlockFrameRecorder(this.vm, block) : undefined;
+      this.writer.recordsFrames() && block.transactions.length > 0 ? new BlockFrameRecorder(this.vm, block) : undefined;
     try {
       result = await runBlock(this.vm, {
         block,

@@ -15,6 +15,7 @@ export {
   parseReorgDepth,
   parseStartBlock,
   parseStateTrieFlag,
+  parseTraceFramesFlag,
 } from './settings/follow.js';
 export {
   DEFAULT_CONFIG,

@@ -88,22 +88,46 @@ export function matches(f: TraceFilter, t: JsonLocalizedTrace): boolean {
 }
 
 /**
- * The blocks of `from`..`to` to re-execute for `filter`: every one, for now. An index of the
- * blocks each address appears in narrows this to the blocks that can match (a block of proof of
- * work always can, by its rewards).
+ * The blocks of `from`..`to` whose traces may match `filter`. A block with recorded frames whose
+ * row does not hold any of the filter's addresses, and none of whose transactions one of them
+ * sent, has no entry from or to them (exec's framesMayHold), unless it has rewards (proof of
+ * work) one of them may be the author of; every other block is traced.
  */
 export async function* blocksToReplay(
   ctx: HandlerContext,
   from: bigint,
   to: bigint,
-  _filter: TraceFilter,
+  filter: TraceFilter,
 ): AsyncGenerator<HeaderRecord> {
+  const exec = await loadExec();
+  const addresses = [...filter.fromAddress, ...filter.toAddress].map(
+    (a) => new Uint8Array(Buffer.from(a.slice(2), 'hex')),
+  );
   for (let n = from; n <= to; n++) {
     const hash = await ctx.store.canonicalHash(n);
     const header = hash === undefined ? undefined : await ctx.store.header(hash);
     if (header === undefined) throw blockNotFound({ number: n });
-    yield header;
+    if (addresses.length === 0 || (await mayMatch(ctx, exec, header, addresses))) yield header;
   }
+}
+
+async function mayMatch(
+  ctx: HandlerContext,
+  exec: Awaited<ReturnType<typeof loadExec>>,
+  header: HeaderRecord,
+  addresses: Uint8Array[],
+): Promise<boolean> {
+  const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(b);
+  const row = await ctx.store.txFrames?.(header.hash);
+  if (row === undefined) return true;
+  const block = await ctx.store.block(header.hash);
+  if (block === undefined) return true;
+  // Proof of work: the block's and its uncles' rewards name their authors.
+  const rewarded = header.difficulty > 0n;
+  if (rewarded && (block.uncleHashes.length > 0 || addresses.some((a) => same(a, header.coinbase)))) return true;
+  if (addresses.some((a) => exec.framesMayHold(row, a))) return true;
+  const senders = block.transactionEncodings?.senders ?? block.transactions.map((t) => t.from);
+  return senders.some((s) => addresses.some((a) => same(a, s)));
 }
 
 export const trace_filter: MethodDef<TraceFilter, JsonLocalizedTrace[]> = {

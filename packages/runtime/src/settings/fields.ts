@@ -260,6 +260,11 @@ export const SERVER_FIELDS = {
     },
     flag: { arg: 'window=N|archive', serveOnly: true },
   }),
+  traceFrames: optionalOneOf(['on', 'off'] as const, {
+    doc: "With `follow` (and `sync`) executing: record every executed block's call frames, so callTracer, trace_* and ots_* answer without re-executing (`on`), or not (`off`: they re-execute); kept in the datadir until given again.",
+    defaultText: "`on`, else the datadir's",
+    flag: { arg: 'on|off', serveOnly: true },
+  }),
   historyUpstream: optionalString({
     doc: 'With `follow`, for a datadir that joined its chain at block N: answer history below N (blocks, transactions, receipts, logs, state) from this http(s):// upstream, verified by hash links down from N and by proofs (also `,history=` in `--network`).',
     defaultText: 'none (below N: pruned history)',

@@ -14,7 +14,7 @@ import type { NetworkConfig } from './fields.js';
 import { loadConfig } from './file.js';
 import type { ServerConfig } from './file.js';
 import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from './follow.js';
-import { parseStateTrieFlag } from './follow.js';
+import { parseStateTrieFlag, parseTraceFramesFlag } from './follow.js';
 import { ConfigError, flagName } from './schema.js';
 import type { ConfigField } from './schema.js';
 
@@ -50,6 +50,8 @@ export interface ServeFlags {
   historyUpstream?: string;
   /** --state-trie window=<N>|archive (with --follow): a new datadir's state trie retention. */
   stateTrie?: string;
+  /** --trace-frames on|off (with --follow). */
+  traceFrames?: string;
   reorgDepth?: string;
   pollMs?: string;
   /** `--log-format json|text` (default: text on a terminal, json otherwise). */
@@ -181,11 +183,16 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
   const stateTrie = parseStateTrieFlag(opts.stateTrie);
   if (stateTrie !== undefined && (startBlock !== undefined || checkpoint !== undefined))
     throw new ConfigError('--state-trie: a datadir joining its chain (--start-block) holds no state trie of its own');
-  const trie = stateTrie !== undefined ? { stateTrie } : {};
+  const traceFrames = parseTraceFramesFlag(opts.traceFrames);
+  const trie = {
+    ...(stateTrie !== undefined ? { stateTrie } : {}),
+    ...(traceFrames !== undefined ? { traceFrames } : {}),
+  };
   if (specs.length === 0) {
     if (opts.follow === undefined) {
       if (opts.ingest !== undefined) throw new ConfigError('--ingest: only with --follow <URL>');
       if (stateTrie !== undefined) throw new ConfigError('--state-trie: only with --follow <URL> (or sync)');
+      if (traceFrames !== undefined) throw new ConfigError('--trace-frames: only with --follow <URL> (or sync)');
       if (startBlock !== undefined || checkpoint !== undefined)
         throw new ConfigError('--start-block, --checkpoint: only with --follow <URL>');
       if (opts.historyUpstream !== undefined) throw new ConfigError('--history-upstream: only with --follow <URL>');

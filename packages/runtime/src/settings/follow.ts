@@ -41,6 +41,13 @@ export function parseReorgDepth(value: string | undefined): bigint {
   return BigInt(value);
 }
 
+/** `--trace-frames on|off`: whether executed blocks' call frames are recorded; absent: the datadir's own. */
+export function parseTraceFramesFlag(value: string | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'on' || value === 'off') return value === 'on';
+  throw new ConfigError(`--trace-frames: expected "on" or "off", got "${value}"`);
+}
+
 /**
  * `--state-trie window=<N>|archive`: the state trie's retention of a datadir created from genesis
  * (store's trie-window.ts); absent: the datadir's own (a new one: window=90000).

@@ -953,6 +953,11 @@ export const MetaKey = {
    * (read the same; a writer of this release keeps the new ones as deltas).
    */
   TrieDeltas: 'trieDeltas',
+  /**
+   * utf8 `off`: the executing import records no call frames (TxFrames) from now on (`--trace-frames
+   * off`). Absent: it records them. Changed whenever an import is given the option.
+   */
+  TraceFrames: 'traceFrames',
 } as const;
 
 export const tables = {

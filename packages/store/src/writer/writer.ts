@@ -145,6 +145,8 @@ export class StoreWriter {
   private nextLogId = 0n;
   /** Meta.logsJsonFrom as this writer leaves it; `stored`: already in the database. */
   private logsJsonFrom: { value: bigint; stored: boolean } | undefined;
+  /** Meta.traceFrames: the executing import records no call frames. */
+  private framesOff = false;
   /** Meta.appearancesFrom as this writer leaves it; `stored`: already in the database. */
   private appearancesFrom: { value: bigint; stored: boolean } | undefined;
   private head: HeadPointer | undefined;
@@ -218,6 +220,7 @@ export class StoreWriter {
     else this.logsJsonFrom = { value: this.head === undefined ? 0n : this.head.number + 1n, stored: false };
     // No log written yet: the log index is empty, so values new to the writer need no read-back.
     this.values = new ValueTable(this.cacheBytes, this.nextLogId === 0n);
+    this.framesOff = (await tables.meta.get(this.db, MetaKey.TraceFrames)) !== undefined;
     // A datadir written before the Appearances table existed has it from its next block on.
     const appearancesFrom = await tables.meta.get(this.db, MetaKey.AppearancesFrom);
     this.appearancesFrom =
@@ -286,6 +289,19 @@ export class StoreWriter {
   }
 
   /** The lowest block whose state trie is complete (Meta.trieFrom, or the start of a cycle running). */
+  /** Whether the executing import records its blocks' call frames (Meta.traceFrames). */
+  recordsFrames(): boolean {
+    return !this.framesOff;
+  }
+
+  /** Records call frames from the next block on, or stops (`--trace-frames`); kept in the datadir. */
+  async setRecordsFrames(on: boolean): Promise<void> {
+    if (on === !this.framesOff) return;
+    if (on) await this.db.del(tables.meta.key(MetaKey.TraceFrames));
+    else await this.db.put(tables.meta.key(MetaKey.TraceFrames), Buffer.from('off', 'utf8'));
+    this.framesOff = !on;
+  }
+
   stateTrieFrom(): bigint {
     return this.trieFrom;
   }

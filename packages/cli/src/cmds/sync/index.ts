@@ -10,6 +10,7 @@ import {
   parseReorgDepth,
   parseStartBlock,
   parseStateTrieFlag,
+  parseTraceFramesFlag,
   SERVER_FIELDS,
 } from '@chainnode/runtime/configuration';
 import type { LogFormat } from '@chainnode/server';
@@ -29,6 +30,7 @@ export interface SyncOptions {
   startBlock?: string;
   checkpoint?: string;
   stateTrie?: string;
+  traceFrames?: string;
 }
 
 const STATE_SOURCES: readonly StateSourceKind[] = ['chainnode', 'prestate', 'parity'];
@@ -79,7 +81,11 @@ export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promi
     const stateTrie = parseStateTrieFlag(opts.stateTrie);
     if (stateTrie !== undefined && (startBlock !== undefined || checkpoint !== undefined))
       throw new CliError('--state-trie: a datadir joining its chain (--start-block) holds no state trie of its own');
-    const trie = stateTrie !== undefined ? { stateTrie } : {};
+    const traceFrames = parseTraceFramesFlag(opts.traceFrames);
+    const trie = {
+      ...(stateTrie !== undefined ? { stateTrie } : {}),
+      ...(traceFrames !== undefined ? { traceFrames } : {}),
+    };
     if (isUpstreamUrl(opts.from)) {
       if ((startBlock !== undefined || checkpoint !== undefined) && opts.ingest !== undefined && ingest !== 'execute')
         throw new CliError('--start-block: the joined datadir ingests history only (no --ingest)');
@@ -164,6 +170,7 @@ export function register(program: Command): void {
     )
     .option('--checkpoint <hash>', 'with --start-block: the hash the start block must have (pins the anchor)')
     .addOption(fieldOption('stateTrie', SERVER_FIELDS.stateTrie))
+    .addOption(fieldOption('traceFrames', SERVER_FIELDS.traceFrames))
     .option('--datadir <dir>', 'where the store lives', './data')
     .option('--to <block>', 'stop after this block number')
     // Blocks per atomic batch; small values make crash tests meaningful on short chains.

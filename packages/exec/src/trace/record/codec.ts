@@ -291,23 +291,47 @@ export function encodeBlockFrames(blockHash: Bytes, txs: Uint8Array[]): Uint8Arr
   return w.done();
 }
 
+/** Each transaction's [start, end) in a row, read once per row object. */
+const spans = new WeakMap<Uint8Array, { start: number; end: number }[] | null>();
+
+function txSpans(row: Uint8Array): { start: number; end: number }[] | null {
+  let out = spans.get(row);
+  if (out !== undefined) return out;
+  out = null;
+  const r = new ByteReader(row);
+  r.at = 32;
+  if (row.length > 33 && r.byte() === FRAMES_VERSION) {
+    const count = r.uint();
+    const lengths: number[] = [];
+    for (let i = 0; i < count; i++) lengths.push(r.uint());
+    let at = r.at;
+    out = lengths.map((n) => {
+      const span = { start: at, end: at + n };
+      at += n;
+      return span;
+    });
+  }
+  spans.set(row, out);
+  return out;
+}
+
 /** The reader of transaction `index`'s events in a block's row; undefined when the row is another block's. */
 export function txFramesAt(row: Uint8Array, blockHash: Bytes, index: number): ByteReader | undefined {
   if (row.length < 33 || !same(row.subarray(0, 32), blockHash)) return undefined;
-  const r = new ByteReader(row);
-  r.at = 32;
-  if (r.byte() !== FRAMES_VERSION) return undefined;
-  const count = r.uint();
-  if (index < 0 || index >= count) return undefined;
-  let skip = 0;
-  let length = 0;
-  for (let i = 0; i < count; i++) {
-    const n = r.uint();
-    if (i < index) skip += n;
-    else if (i === index) length = n;
-  }
-  const start = r.at + skip;
-  return new ByteReader(row.subarray(start, start + length));
+  const span = txSpans(row)?.[index];
+  if (span === undefined) return undefined;
+  return new ByteReader(row.subarray(span.start, span.end));
 }
 
 export { EMPTY as NO_BYTES };
+
+/**
+ * Whether the frames of a block's row may involve `address` (as a frame's caller or callee, a
+ * created contract, a SELFDESTRUCT's beneficiary). Every such address is in the row's bytes, or is
+ * a transaction's sender: a caller left out is its parent's context, which is its parent's callee
+ * or caller, up to the top frame's, the sender. So false is exact when `address` is no sender of
+ * the block; true may be a chance match of bytes (the caller then reads the frames).
+ */
+export function framesMayHold(row: Uint8Array, address: Bytes): boolean {
+  return Buffer.from(row.buffer, row.byteOffset, row.length).indexOf(address) >= 0;
+}

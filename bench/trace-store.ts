@@ -1,0 +1,222 @@
+// `npm run bench:trace-store -- --datadir <dir> [--samples 200] [--blocks 20] [--reexec 20]`: the
+// server-side time of trace calls answered from the call frames recorded at import, on a datadir
+// an executing import wrote (the mainnet-shaped chain's, for the issue's shape), through the rpc
+// service's handle() one call at a time: each kind on a freshly opened store (cold: every key
+// asked once), then the same calls again (warm). Beside them, the same transactions traced by
+// re-execution (the store without its recorded frames), for the ratio. Every reply is checked:
+// the top call frame's sender and gas used against the transaction and its receipt, a block's
+// traces against its transactions, trace_filter's entries against trace_block's of every block of
+// the range filtered by the bench itself, ots_searchTransactionsBefore's against a scan of the
+// range's transactions.
+import { loadavg } from 'node:os';
+import type { ChainStore } from '@chainnode/core';
+import { createRpcService } from '@chainnode/rpc';
+import type { RpcServiceApi } from '@chainnode/rpc';
+import { openChainStore } from '@chainnode/store';
+import { arg } from './src/cli.js';
+import { printRunRecord } from './src/run-record.js';
+import { Rng } from './src/synth.js';
+
+printRunRecord('bench:trace-store');
+
+const datadir = arg('datadir') ?? '';
+if (datadir === '') throw new Error('--datadir <dir>: a datadir an executing import wrote');
+const samples = Number(arg('samples', '200'));
+const blockSamples = Number(arg('blocks', '20'));
+const reexec = Number(arg('reexec', '20'));
+
+type Json = Record<string, unknown>;
+const body = (method: string, params: unknown[]): string => JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+const hex = (n: number): string => `0x${n.toString(16)}`;
+const lower = (v: unknown): string => String(v).toLowerCase();
+
+async function call<T>(svc: RpcServiceApi, method: string, params: unknown[]): Promise<T> {
+  const r = JSON.parse((await svc.handle(body(method, params))).body ?? '');
+  if (r.error !== undefined) throw new Error(`${method}: ${JSON.stringify(r.error)}`);
+  return r.result as T;
+}
+
+function unrecorded(store: ChainStore): ChainStore {
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === 'txFrames') return undefined;
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+const pct = (xs: number[], p: number): string =>
+  ([...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] as number).toFixed(2);
+
+/** Times `bodies` cold (a fresh store) then warm (again); `check` sees each reply. */
+async function run(
+  kind: string,
+  bodies: string[],
+  check: (i: number, result: unknown) => void,
+  recorded = true,
+): Promise<void> {
+  const store = await openChainStore(datadir);
+  const svc = createRpcService(recorded ? store : unrecorded(store), { callTimeoutMs: 120_000 });
+  await svc.handle(body('eth_blockNumber', []));
+  const line: string[] = [];
+  for (const pass of ['cold', 'warm']) {
+    const times: number[] = [];
+    const cpu: number[] = [];
+    for (let i = 0; i < bodies.length; i++) {
+      const t0 = performance.now();
+      const c0 = process.cpuUsage();
+      const r = await svc.handle(bodies[i] as string);
+      const c = process.cpuUsage(c0);
+      times.push(performance.now() - t0);
+      cpu.push((c.user + c.system) / 1000);
+      const reply = JSON.parse(r.body ?? '') as { result?: unknown; error?: unknown };
+      if (reply.error !== undefined) throw new Error(`${kind}: ${JSON.stringify(reply.error)}`);
+      check(i, reply.result);
+    }
+    line.push(`${pass} ${pct(times, 0.5)} / ${pct(times, 0.9)} ms, CPU ${pct(cpu, 0.5)} ms`);
+  }
+  await store.close();
+  console.log(`| ${kind} | ${bodies.length} | ${line.join(' | ')} |`);
+}
+
+// The chain: its blocks with transactions, their transactions and receipts' facts.
+const store = await openChainStore(datadir);
+const svc = createRpcService(store);
+const head = Number(await call<string>(svc, 'eth_blockNumber', []));
+interface TxFact {
+  hash: string;
+  from: string;
+  to: string | null;
+  gasUsed: bigint;
+  block: number;
+  index: number;
+}
+const txs: TxFact[] = [];
+const blocks: { number: number; txs: TxFact[] }[] = [];
+for (let n = 1; n <= head; n++) {
+  const receipts = await call<Json[]>(svc, 'eth_getBlockReceipts', [hex(n)]);
+  const list = receipts.map((r, index) => ({
+    hash: lower(r.transactionHash),
+    from: lower(r.from),
+    to: r.to === null ? null : lower(r.to),
+    gasUsed: BigInt(r.gasUsed as string),
+    block: n,
+    index,
+  }));
+  if (list.length > 0) blocks.push({ number: n, txs: list });
+  txs.push(...list);
+}
+await store.close();
+console.log(
+  `trace calls from recorded frames, ${datadir}: ${head} blocks, ${txs.length} transactions; load average ${loadavg()[0]?.toFixed(1)}\n`,
+);
+console.log('| call | calls | cold p50 / p90, CPU p50 | warm p50 / p90, CPU p50 |\n|---|---|---|---|');
+
+const rng = new Rng(7);
+const pick = <T>(xs: T[], n: number): T[] => {
+  const out: T[] = [];
+  for (let i = 0; i < n && xs.length > 0; i++) out.push(xs[rng.int(xs.length)] as T);
+  return out;
+};
+
+const someTxs = pick(txs, samples);
+const topFrame = (t: TxFact, f: Json): void => {
+  if (lower(f.from) !== t.from) throw new Error(`${t.hash}: top frame from ${String(f.from)}`);
+  if (BigInt(f.gasUsed as string) !== t.gasUsed) throw new Error(`${t.hash}: gasUsed ${String(f.gasUsed)}`);
+};
+await run(
+  'debug_traceTransaction callTracer',
+  someTxs.map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
+  (i, r) => topFrame(someTxs[i] as TxFact, r as Json),
+);
+await run(
+  'trace_transaction',
+  someTxs.map((t) => body('trace_transaction', [t.hash])),
+  (i, r) => {
+    const t = someTxs[i] as TxFact;
+    const first = (r as Json[])[0] as { action: Json; transactionHash: string };
+    if (lower(first.action.from) !== t.from || first.transactionHash !== t.hash) throw new Error(`${t.hash}: trace`);
+  },
+);
+const someBlocks = pick(blocks, blockSamples);
+await run(
+  `debug_traceBlockByNumber callTracer (${Math.round(txs.length / Math.max(1, blocks.length))} txs a block)`,
+  someBlocks.map((b) => body('debug_traceBlockByNumber', [hex(b.number), { tracer: 'callTracer' }])),
+  (i, r) => {
+    const b = someBlocks[i] as { txs: TxFact[] };
+    const list = r as { txHash: string; result: Json }[];
+    if (list.length !== b.txs.length) throw new Error('block: transaction count');
+    for (const [j, x] of list.entries()) topFrame(b.txs[j] as TxFact, x.result);
+  },
+);
+await run(
+  'trace_block',
+  someBlocks.map((b) => body('trace_block', [hex(b.number)])),
+  (i, r) => {
+    const b = someBlocks[i] as { txs: TxFact[] };
+    const tops = (r as { traceAddress: number[]; transactionPosition?: number }[]).filter(
+      (e) => e.traceAddress.length === 0 && e.transactionPosition !== undefined,
+    );
+    if (tops.length !== b.txs.length) throw new Error('trace_block: one top entry per transaction');
+  },
+);
+
+// trace_filter by one address over the whole range (at most 1,000 blocks): a transaction's
+// recipient seen a few times, and the busiest recipient; checked against trace_block of every block.
+const first = Math.max(1, head - 999);
+const counts = new Map<string, number>();
+for (const t of txs) if (t.to !== null && t.block >= first) counts.set(t.to, (counts.get(t.to) ?? 0) + 1);
+const byCount = [...counts.entries()].sort((a, b) => a[1] - b[1]);
+const rare = byCount.find(([, c]) => c >= 2)?.[0] ?? (byCount[0]?.[0] as string);
+const busy = byCount[byCount.length - 1]?.[0] as string;
+const check = await openChainStore(datadir);
+const full = createRpcService(check);
+const expected = new Map<string, number>();
+for (const a of [rare, busy]) expected.set(a, 0);
+for (let n = first; n <= head; n++)
+  for (const e of await call<{ action: Json; result: Json | null; type: string }[]>(full, 'trace_block', [hex(n)]))
+    for (const a of [rare, busy]) {
+      const to = e.type === 'create' ? (e.result as Json | null)?.address : (e.action.to ?? e.action.refundAddress);
+      if (lower(to) === a) expected.set(a, (expected.get(a) ?? 0) + 1);
+    }
+await check.close();
+for (const [name, address] of [
+  ['a rare recipient', rare],
+  ['the busiest recipient', busy],
+] as const)
+  await run(
+    `trace_filter toAddress ${name} over ${head - first + 1} blocks`,
+    [body('trace_filter', [{ fromBlock: hex(first), toBlock: hex(head), toAddress: [address] }])],
+    (_i, r) => {
+      if ((r as unknown[]).length !== expected.get(address))
+        throw new Error(
+          `trace_filter ${address}: ${(r as unknown[]).length} entries, trace_block has ${expected.get(address)}`,
+        );
+    },
+  );
+
+// ots_searchTransactionsBefore, a page of 25, for senders of the sampled transactions.
+const senders = [...new Set(someTxs.map((t) => t.from))].slice(0, 50);
+await run(
+  'ots_searchTransactionsBefore page of 25',
+  senders.map((a) => body('ots_searchTransactionsBefore', [a, 0, 25])),
+  (i, r) => {
+    const a = senders[i] as string;
+    const page = (r as { txs: Json[] }).txs;
+    const mine = txs.filter((t) => t.from === a || t.to === a);
+    // The index also holds log emitters: a page holds at least the transactions it sent or received.
+    if (page.length < Math.min(25, mine.length))
+      throw new Error(`ots_searchTransactionsBefore ${a}: ${page.length} of ${mine.length}`);
+  },
+);
+
+// The same transactions by re-execution, for the ratio.
+const slow = someTxs.slice(0, reexec);
+await run(
+  'debug_traceTransaction callTracer, re-executed',
+  slow.map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
+  (i, r) => topFrame(slow[i] as TxFact, r as Json),
+  false,
+);
+console.log(`\nload average at the end ${loadavg()[0]?.toFixed(1)}`);
