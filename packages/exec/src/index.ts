@@ -38,6 +38,7 @@ export {
   BlockFrameRecorder,
   FrameRecorder,
   framesMayHold,
+  txFramesMayHold,
   replayRecorded,
   replayable,
 } from './trace/index.js';

@@ -9,6 +9,7 @@ import { executorOf, loadExec } from './call.js';
 import type { HandlerContext } from './context.js';
 import { ParamError, jsonType } from './params.js';
 import { replayStoredBlock } from './trace.js';
+import type { TxPick } from './trace.js';
 
 /** Infura's price of every trace_* method. */
 export const PARITY_TRACE_CREDITS = 300;
@@ -81,7 +82,7 @@ export function parityDeadline(ctx: HandlerContext): number {
 export async function blockFlatTraces(
   ctx: HandlerContext,
   header: HeaderRecord,
-  opts: { only?: number; deadline?: number; budget?: TraceBudget } = {},
+  opts: { only?: number; deadline?: number; budget?: TraceBudget; pick?: TxPick } = {},
 ): Promise<JsonLocalizedTrace[]> {
   const exec = await loadExec();
   const out: JsonLocalizedTrace[] = [];
@@ -94,13 +95,13 @@ export async function blockFlatTraces(
       opts.deadline ?? parityDeadline(ctx),
       opts.only,
       opts.budget,
+      opts.pick,
     );
-    for (const t of traces) {
-      const index = opts.only ?? traces.indexOf(t);
-      for (const e of t.result as JsonFlatTrace[]) out.push(localize(e, header, { hash: t.hash, index }));
-    }
+    for (const t of traces)
+      for (const e of t.result as JsonFlatTrace[]) out.push(localize(e, header, { hash: t.hash, index: t.index }));
   }
-  if (opts.only !== undefined || header.number === 0n) return out;
+  // Rewards: blocks of proof of work only (a block of difficulty 0 has none).
+  if (opts.only !== undefined || header.number === 0n || header.difficulty === 0n) return out;
   const raw = await ctx.store.rawBlock(header.hash);
   if (raw === undefined) return out;
   const common = await (await executorOf(ctx)).chainCommon();

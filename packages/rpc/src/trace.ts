@@ -2,7 +2,7 @@
 // `tracer`, `tracerConfig`, `timeout`), the trace engine of a store (packages/exec's TraceEngine
 // on the executor of eth_call), the re-execution of a stored block on its parent's state, and
 // geth's errors.
-import { RpcError, ServerError, toData } from '@chainnode/core';
+import { RpcError, ServerError, decodeTransaction, toData } from '@chainnode/core';
 import type { Bytes, ChainStore, HeaderRecord, ReceiptRecord, TxRecord } from '@chainnode/core';
 import type {
   AccountOverride,
@@ -167,12 +167,26 @@ export async function replayStoredBlock(
   deadline: number,
   only?: number,
   budget?: TraceBudget,
-): Promise<{ hash: Bytes; result: unknown }[]> {
-  const recorded = await recordedBlock(ctx, header, make, only, budget);
+  pick?: TxPick,
+): Promise<TracedTx[]> {
+  const recorded = await recordedBlock(ctx, header, make, only, budget, pick);
   if (recorded !== undefined) return recorded;
   const { raw, parent, senders } = await storedBlock(ctx, header);
   return replayBlock(ctx, raw, parent, make, deadline, { senders, ...(only === undefined ? {} : { only }) }, budget);
 }
+
+/** One traced transaction of a block: its hash, its position, the tracer's answer. */
+export interface TracedTx {
+  hash: Bytes;
+  index: number;
+  result: unknown;
+}
+
+/**
+ * Which transactions of a recorded block to trace (index, sender, the block's TxFrames row); the
+ * others are left out. A re-executed block traces all of them.
+ */
+export type TxPick = (index: number, sender: Bytes, row: Bytes) => boolean;
 
 /**
  * The traces of a stored block from its recorded frames (TxFrames); undefined when the block has
@@ -184,7 +198,8 @@ async function recordedBlock(
   make: (budget: TraceBudget) => Tracer,
   only: number | undefined,
   shared: TraceBudget | undefined,
-): Promise<{ hash: Bytes; result: unknown }[] | undefined> {
+  pick: TxPick | undefined,
+): Promise<TracedTx[] | undefined> {
   if (ctx.store.txFrames === undefined || header.number === 0n) return undefined;
   const exec = await loadExec();
   const budget = shared ?? new exec.TraceBudget(ctx.config.traceMaxBytes);
@@ -195,10 +210,18 @@ async function recordedBlock(
     const block = await ctx.store.block(header.hash);
     if (block === undefined) return undefined;
     let receipts: Promise<ReceiptRecord[] | undefined> | undefined;
-    const out: { hash: Bytes; result: unknown }[] = [];
-    const txs = block.transactions;
-    for (let i = only ?? 0; i < (only === undefined ? txs.length : Math.min(only + 1, txs.length)); i++) {
-      const tx = txs[i] as TxRecord;
+    const out: TracedTx[] = [];
+    // One transaction's sender, input and hash from the block's encodings, without decoding the others.
+    const enc = block.transactionEncodings;
+    const count = enc?.raw.length ?? block.transactions.length;
+    const senderOf = (i: number) => (enc?.senders[i] ?? block.transactions[i]?.from) as Bytes;
+    const txAt = (i: number): TxRecord =>
+      enc !== undefined
+        ? decodeTransaction(enc.raw[i] as Bytes, enc.senders[i] as Bytes, block.transactionHashes?.[i])
+        : (block.transactions[i] as TxRecord);
+    for (let i = only ?? 0; i < (only === undefined ? count : Math.min(only + 1, count)); i++) {
+      if (pick !== undefined && !pick(i, senderOf(i), row)) continue;
+      const tx = txAt(i);
       const tracer = make(budget);
       const fed = await exec.replayRecorded(
         row,
@@ -217,7 +240,7 @@ async function recordedBlock(
         tracer,
       );
       if (!fed) return undefined;
-      out.push({ hash: tx.hash, result: tracer.result() });
+      out.push({ hash: tx.hash, index: i, result: tracer.result() });
     }
     return out;
   } catch (err) {
@@ -245,7 +268,7 @@ async function replayBlock(
   deadline: number,
   opts: { senders?: Bytes[]; only?: number },
   shared?: TraceBudget,
-): Promise<{ hash: Bytes; result: unknown }[]> {
+): Promise<TracedTx[]> {
   const exec = await loadExec();
   const engine = await traceEngineOf(ctx);
   const budget = shared ?? new exec.TraceBudget(ctx.config.traceMaxBytes);
@@ -260,7 +283,7 @@ async function replayBlock(
       ...(opts.senders === undefined ? {} : { senders: opts.senders }),
       ...(opts.only === undefined ? {} : { only: opts.only }),
     });
-    return traces.map((t) => ({ hash: t.hash, result: t.result }));
+    return traces.map((t) => ({ hash: t.hash, index: t.index, result: t.result }));
   } catch (err) {
     throw mapTraceError(err, exec);
   }

@@ -19,6 +19,7 @@ import {
   parityDeadline,
 } from '../trace-parity.js';
 import type { JsonLocalizedTrace } from '../trace-parity.js';
+import type { TxPick } from '../trace.js';
 import { loadExec } from '../call.js';
 
 export interface TraceFilter {
@@ -111,6 +112,22 @@ export async function* blocksToReplay(
   }
 }
 
+/**
+ * The transactions of a recorded block worth tracing for `filter`: those one of its addresses sent
+ * or whose frames may hold one (framesMayHold, per transaction); undefined: every one.
+ */
+function txPick(
+  exec: Awaited<ReturnType<typeof loadExec>>,
+  filter: TraceFilter,
+): ((header: HeaderRecord) => TxPick) | undefined {
+  const addresses = [...filter.fromAddress, ...filter.toAddress].map(
+    (a) => new Uint8Array(Buffer.from(a.slice(2), 'hex')),
+  );
+  if (addresses.length === 0) return undefined;
+  return (header) => (index, sender, row) =>
+    addresses.some((a) => Buffer.from(a).equals(sender) || exec.txFramesMayHold(row, header.hash, index, a));
+}
+
 async function mayMatch(
   ctx: HandlerContext,
   exec: Awaited<ReturnType<typeof loadExec>>,
@@ -152,8 +169,10 @@ export const trace_filter: MethodDef<TraceFilter, JsonLocalizedTrace[]> = {
     const deadline = parityDeadline(ctx);
     let skip = f.after ?? 0;
     const out: JsonLocalizedTrace[] = [];
+    const pick = txPick(exec, f);
     for await (const header of blocksToReplay(ctx, start, end, f)) {
-      for (const t of await blockFlatTraces(ctx, header, { deadline, budget })) {
+      const opts = { deadline, budget, ...(pick === undefined ? {} : { pick: pick(header) }) };
+      for (const t of await blockFlatTraces(ctx, header, opts)) {
         if (!matches(f, t)) continue;
         if (skip > 0) {
           skip--;

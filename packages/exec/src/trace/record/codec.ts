@@ -326,6 +326,15 @@ export function txFramesAt(row: Uint8Array, blockHash: Bytes, index: number): By
 export { EMPTY as NO_BYTES };
 
 /**
+ * framesMayHold for transaction `index` of the row alone (its sender aside); true when the row is
+ * another block's or lacks the transaction.
+ */
+export function txFramesMayHold(row: Uint8Array, blockHash: Bytes, index: number, address: Bytes): boolean {
+  const r = txFramesAt(row, blockHash, index);
+  return r === undefined || framesMayHold(r.buf, address);
+}
+
+/**
  * Whether the frames of a block's row may involve `address` (as a frame's caller or callee, a
  * created contract, a SELFDESTRUCT's beneficiary). Every such address is in the row's bytes, or is
  * a transaction's sender: a caller left out is its parent's context, which is its parent's callee
