@@ -162,37 +162,44 @@ await run(
   },
 );
 
-// trace_filter by one address over the whole range (at most 1,000 blocks): a transaction's
-// recipient seen a few times, and the busiest recipient; checked against trace_block of every block.
+// trace_filter by one address over the whole range (at most 1,000 blocks): a recipient of two
+// transactions, one at the 90th percentile of recipients, and a sender of a few; each checked
+// against trace_block of every block of the range filtered here.
 const first = Math.max(1, head - 999);
 const counts = new Map<string, number>();
-for (const t of txs) if (t.to !== null && t.block >= first) counts.set(t.to, (counts.get(t.to) ?? 0) + 1);
+const sent = new Map<string, number>();
+for (const t of txs) {
+  if (t.block < first) continue;
+  if (t.to !== null) counts.set(t.to, (counts.get(t.to) ?? 0) + 1);
+  sent.set(t.from, (sent.get(t.from) ?? 0) + 1);
+}
 const byCount = [...counts.entries()].sort((a, b) => a[1] - b[1]);
 const rare = byCount.find(([, c]) => c >= 2)?.[0] ?? (byCount[0]?.[0] as string);
-const busy = byCount[byCount.length - 1]?.[0] as string;
+const p90 = byCount[Math.floor(byCount.length * 0.9)]?.[0] as string;
+const sender = [...sent.entries()].find(([, c]) => c >= 3)?.[0] ?? (txs[0] as TxFact).from;
+const queries: [string, 'fromAddress' | 'toAddress', string][] = [
+  ['toAddress, a recipient of 2 transactions', 'toAddress', rare],
+  ['toAddress, a recipient at the 90th percentile', 'toAddress', p90],
+  [`fromAddress, a sender of ${sent.get(sender)} transactions`, 'fromAddress', sender],
+];
 const check = await openChainStore(datadir);
 const full = createRpcService(check);
-const expected = new Map<string, number>();
-for (const a of [rare, busy]) expected.set(a, 0);
+const expected = queries.map(() => 0);
 for (let n = first; n <= head; n++)
   for (const e of await call<{ action: Json; result: Json | null; type: string }[]>(full, 'trace_block', [hex(n)]))
-    for (const a of [rare, busy]) {
+    queries.forEach(([, side, a], q) => {
+      const from = e.action.from ?? e.action.address;
       const to = e.type === 'create' ? (e.result as Json | null)?.address : (e.action.to ?? e.action.refundAddress);
-      if (lower(to) === a) expected.set(a, (expected.get(a) ?? 0) + 1);
-    }
+      if (lower(side === 'fromAddress' ? from : to) === a) expected[q] = (expected[q] as number) + 1;
+    });
 await check.close();
-for (const [name, address] of [
-  ['a rare recipient', rare],
-  ['the busiest recipient', busy],
-] as const)
+for (const [q, [name, side, address]] of queries.entries())
   await run(
-    `trace_filter toAddress ${name} over ${head - first + 1} blocks`,
-    [body('trace_filter', [{ fromBlock: hex(first), toBlock: hex(head), toAddress: [address] }])],
+    `trace_filter ${name}, ${head - first + 1} blocks`,
+    [body('trace_filter', [{ fromBlock: hex(first), toBlock: hex(head), [side]: [address] }])],
     (_i, r) => {
-      if ((r as unknown[]).length !== expected.get(address))
-        throw new Error(
-          `trace_filter ${address}: ${(r as unknown[]).length} entries, trace_block has ${expected.get(address)}`,
-        );
+      const n = (r as unknown[]).length;
+      if (n !== expected[q]) throw new Error(`trace_filter ${address}: ${n} entries, trace_block has ${expected[q]}`);
     },
   );
 

@@ -1,5 +1,5 @@
 // `npm run bench:traces [-- --blocks 400] [--txs 12] [--holders 300] [--bodies 600] [--duration 6]
-//  [--connections 16] [--filter-blocks 4] [--only <mix words>] [--serve-args "<args>"]`: traces, this node beside anvil
+//  [--connections 16] [--filter-blocks 100] [--only <mix words>] [--serve-args "<args>"]`: traces, this node beside anvil
 // 1.7.1 on the same chain in the same run. The chain is the read bench's (bench/src/read-chain.ts:
 // anvil mines ERC-20 transfers and ETH transfers, this node follows it executing every block), the
 // runner the varied bench's (bench/src/varied-run.ts): per mix a cold pass (every body once), a
@@ -27,7 +27,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = join(root, 'packages', 'cli', 'bin', 'node-cli.js');
 
 const bodies = Number(arg('bodies', '600'));
-const filterBlocks = Number(arg('filter-blocks', '4'));
+const filterBlocks = Number(arg('filter-blocks', '100'));
 const CALL_TRACER = { tracer: 'callTracer' };
 
 const lower = (v: unknown): string => String(v).toLowerCase();
@@ -170,8 +170,8 @@ function traceMixes(f: ReadFacts, rng: Rng) {
     else list.push(t);
   }
   const holder = (): string => f.holders[rng.int(f.holders.length)] as string;
-  // A window of --filter-blocks blocks: the node re-executes every block of the range (no traces
-  // are recorded yet), so wide ranges meet the trace timeout.
+  // A window of --filter-blocks blocks: the node reads the range's frame blooms, then the recorded
+  // frames of the blocks that may match (a datadir without recorded frames re-executes them all).
   const filter = (): Call => {
     const h = holder();
     const from = 3 + rng.int(Math.max(1, f.head - filterBlocks - 1));

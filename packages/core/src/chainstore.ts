@@ -118,6 +118,12 @@ export interface ChainStore {
    * stores without recorded frames.
    */
   txFrames?(blockHash: Bytes): Promise<Bytes | undefined>;
+  /**
+   * The frame blooms of the canonical blocks `from`..`to` (exec's frameBloom of the addresses their
+   * recorded frames name and their senders), one per block, undefined where a block was not
+   * recorded: one range read. Absent on stores without recorded frames.
+   */
+  frameBlooms?(from: bigint, to: bigint): Promise<(Bytes | undefined)[]>;
   /** The account `address` in the state `stateRoot`; null when absent. */
   account(stateRoot: Bytes, address: Bytes): Promise<AccountRecord | null>;
   /**

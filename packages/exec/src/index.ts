@@ -37,6 +37,8 @@ export {
   rewardTraces,
   BlockFrameRecorder,
   FrameRecorder,
+  bloomMayHold,
+  frameBloom,
   framesMayHold,
   txFramesMayHold,
   replayRecorded,

@@ -3,7 +3,7 @@
 // stored block's flat traces with its rewards, one transaction's TraceResults by re-execution,
 // their credits and their errors.
 import { RpcError, toData } from '@chainnode/core';
-import type { Bytes, HeaderRecord } from '@chainnode/core';
+import type { BlockRecord, Bytes, HeaderRecord } from '@chainnode/core';
 import type { JsonFlatTrace, JsonTraceResults, ParityTraceTypes, TraceBudget } from '@chainnode/exec';
 import { executorOf, loadExec } from './call.js';
 import type { HandlerContext } from './context.js';
@@ -50,19 +50,19 @@ export interface JsonLocalizedTrace {
 
 export function localize(
   t: JsonFlatTrace,
-  header: HeaderRecord,
-  tx?: { hash: Bytes; index: number },
+  block: { hash: string; number: number },
+  tx?: { hash: string; index: number },
 ): JsonLocalizedTrace {
   // In the order reth writes them.
   return {
     action: t.action,
-    blockHash: toData(header.hash),
-    blockNumber: Number(header.number),
+    blockHash: block.hash,
+    blockNumber: block.number,
     ...(t.error === undefined ? {} : { error: t.error }),
     result: t.result,
     subtraces: t.subtraces,
     traceAddress: t.traceAddress,
-    ...(tx === undefined ? {} : { transactionHash: toData(tx.hash), transactionPosition: tx.index }),
+    ...(tx === undefined ? {} : { transactionHash: tx.hash, transactionPosition: tx.index }),
     type: t.type,
   };
 }
@@ -87,7 +87,8 @@ export async function blockFlatTraces(
   const exec = await loadExec();
   const out: JsonLocalizedTrace[] = [];
   const block = await ctx.store.block(header.hash);
-  if (header.number > 0n && (block?.transactions.length ?? 0) > 0) {
+  const at = { hash: toData(header.hash), number: Number(header.number) };
+  if (header.number > 0n && txCount(block) > 0) {
     const traces = await replayStoredBlock(
       ctx,
       header,
@@ -97,15 +98,17 @@ export async function blockFlatTraces(
       opts.budget,
       opts.pick,
     );
-    for (const t of traces)
-      for (const e of t.result as JsonFlatTrace[]) out.push(localize(e, header, { hash: t.hash, index: t.index }));
+    for (const t of traces) {
+      const tx = { hash: toData(t.hash), index: t.index };
+      for (const e of t.result as JsonFlatTrace[]) out.push(localize(e, at, tx));
+    }
   }
   // Rewards: blocks of proof of work only (a block of difficulty 0 has none).
   if (opts.only !== undefined || header.number === 0n || header.difficulty === 0n) return out;
   const raw = await ctx.store.rawBlock(header.hash);
   if (raw === undefined) return out;
   const common = await (await executorOf(ctx)).chainCommon();
-  for (const r of exec.rewardTraces(common, raw)) out.push(localize(r, header));
+  for (const r of exec.rewardTraces(common, raw)) out.push(localize(r, at));
   return out;
 }
 
@@ -118,10 +121,15 @@ export async function blockTraceResults(
 ): Promise<{ hash: Bytes; result: JsonTraceResults }[]> {
   const exec = await loadExec();
   const block = await ctx.store.block(header.hash);
-  if (header.number === 0n || (block?.transactions.length ?? 0) === 0) return [];
+  if (header.number === 0n || txCount(block) === 0) return [];
   const make = (budget: TraceBudget) => new exec.ParityTracer(types, budget);
   const traces = await replayStoredBlock(ctx, header, make, parityDeadline(ctx), only);
   return traces.map((t) => ({ hash: t.hash, result: t.result as JsonTraceResults }));
+}
+
+/** A block's transaction count, without decoding its transactions when the store has their hashes. */
+function txCount(block: BlockRecord | undefined): number {
+  return block === undefined ? 0 : (block.transactionHashes?.length ?? block.transactions.length);
 }
 
 /** reth's "block not found: …" (-32001) for a block id. */

@@ -215,8 +215,9 @@ async function recordedBlock(
     const enc = block.transactionEncodings;
     const count = enc?.raw.length ?? block.transactions.length;
     const senderOf = (i: number) => (enc?.senders[i] ?? block.transactions[i]?.from) as Bytes;
+    // A whole block's are decoded once and kept with the cached block.
     const txAt = (i: number): TxRecord =>
-      enc !== undefined
+      enc !== undefined && only !== undefined
         ? decodeTransaction(enc.raw[i] as Bytes, enc.senders[i] as Bytes, block.transactionHashes?.[i])
         : (block.transactions[i] as TxRecord);
     for (let i = only ?? 0; i < (only === undefined ? count : Math.min(only + 1, count)); i++) {

@@ -3,7 +3,8 @@
 // recorded side is fed from the TxFrames rows the executing import wrote (the import's VM, its
 // opcode hooks, the row's codec); the re-executed side runs each block again on its parent's
 // state with the struct logger's `step` events (a muxTracer with prestateTracer wants opcodes),
-// so the two share no path but the tracers themselves.
+// so the two share no path but the tracers themselves. trace_filter by addresses the frames name,
+// narrowed by the blocks' frame blooms and rows, equals it over every block re-executed.
 import type { ChainStore } from '@chainnode/core';
 import { openChainStore } from '@chainnode/store';
 import { datadirCopy } from '@chainnode/testkit';
@@ -25,7 +26,7 @@ const hex = (n: number | bigint): string => `0x${n.toString(16)}`;
 function unrecorded(store: ChainStore): ChainStore {
   return new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop === 'txFrames') return undefined;
+      if (prop === 'txFrames' || prop === 'frameBlooms') return undefined;
       const v = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;
     },
@@ -39,6 +40,7 @@ const STEPPED = { tracer: 'muxTracer', tracerConfig: { callTracer: { withLog: tr
 async function compareBlocks(
   chain: ChainName,
   pick: (n: number) => boolean,
+  filters = false,
 ): Promise<{ txs: number; blocks: number; recorded: number }> {
   const copy = await datadirCopy(chain);
   const store = await openChainStore(copy.dir);
@@ -49,6 +51,7 @@ async function compareBlocks(
     let txs = 0;
     let rows = 0;
     let blocks = 0;
+    const seen = new Set<string>();
     for (let n = 1; n <= head; n++) {
       if (!pick(n)) continue;
       const block = await rpc<{ hash: string; transactions: string[] }>(recorded, 'eth_getBlockByNumber', [
@@ -65,14 +68,26 @@ async function compareBlocks(
         STEPPED,
       ]);
       expect(fromRecord.map((t) => t.result)).toEqual(fromSteps.map((t) => t.result.callTracer));
-      for (const method of ['trace_block'] as const)
-        expect(await rpc(recorded, method, [hex(n)])).toEqual(await rpc(replayed, method, [hex(n)]));
+      const flat = await rpc<{ action: Record<string, string> }[]>(recorded, 'trace_block', [hex(n)]);
+      expect(flat).toEqual(await rpc(replayed, 'trace_block', [hex(n)]));
+      for (const e of flat) for (const a of [e.action.from, e.action.to]) if (a !== undefined) seen.add(a);
       // One at a time: re-executed, each runs under geth's default 5 s trace timeout.
       for (const h of block.transactions)
         expect(await rpc(recorded, 'ots_traceTransaction', [h])).toEqual(
           await rpc(replayed, 'ots_traceTransaction', [h]),
         );
       txs += block.transactions.length;
+    }
+    // trace_filter over the whole chain by addresses its frames name, from blooms and rows against
+    // every block re-executed.
+    if (filters) {
+      const picks = [...seen].filter((_, i) => i % Math.max(1, Math.floor(seen.size / 6)) === 0);
+      for (const a of picks)
+        for (const f of [{ fromAddress: [a] }, { toAddress: [a] }]) {
+          const q = [{ fromBlock: '0x1', toBlock: hex(head), ...f }];
+          expect(await rpc(recorded, 'trace_filter', q)).toEqual(await rpc(replayed, 'trace_filter', q));
+        }
+      expect(picks.length).toBeGreaterThan(3);
     }
     return { txs, blocks, recorded: rows };
   } finally {
@@ -83,7 +98,7 @@ async function compareBlocks(
 
 describe('traces from recorded frames equal re-executed ones', () => {
   test('every transaction of the execution-apis chain', async () => {
-    const r = await compareBlocks('execution-apis', () => true);
+    const r = await compareBlocks('execution-apis', () => true, true);
     expect(r.txs).toBeGreaterThan(20);
     // Every block with transactions was recorded at import.
     expect(r.recorded).toBe(r.blocks);

@@ -89,10 +89,9 @@ export function matches(f: TraceFilter, t: JsonLocalizedTrace): boolean {
 }
 
 /**
- * The blocks of `from`..`to` whose traces may match `filter`. A block with recorded frames whose
- * row does not hold any of the filter's addresses, and none of whose transactions one of them
- * sent, has no entry from or to them (exec's framesMayHold), unless it has rewards (proof of
- * work) one of them may be the author of; every other block is traced.
+ * The blocks of `from`..`to` whose traces may match `filter`: a block with recorded frames is
+ * skipped when its frame bloom (every address its frames name, its senders, its rewards' authors;
+ * exec's frameBloom) holds none of the filter's addresses. Every other block is traced.
  */
 export async function* blocksToReplay(
   ctx: HandlerContext,
@@ -101,15 +100,20 @@ export async function* blocksToReplay(
   filter: TraceFilter,
 ): AsyncGenerator<HeaderRecord> {
   const exec = await loadExec();
-  const addresses = [...filter.fromAddress, ...filter.toAddress].map(
-    (a) => new Uint8Array(Buffer.from(a.slice(2), 'hex')),
-  );
+  const addresses = filterAddresses(filter);
+  const blooms = addresses.length > 0 ? await ctx.store.frameBlooms?.(from, to) : undefined;
   for (let n = from; n <= to; n++) {
+    const bloom = blooms?.[Number(n - from)];
+    if (bloom !== undefined && !addresses.some((a) => exec.bloomMayHold(bloom, a))) continue;
     const hash = await ctx.store.canonicalHash(n);
     const header = hash === undefined ? undefined : await ctx.store.header(hash);
     if (header === undefined) throw blockNotFound({ number: n });
-    if (addresses.length === 0 || (await mayMatch(ctx, exec, header, addresses))) yield header;
+    yield header;
   }
+}
+
+function filterAddresses(filter: TraceFilter): Uint8Array[] {
+  return [...filter.fromAddress, ...filter.toAddress].map((a) => new Uint8Array(Buffer.from(a.slice(2), 'hex')));
 }
 
 /**
@@ -120,31 +124,10 @@ function txPick(
   exec: Awaited<ReturnType<typeof loadExec>>,
   filter: TraceFilter,
 ): ((header: HeaderRecord) => TxPick) | undefined {
-  const addresses = [...filter.fromAddress, ...filter.toAddress].map(
-    (a) => new Uint8Array(Buffer.from(a.slice(2), 'hex')),
-  );
+  const addresses = filterAddresses(filter);
   if (addresses.length === 0) return undefined;
   return (header) => (index, sender, row) =>
     addresses.some((a) => Buffer.from(a).equals(sender) || exec.txFramesMayHold(row, header.hash, index, a));
-}
-
-async function mayMatch(
-  ctx: HandlerContext,
-  exec: Awaited<ReturnType<typeof loadExec>>,
-  header: HeaderRecord,
-  addresses: Uint8Array[],
-): Promise<boolean> {
-  const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(b);
-  const row = await ctx.store.txFrames?.(header.hash);
-  if (row === undefined) return true;
-  const block = await ctx.store.block(header.hash);
-  if (block === undefined) return true;
-  // Proof of work: the block's and its uncles' rewards name their authors.
-  const rewarded = header.difficulty > 0n;
-  if (rewarded && (block.uncleHashes.length > 0 || addresses.some((a) => same(a, header.coinbase)))) return true;
-  if (addresses.some((a) => exec.framesMayHold(row, a))) return true;
-  const senders = block.transactionEncodings?.senders ?? block.transactions.map((t) => t.from);
-  return senders.some((s) => addresses.some((a) => same(a, s)));
 }
 
 export const trace_filter: MethodDef<TraceFilter, JsonLocalizedTrace[]> = {

@@ -808,6 +808,20 @@ export class LevelChainStore implements ChainStore {
     });
   }
 
+  frameBlooms(from: bigint, to: bigint): Promise<(Bytes | undefined)[]> {
+    return this.guard('frameBlooms', async () => {
+      const out: (Bytes | undefined)[] = [];
+      for (let n = from; n <= to; n++) out.push(undefined);
+      for await (const [number, value] of tables.frameBlooms.range(this.db, { gte: from, lte: to })) {
+        // A row of another branch's block at this number (not yet cut here) is not this block's.
+        const canonical = this.canonicalSync(number);
+        if (canonical === undefined || !bytesEqual(canonical, value.subarray(0, 32))) continue;
+        out[Number(number - from)] = value.subarray(32);
+      }
+      return out;
+    });
+  }
+
   // --- logs (the query code lives in logs.ts) ---------------------------------------------------
 
   logs(query: LogQuery, options: LogQueryOptions): Promise<LogQueryResult> {

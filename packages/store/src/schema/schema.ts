@@ -123,6 +123,10 @@
 //                           here). One row per block with transactions, written by an import that
 //                           executes with recording on; none for replicated or joined blocks
 //                           (their traces re-execute). Cut on rewind.
+//   0x19    FrameBlooms     number(8) -> the block's hash(32) ++ a 512-byte bloom of every address
+//                           its recorded frames name and its senders (exec's frameBloom): what
+//                           trace_filter reads first, for a range, to skip the blocks that cannot
+//                           match. Written and cut with the TxFrames row.
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes, keccak256 } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
@@ -157,6 +161,7 @@ export const Prefix = {
   LogBlocks: 0x16,
   Appearances: 0x17,
   TxFrames: 0x18,
+  FrameBlooms: 0x19,
 } as const;
 
 /** The Appearances table's one kind: an address a transaction touches. */
@@ -977,6 +982,7 @@ export const tables = {
   logIndex: new Table(Prefix.LogIndex, 'LogIndex', logIndexKeyCodec, postingCodec),
   appearances: new Table(Prefix.Appearances, 'Appearances', logIndexKeyCodec, postingCodec),
   txFrames: new Table(Prefix.TxFrames, 'TxFrames', u64Codec, rawCodec),
+  frameBlooms: new Table(Prefix.FrameBlooms, 'FrameBlooms', u64Codec, rawCodec),
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, blockTxHashesCodec),
   blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, rawCodec),

@@ -29,6 +29,7 @@ export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
   LogIndex: 'log rows and index',
   Appearances: 'address appearances',
   TxFrames: 'recorded call frames',
+  FrameBlooms: 'recorded call frames',
   BlockJson: 'ready JSON',
   AddressLogsJson: 'ready JSON',
   LogSegments: 'log segments',

@@ -3,7 +3,7 @@
 // group and the head pointer (last). A crash before the batch lands leaves the previous head
 // and nothing of the group; after it, the whole group.
 import { RLP } from '@ethereumjs/rlp';
-import { LogJsonWriter, bytesToBigInt, decodeHeader } from '@chainnode/core';
+import { LogJsonWriter, bytesToBigInt, concatBytes, decodeHeader } from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from '../db.js';
 import type { Db } from '../db.js';
@@ -63,8 +63,8 @@ export interface BlockInput {
    * diffing the parent's and the block's state tries.
    */
   stateWrites?: StateWrites | undefined;
-  /** The block's recorded call frames (TxFrames), when its import recorded them. */
-  frames?: Uint8Array | undefined;
+  /** The block's recorded call frames (TxFrames) and their bloom (FrameBlooms), when its import recorded them. */
+  frames?: { row: Uint8Array; bloom: Uint8Array } | undefined;
 }
 
 /** A block a rewind took off the canonical chain, with the logs it had. */
@@ -545,7 +545,10 @@ export class StoreWriter {
       alloc,
     );
     tables.blooms.stage(ops, b.number, b.logsBloom, alloc);
-    if (b.frames !== undefined) tables.txFrames.stage(ops, b.number, b.frames, alloc);
+    if (b.frames !== undefined) {
+      tables.txFrames.stage(ops, b.number, b.frames.row, alloc);
+      tables.frameBlooms.stage(ops, b.number, concatBytes(b.hash, b.frames.bloom), alloc);
+    }
     for (let index = 0; index < b.txHashes.length; index++)
       tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
     postAppearances(this.appearances, {
@@ -679,6 +682,7 @@ export class StoreWriter {
       ops.del(tables.blooms.key(n));
       ops.del(tables.blockLogs.key(n));
       ops.del(tables.txFrames.key(n));
+      ops.del(tables.frameBlooms.key(n));
       for (const t of txHashes.hashes) ops.del(tables.txLookup.key(t));
       if (range.count > 0) ops.del(tables.logBlocks.key(range.firstLogId));
       // A block an earlier release wrote (no LogBlocks row): its Logs rows.

@@ -11,7 +11,7 @@ import type { Bytes } from '@chainnode/core';
 import { bindTracer } from '../evm-events.js';
 import type { Binding } from '../evm-events.js';
 import type { FrameEnter, FrameExit, StateView, TraceLog, Tracer, TxStart } from '../hooks.js';
-import { ByteWriter, encodeBlockFrames, encodeTx } from './codec.js';
+import { ByteWriter, encodeBlockFrames, encodeTx, frameBloom } from './codec.js';
 import type { ReceiptLogs, RecordedEvent, RecordedTx } from './codec.js';
 
 /** Keeps a transaction's frame events as they come. */
@@ -127,6 +127,8 @@ export class BlockFrameRecorder {
   private current: { recorder: FrameRecorder; binding: Binding; tx: TypedTransaction } | undefined;
   private logs = 0;
   private broken = false;
+  /** Every address the block's frames name, and the senders (frameBloom). */
+  private readonly addresses = new Map<string, Bytes>();
 
   private readonly state: StateView;
   private readonly precompiles: Map<string, unknown>;
@@ -188,7 +190,15 @@ export class BlockFrameRecorder {
       c.binding.check();
       c.recorder.onTxEnd({ gasUsed: r.totalGasSpent });
       const w = new ByteWriter();
-      encodeTx(w, c.recorder.finish(logs), c.tx.data, c.tx.getSenderAddress().bytes);
+      const sender = c.tx.getSenderAddress().bytes;
+      const recorded = c.recorder.finish(logs);
+      encodeTx(w, recorded, c.tx.data, sender);
+      this.note(sender);
+      for (const e of recorded.events)
+        if (e.kind === 'enter') {
+          this.note(e.f.from);
+          this.note(e.f.to);
+        }
       this.txs.push(w.done());
     } catch {
       this.broken = true;
@@ -203,9 +213,16 @@ export class BlockFrameRecorder {
     this.vm.events.off('afterTx', this.afterTx as never);
   }
 
-  /** The block's TxFrames row; undefined when a transaction could not be recorded. */
-  row(blockHash: Bytes): Uint8Array | undefined {
+  private note(address: Bytes): void {
+    this.addresses.set(Buffer.from(address.buffer, address.byteOffset, address.length).toString('latin1'), address);
+  }
+
+  /** The block's TxFrames row and frame bloom; undefined when a transaction could not be recorded. */
+  row(blockHash: Bytes): { row: Uint8Array; bloom: Uint8Array } | undefined {
     if (this.broken || this.txs.length !== this.block.transactions.length) return undefined;
-    return encodeBlockFrames(blockHash, this.txs);
+    // The authors of the block's rewards (proof of work), which trace_filter matches too.
+    this.note(this.block.header.coinbase.bytes);
+    for (const u of this.block.uncleHeaders) this.note(u.coinbase.bytes);
+    return { row: encodeBlockFrames(blockHash, this.txs), bloom: frameBloom(this.addresses.values()) };
   }
 }
