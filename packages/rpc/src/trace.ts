@@ -169,7 +169,7 @@ export async function replayStoredBlock(
   budget?: TraceBudget,
   pick?: TxPick,
 ): Promise<TracedTx[]> {
-  const recorded = await recordedBlock(ctx, header, make, only, budget, pick);
+  const recorded = await recordedBlock(ctx, header, make, deadline, only, budget, pick);
   if (recorded !== undefined) return recorded;
   const { raw, parent, senders } = await storedBlock(ctx, header);
   return replayBlock(ctx, raw, parent, make, deadline, { senders, ...(only === undefined ? {} : { only }) }, budget);
@@ -196,6 +196,7 @@ async function recordedBlock(
   ctx: HandlerContext,
   header: HeaderRecord,
   make: (budget: TraceBudget) => Tracer,
+  deadline: number,
   only: number | undefined,
   shared: TraceBudget | undefined,
   pick: TxPick | undefined,
@@ -205,7 +206,7 @@ async function recordedBlock(
   const budget = shared ?? new exec.TraceBudget(ctx.config.traceMaxBytes);
   try {
     if (!exec.replayable(make(budget))) return undefined;
-    const row = await ctx.store.txFrames(header.hash);
+    const row = (await ctx.store.txFrames(header.hash)) ?? (await computedFrames(ctx, header, deadline));
     if (row === undefined) return undefined;
     const block = await ctx.store.block(header.hash);
     if (block === undefined) return undefined;
@@ -247,6 +248,62 @@ async function recordedBlock(
   } catch (err) {
     throw mapTraceError(err, exec);
   }
+}
+
+/**
+ * Frames of blocks the store has none of (replicated or joined datadirs, blocks imported with
+ * recording off), recorded by re-executing the whole block once, as the import records them, and
+ * kept in memory by block hash (least recently used first out past COMPUTED_FRAMES_BYTES), so the
+ * block's later frame traces are reads.
+ */
+const COMPUTED_FRAMES_BYTES = 64 * 2 ** 20;
+
+class ComputedFrames {
+  private readonly rows = new Map<string, Bytes>();
+  private readonly running = new Map<string, Promise<Bytes | undefined>>();
+  private bytes = 0;
+
+  async get(hash: Bytes, compute: () => Promise<Bytes | undefined>): Promise<Bytes | undefined> {
+    const key = toData(hash);
+    const hit = this.rows.get(key);
+    if (hit !== undefined) {
+      this.rows.delete(key);
+      this.rows.set(key, hit);
+      return hit;
+    }
+    let run = this.running.get(key);
+    if (run === undefined) {
+      run = compute().finally(() => this.running.delete(key));
+      this.running.set(key, run);
+      const row = await run;
+      if (row !== undefined) this.keep(key, row);
+      return row;
+    }
+    return run;
+  }
+
+  private keep(key: string, row: Bytes): void {
+    this.rows.set(key, row);
+    this.bytes += row.length;
+    for (const [k, v] of this.rows) {
+      if (this.bytes <= COMPUTED_FRAMES_BYTES) break;
+      this.rows.delete(k);
+      this.bytes -= v.length;
+    }
+  }
+}
+
+const computed = new WeakMap<ChainStore, ComputedFrames>();
+
+async function computedFrames(ctx: HandlerContext, header: HeaderRecord, deadline: number): Promise<Bytes | undefined> {
+  let cache = computed.get(ctx.store);
+  if (cache === undefined) computed.set(ctx.store, (cache = new ComputedFrames()));
+  return cache.get(header.hash, async () => {
+    const { raw, parent, senders } = await storedBlock(ctx, header);
+    const engine = await traceEngineOf(ctx);
+    const base = stateBaseOf(ctx, parent);
+    return engine.recordBlock(raw, parent, { deadline, senders, ...(base === undefined ? {} : { base }) });
+  });
 }
 
 /** Traces the block `raw` (its RLP) on the state after `parent`. */

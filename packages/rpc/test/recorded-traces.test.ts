@@ -4,7 +4,8 @@
 // opcode hooks, the row's codec); the re-executed side runs each block again on its parent's
 // state with the struct logger's `step` events (a muxTracer with prestateTracer wants opcodes),
 // so the two share no path but the tracers themselves. trace_filter by addresses the frames name,
-// narrowed by the blocks' frame blooms and rows, equals it over every block re-executed.
+// narrowed by the blocks' frame blooms and rows, equals it over every block re-executed. A store
+// without a block's row (a replica's) records it by re-executing the block, and answers the same.
 import type { ChainStore } from '@chainnode/core';
 import { openChainStore } from '@chainnode/store';
 import { datadirCopy } from '@chainnode/testkit';
@@ -22,11 +23,16 @@ async function rpc<T>(svc: RpcServiceApi, method: string, params: unknown[]): Pr
 
 const hex = (n: number | bigint): string => `0x${n.toString(16)}`;
 
-/** The same store with no recorded frames: every trace re-executes. */
-function unrecorded(store: ChainStore): ChainStore {
+/**
+ * The same store with no recorded frames: every trace re-executes (`rows: 'none'`: a store that
+ * cannot hold them), or the frame traces record the block by re-executing it first (`'missing'`:
+ * a replica's store, which has none of its blocks' rows).
+ */
+function unrecorded(store: ChainStore, rows: 'none' | 'missing' = 'none'): ChainStore {
   return new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop === 'txFrames' || prop === 'frameBlooms') return undefined;
+      if (prop === 'frameBlooms') return undefined;
+      if (prop === 'txFrames') return rows === 'none' ? undefined : async () => undefined;
       const v = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;
     },
@@ -47,6 +53,7 @@ async function compareBlocks(
   try {
     const recorded = createRpcService(store, { callTimeoutMs: 60_000 });
     const replayed = createRpcService(unrecorded(store), { callTimeoutMs: 60_000 });
+    const computed = createRpcService(unrecorded(store, 'missing'), { callTimeoutMs: 60_000 });
     const head = Number(await rpc<string>(recorded, 'eth_blockNumber', []));
     let txs = 0;
     let rows = 0;
@@ -70,6 +77,9 @@ async function compareBlocks(
       expect(fromRecord.map((t) => t.result)).toEqual(fromSteps.map((t) => t.result.callTracer));
       const flat = await rpc<{ action: Record<string, string> }[]>(recorded, 'trace_block', [hex(n)]);
       expect(flat).toEqual(await rpc(replayed, 'trace_block', [hex(n)]));
+      // Without a row: the block re-executed once with the import's recorder, then read.
+      expect(await rpc(computed, 'trace_block', [hex(n)])).toEqual(flat);
+      expect(await rpc(computed, 'debug_traceBlockByNumber', [hex(n), CALLS])).toEqual(fromRecord);
       for (const e of flat) for (const a of [e.action.from, e.action.to]) if (a !== undefined) seen.add(a);
       // One at a time: re-executed, each runs under geth's default 5 s trace timeout.
       for (const h of block.transactions)

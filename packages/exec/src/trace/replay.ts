@@ -8,7 +8,7 @@ import type { TypedTransaction } from '@ethereumjs/tx';
 import { Address, eoaCode7702RecoverAuthority, setLengthLeft } from '@ethereumjs/util';
 import type { EOACode7702AuthorizationListBytesItem } from '@ethereumjs/util';
 import { runTx } from '@ethereumjs/vm';
-import type { VM } from '@ethereumjs/vm';
+import type { RunTxResult, VM } from '@ethereumjs/vm';
 import { MissingTrieNodeError } from '@chainnode/core';
 import type { Bytes, HeaderRecord, SyncStateReader } from '@chainnode/core';
 import type { Executor } from '../executor.js';
@@ -17,6 +17,7 @@ import { createStoreVM } from '../store-vm.js';
 import { ExecutionTimeout, StoreStateManager } from '../state.js';
 import type { BlockStateBase } from '../state.js';
 import { bindTracer } from './evm-events.js';
+import { BlockFrameRecorder } from './record/recorder.js';
 import { TraceTooLargeError, TracerConfigError } from './hooks.js';
 import type { StateView, Tracer, TxStart } from './hooks.js';
 
@@ -112,8 +113,12 @@ export class TraceEngine {
     private readonly hashOf: (number: bigint) => Promise<Bytes | undefined>,
   ) {}
 
-  /** Traces the transactions of the block `raw` (its RLP) on the state after `parent`. */
-  async block(raw: Bytes, parent: HeaderRecord, opts: BlockTraceOptions): Promise<TxTrace[]> {
+  /** The block `raw` (its RLP) decoded under its rules, and a VM on the state after `parent`, its start run. */
+  private async prepare(
+    raw: Bytes,
+    parent: HeaderRecord,
+    opts: { deadline: number; base?: BlockStateBase },
+  ): Promise<{ vm: VM; sm: StoreStateManager; block: Block }> {
     const common = (await this.executor.chainCommon()).copy();
     let block: Block;
     try {
@@ -127,27 +132,32 @@ export class TraceEngine {
     sm.reset(parent.stateRoot, opts.deadline, opts.base);
     const vm = await createStoreVM(common, sm, this.hashOf);
     await preExecution(sm, common, block);
-    const out: TxTrace[] = [];
+    return { vm, sm, block };
+  }
+
+  /** Runs transactions 0..last of `block` in order, `traced(i)` around each (else run untraced). */
+  private async runTxs(
+    vm: VM,
+    sm: StoreStateManager,
+    block: Block,
+    last: number,
+    senders: Bytes[] | undefined,
+    traced?: (i: number, tx: TypedTransaction, run: () => Promise<RunTxResult>, logs: number) => Promise<RunTxResult>,
+  ): Promise<void> {
     let gasUsed = 0n;
     let logs = 0;
-    const last = opts.only ?? block.transactions.length - 1;
     for (let i = 0; i <= last && i < block.transactions.length; i++) {
       const tx = block.transactions[i] as TypedTransaction;
-      const sender = opts.senders?.[i];
+      const sender = senders?.[i];
       if (sender !== undefined) {
         const from = new Address(sender);
         (tx as unknown as { getSenderAddress: () => Address }).getSenderAddress = () => from;
       }
       sm.beginTransaction();
       const run = () => runTx(vm, { tx, block, blockGasUsed: gasUsed, skipHardForkValidation: true });
-      const traced = opts.only === undefined || opts.only === i;
-      let r: Awaited<ReturnType<typeof runTx>>;
+      let r: RunTxResult;
       try {
-        if (traced) {
-          const tracer = opts.tracerFor(i);
-          r = await traceTx(vm, sm, tx, block, tracer, { logsBefore: logs, deadline: opts.deadline }, run);
-          out.push({ index: i, hash: tx.hash(), result: tracer.result() });
-        } else r = await run();
+        r = traced !== undefined ? await traced(i, tx, run, logs) : await run();
       } catch (err) {
         if (!(err instanceof Error) || isTraceError(err)) throw err;
         throw new TraceReplayError(`transaction ${i} of the block failed again: ${err.message}`);
@@ -155,7 +165,41 @@ export class TraceEngine {
       gasUsed += r.totalGasSpent;
       logs += r.receipt.logs.length;
     }
+  }
+
+  /** Traces the transactions of the block `raw` (its RLP) on the state after `parent`. */
+  async block(raw: Bytes, parent: HeaderRecord, opts: BlockTraceOptions): Promise<TxTrace[]> {
+    const { vm, sm, block } = await this.prepare(raw, parent, opts);
+    const out: TxTrace[] = [];
+    const last = opts.only ?? block.transactions.length - 1;
+    await this.runTxs(vm, sm, block, last, opts.senders, async (i, tx, run, logs) => {
+      if (opts.only !== undefined && opts.only !== i) return run();
+      const tracer = opts.tracerFor(i);
+      const r = await traceTx(vm, sm, tx, block, tracer, { logsBefore: logs, deadline: opts.deadline }, run);
+      out.push({ index: i, hash: tx.hash(), result: tracer.result() });
+      return r;
+    });
     return out;
+  }
+
+  /**
+   * Runs the whole block `raw` on the state after `parent` recording its call frames, as an
+   * executing import records them (record/): the TxFrames row of a block the store has none of.
+   * Undefined when a transaction could not be recorded.
+   */
+  async recordBlock(
+    raw: Bytes,
+    parent: HeaderRecord,
+    opts: { deadline: number; base?: BlockStateBase; senders?: Bytes[] },
+  ): Promise<Bytes | undefined> {
+    const { vm, sm, block } = await this.prepare(raw, parent, opts);
+    const recorder = new BlockFrameRecorder(vm, block);
+    try {
+      await this.runTxs(vm, sm, block, block.transactions.length - 1, opts.senders);
+    } finally {
+      recorder.detach();
+    }
+    return recorder.row(block.hash())?.row;
   }
 }
 
