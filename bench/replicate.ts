@@ -14,7 +14,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { ReplicationTimings, followUpstream, importChain } from '@chainnode/ingest';
-import { digestDatadir, sizeOnDisk } from '@chainnode/store';
+import { EXECUTED_ONLY, digestDatadir, sizeOnDisk } from '@chainnode/store';
 import { ANVIL_DEV_ACCOUNTS } from '@chainnode/testkit';
 import { printLagLine, startDevAnvil, trailLags } from './src/anvil.js';
 import { rpc } from './src/children.js';
@@ -72,7 +72,10 @@ try {
         primary.proc.once('exit', () => res());
         primary.proc.kill('SIGTERM');
       });
-      const [de, dr] = await Promise.all([digestDatadir(executedDir), digestDatadir(replicaDir)]);
+      const [de, dr] = await Promise.all([
+        digestDatadir(executedDir, undefined, EXECUTED_ONLY),
+        digestDatadir(replicaDir, undefined, EXECUTED_ONLY),
+      ]);
       if (de.digest !== dr.digest) throw new Error(`${name}: the replica's store differs from the executed one`);
       const mgas = Number(timings.gas) / 1e6;
       console.log(
