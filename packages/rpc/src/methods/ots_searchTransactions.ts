@@ -2,8 +2,8 @@
 // ots_searchTransactionsAfter, the transactions an address touched as their sender, recipient,
 // created contract or log emitter, a page at a time, newest first, each with its receipt and its
 // block's timestamp. Answered from the store's address-appearance index: one seek into the
-// address's posting lists, then the page's transactions and their blocks' receipts. A page reads
-// about as much as eth_getBlockReceipts and is priced as it (1,000 credits).
+// address's posting lists, then the page's transactions and their receipts. A page reads about
+// as much as eth_getBlockReceipts and is priced as it (1,000 credits).
 import { ServerError } from '@chainnode/core';
 import type { AppearancePage, BlockRecord, Bytes } from '@chainnode/core';
 import type { HandlerContext } from '../context.js';
@@ -11,9 +11,9 @@ import type { JsonReceipt } from '../formatters/receipt.js';
 import { formatAnyTransaction } from '../formatters/transaction.js';
 import type { JsonAnyTransaction } from '../formatters/transaction.js';
 import type { MethodDef } from '../method.js';
-import { OTS_MAX_PAGE_SIZE, receiptsOf } from '../ots.js';
+import { OTS_MAX_PAGE_SIZE } from '../ots.js';
 import { decodeAddress, decodeArgs, decodeGoUint } from '../params.js';
-import { locate, selectBlock } from '../reads.js';
+import { locate, selectBlock, transactionReceipt } from '../reads.js';
 
 export interface SearchParams {
   address: Bytes;
@@ -39,19 +39,18 @@ async function pageOf(
   const txs: JsonSearchPage['txs'] = [];
   const receipts: JsonSearchPage['receipts'] = [];
   let block: BlockRecord | undefined;
-  let blockReceiptsJson: JsonReceipt[] | undefined;
   for (const p of page.positions) {
     if (block?.header.number !== p.number) {
       block = await selectBlock(ctx, { kind: 'number', number: p.number });
       if (block === undefined) throw new ServerError(`block #${p.number} not found`);
-      blockReceiptsJson = await receiptsOf(ctx, block);
     }
     const loc = locate(block, p.index);
-    const receipt = blockReceiptsJson?.[p.index];
+    // The one receipt (its text remembered with the stored record), not the block's every receipt.
+    const receipt = loc === undefined ? undefined : await transactionReceipt(ctx, loc);
     if (loc === undefined || receipt === undefined)
       throw new ServerError(`transaction ${p.index} of block #${p.number} not found`);
     txs.push(formatAnyTransaction(loc));
-    receipts.push({ ...receipt, timestamp: Number(block.header.timestamp) });
+    receipts.push({ ...(JSON.parse(receipt.text) as JsonReceipt), timestamp: Number(block.header.timestamp) });
   }
   return { txs, receipts };
 }
