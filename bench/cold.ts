@@ -16,6 +16,7 @@ import { createRpcService, resolveConfig } from '@chainnode/rpc';
 import { readChain } from './src/fixture-chain.js';
 import { Rng } from './src/synth.js';
 import { printRunRecord } from './src/run-record.js';
+import { timeCalls } from './src/timed-calls.js';
 import { mappingSlot } from './src/mainnet-shape/generator.js';
 import type { Manifest } from './src/mainnet-shape/generator.js';
 
@@ -45,17 +46,7 @@ async function run(
   const svc = createRpcService(store);
   await svc.handle('{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
   for (let p = 1; p < passes; p++) for (const b of bodies) await svc.handle(b);
-  const times: number[] = [];
-  const cpu: number[] = [];
-  for (let i = 0; i < bodies.length; i++) {
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    const r = await svc.handle(bodies[i] as string);
-    const c = process.cpuUsage(c0);
-    times.push(performance.now() - t0);
-    cpu.push((c.user + c.system) / 1000);
-    check(i, JSON.parse(r.body as string) as { result?: unknown });
-  }
+  const { times, cpu } = await timeCalls(svc, bodies, check);
   await store.close();
   console.log(
     `| ${kind} | ${bodies.length} | ${pct(times, 0.5)} | ${pct(times, 0.9)} | ${pct(times, 0.99)} | ${pct(cpu, 0.5)} | ${pct(cpu, 0.9)} |`,

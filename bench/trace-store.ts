@@ -15,6 +15,7 @@ import type { RpcServiceApi } from '@chainnode/rpc';
 import { openChainStore } from '@chainnode/store';
 import { arg } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
+import { timeCalls } from './src/timed-calls.js';
 import { Rng } from './src/synth.js';
 
 printRunRecord('bench:trace-store');
@@ -61,19 +62,10 @@ async function run(
   await svc.handle(body('eth_blockNumber', []));
   const line: string[] = [];
   for (const pass of ['cold', 'warm']) {
-    const times: number[] = [];
-    const cpu: number[] = [];
-    for (let i = 0; i < bodies.length; i++) {
-      const t0 = performance.now();
-      const c0 = process.cpuUsage();
-      const r = await svc.handle(bodies[i] as string);
-      const c = process.cpuUsage(c0);
-      times.push(performance.now() - t0);
-      cpu.push((c.user + c.system) / 1000);
-      const reply = JSON.parse(r.body ?? '') as { result?: unknown; error?: unknown };
+    const { times, cpu } = await timeCalls(svc, bodies, (i, reply) => {
       if (reply.error !== undefined) throw new Error(`${kind}: ${JSON.stringify(reply.error)}`);
       check(i, reply.result);
-    }
+    });
     line.push(`${pass} ${pct(times, 0.5)} / ${pct(times, 0.9)} ms, CPU ${pct(cpu, 0.5)} ms`);
   }
   await store.close();

@@ -39,7 +39,6 @@ export {
   FrameRecorder,
   bloomMayHold,
   frameBloom,
-  framesMayHold,
   txFramesMayHold,
   replayRecorded,
   replayable,

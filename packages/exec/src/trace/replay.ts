@@ -5,7 +5,7 @@
 import { createBlockFromRLP } from '@ethereumjs/block';
 import type { Block } from '@ethereumjs/block';
 import type { TypedTransaction } from '@ethereumjs/tx';
-import { Address, eoaCode7702RecoverAuthority, setLengthLeft } from '@ethereumjs/util';
+import { Address, eoaCode7702RecoverAuthority } from '@ethereumjs/util';
 import type { EOACode7702AuthorizationListBytesItem } from '@ethereumjs/util';
 import { runTx } from '@ethereumjs/vm';
 import type { RunTxResult, VM } from '@ethereumjs/vm';
@@ -17,9 +17,10 @@ import { createStoreVM } from '../store-vm.js';
 import { ExecutionTimeout, StoreStateManager } from '../state.js';
 import type { BlockStateBase } from '../state.js';
 import { bindTracer } from './evm-events.js';
+import { stateView } from './state-view.js';
 import { BlockFrameRecorder } from './record/recorder.js';
 import { TraceTooLargeError, TracerConfigError } from './hooks.js';
-import type { StateView, Tracer, TxStart } from './hooks.js';
+import type { Tracer, TxStart } from './hooks.js';
 
 /** A block's transaction could not be run again (the stored block does not decode, or fails). */
 export class TraceReplayError extends Error {}
@@ -41,18 +42,6 @@ export interface TxTrace {
   index: number;
   hash: Bytes;
   result: unknown;
-}
-
-/** The state a tracer reads, as the StoreStateManager has it at the moment. */
-export function stateView(sm: StoreStateManager): StateView {
-  const account = (a: Bytes) => sm.getAccount(new Address(a));
-  return {
-    balance: async (a) => (await account(a))?.balance ?? 0n,
-    nonce: async (a) => (await account(a))?.nonce ?? 0n,
-    code: (a) => sm.getCode(new Address(a)),
-    codeHash: async (a) => (await account(a))?.codeHash,
-    storage: async (a, slot) => setLengthLeft(await sm.getStorage(new Address(a), slot), 32),
-  };
 }
 
 /** OnTxStart's view of `tx` in `block`. */

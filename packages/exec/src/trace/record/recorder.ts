@@ -5,10 +5,10 @@
 // are kept whole.
 import type { Block } from '@ethereumjs/block';
 import type { TypedTransaction } from '@ethereumjs/tx';
-import { Address } from '@ethereumjs/util';
 import type { VM } from '@ethereumjs/vm';
 import type { Bytes } from '@chainnode/core';
 import { bindTracer } from '../evm-events.js';
+import { stateView } from '../state-view.js';
 import type { Binding } from '../evm-events.js';
 import type { FrameEnter, FrameExit, StateView, TraceLog, Tracer, TxStart } from '../hooks.js';
 import { ByteWriter, encodeBlockFrames, encodeTx, frameBloom } from './codec.js';
@@ -138,15 +138,7 @@ export class BlockFrameRecorder {
     private readonly vm: VM,
     private readonly block: Block,
   ) {
-    const sm = vm.stateManager;
-    const account = (a: Bytes) => sm.getAccount(new Address(a));
-    this.state = {
-      balance: async (a) => (await account(a))?.balance ?? 0n,
-      nonce: async (a) => (await account(a))?.nonce ?? 0n,
-      code: (a) => sm.getCode(new Address(a)),
-      codeHash: async (a) => (await account(a))?.codeHash,
-      storage: (a, slot) => sm.getStorage(new Address(a), slot),
-    };
+    this.state = stateView(vm.stateManager);
     this.precompiles = (vm.evm as unknown as { precompiles: Map<string, unknown> }).precompiles;
     this.eip150 = vm.common.gteHardfork('tangerineWhistle');
     vm.events.on('beforeTx', this.beforeTx);
