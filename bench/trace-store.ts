@@ -1,6 +1,6 @@
 // `npm run bench:trace-store -- --datadir <dir> [--samples 200] [--blocks 20] [--reexec 20]`: the
 // server-side time of trace calls answered from the call frames recorded at import, on a datadir
-// an executing import wrote (the mainnet-shaped chain's, for the issue's shape), through the rpc
+// an executing import wrote (the mainnet-shaped chain's: blocks of mainnet's size), through the rpc
 // service's handle() one call at a time: each kind on a freshly opened store (cold: every key
 // asked once), then the same calls again (warm). Beside them, the same transactions traced by
 // re-execution (the store without its recorded frames), for the ratio. Every reply is checked:
