@@ -106,11 +106,23 @@ export interface ChainStore {
   receipts(blockHash: Bytes): Promise<ReceiptRecord[] | undefined>;
   /**
    * The transactions `address` touched as their sender, recipient, created contract or log
-   * emitter, a page at a time, from the address-appearance index. Undefined when the store's
+   * emitter, or that their recorded call frames name, a page at a time, from the
+   * address-appearance index. Undefined when the store's
    * index does not cover its whole chain (a datadir written before the index existed). Absent on
    * stores without the index.
    */
   appearances?(query: AppearanceQuery): Promise<AppearancePage | undefined>;
+  /**
+   * Every position of `address` in the canonical blocks `from`..`to` in the address-appearance
+   * index (the rows' appearances, and the addresses of the recorded frames from block
+   * `framesFrom` on; undefined: none recorded into it), oldest first. Undefined when the index
+   * does not cover the range.
+   */
+  appearanceRange?(
+    address: Bytes,
+    from: bigint,
+    to: bigint,
+  ): Promise<{ positions: AppearancePage['positions']; framesFrom: bigint | undefined } | undefined>;
   /**
    * The call frames of the canonical block `blockHash`'s transactions as its executing import
    * recorded them (an opaque row the trace module reads, led by the block's hash); undefined when

@@ -216,9 +216,9 @@ async function recordedBlock(
     const enc = block.transactionEncodings;
     const count = enc?.raw.length ?? block.transactions.length;
     const senderOf = (i: number) => (enc?.senders[i] ?? block.transactions[i]?.from) as Bytes;
-    // A whole block's are decoded once and kept with the cached block.
+    // A whole block's are decoded once and kept with the cached block; one or a picked few, alone.
     const txAt = (i: number): TxRecord =>
-      enc !== undefined && only !== undefined
+      enc !== undefined && (only !== undefined || pick !== undefined)
         ? decodeTransaction(enc.raw[i] as Bytes, enc.senders[i] as Bytes, block.transactionHashes?.[i])
         : (block.transactions[i] as TxRecord);
     for (let i = only ?? 0; i < (only === undefined ? count : Math.min(only + 1, count)); i++) {

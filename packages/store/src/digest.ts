@@ -8,7 +8,12 @@ import { Prefix } from './schema/index.js';
  * The tables only an import that executes writes (its recorded call frames): a replica of the
  * same chain holds every other row equal, and none of these.
  */
-export const EXECUTED_ONLY: readonly number[] = [Prefix.TxFrames, Prefix.FrameBlooms];
+export const EXECUTED_ONLY: readonly number[] = [
+  Prefix.TxFrames,
+  Prefix.FrameBlooms,
+  Prefix.FrameAppearances,
+  Prefix.FrameAddresses,
+];
 
 /**
  * With `prefixes`, only the rows of those tables (schema.ts Prefix) are digested; the rows of the

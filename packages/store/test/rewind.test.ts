@@ -38,8 +38,20 @@ function block(n: number, parent: Uint8Array, branch: number): BlockInput {
   if (branch === 1 && n === 8)
     txs[0] = RLP.encode([n * 10, 1, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]);
   const txHashes = txs.map((t) => keccak256(t));
-  return blockInput({ number: n, hash, headerRlp, txs, txHashes, logs, logsBloom: new Uint8Array(256) });
+  const input = blockInput({ number: n, hash, headerRlp, txs, txHashes, logs, logsBloom: new Uint8Array(256) });
+  // Recorded frames naming, in each transaction, a contract every block calls, a branch's own
+  // internal callee, and the transaction's sender (already in Appearances).
+  if (n > 0)
+    input.frames = {
+      row: Uint8Array.of(n, branch),
+      bloom: new Uint8Array(512),
+      txAddresses: txs.map(() => [new Uint8Array(20), INNER, tagged(0xc0 + branch, n, 20)]),
+    };
+  return input;
 }
+
+/** A contract only recorded frames name, called in every transaction. */
+const INNER = tagged(0xcc, 0, 20);
 
 function chain(branchAt: number, to: number, branch: number, base: BlockInput[]): BlockInput[] {
   const out = base.slice(0, branchAt + 1);
@@ -179,6 +191,15 @@ describe('StoreWriter.rewind', () => {
         expect(await page(HOT_ADDR)).toEqual(B.flatMap((_, n) => [0, 1, 2].map((i) => `${n}:${i}`)));
         expect(await page(tagged(0xb0, 9, 20))).toEqual([]);
         expect(await page(tagged(0xb1, 9, 20))).toEqual(['9:0', '9:1', '9:2']);
+        // Its call-frame part (FrameAppearances), cut the same way; the sender is not posted twice.
+        expect([...want.keys()].some((k) => k.startsWith(Prefix.FrameAppearances.toString(16)))).toBe(true);
+        expect(await page(INNER)).toEqual(B.slice(1).flatMap((_, k) => [0, 1, 2].map((i) => `${k + 1}:${i}`)));
+        expect(await page(tagged(0xc0, 9, 20))).toEqual([]);
+        expect(await page(tagged(0xc1, 9, 20))).toEqual(['9:0', '9:1', '9:2']);
+        const range = await store.appearanceRange(tagged(0xc1, 9, 20), 8n, 9n);
+        expect(range?.positions.map((p) => `${p.number}:${p.index}`)).toEqual(['9:0', '9:1', '9:2']);
+        expect(range?.framesFrom).toBe(0n);
+        expect((await store.appearanceRange(INNER, 3n, 4n))?.positions.length).toBe(6);
         // The ready-to-serve rows (AddressLogsJson) tell the same: B's logs only.
         const text = await store.logsText({ fromBlock: 0n, toBlock: 14n, addresses: [HOT_ADDR], topics: [] }, OPTS);
         if (text?.kind !== 'ok') throw new Error(`logsText: ${JSON.stringify(text)}`);

@@ -1,7 +1,7 @@
 // Otterscan's address history (Erigon's ots API): ots_searchTransactionsBefore and
 // ots_searchTransactionsAfter, the transactions an address touched as their sender, recipient,
-// created contract or log emitter, a page at a time, newest first, each with its receipt and its
-// block's timestamp. Answered from the store's address-appearance index: one seek into the
+// created contract or log emitter, or that their recorded call frames name, a page at a time,
+// newest first, each with its receipt and its block's timestamp. Answered from the store's address-appearance index: one seek into the
 // address's posting lists, then the page's transactions and their receipts. A page reads about
 // as much as eth_getBlockReceipts and is priced as it (1,000 credits).
 import { ServerError } from '@chainnode/core';

@@ -1,7 +1,8 @@
 // reth's trace_filter: the flat traces (rewards included) of the blocks fromBlock..toBlock whose
 // action is from one of fromAddress and to one of toAddress (alloy's TraceFilterMatcher, `mode`
 // union or intersection), then `after` matching entries skipped and at most `count` given
-// (Erigon's and reth's paging). Every block of the range is re-executed; the range is bounded by
+// (Erigon's and reth's paging). The blocks and transactions traced are those the frame blooms and
+// the address-appearance index cannot rule out (blocksToTrace); the range is bounded by
 // traceFilterMaxBlocks.
 import { InvalidParamsError, toData } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
@@ -88,28 +89,72 @@ export function matches(f: TraceFilter, t: JsonLocalizedTrace): boolean {
   return from || to;
 }
 
+/** A block trace_filter traces, and which of its transactions (undefined: every one). */
+interface BlockToTrace {
+  header: HeaderRecord;
+  pick: TxPick | undefined;
+}
+
 /**
- * The blocks of `from`..`to` whose traces may match `filter`: a block with recorded frames is
- * skipped when its frame bloom (every address its frames name, its senders, its rewards' authors;
- * exec's frameBloom) holds none of the filter's addresses. Every other block is traced.
+ * The blocks of `from`..`to` whose traces may match `filter`, each with the transactions worth
+ * tracing. A block whose frames were recorded is skipped when its frame bloom (every address its
+ * frames name, its senders, its rewards' authors; exec's frameBloom) holds none of the filter's
+ * addresses. When the address-appearance index holds its frames too (FrameAppearances), only the
+ * transactions it lists for one of the addresses are traced (every transaction whose frames name
+ * it), and the block is skipped when it lists none and has no rewards. Any other recorded block
+ * traces the transactions whose rows may name an address (txPick); a block without recorded
+ * frames, all of them.
  */
-export async function* blocksToReplay(
+export async function* blocksToTrace(
   ctx: HandlerContext,
   from: bigint,
   to: bigint,
   filter: TraceFilter,
-): AsyncGenerator<HeaderRecord> {
+): AsyncGenerator<BlockToTrace> {
   const exec = await loadExec();
   const addresses = filterAddresses(filter);
   const blooms = addresses.length > 0 ? await ctx.store.frameBlooms?.(from, to) : undefined;
+  const indexed = blooms === undefined ? undefined : await indexedTxs(ctx, addresses, from, to);
+  const bytesPick = txPick(exec, filter);
   for (let n = from; n <= to; n++) {
     const bloom = blooms?.[Number(n - from)];
     if (bloom !== undefined && !addresses.some((a) => exec.bloomMayHold(bloom, a))) continue;
     const hash = await ctx.store.canonicalHash(n);
     const header = hash === undefined ? undefined : await ctx.store.header(hash);
     if (header === undefined) throw blockNotFound({ number: n });
-    yield header;
+    if (bloom !== undefined && indexed !== undefined && n >= indexed.framesFrom) {
+      const txs = indexed.byBlock.get(n);
+      // No transaction names an address: only a proof-of-work block's rewards can match.
+      if (txs === undefined && header.difficulty === 0n) continue;
+      yield { header, pick: (index) => txs?.has(index) === true };
+    } else yield { header, pick: bytesPick?.(header) };
   }
+}
+
+/**
+ * The transactions of `from`..`to` where one of `addresses` appears, by block, from the
+ * address-appearance index; undefined when it does not cover the range or holds no recorded frames.
+ */
+async function indexedTxs(
+  ctx: HandlerContext,
+  addresses: Uint8Array[],
+  from: bigint,
+  to: bigint,
+): Promise<{ framesFrom: bigint; byBlock: Map<bigint, Set<number>> } | undefined> {
+  if (ctx.store.appearanceRange === undefined) return undefined;
+  const byBlock = new Map<bigint, Set<number>>();
+  let framesFrom = 0n;
+  for (const a of addresses) {
+    const r = await ctx.store.appearanceRange(a, from, to);
+    if (r?.framesFrom === undefined) return undefined;
+    if (r.framesFrom > framesFrom) framesFrom = r.framesFrom;
+    for (const p of r.positions) {
+      let txs = byBlock.get(p.number);
+      if (txs === undefined) byBlock.set(p.number, (txs = new Set()));
+      txs.add(p.index);
+    }
+  }
+  return { framesFrom, byBlock };
 }
 
 function filterAddresses(filter: TraceFilter): Uint8Array[] {
@@ -152,9 +197,8 @@ export const trace_filter: MethodDef<TraceFilter, JsonLocalizedTrace[]> = {
     const deadline = parityDeadline(ctx);
     let skip = f.after ?? 0;
     const out: JsonLocalizedTrace[] = [];
-    const pick = txPick(exec, f);
-    for await (const header of blocksToReplay(ctx, start, end, f)) {
-      const opts = { deadline, budget, ...(pick === undefined ? {} : { pick: pick(header) }) };
+    for await (const { header, pick } of blocksToTrace(ctx, start, end, f)) {
+      const opts = { deadline, budget, ...(pick === undefined ? {} : { pick }) };
       for (const t of await blockFlatTraces(ctx, header, opts)) {
         if (!matches(f, t)) continue;
         if (skip > 0) {

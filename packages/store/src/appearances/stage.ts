@@ -17,7 +17,7 @@ export interface AppearanceBlock {
 }
 
 /** The addresses transaction `i` of `b` touches (repeats possible). */
-function* touched(b: AppearanceBlock, i: number): Generator<Uint8Array> {
+export function* touched(b: AppearanceBlock, i: number): Generator<Uint8Array> {
   const sender = b.senders[i];
   const raw = b.transactions[i];
   if (sender !== undefined) yield sender;

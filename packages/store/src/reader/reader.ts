@@ -27,7 +27,7 @@ import {
   blockJsonAscii,
   withdrawalsFromValues,
 } from '@chainnode/core';
-import { appearancesFrom, queryAppearances } from '../appearances/query.js';
+import { appearancesFrom, appearancesIn, queryAppearances } from '../appearances/query.js';
 import type {
   AccountProofRecord,
   AppearancePage,
@@ -795,6 +795,22 @@ export class LevelChainStore implements ChainStore {
       const from = await appearancesFrom(this.db);
       if (from === undefined || from > (this.info().firstBlock ?? 0n)) return undefined;
       return queryAppearances(this.db, query);
+    });
+  }
+
+  appearanceRange(
+    address: Bytes,
+    from: bigint,
+    to: bigint,
+  ): Promise<{ positions: AppearancePage['positions']; framesFrom: bigint | undefined } | undefined> {
+    return this.guard('appearanceRange', async () => {
+      const indexFrom = await appearancesFrom(this.db);
+      if (indexFrom === undefined || indexFrom > from) return undefined;
+      const framesFrom = await tables.meta.get(this.db, MetaKey.FrameAppearancesFrom);
+      return {
+        positions: await appearancesIn(this.db, address, from, to),
+        framesFrom: framesFrom === undefined ? undefined : u64Codec.decode(framesFrom),
+      };
     });
   }
 

@@ -109,8 +109,8 @@
 //                           address-appearance index (appearances/). kind 0x00. An id is a
 //                           transaction's position, number * 2^16 + txIndex (APPEARANCE_TX_BITS);
 //                           its address appears in it as the sender, the recipient, the contract a
-//                           creation transaction deploys, or the emitter of one of its logs (call
-//                           frames are not indexed). Chunked exactly as LogIndex (LOG_INDEX_CHUNK
+//                           creation transaction deploys, or the emitter of one of its logs (what
+//                           its call frames name besides: FrameAppearances). Chunked exactly as LogIndex (LOG_INDEX_CHUNK
 //                           ids a chunk, the open remainder under OPEN_CHUNK), written by the same
 //                           writer code at import in every ingest mode. Complete from block
 //                           Meta.appearancesFrom on (a datadir written before the table existed has
@@ -127,6 +127,16 @@
 //                           its recorded frames name and its senders (exec's frameBloom): what
 //                           trace_filter reads first, for a range, to skip the blocks that cannot
 //                           match. Written and cut with the TxFrames row.
+//   0x1a    FrameAppearances kind(1) ++ address(20) ++ lastId(8) -> delta-varint appearance ids:
+//                           the addresses a transaction's recorded call frames name (a frame's
+//                           caller or callee, a created contract, a SELFDESTRUCT beneficiary)
+//                           that its Appearances do not already hold (an internal call's callee
+//                           that emits no log, say). The Appearances layout and kind; written
+//                           with the TxFrames row (an executing import with recording on), from
+//                           block Meta.frameAppearancesFrom on. The searches and trace_filter
+//                           read both tables.
+//   0x1b    FrameAddresses  number(8) -> the block's hash(32) ++ the distinct addresses it posted
+//                           to FrameAppearances (20 bytes each): what a rewind reads to cut them.
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes, keccak256 } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
@@ -162,6 +172,8 @@ export const Prefix = {
   Appearances: 0x17,
   TxFrames: 0x18,
   FrameBlooms: 0x19,
+  FrameAppearances: 0x1a,
+  FrameAddresses: 0x1b,
 } as const;
 
 /** The Appearances table's one kind: an address a transaction touches. */
@@ -906,6 +918,11 @@ export const MetaKey = {
    */
   AppearancesBuilt: 'appearancesBuilt',
   /**
+   * u64: the FrameAppearances index holds the recorded frames of every block from this number on
+   * (a datadir that recorded frames before the table existed: its next block).
+   */
+  FrameAppearancesFrom: 'frameAppearancesFrom',
+  /**
    * from(8) ++ to(8) ++ file(4) ++ fileLength(8): the spans of blocks [from, to) are sealed into
    * log segments (log-segments.ts), and segment file `file`, the one appended to, ends at
    * fileLength (bytes past it are a crashed seal's and are cut off by the next).
@@ -983,6 +1000,8 @@ export const tables = {
   appearances: new Table(Prefix.Appearances, 'Appearances', logIndexKeyCodec, postingCodec),
   txFrames: new Table(Prefix.TxFrames, 'TxFrames', u64Codec, rawCodec),
   frameBlooms: new Table(Prefix.FrameBlooms, 'FrameBlooms', u64Codec, rawCodec),
+  frameAppearances: new Table(Prefix.FrameAppearances, 'FrameAppearances', logIndexKeyCodec, postingCodec),
+  frameAddresses: new Table(Prefix.FrameAddresses, 'FrameAddresses', u64Codec, rawCodec),
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, blockTxHashesCodec),
   blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, rawCodec),

@@ -30,6 +30,8 @@ export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
   Appearances: 'address appearances',
   TxFrames: 'recorded call frames',
   FrameBlooms: 'recorded call frames',
+  FrameAppearances: 'recorded call frames',
+  FrameAddresses: 'recorded call frames',
   BlockJson: 'ready JSON',
   AddressLogsJson: 'ready JSON',
   LogSegments: 'log segments',

@@ -22,6 +22,7 @@ import {
   u64Codec,
 } from '../schema/index.js';
 import { postAppearances, removedAppearances } from '../appearances/stage.js';
+import { FrameAppearanceWriter } from '../appearances/frames.js';
 import type { HeadPointer, StoredBody, StoredReceipt } from '../schema/index.js';
 import {
   TrieNodeDb,
@@ -63,8 +64,11 @@ export interface BlockInput {
    * diffing the parent's and the block's state tries.
    */
   stateWrites?: StateWrites | undefined;
-  /** The block's recorded call frames (TxFrames) and their bloom (FrameBlooms), when its import recorded them. */
-  frames?: { row: Uint8Array; bloom: Uint8Array } | undefined;
+  /**
+   * The block's recorded call frames (TxFrames), their bloom (FrameBlooms) and, per transaction,
+   * the addresses its frames name (FrameAppearances), when its import recorded them.
+   */
+  frames?: { row: Uint8Array; bloom: Uint8Array; txAddresses: readonly (readonly Uint8Array[])[] } | undefined;
 }
 
 /** A block a rewind took off the canonical chain, with the logs it had. */
@@ -134,6 +138,8 @@ export class StoreWriter {
   private values: ValueTable;
   /** The address-appearance index's posting lists (Appearances). */
   private appearances: ValueTable;
+  /** The call-frame part of the address-appearance index (FrameAppearances). */
+  private frameAppearances: FrameAppearanceWriter | undefined;
   private readonly cacheBytes: number;
   private readonly slab = new Slab();
   private flushes = 0;
@@ -228,6 +234,7 @@ export class StoreWriter {
         ? { value: u64Codec.decode(appearancesFrom), stored: true }
         : { value: this.head === undefined ? 0n : this.head.number + 1n, stored: false };
     this.appearances = new ValueTable(this.cacheBytes / 4, this.head === undefined, Prefix.Appearances);
+    this.frameAppearances = await FrameAppearanceWriter.open(this.db, this.cacheBytes / 16, this.head?.number);
     const genesisRoot = await tables.meta.get(this.db, MetaKey.StateHistory);
     if (genesisRoot !== undefined) {
       this.history = {
@@ -551,12 +558,10 @@ export class StoreWriter {
     }
     for (let index = 0; index < b.txHashes.length; index++)
       tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
-    postAppearances(this.appearances, {
-      number: b.number,
-      transactions: b.body.transactions,
-      senders: b.senders,
-      logs: b.logs,
-    });
+    const appearing = { number: b.number, transactions: b.body.transactions, senders: b.senders, logs: b.logs };
+    postAppearances(this.appearances, appearing);
+    if (b.frames !== undefined)
+      this.frameAppearances?.post(ops, { ...appearing, hash: b.hash }, b.frames.txAddresses, alloc);
     const firstLogId = this.nextLogId;
     // Log ids stay below 2^53 (one per log ever emitted), so they are counted as numbers here.
     let id = Number(firstLogId);
@@ -711,6 +716,8 @@ export class StoreWriter {
     const appearanceCut = appearanceId(ancestor + 1n, 0);
     for (const address of await removedAppearances(this.db, removed))
       await this.appearances.cut(this.db, ops, APPEARANCE_KIND, address, appearanceCut, flush);
+    const numbers = removed.map((r) => r.number);
+    await this.frameAppearances?.cut(this.db, ops, ancestor, numbers, flush);
     await this.segments.unsealFrom(ancestor + 1n, ops);
     this.rewound = true;
     if (this.history !== undefined && ancestorRoot !== undefined) this.history.lastRoot = ancestorRoot;
@@ -778,6 +785,7 @@ export class StoreWriter {
     const flush = ++this.flushes;
     await this.values.stage(this.db, ops, flush, this.alloc);
     await this.appearances.stage(this.db, ops, flush, this.alloc);
+    await this.frameAppearances?.stage(this.db, ops, flush, this.alloc);
     stats.historyBytes = await this.stageStateHistory(ops);
     stats.trieNodes = this.trieDb.drainInto(ops);
     // A pruning delete filtered before this drain may name a node of this group: it lands first.
@@ -799,6 +807,7 @@ export class StoreWriter {
         this.head = head;
         if (rowsFrom !== undefined && this.logsJsonFrom === rowsFrom) rowsFrom.stored = true;
         if (appearancesFrom !== undefined) appearancesFrom.stored = true;
+        this.frameAppearances?.landed();
         // In this turn, before the next group drains: a cycle starting here watches every node after it.
         const from = this.pruner?.poke(head.number, this.trieFrom);
         if (from !== undefined && from > this.trieFrom) this.trieFrom = from;
@@ -807,6 +816,7 @@ export class StoreWriter {
         // Nothing of the group landed, and what was staged after it assumed it would: stop.
         this.values.reset();
         this.appearances.reset();
+        this.frameAppearances?.reset();
         this.failed = err instanceof Error ? err : new Error(String(err));
         throw err;
       },

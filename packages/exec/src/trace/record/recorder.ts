@@ -124,6 +124,8 @@ interface AfterTx {
  */
 export class BlockFrameRecorder {
   private readonly txs: Uint8Array[] = [];
+  /** Per transaction, the distinct addresses its frames name (the sender first). */
+  private readonly txAddresses: Bytes[][] = [];
   private current: { recorder: FrameRecorder; binding: Binding; tx: TypedTransaction } | undefined;
   private logs = 0;
   private broken = false;
@@ -185,13 +187,19 @@ export class BlockFrameRecorder {
       const sender = c.tx.getSenderAddress().bytes;
       const recorded = c.recorder.finish(logs);
       encodeTx(w, recorded, c.tx.data, sender);
-      this.note(sender);
+      const named = new Map<string, Bytes>();
+      const name = (a: Bytes): void => {
+        named.set(Buffer.from(a.buffer, a.byteOffset, a.length).toString('latin1'), a);
+        this.note(a);
+      };
+      name(sender);
       for (const e of recorded.events)
         if (e.kind === 'enter') {
-          this.note(e.f.from);
-          this.note(e.f.to);
+          name(e.f.from);
+          name(e.f.to);
         }
       this.txs.push(w.done());
+      this.txAddresses.push([...named.values()]);
     } catch {
       this.broken = true;
     }
@@ -209,12 +217,19 @@ export class BlockFrameRecorder {
     this.addresses.set(Buffer.from(address.buffer, address.byteOffset, address.length).toString('latin1'), address);
   }
 
-  /** The block's TxFrames row and frame bloom; undefined when a transaction could not be recorded. */
-  row(blockHash: Bytes): { row: Uint8Array; bloom: Uint8Array } | undefined {
+  /**
+   * The block's TxFrames row, its frame bloom and each transaction's named addresses; undefined
+   * when a transaction could not be recorded.
+   */
+  row(blockHash: Bytes): { row: Uint8Array; bloom: Uint8Array; txAddresses: Bytes[][] } | undefined {
     if (this.broken || this.txs.length !== this.block.transactions.length) return undefined;
     // The authors of the block's rewards (proof of work), which trace_filter matches too.
     this.note(this.block.header.coinbase.bytes);
     for (const u of this.block.uncleHeaders) this.note(u.coinbase.bytes);
-    return { row: encodeBlockFrames(blockHash, this.txs), bloom: frameBloom(this.addresses.values()) };
+    return {
+      row: encodeBlockFrames(blockHash, this.txs),
+      bloom: frameBloom(this.addresses.values()),
+      txAddresses: this.txAddresses,
+    };
   }
 }
