@@ -35,6 +35,7 @@ import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { preMergeGenesis } from '@chainnode/testkit';
 import { labelAddress, makeSenders, type Sender } from './accounts.js';
 import { type CompiledContracts, compileContracts, creationCode, encodeCall } from './contracts.js';
+import { NATIVE_CRYPTO } from './native-crypto.js';
 import { Prng } from './prng.js';
 
 export const CHAIN_ID = 1337;
@@ -229,7 +230,7 @@ async function setUpChain(senders: Sender[]): Promise<ChainSetup> {
   for (const s of senders) alloc[s.hex] = { balance: `0x${SENDER_BALANCE.toString(16)}` };
   const genesis = genesisConfig(alloc);
 
-  const common = createCommonFromGethGenesis(genesis, { chain: 'chainnode-fixture' });
+  const common = createCommonFromGethGenesis(genesis, { chain: 'chainnode-fixture', customCrypto: NATIVE_CRYPTO });
   const atFork = (hardfork: Hardfork): Common => {
     const c = common.copy();
     c.setHardfork(hardfork);
