@@ -131,6 +131,12 @@ export interface ChainStore {
    */
   txFrames?(blockHash: Bytes): Promise<Bytes | undefined>;
   /**
+   * What the canonical block `blockHash`'s transactions changed of the state as its executing
+   * import recorded it (an opaque row the trace module reads, led by the block's hash); undefined
+   * as txFrames. Absent on stores without recorded frames.
+   */
+  txStateDiffs?(blockHash: Bytes): Promise<Bytes | undefined>;
+  /**
    * The frame blooms of the canonical blocks `from`..`to` (exec's frameBloom of the addresses their
    * recorded frames name and their senders), one per block, undefined where a block was not
    * recorded: one range read. Absent on stores without recorded frames.

@@ -417,7 +417,7 @@ export class ImportPipeline {
     let result: Awaited<ReturnType<typeof runBlock>>;
     const record = this.writer.keepsStateHistory();
     if (record) this.sm.begin();
-    // The call frames of every transaction, for traces answered without re-execution.
+    // The call frames and state changes of every transaction, for traces answered without re-execution.
     const frames =
       this.writer.recordsFrames() && block.transactions.length > 0 ? new BlockFrameRecorder(this.vm, block) : undefined;
     try {

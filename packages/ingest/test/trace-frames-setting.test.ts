@@ -1,5 +1,5 @@
 // `--trace-frames off|on` (PipelineOptions.traceFrames): the executing import records no call
-// frames while the datadir's setting is off, keeps the setting until it is given again, and
+// frames nor state changes while the datadir's setting is off, keeps the setting until it is given again, and
 // records the same rows as ever once it is on again. Simulated on a copy of the execution-apis
 // chain's prepared store (recorded at import): cut back, then re-imported under each setting.
 import { StoreWriter, openChainStore } from '@chainnode/store';
@@ -18,7 +18,7 @@ async function rewind(dir: string, to: bigint): Promise<void> {
   }
 }
 
-/** The TxFrames row of each block of `from..to` (undefined: none), by number. */
+/** The TxFrames and TxStateDiffs rows of each block of `from..to` (undefined: neither), by number. */
 async function rows(dir: string, from: number, to: number): Promise<(string | undefined)[]> {
   const store = await openChainStore(dir);
   try {
@@ -26,7 +26,9 @@ async function rows(dir: string, from: number, to: number): Promise<(string | un
     for (let n = from; n <= to; n++) {
       const hash = (await store.canonicalHash(BigInt(n))) as Uint8Array;
       const row = await store.txFrames?.(hash);
-      out.push(row === undefined ? undefined : Buffer.from(row).toString('hex'));
+      const diffs = await store.txStateDiffs?.(hash);
+      const hex = (r: Uint8Array | undefined) => (r === undefined ? '-' : Buffer.from(r).toString('hex'));
+      out.push(row === undefined && diffs === undefined ? undefined : `${hex(row)}/${hex(diffs)}`);
     }
     return out;
   } finally {

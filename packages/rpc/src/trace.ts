@@ -189,8 +189,9 @@ export interface TracedTx {
 export type TxPick = (index: number, sender: Bytes, row: Bytes) => boolean;
 
 /**
- * The traces of a stored block from its recorded frames (TxFrames); undefined when the block has
- * none or the tracer wants what they do not hold (opcodes, state).
+ * The traces of a stored block from its recorded frames (TxFrames) and, for a tracer fed them,
+ * state changes (TxStateDiffs); undefined when the tracer wants what they do not hold (opcodes,
+ * state beyond the changes).
  */
 async function recordedBlock(
   ctx: HandlerContext,
@@ -205,9 +206,13 @@ async function recordedBlock(
   const exec = await loadExec();
   const budget = shared ?? new exec.TraceBudget(ctx.config.traceMaxBytes);
   try {
-    if (!exec.replayable(make(budget))) return undefined;
-    const row = (await ctx.store.txFrames(header.hash)) ?? (await computedFrames(ctx, header, deadline));
-    if (row === undefined) return undefined;
+    const first = make(budget);
+    if (!exec.replayable(first)) return undefined;
+    const rows = await recordedRows(ctx, header, deadline, first.replaysChanges === true);
+    if (rows === undefined) return undefined;
+    const row = rows.frames;
+    const changes =
+      rows.changes === undefined ? undefined : { row: rows.changes, code: (h: Bytes) => storedCode(ctx, h) };
     const block = await ctx.store.block(header.hash);
     if (block === undefined) return undefined;
     let receipts: Promise<ReceiptRecord[] | undefined> | undefined;
@@ -238,6 +243,7 @@ async function recordedBlock(
             receipts ??= ctx.store.receipts(header.hash);
             return (await receipts)?.[i]?.logs ?? [];
           },
+          ...(changes === undefined ? {} : { changes }),
         },
         tracer,
       );
@@ -250,20 +256,49 @@ async function recordedBlock(
   }
 }
 
+/** A block's recorded rows: its frames, and its state changes when asked for. */
+interface RecordedRows {
+  frames: Bytes;
+  changes?: Bytes | undefined;
+}
+
+/** The stored rows of a block, or the rows computed by re-executing it when the store lacks one. */
+async function recordedRows(
+  ctx: HandlerContext,
+  header: HeaderRecord,
+  deadline: number,
+  withChanges: boolean,
+): Promise<RecordedRows | undefined> {
+  const frames = await ctx.store.txFrames?.(header.hash);
+  const changes = withChanges ? await ctx.store.txStateDiffs?.(header.hash) : undefined;
+  if (frames !== undefined && (!withChanges || changes !== undefined)) return { frames, changes };
+  return computedFrames(ctx, header, deadline);
+}
+
+/** Code by its hash from the store's code table. */
+async function storedCode(ctx: HandlerContext, hash: Bytes): Promise<Bytes> {
+  const code = await ctx.store.code(hash);
+  if (code === undefined) throw new ServerError(`code ${toData(hash)} not found`);
+  return code;
+}
+
 /**
- * Frames of blocks the store has none of (replicated or joined datadirs, blocks imported with
- * recording off), recorded by re-executing the whole block once, as the import records them, and
- * kept in memory by block hash (least recently used first out past COMPUTED_FRAMES_BYTES), so the
- * block's later frame traces are reads.
+ * Frames and state changes of blocks the store has none of (replicated or joined datadirs,
+ * blocks imported with recording off or before state changes were recorded), recorded by
+ * re-executing the whole block once, as the import records them, and kept in memory by block hash
+ * (least recently used first out past COMPUTED_FRAMES_BYTES), so the block's later traces are
+ * reads.
  */
 const COMPUTED_FRAMES_BYTES = 64 * 2 ** 20;
 
+type Computed = { frames: Bytes; changes: Bytes };
+
 class ComputedFrames {
-  private readonly rows = new Map<string, Bytes>();
-  private readonly running = new Map<string, Promise<Bytes | undefined>>();
+  private readonly rows = new Map<string, Computed>();
+  private readonly running = new Map<string, Promise<Computed | undefined>>();
   private bytes = 0;
 
-  async get(hash: Bytes, compute: () => Promise<Bytes | undefined>): Promise<Bytes | undefined> {
+  async get(hash: Bytes, compute: () => Promise<Computed | undefined>): Promise<Computed | undefined> {
     const key = toData(hash);
     const hit = this.rows.get(key);
     if (hit !== undefined) {
@@ -282,20 +317,24 @@ class ComputedFrames {
     return run;
   }
 
-  private keep(key: string, row: Bytes): void {
+  private keep(key: string, row: Computed): void {
     this.rows.set(key, row);
-    this.bytes += row.length;
+    this.bytes += row.frames.length + row.changes.length;
     for (const [k, v] of this.rows) {
       if (this.bytes <= COMPUTED_FRAMES_BYTES) break;
       this.rows.delete(k);
-      this.bytes -= v.length;
+      this.bytes -= v.frames.length + v.changes.length;
     }
   }
 }
 
 const computed = new WeakMap<ChainStore, ComputedFrames>();
 
-async function computedFrames(ctx: HandlerContext, header: HeaderRecord, deadline: number): Promise<Bytes | undefined> {
+async function computedFrames(
+  ctx: HandlerContext,
+  header: HeaderRecord,
+  deadline: number,
+): Promise<Computed | undefined> {
   let cache = computed.get(ctx.store);
   if (cache === undefined) computed.set(ctx.store, (cache = new ComputedFrames()));
   return cache.get(header.hash, async () => {

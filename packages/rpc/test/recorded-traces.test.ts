@@ -1,9 +1,9 @@
-// Traces answered from the call frames recorded at import equal the traces of a re-execution, for
-// every transaction of the execution-apis chain and of blocks across the fixture chain: the
-// recorded side is fed from the TxFrames rows the executing import wrote (the import's VM, its
-// opcode hooks, the row's codec); the re-executed side runs each block again on its parent's
-// state with the struct logger's `step` events (a muxTracer with prestateTracer wants opcodes),
-// so the two share no path but the tracers themselves. trace_filter by addresses the frames name,
+// Traces answered from the call frames and state changes recorded at import equal the traces of a
+// re-execution, for every transaction of the execution-apis chain and of blocks across the
+// fixture chain, as JSON text: the recorded side is fed from the TxFrames and TxStateDiffs rows
+// the executing import wrote (the import's VM, its opcode hooks, the rows' codecs); the
+// re-executed side runs each block again on its parent's state with the struct logger's `step`
+// events, so the two share no path but the tracers themselves. trace_filter by addresses the frames name,
 // narrowed by the blocks' frame blooms and the address-appearance index, equals it over every
 // block re-executed; the Otterscan search by the same addresses and by those only internal frames
 // name lists what a scan of the traces and receipts finds. A store without a block's row (a
@@ -34,7 +34,7 @@ function unrecorded(store: ChainStore, rows: 'none' | 'missing' = 'none'): Chain
   return new Proxy(store, {
     get(target, prop, receiver) {
       if (prop === 'frameBlooms') return undefined;
-      if (prop === 'txFrames') return rows === 'none' ? undefined : async () => undefined;
+      if (prop === 'txFrames' || prop === 'txStateDiffs') return rows === 'none' ? undefined : async () => undefined;
       const v = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;
     },
@@ -42,13 +42,25 @@ function unrecorded(store: ChainStore, rows: 'none' | 'missing' = 'none'): Chain
 }
 
 const CALLS = { tracer: 'callTracer', tracerConfig: { withLog: true } };
-/** callTracer beside a tracer that wants every opcode: the re-execution takes the `step` path. */
-const STEPPED = { tracer: 'muxTracer', tracerConfig: { callTracer: { withLog: true }, prestateTracer: {} } };
+/**
+ * callTracer beside prestateTracer's diffMode: from the rows, both recorded; re-executed, the
+ * prestate tracer wants every opcode (the `step` path).
+ */
+const STEPPED = {
+  tracer: 'muxTracer',
+  tracerConfig: { callTracer: { withLog: true }, prestateTracer: { diffMode: true } },
+};
+const DIFF_BARE = {
+  tracer: 'prestateTracer',
+  tracerConfig: { diffMode: true, disableCode: true, disableStorage: true },
+};
+const text = (v: unknown): string => JSON.stringify(v);
 
 async function compareBlocks(
   chain: ChainName,
   pick: (n: number) => boolean,
   filters = false,
+  diffOptions = false,
 ): Promise<{ txs: number; blocks: number; recorded: number }> {
   const copy = await datadirCopy(chain);
   const store = await openChainStore(copy.dir);
@@ -73,19 +85,34 @@ async function compareBlocks(
       ]);
       if (block.transactions.length === 0) continue;
       blocks++;
-      const row = await store.txFrames?.(Buffer.from(block.hash.slice(2), 'hex'));
-      if (row !== undefined) rows++;
+      const hash = Buffer.from(block.hash.slice(2), 'hex');
+      if ((await store.txFrames?.(hash)) !== undefined && (await store.txStateDiffs?.(hash)) !== undefined) rows++;
       const fromRecord = await rpc<{ result: Json }[]>(recorded, 'debug_traceBlockByNumber', [hex(n), CALLS]);
       const fromSteps = await rpc<{ result: { callTracer: Json } }[]>(replayed, 'debug_traceBlockByNumber', [
         hex(n),
         STEPPED,
       ]);
       expect(fromRecord.map((t) => t.result)).toEqual(fromSteps.map((t) => t.result.callTracer));
+      const both = await rpc(recorded, 'debug_traceBlockByNumber', [hex(n), STEPPED]);
+      expect(text(both)).toBe(text(fromSteps));
+      if (diffOptions)
+        expect(text(await rpc(recorded, 'debug_traceBlockByNumber', [hex(n), DIFF_BARE]))).toBe(
+          text(await rpc(replayed, 'debug_traceBlockByNumber', [hex(n), DIFF_BARE])),
+        );
       const flat = await rpc<FlatEntry[]>(recorded, 'trace_block', [hex(n)]);
       expect(flat).toEqual(await rpc(replayed, 'trace_block', [hex(n)]));
+      const replay = [hex(n), ['trace', 'stateDiff']];
+      const parity = await rpc<{ stateDiff: Json }[]>(recorded, 'trace_replayBlockTransactions', replay);
+      expect(text(parity)).toBe(text(await rpc(replayed, 'trace_replayBlockTransactions', replay)));
+      const diffs = await rpc<{ stateDiff: Json }[]>(recorded, 'trace_replayBlockTransactions', [
+        hex(n),
+        ['stateDiff'],
+      ]);
+      expect(text(diffs.map((t) => t.stateDiff))).toBe(text(parity.map((t) => t.stateDiff)));
       // Without a row: the block re-executed once with the import's recorder, then read.
       expect(await rpc(computed, 'trace_block', [hex(n)])).toEqual(flat);
       expect(await rpc(computed, 'debug_traceBlockByNumber', [hex(n), CALLS])).toEqual(fromRecord);
+      expect(text(await rpc(computed, 'trace_replayBlockTransactions', replay))).toBe(text(parity));
       for (const e of flat) for (const a of [e.action.from, e.action.to]) if (a !== undefined) seen.add(a);
       if (filters) await scanNames(recorded, n, flat, named, internalOnly);
       // One at a time: re-executed, each runs under geth's default 5 s trace timeout.
@@ -176,9 +203,9 @@ async function searchBefore(svc: RpcServiceApi, address: string): Promise<string
   }
 }
 
-describe('traces from recorded frames equal re-executed ones', () => {
+describe('traces from recorded frames and state changes equal re-executed ones', () => {
   test('every transaction of the execution-apis chain', async () => {
-    const r = await compareBlocks('execution-apis', () => true, true);
+    const r = await compareBlocks('execution-apis', () => true, true, true);
     expect(r.txs).toBeGreaterThan(20);
     // Every block with transactions was recorded at import.
     expect(r.recorded).toBe(r.blocks);

@@ -5,14 +5,15 @@ import { openDb } from './db.js';
 import { Prefix } from './schema/index.js';
 
 /**
- * The tables only an import that executes writes (its recorded call frames): a replica of the
- * same chain holds every other row equal, and none of these.
+ * The tables only an import that executes writes (its recorded call frames and state changes): a
+ * replica of the same chain holds every other row equal, and none of these.
  */
 export const EXECUTED_ONLY: readonly number[] = [
   Prefix.TxFrames,
   Prefix.FrameBlooms,
   Prefix.FrameAppearances,
   Prefix.FrameAddresses,
+  Prefix.TxStateDiffs,
 ];
 
 /**

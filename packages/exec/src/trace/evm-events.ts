@@ -2,16 +2,19 @@
 // hooks (hooks.ts) for one transaction: frame kinds, addresses and values as geth's EVM reports
 // them, depths counted from 1 in steps, the return data of a frame's last call, the block-wide
 // index of each log (the logs of a failed frame given back), and the trace's deadline.
+import type { Block } from '@ethereumjs/block';
 import type { Message } from '@ethereumjs/evm';
-import type { Address } from '@ethereumjs/util';
+import type { TypedTransaction } from '@ethereumjs/tx';
+import { eoaCode7702RecoverAuthority } from '@ethereumjs/util';
+import type { Address, EOACode7702AuthorizationListBytesItem } from '@ethereumjs/util';
 import type { VM } from '@ethereumjs/vm';
 import type { Bytes } from '@chainnode/core';
 import { haltMessage } from '../executor.js';
 import { ExecutionTimeout } from '../state.js';
 import { eventsOf } from '../transfer-logs.js';
-import type { FrameEnter, FrameType, StateView, Tracer } from './hooks.js';
+import type { FrameEnter, FrameType, StateView, Tracer, TxStart } from './hooks.js';
 import { hookOpcodes } from './opcode-hooks.js';
-import type { OpcodeHooks } from './opcode-hooks.js';
+import type { HookState, OpcodeHooks } from './opcode-hooks.js';
 
 interface StepEvent {
   pc: number;
@@ -360,6 +363,29 @@ export function bindTracer(
     liveLogs++;
   };
 
+  /** A state opcode from its handler, for a tracer that wants only those (wantsStateOpcodes). */
+  const stateOp = (rs: HookState): Promise<void> | undefined => {
+    const n = Math.min(rs.stack.length, 7);
+    const out = tracer.onOpcode?.(
+      {
+        pc: 0,
+        op: rs.opCode,
+        opName: '',
+        gas: 0n,
+        cost: 0n,
+        depth: frames.length,
+        stack: n === 0 ? [] : rs.stack.peek(n).reverse(),
+        memory: rs.memory._store,
+        returnData: EMPTY,
+        refund: 0n,
+        address: rs.interpreter.getAddress().bytes,
+      },
+      state,
+    );
+    // A failed read leaves the block unrecorded (check()), never fails the opcode.
+    return out?.catch(fail);
+  };
+
   /** The same, from the opcodes' handlers: for tracers that want no opcode of their own. */
   const hooks: OpcodeHooks = {
     log(rs) {
@@ -404,7 +430,9 @@ export function bindTracer(
   // Opcodes through `step` for the tracers that want every one; the few the frame tracers need
   // through their handlers (opcode-hooks.ts), which costs nothing on the other opcodes.
   const stepping = tracer.wantsOpcodes === true;
-  const hooked = !stepping && (tracer.wantsLogs === true || tracer.wantsSelfdestructs === true);
+  const stateOps = !stepping && tracer.wantsStateOpcodes === true;
+  const hooked = stateOps || (!stepping && (tracer.wantsLogs === true || tracer.wantsSelfdestructs === true));
+  if (stateOps) hooks.state = stateOp;
   if (stepping) events.on('step', step as never);
   const unhook = hooked ? hookOpcodes(vm, hooks) : undefined;
   return {
@@ -415,6 +443,32 @@ export function bindTracer(
       if (stepping) events.off('step', step as never);
       unhook?.();
     },
+  };
+}
+
+/** OnTxStart's view of `tx` in `block`. */
+export function txStart(vm: VM, tx: TypedTransaction, block: Block, gasLimit: bigint): TxStart {
+  const common = vm.common;
+  const precompiles = (vm.evm as unknown as { precompiles: Map<string, unknown> }).precompiles;
+  const authorities: Bytes[] = [];
+  const list = (tx as { authorizationList?: EOACode7702AuthorizationListBytesItem[] }).authorizationList;
+  for (const auth of list ?? []) {
+    try {
+      authorities.push(eoaCode7702RecoverAuthority(auth).bytes);
+    } catch {
+      // geth skips an authorization whose signer does not recover
+    }
+  }
+  return {
+    from: tx.getSenderAddress().bytes,
+    to: tx.to?.bytes ?? null,
+    gasLimit,
+    coinbase: block.header.coinbase.bytes,
+    blockNumber: block.header.number,
+    cancun: common.isActivatedEIP(6780),
+    prague: common.isActivatedEIP(7702),
+    authorities,
+    isPrecompile: (a: Bytes) => precompiles.has(Buffer.from(a).toString('hex')),
   };
 }
 

@@ -90,6 +90,41 @@ export interface TxEnd {
   gasUsed: bigint;
 }
 
+/** The fields of an account a state diff compares (codeHash undefined: no code). */
+export interface AccountFields {
+  balance: bigint;
+  nonce: bigint;
+  codeHash: Bytes | undefined;
+}
+
+/**
+ * One account a transaction changed, or whose SELFDESTRUCT ran, or that its frames created or
+ * destroyed, as its executing import recorded it (record/changes.ts).
+ */
+export interface ChangedAccount {
+  address: Bytes;
+  pre: AccountFields;
+  post: AccountFields;
+  /**
+   * [slot, before, after] words in the order the transaction first touched them: the changed
+   * slots, or every touched one of a `deleted` account.
+   */
+  slots: [Bytes, Bytes, Bytes][];
+  /** geth's prestate tracer's `deleted`: its SELFDESTRUCT ran (before Cancun, or it was created by the transaction). */
+  deleted: boolean;
+  /** Created by frames that did not fail (Parity's stateDiff). */
+  created: boolean;
+  /** Destroyed by a SELFDESTRUCT whose frames did not fail, under the block's rules (Parity's stateDiff). */
+  destroyed: boolean;
+}
+
+/** A transaction's recorded state changes, in the order the transaction first touched the accounts. */
+export interface TxChanges {
+  accounts: ChangedAccount[];
+  /** Code by its hash. */
+  code(codeHash: Bytes): Promise<Bytes>;
+}
+
 /**
  * A tracer of one transaction. Hooks that return a promise are awaited before execution goes on
  * (they may read the state as it is then).
@@ -104,6 +139,18 @@ export interface Tracer {
    * SELFDESTRUCT, a call that fails before entering its callee.
    */
   readonly wantsSelfdestructs?: boolean;
+  /**
+   * Wants onOpcode only for the opcodes that touch accounts and slots (BALANCE, EXTCODE*, SLOAD,
+   * SSTORE, CREATE*, the CALL family, SELFDESTRUCT), given their op, top stack items, memory and
+   * address only, through their handlers (opcode-hooks.ts) instead of a `step` event each.
+   */
+  readonly wantsStateOpcodes?: boolean;
+  /**
+   * Wants opcodes only to find what the transaction changed: can be fed its recorded changes
+   * instead (onChanges, before onTxStart; it then reads no state).
+   */
+  readonly replaysChanges?: boolean;
+  onChanges?(c: TxChanges): Promise<void>;
   onTxStart?(tx: TxStart, state: StateView): void | Promise<void>;
   onEnter?(f: FrameEnter): void;
   onExit?(f: FrameExit): void;

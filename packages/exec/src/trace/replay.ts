@@ -5,8 +5,7 @@
 import { createBlockFromRLP } from '@ethereumjs/block';
 import type { Block } from '@ethereumjs/block';
 import type { TypedTransaction } from '@ethereumjs/tx';
-import { Address, eoaCode7702RecoverAuthority } from '@ethereumjs/util';
-import type { EOACode7702AuthorizationListBytesItem } from '@ethereumjs/util';
+import { Address } from '@ethereumjs/util';
 import { runTx } from '@ethereumjs/vm';
 import type { RunTxResult, VM } from '@ethereumjs/vm';
 import { MissingTrieNodeError } from '@chainnode/core';
@@ -16,11 +15,11 @@ import { preExecution } from '../pre-execution.js';
 import { createStoreVM } from '../store-vm.js';
 import { ExecutionTimeout, StoreStateManager } from '../state.js';
 import type { BlockStateBase } from '../state.js';
-import { bindTracer } from './evm-events.js';
+import { bindTracer, txStart } from './evm-events.js';
 import { stateView } from './state-view.js';
 import { BlockFrameRecorder } from './record/recorder.js';
 import { TraceTooLargeError, TracerConfigError } from './hooks.js';
-import type { Tracer, TxStart } from './hooks.js';
+import type { Tracer } from './hooks.js';
 
 /** A block's transaction could not be run again (the stored block does not decode, or fails). */
 export class TraceReplayError extends Error {}
@@ -42,32 +41,6 @@ export interface TxTrace {
   index: number;
   hash: Bytes;
   result: unknown;
-}
-
-/** OnTxStart's view of `tx` in `block`. */
-function txStart(vm: VM, tx: TypedTransaction, block: Block, gasLimit: bigint): TxStart {
-  const common = vm.common;
-  const precompiles = (vm.evm as unknown as { precompiles: Map<string, unknown> }).precompiles;
-  const authorities: Bytes[] = [];
-  const list = (tx as { authorizationList?: EOACode7702AuthorizationListBytesItem[] }).authorizationList;
-  for (const auth of list ?? []) {
-    try {
-      authorities.push(eoaCode7702RecoverAuthority(auth).bytes);
-    } catch {
-      // geth skips an authorization whose signer does not recover
-    }
-  }
-  return {
-    from: tx.getSenderAddress().bytes,
-    to: tx.to?.bytes ?? null,
-    gasLimit,
-    coinbase: block.header.coinbase.bytes,
-    blockNumber: block.header.number,
-    cancun: common.isActivatedEIP(6780),
-    prague: common.isActivatedEIP(7702),
-    authorities,
-    isPrecompile: (a: Bytes) => precompiles.has(Buffer.from(a).toString('hex')),
-  };
 }
 
 /** Runs `run` with `tracer` fed by `vm` for one transaction (start, frames, steps, end). */
@@ -172,15 +145,15 @@ export class TraceEngine {
   }
 
   /**
-   * Runs the whole block `raw` on the state after `parent` recording its call frames, as an
-   * executing import records them (record/): the TxFrames row of a block the store has none of.
-   * Undefined when a transaction could not be recorded.
+   * Runs the whole block `raw` on the state after `parent` recording its call frames and state
+   * changes, as an executing import records them (record/): the TxFrames and TxStateDiffs rows of
+   * a block the store has none of. Undefined when a transaction could not be recorded.
    */
   async recordBlock(
     raw: Bytes,
     parent: HeaderRecord,
     opts: { deadline: number; base?: BlockStateBase; senders?: Bytes[] },
-  ): Promise<Bytes | undefined> {
+  ): Promise<{ frames: Bytes; changes: Bytes } | undefined> {
     const { vm, sm, block } = await this.prepare(raw, parent, opts);
     const recorder = new BlockFrameRecorder(vm, block);
     try {
@@ -188,7 +161,8 @@ export class TraceEngine {
     } finally {
       recorder.detach();
     }
-    return recorder.row(block.hash())?.row;
+    const rows = recorder.row(block.hash());
+    return rows === undefined ? undefined : { frames: rows.row, changes: rows.changes };
   }
 }
 

@@ -261,7 +261,7 @@ export const SERVER_FIELDS = {
     flag: { arg: 'window=N|archive', serveOnly: true },
   }),
   traceFrames: optionalOneOf(['on', 'off'] as const, {
-    doc: "With `follow` (and `sync`) executing: record every executed block's call frames, so callTracer, trace_* and ots_* answer without re-executing (`on`), or not (`off`: they re-execute); kept in the datadir until given again.",
+    doc: "With `follow` (and `sync`) executing: record every executed block's call frames and state changes, so callTracer, prestateTracer's diffMode, trace_* and ots_* answer without re-executing (`on`), or not (`off`: they re-execute); kept in the datadir until given again.",
     defaultText: "`on`, else the datadir's",
     flag: { arg: 'on|off', serveOnly: true },
   }),

@@ -824,6 +824,14 @@ export class LevelChainStore implements ChainStore {
     });
   }
 
+  txStateDiffs(blockHash: Bytes): Promise<Bytes | undefined> {
+    return this.guard('txStateDiffs', async () => {
+      const number = await this.canonicalNumber(blockHash);
+      if (number === undefined) return undefined;
+      return tables.txStateDiffs.getSync(this.db, number);
+    });
+  }
+
   frameBlooms(from: bigint, to: bigint): Promise<(Bytes | undefined)[]> {
     return this.guard('frameBlooms', async () => {
       const out: (Bytes | undefined)[] = [];

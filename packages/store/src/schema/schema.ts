@@ -137,6 +137,13 @@
 //                           read both tables.
 //   0x1b    FrameAddresses  number(8) -> the block's hash(32) ++ the distinct addresses it posted
 //                           to FrameAppearances (20 bytes each): what a rewind reads to cut them.
+//   0x1c    TxStateDiffs    number(8) -> the block's hash(32) ++ what each of its transactions
+//                           changed of the accounts it touched (balances, nonces, code hashes and
+//                           slots before and after; which it created or destroyed), as its
+//                           executing import recorded them: what prestateTracer's diffMode and
+//                           Parity's stateDiff answer from (packages/exec trace/record/changes.ts;
+//                           opaque here). Written and cut with the TxFrames row, under the same
+//                           setting (Meta.traceFrames).
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes, keccak256 } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
@@ -174,6 +181,7 @@ export const Prefix = {
   FrameBlooms: 0x19,
   FrameAppearances: 0x1a,
   FrameAddresses: 0x1b,
+  TxStateDiffs: 0x1c,
 } as const;
 
 /** The Appearances table's one kind: an address a transaction touches. */
@@ -1002,6 +1010,7 @@ export const tables = {
   frameBlooms: new Table(Prefix.FrameBlooms, 'FrameBlooms', u64Codec, rawCodec),
   frameAppearances: new Table(Prefix.FrameAppearances, 'FrameAppearances', logIndexKeyCodec, postingCodec),
   frameAddresses: new Table(Prefix.FrameAddresses, 'FrameAddresses', u64Codec, rawCodec),
+  txStateDiffs: new Table(Prefix.TxStateDiffs, 'TxStateDiffs', u64Codec, rawCodec),
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, blockTxHashesCodec),
   blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, rawCodec),

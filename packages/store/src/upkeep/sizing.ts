@@ -32,6 +32,7 @@ export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
   FrameBlooms: 'recorded call frames',
   FrameAppearances: 'recorded call frames',
   FrameAddresses: 'recorded call frames',
+  TxStateDiffs: 'recorded state diffs',
   BlockJson: 'ready JSON',
   AddressLogsJson: 'ready JSON',
   LogSegments: 'log segments',

@@ -65,10 +65,18 @@ export interface BlockInput {
    */
   stateWrites?: StateWrites | undefined;
   /**
-   * The block's recorded call frames (TxFrames), their bloom (FrameBlooms) and, per transaction,
-   * the addresses its frames name (FrameAppearances), when its import recorded them.
+   * The block's recorded call frames (TxFrames), their bloom (FrameBlooms), per transaction the
+   * addresses its frames name (FrameAppearances), and its state changes (TxStateDiffs), when its
+   * import recorded them (the changes when it recorded those too).
    */
-  frames?: { row: Uint8Array; bloom: Uint8Array; txAddresses: readonly (readonly Uint8Array[])[] } | undefined;
+  frames?:
+    | {
+        row: Uint8Array;
+        bloom: Uint8Array;
+        txAddresses: readonly (readonly Uint8Array[])[];
+        changes?: Uint8Array | undefined;
+      }
+    | undefined;
 }
 
 /** A block a rewind took off the canonical chain, with the logs it had. */
@@ -555,6 +563,7 @@ export class StoreWriter {
     if (b.frames !== undefined) {
       tables.txFrames.stage(ops, b.number, b.frames.row, alloc);
       tables.frameBlooms.stage(ops, b.number, concatBytes(b.hash, b.frames.bloom), alloc);
+      if (b.frames.changes !== undefined) tables.txStateDiffs.stage(ops, b.number, b.frames.changes, alloc);
     }
     for (let index = 0; index < b.txHashes.length; index++)
       tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
@@ -688,6 +697,7 @@ export class StoreWriter {
       ops.del(tables.blockLogs.key(n));
       ops.del(tables.txFrames.key(n));
       ops.del(tables.frameBlooms.key(n));
+      ops.del(tables.txStateDiffs.key(n));
       for (const t of txHashes.hashes) ops.del(tables.txLookup.key(t));
       if (range.count > 0) ops.del(tables.logBlocks.key(range.firstLogId));
       // A block an earlier release wrote (no LogBlocks row): its Logs rows.

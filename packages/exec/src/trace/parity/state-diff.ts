@@ -4,11 +4,24 @@
 // revm-inspectors populate_state_diff does: an account created by the transaction with no
 // balance before is added (`+` balance, nonce, code, storage), any other changed account has its
 // balance and nonce as `=` or `*` and its changed slots as `*`, code only for a creation over a
-// funded address; an account created and destroyed by the transaction is left out.
+// funded address; an account created and destroyed by the transaction is left out. What it
+// finds is also what the executing import records of a transaction (changes()), and it can be
+// fed that record instead (onChanges).
 import { toData, toQuantity } from '@chainnode/core';
 import type { Bytes } from '@chainnode/core';
 import { KECCAK256_NULL, equalsBytes, hexToBytes } from '@ethereumjs/util';
-import type { FrameEnter, FrameExit, OpStep, StateView, TraceBudget, Tracer, TxStart } from '../hooks.js';
+import type {
+  ChangedAccount,
+  FrameEnter,
+  FrameExit,
+  OpStep,
+  StateView,
+  TraceBudget,
+  Tracer,
+  TxChanges,
+  TxStart,
+} from '../hooks.js';
+import { changedState } from '../state-view.js';
 import { PrestateTracer } from '../tracers/prestate.js';
 import type { PrestateAccount } from '../tracers/prestate.js';
 
@@ -29,8 +42,9 @@ interface OpenFrame {
 const changed = <T>(from: T, to: T): JsonDelta<T> => ({ '*': { from, to } });
 
 export class StateDiffTracer implements Tracer {
-  readonly wantsOpcodes = true;
+  readonly wantsOpcodes: boolean = true;
   readonly wantsSelfdestructs = true;
+  readonly replaysChanges = true;
   private readonly prestate: PrestateTracer;
   private readonly frames: OpenFrame[] = [];
   /** Accounts created, and destroyed, by frames that did not fail. */
@@ -38,6 +52,8 @@ export class StateDiffTracer implements Tracer {
   private destroyed = new Set<string>();
   private cancun = false;
   private diff: Record<string, JsonAccountDiff> = {};
+  /** The state after the transaction, when fed its recorded changes. */
+  private recorded: StateView | undefined;
 
   constructor(private readonly budget: TraceBudget) {
     this.prestate = new PrestateTracer(
@@ -46,8 +62,16 @@ export class StateDiffTracer implements Tracer {
     );
   }
 
+  /** The recorded changes as the lookups and frames would have found them (`destroyed` holds the block's rules). */
+  async onChanges(c: TxChanges): Promise<void> {
+    await this.prestate.onChanges(c);
+    this.created = new Set(c.accounts.filter((a) => a.created).map((a) => toData(a.address)));
+    this.destroyed = new Set(c.accounts.filter((a) => a.destroyed).map((a) => toData(a.address)));
+    this.recorded = changedState(c);
+  }
+
   onTxStart(tx: TxStart, state: StateView): Promise<void> {
-    this.cancun = tx.cancun;
+    this.cancun = tx.cancun && this.recorded === undefined;
     return this.prestate.onTxStart(tx, state);
   }
 
@@ -64,7 +88,7 @@ export class StateDiffTracer implements Tracer {
 
   onExit(f: FrameExit): void {
     const frame = this.frames.pop();
-    if (frame === undefined || f.error !== undefined) return;
+    if (frame === undefined || f.error !== undefined || this.recorded !== undefined) return;
     const parent = this.frames[this.frames.length - 1];
     if (parent !== undefined) {
       parent.created.push(...frame.created);
@@ -75,14 +99,19 @@ export class StateDiffTracer implements Tracer {
     this.destroyed = new Set(frame.destroyed);
   }
 
+  /** Whether the transaction created, and destroyed, the account `key`. */
+  private fate(key: string): { created: boolean; destroyed: boolean } {
+    const created = this.created.has(key);
+    // Under EIP-6780 only an account created by the transaction is destroyed by SELFDESTRUCT.
+    return { created, destroyed: this.destroyed.has(key) && (created || !this.cancun) };
+  }
+
   async onTxEnd(_r: unknown, state: StateView): Promise<void> {
     const out: Record<string, JsonAccountDiff> = {};
     for (const [key, pre] of [...this.prestate.touched()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const created = this.created.has(key);
-      // Under EIP-6780 only an account created by the transaction is destroyed by SELFDESTRUCT.
-      const destroyed = this.destroyed.has(key) && (created || !this.cancun);
+      const { created, destroyed } = this.fate(key);
       if (destroyed && created) continue;
-      const d = await this.account(hexToBytes(key as `0x${string}`), pre, created, destroyed, state);
+      const d = await this.account(hexToBytes(key as `0x${string}`), pre, created, destroyed, this.recorded ?? state);
       if (d === undefined) continue;
       this.budget.spend(200 + 140 * Object.keys(d.storage).length);
       out[key] = d;
@@ -130,5 +159,43 @@ export class StateDiffTracer implements Tracer {
 
   result(): Record<string, JsonAccountDiff> {
     return this.diff;
+  }
+
+  /**
+   * What the transaction changed (`state`: after it), as the import records it: each touched
+   * account whose fields or slots changed, whose SELFDESTRUCT ran, or that it created or
+   * destroyed, in the order it was first touched; what prestateTracer's diffMode and this tracer
+   * answer from.
+   */
+  async changes(state: StateView): Promise<ChangedAccount[]> {
+    const deleted = this.prestate.deletedAccounts();
+    const out: ChangedAccount[] = [];
+    for (const [key, pre] of this.prestate.touched()) {
+      const address = hexToBytes(key as `0x${string}`);
+      const hash = (await state.codeHash(address)) ?? KECCAK256_NULL;
+      const post = {
+        balance: await state.balance(address),
+        nonce: await state.nonce(address),
+        codeHash: equalsBytes(hash, KECCAK256_NULL) ? undefined : hash,
+      };
+      const whole = deleted.has(key);
+      const slots: [Bytes, Bytes, Bytes][] = [];
+      for (const [slot, was] of pre.storage ?? []) {
+        const at = hexToBytes(slot as `0x${string}`);
+        const now = await state.storage(address, at);
+        if (whole || !equalsBytes(was, now)) slots.push([at, was, now]);
+      }
+      const { created, destroyed } = this.fate(key);
+      const balance = pre.balance ?? 0n;
+      const changed =
+        post.balance !== balance ||
+        post.nonce !== pre.nonce ||
+        !equalsBytes(post.codeHash ?? KECCAK256_NULL, pre.codeHash ?? KECCAK256_NULL) ||
+        slots.some(([, was, now]) => !equalsBytes(was, now));
+      if (!changed && !whole && !created && !destroyed) continue;
+      const fields = { balance, nonce: pre.nonce, codeHash: pre.codeHash };
+      out.push({ address, pre: fields, post, slots, deleted: whole, created, destroyed });
+    }
+    return out;
   }
 }

@@ -2,15 +2,21 @@
 // (the same binding the re-executing tracers use, evm-events.ts, through the opcode hooks: no
 // `step` event) kept as they come, then encoded (codec.ts) into the block's TxFrames row. A log
 // that survives into the receipt is kept as its position there; only the logs of failed frames
-// are kept whole.
+// are kept whole. Beside them, what each transaction changed of the state (the state-diff
+// tracer's lookups, through the hooks of the opcodes that touch accounts and slots), encoded
+// (changes.ts) into the block's TxStateDiffs row.
 import type { Block } from '@ethereumjs/block';
 import type { TypedTransaction } from '@ethereumjs/tx';
 import type { VM } from '@ethereumjs/vm';
 import type { Bytes } from '@chainnode/core';
-import { bindTracer } from '../evm-events.js';
+import { bindTracer, txStart } from '../evm-events.js';
 import { stateView } from '../state-view.js';
 import type { Binding } from '../evm-events.js';
+import { TraceBudget } from '../hooks.js';
 import type { FrameEnter, FrameExit, StateView, TraceLog, Tracer, TxStart } from '../hooks.js';
+import { StateDiffTracer } from '../parity/state-diff.js';
+import { MuxTracer } from '../tracers/simple.js';
+import { encodeChanges } from './changes.js';
 import { ByteWriter, encodeBlockFrames, encodeTx, frameBloom } from './codec.js';
 import type { ReceiptLogs, RecordedEvent, RecordedTx } from './codec.js';
 
@@ -112,13 +118,34 @@ function sameLog(r: ReceiptLogs[number], l: TraceLog): boolean {
   );
 }
 
+/** The state-diff tracer's lookups through the state opcodes' handlers: no `step` event. */
+class ChangeRecorder extends StateDiffTracer {
+  override readonly wantsOpcodes = false;
+  readonly wantsStateOpcodes = true;
+
+  constructor() {
+    super(new TraceBudget(Number.POSITIVE_INFINITY));
+  }
+}
+
 interface AfterTx {
   totalGasSpent: bigint;
   receipt: { logs: [Uint8Array, Uint8Array[], Uint8Array][] };
 }
 
 /**
- * Records the frames of every transaction of `block` as `vm` runs it (runBlock), from attach to
+ * A block's recorded rows: TxFrames, FrameBlooms (less the hash), each transaction's named
+ * addresses (FrameAppearances), TxStateDiffs.
+ */
+export interface RecordedBlock {
+  row: Uint8Array;
+  bloom: Uint8Array;
+  txAddresses: Bytes[][];
+  changes: Uint8Array;
+}
+
+/**
+ * Records the frames and state changes of every transaction of `block` as `vm` runs it (runBlock), from attach to
  * detach. A failure to record never fails the block: the block is then left unrecorded (its
  * traces re-execute).
  */
@@ -126,14 +153,16 @@ export class BlockFrameRecorder {
   private readonly txs: Uint8Array[] = [];
   /** Per transaction, the distinct addresses its frames name (the sender first). */
   private readonly txAddresses: Bytes[][] = [];
-  private current: { recorder: FrameRecorder; binding: Binding; tx: TypedTransaction } | undefined;
+  private readonly changes: Uint8Array[] = [];
+  private current:
+    | { recorder: FrameRecorder; changes: ChangeRecorder; binding: Binding; tx: TypedTransaction }
+    | undefined;
   private logs = 0;
   private broken = false;
   /** Every address the block's frames name, and the senders (frameBloom). */
   private readonly addresses = new Map<string, Bytes>();
 
   private readonly state: StateView;
-  private readonly precompiles: Map<string, unknown>;
   private readonly eip150: boolean;
 
   constructor(
@@ -141,69 +170,77 @@ export class BlockFrameRecorder {
     private readonly block: Block,
   ) {
     this.state = stateView(vm.stateManager);
-    this.precompiles = (vm.evm as unknown as { precompiles: Map<string, unknown> }).precompiles;
     this.eip150 = vm.common.gteHardfork('tangerineWhistle');
     vm.events.on('beforeTx', this.beforeTx);
     vm.events.on('afterTx', this.afterTx as never);
   }
 
-  private readonly beforeTx = (tx: TypedTransaction): void => {
-    if (this.broken) return;
-    try {
-      const recorder = new FrameRecorder(this.logs);
-      recorder.onTxStart({
-        from: tx.getSenderAddress().bytes,
-        to: tx.to?.bytes ?? null,
-        gasLimit: tx.gasLimit,
-        coinbase: this.block.header.coinbase.bytes,
-        blockNumber: this.block.header.number,
-        cancun: false,
-        prague: false,
-        authorities: [],
-        isPrecompile: (a) => this.precompiles.has(Buffer.from(a.buffer, a.byteOffset, a.length).toString('hex')),
-      });
-      const binding = bindTracer(this.vm, recorder, this.state, {
-        logsBefore: this.logs,
-        deadline: Number.POSITIVE_INFINITY,
-        eip150: this.eip150,
-      });
-      this.current = { recorder, binding, tx };
-    } catch {
-      this.broken = true;
+  private readonly beforeTx = (tx: TypedTransaction, resolve?: () => void): void => {
+    if (this.broken) {
+      resolve?.();
+      return;
     }
+    this.startTx(tx).then(resolve, () => {
+      this.broken = true;
+      resolve?.();
+    });
   };
 
-  private readonly afterTx = (r: AfterTx): void => {
+  private async startTx(tx: TypedTransaction): Promise<void> {
+    const recorder = new FrameRecorder(this.logs);
+    const changes = new ChangeRecorder();
+    const both = new MuxTracer([
+      ['frames', recorder],
+      ['changes', changes],
+    ]);
+    await both.onTxStart(txStart(this.vm, tx, this.block, tx.gasLimit), this.state);
+    const binding = bindTracer(this.vm, both, this.state, {
+      logsBefore: this.logs,
+      deadline: Number.POSITIVE_INFINITY,
+      eip150: this.eip150,
+    });
+    this.current = { recorder, changes, binding, tx };
+  }
+
+  private readonly afterTx = (r: AfterTx, resolve?: () => void): void => {
     const c = this.current;
     this.current = undefined;
     const logs = r.receipt.logs.map(([address, topics, data]) => ({ address, topics, data }));
     this.logs += logs.length;
-    if (c === undefined || this.broken) return;
-    c.binding.detach();
-    try {
-      c.binding.check();
-      c.recorder.onTxEnd({ gasUsed: r.totalGasSpent });
-      const w = new ByteWriter();
-      const sender = c.tx.getSenderAddress().bytes;
-      const recorded = c.recorder.finish(logs);
-      encodeTx(w, recorded, c.tx.data, sender);
-      const named = new Map<string, Bytes>();
-      const name = (a: Bytes): void => {
-        named.set(Buffer.from(a.buffer, a.byteOffset, a.length).toString('latin1'), a);
-        this.note(a);
-      };
-      name(sender);
-      for (const e of recorded.events)
-        if (e.kind === 'enter') {
-          name(e.f.from);
-          name(e.f.to);
-        }
-      this.txs.push(w.done());
-      this.txAddresses.push([...named.values()]);
-    } catch {
-      this.broken = true;
+    if (c === undefined || this.broken) {
+      resolve?.();
+      return;
     }
+    c.binding.detach();
+    this.endTx(c, r, logs).then(resolve, () => {
+      this.broken = true;
+      resolve?.();
+    });
   };
+
+  private async endTx(c: NonNullable<BlockFrameRecorder['current']>, r: AfterTx, logs: ReceiptLogs): Promise<void> {
+    c.binding.check();
+    c.recorder.onTxEnd({ gasUsed: r.totalGasSpent });
+    const changed = encodeChanges(await c.changes.changes(this.state));
+    const w = new ByteWriter();
+    const sender = c.tx.getSenderAddress().bytes;
+    const recorded = c.recorder.finish(logs);
+    encodeTx(w, recorded, c.tx.data, sender);
+    const named = new Map<string, Bytes>();
+    const name = (a: Bytes): void => {
+      named.set(Buffer.from(a.buffer, a.byteOffset, a.length).toString('latin1'), a);
+      this.note(a);
+    };
+    name(sender);
+    for (const e of recorded.events)
+      if (e.kind === 'enter') {
+        name(e.f.from);
+        name(e.f.to);
+      }
+    this.txs.push(w.done());
+    this.txAddresses.push([...named.values()]);
+    this.changes.push(changed);
+  }
 
   /** Stops recording (after runBlock, whether it ran or failed). */
   detach(): void {
@@ -218,10 +255,10 @@ export class BlockFrameRecorder {
   }
 
   /**
-   * The block's TxFrames row, its frame bloom and each transaction's named addresses; undefined
-   * when a transaction could not be recorded.
+   * The block's TxFrames row, its frame bloom, each transaction's named addresses and its
+   * TxStateDiffs row; undefined when a transaction could not be recorded.
    */
-  row(blockHash: Bytes): { row: Uint8Array; bloom: Uint8Array; txAddresses: Bytes[][] } | undefined {
+  row(blockHash: Bytes): RecordedBlock | undefined {
     if (this.broken || this.txs.length !== this.block.transactions.length) return undefined;
     // The authors of the block's rewards (proof of work), which trace_filter matches too.
     this.note(this.block.header.coinbase.bytes);
@@ -230,6 +267,7 @@ export class BlockFrameRecorder {
       row: encodeBlockFrames(blockHash, this.txs),
       bloom: frameBloom(this.addresses.values()),
       txAddresses: this.txAddresses,
+      changes: encodeBlockFrames(blockHash, this.changes),
     };
   }
 }

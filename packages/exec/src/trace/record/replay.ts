@@ -1,8 +1,11 @@
 // Traces from the recorded frames (codec.ts): the tracers that want no opcode and read no state
 // (callTracer, 4byteTracer, noopTracer, the Parity and Otterscan frame tracers, a muxTracer of
-// them) are fed the recorded events in order, as a re-execution would feed them.
+// them) are fed the recorded events in order, as a re-execution would feed them; the tracers
+// that want opcodes only to find the state changes (prestateTracer's diffMode, Parity's
+// stateDiff) are fed the recorded changes (changes.ts) first.
 import type { Bytes } from '@chainnode/core';
 import type { Tracer } from '../hooks.js';
+import { decodeChanges } from './changes.js';
 import { decodeTx, txFramesAt } from './codec.js';
 import type { ReceiptLogs } from './codec.js';
 
@@ -18,11 +21,13 @@ export interface RecordedTxContext {
   input: Bytes;
   /** Its receipt's logs, for a tracer that wants logs (undefined: read only when asked for). */
   receiptLogs?: () => Promise<ReceiptLogs>;
+  /** The block's TxStateDiffs row, and code by hash: for a tracer fed recorded changes. */
+  changes?: { row: Uint8Array; code(codeHash: Bytes): Promise<Bytes> };
 }
 
-/** Whether `tracer` can be fed from recorded frames. */
+/** Whether `tracer` can be fed from recorded frames (and, if it wants them, changes). */
 export function replayable(tracer: Tracer): boolean {
-  return tracer.wantsOpcodes !== true;
+  return tracer.wantsOpcodes !== true || tracer.replaysChanges === true;
 }
 
 /**
@@ -33,6 +38,11 @@ export async function replayRecorded(row: Uint8Array, ctx: RecordedTxContext, tr
   if (!replayable(tracer)) throw new Error('replayRecorded: the tracer wants opcodes');
   const reader = txFramesAt(row, ctx.blockHash, ctx.index);
   if (reader === undefined) return false;
+  if (tracer.replaysChanges === true) {
+    const changes = ctx.changes === undefined ? undefined : txFramesAt(ctx.changes.row, ctx.blockHash, ctx.index);
+    if (changes === undefined || ctx.changes === undefined) return false;
+    await tracer.onChanges?.({ accounts: decodeChanges(changes), code: ctx.changes.code });
+  }
   const logs = tracer.wantsLogs === true && ctx.receiptLogs !== undefined ? await ctx.receiptLogs() : undefined;
   const tx = decodeTx(reader, ctx.sender, ctx.input, logs);
   const precompiles = new Set<string>();

@@ -13,7 +13,8 @@ import {
 } from '@ethereumjs/util';
 import { word } from '../evm-events.js';
 import { TracerConfigError } from '../hooks.js';
-import type { OpStep, StateView, TraceBudget, Tracer, TxStart } from '../hooks.js';
+import type { OpStep, StateView, TraceBudget, Tracer, TxChanges, TxStart } from '../hooks.js';
+import { changedState } from '../state-view.js';
 
 export interface PrestateConfig {
   diffMode: boolean;
@@ -66,22 +67,45 @@ function delegation(code: Bytes): Bytes | undefined {
 }
 
 export class PrestateTracer implements Tracer {
-  readonly wantsOpcodes = true;
+  readonly wantsOpcodes: boolean = true;
+  readonly replaysChanges: boolean;
   private readonly pre = new Map<string, PrestateAccount>();
   private readonly post = new Map<string, JsonPrestateAccount>();
   private readonly created = new Set<string>();
   private readonly deleted = new Set<string>();
   private tx: TxStart | undefined;
+  /** The state after the transaction, when fed its recorded changes. */
+  private recorded: StateView | undefined;
 
   constructor(
     private readonly cfg: PrestateConfig,
     private readonly budget: TraceBudget,
   ) {
     if (cfg.diffMode && cfg.includeEmpty) throw new TracerConfigError('cannot use diffMode with includeEmpty');
+    // Without diffMode it keeps every account touched: more than the recorded changes hold.
+    this.replaysChanges = cfg.diffMode;
+  }
+
+  /** The recorded changes as the lookups would have found them (the unchanged accounts and slots aside). */
+  async onChanges(c: TxChanges): Promise<void> {
+    for (const a of c.accounts) {
+      const key = hex(a.address);
+      const hash = a.pre.codeHash;
+      const code = hash === undefined || this.cfg.disableCode ? undefined : await c.code(hash);
+      const acc = this.keep(key, a.pre.balance, a.pre.nonce, hash, code);
+      for (const [slot, before] of a.slots) {
+        if (acc.storage === undefined) break;
+        this.budget.spend(140);
+        acc.storage.set(hex(slot), before);
+      }
+      if (a.deleted) this.deleted.add(key);
+    }
+    this.recorded = changedState(c);
   }
 
   async onTxStart(tx: TxStart, state: StateView): Promise<void> {
     this.tx = tx;
+    if (this.recorded !== undefined) return;
     let to: Bytes;
     if (tx.to === null) {
       to = generateAddress(tx.from, bigIntToUnpaddedBytes(await state.nonce(tx.from)));
@@ -154,17 +178,29 @@ export class PrestateTracer implements Tracer {
     if (this.pre.has(key)) return;
     const code = await state.code(a);
     const codeHash = await state.codeHash(a);
+    const hash = codeHash !== undefined && !equalsBytes(codeHash, KECCAK256_NULL) ? codeHash : undefined;
+    this.keep(key, await state.balance(a), await state.nonce(a), hash, code.length > 0 ? code : undefined);
+  }
+
+  /** Keeps an account as first found (`codeHash` undefined: it has no code; `code` when wanted). */
+  private keep(
+    key: string,
+    balance: bigint,
+    nonce: bigint,
+    codeHash: Bytes | undefined,
+    code: Bytes | undefined,
+  ): PrestateAccount {
     const acc: PrestateAccount = {
-      balance: await state.balance(a),
-      nonce: await state.nonce(a),
-      code: code.length > 0 && !this.cfg.disableCode ? code : undefined,
-      codeHash: codeHash !== undefined && !equalsBytes(codeHash, KECCAK256_NULL) ? codeHash : undefined,
+      balance,
+      nonce,
+      code: code !== undefined && !this.cfg.disableCode ? code : undefined,
+      codeHash,
       storage: this.cfg.disableStorage ? undefined : new Map(),
-      empty: false,
+      empty: !(nonce > 0n || codeHash !== undefined || balance !== 0n),
     };
-    acc.empty = !(acc.nonce > 0n || code.length > 0 || (acc.balance ?? 0n) !== 0n);
     this.budget.spend(200 + 2 * (acc.code?.length ?? 0));
     this.pre.set(key, acc);
+    return acc;
   }
 
   private async lookupStorage(a: Bytes, slot: Bytes, state: StateView): Promise<void> {
@@ -177,7 +213,7 @@ export class PrestateTracer implements Tracer {
   }
 
   async onTxEnd(_r: unknown, state: StateView): Promise<void> {
-    if (this.cfg.diffMode) await this.diff(state);
+    if (this.cfg.diffMode) await this.diff(this.recorded ?? state);
     if (this.cfg.includeEmpty) return;
     for (const [k, a] of this.pre) if (a.empty) this.pre.delete(k);
   }
@@ -241,6 +277,11 @@ export class PrestateTracer implements Tracer {
   /** Each touched account as it was before the transaction (hex address -> account), slots read or written included. */
   touched(): ReadonlyMap<string, Readonly<PrestateAccount>> {
     return this.pre;
+  }
+
+  /** The accounts geth's diffMode leaves whole in `pre` and out of `post`: their SELFDESTRUCT ran. */
+  deletedAccounts(): ReadonlySet<string> {
+    return this.deleted;
   }
 
   result(): unknown {

@@ -1,7 +1,17 @@
 // geth's 4byteTracer (the selectors and argument sizes of the calls made, precompiles aside),
 // noopTracer (nothing: `{}`) and muxTracer (several tracers over one run, by name).
 import { toData } from '@chainnode/core';
-import type { FrameEnter, FrameExit, OpStep, StateView, TraceLog, Tracer, TxEnd, TxStart } from '../hooks.js';
+import type {
+  FrameEnter,
+  FrameExit,
+  OpStep,
+  StateView,
+  TraceLog,
+  Tracer,
+  TxChanges,
+  TxEnd,
+  TxStart,
+} from '../hooks.js';
 
 export class FourByteTracer implements Tracer {
   private readonly ids = new Map<string, number>();
@@ -34,11 +44,22 @@ export class MuxTracer implements Tracer {
   readonly wantsOpcodes: boolean;
   readonly wantsLogs: boolean;
   readonly wantsSelfdestructs: boolean;
+  readonly wantsStateOpcodes: boolean;
+  /** Some tracer wants recorded changes, and every one that wants opcodes can be fed them. */
+  readonly replaysChanges: boolean;
 
   constructor(private readonly tracers: [string, Tracer][]) {
     this.wantsOpcodes = tracers.some(([, t]) => t.wantsOpcodes === true);
     this.wantsLogs = tracers.some(([, t]) => t.wantsLogs === true);
     this.wantsSelfdestructs = tracers.some(([, t]) => t.wantsSelfdestructs === true);
+    this.wantsStateOpcodes = tracers.some(([, t]) => t.wantsStateOpcodes === true);
+    this.replaysChanges =
+      tracers.some(([, t]) => t.replaysChanges === true) &&
+      tracers.every(([, t]) => t.wantsOpcodes !== true || t.replaysChanges === true);
+  }
+
+  async onChanges(c: TxChanges): Promise<void> {
+    for (const [, t] of this.tracers) await t.onChanges?.(c);
   }
 
   async onTxStart(tx: TxStart, state: StateView): Promise<void> {
