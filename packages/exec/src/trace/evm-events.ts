@@ -153,7 +153,9 @@ export function bindTracer(
         type,
         from: (m.delegatecall ? (m.to as Address) : m.caller).bytes,
         to: to.bytes,
-        input: m.data,
+        // A call's or creation's data is a view of the caller's memory (the EVM passes it without
+        // a copy), which the caller goes on writing: a tracer keeping it needs its own copy.
+        input: m.data.slice(),
         gas: m.gasLimit,
         value: type === 'STATICCALL' ? undefined : m.value,
       });
@@ -161,17 +163,22 @@ export function bindTracer(
     if (m.to !== undefined) {
       enter(type === 'DELEGATECALL' || type === 'CALLCODE' ? m.codeAddress : m.to);
       resolve();
-    } else
-      evm._generateAddress(m).then(
-        (a) => {
-          enter(a);
-          resolve();
-        },
-        (err: unknown) => {
-          fail(err);
-          resolve();
-        },
-      );
+    }
+    // A creation's code is its data; the EVM sets `code` only after this event, and CREATE2's
+    // address hashes it.
+    else
+      evm
+        ._generateAddress(m.code === undefined ? ({ caller: m.caller, salt: m.salt, code: m.data } as Message) : m)
+        .then(
+          (a) => {
+            enter(a);
+            resolve();
+          },
+          (err: unknown) => {
+            fail(err);
+            resolve();
+          },
+        );
   };
 
   /** geth reports the STOP of a frame that runs off its code's end (the EVM here just stops). */
