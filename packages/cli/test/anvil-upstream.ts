@@ -410,3 +410,14 @@ export async function startFollower(
   const node = await spawnServe(datadir, ['--follow', upstream, '--genesis', genesisPath, '--poll-ms', '50', ...args]);
   return { node, ours: node.url(key), genesisPath };
 }
+
+/** Stops a follower and its anvil and removes their directory; each may be missing (a setup that failed part way). */
+export async function stopAll(
+  node: ServeProcess | undefined,
+  anvil: Anvil | undefined,
+  temp: { cleanup: () => Promise<void> } | undefined,
+): Promise<void> {
+  await node?.stop('SIGTERM');
+  await anvil?.stop();
+  await temp?.cleanup();
+}

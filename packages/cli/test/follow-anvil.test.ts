@@ -36,6 +36,7 @@ import {
 } from './anvil-upstream.js';
 import type { Anvil, Envelope } from './anvil-upstream.js';
 import { bannerOf } from './serve-helpers.js';
+import { erigonReceipt, erigonSearchPage } from './trace-references.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 const common = createCommonFromGethGenesis(GENESIS as unknown as GethGenesis, { chain: 'custom' });
@@ -234,28 +235,9 @@ interface ErigonFacts {
   frames: Map<string, Json>;
 }
 
-/** A receipt as Erigon's MarshalReceipt writes it: blob fields only for blob transactions. */
-function erigonReceipt(r: Json): Json {
-  const { blobGasPrice, ...rest } = r;
-  return r.type === '0x3' ? r : rest;
-}
-
 /** A block of ots_getBlockDetails / ots_getBlockTransactions: Erigon nulls `logsBloom`; `size` is geth's. */
 function erigonBlock(b: Json, facts: ErigonFacts): Json {
   return { ...b, logsBloom: null, size: facts.sizes.get(b.hash as string) };
-}
-
-/** A search page: receipts' `timestamp` a JSON number; ots_searchTransactionsAfter newest first within a block too. */
-function erigonSearchPage(page: Json, after: boolean): Json {
-  const pairs = (page.txs as Json[]).map((tx, i) => [tx, (page.receipts as Json[])[i] as Json] as const);
-  // Erigon collects After's matches oldest first and reverses the whole page; anvil reverses the blocks only.
-  const key = (tx: Json) => Number(tx.blockNumber) * 1e6 + Number(tx.transactionIndex);
-  if (after) pairs.sort(([a], [b]) => key(b) - key(a));
-  return {
-    ...page,
-    txs: pairs.map(([tx]) => tx),
-    receipts: pairs.map(([, r]) => ({ ...erigonReceipt(r), timestamp: Number(r.timestamp) })),
-  };
 }
 
 /** The transaction's own frame, from anvil's callTracer, as Erigon's TransactionTracer enters it (depth 0). */

@@ -1,0 +1,225 @@
+// The reference's answer to a trace call, built from anvil's answer where anvil deviates (each
+// function names the deviation; docs/traces.md "Where anvil differs" lists them): geth's for the
+// debug_trace* tracers, reth's for trace_*, Erigon's for ots_*.
+import { keccak256 } from 'ethers';
+
+type Json = Record<string, unknown>;
+
+/** What the receipt and the transaction say, which geth's answers are built from. */
+export interface TxFacts {
+  gasLimit: string;
+  /** The receipt's gasUsed. */
+  gasUsed: string;
+  /** The block-wide index of each of the receipt's logs. */
+  logIndexes: string[];
+}
+
+/** A precompile of Cancun (0x01..0x0a). */
+export function isPrecompile(address: unknown): boolean {
+  return (
+    typeof address === 'string' &&
+    /^0x0{38}[0-9a-f]{2}$/.test(address) &&
+    BigInt(address) >= 1n &&
+    BigInt(address) <= 10n
+  );
+}
+
+/** A frame and its descendants, depth first. */
+function frames(f: Json): Json[] {
+  return [f, ...((f.calls as Json[] | undefined) ?? []).flatMap(frames)];
+}
+
+/**
+ * geth's callTracer answer where anvil's is `a`: the top frame's `gas` is the transaction's gas
+ * limit and its `gasUsed` the receipt's (anvil: the gas after intrinsic gas, the block's
+ * cumulative gas); a failed frame and its descendants keep no logs (geth's clearFailedLogs; anvil
+ * keeps a failed top frame's); a log's `index` is its block-wide index (anvil counts from 0 per
+ * transaction, reverted logs included).
+ */
+export function gethCallFrame(a: Json, tx: TxFacts): Json {
+  const copy = structuredClone(a);
+  const clear = (f: Json, failed: boolean): void => {
+    const gone = failed || f.error !== undefined;
+    if (gone) delete f.logs;
+    for (const c of (f.calls as Json[] | undefined) ?? []) clear(c, gone);
+  };
+  clear(copy, false);
+  const logs = frames(copy).flatMap((f) => (f.logs as Json[] | undefined) ?? []);
+  logs.sort((x, y) => Number(x.index) - Number(y.index));
+  logs.forEach((l, i) => {
+    l.index = tx.logIndexes[i];
+  });
+  return { ...copy, gas: tx.gasLimit, gasUsed: tx.gasUsed };
+}
+
+/** An account of a prestate answer with geth's `codeHash` beside its code (anvil leaves it out). */
+function withCodeHash(account: Json): Json {
+  const code = account.code as string | undefined;
+  return code === undefined || code === '0x' ? account : { ...account, codeHash: keccak256(code) };
+}
+
+/** Accounts that were empty (no balance, nonce or code) are left out by geth; anvil lists them. */
+function gethAccounts(accounts: Json, dropEmpty: boolean): Json {
+  const out: Json = {};
+  for (const [address, v] of Object.entries(accounts)) {
+    const acc = v as Json;
+    const empty = (acc.balance ?? '0x0') === '0x0' && acc.nonce === undefined && acc.code === undefined;
+    if (!(dropEmpty && empty)) out[address] = withCodeHash(acc);
+  }
+  return out;
+}
+
+/** geth's prestateTracer answer (with or without diffMode) where anvil's is `a`. */
+export function gethPrestate(a: Json, diffMode: boolean): Json {
+  return diffMode
+    ? { pre: gethAccounts(a.pre as Json, true), post: gethAccounts(a.post as Json, false) }
+    : gethAccounts(a, true);
+}
+
+/** geth's 4byteTracer answer: calls to precompiles are not counted (anvil counts them). */
+export function gethFourByte(a: Json, callFrame: Json): Json {
+  const out = { ...a };
+  for (const f of frames(callFrame)) {
+    const input = (f.input as string | undefined) ?? '0x';
+    if (!isPrecompile(f.to) || input.length < 10) continue;
+    const key = `${input.slice(0, 10)}-${(input.length - 10) / 2}`;
+    const n = (out[key] as number) - 1;
+    if (n > 0) out[key] = n;
+    else delete out[key];
+  }
+  return out;
+}
+
+/**
+ * geth's struct logger answer where anvil's (run with --steps-tracing) is `a`: the result's `gas`
+ * is the receipt's (anvil: the block's cumulative gas); `refund` only when not 0; a CREATE's or
+ * CREATE2's `gasCost` leaves out the gas handed to the new frame (anvil's includes it).
+ */
+export function gethStructLogs(a: Json, tx: TxFacts): Json {
+  const logs = a.structLogs as Json[];
+  const structLogs = logs.map((s, i) => {
+    const { refund, ...rest } = s;
+    const out: Json = refund === 0 || refund === undefined ? rest : s;
+    const next = logs[i + 1];
+    if ((s.op === 'CREATE' || s.op === 'CREATE2') && next !== undefined && next.depth === (s.depth as number) + 1)
+      out.gasCost = (s.gasCost as number) - (next.gas as number);
+    return out;
+  });
+  return { ...a, gas: Number(tx.gasUsed), structLogs };
+}
+
+/**
+ * reth's flat traces where anvil's are `a`: calls to precompiles without value are left out
+ * (revm-inspectors' parity config, `exclude_precompile_calls`; anvil lists them), and the
+ * `subtraces` and `traceAddress` around them close up.
+ */
+export function rethTraces(a: Json[]): Json[] {
+  const out = a.filter((t) => !rethLeavesOut(t)).map((t) => structuredClone(t));
+  for (const g of a.filter(rethLeavesOut)) {
+    const parent = (g.traceAddress as number[]).slice(0, -1);
+    const last = (g.traceAddress as number[])[parent.length] as number;
+    for (const t of out) {
+      const p = t.traceAddress as number[];
+      if (t.transactionHash !== g.transactionHash || !parent.every((x, i) => p[i] === x)) continue;
+      if (p.length === parent.length) t.subtraces = (t.subtraces as number) - 1;
+      else if ((p[parent.length] as number) > last) p[parent.length] = (p[parent.length] as number) - 1;
+    }
+  }
+  return out;
+}
+
+/** A call to a precompile without value, which reth's flat traces leave out. */
+function rethLeavesOut(t: Json): boolean {
+  const action = t.action as Json;
+  return t.type === 'call' && isPrecompile(action.to) && BigInt((action.value as string) ?? '0x0') === 0n;
+}
+
+/**
+ * reth's trace_filter page where anvil's is `page`, given anvil's traces of every block of the
+ * range (`all`): the entries reth lists, each as reth's trace of its block gives it (a page holds
+ * matching entries only, so their parents' `subtraces` come from the whole trace).
+ */
+export function rethFilterPage(page: Json[], all: Json[]): Json[] {
+  const key = (t: Json) => `${t.transactionHash}/${(t.traceAddress as number[]).join(',')}`;
+  const kept = all.filter((t) => !rethLeavesOut(t));
+  const reth = new Map(rethTraces(all).map((t, i) => [key(kept[i] as Json), t]));
+  return page.filter((t) => !rethLeavesOut(t)).map((t) => reth.get(key(t)) as Json);
+}
+
+/** trace_replay*'s TraceResults with reth's traces. */
+export function rethReplay(r: Json): Json {
+  return { ...r, trace: rethTraces(r.trace as Json[]) };
+}
+
+/**
+ * Erigon's ots_traceTransaction, from anvil's callTracer frame `f` (anvil's own answer leaves out
+ * CREATE, CREATE2 and SELFDESTRUCT entries, lists calls to precompiles and gives STATICCALL and
+ * DELEGATECALL a value): every frame in the order entered, precompiles left out, `value` null for
+ * STATICCALL and DELEGATECALL, a SELFDESTRUCT one deeper than the entry before it. `failedAt`: the
+ * address of each failed creation (geth's callTracer leaves its `to` out).
+ */
+export function erigonTrace(f: Json, failedAt: readonly string[]): Json[] {
+  const out: Json[] = [];
+  const failed = [...failedAt];
+  const walk = (x: Json, depth: number): void => {
+    const type = x.type as string;
+    const creation = type === 'CREATE' || type === 'CREATE2';
+    const to = x.to ?? (creation ? failed.shift() : undefined);
+    if (type === 'SELFDESTRUCT') {
+      const last = out[out.length - 1] as Json;
+      out.push({
+        type,
+        depth: (last.depth as number) + 1,
+        from: x.from,
+        to,
+        value: x.value,
+        input: '0x',
+        output: '0x',
+      });
+    } else if (!isPrecompile(to)) {
+      const value = type === 'STATICCALL' || type === 'DELEGATECALL' ? null : (x.value ?? '0x0');
+      out.push({ type, depth, from: x.from, to, value, input: x.input, output: x.output ?? '0x' });
+    }
+    for (const c of (x.calls as Json[] | undefined) ?? []) walk(c, depth + 1);
+  };
+  walk(f, 0);
+  return out;
+}
+
+/**
+ * Erigon's ots_getInternalOperations, from anvil's callTracer frame `f`: every frame below the
+ * transaction's own that moves value with CALL (0), self-destructs (1) or creates (2, 3), failed
+ * or not (anvil also lists the transaction's own, and leaves out a CREATE2 whose child
+ * self-destructs).
+ */
+export function erigonOperations(f: Json, failedAt: readonly string[]): Json[] {
+  const kinds: Record<string, number> = { SELFDESTRUCT: 1, CREATE: 2, CREATE2: 3 };
+  const failed = [...failedAt];
+  const out: Json[] = [];
+  for (const x of frames(f).slice(1)) {
+    const type = x.type as string;
+    const kind = type === 'CALL' ? (BigInt((x.value as string) ?? '0x0') > 0n ? 0 : undefined) : kinds[type];
+    const to = x.to ?? (kind === 2 || kind === 3 ? failed.shift() : undefined);
+    if (kind !== undefined) out.push({ type: kind, from: x.from, to, value: x.value ?? '0x0' });
+  }
+  return out;
+}
+
+/** A receipt as Erigon's MarshalReceipt writes it: blob fields only for blob transactions. */
+export function erigonReceipt(r: Json): Json {
+  const { blobGasPrice, ...rest } = r;
+  return r.type === '0x3' ? r : rest;
+}
+
+/** A search page: receipts' `timestamp` a JSON number; ots_searchTransactionsAfter newest first within a block too. */
+export function erigonSearchPage(page: Json, after: boolean): Json {
+  const pairs = (page.txs as Json[]).map((tx, i) => [tx, (page.receipts as Json[])[i] as Json] as const);
+  // Erigon collects After's matches oldest first and reverses the whole page; anvil reverses the blocks only.
+  const key = (tx: Json) => Number(tx.blockNumber) * 1e6 + Number(tx.transactionIndex);
+  if (after) pairs.sort(([a], [b]) => key(b) - key(a));
+  return {
+    ...page,
+    txs: pairs.map(([tx]) => tx),
+    receipts: pairs.map(([, r]) => ({ ...erigonReceipt(r), timestamp: Number(r.timestamp) })),
+  };
+}
