@@ -105,6 +105,20 @@ export interface ChainStore {
    */
   receipts(blockHash: Bytes): Promise<ReceiptRecord[] | undefined>;
   /**
+   * Receipt `index` of the canonical block `blockHash` with its logs, and the receipt before it
+   * (its cumulative gas gives gasUsed), without building the block's other receipts' logs;
+   * undefined when the block is not canonical or has no such receipt. Absent: use receipts().
+   */
+  receiptAt?(
+    blockHash: Bytes,
+    index: number,
+  ): Promise<{ receipt: ReceiptRecord; previous: ReceiptRecord | undefined } | undefined>;
+  /**
+   * Transaction `index` of the canonical block `number`, with its location, without decoding the
+   * block's others; undefined when there is none. Absent: read the block.
+   */
+  transactionAt?(number: bigint, index: number): Promise<TxWithLocation | undefined>;
+  /**
    * The transactions `address` touched as their sender, recipient, created contract or log
    * emitter, or that their recorded call frames name, a page at a time, from the
    * address-appearance index. Undefined when the store's

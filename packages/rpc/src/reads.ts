@@ -37,12 +37,12 @@ function receiptText(
   ctx: HandlerContext,
   header: HeaderRecord,
   tx: TxRecord,
-  receipts: readonly ReceiptRecord[],
   i: number,
+  r: ReceiptRecord,
+  previous: ReceiptRecord | undefined,
 ): JsonText<JsonReceipt> {
-  const r = receipts[i] as ReceiptRecord;
   return ctx.memo.receipts.text(r, 'json', () =>
-    JSON.stringify(formatReceipt({ header, forks: forksOf(ctx.store.info()) }, tx, i, r, receipts[i - 1])),
+    JSON.stringify(formatReceipt({ header, forks: forksOf(ctx.store.info()) }, tx, i, r, previous)),
   );
 }
 
@@ -66,7 +66,9 @@ export async function blockReceipts(ctx: HandlerContext, hash: Bytes): Promise<J
     if (receipts.length !== txs.length)
       throw new Error(`block ${block.header.number}: ${receipts.length} receipts for ${txs.length} transactions`);
     for (let i = texts.length; i < receipts.length; i++)
-      texts.push(receiptText(ctx, block.header, txs[i] as TxRecord, receipts, i).text);
+      texts.push(
+        receiptText(ctx, block.header, txs[i] as TxRecord, i, receipts[i] as ReceiptRecord, receipts[i - 1]).text,
+      );
   }
   return new JsonText<JsonReceipt[]>(`[${texts.join(',')}]`);
 }
@@ -80,7 +82,26 @@ export async function transactionReceipt(
   if (receipts === undefined || header === undefined) return undefined;
   if (receipts[loc.transactionIndex] === undefined)
     throw new Error(`block ${loc.blockNumber}: no receipt for transaction ${loc.transactionIndex}`);
-  return receiptText(ctx, header, loc.tx, receipts, loc.transactionIndex);
+  const i = loc.transactionIndex;
+  return receiptText(ctx, header, loc.tx, i, receipts[i] as ReceiptRecord, receipts[i - 1]);
+}
+
+/**
+ * The receipt of one located transaction read alone (the store's receiptAt: the block's other
+ * receipts' logs are not built), for pages of receipts across many blocks; undefined when its
+ * block is no longer canonical.
+ */
+export async function singleReceipt(
+  ctx: HandlerContext,
+  loc: TxWithLocation,
+): Promise<JsonText<JsonReceipt> | undefined> {
+  if (ctx.store.receiptAt === undefined) return transactionReceipt(ctx, loc);
+  const [one, header] = await Promise.all([
+    ctx.store.receiptAt(loc.blockHash, loc.transactionIndex),
+    ctx.store.header(loc.blockHash),
+  ]);
+  if (one === undefined || header === undefined) return undefined;
+  return receiptText(ctx, header, loc.tx, loc.transactionIndex, one.receipt, one.previous);
 }
 
 /**

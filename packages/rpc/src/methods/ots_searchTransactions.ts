@@ -5,7 +5,7 @@
 // address's posting lists, then the page's transactions and their receipts. A page reads about
 // as much as eth_getBlockReceipts and is priced as it (1,000 credits).
 import { ServerError } from '@chainnode/core';
-import type { AppearancePage, BlockRecord, Bytes } from '@chainnode/core';
+import type { AppearancePage, Bytes, TxWithLocation } from '@chainnode/core';
 import type { HandlerContext } from '../context.js';
 import type { JsonReceipt } from '../formatters/receipt.js';
 import { formatAnyTransaction } from '../formatters/transaction.js';
@@ -13,7 +13,7 @@ import type { JsonAnyTransaction } from '../formatters/transaction.js';
 import type { MethodDef } from '../method.js';
 import { OTS_MAX_PAGE_SIZE } from '../ots.js';
 import { decodeAddress, decodeArgs, decodeGoUint } from '../params.js';
-import { locate, selectBlock, transactionReceipt } from '../reads.js';
+import { locate, selectBlock, singleReceipt } from '../reads.js';
 
 export interface SearchParams {
   address: Bytes;
@@ -38,21 +38,23 @@ async function pageOf(
 ): Promise<Omit<JsonSearchPage, 'firstPage' | 'lastPage'>> {
   const txs: JsonSearchPage['txs'] = [];
   const receipts: JsonSearchPage['receipts'] = [];
-  let block: BlockRecord | undefined;
   for (const p of page.positions) {
-    if (block?.header.number !== p.number) {
-      block = await selectBlock(ctx, { kind: 'number', number: p.number });
-      if (block === undefined) throw new ServerError(`block #${p.number} not found`);
-    }
-    const loc = locate(block, p.index);
-    // The one receipt (its text remembered with the stored record), not the block's every receipt.
-    const receipt = loc === undefined ? undefined : await transactionReceipt(ctx, loc);
+    // The one transaction and its receipt, each read alone: a page's blocks are not decoded whole.
+    const loc = await transactionAt(ctx, p.number, p.index);
+    const receipt = loc === undefined ? undefined : await singleReceipt(ctx, loc);
     if (loc === undefined || receipt === undefined)
       throw new ServerError(`transaction ${p.index} of block #${p.number} not found`);
     txs.push(formatAnyTransaction(loc));
-    receipts.push({ ...(JSON.parse(receipt.text) as JsonReceipt), timestamp: Number(block.header.timestamp) });
+    receipts.push({ ...(JSON.parse(receipt.text) as JsonReceipt), timestamp: Number(loc.blockTimestamp) });
   }
   return { txs, receipts };
+}
+
+/** Transaction `index` of canonical block `number`, from the store's transactionAt, else the block. */
+async function transactionAt(ctx: HandlerContext, number: bigint, index: number): Promise<TxWithLocation | undefined> {
+  if (ctx.store.transactionAt !== undefined) return ctx.store.transactionAt(number, index);
+  const block = await selectBlock(ctx, { kind: 'number', number });
+  return block === undefined ? undefined : locate(block, index);
 }
 
 function searchMethod(direction: 'before' | 'after'): MethodDef<SearchParams, JsonSearchPage> {

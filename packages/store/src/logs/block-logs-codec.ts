@@ -176,6 +176,17 @@ export class BlockLogColumns {
     if (at + dataBytes !== b.length) throw new RangeError(`${WHAT}: ${b.length - at - dataBytes} bytes after the data`);
   }
 
+  /** The logs of transaction `txIndex`, in order (only those built). */
+  txLogs(txIndex: number): StoredLog[] {
+    const out: StoredLog[] = [];
+    for (let i = 0; i < this.count; i++) {
+      const tx = this.tx[i] as number;
+      if (tx === txIndex) out.push(this.log(i));
+      else if (tx > txIndex) break;
+    }
+    return out;
+  }
+
   /** Log `i` of the block (its position in the block: its log index). */
   log(i: number): StoredLog {
     if (i < 0 || i >= this.count) throw new RangeError(`${WHAT}: no log ${i} of ${this.count}`);

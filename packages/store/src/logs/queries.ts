@@ -24,7 +24,7 @@ import type {
 import type { Db } from '../db.js';
 import { Lru } from '../lru.js';
 import { LogSegmentReader } from './log-segments.js';
-import { logBlockColumns, logBlockFirst, logBlockKey, readBlockLogs } from './log-blocks.js';
+import { logBlockColumns, logBlockFirst, logBlockKey, readBlockLogs, readBlockLogsSync } from './log-blocks.js';
 import {
   AddressLogsJsonView,
   LOG_INDEX_CHUNK,
@@ -39,7 +39,7 @@ import {
   u64Codec,
   writeLogIndexKey,
 } from '../schema/index.js';
-import type { KvSyncRead, StoredLog } from '../schema/index.js';
+import type { BlockLogRange, KvSyncRead, StoredLog } from '../schema/index.js';
 import { headerTxFields } from '../trie/index.js';
 import { GatedDb, LOG_READS_IN_FLIGHT, Gate } from './gate.js';
 import type { LogDb, RawIterator } from './gate.js';
@@ -413,6 +413,27 @@ export class LogQueries {
     }
     this.lowest = { gen, first };
     return first;
+  }
+
+  /**
+   * The logs of transaction `txIndex` of block `number` (its BlockLogs range `range`), read
+   * synchronously: the block's LogBlocks row indexed (or its index from the cache the queries
+   * share), only these logs built.
+   */
+  txLogsSync(number: bigint, range: BlockLogRange, txIndex: number): StoredLog[] {
+    if (range.count === 0) return [];
+    const first = Number(range.firstLogId);
+    let block = this.logBlocks.get(first);
+    if (block === undefined) {
+      const value = this.sync.getSync(logBlockKey(first));
+      // A block an earlier release wrote (Logs rows, not converted yet): read whole.
+      if (value === undefined) return readBlockLogsSync(this.sync, number, range).filter((l) => l.txIndex === txIndex);
+      block = this.indexedBlock(first, value, this.chain.generation?.());
+    }
+    const { columns } = block;
+    if (columns.blockNumber !== number || columns.count !== range.count)
+      throw new Error(`block ${number}: its logs row holds ${columns.count} logs of block ${columns.blockNumber}`);
+    return columns.txLogs(txIndex);
   }
 
   /** A LogBlocks row indexed, or its index from the cache. */

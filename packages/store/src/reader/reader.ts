@@ -69,6 +69,7 @@ import {
   rlpHeaderLength,
   decodeBlockExtras,
   splitBlockTxHashes,
+  storedReceiptAt,
   tables,
   u64Codec,
   writeRlpBytes,
@@ -252,6 +253,8 @@ export class LevelChainStore implements ChainStore {
    * JSON texts rpc's memo hangs on them), so ~40 blocks at mainnet's few hundred receipts (1.6 MB each with their texts).
    */
   private readonly receiptCache = new HashCache<ReceiptRecord[]>(1024, RECEIPT_CACHE_BYTES);
+  /** The address-appearance index was seen to cover the whole chain (appearancesComplete). */
+  private appearancesWhole = false;
   /** Contract code by code hash (content-addressed): 4,096 codes. */
   private readonly codes = new HashCache<Uint8Array>(4096);
   /**
@@ -790,12 +793,21 @@ export class LevelChainStore implements ChainStore {
   // --- address appearances (the query code lives in appearances/query.ts) ----------------------
 
   appearances(query: AppearanceQuery): Promise<AppearancePage | undefined> {
-    return this.guard('appearances', async () => {
-      // Meta.appearancesFrom is read each time: the writer stores it with its first batch.
-      const from = await appearancesFrom(this.db);
-      if (from === undefined || from > (this.info().firstBlock ?? 0n)) return undefined;
-      return queryAppearances(this.db, query);
-    });
+    return this.guard('appearances', async () =>
+      (await this.appearancesComplete()) ? queryAppearances(this.db, query) : undefined,
+    );
+  }
+
+  /**
+   * Whether the address-appearance index covers the whole chain. Meta.appearancesFrom is read
+   * until it does (the writer stores it with its first batch; `db convert` completes it), then
+   * remembered: a complete index stays complete.
+   */
+  private async appearancesComplete(): Promise<boolean> {
+    if (this.appearancesWhole) return true;
+    const from = await appearancesFrom(this.db);
+    this.appearancesWhole = from !== undefined && from <= (this.info().firstBlock ?? 0n);
+    return this.appearancesWhole;
   }
 
   appearanceRange(
@@ -804,8 +816,10 @@ export class LevelChainStore implements ChainStore {
     to: bigint,
   ): Promise<{ positions: AppearancePage['positions']; framesFrom: bigint | undefined } | undefined> {
     return this.guard('appearanceRange', async () => {
-      const indexFrom = await appearancesFrom(this.db);
-      if (indexFrom === undefined || indexFrom > from) return undefined;
+      if (!(await this.appearancesComplete())) {
+        const indexFrom = await appearancesFrom(this.db);
+        if (indexFrom === undefined || indexFrom > from) return undefined;
+      }
       const framesFrom = await tables.meta.get(this.db, MetaKey.FrameAppearancesFrom);
       return {
         positions: await appearancesIn(this.db, address, from, to),
@@ -943,17 +957,7 @@ export class LevelChainStore implements ChainStore {
     const rows = tables.receipts.getSync(this.db, blockHash);
     const headRaw = tables.headers.getSync(this.db, blockHash);
     if (rows === undefined || headRaw === undefined) throw new Error(`block ${number}: receipts rows missing`);
-    const receipts: ReceiptRecord[] = rows.map((r) => {
-      const out: ReceiptRecord = {
-        type: r.type,
-        statusOrState: r.statusOrState,
-        cumulativeGasUsed: r.cumulativeGasUsed,
-        logs: [],
-      };
-      if (r.depositNonce !== undefined) out.depositNonce = r.depositNonce;
-      if (r.depositReceiptVersion !== undefined) out.depositReceiptVersion = r.depositReceiptVersion;
-      return out;
-    });
+    const receipts: ReceiptRecord[] = rows.map(receiptRecord);
     const range = tables.blockLogs.getSync(this.db, number);
     if (range !== undefined && range.count > 0) {
       // BlockTxHashes is keyed by number: read it only while the number is still this block's.
@@ -992,6 +996,71 @@ export class LevelChainStore implements ChainStore {
     }
     if (gen === this.gen) this.receiptCache.set(blockHash, receipts, receiptsWeight(receipts));
     return receipts;
+  }
+
+  /**
+   * Receipt `index` of a canonical block and the one before it, as receipts() gives them when the
+   * block's receipts are cached; else read alone: the Receipts row, and only this transaction's
+   * logs built from the block's LogBlocks row, indexed once in the log queries' cache (the
+   * receipts are not cached: a page of receipts across many blocks, an Otterscan search's, would
+   * push out the blocks served whole).
+   */
+  receiptAt(
+    blockHash: Bytes,
+    index: number,
+  ): Promise<{ receipt: ReceiptRecord; previous: ReceiptRecord | undefined } | undefined> {
+    return this.guard('receiptAt', async () => {
+      const number = await this.canonicalNumber(blockHash);
+      if (number === undefined) return undefined;
+      const cached = this.receiptCache.get(blockHash);
+      if (cached !== undefined) {
+        const receipt = cached[index];
+        return receipt === undefined ? undefined : { receipt, previous: cached[index - 1] };
+      }
+      const rows = tables.receipts.getRawSync(this.db, blockHash);
+      const headRaw = tables.headers.getSync(this.db, blockHash);
+      if (rows === undefined || headRaw === undefined) throw new Error(`block ${number}: receipts rows missing`);
+      const row = storedReceiptAt(rows, index);
+      if (row === undefined) return undefined;
+      const receipt = receiptRecord(row);
+      const previous = index === 0 ? undefined : storedReceiptAt(rows, index - 1);
+      const range = tables.blockLogs.getSync(this.db, number);
+      const logs = range === undefined ? [] : this.logQueries.txLogsSync(number, range, index);
+      if (logs.length > 0) {
+        const hashes = tables.blockTxHashes.getRawSync(this.db, number);
+        const now = tables.canonical.getSync(this.db, number);
+        if (hashes === undefined || now === undefined || !bytesEqual(now, blockHash))
+          throw new Error(`block ${number}: tx hashes missing`);
+        const transactionHash = splitBlockTxHashes(hashes).hashes.slice(32 * index, 32 * index + 32);
+        const at = { blockNumber: number, blockHash: blockHash.slice(), transactionHash, transactionIndex: index };
+        const blockTimestamp = headerTxFields(headRaw).timestamp;
+        for (const l of logs)
+          receipt.logs.push({
+            ...at,
+            address: l.address,
+            topics: l.topics,
+            data: l.data,
+            blockTimestamp,
+            logIndex: l.logIndex,
+          });
+      }
+      return { receipt, previous: previous === undefined ? undefined : receiptRecord(previous) };
+    });
+  }
+
+  /**
+   * Transaction `index` of the canonical block `number`: its hash from the block's BlockTxHashes
+   * row, then transaction(hash) (that transaction alone decoded on a miss).
+   */
+  transactionAt(number: bigint, index: number): Promise<TxWithLocation | undefined> {
+    return this.guard('transactionAt', async () => {
+      const raw = tables.blockTxHashes.getRawSync(this.db, number);
+      if (raw === undefined || !Number.isSafeInteger(index) || index < 0) return undefined;
+      const { hashes } = splitBlockTxHashes(raw);
+      if (32 * index + 32 > hashes.length) return undefined;
+      const tx = await this.transaction(hashes.slice(32 * index, 32 * index + 32));
+      return tx?.blockNumber === number && tx.transactionIndex === index ? tx : undefined;
+    });
   }
 
   // --- state reads for accounts, code and an EVM ------------------------------------------------
@@ -1381,4 +1450,17 @@ async function trieWindowOf(db: Db): Promise<StateTrieView> {
   return m.kind === 'archive'
     ? { mode: 'archive' }
     : { mode: 'window', blocks: m.blocks, trieFrom: await readTrieFrom(db) };
+}
+
+/** A receipt's record from its Receipts row item (its logs added by the caller). */
+function receiptRecord(r: StoredReceipt): ReceiptRecord {
+  const out: ReceiptRecord = {
+    type: r.type,
+    statusOrState: r.statusOrState,
+    cumulativeGasUsed: r.cumulativeGasUsed,
+    logs: [],
+  };
+  if (r.depositNonce !== undefined) out.depositNonce = r.depositNonce;
+  if (r.depositReceiptVersion !== undefined) out.depositReceiptVersion = r.depositReceiptVersion;
+  return out;
 }

@@ -191,3 +191,22 @@ export function decodeLog(b: Uint8Array): StoredLog {
   const data = top.bytes();
   return { blockNumber, txIndex, logIndex, address, topics, data };
 }
+
+/** Where RLP item `at` of `b` has its payload, and where the item ends. */
+export function rlpItem(b: Uint8Array, at: number): { start: number; end: number; list: boolean } {
+  const p = b[at] as number;
+  if (p < 0x80) return { start: at, end: at + 1, list: false };
+  const len = (n: number) => {
+    let v = 0;
+    for (let i = 0; i < n; i++) v = v * 256 + (b[at + 1 + i] as number);
+    return v;
+  };
+  if (p <= 0xb7) return { start: at + 1, end: at + 1 + p - 0x80, list: false };
+  if (p < 0xc0) {
+    const n = p - 0xb7;
+    return { start: at + 1 + n, end: at + 1 + n + len(n), list: false };
+  }
+  if (p <= 0xf7) return { start: at + 1, end: at + 1 + p - 0xc0, list: true };
+  const n = p - 0xf7;
+  return { start: at + 1 + n, end: at + 1 + n + len(n), list: true };
+}

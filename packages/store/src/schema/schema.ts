@@ -146,7 +146,7 @@
 //                           setting (Meta.traceFrames).
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes, keccak256 } from '@chainnode/core';
-import { decodeLog, encodeLogRow } from './rlp.js';
+import { decodeLog, encodeLogRow, rlpItem } from './rlp.js';
 import type { StoredLog } from './rlp.js';
 
 export type { StoredLog } from './rlp.js';
@@ -548,18 +548,30 @@ function receiptItems(r: StoredReceipt): (number | bigint | Uint8Array)[] {
 // encoded by hand, where the rate of rows makes it worth it.
 export const receiptsCodec: Codec<StoredReceipt[]> = {
   encode: (v) => RLP.encode(v.map(receiptItems)),
-  decode: (b) =>
-    (RLP.decode(b) as Uint8Array[][]).map((f) => {
-      const r: StoredReceipt = {
-        type: Number(bytesToBigInt(f[0] as Uint8Array)),
-        statusOrState: f[1] as Uint8Array,
-        cumulativeGasUsed: bytesToBigInt(f[2] as Uint8Array),
-      };
-      if (f[3] !== undefined) r.depositNonce = bytesToBigInt(f[3]);
-      if (f[4] !== undefined) r.depositReceiptVersion = bytesToBigInt(f[4]);
-      return r;
-    }),
+  decode: (b) => (RLP.decode(b) as Uint8Array[][]).map(storedReceipt),
 };
+
+function storedReceipt(f: Uint8Array[]): StoredReceipt {
+  const r: StoredReceipt = {
+    type: Number(bytesToBigInt(f[0] as Uint8Array)),
+    statusOrState: f[1] as Uint8Array,
+    cumulativeGasUsed: bytesToBigInt(f[2] as Uint8Array),
+  };
+  if (f[3] !== undefined) r.depositNonce = bytesToBigInt(f[3]);
+  if (f[4] !== undefined) r.depositReceiptVersion = bytesToBigInt(f[4]);
+  return r;
+}
+
+/** Receipt `index` of a Receipts row, decoded alone (the ones before it skipped by their RLP headers). */
+export function storedReceiptAt(row: Uint8Array, index: number): StoredReceipt | undefined {
+  const list = rlpItem(row, 0);
+  if (!list.list || list.end !== row.length) throw new RangeError('Receipts: not one RLP list');
+  let at = list.start;
+  for (let i = 0; i < index && at < list.end; i++) at = rlpItem(row, at).end;
+  if (at >= list.end) return undefined;
+  const item = rlpItem(row, at);
+  return storedReceipt(RLP.decode(row.subarray(at, item.end)) as Uint8Array[]);
+}
 
 export interface StoredBody {
   /** RLP length of the whole block. */
