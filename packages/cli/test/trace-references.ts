@@ -76,6 +76,19 @@ export function gethPrestate(a: Json, diffMode: boolean): Json {
     : gethAccounts(a, true);
 }
 
+/**
+ * geth's prestateTracer answer with `disableCode` where anvil's is `a`: geth still gives each
+ * account with code its `codeHash`, taken from the answer with code (`full`, geth's already).
+ */
+export function gethPrestateWithoutCode(a: Json, full: Json): Json {
+  const out = gethAccounts(a, true);
+  for (const [address, acc] of Object.entries(out)) {
+    const codeHash = (full[address] as Json | undefined)?.codeHash;
+    if (codeHash !== undefined) out[address] = { ...(acc as Json), codeHash };
+  }
+  return out;
+}
+
 /** geth's 4byteTracer answer: calls to precompiles are not counted (anvil counts them). */
 export function gethFourByte(a: Json, callFrame: Json): Json {
   const out = { ...a };

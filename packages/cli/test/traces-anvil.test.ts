@@ -17,6 +17,7 @@ import {
   gethCallFrame,
   gethFourByte,
   gethPrestate,
+  gethPrestateWithoutCode,
   gethStructLogs,
   rethFilterPage,
   rethReplay,
@@ -113,6 +114,36 @@ describe('traces of a contract workload against anvil', () => {
     await expectReference(perTx({ tracer: '4byteTracer' }), (a, p) =>
       gethFourByte(a, frames.get(p[0] as string) as Json),
     );
+  });
+
+  test('onlyTopCall, noopTracer, prestateTracer without code and storage, and muxTracer equal geth’s answers', async () => {
+    await expectReference(perTx({ tracer: 'callTracer', tracerConfig: { onlyTopCall: true } }), (a, p) =>
+      gethCallFrame(a, factsOf(p)),
+    );
+    await expectReference(perTx({ tracer: 'noopTracer' }), (a) => a);
+    const lean = { tracer: 'prestateTracer', tracerConfig: { disableCode: true, disableStorage: true } };
+    const full = await batch(anvil.url, perTx({ tracer: 'prestateTracer' }));
+    await expectReference(perTx(lean), (a, p) => {
+      const i = work.txs.findIndex((t) => t.hash === p[0]);
+      return gethPrestateWithoutCode(a, gethPrestate(full[i]?.result as Json, false));
+    });
+    // anvil answers muxTracer with {}: geth's answer is each tracer's own, built from anvil's.
+    const mux = { callTracer: { withLog: true }, '4byteTracer': {}, prestateTracer: { diffMode: true } };
+    const own = await Promise.all(
+      Object.entries(mux).map(([tracer, tracerConfig]) => batch(anvil.url, perTx({ tracer, tracerConfig }))),
+    );
+    const mine = await batch(ours, perTx({ tracer: 'muxTracer', tracerConfig: mux }));
+    work.txs.forEach((t, i) => {
+      const [call, fourByte, prestate] = own.map((r) => r[i]?.result as Json) as [Json, Json, Json];
+      expect([t.what, mine[i]?.result]).toEqual([
+        t.what,
+        {
+          callTracer: gethCallFrame(call, facts.get(t.hash) as TxFacts),
+          '4byteTracer': gethFourByte(fourByte, frames.get(t.hash) as Json),
+          prestateTracer: gethPrestate(prestate, true),
+        },
+      ]);
+    });
   });
 
   test('the struct logger (default options) equals geth’s answer built from anvil’s', async () => {
