@@ -3,7 +3,7 @@
 // identity), CREATE and CREATE2 from a contract, a revert caught by try/catch (a call and a failed
 // CREATE2), top-level reverts with a reason and with a custom error, logs in nested frames,
 // SELFDESTRUCT in the creating transaction, transient storage, and a failed contract creation at
-// the top. The source is trace-workload.sol beside this file, compiled at test time.
+// the top. The source is trace-workload.sol beside this file; its code, trace-workload.json.
 //
 // anvil keeps some empty accounts geth deletes (../shared/research/anvil-deviations.md: the
 // precompiles a call touches, a failed creation's address, a child created and self-destructed in
@@ -12,21 +12,25 @@
 // balance under both rules. anvil runs with `--order fifo` so those come after. anvil also keeps a
 // zero leaf for a storage slot read while empty (seen for a STATICCALL's SLOAD): the hubs' one
 // slot is set in their constructor.
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { compiledContract, compileSolidity } from '@chainnode/testkit';
 import { Interface, getCreate2Address, getCreateAddress, keccak256 } from 'ethers';
 import { DEV, result } from './anvil-upstream.js';
+import { workloadCode } from './trace-workload-code.js';
+import type { WorkloadContract } from './trace-workload-code.js';
 
 type Json = Record<string, unknown>;
 const hexN = (n: number | bigint) => `0x${n.toString(16)}`;
 
-/** The source, read from the test's source folder (dist/test -> test). */
-function source(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  return readFileSync(join(here, '..', '..', 'test', 'trace-workload.sol'), 'utf8');
-}
+const HUB = new Interface([
+  'function nested(address other, uint256 depth) payable returns (uint256)',
+  'function mixed(address other, address lib, uint256 x) returns (bytes32)',
+  'function make(uint256 x, bytes32 salt) payable returns (uint256)',
+  'function tryCatch(address other, bytes32 salt) returns (uint256)',
+  'function boom(uint256 x)',
+  'function refuse(uint256 code)',
+  'function doom(bytes32 salt, address heir) payable returns (address)',
+  'function transient(uint256 x) returns (uint256)',
+]);
+const CHILD = new Interface(['function ping(uint256 x) payable returns (uint256)']);
 
 export interface TraceWorkload {
   /** Every transaction sent, in order, with what it exercises. */
@@ -44,15 +48,8 @@ export interface TraceWorkload {
  * blocks; each transaction must have the status its purpose says.
  */
 export async function sendTraceWorkload(anvil: string): Promise<TraceWorkload> {
-  const out = compileSolidity({
-    file: 'trace-workload.sol',
-    source: source(),
-    evmVersion: 'cancun',
-    reproducible: true,
-    output: 'bytecode',
-  });
-  const code = (name: string) => `0x${compiledContract(out, name).code}`;
-  const hub = new Interface(compiledContract(out, 'Hub').abi as never);
+  const compiled = workloadCode();
+  const code = (name: WorkloadContract) => compiled[name] as string;
   const [d0, d1, d2, d3] = DEV as [string, string, string, string];
   const txs: { hash: string; what: string; ok: boolean }[] = [];
   const failedAt = new Map<string, string[]>();
@@ -77,7 +74,7 @@ export async function sendTraceWorkload(anvil: string): Promise<TraceWorkload> {
 
   // Block 2: calls.
   const call = (what: string, ok: boolean, from: string, fn: string, args: unknown[], value = 0, failed?: string) =>
-    send(what, ok, from, { to: hubA, data: hub.encodeFunctionData(fn, args), value: hexN(value) }, failed);
+    send(what, ok, from, { to: hubA, data: HUB.encodeFunctionData(fn, args), value: hexN(value) }, failed);
   const salt = (k: number) => `0x${k.toString(16).padStart(64, '0')}`;
   const childA = getCreateAddress({ from: hubA, nonce: 1 });
   const childB = getCreate2Address(hubA, salt(1), keccak256(`${code('Child')}${(10).toString(16).padStart(64, '0')}`));
@@ -106,7 +103,7 @@ export async function sendTraceWorkload(anvil: string): Promise<TraceWorkload> {
   await send('a plain transfer', true, d1, { to: d2, value: hexN(12345) });
   await send('a call to a child made by a contract', true, d2, {
     to: childA,
-    data: new Interface(compiledContract(out, 'Child').abi as never).encodeFunctionData('ping', [3]),
+    data: CHILD.encodeFunctionData('ping', [3]),
   });
   await call('nested calls once more', true, d3, 'nested', [hubB, 1], 10);
   await mine();
