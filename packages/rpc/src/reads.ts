@@ -73,35 +73,25 @@ export async function blockReceipts(ctx: HandlerContext, hash: Bytes): Promise<J
   return new JsonText<JsonReceipt[]>(`[${texts.join(',')}]`);
 }
 
-/** The receipt of one located transaction; undefined when its block is no longer canonical. */
+/**
+ * The receipt of one located transaction; undefined when its block is no longer canonical. Read
+ * alone where the store can (receiptAt: the block's other receipts and their logs are not built),
+ * else from the block's receipts.
+ */
 export async function transactionReceipt(
   ctx: HandlerContext,
   loc: TxWithLocation,
 ): Promise<JsonText<JsonReceipt> | undefined> {
+  const i = loc.transactionIndex;
+  if (ctx.store.receiptAt !== undefined) {
+    const [one, header] = await Promise.all([ctx.store.receiptAt(loc.blockHash, i), ctx.store.header(loc.blockHash)]);
+    if (one === undefined || header === undefined) return undefined;
+    return receiptText(ctx, header, loc.tx, i, one.receipt, one.previous);
+  }
   const [receipts, header] = await Promise.all([ctx.store.receipts(loc.blockHash), ctx.store.header(loc.blockHash)]);
   if (receipts === undefined || header === undefined) return undefined;
-  if (receipts[loc.transactionIndex] === undefined)
-    throw new Error(`block ${loc.blockNumber}: no receipt for transaction ${loc.transactionIndex}`);
-  const i = loc.transactionIndex;
+  if (receipts[i] === undefined) throw new Error(`block ${loc.blockNumber}: no receipt for transaction ${i}`);
   return receiptText(ctx, header, loc.tx, i, receipts[i] as ReceiptRecord, receipts[i - 1]);
-}
-
-/**
- * The receipt of one located transaction read alone (the store's receiptAt: the block's other
- * receipts' logs are not built), for pages of receipts across many blocks; undefined when its
- * block is no longer canonical.
- */
-export async function singleReceipt(
-  ctx: HandlerContext,
-  loc: TxWithLocation,
-): Promise<JsonText<JsonReceipt> | undefined> {
-  if (ctx.store.receiptAt === undefined) return transactionReceipt(ctx, loc);
-  const [one, header] = await Promise.all([
-    ctx.store.receiptAt(loc.blockHash, loc.transactionIndex),
-    ctx.store.header(loc.blockHash),
-  ]);
-  if (one === undefined || header === undefined) return undefined;
-  return receiptText(ctx, header, loc.tx, loc.transactionIndex, one.receipt, one.previous);
 }
 
 /**

@@ -13,7 +13,7 @@ import type { JsonAnyTransaction } from '../formatters/transaction.js';
 import type { MethodDef } from '../method.js';
 import { OTS_MAX_PAGE_SIZE } from '../ots.js';
 import { decodeAddress, decodeArgs, decodeGoUint } from '../params.js';
-import { locate, selectBlock, singleReceipt } from '../reads.js';
+import { locate, selectBlock, transactionReceipt } from '../reads.js';
 
 export interface SearchParams {
   address: Bytes;
@@ -41,7 +41,7 @@ async function pageOf(
   for (const p of page.positions) {
     // The one transaction and its receipt, each read alone: a page's blocks are not decoded whole.
     const loc = await transactionAt(ctx, p.number, p.index);
-    const receipt = loc === undefined ? undefined : await singleReceipt(ctx, loc);
+    const receipt = loc === undefined ? undefined : await transactionReceipt(ctx, loc);
     if (loc === undefined || receipt === undefined)
       throw new ServerError(`transaction ${p.index} of block #${p.number} not found`);
     txs.push(formatAnyTransaction(loc));

@@ -180,6 +180,9 @@ function withDepositReceipt(tx: TxRecord, receipt: StoredReceipt | undefined): v
 /** What the receipts cache may hold, by receiptsWeight(). */
 const RECEIPT_CACHE_BYTES = 64 << 20;
 
+/** Receipts read alone kept (receiptAt): a few hundred bytes each. */
+const RECEIPTS_ALONE = 16_384;
+
 /**
  * Estimated heap bytes of a block's receipt records and of the JSON texts rpc's memo keeps on
  * them: per receipt its object and text; per log its record, its five byte arrays and its text
@@ -253,6 +256,10 @@ export class LevelChainStore implements ChainStore {
    * JSON texts rpc's memo hangs on them), so ~40 blocks at mainnet's few hundred receipts (1.6 MB each with their texts).
    */
   private readonly receiptCache = new HashCache<ReceiptRecord[]>(1024, RECEIPT_CACHE_BYTES);
+  /** Receipts read alone (receiptAt), by block hash and index: their logs copied out of the block's row. */
+  private readonly receiptsAlone = new PairCache<{ receipt: ReceiptRecord; previous: ReceiptRecord | undefined }>(
+    RECEIPTS_ALONE,
+  );
   /** The address-appearance index was seen to cover the whole chain (appearancesComplete). */
   private appearancesWhole = false;
   /** Contract code by code hash (content-addressed): 4,096 codes. */
@@ -786,7 +793,10 @@ export class LevelChainStore implements ChainStore {
     for (const b of commit.added) numbers.push(b.number);
     for (const n of numbers) this.canonicalCache.delete(n);
     // A tx of an orphaned block may be in the new branch at another place, or nowhere.
-    if (commit.removed.length > 0) this.txCache.clear();
+    if (commit.removed.length > 0) {
+      this.txCache.clear();
+      this.receiptsAlone.clear();
+    }
     this.logQueries.forget(numbers, commit.removed.length > 0);
   }
 
@@ -1000,10 +1010,10 @@ export class LevelChainStore implements ChainStore {
 
   /**
    * Receipt `index` of a canonical block and the one before it, as receipts() gives them when the
-   * block's receipts are cached; else read alone: the Receipts row, and only this transaction's
-   * logs built from the block's LogBlocks row, indexed once in the log queries' cache (the
-   * receipts are not cached: a page of receipts across many blocks, an Otterscan search's, would
-   * push out the blocks served whole).
+   * block's receipts are cached; else read alone: its item of the Receipts row, and only this
+   * transaction's logs built from the block's LogBlocks row (indexed once in the log queries'
+   * cache), copied out of it, and kept in a cache of single receipts (a receipt asked again is the
+   * same record, so its formatted text is remembered with it).
    */
   receiptAt(
     blockHash: Bytes,
@@ -1017,6 +1027,10 @@ export class LevelChainStore implements ChainStore {
         const receipt = cached[index];
         return receipt === undefined ? undefined : { receipt, previous: cached[index - 1] };
       }
+      const key = Uint8Array.of(index >>> 24, index >>> 16, index >>> 8, index);
+      const alone = this.receiptsAlone.get(blockHash, key);
+      if (alone !== undefined) return alone;
+      const gen = this.gen;
       const rows = tables.receipts.getRawSync(this.db, blockHash);
       const headRaw = tables.headers.getSync(this.db, blockHash);
       if (rows === undefined || headRaw === undefined) throw new Error(`block ${number}: receipts rows missing`);
@@ -1034,17 +1048,15 @@ export class LevelChainStore implements ChainStore {
         const transactionHash = splitBlockTxHashes(hashes).hashes.slice(32 * index, 32 * index + 32);
         const at = { blockNumber: number, blockHash: blockHash.slice(), transactionHash, transactionIndex: index };
         const blockTimestamp = headerTxFields(headRaw).timestamp;
-        for (const l of logs)
-          receipt.logs.push({
-            ...at,
-            address: l.address,
-            topics: l.topics,
-            data: l.data,
-            blockTimestamp,
-            logIndex: l.logIndex,
-          });
+        // Copies: the views would keep the block's whole decompressed log row alive in the cache.
+        for (const l of logs) {
+          const [address, topics, data] = [l.address.slice(), l.topics.map((t) => t.slice()), l.data.slice()];
+          receipt.logs.push({ ...at, address, topics, data, blockTimestamp, logIndex: l.logIndex });
+        }
       }
-      return { receipt, previous: previous === undefined ? undefined : receiptRecord(previous) };
+      const out = { receipt, previous: previous === undefined ? undefined : receiptRecord(previous) };
+      if (gen === this.gen) this.receiptsAlone.set(blockHash, key, out);
+      return out;
     });
   }
 
