@@ -214,13 +214,13 @@ describe('traces of a contract workload against anvil', () => {
   });
 
   test('ots_getContractCreator and the searches for the contracts equal Erigon’s answers', async () => {
-    const { hubA, childA, childB } = work.contracts;
     await expectReference(
       Object.values(work.contracts).map((a): Call => ['ots_getContractCreator', [a]]),
       (a) => a,
     );
     await expectReference(
-      [hubA, childA, childB].flatMap((a): Call[] => [
+      // Internal calls included: hubB is reached by STATICCALL and a reverted call, lib only by DELEGATECALL.
+      Object.values(work.contracts).flatMap((a): Call[] => [
         ['ots_searchTransactionsBefore', [a, 0, 25]],
         ['ots_searchTransactionsAfter', [a, 0, 25]],
       ]),
