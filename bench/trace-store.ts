@@ -1,10 +1,11 @@
 // `npm run bench:trace-store -- --datadir <dir> [--samples 200] [--blocks 20] [--reexec 20]`: the
-// server-side time of trace calls answered from the call frames recorded at import, on a datadir
-// an executing import wrote (the mainnet-shaped chain's: blocks of mainnet's size), through the rpc
-// service's handle() one call at a time: each kind on a freshly opened store (cold: every key
-// asked once), then the same calls again (warm). Beside them, the same transactions traced by
-// re-execution (the store without its recorded frames), for the ratio. Every reply is checked:
-// the top call frame's sender and gas used against the transaction and its receipt, a block's
+// server-side time of trace calls answered from the call frames and state diffs recorded at
+// import, on a datadir an executing import wrote (the mainnet-shaped chain's: blocks of mainnet's
+// size), through the rpc service's handle() one call at a time: each kind on a freshly opened store
+// (cold: every key asked once), then the same calls again (warm). Beside them, the same
+// transactions traced by re-execution (the store without its recorded rows), for the ratio. Every
+// reply is checked: the top call frame's sender and gas used against the transaction and its
+// receipt, the sender's nonce in each state diff, a block's
 // traces against its transactions, trace_filter's entries against trace_block's of every block of
 // the range filtered by the bench itself, ots_searchTransactionsBefore's against a scan of the
 // range's transactions.
@@ -40,7 +41,7 @@ async function call<T>(svc: RpcServiceApi, method: string, params: unknown[]): P
 function unrecorded(store: ChainStore): ChainStore {
   return new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop === 'txFrames') return undefined;
+      if (prop === 'txFrames' || prop === 'txStateDiffs') return undefined;
       const v = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;
     },
@@ -131,6 +132,30 @@ await run(
     if (lower(first.action.from) !== t.from || first.transactionHash !== t.hash) throw new Error(`${t.hash}: trace`);
   },
 );
+// State diffs recorded at import: the sender's nonce is in every transaction's diff.
+const senderInDiff = (t: TxFact, pre: Json | undefined, post: Json | undefined): void => {
+  if (
+    (pre?.[t.from] as Json | undefined)?.nonce === undefined ||
+    (post?.[t.from] as Json | undefined)?.nonce === undefined
+  )
+    throw new Error(`${t.hash}: the sender's nonce is not in the diff`);
+};
+const DIFF_MODE = { tracer: 'prestateTracer', tracerConfig: { diffMode: true } };
+await run(
+  'debug_traceTransaction prestateTracer diffMode',
+  someTxs.map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
+  (i, r) => senderInDiff(someTxs[i] as TxFact, (r as Json).pre as Json, (r as Json).post as Json),
+);
+await run(
+  'trace_replayTransaction stateDiff',
+  someTxs.map((t) => body('trace_replayTransaction', [t.hash, ['stateDiff']])),
+  (i, r) => {
+    const t = someTxs[i] as TxFact;
+    const nonce = ((r as Json).stateDiff as Json)?.[t.from] as Json | undefined;
+    if ((nonce?.nonce as Json | undefined)?.['*'] === undefined)
+      throw new Error(`${t.hash}: stateDiff without the sender's nonce`);
+  },
+);
 const someBlocks = pick(blocks, blockSamples);
 await run(
   `debug_traceBlockByNumber callTracer (${Math.round(txs.length / Math.max(1, blocks.length))} txs a block)`,
@@ -216,6 +241,12 @@ await run(
   'debug_traceTransaction callTracer, re-executed',
   slow.map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
   (i, r) => topFrame(slow[i] as TxFact, r as Json),
+  false,
+);
+await run(
+  'debug_traceTransaction prestateTracer diffMode, re-executed',
+  slow.map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
+  (i, r) => senderInDiff(slow[i] as TxFact, (r as Json).pre as Json, (r as Json).post as Json),
   false,
 );
 console.log(`\nload average at the end ${loadavg()[0]?.toFixed(1)}`);
