@@ -208,7 +208,7 @@ async function recordedBlock(
   try {
     const first = make(budget);
     if (!exec.replayable(first)) return undefined;
-    const rows = await recordedRows(ctx, header, deadline, first.replaysChanges === true);
+    const rows = await recordedRows(ctx, header, deadline, first.replaysChanges === true, only);
     if (rows === undefined) return undefined;
     const row = rows.frames;
     const changes =
@@ -262,16 +262,24 @@ interface RecordedRows {
   changes?: Bytes | undefined;
 }
 
-/** The stored rows of a block, or the rows computed by re-executing it when the store lacks one. */
+/**
+ * The stored rows of a block, or the rows computed by re-executing it when the store lacks one.
+ * For one transaction (`only`) of a block without rows, only rows computed already: else the
+ * caller re-executes the block up to that transaction, as geth does (computing a mainnet-sized
+ * block's rows takes seconds, past the default trace timeout, where its first transactions take
+ * milliseconds); a trace of the whole block computes them and keeps them.
+ */
 async function recordedRows(
   ctx: HandlerContext,
   header: HeaderRecord,
   deadline: number,
   withChanges: boolean,
+  only: number | undefined,
 ): Promise<RecordedRows | undefined> {
   const frames = await ctx.store.txFrames?.(header.hash);
   const changes = withChanges ? await ctx.store.txStateDiffs?.(header.hash) : undefined;
   if (frames !== undefined && (!withChanges || changes !== undefined)) return { frames, changes };
+  if (only !== undefined) return computed.get(ctx.store)?.peek(header.hash);
   return computedFrames(ctx, header, deadline);
 }
 
@@ -297,6 +305,11 @@ class ComputedFrames {
   private readonly rows = new Map<string, Computed>();
   private readonly running = new Map<string, Promise<Computed | undefined>>();
   private bytes = 0;
+
+  /** The rows computed for block `hash`, if they are kept. */
+  peek(hash: Bytes): Computed | undefined {
+    return this.rows.get(toData(hash));
+  }
 
   async get(hash: Bytes, compute: () => Promise<Computed | undefined>): Promise<Computed | undefined> {
     const key = toData(hash);
