@@ -367,12 +367,17 @@ async function checkBlocks(chain: Chain, name: ChainName): Promise<void> {
 
 async function checkTransactionsByHash(chain: Chain, name: ChainName): Promise<void> {
   let count = 0;
+  // Compared as JSON text (field order included) and asserted once: a matcher per transaction
+  // cost more than the lookups.
+  const differ: unknown[] = [];
   for (const block of chain.blocks) {
     for (const t of block.transactions as JsonTransaction[]) {
-      expect(await chain.client.call('eth_getTransactionByHash', t.hash)).toEqual(t);
+      const got = await chain.client.call('eth_getTransactionByHash', t.hash);
+      if (JSON.stringify(got) !== JSON.stringify(t)) differ.push({ got, want: t });
       count++;
     }
   }
+  expect(differ.slice(0, 3)).toEqual([]);
   if (name === 'execution-apis') expect(count).toBe(249);
   expect(await chain.client.call('eth_getTransactionByHash', kec('0x1234'))).toBeNull();
 }
