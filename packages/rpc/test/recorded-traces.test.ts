@@ -93,7 +93,7 @@ async function compareBlocks(
         STEPPED,
       ]);
       expect(fromRecord.map((t) => t.result)).toEqual(fromSteps.map((t) => t.result.callTracer));
-      const both = await rpc(recorded, 'debug_traceBlockByNumber', [hex(n), STEPPED]);
+      const both = await rpc<{ result: Json }[]>(recorded, 'debug_traceBlockByNumber', [hex(n), STEPPED]);
       expect(text(both)).toBe(text(fromSteps));
       if (diffOptions)
         expect(text(await rpc(recorded, 'debug_traceBlockByNumber', [hex(n), DIFF_BARE]))).toBe(
@@ -120,6 +120,12 @@ async function compareBlocks(
         expect(await rpc(recorded, 'ots_traceTransaction', [h])).toEqual(
           await rpc(replayed, 'ots_traceTransaction', [h]),
         );
+      // The block's last transaction alone, from the rows, is its entry of the block's.
+      const last = block.transactions.length - 1;
+      const h = block.transactions[last];
+      expect(text(await rpc(recorded, 'debug_traceTransaction', [h, STEPPED]))).toBe(text(both[last]?.result));
+      const one = await rpc<Json>(recorded, 'trace_replayTransaction', [h, ['stateDiff']]);
+      expect(text(one.stateDiff)).toBe(text(parity[last]?.stateDiff));
       txs += block.transactions.length;
     }
     // trace_filter over the whole chain by addresses its frames name, from blooms and rows against
