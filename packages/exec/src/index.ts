@@ -34,6 +34,7 @@ export {
   StateDiffTracer,
   parityError,
   rawTxCallArgs,
+  blockRewardTraces,
   rewardTraces,
   BlockFrameRecorder,
   FrameRecorder,

@@ -105,12 +105,20 @@ export async function blockFlatTraces(
   }
   // Rewards: blocks of proof of work only (a block of difficulty 0 has none).
   if (opts.only !== undefined || header.number === 0n || header.difficulty === 0n) return out;
+  const common = await (await executorOf(ctx)).chainCommon();
+  // A block without uncles: its header holds all its reward needs; else its uncles from the block.
+  if (NO_UNCLES.equals(header.uncleHash)) {
+    for (const r of exec.blockRewardTraces(common, header, [])) out.push(localize(r, at));
+    return out;
+  }
   const raw = await ctx.store.rawBlock(header.hash);
   if (raw === undefined) return out;
-  const common = await (await executorOf(ctx)).chainCommon();
   for (const r of exec.rewardTraces(common, raw)) out.push(localize(r, at));
   return out;
 }
+
+/** Keccak-256 of RLP([]): the uncle hash of a block without uncles. */
+export const NO_UNCLES = Buffer.from('1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347', 'hex');
 
 /** TraceResults of a stored block's transactions (only the one at `only` when given), re-executed. */
 export async function blockTraceResults(

@@ -611,6 +611,17 @@ describe('debug_trace* against the receipts and the stored state', () => {
     const mine = all.filter((e) => e.action.from === from);
     expect(await rpc(svc, 'trace_filter', [{ ...range, fromAddress: [from] }])).toEqual(mine);
     expect(await rpc(svc, 'trace_filter', [{ ...range, after: 1, count: 2 }])).toEqual(all.slice(1, 3));
+    // Rewards: the miner of a proof-of-work block matched as the reward's author over a range (the
+    // index lists no transaction of it in the blocks it only mined), as trace_block's entries say.
+    const rewarded = all.find((e) => e.type === 'reward')?.action.author;
+    expect(rewarded).toBeDefined();
+    const wide = { fromBlock: hex(Math.max(1, n - 20)), toBlock: hex(n + 20) };
+    const want: FlatEntry[] = [];
+    for (let k = Math.max(1, n - 20); k <= n + 20; k++)
+      for (const e of await rpc<FlatEntry[]>(svc, 'trace_block', [hex(k)]))
+        if ((e.type === 'reward' ? e.action.author : e.action.to) === rewarded) want.push(e);
+    expect(want.some((e) => e.type === 'reward')).toBe(true);
+    expect(await rpc(svc, 'trace_filter', [{ ...wide, toAddress: [rewarded] }])).toEqual(want);
     const err = async (params: unknown[]) => (await call(svc, 'trace_filter', params)).error;
     expect(await err([{ fromBlock: hex(n), toBlock: hex(n - 1) }])).toEqual({
       code: -32602,

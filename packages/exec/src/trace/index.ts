@@ -5,7 +5,16 @@ export { TraceEngine, TraceReplayError, traceTx } from './replay.js';
 export type { BlockTraceOptions, TxTrace } from './replay.js';
 export { TRACER_NAMES, makeTracer } from './tracers/index.js';
 export type { StructLoggerConfig, TracerChoice } from './tracers/index.js';
-export { FlatTracer, ParityTracer, StateDiffTracer, parityError, rawTxCallArgs, rewardTraces } from './parity/index.js';
+export {
+  FlatTracer,
+  ParityTracer,
+  StateDiffTracer,
+  blockRewardTraces,
+  parityError,
+  rawTxCallArgs,
+  rewardTraces,
+} from './parity/index.js';
+export type { RewardBlock } from './parity/index.js';
 export type { JsonAccountDiff, JsonDelta, JsonFlatTrace, JsonTraceResults, ParityTraceTypes } from './parity/index.js';
 // Otterscan's tracers (ots_*), on the same events.
 export * from './ots/tracers.js';

@@ -15,6 +15,7 @@ import { TRACE_COST } from '../trace.js';
 import {
   PARITY_TRACE_CREDITS,
   PARITY_TRACE_ERRORS,
+  NO_UNCLES,
   blockFlatTraces,
   blockNotFound,
   parityDeadline,
@@ -125,7 +126,7 @@ export async function* blocksToTrace(
     if (bloom !== undefined && indexed !== undefined && n >= indexed.framesFrom) {
       const txs = indexed.byBlock.get(n);
       // No transaction names an address: only a proof-of-work block's rewards can match.
-      if (txs === undefined && header.difficulty === 0n) continue;
+      if (txs === undefined && !rewardsMayMatch(header, addresses)) continue;
       yield { header, pick: (index) => txs?.has(index) === true };
     } else yield { header, pick: bytesPick?.(header) };
   }
@@ -155,6 +156,16 @@ async function indexedTxs(
     }
   }
   return { framesFrom, byBlock };
+}
+
+/**
+ * Whether a block's reward entries may name one of `addresses`: a block of proof of work whose
+ * miner is one of them, or that has uncles (their miners are in its body).
+ */
+function rewardsMayMatch(header: HeaderRecord, addresses: Uint8Array[]): boolean {
+  if (header.difficulty === 0n) return false;
+  if (!NO_UNCLES.equals(header.uncleHash)) return true;
+  return addresses.some((a) => Buffer.from(a).equals(header.coinbase));
 }
 
 function filterAddresses(filter: TraceFilter): Uint8Array[] {

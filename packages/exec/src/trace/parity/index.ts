@@ -21,7 +21,8 @@ export type {
 } from './flat.js';
 export { StateDiffTracer } from './state-diff.js';
 export type { JsonAccountDiff, JsonDelta } from './state-diff.js';
-export { rewardTraces } from './rewards.js';
+export { blockRewardTraces, rewardTraces } from './rewards.js';
+export type { RewardBlock } from './rewards.js';
 export { rawTxCallArgs } from './raw-tx.js';
 
 /** The trace types of trace_replay* and trace_call this node serves. */
