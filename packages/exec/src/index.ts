@@ -39,6 +39,7 @@ export {
   BlockFrameRecorder,
   FrameRecorder,
   bloomMayHold,
+  bloomProbe,
   frameBloom,
   txFramesMayHold,
   replayRecorded,

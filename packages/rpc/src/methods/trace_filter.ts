@@ -116,10 +116,11 @@ export async function* blocksToTrace(
   const addresses = filterAddresses(filter);
   const blooms = addresses.length > 0 ? await ctx.store.frameBlooms?.(from, to) : undefined;
   const indexed = blooms === undefined ? undefined : await indexedTxs(ctx, addresses, from, to);
+  const probes = addresses.map((a) => exec.bloomProbe(a));
   const bytesPick = txPick(exec, filter);
   for (let n = from; n <= to; n++) {
     const bloom = blooms?.[Number(n - from)];
-    if (bloom !== undefined && !addresses.some((a) => exec.bloomMayHold(bloom, a))) continue;
+    if (bloom !== undefined && !probes.some((mayHold) => mayHold(bloom))) continue;
     const hash = await ctx.store.canonicalHash(n);
     const header = hash === undefined ? undefined : await ctx.store.header(hash);
     if (header === undefined) throw blockNotFound({ number: n });

@@ -368,6 +368,12 @@ export function frameBloom(addresses: Iterable<Bytes>): Uint8Array {
 
 /** Whether `bloom` (frameBloom) may hold `address`; false is exact. */
 export function bloomMayHold(bloom: Uint8Array, address: Bytes): boolean {
-  if (bloom.length !== FRAME_BLOOM_BYTES) return true;
-  return bloomBits(address).every((b) => ((bloom[b >> 3] as number) & (1 << (b & 7))) !== 0);
+  return bloomProbe(address)(bloom);
+}
+
+/** bloomMayHold for one address over many blooms: its bits found once. */
+export function bloomProbe(address: Bytes): (bloom: Uint8Array) => boolean {
+  const bits = bloomBits(address);
+  return (bloom) =>
+    bloom.length !== FRAME_BLOOM_BYTES || bits.every((b) => ((bloom[b >> 3] as number) & (1 << (b & 7))) !== 0);
 }
