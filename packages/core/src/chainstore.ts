@@ -107,7 +107,8 @@ export interface ChainStore {
   /**
    * Receipt `index` of the canonical block `blockHash` with its logs, and the receipt before it
    * (its cumulative gas gives gasUsed), without building the block's other receipts' logs;
-   * undefined when the block is not canonical or has no such receipt. Absent: use receipts().
+   * undefined when the block is not canonical, has no such receipt, or is not held here (a
+   * joined node's blocks below its first): callers then use receipts(). Absent: use receipts().
    */
   receiptAt?(
     blockHash: Bytes,
@@ -115,7 +116,8 @@ export interface ChainStore {
   ): Promise<{ receipt: ReceiptRecord; previous: ReceiptRecord | undefined } | undefined>;
   /**
    * Transaction `index` of the canonical block `number`, with its location, without decoding the
-   * block's others; undefined when there is none. Absent: read the block.
+   * block's others; undefined when there is none here (callers then read the block). Absent: read
+   * the block.
    */
   transactionAt?(number: bigint, index: number): Promise<TxWithLocation | undefined>;
   /**

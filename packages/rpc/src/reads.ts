@@ -76,7 +76,8 @@ export async function blockReceipts(ctx: HandlerContext, hash: Bytes): Promise<J
 /**
  * The receipt of one located transaction; undefined when its block is no longer canonical. Read
  * alone where the store can (receiptAt: the block's other receipts and their logs are not built),
- * else from the block's receipts.
+ * else from the block's receipts (also when receiptAt has none: a joined node's store answers
+ * blocks below its first from its history upstream through receipts() only).
  */
 export async function transactionReceipt(
   ctx: HandlerContext,
@@ -85,8 +86,8 @@ export async function transactionReceipt(
   const i = loc.transactionIndex;
   if (ctx.store.receiptAt !== undefined) {
     const [one, header] = await Promise.all([ctx.store.receiptAt(loc.blockHash, i), ctx.store.header(loc.blockHash)]);
-    if (one === undefined || header === undefined) return undefined;
-    return receiptText(ctx, header, loc.tx, i, one.receipt, one.previous);
+    if (header === undefined) return undefined;
+    if (one !== undefined) return receiptText(ctx, header, loc.tx, i, one.receipt, one.previous);
   }
   const [receipts, header] = await Promise.all([ctx.store.receipts(loc.blockHash), ctx.store.header(loc.blockHash)]);
   if (receipts === undefined || header === undefined) return undefined;

@@ -52,7 +52,8 @@ async function pageOf(
 
 /** Transaction `index` of canonical block `number`, from the store's transactionAt, else the block. */
 async function transactionAt(ctx: HandlerContext, number: bigint, index: number): Promise<TxWithLocation | undefined> {
-  if (ctx.store.transactionAt !== undefined) return ctx.store.transactionAt(number, index);
+  const alone = await ctx.store.transactionAt?.(number, index);
+  if (alone !== undefined) return alone;
   const block = await selectBlock(ctx, { kind: 'number', number });
   return block === undefined ? undefined : locate(block, index);
 }
