@@ -10,10 +10,10 @@
 // the range filtered by the bench itself, ots_searchTransactionsBefore's against a scan of the
 // range's transactions.
 import { loadavg } from 'node:os';
-import type { ChainStore } from '@chainnode/core';
 import { createRpcService } from '@chainnode/rpc';
 import type { RpcServiceApi } from '@chainnode/rpc';
 import { openChainStore } from '@chainnode/store';
+import { withoutRecordedRows } from '@chainnode/testkit';
 import { arg } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
 import { timeCalls } from './src/timed-calls.js';
@@ -38,16 +38,6 @@ async function call<T>(svc: RpcServiceApi, method: string, params: unknown[]): P
   return r.result as T;
 }
 
-function unrecorded(store: ChainStore): ChainStore {
-  return new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop === 'txFrames' || prop === 'txStateDiffs') return undefined;
-      const v = Reflect.get(target, prop, receiver);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
-}
-
 const pct = (xs: number[], p: number): string =>
   ([...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] as number).toFixed(2);
 
@@ -59,7 +49,7 @@ async function run(
   recorded = true,
 ): Promise<void> {
   const store = await openChainStore(datadir);
-  const svc = createRpcService(recorded ? store : unrecorded(store), { callTimeoutMs: 120_000 });
+  const svc = createRpcService(recorded ? store : withoutRecordedRows(store), { callTimeoutMs: 120_000 });
   await svc.handle(body('eth_blockNumber', []));
   const line: string[] = [];
   for (const pass of ['cold', 'warm']) {

@@ -6,11 +6,10 @@
 // stateDiff). The suite compares a sample of blocks (its time is a budget); this checks them all.
 // Prints each block whose answers differ, and exits 1 when one does.
 import { loadavg } from 'node:os';
-import type { ChainStore } from '@chainnode/core';
 import { createRpcService } from '@chainnode/rpc';
 import type { RpcServiceApi } from '@chainnode/rpc';
 import { openChainStore } from '@chainnode/store';
-import { datadirCopy } from '@chainnode/testkit';
+import { datadirCopy, withoutRecordedRows } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 
 const args = process.argv.slice(2);
@@ -27,17 +26,6 @@ async function rpc(svc: RpcServiceApi, method: string, params: unknown[]): Promi
   return JSON.stringify(r.result);
 }
 
-/** The same store without its recorded rows: every trace re-executes. */
-function unrecorded(store: ChainStore): ChainStore {
-  return new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop === 'txFrames' || prop === 'txStateDiffs' || prop === 'frameBlooms') return undefined;
-      const v = Reflect.get(target, prop, receiver);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
-}
-
 const STEPPED = {
   tracer: 'muxTracer',
   tracerConfig: { callTracer: { withLog: true }, prestateTracer: { diffMode: true } },
@@ -48,7 +36,7 @@ const store = await openChainStore(copy.dir);
 let failed = 0;
 try {
   const recorded = createRpcService(store, { callTimeoutMs: 600_000 });
-  const replayed = createRpcService(unrecorded(store), { callTimeoutMs: 600_000 });
+  const replayed = createRpcService(withoutRecordedRows(store), { callTimeoutMs: 600_000 });
   const head = Number(JSON.parse(await rpc(recorded, 'eth_blockNumber', [])));
   const from = Number(opt('from') ?? '1');
   const to = Math.min(head, Number(opt('to') ?? String(head)));

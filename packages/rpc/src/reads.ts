@@ -84,13 +84,11 @@ export async function transactionReceipt(
   loc: TxWithLocation,
 ): Promise<JsonText<JsonReceipt> | undefined> {
   const i = loc.transactionIndex;
-  if (ctx.store.receiptAt !== undefined) {
-    const [one, header] = await Promise.all([ctx.store.receiptAt(loc.blockHash, i), ctx.store.header(loc.blockHash)]);
-    if (header === undefined) return undefined;
-    if (one !== undefined) return receiptText(ctx, header, loc.tx, i, one.receipt, one.previous);
-  }
-  const [receipts, header] = await Promise.all([ctx.store.receipts(loc.blockHash), ctx.store.header(loc.blockHash)]);
-  if (receipts === undefined || header === undefined) return undefined;
+  const [one, header] = await Promise.all([ctx.store.receiptAt?.(loc.blockHash, i), ctx.store.header(loc.blockHash)]);
+  if (header === undefined) return undefined;
+  if (one !== undefined) return receiptText(ctx, header, loc.tx, i, one.receipt, one.previous);
+  const receipts = await ctx.store.receipts(loc.blockHash);
+  if (receipts === undefined) return undefined;
   if (receipts[i] === undefined) throw new Error(`block ${loc.blockNumber}: no receipt for transaction ${i}`);
   return receiptText(ctx, header, loc.tx, i, receipts[i] as ReceiptRecord, receipts[i - 1]);
 }

@@ -2,7 +2,8 @@
 // decoder, the localized entry (block, transaction and position around a flat trace entry), a
 // stored block's flat traces with its rewards, one transaction's TraceResults by re-execution,
 // their credits and their errors.
-import { RpcError, toData } from '@chainnode/core';
+import { KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
+import { RpcError, bytesEqual, toData } from '@chainnode/core';
 import type { BlockRecord, Bytes, HeaderRecord } from '@chainnode/core';
 import type { JsonFlatTrace, JsonTraceResults, ParityTraceTypes, TraceBudget } from '@chainnode/exec';
 import { executorOf, loadExec } from './call.js';
@@ -107,7 +108,7 @@ export async function blockFlatTraces(
   if (opts.only !== undefined || header.number === 0n || header.difficulty === 0n) return out;
   const common = await (await executorOf(ctx)).chainCommon();
   // A block without uncles: its header holds all its reward needs; else its uncles from the block.
-  if (NO_UNCLES.equals(header.uncleHash)) {
+  if (bytesEqual(header.uncleHash, KECCAK256_RLP_ARRAY)) {
     for (const r of exec.blockRewardTraces(common, header, [])) out.push(localize(r, at));
     return out;
   }
@@ -116,9 +117,6 @@ export async function blockFlatTraces(
   for (const r of exec.rewardTraces(common, raw)) out.push(localize(r, at));
   return out;
 }
-
-/** Keccak-256 of RLP([]): the uncle hash of a block without uncles. */
-export const NO_UNCLES = Buffer.from('1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347', 'hex');
 
 /** TraceResults of a stored block's transactions (only the one at `only` when given), re-executed. */
 export async function blockTraceResults(

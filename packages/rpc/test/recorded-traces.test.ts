@@ -8,9 +8,8 @@
 // block re-executed; the Otterscan search by the same addresses and by those only internal frames
 // name lists what a scan of the traces and receipts finds. A store without a block's row (a
 // replica's) records it by re-executing the block, and answers the same.
-import type { ChainStore } from '@chainnode/core';
 import { openChainStore } from '@chainnode/store';
-import { datadirCopy } from '@chainnode/testkit';
+import { datadirCopy, withoutRecordedRows } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import type { RpcServiceApi } from '../src/index.js';
@@ -24,22 +23,6 @@ async function rpc<T>(svc: RpcServiceApi, method: string, params: unknown[]): Pr
 }
 
 const hex = (n: number | bigint): string => `0x${n.toString(16)}`;
-
-/**
- * The same store with no recorded frames: every trace re-executes (`rows: 'none'`: a store that
- * cannot hold them), or the frame traces record the block by re-executing it first (`'missing'`:
- * a replica's store, which has none of its blocks' rows).
- */
-function unrecorded(store: ChainStore, rows: 'none' | 'missing' = 'none'): ChainStore {
-  return new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop === 'frameBlooms') return undefined;
-      if (prop === 'txFrames' || prop === 'txStateDiffs') return rows === 'none' ? undefined : async () => undefined;
-      const v = Reflect.get(target, prop, receiver);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
-}
 
 const CALLS = { tracer: 'callTracer', tracerConfig: { withLog: true } };
 /**
@@ -66,8 +49,8 @@ async function compareBlocks(
   const store = await openChainStore(copy.dir);
   try {
     const recorded = createRpcService(store, { callTimeoutMs: 60_000 });
-    const replayed = createRpcService(unrecorded(store), { callTimeoutMs: 60_000 });
-    const computed = createRpcService(unrecorded(store, 'missing'), { callTimeoutMs: 60_000 });
+    const replayed = createRpcService(withoutRecordedRows(store), { callTimeoutMs: 60_000 });
+    const computed = createRpcService(withoutRecordedRows(store, 'missing'), { callTimeoutMs: 60_000 });
     const head = Number(await rpc<string>(recorded, 'eth_blockNumber', []));
     let txs = 0;
     let rows = 0;

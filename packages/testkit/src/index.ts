@@ -165,4 +165,5 @@ export { ALERT_RULES, ALERT_TESTS, DASHBOARD, alertExpressions, dashboardQueries
 export { missingTools, toolPath } from './tools.js';
 export { TOKEN_SOURCE, compileToken } from './token.js';
 export { compiledContract, compileSolidity } from './solc.js';
+export { withoutRecordedRows } from './recorded-rows.js';
 export type { CompiledSolidity, SolidityInput } from './solc.js';

@@ -4,7 +4,8 @@
 // (Erigon's and reth's paging). The blocks and transactions traced are those the frame blooms and
 // the address-appearance index cannot rule out (blocksToTrace); the range is bounded by
 // traceFilterMaxBlocks.
-import { InvalidParamsError, toData } from '@chainnode/core';
+import { KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
+import { InvalidParamsError, bytesEqual, toData } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import type { HandlerContext } from '../context.js';
 import { resolveBlockNumber } from '../context.js';
@@ -15,7 +16,6 @@ import { TRACE_COST } from '../trace.js';
 import {
   PARITY_TRACE_CREDITS,
   PARITY_TRACE_ERRORS,
-  NO_UNCLES,
   blockFlatTraces,
   blockNotFound,
   parityDeadline,
@@ -165,7 +165,7 @@ async function indexedTxs(
  */
 function rewardsMayMatch(header: HeaderRecord, addresses: Uint8Array[]): boolean {
   if (header.difficulty === 0n) return false;
-  if (!NO_UNCLES.equals(header.uncleHash)) return true;
+  if (!bytesEqual(header.uncleHash, KECCAK256_RLP_ARRAY)) return true;
   return addresses.some((a) => Buffer.from(a).equals(header.coinbase));
 }
 
