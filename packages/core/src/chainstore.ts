@@ -158,6 +158,13 @@ export interface ChainStore {
    * recorded: one range read. Absent on stores without recorded frames.
    */
   frameBlooms?(from: bigint, to: bigint): Promise<(Bytes | undefined)[]>;
+  /**
+   * The canonical blocks of `from`..`to`, ascending, whose recorded frames the address-appearance
+   * index holds (the blocks an executing import recorded from Meta.frameAppearancesFrom on): for
+   * these, the index lists every transaction whose frames name an address. One range read. Absent
+   * on stores without recorded frames.
+   */
+  frameIndexedBlocks?(from: bigint, to: bigint): Promise<bigint[]>;
   /** The account `address` in the state `stateRoot`; null when absent. */
   account(stateRoot: Bytes, address: Bytes): Promise<AccountRecord | null>;
   /**

@@ -1,5 +1,5 @@
 // A store seen without the rows an executing import recorded for traces (TxFrames, TxStateDiffs,
-// FrameBlooms): what the tests, the trace benches and the trace verifier compare the recorded
+// FrameBlooms, FrameAddresses): what the tests, the trace benches and the trace verifier compare the recorded
 // answers against.
 
 /**
@@ -11,7 +11,7 @@
 export function withoutRecordedRows<S extends object>(store: S, rows: 'none' | 'missing' = 'none'): S {
   return new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop === 'frameBlooms') return undefined;
+      if (prop === 'frameBlooms' || prop === 'frameIndexedBlocks') return undefined;
       if (prop === 'txFrames' || prop === 'txStateDiffs') return rows === 'none' ? undefined : async () => undefined;
       const v = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;

@@ -98,13 +98,15 @@ interface BlockToTrace {
 
 /**
  * The blocks of `from`..`to` whose traces may match `filter`, each with the transactions worth
- * tracing. A block whose frames were recorded is skipped when its frame bloom (every address its
+ * tracing. Where the address-appearance index holds the blocks' recorded frames and the blocks
+ * are past the merge (no rewards to name anyone), the index alone says which blocks and
+ * transactions: every transaction whose frames name one of the addresses (indexScan). Before
+ * that, a block whose frames were recorded is skipped when its frame bloom (every address its
  * frames name, its senders, its rewards' authors; exec's frameBloom) holds none of the filter's
- * addresses. When the address-appearance index holds its frames too (FrameAppearances), only the
- * transactions it lists for one of the addresses are traced (every transaction whose frames name
- * it), and the block is skipped when it lists none and has no rewards. Any other recorded block
- * traces the transactions whose rows may name an address (txPick); a block without recorded
- * frames, all of them.
+ * addresses; when the index holds its frames too, only the transactions it lists are traced, and
+ * the block is skipped when it lists none and its rewards cannot name an address. Any other
+ * recorded block traces the transactions whose rows may name an address (txPick); a block without
+ * recorded frames, all of them.
  */
 export async function* blocksToTrace(
   ctx: HandlerContext,
@@ -114,23 +116,76 @@ export async function* blocksToTrace(
 ): AsyncGenerator<BlockToTrace> {
   const exec = await loadExec();
   const addresses = filterAddresses(filter);
-  const blooms = addresses.length > 0 ? await ctx.store.frameBlooms?.(from, to) : undefined;
-  const indexed = blooms === undefined ? undefined : await indexedTxs(ctx, addresses, from, to);
-  const probes = addresses.map((a) => exec.bloomProbe(a));
+  const recorded = addresses.length > 0 && ctx.store.frameBlooms !== undefined;
+  const indexed = recorded ? await indexedTxs(ctx, addresses, from, to) : undefined;
   const bytesPick = txPick(exec, filter);
-  for (let n = from; n <= to; n++) {
-    const bloom = blooms?.[Number(n - from)];
-    if (bloom !== undefined && !probes.some((mayHold) => mayHold(bloom))) continue;
-    const hash = await ctx.store.canonicalHash(n);
-    const header = hash === undefined ? undefined : await ctx.store.header(hash);
-    if (header === undefined) throw blockNotFound({ number: n });
-    if (bloom !== undefined && indexed !== undefined && n >= indexed.framesFrom) {
-      const txs = indexed.byBlock.get(n);
-      // No transaction names an address: only a proof-of-work block's rewards can match.
-      if (txs === undefined && !rewardsMayMatch(header, addresses)) continue;
-      yield { header, pick: (index) => txs?.has(index) === true };
-    } else yield { header, pick: bytesPick?.(header) };
+  const split =
+    indexed === undefined || ctx.store.frameIndexedBlocks === undefined
+      ? to + 1n
+      : await firstWithoutRewards(ctx, indexed.framesFrom > from ? indexed.framesFrom : from, to);
+  if (split > from) {
+    const blooms = recorded ? await ctx.store.frameBlooms?.(from, split - 1n) : undefined;
+    const probes = addresses.map((a) => exec.bloomProbe(a));
+    for (let n = from; n < split; n++) {
+      const bloom = blooms?.[Number(n - from)];
+      if (bloom !== undefined && !probes.some((mayHold) => mayHold(bloom))) continue;
+      const header = await headerAt(ctx, n);
+      if (bloom !== undefined && indexed !== undefined && n >= indexed.framesFrom) {
+        const txs = indexed.byBlock.get(n);
+        // No transaction names an address: only a proof-of-work block's rewards can match.
+        if (txs === undefined && !rewardsMayMatch(header, addresses)) continue;
+        yield { header, pick: (index) => txs?.has(index) === true };
+      } else yield { header, pick: bytesPick?.(header) };
+    }
   }
+  if (split <= to && indexed !== undefined) yield* indexScan(ctx, split, to, indexed.byBlock, bytesPick);
+}
+
+/**
+ * The blocks of `from`..`to` (all past the merge) the index lists a transaction of, each with
+ * those transactions; a block whose frames the index does not hold (imported with recording off)
+ * with every transaction its rows may name an address in.
+ */
+async function* indexScan(
+  ctx: HandlerContext,
+  from: bigint,
+  to: bigint,
+  byBlock: Map<bigint, Set<number>>,
+  bytesPick: ((header: HeaderRecord) => TxPick) | undefined,
+): AsyncGenerator<BlockToTrace> {
+  const held = new Set(await ctx.store.frameIndexedBlocks?.(from, to));
+  for (let n = from; n <= to; n++) {
+    if (!held.has(n)) {
+      const header = await headerAt(ctx, n);
+      yield { header, pick: bytesPick?.(header) };
+      continue;
+    }
+    const txs = byBlock.get(n);
+    if (txs !== undefined) yield { header: await headerAt(ctx, n), pick: (index) => txs.has(index) };
+  }
+}
+
+/**
+ * The first block of `from`..`to` from which on every block is past the merge (difficulty 0: no
+ * block or uncle rewards); `to` + 1 when `to` is not. A chain's difficulty is 0 from its merge on
+ * (EIP-3675), so a binary search over the range's headers finds it.
+ */
+async function firstWithoutRewards(ctx: HandlerContext, from: bigint, to: bigint): Promise<bigint> {
+  if (from > to || (await headerAt(ctx, to)).difficulty !== 0n) return to + 1n;
+  let [lo, hi] = [from, to];
+  while (lo < hi) {
+    const mid = (lo + hi) / 2n;
+    if ((await headerAt(ctx, mid)).difficulty === 0n) hi = mid;
+    else lo = mid + 1n;
+  }
+  return lo;
+}
+
+async function headerAt(ctx: HandlerContext, n: bigint): Promise<HeaderRecord> {
+  const hash = await ctx.store.canonicalHash(n);
+  const header = hash === undefined ? undefined : await ctx.store.header(hash);
+  if (header === undefined) throw blockNotFound({ number: n });
+  return header;
 }
 
 /**

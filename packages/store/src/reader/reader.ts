@@ -873,6 +873,24 @@ export class LevelChainStore implements ChainStore {
     });
   }
 
+  frameIndexedBlocks(from: bigint, to: bigint): Promise<bigint[]> {
+    return this.guard('frameIndexedBlocks', async () => {
+      // Each such block's FrameAddresses row (its hash and the few addresses it posted): one range
+      // read of small rows, where the frame blooms are 544 bytes a block.
+      const rows = await this.db
+        .iterator({ gte: tables.frameAddresses.key(from), lte: tables.frameAddresses.key(to) })
+        .all();
+      const out: bigint[] = [];
+      for (const [key, value] of rows) {
+        const number = u64Codec.decode(key.subarray(1));
+        // A row of another branch's block at this number (not yet cut here) is not this block's.
+        const canonical = this.canonicalSync(number);
+        if (canonical !== undefined && bytesEqual(canonical, value.subarray(0, 32))) out.push(number);
+      }
+      return out;
+    });
+  }
+
   // --- logs (the query code lives in logs.ts) ---------------------------------------------------
 
   logs(query: LogQuery, options: LogQueryOptions): Promise<LogQueryResult> {
