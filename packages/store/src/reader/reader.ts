@@ -87,6 +87,7 @@ import {
   rlpString,
   trieGet,
   decodeTrieFrom,
+  isDelta,
   nodeBytes,
   readStateTrie,
   readTrieFrom,
@@ -180,6 +181,12 @@ function withDepositReceipt(tx: TxRecord, receipt: StoredReceipt | undefined): v
 /** What the receipts cache may hold, by receiptsWeight(). */
 const RECEIPT_CACHE_BYTES = 64 << 20;
 
+/**
+ * What the state diffs' node cache may hold (diffNodes): the nodes of a few hundred consecutive
+ * blocks' diffs on the fixture chain (~375 rows of ~300 bytes per block).
+ */
+const DIFF_NODE_BYTES = 4 << 20;
+
 /** Receipts read alone kept (receiptAt): a few hundred bytes each. */
 const RECEIPTS_ALONE = 16_384;
 
@@ -264,6 +271,13 @@ export class LevelChainStore implements ChainStore {
   private appearancesWhole = false;
   /** Contract code by code hash (content-addressed): 4,096 codes. */
   private readonly codes = new HashCache<Uint8Array>(4096);
+  /**
+   * Trie nodes and delta rows the state diffs read (stateDiff), by hash (content-addressed: never
+   * stale), apart from trieNodes. Consecutive blocks' diffs share most of them (block N's trie is
+   * the parent side of N + 1's diff, and the base of N's deltas): a replica asks for them in
+   * order. DIFF_NODE_BYTES of rows, at most 16,384.
+   */
+  private readonly diffNodes = new HashCache<Uint8Array>(16_384, DIFF_NODE_BYTES);
   /**
    * Cache misses in progress, one load per key however many callers wait (single-flight; the state
    * history's by block hash and address or slot). Loads that are wholly synchronous (canonical
@@ -1388,16 +1402,35 @@ export class LevelChainStore implements ChainStore {
   }
 
   stateDiff(parentRoot: Bytes, root: Bytes, limits: StateDiffLimits): Promise<StateDiffRecord> {
-    // The nodes of a diff are read once and not kept: they would push hot proof paths out of the
-    // node cache. Nodes the cache holds are taken from it.
+    // The nodes of a diff go to diffNodes, not to the node cache (they would push hot proof paths
+    // out of it); nodes the node cache holds are taken from it. A node's delta bases are read
+    // through diffNodes too (diffRow): the parent's node at the same path is the base of most.
     const nodes: NodeSource = (hash) => {
       const hit = this.trieNodes.get(hash);
       if (hit !== undefined) return hit;
-      const raw = tables.trieNodes.getSync(this.db, hash);
-      return raw === undefined ? undefined : nodeBytes(raw, this.rawNode);
+      const kept = this.diffNodes.get(hash);
+      if (kept !== undefined && !isDelta(kept)) return kept;
+      const raw = kept ?? tables.trieNodes.getSync(this.db, hash);
+      if (raw === undefined) return undefined;
+      const node = nodeBytes(raw, this.diffRow);
+      this.diffNodes.set(hash.slice(), node, node.length);
+      return node;
     };
     return this.guard('stateDiff', () => diffStates(nodes, (h) => this.codeSync(h), parentRoot, root, limits));
   }
+
+  /**
+   * A TrieNodes row for a delta's base in a state diff: a whole node from either cache, else the
+   * row as stored (kept in diffNodes). A view of the node cache is used at once by nodeBytes,
+   * never kept.
+   */
+  private readonly diffRow: RawNodeGet = (hash) => {
+    const hit = this.trieNodes.get(hash) ?? this.diffNodes.get(hash);
+    if (hit !== undefined) return hit;
+    const raw = tables.trieNodes.getSync(this.db, hash);
+    if (raw !== undefined) this.diffNodes.set(hash.slice(), raw, raw.length);
+    return raw;
+  };
 
   /**
    * Verified proof nodes and code (ChainStore.addProvenState) into TrieNodes, keyed by their own
