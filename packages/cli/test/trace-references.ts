@@ -10,9 +10,16 @@ export interface TxFacts {
   gasLimit: string;
   /** The receipt's gasUsed. */
   gasUsed: string;
-  /** The block-wide index of each of the receipt's logs. */
-  logIndexes: string[];
+  /** The block-wide index of each of the receipt's logs (a call's: undefined, from 0). */
+  logIndexes?: string[] | undefined;
 }
+
+/**
+ * geth's text of a halt anvil names as revm does, where they differ. The workload's one stack
+ * underflow is an ADD on an empty stack: geth's text gives the stack's length and the operands
+ * the opcode takes (core/vm/errors.go ErrStackUnderflow).
+ */
+const GETH_HALTS: Record<string, string> = { StackUnderflow: 'stack underflow (0 <=> 2)' };
 
 /** A precompile of Cancun (0x01..0x0a). */
 export function isPrecompile(address: unknown): boolean {
@@ -34,20 +41,21 @@ function frames(f: Json): Json[] {
  * limit and its `gasUsed` the receipt's (anvil: the gas after intrinsic gas, the block's
  * cumulative gas); a failed frame and its descendants keep no logs (geth's clearFailedLogs; anvil
  * keeps a failed top frame's); a log's `index` is its block-wide index (anvil counts from 0 per
- * transaction, reverted logs included).
+ * transaction, reverted logs included; a call's count from 0 in geth too); halts in geth's words.
  */
 export function gethCallFrame(a: Json, tx: TxFacts): Json {
   const copy = structuredClone(a);
   const clear = (f: Json, failed: boolean): void => {
     const gone = failed || f.error !== undefined;
     if (gone) delete f.logs;
+    if (typeof f.error === 'string') f.error = GETH_HALTS[f.error] ?? f.error;
     for (const c of (f.calls as Json[] | undefined) ?? []) clear(c, gone);
   };
   clear(copy, false);
   const logs = frames(copy).flatMap((f) => (f.logs as Json[] | undefined) ?? []);
   logs.sort((x, y) => Number(x.index) - Number(y.index));
   logs.forEach((l, i) => {
-    l.index = tx.logIndexes[i];
+    l.index = tx.logIndexes === undefined ? `0x${i.toString(16)}` : tx.logIndexes[i];
   });
   return { ...copy, gas: tx.gasLimit, gasUsed: tx.gasUsed };
 }
@@ -106,16 +114,32 @@ export function gethFourByte(a: Json, callFrame: Json): Json {
 /**
  * geth's struct logger answer where anvil's (run with --steps-tracing) is `a`: the result's `gas`
  * is the receipt's (anvil: the block's cumulative gas); `refund` only when not 0; a CREATE's or
- * CREATE2's `gasCost` leaves out the gas handed to the new frame (anvil's includes it).
+ * CREATE2's `gasCost` leaves out the gas handed to the new frame (anvil's includes it). An entry
+ * carries the error its opcode met before it ran, in geth's words: out of gas, with the opcode's
+ * constant gas as `gasCost` (anvil: 0 or, for a CALL, what it would have cost; a CALL's constant
+ * gas is EIP-2929's warm access, 100, and another opcode's is taken from an earlier run of the
+ * same pc), or a stack underflow; an error the opcode meets as it runs (0xfe, a bad jump) is on no entry
+ * (geth's interpreter logs the opcode first and reports such errors to OnFault, which the struct
+ * logger leaves out; core/vm/interpreter.go).
  */
-export function gethStructLogs(a: Json, tx: TxFacts): Json {
+const CALL_OPS = new Set(['CALL', 'CALLCODE', 'DELEGATECALL', 'STATICCALL']);
+
+export function gethStructLogs(a: Json, tx: Pick<TxFacts, 'gasUsed'>): Json {
   const logs = a.structLogs as Json[];
   const structLogs = logs.map((s, i) => {
-    const { refund, ...rest } = s;
-    const out: Json = refund === 0 || refund === undefined ? rest : s;
+    const { refund, error, ...rest } = s;
+    const out: Json = refund === 0 || refund === undefined ? rest : { ...rest, refund };
     const next = logs[i + 1];
     if ((s.op === 'CREATE' || s.op === 'CREATE2') && next !== undefined && next.depth === (s.depth as number) + 1)
       out.gasCost = (s.gasCost as number) - (next.gas as number);
+    if (error === 'Some(OutOfGas)') {
+      const earlier = logs.slice(0, i).findLast((e) => e.pc === s.pc && e.op === s.op && e.error === undefined);
+      out.error = 'out of gas';
+      if (CALL_OPS.has(s.op as string)) out.gasCost = 100;
+      else if (earlier !== undefined) out.gasCost = earlier.gasCost;
+    } else if (error === 'Some(StackUnderflow)') out.error = GETH_HALTS.StackUnderflow;
+    else if (error !== undefined && error !== 'Some(InvalidFEOpcode)' && error !== 'Some(InvalidJump)')
+      out.error = error;
     return out;
   });
   return { ...a, gas: Number(tx.gasUsed), structLogs };

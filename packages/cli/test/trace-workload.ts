@@ -1,9 +1,12 @@
-// A Solidity workload for the tracers, sent to anvil in four blocks: nested calls with value
+// A Solidity workload for the tracers, sent to anvil in five blocks: nested calls with value
 // between two contracts, STATICCALL and DELEGATECALL, the precompiles (ecrecover, sha256,
 // identity), CREATE and CREATE2 from a contract, a revert caught by try/catch (a call and a failed
 // CREATE2), top-level reverts with a reason and with a custom error, logs in nested frames,
 // SELFDESTRUCT in the creating transaction, transient storage, and a failed contract creation at
-// the top. The source is trace-workload.sol beside this file; its code, trace-workload.json.
+// the top. The source is trace-workload.sol beside this file; its code, trace-workload.json. A
+// fifth block holds halts other than reverts, from contracts of raw bytecode (FAILING): out of
+// gas, the invalid opcode 0xfe, a stack underflow and a bad jump, each in a frame below a call
+// that goes on, and each at the top of a transaction.
 //
 // anvil keeps some empty accounts geth deletes (../shared/research/anvil-deviations.md: the
 // precompiles a call touches, a failed creation's address, a child created and self-destructed in
@@ -39,12 +42,38 @@ export interface TraceWorkload {
   readonly failedAt: ReadonlyMap<string, readonly string[]>;
   /** The contracts the test searches for: the hubs, the library, the children made by a contract. */
   readonly contracts: { hubA: string; hubB: string; lib: string; childA: string; childB: string };
+  /** The contracts of raw bytecode that halt (FAILING), and the one that calls each of them. */
+  readonly halting: Record<keyof typeof FAILING, string> & { prober: string };
   /** Blocks 1..n hold the workload. */
   readonly blocks: number;
 }
 
+/** Runtimes that halt other than by reverting. */
+export const FAILING = {
+  /** JUMPDEST, PUSH1 0, JUMP: loops until its gas runs out. */
+  loop: '5b600056',
+  /** The designated invalid opcode. */
+  invalid: 'fe',
+  /** ADD on an empty stack. */
+  underflow: '01',
+  /** PUSH1 0, JUMP: to a PUSH1, not a JUMPDEST. */
+  badJump: '600056',
+} as const;
+
+/** Init code that deploys `runtime` (hex, under 256 bytes) as it is. */
+export function deployRuntime(runtime: string): string {
+  const len = (runtime.length / 2).toString(16).padStart(2, '0');
+  return `0x60${len}600c60003960${len}6000f3${runtime}`;
+}
+
+/** A runtime that CALLs each of `targets` with 4,000 gas, no value and no input, then stops. */
+function proberRuntime(targets: readonly string[]): string {
+  const call = (t: string) => `6000600060006000600073${t.slice(2).toLowerCase()}610fa0f150`;
+  return `${targets.map(call).join('')}00`;
+}
+
 /**
- * Sends the workload to anvil (started with --no-mining and --order fifo) and mines it in four
+ * Sends the workload to anvil (started with --no-mining and --order fifo) and mines it in five
  * blocks; each transaction must have the status its purpose says.
  */
 export async function sendTraceWorkload(anvil: string): Promise<TraceWorkload> {
@@ -108,9 +137,24 @@ export async function sendTraceWorkload(anvil: string): Promise<TraceWorkload> {
   await call('nested calls once more', true, d3, 'nested', [hubB, 1], 10);
   await mine();
 
+  // Block 5: halts other than reverts, below a call that goes on and at the top. The looping
+  // transaction's gas is small: its struct log has an entry per step.
+  const n5 = await nonce(d0);
+  const names = Object.keys(FAILING) as (keyof typeof FAILING)[];
+  const halting = Object.fromEntries(names.map((k, i) => [k, getCreateAddress({ from: d0, nonce: n5 + i })])) as Record<
+    keyof typeof FAILING,
+    string
+  >;
+  for (const k of names) await send(`deploy the ${k} runtime`, true, d0, { data: deployRuntime(FAILING[k]) });
+  const prober = getCreateAddress({ from: d0, nonce: n5 + names.length });
+  await send('deploy the prober', true, d0, { data: deployRuntime(proberRuntime(names.map((k) => halting[k]))) });
+  await send('a call whose callees halt: out of gas, 0xfe, stack underflow, bad jump', true, d1, { to: prober });
+  for (const k of names) await send(`the ${k} runtime at the top`, false, d2, { to: halting[k], gas: hexN(30_000) });
+  await mine();
+
   for (const t of txs) {
     const r = await result<Json>(anvil, 'eth_getTransactionReceipt', [t.hash]);
     if ((r.status === '0x1') !== t.ok) throw new Error(`${t.what}: status ${r.status}`);
   }
-  return { txs, failedAt, contracts: { hubA, hubB, lib, childA, childB }, blocks: 4 };
+  return { txs, failedAt, contracts: { hubA, hubB, lib, childA, childB }, halting: { ...halting, prober }, blocks: 5 };
 }

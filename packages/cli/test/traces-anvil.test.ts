@@ -1,7 +1,8 @@
 // Traces against anvil 1.7.1 on a workload that exercises them (trace-workload.ts: nested calls
 // with value, STATICCALL, DELEGATECALL, precompiles, CREATE and CREATE2 from a contract, reverts
 // caught by try/catch, top-level reverts with a reason and a custom error, logs in nested frames,
-// SELFDESTRUCT in the creating transaction, transient storage, failed creations). A node following
+// SELFDESTRUCT in the creating transaction, transient storage, failed creations; out of gas, 0xfe,
+// a stack underflow and a bad jump below a call and at the top). A node following
 // anvil answers every tracer, trace_* and ots_* call for each transaction as anvil does or, where
 // anvil deviates, as the reference does: geth for debug_trace*, reth for trace_*, Erigon for
 // ots_*. Each deviation is a function of trace-references.ts, named where it is applied, and
@@ -96,8 +97,8 @@ describe('traces of a contract workload against anvil', () => {
   const factsOf = (params: unknown[]) => facts.get(params[0] as string) as TxFacts;
 
   test('the workload mined as sent and the follower verified every block', () => {
-    expect(work.txs.length).toBe(21);
-    expect(facts.size).toBe(21);
+    expect(work.txs.length).toBe(31);
+    expect(facts.size).toBe(31);
   });
 
   test('callTracer (withLog) equals geth’s answer built from anvil’s', async () => {
@@ -193,7 +194,7 @@ describe('traces of a contract workload against anvil', () => {
       replays.map((r): Call => ['trace_replayTransaction', [r.transactionHash, ['trace', 'stateDiff']]]),
     );
     expect(mine.map(answer)).toEqual(replays.map(({ transactionHash, ...r }) => rethReplay(r)));
-    expect(replays.length).toBe(21);
+    expect(replays.length).toBe(31);
   });
 
   test('ots_traceTransaction, ots_getInternalOperations and ots_getTransactionError equal Erigon’s answers', async () => {

@@ -23,6 +23,7 @@ import type { BlockStateBase } from './state.js';
 import type { AccountOverride } from './state.js';
 import { authorizationTuples } from './call-args.js';
 import { TraceTooLargeError } from './trace/hooks.js';
+import { haltMessage, haltPoint } from './halt.js';
 import { keepJumpAnalysis } from './jump-cache.js';
 import { callRules, leanCall, leanEligible } from './lean-call.js';
 import type { CallRules, LeanOutcome } from './lean-call.js';
@@ -244,6 +245,7 @@ export class Executor {
           opts.observe === undefined ? await run() : await opts.observe({ vm: w.vm, state: w.state, tx, block }, run);
         return outcomeOf({
           exceptionError: r.execResult.exceptionError,
+          halt: haltPoint(r.execResult.runState),
           returnValue: r.execResult.returnValue,
           gasUsed: r.totalGasSpent,
           accessList: r.accessList,
@@ -429,7 +431,7 @@ function outcomeOf(r: LeanOutcome): CallOutcome {
     returnValue: r.returnValue,
     gasUsed: r.gasUsed,
   };
-  if (err !== undefined && err.error !== 'revert') out.error = haltMessage(err.error);
+  if (err !== undefined && err.error !== 'revert') out.error = haltMessage(err.error, r.halt);
   if (r.accessList !== undefined)
     out.accessList = r.accessList.map((e) => ({
       address: hexBytes(e.address),
@@ -440,28 +442,6 @@ function outcomeOf(r: LeanOutcome): CallOutcome {
 
 function hexBytes(h: string): Uint8Array {
   return Uint8Array.from(Buffer.from(h.startsWith('0x') ? h.slice(2) : h, 'hex'));
-}
-
-/** The EVM's halt errors in geth's words. */
-export function haltMessage(e: string): string {
-  switch (e) {
-    case 'out of gas':
-      return 'out of gas';
-    case 'invalid opcode':
-      return 'invalid opcode';
-    case 'stack underflow':
-      return 'stack underflow';
-    case 'stack overflow':
-      return 'stack limit reached 1024';
-    case 'invalid JUMP':
-      return 'invalid jump destination';
-    case 'static state change':
-      return 'write protection';
-    case 'code store out of gas':
-      return 'contract creation code storage out of gas';
-    default:
-      return e;
-  }
 }
 
 /** runTx's pre-execution refusals in geth's words (the leading "insufficient funds" etc.). */

@@ -1,4 +1,5 @@
-export { CallPrecheckError, DEFAULT_EXEC_OPTIONS, Executor, ExecutionTimeout, haltMessage } from './executor.js';
+export { CallPrecheckError, DEFAULT_EXEC_OPTIONS, Executor, ExecutionTimeout } from './executor.js';
+export { haltMessage } from './halt.js';
 export type { BlockOverrides, CallArgs, CallOutcome, ExecOptions } from './executor.js';
 export { StoreStateManager } from './state.js';
 export type { AccountOverride, BlockStateBase } from './state.js';

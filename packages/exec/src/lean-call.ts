@@ -17,6 +17,8 @@ import { Account, Address, bytesToUnprefixedHex, KECCAK256_NULL } from '@ethereu
 import type { VM } from '@ethereumjs/vm';
 import type { Bytes } from '@chainnode/core';
 import type { CallArgs } from './call-args.js';
+import { haltPoint } from './halt.js';
+import type { HaltPoint } from './halt.js';
 
 /** EIPs under which runTx does more around a call than this path replicates. */
 const UNSUPPORTED_EIPS = [2780, 7708, 7843, 7864, 7928, 7976, 7981, 8037, 8246];
@@ -124,6 +126,8 @@ interface Journal {
 
 export interface LeanOutcome {
   exceptionError: { error: string } | undefined;
+  /** Where the EVM halted (geth's halt texts name it). */
+  halt?: HaltPoint | undefined;
   returnValue: Bytes;
   gasUsed: bigint;
   accessList?: { address: string; storageKeys: string[] }[] | undefined;
@@ -195,6 +199,7 @@ export async function leanCall(
     if (used < floor) used = floor;
     const out: LeanOutcome = {
       exceptionError: r.execResult.exceptionError,
+      halt: haltPoint(r.execResult.runState),
       returnValue: r.execResult.returnValue,
       gasUsed: used,
     };

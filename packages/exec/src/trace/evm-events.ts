@@ -9,7 +9,8 @@ import { eoaCode7702RecoverAuthority } from '@ethereumjs/util';
 import type { Address, EOACode7702AuthorizationListBytesItem } from '@ethereumjs/util';
 import type { VM } from '@ethereumjs/vm';
 import type { Bytes } from '@chainnode/core';
-import { haltMessage } from '../executor.js';
+import { haltMessage, haltPoint } from '../halt.js';
+import type { HaltPoint } from '../halt.js';
 import { ExecutionTimeout } from '../state.js';
 import { eventsOf } from '../transfer-logs.js';
 import type { FrameEnter, FrameType, StateView, Tracer, TxStart } from './hooks.js';
@@ -20,7 +21,7 @@ interface StepEvent {
   pc: number;
   gasLeft: bigint;
   gasRefund: bigint;
-  opcode: { name: string; code: number; dynamicFee: bigint };
+  opcode: { name: string; code: number; fee: number; dynamicFee: bigint };
   stack: bigint[];
   depth: number;
   address: Address;
@@ -51,8 +52,9 @@ interface OpenFrame {
   returnData: Uint8Array;
   /** The block's live log count when the frame started (a failed frame gives its logs back). */
   logsAtStart: number;
-  /** The last opcode the frame ran (undefined: none yet). */
+  /** The last opcode the frame ran (undefined: none yet), and its constant gas. */
   lastOp: number | undefined;
+  lastFee: bigint;
   /** The frame's SELFDESTRUCT as it ran: the beneficiary and the balance it sends. */
   selfdestruct?: { from: Bytes; to: Bytes; value: bigint };
   /** The frame's own value (what a DELEGATECALL from it passes on). */
@@ -68,18 +70,13 @@ const CALL_STIPEND = 2300n;
 /** Opcodes that end a frame; a frame that ends after any other ran off its code's end. */
 const ENDS = new Set([0x00, 0xf3, 0xfd, 0xfe, 0xff]);
 
-/** Errors raised by the opcode that was reported last (the others come after the frame's code). */
-const OPCODE_ERRORS = new Set([
-  'out of gas',
-  'invalid opcode',
-  'stack underflow',
-  'stack overflow',
-  'invalid JUMP',
-  'static state change',
-  'return data out of bounds',
-  'value overflow',
-  'out of range',
-]);
+/**
+ * Errors the opcode reported last raised before it ran, which geth's struct logger puts on that
+ * opcode's entry (its interpreter checks the stack and charges the gas before OnOpcode). An error
+ * the opcode raises as it runs (invalid opcode, invalid jump, write protection, return data out of
+ * bounds) reaches only OnFault, which geth's struct logger does not implement.
+ */
+const OPCODE_ERRORS = new Set(['out of gas', 'stack underflow', 'stack overflow', 'value overflow', 'out of range']);
 
 const EMPTY = new Uint8Array();
 const SELFDESTRUCT = 0xff;
@@ -95,13 +92,13 @@ function frameType(m: Message, parentStatic: boolean): FrameType {
   return 'CALL';
 }
 
-/** geth's error text for an EVM error. */
-export function frameError(error: string): string {
+/** geth's error text for an EVM error; `at`: where the EVM halted, for the texts that name it. */
+export function frameError(error: string, at?: HaltPoint): string {
   if (error === 'revert') return 'execution reverted';
   if (error === 'create collision') return 'contract address collision';
   if (error === 'code size to deposit exceeds maximum code size') return 'max code size exceeded';
   if (error === 'invalid bytecode deployed') return 'invalid code: must not begin with 0xef';
-  return haltMessage(error);
+  return haltMessage(error, at);
 }
 
 export interface Binding {
@@ -121,6 +118,9 @@ export function bindTracer(
   opts: { logsBefore: number; deadline: number; eip150: boolean },
 ): Binding {
   const events = eventsOf(vm);
+  // A CALL's constant gas in geth: EIP-2929's warm access cost, which the EVM here charges as
+  // dynamic gas (its constant fee is 0 from Berlin on); before, the constant fee both charge.
+  const warmCall = vm.common.isActivatedEIP(2929) ? 100n : undefined;
   const frames: OpenFrame[] = [];
   let liveLogs = 0;
   let steps = 0;
@@ -145,6 +145,7 @@ export function bindTracer(
       returnData: EMPTY,
       logsAtStart: liveLogs,
       lastOp: undefined,
+      lastFee: 0n,
       value: m.value,
     });
     const enter = (to: Address): void => {
@@ -222,8 +223,13 @@ export function bindTracer(
     }
     const reverted = err !== undefined;
     if (reverted && f !== undefined) liveLogs = f.logsAtStart;
-    if (err !== undefined && err !== 'revert' && OPCODE_ERRORS.has(err))
-      tracer.onOpcodeError?.(depth + 1, frameError(err));
+    const error = err === undefined ? undefined : frameError(err, haltPoint(r.execResult.runState));
+    if (err !== undefined && error !== undefined && OPCODE_ERRORS.has(err)) {
+      // A CALL runs out of gas only before its callee's share is set (the 63/64 rule caps that
+      // share by the gas left): geth's cost for it is then the opcode's constant gas.
+      const callOutOfGas = err === 'out of gas' && f?.lastOp !== undefined && CALLS[f.lastOp] !== undefined;
+      tracer.onOpcodeError?.(depth + 1, error, callOutOfGas ? (warmCall ?? f?.lastFee) : undefined);
+    }
     const output = r.execResult.returnValue;
     const parent = frames[frames.length - 1];
     if (parent !== undefined && f !== undefined) {
@@ -234,7 +240,7 @@ export function bindTracer(
       depth,
       output,
       gasUsed: r.execResult.executionGasUsed,
-      error: err === undefined ? undefined : frameError(err),
+      error,
       reverted,
     });
   };
@@ -309,6 +315,7 @@ export function bindTracer(
     if (frame !== undefined) {
       if (frame.calling !== undefined) failedFast(frame);
       frame.lastOp = code;
+      frame.lastFee = BigInt(e.opcode.fee);
       const call = CALLS[code];
       if (call !== undefined && tracer.wantsSelfdestructs === true)
         noteCall(frame, call, e.depth, e.address.bytes, [...e.stack].reverse(), stepMemory(e), calleeGas(e));

@@ -155,8 +155,11 @@ export interface Tracer {
   onEnter?(f: FrameEnter): void;
   onExit?(f: FrameExit): void;
   onOpcode?(s: OpStep, state: StateView): void | Promise<void>;
-  /** The opcode last reported failed (geth: OnOpcode with the error, for ops that never ran). */
-  onOpcodeError?(depth: number, error: string): void;
+  /**
+   * The opcode last reported failed (geth: OnOpcode with the error, for ops that never ran);
+   * `cost`: geth's cost of it where it is not the one reported (a CALL out of gas: its constant gas).
+   */
+  onOpcodeError?(depth: number, error: string, cost?: bigint): void;
   onLog?(l: TraceLog): void;
   onTxEnd?(r: TxEnd, state: StateView): void | Promise<void>;
   /** The answer, in geth's JSON shape. */

@@ -71,7 +71,7 @@ export function parityError(error: string): string {
   if (error === 'value overflow' || error === 'out of range') return 'Out of gas';
   if (error.startsWith('invalid opcode')) return 'Bad instruction';
   if (error.startsWith('stack limit reached')) return 'Out of stack';
-  if (error === 'stack underflow') return 'StackUnderflow';
+  if (error.startsWith('stack underflow')) return 'StackUnderflow';
   if (error === 'invalid jump destination') return 'Bad jump destination';
   if (error === 'insufficient balance for transfer') return 'Insufficient balance for transfer';
   if (error === 'write protection') return 'StateChangeDuringStaticCall';

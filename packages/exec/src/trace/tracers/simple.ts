@@ -85,8 +85,8 @@ export class MuxTracer implements Tracer {
     return pending;
   }
 
-  onOpcodeError(depth: number, error: string): void {
-    for (const [, t] of this.tracers) t.onOpcodeError?.(depth, error);
+  onOpcodeError(depth: number, error: string, cost?: bigint): void {
+    for (const [, t] of this.tracers) t.onOpcodeError?.(depth, error, cost);
   }
 
   onLog(l: TraceLog): void {

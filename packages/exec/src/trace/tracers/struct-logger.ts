@@ -102,9 +102,11 @@ export class StructLogger implements Tracer {
     this.logs.push(log);
   }
 
-  onOpcodeError(depth: number, error: string): void {
+  onOpcodeError(depth: number, error: string, cost?: bigint): void {
     const last = this.logs[this.logs.length - 1];
-    if (last !== undefined && last.depth === depth && last.error === undefined) last.error = error;
+    if (last === undefined || last.depth !== depth || last.error !== undefined) return;
+    last.error = error;
+    if (cost !== undefined) last.gasCost = Number(cost);
   }
 
   onExit(f: FrameExit): void {
