@@ -146,6 +146,17 @@ export function gethStructLogs(a: Json, tx: Pick<TxFacts, 'gasUsed'>): Json {
 }
 
 /**
+ * geth's debug_traceCall answer of an unpriced call where anvil's is `a`: BASEFEE reads 0 (geth
+ * lowers the block's base fee to 0 for a call without a gas price, eth/tracers/api.go TraceCall;
+ * anvil reads the block's, `baseFee`), in the stack entries and the words returned.
+ */
+export function gethUnpricedBaseFee(a: Json, baseFee: string): Json {
+  const word = BigInt(baseFee).toString(16).padStart(64, '0');
+  const text = JSON.stringify(a).replaceAll(`"${baseFee}"`, '"0x0"').replaceAll(word, '0'.repeat(64));
+  return JSON.parse(text) as Json;
+}
+
+/**
  * reth's flat traces where anvil's are `a`: calls to precompiles without value are left out
  * (revm-inspectors' parity config, `exclude_precompile_calls`; anvil lists them), and the
  * `subtraces` and `traceAddress` around them close up.

@@ -6,9 +6,11 @@
 // anvil answers every tracer, trace_* and ots_* call for each transaction as anvil does or, where
 // anvil deviates, as the reference does: geth for debug_trace*, reth for trace_*, Erigon for
 // ots_*. Each deviation is a function of trace-references.ts, named where it is applied, and
-// listed in docs/traces.md ("Where anvil differs").
+// listed in docs/traces.md ("Where anvil differs"). Calls traced at a mined block and at the head
+// (debug_traceCall, with state and block overrides; a revert with a reason, one with a custom
+// error, one out of gas) are compared the same way.
 import { tempDir } from '@chainnode/testkit';
-import { GENESIS, batch, startAnvil, startFollower, stopAll, waitSynced } from './anvil-upstream.js';
+import { GENESIS, batch, result, startAnvil, startFollower, stopAll, waitSynced } from './anvil-upstream.js';
 import type { Anvil, Envelope } from './anvil-upstream.js';
 import type { ServeProcess } from './serve-helpers.js';
 import {
@@ -20,11 +22,14 @@ import {
   gethPrestate,
   gethPrestateWithoutCode,
   gethStructLogs,
+  gethUnpricedBaseFee,
   rethFilterPage,
   rethReplay,
   rethTraces,
 } from './trace-references.js';
 import type { TxFacts } from './trace-references.js';
+import { Interface } from 'ethers';
+import { DEV } from './anvil-upstream.js';
 import { sendTraceWorkload } from './trace-workload.js';
 import type { TraceWorkload } from './trace-workload.js';
 
@@ -32,6 +37,16 @@ type Json = Record<string, unknown>;
 type Call = [string, unknown[]];
 const hexN = (n: number) => `0x${n.toString(16)}`;
 const answer = (e: Envelope | undefined): unknown => (e?.error !== undefined ? { error: e.error } : e?.result);
+const HUB = new Interface([
+  'function nested(address other, uint256 depth) payable returns (uint256)',
+  'function boom(uint256 x)',
+  'function refuse(uint256 code)',
+]);
+/** geth's RPCGasCap default (the node's callGasCap): the gas of a call that names none. */
+const GAS_CAP = 50_000_000;
+/** Runtime: NUMBER, TIMESTAMP, BASEFEE and the caller's BALANCE, returned as four words. */
+const ENV_PROBE = '0x436000524260205248604052333160605260806000f3';
+const PROBE = '0x00000000000000000000000000000000000c0ffe';
 
 describe('traces of a contract workload against anvil', () => {
   let anvil: Anvil;
@@ -149,6 +164,89 @@ describe('traces of a contract workload against anvil', () => {
 
   test('the struct logger (default options) equals geth’s answer built from anvil’s', async () => {
     await expectReference(perTx({}), (a, p) => gethStructLogs(a, factsOf(p)));
+  });
+
+  /** The calls traced: each with its own gas, and where it names them, overrides. */
+  function tracedCalls(): { what: string; call: Json; block: string; overrides?: Json }[] {
+    const [, d1] = DEV as [string, string];
+    const { hubA, hubB } = work.contracts;
+    const gas = hexN(1_000_000);
+    const nested = { from: d1, to: hubA, gas, value: '0x64', data: HUB.encodeFunctionData('nested', [hubB, 2]) };
+    const slot0 = `0x${'0'.repeat(64)}`;
+    return [
+      { what: 'nested calls at a mined block', call: nested, block: '0x2' },
+      { what: 'nested calls at the head', call: nested, block: 'latest' },
+      {
+        what: 'a revert with a reason',
+        call: { from: d1, to: hubA, gas, data: HUB.encodeFunctionData('boom', [5]) },
+        block: 'latest',
+      },
+      {
+        what: 'a revert with a custom error',
+        call: { from: d1, to: hubA, gas, data: HUB.encodeFunctionData('refuse', [9]) },
+        block: '0x3',
+      },
+      { what: 'out of gas in a nested frame', call: { ...nested, gas: hexN(40_000) }, block: 'latest' },
+      {
+        what: 'code, balance and a slot overridden',
+        call: nested,
+        block: 'latest',
+        overrides: {
+          stateOverrides: {
+            [hubA]: { stateDiff: { [slot0]: `0x${'63'.padStart(64, '0')}` } },
+            [d1]: { balance: '0x1234567890abcdef' },
+          },
+        },
+      },
+      {
+        what: 'block number and time overridden, the probe’s code and balance given',
+        call: { from: d1, to: PROBE, gas },
+        block: '0x4',
+        overrides: {
+          stateOverrides: { [PROBE]: { code: ENV_PROBE, balance: '0x1234' } },
+          blockOverrides: { number: '0x99', time: '0x12345678' },
+        },
+      },
+    ];
+  }
+
+  test('debug_traceCall (callTracer withLog, prestateTracer with and without diffMode, the struct logger) equals geth’s answers built from anvil’s', async () => {
+    const configs: Json[] = [
+      { tracer: 'callTracer', tracerConfig: { withLog: true } },
+      { tracer: 'prestateTracer' },
+      { tracer: 'prestateTracer', tracerConfig: { diffMode: true } },
+      {},
+    ];
+    const calls = tracedCalls().flatMap(({ call, block, overrides }) =>
+      configs.map((c): Call => ['debug_traceCall', [call, block, { ...c, ...overrides }]]),
+    );
+    // The probe reads BASEFEE: geth's unpriced call sees 0 there, anvil the block's base fee.
+    const header = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['0x4', false]);
+    const baseFee = header.baseFeePerGas as string;
+    await expectReference(calls, (anvils, p) => {
+      const [call, , config] = p as [Json, string, Json];
+      const a = call.to === PROBE ? gethUnpricedBaseFee(anvils, baseFee) : anvils;
+      if (config.tracer === 'callTracer')
+        return gethCallFrame(a, { gasLimit: call.gas as string, gasUsed: a.gasUsed as string });
+      if (config.tracer === 'prestateTracer')
+        return gethPrestate(a, (config.tracerConfig as Json | undefined)?.diffMode === true);
+      return gethStructLogs(a, { gasUsed: hexN(a.gas as number) });
+    });
+    // The probe saw the overridden block: its return value holds number and time.
+    const [probe] = await batch(ours, calls.slice(-4, -3));
+    const output = String((probe?.result as Json | undefined)?.output);
+    expect(output.slice(0, 130)).toBe(`0x${'99'.padStart(64, '0')}${'12345678'.padStart(64, '0')}`);
+  });
+
+  test('debug_traceCall without gas runs with geth’s gas cap (anvil: the block’s gas limit)', async () => {
+    const { call, block } = tracedCalls()[1] as { call: Json; block: string };
+    const { gas, ...noGas } = call;
+    const mine = await batch(ours, [['debug_traceCall', [noGas, block, { tracer: 'callTracer' }]]]);
+    const capped = await batch(anvil.url, [
+      ['debug_traceCall', [{ ...noGas, gas: hexN(GAS_CAP) }, block, { tracer: 'callTracer' }]],
+    ]);
+    const a = capped[0]?.result as Json;
+    expect(answer(mine[0])).toEqual(gethCallFrame(a, { gasLimit: hexN(GAS_CAP), gasUsed: a.gasUsed as string }));
   });
 
   test('trace_transaction, trace_block, trace_replayBlockTransactions and trace_filter equal reth’s answers', async () => {
