@@ -271,3 +271,104 @@ export function erigonSearchPage(page: Json, after: boolean): Json {
     receipts: pairs.map(([, r]) => ({ ...erigonReceipt(r), timestamp: Number(r.timestamp) })),
   };
 }
+
+/** geth's frame errors (anvil's words for them) in Parity's words (revm-inspectors' TraceStyle::Parity). */
+const PARITY_ERRORS: Record<string, string> = {
+  'execution reverted': 'Reverted',
+  'out of gas': 'Out of gas',
+  'invalid opcode: INVALID': 'Bad instruction',
+  'invalid jump destination': 'Bad jump destination',
+  StackUnderflow: 'StackUnderflow',
+};
+
+/**
+ * The Parity flat trace, as anvil and reth lay it out (calls to precompiles listed: rethTraces
+ * drops them), of the call tree anvil's callTracer gives as `f`: one entry per frame, depth first,
+ * its `subtraces` and `traceAddress`; a SELFDESTRUCT a `suicide`; a frame that failed other than
+ * by reverting without a `result`, a reverted one with its revert data as `output` (a creation's
+ * as `code`). The top entry's `gas` leaves out the intrinsic gas, as anvil's callTracer's already
+ * does; its `gasUsed` (`topGasUsed`) too. `failedAt`: the address of each failed creation, in
+ * order (anvil's callTracer leaves it out).
+ */
+export function parityFlat(f: Json, topGasUsed: string, failedAt: readonly string[] = []): Json[] {
+  const failed = [...failedAt];
+  const flat = (x: Json, address: number[]): Json[] => {
+    const type = x.type as string;
+    const calls = (x.calls as Json[] | undefined) ?? [];
+    const error = x.error === undefined ? undefined : (PARITY_ERRORS[x.error as string] ?? (x.error as string));
+    const ran = error === undefined || error === 'Reverted';
+    const gasUsed = address.length === 0 ? topGasUsed : (x.gasUsed as string);
+    let entry: Json;
+    if (type === 'SELFDESTRUCT') {
+      entry = { action: { address: x.from, balance: x.value, refundAddress: x.to }, result: null, type: 'suicide' };
+    } else if (type === 'CREATE' || type === 'CREATE2') {
+      const action = {
+        from: x.from,
+        gas: x.gas,
+        init: x.input,
+        value: x.value ?? '0x0',
+        creationMethod: type.toLowerCase(),
+      };
+      const to = x.to ?? (error === undefined ? undefined : failed.shift());
+      entry = { action, result: ran ? { address: to, code: x.output ?? '0x', gasUsed } : null, type: 'create' };
+    } else {
+      const action = {
+        from: x.from,
+        callType: type.toLowerCase(),
+        gas: x.gas,
+        input: x.input,
+        to: x.to,
+        value: x.value ?? '0x0',
+      };
+      entry = { action, result: ran ? { gasUsed, output: x.output ?? '0x' } : null, type: 'call' };
+    }
+    if (error !== undefined) entry.error = error;
+    entry.subtraces = calls.length;
+    entry.traceAddress = address;
+    return [entry, ...calls.flatMap((c, i) => flat(c, [...address, i]))];
+  };
+  return flat(f, []);
+}
+
+/**
+ * The Parity stateDiff, as anvil and reth give it, of what anvil's prestateTracer (diffMode)
+ * gives as `d`: each account of `pre` or `post`; a field `post` leaves out is unchanged ("="),
+ * one it holds changed (`*`, from `pre`'s value: an absent nonce is 0, an absent slot zero), and
+ * every field of an account the transaction created where no balance was (empty in `pre`, with a
+ * nonce or code in `post`) new (`+`): revm-inspectors' populate_state_diff, which gives an empty
+ * account that is only touched or funded `*`.
+ */
+export function parityStateDiff(d: Json): Json {
+  const pre = d.pre as Record<string, Json>;
+  const post = d.post as Record<string, Json>;
+  const zero = `0x${'0'.repeat(64)}`;
+  const out: Json = {};
+  for (const address of new Set([...Object.keys(pre), ...Object.keys(post)])) {
+    const before = pre[address] ?? {};
+    const after = post[address] ?? {};
+    const born =
+      (before.balance ?? '0x0') === '0x0' &&
+      before.nonce === undefined &&
+      before.code === undefined &&
+      (after.nonce !== undefined || after.code !== undefined);
+    const field = (was: unknown, now: unknown): unknown => {
+      if (born) return { '+': now ?? was };
+      return now === undefined ? '=' : { '*': { from: was, to: now } };
+    };
+    const nonce = (n: unknown) => (n === undefined ? undefined : `0x${(n as number).toString(16)}`);
+    const storage: Json = {};
+    const slotsBefore = (before.storage as Json | undefined) ?? {};
+    const slotsAfter = (after.storage as Json | undefined) ?? {};
+    for (const slot of new Set([...Object.keys(slotsBefore), ...Object.keys(slotsAfter)]))
+      storage[slot] = born
+        ? { '+': slotsAfter[slot] ?? zero }
+        : { '*': { from: slotsBefore[slot] ?? zero, to: slotsAfter[slot] ?? zero } };
+    out[address] = {
+      balance: field(before.balance ?? '0x0', after.balance),
+      nonce: born ? { '+': nonce(after.nonce) ?? '0x0' } : field(nonce(before.nonce) ?? '0x0', nonce(after.nonce)),
+      code: born ? { '+': after.code ?? '0x' } : field(before.code, after.code),
+      storage,
+    };
+  }
+  return out;
+}

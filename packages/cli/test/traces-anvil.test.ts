@@ -8,7 +8,9 @@
 // ots_*. Each deviation is a function of trace-references.ts, named where it is applied, and
 // listed in docs/traces.md ("Where anvil differs"). Calls traced at a mined block and at the head
 // (debug_traceCall, with state and block overrides; a revert with a reason, one with a custom
-// error, one out of gas) are compared the same way.
+// error, one out of gas) are compared the same way; trace_call, trace_callMany and
+// trace_rawTransaction, which anvil does not serve, with reth's answers built from anvil's
+// debug_traceCall of the same calls.
 import { tempDir } from '@chainnode/testkit';
 import { GENESIS, batch, result, startAnvil, startFollower, stopAll, waitSynced } from './anvil-upstream.js';
 import type { Anvil, Envelope } from './anvil-upstream.js';
@@ -23,6 +25,8 @@ import {
   gethPrestateWithoutCode,
   gethStructLogs,
   gethUnpricedBaseFee,
+  parityFlat,
+  parityStateDiff,
   rethFilterPage,
   rethReplay,
   rethTraces,
@@ -247,6 +251,112 @@ describe('traces of a contract workload against anvil', () => {
     ]);
     const a = capped[0]?.result as Json;
     expect(answer(mine[0])).toEqual(gethCallFrame(a, { gasLimit: hexN(GAS_CAP), gasUsed: a.gasUsed as string }));
+  });
+
+  /** A flat entry without the block and transaction it belongs to (as trace_call's are). */
+  const unplaced = ({ blockHash, blockNumber, transactionHash, transactionPosition, ...t }: Json): Json => t;
+  /** Parity's gasUsed of the top frame: the gas used past the intrinsic gas (anvil's top `gas` leaves it out). */
+  const executionGas = (gasLimit: string, gasUsed: string, frame: Json) =>
+    hexN(Number(gasUsed) - (Number(gasLimit) - Number(frame.gas)));
+
+  test('the Parity layouts built from anvil’s callTracer and prestateTracer diffMode are anvil’s own trace_transaction and stateDiff', async () => {
+    const blocks = Array.from({ length: work.blocks }, (_, i) => hexN(i + 1));
+    const [traces, replays, diffs] = await Promise.all([
+      batch(
+        anvil.url,
+        work.txs.map((t): Call => ['trace_transaction', [t.hash]]),
+      ),
+      batch(
+        anvil.url,
+        blocks.map((b): Call => ['trace_replayBlockTransactions', [b, ['stateDiff']]]),
+      ),
+      batch(anvil.url, perTx({ tracer: 'prestateTracer', tracerConfig: { diffMode: true } })),
+    ]);
+    const stateDiffs = replays.flatMap((r) => (r.result as Json[]).map((x) => x.stateDiff));
+    work.txs.forEach((t, i) => {
+      const frame = frames.get(t.hash) as Json;
+      const f = facts.get(t.hash) as TxFacts;
+      const flat = parityFlat(frame, executionGas(f.gasLimit, f.gasUsed, frame), work.failedAt.get(t.hash));
+      expect([t.what, flat]).toEqual([t.what, ((traces[i]?.result as Json[] | undefined) ?? []).map(unplaced)]);
+      expect([t.what, parityStateDiff(diffs[i]?.result as Json)]).toEqual([t.what, stateDiffs[i]]);
+    });
+  });
+
+  test('trace_call, trace_callMany and trace_rawTransaction (anvil serves none) equal reth’s answers, built from anvil’s traces of the same calls', async () => {
+    const header = await result<Json>(anvil.url, 'eth_getBlockByNumber', ['0x4', false]);
+    const baseFee = header.baseFeePerGas as string;
+    const traced = tracedCalls();
+    /** anvil's callTracer and prestateTracer diffMode of `call`, as reth's TraceResults. */
+    const rethOf = async (call: Json, block: string, overrides: Json = {}): Promise<Json> => {
+      const [frame, diff] = (
+        await batch(anvil.url, [
+          ['debug_traceCall', [call, block, { tracer: 'callTracer', ...overrides }]],
+          [
+            'debug_traceCall',
+            [call, block, { tracer: 'prestateTracer', tracerConfig: { diffMode: true }, ...overrides }],
+          ],
+        ])
+      ).map((e) => e.result as Json) as [Json, Json];
+      // reth, as geth, lowers the base fee to 0 for a call without a gas price (prepare_call_env).
+      const f =
+        call.gasPrice === undefined && call.maxFeePerGas === undefined ? gethUnpricedBaseFee(frame, baseFee) : frame;
+      return {
+        output: f.output ?? '0x',
+        stateDiff: parityStateDiff(diff),
+        trace: rethTraces(parityFlat(f, executionGas(call.gas as string, f.gasUsed as string, f))),
+        vmTrace: null,
+      };
+    };
+    const want = await Promise.all(traced.map(({ call, block, overrides }) => rethOf(call, block, overrides)));
+    const mine = await batch(
+      ours,
+      traced.map(
+        ({ call, block, overrides }): Call => [
+          'trace_call',
+          [call, ['trace', 'stateDiff'], block, overrides?.stateOverrides ?? null, overrides?.blockOverrides ?? null],
+        ],
+      ),
+    );
+    expect(traced.map((t, i) => [t.what, answer(mine[i])])).toEqual(traced.map((t, i) => [t.what, want[i]]));
+
+    // trace_callMany: the second call runs on what the first left (balances and the sender's
+    // nonce): anvil traces it alone with those as state overrides.
+    const { call } = traced[1] as { call: Json };
+    const first = want[1] as Json;
+    const left: Json = {};
+    for (const [address, d] of Object.entries(first.stateDiff as Record<string, Json>)) {
+      const now = (x: unknown) => (x === '=' ? undefined : ((x as Json)['*'] as Json).to);
+      left[address] = { balance: now(d.balance), nonce: now(d.nonce) };
+    }
+    const second = await rethOf(call, 'latest', { stateOverrides: left });
+    const [many] = await batch(ours, [
+      [
+        'trace_callMany',
+        [
+          [
+            [call, ['trace', 'stateDiff']],
+            [call, ['trace', 'stateDiff']],
+          ],
+          'latest',
+        ],
+      ],
+    ]);
+    expect(answer(many)).toEqual([first, second]);
+
+    // trace_rawTransaction: a signed transaction with its fees, run on the head's state.
+    const [, d1] = DEV as [string, string];
+    const nonce = await result<string>(anvil.url, 'eth_getTransactionCount', [d1, 'latest']);
+    const tx = {
+      ...call,
+      nonce,
+      maxFeePerGas: hexN(2 * Number(baseFee) + 1e9),
+      maxPriorityFeePerGas: hexN(1e9),
+      chainId: '0x7a69',
+    };
+    const raw = await result<string>(anvil.url, 'eth_signTransaction', [tx]);
+    const { chainId, ...asCall } = tx;
+    const [mineRaw] = await batch(ours, [['trace_rawTransaction', [raw, ['trace', 'stateDiff'], 'latest']]]);
+    expect(answer(mineRaw)).toEqual(await rethOf(asCall, 'latest'));
   });
 
   test('trace_transaction, trace_block, trace_replayBlockTransactions and trace_filter equal reth’s answers', async () => {
