@@ -25,6 +25,7 @@ import { authorizationTuples } from './call-args.js';
 import { TraceTooLargeError } from './trace/hooks.js';
 import { haltMessage, haltPoint } from './halt.js';
 import { keepJumpAnalysis } from './jump-cache.js';
+import { chainCrypto } from './evm-tuning.js';
 import { callRules, leanCall, leanEligible } from './lean-call.js';
 import type { CallRules, LeanOutcome } from './lean-call.js';
 import type { BlockOverrides, CallArgs } from './call-args.js';
@@ -129,7 +130,7 @@ export class Executor {
     this.ready ??= loadKzg().then(async (k) => {
       this.common = createCommonFromGethGenesis(this.info.genesis as GethGenesis, {
         chain: 'custom',
-        customCrypto: { kzg: k },
+        customCrypto: chainCrypto({ kzg: k }),
       });
       await keepJumpAnalysis(this.common);
     });

@@ -22,6 +22,7 @@ import {
   bigIntToUnpaddedBytes,
 } from '@ethereumjs/util';
 import { Bloom, createVM, encodeReceipt, runTx } from '@ethereumjs/vm';
+import { tuneVm } from './evm-tuning.js';
 import type { RunTxResult, VM } from '@ethereumjs/vm';
 import { decodeHeader, keccak256 } from '@chainnode/core';
 import type {
@@ -232,6 +233,7 @@ class Simulation {
         },
       } as never,
     });
+    tuneVm(this.vm);
     if (this.opts.traceTransfers) this.transfers = new TransferLogs(this.vm, this.logIndex);
     const out: SimBlockResult[] = [];
     let parent = this.base;

@@ -5,13 +5,14 @@ import { createVM } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
 import type { Bytes } from '@chainnode/core';
 import type { StoreStateManager } from './state.js';
+import { tuneVm } from './evm-tuning.js';
 
-export function createStoreVM(
+export async function createStoreVM(
   common: Common,
   stateManager: StoreStateManager,
   hashOf: (number: bigint) => Promise<Bytes | undefined>,
 ): Promise<VM> {
-  return createVM({
+  const vm = await createVM({
     common,
     stateManager,
     blockchain: {
@@ -25,4 +26,6 @@ export function createStoreVM(
       },
     } as never,
   });
+  tuneVm(vm);
+  return vm;
 }

@@ -14,7 +14,7 @@ import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { createVM, runBlock } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
 import { keccak256 } from '@chainnode/core';
-import { BlockFrameRecorder } from '@chainnode/exec';
+import { BlockFrameRecorder, tuneVm } from '@chainnode/exec';
 import { bytesToBigInt } from '@chainnode/core';
 import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
 import {
@@ -350,6 +350,7 @@ export class ImportPipeline {
       blockchain: this.hashes.asBlockchain() as never,
       setHardfork: true,
     });
+    tuneVm(this.vm);
   }
 
   /**

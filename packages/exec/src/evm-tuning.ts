@@ -1,0 +1,110 @@
+// Three costs @ethereumjs/evm 10.1 pays on every call that need not be paid, taken out through the
+// VM's own objects (no fork, no patch of the package's files). Measured with bench/call-cpu.ts
+// (docs/decisions/execution.md):
+//
+// - `Common.isActivatedEIP` scans the hardfork's list of EIPs (an array of some sixty numbers)
+//   and the interpreter asks it twice before every opcode (EIP-6800 and 7864, never active here):
+//   answered from a table per hardfork and EIP instead (`rememberEips`).
+// - SHA3 hashes with @noble/hashes' Keccak unless the Common brings its own: it is given core's
+//   (hash-wasm's, the one the import and the store hash with) in `chainCrypto`.
+// - MSTORE turns its word into bytes through a hex string, then pads it into a second array: the
+//   word is written into memory straight from the bigint instead (`fastMstore`).
+import type { Common } from '@ethereumjs/common';
+import type { VM } from '@ethereumjs/vm';
+import { keccak256 } from '@chainnode/core';
+
+/** The Common's `customCrypto` for execution: core's Keccak (hash-wasm), beside what the caller brings. */
+export function chainCrypto<C extends object>(crypto: C): C & { keccak256: (data: Uint8Array) => Uint8Array } {
+  return { ...crypto, keccak256 };
+}
+
+type EipCheck = (this: Common, eip: number) => boolean;
+
+const REMEMBERED = Symbol('isActivatedEIP remembered');
+
+/**
+ * Makes `common.isActivatedEIP` a table lookup per hardfork. The table is shared by the Common's
+ * copies (copy() keeps own properties), which is sound: a copy has the same chain and EIPs, and
+ * the table is keyed by the hardfork each asks at.
+ */
+export function rememberEips(common: Common): void {
+  const c = common as Common & { [REMEMBERED]?: true };
+  if (c[REMEMBERED]) return;
+  const scan: EipCheck = Object.getPrototypeOf(common).isActivatedEIP;
+  const byHardfork = new Map<string, Map<number, boolean>>();
+  // The table of the hardfork asked last: calls come in runs at one hardfork.
+  let last: { hardfork: string; table: Map<number, boolean> } | undefined;
+  const remembered: EipCheck = function (eip) {
+    const hardfork = this.hardfork();
+    let table: Map<number, boolean> | undefined;
+    if (last !== undefined && last.hardfork === hardfork) table = last.table;
+    else {
+      table = byHardfork.get(hardfork);
+      if (table === undefined) byHardfork.set(hardfork, (table = new Map()));
+      last = { hardfork, table };
+    }
+    let on = table.get(eip);
+    if (on === undefined) {
+      on = scan.call(this, eip);
+      table.set(eip, on);
+    }
+    return on;
+  };
+  Object.defineProperty(c, 'isActivatedEIP', { value: remembered, writable: true, configurable: true });
+  c[REMEMBERED] = true;
+}
+
+interface RunState {
+  stack: { popN(n: number): bigint[] };
+  memory: { write(offset: number, size: number, value: Uint8Array): void };
+}
+
+interface OpcodeEntry {
+  opHandler: (runState: RunState, common: Common) => void;
+}
+
+const MSTORE = 0x52;
+const MASK64 = (1n << 64n) - 1n;
+
+/** MSTORE: the word's 32 bytes big-endian, written from four 64-bit limbs into a reused buffer. */
+const word = new Uint8Array(32);
+const wordView = new DataView(word.buffer);
+function mstore(runState: RunState): void {
+  const [offset, value] = runState.stack.popN(2) as [bigint, bigint];
+  wordView.setBigUint64(24, value & MASK64);
+  wordView.setBigUint64(16, (value >> 64n) & MASK64);
+  wordView.setBigUint64(8, (value >> 128n) & MASK64);
+  wordView.setBigUint64(0, value >> 192n);
+  // Memory.write copies the bytes into its own store.
+  runState.memory.write(Number(offset), 32, word);
+}
+
+/** Both tunings for `vm`: its Common's (and its EVM's) EIP checks remembered, the MSTORE above. */
+export function tuneVm(vm: VM): void {
+  rememberEips(vm.common);
+  const evmCommon = (vm.evm as unknown as { common?: Common }).common;
+  if (evmCommon !== undefined && evmCommon !== vm.common) rememberEips(evmCommon);
+  fastMstore(vm);
+}
+
+/**
+ * Gives `vm`'s EVM the MSTORE above, now and whenever it rebuilds its opcode table (on the
+ * Common's `hardforkChanged`, through its getActiveOpcodes).
+ */
+export function fastMstore(vm: VM): void {
+  const evm = vm.evm as unknown as {
+    _opcodeMap?: (OpcodeEntry | undefined)[];
+    getActiveOpcodes(): unknown;
+  };
+  const install = (): void => {
+    const entry = evm._opcodeMap?.[MSTORE];
+    if (entry !== undefined) entry.opHandler = mstore;
+  };
+  const rebuild = Object.getPrototypeOf(evm).getActiveOpcodes as () => unknown;
+  evm.getActiveOpcodes = function () {
+    const opcodes = rebuild.call(this);
+    install();
+    return opcodes;
+  };
+  install();
+}
