@@ -18,6 +18,7 @@ import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { ANVIL_DEV_ACCOUNTS, cancunGenesis, opDevnetConfig, runCli, tempDir } from '@chainnode/testkit';
 import {
   LOGGER_INIT,
+  batch,
   compareWithAnvil,
   result,
   startAnvil,
@@ -264,6 +265,34 @@ describe('replicating an OP-stack chain from anvil --network optimism', () => {
     const health = (await (await fetch(`${ecotone.node.base}/health`)).json()) as Json;
     expect(health.follow).toMatchObject({ state: 'following', localHead: 40, lastError: null });
   }, 180_000);
+
+  test('a block with deposits: its traces are refused in one line (deposits and fee vaults are not executed here), where anvil answers them', async () => {
+    const block = await result<Json>(ecotone.anvil.url, 'eth_getBlockByNumber', ['0x1', false]);
+    const deposit = await result<Json>(ecotone.anvil.url, 'eth_getTransactionByBlockHashAndIndex', [block.hash, '0x0']);
+    expect(deposit.type).toBe('0x7e');
+    const calls: [string, unknown[]][] = [
+      ['debug_traceBlockByNumber', ['0x1', { tracer: 'callTracer' }]],
+      ['trace_block', ['0x1']],
+      ['debug_traceTransaction', [deposit.hash, { tracer: 'callTracer' }]],
+      ['ots_traceTransaction', [deposit.hash]],
+    ];
+    const [theirs, mine] = await Promise.all([batch(ecotone.anvil.url, calls), batch(ecotone.ours, calls)]);
+    // anvil traces the block (one callTracer answer per transaction, the deposit's own frame).
+    expect(((theirs[0]?.result as Json[] | undefined) ?? []).length).toBe((block.transactions as string[]).length);
+    expect(theirs[2]?.result).toMatchObject({
+      from: deposit.from,
+      type: (deposit.to ?? null) === null ? 'CREATE' : 'CALL',
+    });
+    for (const e of mine)
+      expect(e).toMatchObject({
+        error: {
+          code: -32000,
+          message: expect.stringMatching(
+            /^transactions of an OP-stack chain cannot be traced here: .*deposit transactions \(type 0x7e\)/,
+          ),
+        },
+      });
+  });
 
   test("at anvil's default hardfork (every OP fork through Jovian, Prague from genesis): every block, transaction, log, slot and proof equals anvil", async () => {
     const seen = await mineAndCompare(jovian, 14);

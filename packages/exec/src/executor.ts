@@ -16,8 +16,8 @@ import { Address, bytesToHex } from '@ethereumjs/util';
 import type { KZG as KzgInterface, PrefixedHexString } from '@ethereumjs/util';
 import { runTx } from '@ethereumjs/vm';
 import type { RunTxResult, VM } from '@ethereumjs/vm';
-import { MissingTrieNodeError } from '@chainnode/core';
-import type { Bytes, ChainInfo, HeaderRecord, SyncStateReader } from '@chainnode/core';
+import { MissingTrieNodeError, chainFamilyOf } from '@chainnode/core';
+import type { Bytes, ChainFamily, ChainInfo, HeaderRecord, SyncStateReader } from '@chainnode/core';
 import { ExecutionTimeout, StoreStateManager } from './state.js';
 import type { BlockStateBase } from './state.js';
 import type { AccountOverride } from './state.js';
@@ -124,6 +124,11 @@ export class Executor {
   }
 
   private readonly info: ChainInfo;
+
+  /** The chain's rule family: an OP-stack chain's blocks are replicated, never run here. */
+  get family(): ChainFamily {
+    return chainFamilyOf(this.info.genesis);
+  }
 
   /** The chain's Common, made once the KZG is loaded. */
   private init(): Promise<void> {

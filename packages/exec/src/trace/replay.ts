@@ -67,6 +67,10 @@ export async function traceTx<R extends { totalGasSpent: bigint }>(
   return r;
 }
 
+/** Why an OP-stack chain's transactions are not traced. */
+export const OP_STACK_REFUSAL =
+  'transactions of an OP-stack chain cannot be traced here: its blocks are replicated, and deposit transactions (type 0x7e) and the fee vaults are not executed';
+
 /** Re-executes stored blocks and calls for the tracers. */
 export class TraceEngine {
   constructor(
@@ -81,6 +85,9 @@ export class TraceEngine {
     parent: HeaderRecord,
     opts: { deadline: number; base?: BlockStateBase },
   ): Promise<{ vm: VM; sm: StoreStateManager; block: Block }> {
+    // The import refuses to execute an OP-stack chain (it is replicated): its blocks cannot be run
+    // again either, deposits (type 0x7e) and fee vaults being outside this EVM's rules.
+    if (this.executor.family === 'optimism') throw new TraceReplayError(OP_STACK_REFUSAL);
     const common = (await this.executor.chainCommon()).copy();
     let block: Block;
     try {
