@@ -6,7 +6,7 @@
 // version; not committed, it is large) and linked or copied to --out. A cached chain is reused.
 // Prints the run record first: generation executes every block, so it also measures execution.
 // With --datadir (a fresh directory) every block is also written into that datadir the way the
-// import writes it (one execution for both; the cache is then refreshed), and the rate printed is
+// import writes it (its call frames and state changes recorded for traces included) (one execution for both; the cache is then refreshed), and the rate printed is
 // the import's: execution with the import's trie setup, sender recovery, staging and batches.
 import { createHash } from 'node:crypto';
 import {

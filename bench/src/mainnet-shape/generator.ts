@@ -22,6 +22,7 @@ import { keccak256 } from '@chainnode/core';
 import secp256k1 from 'secp256k1';
 import type { BatchDBOp, DB } from '@ethereumjs/util';
 import { preMergeGenesis, Sfc32 } from '@chainnode/testkit';
+import { BlockFrameRecorder } from '@chainnode/exec';
 import { ImportPipeline } from '@chainnode/ingest';
 import { StoreWriter } from '@chainnode/store';
 import type { BlockInput } from '@chainnode/store';
@@ -857,7 +858,7 @@ async function executeAndSeal(
   txs: TypedTransaction[],
   coinbase: Address,
   baseFee: bigint,
-): Promise<{ block: Block; result: Executed }> {
+): Promise<{ block: Block; result: Executed; frames: BlockFrameRecorder | undefined }> {
   const { common, vm } = g.st;
   const headerData = {
     parentHash: parent.hash(),
@@ -873,9 +874,16 @@ async function executeAndSeal(
   };
   const draftHeader = createBlockHeader(headerData, { common, setHardfork: true, calcDifficultyFromHeader: parent });
   const draft = new Block(draftHeader, txs, [], undefined, { common });
-  const result = await timed(g.timing, 'execute', () =>
-    runBlock(vm, { block: draft, generate: true, skipBlockValidation: true }),
-  );
+  // With a datadir that records them, the call frames and state changes, as the import records them.
+  const frames =
+    g.st.writer?.recordsFrames() === true && txs.length > 0 ? new BlockFrameRecorder(vm, draft) : undefined;
+  const result = await timed(g.timing, 'execute', async () => {
+    try {
+      return await runBlock(vm, { block: draft, generate: true, skipBlockValidation: true });
+    } finally {
+      frames?.detach();
+    }
+  });
   const header = createBlockHeader(
     {
       ...headerData,
@@ -888,7 +896,7 @@ async function executeAndSeal(
     },
     { common, setHardfork: true },
   );
-  return { block: new Block(header, txs, [], undefined, { common }), result };
+  return { block: new Block(header, txs, [], undefined, { common }), result, frames };
 }
 
 /** Checks every receipt's status against the plan; counts the block in the statistics. Returns its gas. */
@@ -923,7 +931,14 @@ function recordBlock(g: Generation, planned: Planned[], result: Executed, number
 }
 
 /** With a datadir: the block to the writer (flushed as the import flushes) and what the archive trie gained. */
-async function stageBlock(g: Generation, writer: StoreWriter, block: Block, result: Executed, raw: Uint8Array) {
+async function stageBlock(
+  g: Generation,
+  writer: StoreWriter,
+  block: Block,
+  result: Executed,
+  raw: Uint8Array,
+  frames: BlockFrameRecorder | undefined,
+) {
   await timed(g.timing, 'write', async () => {
     const staged = (writer.trieDb as unknown as { current: Map<string, Uint8Array> }).current;
     let trieBytes = 0;
@@ -938,7 +953,7 @@ async function stageBlock(g: Generation, writer: StoreWriter, block: Block, resu
       trieBytes,
     });
     g.td += block.header.difficulty;
-    writer.addBlock(blockInput(block, result, raw, g.td));
+    writer.addBlock({ ...blockInput(block, result, raw, g.td), frames: frames?.row(block.hash()) });
     if (
       writer.stagedBlocks() >= 256 ||
       writer.stagedBytes() >= 64 * 2 ** 20 ||
@@ -963,11 +978,11 @@ async function generateBlock(g: Generation, parent: BlockHeader, number: number)
   m.accounts.add(coinbase.toString());
   stats.storageWrites += m.slots.size;
   stats.accountsTouched += m.accounts.size;
-  const { block, result } = await executeAndSeal(g, parent, number, txs, coinbase, baseFee);
+  const { block, result, frames } = await executeAndSeal(g, parent, number, txs, coinbase, baseFee);
   recordBlock(g, plan.planned, result, number);
   const raw = RLP.encode(block.raw());
   if (!g.out.write(raw)) await once(g.out, 'drain');
-  if (g.st.writer !== undefined) await stageBlock(g, g.st.writer, block, result, raw);
+  if (g.st.writer !== undefined) await stageBlock(g, g.st.writer, block, result, raw, frames);
   return block.header;
 }
 
