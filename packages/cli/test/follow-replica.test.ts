@@ -1,15 +1,18 @@
 // chainnode -> chainnode: a primary serves the fixture chain; replica R1 follows it over HTTP
-// (its URL with the primary's key) from an empty datadir and is SIGKILLed twice while catching up
-// (once just after a commit, once mid-batch: a third kill there proved the same again); replica
-// R2 follows over WebSocket from a datadir the file import prepared. Then the primary is stopped
-// (both replicas keep serving and retry), imports fixtures/fork (the file reorgs its store 10
-// blocks deep) and restarts on the same port; R1 is SIGKILLed twice more while it reorgs.
+// (its URL with the primary's key) from an empty datadir, replicating (`--ingest replicate`: the
+// primary's raw blocks, receipts and state changes, every root verified; executing the whole chain
+// again, as the prepared datadir's import already does, took half of this suite's CPU), and is
+// SIGKILLed twice while catching up (once just after a commit, once mid-batch: a third kill there
+// proved the same again); replica R2 follows over WebSocket, executing, from a datadir the file
+// import prepared. Then the primary is stopped (both replicas keep serving and retry), imports
+// fixtures/fork (the file reorgs its store 10 blocks deep) and restarts on the same port; R1 is
+// SIGKILLed twice more while it reorgs.
 // Checked: once caught up, all eight methods answer byte-equal on primary and replicas at every
 // block; after the fork, every block's header and transaction hashes by number are equal on all
 // three, and all eight methods byte-equal from block 1500 (the log range holding the fork point
 // 1591) on: below it the reorg changed nothing, and the stores' digests prove them still equal.
-// Orphaned txs are null; the three stores end digest-equal (file reorg, followed reorg, and a
-// followed reorg interrupted four times).
+// Orphaned txs are null; the three stores end digest-equal but for the rows only execution
+// records (file reorg, executed followed reorg, and a replicated one interrupted four times).
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { EXECUTED_ONLY, digestDatadir } from '@chainnode/store';
@@ -126,7 +129,7 @@ describe('a chainnode replica follows a chainnode primary', () => {
     const genesis = join(FIXTURES, 'genesis.json');
     // A head poll every 500 ms once caught up: each is a request to the primary for as long as the
     // test runs, and nothing here waits on a replica noticing a new head sooner.
-    const r1Args = ['--follow', pUrl, '--genesis', genesis, '--poll-ms', '500'];
+    const r1Args = ['--follow', pUrl, '--genesis', genesis, '--ingest', 'replicate', '--poll-ms', '500'];
     const r2 = await spawnServe(r2Dir, ['--follow', `ws://127.0.0.1:${port}/ws/v3/${pk}`, '--poll-ms', '500']);
     procs.push(r2);
     // R1: follow from an empty datadir, SIGKILLed twice while catching up.
@@ -198,7 +201,7 @@ describe('a chainnode replica follows a chainnode primary', () => {
       reorgs: 1,
     });
 
-    // Stores: file reorg == followed reorg == followed reorg killed 4 times.
+    // Stores: file reorg == executed followed reorg == replicated followed reorg killed 4 times.
     for (const p of [primary, r1, r2]) expect(await p.stop('SIGTERM')).toBe(0);
     const [dp, d1, d2] = await Promise.all([
       digestDatadir(primaryDir, undefined, EXECUTED_ONLY),
@@ -207,5 +210,5 @@ describe('a chainnode replica follows a chainnode primary', () => {
     ]);
     expect(d1).toEqual(dp);
     expect(d2).toEqual(dp);
-  }, 2_400_000); // three full chains executed (the prepared datadir, R1's follow, the fork) on 2 cores
+  }, 2_400_000); // the prepared datadir's import (when this suite asks first), R1's replication, the fork, on 2 cores
 });
