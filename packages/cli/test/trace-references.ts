@@ -15,11 +15,16 @@ export interface TxFacts {
 }
 
 /**
- * geth's text of a halt anvil names as revm does, where they differ. The workload's one stack
- * underflow is an ADD on an empty stack: geth's text gives the stack's length and the operands
- * the opcode takes (core/vm/errors.go ErrStackUnderflow).
+ * geth's text of a halt anvil names as revm does, where they differ (core/vm/errors.go). The
+ * workload's one stack underflow is an ADD on an empty stack: geth's text gives the stack's
+ * length and the operands the opcode takes (ErrStackUnderflow). Its one overflow is a push onto
+ * a full stack: geth's text gives the stack's length and the opcode's limit, 1024 less what it
+ * pushes beyond what it pops (ErrStackOverflow).
  */
-const GETH_HALTS: Record<string, string> = { StackUnderflow: 'stack underflow (0 <=> 2)' };
+const GETH_HALTS: Record<string, string> = {
+  StackUnderflow: 'stack underflow (0 <=> 2)',
+  'Out of stack': 'stack limit reached 1024 (1023)',
+};
 
 /** A precompile of Cancun (0x01..0x0a). */
 export function isPrecompile(address: unknown): boolean {

@@ -8,7 +8,8 @@
 // ots_*. Each deviation is a function of trace-references.ts, named where it is applied, and
 // listed in docs/traces.md ("Where anvil differs"). Calls traced at a mined block and at the head
 // (debug_traceCall, with state and block overrides; a revert with a reason, one with a custom
-// error, one out of gas) are compared the same way; trace_call, trace_callMany and
+// error, one out of gas; the halting runtimes and a stack overflow, with eth_call's error for
+// each) are compared the same way; trace_call, trace_callMany and
 // trace_rawTransaction, which anvil does not serve, with reth's answers built from anvil's
 // debug_traceCall of the same calls.
 import { tempDir } from '@chainnode/testkit';
@@ -240,6 +241,39 @@ describe('traces of a contract workload against anvil', () => {
     const [probe] = await batch(ours, calls.slice(-4, -3));
     const output = String((probe?.result as Json | undefined)?.output);
     expect(output.slice(0, 130)).toBe(`0x${'99'.padStart(64, '0')}${'12345678'.padStart(64, '0')}`);
+  });
+
+  test('halts other than reverts in geth’s words: debug_traceCall’s callTracer frame, and eth_call’s error (anvil: -32603 “EVM error <name>”)', async () => {
+    const [, d1] = DEV as [string, string];
+    const gas = hexN(100_000);
+    const { prober, ...runtimes } = work.halting;
+    // JUMPDEST, PUSH0, PUSH1 0, JUMP: one word more on the stack each turn, until it overflows.
+    const overflow = { stateOverrides: { [PROBE]: { code: '0x5b5f600056' } } };
+    const targets = [
+      ...Object.values(runtimes).map((to) => ({ call: { from: d1, to, gas }, over: {} as Json })),
+      { call: { from: d1, to: PROBE, gas }, over: overflow as Json },
+    ];
+    const calls = targets.map(
+      ({ call, over }): Call => ['debug_traceCall', [call, 'latest', { tracer: 'callTracer', ...over }]],
+    );
+    const [theirs, mine] = await Promise.all([batch(anvil.url, calls), batch(ours, calls)]);
+    const frames = theirs.map((e) =>
+      gethCallFrame(e.result as Json, { gasLimit: gas, gasUsed: (e.result as Json).gasUsed as string }),
+    );
+    expect(mine.map(answer)).toEqual(frames);
+    // geth's eth_call answers a halt with -32000 and the frame's error.
+    const ethCalls = targets.map(({ call, over }): Call => ['eth_call', [call, 'latest', ...Object.values(over)]]);
+    const [anvils, eth] = await Promise.all([batch(anvil.url, ethCalls), batch(ours, ethCalls)]);
+    expect(eth.map(answer)).toEqual(frames.map((f) => ({ error: { code: -32000, message: f.error } })));
+    for (const e of anvils)
+      expect(e.error).toMatchObject({ code: -32603, message: expect.stringMatching(/^EVM error \w+$/) });
+    expect(frames.map((f) => f.error)).toEqual([
+      'out of gas',
+      'invalid opcode: INVALID',
+      'stack underflow (0 <=> 2)',
+      'invalid jump destination',
+      'stack limit reached 1024 (1023)',
+    ]);
   });
 
   test('debug_traceCall without gas runs with geth’s gas cap (anvil: the block’s gas limit)', async () => {
