@@ -93,7 +93,7 @@ export {
   openThreadLedger,
 } from './ledger/threads.js';
 export type { RedisCredits, ThreadLedger, ThreadLedgerLink, ThreadLedgerSources } from './ledger/threads.js';
-export { checkLedgerUrl, openLedger } from './ledger/open.js';
+export { openLedger } from './ledger/open.js';
 export type { LedgerSpec, OpenLedger } from './ledger/open.js';
 export { RedisTimeoutError, connectRedis, parseRedisUrl, timed } from './redis-client.js';
 export type { RedisClient, RedisOptions } from './redis-client.js';

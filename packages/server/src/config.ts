@@ -2,8 +2,8 @@
 // listeners' options and the plans its gate applies. Each is a field of the settings schema
 // (@chainnode/runtime's settings/fields.ts), which documents it and takes its default from here,
 // as the rpc service's settings take theirs from DEFAULT_RPC_CONFIG.
-import { DEFAULT_PLANS } from '@chainnode/accounts';
-import type { PlanConfig, PlanName } from '@chainnode/accounts';
+import { DEFAULT_PLANS } from '@chainnode/accounts/settings';
+import type { PlanConfig, PlanName } from '@chainnode/accounts/settings';
 
 /** The server's settings (see the settings schema for what each means). */
 export interface TransportConfig {

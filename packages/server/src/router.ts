@@ -15,7 +15,7 @@
 // from its one network (catch-all), exactly as before networks existed.
 import type { ChainEvents, ChainStore } from '@chainnode/core';
 import type { RpcServiceApi } from '@chainnode/rpc';
-import { networkNameProblem } from '@chainnode/accounts';
+import { networkNameProblem } from '@chainnode/accounts/settings';
 import { Metrics } from './metrics.js';
 import type { DiskView, FollowReport } from './metrics.js';
 

@@ -5,7 +5,7 @@ import { FileKeyStore } from '../keys/file-store.js';
 import { KeyManager } from '../keys/manager.js';
 import { RedisKeyStore } from '../keys/redis-store.js';
 import type { KeyStore } from '../keys/record.js';
-import { connectRedis, parseRedisUrl } from '../redis-client.js';
+import { connectRedis } from '../redis-client.js';
 import { EmbeddedUsage } from '../usage/record.js';
 import type { UsageRecord } from '../usage/record.js';
 import { RedisUsage } from '../usage/redis.js';
@@ -61,10 +61,6 @@ export interface OpenLedger {
   /** The key manager over this engine's keys, usage record and balances (dashboard, `keys`, `start`). */
   manager(config: PlansOf): KeyManager;
   close(): Promise<void>;
-}
-
-export function checkLedgerUrl(url: string): string {
-  return parseRedisUrl(url);
 }
 
 function managerOf(l: OpenLedger, config: PlansOf): KeyManager {

@@ -10,8 +10,8 @@
 // DEFAULT_CONFIG, the ServerConfig type, rpcConfigOf (the fields the rpc service takes),
 // transportConfigOf (the fields the server takes) and the CLI's serve options derive from it.
 import { resolve } from 'node:path';
-import { DEFAULT_PLANS, PLAN_NAMES, isPlanName, networkNameProblem } from '@chainnode/accounts';
-import type { LedgerFailureMode, PlanConfig, PlanName } from '@chainnode/accounts';
+import { DEFAULT_PLANS, PLAN_NAMES, isPlanName, networkNameProblem } from '@chainnode/accounts/settings';
+import type { LedgerFailureMode, PlanConfig, PlanName } from '@chainnode/accounts/settings';
 import type { IngestMode } from '@chainnode/ingest';
 import { DEFAULT_TRANSPORT_CONFIG, LOG_FORMATS, LOG_LEVELS, MAX_NETWORKS } from '@chainnode/server/settings';
 import type { TransportConfig } from '@chainnode/server/settings';

@@ -5,7 +5,7 @@
 // parses nothing.
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { checkLedgerUrl } from '@chainnode/accounts';
+import { parseRedisUrl } from '@chainnode/accounts/settings';
 import { defaultLogFormat } from '@chainnode/server/settings';
 import type { LogFormat } from '@chainnode/server/settings';
 import type { DashboardConfig, FollowedDatadir, RuntimeConfig } from '../config.js';
@@ -68,7 +68,7 @@ export interface ServeFlags {
 export function parseLedgerUrl(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   try {
-    return checkLedgerUrl(value);
+    return parseRedisUrl(value);
   } catch (err) {
     throw new ConfigError((err as Error).message); // accounts' own error, as one line
   }

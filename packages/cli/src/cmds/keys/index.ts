@@ -4,8 +4,8 @@
 // without a running server: servers pick changes up within a second. A key or secret is printed
 // once, by the command that creates it (create, rotate, secret create).
 import type { Command } from 'commander';
-import { KeyActionError, KeyFileError, LedgerUnavailableError, PLAN_NAMES, openLedger } from '@chainnode/accounts';
 import type { KeyManager, OpenLedger } from '@chainnode/accounts';
+import { PLAN_NAMES } from '@chainnode/accounts/settings';
 import { loadConfig, parseLedgerUrl } from '@chainnode/runtime/configuration';
 import { CliError } from '../../cli-error.js';
 import { describe, keyTable, usageJson, usageText } from './text.js';
@@ -21,6 +21,8 @@ interface Common {
 async function run<T>(opts: Common, f: (km: KeyManager) => Promise<T>): Promise<T> {
   const config = loadConfig(opts.datadir, opts.config);
   const url = parseLedgerUrl(opts.ledger);
+  // Loaded when a key command runs, not with the command table (every command registers its options).
+  const { KeyActionError, KeyFileError, LedgerUnavailableError, openLedger } = await import('@chainnode/accounts');
   let l: OpenLedger;
   try {
     l = await openLedger({ ...(url !== undefined ? { url } : {}), datadir: opts.datadir });

@@ -10,7 +10,6 @@ import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { sync } from '../sync/index.js';
-import { KeyActionError } from '@chainnode/accounts';
 import type { KeyManager } from '@chainnode/accounts';
 import type { LogFormat } from '@chainnode/server';
 import { CliError } from '../../cli-error.js';
@@ -40,6 +39,8 @@ export async function ensureDevKey(datadir: string, keys: KeyManager): Promise<{
   if (existsSync(path)) {
     const key = readFileSync(path, 'utf8').trim();
     if (/^[0-9a-f]{32}$/.test(key)) {
+      // Loaded here, not with the command table: every other command runs without accounts.
+      const { KeyActionError } = await import('@chainnode/accounts');
       const view = await keys.get(key).catch((err: unknown) => {
         if (err instanceof KeyActionError) return undefined; // no such key (any more)
         throw err;
