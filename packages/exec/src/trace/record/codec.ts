@@ -27,7 +27,12 @@ export const FRAME_TYPES: readonly FrameType[] = [
   'SELFDESTRUCT',
 ];
 
-/** geth's error texts a frame ends with most, by code (others are stored as text). */
+/**
+ * geth's error texts a frame ends with most, by code (others are stored as text). Codes 2 and 3
+ * are the bare texts an earlier release wrote, before the halts named their opcode and stack
+ * (`invalid opcode: INVALID`, `stack underflow (0 <=> 2)`, now stored as text): a row holding them
+ * is stale (`RecordedTx.stale`).
+ */
 const ERRORS = [
   'execution reverted',
   'out of gas',
@@ -55,6 +60,17 @@ export interface RecordedTx {
   gasUsed: bigint;
   logsBefore: number;
   events: RecordedEvent[];
+  /**
+   * A frame ends with an error text an earlier release recorded in fewer words than geth's (a
+   * bare `invalid opcode` or `stack underflow`, ethereumjs's `invalid JUMP at …`): the
+   * transaction is traced by re-executing it instead.
+   */
+  stale?: true;
+}
+
+/** The error texts of rows recorded before the halts were worded as geth's (staleError). */
+function staleError(e: string): boolean {
+  return e === 'invalid opcode' || e === 'stack underflow' || e.startsWith('invalid JUMP');
 }
 
 export class ByteWriter {
@@ -234,6 +250,7 @@ export function decodeTx(
   const count = r.uint();
   const events: RecordedEvent[] = [];
   const open: FrameEnter[] = [];
+  let stale = false;
   for (let i = 0; i < count; i++) {
     const tag = r.byte();
     if (tag === 1) {
@@ -254,6 +271,7 @@ export function decodeTx(
       const bits = r.byte();
       let error: string | undefined;
       if ((bits & 2) === 2) error = (bits & 4) === 4 ? ERRORS[r.byte()] : new TextDecoder().decode(r.bytes());
+      if (error !== undefined && staleError(error)) stale = true;
       const output = r.bytes();
       const gasUsed = r.big();
       open.pop();
@@ -278,7 +296,7 @@ export function decodeTx(
       }
     } else throw new RangeError(`recorded frames: unknown event ${tag}`);
   }
-  return { creation, gasLimit, gasUsed, logsBefore, events };
+  return { creation, gasLimit, gasUsed, logsBefore, events, ...(stale ? { stale: true as const } : {}) };
 }
 
 /** A block's row: its hash, then each transaction's events (encodeTx), found by their lengths. */

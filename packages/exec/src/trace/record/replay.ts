@@ -32,19 +32,21 @@ export function replayable(tracer: Tracer): boolean {
 
 /**
  * Feeds `tracer` transaction `ctx.index`'s recorded events from the block's TxFrames `row`;
- * false when the row does not hold it (another block's row, or none of this transaction).
+ * false when the row does not hold it (another block's row, or none of this transaction) or holds
+ * it as an earlier release recorded it in fewer words (RecordedTx.stale): it is then re-executed.
  */
 export async function replayRecorded(row: Uint8Array, ctx: RecordedTxContext, tracer: Tracer): Promise<boolean> {
   if (!replayable(tracer)) throw new Error('replayRecorded: the tracer wants opcodes');
   const reader = txFramesAt(row, ctx.blockHash, ctx.index);
   if (reader === undefined) return false;
+  const logs = tracer.wantsLogs === true && ctx.receiptLogs !== undefined ? await ctx.receiptLogs() : undefined;
+  const tx = decodeTx(reader, ctx.sender, ctx.input, logs);
+  if (tx.stale) return false;
   if (tracer.replaysChanges === true) {
     const changes = ctx.changes === undefined ? undefined : txFramesAt(ctx.changes.row, ctx.blockHash, ctx.index);
     if (changes === undefined || ctx.changes === undefined) return false;
     await tracer.onChanges?.({ accounts: decodeChanges(changes), code: ctx.changes.code });
   }
-  const logs = tracer.wantsLogs === true && ctx.receiptLogs !== undefined ? await ctx.receiptLogs() : undefined;
-  const tx = decodeTx(reader, ctx.sender, ctx.input, logs);
   const precompiles = new Set<string>();
   for (const e of tx.events)
     if (e.kind === 'enter' && e.precompile) precompiles.add(Buffer.from(e.f.to).toString('hex'));
