@@ -200,6 +200,10 @@ describe('StoreWriter.rewind', () => {
         expect(range?.positions.map((p) => `${p.number}:${p.index}`)).toEqual(['9:0', '9:1', '9:2']);
         expect(range?.framesFrom).toBe(0n);
         expect((await store.appearanceRange(INNER, 3n, 4n))?.positions.length).toBe(6);
+        // The blocks whose recorded frames the index holds (trace_filter's index-only part): B's,
+        // each once, A's cut with their blocks.
+        expect(await store.frameIndexedBlocks(0n, 14n)).toEqual(B.slice(1).map((_, k) => BigInt(k + 1)));
+        expect(await store.frameIndexedBlocks(8n, 9n)).toEqual([8n, 9n]);
         // The ready-to-serve rows (AddressLogsJson) tell the same: B's logs only.
         const text = await store.logsText({ fromBlock: 0n, toBlock: 14n, addresses: [HOT_ADDR], topics: [] }, OPTS);
         if (text?.kind !== 'ok') throw new Error(`logsText: ${JSON.stringify(text)}`);

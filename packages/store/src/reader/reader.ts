@@ -189,6 +189,8 @@ const DIFF_NODE_BYTES = 4 << 20;
 
 /** Receipts read alone kept (receiptAt): a few hundred bytes each. */
 const RECEIPTS_ALONE = 16_384;
+/** The recorded state-change rows kept (diffsRows), by their bytes; twice that of frames (framesRows). */
+const TRACE_ROWS_BYTES = 16 << 20;
 
 /**
  * Estimated heap bytes of a block's receipt records and of the JSON texts rpc's memo keeps on
@@ -255,6 +257,16 @@ export class LevelChainStore implements ChainStore {
    * mainnet's ~120 KB bodies.
    */
   private readonly txRows = new HashCache<{ head: HeaderTxFields; body: Uint8Array; senders: Uint8Array }>(64);
+  /**
+   * Recorded trace rows (TxFrames, TxStateDiffs) by block hash, a row only once its hash is the
+   * block's (rows never change for a hash): 32 MiB of frames, ~100-200 blocks of mainnet's size
+   * (160 KB; the two generations hold between half the budget and all of it), 16 MiB of state
+   * changes (90 KB). Reading and uncompressing a row costs ~0.25 ms at that size, more than the
+   * trace answered from it: a block's transactions traced one after the other, or a trace_filter
+   * over the ~100 blocks a busy sender's transactions are in, asked again, read it once.
+   */
+  private readonly framesRows = new HashCache<Bytes>(4096, 2 * TRACE_ROWS_BYTES);
+  private readonly diffsRows = new HashCache<Bytes>(4096, TRACE_ROWS_BYTES);
   /** Hashes-only block answers (about 1.5 KB each): what readyBlockJson hands out. */
   private readonly readyJson = new HashCache<ReadyJson>(4096);
   /**
@@ -803,6 +815,8 @@ export class LevelChainStore implements ChainStore {
       this.stateRoots.delete(b.hash);
       this.txRows.delete(b.hash);
       this.receiptCache.delete(b.hash);
+      this.framesRows.delete(b.hash);
+      this.diffsRows.delete(b.hash);
     }
     for (const b of commit.added) numbers.push(b.number);
     for (const n of numbers) this.canonicalCache.delete(n);
@@ -855,19 +869,28 @@ export class LevelChainStore implements ChainStore {
   // --- recorded call frames ----------------------------------------------------------------------
 
   txFrames(blockHash: Bytes): Promise<Bytes | undefined> {
-    return this.guard('txFrames', async () => {
-      const number = await this.canonicalNumber(blockHash);
-      if (number === undefined) return undefined;
-      return tables.txFrames.getSync(this.db, number);
-    });
+    return this.guard('txFrames', () => this.traceRow(blockHash, tables.txFrames, this.framesRows));
   }
 
   txStateDiffs(blockHash: Bytes): Promise<Bytes | undefined> {
-    return this.guard('txStateDiffs', async () => {
-      const number = await this.canonicalNumber(blockHash);
-      if (number === undefined) return undefined;
-      return tables.txStateDiffs.getSync(this.db, number);
-    });
+    return this.guard('txStateDiffs', () => this.traceRow(blockHash, tables.txStateDiffs, this.diffsRows));
+  }
+
+  /** A recorded trace row of the canonical block `blockHash`, kept in `cache` once it is that block's. */
+  private async traceRow(
+    blockHash: Bytes,
+    table: typeof tables.txFrames,
+    cache: HashCache<Bytes>,
+  ): Promise<Bytes | undefined> {
+    const number = await this.canonicalNumber(blockHash);
+    if (number === undefined) return undefined;
+    const kept = cache.get(blockHash);
+    if (kept !== undefined) return kept;
+    const row = table.getSync(this.db, number);
+    // A row of another branch's block at this number (not yet cut) is handed out, not kept.
+    if (row !== undefined && row.length >= 32 && bytesEqual(row.subarray(0, 32), blockHash))
+      cache.set(blockHash, row, row.length);
+    return row;
   }
 
   frameBlooms(from: bigint, to: bigint): Promise<(Bytes | undefined)[]> {
