@@ -32,6 +32,7 @@ import { Caches, MerkleStateManager } from '@ethereumjs/statemanager';
 import { createVM, type RunBlockResult, runBlock, type VM } from '@ethereumjs/vm';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 
+import { rememberParams } from '@chainnode/exec';
 import { preMergeGenesis } from '@chainnode/testkit';
 import { labelAddress, makeSenders, type Sender } from './accounts.js';
 import { type CompiledContracts, compileContracts, creationCode, encodeCall } from './contracts.js';
@@ -231,6 +232,8 @@ async function setUpChain(senders: Sender[]): Promise<ChainSetup> {
   const genesis = genesisConfig(alloc);
 
   const common = createCommonFromGethGenesis(genesis, { chain: 'chainnode-fixture', customCrypto: NATIVE_CRYPTO });
+  // Every transaction and header is built on a copy of it (or of the hardfork copies below).
+  rememberParams(common);
   const atFork = (hardfork: Hardfork): Common => {
     const c = common.copy();
     c.setHardfork(hardfork);

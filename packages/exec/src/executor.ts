@@ -25,7 +25,7 @@ import { authorizationTuples } from './call-args.js';
 import { TraceTooLargeError } from './trace/hooks.js';
 import { haltMessage, haltPoint } from './halt.js';
 import { keepJumpAnalysis } from './jump-cache.js';
-import { chainCrypto } from './evm-tuning.js';
+import { chainCrypto, rememberParams } from './evm-tuning.js';
 import { callRules, leanCall, leanEligible } from './lean-call.js';
 import type { CallRules, LeanOutcome } from './lean-call.js';
 import type { BlockOverrides, CallArgs } from './call-args.js';
@@ -137,6 +137,7 @@ export class Executor {
         chain: 'custom',
         customCrypto: chainCrypto({ kzg: k }),
       });
+      rememberParams(this.common);
       await keepJumpAnalysis(this.common);
     });
     return this.ready;

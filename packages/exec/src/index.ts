@@ -2,7 +2,7 @@ export { CallPrecheckError, DEFAULT_EXEC_OPTIONS, Executor, ExecutionTimeout } f
 export { haltMessage } from './halt.js';
 export type { BlockOverrides, CallArgs, CallOutcome, ExecOptions } from './executor.js';
 export { StoreStateManager } from './state.js';
-export { tuneVm } from './evm-tuning.js';
+export { rememberParams, tuneVm } from './evm-tuning.js';
 export type { AccountOverride, BlockStateBase } from './state.js';
 export { checkRawTransaction, TxRefusedError } from './tx-check.js';
 export type { CheckedTransaction } from './tx-check.js';

