@@ -27,9 +27,9 @@ type EipCheck = (this: Common, eip: number) => boolean;
 const REMEMBERED = Symbol('isActivatedEIP remembered');
 
 /**
- * Makes `common.isActivatedEIP` a table lookup per hardfork. The table is shared by the Common's
- * copies (copy() keeps own properties), which is sound: a copy has the same chain and EIPs, and
- * the table is keyed by the hardfork each asks at.
+ * Makes `common.isActivatedEIP` a table lookup per hardfork (keyed by the hardfork it asks at, so
+ * a hardfork change needs no notice). A copy of the Common is not tuned (copy() takes enumerable
+ * properties only): it asks the package's scan until rememberEips is given it too.
  */
 export function rememberEips(common: Common): void {
   const c = common as Common & { [REMEMBERED]?: true };
@@ -54,8 +54,10 @@ export function rememberEips(common: Common): void {
     }
     return on;
   };
+  // Both own and not enumerable: copy() (Object.assign) hands neither to a copy, which asks the
+  // prototype's scan until it is tuned itself (a copied marker alone would keep it from that).
   Object.defineProperty(c, 'isActivatedEIP', { value: remembered, writable: true, configurable: true });
-  c[REMEMBERED] = true;
+  Object.defineProperty(c, REMEMBERED, { value: true });
 }
 
 type ParamsDict = Parameters<Common['updateParams']>[0];

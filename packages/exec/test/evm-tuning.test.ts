@@ -33,6 +33,11 @@ test('a Common with remembered EIP checks answers as the package at every hardfo
       const copy = tuned.copy();
       same(tuned, hf);
       same(copy, `copy ${hf}`);
+      // A copy is not tuned until it is given the tuning itself, and then answers the same.
+      if (Object.hasOwn(copy, 'isActivatedEIP')) wrong.push(`copy ${hf} came tuned`);
+      rememberEips(copy);
+      if (!Object.hasOwn(copy, 'isActivatedEIP')) wrong.push(`copy ${hf} not tuned`);
+      same(copy, `tuned copy ${hf}`);
       active += EIPS.filter((eip) => tuned.isActivatedEIP(eip)).length;
       // A copy moved to another hardfork answers for that one, and the original for its own.
       copy.setHardfork(Hardfork.Berlin);
