@@ -84,14 +84,23 @@ function headerList(h: JsonBlock): Uint8Array[] {
   return list;
 }
 
+/**
+ * The three bloom bits of each address or topic, its keccak taken once: the chains' 48,000 logs
+ * repeat a few thousand values, and hashing every occurrence with the pure-JS Keccak was a
+ * twentieth of this suite's CPU.
+ */
+const bloomBits = new Map<string, number[]>();
+
 function bloomOf(logs: JsonLog[]): string {
   const bloom = new Uint8Array(256);
   const add = (v: string): void => {
-    const h = keccak256(b(v));
-    for (const i of [0, 2, 4]) {
-      const bit = ((h[i]! << 8) | h[i + 1]!) & 2047;
-      bloom[255 - (bit >> 3)]! |= 1 << (bit & 7);
+    let bits = bloomBits.get(v);
+    if (bits === undefined) {
+      const h = keccak256(b(v));
+      bits = [0, 2, 4].map((i) => ((h[i]! << 8) | h[i + 1]!) & 2047);
+      bloomBits.set(v, bits);
     }
+    for (const bit of bits) bloom[255 - (bit >> 3)]! |= 1 << (bit & 7);
   };
   for (const l of logs) {
     add(l.address);
@@ -397,6 +406,9 @@ async function checkLogLocations(chain: Chain): Promise<void> {
     if (list === undefined) byBlock.set(l.blockHash, [l]);
     else list.push(l);
   }
+  // Blocks whose logs by number range differ from their logs by hash, compared as JSON text
+  // (field order included) and asserted once, as the checks above.
+  const differ: unknown[] = [];
   for (const block of chain.blocks) {
     const ls = byBlock.get(block.hash) ?? [];
     const txs = block.transactions as JsonTransaction[];
@@ -407,11 +419,13 @@ async function checkLogLocations(chain: Chain): Promise<void> {
       want(`${at} blockTimestamp`, l.blockTimestamp, block.timestamp);
       want(`${at} transactionHash`, l.transactionHash, txs[Number(BigInt(l.transactionIndex))]!.hash);
     });
-    expect(wrong).toEqual([]);
-    expect(bloomOf(ls)).toBe(block.logsBloom);
+    want(`block ${block.number} logsBloom`, bloomOf(ls), block.logsBloom);
     // The same block by number range answers the same logs.
-    expect(await chain.client.call('eth_getLogs', { fromBlock: block.number, toBlock: block.number })).toEqual(ls);
+    const byRange = await chain.client.call('eth_getLogs', { fromBlock: block.number, toBlock: block.number });
+    if (JSON.stringify(byRange) !== JSON.stringify(ls)) differ.push({ block: block.number, got: byRange, want: ls });
   }
+  expect(wrong).toEqual([]);
+  expect(differ.slice(0, 3)).toEqual([]);
   expect(chain.logs.length).toBeGreaterThan(0);
 }
 
