@@ -4,7 +4,7 @@
 // (Erigon's and reth's paging). The blocks and transactions traced are those the frame blooms and
 // the address-appearance index cannot rule out (blocksToTrace); the range is bounded by
 // traceFilterMaxBlocks.
-import { KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
+import { KECCAK256_RLP, KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
 import { InvalidParamsError, bytesEqual, toData } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import type { HandlerContext } from '../context.js';
@@ -143,8 +143,8 @@ export async function* blocksToTrace(
 
 /**
  * The blocks of `from`..`to` (all past the merge) the index lists a transaction of, each with
- * those transactions; a block whose frames the index does not hold (imported with recording off)
- * with every transaction its rows may name an address in.
+ * those transactions; a block with transactions whose frames the index does not hold (imported
+ * with recording off) with every transaction its rows may name an address in.
  */
 async function* indexScan(
   ctx: HandlerContext,
@@ -157,7 +157,9 @@ async function* indexScan(
   for (let n = from; n <= to; n++) {
     if (!held.has(n)) {
       const header = await headerAt(ctx, n);
-      yield { header, pick: bytesPick?.(header) };
+      // A block without transactions has nothing to trace past the merge (an import records no
+      // frames for it either).
+      if (!bytesEqual(header.transactionsRoot, KECCAK256_RLP)) yield { header, pick: bytesPick?.(header) };
       continue;
     }
     const txs = byBlock.get(n);
