@@ -132,11 +132,9 @@ function mstore(runState: RunState): void {
   runState.memory.write(Number(offset), 32, word);
 }
 
-/** Both tunings for `vm`: its Common's (and its EVM's) EIP checks remembered, the MSTORE above. */
+/** Both tunings for `vm`: its Common's EIP checks remembered (its EVM runs on the same Common), the MSTORE above. */
 export function tuneVm(vm: VM): void {
   rememberEips(vm.common);
-  const evmCommon = (vm.evm as unknown as { common?: Common }).common;
-  if (evmCommon !== undefined && evmCommon !== vm.common) rememberEips(evmCommon);
   fastMstore(vm);
 }
 
