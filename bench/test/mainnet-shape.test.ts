@@ -124,6 +124,38 @@ describe('mainnet-shaped chain generator', () => {
     expect(s.headHash).toBe(manifest.stats.headHash);
   });
 
+  it("answers a transaction's trace from the rows holding it as the whole block does, and as re-executed", async () => {
+    // Blocks of 150-250 transactions are cut into rows of 16: a transaction's trace reads its row,
+    // a block's trace the rows joined, a store without rows re-executes the block.
+    type Reads = { part: number; partBytes: number; whole: number; wholeBytes: number; raw: number };
+    type Traces = {
+      blocks: number;
+      rows: { txs: number; callTracer: string[]; diffMode: string[]; reads: Reads[] }[];
+      filter: [number, string, number, string];
+    };
+    const t = await step<Traces>('traces', written);
+    expect(t.blocks).toBe(BLOCKS);
+    for (const r of t.rows) {
+      expect(r.txs).toBeGreaterThan(32);
+      for (const three of [r.callTracer, r.diffMode]) {
+        expect(three).toHaveLength(3);
+        expect(new Set(three).size).toBe(1);
+      }
+      // callTracer: frames; diffMode: frames and state changes. One at a time, each transaction
+      // read its rows (a sixteenth of the block's, or a little more), never the block's.
+      const [calls, , diffs] = r.reads as [Reads, Reads, Reads, Reads];
+      expect([calls.whole, calls.part, calls.raw]).toEqual([0, r.txs, 0]);
+      expect([diffs.whole, diffs.part, diffs.raw]).toEqual([0, 2 * r.txs, 0]);
+      // The block's trace read its rows joined, once.
+      const blockFrames = (r.reads[1] as Reads).wholeBytes;
+      expect(blockFrames).toBeGreaterThan(0);
+      expect(calls.partBytes / r.txs).toBeLessThan(blockFrames / 8);
+    }
+    const [found, got, expected, want] = t.filter;
+    expect(found).toBeGreaterThan(0);
+    expect([found, got]).toEqual([expected, want]);
+  });
+
   it('a block with another state root is refused by the import', async () => {
     const bad = tmp();
     writeFileSync(join(bad, 'genesis.json'), readFileSync(join(first, 'genesis.json')));

@@ -142,16 +142,19 @@ export interface ChainStore {
   /**
    * The call frames of the canonical block `blockHash`'s transactions as its executing import
    * recorded them (an opaque row the trace module reads, led by the block's hash); undefined when
-   * the block was not recorded (replicated, joined, or imported with recording off). Absent on
-   * stores without recorded frames.
+   * the block was not recorded (replicated, joined, or imported with recording off). With
+   * `index`, only a row holding that transaction's (a part of the block's: TRACE_ROW_TXS of its
+   * transactions, or all of them as an earlier release wrote them). Absent on stores without
+   * recorded frames.
    */
-  txFrames?(blockHash: Bytes): Promise<Bytes | undefined>;
+  txFrames?(blockHash: Bytes, index?: number): Promise<Bytes | undefined>;
   /**
    * What the canonical block `blockHash`'s transactions changed of the state as its executing
    * import recorded it (an opaque row the trace module reads, led by the block's hash); undefined
-   * as txFrames. Absent on stores without recorded frames.
+   * as txFrames; with `index`, a row holding that transaction's, as txFrames. Absent on stores
+   * without recorded frames.
    */
-  txStateDiffs?(blockHash: Bytes): Promise<Bytes | undefined>;
+  txStateDiffs?(blockHash: Bytes, index?: number): Promise<Bytes | undefined>;
   /**
    * The frame blooms of the canonical blocks `from`..`to` (exec's frameBloom of the addresses their
    * recorded frames name and their senders), one per block, undefined where a block was not

@@ -16,5 +16,6 @@ export * from './receipt-encoding.js';
 export * from './keccak.js';
 export * from './revert.js';
 export * from './lanes.js';
+export * from './trace-rows.js';
 export * from './upstream-client.js';
 export * from './upstream-pending.js';

@@ -35,7 +35,7 @@ function row(error: string | undefined): Uint8Array {
     new Uint8Array(),
     SENDER,
   );
-  return encodeBlockFrames(BLOCK, [w.done()]);
+  return encodeBlockFrames(BLOCK, [w.done()])[0] as Uint8Array;
 }
 
 async function replay(error: string | undefined): Promise<{ fed: boolean; exits: (string | undefined)[] }> {

@@ -183,15 +183,19 @@ export interface TracedTx {
 }
 
 /**
- * Which transactions of a recorded block to trace (index, sender, the block's TxFrames row); the
- * others are left out. A re-executed block traces all of them.
+ * Which transactions of a recorded block to trace, the others left out: those at `indexes` (each
+ * read alone, from the row holding it), or those `mayHold` keeps (index, sender, the block's
+ * TxFrames rows). A re-executed block traces all of them.
  */
-export type TxPick = (index: number, sender: Bytes, row: Bytes) => boolean;
+export type TxPick =
+  | { indexes: ReadonlySet<number> }
+  | { mayHold: (index: number, sender: Bytes, rows: Bytes) => boolean };
 
 /**
  * The traces of a stored block from its recorded frames (TxFrames) and, for a tracer fed them,
  * state changes (TxStateDiffs); undefined when the tracer wants what they do not hold (opcodes,
- * state beyond the changes).
+ * state beyond the changes). One transaction (`only`) or a few picked by position read the rows
+ * holding theirs; the rest, the block's rows.
  */
 async function recordedBlock(
   ctx: HandlerContext,
@@ -208,13 +212,21 @@ async function recordedBlock(
   try {
     const first = make(budget);
     if (!exec.replayable(first)) return undefined;
-    const rows = await recordedRows(ctx, header, deadline, first.replaysChanges === true, only);
-    if (rows === undefined) return undefined;
-    const row = rows.frames;
-    const changes =
-      rows.changes === undefined ? undefined : { row: rows.changes, code: (h: Bytes) => storedCode(ctx, h) };
+    const withChanges = first.replaysChanges === true;
     const block = await ctx.store.block(header.hash);
     if (block === undefined) return undefined;
+    const byIndex = pick !== undefined && 'indexes' in pick ? pick.indexes : undefined;
+    const alone = only !== undefined || byIndex !== undefined;
+    let whole: RecordedRows | undefined;
+    const rowsOf = async (index: number): Promise<RecordedRows | undefined> => {
+      if (whole !== undefined) return whole;
+      if (alone) {
+        const part = await recordedPart(ctx, header, withChanges, index);
+        if (part !== undefined) return part;
+      }
+      whole = await recordedRows(ctx, header, deadline, withChanges, only);
+      return whole;
+    };
     let receipts: Promise<ReceiptRecord[] | undefined> | undefined;
     const out: TracedTx[] = [];
     // One transaction's sender, input and hash from the block's encodings, without decoding the others.
@@ -227,11 +239,14 @@ async function recordedBlock(
         ? decodeTransaction(enc.raw[i] as Bytes, enc.senders[i] as Bytes, block.transactionHashes?.[i])
         : (block.transactions[i] as TxRecord);
     for (let i = only ?? 0; i < (only === undefined ? count : Math.min(only + 1, count)); i++) {
-      if (pick !== undefined && !pick(i, senderOf(i), row)) continue;
+      if (byIndex !== undefined && !byIndex.has(i)) continue;
+      const rows = await rowsOf(i);
+      if (rows === undefined) return undefined;
+      if (pick !== undefined && 'mayHold' in pick && !pick.mayHold(i, senderOf(i), rows.frames)) continue;
       const tx = txAt(i);
       const tracer = make(budget);
       const fed = await exec.replayRecorded(
-        row,
+        rows.frames,
         {
           blockHash: header.hash,
           blockNumber: header.number,
@@ -243,7 +258,9 @@ async function recordedBlock(
             receipts ??= ctx.store.receipts(header.hash);
             return (await receipts)?.[i]?.logs ?? [];
           },
-          ...(changes === undefined ? {} : { changes }),
+          ...(rows.changes === undefined
+            ? {}
+            : { changes: { row: rows.changes, code: (h: Bytes) => storedCode(ctx, h) } }),
         },
         tracer,
       );
@@ -254,6 +271,23 @@ async function recordedBlock(
   } catch (err) {
     throw mapTraceError(err, exec);
   }
+}
+
+/**
+ * The stored rows holding transaction `index`'s frames (and state changes when asked for);
+ * undefined when the store has none of the block's.
+ */
+async function recordedPart(
+  ctx: HandlerContext,
+  header: HeaderRecord,
+  withChanges: boolean,
+  index: number,
+): Promise<RecordedRows | undefined> {
+  const frames = await ctx.store.txFrames?.(header.hash, index);
+  if (frames === undefined) return undefined;
+  if (!withChanges) return { frames };
+  const changes = await ctx.store.txStateDiffs?.(header.hash, index);
+  return changes === undefined ? undefined : { frames, changes };
 }
 
 /** A block's recorded rows: its frames, and its state changes when asked for. */

@@ -6,19 +6,55 @@
 // at the window's start, every node the window's roots reach kept, the rest gone), and
 // window -> archive is refused once anything is pruned. The logs written as an earlier release
 // wrote them (one Logs row per log) are served the same, and `db convert` rewrites them as the
-// import's own LogBlocks rows (digest-equal).
+// import's own LogBlocks rows (digest-equal); so are the recorded trace rows of one a block, cut
+// into the import's rows of 16 transactions.
 import { RLP } from '@ethereumjs/rlp';
+import { traceRowSpans } from '@chainnode/core';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
 import { digestDatadir } from '../src/digest.js';
 import { LevelChainStore } from '../src/index.js';
 import { decodeLogBlock, logBlockFirst } from '../src/logs/index.js';
-import { MetaKey, Prefix, headCodec, tables } from '../src/schema/schema.js';
+import { MetaKey, Prefix, headCodec, tables, traceRowKeyCodec } from '../src/schema/schema.js';
 import { deltaChain, headerStateRoot, nodeBytes, readStateTrie, readTrieFrom } from '../src/trie/index.js';
 import { ConvertRefusedError, convertDatadir } from '../src/upkeep/index.js';
 
 const chain = availableChains().includes('execution-apis') ? 'execution-apis' : 'fixtures';
+
+/**
+ * Rewrites every block's recorded trace rows (TxFrames, TxStateDiffs) as the one row a block an
+ * earlier release wrote (version 1, keyed by the block number alone); the number of rows written.
+ */
+async function oldTraceRows(dir: string): Promise<number> {
+  const leb = (v: number): number[] => (v < 0x80 ? [v] : [(v % 0x80) | 0x80, ...leb(Math.floor(v / 0x80))]);
+  const db = await openDb(dir, { create: false });
+  let n = 0;
+  try {
+    for (const table of [tables.txFrames, tables.txStateDiffs]) {
+      const byBlock = new Map<bigint, Uint8Array[]>();
+      const range = { gte: Uint8Array.of(table.prefix), lt: Uint8Array.of(table.prefix + 1) };
+      for await (const [k, v] of db.iterator(range)) {
+        expect(k.length).toBe(11);
+        const { number } = traceRowKeyCodec.decode(k.subarray(1));
+        byBlock.set(number, [...(byBlock.get(number) ?? []), v]);
+        await db.del(k);
+      }
+      for (const [number, rows] of byBlock) {
+        const joined = Buffer.concat(rows);
+        const spans = traceRowSpans(joined);
+        const head = [1, ...leb(spans.length)];
+        for (const x of spans) head.push(...leb((x?.end ?? 0) - (x?.start ?? 0)));
+        const txs = spans.map((x) => joined.subarray(x?.start, x?.end));
+        await db.put(table.key({ number }), Buffer.concat([joined.subarray(0, 32), Uint8Array.from(head), ...txs]));
+        n++;
+      }
+    }
+  } finally {
+    await db.close();
+  }
+  return n;
+}
 
 /** Deletes the flat state history and the trie setting as if the datadir predated them. */
 async function dropHistory(dir: string): Promise<void> {
@@ -147,6 +183,9 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
     expect(logBlocks).toBeGreaterThan(0);
     expect(await searchable(dir)).toBe(false);
     expect(await logAnswers(dir)).toEqual(answers);
+    // The recorded trace rows as an earlier release wrote them: one a block.
+    const traceRows = await oldTraceRows(dir);
+    expect(traceRows).toBeGreaterThan(0);
     const stop = new Error('interrupted');
     let batches = 0;
     await expect(
@@ -165,11 +204,12 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
     expect(r.logs).toBeUndefined(); // spans sealed by this release are compressed already
     expect(r.logBlocks).toBe(logBlocks);
     expect(r.appearanceBlocks).toBe(Number(r.head) + 1);
+    expect(r.traceRows).toBe(traceRows);
     expect(await searchable(dir)).toBe(true);
     expect(await digestDatadir(dir)).toEqual(imported);
     // Nothing left to do a second time.
     const again = await convertDatadir(dir);
-    expect([again.historyBlocks, again.appearanceBlocks]).toEqual([0, 0]);
+    expect([again.historyBlocks, again.appearanceBlocks, again.traceRows]).toEqual([0, 0, 0]);
   } finally {
     await cleanup();
   }

@@ -7,7 +7,7 @@
 // keep the ready-to-serve log rows (AddressLogsJson), so those are compared too.
 import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
-import { chunksToBytes } from '@chainnode/core';
+import { chunksToBytes, traceRowOf } from '@chainnode/core';
 import { tempDir } from '@chainnode/testkit';
 import type { TempDir } from '@chainnode/testkit';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
@@ -15,18 +15,19 @@ import { LevelChainStore, StoreWriter } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import { HOT_ADDR, HOT_TOPIC, blockInput, legacyHeaderRlp, tagged } from './block-input.js';
-import { LOG_INDEX_CHUNK, Prefix } from '../src/schema/schema.js';
+import { LOG_INDEX_CHUNK, Prefix, tables } from '../src/schema/schema.js';
 
 function block(n: number, parent: Uint8Array, branch: number): BlockInput {
   const headerRlp = legacyHeaderRlp(n, parent, new Uint8Array(256), 1_000 + n * 12 + branch);
   const hash = keccak256(headerRlp);
-  // 3 txs; each with 100 logs on the hot address/topic and a branch-specific address.
+  // 3 txs (18 in block 9 of branch A: two rows of recorded frames to cut); the first 3 each with
+  // 100 logs on the hot address/topic and a branch-specific address.
   const logs: LogInput[][] = [];
   const txs: Uint8Array[] = [];
-  for (let t = 0; t < 3; t++) {
-    txs.push(RLP.encode([n * 10 + t, branch + 1, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]));
+  for (let t = 0; t < (branch === 0 && n === 9 ? 18 : 3); t++) {
+    txs.push(RLP.encode([n * 100 + t, branch + 1, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]));
     const txLogs: LogInput[] = [];
-    for (let i = 0; i < 100; i++)
+    for (let i = 0; i < (t < 3 ? 100 : 0); i++)
       txLogs.push({
         address: i % 2 === 0 ? HOT_ADDR : tagged(0xb0 + branch, n, 20),
         topics: [HOT_TOPIC, tagged(0x70, i % 7, 32)],
@@ -36,14 +37,15 @@ function block(n: number, parent: Uint8Array, branch: number): BlockInput {
   }
   // Branch B repeats one tx of A at the same height (its lookup must survive the undo).
   if (branch === 1 && n === 8)
-    txs[0] = RLP.encode([n * 10, 1, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]);
+    txs[0] = RLP.encode([n * 100, 1, 21000, new Uint8Array(20), 0, new Uint8Array(0), 27, 1, 1]);
   const txHashes = txs.map((t) => keccak256(t));
   const input = blockInput({ number: n, hash, headerRlp, txs, txHashes, logs, logsBloom: new Uint8Array(256) });
   // Recorded frames naming, in each transaction, a contract every block calls, a branch's own
   // internal callee, and the transaction's sender (already in Appearances).
   if (n > 0)
     input.frames = {
-      row: Uint8Array.of(n, branch),
+      rows: Array.from({ length: traceRowOf(txs.length - 1) + 1 }, (_, row) => Uint8Array.of(n, branch, row)),
+      changes: Array.from({ length: traceRowOf(txs.length - 1) + 1 }, (_, row) => Uint8Array.of(n, branch, row, 1)),
       bloom: new Uint8Array(512),
       txAddresses: txs.map(() => [new Uint8Array(20), INNER, tagged(0xc0 + branch, n, 20)]),
     };
@@ -234,4 +236,47 @@ describe('StoreWriter.rewind', () => {
       }
     });
   }
+
+  test("reads one transaction's trace rows alone, a block's joined, and an earlier release's one row a block", async () => {
+    const dir = join(tmp.dir, 'trace-rows');
+    // Rows led by their block's hash, as the trace module writes them (block 9 of A: 18
+    // transactions, two rows each); block 10's frames as an earlier release wrote them, one row
+    // under the block number alone.
+    const led = (b: BlockInput): BlockInput => {
+      const rows = (b.frames?.rows ?? []).map((r) => Uint8Array.from([...b.hash, ...r]));
+      const changes = (b.frames?.changes ?? []).map((r) => Uint8Array.from([...b.hash, ...r]));
+      return b.frames === undefined ? b : { ...b, frames: { ...b.frames, rows, changes } };
+    };
+    await write(dir, A.slice(0, 11).map(led), 4);
+    const [nine, ten] = [led(A[9] as BlockInput), led(A[10] as BlockInput)];
+    const old = Uint8Array.from([...ten.hash, 1, 3, 0xee]);
+    const db = await openDb(dir, { create: false });
+    try {
+      await db.del(tables.txFrames.key({ number: 10n, row: 0 }));
+      await db.put(tables.txFrames.key({ number: 10n }), old);
+    } finally {
+      await db.close();
+    }
+    const store = await LevelChainStore.open(dir);
+    try {
+      const [r0, r1] = nine.frames?.rows ?? [];
+      const [c0, c1] = nine.frames?.changes ?? [];
+      const hex = (b: Uint8Array | undefined) => (b === undefined ? undefined : Buffer.from(b).toString('hex'));
+      for (const i of [0, 15]) expect(hex(await store.txFrames(nine.hash, i))).toBe(hex(r0));
+      for (const i of [16, 17]) expect(hex(await store.txFrames(nine.hash, i))).toBe(hex(r1));
+      expect(hex(await store.txStateDiffs(nine.hash, 17))).toBe(hex(c1));
+      // Asked again: the same (kept) rows.
+      expect(hex(await store.txFrames(nine.hash, 16))).toBe(hex(r1));
+      expect(hex(await store.txFrames(nine.hash))).toBe(hex(Buffer.concat([r0 as Uint8Array, r1 as Uint8Array])));
+      expect(hex(await store.txStateDiffs(nine.hash))).toBe(hex(Buffer.concat([c0 as Uint8Array, c1 as Uint8Array])));
+      // Once the block's rows are kept, a transaction's read hands them out.
+      expect(hex(await store.txFrames(nine.hash, 3))).toBe(hex(Buffer.concat([r0 as Uint8Array, r1 as Uint8Array])));
+      for (const i of [undefined, 0, 2]) expect(hex(await store.txFrames(ten.hash, i))).toBe(hex(old));
+      // Not a canonical block: nothing.
+      expect(await store.txFrames((B[9] as BlockInput).hash, 0)).toBeUndefined();
+      expect(await store.txFrames(new Uint8Array(32))).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
 });

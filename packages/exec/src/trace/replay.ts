@@ -18,6 +18,7 @@ import type { BlockStateBase } from '../state.js';
 import { bindTracer, txStart } from './evm-events.js';
 import { stateView } from './state-view.js';
 import { BlockFrameRecorder } from './record/recorder.js';
+import { joinRows } from './record/codec.js';
 import { TraceTooLargeError, TracerConfigError } from './hooks.js';
 import type { Tracer } from './hooks.js';
 
@@ -169,7 +170,7 @@ export class TraceEngine {
       recorder.detach();
     }
     const rows = recorder.row(block.hash());
-    return rows === undefined ? undefined : { frames: rows.row, changes: rows.changes };
+    return rows === undefined ? undefined : { frames: joinRows(rows.rows), changes: joinRows(rows.changes) };
   }
 }
 

@@ -134,7 +134,7 @@ export async function* blocksToTrace(
         const txs = indexed.byBlock.get(n);
         // No transaction names an address: only a proof-of-work block's rewards can match.
         if (txs === undefined && !rewardsMayMatch(header, addresses)) continue;
-        yield { header, pick: (index) => txs?.has(index) === true };
+        yield { header, pick: { indexes: txs ?? new Set() } };
       } else yield { header, pick: bytesPick?.(header) };
     }
   }
@@ -163,7 +163,7 @@ async function* indexScan(
       continue;
     }
     const txs = byBlock.get(n);
-    if (txs !== undefined) yield { header: await headerAt(ctx, n), pick: (index) => txs.has(index) };
+    if (txs !== undefined) yield { header: await headerAt(ctx, n), pick: { indexes: txs } };
   }
 }
 
@@ -240,8 +240,10 @@ function txPick(
 ): ((header: HeaderRecord) => TxPick) | undefined {
   const addresses = filterAddresses(filter);
   if (addresses.length === 0) return undefined;
-  return (header) => (index, sender, row) =>
-    addresses.some((a) => Buffer.from(a).equals(sender) || exec.txFramesMayHold(row, header.hash, index, a));
+  return (header) => ({
+    mayHold: (index, sender, rows) =>
+      addresses.some((a) => Buffer.from(a).equals(sender) || exec.txFramesMayHold(rows, header.hash, index, a)),
+  });
 }
 
 export const trace_filter: MethodDef<TraceFilter, JsonLocalizedTrace[]> = {

@@ -22,6 +22,8 @@ import {
   StoreUnavailableError,
   bytesEqual,
   bytesToBigInt,
+  concatBytes,
+  traceRowOf,
   decodeHeader,
   decodeTransaction,
   blockJsonAscii,
@@ -191,6 +193,11 @@ const DIFF_NODE_BYTES = 4 << 20;
 const RECEIPTS_ALONE = 16_384;
 /** The recorded state-change rows kept (diffsRows), by their bytes; twice that of frames (framesRows). */
 const TRACE_ROWS_BYTES = 16 << 20;
+/**
+ * The single trace rows kept (traceParts: TRACE_ROW_TXS transactions' frames or state changes,
+ * ~10 KB at mainnet's shape), by their bytes: a few hundred transactions traced alone.
+ */
+const TRACE_PART_BYTES = 8 << 20;
 
 /**
  * Estimated heap bytes of a block's receipt records and of the JSON texts rpc's memo keeps on
@@ -267,6 +274,8 @@ export class LevelChainStore implements ChainStore {
    */
   private readonly framesRows = new HashCache<Bytes>(4096, 2 * TRACE_ROWS_BYTES);
   private readonly diffsRows = new HashCache<Bytes>(4096, TRACE_ROWS_BYTES);
+  /** Single trace rows (one transaction's trace read them) by table prefix ++ block hash ++ row. */
+  private readonly traceParts = new HashCache<Bytes>(8192, TRACE_PART_BYTES);
   /** Hashes-only block answers (about 1.5 KB each): what readyBlockJson hands out. */
   private readonly readyJson = new HashCache<ReadyJson>(4096);
   /**
@@ -818,6 +827,7 @@ export class LevelChainStore implements ChainStore {
       this.framesRows.delete(b.hash);
       this.diffsRows.delete(b.hash);
     }
+    if (commit.removed.length > 0) this.traceParts.clear();
     for (const b of commit.added) numbers.push(b.number);
     for (const n of numbers) this.canonicalCache.delete(n);
     // A tx of an orphaned block may be in the new branch at another place, or nowhere.
@@ -868,29 +878,58 @@ export class LevelChainStore implements ChainStore {
 
   // --- recorded call frames ----------------------------------------------------------------------
 
-  txFrames(blockHash: Bytes): Promise<Bytes | undefined> {
-    return this.guard('txFrames', () => this.traceRow(blockHash, tables.txFrames, this.framesRows));
+  txFrames(blockHash: Bytes, index?: number): Promise<Bytes | undefined> {
+    return this.guard('txFrames', () => this.traceRows(blockHash, index, tables.txFrames, this.framesRows));
   }
 
-  txStateDiffs(blockHash: Bytes): Promise<Bytes | undefined> {
-    return this.guard('txStateDiffs', () => this.traceRow(blockHash, tables.txStateDiffs, this.diffsRows));
+  txStateDiffs(blockHash: Bytes, index?: number): Promise<Bytes | undefined> {
+    return this.guard('txStateDiffs', () => this.traceRows(blockHash, index, tables.txStateDiffs, this.diffsRows));
   }
 
-  /** A recorded trace row of the canonical block `blockHash`, kept in `cache` once it is that block's. */
-  private async traceRow(
+  /**
+   * The recorded trace rows of the canonical block `blockHash` (TxFrames or TxStateDiffs): with
+   * `index`, the row holding that transaction's (the whole block's when it is kept, or when the
+   * block has the one row an earlier release wrote); else the block's rows, concatenated, kept in
+   * `whole` once they are that block's. A row of another branch's block at this number (not yet
+   * cut) is handed out, not kept; the trace module reads the hash leading it.
+   */
+  private async traceRows(
     blockHash: Bytes,
+    index: number | undefined,
     table: typeof tables.txFrames,
-    cache: HashCache<Bytes>,
+    whole: HashCache<Bytes>,
   ): Promise<Bytes | undefined> {
     const number = await this.canonicalNumber(blockHash);
     if (number === undefined) return undefined;
-    const kept = cache.get(blockHash);
+    const kept = whole.get(blockHash);
     if (kept !== undefined) return kept;
-    const row = table.getSync(this.db, number);
-    // A row of another branch's block at this number (not yet cut) is handed out, not kept.
-    if (row !== undefined && row.length >= 32 && bytesEqual(row.subarray(0, 32), blockHash))
-      cache.set(blockHash, row, row.length);
-    return row;
+    const ours = (row: Bytes | undefined): row is Bytes =>
+      row !== undefined && row.length >= 32 && bytesEqual(row.subarray(0, 32), blockHash);
+    if (index !== undefined) {
+      const row = traceRowOf(index);
+      const key = concatBytes(Uint8Array.of(table.prefix), blockHash, Uint8Array.of(row >>> 8, row & 0xff));
+      const part = this.traceParts.get(key);
+      if (part !== undefined) return part;
+      const got = table.getSync(this.db, { number, row });
+      if (got !== undefined) {
+        if (ours(got)) this.traceParts.set(key, got, got.length);
+        return got;
+      }
+    }
+    const first = table.getSync(this.db, { number, row: 0 });
+    // A block an earlier release recorded: its one row.
+    const rows = first === undefined ? table.getSync(this.db, { number }) : first;
+    if (rows === undefined) return undefined;
+    const parts = [rows];
+    if (first !== undefined)
+      for (let row = 1; ; row++) {
+        const next = table.getSync(this.db, { number, row });
+        if (next === undefined) break;
+        parts.push(next);
+      }
+    const out = parts.length === 1 ? rows : concatBytes(...parts);
+    if (ours(out)) whole.set(blockHash, out, out.length);
+    return out;
   }
 
   frameBlooms(from: bigint, to: bigint): Promise<(Bytes | undefined)[]> {

@@ -116,13 +116,16 @@
 //                           Meta.appearancesFrom on (a datadir written before the table existed has
 //                           rows only from its first block written after; the searches refuse until
 //                           `db convert` builds the whole index: appearances/build.ts).
-//   0x18    TxFrames        number(8) -> the block's hash(32) ++ the call frames of each of its
-//                           transactions as its executing import recorded them (what the frame
-//                           tracers are fed: frames entered and left, logs), in the form the
-//                           trace module reads (packages/exec trace/record/codec.ts; opaque
-//                           here). One row per block with transactions, written by an import that
-//                           executes with recording on; none for replicated or joined blocks
-//                           (their traces re-execute). Cut on rewind.
+//   0x18    TxFrames        number(8) ++ row(2) -> the block's hash(32) ++ the call frames of
+//                           TRACE_ROW_TXS of its transactions (core trace-rows.ts; row r holds
+//                           transactions 16r .. 16r + 15) as its executing import recorded them
+//                           (what the frame tracers are fed: frames entered and left, logs), in
+//                           the form the trace module reads (packages/exec trace/record/codec.ts;
+//                           opaque here): one transaction's trace reads its row, a block's reads
+//                           its rows in order. Written by an import that executes with recording
+//                           on; none for replicated or joined blocks (their traces re-execute).
+//                           An earlier release wrote one row a block under number(8) alone,
+//                           still read. Cut on rewind.
 //   0x19    FrameBlooms     number(8) -> the block's hash(32) ++ a 512-byte bloom of every address
 //                           its recorded frames name and its senders (exec's frameBloom): what
 //                           trace_filter reads first, for a range, to skip the blocks that cannot
@@ -137,13 +140,13 @@
 //                           read both tables.
 //   0x1b    FrameAddresses  number(8) -> the block's hash(32) ++ the distinct addresses it posted
 //                           to FrameAppearances (20 bytes each): what a rewind reads to cut them.
-//   0x1c    TxStateDiffs    number(8) -> the block's hash(32) ++ what each of its transactions
+//   0x1c    TxStateDiffs    number(8) ++ row(2) -> the block's hash(32) ++ what each of its transactions
 //                           changed of the accounts it touched (balances, nonces, code hashes and
 //                           slots before and after; which it created or destroyed), as its
 //                           executing import recorded them: what prestateTracer's diffMode and
 //                           Parity's stateDiff answer from (packages/exec trace/record/changes.ts;
-//                           opaque here). Written and cut with the TxFrames row, under the same
-//                           setting (Meta.traceFrames).
+//                           opaque here), cut into rows and keyed as TxFrames. Written and cut
+//                           with the TxFrames rows, under the same setting (Meta.traceFrames).
 import { RLP } from '@ethereumjs/rlp';
 import { bigIntToFixed, bytesToBigInt, concatBytes, keccak256 } from '@chainnode/core';
 import { decodeLog, encodeLogRow, rlpItem } from './rlp.js';
@@ -236,6 +239,36 @@ function writerCodec<T>(into: ByteWriter<T>, decode: (bytes: Uint8Array) => T): 
     into,
   };
 }
+
+/**
+ * A recorded trace row's key (TxFrames, TxStateDiffs): the block number, then the row's position
+ * among the block's (2 bytes, big-endian); without `row`, the one row a block an earlier release
+ * wrote.
+ */
+export interface TraceRowKey {
+  number: bigint;
+  row?: number;
+}
+
+export const traceRowKeyCodec: Codec<TraceRowKey> = writerCodec<TraceRowKey>(
+  {
+    size: (k) => (k.row === undefined ? 8 : 10),
+    write: (k, out, at) => {
+      const end = writeU64(k.number, out, at);
+      if (k.row === undefined) return end;
+      if (!Number.isInteger(k.row) || k.row < 0 || k.row > 0xffff) throw new RangeError(`trace row ${k.row}`);
+      out[end] = k.row >>> 8;
+      out[end + 1] = k.row & 0xff;
+      return end + 2;
+    },
+  },
+  (b) => {
+    if (b.length !== 8 && b.length !== 10)
+      throw new RangeError(`trace row key: expected 8 or 10 bytes, got ${b.length}`);
+    const number = bytesToBigInt(b.subarray(0, 8));
+    return b.length === 8 ? { number } : { number, row: ((b[8] as number) << 8) | (b[9] as number) };
+  },
+);
 
 export const rawCodec: Codec<Uint8Array> = {
   encode: (v) => v,
@@ -1018,11 +1051,11 @@ export const tables = {
   logBlocks: new Table(Prefix.LogBlocks, 'LogBlocks', u64Codec, rawCodec),
   logIndex: new Table(Prefix.LogIndex, 'LogIndex', logIndexKeyCodec, postingCodec),
   appearances: new Table(Prefix.Appearances, 'Appearances', logIndexKeyCodec, postingCodec),
-  txFrames: new Table(Prefix.TxFrames, 'TxFrames', u64Codec, rawCodec),
+  txFrames: new Table(Prefix.TxFrames, 'TxFrames', traceRowKeyCodec, rawCodec),
   frameBlooms: new Table(Prefix.FrameBlooms, 'FrameBlooms', u64Codec, rawCodec),
   frameAppearances: new Table(Prefix.FrameAppearances, 'FrameAppearances', logIndexKeyCodec, postingCodec),
   frameAddresses: new Table(Prefix.FrameAddresses, 'FrameAddresses', u64Codec, rawCodec),
-  txStateDiffs: new Table(Prefix.TxStateDiffs, 'TxStateDiffs', u64Codec, rawCodec),
+  txStateDiffs: new Table(Prefix.TxStateDiffs, 'TxStateDiffs', traceRowKeyCodec, rawCodec),
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, blockTxHashesCodec),
   blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, rawCodec),

@@ -17,6 +17,8 @@
 //     a hashes-only block answer is one read;
 //     each block's Logs rows (one per log, as earlier releases wrote them) rewritten as its one
 //     LogBlocks row (columnar, compressed: logs/log-blocks.ts), the same way, a few blocks a batch;
+//     each block's one recorded trace row (TxFrames, TxStateDiffs) cut into rows of
+//     TRACE_ROW_TXS transactions (core trace-rows.ts), the same way;
 //  4. the branch nodes of the state tries the datadir holds rewritten as deltas against the
 //     parent block's (trie-deltas.ts), resumable, as the writer keeps them now;
 //     the address-appearance index (Appearances) of a datadir written before it existed, built
@@ -27,7 +29,7 @@
 //     depth was greater) sealed, as the writer seals them.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { bytesEqual } from '@chainnode/core';
+import { bytesEqual, cutTraceRow } from '@chainnode/core';
 import { DatadirEmptyError, openDb } from '../db.js';
 import type { Db } from '../db.js';
 import { EMPTY_STATE_ROOT, fillLatest, hasLatest, stageStateStep } from '../history/index.js';
@@ -45,6 +47,7 @@ import {
   isFixedTxLocation,
   splitBlockTxHashes,
   tables,
+  traceRowKeyCodec,
   txLocationCodec,
   u64Codec,
 } from '../schema/index.js';
@@ -90,6 +93,11 @@ export interface ConvertResult {
   logBlocks: number;
   /** Blocks posted to the address-appearance index now (0: the datadir had the whole index). */
   appearanceBlocks: number;
+  /**
+   * Recorded trace rows (TxFrames, TxStateDiffs) of an earlier release, one a block, cut into rows
+   * of TRACE_ROW_TXS transactions now (0: none was left).
+   */
+  traceRows: number;
   /** Log segment spans sealed now that the seal depth allows (with `logs`: none, it seals them all). */
   logSpansSealed: number;
   /** The log segments sealed again compressed (undefined: they already were). */
@@ -182,6 +190,28 @@ async function rewriteRows(
     after = (rows[rows.length - 1] as [Uint8Array, Uint8Array])[0];
     if (changed > 0) opts.onProgress?.(`${what}: ${changed}`);
   }
+}
+
+/** Rows of a block's recorded traces read per batch (160 KB each at mainnet's shape). */
+const TRACE_ROWS_BATCH = 64;
+
+/**
+ * rewriteRows' change cutting the one recorded trace row a block an earlier release wrote (keyed
+ * by the block number alone) into rows of TRACE_ROW_TXS transactions (core trace-rows.ts), in
+ * the same batch as its deletion; rows already cut are left.
+ */
+function cutTraceRows(
+  table: typeof tables.txFrames,
+): (key: Uint8Array, value: Uint8Array, batch: ReturnType<Db['batch']>) => boolean {
+  return (key, value, batch) => {
+    if (key.length !== 9) return false;
+    const rows = cutTraceRow(value);
+    if (rows === undefined) return false;
+    const { number } = traceRowKeyCodec.decode(key.subarray(1));
+    batch.del(key);
+    for (const [row, v] of rows.entries()) batch.put(table.key({ number, row }), v);
+    return true;
+  };
 }
 
 /** rewriteRows' change deleting every row (BlockJson: no longer read, schema.ts). */
@@ -292,6 +322,12 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       opts,
       LOG_BLOCKS_BATCH,
     );
+    let traceRows = 0;
+    for (const [table, what] of [
+      [tables.txFrames, 'recorded call frame rows cut per transactions'],
+      [tables.txStateDiffs, 'recorded state change rows cut per transactions'],
+    ] as const)
+      traceRows += await rewriteRows(db, table.prefix, what, cutTraceRows(table), opts, TRACE_ROWS_BATCH);
     const appearanceBlocks = await buildAppearances(db, head, opts.onProgress);
     const trieDeltas = await convertTrieDeltas(db, head, opts.onProgress);
     reseal = await hasUncompressedSpans(db);
@@ -302,6 +338,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       blockTxHashesRows,
       logBlocks,
       appearanceBlocks,
+      traceRows,
       logSpansSealed: reseal ? 0 : await sealDueLogSegments(db, datadir),
       head,
       historyBlocks: h.blocks,

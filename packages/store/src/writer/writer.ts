@@ -3,7 +3,7 @@
 // group and the head pointer (last). A crash before the batch lands leaves the previous head
 // and nothing of the group; after it, the whole group.
 import { RLP } from '@ethereumjs/rlp';
-import { LogJsonWriter, bytesToBigInt, concatBytes, decodeHeader } from '@chainnode/core';
+import { LogJsonWriter, bytesToBigInt, concatBytes, decodeHeader, traceRowOf } from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from '../db.js';
 import type { Db } from '../db.js';
@@ -65,16 +65,17 @@ export interface BlockInput {
    */
   stateWrites?: StateWrites | undefined;
   /**
-   * The block's recorded call frames (TxFrames), their bloom (FrameBlooms), per transaction the
-   * addresses its frames name (FrameAppearances), and its state changes (TxStateDiffs), when its
+   * The block's recorded call frames (TxFrames rows, TRACE_ROW_TXS transactions each, in
+   * order), their bloom (FrameBlooms), per transaction the addresses its frames name
+   * (FrameAppearances), and its state changes (TxStateDiffs rows, cut as the frames), when its
    * import recorded them (the changes when it recorded those too).
    */
   frames?:
     | {
-        row: Uint8Array;
+        rows: readonly Uint8Array[];
         bloom: Uint8Array;
         txAddresses: readonly (readonly Uint8Array[])[];
-        changes?: Uint8Array | undefined;
+        changes?: readonly Uint8Array[] | undefined;
       }
     | undefined;
 }
@@ -561,9 +562,11 @@ export class StoreWriter {
     );
     tables.blooms.stage(ops, b.number, b.logsBloom, alloc);
     if (b.frames !== undefined) {
-      tables.txFrames.stage(ops, b.number, b.frames.row, alloc);
+      for (const [row, value] of b.frames.rows.entries())
+        tables.txFrames.stage(ops, { number: b.number, row }, value, alloc);
       tables.frameBlooms.stage(ops, b.number, concatBytes(b.hash, b.frames.bloom), alloc);
-      if (b.frames.changes !== undefined) tables.txStateDiffs.stage(ops, b.number, b.frames.changes, alloc);
+      for (const [row, value] of (b.frames.changes ?? []).entries())
+        tables.txStateDiffs.stage(ops, { number: b.number, row }, value, alloc);
     }
     for (let index = 0; index < b.txHashes.length; index++)
       tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
@@ -695,9 +698,13 @@ export class StoreWriter {
       ops.del(tables.blockTxHashes.key(n));
       ops.del(tables.blooms.key(n));
       ops.del(tables.blockLogs.key(n));
-      ops.del(tables.txFrames.key(n));
+      // The block's trace rows: one a block (an earlier release), else one per TRACE_ROW_TXS.
+      for (const table of [tables.txFrames, tables.txStateDiffs]) {
+        ops.del(table.key({ number: n }));
+        for (let row = 0; row <= traceRowOf(Math.max(0, txHashes.hashes.length - 1)); row++)
+          ops.del(table.key({ number: n, row }));
+      }
       ops.del(tables.frameBlooms.key(n));
-      ops.del(tables.txStateDiffs.key(n));
       for (const t of txHashes.hashes) ops.del(tables.txLookup.key(t));
       if (range.count > 0) ops.del(tables.logBlocks.key(range.firstLogId));
       // A block an earlier release wrote (no LogBlocks row): its Logs rows.

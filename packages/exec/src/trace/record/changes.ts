@@ -1,7 +1,7 @@
-// The recorded form of a block's state changes (one TxStateDiffs row): what each transaction
+// The recorded form of a block's state changes (its TxStateDiffs rows): what each transaction
 // changed of the accounts it touched (parity/state-diff.ts changes()), what prestateTracer's
-// diffMode and Parity's stateDiff are fed instead of re-executing. The row is laid out as a
-// TxFrames row (codec.ts encodeBlockFrames: the block's hash, then each transaction's bytes):
+// diffMode and Parity's stateDiff are fed instead of re-executing. The rows are laid out and cut
+// as TxFrames rows (codec.ts encodeBlockFrames: the block's hash, then each transaction's bytes):
 //
 //   tx      := accountCount(v) account*
 //   account := address(20) flags(1) preBalance(b) preNonce(b) [preCodeHash(32)]

@@ -1,7 +1,8 @@
-// The recorded form of a block's call frames (one TxFrames row): what the frame tracers are fed
-// (hooks.ts: each frame entered and left, each log) for every transaction, compact.
+// The recorded form of a block's call frames (its TxFrames rows): what the frame tracers are fed
+// (hooks.ts: each frame entered and left, each log) for every transaction, compact. The rows are
+// framed and cut as core's trace-rows.ts says (the block's hash, TRACE_ROW_TXS transactions a
+// row, each transaction's bytes found by their lengths); a transaction's bytes:
 //
-//   row   := blockHash(32) version(1) txCount(v) txCount x length(v) txCount x tx
 //   tx    := flags(1) gasLimit(b) gasUsed(b) logsBefore(v) eventCount(v) events
 //   enter := 0x01 type(1) bits(1) [from(20)] to(20) [input(v-length bytes)] gas(b) [value(b)]
 //   exit  := 0x02 bits(1) [error] output(v-length bytes) gasUsed(b)
@@ -11,11 +12,13 @@
 // `from` is left out when it is its parent's context (the address whose storage the parent runs
 // on), the top frame's input when it is the transaction's data; a log that survives into the
 // receipt is stored as its position among the transaction's receipt logs.
-import { keccak256 } from '@chainnode/core';
+import { TRACE_ROW_VERSION, encodeTraceRows, keccak256, traceRowSpans } from '@chainnode/core';
+import type { TraceRowSpans } from '@chainnode/core';
 import type { Bytes } from '@chainnode/core';
 import type { FrameEnter, FrameExit, FrameType, TraceLog } from '../hooks.js';
 
-export const FRAMES_VERSION = 1;
+/** The version byte of a row (core's trace-rows.ts). */
+export const FRAMES_VERSION = TRACE_ROW_VERSION;
 
 export const FRAME_TYPES: readonly FrameType[] = [
   'CALL',
@@ -299,45 +302,35 @@ export function decodeTx(
   return { creation, gasLimit, gasUsed, logsBefore, events, ...(stale ? { stale: true as const } : {}) };
 }
 
-/** A block's row: its hash, then each transaction's events (encodeTx), found by their lengths. */
-export function encodeBlockFrames(blockHash: Bytes, txs: Uint8Array[]): Uint8Array {
-  const w = new ByteWriter();
-  w.raw(blockHash);
-  w.byte(FRAMES_VERSION);
-  w.uint(txs.length);
-  for (const t of txs) w.uint(t.length);
-  for (const t of txs) w.raw(t);
-  return w.done();
+/** A block's rows (core's trace-rows.ts framing): each of TRACE_ROW_TXS transactions' events (encodeTx). */
+export function encodeBlockFrames(blockHash: Bytes, txs: Uint8Array[]): Uint8Array[] {
+  return encodeTraceRows(blockHash, txs);
 }
 
-/** Each transaction's [start, end) in a row, read once per row object. */
-const spans = new WeakMap<Uint8Array, { start: number; end: number }[] | null>();
+/** A block's rows as one (what a trace of the whole block reads). */
+export function joinRows(rows: Uint8Array[]): Uint8Array {
+  return rows.length === 1 ? (rows[0] as Uint8Array) : Buffer.concat(rows);
+}
 
-function txSpans(row: Uint8Array): { start: number; end: number }[] | null {
+/** Each transaction's span in a row or rows joined, read once per bytes object. */
+const spans = new WeakMap<Uint8Array, TraceRowSpans>();
+
+function txSpans(row: Uint8Array): TraceRowSpans {
   let out = spans.get(row);
-  if (out !== undefined) return out;
-  out = null;
-  const r = new ByteReader(row);
-  r.at = 32;
-  if (row.length > 33 && r.byte() === FRAMES_VERSION) {
-    const count = r.uint();
-    const lengths: number[] = [];
-    for (let i = 0; i < count; i++) lengths.push(r.uint());
-    let at = r.at;
-    out = lengths.map((n) => {
-      const span = { start: at, end: at + n };
-      at += n;
-      return span;
-    });
+  if (out === undefined) {
+    out = traceRowSpans(row);
+    spans.set(row, out);
   }
-  spans.set(row, out);
   return out;
 }
 
-/** The reader of transaction `index`'s events in a block's row; undefined when the row is another block's. */
+/**
+ * The reader of transaction `index`'s events in a block's row (or rows); undefined when the row is
+ * another block's or does not hold the transaction.
+ */
 export function txFramesAt(row: Uint8Array, blockHash: Bytes, index: number): ByteReader | undefined {
   if (row.length < 33 || !same(row.subarray(0, 32), blockHash)) return undefined;
-  const span = txSpans(row)?.[index];
+  const span = txSpans(row)[index];
   if (span === undefined) return undefined;
   return new ByteReader(row.subarray(span.start, span.end));
 }

@@ -138,10 +138,12 @@ interface AfterTx {
  * addresses (FrameAppearances), TxStateDiffs.
  */
 export interface RecordedBlock {
-  row: Uint8Array;
+  /** The TxFrames rows, TRACE_ROW_TXS transactions each (codec.ts). */
+  rows: Uint8Array[];
   bloom: Uint8Array;
   txAddresses: Bytes[][];
-  changes: Uint8Array;
+  /** The TxStateDiffs rows, cut as `rows`. */
+  changes: Uint8Array[];
 }
 
 /**
@@ -255,8 +257,8 @@ export class BlockFrameRecorder {
   }
 
   /**
-   * The block's TxFrames row, its frame bloom, each transaction's named addresses and its
-   * TxStateDiffs row; undefined when a transaction could not be recorded.
+   * The block's TxFrames rows, its frame bloom, each transaction's named addresses and its
+   * TxStateDiffs rows; undefined when a transaction could not be recorded.
    */
   row(blockHash: Bytes): RecordedBlock | undefined {
     if (this.broken || this.txs.length !== this.block.transactions.length) return undefined;
@@ -264,7 +266,7 @@ export class BlockFrameRecorder {
     this.note(this.block.header.coinbase.bytes);
     for (const u of this.block.uncleHeaders) this.note(u.coinbase.bytes);
     return {
-      row: encodeBlockFrames(blockHash, this.txs),
+      rows: encodeBlockFrames(blockHash, this.txs),
       bloom: frameBloom(this.addresses.values()),
       txAddresses: this.txAddresses,
       changes: encodeBlockFrames(blockHash, this.changes),
