@@ -2,7 +2,7 @@
 // decoder, the localized entry (block, transaction and position around a flat trace entry), a
 // stored block's flat traces with its rewards, one transaction's TraceResults by re-execution,
 // their credits and their errors.
-import { KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
+import { KECCAK256_RLP, KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
 import { RpcError, bytesEqual, toData } from '@chainnode/core';
 import type { BlockRecord, Bytes, HeaderRecord } from '@chainnode/core';
 import type { JsonFlatTrace, JsonTraceResults, ParityTraceTypes, TraceBudget } from '@chainnode/exec';
@@ -87,9 +87,9 @@ export async function blockFlatTraces(
 ): Promise<JsonLocalizedTrace[]> {
   const exec = await loadExec();
   const out: JsonLocalizedTrace[] = [];
-  const block = await ctx.store.block(header.hash);
   const at = { hash: toData(header.hash), number: Number(header.number) };
-  if (header.number > 0n && txCount(block) > 0) {
+  // A block has transactions when its transactions root is not the empty trie's.
+  if (header.number > 0n && !bytesEqual(header.transactionsRoot, KECCAK256_RLP)) {
     const traces = await replayStoredBlock(
       ctx,
       header,

@@ -2,8 +2,8 @@
 // `tracer`, `tracerConfig`, `timeout`), the trace engine of a store (packages/exec's TraceEngine
 // on the executor of eth_call), the re-execution of a stored block on its parent's state, and
 // geth's errors.
-import { RpcError, ServerError, decodeTransaction, toData } from '@chainnode/core';
-import type { Bytes, ChainStore, HeaderRecord, ReceiptRecord, TxRecord } from '@chainnode/core';
+import { RpcError, ServerError, bytesEqual, decodeTransaction, toData } from '@chainnode/core';
+import type { BlockRecord, Bytes, ChainStore, HeaderRecord, ReceiptRecord, TxRecord } from '@chainnode/core';
 import type {
   AccountOverride,
   BlockOverrides,
@@ -213,8 +213,6 @@ async function recordedBlock(
     const first = make(budget);
     if (!exec.replayable(first)) return undefined;
     const withChanges = first.replaysChanges === true;
-    const block = await ctx.store.block(header.hash);
-    if (block === undefined) return undefined;
     const byIndex = pick !== undefined && 'indexes' in pick ? pick.indexes : undefined;
     const alone = only !== undefined || byIndex !== undefined;
     let whole: RecordedRows | undefined;
@@ -227,23 +225,20 @@ async function recordedBlock(
       whole = await recordedRows(ctx, header, deadline, withChanges, only);
       return whole;
     };
+    const picked = alone ? await pickedAlone(ctx, header, only ?? [...(byIndex ?? [])]) : undefined;
+    let txs: AsyncIterable<{ index: number; tx: TxRecord }> | Iterable<{ index: number; tx: TxRecord }>;
+    if (picked !== undefined) txs = picked;
+    else {
+      const block = await ctx.store.block(header.hash);
+      if (block === undefined) return undefined;
+      txs = blockTxs(block, only, pick);
+    }
     let receipts: Promise<ReceiptRecord[] | undefined> | undefined;
     const out: TracedTx[] = [];
-    // One transaction's sender, input and hash from the block's encodings, without decoding the others.
-    const enc = block.transactionEncodings;
-    const count = enc?.raw.length ?? block.transactions.length;
-    const senderOf = (i: number) => (enc?.senders[i] ?? block.transactions[i]?.from) as Bytes;
-    // A whole block's are decoded once and kept with the cached block; one or a picked few, alone.
-    const txAt = (i: number): TxRecord =>
-      enc !== undefined && (only !== undefined || pick !== undefined)
-        ? decodeTransaction(enc.raw[i] as Bytes, enc.senders[i] as Bytes, block.transactionHashes?.[i])
-        : (block.transactions[i] as TxRecord);
-    for (let i = only ?? 0; i < (only === undefined ? count : Math.min(only + 1, count)); i++) {
-      if (byIndex !== undefined && !byIndex.has(i)) continue;
+    for await (const { index: i, tx } of txs) {
       const rows = await rowsOf(i);
       if (rows === undefined) return undefined;
-      if (pick !== undefined && 'mayHold' in pick && !pick.mayHold(i, senderOf(i), rows.frames)) continue;
-      const tx = txAt(i);
+      if (pick !== undefined && 'mayHold' in pick && !pick.mayHold(i, tx.from, rows.frames)) continue;
       const tracer = make(budget);
       const fed = await exec.replayRecorded(
         rows.frames,
@@ -270,6 +265,46 @@ async function recordedBlock(
     return out;
   } catch (err) {
     throw mapTraceError(err, exec);
+  }
+}
+
+/**
+ * Transactions `indexes` (ascending) of block `header`, each read alone (transactionAt: its row of
+ * the block's hashes, its encoding, its sender), without loading the block; undefined when the
+ * store cannot, or one of them is not there (then the block is read).
+ */
+async function pickedAlone(
+  ctx: HandlerContext,
+  header: HeaderRecord,
+  indexes: number | number[],
+): Promise<{ index: number; tx: TxRecord }[] | undefined> {
+  if (ctx.store.transactionAt === undefined) return undefined;
+  const out: { index: number; tx: TxRecord }[] = [];
+  for (const index of typeof indexes === 'number' ? [indexes] : indexes.sort((a, b) => a - b)) {
+    const found = await ctx.store.transactionAt(header.number, index);
+    if (found === undefined || !bytesEqual(found.blockHash, header.hash)) return undefined;
+    out.push({ index, tx: found.tx });
+  }
+  return out;
+}
+
+/** The transactions of `block` to trace: the one at `only`, those `pick` names by position, or all. */
+async function* blockTxs(
+  block: BlockRecord,
+  only: number | undefined,
+  pick: TxPick | undefined,
+): AsyncGenerator<{ index: number; tx: TxRecord }> {
+  const enc = block.transactionEncodings;
+  const count = enc?.raw.length ?? block.transactions.length;
+  const byIndex = pick !== undefined && 'indexes' in pick ? pick.indexes : undefined;
+  // A whole block's are decoded once and kept with the cached block; one or a picked few, alone.
+  const txAt = (i: number): TxRecord =>
+    enc !== undefined && (only !== undefined || byIndex !== undefined)
+      ? decodeTransaction(enc.raw[i] as Bytes, enc.senders[i] as Bytes, block.transactionHashes?.[i])
+      : (block.transactions[i] as TxRecord);
+  for (let i = only ?? 0; i < (only === undefined ? count : Math.min(only + 1, count)); i++) {
+    if (byIndex !== undefined && !byIndex.has(i)) continue;
+    yield { index: i, tx: txAt(i) };
   }
 }
 

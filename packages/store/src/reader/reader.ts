@@ -756,7 +756,16 @@ export class LevelChainStore implements ChainStore {
     let fields: HeaderTxFields;
     const block = this.blocks.get(byteKey(blockHash));
     if (block !== undefined) {
-      tx = block.transactions[loc.index];
+      // The one transaction from the cached block's encodings, not all of them decoded.
+      const enc = block.transactionEncodings;
+      const raw = enc?.raw[loc.index];
+      const sender = enc?.senders[loc.index];
+      if (raw === undefined || sender === undefined) tx = block.transactions[loc.index];
+      else {
+        tx = decodeTransaction(raw, sender, block.transactionHashes?.[loc.index] ?? keccak256(raw));
+        if (tx.type === DEPOSIT_TX_TYPE)
+          withDepositReceipt(tx, tables.receipts.getSync(this.db, blockHash)?.[loc.index]);
+      }
       fields = block.header;
     } else {
       // Rows keyed by block hash: they never change, so no canonical re-check is needed after them.
