@@ -324,8 +324,8 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     );
     let traceRows = 0;
     for (const [table, what] of [
-      [tables.txFrames, 'recorded call frame rows cut per transactions'],
-      [tables.txStateDiffs, 'recorded state change rows cut per transactions'],
+      [tables.txFrames, 'blocks whose recorded call frames were cut into rows of 16 transactions'],
+      [tables.txStateDiffs, 'blocks whose recorded state changes were cut into rows of 16 transactions'],
     ] as const)
       traceRows += await rewriteRows(db, table.prefix, what, cutTraceRows(table), opts, TRACE_ROWS_BATCH);
     const appearanceBlocks = await buildAppearances(db, head, opts.onProgress);

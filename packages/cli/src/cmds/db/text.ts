@@ -70,7 +70,9 @@ export function convertText(datadir: string, r: ConvertResult): string {
   const logBlocks = r.logBlocks > 0 ? `; ${fmt(r.logBlocks)} blocks' log rows rewritten as one row each` : '';
   const appearances = r.appearanceBlocks > 0 ? `; ${fmt(r.appearanceBlocks)} blocks' address appearances indexed` : '';
   const traceRows =
-    r.traceRows > 0 ? `; ${fmt(r.traceRows)} recorded trace rows cut into rows of ${TRACE_ROW_TXS} transactions` : '';
+    r.traceRows > 0
+      ? `; ${fmt(r.traceRows)} one-a-block recorded trace rows (frames, state changes) cut into rows of ${TRACE_ROW_TXS} transactions`
+      : '';
   const deltas =
     r.trieDeltas.rows > 0
       ? `; ${fmt(r.trieDeltas.rows)} trie branch nodes rewritten as deltas (${fmt(r.trieDeltas.bytesBefore)} -> ${fmt(r.trieDeltas.bytesAfter)} bytes)`
