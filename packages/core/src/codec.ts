@@ -194,6 +194,25 @@ export function decodeTransaction(raw: Uint8Array, from: Uint8Array, hash: Uint8
   }
 }
 
+/** Where a transaction's data sits in its RLP list, by type (decodeTransaction's fields). */
+const INPUT_FIELD: Record<number, number> = { 0: 5, 1: 6, 2: 7, 3: 7, 4: 7 };
+
+/**
+ * A transaction's data (input) from its canonical encoding, as decodeTransaction reads it, without
+ * decoding its other fields: what a trace of a recorded block needs of each transaction.
+ */
+export function transactionInput(raw: Uint8Array): Uint8Array {
+  const first = raw[0];
+  if (first === undefined) throw new RangeError('tx: empty encoding');
+  if (first === DEPOSIT_TX_TYPE) return decodeDepositTx(raw).data;
+  if (first >= 0x80 && first < 0xc0)
+    throw new RangeError(`tx: 0x${first.toString(16)} is neither a type byte nor an RLP list`);
+  if (first < 0xc0 && first > 4) return new Uint8Array(0);
+  const type = first >= 0xc0 ? 0 : first;
+  const f = asList(RLP.decode(type === 0 ? raw : raw.subarray(1)) as Nested, `type ${type} tx`);
+  return asBytes(f[INPUT_FIELD[type] as number], 'tx.input');
+}
+
 /**
  * An EIP-2718 envelope of a type not known here (a chain's own system transactions, a later
  * fork's): its payload is not read; it shows with its type, hash and sender only.

@@ -2,7 +2,7 @@
 // `tracer`, `tracerConfig`, `timeout`), the trace engine of a store (packages/exec's TraceEngine
 // on the executor of eth_call), the re-execution of a stored block on its parent's state, and
 // geth's errors.
-import { RpcError, ServerError, bytesEqual, decodeTransaction, toData } from '@chainnode/core';
+import { RpcError, ServerError, bytesEqual, transactionInput, toData } from '@chainnode/core';
 import type { BlockRecord, Bytes, ChainStore, HeaderRecord, ReceiptRecord, TxRecord } from '@chainnode/core';
 import type {
   AccountOverride,
@@ -226,7 +226,7 @@ async function recordedBlock(
       return whole;
     };
     const picked = alone ? await pickedAlone(ctx, header, only ?? [...(byIndex ?? [])]) : undefined;
-    let txs: AsyncIterable<{ index: number; tx: TxRecord }> | Iterable<{ index: number; tx: TxRecord }>;
+    let txs: Iterable<TxToTrace>;
     if (picked !== undefined) txs = picked;
     else {
       const block = await ctx.store.block(header.hash);
@@ -235,7 +235,8 @@ async function recordedBlock(
     }
     let receipts: Promise<ReceiptRecord[] | undefined> | undefined;
     const out: TracedTx[] = [];
-    for await (const { index: i, tx } of txs) {
+    for (const tx of txs) {
+      const i = tx.index;
       const rows = await rowsOf(i);
       if (rows === undefined) return undefined;
       if (pick !== undefined && 'mayHold' in pick && !pick.mayHold(i, tx.from, rows.frames)) continue;
@@ -277,34 +278,52 @@ async function pickedAlone(
   ctx: HandlerContext,
   header: HeaderRecord,
   indexes: number | number[],
-): Promise<{ index: number; tx: TxRecord }[] | undefined> {
+): Promise<TxToTrace[] | undefined> {
   if (ctx.store.transactionAt === undefined) return undefined;
-  const out: { index: number; tx: TxRecord }[] = [];
+  const out: TxToTrace[] = [];
   for (const index of typeof indexes === 'number' ? [indexes] : indexes.sort((a, b) => a - b)) {
     const found = await ctx.store.transactionAt(header.number, index);
     if (found === undefined || !bytesEqual(found.blockHash, header.hash)) return undefined;
-    out.push({ index, tx: found.tx });
+    out.push({ index, from: found.tx.from, input: found.tx.input, hash: found.tx.hash });
   }
   return out;
 }
 
-/** The transactions of `block` to trace: the one at `only`, those `pick` names by position, or all. */
-async function* blockTxs(
-  block: BlockRecord,
-  only: number | undefined,
-  pick: TxPick | undefined,
-): AsyncGenerator<{ index: number; tx: TxRecord }> {
+/** What a trace from recorded rows needs of a transaction: its position, sender, data and hash. */
+interface TxToTrace {
+  index: number;
+  from: Bytes;
+  input: Bytes;
+  hash: Bytes;
+}
+
+/**
+ * The transactions of `block` to trace: the one at `only`, those `pick` names by position, or all;
+ * each one's data read from its encoding alone (its other fields are not decoded).
+ */
+function* blockTxs(block: BlockRecord, only: number | undefined, pick: TxPick | undefined): Generator<TxToTrace> {
   const enc = block.transactionEncodings;
   const count = enc?.raw.length ?? block.transactions.length;
   const byIndex = pick !== undefined && 'indexes' in pick ? pick.indexes : undefined;
-  // A whole block's are decoded once and kept with the cached block; one or a picked few, alone.
-  const txAt = (i: number): TxRecord =>
-    enc !== undefined && (only !== undefined || byIndex !== undefined)
-      ? decodeTransaction(enc.raw[i] as Bytes, enc.senders[i] as Bytes, block.transactionHashes?.[i])
-      : (block.transactions[i] as TxRecord);
   for (let i = only ?? 0; i < (only === undefined ? count : Math.min(only + 1, count)); i++) {
     if (byIndex !== undefined && !byIndex.has(i)) continue;
-    yield { index: i, tx: txAt(i) };
+    const raw = enc?.raw[i];
+    const from = enc?.senders[i];
+    const hash = block.transactionHashes?.[i];
+    // The data read when the transaction is traced (a pick by its frames may leave it out first).
+    if (raw !== undefined && from !== undefined && hash !== undefined)
+      yield {
+        index: i,
+        from,
+        hash,
+        get input() {
+          return transactionInput(raw);
+        },
+      };
+    else {
+      const tx = block.transactions[i] as TxRecord;
+      yield { index: i, from: tx.from, input: tx.input, hash: tx.hash };
+    }
   }
 }
 

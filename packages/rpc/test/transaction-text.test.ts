@@ -5,11 +5,18 @@
 // and without EIP-155, 2930, 1559, 4844, 7702, OP-stack deposits, unknown types). Each is checked
 // three ways: the block's full-transaction text written from the encodings (as the store hands
 // out blocks), the same written from decoded records (blocks without encodings), and one
-// transaction's text. An encoding the decoder refuses must not be answered from the encodings.
+// transaction's text; and each one's data read alone (transactionInput) against the decoder's. An encoding the decoder refuses must not be answered from the encodings.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
-import { DEPOSIT_TX_TYPE, decodeTransaction, encodeDepositTx, headerFromValues, keccak256 } from '@chainnode/core';
+import {
+  DEPOSIT_TX_TYPE,
+  decodeTransaction,
+  encodeDepositTx,
+  headerFromValues,
+  keccak256,
+  transactionInput,
+} from '@chainnode/core';
 import type { BlockRecord, HeaderRecord, TxRecord } from '@chainnode/core';
 import { availableChains, chainDir } from '@chainnode/testkit';
 import { blockText } from '../src/formatters/block.js';
@@ -32,6 +39,16 @@ function blocksOf(
   patch: (tx: TxRecord, i: number) => void = () => {},
 ): { encoded: BlockRecord; decoded: () => BlockRecord } {
   const hashes = raws.map((r) => keccak256(r));
+  // A transaction's data read alone (what a trace from recorded rows takes) is the decoder's.
+  for (const [i, r] of raws.entries()) {
+    let input: Uint8Array | undefined;
+    try {
+      input = decodeTransaction(r, senders[i] as Uint8Array, hashes[i]).input;
+    } catch {
+      continue;
+    }
+    expect(Buffer.from(transactionInput(r)).equals(Buffer.from(input))).toBe(true);
+  }
   const decode = (): TxRecord[] =>
     raws.map((r, i) => {
       const tx = decodeTransaction(r, senders[i] as Uint8Array, hashes[i]);
