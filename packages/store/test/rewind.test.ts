@@ -171,6 +171,14 @@ describe('StoreWriter.rewind', () => {
         expect(await store.transaction((A[9] as BlockInput).txHashes[1] as Uint8Array)).toBeUndefined();
         const repeated = await store.transaction((B[8] as BlockInput).txHashes[0] as Uint8Array);
         expect(repeated?.blockNumber).toBe(8n);
+        // By position (no lookup by hash): B's transactions; none past B's three at block 9.
+        const at = await store.transactionAt(9n, 1);
+        expect(Buffer.from(at?.tx.hash ?? []).equals(Buffer.from((B[9] as BlockInput).txHashes[1] as Uint8Array))).toBe(
+          true,
+        );
+        expect(at?.transactionIndex).toBe(1);
+        expect(await store.transactionAt(9n, 17)).toBeUndefined();
+        expect((await store.transactionAt(8n, 0))?.tx).toEqual(repeated?.tx);
         expect(Buffer.from(repeated?.blockHash ?? []).equals(Buffer.from((B[8] as BlockInput).hash))).toBe(true);
         const all = await store.logs({ fromBlock: 0n, toBlock: 14n, addresses: [HOT_ADDR], topics: [] }, OPTS);
         if (all.kind !== 'ok') throw new Error(all.kind);

@@ -747,9 +747,20 @@ export class LevelChainStore implements ChainStore {
    * uncles hashed) that the answer does not show.
    */
   private async loadTransaction(hash: Uint8Array, key: string): Promise<TxWithLocation | undefined> {
-    const gen = this.gen;
     const loc = tables.txLookup.getSync(this.db, hash);
-    if (loc === undefined) return undefined;
+    return loc === undefined ? undefined : this.loadTransactionAt(hash, key, loc);
+  }
+
+  /**
+   * Transaction `hash` where its location says it is (the lookup's, or the block's hash row at a
+   * position): undefined when the canonical block there holds another transaction.
+   */
+  private async loadTransactionAt(
+    hash: Uint8Array,
+    key: string,
+    loc: { number: bigint; index: number },
+  ): Promise<TxWithLocation | undefined> {
+    const gen = this.gen;
     const blockHash = await this.canonical(loc.number);
     if (blockHash === undefined) return undefined;
     let tx: TxRecord | undefined;
@@ -1172,7 +1183,8 @@ export class LevelChainStore implements ChainStore {
 
   /**
    * Transaction `index` of the canonical block `number`: its hash from the block's BlockTxHashes
-   * row, then transaction(hash) (that transaction alone decoded on a miss).
+   * row, then that transaction at that position (cached as transaction(hash) caches it; on a miss
+   * its item of the body row, alone decoded, with no lookup by hash).
    */
   transactionAt(number: bigint, index: number): Promise<TxWithLocation | undefined> {
     return this.guard('transactionAt', async () => {
@@ -1180,7 +1192,12 @@ export class LevelChainStore implements ChainStore {
       if (raw === undefined || !Number.isSafeInteger(index) || index < 0) return undefined;
       const { hashes } = splitBlockTxHashes(raw);
       if (32 * index + 32 > hashes.length) return undefined;
-      const tx = await this.transaction(hashes.slice(32 * index, 32 * index + 32));
+      // Its hash from the block's hash row, its location known: no lookup by hash to read.
+      const hash = hashes.slice(32 * index, 32 * index + 32);
+      const key = byteKey(hash);
+      const tx =
+        this.txCache.get(key) ??
+        (await this.loading.txs.run(key, () => this.loadTransactionAt(hash, key, { number, index })));
       return tx?.blockNumber === number && tx.transactionIndex === index ? tx : undefined;
     });
   }
