@@ -8,8 +8,9 @@ import { ServerError } from '@chainnode/core';
 import type { AppearancePage, Bytes, TxWithLocation } from '@chainnode/core';
 import type { HandlerContext } from '../context.js';
 import type { JsonReceipt } from '../formatters/receipt.js';
-import { formatAnyTransaction } from '../formatters/transaction.js';
 import type { JsonAnyTransaction } from '../formatters/transaction.js';
+import { transactionText } from '../formatters/transaction-text.js';
+import { JsonText } from '../json-text.js';
 import type { MethodDef } from '../method.js';
 import { OTS_MAX_PAGE_SIZE } from '../ots.js';
 import { decodeAddress, decodeArgs, decodeGoUint } from '../params.js';
@@ -31,23 +32,31 @@ export interface JsonSearchPage {
 export const NO_INDEX_MESSAGE =
   "this datadir's address-appearance index does not cover its whole chain (it was written before the index existed): run `node-cli db convert` on it to search it";
 
-/** The page's transactions and receipts (Erigon's: the receipt with its block's timestamp, a number). */
-async function pageOf(
-  ctx: HandlerContext,
-  page: AppearancePage,
-): Promise<Omit<JsonSearchPage, 'firstPage' | 'lastPage'>> {
-  const txs: JsonSearchPage['txs'] = [];
-  const receipts: JsonSearchPage['receipts'] = [];
+/**
+ * The page's transactions and receipts as JSON texts (Erigon's: the receipt with its block's
+ * timestamp last, a number), spliced into the answer as they are.
+ */
+async function pageOf(ctx: HandlerContext, page: AppearancePage): Promise<{ txs: string[]; receipts: string[] }> {
+  const txs: string[] = [];
+  const receipts: string[] = [];
   for (const p of page.positions) {
     // The one transaction and its receipt, each read alone: a page's blocks are not decoded whole.
     const loc = await transactionAt(ctx, p.number, p.index);
     const receipt = loc === undefined ? undefined : await transactionReceipt(ctx, loc);
     if (loc === undefined || receipt === undefined)
       throw new ServerError(`transaction ${p.index} of block #${p.number} not found`);
-    txs.push(formatAnyTransaction(loc));
-    receipts.push({ ...(JSON.parse(receipt.text) as JsonReceipt), timestamp: Number(loc.blockTimestamp) });
+    txs.push(transactionText(loc));
+    // { ...receipt, timestamp }: a receipt's JSON has no field of that name.
+    receipts.push(`${receipt.text.slice(0, -1)},"timestamp":${Number(loc.blockTimestamp)}}`);
   }
   return { txs, receipts };
+}
+
+/** The page's answer as text, the fields in Erigon's order. */
+function pageText(txs: string[], receipts: string[], firstPage: boolean, lastPage: boolean): JsonText<JsonSearchPage> {
+  return new JsonText<JsonSearchPage>(
+    `{"txs":[${txs.join(',')}],"receipts":[${receipts.join(',')}],"firstPage":${firstPage},"lastPage":${lastPage}}`,
+  );
 }
 
 /** Transaction `index` of canonical block `number`, from the store's transactionAt, else the block. */
@@ -80,8 +89,8 @@ function searchMethod(direction: 'before' | 'after'): MethodDef<SearchParams, Js
       if (page === undefined) throw new ServerError(NO_INDEX_MESSAGE);
       const { txs, receipts } = await pageOf(ctx, page);
       // Erigon: pages are newest first either way; the edge the search started from is known.
-      if (direction === 'before') return { txs, receipts, firstPage: p.block === 0, lastPage: !page.more };
-      return { txs: txs.reverse(), receipts: receipts.reverse(), firstPage: !page.more, lastPage: p.block === 0 };
+      if (direction === 'before') return pageText(txs, receipts, p.block === 0, !page.more);
+      return pageText(txs.reverse(), receipts.reverse(), !page.more, p.block === 0);
     },
   };
 }
