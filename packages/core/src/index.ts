@@ -17,5 +17,6 @@ export * from './keccak.js';
 export * from './revert.js';
 export * from './lanes.js';
 export * from './trace-rows.js';
+export * from './varint.js';
 export * from './upstream-client.js';
 export * from './upstream-pending.js';

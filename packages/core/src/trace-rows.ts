@@ -10,7 +10,8 @@
 //          concatenation; an earlier release wrote one row a block, blockHash(32) 0x01 count(v)
 //          count x length(v) count x tx)
 //
-// (v): unsigned LEB128.
+// (v): unsigned LEB128 (varint.ts).
+import { readVarint, varintLength, writeVarint } from './varint.js';
 
 export const TRACE_ROW_TXS = 16;
 
@@ -22,15 +23,6 @@ export function traceRowOf(index: number): number {
   return Math.floor(index / TRACE_ROW_TXS);
 }
 
-function putUint(out: number[], n: number): void {
-  let v = n;
-  while (v >= 0x80) {
-    out.push((v % 0x80) | 0x80);
-    v = Math.floor(v / 0x80);
-  }
-  out.push(v);
-}
-
 /**
  * A block's rows: each of TRACE_ROW_TXS transactions' bytes, led by the block's hash and the
  * first transaction's position (one row holding none for a block without transactions).
@@ -39,14 +31,13 @@ export function encodeTraceRows(blockHash: Uint8Array, txs: readonly Uint8Array[
   const rows: Uint8Array[] = [];
   for (let first = 0; first === 0 || first < txs.length; first += TRACE_ROW_TXS) {
     const part = txs.slice(first, first + TRACE_ROW_TXS);
-    const head: number[] = [TRACE_ROW_VERSION];
-    putUint(head, first);
-    putUint(head, part.length);
-    for (const t of part) putUint(head, t.length);
-    const row = new Uint8Array(32 + head.length + part.reduce((n, t) => n + t.length, 0));
+    let head = 1 + varintLength(first) + varintLength(part.length);
+    for (const t of part) head += varintLength(t.length);
+    const row = new Uint8Array(32 + head + part.reduce((n, t) => n + t.length, 0));
     row.set(blockHash.subarray(0, 32), 0);
-    row.set(head, 32);
-    let at = 32 + head.length;
+    row[32] = TRACE_ROW_VERSION;
+    let at = writeVarint(part.length, row, writeVarint(first, row, 33));
+    for (const t of part) at = writeVarint(t.length, row, at);
     for (const t of part) {
       row.set(t, at);
       at += t.length;
@@ -72,15 +63,9 @@ export function traceRowSpans(bytes: Uint8Array): TraceRowSpans {
   const out: TraceRowSpans = [];
   let at = 0;
   const uint = (): number => {
-    let n = 0;
-    let scale = 1;
-    for (;;) {
-      if (at >= bytes.length) throw new RangeError('trace row: truncated');
-      const b = bytes[at++] as number;
-      n += (b & 0x7f) * scale;
-      if (b < 0x80) return n;
-      scale *= 0x80;
-    }
+    const v = readVarint(bytes, at, 'trace row');
+    at = v.end;
+    return v.value;
   };
   while (at + 33 <= bytes.length && same32(bytes, at, bytes)) {
     at += 32;

@@ -88,8 +88,7 @@ export async function blockFlatTraces(
   const exec = await loadExec();
   const out: JsonLocalizedTrace[] = [];
   const at = { hash: toData(header.hash), number: Number(header.number) };
-  // A block has transactions when its transactions root is not the empty trie's.
-  if (header.number > 0n && !bytesEqual(header.transactionsRoot, KECCAK256_RLP)) {
+  if (header.number > 0n && hasTransactions(header)) {
     const traces = await replayStoredBlock(
       ctx,
       header,
@@ -131,6 +130,11 @@ export async function blockTraceResults(
   const make = (budget: TraceBudget) => new exec.ParityTracer(types, budget);
   const traces = await replayStoredBlock(ctx, header, make, parityDeadline(ctx), only);
   return traces.map((t) => ({ hash: t.hash, result: t.result as JsonTraceResults }));
+}
+
+/** Whether a block has transactions: its transactions root is not the empty trie's. */
+export function hasTransactions(header: HeaderRecord): boolean {
+  return !bytesEqual(header.transactionsRoot, KECCAK256_RLP);
 }
 
 /** A block's transaction count, without decoding its transactions when the store has their hashes. */

@@ -4,7 +4,7 @@
 // (Erigon's and reth's paging). The blocks and transactions traced are those the frame blooms and
 // the address-appearance index cannot rule out (blocksToTrace); the range is bounded by
 // traceFilterMaxBlocks.
-import { KECCAK256_RLP, KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
+import { KECCAK256_RLP_ARRAY } from '@ethereumjs/util';
 import { InvalidParamsError, bytesEqual, toData } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import type { HandlerContext } from '../context.js';
@@ -18,6 +18,7 @@ import {
   PARITY_TRACE_ERRORS,
   blockFlatTraces,
   blockNotFound,
+  hasTransactions,
   parityDeadline,
 } from '../trace-parity.js';
 import type { JsonLocalizedTrace } from '../trace-parity.js';
@@ -159,7 +160,7 @@ async function* indexScan(
       const header = await headerAt(ctx, n);
       // A block without transactions has nothing to trace past the merge (an import records no
       // frames for it either).
-      if (!bytesEqual(header.transactionsRoot, KECCAK256_RLP)) yield { header, pick: bytesPick?.(header) };
+      if (hasTransactions(header)) yield { header, pick: bytesPick?.(header) };
       continue;
     }
     const txs = byBlock.get(n);

@@ -148,7 +148,15 @@
 //                           opaque here), cut into rows and keyed as TxFrames. Written and cut
 //                           with the TxFrames rows, under the same setting (Meta.traceFrames).
 import { RLP } from '@ethereumjs/rlp';
-import { bigIntToFixed, bytesToBigInt, concatBytes, keccak256 } from '@chainnode/core';
+import {
+  bigIntToFixed,
+  bytesToBigInt,
+  concatBytes,
+  keccak256,
+  readVarint,
+  varintLength,
+  writeVarint,
+} from '@chainnode/core';
 import { decodeLog, encodeLogRow, rlpItem } from './rlp.js';
 import type { StoredLog } from './rlp.js';
 
@@ -442,36 +450,8 @@ function u64u32Codec<B extends string, S extends string>(
   );
 }
 
-/** Unsigned LEB128 length of `v` (0 <= v < 2^53). */
-export function varintLength(v: number): number {
-  let n = 1;
-  while (v >= 0x80) {
-    v = Math.floor(v / 0x80);
-    n++;
-  }
-  return n;
-}
-
-/** Writes `v` (0 <= v < 2^53) as unsigned LEB128 at `at`, returns the end. */
-export function writeVarint(v: number, out: Uint8Array, at: number): number {
-  while (v >= 0x80) {
-    out[at++] = (v % 0x80) | 0x80;
-    v = Math.floor(v / 0x80);
-  }
-  out[at++] = v;
-  return at;
-}
-
-/** The unsigned LEB128 at `at` of `b` (below 2^56) and where it ends; RangeError naming `what` when it runs past `b`. */
-export function readVarint(b: Uint8Array, at: number, what: string): { value: number; end: number } {
-  let value = 0;
-  for (let scale = 1; ; scale *= 0x80) {
-    if (at >= b.length || scale > 2 ** 49) throw new RangeError(`${what}: bad varint`);
-    const byte = b[at++] as number;
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) return { value, end: at };
-  }
-}
+// The varint of the rows below (core's): re-exported for the store's other modules.
+export { readVarint, varintLength, writeVarint };
 
 /** The fixed form of a TxLookup value (number(8) ++ txIndex(4)): rows written before the compact one. */
 const txLocationFixed = u64u32Codec<'number', 'index'>('tx location', 'number', 'index');

@@ -12,7 +12,14 @@
 // `from` is left out when it is its parent's context (the address whose storage the parent runs
 // on), the top frame's input when it is the transaction's data; a log that survives into the
 // receipt is stored as its position among the transaction's receipt logs.
-import { TRACE_ROW_VERSION, encodeTraceRows, keccak256, traceRowSpans } from '@chainnode/core';
+import {
+  TRACE_ROW_VERSION,
+  encodeTraceRows,
+  keccak256,
+  traceRowSpans,
+  varintLength,
+  writeVarint,
+} from '@chainnode/core';
 import type { TraceRowSpans } from '@chainnode/core';
 import type { Bytes } from '@chainnode/core';
 import type { FrameEnter, FrameExit, FrameType, TraceLog } from '../hooks.js';
@@ -95,12 +102,8 @@ export class ByteWriter {
   }
 
   uint(n: number): void {
-    let v = n;
-    while (v >= 0x80) {
-      this.byte((v % 0x80) | 0x80);
-      v = Math.floor(v / 0x80);
-    }
-    this.byte(v);
+    this.room(varintLength(n));
+    this.length = writeVarint(n, this.buf, this.length);
   }
 
   big(v: bigint): void {
@@ -136,6 +139,7 @@ export class ByteReader {
     return this.buf[this.at++] as number;
   }
 
+  /** Unsigned LEB128 (core's varint), read in place: this runs for every field of every frame replayed. */
   uint(): number {
     let n = 0;
     let scale = 1;
