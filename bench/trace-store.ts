@@ -2,7 +2,9 @@
 // server-side time of trace calls answered from the call frames and state diffs recorded at
 // import, on a datadir an executing import wrote (the mainnet-shaped chain's: blocks of mainnet's
 // size), through the rpc service's handle() one call at a time: each kind on a freshly opened store
-// (cold: every key asked once), then the same calls again (warm). Beside them, the same
+// (cold: every key asked once), then the same calls again (warm). Before each cold pass, calls of
+// the same kind on other keys run on a store opened and closed for them: the process has run the
+// code, as a serving one has, while the measured store has read none of the keys. Beside them, the same
 // transactions traced by re-execution (the store without its recorded rows), for the ratio. Every
 // reply is checked: the top call frame's sender and gas used against the transaction and its
 // receipt, the sender's nonce in each state diff, a block's
@@ -41,15 +43,28 @@ async function call<T>(svc: RpcServiceApi, method: string, params: unknown[]): P
 const pct = (xs: number[], p: number): string =>
   ([...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] as number).toFixed(2);
 
-/** Times `bodies` cold (a fresh store) then warm (again); `check` sees each reply. */
+/**
+ * Times `bodies` cold (a fresh store) then warm (again); `check` sees each reply. `warmup`: calls
+ * of the same kind on other keys, run first on a store of their own (closed before the timed one
+ * opens), so the cold pass measures reads the store has not made, not code the process has not run.
+ */
 async function run(
   kind: string,
   bodies: string[],
   check: (i: number, result: unknown) => void,
+  warmup: string[],
   recorded = true,
 ): Promise<void> {
-  const store = await openChainStore(datadir);
-  const svc = createRpcService(recorded ? store : withoutRecordedRows(store), { callTimeoutMs: 120_000 });
+  const open = async () => {
+    const s = await openChainStore(datadir);
+    return { s, svc: createRpcService(recorded ? s : withoutRecordedRows(s), { callTimeoutMs: 120_000 }) };
+  };
+  const first = await open();
+  await timeCalls(first.svc, warmup, (_, reply) => {
+    if (reply.error !== undefined) throw new Error(`${kind}, warm-up: ${JSON.stringify(reply.error)}`);
+  });
+  await first.s.close();
+  const { s: store, svc } = await open();
   await svc.handle(body('eth_blockNumber', []));
   const line: string[] = [];
   for (const pass of ['cold', 'warm']) {
@@ -104,6 +119,14 @@ const pick = <T>(xs: T[], n: number): T[] => {
 };
 
 const someTxs = pick(txs, samples);
+// The warm-up's keys: other transactions, blocks and addresses, from blocks no timed call asks.
+const other = new Rng(11);
+const sampled = new Set(someTxs.map((t) => t.block));
+const warmTxs: TxFact[] = [];
+for (let tries = 0; warmTxs.length < 20 && tries < 10_000; tries++) {
+  const t = txs[other.int(txs.length)] as TxFact;
+  if (!sampled.has(t.block)) warmTxs.push(t);
+}
 const topFrame = (t: TxFact, f: Json): void => {
   if (lower(f.from) !== t.from) throw new Error(`${t.hash}: top frame from ${String(f.from)}`);
   if (BigInt(f.gasUsed as string) !== t.gasUsed) throw new Error(`${t.hash}: gasUsed ${String(f.gasUsed)}`);
@@ -112,6 +135,7 @@ await run(
   'debug_traceTransaction callTracer',
   someTxs.map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
   (i, r) => topFrame(someTxs[i] as TxFact, r as Json),
+  warmTxs.map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
 );
 await run(
   'trace_transaction',
@@ -121,6 +145,7 @@ await run(
     const first = (r as Json[])[0] as { action: Json; transactionHash: string };
     if (lower(first.action.from) !== t.from || first.transactionHash !== t.hash) throw new Error(`${t.hash}: trace`);
   },
+  warmTxs.map((t) => body('trace_transaction', [t.hash])),
 );
 // State diffs recorded at import: the sender is in every transaction's diff, its nonce among what
 // changed (geth leaves a zero nonce out of `pre`).
@@ -133,6 +158,7 @@ await run(
   'debug_traceTransaction prestateTracer diffMode',
   someTxs.map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
   (i, r) => senderInDiff(someTxs[i] as TxFact, (r as Json).pre as Json, (r as Json).post as Json),
+  warmTxs.map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
 );
 await run(
   'trace_replayTransaction stateDiff',
@@ -143,8 +169,10 @@ await run(
     if ((nonce?.nonce as Json | undefined)?.['*'] === undefined)
       throw new Error(`${t.hash}: stateDiff without the sender's nonce`);
   },
+  warmTxs.map((t) => body('trace_replayTransaction', [t.hash, ['stateDiff']])),
 );
 const someBlocks = pick(blocks, blockSamples);
+const warmBlocks = blocks.filter((b) => !someBlocks.includes(b) && !sampled.has(b.number)).slice(0, 3);
 await run(
   `debug_traceBlockByNumber callTracer (${Math.round(txs.length / Math.max(1, blocks.length))} txs a block)`,
   someBlocks.map((b) => body('debug_traceBlockByNumber', [hex(b.number), { tracer: 'callTracer' }])),
@@ -154,6 +182,7 @@ await run(
     if (list.length !== b.txs.length) throw new Error('block: transaction count');
     for (const [j, x] of list.entries()) topFrame(b.txs[j] as TxFact, x.result);
   },
+  warmBlocks.map((b) => body('debug_traceBlockByNumber', [hex(b.number), { tracer: 'callTracer' }])),
 );
 await run(
   'trace_block',
@@ -165,6 +194,7 @@ await run(
     );
     if (tops.length !== b.txs.length) throw new Error('trace_block: one top entry per transaction');
   },
+  warmBlocks.map((b) => body('trace_block', [hex(b.number)])),
 );
 
 // trace_filter by one address over the whole range (at most 1,000 blocks), five addresses of each
@@ -180,7 +210,7 @@ for (const t of txs) {
 }
 const byCount = [...counts.entries()].sort((a, b) => a[1] - b[1]);
 const at90 = Math.floor(byCount.length * 0.9);
-const queries: [string, 'fromAddress' | 'toAddress', string[]][] = [
+const queries: [string, 'fromAddress' | 'toAddress', string[], string[]][] = [
   ['toAddress, a recipient of 2 transactions', 'toAddress', byCount.filter(([, c]) => c === 2).map(([a]) => a)],
   ['toAddress, a recipient around the 90th percentile', 'toAddress', byCount.slice(at90, at90 + 5).map(([a]) => a)],
   [
@@ -189,7 +219,13 @@ const queries: [string, 'fromAddress' | 'toAddress', string[]][] = [
     [...sent].filter(([, c]) => c >= 3).map(([a]) => a),
   ],
 ].map(
-  ([name, side, as]) => [name, side, (as as string[]).slice(0, 5)] as [string, 'fromAddress' | 'toAddress', string[]],
+  ([name, side, as]) =>
+    [name, side, (as as string[]).slice(0, 5), (as as string[]).slice(5, 7)] as [
+      string,
+      'fromAddress' | 'toAddress',
+      string[],
+      string[],
+    ],
 );
 const check = await openChainStore(datadir);
 const full = createRpcService(check);
@@ -203,15 +239,18 @@ for (let n = first; n <= head; n++)
       if (k >= 0) (expected[q] as number[])[k] = ((expected[q] as number[])[k] as number) + 1;
     });
 await check.close();
-for (const [q, [name, side, addresses]] of queries.entries())
+const filterBody = (side: string, a: string): string =>
+  body('trace_filter', [{ fromBlock: hex(first), toBlock: hex(head), [side]: [a] }]);
+for (const [q, [name, side, addresses, warmAddresses]] of queries.entries())
   await run(
     `trace_filter ${name}, ${head - first + 1} blocks`,
-    addresses.map((a) => body('trace_filter', [{ fromBlock: hex(first), toBlock: hex(head), [side]: [a] }])),
+    addresses.map((a) => filterBody(side, a)),
     (i, r) => {
       const n = (r as unknown[]).length;
       const want = expected[q]?.[i];
       if (n !== want) throw new Error(`trace_filter ${addresses[i]}: ${n} entries, trace_block has ${want}`);
     },
+    warmAddresses.map((a) => filterBody(side, a)),
   );
 
 // ots_searchTransactionsBefore, a page of 25, for senders of the sampled transactions.
@@ -227,6 +266,10 @@ await run(
     if (page.length < Math.min(25, mine.length))
       throw new Error(`ots_searchTransactionsBefore ${a}: ${page.length} of ${mine.length}`);
   },
+  [...new Set(warmTxs.map((t) => t.from))]
+    .filter((a) => !senders.includes(a))
+    .slice(0, 10)
+    .map((a) => body('ots_searchTransactionsBefore', [a, 0, 25])),
 );
 
 // The same transactions by re-execution, for the ratio.
@@ -235,12 +278,14 @@ await run(
   'debug_traceTransaction callTracer, re-executed',
   slow.map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
   (i, r) => topFrame(slow[i] as TxFact, r as Json),
+  warmTxs.slice(0, 3).map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
   false,
 );
 await run(
   'debug_traceTransaction prestateTracer diffMode, re-executed',
   slow.map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
   (i, r) => senderInDiff(slow[i] as TxFact, (r as Json).pre as Json, (r as Json).post as Json),
+  warmTxs.slice(0, 3).map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
   false,
 );
 console.log(`\nload average at the end ${loadavg()[0]?.toFixed(1)}`);

@@ -7,7 +7,7 @@ export type { PruneReport, TriePrunerOptions } from './trie/index.js';
 export type { StateWrites } from './history/index.js';
 export { DatadirInUseError, DatadirEmptyError } from './db.js';
 export { EXECUTED_ONLY, digestDatadir } from './digest.js';
-export { Prefix, SCHEMA_VERSION } from './schema/index.js';
+export { BODY_ROW_TXS, Prefix, SCHEMA_VERSION } from './schema/index.js';
 export type { StoredBody, StoredReceipt } from './schema/index.js';
 export { sizeOnDisk } from './disk.js';
 /** Hand RLP writers (byte-equal to RLP.encode, tested in schema.test), for writers of synthetic blocks. */

@@ -12,7 +12,14 @@ import { LevelChainStore } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from '@chainnode/core';
-import { Prefix, blockExtras, decodeBlockExtras, splitBlockTxHashes, tables } from '../src/schema/schema.js';
+import {
+  Prefix,
+  blockExtras,
+  decodeBlockExtras,
+  readBodySync,
+  splitBlockTxHashes,
+  tables,
+} from '../src/schema/schema.js';
 import { convertDatadir } from '../src/upkeep/index.js';
 
 const latin1 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
@@ -75,7 +82,7 @@ test('no BlockJson rows at import; rows of an earlier release (BlockJson, BlockT
       for (let n = 0n; n < BigInt(fresh.size); n++) {
         const hash = tables.canonical.getSync(db, n) as Uint8Array;
         const row = tables.blockTxHashes.getSync(db, n) as { hashes: Uint8Array[]; extras: Uint8Array };
-        const body = tables.bodies.getSync(db, hash);
+        const body = readBodySync(db, hash);
         if (body === undefined) throw new Error(`block ${n}: no body`);
         const header = tables.headers.getSync(db, hash) as Uint8Array;
         const td = tables.totalDifficulty.getSync(db, hash) as bigint;

@@ -10,6 +10,7 @@ import {
   bigUintCodec,
   blockLogRangeCodec,
   bodyCodec,
+  bodyRowKeyCodec,
   fixedListCodec,
   headCodec,
   logCodec,
@@ -167,13 +168,22 @@ describe('key-schema codecs: round trip and exact bytes', () => {
     expect(logs.length).toBe(10 * 6 * 16);
     expect(() => logCodec.decode(Uint8Array.of(0xc3, 0x01, 0x02))).toThrow(RangeError); // truncated
   });
-  test('body: RLP [size, txs, uncles(, withdrawals)]', () => {
-    roundTrip(bodyCodec, { size: 5, transactions: [Uint8Array.of(1, 2)], uncles: [] }, 'c605c3820102c0');
+  test('body: RLP [size, txCount, uncles(, withdrawals)]; transactions inline (an earlier release) read', () => {
+    roundTrip(bodyCodec, { size: 5, txCount: 1, uncles: [] }, 'c30501c0');
     roundTrip(
       bodyCodec,
-      { size: 5, transactions: [], uncles: [], withdrawals: [[Uint8Array.of(1), Uint8Array.of(2)]] },
-      'c705c0c0c3c20102',
+      { size: 5, txCount: 0, uncles: [], withdrawals: [[Uint8Array.of(1), Uint8Array.of(2)]] },
+      'c70580c0c3c20102',
     );
+    // [size, [tx..], uncles] as an earlier release wrote it: the transactions and their count.
+    expect(bodyCodec.decode(Uint8Array.from(Buffer.from('c605c3820102c0', 'hex')))).toEqual({
+      size: 5,
+      txCount: 1,
+      inline: [Uint8Array.of(1, 2)],
+      uncles: [],
+    });
+    roundTrip(bodyRowKeyCodec, { hash: fill(0xab, 32), row: 0x0102 }, `${'ab'.repeat(32)}0102`);
+    expect(() => bodyRowKeyCodec.encode({ hash: fill(0xab, 32), row: 0x10000 })).toThrow(RangeError);
   });
   test('log index key: kind ++ value ++ lastLogId(8), the open chunk last', () => {
     roundTrip(

@@ -1,19 +1,28 @@
 // A transaction by hash on a cache miss reads only that transaction (reader.ts loadTransaction:
-// its body item in place, trie-read.ts bodyTransaction, its sender, it alone decoded, and the
-// block's timestamp and base fee read in place from the header row, headerTxFields). Checked
-// for every transaction of both real chains (legacy to type-4 transactions) against the
-// transaction of the block record, the path a cached block takes; the scanners against the
-// codecs' decodes for every block; a location row that points at another transaction (what a
-// follower's write of another branch can leave for a moment) answers not found; malformed bodies
-// throw. Location rows of the fixed form (an earlier release's) read as the compact ones, and db
-// convert rewrites them compact.
+// its item of the BodyTxs row holding it, read in place by trie-read.ts bodyRowTransaction, its
+// sender, it alone decoded, and the block's timestamp and base fee read in place from the header
+// row, headerTxFields). Checked for every transaction of both real chains (legacy to type-4
+// transactions) against the transaction of the block record, the path a cached block takes; the
+// scanners against the codecs' decodes for every block; a location row that points at another
+// transaction (what a follower's write of another branch can leave for a moment) answers not
+// found; malformed bodies throw. Bodies of an earlier release (every transaction inline, no
+// BodyTxs rows) read the same, whole blocks and raw blocks too, and db convert cuts them into the
+// rows an import writes, byte for byte. Location rows of the fixed form (an earlier release's)
+// read as the compact ones, and db convert rewrites them compact.
 import { RLP } from '@ethereumjs/rlp';
 import { bytesEqual } from '@chainnode/core';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { openDb } from '../src/db.js';
-import { bodyCodec, tables } from '../src/schema/schema.js';
-import { bodyBlockFields, bodyTransaction, headerTxFields } from '../src/trie/trie-read.js';
+import { BODY_ROW_TXS, bodyCodec, bodyRowOf, readBodySync, tables } from '../src/schema/schema.js';
+import type { StoredBody } from '../src/schema/schema.js';
+import {
+  bodyBlockFields,
+  bodyHoldsTransactions,
+  bodyRowTransaction,
+  bodyTransaction,
+  headerTxFields,
+} from '../src/trie/trie-read.js';
 import { convertDatadir } from '../src/upkeep/index.js';
 
 /** A TxLookup value of the fixed form: number(8) ++ txIndex(4). */
@@ -84,20 +93,53 @@ test.each(chains)(
     }
     // The body and header scanners against the codecs, every block.
     const raw = await openDb(c.dir, { create: false });
+    // The rows the import wrote (Bodies, then BodyTxs in order) of the blocks rewritten below.
+    const importedRows = new Map<Uint8Array, Uint8Array[]>();
     try {
       for (const [i, hash] of hashes.entries()) {
         expect(text(headerTxFields(tables.headers.getSync(raw, hash) as Uint8Array))).toBe(headerFields[i]);
         const body = tables.bodies.getRawSync(raw, hash) as Uint8Array;
         const decoded = bodyCodec.decode(body);
-        decoded.transactions.forEach((t, i) => {
-          expect(bytesEqual(bodyTransaction(body, i) as Uint8Array, t)).toBe(true);
+        const whole = readBodySync(raw, hash) as StoredBody;
+        expect(decoded.inline).toBeUndefined();
+        expect(bodyHoldsTransactions(body)).toBe(false);
+        expect(decoded.txCount).toBe(whole.transactions.length);
+        whole.transactions.forEach((t, j) => {
+          const part = tables.bodyTxs.getRawSync(raw, { hash, row: bodyRowOf(j) }) as Uint8Array;
+          expect(bytesEqual(bodyRowTransaction(part, j % BODY_ROW_TXS) as Uint8Array, t)).toBe(true);
         });
-        expect(bodyTransaction(body, decoded.transactions.length)).toBeUndefined();
+        // Rows 0 .. ceil(count / 16) - 1, and no more.
+        const rows = Math.ceil(whole.transactions.length / BODY_ROW_TXS);
+        if (rows > 0) expect(tables.bodyTxs.getRawSync(raw, { hash, row: rows - 1 })).toBeDefined();
+        expect(tables.bodyTxs.getRawSync(raw, { hash, row: rows })).toBeUndefined();
+        expect(bodyTransaction(body, 0)).toBeUndefined();
         const fields = bodyBlockFields(body);
-        expect([fields.size, fields.txCount]).toEqual([decoded.size, decoded.transactions.length]);
+        expect([fields.size, fields.txCount]).toEqual([decoded.size, whole.transactions.length]);
         expect((RLP.decode(fields.uncles) as Uint8Array[]).length).toBe(decoded.uncles.length);
         expect(fields.withdrawals === undefined).toBe(decoded.withdrawals === undefined);
+        // Every other block's body as an earlier release wrote it: one row, the transactions inline.
+        if (i % 2 === 0 && whole.transactions.length > 0) {
+          const rowsNow = [
+            body,
+            ...Array.from({ length: rows }, (_, r) => tables.bodyTxs.getRawSync(raw, { hash, row: r })),
+          ];
+          importedRows.set(hash, rowsNow as Uint8Array[]);
+          const earlier = RLP.encode(
+            whole.withdrawals === undefined
+              ? [whole.size, whole.transactions, whole.uncles]
+              : [whole.size, whole.transactions, whole.uncles, whole.withdrawals],
+          );
+          for (const [j, t] of whole.transactions.entries())
+            expect(bytesEqual(bodyTransaction(earlier, j) as Uint8Array, t)).toBe(true);
+          expect(bodyTransaction(earlier, whole.transactions.length)).toBeUndefined();
+          expect(bodyBlockFields(earlier)).toEqual(fields);
+          const old = raw.batch();
+          old.put(tables.bodies.key(hash), earlier);
+          for (let r = 0; r < rows; r++) old.del(tables.bodyTxs.key({ hash, row: r }));
+          await old.write();
+        }
       }
+      expect(importedRows.size).toBeGreaterThan(3);
       // Every other location row in the fixed form an earlier release wrote: both forms are read.
       const batch = raw.batch();
       for (const e of expected.filter((_, i) => i % 2 === 0)) {
@@ -115,13 +157,38 @@ test.each(chains)(
     try {
       for (const e of expected) expect(text(await blocks.transaction(e.hash))).toBe(text(e.tx));
       expect(await blocks.transaction(new Uint8Array(32).fill(0xab))).toBeUndefined();
+      // Whole blocks and raw blocks from the earlier release's bodies, as from the rows.
+      for (const [hash, raws] of [...importedRows].slice(0, 8)) {
+        const block = (await blocks.block(hash)) as { transactions: { hash: Uint8Array }[] };
+        expect(block.transactions.length).toBe(bodyBlockFields(raws[0] as Uint8Array).txCount);
+        expect(text((await blocks.rawTransaction(block.transactions.at(-1)?.hash as Uint8Array)) ?? null)).not.toBe(
+          'null',
+        );
+        expect((await blocks.rawBlock(hash))?.length).toBe(bodyBlockFields(raws[0] as Uint8Array).size);
+      }
     } finally {
       await blocks.close();
     }
-    // db convert rewrites the fixed rows compact; the answers stay.
+    // db convert rewrites the fixed rows compact and cuts the earlier bodies into the rows the
+    // import wrote, byte for byte; the answers stay.
     const converted = await convertDatadir(c.dir);
     expect(converted.txLookupRows).toBe(Math.ceil(expected.length / 2));
-    expect((await convertDatadir(c.dir)).txLookupRows).toBe(0);
+    expect(converted.bodyRows).toBe(importedRows.size);
+    const again = await convertDatadir(c.dir);
+    expect([again.txLookupRows, again.bodyRows]).toEqual([0, 0]);
+    const cut = await openDb(c.dir, { create: false });
+    try {
+      for (const [hash, raws] of importedRows) {
+        expect(bytesEqual(tables.bodies.getRawSync(cut, hash) as Uint8Array, raws[0] as Uint8Array)).toBe(true);
+        for (let r = 1; r < raws.length; r++)
+          expect(
+            bytesEqual(tables.bodyTxs.getRawSync(cut, { hash, row: r - 1 }) as Uint8Array, raws[r] as Uint8Array),
+          ).toBe(true);
+        expect(tables.bodyTxs.getRawSync(cut, { hash, row: raws.length - 1 })).toBeUndefined();
+      }
+    } finally {
+      await cut.close();
+    }
     blocks = await LevelChainStore.open(c.dir);
     try {
       for (const e of expected.filter((_, i) => i % 7 === 0))
@@ -167,7 +234,7 @@ test('headerTxFields: before and after London; malformed headers throw', () => {
   expect(() => headerTxFields(RLP.encode(h32))).toThrow('header: not one RLP list');
 });
 
-test('bodyTransaction: malformed bodies throw', () => {
+test('bodyTransaction, bodyRowTransaction: malformed bodies and rows throw', () => {
   const tx1 = Uint8Array.from([0x02, 0xc1, 0x05]);
   const tx2 = RLP.encode([1, 2, 3]);
   const good = RLP.encode([Uint8Array.of(9), [tx1, tx2], []]);
@@ -177,10 +244,20 @@ test('bodyTransaction: malformed bodies throw', () => {
   expect(bodyTransaction(RLP.encode([Uint8Array.of(9), [], []]), 0)).toBeUndefined();
   expect(() => bodyTransaction(good.subarray(0, good.length - 1), 0)).toThrow('rlp: truncated item');
   expect(() => bodyTransaction(RLP.encode(tx1), 0)).toThrow('body: not one RLP list');
-  expect(() => bodyTransaction(RLP.encode([Uint8Array.of(9), tx1, []]), 0)).toThrow(
-    'body: the transactions are not a list',
-  );
+  // A byte string where the list is: this release's row, the count (the transactions in BodyTxs rows).
+  const counted = RLP.encode([Uint8Array.of(9), 2, []]);
+  expect(bodyTransaction(counted, 0)).toBeUndefined();
+  expect(bodyHoldsTransactions(counted)).toBe(false);
+  expect(bodyHoldsTransactions(good)).toBe(true);
+  expect(bodyBlockFields(counted).txCount).toBe(2);
   expect(() => bodyTransaction(RLP.encode([Uint8Array.of(9), [[tx1]], []]), 0)).toThrow(
     'body: a transaction is not a byte string',
   );
+  const row = RLP.encode([tx1, tx2]);
+  expect(bodyRowTransaction(row, 0)).toEqual(tx1);
+  expect(bodyRowTransaction(row, 1)).toEqual(tx2);
+  expect(bodyRowTransaction(row, 2)).toBeUndefined();
+  expect(() => bodyRowTransaction(RLP.encode(tx1), 0)).toThrow('body row: not one RLP list');
+  expect(() => bodyRowTransaction(RLP.encode([[tx1]]), 0)).toThrow('body row: a transaction is not a byte string');
+  expect(() => bodyRowTransaction(row.subarray(0, row.length - 1), 0)).toThrow('rlp: truncated item');
 });

@@ -6,7 +6,7 @@
 // posting list is laid out exactly as an import lays it out.
 import type { Db } from '../db.js';
 import { readBlockLogs } from '../logs/index.js';
-import { MetaKey, Prefix, tables, u64Codec } from '../schema/index.js';
+import { MetaKey, Prefix, readBodySync, tables, u64Codec } from '../schema/index.js';
 import { GroupBatch } from '../writer/group-batch.js';
 import { ValueTable } from '../writer/value-table.js';
 import { appearancesFrom } from './query.js';
@@ -38,7 +38,8 @@ export async function buildAppearances(db: Db, head: bigint, onProgress?: (line:
       const hash = await tables.canonical.get(db, n);
       const range = await tables.blockLogs.get(db, n);
       if (hash === undefined || range === undefined) throw new Error(`appearances: block ${n} rows missing`);
-      const [body, senders] = await Promise.all([tables.bodies.get(db, hash), tables.senders.get(db, hash)]);
+      const body = readBodySync(db, hash);
+      const senders = tables.senders.getSync(db, hash);
       const logs: { address: Uint8Array }[][] = [];
       for (const l of await readBlockLogs(db, n, range)) (logs[l.txIndex] ??= []).push(l);
       postAppearances(values, { number: n, transactions: body?.transactions ?? [], senders: senders ?? [], logs });

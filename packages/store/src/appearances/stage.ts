@@ -4,7 +4,7 @@
 // appearance id to the writer's posting lists, and, for a rewind, the addresses whose lists the
 // removed blocks reach.
 import type { Db } from '../db.js';
-import { APPEARANCE_KIND, appearanceId, tables } from '../schema/index.js';
+import { APPEARANCE_KIND, appearanceId, readBodySync, tables } from '../schema/index.js';
 import type { ValueTable } from '../writer/value-table.js';
 import { txTarget } from './tx-fields.js';
 
@@ -47,7 +47,8 @@ export async function removedAppearances(
 ): Promise<Uint8Array[]> {
   const out = new Map<string, Uint8Array>();
   for (const r of removed) {
-    const [body, senders] = await Promise.all([tables.bodies.get(db, r.hash), tables.senders.get(db, r.hash)]);
+    const body = readBodySync(db, r.hash);
+    const senders = tables.senders.getSync(db, r.hash);
     const logs: { address: Uint8Array }[][] = [];
     for (const l of r.logs) (logs[l.transactionIndex] ??= []).push(l);
     const b: AppearanceBlock = {

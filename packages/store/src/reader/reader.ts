@@ -67,6 +67,9 @@ import { LogQueries, readBlockLogsSync } from '../logs/index.js';
 import {
   MetaKey,
   SCHEMA_VERSION,
+  BODY_ROW_TXS,
+  bodyRowOf,
+  readBodySync,
   headCodec,
   rlpHeaderLength,
   decodeBlockExtras,
@@ -83,6 +86,8 @@ import {
   NodeSlab,
   accountFields,
   bodyTransaction,
+  bodyHoldsTransactions,
+  bodyRowTransaction,
   headerStateRoot,
   headerTxFields,
   bodyBlockFields,
@@ -120,6 +125,20 @@ const EMPTY = new Uint8Array(0);
 const byteKey = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
 
 /** An account as the state reads need it (absent accounts are cached as `null`). */
+/** The body rows of a block read so far for transactions looked up alone (bodyTransactionSync). */
+interface BodyRowsSeen {
+  /** BodyTxs rows by position. */
+  parts: Map<number, Uint8Array>;
+  /** An earlier release's Bodies row, every transaction inline. */
+  inline?: Uint8Array;
+}
+
+/** txRows: a block's rows for its transactions looked up alone, and the header fields they show. */
+interface TxRows extends BodyRowsSeen {
+  head: HeaderTxFields;
+  senders: Uint8Array;
+}
+
 interface AccountView {
   nonce: bigint;
   balance: bigint;
@@ -258,12 +277,13 @@ export class LevelChainStore implements ChainStore {
    */
   private readonly proofSeen = new Int32Array(4096);
   /**
-   * Of the blocks whose transactions were last looked up alone (loadTransaction): the body and
-   * senders rows as stored, and the two header fields a transaction's answer shows. The other
-   * transactions of a block asked next, or at once, read no row again. 64 blocks: ~8 MB at
-   * mainnet's ~120 KB bodies.
+   * Of the blocks whose transactions were last looked up alone (loadTransaction): the senders row
+   * and the BodyTxs rows read so far as stored (or an earlier release's Bodies row holding them
+   * all), and the two header fields a transaction's answer shows. The other transactions of a
+   * block asked next, or at once, read no row again. 64 blocks: ~1 MB at mainnet's shape (5 KB
+   * of senders, a few 5 KB rows each), ~8 MB of an earlier release's 120 KB bodies.
    */
-  private readonly txRows = new HashCache<{ head: HeaderTxFields; body: Uint8Array; senders: Uint8Array }>(64);
+  private readonly txRows = new HashCache<TxRows>(64);
   /**
    * Recorded trace rows (TxFrames, TxStateDiffs) by block hash, a row only once its hash is the
    * block's (rows never change for a hash): 32 MiB of frames, ~100-200 blocks of mainnet's size
@@ -543,7 +563,7 @@ export class LevelChainStore implements ChainStore {
     if (header === undefined) return undefined;
     // Synchronous point reads (KvSyncRead), and the tx hashes stored at import instead of keccak
     // of every transaction here.
-    const body = tables.bodies.getSync(this.db, hash);
+    const body = readBodySync(this.db, hash);
     const senders = tables.senders.getSync(this.db, hash);
     const td = tables.totalDifficulty.getSync(this.db, hash);
     // BlockTxHashes is keyed by number: under a follower the row may already belong to a block of
@@ -791,15 +811,14 @@ export class LevelChainStore implements ChainStore {
           if (raw === undefined) return undefined;
           head = headerTxFields(raw);
         }
-        const body = tables.bodies.getRawSync(this.db, blockHash);
         const senders = tables.senders.getRawSync(this.db, blockHash);
-        if (body === undefined || senders === undefined) throw new Error(`block ${loc.number}: body rows missing`);
-        rows = { head, body, senders };
+        if (senders === undefined) throw new Error(`block ${loc.number}: senders row missing`);
+        rows = { head, senders, parts: new Map() };
         this.txRows.set(blockHash, rows);
       }
-      const { body, senders } = rows;
+      const { senders } = rows;
       fields = rows.head;
-      const raw = bodyTransaction(body, loc.index);
+      const raw = this.bodyTransactionSync(blockHash, loc, rows);
       const at = loc.index * 20;
       if (raw !== undefined) {
         if (at + 20 > senders.length) throw new Error(`block ${loc.number}: no sender for tx ${loc.index}`);
@@ -822,6 +841,34 @@ export class LevelChainStore implements ChainStore {
     if (fields.baseFeePerGas !== undefined) out.baseFeePerGas = fields.baseFeePerGas;
     if (gen === this.gen) this.txCache.set(key, out);
     return out;
+  }
+
+  /**
+   * Transaction `loc.index` of the block `hash` from its BodyTxs row, or from the Bodies row of an
+   * earlier release that holds every transaction; undefined past its last transaction. `seen`
+   * keeps the rows read (txRows), so the block's other transactions read none again.
+   */
+  private bodyTransactionSync(
+    hash: Uint8Array,
+    loc: { number: bigint; index: number },
+    seen: BodyRowsSeen = { parts: new Map() },
+  ): Uint8Array | undefined {
+    if (seen.inline !== undefined) return bodyTransaction(seen.inline, loc.index);
+    const r = bodyRowOf(loc.index);
+    let part = seen.parts.get(r);
+    if (part === undefined) {
+      part = tables.bodyTxs.getRawSync(this.db, { hash, row: r });
+      if (part === undefined) {
+        // Past the last transaction, or an earlier release's body holding them inline.
+        const body = tables.bodies.getRawSync(this.db, hash);
+        if (body === undefined) throw new Error(`block ${loc.number}: body row missing`);
+        if (!bodyHoldsTransactions(body)) return undefined;
+        seen.inline = body;
+        return bodyTransaction(body, loc.index);
+      }
+      seen.parts.set(r, part);
+    }
+    return bodyRowTransaction(part, loc.index % BODY_ROW_TXS);
   }
 
   /**
@@ -1468,7 +1515,7 @@ export class LevelChainStore implements ChainStore {
     return this.guard('rawBlock', async () => {
       if ((await this.canonicalNumber(hash)) === undefined) return undefined;
       const header = tables.headers.getSync(this.db, hash);
-      const body = tables.bodies.getSync(this.db, hash);
+      const body = readBodySync(this.db, hash);
       if (header === undefined || body === undefined) return undefined;
       const txs = body.transactions.map((tx) => ((tx[0] as number) >= 0xc0 ? tx : stringItem(tx)));
       const parts = [header, listItem(txs), listItem(body.uncles)];
@@ -1486,8 +1533,7 @@ export class LevelChainStore implements ChainStore {
       if (loc === undefined) return undefined;
       const blockHash = await this.canonical(loc.number);
       if (blockHash === undefined) return undefined;
-      const body = tables.bodies.getRawSync(this.db, blockHash);
-      const raw = body === undefined ? undefined : bodyTransaction(body, loc.index);
+      const raw = this.bodyTransactionSync(blockHash, loc);
       // A location of another branch's block (a follower's write not yet applied here) names another transaction.
       return raw !== undefined && bytesEqual(keccak256(raw), txHash) ? raw : undefined;
     });

@@ -8,7 +8,10 @@
 //   0x02    Canonical       number(8) -> blockHash(32)
 //   0x03    HashToNumber    blockHash(32) -> number(8)
 //   0x04    Headers         blockHash(32) -> header RLP (as in the block)
-//   0x05    Bodies          blockHash(32) -> RLP [size, [rawTx..], [uncleHeaderRlp..], withdrawals?]
+//   0x05    Bodies          blockHash(32) -> RLP [size, txCount, [uncleHeaderRlp..], withdrawals?]: the
+//                           transactions are BodyTxs rows. An earlier release wrote them inline,
+//                           RLP [size, [rawTx..], [uncleHeaderRlp..], withdrawals?] (a list where
+//                           the count is), still read; `db convert` cuts them out.
 //   0x06    Receipts        blockHash(32) -> RLP [[type, status(or postState), cumulativeGasUsed
 //                           (, depositNonce(, depositReceiptVersion))]..]: the two trailing items
 //                           only on OP-stack deposit receipts that have them (Regolith, Canyon), so
@@ -147,6 +150,12 @@
 //                           Parity's stateDiff answer from (packages/exec trace/record/changes.ts;
 //                           opaque here), cut into rows and keyed as TxFrames. Written and cut
 //                           with the TxFrames rows, under the same setting (Meta.traceFrames).
+//   0x1d    BodyTxs         blockHash(32) ++ row(2) -> RLP [rawTx..]: transactions BODY_ROW_TXS * row
+//                           .. BODY_ROW_TXS * row + BODY_ROW_TXS - 1 of the block's body (typed:
+//                           type byte ++ payload; legacy: the RLP list), one row per BODY_ROW_TXS
+//                           (none for a block without transactions), written with its Bodies row.
+//                           One transaction read alone reads its row (~5 KB at mainnet's shape),
+//                           not the block's ~70 KB of transactions.
 import { RLP } from '@ethereumjs/rlp';
 import {
   bigIntToFixed,
@@ -193,6 +202,7 @@ export const Prefix = {
   FrameAppearances: 0x1a,
   FrameAddresses: 0x1b,
   TxStateDiffs: 0x1c,
+  BodyTxs: 0x1d,
 } as const;
 
 /** The Appearances table's one kind: an address a transaction touches. */
@@ -597,24 +607,104 @@ export interface StoredBody {
   withdrawals?: Uint8Array[][];
 }
 
-export const bodyCodec: Codec<StoredBody> = {
+/** Transactions per BodyTxs row. */
+export const BODY_ROW_TXS = 16;
+
+/** The BodyTxs row holding transaction `index` of its block. */
+export function bodyRowOf(index: number): number {
+  return Math.floor(index / BODY_ROW_TXS);
+}
+
+/** A Bodies row: the transactions counted (in BodyTxs rows), or inline as an earlier release wrote them. */
+export interface StoredBodyRow {
+  size: number;
+  txCount: number;
+  /** The transactions, when the row holds them (an earlier release's row). */
+  inline?: Uint8Array[];
+  uncles: Uint8Array[];
+  withdrawals?: Uint8Array[][];
+}
+
+/** Writes the Bodies row of this release (the count; `inline` is never written). */
+export const bodyCodec: Codec<StoredBodyRow> = {
   encode: (v) =>
     RLP.encode(
-      v.withdrawals === undefined
-        ? [v.size, v.transactions, v.uncles]
-        : [v.size, v.transactions, v.uncles, v.withdrawals],
+      v.withdrawals === undefined ? [v.size, v.txCount, v.uncles] : [v.size, v.txCount, v.uncles, v.withdrawals],
     ),
   decode: (b) => {
-    const f = RLP.decode(b) as unknown as [Uint8Array, Uint8Array[], Uint8Array[], Uint8Array[][]?];
-    const body: StoredBody = {
+    const f = RLP.decode(b) as unknown as [Uint8Array, Uint8Array | Uint8Array[], Uint8Array[], Uint8Array[][]?];
+    const txs = f[1];
+    const body: StoredBodyRow = {
       size: Number(bytesToBigInt(f[0])),
-      transactions: f[1],
+      txCount: Array.isArray(txs) ? txs.length : Number(bytesToBigInt(txs)),
       uncles: f[2],
     };
+    if (Array.isArray(txs)) body.inline = txs;
     if (f[3] !== undefined) body.withdrawals = f[3];
     return body;
   },
 };
+
+/** A BodyTxs row's key: the block's hash, then the row's position among its rows (2 bytes, big-endian). */
+export interface BodyRowKey {
+  hash: Uint8Array;
+  row: number;
+}
+
+export const bodyRowKeyCodec: Codec<BodyRowKey> = writerCodec<BodyRowKey>(
+  {
+    size: () => 34,
+    write: (k, out, at) => {
+      if (k.hash.length !== 32) throw new RangeError(`body row key: a hash of ${k.hash.length} bytes`);
+      if (!Number.isInteger(k.row) || k.row < 0 || k.row > 0xffff) throw new RangeError(`body row ${k.row}`);
+      out.set(k.hash, at);
+      out[at + 32] = k.row >>> 8;
+      out[at + 33] = k.row & 0xff;
+      return at + 34;
+    },
+  },
+  (b) => {
+    if (b.length !== 34) throw new RangeError(`body row key: expected 34 bytes, got ${b.length}`);
+    return { hash: b.slice(0, 32), row: ((b[32] as number) << 8) | (b[33] as number) };
+  },
+);
+
+/** A block's Bodies row and its BodyTxs rows, staged together. */
+export function stageBody(batch: KvBatch, hash: Uint8Array, body: StoredBody, alloc: Alloc): void {
+  const row: StoredBodyRow = { size: body.size, txCount: body.transactions.length, uncles: body.uncles };
+  if (body.withdrawals !== undefined) row.withdrawals = body.withdrawals;
+  tables.bodies.stage(batch, hash, row, alloc);
+  for (let first = 0; first < body.transactions.length; first += BODY_ROW_TXS)
+    tables.bodyTxs.stage(
+      batch,
+      { hash, row: bodyRowOf(first) },
+      RLP.encode(body.transactions.slice(first, first + BODY_ROW_TXS)),
+      alloc,
+    );
+}
+
+/** A block's body, its transactions from its BodyTxs rows (or inline, an earlier release's row). */
+export function readBodySync(db: KvSyncRead, hash: Uint8Array): StoredBody | undefined {
+  const row = tables.bodies.getSync(db, hash);
+  if (row === undefined) return undefined;
+  let transactions = row.inline;
+  if (transactions === undefined) {
+    transactions = [];
+    for (let r = 0; transactions.length < row.txCount; r++) {
+      const part = tables.bodyTxs.getRawSync(db, { hash, row: r });
+      if (part === undefined) throw new Error(`body: transaction row ${r} missing`);
+      const txs = RLP.decode(part) as Uint8Array[];
+      if (txs.length === 0 || txs.length > BODY_ROW_TXS)
+        throw new RangeError(`body: a row of ${txs.length} transactions`);
+      transactions.push(...txs);
+    }
+    if (transactions.length !== row.txCount)
+      throw new Error(`body: ${transactions.length} transactions in rows for a count of ${row.txCount}`);
+  }
+  const body: StoredBody = { size: row.size, transactions, uncles: row.uncles };
+  if (row.withdrawals !== undefined) body.withdrawals = row.withdrawals;
+  return body;
+}
 
 /** A BlockTxHashes row (see the table above). */
 export interface BlockTxHashesRow {
@@ -1021,6 +1111,7 @@ export const tables = {
   hashToNumber: new Table(Prefix.HashToNumber, 'HashToNumber', hashCodec, u64Codec),
   headers: new Table(Prefix.Headers, 'Headers', hashCodec, rawCodec),
   bodies: new Table(Prefix.Bodies, 'Bodies', hashCodec, bodyCodec),
+  bodyTxs: new Table(Prefix.BodyTxs, 'BodyTxs', bodyRowKeyCodec, rawCodec),
   receipts: new Table(Prefix.Receipts, 'Receipts', hashCodec, receiptsCodec),
   txLookup: new Table(Prefix.TxLookup, 'TxLookup', hashCodec, txLocationCodec),
   totalDifficulty: new Table(Prefix.TotalDifficulty, 'TotalDifficulty', hashCodec, bigUintCodec),

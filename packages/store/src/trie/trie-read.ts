@@ -174,28 +174,53 @@ export function headerTxFields(rlp: Uint8Array): HeaderTxFields {
 }
 
 /**
- * The `index`-th transaction's bytes (as the block carries them) from a stored body's RLP
- * ([size, [tx..], [uncle..], withdrawals?]: schema.ts bodyCodec), read in place with the same
- * scanner: a lookup of one transaction neither decodes nor copies the others. Undefined past the
- * last transaction; a copy otherwise. Throws on malformed RLP.
+ * The `index`-th transaction's bytes (as the block carries them) from a Bodies row that holds its
+ * transactions inline (an earlier release's, [size, [tx..], [uncle..], withdrawals?]: schema.ts
+ * bodyCodec), read in place with the same scanner: a lookup of one transaction neither decodes nor
+ * copies the others. Undefined past the last transaction, or when the row holds a count instead
+ * (its transactions are BodyTxs rows: bodyRowTransaction); a copy otherwise. Throws on malformed RLP.
  */
 export function bodyTransaction(rlp: Uint8Array, index: number): Uint8Array | undefined {
   header(rlp, 0, rlp.length);
   if (!itemList || itemEnd !== rlp.length) throw new Error('body: not one RLP list');
   const end = itemEnd;
   header(rlp, itemStart, end); // size
-  header(rlp, itemEnd, end); // the transactions
-  if (!itemList) throw new Error('body: the transactions are not a list');
-  const txsEnd = itemEnd;
-  let p = itemStart;
+  header(rlp, itemEnd, end); // the transactions, or their count
+  if (!itemList) return undefined;
+  return nthString(rlp, itemStart, itemEnd, index, 'body');
+}
+
+/** Whether a Bodies row holds its transactions inline (an earlier release's) rather than their count. */
+export function bodyHoldsTransactions(rlp: Uint8Array): boolean {
+  header(rlp, 0, rlp.length);
+  if (!itemList || itemEnd !== rlp.length) throw new Error('body: not one RLP list');
+  const end = itemEnd;
+  header(rlp, itemStart, end); // size
+  header(rlp, itemEnd, end);
+  return itemList;
+}
+
+/**
+ * Transaction `i` of a BodyTxs row (RLP [tx..]: schema.ts), read in place; undefined past the
+ * row's last; a copy otherwise. Throws on malformed RLP.
+ */
+export function bodyRowTransaction(rlp: Uint8Array, i: number): Uint8Array | undefined {
+  header(rlp, 0, rlp.length);
+  if (!itemList || itemEnd !== rlp.length) throw new Error('body row: not one RLP list');
+  return nthString(rlp, itemStart, itemEnd, i, 'body row');
+}
+
+/** The `index`-th byte string of the list items in [start, end), a copy; undefined past the last. */
+function nthString(rlp: Uint8Array, start: number, end: number, index: number, what: string): Uint8Array | undefined {
+  let p = start;
   for (let i = 0; i < index; i++) {
-    if (p >= txsEnd) return undefined;
-    header(rlp, p, txsEnd);
+    if (p >= end) return undefined;
+    header(rlp, p, end);
     p = itemEnd;
   }
-  if (p >= txsEnd) return undefined;
-  header(rlp, p, txsEnd);
-  if (itemList) throw new Error('body: a transaction is not a byte string');
+  if (p >= end) return undefined;
+  header(rlp, p, end);
+  if (itemList) throw new Error(`${what}: a transaction is not a byte string`);
   return rlp.slice(itemStart, itemEnd);
 }
 
@@ -212,21 +237,23 @@ export interface BodyBlockFields {
 }
 
 /**
- * The size, transaction count, uncles and withdrawals of a stored body's RLP ([size, [tx..],
- * [uncle..], withdrawals?]: schema.ts bodyCodec), read in place with the same scanner: the
- * transactions are counted by their headers, not decoded or copied. Throws on malformed RLP.
+ * The size, transaction count, uncles and withdrawals of a Bodies row's RLP ([size, txCount,
+ * [uncle..], withdrawals?], or an earlier release's [size, [tx..], ...]: schema.ts bodyCodec),
+ * read in place with the same scanner: inline transactions are counted by their headers, not
+ * decoded or copied. Throws on malformed RLP.
  */
 export function bodyBlockFields(rlp: Uint8Array): BodyBlockFields {
   const end = wholeList(rlp, 'body');
   const size = Number(uintItem(rlp, itemStart, end, 'body: size'));
   header(rlp, itemEnd, end);
-  if (!itemList) throw new Error('body: the transactions are not a list');
   const txsEnd = itemEnd;
   let txCount = 0;
-  for (let p = itemStart; p < txsEnd; txCount++) {
-    header(rlp, p, txsEnd);
-    p = itemEnd;
-  }
+  if (!itemList) txCount = Number(uintAt(rlp, itemStart, itemEnd, 'body: transaction count'));
+  else
+    for (let p = itemStart; p < txsEnd; txCount++) {
+      header(rlp, p, txsEnd);
+      p = itemEnd;
+    }
   const list = (at: number, what: string): Uint8Array => {
     header(rlp, at, end);
     if (!itemList) throw new Error(`body: the ${what} are not a list`);

@@ -36,16 +36,21 @@ import { EMPTY_STATE_ROOT, fillLatest, hasLatest, stageStateStep } from '../hist
 import type { HistoryStats } from '../history/index.js';
 import { encodeLogBlock, hasUncompressedSpans, readBlockLogsSync, sealDueLogSegments } from '../logs/index.js';
 import type { Reseal } from '../logs/index.js';
+import type { StoredBody } from '../schema/index.js';
 import {
   MetaKey,
   Prefix,
   blockExtras,
   blockLogRangeCodec,
   blockTxHashesCodec,
+  bodyCodec,
   decodeBlockExtras,
+  hashCodec,
   headCodec,
   isFixedTxLocation,
+  readBodySync,
   splitBlockTxHashes,
+  stageBody,
   tables,
   traceRowKeyCodec,
   txLocationCodec,
@@ -53,7 +58,14 @@ import {
 } from '../schema/index.js';
 import { tableRange } from './sizing.js';
 import { buildAppearances } from '../appearances/build.js';
-import { formatStateTrie, nodeBytes, putStateTrie, readStateTrie, readTrieFrom } from '../trie/index.js';
+import {
+  bodyHoldsTransactions,
+  formatStateTrie,
+  nodeBytes,
+  putStateTrie,
+  readStateTrie,
+  readTrieFrom,
+} from '../trie/index.js';
 import type { PruneReport, RawNodeGet, StateTrieMode } from '../trie/index.js';
 import { StoreWriter } from '../writer/index.js';
 import { resealDatadirLogs } from './reseal.js';
@@ -98,6 +110,11 @@ export interface ConvertResult {
    * of TRACE_ROW_TXS transactions now (0: none was left).
    */
   traceRows: number;
+  /**
+   * Bodies rows of an earlier release, their transactions inline, cut into the Bodies row of this
+   * release and BodyTxs rows of BODY_ROW_TXS transactions now (0: none was left).
+   */
+  bodyRows: number;
   /** Log segment spans sealed now that the seal depth allows (with `logs`: none, it seals them all). */
   logSpansSealed: number;
   /** The log segments sealed again compressed (undefined: they already were). */
@@ -214,6 +231,23 @@ function cutTraceRows(
   };
 }
 
+/** Bodies rows read per batch of the bodies' cut (70-120 KB each at mainnet's shape). */
+const BODY_ROWS_BATCH = 64;
+
+/**
+ * rewriteRows' change cutting an earlier release's Bodies row (its transactions inline) into this
+ * release's Bodies row (their count) and BodyTxs rows (schema.ts stageBody), in one batch; rows
+ * already cut are left.
+ */
+function cutBodyRow(key: Uint8Array, value: Uint8Array, batch: ReturnType<Db['batch']>): boolean {
+  if (!bodyHoldsTransactions(value)) return false;
+  const row = bodyCodec.decode(value);
+  const body: StoredBody = { size: row.size, transactions: row.inline ?? [], uncles: row.uncles };
+  if (row.withdrawals !== undefined) body.withdrawals = row.withdrawals;
+  stageBody(batch, hashCodec.decode(key.subarray(1)), body, (n) => new Uint8Array(n));
+  return true;
+}
+
 /** rewriteRows' change deleting every row (BlockJson: no longer read, schema.ts). */
 function dropRow(key: Uint8Array, _value: Uint8Array, batch: ReturnType<Db['batch']>): boolean {
   batch.del(key);
@@ -240,7 +274,7 @@ function withBlockExtras(db: Db): (key: Uint8Array, value: Uint8Array, batch: Re
     const number = u64Codec.decode(key.subarray(1));
     const hash = tables.canonical.getSync(db, number);
     if (hash === undefined) return false;
-    const body = tables.bodies.getSync(db, hash);
+    const body = readBodySync(db, hash);
     const header = tables.headers.getSync(db, hash);
     const td = tables.totalDifficulty.getSync(db, hash);
     if (body === undefined || header === undefined || td === undefined) return false;
@@ -328,6 +362,14 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       [tables.txStateDiffs, 'blocks whose recorded state changes were cut into rows of 16 transactions'],
     ] as const)
       traceRows += await rewriteRows(db, table.prefix, what, cutTraceRows(table), opts, TRACE_ROWS_BATCH);
+    const bodyRows = await rewriteRows(
+      db,
+      Prefix.Bodies,
+      'block bodies whose transactions were cut into rows of 16',
+      cutBodyRow,
+      opts,
+      BODY_ROWS_BATCH,
+    );
     const appearanceBlocks = await buildAppearances(db, head, opts.onProgress);
     const trieDeltas = await convertTrieDeltas(db, head, opts.onProgress);
     reseal = await hasUncompressedSpans(db);
@@ -339,6 +381,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       logBlocks,
       appearanceBlocks,
       traceRows,
+      bodyRows,
       logSpansSealed: reseal ? 0 : await sealDueLogSegments(db, datadir),
       head,
       historyBlocks: h.blocks,

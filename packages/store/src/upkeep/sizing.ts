@@ -18,6 +18,7 @@ export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
   Headers: 'headers',
   TotalDifficulty: 'headers',
   Bodies: 'bodies',
+  BodyTxs: 'bodies',
   Senders: 'bodies',
   BlockTxHashes: 'bodies',
   TxLookup: 'bodies',

@@ -18,6 +18,7 @@ import {
   blockExtras,
   encodeAddressLogsJson,
   headCodec,
+  stageBody,
   tables,
   u64Codec,
 } from '../schema/index.js';
@@ -550,7 +551,7 @@ export class StoreWriter {
     tables.canonical.stage(ops, b.number, b.hash, alloc);
     tables.hashToNumber.stage(ops, b.hash, b.number, alloc);
     tables.headers.stage(ops, b.hash, b.headerRlp, alloc);
-    tables.bodies.stage(ops, b.hash, b.body, alloc);
+    stageBody(ops, b.hash, b.body, alloc);
     tables.receipts.stage(ops, b.hash, b.receipts, alloc);
     tables.totalDifficulty.stage(ops, b.hash, b.totalDifficulty, alloc);
     tables.senders.stage(ops, b.hash, b.senders, alloc);

@@ -1,6 +1,7 @@
 // How `db info` and `db compact` print what the store measured: aligned-free text lines (the
 // separator ' | ' as the store-cost bench prints them), or one JSON object.
 import { TRACE_ROW_TXS } from '@chainnode/core';
+import { BODY_ROW_TXS } from '@chainnode/store';
 import type { CompactResult, ConvertResult, DatadirSizes, StateLayout } from '@chainnode/store';
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
@@ -69,6 +70,8 @@ export function convertText(datadir: string, r: ConvertResult): string {
     r.blockTxHashesRows > 0 ? `; ${fmt(r.blockTxHashesRows)} block tx hash rows rewritten with the block extras` : '';
   const logBlocks = r.logBlocks > 0 ? `; ${fmt(r.logBlocks)} blocks' log rows rewritten as one row each` : '';
   const appearances = r.appearanceBlocks > 0 ? `; ${fmt(r.appearanceBlocks)} blocks' address appearances indexed` : '';
+  const bodyRows =
+    r.bodyRows > 0 ? `; ${fmt(r.bodyRows)} block bodies cut into rows of ${BODY_ROW_TXS} transactions` : '';
   const traceRows =
     r.traceRows > 0
       ? `; ${fmt(r.traceRows)} one-a-block recorded trace rows (frames, state changes) cut into rows of ${TRACE_ROW_TXS} transactions`
@@ -82,5 +85,5 @@ export function convertText(datadir: string, r: ConvertResult): string {
     r.logs !== undefined
       ? `; log segments sealed again compressed: ${fmt(r.logs.bytesBefore)} -> ${fmt(r.logs.bytesAfter)} bytes`
       : '';
-  return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune}${blockJson}${txLookup}${txHashes}${logBlocks}${traceRows}${appearances}${deltas}${sealed}${logs} (run db compact to return the freed space)`;
+  return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune}${blockJson}${txLookup}${txHashes}${logBlocks}${bodyRows}${traceRows}${appearances}${deltas}${sealed}${logs} (run db compact to return the freed space)`;
 }
