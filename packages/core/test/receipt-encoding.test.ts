@@ -79,6 +79,34 @@ test('logsBloomOf: three bits per address and topic, from their keccak', () => {
   expect([...got].sort((a, b) => a - b)).toEqual([...want].sort((a, b) => a - b));
 });
 
+test('logsBloomOf: the same bits through its memo of values seen, past its size and for views', () => {
+  // Independent: each value's three bits from its keccak, OR-ed by hand.
+  const direct = (values: Uint8Array[]): Uint8Array => {
+    const out = new Uint8Array(256);
+    for (const v of values) {
+      const h = keccak256(v);
+      for (const i of [0, 2, 4]) {
+        const bit = ((h[i]! << 8) | h[i + 1]!) & 2047;
+        out[255 - (bit >> 3)]! |= 1 << (bit & 7);
+      }
+    }
+    return out;
+  };
+  // 10,000 distinct addresses and topics (more than the memo holds), asked twice, some as views
+  // into a larger array, a 20-byte value and a 32-byte one that share their first 20 bytes.
+  const big = new Uint8Array(32 * 10_000);
+  for (let i = 0; i < big.length; i++) big[i] = (i * 2654435761) >>> 24;
+  const differing: string[] = [];
+  for (const pass of [0, 1])
+    for (let i = 0; i < 10_000; i++) {
+      const topic = big.subarray(32 * i, 32 * i + 32);
+      const address = topic.slice(0, 20);
+      const got = logsBloomOf([{ address, topics: [topic] }]);
+      if (Buffer.compare(got, direct([address, topic])) !== 0) differing.push(`${pass}:${i}`);
+    }
+  expect(differing).toEqual([]);
+});
+
 test('bloomMatcher: every constraint needs one value whose bits are set; bloomUnion ORs blooms', () => {
   const other = { ...log, address: new Uint8Array(20).fill(9), topics: [] };
   const bloom = logsBloomOf([log]);
