@@ -25,6 +25,7 @@ import {
   u64Codec,
 } from '../src/schema/schema.js';
 import type { Codec, StoredLog } from '../src/schema/schema.js';
+import { rlpItem, rlpItemEnd } from '../src/schema/rlp.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const fill = (byte: number, n: number) => new Uint8Array(n).fill(byte);
@@ -184,6 +185,27 @@ describe('key-schema codecs: round trip and exact bytes', () => {
     });
     roundTrip(bodyRowKeyCodec, { hash: fill(0xab, 32), row: 0x0102 }, `${'ab'.repeat(32)}0102`);
     expect(() => bodyRowKeyCodec.encode({ hash: fill(0xab, 32), row: 0x10000 })).toThrow(RangeError);
+  });
+  test('rlpItemEnd: the end rlpItem and RLP.encode give, strings and lists around each length boundary', () => {
+    const items: (Uint8Array | Uint8Array[])[] = [];
+    for (const n of [0, 1, 2, 55, 56, 57, 255, 256, 65_536]) {
+      items.push(
+        fill(0x7f, n),
+        fill(0x80, n),
+        Array.from({ length: Math.min(n, 300) }, () => fill(0x01, 3)),
+      );
+      if (n === 1) items.push(Uint8Array.of(0x00), Uint8Array.of(0x7f));
+    }
+    items.push(Array.from({ length: 30 }, () => fill(0x02, 2))); // a list of 90 bytes: long form
+    const row = RLP.encode(items);
+    const list = rlpItem(row, 0);
+    let at = list.start;
+    for (const item of items) {
+      const end = rlpItemEnd(row, at);
+      expect([end, rlpItem(row, at).end]).toEqual([at + RLP.encode(item).length, at + RLP.encode(item).length]);
+      at = end;
+    }
+    expect(at).toBe(row.length);
   });
   test('log index key: kind ++ value ++ lastLogId(8), the open chunk last', () => {
     roundTrip(

@@ -1214,13 +1214,22 @@ export class LevelChainStore implements ChainStore {
         if (hashes === undefined || now === undefined || !bytesEqual(now, blockHash))
           throw new Error(`block ${number}: tx hashes missing`);
         const transactionHash = splitBlockTxHashes(hashes).hashes.slice(32 * index, 32 * index + 32);
-        const at = { blockNumber: number, blockHash: blockHash.slice(), transactionHash, transactionIndex: index };
+        const sharedBlockHash = blockHash.slice();
         const blockTimestamp = headerTxFields(headRaw).timestamp;
         // Copies: the views would keep the block's whole decompressed log row alive in the cache.
-        for (const l of logs) {
-          const [address, topics, data] = [l.address.slice(), l.topics.map((t) => t.slice()), l.data.slice()];
-          receipt.logs.push({ ...at, address, topics, data, blockTimestamp, logIndex: l.logIndex });
-        }
+        // Written out in the field order receipts() gives its records (one shape for the formatter).
+        for (const l of logs)
+          receipt.logs.push({
+            address: l.address.slice(),
+            topics: l.topics.map((t) => t.slice()),
+            data: l.data.slice(),
+            blockNumber: number,
+            blockHash: sharedBlockHash,
+            blockTimestamp,
+            transactionHash,
+            transactionIndex: index,
+            logIndex: l.logIndex,
+          });
       }
       const out = { receipt, previous: previous === undefined ? undefined : receiptRecord(previous) };
       if (gen === this.gen) this.receiptsAlone.set(blockHash, key, out);

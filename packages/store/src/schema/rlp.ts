@@ -193,6 +193,18 @@ export function decodeLog(b: Uint8Array): StoredLog {
 }
 
 /** Where RLP item `at` of `b` has its payload, and where the item ends. */
+/** The end of the RLP item at `at` (rlpItem's `end`, without the object: for skipping items). */
+export function rlpItemEnd(b: Uint8Array, at: number): number {
+  const p = b[at] as number;
+  if (p < 0x80) return at + 1;
+  if (p <= 0xb7) return at + 1 + p - 0x80;
+  if (p >= 0xc0 && p <= 0xf7) return at + 1 + p - 0xc0;
+  const n = p < 0xc0 ? p - 0xb7 : p - 0xf7;
+  let v = 0;
+  for (let i = 0; i < n; i++) v = v * 256 + (b[at + 1 + i] as number);
+  return at + 1 + n + v;
+}
+
 export function rlpItem(b: Uint8Array, at: number): { start: number; end: number; list: boolean } {
   const p = b[at] as number;
   if (p < 0x80) return { start: at, end: at + 1, list: false };

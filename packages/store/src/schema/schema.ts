@@ -166,7 +166,7 @@ import {
   varintLength,
   writeVarint,
 } from '@chainnode/core';
-import { decodeLog, encodeLogRow, rlpItem } from './rlp.js';
+import { decodeLog, encodeLogRow, rlpItem, rlpItemEnd } from './rlp.js';
 import type { StoredLog } from './rlp.js';
 
 export type { StoredLog } from './rlp.js';
@@ -590,7 +590,7 @@ export function storedReceiptAt(row: Uint8Array, index: number): StoredReceipt |
   const list = rlpItem(row, 0);
   if (!list.list || list.end !== row.length) throw new RangeError('Receipts: not one RLP list');
   let at = list.start;
-  for (let i = 0; i < index && at < list.end; i++) at = rlpItem(row, at).end;
+  for (let i = 0; i < index && at < list.end; i++) at = rlpItemEnd(row, at);
   if (at >= list.end) return undefined;
   const item = rlpItem(row, at);
   return storedReceipt(RLP.decode(row.subarray(at, item.end)) as Uint8Array[]);
