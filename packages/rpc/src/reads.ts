@@ -12,7 +12,7 @@ import type {
 import { forksOf } from './chain/forks.js';
 import { resolveBlockNumber, resolveState } from './context.js';
 import type { HandlerContext, SelectedState } from './context.js';
-import { formatReceipt } from './formatters/receipt.js';
+import { receiptText as writeReceiptText } from './formatters/receipt.js';
 import type { JsonReceipt } from './formatters/receipt.js';
 import { JsonText } from './json-text.js';
 import type { BlockNumberParam, BlockSelector } from './params.js';
@@ -42,7 +42,7 @@ function receiptText(
   previous: ReceiptRecord | undefined,
 ): JsonText<JsonReceipt> {
   return ctx.memo.receipts.text(r, 'json', () =>
-    JSON.stringify(formatReceipt({ header, forks: forksOf(ctx.store.info()) }, tx, i, r, previous)),
+    writeReceiptText({ header, forks: forksOf(ctx.store.info()) }, tx, i, r, previous),
   );
 }
 

@@ -5,7 +5,7 @@
 // when the store holds them.
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from '@chainnode/core';
-import { bytesToBigInt, logsBloomOf, toData, toQuantity } from '@chainnode/core';
+import { LogJsonWriter, bytesToBigInt, hexOfBytes, logsBloomOf, toData, toQuantity } from '@chainnode/core';
 import type { HeaderRecord, Hex, ReceiptRecord, TxRecord } from '@chainnode/core';
 import { GAS_PER_BLOB } from '../chain/forks.js';
 import type { ForkSchedule } from '../chain/forks.js';
@@ -83,4 +83,44 @@ export function formatReceipt(
   if (receipt.depositReceiptVersion !== undefined)
     out.depositReceiptVersion = toQuantity(receipt.depositReceiptVersion);
   return out;
+}
+
+/**
+ * `JSON.stringify(formatReceipt(ctx, tx, index, receipt, previous))`, written directly as text
+ * (the logs by core's LogJsonWriter, formatLog's text): every value is a hex string, null or
+ * false, so nothing needs escaping. A receipt answered cold spent more on its object of strings
+ * and the stringify pass than on reading it. receipt-text.test.ts compares both.
+ */
+export function receiptText(
+  ctx: ReceiptContext,
+  tx: TxRecord,
+  index: number,
+  receipt: ReceiptRecord,
+  previous: ReceiptRecord | undefined,
+): string {
+  const h = ctx.header;
+  const price = tx.type >= 2 ? effectiveGasPrice(tx, h.baseFeePerGas) : (tx.gasPrice ?? 0n);
+  const contract =
+    tx.to === null && tx.opaque !== true ? `"0x${hexOfBytes(createdAddress(tx.from, tx.nonce))}"` : 'null';
+  const writer = new LogJsonWriter();
+  let logs = '';
+  for (let i = 0; i < receipt.logs.length; i++)
+    logs += `${i === 0 ? '' : ','}${writer.write(receipt.logs[i] as ReceiptRecord['logs'][number])}`;
+  const gasUsed = receipt.cumulativeGasUsed - (previous?.cumulativeGasUsed ?? 0n);
+  let s =
+    `{"blockHash":"0x${hexOfBytes(h.hash)}","blockNumber":"0x${h.number.toString(16)}","contractAddress":${contract},` +
+    `"cumulativeGasUsed":"0x${receipt.cumulativeGasUsed.toString(16)}","effectiveGasPrice":"0x${price.toString(16)}",` +
+    `"from":"0x${hexOfBytes(tx.from)}","gasUsed":"0x${gasUsed.toString(16)}","logs":[${logs}],` +
+    `"logsBloom":"0x${hexOfBytes(logsBloomOf(receipt.logs))}","to":${tx.to === null ? 'null' : `"0x${hexOfBytes(tx.to)}"`},` +
+    `"transactionHash":"0x${hexOfBytes(tx.hash)}","transactionIndex":"0x${index.toString(16)}","type":"0x${tx.type.toString(16)}"`;
+  if (receipt.statusOrState.length === 32) s += `,"root":"0x${hexOfBytes(receipt.statusOrState)}"`;
+  else s += `,"status":"0x${bytesToBigInt(receipt.statusOrState).toString(16)}"`;
+  if (tx.type === 3) {
+    const blobGas = BigInt(tx.blobVersionedHashes?.length ?? 0) * GAS_PER_BLOB;
+    s += `,"blobGasUsed":"0x${blobGas.toString(16)}","blobGasPrice":"0x${(ctx.forks.blobGasPrice(h) ?? 0n).toString(16)}"`;
+  }
+  if (receipt.depositNonce !== undefined) s += `,"depositNonce":"0x${receipt.depositNonce.toString(16)}"`;
+  if (receipt.depositReceiptVersion !== undefined)
+    s += `,"depositReceiptVersion":"0x${receipt.depositReceiptVersion.toString(16)}"`;
+  return `${s}}`;
 }
