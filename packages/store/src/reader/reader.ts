@@ -124,7 +124,6 @@ const EMPTY = new Uint8Array(0);
  */
 const byteKey = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
 
-/** An account as the state reads need it (absent accounts are cached as `null`). */
 /** The body rows of a block read so far for transactions looked up alone (bodyTransactionSync). */
 interface BodyRowsSeen {
   /** BodyTxs rows by position. */
@@ -139,6 +138,7 @@ interface TxRows extends BodyRowsSeen {
   senders: Uint8Array;
 }
 
+/** An account as the state reads need it (absent accounts are cached as `null`). */
 interface AccountView {
   nonce: bigint;
   balance: bigint;

@@ -192,7 +192,6 @@ export function decodeLog(b: Uint8Array): StoredLog {
   return { blockNumber, txIndex, logIndex, address, topics, data };
 }
 
-/** Where RLP item `at` of `b` has its payload, and where the item ends. */
 /** The end of the RLP item at `at` (rlpItem's `end`, without the object: for skipping items). */
 export function rlpItemEnd(b: Uint8Array, at: number): number {
   const p = b[at] as number;
@@ -205,6 +204,7 @@ export function rlpItemEnd(b: Uint8Array, at: number): number {
   return at + 1 + n + v;
 }
 
+/** Where RLP item `at` of `b` has its payload, and where the item ends. */
 export function rlpItem(b: Uint8Array, at: number): { start: number; end: number; list: boolean } {
   const p = b[at] as number;
   if (p < 0x80) return { start: at, end: at + 1, list: false };
