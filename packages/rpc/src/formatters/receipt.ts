@@ -45,7 +45,11 @@ export interface ReceiptContext {
   forks: ForkSchedule;
 }
 
-/** Receipt `index` of a block: needs the previous receipt's cumulative gas for gasUsed. */
+/**
+ * Receipt `index` of a block as an object (needs the previous receipt's cumulative gas for
+ * gasUsed): the reference receiptText's text is checked against (receipt-text.test.ts); the server
+ * answers with that text.
+ */
 export function formatReceipt(
   ctx: ReceiptContext,
   tx: TxRecord,
