@@ -1,4 +1,5 @@
-// `npm run bench:trace-store -- --datadir <dir> [--samples 200] [--blocks 20] [--reexec 20]`: the
+// `npm run bench:trace-store -- --datadir <dir> [--samples 200] [--blocks 20] [--reexec 20]
+// [--anvil-export <dir>]`: the
 // server-side time of trace calls answered from the call frames and state diffs recorded at
 // import, on a datadir an executing import wrote (the mainnet-shaped chain's: blocks of mainnet's
 // size), through the rpc service's handle() one call at a time: each kind on a freshly opened store
@@ -12,12 +13,16 @@
 // traces against its transactions, trace_filter's entries against trace_block's of every block of
 // the range filtered by the bench itself, ots_searchTransactionsBefore's against a scan of the
 // range's transactions.
-import { loadavg } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createRpcService } from '@chainnode/rpc';
 import type { RpcServiceApi } from '@chainnode/rpc';
 import { openChainStore } from '@chainnode/store';
 import { withoutRecordedRows } from '@chainnode/testkit';
-import { arg } from './src/cli.js';
+import { stopChild } from './src/children.js';
+import { ROOT, arg } from './src/cli.js';
+import { readChain, startReplayedAnvil } from './src/fixture-chain.js';
 import { printRunRecord } from './src/run-record.js';
 import { timeCalls } from './src/timed-calls.js';
 import { Rng } from './src/synth.js';
@@ -48,14 +53,15 @@ const pct = (xs: number[], p: number): string =>
  * Times `bodies` cold (a fresh store) then warm (again); `check` sees each reply. `warmup`: calls
  * of the same kind on other keys, run first on a store of their own (closed before the timed one
  * opens), so the cold pass measures reads the store has not made, not code the process has not run.
+ * The two passes' p50 / p90 and CPU p50, as table cells.
  */
-async function run(
+async function measure(
   kind: string,
   bodies: string[],
   check: (i: number, result: unknown) => void,
   warmup: string[],
   recorded = true,
-): Promise<void> {
+): Promise<string[]> {
   const open = async () => {
     const s = await openChainStore(datadir);
     return { s, svc: createRpcService(recorded ? s : withoutRecordedRows(s), { callTimeoutMs: 120_000 }) };
@@ -76,8 +82,65 @@ async function run(
     line.push(`${pass} ${pct(times, 0.5)} / ${pct(times, 0.9)} ms, CPU ${pct(cpu, 0.5)} ms`);
   }
   await store.close();
+  return line;
+}
+
+/** measure(), printed as a row of the table. */
+async function run(
+  kind: string,
+  bodies: string[],
+  check: (i: number, result: unknown) => void,
+  warmup: string[],
+  recorded = true,
+): Promise<void> {
+  const line = await measure(kind, bodies, check, warmup, recorded);
   console.log(`| ${kind} | ${bodies.length} | ${line.join(' | ')} |`);
 }
+
+/**
+ * anvil's answers to `bodies` over loopback HTTP, one at a time, twice (each reply checked): the
+ * two passes' p50 / p90 as table cells (the client's wall time: a round trip and the reply parsed).
+ */
+async function anvilPasses(
+  url: string,
+  kind: string,
+  bodies: string[],
+  check: (i: number, r: unknown) => void,
+): Promise<string[]> {
+  const line: string[] = [];
+  for (const pass of ['first', 'again']) {
+    const times: number[] = [];
+    for (const [i, b] of bodies.entries()) {
+      const t0 = performance.now();
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: b });
+      const reply = (await res.json()) as { result?: unknown; error?: unknown };
+      times.push(performance.now() - t0);
+      if (reply.error !== undefined) throw new Error(`anvil ${kind}: ${JSON.stringify(reply.error)}`);
+      check(i, reply.result);
+    }
+    line.push(`${pass} ${pct(times, 0.5)} / ${pct(times, 0.9)} ms`);
+  }
+  return line;
+}
+
+// anvil beside (--anvil-export <the export this datadir was imported from>): the export's
+// transactions replayed into it first (its own headers, the same transactions), keeping the
+// states of its last 128 blocks; it idles while this node is measured, then both answer the same
+// calls about the last 120 blocks.
+const anvilExport = arg('anvil-export');
+const anvilChain = anvilExport === undefined ? undefined : readChain(join(anvilExport, 'chain.rlp'));
+const anvilDir = anvilExport === undefined ? undefined : await mkdtemp(join(tmpdir(), 'trace-store-anvil-'));
+const anvil =
+  anvilChain === undefined || anvilDir === undefined
+    ? undefined
+    : await startReplayedAnvil({
+        root: ROOT,
+        genesisPath: join(anvilExport as string, 'genesis.json'),
+        cacheDir: anvilDir,
+        history: 128,
+        blocks: anvilChain,
+        log: (line) => console.log(`bench:trace-store: ${line}`),
+      });
 
 // The chain: its blocks with transactions, their transactions and receipts' facts.
 const store = await openChainStore(datadir);
@@ -151,7 +214,9 @@ await run(
 // State diffs recorded at import: the sender is in every transaction's diff, its nonce among what
 // changed (geth leaves a zero nonce out of `pre`).
 const senderInDiff = (t: TxFact, pre: Json | undefined, post: Json | undefined): void => {
-  if (pre?.[t.from] === undefined || (post?.[t.from] as Json | undefined)?.nonce === undefined)
+  const at = (o: Json | undefined): Json | undefined =>
+    Object.entries(o ?? {}).find(([k]) => k.toLowerCase() === t.from)?.[1] as Json | undefined;
+  if (at(pre) === undefined || at(post)?.nonce === undefined)
     throw new Error(`${t.hash}: the sender's nonce is not in the diff`);
 };
 const DIFF_MODE = { tracer: 'prestateTracer', tracerConfig: { diffMode: true } };
@@ -289,4 +354,64 @@ await run(
   warmTxs.slice(0, 3).map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
   false,
 );
+
+if (anvil !== undefined && anvilChain !== undefined) {
+  try {
+    const last = anvilChain.at(-1)?.number;
+    if (last !== head) throw new Error(`--anvil-export: its chain ends at ${last}, the datadir at ${head}`);
+    const lo = head - 120;
+    const winTxs = pick(
+      txs.filter((t) => t.block > lo),
+      50,
+    );
+    const winBlocks = pick(
+      blocks.filter((b) => b.number > lo),
+      5,
+    );
+    const exported = new Set(anvilChain.flatMap((b) => b.txs.map((t) => t.hash)));
+    for (const t of winTxs) if (!exported.has(t.hash)) throw new Error(`--anvil-export: ${t.hash} is not in its chain`);
+    const blockCheck = (i: number, r: unknown): void => {
+      const b = winBlocks[i] as { txs: TxFact[] };
+      const list = r as { result: Json }[];
+      if (list.length !== b.txs.length) throw new Error('block: transaction count');
+      for (const [j, x] of list.entries()) topFrame(b.txs[j] as TxFact, x.result);
+    };
+    const kinds: [string, string[], (i: number, r: unknown) => void, string[]][] = [
+      [
+        'debug_traceTransaction callTracer',
+        winTxs.map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
+        (i, r) => topFrame(winTxs[i] as TxFact, r as Json),
+        warmTxs.slice(0, 100).map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
+      ],
+      [
+        'debug_traceTransaction prestateTracer diffMode',
+        winTxs.map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
+        (i, r) => senderInDiff(winTxs[i] as TxFact, (r as Json).pre as Json, (r as Json).post as Json),
+        warmTxs.slice(0, 100).map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
+      ],
+      [
+        `debug_traceBlockByNumber callTracer`,
+        winBlocks.map((b) => body('debug_traceBlockByNumber', [hex(b.number), { tracer: 'callTracer' }])),
+        blockCheck,
+        warmBlocks.map((b) => body('debug_traceBlockByNumber', [hex(b.number), { tracer: 'callTracer' }])),
+      ],
+    ];
+    console.log(
+      `\nThe last 120 blocks, where anvil 1.7.1 can answer (it keeps the states of its last 128; it re-executes each trace): this node in process as above, anvil over loopback HTTP (a round trip and the reply parsed); load average ${loadavg()[0]?.toFixed(1)}\n`,
+    );
+    console.log('| call | calls | this node | | anvil | |\n|---|---|---|---|---|---|');
+    for (const [kind, bodies, check, warmup] of kinds) {
+      const ours = await measure(kind, bodies, check, warmup);
+      // A refusal or a reply that fails the check is printed in its row; the other kinds still run.
+      const theirs = await anvilPasses(anvil.url, kind, bodies, check).catch((e: Error) => [
+        `anvil: ${e.message.slice(0, 200)}`,
+        '',
+      ]);
+      console.log(`| ${kind} | ${bodies.length} | ${ours.join(' | ')} | ${theirs.join(' | ')} |`);
+    }
+  } finally {
+    await stopChild(anvil.proc);
+    if (anvilDir !== undefined) await rm(anvilDir, { recursive: true, force: true });
+  }
+}
 console.log(`\nload average at the end ${loadavg()[0]?.toFixed(1)}`);

@@ -7,6 +7,9 @@
 // hashes differ: anvil writes its own headers).
 import { readFileSync } from 'node:fs';
 import { RLP } from '@ethereumjs/rlp';
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { batchClient, spawnChild, waitRpc } from './children.js';
 import type { Rpc } from './children.js';
 import { keccak256 } from './synth.js';
 
@@ -80,4 +83,48 @@ export async function replayIntoAnvil(rpc: Rpc, blocks: FixtureBlock[]): Promise
       );
     }
   }
+}
+
+/**
+ * anvil on a free-ish port from an export's genesis (`--init`, London rules, fifo order, no
+ * mining), its evicted states under `cacheDir`, keeping the states of the last `history` blocks
+ * when given, with `blocks` replayed into it (replayIntoAnvil): the peer of the benches that ask
+ * both servers about one chain. `log` hears how long the replay took.
+ */
+export async function startReplayedAnvil(o: {
+  root: string;
+  genesisPath: string;
+  cacheDir: string;
+  history?: number | undefined;
+  blocks: FixtureBlock[];
+  log: (line: string) => void;
+}): Promise<{ url: string; proc: ChildProcess }> {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const url = `http://127.0.0.1:${port}/`;
+  const proc = spawnChild(
+    join(o.root, 'node_modules', '.bin', 'anvil'),
+    [
+      '--port',
+      String(port),
+      '--host',
+      '127.0.0.1',
+      '--init',
+      o.genesisPath,
+      '--cache-path',
+      o.cacheDir,
+      '--no-mining',
+      '--order',
+      'fifo',
+      '--hardfork',
+      'london',
+      '--silent',
+      ...(o.history !== undefined ? ['--prune-history', String(o.history)] : []),
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  await waitRpc(url, proc);
+  const t0 = Date.now();
+  await replayIntoAnvil(batchClient(url), o.blocks);
+  o.log(`anvil replayed ${o.blocks.length} blocks in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  return { url, proc };
 }

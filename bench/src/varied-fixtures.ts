@@ -8,8 +8,8 @@
 // (storage words, logs, tx lists) are compared between the servers by the runner (normalise below).
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runChild, spawnChild, stopChild, waitRpc } from './children.js';
-import { batchClient, readChain, replayIntoAnvil } from './fixture-chain.js';
+import { runChild, stopChild } from './children.js';
+import { readChain, startReplayedAnvil } from './fixture-chain.js';
 import type { FixtureBlock } from './fixture-chain.js';
 import { anvilWindowSkips, callMaker, qty } from './varied-mix.js';
 import type { Call, ChainBuilder, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
@@ -288,33 +288,16 @@ async function prepareFixtures(o: FixtureOptions): Promise<ChainUnderTest> {
   let anvil: ChildProcess | undefined;
   let anvilUrl: string | undefined;
   if (!o.noAnvil) {
-    const port = 20000 + Math.floor(Math.random() * 20000);
-    anvilUrl = `http://127.0.0.1:${port}/`;
-    anvil = spawnChild(
-      join(o.root, 'node_modules', '.bin', 'anvil'),
-      [
-        '--port',
-        String(port),
-        '--host',
-        '127.0.0.1',
-        '--init',
-        join(fixtures, 'genesis.json'),
-        '--cache-path',
-        join(o.dir, 'anvil-cache'),
-        '--no-mining',
-        '--order',
-        'fifo',
-        '--hardfork',
-        'london',
-        '--silent',
-        ...(o.anvilHistory !== undefined ? ['--prune-history', String(o.anvilHistory)] : []),
-      ],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
-    );
-    await waitRpc(anvilUrl, anvil);
-    const t0 = Date.now();
-    await replayIntoAnvil(batchClient(anvilUrl), chain);
-    o.log(`varied: anvil replayed ${chain.length} blocks in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    const started = await startReplayedAnvil({
+      root: o.root,
+      genesisPath: join(fixtures, 'genesis.json'),
+      cacheDir: join(o.dir, 'anvil-cache'),
+      history: o.anvilHistory,
+      blocks: chain,
+      log: (line) => o.log(`varied: ${line}`),
+    });
+    anvil = started.proc;
+    anvilUrl = started.url;
   }
   const checker = new Checker(chain);
   const txCount = chain.reduce((s, b) => s + b.txs.length, 0);
