@@ -326,25 +326,12 @@ await run(
     .map((a) => body('ots_searchTransactionsBefore', [a, 0, 25])),
 );
 
-// The same transactions by re-execution, for the ratio.
-const slow = someTxs.slice(0, reexec);
-await run(
-  'debug_traceTransaction callTracer, re-executed',
-  slow.map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
-  (i, r) => topFrame(slow[i] as TxFact, r as Json),
-  warmTxs.slice(0, 3).map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
-  false,
-);
-await run(
-  'debug_traceTransaction prestateTracer diffMode, re-executed',
-  slow.map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
-  (i, r) => senderInDiff(slow[i] as TxFact, (r as Json).pre as Json, (r as Json).post as Json),
-  warmTxs.slice(0, 3).map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
-  false,
-);
-
-if (anvilExport !== undefined) {
-  const anvilChain = readChain(join(anvilExport, 'chain.rlp'));
+/**
+ * The last 120 blocks' calls anvil is asked too, and this node's answers to them, measured here:
+ * before the re-executed traces, whose garbage the collector would still be marking.
+ */
+async function anvilWindow(exportDir: string) {
+  const anvilChain = readChain(join(exportDir, 'chain.rlp'));
   const last = anvilChain.at(-1)?.number;
   if (last !== head) throw new Error(`--anvil-export: its chain ends at ${last}, the datadir at ${head}`);
   const lo = head - 120;
@@ -397,6 +384,29 @@ if (anvilExport !== undefined) {
   ];
   const ours: string[][] = [];
   for (const [kind, bodies, check, , warmup] of kinds) ours.push(await measure(kind, bodies, check, warmup));
+  return { anvilChain, kinds, ours };
+}
+const window = anvilExport === undefined ? undefined : await anvilWindow(anvilExport);
+
+// The same transactions by re-execution, for the ratio.
+const slow = someTxs.slice(0, reexec);
+await run(
+  'debug_traceTransaction callTracer, re-executed',
+  slow.map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
+  (i, r) => topFrame(slow[i] as TxFact, r as Json),
+  warmTxs.slice(0, 3).map((t) => body('debug_traceTransaction', [t.hash, { tracer: 'callTracer' }])),
+  false,
+);
+await run(
+  'debug_traceTransaction prestateTracer diffMode, re-executed',
+  slow.map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
+  (i, r) => senderInDiff(slow[i] as TxFact, (r as Json).pre as Json, (r as Json).post as Json),
+  warmTxs.slice(0, 3).map((t) => body('debug_traceTransaction', [t.hash, DIFF_MODE])),
+  false,
+);
+
+if (anvilExport !== undefined && window !== undefined) {
+  const { anvilChain, kinds, ours } = window;
   const anvilDir = await mkdtemp(join(tmpdir(), 'trace-store-anvil-'));
   const anvil = await startReplayedAnvil({
     root: ROOT,
