@@ -86,15 +86,9 @@ async function measure(
 }
 
 /** measure(), printed as a row of the table. */
-async function run(
-  kind: string,
-  bodies: string[],
-  check: (i: number, result: unknown) => void,
-  warmup: string[],
-  recorded = true,
-): Promise<void> {
-  const line = await measure(kind, bodies, check, warmup, recorded);
-  console.log(`| ${kind} | ${bodies.length} | ${line.join(' | ')} |`);
+async function run(...args: Parameters<typeof measure>): Promise<void> {
+  const [kind, bodies] = args;
+  console.log(`| ${kind} | ${bodies.length} | ${(await measure(...args)).join(' | ')} |`);
 }
 
 /**
@@ -386,7 +380,7 @@ async function anvilWindow(exportDir: string) {
   for (const [kind, bodies, check, , warmup] of kinds) ours.push(await measure(kind, bodies, check, warmup));
   return { anvilChain, kinds, ours };
 }
-const window = anvilExport === undefined ? undefined : await anvilWindow(anvilExport);
+const anvilCalls = anvilExport === undefined ? undefined : await anvilWindow(anvilExport);
 
 // The same transactions by re-execution, for the ratio.
 const slow = someTxs.slice(0, reexec);
@@ -405,8 +399,8 @@ await run(
   false,
 );
 
-if (anvilExport !== undefined && window !== undefined) {
-  const { anvilChain, kinds, ours } = window;
+if (anvilExport !== undefined && anvilCalls !== undefined) {
+  const { anvilChain, kinds, ours } = anvilCalls;
   const anvilDir = await mkdtemp(join(tmpdir(), 'trace-store-anvil-'));
   const anvil = await startReplayedAnvil({
     root: ROOT,

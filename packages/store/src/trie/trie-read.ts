@@ -181,22 +181,20 @@ export function headerTxFields(rlp: Uint8Array): HeaderTxFields {
  * (its transactions are BodyTxs rows: bodyRowTransaction); a copy otherwise. Throws on malformed RLP.
  */
 export function bodyTransaction(rlp: Uint8Array, index: number): Uint8Array | undefined {
-  header(rlp, 0, rlp.length);
-  if (!itemList || itemEnd !== rlp.length) throw new Error('body: not one RLP list');
-  const end = itemEnd;
-  header(rlp, itemStart, end); // size
-  header(rlp, itemEnd, end); // the transactions, or their count
-  if (!itemList) return undefined;
+  if (!bodyHoldsTransactions(rlp)) return undefined;
   return nthString(rlp, itemStart, itemEnd, index, 'body');
 }
 
-/** Whether a Bodies row holds its transactions inline (an earlier release's) rather than their count. */
+/**
+ * Whether a Bodies row holds its transactions inline (an earlier release's) rather than their
+ * count; the scanner is left on that item (its span: itemStart, itemEnd).
+ */
 export function bodyHoldsTransactions(rlp: Uint8Array): boolean {
   header(rlp, 0, rlp.length);
   if (!itemList || itemEnd !== rlp.length) throw new Error('body: not one RLP list');
   const end = itemEnd;
   header(rlp, itemStart, end); // size
-  header(rlp, itemEnd, end);
+  header(rlp, itemEnd, end); // the transactions, or their count
   return itemList;
 }
 
