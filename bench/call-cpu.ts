@@ -1,10 +1,11 @@
-// `node bench/dist/call-cpu.js --datadir <copy of a datadir> [--calls 3000] [--warmup 1000] [--at latest|recent] [--contracts 4] [--exec <index.js>]`:
+// `node bench/dist/call-cpu.js --datadir <copy of a datadir> [--calls 3000] [--warmup 1000] [--at latest|recent] [--contracts 4] [--selector <4 bytes hex>] [--exec <index.js>]`:
 // CPU time per eth_call of packages/exec's Executor (the engine alone: no HTTP, no JSON, no
 // answer cache), every call a body never asked before. The calls are the chain's own: the
 // transactions to the `--contracts` most called contracts of its last 64 blocks, replayed by their senders at the head
 // (`--at latest`) or at a random one of the last 64 blocks (`--at recent`), the last word of the
 // calldata replaced by a counter so that no two calls are alike (a `balanceOf(holder)` then reads
-// a slot never read before, as a never-repeating call does). A warm-up of other calls first (the
+// a slot never read before, as a never-repeating call does). `--selector 70a08231`: each call's
+// calldata is that selector and one word instead (a token's `balanceOf` of an address never read). A warm-up of other calls first (the
 // JIT, the store's node caches of the upper trie), then the measured pass: process CPU (user +
 // system) over the pass / calls. Prints the outcome kinds and a digest of every answer, so a
 // before/after pair (run each build on its own copy of the datadir, back to back) also shows the
@@ -82,8 +83,16 @@ async function main(): Promise<void> {
     const headerAt = async (n: bigint) =>
       (await store.header((await store.canonicalHash(n)) as Uint8Array)) as HeaderRecord;
     const head = await headerAt(headNo);
-    const t = await templates(store, head, 64, contracts);
-    if (t.length === 0) throw new Error('no transaction to a contract in the last 64 blocks');
+    const found = await templates(store, head, 64, contracts);
+    if (found.length === 0) throw new Error('no transaction to a contract in the last 64 blocks');
+    const selector = arg('selector');
+    const t =
+      selector === undefined
+        ? found
+        : found.map((x) => ({
+            ...x,
+            input: Uint8Array.from([...Buffer.from(selector, 'hex'), ...new Uint8Array(32)]),
+          }));
     const recent: HeaderRecord[] = [];
     for (let n = headNo; n > 0n && recent.length < 64; n--) recent.push(await headerAt(n));
     // `--exec <dist/src/index.js of another build>`: that build's Executor (a before/after pair in one tree).

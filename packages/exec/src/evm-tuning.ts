@@ -16,6 +16,7 @@
 import type { Common } from '@ethereumjs/common';
 import type { VM } from '@ethereumjs/vm';
 import { keccak256 } from '@chainnode/core';
+import { tuneFrames } from './frame-tuning.js';
 
 /** The Common's `customCrypto` for execution: core's Keccak (hash-wasm), beside what the caller brings. */
 export function chainCrypto<C extends object>(crypto: C): C & { keccak256: (data: Uint8Array) => Uint8Array } {
@@ -132,10 +133,15 @@ function mstore(runState: RunState): void {
   runState.memory.write(Number(offset), 32, word);
 }
 
-/** Both tunings for `vm`: its Common's EIP checks remembered (its EVM runs on the same Common), the MSTORE above. */
-export function tuneVm(vm: VM): void {
+/**
+ * The tunings for `vm`: its Common's EIP checks remembered (its EVM runs on the same Common), the
+ * MSTORE above, and the frame and loop of frame-tuning.ts (in place once the interpreter class is
+ * found, once per process: the returned promise).
+ */
+export function tuneVm(vm: VM): Promise<void> {
   rememberEips(vm.common);
   fastMstore(vm);
+  return tuneFrames(vm);
 }
 
 /**

@@ -7,10 +7,10 @@
 // hands out one object per code hash, state.ts; a WeakMap lets the analysis go with it) and per
 // opcode table.
 //
-// The package does not export its Interpreter class: the patch finds its prototype at run time,
-// through a custom opcode run once on a throwaway VM, and wraps the analysis method there.
+// The interpreter class is found at run time (interpreter-class.ts) and the analysis method wrapped
+// on its prototype.
 import type { Common } from '@ethereumjs/common';
-import { createVM } from '@ethereumjs/vm';
+import { interpreterClass } from './interpreter-class.js';
 
 interface Analysis {
   jumps: Uint8Array;
@@ -28,31 +28,12 @@ const PATCHED = Symbol('jump analysis kept per code');
 /** Analyses by code, then by opcode table. */
 const analyses = new WeakMap<Uint8Array, Map<unknown, Analysis>>();
 
-/** An opcode no hardfork assigns, for the custom opcode that finds the interpreter. */
-const PROBE_OPCODE = 0x0c;
-
 let installed: Promise<void> | undefined;
 
 /** Installs the cache in the interpreter of @ethereumjs/evm (once per process). */
 export function keepJumpAnalysis(common: Common): Promise<void> {
   installed ??= (async () => {
-    let proto: InterpreterProto | undefined;
-    const vm = await createVM({
-      common: common.copy(),
-      evmOpts: {
-        customOpcodes: [
-          {
-            opcode: PROBE_OPCODE,
-            opcodeName: 'PROBE',
-            baseFee: 0,
-            logicFunction: (runState) => {
-              proto = Object.getPrototypeOf((runState as unknown as { interpreter: object }).interpreter);
-            },
-          },
-        ],
-      },
-    });
-    await vm.evm.runCode?.({ code: Uint8Array.of(PROBE_OPCODE), gasLimit: 100n });
+    const proto = (await interpreterClass(common))?.prototype as InterpreterProto | undefined;
     if (proto === undefined || typeof proto._getValidJumpDestinations !== 'function' || proto[PATCHED]) return;
     const analyse = proto._getValidJumpDestinations;
     proto._getValidJumpDestinations = function (code) {

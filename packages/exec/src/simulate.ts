@@ -233,7 +233,7 @@ class Simulation {
         },
       } as never,
     });
-    tuneVm(this.vm);
+    await tuneVm(this.vm);
     if (this.opts.traceTransfers) this.transfers = new TransferLogs(this.vm, this.logIndex);
     const out: SimBlockResult[] = [];
     let parent = this.base;

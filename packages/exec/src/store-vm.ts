@@ -26,6 +26,6 @@ export async function createStoreVM(
       },
     } as never,
   });
-  tuneVm(vm);
+  await tuneVm(vm);
   return vm;
 }

@@ -350,7 +350,7 @@ export class ImportPipeline {
       blockchain: this.hashes.asBlockchain() as never,
       setHardfork: true,
     });
-    tuneVm(this.vm);
+    await tuneVm(this.vm);
   }
 
   /**
