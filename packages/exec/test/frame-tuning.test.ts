@@ -4,7 +4,8 @@
 // the same steps. The contracts cover what the tuned paths touch: opcodes of fixed and of dynamic
 // gas, storage, logs, nested CALL/DELEGATECALL/STATICCALL with and without value, a precompile, a
 // CREATE, reverts, an invalid opcode, running out of gas, a stack underflow, code that runs off its
-// end, a call to an account without code, a value the caller cannot pay; and random programs.
+// end, a call to an account without code, a value the caller cannot pay, a new transaction's
+// transient storage; random programs; and a frame run alone (runCode) that logs, then fails.
 import { Common, Hardfork, Mainnet } from '@ethereumjs/common';
 import { createVM } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
@@ -106,6 +107,16 @@ const call = (op: 'CALL' | 'DELEGATECALL' | 'STATICCALL', to: Address, value = 0
   op,
 ];
 
+/** CALLEE: a JUMPI to its odd branch, at the offset the even branch ends. */
+function calleeCode(): Uint8Array {
+  const head = (dest: number): Uint8Array => asm(0n, 'CALLDATALOAD', 1n, 'AND', BigInt(dest), 'JUMPI');
+  const even = asm(0n, 'CALLDATALOAD', 0n, 'MSTORE', 32n, 0n, 'SHA3', 'DUP1', 2n, 'SLOAD', 'ADD', 2n, 'SSTORE');
+  const rest = asm(9n, 'TLOAD', 'ADD', 'DUP1', 9n, 'TSTORE', 0n, 'MSTORE', 32n, 0n, 'RETURN');
+  const odd = asm('JUMPDEST', 5n, 32n, 0n, 'LOG1', 4n, 28n, 'REVERT');
+  const dest = head(0).length + even.length + rest.length;
+  return Uint8Array.from([...head(dest), ...even, ...rest, ...odd]);
+}
+
 const CODES = new Map<Address, Uint8Array>([
   // Stores its first calldata word at slot 1, logs it, calls CALLEE with 1 wei and the word, returns CALLEE's answer.
   [
@@ -130,43 +141,9 @@ const CODES = new Map<Address, Uint8Array>([
       'RETURN',
     ),
   ],
-  // Reverts when its word is odd; else hashes it, reads and writes a slot, writes transient storage, returns the hash.
-  [
-    CALLEE,
-    asm(
-      0n,
-      'CALLDATALOAD',
-      1n,
-      'AND',
-      20n,
-      'JUMPI',
-      0n,
-      'CALLDATALOAD',
-      0n,
-      'MSTORE',
-      32n,
-      0n,
-      'SHA3',
-      'DUP1',
-      2n,
-      'SLOAD',
-      'ADD',
-      2n,
-      'SSTORE',
-      'DUP1',
-      9n,
-      'TSTORE',
-      0n,
-      'MSTORE',
-      32n,
-      0n,
-      'RETURN',
-      'JUMPDEST',
-      4n,
-      28n,
-      'REVERT',
-    ),
-  ],
+  // Logs and reverts when its word is odd; else returns its hash plus a transient slot (zero in a new
+  // transaction) it then sets to that sum, after adding the sum to a storage slot.
+  [CALLEE, calleeCode()],
   // Loops forever: runs out of gas.
   [LOOP, asm('JUMPDEST', 1n, 'POP', 0n, 'JUMP')],
   // An invalid opcode after some work.
@@ -340,12 +317,14 @@ test('tuned frames give the package’s results, state and steps on every kind o
       [STORE, 43n, 3n, 200_000n], // CALLEE reverts
       [STORE, 42n, 0n, 30_000n], // out of gas in the nested call
       [CALLEE, 10n, 0n, 100_000n],
+      [CALLEE, 10n, 0n, 100_000n], // a new transaction: its transient slot is zero again
       [CALLEE, 11n, 0n, 100_000n],
       [LOOP, 0n, 0n, 50_000n],
       [BAD, 0n, 0n, 50_000n],
       [PRECOMPILE_USER, 99n, 0n, 200_000n],
       [DELEGATOR, 8n, 0n, 300_000n],
       [STRAIGHT, 0n, 1n, 100_000n],
+      [STRAIGHT, 0n, 1n, 5_000n], // logs, then out of gas at its SSTORE: the logs are dropped
       [CREATOR, 0n, 0n, 300_000n],
       [UNDERFLOW, 0n, 0n, 50_000n],
       [NO_CODE, 0n, 7n, 50_000n],
@@ -359,7 +338,7 @@ test('tuned frames give the package’s results, state and steps on every kind o
         expect({ hf, to: to.toString(), ...got }).toEqual({ hf, to: to.toString(), ...want });
         ran++;
       }
-    expect(ran).toBe(28);
+    expect(ran).toBe(32);
     // The tuned VM's EVM took the tuned frame (the package's is on the prototype).
     expect(Object.hasOwn(tuned.evm, 'runInterpreter')).toBe(true);
     expect(Object.hasOwn(plain.evm, 'runInterpreter')).toBe(false);
@@ -391,4 +370,18 @@ test('tuned frames give the package’s results on random programs', async () =>
   }
   // The programs end in more than one way (success, underflow, bad jump, out of gas...).
   expect(kinds.size).toBeGreaterThan(2);
+});
+
+test('a frame run alone (runCode) that logs and then fails keeps no logs, as the package’s', async () => {
+  const plain = await vmAt(Hardfork.Cancun, false);
+  const tuned = await vmAt(Hardfork.Cancun, true);
+  const code = CODES.get(STRAIGHT) as Uint8Array;
+  const outcome = async (vm: VM, gasLimit: bigint) => {
+    const r = await vm.evm.runCode?.({ code, gasLimit, caller: CALLER, to: STRAIGHT });
+    return { error: r?.exceptionError?.error, logs: r?.logs?.length, gas: String(r?.executionGasUsed) };
+  };
+  for (const gas of [1_450n, 100_000n]) expect(await outcome(tuned, gas)).toEqual(await outcome(plain, gas));
+  // 1,400 gas to its LOG2, then its SSTORE finds no more than EIP-2200's 2,300 left.
+  expect(await outcome(tuned, 1_450n)).toEqual({ error: 'out of gas', logs: 0, gas: '1450' });
+  expect((await outcome(tuned, 100_000n)).logs).toBe(1);
 });
