@@ -18,7 +18,7 @@ import { runTx } from '@ethereumjs/vm';
 import type { RunTxResult, VM } from '@ethereumjs/vm';
 import { MissingTrieNodeError, chainFamilyOf } from '@chainnode/core';
 import type { Bytes, ChainFamily, ChainInfo, HeaderRecord, SyncStateReader } from '@chainnode/core';
-import { ExecutionTimeout, StoreStateManager } from './state.js';
+import { ExecutionTimeout, InlineBudgetExceeded, StoreStateManager } from './state.js';
 import type { BlockStateBase } from './state.js';
 import type { AccountOverride } from './state.js';
 import { authorizationTuples } from './call-args.js';
@@ -65,7 +65,13 @@ export type CallObserver = (
 
 /** The call could not start (geth's pre-check errors: funds, fee caps, intrinsic gas…): -32000. */
 export class CallPrecheckError extends Error {}
-export { ExecutionTimeout };
+export { ExecutionTimeout, InlineBudgetExceeded };
+
+/** Executor.call's `inline`: `ms` of running, from `until`'s setting by the first run. */
+export interface InlineBudget {
+  ms: number;
+  until?: number;
+}
 export { authorizationTuples };
 export type { BlockOverrides, CallArgs };
 
@@ -212,6 +218,12 @@ export class Executor {
       gas?: bigint;
       accessList?: boolean;
       deadline?: number;
+      /**
+       * Time on the serving thread: past `ms` from the start of the first run given this object
+       * (a VM acquired, its state set; `until` is then set, and later runs share it), the run
+       * stops with InlineBudgetExceeded, to be run again elsewhere.
+       */
+      inline?: InlineBudget;
       /** The block's state by block (below the state trie's window), instead of its trie. */
       base?: BlockStateBase;
       /** Runs the transaction in place of runTx (a tracer bound around it: trace/replay.ts). */
@@ -224,7 +236,8 @@ export class Executor {
     try {
       const deadline =
         opts.deadline ?? (this.options.timeoutMs > 0 ? Date.now() + this.options.timeoutMs : Number.POSITIVE_INFINITY);
-      w.state.reset(header.stateRoot, deadline, opts.base);
+      if (opts.inline !== undefined) opts.inline.until ??= Date.now() + opts.inline.ms;
+      w.state.reset(header.stateRoot, deadline, opts.base, opts.inline?.until);
       if (opts.state !== undefined) await w.state.applyOverrides(opts.state);
       w.state.sealOverrides();
       const priced =

@@ -20,7 +20,9 @@
 //   synchronously: the tuned loop runs those inline, in runStep's order (the invalid-opcode
 //   check, the gas, the program counter, the handler), and gives runStep every other opcode.
 //   A frame that a step listener, the debug log, the profiler, EOF code or a stateless access
-//   witness (EIP-6800, 7864) would observe runs the package's loop unchanged.
+//   witness (EIP-6800, 7864) would observe runs the package's loop unchanged. Every 512 opcodes
+//   the loop asks the state view to interrupt it (StoreStateManager: past the call's deadline or
+//   its time on the serving thread), so a call that computes without reading state stops too.
 import type { Common } from '@ethereumjs/common';
 import { EVMError } from '@ethereumjs/evm';
 import type { VM } from '@ethereumjs/vm';
@@ -93,6 +95,7 @@ interface Message {
 
 interface Interpreter {
   _evm: EvmInternals;
+  _stateManager: unknown;
   _env: { chargeCodeAccesses?: boolean };
   _runState: RunState;
   _result: { logs: unknown[]; returnValue?: Uint8Array; selfdestruct: unknown; createdAddresses?: unknown };
@@ -109,6 +112,13 @@ interface Interpreter {
 }
 
 type Run = Interpreter['run'];
+
+/** A state view that may stop a run (its deadlines): asked every INTERRUPT_EVERY + 1 opcodes. */
+interface Interruptible {
+  interrupt?(): void;
+}
+
+const INTERRUPT_EVERY = 511;
 
 const EOF_FORMAT = 0xef;
 const JUMP = 0x56;
@@ -141,9 +151,13 @@ function tunedRun(original: Run): Run {
       throw new Error('Internal error: program counter not in range');
     const opcodeMap = this._evm._opcodeMap;
     const common = this.common;
+    const state = this._stateManager as Interruptible;
     let err: EVMError | undefined;
     let cached: OpEntry[] | undefined;
+    let steps = 0;
     while (rs.programCounter < code.length) {
+      // The state view's deadlines (state.ts interrupt), between reads too.
+      if ((++steps & INTERRUPT_EVERY) === 0) state.interrupt?.();
       const pc = rs.programCounter;
       let entry: OpEntry;
       let opCode: number;

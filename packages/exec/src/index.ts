@@ -1,6 +1,12 @@
-export { CallPrecheckError, DEFAULT_EXEC_OPTIONS, Executor, ExecutionTimeout } from './executor.js';
+export {
+  CallPrecheckError,
+  DEFAULT_EXEC_OPTIONS,
+  Executor,
+  ExecutionTimeout,
+  InlineBudgetExceeded,
+} from './executor.js';
 export { haltMessage } from './halt.js';
-export type { BlockOverrides, CallArgs, CallOutcome, ExecOptions } from './executor.js';
+export type { BlockOverrides, CallArgs, CallOutcome, ExecOptions, InlineBudget } from './executor.js';
 export { StoreStateManager } from './state.js';
 export { rememberParams, tuneVm } from './evm-tuning.js';
 export type { AccountOverride, BlockStateBase } from './state.js';

@@ -72,6 +72,7 @@ export class StoreStateManager implements StateManagerInterface {
   private original = new Map<string, Map<string, Uint8Array>>();
   private journal: Undo[][] = [];
   private deadline = Number.POSITIVE_INFINITY;
+  private inlineUntil = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly reader: SyncStateReader,
@@ -80,10 +81,14 @@ export class StoreStateManager implements StateManagerInterface {
     private base?: BlockStateBase,
   ) {}
 
-  /** Starts a new call at `stateRoot` (read from `base` when given): forgets every write of the previous one. */
-  reset(stateRoot: Uint8Array, deadline: number, base?: BlockStateBase): void {
+  /**
+   * Starts a new call at `stateRoot` (read from `base` when given): forgets every write of the
+   * previous one. Past `deadline` the call is a timeout; past `inlineUntil`, InlineBudgetExceeded.
+   */
+  reset(stateRoot: Uint8Array, deadline: number, base?: BlockStateBase, inlineUntil = Number.POSITIVE_INFINITY): void {
     this.stateRoot = stateRoot;
     this.base = base;
+    this.inlineUntil = inlineUntil;
     this.accounts.clear();
     this.storage.clear();
     this.cleared.clear();
@@ -118,7 +123,17 @@ export class StoreStateManager implements StateManagerInterface {
   }
 
   private check(): void {
-    if (Date.now() > this.deadline) throw new ExecutionTimeout();
+    const now = Date.now();
+    if (now > this.deadline) throw new ExecutionTimeout();
+    if (now > this.inlineUntil) throw new InlineBudgetExceeded();
+  }
+
+  /**
+   * The deadlines checked between reads too: the interpreter's loop (frame-tuning.ts) asks every
+   * few hundred opcodes, so a call that computes without reading state stops on time as well.
+   */
+  interrupt(): void {
+    this.check();
   }
 
   private record(undo: Undo): void {
@@ -291,7 +306,12 @@ export class StoreStateManager implements StateManagerInterface {
 
   async setStateRoot(stateRoot: Uint8Array): Promise<void> {
     // The same root keeps its base (the block's state); another is read from its trie.
-    this.reset(stateRoot, this.deadline, equalsBytes(stateRoot, this.stateRoot) ? this.base : undefined);
+    this.reset(
+      stateRoot,
+      this.deadline,
+      equalsBytes(stateRoot, this.stateRoot) ? this.base : undefined,
+      this.inlineUntil,
+    );
   }
 
   async hasStateRoot(): Promise<boolean> {
@@ -374,6 +394,18 @@ export class ExecutionTimeout extends Error {
   constructor() {
     super('execution timeout');
     this.name = 'ExecutionTimeout';
+  }
+}
+
+/**
+ * A call run on the serving thread ran past the time it was given there (`inlineUntil`): the
+ * caller drops this run and runs the call again where it may take long (an offload worker). An
+ * ExecutionTimeout, so every path that lets a timeout through lets it through.
+ */
+export class InlineBudgetExceeded extends ExecutionTimeout {
+  constructor() {
+    super();
+    this.name = 'InlineBudgetExceeded';
   }
 }
 

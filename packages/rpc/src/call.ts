@@ -189,7 +189,8 @@ export async function runCall(
   opts: Parameters<Executor['call']>[2] = {},
 ): Promise<CallOutcome> {
   const exec = await executorOf(ctx);
-  const { CallPrecheckError, ExecutionTimeout } = await loadExec();
+  const { CallPrecheckError, ExecutionTimeout, InlineBudgetExceeded } = await loadExec();
+  if (ctx.inline !== undefined) opts = { ...opts, inline: ctx.inline };
   // Below the state trie's window the block's trie may be pruned: its state comes from the history.
   let runOpts = belowTrieWindow(ctx, header.number) ? { ...opts, base: blockStateBase(ctx, header) } : opts;
   // A joined node's state arrives proven on demand: what the call is known to read is fetched
@@ -202,6 +203,7 @@ export async function runCall(
     try {
       return await exec.call(header, args, runOpts);
     } catch (err) {
+      if (err instanceof InlineBudgetExceeded) throw new InlineTimeUp();
       // The window moved past the block since the store last looked (a pruner deleted a node the
       // run needed): once more, from the history.
       if (
@@ -239,6 +241,17 @@ function knownPaths(args: CallArgs): { address: Bytes; slots: Bytes[] }[] {
   if (args.to !== undefined && args.to !== null) paths.push({ address: args.to, slots: [] });
   for (const e of args.accessList ?? []) paths.push({ address: e.address, slots: e.storageKeys });
   return paths;
+}
+
+/**
+ * An interruptible call (MethodDef.interruptible) run inline went past HandlerContext.inline
+ * and stopped, answering nothing: the caller runs it again on the offload executor.
+ */
+export class InlineTimeUp extends Error {
+  constructor() {
+    super('the call ran past its time on the serving thread');
+    this.name = 'InlineTimeUp';
+  }
 }
 
 /** Runs of one call that may each fetch the state the previous one missed (a joined node). */

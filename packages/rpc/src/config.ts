@@ -75,6 +75,16 @@ export const DEADLINE_GRACE_MS = 250;
  */
 export const INLINE_COST_LIMIT = 100;
 
+/**
+ * An offloadable call estimated above INLINE_COST_LIMIT whose method can be interrupted
+ * (MethodDef.interruptible: eth_call, eth_estimateGas, eth_createAccessList, estimated by the gas
+ * they may burn, the cap when a call names none) first runs inline for up to this long (from
+ * the start of its first run of the EVM; eth_estimateGas's runs share it), then runs again from
+ * the start on the offload executor: most calls that may burn 50M gas burn a few thousand and
+ * finish well within it; the serving thread spends about this on one that does not.
+ */
+export const INLINE_TRY_MS = 3;
+
 export const DEFAULT_RPC_CONFIG: RpcConfig = {
   safeDepth: 0,
   finalizedDepth: 0,

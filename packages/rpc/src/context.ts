@@ -1,6 +1,7 @@
 // What handlers get: the store, the config, and block-parameter resolution shared by all
 // methods (tags -> numbers, EIP-1898 selectors -> headers).
 import { PrunedHistoryError, ServerError } from '@chainnode/core';
+import type { InlineBudget } from '@chainnode/exec';
 import type {
   AccountProofRecord,
   BlockRecord,
@@ -33,6 +34,13 @@ export interface HandlerContext {
    * main thread, not from when a worker picks it up). Query limits never reach past it.
    */
   deadline?: number;
+  /**
+   * The time a call run inline on the serving thread may execute (`ms` from the start of its
+   * first run of the EVM, shared by its later runs) before it stops with InlineTimeUp (call.ts),
+   * to be run again on the offload executor (envelope.ts dispatch, INLINE_TRY_MS); absent: the
+   * call runs to its end (or its deadline).
+   */
+  inline?: InlineBudget;
   /**
    * The subscriptions of the connection this call came on (eth_subscribe / eth_unsubscribe);
    * absent on transports without notifications (HTTP).

@@ -9,7 +9,8 @@ import {
   ResponseTooLargeError,
 } from '@chainnode/core';
 import type { RpcError } from '@chainnode/core';
-import { INLINE_COST_LIMIT, resolveConfig } from './config.js';
+import { INLINE_COST_LIMIT, INLINE_TRY_MS, resolveConfig } from './config.js';
+import { InlineTimeUp } from './call.js';
 import { createFormatMemos } from './context.js';
 import type { HandlerContext } from './context.js';
 import { JsonText, stringifyResult } from './json-text.js';
@@ -255,6 +256,13 @@ async function dispatch(
     if (def.estimateCost !== undefined && inlineCostLimit >= 0) {
       const p = decode();
       if ((await def.estimateCost(ctx, p)) <= inlineCostLimit) return def.handle(ctx, p);
+      // Estimated heavy, yet most such calls are light: inline for a while, else on the executor.
+      if (def.interruptible === true)
+        try {
+          return await def.handle({ ...ctx, inline: { ms: INLINE_TRY_MS } }, p);
+        } catch (err) {
+          if (!(err instanceof InlineTimeUp)) throw err;
+        }
     }
     return offload.run(method, raw);
   };

@@ -44,6 +44,12 @@ export interface MethodDef<P, R> {
    */
   estimateCost?(ctx: HandlerContext, params: P): Promise<number>;
   /**
+   * A call estimated above the inline limit may still run inline first: it stops with
+   * InlineTimeUp (call.ts) once past HandlerContext.inline, having answered nothing,
+   * and then runs on the executor (INLINE_TRY_MS, config.ts).
+   */
+  readonly interruptible?: boolean;
+  /**
    * The call's answer is a function of its block (by hash) and its params: the service may keep
    * it (call-cache.ts). Resolves the params' block to its hash and gives the call pinned to it
    * (the params, decoded and raw, naming the block by that hash) and its key; the service runs

@@ -77,6 +77,7 @@ export const eth_call: MethodDef<CallParams, Hex> = {
     '3 `execution reverted[: reason]` with the revert data; -32000 `out of gas`, `invalid opcode`…, `insufficient funds for gas * price + value`, `execution aborted (timeout = 5s)`, `header not found`',
   decode: decodeCallParams,
   offload: true,
+  interruptible: true,
   estimateCost: async (ctx, p) => callCost(p.call.gas, ctx.config.callGasCap),
   remember: (ctx, p, raw) => pinCall('eth_call', ctx, p, raw),
   async handle(ctx, p) {

@@ -26,6 +26,7 @@ export const eth_createAccessList: MethodDef<CallParams, JsonAccessListResult> =
   errors: "-32000 `insufficient funds for gas * price + value`, `header not found`; a revert is the answer's `error`",
   decode: (params) => decodeCallParams(params),
   offload: true,
+  interruptible: true,
   estimateCost: async (ctx, p) => 2 * callCost(p.call.gas, ctx.config.callGasCap),
   remember: (ctx, p, raw) => pinCall('eth_createAccessList', ctx, p, raw),
   async handle(ctx, p) {

@@ -18,6 +18,7 @@ export const eth_estimateGas: MethodDef<CallParams, Hex> = {
     '3 `execution reverted[: reason]` with the revert data; -32000 `gas required exceeds allowance (N)`, `insufficient funds for gas * price + value`, `header not found`',
   decode: (params) => decodeCallParams(params),
   offload: true,
+  interruptible: true,
   estimateCost: async (ctx, p) => 8 * callCost(p.call.gas, ctx.config.callGasCap),
   remember: (ctx, p, raw) => pinCall('eth_estimateGas', ctx, p, raw),
   async handle(ctx, p) {
