@@ -107,6 +107,10 @@ function gethReceipt(r: Json): Json {
 export interface ReadChain extends ChainUnderTest {
   /** eth_call bodies at historical blocks no mix asks (the cold measurement). */
   cold: Call[];
+  /** Token reads at historical blocks asked before coldWarm, none of them in a mix or in cold. */
+  warmup: Call[];
+  /** As cold, other bodies: measured after warmup. */
+  coldWarm: Call[];
   /** eth_chainId bodies: the same client and transport with next to no work behind them. */
   baseline: Call[];
   /** What the chain holds, for benches that make mixes of their own (bench/traces.ts). */
@@ -368,7 +372,29 @@ function readMixes(o: ReadChainOptions, rng: Rng, k: ReturnType<typeof readCalls
       calls: shuffle(dapp, next),
     },
   ];
-  return { mixes, cold, baseline, oldBodies: new Set([...oldCalls, ...stateOld].map((c) => c.body)) };
+  // The same measurement after a warm-up on other bodies (the code compiled, the upper trie read):
+  // 2,000 token reads at historical blocks, then 400 more to measure, none asked by a mix or above.
+  const taken = new Set([...mixes.flatMap((m) => m.calls), ...cold].map((c) => c.body));
+  const fresh = (count: number): Call[] => {
+    const out: Call[] = [];
+    while (out.length < count) {
+      const c = k.balanceOf(k.atOld());
+      if (taken.has(c.body)) continue;
+      taken.add(c.body);
+      out.push(c);
+    }
+    return out;
+  };
+  const warmup = fresh(2000);
+  const coldWarm = fresh(400);
+  return {
+    mixes,
+    cold,
+    warmup,
+    coldWarm,
+    baseline,
+    oldBodies: new Set([...oldCalls, ...stateOld, ...warmup, ...coldWarm].map((c) => c.body)),
+  };
 }
 
 /** Checks a reply against the expected answer; anvil may refuse states it pruned. */
@@ -412,9 +438,11 @@ async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
   o.log(`read: anvil built ${head} blocks, ${receipts.size} txs in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   const { datadir, followSecs } = await followAnvil(o, anvilUrl, genesisPath, head);
   const calls = readCalls(o, rng, ledger, answers);
-  const { mixes, cold, baseline, oldBodies } = readMixes(o, rng, calls);
+  const { mixes, cold, warmup, coldWarm, baseline, oldBodies } = readMixes(o, rng, calls);
   return {
     cold,
+    warmup,
+    coldWarm,
     baseline,
     facts: {
       head,
