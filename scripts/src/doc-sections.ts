@@ -4,7 +4,7 @@
 // anything else, so prose around a fact can change but the fact cannot drift from the code.
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { INLINE_COST_LIMIT, METHODS, UNSERVED_METHODS } from '@chainnode/rpc';
+import { INLINE_COST_LIMIT, INLINE_TRY_MS, METHODS, UNSERVED_METHODS } from '@chainnode/rpc';
 import type { MethodName } from '@chainnode/rpc';
 import { code, table } from './markdown.js';
 
@@ -40,8 +40,8 @@ export function offloadedMethods(): MethodName[] {
   return (Object.keys(METHODS) as MethodName[]).filter((m) => def(m).offload === true);
 }
 
-function def(m: MethodName): { offload?: boolean; estimateCost?: unknown } {
-  return METHODS[m] as { offload?: boolean; estimateCost?: unknown };
+function def(m: MethodName): { offload?: boolean; estimateCost?: unknown; interruptible?: boolean } {
+  return METHODS[m] as { offload?: boolean; estimateCost?: unknown; interruptible?: boolean };
 }
 
 function listText(names: readonly string[]): string {
@@ -64,7 +64,12 @@ function offloadedText(): string {
     `The methods marked \`offload\` in the method table run on the offload pool's worker threads (each with its own handle on the datadir) when the server has one, not on the app thread: ${listText(byCost)} when the call's estimated cost is above ${INLINE_COST_LIMIT} (\`INLINE_COST_LIMIT\`; cheaper calls run inline at once)`,
   ];
   if (always.length > 0) lines.push(`${listText(always)} always`);
-  return `${lines.join('; ')}. Every other method runs on the app thread.`;
+  const tried = offloadedMethods().filter((m) => def(m).interruptible === true);
+  const first =
+    tried.length === 0
+      ? ''
+      : ` Of those, ${listText(tried)}, estimated by the gas they may burn (the cap when a call names none), first run on the app thread for up to ${INLINE_TRY_MS} ms (\`INLINE_TRY_MS\`) and go to a worker, run again from the start, only past it.`;
+  return `${lines.join('; ')}.${first} Every other method runs on the app thread.`;
 }
 
 function unservedTable(): string {
