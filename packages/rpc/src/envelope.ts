@@ -55,7 +55,10 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
   };
   const offload = options?.offload;
   const batchLanes = new Lanes(ctx.config.maxConcurrentBatches);
-  const inlineCostLimit = options?.inlineCostLimit ?? INLINE_COST_LIMIT;
+  const admission: Admission = {
+    costLimit: options?.inlineCostLimit ?? INLINE_COST_LIMIT,
+    tryMs: options?.inlineTryMs ?? INLINE_TRY_MS,
+  };
   const handleWith = async (
     ctx: HandlerContext,
     body: string,
@@ -70,7 +73,7 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
       return { body: JSON.stringify(errorResponse(null, new ParseError())), batch: false };
     }
     if (!Array.isArray(message)) {
-      const reply = await answer(ctx, offload, inlineCostLimit, message, false, middleware, onRequestError);
+      const reply = await answer(ctx, offload, admission, message, false, middleware, onRequestError);
       if (reply === undefined) return { body: undefined, batch: false };
       const raw = hasNumericId(message) ? rawIds(body) : undefined;
       const rawId = typeof raw === 'string' ? raw : undefined;
@@ -109,7 +112,7 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
             out.push(serialize(errorResponse(callId(m) ?? null, new ResponseTooLargeError()), rawAt(i)));
           continue;
         }
-        const reply = await answer(ctx, batchOffload, inlineCostLimit, m, true, middleware, onRequestError);
+        const reply = await answer(ctx, batchOffload, admission, m, true, middleware, onRequestError);
         if (reply === undefined) continue;
         const text = serialize(reply, rawAt(i));
         size += text.length + 1;
@@ -235,6 +238,12 @@ function errorResponse(id: JsonRpcId, err: unknown): JsonRpcResponse {
   return { jsonrpc: '2.0', id, error: toErrorObject(err) };
 }
 
+/** Which offloadable calls run inline: RpcServiceOptions' inlineCostLimit and inlineTryMs. */
+interface Admission {
+  costLimit: number;
+  tryMs: number;
+}
+
 /**
  * Runs one call (the middleware around it runs in answer()). Offloadable methods run whole on the
  * executor when there is one; cheap ones (by the method's estimate) run inline even then:
@@ -248,18 +257,18 @@ async function dispatch(
   method: MethodName,
   params: unknown[],
   offload: OffloadExecutor | undefined,
-  inlineCostLimit: number,
+  admission: Admission,
 ): Promise<unknown> {
   const execute = async (raw: unknown[], decoded?: unknown): Promise<unknown> => {
     const decode = (): unknown => (decoded === undefined ? def.decode(raw) : decoded);
     if (def.offload !== true || offload === undefined) return def.handle(ctx, decode());
-    if (def.estimateCost !== undefined && inlineCostLimit >= 0) {
+    if (def.estimateCost !== undefined && admission.costLimit >= 0) {
       const p = decode();
-      if ((await def.estimateCost(ctx, p)) <= inlineCostLimit) return def.handle(ctx, p);
+      if ((await def.estimateCost(ctx, p)) <= admission.costLimit) return def.handle(ctx, p);
       // Estimated heavy, yet most such calls are light: inline for a while, else on the executor.
-      if (def.interruptible === true)
+      if (def.interruptible === true && admission.tryMs > 0)
         try {
-          return await def.handle({ ...ctx, inline: { ms: INLINE_TRY_MS } }, p);
+          return await def.handle({ ...ctx, inline: { ms: admission.tryMs } }, p);
         } catch (err) {
           if (!(err instanceof InlineTimeUp)) throw err;
         }
@@ -276,7 +285,7 @@ async function dispatch(
 async function answer(
   ctx: HandlerContext,
   offload: OffloadExecutor | undefined,
-  inlineCostLimit: number,
+  admission: Admission,
   m: unknown,
   inBatch: boolean,
   middleware: CallMiddleware,
@@ -313,7 +322,7 @@ async function answer(
     // The table is typed per method; at this point only the name is known, so the entry is
     // used through its erased shape (decode's output goes straight into the same handle).
     const def = METHODS[method] as MethodDef<unknown, unknown>;
-    const run = (): Promise<unknown> => dispatch(ctx, def, method, params, offload, inlineCostLimit);
+    const run = (): Promise<unknown> => dispatch(ctx, def, method, params, offload, admission);
     try {
       const result = await middleware({ method, cost: def.cost, id, params, inBatch }, run);
       reply = { jsonrpc: '2.0', id, result: result === undefined ? null : result };

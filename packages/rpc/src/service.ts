@@ -95,6 +95,11 @@ export interface RpcServiceOptions {
    * inline instead (default INLINE_COST_LIMIT; a negative value offloads every call).
    */
   inlineCostLimit?: number;
+  /**
+   * With an offload executor: how long an interruptible call estimated above the cost limit runs
+   * inline before it goes to the executor (default INLINE_TRY_MS; 0 sends it at once).
+   */
+  inlineTryMs?: number;
   /** eth_sendRawTransaction's upstream (a following node's); without one the method refuses. */
   forward?: TxForwarder;
   /** Where installed filters live; default: a FilterRegistry in this process's memory. */

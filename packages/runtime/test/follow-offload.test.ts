@@ -16,8 +16,11 @@ const available = chainDir('fixtures') !== undefined;
 const TOKEN = '0x0621cd3e85b6e0d7189aacc3af8c1bfcc769a359';
 /** JUMPDEST PUSH1 0 JUMP: loops until its gas is gone. */
 const LOOP = '0x5b600056';
-/** NUMBER PUSH1 0 MSTORE PUSH1 32 PUSH1 0 RETURN: the block number it runs in. */
-const NUMBER = '0x4360005260206000f3';
+/**
+ * NUMBER PUSH1 0 MSTORE, a countdown from 300,000 (7.8M gas: far past the inline try, so it runs
+ * in the pool), PUSH1 32 PUSH1 0 RETURN: the block number it runs in.
+ */
+const NUMBER = '0x43600052620493e05b600190038060085760206000f3';
 /** Above the inline limit: 12M gas is cost 120 (INLINE_COST_LIMIT 100). */
 const HEAVY_GAS = '0xb71b00';
 
