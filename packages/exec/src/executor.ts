@@ -67,6 +67,17 @@ export type CallObserver = (
 export class CallPrecheckError extends Error {}
 export { ExecutionTimeout, InlineBudgetExceeded };
 
+/**
+ * Empty transient storage (EIP-1153) for the call about to run on `vm`: the EVM clears it when a
+ * transaction ends, so a call stopped on the way (a timeout, the inline try) left its values and
+ * checkpoints for the next call on the same VM. The EVM reads it through its own field.
+ */
+function freshTransientStorage(vm: VM): void {
+  const evm = vm.evm as unknown as { transientStorage?: object };
+  const t = evm.transientStorage;
+  if (t !== undefined) evm.transientStorage = new (t.constructor as new () => object)();
+}
+
 /** Executor.call's `inline`: `ms` of running, from `until`'s setting by the first run. */
 export interface InlineBudget {
   ms: number;
@@ -238,6 +249,7 @@ export class Executor {
         opts.deadline ?? (this.options.timeoutMs > 0 ? Date.now() + this.options.timeoutMs : Number.POSITIVE_INFINITY);
       if (opts.inline !== undefined) opts.inline.until ??= Date.now() + opts.inline.ms;
       w.state.reset(header.stateRoot, deadline, opts.base, opts.inline?.until);
+      freshTransientStorage(w.vm);
       if (opts.state !== undefined) await w.state.applyOverrides(opts.state);
       w.state.sealOverrides();
       const priced =

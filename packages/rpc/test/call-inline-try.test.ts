@@ -27,6 +27,9 @@ const callBody = (code: string, gas?: string, method = 'eth_call'): string =>
     params: [{ to: TARGET, ...(gas === undefined ? {} : { gas }) }, 'latest', { [TARGET]: { code } }],
   });
 
+const result = async (svc: RpcServiceApi, body: string): Promise<unknown> =>
+  JSON.parse((await svc.handle(body)).body ?? '');
+
 const available = chainDir('fixtures') !== undefined;
 (available ? describe : describe.skip)('calls estimated heavy run inline first', () => {
   let close: () => Promise<void>;
@@ -68,8 +71,6 @@ const available = chainDir('fixtures') !== undefined;
     await closeOther?.();
   });
 
-  const result = async (svc: RpcServiceApi, body: string): Promise<unknown> =>
-    JSON.parse((await svc.handle(body)).body ?? '');
 
   test('a light call without gas is answered inline', async () => {
     sent.length = 0;
@@ -111,5 +112,25 @@ const available = chainDir('fixtures') !== undefined;
     const r = await result(bounded, callBody(LOOP, '0x2faf080')); // 50M gas of a loop
     expect(r).toMatchObject({ error: { code: -32000, message: 'execution aborted (timeout = 0.2s)' } });
     expect(Date.now() - t0).toBeLessThan(2_000);
+  });
+});
+
+(chainDir('execution-apis') !== undefined ? describe : describe.skip)('a call stopped on the way', () => {
+  test('leaves no transient storage to the next call on the same VM', async () => {
+    const { store, close } = await serviceOnCopy('execution-apis');
+    try {
+      const svc = createRpcService(store, { callCacheBytes: 0, callTimeoutMs: 200 });
+      // PUSH1 7, PUSH1 1, TSTORE, then JUMPDEST PUSH1 5 JUMP forever: stopped at the timeout.
+      const store7 = '0x60076001' + '5d' + '5b600556';
+      // PUSH1 1, TLOAD, PUSH1 0, MSTORE, PUSH1 32, PUSH1 0, RETURN: transient slot 1.
+      const load = '0x60015c60005260206000f3';
+      for (let round = 0; round < 3; round++) {
+        const stopped = await result(svc, callBody(store7, '0xf00000')); // under Osaka's cap (EIP-7825)
+        expect(stopped).toMatchObject({ error: { message: 'execution aborted (timeout = 0.2s)' } });
+        expect(await result(svc, callBody(load))).toMatchObject({ result: `0x${'0'.repeat(64)}` });
+      }
+    } finally {
+      await close();
+    }
   });
 });
