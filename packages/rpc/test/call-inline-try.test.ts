@@ -71,7 +71,6 @@ const available = chainDir('fixtures') !== undefined;
     await closeOther?.();
   });
 
-
   test('a light call without gas is answered inline', async () => {
     sent.length = 0;
     const r = (await result(offloading, callBody(ANSWER_42))) as { result: string };
