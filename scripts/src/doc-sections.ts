@@ -4,7 +4,7 @@
 // anything else, so prose around a fact can change but the fact cannot drift from the code.
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { INLINE_COST_LIMIT, INLINE_TRY_MS, METHODS, UNSERVED_METHODS } from '@chainnode/rpc';
+import { INLINE_COST_LIMIT, INLINE_TRY_WORK, METHODS, UNSERVED_METHODS } from '@chainnode/rpc';
 import type { MethodName } from '@chainnode/rpc';
 import { code, table } from './markdown.js';
 
@@ -68,7 +68,7 @@ function offloadedText(): string {
   const first =
     tried.length === 0
       ? ''
-      : ` Of those, ${listText(tried)}, estimated by the gas they may burn (the cap when a call names none), first run on the app thread for up to ${INLINE_TRY_MS} ms (\`INLINE_TRY_MS\`) and go to a worker, run again from the start, only past it.`;
+      : ` Of those, ${listText(tried)}, estimated by the gas they may burn (the cap when a call names none), first run on the app thread for up to ${INLINE_TRY_WORK.toLocaleString('en-US')} units of work (\`INLINE_TRY_WORK\`: an opcode 1, a state read 100; a few ms) and go to a worker, run again from the start, only past it.`;
   return `${lines.join('; ')}.${first} Every other method runs on the app thread.`;
 }
 

@@ -19,6 +19,7 @@ import type { RunTxResult, VM } from '@ethereumjs/vm';
 import { MissingTrieNodeError, chainFamilyOf } from '@chainnode/core';
 import type { Bytes, ChainFamily, ChainInfo, HeaderRecord, SyncStateReader } from '@chainnode/core';
 import { ExecutionTimeout, InlineBudgetExceeded, StoreStateManager } from './state.js';
+import type { InlineBudget } from './state.js';
 import type { BlockStateBase } from './state.js';
 import type { AccountOverride } from './state.js';
 import { authorizationTuples } from './call-args.js';
@@ -66,6 +67,7 @@ export type CallObserver = (
 /** The call could not start (geth's pre-check errors: funds, fee caps, intrinsic gas…): -32000. */
 export class CallPrecheckError extends Error {}
 export { ExecutionTimeout, InlineBudgetExceeded };
+export type { InlineBudget };
 
 /**
  * Empty transient storage (EIP-1153) for the call about to run on `vm`: the EVM clears it when a
@@ -78,11 +80,6 @@ function freshTransientStorage(vm: VM): void {
   if (t !== undefined) evm.transientStorage = new (t.constructor as new () => object)();
 }
 
-/** Executor.call's `inline`: `ms` of running, from `until`'s setting by the first run. */
-export interface InlineBudget {
-  ms: number;
-  until?: number;
-}
 export { authorizationTuples };
 export type { BlockOverrides, CallArgs };
 
@@ -229,11 +226,7 @@ export class Executor {
       gas?: bigint;
       accessList?: boolean;
       deadline?: number;
-      /**
-       * Time on the serving thread: past `ms` from the start of the first run given this object
-       * (a VM acquired, its state set; `until` is then set, and later runs share it), the run
-       * stops with InlineBudgetExceeded, to be run again elsewhere.
-       */
+      /** Work on the serving thread: past it the run stops with InlineBudgetExceeded, to be run again elsewhere. */
       inline?: InlineBudget;
       /** The block's state by block (below the state trie's window), instead of its trie. */
       base?: BlockStateBase;
@@ -247,8 +240,7 @@ export class Executor {
     try {
       const deadline =
         opts.deadline ?? (this.options.timeoutMs > 0 ? Date.now() + this.options.timeoutMs : Number.POSITIVE_INFINITY);
-      if (opts.inline !== undefined) opts.inline.until ??= Date.now() + opts.inline.ms;
-      w.state.reset(header.stateRoot, deadline, opts.base, opts.inline?.until);
+      w.state.reset(header.stateRoot, deadline, opts.base, opts.inline);
       freshTransientStorage(w.vm);
       if (opts.state !== undefined) await w.state.applyOverrides(opts.state);
       w.state.sealOverrides();

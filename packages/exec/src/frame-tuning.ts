@@ -22,12 +22,13 @@
 //   A frame that a step listener, the debug log, the profiler, EOF code or a stateless access
 //   witness (EIP-6800, 7864) would observe runs the package's loop unchanged. Every 512 opcodes
 //   the loop asks the state view to interrupt it (StoreStateManager: past the call's deadline or
-//   its time on the serving thread), so a call that computes without reading state stops too.
+//   its work on the serving thread), so a call that computes without reading state stops too.
 import type { Common } from '@ethereumjs/common';
 import { EVMError } from '@ethereumjs/evm';
 import type { VM } from '@ethereumjs/vm';
 import { Account, BIGINT_0, createZeroAddress } from '@ethereumjs/util';
 import { interpreterClass } from './interpreter-class.js';
+import { INTERRUPT_OPCODES } from './state.js';
 import type { InterpreterClass } from './interpreter-class.js';
 
 /** Marks an EVM whose frames take the tuned paths. */
@@ -113,12 +114,12 @@ interface Interpreter {
 
 type Run = Interpreter['run'];
 
-/** A state view that may stop a run (its deadlines): asked every INTERRUPT_EVERY + 1 opcodes. */
+/** A state view that may stop a run (its deadline, its inline budget): asked every INTERRUPT_OPCODES opcodes. */
 interface Interruptible {
   interrupt?(): void;
 }
 
-const INTERRUPT_EVERY = 511;
+const INTERRUPT_MASK = INTERRUPT_OPCODES - 1;
 
 const EOF_FORMAT = 0xef;
 const JUMP = 0x56;
@@ -157,7 +158,7 @@ function tunedRun(original: Run): Run {
     let steps = 0;
     while (rs.programCounter < code.length) {
       // The state view's deadlines (state.ts interrupt), between reads too.
-      if ((++steps & INTERRUPT_EVERY) === 0) state.interrupt?.();
+      if ((++steps & INTERRUPT_MASK) === 0) state.interrupt?.();
       const pc = rs.programCounter;
       let entry: OpEntry;
       let opCode: number;

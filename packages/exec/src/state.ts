@@ -72,7 +72,7 @@ export class StoreStateManager implements StateManagerInterface {
   private original = new Map<string, Map<string, Uint8Array>>();
   private journal: Undo[][] = [];
   private deadline = Number.POSITIVE_INFINITY;
-  private inlineUntil = Number.POSITIVE_INFINITY;
+  private inline: InlineBudget | undefined;
 
   constructor(
     private readonly reader: SyncStateReader,
@@ -83,12 +83,12 @@ export class StoreStateManager implements StateManagerInterface {
 
   /**
    * Starts a new call at `stateRoot` (read from `base` when given): forgets every write of the
-   * previous one. Past `deadline` the call is a timeout; past `inlineUntil`, InlineBudgetExceeded.
+   * previous one. Past `deadline` the call is a timeout; past `inline`'s work, InlineBudgetExceeded.
    */
-  reset(stateRoot: Uint8Array, deadline: number, base?: BlockStateBase, inlineUntil = Number.POSITIVE_INFINITY): void {
+  reset(stateRoot: Uint8Array, deadline: number, base?: BlockStateBase, inline?: InlineBudget): void {
     this.stateRoot = stateRoot;
     this.base = base;
-    this.inlineUntil = inlineUntil;
+    this.inline = inline;
     this.accounts.clear();
     this.storage.clear();
     this.cleared.clear();
@@ -122,18 +122,25 @@ export class StoreStateManager implements StateManagerInterface {
     this.journal = [];
   }
 
+  /** Before every state read: the deadline, and a read's work spent from the inline budget. */
   private check(): void {
-    const now = Date.now();
-    if (now > this.deadline) throw new ExecutionTimeout();
-    if (now > this.inlineUntil) throw new InlineBudgetExceeded();
+    if (Date.now() > this.deadline) throw new ExecutionTimeout();
+    this.spend(READ_WORK);
+  }
+
+  private spend(work: number): void {
+    const b = this.inline;
+    if (b !== undefined && (b.spent += work) > b.work) throw new InlineBudgetExceeded();
   }
 
   /**
-   * The deadlines checked between reads too: the interpreter's loop (frame-tuning.ts) asks every
-   * few hundred opcodes, so a call that computes without reading state stops on time as well.
+   * Asked by the interpreter's loop (frame-tuning.ts) every INTERRUPT_OPCODES opcodes: the
+   * deadline, so a call that computes without reading state stops on time as well, and those
+   * opcodes spent from the inline budget.
    */
   interrupt(): void {
-    this.check();
+    if (Date.now() > this.deadline) throw new ExecutionTimeout();
+    this.spend(INTERRUPT_OPCODES);
   }
 
   private record(undo: Undo): void {
@@ -306,12 +313,7 @@ export class StoreStateManager implements StateManagerInterface {
 
   async setStateRoot(stateRoot: Uint8Array): Promise<void> {
     // The same root keeps its base (the block's state); another is read from its trie.
-    this.reset(
-      stateRoot,
-      this.deadline,
-      equalsBytes(stateRoot, this.stateRoot) ? this.base : undefined,
-      this.inlineUntil,
-    );
+    this.reset(stateRoot, this.deadline, equalsBytes(stateRoot, this.stateRoot) ? this.base : undefined, this.inline);
   }
 
   async hasStateRoot(): Promise<boolean> {
@@ -398,7 +400,24 @@ export class ExecutionTimeout extends Error {
 }
 
 /**
- * A call run on the serving thread ran past the time it was given there (`inlineUntil`): the
+ * A call's work on the serving thread, counted in opcodes (INTERRUPT_OPCODES at a time) and
+ * state reads (READ_WORK each): past `work`, the run stops with InlineBudgetExceeded. Counted in
+ * work, not time, so calls interleaved on one event loop do not use up each other's budget; one
+ * object for every run of a call (eth_estimateGas's), which share it.
+ */
+export interface InlineBudget {
+  work: number;
+  spent: number;
+}
+
+/** How often the interpreter's loop asks the state view to interrupt it, in opcodes. */
+export const INTERRUPT_OPCODES = 512;
+
+/** A state read's share of an inline budget: about what 100 opcodes cost, a cold read more. */
+export const READ_WORK = 100;
+
+/**
+ * A call run on the serving thread did more work than it was given there (`InlineBudget`): the
  * caller drops this run and runs the call again where it may take long (an offload worker). An
  * ExecutionTimeout, so every path that lets a timeout through lets it through.
  */

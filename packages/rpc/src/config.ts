@@ -78,12 +78,13 @@ export const INLINE_COST_LIMIT = 100;
 /**
  * An offloadable call estimated above INLINE_COST_LIMIT whose method can be interrupted
  * (MethodDef.interruptible: eth_call, eth_estimateGas, eth_createAccessList, estimated by the gas
- * they may burn, the cap when a call names none) first runs inline for up to this long (from
- * the start of its first run of the EVM; eth_estimateGas's runs share it), then runs again from
- * the start on the offload executor: most calls that may burn 50M gas burn a few thousand and
- * finish well within it; the serving thread spends about this on one that does not.
+ * they may burn, the cap when a call names none) first runs inline for up to this much work (an
+ * opcode 1, a state read 100: exec's InlineBudget; eth_estimateGas's runs share it; about 2-5 ms
+ * of one call's CPU here), then runs again from the start on the offload executor: most calls
+ * that may burn 50M gas burn a few thousand (a token balanceOf: ~300 opcodes, 4 reads) and finish
+ * well within it. Work, not time: calls interleaved on one event loop do not spend each other's.
  */
-export const INLINE_TRY_MS = 3;
+export const INLINE_TRY_WORK = 20_000;
 
 export const DEFAULT_RPC_CONFIG: RpcConfig = {
   safeDepth: 0,

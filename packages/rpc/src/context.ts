@@ -35,10 +35,10 @@ export interface HandlerContext {
    */
   deadline?: number;
   /**
-   * The time a call run inline on the serving thread may execute (`ms` from the start of its
-   * first run of the EVM, shared by its later runs) before it stops with InlineTimeUp (call.ts),
-   * to be run again on the offload executor (envelope.ts dispatch, INLINE_TRY_MS); absent: the
-   * call runs to its end (or its deadline).
+   * The work a call run inline on the serving thread may do (opcodes and state reads, shared by
+   * its runs) before it stops with InlineTimeUp (call.ts), to be run again on the offload
+   * executor (envelope.ts dispatch, INLINE_TRY_WORK); absent: the call runs to its end (or its
+   * deadline).
    */
   inline?: InlineBudget;
   /**

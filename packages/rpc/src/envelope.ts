@@ -9,7 +9,7 @@ import {
   ResponseTooLargeError,
 } from '@chainnode/core';
 import type { RpcError } from '@chainnode/core';
-import { INLINE_COST_LIMIT, INLINE_TRY_MS, resolveConfig } from './config.js';
+import { INLINE_COST_LIMIT, INLINE_TRY_WORK, resolveConfig } from './config.js';
 import { InlineTimeUp } from './call.js';
 import { createFormatMemos } from './context.js';
 import type { HandlerContext } from './context.js';
@@ -57,7 +57,7 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
   const batchLanes = new Lanes(ctx.config.maxConcurrentBatches);
   const admission: Admission = {
     costLimit: options?.inlineCostLimit ?? INLINE_COST_LIMIT,
-    tryMs: options?.inlineTryMs ?? INLINE_TRY_MS,
+    tryWork: options?.inlineTryWork ?? INLINE_TRY_WORK,
   };
   const handleWith = async (
     ctx: HandlerContext,
@@ -238,10 +238,10 @@ function errorResponse(id: JsonRpcId, err: unknown): JsonRpcResponse {
   return { jsonrpc: '2.0', id, error: toErrorObject(err) };
 }
 
-/** Which offloadable calls run inline: RpcServiceOptions' inlineCostLimit and inlineTryMs. */
+/** Which offloadable calls run inline: RpcServiceOptions' inlineCostLimit and inlineTryWork. */
 interface Admission {
   costLimit: number;
-  tryMs: number;
+  tryWork: number;
 }
 
 /**
@@ -266,9 +266,9 @@ async function dispatch(
       const p = decode();
       if ((await def.estimateCost(ctx, p)) <= admission.costLimit) return def.handle(ctx, p);
       // Estimated heavy, yet most such calls are light: inline for a while, else on the executor.
-      if (def.interruptible === true && admission.tryMs > 0)
+      if (def.interruptible === true && admission.tryWork > 0)
         try {
-          return await def.handle({ ...ctx, inline: { ms: admission.tryMs } }, p);
+          return await def.handle({ ...ctx, inline: { work: admission.tryWork, spent: 0 } }, p);
         } catch (err) {
           if (!(err instanceof InlineTimeUp)) throw err;
         }

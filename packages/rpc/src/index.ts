@@ -1,6 +1,12 @@
 export type * from './service.js';
 export { createRpcService } from './envelope.js';
-export { DEFAULT_RPC_CONFIG, INLINE_COST_LIMIT, INLINE_TRY_MS, defaultClientVersion, resolveConfig } from './config.js';
+export {
+  DEFAULT_RPC_CONFIG,
+  INLINE_COST_LIMIT,
+  INLINE_TRY_WORK,
+  defaultClientVersion,
+  resolveConfig,
+} from './config.js';
 export { OffloadPool, serveOffloadedCalls, TOO_MANY_OFFLOADED } from './offload.js';
 export type { OffloadExecutor, OffloadPoolOptions, OffloadReply, OffloadRequest } from './offload.js';
 export { methodCosts, methodTransports, isMethodName, METHODS } from './table.js';

@@ -46,7 +46,7 @@ export interface MethodDef<P, R> {
   /**
    * A call estimated above the inline limit may still run inline first: it stops with
    * InlineTimeUp (call.ts) once past HandlerContext.inline, having answered nothing,
-   * and then runs on the executor (INLINE_TRY_MS, config.ts).
+   * and then runs on the executor (INLINE_TRY_WORK, config.ts).
    */
   readonly interruptible?: boolean;
   /**

@@ -96,10 +96,10 @@ export interface RpcServiceOptions {
    */
   inlineCostLimit?: number;
   /**
-   * With an offload executor: how long an interruptible call estimated above the cost limit runs
-   * inline before it goes to the executor (default INLINE_TRY_MS; 0 sends it at once).
+   * With an offload executor: how much work an interruptible call estimated above the cost limit
+   * does inline before it goes to the executor (default INLINE_TRY_WORK; 0 sends it at once).
    */
-  inlineTryMs?: number;
+  inlineTryWork?: number;
   /** eth_sendRawTransaction's upstream (a following node's); without one the method refuses. */
   forward?: TxForwarder;
   /** Where installed filters live; default: a FilterRegistry in this process's memory. */
