@@ -306,7 +306,8 @@ function tunedExecuteCall(original: CallInternals['_executeCall']): CallInternal
     const common = this.common;
     if (this.DEBUG || this._optsCached.profiler?.enabled === true || CALL_EIPS.some((e) => common.isActivatedEIP(e)))
       return original.call(this, message);
-    const gasLimit = message.gasLimit;
+    // The package's gasLimit starts as the message's and changes only under CALL_EIPS: here it is
+    // the message's throughout, and the frame's gas used is the interpreter's alone.
     const account = (await this.stateManager.getAccount(message.caller)) ?? new Account();
     let errorMessage: unknown;
     if (!message.delegatecall) {
@@ -329,7 +330,7 @@ function tunedExecuteCall(original: CallInternals['_executeCall']): CallInternal
     if (!code || (typeof code !== 'function' && code.length === 0) || errorMessage !== undefined) {
       const early = {
         gasRefund: message.gasRefund,
-        executionGasUsed: message.gasLimit - gasLimit,
+        executionGasUsed: BIGINT_0,
         exceptionError: errorMessage,
         returnValue: new Uint8Array(0),
         logs: undefined,
@@ -338,7 +339,7 @@ function tunedExecuteCall(original: CallInternals['_executeCall']): CallInternal
     }
     let result: ExecResult;
     if (message.isCompiled) {
-      result = await this.runPrecompile(message.code, message.data, gasLimit);
+      result = await this.runPrecompile(message.code, message.data, message.gasLimit);
       result.gasRefund = message.gasRefund;
     } else {
       // The fields runInterpreter reads, as the package's spread of the message would hold them.
@@ -359,12 +360,11 @@ function tunedExecuteCall(original: CallInternals['_executeCall']): CallInternal
         accessWitness: m.accessWitness,
         createdAddresses: m.createdAddresses,
         selfdestruct: m.selfdestruct,
-        gasLimit,
+        gasLimit: m.gasLimit,
       } as Message;
       result = (await this.runInterpreter(frame, { initialLogs: undefined })) as ExecResult;
     }
     if (message.depth === 0) this.postMessageCleanup();
-    result.executionGasUsed += message.gasLimit - gasLimit;
     return { execResult: result };
   };
 }
