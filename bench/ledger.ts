@@ -1,5 +1,5 @@
 // `npm run bench:ledger [-- --datadir <imported fixtures>] [--duration 10] [--connections 64]
-//  [--bodies 4000] [--mix blocks,transactions,mixed] [--threads <per replica>] [--lease-credits 100000]`: the credit ledger's cost on real
+//  [--bodies 4000] [--mix blocks,transactions,mixed] [--threads <per replica>] [--lease-credits 10000000]`: the credit ledger's cost on real
 // traffic. The fixture chain's varied mixes (bench/src/varied-fixtures.ts: thousands of distinct
 // bodies across the whole chain, every answer checked against an answer the bench computes itself
 // and then compared by digest), sent by the raw closed-loop client (bench/src/load.ts, in a worker
@@ -7,7 +7,8 @@
 //   - `serve` with the embedded ledger (one replica);
 //   - `serve --ledger redis://…` (one replica);
 //   - three such replicas over the same Redis (the connections split between them);
-//   - the same two with credit leases (`ledgerLeaseCredits` --lease-credits, in a --config file).
+//   - the same two with credit leases (`ledgerLeaseCredits` --lease-credits, in a --config file);
+//   one-replica cases first (embedded, leased, Redis), then the three-replica ones.
 // Every call is paid (one key, limits high enough never to refuse, so the token bucket runs on
 // every call). Reported per case: req/s (sum), p50 and p99 (worst replica), and for Redis:
 //   - Redis requests per answered call: the script calls Redis received in the measured window
@@ -43,7 +44,9 @@ const connections = Number(arg('connections', '64'));
 const bodies = Number(arg('bodies', '4000'));
 const mixWords = (arg('mix', 'blocks,mixed') as string).split(',');
 const threads = arg('threads');
-const leaseCredits = Number(arg('lease-credits', '100000'));
+// The lease's cap: a slice aims at two seconds of the key's spend (ledger-engines.md), about
+// 30,000 calls a second of 80-150 credits here; a cap far below that syncs every few dozen calls.
+const leaseCredits = Number(arg('lease-credits', '10000000'));
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
 };
@@ -346,12 +349,14 @@ async function main(): Promise<void> {
           if (!stopped) for (const s of servers) await stop(s.proc);
         }
       };
-      await run('embedded', [copies[0] as string], embeddedKey, []);
-      await run('Redis', [copies[0] as string], redisKey, ['--ledger', redis.url]);
-      await run('Redis', copies, redisKey, ['--ledger', redis.url]);
       // Credit leases (ledgerLeaseCredits): each replica spends slices of the key's balance in process.
       const leased = ['--ledger', redis.url, '--config', leaseConfig];
+      // One replica first, the ledgers the targets compare side by side: the three-replica cases
+      // run nine serving threads on the machine and raise the load the cases after them meet.
+      await run('embedded', [copies[0] as string], embeddedKey, []);
       await run('Redis, leases', [copies[0] as string], redisKey, leased);
+      await run('Redis', [copies[0] as string], redisKey, ['--ledger', redis.url]);
+      await run('Redis', copies, redisKey, ['--ledger', redis.url]);
       await run('Redis, leases', copies, redisKey, leased);
     }
     printLedgerReport(chain.describe, alone, rows, notes);
