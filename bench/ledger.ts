@@ -1,5 +1,6 @@
 // `npm run bench:ledger [-- --datadir <imported fixtures>] [--duration 10] [--connections 64]
-//  [--bodies 4000] [--mix blocks,transactions,mixed] [--threads <per replica>] [--lease-credits 10000000]`: the credit ledger's cost on real
+//  [--bodies 4000] [--mix blocks,transactions,mixed] [--threads <per replica>] [--lease-credits 10000000]
+//  [--replicas 1] [--settle <load>]`: the credit ledger's cost on real
 // traffic. The fixture chain's varied mixes (bench/src/varied-fixtures.ts: thousands of distinct
 // bodies across the whole chain, every answer checked against an answer the bench computes itself
 // and then compared by digest), sent by the raw closed-loop client (bench/src/load.ts, in a worker
@@ -8,7 +9,8 @@
 //   - `serve --ledger redis://…` (one replica);
 //   - three such replicas over the same Redis (the connections split between them);
 //   - the same two with credit leases (`ledgerLeaseCredits` --lease-credits, in a --config file);
-//   one-replica cases first (embedded, leased, Redis), then the three-replica ones.
+//   one-replica cases first (embedded, leased, Redis), then the three-replica ones (--replicas 1:
+//   none). --settle L: each case starts once the 1-minute load is below L (at most 3 minutes' wait).
 // Every call is paid (one key, limits high enough never to refuse, so the token bucket runs on
 // every call). Reported per case: req/s (sum), p50 and p99 (worst replica), and for Redis:
 //   - Redis requests per answered call: the script calls Redis received in the measured window
@@ -47,6 +49,16 @@ const threads = arg('threads');
 // The lease's cap: a slice aims at two seconds of the key's spend (ledger-engines.md), about
 // 30,000 calls a second of 80-150 credits here; a cap far below that syncs every few dozen calls.
 const leaseCredits = Number(arg('lease-credits', '10000000'));
+const threeReplicas = arg('replicas', '1,3') !== '1';
+const settleLoad = arg('settle') === undefined ? undefined : Number(arg('settle'));
+
+/** With --settle L: waits (at most three minutes) for the 1-minute load to fall below L before a case. */
+async function settle(): Promise<void> {
+  if (settleLoad === undefined) return;
+  const until = Date.now() + 180_000;
+  while ((loadavg()[0] as number) >= settleLoad && Date.now() < until) await new Promise((r) => setTimeout(r, 5_000));
+}
+
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
 };
@@ -292,6 +304,7 @@ async function main(): Promise<void> {
       const bodyTexts = calls.map((c) => c.body);
       let expected: Buffer | undefined;
       const run = async (label: string, dirs: string[], key: string, extra: string[]): Promise<void> => {
+        await settle();
         const servers = await Promise.all(dirs.map((d) => serve(d, extra)));
         let stopped = false;
         try {
@@ -353,11 +366,14 @@ async function main(): Promise<void> {
       const leased = ['--ledger', redis.url, '--config', leaseConfig];
       // One replica first, the ledgers the targets compare side by side: the three-replica cases
       // run nine serving threads on the machine and raise the load the cases after them meet.
-      await run('embedded', [copies[0] as string], embeddedKey, []);
-      await run('Redis, leases', [copies[0] as string], redisKey, leased);
-      await run('Redis', [copies[0] as string], redisKey, ['--ledger', redis.url]);
-      await run('Redis', copies, redisKey, ['--ledger', redis.url]);
-      await run('Redis, leases', copies, redisKey, leased);
+      const one = [copies[0] as string];
+      await run('embedded', one, embeddedKey, []);
+      await run('Redis, leases', one, redisKey, leased);
+      await run('Redis', one, redisKey, ['--ledger', redis.url]);
+      if (threeReplicas) {
+        await run('Redis', copies, redisKey, ['--ledger', redis.url]);
+        await run('Redis, leases', copies, redisKey, leased);
+      }
     }
     printLedgerReport(chain.describe, alone, rows, notes);
     await chain.close();
