@@ -1,5 +1,5 @@
 // `npm run bench:http -- --varied [--chain scaled|fixtures|mainnet --from <bench:chain export>] [--blocks 3000] [--anvil-history 128] [--anvil-proofs 200]
-//  [--duration 6] [--bodies 20000 (fixtures: 4000)] [--log-bodies 2000] [--only <mix words>] [--no-anvil]
+//  [--duration 6] [--bodies 20000 (fixtures: 4000)] [--log-bodies 2000] [--only <mix words>] [--no-anvil] [--settle <load>]
 //  [--serve-args "<args>"] [--datadir <imported fixtures, with --chain fixtures>] [--keep <dir>: build the
 //  scaled chain there and keep it; a later run with the same --keep and --no-anvil reuses it]`: varied bodies across
 // the whole chain, against this node and anvil in the same run (bench/src/varied-run.ts). The default
@@ -65,6 +65,7 @@ async function runVariedFromArgs(): Promise<void> {
     ...(arg('keep') !== undefined ? { keep: arg('keep') as string } : {}),
     ...(datadir !== undefined ? { datadir } : {}),
     ...(only !== undefined ? { only: only.split(',') } : {}),
+    ...(arg('settle') !== undefined ? { settle: Number(arg('settle')) } : {}),
     ...(serveArgs !== undefined ? { serveArgs: serveArgs.split(' ').filter((x) => x !== '') } : {}),
   });
 }

@@ -31,6 +31,7 @@ import { startRedis } from '@chainnode/testkit';
 import { DIGEST, digest } from './src/load.js';
 import type { VariedResult } from './src/load.js';
 import { rawLoadVariedThread } from './src/load-thread.js';
+import { settleLoad } from './src/settle.js';
 import { printRunRecord } from './src/run-record.js';
 import { runChild } from './src/children.js';
 import { arg, keyArgs, keyOf } from './src/cli.js';
@@ -50,14 +51,7 @@ const threads = arg('threads');
 // 30,000 calls a second of 80-150 credits here; a cap far below that syncs every few dozen calls.
 const leaseCredits = Number(arg('lease-credits', '10000000'));
 const threeReplicas = arg('replicas', '1,3') !== '1';
-const settleLoad = arg('settle') === undefined ? undefined : Number(arg('settle'));
-
-/** With --settle L: waits (at most three minutes) for the 1-minute load to fall below L before a case. */
-async function settle(): Promise<void> {
-  if (settleLoad === undefined) return;
-  const until = Date.now() + 180_000;
-  while ((loadavg()[0] as number) >= settleLoad && Date.now() < until) await new Promise((r) => setTimeout(r, 5_000));
-}
+const settleBelow = arg('settle') === undefined ? undefined : Number(arg('settle'));
 
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -304,7 +298,7 @@ async function main(): Promise<void> {
       const bodyTexts = calls.map((c) => c.body);
       let expected: Buffer | undefined;
       const run = async (label: string, dirs: string[], key: string, extra: string[]): Promise<void> => {
-        await settle();
+        if (settleBelow !== undefined) await settleLoad(settleBelow, log);
         const servers = await Promise.all(dirs.map((d) => serve(d, extra)));
         let stopped = false;
         try {

@@ -1,5 +1,6 @@
 // `npm run bench:read [-- --blocks 400] [--txs 12] [--holders 300] [--anvil-history 128]
-//  [--bodies 2000] [--duration 6] [--connections 32] [--only <mix words>] [--serve-args "<args>"]`: the read API that
+//  [--bodies 2000] [--duration 6] [--connections 32] [--only <mix words>] [--serve-args "<args>"]
+//  [--settle <load>]`: the read API that
 // dApps and wallets call, this node beside anvil 1.7.1 on the same chain in the same run.
 // The chain (bench/src/read-chain.ts) is built by anvil (an ERC-20-like token, transfers to
 // `holders` addresses, ETH transfers; anvil keeps the state of its last --anvil-history blocks)

@@ -466,7 +466,7 @@ async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
 /**
  * The varied runner's options for a bench on the read chain (bench:read, bench:traces), from the
  * command line (--blocks, --txs, --holders, --anvil-history, --bodies, --duration, --connections,
- * --only, --serve-args); `wrap` makes the built chain the bench's (its own mixes).
+ * --only, --settle, --serve-args); `wrap` makes the built chain the bench's (its own mixes).
  */
 export function readChainRun(
   bench: string,
@@ -491,6 +491,7 @@ export function readChainRun(
     bodies,
     logBodies: 0,
     ...(process.argv.includes('--only') ? { only: opt('only', '').split(',') } : {}),
+    ...(process.argv.includes('--settle') ? { settle: Number(opt('settle', '')) } : {}),
     ...(process.argv.includes('--serve-args')
       ? {
           serveArgs: opt('serve-args', '')

@@ -34,6 +34,7 @@ import { fixtureBuilder, mainnetBuilder } from './varied-fixtures.js';
 import { scaledBuilder } from './varied-scaled.js';
 import { builderFrom } from './varied-mix.js';
 import type { Call, ChainBuilder, ChainUnderTest, Mix, Reply, ServerName } from './varied-mix.js';
+import { settleLoad } from './settle.js';
 import { freePort } from '@chainnode/testkit';
 
 export interface VariedOptions {
@@ -56,6 +57,8 @@ export interface VariedOptions {
   logBodies: number;
   /** Only these mixes (labels' first word), or all. */
   only?: string[];
+  /** Each server's run of a mix starts once the 1-minute load is below this (bench/src/settle.ts). */
+  settle?: number;
   /** Build the scaled chain in this directory and keep it; reuse it when it is there (with noAnvil). */
   keep?: string;
   /** Skip anvil (quick iterations on this node only). */
@@ -281,6 +284,7 @@ async function runTarget(
     return NOT_ANSWERED;
   }
   const at = { host: '127.0.0.1', port: t.port, path: t.path, connections: o.connections };
+  if (o.settle !== undefined) await settleLoad(o.settle, log);
   acc.loads.push(loadavg()[0] as number);
   const cold = await rawOnceThread({ ...at, bodies, seconds: 0 });
   if (cold.bad + cold.errors > 0)
@@ -393,6 +397,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     srv = started.srv;
     const { url, targets } = started;
     await waitRpc(url);
+    if (o.settle !== undefined && o.beforeMixes !== undefined) await settleLoad(o.settle, log);
     const before = o.beforeMixes !== undefined ? await o.beforeMixes(url) : [];
     const facts = new Map<string, Buffer>();
     const acc: Measured = { rows: [], coldRows: [], loads: [], checkCost: [] };
