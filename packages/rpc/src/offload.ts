@@ -338,6 +338,13 @@ export class OffloadPool implements OffloadExecutor {
       }
       if (best === undefined) return;
       const job = this.queue.shift() as Job;
+      if (Date.now() >= job.deadline) {
+        // It waited out its deadline in the queue (its caller's timer, a grace later, has not
+        // fired yet): the timeout, without running it.
+        this.answer(job, () => job.reject(new LimitExceededError('query timeout exceeded')));
+        this.release();
+        continue;
+      }
       best.jobs.set(job.id, job);
       try {
         best.worker.postMessage({
