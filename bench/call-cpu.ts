@@ -1,4 +1,4 @@
-// `node bench/dist/call-cpu.js --datadir <copy of a datadir> [--calls 3000] [--warmup 1000] [--at latest|recent] [--contracts 4] [--selector <4 bytes hex>] [--exec <index.js>]`:
+// `node bench/dist/call-cpu.js --datadir <copy of a datadir> [--calls 3000] [--warmup 1000] [--at latest|recent] [--contracts 4] [--selector <4 bytes hex>] [--exec <index.js> [--pair]]`:
 // CPU time per eth_call of packages/exec's Executor (the engine alone: no HTTP, no JSON, no
 // answer cache), every call a body never asked before. The calls are the chain's own: the
 // transactions to the `--contracts` most called contracts of its last 64 blocks, replayed by their senders at the head
@@ -70,6 +70,83 @@ function callOf(t: Template[], i: number, salt: number): CallArgs {
   return { from: tpl.from, to: tpl.to, input, gas: 1_000_000n };
 }
 
+interface Caller {
+  call(header: HeaderRecord, args: CallArgs): Promise<CallOutcome>;
+}
+
+/** A line per outcome, for the answers' digest. */
+const outcomeLine = (o: CallOutcome): string =>
+  `${o.kind} ${o.gasUsed} ${o.error ?? ''} ${Buffer.from(o.returnValue).toString('hex')}\n`;
+
+/**
+ * `--exec <other build> --pair`: both builds in this process on one store, in alternating batches
+ * of BATCH never-asked calls each (the order of the two flipped every round), so that what the
+ * machine does meanwhile falls on both alike; per build the median of its batches' CPU per call,
+ * and the median of each round's ratio (other / this tree's build). Then 200 calls asked of both,
+ * their answers compared (the timed batches ask each build other calls: a call asked twice would
+ * find the store's caches warm the second time).
+ */
+async function paired(
+  a: Caller,
+  b: Caller,
+  o: { t: Template[]; calls: number; warmup: number; headerFor: () => HeaderRecord },
+): Promise<void> {
+  const BATCH = 250;
+  let next = 0;
+  const batch = async (e: Caller, n: number): Promise<number> => {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < n; i++) await e.call(o.headerFor(), callOf(o.t, next++, 0));
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / n;
+  };
+  await batch(a, o.warmup);
+  await batch(b, o.warmup);
+  const ua: number[] = [];
+  const ub: number[] = [];
+  const ratio: number[] = [];
+  for (let r = 0; r < Math.ceil(o.calls / BATCH); r++) {
+    let x: number;
+    let y: number;
+    if (r % 2 === 0) {
+      x = await batch(a, BATCH);
+      y = await batch(b, BATCH);
+    } else {
+      y = await batch(b, BATCH);
+      x = await batch(a, BATCH);
+    }
+    ua.push(x);
+    ub.push(y);
+    ratio.push(y / x);
+  }
+  const median = (v: number[]): number => {
+    const s = [...v].sort((p, q) => p - q);
+    return ((s[(s.length - 1) >> 1] as number) + (s[s.length >> 1] as number)) / 2;
+  };
+  let differ = 0;
+  const da = createHash('sha256');
+  for (let i = 0; i < 200; i++) {
+    const args = callOf(o.t, next++, 0);
+    const header = o.headerFor();
+    const [ra, rb] = [outcomeLine(await a.call(header, args)), outcomeLine(await b.call(header, args))];
+    if (ra !== rb) differ++;
+    da.update(ra);
+  }
+  console.log(
+    JSON.stringify({
+      rounds: ua.length,
+      batch: BATCH,
+      thisBuildUsPerCall: Math.round(median(ua)),
+      otherBuildUsPerCall: Math.round(median(ub)),
+      otherOverThis: Number(median(ratio).toFixed(3)),
+      ratioRange: [Number(Math.min(...ratio).toFixed(3)), Number(Math.max(...ratio).toFixed(3))],
+      answersCompared: 200,
+      answersDiffering: differ,
+      digest: da.digest('hex').slice(0, 16),
+      load: loadavg()[0]?.toFixed(2),
+    }),
+  );
+}
+
 async function main(): Promise<void> {
   const datadir = arg('datadir');
   if (datadir === undefined) throw new Error('--datadir <dir>: a copy of a datadir');
@@ -106,6 +183,11 @@ async function main(): Promise<void> {
       return seed % n;
     };
     const headerFor = (): HeaderRecord => (at === 'latest' ? head : (recent[rnd(recent.length)] as HeaderRecord));
+    if (other !== undefined && process.argv.includes('--pair')) {
+      const built = new BuiltExecutor(store.info(), store.stateReader(), (n) => store.canonicalHash(n));
+      await paired(built, executor, { t, calls, warmup, headerFor });
+      return;
+    }
     for (let i = 0; i < warmup; i++) await executor.call(headerFor(), callOf(t, i, 1 << 30));
     const digest = createHash('sha256');
     const kinds: Record<string, number> = {};
@@ -117,7 +199,7 @@ async function main(): Promise<void> {
     const cpu = process.cpuUsage(c0);
     for (const o of outcomes) {
       kinds[o.kind] = (kinds[o.kind] ?? 0) + 1;
-      digest.update(`${o.kind} ${o.gasUsed} ${o.error ?? ''} ${Buffer.from(o.returnValue).toString('hex')}\n`);
+      digest.update(outcomeLine(o));
     }
     const us = (cpu.user + cpu.system) / calls;
     console.log(
