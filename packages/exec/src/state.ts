@@ -124,13 +124,7 @@ export class StoreStateManager implements StateManagerInterface {
 
   /** Before every state read: the deadline, and a read's work spent from the inline budget. */
   private check(): void {
-    if (Date.now() > this.deadline) throw new ExecutionTimeout();
-    this.spend(READ_WORK);
-  }
-
-  private spend(work: number): void {
-    const b = this.inline;
-    if (b !== undefined && (b.spent += work) > b.work) throw new InlineBudgetExceeded();
+    this.pass(READ_WORK);
   }
 
   /**
@@ -139,8 +133,14 @@ export class StoreStateManager implements StateManagerInterface {
    * opcodes spent from the inline budget.
    */
   interrupt(): void {
+    this.pass(INTERRUPT_OPCODES);
+  }
+
+  /** Past the deadline: ExecutionTimeout; `work` past the inline budget: InlineBudgetExceeded. */
+  private pass(work: number): void {
     if (Date.now() > this.deadline) throw new ExecutionTimeout();
-    this.spend(INTERRUPT_OPCODES);
+    const b = this.inline;
+    if (b !== undefined && (b.spent += work) > b.work) throw new InlineBudgetExceeded();
   }
 
   private record(undo: Undo): void {
