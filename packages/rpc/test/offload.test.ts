@@ -283,16 +283,21 @@ describe('the pool', () => {
     );
   });
 
-  test('a call waiting in the queue past its deadline gets the timeout without running', async () => {
+  /** One worker taking one call, 300 ms deadlines: a gated call in it and a second queued at once behind it. */
+  async function heldAndQueued() {
     const p = await pool({ perWorker: 1, timeoutMs: 300, stuckAfterMs: 60_000 });
     const g = gate();
     const held = getLogs(p, GATED).catch(wire);
-    // Queued at once behind the held call, so both deadlines fall together. The worker gives up on
-    // the held call 250 ms past that deadline, the instant the pool answers both callers: whichever
-    // thread comes first, the queued call never runs (a worker freed after its deadline is not
-    // handed it).
     const queued = getLogs(p).catch(wire);
     await g.started();
+    return { p, g, held, queued };
+  }
+
+  test('a call waiting in the queue past its deadline gets the timeout without running', async () => {
+    // Both deadlines fall together. The worker gives up on the held call 250 ms past that
+    // deadline, the instant the pool answers both callers: whichever thread comes first, the
+    // queued call never runs (a worker freed after its deadline is not handed it).
+    const { p, g, held, queued } = await heldAndQueued();
     expect(await queued).toEqual({ code: -32005, message: 'query timeout exceeded', data: undefined });
     expect(await held).toEqual({ code: -32005, message: 'query timeout exceeded', data: undefined });
     // Whether the worker still holds the held call here is that race: no assertion on the load.
@@ -302,11 +307,7 @@ describe('the pool', () => {
   });
 
   test('a queued call whose deadline passed before a worker was free gets the timeout, not a run', async () => {
-    const p = await pool({ perWorker: 1, timeoutMs: 300, stuckAfterMs: 60_000 });
-    const g = gate();
-    const held = getLogs(p, GATED).catch(wire);
-    const queued = getLogs(p).catch(wire);
-    await g.started();
+    const { p, g, held, queued } = await heldAndQueued();
     // Past both calls' deadlines (300 ms), before their callers' timers (a grace later): the worker
     // comes free with the queued call's deadline behind it.
     await new Promise((r) => setTimeout(r, 400));
