@@ -64,7 +64,7 @@ interface Served {
   err: () => string;
 }
 
-/** --mix words for the mixes the targets name (any other word: a label's beginning). */
+/** --mix words for the mixes the ledger's targets are set on (any other word: a label's beginning). */
 const MIX_WORDS: Record<string, string> = {
   blocks: 'eth_getBlockByNumber, random block, hashes',
   transactions: 'eth_getTransactionByHash',
