@@ -67,6 +67,11 @@ export function initialFollowStatus(upstream = ''): FollowStatus {
   };
 }
 
+/** FollowStatus.lagBlocks: how far the local head is below the upstream's (0 when ahead or unknown). */
+export function blocksBehind(s: Pick<FollowStatus, 'upstreamHead' | 'localHead'>): bigint {
+  return s.upstreamHead !== undefined && s.upstreamHead > s.localHead ? s.upstreamHead - s.localHead : 0n;
+}
+
 /**
  * How a datadir follows its upstream: the follow settings of `serve` (`--follow`, a network's
  * `follow=<URL>`), which the serve runtime hands to the datadir's ingest thread.
@@ -249,7 +254,7 @@ export class Follower {
       s.localHeadTimestamp = head.timestamp;
       s.firstBlock = this.pipeline.firstBlock();
     }
-    s.lagBlocks = s.upstreamHead !== undefined && s.upstreamHead > s.localHead ? s.upstreamHead - s.localHead : 0n;
+    s.lagBlocks = blocksBehind(s);
     s.lagSeconds =
       s.upstreamHeadTimestamp !== undefined && s.upstreamHeadTimestamp > s.localHeadTimestamp
         ? Number(s.upstreamHeadTimestamp - s.localHeadTimestamp)

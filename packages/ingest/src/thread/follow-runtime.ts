@@ -8,14 +8,15 @@
 // - FollowRuntime: one serving thread's ChainEvents. For every durable commit it first lets that
 //   thread's store drop what the commit made stale (applyCommit: the head moves there, atomically
 //   for every later call), THEN publishes the commit to that thread's subscribers (eth_subscribe
-//   and other consumers). Keeps the latest ingest status for /health and metrics. Fed by an
-//   IngestThread directly (one thread) or through a port (each app thread of --threads N), so
-//   every thread sees every commit in the order the ingest wrote them. Also hands on the
-//   upstream's pending transaction hashes (onPending).
+//   and other consumers). Keeps the latest ingest status for /health and metrics, its local head
+//   set to each commit's head as the commit is applied. Fed by an IngestThread directly (one
+//   thread) or through a port (each app thread of --threads N), so every thread sees every
+//   commit in the order the ingest wrote them. Also hands on the upstream's pending transaction
+//   hashes (onPending).
 import { MessageChannel, Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import type { ChainCommit, ChainCommitListener, ChainEvents, FollowStatus, Hex } from '@chainnode/core';
-import { initialFollowStatus } from '../follow.js';
+import { blocksBehind, initialFollowStatus } from '../follow.js';
 import type { IngestMessage, IngestWorkerData } from './ingest-worker.js';
 
 /** What an ingest thread tells the serving side: its own messages, a crash, and its end. */
@@ -152,8 +153,13 @@ export class FollowRuntime implements ChainEvents {
       case 'ready':
         this.readyResolve();
         break;
-      case 'commit':
+      case 'commit': {
         this.sink?.applyCommit(m.commit);
+        // The ingest posts its status after the commit: until it arrives, the kept status takes
+        // the commit's head, so /health never shows a head below the one this thread serves.
+        // (The head's timestamp, and lagSeconds with it, come with that status.)
+        const localHead = m.commit.head.number;
+        this.current = { ...this.current, localHead, lagBlocks: blocksBehind({ ...this.current, localHead }) };
         for (const l of this.listeners) {
           try {
             l(m.commit);
@@ -162,6 +168,7 @@ export class FollowRuntime implements ChainEvents {
           }
         }
         break;
+      }
       case 'status':
         this.current = m.status;
         break;
