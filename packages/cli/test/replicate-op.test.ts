@@ -1,9 +1,10 @@
 // `serve --follow <anvil --network optimism> --ingest replicate`: an OP-stack chain, which the
 // executor refuses, replicated through live blocks with deposit transactions (type 0x7e, sent
 // with sourceHash/mint through eth_sendTransaction: transfers, contract calls that log and write
-// storage, contract creations), fees paid into the vaults, and anvil_reorg (its replacement
-// transactions are signed ones: anvil_reorg cannot build deposits). After each step every
-// block, transaction (deposits included), log, storage slot and proof is compared with anvil's.
+// storage, now and then clearing it, which anvil keeps as a zero-valued leaf, contract creations),
+// fees paid into the vaults, and anvil_reorg (its replacement transactions are signed ones:
+// anvil_reorg cannot build deposits). After each step every block, transaction (deposits
+// included), log, storage slot and proof is compared with anvil's.
 // The same workload runs on a second anvil at its default hardfork (Jovian: every OP fork and
 // Prague from genesis, with the EIP-2935 history contract anvil deploys at genesis).
 import { mkdir } from 'node:fs/promises';
@@ -139,7 +140,18 @@ interface OpChain {
   common: Common;
   loggers: string[];
   counter: number;
+  /** The storer's address once deployed, and how many writes it has had. */
+  storer?: string;
+  stores: number;
 }
+
+/**
+ * A storer: SSTORE(calldata[0..32], calldata[32..64]). The workload sets one of the slots
+ * compareWithAnvil reads, then clears it in the next block: anvil keeps a cleared slot as a
+ * zero-valued leaf (geth deletes it), which a replica of anvil must reproduce.
+ */
+const STORER_INIT = '0x6008600c60003960086000f36020356000355500';
+const COMPARED_SLOTS = [0, 1, 2, 3].map((k) => k * 7919 + 3);
 
 /** anvil (at `hardfork`, null: its default) and a replicating follower of it (`threads` app threads), in `dir`. */
 async function startChain(
@@ -152,7 +164,7 @@ async function startChain(
   const anvil = await startAnvil(dir, ['--no-mining', '--network', 'optimism'], { genesis, hardfork });
   const args = ['--ingest', 'replicate', '--threads', threads];
   const { node, ours, genesisPath } = await startFollower(dir, anvil.url, genesis, args);
-  return { anvil, node, ours, genesisPath, common: commonOf(genesis), loggers: [], counter: 0 };
+  return { anvil, node, ours, genesisPath, common: commonOf(genesis), loggers: [], counter: 0, stores: 0 };
 }
 
 /** A deposit: a transfer, a logger call, or a contract creation, with or without mint. */
@@ -175,6 +187,7 @@ function deposit(c: OpChain, i: number): Json {
 
 async function mine(c: OpChain, blocks: number): Promise<void> {
   const url = c.anvil.url;
+  const first = Number(await result<string>(url, 'eth_blockNumber', []));
   for (let b = 0; b < blocks; b++) {
     const n = b % 7 === 6 ? 0 : 1 + ((b * 3) % 5);
     for (let t = 0; t < n; t++) {
@@ -182,9 +195,27 @@ async function mine(c: OpChain, blocks: number): Promise<void> {
       const req = i % 2 === 0 ? deposit(c, i) : txRequest(i, i, c.loggers[i % Math.max(1, c.loggers.length)]);
       await result(url, 'eth_sendTransaction', [req]);
     }
+    // From DEV[3], which sends no deposits (they move its nonce besides anvil's pool); from block 2
+    // on (block 1 carries a deposit first).
+    const legacy = { from: DEV[3], gasPrice: '0x77359400', type: '0x0', gas: '0x186a0' };
+    if (c.storer === undefined) {
+      if (b > 0 || first > 0) await result(url, 'eth_sendTransaction', [{ ...legacy, data: STORER_INIT }]);
+    } else {
+      const s = c.stores++;
+      const word = (v: number) => v.toString(16).padStart(64, '0');
+      const slot = COMPARED_SLOTS[Math.floor(s / 2) % 4] as number;
+      await result(url, 'eth_sendTransaction', [
+        { ...legacy, to: c.storer, data: `0x${word(slot)}${word(s % 2 === 0 ? s + 1 : 0)}` },
+      ]);
+    }
     await result(url, 'evm_mine', []);
     const blk = await result<Json>(url, 'eth_getBlockByNumber', ['latest', true]);
     for (const tx of blk.transactions as Json[]) {
+      if (tx.to === null && tx.input === STORER_INIT) {
+        const receipt = await result<Json>(url, 'eth_getTransactionReceipt', [tx.hash]);
+        c.storer = receipt.contractAddress as string;
+        continue;
+      }
       if (tx.to !== null || c.loggers.length >= 4) continue;
       const receipt = await result<Json>(url, 'eth_getTransactionReceipt', [tx.hash]);
       if (receipt.status === '0x1' && typeof receipt.contractAddress === 'string')
@@ -206,7 +237,7 @@ async function compare(c: OpChain): Promise<{ blocks: number; txs: number; logs:
   return compareWithAnvil(url, c.ours, {
     common: c.common,
     loggers: c.loggers,
-    extraAccounts: EXTRA_ACCOUNTS,
+    extraAccounts: [...EXTRA_ACCOUNTS, ...(c.storer !== undefined ? [c.storer] : [])],
     sizeOf: (b) => sizes.get(b.hash as string) as number,
     expectTx: (t) => (t.type === '0x7e' ? opGethDeposit(url, t) : t),
   });
@@ -306,6 +337,15 @@ describe('replicating an OP-stack chain from anvil --network optimism', () => {
     const head = await result<Json>(jovian.ours, 'eth_getBlockByNumber', ['latest', false]);
     expect(head).toMatchObject({ requestsHash: EMPTY_REQUESTS_HASH, withdrawalsRoot: EMPTY_TRIE });
     expect(jovian.node.output()).toMatch(/deploys that contract at genesis/);
+    expect(jovian.node.output()).toContain('state changes from trace_replayBlockTransactions stateDiff');
+    // The same blocks through geth's prestate tracer (from anvil the node asks Parity's stateDiff
+    // first): every state root reproduced, the cleared slots' zero-valued leaves included.
+    const viaPrestate = await runCli([
+      ...['sync', '--from', jovian.anvil.url, '--genesis', jovian.genesisPath, '--ingest', 'replicate'],
+      ...['--state-source', 'prestate', '--datadir', join(temp.dir, 'jovian-prestate')],
+    ]);
+    expect(viaPrestate.stderr).toContain('prestateTracer in diffMode');
+    expect(viaPrestate.code).toBe(0);
   }, 180_000);
 
   test('anvil_reorg, then more deposits on the new branch: every block equals anvil after each', async () => {

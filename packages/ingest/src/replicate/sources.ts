@@ -294,8 +294,11 @@ export class TracerSource implements ReplicaSource {
     private readonly client: UpstreamClient,
     private readonly blocks: RpcBlockSource,
     private readonly common: Common,
-    /** An OP-stack chain's genesis.json, and whether the upstream is anvil (its block-level reads, block-level.ts). */
-    private readonly opStack?: { genesis: Record<string, unknown>; anvil: boolean } | undefined,
+    /**
+     * The upstream: whether it is anvil (its trie keeps the slots a block sets to zero, and on an
+     * OP-stack chain the L1 fee reads of block-level.ts), and an OP-stack chain's genesis.json.
+     */
+    private readonly upstream: { anvil: boolean; opGenesis?: Record<string, unknown> | undefined } = { anvil: false },
     private readonly timings?: ReplicationTimings | undefined,
     /** History only: no state diffs asked (its blocks' `changes` throw). */
     private readonly history = false,
@@ -400,9 +403,9 @@ export class TracerSource implements ReplicaSource {
     const headerRec = decodeHeader(headerRlp, hash);
     const kind = this.kind;
     const common = this.common;
-    const op = this.opStack;
+    const { anvil, opGenesis } = this.upstream;
     // OP-stack from Isthmus: no EIP-7002/7251 request calls (op-stack.ts).
-    const noRequests = op !== undefined && opForkActive(op.genesis, 'isthmus', headerRec.timestamp);
+    const noRequests = opGenesis !== undefined && opForkActive(opGenesis, 'isthmus', headerRec.timestamp);
     if (this.timings !== undefined) this.timings.decodeMs += performance.now() - t0;
     return {
       number: n,
@@ -430,10 +433,10 @@ export class TracerSource implements ReplicaSource {
                     !equalsBytes(hexToBytes(txHash as `0x${string}`), (transactions[i] as ReplicaTx).hash))
                 )
                   throw new UpstreamError(`${origin}: block ${n}: state diff ${i} is of transaction ${String(txHash)}`);
-                if (kind === 'prestate') await applyPrestateDiff(overlay, t, n, i, origin);
-                else await applyParityDiff(overlay, t, origin);
+                if (kind === 'prestate') await applyPrestateDiff(overlay, t, n, i, origin, anvil);
+                else await applyParityDiff(overlay, t, origin, anvil);
               }
-              if (op?.anvil === true)
+              if (anvil && opGenesis !== undefined)
                 await applyAnvilOpStackReads(
                   overlay,
                   transactions.map((t) => t.type),
@@ -483,7 +486,8 @@ const dataOf = (v: unknown, what: string, origin: string): Uint8Array => hexList
 /**
  * One transaction's prestateTracer diffMode result: `post` holds changed fields' new values; an
  * account in `pre` and not in `post` was deleted; a slot in `pre.storage` and not in
- * `post.storage` became zero.
+ * `post.storage` became zero (geth deletes it from the trie; anvil, `zeroLeaves`, keeps it as a
+ * zero-valued leaf).
  */
 async function applyPrestateDiff(
   overlay: StateOverlay,
@@ -491,6 +495,7 @@ async function applyPrestateDiff(
   n: bigint,
   i: number,
   origin: string,
+  zeroLeaves: boolean,
 ): Promise<void> {
   if (t.error !== undefined)
     throw new UpstreamError(`${origin}: block ${n}: tracing transaction ${i} failed: ${String(t.error).slice(0, 200)}`);
@@ -515,14 +520,28 @@ async function applyPrestateDiff(
     const postStorage = obj(acct.storage ?? {}, 'storage', origin);
     for (const slot of Object.keys(preStorage))
       if (!(slot in postStorage))
-        await overlay.setStorage(key, keccak256(slotBytes(slot, origin)), new Uint8Array(0), name);
+        await overlay.setStorage(key, keccak256(slotBytes(slot, origin)), new Uint8Array(0), name, zeroLeaves);
     for (const [slot, value] of Object.entries(postStorage))
-      await overlay.setStorage(key, keccak256(slotBytes(slot, origin)), slotBytes(String(value), origin), name);
+      await overlay.setStorage(
+        key,
+        keccak256(slotBytes(slot, origin)),
+        slotBytes(String(value), origin),
+        name,
+        zeroLeaves,
+      );
   }
 }
 
-/** One transaction's Parity stateDiff: "=", {"+": v}, {"-": v}, {"*": {from, to}} per field. */
-async function applyParityDiff(overlay: StateOverlay, t: Record<string, unknown>, origin: string): Promise<void> {
+/**
+ * One transaction's Parity stateDiff: "=", {"+": v}, {"-": v}, {"*": {from, to}} per field; a
+ * slot set to zero kept as a zero-valued leaf with `zeroLeaves` (anvil's trie, as above).
+ */
+async function applyParityDiff(
+  overlay: StateOverlay,
+  t: Record<string, unknown>,
+  origin: string,
+  zeroLeaves: boolean,
+): Promise<void> {
   const diff = obj(t.stateDiff ?? {}, 'stateDiff', origin);
   const after = (d: unknown): unknown | undefined | null => {
     if (d === '=' || d === undefined) return undefined; // unchanged
@@ -558,6 +577,7 @@ async function applyParityDiff(overlay: StateOverlay, t: Record<string, unknown>
         keccak256(slotBytes(slot, origin)),
         value === null ? new Uint8Array(0) : slotBytes(String(value), origin),
         name,
+        zeroLeaves,
       );
     }
   }
@@ -584,7 +604,7 @@ export async function chooseHistorySource(
   }
   return raw
     ? new ChainnodeSource(client, timings, true)
-    : new TracerSource('prestate', client, blocks, common, undefined, timings, true);
+    : new TracerSource('prestate', client, blocks, common, { anvil: false }, timings, true);
 }
 
 /**
@@ -599,11 +619,15 @@ export async function chooseReplicaSource(
   forced?: StateSourceKind,
   timings?: ReplicationTimings,
 ): Promise<ReplicaSource> {
-  const opStack = chainFamilyOf(genesis) === 'optimism';
-  const version = opStack ? await client.call('web3_clientVersion', []).catch(() => '') : '';
-  const op = opStack ? { genesis, anvil: typeof version === 'string' && version.startsWith('anvil/') } : undefined;
+  const version = await client.call('web3_clientVersion', []).catch(() => '');
+  const upstream = {
+    anvil: typeof version === 'string' && version.startsWith('anvil/'),
+    ...(chainFamilyOf(genesis) === 'optimism' ? { opGenesis: genesis } : {}),
+  };
   const make = (k: StateSourceKind): ReplicaSource =>
-    k === 'chainnode' ? new ChainnodeSource(client, timings) : new TracerSource(k, client, blocks, common, op, timings);
+    k === 'chainnode'
+      ? new ChainnodeSource(client, timings)
+      : new TracerSource(k, client, blocks, common, upstream, timings);
   if (forced !== undefined) return make(forced);
   const offers = async (method: string, params: unknown[]): Promise<boolean> => {
     try {
@@ -616,9 +640,14 @@ export async function chooseReplicaSource(
     }
   };
   if (await offers('chainnode_getStateDiff', ['latest'])) return make('chainnode');
+  // anvil replays a block's earlier transactions for each one it traces with debug_traceBlock*
+  // (5-9 s for a block of ~240 transactions here, ~0.1 s a late one), its Parity stateDiff in one
+  // pass (~0.1 s for the same block): from anvil, Parity's stateDiff first.
+  const parity = () => offers('trace_replayBlockTransactions', ['0x0', ['stateDiff']]);
+  if (upstream.anvil && (await parity())) return make('parity');
   if (await offers('debug_traceBlockByNumber', ['0x0', { tracer: 'prestateTracer', tracerConfig: { diffMode: true } }]))
     return make('prestate');
-  if (await offers('trace_replayBlockTransactions', ['0x0', ['stateDiff']])) return make('parity');
+  if (await parity()) return make('parity');
   throw new UpstreamError(
     `${client.origin} offers no state changes to replicate from (chainnode_getStateDiff, debug_traceBlockByHash with prestateTracer, or trace_replayBlockTransactions): use --ingest execute`,
   );

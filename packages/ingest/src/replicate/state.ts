@@ -180,14 +180,29 @@ export class StateOverlay {
     e.zeroLeaves.add(bytesToHex(slotKey));
   }
 
-  /** A storage slot's new value (minimal big-endian bytes; zero or empty deletes it). */
-  async setStorage(key: Uint8Array, slotKey: Uint8Array, value: Uint8Array, name?: string): Promise<void> {
+  /**
+   * A storage slot's new value (minimal big-endian bytes; zero or empty deletes it, or with
+   * `zeroLeaf` keeps it as a zero-valued leaf: an upstream whose trie does that, anvil).
+   */
+  async setStorage(
+    key: Uint8Array,
+    slotKey: Uint8Array,
+    value: Uint8Array,
+    name?: string,
+    zeroLeaf = false,
+  ): Promise<void> {
     const e = await this.entry(key, name);
     if (e.values === undefined) e.values = { nonce: 0n, balance: 0n, codeHash: KECCAK256_NULL };
     let i = 0;
     while (i < value.length && value[i] === 0) i++;
-    e.storage.set(bytesToHex(slotKey), value.subarray(i));
-    e.zeroLeaves.delete(bytesToHex(slotKey));
+    const k = bytesToHex(slotKey);
+    if (i === value.length && zeroLeaf) {
+      e.storage.delete(k);
+      e.zeroLeaves.add(k);
+      return;
+    }
+    e.storage.set(k, value.subarray(i));
+    e.zeroLeaves.delete(k);
   }
 
   /** The storage root a source claims for the account: compared with the recomputed one. */
