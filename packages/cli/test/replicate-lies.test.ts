@@ -117,8 +117,9 @@ class LyingProxy {
           }
         }
       }
-    } else if (method === 'debug_traceBlockByHash' && Array.isArray(r)) {
-      if (this.numberOf.get(params[0] as string) !== lie.number) return;
+    } else if ((method === 'debug_traceBlockByHash' || method === 'debug_traceBlockByNumber') && Array.isArray(r)) {
+      const asked = method === 'debug_traceBlockByHash' ? this.numberOf.get(params[0] as string) : Number(params[0]);
+      if (asked !== lie.number) return;
       for (const t of r as Json[]) {
         const post = (t.result as Json).post as Record<string, Json>;
         for (const acct of Object.values(post)) {

@@ -287,6 +287,12 @@ function noStateChanges(n: bigint): (overlay: StateOverlay) => Promise<void> {
 
 // ---- tracer upstreams (geth, reth, Erigon, Nethermind, anvil) ---------------------------------
 
+/** A block's receipts and state diffs asked by number beside the block itself (TracerSource.byNumber). */
+interface EarlyParts {
+  receipts: Promise<unknown>;
+  traces: Promise<unknown>;
+}
+
 /** A block from its JSON, its receipts' JSON and per-transaction state diffs. */
 export class TracerSource implements ReplicaSource {
   constructor(
@@ -304,9 +310,29 @@ export class TracerSource implements ReplicaSource {
     private readonly history = false,
   ) {}
 
+  /**
+   * Block `n`, its receipts and its state diffs asked together, by number: the receipts and
+   * diffs are taken when they name the block's transactions (else asked again by the block's
+   * hash: the upstream's block `n` changed between the requests), so the block's own round
+   * trip is not waited for first.
+   */
   async byNumber(n: bigint): Promise<ReplicaBlock | undefined> {
+    const early: EarlyParts | undefined = this.history
+      ? undefined
+      : { receipts: this.client.call('eth_getBlockReceipts', [qhex(n)]), traces: this.traces(qhex(n)) };
+    early?.receipts.catch(() => undefined);
+    early?.traces.catch(() => undefined);
     const json = await this.client.call('eth_getBlockByNumber', [qhex(n), true]);
-    return json === null ? undefined : this.build(json);
+    return json === null ? undefined : this.build(json, early);
+  }
+
+  /** The state diffs of a block (by hash, or by number: a quantity). */
+  private traces(block: string): Promise<unknown> {
+    if (this.kind === 'parity') return this.client.call('trace_replayBlockTransactions', [block, ['stateDiff']]);
+    const config = { tracer: 'prestateTracer', tracerConfig: { diffMode: true } };
+    return block.length === 66
+      ? this.client.call('debug_traceBlockByHash', [block, config])
+      : this.client.call('debug_traceBlockByNumber', [block, config]);
   }
 
   async byHash(hash: Uint8Array): Promise<ReplicaBlock | undefined> {
@@ -318,7 +344,7 @@ export class TracerSource implements ReplicaSource {
     return b;
   }
 
-  private async build(json: unknown): Promise<ReplicaBlock> {
+  private async build(json: unknown, early?: EarlyParts): Promise<ReplicaBlock> {
     const origin = this.client.origin;
     const o = obj(json, 'block reply', origin);
     const header = this.blocks.headerFromJson(o); // hashes to the stated hash, else stops
@@ -331,16 +357,21 @@ export class TracerSource implements ReplicaSource {
     const uncleHashes = o.uncles ?? [];
     if (!Array.isArray(uncleHashes) || uncleHashes.length > 2)
       throw new UpstreamError(`${origin}: block ${n} has an invalid uncle list`);
+    // Parts asked by number are this block's when each names its transaction, in order.
+    const txHashes = txJson.map((t) => (t as { hash?: unknown } | null)?.hash);
+    const ofThisBlock = (parts: unknown, name: (part: Record<string, unknown>) => unknown): boolean =>
+      Array.isArray(parts) &&
+      parts.length === txHashes.length &&
+      parts.every((p, i) => typeof p === 'object' && p !== null && name(p as Record<string, unknown>) === txHashes[i]);
+    const taken = (asked: Promise<unknown> | undefined, name: (part: Record<string, unknown>) => unknown) =>
+      asked?.then((parts) => (ofThisBlock(parts, name) ? parts : undefined)).catch(() => undefined);
+    const [earlyReceipts, earlyTraces] = await Promise.all([
+      taken(early?.receipts, (r) => (r.blockHash === hashHex ? r.transactionHash : undefined)),
+      taken(early?.traces, (t) => (this.kind === 'prestate' ? t.txHash : t.transactionHash)),
+    ]);
     const [receiptsJson, traces, uncleJson] = await Promise.all([
-      this.client.call('eth_getBlockReceipts', [hashHex]),
-      this.history
-        ? Promise.resolve([])
-        : this.kind === 'prestate'
-          ? this.client.call('debug_traceBlockByHash', [
-              hashHex,
-              { tracer: 'prestateTracer', tracerConfig: { diffMode: true } },
-            ])
-          : this.client.call('trace_replayBlockTransactions', [qhex(n), ['stateDiff']]),
+      earlyReceipts ?? this.client.call('eth_getBlockReceipts', [hashHex]),
+      this.history ? Promise.resolve([]) : (earlyTraces ?? this.traces(this.kind === 'prestate' ? hashHex : qhex(n))),
       Promise.all(
         uncleHashes.map((_, i) => this.client.call('eth_getUncleByBlockHashAndIndex', [hashHex, qhex(BigInt(i))])),
       ),
