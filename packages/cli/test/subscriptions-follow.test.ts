@@ -28,6 +28,9 @@ const pingData = (n: number): string => `${PING}${n.toString(16).padStart(64, '0
 
 type Json = Record<string, unknown>;
 
+/** The follower's poll: blocks arrive well before it through anvil's newHeads (see the test). */
+const POLL_MS = 2000;
+
 /** viem keeps its socket (and reconnects it) after unwatching: close it for good. */
 async function closeViem(c: { transport: unknown }): Promise<void> {
   const rpc = await (c.transport as { getRpcClient: () => Promise<{ close: () => void }> }).getRpcClient();
@@ -135,9 +138,10 @@ beforeAll(async () => {
   logger = (await rpcResult<Json>(anvilUrl, 'eth_getTransactionReceipt', [hash])).contractAddress as string;
   const datadir = join(temp.dir, 'data');
   key = (await createKeyCli(datadir, 'custom')).key;
-  // Followed over WebSocket: the upstream's pending transactions reach the node too.
+  // Followed over WebSocket: the upstream's pending transactions reach the node too, and its new
+  // heads wake the follower between polls (a poll of POLL_MS, far longer than a wake-up takes).
   const anvilWs = `ws://127.0.0.1:${port}`;
-  node = await spawnServe(datadir, ['--follow', anvilWs, '--genesis', genesisPath, '--poll-ms', '50']);
+  node = await spawnServe(datadir, ['--follow', anvilWs, '--genesis', genesisPath, '--poll-ms', String(POLL_MS)]);
   ours = node.url(key);
   await waitSynced();
 }, 180_000);
@@ -155,6 +159,21 @@ async function upstreamPings(from: string, a: number, b: number): Promise<Json[]
     { address: logger, topics: [PING, topic1], fromBlock: `0x${a.toString(16)}`, toBlock: `0x${b.toString(16)}` },
   ]);
 }
+
+test("followed over WebSocket, the upstream's new heads wake the follower: each block is served well before the next poll", async () => {
+  await waitSynced();
+  const lags: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    await sleep(200); // past the wake-up's minimum gap and any step in flight
+    await mine();
+    const t0 = Date.now();
+    await waitSynced();
+    lags.push(Date.now() - t0);
+  }
+  // Polling alone would serve a block uniformly within the 2 s poll: five under 700 ms by chance
+  // is 0.35^5, about 1 in 200.
+  expect(lags.every((ms) => ms < 700)).toBe(true);
+});
 
 test('ethers v6 WebSocketProvider: provider.on("block") and contract.on(filter) hear what the chain produces; each block readable at once', async () => {
   const start = await waitSynced();

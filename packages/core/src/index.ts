@@ -19,4 +19,5 @@ export * from './lanes.js';
 export * from './trace-rows.js';
 export * from './varint.js';
 export * from './upstream-client.js';
+export * from './upstream-heads.js';
 export * from './upstream-pending.js';

@@ -1,42 +1,13 @@
 // The upstream's pending transactions against a tiny local WebSocket server scripting the
 // upstream: hashes handed on in batches, hostile notifications dropped and counted, repeats
 // dropped, a refusal and an HTTP upstream logged once, a dropped connection resubscribed.
-import type { AddressInfo } from 'node:net';
-import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { UpstreamPendingFeed } from '../src/upstream-pending.js';
+import { scriptedUpstream, sleep, until } from './scripted-upstream.js';
 
 const hash = (n: number): string => `0x${n.toString(16).padStart(64, '0')}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** An upstream that answers eth_subscribe with `reply(n)` (n: the subscribe count) and keeps its sockets. */
-async function upstream(reply: (n: number) => object) {
-  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
-  await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
-  const sockets: WebSocket[] = [];
-  let subscribes = 0;
-  wss.on('connection', (ws) => {
-    sockets.push(ws);
-    ws.on('message', (data: Buffer) => {
-      const q = JSON.parse(data.toString('utf8')) as { id: number; method: string; params: unknown[] };
-      if (q.method === 'eth_subscribe' && q.params[0] === 'newPendingTransactions')
-        ws.send(JSON.stringify({ jsonrpc: '2.0', id: q.id, ...reply(++subscribes) }));
-    });
-  });
-  const note = (ws: WebSocket, subscription: string, result: unknown) =>
-    ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription, result } }));
-  return {
-    url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/key`,
-    sockets,
-    note,
-    subscribes: () => subscribes,
-    close: () => new Promise<void>((resolve) => wss.close(() => resolve())),
-  };
-}
-
-async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 100 && !cond(); i++) await sleep(20);
-}
+const upstream = (reply: (n: number) => object) => scriptedUpstream('newPendingTransactions', reply);
 
 test('hashes handed on in batches, lowercase; hostile notifications and repeats dropped and counted; a dropped socket resubscribes', async () => {
   const up = await upstream((n) => ({ result: `0xsub${n}` }));

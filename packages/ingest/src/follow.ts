@@ -166,6 +166,9 @@ const SOURCE_NAMES: Record<StateSourceKind, string> = {
   parity: 'trace_replayBlockTransactions stateDiff',
 };
 
+/** The least time between the end of one step and the next when new heads wake the follower. */
+const WAKE_GAP_MS = 10;
+
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
     if (signal?.aborted) return resolve();
@@ -225,6 +228,9 @@ export class Follower {
   private readonly status: FollowStatus;
   private totals = { blocks: 0, txs: 0, logs: 0 };
   private lowerPolls = 0;
+  /** Ends the current pause (set while pausing); `woken`: a wake came between pauses. */
+  private wakeUp: (() => void) | undefined;
+  private woken = false;
   private lastLogged = '';
   private readonly t0 = Date.now();
   private startNumber = 0n;
@@ -268,6 +274,38 @@ export class Follower {
     this.publish();
   }
 
+  /**
+   * The upstream has a new head (a WebSocket upstream's newHeads): the poll's wait ends now, or
+   * the next one does not start, but a step follows the previous one's end by WAKE_GAP_MS at
+   * least, however often this is called.
+   */
+  wake(): void {
+    if (this.wakeUp !== undefined) this.wakeUp();
+    else this.woken = true;
+  }
+
+  /** The wait between polls: `ms`, ended early by wake() or the signal. */
+  private pause(ms: number): Promise<void> {
+    const signal = this.opts.signal;
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const started = Date.now();
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        this.wakeUp = undefined;
+        resolve();
+      };
+      let timer = setTimeout(done, this.woken ? Math.min(ms, WAKE_GAP_MS) : ms);
+      this.woken = false;
+      this.wakeUp = () => {
+        clearTimeout(timer);
+        timer = setTimeout(done, Math.max(0, Math.min(ms, started + WAKE_GAP_MS - Date.now())));
+      };
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
   /** Runs until caught up (sync) or until the signal aborts (follow); throws on a stop-worthy failure. */
   async run(): Promise<FollowSummary> {
     try {
@@ -282,7 +320,7 @@ export class Follower {
         if (caughtUp && !this.opts.follow) break;
         if (caughtUp) {
           this.setState('following');
-          await sleep(this.opts.pollMs ?? 1000, this.opts.signal);
+          await this.pause(this.opts.pollMs ?? 1000);
         }
       }
       this.setState('stopped');

@@ -4,10 +4,11 @@
 // every durable `commit`, `status` changes, `log` lines, and `failed` when a verification
 // failure or a too-deep reorg stops it (the serving thread keeps serving the verified prefix),
 // and `pending`: the hashes of the upstream's pending transactions (core's UpstreamPendingFeed,
-// a WebSocket upstream only).
+// a WebSocket upstream only). A WebSocket upstream's new heads (core's UpstreamHeadsFeed) wake
+// the follower between polls.
 // A `stop` message ends it after the batch in flight.
 import { parentPort, workerData } from 'node:worker_threads';
-import { UpstreamPendingFeed } from '@chainnode/core';
+import { UpstreamHeadsFeed, UpstreamPendingFeed } from '@chainnode/core';
 import type { ChainCommit, Hex } from '@chainnode/core';
 import { Follower } from '../follow.js';
 import type { FollowStatus } from '@chainnode/core';
@@ -55,6 +56,12 @@ const follower = new Follower({
   onStatus: (status) => post({ type: 'status', status }),
   log: (line) => post({ type: 'log', line }),
 });
+// A WebSocket upstream's new heads wake the follower at once instead of at its next poll.
+const heads = new UpstreamHeadsFeed({
+  url: data.url,
+  onHead: () => follower.wake(),
+  log: (line) => post({ type: 'log', line }),
+});
 const pending = new UpstreamPendingFeed({
   url: data.url,
   onHashes: (hashes) => post({ type: 'pending', hashes }),
@@ -67,5 +74,6 @@ try {
   post({ type: 'failed', message: (err as Error).message });
 } finally {
   pending.stop();
+  heads.stop();
   port.close();
 }
