@@ -666,7 +666,12 @@ export async function chooseReplicaSource(
       return true;
     } catch (err) {
       if (err instanceof UpstreamRpcError)
-        return !(err.code === -32601 || /not (found|supported|available)|unsupported/i.test(err.message));
+        // anvil over WebSocket answers a method it lacks with -32602 "data did not match any
+        // variant of untagged enum EthRpcCall" (over HTTP, -32601).
+        return !(
+          err.code === -32601 ||
+          /not (found|supported|available)|unsupported|did not match any variant/i.test(err.message)
+        );
       throw err;
     }
   };
