@@ -7,8 +7,10 @@
 // polled every 5 ms), per block; and whether the follower falls behind (the last blocks' lag
 // against the first ones'). Every followed block's hash, state root and receipts root is checked
 // against anvil's at the end.
+// With --ws the follower follows anvil over WebSocket (ws://, the same port): anvil's newHeads
+// wake it between its polls.
 //   npm run bench:follow-op -- --chain <dir written by npm run bench:chain> [--seconds 120]
-//     [--block-seconds 2] [--threads N]
+//     [--block-seconds 2] [--threads N] [--ws]
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -26,6 +28,7 @@ if (chainDir === undefined) throw new Error('--chain <dir>: a mainnet-shaped exp
 const seconds = Number(arg('seconds', '120'));
 const blockSeconds = Number(arg('block-seconds', '2'));
 const threads = arg('threads', '2') as string;
+const overWs = process.argv.includes('--ws');
 const measured = Math.floor(seconds / blockSeconds);
 
 type Json = Record<string, unknown>;
@@ -90,7 +93,7 @@ try {
     '--datadir',
     dir,
     '--follow',
-    anvilUrl,
+    overWs ? anvilUrl.replace(/^http/, 'ws') : anvilUrl,
     '--genesis',
     genesisPath,
     '--ingest',
@@ -162,7 +165,7 @@ try {
   console.log(
     JSON.stringify({
       part: 'follow-op',
-      upstream: `anvil --network optimism (${hardfork}), default hardfork`,
+      upstream: `anvil --network optimism (${hardfork}), default hardfork, over ${overWs ? 'WebSocket' : 'HTTP'}`,
       blocks: lags.length,
       blockSeconds,
       txsPerBlockMedian: percentileOf(txs, 50),
