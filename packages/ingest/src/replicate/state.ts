@@ -174,10 +174,7 @@ export class StateOverlay {
    */
   async keepZeroLeaf(key: Uint8Array, slotKey: Uint8Array, name?: string): Promise<void> {
     if ((await this.getStorage(key, slotKey)).length > 0) return;
-    const e = await this.entry(key, name);
-    if (e.values === undefined) e.values = { nonce: 0n, balance: 0n, codeHash: KECCAK256_NULL };
-    e.storage.delete(bytesToHex(slotKey));
-    e.zeroLeaves.add(bytesToHex(slotKey));
+    await this.setStorage(key, slotKey, new Uint8Array(0), name, true);
   }
 
   /**
