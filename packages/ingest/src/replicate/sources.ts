@@ -365,17 +365,7 @@ export class TracerSource implements ReplicaSource {
       parts.every((p, i) => typeof p === 'object' && p !== null && name(p as Record<string, unknown>) === txHashes[i]);
     const taken = (asked: Promise<unknown> | undefined, name: (part: Record<string, unknown>) => unknown) =>
       asked?.then((parts) => (ofThisBlock(parts, name) ? parts : undefined)).catch(() => undefined);
-    const [earlyReceipts, earlyTraces] = await Promise.all([
-      taken(early?.receipts, (r) => (r.blockHash === hashHex ? r.transactionHash : undefined)),
-      taken(early?.traces, (t) => (this.kind === 'prestate' ? t.txHash : t.transactionHash)),
-    ]);
-    const [receiptsJson, traces, uncleJson] = await Promise.all([
-      earlyReceipts ?? this.client.call('eth_getBlockReceipts', [hashHex]),
-      this.history ? Promise.resolve([]) : (earlyTraces ?? this.traces(this.kind === 'prestate' ? hashHex : qhex(n))),
-      Promise.all(
-        uncleHashes.map((_, i) => this.client.call('eth_getUncleByBlockHashAndIndex', [hashHex, qhex(BigInt(i))])),
-      ),
-    ]);
+    // Decoded (senders recovered) while the receipts and diffs asked beside are still on their way.
     const transactions: ReplicaTx[] = [];
     for (let i = 0; i < txJson.length; i++) {
       const t = txJson[i] as unknown;
@@ -402,6 +392,17 @@ export class TracerSource implements ReplicaSource {
         );
       transactions.push(tx);
     }
+    const [earlyReceipts, earlyTraces] = await Promise.all([
+      taken(early?.receipts, (r) => (r.blockHash === hashHex ? r.transactionHash : undefined)),
+      taken(early?.traces, (t) => (this.kind === 'prestate' ? t.txHash : t.transactionHash)),
+    ]);
+    const [receiptsJson, traces, uncleJson] = await Promise.all([
+      earlyReceipts ?? this.client.call('eth_getBlockReceipts', [hashHex]),
+      this.history ? Promise.resolve([]) : (earlyTraces ?? this.traces(this.kind === 'prestate' ? hashHex : qhex(n))),
+      Promise.all(
+        uncleHashes.map((_, i) => this.client.call('eth_getUncleByBlockHashAndIndex', [hashHex, qhex(BigInt(i))])),
+      ),
+    ]);
     const uncleRlps = uncleJson.map((u, i) => {
       if (u === null) throw new UpstreamError(`${origin}: block ${n}: uncle ${i} not served`);
       const uh = this.blocks.headerFromJson(u);
