@@ -18,6 +18,13 @@ type Value = string | Uint8Array;
 type Nested = Uint8Array | Nested[];
 /** Nodes recently written or rebuilt, kept for the next blocks' reads and pairing (decoded: about 2 KB each, ~32 MB). */
 const RECENT_NODES = 16_384;
+/**
+ * Rows recently read from LevelDB, least recently used dropped first (a row and its hex key:
+ * about 600 bytes each, ~20 MB). A block's update reads the same upper nodes of the account
+ * trie, and of busy contracts' storage tries, for each key it changes; a getSync each was a
+ * third of a replicated block's state update.
+ */
+const READ_ROWS = 32_768;
 interface RecentNode {
   /** The row as stored (whole, or a delta). */
   row: Uint8Array;
@@ -56,6 +63,8 @@ export class TrieNodeDb implements DB<string, Value> {
   deltas = false;
   /** Recently written or rebuilt nodes by hex hash (content-addressed: never stale; a row never changes once stored). */
   private readonly recent = new Map<string, RecentNode>();
+  /** Rows read from LevelDB by hex hash, most recently used last (content-addressed: never stale). */
+  private readonly readRows = new Map<string, Uint8Array>();
 
   constructor(
     private readonly kv: KvRead & KvSyncRead,
@@ -107,7 +116,21 @@ export class TrieNodeDb implements DB<string, Value> {
   /** A TrieNodes row as stored (whole or delta), from the overlay or LevelDB. */
   private readonly rawGet = (hash: Uint8Array): Uint8Array | undefined => {
     const key = Buffer.from(hash).toString('hex');
-    return this.current.get(key) ?? this.pending.get(key) ?? tables.trieNodes.getSync(this.kv, hash);
+    const staged = this.current.get(key) ?? this.pending.get(key);
+    if (staged !== undefined) return staged;
+    const rows = this.readRows;
+    let row = rows.get(key);
+    if (row !== undefined) {
+      rows.delete(key);
+      rows.set(key, row);
+      return row;
+    }
+    row = tables.trieNodes.getSync(this.kv, hash);
+    if (row !== undefined) {
+      rows.set(key, row);
+      if (rows.size > READ_ROWS) rows.delete(rows.keys().next().value as string);
+    }
+    return row;
   };
 
   /** Stages a node of the block being verified, synchronously. */
@@ -170,15 +193,22 @@ export class TrieNodeDb implements DB<string, Value> {
         const bytes = this.current.get(key);
         if (bytes === undefined) continue; // stored before this block: its subtree too
         if (this.pending.has(key)) continue;
+        // The parent trie's node at this path, rewritten unchanged: stored, and its subtree too.
+        if (base instanceof Uint8Array && sameChild(ref, base)) continue;
         node = RLP.decode(bytes) as Nested;
         old = this.counterpart(ref, base);
         if (!this.deltas) {
           // Every row is the node's bytes: nothing to look up, nothing to pair with next block.
           this.pending.set(key, bytes);
         } else {
-          // A node stored already keeps its row as it is (whole or delta): a row is the one its
-          // first writer chose, whichever way later blocks reach the same node again.
-          const row = tables.trieNodes.getSync(this.kv, ref) ?? this.rowFor(node, bytes, base, old);
+          // A branch stored already keeps its row as it is (whole or delta): a row is the one its
+          // first writer chose, whichever way later blocks reach the same node again. Any other
+          // node's row is its bytes, however it was reached: nothing to look up.
+          const stored =
+            Array.isArray(node) && node.length === 17
+              ? (this.readRows.get(key) ?? tables.trieNodes.getSync(this.kv, ref))
+              : undefined;
+          const row = stored ?? this.rowFor(node, bytes, base, old);
           this.pending.set(key, row);
           // The next block's pairing reads it as its parent's: remembered decoded.
           if (Array.isArray(node)) this.remember(key, { row, bytes, node: node as Nested[] });
