@@ -428,6 +428,23 @@ test('--network is validated: follow URLs, bad names, shared datadirs, unknown d
     ],
     [['--history-upstream', 'http://127.0.0.1:1/'], /--history-upstream: only with --follow <URL>/],
     [
+      ['--network', `a=${home.dir}/x,follow=http://127.0.0.1:1/,ws=http://127.0.0.1:1/`],
+      /a: ws: expected a ws\(s\):\/\/ URL/,
+    ],
+    [
+      ['--network', `a=${home.dir}/x,follow=ws://127.0.0.1:1/,ws=ws://127.0.0.1:1/`],
+      /ws: the follow URL is a WebSocket already: it subscribes on itself/,
+    ],
+    [['--follow-ws', 'ws://127.0.0.1:1/'], /--follow-ws: only with --follow <URL>/],
+    [
+      ['--follow', 'http://127.0.0.1:1/', '--follow-ws', 'https://127.0.0.1:1/'],
+      /--follow-ws: expected a ws\(s\):\/\/ URL/,
+    ],
+    [
+      ['--network', `a=${home.dir}/x,follow=http://127.0.0.1:1/`, '--follow-ws', 'ws://127.0.0.1:1/'],
+      /--follow-ws: with --network, give each network its own ,ws=<URL>/,
+    ],
+    [
       ['--network', `a=${home.dir}/x,follow=http://127.0.0.1:1/,history=http://127.0.0.1:2/,ingest=bogus`],
       /ingest: expected "execute" or "replicate", got "bogus"/,
     ],

@@ -138,10 +138,21 @@ beforeAll(async () => {
   logger = (await rpcResult<Json>(anvilUrl, 'eth_getTransactionReceipt', [hash])).contractAddress as string;
   const datadir = join(temp.dir, 'data');
   key = (await createKeyCli(datadir, 'custom')).key;
-  // Followed over WebSocket: the upstream's pending transactions reach the node too, and its new
-  // heads wake the follower between polls (a poll of POLL_MS, far longer than a wake-up takes).
+  // Followed over HTTP with the upstream's WebSocket beside (--follow-ws): its pending
+  // transactions reach the node too, and its new heads wake the follower between polls (a poll
+  // of POLL_MS, far longer than a wake-up takes). Following a ws:// URL itself subscribes the
+  // same way (follow-replica.test, deployment.test).
   const anvilWs = `ws://127.0.0.1:${port}`;
-  node = await spawnServe(datadir, ['--follow', anvilWs, '--genesis', genesisPath, '--poll-ms', String(POLL_MS)]);
+  node = await spawnServe(datadir, [
+    '--follow',
+    anvilUrl,
+    '--follow-ws',
+    anvilWs,
+    '--genesis',
+    genesisPath,
+    '--poll-ms',
+    String(POLL_MS),
+  ]);
   ours = node.url(key);
   await waitSynced();
 }, 180_000);
@@ -160,7 +171,7 @@ async function upstreamPings(from: string, a: number, b: number): Promise<Json[]
   ]);
 }
 
-test("followed over WebSocket, the upstream's new heads wake the follower: each block is served well before the next poll", async () => {
+test("the upstream's new heads (--follow-ws) wake the follower: each block is served well before the next poll", async () => {
   await waitSynced();
   const lags: number[] = [];
   for (let i = 0; i < 5; i++) {
@@ -488,7 +499,7 @@ test('anvil_reorg: removed:true logs of the dropped blocks (geth order), then th
   }
 }, 120_000);
 
-test('a transaction sent straight to the upstream (followed over WebSocket) is reported once by newPendingTransactions and by a pending-transaction filter', async () => {
+test('a transaction sent straight to the upstream (heard on its WebSocket, --follow-ws) is reported once by newPendingTransactions and by a pending-transaction filter', async () => {
   await waitSynced();
   const filter = await rpcResult<string>(ours, 'eth_newPendingTransactionFilter', []);
   const raw = await WsClient.open(node.ws(key));

@@ -101,6 +101,11 @@ export interface FollowSettings {
   checkpoint?: Uint8Array;
   /** History below a joined datadir's first block from this http(s):// upstream, verified (serving side only). */
   historyUpstream?: string;
+  /**
+   * With an http(s):// `url`: the same upstream's ws(s):// endpoint, for its subscriptions only
+   * (new heads wake the follower; pending transaction hashes). A ws(s):// `url` subscribes on itself.
+   */
+  wsUrl?: string;
   /** `--state-trie`: the state trie's retention of a datadir created from genesis (PipelineOptions.stateTrie). */
   stateTrie?: StateTrieMode;
   /** `--trace-frames`: record executed blocks' call frames (PipelineOptions.traceFrames). */
@@ -110,7 +115,7 @@ export interface FollowSettings {
 /** A Follower's options: the follow settings (defaults: reorgDepth 64, pollMs 1000, execute) and how it runs. */
 export interface FollowerOptions
   extends Pick<FollowSettings, 'url'>,
-    Partial<Omit<FollowSettings, 'url' | 'historyUpstream'>> {
+    Partial<Omit<FollowSettings, 'url' | 'historyUpstream' | 'wsUrl'>> {
   datadir: string;
   /** Stop after this block (sync mode). */
   to?: bigint;

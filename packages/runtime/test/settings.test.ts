@@ -7,6 +7,7 @@ import {
   DEFAULT_CONFIG,
   parseConfig,
   rpcConfigOf,
+  runtimeConfigOf,
   SERVER_FIELDS,
   transportConfigOf,
 } from '../src/index.js';
@@ -165,6 +166,43 @@ test('config: networks and defaultNetwork validated', () => {
   expect(() => parseConfig({ networks: { a: { datadir: '/d', follow: 'file:///x' } } })).toThrow('follow');
   expect(() => parseConfig({ networks: { A: { datadir: '/d' } } })).toThrow('network name "A"');
   expect(() => parseConfig({ networks: { a: {} } })).toThrow('a datadir is required');
+});
+
+test("a followed upstream's WebSocket for its subscriptions: --follow-ws, a network's ws, checked", () => {
+  const single = runtimeConfigOf({
+    datadir: '/d/one',
+    host: '127.0.0.1',
+    port: '0',
+    follow: 'http://127.0.0.1:8545/',
+    followWs: 'ws://127.0.0.1:8546/',
+    logFormat: 'json',
+  });
+  expect(single.follows.map((f) => f.follow.wsUrl)).toEqual(['ws://127.0.0.1:8546/']);
+  const networks = runtimeConfigOf({
+    datadir: '/d/keys',
+    host: '127.0.0.1',
+    port: '0',
+    network: [
+      'a=/d/a,follow=http://127.0.0.1:1/,ws=wss://h.example/ws,ingest=replicate',
+      'b=/d/b,follow=http://127.0.0.1:2/,history=http://127.0.0.1:3/',
+    ],
+    logFormat: 'json',
+  });
+  expect(networks.follows.map((f) => [f.network, f.follow.url, f.follow.wsUrl, f.follow.ingest])).toEqual([
+    ['a', 'http://127.0.0.1:1/', 'wss://h.example/ws', 'replicate'],
+    ['b', 'http://127.0.0.1:2/', undefined, 'execute'],
+  ]);
+  const c = parseConfig({
+    networks: { a: { datadir: '/d/a', follow: 'https://h.example/', ws: 'wss://h.example/ws' } },
+  });
+  expect(c.networks).toEqual([{ name: 'a', datadir: '/d/a', follow: 'https://h.example/', ws: 'wss://h.example/ws' }]);
+  expect(() => parseConfig({ networks: { a: { datadir: '/d', ws: 'ws://h/' } } })).toThrow('a: ws: only with follow');
+  expect(() => parseConfig({ networks: { a: { datadir: '/d', follow: 'ws://h/', ws: 'ws://h/' } } })).toThrow(
+    'it subscribes on itself',
+  );
+  expect(() => parseConfig({ networks: { a: { datadir: '/d', follow: 'http://h/', ws: 'http://h/' } } })).toThrow(
+    'ws: expected a ws(s):// URL',
+  );
 });
 
 test("transportConfigOf: what the server takes, with the server's own defaults", () => {

@@ -4,8 +4,8 @@
 // every durable `commit`, `status` changes, `log` lines, and `failed` when a verification
 // failure or a too-deep reorg stops it (the serving thread keeps serving the verified prefix),
 // and `pending`: the hashes of the upstream's pending transactions (core's UpstreamPendingFeed,
-// a WebSocket upstream only). A WebSocket upstream's new heads (core's UpstreamHeadsFeed) wake
-// the follower between polls.
+// a WebSocket upstream, or the `wsUrl` beside an HTTP one). A WebSocket upstream's new heads (core's
+// UpstreamHeadsFeed) wake the follower between polls.
 // A `stop` message ends it after the batch in flight.
 import { parentPort, workerData } from 'node:worker_threads';
 import { UpstreamHeadsFeed, UpstreamPendingFeed } from '@chainnode/core';
@@ -57,13 +57,14 @@ const follower = new Follower({
   log: (line) => post({ type: 'log', line }),
 });
 // A WebSocket upstream's new heads wake the follower at once instead of at its next poll.
+const subscribeAt = data.wsUrl ?? data.url;
 const heads = new UpstreamHeadsFeed({
-  url: data.url,
+  url: subscribeAt,
   onHead: () => follower.wake(),
   log: (line) => post({ type: 'log', line }),
 });
 const pending = new UpstreamPendingFeed({
-  url: data.url,
+  url: subscribeAt,
   onHashes: (hashes) => post({ type: 'pending', hashes }),
   log: (line) => post({ type: 'log', line }),
 });

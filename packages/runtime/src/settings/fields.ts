@@ -103,6 +103,10 @@ export const NETWORK_FIELDS = {
   history: optionalString({
     doc: 'With follow, for a datadir that joined its chain at block N: an http(s):// JSON-RPC endpoint answering history below N (blocks, transactions, receipts, logs, state), verified by hash links down from N and by proofs.',
   }),
+  /** With an http(s):// `follow`: the same upstream's WebSocket endpoint, for its subscriptions only. */
+  ws: optionalString({
+    doc: "With an http(s):// follow URL: the same upstream's ws(s):// endpoint, subscribed to only: its new heads wake the follower between polls, its pending transactions feed newPendingTransactions; requests stay on HTTP.",
+  }),
 } satisfies ConfigSchema;
 
 type NetworkValues = ConfigValues<typeof NETWORK_FIELDS>;
@@ -122,7 +126,7 @@ function parseNetworks(v: unknown, where: string): NetworkConfig[] {
     if (!isRecord(n)) throw new ConfigError(`${where}.${name}: expected {"datadir": "...", "follow"?: "<URL>"}`);
     const spec: Partial<ConfigValues<typeof NETWORK_FIELDS>> = {};
     readFields(NETWORK_FIELDS, n, (k) => `${where}.${name}.${k}`, spec);
-    return checkNetwork(`${where}.${name}`, name, spec.datadir, spec.follow, spec.ingest, spec.history);
+    return checkNetwork(`${where}.${name}`, name, spec.datadir, spec.follow, spec.ingest, spec.history, spec.ws);
   });
   checkNetworks(where, networks);
   return networks;
@@ -264,6 +268,11 @@ export const SERVER_FIELDS = {
     doc: "With `follow` (and `sync`) executing: record every executed block's call frames and state changes, so callTracer, prestateTracer's diffMode, trace_* and ots_* answer without re-executing (`on`), or not (`off`: they re-execute); kept in the datadir until given again.",
     defaultText: "`on`, else the datadir's",
     flag: { arg: 'on|off', serveOnly: true },
+  }),
+  followWs: optionalString({
+    doc: "With an http(s):// follow URL: the same upstream's ws(s):// endpoint, subscribed to only: its new heads wake the follower between polls (a block is fetched as soon as it is announced), its pending transactions feed newPendingTransactions; requests stay on HTTP (also `,ws=` in `--network`).",
+    defaultText: 'none (a ws(s):// follow URL subscribes on itself; else polls only)',
+    flag: { arg: 'URL', serveOnly: true },
   }),
   historyUpstream: optionalString({
     doc: 'With `follow`, for a datadir that joined its chain at block N: answer history below N (blocks, transactions, receipts, logs, state) from this http(s):// upstream, verified by hash links down from N and by proofs (also `,history=` in `--network`).',
@@ -556,6 +565,7 @@ export function checkNetwork(
   follow: string | undefined,
   ingest?: string | undefined,
   history?: string | undefined,
+  ws?: string | undefined,
 ): NetworkConfig {
   const problem = networkNameProblem(name);
   if (problem !== undefined) throw new ConfigError(`${where}: ${problem}`);
@@ -565,10 +575,13 @@ export function checkNetwork(
   if (follow === undefined) {
     if (ingest !== undefined) throw new ConfigError(`${where}: ingest: only with follow`);
     if (history !== undefined) throw new ConfigError(`${where}: history: only with follow`);
+    if (ws !== undefined) throw new ConfigError(`${where}: ws: only with follow`);
     return { name, datadir };
   }
   if (history !== undefined && !/^https?:\/\/[^/\s]/i.test(history))
     throw new ConfigError(`${where}: history: expected an http(s):// URL`);
+  const wsProblem = followWsProblem(follow, ws);
+  if (wsProblem !== undefined) throw new ConfigError(`${where}: ws: ${wsProblem}`);
   let u: URL;
   try {
     u = new URL(follow);
@@ -583,7 +596,16 @@ export function checkNetwork(
     follow,
     ...(ingest !== undefined ? { ingest } : {}),
     ...(history !== undefined ? { history } : {}),
+    ...(ws !== undefined ? { ws } : {}),
   };
+}
+
+/** What is wrong with `ws` as the subscription endpoint of follow URL `follow`; undefined when nothing. */
+export function followWsProblem(follow: string, ws: string | undefined): string | undefined {
+  if (ws === undefined) return undefined;
+  if (!/^wss?:\/\/[^/\s]/i.test(ws)) return 'expected a ws(s):// URL';
+  if (/^wss?:/i.test(follow)) return 'the follow URL is a WebSocket already: it subscribes on itself';
+  return undefined;
 }
 
 /** Names unique, datadirs distinct (LevelDB admits one opener), at most MAX_NETWORKS. */

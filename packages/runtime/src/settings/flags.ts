@@ -9,7 +9,7 @@ import { parseRedisUrl } from '@chainnode/accounts/settings';
 import { defaultLogFormat } from '@chainnode/server/settings';
 import type { LogFormat } from '@chainnode/server/settings';
 import type { DashboardConfig, FollowedDatadir, RuntimeConfig } from '../config.js';
-import { DEFAULT_ADMIN_PORT, SERVER_FIELDS, checkNetwork, checkNetworks } from './fields.js';
+import { DEFAULT_ADMIN_PORT, SERVER_FIELDS, checkNetwork, checkNetworks, followWsProblem } from './fields.js';
 import type { NetworkConfig } from './fields.js';
 import { loadConfig } from './file.js';
 import type { ServerConfig } from './file.js';
@@ -46,6 +46,8 @@ export interface ServeFlags {
   /** --start-block <N|head-K> and --checkpoint <hash> (with --follow): join the chain there. */
   startBlock?: string;
   checkpoint?: string;
+  /** --follow-ws <URL> (with an http(s):// --follow): the upstream's WebSocket, for its subscriptions. */
+  followWs?: string;
   /** --history-upstream <URL> (with --follow): history below a joined datadir's first block. */
   historyUpstream?: string;
   /** --state-trie window=<N>|archive (with --follow): a new datadir's state trie retention. */
@@ -111,7 +113,7 @@ function threadsOf(value: string | undefined): number {
   return threads === 'cores' ? availableParallelism() : threads;
 }
 
-/** Parses one `--network <name>=<datadir>[,follow=<URL>[,ingest=execute|replicate][,history=<URL>]]`. */
+/** Parses one `--network <name>=<datadir>[,follow=<URL>[,ingest=execute|replicate][,history=<URL>][,ws=<URL>]]`. */
 export function parseNetworkSpec(spec: string): NetworkConfig {
   const eq = spec.indexOf('=');
   if (eq <= 0) throw new ConfigError(`--network ${spec}: expected <name>=<datadir>[,follow=<URL>]`);
@@ -121,16 +123,15 @@ export function parseNetworkSpec(spec: string): NetworkConfig {
   const at = rest.indexOf(',follow=');
   const datadir = at < 0 ? rest : rest.slice(0, at);
   let follow = at < 0 ? undefined : rest.slice(at + ',follow='.length);
-  // `,ingest=<mode>` and `,history=<URL>` trail the follow URL, in either order.
-  let ingest: string | undefined;
-  let history: string | undefined;
-  for (let m = follow === undefined ? null : /,(ingest|history)=([^,]*)$/.exec(follow); m !== null; ) {
-    if (m[1] === 'ingest') ingest ??= m[2];
-    else history ??= m[2];
+  // `,ingest=<mode>`, `,history=<URL>` and `,ws=<URL>` trail the follow URL, in any order.
+  const trailing = /,(ingest|history|ws)=([^,]*)$/;
+  const given: { ingest?: string; history?: string; ws?: string } = {};
+  for (let m = follow === undefined ? null : trailing.exec(follow); m !== null; ) {
+    given[m[1] as 'ingest' | 'history' | 'ws'] ??= m[2] as string;
     follow = (follow as string).slice(0, m.index);
-    m = /,(ingest|history)=([^,]*)$/.exec(follow);
+    m = trailing.exec(follow);
   }
-  return checkNetwork(`--network ${name}`, name, datadir, follow, ingest, history);
+  return checkNetwork(`--network ${name}`, name, datadir, follow, given.ingest, given.history, given.ws);
 }
 
 /** The networks to serve: `--network` flags (they replace the config's), else the config's. */
@@ -196,9 +197,12 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
       if (startBlock !== undefined || checkpoint !== undefined)
         throw new ConfigError('--start-block, --checkpoint: only with --follow <URL>');
       if (opts.historyUpstream !== undefined) throw new ConfigError('--history-upstream: only with --follow <URL>');
+      if (opts.followWs !== undefined) throw new ConfigError('--follow-ws: only with --follow <URL>');
       return [];
     }
     const history = parseHistoryUpstream(opts.historyUpstream);
+    const wsProblem = followWsProblem(opts.follow, opts.followWs);
+    if (wsProblem !== undefined) throw new ConfigError(`--follow-ws: ${wsProblem}`);
     return [
       {
         network: '',
@@ -212,6 +216,7 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
           ...(startBlock !== undefined ? { startBlock } : {}),
           ...(checkpoint !== undefined ? { checkpoint } : {}),
           ...(history !== undefined ? { historyUpstream: history } : {}),
+          ...(opts.followWs !== undefined ? { wsUrl: opts.followWs } : {}),
           ...trie,
         },
       },
@@ -219,6 +224,8 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
   }
   if (opts.historyUpstream !== undefined)
     throw new ConfigError('--history-upstream: with --network, give each network its own ,history=<URL>');
+  if (opts.followWs !== undefined)
+    throw new ConfigError('--follow-ws: with --network, give each network its own ,ws=<URL>');
   return specs.flatMap((n) =>
     n.follow === undefined
       ? []
@@ -232,6 +239,7 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
               pollMs,
               ingest: n.ingest ?? ingest,
               ...(n.history !== undefined ? { historyUpstream: n.history } : {}),
+              ...(n.ws !== undefined ? { wsUrl: n.ws } : {}),
               ...trie,
             },
           },

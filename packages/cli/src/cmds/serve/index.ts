@@ -88,7 +88,7 @@ export function register(program: Command): void {
   );
   addFieldOptions(cmd, true)
     .option(
-      '--network <name>=<datadir>[,follow=<URL>[,ingest=replicate][,history=<URL>]]',
+      '--network <name>=<datadir>[,follow=<URL>[,ingest=replicate][,history=<URL>][,ws=<URL>]]',
       "serve this network, chosen by the request Host <name>.<anything> (repeatable; replaces the config's networks); --datadir then holds only keys, usage and config",
       (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
     )
