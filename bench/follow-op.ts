@@ -7,10 +7,11 @@
 // polled every 5 ms), per block; and whether the follower falls behind (the last blocks' lag
 // against the first ones'). Every followed block's hash, state root and receipts root is checked
 // against anvil's at the end.
-// With --ws the follower follows anvil over WebSocket (ws://, the same port): anvil's newHeads
-// wake it between its polls.
+// The follower asks anvil over HTTP and hears its new heads on anvil's WebSocket (--follow-ws,
+// the same port), which wake it between its 100 ms polls; with --poll-only it polls alone, with
+// --ws it follows anvil over WebSocket for everything (one socket: requests and heads).
 //   npm run bench:follow-op -- --chain <dir written by npm run bench:chain> [--seconds 120]
-//     [--block-seconds 2] [--threads N] [--ws]
+//     [--block-seconds 2] [--threads N] [--ws | --poll-only]
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -29,6 +30,8 @@ const seconds = Number(arg('seconds', '120'));
 const blockSeconds = Number(arg('block-seconds', '2'));
 const threads = arg('threads', '2') as string;
 const overWs = process.argv.includes('--ws');
+const pollOnly = process.argv.includes('--poll-only');
+if (overWs && pollOnly) throw new Error('--ws and --poll-only: one or the other');
 const measured = Math.floor(seconds / blockSeconds);
 
 type Json = Record<string, unknown>;
@@ -94,6 +97,7 @@ try {
     dir,
     '--follow',
     overWs ? anvilUrl.replace(/^http/, 'ws') : anvilUrl,
+    ...(overWs || pollOnly ? [] : ['--follow-ws', anvilUrl.replace(/^http/, 'ws')]),
     '--genesis',
     genesisPath,
     '--ingest',
@@ -165,7 +169,7 @@ try {
   console.log(
     JSON.stringify({
       part: 'follow-op',
-      upstream: `anvil --network optimism (${hardfork}), default hardfork, over ${overWs ? 'WebSocket' : 'HTTP'}`,
+      upstream: `anvil --network optimism (${hardfork}), default hardfork, over ${overWs ? 'WebSocket' : pollOnly ? 'HTTP, polled' : 'HTTP, its WebSocket newHeads waking the follower'}`,
       blocks: lags.length,
       blockSeconds,
       txsPerBlockMedian: percentileOf(txs, 50),
