@@ -29,7 +29,7 @@ export {
   trieGetSync,
   updateTrie,
 } from './trie/index.js';
-export type { NodePut, NodeSource, SyncNodeGet } from './trie/index.js';
+export type { NodePut, NodeSource, SyncDecodedGet, SyncNodeGet } from './trie/index.js';
 // Trie rows as stored (branch nodes may be deltas against older rows): for tools that read TrieNodes directly.
 export { deltaChain, nodeBytes, storedNode } from './trie/index.js';
 export type { RawNodeGet } from './trie/index.js';

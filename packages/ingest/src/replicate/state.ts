@@ -10,7 +10,7 @@ import { KECCAK256_NULL, KECCAK256_RLP, bigIntToUnpaddedBytes, bytesToHex, equal
 import { keccak256 } from '@chainnode/store';
 import { bytesToBigInt } from '@chainnode/core';
 import { trieGetSync, updateTrie } from '@chainnode/store';
-import type { StateWrites, StoreWriter } from '@chainnode/store';
+import type { NodePut, StateWrites, StoreWriter, SyncDecodedGet } from '@chainnode/store';
 
 type TrieNodeDb = StoreWriter['trieDb'];
 
@@ -78,7 +78,8 @@ export class StateOverlay {
   /** The account trie's root as changed so far by commit(). */
   private accountRoot: Uint8Array;
   private readonly nodeGet: (hash: Uint8Array) => Uint8Array | undefined;
-  private readonly nodePut: (hash: Uint8Array, encoded: Uint8Array) => void;
+  private readonly nodePut: NodePut;
+  private readonly nodeDecoded: SyncDecodedGet;
 
   constructor(
     private readonly db: TrieNodeDb,
@@ -86,7 +87,8 @@ export class StateOverlay {
   ) {
     this.accountRoot = parentRoot;
     this.nodeGet = (h) => db.getNodeSync(h);
-    this.nodePut = (h, e) => db.putNodeSync(h, e);
+    this.nodePut = (h, e, d) => db.putNodeSync(h, e, d);
+    this.nodeDecoded = db.getDecodedSync;
   }
 
   /** The entry of hashed key `key`, loaded from the parent state on first use. */
@@ -94,7 +96,7 @@ export class StateOverlay {
     const k = bytesToHex(key);
     let e = this.entries.get(k);
     if (e === undefined) {
-      const leaf = trieGetSync(this.accountRoot, key, this.nodeGet);
+      const leaf = trieGetSync(this.accountRoot, key, this.nodeGet, this.nodeDecoded);
       if (leaf === undefined)
         e = {
           baseLeaf: undefined,
@@ -164,7 +166,7 @@ export class StateOverlay {
     const set = e.storage.get(bytesToHex(slotKey));
     if (set !== undefined) return set;
     if (e.wiped || e.values === undefined) return new Uint8Array(0);
-    const leaf = trieGetSync(e.baseStorageRoot, slotKey, this.nodeGet);
+    const leaf = trieGetSync(e.baseStorageRoot, slotKey, this.nodeGet, this.nodeDecoded);
     return leaf === undefined ? new Uint8Array(0) : (RLP.decode(leaf) as Uint8Array);
   }
 
@@ -236,7 +238,7 @@ export class StateOverlay {
         for (const [sk, v] of e.storage)
           changes.push([Uint8Array.from(Buffer.from(sk.slice(2), 'hex')), v.length === 0 ? undefined : RLP.encode(v)]);
         for (const sk of e.zeroLeaves) changes.push([Uint8Array.from(Buffer.from(sk.slice(2), 'hex')), ZERO_LEAF]);
-        storageRoot = updateTrie(storageRoot, changes, this.nodeGet, this.nodePut);
+        storageRoot = updateTrie(storageRoot, changes, this.nodeGet, this.nodePut, this.nodeDecoded);
       }
       if (e.claimedStorageRoot !== undefined && !equalsBytes(e.claimedStorageRoot, storageRoot))
         throw new StateMismatch(
@@ -254,7 +256,7 @@ export class StateOverlay {
       accountChanges.push([key, leaf]);
       if (writes !== undefined) this.collect(writes, key, e, leaf, storageRoot);
     }
-    this.accountRoot = updateTrie(this.accountRoot, accountChanges, this.nodeGet, this.nodePut);
+    this.accountRoot = updateTrie(this.accountRoot, accountChanges, this.nodeGet, this.nodePut, this.nodeDecoded);
     return this.accountRoot;
   }
 
@@ -272,7 +274,7 @@ export class StateOverlay {
     }
     const slot = (sk: string, after: Uint8Array | null): void => {
       const slotKey = Uint8Array.from(Buffer.from(sk.slice(2), 'hex'));
-      const old = trieGetSync(e.baseStorageRoot, slotKey, this.nodeGet);
+      const old = trieGetSync(e.baseStorageRoot, slotKey, this.nodeGet, this.nodeDecoded);
       const before = old === undefined ? null : (RLP.decode(old) as Uint8Array);
       if (before === null || after === null ? before !== after : !equalsBytes(before, after))
         writes.slots.push([key, slotKey, after]);

@@ -32,6 +32,11 @@ interface RecentNode {
   bytes: Uint8Array;
   node: Nested[] | undefined;
 }
+/** A row read from LevelDB, and the node decoded once asked for (whole rows only). */
+interface ReadRow {
+  row: Uint8Array;
+  node: Nested | undefined;
+}
 /** A node reference to keep (if new) and its counterpart in the parent's trie (same path). */
 interface Visit {
   ref: Uint8Array | Nested;
@@ -64,7 +69,9 @@ export class TrieNodeDb implements DB<string, Value> {
   /** Recently written or rebuilt nodes by hex hash (content-addressed: never stale; a row never changes once stored). */
   private readonly recent = new Map<string, RecentNode>();
   /** Rows read from LevelDB by hex hash, most recently used last (content-addressed: never stale). */
-  private readonly readRows = new Map<string, Uint8Array>();
+  private readonly readRows = new Map<string, ReadRow>();
+  /** The nodes of `current` as the trie update built them (decoded), by hex hash. */
+  private readonly currentDecoded = new Map<string, Nested>();
 
   constructor(
     private readonly kv: KvRead & KvSyncRead,
@@ -99,9 +106,13 @@ export class TrieNodeDb implements DB<string, Value> {
     const key = Buffer.from(hash).toString('hex');
     let e = this.recent.get(key);
     if (e === undefined) {
-      const row = this.pending.get(key) ?? tables.trieNodes.getSync(this.kv, hash);
+      const pending = this.pending.get(key);
+      const read = pending === undefined ? this.readRow(key, hash) : undefined;
+      const row = pending ?? read?.row;
       if (row === undefined) return undefined;
-      e = { row, bytes: nodeBytes(row, this.rawGet), node: undefined };
+      // A whole row read already by the block's update is decoded already.
+      const node = read !== undefined && !isDelta(row) ? (read.node as Nested[] | undefined) : undefined;
+      e = { row, bytes: nodeBytes(row, this.rawGet), node };
       this.remember(key, e);
     }
     e.node ??= RLP.decode(e.bytes) as Nested[];
@@ -116,27 +127,50 @@ export class TrieNodeDb implements DB<string, Value> {
   /** A TrieNodes row as stored (whole or delta), from the overlay or LevelDB. */
   private readonly rawGet = (hash: Uint8Array): Uint8Array | undefined => {
     const key = Buffer.from(hash).toString('hex');
-    const staged = this.current.get(key) ?? this.pending.get(key);
-    if (staged !== undefined) return staged;
-    const rows = this.readRows;
-    let row = rows.get(key);
-    if (row !== undefined) {
-      rows.delete(key);
-      rows.set(key, row);
-      return row;
-    }
-    row = tables.trieNodes.getSync(this.kv, hash);
-    if (row !== undefined) {
-      rows.set(key, row);
-      if (rows.size > READ_ROWS) rows.delete(rows.keys().next().value as string);
-    }
-    return row;
+    return this.current.get(key) ?? this.pending.get(key) ?? this.readRow(key, hash)?.row;
   };
 
-  /** Stages a node of the block being verified, synchronously. */
-  putNodeSync(hash: Uint8Array, encoded: Uint8Array): void {
+  /** The row of `hash` (hex `key`) in LevelDB, through the read cache. */
+  private readRow(key: string, hash: Uint8Array): ReadRow | undefined {
+    const rows = this.readRows;
+    let e = rows.get(key);
+    if (e !== undefined) {
+      rows.delete(key);
+      rows.set(key, e);
+      return e;
+    }
+    const row = tables.trieNodes.getSync(this.kv, hash);
+    if (row === undefined) return undefined;
+    e = { row, node: undefined };
+    rows.set(key, e);
+    if (rows.size > READ_ROWS) rows.delete(rows.keys().next().value as string);
+    return e;
+  }
+
+  /**
+   * A node by its hash, decoded, when it is held decoded or its row is whole (decoded here and
+   * kept); undefined otherwise (the caller reads its bytes). Never to be changed by the caller.
+   */
+  readonly getDecodedSync = (hash: Uint8Array): Nested | undefined => {
+    const key = Buffer.from(hash).toString('hex');
+    const built = this.currentDecoded.get(key);
+    if (built !== undefined) return built;
+    if (this.current.has(key) || this.pending.has(key)) return this.recent.get(key)?.node;
+    const e = this.readRow(key, hash);
+    if (e === undefined) return undefined;
+    if (e.node === undefined) {
+      if (isDelta(e.row)) return this.recent.get(key)?.node;
+      e.node = RLP.decode(e.row) as Nested;
+    }
+    return e.node;
+  };
+
+  /** Stages a node of the block being verified, synchronously (with its decoded list when the caller has it). */
+  putNodeSync(hash: Uint8Array, encoded: Uint8Array, decoded?: Nested): void {
     if (!this.writable) throw new Error('trie db is read-only');
-    this.current.set(Buffer.from(hash).toString('hex'), encoded);
+    const key = Buffer.from(hash).toString('hex');
+    this.current.set(key, encoded);
+    if (decoded !== undefined) this.currentDecoded.set(key, decoded);
   }
 
   async put(key: string, val: Value): Promise<void> {
@@ -172,6 +206,7 @@ export class TrieNodeDb implements DB<string, Value> {
       this.keepReachable(stateRoot, this.deltas ? parentRoot : undefined);
     }
     this.current.clear();
+    this.currentDecoded.clear();
   }
 
   /**
@@ -195,7 +230,7 @@ export class TrieNodeDb implements DB<string, Value> {
         if (this.pending.has(key)) continue;
         // The parent trie's node at this path, rewritten unchanged: stored, and its subtree too.
         if (base instanceof Uint8Array && sameChild(ref, base)) continue;
-        node = RLP.decode(bytes) as Nested;
+        node = this.currentDecoded.get(key) ?? (RLP.decode(bytes) as Nested);
         old = this.counterpart(ref, base);
         if (!this.deltas) {
           // Every row is the node's bytes: nothing to look up, nothing to pair with next block.
@@ -206,7 +241,7 @@ export class TrieNodeDb implements DB<string, Value> {
           // node's row is its bytes, however it was reached: nothing to look up.
           const stored =
             Array.isArray(node) && node.length === 17
-              ? (this.readRows.get(key) ?? tables.trieNodes.getSync(this.kv, ref))
+              ? (this.readRows.get(key)?.row ?? tables.trieNodes.getSync(this.kv, ref))
               : undefined;
           const row = stored ?? this.rowFor(node, bytes, base, old);
           this.pending.set(key, row);
@@ -264,6 +299,7 @@ export class TrieNodeDb implements DB<string, Value> {
   /** The executed block failed verification: forget its nodes. */
   rejectBlock(): void {
     this.current.clear();
+    this.currentDecoded.clear();
   }
 
   /** Moves the group's nodes into `batch`. */

@@ -10,12 +10,17 @@ import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import { keccak256 } from '../keccak.js';
 
-type Nested = Uint8Array | Nested[];
-
 /** A node's bytes by its hash; undefined when the store does not hold it. */
 export type SyncNodeGet = (hash: Uint8Array) => Uint8Array | undefined;
-/** Receives every node the update creates, by hash. */
-export type NodePut = (hash: Uint8Array, encoded: Uint8Array) => void;
+/**
+ * A node by its hash, RLP-decoded, when the source holds it decoded already (else undefined, and
+ * its bytes are read and decoded). The update never changes what it is given.
+ */
+export type SyncDecodedGet = (hash: Uint8Array) => Nested | undefined;
+/** Receives every node the update creates, by hash: its RLP and the list it encodes. */
+export type NodePut = (hash: Uint8Array, encoded: Uint8Array, decoded: Nested) => void;
+/** A node as RLP decodes it: bytes, or a list of such. */
+export type Nested = Uint8Array | Nested[];
 
 type Node =
   | { kind: 'leaf'; path: number[]; value: Uint8Array }
@@ -69,6 +74,7 @@ class Updater {
   constructor(
     private readonly get: SyncNodeGet,
     private readonly put: NodePut,
+    private readonly decoded?: SyncDecodedGet,
   ) {}
 
   /** A reference (hash, embedded node, or empty) as a node; undefined for empty. */
@@ -77,9 +83,13 @@ class Updater {
     if (ref instanceof Uint8Array) {
       if (ref.length === 0) return undefined;
       if (ref.length !== 32) throw new Error('trie reference is neither a hash nor a node');
-      const bytes = this.get(ref);
-      if (bytes === undefined) throw new MissingTrieNodeError(ref);
-      raw = RLP.decode(bytes) as Nested;
+      const held = this.decoded?.(ref);
+      if (held !== undefined) raw = held;
+      else {
+        const bytes = this.get(ref);
+        if (bytes === undefined) throw new MissingTrieNodeError(ref);
+        raw = RLP.decode(bytes) as Nested;
+      }
     } else raw = ref;
     if (!Array.isArray(raw)) throw new Error('trie node is not a list');
     if (raw.length === 17) return { kind: 'branch', children: raw.slice(0, 16), value: raw[16] as Uint8Array };
@@ -105,7 +115,7 @@ class Updater {
     const enc = RLP.encode(raw as never);
     if (enc.length < 32) return raw;
     const h = keccak256(enc);
-    this.put(h, enc);
+    this.put(h, enc, raw);
     return h;
   }
 
@@ -208,6 +218,7 @@ export function updateTrie(
   changes: Iterable<[Uint8Array, Uint8Array | undefined]>,
   get: SyncNodeGet,
   put: NodePut,
+  decoded?: SyncDecodedGet,
 ): Uint8Array {
   const list: Change[] = [];
   for (const [k, v] of changes)
@@ -221,21 +232,27 @@ export function updateTrie(
       if (a.nibbles[i] !== b.nibbles[i]) return (a.nibbles[i] as number) - (b.nibbles[i] as number);
     return a.nibbles.length - b.nibbles.length;
   });
-  const u = new Updater(get, put);
+  const u = new Updater(get, put, decoded);
   const start =
     root.length === 32 && !Buffer.from(root).equals(Buffer.from(KECCAK256_RLP)) ? u.resolve(root) : undefined;
   const next = u.update(start, list, 0);
   if (next === undefined) return KECCAK256_RLP;
-  const enc = RLP.encode(u.raw(next) as never);
+  const raw = u.raw(next);
+  const enc = RLP.encode(raw as never);
   const h = keccak256(enc);
-  put(h, enc);
+  put(h, enc, raw);
   return h;
 }
 
 /** Reads the value at `key` (undefined when absent), synchronously. */
-export function trieGetSync(root: Uint8Array, key: Uint8Array, get: SyncNodeGet): Uint8Array | undefined {
+export function trieGetSync(
+  root: Uint8Array,
+  key: Uint8Array,
+  get: SyncNodeGet,
+  decoded?: SyncDecodedGet,
+): Uint8Array | undefined {
   if (Buffer.from(root).equals(Buffer.from(KECCAK256_RLP))) return undefined;
-  const u = new Updater(get, () => {});
+  const u = new Updater(get, () => {}, decoded);
   const nib = nibblesOf(key);
   let n = u.resolve(root);
   let d = 0;
