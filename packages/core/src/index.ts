@@ -4,6 +4,7 @@ export type * from './types.js';
 export type * from './chainstore.js';
 export * from './codec.js';
 export type * from './chain-events.js';
+export * from './commit-codec.js';
 export * from './single-flight.js';
 export * from './block-json.js';
 export * from './log-json.js';

@@ -3,6 +3,7 @@
 // subscribers hear of it, and the kept status (what /health and the metrics show) takes the
 // commit's head at once, before the ingest's status message that follows the commit arrives.
 import { MessageChannel } from 'node:worker_threads';
+import { packCommit } from '@chainnode/core';
 import type { ChainCommit, FollowStatus } from '@chainnode/core';
 import { initialFollowStatus } from '../src/follow.js';
 import { FollowRuntime } from '../src/thread/follow-runtime.js';
@@ -13,6 +14,11 @@ const commit = (head: number, removed: number[] = []): ChainCommit => ({
   removed: removed.map((n) => ({ number: BigInt(n), hash: hash(n), logs: [] })),
   added: [{ number: BigInt(head), hash: hash(head), logs: [] }],
   head: { number: BigInt(head), hash: hash(head) },
+});
+/** The ingest thread's message of a commit (packed, as ingest-worker.ts posts it). */
+const committed = (head: number, removed: number[] = []): FollowEvent => ({
+  type: 'commit',
+  packed: packCommit(commit(head, removed)),
 });
 const status = (localHead: number, upstreamHead: number): FollowStatus => ({
   ...initialFollowStatus('http://upstream'),
@@ -63,7 +69,7 @@ describe('FollowRuntime (one serving thread)', () => {
     await delivered();
     expect(runtime.status()).toMatchObject({ localHead: 10n, lagBlocks: 4n, lagSeconds: 48 });
 
-    post({ type: 'commit', commit: commit(11) });
+    post(committed(11));
     await delivered();
     expect(seen).toEqual(['apply 11', 'publish 11']);
     expect(atPublish).toEqual([[11n, 3n]]);
@@ -77,11 +83,11 @@ describe('FollowRuntime (one serving thread)', () => {
 
   test('a reorg to a lower head lowers it; a head above the upstream lags by 0', async () => {
     post({ type: 'status', status: status(12, 12) });
-    post({ type: 'commit', commit: commit(11, [11, 12]) });
+    post(committed(11, [11, 12]));
     await delivered();
     expect(runtime.status()).toMatchObject({ localHead: 11n, lagBlocks: 1n });
 
-    post({ type: 'commit', commit: commit(13) });
+    post(committed(13));
     await delivered();
     expect(runtime.status()).toMatchObject({ localHead: 13n, lagBlocks: 0n });
   });

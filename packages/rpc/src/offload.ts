@@ -14,6 +14,7 @@ import { Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import {
   InternalError,
+  commitWithoutLogs,
   LimitExceededError,
   MethodNotFoundError,
   RpcError,
@@ -218,10 +219,12 @@ export class OffloadPool implements OffloadExecutor {
    * before the calls sent to it afterwards. A worker started later opens the datadir after it.
    */
   applyCommit(commit: ChainCommit): void {
+    // A store applying a commit reads its blocks' numbers and hashes only: the logs stay here.
+    const forWorkers = commitWithoutLogs(commit);
     for (const slot of this.slots) {
       if (slot === undefined || slot.ending) continue;
       try {
-        slot.worker.postMessage({ type: 'commit', commit } satisfies OffloadRequest);
+        slot.worker.postMessage({ type: 'commit', commit: forWorkers } satisfies OffloadRequest);
       } catch {
         // It is exiting: its replacement opens the datadir with the commit in it.
       }

@@ -6,6 +6,7 @@
 // call at `latest` runs on the commit's head (the worker resolving the tag itself: no kept answers).
 import { MessageChannel } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
+import { packCommit } from '@chainnode/core';
 import { resolveConfig } from '@chainnode/rpc';
 import type { NetworkRuntime } from '@chainnode/server';
 import { chainDir, datadirCopy } from '@chainnode/testkit';
@@ -94,7 +95,7 @@ interface Reply {
       const b = (await call('eth_getBlockByNumber', [`0x${n.toString(16)}`, false])).result as unknown as {
         hash: string;
       };
-      removed.push({ number: n, hash: Uint8Array.from(Buffer.from(b.hash.slice(2), 'hex')) });
+      removed.push({ number: n, hash: Uint8Array.from(Buffer.from(b.hash.slice(2), 'hex')), logs: [] });
     }
     const applied = new Promise<void>((resolve) => {
       const stop = net.chainEvents?.subscribe(() => {
@@ -102,7 +103,8 @@ interface Reply {
         resolve();
       });
     });
-    feed.postMessage({ type: 'commit', commit: { removed, added: [], head: { number: back, hash } } });
+    // As the ingest thread posts it (packed).
+    feed.postMessage({ type: 'commit', packed: packCommit({ removed, added: [], head: { number: back, hash } }) });
     await applied;
     const number = await call('eth_call', [{ to: TOKEN, gas: HEAVY_GAS }, 'latest', { [TOKEN]: { code: NUMBER } }]);
     expect(BigInt(number.result as string)).toBe(back);

@@ -15,6 +15,7 @@
 //   hashes (onPending).
 import { MessageChannel, Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
+import { unpackCommit } from '@chainnode/core';
 import type { ChainCommit, ChainCommitListener, ChainEvents, FollowStatus, Hex } from '@chainnode/core';
 import { blocksBehind, initialFollowStatus } from '../follow.js';
 import type { IngestMessage, IngestWorkerData } from './ingest-worker.js';
@@ -154,15 +155,16 @@ export class FollowRuntime implements ChainEvents {
         this.readyResolve();
         break;
       case 'commit': {
-        this.sink?.applyCommit(m.commit);
+        const commit = unpackCommit(m.packed);
+        this.sink?.applyCommit(commit);
         // The ingest posts its status after the commit: until it arrives, the kept status takes
         // the commit's head, so /health never shows a head below the one this thread serves.
         // (The head's timestamp, and lagSeconds with it, come with that status.)
-        const localHead = m.commit.head.number;
+        const localHead = commit.head.number;
         this.current = { ...this.current, localHead, lagBlocks: blocksBehind({ ...this.current, localHead }) };
         for (const l of this.listeners) {
           try {
-            l(m.commit);
+            l(commit);
           } catch (err) {
             this.log(`follow: a chain-event listener failed: ${(err as Error).message}`);
           }

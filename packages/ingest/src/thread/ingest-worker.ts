@@ -8,8 +8,8 @@
 // UpstreamHeadsFeed) wake the follower between polls.
 // A `stop` message ends it after the batch in flight.
 import { parentPort, workerData } from 'node:worker_threads';
-import { UpstreamHeadsFeed, UpstreamPendingFeed } from '@chainnode/core';
-import type { ChainCommit, Hex } from '@chainnode/core';
+import { UpstreamHeadsFeed, UpstreamPendingFeed, packCommit } from '@chainnode/core';
+import type { Hex } from '@chainnode/core';
 import { Follower } from '../follow.js';
 import type { FollowStatus } from '@chainnode/core';
 import type { FollowSettings } from '../follow.js';
@@ -23,7 +23,8 @@ export interface IngestWorkerData extends FollowSettings {
 
 export type IngestMessage =
   | { type: 'ready' }
-  | { type: 'commit'; commit: ChainCommit }
+  /** A durable commit, in one buffer (core's packCommit: cheap to hand from thread to thread). */
+  | { type: 'commit'; packed: Uint8Array }
   | { type: 'status'; status: FollowStatus }
   | { type: 'log'; line: string }
   | { type: 'pending'; hashes: Hex[] }
@@ -52,7 +53,10 @@ const follower = new Follower({
   shared: true,
   signal: abort.signal,
   onReady: () => post({ type: 'ready' }),
-  onCommit: (commit) => post({ type: 'commit', commit }),
+  onCommit: (commit) => {
+    const packed = packCommit(commit);
+    port.postMessage({ type: 'commit', packed } satisfies IngestMessage, [packed.buffer]);
+  },
   onStatus: (status) => post({ type: 'status', status }),
   log: (line) => post({ type: 'log', line }),
 });
