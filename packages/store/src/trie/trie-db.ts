@@ -68,7 +68,11 @@ export class TrieNodeDb implements DB<string, Value> {
   deltas = false;
   /** Recently written or rebuilt nodes by hex hash (content-addressed: never stale; a row never changes once stored). */
   private readonly recent = new Map<string, RecentNode>();
-  /** Rows read from LevelDB by hex hash, most recently used last (content-addressed: never stale). */
+  /**
+   * Rows read from LevelDB by hex hash, most recently used last. Content-addressed, so a row read
+   * is the node's for good, but for a node the window's pruner deleted and a later block wrote
+   * again, as another row: drainInto drops those.
+   */
   private readonly readRows = new Map<string, ReadRow>();
   /** The nodes of `current` as the trie update built them (decoded), by hex hash. */
   private readonly currentDecoded = new Map<string, Nested>();
@@ -238,11 +242,10 @@ export class TrieNodeDb implements DB<string, Value> {
         } else {
           // A branch stored already keeps its row as it is (whole or delta): a row is the one its
           // first writer chose, whichever way later blocks reach the same node again. Any other
-          // node's row is its bytes, however it was reached: nothing to look up.
+          // node's row is its bytes, however it was reached: nothing to look up. Asked of LevelDB
+          // itself, not the read cache: a pruned row may linger there, its delta's base gone.
           const stored =
-            Array.isArray(node) && node.length === 17
-              ? (this.readRows.get(key)?.row ?? tables.trieNodes.getSync(this.kv, ref))
-              : undefined;
+            Array.isArray(node) && node.length === 17 ? tables.trieNodes.getSync(this.kv, ref) : undefined;
           const row = stored ?? this.rowFor(node, bytes, base, old);
           this.pending.set(key, row);
           // The next block's pairing reads it as its parent's: remembered decoded.
@@ -309,6 +312,8 @@ export class TrieNodeDb implements DB<string, Value> {
     for (const [k, v] of this.pending) {
       const key = keyBytes(k);
       tables.trieNodes.put(batch, key, v);
+      // A node pruned and written again may be written as another row than the one cached.
+      this.readRows.delete(k);
       if (watch !== undefined && key.length === 32) {
         watch(key);
         // A delta needs its bases: a pruning cycle running now keeps them with it.
