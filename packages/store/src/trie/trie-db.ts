@@ -244,8 +244,7 @@ export class TrieNodeDb implements DB<string, Value> {
           // first writer chose, whichever way later blocks reach the same node again. Any other
           // node's row is its bytes, however it was reached: nothing to look up. Asked of LevelDB
           // itself, not the read cache: a pruned row may linger there, its delta's base gone.
-          const stored =
-            Array.isArray(node) && node.length === 17 ? tables.trieNodes.getSync(this.kv, ref) : undefined;
+          const stored = Array.isArray(node) && node.length === 17 ? tables.trieNodes.getSync(this.kv, ref) : undefined;
           const row = stored ?? this.rowFor(node, bytes, base, old);
           this.pending.set(key, row);
           // The next block's pairing reads it as its parent's: remembered decoded.
