@@ -87,15 +87,29 @@ export async function txFromJson(json: unknown, common: Common): Promise<Replica
   };
 }
 
+/**
+ * A receipt's log, its fields' widths checked: an upstream's receipts are hostile until
+ * validated, and a self-consistent lie (its header committing to them) passes the receipts root.
+ */
+function replicaLog(address: unknown, topics: unknown, data: unknown): LogInput {
+  if (!(address instanceof Uint8Array) || address.length !== 20) throw new Error('log address is not 20 bytes');
+  if (!Array.isArray(topics) || topics.length > 4) throw new Error('log topics are not a list of at most 4');
+  for (const t of topics)
+    if (!(t instanceof Uint8Array) || t.length !== 32) throw new Error('log topic is not 32 bytes');
+  if (!(data instanceof Uint8Array)) throw new Error('log data is not bytes');
+  return { address, topics: topics as Uint8Array[], data };
+}
+
 /** A receipt from its consensus encoding (debug_getRawReceipts). */
 export function receiptFromRaw(raw: Uint8Array): ReplicaReceipt {
   const typed = raw.length > 0 && (raw[0] as number) < 0x80;
   const type = typed ? (raw[0] as number) : 0;
   const f = RLP.decode(typed ? raw.subarray(1) : raw) as unknown as (Uint8Array | Uint8Array[][])[];
   if (!Array.isArray(f) || f.length < 4) throw new Error('receipt is not a list of at least 4 items');
-  const logs = (f[3] as unknown as [Uint8Array, Uint8Array[], Uint8Array][]).map((l) => {
-    if (!Array.isArray(l) || l.length !== 3 || !Array.isArray(l[1])) throw new Error('receipt log is malformed');
-    return { address: l[0], topics: l[1], data: l[2] };
+  if (!Array.isArray(f[3])) throw new Error('receipt logs are not a list');
+  const logs = (f[3] as unknown[]).map((l) => {
+    if (!Array.isArray(l) || l.length !== 3) throw new Error('receipt log is malformed');
+    return replicaLog(l[0], l[1], l[2]);
   });
   const r: ReplicaReceipt = {
     type,
@@ -123,13 +137,14 @@ export function receiptFromJson(json: unknown): ReplicaReceipt {
   } else statusOrState = hexToBytes(hexField(o, 'root') as `0x${string}`);
   if (!Array.isArray(o.logs)) throw new Error('receipt has no logs list');
   const logs = o.logs.map((l: unknown) => {
+    if (typeof l !== 'object' || l === null) throw new Error('log is not an object');
     const lo = l as Record<string, unknown>;
     if (!Array.isArray(lo.topics)) throw new Error('log has no topics');
-    return {
-      address: hexToBytes(hexField(lo, 'address') as `0x${string}`),
-      topics: lo.topics.map((t: unknown) => hexToBytes(hexField({ t }, 't') as `0x${string}`)),
-      data: hexToBytes(hexField(lo, 'data') as `0x${string}`),
-    };
+    return replicaLog(
+      hexToBytes(hexField(lo, 'address') as `0x${string}`),
+      lo.topics.map((t: unknown) => hexToBytes(hexField({ t }, 't') as `0x${string}`)),
+      hexToBytes(hexField(lo, 'data') as `0x${string}`),
+    );
   });
   const r: ReplicaReceipt = { type, statusOrState, cumulativeGasUsed: quantity(o, 'cumulativeGasUsed'), logs };
   if (type === DEPOSIT_TX_TYPE) {
