@@ -7,7 +7,9 @@
 import { createMPT } from '@ethereumjs/mpt';
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { MissingTrieNodeError, trieGetSync, updateTrie } from '../src/trie/trie-update.js';
+import { RLP } from '@ethereumjs/rlp';
+import { MissingTrieNodeError, encodeNested, trieGetSync, updateTrie } from '../src/trie/trie-update.js';
+import type { Nested } from '../src/trie/trie-update.js';
 import { bytes, hex, rng } from './random.js';
 
 async function run(seed: number, hashed: boolean, rounds: number): Promise<number> {
@@ -95,4 +97,31 @@ test('a node the store lacks is an error naming it, not a wrong root', () => {
       () => {},
     ),
   ).toThrow(MissingTrieNodeError);
+});
+
+test("the node encoder writes @ethereumjs/rlp's bytes: every length class, nested lists, 2,000 random nodes", () => {
+  const r = rng(61);
+  const item = (): Uint8Array => {
+    const n = r(5) === 0 ? ([0, 1, 55, 56, 57][r(5)] as number) : r(40);
+    const b = bytes(r, n);
+    if (n === 1 && r(2) === 0) b[0] = r(0x80); // a single byte under 0x80 is its own encoding
+    return b;
+  };
+  const nested = (depth: number): Nested =>
+    depth > 0 && r(4) === 0 ? Array.from({ length: r(6) }, () => nested(depth - 1)) : item();
+  const cases: Nested[] = [
+    [],
+    [new Uint8Array(0)],
+    Uint8Array.of(0x7f),
+    Uint8Array.of(0x80),
+    Array.from({ length: 17 }, () => new Uint8Array(0)),
+    Array.from({ length: 60 }, () => Uint8Array.of(1)),
+  ];
+  // Byte strings and lists whose length takes one, two and three bytes to state.
+  for (const n of [255, 256, 257, 65_535, 65_536, 70_000]) {
+    const b = new Uint8Array(n).fill(0xab);
+    cases.push(b, [b], [Uint8Array.of(1), [b]]);
+  }
+  for (let i = 0; i < 2_000; i++) cases.push(Array.from({ length: r(2) === 0 ? 17 : 2 }, () => nested(2)));
+  for (const c of cases) expect(hex(encodeNested(c))).toBe(hex(RLP.encode(c as never)));
 });
