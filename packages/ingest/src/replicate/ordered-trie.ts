@@ -3,9 +3,8 @@
 // awaits, each node hashed once. The same root @ethereumjs/mpt gives (the tests compare them).
 import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_RLP } from '@ethereumjs/util';
-import { hexPrefix, keccak256, nibblesOf, sharedNibbles } from '@chainnode/store';
-
-type Nested = Uint8Array | Nested[];
+import { encodeNested, hexPrefix, keccak256, nibblesOf, sharedNibbles } from '@chainnode/store';
+import type { Nested } from '@chainnode/store';
 
 interface Entry {
   nibbles: number[];
@@ -14,7 +13,7 @@ interface Entry {
 
 /** A child as its parent holds it: embedded when its encoding is under 32 bytes, else its hash. */
 function ref(node: Nested): Nested {
-  const enc = RLP.encode(node as never);
+  const enc = encodeNested(node);
   return enc.length < 32 ? node : keccak256(enc);
 }
 
@@ -42,5 +41,5 @@ function build(entries: Entry[], depth: number): Nested {
 export function orderedTrieRoot(items: readonly Uint8Array[]): Uint8Array {
   if (items.length === 0) return KECCAK256_RLP;
   const entries = items.map((value, i) => ({ nibbles: nibblesOf(RLP.encode(i)), value }));
-  return keccak256(RLP.encode(build(entries, 0) as never));
+  return keccak256(encodeNested(build(entries, 0)));
 }

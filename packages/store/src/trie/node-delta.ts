@@ -16,8 +16,7 @@
 // Readers never see a delta: nodeBytes() rebuilds the node, byte for byte the RLP its hash names.
 // bench/trie-delta measures the saving (about half of the archive trie on the mainnet-shaped chain).
 import { RLP } from '@ethereumjs/rlp';
-
-type Nested = Uint8Array | Nested[];
+import type { Nested } from './trie-update.js';
 
 /** A TrieNodes row's bytes by node hash (whole or delta); undefined when the store lacks it. */
 export type RawNodeGet = (hash: Uint8Array) => Uint8Array | undefined;

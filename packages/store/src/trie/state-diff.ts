@@ -17,8 +17,7 @@ import { LimitExceededError, ResponseTooLargeError, bytesEqual } from '@chainnod
 import type { AccountDiffRecord, StateDiffLimits, StateDiffRecord } from '@chainnode/core';
 import { accountFields, rlpString } from './trie-read.js';
 import type { NodeSource } from './trie-read.js';
-
-type Nested = Uint8Array | Nested[];
+import type { Nested } from './trie-update.js';
 
 /** A decoded node; a short node (leaf or extension) with `at` of its path's nibbles already walked. */
 type TrieNode =

@@ -13,9 +13,9 @@ import type { BatchDBOp, DB, EncodingOpts } from '@ethereumjs/util';
 import { tables } from '../schema/index.js';
 import type { KvBatch, KvRead, KvSyncRead } from '../schema/index.js';
 import { deltaChain, deltaRow, isDelta, nodeBytes, sameChild } from './node-delta.js';
+import type { Nested } from './trie-update.js';
 
 type Value = string | Uint8Array;
-type Nested = Uint8Array | Nested[];
 /** Nodes recently written or rebuilt, kept for the next blocks' reads and pairing (decoded: about 2 KB each, ~32 MB). */
 const RECENT_NODES = 16_384;
 /**

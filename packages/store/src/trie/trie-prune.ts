@@ -40,8 +40,7 @@ import { Prefix, tables } from '../schema/index.js';
 import { deltaBase, isDelta, nodeBytes } from './node-delta.js';
 import type { RawNodeGet } from './node-delta.js';
 import { headerStateRoot } from './trie-read.js';
-
-type Nested = Uint8Array | Nested[];
+import type { Nested } from './trie-update.js';
 
 /**
  * A set of 32-byte hashes, each kept as its first 16 bytes in an open-addressed table of
