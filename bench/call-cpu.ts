@@ -1,4 +1,4 @@
-// `node bench/dist/call-cpu.js --datadir <copy of a datadir> [--calls 3000] [--warmup 1000] [--at latest|recent] [--contracts 4] [--selector <4 bytes hex>] [--exec <index.js> [--pair]]`:
+// `node bench/dist/call-cpu.js --datadir <copy of a datadir> [--calls 3000] [--warmup 1000] [--at latest|recent] [--contracts 4] [--selector <4 bytes hex>] [--pause-ms <ms>] [--exec <index.js> [--pair]]`:
 // CPU time per eth_call of packages/exec's Executor (the engine alone: no HTTP, no JSON, no
 // answer cache), every call a body never asked before. The calls are the chain's own: the
 // transactions to the `--contracts` most called contracts of its last 64 blocks, replayed by their senders at the head
@@ -10,7 +10,10 @@
 // system) over the pass / calls. Prints the outcome kinds and a digest of every answer, so a
 // before/after pair (run each build on its own copy of the datadir, back to back) also shows the
 // answers did not change. With `node --cpu-prof bench/dist/call-cpu.js …` the profile is of the
-// same pass. Never run on a benchmark datadir itself: LevelDB writes to the directory it opens.
+// same pass. `--pause-ms 1`: the thread idles that long before each measured call, as a server's
+// does between the calls of one client (the timer's own CPU, measured alone in the same run, is
+// subtracted): what a call costs when it meets caches the rest of the machine has used meanwhile.
+// Never run on a benchmark datadir itself: LevelDB writes to the directory it opens.
 import { createHash } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { openChainStore } from '@chainnode/store';
@@ -192,20 +195,34 @@ async function main(): Promise<void> {
     const digest = createHash('sha256');
     const kinds: Record<string, number> = {};
     const outcomes: CallOutcome[] = [];
+    const pauseMs = Number(arg('pause-ms', '0'));
+    const pause = (): Promise<void> => new Promise((r) => setTimeout(r, pauseMs));
+    // The pauses' own CPU (a timer and the event loop's wait), measured alone, to subtract.
+    let pauseUs = 0;
+    if (pauseMs > 0) {
+      const p0 = process.cpuUsage();
+      for (let i = 0; i < Math.min(calls, 2000); i++) await pause();
+      const p = process.cpuUsage(p0);
+      pauseUs = (p.user + p.system) / Math.min(calls, 2000);
+    }
     const c0 = process.cpuUsage();
     const w0 = performance.now();
-    for (let i = 0; i < calls; i++) outcomes.push(await executor.call(headerFor(), callOf(t, i, 0)));
+    for (let i = 0; i < calls; i++) {
+      if (pauseMs > 0) await pause();
+      outcomes.push(await executor.call(headerFor(), callOf(t, i, 0)));
+    }
     const wall = performance.now() - w0;
     const cpu = process.cpuUsage(c0);
     for (const o of outcomes) {
       kinds[o.kind] = (kinds[o.kind] ?? 0) + 1;
       digest.update(outcomeLine(o));
     }
-    const us = (cpu.user + cpu.system) / calls;
+    const us = (cpu.user + cpu.system) / calls - pauseUs;
     console.log(
       JSON.stringify({
         at,
         calls,
+        ...(pauseMs > 0 ? { pauseMs, pauseOnlyUs: Math.round(pauseUs) } : {}),
         templates: t.length,
         cpuUsPerCall: Math.round(us),
         wallUsPerCall: Math.round((wall * 1000) / calls),
