@@ -157,6 +157,8 @@ async function main(): Promise<void> {
   const warmup = Number(arg('warmup', '1000'));
   const at = arg('at', 'latest') as 'latest' | 'recent';
   const contracts = Number(arg('contracts', '4'));
+  const pauseMs = Number(arg('pause-ms', '0'));
+  if (!Number.isFinite(pauseMs) || pauseMs < 0) throw new Error('--pause-ms <ms>: milliseconds, 0 or more');
   const store = await openChainStore(datadir);
   try {
     const headNo = (await store.head()).number;
@@ -195,7 +197,6 @@ async function main(): Promise<void> {
     const digest = createHash('sha256');
     const kinds: Record<string, number> = {};
     const outcomes: CallOutcome[] = [];
-    const pauseMs = Number(arg('pause-ms', '0'));
     const pause = (): Promise<void> => new Promise((r) => setTimeout(r, pauseMs));
     // The pauses' own CPU (a timer and the event loop's wait), measured alone, to subtract.
     let pauseUs = 0;
@@ -222,6 +223,7 @@ async function main(): Promise<void> {
       JSON.stringify({
         at,
         calls,
+        // With pauses, wallUsPerCall includes them; cpuUsPerCall does not (pauseOnlyUs subtracted).
         ...(pauseMs > 0 ? { pauseMs, pauseOnlyUs: Math.round(pauseUs) } : {}),
         templates: t.length,
         cpuUsPerCall: Math.round(us),
