@@ -9,6 +9,11 @@
 import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import { keccak256 } from '../keccak.js';
+import { encodeNested } from '../schema/rlp.js';
+import type { Nested } from '../schema/rlp.js';
+
+export { encodeNested };
+export type { Nested };
 
 /** A node's bytes by its hash; undefined when the store does not hold it. */
 export type SyncNodeGet = (hash: Uint8Array) => Uint8Array | undefined;
@@ -19,9 +24,6 @@ export type SyncNodeGet = (hash: Uint8Array) => Uint8Array | undefined;
 export type SyncDecodedGet = (hash: Uint8Array) => Nested | undefined;
 /** Receives every node the update creates, by hash: its RLP and the list it encodes. */
 export type NodePut = (hash: Uint8Array, encoded: Uint8Array, decoded: Nested) => void;
-/** A node as RLP decodes it: bytes, or a list of such. */
-export type Nested = Uint8Array | Nested[];
-
 type Node =
   | { kind: 'leaf'; path: number[]; value: Uint8Array }
   | { kind: 'ext'; path: number[]; child: Nested }
@@ -242,62 +244,6 @@ export function updateTrie(
   const h = keccak256(enc);
   put(h, enc, raw);
   return h;
-}
-
-/** Bytes an RLP length prefix of a payload of `n` bytes takes. */
-function prefixLength(n: number): number {
-  if (n < 56) return 1;
-  let bytes = 0;
-  for (let x = n; x > 0; x = Math.floor(x / 256)) bytes++;
-  return 1 + bytes;
-}
-
-/** The length of `v`'s RLP. */
-function encodedLength(v: Nested): number {
-  if (v instanceof Uint8Array) return v.length === 1 && (v[0] as number) < 0x80 ? 1 : prefixLength(v.length) + v.length;
-  let payload = 0;
-  for (const x of v) payload += encodedLength(x);
-  return prefixLength(payload) + payload;
-}
-
-/** Writes an RLP length prefix (`short`: 0x80 for strings, 0xc0 for lists) at `at`; returns the next offset. */
-function writePrefix(out: Uint8Array, at: number, n: number, short: number): number {
-  if (n < 56) {
-    out[at] = short + n;
-    return at + 1;
-  }
-  const bytes = prefixLength(n) - 1;
-  out[at] = short + 55 + bytes;
-  for (let i = bytes; i > 0; i--, n = Math.floor(n / 256)) out[at + i] = n % 256;
-  return at + 1 + bytes;
-}
-
-function writeNested(v: Nested, out: Uint8Array, at: number): number {
-  if (v instanceof Uint8Array) {
-    if (v.length === 1 && (v[0] as number) < 0x80) {
-      out[at] = v[0] as number;
-      return at + 1;
-    }
-    at = writePrefix(out, at, v.length, 0x80);
-    out.set(v, at);
-    return at + v.length;
-  }
-  let payload = 0;
-  for (const x of v) payload += encodedLength(x);
-  at = writePrefix(out, at, payload, 0xc0);
-  for (const x of v) at = writeNested(x, out, at);
-  return at;
-}
-
-/**
- * RLP of a trie node (byte strings and embedded lists), as @ethereumjs/rlp's encode gives it,
- * in one allocation: the generic encoder concatenated a buffer per item, the most of a trie
- * update's encoding time.
- */
-export function encodeNested(v: Nested): Uint8Array {
-  const out = new Uint8Array(encodedLength(v));
-  writeNested(v, out, 0);
-  return out;
 }
 
 /** Reads the value at `key` (undefined when absent), synchronously. */
