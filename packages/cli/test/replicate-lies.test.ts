@@ -10,6 +10,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import type { GethGenesis } from '@ethereumjs/common';
@@ -269,21 +270,31 @@ describe('replication from a lying upstream', () => {
       '--group-blocks',
       '2',
     ];
+    // The uninterrupted run first: its length is the span the kills are drawn from, so they land
+    // while blocks are being written on a fast machine as on a slow one.
+    const started = Date.now();
+    const wholeRun = await runCli(args(whole, 'replicate'));
+    expect(wholeRun.code).toBe(0);
+    let span = Date.now() - started;
     let kills = 0;
     for (let round = 0; round < 12; round++) {
       const child = spawn(process.execPath, [cliBin(), ...args(killed, 'replicate')], { stdio: 'ignore' });
-      const delay = 300 + Math.floor(rng.next() * 900);
+      const delay = Math.floor(span * (0.2 + 0.7 * rng.next()));
       const timer = setTimeout(() => child.kill('SIGKILL'), delay);
       const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
       clearTimeout(timer);
       if (code === null) kills++;
-      else break;
+      else if (kills > 0) break;
+      else {
+        // Finished before the kill: start over from nothing, killing earlier.
+        expect(code).toBe(0);
+        await rm(killed, { recursive: true, force: true });
+        span = Math.max(50, Math.floor(span / 2));
+      }
     }
     expect(kills).toBeGreaterThan(0);
     const finish = await runCli(args(killed, 'replicate'));
     expect(finish.code).toBe(0);
-    const wholeRun = await runCli(args(whole, 'replicate'));
-    expect(wholeRun.code).toBe(0);
     expect((await runCli(args(executed, 'execute'))).code).toBe(0);
     // From anvil the node asks Parity's stateDiff first; the same chain through geth's prestate tracer.
     expect(wholeRun.stderr).toContain('state changes from trace_replayBlockTransactions stateDiff');
