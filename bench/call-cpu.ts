@@ -22,6 +22,7 @@ import { Executor as BuiltExecutor } from '@chainnode/exec';
 import type { CallArgs, CallOutcome } from '@chainnode/exec';
 import type { HeaderRecord } from '@chainnode/core';
 import { arg } from './src/cli.js';
+import { medianOf } from './src/anvil.js';
 import { resolve } from 'node:path';
 
 interface Template {
@@ -121,10 +122,6 @@ async function paired(
     ub.push(y);
     ratio.push(y / x);
   }
-  const median = (v: number[]): number => {
-    const s = [...v].sort((p, q) => p - q);
-    return ((s[(s.length - 1) >> 1] as number) + (s[s.length >> 1] as number)) / 2;
-  };
   let differ = 0;
   const da = createHash('sha256');
   for (let i = 0; i < 200; i++) {
@@ -138,9 +135,9 @@ async function paired(
     JSON.stringify({
       rounds: ua.length,
       batch: BATCH,
-      thisBuildUsPerCall: Math.round(median(ua)),
-      otherBuildUsPerCall: Math.round(median(ub)),
-      otherOverThis: Number(median(ratio).toFixed(3)),
+      thisBuildUsPerCall: Math.round(medianOf(ua)),
+      otherBuildUsPerCall: Math.round(medianOf(ub)),
+      otherOverThis: Number(medianOf(ratio).toFixed(3)),
       ratioRange: [Number(Math.min(...ratio).toFixed(3)), Number(Math.max(...ratio).toFixed(3))],
       answersCompared: 200,
       answersDiffering: differ,

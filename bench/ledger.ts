@@ -1,6 +1,6 @@
 // `npm run bench:ledger [-- --datadir <imported fixtures>] [--duration 10] [--connections 64]
 //  [--bodies 4000] [--mix blocks,transactions,mixed] [--threads <per replica>] [--lease-credits 10000000]
-//  [--replicas 1] [--settle <load>]`: the credit ledger's cost on real
+//  [--replicas 1] [--settle <load>] [--rounds 1]`: the credit ledger's cost on real
 // traffic. The fixture chain's varied mixes (bench/src/varied-fixtures.ts: thousands of distinct
 // bodies across the whole chain, every answer checked against an answer the bench computes itself
 // and then compared by digest), sent by the raw closed-loop client (bench/src/load.ts, in a worker
@@ -11,6 +11,10 @@
 //   - the same two with credit leases (`ledgerLeaseCredits` --lease-credits, in a --config file);
 //   one-replica cases first (embedded, leased, Redis), then the three-replica ones (--replicas 1:
 //   none). --settle L: each case starts once the 1-minute load is below L (at most 3 minutes' wait).
+//   --rounds N: the embedded and leased one-replica cases N times each, alternating (embedded
+//   first in odd rounds, leased first in even ones, so neither always meets the machine first),
+//   each round's rows printed and the medians' ratio after them: on a shared machine one pair of
+//   10-second runs moves by more than the difference between the two ledgers.
 // Every call is paid (one key, limits high enough never to refuse, so the token bucket runs on
 // every call). Reported per case: req/s (sum), p50 and p99 (worst replica), and for Redis:
 //   - Redis requests per answered call: the script calls Redis received in the measured window
@@ -32,6 +36,7 @@ import { DIGEST, digest } from './src/load.js';
 import type { VariedResult } from './src/load.js';
 import { rawLoadVariedThread } from './src/load-thread.js';
 import { settleLoad } from './src/settle.js';
+import { medianOf } from './src/anvil.js';
 import { printRunRecord } from './src/run-record.js';
 import { runChild } from './src/children.js';
 import { arg, keyArgs, keyOf } from './src/cli.js';
@@ -52,6 +57,9 @@ const threads = arg('threads');
 const leaseCredits = Number(arg('lease-credits', '10000000'));
 const threeReplicas = arg('replicas', '1,3') !== '1';
 const settleBelow = arg('settle') === undefined ? undefined : Number(arg('settle'));
+const rounds = Number(arg('rounds', '1'));
+if (!Number.isInteger(rounds) || rounds < 1)
+  throw new Error(`--rounds ${arg('rounds')}: a whole number of rounds, 1 or more`);
 
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -245,7 +253,7 @@ function printLedgerReport(describe: string, alone: string[], rows: string[], no
   );
   for (const a of alone) console.log(a);
   console.log(
-    `\nCommand: npm run bench:ledger -- ${process.argv.slice(2).join(' ')} (${connections} connections in total, closed loop, ${duration} s per case after a 2 s warm-up, one run)\n`,
+    `\nCommand: npm run bench:ledger -- ${process.argv.slice(2).join(' ')} (${connections} connections in total, closed loop, ${duration} s per case after a 2 s warm-up, ${rounds === 1 ? 'one run' : `${rounds} alternating rounds of the embedded and leased one-replica cases`})\n`,
   );
   console.log(
     '| mix | ledger | replicas | req/s (sum) | p50 ms (worst replica) | p99 ms (worst replica) | Redis requests per answered call | Redis CPU µs per answered call (in scripts) | load (1-min) | non-200/wrong/errors |\n|---|---|---|---|---|---|---|---|---|---|',
@@ -297,7 +305,7 @@ async function main(): Promise<void> {
       const calls = mix.calls;
       const bodyTexts = calls.map((c) => c.body);
       let expected: Buffer | undefined;
-      const run = async (label: string, dirs: string[], key: string, extra: string[]): Promise<void> => {
+      const run = async (label: string, dirs: string[], key: string, extra: string[]): Promise<number> => {
         if (settleBelow !== undefined) await settleLoad(settleBelow, log);
         const servers = await Promise.all(dirs.map((d) => serve(d, extra)));
         let stopped = false;
@@ -352,6 +360,7 @@ async function main(): Promise<void> {
           );
           if (own !== '') notes.push(`${mix.label} / ${label} x${servers.length}: the replicas' own count, ${own}`);
           log(rows[rows.length - 1] as string);
+          return rps;
         } finally {
           if (!stopped) for (const s of servers) await stop(s.proc);
         }
@@ -361,8 +370,29 @@ async function main(): Promise<void> {
       // One replica first, the ledgers the targets compare side by side: the three-replica cases
       // run nine serving threads on the machine and raise the load the cases after them meet.
       const one = [copies[0] as string];
-      await run('embedded', one, embeddedKey, []);
-      await run('Redis, leases', one, redisKey, leased);
+      const embeddedRps: number[] = [];
+      const leasedRps: number[] = [];
+      for (let round = 0; round < rounds; round++) {
+        const embedded = async (): Promise<void> => {
+          embeddedRps.push(await run('embedded', one, embeddedKey, []));
+        };
+        const withLeases = async (): Promise<void> => {
+          leasedRps.push(await run('Redis, leases', one, redisKey, leased));
+        };
+        if (round % 2 === 0) {
+          await embedded();
+          await withLeases();
+        } else {
+          await withLeases();
+          await embedded();
+        }
+      }
+      if (rounds > 1) {
+        const [e, l] = [medianOf(embeddedRps), medianOf(leasedRps)];
+        const line = `${mixName(mix.label)}, one replica over ${rounds} alternating rounds: leased ${leasedRps.map(Math.round).join(', ')} req/s (median ${Math.round(l)}), embedded ${embeddedRps.map(Math.round).join(', ')} (median ${Math.round(e)}): medians' ratio ${(l / e).toFixed(2)}x`;
+        notes.push(line);
+        log(line);
+      }
       await run('Redis', one, redisKey, ['--ledger', redis.url]);
       if (threeReplicas) {
         await run('Redis', copies, redisKey, ['--ledger', redis.url]);

@@ -128,6 +128,12 @@ export function printLagLine(lags: number[], head: object, tail: object = {}): v
   );
 }
 
+/** The median of `xs` (the mean of the middle two when their count is even); NaN when empty. */
+export function medianOf(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? Number.NaN : ((s[(s.length - 1) >> 1] as number) + (s[s.length >> 1] as number)) / 2;
+}
+
 /** The p-th percentile (nearest rank below) of `xs`; NaN when empty. */
 export function percentileOf(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
