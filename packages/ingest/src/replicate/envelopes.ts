@@ -17,7 +17,8 @@ import {
   logsBloomOf,
 } from '@chainnode/core';
 import type { LogInput } from '@chainnode/store';
-import { legacySender, typedSender } from './senders.js';
+import { legacySender, legacySigning, recoverSender, typedSender, typedSigning } from './senders.js';
+import type { SigningParts } from './senders.js';
 import { UpstreamError } from '../errors.js';
 
 /** A transaction in its canonical encoding, with its hash and the sender recovered from it. */
@@ -46,15 +47,26 @@ const KNOWN_SIGNED = new Set([0, 1, 2, 3, 4]);
 
 /** A transaction from a block body entry (legacy: the RLP list; typed: the envelope bytes). */
 export function txFromBody(entry: Uint8Array | Uint8Array[]): ReplicaTx {
+  const { tx, signing } = txFromBodySigning(entry);
+  if (signing !== undefined) tx.sender = recoverSender(signing);
+  return tx;
+}
+
+/**
+ * txFromBody without the signature's recovery: a signed transaction's sender is left zero and its
+ * signing parts returned, for the caller to recover (sender-pool.ts) and set.
+ */
+export function txFromBodySigning(entry: Uint8Array | Uint8Array[]): { tx: ReplicaTx; signing?: SigningParts } {
   if (Array.isArray(entry)) {
     const bytes = RLP.encode(entry);
-    return { type: 0, bytes, hash: keccak256(bytes), sender: legacySender(entry) };
+    return { tx: { type: 0, bytes, hash: keccak256(bytes), sender: ZERO_ADDRESS }, signing: legacySigning(entry) };
   }
   const bytes = entry;
   const type = bytes[0] as number;
-  if (type === DEPOSIT_TX_TYPE) return { type, bytes, hash: keccak256(bytes), sender: decodeDepositTx(bytes).from };
-  if (!KNOWN_SIGNED.has(type)) return { type, bytes, hash: keccak256(bytes), sender: ZERO_ADDRESS };
-  return { type, bytes, hash: keccak256(bytes), sender: typedSender(bytes) };
+  if (type === DEPOSIT_TX_TYPE)
+    return { tx: { type, bytes, hash: keccak256(bytes), sender: decodeDepositTx(bytes).from } };
+  if (!KNOWN_SIGNED.has(type)) return { tx: { type, bytes, hash: keccak256(bytes), sender: ZERO_ADDRESS } };
+  return { tx: { type, bytes, hash: keccak256(bytes), sender: ZERO_ADDRESS }, signing: typedSigning(bytes) };
 }
 
 const hexField = (o: Record<string, unknown>, name: string): string => {

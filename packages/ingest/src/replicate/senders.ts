@@ -4,8 +4,8 @@
 // for each transaction, which was most of replication's decoding time.
 import { RLP } from '@ethereumjs/rlp';
 import secp256k1 from 'secp256k1';
-import { bytesToBigInt } from '@chainnode/core';
-import { keccak256 } from '@chainnode/store';
+// core's keccak, not the store's re-export: the sender thread (sender-worker.ts) loads no store.
+import { bytesToBigInt, keccak256 } from '@chainnode/core';
 
 const SIGNED_TYPES = new Set([1, 2, 3, 4]);
 
@@ -16,12 +16,24 @@ function word(b: Uint8Array): Uint8Array {
   return out;
 }
 
-function recover(msgHash: Uint8Array, recovery: bigint, r: Uint8Array, s: Uint8Array): Uint8Array {
+/** What recovering a sender takes: the signing hash, r ++ s (64 bytes) and the recovery id. */
+export interface SigningParts {
+  msgHash: Uint8Array;
+  sig: Uint8Array;
+  recovery: number;
+}
+
+function parts(msgHash: Uint8Array, recovery: bigint, r: Uint8Array, s: Uint8Array): SigningParts {
   if (recovery !== 0n && recovery !== 1n) throw new Error(`invalid signature recovery id ${recovery}`);
   const sig = new Uint8Array(64);
   sig.set(word(r), 0);
   sig.set(word(s), 32);
-  const pub = secp256k1.ecdsaRecover(sig, Number(recovery), msgHash, false);
+  return { msgHash, sig, recovery: Number(recovery) };
+}
+
+/** The sender of `p`: libsecp256k1's recovery, the public key's keccak, its last 20 bytes. */
+export function recoverSender(p: SigningParts): Uint8Array {
+  const pub = secp256k1.ecdsaRecover(p.sig, p.recovery, p.msgHash, false);
   return keccak256(pub.subarray(1)).subarray(12);
 }
 
@@ -31,22 +43,27 @@ const bigBytes = (n: bigint): Uint8Array => {
   return Uint8Array.from(Buffer.from(hex.length % 2 === 1 ? `0${hex}` : hex, 'hex'));
 };
 
-/** The sender of a legacy transaction given as its RLP value list. */
-export function legacySender(fields: Uint8Array[]): Uint8Array {
+/** The signing parts of a legacy transaction given as its RLP value list. */
+export function legacySigning(fields: Uint8Array[]): SigningParts {
   if (fields.length !== 9) throw new Error(`legacy transaction has ${fields.length} fields, not 9`);
   const v = bytesToBigInt(fields[6] as Uint8Array);
   const r = fields[7] as Uint8Array;
   const s = fields[8] as Uint8Array;
   const unsigned = fields.slice(0, 6);
-  if (v === 27n || v === 28n) return recover(keccak256(RLP.encode(unsigned)), v - 27n, r, s);
+  if (v === 27n || v === 28n) return parts(keccak256(RLP.encode(unsigned)), v - 27n, r, s);
   if (v < 35n) throw new Error(`legacy transaction v ${v} is neither 27/28 nor EIP-155`);
   const chainId = (v - 35n) / 2n;
   const msg = keccak256(RLP.encode([...unsigned, bigBytes(chainId), new Uint8Array(0), new Uint8Array(0)]));
-  return recover(msg, v - 35n - 2n * chainId, r, s);
+  return parts(msg, v - 35n - 2n * chainId, r, s);
 }
 
-/** The sender of a typed transaction (types 1-4) given as its envelope bytes. */
-export function typedSender(bytes: Uint8Array): Uint8Array {
+/** The sender of a legacy transaction given as its RLP value list. */
+export function legacySender(fields: Uint8Array[]): Uint8Array {
+  return recoverSender(legacySigning(fields));
+}
+
+/** The signing parts of a typed transaction (types 1-4) given as its envelope bytes. */
+export function typedSigning(bytes: Uint8Array): SigningParts {
   const type = bytes[0] as number;
   if (!SIGNED_TYPES.has(type)) throw new Error(`transaction type ${type} is not a signed type`);
   const fields = RLP.decode(bytes.subarray(1)) as Uint8Array[];
@@ -56,10 +73,15 @@ export function typedSender(bytes: Uint8Array): Uint8Array {
   const msg = new Uint8Array(unsigned.length + 1);
   msg[0] = type;
   msg.set(unsigned, 1);
-  return recover(
+  return parts(
     keccak256(msg),
     bytesToBigInt(fields[n - 3] as Uint8Array),
     fields[n - 2] as Uint8Array,
     fields[n - 1] as Uint8Array,
   );
+}
+
+/** The sender of a typed transaction (types 1-4) given as its envelope bytes. */
+export function typedSender(bytes: Uint8Array): Uint8Array {
+  return recoverSender(typedSigning(bytes));
 }
