@@ -59,8 +59,20 @@ function encodeOut(v: Uint8Array, opts?: EncodingOpts): Value {
   return opts?.valueEncoding === 'string' ? Buffer.from(v).toString('hex') : v;
 }
 
+/** A hash's first four bytes as one number (TrieNodeDb's filter of the block's node keys). */
+function headOf(hash: Uint8Array): number {
+  return (
+    (((hash[0] as number) << 24) | ((hash[1] as number) << 16) | ((hash[2] as number) << 8) | (hash[3] as number)) >>> 0
+  );
+}
+
 export class TrieNodeDb implements DB<string, Value> {
   private current = new Map<string, Uint8Array>();
+  /**
+   * The first four bytes of every key of `current`: keepReachable passes over a child written
+   * before this block (most of a branch's sixteen) on a number, without building its hex key.
+   */
+  private readonly currentHeads = new Set<number>();
   private pending = new Map<string, Uint8Array>();
   /** Told of every node drained into a group (the pruner's cycle: trie-prune.ts). */
   watch: ((hash: Uint8Array) => void) | undefined;
@@ -174,12 +186,14 @@ export class TrieNodeDb implements DB<string, Value> {
     if (!this.writable) throw new Error('trie db is read-only');
     const key = Buffer.from(hash).toString('hex');
     this.current.set(key, encoded);
+    this.currentHeads.add(headOf(hash));
     if (decoded !== undefined) this.currentDecoded.set(key, decoded);
   }
 
   async put(key: string, val: Value): Promise<void> {
     if (!this.writable) throw new Error('trie db is read-only');
     this.current.set(key, toBytes(val));
+    this.currentHeads.add(Number.parseInt((key.startsWith('0x') ? key.slice(2) : key).slice(0, 8), 16));
   }
 
   async del(): Promise<void> {
@@ -210,7 +224,13 @@ export class TrieNodeDb implements DB<string, Value> {
       this.keepReachable(stateRoot, this.deltas ? parentRoot : undefined);
     }
     this.current.clear();
+    this.currentHeads.clear();
     this.currentDecoded.clear();
+  }
+
+  /** Whether a child reference may be a node written in this block: embedded, or a hash `current` may hold. */
+  private mayBeNew(ref: Nested): boolean {
+    return Array.isArray(ref) || (ref.length === 32 && this.currentHeads.has(headOf(ref)));
   }
 
   /**
@@ -259,20 +279,20 @@ export class TrieNodeDb implements DB<string, Value> {
         const oldBranch = old?.length === 17 ? old : undefined;
         for (let i = 0; i < 16; i++) {
           const c = node[i] as Uint8Array | Nested;
-          if (Array.isArray(c) || (c as Uint8Array).length > 0)
-            stack.push({ ref: c, accounts, base: oldBranch?.[i] as Nested | undefined });
+          if (this.mayBeNew(c)) stack.push({ ref: c, accounts, base: oldBranch?.[i] as Nested | undefined });
         }
       } else if (node.length === 2) {
         const path = node[0] as Uint8Array;
         const samePath = old?.length === 2 && sameChild(old[0] as Nested, path);
         const isLeaf = (path[0] as number) >> 4 >= 2;
-        if (!isLeaf)
-          stack.push({ ref: node[1] as Uint8Array | Nested, accounts, base: samePath ? old?.[1] : undefined });
-        else if (accounts) {
+        if (!isLeaf) {
+          if (this.mayBeNew(node[1] as Nested))
+            stack.push({ ref: node[1] as Uint8Array | Nested, accounts, base: samePath ? old?.[1] : undefined });
+        } else if (accounts) {
           // An account leaf: [nonce, balance, storageRoot, codeHash]; its storage trie follows.
           const account = RLP.decode(node[1] as Uint8Array) as Uint8Array[];
           const oldAccount = samePath ? (RLP.decode(old?.[1] as Uint8Array) as Uint8Array[]) : undefined;
-          if (Array.isArray(account) && account.length === 4)
+          if (Array.isArray(account) && account.length === 4 && this.mayBeNew(account[2] as Uint8Array))
             stack.push({ ref: account[2] as Uint8Array, accounts: false, base: oldAccount?.[2] });
         }
       }
@@ -301,6 +321,7 @@ export class TrieNodeDb implements DB<string, Value> {
   /** The executed block failed verification: forget its nodes. */
   rejectBlock(): void {
     this.current.clear();
+    this.currentHeads.clear();
     this.currentDecoded.clear();
   }
 
