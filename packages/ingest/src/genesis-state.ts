@@ -88,10 +88,11 @@ export function buildGenesisState(state: GenesisState, sink: GenesisStateSink): 
     ]);
     accounts.push([keccak256(hexToBytes(address as `0x${string}`)), leaf]);
   }
-  return { root: updateTrie(KECCAK256_RLP, lastOfEach(accounts), none, put), storageRoots };
+  // One entry per address already: parseGethGenesisState keys the alloc by lowercase address.
+  return { root: updateTrie(KECCAK256_RLP, accounts, none, put), storageRoots };
 }
 
-/** The entries with each key once, its last value (updateTrie takes each key once). */
+/** The slots with each key once, its last value (updateTrie takes each key once; two spellings of a slot are one key). */
 function lastOfEach(entries: [Uint8Array, Uint8Array][]): [Uint8Array, Uint8Array][] {
   const byKey = new Map<string, [Uint8Array, Uint8Array]>();
   for (const e of entries) byKey.set(Buffer.from(e[0]).toString('latin1'), e);
