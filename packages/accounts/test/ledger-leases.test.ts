@@ -235,6 +235,15 @@ describe('credit leases', () => {
       const limits: Limits = { daily: 1_000_000_000, perSecond: K };
       const three = [await replica(r), await replica(r), await replica(r)];
       await sleep(1100); // a full bucket
+      // The bucket refills on Redis's clock (the wall clock, which may be slewed), so the window
+      // is measured on it: a TIME before the first call and one after the last.
+      const clock = await connectRedis({ url: r.url, commandTimeoutMs: 10_000 });
+      clients.push(clock);
+      const redisNow = async (): Promise<number> => {
+        const [s, us] = (await clock.sendCommand(['TIME'])) as [string, string];
+        return Number(s) + Number(us) / 1e6;
+      };
+      const r0 = await redisNow();
       const t0 = performance.now();
       const admitted = await Promise.all(
         three.map(async (l) => {
@@ -243,7 +252,7 @@ describe('credit leases', () => {
           return got;
         }),
       );
-      const seconds = (performance.now() - t0) / 1000;
+      const seconds = (await redisNow()) - r0;
       const total = admitted.reduce((a, b) => a + b, 0);
       expect(total).toBeLessThanOrEqual(K * (seconds + 1));
       expect(total).toBeGreaterThan((K * seconds) / 2); // early refusals by lent tokens are bounded
