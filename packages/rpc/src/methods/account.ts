@@ -1,8 +1,11 @@
 // The methods that read an account at a block (its balance, nonce or code; reth's account info and
 // trie account): one shape of params, one decoder, one way to find the account.
 import type { AccountRecord, Bytes, Hex } from '@chainnode/core';
-import { toData } from '@chainnode/core';
+import { bytesEqual, toData } from '@chainnode/core';
+import { KECCAK256_NULL } from '@ethereumjs/util';
+import { CodeTexts } from '../code-texts.js';
 import type { HandlerContext } from '../context.js';
+import type { JsonText } from '../json-text.js';
 import type { MethodDef } from '../method.js';
 import { decodeAddress, decodeArgs, decodeOptionalBlockSelector } from '../params.js';
 import type { BlockSelector } from '../params.js';
@@ -19,7 +22,7 @@ export interface AccountParams {
  * otherwise it defaults to latest.
  */
 export function accountMethod<R = Hex>(
-  answer: (ctx: HandlerContext, account: AccountRecord | null) => R | Promise<R>,
+  answer: (ctx: HandlerContext, account: AccountRecord | null) => R | JsonText<R> | Promise<R | JsonText<R>>,
   blockRequired = false,
 ): MethodDef<AccountParams, R> {
   return {
@@ -42,7 +45,22 @@ export function accountMethod<R = Hex>(
 /** The code of `account` (empty when there is no account). */
 export async function accountCode(ctx: HandlerContext, account: AccountRecord | null): Promise<Hex> {
   if (account === null) return '0x';
-  const code = await ctx.store.code(account.codeHash);
+  return toData(await storedCode(ctx, account.codeHash));
+}
+
+async function storedCode(ctx: HandlerContext, codeHash: Bytes): Promise<Bytes> {
+  const code = await ctx.store.code(codeHash);
   if (code === undefined) throw new Error('code missing from the store');
-  return toData(code);
+  return code;
+}
+
+const codeTexts = new CodeTexts();
+
+/** accountCode as JSON text, kept by code hash (code-texts.ts): eth_getCode's answer. */
+export async function accountCodeText(
+  ctx: HandlerContext,
+  account: AccountRecord | null,
+): Promise<Hex | JsonText<Hex>> {
+  if (account === null || bytesEqual(account.codeHash, KECCAK256_NULL)) return '0x';
+  return codeTexts.get(account.codeHash, () => storedCode(ctx, account.codeHash));
 }

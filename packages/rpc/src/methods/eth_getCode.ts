@@ -1,3 +1,3 @@
-import { accountCode, accountMethod } from './account.js';
+import { accountCodeText, accountMethod } from './account.js';
 
-export const eth_getCode = accountMethod(accountCode);
+export const eth_getCode = accountMethod(accountCodeText);
