@@ -63,6 +63,38 @@ export function hexDigitsToBytes(digits: string): Uint8Array | undefined {
   return out;
 }
 
+/** Data of at most this many bytes is decoded by wireBytes' own loop; longer by Buffer's native decoder. */
+const NATIVE_UNHEX_ABOVE = 32;
+
+/**
+ * Untrusted wire data ("0x" and an even number of hex digits, either case) to bytes in one pass;
+ * undefined for anything else (not a string, no prefix, an odd count, a character not a hex
+ * digit). Long data (a raw transaction or receipt, a trie node of a primary's answer) is decoded
+ * by Buffer's native decoder, which stops at the first pair that is not hex: fewer bytes than the
+ * digits name is the invalid case. The bytes are their own memory (not a slab shared with other
+ * small Buffers), so keeping them keeps nothing else alive.
+ */
+export function wireBytes(v: unknown): Uint8Array | undefined {
+  if (typeof v !== 'string' || v.length % 2 !== 0 || v.charCodeAt(0) !== 48 || v.charCodeAt(1) !== 120)
+    return undefined;
+  const n = (v.length - 2) >> 1;
+  if (n > NATIVE_UNHEX_ABOVE) {
+    const out = Buffer.allocUnsafeSlow(n);
+    if (out.write(v.substring(2), 'hex') !== n) return undefined;
+    return new Uint8Array(out.buffer, out.byteOffset, n);
+  }
+  const out = new Uint8Array(n);
+  for (let i = 0, j = 2; i < n; i++, j += 2) {
+    const hi = v.charCodeAt(j);
+    const lo = v.charCodeAt(j + 1);
+    const h = hi < 128 ? (NIBBLE[hi] as number) : -1;
+    const l = lo < 128 ? (NIBBLE[lo] as number) : -1;
+    if ((h | l) < 0) return undefined;
+    out[i] = (h << 4) | l;
+  }
+  return out;
+}
+
 /**
  * A big-endian unsigned integer. Up to 6 bytes (nonces, slot words of small counters, block
  * numbers) through a double, exactly; longer through Buffer's native hex encoder. Both without

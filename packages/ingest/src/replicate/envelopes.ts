@@ -5,7 +5,6 @@
 import { RLP } from '@ethereumjs/rlp';
 import type { Common } from '@ethereumjs/common';
 import { createTxFromRPC } from '@ethereumjs/tx';
-import { hexToBytes } from '@ethereumjs/util';
 import { keccak256 } from '@chainnode/store';
 import {
   DEPOSIT_TX_TYPE,
@@ -15,6 +14,7 @@ import {
   encodeDepositTx,
   encodeReceipt,
   logsBloomOf,
+  wireBytes,
 } from '@chainnode/core';
 import type { LogInput } from '@chainnode/store';
 import { legacySender, legacySigning, recoverSender, typedSender, typedSigning } from './senders.js';
@@ -75,6 +75,11 @@ const hexField = (o: Record<string, unknown>, name: string): string => {
   return v;
 };
 const quantity = (o: Record<string, unknown>, name: string): bigint => BigInt(hexField(o, name));
+const dataField = (o: Record<string, unknown>, name: string): Uint8Array => {
+  const b = wireBytes(o[name]);
+  if (b === undefined) throw new Error(`no valid "${name}"`);
+  return b;
+};
 const optQuantity = (o: Record<string, unknown>, name: string): bigint | undefined =>
   o[name] === undefined || o[name] === null ? undefined : quantity(o, name);
 
@@ -146,16 +151,16 @@ export function receiptFromJson(json: unknown): ReplicaReceipt {
     const s = quantity(o, 'status');
     if (s !== 0n && s !== 1n) throw new Error(`status ${s} is not 0 or 1`);
     statusOrState = s === 1n ? Uint8Array.of(1) : new Uint8Array(0);
-  } else statusOrState = hexToBytes(hexField(o, 'root') as `0x${string}`);
+  } else statusOrState = dataField(o, 'root');
   if (!Array.isArray(o.logs)) throw new Error('receipt has no logs list');
   const logs = o.logs.map((l: unknown) => {
     if (typeof l !== 'object' || l === null) throw new Error('log is not an object');
     const lo = l as Record<string, unknown>;
     if (!Array.isArray(lo.topics)) throw new Error('log has no topics');
     return replicaLog(
-      hexToBytes(hexField(lo, 'address') as `0x${string}`),
-      lo.topics.map((t: unknown) => hexToBytes(hexField({ t }, 't') as `0x${string}`)),
-      hexToBytes(hexField(lo, 'data') as `0x${string}`),
+      dataField(lo, 'address'),
+      lo.topics.map((t: unknown) => dataField({ t }, 't')),
+      dataField(lo, 'data'),
     );
   });
   const r: ReplicaReceipt = { type, statusOrState, cumulativeGasUsed: quantity(o, 'cumulativeGasUsed'), logs };
@@ -183,8 +188,8 @@ export function encodeReplicaReceipt(r: ReplicaReceipt, bloom: Uint8Array = logs
 export function hexList(v: unknown, what: string, origin: string): Uint8Array[] {
   if (!Array.isArray(v)) throw new UpstreamError(`${origin}: ${what} is not a list`);
   return v.map((x, i) => {
-    if (typeof x !== 'string' || !/^0x([0-9a-fA-F]{2})*$/.test(x))
-      throw new UpstreamError(`${origin}: ${what}[${i}] is not hex bytes`);
-    return hexToBytes(x as `0x${string}`);
+    const b = wireBytes(x);
+    if (b === undefined) throw new UpstreamError(`${origin}: ${what}[${i}] is not hex bytes`);
+    return b;
   });
 }

@@ -11,7 +11,7 @@ import { RLP } from '@ethereumjs/rlp';
 import type { Common } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes, hexToBytes } from '@ethereumjs/util';
 import { keccak256 } from '@chainnode/store';
-import { chainFamilyOf, decodeHeader, opForkActive } from '@chainnode/core';
+import { chainFamilyOf, decodeHeader, opForkActive, wireBytes } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import { BlockVerificationError, UpstreamError } from '../errors.js';
 import { UpstreamRpcError } from '@chainnode/core';
@@ -57,9 +57,9 @@ function obj(v: unknown, what: string, origin: string): Record<string, unknown> 
 }
 
 function hashField(o: Record<string, unknown>, name: string, what: string, origin: string): Uint8Array {
-  const v = o[name];
-  if (typeof v !== 'string' || !HASH.test(v)) throw new UpstreamError(`${origin}: ${what} has no valid "${name}"`);
-  return hexToBytes(v as `0x${string}`);
+  const b = wireBytes(o[name]);
+  if (b === undefined || b.length !== 32) throw new UpstreamError(`${origin}: ${what} has no valid "${name}"`);
+  return b;
 }
 
 function qtyField(o: Record<string, unknown>, name: string, what: string, origin: string): bigint {
@@ -310,18 +310,18 @@ async function applyTrieDiff(overlay: StateOverlay, accounts: unknown[], origin:
     const storage = o.storage ?? [];
     if (!Array.isArray(storage)) throw new UpstreamError(`${origin}: ${what} storage is not a list`);
     for (const s of storage) {
-      if (!Array.isArray(s) || s.length !== 2 || typeof s[0] !== 'string' || !HASH.test(s[0]))
+      const slot = Array.isArray(s) && s.length === 2 ? wireBytes(s[0]) : undefined;
+      if (slot === undefined || slot.length !== 32)
         throw new UpstreamError(`${origin}: ${what} storage entry is malformed`);
       const value = s[1] === null ? new Uint8Array(0) : valueBytes(s[1], origin);
-      await overlay.setStorage(key, hexToBytes(s[0] as `0x${string}`), value);
+      await overlay.setStorage(key, slot, value);
     }
   }
 }
 
 function valueBytes(v: unknown, origin: string): Uint8Array {
   if (typeof v !== 'string' || !QTY.test(v)) throw new UpstreamError(`${origin}: a storage value is not a quantity`);
-  const digits = v.slice(2);
-  return hexToBytes(`0x${digits.length % 2 === 1 ? `0${digits}` : digits}`);
+  return wireBytes(v.length % 2 === 1 ? `0x0${v.slice(2)}` : v) as Uint8Array;
 }
 
 /** The diff slot of a history-only fetch (no state diff asked). */
