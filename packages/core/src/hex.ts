@@ -52,15 +52,20 @@ const NIBBLE: Int8Array = (() => {
 export function hexDigitsToBytes(digits: string): Uint8Array | undefined {
   if (digits.length % 2 !== 0) throw new RangeError('hexDigitsToBytes: an odd number of digits');
   const out = new Uint8Array(digits.length / 2);
-  for (let i = 0, j = 0; i < out.length; i++, j += 2) {
-    const hi = digits.charCodeAt(j);
-    const lo = digits.charCodeAt(j + 1);
+  return unhexInto(digits, 0, out) ? out : undefined;
+}
+
+/** The hex digits of `s` from `from` into all of `out`; false at the first character not a hex digit. */
+function unhexInto(s: string, from: number, out: Uint8Array): boolean {
+  for (let i = 0, j = from; i < out.length; i++, j += 2) {
+    const hi = s.charCodeAt(j);
+    const lo = s.charCodeAt(j + 1);
     const h = hi < 128 ? (NIBBLE[hi] as number) : -1;
     const l = lo < 128 ? (NIBBLE[lo] as number) : -1;
-    if ((h | l) < 0) return undefined;
+    if ((h | l) < 0) return false;
     out[i] = (h << 4) | l;
   }
-  return out;
+  return true;
 }
 
 /** Data of at most this many bytes is decoded by wireBytes' own loop; longer by Buffer's native decoder. */
@@ -84,15 +89,7 @@ export function wireBytes(v: unknown): Uint8Array | undefined {
     return new Uint8Array(out.buffer, out.byteOffset, n);
   }
   const out = new Uint8Array(n);
-  for (let i = 0, j = 2; i < n; i++, j += 2) {
-    const hi = v.charCodeAt(j);
-    const lo = v.charCodeAt(j + 1);
-    const h = hi < 128 ? (NIBBLE[hi] as number) : -1;
-    const l = lo < 128 ? (NIBBLE[lo] as number) : -1;
-    if ((h | l) < 0) return undefined;
-    out[i] = (h << 4) | l;
-  }
-  return out;
+  return unhexInto(v, 2, out) ? out : undefined;
 }
 
 /**
