@@ -5,6 +5,7 @@ export type * from './chainstore.js';
 export * from './codec.js';
 export type * from './chain-events.js';
 export * from './commit-codec.js';
+export * from './lru.js';
 export * from './single-flight.js';
 export * from './block-json.js';
 export * from './log-json.js';

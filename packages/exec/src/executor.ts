@@ -16,7 +16,7 @@ import { Address, bytesToHex } from '@ethereumjs/util';
 import type { KZG as KzgInterface, PrefixedHexString } from '@ethereumjs/util';
 import { runTx } from '@ethereumjs/vm';
 import type { RunTxResult, VM } from '@ethereumjs/vm';
-import { MissingTrieNodeError, chainFamilyOf } from '@chainnode/core';
+import { Lru, MissingTrieNodeError, chainFamilyOf } from '@chainnode/core';
 import type { Bytes, ChainFamily, ChainInfo, HeaderRecord, SyncStateReader } from '@chainnode/core';
 import { ExecutionTimeout, InlineBudgetExceeded, StoreStateManager } from './state.js';
 import type { InlineBudget } from './state.js';
@@ -122,7 +122,7 @@ export class Executor {
   private ready: Promise<void> | undefined;
   /** Idle VMs by the hardfork they are set to. */
   private readonly idle = new Map<string, Warm[]>();
-  private readonly contexts = new Map<string, BlockContext>();
+  private readonly contexts = new Lru<string, BlockContext>(1024);
   private readonly rules = new Map<string, CallRules>();
   /** VMs in existence (idle or running); more than POOL wait for one to come back. */
   private live = 0;
@@ -207,7 +207,6 @@ export class Executor {
     if (c === undefined) {
       const hardfork = this.common.getHardforkBy({ blockNumber: header.number, timestamp: header.timestamp });
       c = { hardfork, header, env: [undefined, undefined] };
-      if (this.contexts.size >= 1024) this.contexts.delete(this.contexts.keys().next().value as string);
       this.contexts.set(key, c);
     }
     return c;

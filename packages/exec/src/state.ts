@@ -8,7 +8,7 @@
 import type { StateManagerInterface } from '@ethereumjs/common';
 import { Account, Address, bytesToHex, equalsBytes, KECCAK256_NULL, KECCAK256_RLP } from '@ethereumjs/util';
 import type { AccountFields } from '@ethereumjs/common';
-import { keccak256 } from '@chainnode/core';
+import { Lru, keccak256 } from '@chainnode/core';
 import type { AccountRecord, Bytes, SyncStateReader } from '@chainnode/core';
 import type { OverlayWrites } from './state-root.js';
 
@@ -45,8 +45,8 @@ type Undo = () => void;
  * out a copy per read): the EVM never writes to code, and the interpreter's jump-destination
  * analysis is kept per code object (jump-cache.ts), so the same code must be the same bytes.
  */
-const keptCodes = new Map<string, Uint8Array>();
 const KEPT_CODES = 1024;
+const keptCodes = new Lru<string, Uint8Array>(KEPT_CODES);
 
 /**
  * The base state of a call read asynchronously, by block rather than by root: below the state
@@ -236,7 +236,6 @@ export class StoreStateManager implements StateManagerInterface {
     this.check();
     const code = this.reader.code(a.codeHash);
     if (code === undefined) throw new Error(`code ${bytesToHex(a.codeHash)} missing from the store`);
-    if (keptCodes.size >= KEPT_CODES) keptCodes.delete(keptCodes.keys().next().value as string);
     keptCodes.set(hashKey, code);
     return code;
   }

@@ -34,7 +34,6 @@ export type { Nested, NodePut, NodeSource, SyncDecodedGet, SyncNodeGet } from '.
 // Trie rows as stored (branch nodes may be deltas against older rows): for tools that read TrieNodes directly.
 export { deltaChain, nodeBytes, storedNode } from './trie/index.js';
 export type { RawNodeGet } from './trie/index.js';
-export { Lru } from './lru.js';
 export { logMatches, queryBloomMatcher } from './logs/index.js';
 /** The block-logs codec's parts (bench/logs-once measures its candidates). */
 export * from './logs/block-logs-codec.js';

@@ -23,6 +23,7 @@ import { RLP } from '@ethereumjs/rlp';
 import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import {
   LimitExceededError,
+  Lru,
   ServerError,
   SingleFlight,
   bloomUnion,
@@ -45,7 +46,7 @@ import type {
   UncleRecord,
   UpstreamClient,
 } from '@chainnode/core';
-import { Lru, keccak256, logMatches, queryBloomMatcher } from '@chainnode/store';
+import { keccak256, logMatches, queryBloomMatcher } from '@chainnode/store';
 import { BlockVerificationError, UpstreamError } from '../errors.js';
 import { commonFromGenesis } from '../genesis.js';
 import type { Common, GethGenesis } from '@ethereumjs/common';

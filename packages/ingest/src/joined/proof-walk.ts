@@ -7,26 +7,23 @@
 // trie is in every proof of its block) are known by hash already and not hashed again.
 import { trieGet } from '@chainnode/store';
 import type { NodeSource } from '@chainnode/store';
-import { bytesEqual, keccak256 } from '@chainnode/core';
+import { Lru, bytesEqual, keccak256 } from '@chainnode/core';
 
 const key = (hash: Uint8Array): string => Buffer.from(hash.buffer, hash.byteOffset, hash.byteLength).toString('latin1');
 
-/** Trie nodes already proven, by hash (content-addressed: never stale); forgets the oldest. */
+/** Trie nodes already proven, by hash (content-addressed: never stale); the least recently used forgotten first. */
 export class ProvenNodes {
-  private readonly m = new Map<string, Uint8Array>();
-  constructor(private readonly capacity = 8192) {}
+  private readonly m: Lru<string, Uint8Array>;
+  constructor(capacity = 8192) {
+    this.m = new Lru(capacity);
+  }
   get(hash: Uint8Array): Uint8Array | undefined {
     return this.m.get(key(hash));
   }
   /** `node` whose keccak is `hash` (the caller checked). */
   add(hash: Uint8Array, node: Uint8Array): void {
     const k = key(hash);
-    if (this.m.has(k)) return;
-    this.m.set(k, node);
-    if (this.m.size > this.capacity) this.m.delete(this.m.keys().next().value as string);
-  }
-  get size(): number {
-    return this.m.size;
+    if (this.m.get(k) === undefined) this.m.set(k, node);
   }
 }
 

@@ -15,7 +15,7 @@
 // Code is fetched with eth_getCode and kept only if its keccak is the proven account's code hash.
 // Everything else passes through to the wrapped store.
 import { RLP } from '@ethereumjs/rlp';
-import { keccak256 } from '@chainnode/core';
+import { Lru, keccak256 } from '@chainnode/core';
 import {
   MissingTrieNodeError,
   ServerError,
@@ -79,28 +79,15 @@ type BlockRef = { hash: Uint8Array; number?: bigint } | { number: bigint };
 const MAX_ATTEMPTS = 3;
 const REMEMBERED = 4096;
 
-/** A small insertion-ordered map that forgets its oldest entries. */
-class Recent<V> {
-  private readonly m = new Map<string, V>();
-  get(k: string): V | undefined {
-    return this.m.get(k);
-  }
-  set(k: string, v: V): void {
-    this.m.delete(k);
-    this.m.set(k, v);
-    if (this.m.size > REMEMBERED) this.m.delete(this.m.keys().next().value as string);
-  }
-}
-
 /** The state layer around `store` (see the file comment). */
 export class ProvenState {
   readonly stats: ProvenStateStats = { fetches: 0, verified: 0, rejected: 0, failed: 0, cold: 0 };
-  private readonly blocks = new Recent<BlockRef>();
+  private readonly blocks = new Lru<string, BlockRef>(REMEMBERED);
   /** codeHash -> the account and state it was read in (eth_getCode reads the account first). */
-  private readonly codeOwners = new Recent<{ address: Uint8Array; root: Uint8Array }>();
+  private readonly codeOwners = new Lru<string, { address: Uint8Array; root: Uint8Array }>(REMEMBERED);
   private readonly flights = new SingleFlight<string, void>();
   /** storageRoot -> the account and state it was read in (the synchronous reader's storage reads). */
-  private readonly storageOwners = new Recent<{ address: Uint8Array; root: Uint8Array }>();
+  private readonly storageOwners = new Lru<string, { address: Uint8Array; root: Uint8Array }>(REMEMBERED);
   /** What synchronous reads missed since the last fetchMissed: (root, address) -> slots. */
   private missed = new Map<string, { root: Uint8Array; address: Uint8Array; slots: Map<string, Uint8Array> }>();
   private missedCode = new Set<string>();

@@ -41,7 +41,7 @@ import {
 import type { AsciiChunk, FileSlice } from '@chainnode/core';
 import { join } from 'node:path';
 import type { Db } from '../db.js';
-import { Lru } from '../lru.js';
+import { Lru } from '@chainnode/core';
 import { AddressLogsJsonView, MetaKey, Prefix, headCodec, putU64, tables, u64Codec } from '../schema/index.js';
 import type { KvSyncRead } from '../schema/index.js';
 import { readyRowsOf } from './ready-rows.js';

@@ -11,7 +11,7 @@
 // The result cap is decided on log ids alone (no log is fetched to find it), and the loop yields
 // to the event loop every few milliseconds and stops at the deadline.
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { LimitExceededError, LogJsonWriter, bloomMatcher, bytesEqual } from '@chainnode/core';
+import { LimitExceededError, LogJsonWriter, bloomMatcher, bytesEqual, Lru } from '@chainnode/core';
 import type {
   AsciiChunk,
   ChainHead,
@@ -22,7 +22,6 @@ import type {
   LogTextQueryResult,
 } from '@chainnode/core';
 import type { Db } from '../db.js';
-import { Lru } from '../lru.js';
 import { LogSegmentReader } from './log-segments.js';
 import { logBlockColumns, logBlockFirst, logBlockKey, readBlockLogs, readBlockLogsSync } from './log-blocks.js';
 import {

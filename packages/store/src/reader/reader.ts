@@ -25,6 +25,7 @@ import {
   decodeTransaction,
   blockJsonAscii,
   withdrawalsFromValues,
+  Lru,
 } from '@chainnode/core';
 import { appearancesFrom, appearancesIn, queryAppearances } from '../appearances/query.js';
 import type {
@@ -61,7 +62,6 @@ import { byteKey, cachedHit, guarded } from './guard.js';
 import { StateReads, WALK_DISK_READS, WALK_DISK_READS_POINT } from './state-reads.js';
 import type { StateReadsOptions } from './state-reads.js';
 import type { Db } from '../db.js';
-import { Lru } from '../lru.js';
 import { LogQueries, readBlockLogsSync } from '../logs/index.js';
 import {
   MetaKey,

@@ -6,7 +6,7 @@
 // content-addressed (by state root, storage root, node or code hash) or keyed by a block hash
 // read only once the block was found canonical, so nothing here goes stale on a commit but the
 // trie window's first block (onCommit).
-import { MissingTrieNodeError, SingleFlight, bytesEqual, bytesToBigInt } from '@chainnode/core';
+import { MissingTrieNodeError, SingleFlight, bytesEqual, bytesToBigInt, Lru } from '@chainnode/core';
 import type {
   AccountProofRecord,
   AccountRecord,
@@ -29,7 +29,6 @@ import {
   storageAt as historyStorageAt,
 } from '../history/index.js';
 import { AddressHashes, keccak256 } from '../keccak.js';
-import { Lru } from '../lru.js';
 import { MetaKey, tables } from '../schema/index.js';
 import {
   NodeSlab,

@@ -10,6 +10,7 @@
 // MPT, the replica's trie update and the pruner only ever see whole nodes.
 import { RLP } from '@ethereumjs/rlp';
 import type { BatchDBOp, DB, EncodingOpts } from '@ethereumjs/util';
+import { Lru } from '@chainnode/core';
 import { tables } from '../schema/index.js';
 import type { KvBatch, KvRead, KvSyncRead } from '../schema/index.js';
 import { deltaChain, deltaRow, isDelta, nodeBytes, sameChild } from './node-delta.js';
@@ -19,7 +20,7 @@ type Value = string | Uint8Array;
 /** Nodes recently written or rebuilt, kept for the next blocks' reads and pairing (decoded: about 2 KB each, ~32 MB). */
 const RECENT_NODES = 16_384;
 /**
- * Rows recently read from LevelDB, least recently used dropped first (a row and its hex key:
+ * Rows recently read from LevelDB, the least recently used dropped first (a generation at a time: lru.ts) (a row and its hex key:
  * about 600 bytes each, ~20 MB). A block's update reads the same upper nodes of the account
  * trie, and of busy contracts' storage tries, for each key it changes; a getSync each was a
  * third of a replicated block's state update.
@@ -79,13 +80,13 @@ export class TrieNodeDb implements DB<string, Value> {
   /** Keep new branch nodes as deltas (node-delta.ts) when acceptBlock is given the parent's root. */
   deltas = false;
   /** Recently written or rebuilt nodes by hex hash (content-addressed: never stale; a row never changes once stored). */
-  private readonly recent = new Map<string, RecentNode>();
+  private readonly recent = new Lru<string, RecentNode>(RECENT_NODES);
   /**
-   * Rows read from LevelDB by hex hash, most recently used last. Content-addressed, so a row read
+   * Rows read from LevelDB by hex hash (recently used kept). Content-addressed, so a row read
    * is the node's for good, but for a node the window's pruner deleted and a later block wrote
    * again, as another row: drainInto drops those.
    */
-  private readonly readRows = new Map<string, ReadRow>();
+  private readonly readRows = new Lru<string, ReadRow>(READ_ROWS);
   /** The nodes of `current` as the trie update built them (decoded), by hex hash. */
   private readonly currentDecoded = new Map<string, Nested>();
 
@@ -137,7 +138,6 @@ export class TrieNodeDb implements DB<string, Value> {
 
   private remember(key: string, e: RecentNode): void {
     this.recent.set(key, e);
-    if (this.recent.size > RECENT_NODES) this.recent.delete(this.recent.keys().next().value as string);
   }
 
   /** A TrieNodes row as stored (whole or delta), from the overlay or LevelDB. */
@@ -148,18 +148,12 @@ export class TrieNodeDb implements DB<string, Value> {
 
   /** The row of `hash` (hex `key`) in LevelDB, through the read cache. */
   private readRow(key: string, hash: Uint8Array): ReadRow | undefined {
-    const rows = this.readRows;
-    let e = rows.get(key);
-    if (e !== undefined) {
-      rows.delete(key);
-      rows.set(key, e);
-      return e;
-    }
+    let e = this.readRows.get(key);
+    if (e !== undefined) return e;
     const row = tables.trieNodes.getSync(this.kv, hash);
     if (row === undefined) return undefined;
     e = { row, node: undefined };
-    rows.set(key, e);
-    if (rows.size > READ_ROWS) rows.delete(rows.keys().next().value as string);
+    this.readRows.set(key, e);
     return e;
   }
 

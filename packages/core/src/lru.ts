@@ -1,3 +1,9 @@
+// A bounded cache without the trap of a Map used as a queue: evicting with
+// `map.delete(map.keys().next().value)` leaves a deleted slot at the front of V8's ordered hash
+// table for each eviction, and every later keys().next() walks over all of them until the table
+// is rebuilt: at 16,384 entries about 8 µs an eviction against 0.25 µs for a generation's swap
+// (a node-cache of the trie db spent 4% of a replica's thread there).
+
 /**
  * A bounded cache that keeps recently used entries (a two-generation approximation of LRU): a
  * hit in the young generation is a single Map lookup; a hit in the old one promotes the entry;
