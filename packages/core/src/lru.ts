@@ -44,3 +44,67 @@ export class Lru<K, V> {
     this.old.clear();
   }
 }
+
+/**
+ * Lru bounded by weight (the bytes an entry holds, as `weigh` estimates them, the same each time
+ * for a value): two generations of at most half of `budget` each, so it holds between half the
+ * budget and all of it once full. A value weighing more than half the budget is not kept.
+ */
+export class WeightedLru<K, V> {
+  private young = new Map<K, V>();
+  private old = new Map<K, V>();
+  private youngWeight = 0;
+  private oldWeight = 0;
+
+  constructor(
+    readonly budget: number,
+    private readonly weigh: (value: V) => number,
+  ) {}
+
+  get(key: K): V | undefined {
+    const v = this.young.get(key);
+    if (v !== undefined) return v;
+    const o = this.old.get(key);
+    if (o === undefined) return undefined;
+    this.old.delete(key);
+    this.oldWeight -= this.weigh(o);
+    this.put(key, o);
+    return o;
+  }
+
+  /** Keeps `value` under `key` (replacing what was there), unless it weighs more than half the budget. */
+  set(key: K, value: V): void {
+    if (this.weigh(value) > this.budget / 2) return;
+    this.delete(key);
+    this.put(key, value);
+  }
+
+  delete(key: K): void {
+    const y = this.young.get(key);
+    if (y !== undefined) {
+      this.young.delete(key);
+      this.youngWeight -= this.weigh(y);
+    }
+    const o = this.old.get(key);
+    if (o !== undefined) {
+      this.old.delete(key);
+      this.oldWeight -= this.weigh(o);
+    }
+  }
+
+  get size(): { entries: number; weight: number } {
+    return { entries: this.young.size + this.old.size, weight: this.youngWeight + this.oldWeight };
+  }
+
+  private put(key: K, value: V): void {
+    const w = this.weigh(value);
+    if (this.youngWeight + w > this.budget / 2 && this.young.size > 0) {
+      this.old = this.young;
+      this.oldWeight = this.youngWeight;
+      this.young = new Map();
+      this.youngWeight = 0;
+    }
+    this.young.set(key, value);
+    this.youngWeight += w;
+  }
+}
