@@ -11,17 +11,10 @@
 import type { MessagePort } from 'node:worker_threads';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { createKeccak } from 'hash-wasm';
-import {
-  StoreWriter,
-  rlpHeaderLength,
-  rlpUintLength,
-  writeRlpBytes,
-  writeRlpHeader,
-  writeRlpUint,
-} from '@chainnode/store';
+import { StoreWriter, rlpUintLength, writeRlpUint } from '@chainnode/store';
 import type { BlockInput, GenesisInput, LogInput, StoredReceipt } from '@chainnode/store';
 import { Sfc32, londonConfig } from '@chainnode/testkit';
-import { bloomBits } from '@chainnode/core';
+import { bloomBits, rlpHeaderLength, writeRlpBytes, writeRlpHeader } from '@chainnode/core';
 
 export interface ChainSpec {
   name: string;

@@ -6,6 +6,7 @@ export * from './codec.js';
 export type * from './chain-events.js';
 export * from './commit-codec.js';
 export * from './lru.js';
+export * from './rlp-write.js';
 export * from './single-flight.js';
 export * from './block-json.js';
 export * from './log-json.js';

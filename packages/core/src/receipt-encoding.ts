@@ -3,10 +3,10 @@
 // bloom, logs]); typed receipts are the type byte followed by that RLP; a log is
 // [address, [topics..], data]. OP-stack deposit receipts (type 0x7e) append depositNonce and
 // then depositReceiptVersion when present (op-geth's optional RLP fields).
-import { RLP } from '@ethereumjs/rlp';
-import type { Input } from '@ethereumjs/rlp';
 import { logsBloomOf } from './bloom.js';
 import { DEPOSIT_TX_TYPE } from './deposit-tx.js';
+import { encodeNested, encodeTyped, uintBytes } from './rlp-write.js';
+import type { Nested } from './rlp-write.js';
 import type { Bytes } from './types.js';
 
 /** The fields of a log that the consensus encoding holds. */
@@ -43,21 +43,19 @@ export function encodeReceipt(r: ConsensusReceipt): Bytes {
   if (!Number.isInteger(r.type) || r.type < 0 || r.type > 0x7f) throw new RangeError(`receipt: bad type ${r.type}`);
   const bloom = r.bloom ?? logsBloomOf(r.logs);
   if (bloom.length !== 256) throw new RangeError('receipt: bloom must be 256 bytes');
-  const fields: Input[] = [
+  const fields: Nested[] = [
     statusField(r.statusOrState),
-    r.cumulativeGasUsed,
+    uintBytes(r.cumulativeGasUsed),
     bloom,
-    r.logs.map((l) => [l.address, [...l.topics], l.data]),
+    r.logs.map((l) => [l.address, l.topics as Nested[], l.data]),
   ];
   if (r.type === DEPOSIT_TX_TYPE) {
     // rlp:"optional" fields: a later one present makes the earlier ones present (as zero).
-    if (r.depositNonce !== undefined || r.depositReceiptVersion !== undefined) fields.push(r.depositNonce ?? 0n);
-    if (r.depositReceiptVersion !== undefined) fields.push(r.depositReceiptVersion);
+    if (r.depositNonce !== undefined || r.depositReceiptVersion !== undefined)
+      fields.push(uintBytes(r.depositNonce ?? 0n));
+    if (r.depositReceiptVersion !== undefined) fields.push(uintBytes(r.depositReceiptVersion));
   }
-  const body = RLP.encode(fields);
-  if (r.type === 0) return body;
-  const out = new Uint8Array(body.length + 1);
-  out[0] = r.type;
-  out.set(body, 1);
-  return out;
+  // One allocation (rlp-write.ts): the generic encoder made a buffer per item and copied each
+  // log's data once per level of nesting.
+  return r.type === 0 ? encodeNested(fields) : encodeTyped(r.type, fields);
 }

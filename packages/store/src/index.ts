@@ -15,14 +15,10 @@ export {
   decodeLog,
   rlpUintLength,
   writeRlpUint,
-  rlpHeaderLength,
-  writeRlpHeader,
-  writeRlpBytes,
 } from './schema/index.js';
 export { keccak256 } from './keccak.js';
 export {
   MissingTrieNodeError,
-  encodeNested,
   hexPrefix,
   nibblesOf,
   sharedNibbles,
@@ -30,7 +26,7 @@ export {
   trieGetSync,
   updateTrie,
 } from './trie/index.js';
-export type { Nested, NodePut, NodeSource, SyncDecodedGet, SyncNodeGet } from './trie/index.js';
+export type { NodePut, NodeSource, SyncDecodedGet, SyncNodeGet } from './trie/index.js';
 // Trie rows as stored (branch nodes may be deltas against older rows): for tools that read TrieNodes directly.
 export { deltaChain, nodeBytes, storedNode } from './trie/index.js';
 export type { RawNodeGet } from './trie/index.js';

@@ -3,8 +3,9 @@
 // awaits, each node hashed once. The same root @ethereumjs/mpt gives (the tests compare them).
 import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_RLP } from '@ethereumjs/util';
-import { encodeNested, hexPrefix, keccak256, nibblesOf, sharedNibbles } from '@chainnode/store';
-import type { Nested } from '@chainnode/store';
+import { encodeNested } from '@chainnode/core';
+import type { Nested } from '@chainnode/core';
+import { hexPrefix, keccak256, nibblesOf, sharedNibbles } from '@chainnode/store';
 
 interface Entry {
   nibbles: number[];

@@ -16,6 +16,9 @@
 import { RLP } from '@ethereumjs/rlp';
 import {
   DEPOSIT_TX_TYPE,
+  rlpHeaderLength,
+  writeRlpBytes,
+  writeRlpHeader,
   SingleFlight,
   bytesEqual,
   bytesToBigInt,
@@ -70,14 +73,11 @@ import {
   bodyRowOf,
   readBodySync,
   headCodec,
-  rlpHeaderLength,
   decodeBlockExtras,
   splitBlockTxHashes,
   storedReceiptAt,
   tables,
   u64Codec,
-  writeRlpBytes,
-  writeRlpHeader,
 } from '../schema/index.js';
 import {
   bodyTransaction,

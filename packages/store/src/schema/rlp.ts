@@ -1,9 +1,9 @@
 // The store's RLP written by hand: the log row's codec (the hottest codec of the store: one per log
 // written, one per log returned; its bytes are exactly RLP.encode([...]), schema.test compares
-// them) and trie nodes' encoder (encodeNested: trie-update.test compares it with RLP.encode). The
-// hand writers are also exported for writers of synthetic blocks.
+// them), over core's one-allocation writers (rlp-write.ts: headers, byte strings, trie nodes).
+// The hand writers are also exported for writers of synthetic blocks.
 import { RLP } from '@ethereumjs/rlp';
-import { bytesToBigInt } from '@chainnode/core';
+import { bytesToBigInt, rlpBytesLength, rlpHeaderLength, writeRlpBytes, writeRlpHeader } from '@chainnode/core';
 
 /** A log row (Logs table, schema.ts): where it was emitted and what it holds. */
 export interface StoredLog {
@@ -39,81 +39,6 @@ export function writeRlpUint(out: Uint8Array, at: number, n: number): number {
   out[at] = 0x80 + len;
   for (let i = len, x = n; i > 0; i--, x = Math.floor(x / 256)) out[at + i] = x % 256;
   return at + 1 + len;
-}
-
-/** Bytes of the length prefix of a string (base 0x80) or list (base 0xc0) of `len` payload bytes. */
-export function rlpHeaderLength(len: number): number {
-  if (len < 56) return 1;
-  let n = 0;
-  for (let x = len; x > 0; x = Math.floor(x / 256)) n++;
-  return 1 + n;
-}
-
-export function writeRlpHeader(out: Uint8Array, at: number, base: number, len: number): number {
-  if (len < 56) {
-    out[at] = base + len;
-    return at + 1;
-  }
-  const n = rlpHeaderLength(len) - 1;
-  out[at] = base + 55 + n;
-  for (let i = n, x = len; i > 0; i--, x = Math.floor(x / 256)) out[at + i] = x % 256;
-  return at + 1 + n;
-}
-
-function rlpBytesLength(b: Uint8Array): number {
-  if (b.length === 1 && (b[0] as number) < 0x80) return 1;
-  return rlpHeaderLength(b.length) + b.length;
-}
-
-/** Writes the RLP string item of `b` at `at`; returns the end. */
-export function writeRlpBytes(out: Uint8Array, at: number, b: Uint8Array): number {
-  if (b.length === 1 && (b[0] as number) < 0x80) {
-    out[at] = b[0] as number;
-    return at + 1;
-  }
-  const p = writeRlpHeader(out, at, 0x80, b.length);
-  out.set(b, p);
-  return p + b.length;
-}
-
-/** An RLP item as RLP decodes it (a trie node, a child reference): bytes, or a list of such. */
-export type Nested = Uint8Array | Nested[];
-
-function nestedLength(v: Nested): number {
-  if (v instanceof Uint8Array) return rlpBytesLength(v);
-  const payload = listPayload(v);
-  return rlpHeaderLength(payload) + payload;
-}
-
-function listPayload(v: Nested[]): number {
-  let payload = 0;
-  for (const x of v) payload += nestedLength(x);
-  return payload;
-}
-
-function writeNested(out: Uint8Array, at: number, v: Nested): number {
-  if (v instanceof Uint8Array) return writeRlpBytes(out, at, v);
-  at = writeRlpHeader(out, at, 0xc0, listPayload(v));
-  for (const x of v) at = writeNested(out, at, x);
-  return at;
-}
-
-/**
- * RLP of a trie node (byte strings and embedded lists), as @ethereumjs/rlp's encode gives it,
- * in one allocation: the generic encoder concatenated a buffer per item, the most of a trie
- * update's encoding time.
- */
-export function encodeNested(v: Nested): Uint8Array {
-  if (v instanceof Uint8Array) {
-    const out = new Uint8Array(rlpBytesLength(v));
-    writeRlpBytes(out, 0, v);
-    return out;
-  }
-  const payload = listPayload(v);
-  const out = new Uint8Array(rlpHeaderLength(payload) + payload);
-  let at = writeRlpHeader(out, 0, 0xc0, payload);
-  for (const x of v) at = writeNested(out, at, x);
-  return out;
 }
 
 /** Log row bytes (RLP, see logCodec), in memory from `alloc` (default: a fresh array). */

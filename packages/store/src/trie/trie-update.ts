@@ -9,8 +9,8 @@
 import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import { keccak256 } from '../keccak.js';
-import { encodeNested } from '../schema/rlp.js';
-import type { Nested } from '../schema/rlp.js';
+import { encodeNested } from '@chainnode/core';
+import type { Nested } from '@chainnode/core';
 
 export { encodeNested };
 export type { Nested };
