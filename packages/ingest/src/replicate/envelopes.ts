@@ -12,6 +12,7 @@ import {
   decodeDepositTx,
   depositTxFromJson,
   encodeDepositTx,
+  encodeNested,
   encodeReceipt,
   logsBloomOf,
   wireBytes,
@@ -58,7 +59,7 @@ export function txFromBody(entry: Uint8Array | Uint8Array[]): ReplicaTx {
  */
 export function txFromBodySigning(entry: Uint8Array | Uint8Array[]): { tx: ReplicaTx; signing?: SigningParts } {
   if (Array.isArray(entry)) {
-    const bytes = RLP.encode(entry);
+    const bytes = encodeNested(entry);
     return { tx: { type: 0, bytes, hash: keccak256(bytes), sender: ZERO_ADDRESS }, signing: legacySigning(entry) };
   }
   const bytes = entry;

@@ -5,7 +5,8 @@
 import { RLP } from '@ethereumjs/rlp';
 import secp256k1 from 'secp256k1';
 // core's keccak, not the store's re-export: the sender thread (sender-worker.ts) loads no store.
-import { bytesToBigInt, keccak256 } from '@chainnode/core';
+import { bytesToBigInt, encodeNested, encodeTyped, keccak256 } from '@chainnode/core';
+import type { Nested } from '@chainnode/core';
 
 const SIGNED_TYPES = new Set([1, 2, 3, 4]);
 
@@ -50,10 +51,10 @@ export function legacySigning(fields: Uint8Array[]): SigningParts {
   const r = fields[7] as Uint8Array;
   const s = fields[8] as Uint8Array;
   const unsigned = fields.slice(0, 6);
-  if (v === 27n || v === 28n) return parts(keccak256(RLP.encode(unsigned)), v - 27n, r, s);
+  if (v === 27n || v === 28n) return parts(keccak256(encodeNested(unsigned)), v - 27n, r, s);
   if (v < 35n) throw new Error(`legacy transaction v ${v} is neither 27/28 nor EIP-155`);
   const chainId = (v - 35n) / 2n;
-  const msg = keccak256(RLP.encode([...unsigned, bigBytes(chainId), new Uint8Array(0), new Uint8Array(0)]));
+  const msg = keccak256(encodeNested([...unsigned, bigBytes(chainId), new Uint8Array(0), new Uint8Array(0)]));
   return parts(msg, v - 35n - 2n * chainId, r, s);
 }
 
@@ -69,10 +70,7 @@ export function typedSigning(bytes: Uint8Array): SigningParts {
   const fields = RLP.decode(bytes.subarray(1)) as Uint8Array[];
   if (!Array.isArray(fields) || fields.length < 4) throw new Error('typed transaction payload is not a list');
   const n = fields.length;
-  const unsigned = RLP.encode(fields.slice(0, n - 3) as never);
-  const msg = new Uint8Array(unsigned.length + 1);
-  msg[0] = type;
-  msg.set(unsigned, 1);
+  const msg = encodeTyped(type, fields.slice(0, n - 3) as Nested[]);
   return parts(
     keccak256(msg),
     bytesToBigInt(fields[n - 3] as Uint8Array),

@@ -11,7 +11,7 @@ import { RLP } from '@ethereumjs/rlp';
 import type { Common } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes, hexToBytes } from '@ethereumjs/util';
 import { keccak256 } from '@chainnode/store';
-import { chainFamilyOf, decodeHeader, opForkActive, wireBytes } from '@chainnode/core';
+import { chainFamilyOf, decodeHeader, encodeNested, opForkActive, wireBytes } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import { BlockVerificationError, UpstreamError } from '../errors.js';
 import { UpstreamRpcError } from '@chainnode/core';
@@ -227,7 +227,7 @@ export class ChainnodeSource implements ReplicaSource {
     }
     if (!Array.isArray(values) || values.length < 3 || !Array.isArray(values[0]))
       throw new UpstreamError(`${origin}: debug_getRawBlock is not a block`);
-    const headerRlp = RLP.encode(values[0] as Uint8Array[]);
+    const headerRlp = encodeNested(values[0] as Uint8Array[]);
     const hash = keccak256(headerRlp);
     if (wantHash !== undefined && !equalsBytes(hash, wantHash))
       throw new UpstreamError(`${origin}: asked for block ${bytesToHex(wantHash)}, got ${bytesToHex(hash)}`);

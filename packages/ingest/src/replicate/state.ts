@@ -8,7 +8,7 @@
 import { RLP } from '@ethereumjs/rlp';
 import { KECCAK256_NULL, KECCAK256_RLP, bigIntToUnpaddedBytes, bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { keccak256 } from '@chainnode/store';
-import { bytesToBigInt } from '@chainnode/core';
+import { bytesToBigInt, encodeNested } from '@chainnode/core';
 import { trieGetSync, updateTrie } from '@chainnode/store';
 import type { NodePut, StateWrites, StoreWriter, SyncDecodedGet } from '@chainnode/store';
 
@@ -236,7 +236,10 @@ export class StateOverlay {
       if (e.storage.size > 0 || e.zeroLeaves.size > 0) {
         const changes: [Uint8Array, Uint8Array | undefined][] = [];
         for (const [sk, v] of e.storage)
-          changes.push([Uint8Array.from(Buffer.from(sk.slice(2), 'hex')), v.length === 0 ? undefined : RLP.encode(v)]);
+          changes.push([
+            Uint8Array.from(Buffer.from(sk.slice(2), 'hex')),
+            v.length === 0 ? undefined : encodeNested(v),
+          ]);
         for (const sk of e.zeroLeaves) changes.push([Uint8Array.from(Buffer.from(sk.slice(2), 'hex')), ZERO_LEAF]);
         storageRoot = updateTrie(storageRoot, changes, this.nodeGet, this.nodePut, this.nodeDecoded);
       }
@@ -247,7 +250,7 @@ export class StateOverlay {
           bytesToHex(storageRoot),
         );
       const v = e.values;
-      const leaf = RLP.encode([
+      const leaf = encodeNested([
         bigIntToUnpaddedBytes(v.nonce),
         bigIntToUnpaddedBytes(v.balance),
         storageRoot,
