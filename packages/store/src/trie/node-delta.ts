@@ -16,6 +16,7 @@
 // Readers never see a delta: nodeBytes() rebuilds the node, byte for byte the RLP its hash names.
 // bench/trie-delta measures the saving (about half of the archive trie on the mainnet-shaped chain).
 import { RLP } from '@ethereumjs/rlp';
+import { encodeNested } from '@chainnode/core';
 import type { Nested } from './trie-update.js';
 
 /** A TrieNodes row's bytes by node hash (whole or delta); undefined when the store lacks it. */
@@ -68,7 +69,7 @@ export function nodeBytes(row: Uint8Array, get: RawNodeGet): Uint8Array {
   const node = RLP.decode(base) as Nested[];
   if (!Array.isArray(node) || node.length !== 17) throw new NodeDeltaError('trie node delta: base is not a branch');
   for (let i = chain.length - 1; i >= 0; i--) applyDelta(node, chain[i] as Uint8Array);
-  return RLP.encode(node);
+  return encodeNested(node);
 }
 
 function applyDelta(node: Nested[], delta: Uint8Array): void {
@@ -105,7 +106,7 @@ export function deltaRow(
   let size = HEAD;
   for (let i = 0; i < 16; i++) {
     if (sameChild(node[i] as Nested, base[i] as Nested)) continue;
-    const a = RLP.encode(node[i] as Nested);
+    const a = encodeNested(node[i] as Nested);
     changed |= 1 << i;
     parts.push(a);
     size += a.length;
@@ -130,7 +131,7 @@ export function sameChild(a: Nested | undefined, b: Nested | undefined): boolean
   if (a === undefined || b === undefined) return a === b;
   if (a instanceof Uint8Array || b instanceof Uint8Array)
     return a instanceof Uint8Array && b instanceof Uint8Array && Buffer.compare(a, b) === 0;
-  return Buffer.compare(RLP.encode(a), RLP.encode(b)) === 0;
+  return Buffer.compare(encodeNested(a), encodeNested(b)) === 0;
 }
 
 /** The node stored under `hash` (a delta rebuilt); undefined when the store lacks it. */
