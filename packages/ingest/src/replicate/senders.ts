@@ -5,7 +5,7 @@
 import { RLP } from '@ethereumjs/rlp';
 import secp256k1 from 'secp256k1';
 // core's keccak, not the store's re-export: the sender thread (sender-worker.ts) loads no store.
-import { bytesToBigInt, encodeNested, encodeTyped, keccak256 } from '@chainnode/core';
+import { bytesToBigInt, encodeNested, encodeTyped, keccak256, uintBytes } from '@chainnode/core';
 import type { Nested } from '@chainnode/core';
 
 const SIGNED_TYPES = new Set([1, 2, 3, 4]);
@@ -38,12 +38,6 @@ export function recoverSender(p: SigningParts): Uint8Array {
   return keccak256(pub.subarray(1)).subarray(12);
 }
 
-const bigBytes = (n: bigint): Uint8Array => {
-  if (n === 0n) return new Uint8Array(0);
-  const hex = n.toString(16);
-  return Uint8Array.from(Buffer.from(hex.length % 2 === 1 ? `0${hex}` : hex, 'hex'));
-};
-
 /** The signing parts of a legacy transaction given as its RLP value list. */
 export function legacySigning(fields: Uint8Array[]): SigningParts {
   if (fields.length !== 9) throw new Error(`legacy transaction has ${fields.length} fields, not 9`);
@@ -54,7 +48,7 @@ export function legacySigning(fields: Uint8Array[]): SigningParts {
   if (v === 27n || v === 28n) return parts(keccak256(encodeNested(unsigned)), v - 27n, r, s);
   if (v < 35n) throw new Error(`legacy transaction v ${v} is neither 27/28 nor EIP-155`);
   const chainId = (v - 35n) / 2n;
-  const msg = keccak256(encodeNested([...unsigned, bigBytes(chainId), new Uint8Array(0), new Uint8Array(0)]));
+  const msg = keccak256(encodeNested([...unsigned, uintBytes(chainId), new Uint8Array(0), new Uint8Array(0)]));
   return parts(msg, v - 35n - 2n * chainId, r, s);
 }
 

@@ -11,7 +11,7 @@ import { RLP } from '@ethereumjs/rlp';
 import type { Common } from '@ethereumjs/common';
 import { bytesToHex, equalsBytes, hexToBytes } from '@ethereumjs/util';
 import { keccak256 } from '@chainnode/store';
-import { chainFamilyOf, decodeHeader, encodeNested, opForkActive, wireBytes } from '@chainnode/core';
+import { chainFamilyOf, decodeHeader, encodeNested, opForkActive, uintBytes, wireBytes } from '@chainnode/core';
 import type { HeaderRecord } from '@chainnode/core';
 import { BlockVerificationError, UpstreamError } from '../errors.js';
 import { UpstreamRpcError } from '@chainnode/core';
@@ -531,20 +531,16 @@ export class TracerSource implements ReplicaSource {
 function withdrawalsFromJson(v: unknown, n: bigint, origin: string): Uint8Array[][] | undefined {
   if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v)) throw new UpstreamError(`${origin}: block ${n} withdrawals are not a list`);
-  const u = (x: bigint) =>
-    x === 0n
-      ? new Uint8Array(0)
-      : hexToBytes(`0x${x.toString(16).padStart(Math.ceil(x.toString(16).length / 2) * 2, '0')}`);
   return v.map((w) => {
     const o = obj(w, 'withdrawal', origin);
     const addr = o.address;
     if (typeof addr !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(addr))
       throw new UpstreamError(`${origin}: a withdrawal has no valid address`);
     return [
-      u(qtyField(o, 'index', 'withdrawal', origin)),
-      u(qtyField(o, 'validatorIndex', 'withdrawal', origin)),
+      uintBytes(qtyField(o, 'index', 'withdrawal', origin)),
+      uintBytes(qtyField(o, 'validatorIndex', 'withdrawal', origin)),
       hexToBytes(addr as `0x${string}`),
-      u(qtyField(o, 'amount', 'withdrawal', origin)),
+      uintBytes(qtyField(o, 'amount', 'withdrawal', origin)),
     ];
   });
 }

@@ -20,8 +20,9 @@ type Value = string | Uint8Array;
 /** Nodes recently written or rebuilt, kept for the next blocks' reads and pairing (decoded: about 2 KB each, ~32 MB). */
 const RECENT_NODES = 16_384;
 /**
- * Rows recently read from LevelDB, the least recently used dropped first (a generation at a time: lru.ts) (a row and its hex key:
- * about 600 bytes each, ~20 MB). A block's update reads the same upper nodes of the account
+ * Rows recently read from LevelDB, the least recently used dropped first, a generation at a time
+ * (core's Lru; a row and its hex key: about 600 bytes each, ~20 MB at most). A block's update
+ * reads the same upper nodes of the account
  * trie, and of busy contracts' storage tries, for each key it changes; a getSync each was a
  * third of a replicated block's state update.
  */
