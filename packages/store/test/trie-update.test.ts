@@ -3,7 +3,8 @@
 // values (long shared paths, nodes embedded in their parents), then
 // random batches of writes, overwrites and deletions (down to the empty trie and back). After each
 // batch the root equals the library's after the same puts and dels, every key reads back through
-// trieGetSync, and every node the walk needs was either there before or handed to `put`.
+// trieGetSync, every node the walk needs was either there before or handed to `put`, and the
+// values the update reports as each key's before the batch are what trieGetSync read there.
 import { createMPT } from '@ethereumjs/mpt';
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
@@ -24,6 +25,7 @@ async function run(seed: number, hashed: boolean, rounds: number): Promise<numbe
   const live = new Map<string, Uint8Array>();
   let root = KECCAK256_RLP;
   let checked = 0;
+  let olds = 0;
   const key = () => (hashed ? keccak256(Uint8Array.of(r(256), r(256))) : Uint8Array.of(r(4), r(256)));
   for (let round = 0; round < rounds; round++) {
     const changes = new Map<string, [Uint8Array, Uint8Array | undefined]>();
@@ -46,13 +48,23 @@ async function run(seed: number, hashed: boolean, rounds: number): Promise<numbe
         live.set(k, v);
       }
     }
-    root = updateTrie(root, changes.values(), get, put);
+    // Each change's value before the update, as a walk of the old root reads it.
+    const list = [...changes.values()];
+    const expected = list.map(([k]) => trieGetSync(root, k, get));
+    const before: (Uint8Array | undefined)[] = [];
+    root = updateTrie(root, list, get, put, undefined, before);
     expect(hex(root)).toBe(hex(mpt.root()));
+    expect(before.length).toBe(list.length);
+    const shown = (v: Uint8Array | undefined) => (v === undefined ? 'absent' : hex(v));
+    expect(before.map(shown)).toEqual(expected.map(shown));
+    olds += expected.filter((v) => v !== undefined).length;
     for (const [k, v] of live) {
       expect(hex(trieGetSync(root, Buffer.from(k, 'hex'), get) ?? new Uint8Array(0))).toBe(hex(v));
       checked++;
     }
   }
+  // Overwrites and deletions met values that were there.
+  expect(olds).toBeGreaterThan(rounds);
   return checked;
 }
 

@@ -233,6 +233,8 @@ export class StateOverlay {
         continue;
       }
       let storageRoot = e.wiped ? KECCAK256_RLP : e.baseStorageRoot;
+      // The slots' leaves in the parent's storage trie, in the changes' order (collect's "before").
+      let before: (Uint8Array | undefined)[] | undefined;
       if (e.storage.size > 0 || e.zeroLeaves.size > 0) {
         const changes: [Uint8Array, Uint8Array | undefined][] = [];
         for (const [sk, v] of e.storage)
@@ -241,7 +243,8 @@ export class StateOverlay {
             v.length === 0 ? undefined : encodeNested(v),
           ]);
         for (const sk of e.zeroLeaves) changes.push([Uint8Array.from(Buffer.from(sk.slice(2), 'hex')), ZERO_LEAF]);
-        storageRoot = updateTrie(storageRoot, changes, this.nodeGet, this.nodePut, this.nodeDecoded);
+        before = [];
+        storageRoot = updateTrie(storageRoot, changes, this.nodeGet, this.nodePut, this.nodeDecoded, before);
       }
       if (e.claimedStorageRoot !== undefined && !equalsBytes(e.claimedStorageRoot, storageRoot))
         throw new StateMismatch(
@@ -257,7 +260,7 @@ export class StateOverlay {
         v.codeHash,
       ]);
       accountChanges.push([key, leaf]);
-      if (writes !== undefined) this.collect(writes, key, e, leaf, storageRoot);
+      if (writes !== undefined) this.collect(writes, key, e, leaf, storageRoot, before);
     }
     this.accountRoot = updateTrie(this.accountRoot, accountChanges, this.nodeGet, this.nodePut, this.nodeDecoded);
     return this.accountRoot;
@@ -266,20 +269,31 @@ export class StateOverlay {
   /**
    * Adds an account's changes to `writes` (store's StateWrites): its leaf when it differs from the
    * parent's; a wiped or created account's storage as its two roots (the writer diffs them),
-   * another's written slots whose value differs from the parent's.
+   * another's written slots whose value differs from the parent's. `before`: the written slots'
+   * leaves in the parent's storage trie (e.storage's, then e.zeroLeaves', in order), as the
+   * storage update read them.
    */
-  private collect(writes: StateWrites, key: Uint8Array, e: Entry, leaf: Uint8Array, storageRoot: Uint8Array): void {
+  private collect(
+    writes: StateWrites,
+    key: Uint8Array,
+    e: Entry,
+    leaf: Uint8Array,
+    storageRoot: Uint8Array,
+    before: (Uint8Array | undefined)[] | undefined,
+  ): void {
     if (e.baseLeaf !== undefined && equalsBytes(e.baseLeaf, leaf)) return;
     writes.accounts.push([key, leaf]);
     if (e.wiped || e.baseLeaf === undefined) {
       writes.storage.push([key, e.baseLeaf === undefined ? KECCAK256_RLP : e.baseStorageRoot, storageRoot]);
       return;
     }
+    let i = 0;
     const slot = (sk: string, after: Uint8Array | null): void => {
       const slotKey = Uint8Array.from(Buffer.from(sk.slice(2), 'hex'));
-      const old = trieGetSync(e.baseStorageRoot, slotKey, this.nodeGet, this.nodeDecoded);
-      const before = old === undefined ? null : (RLP.decode(old) as Uint8Array);
-      if (before === null || after === null ? before !== after : !equalsBytes(before, after))
+      const old =
+        before !== undefined ? before[i++] : trieGetSync(e.baseStorageRoot, slotKey, this.nodeGet, this.nodeDecoded);
+      const was = old === undefined ? null : (RLP.decode(old) as Uint8Array);
+      if (was === null || after === null ? was !== after : !equalsBytes(was, after))
         writes.slots.push([key, slotKey, after]);
     };
     for (const [sk, v] of e.storage) slot(sk, v.length === 0 ? null : v);

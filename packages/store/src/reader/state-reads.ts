@@ -81,10 +81,17 @@ export const WALK_DISK_READS_POINT = 0;
 const OVER_BUDGET = Symbol('over budget');
 
 /**
- * What the state diffs' node cache may hold (diffNodes): the nodes of a few hundred consecutive
- * blocks' diffs on the fixture chain (~375 rows of ~300 bytes per block).
+ * What the state diffs' node cache may hold (diffNodes), per thread that serves diffs: a block's
+ * diff reads its new nodes and their parent-trie counterparts, which the next block's diff reads
+ * again (its old side, and the bases of its delta rows). On the mainnet-shaped chain that is
+ * ~5,600 nodes (~2.2 MB) a block: at 4 MiB (two generations of 2) the previous block's nodes were
+ * mostly gone when the next diff asked for them, and a primary read 6,600 rows a block from
+ * LevelDB; at 32 MiB, 3,200 (each new node once). Filled only by a thread that serves diffs
+ * (a primary's replicas): nothing on a node that has none.
  */
-const DIFF_NODE_BYTES = 4 << 20;
+const DIFF_NODE_BYTES = 32 << 20;
+/** Entries of diffNodes at most (rows of ~250-550 bytes: the byte budget binds first). */
+const DIFF_NODES = 131_072;
 
 /** A copy of an account record (callers own what they get). */
 function copyAccount(a: AccountRecord | null): AccountRecord | null {
@@ -142,9 +149,9 @@ export class StateReads {
    * Trie nodes and delta rows the state diffs read (stateDiff), by hash (content-addressed: never
    * stale), apart from trieNodes. Consecutive blocks' diffs share most of them (block N's trie is
    * the parent side of N + 1's diff, and the base of N's deltas): a replica asks for them in
-   * order. DIFF_NODE_BYTES of rows, at most 16,384.
+   * order. DIFF_NODE_BYTES of rows, at most DIFF_NODES.
    */
-  private readonly diffNodes = new HashCache<Uint8Array>(16_384, DIFF_NODE_BYTES);
+  private readonly diffNodes = new HashCache<Uint8Array>(DIFF_NODES, DIFF_NODE_BYTES);
   /** The state history's loads in progress, one per block hash and address or slot (single-flight). */
   private readonly loading = {
     historyAccounts: new SingleFlight<string, AccountRecord | null | undefined>(),

@@ -159,8 +159,9 @@ export class TrieNodeDb implements DB<string, Value> {
   }
 
   /**
-   * A node by its hash, decoded, when it is held decoded or its row is whole (decoded here and
-   * kept); undefined otherwise (the caller reads its bytes). Never to be changed by the caller.
+   * A node by its hash, decoded, when it is held decoded or stored (a whole row decoded here, a
+   * delta row rebuilt and decoded, and kept); undefined otherwise (the caller reads its bytes, and
+   * finds none when the store lacks it). Never to be changed by the caller.
    */
   readonly getDecodedSync = (hash: Uint8Array): Nested | undefined => {
     const key = Buffer.from(hash).toString('hex');
@@ -170,7 +171,16 @@ export class TrieNodeDb implements DB<string, Value> {
     const e = this.readRow(key, hash);
     if (e === undefined) return undefined;
     if (e.node === undefined) {
-      if (isDelta(e.row)) return this.recent.get(key)?.node;
+      if (isDelta(e.row)) {
+        // Rebuilt once and kept decoded: a branch the block's update passes again (each key under
+        // it) is not rebuilt, nor its bytes decoded again, per visit.
+        const hit = this.recent.get(key);
+        if (hit !== undefined) return (hit.node ??= RLP.decode(hit.bytes) as Nested[]);
+        const bytes = nodeBytes(e.row, this.rawGet);
+        const node = RLP.decode(bytes) as Nested[];
+        this.remember(key, { row: e.row, bytes, node });
+        return node;
+      }
       e.node = RLP.decode(e.row) as Nested;
     }
     return e.node;

@@ -33,6 +33,8 @@ interface Change {
   nibbles: number[];
   /** undefined: delete. */
   value: Uint8Array | undefined;
+  /** The change's place in the caller's list (its slot in `before`). */
+  index: number;
 }
 
 const EMPTY: Uint8Array = new Uint8Array(0);
@@ -77,6 +79,8 @@ class Updater {
     private readonly get: SyncNodeGet,
     private readonly put: NodePut,
     private readonly decoded?: SyncDecodedGet,
+    /** When given: each change's value in the trie before the update, by its index (a view). */
+    private readonly before?: (Uint8Array | undefined)[],
   ) {}
 
   /** A reference (hash, embedded node, or empty) as a node; undefined for empty. */
@@ -156,7 +160,11 @@ class Updater {
       const entries = new Map<string, { nibbles: number[]; value: Uint8Array }>();
       if (n !== undefined) {
         const nibbles = [...changes[0]!.nibbles.slice(0, depth), ...n.path];
-        entries.set(nibbles.join(','), { nibbles, value: n.value });
+        const key = nibbles.join(',');
+        entries.set(key, { nibbles, value: n.value });
+        // Every change ends its descent here: the one at the leaf's key had the leaf's value.
+        if (this.before !== undefined)
+          for (const c of changes) if (c.nibbles.join(',') === key) this.before[c.index] = n.value;
       }
       for (const c of changes) {
         const k = c.nibbles.join(',');
@@ -213,7 +221,9 @@ class Updater {
 
 /**
  * The root of the trie at `root` after `changes` (key -> new value, or undefined to delete).
- * New nodes go to `put`; the root node is always stored by hash.
+ * New nodes go to `put`; the root node is always stored by hash. With `before`, each change's
+ * value in the trie at `root` lands at its index in the list (undefined: absent), read on the way
+ * down instead of by a walk per key (views of the nodes read: copy what is kept).
  */
 export function updateTrie(
   root: Uint8Array,
@@ -221,10 +231,15 @@ export function updateTrie(
   get: SyncNodeGet,
   put: NodePut,
   decoded?: SyncDecodedGet,
+  before?: (Uint8Array | undefined)[],
 ): Uint8Array {
   const list: Change[] = [];
   for (const [k, v] of changes)
-    list.push({ nibbles: nibblesOf(k), value: v !== undefined && v.length > 0 ? v : undefined });
+    list.push({ nibbles: nibblesOf(k), value: v !== undefined && v.length > 0 ? v : undefined, index: list.length });
+  if (before !== undefined) {
+    before.length = 0;
+    for (let i = 0; i < list.length; i++) before.push(undefined);
+  }
   if (list.length === 0) return root;
   const width = (list[0] as Change).nibbles.length;
   if (list.some((c) => c.nibbles.length !== width)) throw new RangeError('updateTrie: keys of one length only');
@@ -234,7 +249,7 @@ export function updateTrie(
       if (a.nibbles[i] !== b.nibbles[i]) return (a.nibbles[i] as number) - (b.nibbles[i] as number);
     return a.nibbles.length - b.nibbles.length;
   });
-  const u = new Updater(get, put, decoded);
+  const u = new Updater(get, put, decoded, before);
   const start =
     root.length === 32 && !Buffer.from(root).equals(Buffer.from(KECCAK256_RLP)) ? u.resolve(root) : undefined;
   const next = u.update(start, list, 0);
