@@ -19,7 +19,7 @@ import {
   readBodySync,
   splitBlockTxHashes,
   tables,
-} from '../src/schema/schema.js';
+} from '../src/schema/index.js';
 import { convertDatadir } from '../src/upkeep/index.js';
 
 const latin1 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');

@@ -16,7 +16,7 @@ import type { Db } from '../src/db.js';
 import { digestDatadir } from '../src/digest.js';
 import { LevelChainStore } from '../src/index.js';
 import { decodeLogBlock, logBlockFirst } from '../src/logs/index.js';
-import { MetaKey, Prefix, headCodec, tables, traceRowKeyCodec } from '../src/schema/schema.js';
+import { MetaKey, Prefix, headCodec, tables, traceRowKeyCodec } from '../src/schema/index.js';
 import { deltaChain, headerStateRoot, nodeBytes, readStateTrie, readTrieFrom } from '../src/trie/index.js';
 import { ConvertRefusedError, convertDatadir } from '../src/upkeep/index.js';
 

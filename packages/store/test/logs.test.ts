@@ -24,7 +24,7 @@ import {
   OPEN_CHUNK,
   encodeAddressLogsJson,
   tables,
-} from '../src/schema/schema.js';
+} from '../src/schema/index.js';
 
 const BLOCKS = 700;
 /** dirs[5] has AddressLogsJson rows from this block on. */

@@ -5,7 +5,7 @@ import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { datadirCopy, seededRandom } from '@chainnode/testkit';
 import { openDb } from '../src/db.js';
-import { MetaKey, Prefix, tables } from '../src/schema/schema.js';
+import { MetaKey, Prefix, tables } from '../src/schema/index.js';
 import { convertDatadir } from '../src/upkeep/index.js';
 import { MAX_CHAIN, deltaRow, isDelta, nodeBytes, rowDepth } from '../src/trie/node-delta.js';
 

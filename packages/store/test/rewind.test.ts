@@ -15,7 +15,7 @@ import { LevelChainStore, StoreWriter } from '../src/index.js';
 import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import { HOT_ADDR, HOT_TOPIC, blockInput, legacyHeaderRlp, tagged } from './block-input.js';
-import { BODY_ROW_TXS, LOG_INDEX_CHUNK, Prefix, tables } from '../src/schema/schema.js';
+import { BODY_ROW_TXS, LOG_INDEX_CHUNK, Prefix, tables } from '../src/schema/index.js';
 
 function block(n: number, parent: Uint8Array, branch: number): BlockInput {
   const headerRlp = legacyHeaderRlp(n, parent, new Uint8Array(256), 1_000 + n * 12 + branch);

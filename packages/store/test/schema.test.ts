@@ -23,8 +23,8 @@ import {
   isFixedTxLocation,
   txLocationCodec,
   u64Codec,
-} from '../src/schema/schema.js';
-import type { Codec, StoredLog } from '../src/schema/schema.js';
+} from '../src/schema/index.js';
+import type { Codec, StoredLog } from '../src/schema/index.js';
 import { rlpItem, rlpItemEnd } from '../src/schema/rlp.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');

@@ -20,7 +20,7 @@ import { EMPTY_STATE_ROOT, accountRowAt, slotRowAt, stageStateStep, stateHistory
 import { pointRowAtCanonical } from '../src/history/read.js';
 import { LATEST_CHANGES, decodeLatest, fillLatest } from '../src/history/latest.js';
 import { LevelChainStore } from '../src/reader/reader.js';
-import { MetaKey, Prefix, headCodec, tables } from '../src/schema/schema.js';
+import { MetaKey, Prefix, headCodec, tables } from '../src/schema/index.js';
 import { storedNode } from '../src/trie/node-delta.js';
 import { accountFields, headerStateRoot, rlpString, trieGet } from '../src/trie/trie-read.js';
 import { bytes, hex, rng } from './random.js';

@@ -14,8 +14,8 @@ import { bytesEqual } from '@chainnode/core';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { openDb } from '../src/db.js';
-import { BODY_ROW_TXS, bodyCodec, bodyRowOf, readBodySync, tables } from '../src/schema/schema.js';
-import type { StoredBody } from '../src/schema/schema.js';
+import { BODY_ROW_TXS, bodyCodec, bodyRowOf, readBodySync, tables } from '../src/schema/index.js';
+import type { StoredBody } from '../src/schema/index.js';
 import {
   bodyBlockFields,
   bodyHoldsTransactions,

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { availableChains, datadirCopy, tempDir } from '@chainnode/testkit';
 import { DatadirEmptyError, DatadirInUseError, openDb } from '../src/db.js';
 import { digestDatadir } from '../src/digest.js';
-import { MetaKey, Prefix, headCodec, tables } from '../src/schema/schema.js';
+import { MetaKey, Prefix, headCodec, tables } from '../src/schema/index.js';
 import { compactDatadir, measureDatadir } from '../src/upkeep/index.js';
 
 const chain = availableChains().includes('execution-apis') ? 'execution-apis' : 'fixtures';

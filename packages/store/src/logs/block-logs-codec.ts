@@ -13,7 +13,7 @@
 //   the logs' data, concatenated in log order
 // Compressed: one byte naming the codec (LogBlockCodec), then its bytes.
 import { brotliCompressSync, brotliDecompressSync, constants, deflateRawSync, inflateRawSync } from 'node:zlib';
-import { varintLength, writeVarint } from '../schema/schema.js';
+import { varintLength, writeVarint } from '../schema/index.js';
 import type { StoredLog } from '../schema/rlp.js';
 
 /** The compression of a block-logs value (its first byte). */
