@@ -1,8 +1,10 @@
-// The logs: eth_getLogs answered from the log index or a bloom scan (queries.ts), through one
+// The logs: eth_getLogs answered from the log index or a bloom scan (queries.ts: posting-list
+// cursors in cursors.ts, a query's constraints in match.ts), through one
 // gate on LevelDB's threads (gate.ts), and the sealed per-address log segments the writer seals
 // and the queries read (log-segments.ts); the logs themselves, one LogBlocks row per block
 // (log-blocks.ts, block-logs-codec.ts).
-export { LogQueries, logMatches, queryBloomMatcher } from './queries.js';
+export { LogQueries } from './queries.js';
+export { logMatches, queryBloomMatcher } from './match.js';
 export {
   LogSegmentReader,
   LogSegmentSealer,
