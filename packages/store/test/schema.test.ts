@@ -227,7 +227,7 @@ describe('key-schema codecs: round trip and exact bytes', () => {
     ] as const) {
       const out = new Uint8Array(logIndexKeyLength(value.length));
       const key = tables.logIndex.key({ kind, value, lastLogId: last === undefined ? OPEN_CHUNK : BigInt(last) });
-      expect(Buffer.from(writeLogIndexKey(out, kind, value, last)).toString('hex')).toBe(
+      expect(Buffer.from(writeLogIndexKey(out, kind, value, last, Prefix.LogIndex)).toString('hex')).toBe(
         Buffer.from(key).toString('hex'),
       );
       expect(key[0]).toBe(0x0d);

@@ -3,7 +3,7 @@
 // constraint listing several values). queries.ts intersects them by a leapfrog join.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { LimitExceededError } from '@chainnode/core';
-import { LOG_INDEX_CHUNK, decodePostings, logIndexKeyLength, writeLogIndexKey } from '../schema/index.js';
+import { LOG_INDEX_CHUNK, Prefix, decodePostings, logIndexKeyLength, writeLogIndexKey } from '../schema/index.js';
 import type { LogDb, RawIterator } from './gate.js';
 
 /** Let other requests run at least this often (ms) during one query. */
@@ -70,7 +70,7 @@ export class PostingCursor implements IdCursor {
 
   private key(id: number): Uint8Array {
     const k = new Uint8Array(logIndexKeyLength(this.value.length));
-    return writeLogIndexKey(k, this.kind, this.value, id === Infinity ? undefined : id);
+    return writeLogIndexKey(k, this.kind, this.value, id === Infinity ? undefined : id, Prefix.LogIndex);
   }
 
   /** Loads the chunk that may hold x: the first chunk whose last id is >= x. */

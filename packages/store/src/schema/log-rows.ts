@@ -5,7 +5,6 @@ import { decodeLog, encodeLogRow } from './rlp.js';
 import type { StoredLog } from './rlp.js';
 import { putU64, u64Codec } from './codec.js';
 import type { Codec } from './codec.js';
-import { Prefix } from './schema.js';
 
 export const logCodec: Codec<StoredLog> = { encode: (v) => encodeLogRow(v), decode: decodeLog };
 
@@ -65,15 +64,15 @@ export interface LogIndexKey {
 /**
  * Writes the LogIndex row key (table prefix included) of (kind, value) and a chunk's last id
  * (undefined: OPEN_CHUNK) into `out`, which must be logIndexKeyLength(value.length) bytes: the one
- * builder of these keys for the writer (from its arenas) and the reader (seek targets). With
- * `prefix` Prefix.Appearances, an Appearances row key (the same layout).
+ * builder of these keys for the writer (from its arenas) and the reader (seek targets). `prefix`:
+ * Prefix.LogIndex, or Prefix.Appearances for an Appearances row key (the same layout).
  */
 export function writeLogIndexKey(
   out: Uint8Array,
   kind: number,
   value: Uint8Array,
   lastId: number | undefined,
-  prefix: number = Prefix.LogIndex,
+  prefix: number,
 ): Uint8Array {
   out[0] = prefix;
   out[1] = kind;
