@@ -376,12 +376,26 @@ export class LeasedLedger implements CreditLedger {
     this.sync();
     const r = await this.inner.debit(hash, cost, limits, network);
     if (r.ok) return r;
-    // Refused in Redis: this replica's own slice (credits, tokens) may hold what is missing.
-    const again = this.fromSlice(l, cost, performance.now(), network);
-    if (again !== undefined || l.closing || (l.free === 0 && l.tokens === 0)) return again ?? r;
-    this.retire(l);
+    // Refused in Redis: this replica's own slice (credits, tokens) may hold what is missing, or
+    // be about to: a grant sent before this call's debit reached Redis first and took the credits
+    // it lacked, and its answer may not have been applied yet; a return sent by a call that
+    // retired the slice gives them back. Either way the sync in flight is waited for.
+    let again = this.fromSlice(l, cost, performance.now(), network);
+    if (again !== undefined) return again;
+    if (!l.closing && l.free === 0 && l.tokens === 0) {
+      if (!this.syncing) return r;
+      await this.settled();
+      again = this.fromSlice(l, cost, performance.now(), network);
+      if (again !== undefined || (!l.closing && l.free === 0 && l.tokens === 0)) return again ?? r;
+    }
+    if (!l.closing) this.retire(l);
     await this.syncNow();
     return this.inner.debit(hash, cost, limits, network);
+  }
+
+  /** Resolves once no sync is out (none is started). */
+  private async settled(): Promise<void> {
+    while (this.syncing) await new Promise((r) => setTimeout(r, 2));
   }
 
   /** Admits a call from the key's slice, or undefined if the slice cannot cover it now. */
