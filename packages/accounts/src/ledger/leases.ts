@@ -592,6 +592,8 @@ export class LeasedLedger implements CreditLedger {
   }
 
   private async syncNow(): Promise<void> {
+    // Not `await this.settled()`: the last check and the claim below must be one synchronous
+    // step, or a sync() in between runs beside this one.
     while (this.syncing) await new Promise((r) => setTimeout(r, 2));
     this.syncing = true;
     await this.runSync();

@@ -171,16 +171,9 @@ export class TrieNodeDb implements DB<string, Value> {
     const e = this.readRow(key, hash);
     if (e === undefined) return undefined;
     if (e.node === undefined) {
-      if (isDelta(e.row)) {
-        // Rebuilt once and kept decoded: a branch the block's update passes again (each key under
-        // it) is not rebuilt, nor its bytes decoded again, per visit.
-        const hit = this.recent.get(key);
-        if (hit !== undefined) return (hit.node ??= RLP.decode(hit.bytes) as Nested[]);
-        const bytes = nodeBytes(e.row, this.rawGet);
-        const node = RLP.decode(bytes) as Nested[];
-        this.remember(key, { row: e.row, bytes, node });
-        return node;
-      }
+      // Rebuilt once and kept decoded (stored()): a branch the block's update passes again (each
+      // key under it) is not rebuilt, nor its bytes decoded again, per visit.
+      if (isDelta(e.row)) return this.stored(hash)?.node;
       e.node = RLP.decode(e.row) as Nested;
     }
     return e.node;

@@ -158,16 +158,16 @@ class Updater {
     if (n === undefined || n.kind === 'leaf') {
       // Rebuild this small subtree from its one entry and the changes.
       const entries = new Map<string, { nibbles: number[]; value: Uint8Array }>();
+      let leafKey: string | undefined;
       if (n !== undefined) {
         const nibbles = [...changes[0]!.nibbles.slice(0, depth), ...n.path];
-        const key = nibbles.join(',');
-        entries.set(key, { nibbles, value: n.value });
-        // Every change ends its descent here: the one at the leaf's key had the leaf's value.
-        if (this.before !== undefined)
-          for (const c of changes) if (c.nibbles.join(',') === key) this.before[c.index] = n.value;
+        leafKey = nibbles.join(',');
+        entries.set(leafKey, { nibbles, value: n.value });
       }
       for (const c of changes) {
         const k = c.nibbles.join(',');
+        // Every change ends its descent here: the one at the leaf's key had the leaf's value.
+        if (k === leafKey && this.before !== undefined) this.before[c.index] = n?.value;
         if (c.value === undefined) entries.delete(k);
         else entries.set(k, { nibbles: c.nibbles, value: c.value });
       }
