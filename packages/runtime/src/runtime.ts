@@ -9,12 +9,10 @@
 // ingest thread, and N app threads (app-thread.ts) each run the rest on the same port; see
 // serveThreads. `threads` 1 runs everything on this thread.
 // Nothing logged here contains an API key (the log scrubs key material, server's log.ts).
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import type { MessagePort } from 'node:worker_threads';
 import { hasAdminToken, startDashboard } from '@chainnode/dashboard';
 import type { RunningDashboard } from '@chainnode/dashboard';
-import { createLog, defaultLogFormat, startServer } from '@chainnode/server';
+import { createLog, defaultLogFormat, holdFreePort, startServer } from '@chainnode/server';
 import { LedgerUnavailableError, ThreadLedgerHost, openLedger } from '@chainnode/accounts';
 import type { AccessRecord, LedgerView, Log, NetworkRuntime, PeerMetrics, RunningServer } from '@chainnode/server';
 import type { CreditLedger, KeyStore, OpenLedger, UsageRecord } from '@chainnode/accounts';
@@ -382,18 +380,6 @@ function listening(
   };
 }
 
-/** A free port on `host`, for app threads on port 0. */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, host, () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /**
  * `--threads N`: N app threads (app-thread.ts), each a whole server (uWS app, its own shared
  * handle on the datadir, offload workers, key registry) listening on the same port (uWS sets
@@ -470,10 +456,16 @@ async function serveThreads(
       const { IngestThread } = await import('@chainnode/ingest');
       for (const f of config.follows) ingests.set(f.network, new IngestThread(ingestWorkerData(f.datadir, f.follow)));
     }
-    // uWS sets SO_REUSEPORT only on an explicit port: with --port 0 one is picked here first.
-    const port = config.port === 0 ? await freePort(config.host) : config.port;
-    first = await threads.start(0, port);
-    await Promise.all(Array.from({ length: config.threads - 1 }, (_, i) => threads.start(i + 1, port)));
+    // uWS sets SO_REUSEPORT only on an explicit port: with --port 0 one is found and held here
+    // until the threads listen beside the hold (port-hold.ts in @chainnode/server).
+    const hold = config.port === 0 ? await holdFreePort(config.host) : undefined;
+    const port = hold?.port ?? config.port;
+    try {
+      first = await threads.start(0, port);
+      await Promise.all(Array.from({ length: config.threads - 1 }, (_, i) => threads.start(i + 1, port)));
+    } finally {
+      hold?.release();
+    }
     dash = await startAdmin(config, ledger, first.port);
   } catch (err) {
     await stopAll();

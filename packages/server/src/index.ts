@@ -1,4 +1,6 @@
 export { startServer } from './server.js';
+export { holdFreePort } from './port-hold.js';
+export type { PortHold } from './port-hold.js';
 export type { PeerMetrics, RunningServer, ServerOptions, ThreadMetrics } from './server.js';
 export { DEFAULT_TRANSPORT_CONFIG, transportConfig } from './config.js';
 export type { TransportConfig } from './config.js';
