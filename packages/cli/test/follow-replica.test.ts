@@ -13,10 +13,9 @@
 // 1591) on: below it the reorg changed nothing, and the stores' digests prove them still equal.
 // Orphaned txs are null; the three stores end digest-equal but for the rows only execution
 // records (file reorg, executed followed reorg, and a replicated one interrupted four times).
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { EXECUTED_ONLY, digestDatadir } from '@chainnode/store';
-import { chainDir, datadirCopy, runCli, tempDir } from '@chainnode/testkit';
+import { chainDir, datadirCopy, freePort, runCli, tempDir } from '@chainnode/testkit';
 import { call, result } from './anvil-upstream.js';
 import { compareNodes, rawBatch } from './compare-nodes.js';
 import { createKeyCli, kept, spawnServe } from './serve-helpers.js';
@@ -55,18 +54,6 @@ async function compareHeaders(a: string, b: string[], to: number): Promise<void>
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function lowFreePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await new Promise<boolean>((res) => {
-      const srv = createServer();
-      srv.once('error', () => res(false));
-      srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
-    });
-    if (free) return port;
-  }
-}
 
 /** Waits until the replica serves a head above `n`. */
 async function waitPast(p: ServeProcess, key: string, n: number): Promise<void> {
@@ -120,7 +107,7 @@ describe('a chainnode replica follows a chainnode primary', () => {
     // Below the ephemeral range: the replicas keep reconnecting while the primary is down, and a
     // client retrying a free ephemeral port on loopback can connect to itself (TCP self-connect)
     // and hold the port the primary restarts on.
-    let primary = await spawnServe(primaryDir, ['--port', String(await lowFreePort())]);
+    let primary = await spawnServe(primaryDir, ['--port', String(await freePort())]);
     procs.push(primary);
     const port = primary.port;
     const pUrl = primary.url(pk);

@@ -34,17 +34,22 @@ export function redisServerPath(): string | undefined {
 export const NO_REDIS =
   'redis-server not installed: Redis ledger tests skipped (install it: apt-get install redis-server, or run .ci/run)';
 
-/** A free loopback TCP port (bound and released). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      s.close(() => resolve(port));
+/**
+ * A port free on 127.0.0.1 for a process a test starts (anvil, Redis, a node on an explicit port),
+ * drawn below the kernel's ephemeral range (32768 and up): a port the kernel handed out for a
+ * bind to port 0 could be handed to any outgoing connection of the busy machine (the tests run
+ * hundreds) before the process binds it; a port below that range is taken only by an explicit bind.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
 }
 
 export interface RedisProcess {
