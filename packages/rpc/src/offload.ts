@@ -199,14 +199,36 @@ export class OffloadPool implements OffloadExecutor {
 
   /** Starts the workers and resolves once each has opened its store (rejects if one cannot). */
   static async start(options: OffloadPoolOptions): Promise<OffloadPool> {
-    const pool = new OffloadPool(options);
-    try {
-      await Promise.all(pool.slots.map((_, i) => pool.spawn(i)));
-    } catch (err) {
-      await pool.close();
-      throw err;
-    }
+    const pool = OffloadPool.launch(options);
+    await pool.started;
     return pool;
+  }
+
+  /**
+   * Starts the workers without waiting for them: calls queue (within queueLimit, each by its
+   * deadline) until a worker is ready. `started` resolves once every worker has opened its store
+   * (or the pool was closed first); if one cannot, the pool is closed and `started` rejects with why (a server fails then, as it
+   * would have at start: a worker loads the modules and opens the store in ~0.5-1 s, which a
+   * server need not wait for before it listens).
+   */
+  static launch(options: OffloadPoolOptions): OffloadPool & { readonly started: Promise<void> } {
+    const pool = new OffloadPool(options);
+    const started = Promise.all(pool.slots.map((_, i) => pool.spawn(i))).then(
+      () => undefined,
+      async (err: unknown) => {
+        // Closed by its owner before every worker was ready: that is no failure to report.
+        if (pool.closing) return;
+        // No worker will take the calls waiting for one: they are answered now, not at their deadlines.
+        for (const job of pool.queue.splice(0)) {
+          pool.answer(job, () => job.reject(new InternalError()));
+          pool.release();
+        }
+        await pool.close();
+        throw err;
+      },
+    );
+    started.catch(() => undefined); // the caller's to handle; never an unhandled rejection
+    return Object.assign(pool, { started });
   }
 
   /** Calls queued or held by a worker now. */
@@ -259,7 +281,14 @@ export class OffloadPool implements OffloadExecutor {
    * Refuses new calls, lets queued and running ones finish (each is answered by its deadline),
    * then asks every worker to close its store and exit; one that does not is terminated.
    */
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    this.closed ??= this.closeOnce();
+    return this.closed;
+  }
+
+  private closed: Promise<void> | undefined;
+
+  private async closeOnce(): Promise<void> {
     this.closing = true;
     if (this.held > 0) await new Promise<void>((resolve) => (this.idle = resolve));
     await Promise.all(

@@ -250,6 +250,39 @@ describe('the pool', () => {
     ).rejects.toThrow('cannot open the store (test)');
   });
 
+  test('launched without waiting: calls sent before the workers are ready are answered once they are', async () => {
+    const p = OffloadPool.launch({ script, size: 2, queueLimit: 16, timeoutMs: 10_000 });
+    pools.push(p);
+    const early = await Promise.all([getLogs(p), getLogs(p), getLogs(p)]);
+    await p.started;
+    const expected = await normalAnswer();
+    for (const text of early) expect(`{"jsonrpc":"2.0","id":1,"result":${text}}`).toBe(expected);
+  });
+
+  test('launched, a worker that cannot start: started rejects with its error, the waiting calls get -32603 at once', async () => {
+    const t0 = performance.now();
+    const p = OffloadPool.launch({
+      script,
+      workerData: { failStart: true },
+      size: 1,
+      queueLimit: 4,
+      timeoutMs: 30_000,
+    });
+    const waiting = getLogs(p).catch(wire);
+    await expect(p.started).rejects.toThrow('cannot open the store (test)');
+    expect(await waiting).toEqual({ code: -32603, message: 'internal error', data: undefined });
+    // Long before the call's 30 s deadline; the pool is closed (new calls refused).
+    expect(performance.now() - t0).toBeLessThan(20_000);
+    expect(await getLogs(p).catch(wire)).toEqual({ code: -32603, message: 'server is shutting down', data: undefined });
+    expect(p.load).toBe(0);
+  });
+
+  test('launched and closed before its workers were ready: started resolves, nothing is reported', async () => {
+    const p = OffloadPool.launch({ script, size: 1, queueLimit: 4, timeoutMs: 10_000 });
+    await p.close();
+    await expect(p.started).resolves.toBeUndefined();
+  });
+
   test('a crashed worker: its calls get -32603, it is restarted, later calls are answered', async () => {
     const lines: string[] = [];
     const p = await pool({ log: (l) => lines.push(l) });

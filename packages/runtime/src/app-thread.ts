@@ -52,6 +52,13 @@ const app = await startApp(config, () => ledger, {
       }
     : {}),
 });
+// A part started without waiting that cannot serve (offload workers that cannot open the
+// datadir) fails this thread, and with it the server (app-threads.ts' failure).
+void app.failure.catch((err: unknown) =>
+  setImmediate(() => {
+    throw err;
+  }),
+);
 port.postMessage({
   type: 'listening',
   port: app.srv.port,

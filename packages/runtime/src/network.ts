@@ -64,6 +64,11 @@ export interface OpenNetworkOptions {
   shared?: boolean;
   /** Where this network's filters live (Redis, shared by replicas); absent: this process's memory. */
   filterState?: (limits: FilterLimits) => FilterStateStore;
+  /**
+   * A failure after the network was opened that the server cannot serve through: its offload
+   * workers, started without waiting, could not open the datadir (a RuntimeError naming it).
+   */
+  onFailure?: (err: RuntimeError) => void;
 }
 
 /** What an offload worker of a followed datadir needs of its follow settings (its upstream layers). */
@@ -134,11 +139,11 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
     });
     store = joined.store;
   }
-  let logs: OffloadPool | undefined;
+  let logs: ReturnType<typeof OffloadPool.launch> | undefined;
   let runtime: NetworkRuntime | undefined;
   if (workers > 0) {
     try {
-      logs = await startOffloadWorkers(
+      logs = startOffloadWorkers(
         {
           datadir: o.datadir,
           rpcConfig: o.rpcConfig,
@@ -161,6 +166,9 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
       await raw.close();
       throw new RuntimeError(`${label}cannot start the offload workers: ${(err as Error).message}`);
     }
+    logs.started.catch((err: unknown) =>
+      o.onFailure?.(new RuntimeError(`${label}cannot start the offload workers: ${(err as Error).message}`)),
+    );
   }
   const pool = logs;
   if (pool !== undefined) follow?.subscribe((commit) => pool.applyCommit(commit));
@@ -203,14 +211,16 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
  * worker keeps its log reads to 2 of libuv's thread pool (the store's limit), a pool the whole
  * process shares (default 4 threads, UV_THREADPOOL_SIZE): with more workers than leave 2 threads
  * to the main thread's reads, block reads could queue behind log reads again, so that is reported.
+ * Not waited for: the server listens while they load (offloaded calls queue meanwhile); one
+ * that cannot start fails the server through `started`.
  */
-async function startOffloadWorkers(
+function startOffloadWorkers(
   workerData: OffloadWorkerData,
   config: ServerConfig,
   log: (line: string) => void,
   counts: Pick<OffloadPoolOptions, 'onShed' | 'onAnswered'>,
-): Promise<OffloadPool> {
-  const pool = await OffloadPool.start({
+): ReturnType<typeof OffloadPool.launch> {
+  const pool = OffloadPool.launch({
     ...counts,
     script: new URL('./offload-worker.js', import.meta.url),
     workerData,
