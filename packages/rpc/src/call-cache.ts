@@ -17,6 +17,12 @@
 // dropped whole. Not one Map trimmed from its oldest entry: each such eviction leaves a deleted
 // slot at the front of V8's table that every later trim walks over again, ~20 us a call at the
 // default budget's ~74,000 entries once a flood of distinct calls has filled it.
+//
+// Admitted on the second ask: a miss keeps its answer only when its key was asked before, lately
+// (Doorkeeper: a 32-bit hash of each key missed, in a direct-mapped table; TinyLFU's doorkeeper).
+// Calls that never repeat (most of a flood of distinct calls) keep nothing: no key copy, no entry
+// that lives long enough to be promoted and then dies in the old generation, no generation of
+// one-time answers pushing out the ones asked again and again. A call asked twice runs twice.
 import { RpcError, WeightedLru } from '@chainnode/core';
 import type { Bytes } from '@chainnode/core';
 import { toErrorObject } from './errors.js';
@@ -56,8 +62,39 @@ export interface PinnedCall<P> {
   raw: unknown[];
 }
 
+/** Slots of the doorkeeper: 256 KiB; a key asked again within ~10,000 other misses is still there ~86% of the time. */
+const DOORKEEPER_SLOTS = 1 << 16;
+
+/**
+ * The keys missed lately, by a 32-bit hash (FNV-1a), one per slot (direct-mapped: a later key of
+ * the same slot replaces it). A false "seen" (two keys of one hash and slot) only keeps an answer
+ * early; a false "not seen" (replaced) only delays keeping it: the answers stay exact either way.
+ */
+export class Doorkeeper {
+  private readonly slots: Int32Array;
+  private readonly mask: number;
+
+  constructor(size = DOORKEEPER_SLOTS) {
+    if (!Number.isInteger(Math.log2(size))) throw new RangeError('Doorkeeper: size must be a power of two');
+    this.slots = new Int32Array(size);
+    this.mask = size - 1;
+  }
+
+  /** Whether `key` was recorded (it stays recorded); if not, records it. */
+  seen(key: string): boolean {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+    h |= 1; // 0 marks an empty slot
+    const at = (h >>> 16) & this.mask;
+    if (this.slots[at] === h) return true;
+    this.slots[at] = h;
+    return false;
+  }
+}
+
 export class AnswerCache {
   private readonly entries: WeightedLru<string, Answer>;
+  private readonly door = new Doorkeeper();
   private hits = 0;
   private misses = 0;
 
@@ -77,17 +114,18 @@ export class AnswerCache {
       throw new RpcError(kept.error.code, kept.error.message, kept.error.data);
     }
     this.misses++;
+    const admit = this.door.seen(key);
     let text: string;
     try {
       text = stringifyResult(await run());
     } catch (err) {
-      if (err instanceof RpcError && err.code === REVERT_CODE) {
+      if (admit && err instanceof RpcError && err.code === REVERT_CODE) {
         const error = toErrorObject(err);
         this.keep(key, { error, size: JSON.stringify(error).length + key.length + ENTRY_OVERHEAD_BYTES });
       }
       throw err;
     }
-    this.keep(key, { text, size: text.length + key.length + ENTRY_OVERHEAD_BYTES });
+    if (admit) this.keep(key, { text, size: text.length + key.length + ENTRY_OVERHEAD_BYTES });
     return new JsonText(text);
   }
 

@@ -372,7 +372,7 @@ export const SERVER_FIELDS = {
   }),
   /** Per network and app thread (docs/decisions/execution.md). */
   callCacheBytes: rpcInteger('callCacheBytes', {
-    doc: 'Bytes of eth_call, eth_estimateGas and eth_createAccessList answers kept by block hash and params, per network and app thread; 0: none kept.',
+    doc: 'Bytes of eth_call, eth_estimateGas and eth_createAccessList answers kept by block hash and params (an answer is kept on its second ask), per network and app thread; 0: none kept.',
     unit: 'bytes',
   }),
   /** geth's maxSimulateBlocks. */
