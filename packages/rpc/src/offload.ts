@@ -207,9 +207,9 @@ export class OffloadPool implements OffloadExecutor {
   /**
    * Starts the workers without waiting for them: calls queue (within queueLimit, each by its
    * deadline) until a worker is ready. `started` resolves once every worker has opened its store
-   * (or the pool was closed first); if one cannot, the pool is closed and `started` rejects with why (a server fails then, as it
-   * would have at start: a worker loads the modules and opens the store in ~0.5-1 s, which a
-   * server need not wait for before it listens).
+   * (or the pool was closed first); if one cannot, the calls waiting get -32603 at once, the pool
+   * is closed and `started` rejects with why. A worker loads the modules and opens the store in
+   * ~0.5-1 s, which a server need not wait for before it listens; it still fails when one cannot.
    */
   static launch(options: OffloadPoolOptions): OffloadPool & { readonly started: Promise<void> } {
     const pool = new OffloadPool(options);
