@@ -85,7 +85,7 @@ export class Doorkeeper {
     let h = 0x811c9dc5;
     for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
     h |= 1; // 0 marks an empty slot
-    const at = (h >>> 16) & this.mask;
+    const at = (h ^ (h >>> 16)) & this.mask;
     if (this.slots[at] === h) return true;
     this.slots[at] = h;
     return false;
