@@ -8,7 +8,13 @@ export {
   resolveConfig,
 } from './config.js';
 export { OffloadPool, serveOffloadedCalls, TOO_MANY_OFFLOADED } from './offload.js';
-export type { OffloadExecutor, OffloadPoolOptions, OffloadReply, OffloadRequest } from './offload.js';
+export type {
+  LaunchedOffloadPool,
+  OffloadExecutor,
+  OffloadPoolOptions,
+  OffloadReply,
+  OffloadRequest,
+} from './offload.js';
 export { methodCosts, methodTransports, isMethodName, METHODS } from './table.js';
 export type { MethodName, MethodTable, RpcSchema } from './table.js';
 export { UNSERVED_METHODS } from './unserved.js';

@@ -169,6 +169,9 @@ interface Slot {
   ending: boolean;
 }
 
+/** A pool started without waiting (OffloadPool.launch): `started` settles once every worker was ready, or one could not start. */
+export type LaunchedOffloadPool = OffloadPool & { readonly started: Promise<void> };
+
 export const TOO_MANY_OFFLOADED = 'too many concurrent offloaded queries';
 
 /** A fixed set of worker threads answering offloaded calls; see OffloadPoolOptions. */
@@ -211,7 +214,7 @@ export class OffloadPool implements OffloadExecutor {
    * is closed and `started` rejects with why. A worker loads the modules and opens the store in
    * ~0.5-1 s, which a server need not wait for before it listens; it still fails when one cannot.
    */
-  static launch(options: OffloadPoolOptions): OffloadPool & { readonly started: Promise<void> } {
+  static launch(options: OffloadPoolOptions): LaunchedOffloadPool {
     const pool = new OffloadPool(options);
     const started = Promise.all(pool.slots.map((_, i) => pool.spawn(i))).then(
       () => undefined,

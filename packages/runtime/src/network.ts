@@ -11,6 +11,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { FAULT_ENV, IMPLICIT_NETWORK, NetworkRuntime, applyFaultInjection, datadirDisk } from '@chainnode/server';
 import type {
   FilterLimits,
+  LaunchedOffloadPool,
   FilterStateStore,
   OffloadPoolOptions,
   RpcConfig,
@@ -139,7 +140,7 @@ export async function openNetwork(o: OpenNetworkOptions): Promise<NetworkRuntime
     });
     store = joined.store;
   }
-  let logs: ReturnType<typeof OffloadPool.launch> | undefined;
+  let logs: LaunchedOffloadPool | undefined;
   let runtime: NetworkRuntime | undefined;
   if (workers > 0) {
     try {
@@ -219,7 +220,7 @@ function startOffloadWorkers(
   config: ServerConfig,
   log: (line: string) => void,
   counts: Pick<OffloadPoolOptions, 'onShed' | 'onAnswered'>,
-): ReturnType<typeof OffloadPool.launch> {
+): LaunchedOffloadPool {
   const pool = OffloadPool.launch({
     ...counts,
     script: new URL('./offload-worker.js', import.meta.url),

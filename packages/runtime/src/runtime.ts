@@ -367,17 +367,25 @@ export async function runRuntime(config: RuntimeConfig, hooks: RuntimeHooks = {}
     throw err;
   }
   hooks.onListening?.(listening(app.srv, dash, ledger));
+  return serveUntil(signals, app.failure, async () => {
+    await app.drain();
+    await dash?.close();
+    await app.release();
+    await ledger.close();
+  });
+}
+
+/**
+ * Serves until a signal (stops, resolves 0; untilSignal) or until `failure` rejects: a part that
+ * cannot serve (an app thread, offload workers started without waiting), logged, then stopped,
+ * resolving 1. Either way `stopAll` runs once.
+ */
+function serveUntil(signals: StopSignals, failure: Promise<never>, stopAll: () => Promise<void>): Promise<number> {
   let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
-      await app.drain();
-      await dash?.close();
-      await app.release();
-      await ledger.close();
-    })());
+  const stop = (): Promise<void> => (stopping ??= stopAll());
   return Promise.race([
     untilSignal(signals, stop),
-    app.failure.catch(async (err: unknown) => {
+    failure.catch(async (err: unknown) => {
       processLog.error(`${(err as Error).message}; stopping`);
       await stop();
       return 1;
@@ -493,12 +501,5 @@ async function serveThreads(
     throw err instanceof RuntimeError ? err : new RuntimeError((err as Error).message);
   }
   hooks.onListening?.(listening(first, dash, ledger));
-  return Promise.race([
-    untilSignal(signals, stopAll),
-    threads.failure.catch(async (err: unknown) => {
-      processLog.error(`${(err as Error).message}; stopping`);
-      await stopAll();
-      return 1;
-    }),
-  ]);
+  return serveUntil(signals, threads.failure, stopAll);
 }
