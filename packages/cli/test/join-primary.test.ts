@@ -16,6 +16,9 @@
 //   truthful answer afterwards is the primary's.
 // SIGKILL during the history backfill (twice, at random moments: a third kill proved the same
 // again), resumed: the datadir is digest-equal to an uninterrupted one.
+// With --join-state download: block 1,000's whole state from the primary (a trie node that does not
+// hash to its reference stops the sync; the same command resumes), then every later block with its
+// state changes; served with no upstream, state at every block from 1,000 equals the primary's.
 import { spawn } from 'node:child_process';
 import { cp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -456,6 +459,51 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
     expect(text).toMatch(/^chainnode_proven_state_rejected_total 4$/m);
     expect(text).toMatch(new RegExp(`^chainnode_follow_first_block ${FIRST}$`, 'm'));
   }, 120_000);
+
+  test("--join-state download: block 1,000's whole state from the primary, checked node by node; every later state read local", async () => {
+    const dir = join(temp.dir, 'downloaded');
+    // A primary whose trie nodes do not hash to the hashes asked for: refused, the sync stops.
+    proxy.lie = 'stateNode';
+    const lied = await runCli([...joinSyncArgs(proxy.url, genesis, dir), '--join-state', 'download'], {
+      timeoutMs: 120_000,
+    });
+    proxy.lie = 'none';
+    expect(lied.code).not.toBe(0);
+    expect(lied.stderr).toMatch(
+      /block 1000: state trie node mismatch: upstream says 0x[0-9a-f]{64}, computed 0x[0-9a-f]{64}/,
+    );
+    // `serve --follow` on the datadir the sync joined, the primary truthful: it resumes the download,
+    // then follows with every later block's state changes (each block's state root checked).
+    proxy.counts = new Map();
+    const k = await createKeyCli(dir, 'custom');
+    const node = await spawnServe(dir, ['--follow', proxy.url, '--join-state', 'download', '--poll-ms', '200']);
+    procs.push(node);
+    const url = node.url(k.key);
+    const head = (await result(primaryUrl, 'eth_blockNumber', [])) as string;
+    for (let i = 0; (await result(url, 'eth_blockNumber', [])) !== head; i++) {
+      if (i > 600) throw new Error(`the joined node did not reach ${head}:\n${node.output().slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(node.output()).toMatch(/state of block 1000 whole: [1-9]\d* trie nodes/);
+    expect(proxy.counts.get('chainnode_getStateNodes') ?? 0).toBeGreaterThan(0);
+    expect(
+      (proxy.counts.get('chainnode_getBlockRange') ?? 0) + (proxy.counts.get('chainnode_getStateDiff') ?? 0),
+    ).toBeGreaterThan(0);
+    // State at every block from 1,000 as the primary has it, and none of it proven on demand.
+    const calls = stateCalls(accounts);
+    const want = await rawBatch(primaryUrl, calls);
+    const got = await rawBatch(url, calls);
+    calls.forEach((c, i) => {
+      expect([c, got[i]]).toEqual([c, want[i]]);
+    });
+    expect(want.filter((t) => t.includes('"error"'))).toEqual([]);
+    expect(proxy.counts.get('eth_getProof') ?? 0).toBe(0);
+    await node.stop('SIGTERM');
+    // The join mode is the datadir's: another one given is refused.
+    const other = await runCli([...joinSyncArgs(proxy.url, genesis, dir), '--join-state', 'proofs']);
+    expect(other.code).not.toBe(0);
+    expect(other.stderr).toContain('joined its chain with --join-state download, fixed when it joined');
+  }, 600_000);
 
   test('SIGKILL during the history backfill, resumed: digest-equal to the uninterrupted join', async () => {
     const dir = join(temp.dir, 'killed');

@@ -3,13 +3,14 @@
 // reads nothing from the upstream), and can lie: change an account's balance in eth_getProof
 // answers, or one byte of one node of a proof; as a history upstream, change the first
 // transaction of a raw block (debug_getRawBlock) or the first log of raw receipts
-// (debug_getRawReceipts).
+// (debug_getRawReceipts); as a primary a joining node downloads state from, flip one byte of one
+// trie node in chainnode_getStateNodes answers.
 import { createServer } from 'node:http';
 import { RLP } from '@ethereumjs/rlp';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type Lie = 'none' | 'balance' | 'node' | 'tx' | 'log';
+export type Lie = 'none' | 'balance' | 'node' | 'tx' | 'log' | 'stateNode';
 
 export interface JoinProxy {
   url: string;
@@ -101,6 +102,17 @@ export async function startJoinProxy(upstream: string): Promise<JoinProxy> {
         const single = Array.isArray(parsed) ? undefined : parsed.method;
         if (single === 'eth_getProof' && (state.lie === 'balance' || state.lie === 'node'))
           text = JSON.stringify(tamper(JSON.parse(text) as Json, state.lie));
+        if (single === 'chainnode_getStateNodes' && state.lie === 'stateNode') {
+          const r = JSON.parse(text) as { result?: { nodes: (string | null)[] } };
+          const nodes = r.result?.nodes ?? [];
+          const i = nodes.findIndex((n) => n !== null);
+          const n = nodes[i];
+          if (n !== undefined && n !== null) {
+            const byte = Number.parseInt(n.slice(-2), 16) ^ 0x01;
+            nodes[i] = `${n.slice(0, -2)}${byte.toString(16).padStart(2, '0')}`;
+            text = JSON.stringify(r);
+          }
+        }
         if (single === 'debug_getRawBlock' && state.lie === 'tx') {
           const r = JSON.parse(text) as Json;
           if (typeof r.result === 'string') text = JSON.stringify({ ...r, result: tamperBlock(r.result) });

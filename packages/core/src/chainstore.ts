@@ -216,6 +216,12 @@ export interface ChainStore {
    */
   addProvenState?(nodes: Bytes[], codes: Bytes[]): Promise<void>;
   /**
+   * Trie nodes by their keccak, each whole as its hash names it (undefined when not stored): what
+   * a node joining the chain downloads its first block's state by, checking each against the hash
+   * it asked for. Absent on stores that cannot list nodes by hash.
+   */
+  stateNodes?(hashes: Bytes[]): Promise<(Bytes | undefined)[]>;
+  /**
    * A store whose state may be incomplete (a joined node's) records what its synchronous state
    * reads (stateReader) could not find; this fetches and proves those paths. True when it
    * fetched something (run the execution again), false when nothing was recorded. Absent on

@@ -19,7 +19,8 @@ import {
 } from './errors.js';
 import { anvilGenesisJson, readGenesisJson } from './genesis.js';
 import { ImportPipeline } from './pipeline.js';
-import type { AnchorBlock } from './pipeline.js';
+import type { AnchorBlock, JoinState } from './pipeline.js';
+import { downloadState } from './joined/state-download.js';
 import { RpcBlockSource } from './rpc-source.js';
 import { chooseHistorySource, chooseReplicaSource } from './replicate/sources.js';
 import type { ReplicaSource, StateSourceKind } from './replicate/sources.js';
@@ -99,6 +100,13 @@ export interface FollowSettings {
   startBlock?: StartBlock;
   /** The hash the start block must have (pins the anchor; without startBlock it names the block). */
   checkpoint?: Uint8Array;
+  /**
+   * How a joining datadir gets its state (PipelineOptions.joinState): `proofs` (default) keeps it
+   * history-only, state proven on demand; `download` takes the start block's whole state from a
+   * chainnode primary (joined/state-download.ts), then replicates every later block with state.
+   * Fixed when the datadir joins; given again, it must be the datadir's.
+   */
+  joinState?: JoinState;
   /** History below a joined datadir's first block from this http(s):// upstream, verified (serving side only). */
   historyUpstream?: string;
   /**
@@ -425,6 +433,7 @@ export class Follower {
       log: this.opts.log,
       checkGenesis,
       ...(joining ? { anchor: (common: Common) => this.fetchAnchor(common) } : {}),
+      ...(this.opts.joinState !== undefined ? { joinState: this.opts.joinState } : {}),
       ...(this.opts.stateTrie !== undefined ? { stateTrie: this.opts.stateTrie } : {}),
       ...(this.opts.traceFrames !== undefined ? { traceFrames: this.opts.traceFrames } : {}),
     });
@@ -433,12 +442,23 @@ export class Follower {
       if (!joining && !this.pipeline.createdGenesis && this.history === undefined)
         this.log(`follow: the datadir joined its chain at block ${this.pipeline.firstBlock()}: history-only ingest`);
       this.history ??= await chooseHistorySource(this.client, this.source, this.pipeline.common, this.opts.timings);
-    } else if (joining && !this.pipeline.createdGenesis) {
+    } else if (joining && !this.pipeline.createdGenesis && this.pipeline.firstBlock() === 0n) {
       throw new ChainSourceError(
         `--start-block: datadir ${this.opts.datadir} already holds a chain from genesis; join with an empty datadir`,
       );
+    } else this.history = undefined; // the anchor came from the history source; blocks after it come with state
+    const joined = this.pipeline.firstBlock() > 0n;
+    if (joined && this.opts.joinState !== undefined && !this.pipeline.createdGenesis) {
+      const have: JoinState = this.pipeline.anchorState() === undefined ? 'proofs' : 'download';
+      if (have !== this.opts.joinState)
+        throw new ChainSourceError(
+          `--join-state ${this.opts.joinState}: datadir ${this.opts.datadir} joined its chain with --join-state ${have}, fixed when it joined; leave --join-state out or use another --datadir`,
+        );
     }
-    if (execute && this.history === undefined) assertExecutable(this.pipeline.genesisJson);
+    // A joined datadir with state replicates whatever --ingest says: nothing below its first
+    // block is held, so no block can be executed (BLOCKHASH reads the 256 before it).
+    const replicate = !execute || (joined && this.history === undefined);
+    if (!replicate && this.history === undefined) assertExecutable(this.pipeline.genesisJson);
     // A datadir that already holds a chain: the upstream must be that chain.
     const ours = BigInt(this.pipeline.common.chainId());
     if (ours !== upstreamChainId)
@@ -453,7 +473,7 @@ export class Follower {
         `upstream ${this.client.origin} block 0 is ${h}, datadir ${this.opts.datadir} holds genesis ${hex(this.pipeline.genesisHash)}`,
       );
     }
-    if (!execute && this.replica === undefined && this.history === undefined) {
+    if (replicate && this.replica === undefined && this.history === undefined) {
       this.replica = await chooseReplicaSource(
         this.client,
         this.source,
@@ -464,6 +484,31 @@ export class Follower {
       );
       this.log(`follow: replicating from ${this.client.origin}: state changes from ${SOURCE_NAMES[this.replica.kind]}`);
     }
+    if (this.pipeline.anchorState() === 'pending') await this.downloadAnchorState();
+  }
+
+  /**
+   * A joined datadir's first block's whole state, from the upstream (`--join-state download`;
+   * joined/state-download.ts), then marked whole: the blocks after it replicate with state.
+   * Resumes where a stopped download left off; an upstream fault is retried (withRetries), a
+   * node that does not hash to its parent's reference is a BlockVerificationError.
+   */
+  private async downloadAnchorState(): Promise<void> {
+    const anchor = this.pipeline.durableHead();
+    this.setState('syncing');
+    this.log(
+      `follow: downloading the whole state of block ${anchor.number} from ${this.client.origin} (--join-state download), every node checked by its hash`,
+    );
+    const stats = await downloadState({
+      client: this.client,
+      block: anchor.number,
+      stateRoot: this.pipeline.headStateRoot(),
+      sink: this.pipeline.stateSink(),
+      log: (line) => this.log(line),
+      ...(this.opts.signal !== undefined ? { signal: this.opts.signal } : {}),
+    });
+    if (!stats.complete) return; // stopped: the next run resumes it
+    await this.pipeline.anchorStateWhole();
   }
 
   /**
@@ -522,7 +567,7 @@ export class Follower {
     const totalDifficulty =
       typeof td === 'string' && /^0x[0-9a-fA-F]{1,64}$/.test(td) ? BigInt(td) : block.header.difficulty;
     this.log(
-      `follow: joining the chain at block ${block.number} (${hex(block.hash)}${checkpoint !== undefined ? ', the checkpoint' : ''}): history from there on, verified by its roots and hash links; state proven on demand`,
+      `follow: joining the chain at block ${block.number} (${hex(block.hash)}${checkpoint !== undefined ? ', the checkpoint' : ''}): history from there on, verified by its roots and hash links; ${this.opts.joinState === 'download' ? "that block's whole state downloaded, then every later block's state replicated" : 'state proven on demand'}`,
     );
     return { block, totalDifficulty };
   }

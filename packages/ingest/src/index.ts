@@ -8,7 +8,7 @@ export {
   UpstreamError,
 } from './errors.js';
 export { ImportPipeline, GenesisRequiredError } from './pipeline.js';
-export type { PipelineOptions, PipelineHead, GenesisChoice } from './pipeline.js';
+export type { PipelineOptions, PipelineHead, GenesisChoice, JoinState } from './pipeline.js';
 export { readRlpBlocks } from './rlp-stream.js';
 export type { RawBlock } from './rlp-stream.js';
 export { Follower, followUpstream, initialFollowStatus } from './follow.js';

@@ -25,7 +25,15 @@ import {
   formatStateTrie,
   readStateTrie,
 } from '@chainnode/store';
-import type { BlockInput, FlushStats, PruneReport, StateTrieMode, StateWrites, StoredReceipt } from '@chainnode/store';
+import type {
+  AnchorState,
+  BlockInput,
+  FlushStats,
+  PruneReport,
+  StateTrieMode,
+  StateWrites,
+  StoredReceipt,
+} from '@chainnode/store';
 import { BlockVerificationError, ChainMismatchError, ChainSourceError, ReorgTooDeepError } from './errors.js';
 import { buildGenesis, commonFromGenesis } from './genesis.js';
 import { verifyBlockData } from './replicate/block.js';
@@ -34,6 +42,7 @@ import { claimWithdrawalsRoot, withdrawalsRootIsStorageRoot } from './replicate/
 import { StateMismatch, StateOverlay } from './replicate/state.js';
 import type { ReplicationTimings } from './replicate/timings.js';
 import { RecordingStateManager } from './write-set.js';
+import type { StateSink } from './joined/state-download.js';
 
 const hex = (b: Uint8Array): string => bytesToHex(b);
 
@@ -139,6 +148,12 @@ export interface PipelineOptions {
    */
   anchor?: (common: Common, genesisHash: Uint8Array) => Promise<AnchorBlock>;
   /**
+   * With `anchor`: `download` marks the new datadir to download block N's whole state before its
+   * later blocks come in, with state (Meta.anchorState); `proofs` (the default) keeps it
+   * history-only, state proven on demand.
+   */
+  joinState?: JoinState;
+  /**
    * The state trie's retention (`--state-trie`): written into a datadir created from genesis
    * (absent: DEFAULT_STATE_TRIE); an existing datadir keeps its own, which a given value must
    * equal. Refused for a joined datadir (`anchor`, Meta.firstBlock): it holds no state trie of its
@@ -151,6 +166,9 @@ export interface PipelineOptions {
    */
   traceFrames?: boolean;
 }
+
+/** How a joined datadir gets its state: proven on demand, or its first block's downloaded whole. */
+export type JoinState = 'proofs' | 'download';
 
 /** The block a joining datadir starts at (PipelineOptions.anchor). */
 export interface AnchorBlock {
@@ -277,6 +295,7 @@ export class ImportPipeline {
         genesisJson: json,
         genesisHash,
         block: historyInput(a.block, a.totalDifficulty),
+        downloadState: opts.joinState === 'download',
       });
       created = true;
     } else if (stored === undefined) {
@@ -345,7 +364,7 @@ export class ImportPipeline {
     this.prev = { number, hash, timestamp: bytesToBigInt(fields[11] as Uint8Array) };
     // Block 0's header may carry an upstream's state root (anvil --init); the alloc's is the state.
     this.stateRoot = number === 0n ? this.genesisStateRoot : (fields[3] as Uint8Array);
-    if (this.historyOnly()) return; // no state held: nothing to execute against
+    if (!this.writer.holdsState()) return; // no state held (yet): nothing to execute against
     await this.sm.setStateRoot(this.stateRoot);
     this.hashes.forgetAbove(number);
     this.vm = await createVM({
@@ -362,11 +381,49 @@ export class ImportPipeline {
    * state of its own, so blocks come in by appendHistory only.
    */
   historyOnly(): boolean {
-    return this.writer.firstBlock() > 0n;
+    return this.writer.firstBlock() > 0n && this.writer.anchorState() === undefined;
+  }
+
+  /**
+   * A joined datadir's first-block state (`--join-state download`): `pending` until downloaded,
+   * then `whole`; undefined for a history-only joined datadir and for one from genesis.
+   */
+  anchorState(): AnchorState | undefined {
+    return this.writer.anchorState();
+  }
+
+  /** The state root of the head (block 0: the genesis alloc's). */
+  headStateRoot(): Uint8Array {
+    return this.stateRoot;
+  }
+
+  /** Where a download of the first block's state writes (joined/state-download.ts). */
+  stateSink(): StateSink {
+    const w = this.writer;
+    return {
+      node: (hash) => w.trieDb.getNodeSync(hash),
+      hasCode: (hash) => {
+        const key = new Uint8Array(33);
+        key[0] = 0x63;
+        key.set(hash, 1);
+        return w.hasStateRow(key);
+      },
+      write: (nodes, codes) => w.writeAnchorStateRows(nodes, codes),
+    };
+  }
+
+  /** The first block's state is downloaded whole: marked so, and the state set to it for the next blocks. */
+  async anchorStateWhole(): Promise<void> {
+    await this.writer.completeAnchorState();
+    await this.resetToDurable();
   }
 
   private requireState(): void {
-    if (this.historyOnly())
+    if (this.writer.anchorState() === 'pending')
+      throw new ChainSourceError(
+        `the datadir joined its chain at block ${this.firstBlock()} and is still downloading that block's state: blocks come in once it is whole`,
+      );
+    if (!this.writer.holdsState())
       throw new ChainSourceError(
         `the datadir joined its chain at block ${this.firstBlock()} and holds no state of its own: its blocks come in history-only (--start-block), not executed or replicated`,
       );

@@ -17,6 +17,8 @@ import type { MethodDef, Transport } from './method.js';
 import { chainnode_getBlockRange } from './methods/chainnode_getBlockRange.js';
 import type { BlockRangeParams, JsonRangeBlock } from './methods/chainnode_getBlockRange.js';
 import { chainnode_getStateDiff } from './methods/chainnode_getStateDiff.js';
+import { chainnode_getStateNodes } from './methods/chainnode_getStateNodes.js';
+import type { JsonStateNodes, StateNodesParams } from './methods/chainnode_getStateNodes.js';
 import { debug_getRawBlock } from './methods/debug_getRawBlock.js';
 import { debug_getRawHeader } from './methods/debug_getRawHeader.js';
 import { debug_getRawReceipts } from './methods/debug_getRawReceipts.js';
@@ -184,6 +186,7 @@ export interface RpcSchema {
   debug_getRawReceipts: { params: BlockSelector; result: Hex[] | null };
   chainnode_getStateDiff: { params: BlockSelector; result: JsonStateDiff };
   chainnode_getBlockRange: { params: BlockRangeParams; result: JsonRangeBlock[] };
+  chainnode_getStateNodes: { params: StateNodesParams; result: JsonStateNodes };
   eth_call: { params: CallParams; result: Hex };
   eth_estimateGas: { params: CallParams; result: Hex };
   eth_createAccessList: { params: CallParams; result: JsonAccessListResult };
@@ -277,6 +280,7 @@ export const METHODS: MethodTable = {
   debug_getRawReceipts,
   chainnode_getStateDiff,
   chainnode_getBlockRange,
+  chainnode_getStateNodes,
   eth_call,
   eth_estimateGas,
   eth_createAccessList,

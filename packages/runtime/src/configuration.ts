@@ -12,6 +12,7 @@ export {
   isUpstreamUrl,
   parseCheckpoint,
   parseIngestMode,
+  parseJoinState,
   parseReorgDepth,
   parseStartBlock,
   parseStateTrieFlag,

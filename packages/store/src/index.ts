@@ -1,7 +1,15 @@
 export { openChainStore, LevelChainStore } from './reader/index.js';
 export type { OpenChainStoreOptions } from './reader/index.js';
 export { RewindBelowTrieWindowError, StoreWriter } from './writer/index.js';
-export type { BlockInput, GenesisInput, LogInput, FlushStats, RemovedBlock, WriterOptions } from './writer/index.js';
+export type {
+  AnchorState,
+  BlockInput,
+  GenesisInput,
+  LogInput,
+  FlushStats,
+  RemovedBlock,
+  WriterOptions,
+} from './writer/index.js';
 export { pruneCadence } from './trie/index.js';
 export type { PruneReport, TriePrunerOptions } from './trie/index.js';
 export type { StateWrites } from './history/index.js';

@@ -39,17 +39,12 @@ port.on('message', (m: { type?: string }) => {
   if (m.type === 'stop') abort.abort();
 });
 const post = (m: IngestMessage) => port.postMessage(m);
+// Every follow setting reaches the follower (the upstream's WebSocket and the history upstream
+// are the serving side's): spread, so a setting added later cannot be dropped here.
+const { historyUpstream: _history, wsUrl: _ws, ...settings } = data;
 const follower = new Follower({
-  url: data.url,
-  datadir: data.datadir,
-  ...(data.genesisPath !== undefined ? { genesisPath: data.genesisPath } : {}),
+  ...settings,
   follow: true,
-  reorgDepth: data.reorgDepth,
-  pollMs: data.pollMs,
-  ingest: data.ingest,
-  ...(data.stateSource !== undefined ? { stateSource: data.stateSource } : {}),
-  ...(data.startBlock !== undefined ? { startBlock: data.startBlock } : {}),
-  ...(data.checkpoint !== undefined ? { checkpoint: data.checkpoint } : {}),
   shared: true,
   signal: abort.signal,
   onReady: () => post({ type: 'ready' }),

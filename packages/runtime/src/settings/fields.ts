@@ -12,7 +12,7 @@
 import { resolve } from 'node:path';
 import { DEFAULT_PLANS, PLAN_NAMES, isPlanName, networkNameProblem } from '@chainnode/accounts/settings';
 import type { LedgerFailureMode, PlanConfig, PlanName } from '@chainnode/accounts/settings';
-import type { IngestMode } from '@chainnode/ingest';
+import type { IngestMode, JoinState } from '@chainnode/ingest';
 import { DEFAULT_TRANSPORT_CONFIG, LOG_FORMATS, LOG_LEVELS, MAX_NETWORKS } from '@chainnode/server/settings';
 import type { TransportConfig } from '@chainnode/server/settings';
 import { DEFAULT_FILTER_LIMITS, FILTER_TIMEOUT_MS } from '@chainnode/rpc/settings';
@@ -79,6 +79,9 @@ function parsePlans(v: unknown, where: string): Record<PlanName, PlanConfig> {
 
 // ---------------------------------------------------------------------------------------------
 // Networks
+
+/** How a joined datadir gets its state (ingest's JoinState). */
+const JOIN_STATES = ['proofs', 'download'] as const satisfies readonly JoinState[];
 
 /** How followed blocks become state (ingest's IngestMode). */
 const INGEST_MODES = ['execute', 'replicate'] as const satisfies readonly IngestMode[];
@@ -251,6 +254,11 @@ export const SERVER_FIELDS = {
     defaultText: 'none',
     doc: 'With `startBlock`: the hash the start block must have.',
     flag: { arg: 'hash', serveOnly: true },
+  }),
+  joinState: optionalOneOf(JOIN_STATES, {
+    doc: "With `startBlock` (and `sync --start-block`): how the joined datadir gets its state. `proofs`: proven on demand, a proof from the upstream per path first read; `download`: the start block's whole state downloaded from a chainnode primary (every trie node checked by its hash), then every later block replicated with its state changes, so every read from the start block on is local. Fixed when the datadir joins.",
+    defaultText: 'proofs',
+    flag: { arg: 'proofs|download', serveOnly: true },
   }),
   stateTrie: field<string | undefined>({
     type: 'string',

@@ -13,7 +13,14 @@ import { DEFAULT_ADMIN_PORT, SERVER_FIELDS, checkNetwork, checkNetworks, followW
 import type { NetworkConfig } from './fields.js';
 import { loadConfig } from './file.js';
 import type { ServerConfig } from './file.js';
-import { isUpstreamUrl, parseCheckpoint, parseIngestMode, parseReorgDepth, parseStartBlock } from './follow.js';
+import {
+  isUpstreamUrl,
+  parseCheckpoint,
+  parseIngestMode,
+  parseJoinState,
+  parseReorgDepth,
+  parseStartBlock,
+} from './follow.js';
 import { parseStateTrieFlag, parseTraceFramesFlag } from './follow.js';
 import { ConfigError, flagName } from './schema.js';
 import type { ConfigField } from './schema.js';
@@ -46,6 +53,8 @@ export interface ServeFlags {
   /** --start-block <N|head-K> and --checkpoint <hash> (with --follow): join the chain there. */
   startBlock?: string;
   checkpoint?: string;
+  /** --join-state proofs|download (with --start-block). */
+  joinState?: string;
   /** --follow-ws <URL> (with an http(s):// --follow): the upstream's WebSocket, for its subscriptions. */
   followWs?: string;
   /** --history-upstream <URL> (with --follow): history below a joined datadir's first block. */
@@ -181,6 +190,7 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
   const ingest = parseIngestMode(opts.ingest);
   const startBlock = parseStartBlock(opts.startBlock);
   const checkpoint = parseCheckpoint(opts.checkpoint);
+  const joinState = parseJoinState(opts.joinState);
   const stateTrie = parseStateTrieFlag(opts.stateTrie);
   if (stateTrie !== undefined && (startBlock !== undefined || checkpoint !== undefined))
     throw new ConfigError('--state-trie: a datadir joining its chain (--start-block) holds no state trie of its own');
@@ -196,6 +206,7 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
       if (traceFrames !== undefined) throw new ConfigError('--trace-frames: only with --follow <URL> (or sync)');
       if (startBlock !== undefined || checkpoint !== undefined)
         throw new ConfigError('--start-block, --checkpoint: only with --follow <URL>');
+      if (joinState !== undefined) throw new ConfigError('--join-state: only with --follow <URL>');
       if (opts.historyUpstream !== undefined) throw new ConfigError('--history-upstream: only with --follow <URL>');
       if (opts.followWs !== undefined) throw new ConfigError('--follow-ws: only with --follow <URL>');
       return [];
@@ -215,6 +226,7 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
           ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}),
           ...(startBlock !== undefined ? { startBlock } : {}),
           ...(checkpoint !== undefined ? { checkpoint } : {}),
+          ...(joinState !== undefined ? { joinState } : {}),
           ...(history !== undefined ? { historyUpstream: history } : {}),
           ...(opts.followWs !== undefined ? { wsUrl: opts.followWs } : {}),
           ...trie,

@@ -1,7 +1,7 @@
 // The follow settings as a flag gives them (text): `--reorg-depth`, `--ingest`, `--start-block`,
 // `--checkpoint`, `--state-trie` and the upstream's URL, read into ingest's FollowSettings types. `serve` and
 // `sync` both take them; a bad value is a ConfigError naming the flag.
-import type { IngestMode, StartBlock } from '@chainnode/ingest';
+import type { IngestMode, JoinState, StartBlock } from '@chainnode/ingest';
 import { StateTrieSettingError, parseStateTrie } from '@chainnode/store/settings';
 import type { StateTrieMode } from '@chainnode/store/settings';
 import { ConfigError } from './schema.js';
@@ -32,6 +32,13 @@ export function parseIngestMode(value: string | undefined): IngestMode {
   if (value === undefined || value === 'execute') return 'execute';
   if (value === 'replicate') return 'replicate';
   throw new ConfigError(`--ingest: expected "execute" or "replicate", got "${value}"`);
+}
+
+/** `--join-state proofs|download`: how a joining datadir gets its state; absent: the datadir's own (a new one: proofs). */
+export function parseJoinState(value: string | undefined): JoinState | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'proofs' || value === 'download') return value;
+  throw new ConfigError(`--join-state: expected "proofs" or "download", got "${value}"`);
 }
 
 /** `--reorg-depth <n>` (default 64). */

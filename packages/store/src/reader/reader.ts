@@ -989,6 +989,10 @@ export class LevelChainStore implements ChainStore {
     return this.state.stateDiff(parentRoot, root, limits);
   }
 
+  stateNodes(hashes: Bytes[]): Promise<(Bytes | undefined)[]> {
+    return this.state.stateNodes(hashes);
+  }
+
   addProvenState(nodes: Bytes[], codes: Bytes[]): Promise<void> {
     return this.state.addProvenState(nodes, codes);
   }

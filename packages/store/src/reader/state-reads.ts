@@ -531,6 +531,20 @@ export class StateReads {
   };
 
   /**
+   * Trie nodes by hash (ChainStore.stateNodes), whole: a delta row is rebuilt from its bases. Read
+   * straight from LevelDB, not through the walks' cache: a state download asks each node once.
+   */
+  stateNodes(hashes: Bytes[]): Promise<(Bytes | undefined)[]> {
+    return this.guard('stateNodes', async () =>
+      hashes.map((hash) => {
+        if (hash.length !== 32) throw new Error('stateNodes: a trie node hash is 32 bytes');
+        const raw = tables.trieNodes.getSync(this.db, hash);
+        return raw === undefined ? undefined : nodeBytes(raw, this.rawNode);
+      }),
+    );
+  }
+
+  /**
    * Verified proof nodes and code (ChainStore.addProvenState) into TrieNodes, keyed by their own
    * keccak (code under 'c' ++ codeHash, as the state manager keys it): content-addressed, they
    * slot into the archive trie the walks read, whoever wrote the rest. They go into the node and

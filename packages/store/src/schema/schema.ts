@@ -268,6 +268,13 @@ export const MetaKey = {
    */
   FirstBlock: 'firstBlock',
   /**
+   * utf8, a joined datadir that downloads its first block's whole state (`--join-state download`):
+   * `pending` from the anchor's batch until every trie node and code of that state is written,
+   * then `whole` (its later blocks replicate with state: trie walks are local from N on). Absent:
+   * a joined datadir that proves state on demand. Fixed with the anchor.
+   */
+  AnchorState: 'anchorState',
+  /**
    * 32 bytes: the state root of block 0's state (the genesis alloc's, which an upstream's block 0
    * header may not carry: anvil --init). Present: the datadir keeps flat state history
    * (AccountHistory, StorageHistory) for every block from genesis on.

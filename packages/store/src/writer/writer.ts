@@ -88,6 +88,15 @@ export interface RemovedBlock {
   logs: LogRecord[];
 }
 
+/** Meta.anchorState: a joined datadir's first-block state being downloaded, or whole. */
+export type AnchorState = 'pending' | 'whole';
+
+function parseAnchorState(raw: Uint8Array): AnchorState {
+  const v = new TextDecoder().decode(raw);
+  if (v !== 'pending' && v !== 'whole') throw new Error(`meta anchorState: unknown value ${JSON.stringify(v)}`);
+  return v;
+}
+
 export interface GenesisInput {
   block: BlockInput;
   /** The `config` object of genesis.json, stored as JSON. */
@@ -168,6 +177,8 @@ export class StoreWriter {
   private head: HeadPointer | undefined;
   private genesisHash: Uint8Array | undefined;
   private firstBlockNumber = 0n;
+  /** Meta.anchorState of a joined datadir that downloads its first block's state (absent: proofs on demand). */
+  private anchorStateValue: AnchorState | undefined;
   private segments!: LogSegmentSealer;
   /** A rewind is staged (it unseals log segments): no sealing until its batch has landed. */
   private rewound = false;
@@ -223,6 +234,8 @@ export class StoreWriter {
     this.genesisHash = await tables.meta.get(this.db, MetaKey.GenesisHash);
     const first = await tables.meta.get(this.db, MetaKey.FirstBlock);
     if (first !== undefined) this.firstBlockNumber = u64Codec.decode(first);
+    const anchorState = await tables.meta.get(this.db, MetaKey.AnchorState);
+    if (anchorState !== undefined) this.anchorStateValue = parseAnchorState(anchorState);
     const head = await tables.meta.get(this.db, MetaKey.Head);
     this.head = head === undefined ? undefined : headCodec.decode(head);
     if (this.head !== undefined) {
@@ -435,7 +448,7 @@ export class StoreWriter {
    * and block N's rows without state, as one batch. Rows of every table exist from N on only;
    * the state trie holds only what proven reads add later (ChainStore.addProvenState).
    */
-  async writeAnchor(g: GenesisInput & { genesisHash: Uint8Array }): Promise<void> {
+  async writeAnchor(g: GenesisInput & { genesisHash: Uint8Array; downloadState?: boolean }): Promise<void> {
     if (this.genesisHash !== undefined) throw new Error('store already holds a chain');
     if (this.head !== undefined) throw new Error('store already holds a head');
     const n = g.block.number;
@@ -447,6 +460,10 @@ export class StoreWriter {
     if (g.genesisJson !== undefined)
       tables.meta.put(ops, MetaKey.GenesisJson, new TextEncoder().encode(JSON.stringify(g.genesisJson)));
     tables.meta.put(ops, MetaKey.FirstBlock, u64Codec.encode(n));
+    if (g.downloadState === true) {
+      tables.meta.put(ops, MetaKey.AnchorState, new TextEncoder().encode('pending'));
+      this.anchorStateValue = 'pending';
+    }
     this.logsJsonFrom = { value: n, stored: false };
     this.firstBlockNumber = n;
     this.stageHistoryBlock(g.block);
@@ -460,11 +477,64 @@ export class StoreWriter {
   }
 
   /**
+   * A joined datadir's first-block state (Meta.anchorState): `pending` while it is downloaded,
+   * `whole` once every node and code of it is written; undefined: state proven on demand (or a
+   * datadir from genesis).
+   */
+  anchorState(): AnchorState | undefined {
+    return this.anchorStateValue;
+  }
+
+  /** The datadir holds the whole state of its head: from genesis, or joined with its first block's state downloaded. */
+  holdsState(): boolean {
+    return this.firstBlockNumber === 0n || this.anchorStateValue === 'whole';
+  }
+
+  /** A trie node (by its hash) or code (by 'c' ++ code hash) is stored: a resumed state download skips its fetch. */
+  hasStateRow(key: Uint8Array): boolean {
+    return tables.trieNodes.getSync(this.db, key) !== undefined;
+  }
+
+  /**
+   * Writes trie nodes and code of the first block's state (a download in progress: Meta.anchorState
+   * `pending`), keyed by their own keccak as addProvenState keys them; the caller verified each
+   * against the hash its parent names. Durable when the promise settles.
+   */
+  async writeAnchorStateRows(
+    nodes: { hash: Uint8Array; bytes: Uint8Array }[],
+    codes: { hash: Uint8Array; bytes: Uint8Array }[],
+  ): Promise<void> {
+    if (this.anchorStateValue !== 'pending')
+      throw new Error('writeAnchorStateRows: no first-block state download pending');
+    const batch = this.db.batch();
+    for (const n of nodes) batch.put(tables.trieNodes.key(n.hash), n.bytes);
+    for (const c of codes) {
+      const key = new Uint8Array(33);
+      key[0] = 0x63;
+      key.set(c.hash, 1);
+      batch.put(tables.trieNodes.key(key), c.bytes);
+    }
+    await batch.write();
+  }
+
+  /** Marks the first block's state whole (every node and code written): later blocks come with state. */
+  async completeAnchorState(): Promise<void> {
+    if (this.anchorStateValue !== 'pending')
+      throw new Error('completeAnchorState: no first-block state download pending');
+    const batch = this.db.batch();
+    tables.meta.put(batch, MetaKey.AnchorState, new TextEncoder().encode('whole'));
+    await batch.write();
+    this.anchorStateValue = 'whole';
+  }
+
+  /**
    * Stages a block whose data roots were verified and whose state this store does not hold (a
    * joined datadir's history): the same rows as addBlock, no trie nodes.
    */
   addHistoryBlock(b: BlockInput): void {
     this.requireNoHistory('addHistoryBlock');
+    if (this.anchorStateValue !== undefined)
+      throw new Error("addHistoryBlock: this datadir downloads its first block's state; add blocks with state");
     this.stageHistoryBlock(b);
   }
 

@@ -7,6 +7,7 @@ import {
   isUpstreamUrl,
   parseCheckpoint,
   parseIngestMode,
+  parseJoinState,
   parseReorgDepth,
   parseStartBlock,
   parseStateTrieFlag,
@@ -29,6 +30,7 @@ export interface SyncOptions {
   stateSource?: string;
   startBlock?: string;
   checkpoint?: string;
+  joinState?: string;
   stateTrie?: string;
   traceFrames?: string;
 }
@@ -78,6 +80,7 @@ export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promi
       throw new CliError(`--state-source: expected one of ${STATE_SOURCES.join(', ')}, got "${opts.stateSource}"`);
     const startBlock = parseStartBlock(opts.startBlock);
     const checkpoint = parseCheckpoint(opts.checkpoint);
+    const joinState = parseJoinState(opts.joinState);
     const stateTrie = parseStateTrieFlag(opts.stateTrie);
     if (stateTrie !== undefined && (startBlock !== undefined || checkpoint !== undefined))
       throw new CliError('--state-trie: a datadir joining its chain (--start-block) holds no state trie of its own');
@@ -92,6 +95,7 @@ export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promi
       summary = await followUpstream({
         ...(startBlock !== undefined ? { startBlock } : {}),
         ...(checkpoint !== undefined ? { checkpoint } : {}),
+        ...(joinState !== undefined ? { joinState } : {}),
         url: opts.from,
         datadir: opts.datadir,
         ...(opts.genesis !== undefined ? { genesisPath: opts.genesis } : {}),
@@ -108,6 +112,7 @@ export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promi
         throw new CliError('--genesis: only with --from <URL> (a directory holds its genesis.json)');
       if (startBlock !== undefined || checkpoint !== undefined)
         throw new CliError('--start-block, --checkpoint: only with --from <URL>');
+      if (joinState !== undefined) throw new CliError('--join-state: only with --from <URL>');
       if (ingest === 'replicate')
         throw new CliError(
           '--ingest replicate: only with --from <URL> (a chain export holds no state changes; its blocks are executed)',
@@ -169,6 +174,7 @@ export function register(program: Command): void {
       "with --from <URL> and an empty datadir: join the chain at block N (or the upstream's head minus K): history from there on, verified by its roots and hash links; no state of its own (proven on demand while serving)",
     )
     .option('--checkpoint <hash>', 'with --start-block: the hash the start block must have (pins the anchor)')
+    .addOption(fieldOption('joinState', SERVER_FIELDS.joinState))
     .addOption(fieldOption('stateTrie', SERVER_FIELDS.stateTrie))
     .addOption(fieldOption('traceFrames', SERVER_FIELDS.traceFrames))
     .option('--datadir <dir>', 'where the store lives', './data')
