@@ -1,12 +1,14 @@
 // Joining benchmark (never a timed test). One run, on one chain (the fixture chain unless
 // --chain <dir>), with a chainnode primary of it (`serve`, a child process) as the upstream:
 //  1. time from an empty datadir to serving the upstream's head, for `serve --follow` that
-//     executes every block from genesis, replicates from genesis, or joins at head-1,000
-//     (--start-block head-1000: history only from there);
+//     executes every block from genesis, replicates from genesis, joins at head-1,000
+//     (--start-block head-1000: history only from there, state proven on demand), or joins there
+//     with --join-state download (that block's whole state downloaded, later blocks replicated);
 //  2. state queries (eth_getBalance, eth_getStorageAt, eth_getProof) at random blocks of the joined
-//     range, each asked of the joined node twice (cold: the first time, a proof round trip to the
-//     upstream, verified and stored; warm: the second, local) and of the upstream directly (the
-//     primary: a fully local archive node), sequentially, one at a time.
+//     range, each asked of each joined node twice (cold: the first time; proven on demand that is a
+//     proof round trip to the upstream, verified and stored; downloaded, a walk of its own trie
+//     from disk; warm: the second) and of the upstream directly (the primary: a fully local
+//     archive node), sequentially, one at a time.
 // With --disk <datadir> --genesis <genesis.json> instead: a copy of that datadir (a chain imported
 // from genesis, e.g. the mainnet-shaped chain's) served as the upstream, joined at block 1 with
 // history only; the joined datadir's bytes per block, transaction and log (docs/joining.md).
@@ -69,8 +71,13 @@ async function main(): Promise<void> {
     { name: 'execute from genesis', extra: ['--ingest', 'execute'] },
     { name: 'replicate from genesis', extra: ['--ingest', 'replicate'] },
     { name: `join at head-${depth}`, extra: ['--start-block', `head-${depth}`] },
+    {
+      name: `join at head-${depth}, state downloaded`,
+      extra: ['--start-block', `head-${depth}`, '--join-state', 'download'],
+    },
   ];
   let joined: { proc: ChildProcess; url: string; dir: string } | undefined;
+  let downloaded: { proc: ChildProcess; url: string; dir: string } | undefined;
   for (const m of modes) {
     const dir = join(base, m.name.replace(/\W+/g, '-'));
     const k = await key(dir);
@@ -102,10 +109,11 @@ async function main(): Promise<void> {
         datadirMiB: r2((await sizeOnDisk(dir)) / 2 ** 20),
       }),
     );
-    if (m.extra[0] === '--start-block') joined = { proc: node.proc, url, dir };
+    if (m.extra.includes('download')) downloaded = { proc: node.proc, url, dir };
+    else if (m.extra[0] === '--start-block') joined = { proc: node.proc, url, dir };
     else await stopChild(node.proc);
   }
-  if (joined === undefined) throw new Error('no joined node');
+  if (joined === undefined || downloaded === undefined) throw new Error('no joined node');
 
   // 2. State queries at random blocks of the joined range: cold, warm, the upstream directly.
   const alloc = Object.keys((JSON.parse(await readFile(genesis, 'utf8')) as { alloc: object }).alloc).map((a) =>
@@ -134,6 +142,8 @@ async function main(): Promise<void> {
   const upstreamMs = await time(upstream); // the primary warms its own caches first: it is the archive node
   const cold = await time(joined.url);
   const warm = await time(joined.url);
+  const coldDownloaded = await time(downloaded.url);
+  const warmDownloaded = await time(downloaded.url);
   const again = await time(upstream);
   const row = (name: string, xs: number[]) => ({ name, medianMs: r2(pct(xs, 50)), p90Ms: r2(pct(xs, 90)) });
   console.log(
@@ -144,14 +154,42 @@ async function main(): Promise<void> {
       rows: [
         row('cold (joined: upstream proof + verify + store + local walk)', cold),
         row('warm (joined: local walk)', warm),
+        row('cold (joined, state downloaded: local walk from disk)', coldDownloaded),
+        row('warm (joined, state downloaded)', warmDownloaded),
         row('upstream directly (archive, first pass)', upstreamMs),
         row('upstream directly (archive, second pass)', again),
       ],
       coldOverUpstream: r2(pct(cold, 50) / pct(again, 50)),
+      coldOverUpstreamFirstPass: r2(pct(cold, 50) / pct(upstreamMs, 50)),
+      downloadedColdOverUpstream: r2(pct(coldDownloaded, 50) / pct(again, 50)),
+      downloadedColdOverUpstreamFirstPass: r2(pct(coldDownloaded, 50) / pct(upstreamMs, 50)),
     }),
   );
+  // Per method: the target names cold eth_getBalance.
+  for (const method of ['eth_getBalance', 'eth_getStorageAt', 'eth_getProof']) {
+    const of = (xs: number[]) => xs.filter((_, i) => qs[i]?.[0] === method);
+    const med = (xs: number[]) => r2(pct(of(xs), 50));
+    console.log(
+      JSON.stringify({
+        part: 'state-queries-by-method',
+        method,
+        queries: of(cold).length,
+        medianMs: {
+          joinedCold: med(cold),
+          joinedWarm: med(warm),
+          downloadedCold: med(coldDownloaded),
+          downloadedWarm: med(warmDownloaded),
+          upstreamFirstPass: med(upstreamMs),
+          upstreamSecondPass: med(again),
+        },
+        downloadedColdOverUpstream: r2(pct(of(coldDownloaded), 50) / pct(of(again), 50)),
+        downloadedColdOverUpstreamFirstPass: r2(pct(of(coldDownloaded), 50) / pct(of(upstreamMs), 50)),
+      }),
+    );
+  }
   console.log(JSON.stringify({ part: 'chain', blocks: imp.blocks, txs: imp.txs, logs: imp.logs }));
   await stopChild(joined.proc);
+  await stopChild(downloaded.proc);
   await stopChild(primary.proc);
 }
 
