@@ -485,6 +485,12 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(node.output()).toMatch(/state of block 1000 whole: [1-9]\d* trie nodes/);
+    // /health and the metrics say so.
+    const health = JSON.parse(await (await fetch(`${node.base}/health`)).text()) as {
+      follow: { stateDownload?: { block: number; whole: boolean; nodes: number } };
+    };
+    expect(health.follow.stateDownload).toMatchObject({ block: FIRST, whole: true });
+    expect(health.follow.stateDownload?.nodes).toBeGreaterThan(100);
     expect(proxy.counts.get('chainnode_getStateNodes') ?? 0).toBeGreaterThan(0);
     expect(
       (proxy.counts.get('chainnode_getBlockRange') ?? 0) + (proxy.counts.get('chainnode_getStateDiff') ?? 0),

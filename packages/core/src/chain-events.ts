@@ -52,6 +52,11 @@ export interface FollowStatus {
   blocksImported: number;
   /** The first block the datadir holds (0 unless it joined its chain at a later block). */
   firstBlock: bigint;
+  /**
+   * A datadir joined with `--join-state download`: its first block's state, as downloaded so far
+   * (counts since this process started: absent when it was whole before). Absent otherwise.
+   */
+  stateDownload?: { block: bigint; whole: boolean; nodes?: number; codes?: number; bytes?: number };
   lastError: string | undefined;
   /** Date.now() of the last error. */
   lastErrorAt: number | undefined;

@@ -485,6 +485,8 @@ export class Follower {
       this.log(`follow: replicating from ${this.client.origin}: state changes from ${SOURCE_NAMES[this.replica.kind]}`);
     }
     if (this.pipeline.anchorState() === 'pending') await this.downloadAnchorState();
+    else if (this.pipeline.anchorState() === 'whole' && this.status.stateDownload === undefined)
+      this.status.stateDownload = { block: this.pipeline.firstBlock(), whole: true };
   }
 
   /**
@@ -499,16 +501,33 @@ export class Follower {
     this.log(
       `follow: downloading the whole state of block ${anchor.number} from ${this.client.origin} (--join-state download), every node checked by its hash`,
     );
+    let published = 0;
+    const show = (s: { fetched: number; local: number; codes: number; bytes: number }, whole: boolean): void => {
+      this.status.stateDownload = {
+        block: anchor.number,
+        whole,
+        nodes: s.fetched + s.local,
+        codes: s.codes,
+        bytes: s.bytes,
+      };
+      // The status crosses to the serving threads: once a second while the download runs.
+      if (whole || Date.now() - published >= 1000) {
+        published = Date.now();
+        this.publish();
+      }
+    };
     const stats = await downloadState({
       client: this.client,
       block: anchor.number,
       stateRoot: this.pipeline.headStateRoot(),
       sink: this.pipeline.stateSink(),
       log: (line) => this.log(line),
+      onProgress: (s) => show(s, false),
       ...(this.opts.signal !== undefined ? { signal: this.opts.signal } : {}),
     });
     if (!stats.complete) return; // stopped: the next run resumes it
     await this.pipeline.anchorStateWhole();
+    show(stats, true);
   }
 
   /**

@@ -252,6 +252,20 @@ export const METRIC_FAMILIES = {
     scope: 'network',
     written: 'follow',
   },
+  chainnode_join_state_nodes: {
+    type: 'gauge',
+    help: "A datadir joined with --join-state download: trie nodes of its first block's state held so far (downloaded or found stored by this process).",
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
+  chainnode_join_state_whole: {
+    type: 'gauge',
+    help: "A datadir joined with --join-state download: 1 once its first block's whole state is held, 0 while it is downloaded.",
+    labels: [],
+    scope: 'network',
+    written: 'follow',
+  },
   chainnode_proven_state_fetches_total: {
     type: 'counter',
     help: "State proofs and code fetched from the upstream for state the store did not hold (this thread's).",
@@ -653,6 +667,11 @@ export class Metrics {
         f.lastErrorAt === undefined ? 0 : Math.floor(f.lastErrorAt / 1000),
       );
       gauge('chainnode_follow_first_block', f.firstBlock);
+      const d = f.stateDownload;
+      if (d !== undefined) {
+        if (d.nodes !== undefined) gauge('chainnode_join_state_nodes', d.nodes);
+        gauge('chainnode_join_state_whole', d.whole ? 1 : 0);
+      }
       const p = f.provenState;
       if (p !== undefined) {
         gauge('chainnode_proven_state_fetches_total', p.fetches);

@@ -79,6 +79,9 @@ function ingestJson(v: FollowReport): Record<string, unknown> {
     lastError: v.lastError ?? null,
     lastErrorAt: v.lastErrorAt === undefined ? null : new Date(v.lastErrorAt).toISOString(),
     firstBlock: Number(v.firstBlock),
+    ...(v.stateDownload !== undefined
+      ? { stateDownload: { ...v.stateDownload, block: Number(v.stateDownload.block) } }
+      : {}),
     ...(v.provenState !== undefined ? { provenState: { ...v.provenState } } : {}),
     ...(v.historyUpstream !== undefined ? { historyUpstream: { ...v.historyUpstream } } : {}),
   };

@@ -25,6 +25,7 @@ function exposition(): string {
     lastError: undefined,
     lastErrorAt: undefined,
     firstBlock: 5n,
+    stateDownload: { block: 5n, whole: true, nodes: 1939, codes: 39, bytes: 210_000 },
     provenState: { fetches: 3, verified: 2, rejected: 1, failed: 0, cold: 1 },
     historyUpstream: { origin: 'http://archive', fetches: 4, headers: 400, blocks: 2, rejected: 1, failed: 0 },
   });

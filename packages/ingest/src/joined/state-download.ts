@@ -46,6 +46,8 @@ export interface StateDownloadOptions {
   /** Progress, every `progressMs` (default 5 s) and at the end. */
   log?: (line: string) => void;
   progressMs?: number;
+  /** Called after each request's rows are taken (the follow status shows them). */
+  onProgress?: (stats: StateDownloadStats) => void;
   signal?: AbortSignal;
 }
 
@@ -280,6 +282,7 @@ export async function downloadState(o: StateDownloadOptions): Promise<StateDownl
       running.add(p);
     }
     if (running.size > 0) await Promise.race(running);
+    o.onProgress?.(stats);
     progress(false);
   }
   await Promise.allSettled(running);
