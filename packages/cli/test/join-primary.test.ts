@@ -16,9 +16,11 @@
 //   truthful answer afterwards is the primary's.
 // SIGKILL during the history backfill (twice, at random moments: a third kill proved the same
 // again), resumed: the datadir is digest-equal to an uninterrupted one.
-// With --join-state download: block 1,000's whole state from the primary (a trie node that does not
-// hash to its reference stops the sync; the same command resumes), then every later block with its
-// state changes; served with no upstream, state at every block from 1,000 equals the primary's.
+// With --join-state download (and a trie window of 64 blocks): block 1,000's whole state from the
+// primary (a trie node that does not hash to its reference stops the sync; serve --follow on the
+// datadir resumes), then every later block with its state changes; state at every block from 1,000
+// equals the primary's (below the window from the flat history started at 1,000), never proven on
+// demand; proofs below the window are the window's clear error.
 import { spawn } from 'node:child_process';
 import { cp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -464,9 +466,10 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
     const dir = join(temp.dir, 'downloaded');
     // A primary whose trie nodes do not hash to the hashes asked for: refused, the sync stops.
     proxy.lie = 'stateNode';
-    const lied = await runCli([...joinSyncArgs(proxy.url, genesis, dir), '--join-state', 'download'], {
-      timeoutMs: 120_000,
-    });
+    const lied = await runCli(
+      [...joinSyncArgs(proxy.url, genesis, dir), '--join-state', 'download', '--state-trie', 'window=64'],
+      { timeoutMs: 120_000 },
+    );
     proxy.lie = 'none';
     expect(lied.code).not.toBe(0);
     expect(lied.stderr).toMatch(
@@ -491,17 +494,50 @@ maybe('joining a chainnode primary of the fixture chain at block 1,000', () => {
     };
     expect(health.follow.stateDownload).toMatchObject({ block: FIRST, whole: true });
     expect(health.follow.stateDownload?.nodes).toBeGreaterThan(100);
+    // The window the datadir was created with: the trie below it pruned (in cycles paced by the
+    // import, so below some block above 1,000, not necessarily the last 64 blocks yet).
+    let trieFrom = 0;
+    for (let i = 0; trieFrom <= FIRST; i++) {
+      if (i > 600) throw new Error(`the joined node did not prune its trie below any block above ${FIRST}`);
+      await new Promise((r) => setTimeout(r, 100));
+      const h = JSON.parse(await (await fetch(`${node.base}/health`)).text()) as { stateTrie: { trieFrom: number } };
+      trieFrom = h.stateTrie.trieFrom;
+    }
     expect(proxy.counts.get('chainnode_getStateNodes') ?? 0).toBeGreaterThan(0);
     expect(
       (proxy.counts.get('chainnode_getBlockRange') ?? 0) + (proxy.counts.get('chainnode_getStateDiff') ?? 0),
     ).toBeGreaterThan(0);
-    // State at every block from 1,000 as the primary has it, and none of it proven on demand.
+    // State at every block from 1,000 as the primary has it (below the window from the flat state
+    // history the download started at 1,000), none of it proven on demand; a proof below the
+    // window is refused with the window's error, as for a datadir from genesis.
     const calls = stateCalls(accounts);
     const want = await rawBatch(primaryUrl, calls);
     const got = await rawBatch(url, calls);
+    let refused = 0;
+    let proofs = 0;
     calls.forEach((c, i) => {
-      expect([c, got[i]]).toEqual([c, want[i]]);
+      const block = Number(c[1][c[1].length - 1]);
+      if (c[0] === 'eth_getProof' && block < trieFrom) {
+        refused++;
+        expect([c, got[i]]).toEqual([
+          c,
+          expect.stringMatching(
+            /"code":-32000,"message":"state trie for block \d+ pruned: this datadir keeps the last 64 blocks' tries/,
+          ),
+        ]);
+      } else {
+        if (c[0] === 'eth_getProof') proofs++;
+        expect([c, got[i]]).toEqual([c, want[i]]);
+      }
     });
+    // Whatever the random blocks drew: a proof at 1,000 is below the window, one at the head in it.
+    const below = await call(url, 'eth_getProof', [TOKEN, ['0x2'], hexN(FIRST)]);
+    expect(below.error?.message).toMatch(
+      /^state trie for block 1000 pruned: this datadir keeps the last 64 blocks' tries/,
+    );
+    const atHead: [string, unknown[]] = ['eth_getProof', [TOKEN, ['0x2'], head]];
+    expect(await rawBatch(url, [atHead])).toEqual(await rawBatch(primaryUrl, [atHead]));
+    expect(refused + proofs).toBe(60);
     expect(want.filter((t) => t.includes('"error"'))).toEqual([]);
     expect(proxy.counts.get('eth_getProof') ?? 0).toBe(0);
     await node.stop('SIGTERM');

@@ -190,9 +190,14 @@ export interface PipelineHead {
 async function checkStateTrie(writer: StoreWriter, opts: PipelineOptions, empty: boolean): Promise<void> {
   const want = opts.stateTrie;
   if (want === undefined) return;
-  if ((empty && opts.anchor !== undefined) || (!empty && writer.firstBlock() > 0n))
+  // A joined datadir proving state on demand holds no trie of its own; one that downloads its
+  // first block's state keeps a trie (and a window) as a datadir from genesis does.
+  const proving = empty
+    ? opts.anchor !== undefined && opts.joinState !== 'download'
+    : writer.firstBlock() > 0n && writer.anchorState() === undefined;
+  if (proving)
     throw new StateTrieSettingError(
-      `--state-trie: datadir ${opts.datadir} joins its chain above genesis and holds no state trie of its own (state is proven on demand); leave --state-trie out`,
+      `--state-trie: datadir ${opts.datadir} joins its chain above genesis and proves its state on demand, holding no state trie of its own; leave --state-trie out (or join with --join-state download)`,
     );
   if (empty) return;
   const have = await readStateTrie(writer.db);
@@ -295,7 +300,9 @@ export class ImportPipeline {
         genesisJson: json,
         genesisHash,
         block: historyInput(a.block, a.totalDifficulty),
-        downloadState: opts.joinState === 'download',
+        ...(opts.joinState === 'download'
+          ? { downloadState: true, stateTrie: opts.stateTrie ?? DEFAULT_STATE_TRIE }
+          : {}),
       });
       created = true;
     } else if (stored === undefined) {

@@ -244,7 +244,7 @@ export const SERVER_FIELDS = {
   }),
   startBlock: field<string | undefined>({
     type: 'integer | string',
-    doc: 'With `follow` and an empty datadir: join the chain at block N, or the upstream\'s head minus K (`"head-K"`); history from there on, state proven on demand.',
+    doc: 'With `follow` and an empty datadir: join the chain at block N, or the upstream\'s head minus K (`"head-K"`); history from there on, state proven on demand (or downloaded: `joinState`).',
     default: undefined,
     defaultText: 'none (from genesis, or where the datadir is)',
     parse: parseStartBlockField,

@@ -192,8 +192,10 @@ function followPlan(opts: ServeFlags, specs: readonly NetworkConfig[]): Followed
   const checkpoint = parseCheckpoint(opts.checkpoint);
   const joinState = parseJoinState(opts.joinState);
   const stateTrie = parseStateTrieFlag(opts.stateTrie);
-  if (stateTrie !== undefined && (startBlock !== undefined || checkpoint !== undefined))
-    throw new ConfigError('--state-trie: a datadir joining its chain (--start-block) holds no state trie of its own');
+  if (stateTrie !== undefined && (startBlock !== undefined || checkpoint !== undefined) && joinState !== 'download')
+    throw new ConfigError(
+      '--state-trie: a datadir joining its chain (--start-block) proves its state on demand and holds no state trie of its own (unless --join-state download)',
+    );
   const traceFrames = parseTraceFramesFlag(opts.traceFrames);
   const trie = {
     ...(stateTrie !== undefined ? { stateTrie } : {}),

@@ -257,6 +257,8 @@ export class LevelChainStore implements ChainStore {
           walkDiskReads: options.walkDiskReads ?? (pointReads ? WALK_DISK_READS_POINT : WALK_DISK_READS),
           trieWindow: await trieWindowOf(db),
           pointReads,
+          historyPending: Buffer.from((await tables.meta.get(db, MetaKey.AnchorState)) ?? []).toString() === 'pending',
+          walkDiskReadsGiven: options.walkDiskReads,
         },
       );
     } catch (err) {

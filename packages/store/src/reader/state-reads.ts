@@ -35,6 +35,7 @@ import {
   accountFields,
   copyNodes,
   decodeTrieFrom,
+  parseStateTrie,
   diffStates,
   isDelta,
   nodeBytes,
@@ -114,6 +115,14 @@ export interface StateReadsOptions {
   trieWindow: StateTrieView;
   /** Meta.stateLatest: the history's reads try point reads first (pointRowAtCanonical). */
   pointReads: boolean;
+  /**
+   * A joined datadir still downloading its first block's state (Meta.anchorState `pending`): no
+   * history yet. The first commit after the download (onCommit) finds Meta.stateHistory and the
+   * reads take up the history and the trie window from then on.
+   */
+  historyPending?: boolean;
+  /** OpenChainStoreOptions.walkDiskReads as given (else the default for the reads in use). */
+  walkDiskReadsGiven?: number | undefined;
 }
 
 export class StateReads {
@@ -165,10 +174,12 @@ export class StateReads {
   private readonly trieNodes: NodeSlab;
   /** keccak256 of recently read accounts' addresses (keccak.ts): 4,096 addresses, 212 KB. */
   private readonly addressHashes = new AddressHashes(4096);
-  private readonly genesisStateRoot: Uint8Array | undefined;
-  private readonly walkDiskReads: number;
+  private genesisStateRoot: Uint8Array | undefined;
+  private walkDiskReads: number;
   private trieWindow: StateTrieView;
-  private readonly pointReads: boolean;
+  private pointReads: boolean;
+  private historyPending: boolean;
+  private readonly walkDiskReadsGiven: number | undefined;
 
   constructor(
     private readonly db: Db,
@@ -181,12 +192,40 @@ export class StateReads {
     this.walkDiskReads = o.walkDiskReads;
     this.trieWindow = o.trieWindow;
     this.pointReads = o.pointReads;
+    this.historyPending = o.historyPending === true;
+    this.walkDiskReadsGiven = o.walkDiskReadsGiven;
   }
 
   /** A commit was applied (LevelChainStore.applyCommit): loads in flight do not fill caches; the window may have moved. */
   onCommit(): void {
     for (const flight of Object.values(this.loading)) flight.clear();
-    if (this.db.status === 'open') this.stateTrie(true);
+    if (this.db.status !== 'open') return;
+    if (this.historyPending) this.takeUpHistory();
+    this.stateTrie(true);
+  }
+
+  /**
+   * A joined datadir whose first block's state was pending at open: once its download has ended
+   * (Meta.stateHistory written, with the first change set, in the batch that marked it whole), the
+   * by-block reads use the history, and the trie window (Meta.stateTrie) applies, as at an open.
+   */
+  private takeUpHistory(): void {
+    const root = tables.meta.getSync(this.db, MetaKey.StateHistory);
+    if (root === undefined) return;
+    this.historyPending = false;
+    this.pointReads = tables.meta.getSync(this.db, MetaKey.StateLatest) !== undefined;
+    this.walkDiskReads = this.walkDiskReadsGiven ?? (this.pointReads ? WALK_DISK_READS_POINT : WALK_DISK_READS);
+    const mode = tables.meta.getSync(this.db, MetaKey.StateTrie);
+    const trie = mode === undefined ? undefined : parseStateTrie(Buffer.from(mode).toString('utf8'));
+    this.trieWindow =
+      trie === undefined || trie.kind === 'archive'
+        ? { mode: 'archive' }
+        : {
+            mode: 'window',
+            blocks: trie.blocks,
+            trieFrom: decodeTrieFrom(tables.meta.getSync(this.db, MetaKey.TrieFrom)),
+          };
+    this.genesisStateRoot = root;
   }
 
   private guard<T>(what: string, fn: () => Promise<T>): Promise<T> {

@@ -221,6 +221,11 @@ export interface TriePrunerOptions {
   /** Nodes fetched per read of the mark (default 512) and keys per delete of the sweep (default 4096). */
   markBatch?: number | undefined;
   sweepChunk?: number | undefined;
+  /**
+   * The datadir's first block (a joined one's N): while the window reaches below it, every node
+   * held is the window's and no cycle runs (default 0).
+   */
+  firstBlock?: bigint | undefined;
 }
 
 /**
@@ -249,10 +254,10 @@ export class TriePruner {
     this.cadence = opts.cadence ?? pruneCadence(window);
   }
 
-  /** The window's start at head `head` (0 while the chain is shorter than the window). */
+  /** The window's start at head `head` (0 while the chain held, from its first block, is shorter than the window). */
   windowStart(head: bigint): bigint {
     const a = head - BigInt(this.window) + 1n;
-    return a > 0n ? a : 0n;
+    return a > (this.opts.firstBlock ?? 0n) ? a : 0n;
   }
 
   /**

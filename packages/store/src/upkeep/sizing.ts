@@ -72,8 +72,10 @@ export interface StateLayout {
   trie: string;
   /** With a window: the lowest block whose trie is complete (Meta.trieFrom; 0: nothing pruned yet). */
   trieFrom?: bigint;
-  /** A datadir that joined its chain above genesis: its first block (proven state nodes only). */
+  /** A datadir that joined its chain above genesis: its first block. */
   firstBlock?: bigint;
+  /** A joined datadir's first-block state (Meta.anchorState): downloaded or being downloaded; absent: proven on demand. */
+  anchorState?: 'pending' | 'whole';
 }
 
 export interface DatadirSizes {
@@ -127,12 +129,15 @@ async function sizeTable(db: NativeDb, table: keyof typeof Prefix, code: { rows:
 
 async function stateLayout(db: Db): Promise<StateLayout> {
   const first = await tables.meta.get(db, MetaKey.FirstBlock);
+  const anchorRaw = await tables.meta.get(db, MetaKey.AnchorState);
+  const anchor = anchorRaw === undefined ? undefined : Buffer.from(anchorRaw).toString('utf8');
   const trie = await readStateTrie(db);
   return {
     stateHistory: (await stateHistoryRoot(db)) !== undefined,
     trie: formatStateTrie(trie),
     ...(trie.kind === 'window' ? { trieFrom: await readTrieFrom(db) } : {}),
     ...(first !== undefined ? { firstBlock: u64Codec.decode(first) } : {}),
+    ...(anchor === 'pending' || anchor === 'whole' ? { anchorState: anchor } : {}),
   };
 }
 

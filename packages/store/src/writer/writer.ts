@@ -275,12 +275,17 @@ export class StoreWriter {
 
   /**
    * The trie window's pruner, for a datadir with a window (readStateTrie: with state history) that
-   * holds its own state (not a joined one): at open, and when writeGenesis has made one.
+   * holds its own state (from genesis, or joined with its first block's state downloaded and its
+   * history started): at open, when writeGenesis has made one, and when a download completes.
    */
   private async startPruner(): Promise<void> {
     const mode = await readStateTrie(this.db);
-    if (mode.kind === 'window' && this.firstBlockNumber === 0n && this.pruner === undefined)
-      this.pruner = new TriePruner(this.pruneHost(), mode.blocks, this.options.prune);
+    const ownState = this.firstBlockNumber === 0n || (this.anchorStateValue === 'whole' && this.history !== undefined);
+    if (mode.kind === 'window' && ownState && this.pruner === undefined)
+      this.pruner = new TriePruner(this.pruneHost(), mode.blocks, {
+        ...this.options.prune,
+        firstBlock: this.firstBlockNumber,
+      });
     // Deltas for a datadir that holds its own state (a joined one holds proven nodes only); the
     // window's pruner keeps the bases of the deltas it keeps (trie-prune.ts).
     this.trieDb.deltas = this.firstBlockNumber === 0n && this.options.trieDeltas !== false;
@@ -462,6 +467,7 @@ export class StoreWriter {
     tables.meta.put(ops, MetaKey.FirstBlock, u64Codec.encode(n));
     if (g.downloadState === true) {
       tables.meta.put(ops, MetaKey.AnchorState, new TextEncoder().encode('pending'));
+      if (g.stateTrie !== undefined) putStateTrie(ops, g.stateTrie);
       this.anchorStateValue = 'pending';
     }
     this.logsJsonFrom = { value: n, stored: false };
@@ -517,14 +523,39 @@ export class StoreWriter {
     await batch.write();
   }
 
-  /** Marks the first block's state whole (every node and code written): later blocks come with state. */
+  /**
+   * Marks the first block's state whole (every node and code written): later blocks come with
+   * state. In the same batch the flat state history starts (Meta.stateHistory: N's state root), its
+   * first change set every account and slot of N's state at block N, as genesis's is at block 0
+   * (one batch: its size is the state's, ~150 bytes a leaf). Then the trie window's pruner starts
+   * (readers answer below the window from the history).
+   */
   async completeAnchorState(): Promise<void> {
     if (this.anchorStateValue !== 'pending')
       throw new Error('completeAnchorState: no first-block state download pending');
-    const batch = this.db.batch();
-    tables.meta.put(batch, MetaKey.AnchorState, new TextEncoder().encode('whole'));
-    await batch.write();
+    const head = this.head;
+    if (head === undefined || head.number !== this.firstBlockNumber)
+      throw new Error('completeAnchorState: the head is not the first block');
+    const root = await this.stateRootOfHeader(head.hash);
+    const ops = new GroupBatch(this.db);
+    tables.meta.put(ops, MetaKey.StateHistory, root);
+    tables.meta.put(ops, MetaKey.StateLatest, new Uint8Array(0));
+    const latest = new LatestRows(this.alloc);
+    const step: StateStep = { number: head.number, parentRoot: EMPTY_STATE_ROOT, root };
+    await stageStateStep(ops, this.nodeSource, step, 'put', this.alloc, undefined, latest);
+    latest.stage(ops, this.db, new Map());
+    ops.putLast(tables.meta.key(MetaKey.AnchorState), new TextEncoder().encode('whole'));
+    await ops.write();
     this.anchorStateValue = 'whole';
+    this.history = { genesisRoot: root, lastRoot: root, steps: [], latest: true, pending: new Map() };
+    await this.startPruner();
+  }
+
+  /** The state root in the stored header of `hash`. */
+  private async stateRootOfHeader(hash: Uint8Array): Promise<Uint8Array> {
+    const rlp = await tables.headers.get(this.db, hash);
+    if (rlp === undefined) throw new Error('header missing');
+    return headerStateRoot(rlp);
   }
 
   /**

@@ -10,7 +10,13 @@ export function layoutText(l: StateLayout): string {
   const history = l.stateHistory
     ? 'flat state history kept (AccountHistory, StorageHistory)'
     : 'no flat state history (reads walk the trie)';
-  const joined = l.firstBlock !== undefined ? `; joined its chain at block ${l.firstBlock} (proven state nodes)` : '';
+  const how =
+    l.anchorState === 'whole'
+      ? `its state downloaded whole, every later block's replicated`
+      : l.anchorState === 'pending'
+        ? `its state being downloaded`
+        : 'proven state nodes';
+  const joined = l.firstBlock !== undefined ? `; joined its chain at block ${l.firstBlock} (${how})` : '';
   const trie =
     l.trieFrom === undefined
       ? `${l.trie} (every block's nodes)`

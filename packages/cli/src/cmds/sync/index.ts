@@ -82,8 +82,10 @@ export async function sync(opts: SyncOptions, format: LogFormat = 'text'): Promi
     const checkpoint = parseCheckpoint(opts.checkpoint);
     const joinState = parseJoinState(opts.joinState);
     const stateTrie = parseStateTrieFlag(opts.stateTrie);
-    if (stateTrie !== undefined && (startBlock !== undefined || checkpoint !== undefined))
-      throw new CliError('--state-trie: a datadir joining its chain (--start-block) holds no state trie of its own');
+    if (stateTrie !== undefined && (startBlock !== undefined || checkpoint !== undefined) && joinState !== 'download')
+      throw new CliError(
+        '--state-trie: a datadir joining its chain (--start-block) proves its state on demand and holds no state trie of its own (unless --join-state download)',
+      );
     const traceFrames = parseTraceFramesFlag(opts.traceFrames);
     const trie = {
       ...(stateTrie !== undefined ? { stateTrie } : {}),
@@ -171,7 +173,7 @@ export function register(program: Command): void {
     .addOption(new Option('--state-source <kind>').hideHelp())
     .option(
       '--start-block <N|head-K>',
-      "with --from <URL> and an empty datadir: join the chain at block N (or the upstream's head minus K): history from there on, verified by its roots and hash links; no state of its own (proven on demand while serving)",
+      "with --from <URL> and an empty datadir: join the chain at block N (or the upstream's head minus K): history from there on, verified by its roots and hash links; state proven on demand while serving, or downloaded (--join-state download)",
     )
     .option('--checkpoint <hash>', 'with --start-block: the hash the start block must have (pins the anchor)')
     .addOption(fieldOption('joinState', SERVER_FIELDS.joinState))
