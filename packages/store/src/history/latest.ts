@@ -139,6 +139,17 @@ export class LatestRows {
   }
 
   /**
+   * Stages the noted keys' latest rows as the history's first changes: no stored row is read or
+   * merged (a first change set written again after a crash writes the same rows, not a second
+   * change at the same block).
+   */
+  stageFirst(batch: HistoryBatch): void {
+    for (const { key, numbers, value } of this.rows.values())
+      batch.put(key, encodeLatest(rowOf(numbers, value), this.alloc));
+    this.rows.clear();
+  }
+
+  /**
    * Stages, for every noted key (a rewind to `ancestor` deletes its rows above it), its row as of
    * `ancestor` from its history rows at or below it in `db` (not yet changed by the batch), or the
    * deletion of its latest row when it has none; each also into `pending`.

@@ -39,6 +39,10 @@ import { EMPTY_STATE_ROOT, LatestRows, hasLatest, stageStateStep } from '../hist
 import type { HistoryStats, PendingLatest, StateStep, StateWrites } from '../history/index.js';
 import { GroupBatch, Slab } from './group-batch.js';
 import { ValueTable } from './value-table.js';
+import { PartedBatch } from './parted-batch.js';
+
+/** Bytes of a part of a downloaded first block's change set (completeAnchorState). */
+const ANCHOR_STATE_PART_BYTES = 64 * 2 ** 20;
 
 export interface LogInput {
   address: Uint8Array;
@@ -120,6 +124,8 @@ export interface WriterOptions {
   openChunkCacheBytes?: number;
   /** A datadir with a trie window (Meta.stateTrie): the pruner's progress report and tuning. */
   prune?: TriePrunerOptions | undefined;
+  /** Bytes of each part a downloaded first block's change set is written in (default 64 MiB; tests make it small). */
+  anchorStatePartBytes?: number | undefined;
   /**
    * Keep new branch nodes as deltas (node-delta.ts). Default true; false writes every node
    * whole, as earlier releases did (for comparisons: tests, benches).
@@ -526,29 +532,38 @@ export class StoreWriter {
   /**
    * Marks the first block's state whole (every node and code written): later blocks come with
    * state. In the same batch the flat state history starts (Meta.stateHistory: N's state root), its
-   * first change set every account and slot of N's state at block N, as genesis's is at block 0
-   * (one batch: its size is the state's, ~150 bytes a leaf). Then the trie window's pruner starts
-   * (readers answer below the window from the history).
+   * first change set every account and slot of N's state at block N, as genesis's is at block 0.
+   * That change set is as large as the state (~150 bytes a leaf with its latest row), so it is
+   * written in parts (parted-batch.ts) with the meta rows that make it the history in the last:
+   * a crash before then leaves the state pending and the next run writes it again. Then the trie
+   * window's pruner starts (readers answer below the window from the history).
    */
-  async completeAnchorState(): Promise<void> {
+  async completeAnchorState(): Promise<{ parts: number }> {
     if (this.anchorStateValue !== 'pending')
       throw new Error('completeAnchorState: no first-block state download pending');
     const head = this.head;
     if (head === undefined || head.number !== this.firstBlockNumber)
       throw new Error('completeAnchorState: the head is not the first block');
     const root = await this.stateRootOfHeader(head.hash);
-    const ops = new GroupBatch(this.db);
-    tables.meta.put(ops, MetaKey.StateHistory, root);
-    tables.meta.put(ops, MetaKey.StateLatest, new Uint8Array(0));
     const latest = new LatestRows(this.alloc);
+    const pending = new TextEncoder().encode('pending');
+    const parts = new PartedBatch(
+      this.db,
+      this.options.anchorStatePartBytes ?? ANCHOR_STATE_PART_BYTES,
+      (part) => latest.stageFirst(part),
+      [tables.meta.key(MetaKey.AnchorState), pending],
+    );
     const step: StateStep = { number: head.number, parentRoot: EMPTY_STATE_ROOT, root };
-    await stageStateStep(ops, this.nodeSource, step, 'put', this.alloc, undefined, latest);
-    latest.stage(ops, this.db, new Map());
-    ops.putLast(tables.meta.key(MetaKey.AnchorState), new TextEncoder().encode('whole'));
-    await ops.write();
+    await stageStateStep(parts, this.nodeSource, step, 'put', this.alloc, undefined, latest);
+    await parts.finish((last) => {
+      tables.meta.put(last, MetaKey.StateHistory, root);
+      tables.meta.put(last, MetaKey.StateLatest, new Uint8Array(0));
+      last.putLast(tables.meta.key(MetaKey.AnchorState), new TextEncoder().encode('whole'));
+    });
     this.anchorStateValue = 'whole';
     this.history = { genesisRoot: root, lastRoot: root, steps: [], latest: true, pending: new Map() };
     await this.startPruner();
+    return { parts: parts.parts };
   }
 
   /** The state root in the stored header of `hash`. */
