@@ -71,6 +71,9 @@ type Kind = 0 | 1; // 0: the account trie, 1: a storage trie
 const ACCOUNT: Kind = 0;
 const STORAGE: Kind = 1;
 
+/** Stored nodes a resumed walk reads before it yields (checks the signal, reports progress). */
+const LOCAL_PER_TURN = 4096;
+
 /** chainnode_getStateNodes' largest request (methods/chainnode_getStateNodes.ts). */
 const MAX_NODES = 1024;
 const MAX_CODES = 64;
@@ -238,11 +241,13 @@ export async function downloadState(o: StateDownloadOptions): Promise<StateDownl
   /** Takes the next batch off the stack: nodes already stored are walked from the datadir instead. */
   const nextBatch = (): { nodes: Work[]; codes: Uint8Array[] } => {
     const nodes: Work[] = [];
-    while (nodes.length < batchNodes && stack.length > 0) {
+    let read = 0;
+    while (nodes.length < batchNodes && stack.length > 0 && read < LOCAL_PER_TURN) {
       const w = stack.pop() as Work;
       const local = o.sink.node(w.hash);
       if (local !== undefined) {
         stats.local++;
+        read++;
         take(local, w.kind);
         continue;
       }
@@ -269,7 +274,7 @@ export async function downloadState(o: StateDownloadOptions): Promise<StateDownl
     if (o.signal?.aborted) break;
     while (running.size < inFlight && (stack.length > 0 || codes.length > 0)) {
       const b = nextBatch();
-      if (b.nodes.length === 0 && b.codes.length === 0) continue;
+      if (b.nodes.length === 0 && b.codes.length === 0) break; // only stored nodes this turn: yield below
       const p: Promise<void> = fetchBatch(b.nodes, b.codes).then(
         () => {
           running.delete(p);
@@ -282,6 +287,7 @@ export async function downloadState(o: StateDownloadOptions): Promise<StateDownl
       running.add(p);
     }
     if (running.size > 0) await Promise.race(running);
+    else await new Promise((r) => setImmediate(r));
     o.onProgress?.(stats);
     progress(false);
   }
