@@ -2,10 +2,12 @@
 // 20 blocks below its head (history verified from there, no state of its own), follows new blocks
 // and a reorg, and every block, transaction and log from the join on, and storage and proofs at
 // the head (proven on demand from anvil), equal anvil's answers (geth's rules where anvil
-// deviates, anvil-upstream.ts), served by two app threads. Below the first block: 4444.
+// deviates, anvil-upstream.ts), served by two app threads. Below the first block: 4444. Joining
+// with the state downloaded needs a chainnode primary: from anvil it is refused, saying so.
 import { createCommonFromGethGenesis } from '@ethereumjs/common';
 import type { GethGenesis } from '@ethereumjs/common';
-import { tempDir } from '@chainnode/testkit';
+import { join } from 'node:path';
+import { runCli, tempDir } from '@chainnode/testkit';
 import {
   GENESIS,
   call,
@@ -103,4 +105,40 @@ describe('joining anvil at its head minus 20', () => {
     // Two app threads, each proving what it reads: this thread's counts.
     expect(((health.follow as Json).provenState as Json).rejected).toBe(0);
   }, 600_000);
+
+  test('--join-state download from anvil: refused with what to do (only a chainnode primary serves trie nodes by hash)', async () => {
+    const r = await runCli([
+      'sync',
+      '--from',
+      anvil.url,
+      '--genesis',
+      join(temp.dir, 'genesis.json'),
+      '--start-block',
+      'head-5',
+      '--join-state',
+      'download',
+      '--datadir',
+      join(temp.dir, 'download'),
+    ]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(
+      /--join-state download needs a chainnode primary \(chainnode_getStateNodes\): http:\/\/127\.0\.0\.1:\d+ does not serve it; join with --join-state proofs/,
+    );
+    // Refused before the datadir held anything: the same datadir joins with proofs.
+    const proofs = await runCli([
+      'sync',
+      '--from',
+      anvil.url,
+      '--genesis',
+      join(temp.dir, 'genesis.json'),
+      '--start-block',
+      'head-5',
+      '--join-state',
+      'proofs',
+      '--datadir',
+      join(temp.dir, 'download'),
+    ]);
+    if (proofs.code !== 0) throw new Error(`joining with proofs failed:\n${proofs.stderr.slice(-2000)}`);
+    expect(proofs.stderr).toContain('state proven on demand');
+  }, 120_000);
 });

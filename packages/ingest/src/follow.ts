@@ -20,7 +20,7 @@ import {
 import { anvilGenesisJson, readGenesisJson } from './genesis.js';
 import { ImportPipeline } from './pipeline.js';
 import type { AnchorBlock, JoinState } from './pipeline.js';
-import { downloadState } from './joined/state-download.js';
+import { downloadState, probeStateNodes } from './joined/state-download.js';
 import { RpcBlockSource } from './rpc-source.js';
 import { chooseHistorySource, chooseReplicaSource } from './replicate/sources.js';
 import type { ReplicaSource, StateSourceKind } from './replicate/sources.js';
@@ -552,6 +552,9 @@ export class Follower {
    * data roots are verified by the pipeline; its hash is what every later block links back to.
    */
   private async fetchAnchor(common: Common): Promise<AnchorBlock> {
+    // Before the datadir exists: an upstream that cannot serve the state is refused while
+    // another --join-state can still be chosen for the same datadir.
+    if (this.opts.joinState === 'download') await probeStateNodes(this.client);
     this.source ??= new RpcBlockSource(this.client, common);
     this.history ??= await chooseHistorySource(this.client, this.source, common, this.opts.timings);
     const start = this.opts.startBlock;

@@ -83,6 +83,30 @@ interface Work {
   kind: Kind;
 }
 
+/** An upstream without chainnode_getStateNodes: what to do instead; any other error as it is. */
+function notServed(err: unknown, origin: string): unknown {
+  if (err instanceof UpstreamError && /method not found|not supported|-32601/i.test(err.message))
+    return new ChainSourceError(
+      `--join-state download needs a chainnode primary (chainnode_getStateNodes): ${origin} does not serve it; join with --join-state proofs`,
+    );
+  return err;
+}
+
+/**
+ * Whether `client` serves trie nodes by hash (an empty chainnode_getStateNodes), asked before a
+ * datadir is created to download from it: one that does not is refused with what to do instead.
+ */
+export async function probeStateNodes(client: UpstreamClient): Promise<void> {
+  const reply = await client.call('chainnode_getStateNodes', [[], []]).catch((err: unknown) => {
+    throw notServed(err, client.origin);
+  });
+  const r = reply as { nodes?: unknown } | null;
+  if (r === null || typeof r !== 'object' || !Array.isArray(r.nodes))
+    throw new ChainSourceError(
+      `--join-state download needs a chainnode primary (chainnode_getStateNodes): ${client.origin} answers it with something else; join with --join-state proofs`,
+    );
+}
+
 /** Downloads the state of `stateRoot` into the sink (see the file comment). */
 export async function downloadState(o: StateDownloadOptions): Promise<StateDownloadStats> {
   const stats: StateDownloadStats = {
@@ -197,11 +221,7 @@ export async function downloadState(o: StateDownloadOptions): Promise<StateDownl
         codeBatch.map((h) => bytesToHex(h)),
       ]);
     } catch (err) {
-      if (err instanceof UpstreamError && /method not found|not supported|-32601/i.test(err.message))
-        throw new ChainSourceError(
-          `--join-state download needs a chainnode primary (chainnode_getStateNodes): ${origin} does not serve it; join with --join-state proofs`,
-        );
-      throw err;
+      throw notServed(err, origin);
     }
     const r = reply as { nodes?: unknown; codes?: unknown } | null;
     if (r === null || typeof r !== 'object' || !Array.isArray(r.nodes) || !Array.isArray(r.codes))
