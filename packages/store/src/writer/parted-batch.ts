@@ -52,14 +52,21 @@ export class PartedBatch implements HistoryBatch {
     });
   }
 
-  /** The last part: `last` stages the final rows (their last put through putLast); then every part is durable. */
+  /**
+   * The last part: `last` stages the final rows (their last put through putLast). It is written
+   * only once every earlier part is durable (writes in flight together may land in any order, and
+   * the last part's rows are what make the others count).
+   */
   async finish(last: (part: GroupBatch) => void): Promise<void> {
     const part = this.current;
     this.beforeWrite(part);
     last(part);
-    this.parts++;
-    this.written.push(this.write(part));
     await Promise.all(this.written);
-    if (this.failure !== undefined) throw this.failure;
+    if (this.failure !== undefined) {
+      await part.close();
+      throw this.failure;
+    }
+    this.parts++;
+    await part.write();
   }
 }
