@@ -107,37 +107,27 @@ describe('joining anvil at its head minus 20', () => {
   }, 600_000);
 
   test('--join-state download from anvil: refused with what to do (only a chainnode primary serves trie nodes by hash)', async () => {
-    const r = await runCli([
-      'sync',
-      '--from',
-      anvil.url,
-      '--genesis',
-      join(temp.dir, 'genesis.json'),
-      '--start-block',
-      'head-5',
-      '--join-state',
-      'download',
-      '--datadir',
-      join(temp.dir, 'download'),
-    ]);
+    const join5 = (mode: string) =>
+      runCli([
+        'sync',
+        '--from',
+        anvil.url,
+        '--genesis',
+        join(temp.dir, 'genesis.json'),
+        '--start-block',
+        'head-5',
+        '--join-state',
+        mode,
+        '--datadir',
+        join(temp.dir, 'download'),
+      ]);
+    const r = await join5('download');
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(
       /--join-state download needs a chainnode primary \(chainnode_getStateNodes\): http:\/\/127\.0\.0\.1:\d+ does not serve it; join with --join-state proofs/,
     );
     // Refused before the datadir held anything: the same datadir joins with proofs.
-    const proofs = await runCli([
-      'sync',
-      '--from',
-      anvil.url,
-      '--genesis',
-      join(temp.dir, 'genesis.json'),
-      '--start-block',
-      'head-5',
-      '--join-state',
-      'proofs',
-      '--datadir',
-      join(temp.dir, 'download'),
-    ]);
+    const proofs = await join5('proofs');
     if (proofs.code !== 0) throw new Error(`joining with proofs failed:\n${proofs.stderr.slice(-2000)}`);
     expect(proofs.stderr).toContain('state proven on demand');
   }, 120_000);

@@ -409,12 +409,7 @@ export class ImportPipeline {
     const w = this.writer;
     return {
       node: (hash) => w.trieDb.getNodeSync(hash),
-      hasCode: (hash) => {
-        const key = new Uint8Array(33);
-        key[0] = 0x63;
-        key.set(hash, 1);
-        return w.hasStateRow(key);
-      },
+      hasCode: (hash) => w.hasCode(hash),
       write: (nodes, codes) => w.writeAnchorStateRows(nodes, codes),
     };
   }

@@ -70,9 +70,8 @@ describe('completing a downloaded first-block state', () => {
 
   afterAll(async () => tmp?.cleanup());
 
-  /** A joined datadir at block 40 with its state downloaded; `crashAfterParts`: a crash once that many parts were written. */
-  async function joined(name: string, partBytes: number | undefined): Promise<{ dir: string; parts: number }> {
-    const dir = `${tmp.dir}/${name}`;
+  /** A writer on a new joined datadir at block 40 holding every node and code, its state still pending. */
+  async function downloaded(dir: string, partBytes: number | undefined): Promise<StoreWriter> {
     const w = await StoreWriter.open(dir, partBytes === undefined ? {} : { anchorStatePartBytes: partBytes });
     await w.writeAnchor({
       chainConfig: { chainId: 1 },
@@ -89,6 +88,13 @@ describe('completing a downloaded first-block state', () => {
       downloadState: true,
     });
     await w.writeAnchorStateRows(nodes, codes);
+    return w;
+  }
+
+  /** The joined datadir `name`, its state completed in parts of `partBytes` (one part: undefined). */
+  async function joined(name: string, partBytes: number | undefined): Promise<{ dir: string; parts: number }> {
+    const dir = `${tmp.dir}/${name}`;
+    const w = await downloaded(dir, partBytes);
     const { parts } = await w.completeAnchorState();
     expect(w.anchorState()).toBe('whole');
     await w.close();
@@ -135,22 +141,7 @@ describe('completing a downloaded first-block state', () => {
 
   test('completed again after a crash between parts: the same rows, no change listed twice', async () => {
     const dir = `${tmp.dir}/crashed`;
-    const w = await StoreWriter.open(dir, { anchorStatePartBytes: 2048 });
-    await w.writeAnchor({
-      chainConfig: { chainId: 1 },
-      genesisHash: keccak256(Uint8Array.of(1)),
-      block: blockInput({
-        number: Number(ANCHOR),
-        hash: anchor.hash,
-        headerRlp: anchor.headerRlp,
-        txs: [],
-        txHashes: [],
-        logs: [],
-        logsBloom: new Uint8Array(256),
-      }),
-      downloadState: true,
-    });
-    await w.writeAnchorStateRows(nodes, codes);
+    const w = await downloaded(dir, 2048);
     await w.completeAnchorState();
     await w.close();
     // As a crash after the first parts leaves it: the meta rows of the last part gone, the state pending.

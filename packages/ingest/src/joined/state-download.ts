@@ -55,6 +55,7 @@ export interface StateDownloadStats {
   /** Nodes fetched (verified and written) and read from the datadir (a resumed walk). */
   fetched: number;
   local: number;
+  /** Codes held: fetched (checked by hash) or found stored. */
   codes: number;
   /** Accounts and storage slots (leaves) walked. */
   accounts: number;
@@ -169,7 +170,7 @@ export async function downloadState(o: StateDownloadOptions): Promise<StateDownl
       const k = bytesToHex(codeHash);
       if (!seenCode.has(k)) {
         seenCode.add(k);
-        if (o.sink.hasCode(codeHash)) stats.local++;
+        if (o.sink.hasCode(codeHash)) stats.codes++;
         else codes.push(codeHash);
       }
     }

@@ -3,7 +3,7 @@
 // by (`--join-state download`), walking down from N's state root and taking each node only if it
 // hashes to the hash its parent names. Content-addressed, so nothing in the answer needs trusting
 // (docs/json-rpc.md, "Replication"). A hash this node does not hold answers null.
-import { LimitExceededError, ResponseTooLargeError, toData } from '@chainnode/core';
+import { LimitExceededError, ResponseTooLargeError, ServerError, toData } from '@chainnode/core';
 import type { Bytes, Hex } from '@chainnode/core';
 import type { MethodDef } from '../method.js';
 import { ParamError, decodeArgs, decodeHash } from '../params.js';
@@ -49,7 +49,7 @@ export const chainnode_getStateNodes: MethodDef<StateNodesParams, JsonStateNodes
   offload: true,
   async handle(ctx, { nodes, codes }) {
     const store = ctx.store;
-    if (store.stateNodes === undefined) throw new LimitExceededError('this node does not serve trie nodes by hash');
+    if (store.stateNodes === undefined) throw new ServerError('this node does not serve trie nodes by hash');
     const found = nodes.length === 0 ? [] : await store.stateNodes(nodes);
     const foundCodes = await Promise.all(codes.map((h) => store.code(h)));
     let bytes = 0;

@@ -29,7 +29,7 @@ import {
   storageAt as historyStorageAt,
 } from '../history/index.js';
 import { AddressHashes, keccak256 } from '../keccak.js';
-import { MetaKey, tables } from '../schema/index.js';
+import { MetaKey, codeNodeKey, tables } from '../schema/index.js';
 import {
   NodeSlab,
   accountFields,
@@ -424,10 +424,7 @@ export class StateReads {
     if (bytesEqual(codeHash, KECCAK256_NULL)) return new Uint8Array();
     let code = this.codes.get(codeHash);
     if (code === undefined) {
-      const key = new Uint8Array(33);
-      key[0] = 0x63;
-      key.set(codeHash, 1);
-      code = tables.trieNodes.getSync(this.db, key);
+      code = tables.trieNodes.getSync(this.db, codeNodeKey(codeHash));
       if (code === undefined) return undefined;
       this.codes.set(codeHash, code);
     }
@@ -601,10 +598,7 @@ export class StateReads {
     for (const c of codes) {
       const hash = keccak256(c);
       this.codes.set(hash, c.slice());
-      const key = new Uint8Array(33);
-      key[0] = 0x63;
-      key.set(hash, 1);
-      rows.push([tables.trieNodes.key(key), c.slice()]);
+      rows.push([tables.trieNodes.key(codeNodeKey(hash)), c.slice()]);
     }
     return this.guard('addProvenState', async () => {
       await new Promise<void>((r) => setImmediate(r));

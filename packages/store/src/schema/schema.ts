@@ -323,6 +323,14 @@ export const MetaKey = {
   TraceFrames: 'traceFrames',
 } as const;
 
+/** The TrieNodes key (without the table prefix) of a contract's code: 'c' ++ code hash, as the state manager keys it. */
+export function codeNodeKey(codeHash: Uint8Array): Uint8Array {
+  const key = new Uint8Array(33);
+  key[0] = 0x63;
+  key.set(codeHash, 1);
+  return key;
+}
+
 export const tables = {
   meta: new Table(Prefix.Meta, 'Meta', utf8, rawCodec),
   canonical: new Table(Prefix.Canonical, 'Canonical', u64Codec, hashCodec),

@@ -16,6 +16,7 @@ import {
   SCHEMA_VERSION,
   appearanceId,
   blockExtras,
+  codeNodeKey,
   encodeAddressLogsJson,
   headCodec,
   stageBody,
@@ -502,9 +503,9 @@ export class StoreWriter {
     return this.firstBlockNumber === 0n || this.anchorStateValue === 'whole';
   }
 
-  /** A trie node (by its hash) or code (by 'c' ++ code hash) is stored: a resumed state download skips its fetch. */
-  hasStateRow(key: Uint8Array): boolean {
-    return tables.trieNodes.getSync(this.db, key) !== undefined;
+  /** The code of this hash is stored: a resumed state download skips its fetch. */
+  hasCode(codeHash: Uint8Array): boolean {
+    return tables.trieNodes.getSync(this.db, codeNodeKey(codeHash)) !== undefined;
   }
 
   /**
@@ -520,12 +521,7 @@ export class StoreWriter {
       throw new Error('writeAnchorStateRows: no first-block state download pending');
     const batch = this.db.batch();
     for (const n of nodes) batch.put(tables.trieNodes.key(n.hash), n.bytes);
-    for (const c of codes) {
-      const key = new Uint8Array(33);
-      key[0] = 0x63;
-      key.set(c.hash, 1);
-      batch.put(tables.trieNodes.key(key), c.bytes);
-    }
+    for (const c of codes) batch.put(tables.trieNodes.key(codeNodeKey(c.hash)), c.bytes);
     await batch.write();
   }
 
