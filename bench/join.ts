@@ -8,7 +8,9 @@
 //     range, each asked of each joined node twice (cold: the first time; proven on demand that is a
 //     proof round trip to the upstream, verified and stored; downloaded, a walk of its own trie
 //     from disk; warm: the second) and of the upstream directly (the primary: a fully local
-//     archive node), sequentially, one at a time.
+//     archive node), sequentially, one at a time; in two rounds on disjoint halves of the genesis
+//     accounts, the first the nodes' first state reads (their code not yet compiled), the second
+//     state never read with that code compiled.
 // With --disk <datadir> --genesis <genesis.json> instead: a copy of that datadir (a chain imported
 // from genesis, e.g. the mainnet-shaped chain's) served as the upstream, joined at block 1 with
 // history only; the joined datadir's bytes per block, transaction and log (docs/joining.md).
@@ -115,77 +117,93 @@ async function main(): Promise<void> {
   }
   if (joined === undefined || downloaded === undefined) throw new Error('no joined node');
 
-  // 2. State queries at random blocks of the joined range: cold, warm, the upstream directly.
+  // 2. State queries at random blocks of the joined range: cold, warm, the upstream directly. Two
+  //    rounds on disjoint halves of the genesis accounts: the first on nodes that have answered no
+  //    state read yet (the joined nodes' code never run: V8 compiles it as the round goes), the
+  //    second on accounts none of them has read, with that code compiled (state cold, code warm:
+  //    a node that has served anything).
   const alloc = Object.keys((JSON.parse(await readFile(genesis, 'utf8')) as { alloc: object }).alloc).map((a) =>
     a.startsWith('0x') ? a : `0x${a}`,
   );
   const rng = new Sfc32(0x0b, 0x1e, 0x55, 0xed);
   const first = head - depth;
-  const qs: [string, unknown[]][] = [];
-  for (let i = 0; i < queries; i++) {
-    const block = `0x${(first + Math.floor(rng.next() * (depth + 1))).toString(16)}`;
-    const address = alloc[Math.floor(rng.next() * alloc.length)] as string;
-    const kind = i % 3;
-    if (kind === 0) qs.push(['eth_getBalance', [address, block]]);
-    else if (kind === 1) qs.push(['eth_getStorageAt', [address, '0x0', block]]);
-    else qs.push(['eth_getProof', [address, ['0x0'], block]]);
-  }
-  const time = async (url: string): Promise<number[]> => {
-    const out: number[] = [];
-    for (const [m, p] of qs) {
-      const t0 = performance.now();
-      await rpc(url, m, p);
-      out.push(performance.now() - t0);
+  const queriesOf = (accounts: string[]): [string, unknown[]][] => {
+    const qs: [string, unknown[]][] = [];
+    for (let i = 0; i < queries; i++) {
+      const block = `0x${(first + Math.floor(rng.next() * (depth + 1))).toString(16)}`;
+      const address = accounts[Math.floor(rng.next() * accounts.length)] as string;
+      const kind = i % 3;
+      if (kind === 0) qs.push(['eth_getBalance', [address, block]]);
+      else if (kind === 1) qs.push(['eth_getStorageAt', [address, '0x0', block]]);
+      else qs.push(['eth_getProof', [address, ['0x0'], block]]);
     }
-    return out;
+    return qs;
   };
-  const upstreamMs = await time(upstream); // the primary warms its own caches first: it is the archive node
-  const cold = await time(joined.url);
-  const warm = await time(joined.url);
-  const coldDownloaded = await time(downloaded.url);
-  const warmDownloaded = await time(downloaded.url);
-  const again = await time(upstream);
-  const row = (name: string, xs: number[]) => ({ name, medianMs: r2(pct(xs, 50)), p90Ms: r2(pct(xs, 90)) });
-  console.log(
-    JSON.stringify({
-      part: 'state-queries',
-      queries: qs.length,
-      distinctBlocks: new Set(qs.map((q) => q[1][q[1].length - 1])).size,
-      rows: [
-        row('cold (joined: upstream proof + verify + store + local walk)', cold),
-        row('warm (joined: local walk)', warm),
-        row('cold (joined, state downloaded: local walk from disk)', coldDownloaded),
-        row('warm (joined, state downloaded)', warmDownloaded),
-        row('upstream directly (archive, first pass)', upstreamMs),
-        row('upstream directly (archive, second pass)', again),
-      ],
-      coldOverUpstream: r2(pct(cold, 50) / pct(again, 50)),
-      coldOverUpstreamFirstPass: r2(pct(cold, 50) / pct(upstreamMs, 50)),
-      downloadedColdOverUpstream: r2(pct(coldDownloaded, 50) / pct(again, 50)),
-      downloadedColdOverUpstreamFirstPass: r2(pct(coldDownloaded, 50) / pct(upstreamMs, 50)),
-    }),
-  );
-  // Per method: the target names cold eth_getBalance.
-  for (const method of ['eth_getBalance', 'eth_getStorageAt', 'eth_getProof']) {
-    const of = (xs: number[]) => xs.filter((_, i) => qs[i]?.[0] === method);
-    const med = (xs: number[]) => r2(pct(of(xs), 50));
+  const rounds = [
+    { code: 'first state reads of each node', accounts: alloc.filter((_, i) => i % 2 === 0) },
+    { code: 'after the first round (code compiled)', accounts: alloc.filter((_, i) => i % 2 === 1) },
+  ];
+  for (const round of rounds) {
+    const qs = queriesOf(round.accounts);
+    const time = async (url: string): Promise<number[]> => {
+      const out: number[] = [];
+      for (const [m, p] of qs) {
+        const t0 = performance.now();
+        await rpc(url, m, p);
+        out.push(performance.now() - t0);
+      }
+      return out;
+    };
+    const upstreamMs = await time(upstream); // the primary warms its own caches first: it is the archive node
+    const cold = await time(joined.url);
+    const warm = await time(joined.url);
+    const coldDownloaded = await time(downloaded.url);
+    const warmDownloaded = await time(downloaded.url);
+    const again = await time(upstream);
+    const row = (name: string, xs: number[]) => ({ name, medianMs: r2(pct(xs, 50)), p90Ms: r2(pct(xs, 90)) });
     console.log(
       JSON.stringify({
-        part: 'state-queries-by-method',
-        method,
-        queries: of(cold).length,
-        medianMs: {
-          joinedCold: med(cold),
-          joinedWarm: med(warm),
-          downloadedCold: med(coldDownloaded),
-          downloadedWarm: med(warmDownloaded),
-          upstreamFirstPass: med(upstreamMs),
-          upstreamSecondPass: med(again),
-        },
-        downloadedColdOverUpstream: r2(pct(of(coldDownloaded), 50) / pct(of(again), 50)),
-        downloadedColdOverUpstreamFirstPass: r2(pct(of(coldDownloaded), 50) / pct(of(upstreamMs), 50)),
+        part: 'state-queries',
+        round: round.code,
+        queries: qs.length,
+        distinctBlocks: new Set(qs.map((q) => q[1][q[1].length - 1])).size,
+        rows: [
+          row('cold (joined: upstream proof + verify + store + local walk)', cold),
+          row('warm (joined: local walk)', warm),
+          row('cold (joined, state downloaded: local walk from disk)', coldDownloaded),
+          row('warm (joined, state downloaded)', warmDownloaded),
+          row('upstream directly (archive, first pass)', upstreamMs),
+          row('upstream directly (archive, second pass)', again),
+        ],
+        coldOverUpstream: r2(pct(cold, 50) / pct(again, 50)),
+        coldOverUpstreamFirstPass: r2(pct(cold, 50) / pct(upstreamMs, 50)),
+        downloadedColdOverUpstream: r2(pct(coldDownloaded, 50) / pct(again, 50)),
+        downloadedColdOverUpstreamFirstPass: r2(pct(coldDownloaded, 50) / pct(upstreamMs, 50)),
       }),
     );
+    // Per method: the target names cold eth_getBalance.
+    for (const method of ['eth_getBalance', 'eth_getStorageAt', 'eth_getProof']) {
+      const of = (xs: number[]) => xs.filter((_, i) => qs[i]?.[0] === method);
+      const med = (xs: number[]) => r2(pct(of(xs), 50));
+      console.log(
+        JSON.stringify({
+          part: 'state-queries-by-method',
+          round: round.code,
+          method,
+          queries: of(cold).length,
+          medianMs: {
+            joinedCold: med(cold),
+            joinedWarm: med(warm),
+            downloadedCold: med(coldDownloaded),
+            downloadedWarm: med(warmDownloaded),
+            upstreamFirstPass: med(upstreamMs),
+            upstreamSecondPass: med(again),
+          },
+          downloadedColdOverUpstream: r2(pct(of(coldDownloaded), 50) / pct(of(again), 50)),
+          downloadedColdOverUpstreamFirstPass: r2(pct(of(coldDownloaded), 50) / pct(of(upstreamMs), 50)),
+        }),
+      );
+    }
   }
   console.log(JSON.stringify({ part: 'chain', blocks: imp.blocks, txs: imp.txs, logs: imp.logs }));
   await stopChild(joined.proc);
