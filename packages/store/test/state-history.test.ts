@@ -10,7 +10,8 @@
 // is its last history row with the numbers of the rows before it, and the point reads
 // (pointRowAtCanonical) answer what the seek answers; without Meta.stateLatest (a datadir written
 // before the table, or with its rows in the earlier form without the list) the reader's reads
-// seek, and agree; `db convert`'s fill then writes the rows the import wrote.
+// seek, and agree; `db convert`'s fill then writes the rows the import wrote, StateLatest's and the
+// index's (keys changed more often than StateLatest lists: history-index.test.ts).
 import { KECCAK256_RLP } from '@ethereumjs/util';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
@@ -147,6 +148,18 @@ async function toUnlistedLatest(db: Db): Promise<void> {
   batch.del(tables.meta.key(MetaKey.StateLatest));
   tables.meta.put(batch, MetaKey.StateLatestUnlisted, new Uint8Array(0));
   await batch.write();
+}
+
+/** The HistoryIndex rows (history/change-index.ts): how many, and all of them as one text. */
+async function indexDigest(db: Db): Promise<{ rows: number; text: string }> {
+  let rows = 0;
+  const parts: string[] = [];
+  const range = { gte: Uint8Array.of(Prefix.HistoryIndex), lt: Uint8Array.of(Prefix.HistoryIndex + 1) };
+  for await (const [k, v] of db.iterator(range)) {
+    rows++;
+    parts.push(`${hex(k)}:${hex(v)}`);
+  }
+  return { rows, text: parts.join('\n') };
 }
 
 /** Hashed-key reads at random blocks: history rows against trie walks. */
@@ -288,11 +301,15 @@ async function compareWithDiff(db: Db, sampled: (n: number) => boolean): Promise
 describe.each(availableChains())('state history of the %s chain', (chain) => {
   test('random historical account and slot reads equal the archive trie; the rows equal the trie diff', async () => {
     const { dir, cleanup } = await datadirCopy(chain);
+    let imported: { rows: number; text: string } | undefined;
     try {
       const db = await openDb(dir, { create: false });
       try {
         expect(await tables.meta.get(db, MetaKey.StateLatest)).toBeDefined();
+        expect(await tables.meta.get(db, MetaKey.HistoryIndex)).toBeDefined();
         await checkLatest(db);
+        imported = await indexDigest(db);
+        expect(imported.rows).toBeGreaterThan(0);
         await compareByKey(db, chain, 46);
         await compareWithDiff(db, chain === 'fixtures' ? (n) => n % 8 === 0 : () => true);
       } finally {
@@ -321,12 +338,14 @@ describe.each(availableChains())('state history of the %s chain', (chain) => {
           await seeks.close();
         }
       }
-      // `db convert`'s fill writes the rows again as the import did.
+      // `db convert`'s fill writes the rows again as the import did, the index rows too (the
+      // datadir's as the import wrote them were read above).
       const filled = await openDb(dir, { create: false });
       try {
         await fillLatest(filled);
         expect(await tables.meta.get(filled, MetaKey.StateLatestUnlisted)).toBeUndefined();
         await checkLatest(filled);
+        expect(await indexDigest(filled)).toEqual(imported);
       } finally {
         await filled.close();
       }

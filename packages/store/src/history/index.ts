@@ -2,7 +2,7 @@
 // every account and slot it changed, keyed for one reverse seek per historical read. Written by
 // the writer in the block's own batch, undone by its rewinds; read by block number.
 export { stageStateStep } from './write.js';
-export { LATEST_CHANGES, LatestRows, decodeLatest, fillLatest, hasLatest } from './latest.js';
+export { LATEST_CHANGES, LatestRows, decodeLatest, fillLatest, hasHistoryIndex, hasLatest } from './latest.js';
 export type { LatestRow, PendingLatest } from './latest.js';
 export type { HistoryBatch } from './batch.js';
 export type { HistoryStats, StateStep, StateWrites } from './write.js';

@@ -9,6 +9,7 @@ import type { Db } from '../db.js';
 import { MetaKey, Prefix, readVarint, tables, varintLength, writeVarint } from '../schema/index.js';
 import type { Alloc } from '../schema/index.js';
 import type { HistoryBatch } from './batch.js';
+import { dropIndexRows, fillIndexRows, restoreIndexRows, stageIndexRows } from './change-index.js';
 
 /** Bytes of a history key's number (its last 8 bytes). */
 const NUMBER = 8;
@@ -127,13 +128,26 @@ export class LatestRows {
    * holds every earlier group).
    */
   stage(batch: HistoryBatch, db: Db, pending: PendingLatest): void {
-    for (const [id, { key, numbers, value }] of this.rows) {
-      const stored = pending.has(id) ? pending.get(id) : db.getSync(key);
+    const read = (key: Uint8Array): Uint8Array | null | undefined => {
+      const id = text(key);
+      return pending.has(id) ? pending.get(id) : db.getSync(key);
+    };
+    for (const { key, numbers, value } of this.rows.values()) {
+      const stored = read(key);
+      const fresh = numbers.slice();
+      // Whether `numbers` becomes every change the key has had (StateLatest lists all when fewer).
+      let whole = true;
       if (stored != null) {
         const before = decodeLatest(stored);
         numbers.unshift(...before.changes.slice(0, LATEST_CHANGES).reverse(), before.number);
+        whole = before.changes.length < LATEST_CHANGES;
       }
       batch.put(key, encodeLatest(rowOf(numbers, value), this.alloc));
+      // More changes than the row lists before its latest: the ones it drops are found through the
+      // index. A key is indexed from the group its changes first outnumber the list, when the row
+      // still lists all of them (`whole`), and every group after.
+      if (numbers.length > LATEST_CHANGES)
+        stageIndexRows(batch, read, pending, key.subarray(1), numbers, whole, fresh, this.alloc);
     }
     this.rows.clear();
   }
@@ -155,8 +169,13 @@ export class LatestRows {
    * deletion of its latest row when it has none; each also into `pending`.
    */
   async restore(db: Db, batch: HistoryBatch, ancestor: bigint, pending: PendingLatest): Promise<void> {
-    for (const [id, { key }] of this.rows) {
+    const read = (key: Uint8Array): Uint8Array | null | undefined => {
+      const id = text(key);
+      return pending.has(id) ? pending.get(id) : db.getSync(key);
+    };
+    for (const [id, { key, numbers: removed }] of this.rows) {
       const path = key.subarray(1);
+      restoreIndexRows(batch, read, pending, path, Number(ancestor), removed, this.alloc);
       const table = path.length === 32 ? tables.accountHistory : tables.storageHistory;
       const rows = await db
         .iterator({
@@ -166,12 +185,14 @@ export class LatestRows {
           limit: LATEST_CHANGES + 1,
         })
         .all();
+      const numbers = rows.map(([k]) => numberOf(k)).reverse();
+      // No more changes left than the row lists: no index rows (as for a key never indexed).
+      if (numbers.length <= LATEST_CHANGES) dropIndexRows(batch, pending, path, numbers, this.alloc);
       if (rows.length === 0) {
         batch.del(key);
         pending.set(id, null);
         continue;
       }
-      const numbers = rows.map(([k]) => numberOf(k)).reverse();
       const row = encodeLatest(rowOf(numbers, (rows[0] as [Uint8Array, Uint8Array])[1]), (n) => new Uint8Array(n));
       batch.put(key, row);
       pending.set(id, row);
@@ -184,13 +205,15 @@ export class LatestRows {
 const FILL_BATCH = 20_000;
 
 /**
- * Writes the StateLatest row of every history key from the AccountHistory and StorageHistory rows
+ * Writes the StateLatest row of every history key from the AccountHistory and StorageHistory rows,
+ * and the HistoryIndex rows of every key with more changes than the row lists
  * (one forward scan of each; the table cleared first, so no row of an earlier format or of a key
  * without history stays), then Meta.stateLatest (and drops the earlier format's flag).
  * Idempotent: an interrupted fill runs again. Returns the rows written.
  */
 export async function fillLatest(db: Db): Promise<number> {
   await db.clear({ gte: Uint8Array.of(Prefix.StateLatest), lt: Uint8Array.of(Prefix.StateLatest + 1) });
+  await db.clear({ gte: Uint8Array.of(Prefix.HistoryIndex), lt: Uint8Array.of(Prefix.HistoryIndex + 1) });
   let written = 0;
   const alloc = (n: number): Uint8Array => new Uint8Array(n);
   for (const prefix of [Prefix.AccountHistory, Prefix.StorageHistory]) {
@@ -200,7 +223,9 @@ export async function fillLatest(db: Db): Promise<number> {
     let numbers: number[] = [];
     const flushRow = (): void => {
       if (last === undefined) return;
-      batch.put(latestKey(last[0], alloc), encodeLatest(rowOf(numbers, last[1]), alloc));
+      const key = latestKey(last[0], alloc);
+      batch.put(key, encodeLatest(rowOf(numbers, last[1]), alloc));
+      if (numbers.length > LATEST_CHANGES) pending += fillIndexRows(batch, key.subarray(1), numbers, alloc);
       pending++;
       written++;
     };
@@ -215,7 +240,6 @@ export async function fillLatest(db: Db): Promise<number> {
         }
       }
       numbers.push(numberOf(k));
-      if (numbers.length > LATEST_CHANGES + 1) numbers.shift();
       last = [k, v];
     }
     flushRow();
@@ -223,6 +247,7 @@ export async function fillLatest(db: Db): Promise<number> {
   }
   const batch = db.batch();
   tables.meta.put(batch, MetaKey.StateLatest, new Uint8Array(0));
+  tables.meta.put(batch, MetaKey.HistoryIndex, new Uint8Array(0));
   batch.del(tables.meta.key(MetaKey.StateLatestUnlisted));
   await batch.write();
   return written;
@@ -238,4 +263,13 @@ function samePath(a: Uint8Array, b: Uint8Array): boolean {
 /** Whether the datadir's StateLatest rows are complete and of this format (Meta.stateLatest). */
 export async function hasLatest(db: Db): Promise<boolean> {
   return (await tables.meta.get(db, MetaKey.StateLatest)) !== undefined;
+}
+
+/**
+ * Whether every key StateLatest does not list whole has its HistoryIndex rows from its first change
+ * (Meta.historyIndex: written with genesis, or by `db convert`). Without, the writer indexes keys
+ * from its first write on and reads fall back to the seek below that.
+ */
+export async function hasHistoryIndex(db: Db): Promise<boolean> {
+  return (await tables.meta.get(db, MetaKey.HistoryIndex)) !== undefined;
 }

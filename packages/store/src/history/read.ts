@@ -13,6 +13,7 @@ import { keccak256 } from '../keccak.js';
 import { MetaKey, Prefix, tables } from '../schema/index.js';
 import type { HistoryKey, KvRange, KvRead, Table } from '../schema/index.js';
 import { accountFields } from '../trie/index.js';
+import { indexedChangeAtOrBelow } from './change-index.js';
 import { LATEST_CHANGES, decodeLatest } from './latest.js';
 import type { AccountFields } from '../trie/index.js';
 
@@ -93,8 +94,8 @@ export async function readAtCanonical<T>(
  * tombstone) by point reads, for a datadir whose StateLatest rows are complete: in a snapshot where
  * `block` is canonical, the key's latest row (none: the key never changed; its number <= the
  * block's: its value); else the row of the greatest change it lists <= the block's number (none
- * and the list complete: the key's first change is above the block); else the key's row at the
- * block's own number (a key changed in most blocks). Undefined when none answers (the caller
+ * and the list complete: the key's first change is above the block); else the row of the change
+ * its index rows name (change-index.ts); else the key's row at the block's own number. Undefined when none answers (the caller
  * seeks: readAtCanonical) or `block` is not canonical.
  */
 export function pointRowAtCanonical(
@@ -114,8 +115,12 @@ export function pointRowAtCanonical(
     if (raw === undefined) return null;
     const latest = decodeLatest(raw);
     if (latest.number <= block.number) return latest.value.length === 0 ? null : latest.value;
-    const at = latest.changes.find((c) => c <= block.number);
+    let at: number | null | undefined = latest.changes.find((c) => c <= block.number);
     if (at === undefined && latest.changes.length < LATEST_CHANGES) return null;
+    // Below the listed changes: the key's index rows (change-index.ts).
+    if (at === undefined)
+      at = indexedChangeAtOrBelow((key) => db.getSync(key, { snapshot }), path, Number(block.number));
+    if (at === null) return null;
     const row = db.getSync(table.key({ path, number: at === undefined ? block.number : BigInt(at) }), { snapshot });
     return row === undefined ? undefined : row.length === 0 ? null : row;
   } finally {

@@ -156,6 +156,14 @@
 //                           (none for a block without transactions), written with its Bodies row.
 //                           One transaction read alone reads its row (~5 KB at mainnet's shape),
 //                           not the block's ~70 KB of transactions.
+//   0x1e    HistoryIndex    keccak(address)(32) (++ keccak(slot)(32)) ++ range(4) -> flags(1) ++
+//                           [varint: range start - the key's last change before the first
+//                           offset, 0: none; when flags bit 0] ++ offset(1)..: the key's changes
+//                           in blocks range * 256 .. range * 256 + 255, ascending (every change
+//                           from the first listed on), for keys with more changes than their
+//                           StateLatest row lists (history/change-index.ts). A read below the
+//                           listed changes is the row of its range, or the nearest below, then
+//                           the history row; no row answers: the seek.
 import { blockTxHashesCodec, bodyCodec, bodyRowKeyCodec, receiptsCodec } from './block-rows.js';
 import {
   addressNumberCodec,
@@ -208,6 +216,7 @@ export const Prefix = {
   FrameAddresses: 0x1b,
   TxStateDiffs: 0x1c,
   BodyTxs: 0x1d,
+  HistoryIndex: 0x1e,
 } as const;
 
 /** The Appearances table's one kind: an address a transaction touches. */
@@ -310,6 +319,13 @@ export const MetaKey = {
    */
   StateLatestUnlisted: 'stateLatest',
   /**
+   * Empty: every key with more changes than its StateLatest row lists has HistoryIndex rows from
+   * its first change on (written with genesis, or by `db convert`). Absent (a datadir written
+   * before the table): keys are indexed from the writer's first change of them on; reads the rows
+   * do not answer seek.
+   */
+  HistoryIndex: 'historyIndex',
+  /**
    * utf8: `all` when the writer kept every block's new branch nodes as deltas from genesis on
    * (node-delta.ts), or the decimal number of the last block whose nodes `db convert` has
    * rewritten as deltas (resumable). Absent: a datadir of an earlier release, its nodes whole
@@ -360,4 +376,5 @@ export const tables = {
   accountHistory: new Table(Prefix.AccountHistory, 'AccountHistory', historyKeyCodec(1), rawCodec),
   storageHistory: new Table(Prefix.StorageHistory, 'StorageHistory', historyKeyCodec(2), rawCodec),
   stateLatest: new Table(Prefix.StateLatest, 'StateLatest', rawCodec, rawCodec),
+  historyIndex: new Table(Prefix.HistoryIndex, 'HistoryIndex', rawCodec, rawCodec),
 } as const;

@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import { bytesEqual, cutTraceRow } from '@chainnode/core';
 import { DatadirEmptyError, openDb } from '../db.js';
 import type { Db } from '../db.js';
-import { EMPTY_STATE_ROOT, fillLatest, hasLatest, stageStateStep } from '../history/index.js';
+import { EMPTY_STATE_ROOT, fillLatest, hasHistoryIndex, hasLatest, stageStateStep } from '../history/index.js';
 import type { HistoryStats } from '../history/index.js';
 import { encodeLogBlock, hasUncompressedSpans, readBlockLogsSync, sealDueLogSegments } from '../logs/index.js';
 import type { Reseal } from '../logs/index.js';
@@ -328,7 +328,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     if (!hasHistory && (await readTrieFrom(db)) > 0n)
       throw new ConvertRefusedError('datadir: pruned state tries and no state history; re-import it');
     const h = hasHistory ? { accounts: 0, slots: 0, bytes: 0, blocks: 0 } : await buildHistory(db, head, opts);
-    const latestRows = (await hasLatest(db)) ? 0 : await fillLatest(db);
+    const latestRows = (await hasLatest(db)) && (await hasHistoryIndex(db)) ? 0 : await fillLatest(db);
     // Read with the history in place: a datadir without it counts as an archive.
     const target = opts.stateTrie ?? (await readStateTrie(db));
     const t = await setStateTrie(db, target);

@@ -41,6 +41,7 @@ export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
   AccountHistory: 'state history',
   StorageHistory: 'state history',
   StateLatest: 'state history',
+  HistoryIndex: 'state history',
 };
 
 /** The group the sealed log segment files count in. */

@@ -434,6 +434,7 @@ export class StoreWriter {
     if (g.stateRoot !== undefined) {
       tables.meta.put(ops, MetaKey.StateHistory, g.stateRoot);
       tables.meta.put(ops, MetaKey.StateLatest, new Uint8Array(0));
+      tables.meta.put(ops, MetaKey.HistoryIndex, new Uint8Array(0));
       // With the history the writer knows each block's parent root: its new nodes are deltas.
       if (this.options.trieDeltas !== false) tables.meta.put(ops, MetaKey.TrieDeltas, Buffer.from('all', 'utf8'));
       if (g.stateTrie !== undefined) putStateTrie(ops, g.stateTrie);
@@ -554,6 +555,7 @@ export class StoreWriter {
     await parts.finish((last) => {
       tables.meta.put(last, MetaKey.StateHistory, root);
       tables.meta.put(last, MetaKey.StateLatest, new Uint8Array(0));
+      tables.meta.put(last, MetaKey.HistoryIndex, new Uint8Array(0));
       last.putLast(tables.meta.key(MetaKey.AnchorState), new TextEncoder().encode('whole'));
     });
     this.anchorStateValue = 'whole';
