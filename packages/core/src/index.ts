@@ -10,6 +10,8 @@ export * from './rlp-write.js';
 export * from './single-flight.js';
 export * from './block-json.js';
 export * from './log-json.js';
+export * from './log-record.js';
+export * from './with-property.js';
 export * from './ascii-chunks.js';
 export * from './atomic-file.js';
 export * from './deposit-tx.js';

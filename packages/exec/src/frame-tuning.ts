@@ -254,12 +254,18 @@ function tunedRunInterpreter(Interp: InterpreterClass, original: RunInterpreter)
       const e = res.exceptionError.error;
       if (e !== EVMError.errorMessages.REVERT && e !== EVMError.errorMessages.INVALID_EOF_FORMAT)
         gasUsed = message.gasLimit;
-      result = { ...result, logs: [], selfdestruct: new Map(), createdAddresses: new Set() };
+      const returnValue = result.returnValue;
+      result = { logs: [], selfdestruct: new Map(), createdAddresses: new Set() };
+      if (returnValue !== undefined) result.returnValue = returnValue;
     }
     message.accessWitness?.commit();
     const rs = res.runState as RunState & { gasRefund?: bigint; stateGasSpilled?: bigint };
+    // Field by field (RunResult's four, then the frame's): a spread of `result` with properties
+    // added after it is V8's slow path, ~8 µs a frame.
     return {
-      ...result,
+      logs: result.logs,
+      selfdestruct: result.selfdestruct,
+      createdAddresses: result.createdAddresses,
       // An afterMessage listener (a tracer) is handed the package's merged copy.
       runState: this.events.listenerCount('afterMessage') > 0 ? { ...rs, ...result, ...interpreter._env } : rs,
       exceptionError: res.exceptionError,

@@ -15,7 +15,7 @@ import { createVM, runBlock } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
 import { keccak256 } from '@chainnode/core';
 import { BlockFrameRecorder, tuneVm } from '@chainnode/exec';
-import { bytesToBigInt } from '@chainnode/core';
+import { bytesToBigInt, logRecord } from '@chainnode/core';
 import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
 import {
   DEFAULT_STATE_TRIE,
@@ -630,15 +630,9 @@ export class ImportPipeline {
     let logIndex = 0;
     logs.forEach((txLogs, transactionIndex) => {
       for (const l of txLogs) {
-        records.push({
-          ...l,
-          blockNumber: number,
-          blockHash: hash,
-          blockTimestamp: timestamp,
-          transactionHash: txHashes[transactionIndex] as Uint8Array,
-          transactionIndex,
-          logIndex: logIndex++,
-        });
+        records.push(
+          logRecord(l, number, hash, timestamp, txHashes[transactionIndex] as Uint8Array, transactionIndex, logIndex++),
+        );
       }
     });
     const committed: CommittedBlock = { number, hash, logs: records };

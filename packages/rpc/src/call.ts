@@ -1,7 +1,15 @@
 // What eth_call, eth_estimateGas and eth_createAccessList share: geth's TransactionArgs,
 // StateOverride and BlockOverrides decoders, the executor of a store (packages/exec), the block
 // a call runs on, and geth's errors (revert: code 3 with the revert data; other failures -32000).
-import { InvalidParamsError, MissingTrieNodeError, RpcError, ServerError, revertReason, toData } from '@chainnode/core';
+import {
+  InvalidParamsError,
+  MissingTrieNodeError,
+  RpcError,
+  ServerError,
+  revertReason,
+  toData,
+  withProperty,
+} from '@chainnode/core';
 import type { Bytes, ChainStore, HeaderRecord } from '@chainnode/core';
 import type { AccountOverride, BlockOverrides, BlockStateBase, CallArgs, CallOutcome, Executor } from '@chainnode/exec';
 import type { HandlerContext } from './context.js';
@@ -190,9 +198,9 @@ export async function runCall(
 ): Promise<CallOutcome> {
   const exec = await executorOf(ctx);
   const { CallPrecheckError, ExecutionTimeout, InlineBudgetExceeded } = await loadExec();
-  if (ctx.inline !== undefined) opts = { ...opts, inline: ctx.inline };
+  if (ctx.inline !== undefined) opts = withProperty(opts, 'inline', ctx.inline);
   // Below the state trie's window the block's trie may be pruned: its state comes from the history.
-  let runOpts = belowTrieWindow(ctx, header.number) ? { ...opts, base: blockStateBase(ctx, header) } : opts;
+  let runOpts = belowTrieWindow(ctx, header.number) ? withProperty(opts, 'base', blockStateBase(ctx, header)) : opts;
   // A joined node's state arrives proven on demand: what the call is known to read is fetched
   // together first; a run that reached other state the store does not hold failed on it; the
   // paths it missed are fetched and proven, and the call runs again (each run gets further), at
@@ -211,7 +219,7 @@ export async function runCall(
         runOpts.base === undefined &&
         belowTrieWindow(ctx, header.number, true)
       ) {
-        runOpts = { ...opts, base: blockStateBase(ctx, header) };
+        runOpts = withProperty(opts, 'base', blockStateBase(ctx, header));
         continue;
       }
       if (

@@ -7,6 +7,7 @@ import {
   MethodNotFoundError,
   ParseError,
   ResponseTooLargeError,
+  withProperty,
 } from '@chainnode/core';
 import type { RpcError } from '@chainnode/core';
 import { INLINE_COST_LIMIT, INLINE_TRY_WORK, resolveConfig } from './config.js';
@@ -141,7 +142,12 @@ export const createRpcService: RpcServiceFactory = (store, config, options) => {
             throw err;
           }
         };
-        const reply = await handleWith({ ...ctxOf(caller), subscriptions: subs }, body, guarded, onRequestError);
+        const reply = await handleWith(
+          withProperty(ctxOf(caller), 'subscriptions', subs),
+          body,
+          guarded,
+          onRequestError,
+        );
         if (reply.encode === undefined && reply.body === undefined) {
           subs.activate(); // nothing to send (notifications only)
           return reply;
@@ -268,7 +274,7 @@ async function dispatch(
       // Estimated heavy, yet most such calls are light: inline for a while, else on the executor.
       if (def.interruptible === true && admission.tryWork > 0)
         try {
-          return await def.handle({ ...ctx, inline: { work: admission.tryWork, spent: 0 } }, p);
+          return await def.handle(withProperty(ctx, 'inline', { work: admission.tryWork, spent: 0 }), p);
         } catch (err) {
           if (!(err instanceof InlineTimeUp)) throw err;
         }

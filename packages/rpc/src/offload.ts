@@ -14,11 +14,12 @@ import { Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import {
   InternalError,
-  commitWithoutLogs,
   LimitExceededError,
   MethodNotFoundError,
   RpcError,
   StoreUnavailableError,
+  commitWithoutLogs,
+  withProperty,
 } from '@chainnode/core';
 import type { ChainCommit, ChainStore } from '@chainnode/core';
 import { DEADLINE_GRACE_MS, resolveConfig } from './config.js';
@@ -105,7 +106,7 @@ async function runOffloaded(
     if (!isMethodName(msg.method)) throw new MethodNotFoundError(msg.method);
     const def = METHODS[msg.method] as MethodDef<unknown, unknown>;
     if (def.offload !== true) throw new Error(`${msg.method} is not offloadable`); // a bug: -32603
-    const result = await def.handle({ ...ctx, deadline: msg.deadline }, def.decode(msg.params));
+    const result = await def.handle(withProperty(ctx, 'deadline', msg.deadline), def.decode(msg.params));
     return { type: 'result', id: msg.id, text: stringifyResult(result === undefined ? null : result) };
   } catch (err) {
     return { type: 'error', id: msg.id, error: toErrorObject(err), unavailable: err instanceof StoreUnavailableError };

@@ -8,6 +8,7 @@
 // and a settle, and a message per request and per reply (each a structured clone, an event on the
 // other thread and its wake-up) cost more CPU than the call itself. Order is kept: requests are
 // handed to the ledger in the order they were asked, within and across batches.
+import { withProperty } from '@chainnode/core';
 import type { MessagePort } from 'node:worker_threads';
 import { LedgerUnavailableError } from './api.js';
 import type { CreditLedger, Debit, DebitResult, Limits, Usage } from './api.js';
@@ -98,7 +99,7 @@ export class PortLedger implements CreditLedger {
     const id = this.next++;
     return new Promise<T>((resolve, reject) => {
       this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.requests.push({ ...req, id } as Request);
+      this.requests.push(withProperty(req, 'id', id) as Request);
     });
   }
 

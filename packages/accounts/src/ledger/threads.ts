@@ -17,6 +17,7 @@
 //   - keys: PortKeyStore, the main thread's KeyStore (list/get/put; watch() forwarded);
 //   - usage: PortUsage, the main thread's UsageRecord (record() posted, reads asked).
 //   main thread:   const host = new ThreadLedgerHost(sources); worker: openThreadLedger(host.link())
+import { withProperty } from '@chainnode/core';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
@@ -252,7 +253,7 @@ export class PortUsage implements UsageRecord {
       this.timer = setTimeout(() => this.post(), USAGE_POST_MS);
       this.timer.unref(); // close() and flush() post what is left
     }
-    this.turn.set(k, { ...e, calls: e.calls ?? 1 });
+    this.turn.set(k, withProperty(e, 'calls', e.calls ?? 1));
   }
 
   /** The events summed so far, to the main thread (before any question: the answer counts them). */

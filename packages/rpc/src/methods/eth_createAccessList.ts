@@ -1,4 +1,4 @@
-import { toData, toQuantity } from '@chainnode/core';
+import { toData, toQuantity, withProperty } from '@chainnode/core';
 import type { Bytes, Hex } from '@chainnode/core';
 import { callHeader, revertReason, runCall } from '../call.js';
 import type { MethodDef } from '../method.js';
@@ -37,7 +37,7 @@ export const eth_createAccessList: MethodDef<CallParams, JsonAccessListResult> =
     let list = p.call.accessList ?? [];
     let seen = '';
     for (let round = 0; ; round++) {
-      const out = await runCall(ctx, header, { ...p.call, accessList: list }, opts);
+      const out = await runCall(ctx, header, withProperty(p.call, 'accessList', list), opts);
       const found = out.accessList ?? [];
       const key = canonical(found);
       if (key === seen || round >= MAX_ROUNDS) {

@@ -1,4 +1,4 @@
-import { ServerError, toQuantity } from '@chainnode/core';
+import { ServerError, toQuantity, withProperty } from '@chainnode/core';
 import type { Hex } from '@chainnode/core';
 import { callHeader, executorOf, revertError, runCall } from '../call.js';
 import type { MethodDef } from '../method.js';
@@ -39,14 +39,14 @@ export const eth_estimateGas: MethodDef<CallParams, Hex> = {
         Buffer.from(code.codeHash).toString('hex') ===
           'c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470';
       if (empty && p.call.authorizationList === undefined && p.call.blobVersionedHashes === undefined) {
-        const out = await runCall(ctx, header, p.call, { ...opts, gas: TX_GAS });
+        const out = await runCall(ctx, header, p.call, withProperty(opts, 'gas', TX_GAS));
         if (out.kind === 'success') return toQuantity(TX_GAS);
       }
     }
     // The ceiling: the call's gas, else the block's gas limit, never above the cap (geth).
     const max = await (await executorOf(ctx)).maxGas(header);
     let hi = p.call.gas !== undefined && p.call.gas < max ? p.call.gas : max;
-    const first = await runCall(ctx, header, p.call, { ...opts, gas: hi });
+    const first = await runCall(ctx, header, p.call, withProperty(opts, 'gas', hi));
     if (first.kind === 'revert') throw revertError(first.returnValue);
     if (first.kind === 'halt') {
       if (first.error === 'out of gas') throw new ServerError(`gas required exceeds allowance (${hi})`);
@@ -56,7 +56,7 @@ export const eth_estimateGas: MethodDef<CallParams, Hex> = {
     // geth's optimistic guess first: what the call used, plus the 63/64 rule's reserve.
     const optimistic = ((first.gasUsed + CALL_STIPEND) * 64n) / 63n;
     if (optimistic < hi) {
-      const r = await runCall(ctx, header, p.call, { ...opts, gas: optimistic });
+      const r = await runCall(ctx, header, p.call, withProperty(opts, 'gas', optimistic));
       if (r.kind === 'success') hi = optimistic;
       else lo = optimistic;
     }
@@ -64,7 +64,7 @@ export const eth_estimateGas: MethodDef<CallParams, Hex> = {
       if (Number(hi - lo) / Number(hi) < ERROR_RATIO) break;
       let mid = (hi + lo) / 2n;
       if (mid > lo * 2n) mid = lo * 2n; // geth: most calls need little, so try twice the floor first
-      const r = await runCall(ctx, header, p.call, { ...opts, gas: mid });
+      const r = await runCall(ctx, header, p.call, withProperty(opts, 'gas', mid));
       if (r.kind === 'success') hi = mid;
       else lo = mid;
     }

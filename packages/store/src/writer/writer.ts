@@ -3,7 +3,7 @@
 // group and the head pointer (last). A crash before the batch lands leaves the previous head
 // and nothing of the group; after it, the whole group.
 import { RLP } from '@ethereumjs/rlp';
-import { LogJsonWriter, bytesToBigInt, concatBytes, decodeHeader, traceRowOf } from '@chainnode/core';
+import { LogJsonWriter, bytesToBigInt, concatBytes, decodeHeader, logRecord, traceRowOf } from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
 import { openDb } from '../db.js';
 import type { Db } from '../db.js';
@@ -628,15 +628,9 @@ export class StoreWriter {
       const transactionHash = b.txHashes[transactionIndex];
       if (transactionHash === undefined) throw new Error(`block ${b.number}: logs of unknown tx ${transactionIndex}`);
       for (const l of txLogs) {
-        const text = writer.write({
-          ...l,
-          blockNumber: b.number,
-          blockHash: b.hash,
-          blockTimestamp: timestamp,
-          transactionHash,
-          transactionIndex,
-          logIndex,
-        });
+        const text = writer.write(
+          logRecord(l, b.number, b.hash, timestamp, transactionHash, transactionIndex, logIndex),
+        );
         const key = Buffer.from(l.address.buffer, l.address.byteOffset, l.address.byteLength).toString('latin1');
         let row = byAddress.get(key);
         if (row === undefined) byAddress.set(key, (row = { address: l.address, entries: [] }));
