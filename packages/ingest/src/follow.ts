@@ -599,7 +599,12 @@ export class Follower {
     if (this.history !== undefined) {
       const b = typeof id === 'bigint' ? await this.history.byNumber(id) : await this.history.byHash(id);
       if (b === undefined) return undefined;
-      return { ...b, append: () => this.pipeline.appendHistory(b, this.opts.timings) };
+      return {
+        number: b.number,
+        hash: b.hash,
+        parentHash: b.parentHash,
+        append: () => this.pipeline.appendHistory(b, this.opts.timings),
+      };
     }
     if (this.replica !== undefined) {
       const b = typeof id === 'bigint' ? await this.replica.byNumber(id) : await this.replica.byHash(id);
@@ -611,7 +616,12 @@ export class Follower {
   }
 
   private replicaBlock(b: ReplicaBlock): FetchedBlock {
-    return { ...b, append: () => this.pipeline.appendReplica(b, this.opts.timings) };
+    return {
+      number: b.number,
+      hash: b.hash,
+      parentHash: b.parentHash,
+      append: () => this.pipeline.appendReplica(b, this.opts.timings),
+    };
   }
 
   private byNumber(n: bigint): Promise<FetchedBlock | undefined> {

@@ -6,7 +6,7 @@
 // most reads are point reads instead (pointRowAtCanonical): synchronous, a few µs each, where the seek is an
 // asynchronous iterator on LevelDB's thread pool.
 import { KECCAK256_RLP } from '@ethereumjs/util';
-import { bytesEqual } from '@chainnode/core';
+import { bytesEqual, withProperty } from '@chainnode/core';
 import type { BlockRef } from '@chainnode/core';
 import type { Db } from '../db.js';
 import { keccak256 } from '../keccak.js';
@@ -83,7 +83,7 @@ export async function readAtCanonical<T>(
   try {
     const canonical = db.getSync(tables.canonical.key(block.number), { snapshot });
     if (canonical === undefined || !bytesEqual(canonical, block.hash)) return undefined;
-    return await read({ iterator: (range) => db.iterator({ ...range, snapshot }) });
+    return await read({ iterator: (range) => db.iterator(withProperty(range, 'snapshot', snapshot)) });
   } finally {
     await snapshot.close();
   }
