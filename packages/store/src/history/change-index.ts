@@ -198,13 +198,67 @@ export function indexedChangeAtOrBelow(
 }
 
 /**
- * A datadir-wide fill's rows of one key (every change `numbers`, ascending): one per range, each
- * with the change before it. Staged for a key with more changes than StateLatest lists before its
- * latest.
+ * The index rows of one key for a datadir-wide fill (fillLatest), its changes fed in ascending
+ * order: one row per range, each with the change before it, written only for a key with more
+ * changes than `threshold` (the rows of ranges closed before that are held, at most `threshold`).
+ * Linear in the key's changes; holds one range's offsets at a time.
  */
-export function fillIndexRows(batch: HistoryBatch, path: Uint8Array, numbers: readonly number[], alloc: Alloc): number {
-  stageIndexRows(batch, () => undefined, undefined, path, numbers, true, numbers, alloc);
-  return new Set(numbers.map(rangeOf)).size;
+export class KeyIndexFill {
+  private count = 0;
+  private range = -1;
+  private offsets: number[] = [];
+  private before: number | null = null;
+  private last: number | null = null;
+  private held: [Uint8Array, Uint8Array][] = [];
+
+  constructor(
+    private readonly path: Uint8Array,
+    private readonly threshold: number,
+    private readonly alloc: Alloc,
+  ) {}
+
+  /** The key's next change `number`; returns the rows staged into `batch`. */
+  add(batch: HistoryBatch, number: number): number {
+    let rows = 0;
+    const range = rangeOf(number);
+    if (range !== this.range) {
+      rows += this.close(batch);
+      this.range = range;
+      this.offsets = [];
+      this.before = this.last;
+    }
+    this.offsets.push(number - range * RANGE);
+    this.last = number;
+    this.count++;
+    if (this.count === this.threshold + 1) {
+      for (const [key, value] of this.held) batch.put(key, value);
+      rows += this.held.length;
+      this.held = [];
+    }
+    return rows;
+  }
+
+  /** After the key's last change: stages its open range's row (when indexed); returns the rows staged. */
+  end(batch: HistoryBatch): number {
+    return this.close(batch);
+  }
+
+  private close(batch: HistoryBatch): number {
+    if (this.range < 0) return 0;
+    const key = indexKey(this.path, this.range, this.alloc);
+    const value = encodeIndexRow(
+      this.range,
+      { offsets: this.offsets, beforeKnown: true, before: this.before },
+      this.alloc,
+    );
+    this.range = -1;
+    if (this.count > this.threshold) {
+      batch.put(key, value);
+      return 1;
+    }
+    this.held.push([key, value]);
+    return 0;
+  }
 }
 
 const text = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');

@@ -9,7 +9,7 @@ import type { Db } from '../db.js';
 import { MetaKey, Prefix, readVarint, tables, varintLength, writeVarint } from '../schema/index.js';
 import type { Alloc } from '../schema/index.js';
 import type { HistoryBatch } from './batch.js';
-import { dropIndexRows, fillIndexRows, restoreIndexRows, stageIndexRows } from './change-index.js';
+import { KeyIndexFill, dropIndexRows, restoreIndexRows, stageIndexRows } from './change-index.js';
 
 /** Bytes of a history key's number (its last 8 bytes). */
 const NUMBER = 8;
@@ -220,26 +220,31 @@ export async function fillLatest(db: Db): Promise<number> {
     let batch = db.batch();
     let pending = 0;
     let last: [Uint8Array, Uint8Array] | undefined;
+    // The key's last LATEST_CHANGES + 1 changes (its row lists them) and its index rows.
     let numbers: number[] = [];
+    let index: KeyIndexFill | undefined;
     const flushRow = (): void => {
       if (last === undefined) return;
-      const key = latestKey(last[0], alloc);
-      batch.put(key, encodeLatest(rowOf(numbers, last[1]), alloc));
-      if (numbers.length > LATEST_CHANGES) pending += fillIndexRows(batch, key.subarray(1), numbers, alloc);
-      pending++;
+      batch.put(latestKey(last[0], alloc), encodeLatest(rowOf(numbers, last[1]), alloc));
+      pending += 1 + (index?.end(batch) ?? 0);
       written++;
     };
     for await (const [k, v] of db.iterator({ gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) })) {
       if (last !== undefined && !samePath(last[0], k)) {
         flushRow();
         numbers = [];
+        index = undefined;
         if (pending >= FILL_BATCH) {
           await batch.write();
           batch = db.batch();
           pending = 0;
         }
       }
-      numbers.push(numberOf(k));
+      index ??= new KeyIndexFill(k.subarray(1, k.length - NUMBER), LATEST_CHANGES, alloc);
+      const number = numberOf(k);
+      numbers.push(number);
+      if (numbers.length > LATEST_CHANGES + 1) numbers.shift();
+      pending += index.add(batch, number);
       last = [k, v];
     }
     flushRow();
