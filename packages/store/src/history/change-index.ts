@@ -84,7 +84,6 @@ export type RowSource = (key: Uint8Array) => Uint8Array | null | undefined;
 export function stageIndexRows(
   batch: HistoryBatch,
   read: RowSource,
-  pending: Map<string, Uint8Array | null> | undefined,
   path: Uint8Array,
   known: readonly number[],
   whole: boolean,
@@ -118,7 +117,6 @@ export function stageIndexRows(
     const sorted = [...offsets].sort((a, b) => a - b);
     const value = encodeIndexRow(range, { offsets: sorted, beforeKnown, before }, alloc);
     batch.put(key, value);
-    pending?.set(text(key), value);
   }
 }
 
@@ -146,11 +144,11 @@ export function restoreIndexRows(
     const offsets = row.offsets.filter((o) => range * RANGE + o <= ancestor);
     if (offsets.length === 0) {
       batch.del(key);
-      pending.set(text(key), null);
+      pending.set(pendingId(key), null);
     } else {
       const value = encodeIndexRow(range, { ...row, offsets }, alloc);
       batch.put(key, value);
-      pending.set(text(key), value);
+      pending.set(pendingId(key), value);
     }
   }
 }
@@ -166,7 +164,7 @@ export function dropIndexRows(
   for (const range of new Set(numbers.map(rangeOf))) {
     const key = indexKey(path, range, alloc);
     batch.del(key);
-    pending.set(text(key), null);
+    pending.set(pendingId(key), null);
   }
 }
 
@@ -261,4 +259,6 @@ export class KeyIndexFill {
   }
 }
 
-const text = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
+/** A key's id in a group's pending rows (latest.ts PendingLatest): its bytes as latin1. */
+export const pendingId = (b: Uint8Array): string =>
+  Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');

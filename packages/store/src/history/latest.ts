@@ -9,7 +9,7 @@ import type { Db } from '../db.js';
 import { MetaKey, Prefix, readVarint, tables, varintLength, writeVarint } from '../schema/index.js';
 import type { Alloc } from '../schema/index.js';
 import type { HistoryBatch } from './batch.js';
-import { KeyIndexFill, dropIndexRows, restoreIndexRows, stageIndexRows } from './change-index.js';
+import { KeyIndexFill, dropIndexRows, pendingId, restoreIndexRows, stageIndexRows } from './change-index.js';
 
 /** Bytes of a history key's number (its last 8 bytes). */
 const NUMBER = 8;
@@ -90,8 +90,6 @@ function rowOf(numbers: number[], value: Uint8Array): LatestRow {
   return { number: numbers[last] as number, changes, value };
 }
 
-const text = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
-
 /**
  * StateLatest rows a rewind staged in a group not yet written (latin1 of the key -> the row, null:
  * deleted): what the group's later blocks build on instead of the stored row.
@@ -109,7 +107,7 @@ export class LatestRows {
   /** The history row `historyKey` -> `value` was staged (blocks in ascending order: the last note wins). */
   note(historyKey: Uint8Array, value: Uint8Array): void {
     const key = latestKey(historyKey, this.alloc);
-    const id = text(key);
+    const id = pendingId(key);
     const row = this.rows.get(id);
     if (row === undefined) this.rows.set(id, { key, numbers: [numberOf(historyKey)], value });
     else {
@@ -128,12 +126,14 @@ export class LatestRows {
    * holds every earlier group).
    */
   stage(batch: HistoryBatch, db: Db, pending: PendingLatest): void {
+    // Rows a rewind in this group staged (rarely any) before the stored ones.
     const read = (key: Uint8Array): Uint8Array | null | undefined => {
-      const id = text(key);
+      if (pending.size === 0) return db.getSync(key);
+      const id = pendingId(key);
       return pending.has(id) ? pending.get(id) : db.getSync(key);
     };
-    for (const { key, numbers, value } of this.rows.values()) {
-      const stored = read(key);
+    for (const [id, { key, numbers, value }] of this.rows) {
+      const stored = pending.has(id) ? pending.get(id) : db.getSync(key);
       const fresh = numbers.slice();
       // Whether `numbers` becomes every change the key has had (StateLatest lists all when fewer).
       let whole = true;
@@ -147,7 +147,7 @@ export class LatestRows {
       // index. A key is indexed from the group its changes first outnumber the list, when the row
       // still lists all of them (`whole`), and every group after.
       if (numbers.length > LATEST_CHANGES)
-        stageIndexRows(batch, read, pending, key.subarray(1), numbers, whole, fresh, this.alloc);
+        stageIndexRows(batch, read, key.subarray(1), numbers, whole, fresh, this.alloc);
     }
     this.rows.clear();
   }
@@ -170,7 +170,7 @@ export class LatestRows {
    */
   async restore(db: Db, batch: HistoryBatch, ancestor: bigint, pending: PendingLatest): Promise<void> {
     const read = (key: Uint8Array): Uint8Array | null | undefined => {
-      const id = text(key);
+      const id = pendingId(key);
       return pending.has(id) ? pending.get(id) : db.getSync(key);
     };
     for (const [id, { key, numbers: removed }] of this.rows) {
