@@ -12,6 +12,7 @@ import type {
   LogTextQueryResult,
   ReceiptRecord,
   SyncStateReader,
+  BlockTouches,
   StateDiffLimits,
   StateDiffRecord,
   TxWithLocation,
@@ -206,6 +207,19 @@ export interface ChainStore {
    * Throws LimitExceededError / ResponseTooLargeError past `limits`.
    */
   stateDiff(parentRoot: Bytes, root: Bytes, limits: StateDiffLimits): Promise<StateDiffRecord>;
+  /**
+   * stateDiff's answer for the canonical `block`, read from its state history rows instead of
+   * diffing two tries: the rows at its number of the keys `touches` names, which are its whole
+   * change set exactly when they are as many as the block's stored count. Undefined when they are
+   * not, when the store keeps no count for the block (a datadir written before it did), or when
+   * `block` is not canonical: the caller diffs the tries. Throws ResponseTooLargeError past
+   * `limits.maxBytes`. Absent on stores without state history.
+   */
+  historyStateDiff?(
+    block: BlockRef,
+    touches: BlockTouches,
+    limits: StateDiffLimits,
+  ): Promise<StateDiffRecord | undefined>;
   /**
    * Stores trie nodes and contract code that the caller has verified against a stored state root
    * (a node that joined its chain at block N fetches the paths it reads as proofs). Each is keyed

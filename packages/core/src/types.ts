@@ -265,6 +265,26 @@ export interface AccountDiffRecord {
   storage: [key: Bytes, value: Bytes | null][];
 }
 
+/**
+ * The accounts a block's transactions changed and the slots they wrote, as the block's recorded
+ * state changes name them (each account once): the keys ChainStore.historyStateDiff looks up.
+ */
+export interface BlockTouches {
+  accounts: TouchedAccount[];
+}
+
+/** One account of BlockTouches. */
+export interface TouchedAccount {
+  address: Bytes;
+  /** The slots written (32-byte slot numbers, not hashed), each once. */
+  slots: Bytes[];
+  /**
+   * Its code hash before the block (its first transaction's prior state); null: it had no code;
+   * undefined: not known to the caller (the store reads it).
+   */
+  codeHashBefore: Bytes | null | undefined;
+}
+
 /** Bounds of one state diff: past either, ChainStore.stateDiff stops and throws. */
 export interface StateDiffLimits {
   /** Wall-clock deadline (Date.now() ms); past it: LimitExceededError "query timeout exceeded". */

@@ -50,6 +50,7 @@ export {
   bloomProbe,
   frameBloom,
   txFramesMayHold,
+  recordedTouches,
   replayRecorded,
   replayable,
 } from './trace/index.js';

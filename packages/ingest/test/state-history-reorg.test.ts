@@ -9,11 +9,11 @@
 // alone in its batch) and then took the fork's blocks as plain appends, as a fresh import would.
 import { join } from 'node:path';
 import { KECCAK256_RLP } from '@ethereumjs/util';
-import { LevelChainStore, Prefix, StoreWriter, digestDatadir, keccak256 } from '@chainnode/store';
+import { LevelChainStore, Prefix, StoreWriter, decodeStateChanges, digestDatadir, keccak256 } from '@chainnode/store';
 import { chainDir, datadirCopy } from '@chainnode/testkit';
 import { importChain } from '../src/index.js';
 
-const HISTORY = [Prefix.AccountHistory, Prefix.StorageHistory, Prefix.StateLatest];
+const HISTORY = [Prefix.AccountHistory, Prefix.StorageHistory, Prefix.StateLatest, Prefix.StateChanges];
 const FORK_AT = 1590n;
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
@@ -109,6 +109,34 @@ test('a 10-block reorg leaves the state history as the trie and as a rewind-then
     const after = await digestDatadir(reorged.dir, HISTORY);
     expect(after.digest).not.toBe(before.digest);
     expect(after).toEqual(await digestDatadir(appended.dir, HISTORY));
+    // Every block's StateChanges row counts its history rows (a scan of every row), the fork's
+    // blocks' too: the removed blocks' counts went with their rows.
+    const w2 = await StoreWriter.open(reorged.dir);
+    try {
+      const scanned = new Map<bigint, { accounts: number; slots: number }>();
+      for (const [prefix, field] of [
+        [Prefix.AccountHistory, 'accounts'],
+        [Prefix.StorageHistory, 'slots'],
+      ] as const)
+        for await (const k of w2.db.keys({ gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) })) {
+          const n = new DataView(k.buffer, k.byteOffset, k.byteLength).getBigUint64(k.length - 8);
+          const c = scanned.get(n) ?? { accounts: 0, slots: 0 };
+          c[field]++;
+          scanned.set(n, c);
+        }
+      const counted = new Map<bigint, { accounts: number; slots: number }>();
+      for await (const [k, v] of w2.db.iterator({
+        gte: Uint8Array.of(Prefix.StateChanges),
+        lt: Uint8Array.of(Prefix.StateChanges + 1),
+      })) {
+        const c = decodeStateChanges(v);
+        if (c.accounts + c.slots > 0) counted.set(new DataView(k.buffer, k.byteOffset).getBigUint64(1), c);
+      }
+      expect(counted.size).toBeGreaterThan(1600);
+      expect(counted).toEqual(scanned);
+    } finally {
+      await w2.close();
+    }
   } finally {
     await reorged.cleanup();
     await appended.cleanup();

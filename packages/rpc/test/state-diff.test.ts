@@ -14,10 +14,12 @@ import type { PrefixedHexString } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { createKeccak } from 'hash-wasm';
 import { LimitExceededError, ResponseTooLargeError } from '@chainnode/core';
-import { LevelChainStore } from '@chainnode/store';
+import { recordedTouches } from '@chainnode/exec';
+import { LevelChainStore, Prefix, StoreWriter } from '@chainnode/store';
 import { availableChains, chainDir, datadirCopy } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import type { JsonStateDiff, RpcServiceApi } from '../src/index.js';
+import { formatStateDiff } from '../src/formatters/state-diff.js';
 import { serviceOnCopy } from './rpc-call.js';
 
 type Hex = PrefixedHexString;
@@ -195,10 +197,31 @@ function accountProblems(
   return problems;
 }
 
+/** `store` counting the state diffs its state history answered (history) and left to the trie diff (trie). */
+function countingHistoryDiffs(store: LevelChainStore, from: { history: number; trie: number }): LevelChainStore {
+  return new Proxy(store, {
+    get(target, key) {
+      const v = Reflect.get(target, key, target) as unknown;
+      if (typeof v !== 'function') return v;
+      if (key !== 'historyStateDiff') return v.bind(target);
+      return async (...args: unknown[]) => {
+        const out = (await v.apply(target, args)) as unknown;
+        if (out === undefined) from.trie++;
+        else from.history++;
+        return out;
+      };
+    },
+  });
+}
+
 test.each(chains)(
   '%s: every block’s diff, applied to the parent state, gives the block’s stateRoot',
   async (chain) => {
-    const { store, svc, close } = await serviceOnCopy(chain);
+    const { store, close } = await serviceOnCopy(chain);
+    // Which answers the state history gave (the blocks whose every change the records and the
+    // block-level keys name), and which the trie diff.
+    const from = { history: 0, trie: 0 };
+    const svc = createRpcService(countingHistoryDiffs(store, from));
     try {
       const state = await State.fromGenesis(join(chainDir(chain)!, 'genesis.json'));
       const head = (await store.head()).number;
@@ -218,6 +241,15 @@ test.each(chains)(
         expect(BigInt(diff.number)).toBe(n);
         expect(diff.stateRoot).toBe(hx(header.stateRoot));
         expect(diff.parentStateRoot).toBe(hx(state.accounts.root()));
+        // Whichever path answered, the answer is the trie diff's.
+        const limits = { deadline: Date.now() + 60_000, maxBytes: 1e9 };
+        const trie = await store.stateDiff(b(diff.parentStateRoot), header.stateRoot, limits);
+        expect(diff).toEqual(
+          formatStateDiff(
+            { hash, number: n, parentStateRoot: b(diff.parentStateRoot), stateRoot: header.stateRoot },
+            trie,
+          ),
+        );
         if (!tampered && diff.accounts.some((a) => a.storage.some(([, v]) => v !== null))) {
           // One value changed: the root must not match (a copy of the state takes the lie).
           const lie = structuredClone(diff);
@@ -242,8 +274,12 @@ test.each(chains)(
         const wrong = accountProblems(diff, state, seen, hashedCodes, parentStorageRoots);
         expect(wrong.map((m) => `block ${n}: ${m}`)).toEqual([]);
       }
-      console.log(`${chain}: ${head} blocks, ${JSON.stringify(seen)}`);
+      console.log(`${chain}: ${head} blocks, ${JSON.stringify(seen)}, answered from ${JSON.stringify(from)}`);
       expect(tampered).toBe(true);
+      // Both chains' import recorded every transaction's state changes, and neither changes what
+      // no record or block-level key names (the DAO fork, a request dequeued, a deletion): every
+      // block is read from the history.
+      expect(from).toEqual({ history: Number(head), trie: 0 });
       expect(seen.codes).toBeGreaterThan(0);
       expect(seen.slots).toBeGreaterThan(0);
       // Neither chain removes an account leaf or a storage slot in any block (this walk over every
@@ -311,6 +347,73 @@ test('errors: genesis, unknown blocks, size and time limits', async () => {
     });
   } finally {
     await store.close();
+    await c.cleanup();
+  }
+}, 300_000);
+
+test('a block whose counted changes its named keys do not all reach is answered by the trie diff', async () => {
+  const chain = chains[0]!;
+  const c = await datadirCopy(chain);
+  try {
+    // The blocks the history answers, and their answers, on the untouched copy.
+    const answered = new Map<bigint, JsonStateDiff>();
+    let head = 0n;
+    {
+      const store = await LevelChainStore.open(c.dir);
+      const svc = createRpcService(store);
+      head = (await store.head()).number;
+      for (let n = head; n > 0n && answered.size < 3; n--) {
+        const hash = (await store.canonicalHash(n))!;
+        const header = (await store.header(hash))!;
+        const rows = await store.txStateDiffs(hash);
+        if (rows === undefined) continue;
+        const touches = recordedTouches(rows, hash)!;
+        const limits = { deadline: Date.now() + 60_000, maxBytes: 1e9 };
+        const read = await store.historyStateDiff({ number: n, hash }, touches, limits);
+        if (read === undefined || read.accounts.length < 2) continue;
+        answered.set(n, await call<JsonStateDiff>(svc, 'chainnode_getStateDiff', [`0x${n.toString(16)}`]));
+        // Without one changed account, or with another named twice in its stead, the keys are not
+        // all of the change set: no answer from the history.
+        const changed = touches.accounts.filter((a) =>
+          read.accounts.some((r) => hx(r.key) === hx(keccak256(a.address))),
+        );
+        const dropped = touches.accounts.filter((a) => a !== changed[0]);
+        expect(await store.historyStateDiff({ number: n, hash }, { accounts: dropped }, limits)).toBeUndefined();
+        const doubled = { accounts: [...dropped, changed[1]!] };
+        expect(await store.historyStateDiff({ number: n, hash }, doubled, limits)).toBeUndefined();
+        // A block that is not canonical.
+        expect(await store.historyStateDiff({ number: n, hash: header.parentHash }, touches, limits)).toBeUndefined();
+      }
+      await store.close();
+    }
+    expect(answered.size).toBe(3);
+    // Each block's count set one up, one down, or gone: the same answers, from the trie diff.
+    const w = await StoreWriter.open(c.dir);
+    const [a, b2, c3] = [...answered.keys()] as [bigint, bigint, bigint];
+    const countKey = (n: bigint): Uint8Array => {
+      const k = new Uint8Array(9);
+      k[0] = Prefix.StateChanges;
+      new DataView(k.buffer).setBigUint64(1, n);
+      return k;
+    };
+    const rowOf = async (n: bigint): Promise<Uint8Array> => (await w.db.get(countKey(n)))!;
+    const upA = Uint8Array.from(await rowOf(a));
+    upA[0] = (upA[0] as number) + 1; // accounts: a count below 128 is one varint byte
+    const downB = Uint8Array.from(await rowOf(b2));
+    downB[0] = (downB[0] as number) - 1;
+    await w.db.batch().put(countKey(a), upA).put(countKey(b2), downB).del(countKey(c3)).write();
+    await w.close();
+    const store = await LevelChainStore.open(c.dir);
+    const from = { history: 0, trie: 0 };
+    const svc = createRpcService(countingHistoryDiffs(store, from));
+    try {
+      for (const [n, want] of answered)
+        expect(await call<JsonStateDiff>(svc, 'chainnode_getStateDiff', [`0x${n.toString(16)}`])).toEqual(want);
+      expect(from).toEqual({ history: 0, trie: 3 });
+    } finally {
+      await store.close();
+    }
+  } finally {
     await c.cleanup();
   }
 }, 300_000);

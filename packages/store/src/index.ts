@@ -13,6 +13,8 @@ export type {
 export { pruneCadence } from './trie/index.js';
 export type { PruneReport, TriePrunerOptions } from './trie/index.js';
 export type { StateWrites } from './history/index.js';
+/** A StateChanges row decoded (a block's count of history rows): for tests and tools that read the table. */
+export { decodeStateChanges } from './history/index.js';
 export { DatadirInUseError, DatadirEmptyError } from './db.js';
 export { EXECUTED_ONLY, digestDatadir } from './digest.js';
 export { BODY_ROW_TXS, Prefix, SCHEMA_VERSION } from './schema/index.js';

@@ -273,8 +273,9 @@ async function compareWithDiff(db: Db, sampled: (n: number) => boolean): Promise
   const roots = await stateRoots(db);
   const nodes = rebuiltNodes(db);
   const expected = new Map<string, string>();
+  const counts = new Map<string, string>();
   const batch = {
-    put: (k: Uint8Array, v: Uint8Array) => expected.set(hex(k), hex(v)),
+    put: (k: Uint8Array, v: Uint8Array) => (k[0] === Prefix.StateChanges ? counts : expected).set(hex(k), hex(v)),
     del: () => {
       throw new Error('no deletes here');
     },
@@ -296,6 +297,10 @@ async function compareWithDiff(db: Db, sampled: (n: number) => boolean): Promise
   }
   expect(wrong.slice(0, 5)).toEqual([]);
   expect(stored).toBe(expected.size);
+  // Each sampled block's count of its rows, as the import wrote it.
+  expect(counts.size).toBeGreaterThan(0);
+  for (const [k, v] of counts)
+    expect([k, hex((await db.get(Buffer.from(k, 'hex'))) ?? new Uint8Array())]).toEqual([k, v]);
 }
 
 describe.each(availableChains())('state history of the %s chain', (chain) => {

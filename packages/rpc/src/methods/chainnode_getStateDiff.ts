@@ -10,6 +10,7 @@ import type { JsonStateDiff } from '../formatters/state-diff.js';
 import { decodeArgs, decodeBlockSelector } from '../params.js';
 import type { BlockSelector } from '../params.js';
 import type { MethodDef } from '../method.js';
+import { recordedStateDiff } from '../recorded-state-diff.js';
 import { prunedOr, requireTrie } from '../trie-window.js';
 
 export const chainnode_getStateDiff: MethodDef<BlockSelector, JsonStateDiff> = {
@@ -41,9 +42,11 @@ export async function blockStateDiff(
   // The parent's trie too: below the state trie's window either may be pruned.
   requireTrie(ctx, header.number - 1n);
   const parentStateRoot = await stateRootOf(ctx, header.parentHash);
-  const diff = await ctx.store.stateDiff(parentStateRoot, header.stateRoot, limits).catch((err: unknown) => {
-    throw prunedOr(ctx, header.number - 1n, err);
-  });
+  const diff =
+    (await recordedStateDiff(ctx, header, limits)) ??
+    (await ctx.store.stateDiff(parentStateRoot, header.stateRoot, limits).catch((err: unknown) => {
+      throw prunedOr(ctx, header.number - 1n, err);
+    }));
   return formatStateDiff(
     { hash: header.hash, number: header.number, parentStateRoot, stateRoot: header.stateRoot },
     diff,

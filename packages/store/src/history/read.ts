@@ -106,26 +106,40 @@ export function pointRowAtCanonical(
 ): Uint8Array | null | undefined {
   const snapshot = db.snapshot();
   try {
-    const canonical = db.getSync(tables.canonical.key(block.number), { snapshot });
+    const get = (key: Uint8Array): Uint8Array | undefined => db.getSync(key, { snapshot });
+    const canonical = get(tables.canonical.key(block.number));
     if (canonical === undefined || !bytesEqual(canonical, block.hash)) return undefined;
-    const latestKey = new Uint8Array(1 + path.length);
-    latestKey[0] = Prefix.StateLatest;
-    latestKey.set(path, 1);
-    const raw = db.getSync(latestKey, { snapshot });
-    if (raw === undefined) return null;
-    const latest = decodeLatest(raw);
-    if (latest.number <= block.number) return latest.value.length === 0 ? null : latest.value;
-    let at: number | null | undefined = latest.changes.find((c) => c <= block.number);
-    if (at === undefined && latest.changes.length < LATEST_CHANGES) return null;
-    // Below the listed changes: the key's index rows (change-index.ts).
-    if (at === undefined)
-      at = indexedChangeAtOrBelow((key) => db.getSync(key, { snapshot }), path, Number(block.number));
-    if (at === null) return null;
-    const row = db.getSync(table.key({ path, number: at === undefined ? block.number : BigInt(at) }), { snapshot });
-    return row === undefined ? undefined : row.length === 0 ? null : row;
+    return pointRowAt(get, block.number, table, path);
   } finally {
     snapshot.close().catch(() => undefined);
   }
+}
+
+/**
+ * pointRowAtCanonical's reads, through `get` (a snapshot in which block `number` is canonical,
+ * checked by the caller): the row of `path` at or below `number`; null: none, or a tombstone;
+ * undefined: the point reads do not answer.
+ */
+export function pointRowAt(
+  get: (key: Uint8Array) => Uint8Array | undefined,
+  number: bigint,
+  table: Table<HistoryKey, Uint8Array>,
+  path: Uint8Array,
+): Uint8Array | null | undefined {
+  const latestKey = new Uint8Array(1 + path.length);
+  latestKey[0] = Prefix.StateLatest;
+  latestKey.set(path, 1);
+  const raw = get(latestKey);
+  if (raw === undefined) return null;
+  const latest = decodeLatest(raw);
+  if (latest.number <= number) return latest.value.length === 0 ? null : latest.value;
+  let at: number | null | undefined = latest.changes.find((c) => c <= number);
+  if (at === undefined && latest.changes.length < LATEST_CHANGES) return null;
+  // Below the listed changes: the key's index rows (change-index.ts).
+  if (at === undefined) at = indexedChangeAtOrBelow(get, path, Number(number));
+  if (at === null) return null;
+  const row = get(table.key({ path, number: at === undefined ? number : BigInt(at) }));
+  return row === undefined ? undefined : row.length === 0 ? null : row;
 }
 
 /** pointRowAtCanonical of an account (keccak(address) `addressKey`): its fields, null when absent. */

@@ -6,7 +6,7 @@
 // changed paths). Both give the same rows.
 import { stateChanges, storageChanges } from '../trie/index.js';
 import type { StateChangeSink, NodeSource } from '../trie/index.js';
-import { Prefix, putU64 } from '../schema/index.js';
+import { Prefix, putU64, tables, varintLength, writeVarint } from '../schema/index.js';
 import type { Alloc } from '../schema/index.js';
 import type { HistoryBatch } from './batch.js';
 import type { LatestRows } from './latest.js';
@@ -65,6 +65,9 @@ export async function stageStateStep(
   latest?: LatestRows,
 ): Promise<void> {
   const number = Number(step.number);
+  // The block's StateChanges row: how many rows its change set has (block-changes.ts).
+  let accountRows = 0;
+  let slotRows = 0;
   const row = (key: Uint8Array, value: Uint8Array | null): void => {
     if (mode === 'del') batch.del(key);
     else batch.put(key, value ?? TOMBSTONE);
@@ -78,6 +81,7 @@ export async function stageStateStep(
       key.set(accountKey, 1);
       putU64(key, 33, number);
       row(key, after);
+      accountRows++;
       if (stats !== undefined) stats.accounts++;
     },
     slot(accountKey, slotKey, after) {
@@ -87,15 +91,25 @@ export async function stageStateStep(
       key.set(slotKey, 33);
       putU64(key, 65, number);
       row(key, after);
+      slotRows++;
       if (stats !== undefined) stats.slots++;
     },
   };
   const w = step.writes;
-  if (w === undefined) {
-    await stateChanges(nodes, step.parentRoot, step.root, sink);
-    return;
+  if (w === undefined) await stateChanges(nodes, step.parentRoot, step.root, sink);
+  else {
+    for (const [key, after] of w.accounts) sink.account(key, after);
+    for (const [account, slot, after] of w.slots) sink.slot(account, slot, after);
+    for (const [account, from, to] of w.storage) await storageChanges(nodes, account, from, to, sink);
   }
-  for (const [key, after] of w.accounts) sink.account(key, after);
-  for (const [account, slot, after] of w.slots) sink.slot(account, slot, after);
-  for (const [account, from, to] of w.storage) await storageChanges(nodes, account, from, to, sink);
+  const countKey = tables.stateChanges.key(step.number);
+  if (mode === 'del') batch.del(countKey);
+  else batch.put(countKey, encodeStateChanges(accountRows, slotRows, alloc));
+}
+
+/** A StateChanges row: varint(accounts) ++ varint(slots). */
+export function encodeStateChanges(accounts: number, slots: number, alloc: Alloc): Uint8Array {
+  const out = alloc(varintLength(accounts) + varintLength(slots));
+  writeVarint(slots, out, writeVarint(accounts, out, 0));
+  return out;
 }

@@ -36,6 +36,7 @@ import type {
   AccountRecord,
   BlockRecord,
   BlockRef,
+  BlockTouches,
   Bytes,
   ChainCommit,
   ChainHead,
@@ -989,6 +990,14 @@ export class LevelChainStore implements ChainStore {
 
   stateDiff(parentRoot: Bytes, root: Bytes, limits: StateDiffLimits): Promise<StateDiffRecord> {
     return this.state.stateDiff(parentRoot, root, limits);
+  }
+
+  historyStateDiff(
+    block: BlockRef,
+    touches: BlockTouches,
+    limits: StateDiffLimits,
+  ): Promise<StateDiffRecord | undefined> {
+    return this.state.historyStateDiff(block, touches, limits);
   }
 
   stateNodes(hashes: Bytes[]): Promise<(Bytes | undefined)[]> {

@@ -11,6 +11,7 @@ import type {
   AccountProofRecord,
   AccountRecord,
   BlockRef,
+  BlockTouches,
   Bytes,
   StateDiffLimits,
   StateDiffRecord,
@@ -23,6 +24,7 @@ import type { Db } from '../db.js';
 import { HashCache, PairCache, cacheKeyOf } from '../hash-cache.js';
 import {
   accountAt as historyAccountAt,
+  historyStateDiff,
   pointAccountAtCanonical,
   pointStorageAtCanonical,
   readAtCanonical,
@@ -534,6 +536,16 @@ export class StateReads {
   }
 
   // --- state diffs and proven state ---------------------------------------------------------
+
+  historyStateDiff(
+    block: BlockRef,
+    touches: BlockTouches,
+    limits: StateDiffLimits,
+  ): Promise<StateDiffRecord | undefined> {
+    return this.guard('historyStateDiff', () =>
+      historyStateDiff(this.db, block, touches, (h) => this.codeSync(h), limits, this.pointReads),
+    );
+  }
 
   stateDiff(parentRoot: Bytes, root: Bytes, limits: StateDiffLimits): Promise<StateDiffRecord> {
     // The nodes of a diff go to diffNodes, not to the node cache (they would push hot proof paths

@@ -164,6 +164,14 @@
 //                           StateLatest row lists (history/change-index.ts). A read below the
 //                           listed changes is the row of its range, or the nearest below, then
 //                           the history row; no row answers: the seek.
+//   0x1f    StateChanges    number(8) -> varint(accounts) ++ varint(slots): how many AccountHistory
+//                           and StorageHistory rows block `number` has (its change set's size),
+//                           written and cut with them (history/write.ts). What a block's change
+//                           set read from its rows is checked against: rows found at the block's
+//                           number for the keys its recorded state changes (TxStateDiffs) name are
+//                           the whole change set exactly when they are this many
+//                           (history/block-changes.ts). None for a block written before the table
+//                           existed: its change set is the trie diff.
 import { blockTxHashesCodec, bodyCodec, bodyRowKeyCodec, receiptsCodec } from './block-rows.js';
 import {
   addressNumberCodec,
@@ -217,6 +225,7 @@ export const Prefix = {
   TxStateDiffs: 0x1c,
   BodyTxs: 0x1d,
   HistoryIndex: 0x1e,
+  StateChanges: 0x1f,
 } as const;
 
 /** The Appearances table's one kind: an address a transaction touches. */
@@ -377,4 +386,5 @@ export const tables = {
   storageHistory: new Table(Prefix.StorageHistory, 'StorageHistory', historyKeyCodec(2), rawCodec),
   stateLatest: new Table(Prefix.StateLatest, 'StateLatest', rawCodec, rawCodec),
   historyIndex: new Table(Prefix.HistoryIndex, 'HistoryIndex', rawCodec, rawCodec),
+  stateChanges: new Table(Prefix.StateChanges, 'StateChanges', u64Codec, rawCodec),
 } as const;

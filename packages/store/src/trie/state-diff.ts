@@ -197,8 +197,8 @@ function keyOf(nibbles: number[]): Uint8Array {
 }
 
 /** Characters of the answer's JSON per item, roughly: what `limits.maxBytes` is compared with. */
-const ACCOUNT_JSON_CHARS = 320;
-const SLOT_JSON_CHARS = 140;
+export const ACCOUNT_JSON_CHARS = 320;
+export const SLOT_JSON_CHARS = 140;
 
 /**
  * The state change between the state tries `parentRoot` and `root` (see the file comment): the

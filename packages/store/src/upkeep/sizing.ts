@@ -42,6 +42,7 @@ export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
   StorageHistory: 'state history',
   StateLatest: 'state history',
   HistoryIndex: 'state history',
+  StateChanges: 'state history',
 };
 
 /** The group the sealed log segment files count in. */

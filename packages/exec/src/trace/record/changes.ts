@@ -11,10 +11,10 @@
 // flags: 1 deleted, 2 created, 4 destroyed (hooks.ts ChangedAccount), 8 it had code, 16 its
 // balance changed, 32 its nonce changed, 64 its code changed, 128 it has code after. A field
 // that did not change is left out; code is kept as its hash (the store's code table holds it).
-import type { Bytes } from '@chainnode/core';
+import type { BlockTouches, Bytes, TouchedAccount } from '@chainnode/core';
 import { word } from '../evm-events.js';
 import type { AccountFields, ChangedAccount } from '../hooks.js';
-import { ByteWriter } from './codec.js';
+import { ByteWriter, txFramesAt } from './codec.js';
 import type { ByteReader } from './codec.js';
 
 const F = { deleted: 1, created: 2, destroyed: 4, preCode: 8, balance: 16, nonce: 32, code: 64, postCode: 128 };
@@ -86,4 +86,62 @@ export function decodeChanges(r: ByteReader): ChangedAccount[] {
     });
   }
   return out;
+}
+
+/**
+ * The accounts and slots a block's recorded state changes name (its TxStateDiffs rows, joined),
+ * each once, with each account's code hash before its first change in the block: the keys of its
+ * change set that the store reads from the state history (ChainStore.historyStateDiff, which checks
+ * they are all of it). Undefined when the rows are another block's or cannot be read.
+ */
+export function recordedTouches(rows: Uint8Array, blockHash: Bytes): BlockTouches | undefined {
+  const accounts = new Map<string, { address: Bytes; slots: Map<string, Bytes>; codeHashBefore: Bytes | null }>();
+  try {
+    for (let index = 0; ; index++) {
+      const reader = txFramesAt(rows, blockHash, index);
+      if (reader === undefined) {
+        if (index === 0) return undefined;
+        break;
+      }
+      // decodeChanges' layout, the values skipped: only the keys and the code hash before are kept.
+      const count = reader.uint();
+      for (let i = 0; i < count; i++) {
+        const address = reader.raw(20);
+        const flags = reader.byte();
+        skipBig(reader); // pre balance
+        skipBig(reader); // pre nonce
+        const preCode = (flags & F.preCode) !== 0 ? reader.raw(32) : null;
+        if ((flags & F.balance) !== 0) skipBig(reader);
+        if ((flags & F.nonce) !== 0) skipBig(reader);
+        if ((flags & F.code) !== 0 && (flags & F.postCode) !== 0) reader.raw(32);
+        const id = Buffer.from(address).toString('latin1');
+        let entry = accounts.get(id);
+        if (entry === undefined) {
+          entry = { address, slots: new Map(), codeHashBefore: preCode };
+          accounts.set(id, entry);
+        }
+        const slots = reader.uint();
+        for (let s = 0; s < slots; s++) {
+          const len = reader.byte();
+          if (len > 32) throw new RangeError('recorded state changes: a slot longer than 32 bytes');
+          const key = new Uint8Array(32);
+          key.set(reader.raw(len), 32 - len);
+          skipBig(reader); // before
+          skipBig(reader); // after
+          entry.slots.set(Buffer.from(key).toString('latin1'), key);
+        }
+      }
+    }
+  } catch {
+    return undefined;
+  }
+  const out: TouchedAccount[] = [];
+  for (const e of accounts.values())
+    out.push({ address: e.address, slots: [...e.slots.values()], codeHashBefore: e.codeHashBefore });
+  return { accounts: out };
+}
+
+/** Past a ByteReader.big() field without building its value. */
+function skipBig(r: ByteReader): void {
+  r.raw(r.byte());
 }

@@ -5,4 +5,5 @@ export type { RecordedBlock } from './recorder.js';
 export { FRAMES_VERSION, bloomMayHold, bloomProbe, frameBloom, txFramesMayHold } from './codec.js';
 export type { ReceiptLogs } from './codec.js';
 export { replayRecorded, replayable } from './replay.js';
+export { recordedTouches } from './changes.js';
 export type { RecordedTxContext } from './replay.js';
