@@ -1,12 +1,12 @@
 // A block's whole state change (chainnode_getStateDiff, chainnode_getBlockRange) read from the
-// store's state history instead of a diff of two state tries: the keys the block changed are
+// store's state history instead of a diff of two state tries. The keys the block changed are
 // named by its recorded state changes (what its transactions changed, recorded at import) and by
-// the writes a block makes outside its transactions (the EIP-4788 beacon roots and EIP-2935 block
+// the writes a block makes outside its transactions: the EIP-4788 beacon roots and EIP-2935 block
 // hashes system writes, the EIP-7002/7251 request queues' counters, the miners' rewards (the
-// block's and its uncles'), withdrawals); the store reads their rows at the block and answers only when they are all of the
-// block's changes (ChainStore.historyStateDiff). Anything else the block changed (the DAO fork's
-// irregular change, a request dequeued, the slots an account's deletion cleared) leaves the answer to the
-// trie diff: the same answer, slower.
+// block's and its uncles'), withdrawals. The store reads their rows at the block and answers only
+// when they are all of the block's changes (ChainStore.historyStateDiff). Anything else the block
+// changed (the DAO fork's irregular change, a request dequeued, the slots an account's deletion
+// cleared) leaves the answer to the trie diff: the same answer, slower.
 import { recordedTouches } from '@chainnode/exec';
 import type { BlockTouches, HeaderRecord, StateDiffLimits, StateDiffRecord, TouchedAccount } from '@chainnode/core';
 import type { HandlerContext } from './context.js';

@@ -1,6 +1,7 @@
-// chainnode_getStateDiff: the whole state change of one canonical block, as a diff of the
-// parent's state trie and the block's in this node's archive trie: what a replica applies to its
-// own parent state and checks against the header's stateRoot (docs/json-rpc.md, "Replication").
+// chainnode_getStateDiff: the whole state change of one canonical block, read from the state
+// history where the block's import recorded its state changes (recorded-state-diff.ts), else a
+// diff of the parent's state trie and the block's in this node's trie: what a replica applies to
+// its own parent state and checks against the header's stateRoot (docs/json-rpc.md, "Replication").
 import { ServerError } from '@chainnode/core';
 import type { Bytes, HeaderRecord, StateDiffLimits } from '@chainnode/core';
 import { resolveBlockNumber } from '../context.js';
