@@ -17,7 +17,7 @@ import { ReplicationTimings, followUpstream, importChain } from '@chainnode/inge
 import { EXECUTED_ONLY, digestDatadir, sizeOnDisk } from '@chainnode/store';
 import { ANVIL_DEV_ACCOUNTS } from '@chainnode/testkit';
 import { printLagLine, startDevAnvil, trailLags } from './src/anvil.js';
-import { rpc } from './src/children.js';
+import { processCpuMs, rpc } from './src/children.js';
 import { arg, createKey, startServe } from './src/cli.js';
 import { printRunRecord } from './src/run-record.js';
 
@@ -58,6 +58,9 @@ try {
       kill.push(primary.proc);
       const timings = new ReplicationTimings();
       const replicaDir = join(base, `${name}-replica`);
+      // CPU of both sides over the replication alone (the primary's start and the import before excluded).
+      const primaryCpu0 = processCpuMs(primary.proc.pid as number);
+      const replicaCpu0 = process.cpuUsage();
       t0 = performance.now();
       const rep = await followUpstream({
         url: `http://127.0.0.1:${primary.port}/v3/${pk}`,
@@ -67,6 +70,8 @@ try {
         timings,
       });
       const repSecs = (performance.now() - t0) / 1000;
+      const replicaCpu = process.cpuUsage(replicaCpu0);
+      const primaryCpuSeconds = (processCpuMs(primary.proc.pid as number) - primaryCpu0) / 1000;
       // The primary lets go of its datadir before both stores are digested.
       await new Promise<void>((res) => {
         primary.proc.once('exit', () => res());
@@ -94,6 +99,8 @@ try {
           replicateBlocksPerSec: r1(rep.blocks / repSecs),
           replicateMgasPerSec: r1(mgas / repSecs),
           speedup: r1(execSecs / repSecs),
+          replicaCpuSeconds: r1((replicaCpu.user + replicaCpu.system) / 1e6),
+          primaryCpuSeconds: r1(primaryCpuSeconds),
           replicateMs: {
             waitingForPrimary: Math.round(timings.fetchWaitMs),
             decode: Math.round(timings.decodeMs),

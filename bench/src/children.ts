@@ -169,6 +169,13 @@ export function groupCpuMs(pgid: number): number {
   return ticks * 10; // USER_HZ is 100 on Linux
 }
 
+/** CPU time (user + system, ms; all threads; 10 ms resolution) process `pid` has used so far (Linux /proc). */
+export function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
 /** One JSON-RPC call to a node the bench started; its result, or an Error naming the method. */
 export async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
   const r = await fetch(url, {
