@@ -17,7 +17,7 @@ const HISTORY_STORAGE = hexBytes('0000f90827f1c53a10cb7a02335b175320002935');
 const WITHDRAWAL_REQUESTS = hexBytes('00000961ef480eb55e80d19ad83579a64c007002');
 const CONSOLIDATION_REQUESTS = hexBytes('0000bbddc7ce488642fb579f8b00f3a590007251');
 const RING = 8191n;
-/** The empty trie's root: a block whose withdrawals root is this has no withdrawals. */
+/** The empty trie's root: a block whose transactions (or withdrawals) root is this has none. */
 const EMPTY_TRIE = '56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421';
 /** keccak256 of the empty list: a block whose uncles hash is this has no uncles. */
 const EMPTY_UNCLES = '1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347';
@@ -42,8 +42,10 @@ export async function recordedStateDiff(
   limits: StateDiffLimits,
 ): Promise<StateDiffRecord | undefined> {
   if (ctx.store.historyStateDiff === undefined) return undefined;
-  // A block without transactions has no rows: its touches are the block-level ones alone.
+  // A block without transactions has no rows: its touches are the block-level ones alone. One
+  // with transactions and no rows (recording off, a replicated or joined datadir) cannot be named.
   const rows = await ctx.store.txStateDiffs?.(header.hash);
+  if (rows === undefined && Buffer.from(header.transactionsRoot).toString('hex') !== EMPTY_TRIE) return undefined;
   const recorded = rows === undefined ? { accounts: [] } : recordedTouches(rows, header.hash);
   if (recorded === undefined) return undefined;
   const touches = await withBlockLevel(ctx, header, recorded);
