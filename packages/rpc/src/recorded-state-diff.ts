@@ -7,6 +7,7 @@
 // when they are all of the block's changes (ChainStore.historyStateDiff). Anything else the block
 // changed (the DAO fork's irregular change, a request dequeued, the slots an account's deletion
 // cleared) leaves the answer to the trie diff: the same answer, slower.
+import { bigIntToFixed } from '@chainnode/core';
 import { recordedTouches } from '@chainnode/exec';
 import type { BlockTouches, HeaderRecord, StateDiffLimits, StateDiffRecord, TouchedAccount } from '@chainnode/core';
 import type { HandlerContext } from './context.js';
@@ -22,15 +23,8 @@ const EMPTY_TRIE = '56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363
 /** keccak256 of the empty list: a block whose uncles hash is this has no uncles. */
 const EMPTY_UNCLES = '1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347';
 
-function slot(n: bigint): Uint8Array {
-  const out = new Uint8Array(32);
-  let v = n;
-  for (let i = 31; i >= 0 && v > 0n; i--) {
-    out[i] = Number(v & 0xffn);
-    v >>= 8n;
-  }
-  return out;
-}
+/** Storage slot `n` as its 32-byte key. */
+const slot = (n: bigint): Uint8Array => bigIntToFixed(n, 32);
 
 /**
  * The block's change set from its state history rows (see the file comment); undefined when the
