@@ -38,18 +38,29 @@ export async function serviceOnCopy(
   return { store, svc: createRpcService(store), close };
 }
 
-/** `store` counting the by-block state reads (accountAtBlock, storageAtBlock) the flat history answered. */
-export function countingHistoryReads(store: ChainStore, answered: { n: number }): ChainStore {
+/** `store` with each answer of its `methods` handed to `seen` (the answer unchanged). */
+export function observingCalls<S extends object>(
+  store: S,
+  methods: readonly string[],
+  seen: (out: unknown) => void,
+): S {
   return new Proxy(store, {
     get(target, key) {
       const v = Reflect.get(target, key, target) as unknown;
       if (typeof v !== 'function') return v;
-      if (key !== 'accountAtBlock' && key !== 'storageAtBlock') return v.bind(target);
+      if (typeof key !== 'string' || !methods.includes(key)) return v.bind(target);
       return async (...args: unknown[]) => {
         const out = (await v.apply(target, args)) as unknown;
-        if (out !== undefined) answered.n++;
+        seen(out);
         return out;
       };
     },
+  });
+}
+
+/** `store` counting the by-block state reads (accountAtBlock, storageAtBlock) the flat history answered. */
+export function countingHistoryReads(store: ChainStore, answered: { n: number }): ChainStore {
+  return observingCalls(store, ['accountAtBlock', 'storageAtBlock'], (out) => {
+    if (out !== undefined) answered.n++;
   });
 }

@@ -20,7 +20,7 @@ import { availableChains, chainDir, datadirCopy } from '@chainnode/testkit';
 import { createRpcService } from '../src/index.js';
 import type { JsonStateDiff, RpcServiceApi } from '../src/index.js';
 import { formatStateDiff } from '../src/formatters/state-diff.js';
-import { serviceOnCopy } from './rpc-call.js';
+import { observingCalls, serviceOnCopy } from './rpc-call.js';
 
 type Hex = PrefixedHexString;
 const b = (h: string): Uint8Array => hexToBytes(h as Hex);
@@ -199,18 +199,9 @@ function accountProblems(
 
 /** `store` counting the state diffs its state history answered (history) and left to the trie diff (trie). */
 function countingHistoryDiffs(store: LevelChainStore, from: { history: number; trie: number }): LevelChainStore {
-  return new Proxy(store, {
-    get(target, key) {
-      const v = Reflect.get(target, key, target) as unknown;
-      if (typeof v !== 'function') return v;
-      if (key !== 'historyStateDiff') return v.bind(target);
-      return async (...args: unknown[]) => {
-        const out = (await v.apply(target, args)) as unknown;
-        if (out === undefined) from.trie++;
-        else from.history++;
-        return out;
-      };
-    },
+  return observingCalls(store, ['historyStateDiff'], (out) => {
+    if (out === undefined) from.trie++;
+    else from.history++;
   });
 }
 
