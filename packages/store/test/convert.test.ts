@@ -215,6 +215,75 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
   }
 }, 120_000);
 
+/** The TrieNodes rows held that the window [head - 15, head]'s roots do not reach, and the ones they reach not held. */
+async function windowNodes(db: Db, head: bigint): Promise<{ extra: number; missing: number }> {
+  const live = new Set<string>();
+  const bases = new Set<string>();
+  for (let n = head - 15n; n <= head; n++) {
+    const hash = (await tables.canonical.get(db, n)) as Uint8Array;
+    reach(db, headerStateRoot((await tables.headers.get(db, hash)) as Uint8Array), live, bases);
+  }
+  for (const b of bases) live.add(b);
+  const held = new Set<string>();
+  for await (const k of db.keys({ gte: Uint8Array.of(Prefix.TrieNodes), lt: Uint8Array.of(Prefix.TrieNodes + 1) }))
+    if (k.length === 33) held.add(Buffer.from(k.subarray(1)).toString('hex'));
+  return {
+    extra: [...held].filter((h) => !live.has(h)).length,
+    missing: [...live].filter((h) => !held.has(h)).length,
+  };
+}
+
+test('db convert: a pruning cycle stopped midway is finished by the next run, which leaves the window unchanged', async () => {
+  const { dir, cleanup } = await datadirCopy(chain);
+  try {
+    let stopped = false;
+    const first = await convertDatadir(dir, {
+      stateTrie: { kind: 'window', blocks: 16 },
+      onProgress: (line) => {
+        // The first report of the mark: Meta.trieFrom is written, nothing is deleted yet.
+        if (!stopped && line.startsWith('state trie: mark')) {
+          stopped = true;
+          throw new Error('stopped');
+        }
+      },
+    });
+    expect(stopped).toBe(true);
+    expect(first.prune?.phase).toBe('failed');
+    const head = await (async () => {
+      const db = await openDb(dir, { create: false });
+      try {
+        const h = headCodec.decode((await tables.meta.get(db, MetaKey.Head)) as Uint8Array).number;
+        expect(await readTrieFrom(db)).toBe(h - 15n);
+        expect(await tables.meta.get(db, MetaKey.TriePruned)).toBeUndefined();
+        const w = await windowNodes(db, h);
+        expect(w.missing).toBe(0);
+        expect(w.extra).toBeGreaterThan(0);
+        return h;
+      } finally {
+        await db.close();
+      }
+    })();
+    const second = await convertDatadir(dir);
+    expect(second.stateTrie).toEqual({ from: 'window=16', to: 'window=16' });
+    expect(second.prune?.phase).toBe('done');
+    expect(second.prune?.deleted).toBeGreaterThan(0);
+    const db = await openDb(dir, { create: false });
+    try {
+      expect(await readTrieFrom(db)).toBe(head - 15n);
+      expect(Buffer.from((await tables.meta.get(db, MetaKey.TriePruned)) as Uint8Array).toString()).toBe(
+        (head - 15n).toString(),
+      );
+      expect(await windowNodes(db, head)).toEqual({ extra: 0, missing: 0 });
+    } finally {
+      await db.close();
+    }
+    // Finished: the next run leaves it alone.
+    expect((await convertDatadir(dir)).prune).toBeUndefined();
+  } finally {
+    await cleanup();
+  }
+}, 120_000);
+
 test('db convert: window=90000 -> window=16 prunes at the head; back to archive refused', async () => {
   const { dir, cleanup } = await datadirCopy(chain);
   try {

@@ -8,7 +8,9 @@
 //   roots (brute force: a walk of every root), and every code row;
 // - a rewind below the window is refused; one inside it is followed;
 // - SIGKILL (child process) during the mark, during the sweep and during the import, then a
-//   resumed import to the same head and a final cycle: the datadir digest equals an uninterrupted run's.
+//   resumed import to the same head and a final cycle: the datadir digest equals an uninterrupted
+//   run's; a writer opened after a cycle that did not finish its sweep starts one with its first
+//   group, not a cadence later.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -24,7 +26,8 @@ import { Prefix, tables } from '../src/schema/index.js';
 import { deltaChain, nodeBytes, storedNode, trieGet } from '../src/trie/index.js';
 import type { PruneReport } from '../src/trie/index.js';
 import { HashSet } from '../src/trie/index.js';
-import { readTrieFrom } from '../src/trie/index.js';
+import { putTrieFrom, readTrieFrom, readTriePruned } from '../src/trie/index.js';
+import { openDb } from '../src/db.js';
 import type { StoreWriter } from '../src/writer/index.js';
 import { RewindBelowTrieWindowError } from '../src/writer/index.js';
 import {
@@ -185,6 +188,39 @@ describe('trie window pruning', () => {
     expect(hs.some((h) => s.has(keccak256(h)))).toBe(false);
   });
 
+  test('a cycle stopped before its sweep finished: the next open starts one with its first group', async () => {
+    const dir = join(tmp.dir, 'unfinished');
+    await windowDatadir(dir, WINDOW);
+    // No cycle while the chain is built to 40 (a cadence longer than the chain).
+    const w1 = await openWriter(dir, { prune: { cadence: 1000n } });
+    await buildChain(w1, 40, 4);
+    await w1.close();
+    // What a cycle started at head 40 leaves when killed before its sweep finished: Meta.trieFrom
+    // at its window start, no Meta.triePruned.
+    const db = await openDb(dir, { create: false });
+    const batch = db.batch();
+    putTrieFrom(batch, 25n);
+    await batch.write();
+    await db.close();
+    const reports: PruneReport[] = [];
+    const w2 = await openWriter(dir, { prune: { onReport: (r) => reports.push(r) } });
+    try {
+      await buildChain(w2, 44, 4);
+      await w2.pruneIdle();
+    } finally {
+      await w2.close();
+    }
+    // Block 44's window starts at 29, less than a cadence (16) past 25: a cycle only because the last was unfinished.
+    expect(reports.filter((r) => r.phase === 'done').map((r) => r.from)).toEqual([29n]);
+    const after = await openDb(dir, { create: false });
+    try {
+      expect(await readTriePruned(after)).toBe(29n);
+      expect(await readTrieFrom(after)).toBe(29n);
+    } finally {
+      await after.close();
+    }
+  });
+
   describe('SIGKILL, resume, digest-equal', () => {
     const TO = 64;
     const child = fileURLToPath(new URL('./prune-child.js', import.meta.url));
@@ -230,8 +266,14 @@ describe('trie window pruning', () => {
       const dir = join(tmp.dir, `killed-${phase}`);
       const first = await run(dir, { phase, index });
       expect(first.some((l) => l.startsWith('final'))).toBe(false);
+      // Killed in a cycle: Meta.trieFrom is its start, and Meta.triePruned (the last finished one's) below it.
+      const meta = await openDb(dir, { create: false });
+      const [trieFrom, pruned] = await Promise.all([readTrieFrom(meta), readTriePruned(meta)]);
+      await meta.close();
+      if (phase !== 'flushed') expect((pruned ?? -1n) < trieFrom).toBe(true);
       const second = await run(dir);
       expect(second.some((l) => l.startsWith('final done'))).toBe(true);
+
       expect(await digestDatadir(dir)).toEqual(reference);
     });
   });

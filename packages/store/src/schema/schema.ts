@@ -310,6 +310,12 @@ export const MetaKey = {
    */
   TrieFrom: 'trieFrom',
   /**
+   * u64 as decimal utf8: the window start of the last pruning cycle whose sweep finished (absent:
+   * none did). Below Meta.trieFrom, a cycle was stopped midway (a crash, a close): the nodes it had
+   * not yet swept are still held, and the next cycle is due at once.
+   */
+  TriePruned: 'triePruned',
+  /**
    * u64 as decimal utf8, only while `db convert` builds the flat state history of a datadir written
    * without it: the change sets of blocks up to this one are written. Meta.stateHistory is written
    * (and this key deleted) in the batch of the last block.

@@ -185,6 +185,8 @@ export interface PruneHost {
   watchTrieNodes(watch: ((hash: Uint8Array) => void) | undefined): void;
   /** Persists Meta.trieFrom (the writer already refuses rewinds below it: setTrieFrom). */
   persistTrieFrom(from: bigint): Promise<void>;
+  /** Persists Meta.triePruned: the cycle that started at `from` has swept every node it had to. */
+  persistPruned(from: bigint): Promise<void>;
   /** Deletes the TrieNodes rows of `keys` whose hash `keep` does not claim, ordered with the group batches. */
   deleteTrieNodes(keys: Uint8Array[], keep: (hash: Uint8Array) => boolean): Promise<number>;
 }
@@ -337,6 +339,7 @@ export class TriePruner {
       await this.mark(await windowRoots(this.host.db, from, head), marked, bases, () => report('mark'));
       r.marked = marked.size;
       await this.sweep(marked, bases, written, r, () => report('sweep'));
+      await this.host.persistPruned(from);
       report('done');
     } catch (err) {
       r.error = err instanceof Error ? err.message : String(err);

@@ -57,6 +57,24 @@ export function decodeTrieFrom(v: Uint8Array | undefined): bigint {
   return v === undefined ? 0n : BigInt(Buffer.from(v).toString('utf8'));
 }
 
+/** The window start of the last pruning cycle that finished its sweep (undefined: none did). */
+export async function readTriePruned(db: KvRead): Promise<bigint | undefined> {
+  const v = await tables.meta.get(db, MetaKey.TriePruned);
+  return v === undefined ? undefined : BigInt(Buffer.from(v).toString('utf8'));
+}
+
+export function putTriePruned(batch: KvBatch, from: bigint): void {
+  tables.meta.put(batch, MetaKey.TriePruned, Buffer.from(from.toString(), 'utf8'));
+}
+
+/**
+ * Whether a pruning cycle is due whatever the cadence: no cycle finished its sweep at the window
+ * start last set (`trieFrom`), as when one was stopped midway or none ever ran.
+ */
+export function pruneUnfinished(trieFrom: bigint, pruned: bigint | undefined): boolean {
+  return pruned === undefined || pruned < trieFrom;
+}
+
 export function putTrieFrom(batch: KvBatch, from: bigint): void {
   tables.meta.put(batch, MetaKey.TrieFrom, Buffer.from(from.toString(), 'utf8'));
 }

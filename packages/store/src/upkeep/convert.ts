@@ -6,8 +6,10 @@
 //     (Meta.stateHistoryBuilt), so a crash resumes where it stopped; Meta.stateHistory last;
 //     then, when the datadir has none, each history key's StateLatest row (history/latest.ts);
 //  2. the state trie's retention (trie-window.ts): archive -> window=<N> writes the setting and
-//     runs one pruning cycle at the head (the writer's pruner, trie-prune.ts); window -> archive
-//     only while nothing was pruned (the nodes below Meta.trieFrom are gone).
+//     runs one pruning cycle at the head (the writer's pruner, trie-prune.ts), and so does a run
+//     that leaves a window unchanged while its last cycle did not finish its sweep (stopped
+//     midway: Meta.triePruned below Meta.trieFrom); window -> archive only while nothing was
+//     pruned (the nodes below Meta.trieFrom are gone).
 //  3. the block JSON rows (BlockJson) an earlier release wrote at import, deleted: hashes-only
 //     block answers are written from the block's rows now; in batches, so an interrupted run
 //     leaves fewer rows and the next one deletes the rest;
@@ -65,6 +67,8 @@ import {
   putStateTrie,
   readStateTrie,
   readTrieFrom,
+  readTriePruned,
+  pruneUnfinished,
 } from '../trie/index.js';
 import type { PruneReport, RawNodeGet, StateTrieMode } from '../trie/index.js';
 import { StoreWriter } from '../writer/index.js';
@@ -165,7 +169,13 @@ async function setStateTrie(db: Db, to: StateTrieMode): Promise<{ from: string; 
   const from = await readStateTrie(db);
   const fromText = formatStateTrie(from);
   const toText = formatStateTrie(to);
-  if (fromText === toText) return { from: fromText, to: toText, pruneNeeded: false };
+  // Unchanged: a window whose last cycle was stopped midway (or never ran) is pruned now.
+  if (fromText === toText)
+    return {
+      from: fromText,
+      to: toText,
+      pruneNeeded: to.kind === 'window' && pruneUnfinished(await readTrieFrom(db), await readTriePruned(db)),
+    };
   const trieFrom = await readTrieFrom(db);
   if (to.kind === 'archive' && trieFrom > 0n)
     throw new ConvertRefusedError(

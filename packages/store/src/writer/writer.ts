@@ -31,9 +31,12 @@ import {
   TriePruner,
   headerStateRoot,
   putStateTrie,
+  pruneUnfinished,
   putTrieFrom,
+  putTriePruned,
   readStateTrie,
   readTrieFrom,
+  readTriePruned,
 } from '../trie/index.js';
 import type { PruneHost, PruneReport, StateTrieMode, TriePrunerOptions } from '../trie/index.js';
 import { EMPTY_STATE_ROOT, LatestRows, hasLatest, stageStateStep } from '../history/index.js';
@@ -202,6 +205,12 @@ export class StoreWriter {
     | undefined;
   /** Meta.trieFrom as this writer keeps it: no rewind below it (set before the pruner persists it). */
   private trieFrom = 0n;
+  /**
+   * Opened after a pruning cycle was stopped before its sweep finished (a crash, a close): where
+   * the first cycle's cadence counts from instead of trieFrom (the last finished cycle's start, 0
+   * if none), so the first group landed starts one that deletes what the stopped cycle left.
+   */
+  private pruneResumeBase: bigint | undefined;
   /** The trie window's pruner (a datadir with `window=<N>` that holds its own state). */
   private pruner: TriePruner | undefined;
   /** The pruner's delete in flight: a group drained after it was filtered lands after it. */
@@ -277,6 +286,8 @@ export class StoreWriter {
       if (this.head !== undefined) this.history.lastRoot = await this.stateRootOf(this.head.number, this.head.hash);
     }
     this.trieFrom = await readTrieFrom(this.db);
+    const pruned = await readTriePruned(this.db);
+    if (pruneUnfinished(this.trieFrom, pruned)) this.pruneResumeBase = pruned ?? 0n;
     await this.startPruner();
   }
 
@@ -311,6 +322,11 @@ export class StoreWriter {
         putTrieFrom(batch, from);
         await batch.write();
       },
+      persistPruned: async (from) => {
+        const batch = this.db.batch();
+        putTriePruned(batch, from);
+        await batch.write();
+      },
       deleteTrieNodes: async (keys, keep) => {
         await this.pruneDelete;
         // Filtered and handed to LevelDB in one turn: a node drained before is kept; a group drained
@@ -330,7 +346,6 @@ export class StoreWriter {
     };
   }
 
-  /** The lowest block whose state trie is complete (Meta.trieFrom, or the start of a cycle running). */
   /** Whether the executing import records its blocks' call frames (Meta.traceFrames). */
   recordsFrames(): boolean {
     return !this.framesOff;
@@ -344,6 +359,7 @@ export class StoreWriter {
     this.framesOff = !on;
   }
 
+  /** The lowest block whose state trie is complete (Meta.trieFrom, or the start of a cycle running). */
   stateTrieFrom(): bigint {
     return this.trieFrom;
   }
@@ -935,7 +951,8 @@ export class StoreWriter {
         if (appearancesFrom !== undefined) appearancesFrom.stored = true;
         this.frameAppearances?.landed();
         // In this turn, before the next group drains: a cycle starting here watches every node after it.
-        const from = this.pruner?.poke(head.number, this.trieFrom);
+        const from = this.pruner?.poke(head.number, this.pruneResumeBase ?? this.trieFrom);
+        if (from !== undefined) this.pruneResumeBase = undefined;
         if (from !== undefined && from > this.trieFrom) this.trieFrom = from;
       },
       (err: unknown) => {

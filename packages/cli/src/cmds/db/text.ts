@@ -67,9 +67,11 @@ export function convertText(datadir: string, r: ConvertResult): string {
       ? `state trie: ${r.stateTrie.to} (unchanged)`
       : `state trie: ${r.stateTrie.from} -> ${r.stateTrie.to}`;
   const prune =
-    r.prune !== undefined
-      ? `; pruned: ${fmt(r.prune.deleted)} of ${fmt(r.prune.scanned)} nodes deleted, ${fmt(r.prune.marked)} kept for blocks ${r.prune.from}-${r.prune.head}`
-      : '';
+    r.prune === undefined
+      ? ''
+      : r.prune.phase === 'done'
+        ? `; pruned: ${fmt(r.prune.deleted)} of ${fmt(r.prune.scanned)} nodes deleted, ${fmt(r.prune.marked)} kept for blocks ${r.prune.from}-${r.prune.head}`
+        : `; pruning ${r.prune.phase} after ${fmt(r.prune.deleted)} nodes deleted${r.prune.error === undefined ? '' : ` (${r.prune.error})`}: run db convert again to finish it`;
   const blockJson = r.blockJsonRows > 0 ? `; ${fmt(r.blockJsonRows)} block JSON rows deleted` : '';
   const txLookup = r.txLookupRows > 0 ? `; ${fmt(r.txLookupRows)} tx lookups rewritten compact` : '';
   const txHashes =
