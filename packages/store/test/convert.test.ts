@@ -7,7 +7,8 @@
 // window -> archive is refused once anything is pruned. The logs written as an earlier release
 // wrote them (one Logs row per log) are served the same, and `db convert` rewrites them as the
 // import's own LogBlocks rows (digest-equal); so are the recorded trace rows of one a block, cut
-// into the import's rows of 16 transactions.
+// into the import's rows of 16 transactions, and rows of 16 stored uncompressed, compressed as the
+// import stores them. A pruning cycle stopped midway is finished by the next run.
 import { RLP } from '@ethereumjs/rlp';
 import { traceRowSpans } from '@chainnode/core';
 import { availableChains, datadirCopy } from '@chainnode/testkit';
@@ -16,38 +17,56 @@ import type { Db } from '../src/db.js';
 import { digestDatadir } from '../src/digest.js';
 import { LevelChainStore } from '../src/index.js';
 import { decodeLogBlock, logBlockFirst } from '../src/logs/index.js';
-import { MetaKey, Prefix, headCodec, tables, traceRowKeyCodec } from '../src/schema/index.js';
+import {
+  MetaKey,
+  Prefix,
+  expandTraceRow,
+  headCodec,
+  tables,
+  traceRowCompressed,
+  traceRowKeyCodec,
+} from '../src/schema/index.js';
 import { deltaChain, headerStateRoot, nodeBytes, readStateTrie, readTrieFrom } from '../src/trie/index.js';
 import { ConvertRefusedError, convertDatadir } from '../src/upkeep/index.js';
 
 const chain = availableChains().includes('execution-apis') ? 'execution-apis' : 'fixtures';
 
 /**
- * Rewrites every block's recorded trace rows (TxFrames, TxStateDiffs) as the one row a block an
- * earlier release wrote (version 1, keyed by the block number alone); the number of rows written.
+ * Rewrites the recorded trace rows (TxFrames, TxStateDiffs) as earlier releases wrote them: an
+ * even block's as its one row (version 1, keyed by the block number alone), an odd block's as
+ * rows of 16 transactions stored uncompressed. The rows of each kind written.
  */
-async function oldTraceRows(dir: string): Promise<number> {
+async function oldTraceRows(dir: string): Promise<{ oneABlock: number; uncompressed: number }> {
   const leb = (v: number): number[] => (v < 0x80 ? [v] : [(v % 0x80) | 0x80, ...leb(Math.floor(v / 0x80))]);
   const db = await openDb(dir, { create: false });
-  let n = 0;
+  const n = { oneABlock: 0, uncompressed: 0 };
   try {
     for (const table of [tables.txFrames, tables.txStateDiffs]) {
-      const byBlock = new Map<bigint, Uint8Array[]>();
+      const byBlock = new Map<bigint, [Uint8Array, Uint8Array][]>();
+      let compressed = 0;
       const range = { gte: Uint8Array.of(table.prefix), lt: Uint8Array.of(table.prefix + 1) };
       for await (const [k, v] of db.iterator(range)) {
         expect(k.length).toBe(11);
         const { number } = traceRowKeyCodec.decode(k.subarray(1));
-        byBlock.set(number, [...(byBlock.get(number) ?? []), v]);
+        if (traceRowCompressed(v)) compressed++;
+        byBlock.set(number, [...(byBlock.get(number) ?? []), [k, expandTraceRow(v)]]);
         await db.del(k);
       }
+      // The import stores them compressed (trace-row-codec.ts).
+      expect(compressed).toBeGreaterThan(0);
       for (const [number, rows] of byBlock) {
-        const joined = Buffer.concat(rows);
+        if (number % 2n === 1n) {
+          for (const [k, row] of rows) await db.put(k, row);
+          n.uncompressed += rows.length;
+          continue;
+        }
+        const joined = Buffer.concat(rows.map(([, row]) => row));
         const spans = traceRowSpans(joined);
         const head = [1, ...leb(spans.length)];
         for (const x of spans) head.push(...leb((x?.end ?? 0) - (x?.start ?? 0)));
         const txs = spans.map((x) => joined.subarray(x?.start, x?.end));
         await db.put(table.key({ number }), Buffer.concat([joined.subarray(0, 32), Uint8Array.from(head), ...txs]));
-        n++;
+        n.oneABlock++;
       }
     }
   } finally {
@@ -183,9 +202,10 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
     expect(logBlocks).toBeGreaterThan(0);
     expect(await searchable(dir)).toBe(false);
     expect(await logAnswers(dir)).toEqual(answers);
-    // The recorded trace rows as an earlier release wrote them: one a block.
+    // The recorded trace rows as earlier releases wrote them: one a block, or uncompressed.
     const traceRows = await oldTraceRows(dir);
-    expect(traceRows).toBeGreaterThan(0);
+    expect(traceRows.oneABlock).toBeGreaterThan(0);
+    expect(traceRows.uncompressed).toBeGreaterThan(0);
     const stop = new Error('interrupted');
     let batches = 0;
     await expect(
@@ -204,12 +224,16 @@ test('db convert: flat state history built from the tries, resumable, digest-equ
     expect(r.logs).toBeUndefined(); // spans sealed by this release are compressed already
     expect(r.logBlocks).toBe(logBlocks);
     expect(r.appearanceBlocks).toBe(Number(r.head) + 1);
-    expect(r.traceRows).toBe(traceRows);
+    expect(r.traceRows).toBe(traceRows.oneABlock);
+    expect(r.traceRowsCompressed).toBeGreaterThan(0);
+    expect(r.traceRowsCompressed).toBeLessThanOrEqual(traceRows.uncompressed);
     expect(await searchable(dir)).toBe(true);
     expect(await digestDatadir(dir)).toEqual(imported);
     // Nothing left to do a second time.
     const again = await convertDatadir(dir);
-    expect([again.historyBlocks, again.appearanceBlocks, again.traceRows]).toEqual([0, 0, 0]);
+    expect([again.historyBlocks, again.appearanceBlocks, again.traceRows, again.traceRowsCompressed]).toEqual([
+      0, 0, 0, 0,
+    ]);
   } finally {
     await cleanup();
   }

@@ -9,3 +9,4 @@ export * from './block-rows.js';
 export * from './body-rows.js';
 export * from './log-rows.js';
 export * from './rlp.js';
+export * from './trace-row-codec.js';

@@ -127,7 +127,9 @@
 //                           opaque here): one transaction's trace reads its row, a block's reads
 //                           its rows in order. Written by an import that executes with recording
 //                           on; none for replicated or joined blocks (their traces re-execute).
-//                           An earlier release wrote one row a block under number(8) alone,
+//                           Stored compressed after the hash (trace-row-codec.ts: version 0x03,
+//                           brotli; rows an earlier release wrote uncompressed are read as they
+//                           are). An earlier release wrote one row a block under number(8) alone,
 //                           still read. Cut on rewind.
 //   0x19    FrameBlooms     number(8) -> the block's hash(32) ++ a 512-byte bloom of every address
 //                           its recorded frames name and its senders (exec's frameBloom): what
@@ -148,7 +150,7 @@
 //                           slots before and after; which it created or destroyed), as its
 //                           executing import recorded them: what prestateTracer's diffMode and
 //                           Parity's stateDiff answer from (packages/exec trace/record/changes.ts;
-//                           opaque here), cut into rows and keyed as TxFrames. Written and cut
+//                           opaque here), cut into rows, keyed and compressed as TxFrames. Written and cut
 //                           with the TxFrames rows, under the same setting (Meta.traceFrames).
 //   0x1d    BodyTxs         blockHash(32) ++ row(2) -> RLP [rawTx..]: transactions BODY_ROW_TXS * row
 //                           .. BODY_ROW_TXS * row + BODY_ROW_TXS - 1 of the block's body (typed:
@@ -189,6 +191,7 @@ import {
 import type { Codec } from './codec.js';
 import { logCodec, logIndexKeyCodec, postingCodec } from './log-rows.js';
 import { Table } from './table.js';
+import { traceRowCodec } from './trace-row-codec.js';
 
 export type { StoredLog } from './rlp.js';
 
@@ -379,11 +382,11 @@ export const tables = {
   logBlocks: new Table(Prefix.LogBlocks, 'LogBlocks', u64Codec, rawCodec),
   logIndex: new Table(Prefix.LogIndex, 'LogIndex', logIndexKeyCodec, postingCodec),
   appearances: new Table(Prefix.Appearances, 'Appearances', logIndexKeyCodec, postingCodec),
-  txFrames: new Table(Prefix.TxFrames, 'TxFrames', traceRowKeyCodec, rawCodec),
+  txFrames: new Table(Prefix.TxFrames, 'TxFrames', traceRowKeyCodec, traceRowCodec),
   frameBlooms: new Table(Prefix.FrameBlooms, 'FrameBlooms', u64Codec, rawCodec),
   frameAppearances: new Table(Prefix.FrameAppearances, 'FrameAppearances', logIndexKeyCodec, postingCodec),
   frameAddresses: new Table(Prefix.FrameAddresses, 'FrameAddresses', u64Codec, rawCodec),
-  txStateDiffs: new Table(Prefix.TxStateDiffs, 'TxStateDiffs', traceRowKeyCodec, rawCodec),
+  txStateDiffs: new Table(Prefix.TxStateDiffs, 'TxStateDiffs', traceRowKeyCodec, traceRowCodec),
   trieNodes: new Table(Prefix.TrieNodes, 'TrieNodes', rawCodec, rawCodec),
   blockTxHashes: new Table(Prefix.BlockTxHashes, 'BlockTxHashes', u64Codec, blockTxHashesCodec),
   blockJson: new Table(Prefix.BlockJson, 'BlockJson', hashCodec, rawCodec),

@@ -20,7 +20,8 @@
 //     each block's Logs rows (one per log, as earlier releases wrote them) rewritten as its one
 //     LogBlocks row (columnar, compressed: logs/log-blocks.ts), the same way, a few blocks a batch;
 //     each block's one recorded trace row (TxFrames, TxStateDiffs) cut into rows of
-//     TRACE_ROW_TXS transactions (core trace-rows.ts), the same way;
+//     TRACE_ROW_TXS transactions (core trace-rows.ts), and rows stored uncompressed compressed
+//     (schema/trace-row-codec.ts), the same way;
 //  4. the branch nodes of the state tries the datadir holds rewritten as deltas against the
 //     parent block's (trie-deltas.ts), resumable, as the writer keeps them now;
 //     the address-appearance index (Appearances) of a datadir written before it existed, built
@@ -46,6 +47,7 @@ import {
   blockLogRangeCodec,
   blockTxHashesCodec,
   bodyCodec,
+  compressTraceRow,
   decodeBlockExtras,
   hashCodec,
   headCodec,
@@ -54,6 +56,7 @@ import {
   splitBlockTxHashes,
   stageBody,
   tables,
+  traceRowCompressed,
   traceRowKeyCodec,
   txLocationCodec,
   u64Codec,
@@ -114,6 +117,8 @@ export interface ConvertResult {
    * of TRACE_ROW_TXS transactions now (0: none was left).
    */
   traceRows: number;
+  /** Recorded trace rows of 16 transactions an earlier release stored uncompressed, compressed. */
+  traceRowsCompressed: number;
   /**
    * Bodies rows of an earlier release, their transactions inline, cut into the Bodies row of this
    * release and BodyTxs rows of BODY_ROW_TXS transactions now (0: none was left).
@@ -225,18 +230,29 @@ const TRACE_ROWS_BATCH = 64;
 /**
  * rewriteRows' change cutting the one recorded trace row a block an earlier release wrote (keyed
  * by the block number alone) into rows of TRACE_ROW_TXS transactions (core trace-rows.ts), in
- * the same batch as its deletion; rows already cut are left.
+ * the same batch as its deletion, stored compressed; a row already cut is compressed if an
+ * earlier release stored it uncompressed (counted in `compressed`), else left.
  */
 function cutTraceRows(
   table: typeof tables.txFrames,
+  compressed: { rows: number },
 ): (key: Uint8Array, value: Uint8Array, batch: ReturnType<Db['batch']>) => boolean {
   return (key, value, batch) => {
+    if (key.length === 11) {
+      // A row of 16 transactions an earlier release stored uncompressed: compressed (trace-row-codec.ts).
+      if (traceRowCompressed(value)) return false;
+      const stored = compressTraceRow(value);
+      if (stored === value) return false;
+      batch.put(key, stored);
+      compressed.rows++;
+      return false;
+    }
     if (key.length !== 9) return false;
     const rows = cutTraceRow(value);
     if (rows === undefined) return false;
     const { number } = traceRowKeyCodec.decode(key.subarray(1));
     batch.del(key);
-    for (const [row, v] of rows.entries()) batch.put(table.key({ number, row }), v);
+    for (const [row, v] of rows.entries()) table.put(batch, { number, row }, v);
     return true;
   };
 }
@@ -367,11 +383,19 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       LOG_BLOCKS_BATCH,
     );
     let traceRows = 0;
+    const traceRowsCompressed = { rows: 0 };
     for (const [table, what] of [
       [tables.txFrames, 'blocks whose recorded call frames were cut into rows of 16 transactions'],
       [tables.txStateDiffs, 'blocks whose recorded state changes were cut into rows of 16 transactions'],
     ] as const)
-      traceRows += await rewriteRows(db, table.prefix, what, cutTraceRows(table), opts, TRACE_ROWS_BATCH);
+      traceRows += await rewriteRows(
+        db,
+        table.prefix,
+        what,
+        cutTraceRows(table, traceRowsCompressed),
+        opts,
+        TRACE_ROWS_BATCH,
+      );
     const bodyRows = await rewriteRows(
       db,
       Prefix.Bodies,
@@ -391,6 +415,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
       logBlocks,
       appearanceBlocks,
       traceRows,
+      traceRowsCompressed: traceRowsCompressed.rows,
       bodyRows,
       logSpansSealed: reseal ? 0 : await sealDueLogSegments(db, datadir),
       head,

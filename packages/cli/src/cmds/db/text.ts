@@ -84,6 +84,8 @@ export function convertText(datadir: string, r: ConvertResult): string {
     r.traceRows > 0
       ? `; ${fmt(r.traceRows)} one-a-block recorded trace rows (frames, state changes) cut into rows of ${TRACE_ROW_TXS} transactions`
       : '';
+  const traceCompressed =
+    r.traceRowsCompressed > 0 ? `; ${fmt(r.traceRowsCompressed)} recorded trace rows compressed` : '';
   const deltas =
     r.trieDeltas.rows > 0
       ? `; ${fmt(r.trieDeltas.rows)} trie branch nodes rewritten as deltas (${fmt(r.trieDeltas.bytesBefore)} -> ${fmt(r.trieDeltas.bytesAfter)} bytes)`
@@ -93,5 +95,5 @@ export function convertText(datadir: string, r: ConvertResult): string {
     r.logs !== undefined
       ? `; log segments sealed again compressed: ${fmt(r.logs.bytesBefore)} -> ${fmt(r.logs.bytesAfter)} bytes`
       : '';
-  return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune}${blockJson}${txLookup}${txHashes}${logBlocks}${bodyRows}${traceRows}${appearances}${deltas}${sealed}${logs} (run db compact to return the freed space)`;
+  return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune}${blockJson}${txLookup}${txHashes}${logBlocks}${bodyRows}${traceRows}${traceCompressed}${appearances}${deltas}${sealed}${logs} (run db compact to return the freed space)`;
 }
