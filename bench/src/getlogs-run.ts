@@ -184,7 +184,10 @@ export function queryCases(facts: ChainFacts, quick: boolean): Case[] {
     throw new Error('chain too small: no rare contract or holder to query');
   const tail = facts.contractLogs.length - hot;
   const pick = <T>(xs: T[]): T => xs[rng.int(xs.length)] as T;
+  // The smoke size checks the bench runs and names its figures: a few runs of each query, fewer
+  // of the bloom scans (a full-range scan takes ~0.5-1 s at smoke size).
   const runs = (n: number) => (quick ? Math.max(3, Math.ceil(n / 5)) : n);
+  const scans = (n: number) => (quick ? Math.max(2, Math.ceil(n / 20)) : n);
   return [
     {
       name: 'a_by_block_hash',
@@ -192,56 +195,56 @@ export function queryCases(facts: ChainFacts, quick: boolean): Case[] {
       make: () => ({ ...range(1), addresses: [], topics: [] }),
       byHash: true,
       indexRuns: runs(200),
-      scanRuns: runs(50),
+      scanRuns: scans(50),
     },
     {
       name: 'b_blocks_1',
       description: 'all logs of 1 block',
       make: () => ({ ...range(1), addresses: [], topics: [] }),
       indexRuns: runs(200),
-      scanRuns: runs(50),
+      scanRuns: scans(50),
     },
     {
       name: 'b_blocks_10',
       description: 'all logs of 10 blocks',
       make: () => ({ ...range(10), addresses: [], topics: [] }),
       indexRuns: runs(100),
-      scanRuns: runs(30),
+      scanRuns: scans(30),
     },
     {
       name: 'b_blocks_100',
       description: 'all logs of 100 blocks',
       make: () => ({ ...range(100), addresses: [], topics: [] }),
       indexRuns: runs(50),
-      scanRuns: runs(20),
+      scanRuns: scans(20),
     },
     {
       name: 'c_hot_address_100',
       description: `hot address (${HOT_SHARES[cIdx] ?? '?'} of logs) over 100 blocks`,
       make: () => ({ ...range(100), addresses: [cAddr], topics: [] }),
       indexRuns: runs(100),
-      scanRuns: runs(30),
+      scanRuns: scans(30),
     },
     {
       name: 'c_hot_address_1000',
       description: 'same address over 1,000 blocks',
       make: () => ({ ...range(1_000), addresses: [cAddr], topics: [] }),
       indexRuns: runs(50),
-      scanRuns: runs(10),
+      scanRuns: scans(10),
     },
     {
       name: 'c_hot_address_10000',
       description: 'same address over 10,000 blocks',
       make: () => ({ ...range(10_000), addresses: [cAddr], topics: [] }),
       indexRuns: runs(20),
-      scanRuns: runs(5),
+      scanRuns: scans(5),
     },
     {
       name: 'd_rare_address_full',
       description: 'rare tail contract (10-200 logs) over the full range',
       make: () => ({ ...full, addresses: [contractAddress(pick(rare))], topics: [] }),
       indexRuns: runs(100),
-      scanRuns: runs(5),
+      scanRuns: scans(5),
     },
     {
       name: 'e_address_topic0_topic2_full',
@@ -252,14 +255,14 @@ export function queryCases(facts: ChainFacts, quick: boolean): Case[] {
         topics: [[TRANSFER], null, [holderTopic(pick(holders))]],
       }),
       indexRuns: runs(100),
-      scanRuns: runs(5),
+      scanRuns: scans(5),
     },
     {
       name: 'f_topic0_1000',
       description: 'Transfer topic0 alone over 1,000 blocks',
       make: () => ({ ...range(1_000), addresses: [], topics: [[TRANSFER]] }),
       indexRuns: runs(20),
-      scanRuns: runs(5),
+      scanRuns: scans(5),
     },
     {
       name: 'g_50_addresses_10000',
@@ -270,14 +273,14 @@ export function queryCases(facts: ChainFacts, quick: boolean): Case[] {
         topics: [],
       }),
       indexRuns: runs(30),
-      scanRuns: runs(5),
+      scanRuns: scans(5),
     },
     {
       name: 'h_cap_error_full',
       description: 'Transfer topic0 over the full range: more than 10,000 results (time to the error)',
       make: () => ({ ...full, addresses: [], topics: [[TRANSFER]] }),
       indexRuns: runs(50),
-      scanRuns: runs(5),
+      scanRuns: scans(5),
     },
   ];
 }
@@ -395,7 +398,7 @@ async function concurrencyProbe(
       }
       return lat.sort((a, b) => a - b);
     };
-    await blockCalls(1000); // warm-up
+    await blockCalls(Math.min(1000, seconds * 250)); // warm-up
     const idle = await blockCalls(Math.min(5000, seconds * 1000));
     const cases = queryCases(facts, true);
     const heavy = [
@@ -557,7 +560,7 @@ export async function runGetLogsBench(opts: RunOptions): Promise<BenchResult> {
     index.bytesPerValueKeyValue = round(index.keyValueBytes / facts.indexedValues);
     index.bytesPerValueDisk = round(index.diskBytesAfterCompaction / facts.indexedValues);
     const concurrency = opts.server
-      ? await concurrencyProbe(datadir, facts, opts.size === 'smoke' ? 3 : 20, opts.log)
+      ? await concurrencyProbe(datadir, facts, opts.size === 'smoke' ? 1.5 : 20, opts.log)
       : null;
     const cpu = cpus()[0]?.model ?? 'unknown cpu';
     // Wall time of the build (generation overlaps writing); facts of chains built before
