@@ -709,8 +709,10 @@ export class Follower {
               break;
             }
             await blk.append();
+            // Written behind: the next blocks are verified while LevelDB writes this group; the
+            // flush after the loop (and before any reorg's reads) settles it.
             if (this.pipeline.stagedBlocks() >= groupBlocks || Date.now() - this.lastFlush >= groupMs)
-              await this.flush();
+              await this.flush(true);
             this.progress(target);
             if (this.opts.signal?.aborted) break;
           }
@@ -819,10 +821,11 @@ export class Follower {
     );
   }
 
-  private async flush(): Promise<void> {
+  /** Writes what is staged; `behind`: returns once LevelDB has the batch (ImportPipeline.flushBehind). */
+  private async flush(behind = false): Promise<void> {
     const t = this.opts.timings;
-    const { stats, commits } =
-      t === undefined ? await this.pipeline.flush() : await t.time('writeMs', () => this.pipeline.flush());
+    const write = () => (behind ? this.pipeline.flushBehind() : this.pipeline.flush());
+    const { stats, commits } = t === undefined ? await write() : await t.time('writeMs', write);
     this.lastFlush = Date.now();
     this.totals = {
       blocks: this.totals.blocks + stats.blocks,

@@ -129,8 +129,9 @@ async function run(
       bytesRead,
       bytesTotal,
     });
-  const flush = async () => {
-    const { stats: s, commits } = await pipeline.flush();
+  /** `behind`: returns once LevelDB has the group (ImportPipeline.flushBehind), the next blocks run meanwhile. */
+  const flush = async (behind = false) => {
+    const { stats: s, commits } = await (behind ? pipeline.flushBehind() : pipeline.flush());
     for (const c of commits) opts.onCommit?.(c);
     totals = { blocks: totals.blocks + s.blocks, txs: totals.txs + s.txs, logs: totals.logs + s.logs };
     lastFlush = Date.now();
@@ -156,7 +157,8 @@ async function run(
       const head = pipeline.head();
       if (number <= head.number) {
         // Already imported: it must be the block we hold, else the file (the authority) reorgs
-        // the store from there.
+        // the store from there. Read once every group has landed.
+        if (pipeline.flying()) await flush();
         const have = await pipeline.canonicalHash(number);
         const hash = keccak256(RLP.encode(headerValues));
         if (have !== undefined && equalsBytes(have, hash)) continue;
@@ -180,7 +182,7 @@ async function run(
         pipeline.stagedBytes() >= groupBytes ||
         Date.now() - lastFlush >= groupMs
       ) {
-        await flush();
+        await flush(true);
       }
     }
   } finally {

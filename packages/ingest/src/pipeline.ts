@@ -646,7 +646,7 @@ export class ImportPipeline {
    * The next flush writes the undo and the blocks appended after it as one batch.
    */
   async rewind(ancestor: bigint): Promise<void> {
-    if (this.writer.stagedBlocks() > 0) await this.flushOnly();
+    if (this.writer.stagedBlocks() > 0 || this.behind !== undefined) await this.flushOnly();
     const hash = await this.writer.canonicalHash(ancestor);
     if (hash === undefined) throw new Error(`rewind: no canonical block ${ancestor}`);
     let removed: Awaited<ReturnType<StoreWriter['rewind']>>;
@@ -663,6 +663,7 @@ export class ImportPipeline {
 
   private async flushOnly(): Promise<{ stats: FlushStats; commit: ChainCommit | undefined }> {
     const stats = await this.writer.flush();
+    this.landBehind();
     const durable = this.writer.durableHead();
     if (durable === undefined) throw new Error('no head after flush');
     let commit: ChainCommit | undefined;
@@ -678,6 +679,48 @@ export class ImportPipeline {
 
   /** Commits flushed but not yet taken by the caller (a rewind may flush on its own). */
   private pending: ChainCommit[] = [];
+
+  /** The group flushBehind handed to the writer, not known to have landed: its commit and head. */
+  private behind: { commit: ChainCommit | undefined; head: PipelineHead } | undefined;
+
+  /** The group handed over by flushBehind has landed (the writer settled it): its commit is taken. */
+  private landBehind(): void {
+    const b = this.behind;
+    if (b === undefined) return;
+    this.behind = undefined;
+    if (b.commit !== undefined) this.pending.push(b.commit);
+    this.durable = b.head;
+  }
+
+  /** Whether a group handed over by flushBehind may not have landed yet (flush() settles it). */
+  flying(): boolean {
+    return this.behind !== undefined;
+  }
+
+  /**
+   * Hands the staged group to the writer as one atomic batch and returns once LevelDB has it, not
+   * once it has landed, so the next blocks are verified and staged while it is written. The
+   * commits returned are those of the groups that have landed (all but this one); this one's
+   * comes with the next flushBehind or flush, which settle it first. durableHead() moves as they
+   * land. A rewind, and any read of canonical rows, needs flush() first.
+   */
+  async flushBehind(): Promise<{ stats: FlushStats; commits: ChainCommit[] }> {
+    const stats = await this.writer.flushBehind(); // the group before this one has landed
+    this.landBehind();
+    if (stats.blocks > 0 || this.added.length > 0 || this.removed.length > 0) {
+      const head = { ...this.prev };
+      const commit =
+        this.added.length > 0 || this.removed.length > 0
+          ? { removed: this.removed, added: this.added, head: { number: head.number, hash: head.hash } }
+          : undefined;
+      this.behind = { commit, head };
+    }
+    this.added = [];
+    this.removed = [];
+    const commits = this.pending;
+    this.pending = [];
+    return { stats, commits };
+  }
 
   /** Writes the staged group (undo included) as one atomic batch; returns its stats and the commits written. */
   async flush(): Promise<{ stats: FlushStats; commits: ChainCommit[] }> {

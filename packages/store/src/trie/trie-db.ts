@@ -3,8 +3,9 @@
 // the caller's valueEncoding asks. Archive mode: nodes are content-addressed and never deleted,
 // so `del` is ignored.
 //
-// Writes go to an in-memory overlay: `current` (the block being executed) and `pending`
-// (verified blocks of the group not yet written). Reads look at current -> pending -> LevelDB.
+// Writes go to an in-memory overlay: `current` (the block being executed), `pending` (verified
+// blocks of the group not yet written) and `flying` (the group handed to LevelDB and not landed
+// yet: the writer's flushBehind). Reads look at current -> pending -> flying -> LevelDB.
 // With `deltas` (node-delta.ts) a verified block's new branch nodes are kept as
 // deltas against the node at the same path in the parent's trie; reads rebuild them, so the
 // MPT, the replica's trie update and the pruner only ever see whole nodes.
@@ -76,6 +77,8 @@ export class TrieNodeDb implements DB<string, Value> {
    */
   private readonly currentHeads = new Set<number>();
   private pending = new Map<string, Uint8Array>();
+  /** The last group drained into a batch that has not landed yet (empty once it has: landed()). */
+  private flying = new Map<string, Uint8Array>();
   /** Told of every node drained into a group (the pruner's cycle: trie-prune.ts). */
   watch: ((hash: Uint8Array) => void) | undefined;
   /** Keep new branch nodes as deltas (node-delta.ts) when acceptBlock is given the parent's root. */
@@ -97,7 +100,11 @@ export class TrieNodeDb implements DB<string, Value> {
   ) {}
 
   async get(key: string, opts?: EncodingOpts): Promise<Value | undefined> {
-    const v = this.current.get(key) ?? this.pending.get(key) ?? (await tables.trieNodes.get(this.kv, keyBytes(key)));
+    const v =
+      this.current.get(key) ??
+      this.pending.get(key) ??
+      this.flying.get(key) ??
+      (await tables.trieNodes.get(this.kv, keyBytes(key)));
     if (v === undefined) return undefined;
     // A node key (not 'c' ++ codeHash): a delta row is rebuilt.
     return encodeOut(key.length === 64 ? this.whole(key, v) : v, opts);
@@ -124,7 +131,7 @@ export class TrieNodeDb implements DB<string, Value> {
     const key = Buffer.from(hash).toString('hex');
     let e = this.recent.get(key);
     if (e === undefined) {
-      const pending = this.pending.get(key);
+      const pending = this.pending.get(key) ?? this.flying.get(key);
       const read = pending === undefined ? this.readRow(key, hash) : undefined;
       const row = pending ?? read?.row;
       if (row === undefined) return undefined;
@@ -144,7 +151,7 @@ export class TrieNodeDb implements DB<string, Value> {
   /** A TrieNodes row as stored (whole or delta), from the overlay or LevelDB. */
   private readonly rawGet = (hash: Uint8Array): Uint8Array | undefined => {
     const key = Buffer.from(hash).toString('hex');
-    return this.current.get(key) ?? this.pending.get(key) ?? this.readRow(key, hash)?.row;
+    return this.current.get(key) ?? this.pending.get(key) ?? this.flying.get(key) ?? this.readRow(key, hash)?.row;
   };
 
   /** The row of `hash` (hex `key`) in LevelDB, through the read cache. */
@@ -167,7 +174,7 @@ export class TrieNodeDb implements DB<string, Value> {
     const key = Buffer.from(hash).toString('hex');
     const built = this.currentDecoded.get(key);
     if (built !== undefined) return built;
-    if (this.current.has(key) || this.pending.has(key)) return this.recent.get(key)?.node;
+    if (this.current.has(key) || this.pending.has(key) || this.flying.has(key)) return this.recent.get(key)?.node;
     const e = this.readRow(key, hash);
     if (e === undefined) return undefined;
     if (e.node === undefined) {
@@ -262,7 +269,10 @@ export class TrieNodeDb implements DB<string, Value> {
           // first writer chose, whichever way later blocks reach the same node again. Any other
           // node's row is its bytes, however it was reached: nothing to look up. Asked of LevelDB
           // itself, not the read cache: a pruned row may linger there, its delta's base gone.
-          const stored = Array.isArray(node) && node.length === 17 ? tables.trieNodes.getSync(this.kv, ref) : undefined;
+          const stored =
+            Array.isArray(node) && node.length === 17
+              ? (this.flying.get(key) ?? tables.trieNodes.getSync(this.kv, ref))
+              : undefined;
           const row = stored ?? this.rowFor(node, bytes, base, old);
           this.pending.set(key, row);
           // The next block's pairing reads it as its parent's: remembered decoded.
@@ -323,7 +333,10 @@ export class TrieNodeDb implements DB<string, Value> {
     this.currentDecoded.clear();
   }
 
-  /** Moves the group's nodes into `batch`. */
+  /**
+   * Moves the group's nodes into `batch`. They stay readable from memory until the batch has
+   * landed (landed()): the next group's blocks read their parents' nodes meanwhile.
+   */
   drainInto(batch: KvBatch): number {
     let n = 0;
     const watch = this.watch;
@@ -339,7 +352,13 @@ export class TrieNodeDb implements DB<string, Value> {
       }
       n++;
     }
-    this.pending.clear();
+    this.flying = this.pending;
+    this.pending = new Map();
     return n;
+  }
+
+  /** The batch drainInto filled has landed (or failed, and the writer stops): LevelDB answers for its nodes. */
+  landed(): void {
+    this.flying = new Map();
   }
 }

@@ -174,6 +174,8 @@ export class StoreWriter {
   private flushes = 0;
   /** The batch handed to LevelDB and not yet landed (flushBehind). */
   private inFlight: Promise<void> | undefined;
+  /** A seal of log segments running beside the next group (sealBehind); flush, rewind and close wait for it. */
+  private sealing: Promise<void> | undefined;
   private failed: Error | undefined;
   private groupHead: HeadPointer | undefined;
   private groupStats = { blocks: 0, txs: 0, logs: 0 };
@@ -759,6 +761,7 @@ export class StoreWriter {
    */
   async rewind(ancestor: bigint): Promise<RemovedBlock[]> {
     await this.settle();
+    await this.sealSettled(); // the rewind may unseal what a running seal writes
     if (this.failed !== undefined) throw this.failed;
     if (this.groupHead !== undefined || this.group.bytes !== 0) throw new Error('rewind: blocks are staged');
     const head = this.head;
@@ -881,8 +884,35 @@ export class StoreWriter {
   async flush(): Promise<FlushStats> {
     const stats = await this.writeGroup();
     await this.settle();
+    await this.sealSettled();
     await this.sealLogSegments();
     return stats;
+  }
+
+  /**
+   * Starts sealing what the landed head allows, beside the group about to be written: the seal
+   * reads rows SEAL_DEPTH below that head and writes its own batch (the segment's index, the
+   * sealed rows' deletion), no key of which a new group writes. One at a time; a failure stops
+   * the writer as a failed batch does.
+   */
+  private sealBehind(): void {
+    if (this.sealing !== undefined) return;
+    const p: Promise<void> = this.sealLogSegments().then(
+      () => {
+        if (this.sealing === p) this.sealing = undefined;
+      },
+      (err: unknown) => {
+        if (this.sealing === p) this.sealing = undefined;
+        this.failed ??= err instanceof Error ? err : new Error(String(err));
+      },
+    );
+    this.sealing = p;
+  }
+
+  /** Waits for a seal started by sealBehind; rethrows a failure of the writer. */
+  private async sealSettled(): Promise<void> {
+    while (this.sealing !== undefined) await this.sealing;
+    if (this.failed !== undefined) throw this.failed;
   }
 
   /**
@@ -919,7 +949,7 @@ export class StoreWriter {
   private async writeGroup(): Promise<FlushStats> {
     await this.settle(); // open chunks are read (and cached) only as the last landed batch left them
     if (this.failed !== undefined) throw this.failed;
-    await this.sealLogSegments();
+    this.sealBehind();
     const ops = this.group;
     const stats: FlushStats = { ...this.groupStats, trieNodes: 0, bytes: 0, historyBytes: 0 };
     const head = this.groupHead;
@@ -947,6 +977,7 @@ export class StoreWriter {
     const landed = ops.write().then(
       () => {
         this.head = head;
+        this.trieDb.landed();
         if (rowsFrom !== undefined && this.logsJsonFrom === rowsFrom) rowsFrom.stored = true;
         if (appearancesFrom !== undefined) appearancesFrom.stored = true;
         this.frameAppearances?.landed();
@@ -974,6 +1005,7 @@ export class StoreWriter {
     try {
       await this.pruner?.close();
       await this.settle();
+      while (this.sealing !== undefined) await this.sealing;
     } finally {
       await this.group.close(); // drops whatever was staged and not flushed
       await this.db.close();
