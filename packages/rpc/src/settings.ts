@@ -3,5 +3,5 @@
 // settings loads these two modules, not every method.
 export { DEFAULT_RPC_CONFIG } from './config.js';
 export type { RpcConfig } from './config.js';
-export { DEFAULT_FILTER_LIMITS, FILTER_TIMEOUT_MS } from './filters/state.js';
-export type { FilterLimits } from './filters/state.js';
+export { DEFAULT_FILTER_LIMITS, FILTER_TIMEOUT_MS } from './filters/limits.js';
+export type { FilterLimits } from './filters/limits.js';

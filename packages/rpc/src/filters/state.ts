@@ -6,6 +6,11 @@
 // stopped. Every record belongs to the API key that created it: another key gets nothing.
 import { LimitExceededError, ServerError } from '@chainnode/core';
 import type { Hex } from '@chainnode/core';
+import { DEFAULT_FILTER_LIMITS, filterTimeoutOf } from './limits.js';
+import type { FilterLimits } from './limits.js';
+
+export { DEFAULT_FILTER_LIMITS, FILTER_TIMEOUT_MS, filterTimeoutOf } from './limits.js';
+export type { FilterLimits } from './limits.js';
 
 export type FilterKind = 'logs' | 'blocks' | 'pending';
 
@@ -39,9 +44,6 @@ export interface FilterRecord {
   poll?: string;
 }
 
-/** geth's filter timeout: a filter not polled with eth_getFilterChanges for this long is gone (the default of FilterLimits.timeoutMs). */
-export const FILTER_TIMEOUT_MS = 5 * 60_000;
-
 /** Blocks kept in a cursor: a reorg deeper than this below the last delivered block restarts the filter there. */
 export const CURSOR_DEPTH = 32;
 
@@ -50,22 +52,6 @@ export const MAX_FILTER_BYTES = 16 * 1024;
 
 /** Transactions the pending journal keeps (a pending filter polled less often misses older ones). */
 export const PENDING_JOURNAL = 4096;
-
-export interface FilterLimits {
-  /** Most live filters one API key may hold (on this network). */
-  perKey: number;
-  /** Most live filters in all (on this network). */
-  total: number;
-  /** A filter's life after its creation and after each eth_getFilterChanges; default FILTER_TIMEOUT_MS. */
-  timeoutMs?: number;
-}
-
-export const DEFAULT_FILTER_LIMITS: FilterLimits = { perKey: 100, total: 10_000, timeoutMs: FILTER_TIMEOUT_MS };
-
-/** How long a filter lives without a poll under `limits`. */
-export function filterTimeoutOf(limits: FilterLimits): number {
-  return limits.timeoutMs ?? FILTER_TIMEOUT_MS;
-}
 
 /** geth's errFilterNotFound (-32000): unknown id, expired, uninstalled, or another key's filter. */
 export class FilterNotFoundError extends ServerError {

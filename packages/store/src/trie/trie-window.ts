@@ -5,32 +5,17 @@
 // is still complete.
 import { MetaKey, tables } from '../schema/index.js';
 import type { KvBatch, KvRead } from '../schema/index.js';
+import { formatStateTrie, parseStateTrie } from './state-trie-mode.js';
+import type { StateTrieMode } from './state-trie-mode.js';
 
-export type StateTrieMode = { kind: 'archive' } | { kind: 'window'; blocks: number };
-
-/** geth's path scheme keeps 90,000 blocks of state history by default; so does the window. */
-export const DEFAULT_TRIE_WINDOW = 90_000;
-
-export const DEFAULT_STATE_TRIE: StateTrieMode = { kind: 'window', blocks: DEFAULT_TRIE_WINDOW };
-
-export class StateTrieSettingError extends Error {}
-
-/** Parses `archive` or `window=<N>` (N a positive integer of at most 2^31). */
-export function parseStateTrie(text: string): StateTrieMode {
-  if (text === 'archive') return { kind: 'archive' };
-  const m = /^window=(\d+)$/.exec(text);
-  const n = m === null ? Number.NaN : Number(m[1]);
-  if (!Number.isSafeInteger(n) || n < 1 || n > 2 ** 31) {
-    throw new StateTrieSettingError(
-      `state trie: expected "archive" or "window=<N>" with N a positive number of blocks, not ${JSON.stringify(text)}`,
-    );
-  }
-  return { kind: 'window', blocks: n };
-}
-
-export function formatStateTrie(m: StateTrieMode): string {
-  return m.kind === 'archive' ? 'archive' : `window=${m.blocks}`;
-}
+export {
+  DEFAULT_STATE_TRIE,
+  DEFAULT_TRIE_WINDOW,
+  StateTrieSettingError,
+  formatStateTrie,
+  parseStateTrie,
+} from './state-trie-mode.js';
+export type { StateTrieMode } from './state-trie-mode.js';
 
 /**
  * The datadir's setting; a datadir without one was written before it existed: archive. So is a

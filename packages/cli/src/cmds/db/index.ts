@@ -60,13 +60,14 @@ export function register(program: Command): void {
       "the state trie's retention to convert to: window=<N> or archive (default: keep the datadir's)",
     )
     .action(async (opts: { datadir: string; stateTrie?: string }) => {
-      const result = await withStore(async (s) =>
-        s.convertDatadir(opts.datadir, {
+      const { result, rowTxs } = await withStore(async (s) => ({
+        result: await s.convertDatadir(opts.datadir, {
           ...(opts.stateTrie !== undefined ? { stateTrie: s.parseStateTrie(opts.stateTrie) } : {}),
           onProgress: (line) => process.stderr.write(`db convert: ${line}\n`),
         }),
-      );
-      process.stdout.write(`${convertText(opts.datadir, result)}\n`);
+        rowTxs: { body: s.BODY_ROW_TXS, trace: (await import('@chainnode/core')).TRACE_ROW_TXS },
+      }));
+      process.stdout.write(`${convertText(opts.datadir, result, rowTxs)}\n`);
       // A pruning cycle that failed leaves the conversion unfinished: say so in the exit status too.
       if (result.prune !== undefined && result.prune.phase !== 'done') process.exitCode = 1;
     });

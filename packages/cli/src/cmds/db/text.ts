@@ -1,7 +1,5 @@
 // How `db info` and `db compact` print what the store measured: aligned-free text lines (the
 // separator ' | ' as the store-cost bench prints them), or one JSON object.
-import { TRACE_ROW_TXS } from '@chainnode/core';
-import { BODY_ROW_TXS } from '@chainnode/store';
 import type { CompactResult, ConvertResult, DatadirSizes, StateLayout } from '@chainnode/store';
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
@@ -56,7 +54,8 @@ export function compactText(datadir: string, r: CompactResult): string {
   return `datadir ${datadir} compacted: ${fmt(r.bytesBefore)} -> ${fmt(r.bytesAfter)} bytes on disk${seg}`;
 }
 
-export function convertText(datadir: string, r: ConvertResult): string {
+/** `rowTxs`: transactions a body row and a recorded trace row hold (the store's and core's; passed in so this module loads neither). */
+export function convertText(datadir: string, r: ConvertResult, rowTxs: { body: number; trace: number }): string {
   const kept =
     r.historyBlocks > 0
       ? `flat state history built for ${fmt(r.historyBlocks)} blocks (${fmt(r.historyRows)} rows, ${fmt(r.historyBytes)} key + value bytes)`
@@ -79,10 +78,10 @@ export function convertText(datadir: string, r: ConvertResult): string {
   const logBlocks = r.logBlocks > 0 ? `; ${fmt(r.logBlocks)} blocks' log rows rewritten as one row each` : '';
   const appearances = r.appearanceBlocks > 0 ? `; ${fmt(r.appearanceBlocks)} blocks' address appearances indexed` : '';
   const bodyRows =
-    r.bodyRows > 0 ? `; ${fmt(r.bodyRows)} block bodies cut into rows of ${BODY_ROW_TXS} transactions` : '';
+    r.bodyRows > 0 ? `; ${fmt(r.bodyRows)} block bodies cut into rows of ${rowTxs.body} transactions` : '';
   const traceRows =
     r.traceRows > 0
-      ? `; ${fmt(r.traceRows)} one-a-block recorded trace rows (frames, state changes) cut into rows of ${TRACE_ROW_TXS} transactions`
+      ? `; ${fmt(r.traceRows)} one-a-block recorded trace rows (frames, state changes) cut into rows of ${rowTxs.trace} transactions`
       : '';
   const traceCompressed =
     r.traceRowsCompressed > 0 ? `; ${fmt(r.traceRowsCompressed)} recorded trace rows compressed` : '';
