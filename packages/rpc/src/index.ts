@@ -60,22 +60,20 @@ export { FilterRegistry, FilterScope, MAX_BLOCK_CHANGES } from './filters/engine
 export type { FilterRegistryOptions } from './filters/engine.js';
 export {
   CURSOR_DEPTH,
-  DEFAULT_FILTER_LIMITS,
-  FILTER_TIMEOUT_MS,
   FilterNotFoundError,
   MAX_FILTER_BYTES,
   MemoryFilterStore,
   PENDING_JOURNAL,
   checkFilterSize,
-  filterTimeoutOf,
   perKeyLimitError,
   totalLimitError,
 } from './filters/state.js';
+export { DEFAULT_FILTER_LIMITS, FILTER_TIMEOUT_MS, filterTimeoutOf } from './filters/limits.js';
+export type { FilterLimits } from './filters/limits.js';
 export type {
   CursorBlock,
   FilterCriteria,
   FilterKind,
-  FilterLimits,
   FilterRecord,
   FilterStateStore,
   FilterUpdate,

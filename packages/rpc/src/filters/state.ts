@@ -9,9 +9,6 @@ import type { Hex } from '@chainnode/core';
 import { DEFAULT_FILTER_LIMITS, filterTimeoutOf } from './limits.js';
 import type { FilterLimits } from './limits.js';
 
-export { DEFAULT_FILTER_LIMITS, FILTER_TIMEOUT_MS, filterTimeoutOf } from './limits.js';
-export type { FilterLimits } from './limits.js';
-
 export type FilterKind = 'logs' | 'blocks' | 'pending';
 
 /** A log filter's criteria as given (hex text and tags), so eth_getFilterLogs re-runs them as eth_getLogs. */

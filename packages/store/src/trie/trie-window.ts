@@ -8,15 +8,6 @@ import type { KvBatch, KvRead } from '../schema/index.js';
 import { formatStateTrie, parseStateTrie } from './state-trie-mode.js';
 import type { StateTrieMode } from './state-trie-mode.js';
 
-export {
-  DEFAULT_STATE_TRIE,
-  DEFAULT_TRIE_WINDOW,
-  StateTrieSettingError,
-  formatStateTrie,
-  parseStateTrie,
-} from './state-trie-mode.js';
-export type { StateTrieMode } from './state-trie-mode.js';
-
 /**
  * The datadir's setting; a datadir without one was written before it existed: archive. So is a
  * datadir without flat state history (Meta.stateHistory): its state reads walk the trie, which
