@@ -666,15 +666,21 @@ export class ImportPipeline {
     this.landBehind();
     const durable = this.writer.durableHead();
     if (durable === undefined) throw new Error('no head after flush');
-    let commit: ChainCommit | undefined;
-    if (this.added.length > 0 || this.removed.length > 0) {
-      commit = { removed: this.removed, added: this.added, head: { number: durable.number, hash: durable.hash } };
-      this.pending.push(commit);
-    }
-    this.added = [];
-    this.removed = [];
+    const commit = this.takeCommit(durable);
+    if (commit !== undefined) this.pending.push(commit);
     this.durable = { ...this.prev };
     return { stats, commit };
+  }
+
+  /** The blocks added and removed since the last group as one commit with head `head` (undefined: none). */
+  private takeCommit(head: { number: bigint; hash: Uint8Array }): ChainCommit | undefined {
+    const commit =
+      this.added.length > 0 || this.removed.length > 0
+        ? { removed: this.removed, added: this.added, head: { number: head.number, hash: head.hash } }
+        : undefined;
+    this.added = [];
+    this.removed = [];
+    return commit;
   }
 
   /** Commits flushed but not yet taken by the caller (a rewind may flush on its own). */
@@ -707,16 +713,9 @@ export class ImportPipeline {
   async flushBehind(): Promise<{ stats: FlushStats; commits: ChainCommit[] }> {
     const stats = await this.writer.flushBehind(); // the group before this one has landed
     this.landBehind();
-    if (stats.blocks > 0 || this.added.length > 0 || this.removed.length > 0) {
-      const head = { ...this.prev };
-      const commit =
-        this.added.length > 0 || this.removed.length > 0
-          ? { removed: this.removed, added: this.added, head: { number: head.number, hash: head.hash } }
-          : undefined;
-      this.behind = { commit, head };
-    }
-    this.added = [];
-    this.removed = [];
+    const head = { ...this.prev };
+    const commit = this.takeCommit(head);
+    if (stats.blocks > 0 || commit !== undefined) this.behind = { commit, head };
     const commits = this.pending;
     this.pending = [];
     return { stats, commits };
