@@ -1,7 +1,7 @@
 // What a node-cli start loads before its command runs. Every command's options are declared at
 // start (commander needs them all for --help and for errors), so the modules those declarations
 // import load for every command, `keys create` and a refused flag included; the store, the EVM and
-// the server load later, in the command that uses them. A light start is ~0.4 s of CPU less per
+// the server load later, in the command that uses them. A light start is ~0.3 s of CPU less per
 // process (the ESM loader resolving and linking ~130 more modules: @chainnode/core's index,
 // @ethereumjs/util and @noble/curves). A loader hook records every module the process loads.
 import { spawnSync } from 'node:child_process';
