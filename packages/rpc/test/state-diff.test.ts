@@ -232,15 +232,19 @@ test.each(chains)(
         expect(BigInt(diff.number)).toBe(n);
         expect(diff.stateRoot).toBe(hx(header.stateRoot));
         expect(diff.parentStateRoot).toBe(hx(state.accounts.root()));
-        // Whichever path answered, the answer is the trie diff's.
-        const limits = { deadline: Date.now() + 60_000, maxBytes: 1e9 };
-        const trie = await store.stateDiff(b(diff.parentStateRoot), header.stateRoot, limits);
-        expect(diff).toEqual(
-          formatStateDiff(
-            { hash, number: n, parentStateRoot: b(diff.parentStateRoot), stateRoot: header.stateRoot },
-            trie,
-          ),
-        );
+        // Whichever path answered, the answer is the trie diff's: compared on every fourth block
+        // and the last 16 (walking both tries costs as much as the rest of the test); every
+        // block's answer is applied below, and its root must be the header's.
+        if (n % 4n === 1n || n > head - 16n) {
+          const limits = { deadline: Date.now() + 60_000, maxBytes: 1e9 };
+          const trie = await store.stateDiff(b(diff.parentStateRoot), header.stateRoot, limits);
+          expect(diff).toEqual(
+            formatStateDiff(
+              { hash, number: n, parentStateRoot: b(diff.parentStateRoot), stateRoot: header.stateRoot },
+              trie,
+            ),
+          );
+        }
         if (!tampered && diff.accounts.some((a) => a.storage.some(([, v]) => v !== null))) {
           // One value changed: the root must not match (a copy of the state takes the lie).
           const lie = structuredClone(diff);

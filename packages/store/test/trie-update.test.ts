@@ -50,6 +50,12 @@ async function run(seed: number, hashed: boolean, rounds: number): Promise<numbe
     }
     // Each change's value before the update, as a walk of the old root reads it.
     const list = [...changes.values()];
+    // Sometimes a key twice: the later of the two writes wins (an earlier one of another value,
+    // or a deletion, is overwritten), and both report the key's value before the batch.
+    if (round % 5 === 0 && list.length > 0) {
+      const [k] = list[r(list.length)] as [Uint8Array, Uint8Array | undefined];
+      list.unshift([k, r(2) === 0 ? undefined : bytes(r, 1 + r(40))]);
+    }
     const expected = list.map(([k]) => trieGetSync(root, k, get));
     const before: (Uint8Array | undefined)[] = [];
     root = updateTrie(root, list, get, put, undefined, before);

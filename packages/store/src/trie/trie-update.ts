@@ -70,8 +70,22 @@ export function hexPrefix(path: number[], leaf: boolean): Uint8Array {
 
 function fromHexPrefix(b: Uint8Array): { path: number[]; leaf: boolean } {
   const flag = (b[0] as number) >> 4;
-  const nib = nibblesOf(b);
-  return { path: nib.slice(flag & 1 ? 1 : 2), leaf: flag >= 2 };
+  const odd = flag & 1;
+  const path: number[] = new Array(2 * (b.length - 1) + odd);
+  let j = 0;
+  if (odd === 1) path[j++] = (b[0] as number) & 15;
+  for (let i = 1; i < b.length; i++) {
+    path[j++] = (b[i] as number) >> 4;
+    path[j++] = (b[i] as number) & 15;
+  }
+  return { path, leaf: flag >= 2 };
+}
+
+/** Whether `a` from `ia` on and `b` from `ib` on are the same nibbles to their (equal) ends. */
+function sameFrom(a: readonly number[], ia: number, b: readonly number[], ib: number): boolean {
+  if (a.length - ia !== b.length - ib) return false;
+  for (; ia < a.length; ia++, ib++) if (a[ia] !== b[ib]) return false;
+  return true;
 }
 
 class Updater {
@@ -156,22 +170,29 @@ class Updater {
   update(n: Node | undefined, changes: Change[], depth: number): Node | undefined {
     if (changes.length === 0) return n;
     if (n === undefined || n.kind === 'leaf') {
-      // Rebuild this small subtree from its one entry and the changes.
-      const entries = new Map<string, { nibbles: number[]; value: Uint8Array }>();
-      let leafKey: string | undefined;
-      if (n !== undefined) {
-        const nibbles = [...changes[0]!.nibbles.slice(0, depth), ...n.path];
-        leafKey = nibbles.join(',');
-        entries.set(leafKey, { nibbles, value: n.value });
+      // Rebuild this small subtree from its one entry and the changes. Every change ends its
+      // descent here (the one at the leaf's key had the leaf's value); the changes share the
+      // first `depth` nibbles and are sorted, so a key written twice is two neighbours, the later
+      // one winning. build() needs its entries unique, not ordered.
+      const path = n?.path;
+      const entries: { nibbles: number[]; value: Uint8Array }[] = [];
+      let leafWritten = false;
+      for (let i = 0; i < changes.length; i++) {
+        const c = changes[i] as Change;
+        if (path !== undefined && sameFrom(c.nibbles, depth, path, 0)) {
+          leafWritten = true;
+          if (this.before !== undefined) this.before[c.index] = (n as { value: Uint8Array }).value;
+        }
+        const next = changes[i + 1];
+        if (next !== undefined && sameFrom(c.nibbles, depth, next.nibbles, depth)) continue;
+        if (c.value !== undefined) entries.push({ nibbles: c.nibbles, value: c.value });
       }
-      for (const c of changes) {
-        const k = c.nibbles.join(',');
-        // Every change ends its descent here: the one at the leaf's key had the leaf's value.
-        if (k === leafKey && this.before !== undefined) this.before[c.index] = n?.value;
-        if (c.value === undefined) entries.delete(k);
-        else entries.set(k, { nibbles: c.nibbles, value: c.value });
-      }
-      return this.build([...entries.values()], depth);
+      if (path !== undefined && !leafWritten)
+        entries.push({
+          nibbles: (changes[0] as Change).nibbles.slice(0, depth).concat(path),
+          value: (n as { value: Uint8Array }).value,
+        });
+      return this.build(entries, depth);
     }
     if (n.kind === 'ext') {
       const p = n.path;
@@ -186,27 +207,34 @@ class Updater {
       children[p[0] as number] = rest.length > 0 ? this.ref({ kind: 'ext', path: rest, child: n.child }) : n.child;
       return this.update({ kind: 'branch', children, value: EMPTY }, changes, depth);
     }
-    // Branch.
-    const children = [...n.children];
+    // Branch. The changes are sorted: those under one child are a run of neighbours (a key
+    // ending here, which the state and storage tries never have, sorts first).
+    const children = n.children.slice();
     let value = n.value;
-    const groups: Change[][] = Array.from({ length: 16 }, () => []);
-    for (const c of changes) {
-      if (c.nibbles.length === depth) value = c.value ?? EMPTY;
-      else (groups[c.nibbles[depth] as number] as Change[]).push(c);
+    let i = 0;
+    while (i < changes.length && (changes[i] as Change).nibbles.length === depth) {
+      value = (changes[i] as Change).value ?? EMPTY;
+      i++;
     }
-    groups.forEach((g, i) => {
-      if (g.length === 0) return;
-      const child = this.update(this.resolve(children[i] as Nested), g, depth + 1);
-      children[i] = child === undefined ? EMPTY : this.ref(child);
-    });
-    const live = children
-      .map((c, i) => (Array.isArray(c) || (c as Uint8Array).length > 0 ? i : -1))
-      .filter((i) => i >= 0);
-    if (live.length === 0) return value.length > 0 ? { kind: 'leaf', path: [], value } : undefined;
-    if (live.length === 1 && value.length === 0) {
-      const i = live[0] as number;
-      return this.joinPrefix([i], this.resolve(children[i] as Nested));
+    while (i < changes.length) {
+      const nib = (changes[i] as Change).nibbles[depth] as number;
+      let end = i + 1;
+      while (end < changes.length && (changes[end] as Change).nibbles[depth] === nib) end++;
+      const child = this.update(this.resolve(children[nib] as Nested), changes.slice(i, end), depth + 1);
+      children[nib] = child === undefined ? EMPTY : this.ref(child);
+      i = end;
     }
+    let live = 0;
+    let only = -1;
+    for (let c = 0; c < 16; c++) {
+      const ref = children[c] as Nested;
+      if (Array.isArray(ref) || (ref as Uint8Array).length > 0) {
+        live++;
+        only = c;
+      }
+    }
+    if (live === 0) return value.length > 0 ? { kind: 'leaf', path: [], value } : undefined;
+    if (live === 1 && value.length === 0) return this.joinPrefix([only], this.resolve(children[only] as Nested));
     return { kind: 'branch', children, value };
   }
 
