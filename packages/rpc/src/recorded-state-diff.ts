@@ -8,8 +8,8 @@
 // changed (the DAO fork's irregular change, a request dequeued, the slots an account's deletion
 // cleared) leaves the answer to the trie diff: the same answer, slower.
 import { bigIntToFixed } from '@chainnode/core';
-import { recordedTouches } from '@chainnode/exec';
 import type { BlockTouches, HeaderRecord, StateDiffLimits, StateDiffRecord, TouchedAccount } from '@chainnode/core';
+import { loadExec } from './call.js';
 import type { HandlerContext } from './context.js';
 
 const hexBytes = (h: string): Uint8Array => Uint8Array.from(Buffer.from(h, 'hex'));
@@ -40,7 +40,9 @@ export async function recordedStateDiff(
   // with transactions and no rows (recording off, a replicated or joined datadir) cannot be named.
   const rows = await ctx.store.txStateDiffs?.(header.hash);
   if (rows === undefined && Buffer.from(header.transactionsRoot).toString('hex') !== EMPTY_TRIE) return undefined;
-  const recorded = rows === undefined ? { accounts: [] } : recordedTouches(rows, header.hash);
+  // The row codec is exec's: loaded with it on the first such answer, as eth_call loads it (a
+  // serving thread or offload worker that never answers either never loads the EVM).
+  const recorded = rows === undefined ? { accounts: [] } : (await loadExec()).recordedTouches(rows, header.hash);
   if (recorded === undefined) return undefined;
   const touches = await withBlockLevel(ctx, header, recorded);
   return ctx.store.historyStateDiff({ number: header.number, hash: header.hash }, touches, limits);
