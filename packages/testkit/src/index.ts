@@ -73,8 +73,21 @@ async function hashTree(h: ReturnType<typeof createHash>, dir: string): Promise<
   }
 }
 
+/** inputsHash by chain directory, once a process: the inputs do not change during a test run. */
+const inputsHashes = new Map<string, Promise<string>>();
+
 /** Hash of the chain's input files and of the code that imports them (core/exec/store/ingest/cli dist) and prepares them (testkit). */
-async function inputsHash(dir: string): Promise<string> {
+function inputsHash(dir: string): Promise<string> {
+  let h = inputsHashes.get(dir);
+  if (h === undefined) {
+    h = hashInputs(dir);
+    inputsHashes.set(dir, h);
+    h.catch(() => inputsHashes.delete(dir));
+  }
+  return h;
+}
+
+async function hashInputs(dir: string): Promise<string> {
   const h = createHash('sha256');
   h.update(await readFile(join(dir, 'genesis.json')));
   const chain = join(dir, 'chain.rlp');
