@@ -175,23 +175,21 @@ class Updater {
       // first `depth` nibbles and are sorted, so a key written twice is two neighbours, the later
       // one winning. build() needs its entries unique, not ordered.
       const path = n?.path;
+      const leafValue = n?.value;
       const entries: { nibbles: number[]; value: Uint8Array }[] = [];
       let leafWritten = false;
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i] as Change;
         if (path !== undefined && sameFrom(c.nibbles, depth, path, 0)) {
           leafWritten = true;
-          if (this.before !== undefined) this.before[c.index] = (n as { value: Uint8Array }).value;
+          if (this.before !== undefined) this.before[c.index] = leafValue;
         }
         const next = changes[i + 1];
         if (next !== undefined && sameFrom(c.nibbles, depth, next.nibbles, depth)) continue;
         if (c.value !== undefined) entries.push({ nibbles: c.nibbles, value: c.value });
       }
-      if (path !== undefined && !leafWritten)
-        entries.push({
-          nibbles: (changes[0] as Change).nibbles.slice(0, depth).concat(path),
-          value: (n as { value: Uint8Array }).value,
-        });
+      if (path !== undefined && leafValue !== undefined && !leafWritten)
+        entries.push({ nibbles: (changes[0] as Change).nibbles.slice(0, depth).concat(path), value: leafValue });
       return this.build(entries, depth);
     }
     if (n.kind === 'ext') {
