@@ -27,12 +27,15 @@ import {
   createAccount,
   createContractAddress,
   KECCAK256_RLP_ARRAY,
+  MapDB,
+  ValueEncoding,
 } from '@ethereumjs/util';
+import { MerklePatriciaTrie } from '@ethereumjs/mpt';
 import { Caches, MerkleStateManager } from '@ethereumjs/statemanager';
 import { createVM, type RunBlockResult, runBlock, type VM } from '@ethereumjs/vm';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
 
-import { rememberParams } from '@chainnode/exec';
+import { rememberParams, tuneVm } from '@chainnode/exec';
 import { preMergeGenesis } from '@chainnode/testkit';
 import { labelAddress, makeSenders, type Sender } from './accounts.js';
 import { type CompiledContracts, compileContracts, creationCode, encodeCall } from './contracts.js';
@@ -248,8 +251,17 @@ async function setUpChain(senders: Sender[]): Promise<ChainSetup> {
   // Account, code and storage caches in front of the trie: the same state, read with fewer trie
   // walks (a quarter of the generator's time without them).
   const vmCommon = common.copy();
-  const stateManager = new MerkleStateManager({ common: vmCommon, caches: new Caches() });
+  // The trie's values kept as bytes: a trie given no db does so itself, but its storage tries
+  // (copies handed its db) fall back to hex strings, parsed again at every read.
+  const trie = new MerklePatriciaTrie({
+    useKeyHashing: true,
+    common: vmCommon,
+    db: new MapDB(),
+    valueEncoding: ValueEncoding.Bytes,
+  });
+  const stateManager = new MerkleStateManager({ common: vmCommon, caches: new Caches(), trie });
   const vm = await createVM({ common: vmCommon, setHardfork: true, stateManager });
+  await tuneVm(vm);
   for (const s of senders) {
     await vm.stateManager.putAccount(s.address, createAccount({ balance: SENDER_BALANCE }));
   }
