@@ -8,9 +8,87 @@
 import { hexOfBytes } from './hex.js';
 import type { LogRecord } from './types.js';
 
+/** The ASCII codes of the hex digits. */
+const HEX_DIGITS = Uint8Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
+
+/** Each byte's two hex digits as one 16-bit value (the first digit in the low byte). */
+const HEX_PAIRS = Uint16Array.from(
+  { length: 256 },
+  (_, v) => (HEX_DIGITS[v >> 4] as number) | ((HEX_DIGITS[v & 15] as number) << 8),
+);
+
+const nativeHexSlice = (
+  Buffer.prototype as unknown as { hexSlice?: (this: Uint8Array, s: number, e: number) => string }
+).hexSlice;
+
+/**
+ * `bytes`' hex (no 0x) written at `at` of `out`; returns the end. A byte pair per table read; long
+ * values (a log's data) through Buffer's native hex, faster past ~100 bytes (~2 against ~3 ns a
+ * byte, measured on node 20).
+ */
+function hexInto(bytes: Uint8Array, out: Uint8Array, at: number): number {
+  if (bytes.length >= 128 && nativeHexSlice !== undefined && Buffer.isBuffer(out))
+    return at + out.write(nativeHexSlice.call(bytes, 0, bytes.length), at, 'latin1');
+  for (let i = 0; i < bytes.length; i++) {
+    const p = HEX_PAIRS[bytes[i] as number] as number;
+    out[at++] = p & 0xff;
+    out[at++] = p >> 8;
+  }
+  return at;
+}
+
+/** `text` (ASCII) written at `at` of `out`; returns the end. */
+function asciiInto(text: Uint8Array, out: Uint8Array, at: number): number {
+  out.set(text, at);
+  return at + text.length;
+}
+
+const ascii = (s: string): Uint8Array => Buffer.from(s, 'latin1');
+const ADDRESS_OPEN = ascii('{"address":"0x');
+const TOPICS_OPEN = ascii('","topics":[');
+const DATA_OPEN = ascii('],"data":"0x');
+const DATA_CLOSE = ascii('",');
+const TX_HASH_OPEN = ascii(',"transactionHash":"0x');
+const TX_INDEX_OPEN = ascii('","transactionIndex":"0x');
+const LOG_INDEX_OPEN = ascii(',"logIndex":"0x');
+const LOG_CLOSE = ascii('","removed":false}');
+/** The bytes of a log's text besides its block's fields, its topics, data and indices' digits. */
+const FIXED =
+  ADDRESS_OPEN.length +
+  40 +
+  TOPICS_OPEN.length +
+  DATA_OPEN.length +
+  DATA_CLOSE.length +
+  TX_HASH_OPEN.length +
+  64 +
+  TX_INDEX_OPEN.length +
+  2 + // the quote closing the transaction index and the comma after it
+  LOG_INDEX_OPEN.length +
+  LOG_CLOSE.length;
+
+/** The hex digits of a non-negative integer (no 0x) written at `at` of `out`; returns the end. */
+function digitsInto(n: number, out: Uint8Array, at: number): number {
+  const digits = hexDigits(n);
+  for (let d = digits - 1, v = n; d >= 0; d--, v = Math.floor(v / 16)) out[at + d] = HEX_DIGITS[v % 16] as number;
+  return at + digits;
+}
+
+/** Hex digits of a non-negative integer (at least one). */
+function hexDigits(n: number): number {
+  let d = 1;
+  while (n >= 16) {
+    n = Math.floor(n / 16);
+    d++;
+  }
+  return d;
+}
+
 /**
  * Writes logs one by one, in block then log order. The block and transaction fields repeat
  * across the logs of a block / transaction, so their text is made once per block / transaction.
+ * write() gives a log's text as a string; byteLength() and writeInto() give the same text as ASCII
+ * bytes written where the caller wants them (a getLogs answer, a stored row), with no string
+ * made per log.
  */
 export class LogJsonWriter {
   private blockOf: bigint | undefined;
@@ -19,16 +97,25 @@ export class LogJsonWriter {
   private blockText = '';
   private txOf = -1;
   private txText = '';
+  /** The block's fields as bytes (writeInto), made once per block. */
+  private blockNumberBytes: Uint8Array | undefined;
+  private blockBytes: Uint8Array | undefined;
 
-  /** The JSON object of one log. */
-  write(log: LogRecord): string {
+  private atBlock(log: LogRecord): void {
     if (log.blockNumber !== this.blockOf || log.blockHash !== this.blockHashOf) {
       this.blockOf = log.blockNumber;
       this.blockHashOf = log.blockHash;
       this.blockNumberText = `"blockNumber":"0x${log.blockNumber.toString(16)}"`;
       this.blockText = `"blockHash":"0x${hexOfBytes(log.blockHash)}","blockTimestamp":"0x${log.blockTimestamp.toString(16)}"`;
+      this.blockNumberBytes = undefined;
+      this.blockBytes = undefined;
       this.txOf = -1;
     }
+  }
+
+  /** The JSON object of one log. */
+  write(log: LogRecord): string {
+    this.atBlock(log);
     if (log.transactionIndex !== this.txOf) {
       this.txOf = log.transactionIndex;
       this.txText = `"transactionHash":"0x${hexOfBytes(log.transactionHash)}","transactionIndex":"0x${log.transactionIndex.toString(16)}"`;
@@ -40,5 +127,52 @@ export class LogJsonWriter {
       `{"address":"0x${hexOfBytes(log.address)}","topics":[${topics}],"data":"0x${hexOfBytes(log.data)}",${this.blockNumberText},` +
       `${this.txText},${this.blockText},"logIndex":"0x${log.logIndex.toString(16)}","removed":false}`
     );
+  }
+
+  /** The length of write(log)'s text: the bytes writeInto() writes. */
+  byteLength(log: LogRecord): number {
+    this.atBlock(log);
+    const topics = log.topics.length;
+    return (
+      FIXED +
+      (topics === 0 ? 0 : topics * 68 + topics - 1) +
+      2 * log.data.length +
+      this.blockNumberText.length +
+      this.blockText.length +
+      hexDigits(log.transactionIndex) +
+      hexDigits(log.logIndex)
+    );
+  }
+
+  /** write(log)'s text as ASCII bytes at `at` of `out` (room for byteLength(log)); returns the end. */
+  writeInto(log: LogRecord, out: Uint8Array, at: number): number {
+    this.atBlock(log);
+    this.blockNumberBytes ??= ascii(this.blockNumberText);
+    this.blockBytes ??= ascii(this.blockText);
+    at = asciiInto(ADDRESS_OPEN, out, at);
+    at = hexInto(log.address, out, at);
+    at = asciiInto(TOPICS_OPEN, out, at);
+    for (let t = 0; t < log.topics.length; t++) {
+      if (t > 0) out[at++] = 0x2c; // ,
+      out[at++] = 0x22; // "
+      out[at++] = 0x30; // 0
+      out[at++] = 0x78; // x
+      at = hexInto(log.topics[t] as Uint8Array, out, at);
+      out[at++] = 0x22;
+    }
+    at = asciiInto(DATA_OPEN, out, at);
+    at = hexInto(log.data, out, at);
+    at = asciiInto(DATA_CLOSE, out, at);
+    at = asciiInto(this.blockNumberBytes, out, at);
+    at = asciiInto(TX_HASH_OPEN, out, at);
+    at = hexInto(log.transactionHash, out, at);
+    at = asciiInto(TX_INDEX_OPEN, out, at);
+    at = digitsInto(log.transactionIndex, out, at);
+    out[at++] = 0x22; // "
+    out[at++] = 0x2c; // ,
+    at = asciiInto(this.blockBytes, out, at);
+    at = asciiInto(LOG_INDEX_OPEN, out, at);
+    at = digitsInto(log.logIndex, out, at);
+    return asciiInto(LOG_CLOSE, out, at);
   }
 }

@@ -1,8 +1,12 @@
-// formatLogsText writes getLogs answers as text directly; it must be byte for byte the
+// formatLogsAscii writes getLogs answers as ASCII bytes directly (core's LogJsonWriter.writeInto); it must be byte for byte the
 // JSON.stringify of the formatted logs (the object formatter is checked against geth in
 // format.test.ts), for every topic count, empty and long data, several logs per block.
+import { LogJsonWriter } from '@chainnode/core';
 import type { LogRecord } from '@chainnode/core';
-import { formatLog, formatLogsText } from '../src/formatters/log.js';
+import { formatLog, formatLogsAscii } from '../src/formatters/log.js';
+
+const formatLogsText = async (logs: LogRecord[], check?: () => void): Promise<string> =>
+  Buffer.from(await formatLogsAscii(logs, check)).toString('latin1');
 
 const bytes = (seed: number, n: number): Uint8Array =>
   Uint8Array.from({ length: n }, (_, i) => (seed * 31 + i * 7) & 0xff);
@@ -20,17 +24,28 @@ function records(n: number): LogRecord[] {
       blockTimestamp: 1_700_000_000n + block,
       transactionHash: bytes(i >> 1, 32),
       transactionIndex: i >> 1,
-      logIndex: i % 3,
+      logIndex: [0, 9, 15, 16, 255, 256, 4_095, 65_536, 1_048_575][i % 9] as number, // hex digit counts 1-5
     });
   }
   return out;
 }
 
-describe('formatLogsText', () => {
+describe('formatLogsAscii', () => {
   test('equals JSON.stringify of the formatted logs', async () => {
     for (const n of [0, 1, 7, 1_000]) {
       const logs = records(n);
       expect(await formatLogsText(logs)).toBe(JSON.stringify(logs.map(formatLog)));
+    }
+  });
+
+  test("LogJsonWriter's byteLength and writeInto give write()'s text, log by log", () => {
+    const strings = new LogJsonWriter();
+    const bytes = new LogJsonWriter();
+    for (const log of records(400)) {
+      const n = bytes.byteLength(log);
+      const out = new Uint8Array(n + 4).fill(0x7c);
+      expect(bytes.writeInto(log, out, 2)).toBe(n + 2);
+      expect(Buffer.from(out).toString('latin1')).toBe(`||${strings.write(log)}||`);
     }
   });
 

@@ -1,5 +1,5 @@
 // Log JSON in geth's field order (types.Log gencodec), with blockTimestamp and removed:false.
-// formatLogsText writes the same JSON as text (core's LogJsonWriter, also the writer of the store's
+// formatLogsAscii writes the same JSON as bytes (core's LogJsonWriter, also the writer of the store's
 // per-block log rows) in slices, so that a large answer never holds the event loop for long.
 import { LogJsonWriter, toData, toQuantity } from '@chainnode/core';
 import type { Hex, LogRecord } from '@chainnode/core';
@@ -36,21 +36,33 @@ export function formatLog(log: LogRecord): JsonLog {
 const SLICE_MS = 4;
 
 /**
- * `JSON.stringify(logs.map(formatLog))`, written directly: every value is a hex string or a
- * boolean, so nothing needs escaping. Yields to the event loop every few milliseconds and calls
- * `check` there (it may throw, e.g. past the query deadline).
+ * `JSON.stringify(logs.map(formatLog))` as ASCII bytes, written directly: every value is a hex
+ * string or a boolean, so nothing needs escaping, and no string is made per log. Yields to the
+ * event loop every few milliseconds and calls `check` there (it may throw, e.g. past the query
+ * deadline).
  */
-export async function formatLogsText(logs: LogRecord[], check: () => void = () => undefined): Promise<string> {
-  const parts: string[] = new Array<string>(logs.length);
+export async function formatLogsAscii(logs: LogRecord[], check: () => void = () => undefined): Promise<Uint8Array> {
   const writer = new LogJsonWriter();
+  let out = Buffer.allocUnsafeSlow(2 + logs.length * 640);
+  let at = 0;
+  out[at++] = 0x5b; // [
   let sliceStart = Date.now();
   for (let i = 0; i < logs.length; i++) {
-    parts[i] = writer.write(logs[i] as LogRecord);
+    const log = logs[i] as LogRecord;
+    const need = at + writer.byteLength(log) + 2;
+    if (need > out.length) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(need, out.length * 2));
+      out.copy(grown, 0, 0, at);
+      out = grown;
+    }
+    if (i > 0) out[at++] = 0x2c; // ,
+    at = writer.writeInto(log, out, at);
     if ((i & 127) === 127 && Date.now() - sliceStart >= SLICE_MS) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       check();
       sliceStart = Date.now();
     }
   }
-  return `[${parts.join(',')}]`;
+  out[at++] = 0x5d; // ]
+  return out.subarray(0, at);
 }

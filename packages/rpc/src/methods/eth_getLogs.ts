@@ -4,7 +4,7 @@ import type { Bytes, LogQuery } from '@chainnode/core';
 import { DEADLINE_GRACE_MS } from '../config.js';
 import { firstBlockOf, numberAgainstHead, requireHeld } from '../context.js';
 import type { HandlerContext } from '../context.js';
-import { formatLogsText } from '../formatters/log.js';
+import { formatLogsAscii } from '../formatters/log.js';
 import type { JsonLog } from '../formatters/log.js';
 import { JsonText } from '../json-text.js';
 import { decodeArgs, decodeBlockNumber, jsonType, ParamError } from '../params.js';
@@ -190,10 +190,10 @@ async function getLogs(ctx: HandlerContext, f: LogFilter): Promise<JsonText<Json
   if ('ascii' in result) return JsonText.ofAsciiChunks<JsonLog[]>(result.ascii);
   // Up to 10,000 logs: written as text in slices (other requests run in between), within the
   // same deadline as the query.
-  const text = await formatLogsText(result.logs, () => {
+  const ascii = await formatLogsAscii(result.logs, () => {
     if (Date.now() > deadline + DEADLINE_GRACE_MS) throw new LimitExceededError('query timeout exceeded');
   });
-  return new JsonText<JsonLog[]>(text);
+  return JsonText.ofAscii<JsonLog[]>(ascii);
 }
 
 /**

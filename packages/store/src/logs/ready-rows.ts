@@ -3,6 +3,7 @@
 // hashes). A sealed span's rows are deleted once its segment holds their text; a rewind that
 // unseals the span puts back the rows of its blocks that stay canonical.
 import { LogJsonWriter } from '@chainnode/core';
+import type { LogRecord } from '@chainnode/core';
 import type { Db } from '../db.js';
 import { encodeAddressLogsJson, tables } from '../schema/index.js';
 import { headerTxFields } from '../trie/index.js';
@@ -21,12 +22,14 @@ export async function readyRowsOf(db: Db, number: bigint): Promise<[Uint8Array, 
   const header = await tables.headers.get(db, hash);
   if (header === undefined) throw new Error(`ready rows: header of block ${number} missing`);
   const timestamp = headerTxFields(header).timestamp;
-  const writer = new LogJsonWriter();
-  const byAddress = new Map<string, { address: Uint8Array; entries: { logIndex: number; text: string }[] }>();
+  const byAddress = new Map<string, { address: Uint8Array; logs: LogRecord[] }>();
   for (const log of await readBlockLogs(db, number, range)) {
     const transactionHash = txHashes.hashes[log.txIndex];
     if (transactionHash === undefined) throw new Error(`ready rows: block ${number}: log of unknown tx ${log.txIndex}`);
-    const text = writer.write({
+    const key = Buffer.from(log.address).toString('latin1');
+    let row = byAddress.get(key);
+    if (row === undefined) byAddress.set(key, (row = { address: log.address.slice(), logs: [] }));
+    row.logs.push({
       address: log.address,
       topics: log.topics,
       data: log.data,
@@ -37,13 +40,10 @@ export async function readyRowsOf(db: Db, number: bigint): Promise<[Uint8Array, 
       transactionIndex: log.txIndex,
       logIndex: log.logIndex,
     });
-    const key = Buffer.from(log.address).toString('latin1');
-    let row = byAddress.get(key);
-    if (row === undefined) byAddress.set(key, (row = { address: log.address.slice(), entries: [] }));
-    row.entries.push({ logIndex: log.logIndex, text });
   }
+  const writer = new LogJsonWriter();
   return [...byAddress.values()].map((r) => [
     tables.addressLogsJson.key({ address: r.address, number }),
-    encodeAddressLogsJson(r.entries),
+    encodeAddressLogsJson(r.logs, writer),
   ]);
 }

@@ -1,6 +1,7 @@
 // Row codecs of logs: the log row, the index's posting lists and keys, and the AddressLogsJson
 // row (schema.ts lays out each table).
-import { bytesToBigInt, concatBytes } from '@chainnode/core';
+import { LogJsonWriter, bytesToBigInt, concatBytes } from '@chainnode/core';
+import type { LogRecord } from '@chainnode/core';
 import { decodeLog, encodeLogRow } from './rlp.js';
 import type { StoredLog } from './rlp.js';
 import { putU64, u64Codec } from './codec.js';
@@ -95,29 +96,30 @@ export const logIndexKeyCodec: Codec<LogIndexKey> = {
   }),
 };
 
-/** The AddressLogsJson row of one address's logs in one block (see the table above), in memory from `alloc`. */
+/**
+ * The AddressLogsJson row of one address's logs in one block (see the table above), in memory from
+ * `alloc`: each log's JSON written by `writer` (core's LogJsonWriter) straight into the row.
+ */
 export function encodeAddressLogsJson(
-  entries: readonly { logIndex: number; text: string }[],
+  logs: readonly LogRecord[],
+  writer: LogJsonWriter = new LogJsonWriter(),
   alloc: (n: number) => Uint8Array = (n) => new Uint8Array(n),
 ): Uint8Array {
-  let chars = entries.length === 0 ? 0 : entries.length - 1;
-  for (const e of entries) chars += e.text.length;
-  const head = 4 + 8 * entries.length;
+  let chars = logs.length === 0 ? 0 : logs.length - 1;
+  for (const log of logs) chars += writer.byteLength(log);
+  const head = 4 + 8 * logs.length;
   const out = alloc(head + chars);
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-  view.setUint32(0, entries.length);
+  view.setUint32(0, logs.length);
   let at = head;
-  entries.forEach((e, i) => {
+  for (let i = 0; i < logs.length; i++) {
+    const log = logs[i] as LogRecord;
     if (i > 0) out[at++] = 0x2c; // ','
-    const t = e.text;
-    for (let c = 0; c < t.length; c++) {
-      const code = t.charCodeAt(c);
-      if (code > 0x7e) throw new RangeError('log text is not ASCII');
-      out[at++] = code;
-    }
-    view.setUint32(4 + 8 * i, e.logIndex);
+    at = writer.writeInto(log, out, at);
+    view.setUint32(4 + 8 * i, log.logIndex);
     view.setUint32(8 + 8 * i, at - head);
-  });
+  }
+  if (at !== out.length) throw new Error('AddressLogsJson: the row written is not its length');
   return out;
 }
 

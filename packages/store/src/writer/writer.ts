@@ -639,27 +639,25 @@ export class StoreWriter {
    * that emitted logs in the block.
    */
   private stageLogsJson(b: BlockInput, timestamp: bigint): void {
-    const byAddress = new Map<string, { address: Uint8Array; entries: { logIndex: number; text: string }[] }>();
-    const writer = new LogJsonWriter();
+    const byAddress = new Map<string, { address: Uint8Array; logs: LogRecord[] }>();
     let logIndex = 0;
     b.logs.forEach((txLogs, transactionIndex) => {
       const transactionHash = b.txHashes[transactionIndex];
       if (transactionHash === undefined) throw new Error(`block ${b.number}: logs of unknown tx ${transactionIndex}`);
       for (const l of txLogs) {
-        const text = writer.write(
-          logRecord(l, b.number, b.hash, timestamp, transactionHash, transactionIndex, logIndex),
-        );
+        const record = logRecord(l, b.number, b.hash, timestamp, transactionHash, transactionIndex, logIndex++);
         const key = Buffer.from(l.address.buffer, l.address.byteOffset, l.address.byteLength).toString('latin1');
         let row = byAddress.get(key);
-        if (row === undefined) byAddress.set(key, (row = { address: l.address, entries: [] }));
-        row.entries.push({ logIndex: logIndex++, text });
+        if (row === undefined) byAddress.set(key, (row = { address: l.address, logs: [] }));
+        row.logs.push(record);
       }
     });
+    const writer = new LogJsonWriter();
     for (const row of byAddress.values()) {
       tables.addressLogsJson.stage(
         this.group,
         { address: row.address, number: b.number },
-        encodeAddressLogsJson(row.entries, this.alloc),
+        encodeAddressLogsJson(row.logs, writer, this.alloc),
         this.alloc,
       );
     }
