@@ -67,7 +67,7 @@ describe('blockOfSync: the block of a log id from the BlockLogs ranges', () => {
       db.reads = 0;
       const at = blockOfSync(db, id, bounds);
       const want = owner[id] as number;
-      if (at?.number !== BigInt(want) || at.first !== firsts[want])
+      if (at?.number !== BigInt(want) || at.first !== firsts[want] || at.end !== firsts[want]! + counts[want]!)
         wrong.push(`${id}: ${at?.number}/${at?.first}, want ${want}/${firsts[want]}`);
       if (db.reads > worst) worst = db.reads;
     }

@@ -344,8 +344,12 @@ export class LogQueries {
     const rows: number[] = []; // positions in `ids` of logs in Logs rows
     const gen = this.chain.generation?.();
     const lowest = await this.lowestLogBlock();
+    // Ids whose block is not cached, by their block's first log id: its row is read with the
+    // others' in one batch (LevelDB's reads on libuv's threads, beside each other).
+    const unread = new Map<number, number[]>();
     let bounds: BlockBounds | undefined;
     let block: IndexedLogBlock | undefined;
+    let located: { first: number; end: number } | undefined;
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i] as number;
       if (id < lowest) {
@@ -353,22 +357,48 @@ export class LogQueries {
         continue;
       }
       if (block !== undefined && id >= block.first + block.columns.count) block = this.cachedAfter(block, id);
-      if (block === undefined || id < block.first || id >= block.first + block.columns.count) {
+      if (block !== undefined && id >= block.first && id < block.first + block.columns.count) {
+        out[i] = block.columns.log(id - block.first);
+        continue;
+      }
+      if (located === undefined || id < located.first || id >= located.end) {
         bounds ??= await this.chainBounds();
         const at = blockOfSync(this.sync, id, bounds);
-        if (at === undefined) block = undefined;
-        else {
-          block = this.logBlocks.get(at.first);
-          if (block === undefined) {
-            const value = this.sync.getSync(logBlockKey(at.first));
-            if (value !== undefined) block = this.indexedBlock(at.first, value, gen);
-          }
-          // The ids that follow are at or after this block: the search starts there.
-          if (block !== undefined) bounds = { ...bounds, lo: at.number, firstLo: at.first };
+        if (at === undefined) {
+          rows.push(i);
+          continue;
+        }
+        located = at;
+        // The ids that follow are at or after this block: the search starts there.
+        bounds = { ...bounds, lo: at.number, firstLo: at.first };
+        block = this.logBlocks.get(at.first);
+        if (block !== undefined) {
+          out[i] = block.columns.log(id - block.first);
+          continue;
         }
       }
-      if (block === undefined || id < block.first || id >= block.first + block.columns.count) rows.push(i);
-      else out[i] = block.columns.log(id - block.first);
+      let waiting = unread.get(located.first);
+      if (waiting === undefined) unread.set(located.first, (waiting = []));
+      waiting.push(i);
+    }
+    if (unread.size > 0) {
+      const firsts = [...unread.keys()];
+      const values = await this.db.getMany(firsts.map((f) => logBlockKey(f)));
+      values.forEach((value, j) => {
+        const first = firsts[j] as number;
+        const waiting = unread.get(first) as number[];
+        // A block an earlier release wrote (no LogBlocks row): its Logs rows.
+        if (value === undefined) {
+          for (const i of waiting) rows.push(i);
+          return;
+        }
+        const b = this.indexedBlock(first, value, gen);
+        for (const i of waiting) {
+          const id = ids[i] as number;
+          if (id >= b.first + b.columns.count) throw new Error(`log ${id} is past its block's row (first ${first})`);
+          out[i] = b.columns.log(id - b.first);
+        }
+      });
     }
     if (rows.length > 0) {
       const raw = await this.db.getMany(rows.map((i) => logKey(ids[i] as number)));
@@ -868,18 +898,23 @@ export interface BlockBounds {
 }
 
 /**
- * The block holding log `id` within `b` (its number and first log id), by BlockLogs point reads:
+ * The block holding log `id` within `b` (its number, first log id and the end of its ids), by
+ * BlockLogs point reads:
  * interpolation between the bounds' ids, every other probe halving instead so that a chain whose
  * blocks hold very different numbers of logs still takes O(log n) reads. A reverse seek of the
  * LogBlocks rows found it before: ~40 us of LevelDB seek and a thread-pool round trip per block,
  * which made a sparse query several times slower than its rows' reads. Undefined when `id` is
  * outside the bounds.
  */
-export function blockOfSync(db: KvSyncRead, id: number, b: BlockBounds): { number: bigint; first: number } | undefined {
+export function blockOfSync(
+  db: KvSyncRead,
+  id: number,
+  b: BlockBounds,
+): { number: bigint; first: number; end: number } | undefined {
   let { lo, firstLo, hi, endHi } = b;
   if (id < firstLo || id >= endHi) return undefined;
   for (let probe = 0; ; probe++) {
-    if (lo === hi) return { number: lo, first: firstLo };
+    if (lo === hi) return { number: lo, first: firstLo, end: endHi };
     const span = hi - lo;
     let guess =
       probe % 2 === 0
@@ -896,6 +931,6 @@ export function blockOfSync(db: KvSyncRead, id: number, b: BlockBounds): { numbe
     } else if (id >= first + r.count) {
       lo = guess + 1n;
       firstLo = first + r.count;
-    } else return { number: guess, first };
+    } else return { number: guess, first, end: first + r.count };
   }
 }
