@@ -106,8 +106,10 @@
 //                           logs of block `number` (log ids firstLogId.. in log order), one row
 //                           per block that has logs (BlockLogs gives a block's firstLogId and
 //                           count). The log holding id X is in the row of the greatest
-//                           firstLogId <= X (one reverse seek), or, for a block written by an
-//                           earlier release and not converted yet, its Logs row.
+//                           firstLogId <= X (found from the BlockLogs ranges: logs/queries.ts
+//                           blockOfSync), or, for a block written by an earlier release and not
+//                           converted yet, its Logs row. Columns under 4 KB are written with
+//                           codec 0 (a zlib call's setup costs more than it saves there).
 //   0x17    Appearances     kind(1) ++ address(20) ++ lastId(8) -> delta-varint appearance ids: the
 //                           address-appearance index (appearances/). kind 0x00. An id is a
 //                           transaction's position, number * 2^16 + txIndex (APPEARANCE_TX_BITS);
