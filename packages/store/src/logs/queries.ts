@@ -347,6 +347,7 @@ export class LogQueries {
     // Ids whose block is not cached, by their block's first log id: its row is read with the
     // others' in one batch (LevelDB's reads on libuv's threads, beside each other).
     const unread = new Map<number, number[]>();
+    let chain: BlockBounds | undefined;
     let bounds: BlockBounds | undefined;
     let block: IndexedLogBlock | undefined;
     let located: { first: number; end: number } | undefined;
@@ -362,7 +363,9 @@ export class LogQueries {
         continue;
       }
       if (located === undefined || id < located.first || id >= located.end) {
-        bounds ??= await this.chainBounds();
+        chain ??= await this.chainBounds();
+        // Ids out of order (no caller gives them so): the search starts over.
+        if (bounds === undefined || id < bounds.firstLo) bounds = chain;
         const at = blockOfSync(this.sync, id, bounds);
         if (at === undefined) {
           rows.push(i);
