@@ -22,22 +22,41 @@ export type LogBlockCodecId = (typeof LogBlockCodec)[keyof typeof LogBlockCodec]
 
 const WHAT = 'block logs';
 
+/**
+ * A 32-bit hash of a value's bytes (FNV-1a): addresses and topics share long runs (a topic that is
+ * a padded address starts with twelve zero bytes; generated addresses differ in their last bytes),
+ * so every byte counts.
+ */
+export function hashOf(v: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < v.length; i++) h = Math.imul(h ^ (v[i] as number), 0x01000193);
+  return h;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** The logs' columnar bytes, uncompressed (see the layout above). */
 export function encodeBlockLogColumns(
   logs: readonly Pick<StoredLog, 'txIndex' | 'address' | 'topics' | 'data'>[],
 ): Uint8Array {
-  const addresses = new Map<string, number>();
-  const topics = new Map<string, number>();
+  const addresses = new Map<number, number[]>();
+  const topics = new Map<number, number[]>();
   const addressList: Uint8Array[] = [];
   const topicList: Uint8Array[] = [];
-  const idOf = (m: Map<string, number>, list: Uint8Array[], v: Uint8Array): number => {
-    const k = Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('latin1');
-    let id = m.get(k);
-    if (id === undefined) {
-      id = list.length;
-      m.set(k, id);
-      list.push(v);
-    }
+  // By a hash of the value's bytes (a number key: no string per value), the ids of the values of
+  // that hash compared byte by byte.
+  const idOf = (m: Map<number, number[]>, list: Uint8Array[], v: Uint8Array): number => {
+    const h = hashOf(v);
+    let ids = m.get(h);
+    if (ids === undefined) m.set(h, (ids = []));
+    else for (const id of ids) if (sameBytes(list[id] as Uint8Array, v)) return id;
+    const id = list.length;
+    ids.push(id);
+    list.push(v);
     return id;
   };
   const refs: { address: number; topics: number[] }[] = [];
