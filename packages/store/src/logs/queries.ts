@@ -45,6 +45,8 @@ import type { Constraint } from './match.js';
 /** What the log code needs from the rest of the reader. */
 export interface LogReadContext {
   head(): Promise<ChainHead>;
+  /** The first block the datadir holds (a joined datadir's join block; else 0). */
+  firstBlock?(): bigint;
   /** Changes whenever a commit may have made cached block contexts stale (serve --follow). */
   generation?(): number;
 }
@@ -414,12 +416,14 @@ export class LogQueries {
     return out;
   }
 
-  /** Blocks 0 to the head and the log ids they hold ([firstLo, endHi)). */
+  /** The datadir's first block to the head and the log ids they hold ([firstLo, endHi)). */
   private async chainBounds(): Promise<BlockBounds> {
     const head = (await this.chain.head()).number;
-    const range = tables.blockLogs.getSync(this.sync, head);
-    if (range === undefined) throw new Error(`block log range missing for the head ${head}`);
-    return { lo: 0n, firstLo: 0, hi: head, endHi: Number(range.firstLogId) + range.count };
+    const first = this.chain.firstBlock?.() ?? 0n;
+    const [low, high] = [tables.blockLogs.getSync(this.sync, first), tables.blockLogs.getSync(this.sync, head)];
+    if (low === undefined || high === undefined)
+      throw new Error(`block log range missing for block ${first} or the head ${head}`);
+    return { lo: first, firstLo: Number(low.firstLogId), hi: head, endHi: Number(high.firstLogId) + high.count };
   }
 
   /** The cap is exceeded: the longest prefix of blocks that fits ends before the block of log `overId`. */

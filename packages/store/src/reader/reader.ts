@@ -223,7 +223,11 @@ export class LevelChainStore implements ChainStore {
       canonicalSync: (number) => this.canonicalSync(number),
       firstBlock: () => this.chainInfo.firstBlock ?? 0n,
     });
-    this.logQueries = new LogQueries(db, datadir, { head: () => this.head(), generation: () => this.gen });
+    this.logQueries = new LogQueries(db, datadir, {
+      head: () => this.head(),
+      generation: () => this.gen,
+      firstBlock: () => this.chainInfo.firstBlock ?? 0n,
+    });
   }
 
   static async open(datadir: string, options: OpenChainStoreOptions = {}): Promise<LevelChainStore> {
