@@ -52,15 +52,13 @@ const TX_HASH_OPEN = ascii(',"transactionHash":"0x');
 const TX_INDEX_OPEN = ascii('","transactionIndex":"0x');
 const LOG_INDEX_OPEN = ascii(',"logIndex":"0x');
 const LOG_CLOSE = ascii('","removed":false}');
-/** The bytes of a log's text besides its block's fields, its topics, data and indices' digits. */
+/** The bytes of a log's text besides its block's fields, its values' hex and its indices' digits. */
 const FIXED =
   ADDRESS_OPEN.length +
-  40 +
   TOPICS_OPEN.length +
   DATA_OPEN.length +
   DATA_CLOSE.length +
   TX_HASH_OPEN.length +
-  64 +
   TX_INDEX_OPEN.length +
   2 + // the quote closing the transaction index and the comma after it
   LOG_INDEX_OPEN.length +
@@ -132,10 +130,15 @@ export class LogJsonWriter {
   /** The length of write(log)'s text: the bytes writeInto() writes. */
   byteLength(log: LogRecord): number {
     this.atBlock(log);
-    const topics = log.topics.length;
+    // Every value's own length (a 20-byte address, 32-byte topics and hash as stored), so that the
+    // bytes written are always the bytes counted.
+    let topics = log.topics.length === 0 ? 0 : log.topics.length - 1;
+    for (const t of log.topics) topics += 4 + 2 * t.length;
     return (
       FIXED +
-      (topics === 0 ? 0 : topics * 68 + topics - 1) +
+      2 * log.address.length +
+      topics +
+      2 * log.transactionHash.length +
       2 * log.data.length +
       this.blockNumberText.length +
       this.blockText.length +

@@ -40,11 +40,18 @@ describe('formatLogsAscii', () => {
 
   test("LogJsonWriter's byteLength and writeInto give write()'s text, log by log", () => {
     const strings = new LogJsonWriter();
-    const bytes = new LogJsonWriter();
-    for (const log of records(400)) {
-      const n = bytes.byteLength(log);
+    const inBytes = new LogJsonWriter();
+    // Values of other lengths than stored ones have: the bytes counted are still the bytes written.
+    const odd = {
+      ...(records(1)[0] as LogRecord),
+      address: bytes(3, 19),
+      topics: [bytes(4, 33)],
+      transactionHash: bytes(5, 31),
+    };
+    for (const log of [...records(400), odd]) {
+      const n = inBytes.byteLength(log);
       const out = new Uint8Array(n + 4).fill(0x7c);
-      expect(bytes.writeInto(log, out, 2)).toBe(n + 2);
+      expect(inBytes.writeInto(log, out, 2)).toBe(n + 2);
       expect(Buffer.from(out).toString('latin1')).toBe(`||${strings.write(log)}||`);
     }
   });
