@@ -9,6 +9,7 @@
 // form is its parse). rpc's format.test.ts checks its output against hand-written geth shapes
 // (every fork field, withdrawals, uncles); block-text.test.ts checks the store's answers against
 // the text written from each block's decoded rows.
+import { hexInto } from './hex.js';
 import type { Bytes, HeaderRecord, WithdrawalRecord } from './types.js';
 
 /** What the block JSON shows besides its transactions. */
@@ -84,9 +85,6 @@ export function blockJsonHead(b: BlockJsonFields, uncle = false, transactions = 
   return headerMembers(b.header, q(b.size), body, tail);
 }
 
-/** The ASCII codes of the hex digits. */
-const HEX_DIGITS = Uint8Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
-
 /** Where the transaction list's inside goes in blockJsonHead's text written without transactions. */
 const TXS_OPEN = '"transactions":[';
 
@@ -108,11 +106,7 @@ export function blockJsonAscii(b: BlockJsonFields, txHashes: Uint8Array): Uint8A
     out[at++] = 0x22; // "
     out[at++] = 0x30; // 0
     out[at++] = 0x78; // x
-    for (let j = i * 32; j < i * 32 + 32; j++) {
-      const v = txHashes[j] as number;
-      out[at++] = HEX_DIGITS[v >> 4] as number;
-      out[at++] = HEX_DIGITS[v & 15] as number;
-    }
+    at = hexInto(txHashes.subarray(i * 32, i * 32 + 32), out, at);
     out[at++] = 0x22;
   }
   at += out.write(head.slice(cut), at, 'latin1');

@@ -5,37 +5,8 @@
 // import (a ready-to-serve encoding: a dense getLogs answer is slices of one row per block), and
 // the rpc writes it for logs read from the per-log rows. rpc's tests compare both with
 // JSON.stringify of formatLog.
-import { hexOfBytes } from './hex.js';
+import { HEX_DIGITS, hexInto, hexOfBytes } from './hex.js';
 import type { LogRecord } from './types.js';
-
-/** The ASCII codes of the hex digits. */
-const HEX_DIGITS = Uint8Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
-
-/** Each byte's two hex digits as one 16-bit value (the first digit in the low byte). */
-const HEX_PAIRS = Uint16Array.from(
-  { length: 256 },
-  (_, v) => (HEX_DIGITS[v >> 4] as number) | ((HEX_DIGITS[v & 15] as number) << 8),
-);
-
-const nativeHexSlice = (
-  Buffer.prototype as unknown as { hexSlice?: (this: Uint8Array, s: number, e: number) => string }
-).hexSlice;
-
-/**
- * `bytes`' hex (no 0x) written at `at` of `out`; returns the end. A byte pair per table read; long
- * values (a log's data) through Buffer's native hex, faster past ~100 bytes (~2 against ~3 ns a
- * byte, measured on node 20).
- */
-function hexInto(bytes: Uint8Array, out: Uint8Array, at: number): number {
-  if (bytes.length >= 128 && nativeHexSlice !== undefined && Buffer.isBuffer(out))
-    return at + out.write(nativeHexSlice.call(bytes, 0, bytes.length), at, 'latin1');
-  for (let i = 0; i < bytes.length; i++) {
-    const p = HEX_PAIRS[bytes[i] as number] as number;
-    out[at++] = p & 0xff;
-    out[at++] = p >> 8;
-  }
-  return at;
-}
 
 /** `text` (ASCII) written at `at` of `out`; returns the end. */
 function asciiInto(text: Uint8Array, out: Uint8Array, at: number): number {
