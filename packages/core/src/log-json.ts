@@ -150,3 +150,32 @@ export class LogJsonWriter {
     return asciiInto(LOG_CLOSE, out, at);
   }
 }
+
+/**
+ * The JSON array of `logs` as ASCII bytes (LogJsonWriter.writeInto, no string per log), in a
+ * Buffer of its own. `pause` is awaited after every 128 logs (a caller's yield to other work or
+ * check of a deadline, which may throw).
+ */
+export async function logsJsonAscii(
+  logs: readonly LogRecord[],
+  pause: () => Promise<void> | void = () => undefined,
+): Promise<Uint8Array> {
+  const writer = new LogJsonWriter();
+  let out = Buffer.allocUnsafeSlow(2 + logs.length * 640);
+  let at = 0;
+  out[at++] = 0x5b; // [
+  for (let i = 0; i < logs.length; i++) {
+    const log = logs[i] as LogRecord;
+    const need = at + writer.byteLength(log) + 2;
+    if (need > out.length) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(need, out.length * 2));
+      out.copy(grown, 0, 0, at);
+      out = grown;
+    }
+    if (i > 0) out[at++] = 0x2c; // ,
+    at = writer.writeInto(log, out, at);
+    if ((i & 127) === 127) await pause();
+  }
+  out[at++] = 0x5d; // ]
+  return out.subarray(0, at);
+}

@@ -1,7 +1,7 @@
 // Log JSON in geth's field order (types.Log gencodec), with blockTimestamp and removed:false.
 // formatLogsAscii writes the same JSON as bytes (core's LogJsonWriter, also the writer of the store's
 // per-block log rows) in slices, so that a large answer never holds the event loop for long.
-import { LogJsonWriter, toData, toQuantity } from '@chainnode/core';
+import { logsJsonAscii, toData, toQuantity } from '@chainnode/core';
 import type { Hex, LogRecord } from '@chainnode/core';
 
 export interface JsonLog {
@@ -42,27 +42,11 @@ const SLICE_MS = 4;
  * deadline).
  */
 export async function formatLogsAscii(logs: LogRecord[], check: () => void = () => undefined): Promise<Uint8Array> {
-  const writer = new LogJsonWriter();
-  let out = Buffer.allocUnsafeSlow(2 + logs.length * 640);
-  let at = 0;
-  out[at++] = 0x5b; // [
   let sliceStart = Date.now();
-  for (let i = 0; i < logs.length; i++) {
-    const log = logs[i] as LogRecord;
-    const need = at + writer.byteLength(log) + 2;
-    if (need > out.length) {
-      const grown = Buffer.allocUnsafeSlow(Math.max(need, out.length * 2));
-      out.copy(grown, 0, 0, at);
-      out = grown;
-    }
-    if (i > 0) out[at++] = 0x2c; // ,
-    at = writer.writeInto(log, out, at);
-    if ((i & 127) === 127 && Date.now() - sliceStart >= SLICE_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      check();
-      sliceStart = Date.now();
-    }
-  }
-  out[at++] = 0x5d; // ]
-  return out.subarray(0, at);
+  return logsJsonAscii(logs, async () => {
+    if (Date.now() - sliceStart < SLICE_MS) return;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    check();
+    sliceStart = Date.now();
+  });
 }

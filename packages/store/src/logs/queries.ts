@@ -10,7 +10,7 @@
 // size of the answer and of the most selective constraint, not the popularity of the others.
 // The result cap is decided on log ids alone (no log is fetched to find it), and the loop yields
 // to the event loop every few milliseconds and stops at the deadline.
-import { LogJsonWriter, Lru } from '@chainnode/core';
+import { LogJsonWriter, Lru, logsJsonAscii } from '@chainnode/core';
 import type {
   AsciiChunk,
   ChainHead,
@@ -723,7 +723,7 @@ export class LogQueries {
       // Few matches spread over a long range: finding their blocks by reading every block's log
       // range would cost more than reading their log rows (which carry the block).
       const records = await this.recordsOf(ids, query, budget);
-      return { kind: 'ok', ascii: [Buffer.from(await this.textOf(records, budget), 'latin1')], count: records.length };
+      return { kind: 'ok', ascii: [await logsJsonAscii(records, () => budget.tick())], count: records.length };
     }
     const picks = await this.picksOf(query.fromBlock, range.to, ids, budget);
     const keys: { address: Uint8Array; number: bigint }[] = [];
@@ -767,8 +767,11 @@ export class LogQueries {
         missing.map((m) => m.id),
         query,
         budget,
-      ))
-        byLog.set(`${r.blockNumber}:${r.logIndex}`, Buffer.from(writer.write(r), 'latin1'));
+      )) {
+        const text = new Uint8Array(writer.byteLength(r));
+        writer.writeInto(r, text, 0);
+        byLog.set(`${r.blockNumber}:${r.logIndex}`, text);
+      }
       for (const m of missing) {
         const p = picks.find((x) => m.id >= x.first && m.id < x.first + x.count) as BlockPick;
         parts[m.at] = byLog.get(`${p.number}:${m.id - p.first}`);
@@ -823,17 +826,6 @@ export class LogQueries {
       records.push(...(await this.toRecords(await this.fetchLogs(ids))));
     }
     return records;
-  }
-
-  /** The JSON text of records (core's LogJsonWriter), with the budget checked now and then. */
-  private async textOf(records: LogRecord[], budget: Budget): Promise<string> {
-    const writer = new LogJsonWriter();
-    const parts = new Array<string>(records.length);
-    for (let i = 0; i < records.length; i++) {
-      parts[i] = writer.write(records[i] as LogRecord);
-      if ((i & 127) === 127) await budget.tick();
-    }
-    return `[${parts.join(',')}]`;
   }
 
   /**
