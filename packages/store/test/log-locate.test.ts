@@ -3,8 +3,8 @@
 // (empty runs, one block of thousands), for every id, with bounds narrowed as a query narrows them,
 // and with the number of reads bounded.
 import { tables } from '../src/schema/index.js';
-import { blockOfSync } from '../src/logs/queries.js';
-import type { BlockBounds } from '../src/logs/queries.js';
+import { blockOfSync } from '../src/logs/locate.js';
+import type { BlockBounds } from '../src/logs/locate.js';
 import { rng } from './random.js';
 
 /** A KvSyncRead over the BlockLogs rows of blocks with `counts[n]` logs each, counting its reads. */

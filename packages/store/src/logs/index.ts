@@ -2,7 +2,8 @@
 // cursors in cursors.ts, a query's constraints in match.ts), through one
 // gate on LevelDB's threads (gate.ts), and the sealed per-address log segments the writer seals
 // and the queries read (log-segments.ts); the logs themselves, one LogBlocks row per block
-// (log-blocks.ts, block-logs-codec.ts).
+// (log-blocks.ts, block-logs-codec.ts), whose blocks a log id is found in from the BlockLogs
+// ranges (locate.ts).
 export { LogQueries } from './queries.js';
 export { logMatches, queryBloomMatcher } from './match.js';
 export {

@@ -106,7 +106,7 @@
 //                           logs of block `number` (log ids firstLogId.. in log order), one row
 //                           per block that has logs (BlockLogs gives a block's firstLogId and
 //                           count). The log holding id X is in the row of the greatest
-//                           firstLogId <= X (found from the BlockLogs ranges: logs/queries.ts
+//                           firstLogId <= X (found from the BlockLogs ranges: logs/locate.ts
 //                           blockOfSync), or, for a block written by an earlier release and not
 //                           converted yet, its Logs row. Columns under 4 KB are written with
 //                           codec 0 (a zlib call's setup costs more than it saves there).
