@@ -24,7 +24,8 @@ import {
   txLocationCodec,
   u64Codec,
 } from '../src/schema/index.js';
-import type { Codec, StoredLog } from '../src/schema/index.js';
+import type { Codec, StoredLog, StoredReceipt } from '../src/schema/index.js';
+import { rng } from './random.js';
 import { rlpItem, rlpItemEnd } from '../src/schema/rlp.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -137,6 +138,45 @@ describe('key-schema codecs: round trip and exact bytes', () => {
         { type: 0x7e, statusOrState: Uint8Array.of(1), cumulativeGasUsed: 1n, depositReceiptVersion: 1n },
       ]),
     ).toThrow('depositReceiptVersion without depositNonce');
+  });
+  test("receipts: the hand-written bytes are @ethereumjs/rlp's on random receipts", () => {
+    const next = rng(7);
+    const uint = (): bigint => {
+      const bits = [0, 7, 8, 16, 31, 53, 64, 80][next(8)] as number;
+      let v = 0n;
+      for (let i = 0; i < bits; i++) v = (v << 1n) | BigInt(next(2));
+      return v;
+    };
+    const bytes = (n: number) => Uint8Array.from({ length: n }, () => next(256));
+    for (let round = 0; round < 200; round++) {
+      const receipts: StoredReceipt[] = Array.from({ length: next(40) }, () => {
+        const kind = next(4);
+        const r: StoredReceipt = {
+          type: [0, 1, 2, 3, 4, 0x7e][next(6)] as number,
+          // status 0 or 1, an empty status, or a pre-Byzantium state root
+          statusOrState: kind === 0 ? bytes(32) : kind === 1 ? new Uint8Array(0) : Uint8Array.of(next(2)),
+          cumulativeGasUsed: uint(),
+        };
+        if (next(3) === 0) {
+          r.depositNonce = uint();
+          if (next(2) === 0) r.depositReceiptVersion = uint();
+        }
+        return r;
+      });
+      const items = receipts.map((r) => [
+        r.type,
+        r.statusOrState,
+        r.cumulativeGasUsed,
+        ...(r.depositNonce === undefined ? [] : [r.depositNonce]),
+        ...(r.depositReceiptVersion === undefined ? [] : [r.depositReceiptVersion]),
+      ]);
+      const want = Buffer.from(RLP.encode(items)).toString('hex');
+      expect([round, Buffer.from(receiptsCodec.encode(receipts)).toString('hex')]).toEqual([round, want]);
+      expect(receiptsCodec.decode(receiptsCodec.encode(receipts))).toEqual(receipts);
+    }
+    expect(() => receiptsCodec.encode([{ type: 0, statusOrState: Uint8Array.of(1), cumulativeGasUsed: -1n }])).toThrow(
+      RangeError,
+    );
   });
   test('log record: RLP [number, txIndex, logIndex, address, topics, data]', () => {
     roundTrip(

@@ -39,43 +39,58 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return true;
 }
 
+/**
+ * A block's dictionary of values (addresses or topics): each value's id, in first-use order, found
+ * by a hash of its bytes (a number key: no string per value) and compared byte by byte with the
+ * values of that hash (a chain through `next`, no array per value).
+ */
+class Dictionary {
+  readonly list: Uint8Array[] = [];
+  private readonly first = new Map<number, number>();
+  private readonly next: number[] = [];
+
+  idOf(v: Uint8Array): number {
+    const h = hashOf(v);
+    const head = this.first.get(h);
+    for (let id = head ?? -1; id !== -1; id = this.next[id] as number)
+      if (sameBytes(this.list[id] as Uint8Array, v)) return id;
+    const id = this.list.length;
+    this.list.push(v);
+    this.next.push(head ?? -1);
+    this.first.set(h, id);
+    return id;
+  }
+}
+
 /** The logs' columnar bytes, uncompressed (see the layout above). */
 export function encodeBlockLogColumns(
   logs: readonly Pick<StoredLog, 'txIndex' | 'address' | 'topics' | 'data'>[],
 ): Uint8Array {
-  const addresses = new Map<number, number[]>();
-  const topics = new Map<number, number[]>();
-  const addressList: Uint8Array[] = [];
-  const topicList: Uint8Array[] = [];
-  // By a hash of the value's bytes (a number key: no string per value), the ids of the values of
-  // that hash compared byte by byte.
-  const idOf = (m: Map<number, number[]>, list: Uint8Array[], v: Uint8Array): number => {
-    const h = hashOf(v);
-    let ids = m.get(h);
-    if (ids === undefined) m.set(h, (ids = []));
-    else for (const id of ids) if (sameBytes(list[id] as Uint8Array, v)) return id;
-    const id = list.length;
-    ids.push(id);
-    list.push(v);
-    return id;
-  };
-  const refs: { address: number; topics: number[] }[] = [];
+  const addresses = new Dictionary();
+  const topics = new Dictionary();
+  // Each log's address id, and its topics' ids one after another (flat: no object per log).
+  const addressIds = new Int32Array(logs.length);
+  const topicIds: number[] = [];
   let size = varintLength(logs.length);
   let dataBytes = 0;
   let prevTx = 0;
-  for (const l of logs) {
-    const ref = {
-      address: idOf(addresses, addressList, l.address),
-      topics: l.topics.map((t) => idOf(topics, topicList, t)),
-    };
-    refs.push(ref);
+  for (let i = 0; i < logs.length; i++) {
+    const l = logs[i] as (typeof logs)[number];
+    const a = addresses.idOf(l.address);
+    addressIds[i] = a;
+    if (l.topics.length > 255) throw new RangeError(`${WHAT}: ${l.topics.length} topics`);
+    for (const t of l.topics) {
+      const id = topics.idOf(t);
+      topicIds.push(id);
+      size += varintLength(id);
+    }
     if (l.txIndex < prevTx) throw new RangeError(`${WHAT}: tx index ${l.txIndex} after ${prevTx}`);
-    if (ref.topics.length > 255) throw new RangeError(`${WHAT}: ${ref.topics.length} topics`);
-    size += varintLength(l.txIndex - prevTx) + varintLength(ref.address) + 1 + varintLength(l.data.length);
-    for (const t of ref.topics) size += varintLength(t);
+    size += varintLength(l.txIndex - prevTx) + varintLength(a) + 1 + varintLength(l.data.length);
     dataBytes += l.data.length;
     prevTx = l.txIndex;
   }
+  const addressList = addresses.list;
+  const topicList = topics.list;
   size += varintLength(addressList.length) + 20 * addressList.length;
   size += varintLength(topicList.length) + 32 * topicList.length + dataBytes;
   const out = new Uint8Array(size);
@@ -93,15 +108,16 @@ export function encodeBlockLogColumns(
     at += 32;
   }
   prevTx = 0;
-  logs.forEach((l, i) => {
-    const ref = refs[i] as { address: number; topics: number[] };
+  let k = 0;
+  for (let i = 0; i < logs.length; i++) {
+    const l = logs[i] as (typeof logs)[number];
     at = writeVarint(l.txIndex - prevTx, out, at);
     prevTx = l.txIndex;
-    at = writeVarint(ref.address, out, at);
-    out[at++] = ref.topics.length;
-    for (const t of ref.topics) at = writeVarint(t, out, at);
+    at = writeVarint(addressIds[i] as number, out, at);
+    out[at++] = l.topics.length;
+    for (let j = 0; j < l.topics.length; j++) at = writeVarint(topicIds[k++] as number, out, at);
     at = writeVarint(l.data.length, out, at);
-  });
+  }
   for (const l of logs) {
     out.set(l.data, at);
     at += l.data.length;
