@@ -45,6 +45,33 @@ async function answers(dir: string): Promise<Map<string, string>> {
   }
 }
 
+/**
+ * Every log with its block's hash, timestamp and transaction hash, which getLogs takes from the
+ * BlockTxHashes row's extras (or, for a row without the header, from the header's row): the whole
+ * chain in one query through a fresh store, each block's context read once.
+ */
+async function logAnswers(dir: string): Promise<Map<string, string>> {
+  const store = await LevelChainStore.open(dir);
+  try {
+    const out = new Map<string, string>();
+    const head = (await store.head()).number;
+    const all = await store.logs(
+      { fromBlock: 0n, toBlock: head, addresses: [], topics: [] },
+      { limit: 1_000_000, deadline: Date.now() + 60_000 },
+    );
+    if (all.kind !== 'ok') throw new Error("the fixture chain's logs over the cap");
+    for (const l of all.logs)
+      out.set(
+        `${l.blockNumber}/${l.logIndex}`,
+        `${latin1(l.blockHash)},${latin1(l.transactionHash)},${l.blockTimestamp}`,
+      );
+    expect(all.logs.length).toBeGreaterThan(1_000);
+    return out;
+  } finally {
+    await store.close();
+  }
+}
+
 /** The numbers of the BlockTxHashes rows of an earlier release (no extras, or extras without the header). */
 async function hashesOnlyRows(dir: string): Promise<bigint[]> {
   const db = await openDb(dir, { create: false });
@@ -72,6 +99,7 @@ test('no BlockJson rows at import; rows of an earlier release (BlockJson, BlockT
     }
     const fresh = await answers(c.dir);
     expect(fresh.size).toBeGreaterThan(10);
+    const freshLogs = await logAnswers(c.dir);
     // Rows as earlier releases wrote them: the whole form, and the older one (every third block);
     // BlockTxHashes of the hashes alone (n % 3 = 0), with the extras of the release before
     // (n % 3 = 1: no header, no total difficulty), as this release writes them (n % 3 = 2).
@@ -116,6 +144,7 @@ test('no BlockJson rows at import; rows of an earlier release (BlockJson, BlockT
       await db.close();
     }
     expect(await answers(c.dir)).toEqual(fresh);
+    expect(await logAnswers(c.dir)).toEqual(freshLogs);
     const r = await convertDatadir(c.dir);
     expect(r.blockJsonRows).toBe(fresh.size);
     expect(r.blockTxHashesRows).toBe(rewritten);
@@ -129,6 +158,7 @@ test('no BlockJson rows at import; rows of an earlier release (BlockJson, BlockT
       await db.close();
     }
     expect(await answers(c.dir)).toEqual(fresh);
+    expect(await logAnswers(c.dir)).toEqual(freshLogs);
   } finally {
     await c.cleanup();
   }

@@ -26,6 +26,8 @@ import { logBlockColumns, logBlockFirst, logBlockKey, readBlockLogs, readBlockLo
 import {
   AddressLogsJsonView,
   LogIndexKind,
+  extrasHeaderRlp,
+  splitBlockTxHashes,
   MetaKey,
   Prefix,
   logCodec,
@@ -56,7 +58,8 @@ export interface LogReadContext {
 interface BlockLogContext {
   hash: Uint8Array;
   timestamp: bigint;
-  txHashes: Uint8Array[];
+  /** The block's transaction hashes, 32 bytes each, in order (a view of its BlockTxHashes row). */
+  txHashes: Uint8Array;
 }
 
 type IndexedLogBlock = ReturnType<typeof logBlockColumns>;
@@ -237,7 +240,12 @@ export class LogQueries {
     return { start: Number(first.firstLogId), end: Number(lastRange.firstLogId) + lastRange.count, to: last };
   }
 
-  /** Block hash, timestamp and tx hashes of the given blocks (batched reads, LRU-cached). */
+  /**
+   * Block hash, timestamp and tx hashes of the given blocks (batched reads, LRU-cached): the
+   * canonical hash and the BlockTxHashes row read together, the timestamp from the header its
+   * extras hold (a third read and a second round trip, of the header rows, only for a row an
+   * earlier release wrote without it).
+   */
   private async contexts(numbers: Iterable<bigint>): Promise<Map<bigint, BlockLogContext>> {
     const out = new Map<bigint, BlockLogContext>();
     const missing: bigint[] = [];
@@ -249,22 +257,41 @@ export class LogQueries {
     }
     if (missing.length === 0) return out;
     const gen = this.chain.generation?.();
-    const [hashes, txHashes] = await Promise.all([
+    const [hashes, rows] = await Promise.all([
       tables.canonical.getMany(this.db, missing),
-      tables.blockTxHashes.getMany(this.db, missing),
+      this.db.getMany(missing.map((n) => tables.blockTxHashes.key(n))),
     ]);
-    const headers = await tables.headers.getMany(
-      this.db,
-      hashes.map((h, i) => {
-        if (h === undefined) throw new Error(`canonical hash of block ${missing[i]} missing`);
-        return h;
-      }),
-    );
+    const headers = new Array<Uint8Array | undefined>(missing.length);
+    // The tx hashes as they are stored: a log's is sliced when its record is made (a block of a
+    // busy chain holds hundreds, of which a query wants a few).
+    const txHashes = new Array<Uint8Array>(missing.length);
+    const older: number[] = []; // rows without a header in their extras
+    missing.forEach((n, i) => {
+      const row = rows[i];
+      if (hashes[i] === undefined || row === undefined) throw new Error(`block ${n}: hash or tx hashes missing`);
+      const split = splitBlockTxHashes(row);
+      txHashes[i] = split.hashes;
+      const header = split.extras === undefined ? undefined : extrasHeaderRlp(split.extras);
+      if (header === undefined) older.push(i);
+      headers[i] = header;
+    });
+    if (older.length > 0) {
+      const read = await tables.headers.getMany(
+        this.db,
+        older.map((i) => hashes[i] as Uint8Array),
+      );
+      older.forEach((i, k) => {
+        headers[i] = read[k];
+      });
+    }
     missing.forEach((n, i) => {
       const header = headers[i];
-      const txs = txHashes[i];
-      if (header === undefined || txs === undefined) throw new Error(`block ${n}: header or tx hashes missing`);
-      const ctx = { hash: hashes[i] as Uint8Array, timestamp: headerTxFields(header).timestamp, txHashes: txs.hashes };
+      if (header === undefined) throw new Error(`block ${n}: header missing`);
+      const ctx = {
+        hash: hashes[i] as Uint8Array,
+        timestamp: headerTxFields(header).timestamp,
+        txHashes: txHashes[i] as Uint8Array,
+      };
       if (gen === this.chain.generation?.()) this.logContexts.set(n, ctx);
       out.set(n, ctx);
     });
@@ -306,8 +333,9 @@ export class LogQueries {
     const ctxs = await this.contexts(numbers);
     return logs.map((log) => {
       const ctx = ctxs.get(log.blockNumber) as BlockLogContext;
-      const txHash = ctx.txHashes[log.txIndex];
-      if (txHash === undefined) throw new Error(`block ${log.blockNumber}: log of unknown tx ${log.txIndex}`);
+      const at = 32 * log.txIndex;
+      if (at + 32 > ctx.txHashes.length) throw new Error(`block ${log.blockNumber}: log of unknown tx ${log.txIndex}`);
+      const txHash = ctx.txHashes.subarray(at, at + 32);
       return {
         address: log.address,
         topics: log.topics,

@@ -254,6 +254,21 @@ export function splitBlockTxHashes(b: Uint8Array): { hashes: Uint8Array; extras?
   return { hashes: b.subarray(start), extras: b.subarray(0, end) };
 }
 
+/**
+ * The header RLP a BlockTxHashes row's extras hold (their fourth item), found by skipping the
+ * items before it (nothing decoded); undefined in the extras of an earlier release (no header).
+ */
+export function extrasHeaderRlp(extras: Uint8Array): Uint8Array | undefined {
+  const list = rlpItem(extras, 0);
+  if (!list.list || list.end !== extras.length) throw new RangeError('BlockTxHashes: malformed extras');
+  let at = list.start;
+  for (let i = 0; i < 3 && at < list.end; i++) at = rlpItemEnd(extras, at);
+  if (at >= list.end) return undefined;
+  const item = rlpItem(extras, at);
+  if (item.list || item.end > list.end) throw new RangeError('BlockTxHashes: malformed extras');
+  return extras.subarray(item.start, item.end);
+}
+
 export const blockTxHashesCodec: Codec<BlockTxHashesRow> = writerCodec<BlockTxHashesRow>(
   {
     size: (v) => (v.extras === undefined ? 0 : v.extras.length + extrasPadding(v.extras.length)) + 32 * v.hashes.length,
