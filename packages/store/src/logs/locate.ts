@@ -1,6 +1,6 @@
 // Where a log id's block is: the BlockLogs ranges (each block's first log id and count, the ids
 // of consecutive blocks contiguous) searched by point reads.
-import { tables } from '../schema/index.js';
+import { putU64, tables } from '../schema/index.js';
 import type { KvSyncRead } from '../schema/index.js';
 
 /** A block and the log ids it holds, [first, end). */
@@ -31,26 +31,45 @@ export interface BlockBounds {
  * outside the bounds.
  */
 export function blockOfSync(db: KvSyncRead, id: number, b: BlockBounds): LocatedBlock | undefined {
-  let { lo, firstLo, hi, endHi } = b;
-  if (id < firstLo || id >= endHi) return undefined;
+  if (id < b.firstLo || id >= b.endHi) return undefined;
+  // Block numbers as numbers (a chain's stay far below 2^53), each probe's key written into one
+  // buffer and its row read in place: a bigint, a key and a decoded object a probe cost as much
+  // as the read.
+  let lo = Number(b.lo);
+  let hi = Number(b.hi);
+  let { firstLo, endHi } = b;
   for (let probe = 0; ; probe++) {
-    if (lo === hi) return { number: lo, first: firstLo, end: endHi };
+    if (lo === hi) return { number: BigInt(lo), first: firstLo, end: endHi };
     const span = hi - lo;
     let guess =
       probe % 2 === 0
-        ? lo + BigInt(Math.floor(((id - firstLo) / (endHi - firstLo)) * Number(span + 1n)))
-        : lo + (span + 1n) / 2n;
+        ? lo + Math.floor(((id - firstLo) / (endHi - firstLo)) * (span + 1))
+        : lo + Math.floor((span + 1) / 2);
     if (guess > hi) guess = hi;
-    if (guess <= lo) guess = lo + 1n;
-    const r = tables.blockLogs.getSync(db, guess);
-    if (r === undefined) throw new Error(`block log range missing for ${guess}`);
-    const first = Number(r.firstLogId);
+    if (guess <= lo) guess = lo + 1;
+    putU64(PROBE_KEY, 1, guess);
+    const v = db.getSync(PROBE_KEY);
+    if (v === undefined) throw new Error(`block log range missing for ${guess}`);
+    if (v.length !== 12) throw new RangeError(`block log range: expected 12 bytes, got ${v.length}`);
+    const first = readU32(v, 0) * 0x1_0000_0000 + readU32(v, 4);
+    const end = first + readU32(v, 8);
     if (id < first) {
-      hi = guess - 1n;
+      hi = guess - 1;
       endHi = first;
-    } else if (id >= first + r.count) {
-      lo = guess + 1n;
-      firstLo = first + r.count;
-    } else return { number: guess, first, end: first + r.count };
+    } else if (id >= end) {
+      lo = guess + 1;
+      firstLo = end;
+    } else return { number: BigInt(guess), first, end };
   }
+}
+
+/** The BlockLogs key blockOfSync reads (one buffer: a sync read takes the key before it returns). */
+const PROBE_KEY = tables.blockLogs.key(0n);
+
+/** The big-endian uint32 at `at`. */
+function readU32(b: Uint8Array, at: number): number {
+  return (
+    (b[at] as number) * 0x100_0000 +
+    (((b[at + 1] as number) << 16) | ((b[at + 2] as number) << 8) | (b[at + 3] as number))
+  );
 }
