@@ -1,6 +1,6 @@
 // Where a log id's block is: the BlockLogs ranges (each block's first log id and count, the ids
 // of consecutive blocks contiguous) searched by point reads.
-import { putU64, tables } from '../schema/index.js';
+import { putU64, readU32, tables } from '../schema/index.js';
 import type { KvSyncRead } from '../schema/index.js';
 
 /** A block and the log ids it holds, [first, end). */
@@ -65,11 +65,3 @@ export function blockOfSync(db: KvSyncRead, id: number, b: BlockBounds): Located
 
 /** The BlockLogs key blockOfSync reads (one buffer: a sync read takes the key before it returns). */
 const PROBE_KEY = tables.blockLogs.key(0n);
-
-/** The big-endian uint32 at `at`. */
-function readU32(b: Uint8Array, at: number): number {
-  return (
-    (b[at] as number) * 0x100_0000 +
-    (((b[at + 1] as number) << 16) | ((b[at + 2] as number) << 8) | (b[at + 3] as number))
-  );
-}

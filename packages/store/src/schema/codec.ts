@@ -113,7 +113,8 @@ function writeU32(n: number, out: Uint8Array, at: number): number {
   return at + 4;
 }
 
-function readU32(b: Uint8Array, at: number): number {
+/** The big-endian uint32 at `at`. */
+export function readU32(b: Uint8Array, at: number): number {
   return (
     (((b[at] as number) << 24) |
       ((b[at + 1] as number) << 16) |
