@@ -1,7 +1,7 @@
 // The block-logs codec's dictionaries key addresses and topics by a 32-bit hash of their bytes and
 // compare the values of one hash byte by byte: two addresses (and two topics) whose hashes collide
 // keep their own ids, and a block of them decodes to the logs it was given.
-import { decodeBlockLogColumns, encodeBlockLogColumns, hashOf } from '../src/logs/block-logs-codec.js';
+import { BlockLogColumns, decodeBlockLogColumns, encodeBlockLogColumns, hashOf } from '../src/logs/block-logs-codec.js';
 import { bytes, rng } from './random.js';
 
 /** Two distinct values of `len` bytes with the same hashOf (a birthday search over counters in seeded bytes). */
@@ -57,5 +57,56 @@ describe('block logs codec', () => {
         Buffer.from(want.data),
       ]);
     });
+  });
+
+  test('a block of many values: ids, tx gaps and data lengths past one varint byte, read log by log', () => {
+    const next = rng(9);
+    const addresses = Array.from({ length: 300 }, () => bytes(next, 20));
+    const topics = Array.from({ length: 600 }, () => bytes(next, 32));
+    let tx = 0;
+    const logs = Array.from({ length: 1_500 }, () => {
+      tx += next(4) === 0 ? next(400) : 0;
+      return {
+        txIndex: tx,
+        address: addresses[next(addresses.length)] as Uint8Array,
+        topics: Array.from({ length: next(5) }, () => topics[next(topics.length)] as Uint8Array),
+        data: bytes(next, next(3) === 0 ? next(700) : next(64)),
+      };
+    });
+    const encoded = encodeBlockLogColumns(logs);
+    const view = new BlockLogColumns(encoded, 7n);
+    expect(view.count).toBe(logs.length);
+    const wrong: number[] = [];
+    // Out of order, as a query's ids into a cached block may come.
+    for (const i of Array.from({ length: logs.length }, (_, i) => (i * 7) % logs.length)) {
+      const got = view.log(i);
+      const want = logs[i] as (typeof logs)[number];
+      const same =
+        got.txIndex === want.txIndex &&
+        got.logIndex === i &&
+        got.blockNumber === 7n &&
+        Buffer.from(got.address).equals(want.address) &&
+        got.topics.length === want.topics.length &&
+        got.topics.every((t, j) => Buffer.from(t).equals(want.topics[j] as Uint8Array)) &&
+        Buffer.from(got.data).equals(want.data);
+      if (!same) wrong.push(i);
+    }
+    expect(wrong).toEqual([]);
+    expect(view.txLogs(tx).map((l) => l.logIndex)).toEqual(logs.flatMap((l, i) => (l.txIndex === tx ? [i] : [])));
+    // More topics than four a log (the codec takes up to 255): the ids' array grows, keeping the
+    // ids before.
+    const wide = [2, 12].map((n, k) => ({
+      txIndex: k,
+      address: addresses[k] as Uint8Array,
+      topics: topics.slice(20 * k, 20 * k + n),
+      data: new Uint8Array(0),
+    }));
+    const wideView = new BlockLogColumns(encodeBlockLogColumns(wide), 8n);
+    expect(wide.map((_, i) => wideView.log(i).topics.map((t) => Buffer.from(t).toString('hex')))).toEqual(
+      wide.map((l) => l.topics.map((t) => Buffer.from(t).toString('hex'))),
+    );
+    // A value cut short anywhere is refused, never read past its end.
+    for (const cut of [1, 2, 30, encoded.length >> 1, encoded.length - 1])
+      expect(() => new BlockLogColumns(encoded.subarray(0, cut), 7n)).toThrow(RangeError);
   });
 });

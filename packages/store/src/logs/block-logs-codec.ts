@@ -146,13 +146,14 @@ export class BlockLogColumns {
   private readonly topicAt: number;
   private readonly addresses: (Uint8Array | undefined)[];
   private readonly topics: (Uint8Array | undefined)[];
-  private readonly tx: Int32Array;
-  private readonly address: Int32Array;
-  /** Log i's topic ids are topicIds[topicStart[i] .. topicStart[i + 1]). */
-  private readonly topicStart: Int32Array;
+  /**
+   * Per log, in one array (one allocation a block): its tx index at [i], its address id at
+   * [count + i], the end of its data at [2 count + i] (log i's data is bytes [end of log i - 1, or
+   * the data's start, end of log i)), and where its topic ids start at [3 count + i] (log i's
+   * topic ids are topicIds[start of i .. start of i + 1); [4 count] is their end).
+   */
+  private readonly index: Int32Array;
   private readonly topicIds: Int32Array;
-  /** Log i's data is bytes [dataEnd[i - 1] (or the data's start), dataEnd[i]). */
-  private readonly dataEnd: Int32Array;
   private readonly dataAt: number;
 
   constructor(
@@ -161,7 +162,8 @@ export class BlockLogColumns {
   ) {
     this.bytes = b;
     let at = 0;
-    // Unsigned LEB128 at `at` (the values here stay far below 2^49).
+    // Unsigned LEB128 at `at` (the values here stay far below 2^49); the loop below reads
+    // one-byte values (almost all of them) inline.
     const varint = (): number => {
       let value = 0;
       for (let scale = 1; ; scale *= 0x80) {
@@ -173,39 +175,56 @@ export class BlockLogColumns {
     };
     const count = varint();
     this.count = count;
-    this.addresses = new Array(varint());
+    const addressCount = varint();
+    this.addresses = new Array(addressCount);
     this.addressAt = at;
-    at += 20 * this.addresses.length;
+    at += 20 * addressCount;
     if (at > b.length) throw new RangeError(`${WHAT}: truncated dictionaries`);
-    this.topics = new Array(varint());
+    const topicCount = varint();
+    this.topics = new Array(topicCount);
     this.topicAt = at;
-    at += 32 * this.topics.length;
+    at += 32 * topicCount;
     if (at > b.length) throw new RangeError(`${WHAT}: truncated dictionaries`);
-    this.tx = new Int32Array(count);
-    this.address = new Int32Array(count);
-    this.topicStart = new Int32Array(count + 1);
-    this.dataEnd = new Int32Array(count);
-    const ids: number[] = [];
+    const index = new Int32Array(4 * count + 1);
+    let ids = new Int32Array(4 * count);
+    let idCount = 0;
     let tx = 0;
     let dataBytes = 0;
     for (let i = 0; i < count; i++) {
-      tx += varint();
-      this.tx[i] = tx;
-      const a = varint();
-      if (a >= this.addresses.length) throw new RangeError(`${WHAT}: address not in the dictionary`);
-      this.address[i] = a;
+      let v = b[at] as number;
+      if (v < 0x80) at++;
+      else v = varint();
+      tx += v;
+      index[i] = tx;
+      v = b[at] as number;
+      if (v < 0x80) at++;
+      else v = varint();
+      if (v >= addressCount) throw new RangeError(`${WHAT}: address not in the dictionary`);
+      index[count + i] = v;
+      if (at >= b.length) throw new RangeError(`${WHAT}: truncated log ${i}`);
       const n = b[at++] as number;
-      this.topicStart[i] = ids.length;
-      for (let j = 0; j < n; j++) {
-        const t = varint();
-        if (t >= this.topics.length) throw new RangeError(`${WHAT}: topic not in the dictionary`);
-        ids.push(t);
+      index[3 * count + i] = idCount;
+      if (idCount + n > ids.length) {
+        const more = new Int32Array(2 * (idCount + n));
+        more.set(ids);
+        ids = more;
       }
-      dataBytes += varint();
-      this.dataEnd[i] = dataBytes;
+      for (let j = 0; j < n; j++) {
+        v = b[at] as number;
+        if (v < 0x80) at++;
+        else v = varint();
+        if (v >= topicCount) throw new RangeError(`${WHAT}: topic not in the dictionary`);
+        ids[idCount++] = v;
+      }
+      v = b[at] as number;
+      if (v < 0x80) at++;
+      else v = varint();
+      dataBytes += v;
+      index[2 * count + i] = dataBytes;
     }
-    this.topicStart[count] = ids.length;
-    this.topicIds = Int32Array.from(ids);
+    index[4 * count] = idCount;
+    this.index = index;
+    this.topicIds = ids;
     this.dataAt = at;
     if (at + dataBytes > b.length) throw new RangeError(`${WHAT}: data runs past the value`);
     if (at + dataBytes !== b.length) throw new RangeError(`${WHAT}: ${b.length - at - dataBytes} bytes after the data`);
@@ -215,7 +234,7 @@ export class BlockLogColumns {
   txLogs(txIndex: number): StoredLog[] {
     const out: StoredLog[] = [];
     for (let i = 0; i < this.count; i++) {
-      const tx = this.tx[i] as number;
+      const tx = this.index[i] as number;
       if (tx === txIndex) out.push(this.log(i));
       else if (tx > txIndex) break;
     }
@@ -226,14 +245,15 @@ export class BlockLogColumns {
   log(i: number): StoredLog {
     if (i < 0 || i >= this.count) throw new RangeError(`${WHAT}: no log ${i} of ${this.count}`);
     const b = this.bytes;
-    const a = this.address[i] as number;
+    const { index, count } = this;
+    const a = index[count + i] as number;
     let address = this.addresses[a];
     if (address === undefined) {
       const at = this.addressAt + 20 * a;
       this.addresses[a] = address = b.subarray(at, at + 20);
     }
-    const from = this.topicStart[i] as number;
-    const topics: Uint8Array[] = new Array((this.topicStart[i + 1] as number) - from);
+    const from = index[3 * count + i] as number;
+    const topics: Uint8Array[] = new Array((index[3 * count + i + 1] as number) - from);
     for (let j = 0; j < topics.length; j++) {
       const t = this.topicIds[from + j] as number;
       let topic = this.topics[t];
@@ -243,9 +263,9 @@ export class BlockLogColumns {
       }
       topics[j] = topic;
     }
-    const start = this.dataAt + (i === 0 ? 0 : (this.dataEnd[i - 1] as number));
-    const data = b.subarray(start, this.dataAt + (this.dataEnd[i] as number));
-    return { blockNumber: this.blockNumber, txIndex: this.tx[i] as number, logIndex: i, address, topics, data };
+    const start = this.dataAt + (i === 0 ? 0 : (index[2 * count + i - 1] as number));
+    const data = b.subarray(start, this.dataAt + (index[2 * count + i] as number));
+    return { blockNumber: this.blockNumber, txIndex: index[i] as number, logIndex: i, address, topics, data };
   }
 }
 

@@ -3,7 +3,7 @@
 // not rewritten yet, one Logs row per log. Every reader of logs (receipts, getLogs, rewinds, the
 // ready JSON rows) reads them through here.
 import type { BlockLogRange, KvRead, KvSyncRead, StoredLog } from '../schema/index.js';
-import { Prefix, putU64, tables, u64Codec } from '../schema/index.js';
+import { Prefix, putU64, readU32, tables } from '../schema/index.js';
 import {
   BlockLogColumns,
   LogBlockCodec,
@@ -52,15 +52,21 @@ export function encodeLogBlock(
   return out;
 }
 
+/** The block number a LogBlocks row starts with (written by putU64: below 2^53). */
+function rowBlockNumber(value: Uint8Array): bigint {
+  if (value.length < 9) throw new RangeError(`block logs: a row of ${value.length} bytes`);
+  return BigInt(readU32(value, 0) * 0x1_0000_0000 + readU32(value, 4));
+}
+
 /** A LogBlocks row's logs; `first`: its key, the first log's id. */
 export function decodeLogBlock(first: number, value: Uint8Array): LogBlock {
-  const number = u64Codec.decode(value.subarray(0, 8));
+  const number = rowBlockNumber(value);
   return { number, first, logs: decodeBlockLogColumns(decompressLogColumns(value.subarray(8)), number) };
 }
 
 /** A LogBlocks row indexed, its logs built on demand (BlockLogColumns); `first`: its key, the first log's id. */
 export function logBlockColumns(first: number, value: Uint8Array): { first: number; columns: BlockLogColumns } {
-  const number = u64Codec.decode(value.subarray(0, 8));
+  const number = rowBlockNumber(value);
   return { first, columns: new BlockLogColumns(decompressLogColumns(value.subarray(8)), number) };
 }
 
