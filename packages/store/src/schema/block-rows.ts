@@ -52,12 +52,10 @@ function receiptPayload(r: StoredReceipt): number {
   return n;
 }
 
-function receiptsPayload(v: StoredReceipt[]): number {
+/** The receipts list's payload length, from each receipt's (receiptPayload). */
+function receiptsPayload(payloads: number[]): number {
   let n = 0;
-  for (const r of v) {
-    const p = receiptPayload(r);
-    n += rlpHeaderLength(p) + p;
-  }
+  for (const p of payloads) n += rlpHeaderLength(p) + p;
   return n;
 }
 
@@ -67,13 +65,16 @@ function receiptsPayload(v: StoredReceipt[]): number {
 export const receiptsCodec: Codec<StoredReceipt[]> = writerCodec<StoredReceipt[]>(
   {
     size: (v) => {
-      const p = receiptsPayload(v);
+      const p = receiptsPayload(v.map(receiptPayload));
       return rlpHeaderLength(p) + p;
     },
     write: (v, out, start) => {
-      let at = writeRlpHeader(out, start, 0xc0, receiptsPayload(v));
-      for (const r of v) {
-        at = writeRlpHeader(out, at, 0xc0, receiptPayload(r));
+      // Each receipt's payload length once: the list's header needs their sum, each item its own.
+      const payloads = v.map(receiptPayload);
+      let at = writeRlpHeader(out, start, 0xc0, receiptsPayload(payloads));
+      for (let i = 0; i < v.length; i++) {
+        const r = v[i] as StoredReceipt;
+        at = writeRlpHeader(out, at, 0xc0, payloads[i] as number);
         at = writeUintItem(out, at, r.type);
         at = writeRlpBytes(out, at, r.statusOrState);
         at = writeUintItem(out, at, r.cumulativeGasUsed);
