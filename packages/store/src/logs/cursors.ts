@@ -3,7 +3,14 @@
 // constraint listing several values). queries.ts intersects them by a leapfrog join.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { LimitExceededError } from '@chainnode/core';
-import { LOG_INDEX_CHUNK, Prefix, decodePostings, logIndexKeyLength, writeLogIndexKey } from '../schema/index.js';
+import {
+  LOG_INDEX_CHUNK,
+  Prefix,
+  decodePostings,
+  logIndexKeyLength,
+  readU64,
+  writeLogIndexKey,
+} from '../schema/index.js';
 import type { LogDb, RawIterator } from './gate.js';
 
 /** Let other requests run at least this often (ms) during one query. */
@@ -37,9 +44,7 @@ function chunkLast(key: Uint8Array): number {
   let open = true;
   for (let i = at; i < key.length; i++) if (key[i] !== 0xff) open = false;
   if (open) return Infinity;
-  let n = 0;
-  for (let i = at; i < key.length; i++) n = n * 256 + (key[i] as number);
-  return n;
+  return readU64(key, at);
 }
 
 export interface IdCursor {

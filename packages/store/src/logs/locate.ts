@@ -1,6 +1,6 @@
 // Where a log id's block is: the BlockLogs ranges (each block's first log id and count, the ids
 // of consecutive blocks contiguous) searched by point reads.
-import { putU64, readU32, tables } from '../schema/index.js';
+import { putU64, readU32, readU64, tables } from '../schema/index.js';
 import type { KvSyncRead } from '../schema/index.js';
 
 /** A block and the log ids it holds, [first, end). */
@@ -51,7 +51,7 @@ export function blockOfSync(db: KvSyncRead, id: number, b: BlockBounds): Located
     const v = db.getSync(PROBE_KEY);
     if (v === undefined) throw new Error(`block log range missing for ${guess}`);
     if (v.length !== 12) throw new RangeError(`block log range: expected 12 bytes, got ${v.length}`);
-    const first = readU32(v, 0) * 0x1_0000_0000 + readU32(v, 4);
+    const first = readU64(v, 0);
     const end = first + readU32(v, 8);
     if (id < first) {
       hi = guess - 1;

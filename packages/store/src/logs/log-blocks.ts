@@ -3,7 +3,7 @@
 // not rewritten yet, one Logs row per log. Every reader of logs (receipts, getLogs, rewinds, the
 // ready JSON rows) reads them through here.
 import type { BlockLogRange, KvRead, KvSyncRead, StoredLog } from '../schema/index.js';
-import { Prefix, putU64, readU32, tables } from '../schema/index.js';
+import { Prefix, putU64, readU64, tables } from '../schema/index.js';
 import {
   BlockLogColumns,
   LogBlockCodec,
@@ -55,7 +55,7 @@ export function encodeLogBlock(
 /** The block number a LogBlocks row starts with (written by putU64: below 2^53). */
 function rowBlockNumber(value: Uint8Array): bigint {
   if (value.length < 9) throw new RangeError(`block logs: a row of ${value.length} bytes`);
-  return BigInt(readU32(value, 0) * 0x1_0000_0000 + readU32(value, 4));
+  return BigInt(readU64(value, 0));
 }
 
 /** A LogBlocks row's logs; `first`: its key, the first log's id. */
@@ -80,9 +80,7 @@ export function logBlockKey(id: number): Uint8Array {
 
 /** The first log id of a LogBlocks key. */
 export function logBlockFirst(key: Uint8Array): number {
-  let n = 0;
-  for (let i = 1; i < 9; i++) n = n * 256 + (key[i] as number);
-  return n;
+  return readU64(key, 1);
 }
 
 /** The logs of the block whose BlockLogs range is `range`, read synchronously. */

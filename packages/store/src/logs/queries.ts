@@ -32,6 +32,7 @@ import {
   Prefix,
   logCodec,
   putU64,
+  readU64,
   tables,
   u64Codec,
 } from '../schema/index.js';
@@ -106,9 +107,7 @@ function jsonArrayOf(parts: Uint8Array[]): Uint8Array[] {
 
 /** The block number of an AddressLogsJson key (prefix, address, number). */
 function addressLogsNumber(key: Uint8Array): bigint {
-  let n = 0;
-  for (let i = 21; i < 29; i++) n = n * 256 + (key[i] as number);
-  return BigInt(n);
+  return BigInt(readU64(key, 21));
 }
 
 /** logsText: scan the blocks' log ranges when the range spans at most this many blocks... */

@@ -92,6 +92,11 @@ export function putU64(out: Uint8Array, at: number, n: number): void {
   out[at + 7] = lo & 0xff;
 }
 
+/** The 8 big-endian bytes at `at` as a number (putU64's; exact below 2^53). */
+export function readU64(b: Uint8Array, at: number): number {
+  return readU32(b, at) * 0x1_0000_0000 + readU32(b, at + 4);
+}
+
 /** Writes a uint64 (0 <= v < 2^64) as 8 big-endian bytes at `at`. */
 function writeU64(v: bigint, out: Uint8Array, at: number): number {
   if (v >= 0n && v <= 0x1f_ffff_ffff_ffffn) putU64(out, at, Number(v));
