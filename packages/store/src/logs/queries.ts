@@ -10,7 +10,7 @@
 // size of the answer and of the most selective constraint, not the popularity of the others.
 // The result cap is decided on log ids alone (no log is fetched to find it), and the loop yields
 // to the event loop every few milliseconds and stops at the deadline.
-import { LogJsonWriter, Lru, logsJsonAscii } from '@chainnode/core';
+import { LogJsonWriter, Lru, keccak256, logsJsonAscii } from '@chainnode/core';
 import type {
   AsciiChunk,
   ChainHead,
@@ -240,10 +240,9 @@ export class LogQueries {
   }
 
   /**
-   * Block hash, timestamp and tx hashes of the given blocks (batched reads, LRU-cached): the
-   * canonical hash and the BlockTxHashes row read together, the timestamp from the header its
-   * extras hold (a third read and a second round trip, of the header rows, only for a row an
-   * earlier release wrote without it).
+   * Block hash, timestamp and tx hashes of the given blocks (batched reads, LRU-cached), all from
+   * the BlockTxHashes row: the hash and timestamp from the header its extras hold (for a row an
+   * earlier release wrote without it, the canonical hash and the header row, a second round trip).
    */
   private async contexts(numbers: Iterable<bigint>): Promise<Map<bigint, BlockLogContext>> {
     const out = new Map<bigint, BlockLogContext>();
@@ -256,10 +255,8 @@ export class LogQueries {
     }
     if (missing.length === 0) return out;
     const gen = this.chain.generation?.();
-    const [hashes, rows] = await Promise.all([
-      tables.canonical.getMany(this.db, missing),
-      this.db.getMany(missing.map((n) => tables.blockTxHashes.key(n))),
-    ]);
+    const rows = await this.db.getMany(missing.map((n) => tables.blockTxHashes.key(n)));
+    const hashes = new Array<Uint8Array | undefined>(missing.length);
     const headers = new Array<Uint8Array | undefined>(missing.length);
     // The tx hashes as they are stored: a log's is sliced when its record is made (a block of a
     // busy chain holds hundreds, of which a query wants a few).
@@ -267,19 +264,32 @@ export class LogQueries {
     const older: number[] = []; // rows without a header in their extras
     missing.forEach((n, i) => {
       const row = rows[i];
-      if (hashes[i] === undefined || row === undefined) throw new Error(`block ${n}: hash or tx hashes missing`);
+      if (row === undefined) throw new Error(`block ${n}: tx hashes missing`);
       const split = splitBlockTxHashes(row);
       txHashes[i] = split.hashes;
       const header = split.extras === undefined ? undefined : extrasHeaderRlp(split.extras);
       if (header === undefined) older.push(i);
-      headers[i] = header;
+      else {
+        headers[i] = header;
+        // The row is the canonical block's (keyed by number, written with it): its hash is its
+        // header's, one hash of ~600 bytes against a read of the canonical table.
+        hashes[i] = keccak256(header);
+      }
     });
     if (older.length > 0) {
+      const canonical = await tables.canonical.getMany(
+        this.db,
+        older.map((i) => missing[i] as bigint),
+      );
       const read = await tables.headers.getMany(
         this.db,
-        older.map((i) => hashes[i] as Uint8Array),
+        canonical.map((h, k) => {
+          if (h === undefined) throw new Error(`block ${missing[older[k] as number]}: hash missing`);
+          return h;
+        }),
       );
       older.forEach((i, k) => {
+        hashes[i] = canonical[k];
         headers[i] = read[k];
       });
     }
