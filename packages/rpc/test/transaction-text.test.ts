@@ -47,7 +47,9 @@ function blocksOf(
     } catch {
       continue;
     }
-    expect(Buffer.from(transactionInput(r)).equals(Buffer.from(input))).toBe(true);
+    // The matcher only for a difference: one per transaction of the chain cost more than the check.
+    const read = Buffer.from(transactionInput(r));
+    if (!read.equals(Buffer.from(input))) expect(read.toString('hex')).toBe(Buffer.from(input).toString('hex'));
   }
   const decode = (): TxRecord[] =>
     raws.map((r, i) => {
@@ -76,8 +78,11 @@ function checkBlock(
   const { encoded, decoded } = blocksOf(header, raws, senders, patch);
   const plain = decoded();
   const expected = expectedBlockText(plain);
-  expect(blockText(encoded, true)).toBe(expected);
-  expect(blockText(plain, true)).toBe(expected);
+  // Each matcher only for a difference, as above.
+  const fromEncodings = blockText(encoded, true);
+  if (fromEncodings !== expected) expect(fromEncodings).toBe(expected);
+  const fromRecords = blockText(plain, true);
+  if (fromRecords !== expected) expect(fromRecords).toBe(expected);
   plain.transactions.forEach((tx, i) => {
     const loc = {
       tx,
@@ -87,7 +92,8 @@ function checkBlock(
       blockTimestamp: header.timestamp,
       baseFeePerGas: header.baseFeePerGas,
     };
-    expect(transactionText(loc)).toBe(JSON.stringify(formatAnyTransaction(loc)));
+    const [text, want] = [transactionText(loc), JSON.stringify(formatAnyTransaction(loc))];
+    if (text !== want) expect(text).toBe(want);
   });
   return plain.transactions;
 }
@@ -278,7 +284,7 @@ describe('random transactions of every type', () => {
         if (r.version !== undefined) tx.depositReceiptVersion = r.version;
       });
       for (const tx of txs) {
-        expect(kind === 'unknown' || kind === 'deposit' ? true : kindOf(tx) === kind).toBe(true);
+        if (kind !== 'unknown' && kind !== 'deposit' && kindOf(tx) !== kind) expect(kindOf(tx)).toBe(kind);
         if (tx.to === null) seen.zeroTo++;
         if (tx.input.length > 56) seen.long++;
         if (
