@@ -6,7 +6,7 @@ import { appendFile, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
-import { keccak256 } from 'ethereum-cryptography/keccak.js';
+import { createKeccak } from 'hash-wasm';
 import { LogJsonWriter, bytesEqual, chunksToBytes } from '@chainnode/core';
 import type { LogQuery, LogQueryResult, LogRecord, LogTextQueryResult } from '@chainnode/core';
 import { LevelChainStore, Prefix, StoreWriter, digestDatadir, resealDatadirLogs } from '../src/index.js';
@@ -41,6 +41,12 @@ interface Gen {
   timestamp: bigint;
   log: LogInput;
 }
+
+// The chain's hashes and blooms through hash-wasm's WebAssembly Keccak (the pure-JS one was most
+// of the CPU of building the chain, twice a run): the store's own hash function, which
+// keccak.test.ts checks against the pure-JS one at every input length.
+const wasmKeccak = await createKeccak(256);
+const keccak256 = (data: Uint8Array): Uint8Array => wasmKeccak.init().update(data).digest('binary');
 
 /** Deterministic pseudo-random numbers (LCG) so the chain is the same in every build. */
 function lcg(seed: number): () => number {
