@@ -7,10 +7,11 @@
 // import prepared. Then the primary is stopped (both replicas keep serving and retry), imports
 // fixtures/fork (the file reorgs its store 10 blocks deep) and restarts on the same port; R1 is
 // SIGKILLed twice more while it reorgs.
-// Checked: once caught up, all eight methods answer byte-equal on primary and replicas at every
-// third block and the last 12; after the fork, every block's header and transaction hashes by number are equal on all
-// three, and all eight methods byte-equal from block 1500 (the log range holding the fork point
-// 1591) on: below it the reorg changed nothing, and the stores' digests prove them still equal.
+// Checked: once caught up, all eight methods answer byte-equal on the primary and R1 at every
+// third block and the last 12 (R2's datadir is still a copy of the primary's); after the fork,
+// every block's header and transaction hashes by number are equal on all three, and all eight
+// methods byte-equal from block 1500 (the log range holding the fork point 1591) on: below it
+// the reorg changed nothing, and the stores' digests prove them still equal.
 // Orphaned txs are null; the three stores end digest-equal but for the rows only execution
 // records (file reorg, executed followed reorg, and a replicated one interrupted four times).
 import { join } from 'node:path';
@@ -133,8 +134,11 @@ describe('a chainnode replica follows a chainnode primary', () => {
     }
     await waitHead(r1.url(k1), mainHead.hash as string, 'R1');
     await waitHead(r2.url(k2), mainHead.hash as string, 'R2');
-    // Every third block (and the last 12): the stores' digests, at the end, prove every row equal.
-    const seen = await compareNodes(pUrl, [r1.url(k1), r2.url(k2)], undefined, 0, 3);
+    // R1 against the primary at every third block (and the last 12): the stores' digests, at the
+    // end, prove every row equal. R2's datadir is a copy of the primary's, untouched until the
+    // fork: its answers here could differ only by its serving as a follower, which the comparison
+    // of every block from 1500 after the fork (where it has reorged) checks on all three.
+    const seen = await compareNodes(pUrl, r1.url(k1), undefined, 0, 3);
     expect(seen.blocks).toBeGreaterThan(540);
     expect(seen.txs).toBeGreaterThan(3_000);
     const orphanBlock = await result<Json>(pUrl, 'eth_getBlockByNumber', [hexN(1595), false]);
