@@ -227,23 +227,24 @@ test.each(chains)(
         // By number for most blocks, by hash (and EIP-1898 object) for some.
         const param = n % 3n === 0n ? hx(hash) : n % 7n === 0n ? { blockHash: hx(hash) } : `0x${n.toString(16)}`;
         const diff = await call<JsonStateDiff>(svc, 'chainnode_getStateDiff', [param]);
-        expect(shapeProblems(diff).map((m) => `block ${n}: ${m}`)).toEqual([]);
-        expect(diff.blockHash).toBe(hx(hash));
-        expect(BigInt(diff.number)).toBe(n);
-        expect(diff.stateRoot).toBe(hx(header.stateRoot));
-        expect(diff.parentStateRoot).toBe(hx(state.accounts.root()));
+        // Each matcher only for a difference: one per field of every block cost more than the checks.
+        const shape = shapeProblems(diff);
+        if (shape.length > 0) expect(shape.map((m) => `block ${n}: ${m}`)).toEqual([]);
+        const fields = [diff.blockHash, BigInt(diff.number), diff.stateRoot, diff.parentStateRoot];
+        const want = [hx(hash), n, hx(header.stateRoot), hx(state.accounts.root())];
+        if (fields.some((f, i) => f !== want[i])) expect({ block: n, fields }).toEqual({ block: n, fields: want });
         // Whichever path answered, the answer is the trie diff's: compared on every fourth block
         // and the last 16 (walking both tries costs as much as the rest of the test); every
         // block's answer is applied below, and its root must be the header's.
         if (n % 4n === 1n || n > head - 16n) {
           const limits = { deadline: Date.now() + 60_000, maxBytes: 1e9 };
           const trie = await store.stateDiff(b(diff.parentStateRoot), header.stateRoot, limits);
-          expect(diff).toEqual(
-            formatStateDiff(
-              { hash, number: n, parentStateRoot: b(diff.parentStateRoot), stateRoot: header.stateRoot },
-              trie,
-            ),
+          const formatted = formatStateDiff(
+            { hash, number: n, parentStateRoot: b(diff.parentStateRoot), stateRoot: header.stateRoot },
+            trie,
           );
+          // Equal texts are equal answers; any other pair goes through the deep comparison.
+          if (JSON.stringify(diff) !== JSON.stringify(formatted)) expect(diff).toEqual(formatted);
         }
         if (!tampered && diff.accounts.some((a) => a.storage.some(([, v]) => v !== null))) {
           // One value changed: the root must not match (a copy of the state takes the lie).
@@ -267,7 +268,7 @@ test.each(chains)(
         if (root !== hx(header.stateRoot))
           throw new Error(`block ${n}: diff applied gives ${root}, header says ${hx(header.stateRoot)}`);
         const wrong = accountProblems(diff, state, seen, hashedCodes, parentStorageRoots);
-        expect(wrong.map((m) => `block ${n}: ${m}`)).toEqual([]);
+        if (wrong.length > 0) expect(wrong.map((m) => `block ${n}: ${m}`)).toEqual([]);
       }
       console.log(`${chain}: ${head} blocks, ${JSON.stringify(seen)}, answered from ${JSON.stringify(from)}`);
       expect(tampered).toBe(true);
