@@ -1,17 +1,13 @@
 // Longest first (jest's times of the previous run, else the times listed below for the long
-// suites, then the rest in jest's order: largest file first), with three suites put in front, one
-// per worker, so that no worker waits on another at the start of a run: chain-execute asks for
-// the fixture chain's shared import (testkit's preparedDatadir) at once, so the import runs on
-// one worker while the others regenerate the fixtures and run the deployment (nginx, Redis and
-// replicas following anvil), the longest suites that need no imported chain. Otherwise the
-// workers start with suites that need the import, and all but one sit idle until it is done.
+// suites, then the rest in jest's order: largest file first), with two suites put in front so
+// that neither worker waits on the other at the start of a run: chain-execute asks for the
+// fixture chain's shared import (testkit's preparedDatadir) at once, so the import runs on one
+// worker while the other regenerates the fixtures, the longest suite that needs no imported
+// chain. Otherwise both workers start with suites that need the import, and one of them sits
+// idle until it is done.
 import TestSequencer from '@jest/test-sequencer';
 
-const FIRST = [
-  'scripts/dist/test/chain-execute.test.js',
-  'scripts/dist/test/fixtures-determinism.test.js',
-  'packages/cli/dist/test/deployment.test.js',
-];
+const FIRST = ['scripts/dist/test/chain-execute.test.js', 'scripts/dist/test/fixtures-determinism.test.js'];
 
 // Seconds the suites of 10 s or more took in a clean-clone run on 2 cores (2026-12-01): what the
 // order falls back on for a suite jest has no time of. A fresh clone (CI) has none, and jest then
@@ -86,7 +82,7 @@ export default class ImportFirstSequencer extends TestSequencer {
     const rank = (t) => FIRST.findIndex((f) => t.path.endsWith(f));
     const first = ordered.filter((t) => rank(t) >= 0).sort((a, b) => rank(a) - rank(b));
     const rest = ordered.filter((t) => rank(t) < 0);
-    // After those, the suites that failed in the last run (as jest puts them first), then
+    // After those two, the suites that failed in the last run (as jest puts them first), then
     // longest first by time (jest's, else listed), then the untimed, unlisted ones in jest's order.
     const failed = rest.filter((t) => this.hasFailed(t));
     const timed = rest.filter((t) => !this.hasFailed(t) && estimate(t) !== undefined);
