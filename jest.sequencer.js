@@ -1,10 +1,11 @@
 // Longest first (jest's times of the previous run, else the times listed below for the long
-// suites, then the rest in jest's order: largest file first), with two suites put in front so
-// that neither worker waits on the other at the start of a run: chain-execute asks for the
-// fixture chain's shared import (testkit's preparedDatadir) at once, so the import runs on one
-// worker while the other regenerates the fixtures, the longest suite that needs no imported
-// chain. Otherwise both workers start with suites that need the import, and one of them sits
-// idle until it is done.
+// suites, then the rest in jest's order: largest file first), with two suites put in front:
+// chain-execute asks for the fixture chain's shared import (testkit's preparedDatadir) at once,
+// so the import runs on one worker while another regenerates the fixtures, the longest suite that
+// needs no imported chain. Otherwise the workers start with suites that need the import and sit
+// idle until it is done. The third worker (jest.config.js) starts the longest suite left, which
+// waits for the import: a heavy suite there instead slowed the import every later suite waits
+// for (docs/development.md).
 import TestSequencer from '@jest/test-sequencer';
 
 const FIRST = ['scripts/dist/test/chain-execute.test.js', 'scripts/dist/test/fixtures-determinism.test.js'];
