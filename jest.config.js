@@ -12,8 +12,8 @@ export default {
   testTimeout: 600_000,
   // Three workers on the 2-core CI machine: most long suites wait on processes they started
   // (servers, replicas, anvil) for much of their time, and a third worker runs a suite in that
-  // idle CPU. A clean-clone run (2026-12-02, bf4102d): jest 849 s with 3 workers against 931-952 s
-  // with 2 at the same tests; every suite passed, each taking longer by itself (docs/development.md).
+  // idle CPU. Clean-clone runs (2026-12-02): jest 849-885 s with 3 workers against 931-952 s with
+  // 2 at the same tests, each suite taking longer by itself (docs/development.md).
   maxWorkers: 3,
   verbose: true,
   reporters: ['default', '<rootDir>/jest.summary-reporter.js'],

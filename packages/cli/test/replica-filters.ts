@@ -185,7 +185,8 @@ export async function filtersAcrossReplicas(d: FilterDeployment): Promise<void> 
   expect(after.map((n, i) => n - (before[i] as number) > 0)).toEqual([true, true, true]);
 
   // The two filters left alone expire on every replica; the 20 polled ones are still live (asked
-  // first: their last poll, in the rounds after the expiring ones were made, is the older one).
+  // first, right after the wait: each check between their last poll and this one spends their
+  // lifetime).
   await sleep(Math.max(0, expiringSince + FILTER_TIMEOUT_MS + 200 - Date.now()));
   await Promise.all(made.map(async (f, j) => expect(await changes(direct[j % 3] as string, f.id)).toEqual([])));
   for (const id of expiring) for (const url of direct) await expectNotFound(url, id);
