@@ -23,7 +23,7 @@ import { KZG } from 'micro-eth-signer/kzg.js';
 import secp256k1 from 'secp256k1';
 import { rememberParams } from '@chainnode/exec';
 import { openChainStore } from '@chainnode/store';
-import { chainDir, datadirCopy, seededRandom } from '@chainnode/testkit';
+import { Mismatches, chainDir, datadirCopy, seededRandom } from '@chainnode/testkit';
 import type { ChainName } from '@chainnode/testkit';
 import type { ChainStore } from '@chainnode/core';
 import { createRpcService } from '../src/index.js';
@@ -206,14 +206,13 @@ function txData(t: JsonTransaction): TypedTxData {
 }
 
 /**
- * geth's per-type field presence rules; returns what is wrong (empty when nothing is), so a
- * block's transactions are asserted once rather than with a matcher per field.
+ * geth's per-type field presence rules; what is wrong goes to `m`, so a block's transactions are
+ * asserted once rather than with a matcher per field.
  */
-function txShapeProblems(t: JsonTransaction, baseFee: string | undefined): string[] {
-  const problems: string[] = [];
-  const want = (what: string, got: unknown, expected: unknown): void => {
-    if (got !== expected) problems.push(`${t.hash} ${what}: ${String(got)}, want ${String(expected)}`);
-  };
+function txShapeProblems(m: Mismatches, t: JsonTransaction, baseFee: string | undefined): void {
+  const block = m.at;
+  m.at = `${block}: tx ${t.hash}`;
+  const want = m.want;
   const type = Number(t.type);
   const keys = new Set(Object.keys(t));
   if (type === 0) {
@@ -236,7 +235,7 @@ function txShapeProblems(t: JsonTransaction, baseFee: string | undefined): strin
   want('has maxFeePerBlobGas', keys.has('maxFeePerBlobGas'), type === 3);
   want('has blobVersionedHashes', keys.has('blobVersionedHashes'), type === 3);
   want('has authorizationList', keys.has('authorizationList'), type === 4);
-  return problems;
+  m.at = block;
 }
 
 interface Chain {
@@ -295,13 +294,11 @@ async function checkBlocks(chain: Chain, name: ChainName): Promise<void> {
   const crossChecked = new Set<string>();
   // What is wrong, collected and asserted once (a matcher per field of every block cost more than
   // the checks).
-  const wrong: string[] = [];
+  const m = new Mismatches();
+  const want = m.want;
   for (const [n, block] of chain.blocks.entries()) {
     checkEncodings(block);
-    const at = `block ${block.number}`;
-    const want = (what: string, got: unknown, expected: unknown): void => {
-      if (got !== expected) wrong.push(`${at}: ${what}: ${String(got)}, want ${String(expected)}`);
-    };
+    m.at = `block ${block.number}`;
     want('number', Number(BigInt(block.number)), n);
     want('hash', kec(hx(RLP.encode(headerList(block)))), block.hash);
     if (n > 0) want('parentHash', block.parentHash, chain.blocks[n - 1]!.hash);
@@ -315,7 +312,7 @@ async function checkBlocks(chain: Chain, name: ChainName): Promise<void> {
       want(`tx ${i} blockNumber`, t.blockNumber, block.number);
       want(`tx ${i} blockTimestamp`, t.blockTimestamp, block.timestamp);
       want(`tx ${i} transactionIndex`, t.transactionIndex, `0x${i.toString(16)}`);
-      wrong.push(...txShapeProblems(t, block.baseFeePerGas).map((m) => `${at}: tx ${m}`));
+      txShapeProblems(m, t, block.baseFeePerGas);
       const tx = createTx(txData(t), { common: chain.common });
       want(`tx ${i} hash`, hx(tx.hash()), t.hash);
       want(`tx ${i} sender`, tx.getSenderAddress().toString(), t.from);
@@ -375,7 +372,7 @@ async function checkBlocks(chain: Chain, name: ChainName): Promise<void> {
     const byHash = await chain.client.call<JsonBlock>('eth_getBlockByHash', block.hash, false);
     want('by hash', JSON.stringify(byHash), JSON.stringify({ ...block, transactions: txs.map((t) => t.hash) }));
   }
-  expect(wrong.slice(0, 20)).toEqual([]);
+  expect(m.first()).toEqual([]);
   if (name === 'execution-apis') expect(typed).toBe(249 - 196);
   // Every kind the chain holds met the pure-JS curve once.
   const kinds = ['0x0 protected', '0x0 unprotected', '0x1 protected', '0x2 protected'];
@@ -402,14 +399,12 @@ async function checkTransactionsByHash(chain: Chain, name: ChainName): Promise<v
 async function checkLogLocations(chain: Chain): Promise<void> {
   // What is wrong with a log's fields, collected and asserted once (a matcher per field of every
   // log costs more than the checks).
-  const wrong: string[] = [];
-  const want = (what: string, got: unknown, expected: unknown): void => {
-    if (got !== expected) wrong.push(`${what}: ${String(got)}, want ${String(expected)}`);
-  };
+  const m = new Mismatches();
+  const want = m.want;
   const byBlock = new Map<string, JsonLog[]>();
   for (const l of chain.logs) {
     checkEncodings(l);
-    if (l.removed !== false) wrong.push(`${l.blockHash}/${l.logIndex}: removed ${l.removed}`);
+    want(`${l.blockHash}/${l.logIndex} removed`, l.removed, false);
     const list = byBlock.get(l.blockHash);
     if (list === undefined) byBlock.set(l.blockHash, [l]);
     else list.push(l);
@@ -421,18 +416,19 @@ async function checkLogLocations(chain: Chain): Promise<void> {
     const ls = byBlock.get(block.hash) ?? [];
     const txs = block.transactions as JsonTransaction[];
     ls.forEach((l, i) => {
-      const at = `block ${block.number} log ${i}`;
-      want(`${at} logIndex`, l.logIndex, `0x${i.toString(16)}`);
-      want(`${at} blockNumber`, l.blockNumber, block.number);
-      want(`${at} blockTimestamp`, l.blockTimestamp, block.timestamp);
-      want(`${at} transactionHash`, l.transactionHash, txs[Number(BigInt(l.transactionIndex))]!.hash);
+      m.at = `block ${block.number} log ${i}`;
+      want('logIndex', l.logIndex, `0x${i.toString(16)}`);
+      want('blockNumber', l.blockNumber, block.number);
+      want('blockTimestamp', l.blockTimestamp, block.timestamp);
+      want('transactionHash', l.transactionHash, txs[Number(BigInt(l.transactionIndex))]!.hash);
     });
-    want(`block ${block.number} logsBloom`, bloomOf(ls), block.logsBloom);
+    m.at = `block ${block.number}`;
+    want('logsBloom', bloomOf(ls), block.logsBloom);
     // The same block by number range answers the same logs.
     const byRange = await chain.client.call('eth_getLogs', { fromBlock: block.number, toBlock: block.number });
     if (JSON.stringify(byRange) !== JSON.stringify(ls)) differ.push({ block: block.number, got: byRange, want: ls });
   }
-  expect(wrong).toEqual([]);
+  expect(m.list).toEqual([]);
   expect(differ.slice(0, 3)).toEqual([]);
   expect(chain.logs.length).toBeGreaterThan(0);
 }

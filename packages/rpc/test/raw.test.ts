@@ -10,7 +10,7 @@ import { RLP } from '@ethereumjs/rlp';
 import { bytesToHex, hexToBytes } from '@ethereumjs/util';
 import type { PrefixedHexString } from '@ethereumjs/util';
 import { keccak256 } from 'ethereum-cryptography/keccak.js';
-import { availableChains } from '@chainnode/testkit';
+import { Mismatches, availableChains } from '@chainnode/testkit';
 import type { JsonBlock, RpcServiceApi } from '../src/index.js';
 import { callRpc, serviceOnCopy } from './rpc-call.js';
 
@@ -47,13 +47,11 @@ test.each(chains)(
       let receiptCount = 0;
       // What does not re-derive, collected and asserted once: a matcher per block, receipt and
       // transaction (some 25,000) took a seventh of this suite's CPU.
-      const wrong: string[] = [];
+      const m = new Mismatches();
+      const want = m.want;
       for (let n = 0n; n <= head; n++) {
         const json = await call<JsonBlock>(svc, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]);
-        const at = `block ${n}`;
-        const want = (what: string, got: unknown, expected: unknown): void => {
-          if (got !== expected) wrong.push(`${at}: ${what}: ${String(got)}, want ${String(expected)}`);
-        };
+        m.at = `block ${n}`;
         // By number for most blocks, by hash and by EIP-1898 object for some.
         const sel = n % 3n === 0n ? json.hash : n % 5n === 0n ? { blockHash: json.hash } : json.number;
         const header = await call<string>(svc, 'debug_getRawHeader', [sel]);
@@ -99,7 +97,7 @@ test.each(chains)(
           if (e[0]! < 0xc0) typed++;
         }
       }
-      expect(wrong.slice(0, 20)).toEqual([]);
+      expect(m.first()).toEqual([]);
       console.log(
         `${chain}: ${head + 1n} blocks, ${txs} transactions (${typed} typed), ${uncles} uncles, ${withdrawals} withdrawals`,
       );

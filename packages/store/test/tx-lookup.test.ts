@@ -11,7 +11,7 @@
 // read as the compact ones, and db convert rewrites them compact.
 import { RLP } from '@ethereumjs/rlp';
 import { bytesEqual } from '@chainnode/core';
-import { availableChains, datadirCopy } from '@chainnode/testkit';
+import { Mismatches, availableChains, datadirCopy } from '@chainnode/testkit';
 import { LevelChainStore } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import { BODY_ROW_TXS, bodyCodec, bodyRowOf, readBodySync, tables } from '../src/schema/index.js';
@@ -45,20 +45,6 @@ const text = (v: unknown): string =>
   });
 
 const chains = availableChains();
-
-/**
- * What is wrong, collected and asserted once per pass: an expect per block, transaction and row
- * (tens of thousands) took a third of this suite's CPU.
- */
-function problems(): { want: (what: string, got: unknown, expected: unknown) => void; list: string[] } {
-  const list: string[] = [];
-  return {
-    list,
-    want: (what, got, expected) => {
-      if (got !== expected) list.push(`${what}: ${String(got)}, want ${String(expected)}`);
-    },
-  };
-}
 
 test.each(chains)(
   "%s: every transaction by hash equals its block's, read alone",
@@ -109,7 +95,7 @@ test.each(chains)(
     const raw = await openDb(c.dir, { create: false });
     // The rows the import wrote (Bodies, then BodyTxs in order) of the blocks rewritten below.
     const importedRows = new Map<Uint8Array, Uint8Array[]>();
-    const scanned = problems();
+    const scanned = new Mismatches();
     const want = scanned.want;
     try {
       for (const [i, hash] of hashes.entries()) {
@@ -176,7 +162,7 @@ test.each(chains)(
         batch.put(tables.txLookup.key(e.hash), Buffer.from(fixed(loc.number, loc.index)));
       }
       await batch.write();
-      expect(scanned.list.slice(0, 20)).toEqual([]);
+      expect(scanned.first()).toEqual([]);
     } finally {
       await raw.close();
     }
@@ -184,9 +170,9 @@ test.each(chains)(
     if (chain === 'execution-apis') expect(types.size).toBeGreaterThan(3); // legacy, 2930, 1559, blob, 7702
     blocks = await LevelChainStore.open(c.dir);
     try {
-      const read = problems();
+      const read = new Mismatches();
       for (const [i, e] of expected.entries()) read.want(`tx ${i}`, text(await blocks.transaction(e.hash)), text(e.tx));
-      expect(read.list.slice(0, 3)).toEqual([]);
+      expect(read.first(3)).toEqual([]);
       expect(await blocks.transaction(new Uint8Array(32).fill(0xab))).toBeUndefined();
       // Whole blocks and raw blocks from the earlier release's bodies, as from the rows.
       for (const [hash, raws] of [...importedRows].slice(0, 8)) {
@@ -222,10 +208,10 @@ test.each(chains)(
     }
     blocks = await LevelChainStore.open(c.dir);
     try {
-      const read = problems();
+      const read = new Mismatches();
       for (const [i, e] of expected.entries())
         if (i % 7 === 0) read.want(`tx ${i}`, text(await blocks.transaction(e.hash)), text(e.tx));
-      expect(read.list.slice(0, 3)).toEqual([]);
+      expect(read.first(3)).toEqual([]);
     } finally {
       await blocks.close();
     }

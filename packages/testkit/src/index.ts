@@ -185,3 +185,4 @@ export { TOKEN_SOURCE, compileToken } from './token.js';
 export { compiledContract, compileSolidity } from './solc.js';
 export { withoutRecordedRows } from './recorded-rows.js';
 export type { CompiledSolidity, SolidityInput } from './solc.js';
+export { Mismatches } from './mismatches.js';

@@ -20,8 +20,8 @@
 //     each block's Logs rows (one per log, as earlier releases wrote them) rewritten as its one
 //     LogBlocks row (columnar, compressed: logs/log-blocks.ts), the same way, a few blocks a batch;
 //     each block's one recorded trace row (TxFrames, TxStateDiffs) cut into rows of
-//     TRACE_ROW_TXS transactions (core trace-rows.ts), and rows stored uncompressed compressed
-//     (schema/trace-row-codec.ts), the same way;
+//     TRACE_ROW_TXS transactions (core trace-rows.ts), and the rows an earlier release stored
+//     uncompressed, compressed (schema/trace-row-codec.ts), the same way;
 //  4. the branch nodes of the state tries the datadir holds rewritten as deltas against the
 //     parent block's (trie-deltas.ts), resumable, as the writer keeps them now;
 //     the address-appearance index (Appearances) of a datadir written before it existed, built
