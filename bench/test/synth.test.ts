@@ -1,6 +1,7 @@
 // The synthetic chain's hand-written encodings, re-derived with the general-purpose libraries: the
 // generator's Keccak-256 against ethereum-cryptography's, and every header, transaction, body size,
 // hash and bloom of the first blocks against @ethereumjs/rlp and an independent bloom.
+import { Mismatches } from '@chainnode/testkit';
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 as referenceKeccak } from 'ethereum-cryptography/keccak.js';
 import { ChainGenerator, chainSpec, decodeBlocks, genesisInput, keccak256, keccak256Into } from '../src/synth.js';
@@ -46,15 +47,14 @@ describe('synthetic chain encodings', () => {
       let blocks = 0;
       // What differs, collected and asserted once: an expect per field of every block and
       // transaction (tens of thousands) took a third of this suite's CPU.
-      const wrong: string[] = [];
+      const m = new Mismatches();
+      const want = m.want;
       while (blocks < 600) {
         const buf = gen.nextBatch(97);
         if (buf === undefined) break;
         for (const b of decodeBlocks(buf)) {
           blocks++;
-          const want = (what: string, got: unknown, expected: unknown): void => {
-            if (got !== expected) wrong.push(`block ${blocks}: ${what}: ${String(got)}, want ${String(expected)}`);
-          };
+          m.at = `block ${blocks}`;
           want('number', b.number, BigInt(blocks));
           const fields = RLP.decode(b.headerRlp) as Uint8Array[];
           want('header fields', fields.length, 16);
@@ -90,7 +90,7 @@ describe('synthetic chain encodings', () => {
           logs += all.length;
         }
       }
-      expect(wrong.slice(0, 20)).toEqual([]);
+      expect(m.first()).toEqual([]);
       expect(blocks).toBe(Math.min(spec.blocks, 679)); // 7 batches of 97
       expect(gen.facts.logs).toBe(logs);
       expect(gen.facts.txs).toBe(nonce);
