@@ -99,6 +99,11 @@ export class StoreStateManager implements StateManagerInterface {
     this.liveOriginals = false;
   }
 
+  /** Moves the current call's deadline (a block trace gives each transaction its own). */
+  setDeadline(deadline: number): void {
+    this.deadline = deadline;
+  }
+
   /** geth's state overrides, applied below the journal (they are the call's starting state). */
   async applyOverrides(overrides: Map<string, AccountOverride>): Promise<void> {
     for (const [addrKey, o] of overrides) {

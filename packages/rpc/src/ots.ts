@@ -10,7 +10,7 @@ import { formatBlock } from './formatters/block.js';
 import type { JsonBlock } from './formatters/block.js';
 import type { JsonReceipt } from './formatters/receipt.js';
 import { blockReceipts } from './reads.js';
-import { decodeTraceConfig, replayStoredBlock, traceDeadline } from './trace.js';
+import { decodeTraceConfig, replayStoredBlock, traceTime } from './trace.js';
 
 /** Erigon's ots API level: what Otterscan checks before it uses the node. */
 export const OTS_API_LEVEL = 8;
@@ -40,7 +40,7 @@ export function replayWithOts(
   make: (budget: TraceBudget) => Tracer,
   only?: number,
 ): Promise<{ hash: Bytes; result: unknown }[]> {
-  return replayStoredBlock(ctx, header, make, traceDeadline(ctx, decodeTraceConfig(undefined)), only);
+  return replayStoredBlock(ctx, header, make, traceTime(ctx, decodeTraceConfig(undefined)), only);
 }
 
 /** The stored transaction `loc` re-executed with the tracer `make` builds: the tracer's answer. */

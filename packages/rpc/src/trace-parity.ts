@@ -93,7 +93,7 @@ export async function blockFlatTraces(
       ctx,
       header,
       (budget) => new exec.FlatTracer(budget),
-      opts.deadline ?? parityDeadline(ctx),
+      { deadline: opts.deadline ?? parityDeadline(ctx) },
       opts.only,
       opts.budget,
       opts.pick,
@@ -128,7 +128,7 @@ export async function blockTraceResults(
   const block = await ctx.store.block(header.hash);
   if (header.number === 0n || txCount(block) === 0) return [];
   const make = (budget: TraceBudget) => new exec.ParityTracer(types, budget);
-  const traces = await replayStoredBlock(ctx, header, make, parityDeadline(ctx), only);
+  const traces = await replayStoredBlock(ctx, header, make, { deadline: parityDeadline(ctx) }, only);
   return traces.map((t) => ({ hash: t.hash, result: t.result as JsonTraceResults }));
 }
 

@@ -111,10 +111,26 @@ export function stateBaseOf(ctx: HandlerContext, header: HeaderRecord): BlockSta
   return belowTrieWindow(ctx, header.number) ? blockStateBase(ctx, header) : undefined;
 }
 
-/** The deadline of a trace: its timeout, and the call's own deadline (an offloaded call's). */
+/** The deadline of a one-call trace: its timeout, and the call's own deadline (an offloaded call's). */
 export function traceDeadline(ctx: HandlerContext, cfg: TraceConfig): number {
   const own = cfg.timeoutMs > 0 ? Date.now() + cfg.timeoutMs : Number.POSITIVE_INFINITY;
   return Math.min(own, ctx.deadline ?? Number.POSITIVE_INFINITY);
+}
+
+/**
+ * The time a block's trace may take: `deadline` the whole call's (an offloaded call's own, a
+ * Parity trace's budget), `txTimeoutMs` each traced transaction's from its start (geth's
+ * `timeout`, which its block traces apply per transaction: a busy block is not refused for its
+ * length, a transaction that runs past its timeout is).
+ */
+export interface TraceTime {
+  deadline: number;
+  txTimeoutMs?: number;
+}
+
+/** A block trace's time under `cfg`: each transaction its timeout, within the call's own deadline. */
+export function traceTime(ctx: HandlerContext, cfg: TraceConfig): TraceTime {
+  return { deadline: ctx.deadline ?? Number.POSITIVE_INFINITY, txTimeoutMs: cfg.timeoutMs };
 }
 
 export interface JsonTxTrace {
@@ -135,7 +151,7 @@ export async function traceStoredBlock(
 ): Promise<{ hash: Bytes; result: unknown }[]> {
   const exec = await loadExec();
   const make = (budget: TraceBudget) => exec.makeTracer(cfg, budget);
-  return replayStoredBlock(ctx, header, make, traceDeadline(ctx, cfg), only);
+  return replayStoredBlock(ctx, header, make, traceTime(ctx, cfg), only);
 }
 
 /** A stored block's RLP, its parent and its transactions' senders, with geth's errors. */
@@ -164,15 +180,15 @@ export async function replayStoredBlock(
   ctx: HandlerContext,
   header: HeaderRecord,
   make: (budget: TraceBudget) => Tracer,
-  deadline: number,
+  time: TraceTime,
   only?: number,
   budget?: TraceBudget,
   pick?: TxPick,
 ): Promise<TracedTx[]> {
-  const recorded = await recordedBlock(ctx, header, make, deadline, only, budget, pick);
+  const recorded = await recordedBlock(ctx, header, make, time, only, budget, pick);
   if (recorded !== undefined) return recorded;
   const { raw, parent, senders } = await storedBlock(ctx, header);
-  return replayBlock(ctx, raw, parent, make, deadline, { senders, ...(only === undefined ? {} : { only }) }, budget);
+  return replayBlock(ctx, raw, parent, make, time, { senders, ...(only === undefined ? {} : { only }) }, budget);
 }
 
 /** One traced transaction of a block: its hash, its position, the tracer's answer. */
@@ -201,7 +217,7 @@ async function recordedBlock(
   ctx: HandlerContext,
   header: HeaderRecord,
   make: (budget: TraceBudget) => Tracer,
-  deadline: number,
+  time: TraceTime,
   only: number | undefined,
   shared: TraceBudget | undefined,
   pick: TxPick | undefined,
@@ -222,7 +238,7 @@ async function recordedBlock(
         const part = await recordedPart(ctx, header, withChanges, index);
         if (part !== undefined) return part;
       }
-      whole = await recordedRows(ctx, header, deadline, withChanges, only);
+      whole = await recordedRows(ctx, header, time, withChanges, only);
       return whole;
     };
     const picked = alone ? await pickedAlone(ctx, header, only ?? [...(byIndex ?? [])]) : undefined;
@@ -360,7 +376,7 @@ interface RecordedRows {
 async function recordedRows(
   ctx: HandlerContext,
   header: HeaderRecord,
-  deadline: number,
+  time: TraceTime,
   withChanges: boolean,
   only: number | undefined,
 ): Promise<RecordedRows | undefined> {
@@ -368,7 +384,7 @@ async function recordedRows(
   const changes = withChanges ? await ctx.store.txStateDiffs?.(header.hash) : undefined;
   if (frames !== undefined && (!withChanges || changes !== undefined)) return { frames, changes };
   if (only !== undefined) return computed.get(ctx.store)?.peek(header.hash);
-  return computedFrames(ctx, header, deadline);
+  return computedFrames(ctx, header, time);
 }
 
 /** Code by its hash from the store's code table. */
@@ -434,7 +450,7 @@ const computed = new WeakMap<ChainStore, ComputedFrames>();
 async function computedFrames(
   ctx: HandlerContext,
   header: HeaderRecord,
-  deadline: number,
+  time: TraceTime,
 ): Promise<Computed | undefined> {
   let cache = computed.get(ctx.store);
   if (cache === undefined) computed.set(ctx.store, (cache = new ComputedFrames()));
@@ -442,7 +458,7 @@ async function computedFrames(
     const { raw, parent, senders } = await storedBlock(ctx, header);
     const engine = await traceEngineOf(ctx);
     const base = stateBaseOf(ctx, parent);
-    return engine.recordBlock(raw, parent, { deadline, senders, ...(base === undefined ? {} : { base }) });
+    return engine.recordBlock(raw, parent, { ...time, senders, ...(base === undefined ? {} : { base }) });
   });
 }
 
@@ -455,7 +471,7 @@ export async function traceRawBlock(
   opts: { senders?: Bytes[]; only?: number },
 ): Promise<{ hash: Bytes; result: unknown }[]> {
   const exec = await loadExec();
-  return replayBlock(ctx, raw, parent, (budget) => exec.makeTracer(cfg, budget), traceDeadline(ctx, cfg), opts);
+  return replayBlock(ctx, raw, parent, (budget) => exec.makeTracer(cfg, budget), traceTime(ctx, cfg), opts);
 }
 
 async function replayBlock(
@@ -463,7 +479,7 @@ async function replayBlock(
   raw: Bytes,
   parent: HeaderRecord,
   make: (budget: TraceBudget) => Tracer,
-  deadline: number,
+  time: TraceTime,
   opts: { senders?: Bytes[]; only?: number },
   shared?: TraceBudget,
 ): Promise<TracedTx[]> {
@@ -476,7 +492,7 @@ async function replayBlock(
     make(budget);
     const traces = await engine.block(raw, parent, {
       tracerFor: () => make(budget),
-      deadline,
+      ...time,
       ...(base === undefined ? {} : { base }),
       ...(opts.senders === undefined ? {} : { senders: opts.senders }),
       ...(opts.only === undefined ? {} : { only: opts.only }),

@@ -30,8 +30,13 @@ export interface BlockTraceOptions {
   only?: number;
   /** The tracer of the transaction at `index`. */
   tracerFor(index: number): Tracer;
-  /** Date.now() past which the replay stops (ExecutionTimeout). */
+  /** Date.now() past which the replay stops (ExecutionTimeout): the whole call's limit. */
   deadline: number;
+  /**
+   * Each traced transaction's own limit, in ms from its start (geth's `timeout`, which a block
+   * trace applies per transaction); within `deadline`. None when undefined.
+   */
+  txTimeoutMs?: number;
   /** The parent's state by block (below the state trie's window), instead of its trie. */
   base?: BlockStateBase;
   /** The transactions' senders as stored (else recovered from their signatures). */
@@ -145,9 +150,15 @@ export class TraceEngine {
     await this.runTxs(vm, sm, block, last, opts.senders, async (i, tx, run, logs) => {
       if (opts.only !== undefined && opts.only !== i) return run();
       const tracer = opts.tracerFor(i);
-      const r = await traceTx(vm, sm, tx, block, tracer, { logsBefore: logs, deadline: opts.deadline }, run);
-      out.push({ index: i, hash: tx.hash(), result: tracer.result() });
-      return r;
+      const deadline = txDeadline(opts);
+      sm.setDeadline(deadline);
+      try {
+        const r = await traceTx(vm, sm, tx, block, tracer, { logsBefore: logs, deadline }, run);
+        out.push({ index: i, hash: tx.hash(), result: tracer.result() });
+        return r;
+      } finally {
+        sm.setDeadline(opts.deadline);
+      }
     });
     return out;
   }
@@ -160,18 +171,28 @@ export class TraceEngine {
   async recordBlock(
     raw: Bytes,
     parent: HeaderRecord,
-    opts: { deadline: number; base?: BlockStateBase; senders?: Bytes[] },
+    opts: { deadline: number; txTimeoutMs?: number; base?: BlockStateBase; senders?: Bytes[] },
   ): Promise<{ frames: Bytes; changes: Bytes } | undefined> {
     const { vm, sm, block } = await this.prepare(raw, parent, opts);
     const recorder = new BlockFrameRecorder(vm, block);
     try {
-      await this.runTxs(vm, sm, block, block.transactions.length - 1, opts.senders);
+      // Every transaction is recorded: each runs under its own limit, as each would be traced.
+      await this.runTxs(vm, sm, block, block.transactions.length - 1, opts.senders, (_i, _tx, run) => {
+        sm.setDeadline(txDeadline(opts));
+        return run();
+      });
     } finally {
       recorder.detach();
     }
     const rows = recorder.row(block.hash());
     return rows === undefined ? undefined : { frames: joinRows(rows.rows), changes: joinRows(rows.changes) };
   }
+}
+
+/** The limit of a transaction starting now: its own timeout, within the call's deadline. */
+function txDeadline(opts: { deadline: number; txTimeoutMs?: number }): number {
+  const t = opts.txTimeoutMs;
+  return t !== undefined && t > 0 ? Math.min(opts.deadline, Date.now() + t) : opts.deadline;
 }
 
 /** Errors of the trace itself (size, timeout, a missing node) pass through unchanged. */
