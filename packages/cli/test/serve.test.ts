@@ -187,7 +187,7 @@ test('SIGTERM with eth_getLogs in flight in the offload worker: answered in full
   const dir = await copy();
   const { key } = await createKeyCli(dir, 'custom');
   // 32 calls of ~1,000-2,000 logs each, answered one after the other (a batch): over a second of
-  // work on a 2-core machine, so the signal sent 150 ms after the request finds it in flight.
+  // work on a 2-core machine, so the signal sent once the first is answered finds it in flight.
   const batch = JSON.stringify(
     Array.from({ length: 32 }, (_, i) => ({
       jsonrpc: '2.0',
@@ -216,14 +216,23 @@ test('SIGTERM with eth_getLogs in flight in the offload worker: answered in full
 
   // With app threads (the default, one per core): the drain on SIGTERM is checked here for a
   // server with app threads; a single-thread server cut this batch off in flight (not covered).
-  const s = await spawnServe(dir, ['--config', workerConfig, '--threads', 'cores']);
+  const s = await spawnServe(dir, ['--config', workerConfig, '--threads', 'cores', '--metrics-port', '0']);
   expect(s.output()).toContain('offloaded calls run in 1 worker thread');
   let answeredAt = 0;
   const answer = post(s.url(key)).then((text) => {
     answeredAt = Date.now();
     return text;
   });
-  await sleep(150);
+  // The signal once the worker has answered the batch's first call (the rest still to come),
+  // rather than after a fixed wait a loaded machine may not have read the request in.
+  const metrics = bannerOf(s.output()).metrics as string;
+  const t0 = Date.now();
+  for (;;) {
+    const text = await (await fetch(metrics)).text();
+    if (Number(/^chainnode_offloaded_calls_total(?:\{[^}]*\})? (\d+)$/m.exec(text)?.[1] ?? 0) >= 1) break;
+    if (Date.now() - t0 > 60_000) throw new Error(`no offloaded call answered within 60 s:\n${text}`);
+    await sleep(10);
+  }
   const signalledAt = Date.now();
   const exited = s.stop('SIGTERM');
   expect(await answer).toBe(want);
