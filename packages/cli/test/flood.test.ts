@@ -5,17 +5,11 @@
 // bound docs/architecture.md documents ("Memory and disk budgets").
 import { WsCtor, datadirCopy, rawWebSocket, readUntilClose, rssMb, textFrame } from '@chainnode/testkit';
 import type { WsClient } from '@chainnode/testkit';
-import { bannerOf, createKeyCli, sleep, spawnServe } from './serve-helpers.js';
+import { bannerOf, createKeyCli, metricValue, sleep, spawnServe } from './serve-helpers.js';
 import type { ServeProcess } from './serve-helpers.js';
 
 /** docs/architecture.md "Serving": the RSS bound of a server over the fixture chain with the defaults. */
 const RSS_BOUND_MB = 400;
-
-async function metric(url: string, name: string): Promise<number> {
-  const text = await (await fetch(url)).text();
-  const line = text.split('\n').find((l) => l.startsWith(name));
-  return line === undefined ? 0 : Number(line.split(' ').at(-1));
-}
 
 /** A client that keeps asking small questions and records how long each answer takes. */
 function latencyProbe(
@@ -115,7 +109,7 @@ describe('flood: a WebSocket client that never reads', () => {
       // 60 batches of ~0.8 MB answers each: ~48 MB, far past the 8 MiB a connection may hold.
       for (let i = 0; i < 60; i++) hog.socket.write(textFrame(batch));
       const deadline = Date.now() + 60_000;
-      while ((await metric(metricsUrl, 'chainnode_connections_cut_total{reason="connection_budget"}')) < 1) {
+      while ((await metricValue(metricsUrl, 'chainnode_connections_cut_total{reason="connection_budget"}')) < 1) {
         if (Date.now() > deadline) throw new Error('the non-reading client was never cut off');
         await sleep(200);
       }
@@ -150,7 +144,7 @@ describe('flood: a WebSocket client that never reads', () => {
       expect(summary.during.wsP50).toBeLessThan(summary.baseline.ws + 100);
       expect(summary.during.httpP50).toBeLessThan(summary.baseline.http + 100);
       expect(Math.max(summary.during.wsP99, summary.during.httpP99)).toBeLessThan(2000);
-      expect(await metric(metricsUrl, 'chainnode_reply_bytes_in_flight')).toBeLessThan(1024 * 1024);
+      expect(await metricValue(metricsUrl, 'chainnode_reply_bytes_in_flight')).toBeLessThan(1024 * 1024);
       expect(maxRss).toBeLessThan(RSS_BOUND_MB);
     } finally {
       clearInterval(sampler);

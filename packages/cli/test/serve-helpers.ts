@@ -268,6 +268,16 @@ export async function rpc(
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The value of the series `name` (a family, or a family with its labels) in the exposition at
+ * `url`: its first line; 0 when absent.
+ */
+export async function metricValue(url: string, name: string): Promise<number> {
+  const text = await (await fetch(url)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  return line === undefined ? 0 : Number(line.split(' ').at(-1));
+}
+
 /** The chain these tests serve: the fixtures when present, else the execution-apis chain. */
 export const TEST_CHAIN: ChainName = chainDir('fixtures') !== undefined ? 'fixtures' : 'execution-apis';
 

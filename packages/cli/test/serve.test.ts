@@ -7,7 +7,17 @@ import { dirname, join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { methodCosts } from '@chainnode/rpc';
 import { runCli } from '@chainnode/testkit';
-import { bannerOf, createKeyCli, jsonRecords, rpc, sleep, spawnServe, usageCli, perTest } from './serve-helpers.js';
+import {
+  bannerOf,
+  createKeyCli,
+  jsonRecords,
+  metricValue,
+  rpc,
+  sleep,
+  spawnServe,
+  usageCli,
+  perTest,
+} from './serve-helpers.js';
 import type { KeyUsageJson, ServeProcess } from './serve-helpers.js';
 
 const costs = methodCosts() as Record<string, number>;
@@ -227,10 +237,8 @@ test('SIGTERM with eth_getLogs in flight in the offload worker: answered in full
   // rather than after a fixed wait a loaded machine may not have read the request in.
   const metrics = bannerOf(s.output()).metrics as string;
   const t0 = Date.now();
-  for (;;) {
-    const text = await (await fetch(metrics)).text();
-    if (Number(/^chainnode_offloaded_calls_total(?:\{[^}]*\})? (\d+)$/m.exec(text)?.[1] ?? 0) >= 1) break;
-    if (Date.now() - t0 > 60_000) throw new Error(`no offloaded call answered within 60 s:\n${text}`);
+  while ((await metricValue(metrics, 'chainnode_offloaded_calls_total')) < 1) {
+    if (Date.now() - t0 > 60_000) throw new Error('no offloaded call answered within 60 s');
     await sleep(10);
   }
   const signalledAt = Date.now();

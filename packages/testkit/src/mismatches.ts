@@ -15,11 +15,6 @@ export class Mismatches {
       this.list.push(`${this.at === '' ? '' : `${this.at}: `}${what}: ${String(got)}, want ${String(expected)}`);
   };
 
-  /** Records a difference described by the caller. */
-  add(line: string): void {
-    this.list.push(this.at === '' ? line : `${this.at}: ${line}`);
-  }
-
   /** The first `n` differences (the assertion's message stays readable). */
   first(n = 20): string[] {
     return this.list.slice(0, n);
