@@ -37,16 +37,17 @@ async function checkTokenBucket(ledger: CreditLedger): Promise<void> {
   await Promise.all(burst.map((r) => (r.ok ? ledger.settle(r.debit, 200) : undefined)));
   // Throughput refusals cost nothing.
   expect((await ledger.usage(h)).used).toBe(1000);
-  await sleep(450); // ~450 credits refilled: two more calls of 200 (three if the machine stalls)
+  await sleep(450); // ~450 credits refilled: two more calls of 200 (more if the machine stalls)
   const tLater0 = performance.now();
-  const later = await Promise.all(Array.from({ length: 4 }, () => ledger.debit(h, 200, limits)));
+  const later = await Promise.all(Array.from({ length: 6 }, () => ledger.debit(h, 200, limits)));
   const tLater1 = performance.now();
   // Refill is 1 credit per ms: between the end of the burst and the start of these calls at
-  // least, between the start of the burst and their end at most.
+  // least, between the start of the burst and their end at most; and never past the bucket's
+  // size (one second of credits, five calls), however long the machine stalled.
   const admitted = later.filter((r) => r.ok).length;
-  expect(admitted).toBeGreaterThanOrEqual(Math.floor((tLater0 - tBurst1) / 200));
+  expect(admitted).toBeGreaterThanOrEqual(Math.min(5, Math.floor((tLater0 - tBurst1) / 200)));
   expect(admitted).toBeLessThanOrEqual(Math.floor((tLater1 - tBurst0) / 200));
-  expect(admitted).toBeLessThan(4);
+  expect(admitted).toBeLessThanOrEqual(5);
   await Promise.all(later.map((r) => (r.ok ? ledger.settle(r.debit, 200) : undefined)));
   // A settle below the cost gives the tokens back too.
   await sleep(1100);
