@@ -171,7 +171,7 @@ export function ledgerSuite(name: string, open: () => Promise<EngineUnderTest | 
       expect(await other.ledger.usage(h)).toMatchObject({ used: 100, byNetwork: { '': 20, mainnet: 30, sepolia: 50 } });
     });
 
-    test('keys: one JSON value per key, unknown fields pass through, other instances see changes within a second', async () => {
+    test('keys: one JSON value per key, unknown fields pass through, other instances see changes', async () => {
       const x = engine();
       if (!x) return;
       const hash = freshHash();
@@ -185,8 +185,9 @@ export function ledgerSuite(name: string, open: () => Promise<EngineUnderTest | 
         const t0 = Date.now();
         await x.keys.put(rec);
         expect(await x.keys.get(hash)).toEqual(rec);
+        // Within a second on a quiet machine (the watch's poll); the deadline is for a loaded one.
         while (changed === 0) {
-          if (Date.now() - t0 > 1000) throw new Error('no change seen within a second');
+          if (Date.now() - t0 > 10_000) throw new Error('no change seen within 10 s');
           await sleep(20);
         }
         expect((await other.keys.list()).find((k) => k.hash === hash)).toEqual(rec);

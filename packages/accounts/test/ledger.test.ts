@@ -508,11 +508,15 @@ async function checkOneCallPerTurn(r: RedisProcess, ledger: RedisLedger): Promis
     asked.push({ h: b, cost: 50, limits: { daily: 150, perSecond: 150 } });
     asked.push({ h: c, cost: 10, limits: { daily: 1_000_000, perSecond: 0 } });
   }
+  const t0 = performance.now();
   const got = await Promise.all(asked.map((x) => ledger.debit(x.h, x.cost, x.limits)));
-  // The bucket of b ran in the same call: its 150 credits taken, a full one is a second away.
+  // The bucket of b ran in the same call: its 150 credits taken, a full one is a second away
+  // (unless the machine stalled that long since the batch was asked).
   const more = await ledger.debit(b, 150, { daily: 1_000_000, perSecond: 150 });
-  expect(more.ok ? 'ok' : more.reason).toBe('throughput');
+  const refilled = performance.now() - t0 >= 1000;
+  if (!refilled) expect(more.ok ? 'ok' : more.reason).toBe('throughput');
   expect(ledger.stats.redisCalls - calls0).toBe(2);
+  if (more.ok) await ledger.settle(more.debit, 0); // a stall refilled the bucket: give it back
   const passed = (h: string): boolean[] => got.filter((_, i) => asked[i]?.h === h).map((x) => x.ok);
   expect(passed(a)).toEqual([true, true, true, true, true, false, false, false, false, false]);
   expect(passed(b)).toEqual([true, true, true, false, false, false, false, false, false, false]);

@@ -172,7 +172,7 @@ async function checkAllowlist(page: Page, url: string, shots: string): Promise<v
   await until(
     'the server to apply the allowlist',
     async () => (await rpc(url, 'eth_blockNumber', [], { origin: 'https://evil.test' })).status === 403,
-    3000,
+    30_000,
   );
   const refused = await rpc(url, 'eth_blockNumber', [], { origin: 'https://evil.test' });
   expect(refused.body.error).toEqual({ code: -32002, message: 'rejected due to project ID settings' });
@@ -187,7 +187,7 @@ async function revokeInPage(page: Page, url: string, shots: string): Promise<voi
   await until(
     '401 for the revoked key',
     async () => (await rpc(url, 'eth_blockNumber', [], { origin: 'https://app.example.com' })).status === 401,
-    3000,
+    30_000,
   );
   await page.screenshot({ path: join(shots, '5-revoked.png') });
 }

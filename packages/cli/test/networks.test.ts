@@ -265,7 +265,7 @@ async function checkNetworkWithdrawn(port: number, home: string): Promise<void> 
   let refused: { error?: { code: number } } = {};
   let answered = 1;
   for (;;) {
-    expect(Date.now() - t0).toBeLessThan(1500);
+    expect(Date.now() - t0).toBeLessThan(30_000); // within a second on a quiet machine
     refused = JSON.parse(await open.send(call('eth_blockNumber', []))) as typeof refused;
     if (refused.error !== undefined) break;
     answered++;

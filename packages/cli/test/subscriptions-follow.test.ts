@@ -28,8 +28,11 @@ const pingData = (n: number): string => `${PING}${n.toString(16).padStart(64, '0
 
 type Json = Record<string, unknown>;
 
-/** The follower's poll: blocks arrive well before it through anvil's newHeads (see the test). */
-const POLL_MS = 2000;
+/**
+ * The follower's poll, longer than the whole suite: every block after the first catch-up can only
+ * arrive through anvil's newHeads waking the follower (see the test), however slow the machine.
+ */
+const POLL_MS = 600_000;
 
 /** viem keeps its socket (and reconnects it) after unwatching: close it for good. */
 async function closeViem(c: { transport: unknown }): Promise<void> {
@@ -171,7 +174,7 @@ async function upstreamPings(from: string, a: number, b: number): Promise<Json[]
   ]);
 }
 
-test("the upstream's new heads (--follow-ws) wake the follower: each block is served well before the next poll", async () => {
+test("the upstream's new heads (--follow-ws) wake the follower: each block is served long before the next poll", async () => {
   await waitSynced();
   const lags: number[] = [];
   for (let i = 0; i < 5; i++) {
@@ -181,9 +184,9 @@ test("the upstream's new heads (--follow-ws) wake the follower: each block is se
     await waitSynced();
     lags.push(Date.now() - t0);
   }
-  // Polling alone would serve a block uniformly within the 2 s poll: five under 700 ms by chance
-  // is 0.35^5, about 1 in 200.
-  expect(lags.every((ms) => ms < 700)).toBe(true);
+  // Polling alone would serve none of them before the 10-minute poll; waitSynced gives up after
+  // ~20 s. A stalled machine may make a lag seconds long, never minutes.
+  expect(Math.max(...lags)).toBeLessThan(POLL_MS / 10);
 });
 
 test('ethers v6 WebSocketProvider: provider.on("block") and contract.on(filter) hear what the chain produces; each block readable at once', async () => {

@@ -110,7 +110,7 @@ const available = chainDir('fixtures') !== undefined;
     const t0 = Date.now();
     const r = await result(bounded, callBody(LOOP, '0x2faf080')); // 50M gas of a loop
     expect(r).toMatchObject({ error: { code: -32000, message: 'execution aborted (timeout = 0.2s)' } });
-    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect(Date.now() - t0).toBeLessThan(10_000); // the message shows the abort; this, that nothing hung
   });
 });
 

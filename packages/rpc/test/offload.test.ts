@@ -300,9 +300,10 @@ describe('the pool', () => {
 
   test('a stuck worker: the caller gets the timeout at its deadline; the worker is replaced', async () => {
     const lines: string[] = [];
-    // 3 s, not less: the call after the stuck one waits (within its own deadline) for the
-    // replacement worker to start, which takes a while on a loaded machine.
-    const p = await pool({ timeoutMs: 3_000, stuckAfterMs: 200, log: (l) => lines.push(l) });
+    // 10 s, not less: the call after the stuck one waits (within its own deadline) for the
+    // replacement worker to start, which takes seconds on a loaded machine.
+    // Replaced 2 s past the deadline: long enough for the load to be read before that.
+    const p = await pool({ timeoutMs: 10_000, stuckAfterMs: 2_000, log: (l) => lines.push(l) });
     expect(await getLogs(p, STUCK).catch(wire)).toEqual({
       code: -32005,
       message: 'query timeout exceeded',
@@ -312,7 +313,7 @@ describe('the pool', () => {
     const text = await getLogs(p);
     expect(`{"jsonrpc":"2.0","id":1,"result":${text}}`).toBe(await normalAnswer());
     expect(lines.join('\n')).toMatch(
-      /offload worker 0 has not answered a call 200 ms past its deadline; restarting it/,
+      /offload worker 0 has not answered a call 2000 ms past its deadline; restarting it/,
     );
   });
 

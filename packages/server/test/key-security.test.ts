@@ -89,7 +89,8 @@ test('API key secret: optional until required; wrong or missing -> 401 for HTTP 
   expect(await upgradeStatus(`${ws}/ws/v3/${key}`)).toBe(101);
   expect(await upgradeStatus(`${ws}/ws/v3/${key}`, { authorization: basic('', 'nope') })).toBe(401);
 
-  // Required: a request without it is refused too (reloaded from keys.json within a second).
+  // Required: a request without it is refused too (reloaded from keys.json within a second on a
+  // quiet machine; the deadline is for a loaded one).
   const all = readKeys(dir);
   (all.find((k) => k.id === rec.id) as KeyRecord).secretRequired = true;
   writeKeys(dir, all);
@@ -97,7 +98,7 @@ test('API key secret: optional until required; wrong or missing -> 401 for HTTP 
   let answered = 2; // the two 200s above
   while ((await post(`${url}/v3/${key}`, BLOCK)).status !== 401) {
     answered++;
-    expect(Date.now() - t0).toBeLessThan(1500);
+    expect(Date.now() - t0).toBeLessThan(30_000);
     await sleep(25);
   }
   const missing = await post(`${url}/v3/${key}`, BLOCK);
@@ -177,11 +178,17 @@ test('per-key credits/second: 429 with event -33300 past the rate, accepted agai
     r.limits = { creditsPerSecond: 160 };
   });
   const { url } = await start(dir);
+  // Two calls of 80 fill the bucket; it refills one per 500 ms while the burst runs.
+  const t0 = performance.now();
   const burst = await Promise.all(
-    Array.from({ length: 5 }, (_, i) => post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], i))),
+    Array.from({ length: 10 }, (_, i) => post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x1', false], i))),
   );
-  const statuses = burst.map((r) => r.status).sort();
-  expect(statuses).toEqual([200, 200, 429, 429, 429]);
+  const t1 = performance.now();
+  const ok = burst.filter((r) => r.status === 200).length;
+  expect(ok).toBeGreaterThanOrEqual(2);
+  expect(ok).toBeLessThanOrEqual(2 + Math.floor((t1 - t0) / 500));
+  expect(burst.filter((r) => r.status === 429)).toHaveLength(10 - ok);
+  expect(ok).toBeLessThan(10);
   const e = (burst.find((r) => r.status === 429)!.json as Env).error as Err;
   expect(e).toMatchObject({ code: 429, event: -33300, message: 'Too Many Requests' });
   expect(e.details).toMatch(/user-defined key throughput limit/);
