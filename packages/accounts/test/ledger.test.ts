@@ -485,7 +485,7 @@ async function rawUsed(r: RedisProcess, hash: string): Promise<number> {
 async function untilRecovered(ledger: RedisLedger): Promise<void> {
   const t0 = Date.now();
   while (ledger.isDegraded) {
-    if (Date.now() - t0 > 5000) throw new Error('never recovered');
+    if (Date.now() - t0 > 15_000) throw new Error('never recovered');
     await sleep(50);
   }
 }
@@ -542,12 +542,14 @@ async function checkReplayOfLostBatch(r: RedisProcess, ledger: RedisLedger): Pro
   // Warm up (script loaded, connection up).
   const w = await ledger.debit(h, 10, limits);
   if (!w.ok) throw new Error('refused');
-  // Redis stops answering for 600 ms: every debit sent meanwhile times out on our side, but
-  // Redis still runs them when the pause ends (they are queued on the connection).
+  await untilRecovered(ledger); // a stalled warm-up past the 150 ms timeout is replayed first
+  // Redis stops answering for 3 s: every debit sent meanwhile times out on our side, but Redis
+  // still runs them when the pause ends (they are queued on the connection). 3 s: the batch
+  // below is sent within it even if this process stalls.
   const admin = createClient({ url: r.url });
   admin.on('error', () => {});
   await admin.connect();
-  await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
+  await admin.sendCommand(['CLIENT', 'PAUSE', '3000', 'ALL']);
   const h2 = hashKey('idempotent too');
   const calls0 = ledger.stats.redisCalls;
   const during = await Promise.all(Array.from({ length: 20 }, (_, i) => ledger.debit(i % 2 ? h : h2, 100, limits)));
@@ -640,6 +642,7 @@ describe('redis engine specifics', () => {
       expect(await rawUsed(r, h)).toBe(charged);
       expect(readdirSync(dir).filter((f) => f.endsWith('.log'))).toEqual([]); // replayed: gone
       expect(await charge(80)).toBe(true);
+      await untilRecovered(ledger); // a reply past the 300 ms timeout is journaled, then replayed
       expect(await rawUsed(r, h)).toBe(charged);
     },
   );

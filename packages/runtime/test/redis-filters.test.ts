@@ -87,7 +87,8 @@ maybe('filters in Redis, shared by two replicas', () => {
     const client = {
       sendCommand: (args: string[]) => (hook ? hook(args, () => base.sendCommand(args)) : base.sendCommand(args)),
     } as unknown as RedisClient;
-    const store = new RedisFilterStore(client, 'main', { perKey: 3, total: 3 }, 200);
+    // Commands time out after 1 s (a loaded machine answers real ones well within it).
+    const store = new RedisFilterStore(client, 'main', { perKey: 3, total: 3 }, 1000);
     flaky = caller(createRpcService(chainStore(hashes), {}, { filters: new FilterRegistry({ state: store }) }), 'cc33');
   });
 
@@ -169,7 +170,8 @@ maybe('filters in Redis, shared by two replicas', () => {
     hashes.push(hashOf(hashes.length));
     let late: Promise<unknown> | undefined;
     hook = (args, send) => {
-      if (isWrite(args)) late = sleep(400).then(send);
+      if (isWrite(args))
+        late = sleep(2000).then(send); // twice the timeout: past any clock offset
       else if (args[0] !== 'EVAL' || !(args[1] as string).includes('rec.poll')) return send();
       return new Promise(() => {});
     };
