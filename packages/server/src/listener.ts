@@ -138,11 +138,21 @@ export class Listener {
     for (const detach of this.detachers) detach();
   }
 
-  /** Resolves once nothing is in flight, or after the shutdown grace period. */
+  /**
+   * Resolves once nothing is in flight, or after the shutdown grace period (then the requests
+   * still in flight are logged: their connections close with the server).
+   */
   async idle(): Promise<void> {
     if (this.inflight === 0) return;
     await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, this.config.shutdownGraceMs);
+      const t = setTimeout(() => {
+        const n = this.inflight;
+        if (n > 0)
+          this.log(
+            `shutdown grace of ${this.config.shutdownGraceMs} ms over with ${n} request${n === 1 ? '' : 's'} in flight: closing ${n === 1 ? 'its connection' : 'their connections'}`,
+          );
+        resolve();
+      }, this.config.shutdownGraceMs);
       this.idleWaiter = () => {
         clearTimeout(t);
         resolve();

@@ -39,6 +39,7 @@ async function start(
     config?: Partial<TransportConfig>;
     failoverUrl?: string;
     metricsPort?: number;
+    log?: (line: string) => void;
   } = {},
 ): Promise<Running> {
   const store = opts.store ?? fakeStore();
@@ -51,6 +52,7 @@ async function start(
     port: 0,
     ...(opts.failoverUrl !== undefined ? { failoverUrl: opts.failoverUrl } : {}),
     ...(opts.metricsPort !== undefined ? { metricsPort: opts.metricsPort } : {}),
+    ...(opts.log !== undefined ? { log: opts.log } : {}),
   });
   cleanups.push(() => srv.close());
   return { srv, url: `http://127.0.0.1:${srv.port}`, ws: `ws://127.0.0.1:${srv.port}` };
@@ -532,6 +534,31 @@ test('graceful close: in-flight requests finish, new ones are refused', async ()
   expect((r.json as Envelope).result?.hash).toBe(toData(fakeHash(2)));
   await closing;
   await expect(fetch(`${url}/health`)).rejects.toThrow();
+});
+
+test('graceful close: past shutdownGraceMs the requests still in flight are cut, and said so', async () => {
+  const dir = datadir();
+  const { key } = await createKey(dir, { plan: 'core' });
+  let arrived: () => void = () => {};
+  const arrival = new Promise<void>((r) => (arrived = r));
+  const service: RpcServiceApi = {
+    handle: () => {
+      arrived();
+      return new Promise(() => {}); // never answers
+    },
+  };
+  const lines: string[] = [];
+  const { url, srv } = await start(dir, { service, config: { shutdownGraceMs: 300 }, log: (l) => lines.push(l) });
+  const pending = post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x2', false])).then(
+    () => 'answered',
+    () => 'cut',
+  );
+  await arrival;
+  const t0 = performance.now();
+  await srv.close();
+  expect(performance.now() - t0).toBeGreaterThanOrEqual(290); // the grace was waited for
+  expect(await pending).toBe('cut');
+  expect(lines).toContain('shutdown grace of 300 ms over with 1 request in flight: closing its connection');
 });
 
 test('graceful close: long replies in flight reach the client whole (HTTP and WebSocket)', async () => {
