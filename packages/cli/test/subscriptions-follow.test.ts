@@ -216,7 +216,7 @@ test('ethers v6 WebSocketProvider: provider.on("block") and contract.on(filter) 
         index: log.index,
       });
     });
-    await sleep(300); // let both eth_subscribe calls land
+    await sleep(1500); // let both eth_subscribe calls land (ethers does not wait for their answers)
     for (let i = 0; i < 3; i++) {
       await ping(DEV[1] as string, 100 + i);
       await ping(DEV[2] as string, 200 + i); // another caller: filtered out
@@ -252,7 +252,7 @@ test('viem watchBlocks and watchContractEvent over webSocket() hear the same', a
     onBlock: (b) => blocks.push({ number: b.number as bigint, hash: b.hash as string }),
   });
   try {
-    await sleep(500);
+    await sleep(1500); // let both eth_subscribe calls land (viem does not wait for their answers)
     await pingRounds(2, DEV[3] as string, 400);
     for (let i = 0; i < 100 && (logs.length < 2 || blocks.length < 2); i++) await sleep(50);
     const upstreamBlocks = await Promise.all(

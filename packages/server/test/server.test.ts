@@ -526,9 +526,19 @@ test('metrics listener is off by default and counts calls, credits and head when
 test('graceful close: in-flight requests finish, new ones are refused', async () => {
   const dir = datadir();
   const { key } = await createKey(dir, { plan: 'core' });
-  const { url, srv } = await start(dir, { store: fakeStore(10, 400) });
+  const store = fakeStore(10, 400);
+  const inner = fakeService(store);
+  let arrived: () => void = () => {};
+  const arrival = new Promise<void>((r) => (arrived = r));
+  const service: RpcServiceApi = {
+    handle: (...args) => {
+      arrived();
+      return inner.handle(...args);
+    },
+  };
+  const { url, srv } = await start(dir, { store, service });
   const pending = post(`${url}/v3/${key}`, call('eth_getBlockByNumber', ['0x2', false]));
-  await sleep(100);
+  await arrival; // in flight (the store answers 400 ms later), not merely sent
   const closing = srv.close();
   const r = await pending;
   expect((r.json as Envelope).result?.hash).toBe(toData(fakeHash(2)));
