@@ -262,6 +262,10 @@ test('limits per connection and per key; a closed socket frees its subscriptions
   const k2 = await WsClient.open(s.ws(await s.newKey()));
   await k2.subscribe(['newHeads']);
   expect(s.srv.subscriptions.size).toBe(151);
+  // What /metrics shows of them.
+  const gauge = (kind: string): string | undefined =>
+    s.srv.metrics.render().match(new RegExp(`^chainnode_subscriptions\\{kind="${kind}"\\} (\\d+)$`, 'm'))?.[1];
+  expect(['newHeads', 'logs', 'newPendingTransactions'].map(gauge)).toEqual(['101', '50', '0']);
   a.close();
   await a.closed;
   b.ws.terminate(); // no close handshake: the server learns of it from the TCP close
@@ -272,6 +276,7 @@ test('limits per connection and per key; a closed socket frees its subscriptions
   await k2.closed;
   for (let i = 0; i < 50 && s.srv.subscriptions.size !== 0; i++) await sleep(20);
   expect(s.srv.subscriptions.size).toBe(0);
+  expect(['newHeads', 'logs', 'newPendingTransactions'].map(gauge)).toEqual(['0', '0', '0']);
 });
 
 test('credits: subscribe and unsubscribe at their table costs, newHeads per head, logs per block with a match; at the limit the socket is closed with an error', async () => {

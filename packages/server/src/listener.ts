@@ -90,6 +90,10 @@ export class Listener {
         ...(journal !== undefined ? { pending: journal } : {}),
       });
       this.hubs.set(net, hub);
+      net.metrics.subscriptions = () => {
+        const { heads, pending } = hub.indexStats();
+        return { newHeads: heads, logs: hub.size - heads - pending, newPendingTransactions: pending };
+      };
       if (net.chainEvents !== undefined) this.detachers.push(hub.attach(net.chainEvents));
       // Filters (eth_newFilter, …) keep the logs of the blocks reorgs remove, for removed:true.
       const filters = net.service.filters;

@@ -69,6 +69,7 @@ export const LABEL_VALUES: Readonly<Record<string, readonly string[]>> = {
   reason: CUT_REASONS,
   failure: ['open', 'closed'],
   result: ['hit', 'miss'],
+  kind: ['newHeads', 'logs', 'newPendingTransactions'],
 };
 
 /**
@@ -108,6 +109,13 @@ export const METRIC_FAMILIES = {
     type: 'gauge',
     help: 'Open WebSocket connections.',
     labels: [],
+    scope: 'network',
+    written: 'always',
+  },
+  chainnode_subscriptions: {
+    type: 'gauge',
+    help: 'Live eth_subscribe subscriptions, by kind.',
+    labels: ['kind'],
     scope: 'network',
     written: 'always',
   },
@@ -347,12 +355,22 @@ export interface MetricsCounts {
   http: [number, number][];
   ws: [number, number][];
   wsOpen: number;
+  subscriptions: SubscriptionsView;
   replyBytesInFlight: number;
   cuts: [CutReason, number][];
   offloadShed: number;
   offloaded: number;
   callCache: CallCacheView;
 }
+
+/** Live subscriptions by kind (label `kind` of chainnode_subscriptions). */
+export interface SubscriptionsView {
+  newHeads: number;
+  logs: number;
+  newPendingTransactions: number;
+}
+
+const SUBSCRIPTION_KINDS = ['newHeads', 'logs', 'newPendingTransactions'] as const;
 
 /** What the kept call answers counted (rpc's AnswerCacheStats fits it). */
 export interface CallCacheView {
@@ -426,6 +444,10 @@ export class Metrics {
   callCache: (() => CallCacheView) | undefined;
   /** Other threads' kept call answers, added (sum()). */
   private readonly callCacheAdded: CallCacheView = { hits: 0, misses: 0, bytes: 0 };
+  /** The network's live subscriptions, read at each render (absent: none served here). */
+  subscriptions: (() => SubscriptionsView) | undefined;
+  /** Other threads' live subscriptions, added (sum()). */
+  private readonly subscriptionsAdded: SubscriptionsView = { newHeads: 0, logs: 0, newPendingTransactions: 0 };
   /** The datadir's size and its filesystem's free space, last sampled (serve: each network). */
   disk: DiskView | undefined;
   /** The Redis ledger's state (the process-wide instance, with --ledger redis://). */
@@ -479,12 +501,26 @@ export class Metrics {
       http: [...this.statuses.http],
       ws: [...this.statuses.ws],
       wsOpen: this.wsOpen,
+      subscriptions: this.subscriptionsView(),
       replyBytesInFlight: this.replyBytesInFlight,
       cuts: [...this.cuts],
       offloadShed: this.offloadShed,
       offloaded: this.offloaded,
       callCache: this.callCacheView(),
     };
+  }
+
+  /** This instance's live subscriptions with the ones added. */
+  private subscriptionsView(): SubscriptionsView {
+    const own = this.subscriptions?.();
+    const a = this.subscriptionsAdded;
+    return own === undefined
+      ? { ...a }
+      : {
+          newHeads: a.newHeads + own.newHeads,
+          logs: a.logs + own.logs,
+          newPendingTransactions: a.newPendingTransactions + own.newPendingTransactions,
+        };
   }
 
   /** This instance's kept call answers with the ones added. */
@@ -510,6 +546,7 @@ export class Metrics {
     for (const [status, n] of c.http) addTo(this.statuses.http, status, n);
     for (const [status, n] of c.ws) addTo(this.statuses.ws, status, n);
     this.wsOpen += c.wsOpen;
+    for (const kind of SUBSCRIPTION_KINDS) this.subscriptionsAdded[kind] += c.subscriptions[kind];
     this.replyBytesInFlight += c.replyBytesInFlight;
     for (const [reason, n] of c.cuts) addTo(this.cuts, reason, n);
     this.offloadShed += c.offloadShed;
@@ -614,6 +651,9 @@ export class Metrics {
     // The process-wide instance of a multi-network server has no WebSockets or head of its own.
     if (this.network !== undefined || !this.routing) {
       add('chainnode_websocket_connections', `chainnode_websocket_connections${only} ${this.wsOpen}`);
+      const subs = this.subscriptionsView();
+      for (const kind of SUBSCRIPTION_KINDS)
+        add('chainnode_subscriptions', `chainnode_subscriptions{${n}kind="${kind}"} ${subs[kind]}`);
     }
     // Reply budgets are the process's (one budget across networks): written by the unlabelled instance.
     if (this.network === undefined) {

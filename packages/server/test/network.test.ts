@@ -161,12 +161,19 @@ test("Metrics.sum (serve --threads): two threads' counts render exactly as one i
   events(t1, 1);
   events(one, 0);
   events(one, 1);
+  // Live subscriptions are read from each thread's hub at render: summed over threads.
+  t0.subscriptions = () => ({ newHeads: 1, logs: 2, newPendingTransactions: 0 });
+  t1.subscriptions = () => ({ newHeads: 1, logs: 0, newPendingTransactions: 3 });
+  one.subscriptions = () => ({ newHeads: 2, logs: 2, newPendingTransactions: 3 });
   t0.headBlock = one.headBlock = 42;
   t1.headBlock = 7; // another thread's head gauge is not added
   const summed = t0.sum([structuredClone(t1.counts())]);
   expect(summed.render()).toBe(one.render());
   expect(summed.render()).toContain('\nchainnode_head_block 42\n');
   expect(summed.render()).toContain('\nchainnode_websocket_connections 5\n');
+  expect(summed.render()).toContain(
+    '\nchainnode_subscriptions{kind="newHeads"} 2\nchainnode_subscriptions{kind="logs"} 2\nchainnode_subscriptions{kind="newPendingTransactions"} 3\n',
+  );
   // The per-thread family: calls answered by each thread.
   expect(
     Metrics.renderThreadCalls([
