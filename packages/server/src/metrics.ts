@@ -62,6 +62,9 @@ export interface MetricFamily {
   readonly written: 'always' | 'follow' | 'threads' | 'datadir' | 'redis';
 }
 
+/** The kinds of eth_subscribe subscriptions (label `kind` of chainnode_subscriptions). */
+const SUBSCRIPTION_KINDS = ['newHeads', 'logs', 'newPendingTransactions'] as const;
+
 /** The values a label takes, where the code fixes them. */
 export const LABEL_VALUES: Readonly<Record<string, readonly string[]>> = {
   outcome: OUTCOMES,
@@ -69,7 +72,7 @@ export const LABEL_VALUES: Readonly<Record<string, readonly string[]>> = {
   reason: CUT_REASONS,
   failure: ['open', 'closed'],
   result: ['hit', 'miss'],
-  kind: ['newHeads', 'logs', 'newPendingTransactions'],
+  kind: SUBSCRIPTION_KINDS,
 };
 
 /**
@@ -369,8 +372,6 @@ export interface SubscriptionsView {
   logs: number;
   newPendingTransactions: number;
 }
-
-const SUBSCRIPTION_KINDS = ['newHeads', 'logs', 'newPendingTransactions'] as const;
 
 /** What the kept call answers counted (rpc's AnswerCacheStats fits it). */
 export interface CallCacheView {
