@@ -215,7 +215,7 @@ redisTest(
       // Replicas see key changes within a second (allow more on a loaded machine).
       const t0 = Date.now();
       while (!replicas.every((srv) => srv.keys.byKeyHash(rec.hash)?.limits?.creditsPerSecond === 160)) {
-        expect(Date.now() - t0).toBeLessThan(5000);
+        expect(Date.now() - t0).toBeLessThan(30_000);
         await new Promise((r) => setTimeout(r, 50));
       }
       // Two calls of 80 fill the bucket; it refills one per 500 ms while the burst runs (Redis's
