@@ -495,9 +495,12 @@ test('failover: growth/custom eth_getBlockByHash goes to the partner on outage o
   const g2 = await createKey(dir2, { plan: 'growth' });
   const slow = await start(dir2, { store: fakeStore(10, 1500), failoverUrl, config: { failoverTimeoutMs: 200 } });
   const fwd2 = await post(`${slow.url}/v3/${g2.key}`, call('eth_getBlockByHash', [h15, false]));
-  // Block 15 is the partner's only (the slow store holds 10 and would answer null): the answer
-  // was forwarded before the store's.
+  // Block 15 is the partner's only (the slow store holds 10 and would answer null, which is not
+  // forwarded): the answer was forwarded before the store's, and counted as a failover.
   expect((fwd2.json as Envelope).result?.hash).toBe(h15);
+  expect(slow.srv.metrics.render()).toContain(
+    'chainnode_rpc_calls_total{method="eth_getBlockByHash",outcome="failover"} 1',
+  );
 });
 
 test('metrics listener is off by default and counts calls, credits and head when on', async () => {
