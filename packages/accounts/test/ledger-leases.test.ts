@@ -263,6 +263,32 @@ describe('credit leases', () => {
   );
 
   redisTest(
+    'a settle below the cost gives the tokens back to the slice: calls settled at 1 never run the bucket dry',
+    async () => {
+      const r = await shared();
+      const h = freshHash();
+      // A quarter of the bucket per call, each settled at 1 (a call that turned out cheap): the
+      // per-call engine gives 249 of every call's 250 tokens back at once, so none is refused
+      // while the calls spend less than the rate; a slice must do the same with the tokens it holds.
+      const limits: Limits = { daily: 1_000_000_000, perSecond: 1000 };
+      const l = await replica(r);
+      await sleep(1100); // a full bucket
+      let refused = 0;
+      const t0 = performance.now();
+      for (let i = 0; i < 400 || (l.stats.leased < 20 && performance.now() - t0 < 30_000); i++) {
+        const x = await l.debit(h, 250, limits);
+        if (!x.ok) refused++;
+        else await l.settle(x.debit, 1);
+        if (i % 8 === 0) await sleep(1); // lets the lease's syncs run between calls (and caps the spend rate)
+      }
+      const calls = l.stats.leased;
+      expect(calls).toBeGreaterThanOrEqual(20); // calls decided from the slice's tokens
+      expect(refused).toBe(0);
+      await l.close();
+    },
+  );
+
+  redisTest(
     'Redis requests per paid call: a steady stream of calls of one key, with and without a credits/s limit',
     async () => {
       const r = await shared();

@@ -422,7 +422,15 @@ export class LeasedLedger implements CreditLedger {
     const token = debit.token as Partial<LeasedToken>;
     const l = token.lease;
     if (l === undefined) return this.inner.settle(debit, finalCost);
-    if (!l.closing && performance.now() < l.deadline) l.free += debit.cost - finalCost;
+    if (finalCost < debit.cost) {
+      // What the call did not spend goes back, as the per-call engine gives it back to the bucket:
+      // credits to a live slice, tokens to the slice (or, once it is retired, with its return).
+      if (!l.closing && performance.now() < l.deadline) l.free += debit.cost - finalCost;
+      if (l.rate > 0) {
+        if (l.closing) l.returnTokens += debit.cost - finalCost;
+        else l.tokens += debit.cost - finalCost;
+      }
+    }
     try {
       if (finalCost > 0) {
         const { spend, written } = this.journal(l, finalCost, debit.network);
@@ -738,7 +746,11 @@ export class LeasedLedger implements CreditLedger {
       else if (!this.returning.includes(l)) this.returning.push(l);
       return;
     }
-    if (l.closing) return;
+    if (l.closing) {
+      // Retired while this sync was out: what it lent beyond `hold` goes back with the return.
+      l.returnTokens += Math.max(0, lent - op.hold);
+      return;
+    }
     // Lent now: what Redis counts for this lease, less what was spent of hold meanwhile.
     l.tokens = Math.max(0, lent - (op.hold - l.tokens));
     l.allowance = allowance;
