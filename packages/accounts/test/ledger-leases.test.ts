@@ -177,9 +177,18 @@ describe('credit leases', () => {
         await sleep(5);
       }
       await r.stop('SIGKILL');
+      const tKilled = performance.now();
       const before = l.stats.leased;
-      for (let i = 0; i < 5; i++) spent += await round(l, h, 5, limits, 10);
-      expect(l.stats.leased - before).toBe(50); // every one from the slice, none refused
+      let admitted = 0;
+      for (let i = 0; i < 5; i++) {
+        const got = await round(l, h, 5, limits, 10);
+        admitted += got / 5;
+        spent += got;
+      }
+      expect(admitted).toBe(50); // none refused: the slice, then the per-call engine's fail-open
+      // Every one from the slice while its deadline holds (a sync's time-out, 300 ms, plus the
+      // period, 200 ms, short of the ttl's 3 s of spending), unless the machine stalled that long.
+      if (performance.now() - tKilled < 2000) expect(l.stats.leased - before).toBe(50);
       await r.restart();
       const t1 = Date.now();
       while ((await usedOf(r, h).catch(() => -1)) !== spent && Date.now() - t1 < 5000) await sleep(50);
@@ -245,17 +254,30 @@ describe('credit leases', () => {
       };
       const r0 = await redisNow();
       const t0 = performance.now();
+      // Each replica's idle time: gaps of over 50 ms between its rounds (a round takes a few ms; a
+      // longer gap is the machine stalling the process, not the ledger refusing).
+      const idle: number[] = [];
       const admitted = await Promise.all(
         three.map(async (l) => {
           let got = 0;
-          while (performance.now() - t0 < 1500) got += await round(l, h, 10, limits, 10);
+          let idleMs = 0;
+          let last = performance.now();
+          while (last - t0 < 1500) {
+            got += await round(l, h, 10, limits, 10);
+            const now = performance.now();
+            if (now - last > 50) idleMs += now - last;
+            last = now;
+          }
+          idle.push(idleMs);
           return got;
         }),
       );
       const seconds = (await redisNow()) - r0;
       const total = admitted.reduce((a, b) => a + b, 0);
       expect(total).toBeLessThanOrEqual(K * (seconds + 1));
-      expect(total).toBeGreaterThan((K * seconds) / 2); // early refusals by lent tokens are bounded
+      // Early refusals by lent tokens are bounded: at least half the rate over the time some
+      // replica was calling (all three stalled at once is at most the least idle of them).
+      expect(total).toBeGreaterThan((K * (seconds - Math.min(...idle) / 1000)) / 2);
       expect(three.reduce((a, l) => a + l.stats.leased, 0)).toBeGreaterThan(0);
       for (const l of three) await l.close();
       expect(await usedOf(r, h)).toBe(total);
