@@ -20,7 +20,7 @@ import {
   postingCodec,
   receiptsCodec,
   tables,
-  isFixedTxLocation,
+  txHashKeyCodec,
   txLocationCodec,
   u64Codec,
 } from '../src/schema/index.js';
@@ -75,9 +75,17 @@ describe('key-schema codecs: round trip and exact bytes', () => {
     roundTrip(txLocationCodec, { number: 2n ** 53n, index: 3 }, '002000000000000000000003');
     roundTrip(txLocationCodec, { number: 2n ** 49n, index: 2 ** 31 }, '000200000000000080000000');
     expect(txLocationCodec.decode(Buffer.from('000000000000000500000003', 'hex'))).toEqual({ number: 5n, index: 3 });
-    expect(isFixedTxLocation(Buffer.from('0503', 'hex'))).toBe(false);
     expect(() => txLocationCodec.decode(Buffer.from('050300', 'hex'))).toThrow('tx location: 1 bytes past');
     expect(() => txLocationCodec.decode(Buffer.from('05', 'hex'))).toThrow('tx location: bad varint');
+  });
+  test('tx hash key: the first 16 bytes of the 32-byte hash', () => {
+    const hash = Buffer.from(Array.from({ length: 32 }, (_, i) => i));
+    expect(Buffer.from(txHashKeyCodec.encode(hash)).toString('hex')).toBe(hash.subarray(0, 16).toString('hex'));
+    expect(Buffer.from(tables.txLookupShort.key(hash)).toString('hex')).toBe(
+      `20${hash.subarray(0, 16).toString('hex')}`,
+    );
+    expect(() => txHashKeyCodec.encode(hash.subarray(0, 16))).toThrow('hash: expected 32 bytes, got 16');
+    expect(() => txHashKeyCodec.decode(hash)).toThrow('tx hash key: expected 16 bytes, got 32');
   });
   test('block log range: firstLogId(8) ++ count(4)', () => {
     roundTrip(blockLogRangeCodec, { firstLogId: 256n, count: 2 }, '000000000000010000000002');

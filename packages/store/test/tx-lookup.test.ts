@@ -7,8 +7,10 @@
 // transaction (what a follower's write of another branch can leave for a moment) answers not
 // found; malformed bodies throw. Bodies of an earlier release (every transaction inline, no
 // BodyTxs rows) read the same, whole blocks and raw blocks too, and db convert cuts them into the
-// rows an import writes, byte for byte. Location rows of the fixed form (an earlier release's)
-// read as the compact ones, and db convert rewrites them compact.
+// rows an import writes, byte for byte. Location rows are keyed by half the transaction's hash;
+// rows of earlier releases (the whole hash, the value in either form) read the same, and db
+// convert moves them. A hash that shares its first 16 bytes with another transaction's answers
+// not found.
 import { RLP } from '@ethereumjs/rlp';
 import { bytesEqual } from '@chainnode/core';
 import { Mismatches, availableChains, datadirCopy } from '@chainnode/testkit';
@@ -153,13 +155,24 @@ test.each(chains)(
         }
       }
       expect(importedRows.size).toBeGreaterThan(3);
-      // Every other location row in the fixed form an earlier release wrote: both forms are read.
+      // The import keyed every location row by 16 bytes, its value compact.
+      for (const [i, e] of expected.entries()) {
+        want(`tx ${i} row by the whole hash`, tables.txLookup.getRawSync(raw, e.hash), undefined);
+        want(
+          `tx ${i} compact location`,
+          (tables.txLookupShort.getRawSync(raw, e.hash) as Uint8Array).length < 12,
+          true,
+        );
+      }
+      // Every other location row as earlier releases wrote it (the whole hash as the key; the value
+      // in the fixed form, or the compact one): both are read.
       const batch = raw.batch();
       for (const [i, e] of expected.entries()) {
         if (i % 2 !== 0) continue;
-        const loc = tables.txLookup.getSync(raw, e.hash) as { number: bigint; index: number };
-        want(`tx ${i} compact location`, (tables.txLookup.getRawSync(raw, e.hash) as Uint8Array).length < 12, true);
-        batch.put(tables.txLookup.key(e.hash), Buffer.from(fixed(loc.number, loc.index)));
+        const loc = tables.txLookupShort.getSync(raw, e.hash) as { number: bigint; index: number };
+        batch.del(tables.txLookupShort.key(e.hash));
+        if (i % 4 === 0) batch.put(tables.txLookup.key(e.hash), Buffer.from(fixed(loc.number, loc.index)));
+        else tables.txLookup.put(batch, e.hash, loc);
       }
       await batch.write();
       expect(scanned.first()).toEqual([]);
@@ -186,8 +199,8 @@ test.each(chains)(
     } finally {
       await blocks.close();
     }
-    // db convert rewrites the fixed rows compact and cuts the earlier bodies into the rows the
-    // import wrote, byte for byte; the answers stay.
+    // db convert moves the earlier rows to 16-byte keys and cuts the earlier bodies into the rows
+    // the import wrote, byte for byte; the answers stay.
     const converted = await convertDatadir(c.dir);
     expect(converted.txLookupRows).toBe(Math.ceil(expected.length / 2));
     expect(converted.bodyRows).toBe(importedRows.size);
@@ -195,6 +208,12 @@ test.each(chains)(
     expect([again.txLookupRows, again.bodyRows]).toEqual([0, 0]);
     const cut = await openDb(c.dir, { create: false });
     try {
+      expect(await cut.keys({ gte: Uint8Array.of(0x07), lt: Uint8Array.of(0x08) }).all()).toEqual([]);
+      for (const e of expected)
+        expect(tables.txLookupShort.getSync(cut, e.hash)).toEqual({
+          number: e.tx.blockNumber,
+          index: e.tx.transactionIndex,
+        });
       for (const [hash, raws] of importedRows) {
         expect(bytesEqual(tables.bodies.getRawSync(cut, hash) as Uint8Array, raws[0] as Uint8Array)).toBe(true);
         for (let r = 1; r < raws.length; r++)
@@ -221,13 +240,22 @@ test.each(chains)(
     expect(second.tx.blockNumber).toBeGreaterThanOrEqual(first.tx.blockNumber);
     const db = await openDb(c.dir, { create: false });
     const batch = db.batch();
-    tables.txLookup.put(batch, first.hash, { number: first.tx.blockNumber, index: first.tx.transactionIndex + 1 });
+    tables.txLookupShort.put(batch, first.hash, {
+      number: first.tx.blockNumber,
+      index: first.tx.transactionIndex + 1,
+    });
     await batch.write();
     await db.close();
+    // A hash whose first 16 bytes are another transaction's finds that one's row: not found.
+    const twin = Uint8Array.from(second.hash);
+    twin[31] = (twin[31] as number) ^ 1;
     const moved = await LevelChainStore.open(c.dir);
     try {
       expect(await moved.transaction(first.hash)).toBeUndefined();
       expect(text(await moved.transaction(second.hash))).toBe(text(second.tx));
+      expect(await moved.transaction(twin)).toBeUndefined();
+      expect(await moved.rawTransaction(twin)).toBeUndefined();
+      expect(await moved.rawTransaction(second.hash)).toBeDefined();
     } finally {
       await moved.close();
       await c.cleanup();

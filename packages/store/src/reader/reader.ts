@@ -67,6 +67,7 @@ import type { Db } from '../db.js';
 import { LogQueries, readBlockLogsSync } from '../logs/index.js';
 import {
   MetaKey,
+  Prefix,
   SCHEMA_VERSION,
   BODY_ROW_TXS,
   bodyRowOf,
@@ -214,6 +215,8 @@ export class LevelChainStore implements ChainStore {
     datadir: string,
     private readonly chainInfo: ChainInfo,
     state: StateReadsOptions,
+    /** Whether the datadir holds TxLookup rows of an earlier release (read after TxLookupShort). */
+    private readonly legacyTxLookups: boolean,
   ) {
     // Block 0's state is the alloc's when the datadir keeps state history (stateRootOf).
     this.genesisStateRoot = state.genesisStateRoot;
@@ -265,6 +268,7 @@ export class LevelChainStore implements ChainStore {
           historyPending: Buffer.from((await tables.meta.get(db, MetaKey.AnchorState)) ?? []).toString() === 'pending',
           walkDiskReadsGiven: options.walkDiskReads,
         },
+        await hasLegacyTxLookups(db),
       );
     } catch (err) {
       await db.close();
@@ -627,8 +631,19 @@ export class LevelChainStore implements ChainStore {
    * uncles hashed) that the answer does not show.
    */
   private async loadTransaction(hash: Uint8Array, key: string): Promise<TxWithLocation | undefined> {
-    const loc = tables.txLookup.getSync(this.db, hash);
+    const loc = this.txLocationSync(hash);
     return loc === undefined ? undefined : this.loadTransactionAt(hash, key, loc);
+  }
+
+  /**
+   * Where transaction `hash` is, by its lookup row (TxLookupShort, keyed by half the hash, else an
+   * earlier release's TxLookup row): unchecked, the caller compares the transaction found there.
+   */
+  private txLocationSync(hash: Uint8Array): { number: bigint; index: number } | undefined {
+    return (
+      tables.txLookupShort.getSync(this.db, hash) ??
+      (this.legacyTxLookups ? tables.txLookup.getSync(this.db, hash) : undefined)
+    );
   }
 
   /**
@@ -1044,7 +1059,7 @@ export class LevelChainStore implements ChainStore {
   rawTransaction(txHash: Bytes): Promise<Bytes | undefined> {
     return this.guard('rawTransaction', async () => {
       if (txHash.length !== 32) return undefined;
-      const loc = tables.txLookup.getSync(this.db, txHash);
+      const loc = this.txLocationSync(txHash);
       if (loc === undefined) return undefined;
       const blockHash = await this.canonical(loc.number);
       if (blockHash === undefined) return undefined;
@@ -1120,4 +1135,10 @@ function receiptRecord(r: StoredReceipt): ReceiptRecord {
   if (r.depositNonce !== undefined) out.depositNonce = r.depositNonce;
   if (r.depositReceiptVersion !== undefined) out.depositReceiptVersion = r.depositReceiptVersion;
   return out;
+}
+
+/** Whether `db` holds a TxLookup row of an earlier release (schema.ts): one key read. */
+async function hasLegacyTxLookups(db: Db): Promise<boolean> {
+  const range = { gte: Uint8Array.of(Prefix.TxLookup), lt: Uint8Array.of(Prefix.TxLookup + 1), limit: 1 };
+  return (await db.keys(range).all()).length > 0;
 }

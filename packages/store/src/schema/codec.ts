@@ -149,6 +149,25 @@ export function fixedBytesCodec(width: number, what: string): Codec<Uint8Array> 
 
 export const hashCodec = fixedBytesCodec(32, 'hash');
 
+/** Bytes of a transaction hash that key its TxLookupShort row (schema.ts). */
+export const TX_KEY_BYTES = 16;
+
+/**
+ * A TxLookupShort key: the first TX_KEY_BYTES of a transaction's 32-byte hash (the location it
+ * finds is checked against the whole hash at read). Decodes to those bytes.
+ */
+export const txHashKeyCodec: Codec<Uint8Array> = {
+  encode: (v) => hashCodec.encode(v).subarray(0, TX_KEY_BYTES),
+  decode: fixedBytesCodec(TX_KEY_BYTES, 'tx hash key').decode,
+  into: {
+    size: () => TX_KEY_BYTES,
+    write: (v, out, at) => {
+      out.set(hashCodec.encode(v).subarray(0, TX_KEY_BYTES), at);
+      return at + TX_KEY_BYTES;
+    },
+  },
+};
+
 /** An address's rows of one block: address(20) ++ number(8) (AddressLogsJson keys). */
 export interface AddressNumber {
   address: Uint8Array;
@@ -284,11 +303,6 @@ export const txLocationCodec: Codec<TxLocation> = writerCodec<TxLocation>(
     return { number, index };
   },
 );
-
-/** Whether a stored TxLookup value is of the fixed form (`db convert` rewrites those compact). */
-export function isFixedTxLocation(value: Uint8Array): boolean {
-  return value.length === TX_LOCATION_FIXED;
-}
 
 export interface BlockLogRange {
   firstLogId: bigint;

@@ -18,7 +18,9 @@
 //                           rows written before they existed read unchanged.
 //   0x07    TxLookup        txHash(32) -> varint(number) ++ varint(txIndex) (unsigned LEB128: 2-7
 //                           bytes), or number(8) ++ txIndex(4): exactly 12 bytes (rows written
-//                           before the compact form, which `db convert` rewrites compact)
+//                           before the compact form). No longer written: TxLookupShort (0x20)
+//                           replaces it. Read after TxLookupShort while a datadir holds any
+//                           (LevelChainStore.open); `db convert` moves them to TxLookupShort.
 //   0x08    TotalDifficulty blockHash(32) -> td (minimal big-endian)
 //   0x09    Senders         blockHash(32) -> sender(20) per tx, concatenated in tx order
 //   0x0a    Blooms          number(8) -> logsBloom(256)
@@ -176,6 +178,11 @@
 //                           the whole change set exactly when they are this many
 //                           (history/block-changes.ts). None for a block written before the table
 //                           existed: its change set is the trie diff.
+//   0x20    TxLookupShort   txHash[0..16) -> varint(number) ++ varint(txIndex), as TxLookup: keyed
+//                           by half the hash (17 key bytes a transaction instead of 33). What it
+//                           locates is checked against the whole hash at read (reader.ts), so a
+//                           second transaction with the same 16 bytes (2^64 work to make) can only
+//                           make the first one's lookup answer not found, never another's.
 import { blockTxHashesCodec, bodyCodec, bodyRowKeyCodec, receiptsCodec } from './block-rows.js';
 import {
   addressNumberCodec,
@@ -184,6 +191,7 @@ import {
   fixedBytesCodec,
   fixedListCodec,
   hashCodec,
+  txHashKeyCodec,
   historyKeyCodec,
   rawCodec,
   traceRowKeyCodec,
@@ -231,6 +239,7 @@ export const Prefix = {
   BodyTxs: 0x1d,
   HistoryIndex: 0x1e,
   StateChanges: 0x1f,
+  TxLookupShort: 0x20,
 } as const;
 
 /** The Appearances table's one kind: an address a transaction touches. */
@@ -376,6 +385,7 @@ export const tables = {
   bodyTxs: new Table(Prefix.BodyTxs, 'BodyTxs', bodyRowKeyCodec, rawCodec),
   receipts: new Table(Prefix.Receipts, 'Receipts', hashCodec, receiptsCodec),
   txLookup: new Table(Prefix.TxLookup, 'TxLookup', hashCodec, txLocationCodec),
+  txLookupShort: new Table(Prefix.TxLookupShort, 'TxLookupShort', txHashKeyCodec, txLocationCodec),
   totalDifficulty: new Table(Prefix.TotalDifficulty, 'TotalDifficulty', hashCodec, bigUintCodec),
   senders: new Table(Prefix.Senders, 'Senders', hashCodec, fixedListCodec(20)),
   blooms: new Table(Prefix.Blooms, 'Blooms', u64Codec, fixedBytesCodec(256, 'bloom')),

@@ -13,7 +13,8 @@
 //  3. the block JSON rows (BlockJson) an earlier release wrote at import, deleted: hashes-only
 //     block answers are written from the block's rows now; in batches, so an interrupted run
 //     leaves fewer rows and the next one deletes the rest;
-//     TxLookup values of the fixed form rewritten compact, the same way; BlockTxHashes rows of an
+//     TxLookup rows of an earlier release moved to TxLookupShort (keyed by half the hash, the value
+//     compact), the same way; BlockTxHashes rows of an
 //     earlier release (the hashes alone, or extras without the header) rewritten with the block's
 //     extras (its size, uncle hashes, withdrawals, total difficulty and header), the same way, so
 //     a hashes-only block answer is one read;
@@ -51,7 +52,6 @@ import {
   decodeBlockExtras,
   hashCodec,
   headCodec,
-  isFixedTxLocation,
   readBodySync,
   splitBlockTxHashes,
   stageBody,
@@ -102,7 +102,7 @@ export interface ConvertResult {
   prune?: PruneReport | undefined;
   /** BlockJson rows deleted (0: the datadir held none). */
   blockJsonRows: number;
-  /** TxLookup rows rewritten compact (0: all were). */
+  /** TxLookup rows of an earlier release moved to TxLookupShort (0: the datadir held none). */
   txLookupRows: number;
   /** Branch nodes rewritten as deltas (trie-deltas.ts; rows 0: every one was, or none could be). */
   trieDeltas: TrieDeltaStats;
@@ -280,10 +280,13 @@ function dropRow(key: Uint8Array, _value: Uint8Array, batch: ReturnType<Db['batc
   return true;
 }
 
-/** rewriteRows' change rewriting a TxLookup value of the fixed form compact (schema.ts). */
-function compactTxLocation(key: Uint8Array, value: Uint8Array, batch: ReturnType<Db['batch']>): boolean {
-  if (!isFixedTxLocation(value)) return false;
-  batch.put(key, txLocationCodec.encode(txLocationCodec.decode(value)));
+/**
+ * rewriteRows' change moving a TxLookup row of an earlier release to TxLookupShort, its value
+ * compact (either form decodes), in the same batch as its deletion (schema.ts).
+ */
+function moveTxLocation(key: Uint8Array, value: Uint8Array, batch: ReturnType<Db['batch']>): boolean {
+  tables.txLookupShort.put(batch, hashCodec.decode(key.subarray(1)), txLocationCodec.decode(value));
+  batch.del(key);
   return true;
 }
 
@@ -363,8 +366,8 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     const txLookupRows = await rewriteRows(
       db,
       Prefix.TxLookup,
-      'tx lookups rewritten compact',
-      compactTxLocation,
+      'tx lookups moved to 16-byte keys',
+      moveTxLocation,
       opts,
     );
     const blockTxHashesRows = await rewriteRows(

@@ -22,6 +22,7 @@ export const TABLE_GROUP: Readonly<Record<keyof typeof Prefix, string>> = {
   Senders: 'bodies',
   BlockTxHashes: 'bodies',
   TxLookup: 'bodies',
+  TxLookupShort: 'bodies',
   Receipts: 'receipts',
   Blooms: 'receipts',
   BlockLogs: 'log rows and index',

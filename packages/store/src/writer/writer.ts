@@ -694,7 +694,7 @@ export class StoreWriter {
         tables.txStateDiffs.stage(ops, { number: b.number, row }, value, alloc);
     }
     for (let index = 0; index < b.txHashes.length; index++)
-      tables.txLookup.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
+      tables.txLookupShort.stage(ops, b.txHashes[index] as Uint8Array, { number: b.number, index }, alloc);
     const appearing = { number: b.number, transactions: b.body.transactions, senders: b.senders, logs: b.logs };
     postAppearances(this.appearances, appearing);
     if (b.frames !== undefined)
@@ -831,7 +831,10 @@ export class StoreWriter {
           ops.del(table.key({ number: n, row }));
       }
       ops.del(tables.frameBlooms.key(n));
-      for (const t of txHashes.hashes) ops.del(tables.txLookup.key(t));
+      for (const t of txHashes.hashes) {
+        ops.del(tables.txLookupShort.key(t));
+        ops.del(tables.txLookup.key(t)); // a row of an earlier release
+      }
       if (range.count > 0) ops.del(tables.logBlocks.key(range.firstLogId));
       // A block an earlier release wrote (no LogBlocks row): its Logs rows.
       for (let id = range.firstLogId; id < range.firstLogId + BigInt(range.count); id++) ops.del(tables.logs.key(id));

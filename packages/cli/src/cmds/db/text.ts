@@ -72,7 +72,7 @@ export function convertText(datadir: string, r: ConvertResult, rowTxs: { body: n
         ? `; pruned: ${fmt(r.prune.deleted)} of ${fmt(r.prune.scanned)} nodes deleted, ${fmt(r.prune.marked)} kept for blocks ${r.prune.from}-${r.prune.head}`
         : `; pruning ${r.prune.phase} after ${fmt(r.prune.deleted)} nodes deleted${r.prune.error === undefined ? '' : ` (${r.prune.error})`}: run db convert again to finish it`;
   const blockJson = r.blockJsonRows > 0 ? `; ${fmt(r.blockJsonRows)} block JSON rows deleted` : '';
-  const txLookup = r.txLookupRows > 0 ? `; ${fmt(r.txLookupRows)} tx lookups rewritten compact` : '';
+  const txLookup = r.txLookupRows > 0 ? `; ${fmt(r.txLookupRows)} tx lookups moved to 16-byte keys` : '';
   const txHashes =
     r.blockTxHashesRows > 0 ? `; ${fmt(r.blockTxHashesRows)} block tx hash rows rewritten with the block extras` : '';
   const logBlocks = r.logBlocks > 0 ? `; ${fmt(r.logBlocks)} blocks' log rows rewritten as one row each` : '';
