@@ -128,7 +128,11 @@ describe('flood: a WebSocket client that never reads', () => {
       expect(flood.ws.length).toBeGreaterThan(10);
       expect(flood.http.length).toBeGreaterThan(10);
       const summary = {
-        baseline: { ws: pct(baseline.ws, 50), http: pct(baseline.http, 50) },
+        baseline: {
+          ws: pct(baseline.ws, 50),
+          http: pct(baseline.http, 50),
+          p99: Math.max(pct(baseline.ws, 99), pct(baseline.http, 99)),
+        },
         during: {
           wsP50: pct(flood.ws, 50),
           wsP99: pct(flood.ws, 99),
@@ -140,10 +144,14 @@ describe('flood: a WebSocket client that never reads', () => {
       // eslint-disable-next-line no-console
       console.log(`[flood] ${JSON.stringify(summary)}`);
       // Others keep their latency: medians within 100 ms of the quiet baseline, 99% under 2 s
-      // (the machine running the tests is shared; the hog alone would otherwise take seconds).
+      // (the machine running the tests is shared; the hog alone would otherwise take seconds), or
+      // under ten times the baseline's own 99th percentile when the machine was already that slow
+      // before the hog came.
       expect(summary.during.wsP50).toBeLessThan(summary.baseline.ws + 100);
       expect(summary.during.httpP50).toBeLessThan(summary.baseline.http + 100);
-      expect(Math.max(summary.during.wsP99, summary.during.httpP99)).toBeLessThan(2000);
+      expect(Math.max(summary.during.wsP99, summary.during.httpP99)).toBeLessThan(
+        Math.max(2000, 10 * summary.baseline.p99),
+      );
       expect(await metricValue(metricsUrl, 'chainnode_reply_bytes_in_flight')).toBeLessThan(1024 * 1024);
       expect(maxRss).toBeLessThan(RSS_BOUND_MB);
     } finally {
