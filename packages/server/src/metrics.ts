@@ -514,14 +514,9 @@ export class Metrics {
   /** This instance's live subscriptions with the ones added. */
   private subscriptionsView(): SubscriptionsView {
     const own = this.subscriptions?.();
-    const a = this.subscriptionsAdded;
-    return own === undefined
-      ? { ...a }
-      : {
-          newHeads: a.newHeads + own.newHeads,
-          logs: a.logs + own.logs,
-          newPendingTransactions: a.newPendingTransactions + own.newPendingTransactions,
-        };
+    const view = { ...this.subscriptionsAdded };
+    if (own !== undefined) for (const kind of SUBSCRIPTION_KINDS) view[kind] += own[kind];
+    return view;
   }
 
   /** This instance's kept call answers with the ones added. */
