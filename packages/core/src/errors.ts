@@ -1,6 +1,12 @@
 // Typed errors. Every error a client can see is an RpcError subclass carrying its JSON-RPC
 // code; the rpc package maps any thrown value to the wire in exactly one function
 // (`toErrorObject`), so nothing else formats errors and no stack trace reaches a client.
+//
+// An RpcError is an answer, not a fault: it carries no stack trace. Capturing one is most of what
+// constructing an error costs (V8 walks and symbolizes every frame, async ones included), and some
+// are on hot paths: a reverting eth_call (code 3) is an ordinary answer, as is a refusal under a
+// flood (-33200). An unexpected failure keeps its stack: it is not an RpcError, and toErrorObject
+// maps it to -32603.
 
 export class RpcError extends Error {
   /** Infura's error `event` (e.g. -33000 daily credits, -33200 throughput), written after `code`. */
@@ -12,7 +18,13 @@ export class RpcError extends Error {
     message: string,
     readonly data?: unknown,
   ) {
-    super(message);
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(message);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
     this.name = new.target.name;
   }
 }
