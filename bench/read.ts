@@ -14,9 +14,11 @@
 // Cold eth_call: right after the node starts (nothing asked yet), 400 balanceOf calls at random
 // historical blocks no mix asks, one connection, one after the other; then 2,000 others (over the
 // mixes' connections, so every app thread runs some) and 400 more measured (the code compiled,
-// the data still never read); p50 as the client sees it, and the
+// the data still never read), then 8,000 others and 400 more measured again; p50 as the client sees it, and the
 // same client's p50 for eth_chainId (the transport's own cost): their difference is the
-// server-side time of the call, near enough.
+// server-side time of the call, near enough; and the server's CPU per call (its process group's
+// user + system time over the pass, over the calls; /proc counts in 10 ms ticks, so ±0.03 ms at
+// 400 calls).
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rawOnceThread } from './src/load-thread.js';
@@ -36,10 +38,17 @@ let chain: ReadChain | undefined;
 
 /**
  * Every body once over `connections` connections (1: one after the other), each answer checked;
- * p50/p99 as the client sees them.
+ * p50/p99 as the client sees them, and the server's CPU per call over the pass (ms; undefined
+ * where `cpuMs` cannot read it).
  */
-async function sequential(url: string, calls: Call[], connections = 1): Promise<{ p50: number; p99: number }> {
+async function sequential(
+  url: string,
+  calls: Call[],
+  cpuMs: () => number | undefined,
+  connections = 1,
+): Promise<{ p50: number; p99: number; cpu: number | undefined }> {
   const u = new URL(url);
+  const cpu0 = cpuMs();
   const r = await rawOnceThread({
     host: u.hostname,
     port: Number(u.port),
@@ -48,6 +57,7 @@ async function sequential(url: string, calls: Call[], connections = 1): Promise<
     connections,
     seconds: 0,
   });
+  const cpu1 = cpuMs();
   if (r.bad + r.errors > 0) throw new Error(`cold pass: ${r.bad} non-200, ${r.errors} socket errors`);
   for (const [i, c] of calls.entries()) {
     const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: c.body });
@@ -56,7 +66,8 @@ async function sequential(url: string, calls: Call[], connections = 1): Promise<
     if (!digest(buf).equals(r.digests.subarray(i * DIGEST, (i + 1) * DIGEST)))
       throw new Error(`${c.body}: the cold answer differs from the checked one`);
   }
-  return { p50: r.p50, p99: r.p99 };
+  const cpu = cpu0 === undefined || cpu1 === undefined ? undefined : (cpu1 - cpu0) / calls.length;
+  return { p50: r.p50, p99: r.p99, cpu };
 }
 
 const run = readChainRun('bench:read', root, cli, { connections: 32, bodies: 2000 }, (built) => {
@@ -65,21 +76,25 @@ const run = readChainRun('bench:read', root, cli, { connections: 32, bodies: 200
 });
 await runVaried({
   ...run,
-  beforeMixes: async (url) => {
+  beforeMixes: async (url, cpuMs) => {
     const c = chain as ReadChain;
-    const call = await sequential(url, c.cold);
+    const call = await sequential(url, c.cold, cpuMs);
     // Over the mixes' connections, so that every app thread of the server (each takes its own
     // connections) has run calls before the mixes' cold passes, as in a server that has served.
-    await sequential(url, c.warmup, run.connections);
-    const warmed = await sequential(url, c.coldWarm);
-    const base = await sequential(url, c.baseline);
-    const row = (what: string, r: { p50: number; p99: number }): string =>
-      `| ${what} | ${r.p50} | ${r.p99} | ${base.p50} | ${Math.max(0, r.p50 - base.p50).toFixed(2)} |`;
+    await sequential(url, c.warmup, cpuMs, run.connections);
+    const warmed = await sequential(url, c.coldWarm, cpuMs);
+    await sequential(url, c.warmupMore, cpuMs, run.connections);
+    const steady = await sequential(url, c.coldSteady, cpuMs);
+    const base = await sequential(url, c.baseline, cpuMs);
+    const ms = (v: number | undefined): string => (v === undefined ? 'n/a' : v.toFixed(2));
+    const row = (what: string, r: { p50: number; p99: number; cpu: number | undefined }): string =>
+      `| ${what} | ${r.p50} | ${r.p99} | ${base.p50} | ${Math.max(0, r.p50 - base.p50).toFixed(2)} | ${ms(r.cpu)} | ${ms(base.cpu)} |`;
     return [
-      '\nCold eth_call (400 token balanceOf calls at random historical blocks, each body asked once, one connection, one after the other, every answer checked): first in a fresh server process (nothing asked before: its code not yet compiled), then 400 others after 2,000 others of the kind (the code compiled and the upper trie read, the bodies and their answers never asked):\n',
-      '| calls | client p50 ms | client p99 ms | eth_chainId p50 ms (same client) | server-side p50 ≈ ms |\n|---|---|---|---|---|',
+      '\nCold eth_call (400 token balanceOf calls at random historical blocks, each body asked once, one connection, one after the other, every answer checked): first in a fresh server process (nothing asked before: its code not yet compiled), then 400 others after 2,000 others of the kind (the code compiled and the upper trie read, the bodies and their answers never asked), and 400 more after 10,000 others (a server that has served a while):\n',
+      '| calls | client p50 ms | client p99 ms | eth_chainId p50 ms (same client) | server-side p50 ≈ ms | server CPU ms per call | eth_chainId server CPU ms per call |\n|---|---|---|---|---|---|---|',
       row('eth_call balanceOf, historical, fresh process', call),
       row('eth_call balanceOf, historical, after 2,000 others', warmed),
+      row('eth_call balanceOf, historical, after 10,000 others', steady),
     ];
   },
 });

@@ -111,6 +111,10 @@ export interface ReadChain extends ChainUnderTest {
   warmup: Call[];
   /** As cold, other bodies: measured after warmup. */
   coldWarm: Call[];
+  /** More token reads like warmup, asked after coldWarm: 10,000 other calls before coldSteady. */
+  warmupMore: Call[];
+  /** As cold, other bodies: measured after warmupMore (a server that has served a while). */
+  coldSteady: Call[];
   /** eth_chainId bodies: the same client and transport with next to no work behind them. */
   baseline: Call[];
   /** What the chain holds, for benches that make mixes of their own (bench/traces.ts). */
@@ -383,7 +387,8 @@ function readMixes(o: ReadChainOptions, rng: Rng, k: ReturnType<typeof readCalls
     },
   ];
   // The same measurement after a warm-up on other bodies (the code compiled, the upper trie read):
-  // 2,000 token reads at historical blocks, then 400 more to measure, none asked by a mix or above.
+  // 2,000 token reads at historical blocks, then 400 more to measure, none asked by a mix or above;
+  // then 8,000 more and 400 to measure again (V8 is still optimizing the call path after 2,000).
   const taken = new Set([...mixes.flatMap((m) => m.calls), ...cold].map((c) => c.body));
   const fresh = (count: number): Call[] => {
     const out: Call[] = [];
@@ -397,13 +402,19 @@ function readMixes(o: ReadChainOptions, rng: Rng, k: ReturnType<typeof readCalls
   };
   const warmup = fresh(2000);
   const coldWarm = fresh(400);
+  const warmupMore = fresh(8000);
+  const coldSteady = fresh(400);
   return {
     mixes,
     cold,
     warmup,
     coldWarm,
+    warmupMore,
+    coldSteady,
     baseline,
-    oldBodies: new Set([...oldCalls, ...stateOld, ...warmup, ...coldWarm].map((c) => c.body)),
+    oldBodies: new Set(
+      [...oldCalls, ...stateOld, ...warmup, ...coldWarm, ...warmupMore, ...coldSteady].map((c) => c.body),
+    ),
   };
 }
 
@@ -468,11 +479,13 @@ async function prepareRead(o: ReadChainOptions): Promise<ReadChain> {
   o.log(`read: anvil built ${head} blocks, ${receipts.size} txs in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   const { datadir, followSecs } = await followAnvil(o, anvilUrl, genesisPath, head);
   const calls = readCalls(o, rng, ledger, answers);
-  const { mixes, cold, warmup, coldWarm, baseline, oldBodies } = readMixes(o, rng, calls);
+  const { mixes, cold, warmup, coldWarm, warmupMore, coldSteady, baseline, oldBodies } = readMixes(o, rng, calls);
   return {
     cold,
     warmup,
     coldWarm,
+    warmupMore,
+    coldSteady,
     baseline,
     facts: {
       head,

@@ -69,8 +69,12 @@ export interface VariedOptions {
   command?: string;
   /** A chain built by the caller's builder instead of `chain` (in the run's temporary directory). */
   builder?: ChainBuilder<VariedOptions>;
-  /** Runs once the node serves, before the mixes (e.g. a cold measurement); its lines are printed with the table. */
-  beforeMixes?: (url: string) => Promise<string[]>;
+  /**
+   * Runs once the node serves, before the mixes (e.g. a cold measurement); its lines are printed
+   * with the table. `serverCpuMs`: the CPU time (user + system, ms) of this node's process group
+   * so far; undefined where it cannot be read.
+   */
+  beforeMixes?: (url: string, serverCpuMs: () => number | undefined) => Promise<string[]>;
 }
 
 interface Target {
@@ -400,7 +404,9 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     const { url, targets } = started;
     await waitRpc(url);
     if (o.settle !== undefined && o.beforeMixes !== undefined) await settleLoad(o.settle, log);
-    const before = o.beforeMixes !== undefined ? await o.beforeMixes(url) : [];
+    const pgid = targets[0]?.pgid;
+    const serverCpuMs = (): number | undefined => (pgid === undefined ? undefined : groupCpuMs(pgid));
+    const before = o.beforeMixes !== undefined ? await o.beforeMixes(url, serverCpuMs) : [];
     const facts = new Map<string, Buffer>();
     const acc: Measured = { rows: [], coldRows: [], loads: [], checkCost: [] };
     for (const m of mixes) {
