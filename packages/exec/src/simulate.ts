@@ -23,6 +23,7 @@ import {
 } from '@ethereumjs/util';
 import { Bloom, createVM, encodeReceipt, runTx } from '@ethereumjs/vm';
 import { tuneVm } from './evm-tuning.js';
+import { loadKzgOnPointEvaluation } from './kzg.js';
 import type { RunTxResult, VM } from '@ethereumjs/vm';
 import { decodeHeader, keccak256 } from '@chainnode/core';
 import type {
@@ -234,6 +235,7 @@ class Simulation {
       } as never,
     });
     await tuneVm(this.vm);
+    loadKzgOnPointEvaluation(this.vm);
     if (this.opts.traceTransfers) this.transfers = new TransferLogs(this.vm, this.logIndex);
     const out: SimBlockResult[] = [];
     let parent = this.base;

@@ -6,6 +6,7 @@ import type { VM } from '@ethereumjs/vm';
 import type { Bytes } from '@chainnode/core';
 import type { StoreStateManager } from './state.js';
 import { tuneVm } from './evm-tuning.js';
+import { loadKzgOnPointEvaluation } from './kzg.js';
 
 export async function createStoreVM(
   common: Common,
@@ -27,5 +28,6 @@ export async function createStoreVM(
     } as never,
   });
   await tuneVm(vm);
+  loadKzgOnPointEvaluation(vm);
   return vm;
 }

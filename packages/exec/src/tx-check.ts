@@ -7,7 +7,7 @@ import type { Common, GethGenesis } from '@ethereumjs/common';
 import { Capability, createBlob4844TxFromSerializedNetworkWrapper, createTxFromRLP } from '@ethereumjs/tx';
 import type { TypedTransaction } from '@ethereumjs/tx';
 import type { Bytes, ChainInfo, HeaderRecord } from '@chainnode/core';
-import { loadKzg } from './executor.js';
+import { loadKzg } from './kzg.js';
 
 /** A transaction refused before anything was forwarded, in geth's words where geth has them. */
 export class TxRefusedError extends Error {}
