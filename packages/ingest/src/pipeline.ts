@@ -14,7 +14,7 @@ import { bytesToHex, equalsBytes } from '@ethereumjs/util';
 import { createVM, runBlock } from '@ethereumjs/vm';
 import type { VM } from '@ethereumjs/vm';
 import { keccak256 } from '@chainnode/core';
-import { BlockFrameRecorder, tuneVm } from '@chainnode/exec';
+import { BlockFrameRecorder, loadKzgOnPointEvaluation, tuneVm } from '@chainnode/exec';
 import { bytesToBigInt, logRecord } from '@chainnode/core';
 import type { ChainCommit, CommittedBlock, LogRecord } from '@chainnode/core';
 import {
@@ -381,6 +381,7 @@ export class ImportPipeline {
       setHardfork: true,
     });
     await tuneVm(this.vm);
+    loadKzgOnPointEvaluation(this.vm);
   }
 
   /**
