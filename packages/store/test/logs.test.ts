@@ -4,6 +4,7 @@
 // of how blocks were grouped into batches.
 import { appendFile, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { brotliCompressSync } from 'node:zlib';
 import { join } from 'node:path';
 import { RLP } from '@ethereumjs/rlp';
 import { createKeccak } from 'hash-wasm';
@@ -14,9 +15,16 @@ import type { BlockInput, LogInput } from '../src/index.js';
 import { openDb } from '../src/db.js';
 import type { Db } from '../src/db.js';
 import { HOT_ADDR, HOT_TOPIC, blockInput, legacyHeaderRlp, tagged } from './block-input.js';
-import { LogSegmentSealer, SEAL_DEPTH, SEGMENT_SPAN, sealDueLogSegments } from '../src/logs/log-segments.js';
+import {
+  LogSegmentSealer,
+  SEAL_DEPTH,
+  SEGMENT_SPAN,
+  hasSpansToReseal,
+  sealDueLogSegments,
+} from '../src/logs/log-segments.js';
 import { readyRowsOf } from '../src/logs/ready-rows.js';
-import { unpackChunk } from '../src/logs/segment-chunks.js';
+import { unpackStrippedChunk } from '../src/logs/segment-chunks.js';
+import type { BlockHashes } from '../src/logs/segment-chunks.js';
 import {
   LOG_INDEX_CHUNK,
   LogIndexKind,
@@ -596,10 +604,17 @@ async function checkSegmentAnswers(
 }
 
 /**
- * Rewrites span `start`'s compressed texts as an older release sealed them: the text appended
- * uncompressed to the segment file, and an index value of its entries alone.
+ * Rewrites span `start` as an earlier release sealed it: its texts (decoded, their hashes written
+ * back from `blockOf`) appended uncompressed to the segment file with an index value of its
+ * entries alone, or (`withHashes`) compressed chunk by chunk as they are, hashes and all, with an
+ * index value that does not say they were stripped.
  */
-async function rewriteSpanUncompressed(dir: string, start: bigint): Promise<void> {
+async function rewriteSpanAsOlder(
+  dir: string,
+  start: bigint,
+  blockOf: (n: bigint) => BlockHashes,
+  layout: 'uncompressed' | 'withHashes',
+): Promise<void> {
   const db = await openDb(dir, { create: false });
   try {
     const key = (fill: number) => {
@@ -611,9 +626,12 @@ async function rewriteSpanUncompressed(dir: string, start: bigint): Promise<void
     const [from, to] = [key(0), key(0xff)];
     const file = join(dir, 'log-segments', '000000.seg');
     let bytes = await readFile(file);
+    let rewritten = 0;
     for await (const [key, value] of db.iterator({ gte: from, lte: to })) {
       const dv = new DataView(value.buffer, value.byteOffset, value.byteLength);
-      const n = dv.getUint32(12) & 0x7fff_ffff;
+      const head = dv.getUint32(12);
+      expect(head >>> 30).toBe(3); // compressed, stripped: as spans are sealed now
+      const n = head & 0x3fff_ffff;
       const offset = Number(Buffer.from(value).readBigUInt64BE(4));
       const chunks = dv.getUint32(16 + 12 * n);
       const texts: Buffer[] = [];
@@ -624,17 +642,31 @@ async function rewriteSpanUncompressed(dir: string, start: bigint): Promise<void
         const packedEnd = dv.getUint32(16 + 12 * n + 8 + 8 * j);
         const textEnd = dv.getUint32(16 + 12 * (next - 1) + 4);
         const packed = bytes.subarray(offset + packedStart, offset + packedEnd);
-        texts.push(unpackChunk(packed, textEnd - textStart));
+        texts.push(unpackStrippedChunk(packed, textEnd - textStart, blockOf));
         packedStart = packedEnd;
         textStart = textEnd + 1;
       }
-      const text = Buffer.from(texts.map((t) => t.toString('latin1')).join(','), 'latin1');
-      const old = Buffer.from(value.subarray(0, 16 + 12 * n));
+      const old = Buffer.from(value);
       old.writeBigUInt64BE(BigInt(bytes.length), 4);
-      old.writeUInt32BE(n, 12);
-      bytes = Buffer.concat([bytes, text]);
-      await db.put(key, old);
+      if (layout === 'uncompressed') {
+        const text = Buffer.from(texts.map((t) => t.toString('latin1')).join(','), 'latin1');
+        bytes = Buffer.concat([bytes, text]);
+        old.writeUInt32BE(n, 12);
+      } else {
+        // The same chunks, compressed whole; the chunk table's ends follow their new sizes.
+        const packed = texts.map((t) => brotliCompressSync(t));
+        let end = 0;
+        packed.forEach((c, j) => {
+          end += c.length;
+          old.writeUInt32BE(end, 16 + 12 * n + 8 + 8 * j);
+        });
+        old.writeUInt32BE((n | 0x8000_0000) >>> 0, 12);
+        bytes = Buffer.concat([bytes, ...packed]);
+      }
+      await db.put(key, layout === 'uncompressed' ? old.subarray(0, 16 + 12 * n) : old);
+      rewritten++;
     }
+    expect(rewritten).toBeGreaterThan(0);
     await writeFile(file, bytes);
     // The recorded length follows the file, as a seal's would.
     const metaKey = tables.meta.key(MetaKey.LogSegments);
@@ -724,32 +756,46 @@ describe('log segments', () => {
     expect(rowBlocks.length).toBeGreaterThan(100);
   });
 
-  test('a span sealed uncompressed (an older datadir) is served as it was, beside compressed ones', async () => {
-    await store?.close();
-    store = undefined;
-    await rewriteSpanUncompressed(dir, 256n);
-    store = await LevelChainStore.open(dir);
-    expect(await checkAnswers(1200, [0n, 1024n])).toBeGreaterThan(100);
-    // Converted: every span sealed again compressed, the file smaller, the same answers.
-    await store.close();
-    store = undefined;
-    const r = await resealDatadirLogs(dir);
-    expect(r).toMatchObject({ spansBefore: 4, spansAfter: 4 });
-    expect(r.bytesAfter * 2).toBeLessThan(r.bytesBefore);
-    store = await LevelChainStore.open(dir);
-    for (const [from, to] of [
-      [1n, 1200n],
-      [200n, 300n],
-    ] as const) {
-      const q = { fromBlock: from, toBlock: to, addresses: [HOT_ADDR], topics: [] };
-      const want = chain.all.filter((g) => matches(g, q));
-      expect(asText(await store.logsText(q, opts()))).toEqual({
-        kind: 'ok',
-        text: jsonArrayOf(want),
-        count: want.length,
-      });
-    }
-  });
+  // A sealed block's hash and transaction hashes, from the chain the test made.
+  const hashesOf = (n: bigint): BlockHashes => {
+    const b = n === 0n ? chain.genesis : (chain.blocks[Number(n) - 1] as BlockInput);
+    return { hash: b.hash, txHashes: Buffer.concat(b.txHashes) };
+  };
+
+  for (const layout of ['uncompressed', 'withHashes'] as const)
+    test(`a span sealed ${layout === 'uncompressed' ? 'uncompressed' : 'compressed with its hashes'} (an older datadir) is served as it was, beside the others; db convert seals it as now`, async () => {
+      await store?.close();
+      store = undefined;
+      await rewriteSpanAsOlder(dir, 256n, hashesOf, layout);
+      store = await LevelChainStore.open(dir);
+      expect(await checkAnswers(1200, [0n, 1024n])).toBeGreaterThan(100);
+      // Converted: every span sealed again (compressed, stripped), the file smaller, the same answers.
+      await store.close();
+      store = undefined;
+      const db = await openDb(dir, { create: false });
+      expect(await hasSpansToReseal(db)).toBe(true);
+      await db.close();
+      const r = await resealDatadirLogs(dir);
+      expect(r).toMatchObject({ spansBefore: 4, spansAfter: 4 });
+      expect(r.bytesAfter * (layout === 'uncompressed' ? 2 : 1)).toBeLessThan(r.bytesBefore);
+      const after = await openDb(dir, { create: false });
+      expect(await hasSpansToReseal(after)).toBe(false);
+      await after.close();
+      store = await LevelChainStore.open(dir);
+      for (const [from, to] of [
+        [1n, 1200n],
+        [200n, 300n],
+      ] as const) {
+        const q = { fromBlock: from, toBlock: to, addresses: [HOT_ADDR], topics: [] };
+        const want = chain.all.filter((g) => matches(g, q));
+        expect(asText(await store.logsText(q, opts()))).toEqual({
+          kind: 'ok',
+          text: jsonArrayOf(want),
+          count: want.length,
+        });
+      }
+      expect(await checkAnswers(1200, [0n, 1024n])).toBeGreaterThan(100);
+    });
 
   test('the cap: too-many names the same last fitting block inside and across sealed spans', async () => {
     for (const [from, to] of [

@@ -9,7 +9,7 @@ export { logMatches, queryBloomMatcher } from './match.js';
 export {
   LogSegmentReader,
   LogSegmentSealer,
-  hasUncompressedSpans,
+  hasSpansToReseal,
   resealLogSegments,
   sealDueLogSegments,
   segmentFileSizes,

@@ -15,8 +15,11 @@
 //
 // Spans sealed now are compressed (segment-chunks.ts): an index value whose entry count has
 // COMPRESSED set also lists its chunks, and a query decodes the chunks holding its blocks (kept
-// in a small cache of decoded chunks). Spans sealed before, uncompressed, are read as they are,
-// as file slices: a datadir of either kind, or of both, is served the same.
+// in a small cache of decoded chunks). With STRIPPED set as well, the chunks were compressed
+// without their logs' transaction and block hashes, which decoding writes back from the block's
+// rows. Spans sealed by earlier releases, uncompressed or compressed whole, are read as they
+// are: a datadir of any of these kinds, or of several, is served the same (`db convert` seals
+// them again as spans are sealed now).
 //
 // Durability: a span's bytes are written and fsynced before the one batch that names them (its
 // index keys and Meta.logSegments). A crash in between leaves bytes past the recorded file length,
@@ -45,7 +48,8 @@ import { Lru } from '@chainnode/core';
 import { AddressLogsJsonView, MetaKey, Prefix, headCodec, putU64, tables, u64Codec } from '../schema/index.js';
 import type { KvSyncRead } from '../schema/index.js';
 import { readyRowsOf } from './ready-rows.js';
-import { packSpan, unpackChunk } from './segment-chunks.js';
+import { packSpan, unpackChunk, unpackStrippedChunk } from './segment-chunks.js';
+import type { BlockHashes } from './segment-chunks.js';
 import { readBlockLogs } from './log-blocks.js';
 
 /** Blocks per sealed span. A 100-block query touches at most two. */
@@ -64,6 +68,8 @@ const ENTRY = 12;
 const VALUE_HEAD = 16;
 /** Set in an index value's entry count: the span's text is compressed, its chunk table follows the entries. */
 const COMPRESSED = 0x8000_0000;
+/** Set with COMPRESSED: its chunks were compressed stripped of their hashes (segment-chunks.ts). */
+const STRIPPED = 0x4000_0000;
 const CHUNK_ENTRY = 8;
 /** Decoded chunks kept by the reader (each about 64 KB, or one block's text when that is larger). */
 const DECODED_CHUNKS = 512;
@@ -130,7 +136,7 @@ function encodeIndexValue(
   const dv = new DataView(value.buffer);
   dv.setUint32(0, file);
   putU64(value, 4, at);
-  dv.setUint32(12, (n | COMPRESSED) >>> 0);
+  dv.setUint32(12, (n | COMPRESSED | STRIPPED) >>> 0);
   for (let i = 0; i < n; i++) {
     const e = VALUE_HEAD + ENTRY * i;
     dv.setUint32(e, Number((blocks[i] as bigint) - start));
@@ -306,9 +312,11 @@ export class LogSegmentReader {
   /** Decoded chunks of compressed spans, by file and position (immutable while an index names them). */
   private readonly decoded = new Lru<string, Buffer>(DECODED_CHUNKS);
 
+  /** `blockOf`: a sealed block's hash and transaction hashes, which stripped chunks leave out. */
   constructor(
     private readonly db: KvSyncRead,
     datadir: string,
+    private readonly blockOf: (number: bigint) => BlockHashes,
   ) {
     this.dir = segmentDir(datadir);
   }
@@ -335,8 +343,9 @@ export class LogSegmentReader {
       if (raw === undefined) continue;
       const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
       const head = dv.getUint32(12);
-      const n = (head & ~COMPRESSED) >>> 0;
+      const n = (head & ~(COMPRESSED | STRIPPED)) >>> 0;
       const packed = (head & COMPRESSED) !== 0;
+      const stripped = packed && (head & STRIPPED) !== 0;
       const chunks = packed && raw.length >= VALUE_HEAD + ENTRY * n + 4 ? dv.getUint32(VALUE_HEAD + ENTRY * n) : 0;
       const length = VALUE_HEAD + ENTRY * n + (packed ? 4 + CHUNK_ENTRY * chunks : 0);
       if (raw.length !== length || n === 0 || (packed && chunks === 0))
@@ -363,7 +372,7 @@ export class LogSegmentReader {
       const textEnd = (i: number): number => dv.getUint32(VALUE_HEAD + ENTRY * i + 4);
       const textStart = (i: number): number => (i === 0 ? 0 : textEnd(i - 1) + 1);
       if (!packed) slices.push(this.slice(dv.getUint32(0), offset + textStart(a), textEnd(last) - textStart(a)));
-      else slices.push(...this.unpacked(dv, n, chunks, offset, a, last, textStart, textEnd));
+      else slices.push(...this.unpacked(dv, n, chunks, offset, a, last, textStart, textEnd, stripped));
     }
     return { kind: 'ok', slices, count };
   }
@@ -382,6 +391,7 @@ export class LogSegmentReader {
     last: number,
     textStart: (i: number) => number,
     textEnd: (i: number) => number,
+    stripped: boolean,
   ): Uint8Array[] {
     const at = VALUE_HEAD + ENTRY * n + 4;
     const firstEntry = (j: number): number => (j >= chunks ? n : dv.getUint32(at + CHUNK_ENTRY * j));
@@ -398,7 +408,9 @@ export class LogSegmentReader {
       const key = `${file}:${position}`;
       let text = this.decoded.get(key);
       if (text === undefined) {
-        text = unpackChunk(this.read(file, position, packedEnd(j) - packedEnd(j - 1)), textEnd(end) - rawStart);
+        const packed = this.read(file, position, packedEnd(j) - packedEnd(j - 1));
+        const length = textEnd(end) - rawStart;
+        text = stripped ? unpackStrippedChunk(packed, length, this.blockOf) : unpackChunk(packed, length);
         this.decoded.set(key, text);
       }
       const lo = textStart(Math.max(first, a)) - rawStart;
@@ -565,15 +577,15 @@ export async function sealDueLogSegments(db: Db, datadir: string): Promise<numbe
   return sealer.sealedSpans() - before;
 }
 
-/** Whether any sealed span is kept uncompressed (sealed by an earlier release): `db convert` reseals them. */
-export async function hasUncompressedSpans(db: Db): Promise<boolean> {
+/** Whether any sealed span is kept as an earlier release sealed it (uncompressed, or compressed with its hashes): `db convert` reseals them. */
+export async function hasSpansToReseal(db: Db): Promise<boolean> {
   for await (const v of db.values({
     gte: Uint8Array.of(Prefix.LogSegments),
     lt: Uint8Array.of(Prefix.LogSegments + 1),
   })) {
     if (v.length < VALUE_HEAD) continue;
     const head = new DataView(v.buffer, v.byteOffset, v.byteLength).getUint32(12);
-    if ((head & COMPRESSED) === 0) return true;
+    if ((head & COMPRESSED) === 0 || (head & STRIPPED) === 0) return true;
   }
   return false;
 }

@@ -159,7 +159,7 @@ export class LogQueries {
   ) {
     this.db = new GatedDb(db, new Gate(LOG_READS_IN_FLIGHT));
     this.sync = db;
-    this.segments = new LogSegmentReader(db, datadir);
+    this.segments = new LogSegmentReader(db, datadir, (n) => this.contextSync(n));
   }
 
   /** Closes the log segment files (the store is closing: no reply will read them any more). */
@@ -305,6 +305,31 @@ export class LogQueries {
       out.set(n, ctx);
     });
     return out;
+  }
+
+  /**
+   * contexts() of one block, read synchronously (the sealed segments' chunks, decoded inside a
+   * synchronous scan, take their hashes from it).
+   */
+  private contextSync(n: bigint): BlockLogContext {
+    const hit = this.logContexts.get(n);
+    if (hit !== undefined) return hit;
+    const gen = this.chain.generation?.();
+    const row = this.sync.getSync(tables.blockTxHashes.key(n));
+    if (row === undefined) throw new Error(`block ${n}: tx hashes missing`);
+    const split = splitBlockTxHashes(row);
+    let header = split.extras === undefined ? undefined : extrasHeaderRlp(split.extras);
+    let hash: Uint8Array | undefined;
+    if (header !== undefined) hash = keccak256(header);
+    else {
+      hash = tables.canonical.getSync(this.sync, n);
+      if (hash === undefined) throw new Error(`block ${n}: hash missing`);
+      header = tables.headers.getSync(this.sync, hash);
+      if (header === undefined) throw new Error(`block ${n}: header missing`);
+    }
+    const ctx = { hash, timestamp: headerTxFields(header).timestamp, txHashes: split.hashes };
+    if (gen === this.chain.generation?.()) this.logContexts.set(n, ctx);
+    return ctx;
   }
 
   /**

@@ -28,7 +28,8 @@
 //     the address-appearance index (Appearances) of a datadir written before it existed, built
 //     from every block's rows as the import builds it, resumable (appearances/build.ts);
 //  5. the sealed log segments, when an earlier release sealed them uncompressed beside their ready
-//     JSON rows: sealed again compressed, the ready rows of sealed blocks deleted (reseal.ts);
+//     JSON rows, or compressed with their logs' hashes: sealed again as spans are sealed now
+//     (compressed without the hashes), the ready rows of sealed blocks deleted (reseal.ts);
 //     else the spans the seal depth allows that are not sealed yet (a datadir written while the
 //     depth was greater) sealed, as the writer seals them.
 import { existsSync } from 'node:fs';
@@ -38,7 +39,7 @@ import { DatadirEmptyError, openDb } from '../db.js';
 import type { Db } from '../db.js';
 import { EMPTY_STATE_ROOT, fillLatest, hasHistoryIndex, hasLatest, stageStateStep } from '../history/index.js';
 import type { HistoryStats } from '../history/index.js';
-import { encodeLogBlock, hasUncompressedSpans, readBlockLogsSync, sealDueLogSegments } from '../logs/index.js';
+import { encodeLogBlock, hasSpansToReseal, readBlockLogsSync, sealDueLogSegments } from '../logs/index.js';
 import type { Reseal } from '../logs/index.js';
 import type { StoredBody } from '../schema/index.js';
 import {
@@ -126,7 +127,7 @@ export interface ConvertResult {
   bodyRows: number;
   /** Log segment spans sealed now that the seal depth allows (with `logs`: none, it seals them all). */
   logSpansSealed: number;
-  /** The log segments sealed again compressed (undefined: they already were). */
+  /** The log segments sealed again as they are sealed now (undefined: they already were). */
   logs?: Reseal | undefined;
 }
 
@@ -409,7 +410,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     );
     const appearanceBlocks = await buildAppearances(db, head, opts.onProgress);
     const trieDeltas = await convertTrieDeltas(db, head, opts.onProgress);
-    reseal = await hasUncompressedSpans(db);
+    reseal = await hasSpansToReseal(db);
     result = {
       trieDeltas,
       blockJsonRows,
@@ -432,7 +433,7 @@ export async function convertDatadir(datadir: string, opts: ConvertOptions = {})
     await db.close();
   }
   if (reseal) {
-    opts.onProgress?.('log segments: sealing again, compressed');
+    opts.onProgress?.('log segments: sealing again, compressed without their hashes');
     result.logs = await resealDatadirLogs(datadir);
   }
   if (pruneNeeded) result.prune = await pruneOnce(datadir, opts);

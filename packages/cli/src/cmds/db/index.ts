@@ -52,7 +52,7 @@ export function register(program: Command): void {
     });
   db.command('convert')
     .description(
-      "convert the datadir in place to the current layout: the flat state history built from its tries when it has none (resumable), the address-appearance index built from its blocks when it has none (resumable), block bodies and recorded trace rows of one row a block cut into rows of 16 transactions, and the trace rows an earlier release stored uncompressed, compressed (resumable), the trie's branch nodes rewritten as deltas (resumable), and the state trie's retention changed (archive -> window=<N> prunes once at the head, as does a run after a pruning cycle stopped midway); the datadir must not be in use",
+      "convert the datadir in place to the current layout: the flat state history built from its tries when it has none (resumable), the address-appearance index built from its blocks when it has none (resumable), block bodies and recorded trace rows of one row a block cut into rows of 16 transactions, and the trace rows an earlier release stored uncompressed, compressed (resumable), the trie's branch nodes rewritten as deltas (resumable), the sealed log segments an earlier release wrote sealed again as now (compressed, without their logs' hashes), and the state trie's retention changed (archive -> window=<N> prunes once at the head, as does a run after a pruning cycle stopped midway); the datadir must not be in use",
     )
     .option('--datadir <dir>', 'datadir to convert', './data')
     .option(

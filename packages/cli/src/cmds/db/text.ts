@@ -92,7 +92,7 @@ export function convertText(datadir: string, r: ConvertResult, rowTxs: { body: n
   const sealed = r.logSpansSealed > 0 ? `; ${fmt(r.logSpansSealed)} log segment spans sealed` : '';
   const logs =
     r.logs !== undefined
-      ? `; log segments sealed again compressed: ${fmt(r.logs.bytesBefore)} -> ${fmt(r.logs.bytesAfter)} bytes`
+      ? `; log segments sealed again (compressed, without their hashes): ${fmt(r.logs.bytesBefore)} -> ${fmt(r.logs.bytesAfter)} bytes`
       : '';
   return `datadir ${datadir} at block ${r.head} converted: ${history}; ${trie}${prune}${blockJson}${txLookup}${txHashes}${logBlocks}${bodyRows}${traceRows}${traceCompressed}${appearances}${deltas}${sealed}${logs} (run db compact to return the freed space)`;
 }
