@@ -14,11 +14,11 @@
 // Cold eth_call: right after the node starts (nothing asked yet), 400 balanceOf calls at random
 // historical blocks no mix asks, one connection, one after the other; then 2,000 others (over the
 // mixes' connections, so every app thread runs some) and 400 more measured (the code compiled,
-// the data still never read), then 8,000 others and 400 more measured again; p50 as the client sees it, and the
-// same client's p50 for eth_chainId (the transport's own cost): their difference is the
-// server-side time of the call, near enough; and the server's CPU per call (its process group's
-// user + system time over the pass, over the calls; /proc counts in 10 ms ticks, so ±0.03 ms at
-// 400 calls).
+// the data still never read), then 8,000 others and 2,000 more measured again; p50 as the client
+// sees it, and the same client's p50 for eth_chainId over 2,000 calls (the transport's own cost):
+// their difference is the server-side time of the call, near enough; and the server's CPU per call
+// (its process group's user + system time over the pass, over the calls; /proc counts in 10 ms
+// ticks, so ±0.03 ms at 400 calls, ±0.005 ms at 2,000).
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rawOnceThread } from './src/load-thread.js';
@@ -86,11 +86,11 @@ await runVaried({
     await sequential(url, c.warmupMore, cpuMs, run.connections);
     const steady = await sequential(url, c.coldSteady, cpuMs);
     const base = await sequential(url, c.baseline, cpuMs);
-    const ms = (v: number | undefined): string => (v === undefined ? 'n/a' : v.toFixed(2));
+    const ms = (v: number | undefined): string => (v === undefined ? 'n/a' : v.toFixed(3));
     const row = (what: string, r: { p50: number; p99: number; cpu: number | undefined }): string =>
       `| ${what} | ${r.p50} | ${r.p99} | ${base.p50} | ${Math.max(0, r.p50 - base.p50).toFixed(2)} | ${ms(r.cpu)} | ${ms(base.cpu)} |`;
     return [
-      '\nCold eth_call (400 token balanceOf calls at random historical blocks, each body asked once, one connection, one after the other, every answer checked): first in a fresh server process (nothing asked before: its code not yet compiled), then 400 others after 2,000 others of the kind (the code compiled and the upper trie read, the bodies and their answers never asked), and 400 more after 10,000 others (a server that has served a while):\n',
+      '\nCold eth_call (400 token balanceOf calls at random historical blocks, each body asked once, one connection, one after the other, every answer checked): first in a fresh server process (nothing asked before: its code not yet compiled), then 400 others after 2,000 others of the kind (the code compiled and the upper trie read, the bodies and their answers never asked), and 2,000 more after 10,000 others (a server that has served a while):\n',
       '| calls | client p50 ms | client p99 ms | eth_chainId p50 ms (same client) | server-side p50 ≈ ms | server CPU ms per call | eth_chainId server CPU ms per call |\n|---|---|---|---|---|---|---|',
       row('eth_call balanceOf, historical, fresh process', call),
       row('eth_call balanceOf, historical, after 2,000 others', warmed),

@@ -369,7 +369,7 @@ function readMixes(o: ReadChainOptions, rng: Rng, k: ReturnType<typeof readCalls
   // The cold measurement: token reads at historical blocks no mix asks, and eth_chainId (the
   // transport's own cost, for comparison).
   const cold = Array.from({ length: 400 }, () => k.balanceOf(k.atOld()));
-  const baseline = Array.from({ length: 400 }, k.chainId);
+  const baseline = Array.from({ length: 2000 }, k.chainId);
   const next = () => rng.next();
   // A dApp page: token reads at the head dominate, then account reads, receipts, head polls.
   const dapp = mixOf([latestCalls, recentCalls, stateLatest, receiptCalls, misc], [0.45, 0.1, 0.2, 0.15, 0.1], n, next);
@@ -403,7 +403,7 @@ function readMixes(o: ReadChainOptions, rng: Rng, k: ReturnType<typeof readCalls
   const warmup = fresh(2000);
   const coldWarm = fresh(400);
   const warmupMore = fresh(8000);
-  const coldSteady = fresh(400);
+  const coldSteady = fresh(2000);
   return {
     mixes,
     cold,
